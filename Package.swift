@@ -1,0 +1,59 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// One settings list for every target: Swift 6 language mode (strict concurrency is part of it).
+let swiftSettings: [SwiftSetting] = [
+    .swiftLanguageMode(.v6),
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "ReceiptGate",
+    products: [
+        .executable(name: "receiptgate", targets: ["receiptgate"]),
+    ],
+    targets: [
+        // C libraries from Debian, found through pkg-config. Headers are bare #includes.
+        .systemLibrary(name: "COpenSSL", path: "Sources/CSystem/COpenSSL", pkgConfig: "openssl",
+                       providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CLibPQ", path: "Sources/CSystem/CLibPQ", pkgConfig: "libpq",
+                       providers: [.apt(["libpq-dev"])]),
+        .systemLibrary(name: "CCurl", path: "Sources/CSystem/CCurl", pkgConfig: "libcurl",
+                       providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(name: "CMicroHTTPD", path: "Sources/CSystem/CMicroHTTPD", pkgConfig: "libmicrohttpd",
+                       providers: [.apt(["libmicrohttpd-dev"])]),
+        // Typed wrappers for what Swift cannot call: C variadics and function-like macros.
+        .target(name: "CShims", dependencies: ["CCurl", "CMicroHTTPD"]),
+
+        .target(name: "ReceiptCore", swiftSettings: swiftSettings),
+        .target(name: "Crypto", dependencies: ["COpenSSL"], swiftSettings: swiftSettings),
+        .target(name: "Postgres", dependencies: ["CLibPQ"], swiftSettings: swiftSettings),
+        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "CShims"], swiftSettings: swiftSettings),
+        .target(name: "HTTPClient", dependencies: ["CCurl", "CShims"], swiftSettings: swiftSettings),
+        .target(
+            name: "ReceiptGate",
+            dependencies: ["ReceiptCore", "Crypto", "Postgres", "HTTPServer", "HTTPClient"],
+            resources: [],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "receiptgate",
+            dependencies: ["ReceiptGate", "ReceiptCore", "Crypto", "Postgres", "HTTPServer"],
+            swiftSettings: swiftSettings
+        ),
+
+        .target(name: "TestSupport", dependencies: ["Postgres"], path: "Tests/TestSupport",
+                swiftSettings: swiftSettings),
+        .testTarget(name: "CryptoTests", dependencies: ["Crypto"],
+                    resources: [.copy("Fixtures")], swiftSettings: swiftSettings),
+        .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"], swiftSettings: swiftSettings),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"], swiftSettings: swiftSettings),
+        .testTarget(name: "HTTPClientTests", dependencies: ["HTTPClient", "HTTPServer"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "ReceiptGateTests",
+            dependencies: ["ReceiptGate", "ReceiptCore", "Crypto", "Postgres", "HTTPServer", "TestSupport", "receiptgate"],
+            swiftSettings: swiftSettings
+        ),
+    ]
+)

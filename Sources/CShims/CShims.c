@@ -1,0 +1,48 @@
+#include "CShims.h"
+
+CURLcode rg_curl_setopt_long(CURL *handle, CURLoption option, long value) {
+    return curl_easy_setopt(handle, option, value);
+}
+
+CURLcode rg_curl_setopt_string(CURL *handle, CURLoption option, const char *value) {
+    return curl_easy_setopt(handle, option, value);
+}
+
+CURLcode rg_curl_setopt_pointer(CURL *handle, CURLoption option, void *value) {
+    return curl_easy_setopt(handle, option, value);
+}
+
+CURLcode rg_curl_setopt_off_t(CURL *handle, CURLoption option, curl_off_t value) {
+    return curl_easy_setopt(handle, option, value);
+}
+
+CURLcode rg_curl_setopt_slist(CURL *handle, CURLoption option, struct curl_slist *value) {
+    return curl_easy_setopt(handle, option, value);
+}
+
+CURLcode rg_curl_setopt_write_function(CURL *handle, CURLoption option,
+    size_t (*callback)(char *data, size_t size, size_t count, void *context)) {
+    return curl_easy_setopt(handle, option, callback);
+}
+
+CURLcode rg_curl_getinfo_long(CURL *handle, CURLINFO info, long *value) {
+    return curl_easy_getinfo(handle, info, value);
+}
+
+struct MHD_Daemon *rg_mhd_start(const struct rg_mhd_settings *settings,
+                                MHD_AccessHandlerCallback handler, void *handler_context,
+                                MHD_RequestCompletedCallback completed, void *completed_context) {
+    return MHD_start_daemon(settings->flags, 0, NULL, NULL, handler, handler_context,
+                            MHD_OPTION_SOCK_ADDR, settings->bind_address,
+                            MHD_OPTION_THREAD_POOL_SIZE, settings->thread_pool_size,
+                            MHD_OPTION_CONNECTION_TIMEOUT, settings->connection_timeout_seconds,
+                            MHD_OPTION_CONNECTION_LIMIT, settings->connection_limit,
+                            MHD_OPTION_CONNECTION_MEMORY_LIMIT, settings->connection_memory_limit,
+                            MHD_OPTION_NOTIFY_COMPLETED, completed, completed_context,
+                            MHD_OPTION_END);
+}
+
+uint16_t rg_mhd_bound_port(struct MHD_Daemon *daemon) {
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_BIND_PORT);
+    return info == NULL ? 0 : info->port;
+}

@@ -1,0 +1,41 @@
+#ifndef RECEIPTGATE_CSHIMS_H
+#define RECEIPTGATE_CSHIMS_H
+
+// Typed, non-variadic entry points for the C functions Swift cannot call directly.
+// Each wrapper does nothing but forward its arguments.
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/socket.h>
+#include <curl/curl.h>
+#include <microhttpd.h>
+
+// ---- libcurl: curl_easy_setopt / curl_easy_getinfo are variadic ----
+CURLcode rg_curl_setopt_long(CURL *handle, CURLoption option, long value);
+CURLcode rg_curl_setopt_string(CURL *handle, CURLoption option, const char *value);
+CURLcode rg_curl_setopt_pointer(CURL *handle, CURLoption option, void *value);
+CURLcode rg_curl_setopt_off_t(CURL *handle, CURLoption option, curl_off_t value);
+CURLcode rg_curl_setopt_slist(CURL *handle, CURLoption option, struct curl_slist *value);
+CURLcode rg_curl_setopt_write_function(CURL *handle, CURLoption option,
+    size_t (*callback)(char *data, size_t size, size_t count, void *context));
+CURLcode rg_curl_getinfo_long(CURL *handle, CURLINFO info, long *value);
+
+// ---- libmicrohttpd: MHD_start_daemon is variadic ----
+struct rg_mhd_settings {
+    unsigned int flags;
+    const struct sockaddr *bind_address;   // IPv4 or IPv6 address and port (0 = any free port)
+    unsigned int thread_pool_size;
+    unsigned int connection_timeout_seconds;
+    unsigned int connection_limit;
+    size_t connection_memory_limit;
+};
+
+struct MHD_Daemon *rg_mhd_start(const struct rg_mhd_settings *settings,
+                                MHD_AccessHandlerCallback handler, void *handler_context,
+                                MHD_RequestCompletedCallback completed, void *completed_context);
+
+// The port the daemon actually listens on (useful after binding port 0); 0 if unknown.
+uint16_t rg_mhd_bound_port(struct MHD_Daemon *daemon);
+
+#endif

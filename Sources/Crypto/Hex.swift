@@ -1,0 +1,37 @@
+public import Foundation
+
+/// Lower-case hexadecimal, as used in signatures and digests on the wire.
+public enum Hex {
+    public static func encode(_ bytes: some Sequence<UInt8>) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out: [UInt8] = []
+        for byte in bytes {
+            out.append(digits[Int(byte >> 4)])
+            out.append(digits[Int(byte & 0x0f)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Decodes upper- or lower-case hex; nil for anything else (odd length, other characters).
+    public static func decode(_ text: String) -> Data? {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(text.utf8.count / 2)
+        var high: UInt8?
+        for character in text.utf8 {
+            let nibble: UInt8
+            switch character {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): nibble = character - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): nibble = character - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): nibble = character - UInt8(ascii: "A") + 10
+            default: return nil
+            }
+            if let h = high {
+                bytes.append(h << 4 | nibble)
+                high = nil
+            } else {
+                high = nibble
+            }
+        }
+        return high == nil ? Data(bytes) : nil
+    }
+}

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs the Debian packages ReceiptGate builds and runs against, if any is missing.
+# Safe to run again: it does nothing when everything is present.
+#   libssl-dev                 OpenSSL 3 headers (Crypto)
+#   libpq-dev                  libpq headers (Postgres)
+#   libcurl4-openssl-dev       libcurl headers (HTTPClient)
+#   libmicrohttpd-dev          GNU libmicrohttpd headers (HTTPServer)
+#   pkg-config                 how SwiftPM finds the four libraries above
+#   postgresql                 initdb/pg_ctl/postgres for the embedded database and the tests
+#   openssl                    the openssl command, used by tests as an independent cross-check
+#   nodejs                     runs the clients written from the seed documents (tests)
+set -euo pipefail
+
+packages=(libssl-dev libpq-dev libcurl4-openssl-dev libmicrohttpd-dev pkg-config postgresql openssl nodejs)
+missing=()
+for package in "${packages[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
+        missing+=("$package")
+    fi
+done
+
+if [ ${#missing[@]} -gt 0 ]; then
+    if [ "$(id -u)" != 0 ]; then
+        echo "setup: missing Debian packages: ${missing[*]}; run this script as root or install them" >&2
+        exit 1
+    fi
+    echo "setup: installing ${missing[*]}" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -q >&2
+    apt-get install -y -q --no-install-recommends "${missing[@]}" >&2
+fi
