@@ -8,10 +8,9 @@
 #   pkg-config                 how SwiftPM finds the four libraries above
 #   postgresql                 initdb/pg_ctl/postgres for the embedded database and the tests
 #   openssl                    the openssl command, used by tests as an independent cross-check
-#   nodejs                     runs the clients written from the seed documents (tests)
 set -euo pipefail
 
-packages=(libssl-dev libpq-dev libcurl4-openssl-dev libmicrohttpd-dev pkg-config postgresql openssl nodejs)
+packages=(libssl-dev libpq-dev libcurl4-openssl-dev libmicrohttpd-dev pkg-config postgresql openssl)
 missing=()
 for package in "${packages[@]}"; do
     if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
