@@ -1,0 +1,124 @@
+import CLibPQ
+import Foundation
+
+/// One libpq connection. Its calls block, so it is only ever used on a thread the pool owns,
+/// inside `PostgresPool.withConnection` / `withTransaction`; it is deliberately not Sendable.
+public final class PostgresConnection {
+    private var handle: OpaquePointer?
+
+    /// Connects with a libpq connection string (URI or key=value). The session is pinned to UTC
+    /// and ISO dates so timestamps decode one way.
+    init(connectionString: String, connectTimeoutSeconds: Int, statementTimeoutMilliseconds: Int) throws {
+        // Ours come first so that settings inside the caller's connection string win.
+        let settings: [(String, String)] = [
+            ("connect_timeout", String(connectTimeoutSeconds)),
+            ("application_name", "receiptgate"),
+            ("client_encoding", "UTF8"),
+            ("options", "-c TimeZone=UTC -c DateStyle=ISO -c statement_timeout=\(statementTimeoutMilliseconds)"),
+            ("dbname", connectionString),
+        ]
+        let keywords = settings.map { strdup($0.0) }
+        let values = settings.map { strdup($0.1) }
+        defer {
+            keywords.forEach { free($0) }
+            values.forEach { free($0) }
+        }
+        let keywordPointers = keywords.map { UnsafePointer($0) } + [nil]
+        let valuePointers = values.map { UnsafePointer($0) } + [nil]
+        let connection = PQconnectdbParams(keywordPointers, valuePointers, 1)
+        guard let connection, PQstatus(connection) == CONNECTION_OK else {
+            let reason = connection.map { Self.trimmedMessage(PQerrorMessage($0)) } ?? "out of memory"
+            PQfinish(connection)
+            throw PostgresError(.connectionFailed, "cannot connect to PostgreSQL: \(reason)")
+        }
+        handle = connection
+    }
+
+    deinit { PQfinish(handle) }
+
+    /// False once the server has gone away. An idle connection has nothing to say, so a readable
+    /// socket almost always means the server said goodbye (restart, admin shutdown) and closed it:
+    /// such a connection is replaced before the next job rather than failing that job.
+    var isHealthy: Bool {
+        guard let handle, PQstatus(handle) == CONNECTION_OK else { return false }
+        let socket = PQsocket(handle)
+        guard socket >= 0 else { return false }
+        var descriptor = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+        return poll(&descriptor, 1, 0) == 0
+    }
+
+    var isIdleOutsideTransaction: Bool {
+        guard let handle else { return false }
+        return PQtransactionStatus(handle) == PQTRANS_IDLE
+    }
+
+    /// Runs one statement with bound parameters and returns its rows.
+    @discardableResult
+    public func query(_ query: PostgresQuery) throws -> [PostgresRow] {
+        try run(query).rows
+    }
+
+    /// Runs one statement and returns the number of rows it affected.
+    @discardableResult
+    public func execute(_ query: PostgresQuery) throws -> Int {
+        try run(query).affected
+    }
+
+    /// Runs a script of several statements with no parameters (migrations). Never pass input.
+    public func executeScript(_ sql: String) throws {
+        guard let handle else { throw PostgresError(.connectionFailed, "connection is closed") }
+        let result = PQexec(handle, sql)
+        defer { PQclear(result) }
+        try check(result)
+    }
+
+    private func run(_ query: PostgresQuery) throws -> (rows: [PostgresRow], affected: Int) {
+        guard let handle else { throw PostgresError(.connectionFailed, "connection is closed") }
+        let parameters = query.bindings.map { $0.map { strdup($0) } ?? nil }
+        defer { parameters.forEach { free($0) } }
+        let parameterPointers = parameters.map { $0.map { UnsafePointer($0) } }
+        let result = parameterPointers.withUnsafeBufferPointer { buffer in
+            PQexecParams(handle, query.sql, Int32(buffer.count), nil, buffer.baseAddress, nil, nil, 0)
+        }
+        defer { PQclear(result) }
+        try check(result)
+        return (Self.rows(of: result), Int(String(cString: PQcmdTuples(result))) ?? 0)
+    }
+
+    private func check(_ result: OpaquePointer?) throws {
+        guard let result else {
+            throw PostgresError(.connectionFailed, Self.trimmedMessage(PQerrorMessage(handle)))
+        }
+        switch PQresultStatus(result) {
+        case PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY:
+            return
+        default:
+            let sqlState = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
+            let message = Self.trimmedMessage(PQresultErrorMessage(result))
+            if PQstatus(handle) != CONNECTION_OK {
+                throw PostgresError(.connectionFailed, message, sqlState: sqlState)
+            }
+            throw PostgresError(.queryFailed, message, sqlState: sqlState)
+        }
+    }
+
+    private static func rows(of result: OpaquePointer?) -> [PostgresRow] {
+        let rowCount = Int(PQntuples(result)), columnCount = Int(PQnfields(result))
+        guard rowCount > 0 else { return [] }
+        var columnIndex: [String: Int] = [:]
+        for column in 0..<columnCount {
+            columnIndex[String(cString: PQfname(result, Int32(column)))] = column
+        }
+        return (0..<rowCount).map { row in
+            let values = (0..<columnCount).map { column -> String? in
+                PQgetisnull(result, Int32(row), Int32(column)) == 1 ? nil : String(cString: PQgetvalue(result, Int32(row), Int32(column)))
+            }
+            return PostgresRow(columnIndex: columnIndex, values: values)
+        }
+    }
+
+    private static func trimmedMessage(_ message: UnsafePointer<CChar>?) -> String {
+        guard let message else { return "unknown libpq error" }
+        return String(cString: message).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+}

@@ -1,0 +1,94 @@
+public import Foundation
+
+/// SQL text with bound parameters. Interpolating a value never splices it into the text: it
+/// becomes `$n` and travels separately, so no value can change the statement.
+///
+///     let rows = try conn.query("SELECT id FROM clients WHERE name = \(name) AND game_id = \(gameID)")
+public struct PostgresQuery: Sendable, ExpressibleByStringInterpolation, CustomStringConvertible {
+    public private(set) var sql: String
+    public private(set) var bindings: [String?]
+
+    public init(stringLiteral value: String) {
+        sql = value
+        bindings = []
+    }
+
+    public init(stringInterpolation: StringInterpolation) {
+        sql = stringInterpolation.sql
+        bindings = stringInterpolation.bindings
+    }
+
+    /// A statement and its parameters given separately (`$1`, `$2`... in `sql`).
+    public init(unsafeSQL sql: String, bindings: [any PostgresEncodable] = []) {
+        self.sql = sql
+        self.bindings = bindings.map(\.postgresText)
+    }
+
+    /// Only the statement: parameter values are left out because they may be secrets.
+    public var description: String { sql }
+
+    public struct StringInterpolation: StringInterpolationProtocol {
+        var sql = ""
+        var bindings: [String?] = []
+
+        public init(literalCapacity: Int, interpolationCount: Int) {
+            sql.reserveCapacity(literalCapacity + interpolationCount * 3)
+        }
+
+        public mutating func appendLiteral(_ literal: String) { sql += literal }
+
+        public mutating func appendInterpolation(_ value: some PostgresEncodable) {
+            bindings.append(value.postgresText)
+            sql += "$\(bindings.count)"
+        }
+
+        public mutating func appendInterpolation(_ value: (some PostgresEncodable)?) {
+            bindings.append(value?.postgresText)
+            sql += "$\(bindings.count)"
+        }
+
+        /// Splices SQL text written by the program (an identifier, a fragment). Never pass input.
+        public mutating func appendInterpolation(unescaped text: String) { sql += text }
+    }
+}
+
+/// A value sent as a text-format parameter; the server infers its type from the statement.
+public protocol PostgresEncodable: Sendable {
+    /// The parameter in PostgreSQL's text input format; nil is SQL NULL.
+    var postgresText: String? { get }
+}
+
+extension String: PostgresEncodable { public var postgresText: String? { self } }
+extension Int: PostgresEncodable { public var postgresText: String? { String(self) } }
+extension Int64: PostgresEncodable { public var postgresText: String? { String(self) } }
+extension Int32: PostgresEncodable { public var postgresText: String? { String(self) } }
+extension Bool: PostgresEncodable { public var postgresText: String? { self ? "true" : "false" } }
+extension Double: PostgresEncodable { public var postgresText: String? { String(self) } }
+extension UUID: PostgresEncodable { public var postgresText: String? { uuidString.lowercased() } }
+
+extension Data: PostgresEncodable {
+    /// bytea hex format (`\x...`).
+    public var postgresText: String? {
+        let digits = Array("0123456789abcdef".utf8)
+        var out: [UInt8] = [UInt8(ascii: "\\"), UInt8(ascii: "x")]
+        out.reserveCapacity(2 + count * 2)
+        for byte in self {
+            out.append(digits[Int(byte >> 4)])
+            out.append(digits[Int(byte & 0x0f)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}
+
+extension Date: PostgresEncodable {
+    /// ISO 8601 in UTC with microseconds, which timestamptz reads without loss.
+    public var postgresText: String? { PostgresTimestamp.format(self) }
+}
+
+extension Array: PostgresEncodable where Element == String {
+    /// A text[] array literal: every element quoted, `"` and `\` escaped.
+    public var postgresText: String? {
+        "{" + map { "\"" + $0.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\"" }
+            .joined(separator: ",") + "}"
+    }
+}

@@ -1,0 +1,213 @@
+import Foundation
+import Postgres
+import Testing
+import TestSupport
+
+@Suite struct QueriesAndParameters {
+    @Test func boundParametersRoundTripNullUnicodeAndHostileText() async throws {
+        let pool = PostgresPool(.init(connectionString: try await TestDatabase.makeDatabase(), size: 2))
+        defer { pool.shutdown() }
+        try await pool.execute("CREATE TABLE notes (id serial PRIMARY KEY, body text, amount bigint, paid boolean, raw bytea, at timestamptz)")
+
+        let hostile = "Robert'); DROP TABLE notes;-- 🎮 héllo 漢字"
+        let raw = Data([0, 1, 2, 255])
+        let at = Date(timeIntervalSince1970: 1_764_000_000.123456)
+        let missing: String? = nil
+        try await pool.execute("INSERT INTO notes (body, amount, paid, raw, at) VALUES (\(hostile), \(Int64(9_007_199_254_740_993)), \(true), \(raw), \(at))")
+        try await pool.execute("INSERT INTO notes (body, amount) VALUES (\(missing), \(-5))")
+
+        let rows = try await pool.query("SELECT body, amount, paid, raw, at FROM notes ORDER BY id")
+        #expect(rows.count == 2)
+        #expect(try rows[0].decode("body", as: String.self) == hostile)
+        #expect(try rows[0].decode("amount", as: Int64.self) == 9_007_199_254_740_993)
+        #expect(try rows[0].decode("paid", as: Bool.self))
+        #expect(try rows[0].decode("raw", as: Data.self) == raw)
+        let readBack = try rows[0].decode("at", as: Date.self)
+        #expect(abs(readBack.timeIntervalSince1970 - at.timeIntervalSince1970) < 0.000_002)
+        #expect(try rows[1].decode("body", as: String?.self) == nil)
+        #expect(rows[1].isNull("paid"))
+        #expect(try rows[1].decode("amount", as: Int.self) == -5)
+        // The hostile text was data, never SQL: the table is still there.
+        #expect(try await pool.query("SELECT count(*) AS n FROM notes")[0].decode("n", as: Int.self) == 2)
+    }
+
+    @Test func typedDecodingFailuresNameTheColumn() async throws {
+        let pool = PostgresPool(.init(connectionString: try await TestDatabase.makeDatabase(), size: 1))
+        defer { pool.shutdown() }
+        let row = try #require(try await pool.query("SELECT 'abc'::text AS word, NULL::int AS nothing, ARRAY['a','b,c','d\"e'] AS list").first)
+        #expect(throws: PostgresError(.decodingFailed, "")) { try row.decode("word", as: Int.self) }
+        #expect(throws: PostgresError(.decodingFailed, "")) { try row.decode("nothing", as: Int.self) }
+        #expect(throws: PostgresError(.decodingFailed, "")) { try row.decode("absent", as: String.self) }
+        #expect(try row.decode("nothing", as: Int?.self) == nil)
+        #expect(try row.decode("list", as: [String].self) == ["a", "b,c", "d\"e"])
+    }
+
+    @Test func serverErrorsCarrySQLState() async throws {
+        let pool = PostgresPool(.init(connectionString: try await TestDatabase.makeDatabase(), size: 1))
+        defer { pool.shutdown() }
+        try await pool.execute("CREATE TABLE unique_things (name text UNIQUE)")
+        try await pool.execute("INSERT INTO unique_things VALUES (\("a"))")
+        do {
+            try await pool.execute("INSERT INTO unique_things VALUES (\("a"))")
+            Issue.record("a duplicate insert succeeded")
+        } catch let error as PostgresError {
+            #expect(error.isUniqueViolation)
+            #expect(error.code == .queryFailed)
+        }
+        await #expect(throws: PostgresError(.queryFailed, "", sqlState: "42601")) { try await pool.execute("SELEKT 1") }
+        // The connection that saw errors is still usable.
+        #expect(try await pool.query("SELECT 1 AS one")[0].decode("one", as: Int.self) == 1)
+    }
+}
+
+@Suite struct Transactions {
+    @Test func aThrowingTransactionLeavesNoTrace() async throws {
+        let pool = PostgresPool(.init(connectionString: try await TestDatabase.makeDatabase(), size: 2))
+        defer { pool.shutdown() }
+        try await pool.execute("CREATE TABLE ledger (id int PRIMARY KEY)")
+        struct Abort: Error {}
+        await #expect(throws: Abort.self) {
+            try await pool.withTransaction { connection in
+                try connection.execute("INSERT INTO ledger VALUES (\(1))")
+                try connection.execute("INSERT INTO ledger VALUES (\(2))")
+                throw Abort()
+            }
+        }
+        #expect(try await pool.query("SELECT count(*) AS n FROM ledger")[0].decode("n", as: Int.self) == 0)
+
+        try await pool.withTransaction { connection in
+            try connection.execute("INSERT INTO ledger VALUES (\(3))")
+        }
+        #expect(try await pool.query("SELECT id FROM ledger").map { try $0.decode("id", as: Int.self) } == [3])
+    }
+
+    @Test func aFailedStatementRollsBackTheWholeTransaction() async throws {
+        let pool = PostgresPool(.init(connectionString: try await TestDatabase.makeDatabase(), size: 1))
+        defer { pool.shutdown() }
+        try await pool.execute("CREATE TABLE ledger (id int PRIMARY KEY)")
+        await #expect(throws: PostgresError.self) {
+            try await pool.withTransaction { connection in
+                try connection.execute("INSERT INTO ledger VALUES (\(1))")
+                try connection.execute("INSERT INTO ledger VALUES (\(1))")
+            }
+        }
+        #expect(try await pool.query("SELECT count(*) AS n FROM ledger")[0].decode("n", as: Int.self) == 0)
+    }
+
+    @Test func poolStatisticsCountLeasedConnections() async throws {
+        let pool = PostgresPool(.init(connectionString: try await TestDatabase.makeDatabase(), size: 3))
+        defer { pool.shutdown() }
+        #expect(pool.statistics == .init(size: 3, inUse: 0))
+        let seen = try await pool.withConnection { _ in pool.statistics }
+        #expect(seen.inUse == 1)
+        #expect(seen.idle == 2)
+    }
+
+    @Test func manyConcurrentCallersShareAFewConnections() async throws {
+        let pool = PostgresPool(.init(connectionString: try await TestDatabase.makeDatabase(), size: 4))
+        defer { pool.shutdown() }
+        let total = try await withThrowingTaskGroup(of: Int.self) { group in
+            for index in 0..<200 {
+                group.addTask { try await pool.query("SELECT \(index)::int AS n")[0].decode("n", as: Int.self) }
+            }
+            return try await group.reduce(0, +)
+        }
+        #expect(total == (0..<200).reduce(0, +))
+    }
+}
+
+@Suite struct Migrations {
+    static let migrations = [
+        // Deliberately not idempotent, and slow: two migrators running it at once would fail.
+        Migration(version: 1, name: "slow_table", sql: "SELECT pg_sleep(0.5); CREATE TABLE slow (id int PRIMARY KEY);"),
+        Migration(version: 2, name: "second", sql: "ALTER TABLE slow ADD COLUMN note text;"),
+    ]
+
+    @Test func twoConcurrentMigratorsApplyEachVersionOnce() async throws {
+        let database = try await TestDatabase.makeDatabase()
+        let first = PostgresPool(.init(connectionString: database, size: 1))
+        let second = PostgresPool(.init(connectionString: database, size: 1))
+        defer { first.shutdown(); second.shutdown() }
+
+        async let a = Migrator.migrate(first, migrations: Self.migrations)
+        async let b = Migrator.migrate(second, migrations: Self.migrations)
+        let applied = try await [a, b]
+        #expect(applied.flatMap { $0 }.sorted() == [1, 2])
+        let rows = try await first.query("SELECT version FROM schema_migrations ORDER BY version")
+        #expect(try rows.map { try $0.decode("version", as: Int.self) } == [1, 2])
+
+        // A later start finds nothing to do, and a new migration is applied alone.
+        #expect(try await Migrator.migrate(first, migrations: Self.migrations).isEmpty)
+        let third = Migration(version: 3, name: "third", sql: "CREATE INDEX slow_note ON slow (note);")
+        #expect(try await Migrator.migrate(first, migrations: Self.migrations + [third]) == [3])
+    }
+
+    @Test func aFailingMigrationIsNotRecorded() async throws {
+        let pool = PostgresPool(.init(connectionString: try await TestDatabase.makeDatabase(), size: 1))
+        defer { pool.shutdown() }
+        let broken = [Migration(version: 1, name: "ok", sql: "CREATE TABLE a (id int);"),
+                      Migration(version: 2, name: "broken", sql: "CREATE TABLE b (id int); CREATE TABLE a (id int);")]
+        await #expect(throws: PostgresError.self) { try await Migrator.migrate(pool, migrations: broken) }
+        let versions = try await pool.query("SELECT version FROM schema_migrations").map { try $0.decode("version", as: Int.self) }
+        #expect(versions == [1])
+        // Migration 2 rolled back as a whole: table b does not exist.
+        #expect(try await pool.query("SELECT to_regclass('b') IS NULL AS gone")[0].decode("gone", as: Bool.self))
+    }
+}
+
+@Suite(.serialized) struct ClusterLifecycle {
+    @Test func poolRecoversAfterTheServerRestarts() async throws {
+        let cluster = try TestDatabase.makePrivateCluster()
+        let pool = PostgresPool(.init(connectionString: try cluster.connectionString, size: 2))
+        defer { pool.shutdown() }
+        try await pool.execute("CREATE TABLE survives (id int)")
+        try await pool.execute("INSERT INTO survives VALUES (\(7))")
+
+        try cluster.restart()
+
+        // No manual reconnect: the next calls just work.
+        for _ in 0..<4 {
+            #expect(try await pool.query("SELECT id FROM survives")[0].decode("id", as: Int.self) == 7)
+        }
+    }
+
+    @Test func connectingToAStoppedServerIsARetryableError() async throws {
+        let cluster = try TestDatabase.makePrivateCluster()
+        let pool = PostgresPool(.init(connectionString: try cluster.connectionString, size: 1))
+        defer { pool.shutdown() }
+        try cluster.stop()
+        do {
+            try await pool.execute("SELECT 1")
+            Issue.record("query succeeded with the server stopped")
+        } catch let error as PostgresError {
+            #expect(error.code == .connectionFailed)
+            #expect(error.isRetryable)
+        }
+        try cluster.start()
+        #expect(try await pool.query("SELECT 1 AS one")[0].decode("one", as: Int.self) == 1)
+    }
+
+    @Test func embeddedClusterKeepsItsDataAcrossStopAndStart() async throws {
+        let directory = TestDatabase.temporaryDirectory("embedded").appendingPathComponent("postgres")
+        let cluster = EmbeddedCluster(directory: directory)
+        #expect(try cluster.start())
+        #expect(try cluster.isRunning)
+        let pool = PostgresPool(.init(connectionString: try cluster.connectionString, size: 1))
+        try await pool.execute("CREATE TABLE kept (word text)")
+        try await pool.execute("INSERT INTO kept VALUES (\("persisted"))")
+        pool.shutdown()
+
+        try cluster.stop()
+        #expect(try !cluster.isRunning)
+        #expect(try cluster.start())
+        #expect(try !cluster.start(), "a second start of a running cluster starts nothing")
+        let again = PostgresPool(.init(connectionString: try cluster.connectionString, size: 1))
+        defer { again.shutdown() }
+        #expect(try await again.query("SELECT word FROM kept")[0].decode("word", as: String.self) == "persisted")
+
+        // No TCP listener: the server was told to listen on no address at all.
+        #expect(try await again.query("SHOW listen_addresses")[0].decode("listen_addresses", as: String.self) == "")
+        try cluster.stop()
+        try? FileManager.default.removeItem(at: directory.deletingLastPathComponent())
+    }
+}

@@ -1,0 +1,88 @@
+public import Foundation
+public import Postgres
+
+/// One real PostgreSQL cluster per test process, started on first use under /tmp (reachable by
+/// the `postgres` user when tests run as root) and stopped when the process exits. Each caller
+/// gets a database of its own, so suites run in parallel without seeing each other's rows.
+public enum TestDatabase {
+    private static let shared = Result { try SharedCluster() }
+
+    /// A libpq connection string for a new, empty database.
+    public static func makeDatabase(prefix: String = "test") async throws -> String {
+        let cluster = try shared.get()
+        let name = "\(prefix)_\(UUID().uuidString.prefix(8).lowercased())"
+        try await cluster.createDatabase(name)
+        return "host='\(cluster.cluster.requestedDirectory.path)' user=postgres dbname=\(name)"
+    }
+
+    /// A fresh cluster that belongs to the caller alone (for restart tests), stopped at exit.
+    public static func makePrivateCluster() throws -> EmbeddedCluster {
+        let cluster = EmbeddedCluster(directory: temporaryDirectory("private").appendingPathComponent("postgres"))
+        try cluster.start()
+        ClusterReaper.shared.add(cluster)
+        return cluster
+    }
+
+    public static func temporaryDirectory(_ label: String) -> URL {
+        let url = URL(fileURLWithPath: "/tmp/receiptgate-tests/\(label)-\(getpid())-\(UUID().uuidString.prefix(8))")
+        try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true,
+                                                 attributes: [.posixPermissions: 0o755])
+        try? FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: "/tmp/receiptgate-tests")
+        return url
+    }
+}
+
+private final class SharedCluster: Sendable {
+    let cluster: EmbeddedCluster
+
+    init() throws {
+        cluster = EmbeddedCluster(directory: TestDatabase.temporaryDirectory("shared").appendingPathComponent("postgres"))
+        try cluster.start()
+        ClusterReaper.shared.add(cluster)
+    }
+
+    func createDatabase(_ name: String) async throws {
+        let pool = PostgresPool(.init(connectionString: "host='\(cluster.requestedDirectory.path)' user=postgres dbname=postgres", size: 1))
+        defer { pool.shutdown() }
+        try await pool.execute(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"))
+    }
+}
+
+/// Stops every cluster the tests started when the test process exits.
+final class ClusterReaper: @unchecked Sendable {
+    static let shared = ClusterReaper()
+    private let lock = NSLock()
+    private var clusters: [EmbeddedCluster] = []
+
+    private init() {
+        atexit {
+            ClusterReaper.shared.stopAll()
+        }
+    }
+
+    func add(_ cluster: EmbeddedCluster) {
+        lock.lock()
+        clusters.append(cluster)
+        lock.unlock()
+    }
+
+    func stopAll() {
+        lock.lock()
+        let all = clusters
+        clusters = []
+        lock.unlock()
+        for cluster in all {
+            try? cluster.stop()
+            try? FileManager.default.removeItem(at: cluster.requestedDirectory.deletingLastPathComponent())
+        }
+    }
+}
+
+public final class LockedBox<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Value
+    public init(_ value: Value) { self.value = value }
+    public func get() -> Value { lock.lock(); defer { lock.unlock() }; return value }
+    public func set(_ newValue: Value) { lock.lock(); value = newValue; lock.unlock() }
+    public func update<T>(_ body: (inout Value) -> T) -> T { lock.lock(); defer { lock.unlock() }; return body(&value) }
+}
