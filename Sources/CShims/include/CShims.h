@@ -38,4 +38,8 @@ struct MHD_Daemon *rg_mhd_start(const struct rg_mhd_settings *settings,
 // The port the daemon actually listens on (useful after binding port 0); 0 if unknown.
 uint16_t rg_mhd_bound_port(struct MHD_Daemon *daemon);
 
+// The peer's address as text ("127.0.0.1"), written into `buffer`; returns 0 on success.
+// MHD_get_connection_info is variadic.
+int rg_mhd_client_address(struct MHD_Connection *connection, char *buffer, size_t length);
+
 #endif

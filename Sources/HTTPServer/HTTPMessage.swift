@@ -1,0 +1,109 @@
+public import Foundation
+
+/// Header fields with case-insensitive lookup, in arrival order.
+public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral {
+    public private(set) var fields: [(name: String, value: String)] = []
+
+    public init() {}
+    public init(dictionaryLiteral elements: (String, String)...) {
+        fields = elements.map { (name: $0.0, value: $0.1) }
+    }
+
+    /// The first value of a field, or nil.
+    public subscript(name: String) -> String? {
+        let lowered = name.lowercased()
+        return fields.first { $0.name.lowercased() == lowered }?.value
+    }
+
+    public mutating func add(_ name: String, _ value: String) { fields.append((name, value)) }
+
+    public mutating func replace(_ name: String, _ value: String) {
+        let lowered = name.lowercased()
+        fields.removeAll { $0.name.lowercased() == lowered }
+        fields.append((name, value))
+    }
+
+    public func makeIterator() -> IndexingIterator<[(name: String, value: String)]> { fields.makeIterator() }
+}
+
+public struct HTTPRequest: Sendable {
+    public var method: String
+    /// The path without the query string, percent-decoded by libmicrohttpd.
+    public var path: String
+    public var query: [String: String]
+    public var headers: HTTPHeaders
+    public var body: Data
+    public var remoteAddress: String?
+    /// Set by the responder: the caller's `X-Request-Id` if it is sane, else a fresh UUID.
+    public internal(set) var requestID: String = ""
+    /// The matched route pattern (`/v1/transactions/{store}/{id}`), for logs and metrics;
+    /// "unmatched" for a 404.
+    public internal(set) var route: String = "unmatched"
+    public internal(set) var pathParameters: [String: String] = [:]
+
+    public init(method: String, path: String, query: [String: String] = [:], headers: HTTPHeaders = HTTPHeaders(),
+                body: Data = Data(), remoteAddress: String? = nil) {
+        self.method = method
+        self.path = path
+        self.query = query
+        self.headers = headers
+        self.body = body
+        self.remoteAddress = remoteAddress
+    }
+
+    /// A path parameter the route declared; a missing one is a programming error surfaced as 500.
+    public func parameter(_ name: String) throws -> String {
+        guard let value = pathParameters[name] else {
+            throw HTTPError(status: 500, code: "INTERNAL_ERROR", message: "route has no parameter \(name)")
+        }
+        return value
+    }
+}
+
+public struct HTTPResponse: Sendable {
+    public var status: Int
+    public var headers: HTTPHeaders
+    public var body: Data
+
+    public init(status: Int = 200, headers: HTTPHeaders = HTTPHeaders(), body: Data = Data()) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    public static func text(_ text: String, status: Int = 200, contentType: String = "text/plain; charset=utf-8") -> HTTPResponse {
+        HTTPResponse(status: status, headers: ["Content-Type": contentType], body: Data(text.utf8))
+    }
+}
+
+/// An error a handler throws to answer with a JSON error body `{"error": code, "message": ...}`.
+public struct HTTPError: Error, Sendable, Equatable, CustomStringConvertible {
+    public let status: Int
+    public let code: String
+    public let message: String
+    public var headers: HTTPHeaders
+
+    public init(status: Int, code: String, message: String, headers: HTTPHeaders = HTTPHeaders()) {
+        self.status = status
+        self.code = code
+        self.message = message
+        self.headers = headers
+    }
+
+    public var description: String { "\(status) \(code): \(message)" }
+
+    public static func == (lhs: HTTPError, rhs: HTTPError) -> Bool {
+        lhs.status == rhs.status && lhs.code == rhs.code
+    }
+
+    public var response: HTTPResponse {
+        var response = HTTPResponse.json(ErrorBody(error: code, message: message), status: status)
+        for field in headers { response.headers.add(field.name, field.value) }
+        return response
+    }
+
+    struct ErrorBody: Encodable {
+        let error: String
+        let message: String
+    }
+}

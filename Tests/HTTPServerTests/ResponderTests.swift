@@ -1,0 +1,108 @@
+import Foundation
+@testable import HTTPServer
+import Testing
+
+private struct Order: Decodable {
+    struct Item: Decodable { let sku: String; let quantity: Int }
+    let store: String
+    let items: [Item]
+}
+
+private func responder(timeout: Duration = .seconds(5)) -> Responder {
+    var router = Router()
+    router.get("/healthz") { _ in .text("ok") }
+    router.get("/v1/transactions/{store}/{transaction_id}") { request in
+        .json(["store": try request.parameter("store"), "id": try request.parameter("transaction_id")])
+    }
+    router.post("/v1/transactions/{store}/{transaction_id}") { _ in .text("posted") }
+    router.post("/orders") { request in
+        let order = try request.decodeJSON(Order.self)
+        return .json(["store": order.store, "items": String(order.items.count)])
+    }
+    router.get("/boom") { _ in throw CocoaError(.fileNoSuchFile) }
+    router.get("/slow") { _ in
+        try await Task.sleep(for: .seconds(30))
+        return .text("late")
+    }
+    return router.build(handlerTimeout: timeout)
+}
+
+private func body(_ response: HTTPResponse) throws -> [String: String] {
+    try JSONDecoder().decode([String: String].self, from: response.body)
+}
+
+@Suite struct Routing {
+    @Test func pathParametersAreExtracted() async throws {
+        let response = await responder().respond(to: HTTPRequest(method: "GET", path: "/v1/transactions/app_store/2000000123"))
+        #expect(response.status == 200)
+        #expect(try body(response) == ["store": "app_store", "id": "2000000123"])
+    }
+
+    @Test func unknownPathIs404WithAJSONError() async throws {
+        let response = await responder().respond(to: HTTPRequest(method: "GET", path: "/nope"))
+        #expect(response.status == 404)
+        #expect(response.headers["Content-Type"] == "application/json")
+        #expect(try body(response)["error"] == "NOT_FOUND")
+    }
+
+    @Test func wrongMethodIs405WithAllow() async throws {
+        let response = await responder().respond(to: HTTPRequest(method: "DELETE", path: "/v1/transactions/a/b"))
+        #expect(response.status == 405)
+        #expect(response.headers["Allow"] == "GET, POST")
+        #expect(try body(response)["error"] == "METHOD_NOT_ALLOWED")
+    }
+
+    @Test func requestIDIsEchoedOrGenerated() async throws {
+        let given = await responder().respond(to: HTTPRequest(method: "GET", path: "/healthz", headers: ["X-Request-Id": "abc-123"]))
+        #expect(given.headers["X-Request-Id"] == "abc-123")
+        let generated = await responder().respond(to: HTTPRequest(method: "GET", path: "/healthz"))
+        #expect(UUID(uuidString: try #require(generated.headers["X-Request-Id"])) != nil)
+        // A hostile id (control characters, log injection) is replaced, not echoed.
+        let hostile = await responder().respond(to: HTTPRequest(method: "GET", path: "/healthz", headers: ["X-Request-Id": "a\nb"]))
+        #expect(hostile.headers["X-Request-Id"] != "a\nb")
+    }
+
+    @Test func unexpectedErrorsAre500WithoutDetails() async throws {
+        let response = await responder().respond(to: HTTPRequest(method: "GET", path: "/boom"))
+        #expect(response.status == 500)
+        #expect(try body(response) == ["error": "INTERNAL_ERROR", "message": "internal error"])
+    }
+
+    @Test func aHandlerPastItsDeadlineGets503() async throws {
+        let started = ContinuousClock.now
+        let response = await responder(timeout: .milliseconds(200)).respond(to: HTTPRequest(method: "GET", path: "/slow"))
+        #expect(response.status == 503)
+        #expect(try body(response)["error"] == "DEADLINE_EXCEEDED")
+        #expect(ContinuousClock.now - started < .seconds(10))
+    }
+}
+
+@Suite struct JSONBodies {
+    private func post(_ json: String) async -> HTTPResponse {
+        await responder().respond(to: HTTPRequest(method: "POST", path: "/orders", body: Data(json.utf8)))
+    }
+
+    @Test func validBodyDecodes() async throws {
+        let response = await post(#"{"store":"app_store","items":[{"sku":"gems","quantity":2}]}"#)
+        #expect(response.status == 200)
+        #expect(try body(response) == ["store": "app_store", "items": "1"])
+    }
+
+    @Test(arguments: [
+        (#"{"items":[]}"#, "MISSING_FIELDS", "'store'"),
+        (#"{"store":1,"items":[]}"#, "INVALID_FIELD", "'store'"),
+        (#"{"store":"s","items":[{"sku":"a"}]}"#, "MISSING_FIELDS", "'items[0].quantity'"),
+        (#"{"store":"s","items":[{"sku":"a","quantity":"2"}]}"#, "INVALID_FIELD", "'items[0].quantity'"),
+        (#"{"store":null,"items":[]}"#, "MISSING_FIELDS", "'store'"),
+        (#"{"store":"s""#, "INVALID_FIELD", "not valid JSON"),
+        (#"[1,2]"#, "INVALID_FIELD", "JSON object"),
+        ("", "MISSING_FIELDS", "empty"),
+    ])
+    func decodingErrorsAre400NamingTheField(json: String, code: String, mention: String) async throws {
+        let response = await post(json)
+        #expect(response.status == 400)
+        let error = try body(response)
+        #expect(error["error"] == code)
+        #expect(error["message"]?.contains(mention) == true, "message was: \(error["message"] ?? "nil")")
+    }
+}

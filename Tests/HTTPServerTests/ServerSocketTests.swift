@@ -1,0 +1,135 @@
+import Foundation
+import HTTPServer
+import Testing
+import TestSupport
+
+/// Counts arrivals and lets every waiter go once `target` have arrived, proving concurrency.
+private actor Barrier {
+    let target: Int
+    private var arrived = 0
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+    init(target: Int) { self.target = target }
+
+    func arriveAndWait() async {
+        arrived += 1
+        if arrived >= target {
+            waiters.forEach { $0.resume() }
+            waiters = []
+            return
+        }
+        await withCheckedContinuation { waiters.append($0) }
+    }
+}
+
+private func makeServer(maxBody: Int = 1024, _ configure: (inout Router) -> Void) throws -> HTTPServer {
+    var router = Router()
+    configure(&router)
+    var configuration = HTTPServer.Configuration(host: "127.0.0.1", port: 0)
+    configuration.maxBodyBytes = maxBody
+    configuration.threadCount = 2
+    let server = HTTPServer(configuration: configuration, responder: router.build(handlerTimeout: .seconds(20)))
+    try server.start()
+    return server
+}
+
+@Suite struct OverTheSocket {
+    @Test func bodyArrivingInManyPiecesIsReassembled() async throws {
+        let server = try makeServer(maxBody: 4096) { router in
+            router.post("/echo") { request in .text("\(request.body.count):\(SHA256Hex.of(request.body))") }
+        }
+        let payload = Data((0..<3000).map { UInt8($0 % 251) })
+        let head = Data("POST /echo HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: \(payload.count)\r\n\r\n".utf8)
+        let pieces = [head] + stride(from: 0, to: payload.count, by: 97).map { payload[$0..<min($0 + 97, payload.count)] }.map { Data($0) }
+        let response = try await RawHTTP.exchange(port: server.port, pieces: pieces, pause: .milliseconds(2))
+        #expect(response.status == 200)
+        #expect(response.text == "3000:\(SHA256Hex.of(payload))")
+
+        // Chunked transfer encoding arrives decoded.
+        let chunked = Data("POST /echo HTTP/1.1\r\nHost: x\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n".utf8)
+        let chunks = [chunked, Data("5\r\nhello\r\n".utf8), Data("6\r\n world\r\n".utf8), Data("0\r\n\r\n".utf8)]
+        let decoded = try await RawHTTP.exchange(port: server.port, pieces: chunks, pause: .milliseconds(5))
+        #expect(decoded.text == "11:\(SHA256Hex.of(Data("hello world".utf8)))")
+        await server.shutdown()
+    }
+
+    @Test func bodyOverTheCapIs413() async throws {
+        let server = try makeServer(maxBody: 1000) { router in
+            router.post("/echo") { request in .text("\(request.body.count)") }
+        }
+        // Declared too large up front.
+        let declared = try await RawHTTP.request(port: server.port, method: "POST", path: "/echo", body: Data(count: 5000))
+        #expect(declared.status == 413)
+        #expect(try declared.json()["error"] as? String == "PAYLOAD_TOO_LARGE")
+        // Not declared (chunked): noticed while reading.
+        let head = Data("POST /echo HTTP/1.1\r\nHost: x\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n".utf8)
+        let chunk = Data("400\r\n".utf8) + Data(repeating: 65, count: 1024) + Data("\r\n".utf8)
+        let streamed = try await RawHTTP.exchange(port: server.port, pieces: [head, chunk, chunk, Data("0\r\n\r\n".utf8)])
+        #expect(streamed.status == 413)
+        // At the cap is fine.
+        let fits = try await RawHTTP.request(port: server.port, method: "POST", path: "/echo", body: Data(count: 1000))
+        #expect(fits.status == 200)
+        #expect(fits.text == "1000")
+        await server.shutdown()
+    }
+
+    @Test func routingErrorsAndRequestIDOverTheWire() async throws {
+        let server = try makeServer { router in
+            router.get("/items/{id}") { request in .text(try request.parameter("id") + "?" + (request.query["q"] ?? "")) }
+        }
+        let found = try await RawHTTP.request(port: server.port, path: "/items/42?q=x%20y", headers: ["X-Request-Id": "trace-7"])
+        #expect(found.status == 200)
+        #expect(found.text == "42?x y")
+        #expect(found.headers["x-request-id"] == "trace-7")
+        #expect(try await RawHTTP.request(port: server.port, path: "/other").status == 404)
+        let wrong = try await RawHTTP.request(port: server.port, method: "POST", path: "/items/42")
+        #expect(wrong.status == 405)
+        #expect(wrong.headers["allow"] == "GET")
+        await server.shutdown()
+    }
+
+    @Test func fiftyAsyncHandlersRunAtOnce() async throws {
+        let barrier = Barrier(target: 50)
+        let server = try makeServer { router in
+            router.get("/wait") { _ in
+                // Only returns once all 50 requests are inside a handler at the same time.
+                await barrier.arriveAndWait()
+                return .text("released")
+            }
+        }
+        let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<50 {
+                group.addTask { try await RawHTTP.request(port: server.port, path: "/wait").status }
+            }
+            return try await group.reduce(into: [Int]()) { $0.append($1) }
+        }
+        #expect(statuses.count == 50)
+        #expect(statuses.allSatisfy { $0 == 200 })
+        await server.shutdown()
+    }
+
+    @Test func shutdownFinishesInFlightRequestsAndRefusesNewOnes() async throws {
+        let entered = Barrier(target: 2)
+        let server = try makeServer { router in
+            router.get("/slow") { _ in
+                await entered.arriveAndWait()
+                try await Task.sleep(for: .milliseconds(700))
+                return .text("finished")
+            }
+        }
+        let port = server.port
+        async let inFlight = RawHTTP.request(port: port, path: "/slow")
+        await entered.arriveAndWait()  // the request is inside its handler
+        await server.shutdown(gracePeriod: .seconds(5))
+        let response = try await inFlight
+        #expect(response.status == 200)
+        #expect(response.text == "finished")
+        await #expect(throws: RawHTTP.Failure.self) { try await RawHTTP.request(port: port, path: "/slow") }
+    }
+}
+
+enum SHA256Hex {
+    /// FNV-1a, enough to compare two byte strings in a test without pulling in Crypto.
+    static func of(_ data: Data) -> String {
+        String(data.reduce(UInt64(14_695_981_039_346_656_037)) { ($0 ^ UInt64($1)) &* 1_099_511_628_211 }, radix: 16)
+    }
+}

@@ -1,0 +1,108 @@
+public import Foundation
+
+/// A deliberately small HTTP/1.1 client over a plain socket, for tests that need control over
+/// the bytes on the wire (bodies in pieces, oversized uploads). Each call runs on its own thread,
+/// so blocking socket I/O never occupies Swift's cooperative pool.
+public enum RawHTTP {
+    public struct Response: Sendable {
+        public let status: Int
+        public let headers: [String: String]  // lower-cased names
+        public let body: Data
+        public var text: String { String(decoding: body, as: UTF8.self) }
+        public func json() throws -> [String: Any] {
+            (try JSONSerialization.jsonObject(with: body)) as? [String: Any] ?? [:]
+        }
+    }
+
+    public struct Failure: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    /// Sends `pieces` one after another (pausing `pause` between them) and reads the response
+    /// until the server closes the connection.
+    public static func exchange(port: Int, pieces: [Data], pause: Duration = .zero, timeout: TimeInterval = 20) async throws -> Response {
+        try await withCheckedThrowingContinuation { continuation in
+            let thread = Thread {
+                continuation.resume(with: Result { try blockingExchange(port: port, pieces: pieces, pause: pause, timeout: timeout) })
+            }
+            thread.start()
+        }
+    }
+
+    /// A complete request with `Connection: close`.
+    public static func request(port: Int, method: String = "GET", path: String, headers: [String: String] = [:],
+                               body: Data = Data()) async throws -> Response {
+        var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n"
+        for (name, value) in headers { head += "\(name): \(value)\r\n" }
+        if !body.isEmpty || method == "POST" || method == "PUT" { head += "Content-Length: \(body.count)\r\n" }
+        head += "\r\n"
+        return try await exchange(port: port, pieces: [Data(head.utf8) + body])
+    }
+
+    static func blockingExchange(port: Int, pieces: [Data], pause: Duration, timeout: TimeInterval) throws -> Response {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { throw Failure(description: "socket() failed") }
+        defer { close(descriptor) }
+        var time = timeval(tv_sec: Int(timeout), tv_usec: 0)
+        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &time, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { throw Failure(description: "connect to port \(port) failed (errno \(errno))") }
+        for (index, piece) in pieces.enumerated() {
+            if index > 0 && pause > .zero {
+                let (seconds, attoseconds) = pause.components
+                usleep(UInt32(seconds * 1_000_000 + attoseconds / 1_000_000_000_000))
+            }
+            var offset = 0
+            while offset < piece.count {
+                let sent = piece.withUnsafeBytes { send(descriptor, $0.baseAddress! + offset, piece.count - offset, Int32(MSG_NOSIGNAL)) }
+                // The server may answer (413) and close before reading everything: stop sending, read the answer.
+                if sent <= 0 { break }
+                offset += sent
+            }
+        }
+        var received = Data()
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let count = recv(descriptor, &buffer, buffer.count, 0)
+            if count <= 0 { break }
+            received.append(contentsOf: buffer[0..<count])
+        }
+        return try parse(received)
+    }
+
+    static func parse(_ data: Data) throws -> Response {
+        guard let separator = data.range(of: Data("\r\n\r\n".utf8)) else {
+            throw Failure(description: "no complete response head in \(data.count) bytes")
+        }
+        let head = String(decoding: data[..<separator.lowerBound], as: UTF8.self).components(separatedBy: "\r\n")
+        let statusParts = head[0].split(separator: " ")
+        guard statusParts.count >= 2, let status = Int(statusParts[1]) else { throw Failure(description: "bad status line \(head[0])") }
+        var headers: [String: String] = [:]
+        for line in head.dropFirst() {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        var body = Data(data[separator.upperBound...])
+        if headers["transfer-encoding"]?.lowercased() == "chunked" { body = dechunk(body) }
+        if let length = headers["content-length"].flatMap(Int.init), body.count > length { body = body.prefix(length) }
+        return Response(status: status, headers: headers, body: body)
+    }
+
+    static func dechunk(_ data: Data) -> Data {
+        var result = Data()
+        var rest = data[...]
+        while let lineEnd = rest.range(of: Data("\r\n".utf8)) {
+            guard let size = Int(String(decoding: rest[..<lineEnd.lowerBound], as: UTF8.self), radix: 16), size > 0 else { break }
+            let start = lineEnd.upperBound
+            result.append(rest[start..<min(start + size, rest.endIndex)])
+            rest = rest[min(start + size + 2, rest.endIndex)...]
+        }
+        return result
+    }
+}
