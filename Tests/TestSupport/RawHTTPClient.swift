@@ -16,6 +16,7 @@ public enum RawHTTP {
 
     public struct Failure: Error, CustomStringConvertible {
         public let description: String
+        public init(description: String) { self.description = description }
     }
 
     /// Sends `pieces` one after another (pausing `pause` between them) and reads the response

@@ -1,0 +1,159 @@
+public import Foundation
+
+/// Outbound HTTP(S) on libcurl. Each transfer blocks, so it runs on one of the client's own
+/// threads (never Swift's cooperative pool); callers await the result. TLS peer and host
+/// verification are always on. Retries with exponential back-off and jitter on 5xx, 429 and
+/// transport failures, honouring `Retry-After`.
+public final class HTTPClient: Sendable {
+    public struct RetryPolicy: Sendable {
+        /// Total attempts, including the first.
+        public var maxAttempts: Int = 3
+        public var baseDelay: Duration = .milliseconds(200)
+        public var maxDelay: Duration = .seconds(5)
+        /// A `Retry-After` longer than this is not waited for: the last response is returned.
+        public var maxRetryAfter: Duration = .seconds(30)
+
+        public init(maxAttempts: Int = 3, baseDelay: Duration = .milliseconds(200), maxDelay: Duration = .seconds(5)) {
+            self.maxAttempts = maxAttempts
+            self.baseDelay = baseDelay
+            self.maxDelay = maxDelay
+        }
+
+        public static let none = RetryPolicy(maxAttempts: 1)
+    }
+
+    public struct Configuration: Sendable {
+        /// Relative request URLs resolve against this (e.g. `https://api.storekit.itunes.apple.com`).
+        public var baseURL: String?
+        public var timeout: Duration = .seconds(15)
+        public var connectTimeout: Duration = .seconds(5)
+        public var maxResponseBytes: Int = 8 << 20
+        /// PEM bundle of trusted CAs; nil uses the system's (Debian's ca-certificates).
+        public var caBundlePath: String?
+        public var retry = RetryPolicy()
+        public var threadCount: Int = 4
+
+        public init(baseURL: String? = nil) { self.baseURL = baseURL }
+    }
+
+    public struct Request: Sendable {
+        public var method: String
+        /// Absolute, or relative to the configuration's `baseURL`.
+        public var url: String
+        public var headers: [(name: String, value: String)]
+        public var body: Data?
+        /// Overrides the configuration's timeout for this request.
+        public var timeout: Duration?
+        /// Set false for requests that must not be repeated (non-idempotent without a key).
+        public var retryable: Bool = true
+
+        public init(method: String = "GET", url: String, headers: [(name: String, value: String)] = [], body: Data? = nil) {
+            self.method = method
+            self.url = url
+            self.headers = headers
+            self.body = body
+        }
+    }
+
+    public struct Response: Sendable {
+        public let status: Int
+        public let headers: [(name: String, value: String)]
+        public let body: Data
+        /// How many attempts it took (1 if no retry happened).
+        public let attempts: Int
+
+        public func header(_ name: String) -> String? {
+            let lowered = name.lowercased()
+            return headers.last { $0.name.lowercased() == lowered }?.value
+        }
+    }
+
+    public let configuration: Configuration
+    private let workers: TransferWorkers
+
+    public init(_ configuration: Configuration = Configuration()) {
+        self.configuration = configuration
+        workers = TransferWorkers(count: configuration.threadCount)
+    }
+
+    deinit { workers.close() }
+
+    /// Sends the request, retrying as the policy allows. After the last attempt, a 5xx/429
+    /// response is returned as is; a transport failure is thrown.
+    public func send(_ request: Request) async throws -> Response {
+        let url = try resolve(request.url)
+        let policy = request.retryable ? configuration.retry : .none
+        var attempt = 0
+        while true {
+            attempt += 1
+            let outcome: Result<Transfer.Outcome, HTTPClientError>
+            do {
+                outcome = .success(try await perform(request, url: url))
+            } catch let error as HTTPClientError {
+                outcome = .failure(error)
+            }
+            let delay: Duration?
+            switch outcome {
+            case .success(let transfer):
+                let response = Response(status: transfer.status, headers: transfer.headers, body: transfer.body, attempts: attempt)
+                guard attempt < policy.maxAttempts, response.status == 429 || response.status >= 500 else { return response }
+                delay = Self.delay(for: response, attempt: attempt, policy: policy)
+                guard delay != nil else { return response }
+            case .failure(let error):
+                guard attempt < policy.maxAttempts, error.isRetryable else { throw error }
+                delay = Self.backoff(attempt: attempt, policy: policy)
+            }
+            if let delay { try await Task.sleep(for: delay) }
+        }
+    }
+
+    private func perform(_ request: Request, url: String) async throws -> Transfer.Outcome {
+        let transfer = Transfer(method: request.method.uppercased(), url: url, headers: request.headers, body: request.body,
+                                timeout: request.timeout ?? configuration.timeout, connectTimeout: configuration.connectTimeout,
+                                maxResponseBytes: configuration.maxResponseBytes, caBundlePath: configuration.caBundlePath)
+        return try await withCheckedThrowingContinuation { continuation in
+            let accepted = workers.enqueue { easy in
+                continuation.resume(with: Result { try transfer.run(on: easy) })
+            }
+            if !accepted {
+                continuation.resume(throwing: HTTPClientError(.clientClosed, "the HTTP client is shut down"))
+            }
+        }
+    }
+
+    private func resolve(_ url: String) throws -> String {
+        let lowered = url.lowercased()
+        if lowered.hasPrefix("https://") || lowered.hasPrefix("http://") { return url }
+        guard let base = configuration.baseURL else {
+            throw HTTPClientError(.invalidURL, "relative URL \(url) with no base URL configured")
+        }
+        return base.hasSuffix("/") || url.hasPrefix("/") ? base + url : base + "/" + url
+    }
+
+    /// Exponential back-off with "equal jitter": half the step fixed, half random.
+    static func backoff(attempt: Int, policy: RetryPolicy) -> Duration {
+        let exponential = policy.baseDelay * Int(1 << min(attempt - 1, 20))
+        let capped = min(exponential, policy.maxDelay)
+        return capped / 2 + capped / 2 * Double.random(in: 0...1)
+    }
+
+    /// The wait before retrying this response: its `Retry-After` if present and acceptable,
+    /// else back-off. nil means do not retry (the server asked for longer than we wait).
+    static func delay(for response: Response, attempt: Int, policy: RetryPolicy) -> Duration? {
+        guard let header = response.header("Retry-After") else { return backoff(attempt: attempt, policy: policy) }
+        guard let wait = parseRetryAfter(header, now: Date()) else { return backoff(attempt: attempt, policy: policy) }
+        return wait <= policy.maxRetryAfter ? wait : nil
+    }
+
+    /// `Retry-After` as delta-seconds or an HTTP-date (RFC 9110 §10.2.3).
+    static func parseRetryAfter(_ value: String, now: Date) -> Duration? {
+        let trimmed = value.trimmingCharacters(in: .whitespaces)
+        if let seconds = Int(trimmed), seconds >= 0 { return .seconds(seconds) }
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
+        guard let date = formatter.date(from: trimmed) else { return nil }
+        return .milliseconds(max(0, Int(date.timeIntervalSince(now) * 1000)))
+    }
+}

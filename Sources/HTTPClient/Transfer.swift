@@ -1,0 +1,142 @@
+import CCurl
+import CShims
+import Foundation
+
+/// One libcurl transfer, run synchronously on a worker thread with that thread's easy handle.
+struct Transfer: Sendable {
+    struct Outcome: Sendable {
+        let status: Int
+        let headers: [(name: String, value: String)]
+        let body: Data
+    }
+
+    let method: String
+    let url: String
+    let headers: [(name: String, value: String)]
+    let body: Data?
+    let timeout: Duration
+    let connectTimeout: Duration
+    let maxResponseBytes: Int
+    let caBundlePath: String?
+
+    func run(on easy: EasyHandle) throws -> Outcome {
+        let handle = easy.pointer
+        curl_easy_reset(handle)  // clears options but keeps live connections for reuse
+        let sink = ResponseSink(limit: maxResponseBytes)
+        var errorBuffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
+
+        var headerList: UnsafeMutablePointer<curl_slist>?
+        defer { curl_slist_free_all(headerList) }
+        for header in headers {
+            headerList = curl_slist_append(headerList, "\(header.name): \(header.value)")
+        }
+        // libcurl adds "Expect: 100-continue" to larger POSTs; upstream APIs gain nothing from it.
+        headerList = curl_slist_append(headerList, "Expect:")
+
+        let sinkPointer = Unmanaged.passUnretained(sink).toOpaque()
+        let code: CURLcode = withExtendedLifetime(sink) {
+            errorBuffer.withUnsafeMutableBufferPointer { errorPointer in
+                var ok = true
+                func set(_ result: CURLcode) { ok = ok && result == CURLE_OK }
+                set(rg_curl_setopt_string(handle, CURLOPT_URL, url))
+                set(rg_curl_setopt_string(handle, CURLOPT_PROTOCOLS_STR, "http,https"))
+                set(rg_curl_setopt_long(handle, CURLOPT_NOSIGNAL, 1))
+                set(rg_curl_setopt_long(handle, CURLOPT_SSL_VERIFYPEER, 1))
+                set(rg_curl_setopt_long(handle, CURLOPT_SSL_VERIFYHOST, 2))
+                if let caBundlePath { set(rg_curl_setopt_string(handle, CURLOPT_CAINFO, caBundlePath)) }
+                set(rg_curl_setopt_long(handle, CURLOPT_FOLLOWLOCATION, 0))
+                set(rg_curl_setopt_long(handle, CURLOPT_TIMEOUT_MS, Self.milliseconds(timeout)))
+                set(rg_curl_setopt_long(handle, CURLOPT_CONNECTTIMEOUT_MS, Self.milliseconds(connectTimeout)))
+                set(rg_curl_setopt_string(handle, CURLOPT_ACCEPT_ENCODING, ""))
+                set(rg_curl_setopt_pointer(handle, CURLOPT_ERRORBUFFER, errorPointer.baseAddress))
+                set(rg_curl_setopt_slist(handle, CURLOPT_HTTPHEADER, headerList))
+                set(rg_curl_setopt_write_function(handle, CURLOPT_WRITEFUNCTION, writeBody))
+                set(rg_curl_setopt_pointer(handle, CURLOPT_WRITEDATA, sinkPointer))
+                set(rg_curl_setopt_write_function(handle, CURLOPT_HEADERFUNCTION, writeHeader))
+                set(rg_curl_setopt_pointer(handle, CURLOPT_HEADERDATA, sinkPointer))
+                if method == "HEAD" {
+                    set(rg_curl_setopt_long(handle, CURLOPT_NOBODY, 1))
+                } else if method != "GET" {
+                    set(rg_curl_setopt_string(handle, CURLOPT_CUSTOMREQUEST, method))
+                }
+                if let body {
+                    set(rg_curl_setopt_off_t(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.count)))
+                    body.withUnsafeBytes { raw in
+                        // COPYPOSTFIELDS copies, so the bytes need not outlive this call.
+                        set(rg_curl_setopt_pointer(handle, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: raw.baseAddress ?? UnsafeRawPointer(errorPointer.baseAddress!))))
+                    }
+                }
+                guard ok else { return CURLE_FAILED_INIT }
+                return curl_easy_perform(handle)
+            }
+        }
+
+        guard code == CURLE_OK else {
+            let detail = String(decoding: errorBuffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            let reason = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
+            throw Self.error(for: code, reason: reason, sink: sink)
+        }
+        var status = 0
+        _ = rg_curl_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
+        return Outcome(status: status, headers: sink.headers, body: sink.body)
+    }
+
+    private static func error(for code: CURLcode, reason: String, sink: ResponseSink) -> HTTPClientError {
+        switch code {
+        case CURLE_WRITE_ERROR where sink.exceededLimit:
+            return HTTPClientError(.responseTooLarge, "response body exceeded \(sink.limit) bytes")
+        case CURLE_OPERATION_TIMEDOUT:
+            return HTTPClientError(.timeout, reason)
+        case CURLE_COULDNT_CONNECT, CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY:
+            return HTTPClientError(.connectFailed, reason)
+        case CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CONNECT_ERROR, CURLE_SSL_CACERT_BADFILE, CURLE_SSL_CERTPROBLEM,
+             CURLE_SSL_CIPHER, CURLE_SSL_ENGINE_NOTFOUND, CURLE_SSL_ISSUER_ERROR, CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+            return HTTPClientError(.tlsFailure, reason)
+        case CURLE_URL_MALFORMAT, CURLE_UNSUPPORTED_PROTOCOL:
+            return HTTPClientError(.invalidURL, reason)
+        default:
+            return HTTPClientError(.transport, reason)
+        }
+    }
+
+    private static func milliseconds(_ duration: Duration) -> Int {
+        let (seconds, attoseconds) = duration.components
+        return max(1, Int(seconds) * 1000 + Int(attoseconds / 1_000_000_000_000_000))
+    }
+}
+
+/// Collects one response: headers of the final status line and the body, up to a limit.
+final class ResponseSink {
+    let limit: Int
+    var body = Data()
+    var headers: [(name: String, value: String)] = []
+    var exceededLimit = false
+
+    init(limit: Int) { self.limit = limit }
+}
+
+private let writeBody: @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int = { data, size, count, context in
+    guard let data, let context else { return 0 }
+    let sink = Unmanaged<ResponseSink>.fromOpaque(context).takeUnretainedValue()
+    let length = size * count
+    if sink.body.count + length > sink.limit {
+        sink.exceededLimit = true
+        return 0  // anything but `length` makes libcurl abort with CURLE_WRITE_ERROR
+    }
+    sink.body.append(UnsafeRawPointer(data).assumingMemoryBound(to: UInt8.self), count: length)
+    return length
+}
+
+private let writeHeader: @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int = { data, size, count, context in
+    guard let data, let context else { return 0 }
+    let sink = Unmanaged<ResponseSink>.fromOpaque(context).takeUnretainedValue()
+    let length = size * count
+    let line = String(decoding: UnsafeRawBufferPointer(start: data, count: length), as: UTF8.self)
+        .trimmingCharacters(in: .whitespacesAndNewlines)
+    if line.hasPrefix("HTTP/") {
+        sink.headers = []  // a new response (after 100 Continue): keep only the final one's headers
+    } else if let colon = line.firstIndex(of: ":") {
+        sink.headers.append((String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)))
+    }
+    return length
+}

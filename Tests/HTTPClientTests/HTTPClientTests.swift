@@ -1,0 +1,230 @@
+import Foundation
+@testable import HTTPClient
+import HTTPServer
+import Testing
+import TestSupport
+
+/// A local fake upstream on loopback, speaking real HTTP through our own server module.
+private final class FakeUpstream: @unchecked Sendable {
+    let server: HTTPServer
+    let hits = LockedBox<[String: Int]>([:])
+
+    init(_ configure: (inout Router, LockedBox<[String: Int]>) -> Void) throws {
+        var router = Router()
+        configure(&router, hits)
+        server = HTTPServer(configuration: .init(host: "127.0.0.1", port: 0), responder: router.build())
+        try server.start()
+    }
+
+    var baseURL: String { "http://127.0.0.1:\(server.port)" }
+    func count(_ key: String) -> Int { hits.get()[key] ?? 0 }
+}
+
+private func hit(_ hits: LockedBox<[String: Int]>, _ key: String) -> Int {
+    hits.update { $0[key, default: 0] += 1; return $0[key]! }
+}
+
+private func client(_ base: String, attempts: Int = 3, timeout: Duration = .seconds(5)) -> HTTPClient {
+    var configuration = HTTPClient.Configuration(baseURL: base)
+    configuration.retry = .init(maxAttempts: attempts, baseDelay: .milliseconds(20), maxDelay: .milliseconds(100))
+    configuration.timeout = timeout
+    return HTTPClient(configuration)
+}
+
+@Suite struct Requests {
+    @Test func postCarriesHeadersAndBodyAndReadsTheResponse() async throws {
+        let upstream = try FakeUpstream { router, _ in
+            router.post("/echo") { request in
+                var response = HTTPResponse.json(["auth": request.headers["Authorization"] ?? "", "body": String(decoding: request.body, as: UTF8.self)], status: 201)
+                response.headers.add("X-Upstream", "fake")
+                return response
+            }
+        }
+        let response = try await client(upstream.baseURL).send(.init(method: "POST", url: "/echo",
+            headers: [("Authorization", "Bearer t"), ("Content-Type", "application/json")], body: Data(#"{"a":1}"#.utf8)))
+        #expect(response.status == 201)
+        #expect(response.header("x-upstream") == "fake")
+        #expect(try JSONDecoder().decode([String: String].self, from: response.body) == ["auth": "Bearer t", "body": #"{"a":1}"#])
+        #expect(response.attempts == 1)
+        await upstream.server.shutdown()
+    }
+
+    @Test func relativeURLWithoutABaseIsRejected() async throws {
+        await #expect(throws: HTTPClientError(.invalidURL, "")) { try await HTTPClient().send(.init(url: "/x")) }
+    }
+}
+
+@Suite struct Retries {
+    @Test func serverErrorsAreRetriedUntilSuccess() async throws {
+        let upstream = try FakeUpstream { router, hits in
+            router.get("/flaky") { _ in
+                hit(hits, "flaky") < 3 ? HTTPResponse.text("down", status: 503) : .text("up")
+            }
+        }
+        let response = try await client(upstream.baseURL).send(.init(url: "/flaky"))
+        #expect(response.status == 200)
+        #expect(response.attempts == 3)
+        #expect(upstream.count("flaky") == 3)
+        await upstream.server.shutdown()
+    }
+
+    @Test func afterTheLastAttemptTheErrorResponseIsReturned() async throws {
+        let upstream = try FakeUpstream { router, hits in
+            router.get("/down") { _ in _ = hit(hits, "down"); return .text("nope", status: 500) }
+            router.get("/bad") { _ in _ = hit(hits, "bad"); return .text("bad request", status: 400) }
+        }
+        let down = try await client(upstream.baseURL, attempts: 4).send(.init(url: "/down"))
+        #expect(down.status == 500)
+        #expect(upstream.count("down") == 4)
+        // A client error is final: never retried.
+        let bad = try await client(upstream.baseURL, attempts: 4).send(.init(url: "/bad"))
+        #expect(bad.status == 400)
+        #expect(upstream.count("bad") == 1)
+        // A request marked not retryable is sent once.
+        var once = HTTPClient.Request(url: "/down")
+        once.retryable = false
+        _ = try await client(upstream.baseURL, attempts: 4).send(once)
+        #expect(upstream.count("down") == 5)
+        await upstream.server.shutdown()
+    }
+
+    @Test func retryAfterIsHonoured() async throws {
+        let upstream = try FakeUpstream { router, hits in
+            router.get("/limited") { _ in
+                if hit(hits, "limited") == 1 {
+                    return HTTPResponse(status: 429, headers: ["Retry-After": "1"])
+                }
+                return .text("ok")
+            }
+            router.get("/later") { _ in HTTPResponse(status: 503, headers: ["Retry-After": "3600"]) }
+        }
+        let started = ContinuousClock.now
+        let response = try await client(upstream.baseURL).send(.init(url: "/limited"))
+        #expect(response.status == 200)
+        #expect(ContinuousClock.now - started >= .milliseconds(950), "the client waited less than Retry-After")
+        // Asked to come back in an hour: not waited for, the 503 is returned at once.
+        let later = try await client(upstream.baseURL).send(.init(url: "/later"))
+        #expect(later.status == 503)
+        #expect(later.attempts == 1)
+        await upstream.server.shutdown()
+    }
+
+    @Test func retryAfterParsesSecondsAndHTTPDates() {
+        let now = Date(timeIntervalSince1970: 1_000_000)
+        #expect(HTTPClient.parseRetryAfter("120", now: now) == .seconds(120))
+        let date = HTTPClient.parseRetryAfter("Mon, 12 Jan 1970 13:47:00 GMT", now: now)
+        #expect(date == .milliseconds(Int((1_000_020 - 1_000_000) * 1000)))
+        #expect(HTTPClient.parseRetryAfter("soon", now: now) == nil)
+    }
+
+    @Test func backoffGrowsAndStaysWithinBounds() {
+        let policy = HTTPClient.RetryPolicy(maxAttempts: 10, baseDelay: .milliseconds(100), maxDelay: .seconds(1))
+        for attempt in 1...8 {
+            let step = min(Duration.milliseconds(100) * (1 << (attempt - 1)), .seconds(1))
+            let delay = HTTPClient.backoff(attempt: attempt, policy: policy)
+            #expect(delay >= step / 2 && delay <= step)
+        }
+    }
+}
+
+@Suite struct Failures {
+    @Test func slowUpstreamTimesOut() async throws {
+        let upstream = try FakeUpstream { router, _ in
+            router.get("/slow") { _ in try await Task.sleep(for: .seconds(3)); return .text("late") }
+        }
+        await #expect(throws: HTTPClientError(.timeout, "")) {
+            try await client(upstream.baseURL, attempts: 1, timeout: .milliseconds(300)).send(.init(url: "/slow"))
+        }
+        await upstream.server.shutdown()
+    }
+
+    @Test func refusedConnectionIsRetryableConnectFailure() async throws {
+        let port = try freePort()
+        do {
+            _ = try await client("http://127.0.0.1:\(port)", attempts: 2).send(.init(url: "/"))
+            Issue.record("a request to a closed port succeeded")
+        } catch let error as HTTPClientError {
+            #expect(error.code == .connectFailed)
+            #expect(error.isRetryable)
+        }
+    }
+
+    @Test func oversizedResponseIsRefused() async throws {
+        let upstream = try FakeUpstream { router, _ in
+            router.get("/big") { _ in HTTPResponse(status: 200, body: Data(count: 100_000)) }
+        }
+        var configuration = HTTPClient.Configuration(baseURL: upstream.baseURL)
+        configuration.maxResponseBytes = 10_000
+        await #expect(throws: HTTPClientError(.responseTooLarge, "")) { try await HTTPClient(configuration).send(.init(url: "/big")) }
+        await upstream.server.shutdown()
+    }
+}
+
+@Suite(.serialized) struct TLSVerification {
+    @Test func selfSignedPeerIsRejectedUnlessItsCAIsConfigured() async throws {
+        let directory = TestDatabase.temporaryDirectory("tls")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let cert = directory.appendingPathComponent("cert.pem").path, key = directory.appendingPathComponent("key.pem").path
+        #expect(try run("/usr/bin/openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                                             "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
+                                             "-days", "1", "-keyout", key, "-out", cert]) == 0)
+        let port = try freePort()
+        let server = Process()
+        server.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        server.arguments = ["s_server", "-accept", "127.0.0.1:\(port)", "-cert", cert, "-key", key, "-www", "-quiet"]
+        server.standardOutput = FileHandle.nullDevice
+        server.standardError = FileHandle.nullDevice
+        try server.run()
+        defer { server.terminate() }
+        try await waitUntilListening(port)
+
+        var configuration = HTTPClient.Configuration(baseURL: "https://127.0.0.1:\(port)")
+        configuration.retry = .none
+        await #expect(throws: HTTPClientError(.tlsFailure, "")) { try await HTTPClient(configuration).send(.init(url: "/")) }
+
+        configuration.caBundlePath = cert
+        let response = try await HTTPClient(configuration).send(.init(url: "/"))
+        #expect(response.status == 200)
+    }
+}
+
+private func run(_ executable: String, _ arguments: [String]) throws -> Int32 {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    process.standardOutput = FileHandle.nullDevice
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    process.waitUntilExit()
+    return process.terminationStatus
+}
+
+private func freePort() throws -> Int {
+    let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(descriptor) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length); return getsockname(descriptor, $0, &length) }
+    }
+    return Int(UInt16(bigEndian: address.sin_port))
+}
+
+private func waitUntilListening(_ port: Int) async throws {
+    for _ in 0..<100 {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        close(descriptor)
+        if connected == 0 { return }
+        try await Task.sleep(for: .milliseconds(50))
+    }
+    throw HTTPClientError(.connectFailed, "nothing listens on port \(port)")
+}
