@@ -140,12 +140,12 @@ public struct Responder: Sendable {
     }
 }
 
-struct DeadlineExceeded: Error {}
+public struct DeadlineExceeded: Error {}
 
 /// Runs `body`, or gives up with `DeadlineExceeded` once `timeout` passes. The body is cancelled
 /// but not awaited: work that ignores cancellation (a blocking database call) cannot hold the
 /// response hostage.
-func withDeadline<T: Sendable>(_ timeout: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+public func withDeadline<T: Sendable>(_ timeout: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
     let gate = FirstResult<T>()
     return try await withCheckedThrowingContinuation { continuation in
         gate.install(continuation)

@@ -14,7 +14,7 @@ public final class PostgresConnection {
             ("connect_timeout", String(connectTimeoutSeconds)),
             ("application_name", "receiptgate"),
             ("client_encoding", "UTF8"),
-            ("options", "-c TimeZone=UTC -c DateStyle=ISO -c statement_timeout=\(statementTimeoutMilliseconds)"),
+            ("options", "-c TimeZone=UTC -c DateStyle=ISO -c client_min_messages=warning -c statement_timeout=\(statementTimeoutMilliseconds)"),
             ("dbname", connectionString),
         ]
         let keywords = settings.map { strdup($0.0) }

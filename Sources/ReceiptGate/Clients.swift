@@ -1,0 +1,157 @@
+import Crypto
+public import Foundation
+public import Postgres
+public import ReceiptCore
+
+/// A tenant: one game or app with its credentials and settings. Never carries the secret.
+public struct Client: Sendable, Codable, Equatable {
+    public let clientID: String
+    public var name: String
+    public var gameID: Int64?
+    public var bundleIDs: [String]
+    public var packageNames: [String]
+    public var environments: [StoreEnvironment]
+    public var refundCallbackURL: String?
+    public var webhookURL: String?
+    public var disabled: Bool
+    public let createdAt: Date
+    public var secretRotatedAt: Date
+
+    enum CodingKeys: String, CodingKey {
+        case clientID = "client_id", name, gameID = "game_id", bundleIDs = "bundle_ids", packageNames = "package_names"
+        case environments, refundCallbackURL = "refund_callback_url", webhookURL = "webhook_url", disabled
+        case createdAt = "created_at", secretRotatedAt = "secret_rotated_at"
+    }
+
+    /// The seed's `allow_sandbox`: one concept with the accepted environments.
+    public var allowsSandbox: Bool { environments.contains(.sandbox) }
+}
+
+/// What can be set on a client at create or update time; nil leaves a field as it is.
+public struct ClientSettings: Sendable {
+    public var name: String?
+    public var gameID: Int64??
+    public var bundleIDs: [String]?
+    public var packageNames: [String]?
+    public var environments: [StoreEnvironment]?
+    public var refundCallbackURL: String??
+    public var webhookURL: String??
+
+    public init() {}
+}
+
+/// Clients in Postgres. Secrets are stored only as AES-256-GCM boxes and returned only by
+/// `create` and `rotateSecret` (to show once) and `secret(for:)` (to check a signature).
+public struct ClientStore: Sendable {
+    let pool: PostgresPool
+    let secrets: SecretBox
+
+    public init(pool: PostgresPool, secrets: SecretBox) {
+        self.pool = pool
+        self.secrets = secrets
+    }
+
+    public func create(_ settings: ClientSettings) async throws -> (client: Client, secret: String) {
+        guard let name = settings.name else { throw ClientStoreError.invalid("a client needs a name") }
+        let clientID = "rgc_" + Hex.encode(SecureRandom.bytes(12))
+        let secret = Self.newSecret()
+        let box = try secrets.seal(secret, owner: clientID)
+        let environments = (settings.environments ?? [.production]).map(\.rawValue)
+        let gameID: Int64? = settings.gameID ?? nil
+        let refundURL: String? = settings.refundCallbackURL ?? nil
+        let webhookURL: String? = settings.webhookURL ?? nil
+        let rows = try await pool.query("""
+            INSERT INTO clients (id, name, game_id, bundle_ids, package_names, environments, refund_callback_url, webhook_url, secret_ciphertext)
+            VALUES (\(clientID), \(name), \(gameID), \(settings.bundleIDs ?? []), \(settings.packageNames ?? []), \(environments),
+                    \(refundURL), \(webhookURL), \(box))
+            RETURNING \(unescaped: Self.columns)
+            """)
+        return (try Self.decode(rows[0]), secret)
+    }
+
+    public func list() async throws -> [Client] {
+        try await pool.query("SELECT \(unescaped: Self.columns) FROM clients ORDER BY created_at, id").map(Self.decode)
+    }
+
+    public func find(_ clientID: String) async throws -> Client? {
+        try await pool.query("SELECT \(unescaped: Self.columns) FROM clients WHERE id = \(clientID)").first.map(Self.decode)
+    }
+
+    public func update(_ clientID: String, _ settings: ClientSettings) async throws -> Client {
+        // COALESCE keeps what was not given; the *_set flags let an explicit null clear a field.
+        let rows = try await pool.query("""
+            UPDATE clients SET
+                name = COALESCE(\(settings.name), name),
+                game_id = CASE WHEN \(settings.gameID != nil) THEN \(settings.gameID ?? nil)::bigint ELSE game_id END,
+                bundle_ids = COALESCE(\(settings.bundleIDs)::text[], bundle_ids),
+                package_names = COALESCE(\(settings.packageNames)::text[], package_names),
+                environments = COALESCE(\(settings.environments?.map(\.rawValue))::text[], environments),
+                refund_callback_url = CASE WHEN \(settings.refundCallbackURL != nil) THEN \(settings.refundCallbackURL ?? nil) ELSE refund_callback_url END,
+                webhook_url = CASE WHEN \(settings.webhookURL != nil) THEN \(settings.webhookURL ?? nil) ELSE webhook_url END,
+                updated_at = now()
+            WHERE id = \(clientID)
+            RETURNING \(unescaped: Self.columns)
+            """)
+        guard let row = rows.first else { throw ClientStoreError.notFound(clientID) }
+        return try Self.decode(row)
+    }
+
+    /// Issues a new secret; the old one stops working at once.
+    public func rotateSecret(_ clientID: String) async throws -> String {
+        let secret = Self.newSecret()
+        let box = try secrets.seal(secret, owner: clientID)
+        let updated = try await pool.execute("""
+            UPDATE clients SET secret_ciphertext = \(box), secret_rotated_at = now(), updated_at = now() WHERE id = \(clientID)
+            """)
+        guard updated == 1 else { throw ClientStoreError.notFound(clientID) }
+        return secret
+    }
+
+    public func disable(_ clientID: String) async throws -> Client {
+        let rows = try await pool.query("""
+            UPDATE clients SET disabled_at = COALESCE(disabled_at, now()), updated_at = now() WHERE id = \(clientID)
+            RETURNING \(unescaped: Self.columns)
+            """)
+        guard let row = rows.first else { throw ClientStoreError.notFound(clientID) }
+        return try Self.decode(row)
+    }
+
+    /// The plaintext secret, to verify or produce an HMAC signature. Nil for an unknown or
+    /// disabled client.
+    public func secret(for clientID: String) async throws -> (client: Client, secret: String)? {
+        let rows = try await pool.query("SELECT \(unescaped: Self.columns), secret_ciphertext FROM clients WHERE id = \(clientID)")
+        guard let row = rows.first else { return nil }
+        let client = try Self.decode(row)
+        guard !client.disabled else { return nil }
+        return (client, try secrets.open(try row.decode("secret_ciphertext", as: Data.self), owner: clientID))
+    }
+
+    /// 32 random bytes, base64url: 43 characters, safe in headers and shells.
+    static func newSecret() -> String { "rgs_" + Base64.urlEncode(SecureRandom.bytes(32)) }
+
+    static let columns = """
+        id, name, game_id, bundle_ids, package_names, environments, refund_callback_url, webhook_url,
+        disabled_at IS NOT NULL AS disabled, created_at, secret_rotated_at
+        """
+
+    static func decode(_ row: PostgresRow) throws -> Client {
+        Client(clientID: try row.decode("id"), name: try row.decode("name"), gameID: try row.decode("game_id"),
+               bundleIDs: try row.decode("bundle_ids"), packageNames: try row.decode("package_names"),
+               environments: try row.decode("environments", as: [String].self).compactMap(StoreEnvironment.init(rawValue:)),
+               refundCallbackURL: try row.decode("refund_callback_url"), webhookURL: try row.decode("webhook_url"),
+               disabled: try row.decode("disabled"), createdAt: try row.decode("created_at"),
+               secretRotatedAt: try row.decode("secret_rotated_at"))
+    }
+}
+
+public enum ClientStoreError: Error, CustomStringConvertible {
+    case notFound(String)
+    case invalid(String)
+
+    public var description: String {
+        switch self {
+        case .notFound(let id): "no client with id \(id)"
+        case .invalid(let problem): problem
+        }
+    }
+}

@@ -1,0 +1,84 @@
+public import Foundation
+public import HTTPServer
+public import Postgres
+
+/// Request counters and a latency histogram, rendered in the Prometheus text format (0.0.4).
+/// Labels are route patterns, never raw paths, so cardinality stays bounded.
+public final class Metrics: @unchecked Sendable {
+    /// Upper bounds in seconds.
+    static let latencyBuckets: [Double] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+
+    private struct RouteKey: Hashable { let method: String; let route: String }
+    private struct Histogram {
+        var buckets = [Int](repeating: 0, count: Metrics.latencyBuckets.count)
+        var count = 0
+        var sum = 0.0
+    }
+
+    private let lock = NSLock()
+    private var requests: [RouteKey: [Int: Int]] = [:]
+    private var latency: [RouteKey: Histogram] = [:]
+    private let started = Date()
+
+    public init() {}
+
+    public func record(method: String, route: String, status: Int, seconds: Double) {
+        let key = RouteKey(method: method, route: route)
+        lock.lock()
+        defer { lock.unlock() }
+        requests[key, default: [:]][status, default: 0] += 1
+        var histogram = latency[key] ?? Histogram()
+        for (index, bound) in Self.latencyBuckets.enumerated() where seconds <= bound { histogram.buckets[index] += 1 }
+        histogram.count += 1
+        histogram.sum += seconds
+        latency[key] = histogram
+    }
+
+    public func render(pool: PostgresPool.Statistics?, inFlight: Int?) -> String {
+        lock.lock()
+        let requests = self.requests, latency = self.latency
+        lock.unlock()
+        var out = ""
+        out += "# HELP receiptgate_http_requests_total HTTP requests by route and status.\n"
+        out += "# TYPE receiptgate_http_requests_total counter\n"
+        for key in requests.keys.sorted(by: Self.order) {
+            for (status, count) in requests[key]!.sorted(by: { $0.key < $1.key }) {
+                out += "receiptgate_http_requests_total{method=\(Self.quote(key.method)),route=\(Self.quote(key.route)),status=\"\(status)\"} \(count)\n"
+            }
+        }
+        out += "# HELP receiptgate_http_request_duration_seconds Time from request received to response ready.\n"
+        out += "# TYPE receiptgate_http_request_duration_seconds histogram\n"
+        for key in latency.keys.sorted(by: Self.order) {
+            let histogram = latency[key]!
+            let labels = "method=\(Self.quote(key.method)),route=\(Self.quote(key.route))"
+            for (index, bound) in Self.latencyBuckets.enumerated() {
+                out += "receiptgate_http_request_duration_seconds_bucket{\(labels),le=\"\(bound)\"} \(histogram.buckets[index])\n"
+            }
+            out += "receiptgate_http_request_duration_seconds_bucket{\(labels),le=\"+Inf\"} \(histogram.count)\n"
+            out += "receiptgate_http_request_duration_seconds_sum{\(labels)} \(histogram.sum)\n"
+            out += "receiptgate_http_request_duration_seconds_count{\(labels)} \(histogram.count)\n"
+        }
+        if let pool {
+            out += "# HELP receiptgate_db_pool_connections Database pool connections by state.\n"
+            out += "# TYPE receiptgate_db_pool_connections gauge\n"
+            out += "receiptgate_db_pool_connections{state=\"in_use\"} \(pool.inUse)\n"
+            out += "receiptgate_db_pool_connections{state=\"idle\"} \(pool.idle)\n"
+        }
+        if let inFlight {
+            out += "# HELP receiptgate_http_requests_in_flight Requests being handled now.\n"
+            out += "# TYPE receiptgate_http_requests_in_flight gauge\n"
+            out += "receiptgate_http_requests_in_flight \(inFlight)\n"
+        }
+        out += "# HELP receiptgate_uptime_seconds Seconds since the process started serving.\n"
+        out += "# TYPE receiptgate_uptime_seconds gauge\n"
+        out += "receiptgate_uptime_seconds \(Int(Date().timeIntervalSince(started)))\n"
+        return out
+    }
+
+    private static func order(_ a: RouteKey, _ b: RouteKey) -> Bool { (a.route, a.method) < (b.route, b.method) }
+
+    private static func quote(_ value: String) -> String {
+        "\"" + value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+            .replacingOccurrences(of: "\n", with: "\\n") + "\""
+    }
+}

@@ -1,0 +1,29 @@
+public import HTTPServer
+public import ReceiptCore
+
+/// One access-log line per request (method, route, status, duration, request id) and the
+/// request metrics. Runs outermost, so it sees every request, 404s included.
+public struct ObservabilityMiddleware: HTTPMiddleware {
+    let logger: Logger
+    let metrics: Metrics
+
+    public init(logger: Logger, metrics: Metrics) {
+        self.logger = logger
+        self.metrics = metrics
+    }
+
+    public func handle(_ request: HTTPRequest, next: HTTPHandler) async throws -> HTTPResponse {
+        let started = ContinuousClock.now
+        let response = try await next(request)
+        let elapsed = ContinuousClock.now - started
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        metrics.record(method: request.method, route: request.route, status: response.status, seconds: seconds)
+        var fields = [
+            "request.id": request.requestID, "http.method": request.method, "http.route": request.route,
+            "http.status": String(response.status), "duration_ms": String(format: "%.3f", seconds * 1000),
+        ]
+        if let remote = request.remoteAddress { fields["client.address"] = remote }
+        logger.log(response.status >= 500 ? .error : .info, "request", fields)
+        return response
+    }
+}

@@ -1,0 +1,53 @@
+public import Foundation
+public import HTTPServer
+public import Postgres
+
+/// /healthz, /readyz, /metrics and /openapi.yaml.
+public struct OperationalRoutes: Sendable {
+    let pool: PostgresPool
+    let metrics: Metrics
+    let openAPIDocument: Data?
+    let inFlight: @Sendable () -> Int
+
+    public init(pool: PostgresPool, metrics: Metrics, openAPIDocument: Data?, inFlight: @escaping @Sendable () -> Int) {
+        self.pool = pool
+        self.metrics = metrics
+        self.openAPIDocument = openAPIDocument
+        self.inFlight = inFlight
+    }
+
+    public func register(on router: inout Router) {
+        router.get("/healthz") { _ in .json(["status": "ok"]) }
+        router.get("/readyz") { [pool] _ in
+            do {
+                // Bounded: a wedged database must not hang the probe.
+                _ = try await withDeadline(.seconds(3)) { try await pool.query("SELECT 1") }
+                return .json(["status": "ready", "database": "reachable"])
+            } catch {
+                return .json(["status": "not_ready", "database": "unreachable"], status: 503)
+            }
+        }
+        router.get("/metrics") { [metrics, pool, inFlight] _ in
+            .text(metrics.render(pool: pool.statistics, inFlight: inFlight()), contentType: "text/plain; version=0.0.4; charset=utf-8")
+        }
+        router.get("/openapi.yaml") { [openAPIDocument] _ in
+            guard let openAPIDocument else {
+                throw HTTPError(status: 404, code: "NOT_FOUND", message: "openapi.yaml was not found; set RECEIPTGATE_OPENAPI_PATH")
+            }
+            return HTTPResponse(status: 200, headers: ["Content-Type": "application/yaml"], body: openAPIDocument)
+        }
+    }
+
+    /// Deploy/openapi.yaml: from RECEIPTGATE_OPENAPI_PATH, else found beside the executable
+    /// (a checkout's .build/…/receiptgate), the working directory, or /usr/share/receiptgate.
+    public static func loadOpenAPIDocument(configuredPath: String?) -> Data? {
+        if let configuredPath { return FileManager.default.contents(atPath: configuredPath) }
+        var candidates = [URL(fileURLWithPath: "Deploy/openapi.yaml"), URL(fileURLWithPath: "/usr/share/receiptgate/openapi.yaml")]
+        var directory = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+        for _ in 0..<5 {
+            candidates.insert(directory.appendingPathComponent("Deploy/openapi.yaml"), at: candidates.count - 1)
+            directory.deleteLastPathComponent()
+        }
+        return candidates.lazy.compactMap { FileManager.default.contents(atPath: $0.path) }.first
+    }
+}

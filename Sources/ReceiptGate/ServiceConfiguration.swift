@@ -1,0 +1,73 @@
+public import Foundation
+public import ReceiptCore
+
+/// Everything ReceiptGate reads from its environment, read once at start. Each variable is
+/// documented in README.md's configuration table; a bad value stops start-up naming the variable.
+public struct ServiceConfiguration: Sendable {
+    public var host = "127.0.0.1"
+    public var port = 8080
+    /// libpq connection string or URI; nil starts the embedded cluster under `dataDirectory`.
+    public var databaseURL: String?
+    public var dataDirectory = URL(fileURLWithPath: ".receiptgate")
+    /// 32 bytes; nil means "use (or create) `<dataDirectory>/master.key`".
+    public var masterKey: Data?
+    public var logLevel: Logger.Level = .info
+    public var databasePoolSize = 8
+    public var httpThreads = max(2, ProcessInfo.processInfo.activeProcessorCount)
+    public var maxBodyBytes = 1 << 20
+    public var requestTimeoutSeconds = 30
+    public var shutdownGraceSeconds = 10
+    public var openAPIPath: String?
+
+    public init() {}
+
+    public struct Invalid: Error, CustomStringConvertible {
+        public let variable: String
+        public let problem: String
+        public var description: String { "\(variable): \(problem)" }
+    }
+
+    public static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) throws -> ServiceConfiguration {
+        var configuration = ServiceConfiguration()
+        func value(_ name: String) -> String? {
+            guard let raw = environment[name]?.trimmingCharacters(in: .whitespaces), !raw.isEmpty else { return nil }
+            return raw
+        }
+        func integer(_ name: String, in range: ClosedRange<Int>) throws -> Int? {
+            guard let raw = value(name) else { return nil }
+            guard let number = Int(raw), range.contains(number) else {
+                throw Invalid(variable: name, problem: "must be a whole number from \(range.lowerBound) to \(range.upperBound), got \"\(raw)\"")
+            }
+            return number
+        }
+
+        if let host = value("RECEIPTGATE_HOST") {
+            guard host.range(of: #"^[0-9.]+$|^[0-9a-fA-F:]+$|^localhost$"#, options: .regularExpression) != nil else {
+                throw Invalid(variable: "RECEIPTGATE_HOST", problem: "must be an IPv4 or IPv6 address (e.g. 127.0.0.1 or 0.0.0.0), got \"\(host)\"")
+            }
+            configuration.host = host
+        }
+        if let port = try integer("RECEIPTGATE_PORT", in: 0...65_535) { configuration.port = port }
+        configuration.databaseURL = value("DATABASE_URL")
+        if let directory = value("RECEIPTGATE_DATA_DIR") { configuration.dataDirectory = URL(fileURLWithPath: directory) }
+        if let key = value("RECEIPTGATE_MASTER_KEY") {
+            guard let bytes = Data(base64Encoded: key), bytes.count == 32 else {
+                throw Invalid(variable: "RECEIPTGATE_MASTER_KEY", problem: "must be the base64 encoding of exactly 32 bytes (e.g. `openssl rand -base64 32`)")
+            }
+            configuration.masterKey = bytes
+        }
+        if let level = value("RECEIPTGATE_LOG_LEVEL") {
+            guard let parsed = Logger.Level(rawValue: level.lowercased()) else {
+                throw Invalid(variable: "RECEIPTGATE_LOG_LEVEL", problem: "must be one of debug, info, warning, error; got \"\(level)\"")
+            }
+            configuration.logLevel = parsed
+        }
+        if let size = try integer("RECEIPTGATE_DB_POOL_SIZE", in: 1...200) { configuration.databasePoolSize = size }
+        if let threads = try integer("RECEIPTGATE_HTTP_THREADS", in: 1...256) { configuration.httpThreads = threads }
+        if let bytes = try integer("RECEIPTGATE_MAX_BODY_BYTES", in: 1_024...(64 << 20)) { configuration.maxBodyBytes = bytes }
+        if let seconds = try integer("RECEIPTGATE_REQUEST_TIMEOUT_SECONDS", in: 1...600) { configuration.requestTimeoutSeconds = seconds }
+        if let seconds = try integer("RECEIPTGATE_SHUTDOWN_GRACE_SECONDS", in: 0...600) { configuration.shutdownGraceSeconds = seconds }
+        configuration.openAPIPath = value("RECEIPTGATE_OPENAPI_PATH")
+        return configuration
+    }
+}

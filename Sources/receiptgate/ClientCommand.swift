@@ -1,0 +1,130 @@
+import Foundation
+import ReceiptCore
+import ReceiptGate
+
+/// `receiptgate client ...`: administration of API clients, printing JSON on stdout.
+enum ClientCommand {
+    static let settingOptions: [String: Arguments.Kind] = [
+        "name": .single, "game-id": .single, "bundle-id": .repeated, "package-name": .repeated,
+        "environments": .single, "refund-callback-url": .single, "webhook-url": .single,
+    ]
+
+    static func run(_ arguments: [String], context: LazyContext) async throws {
+        guard let action = arguments.first, !action.hasPrefix("-") else {
+            if arguments.contains("--help") || arguments.contains("-h") { throw HelpRequested(text: HelpText.client) }
+            throw UsageError("missing action: create, list, show, update, rotate-secret or disable (see --help)")
+        }
+        let rest = Array(arguments.dropFirst())
+        switch action {
+        case "create":
+            let parsed = try Arguments(rest, options: settingOptions, help: HelpText.clientCreate)
+            _ = try parsed.expectPositionals([])
+            let settings = try settings(from: parsed)
+            guard settings.name != nil else { throw UsageError("--name is required") }
+            try await context.withClients { store in
+                let created = try await store.create(settings)
+                try context.printJSON(ClientWithSecret(client: created.client, secret: created.secret))
+            }
+        case "list":
+            let parsed = try Arguments(rest, options: [:], help: HelpText.clientList)
+            _ = try parsed.expectPositionals([])
+            try await context.withClients { store in try context.printJSON(["clients": try await store.list()]) }
+        case "show":
+            let id = try Arguments(rest, options: [:], help: HelpText.clientShow).expectPositionals(["client_id"])[0]
+            try await context.withClients { store in
+                guard let client = try await store.find(id) else { throw ClientStoreError.notFound(id) }
+                try context.printJSON(client)
+            }
+        case "update":
+            let parsed = try Arguments(rest, options: settingOptions, help: HelpText.clientUpdate)
+            let id = try parsed.expectPositionals(["client_id"])[0]
+            let settings = try settings(from: parsed)
+            try await context.withClients { store in try context.printJSON(try await store.update(id, settings)) }
+        case "rotate-secret":
+            let id = try Arguments(rest, options: [:], help: HelpText.clientRotate).expectPositionals(["client_id"])[0]
+            try await context.withClients { store in
+                let secret = try await store.rotateSecret(id)
+                guard let client = try await store.find(id) else { throw ClientStoreError.notFound(id) }
+                try context.printJSON(ClientWithSecret(client: client, secret: secret))
+            }
+        case "disable":
+            let id = try Arguments(rest, options: [:], help: HelpText.clientDisable).expectPositionals(["client_id"])[0]
+            try await context.withClients { store in try context.printJSON(try await store.disable(id)) }
+        case "--help", "-h", "help":
+            throw HelpRequested(text: HelpText.client)
+        default:
+            throw UsageError("unknown client action \"\(action)\" (expected create, list, show, update, rotate-secret or disable)")
+        }
+    }
+
+    /// Validates every setting given; an empty URL or game id means "clear".
+    static func settings(from arguments: Arguments) throws -> ClientSettings {
+        var settings = ClientSettings()
+        if let name = arguments.single("name") {
+            let trimmed = name.trimmingCharacters(in: .whitespaces)
+            guard (1...200).contains(trimmed.count) else { throw UsageError("--name must be 1 to 200 characters") }
+            settings.name = trimmed
+        }
+        if let gameID = arguments.single("game-id") {
+            if gameID.isEmpty {
+                settings.gameID = .some(nil)
+            } else {
+                guard let number = Int64(gameID), number >= 0 else { throw UsageError("--game-id must be a non-negative integer, got \"\(gameID)\"") }
+                settings.gameID = number
+            }
+        }
+        if let bundleIDs = arguments.all("bundle-id") {
+            settings.bundleIDs = try bundleIDs.map { try identifier($0, option: "--bundle-id") }
+        }
+        if let packageNames = arguments.all("package-name") {
+            settings.packageNames = try packageNames.map { try identifier($0, option: "--package-name") }
+        }
+        if let list = arguments.single("environments") {
+            var environments: [StoreEnvironment] = []
+            for part in list.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces).lowercased() }) {
+                guard let environment = StoreEnvironment(rawValue: part) else {
+                    throw UsageError("--environments accepts production and sandbox, got \"\(part)\"")
+                }
+                if !environments.contains(environment) { environments.append(environment) }
+            }
+            guard !environments.isEmpty else { throw UsageError("--environments needs at least one of production, sandbox") }
+            settings.environments = environments
+        }
+        if let url = arguments.single("refund-callback-url") {
+            settings.refundCallbackURL = .some(url.isEmpty ? nil : try httpURL(url, option: "--refund-callback-url"))
+        }
+        if let url = arguments.single("webhook-url") {
+            settings.webhookURL = .some(url.isEmpty ? nil : try httpURL(url, option: "--webhook-url"))
+        }
+        return settings
+    }
+
+    private static func identifier(_ value: String, option: String) throws -> String {
+        guard !value.isEmpty, value.count <= 255,
+              value.unicodeScalars.allSatisfy({ CharacterSet.alphanumerics.contains($0) || "._-".unicodeScalars.contains($0) })
+        else { throw UsageError("\(option) must be letters, digits, '.', '_' or '-', got \"\(value)\"") }
+        return value
+    }
+
+    private static func httpURL(_ value: String, option: String) throws -> String {
+        guard let url = URL(string: value), let scheme = url.scheme?.lowercased(), scheme == "https" || scheme == "http",
+              let host = url.host, !host.isEmpty
+        else { throw UsageError("\(option) must be an http:// or https:// URL, got \"\(value)\"") }
+        return value
+    }
+}
+
+/// What `create` and `rotate-secret` print: the client plus its secret, this once.
+struct ClientWithSecret: Encodable {
+    let client: Client
+    let secret: String
+
+    enum CodingKeys: String, CodingKey { case secret = "client_secret", warning }
+
+    func encode(to encoder: any Encoder) throws {
+        try client.encode(to: encoder)
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(secret, forKey: .secret)
+        try container.encode("client_secret is shown only now; store it securely, it cannot be retrieved again", forKey: .warning)
+    }
+}

@@ -1,0 +1,53 @@
+import Foundation
+import Postgres
+import ReceiptCore
+import ReceiptGate
+import HTTPServer
+
+/// What every command shares: configuration read once from the environment, and the logger.
+struct CommandContext {
+    let configuration: ServiceConfiguration
+    let logger: Logger
+
+    /// Opens the database (starting the embedded cluster if needed), migrates, runs `body`,
+    /// then closes everything it opened.
+    func withDatabase<T>(_ body: (Database) async throws -> T) async throws -> T {
+        let database = try Database.open(configuration, logger: logger)
+        defer { database.close(logger: logger) }
+        try await database.migrate()
+        return try await body(database)
+    }
+
+    func withClients<T>(_ body: (ClientStore) async throws -> T) async throws -> T {
+        try await withDatabase { database in
+            let master = try SecretBox.loadMasterKey(configured: configuration.masterKey, dataDirectory: configuration.dataDirectory)
+            if let path = master.generatedAt {
+                logger.warning("generated a new master key; back it up, and give every process sharing this database the same key", ["path": path])
+            }
+            return try await body(ClientStore(pool: database.pool, secrets: SecretBox(masterKey: master.key)))
+        }
+    }
+
+    func printJSON(_ value: some Encodable) throws {
+        try Self.printJSON(value)
+    }
+
+    static func printJSON(_ value: some Encodable) throws {
+        let encoder = JSONEncoder.receiptGate
+        encoder.dateEncodingStrategy = .iso8601
+        let data = try encoder.encode(value)
+        FileHandle.standardOutput.write(data + Data("\n".utf8))
+    }
+}
+
+/// A CommandContext made on first use, so argument mistakes are reported before configuration
+/// is read or the database is started.
+struct LazyContext {
+    func withClients<T>(_ body: (ClientStore) async throws -> T) async throws -> T {
+        try await ReceiptGateCommand.makeContext().withClients(body)
+    }
+
+    func printJSON(_ value: some Encodable) throws {
+        try CommandContext.printJSON(value)
+    }
+}

@@ -1,0 +1,70 @@
+enum HelpText {
+    static let main = """
+        receiptgate — self-hosted in-app purchase verification
+
+        Usage: receiptgate <command> [options]
+
+        Commands:
+          serve            Run the HTTP service (starts the embedded database if DATABASE_URL is unset)
+          migrate          Apply pending database migrations and exit
+          version          Print the version
+          client <action>  Manage API clients: create, list, show, update, rotate-secret, disable
+
+        Configuration comes from environment variables (see README.md). Run
+        `receiptgate <command> --help` for a command's options.
+        """
+
+    static let serve = """
+        Usage: receiptgate serve
+
+        Runs the HTTP service until SIGTERM or SIGINT, then finishes in-flight requests and exits.
+        Listens on RECEIPTGATE_HOST:RECEIPTGATE_PORT (default 127.0.0.1:8080). With no DATABASE_URL,
+        starts a private PostgreSQL cluster under RECEIPTGATE_DATA_DIR and stops it on exit.
+        """
+
+    static let migrate = """
+        Usage: receiptgate migrate
+
+        Applies pending migrations under an advisory lock and prints {"applied": [versions]}.
+        """
+
+    static let version = """
+        Usage: receiptgate version
+
+        Prints the version.
+        """
+
+    static let client = """
+        Usage: receiptgate client <action> [options]
+
+        Actions:
+          create --name NAME [settings]     Register a client; prints its client_id and client_secret (shown once)
+          list                              Print every client (never secrets)
+          show CLIENT_ID                    Print one client (never its secret)
+          update CLIENT_ID [settings]       Change settings; an empty value clears a URL or the game id
+          rotate-secret CLIENT_ID           Issue a new secret (shown once); the old one stops working at once
+          disable CLIENT_ID                 Refuse every further request from this client
+
+        Settings:
+          --name NAME
+          --game-id N                       integer game id
+          --bundle-id ID                    App Store bundle id; repeat for several
+          --package-name NAME               Google Play package name; repeat for several
+          --environments LIST               production, sandbox or production,sandbox (default: production)
+          --refund-callback-url URL         http(s) URL told about refunds
+          --webhook-url URL                 http(s) URL that receives webhook events
+
+        Output is one JSON object on stdout.
+        """
+
+    static let clientCreate = "Usage: receiptgate client create --name NAME [--game-id N] [--bundle-id ID]... [--package-name NAME]...\n"
+        + "       [--environments production,sandbox] [--refund-callback-url URL] [--webhook-url URL]\n\n"
+        + "Registers a client and prints {\"client_id\", \"client_secret\", ...}. The secret is shown only this once."
+    static let clientUpdate = "Usage: receiptgate client update CLIENT_ID [--name NAME] [--game-id N] [--bundle-id ID]...\n"
+        + "       [--package-name NAME]... [--environments LIST] [--refund-callback-url URL] [--webhook-url URL]\n\n"
+        + "Changes only the settings given. Repeated options replace the whole list; an empty URL or game id clears it."
+    static let clientList = "Usage: receiptgate client list\n\nPrints {\"clients\": [...]}, without secrets."
+    static let clientShow = "Usage: receiptgate client show CLIENT_ID\n\nPrints one client, without its secret."
+    static let clientRotate = "Usage: receiptgate client rotate-secret CLIENT_ID\n\nIssues a new secret, shown once; the old one stops working at once."
+    static let clientDisable = "Usage: receiptgate client disable CLIENT_ID\n\nDisables the client: its requests are refused from now on."
+}

@@ -1,0 +1,65 @@
+import Dispatch
+import Foundation
+import ReceiptCore
+import ReceiptGate
+
+@main
+enum ReceiptGateCommand {
+    static func main() async {
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        exit(await run(arguments))
+    }
+
+    /// Exit codes: 0 success, 1 failure while running, 2 bad arguments, 78 bad configuration.
+    static func run(_ arguments: [String]) async -> Int32 {
+        do {
+            guard let command = arguments.first else { throw HelpRequested(text: HelpText.main) }
+            let rest = Array(arguments.dropFirst())
+            switch command {
+            case "--help", "-h", "help":
+                throw HelpRequested(text: HelpText.main)
+            case "version", "--version":
+                _ = try Arguments(rest, options: [:], help: HelpText.version).expectPositionals([])
+                print("receiptgate \(ReceiptGateVersion.current)")
+                return 0
+            case "serve":
+                _ = try Arguments(rest, options: [:], help: HelpText.serve).expectPositionals([])
+                return try await ServeCommand.run(context: try makeContext())
+            case "migrate":
+                _ = try Arguments(rest, options: [:], help: HelpText.migrate).expectPositionals([])
+                let context = try makeContext()
+                let applied = try await context.withDatabase { try await $0.migrate() }
+                try context.printJSON(["applied": applied])
+                return 0
+            case "client":
+                // Parse the arguments before touching the database: usage errors must not start it.
+                try await ClientCommand.run(rest, context: LazyContext())
+                return 0
+            default:
+                throw UsageError("unknown command \"\(command)\" (expected serve, migrate, version or client; see --help)")
+            }
+        } catch let help as HelpRequested {
+            print(help.text)
+            return 0
+        } catch let usage as UsageError {
+            printError(usage.description)
+            return 2
+        } catch let invalid as ServiceConfiguration.Invalid {
+            printError("configuration error: \(invalid.description)")
+            return 78
+        } catch {
+            printError(String(describing: error))
+            return 1
+        }
+    }
+
+    static func makeContext() throws -> CommandContext {
+        let configuration = try ServiceConfiguration.fromEnvironment()
+        return CommandContext(configuration: configuration, logger: Logger(minimumLevel: configuration.logLevel))
+    }
+
+    static func printError(_ message: String) {
+        let line = "receiptgate: error: " + message.replacingOccurrences(of: "\n", with: " ") + "\n"
+        FileHandle.standardError.write(Data(line.utf8))
+    }
+}
