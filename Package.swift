@@ -52,7 +52,7 @@ let package = Package(
         .testTarget(name: "HTTPClientTests", dependencies: ["HTTPClient", "HTTPServer", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(
             name: "ReceiptGateTests",
-            dependencies: ["ReceiptGate", "ReceiptCore", "Crypto", "Postgres", "HTTPServer", "TestSupport", "receiptgate"],
+            dependencies: ["ReceiptGate", "ReceiptCore", "Crypto", "Postgres", "HTTPServer", "TestSupport"],
             swiftSettings: swiftSettings
         ),
     ]

@@ -88,6 +88,9 @@ public struct Responder: Sendable {
         }
     }
 
+    /// Every (method, pattern) this responder serves, for documentation checks.
+    public var routeTable: [(method: String, pattern: String)] { routes.map { ($0.method, $0.pattern) } }
+
     public func respond(to incoming: HTTPRequest) async -> HTTPResponse {
         var request = incoming
         request.requestID = Self.requestID(from: request.headers["X-Request-Id"])

@@ -13,6 +13,8 @@ public final class Service: @unchecked Sendable {
     public let clients: ClientStore
     public let metrics = Metrics()
     private var server: HTTPServer?
+    /// Every (method, pattern) served, once started.
+    public private(set) var routeTable: [(method: String, pattern: String)] = []
 
     public init(configuration: ServiceConfiguration, logger: Logger, database: Database) throws {
         self.configuration = configuration
@@ -41,11 +43,12 @@ public final class Service: @unchecked Sendable {
                           inFlight: { serverBox.server?.inFlightRequests ?? 0 })
             .register(on: &router)
 
+        let responder = router.build(handlerTimeout: .seconds(configuration.requestTimeoutSeconds))
+        routeTable = responder.routeTable
         var serverConfiguration = HTTPServer.Configuration(host: configuration.host, port: configuration.port)
         serverConfiguration.threadCount = configuration.httpThreads
         serverConfiguration.maxBodyBytes = configuration.maxBodyBytes
-        let server = HTTPServer(configuration: serverConfiguration,
-                                responder: router.build(handlerTimeout: .seconds(configuration.requestTimeoutSeconds)))
+        let server = HTTPServer(configuration: serverConfiguration, responder: responder)
         try server.start()
         serverBox.server = server
         self.server = server

@@ -28,6 +28,7 @@ public enum TestDatabase {
         try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true,
                                                  attributes: [.posixPermissions: 0o755])
         try? FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: "/tmp/receiptgate-tests")
+        ClusterReaper.shared.removeAtExit(url)
         return url
     }
 }
@@ -53,6 +54,7 @@ final class ClusterReaper: @unchecked Sendable {
     static let shared = ClusterReaper()
     private let lock = NSLock()
     private var clusters: [EmbeddedCluster] = []
+    private var directories: [URL] = []
 
     private init() {
         atexit {
@@ -66,15 +68,20 @@ final class ClusterReaper: @unchecked Sendable {
         lock.unlock()
     }
 
+    func removeAtExit(_ directory: URL) {
+        lock.lock()
+        directories.append(directory)
+        lock.unlock()
+    }
+
     func stopAll() {
         lock.lock()
-        let all = clusters
+        let all = clusters, folders = directories
         clusters = []
+        directories = []
         lock.unlock()
-        for cluster in all {
-            try? cluster.stop()
-            try? FileManager.default.removeItem(at: cluster.requestedDirectory.deletingLastPathComponent())
-        }
+        for cluster in all { try? cluster.stop() }
+        for folder in folders { try? FileManager.default.removeItem(at: folder) }
     }
 }
 

@@ -1,0 +1,83 @@
+import Crypto
+import Foundation
+import Postgres
+import ReceiptCore
+@testable import ReceiptGate
+import Testing
+import TestSupport
+
+private func makeStore() async throws -> (ClientStore, PostgresPool) {
+    let pool = PostgresPool(.init(connectionString: try await TestDatabase.makeDatabase(prefix: "clients"), size: 2))
+    try await Migrator.migrate(pool, migrations: Schema.migrations)
+    return (ClientStore(pool: pool, secrets: SecretBox(masterKey: SecureRandom.bytes(32))), pool)
+}
+
+@Suite struct ClientStorage {
+    @Test func theSecretIsStoredOnlyEncrypted() async throws {
+        let (store, pool) = try await makeStore()
+        defer { pool.shutdown() }
+        var settings = ClientSettings()
+        settings.name = "Demo"
+        settings.gameID = 42
+        settings.bundleIDs = ["com.example.game"]
+        let created = try await store.create(settings)
+        #expect(created.secret.count >= 40)
+        #expect(created.client.environments == [.production])
+
+        // No column of the row, in any text form, contains the plaintext.
+        let dump = try await pool.query("SELECT clients::text AS row, encode(secret_ciphertext, 'escape') AS raw FROM clients")
+        for row in dump {
+            #expect(try !row.decode("row", as: String.self).contains(created.secret))
+            #expect(try !row.decode("raw", as: String.self).contains(created.secret))
+        }
+        let fetched = try #require(try await store.secret(for: created.client.clientID))
+        #expect(fetched.secret == created.secret)
+    }
+
+    @Test func rotationInvalidatesTheOldSecret() async throws {
+        let (store, pool) = try await makeStore()
+        defer { pool.shutdown() }
+        var settings = ClientSettings()
+        settings.name = "Rotating"
+        let created = try await store.create(settings)
+        let rotated = try await store.rotateSecret(created.client.clientID)
+        #expect(rotated != created.secret)
+        #expect(try await store.secret(for: created.client.clientID)?.secret == rotated)
+        await #expect(throws: ClientStoreError.self) { try await store.rotateSecret("rgc_missing") }
+    }
+
+    @Test func updateChangesOnlyWhatIsGivenAndCanClear() async throws {
+        let (store, pool) = try await makeStore()
+        defer { pool.shutdown() }
+        var settings = ClientSettings()
+        settings.name = "Game"
+        settings.gameID = 7
+        settings.refundCallbackURL = "https://game.example/refund"
+        let created = try await store.create(settings).client
+
+        var change = ClientSettings()
+        change.environments = [.production, .sandbox]
+        change.refundCallbackURL = .some(nil)
+        let updated = try await store.update(created.clientID, change)
+        #expect(updated.name == "Game")
+        #expect(updated.gameID == 7)
+        #expect(updated.allowsSandbox)
+        #expect(updated.refundCallbackURL == nil)
+
+        var clearGame = ClientSettings()
+        clearGame.gameID = .some(nil)
+        #expect(try await store.update(created.clientID, clearGame).gameID == nil)
+    }
+
+    @Test func aDisabledClientHasNoUsableSecret() async throws {
+        let (store, pool) = try await makeStore()
+        defer { pool.shutdown() }
+        var settings = ClientSettings()
+        settings.name = "Gone"
+        let created = try await store.create(settings)
+        #expect(try await store.disable(created.client.clientID).disabled)
+        #expect(try await store.secret(for: created.client.clientID) == nil)
+        #expect(try await store.secret(for: "rgc_unknown") == nil)
+        #expect(try await store.list().map(\.clientID) == [created.client.clientID])
+    }
+}

@@ -1,0 +1,128 @@
+import Foundation
+import Postgres
+import Testing
+import TestSupport
+
+@Suite struct CommandLineUsage {
+    @Test(arguments: [
+        ["client", "create"], ["client", "create", "--name"], ["client", "create", "--name", "x", "--bogus", "1"],
+        ["client", "create", "--name", "x", "--game-id", "abc"], ["client", "create", "--name", "x", "--environments", "staging"],
+        ["client", "create", "--name", "x", "--webhook-url", "ftp://x"], ["client", "show"], ["client", "frobnicate"],
+        ["client", "show", "a", "b"], ["launch"], ["serve", "extra"],
+    ])
+    func badArgumentsAreOneLineAndExitTwo(_ arguments: [String]) async throws {
+        let result = try await Binary.run(arguments)
+        #expect(result.status == 2)
+        let lines = result.stderr.split(separator: "\n")
+        #expect(lines.count == 1, "stderr was: \(result.stderr)")
+        #expect(lines.first?.hasPrefix("receiptgate: error: ") == true)
+        #expect(result.stdout.isEmpty)
+    }
+
+    @Test func errorsNameTheProblem() async throws {
+        #expect(try await Binary.run(["client", "create"]).stderr.contains("--name"))
+        #expect(try await Binary.run(["client", "create", "--name", "x", "--game-id", "abc"]).stderr.contains("--game-id"))
+        #expect(try await Binary.run(["client", "show"]).stderr.contains("CLIENT_ID"))
+    }
+
+    @Test(arguments: [
+        ["--help"], ["serve", "--help"], ["migrate", "--help"], ["version", "--help"], ["client", "--help"],
+        ["client", "create", "--help"], ["client", "list", "--help"], ["client", "show", "--help"],
+        ["client", "update", "--help"], ["client", "rotate-secret", "--help"], ["client", "disable", "--help"],
+    ])
+    func everyCommandHasHelp(_ arguments: [String]) async throws {
+        let result = try await Binary.run(arguments)
+        #expect(result.status == 0)
+        #expect(result.stdout.contains("Usage: receiptgate"))
+    }
+
+    @Test func versionPrintsTheVersion() async throws {
+        let result = try await Binary.run(["version"])
+        #expect(result.status == 0)
+        #expect(result.stdout == "receiptgate 0.1.0\n")
+    }
+
+    @Test func badConfigurationStopsStartUpNamingTheVariable() async throws {
+        let result = try await Binary.run(["serve"], ["RECEIPTGATE_PORT": "http"])
+        #expect(result.status == 78)
+        #expect(result.stderr.contains("RECEIPTGATE_PORT"))
+        let key = try await Binary.run(["client", "list"], ["RECEIPTGATE_MASTER_KEY": "dG9vIHNob3J0"])
+        #expect(key.status == 78)
+        #expect(key.stderr.contains("RECEIPTGATE_MASTER_KEY"))
+    }
+}
+
+@Suite struct ClientAdministration {
+    @Test func createShowListRotateDisable() async throws {
+        let environment = try await Binary.databaseEnvironment()
+        let created = try await Binary.run(["client", "create", "--name", "Demo Game", "--game-id", "42",
+                                            "--bundle-id", "com.example.game", "--bundle-id", "com.example.game.lite",
+                                            "--environments", "production,sandbox",
+                                            "--refund-callback-url", "https://game.example/refund"], environment)
+        #expect(created.status == 0, "stderr: \(created.stderr)")
+        #expect(created.stdout.split(separator: "\n").count == 1, "one JSON object on one line")
+        let object = try Binary.json(created.stdout)
+        let clientID = try #require(object["client_id"] as? String)
+        let secret = try #require(object["client_secret"] as? String)
+        #expect(object["game_id"] as? Int == 42)
+        #expect(object["bundle_ids"] as? [String] == ["com.example.game", "com.example.game.lite"])
+        #expect(object["environments"] as? [String] == ["production", "sandbox"])
+        #expect(!created.stderr.contains(secret), "the secret must never reach a log")
+
+        // The plaintext secret is nowhere in the database.
+        let pool = PostgresPool(.init(connectionString: environment["DATABASE_URL"]!, size: 1))
+        defer { pool.shutdown() }
+        let rows = try await pool.query("SELECT clients::text AS row FROM clients")
+        #expect(rows.count == 1)
+        #expect(try !rows[0].decode("row", as: String.self).contains(secret))
+
+        let shown = try await Binary.run(["client", "show", clientID], environment)
+        #expect(shown.status == 0)
+        #expect(!shown.stdout.contains(secret))
+        #expect(try Binary.json(shown.stdout)["client_secret"] == nil)
+        #expect(try Binary.json(shown.stdout)["name"] as? String == "Demo Game")
+
+        let listed = try await Binary.run(["client", "list"], environment)
+        #expect(listed.status == 0)
+        #expect(!listed.stdout.contains(secret))
+        #expect((try Binary.json(listed.stdout)["clients"] as? [[String: Any]])?.count == 1)
+
+        let updated = try await Binary.run(["client", "update", clientID, "--environments", "production", "--refund-callback-url", ""], environment)
+        #expect(updated.status == 0)
+        #expect(try Binary.json(updated.stdout)["environments"] as? [String] == ["production"])
+        #expect(try Binary.json(updated.stdout)["refund_callback_url"] == nil)
+
+        let before = try await pool.query("SELECT secret_ciphertext FROM clients")[0].decode("secret_ciphertext", as: Data.self)
+        let rotated = try await Binary.run(["client", "rotate-secret", clientID], environment)
+        #expect(rotated.status == 0)
+        let newSecret = try #require(try Binary.json(rotated.stdout)["client_secret"] as? String)
+        #expect(newSecret != secret)
+        let after = try await pool.query("SELECT secret_ciphertext FROM clients")[0].decode("secret_ciphertext", as: Data.self)
+        #expect(after != before, "rotation replaced the stored secret, so the old one can no longer be checked against")
+
+        let disabled = try await Binary.run(["client", "disable", clientID], environment)
+        #expect(try Binary.json(disabled.stdout)["disabled"] as? Bool == true)
+
+        let missing = try await Binary.run(["client", "show", "rgc_nope"], environment)
+        #expect(missing.status == 1)
+        #expect(missing.stderr.contains("rgc_nope"))
+    }
+
+    @Test func firstRunNeedsNoConfigurationAndKeepsItsData() async throws {
+        // No DATABASE_URL, no master key: the embedded cluster and a generated key.
+        let dataDirectory = TestDatabase.temporaryDirectory("first-run").appendingPathComponent("data")
+        defer { try? FileManager.default.removeItem(at: dataDirectory.deletingLastPathComponent()) }
+        let environment = ["RECEIPTGATE_DATA_DIR": dataDirectory.path]
+        let created = try await Binary.run(["client", "create", "--name", "First"], environment)
+        #expect(created.status == 0, "stderr: \(created.stderr)")
+        let clientID = try #require(try Binary.json(created.stdout)["client_id"] as? String)
+        let keyAttributes = try FileManager.default.attributesOfItem(atPath: dataDirectory.appendingPathComponent("master.key").path)
+        #expect((keyAttributes[.posixPermissions] as? Int) == 0o600)
+
+        // A second process finds the same cluster and data (the first stopped the server on exit).
+        let listed = try await Binary.run(["client", "list"], environment)
+        #expect(listed.status == 0, "stderr: \(listed.stderr)")
+        #expect(listed.stdout.contains(clientID))
+        #expect(listed.stderr.contains("starting embedded PostgreSQL"))
+    }
+}

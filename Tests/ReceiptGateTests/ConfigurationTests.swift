@@ -1,0 +1,100 @@
+import Foundation
+import ReceiptCore
+@testable import ReceiptGate
+import Testing
+import TestSupport
+
+@Suite struct Configuration {
+    @Test func defaultsNeedNothingConfigured() throws {
+        let configuration = try ServiceConfiguration.fromEnvironment([:])
+        #expect(configuration.host == "127.0.0.1")
+        #expect(configuration.port == 8080)
+        #expect(configuration.databaseURL == nil)
+        #expect(configuration.dataDirectory.lastPathComponent == ".receiptgate")
+        #expect(configuration.masterKey == nil)
+        #expect(configuration.logLevel == .info)
+    }
+
+    @Test func valuesAreRead() throws {
+        let key = Data(repeating: 7, count: 32)
+        let configuration = try ServiceConfiguration.fromEnvironment([
+            "RECEIPTGATE_HOST": "0.0.0.0", "RECEIPTGATE_PORT": "9090", "DATABASE_URL": "postgresql://db/rg",
+            "RECEIPTGATE_DATA_DIR": "/var/lib/rg", "RECEIPTGATE_MASTER_KEY": key.base64EncodedString(),
+            "RECEIPTGATE_LOG_LEVEL": "DEBUG", "RECEIPTGATE_DB_POOL_SIZE": "3",
+        ])
+        #expect(configuration.host == "0.0.0.0")
+        #expect(configuration.port == 9090)
+        #expect(configuration.databaseURL == "postgresql://db/rg")
+        #expect(configuration.dataDirectory.path == "/var/lib/rg")
+        #expect(configuration.masterKey == key)
+        #expect(configuration.logLevel == .debug)
+        #expect(configuration.databasePoolSize == 3)
+    }
+
+    @Test(arguments: [
+        ("RECEIPTGATE_PORT", "eighty"), ("RECEIPTGATE_PORT", "70000"), ("RECEIPTGATE_HOST", "my host"),
+        ("RECEIPTGATE_MASTER_KEY", "c2hvcnQ="), ("RECEIPTGATE_MASTER_KEY", "not base64!"),
+        ("RECEIPTGATE_LOG_LEVEL", "loud"), ("RECEIPTGATE_DB_POOL_SIZE", "0"), ("RECEIPTGATE_MAX_BODY_BYTES", "12"),
+    ])
+    func badValuesNameTheVariable(variable: String, value: String) {
+        do {
+            _ = try ServiceConfiguration.fromEnvironment([variable: value])
+            Issue.record("\(variable)=\(value) was accepted")
+        } catch let invalid as ServiceConfiguration.Invalid {
+            #expect(invalid.variable == variable)
+            #expect(invalid.description.hasPrefix(variable))
+        } catch {
+            Issue.record("unexpected error \(error)")
+        }
+    }
+}
+
+@Suite struct MasterKey {
+    @Test func generatedOnceWithOwnerOnlyPermissionsThenReused() throws {
+        let directory = TestDatabase.temporaryDirectory("masterkey")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let first = try SecretBox.loadMasterKey(configured: nil, dataDirectory: directory)
+        #expect(first.key.count == 32)
+        #expect(first.generatedAt != nil)
+        let attributes = try FileManager.default.attributesOfItem(atPath: directory.appendingPathComponent("master.key").path)
+        #expect((attributes[.posixPermissions] as? Int) == 0o600)
+        let second = try SecretBox.loadMasterKey(configured: nil, dataDirectory: directory)
+        #expect(second.key == first.key)
+        #expect(second.generatedAt == nil)
+        // A configured key wins over the file.
+        let configured = Data(repeating: 1, count: 32)
+        #expect(try SecretBox.loadMasterKey(configured: configured, dataDirectory: directory).key == configured)
+    }
+
+    @Test func aCorruptKeyFileStopsStartUp() throws {
+        let directory = TestDatabase.temporaryDirectory("masterkey-bad")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try "short".write(to: directory.appendingPathComponent("master.key"), atomically: true, encoding: .utf8)
+        #expect(throws: ServiceConfiguration.Invalid.self) { try SecretBox.loadMasterKey(configured: nil, dataDirectory: directory) }
+    }
+
+    @Test func secretBoxesAreBoundToTheirOwnerAndKey() throws {
+        let box = SecretBox(masterKey: Data(repeating: 3, count: 32))
+        let sealed = try box.seal("rgs_secret", owner: "client-a")
+        #expect(try box.open(sealed, owner: "client-a") == "rgs_secret")
+        #expect(throws: (any Error).self) { try box.open(sealed, owner: "client-b") }
+        #expect(throws: (any Error).self) { try SecretBox(masterKey: Data(repeating: 4, count: 32)).open(sealed, owner: "client-a") }
+    }
+}
+
+@Suite struct Logging {
+    @Test func linesAreJSONWithEscapedFields() throws {
+        let lines = LockedBox<[String]>([])
+        let logger = Logger(minimumLevel: .info, sink: LogSink { line in lines.update { $0.append(line) } })
+            .with("request.id", "r-1")
+        logger.debug("hidden")
+        logger.info("hello \"world\"\nnext", ["client.id": "c\u{1}"])
+        #expect(lines.get().count == 1)
+        let object = try JSONSerialization.jsonObject(with: Data(try #require(lines.get().first).utf8)) as? [String: String]
+        #expect(object?["message"] == "hello \"world\"\nnext")
+        #expect(object?["level"] == "info")
+        #expect(object?["request.id"] == "r-1")
+        #expect(object?["client.id"] == "c\u{1}")
+        #expect(object?["time"]?.hasSuffix("Z") == true)
+    }
+}

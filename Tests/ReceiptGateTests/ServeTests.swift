@@ -1,0 +1,108 @@
+import Foundation
+import Postgres
+import ReceiptCore
+import ReceiptGate
+import Testing
+import TestSupport
+
+/// `receiptgate serve` as a user runs it, over real sockets.
+private func startServer(_ environment: [String: String]) async throws -> (ChildProcess, Int) {
+    var variables = environment
+    variables["RECEIPTGATE_PORT"] = "0"
+    let child = try ChildProcess.launch(Binary.path, ["serve"], environment: Binary.environment(variables))
+    let line = try await child.waitForStderrLine(containing: "\"listening\"")
+    let object = try Binary.json(line)
+    let url = try #require(object["url"] as? String)
+    let port = try #require(Int(url.split(separator: ":").last ?? ""))
+    return (child, port)
+}
+
+@Suite struct Serving {
+    @Test func operationalEndpointsAnswer() async throws {
+        let (server, port) = try await startServer(try await Binary.databaseEnvironment())
+        let health = try await RawHTTP.request(port: port, path: "/healthz", headers: ["X-Request-Id": "probe-1"])
+        #expect(health.status == 200)
+        #expect(try health.json()["status"] as? String == "ok")
+        #expect(health.headers["x-request-id"] == "probe-1")
+
+        let ready = try await RawHTTP.request(port: port, path: "/readyz")
+        #expect(ready.status == 200)
+        #expect(try ready.json()["database"] as? String == "reachable")
+
+        _ = try await RawHTTP.request(port: port, path: "/no-such-thing")
+        let metrics = try await RawHTTP.request(port: port, path: "/metrics")
+        #expect(metrics.status == 200)
+        #expect(metrics.text.contains(#"receiptgate_http_requests_total{method="GET",route="/healthz",status="200"} 1"#))
+        #expect(metrics.text.contains(#"route="unmatched",status="404"} 1"#))
+        #expect(metrics.text.contains("receiptgate_http_request_duration_seconds_bucket"))
+        #expect(metrics.text.contains(#"receiptgate_db_pool_connections{state="idle"}"#))
+
+        let document = try await RawHTTP.request(port: port, path: "/openapi.yaml")
+        #expect(document.status == 200)
+        #expect(document.text.hasPrefix("openapi: 3"))
+
+        server.send(SIGTERM)
+        #expect(try await server.wait(timeout: .seconds(30)) == 0)
+        // One JSON object per line, an access-log line per request with its route, status and duration.
+        let lines = server.stderr.split(separator: "\n")
+        #expect(!lines.isEmpty)
+        for line in lines { #expect((try? Binary.json(String(line))) != nil, "not JSON: \(line)") }
+        let access = lines.compactMap { try? Binary.json(String($0)) }.filter { $0["message"] as? String == "request" }
+        #expect(access.count == 5)
+        let probe = try #require(access.first { $0["request.id"] as? String == "probe-1" })
+        #expect(probe["http.route"] as? String == "/healthz")
+        #expect(probe["http.status"] as? String == "200")
+        #expect(probe["http.method"] as? String == "GET")
+        #expect(probe["duration_ms"] != nil)
+        #expect(server.stderr.contains("\"stopped\""))
+    }
+
+    @Test func readinessFollowsTheDatabase() async throws {
+        let cluster = try TestDatabase.makePrivateCluster()
+        var environment = try await Binary.databaseEnvironment()
+        environment["DATABASE_URL"] = try cluster.connectionString
+        let (server, port) = try await startServer(environment)
+        #expect(try await RawHTTP.request(port: port, path: "/readyz").status == 200)
+        try cluster.stop()
+        let down = try await RawHTTP.request(port: port, path: "/readyz")
+        #expect(down.status == 503)
+        #expect(try down.json()["database"] as? String == "unreachable")
+        #expect(try await RawHTTP.request(port: port, path: "/healthz").status == 200, "liveness does not depend on the database")
+        try cluster.start()
+        #expect(try await RawHTTP.request(port: port, path: "/readyz").status == 200)
+        server.send(SIGINT)
+        #expect(try await server.wait(timeout: .seconds(30)) == 0)
+    }
+
+    /// Deploy/openapi.yaml lists exactly the routes the service has: compared with the running
+    /// service's own route table, so a route added without documentation fails here.
+    @Test func openAPIDocumentDescribesEveryRoute() async throws {
+        var configuration = ServiceConfiguration()
+        configuration.port = 0
+        configuration.databaseURL = try await TestDatabase.makeDatabase(prefix: "openapi")
+        configuration.masterKey = Data(repeating: 9, count: 32)
+        configuration.dataDirectory = TestDatabase.temporaryDirectory("openapi")
+        let logger = Logger(minimumLevel: .error)
+        let service = try Service(configuration: configuration, logger: logger, database: try Database.open(configuration, logger: logger))
+        try await service.start()
+        let document = try await RawHTTP.request(port: service.port, path: "/openapi.yaml").text
+        var documented = Set<String>()
+        var currentPath: String?
+        for line in document.split(separator: "\n", omittingEmptySubsequences: false) {
+            if line.hasPrefix("  /"), line.hasSuffix(":") { currentPath = String(line.dropFirst(2).dropLast()) }
+            else if !line.hasPrefix("  ") { currentPath = nil }
+            if let currentPath, let method = ["get", "post", "put", "delete", "patch"].first(where: { line == "    \($0):" }) {
+                documented.insert("\(method.uppercased()) \(currentPath)")
+            }
+        }
+        let served = Set(service.routeTable.map { "\($0.method) \($0.pattern)" })
+        #expect(!served.isEmpty)
+        #expect(documented == served)
+        // Every documented GET without parameters answers 200.
+        for route in documented where route.hasPrefix("GET ") && !route.contains("{") {
+            let response = try await RawHTTP.request(port: service.port, path: String(route.dropFirst(4)))
+            #expect(response.status == 200, "\(route) answered \(response.status)")
+        }
+        await service.shutdown()
+    }
+}
