@@ -95,10 +95,12 @@ public final class HTTPServer: @unchecked Sendable {
         guard let existing = requestContext.pointee else {
             // First call for this request: headers are complete, no body has been read yet.
             let request = RequestState(request: Self.readHead(connection: connection, url: url, method: method))
-            if let declared = request.request.headers["Content-Length"].flatMap(Int.init), declared > configuration.maxBodyBytes {
-                request.tooLarge = true
-            }
             requestContext.pointee = Unmanaged.passRetained(request).toOpaque()  // released in requestCompleted
+            if let declared = request.request.headers["Content-Length"].flatMap(Int.init), declared > configuration.maxBodyBytes {
+                // Answer before reading a byte of the body: libmicrohttpd then closes the connection.
+                request.tooLarge = true
+                return queue(payloadTooLarge(for: request), on: connection)
+            }
             return MHD_Result.YES
         }
         let request = Unmanaged<RequestState>.fromOpaque(existing).takeUnretainedValue()
@@ -120,11 +122,7 @@ public final class HTTPServer: @unchecked Sendable {
             return queue(response, on: connection)
         }
         if request.tooLarge {
-            var response = HTTPError(status: 413, code: "PAYLOAD_TOO_LARGE",
-                                     message: "request body is larger than \(configuration.maxBodyBytes) bytes").response
-            response.headers.replace("X-Request-Id", Responder.requestID(from: request.request.headers["X-Request-Id"]))
-            response.headers.replace("Connection", "close")
-            return queue(response, on: connection)
+            return queue(payloadTooLarge(for: request), on: connection)
         }
         guard !request.dispatched else { return MHD_Result.YES }  // spurious call while the handler runs
         request.dispatched = true
@@ -140,6 +138,14 @@ public final class HTTPServer: @unchecked Sendable {
             state.finished()
         }
         return MHD_Result.YES
+    }
+
+    private func payloadTooLarge(for request: RequestState) -> HTTPResponse {
+        var response = HTTPError(status: 413, code: "PAYLOAD_TOO_LARGE",
+                                 message: "request body is larger than \(configuration.maxBodyBytes) bytes").response
+        response.headers.replace("X-Request-Id", Responder.requestID(from: request.request.headers["X-Request-Id"]))
+        response.headers.replace("Connection", "close")
+        return response
     }
 
     private func queue(_ response: HTTPResponse, on connection: OpaquePointer) -> MHD_Result {

@@ -9,12 +9,12 @@ struct CommandContext {
     let configuration: ServiceConfiguration
     let logger: Logger
 
-    /// Opens the database (starting the embedded cluster if needed), migrates, runs `body`,
-    /// then closes everything it opened.
-    func withDatabase<T>(_ body: (Database) async throws -> T) async throws -> T {
+    /// Opens the database (starting the embedded cluster if needed), migrates unless told not
+    /// to, runs `body`, then closes everything it opened.
+    func withDatabase<T>(migrating: Bool = true, _ body: (Database) async throws -> T) async throws -> T {
         let database = try Database.open(configuration, logger: logger)
         defer { database.close(logger: logger) }
-        try await database.migrate()
+        if migrating { try await database.migrate() }
         return try await body(database)
     }
 

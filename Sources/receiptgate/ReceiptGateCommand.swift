@@ -28,7 +28,7 @@ enum ReceiptGateCommand {
             case "migrate":
                 _ = try Arguments(rest, options: [:], help: HelpText.migrate).expectPositionals([])
                 let context = try makeContext()
-                let applied = try await context.withDatabase { try await $0.migrate() }
+                let applied = try await context.withDatabase(migrating: false) { try await $0.migrate() }
                 try context.printJSON(["applied": applied])
                 return 0
             case "client":

@@ -21,12 +21,13 @@ private actor Barrier {
     }
 }
 
-private func makeServer(maxBody: Int = 1024, _ configure: (inout Router) -> Void) throws -> HTTPServer {
+private func makeServer(maxBody: Int = 1024, connectionTimeout: Int = 30, _ configure: (inout Router) -> Void) throws -> HTTPServer {
     var router = Router()
     configure(&router)
     var configuration = HTTPServer.Configuration(host: "127.0.0.1", port: 0)
     configuration.maxBodyBytes = maxBody
     configuration.threadCount = 2
+    configuration.connectionTimeoutSeconds = connectionTimeout
     let server = HTTPServer(configuration: configuration, responder: router.build(handlerTimeout: .seconds(20)))
     try server.start()
     return server
@@ -69,6 +70,28 @@ private func makeServer(maxBody: Int = 1024, _ configure: (inout Router) -> Void
         let fits = try await RawHTTP.request(port: server.port, method: "POST", path: "/echo", body: Data(count: 1000))
         #expect(fits.status == 200)
         #expect(fits.text == "1000")
+        await server.shutdown()
+    }
+
+    @Test func hugeDeclaredBodyIsRefusedWithoutBeingRead() async throws {
+        let server = try makeServer(maxBody: 1000) { router in
+            router.post("/echo") { request in .text("\(request.body.count)") }
+        }
+        // Claims 10 GB and sends none of it: the 413 must come back anyway, at once.
+        let head = Data("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 10000000000\r\n\r\n".utf8)
+        let response = try await RawHTTP.exchange(port: server.port, pieces: [head], timeout: 10)
+        #expect(response.status == 413)
+        await server.shutdown()
+    }
+
+    @Test func stalledConnectionsAreClosedAfterTheTimeout() async throws {
+        let server = try makeServer(connectionTimeout: 1) { router in router.get("/x") { _ in .text("x") } }
+        let started = ContinuousClock.now
+        // Half a request head, then silence: the server must hang up by itself.
+        await #expect(throws: RawHTTP.Failure.self) {
+            try await RawHTTP.exchange(port: server.port, pieces: [Data("GET /x HTTP/1.1\r\nHost".utf8)], timeout: 20)
+        }
+        #expect(ContinuousClock.now - started < .seconds(10), "the connection was closed by our read timeout, not the server")
         await server.shutdown()
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Postgres
+import ReceiptGate
 import Testing
 import TestSupport
 
@@ -98,7 +99,13 @@ import TestSupport
         let newSecret = try #require(try Binary.json(rotated.stdout)["client_secret"] as? String)
         #expect(newSecret != secret)
         let after = try await pool.query("SELECT secret_ciphertext FROM clients")[0].decode("secret_ciphertext", as: Data.self)
-        #expect(after != before, "rotation replaced the stored secret, so the old one can no longer be checked against")
+        #expect(after != before, "rotation replaced the stored secret")
+        // What the service will check signatures against is now the new secret, never the old one.
+        let box = SecretBox(masterKey: try #require(Data(base64Encoded: environment["RECEIPTGATE_MASTER_KEY"]!)))
+        let stored = try box.open(after, owner: clientID)
+        #expect(stored == newSecret)
+        #expect(stored != secret)
+        #expect(!rotated.stderr.contains(newSecret))
 
         let disabled = try await Binary.run(["client", "disable", clientID], environment)
         #expect(try Binary.json(disabled.stdout)["disabled"] as? Bool == true)
@@ -106,6 +113,15 @@ import TestSupport
         let missing = try await Binary.run(["client", "show", "rgc_nope"], environment)
         #expect(missing.status == 1)
         #expect(missing.stderr.contains("rgc_nope"))
+    }
+
+    @Test func migrateAppliesOnceThenFindsNothing() async throws {
+        let environment = try await Binary.databaseEnvironment()
+        let first = try await Binary.run(["migrate"], environment)
+        #expect(first.status == 0, "stderr: \(first.stderr)")
+        #expect(try Binary.json(first.stdout)["applied"] as? [Int] == [1])
+        let second = try await Binary.run(["migrate"], environment)
+        #expect(try Binary.json(second.stdout)["applied"] as? [Int] == [])
     }
 
     @Test func firstRunNeedsNoConfigurationAndKeepsItsData() async throws {
