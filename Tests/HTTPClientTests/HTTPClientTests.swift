@@ -214,16 +214,7 @@ private func freePort() throws -> Int {
 
 private func waitUntilListening(_ port: Int) async throws {
     for _ in 0..<100 {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        close(descriptor)
-        if connected == 0 { return }
+        if RawHTTP.isListening(port: port) { return }
         try await Task.sleep(for: .milliseconds(50))
     }
     throw HTTPClientError(.connectFailed, "nothing listens on port \(port)")

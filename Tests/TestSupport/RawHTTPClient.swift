@@ -40,20 +40,32 @@ public enum RawHTTP {
         return try await exchange(port: port, pieces: [Data(head.utf8) + body])
     }
 
+    /// True if something accepts TCP connections on 127.0.0.1:`port`.
+    public static func isListening(port: Int) -> Bool {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(descriptor) }
+        return connectToLoopback(descriptor, port: port)
+    }
+
+    private static func connectToLoopback(_ descriptor: Int32, port: Int) -> Bool {
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        } == 0
+    }
+
     static func blockingExchange(port: Int, pieces: [Data], pause: Duration, timeout: TimeInterval) throws -> Response {
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard descriptor >= 0 else { throw Failure(description: "socket() failed") }
         defer { close(descriptor) }
         var time = timeval(tv_sec: Int(timeout), tv_usec: 0)
         setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &time, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        guard connectToLoopback(descriptor, port: port) else {
+            throw Failure(description: "connect to port \(port) failed (errno \(errno))")
         }
-        guard connected == 0 else { throw Failure(description: "connect to port \(port) failed (errno \(errno))") }
         for (index, piece) in pieces.enumerated() {
             if index > 0 && pause > .zero {
                 let (seconds, attoseconds) = pause.components
