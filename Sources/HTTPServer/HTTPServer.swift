@@ -130,12 +130,12 @@ public final class HTTPServer: @unchecked Sendable {
         MHD_suspend_connection(connection)
         let responder = self.responder
         let connectionAddress = UInt(bitPattern: connection)
-        Task { [state] in
+        Task {
             let response = await responder.respond(to: request.request)
             request.store(response)
             // Resuming makes libmicrohttpd call `handle` again, which queues the stored response.
+            // The request stays in flight until libmicrohttpd reports it sent (requestCompleted).
             MHD_resume_connection(OpaquePointer(bitPattern: connectionAddress))
-            state.finished()
         }
         return MHD_Result.YES
     }
@@ -177,9 +177,13 @@ public final class HTTPServer: @unchecked Sendable {
         return HTTPRequest(method: method, path: url, query: collector.query, headers: collector.headers, remoteAddress: remote)
     }
 
-    fileprivate static func requestCompleted(_ requestContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>?) {
+    /// libmicrohttpd is done with the request (response sent, or the connection failed):
+    /// release the state retained in `handle` and, if a handler ran, leave the in-flight count.
+    fileprivate func requestCompleted(_ requestContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>?) {
         guard let requestContext, let pointer = requestContext.pointee else { return }
-        Unmanaged<RequestState>.fromOpaque(pointer).release()
+        let request = Unmanaged<RequestState>.fromOpaque(pointer)
+        if request.takeUnretainedValue().dispatched { state.finished() }
+        request.release()
         requestContext.pointee = nil
     }
 }
@@ -194,8 +198,9 @@ private let mhdAccessHandler: MHD_AccessHandlerCallback = { context, connection,
                          uploadSize: uploadSize, requestContext: requestContext)
 }
 
-private let mhdRequestCompleted: MHD_RequestCompletedCallback = { _, _, requestContext, _ in
-    HTTPServer.requestCompleted(requestContext)
+private let mhdRequestCompleted: MHD_RequestCompletedCallback = { context, _, requestContext, _ in
+    guard let context else { return }
+    Unmanaged<HTTPServer>.fromOpaque(context).takeUnretainedValue().requestCompleted(requestContext)
 }
 
 private let collectValue: MHD_KeyValueIterator = { context, _, key, value in
