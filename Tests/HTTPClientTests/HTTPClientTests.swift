@@ -169,13 +169,9 @@ private func client(_ base: String, attempts: Int = 3, timeout: Duration = .seco
                                              "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
                                              "-days", "1", "-keyout", key, "-out", cert]) == 0)
         let port = try freePort()
-        let server = Process()
-        server.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        server.arguments = ["s_server", "-accept", "127.0.0.1:\(port)", "-cert", cert, "-key", key, "-www", "-quiet"]
-        server.standardOutput = FileHandle.nullDevice
-        server.standardError = FileHandle.nullDevice
-        try server.run()
-        defer { server.terminate() }
+        let server = try ChildProcess.launch("/usr/bin/openssl",
+                                             ["s_server", "-accept", "127.0.0.1:\(port)", "-cert", cert, "-key", key, "-www", "-quiet"],
+                                             environment: ["PATH": "/usr/bin:/bin"])
         try await waitUntilListening(port)
 
         var configuration = HTTPClient.Configuration(baseURL: "https://127.0.0.1:\(port)")
@@ -185,6 +181,8 @@ private func client(_ base: String, attempts: Int = 3, timeout: Duration = .seco
         configuration.caBundlePath = cert
         let response = try await HTTPClient(configuration).send(.init(url: "/"))
         #expect(response.status == 200)
+        server.send(SIGKILL)
+        _ = try await server.wait(timeout: .seconds(10))
     }
 }
 
