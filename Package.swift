@@ -37,19 +37,25 @@ let package = Package(
             resources: [],
             swiftSettings: swiftSettings
         ),
+        // Store providers (see Providers/README.md).
+        .target(name: "AppStore", dependencies: ["ReceiptCore", "Crypto", "HTTPClient"], path: "Providers/AppStore",
+                swiftSettings: swiftSettings),
+
         .executableTarget(
             name: "receiptgate",
             dependencies: ["ReceiptGate", "ReceiptCore", "Crypto", "Postgres", "HTTPServer"],
             swiftSettings: swiftSettings
         ),
 
-        .target(name: "TestSupport", dependencies: ["Postgres"], path: "Tests/TestSupport",
+        .target(name: "TestSupport", dependencies: ["Postgres", "Crypto"], path: "Tests/TestSupport",
                 swiftSettings: swiftSettings),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"],
                     resources: [.copy("Fixtures")], swiftSettings: swiftSettings),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "HTTPClientTests", dependencies: ["HTTPClient", "HTTPServer", "TestSupport"], swiftSettings: swiftSettings),
+        .testTarget(name: "AppStoreTests", dependencies: ["AppStore", "Crypto", "ReceiptCore", "TestSupport"],
+                    resources: [.copy("Fixtures")], swiftSettings: swiftSettings),
         .testTarget(
             name: "ReceiptGateTests",
             dependencies: ["ReceiptGate", "ReceiptCore", "Crypto", "Postgres", "HTTPServer", "TestSupport"],

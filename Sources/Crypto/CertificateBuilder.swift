@@ -40,10 +40,17 @@ public struct CertificateBuilder {
               X509_set_issuer_name(certificate, issuer.map { X509_get_subject_name($0.pointer) } ?? name) == 1
         else { throw openSSLError("X509 names") }
 
+        // Key identifiers link each certificate to its issuer's key; strict verification needs them.
+        var context = X509V3_CTX()
+        X509V3_set_ctx(&context, issuer?.pointer ?? certificate, certificate, nil, nil, 0)
         try addExtension(certificate, nid: NID_basic_constraints,
-                         value: isCertificateAuthority ? "critical,CA:TRUE" : "critical,CA:FALSE")
+                         value: isCertificateAuthority ? "critical,CA:TRUE" : "critical,CA:FALSE", context: &context)
         try addExtension(certificate, nid: NID_key_usage,
-                         value: isCertificateAuthority ? "critical,keyCertSign,cRLSign" : "critical,digitalSignature")
+                         value: isCertificateAuthority ? "critical,keyCertSign,cRLSign" : "critical,digitalSignature", context: &context)
+        try addExtension(certificate, nid: NID_subject_key_identifier, value: "hash", context: &context)
+        if issuer != nil {
+            try addExtension(certificate, nid: NID_authority_key_identifier, value: "keyid:always", context: &context)
+        }
         for custom in customExtensions {
             try addCustomExtension(certificate, oid: custom.oid, value: custom.value, critical: custom.critical)
         }
@@ -53,8 +60,8 @@ public struct CertificateBuilder {
         return try Certificate(taking: certificate)
     }
 
-    private func addExtension(_ certificate: OpaquePointer, nid: Int32, value: String) throws {
-        guard let ext = X509V3_EXT_conf_nid(nil, nil, nid, value) else { throw openSSLError("X509V3_EXT_conf_nid") }
+    private func addExtension(_ certificate: OpaquePointer, nid: Int32, value: String, context: inout X509V3_CTX) throws {
+        guard let ext = X509V3_EXT_conf_nid(nil, &context, nid, value) else { throw openSSLError("X509V3_EXT_conf_nid") }
         defer { X509_EXTENSION_free(ext) }
         guard X509_add_ext(certificate, ext, -1) == 1 else { throw openSSLError("X509_add_ext") }
     }

@@ -1,0 +1,60 @@
+public import ReceiptCore
+
+/// Why App Store evidence was refused. `reason` is a stable code naming the rule that failed;
+/// `errorCode` is the shared code dialects map to HTTP. Only `revocationCheckUnavailable` is
+/// retryable: a forged token is never a server error.
+public struct AppStoreVerificationError: Error, Equatable, Sendable, CustomStringConvertible {
+    public struct Reason: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        /// Not three strict base64url segments, or a header/payload that is not JSON.
+        public static let malformed = Reason(rawValue: "JWS_MALFORMED")
+        /// Header `alg` is not ES256.
+        public static let unsupportedAlgorithm = Reason(rawValue: "JWS_ALGORITHM_NOT_ES256")
+        /// `x5c` missing or not exactly three certificates.
+        public static let invalidChainLength = Reason(rawValue: "X5C_CHAIN_LENGTH")
+        /// An `x5c` entry is not a base64 DER certificate.
+        public static let invalidCertificate = Reason(rawValue: "X5C_CERTIFICATE_INVALID")
+        /// The chain does not lead to a configured root, or a certificate was not valid at the signing date.
+        public static let chainNotTrusted = Reason(rawValue: "CERTIFICATE_CHAIN_NOT_TRUSTED")
+        /// The intermediate or the leaf lacks Apple's marker extension.
+        public static let missingAppleExtension = Reason(rawValue: "CERTIFICATE_MISSING_APPLE_OID")
+        /// The JWS signature does not verify with the leaf's key.
+        public static let signatureInvalid = Reason(rawValue: "JWS_SIGNATURE_INVALID")
+        /// The payload verified but is not the expected kind of object.
+        public static let payloadInvalid = Reason(rawValue: "PAYLOAD_INVALID")
+        /// `bundleId` (or `appAppleId`) is not one the caller expects.
+        public static let bundleMismatch = Reason(rawValue: "BUNDLE_ID_MISMATCH")
+        /// `environment` is not one the caller accepts.
+        public static let environmentMismatch = Reason(rawValue: "ENVIRONMENT_MISMATCH")
+        /// An online revocation check could not be completed (network). Retryable.
+        public static let revocationCheckUnavailable = Reason(rawValue: "REVOCATION_CHECK_UNAVAILABLE")
+        /// A certificate in the chain has been revoked.
+        public static let certificateRevoked = Reason(rawValue: "CERTIFICATE_REVOKED")
+    }
+
+    public let reason: Reason
+    public let message: String
+
+    public init(_ reason: Reason, _ message: String) {
+        self.reason = reason
+        self.message = message
+    }
+
+    public var errorCode: ErrorCode {
+        switch reason {
+        case .bundleMismatch: .bundleMismatch
+        case .environmentMismatch: .environmentMismatch
+        case .revocationCheckUnavailable: .verifierError
+        default: .verificationFailed
+        }
+    }
+
+    public var isRetryable: Bool { reason == .revocationCheckUnavailable }
+
+    public var description: String { "\(reason): \(message)" }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.reason == rhs.reason }
+}
