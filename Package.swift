@@ -12,6 +12,7 @@ let package = Package(
     name: "ReceiptGate",
     products: [
         .executable(name: "receiptgate", targets: ["receiptgate"]),
+        .executable(name: "receiptgate-bench", targets: ["receiptgate-bench"]),
     ],
     targets: [
         // C libraries from Debian, found through pkg-config. Headers are bare #includes.
@@ -46,6 +47,9 @@ let package = Package(
             dependencies: ["ReceiptGate", "ReceiptCore", "Crypto", "Postgres", "HTTPServer"],
             swiftSettings: swiftSettings
         ),
+
+        .executableTarget(name: "receiptgate-bench", dependencies: ["AppStore", "Crypto", "TestSupport"],
+                          swiftSettings: swiftSettings),
 
         .target(name: "TestSupport", dependencies: ["Postgres", "Crypto"], path: "Tests/TestSupport",
                 swiftSettings: swiftSettings),

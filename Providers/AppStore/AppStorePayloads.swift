@@ -1,5 +1,16 @@
 public import Foundation
 
+/// A signed App Store payload: it names the date its certificates are judged at.
+public protocol AppStoreSignedPayload: Decodable {
+    /// `signedDate`, or for an app transaction `receiptCreationDate`.
+    var signingDate: AppStoreDate? { get }
+}
+
+extension JWSTransactionDecodedPayload: AppStoreSignedPayload { public var signingDate: AppStoreDate? { signedDate } }
+extension JWSRenewalInfoDecodedPayload: AppStoreSignedPayload { public var signingDate: AppStoreDate? { signedDate } }
+extension ResponseBodyV2DecodedPayload: AppStoreSignedPayload { public var signingDate: AppStoreDate? { signedDate } }
+extension AppTransaction: AppStoreSignedPayload { public var signingDate: AppStoreDate? { receiptCreationDate } }
+
 /// A StoreKit 2 transaction (JWSTransactionDecodedPayload). Every field is optional: the payload
 /// is Apple's, and older or newer versions leave out or add fields.
 public struct JWSTransactionDecodedPayload: Codable, Hashable, Sendable {

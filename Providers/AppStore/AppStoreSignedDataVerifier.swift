@@ -39,14 +39,14 @@ public final class AppStoreSignedDataVerifier: Sendable {
     // MARK: - Typed entry points
 
     public func verifyTransaction(_ jws: String, expecting expectations: AppStoreExpectations) throws(AppStoreVerificationError) -> JWSTransactionDecodedPayload {
-        let transaction = try decode(JWSTransactionDecodedPayload.self, from: try verifiedPayload(jws))
+        let transaction = try verified(jws, as: JWSTransactionDecodedPayload.self)
         try check(bundleID: transaction.bundleId, environment: transaction.environment, against: expectations)
         return transaction
     }
 
     /// Renewal info carries no bundle id; only its environment is checked (as Apple does).
     public func verifyRenewalInfo(_ jws: String, expecting expectations: AppStoreExpectations) throws(AppStoreVerificationError) -> JWSRenewalInfoDecodedPayload {
-        let renewal = try decode(JWSRenewalInfoDecodedPayload.self, from: try verifiedPayload(jws))
+        let renewal = try verified(jws, as: JWSRenewalInfoDecodedPayload.self)
         guard let environment = renewal.environment, expectations.environments.contains(environment) else {
             throw AppStoreVerificationError(.environmentMismatch, "renewal info is for \(renewal.environment?.rawValue ?? "no environment")")
         }
@@ -54,7 +54,7 @@ public final class AppStoreSignedDataVerifier: Sendable {
     }
 
     public func verifyNotification(_ signedPayload: String, expecting expectations: AppStoreExpectations) throws(AppStoreVerificationError) -> ResponseBodyV2DecodedPayload {
-        let notification = try decode(ResponseBodyV2DecodedPayload.self, from: try verifiedPayload(signedPayload))
+        let notification = try verified(signedPayload, as: ResponseBodyV2DecodedPayload.self)
         let identity = notification.identity
         try checkAppAppleID(identity.appAppleId, environment: identity.environment, against: expectations)
         try check(bundleID: identity.bundleId, environment: identity.environment, against: expectations)
@@ -62,7 +62,7 @@ public final class AppStoreSignedDataVerifier: Sendable {
     }
 
     public func verifyAppTransaction(_ jws: String, expecting expectations: AppStoreExpectations) throws(AppStoreVerificationError) -> AppTransaction {
-        let transaction = try decode(AppTransaction.self, from: try verifiedPayload(jws))
+        let transaction = try verified(jws, as: AppTransaction.self)
         try checkAppAppleID(transaction.appAppleId, environment: transaction.receiptType, against: expectations)
         try check(bundleID: transaction.bundleId, environment: transaction.receiptType, against: expectations)
         return transaction
@@ -72,35 +72,62 @@ public final class AppStoreSignedDataVerifier: Sendable {
 
     /// Checks everything but the payload's meaning and returns the payload's bytes.
     public func verifiedPayload(_ token: String) throws(AppStoreVerificationError) -> Data {
-        let jws: CompactJWS
+        try verified(token, as: SigningDates.self).payload
+    }
+
+    /// Parses, decodes the payload once (it names the signing date the chain is checked at),
+    /// then proves chain and signature before anything decoded is returned.
+    private func verified<T: AppStoreSignedPayload>(_ token: String, as type: T.Type) throws(AppStoreVerificationError) -> T {
+        try verifiedWithBytes(token, as: type).value
+    }
+
+    private func verified(_ token: String, as type: SigningDates.Type) throws(AppStoreVerificationError) -> (value: SigningDates, payload: Data) {
+        try verifiedWithBytes(token, as: type)
+    }
+
+    private func verifiedWithBytes<T: AppStoreSignedPayload>(_ token: String, as type: T.Type) throws(AppStoreVerificationError) -> (value: T, payload: Data) {
+        let parts: CompactJWS.Parts
         do {
-            jws = try CompactJWS(parsing: token)
+            parts = try CompactJWS.Parts(splitting: token)
         } catch {
             throw AppStoreVerificationError(.malformed, "\(error)")
         }
-        guard let dates = try? JSONDecoder().decode(SigningDates.self, from: jws.payload) else {
+        guard (parts.payload.first { $0 != 0x20 && $0 != 0x0a && $0 != 0x0d && $0 != 0x09 }) == UInt8(ascii: "{") else {
             throw AppStoreVerificationError(.malformed, "payload is not a JSON object")
         }
-        guard jws.header.alg == "ES256" else {
-            throw AppStoreVerificationError(.unsupportedAlgorithm, "alg must be ES256, got \(jws.header.alg ?? "none")")
-        }
-        guard let x5c = jws.header.x5c, x5c.count == 3 else {
-            throw AppStoreVerificationError(.invalidChainLength, "x5c must hold exactly 3 certificates, got \(jws.header.x5c?.count ?? 0)")
-        }
-        let signingDate = (dates.signedDate ?? dates.receiptCreationDate)?.date ?? now()
-        let leafKey = try verifiedLeafKey(leaf: x5c[0], intermediate: x5c[1], at: signingDate)
-        guard jws.isValidSignature(using: leafKey, allowedAlgorithms: ["ES256"]) else {
+        let value = try decode(type, from: parts.payload)
+        let signingDate = value.signingDate?.date ?? now()
+        let leafKey = try verifiedLeafKey(for: parts, at: signingDate)
+        guard leafKey.isValidES256(signature: parts.signature, for: parts.signingInput) else {
             throw AppStoreVerificationError(.signatureInvalid, "the signature does not verify with the leaf certificate's key")
         }
-        return jws.payload
+        return (value, parts.payload)
     }
 
-    /// The leaf's public key once the chain is proven, from the cache when this exact pair was
-    /// already proven for a window containing `date`.
-    private func verifiedLeafKey(leaf: String, intermediate: String, at date: Date) throws(AppStoreVerificationError) -> PublicKey {
-        let cacheKey = VerifiedChainCache.Key(leaf: leaf, intermediate: intermediate)
-        if let cached = cache.lookup(cacheKey, at: date) { return cached }
+    /// The leaf key for this header, from the cache when this exact header (its `alg` and `x5c`
+    /// certificates, byte for byte) was already proven for a window containing `date`.
+    private func verifiedLeafKey(for parts: CompactJWS.Parts, at date: Date) throws(AppStoreVerificationError) -> PublicKey {
+        if let cached = cache.lookup(parts.headerSegment, at: date) { return cached }
+        let header: JWSHeader
+        do {
+            header = try CompactJWS(parts: parts).header
+        } catch {
+            throw AppStoreVerificationError(.malformed, "\(error)")
+        }
+        guard header.alg == "ES256" else {
+            throw AppStoreVerificationError(.unsupportedAlgorithm, "alg must be ES256, got \(header.alg ?? "none")")
+        }
+        guard let x5c = header.x5c, x5c.count == 3 else {
+            throw AppStoreVerificationError(.invalidChainLength, "x5c must hold exactly 3 certificates, got \(header.x5c?.count ?? 0)")
+        }
+        let (key, window) = try verifiedChain(leaf: x5c[0], intermediate: x5c[1], at: date)
+        cache.store(parts.headerSegment, key: key, window: window)
+        return key
+    }
 
+    /// Proves leaf → intermediate → a configured root at `date`, with Apple's marker extensions.
+    private func verifiedChain(leaf: String, intermediate: String, at date: Date) throws(AppStoreVerificationError)
+        -> (PublicKey, CertificateChainVerifier.ValidityWindow) {
         let leafCertificate: Certificate, intermediateCertificate: Certificate
         do {
             guard let leafDER = Base64.decode(leaf), let intermediateDER = Base64.decode(intermediate) else {
@@ -133,8 +160,7 @@ public final class AppStoreSignedDataVerifier: Sendable {
             throw AppStoreVerificationError(.invalidCertificate, "leaf public key unreadable")
         }
         guard key.isP256 else { throw AppStoreVerificationError(.invalidCertificate, "leaf key is not P-256") }
-        cache.store(cacheKey, key: key, window: window)
-        return key
+        return (key, window)
     }
 
     private func decode<T: Decodable>(_ type: T.Type, from payload: Data) throws(AppStoreVerificationError) -> T {
@@ -161,28 +187,25 @@ public final class AppStoreSignedDataVerifier: Sendable {
         }
     }
 
-    private struct SigningDates: Decodable {
+    private struct SigningDates: AppStoreSignedPayload {
         var signedDate: AppStoreDate?
         var receiptCreationDate: AppStoreDate?
+        var signingDate: AppStoreDate? { signedDate ?? receiptCreationDate }
     }
 }
 
-/// Proven (leaf, intermediate) pairs, keyed by the exact certificate text, each with the window
-/// in which its chain is valid. Bounded: the oldest entry leaves first.
+/// Proven certificate chains, keyed by the exact JWS header bytes (its `alg` and the `x5c`
+/// certificates), each with the window in which the chain is valid. A hit costs one hash of the
+/// header and leaves one ECDSA verification per token. Bounded: the oldest entry leaves first.
 final class VerifiedChainCache: Sendable {
-    struct Key: Hashable, Sendable {
-        let leaf: String
-        let intermediate: String
-    }
-
     private struct Entry {
         let key: PublicKey
         let window: CertificateChainVerifier.ValidityWindow
     }
 
     private struct State {
-        var entries: [Key: Entry] = [:]
-        var order: [Key] = []
+        var entries: [Data: Entry] = [:]
+        var order: [Data] = []
     }
 
     private let capacity: Int
@@ -190,20 +213,20 @@ final class VerifiedChainCache: Sendable {
 
     init(capacity: Int) { self.capacity = max(1, capacity) }
 
-    func lookup(_ key: Key, at date: Date) -> PublicKey? {
+    func lookup(_ header: Data, at date: Date) -> PublicKey? {
         state.withLock { state in
-            guard let entry = state.entries[key], entry.window.contains(date) else { return nil }
+            guard let entry = state.entries[header], entry.window.contains(date) else { return nil }
             return entry.key
         }
     }
 
-    func store(_ key: Key, key publicKey: PublicKey, window: CertificateChainVerifier.ValidityWindow) {
+    func store(_ header: Data, key publicKey: PublicKey, window: CertificateChainVerifier.ValidityWindow) {
         state.withLock { state in
-            if state.entries[key] == nil {
-                state.order.append(key)
+            if state.entries[header] == nil {
+                state.order.append(header)
                 if state.order.count > capacity { state.entries[state.order.removeFirst()] = nil }
             }
-            state.entries[key] = Entry(key: publicKey, window: window)
+            state.entries[header] = Entry(key: publicKey, window: window)
         }
     }
 

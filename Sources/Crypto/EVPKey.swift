@@ -85,7 +85,7 @@ final class EVPKey: @unchecked Sendable {
     func signSHA256(_ message: some ContiguousBytes) throws -> Data {
         guard let context = EVP_MD_CTX_new() else { throw openSSLError("EVP_MD_CTX_new") }
         defer { EVP_MD_CTX_free(context) }
-        guard EVP_DigestSignInit(context, nil, EVP_sha256(), nil, pointer) == 1 else {
+        guard EVP_DigestSignInit(context, nil, sha256Method, nil, pointer) == 1 else {
             throw openSSLError(.invalidKey, "EVP_DigestSignInit")
         }
         return try withNonNullBytes(message) { bytes, count in
@@ -105,7 +105,7 @@ final class EVPKey: @unchecked Sendable {
             EVP_MD_CTX_free(context)
             _ = drainOpenSSLErrors()
         }
-        guard EVP_DigestVerifyInit(context, nil, EVP_sha256(), nil, pointer) == 1 else { return false }
+        guard EVP_DigestVerifyInit(context, nil, sha256Method, nil, pointer) == 1 else { return false }
         return withNonNullBytes(signature) { sig, sigCount in
             withNonNullBytes(message) { bytes, count in
                 EVP_DigestVerify(context, sig, sigCount, bytes, count) == 1
@@ -113,6 +113,10 @@ final class EVPKey: @unchecked Sendable {
         }
     }
 }
+
+/// SHA-256 fetched once. OpenSSL 3 looks an algorithm up in its provider store on every
+/// implicit use (`EVP_sha256()`); an explicitly fetched method skips that on the hot path.
+nonisolated(unsafe) let sha256Method: OpaquePointer? = EVP_MD_fetch(nil, "SHA256", nil)
 
 func readAll(_ bio: OpaquePointer) -> Data {
     var result = Data()

@@ -26,27 +26,61 @@ public struct CompactJWS: Sendable {
     public let signingInput: Data
 
     public init(parsing token: String) throws {
-        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3 else {
-            throw CryptoError(.malformedJWS, "a compact JWS has exactly three dot-separated segments, found \(parts.count)")
-        }
-        guard let headerBytes = Base64.urlDecode(String(parts[0])), !headerBytes.isEmpty else {
+        try self.init(parts: try Parts(splitting: token))
+    }
+
+    public init(parts: Parts) throws {
+        guard let headerBytes = Base64.urlDecode(bytes: parts.headerSegment), !headerBytes.isEmpty else {
             throw CryptoError(.malformedJWS, "header is not base64url")
         }
-        guard let payload = Base64.urlDecode(String(parts[1])) else {
-            throw CryptoError(.malformedJWS, "payload is not base64url")
-        }
-        guard let signature = Base64.urlDecode(String(parts[2])), !signature.isEmpty else {
-            throw CryptoError(.malformedJWS, "signature is not base64url")
-        }
+        try self.init(parts: parts, header: try Self.decodeHeader(headerBytes))
+    }
+
+    /// From parts whose header the caller already decoded (and, say, cached by segment).
+    public init(parts: Parts, header: JWSHeader) throws {
+        self.header = header
+        payload = parts.payload
+        signature = parts.signature
+        signingInput = parts.signingInput
+    }
+
+    public static func decodeHeader(_ bytes: Data) throws -> JWSHeader {
         do {
-            header = try JSONDecoder().decode(JWSHeader.self, from: headerBytes)
+            return try JSONDecoder().decode(JWSHeader.self, from: bytes)
         } catch {
             throw CryptoError(.malformedJWS, "header is not a JSON object with the expected field types")
         }
-        self.payload = payload
-        self.signature = signature
-        signingInput = Data("\(parts[0]).\(parts[1])".utf8)
+    }
+
+    /// A compact JWS split into its segments, payload and signature decoded, the header kept as
+    /// its exact base64url text (which identifies it, e.g. as a cache key).
+    public struct Parts: Sendable {
+        public let headerSegment: Data
+        public let payload: Data
+        public let signature: Data
+        public let signingInput: Data
+
+        public init(splitting token: String) throws {
+            var token = token
+            (headerSegment, payload, signature, signingInput) = try token.withUTF8 { bytes in
+                // Work on the UTF-8 bytes: splitting a String by Character walks grapheme clusters.
+                guard let first = bytes.firstIndex(of: UInt8(ascii: ".")),
+                      let second = bytes[(first + 1)...].firstIndex(of: UInt8(ascii: ".")),
+                      bytes[(second + 1)...].firstIndex(of: UInt8(ascii: ".")) == nil
+                else { throw CryptoError(.malformedJWS, "a compact JWS has exactly three dot-separated segments") }
+                let header = UnsafeBufferPointer(rebasing: bytes[0..<first])
+                guard !header.isEmpty, Base64.isURLAlphabet(header) else {
+                    throw CryptoError(.malformedJWS, "header is not base64url")
+                }
+                guard let payload = Base64.urlDecode(bytes: UnsafeBufferPointer(rebasing: bytes[(first + 1)..<second])) else {
+                    throw CryptoError(.malformedJWS, "payload is not base64url")
+                }
+                guard let signature = Base64.urlDecode(bytes: UnsafeBufferPointer(rebasing: bytes[(second + 1)...])), !signature.isEmpty else {
+                    throw CryptoError(.malformedJWS, "signature is not base64url")
+                }
+                return (Data(header), payload, signature, Data(UnsafeBufferPointer(rebasing: bytes[0..<second])))
+            }
+        }
     }
 
     /// Checks the signature with `key` under the header's `alg`, which must be one of

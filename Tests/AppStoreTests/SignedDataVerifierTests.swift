@@ -221,10 +221,14 @@ func expectRejection(_ reason: AppStoreVerificationError.Reason, _ body: () thro
         let cache = VerifiedChainCache(capacity: 2)
         let key = try AppleTestPKI().leafKey.publicKey
         let window = CertificateChainVerifier.ValidityWindow(notBefore: .distantPast, notAfter: .distantFuture, length: 3)
-        for index in 0..<5 { cache.store(.init(leaf: "leaf\(index)", intermediate: "i"), key: key, window: window) }
+        for index in 0..<5 { cache.store(Data("header\(index)".utf8), key: key, window: window) }
         #expect(cache.count == 2)
-        #expect(cache.lookup(.init(leaf: "leaf4", intermediate: "i"), at: Date()) != nil)
-        #expect(cache.lookup(.init(leaf: "leaf0", intermediate: "i"), at: Date()) == nil)
+        #expect(cache.lookup(Data("header4".utf8), at: Date()) != nil)
+        #expect(cache.lookup(Data("header0".utf8), at: Date()) == nil)
+        let narrow = CertificateChainVerifier.ValidityWindow(notBefore: Date(timeIntervalSince1970: 0), notAfter: Date(timeIntervalSince1970: 10), length: 3)
+        cache.store(Data("dated".utf8), key: key, window: narrow)
+        #expect(cache.lookup(Data("dated".utf8), at: Date(timeIntervalSince1970: 5)) != nil)
+        #expect(cache.lookup(Data("dated".utf8), at: Date()) == nil, "a cached chain is only reused inside its validity window")
     }
 }
 
