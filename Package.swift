@@ -44,7 +44,7 @@ let package = Package(
 
         .executableTarget(
             name: "receiptgate",
-            dependencies: ["ReceiptGate", "ReceiptCore", "Crypto", "Postgres", "HTTPServer"],
+            dependencies: ["ReceiptGate", "ReceiptCore", "Crypto", "Postgres", "HTTPServer", "AppStore"],
             swiftSettings: swiftSettings
         ),
 
@@ -62,7 +62,7 @@ let package = Package(
                     resources: [.copy("Fixtures")], swiftSettings: swiftSettings),
         .testTarget(
             name: "ReceiptGateTests",
-            dependencies: ["ReceiptGate", "ReceiptCore", "Crypto", "Postgres", "HTTPServer", "TestSupport"],
+            dependencies: ["ReceiptGate", "ReceiptCore", "Crypto", "Postgres", "HTTPServer", "TestSupport", "AppStore"],
             swiftSettings: swiftSettings
         ),
     ]

@@ -21,5 +21,26 @@ public enum Schema {
             );
             CREATE INDEX clients_game_id ON clients (game_id);
             """),
+        Migration(version: 2, name: "store_notifications", sql: """
+            CREATE TABLE store_notifications (
+                id bigserial PRIMARY KEY,
+                store text NOT NULL,
+                notification_id text NOT NULL,
+                notification_type text NOT NULL,
+                subtype text,
+                environment text,
+                app_identifier text,
+                transaction_id text,
+                original_transaction_id text,
+                product_id text,
+                signed_at timestamptz,
+                raw_body bytea NOT NULL,
+                decoded jsonb NOT NULL,
+                received_at timestamptz NOT NULL DEFAULT now(),
+                processed_at timestamptz,
+                UNIQUE (store, notification_id)
+            );
+            CREATE INDEX store_notifications_transaction ON store_notifications (store, original_transaction_id);
+            """),
     ]
 }

@@ -12,12 +12,15 @@ public final class Service: @unchecked Sendable {
     public let database: Database
     public let clients: ClientStore
     public let metrics = Metrics()
+    public let storeProviders: [any NotificationReceiving]
     private var server: HTTPServer?
     /// Every (method, pattern) served, once started.
     public private(set) var routeTable: [(method: String, pattern: String)] = []
 
-    public init(configuration: ServiceConfiguration, logger: Logger, database: Database) throws {
+    public init(configuration: ServiceConfiguration, logger: Logger, database: Database,
+                storeProviders: [any NotificationReceiving] = []) throws {
         self.configuration = configuration
+        self.storeProviders = storeProviders
         self.logger = logger
         self.database = database
         let master = try SecretBox.loadMasterKey(configured: configuration.masterKey, dataDirectory: configuration.dataDirectory)
@@ -42,6 +45,7 @@ public final class Service: @unchecked Sendable {
                           openAPIDocument: OperationalRoutes.loadOpenAPIDocument(configuredPath: configuration.openAPIPath),
                           inFlight: { serverBox.server?.inFlightRequests ?? 0 })
             .register(on: &router)
+        NotificationRoutes(providers: storeProviders, pool: database.pool, logger: logger).register(on: &router)
 
         let responder = router.build(handlerTimeout: .seconds(configuration.requestTimeoutSeconds))
         routeTable = responder.routeTable

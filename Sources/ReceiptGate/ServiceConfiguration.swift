@@ -24,6 +24,12 @@ public struct ServiceConfiguration: Sendable {
     public struct Invalid: Error, CustomStringConvertible {
         public let variable: String
         public let problem: String
+
+        public init(variable: String, problem: String) {
+            self.variable = variable
+            self.problem = problem
+        }
+
         public var description: String { "\(variable): \(problem)" }
     }
 

@@ -6,10 +6,12 @@ import ReceiptGate
 enum ServeCommand {
     static func run(context: CommandContext) async throws -> Int32 {
         let signals = TerminationSignals()  // installed first: a signal during start-up still shuts down cleanly
+        let providers = try StoreProviders.all()
         let database = try Database.open(context.configuration, logger: context.logger)
         let service: Service
         do {
-            service = try Service(configuration: context.configuration, logger: context.logger, database: database)
+            service = try Service(configuration: context.configuration, logger: context.logger, database: database,
+                                  storeProviders: providers)
             try await service.start()
         } catch {
             database.close(logger: context.logger)

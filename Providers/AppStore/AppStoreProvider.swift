@@ -1,0 +1,74 @@
+public import Crypto
+public import Foundation
+public import ReceiptCore
+
+/// The App Store as a store provider.
+public struct AppStoreProvider: NotificationReceiving {
+    public let store = StoreID.appStore
+    public let notificationPath = "/v1/notifications/app-store"
+    public let verifier: AppStoreSignedDataVerifier
+
+    public init(verifier: AppStoreSignedDataVerifier) {
+        self.verifier = verifier
+    }
+
+    /// With the roots of `RECEIPTGATE_APPLE_ROOT_CERTS`, else Apple Root CA G3.
+    public static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) throws -> AppStoreProvider {
+        AppStoreProvider(verifier: AppStoreSignedDataVerifier(trustRoots: try AppleRootCertificates.configured(environment: environment)))
+    }
+
+    /// App Store Server Notifications V2: `{"signedPayload": "<JWS>"}`.
+    public func receiveNotification(body: Data, registered: RegisteredApps) async throws -> StoreNotification {
+        struct Envelope: Decodable { let signedPayload: String }
+        guard let envelope = try? JSONDecoder().decode(Envelope.self, from: body) else {
+            throw NotificationRejection(.malformed, reason: "INVALID_FIELD", message: "body must be a JSON object with a signedPayload string")
+        }
+        let expectations = AppStoreExpectations(bundleIDs: registered.bundleIDs,
+                                                environments: Set(registered.environments.map(Self.appStoreEnvironment)))
+        do {
+            let notification = try verifier.verifyNotification(envelope.signedPayload, expecting: expectations)
+            guard let id = notification.notificationUUID, let type = notification.notificationType else {
+                throw AppStoreVerificationError(.payloadInvalid, "notification has no notificationUUID or notificationType")
+            }
+            // Nested signed data is verified with the same rules before anything is read from it.
+            let transaction = try notification.data?.signedTransactionInfo.map { try verifier.verifyTransaction($0, expecting: expectations) }
+            let renewal = try notification.data?.signedRenewalInfo.map { try verifier.verifyRenewalInfo($0, expecting: expectations) }
+            let identity = notification.identity
+            let decoded = DecodedNotification(notification: notification, transaction: transaction, renewalInfo: renewal)
+            return StoreNotification(
+                store: store, notificationID: id, type: type.rawValue, subtype: notification.subtype?.rawValue,
+                environment: identity.environment.flatMap(Self.storeEnvironment), appIdentifier: identity.bundleId,
+                transactionID: transaction?.transactionId, originalTransactionID: transaction?.originalTransactionId ?? renewal?.originalTransactionId,
+                productID: transaction?.productId ?? renewal?.productId, signedAt: notification.signedDate?.date,
+                decodedJSON: (try? JSONEncoder.sortedForStorage.encode(decoded)) ?? Data("{}".utf8))
+        } catch let error as AppStoreVerificationError {
+            throw NotificationRejection(error.isRetryable ? .retryable : .forged, reason: error.reason.rawValue, message: error.message)
+        }
+    }
+
+    static func appStoreEnvironment(_ environment: StoreEnvironment) -> AppStoreEnvironment {
+        environment == .production ? .production : .sandbox
+    }
+
+    static func storeEnvironment(_ environment: AppStoreEnvironment) -> StoreEnvironment? {
+        switch environment {
+        case .production: .production
+        case .sandbox: .sandbox
+        default: nil
+        }
+    }
+
+    struct DecodedNotification: Encodable {
+        let notification: ResponseBodyV2DecodedPayload
+        let transaction: JWSTransactionDecodedPayload?
+        let renewalInfo: JWSRenewalInfoDecodedPayload?
+    }
+}
+
+extension JSONEncoder {
+    static var sortedForStorage: JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }
+}

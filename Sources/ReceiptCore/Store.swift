@@ -1,0 +1,85 @@
+public import Foundation
+
+/// Which store a piece of evidence or a notification belongs to (`app_store`, `google_play`, ...).
+public struct StoreID: RawRepresentable, Hashable, Codable, Sendable, CustomStringConvertible {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public var description: String { rawValue }
+
+    public static let appStore = StoreID(rawValue: "app_store")
+    public static let googlePlay = StoreID(rawValue: "google_play")
+}
+
+/// What the registered clients accept, across all of them: a store notification is for the app,
+/// not for one client, so it is checked against every app some client registered.
+public struct RegisteredApps: Sendable, Equatable {
+    public var bundleIDs: Set<String>
+    public var packageNames: Set<String>
+    public var environments: Set<StoreEnvironment>
+
+    public init(bundleIDs: Set<String> = [], packageNames: Set<String> = [], environments: Set<StoreEnvironment> = []) {
+        self.bundleIDs = bundleIDs
+        self.packageNames = packageNames
+        self.environments = environments
+    }
+}
+
+/// A store's server-to-server notification, proven genuine and decoded into what the core needs.
+public struct StoreNotification: Sendable {
+    public let store: StoreID
+    /// The store's own id for the notification (App Store `notificationUUID`); deduplication key.
+    public let notificationID: String
+    /// The store's event name, verbatim (`REFUND`, `DID_RENEW`, ...).
+    public let type: String
+    public let subtype: String?
+    public let environment: StoreEnvironment?
+    public let appIdentifier: String?
+    public let transactionID: String?
+    public let originalTransactionID: String?
+    public let productID: String?
+    public let signedAt: Date?
+    /// The decoded notification, nested signed data decoded too, as JSON (kept for support).
+    public let decodedJSON: Data
+
+    public init(store: StoreID, notificationID: String, type: String, subtype: String?, environment: StoreEnvironment?,
+                appIdentifier: String?, transactionID: String?, originalTransactionID: String?, productID: String?,
+                signedAt: Date?, decodedJSON: Data) {
+        self.store = store
+        self.notificationID = notificationID
+        self.type = type
+        self.subtype = subtype
+        self.environment = environment
+        self.appIdentifier = appIdentifier
+        self.transactionID = transactionID
+        self.originalTransactionID = originalTransactionID
+        self.productID = productID
+        self.signedAt = signedAt
+        self.decodedJSON = decodedJSON
+    }
+}
+
+/// Why a notification was not accepted. `forged` changes nothing and is answered 401; a
+/// retryable failure is answered 503 so the store sends it again.
+public struct NotificationRejection: Error, Sendable, CustomStringConvertible {
+    public enum Kind: Sendable { case malformed, forged, retryable }
+    public let kind: Kind
+    public let reason: String
+    public let message: String
+
+    public init(_ kind: Kind, reason: String, message: String) {
+        self.kind = kind
+        self.reason = reason
+        self.message = message
+    }
+
+    public var description: String { "\(reason): \(message)" }
+}
+
+/// A store provider that receives server-to-server notifications.
+public protocol NotificationReceiving: Sendable {
+    var store: StoreID { get }
+    /// Where the store posts, e.g. `/v1/notifications/app-store`.
+    var notificationPath: String { get }
+    /// Proves the request body genuine and decodes it. Throws `NotificationRejection`.
+    func receiveNotification(body: Data, registered: RegisteredApps) async throws -> StoreNotification
+}

@@ -1,0 +1,15 @@
+import AppStore
+import Foundation
+import ReceiptCore
+import ReceiptGate
+
+/// The one list of store providers this binary serves. Adding a store: one line here.
+enum StoreProviders {
+    static func all() throws -> [any NotificationReceiving] {
+        do {
+            return [try AppStoreProvider.fromEnvironment()]
+        } catch {
+            throw ServiceConfiguration.Invalid(variable: "RECEIPTGATE_APPLE_ROOT_CERTS", problem: "\(error)")
+        }
+    }
+}
