@@ -2,6 +2,7 @@ import Foundation
 import Postgres
 import ReceiptCore
 import ReceiptGate
+import AppStore
 import Testing
 import TestSupport
 
@@ -83,7 +84,8 @@ private func startServer(_ environment: [String: String]) async throws -> (Child
         configuration.masterKey = Data(repeating: 9, count: 32)
         configuration.dataDirectory = TestDatabase.temporaryDirectory("openapi")
         let logger = Logger(minimumLevel: .error)
-        let service = try Service(configuration: configuration, logger: logger, database: try Database.open(configuration, logger: logger))
+        let service = try Service(configuration: configuration, logger: logger, database: try Database.open(configuration, logger: logger),
+                                  storeProviders: [try AppStoreProvider.fromEnvironment([:])])
         try await service.start()
         let document = try await RawHTTP.request(port: service.port, path: "/openapi.yaml").text
         var documented = Set<String>()

@@ -1,0 +1,138 @@
+import AppStore
+import Crypto
+import Foundation
+import Postgres
+import ReceiptCore
+import ReceiptGate
+import Testing
+import TestSupport
+
+/// App Store Server Notifications V2 end to end: signed by a test PKI the service is told to
+/// trust, posted over HTTP, recorded in Postgres.
+@Suite struct AppStoreNotifications {
+    struct Harness {
+        let service: Service
+        let pool: PostgresPool
+        let pki: AppleTestPKI
+
+        static func start() async throws -> Harness {
+            let pki = try AppleTestPKI()
+            var configuration = ServiceConfiguration()
+            configuration.port = 0
+            configuration.databaseURL = try await TestDatabase.makeDatabase(prefix: "notify")
+            configuration.masterKey = Data(repeating: 5, count: 32)
+            configuration.dataDirectory = TestDatabase.temporaryDirectory("notify")
+            let logger = Logger(minimumLevel: .error)
+            let database = try Database.open(configuration, logger: logger)
+            let provider = AppStoreProvider(verifier: AppStoreSignedDataVerifier(trustRoots: [pki.root]))
+            let service = try Service(configuration: configuration, logger: logger, database: database, storeProviders: [provider])
+            try await service.start()
+            var settings = ClientSettings()
+            settings.name = "Game"
+            settings.bundleIDs = ["com.example.game"]
+            settings.environments = [.production, .sandbox]
+            _ = try await service.clients.create(settings)
+            return Harness(service: service, pool: database.pool, pki: pki)
+        }
+
+        func post(_ body: String) async throws -> RawHTTP.Response {
+            try await RawHTTP.request(port: service.port, method: "POST", path: "/v1/notifications/app-store",
+                                      headers: ["Content-Type": "application/json"], body: Data(body.utf8))
+        }
+
+        func rows() async throws -> Int {
+            try await pool.query("SELECT count(*) AS n FROM store_notifications")[0].decode("n", as: Int.self)
+        }
+    }
+
+    static func notification(_ pki: AppleTestPKI, uuid: String = UUID().uuidString.lowercased(), type: String = "REFUND",
+                             bundle: String = "com.example.game") throws -> String {
+        let transaction = try pki.sign(AppleTestPKI.transaction(["revocationDate": Int64(Date().timeIntervalSince1970 * 1000), "revocationReason": 1]))
+        let payload = try pki.sign([
+            "notificationType": type, "notificationUUID": uuid, "version": "2.0",
+            "signedDate": Int64(Date().timeIntervalSince1970 * 1000),
+            "data": ["environment": "Sandbox", "bundleId": bundle, "appAppleId": 99, "signedTransactionInfo": transaction] as [String: any Sendable],
+        ])
+        return #"{"signedPayload":"\#(payload)"}"#
+    }
+
+    @Test func aGenuineNotificationIsRecordedOnce() async throws {
+        let harness = try await Harness.start()
+        let uuid = UUID().uuidString.lowercased()
+        let body = try Self.notification(harness.pki, uuid: uuid)
+        let first = try await harness.post(body)
+        #expect(first.status == 200)
+        #expect(try first.json()["duplicate"] as? Bool == false)
+        #expect(try first.json()["notification_id"] as? String == uuid)
+        let again = try await harness.post(body)
+        #expect(again.status == 200)
+        #expect(try again.json()["duplicate"] as? Bool == true)
+        #expect(try await harness.rows() == 1)
+
+        let row = try #require(try await harness.pool.query("""
+            SELECT notification_type, environment, app_identifier, transaction_id, raw_body, decoded->'transaction'->>'revocationReason' AS reason
+            FROM store_notifications
+            """).first)
+        #expect(try row.decode("notification_type", as: String.self) == "REFUND")
+        #expect(try row.decode("environment", as: String.self) == "sandbox")
+        #expect(try row.decode("app_identifier", as: String.self) == "com.example.game")
+        #expect(try row.decode("transaction_id", as: String.self) == "2000000111111111")
+        #expect(try row.decode("raw_body", as: Data.self) == Data(body.utf8))
+        #expect(try row.decode("reason", as: String.self) == "1")
+        await harness.service.shutdown()
+    }
+
+    @Test func forgedOrForeignNotificationsChangeNothing() async throws {
+        let harness = try await Harness.start()
+        let forged = try await harness.post(try Self.notification(try AppleTestPKI()))
+        #expect(forged.status == 401)
+        #expect(try forged.json()["error"] as? String == "UNAUTHORIZED")
+        #expect((try forged.json()["message"] as? String)?.hasPrefix("CERTIFICATE_CHAIN_NOT_TRUSTED") == true)
+
+        let foreign = try await harness.post(try Self.notification(harness.pki, bundle: "com.someone.else"))
+        #expect(foreign.status == 401)
+        #expect((try foreign.json()["message"] as? String)?.hasPrefix("BUNDLE_ID_MISMATCH") == true)
+
+        let genuine = try Self.notification(harness.pki)
+        let tampered = genuine.replacingOccurrences(of: "\"}", with: "x\"}")
+        #expect(try await harness.post(tampered).status == 401)
+
+        for junk in ["", "{}", #"{"signedPayload": 5}"#, "not json"] {
+            let response = try await harness.post(junk)
+            #expect(response.status == 400, "\(junk) answered \(response.status)")
+        }
+        #expect(try await harness.rows() == 0)
+        await harness.service.shutdown()
+    }
+}
+
+@Suite struct AppleRootConfiguration {
+    /// The binary trusts RECEIPTGATE_APPLE_ROOT_CERTS end to end, and refuses to start on a bad one.
+    @Test func serveTrustsTheConfiguredRoot() async throws {
+        let pki = try AppleTestPKI()
+        let directory = TestDatabase.temporaryDirectory("roots-serve")
+        let rootPath = directory.appendingPathComponent("root.der")
+        try pki.root.derEncoded.write(to: rootPath)
+        var environment = try await Binary.databaseEnvironment()
+        let created = try await Binary.run(["client", "create", "--name", "g", "--bundle-id", "com.example.game",
+                                            "--environments", "sandbox"], environment)
+        #expect(created.status == 0)
+
+        let broken = try await Binary.run(["serve"], environment.merging(["RECEIPTGATE_APPLE_ROOT_CERTS": "/missing.der"]) { $1 })
+        #expect(broken.status == 78)
+        #expect(broken.stderr.contains("RECEIPTGATE_APPLE_ROOT_CERTS"))
+
+        environment["RECEIPTGATE_APPLE_ROOT_CERTS"] = rootPath.path
+        environment["RECEIPTGATE_PORT"] = "0"
+        let server = try ChildProcess.launch(Binary.path, ["serve"], environment: Binary.environment(environment))
+        let line = try await server.waitForStderrLine(containing: "\"listening\"")
+        let port = try #require(Int((try Binary.json(line)["url"] as? String)?.split(separator: ":").last ?? ""))
+        let body = try AppStoreNotifications.notification(pki)
+        let response = try await RawHTTP.request(port: port, method: "POST", path: "/v1/notifications/app-store", body: Data(body.utf8))
+        #expect(response.status == 200, "\(response.text)")
+        // Apple's real root is not trusted now: the configured one replaced it.
+        server.send(SIGTERM)
+        #expect(try await server.wait(timeout: .seconds(30)) == 0)
+        #expect(!server.stderr.contains(body.prefix(200)), "the payload is not logged")
+    }
+}
