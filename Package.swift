@@ -58,7 +58,7 @@ let package = Package(
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "HTTPClientTests", dependencies: ["HTTPClient", "HTTPServer", "TestSupport"], swiftSettings: swiftSettings),
-        .testTarget(name: "AppStoreTests", dependencies: ["AppStore", "Crypto", "ReceiptCore", "TestSupport"],
+        .testTarget(name: "AppStoreTests", dependencies: ["AppStore", "Crypto", "ReceiptCore", "TestSupport", "HTTPServer", "HTTPClient"],
                     resources: [.copy("Fixtures")], swiftSettings: swiftSettings),
         .testTarget(
             name: "ReceiptGateTests",

@@ -1,0 +1,229 @@
+public import Crypto
+public import Foundation
+public import HTTPClient
+
+/// Apple's App Store Server API, authenticated with an ES256 JWT per request from the team's
+/// `.p8` key. Keys and tokens are never logged or put in an error message.
+public struct AppStoreServerAPIClient: Sendable {
+    public struct Configuration: Sendable {
+        public var keyID: String
+        public var issuerID: String
+        public var bundleID: String
+        public var privateKey: PrivateKey
+        public var productionBaseURL = "https://api.storekit.itunes.apple.com"
+        public var sandboxBaseURL = "https://api.storekit-sandbox.itunes.apple.com"
+        /// Lifetime of each request's token (Apple allows at most an hour).
+        public var tokenLifetime: TimeInterval = 300
+
+        public init(keyID: String, issuerID: String, bundleID: String, privateKey: PrivateKey) {
+            self.keyID = keyID
+            self.issuerID = issuerID
+            self.bundleID = bundleID
+            self.privateKey = privateKey
+        }
+
+        /// Reads the `.p8` (PKCS#8 PEM) key from `path`.
+        public init(keyID: String, issuerID: String, bundleID: String, privateKeyPath: String) throws {
+            guard let pem = FileManager.default.contents(atPath: privateKeyPath).flatMap({ String(data: $0, encoding: .utf8) }) else {
+                throw CryptoError(.invalidKey, "cannot read the App Store Server API key at \(privateKeyPath)")
+            }
+            let key = try PrivateKey(pem: pem)
+            guard key.isP256 else { throw CryptoError(.invalidKey, "the App Store Server API key must be a P-256 .p8 key") }
+            self.init(keyID: keyID, issuerID: issuerID, bundleID: bundleID, privateKey: key)
+        }
+    }
+
+    public let configuration: Configuration
+    private let http: HTTPClient
+    private let now: @Sendable () -> Date
+
+    public init(configuration: Configuration, http: HTTPClient, now: @escaping @Sendable () -> Date = { Date() }) {
+        self.configuration = configuration
+        self.http = http
+        self.now = now
+    }
+
+    // MARK: - Endpoints
+
+    /// Get Transaction Info: the signed transaction for any transaction id.
+    public func transactionInfo(_ transactionID: String, environment: AppStoreEnvironment) async throws(AppStoreAPIError) -> String {
+        struct Body: Decodable { let signedTransactionInfo: String? }
+        let body: Body = try await send("GET", "/inApps/v1/transactions/\(try Self.pathSegment(transactionID))", environment: environment)
+        guard let signed = body.signedTransactionInfo else { throw AppStoreAPIError.invalidResponse("no signedTransactionInfo") }
+        return signed
+    }
+
+    /// Get Transaction Info, trying production first and then sandbox when Apple says the
+    /// transaction does not exist (4040010): evidence rarely says where it came from.
+    public func transactionInfoInAnyEnvironment(_ transactionID: String, preferring first: AppStoreEnvironment = .production)
+        async throws(AppStoreAPIError) -> (signedTransaction: String, environment: AppStoreEnvironment) {
+        let second: AppStoreEnvironment = first == .production ? .sandbox : .production
+        do {
+            return (try await transactionInfo(transactionID, environment: first), first)
+        } catch where error.isTransactionNotFound {
+            return (try await transactionInfo(transactionID, environment: second), second)
+        }
+    }
+
+    /// Get Transaction History (v2), every page.
+    public func transactionHistory(_ transactionID: String, environment: AppStoreEnvironment) async throws(AppStoreAPIError) -> [String] {
+        struct Page: Decodable { let revision: String?; let hasMore: Bool?; let signedTransactions: [String]? }
+        var signed: [String] = [], revision: String?
+        for _ in 0..<Self.maxPages {
+            let query = revision.map { "?revision=\(Self.queryValue($0))" } ?? ""
+            let page: Page = try await send("GET", "/inApps/v2/history/\(try Self.pathSegment(transactionID))\(query)", environment: environment)
+            signed += page.signedTransactions ?? []
+            guard page.hasMore == true, let next = page.revision else { return signed }
+            revision = next
+        }
+        throw AppStoreAPIError.invalidResponse("transaction history did not end after \(Self.maxPages) pages")
+    }
+
+    /// Look Up Order ID: the transactions of a customer's order id (from their receipt e-mail).
+    public func lookUpOrder(_ orderID: String, environment: AppStoreEnvironment) async throws(AppStoreAPIError) -> (valid: Bool, signedTransactions: [String]) {
+        struct Body: Decodable { let status: Int?; let signedTransactions: [String]? }
+        let body: Body = try await send("GET", "/inApps/v1/lookup/\(try Self.pathSegment(orderID))", environment: environment)
+        return (body.status == 0, body.signedTransactions ?? [])
+    }
+
+    public struct SubscriptionStatuses: Decodable, Sendable {
+        public struct Group: Decodable, Sendable {
+            public let subscriptionGroupIdentifier: String?
+            public let lastTransactions: [LastTransaction]?
+        }
+        public struct LastTransaction: Decodable, Sendable {
+            public let status: SubscriptionStatus?
+            public let originalTransactionId: String?
+            public let signedTransactionInfo: String?
+            public let signedRenewalInfo: String?
+        }
+        public let environment: AppStoreEnvironment?
+        public let bundleId: String?
+        public let appAppleId: Int64?
+        public let data: [Group]?
+    }
+
+    /// Get All Subscription Statuses.
+    public func subscriptionStatuses(_ transactionID: String, environment: AppStoreEnvironment) async throws(AppStoreAPIError) -> SubscriptionStatuses {
+        try await send("GET", "/inApps/v1/subscriptions/\(try Self.pathSegment(transactionID))", environment: environment)
+    }
+
+    /// Get Refund History (v2), every page.
+    public func refundHistory(_ transactionID: String, environment: AppStoreEnvironment) async throws(AppStoreAPIError) -> [String] {
+        struct Page: Decodable { let revision: String?; let hasMore: Bool?; let signedTransactions: [String]? }
+        var signed: [String] = [], revision: String?
+        for _ in 0..<Self.maxPages {
+            let query = revision.map { "?revision=\(Self.queryValue($0))" } ?? ""
+            let page: Page = try await send("GET", "/inApps/v2/refund/lookup/\(try Self.pathSegment(transactionID))\(query)", environment: environment)
+            signed += page.signedTransactions ?? []
+            guard page.hasMore == true, let next = page.revision else { return signed }
+            revision = next
+        }
+        throw AppStoreAPIError.invalidResponse("refund history did not end after \(Self.maxPages) pages")
+    }
+
+    public struct NotificationHistoryItem: Decodable, Sendable {
+        public let signedPayload: String?
+    }
+
+    /// Get Notification History between two dates (every page).
+    public func notificationHistory(from start: Date, to end: Date, transactionID: String? = nil, onlyFailures: Bool = false,
+                                    environment: AppStoreEnvironment) async throws(AppStoreAPIError) -> [NotificationHistoryItem] {
+        struct Request: Encodable { let startDate: Int64; let endDate: Int64; let transactionId: String?; let onlyFailures: Bool? }
+        struct Page: Decodable { let notificationHistory: [NotificationHistoryItem]?; let hasMore: Bool?; let paginationToken: String? }
+        let request = Request(startDate: Int64(start.timeIntervalSince1970 * 1000), endDate: Int64(end.timeIntervalSince1970 * 1000),
+                              transactionId: transactionID, onlyFailures: onlyFailures ? true : nil)
+        guard let body = try? JSONEncoder().encode(request) else { throw AppStoreAPIError.invalidResponse("cannot encode request") }
+        var items: [NotificationHistoryItem] = [], token: String?
+        for _ in 0..<Self.maxPages {
+            let query = token.map { "?paginationToken=\(Self.queryValue($0))" } ?? ""
+            let page: Page = try await send("POST", "/inApps/v1/notifications/history\(query)", environment: environment, body: body)
+            items += page.notificationHistory ?? []
+            guard page.hasMore == true, let next = page.paginationToken else { return items }
+            token = next
+        }
+        throw AppStoreAPIError.invalidResponse("notification history did not end after \(Self.maxPages) pages")
+    }
+
+    // MARK: - Transport
+
+    static let maxPages = 1000
+
+    private struct AppleError: Decodable { let errorCode: Int?; let errorMessage: String? }
+
+    private func send<T: Decodable>(_ method: String, _ path: String, environment: AppStoreEnvironment, body: Data? = nil) async throws(AppStoreAPIError) -> T {
+        let base = environment == .production ? configuration.productionBaseURL : configuration.sandboxBaseURL
+        var headers: [(name: String, value: String)] = [("Authorization", "Bearer \(try bearerToken())"), ("Accept", "application/json")]
+        if body != nil { headers.append(("Content-Type", "application/json")) }
+        var request = HTTPClient.Request(method: method, url: base + path, headers: headers, body: body)
+        request.retryable = true  // every call here is a read; retrying is safe
+        let response: HTTPClient.Response
+        do {
+            response = try await http.send(request)
+        } catch let error as HTTPClientError {
+            throw AppStoreAPIError(status: nil, errorCode: nil, errorMessage: nil, transport: error.description)
+        } catch {
+            throw AppStoreAPIError(status: nil, errorCode: nil, errorMessage: nil, transport: "\(error)")
+        }
+        guard (200..<300).contains(response.status) else {
+            let apple = try? JSONDecoder().decode(AppleError.self, from: response.body)
+            throw AppStoreAPIError(status: response.status, errorCode: apple?.errorCode, errorMessage: apple?.errorMessage, transport: nil)
+        }
+        do {
+            return try JSONDecoder().decode(T.self, from: response.body)
+        } catch {
+            throw AppStoreAPIError.invalidResponse("unexpected response body: \(error)")
+        }
+    }
+
+    /// A fresh ES256 JWT: `kid` header; `iss`, `iat`, `exp`, `aud` = appstoreconnect-v1, `bid` claims.
+    func bearerToken() throws(AppStoreAPIError) -> String {
+        struct Claims: Encodable { let iss: String; let iat: Int64; let exp: Int64; let aud: String; let bid: String }
+        let issuedAt = Int64(now().timeIntervalSince1970)
+        let claims = Claims(iss: configuration.issuerID, iat: issuedAt, exp: issuedAt + Int64(configuration.tokenLifetime),
+                            aud: "appstoreconnect-v1", bid: configuration.bundleID)
+        do {
+            return try CompactJWS.sign(claims: claims, header: JWSHeader(kid: configuration.keyID, typ: "JWT"), key: configuration.privateKey)
+        } catch {
+            throw AppStoreAPIError.invalidResponse("cannot sign the API token")
+        }
+    }
+
+    /// Ids go into the URL path: only the characters Apple's ids use are allowed.
+    static func pathSegment(_ value: String) throws(AppStoreAPIError) -> String {
+        guard !value.isEmpty, value.count <= 128,
+              value.unicodeScalars.allSatisfy({ CharacterSet.alphanumerics.contains($0) || "-_.".unicodeScalars.contains($0) })
+        else { throw AppStoreAPIError(status: 400, errorCode: nil, errorMessage: "invalid identifier", transport: nil) }
+        return value
+    }
+
+    static func queryValue(_ value: String) -> String {
+        value.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
+    }
+}
+
+/// A failed App Store Server API call: Apple's own error (`errorCode`, `errorMessage`) when it
+/// answered, or the transport failure.
+public struct AppStoreAPIError: Error, Sendable, CustomStringConvertible {
+    public let status: Int?
+    public let errorCode: Int?
+    public let errorMessage: String?
+    public let transport: String?
+
+    static func invalidResponse(_ message: String) -> AppStoreAPIError {
+        AppStoreAPIError(status: nil, errorCode: nil, errorMessage: message, transport: nil)
+    }
+
+    /// 4040010: the transaction id is unknown in this environment.
+    public var isTransactionNotFound: Bool { errorCode == 4_040_010 }
+
+    /// Worth trying again later: rate limited, Apple's server errors, or no answer at all.
+    public var isRetryable: Bool {
+        transport != nil || status == 429 || (status ?? 0) >= 500
+    }
+
+    public var description: String {
+        if let transport { return "App Store Server API unreachable: \(transport)" }
+        return "App Store Server API error \(status.map(String.init) ?? "-") \(errorCode.map(String.init) ?? ""): \(errorMessage ?? "")"
+    }
+}

@@ -1,0 +1,166 @@
+import AppStore
+import Crypto
+import Foundation
+import HTTPClient
+import HTTPServer
+import TestSupport
+
+/// A local stand-in for Apple's App Store Server API on loopback, speaking its wire format. It
+/// checks every request's JWT the way Apple does (ES256 by the team key, `kid`, `iss`, `aud`,
+/// `bid`, an unexpired `exp`) and answers with transactions signed by a test PKI.
+final class FakeAppStoreServerAPI: Sendable {
+    static let keyID = "KEY123ABC", issuerID = "57246542-96fe-1a63-e053-0824d011072a", bundleID = "com.example.game"
+
+    final class State: Sendable {
+        let pki: AppleTestPKI
+        let teamPublicKey: PublicKey
+        /// Signed transactions by environment ("Production"/"Sandbox") and id.
+        let known = LockedBox<[String: [String: String]]>([:])
+        let hits = LockedBox<[String: Int]>([:])
+        /// Statuses to answer first, per route (e.g. ["/inApps/v1/transactions/{id}": [429, 503]]).
+        let failuresFirst = LockedBox<[String: [Int]]>([:])
+        let lastNotificationQuery = LockedBox<[String: Any]?>(nil)
+
+        init(pki: AppleTestPKI, teamPublicKey: PublicKey) {
+            self.pki = pki
+            self.teamPublicKey = teamPublicKey
+        }
+    }
+
+    let state: State
+    let teamKey: PrivateKey
+    let production: HTTPServer
+    let sandbox: HTTPServer
+
+    init() throws {
+        teamKey = try PrivateKey.generateP256()
+        state = State(pki: try AppleTestPKI(), teamPublicKey: try teamKey.publicKey)
+        production = HTTPServer(configuration: .init(host: "127.0.0.1", port: 0), responder: Self.routes(state, environment: "Production"))
+        sandbox = HTTPServer(configuration: .init(host: "127.0.0.1", port: 0), responder: Self.routes(state, environment: "Sandbox"))
+        try production.start()
+        try sandbox.start()
+    }
+
+    var pki: AppleTestPKI { state.pki }
+
+    func client(retries: Int = 3) -> AppStoreServerAPIClient {
+        var http = HTTPClient.Configuration()
+        http.retry = .init(maxAttempts: retries, baseDelay: .milliseconds(10), maxDelay: .milliseconds(50))
+        var configuration = AppStoreServerAPIClient.Configuration(keyID: Self.keyID, issuerID: Self.issuerID, bundleID: Self.bundleID, privateKey: teamKey)
+        configuration.productionBaseURL = "http://127.0.0.1:\(production.port)"
+        configuration.sandboxBaseURL = "http://127.0.0.1:\(sandbox.port)"
+        return AppStoreServerAPIClient(configuration: configuration, http: HTTPClient(http))
+    }
+
+    func add(_ id: String, environment: String, _ overrides: [String: any Sendable] = [:]) throws {
+        var fields = overrides
+        fields["transactionId"] = id
+        fields["environment"] = environment
+        let signed = try state.pki.sign(AppleTestPKI.transaction(fields))
+        state.known.update { $0[environment, default: [:]][id] = signed }
+    }
+
+    func hits(_ route: String) -> Int { state.hits.get()[route] ?? 0 }
+
+    func shutdown() async {
+        await production.shutdown()
+        await sandbox.shutdown()
+    }
+
+    // MARK: - Apple's endpoints
+
+    private static func routes(_ state: State, environment: String) -> Responder {
+        var router = Router()
+        @Sendable func guarded(_ route: String, _ body: @escaping @Sendable (HTTPRequest) throws -> HTTPResponse) -> HTTPHandler {
+            { request in
+                state.hits.update { $0["\(environment) \(route)", default: 0] += 1 }
+                if let status = state.failuresFirst.update({ failures -> Int? in
+                    guard var queue = failures[route], !queue.isEmpty else { return nil }
+                    let first = queue.removeFirst()
+                    failures[route] = queue
+                    return first
+                }) {
+                    return HTTPResponse(status: status, headers: status == 429 ? ["Retry-After": "0"] : [:])
+                }
+                guard checkToken(request, state: state) else { return HTTPResponse(status: 401) }
+                return try body(request)
+            }
+        }
+        @Sendable func transactions(_ ids: [String]) -> [String] { ids.compactMap { state.known.get()[environment]?[$0] } }
+
+        router.get("/inApps/v1/transactions/{id}", guarded("/inApps/v1/transactions/{id}") { request in
+            guard let signed = state.known.get()[environment]?[try request.parameter("id")] else {
+                return HTTPResponse(status: 404, headers: ["Content-Type": "application/json"],
+                                    body: Data(#"{"errorCode":4040010,"errorMessage":"Transaction id not found."}"#.utf8))
+            }
+            return .json(["signedTransactionInfo": signed])
+        })
+        router.get("/inApps/v2/history/{id}", guarded("/inApps/v2/history/{id}") { request in
+            // Three pages of one transaction each, chained by revision.
+            let ids = state.known.get()[environment]?.keys.sorted() ?? []
+            let page = Int(request.query["revision"] ?? "0") ?? 0
+            let slice = Array(ids.dropFirst(page).prefix(1))
+            let more = page + 1 < ids.count
+            return .json(HistoryPage(revision: String(page + 1), hasMore: more, bundleId: bundleID, environment: environment,
+                                     signedTransactions: transactions(slice)))
+        })
+        router.get("/inApps/v2/refund/lookup/{id}", guarded("/inApps/v2/refund/lookup/{id}") { request in
+            let page = Int(request.query["revision"] ?? "0") ?? 0
+            let ids = state.known.get()[environment]?.keys.sorted() ?? []
+            return .json(HistoryPage(revision: String(page + 1), hasMore: page == 0, bundleId: nil, environment: nil,
+                                     signedTransactions: transactions(Array(ids.dropFirst(page).prefix(1)))))
+        })
+        router.get("/inApps/v1/lookup/{orderID}", guarded("/inApps/v1/lookup/{orderID}") { request in
+            let order = try request.parameter("orderID")
+            let ids = order == "MQ5VLT9VXT" ? (state.known.get()[environment]?.keys.sorted() ?? []) : []
+            return .json(OrderLookup(status: ids.isEmpty ? 1 : 0, signedTransactions: transactions(ids)))
+        })
+        router.get("/inApps/v1/subscriptions/{id}", guarded("/inApps/v1/subscriptions/{id}") { request in
+            let id = try request.parameter("id")
+            let body = """
+                {"environment":"\(environment)","bundleId":"\(bundleID)","appAppleId":99,"data":[{"subscriptionGroupIdentifier":"g1",
+                "lastTransactions":[{"status":1,"originalTransactionId":"\(id)","signedTransactionInfo":"\(transactions([id]).first ?? "")"}]}]}
+                """
+            return HTTPResponse(status: 200, headers: ["Content-Type": "application/json"], body: Data(body.utf8))
+        })
+        router.post("/inApps/v1/notifications/history", guarded("/inApps/v1/notifications/history") { request in
+            let query = try JSONSerialization.jsonObject(with: request.body) as? [String: Any]
+            state.lastNotificationQuery.set(query)
+            let token = request.query["paginationToken"]
+            let body = token == nil
+                ? #"{"notificationHistory":[{"signedPayload":"first"}],"hasMore":true,"paginationToken":"next+page/1"}"#
+                : #"{"notificationHistory":[{"signedPayload":"second:\#(token!)"}],"hasMore":false}"#
+            return HTTPResponse(status: 200, headers: ["Content-Type": "application/json"], body: Data(body.utf8))
+        })
+        return router.build()
+    }
+
+    /// Apple's checks on the bearer token, done independently of our signing code's assumptions.
+    static func checkToken(_ request: HTTPRequest, state: State) -> Bool {
+        guard let header = request.headers["Authorization"], header.hasPrefix("Bearer "),
+              let jws = try? CompactJWS(parsing: String(header.dropFirst(7))),
+              jws.header.alg == "ES256", jws.header.kid == keyID,
+              jws.isValidSignature(using: state.teamPublicKey),
+              let claims = try? JSONSerialization.jsonObject(with: jws.payload) as? [String: Any],
+              claims["iss"] as? String == issuerID, claims["aud"] as? String == "appstoreconnect-v1",
+              claims["bid"] as? String == bundleID,
+              let exp = claims["exp"] as? Int, let iat = claims["iat"] as? Int,
+              exp > Int(Date().timeIntervalSince1970), exp - iat <= 3600
+        else { return false }
+        return true
+    }
+
+    struct HistoryPage: Encodable {
+        let revision: String
+        let hasMore: Bool
+        let bundleId: String?
+        let environment: String?
+        let signedTransactions: [String]
+    }
+
+    struct OrderLookup: Encodable {
+        let status: Int
+        let signedTransactions: [String]
+    }
+}
+
