@@ -31,6 +31,14 @@ public struct AppStoreVerificationError: Error, Equatable, Sendable, CustomStrin
         public static let environmentMismatch = Reason(rawValue: "ENVIRONMENT_MISMATCH")
         /// An online revocation check could not be completed (network). Retryable.
         public static let revocationCheckUnavailable = Reason(rawValue: "REVOCATION_CHECK_UNAVAILABLE")
+        /// A StoreKit 1 receipt that is not a PKCS#7 container of receipt attributes.
+        public static let receiptMalformed = Reason(rawValue: "RECEIPT_MALFORMED")
+        /// Apple does not confirm the receipt or its transactions.
+        public static let receiptNotConfirmed = Reason(rawValue: "RECEIPT_NOT_CONFIRMED")
+        /// Apple could not be asked (unreachable, rate limited, server error). Retryable.
+        public static let storeUnavailable = Reason(rawValue: "STORE_UNAVAILABLE")
+        /// ReceiptGate's own App Store configuration is wrong (e.g. the shared secret).
+        public static let misconfigured = Reason(rawValue: "APP_STORE_MISCONFIGURED")
         /// A certificate in the chain has been revoked.
         public static let certificateRevoked = Reason(rawValue: "CERTIFICATE_REVOKED")
     }
@@ -47,12 +55,12 @@ public struct AppStoreVerificationError: Error, Equatable, Sendable, CustomStrin
         switch reason {
         case .bundleMismatch: .bundleMismatch
         case .environmentMismatch: .environmentMismatch
-        case .revocationCheckUnavailable: .verifierError
+        case .revocationCheckUnavailable, .storeUnavailable, .misconfigured: .verifierError
         default: .verificationFailed
         }
     }
 
-    public var isRetryable: Bool { reason == .revocationCheckUnavailable }
+    public var isRetryable: Bool { reason == .revocationCheckUnavailable || reason == .storeUnavailable }
 
     public var description: String { "\(reason): \(message)" }
 

@@ -1,0 +1,167 @@
+public import Foundation
+public import HTTPClient
+
+/// A StoreKit 1 purchase Apple confirmed. SK1 says less than StoreKit 2: what it does not say
+/// (price, currency, storefront, ownership...) stays nil unless the App Store Server API filled it.
+public struct ConfirmedReceiptTransaction: Sendable, Equatable {
+    public var environment: AppStoreEnvironment
+    public var transactionID: String
+    public var originalTransactionID: String?
+    public var productID: String?
+    public var quantity: Int64?
+    public var purchaseDate: Date?
+    public var expiresDate: Date?
+    public var cancellationDate: Date?
+    public var webOrderLineItemID: String?
+    /// The signed transaction the App Store Server API returned for it (mode `.serverAPI`).
+    public var signedTransaction: JWSTransactionDecodedPayload?
+}
+
+/// Proves a StoreKit 1 receipt genuine with Apple, in one of two configurable ways:
+/// the App Store Server API (preferred: each transaction id the receipt names is looked up and
+/// the signed answer verified locally) or the legacy `verifyReceipt` endpoint with the app's
+/// shared secret (production first, sandbox on 21007, production again on 21008).
+public struct AppReceiptValidator: Sendable {
+    public enum Mode: Sendable {
+        case serverAPI(AppStoreServerAPIClient)
+        case verifyReceipt(sharedSecret: String, productionURL: String = "https://buy.itunes.apple.com/verifyReceipt",
+                           sandboxURL: String = "https://sandbox.itunes.apple.com/verifyReceipt", http: HTTPClient)
+    }
+
+    public let mode: Mode
+    public let verifier: AppStoreSignedDataVerifier
+
+    public init(mode: Mode, verifier: AppStoreSignedDataVerifier) {
+        self.mode = mode
+        self.verifier = verifier
+    }
+
+    public func validate(_ base64Receipt: String, expecting expectations: AppStoreExpectations) async throws(AppStoreVerificationError) -> [ConfirmedReceiptTransaction] {
+        let receipt = try AppReceipt(base64: base64Receipt)
+        guard let bundle = receipt.bundleID, expectations.bundleIDs.contains(bundle) else {
+            throw AppStoreVerificationError(.bundleMismatch, "receipt bundle id \(receipt.bundleID ?? "(none)") is not registered for this client")
+        }
+        switch mode {
+        case .serverAPI(let client):
+            return try await confirmWithServerAPI(receipt, client: client, expectations: expectations)
+        case .verifyReceipt(let secret, let production, let sandbox, let http):
+            return try await confirmWithVerifyReceipt(base64Receipt, secret: secret, production: production, sandbox: sandbox,
+                                                      http: http, expectations: expectations)
+        }
+    }
+
+    // MARK: - App Store Server API
+
+    private func confirmWithServerAPI(_ receipt: AppReceipt, client: AppStoreServerAPIClient,
+                                      expectations: AppStoreExpectations) async throws(AppStoreVerificationError) -> [ConfirmedReceiptTransaction] {
+        var confirmed: [ConfirmedReceiptTransaction] = []
+        for purchase in receipt.inApp {
+            guard let transactionID = purchase.transactionID else { continue }
+            let answer: (signedTransaction: String, environment: AppStoreEnvironment)
+            do {
+                answer = try await client.transactionInfoInAnyEnvironment(transactionID, preferring: receipt.environment ?? .production)
+            } catch {
+                throw Self.classify(error, transactionID: transactionID)
+            }
+            let transaction = try verifier.verifyTransaction(answer.signedTransaction, expecting: expectations)
+            guard transaction.transactionId == transactionID else {
+                throw AppStoreVerificationError(.receiptNotConfirmed, "Apple answered for another transaction than \(transactionID)")
+            }
+            confirmed.append(ConfirmedReceiptTransaction(
+                environment: transaction.environment ?? answer.environment, transactionID: transactionID,
+                originalTransactionID: transaction.originalTransactionId ?? purchase.originalTransactionID,
+                productID: transaction.productId ?? purchase.productID, quantity: Int64(transaction.quantity ?? 1),
+                purchaseDate: transaction.purchaseDate?.date ?? purchase.purchaseDate, expiresDate: transaction.expiresDate?.date,
+                cancellationDate: transaction.revocationDate?.date ?? purchase.cancellationDate,
+                webOrderLineItemID: transaction.webOrderLineItemId ?? purchase.webOrderLineItemID.map(String.init),
+                signedTransaction: transaction))
+        }
+        return confirmed
+    }
+
+    static func classify(_ error: AppStoreAPIError, transactionID: String) -> AppStoreVerificationError {
+        if error.isTransactionNotFound {
+            return AppStoreVerificationError(.receiptNotConfirmed, "Apple knows no transaction \(transactionID) in either environment")
+        }
+        if error.isRetryable { return AppStoreVerificationError(.storeUnavailable, error.description) }
+        if error.status == 401 || error.status == 403 {
+            return AppStoreVerificationError(.misconfigured, "the App Store Server API refused our key (\(error.status ?? 0))")
+        }
+        return AppStoreVerificationError(.receiptNotConfirmed, error.description)
+    }
+
+    // MARK: - verifyReceipt (legacy)
+
+    struct VerifyReceiptResponse: Decodable {
+        struct Receipt: Decodable {
+            let bundle_id: String?
+            let in_app: [InApp]?
+        }
+        struct InApp: Decodable {
+            let quantity: String?
+            let product_id: String?
+            let transaction_id: String?
+            let original_transaction_id: String?
+            let purchase_date_ms: String?
+            let expires_date_ms: String?
+            let cancellation_date_ms: String?
+            let web_order_line_item_id: String?
+        }
+        let status: Int
+        let environment: String?
+        let receipt: Receipt?
+    }
+
+    private func confirmWithVerifyReceipt(_ base64Receipt: String, secret: String, production: String, sandbox: String, http: HTTPClient,
+                                          expectations: AppStoreExpectations) async throws(AppStoreVerificationError) -> [ConfirmedReceiptTransaction] {
+        var response = try await postVerifyReceipt(base64Receipt, secret: secret, url: production, http: http)
+        if response.status == 21007 {
+            response = try await postVerifyReceipt(base64Receipt, secret: secret, url: sandbox, http: http)
+        } else if response.status == 21008 {
+            response = try await postVerifyReceipt(base64Receipt, secret: secret, url: production, http: http)
+        }
+        if let failure = Self.verifyReceiptFailure(status: response.status) { throw failure }
+        let environment: AppStoreEnvironment = response.environment == "Sandbox" ? .sandbox : .production
+        guard let bundle = response.receipt?.bundle_id, expectations.bundleIDs.contains(bundle) else {
+            throw AppStoreVerificationError(.bundleMismatch, "Apple reports bundle id \(response.receipt?.bundle_id ?? "(none)")")
+        }
+        guard expectations.environments.contains(environment) else {
+            throw AppStoreVerificationError(.environmentMismatch, "receipt is from \(environment.rawValue)")
+        }
+        return (response.receipt?.in_app ?? []).compactMap { item in
+            guard let id = item.transaction_id else { return nil }
+            func date(_ ms: String?) -> Date? { ms.flatMap(Double.init).map { Date(timeIntervalSince1970: $0 / 1000) } }
+            return ConfirmedReceiptTransaction(
+                environment: environment, transactionID: id, originalTransactionID: item.original_transaction_id,
+                productID: item.product_id, quantity: item.quantity.flatMap { Int64($0) }, purchaseDate: date(item.purchase_date_ms),
+                expiresDate: date(item.expires_date_ms), cancellationDate: date(item.cancellation_date_ms),
+                webOrderLineItemID: item.web_order_line_item_id, signedTransaction: nil)
+        }
+    }
+
+    private func postVerifyReceipt(_ receipt: String, secret: String, url: String, http: HTTPClient) async throws(AppStoreVerificationError) -> VerifyReceiptResponse {
+        let body = (try? JSONSerialization.data(withJSONObject: ["receipt-data": receipt, "password": secret, "exclude-old-transactions": false])) ?? Data()
+        let response: HTTPClient.Response
+        do {
+            response = try await http.send(.init(method: "POST", url: url, headers: [("Content-Type", "application/json")], body: body))
+        } catch {
+            throw AppStoreVerificationError(.storeUnavailable, "verifyReceipt unreachable: \(error)")
+        }
+        guard response.status == 200, let decoded = try? JSONDecoder().decode(VerifyReceiptResponse.self, from: response.body) else {
+            throw AppStoreVerificationError(.storeUnavailable, "verifyReceipt answered HTTP \(response.status)")
+        }
+        return decoded
+    }
+
+    /// verifyReceipt's status codes, mapped to our reasons. nil means the receipt is valid
+    /// (21006: valid, but the subscription it shows has expired).
+    static func verifyReceiptFailure(status: Int) -> AppStoreVerificationError? {
+        switch status {
+        case 0, 21006: return nil
+        case 21004: return AppStoreVerificationError(.misconfigured, "verifyReceipt: the shared secret does not match (21004)")
+        case 21005, 21009, 21100...21199: return AppStoreVerificationError(.storeUnavailable, "verifyReceipt: Apple is unavailable (\(status))")
+        case 21007, 21008: return AppStoreVerificationError(.receiptNotConfirmed, "verifyReceipt: environment ping-pong did not settle (\(status))")
+        default: return AppStoreVerificationError(.receiptNotConfirmed, "verifyReceipt refused the receipt (\(status))")
+        }
+    }
+}
