@@ -1,4 +1,5 @@
 public import Crypto
+public import HTTPClient
 public import Foundation
 public import ReceiptCore
 
@@ -7,14 +8,36 @@ public struct AppStoreProvider: NotificationReceiving {
     public let store = StoreID.appStore
     public let notificationPath = "/v1/notifications/app-store"
     public let verifier: AppStoreSignedDataVerifier
+    public let configuration: AppStoreConfiguration?
+    private let http: HTTPClient
 
-    public init(verifier: AppStoreSignedDataVerifier) {
+    public init(verifier: AppStoreSignedDataVerifier, configuration: AppStoreConfiguration? = nil, http: HTTPClient = HTTPClient()) {
         self.verifier = verifier
+        self.configuration = configuration
+        self.http = http
     }
 
-    /// With the roots of `RECEIPTGATE_APPLE_ROOT_CERTS`, else Apple Root CA G3.
+    /// From the environment (README's App Store settings); throws `AppStoreConfiguration.Invalid`.
     public static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) throws -> AppStoreProvider {
-        AppStoreProvider(verifier: AppStoreSignedDataVerifier(trustRoots: try AppleRootCertificates.configured(environment: environment)))
+        let configuration = try AppStoreConfiguration.fromEnvironment(environment)
+        return AppStoreProvider(verifier: AppStoreSignedDataVerifier(trustRoots: configuration.trustRoots), configuration: configuration)
+    }
+
+    /// How StoreKit 1 receipts of this app are confirmed, or nil if ReceiptGate has neither an
+    /// App Store Server API key nor a shared secret.
+    public func receiptValidator(bundleID: String) -> AppReceiptValidator? {
+        guard let configuration else { return nil }
+        switch configuration.receiptMode {
+        case .serverAPI?:
+            return configuration.serverAPIClient(bundleID: bundleID, http: http).map { AppReceiptValidator(mode: .serverAPI($0), verifier: verifier) }
+        case .verifyReceipt?:
+            return configuration.sharedSecret.map {
+                AppReceiptValidator(mode: .verifyReceipt(sharedSecret: $0, productionURL: configuration.verifyReceiptProductionURL,
+                                                         sandboxURL: configuration.verifyReceiptSandboxURL, http: http), verifier: verifier)
+            }
+        case nil:
+            return nil
+        }
     }
 
     /// App Store Server Notifications V2: `{"signedPayload": "<JWS>"}`.

@@ -8,8 +8,8 @@ enum StoreProviders {
     static func all() throws -> [any NotificationReceiving] {
         do {
             return [try AppStoreProvider.fromEnvironment()]
-        } catch {
-            throw ServiceConfiguration.Invalid(variable: "RECEIPTGATE_APPLE_ROOT_CERTS", problem: "\(error)")
+        } catch let invalid as AppStoreConfiguration.Invalid {
+            throw ServiceConfiguration.Invalid(variable: invalid.variable, problem: invalid.problem)
         }
     }
 }
