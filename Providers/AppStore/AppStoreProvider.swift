@@ -9,12 +9,30 @@ public struct AppStoreProvider: NotificationReceiving {
     public let notificationPath = "/v1/notifications/app-store"
     public let verifier: AppStoreSignedDataVerifier
     public let configuration: AppStoreConfiguration?
+    /// Set when online (OCSP) checks are on.
+    public let revocation: AppleRevocationChecker?
     private let http: HTTPClient
 
-    public init(verifier: AppStoreSignedDataVerifier, configuration: AppStoreConfiguration? = nil, http: HTTPClient = HTTPClient()) {
+    public init(verifier: AppStoreSignedDataVerifier, configuration: AppStoreConfiguration? = nil, http: HTTPClient = HTTPClient(),
+                revocation: AppleRevocationChecker? = nil) {
         self.verifier = verifier
         self.configuration = configuration
         self.http = http
+        self.revocation = revocation ?? (configuration?.onlineChecks == true
+            ? AppleRevocationChecker(http: http, trustRoots: configuration?.trustRoots ?? []) : nil)
+    }
+
+    /// Local verification, then (if on) the online revocation check of the token's chain.
+    public func verifyTransaction(_ token: String, expecting expectations: AppStoreExpectations) async throws(AppStoreVerificationError) -> JWSTransactionDecodedPayload {
+        let transaction = try verifier.verifyTransaction(token, expecting: expectations)
+        try await checkRevocation(token)
+        return transaction
+    }
+
+    func checkRevocation(_ token: String) async throws(AppStoreVerificationError) {
+        guard let revocation else { return }
+        let chain = try verifier.chainCertificates(of: token)
+        try await revocation.check(chainKey: chain.header, leaf: chain.leaf, intermediate: chain.intermediate)
     }
 
     /// From the environment (README's App Store settings); throws `AppStoreConfiguration.Invalid`.
@@ -50,11 +68,13 @@ public struct AppStoreProvider: NotificationReceiving {
                                                 environments: Set(registered.environments.map(Self.appStoreEnvironment)))
         do {
             let notification = try verifier.verifyNotification(envelope.signedPayload, expecting: expectations)
+            try await checkRevocation(envelope.signedPayload)
             guard let id = notification.notificationUUID, let type = notification.notificationType else {
                 throw AppStoreVerificationError(.payloadInvalid, "notification has no notificationUUID or notificationType")
             }
             // Nested signed data is verified with the same rules before anything is read from it.
-            let transaction = try notification.data?.signedTransactionInfo.map { try verifier.verifyTransaction($0, expecting: expectations) }
+            var transaction: JWSTransactionDecodedPayload?
+            if let signed = notification.data?.signedTransactionInfo { transaction = try await verifyTransaction(signed, expecting: expectations) }
             let renewal = try notification.data?.signedRenewalInfo.map { try verifier.verifyRenewalInfo($0, expecting: expectations) }
             let identity = notification.identity
             let decoded = DecodedNotification(notification: notification, transaction: transaction, renewalInfo: renewal)

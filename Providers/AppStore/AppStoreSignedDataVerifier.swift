@@ -70,6 +70,21 @@ public final class AppStoreSignedDataVerifier: Sendable {
 
     // MARK: - The shared rules
 
+    /// The header bytes and the leaf and intermediate certificates of a token (for online
+    /// revocation checks after local verification).
+    public func chainCertificates(of token: String) throws(AppStoreVerificationError) -> (header: Data, leaf: Certificate, intermediate: Certificate) {
+        do {
+            let parts = try CompactJWS.Parts(splitting: token)
+            let header = try CompactJWS(parts: parts).header
+            guard let x5c = header.x5c, x5c.count == 3, let leaf = Base64.decode(x5c[0]), let intermediate = Base64.decode(x5c[1]) else {
+                throw CryptoError(.invalidCertificate, "no x5c chain")
+            }
+            return (parts.headerSegment, try Certificate(derEncoded: leaf), try Certificate(derEncoded: intermediate))
+        } catch {
+            throw AppStoreVerificationError(.invalidCertificate, "\(error)")
+        }
+    }
+
     /// Checks everything but the payload's meaning and returns the payload's bytes.
     public func verifiedPayload(_ token: String) throws(AppStoreVerificationError) -> Data {
         try verified(token, as: SigningDates.self).payload

@@ -10,6 +10,8 @@ public struct CertificateBuilder {
     public var notValidBefore: Date
     public var notValidAfter: Date
     public var isCertificateAuthority = false
+    /// Authority Information Access: where an OCSP responder answers for this certificate.
+    public var ocspResponderURL: String?
     /// Extra extensions by dotted OID; the value is stored as the extension's octets.
     public var customExtensions: [(oid: String, value: Data, critical: Bool)] = []
 
@@ -50,6 +52,9 @@ public struct CertificateBuilder {
         try addExtension(certificate, nid: NID_subject_key_identifier, value: "hash", context: &context)
         if issuer != nil {
             try addExtension(certificate, nid: NID_authority_key_identifier, value: "keyid:always", context: &context)
+        }
+        if let ocspResponderURL {
+            try addExtension(certificate, nid: NID_info_access, value: "OCSP;URI:\(ocspResponderURL)", context: &context)
         }
         for custom in customExtensions {
             try addCustomExtension(certificate, oid: custom.oid, value: custom.value, critical: custom.critical)

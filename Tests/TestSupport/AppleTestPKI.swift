@@ -15,6 +15,9 @@ public struct AppleTestPKI: Sendable {
         public var leafValidUntil: Date?
         public var leafMarker = true
         public var intermediateMarker = true
+        /// OCSP responders named in the leaf's and the intermediate's AIA extension.
+        public var leafOCSPURL: String?
+        public var intermediateOCSPURL: String?
         public init() {}
     }
 
@@ -32,6 +35,7 @@ public struct AppleTestPKI: Sendable {
         var intermediateBuilder = CertificateBuilder(subjectCommonName: "Test WWDR Intermediate", notValidBefore: options.validFrom, notValidAfter: options.validUntil)
         intermediateBuilder.isCertificateAuthority = true
         intermediateBuilder.serialNumber = 2
+        intermediateBuilder.ocspResponderURL = options.intermediateOCSPURL
         if options.intermediateMarker { intermediateBuilder.customExtensions = [(Self.intermediateOID, Data([0x05, 0x00]), false)] }
         intermediate = try intermediateBuilder.build(subjectKey: intermediateKey, issuer: root, issuerKey: rootKey)
 
@@ -40,6 +44,7 @@ public struct AppleTestPKI: Sendable {
                                              notValidBefore: options.leafValidFrom ?? options.validFrom,
                                              notValidAfter: options.leafValidUntil ?? options.validUntil)
         leafBuilder.serialNumber = 3
+        leafBuilder.ocspResponderURL = options.leafOCSPURL
         if options.leafMarker { leafBuilder.customExtensions = [(Self.leafOID, Data([0x05, 0x00]), false)] }
         leaf = try leafBuilder.build(subjectKey: leafKey, issuer: intermediate, issuerKey: intermediateKey)
     }

@@ -1,0 +1,66 @@
+public import Crypto
+public import Foundation
+public import HTTPClient
+import Synchronization
+
+/// Optional online revocation checks (OCSP) of App Store certificate chains, as Apple's library
+/// does with online checks on: the leaf (asked of its intermediate's responder) and the
+/// intermediate (of the root's). A good answer is remembered for 15 minutes per chain. A network
+/// failure is retryable, never an acceptance; revoked or unknown is a final refusal.
+public final class AppleRevocationChecker: Sendable {
+    private let http: HTTPClient
+    private let trustRoots: [Certificate]
+    private let remembered = Mutex([Data: Date]())
+    private let lifetime: TimeInterval
+
+    public init(http: HTTPClient, trustRoots: [Certificate], lifetime: TimeInterval = 15 * 60) {
+        self.http = http
+        self.trustRoots = trustRoots
+        self.lifetime = lifetime
+    }
+
+    public func check(chainKey: Data, leaf: Certificate, intermediate: Certificate) async throws(AppStoreVerificationError) {
+        if let until = remembered.withLock({ $0[chainKey] }), until > Date() { return }
+        guard let root = trustRoots.first(where: { $0.isIssuer(of: intermediate) }) else {
+            throw AppStoreVerificationError(.chainNotTrusted, "no configured root issued the intermediate")
+        }
+        try await ask(about: leaf, issuer: intermediate)
+        try await ask(about: intermediate, issuer: root)
+        remembered.withLock { entries in
+            if entries.count > 256 { entries.removeAll() }
+            entries[chainKey] = Date().addingTimeInterval(lifetime)
+        }
+    }
+
+    private func ask(about certificate: Certificate, issuer: Certificate) async throws(AppStoreVerificationError) {
+        let query: OCSPQuery
+        do {
+            query = try OCSPQuery(certificate: certificate, issuer: issuer)
+        } catch {
+            throw AppStoreVerificationError(.revocationCheckUnavailable, "cannot build an OCSP request: \(error)")
+        }
+        guard let url = query.responderURL else {
+            throw AppStoreVerificationError(.revocationCheckUnavailable, "\(certificate.subject) names no OCSP responder")
+        }
+        let response: HTTPClient.Response
+        do {
+            var request = HTTPClient.Request(method: "POST", url: url, headers: [("Content-Type", "application/ocsp-request")], body: query.requestDER)
+            request.timeout = .seconds(5)
+            response = try await http.send(request)
+        } catch {
+            throw AppStoreVerificationError(.revocationCheckUnavailable, "OCSP responder unreachable: \(error)")
+        }
+        guard response.status == 200 else {
+            throw AppStoreVerificationError(.revocationCheckUnavailable, "OCSP responder answered HTTP \(response.status)")
+        }
+        let status: OCSPStatus
+        do {
+            status = try query.evaluate(responseDER: response.body, issuer: issuer, trustRoots: trustRoots)
+        } catch {
+            throw AppStoreVerificationError(.revocationCheckUnavailable, "unusable OCSP answer: \(error)")
+        }
+        guard status == .good else {
+            throw AppStoreVerificationError(.certificateRevoked, "\(certificate.subject) is \(status == .revoked ? "revoked" : "not known") to its OCSP responder")
+        }
+    }
+}

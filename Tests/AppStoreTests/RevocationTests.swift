@@ -1,0 +1,110 @@
+@testable import AppStore
+import Crypto
+import Foundation
+import HTTPClient
+import Testing
+import TestSupport
+
+/// Online revocation checks against real OCSP responders on loopback (`openssl ocsp`), one per
+/// issuing CA, as Apple runs them.
+@Suite(.serialized) struct OnlineRevocationChecks {
+    struct Responders {
+        let pki: AppleTestPKI
+        let directory: URL
+        let leafPort: Int, intermediatePort: Int
+        var processes: [ChildProcess] = []
+
+        init() throws {
+            leafPort = try freeLoopbackPort()
+            intermediatePort = try freeLoopbackPort()
+            var options = AppleTestPKI.Options()
+            options.leafOCSPURL = "http://127.0.0.1:\(leafPort)"
+            options.intermediateOCSPURL = "http://127.0.0.1:\(intermediatePort)"
+            pki = try AppleTestPKI(options)
+            directory = TestDatabase.temporaryDirectory("ocsp")
+            for (name, certificate, key) in [("root", pki.root, pki.rootKey), ("intermediate", pki.intermediate, pki.intermediateKey)] {
+                try pem(certificate).write(to: directory.appendingPathComponent("\(name).pem"), atomically: true, encoding: .utf8)
+                try key.pemRepresentation().write(to: directory.appendingPathComponent("\(name).key"), atomically: true, encoding: .utf8)
+            }
+        }
+
+        func pem(_ certificate: Certificate) -> String {
+            "-----BEGIN CERTIFICATE-----\n" + certificate.derEncoded.base64EncodedString(options: .lineLength64Characters) + "\n-----END CERTIFICATE-----\n"
+        }
+
+        /// Starts both responders; `leafRevoked` marks the leaf revoked in its CA's database.
+        mutating func start(leafRevoked: Bool = false) async throws {
+            let leafLine = leafRevoked ? "R\t301231235959Z\t240101000000Z\t03\tunknown\t/CN=Test App Store Signing\n"
+                                       : "V\t301231235959Z\t\t03\tunknown\t/CN=Test App Store Signing\n"
+            try leafLine.write(to: directory.appendingPathComponent("leaf-index.txt"), atomically: true, encoding: .utf8)
+            try "V\t301231235959Z\t\t02\tunknown\t/CN=Test WWDR Intermediate\n"
+                .write(to: directory.appendingPathComponent("intermediate-index.txt"), atomically: true, encoding: .utf8)
+            for (port, index, ca) in [(leafPort, "leaf-index.txt", "intermediate"), (intermediatePort, "intermediate-index.txt", "root")] {
+                let process = try ChildProcess.launch("/usr/bin/openssl", [
+                    "ocsp", "-index", directory.appendingPathComponent(index).path, "-port", "\(port)",
+                    "-rsigner", directory.appendingPathComponent("\(ca).pem").path, "-rkey", directory.appendingPathComponent("\(ca).key").path,
+                    "-CA", directory.appendingPathComponent("\(ca).pem").path, "-nmin", "5",
+                ], environment: ["PATH": "/usr/bin:/bin"])
+                processes.append(process)
+                // Wait for its "ACCEPT" line rather than probing the port: `openssl ocsp` serves one
+                // connection at a time and stalls on a probe that sends nothing.
+                for _ in 0..<100 where !(process.stdout + process.stderr).contains("ACCEPT") { try await Task.sleep(for: .milliseconds(50)) }
+            }
+        }
+
+        mutating func stop() async throws {
+            for process in processes {
+                process.send(SIGKILL)
+                _ = try await process.wait(timeout: .seconds(10))
+            }
+            processes = []
+        }
+
+        func provider() -> AppStoreProvider {
+            let verifier = AppStoreSignedDataVerifier(trustRoots: [pki.root])
+            return AppStoreProvider(verifier: verifier, revocation: AppleRevocationChecker(http: HTTPClientForTests.fast(), trustRoots: [pki.root]))
+        }
+    }
+
+    static let sandbox = AppStoreExpectations(bundleIDs: ["com.example.game"], environments: [.sandbox])
+
+    @Test func goodChainsPassRevokedOnesFailAndOutagesAreRetryable() async throws {
+        var responders = try Responders()
+        let token = try responders.pki.sign(AppleTestPKI.transaction())
+        try await responders.start()
+        #expect(try await responders.provider().verifyTransaction(token, expecting: Self.sandbox).transactionId == "2000000111111111")
+        try await responders.stop()
+
+        try await responders.start(leafRevoked: true)
+        await expectAsyncRejection(.certificateRevoked) { _ = try await responders.provider().verifyTransaction(token, expecting: Self.sandbox) }
+        try await responders.stop()
+
+        // Nobody answers: not an acceptance, and not a final refusal either.
+        do {
+            _ = try await responders.provider().verifyTransaction(token, expecting: Self.sandbox)
+            Issue.record("accepted with no OCSP responder reachable")
+        } catch {
+            #expect(error.reason == .revocationCheckUnavailable)
+            #expect(error.isRetryable)
+            #expect(error.errorCode == .verifierError)
+        }
+    }
+
+    @Test func offByDefault() throws {
+        #expect(try AppStoreProvider.fromEnvironment([:]).revocation == nil)
+        #expect(try AppStoreProvider.fromEnvironment(["RECEIPTGATE_APPLE_ONLINE_CHECKS": "on"]).revocation != nil)
+    }
+}
+
+func freeLoopbackPort() throws -> Int {
+    let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(descriptor) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length); return getsockname(descriptor, $0, &length) }
+    }
+    return Int(UInt16(bigEndian: address.sin_port))
+}
