@@ -42,5 +42,89 @@ public enum Schema {
             );
             CREATE INDEX store_notifications_transaction ON store_notifications (store, original_transaction_id);
             """),
+        Migration(version: 3, name: "ledger", sql: """
+            CREATE TABLE transactions (
+                id bigserial PRIMARY KEY,
+                store text NOT NULL,
+                environment text NOT NULL,
+                transaction_id text NOT NULL,
+                original_transaction_id text,
+                order_id text,
+                product_id text,
+                product_kind text,
+                quantity integer,
+                price_milliunits bigint,
+                currency text,
+                storefront text,
+                app_identifier text,
+                purchase_date timestamptz,
+                expires_date timestamptz,
+                revocation_date timestamptz,
+                revocation_reason text,
+                ownership text,
+                account_token text,
+                state text NOT NULL DEFAULT 'active',
+                client_id text NOT NULL REFERENCES clients (id),
+                game_id bigint,
+                player_id text,
+                character_id text,
+                server_id text,
+                first_verified_at timestamptz NOT NULL DEFAULT now(),
+                updated_at timestamptz NOT NULL DEFAULT now(),
+                UNIQUE (store, environment, transaction_id)
+            );
+            CREATE INDEX transactions_original ON transactions (store, original_transaction_id);
+            CREATE INDEX transactions_player ON transactions (client_id, player_id, id);
+
+            CREATE TABLE verification_attempts (
+                id bigserial PRIMARY KEY,
+                client_id text,
+                store text,
+                request_id text,
+                outcome text NOT NULL,
+                error_code text,
+                error_reason text,
+                error_message text,
+                transaction_row_id bigint REFERENCES transactions (id),
+                duplicate boolean,
+                player_id text,
+                evidence_sha256 text,
+                created_at timestamptz NOT NULL DEFAULT now()
+            );
+            CREATE INDEX verification_attempts_client ON verification_attempts (client_id, created_at);
+
+            CREATE TABLE subscriptions (
+                id bigserial PRIMARY KEY,
+                store text NOT NULL,
+                environment text NOT NULL,
+                original_transaction_id text NOT NULL,
+                product_id text,
+                status text NOT NULL DEFAULT 'active',
+                expires_date timestamptz,
+                grace_period_expires_date timestamptz,
+                auto_renew boolean,
+                revocation_date timestamptz,
+                latest_transaction_id text,
+                client_id text NOT NULL REFERENCES clients (id),
+                updated_at timestamptz NOT NULL DEFAULT now(),
+                UNIQUE (store, environment, original_transaction_id)
+            );
+
+            CREATE TABLE outbox (
+                id bigserial PRIMARY KEY,
+                event_id uuid NOT NULL UNIQUE,
+                client_id text NOT NULL REFERENCES clients (id),
+                event_type text NOT NULL,
+                aggregate_key text NOT NULL,
+                payload jsonb NOT NULL,
+                status text NOT NULL DEFAULT 'pending',
+                attempts integer NOT NULL DEFAULT 0,
+                next_attempt_at timestamptz NOT NULL DEFAULT now(),
+                last_error text,
+                created_at timestamptz NOT NULL DEFAULT now(),
+                delivered_at timestamptz
+            );
+            CREATE INDEX outbox_due ON outbox (next_attempt_at) WHERE status = 'pending';
+            """),
     ]
 }

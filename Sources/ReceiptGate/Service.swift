@@ -46,6 +46,8 @@ public final class Service: @unchecked Sendable {
                           inFlight: { serverBox.server?.inFlightRequests ?? 0 })
             .register(on: &router)
         NotificationRoutes(providers: storeProviders, pool: database.pool, logger: logger).register(on: &router)
+        let pipeline = VerifyPipeline(providers: storeProviders.compactMap { $0 as? any StoreProvider }, ledger: Ledger(pool: database.pool))
+        NativeAPIRoutes(pipeline: pipeline, authentication: ClientAuthentication(clients: clients), logger: logger).register(on: &router)
 
         let responder = router.build(handlerTimeout: .seconds(configuration.requestTimeoutSeconds))
         routeTable = responder.routeTable

@@ -1,0 +1,81 @@
+public import Foundation
+public import ReceiptCore
+
+extension AppStoreProvider: StoreProvider {
+    public func appIdentifiers(bundleIDs: [String], packageNames: [String]) -> Set<String> { Set(bundleIDs) }
+
+    /// A StoreKit 2 signed transaction (JWS) is verified locally; anything else is taken as a
+    /// StoreKit 1 receipt and confirmed with Apple.
+    public func verify(evidence: String, context: VerificationContext) async throws -> [VerifiedPurchase] {
+        let expectations = AppStoreExpectations(bundleIDs: context.appIdentifiers,
+                                                environments: Set(context.environments.map(Self.appStoreEnvironment)))
+        do {
+            if evidence.utf8.filter({ $0 == UInt8(ascii: ".") }).count == 2 {
+                return [try Self.purchase(from: try await verifyTransaction(evidence, expecting: expectations))]
+            }
+            let receipt = try AppReceipt(base64: evidence)
+            guard let validator = receiptValidator(bundleID: receipt.bundleID ?? "") else {
+                throw AppStoreVerificationError(.misconfigured, "StoreKit 1 receipts need an App Store Server API key or a shared secret")
+            }
+            return try await validator.validate(evidence, expecting: expectations).map(Self.purchase(from:))
+        } catch let error as AppStoreVerificationError {
+            throw StoreVerificationError(code: error.errorCode, reason: error.reason.rawValue, message: error.message, isRetryable: error.isRetryable)
+        }
+    }
+
+    static func purchase(from transaction: JWSTransactionDecodedPayload) throws(AppStoreVerificationError) -> VerifiedPurchase {
+        guard let id = transaction.transactionId, let environment = transaction.environment.flatMap(storeEnvironment) else {
+            throw AppStoreVerificationError(.payloadInvalid, "transaction has no id or no production/sandbox environment")
+        }
+        var purchase = VerifiedPurchase(store: .appStore, environment: environment, transactionID: id)
+        purchase.appIdentifier = transaction.bundleId
+        purchase.originalTransactionID = transaction.originalTransactionId
+        purchase.productID = transaction.productId
+        purchase.kind = transaction.type.flatMap(kind)
+        purchase.quantity = transaction.quantity
+        purchase.priceMilliunits = transaction.price
+        purchase.currency = transaction.currency
+        purchase.storefront = transaction.storefront
+        purchase.purchaseDate = transaction.purchaseDate?.date
+        purchase.expiresDate = transaction.expiresDate?.date
+        purchase.revocationDate = transaction.revocationDate?.date
+        purchase.revocationReason = transaction.revocationReason.map(revocationReason)
+        purchase.ownership = transaction.inAppOwnershipType == .familyShared ? .familyShared
+            : transaction.inAppOwnershipType == .purchased ? .purchased : nil
+        purchase.accountToken = transaction.appAccountToken?.lowercased()
+        return purchase
+    }
+
+    static func purchase(from confirmed: ConfirmedReceiptTransaction) throws(AppStoreVerificationError) -> VerifiedPurchase {
+        if let signed = confirmed.signedTransaction { return try purchase(from: signed) }
+        guard let environment = storeEnvironment(confirmed.environment) else {
+            throw AppStoreVerificationError(.payloadInvalid, "receipt environment is neither production nor sandbox")
+        }
+        var purchase = VerifiedPurchase(store: .appStore, environment: environment, transactionID: confirmed.transactionID)
+        purchase.originalTransactionID = confirmed.originalTransactionID
+        purchase.productID = confirmed.productID
+        purchase.quantity = confirmed.quantity.map(Int.init)
+        purchase.purchaseDate = confirmed.purchaseDate
+        purchase.expiresDate = confirmed.expiresDate
+        purchase.revocationDate = confirmed.cancellationDate
+        return purchase
+    }
+
+    static func kind(_ type: TransactionType) -> ProductKind? {
+        switch type {
+        case .consumable: .consumable
+        case .nonConsumable: .nonConsumable
+        case .autoRenewableSubscription: .autoRenewableSubscription
+        case .nonRenewingSubscription: .nonRenewingSubscription
+        default: nil
+        }
+    }
+
+    static func revocationReason(_ reason: RevocationReason) -> String {
+        switch reason {
+        case .refundedDueToIssue: "refunded_due_to_issue"
+        case .refundedForOtherReason: "refunded_other_reason"
+        default: "apple_reason_\(reason.rawValue)"
+        }
+    }
+}

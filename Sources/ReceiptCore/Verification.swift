@@ -1,0 +1,85 @@
+public import Foundation
+
+/// What kind of product a transaction bought.
+public enum ProductKind: String, Codable, Sendable {
+    case consumable
+    case nonConsumable = "non_consumable"
+    case autoRenewableSubscription = "auto_renewable_subscription"
+    case nonRenewingSubscription = "non_renewing_subscription"
+}
+
+public enum Ownership: String, Codable, Sendable {
+    case purchased
+    case familyShared = "family_shared"
+}
+
+/// One purchase a store provider proved genuine, in store-neutral terms. What the evidence does
+/// not say stays nil (StoreKit 1 says little).
+public struct VerifiedPurchase: Sendable, Equatable {
+    public var store: StoreID
+    public var environment: StoreEnvironment
+    /// The bundle id or package name the purchase belongs to.
+    public var appIdentifier: String?
+    public var transactionID: String
+    public var originalTransactionID: String?
+    public var orderID: String?
+    public var productID: String?
+    public var kind: ProductKind?
+    public var quantity: Int?
+    public var priceMilliunits: Int64?
+    public var currency: String?
+    public var storefront: String?
+    public var purchaseDate: Date?
+    public var expiresDate: Date?
+    public var revocationDate: Date?
+    public var revocationReason: String?
+    public var ownership: Ownership?
+    /// The app's account token (App Store `appAccountToken`, Google obfuscated account id).
+    public var accountToken: String?
+
+    public init(store: StoreID, environment: StoreEnvironment, transactionID: String) {
+        self.store = store
+        self.environment = environment
+        self.transactionID = transactionID
+    }
+}
+
+/// What the calling client accepts, handed to a store provider with the evidence.
+public struct VerificationContext: Sendable {
+    /// Bundle ids (App Store) or package names (Google Play) the client registered.
+    public var appIdentifiers: Set<String>
+    public var environments: Set<StoreEnvironment>
+
+    public init(appIdentifiers: Set<String>, environments: Set<StoreEnvironment>) {
+        self.appIdentifiers = appIdentifiers
+        self.environments = environments
+    }
+}
+
+/// Why evidence was not accepted: a stable shared code, the rule that failed, and whether trying
+/// again later may succeed (only for store or network trouble, never for a forgery).
+public struct StoreVerificationError: Error, Sendable, CustomStringConvertible {
+    public let code: ErrorCode
+    public let reason: String
+    public let message: String
+    public let isRetryable: Bool
+
+    public init(code: ErrorCode, reason: String, message: String, isRetryable: Bool = false) {
+        self.code = code
+        self.reason = reason
+        self.message = message
+        self.isRetryable = isRetryable
+    }
+
+    public var description: String { "\(code.rawValue) (\(reason)): \(message)" }
+}
+
+/// A store that proves evidence genuine. Registered in the executable's provider list.
+public protocol StoreProvider: Sendable {
+    var store: StoreID { get }
+    /// Which of a client's registered identifiers apply to this store (bundle ids or package names).
+    func appIdentifiers(bundleIDs: [String], packageNames: [String]) -> Set<String>
+    /// Proves `evidence` genuine and returns every purchase it holds (one for StoreKit 2 and
+    /// Google Play, possibly several for a StoreKit 1 receipt). Throws `StoreVerificationError`.
+    func verify(evidence: String, context: VerificationContext) async throws -> [VerifiedPurchase]
+}

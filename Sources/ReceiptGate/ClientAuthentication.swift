@@ -1,0 +1,47 @@
+import Crypto
+public import Foundation
+public import HTTPServer
+
+/// The HMAC request signature shared by the native API and the Alogame gateway:
+/// `X-Client-ID`, `X-Timestamp` (unix seconds, within 300 s of ours) and
+/// `X-Signature` = hex HMAC-SHA256(client_secret, "{client_id}.{timestamp}.{sha256_hex(body)}").
+public struct ClientAuthentication: Sendable {
+    public static let window: TimeInterval = 300
+    let clients: ClientStore
+    let now: @Sendable () -> Date
+
+    public init(clients: ClientStore, now: @escaping @Sendable () -> Date = { Date() }) {
+        self.clients = clients
+        self.now = now
+    }
+
+    /// The authenticated client, or a 401 `UNAUTHORIZED` that does not say which part failed.
+    public func authenticate(_ request: HTTPRequest) async throws -> Client {
+        guard let clientID = request.headers["X-Client-ID"], !clientID.isEmpty, clientID.count <= 64,
+              let timestampText = request.headers["X-Timestamp"], let timestamp = Int64(timestampText),
+              let signature = request.headers["X-Signature"], let signatureBytes = Hex.decode(signature), signatureBytes.count == 32
+        else { throw Self.refused("missing or malformed X-Client-ID, X-Timestamp or X-Signature") }
+        guard abs(now().timeIntervalSince1970 - Double(timestamp)) <= Self.window else {
+            throw Self.refused("X-Timestamp is more than 300 seconds from the server's clock")
+        }
+        guard let (client, secret) = try await clients.secret(for: clientID) else { throw Self.refused("invalid credentials or signature") }
+        let message = Self.message(clientID: clientID, timestamp: timestampText, body: request.body)
+        guard HMACSHA256.isValid(signatureBytes, key: Data(secret.utf8), message: Data(message.utf8)) else {
+            throw Self.refused("invalid credentials or signature")
+        }
+        return client
+    }
+
+    public static func message(clientID: String, timestamp: String, body: Data) -> String {
+        "\(clientID).\(timestamp).\(SHA256.hex(body))"
+    }
+
+    /// Signs an outgoing request or webhook the same way.
+    public static func signature(secret: String, clientID: String, timestamp: String, body: Data) -> String {
+        Hex.encode(HMACSHA256.authenticationCode(key: Data(secret.utf8), message: Data(message(clientID: clientID, timestamp: timestamp, body: body).utf8)))
+    }
+
+    static func refused(_ message: String) -> HTTPError {
+        HTTPError(status: 401, code: "UNAUTHORIZED", message: message)
+    }
+}

@@ -1,0 +1,134 @@
+public import Crypto
+public import Foundation
+public import Postgres
+public import ReceiptCore
+
+/// The Postgres record of every verified transaction and every verification attempt. Exactly
+/// once is decided by the unique key (store, environment, transaction id) and `ON CONFLICT`,
+/// never by reading first; a 200 is only ever sent after the row is committed.
+public struct Ledger: Sendable {
+    let pool: PostgresPool
+
+    public init(pool: PostgresPool) { self.pool = pool }
+
+    public struct Context: Sendable {
+        public var client: Client
+        public var requestID: String
+        public var playerID: String?
+        public var characterID: String?
+        public var serverID: String?
+        public var evidenceDigest: String
+    }
+
+    /// Records the purchase once. Returns the ledger's row and whether it already existed.
+    /// Throws DUPLICATE_TRANSACTION when another game already redeemed it.
+    public func record(_ purchase: VerifiedPurchase, context: Context) async throws -> (transaction: LedgerTransaction, duplicate: Bool) {
+        let state = Self.state(of: purchase)
+        let client = context.client
+        return try await pool.withTransaction { connection in
+            let inserted = try connection.query("""
+                INSERT INTO transactions (store, environment, transaction_id, original_transaction_id, order_id, product_id, product_kind,
+                    quantity, price_milliunits, currency, storefront, app_identifier, purchase_date, expires_date, revocation_date,
+                    revocation_reason, ownership, account_token, state, client_id, game_id, player_id, character_id, server_id)
+                VALUES (\(purchase.store.rawValue), \(purchase.environment.rawValue), \(purchase.transactionID), \(purchase.originalTransactionID),
+                    \(purchase.orderID), \(purchase.productID), \(purchase.kind?.rawValue), \(purchase.quantity), \(purchase.priceMilliunits),
+                    \(purchase.currency), \(purchase.storefront), \(purchase.appIdentifier), \(purchase.purchaseDate), \(purchase.expiresDate),
+                    \(purchase.revocationDate), \(purchase.revocationReason), \(purchase.ownership?.rawValue), \(purchase.accountToken),
+                    \(state), \(client.clientID), \(client.gameID), \(context.playerID), \(context.characterID), \(context.serverID))
+                ON CONFLICT (store, environment, transaction_id) DO NOTHING
+                RETURNING \(unescaped: LedgerTransaction.columns)
+                """)
+            let transaction: LedgerTransaction
+            let duplicate: Bool
+            if let row = inserted.first {
+                transaction = try LedgerTransaction(row: row)
+                duplicate = false
+                if purchase.kind == .autoRenewableSubscription, let original = purchase.originalTransactionID {
+                    try Self.upsertSubscription(connection, purchase: purchase, original: original, client: client)
+                }
+                if client.webhookURL != nil {
+                    try Outbox.enqueue(connection, client: client, type: "transaction.verified", aggregateKey: "\(purchase.store.rawValue):\(purchase.originalTransactionID ?? purchase.transactionID)",
+                                       payload: ["transaction": transaction])
+                }
+            } else {
+                let existing = try connection.query("""
+                    SELECT \(unescaped: LedgerTransaction.columns) FROM transactions
+                    WHERE store = \(purchase.store.rawValue) AND environment = \(purchase.environment.rawValue) AND transaction_id = \(purchase.transactionID)
+                    """)
+                guard let row = existing.first else {
+                    throw PostgresError(.queryFailed, "conflicting transaction row vanished")
+                }
+                transaction = try LedgerTransaction(row: row)
+                duplicate = true
+                guard transaction.isVisible(to: client) else {
+                    throw StoreVerificationError(code: .duplicateTransaction, reason: "REDEEMED_BY_ANOTHER_GAME",
+                                                 message: "this purchase was already verified for another game")
+                }
+            }
+            try connection.execute("""
+                INSERT INTO verification_attempts (client_id, store, request_id, outcome, transaction_row_id, duplicate, player_id, evidence_sha256)
+                VALUES (\(client.clientID), \(purchase.store.rawValue), \(context.requestID), \("verified"), \(transaction.id), \(duplicate),
+                        \(context.playerID), \(context.evidenceDigest))
+                """)
+            return (transaction, duplicate)
+        }
+    }
+
+    /// Records a failed attempt, so support sees what reached us. Never throws: a failure to log
+    /// must not change the answer.
+    public func recordFailure(clientID: String?, store: String?, requestID: String, playerID: String?, evidenceDigest: String?,
+                              code: String, reason: String?, message: String) async {
+        _ = try? await pool.execute("""
+            INSERT INTO verification_attempts (client_id, store, request_id, outcome, error_code, error_reason, error_message, player_id, evidence_sha256)
+            VALUES (\(clientID), \(store), \(requestID), \("failed"), \(code), \(reason), \(String(message.prefix(1000))), \(playerID), \(evidenceDigest))
+            """)
+    }
+
+    static func state(of purchase: VerifiedPurchase) -> String {
+        if purchase.revocationDate != nil { return purchase.revocationReason == nil ? "revoked" : "refunded" }
+        if let expires = purchase.expiresDate, expires < Date() { return "expired" }
+        return "active"
+    }
+
+    static func upsertSubscription(_ connection: PostgresConnection, purchase: VerifiedPurchase, original: String, client: Client) throws {
+        try connection.execute("""
+            INSERT INTO subscriptions (store, environment, original_transaction_id, product_id, status, expires_date, revocation_date,
+                                       latest_transaction_id, client_id)
+            VALUES (\(purchase.store.rawValue), \(purchase.environment.rawValue), \(original), \(purchase.productID), \(state(of: purchase)),
+                    \(purchase.expiresDate), \(purchase.revocationDate), \(purchase.transactionID), \(client.clientID))
+            ON CONFLICT (store, environment, original_transaction_id) DO UPDATE SET
+                product_id = EXCLUDED.product_id,
+                status = EXCLUDED.status,
+                expires_date = EXCLUDED.expires_date,
+                revocation_date = EXCLUDED.revocation_date,
+                latest_transaction_id = EXCLUDED.latest_transaction_id,
+                updated_at = now()
+            WHERE subscriptions.expires_date IS NULL OR EXCLUDED.expires_date >= subscriptions.expires_date
+            """)
+    }
+}
+
+/// Messages owed to game servers, written in the same database transaction as the change they
+/// announce. (Delivery is the outbox worker's.)
+enum Outbox {
+    static func enqueue(_ connection: PostgresConnection, client: Client, type: String, aggregateKey: String,
+                        payload: [String: LedgerTransaction]) throws {
+        let eventID = UUID()
+        var body = try JSONEncoder.receiptGateStorage.encode(payload)
+        // Wrap with the envelope every webhook carries.
+        let envelope = #"{"event_id":"\#(eventID.uuidString.lowercased())","type":"\#(type)","data":"# + String(decoding: body, as: UTF8.self) + "}"
+        body = Data(envelope.utf8)
+        try connection.execute("""
+            INSERT INTO outbox (event_id, client_id, event_type, aggregate_key, payload)
+            VALUES (\(eventID), \(client.clientID), \(type), \(aggregateKey), \(String(decoding: body, as: UTF8.self))::jsonb)
+            """)
+    }
+}
+
+extension JSONEncoder {
+    static var receiptGateStorage: JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }
+}
