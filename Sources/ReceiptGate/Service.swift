@@ -47,7 +47,9 @@ public final class Service: @unchecked Sendable {
             .register(on: &router)
         NotificationRoutes(providers: storeProviders, pool: database.pool, logger: logger).register(on: &router)
         let pipeline = VerifyPipeline(providers: storeProviders.compactMap { $0 as? any StoreProvider }, ledger: Ledger(pool: database.pool))
-        NativeAPIRoutes(pipeline: pipeline, authentication: ClientAuthentication(clients: clients), logger: logger).register(on: &router)
+        let authentication = ClientAuthentication(clients: clients)
+        NativeAPIRoutes(pipeline: pipeline, authentication: authentication, logger: logger).register(on: &router)
+        ReadAPIRoutes(pool: database.pool, authentication: authentication).register(on: &router)
 
         let responder = router.build(handlerTimeout: .seconds(configuration.requestTimeoutSeconds))
         routeTable = responder.routeTable

@@ -18,6 +18,12 @@ struct SignedClient {
         return try await post(path, body: body, timestamp: timestamp, secretOverride: secretOverride)
     }
 
+    func get(_ path: String) async throws -> RawHTTP.Response {
+        let stamp = String(Int(Date().timeIntervalSince1970))
+        let signature = Hex.encode(HMACSHA256.authenticationCode(key: Data(secret.utf8), message: Data("\(clientID).\(stamp).\(SHA256.hex(Data()))".utf8)))
+        return try await RawHTTP.request(port: port, path: path, headers: ["X-Client-ID": clientID, "X-Timestamp": stamp, "X-Signature": signature])
+    }
+
     func post(_ path: String, body: Data, timestamp: Int? = nil, secretOverride: String? = nil) async throws -> RawHTTP.Response {
         let stamp = String(timestamp ?? Int(Date().timeIntervalSince1970))
         let message = "\(clientID).\(stamp).\(SHA256.hex(body))"

@@ -1,0 +1,52 @@
+import Foundation
+import ReceiptGate
+import Testing
+import TestSupport
+
+@Suite struct LedgerReadAPI {
+    @Test func transactionsSubscriptionsAndPlayerPages() async throws {
+        let harness = try await VerifyHarness.start()
+        let expires = Int64(Date().timeIntervalSince1970 * 1000) + 86_400_000
+        for (index, id) in ["2000000000001001", "2000000000001002", "2000000000001003"].enumerated() {
+            var fields: [String: any Sendable] = ["transactionId": id, "originalTransactionId": "2000000000001001"]
+            if index == 2 { fields["type"] = "Auto-Renewable Subscription"; fields["expiresDate"] = expires; fields["productId"] = "vip.monthly" }
+            let response = try await harness.client.post("/v1/verify", json: ["store": "app_store", "receipt": try harness.pki.sign(AppleTestPKI.transaction(fields)),
+                                                                              "player_id": "hero-7"])
+            #expect(response.status == 200)
+        }
+
+        let one = try await harness.client.get("/v1/transactions/app_store/2000000000001002")
+        #expect(one.status == 200)
+        #expect((try one.json()["transaction"] as? [String: Any])?["transaction_id"] as? String == "2000000000001002")
+        #expect(try await harness.client.get("/v1/transactions/app_store/2000000000009999").status == 404)
+        #expect(try await harness.client.get("/v1/transactions/app_store/2000000000001002?x=1").status == 200)
+
+        var ids: [String] = []
+        var after: Int?
+        repeat {
+            let page = try await harness.client.get("/v1/players/hero-7/transactions?limit=2" + (after.map { "&after=\($0)" } ?? ""))
+            #expect(page.status == 200)
+            let json = try page.json()
+            ids += (json["transactions"] as? [[String: Any]] ?? []).compactMap { $0["transaction_id"] as? String }
+            after = json["next_after"] as? Int
+        } while after != nil
+        #expect(ids == ["2000000000001001", "2000000000001002", "2000000000001003"])
+        #expect(try await harness.client.get("/v1/players/hero-7/transactions?limit=0").status == 400)
+
+        let subscription = try await harness.client.get("/v1/subscriptions/app_store/2000000000001001")
+        #expect(subscription.status == 200, "\(subscription.text)")
+        let json = try subscription.json()
+        #expect(json["status"] as? String == "active")
+        #expect(json["expires_date_ms"] as? Int == Int(expires))
+        #expect((json["latest_transaction"] as? [String: Any])?["transaction_id"] as? String == "2000000000001003")
+
+        // Another game's client sees none of it.
+        let other = try await harness.service.clients.create(VerifyHarness.settings(name: "Other", environments: [.sandbox], gameID: 99))
+        let stranger = SignedClient(port: harness.client.port, clientID: other.client.clientID, secret: other.secret)
+        #expect(try await stranger.get("/v1/transactions/app_store/2000000000001002").status == 404)
+        #expect(try await stranger.get("/v1/subscriptions/app_store/2000000000001001").status == 404)
+        #expect((try await stranger.get("/v1/players/hero-7/transactions").json()["transactions"] as? [Any])?.isEmpty == true)
+        #expect(try await RawHTTP.request(port: harness.client.port, path: "/v1/transactions/app_store/2000000000001002").status == 401)
+        await harness.service.shutdown()
+    }
+}
