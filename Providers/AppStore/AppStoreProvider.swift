@@ -78,14 +78,38 @@ public struct AppStoreProvider: NotificationReceiving {
             let renewal = try notification.data?.signedRenewalInfo.map { try verifier.verifyRenewalInfo($0, expecting: expectations) }
             let identity = notification.identity
             let decoded = DecodedNotification(notification: notification, transaction: transaction, renewalInfo: renewal)
-            return StoreNotification(
+            var stored = StoreNotification(
                 store: store, notificationID: id, type: type.rawValue, subtype: notification.subtype?.rawValue,
                 environment: identity.environment.flatMap(Self.storeEnvironment), appIdentifier: identity.bundleId,
                 transactionID: transaction?.transactionId, originalTransactionID: transaction?.originalTransactionId ?? renewal?.originalTransactionId,
                 productID: transaction?.productId ?? renewal?.productId, signedAt: notification.signedDate?.date,
                 decodedJSON: (try? JSONEncoder.sortedForStorage.encode(decoded)) ?? Data("{}".utf8))
+            stored.event = StoreEvent(kind: Self.eventKind(type, subtype: notification.subtype),
+                                      purchase: try transaction.map { try Self.purchase(from: $0) },
+                                      autoRenew: renewal?.autoRenewStatus.map { $0 == .on },
+                                      gracePeriodExpires: renewal?.gracePeriodExpiresDate?.date)
+            return stored
         } catch let error as AppStoreVerificationError {
             throw NotificationRejection(error.isRetryable ? .retryable : .forged, reason: error.reason.rawValue, message: error.message)
+        }
+    }
+
+    /// Apple's notification types, as ledger events.
+    static func eventKind(_ type: NotificationType, subtype: NotificationSubtype?) -> StoreEvent.Kind {
+        switch type {
+        case .refund: .refunded
+        case .refundReversed: .refundReversed
+        case .revoke: .revoked
+        case .didRenew: .renewed
+        case .subscribed: .subscribed
+        case .expired: .expired
+        case .didFailToRenew: .billingIssue
+        case .gracePeriodExpired: .gracePeriodExpired
+        case .didChangeRenewalStatus: .renewalStatusChanged
+        case .consumptionRequest: .consumptionRequest
+        case .oneTimeCharge: .oneTimeCharge
+        case .test: .test
+        default: .other
         }
     }
 

@@ -24,6 +24,27 @@ public struct RegisteredApps: Sendable, Equatable {
     }
 }
 
+/// What a store notification means for the ledger, in store-neutral terms.
+public struct StoreEvent: Sendable {
+    public enum Kind: String, Sendable {
+        case refunded, refundReversed, revoked, renewed, subscribed, expired, billingIssue, gracePeriodExpired
+        case renewalStatusChanged, consumptionRequest, oneTimeCharge, test, other
+    }
+
+    public var kind: Kind
+    /// The transaction the notification carries, proven and normalized.
+    public var purchase: VerifiedPurchase?
+    public var autoRenew: Bool?
+    public var gracePeriodExpires: Date?
+
+    public init(kind: Kind, purchase: VerifiedPurchase? = nil, autoRenew: Bool? = nil, gracePeriodExpires: Date? = nil) {
+        self.kind = kind
+        self.purchase = purchase
+        self.autoRenew = autoRenew
+        self.gracePeriodExpires = gracePeriodExpires
+    }
+}
+
 /// A store's server-to-server notification, proven genuine and decoded into what the core needs.
 public struct StoreNotification: Sendable {
     public let store: StoreID
@@ -40,6 +61,7 @@ public struct StoreNotification: Sendable {
     public let signedAt: Date?
     /// The decoded notification, nested signed data decoded too, as JSON (kept for support).
     public let decodedJSON: Data
+    public var event: StoreEvent = StoreEvent(kind: .other)
 
     public init(store: StoreID, notificationID: String, type: String, subtype: String?, environment: StoreEnvironment?,
                 appIdentifier: String?, transactionID: String?, originalTransactionID: String?, productID: String?,

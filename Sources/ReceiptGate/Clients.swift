@@ -130,7 +130,7 @@ public struct ClientStore: Sendable {
     static func newSecret() -> String { "rgs_" + Base64.urlEncode(SecureRandom.bytes(32)) }
 
     static let columns = """
-        id, name, game_id, bundle_ids, package_names, environments, refund_callback_url, webhook_url,
+        clients.id, name, game_id, bundle_ids, package_names, environments, refund_callback_url, webhook_url,
         disabled_at IS NOT NULL AS disabled, created_at, secret_rotated_at
         """
 

@@ -61,18 +61,24 @@ public struct NotificationRoutes: Sendable {
         return apps
     }
 
-    /// Inserts once; returns true if the store had sent this notification before.
+    /// Inserts once and, the first time only, applies the event to the ledger in the same
+    /// database transaction. Returns true if the store had sent this notification before.
     static func record(_ notification: StoreNotification, rawBody: Data, pool: PostgresPool) async throws -> Bool {
         let decoded = String(decoding: notification.decodedJSON, as: UTF8.self)
-        let inserted = try await pool.query("""
-            INSERT INTO store_notifications (store, notification_id, notification_type, subtype, environment, app_identifier,
-                transaction_id, original_transaction_id, product_id, signed_at, raw_body, decoded)
-            VALUES (\(notification.store.rawValue), \(notification.notificationID), \(notification.type), \(notification.subtype),
-                    \(notification.environment?.rawValue), \(notification.appIdentifier), \(notification.transactionID),
-                    \(notification.originalTransactionID), \(notification.productID), \(notification.signedAt), \(rawBody), \(decoded)::jsonb)
-            ON CONFLICT (store, notification_id) DO NOTHING
-            RETURNING id
-            """)
-        return inserted.isEmpty
+        return try await pool.withTransaction { connection in
+            let inserted = try connection.query("""
+                INSERT INTO store_notifications (store, notification_id, notification_type, subtype, environment, app_identifier,
+                    transaction_id, original_transaction_id, product_id, signed_at, raw_body, decoded)
+                VALUES (\(notification.store.rawValue), \(notification.notificationID), \(notification.type), \(notification.subtype),
+                        \(notification.environment?.rawValue), \(notification.appIdentifier), \(notification.transactionID),
+                        \(notification.originalTransactionID), \(notification.productID), \(notification.signedAt), \(rawBody), \(decoded)::jsonb)
+                ON CONFLICT (store, notification_id) DO NOTHING
+                RETURNING id
+                """)
+            guard let row = inserted.first else { return true }
+            try Ledger.apply(notification.event, store: notification.store, appIdentifier: notification.appIdentifier, on: connection)
+            try connection.execute("UPDATE store_notifications SET processed_at = now() WHERE id = \(try row.decode("id", as: Int64.self))")
+            return false
+        }
     }
 }

@@ -1,0 +1,96 @@
+import Crypto
+import Foundation
+import ReceiptCore
+import ReceiptGate
+import Testing
+import TestSupport
+
+/// App Store Server Notifications change what the ledger says, exactly once each.
+@Suite struct NotificationsDriveTheLedger {
+    static func notify(_ harness: VerifyHarness, type: String, subtype: String? = nil, transaction: [String: any Sendable],
+                       renewal: [String: any Sendable]? = nil, uuid: String = UUID().uuidString.lowercased()) async throws -> RawHTTP.Response {
+        var data: [String: any Sendable] = ["environment": "Sandbox", "bundleId": "com.example.game",
+                                            "signedTransactionInfo": try harness.pki.sign(AppleTestPKI.transaction(transaction))]
+        if let renewal { data["signedRenewalInfo"] = try harness.pki.sign(renewal) }
+        var payload: [String: any Sendable] = ["notificationType": type, "notificationUUID": uuid, "version": "2.0",
+                                               "signedDate": Int64(Date().timeIntervalSince1970 * 1000), "data": data]
+        if let subtype { payload["subtype"] = subtype }
+        let body = #"{"signedPayload":"\#(try harness.pki.sign(payload))"}"#
+        return try await RawHTTP.request(port: harness.client.port, method: "POST", path: "/v1/notifications/app-store", body: Data(body.utf8))
+    }
+
+    static func transaction(_ harness: VerifyHarness, _ id: String) async throws -> [String: Any] {
+        try await harness.client.get("/v1/transactions/app_store/\(id)").json()["transaction"] as? [String: Any] ?? [:]
+    }
+
+    @Test func refundsAndReversalsChangeTheTransactionOnce() async throws {
+        let harness = try await VerifyHarness.start()
+        _ = try await harness.service.clients.update(harness.client.clientID, { var s = ClientSettings(); s.webhookURL = "http://127.0.0.1:9/hook"; return s }())
+        let id = "2000000000002001"
+        #expect(try await harness.client.post("/v1/verify", json: ["store": "app_store", "receipt": try harness.pki.sign(AppleTestPKI.transaction(["transactionId": id]))]).status == 200)
+
+        let refundedAt = Int64(Date().timeIntervalSince1970 * 1000)
+        let uuid = UUID().uuidString.lowercased()
+        let refund = try await Self.notify(harness, type: "REFUND", transaction: ["transactionId": id, "revocationDate": refundedAt, "revocationReason": 1], uuid: uuid)
+        #expect(refund.status == 200)
+        var record = try await Self.transaction(harness, id)
+        #expect(record["state"] as? String == "refunded")
+        #expect(record["revocation_date_ms"] as? Int == Int(refundedAt))
+        #expect(record["revocation_reason"] as? String == "refunded_due_to_issue")
+
+        #expect(try await Self.notify(harness, type: "REFUND_REVERSED", transaction: ["transactionId": id]).status == 200)
+        record = try await Self.transaction(harness, id)
+        #expect(record["state"] as? String == "active")
+        #expect(record["revocation_date_ms"] is NSNull)
+
+        // Apple resending the REFUND (same notificationUUID) changes nothing.
+        let resent = try await Self.notify(harness, type: "REFUND", transaction: ["transactionId": id, "revocationDate": refundedAt], uuid: uuid)
+        #expect(try resent.json()["duplicate"] as? Bool == true)
+        #expect(try await Self.transaction(harness, id)["state"] as? String == "active")
+
+        let events = try await harness.pool.query("SELECT event_type FROM outbox ORDER BY id").map { try $0.decode("event_type", as: String.self) }
+        #expect(events == ["transaction.verified", "transaction.refunded", "transaction.refund_reversed"])
+        await harness.service.shutdown()
+    }
+
+    @Test func subscriptionsRenewFailAndExpire() async throws {
+        let harness = try await VerifyHarness.start()
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let first: [String: any Sendable] = ["transactionId": "2000000000003001", "originalTransactionId": "2000000000003001",
+                                             "type": "Auto-Renewable Subscription", "productId": "vip.monthly", "expiresDate": now + 60_000]
+        #expect(try await harness.client.post("/v1/verify", json: ["store": "app_store", "receipt": try harness.pki.sign(AppleTestPKI.transaction(first))]).status == 200)
+
+        var renewed = first
+        renewed["transactionId"] = "2000000000003002"
+        renewed["expiresDate"] = now + 30 * 86_400_000
+        #expect(try await Self.notify(harness, type: "DID_RENEW", transaction: renewed,
+                                      renewal: ["environment": "Sandbox", "originalTransactionId": "2000000000003001", "autoRenewStatus": 1,
+                                                "signedDate": now]).status == 200)
+        var subscription = try await harness.client.get("/v1/subscriptions/app_store/2000000000003001").json()
+        #expect(subscription["status"] as? String == "active")
+        #expect(subscription["expires_date_ms"] as? Int == Int(now + 30 * 86_400_000))
+        #expect(subscription["auto_renew"] as? Bool == true)
+        #expect((subscription["latest_transaction"] as? [String: Any])?["transaction_id"] as? String == "2000000000003002")
+        #expect(try await harness.count("transactions") == 2)
+
+        #expect(try await Self.notify(harness, type: "DID_FAIL_TO_RENEW", subtype: "GRACE_PERIOD", transaction: renewed,
+                                      renewal: ["environment": "Sandbox", "gracePeriodExpiresDate": now + 86_400_000, "signedDate": now]).status == 200)
+        subscription = try await harness.client.get("/v1/subscriptions/app_store/2000000000003001").json()
+        #expect(subscription["status"] as? String == "grace_period")
+        #expect(subscription["grace_period_expires_date_ms"] as? Int == Int(now + 86_400_000))
+
+        #expect(try await Self.notify(harness, type: "EXPIRED", subtype: "VOLUNTARY", transaction: renewed).status == 200)
+        subscription = try await harness.client.get("/v1/subscriptions/app_store/2000000000003001").json()
+        #expect(subscription["status"] as? String == "expired")
+        #expect(try await Self.transaction(harness, "2000000000003002")["state"] as? String == "expired")
+        await harness.service.shutdown()
+    }
+
+    @Test func aRefundForAPurchaseNeverVerifiedHereIsStillRecorded() async throws {
+        let harness = try await VerifyHarness.start()
+        #expect(try await Self.notify(harness, type: "REFUND", transaction: ["transactionId": "2000000000004001",
+                                                                            "revocationDate": Int64(Date().timeIntervalSince1970 * 1000)]).status == 200)
+        #expect(try await Self.transaction(harness, "2000000000004001")["state"] as? String == "refunded")
+        await harness.service.shutdown()
+    }
+}
