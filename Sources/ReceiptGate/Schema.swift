@@ -126,5 +126,9 @@ public enum Schema {
             );
             CREATE INDEX outbox_due ON outbox (next_attempt_at) WHERE status = 'pending';
             """),
+        Migration(version: 4, name: "outbox_leases", sql: """
+            ALTER TABLE outbox ADD COLUMN lease_until timestamptz;
+            CREATE INDEX outbox_aggregate ON outbox (client_id, aggregate_key, id) WHERE status = 'pending';
+            """),
     ]
 }

@@ -14,6 +14,9 @@ public final class Service: @unchecked Sendable {
     public let metrics = Metrics()
     public let storeProviders: [any NotificationReceiving]
     private var server: HTTPServer?
+    private var outboxWorker: OutboxWorker?
+    /// How the outbox worker paces deliveries (tests shorten the delays).
+    public var outboxConfiguration = OutboxWorker.Configuration()
     /// Every (method, pattern) served, once started.
     public private(set) var routeTable: [(method: String, pattern: String)] = []
 
@@ -50,6 +53,7 @@ public final class Service: @unchecked Sendable {
         let authentication = ClientAuthentication(clients: clients)
         NativeAPIRoutes(pipeline: pipeline, authentication: authentication, logger: logger).register(on: &router)
         ReadAPIRoutes(pool: database.pool, authentication: authentication).register(on: &router)
+        if let token = configuration.adminToken { WebhookAdmin(pool: database.pool).register(on: &router, token: token) }
 
         let responder = router.build(handlerTimeout: .seconds(configuration.requestTimeoutSeconds))
         routeTable = responder.routeTable
@@ -60,6 +64,9 @@ public final class Service: @unchecked Sendable {
         try server.start()
         serverBox.server = server
         self.server = server
+        let worker = OutboxWorker(pool: database.pool, clients: clients, configuration: outboxConfiguration, logger: logger)
+        worker.start()
+        outboxWorker = worker
         let shownHost = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
         logger.info("listening", ["url": "http://\(shownHost):\(server.port)", "database": database.description,
                                   "version": ReceiptGateVersion.current])
@@ -69,6 +76,7 @@ public final class Service: @unchecked Sendable {
     public func shutdown() async {
         logger.info("shutting down; finishing in-flight requests")
         await server?.shutdown(gracePeriod: .seconds(configuration.shutdownGraceSeconds))
+        await outboxWorker?.stop()
         database.close(logger: logger)
         logger.info("stopped")
     }

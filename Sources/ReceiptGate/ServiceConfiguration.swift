@@ -18,6 +18,8 @@ public struct ServiceConfiguration: Sendable {
     public var requestTimeoutSeconds = 30
     public var shutdownGraceSeconds = 10
     public var openAPIPath: String?
+    /// Bearer token of the /admin API; unset, the admin API is off.
+    public var adminToken: String?
 
     public init() {}
 
@@ -74,6 +76,12 @@ public struct ServiceConfiguration: Sendable {
         if let seconds = try integer("RECEIPTGATE_REQUEST_TIMEOUT_SECONDS", in: 1...600) { configuration.requestTimeoutSeconds = seconds }
         if let seconds = try integer("RECEIPTGATE_SHUTDOWN_GRACE_SECONDS", in: 0...600) { configuration.shutdownGraceSeconds = seconds }
         configuration.openAPIPath = value("RECEIPTGATE_OPENAPI_PATH")
+        if let token = value("RECEIPTGATE_ADMIN_TOKEN") {
+            guard token.count >= 24 else {
+                throw Invalid(variable: "RECEIPTGATE_ADMIN_TOKEN", problem: "must be at least 24 characters (e.g. `openssl rand -hex 24`)")
+            }
+            configuration.adminToken = token
+        }
         return configuration
     }
 }

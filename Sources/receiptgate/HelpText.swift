@@ -9,6 +9,7 @@ enum HelpText {
           migrate          Apply pending database migrations and exit
           version          Print the version
           client <action>  Manage API clients: create, list, show, update, rotate-secret, disable
+          webhooks <action>  See and redeliver webhook events: list [--failed], redeliver EVENT_ID
 
         Configuration comes from environment variables (see README.md). Run
         `receiptgate <command> --help` for a command's options.
@@ -55,6 +56,17 @@ enum HelpText {
           --webhook-url URL                 http(s) URL that receives webhook events
 
         Output is one JSON object on stdout.
+        """
+
+    static let webhooks = """
+        Usage: receiptgate webhooks list [--failed]
+               receiptgate webhooks redeliver EVENT_ID
+
+        list        Prints {"events": [...]}, newest first (--failed: dead events and pending ones that failed)
+        redeliver   Queues the event for delivery again now, whatever its state
+
+        Events are delivered at least once, in order per transaction, signed like API requests,
+        retried with back-off for three days; then they are kept as "dead" until redelivered.
         """
 
     static let clientCreate = "Usage: receiptgate client create --name NAME [--game-id N] [--bundle-id ID]... [--package-name NAME]...\n"

@@ -31,12 +31,15 @@ enum ReceiptGateCommand {
                 let applied = try await context.withDatabase(migrating: false) { try await $0.migrate() }
                 try context.printJSON(["applied": applied])
                 return 0
+            case "webhooks":
+                try await WebhooksCommand.run(rest)
+                return 0
             case "client":
                 // Parse the arguments before touching the database: usage errors must not start it.
                 try await ClientCommand.run(rest, context: LazyContext())
                 return 0
             default:
-                throw UsageError("unknown command \"\(command)\" (expected serve, migrate, version or client; see --help)")
+                throw UsageError("unknown command \"\(command)\" (expected serve, migrate, version, client or webhooks; see --help)")
             }
         } catch let help as HelpRequested {
             print(help.text)

@@ -9,7 +9,8 @@ import TestSupport
         ["client", "create"], ["client", "create", "--name"], ["client", "create", "--name", "x", "--bogus", "1"],
         ["client", "create", "--name", "x", "--game-id", "abc"], ["client", "create", "--name", "x", "--environments", "staging"],
         ["client", "create", "--name", "x", "--webhook-url", "ftp://x"], ["client", "show"], ["client", "frobnicate"],
-        ["client", "show", "a", "b"], ["launch"], ["serve", "extra"],
+        ["client", "show", "a", "b"], ["launch"], ["serve", "extra"], ["webhooks"], ["webhooks", "redeliver", "not-a-uuid"],
+        ["webhooks", "list", "--bogus", "1"],
     ])
     func badArgumentsAreOneLineAndExitTwo(_ arguments: [String]) async throws {
         let result = try await Binary.run(arguments)
@@ -30,6 +31,7 @@ import TestSupport
         ["--help"], ["serve", "--help"], ["migrate", "--help"], ["version", "--help"], ["client", "--help"],
         ["client", "create", "--help"], ["client", "list", "--help"], ["client", "show", "--help"],
         ["client", "update", "--help"], ["client", "rotate-secret", "--help"], ["client", "disable", "--help"],
+        ["webhooks", "--help"], ["webhooks", "list", "--help"], ["webhooks", "redeliver", "--help"],
     ])
     func everyCommandHasHelp(_ arguments: [String]) async throws {
         let result = try await Binary.run(arguments)
@@ -113,6 +115,16 @@ import TestSupport
         let missing = try await Binary.run(["client", "show", "rgc_nope"], environment)
         #expect(missing.status == 1)
         #expect(missing.stderr.contains("rgc_nope"))
+    }
+
+    @Test func webhooksListAndRedeliver() async throws {
+        let environment = try await Binary.databaseEnvironment()
+        let empty = try await Binary.run(["webhooks", "list", "--failed"], environment)
+        #expect(empty.status == 0, "stderr: \(empty.stderr)")
+        #expect(try Binary.json(empty.stdout)["events"] as? [Any] != nil)
+        let missing = try await Binary.run(["webhooks", "redeliver", UUID().uuidString], environment)
+        #expect(missing.status == 1)
+        #expect(missing.stderr.contains("webhook event"))
     }
 
     @Test func migrateAppliesOnceThenFindsNothing() async throws {

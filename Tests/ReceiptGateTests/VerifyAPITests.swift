@@ -40,19 +40,24 @@ struct VerifyHarness {
     let pki: AppleTestPKI
     let client: SignedClient
 
-    static func start(environments: [StoreEnvironment] = [.production, .sandbox], gameID: Int64? = 42) async throws -> VerifyHarness {
+    static func start(environments: [StoreEnvironment] = [.production, .sandbox], gameID: Int64? = 42,
+                      outbox: OutboxWorker.Configuration? = nil, adminToken: String? = nil, webhookURL: String? = nil) async throws -> VerifyHarness {
         let pki = try AppleTestPKI()
         var configuration = ServiceConfiguration()
         configuration.port = 0
         configuration.databaseURL = try await TestDatabase.makeDatabase(prefix: "verify")
         configuration.masterKey = Data(repeating: 6, count: 32)
         configuration.dataDirectory = TestDatabase.temporaryDirectory("verify")
+        configuration.adminToken = adminToken
         let logger = Logger(minimumLevel: .error)
         let database = try Database.open(configuration, logger: logger)
         let provider = AppStoreProvider(verifier: AppStoreSignedDataVerifier(trustRoots: [pki.root]))
         let service = try Service(configuration: configuration, logger: logger, database: database, storeProviders: [provider])
+        if let outbox { service.outboxConfiguration = outbox }
         try await service.start()
-        let created = try await service.clients.create(settings(environments: environments, gameID: gameID))
+        var clientSettings = settings(environments: environments, gameID: gameID)
+        clientSettings.webhookURL = webhookURL
+        let created = try await service.clients.create(clientSettings)
         return VerifyHarness(service: service, pool: database.pool, pki: pki,
                              client: SignedClient(port: service.port, clientID: created.client.clientID, secret: created.secret))
     }
