@@ -9,9 +9,10 @@
 #   postgresql                 initdb/pg_ctl/postgres for the embedded database and the tests
 #   openssl                    the openssl command, used by tests as an independent cross-check
 #   python3, python3-venv      runs Apple's app-store-server-library (from PyPI) as a test oracle
+#   curl                       a test runs the README's curl example against the service
 set -euo pipefail
 
-packages=(libssl-dev libpq-dev libcurl4-openssl-dev libmicrohttpd-dev pkg-config postgresql openssl python3 python3-venv)
+packages=(libssl-dev libpq-dev libcurl4-openssl-dev libmicrohttpd-dev pkg-config postgresql openssl python3 python3-venv curl)
 missing=()
 for package in "${packages[@]}"; do
     if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
