@@ -1,0 +1,73 @@
+import Foundation
+import ReceiptCore
+import ReceiptGate
+import Testing
+import TestSupport
+
+/// Real responses of the running service, checked against Deploy/openapi.yaml by an independent
+/// OpenAPI validator (Python `openapi-schema-validator`, installed by scripts/test.sh).
+@Suite struct OpenAPIConformance {
+    static let python = ProcessInfo.processInfo.environment["RECEIPTGATE_ORACLE_PYTHON"]
+
+    @Test(.enabled(if: python != nil || ProcessInfo.processInfo.environment["CI"] != nil,
+                   "set RECEIPTGATE_ORACLE_PYTHON (scripts/test.sh does) to validate responses against the OpenAPI document"))
+    func responsesMatchTheDocument() async throws {
+        let python = try #require(Self.python, "RECEIPTGATE_ORACLE_PYTHON must be set in CI")
+        let token = String(repeating: "k", count: 32)
+        let receiver = try WebhookReceiver()
+        let harness = try await VerifyHarness.start(environments: [.sandbox], adminToken: token, webhookURL: receiver.url)
+        var records: [[String: Any]] = []
+        func record(_ path: String, _ method: String, _ response: RawHTTP.Response) throws {
+            let body = try JSONSerialization.jsonObject(with: response.body)
+            records.append(["path": path, "method": method, "status": response.status, "body": body])
+        }
+
+        let subscription: [String: any Sendable] = ["transactionId": "2000000000007001", "originalTransactionId": "2000000000007001",
+                                                    "type": "Auto-Renewable Subscription", "expiresDate": Int64(Date().timeIntervalSince1970 * 1000) + 86_400_000]
+        let receipt = try harness.pki.sign(AppleTestPKI.transaction(subscription))
+        try record("/v1/verify", "post", try await harness.client.post("/v1/verify", json: ["store": "app_store", "receipt": receipt, "player_id": "p"]))
+        try record("/v1/verify", "post", try await harness.client.post("/v1/verify", json: ["store": "app_store", "receipt": receipt]))
+        try record("/v1/verify", "post", try await harness.client.post("/v1/verify", json: ["store": "app_store"]))
+        try record("/v1/verify", "post", try await harness.client.post("/v1/verify", json: ["store": "app_store", "receipt": "x"], secretOverride: "bad"))
+        try record("/v1/verify", "post", try await harness.client.post("/v1/verify", json: ["store": "app_store",
+            "receipt": try harness.pki.sign(AppleTestPKI.transaction(["environment": "Production", "transactionId": "2000000000007002"]))]))
+        try record("/v1/verify", "post", try await harness.client.post("/v1/verify", json: ["store": "app_store", "receipt": receipt, "product_id": "other"]))
+        let rival = try await harness.service.clients.create(VerifyHarness.settings(name: "Rival", environments: [.sandbox], gameID: 7))
+        try record("/v1/verify", "post", try await SignedClient(port: harness.client.port, clientID: rival.client.clientID, secret: rival.secret)
+            .post("/v1/verify", json: ["store": "app_store", "receipt": receipt]))
+        try record("/v1/transactions/{store}/{transaction_id}", "get", try await harness.client.get("/v1/transactions/app_store/2000000000007001"))
+        try record("/v1/transactions/{store}/{transaction_id}", "get", try await harness.client.get("/v1/transactions/app_store/none"))
+        try record("/v1/subscriptions/{store}/{original_transaction_id}", "get", try await harness.client.get("/v1/subscriptions/app_store/2000000000007001"))
+        try record("/v1/players/{player_id}/transactions", "get", try await harness.client.get("/v1/players/p/transactions?limit=1"))
+        try record("/v1/players/{player_id}/transactions", "get", try await harness.client.get("/v1/players/p/transactions?limit=x"))
+        try record("/v1/notifications/app-store", "post", try await NotificationsDriveTheLedger.notify(harness, type: "DID_RENEW", transaction: subscription))
+        try record("/v1/notifications/app-store", "post", try await RawHTTP.request(port: harness.client.port, method: "POST",
+                                                                                   path: "/v1/notifications/app-store", body: Data("{}".utf8)))
+        try record("/healthz", "get", try await RawHTTP.request(port: harness.client.port, path: "/healthz"))
+        try record("/readyz", "get", try await RawHTTP.request(port: harness.client.port, path: "/readyz"))
+        let auth = ["Authorization": "Bearer \(token)"]
+        let listed = try await RawHTTP.request(port: harness.client.port, path: "/admin/webhooks", headers: auth)
+        try record("/admin/webhooks", "get", listed)
+        let eventID = try #require((try listed.json()["events"] as? [[String: Any]])?.first?["event_id"] as? String)
+        try record("/admin/webhooks/{event_id}/redeliver", "post",
+                   try await RawHTTP.request(port: harness.client.port, method: "POST", path: "/admin/webhooks/\(eventID)/redeliver", headers: auth))
+        try record("/admin/webhooks/{event_id}/redeliver", "post",
+                   try await RawHTTP.request(port: harness.client.port, method: "POST", path: "/admin/webhooks/\(UUID())/redeliver", headers: auth))
+        try record("/admin/webhooks", "get", try await RawHTTP.request(port: harness.client.port, path: "/admin/webhooks"))
+        await harness.service.shutdown()
+        await receiver.server.shutdown()
+
+        let statuses = Set(records.compactMap { $0["status"] as? Int })
+        #expect(statuses.isSuperset(of: [200, 400, 401, 404, 409, 412, 422]))
+        let input = TestDatabase.temporaryDirectory("conformance").appendingPathComponent("responses.jsonl")
+        try records.map { String(decoding: try JSONSerialization.data(withJSONObject: $0), as: UTF8.self) }.joined(separator: "\n")
+            .write(to: input, atomically: true, encoding: .utf8)
+        let here = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        let spec = here.deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Deploy/openapi.yaml").path
+        let result = try await ChildProcess.run("/bin/sh", ["-c", "exec \"$0\" \"$1\" \"$2\" < \"$3\"", python,
+                                                           here.appendingPathComponent("Conformance/validate_responses.py").path, spec, input.path],
+                                                environment: ["PATH": "/usr/bin:/bin", "HOME": "/tmp"])
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr.suffix(2000))")
+        #expect(result.stdout.contains("checked \(records.count) responses"), "\(result.stdout)")
+    }
+}
