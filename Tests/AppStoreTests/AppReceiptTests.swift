@@ -233,3 +233,38 @@ func expectAsyncRejection(_ reason: AppStoreVerificationError.Reason, _ body: ()
         Issue.record("failed with \(error); expected \(reason)", sourceLocation: sourceLocation)
     }
 }
+
+@Suite struct StoreKit1ThroughTheProvider {
+    /// The provider picks StoreKit 1 for base64 receipts and normalizes only what SK1 says.
+    @Test func sk1EvidenceIsNormalizedWithTheRestNull() async throws {
+        let fake = try FakeVerifyReceipt()
+        var configuration = try AppStoreConfiguration.fromEnvironment([
+            "RECEIPTGATE_APPSTORE_SHARED_SECRET": "shh",
+            "RECEIPTGATE_APPSTORE_VERIFY_RECEIPT_PRODUCTION_URL": "http://127.0.0.1:\(fake.production.port)/verifyReceipt",
+            "RECEIPTGATE_APPSTORE_VERIFY_RECEIPT_SANDBOX_URL": "http://127.0.0.1:\(fake.sandbox.port)/verifyReceipt",
+        ])
+        configuration.trustRoots = []
+        let provider = AppStoreProvider(verifier: AppStoreSignedDataVerifier(trustRoots: []), configuration: configuration, http: HTTPClientForTests.fast())
+        let receipt = try TestReceipts.sign(TestReceipts.payload(), streamed: true)
+        let purchases = try await provider.verify(evidence: receipt, context: .init(appIdentifiers: ["com.example.game"], environments: [.sandbox]))
+        let purchase = try #require(purchases.first)
+        #expect(purchase.transactionID == "2000000000000501")
+        #expect(purchase.environment == .sandbox)
+        #expect(purchase.quantity == 1)
+        #expect(purchase.productID == "gems.100")
+        #expect(purchase.purchaseDate == Date(timeIntervalSince1970: 1_760_597_486))
+        #expect(purchase.kind == nil && purchase.priceMilliunits == nil && purchase.currency == nil && purchase.storefront == nil && purchase.ownership == nil)
+
+        // Without a shared secret or API key, SK1 cannot be confirmed: a server-side problem, not the player's.
+        let unconfigured = AppStoreProvider(verifier: AppStoreSignedDataVerifier(trustRoots: []))
+        do {
+            _ = try await unconfigured.verify(evidence: receipt, context: .init(appIdentifiers: ["com.example.game"], environments: [.sandbox]))
+            Issue.record("an SK1 receipt was accepted with no way to confirm it")
+        } catch let error as StoreVerificationError {
+            #expect(error.code == .verifierError)
+        }
+        await fake.shutdown()
+    }
+}
+
+import ReceiptCore

@@ -15,9 +15,13 @@ import TestSupport
         var environment = try await Binary.databaseEnvironment()
         environment["RECEIPTGATE_APPLE_ROOT_CERTS"] = root.path
         environment["RECEIPTGATE_LOG_LEVEL"] = "warning"
-        let created = try await Binary.run(["client", "create", "--name", "g", "--bundle-id", "com.example.game", "--environments", "sandbox"], environment)
+        let receiver = try WebhookReceiver()
+        receiver.up.set(true)
+        let created = try await Binary.run(["client", "create", "--name", "g", "--bundle-id", "com.example.game", "--environments", "sandbox",
+                                            "--webhook-url", receiver.url], environment)
         let object = try Binary.json(created.stdout)
         let clientID = try #require(object["client_id"] as? String), secret = try #require(object["client_secret"] as? String)
+        receiver.secret.set(secret)
 
         var servers: [(ChildProcess, Int)] = []
         for _ in 0..<3 {
@@ -53,11 +57,52 @@ import TestSupport
         defer { pool.shutdown() }
         #expect(try await pool.query("SELECT count(*) AS n FROM transactions")[0].decode("n", as: Int.self) == 1)
         #expect(try await pool.query("SELECT count(*) AS n FROM verification_attempts WHERE outcome = 'verified'")[0].decode("n", as: Int.self) == 200)
+        // Three outbox workers, one event: delivered once, not once per process.
+        for _ in 0..<100 where receiver.acknowledged.isEmpty { try await Task.sleep(for: .milliseconds(50)) }
+        try await Task.sleep(for: .seconds(1))
+        #expect(receiver.acknowledged.count == 1)
+        #expect(receiver.acknowledged.first?.type == "transaction.verified")
+        #expect(receiver.acknowledged.first?.signatureValid == true)
+        await receiver.server.shutdown()
+
         // All three processes really served requests.
         for (server, _) in servers {
             server.send(SIGTERM)
             #expect(try await server.wait(timeout: .seconds(30)) == 0)
             #expect(server.stderr.contains("\"http.route\":\"/v1/verify\""))
         }
+    }
+
+    /// A 200 is sent only after the commit: killing the server the instant it answered loses nothing.
+    @Test func anAcknowledgedVerificationSurvivesKillNine() async throws {
+        let pki = try AppleTestPKI()
+        let root = TestDatabase.temporaryDirectory("kill9").appendingPathComponent("root.der")
+        try pki.root.derEncoded.write(to: root)
+        var environment = try await Binary.databaseEnvironment()
+        environment["RECEIPTGATE_APPLE_ROOT_CERTS"] = root.path
+        let created = try Binary.json(try await Binary.run(["client", "create", "--name", "g", "--bundle-id", "com.example.game",
+                                                            "--environments", "sandbox"], environment).stdout)
+        let clientID = try #require(created["client_id"] as? String), secret = try #require(created["client_secret"] as? String)
+
+        func start() async throws -> (ChildProcess, Int) {
+            var variables = environment
+            variables["RECEIPTGATE_PORT"] = "0"
+            let server = try ChildProcess.launch(Binary.path, ["serve"], environment: Binary.environment(variables))
+            let line = try await server.waitForStderrLine(containing: "\"listening\"")
+            return (server, try #require(Int((try Binary.json(line)["url"] as? String)?.split(separator: ":").last ?? "")))
+        }
+        let (first, port) = try await start()
+        let receipt = try pki.sign(AppleTestPKI.transaction(["transactionId": "2000000000008001"]))
+        let answer = try await SignedClient(port: port, clientID: clientID, secret: secret).post("/v1/verify", json: ["store": "app_store", "receipt": receipt])
+        #expect(answer.status == 200)
+        first.send(SIGKILL)
+        _ = try await first.wait(timeout: .seconds(10))
+
+        let (second, newPort) = try await start()
+        let found = try await SignedClient(port: newPort, clientID: clientID, secret: secret).get("/v1/transactions/app_store/2000000000008001")
+        #expect(found.status == 200)
+        #expect((try found.json()["transaction"] as? [String: Any])?["id"] as? Int == (try answer.json()["transaction"] as? [String: Any])?["id"] as? Int)
+        second.send(SIGTERM)
+        _ = try await second.wait(timeout: .seconds(30))
     }
 }
