@@ -111,13 +111,18 @@ public struct Ledger: Sendable {
 /// Messages owed to game servers, written in the same database transaction as the change they
 /// announce. (Delivery is the outbox worker's.)
 enum Outbox {
+    /// What every webhook carries: a stable event id (the same on every retry), its type, its data.
+    struct Envelope<Payload: Encodable>: Encodable {
+        let eventID: String
+        let type: String
+        let data: Payload
+        enum CodingKeys: String, CodingKey { case eventID = "event_id", type, data }
+    }
+
     static func enqueue(_ connection: PostgresConnection, client: Client, type: String, aggregateKey: String,
                         payload: [String: LedgerTransaction]) throws {
         let eventID = UUID()
-        var body = try JSONEncoder.receiptGateStorage.encode(payload)
-        // Wrap with the envelope every webhook carries.
-        let envelope = #"{"event_id":"\#(eventID.uuidString.lowercased())","type":"\#(type)","data":"# + String(decoding: body, as: UTF8.self) + "}"
-        body = Data(envelope.utf8)
+        let body = try JSONEncoder.receiptGateStorage.encode(Envelope(eventID: eventID.uuidString.lowercased(), type: type, data: payload))
         try connection.execute("""
             INSERT INTO outbox (event_id, client_id, event_type, aggregate_key, payload)
             VALUES (\(eventID), \(client.clientID), \(type), \(aggregateKey), \(String(decoding: body, as: UTF8.self))::jsonb)
