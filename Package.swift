@@ -41,10 +41,13 @@ let package = Package(
         // Store providers (see Providers/README.md).
         .target(name: "AppStore", dependencies: ["ReceiptCore", "Crypto", "HTTPClient"], path: "Providers/AppStore",
                 swiftSettings: swiftSettings),
+        // Dialect providers.
+        .target(name: "AlogameGateway", dependencies: ["ReceiptCore"], path: "Providers/AlogameGateway",
+                swiftSettings: swiftSettings),
 
         .executableTarget(
             name: "receiptgate",
-            dependencies: ["ReceiptGate", "ReceiptCore", "Crypto", "Postgres", "HTTPServer", "AppStore"],
+            dependencies: ["ReceiptGate", "ReceiptCore", "Crypto", "Postgres", "HTTPServer", "AppStore", "AlogameGateway"],
             swiftSettings: swiftSettings
         ),
 
@@ -62,7 +65,7 @@ let package = Package(
                     resources: [.copy("Fixtures")], swiftSettings: swiftSettings),
         .testTarget(
             name: "ReceiptGateTests",
-            dependencies: ["ReceiptGate", "ReceiptCore", "Crypto", "Postgres", "HTTPServer", "TestSupport", "AppStore"],
+            dependencies: ["ReceiptGate", "ReceiptCore", "Crypto", "Postgres", "HTTPServer", "TestSupport", "AppStore", "AlogameGateway"],
             swiftSettings: swiftSettings
         ),
     ]

@@ -10,9 +10,10 @@
 #   openssl                    the openssl command, used by tests as an independent cross-check
 #   python3, python3-venv      runs Apple's app-store-server-library (from PyPI) as a test oracle
 #   curl                       a test runs the README's curl example against the service
+#   nodejs                     runs a gateway client written from the seed's Node.js example (tests)
 set -euo pipefail
 
-packages=(libssl-dev libpq-dev libcurl4-openssl-dev libmicrohttpd-dev pkg-config postgresql openssl python3 python3-venv curl)
+packages=(libssl-dev libpq-dev libcurl4-openssl-dev libmicrohttpd-dev pkg-config postgresql openssl python3 python3-venv curl nodejs)
 missing=()
 for package in "${packages[@]}"; do
     if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then

@@ -1,6 +1,7 @@
 import Crypto
 public import Foundation
 public import HTTPServer
+public import ReceiptCore
 
 /// The HMAC request signature shared by the native API and the Alogame gateway:
 /// `X-Client-ID`, `X-Timestamp` (unix seconds, within 300 s of ours) and
@@ -17,17 +18,37 @@ public struct ClientAuthentication: Sendable {
 
     /// The authenticated client, or a 401 `UNAUTHORIZED` that does not say which part failed.
     public func authenticate(_ request: HTTPRequest) async throws -> Client {
-        guard let clientID = request.headers["X-Client-ID"], !clientID.isEmpty, clientID.count <= 64,
-              let timestampText = request.headers["X-Timestamp"], let timestamp = Int64(timestampText),
-              let signature = request.headers["X-Signature"], let signatureBytes = Hex.decode(signature), signatureBytes.count == 32
-        else { throw Self.refused("missing or malformed X-Client-ID, X-Timestamp or X-Signature") }
-        guard abs(now().timeIntervalSince1970 - Double(timestamp)) <= Self.window else {
-            throw Self.refused("X-Timestamp is more than 300 seconds from the server's clock")
+        do {
+            return try await authenticate(header: { request.headers[$0] }, body: request.body, rejectReplays: false)
+        } catch let refused as AuthenticationRefused {
+            throw Self.refused(refused.message)
         }
-        guard let (client, secret) = try await clients.secret(for: clientID) else { throw Self.refused("invalid credentials or signature") }
-        let message = Self.message(clientID: clientID, timestamp: timestampText, body: request.body)
+    }
+
+    /// The same check from plain headers; with `rejectReplays`, a signature seen before within the
+    /// window is refused, remembered in Postgres so every process agrees.
+    public func authenticate(header: (String) -> String?, body: Data, rejectReplays: Bool) async throws -> Client {
+        guard let clientID = header("X-Client-ID"), !clientID.isEmpty, clientID.count <= 64,
+              let timestampText = header("X-Timestamp"), let timestamp = Int64(timestampText),
+              let signature = header("X-Signature"), let signatureBytes = Hex.decode(signature), signatureBytes.count == 32
+        else { throw AuthenticationRefused("missing or malformed X-Client-ID, X-Timestamp or X-Signature") }
+        guard abs(now().timeIntervalSince1970 - Double(timestamp)) <= Self.window else {
+            throw AuthenticationRefused("X-Timestamp is more than 300 seconds from the server's clock")
+        }
+        guard let (client, secret) = try await clients.secret(for: clientID) else { throw AuthenticationRefused("invalid credentials or signature") }
+        let message = Self.message(clientID: clientID, timestamp: timestampText, body: body)
         guard HMACSHA256.isValid(signatureBytes, key: Data(secret.utf8), message: Data(message.utf8)) else {
-            throw Self.refused("invalid credentials or signature")
+            throw AuthenticationRefused("invalid credentials or signature")
+        }
+        if rejectReplays {
+            let fresh = try await clients.pool.query("""
+                WITH cleanup AS (DELETE FROM request_signatures WHERE expires_at < now() - interval '1 minute')
+                INSERT INTO request_signatures (signature, expires_at)
+                VALUES (\("\(clientID):\(Hex.encode(signatureBytes))"), now() + make_interval(secs => \(Int(Self.window) * 2)))
+                ON CONFLICT (signature) DO NOTHING
+                RETURNING signature
+                """)
+            guard !fresh.isEmpty else { throw AuthenticationRefused("this signed request was already received (replay)") }
         }
         return client
     }

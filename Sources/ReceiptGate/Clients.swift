@@ -43,7 +43,7 @@ public struct ClientSettings: Sendable {
 /// Clients in Postgres. Secrets are stored only as AES-256-GCM boxes and returned only by
 /// `create` and `rotateSecret` (to show once) and `secret(for:)` (to check a signature).
 public struct ClientStore: Sendable {
-    let pool: PostgresPool
+    public let pool: PostgresPool
     let secrets: SecretBox
 
     public init(pool: PostgresPool, secrets: SecretBox) {

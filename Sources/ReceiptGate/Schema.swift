@@ -130,5 +130,12 @@ public enum Schema {
             ALTER TABLE outbox ADD COLUMN lease_until timestamptz;
             CREATE INDEX outbox_aggregate ON outbox (client_id, aggregate_key, id) WHERE status = 'pending';
             """),
+        Migration(version: 5, name: "request_signatures", sql: """
+            CREATE TABLE request_signatures (
+                signature text PRIMARY KEY,
+                expires_at timestamptz NOT NULL
+            );
+            CREATE INDEX request_signatures_expiry ON request_signatures (expires_at);
+            """),
     ]
 }

@@ -13,6 +13,7 @@ public final class Service: @unchecked Sendable {
     public let clients: ClientStore
     public let metrics = Metrics()
     public let storeProviders: [any NotificationReceiving]
+    public let dialects: [any DialectProvider]
     private var server: HTTPServer?
     private var outboxWorker: OutboxWorker?
     /// How the outbox worker paces deliveries (tests shorten the delays).
@@ -21,9 +22,10 @@ public final class Service: @unchecked Sendable {
     public private(set) var routeTable: [(method: String, pattern: String)] = []
 
     public init(configuration: ServiceConfiguration, logger: Logger, database: Database,
-                storeProviders: [any NotificationReceiving] = []) throws {
+                storeProviders: [any NotificationReceiving] = [], dialects: [any DialectProvider] = []) throws {
         self.configuration = configuration
         self.storeProviders = storeProviders
+        self.dialects = dialects
         self.logger = logger
         self.database = database
         let master = try SecretBox.loadMasterKey(configured: configuration.masterKey, dataDirectory: configuration.dataDirectory)
@@ -53,6 +55,7 @@ public final class Service: @unchecked Sendable {
         let authentication = ClientAuthentication(clients: clients)
         NativeAPIRoutes(pipeline: pipeline, authentication: authentication, logger: logger).register(on: &router)
         ReadAPIRoutes(pool: database.pool, authentication: authentication).register(on: &router)
+        CoreForDialects.register(dialects, core: CoreForDialects(authentication: authentication, clients: clients, pipeline: pipeline), on: &router)
         if let token = configuration.adminToken { WebhookAdmin(pool: database.pool).register(on: &router, token: token) }
 
         let responder = router.build(handlerTimeout: .seconds(configuration.requestTimeoutSeconds))

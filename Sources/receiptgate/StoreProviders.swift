@@ -1,7 +1,15 @@
+import AlogameGateway
 import AppStore
 import Foundation
 import ReceiptCore
 import ReceiptGate
+
+/// The one list of dialects this binary speaks. Adding a dialect: one line here.
+enum Dialects {
+    static func all() -> [any DialectProvider] {
+        [AlogameGateway()]
+    }
+}
 
 /// The one list of store providers this binary serves. Adding a store: one line here.
 enum StoreProviders {

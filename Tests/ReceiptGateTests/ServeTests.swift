@@ -3,6 +3,7 @@ import Postgres
 import ReceiptCore
 import ReceiptGate
 import AppStore
+import AlogameGateway
 import Testing
 import TestSupport
 
@@ -86,7 +87,7 @@ private func startServer(_ environment: [String: String]) async throws -> (Child
         configuration.adminToken = String(repeating: "t", count: 24)
         let logger = Logger(minimumLevel: .error)
         let service = try Service(configuration: configuration, logger: logger, database: try Database.open(configuration, logger: logger),
-                                  storeProviders: [try AppStoreProvider.fromEnvironment([:])])
+                                  storeProviders: [try AppStoreProvider.fromEnvironment([:])], dialects: [AlogameGateway()])
         try await service.start()
         let document = try await RawHTTP.request(port: service.port, path: "/openapi.yaml").text
         var documented = Set<String>()

@@ -1,0 +1,161 @@
+public import Foundation
+public import ReceiptCore
+
+/// The Alogame IAP Gateway contract (seed 000), to the letter: a game server written from that
+/// page works unchanged against ReceiptGate. Everything real happens in the core; this type only
+/// translates the wire format and owns the one status table of this dialect.
+public struct AlogameGateway: DialectProvider {
+    public let name = "alogame-gateway"
+
+    public init() {}
+
+    public func routes(core: any DialectCore) -> [DialectRoute] {
+        [DialectRoute(method: "POST", path: "/iap/gateway/verify") { request in await Self.verify(request, core: core) }]
+    }
+
+    // MARK: - POST /iap/gateway/verify
+
+    static func verify(_ request: DialectRequest, core: any DialectCore) async -> DialectResponse {
+        let client: ClientInfo
+        do {
+            client = try await core.authenticate(headers: request.headers, body: request.body, rejectReplays: true)
+        } catch {
+            return failure(401, "UNAUTHORIZED", error.message)
+        }
+        let body: VerifyBody
+        switch VerifyBody.parse(request.body) {
+        case .success(let parsed): body = parsed
+        case .failure(let refusal): return failure(400, refusal.code, refusal.message)
+        }
+        var verification = DialectVerifyRequest(store: .appStore, evidence: body.receipt, requestID: request.requestID)
+        verification.productID = body.productID
+        verification.playerID = body.playerID
+        verification.characterID = body.characterID
+        verification.serverID = body.serverID
+        do {
+            let outcome = try await core.verify(verification, client: client)
+            if outcome.duplicate {
+                return failure(409, "DUPLICATE_TRANSACTION", "transaction \(outcome.transaction.transactionID) was already verified")
+            }
+            return .json(Success(transaction: outcome.transaction))
+        } catch let error as StoreVerificationError {
+            let (status, code) = errorTable(error.code)
+            return failure(status, code, "\(error.reason): \(error.message)")
+        } catch {
+            return failure(502, "VERIFIER_ERROR", "unexpected error; safe to retry")
+        }
+    }
+
+    /// The seed's error table: shared code → (HTTP status, this dialect's `error`).
+    static func errorTable(_ code: ErrorCode) -> (Int, String) {
+        switch code {
+        case .duplicateTransaction: (409, "DUPLICATE_TRANSACTION")
+        case .productMismatch: (422, "PRODUCT_MISMATCH")
+        case .environmentMismatch: (412, "ENVIRONMENT_MISMATCH")
+        case .verificationFailed, .bundleMismatch: (422, "VERIFICATION_FAILED")
+        case .verifierError, .rateLimited: (502, "VERIFIER_ERROR")
+        case .missingFields, .invalidField, .payloadTooLarge, .notFound: (400, "MISSING_FIELDS")
+        case .unauthorized: (401, "UNAUTHORIZED")
+        }
+    }
+
+    static func failure(_ status: Int, _ code: String, _ message: String) -> DialectResponse {
+        .json(Failure(error: code, message: message), status: status)
+    }
+
+    struct Failure: Encodable {
+        let success = false
+        let error: String
+        let message: String
+    }
+
+    /// The request body, read leniently as JSON so that every mistake gets the seed's code.
+    struct VerifyBody {
+        var receipt: String
+        var productID: String
+        var osID: Int
+        var playerID: String?, characterID: String?, serverID: String?, gameVersion: String?
+
+        struct Refusal: Error { let code: String; let message: String }
+
+        private struct OSIDProbe: Decodable {
+            let osID: Int?
+            enum CodingKeys: String, CodingKey { case osID = "os_id" }
+            init(from decoder: any Decoder) throws {
+                osID = try? decoder.container(keyedBy: CodingKeys.self).decode(Int.self, forKey: .osID)
+            }
+        }
+
+        static func parse(_ data: Data) -> Result<VerifyBody, Refusal> {
+            guard let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else {
+                return .failure(Refusal(code: "MISSING_FIELDS", message: "the body must be a JSON object"))
+            }
+            let missing = ["receipt", "product_id", "os_id"].filter { key in
+                guard let value = object[key], !(value is NSNull) else { return true }
+                return (value as? String)?.isEmpty == true
+            }
+            guard missing.isEmpty else {
+                return .failure(Refusal(code: "MISSING_FIELDS", message: "missing required field(s): \(missing.joined(separator: ", "))"))
+            }
+            guard let receipt = object["receipt"] as? String, let productID = object["product_id"] as? String else {
+                return .failure(Refusal(code: "MISSING_FIELDS", message: "receipt and product_id must be strings"))
+            }
+            // Typed decoding, so a boolean, a string or a fraction is not taken for a number.
+            guard let osID = (try? JSONDecoder().decode(OSIDProbe.self, from: data))?.osID, [1, 2].contains(osID) else {
+                return .failure(Refusal(code: "INVALID_OS_ID", message: "os_id must be 1 (Android) or 2 (iOS)"))
+            }
+            guard osID == 2 else {
+                return .failure(Refusal(code: "INVALID_OS_ID", message: "os_id 1 (Android) is not verified by this gateway yet; only 2 (iOS)"))
+            }
+            var body = VerifyBody(receipt: receipt, productID: productID, osID: osID)
+            for (key, path) in [("player_id", \VerifyBody.playerID), ("character_id", \.characterID), ("server_id", \.serverID),
+                                ("game_version", \.gameVersion)] {
+                guard let value = object[key], !(value is NSNull) else { continue }
+                guard let text = value as? String, text.count <= 256 else {
+                    return .failure(Refusal(code: "MISSING_FIELDS", message: "\(key) must be a string of at most 256 characters"))
+                }
+                body[keyPath: path] = text
+            }
+            return .success(body)
+        }
+    }
+
+    /// The seed's success body. Every `receipt_info` field is present; SK1 leaves type,
+    /// storefront, price, currency and in_app_ownership_type null.
+    struct Success: Encodable {
+        let transaction: RecordedTransaction
+
+        enum Keys: String, CodingKey { case success, transactionID = "transaction_id", productID = "product_id", receiptInfo = "receipt_info" }
+        enum InfoKeys: String, CodingKey {
+            case platform, environment, quantity, purchaseDateMs = "purchase_date_ms", originalTransactionID = "original_transaction_id"
+            case type, storefront, price, currency, inAppOwnershipType = "in_app_ownership_type"
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: Keys.self)
+            try container.encode(true, forKey: .success)
+            try container.encode(transaction.transactionID, forKey: .transactionID)
+            try container.encode(transaction.productID, forKey: .productID)
+            var info = container.nestedContainer(keyedBy: InfoKeys.self, forKey: .receiptInfo)
+            try info.encode("ios", forKey: .platform)
+            try info.encode(transaction.environment == .production ? "Production" : "Sandbox", forKey: .environment)
+            try info.encode(transaction.quantity, forKey: .quantity)
+            try info.encode(transaction.purchaseDate.map { Int64(($0.timeIntervalSince1970 * 1000).rounded()) }, forKey: .purchaseDateMs)
+            try info.encode(transaction.originalTransactionID, forKey: .originalTransactionID)
+            try info.encode(transaction.kind.map(Self.appleType), forKey: .type)
+            try info.encode(transaction.storefront, forKey: .storefront)
+            try info.encode(transaction.priceMilliunits, forKey: .price)
+            try info.encode(transaction.currency, forKey: .currency)
+            try info.encode(transaction.ownership.map { $0 == .familyShared ? "FAMILY_SHARED" : "PURCHASED" }, forKey: .inAppOwnershipType)
+        }
+
+        static func appleType(_ kind: ProductKind) -> String {
+            switch kind {
+            case .consumable: "Consumable"
+            case .nonConsumable: "Non-Consumable"
+            case .autoRenewableSubscription: "Auto-Renewable Subscription"
+            case .nonRenewingSubscription: "Non-Renewing Subscription"
+            }
+        }
+    }
+}

@@ -1,0 +1,127 @@
+public import Foundation
+
+/// The client a dialect request was authenticated as.
+public struct ClientInfo: Sendable, Equatable {
+    public let clientID: String
+    public let gameID: Int64?
+
+    public init(clientID: String, gameID: Int64?) {
+        self.clientID = clientID
+        self.gameID = gameID
+    }
+}
+
+/// A transaction as the ledger recorded it, for dialects to render in their own shape.
+public struct RecordedTransaction: Sendable, Equatable {
+    public var managementID: Int64
+    public var store: StoreID
+    public var environment: StoreEnvironment
+    public var transactionID: String
+    public var originalTransactionID: String?
+    public var productID: String?
+    public var kind: ProductKind?
+    public var quantity: Int?
+    public var priceMilliunits: Int64?
+    public var currency: String?
+    public var storefront: String?
+    public var purchaseDate: Date?
+    public var ownership: Ownership?
+    public var state: String
+    public var firstVerifiedAt: Date
+
+    public init(managementID: Int64, store: StoreID, environment: StoreEnvironment, transactionID: String, state: String, firstVerifiedAt: Date) {
+        self.managementID = managementID
+        self.store = store
+        self.environment = environment
+        self.transactionID = transactionID
+        self.state = state
+        self.firstVerifiedAt = firstVerifiedAt
+    }
+}
+
+/// What a dialect asks the core to verify.
+public struct DialectVerifyRequest: Sendable {
+    public var store: StoreID
+    public var evidence: String
+    public var productID: String?
+    public var accountToken: String?
+    public var playerID: String?
+    public var characterID: String?
+    public var serverID: String?
+    public var requestID: String
+
+    public init(store: StoreID, evidence: String, requestID: String) {
+        self.store = store
+        self.evidence = evidence
+        self.requestID = requestID
+    }
+}
+
+/// A request as a dialect sees it (no HTTP library types cross into providers).
+public struct DialectRequest: Sendable {
+    public let method: String
+    public let path: String
+    /// Header names lower-cased.
+    public let headers: [String: String]
+    public let body: Data
+    public let requestID: String
+
+    public init(method: String, path: String, headers: [String: String], body: Data, requestID: String) {
+        self.method = method
+        self.path = path
+        self.headers = headers
+        self.body = body
+        self.requestID = requestID
+    }
+}
+
+public struct DialectResponse: Sendable {
+    public let status: Int
+    public let body: Data
+
+    public init(status: Int, body: Data) {
+        self.status = status
+        self.body = body
+    }
+
+    public static func json(_ value: some Encodable, status: Int = 200) -> DialectResponse {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return DialectResponse(status: status, body: (try? encoder.encode(value)) ?? Data("{}".utf8))
+    }
+}
+
+public struct DialectRoute: Sendable {
+    public let method: String
+    public let path: String
+    public let handler: @Sendable (DialectRequest) async -> DialectResponse
+
+    public init(method: String, path: String, handler: @escaping @Sendable (DialectRequest) async -> DialectResponse) {
+        self.method = method
+        self.path = path
+        self.handler = handler
+    }
+}
+
+/// Why the core refused a dialect's request to authenticate.
+public struct AuthenticationRefused: Error, Sendable, CustomStringConvertible {
+    public let message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}
+
+/// The core as dialects see it: authentication with the shared HMAC scheme and verification
+/// through the one pipeline and ledger. Dialects hold no SQL and no store logic of their own.
+public protocol DialectCore: Sendable {
+    /// Checks `X-Client-ID`, `X-Timestamp`, `X-Signature` over `body`. With `rejectReplays`, a
+    /// signature already accepted within the time window is refused (across all processes).
+    func authenticate(headers: [String: String], body: Data, rejectReplays: Bool) async throws(AuthenticationRefused) -> ClientInfo
+    /// Verifies and records; throws `StoreVerificationError`.
+    func verify(_ request: DialectVerifyRequest, client: ClientInfo) async throws -> (transaction: RecordedTransaction, duplicate: Bool)
+}
+
+/// An HTTP contract existing integrations speak, translated to and from the core.
+public protocol DialectProvider: Sendable {
+    var name: String { get }
+    func routes(core: any DialectCore) -> [DialectRoute]
+}

@@ -1,0 +1,142 @@
+import AlogameGateway
+import AppStore
+import Crypto
+import Foundation
+import ReceiptCore
+import ReceiptGate
+import Testing
+import TestSupport
+
+/// Seed 000's /iap/gateway/verify, driven by a Node.js client written from the seed's example.
+@Suite struct AlogameGatewayVerify {
+    struct Gateway {
+        let harness: VerifyHarness
+
+        static func start(environments: [StoreEnvironment]) async throws -> Gateway {
+            let pki = try AppleTestPKI()
+            var configuration = ServiceConfiguration()
+            configuration.port = 0
+            configuration.databaseURL = try await TestDatabase.makeDatabase(prefix: "alogame")
+            configuration.masterKey = Data(repeating: 8, count: 32)
+            configuration.dataDirectory = TestDatabase.temporaryDirectory("alogame")
+            let logger = Logger(minimumLevel: .error)
+            let database = try Database.open(configuration, logger: logger)
+            let provider = AppStoreProvider(verifier: AppStoreSignedDataVerifier(trustRoots: [pki.root]))
+            let service = try Service(configuration: configuration, logger: logger, database: database,
+                                      storeProviders: [provider], dialects: [AlogameGateway()])
+            try await service.start()
+            let created = try await service.clients.create(VerifyHarness.settings(environments: environments, gameID: 42))
+            return Gateway(harness: VerifyHarness(service: service, pool: database.pool, pki: pki,
+                                                  client: SignedClient(port: service.port, clientID: created.client.clientID, secret: created.secret)))
+        }
+
+        /// Runs the Node client; returns each response's status and JSON body.
+        func node(_ body: String, timestampShift: Int = 0, sendTwice: Bool = false, secret: String? = nil) async throws -> [(Int, [String: Any])] {
+            let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Node/alogame_client.mjs").path
+            let result = try await ChildProcess.run("/usr/bin/node", [script], environment: [
+                "PATH": "/usr/bin:/bin", "GATEWAY_URL": "http://127.0.0.1:\(harness.client.port)", "CLIENT_ID": harness.client.clientID,
+                "CLIENT_SECRET": secret ?? harness.client.secret, "BODY": body, "TIMESTAMP_SHIFT": String(timestampShift),
+                "SEND_TWICE": sendTwice ? "1" : "0", "NODE_NO_WARNINGS": "1",
+            ])
+            #expect(result.status == 0, "node failed: \(result.stderr)")
+            return try result.stdout.split(separator: "\n").map { line in
+                let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+                return (try #require(object["status"] as? Int), object["body"] as? [String: Any] ?? [:])
+            }
+        }
+
+        func json(_ fields: [String: Any]) throws -> String {
+            String(decoding: try JSONSerialization.data(withJSONObject: fields), as: UTF8.self)
+        }
+    }
+
+    @Test func successThenDuplicateExactlyAsTheSeedSays() async throws {
+        let gateway = try await Gateway.start(environments: [.production, .sandbox])
+        let receipt = try gateway.harness.pki.sign(AppleTestPKI.transaction([
+            "transactionId": "2000000100000000", "originalTransactionId": "2000000100000000", "productId": "gems100",
+            "storefront": "VNM", "price": 10000, "currency": "VND", "purchaseDate": Int64(1_716_389_123_000),
+        ]))
+        let body = try gateway.json(["receipt": receipt, "product_id": "gems100", "os_id": 2, "player_id": "player-001",
+                                     "character_id": "char-001", "server_id": "server-1", "game_version": "1.0.0"])
+        let first = try await gateway.node(body)
+        #expect(first.count == 1)
+        let (status, json) = first[0]
+        #expect(status == 200)
+        #expect(json["success"] as? Bool == true)
+        #expect(json["transaction_id"] as? String == "2000000100000000")
+        #expect(json["product_id"] as? String == "gems100")
+        let info = try #require(json["receipt_info"] as? [String: Any])
+        #expect(Set(info.keys) == ["platform", "environment", "quantity", "purchase_date_ms", "original_transaction_id", "type",
+                                   "storefront", "price", "currency", "in_app_ownership_type"])
+        #expect(info["platform"] as? String == "ios")
+        #expect(info["environment"] as? String == "Sandbox")
+        #expect(info["quantity"] as? Int == 1)
+        #expect(info["purchase_date_ms"] as? Int == 1_716_389_123_000)
+        #expect(info["original_transaction_id"] as? String == "2000000100000000")
+        #expect(info["type"] as? String == "Consumable")
+        #expect(info["storefront"] as? String == "VNM")
+        #expect(info["price"] as? Int == 10000)
+        #expect(info["currency"] as? String == "VND")
+        #expect(info["in_app_ownership_type"] as? String == "PURCHASED")
+
+        // The same receipt again, freshly signed a second later: 409, as the seed's SDK expects.
+        try await Task.sleep(for: .milliseconds(1100))
+        let again = try await gateway.node(body)
+        #expect(again[0].0 == 409)
+        #expect(again[0].1["success"] as? Bool == false)
+        #expect(again[0].1["error"] as? String == "DUPLICATE_TRANSACTION")
+        // player/server ids were recorded.
+        let row = try await gateway.harness.pool.query("SELECT player_id, character_id, server_id FROM transactions")[0]
+        #expect(try row.decode("player_id", as: String.self) == "player-001")
+        #expect(try row.decode("server_id", as: String.self) == "server-1")
+        await gateway.harness.service.shutdown()
+    }
+
+    @Test func everyRowOfTheSeedsErrorTable() async throws {
+        let gateway = try await Gateway.start(environments: [.production])
+        let pki = gateway.harness.pki
+        let production = try pki.sign(AppleTestPKI.transaction(["environment": "Production", "productId": "gems100"]))
+        let sandbox = try pki.sign(AppleTestPKI.transaction(["transactionId": "2000000000000777", "productId": "gems100"]))
+        let cases: [(String, Int, String)] = [
+            (try gateway.json(["receipt": production, "product_id": "gems500", "os_id": 2]), 422, "PRODUCT_MISMATCH"),
+            (try gateway.json(["receipt": sandbox, "product_id": "gems100", "os_id": 2]), 412, "ENVIRONMENT_MISMATCH"),
+            (try gateway.json(["receipt": try AppleTestPKI().sign(AppleTestPKI.transaction(["environment": "Production"])), "product_id": "gems.100", "os_id": 2]),
+             422, "VERIFICATION_FAILED"),
+            (try gateway.json(["receipt": "not a receipt", "product_id": "gems100", "os_id": 2]), 422, "VERIFICATION_FAILED"),
+            (try gateway.json(["product_id": "gems100", "os_id": 2]), 400, "MISSING_FIELDS"),
+            (try gateway.json(["receipt": production, "os_id": 2]), 400, "MISSING_FIELDS"),
+            (try gateway.json(["receipt": production, "product_id": "gems100"]), 400, "MISSING_FIELDS"),
+            (try gateway.json(["receipt": production, "product_id": "gems100", "os_id": 3]), 400, "INVALID_OS_ID"),
+            (try gateway.json(["receipt": production, "product_id": "gems100", "os_id": "2"]), 400, "INVALID_OS_ID"),
+            (try gateway.json(["receipt": production, "product_id": "gems100", "os_id": true]), 400, "INVALID_OS_ID"),
+            (try gateway.json(["receipt": production, "product_id": "gems100", "os_id": 1]), 400, "INVALID_OS_ID"),
+            ("{\"receipt\": ", 400, "MISSING_FIELDS"),
+        ]
+        for (body, status, code) in cases {
+            let response = try await gateway.node(body)[0]
+            #expect(response.0 == status, "\(code): got \(response.0) \(response.1)")
+            #expect(response.1["success"] as? Bool == false)
+            #expect(response.1["error"] as? String == code, "\(response.1)")
+            #expect(response.1["message"] is String)
+        }
+        let valid = try gateway.json(["receipt": production, "product_id": "gems100", "os_id": 2])
+        let wrongSecret = try await gateway.node(valid, secret: "not-the-secret")[0]
+        #expect(wrongSecret.0 == 401)
+        #expect(wrongSecret.1["error"] as? String == "UNAUTHORIZED")
+        #expect(try await gateway.node(valid, timestampShift: -301)[0].0 == 401)
+        #expect(try await gateway.node(valid, timestampShift: 301)[0].0 == 401)
+        // Beyond the seed: the very same signed request twice is a replay.
+        let replayed = try await gateway.node(valid, sendTwice: true)
+        #expect(replayed.map(\.0) == [200, 401])
+        #expect(replayed[1].1["error"] as? String == "UNAUTHORIZED")
+        await gateway.harness.service.shutdown()
+    }
+
+    @Test func allowSandboxIsTheClientsEnvironments() async throws {
+        let gateway = try await Gateway.start(environments: [.production, .sandbox])
+        let sandbox = try gateway.harness.pki.sign(AppleTestPKI.transaction(["productId": "gems100"]))
+        let response = try await gateway.node(try gateway.json(["receipt": sandbox, "product_id": "gems100", "os_id": 2]))[0]
+        #expect(response.0 == 200)
+        await gateway.harness.service.shutdown()
+    }
+}
