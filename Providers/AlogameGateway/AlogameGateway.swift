@@ -4,13 +4,36 @@ public import ReceiptCore
 /// The Alogame IAP Gateway contract (seed 000), to the letter: a game server written from that
 /// page works unchanged against ReceiptGate. Everything real happens in the core; this type only
 /// translates the wire format and owns the one status table of this dialect.
-public struct AlogameGateway: DialectProvider {
+public struct AlogameGateway: DialectProvider, RefundCallbackRendering {
     public let name = "alogame-gateway"
 
     public init() {}
 
     public func routes(core: any DialectCore) -> [DialectRoute] {
         [DialectRoute(method: "POST", path: "/iap/gateway/verify") { request in await Self.verify(request, core: core) }]
+    }
+
+    // MARK: - Refund callback (Alogame → game server)
+
+    /// The seed's body: `transaction_id`, `product_id`, `revocation_date` (epoch ms), `revocation_reason`
+    /// (Apple's code), `game_id`. Signing and delivery are the core's outbox.
+    public func refundCallbackBody(_ event: RefundEvent) -> Data? {
+        struct Body: Encodable {
+            let event: RefundEvent
+            enum Keys: String, CodingKey {
+                case transactionID = "transaction_id", productID = "product_id", revocationDate = "revocation_date"
+                case revocationReason = "revocation_reason", gameID = "game_id"
+            }
+            func encode(to encoder: any Encoder) throws {
+                var container = encoder.container(keyedBy: Keys.self)
+                try container.encode(event.transactionID, forKey: .transactionID)
+                try container.encode(event.productID, forKey: .productID)
+                try container.encode(event.revocationDate.map { Int64(($0.timeIntervalSince1970 * 1000).rounded()) }, forKey: .revocationDate)
+                try container.encode(event.revocationReasonCode, forKey: .revocationReason)
+                try container.encode(event.gameID, forKey: .gameID)
+            }
+        }
+        return DialectResponse.json(Body(event: event)).body
     }
 
     // MARK: - POST /iap/gateway/verify

@@ -40,6 +40,7 @@ extension AppStoreProvider: StoreProvider {
         purchase.expiresDate = transaction.expiresDate?.date
         purchase.revocationDate = transaction.revocationDate?.date
         purchase.revocationReason = transaction.revocationReason.map(revocationReason)
+        purchase.revocationReasonCode = transaction.revocationReason?.rawValue
         purchase.ownership = transaction.inAppOwnershipType == .familyShared ? .familyShared
             : transaction.inAppOwnershipType == .purchased ? .purchased : nil
         purchase.accountToken = transaction.appAccountToken?.lowercased()

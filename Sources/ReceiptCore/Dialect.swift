@@ -125,3 +125,30 @@ public protocol DialectProvider: Sendable {
     var name: String { get }
     func routes(core: any DialectCore) -> [DialectRoute]
 }
+
+/// A refund or revocation the ledger learned of, for dialects that tell game servers about it.
+public struct RefundEvent: Sendable {
+    public let transactionID: String
+    public let productID: String?
+    public let revocationDate: Date?
+    public let revocationReasonCode: Int?
+    public let gameID: Int64?
+
+    public init(transactionID: String, productID: String?, revocationDate: Date?, revocationReasonCode: Int?, gameID: Int64?) {
+        self.transactionID = transactionID
+        self.productID = productID
+        self.revocationDate = revocationDate
+        self.revocationReasonCode = revocationReasonCode
+        self.gameID = gameID
+    }
+}
+
+extension DialectProvider {
+    /// The body of the refund callback this dialect's game servers expect, or nil if it has none.
+    public func refundCallbackBody(_ event: RefundEvent) -> Data? { nil }
+}
+
+/// Renders refund callbacks; the service asks its dialects in order.
+public protocol RefundCallbackRendering: Sendable {
+    func refundCallbackBody(_ event: RefundEvent) -> Data?
+}

@@ -33,6 +33,8 @@ public struct VerifiedPurchase: Sendable, Equatable {
     public var expiresDate: Date?
     public var revocationDate: Date?
     public var revocationReason: String?
+    /// The store's own revocation reason code (App Store: 0 other, 1 app issue).
+    public var revocationReasonCode: Int?
     public var ownership: Ownership?
     /// The app's account token (App Store `appAccountToken`, Google obfuscated account id).
     public var accountToken: String?

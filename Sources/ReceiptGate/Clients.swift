@@ -13,13 +13,15 @@ public struct Client: Sendable, Codable, Equatable {
     public var environments: [StoreEnvironment]
     public var refundCallbackURL: String?
     public var webhookURL: String?
+    /// Where entitlement deliveries go (server-authoritative delivery), if the game wants them.
+    public var deliveryURL: String?
     public var disabled: Bool
     public let createdAt: Date
     public var secretRotatedAt: Date
 
     enum CodingKeys: String, CodingKey {
         case clientID = "client_id", name, gameID = "game_id", bundleIDs = "bundle_ids", packageNames = "package_names"
-        case environments, refundCallbackURL = "refund_callback_url", webhookURL = "webhook_url", disabled
+        case environments, refundCallbackURL = "refund_callback_url", webhookURL = "webhook_url", deliveryURL = "delivery_url", disabled
         case createdAt = "created_at", secretRotatedAt = "secret_rotated_at"
     }
 
@@ -36,6 +38,7 @@ public struct ClientSettings: Sendable {
     public var environments: [StoreEnvironment]?
     public var refundCallbackURL: String??
     public var webhookURL: String??
+    public var deliveryURL: String??
 
     public init() {}
 }
@@ -60,10 +63,12 @@ public struct ClientStore: Sendable {
         let gameID: Int64? = settings.gameID ?? nil
         let refundURL: String? = settings.refundCallbackURL ?? nil
         let webhookURL: String? = settings.webhookURL ?? nil
+        let deliveryURL: String? = settings.deliveryURL ?? nil
         let rows = try await pool.query("""
-            INSERT INTO clients (id, name, game_id, bundle_ids, package_names, environments, refund_callback_url, webhook_url, secret_ciphertext)
+            INSERT INTO clients (id, name, game_id, bundle_ids, package_names, environments, refund_callback_url, webhook_url, delivery_url,
+                                 secret_ciphertext)
             VALUES (\(clientID), \(name), \(gameID), \(settings.bundleIDs ?? []), \(settings.packageNames ?? []), \(environments),
-                    \(refundURL), \(webhookURL), \(box))
+                    \(refundURL), \(webhookURL), \(deliveryURL), \(box))
             RETURNING \(unescaped: Self.columns)
             """)
         return (try Self.decode(rows[0]), secret)
@@ -88,6 +93,7 @@ public struct ClientStore: Sendable {
                 environments = COALESCE(\(settings.environments?.map(\.rawValue))::text[], environments),
                 refund_callback_url = CASE WHEN \(settings.refundCallbackURL != nil) THEN \(settings.refundCallbackURL ?? nil) ELSE refund_callback_url END,
                 webhook_url = CASE WHEN \(settings.webhookURL != nil) THEN \(settings.webhookURL ?? nil) ELSE webhook_url END,
+                delivery_url = CASE WHEN \(settings.deliveryURL != nil) THEN \(settings.deliveryURL ?? nil) ELSE delivery_url END,
                 updated_at = now()
             WHERE id = \(clientID)
             RETURNING \(unescaped: Self.columns)
@@ -130,7 +136,7 @@ public struct ClientStore: Sendable {
     static func newSecret() -> String { "rgs_" + Base64.urlEncode(SecureRandom.bytes(32)) }
 
     static let columns = """
-        clients.id, name, game_id, bundle_ids, package_names, environments, refund_callback_url, webhook_url,
+        clients.id, name, game_id, bundle_ids, package_names, environments, refund_callback_url, webhook_url, delivery_url,
         disabled_at IS NOT NULL AS disabled, created_at, secret_rotated_at
         """
 
@@ -139,6 +145,7 @@ public struct ClientStore: Sendable {
                bundleIDs: try row.decode("bundle_ids"), packageNames: try row.decode("package_names"),
                environments: try row.decode("environments", as: [String].self).compactMap(StoreEnvironment.init(rawValue:)),
                refundCallbackURL: try row.decode("refund_callback_url"), webhookURL: try row.decode("webhook_url"),
+               deliveryURL: try row.decode("delivery_url"),
                disabled: try row.decode("disabled"), createdAt: try row.decode("created_at"),
                secretRotatedAt: try row.decode("secret_rotated_at"))
     }

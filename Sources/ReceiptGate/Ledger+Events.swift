@@ -5,7 +5,8 @@ import ReceiptCore
 extension Ledger {
     /// Applies a store event to transactions and subscriptions, and queues the game server's
     /// webhook, all on `connection` (inside the caller's database transaction).
-    static func apply(_ event: StoreEvent, store: StoreID, appIdentifier: String?, on connection: PostgresConnection) throws {
+    static func apply(_ event: StoreEvent, store: StoreID, appIdentifier: String?, refundCallbacks: (any RefundCallbackRendering)?,
+                      on connection: PostgresConnection) throws {
         guard let purchase = event.purchase else { return }
         guard let owner = try owner(of: purchase, appIdentifier: appIdentifier, on: connection) else { return }
         let original = purchase.originalTransactionID ?? purchase.transactionID
@@ -19,6 +20,13 @@ extension Ledger {
                   AND latest_transaction_id = \(purchase.transactionID)
                 """)
             try queue(event.kind == .refunded ? "transaction.refunded" : "transaction.revoked", transaction: row, owner: owner, on: connection)
+            // The game server's refund callback, in its dialect's shape: for any transaction of the game.
+            if owner.refundCallbackURL != nil, let body = refundCallbacks?.refundCallbackBody(RefundEvent(
+                transactionID: purchase.transactionID, productID: purchase.productID, revocationDate: purchase.revocationDate,
+                revocationReasonCode: purchase.revocationReasonCode, gameID: owner.gameID)) {
+                try Outbox.enqueueRaw(connection, client: owner, type: "refund.callback",
+                                      aggregateKey: "\(row.store):\(row.originalTransactionID ?? row.transactionID)", body: body, target: .refundCallback)
+            }
         case .refundReversed:
             let row = try upsert(purchase, state: "active", owner: owner, clearRevocation: true, on: connection)
             try queue("transaction.refund_reversed", transaction: row, owner: owner, on: connection)

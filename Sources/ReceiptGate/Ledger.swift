@@ -46,9 +46,16 @@ public struct Ledger: Sendable {
                 if purchase.kind == .autoRenewableSubscription, let original = purchase.originalTransactionID {
                     try Self.upsertSubscription(connection, purchase: purchase, original: original, client: client)
                 }
+                let aggregate = "\(purchase.store.rawValue):\(purchase.originalTransactionID ?? purchase.transactionID)"
                 if client.webhookURL != nil {
-                    try Outbox.enqueue(connection, client: client, type: "transaction.verified", aggregateKey: "\(purchase.store.rawValue):\(purchase.originalTransactionID ?? purchase.transactionID)",
-                                       payload: ["transaction": transaction])
+                    try Outbox.enqueue(connection, client: client, type: "transaction.verified", aggregateKey: aggregate, payload: ["transaction": transaction])
+                }
+                if client.deliveryURL != nil {
+                    // Server-authoritative delivery (seed 001): once per transaction, never for a duplicate.
+                    try Outbox.enqueue(connection, client: client, type: "entitlement.delivery", aggregateKey: aggregate,
+                                       payload: Delivery(transaction: transaction, playerID: context.playerID, characterID: context.characterID,
+                                                         serverID: context.serverID, gameID: client.gameID),
+                                       target: .delivery)
                 }
             } else {
                 let existing = try connection.query("""
@@ -82,6 +89,27 @@ public struct Ledger: Sendable {
             INSERT INTO verification_attempts (client_id, store, request_id, outcome, error_code, error_reason, error_message, player_id, evidence_sha256)
             VALUES (\(clientID), \(store), \(requestID), \("failed"), \(code), \(reason), \(String(message.prefix(1000))), \(playerID), \(evidenceDigest))
             """)
+    }
+
+    /// What the delivery webhook carries: the transaction to grant, and to whom.
+    struct Delivery: Encodable {
+        let transaction: LedgerTransaction
+        let playerID: String?, characterID: String?, serverID: String?, gameID: Int64?
+
+        enum CodingKeys: String, CodingKey {
+            case transaction, playerID = "player_id", characterID = "character_id", serverID = "server_id", gameID = "game_id"
+            case transactionID = "transaction_id"
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(transaction.transactionID, forKey: .transactionID)
+            try container.encode(transaction, forKey: .transaction)
+            try container.encode(playerID, forKey: .playerID)
+            try container.encode(characterID, forKey: .characterID)
+            try container.encode(serverID, forKey: .serverID)
+            try container.encode(gameID, forKey: .gameID)
+        }
     }
 
     static func state(of purchase: VerifiedPurchase) -> String {
@@ -120,13 +148,30 @@ enum Outbox {
     }
 
     static func enqueue(_ connection: PostgresConnection, client: Client, type: String, aggregateKey: String,
-                        payload: [String: LedgerTransaction]) throws {
+                        payload: some Encodable, target: Target = .webhook) throws {
         let eventID = UUID()
         let body = try JSONEncoder.receiptGateStorage.encode(Envelope(eventID: eventID.uuidString.lowercased(), type: type, data: payload))
+        try insert(connection, eventID: eventID, client: client, type: type, aggregateKey: aggregateKey, body: body, target: target)
+    }
+
+    /// A message whose body a dialect rendered (e.g. the Alogame refund callback), sent as is.
+    static func enqueueRaw(_ connection: PostgresConnection, client: Client, type: String, aggregateKey: String, body: Data, target: Target) throws {
+        try insert(connection, eventID: UUID(), client: client, type: type, aggregateKey: aggregateKey, body: body, target: target)
+    }
+
+    private static func insert(_ connection: PostgresConnection, eventID: UUID, client: Client, type: String, aggregateKey: String,
+                               body: Data, target: Target) throws {
         try connection.execute("""
-            INSERT INTO outbox (event_id, client_id, event_type, aggregate_key, payload)
-            VALUES (\(eventID), \(client.clientID), \(type), \(aggregateKey), \(String(decoding: body, as: UTF8.self))::jsonb)
+            INSERT INTO outbox (event_id, client_id, event_type, aggregate_key, payload, target)
+            VALUES (\(eventID), \(client.clientID), \(type), \(aggregateKey), \(String(decoding: body, as: UTF8.self))::jsonb, \(target.rawValue))
             """)
+    }
+
+    /// Which of the client's URLs a message goes to.
+    enum Target: String, Sendable {
+        case webhook
+        case refundCallback = "refund_callback"
+        case delivery
     }
 }
 

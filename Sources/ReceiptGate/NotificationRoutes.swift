@@ -10,16 +10,18 @@ public struct NotificationRoutes: Sendable {
     let providers: [any NotificationReceiving]
     let pool: PostgresPool
     let logger: Logger
+    let refundCallbacks: (any RefundCallbackRendering)?
 
-    public init(providers: [any NotificationReceiving], pool: PostgresPool, logger: Logger) {
+    public init(providers: [any NotificationReceiving], pool: PostgresPool, logger: Logger, refundCallbacks: (any RefundCallbackRendering)? = nil) {
         self.providers = providers
         self.pool = pool
         self.logger = logger
+        self.refundCallbacks = refundCallbacks
     }
 
     public func register(on router: inout Router) {
         for provider in providers {
-            router.post(provider.notificationPath) { [pool, logger] request in
+            router.post(provider.notificationPath) { [pool, logger, refundCallbacks] request in
                 let registered = try await Self.registeredApps(pool)
                 let notification: StoreNotification
                 do {
@@ -33,7 +35,7 @@ public struct NotificationRoutes: Sendable {
                     case .retryable: throw HTTPError(status: 503, code: ErrorCode.verifierError.rawValue, message: rejection.message)
                     }
                 }
-                let duplicate = try await Self.record(notification, rawBody: request.body, pool: pool)
+                let duplicate = try await Self.record(notification, rawBody: request.body, pool: pool, refundCallbacks: refundCallbacks)
                 logger.info("store notification recorded", ["request.id": request.requestID, "store": provider.store.rawValue,
                                                             "notification.id": notification.notificationID,
                                                             "notification.type": notification.type, "duplicate": String(duplicate)])
@@ -63,7 +65,8 @@ public struct NotificationRoutes: Sendable {
 
     /// Inserts once and, the first time only, applies the event to the ledger in the same
     /// database transaction. Returns true if the store had sent this notification before.
-    static func record(_ notification: StoreNotification, rawBody: Data, pool: PostgresPool) async throws -> Bool {
+    static func record(_ notification: StoreNotification, rawBody: Data, pool: PostgresPool,
+                       refundCallbacks: (any RefundCallbackRendering)?) async throws -> Bool {
         let decoded = String(decoding: notification.decodedJSON, as: UTF8.self)
         return try await pool.withTransaction { connection in
             let inserted = try connection.query("""
@@ -76,7 +79,8 @@ public struct NotificationRoutes: Sendable {
                 RETURNING id
                 """)
             guard let row = inserted.first else { return true }
-            try Ledger.apply(notification.event, store: notification.store, appIdentifier: notification.appIdentifier, on: connection)
+            try Ledger.apply(notification.event, store: notification.store, appIdentifier: notification.appIdentifier,
+                             refundCallbacks: refundCallbacks, on: connection)
             try connection.execute("UPDATE store_notifications SET processed_at = now() WHERE id = \(try row.decode("id", as: Int64.self))")
             return false
         }

@@ -52,7 +52,7 @@ public final class OutboxWorker: Sendable {
     }
 
     struct Claimed: Sendable {
-        let id: Int64, eventID: String, clientID: String, type: String, payload: String, attempts: Int, createdAt: Date
+        let id: Int64, eventID: String, clientID: String, type: String, payload: String, attempts: Int, createdAt: Date, target: String
     }
 
     /// Claims due events (only the oldest pending one per transaction, so order holds) and sends them.
@@ -64,16 +64,16 @@ public final class OutboxWorker: Sendable {
             WHERE id IN (
                 SELECT o.id FROM outbox o
                 WHERE o.status = 'pending' AND o.next_attempt_at <= now() AND (o.lease_until IS NULL OR o.lease_until < now())
-                  AND NOT EXISTS (SELECT 1 FROM outbox p WHERE p.client_id = o.client_id AND p.aggregate_key = o.aggregate_key
+                  AND NOT EXISTS (SELECT 1 FROM outbox p WHERE p.client_id = o.client_id AND p.aggregate_key = o.aggregate_key AND p.target = o.target
                                   AND p.status = 'pending' AND p.id < o.id)
                 ORDER BY o.id LIMIT \(configuration.batchSize)
                 FOR UPDATE SKIP LOCKED)
-            RETURNING id, event_id, client_id, event_type, payload::text AS payload, attempts, created_at
+            RETURNING id, event_id, client_id, event_type, payload::text AS payload, attempts, created_at, target
             """)
         let claimed = try rows.map { row in
             Claimed(id: try row.decode("id"), eventID: try row.decode("event_id"), clientID: try row.decode("client_id"),
                     type: try row.decode("event_type"), payload: try row.decode("payload"), attempts: try row.decode("attempts"),
-                    createdAt: try row.decode("created_at"))
+                    createdAt: try row.decode("created_at"), target: try row.decode("target"))
         }
         await withTaskGroup(of: Void.self) { group in
             for event in claimed { group.addTask { await self.deliver(event) } }
@@ -83,7 +83,7 @@ public final class OutboxWorker: Sendable {
 
     private func deliver(_ event: Claimed) async {
         var failure: String?
-        if let (client, secret) = try? await clients.secret(for: event.clientID), let url = client.webhookURL {
+        if let (client, secret) = try? await clients.secret(for: event.clientID), let url = Self.url(of: client, for: event.target) {
             let body = Data(event.payload.utf8)
             let timestamp = String(Int(Date().timeIntervalSince1970))
             let signature = ClientAuthentication.signature(secret: secret, clientID: client.clientID, timestamp: timestamp, body: body)
@@ -98,7 +98,7 @@ public final class OutboxWorker: Sendable {
                 failure = "\(error)"
             }
         } else {
-            failure = "client has no webhook URL (or is disabled)"
+            failure = "client has no \(event.target) URL (or is disabled)"
         }
         do {
             if let failure {
@@ -122,6 +122,14 @@ public final class OutboxWorker: Sendable {
         } catch {
             // The lease runs out and another attempt follows: at least once, never lost.
             logger.error("could not record a webhook outcome", ["event.id": event.eventID, "error": "\(error)"])
+        }
+    }
+
+    static func url(of client: Client, for target: String) -> String? {
+        switch target {
+        case Outbox.Target.refundCallback.rawValue: client.refundCallbackURL
+        case Outbox.Target.delivery.rawValue: client.deliveryURL
+        default: client.webhookURL
         }
     }
 

@@ -137,5 +137,9 @@ public enum Schema {
             );
             CREATE INDEX request_signatures_expiry ON request_signatures (expires_at);
             """),
+        Migration(version: 6, name: "outbox_targets", sql: """
+            ALTER TABLE outbox ADD COLUMN target text NOT NULL DEFAULT 'webhook';
+            ALTER TABLE clients ADD COLUMN delivery_url text;
+            """),
     ]
 }

@@ -50,7 +50,8 @@ public final class Service: @unchecked Sendable {
                           openAPIDocument: OperationalRoutes.loadOpenAPIDocument(configuredPath: configuration.openAPIPath),
                           inFlight: { serverBox.server?.inFlightRequests ?? 0 })
             .register(on: &router)
-        NotificationRoutes(providers: storeProviders, pool: database.pool, logger: logger).register(on: &router)
+        NotificationRoutes(providers: storeProviders, pool: database.pool, logger: logger,
+                           refundCallbacks: dialects.compactMap { $0 as? any RefundCallbackRendering }.first).register(on: &router)
         let pipeline = VerifyPipeline(providers: storeProviders.compactMap { $0 as? any StoreProvider }, ledger: Ledger(pool: database.pool))
         let authentication = ClientAuthentication(clients: clients)
         NativeAPIRoutes(pipeline: pipeline, authentication: authentication, logger: logger).register(on: &router)

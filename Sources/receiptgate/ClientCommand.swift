@@ -6,7 +6,7 @@ import ReceiptGate
 enum ClientCommand {
     static let settingOptions: [String: Arguments.Kind] = [
         "name": .single, "game-id": .single, "bundle-id": .repeated, "package-name": .repeated,
-        "environments": .single, "refund-callback-url": .single, "webhook-url": .single,
+        "environments": .single, "refund-callback-url": .single, "webhook-url": .single, "delivery-url": .single,
     ]
 
     static func run(_ arguments: [String], context: LazyContext) async throws {
@@ -95,6 +95,9 @@ enum ClientCommand {
         }
         if let url = arguments.single("webhook-url") {
             settings.webhookURL = .some(url.isEmpty ? nil : try httpURL(url, option: "--webhook-url"))
+        }
+        if let url = arguments.single("delivery-url") {
+            settings.deliveryURL = .some(url.isEmpty ? nil : try httpURL(url, option: "--delivery-url"))
         }
         return settings
     }

@@ -54,6 +54,7 @@ enum HelpText {
           --environments LIST               production, sandbox or production,sandbox (default: production)
           --refund-callback-url URL         http(s) URL told about refunds
           --webhook-url URL                 http(s) URL that receives webhook events
+          --delivery-url URL                http(s) URL that receives entitlement deliveries (server-authoritative delivery)
 
         Output is one JSON object on stdout.
         """

@@ -140,3 +140,73 @@ import TestSupport
         await gateway.harness.service.shutdown()
     }
 }
+
+/// Seed 000's refund callback: from a signed App Store notification to a signed callback that
+/// the seed's own `verifyAlogameSignature` (run by Node) accepts.
+@Suite struct AlogameRefundCallbacks {
+    @Test func aRefundReachesTheGameServerSignedAsTheSeedSays() async throws {
+        let gateway = try await AlogameGatewayVerify.Gateway.start(environments: [.production, .sandbox])
+        let harness = gateway.harness
+        let port = try freeTCPPort()
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Node/refund_receiver.mjs").path
+        let receiver = try ChildProcess.launch("/usr/bin/node", [script], environment: [
+            "PATH": "/usr/bin:/bin", "PORT": String(port), "CLIENT_ID": harness.client.clientID, "CLIENT_SECRET": harness.client.secret,
+        ])
+        for _ in 0..<100 where !receiver.stdout.contains("listening") { try await Task.sleep(for: .milliseconds(50)) }
+        var settings = ClientSettings()
+        settings.refundCallbackURL = "http://127.0.0.1:\(port)/alogame/refund"
+        _ = try await harness.service.clients.update(harness.client.clientID, settings)
+
+        let id = "2000000100000000"
+        let receipt = try harness.pki.sign(AppleTestPKI.transaction(["transactionId": id, "originalTransactionId": id, "productId": "gems100"]))
+        #expect(try await gateway.node(try gateway.json(["receipt": receipt, "product_id": "gems100", "os_id": 2]))[0].0 == 200)
+        let revokedAt = Int64(1_736_510_400_000)
+        #expect(try await NotificationsDriveTheLedger.notify(harness, type: "REFUND", transaction: [
+            "transactionId": id, "originalTransactionId": id, "productId": "gems100", "revocationDate": revokedAt, "revocationReason": 0,
+        ]).status == 200)
+
+        var calls: [[String: Any]] = []
+        for _ in 0..<200 {
+            calls = receiver.stdout.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+                .filter { $0["verified"] != nil }
+            if !calls.isEmpty { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(calls.count == 1)
+        let call = try #require(calls.first)
+        #expect(call["verified"] as? Bool == true, "the seed's verifyAlogameSignature refused our signature")
+        let body = try #require(call["body"] as? [String: Any])
+        #expect(Set(body.keys) == ["transaction_id", "product_id", "revocation_date", "revocation_reason", "game_id"])
+        #expect(body["transaction_id"] as? String == id)
+        #expect(body["product_id"] as? String == "gems100")
+        #expect(body["revocation_date"] as? Int == Int(revokedAt))
+        #expect(body["revocation_reason"] as? Int == 0)
+        #expect(body["game_id"] as? Int == 42)
+        receiver.send(SIGKILL)
+        _ = try await receiver.wait(timeout: .seconds(10))
+        await harness.service.shutdown()
+    }
+
+    @Test func withoutACallbackURLTheRefundIsStillRecorded() async throws {
+        let gateway = try await AlogameGatewayVerify.Gateway.start(environments: [.sandbox])
+        let id = "2000000100000001"
+        #expect(try await NotificationsDriveTheLedger.notify(gateway.harness, type: "REFUND", transaction: [
+            "transactionId": id, "revocationDate": Int64(Date().timeIntervalSince1970 * 1000)]).status == 200)
+        #expect(try await NotificationsDriveTheLedger.transaction(gateway.harness, id)["state"] as? String == "refunded")
+        #expect(try await gateway.harness.count("outbox") == 0)
+        await gateway.harness.service.shutdown()
+    }
+}
+
+func freeTCPPort() throws -> Int {
+    let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(descriptor) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length); return getsockname(descriptor, $0, &length) }
+    }
+    return Int(UInt16(bigEndian: address.sin_port))
+}
