@@ -54,7 +54,7 @@ let package = Package(
         .executableTarget(name: "receiptgate-bench", dependencies: ["AppStore", "Crypto", "TestSupport"],
                           swiftSettings: swiftSettings),
 
-        .target(name: "TestSupport", dependencies: ["Postgres", "Crypto"], path: "Tests/TestSupport",
+        .target(name: "TestSupport", dependencies: ["Postgres", "Crypto", "AppStore", "HTTPServer", "HTTPClient"], path: "Tests/TestSupport",
                 swiftSettings: swiftSettings),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"],
                     resources: [.copy("Fixtures")], swiftSettings: swiftSettings),

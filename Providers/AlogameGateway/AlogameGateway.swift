@@ -10,7 +10,80 @@ public struct AlogameGateway: DialectProvider, RefundCallbackRendering {
     public init() {}
 
     public func routes(core: any DialectCore) -> [DialectRoute] {
-        [DialectRoute(method: "POST", path: "/iap/gateway/verify") { request in await Self.verify(request, core: core) }]
+        [DialectRoute(method: "POST", path: "/iap/gateway/verify") { request in await Self.verify(request, core: core) },
+         DialectRoute(method: "POST", path: "/iap/gateway/lookup-receipt") { request in await Self.lookUpReceipt(request, core: core) }]
+    }
+
+    // MARK: - POST /iap/gateway/lookup-receipt (support tool)
+
+    static func lookUpReceipt(_ request: DialectRequest, core: any DialectCore) async -> DialectResponse {
+        let client: ClientInfo
+        do {
+            client = try await core.authenticate(headers: request.headers, body: request.body, rejectReplays: true)
+        } catch {
+            return failure(401, "UNAUTHORIZED", error.message)
+        }
+        struct Body: Decodable { let order_id: String }
+        guard let body = try? JSONDecoder().decode(Body.self, from: request.body), !body.order_id.isEmpty else {
+            return failure(400, "MISSING_FIELDS", "missing required field: order_id")
+        }
+        guard body.order_id.count <= 64, body.order_id.unicodeScalars.allSatisfy({ CharacterSet.alphanumerics.contains($0) }) else {
+            return failure(400, "MISSING_FIELDS", "order_id must be the Apple order id (letters and digits)")
+        }
+        guard let lookup = core as? any OrderLookupCore else { return failure(502, "VERIFIER_ERROR", "order lookup is not available") }
+        do {
+            let result = try await lookup.lookUpOrder(body.order_id, client: client)
+            return .json(LookupResponse(orderID: body.order_id, gameID: client.gameID, order: result.order, ledger: result.ledger))
+        } catch let error as StoreVerificationError {
+            let (status, code) = errorTable(error.code)
+            return failure(status, code, "\(error.reason): \(error.message)")
+        } catch {
+            return failure(502, "VERIFIER_ERROR", "unexpected error; safe to retry")
+        }
+    }
+
+    /// The seed's lookup answer. It never says "failed": a transaction the gateway never saw is
+    /// `gateway.found: false` with a reason.
+    struct LookupResponse: Encodable {
+        let orderID: String
+        let gameID: Int64?
+        let order: StoreOrder
+        let ledger: [String: LedgerPresence]
+
+        enum Keys: String, CodingKey { case orderID = "order_id", gameID = "game_id", found, environment, transactions }
+        enum EntryKeys: String, CodingKey { case transactionID = "transaction_id", productID = "product_id", gateway }
+        enum GatewayKeys: String, CodingKey {
+            case found, txMgmtID = "tx_mgmt_id", currentState = "current_state", lastErrorCode = "last_error_code"
+            case lastErrorMessage = "last_error_message", recordedForThisGame = "recorded_for_this_game", reason
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: Keys.self)
+            try container.encode(orderID, forKey: .orderID)
+            try container.encode(gameID, forKey: .gameID)
+            try container.encode(order.found, forKey: .found)
+            try container.encode(order.environment.map { $0 == .production ? "Production" : "Sandbox" }, forKey: .environment)
+            var list = container.nestedUnkeyedContainer(forKey: .transactions)
+            for entry in order.entries {
+                var item = list.nestedContainer(keyedBy: EntryKeys.self)
+                try item.encode(entry.transactionID, forKey: .transactionID)
+                try item.encode(entry.productID, forKey: .productID)
+                var gateway = item.nestedContainer(keyedBy: GatewayKeys.self, forKey: .gateway)
+                let presence = entry.transactionID.flatMap { ledger[$0] }
+                let found = !entry.decodeFailed && presence?.found == true
+                try gateway.encode(found, forKey: .found)
+                try gateway.encode(presence?.managementID, forKey: .txMgmtID)
+                try gateway.encode(presence?.state.map(Self.gatewayState), forKey: .currentState)
+                try gateway.encodeNil(forKey: .lastErrorCode)
+                try gateway.encodeNil(forKey: .lastErrorMessage)
+                try gateway.encode(presence?.recordedForThisGame ?? false, forKey: .recordedForThisGame)
+                if !found { try gateway.encode(entry.decodeFailed ? "DECODE_FAILED" : "NEVER_RECEIVED_BY_GATEWAY", forKey: .reason) }
+            }
+        }
+
+        static func gatewayState(_ state: String) -> String {
+            state == "active" ? "gateway_verified" : state
+        }
     }
 
     // MARK: - Refund callback (Alogame → game server)

@@ -8,6 +8,16 @@ public struct AppStoreConfiguration: Sendable {
         public var keyID: String
         public var issuerID: String
         public var privateKey: PrivateKey
+
+        public init(keyID: String, issuerID: String, privateKey: PrivateKey) {
+            self.keyID = keyID
+            self.issuerID = issuerID
+            self.privateKey = privateKey
+        }
+    }
+
+    public init(trustRoots: [Certificate]) {
+        self.trustRoots = trustRoots
     }
 
     public enum ReceiptMode: String, Sendable {

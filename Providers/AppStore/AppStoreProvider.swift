@@ -11,7 +11,7 @@ public struct AppStoreProvider: NotificationReceiving {
     public let configuration: AppStoreConfiguration?
     /// Set when online (OCSP) checks are on.
     public let revocation: AppleRevocationChecker?
-    private let http: HTTPClient
+    let http: HTTPClient
 
     public init(verifier: AppStoreSignedDataVerifier, configuration: AppStoreConfiguration? = nil, http: HTTPClient = HTTPClient(),
                 revocation: AppleRevocationChecker? = nil) {

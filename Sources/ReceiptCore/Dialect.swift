@@ -152,3 +152,55 @@ extension DialectProvider {
 public protocol RefundCallbackRendering: Sendable {
     func refundCallbackBody(_ event: RefundEvent) -> Data?
 }
+
+/// What a store says about a customer-visible order id (App Store "Look Up Order ID").
+public struct StoreOrder: Sendable {
+    public struct Entry: Sendable {
+        public var transactionID: String?
+        public var productID: String?
+        /// The store returned signed data that could not be proven and decoded.
+        public var decodeFailed: Bool
+
+        public init(transactionID: String?, productID: String?, decodeFailed: Bool) {
+            self.transactionID = transactionID
+            self.productID = productID
+            self.decodeFailed = decodeFailed
+        }
+    }
+
+    public var found: Bool
+    public var environment: StoreEnvironment?
+    public var entries: [Entry]
+
+    public init(found: Bool, environment: StoreEnvironment?, entries: [Entry]) {
+        self.found = found
+        self.environment = environment
+        self.entries = entries
+    }
+}
+
+/// A store provider that can look up order ids.
+public protocol OrderLookingUp: Sendable {
+    /// Throws `StoreVerificationError` (VERIFIER_ERROR when the store cannot be asked).
+    func lookUpOrder(_ orderID: String, appIdentifiers: Set<String>) async throws -> StoreOrder
+}
+
+/// What the ledger knows of a transaction, for the client asking.
+public struct LedgerPresence: Sendable {
+    public var found: Bool
+    public var managementID: Int64?
+    public var state: String?
+    public var recordedForThisGame: Bool
+
+    public init(found: Bool, managementID: Int64?, state: String?, recordedForThisGame: Bool) {
+        self.found = found
+        self.managementID = managementID
+        self.state = state
+        self.recordedForThisGame = recordedForThisGame
+    }
+}
+
+/// Order lookup for dialects: the store's answer and, per transaction id, the ledger's.
+public protocol OrderLookupCore: Sendable {
+    func lookUpOrder(_ orderID: String, client: ClientInfo) async throws -> (order: StoreOrder, ledger: [String: LedgerPresence])
+}

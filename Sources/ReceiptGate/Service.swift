@@ -56,7 +56,9 @@ public final class Service: @unchecked Sendable {
         let authentication = ClientAuthentication(clients: clients)
         NativeAPIRoutes(pipeline: pipeline, authentication: authentication, logger: logger).register(on: &router)
         ReadAPIRoutes(pool: database.pool, authentication: authentication).register(on: &router)
-        CoreForDialects.register(dialects, core: CoreForDialects(authentication: authentication, clients: clients, pipeline: pipeline), on: &router)
+        let core = CoreForDialects(authentication: authentication, clients: clients, pipeline: pipeline,
+                                   orderLookup: storeProviders.compactMap { $0 as? any OrderLookingUp }.first)
+        CoreForDialects.register(dialects, core: core, on: &router)
         if let token = configuration.adminToken { WebhookAdmin(pool: database.pool).register(on: &router, token: token) }
 
         let responder = router.build(handlerTimeout: .seconds(configuration.requestTimeoutSeconds))

@@ -1,25 +1,24 @@
-import AppStore
-import Crypto
-import Foundation
+public import AppStore
+public import Crypto
+public import Foundation
 import HTTPClient
-import HTTPServer
-import TestSupport
+public import HTTPServer
 
 /// A local stand-in for Apple's App Store Server API on loopback, speaking its wire format. It
 /// checks every request's JWT the way Apple does (ES256 by the team key, `kid`, `iss`, `aud`,
 /// `bid`, an unexpired `exp`) and answers with transactions signed by a test PKI.
-final class FakeAppStoreServerAPI: Sendable {
-    static let keyID = "KEY123ABC", issuerID = "57246542-96fe-1a63-e053-0824d011072a", bundleID = "com.example.game"
+public final class FakeAppStoreServerAPI: Sendable {
+    public static let keyID = "KEY123ABC", issuerID = "57246542-96fe-1a63-e053-0824d011072a", bundleID = "com.example.game"
 
-    final class State: Sendable {
-        let pki: AppleTestPKI
+    public final class State: Sendable {
+        public let pki: AppleTestPKI
         let teamPublicKey: PublicKey
         /// Signed transactions by environment ("Production"/"Sandbox") and id.
-        let known = LockedBox<[String: [String: String]]>([:])
-        let hits = LockedBox<[String: Int]>([:])
+        public let known = LockedBox<[String: [String: String]]>([:])
+        public let hits = LockedBox<[String: Int]>([:])
         /// Statuses to answer first, per route (e.g. ["/inApps/v1/transactions/{id}": [429, 503]]).
-        let failuresFirst = LockedBox<[String: [Int]]>([:])
-        let lastNotificationQuery = LockedBox<[String: Any]?>(nil)
+        public let failuresFirst = LockedBox<[String: [Int]]>([:])
+        public let lastNotificationQuery = LockedBox<[String: Any]?>(nil)
 
         init(pki: AppleTestPKI, teamPublicKey: PublicKey) {
             self.pki = pki
@@ -27,12 +26,12 @@ final class FakeAppStoreServerAPI: Sendable {
         }
     }
 
-    let state: State
-    let teamKey: PrivateKey
-    let production: HTTPServer
-    let sandbox: HTTPServer
+    public let state: State
+    public let teamKey: PrivateKey
+    public let production: HTTPServer
+    public let sandbox: HTTPServer
 
-    init() throws {
+    public init() throws {
         teamKey = try PrivateKey.generateP256()
         state = State(pki: try AppleTestPKI(), teamPublicKey: try teamKey.publicKey)
         production = HTTPServer(configuration: .init(host: "127.0.0.1", port: 0), responder: Self.routes(state, environment: "Production"))
@@ -41,9 +40,9 @@ final class FakeAppStoreServerAPI: Sendable {
         try sandbox.start()
     }
 
-    var pki: AppleTestPKI { state.pki }
+    public var pki: AppleTestPKI { state.pki }
 
-    func client(retries: Int = 3) -> AppStoreServerAPIClient {
+    public func client(retries: Int = 3) -> AppStoreServerAPIClient {
         var http = HTTPClient.Configuration()
         http.retry = .init(maxAttempts: retries, baseDelay: .milliseconds(10), maxDelay: .milliseconds(50))
         var configuration = AppStoreServerAPIClient.Configuration(keyID: Self.keyID, issuerID: Self.issuerID, bundleID: Self.bundleID, privateKey: teamKey)
@@ -52,7 +51,7 @@ final class FakeAppStoreServerAPI: Sendable {
         return AppStoreServerAPIClient(configuration: configuration, http: HTTPClient(http))
     }
 
-    func add(_ id: String, environment: String, _ overrides: [String: any Sendable] = [:]) throws {
+    public func add(_ id: String, environment: String, _ overrides: [String: any Sendable] = [:]) throws {
         var fields = overrides
         fields["transactionId"] = id
         fields["environment"] = environment
@@ -60,9 +59,9 @@ final class FakeAppStoreServerAPI: Sendable {
         state.known.update { $0[environment, default: [:]][id] = signed }
     }
 
-    func hits(_ route: String) -> Int { state.hits.get()[route] ?? 0 }
+    public func hits(_ route: String) -> Int { state.hits.get()[route] ?? 0 }
 
-    func shutdown() async {
+    public func shutdown() async {
         await production.shutdown()
         await sandbox.shutdown()
     }
@@ -113,6 +112,7 @@ final class FakeAppStoreServerAPI: Sendable {
         router.get("/inApps/v1/lookup/{orderID}", guarded("/inApps/v1/lookup/{orderID}") { request in
             let order = try request.parameter("orderID")
             let ids = order == "MQ5VLT9VXT" ? (state.known.get()[environment]?.keys.sorted() ?? []) : []
+            if order == "BROKENDATA" { return .json(OrderLookup(status: 0, signedTransactions: ["not.a.jws"])) }
             return .json(OrderLookup(status: ids.isEmpty ? 1 : 0, signedTransactions: transactions(ids)))
         })
         router.get("/inApps/v1/subscriptions/{id}", guarded("/inApps/v1/subscriptions/{id}") { request in
