@@ -1,10 +1,10 @@
 import AlogameGateway
 import Postgres
+@testable import ReceiptGate
 import AppStore
 import Crypto
 import Foundation
 import ReceiptCore
-import ReceiptGate
 import Testing
 import TestSupport
 
@@ -13,7 +13,8 @@ import TestSupport
     struct Gateway {
         let harness: VerifyHarness
 
-        static func start(environments: [StoreEnvironment]) async throws -> Gateway {
+        static func start(environments: [StoreEnvironment], appStore: (AppleTestPKI) -> AppStoreConfiguration? = { _ in nil },
+                          deliveryURL: String? = nil) async throws -> Gateway {
             let pki = try AppleTestPKI()
             var configuration = ServiceConfiguration()
             configuration.port = 0
@@ -22,11 +23,17 @@ import TestSupport
             configuration.dataDirectory = TestDatabase.temporaryDirectory("alogame")
             let logger = Logger(minimumLevel: .error)
             let database = try Database.open(configuration, logger: logger)
-            let provider = AppStoreProvider(verifier: AppStoreSignedDataVerifier(trustRoots: [pki.root]))
+            let provider = AppStoreProvider(verifier: AppStoreSignedDataVerifier(trustRoots: [pki.root]), configuration: appStore(pki))
             let service = try Service(configuration: configuration, logger: logger, database: database,
                                       storeProviders: [provider], dialects: [AlogameGateway()])
+            var outbox = OutboxWorker.Configuration()
+            outbox.pollInterval = .milliseconds(50)
+            outbox.baseDelay = .milliseconds(50)
+            service.outboxConfiguration = outbox
             try await service.start()
-            let created = try await service.clients.create(VerifyHarness.settings(environments: environments, gameID: 42))
+            var settings = VerifyHarness.settings(environments: environments, gameID: 42)
+            settings.deliveryURL = deliveryURL
+            let created = try await service.clients.create(settings)
             return Gateway(harness: VerifyHarness(service: service, pool: database.pool, pki: pki,
                                                   client: SignedClient(port: service.port, clientID: created.client.clientID, secret: created.secret)))
         }
@@ -131,6 +138,52 @@ import TestSupport
         #expect(replayed.map(\.0) == [200, 401])
         #expect(replayed[1].1["error"] as? String == "UNAUTHORIZED")
         await gateway.harness.service.shutdown()
+    }
+
+    @Test func storeKit1SuccessLeavesWhatSK1CannotSayNull() async throws {
+        let fake = try FakeVerifyReceipt()
+        let gateway = try await Gateway.start(environments: [.sandbox]) { pki in
+            var configuration = AppStoreConfiguration(trustRoots: [pki.root])
+            configuration.sharedSecret = "shh"
+            configuration.receiptMode = .verifyReceipt
+            configuration.verifyReceiptProductionURL = fake.productionURL
+            configuration.verifyReceiptSandboxURL = fake.sandboxURL
+            return configuration
+        }
+        let receipt = try TestReceipts.sign(TestReceipts.payload(), streamed: false)
+        let (status, json) = try await gateway.node(try gateway.json(["receipt": receipt, "product_id": "gems.100", "os_id": 2]))[0]
+        #expect(status == 200, "\(json)")
+        #expect(json["transaction_id"] as? String == "2000000000000501")
+        let info = try #require(json["receipt_info"] as? [String: Any])
+        #expect(info["environment"] as? String == "Sandbox")
+        #expect(info["quantity"] as? Int == 1)
+        #expect(info["purchase_date_ms"] as? Int == 1_760_597_486_000)
+        #expect(info["original_transaction_id"] as? String == "2000000000000501")
+        for key in ["type", "storefront", "price", "currency", "in_app_ownership_type"] {
+            #expect(info[key] is NSNull, "\(key) should be null for SK1")
+        }
+        await gateway.harness.service.shutdown()
+        await fake.shutdown()
+    }
+
+    @Test func serverAuthoritativeDeliveryHappensOncePerTransaction() async throws {
+        let receiver = try WebhookReceiver()
+        receiver.up.set(true)
+        let gateway = try await Gateway.start(environments: [.sandbox], deliveryURL: receiver.url)
+        receiver.secret.set(gateway.harness.client.secret)
+        let receipt = try gateway.harness.pki.sign(AppleTestPKI.transaction(["productId": "gems100"]))
+        let body = try gateway.json(["receipt": receipt, "product_id": "gems100", "os_id": 2, "player_id": "hero"])
+        #expect(try await gateway.node(body)[0].0 == 200)
+        try await Task.sleep(for: .milliseconds(1100))
+        #expect(try await gateway.node(body)[0].0 == 409)
+        for _ in 0..<100 where receiver.acknowledged.isEmpty { try await Task.sleep(for: .milliseconds(50)) }
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(receiver.acknowledged.count == 1, "a duplicate verification must never deliver twice")
+        #expect(receiver.acknowledged.first?.type == "entitlement.delivery")
+        #expect(receiver.acknowledged.first?.transactionID == "2000000111111111")
+        #expect(receiver.acknowledged.first?.signatureValid == true)
+        await gateway.harness.service.shutdown()
+        await receiver.server.shutdown()
     }
 
     @Test func allowSandboxIsTheClientsEnvironments() async throws {
