@@ -1,3 +1,4 @@
+import AlogameGateway
 import Foundation
 import ReceiptCore
 import ReceiptGate
@@ -15,7 +16,7 @@ import TestSupport
         let python = try #require(Self.python, "RECEIPTGATE_ORACLE_PYTHON must be set in CI")
         let token = String(repeating: "k", count: 32)
         let receiver = try WebhookReceiver()
-        let harness = try await VerifyHarness.start(environments: [.sandbox], adminToken: token, webhookURL: receiver.url)
+        let harness = try await VerifyHarness.start(environments: [.sandbox], adminToken: token, webhookURL: receiver.url, dialects: [AlogameGateway()])
         var records: [[String: Any]] = []
         func record(_ path: String, _ method: String, _ response: RawHTTP.Response) throws {
             let body = try JSONSerialization.jsonObject(with: response.body)
@@ -43,6 +44,13 @@ import TestSupport
         try record("/v1/notifications/app-store", "post", try await NotificationsDriveTheLedger.notify(harness, type: "DID_RENEW", transaction: subscription))
         try record("/v1/notifications/app-store", "post", try await RawHTTP.request(port: harness.client.port, method: "POST",
                                                                                    path: "/v1/notifications/app-store", body: Data("{}".utf8)))
+        let gatewayReceipt = try harness.pki.sign(AppleTestPKI.transaction(["transactionId": "2000000000007101", "productId": "gems100"]))
+        try record("/iap/gateway/verify", "post", try await harness.client.post("/iap/gateway/verify", json: ["receipt": gatewayReceipt, "product_id": "gems100", "os_id": 2]))
+        try record("/iap/gateway/verify", "post", try await harness.client.post("/iap/gateway/verify", json: ["receipt": gatewayReceipt, "product_id": "gems100", "os_id": 2, "player_id": "x"]))
+        try record("/iap/gateway/verify", "post", try await harness.client.post("/iap/gateway/verify", json: ["receipt": gatewayReceipt, "os_id": 5]))
+        try record("/iap/gateway/verify", "post", try await harness.client.post("/iap/gateway/verify", json: ["receipt": gatewayReceipt, "product_id": "x", "os_id": 2]))
+        try record("/iap/gateway/lookup-receipt", "post", try await harness.client.post("/iap/gateway/lookup-receipt", json: ["order_id": "MQ5VLT9VXT"]))
+        try record("/iap/gateway/lookup-receipt", "post", try await harness.client.post("/iap/gateway/lookup-receipt", json: ["order": 1]))
         try record("/healthz", "get", try await RawHTTP.request(port: harness.client.port, path: "/healthz"))
         try record("/readyz", "get", try await RawHTTP.request(port: harness.client.port, path: "/readyz"))
         let auth = ["Authorization": "Bearer \(token)"]

@@ -41,7 +41,8 @@ struct VerifyHarness {
     let client: SignedClient
 
     static func start(environments: [StoreEnvironment] = [.production, .sandbox], gameID: Int64? = 42,
-                      outbox: OutboxWorker.Configuration? = nil, adminToken: String? = nil, webhookURL: String? = nil) async throws -> VerifyHarness {
+                      outbox: OutboxWorker.Configuration? = nil, adminToken: String? = nil, webhookURL: String? = nil,
+                      dialects: [any DialectProvider] = []) async throws -> VerifyHarness {
         let pki = try AppleTestPKI()
         var configuration = ServiceConfiguration()
         configuration.port = 0
@@ -52,7 +53,7 @@ struct VerifyHarness {
         let logger = Logger(minimumLevel: .error)
         let database = try Database.open(configuration, logger: logger)
         let provider = AppStoreProvider(verifier: AppStoreSignedDataVerifier(trustRoots: [pki.root]))
-        let service = try Service(configuration: configuration, logger: logger, database: database, storeProviders: [provider])
+        let service = try Service(configuration: configuration, logger: logger, database: database, storeProviders: [provider], dialects: dialects)
         if let outbox { service.outboxConfiguration = outbox }
         try await service.start()
         var clientSettings = settings(environments: environments, gameID: gameID)
