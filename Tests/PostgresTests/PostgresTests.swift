@@ -157,13 +157,13 @@ import TestSupport
 
 @Suite(.serialized) struct ClusterLifecycle {
     @Test func poolRecoversAfterTheServerRestarts() async throws {
-        let cluster = try TestDatabase.makePrivateCluster()
+        let cluster = try await TestDatabase.makePrivateCluster()
         let pool = PostgresPool(.init(connectionString: try cluster.connectionString, size: 2))
         defer { pool.shutdown() }
         try await pool.execute("CREATE TABLE survives (id int)")
         try await pool.execute("INSERT INTO survives VALUES (\(7))")
 
-        try cluster.restart()
+        try await onOwnThread { try cluster.restart() }
 
         // No manual reconnect: the next calls just work.
         for _ in 0..<4 {
@@ -172,10 +172,10 @@ import TestSupport
     }
 
     @Test func connectingToAStoppedServerIsARetryableError() async throws {
-        let cluster = try TestDatabase.makePrivateCluster()
+        let cluster = try await TestDatabase.makePrivateCluster()
         let pool = PostgresPool(.init(connectionString: try cluster.connectionString, size: 1))
         defer { pool.shutdown() }
-        try cluster.stop()
+        try await onOwnThread { try cluster.stop() }
         do {
             try await pool.execute("SELECT 1")
             Issue.record("query succeeded with the server stopped")
@@ -183,31 +183,31 @@ import TestSupport
             #expect(error.code == .connectionFailed)
             #expect(error.isRetryable)
         }
-        try cluster.start()
+        _ = try await onOwnThread { try cluster.start() }
         #expect(try await pool.query("SELECT 1 AS one")[0].decode("one", as: Int.self) == 1)
     }
 
     @Test func embeddedClusterKeepsItsDataAcrossStopAndStart() async throws {
         let directory = TestDatabase.temporaryDirectory("embedded").appendingPathComponent("postgres")
         let cluster = EmbeddedCluster(directory: directory)
-        #expect(try cluster.start())
-        #expect(try cluster.isRunning)
+        #expect(try await onOwnThread { try cluster.start() })
+        #expect(try await onOwnThread { try cluster.isRunning })
         let pool = PostgresPool(.init(connectionString: try cluster.connectionString, size: 1))
         try await pool.execute("CREATE TABLE kept (word text)")
         try await pool.execute("INSERT INTO kept VALUES (\("persisted"))")
         pool.shutdown()
 
-        try cluster.stop()
-        #expect(try !cluster.isRunning)
-        #expect(try cluster.start())
-        #expect(try !cluster.start(), "a second start of a running cluster starts nothing")
+        try await onOwnThread { try cluster.stop() }
+        #expect(try await onOwnThread { try !cluster.isRunning })
+        #expect(try await onOwnThread { try cluster.start() })
+        #expect(try await onOwnThread { try !cluster.start() }, "a second start of a running cluster starts nothing")
         let again = PostgresPool(.init(connectionString: try cluster.connectionString, size: 1))
         defer { again.shutdown() }
         #expect(try await again.query("SELECT word FROM kept")[0].decode("word", as: String.self) == "persisted")
 
         // No TCP listener: the server was told to listen on no address at all.
         #expect(try await again.query("SHOW listen_addresses")[0].decode("listen_addresses", as: String.self) == "")
-        try cluster.stop()
+        try await onOwnThread { try cluster.stop() }
         try? FileManager.default.removeItem(at: directory.deletingLastPathComponent())
     }
 }

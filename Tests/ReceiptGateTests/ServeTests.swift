@@ -60,17 +60,17 @@ private func startServer(_ environment: [String: String]) async throws -> (Child
     }
 
     @Test func readinessFollowsTheDatabase() async throws {
-        let cluster = try TestDatabase.makePrivateCluster()
+        let cluster = try await TestDatabase.makePrivateCluster()
         var environment = try await Binary.databaseEnvironment()
         environment["DATABASE_URL"] = try cluster.connectionString
         let (server, port) = try await startServer(environment)
         #expect(try await RawHTTP.request(port: port, path: "/readyz").status == 200)
-        try cluster.stop()
+        try await onOwnThread { try cluster.stop() }
         let down = try await RawHTTP.request(port: port, path: "/readyz")
         #expect(down.status == 503)
         #expect(try down.json()["database"] as? String == "unreachable")
         #expect(try await RawHTTP.request(port: port, path: "/healthz").status == 200, "liveness does not depend on the database")
-        try cluster.start()
+        _ = try await onOwnThread { try cluster.start() }
         #expect(try await RawHTTP.request(port: port, path: "/readyz").status == 200)
         server.send(SIGINT)
         #expect(try await server.wait(timeout: .seconds(30)) == 0)

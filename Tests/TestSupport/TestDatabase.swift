@@ -5,20 +5,20 @@ public import Postgres
 /// the `postgres` user when tests run as root) and stopped when the process exits. Each caller
 /// gets a database of its own, so suites run in parallel without seeing each other's rows.
 public enum TestDatabase {
-    private static let shared = Result { try SharedCluster() }
+    private static let holder = SharedClusterHolder()
 
     /// A libpq connection string for a new, empty database.
     public static func makeDatabase(prefix: String = "test") async throws -> String {
-        let cluster = try shared.get()
+        let cluster = try await holder.cluster()
         let name = "\(prefix)_\(UUID().uuidString.prefix(8).lowercased())"
         try await cluster.createDatabase(name)
         return "host='\(cluster.cluster.requestedDirectory.path)' user=postgres dbname=\(name)"
     }
 
     /// A fresh cluster that belongs to the caller alone (for restart tests), stopped at exit.
-    public static func makePrivateCluster() throws -> EmbeddedCluster {
+    public static func makePrivateCluster() async throws -> EmbeddedCluster {
         let cluster = EmbeddedCluster(directory: temporaryDirectory("private").appendingPathComponent("postgres"))
-        try cluster.start()
+        try await onOwnThread { try cluster.start() }
         ClusterReaper.shared.add(cluster)
         return cluster
     }
@@ -30,6 +30,26 @@ public enum TestDatabase {
         try? FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: "/tmp/receiptgate-tests")
         ClusterReaper.shared.removeAtExit(url)
         return url
+    }
+}
+
+/// Runs blocking work (initdb, pg_ctl) on a thread of its own: tests run on Swift's small
+/// cooperative pool, and blocking it stalls every other test's async work (servers included).
+public func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread { continuation.resume(with: Result { try body() }) }.start()
+    }
+}
+
+/// Starts the shared cluster once, off the cooperative pool; concurrent callers wait for the same start.
+private actor SharedClusterHolder {
+    private var starting: Task<SharedCluster, any Error>?
+
+    func cluster() async throws -> SharedCluster {
+        if let starting { return try await starting.value }
+        let task = Task { try await onOwnThread { try SharedCluster() } }
+        starting = task
+        return try await task.value
     }
 }
 
