@@ -123,7 +123,7 @@ public struct AlogameGateway: DialectProvider, RefundCallbackRendering {
         case .success(let parsed): body = parsed
         case .failure(let refusal): return failure(400, refusal.code, refusal.message)
         }
-        var verification = DialectVerifyRequest(store: .appStore, evidence: body.receipt, requestID: request.requestID)
+        var verification = VerificationRequest(store: .appStore, evidence: body.receipt, requestID: request.requestID)
         verification.productID = body.productID
         verification.playerID = body.playerID
         verification.characterID = body.characterID

@@ -39,8 +39,8 @@ public struct RecordedTransaction: Sendable, Equatable {
     }
 }
 
-/// What a dialect asks the core to verify.
-public struct DialectVerifyRequest: Sendable {
+/// One verification request, whatever API it came through (native or a dialect).
+public struct VerificationRequest: Sendable {
     public var store: StoreID
     public var evidence: String
     public var productID: String?
@@ -117,7 +117,7 @@ public protocol DialectCore: Sendable {
     /// signature already accepted within the time window is refused (across all processes).
     func authenticate(headers: [String: String], body: Data, rejectReplays: Bool) async throws(AuthenticationRefused) -> ClientInfo
     /// Verifies and records; throws `StoreVerificationError`.
-    func verify(_ request: DialectVerifyRequest, client: ClientInfo) async throws -> (transaction: RecordedTransaction, duplicate: Bool)
+    func verify(_ request: VerificationRequest, client: ClientInfo) async throws -> (transaction: RecordedTransaction, duplicate: Bool)
 }
 
 /// An HTTP contract existing integrations speak, translated to and from the core.

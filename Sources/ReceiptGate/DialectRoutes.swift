@@ -49,17 +49,11 @@ public struct CoreForDialects: DialectCore, OrderLookupCore {
         }
     }
 
-    public func verify(_ request: DialectVerifyRequest, client info: ClientInfo) async throws -> (transaction: RecordedTransaction, duplicate: Bool) {
+    public func verify(_ request: VerificationRequest, client info: ClientInfo) async throws -> (transaction: RecordedTransaction, duplicate: Bool) {
         guard let client = try await clients.find(info.clientID), !client.disabled else {
             throw StoreVerificationError(code: .unauthorized, reason: "CLIENT_DISABLED", message: "client is disabled")
         }
-        var verification = VerifyPipeline.Request(store: request.store.rawValue, evidence: request.evidence, requestID: request.requestID)
-        verification.productID = request.productID
-        verification.accountToken = request.accountToken
-        verification.playerID = request.playerID
-        verification.characterID = request.characterID
-        verification.serverID = request.serverID
-        let outcome = try await pipeline.verify(verification, client: client)
+        let outcome = try await pipeline.verify(request, client: client)
         return (outcome.transaction.recorded, outcome.duplicate)
     }
 

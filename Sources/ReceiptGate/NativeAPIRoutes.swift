@@ -59,7 +59,7 @@ public struct NativeAPIRoutes: Sendable {
             let client = try await authentication.authenticate(request)
             let body = try request.decodeJSON(VerifyBody.self)
             try Self.validate(body)
-            var verification = VerifyPipeline.Request(store: body.store, evidence: body.receipt, requestID: request.requestID)
+            var verification = VerificationRequest(store: StoreID(rawValue: body.store), evidence: body.receipt, requestID: request.requestID)
             verification.productID = body.productID
             verification.accountToken = body.appAccountToken
             verification.playerID = body.playerID

@@ -5,23 +5,6 @@ public import ReceiptCore
 /// One verification, whatever API it came through: pick the store provider, prove the evidence,
 /// cross-check product, app and environment, compare the account token, record exactly once.
 public struct VerifyPipeline: Sendable {
-    public struct Request: Sendable {
-        public var store: String
-        public var evidence: String
-        public var productID: String?
-        public var accountToken: String?
-        public var playerID: String?
-        public var characterID: String?
-        public var serverID: String?
-        public var requestID: String
-
-        public init(store: String, evidence: String, requestID: String) {
-            self.store = store
-            self.evidence = evidence
-            self.requestID = requestID
-        }
-    }
-
     public struct Outcome: Sendable {
         public let transaction: LedgerTransaction
         public let duplicate: Bool
@@ -38,20 +21,20 @@ public struct VerifyPipeline: Sendable {
     public var stores: [String] { providers.keys.sorted() }
 
     /// Throws `StoreVerificationError` for every refusal; each attempt is recorded either way.
-    public func verify(_ request: Request, client: Client) async throws -> Outcome {
+    public func verify(_ request: VerificationRequest, client: Client) async throws -> Outcome {
         let digest = SHA256.hex(Data(request.evidence.utf8))
         do {
             let outcome = try await verifyAndRecord(request, client: client, digest: digest)
             return outcome
         } catch let error as StoreVerificationError {
-            await ledger.recordFailure(clientID: client.clientID, store: request.store, requestID: request.requestID, playerID: request.playerID,
+            await ledger.recordFailure(clientID: client.clientID, store: request.store.rawValue, requestID: request.requestID, playerID: request.playerID,
                                        evidenceDigest: digest, code: error.code.rawValue, reason: error.reason, message: error.message)
             throw error
         }
     }
 
-    private func verifyAndRecord(_ request: Request, client: Client, digest: String) async throws -> Outcome {
-        guard let provider = providers[request.store] else {
+    private func verifyAndRecord(_ request: VerificationRequest, client: Client, digest: String) async throws -> Outcome {
+        guard let provider = providers[request.store.rawValue] else {
             throw StoreVerificationError(code: .invalidField, reason: "UNKNOWN_STORE",
                                          message: "store must be one of \(stores.joined(separator: ", ")), got \"\(request.store)\"")
         }

@@ -15,8 +15,8 @@ import TestSupport
         var processes: [ChildProcess] = []
 
         init() throws {
-            leafPort = try freeLoopbackPort()
-            intermediatePort = try freeLoopbackPort()
+            leafPort = try RawHTTP.freePort()
+            intermediatePort = try RawHTTP.freePort()
             var options = AppleTestPKI.Options()
             options.leafOCSPURL = "http://127.0.0.1:\(leafPort)"
             options.intermediateOCSPURL = "http://127.0.0.1:\(intermediatePort)"
@@ -96,15 +96,3 @@ import TestSupport
     }
 }
 
-func freeLoopbackPort() throws -> Int {
-    let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(descriptor) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    _ = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length); return getsockname(descriptor, $0, &length) }
-    }
-    return Int(UInt16(bigEndian: address.sin_port))
-}

@@ -139,7 +139,7 @@ private func client(_ base: String, attempts: Int = 3, timeout: Duration = .seco
     }
 
     @Test func refusedConnectionIsRetryableConnectFailure() async throws {
-        let port = try freePort()
+        let port = try RawHTTP.freePort()
         do {
             _ = try await client("http://127.0.0.1:\(port)", attempts: 2).send(.init(url: "/"))
             Issue.record("a request to a closed port succeeded")
@@ -168,7 +168,7 @@ private func client(_ base: String, attempts: Int = 3, timeout: Duration = .seco
         #expect(try run("/usr/bin/openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
                                              "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
                                              "-days", "1", "-keyout", key, "-out", cert]) == 0)
-        let port = try freePort()
+        let port = try RawHTTP.freePort()
         let server = try ChildProcess.launch("/usr/bin/openssl",
                                              ["s_server", "-accept", "127.0.0.1:\(port)", "-cert", cert, "-key", key, "-www", "-quiet"],
                                              environment: ["PATH": "/usr/bin:/bin"])
@@ -197,18 +197,6 @@ private func run(_ executable: String, _ arguments: [String]) throws -> Int32 {
     return process.terminationStatus
 }
 
-private func freePort() throws -> Int {
-    let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(descriptor) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    _ = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length); return getsockname(descriptor, $0, &length) }
-    }
-    return Int(UInt16(bigEndian: address.sin_port))
-}
 
 private func waitUntilListening(_ port: Int) async throws {
     for _ in 0..<100 {

@@ -13,29 +13,10 @@ import TestSupport
     struct Gateway {
         let harness: VerifyHarness
 
-        static func start(environments: [StoreEnvironment], appStore: (AppleTestPKI) -> AppStoreConfiguration? = { _ in nil },
+        static func start(environments: [StoreEnvironment], appStore: @escaping (AppleTestPKI) -> AppStoreConfiguration? = { _ in nil },
                           deliveryURL: String? = nil) async throws -> Gateway {
-            let pki = try AppleTestPKI()
-            var configuration = ServiceConfiguration()
-            configuration.port = 0
-            configuration.databaseURL = try await TestDatabase.makeDatabase(prefix: "alogame")
-            configuration.masterKey = Data(repeating: 8, count: 32)
-            configuration.dataDirectory = TestDatabase.temporaryDirectory("alogame")
-            let logger = Logger(minimumLevel: .error)
-            let database = try Database.open(configuration, logger: logger)
-            let provider = AppStoreProvider(verifier: AppStoreSignedDataVerifier(trustRoots: [pki.root]), configuration: appStore(pki))
-            let service = try Service(configuration: configuration, logger: logger, database: database,
-                                      storeProviders: [provider], dialects: [AlogameGateway()])
-            var outbox = OutboxWorker.Configuration()
-            outbox.pollInterval = .milliseconds(50)
-            outbox.baseDelay = .milliseconds(50)
-            service.outboxConfiguration = outbox
-            try await service.start()
-            var settings = VerifyHarness.settings(environments: environments, gameID: 42)
-            settings.deliveryURL = deliveryURL
-            let created = try await service.clients.create(settings)
-            return Gateway(harness: VerifyHarness(service: service, pool: database.pool, pki: pki,
-                                                  client: SignedClient(port: service.port, clientID: created.client.clientID, secret: created.secret)))
+            Gateway(harness: try await VerifyHarness.start(environments: environments, outbox: VerifyHarness.fastOutbox(), deliveryURL: deliveryURL,
+                                                          dialects: [AlogameGateway()], appStore: appStore))
         }
 
         /// Runs the Node client; returns each response's status and JSON body.
@@ -204,7 +185,7 @@ import TestSupport
     @Test func aRefundReachesTheGameServerSignedAsTheSeedSays() async throws {
         let gateway = try await AlogameGatewayVerify.Gateway.start(environments: [.production, .sandbox])
         let harness = gateway.harness
-        let port = try freeTCPPort()
+        let port = try RawHTTP.freePort()
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Node/refund_receiver.mjs").path
         let receiver = try ChildProcess.launch("/usr/bin/node", [script], environment: [
             "PATH": "/usr/bin:/bin", "PORT": String(port), "CLIENT_ID": harness.client.clientID, "CLIENT_SECRET": harness.client.secret,
@@ -255,18 +236,6 @@ import TestSupport
     }
 }
 
-func freeTCPPort() throws -> Int {
-    let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(descriptor) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    _ = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length); return getsockname(descriptor, $0, &length) }
-    }
-    return Int(UInt16(bigEndian: address.sin_port))
-}
 
 /// Seed 000's support tool, asking a local fake of the App Store Server API.
 @Suite struct AlogameLookupReceipt {
@@ -274,23 +243,14 @@ func freeTCPPort() throws -> Int {
         let fake = try FakeAppStoreServerAPI()
         try fake.add("2000000000009001", environment: "Production", ["productId": "gems100"])
         try fake.add("2000000000009002", environment: "Production", ["productId": "gems500"])
-        var appStore = AppStoreConfiguration(trustRoots: [fake.pki.root])
-        appStore.serverAPIKey = .init(keyID: FakeAppStoreServerAPI.keyID, issuerID: FakeAppStoreServerAPI.issuerID, privateKey: fake.teamKey)
-        appStore.serverAPIProductionURL = "http://127.0.0.1:\(fake.production.port)"
-        appStore.serverAPISandboxURL = "http://127.0.0.1:\(fake.sandbox.port)"
-
-        var configuration = ServiceConfiguration()
-        configuration.port = 0
-        configuration.databaseURL = try await TestDatabase.makeDatabase(prefix: "lookup")
-        configuration.masterKey = Data(repeating: 9, count: 32)
-        configuration.dataDirectory = TestDatabase.temporaryDirectory("lookup")
-        let logger = Logger(minimumLevel: .error)
-        let database = try Database.open(configuration, logger: logger)
-        let provider = AppStoreProvider(verifier: AppStoreSignedDataVerifier(trustRoots: [fake.pki.root]), configuration: appStore)
-        let service = try Service(configuration: configuration, logger: logger, database: database, storeProviders: [provider], dialects: [AlogameGateway()])
-        try await service.start()
-        let created = try await service.clients.create(VerifyHarness.settings(environments: [.production], gameID: 42))
-        let client = SignedClient(port: service.port, clientID: created.client.clientID, secret: created.secret)
+        let harness = try await VerifyHarness.start(environments: [.production], dialects: [AlogameGateway()], pki: fake.pki) { pki in
+            var appStore = AppStoreConfiguration(trustRoots: [pki.root])
+            appStore.serverAPIKey = .init(keyID: FakeAppStoreServerAPI.keyID, issuerID: FakeAppStoreServerAPI.issuerID, privateKey: fake.teamKey)
+            appStore.serverAPIProductionURL = "http://127.0.0.1:\(fake.production.port)"
+            appStore.serverAPISandboxURL = "http://127.0.0.1:\(fake.sandbox.port)"
+            return appStore
+        }
+        let service = harness.service, client = harness.client
 
         // The gateway received one of the order's two transactions.
         let signed = try #require(fake.state.known.get()["Production"]?["2000000000009001"])

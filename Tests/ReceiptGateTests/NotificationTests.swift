@@ -11,28 +11,13 @@ import TestSupport
 /// trust, posted over HTTP, recorded in Postgres.
 @Suite struct AppStoreNotifications {
     struct Harness {
-        let service: Service
-        let pool: PostgresPool
-        let pki: AppleTestPKI
+        let harness: VerifyHarness
+        var service: Service { harness.service }
+        var pool: PostgresPool { harness.pool }
+        var pki: AppleTestPKI { harness.pki }
 
         static func start() async throws -> Harness {
-            let pki = try AppleTestPKI()
-            var configuration = ServiceConfiguration()
-            configuration.port = 0
-            configuration.databaseURL = try await TestDatabase.makeDatabase(prefix: "notify")
-            configuration.masterKey = Data(repeating: 5, count: 32)
-            configuration.dataDirectory = TestDatabase.temporaryDirectory("notify")
-            let logger = Logger(minimumLevel: .error)
-            let database = try Database.open(configuration, logger: logger)
-            let provider = AppStoreProvider(verifier: AppStoreSignedDataVerifier(trustRoots: [pki.root]))
-            let service = try Service(configuration: configuration, logger: logger, database: database, storeProviders: [provider])
-            try await service.start()
-            var settings = ClientSettings()
-            settings.name = "Game"
-            settings.bundleIDs = ["com.example.game"]
-            settings.environments = [.production, .sandbox]
-            _ = try await service.clients.create(settings)
-            return Harness(service: service, pool: database.pool, pki: pki)
+            Harness(harness: try await VerifyHarness.start())
         }
 
         func post(_ body: String) async throws -> RawHTTP.Response {
@@ -40,9 +25,7 @@ import TestSupport
                                       headers: ["Content-Type": "application/json"], body: Data(body.utf8))
         }
 
-        func rows() async throws -> Int {
-            try await pool.query("SELECT count(*) AS n FROM store_notifications")[0].decode("n", as: Int.self)
-        }
+        func rows() async throws -> Int { try await harness.count("store_notifications") }
     }
 
     static func notification(_ pki: AppleTestPKI, uuid: String = UUID().uuidString.lowercased(), type: String = "REFUND",

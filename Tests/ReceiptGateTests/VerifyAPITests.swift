@@ -40,27 +40,41 @@ struct VerifyHarness {
     let pki: AppleTestPKI
     let client: SignedClient
 
+    /// A running service on a fresh database, trusting `pki` (a new one by default), with one
+    /// client for com.example.game; every knob a test needs, in one place.
     static func start(environments: [StoreEnvironment] = [.production, .sandbox], gameID: Int64? = 42,
                       outbox: OutboxWorker.Configuration? = nil, adminToken: String? = nil, webhookURL: String? = nil,
-                      dialects: [any DialectProvider] = []) async throws -> VerifyHarness {
-        let pki = try AppleTestPKI()
+                      deliveryURL: String? = nil, dialects: [any DialectProvider] = [], pki given: AppleTestPKI? = nil,
+                      appStore: (AppleTestPKI) -> AppStoreConfiguration? = { _ in nil }) async throws -> VerifyHarness {
+        let pki = try given ?? AppleTestPKI()
         var configuration = ServiceConfiguration()
         configuration.port = 0
-        configuration.databaseURL = try await TestDatabase.makeDatabase(prefix: "verify")
+        configuration.databaseURL = try await TestDatabase.makeDatabase(prefix: "service")
         configuration.masterKey = Data(repeating: 6, count: 32)
-        configuration.dataDirectory = TestDatabase.temporaryDirectory("verify")
+        configuration.dataDirectory = TestDatabase.temporaryDirectory("service")
         configuration.adminToken = adminToken
         let logger = Logger(minimumLevel: .error)
         let database = try Database.open(configuration, logger: logger)
-        let provider = AppStoreProvider(verifier: AppStoreSignedDataVerifier(trustRoots: [pki.root]))
+        let provider = AppStoreProvider(verifier: AppStoreSignedDataVerifier(trustRoots: [pki.root]), configuration: appStore(pki))
         let service = try Service(configuration: configuration, logger: logger, database: database, storeProviders: [provider], dialects: dialects)
         if let outbox { service.outboxConfiguration = outbox }
         try await service.start()
         var clientSettings = settings(environments: environments, gameID: gameID)
         clientSettings.webhookURL = webhookURL
+        clientSettings.deliveryURL = deliveryURL
         let created = try await service.clients.create(clientSettings)
         return VerifyHarness(service: service, pool: database.pool, pki: pki,
                              client: SignedClient(port: service.port, clientID: created.client.clientID, secret: created.secret))
+    }
+
+    /// Outbox pacing for tests: polls and retries in tens of milliseconds.
+    static func fastOutbox(giveUpAfter: Duration = .seconds(3600)) -> OutboxWorker.Configuration {
+        var configuration = OutboxWorker.Configuration()
+        configuration.pollInterval = .milliseconds(50)
+        configuration.baseDelay = .milliseconds(50)
+        configuration.maxDelay = .milliseconds(200)
+        configuration.giveUpAfter = giveUpAfter
+        return configuration
     }
 
     static func settings(name: String = "Game", environments: [StoreEnvironment], gameID: Int64?) -> ClientSettings {

@@ -43,15 +43,6 @@ final class WebhookReceiver: Sendable {
 }
 
 @Suite struct WebhookDelivery {
-    static func fast(giveUpAfter: Duration = .seconds(3600)) -> OutboxWorker.Configuration {
-        var configuration = OutboxWorker.Configuration()
-        configuration.pollInterval = .milliseconds(50)
-        configuration.baseDelay = .milliseconds(50)
-        configuration.maxDelay = .milliseconds(200)
-        configuration.giveUpAfter = giveUpAfter
-        return configuration
-    }
-
     static func waitUntil(_ condition: () async throws -> Bool) async throws {
         for _ in 0..<400 {
             if try await condition() { return }
@@ -62,7 +53,7 @@ final class WebhookReceiver: Sendable {
     @Test func everyEventArrivesInOrderAfterAnOutageNoneLost() async throws {
         let receiver = try WebhookReceiver()
         let token = String(repeating: "a", count: 32)
-        let harness = try await VerifyHarness.start(outbox: Self.fast(), adminToken: token, webhookURL: receiver.url)
+        let harness = try await VerifyHarness.start(outbox: VerifyHarness.fastOutbox(), adminToken: token, webhookURL: receiver.url)
         receiver.secret.set(harness.client.secret)
 
         let ids = ["2000000000005001", "2000000000005002", "2000000000005003"]
@@ -116,7 +107,7 @@ final class WebhookReceiver: Sendable {
 
     @Test func eventsThatNeverGetThroughStayVisibleAsDeadAndCanBeRedelivered() async throws {
         let receiver = try WebhookReceiver()
-        let harness = try await VerifyHarness.start(outbox: Self.fast(giveUpAfter: .seconds(1)), webhookURL: receiver.url)
+        let harness = try await VerifyHarness.start(outbox: VerifyHarness.fastOutbox(giveUpAfter: .seconds(1)), webhookURL: receiver.url)
         receiver.secret.set(harness.client.secret)
         let receipt = try harness.pki.sign(AppleTestPKI.transaction())
         #expect(try await harness.client.post("/v1/verify", json: ["store": "app_store", "receipt": receipt]).status == 200)
