@@ -67,16 +67,21 @@ public struct AppStoreServerAPIClient: Sendable {
 
     /// Get Transaction History (v2), every page.
     public func transactionHistory(_ transactionID: String, environment: AppStoreEnvironment) async throws(AppStoreAPIError) -> [String] {
+        try await allRevisions("/inApps/v2/history/\(try Self.pathSegment(transactionID))", environment: environment)
+    }
+
+    /// Follows Apple's `revision` / `hasMore` paging to the end and gathers `signedTransactions`.
+    private func allRevisions(_ path: String, environment: AppStoreEnvironment) async throws(AppStoreAPIError) -> [String] {
         struct Page: Decodable { let revision: String?; let hasMore: Bool?; let signedTransactions: [String]? }
         var signed: [String] = [], revision: String?
         for _ in 0..<Self.maxPages {
             let query = revision.map { "?revision=\(Self.queryValue($0))" } ?? ""
-            let page: Page = try await send("GET", "/inApps/v2/history/\(try Self.pathSegment(transactionID))\(query)", environment: environment)
+            let page: Page = try await send("GET", path + query, environment: environment)
             signed += page.signedTransactions ?? []
             guard page.hasMore == true, let next = page.revision else { return signed }
             revision = next
         }
-        throw AppStoreAPIError.invalidResponse("transaction history did not end after \(Self.maxPages) pages")
+        throw AppStoreAPIError.invalidResponse("\(path) did not end after \(Self.maxPages) pages")
     }
 
     /// Look Up Order ID: the transactions of a customer's order id (from their receipt e-mail).
@@ -110,16 +115,7 @@ public struct AppStoreServerAPIClient: Sendable {
 
     /// Get Refund History (v2), every page.
     public func refundHistory(_ transactionID: String, environment: AppStoreEnvironment) async throws(AppStoreAPIError) -> [String] {
-        struct Page: Decodable { let revision: String?; let hasMore: Bool?; let signedTransactions: [String]? }
-        var signed: [String] = [], revision: String?
-        for _ in 0..<Self.maxPages {
-            let query = revision.map { "?revision=\(Self.queryValue($0))" } ?? ""
-            let page: Page = try await send("GET", "/inApps/v2/refund/lookup/\(try Self.pathSegment(transactionID))\(query)", environment: environment)
-            signed += page.signedTransactions ?? []
-            guard page.hasMore == true, let next = page.revision else { return signed }
-            revision = next
-        }
-        throw AppStoreAPIError.invalidResponse("refund history did not end after \(Self.maxPages) pages")
+        try await allRevisions("/inApps/v2/refund/lookup/\(try Self.pathSegment(transactionID))", environment: environment)
     }
 
     public struct NotificationHistoryItem: Decodable, Sendable {
