@@ -27,7 +27,7 @@ public struct AlogameGateway: DialectProvider, RefundCallbackRendering {
         guard let body = try? JSONDecoder().decode(Body.self, from: request.body), !body.order_id.isEmpty else {
             return failure(400, "MISSING_FIELDS", "missing required field: order_id")
         }
-        guard body.order_id.count <= 64, body.order_id.unicodeScalars.allSatisfy({ CharacterSet.alphanumerics.contains($0) }) else {
+        guard body.order_id.count <= 64, body.order_id.unicodeScalars.allSatisfy({ $0.isASCII && CharacterSet.alphanumerics.contains($0) }) else {
             return failure(400, "MISSING_FIELDS", "order_id must be the Apple order id (letters and digits)")
         }
         guard let lookup = core as? any OrderLookupCore else { return failure(502, "VERIFIER_ERROR", "order lookup is not available") }

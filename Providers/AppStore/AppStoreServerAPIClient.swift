@@ -188,7 +188,7 @@ public struct AppStoreServerAPIClient: Sendable {
     /// Ids go into the URL path: only the characters Apple's ids use are allowed.
     static func pathSegment(_ value: String) throws(AppStoreAPIError) -> String {
         guard !value.isEmpty, value.count <= 128,
-              value.unicodeScalars.allSatisfy({ CharacterSet.alphanumerics.contains($0) || "-_.".unicodeScalars.contains($0) })
+              value.unicodeScalars.allSatisfy({ $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "-_".unicodeScalars.contains($0)) })
         else { throw AppStoreAPIError(status: 400, errorCode: nil, errorMessage: "invalid identifier", transport: nil) }
         return value
     }
