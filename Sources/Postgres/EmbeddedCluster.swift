@@ -80,6 +80,28 @@ public struct EmbeddedCluster: Sendable {
         try run(tool: "pg_ctl", ["-D", directory.path, "-m", "fast", "-w", "-t", "60", "stop"])
     }
 
+    /// Stops the cluster unless another ReceiptGate process is connected to it (the last one out
+    /// stops it). Returns true if it stopped the server.
+    @discardableResult
+    public func stopIfUnused() throws -> Bool {
+        let directory = try clusterDirectory
+        guard try isRunning else { return false }
+        let others = try withStartLock { () -> Int in
+            let admin = try PostgresConnection(connectionString: "host=\(Self.quote(directory.path)) user=postgres dbname=postgres",
+                                               connectTimeoutSeconds: 10, statementTimeoutMilliseconds: 10_000)
+            let own = "receiptgate/\(getpid())"
+            let rows = try admin.query("""
+                SELECT count(*) AS n FROM pg_stat_activity
+                WHERE application_name LIKE 'receiptgate/%' AND application_name <> \(own) AND pid <> pg_backend_pid()
+                """)
+            let count = try rows.first?.decode("n", as: Int.self) ?? 0
+            if count == 0 { try stop() }
+            return count
+        }
+        if others > 0 { log("leaving embedded PostgreSQL running: \(others) connection(s) from other ReceiptGate processes") }
+        return others == 0
+    }
+
     /// `pg_ctl restart` (tests use it to prove clients reconnect).
     public func restart() throws {
         let directory = try clusterDirectory

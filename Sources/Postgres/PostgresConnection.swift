@@ -12,7 +12,8 @@ public final class PostgresConnection {
         // Ours come first so that settings inside the caller's connection string win.
         let settings: [(String, String)] = [
             ("connect_timeout", String(connectTimeoutSeconds)),
-            ("application_name", "receiptgate"),
+            // The pid lets an embedded cluster tell whether another process still uses it.
+            ("application_name", "receiptgate/\(getpid())"),
             ("client_encoding", "UTF8"),
             ("options", "-c TimeZone=UTC -c DateStyle=ISO -c client_min_messages=warning -c statement_timeout=\(statementTimeoutMilliseconds)"),
             ("dbname", connectionString),

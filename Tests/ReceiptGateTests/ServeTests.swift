@@ -110,3 +110,31 @@ private func startServer(_ environment: [String: String]) async throws -> (Child
         await service.shutdown()
     }
 }
+
+@Suite struct SharedEmbeddedCluster {
+    /// Two processes on one data folder: the first to stop leaves the cluster to the other; the
+    /// last one out stops it.
+    @Test func theLastProcessOutStopsTheEmbeddedCluster() async throws {
+        let data = TestDatabase.temporaryDirectory("shared-embedded").appendingPathComponent("data")
+        let environment = ["RECEIPTGATE_DATA_DIR": data.path, "RECEIPTGATE_PORT": "0"]
+        func launch() async throws -> (ChildProcess, Int) {
+            let server = try ChildProcess.launch(Binary.path, ["serve"], environment: Binary.environment(environment))
+            let line = try await server.waitForStderrLine(containing: "\"listening\"")
+            return (server, try #require(Int((try Binary.json(line)["url"] as? String)?.split(separator: ":").last ?? "")))
+        }
+        let (first, _) = try await launch()
+        let (second, secondPort) = try await launch()
+        #expect(try await RawHTTP.request(port: secondPort, path: "/readyz").status == 200)
+
+        first.send(SIGTERM)
+        #expect(try await first.wait(timeout: .seconds(30)) == 0)
+        #expect(first.stderr.contains("leaving embedded PostgreSQL running"))
+        #expect(try await RawHTTP.request(port: secondPort, path: "/readyz").status == 200, "the other process lost its database")
+
+        second.send(SIGTERM)
+        #expect(try await second.wait(timeout: .seconds(30)) == 0)
+        #expect(second.stderr.contains("stopping embedded PostgreSQL"))
+        let cluster = EmbeddedCluster(directory: data.appendingPathComponent("postgres"))
+        #expect(try await onOwnThread { try !cluster.isRunning })
+    }
+}
