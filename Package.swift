@@ -51,7 +51,7 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
-        .executableTarget(name: "receiptgate-bench", dependencies: ["AppStore", "Crypto", "TestSupport"],
+        .executableTarget(name: "receiptgate-bench", dependencies: ["AppStore", "Crypto", "HTTPClient", "TestSupport"],
                           swiftSettings: swiftSettings),
 
         .target(name: "TestSupport", dependencies: ["Postgres", "Crypto", "AppStore", "HTTPServer", "HTTPClient"], path: "Tests/TestSupport",

@@ -14,12 +14,20 @@ import TestSupport
 enum Bench {
     static func main() throws {
         var arguments = Array(CommandLine.arguments.dropFirst())
+        if arguments.first == "verify" {
+            arguments.removeFirst()
+            try VerifyBench.run(arguments)
+            return
+        }
         guard arguments.first == "jws" else {
-            print("usage: receiptgate-bench jws [--root CERT] [--file TOKENS] [--seconds N] [--write-corpus DIR]")
+            print("""
+                usage: receiptgate-bench jws [--root CERT] [--file TOKENS] [--seconds N] [--count N] [--write-corpus DIR]
+                       receiptgate-bench verify --url URL --client-id ID --secret SECRET --file TOKENS [--concurrency N]
+                """)
             exit(arguments.isEmpty || arguments.first == "--help" ? 0 : 2)
         }
         arguments.removeFirst()
-        var rootPath: String?, filePath: String?, corpusDirectory: String?, seconds = 5.0
+        var rootPath: String?, filePath: String?, corpusDirectory: String?, seconds = 5.0, count = 1000
         while let option = arguments.first {
             arguments.removeFirst()
             guard let value = arguments.first else { fail("\(option) needs a value") }
@@ -29,6 +37,7 @@ enum Bench {
             case "--file": filePath = value
             case "--seconds": seconds = Double(value) ?? { fail("--seconds needs a number") }()
             case "--write-corpus": corpusDirectory = value
+            case "--count": count = Int(value) ?? { fail("--count needs a number") }()
             default: fail("unknown option \(option)")
             }
         }
@@ -40,7 +49,7 @@ enum Bench {
                 ?? [try AppleRootCertificates.appleRoot()]
         } else {
             let pki = try AppleTestPKI()
-            tokens = try (0..<1000).map { index in
+            tokens = try (0..<count).map { index in
                 try pki.sign(AppleTestPKI.transaction(["transactionId": String(2_000_000_000_000_000 + index)]))
             }
             roots = [pki.root]
