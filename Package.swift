@@ -51,22 +51,32 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
-        .executableTarget(name: "receiptgate-bench", dependencies: ["AppStore", "Crypto", "HTTPClient", "TestSupport"],
+        .executableTarget(name: "receiptgate-bench", dependencies: ["AppStore", "Crypto", "HTTPClient"],
                           swiftSettings: swiftSettings),
 
-        .target(name: "TestSupport", dependencies: ["Postgres", "Crypto", "AppStore", "HTTPServer", "HTTPClient"], path: "Tests/TestSupport",
+        // Test helpers: generic ones (databases, processes, raw HTTP), App Store ones (a test PKI,
+        // a fake App Store Server API, receipts), and an in-process fake core for plugin tests.
+        .target(name: "TestSupport", dependencies: ["Postgres", "HTTPServer", "HTTPClient"], path: "Tests/TestSupport",
+                swiftSettings: swiftSettings),
+        .target(name: "AppStoreTestSupport", dependencies: ["AppStore", "Crypto", "HTTPServer", "HTTPClient", "TestSupport"],
+                path: "Tests/AppStoreTestSupport", swiftSettings: swiftSettings),
+        .target(name: "PluginTestSupport", dependencies: ["ReceiptCore", "Crypto"], path: "Tests/PluginTestSupport",
                 swiftSettings: swiftSettings),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"],
                     resources: [.copy("Fixtures")], swiftSettings: swiftSettings),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "HTTPClientTests", dependencies: ["HTTPClient", "HTTPServer", "TestSupport"], swiftSettings: swiftSettings),
-        .testTarget(name: "AppStoreTests", dependencies: ["AppStore", "Crypto", "ReceiptCore", "TestSupport", "HTTPServer", "HTTPClient"],
+        .testTarget(name: "AppStoreTests", dependencies: ["AppStore", "Crypto", "ReceiptCore", "TestSupport", "AppStoreTestSupport",
+                                                          "HTTPServer", "HTTPClient"],
                     resources: [.copy("Fixtures")], swiftSettings: swiftSettings),
         .testTarget(
             name: "ReceiptGateTests",
-            dependencies: ["ReceiptGate", "ReceiptCore", "Crypto", "Postgres", "HTTPServer", "TestSupport", "AppStore", "AlogameGateway"],
+            dependencies: ["ReceiptGate", "ReceiptCore", "Crypto", "Postgres", "HTTPServer", "TestSupport", "AppStoreTestSupport",
+                           "PluginTestSupport", "AppStore", "AlogameGateway"],
             swiftSettings: swiftSettings
         ),
+        .testTarget(name: "AlogameGatewayTests", dependencies: ["AlogameGateway", "ReceiptCore", "PluginTestSupport"],
+                    swiftSettings: swiftSettings),
     ]
 )

@@ -4,25 +4,34 @@ public import ReceiptCore
 /// The Alogame IAP Gateway contract (seed 000), to the letter: a game server written from that
 /// page works unchanged against ReceiptGate. Everything real happens in the core; this type only
 /// translates the wire format and owns the one status table of this dialect.
-public struct AlogameGateway: DialectProvider, RefundCallbackRendering {
+public struct AlogameGateway: DialectProvider {
     public let name = "alogame-gateway"
 
     public init() {}
 
-    public func routes(core: any DialectCore) -> [DialectRoute] {
-        [DialectRoute(method: "POST", path: "/iap/gateway/verify") { request in await Self.verify(request, core: core) },
-         DialectRoute(method: "POST", path: "/iap/gateway/lookup-receipt") { request in await Self.lookUpReceipt(request, core: core) }]
+    /// Both routes are idempotent, so a re-sent signed request (an HTTP retry) is answered like
+    /// the first: verify says DUPLICATE_TRANSACTION, lookup gives the same answer. No replay refusal.
+    public func routes(core: any DialectCore) -> [Route] {
+        [Route("POST", "/iap/gateway/verify", authentication: .signedClient(.allow)) { request, context in
+            await Self.verify(request, context: context, core: core)
+         },
+         Route("POST", "/iap/gateway/lookup-receipt", authentication: .signedClient(.allow)) { request, context in
+            await Self.lookUpReceipt(request, context: context, core: core)
+         }]
     }
+
+    /// The core's refusals (401, 429...) in the seed's envelope.
+    public func render(_ refusal: RouteRefusal) -> RouteResponse {
+        let (status, code) = Self.errorTable(refusal.code)
+        return Self.failure(refusal.code == .rateLimited ? 429 : status, refusal.code == .rateLimited ? "RATE_LIMITED" : code, refusal.message)
+    }
+
+    public var refundCallbacks: (any RefundCallbackRenderer)? { RefundCallbacks() }
 
     // MARK: - POST /iap/gateway/lookup-receipt (support tool)
 
-    static func lookUpReceipt(_ request: DialectRequest, core: any DialectCore) async -> DialectResponse {
-        let client: ClientInfo
-        do {
-            client = try await core.authenticate(headers: request.headers, body: request.body, rejectReplays: true)
-        } catch {
-            return failure(401, "UNAUTHORIZED", error.message)
-        }
+    static func lookUpReceipt(_ request: RouteRequest, context: RouteContext, core: any DialectCore) async -> RouteResponse {
+        guard let client = context.client else { return failure(401, "UNAUTHORIZED", "client authentication required") }
         struct Body: Decodable { let order_id: String }
         guard let body = try? JSONDecoder().decode(Body.self, from: request.body), !body.order_id.isEmpty else {
             return failure(400, "MISSING_FIELDS", "missing required field: order_id")
@@ -30,9 +39,8 @@ public struct AlogameGateway: DialectProvider, RefundCallbackRendering {
         guard body.order_id.count <= 64, body.order_id.unicodeScalars.allSatisfy({ $0.isASCII && CharacterSet.alphanumerics.contains($0) }) else {
             return failure(400, "MISSING_FIELDS", "order_id must be the Apple order id (letters and digits)")
         }
-        guard let lookup = core as? any OrderLookupCore else { return failure(502, "VERIFIER_ERROR", "order lookup is not available") }
         do {
-            let result = try await lookup.lookUpOrder(body.order_id, client: client)
+            let result = try await core.lookUpOrder(body.order_id, client: client)
             return .json(LookupResponse(orderID: body.order_id, gameID: client.gameID, order: result.order, ledger: result.ledger))
         } catch let error as StoreVerificationError {
             let (status, code) = errorTable(error.code)
@@ -81,8 +89,8 @@ public struct AlogameGateway: DialectProvider, RefundCallbackRendering {
             }
         }
 
-        static func gatewayState(_ state: String) -> String {
-            state == "active" ? "gateway_verified" : state
+        static func gatewayState(_ state: TransactionState) -> String {
+            state == .active ? "gateway_verified" : state.rawValue
         }
     }
 
@@ -90,7 +98,10 @@ public struct AlogameGateway: DialectProvider, RefundCallbackRendering {
 
     /// The seed's body: `transaction_id`, `product_id`, `revocation_date` (epoch ms), `revocation_reason`
     /// (Apple's code), `game_id`. Signing and delivery are the core's outbox.
-    public func refundCallbackBody(_ event: RefundEvent) -> Data? {
+    struct RefundCallbacks: RefundCallbackRenderer {
+      let format = "alogame"
+
+      func refundCallbackBody(_ event: RefundEvent) -> Data {
         struct Body: Encodable {
             let event: RefundEvent
             enum Keys: String, CodingKey {
@@ -106,24 +117,20 @@ public struct AlogameGateway: DialectProvider, RefundCallbackRendering {
                 try container.encode(event.gameID, forKey: .gameID)
             }
         }
-        return DialectResponse.json(Body(event: event)).body
+        return RouteResponse.json(Body(event: event)).body
+      }
     }
 
     // MARK: - POST /iap/gateway/verify
 
-    static func verify(_ request: DialectRequest, core: any DialectCore) async -> DialectResponse {
-        let client: ClientInfo
-        do {
-            client = try await core.authenticate(headers: request.headers, body: request.body, rejectReplays: true)
-        } catch {
-            return failure(401, "UNAUTHORIZED", error.message)
-        }
+    static func verify(_ request: RouteRequest, context: RouteContext, core: any DialectCore) async -> RouteResponse {
+        guard let client = context.client else { return failure(401, "UNAUTHORIZED", "client authentication required") }
         let body: VerifyBody
         switch VerifyBody.parse(request.body) {
         case .success(let parsed): body = parsed
         case .failure(let refusal): return failure(400, refusal.code, refusal.message)
         }
-        var verification = VerificationRequest(store: .appStore, evidence: body.receipt, requestID: request.requestID)
+        var verification = VerificationRequest(store: .appStore, evidence: body.receipt, requestID: context.requestID)
         verification.productID = body.productID
         verification.playerID = body.playerID
         verification.characterID = body.characterID
@@ -155,7 +162,7 @@ public struct AlogameGateway: DialectProvider, RefundCallbackRendering {
         }
     }
 
-    static func failure(_ status: Int, _ code: String, _ message: String) -> DialectResponse {
+    static func failure(_ status: Int, _ code: String, _ message: String) -> RouteResponse {
         .json(Failure(error: code, message: message), status: status)
     }
 
@@ -219,7 +226,7 @@ public struct AlogameGateway: DialectProvider, RefundCallbackRendering {
     /// The seed's success body. Every `receipt_info` field is present; SK1 leaves type,
     /// storefront, price, currency and in_app_ownership_type null.
     struct Success: Encodable {
-        let transaction: RecordedTransaction
+        let transaction: TransactionRecord
 
         enum Keys: String, CodingKey { case success, transactionID = "transaction_id", productID = "product_id", receiptInfo = "receipt_info" }
         enum InfoKeys: String, CodingKey {

@@ -35,6 +35,11 @@ public struct AppStoreProvider: NotificationReceiving {
         try await revocation.check(chainKey: chain.header, leaf: chain.leaf, intermediate: chain.intermediate)
     }
 
+    /// What the App Store can do for the service: verify, receive notifications, look up orders.
+    public var registration: StoreRegistration {
+        StoreRegistration(verifier: self, notifications: self, orderLookup: self)
+    }
+
     /// From the environment (README's App Store settings); throws `AppStoreConfiguration.Invalid`.
     public static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) throws -> AppStoreProvider {
         let configuration = try AppStoreConfiguration.fromEnvironment(environment)
@@ -59,9 +64,9 @@ public struct AppStoreProvider: NotificationReceiving {
     }
 
     /// App Store Server Notifications V2: `{"signedPayload": "<JWS>"}`.
-    public func receiveNotification(body: Data, registered: RegisteredApps) async throws -> StoreNotification {
+    public func receiveNotification(_ request: NotificationRequest, registered: RegisteredApps) async throws -> StoreNotification {
         struct Envelope: Decodable { let signedPayload: String }
-        guard let envelope = try? JSONDecoder().decode(Envelope.self, from: body) else {
+        guard let envelope = try? JSONDecoder().decode(Envelope.self, from: request.body) else {
             throw NotificationRejection(.malformed, reason: "INVALID_FIELD", message: "body must be a JSON object with a signedPayload string")
         }
         let expectations = AppStoreExpectations(bundleIDs: registered.bundleIDs,

@@ -49,6 +49,25 @@ public struct PostgresQuery: Sendable, ExpressibleByStringInterpolation, CustomS
 
         /// Splices SQL text written by the program (an identifier, a fragment). Never pass input.
         public mutating func appendInterpolation(unescaped text: String) { sql += text }
+
+        /// Embeds a fragment built the same way (a shared WHERE condition), its parameters
+        /// renumbered after ours. Fragments are program text: no `$` other than parameters.
+        public mutating func appendInterpolation(_ fragment: PostgresQuery) {
+            let offset = bindings.count
+            var text = fragment.sql[...]
+            while let dollar = text.firstIndex(of: "$") {
+                sql += text[..<dollar]
+                let digits = text[text.index(after: dollar)...].prefix { $0.isASCII && $0.isNumber }
+                if let number = Int(digits) {
+                    sql += "$\(number + offset)"
+                } else {
+                    sql += "$"
+                }
+                text = text[text.index(after: dollar)...].dropFirst(digits.count)
+            }
+            sql += text
+            bindings += fragment.bindings
+        }
     }
 }
 

@@ -96,12 +96,3 @@ public struct NotificationRejection: Error, Sendable, CustomStringConvertible {
 
     public var description: String { "\(reason): \(message)" }
 }
-
-/// A store provider that receives server-to-server notifications.
-public protocol NotificationReceiving: Sendable {
-    var store: StoreID { get }
-    /// Where the store posts, e.g. `/v1/notifications/app-store`.
-    var notificationPath: String { get }
-    /// Proves the request body genuine and decodes it. Throws `NotificationRejection`.
-    func receiveNotification(body: Data, registered: RegisteredApps) async throws -> StoreNotification
-}

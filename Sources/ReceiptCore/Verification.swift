@@ -75,13 +75,3 @@ public struct StoreVerificationError: Error, Sendable, CustomStringConvertible {
 
     public var description: String { "\(code.rawValue) (\(reason)): \(message)" }
 }
-
-/// A store that proves evidence genuine. Registered in the executable's provider list.
-public protocol StoreProvider: Sendable {
-    var store: StoreID { get }
-    /// Which of a client's registered identifiers apply to this store (bundle ids or package names).
-    func appIdentifiers(bundleIDs: [String], packageNames: [String]) -> Set<String>
-    /// Proves `evidence` genuine and returns every purchase it holds (one for StoreKit 2 and
-    /// Google Play, possibly several for a StoreKit 1 receipt). Throws `StoreVerificationError`.
-    func verify(evidence: String, context: VerificationContext) async throws -> [VerifiedPurchase]
-}

@@ -1,6 +1,5 @@
 import Crypto
 public import Foundation
-public import HTTPServer
 public import ReceiptCore
 
 /// The HMAC request signature shared by the native API and the Alogame gateway:
@@ -8,26 +7,16 @@ public import ReceiptCore
 /// `X-Signature` = hex HMAC-SHA256(client_secret, "{client_id}.{timestamp}.{sha256_hex(body)}").
 public struct ClientAuthentication: Sendable {
     public static let window: TimeInterval = 300
-    let clients: ClientStore
+    let clients: ClientRepository
     let now: @Sendable () -> Date
 
-    public init(clients: ClientStore, now: @escaping @Sendable () -> Date = { Date() }) {
+    init(clients: ClientRepository, now: @escaping @Sendable () -> Date = { Date() }) {
         self.clients = clients
         self.now = now
     }
 
-    /// The authenticated client, or a 401 `UNAUTHORIZED` that does not say which part failed.
-    public func authenticate(_ request: HTTPRequest) async throws -> Client {
-        do {
-            return try await authenticate(header: { request.headers[$0] }, body: request.body, rejectReplays: false)
-        } catch let refused as AuthenticationRefused {
-            throw Self.refused(refused.message)
-        }
-    }
-
-    /// The same check from plain headers; with `rejectReplays`, a signature seen before within the
-    /// window is refused, remembered in Postgres so every process agrees.
-    public func authenticate(header: (String) -> String?, body: Data, rejectReplays: Bool) async throws -> Client {
+    /// The authenticated client, or `AuthenticationRefused` that does not say which part failed.
+    func authenticate(header: (String) -> String?, body: Data) async throws -> Client {
         guard let clientID = header("X-Client-ID"), !clientID.isEmpty, clientID.count <= 64,
               let timestampText = header("X-Timestamp"), let timestamp = Int64(timestampText),
               let signature = header("X-Signature"), let signatureBytes = Hex.decode(signature), signatureBytes.count == 32
@@ -40,16 +29,6 @@ public struct ClientAuthentication: Sendable {
         guard HMACSHA256.isValid(signatureBytes, key: Data(secret.utf8), message: Data(message.utf8)) else {
             throw AuthenticationRefused("invalid credentials or signature")
         }
-        if rejectReplays {
-            let fresh = try await clients.pool.query("""
-                WITH cleanup AS (DELETE FROM request_signatures WHERE expires_at < now() - interval '1 minute')
-                INSERT INTO request_signatures (signature, expires_at)
-                VALUES (\("\(clientID):\(Hex.encode(signatureBytes))"), now() + make_interval(secs => \(Int(Self.window) * 2)))
-                ON CONFLICT (signature) DO NOTHING
-                RETURNING signature
-                """)
-            guard !fresh.isEmpty else { throw AuthenticationRefused("this signed request was already received (replay)") }
-        }
         return client
     }
 
@@ -61,8 +40,11 @@ public struct ClientAuthentication: Sendable {
     public static func signature(secret: String, clientID: String, timestamp: String, body: Data) -> String {
         Hex.encode(HMACSHA256.authenticationCode(key: Data(secret.utf8), message: Data(message(clientID: clientID, timestamp: timestamp, body: body).utf8)))
     }
+}
 
-    static func refused(_ message: String) -> HTTPError {
-        HTTPError(status: 401, code: "UNAUTHORIZED", message: message)
-    }
+/// Why a signature was not accepted (the message never says which part failed).
+struct AuthenticationRefused: Error, CustomStringConvertible {
+    let message: String
+    init(_ message: String) { self.message = message }
+    var description: String { message }
 }

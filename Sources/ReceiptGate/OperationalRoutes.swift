@@ -1,16 +1,15 @@
 public import Foundation
 public import HTTPServer
-public import Postgres
 
 /// /healthz, /readyz, /metrics and /openapi.yaml.
 public struct OperationalRoutes: Sendable {
-    let pool: PostgresPool
+    let database: Database
     let metrics: Metrics
     let openAPIDocument: Data?
     let inFlight: @Sendable () -> Int
 
-    public init(pool: PostgresPool, metrics: Metrics, openAPIDocument: Data?, inFlight: @escaping @Sendable () -> Int) {
-        self.pool = pool
+    init(database: Database, metrics: Metrics, openAPIDocument: Data?, inFlight: @escaping @Sendable () -> Int) {
+        self.database = database
         self.metrics = metrics
         self.openAPIDocument = openAPIDocument
         self.inFlight = inFlight
@@ -18,17 +17,17 @@ public struct OperationalRoutes: Sendable {
 
     public func register(on router: inout Router) {
         router.get("/healthz") { _ in .json(["status": "ok"]) }
-        router.get("/readyz") { [pool] _ in
+        router.get("/readyz") { [database] _ in
             do {
                 // Bounded: a wedged database must not hang the probe.
-                _ = try await withDeadline(.seconds(3)) { try await pool.query("SELECT 1") }
+                _ = try await withDeadline(.seconds(3)) { try await database.ping() }
                 return .json(["status": "ready", "database": "reachable"])
             } catch {
                 return .json(["status": "not_ready", "database": "unreachable"], status: 503)
             }
         }
-        router.get("/metrics") { [metrics, pool, inFlight] _ in
-            .text(metrics.render(pool: pool.statistics, inFlight: inFlight()), contentType: "text/plain; version=0.0.4; charset=utf-8")
+        router.get("/metrics") { [metrics, database, inFlight] _ in
+            .text(metrics.render(pool: database.poolStatistics, inFlight: inFlight()), contentType: "text/plain; version=0.0.4; charset=utf-8")
         }
         router.get("/openapi.yaml") { [openAPIDocument] _ in
             guard let openAPIDocument else {

@@ -1,6 +1,5 @@
 public import Foundation
 public import HTTPClient
-public import Postgres
 public import ReceiptCore
 
 /// Delivers the outbox to game servers: at least once, in order per transaction, signed with the
@@ -19,16 +18,20 @@ public final class OutboxWorker: Sendable {
         public init() {}
     }
 
-    let pool: PostgresPool
-    let clients: ClientStore
+    let outbox: OutboxRepository
+    let clients: ClientRepository
+    /// Stores whose purchases are acknowledged through the outbox.
+    let acknowledgers: [StoreID: any PurchaseAcknowledging]
     let http: HTTPClient
     let configuration: Configuration
     let logger: Logger
     private let task = TaskBox()
 
-    public init(pool: PostgresPool, clients: ClientStore, configuration: Configuration = Configuration(), logger: Logger) {
-        self.pool = pool
+    init(outbox: OutboxRepository, clients: ClientRepository, acknowledgers: [StoreID: any PurchaseAcknowledging] = [:],
+         configuration: Configuration = Configuration(), logger: Logger) {
+        self.outbox = outbox
         self.clients = clients
+        self.acknowledgers = acknowledgers
         self.configuration = configuration
         self.logger = logger
         var http = HTTPClient.Configuration()
@@ -51,85 +54,81 @@ public final class OutboxWorker: Sendable {
         await task.cancelAndWait()
     }
 
-    struct Claimed: Sendable {
-        let id: Int64, eventID: String, clientID: String, type: String, payload: String, attempts: Int, createdAt: Date, target: String
+    /// What this worker can send. E-mail waits in the outbox until a sender exists.
+    var targets: [OutboxTarget] {
+        [.webhook, .refundCallback, .delivery] + (acknowledgers.isEmpty ? [] : [.storeAcknowledgement])
     }
 
-    /// Claims due events (only the oldest pending one per transaction, so order holds) and sends them.
+    /// Claims due messages (only the oldest pending one per aggregate, so order holds) and sends them.
     @discardableResult
     public func deliverDue() async throws -> Int {
-        let leaseSeconds = Int(configuration.lease.components.seconds)
-        let rows = try await pool.query("""
-            UPDATE outbox SET lease_until = now() + make_interval(secs => \(leaseSeconds))
-            WHERE id IN (
-                SELECT o.id FROM outbox o
-                WHERE o.status = 'pending' AND o.next_attempt_at <= now() AND (o.lease_until IS NULL OR o.lease_until < now())
-                  AND NOT EXISTS (SELECT 1 FROM outbox p WHERE p.client_id = o.client_id AND p.aggregate_key = o.aggregate_key AND p.target = o.target
-                                  AND p.status = 'pending' AND p.id < o.id)
-                ORDER BY o.id LIMIT \(configuration.batchSize)
-                FOR UPDATE SKIP LOCKED)
-            RETURNING id, event_id, client_id, event_type, payload::text AS payload, attempts, created_at, target
-            """)
-        let claimed = try rows.map { row in
-            Claimed(id: try row.decode("id"), eventID: try row.decode("event_id"), clientID: try row.decode("client_id"),
-                    type: try row.decode("event_type"), payload: try row.decode("payload"), attempts: try row.decode("attempts"),
-                    createdAt: try row.decode("created_at"), target: try row.decode("target"))
-        }
+        let claimed = try await outbox.claim(targets: targets, limit: configuration.batchSize, lease: Int(configuration.lease.components.seconds))
         await withTaskGroup(of: Void.self) { group in
             for event in claimed { group.addTask { await self.deliver(event) } }
         }
         return claimed.count
     }
 
-    private func deliver(_ event: Claimed) async {
-        var failure: String?
-        if let (client, secret) = try? await clients.secret(for: event.clientID), let url = Self.url(of: client, for: event.target) {
-            let body = Data(event.payload.utf8)
-            let timestamp = String(Int(Date().timeIntervalSince1970))
-            let signature = ClientAuthentication.signature(secret: secret, clientID: client.clientID, timestamp: timestamp, body: body)
-            let request = HTTPClient.Request(method: "POST", url: url, headers: [
-                ("Content-Type", "application/json"), ("X-Client-ID", client.clientID), ("X-Timestamp", timestamp),
-                ("X-Signature", signature), ("X-Event-Id", event.eventID), ("X-Event-Type", event.type),
-            ], body: body)
-            do {
-                let response = try await http.send(request)
-                if !(200..<300).contains(response.status) { failure = "HTTP \(response.status)" }
-            } catch {
-                failure = "\(error)"
-            }
-        } else {
-            failure = "client has no \(event.target) URL (or is disabled)"
-        }
+    private func deliver(_ event: OutboxRepository.Claimed) async {
+        let failure = event.target == .storeAcknowledgement ? await acknowledge(event) : await post(event)
         do {
             if let failure {
                 let attempts = event.attempts + 1
                 let giveUp = Date().timeIntervalSince(event.createdAt) >= Double(configuration.giveUpAfter.components.seconds)
                 let delay = Self.delay(afterAttempts: attempts, base: configuration.baseDelay, max: configuration.maxDelay)
-                try await pool.execute("""
-                    UPDATE outbox SET attempts = \(attempts), last_error = \(String(failure.prefix(500))), lease_until = NULL,
-                        status = \(giveUp ? "dead" : "pending"),
-                        next_attempt_at = now() + make_interval(secs => \(Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18))
-                    WHERE id = \(event.id)
-                    """)
-                logger.warning("webhook delivery failed", ["event.id": event.eventID, "client.id": event.clientID, "attempts": String(attempts),
-                                                           "error": String(failure.prefix(200)), "dead": String(giveUp)])
+                try await outbox.markFailed(event.id, attempts: attempts, error: failure, dead: giveUp,
+                                            retryInSeconds: Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18)
+                logger.warning("outbox delivery failed", ["event.id": event.eventID, "client.id": event.clientID, "target": event.target.rawValue,
+                                                          "attempts": String(attempts), "error": String(failure.prefix(200)), "dead": String(giveUp)])
             } else {
-                try await pool.execute("""
-                    UPDATE outbox SET status = 'delivered', delivered_at = now(), attempts = attempts + 1, lease_until = NULL, last_error = NULL
-                    WHERE id = \(event.id)
-                    """)
+                try await outbox.markDelivered(event.id)
             }
         } catch {
             // The lease runs out and another attempt follows: at least once, never lost.
-            logger.error("could not record a webhook outcome", ["event.id": event.eventID, "error": "\(error)"])
+            logger.error("could not record an outbox outcome", ["event.id": event.eventID, "error": "\(error)"])
         }
     }
 
-    static func url(of client: Client, for target: String) -> String? {
+    /// Posts to the client's URL for the target, signed like our API. Nil on success, else why not.
+    private func post(_ event: OutboxRepository.Claimed) async -> String? {
+        guard let (client, secret) = try? await clients.secret(for: event.clientID), let url = Self.url(of: client, for: event.target) else {
+            return "client has no \(event.target.rawValue) URL (or is disabled)"
+        }
+        let body = Data(event.payload.utf8)
+        let timestamp = String(Int(Date().timeIntervalSince1970))
+        let signature = ClientAuthentication.signature(secret: secret, clientID: client.clientID, timestamp: timestamp, body: body)
+        let request = HTTPClient.Request(method: "POST", url: url, headers: [
+            ("Content-Type", "application/json"), ("X-Client-ID", client.clientID), ("X-Timestamp", timestamp),
+            ("X-Signature", signature), ("X-Event-Id", event.eventID), ("X-Event-Type", event.type),
+        ], body: body)
+        do {
+            let response = try await http.send(request)
+            return (200..<300).contains(response.status) ? nil : "HTTP \(response.status)"
+        } catch {
+            return "\(error)"
+        }
+    }
+
+    /// Sends a store acknowledgement through its provider. Nil on success.
+    private func acknowledge(_ event: OutboxRepository.Claimed) async -> String? {
+        guard let acknowledgement = try? JSONDecoder().decode(StoreAcknowledgement.self, from: Data(event.payload.utf8)),
+              let acknowledger = acknowledgers[acknowledgement.store] else {
+            return "no store provider acknowledges this message"
+        }
+        do {
+            try await acknowledger.acknowledge(acknowledgement)
+            return nil
+        } catch {
+            return "\(error)"
+        }
+    }
+
+    static func url(of client: Client, for target: OutboxTarget) -> String? {
         switch target {
-        case Outbox.Target.refundCallback.rawValue: client.refundCallbackURL
-        case Outbox.Target.delivery.rawValue: client.deliveryURL
-        default: client.webhookURL
+        case .refundCallback: client.refundCallbackURL
+        case .delivery: client.deliveryURL
+        case .webhook: client.webhookURL
+        case .email, .storeAcknowledgement: nil
         }
     }
 

@@ -1,30 +1,30 @@
 import Crypto
 public import Foundation
 public import HTTPServer
-public import Postgres
 public import ReceiptCore
 
-/// The running service: database, migrations, HTTP server and its routes. `start()` then
-/// `shutdown()`; nothing important lives only in this process's memory.
+/// The running service: database, migrations, HTTP server and its routes, outbox worker and
+/// upkeep. `start()` then `shutdown()`; nothing important lives only in this process's memory.
 public final class Service: @unchecked Sendable {
     public let configuration: ServiceConfiguration
     public let logger: Logger
     public let database: Database
-    public let clients: ClientStore
+    public let repositories: Repositories
     public let metrics = Metrics()
-    public let storeProviders: [any NotificationReceiving]
+    public let stores: [StoreRegistration]
     public let dialects: [any DialectProvider]
     private var server: HTTPServer?
     private var outboxWorker: OutboxWorker?
+    private var upkeep: Task<Void, Never>?
     /// How the outbox worker paces deliveries (tests shorten the delays).
     public var outboxConfiguration = OutboxWorker.Configuration()
     /// Every (method, pattern) served, once started.
     public private(set) var routeTable: [(method: String, pattern: String)] = []
 
     public init(configuration: ServiceConfiguration, logger: Logger, database: Database,
-                storeProviders: [any NotificationReceiving] = [], dialects: [any DialectProvider] = []) throws {
+                stores: [StoreRegistration] = [], dialects: [any DialectProvider] = []) throws {
         self.configuration = configuration
-        self.storeProviders = storeProviders
+        self.stores = stores
         self.dialects = dialects
         self.logger = logger
         self.database = database
@@ -33,7 +33,20 @@ public final class Service: @unchecked Sendable {
             logger.warning("generated a new master key; back it up, and give every process sharing this database the same key",
                            ["path": generatedAt])
         }
-        clients = ClientStore(pool: database.pool, secrets: SecretBox(masterKey: master.key))
+        repositories = Repositories(pool: database.pool, secrets: SecretBox(masterKey: master.key),
+                                    refundCallbacks: try Self.refundCallbackFormats(dialects))
+    }
+
+    public var clients: ClientRepository { repositories.clients }
+
+    /// Refund-callback renderers by the format name clients choose; two dialects may not claim one name.
+    static func refundCallbackFormats(_ dialects: [any DialectProvider]) throws -> [String: any RefundCallbackRenderer] {
+        var formats: [String: any RefundCallbackRenderer] = [:]
+        for renderer in dialects.compactMap(\.refundCallbacks) {
+            guard formats[renderer.format] == nil else { throw ClientStoreError.invalid("two dialects render refund callbacks as \(renderer.format)") }
+            formats[renderer.format] = renderer
+        }
+        return formats
     }
 
     /// The port actually listened on (after `start`).
@@ -43,23 +56,29 @@ public final class Service: @unchecked Sendable {
         let applied = try await database.migrate()
         if !applied.isEmpty { logger.info("applied migrations", ["versions": applied.map(String.init).joined(separator: ",")]) }
 
+        let rateLimiter = RateLimiter(shared: repositories.rateLimits, overrides: configuration.rateLimits, logger: logger)
+        let pipeline = VerifyPipeline(stores: stores, transactions: repositories.transactions, logger: logger)
+        let core = Core(pipeline: pipeline, clients: repositories.clients, transactions: repositories.transactions, rateLimiter: rateLimiter,
+                        tokens: repositories.tokens, accounts: repositories.accounts, replayGuard: repositories.replay)
+        let mounter = RouteMounter(clients: repositories.clients, authentication: ClientAuthentication(clients: repositories.clients),
+                                   tokens: repositories.tokens, replayGuard: repositories.replay, rateLimiter: rateLimiter,
+                                   adminToken: configuration.adminToken, trustedProxies: configuration.trustedProxies, logger: logger)
+
         var router = Router()
         router.use(ObservabilityMiddleware(logger: logger, metrics: metrics))
         let serverBox = ServerBox()
-        OperationalRoutes(pool: database.pool, metrics: metrics,
+        OperationalRoutes(database: database, metrics: metrics,
                           openAPIDocument: OperationalRoutes.loadOpenAPIDocument(configuredPath: configuration.openAPIPath),
                           inFlight: { serverBox.server?.inFlightRequests ?? 0 })
             .register(on: &router)
-        NotificationRoutes(providers: storeProviders, pool: database.pool, logger: logger,
-                           refundCallbacks: dialects.compactMap { $0 as? any RefundCallbackRendering }.first).register(on: &router)
-        let pipeline = VerifyPipeline(providers: storeProviders.compactMap { $0 as? any StoreProvider }, ledger: Ledger(pool: database.pool))
-        let authentication = ClientAuthentication(clients: clients)
-        NativeAPIRoutes(pipeline: pipeline, authentication: authentication, logger: logger).register(on: &router)
-        ReadAPIRoutes(pool: database.pool, authentication: authentication).register(on: &router)
-        let core = CoreForDialects(authentication: authentication, clients: clients, pipeline: pipeline,
-                                   orderLookup: storeProviders.compactMap { $0 as? any OrderLookingUp }.first)
-        CoreForDialects.register(dialects, core: core, on: &router)
-        if let token = configuration.adminToken { WebhookAdmin(pool: database.pool).register(on: &router, token: token) }
+        let native = NativeAPI(core: core, transactions: repositories.transactions)
+        mounter.mount(native.routes, render: NativeAPI.render, on: &router)
+        mounter.mount(NotificationRoutes(stores: stores, clients: repositories.clients, notifications: repositories.notifications).routes,
+                      render: NativeAPI.render, on: &router)
+        mounter.mount(WebhookAdmin(outbox: repositories.outbox).routes, render: NativeAPI.render, on: &router)
+        for dialect in dialects {
+            mounter.mount(dialect.routes(core: core), render: { dialect.render($0) }, on: &router)
+        }
 
         let responder = router.build(handlerTimeout: .seconds(configuration.requestTimeoutSeconds))
         routeTable = responder.routeTable
@@ -70,9 +89,18 @@ public final class Service: @unchecked Sendable {
         try server.start()
         serverBox.server = server
         self.server = server
-        let worker = OutboxWorker(pool: database.pool, clients: clients, configuration: outboxConfiguration, logger: logger)
+        let acknowledgers = Dictionary(stores.compactMap { registration in registration.acknowledgement.map { (registration.store, $0) } },
+                                       uniquingKeysWith: { first, _ in first })
+        let worker = OutboxWorker(outbox: repositories.outbox, clients: repositories.clients, acknowledgers: acknowledgers,
+                                  configuration: outboxConfiguration, logger: logger)
         worker.start()
         outboxWorker = worker
+        upkeep = Task { [repositories, logger] in
+            while !Task.isCancelled {
+                do { try await repositories.removeExpired() } catch { logger.warning("upkeep failed", ["error": "\(error)"]) }
+                try? await Task.sleep(for: .seconds(60))
+            }
+        }
         let shownHost = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
         logger.info("listening", ["url": "http://\(shownHost):\(server.port)", "database": database.description,
                                   "version": ReceiptGateVersion.current])
@@ -83,6 +111,8 @@ public final class Service: @unchecked Sendable {
         logger.info("shutting down; finishing in-flight requests")
         await server?.shutdown(gracePeriod: .seconds(configuration.shutdownGraceSeconds))
         await outboxWorker?.stop()
+        upkeep?.cancel()
+        await upkeep?.value
         database.close(logger: logger)
         logger.info("stopped")
     }

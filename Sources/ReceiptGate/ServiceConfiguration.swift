@@ -20,6 +20,10 @@ public struct ServiceConfiguration: Sendable {
     public var openAPIPath: String?
     /// Bearer token of the /admin API; unset, the admin API is off.
     public var adminToken: String?
+    /// Proxies whose `X-Forwarded-For` is believed (`RECEIPTGATE_TRUSTED_PROXIES`).
+    public var trustedProxies: [TrustedProxy] = []
+    /// Per-policy overrides of the routes' rate limits (`RECEIPTGATE_RATE_LIMITS`).
+    public var rateLimits: [String: RateLimitOverride] = [:]
 
     public init() {}
 
@@ -82,6 +86,8 @@ public struct ServiceConfiguration: Sendable {
             }
             configuration.adminToken = token
         }
+        configuration.trustedProxies = try value("RECEIPTGATE_TRUSTED_PROXIES").map(parseTrustedProxies) ?? []
+        configuration.rateLimits = try value("RECEIPTGATE_RATE_LIMITS").map(parseRateLimits) ?? [:]
         return configuration
     }
 }

@@ -2,77 +2,101 @@ import Crypto
 public import Foundation
 public import ReceiptCore
 
-/// One verification, whatever API it came through: pick the store provider, prove the evidence,
-/// cross-check product, app and environment, compare the account token, record exactly once.
+/// One verification, whatever API it came through, in two steps. *Prove*: pick the store
+/// provider, verify the evidence, cross-check product, app and environment, compare the account
+/// token (network only). *Record*: one database transaction with everything that must commit
+/// with the purchase. Every outcome is on record and in the log, the same way for every route.
 public struct VerifyPipeline: Sendable {
-    public struct Outcome: Sendable {
-        public let transaction: LedgerTransaction
-        public let duplicate: Bool
+    let stores: [StoreID: StoreRegistration]
+    let transactions: TransactionRepository
+    let logger: Logger
+
+    init(stores: [StoreRegistration], transactions: TransactionRepository, logger: Logger) {
+        self.stores = Dictionary(stores.map { ($0.store, $0) }, uniquingKeysWith: { first, _ in first })
+        self.transactions = transactions
+        self.logger = logger
     }
 
-    let providers: [String: any StoreProvider]
-    let ledger: Ledger
+    var storeNames: [String] { stores.keys.map(\.rawValue).sorted() }
 
-    public init(providers: [any StoreProvider], ledger: Ledger) {
-        self.providers = Dictionary(providers.map { ($0.store.rawValue, $0) }, uniquingKeysWith: { first, _ in first })
-        self.ledger = ledger
-    }
-
-    public var stores: [String] { providers.keys.sorted() }
-
-    /// Throws `StoreVerificationError` for every refusal; each attempt is recorded either way.
-    public func verify(_ request: VerificationRequest, client: Client) async throws -> Outcome {
+    /// Throws `StoreVerificationError` for every refusal; each is recorded as an attempt.
+    func prove(_ request: VerificationRequest, client: Client) async throws -> ProvenPurchase {
         let digest = SHA256.hex(Data(request.evidence.utf8))
         do {
-            let outcome = try await verifyAndRecord(request, client: client, digest: digest)
-            return outcome
+            guard let registration = stores[request.store] else {
+                throw StoreVerificationError(code: .invalidField, reason: "UNKNOWN_STORE",
+                                             message: "store must be one of \(storeNames.joined(separator: ", ")), got \"\(request.store)\"")
+            }
+            let provider = registration.verifier
+            var identifiers = provider.appIdentifiers(bundleIDs: client.bundleIDs, packageNames: client.packageNames)
+            if let requested = request.appIdentifier {
+                guard identifiers.contains(requested) else {
+                    throw StoreVerificationError(code: .bundleMismatch, reason: "APP_NOT_REGISTERED",
+                                                 message: "\(requested) is not registered for this client")
+                }
+                identifiers = [requested]
+            }
+            guard !identifiers.isEmpty else {
+                throw StoreVerificationError(code: .bundleMismatch, reason: "NO_APP_REGISTERED",
+                                             message: "this client has no app registered for \(request.store)")
+            }
+            let purchases = try await provider.verify(evidence: request.evidence,
+                                                      context: VerificationContext(appIdentifiers: identifiers, environments: Set(client.environments)))
+            let purchase = try Self.choose(from: purchases, productID: request.productID)
+            return ProvenPurchase(purchase: purchase, request: request,
+                                  accountMatch: AccountMatch.compare(requested: request.accountToken, evidence: purchase.accountToken),
+                                  evidenceDigest: digest)
         } catch let error as StoreVerificationError {
-            await ledger.recordFailure(clientID: client.clientID, store: request.store.rawValue, requestID: request.requestID, playerID: request.playerID,
-                                       evidenceDigest: digest, code: error.code.rawValue, reason: error.reason, message: error.message)
+            await refused(error, request: request, clientID: client.clientID, digest: digest)
             throw error
         }
     }
 
-    private func verifyAndRecord(_ request: VerificationRequest, client: Client, digest: String) async throws -> Outcome {
-        guard let provider = providers[request.store.rawValue] else {
-            throw StoreVerificationError(code: .invalidField, reason: "UNKNOWN_STORE",
-                                         message: "store must be one of \(stores.joined(separator: ", ")), got \"\(request.store)\"")
+    /// Records once with the caller's effects; logs the outcome line.
+    func record<T: Sendable>(_ proven: ProvenPurchase, client: Client,
+                             effects: @escaping @Sendable (VerificationOutcome, any RecordScope) throws -> T) async throws -> (VerificationOutcome, T) {
+        // A store that wants new purchases acknowledged gets it through the outbox, committed
+        // with the record: durable, retried, never lost.
+        let acknowledgement = stores[proven.purchase.store]?.acknowledgement?.acknowledgement(for: proven.purchase, client: client.info)
+        let withAcknowledgement: @Sendable (VerificationOutcome, any RecordScope) throws -> T = { outcome, scope in
+            if let acknowledgement, !outcome.duplicate {
+                try scope.enqueue(OutboxMessage(clientID: client.clientID, target: .storeAcknowledgement, type: "store.acknowledge",
+                                                aggregateKey: "\(outcome.transaction.store.rawValue):\(outcome.transaction.originalOrSelf)",
+                                                body: try JSONEncoder().encode(acknowledgement)))
+            }
+            return try effects(outcome, scope)
         }
-        let identifiers = provider.appIdentifiers(bundleIDs: client.bundleIDs, packageNames: client.packageNames)
-        guard !identifiers.isEmpty else {
-            throw StoreVerificationError(code: .bundleMismatch, reason: "NO_APP_REGISTERED",
-                                         message: "this client has no app registered for \(request.store)")
+        do {
+            let result = try await transactions.record(proven, client: client, effects: withAcknowledgement)
+            let outcome = result.0
+            logger.info("verified", ["request.id": proven.request.requestID, "client.id": client.clientID, "store": proven.purchase.store.rawValue,
+                                     "transaction.id": String(outcome.transaction.managementID), "duplicate": String(outcome.duplicate),
+                                     "state": outcome.transaction.state.rawValue, "account_match": outcome.accountMatch.rawValue])
+            return result
+        } catch let error as StoreVerificationError {
+            await refused(error, request: proven.request, clientID: client.clientID, digest: proven.evidenceDigest)
+            throw error
         }
-        let purchases = try await provider.verify(evidence: request.evidence,
-                                                  context: VerificationContext(appIdentifiers: identifiers, environments: Set(client.environments)))
-        let purchase = try Self.choose(from: purchases, productID: request.productID)
-        var context = Ledger.Context(client: client, requestID: request.requestID, evidenceDigest: digest)
-        context.playerID = request.playerID
-        context.characterID = request.characterID
-        context.serverID = request.serverID
-        var recorded = try await ledger.record(purchase, context: context)
-        recorded.transaction.accountMatch = Self.accountMatch(requested: request.accountToken, evidence: recorded.transaction.appAccountToken)
-        return Outcome(transaction: recorded.transaction, duplicate: recorded.duplicate)
+    }
+
+    private func refused(_ error: StoreVerificationError, request: VerificationRequest, clientID: String, digest: String) async {
+        logger.info("refused", ["request.id": request.requestID, "client.id": clientID, "store": request.store.rawValue,
+                                "error.code": error.code.rawValue, "error.reason": error.reason])
+        await transactions.recordFailure(clientID: clientID, store: request.store.rawValue, requestID: request.requestID, playerID: request.playerID,
+                                         evidenceDigest: digest, code: error.code.rawValue, reason: error.reason, message: error.message)
     }
 
     /// The purchase the caller means: the one with its product id, else the most recent.
     static func choose(from purchases: [VerifiedPurchase], productID: String?) throws -> VerifiedPurchase {
-        guard !purchases.isEmpty else {
+        let newestFirst = purchases.sorted { ($0.purchaseDate ?? .distantPast) > ($1.purchaseDate ?? .distantPast) }
+        guard let newest = newestFirst.first else {
             throw StoreVerificationError(code: .verificationFailed, reason: "NO_PURCHASE", message: "the evidence holds no purchase")
         }
-        if let productID {
-            guard let match = purchases.filter({ $0.productID == productID }).max(by: { ($0.purchaseDate ?? .distantPast) < ($1.purchaseDate ?? .distantPast) }) else {
-                throw StoreVerificationError(code: .productMismatch, reason: "PRODUCT_MISMATCH",
-                                             message: "the evidence is for \(purchases.compactMap(\.productID).joined(separator: ", ")), not \(productID)")
-            }
-            return match
+        guard let productID else { return newest }
+        guard let match = newestFirst.first(where: { $0.productID == productID }) else {
+            throw StoreVerificationError(code: .productMismatch, reason: "PRODUCT_MISMATCH",
+                                         message: "the evidence is for \(purchases.compactMap(\.productID).joined(separator: ", ")), not \(productID)")
         }
-        return purchases.max { ($0.purchaseDate ?? .distantPast) < ($1.purchaseDate ?? .distantPast) }!
-    }
-
-    /// Compared, never ignored: `match`, `mismatch`, or `not_comparable` when either side is absent.
-    static func accountMatch(requested: String?, evidence: String?) -> String {
-        guard let requested, !requested.isEmpty, let evidence, !evidence.isEmpty else { return "not_comparable" }
-        return requested.lowercased() == evidence.lowercased() ? "match" : "mismatch"
+        return match
     }
 }

@@ -1,7 +1,6 @@
 import AppStore
 import Crypto
 import Foundation
-import TestSupport
 
 /// Benchmarks run by hand (README "Benchmarks"). Not a test: numbers depend on the machine.
 ///
@@ -48,10 +47,8 @@ enum Bench {
             roots = try rootPath.map { try Certificate.parseFile(contents: try Data(contentsOf: URL(fileURLWithPath: $0))) }
                 ?? [try AppleRootCertificates.appleRoot()]
         } else {
-            let pki = try AppleTestPKI()
-            tokens = try (0..<count).map { index in
-                try pki.sign(AppleTestPKI.transaction(["transactionId": String(2_000_000_000_000_000 + index)]))
-            }
+            let pki = try BenchPKI()
+            tokens = try (0..<count).map { index in try pki.transaction(id: String(2_000_000_000_000_000 + index)) }
             roots = [pki.root]
             if let corpusDirectory {
                 try FileManager.default.createDirectory(atPath: corpusDirectory, withIntermediateDirectories: true)

@@ -6,7 +6,7 @@ import ReceiptGate
 enum ClientCommand {
     static let settingOptions: [String: Arguments.Kind] = [
         "name": .single, "game-id": .single, "bundle-id": .repeated, "package-name": .repeated,
-        "environments": .single, "refund-callback-url": .single, "webhook-url": .single, "delivery-url": .single,
+        "environments": .single, "refund-callback-url": .single, "refund-callback-format": .single, "webhook-url": .single, "delivery-url": .single,
     ]
 
     static func run(_ arguments: [String], context: LazyContext) async throws {
@@ -92,6 +92,13 @@ enum ClientCommand {
         }
         if let url = arguments.single("refund-callback-url") {
             settings.refundCallbackURL = .some(url.isEmpty ? nil : try httpURL(url, option: "--refund-callback-url"))
+        }
+        if let format = arguments.single("refund-callback-format") {
+            let known = Dialects.all().compactMap(\.refundCallbacks?.format).sorted()
+            guard known.contains(format) else {
+                throw UsageError("--refund-callback-format must be one of \(known.joined(separator: ", ")), got \"\(format)\"")
+            }
+            settings.refundCallbackFormat = format
         }
         if let url = arguments.single("webhook-url") {
             settings.webhookURL = .some(url.isEmpty ? nil : try httpURL(url, option: "--webhook-url"))

@@ -18,13 +18,17 @@ struct CommandContext {
         return try await body(database)
     }
 
-    func withClients<T>(_ body: (ClientStore) async throws -> T) async throws -> T {
+    func withClients<T>(_ body: (ClientRepository) async throws -> T) async throws -> T {
+        try await withRepositories { try await body($0.clients) }
+    }
+
+    func withRepositories<T>(_ body: (Repositories) async throws -> T) async throws -> T {
         try await withDatabase { database in
             let master = try SecretBox.loadMasterKey(configured: configuration.masterKey, dataDirectory: configuration.dataDirectory)
             if let path = master.generatedAt {
                 logger.warning("generated a new master key; back it up, and give every process sharing this database the same key", ["path": path])
             }
-            return try await body(ClientStore(pool: database.pool, secrets: SecretBox(masterKey: master.key)))
+            return try await body(Repositories(database: database, secrets: SecretBox(masterKey: master.key)))
         }
     }
 
@@ -43,7 +47,7 @@ struct CommandContext {
 /// A CommandContext made on first use, so argument mistakes are reported before configuration
 /// is read or the database is started.
 struct LazyContext {
-    func withClients<T>(_ body: (ClientStore) async throws -> T) async throws -> T {
+    func withClients<T>(_ body: (ClientRepository) async throws -> T) async throws -> T {
         try await ReceiptGateCommand.makeContext().withClients(body)
     }
 

@@ -53,6 +53,7 @@ enum HelpText {
           --package-name NAME               Google Play package name; repeat for several
           --environments LIST               production, sandbox or production,sandbox (default: production)
           --refund-callback-url URL         http(s) URL told about refunds
+          --refund-callback-format NAME     shape of refund callbacks (default alogame, the only one today)
           --webhook-url URL                 http(s) URL that receives webhook events
           --delivery-url URL                http(s) URL that receives entitlement deliveries (server-authoritative delivery)
 

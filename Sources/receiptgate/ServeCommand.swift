@@ -11,7 +11,7 @@ enum ServeCommand {
         let service: Service
         do {
             service = try Service(configuration: context.configuration, logger: context.logger, database: database,
-                                  storeProviders: providers, dialects: Dialects.all())
+                                  stores: providers, dialects: Dialects.all())
             try await service.start()
         } catch {
             database.close(logger: context.logger)

@@ -13,9 +13,9 @@ enum Dialects {
 
 /// The one list of store providers this binary serves. Adding a store: one line here.
 enum StoreProviders {
-    static func all() throws -> [any NotificationReceiving] {
+    static func all() throws -> [StoreRegistration] {
         do {
-            return [try AppStoreProvider.fromEnvironment()]
+            return [try AppStoreProvider.fromEnvironment().registration]
         } catch let invalid as AppStoreConfiguration.Invalid {
             throw ServiceConfiguration.Invalid(variable: invalid.variable, problem: invalid.problem)
         }

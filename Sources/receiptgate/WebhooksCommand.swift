@@ -13,14 +13,14 @@ enum WebhooksCommand {
         case "list":
             let parsed = try Arguments(rest.map { $0 == "--failed" ? "--failed=true" : $0 }, options: ["failed": .single], help: HelpText.webhooks)
             _ = try parsed.expectPositionals([])
-            try await ReceiptGateCommand.makeContext().withDatabase { database in
-                try CommandContext.printJSON(["events": try await WebhookAdmin(pool: database.pool).list(failedOnly: parsed.has("failed"))])
+            try await ReceiptGateCommand.makeContext().withRepositories { repositories in
+                try CommandContext.printJSON(["events": try await repositories.outbox.list(failedOnly: parsed.has("failed"))])
             }
         case "redeliver":
             let id = try Arguments(rest, options: [:], help: HelpText.webhooks).expectPositionals(["event_id"])[0]
             guard UUID(uuidString: id) != nil else { throw UsageError("EVENT_ID must be a UUID, got \"\(id)\"") }
-            try await ReceiptGateCommand.makeContext().withDatabase { database in
-                guard try await WebhookAdmin(pool: database.pool).redeliver(eventID: id) else {
+            try await ReceiptGateCommand.makeContext().withRepositories { repositories in
+                guard try await repositories.outbox.redeliver(eventID: id) else {
                     throw ClientStoreError.notFound("webhook event \(id)")
                 }
                 try CommandContext.printJSON(["status": "queued", "event_id": id.lowercased()])

@@ -4,6 +4,7 @@ import Foundation
 import HTTPClient
 import HTTPServer
 import Testing
+import AppStoreTestSupport
 import TestSupport
 
 @Suite struct AppReceiptParsing {

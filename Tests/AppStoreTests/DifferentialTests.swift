@@ -2,6 +2,7 @@ import AppStore
 import Crypto
 import Foundation
 import Testing
+import AppStoreTestSupport
 import TestSupport
 
 /// Our verifier and Apple's official Python library judge the same corpus of genuine and forged

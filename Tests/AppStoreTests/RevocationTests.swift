@@ -3,6 +3,7 @@ import Crypto
 import Foundation
 import HTTPClient
 import Testing
+import AppStoreTestSupport
 import TestSupport
 
 /// Online revocation checks against real OCSP responders on loopback (`openssl ocsp`), one per

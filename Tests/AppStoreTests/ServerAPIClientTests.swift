@@ -2,6 +2,7 @@
 import Crypto
 import Foundation
 import Testing
+import AppStoreTestSupport
 import TestSupport
 
 @Suite struct AppStoreServerAPI {

@@ -2,6 +2,7 @@
 import Crypto
 import Foundation
 import Testing
+import AppStoreTestSupport
 import TestSupport
 
 private let sandbox = AppStoreExpectations(bundleIDs: ["com.example.game"], environments: [.sandbox])

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import AppStoreTestSupport
 import TestSupport
 
 /// The built `receiptgate` executable, beside the test bundle in the build folder.

@@ -6,10 +6,10 @@ import ReceiptCore
 import Testing
 import TestSupport
 
-private func makeStore() async throws -> (ClientStore, PostgresPool) {
+private func makeStore() async throws -> (ClientRepository, PostgresPool) {
     let pool = PostgresPool(.init(connectionString: try await TestDatabase.makeDatabase(prefix: "clients"), size: 2))
     try await Migrator.migrate(pool, migrations: Schema.migrations)
-    return (ClientStore(pool: pool, secrets: SecretBox(masterKey: SecureRandom.bytes(32))), pool)
+    return (ClientRepository(pool: pool, secrets: SecretBox(masterKey: SecureRandom.bytes(32))), pool)
 }
 
 @Suite struct ClientStorage {

@@ -2,6 +2,7 @@ import Foundation
 import Postgres
 import ReceiptGate
 import Testing
+import AppStoreTestSupport
 import TestSupport
 
 @Suite struct CommandLineUsage {

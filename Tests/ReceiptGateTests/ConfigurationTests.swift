@@ -2,6 +2,7 @@ import Foundation
 import ReceiptCore
 @testable import ReceiptGate
 import Testing
+import AppStoreTestSupport
 import TestSupport
 
 @Suite struct Configuration {

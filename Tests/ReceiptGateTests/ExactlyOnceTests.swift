@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import Postgres
 import Testing
+import AppStoreTestSupport
 import TestSupport
 
 /// The ledger's central promise, checked the hard way: 200 simultaneous verifications of the
@@ -48,7 +49,7 @@ import TestSupport
             return try await group.reduce(into: [(Int, Bool?, Int?)]()) { $0.append($1) }
         }
         #expect(results.count == 200)
-        #expect(results.allSatisfy { $0.0 == 200 }, "statuses: \(Set(results.map(\.0)))")
+        #expect(results.allSatisfy { $0.0 == 200 }, "statuses: \(Set(results.map(\.0))) \(servers.map { $0.0.stderr.split(separator: "\n").filter { $0.contains("\"error\"") }.prefix(3) })")
         #expect(results.filter { $0.1 == false }.count == 1)
         #expect(results.filter { $0.1 == true }.count == 199)
         #expect(Set(results.compactMap(\.2)).count == 1, "every answer names the same record")

@@ -3,6 +3,7 @@ import Foundation
 import ReceiptCore
 import ReceiptGate
 import Testing
+import AppStoreTestSupport
 import TestSupport
 
 /// App Store Server Notifications change what the ledger says, exactly once each.

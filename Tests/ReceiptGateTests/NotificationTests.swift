@@ -5,6 +5,7 @@ import Postgres
 import ReceiptCore
 import ReceiptGate
 import Testing
+import AppStoreTestSupport
 import TestSupport
 
 /// App Store Server Notifications V2 end to end: signed by a test PKI the service is told to

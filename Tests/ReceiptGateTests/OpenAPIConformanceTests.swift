@@ -3,6 +3,7 @@ import Foundation
 import ReceiptCore
 import ReceiptGate
 import Testing
+import AppStoreTestSupport
 import TestSupport
 
 /// Real responses of the running service, checked against Deploy/openapi.yaml by an independent

@@ -1,6 +1,7 @@
 import Foundation
 import ReceiptGate
 import Testing
+import AppStoreTestSupport
 import TestSupport
 
 @Suite struct LedgerReadAPI {

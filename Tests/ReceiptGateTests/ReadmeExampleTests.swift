@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import AppStoreTestSupport
 import TestSupport
 
 /// The README's curl + openssl example, run as written against a running service.

@@ -5,6 +5,7 @@ import ReceiptGate
 import AppStore
 import AlogameGateway
 import Testing
+import AppStoreTestSupport
 import TestSupport
 
 /// `receiptgate serve` as a user runs it, over real sockets.
@@ -87,7 +88,7 @@ private func startServer(_ environment: [String: String]) async throws -> (Child
         configuration.adminToken = String(repeating: "t", count: 24)
         let logger = Logger(minimumLevel: .error)
         let service = try Service(configuration: configuration, logger: logger, database: try Database.open(configuration, logger: logger),
-                                  storeProviders: [try AppStoreProvider.fromEnvironment([:])], dialects: [AlogameGateway()])
+                                  stores: [try AppStoreProvider.fromEnvironment([:]).registration], dialects: [AlogameGateway()])
         try await service.start()
         let document = try await RawHTTP.request(port: service.port, path: "/openapi.yaml").text
         var documented = Set<String>()

@@ -4,6 +4,7 @@ import HTTPServer
 import ReceiptCore
 @testable import ReceiptGate
 import Testing
+import AppStoreTestSupport
 import TestSupport
 
 /// A game server's webhook endpoint on loopback that can be down (503) for a while.
@@ -67,7 +68,7 @@ final class WebhookReceiver: Sendable {
         // Down: attempts pile up, nothing is acknowledged, the operator sees the failures.
         try await Self.waitUntil { receiver.deliveries.get().count >= 8 }
         #expect(receiver.acknowledged.isEmpty)
-        let failing = try await WebhookAdmin(pool: harness.pool).list(failedOnly: true)
+        let failing = try await harness.service.repositories.outbox.list(failedOnly: true)
         #expect(failing.count >= 3)
         // The refund waits behind its purchase: never delivered (or even tried) first.
         let tried = receiver.deliveries.get()
@@ -114,15 +115,15 @@ final class WebhookReceiver: Sendable {
         try await Self.waitUntil {
             try await harness.pool.query("SELECT status FROM outbox")[0].decode("status", as: String.self) == "dead"
         }
-        let dead = try await WebhookAdmin(pool: harness.pool).list(failedOnly: true)
+        let dead = try await harness.service.repositories.outbox.list(failedOnly: true)
         #expect(dead.count == 1)
 
         receiver.up.set(true)
         let eventID = try await harness.pool.query("SELECT event_id::text AS id FROM outbox")[0].decode("id", as: String.self)
-        #expect(try await WebhookAdmin(pool: harness.pool).redeliver(eventID: eventID))
+        #expect(try await harness.service.repositories.outbox.redeliver(eventID: eventID))
         try await Self.waitUntil { !receiver.acknowledged.isEmpty }
         #expect(receiver.acknowledged.map(\.eventID) == [eventID])
-        #expect(try await WebhookAdmin(pool: harness.pool).redeliver(eventID: UUID().uuidString) == false)
+        #expect(try await harness.service.repositories.outbox.redeliver(eventID: UUID().uuidString) == false)
         await harness.service.shutdown()
         await receiver.server.shutdown()
     }

@@ -1,5 +1,6 @@
 public import AppStore
 import Crypto
+public import TestSupport
 public import Foundation
 public import HTTPClient
 public import HTTPServer

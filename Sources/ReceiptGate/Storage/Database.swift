@@ -4,7 +4,8 @@ public import ReceiptCore
 
 /// Opens the database the configuration names, or the embedded cluster under the data folder.
 public struct Database: Sendable {
-    public let pool: PostgresPool
+    /// Package-wide, not public: the service reaches the database through repositories; tests read it directly.
+    package let pool: PostgresPool
     /// The embedded cluster, when that is what this process uses: the last process out stops it.
     public let embeddedCluster: EmbeddedCluster?
     /// Where the data lives, for messages (never includes a password).
@@ -28,6 +29,13 @@ public struct Database: Sendable {
     public func migrate() async throws -> [Int] {
         try await Migrator.migrate(pool, migrations: Schema.migrations)
     }
+
+    /// Whether the database answers a trivial query.
+    public func ping() async throws {
+        _ = try await pool.query("SELECT 1")
+    }
+
+    public var poolStatistics: PostgresPool.Statistics { pool.statistics }
 
     /// Closes the pool and stops the embedded cluster unless another ReceiptGate process still uses it.
     public func close(logger: Logger) {

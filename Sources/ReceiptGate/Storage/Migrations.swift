@@ -141,5 +141,60 @@ public enum Schema {
             ALTER TABLE outbox ADD COLUMN target text NOT NULL DEFAULT 'webhook';
             ALTER TABLE clients ADD COLUMN delivery_url text;
             """),
+        Migration(version: 7, name: "dialect_state", sql: """
+            ALTER TABLE clients ADD COLUMN refund_callback_format text NOT NULL DEFAULT 'alogame';
+
+            -- Opaque tokens, kept only as their SHA-256.
+            CREATE TABLE tokens (
+                token_sha256 bytea PRIMARY KEY,
+                kind text NOT NULL,
+                client_id text NOT NULL REFERENCES clients (id),
+                account_id text,
+                family text NOT NULL,
+                payload text,
+                expires_at timestamptz NOT NULL,
+                spent_at timestamptz,
+                revoked_at timestamptz,
+                created_at timestamptz NOT NULL DEFAULT clock_timestamp()
+            );
+            CREATE INDEX tokens_family ON tokens (family);
+            CREATE INDEX tokens_expiry ON tokens (expires_at);
+
+            CREATE TABLE accounts (
+                id text PRIMARY KEY,
+                client_id text NOT NULL REFERENCES clients (id),
+                scope text NOT NULL,
+                username text NOT NULL,
+                email text,
+                email_verified boolean NOT NULL DEFAULT false,
+                pending_email text,
+                password_hash text,
+                attribution jsonb,
+                created_at timestamptz NOT NULL DEFAULT now(),
+                updated_at timestamptz NOT NULL DEFAULT now(),
+                UNIQUE (scope, username)
+            );
+            CREATE INDEX accounts_email ON accounts (scope, lower(email));
+
+            -- A purchase (its original transaction) belongs to at most one account per game.
+            CREATE TABLE account_links (
+                scope text NOT NULL,
+                store text NOT NULL,
+                original_transaction_id text NOT NULL,
+                account_id text NOT NULL REFERENCES accounts (id),
+                created_at timestamptz NOT NULL DEFAULT now(),
+                PRIMARY KEY (scope, store, original_transaction_id)
+            );
+            CREATE INDEX account_links_account ON account_links (account_id);
+
+            -- Shared rate limits: one row per policy, key and window.
+            CREATE TABLE rate_limit_counters (
+                policy text NOT NULL,
+                key text NOT NULL,
+                window_start timestamptz NOT NULL,
+                hits integer NOT NULL,
+                PRIMARY KEY (policy, key, window_start)
+            );
+            """),
     ]
 }

@@ -3,53 +3,17 @@ public import Foundation
 public import Postgres
 public import ReceiptCore
 
-/// A tenant: one game or app with its credentials and settings. Never carries the secret.
-public struct Client: Sendable, Codable, Equatable {
-    public let clientID: String
-    public var name: String
-    public var gameID: Int64?
-    public var bundleIDs: [String]
-    public var packageNames: [String]
-    public var environments: [StoreEnvironment]
-    public var refundCallbackURL: String?
-    public var webhookURL: String?
-    /// Where entitlement deliveries go (server-authoritative delivery), if the game wants them.
-    public var deliveryURL: String?
-    public var disabled: Bool
-    public let createdAt: Date
-    public var secretRotatedAt: Date
-
-    enum CodingKeys: String, CodingKey {
-        case clientID = "client_id", name, gameID = "game_id", bundleIDs = "bundle_ids", packageNames = "package_names"
-        case environments, refundCallbackURL = "refund_callback_url", webhookURL = "webhook_url", deliveryURL = "delivery_url", disabled
-        case createdAt = "created_at", secretRotatedAt = "secret_rotated_at"
-    }
-
-    /// The seed's `allow_sandbox`: one concept with the accepted environments.
-    public var allowsSandbox: Bool { environments.contains(.sandbox) }
-}
-
-/// What can be set on a client at create or update time; nil leaves a field as it is.
-public struct ClientSettings: Sendable {
-    public var name: String?
-    public var gameID: Int64??
-    public var bundleIDs: [String]?
-    public var packageNames: [String]?
-    public var environments: [StoreEnvironment]?
-    public var refundCallbackURL: String??
-    public var webhookURL: String??
-    public var deliveryURL: String??
-
-    public init() {}
-}
-
 /// Clients in Postgres. Secrets are stored only as AES-256-GCM boxes and returned only by
 /// `create` and `rotateSecret` (to show once) and `secret(for:)` (to check a signature).
-public struct ClientStore: Sendable {
-    public let pool: PostgresPool
+public struct ClientRepository: Sendable {
+    let pool: PostgresPool
     let secrets: SecretBox
 
-    public init(pool: PostgresPool, secrets: SecretBox) {
+    public init(database: Database, secrets: SecretBox) {
+        self.init(pool: database.pool, secrets: secrets)
+    }
+
+    init(pool: PostgresPool, secrets: SecretBox) {
         self.pool = pool
         self.secrets = secrets
     }
@@ -65,14 +29,17 @@ public struct ClientStore: Sendable {
         let webhookURL: String? = settings.webhookURL ?? nil
         let deliveryURL: String? = settings.deliveryURL ?? nil
         let rows = try await pool.query("""
-            INSERT INTO clients (id, name, game_id, bundle_ids, package_names, environments, refund_callback_url, webhook_url, delivery_url,
-                                 secret_ciphertext)
+            INSERT INTO clients (id, name, game_id, bundle_ids, package_names, environments, refund_callback_url, refund_callback_format,
+                                 webhook_url, delivery_url, secret_ciphertext)
             VALUES (\(clientID), \(name), \(gameID), \(settings.bundleIDs ?? []), \(settings.packageNames ?? []), \(environments),
-                    \(refundURL), \(webhookURL), \(deliveryURL), \(box))
+                    \(refundURL), \(settings.refundCallbackFormat ?? Self.defaultRefundCallbackFormat), \(webhookURL), \(deliveryURL), \(box))
             RETURNING \(unescaped: Self.columns)
             """)
         return (try Self.decode(rows[0]), secret)
     }
+
+    /// The format refund callbacks take unless a client chooses another.
+    public static let defaultRefundCallbackFormat = "alogame"
 
     public func list() async throws -> [Client] {
         try await pool.query("SELECT \(unescaped: Self.columns) FROM clients ORDER BY created_at, id").map(Self.decode)
@@ -80,6 +47,15 @@ public struct ClientStore: Sendable {
 
     public func find(_ clientID: String) async throws -> Client? {
         try await pool.query("SELECT \(unescaped: Self.columns) FROM clients WHERE id = \(clientID)").first.map(Self.decode)
+    }
+
+    /// The oldest enabled client that registered this bundle id or package name.
+    public func find(appIdentifier: String) async throws -> Client? {
+        try await pool.query("""
+            SELECT \(unescaped: Self.columns) FROM clients
+            WHERE disabled_at IS NULL AND \(appIdentifier) = ANY (bundle_ids || package_names)
+            ORDER BY created_at, id LIMIT 1
+            """).first.map(Self.decode)
     }
 
     public func update(_ clientID: String, _ settings: ClientSettings) async throws -> Client {
@@ -92,6 +68,7 @@ public struct ClientStore: Sendable {
                 package_names = COALESCE(\(settings.packageNames)::text[], package_names),
                 environments = COALESCE(\(settings.environments?.map(\.rawValue))::text[], environments),
                 refund_callback_url = CASE WHEN \(settings.refundCallbackURL != nil) THEN \(settings.refundCallbackURL ?? nil) ELSE refund_callback_url END,
+                refund_callback_format = COALESCE(\(settings.refundCallbackFormat), refund_callback_format),
                 webhook_url = CASE WHEN \(settings.webhookURL != nil) THEN \(settings.webhookURL ?? nil) ELSE webhook_url END,
                 delivery_url = CASE WHEN \(settings.deliveryURL != nil) THEN \(settings.deliveryURL ?? nil) ELSE delivery_url END,
                 updated_at = now()
@@ -102,12 +79,12 @@ public struct ClientStore: Sendable {
         return try Self.decode(row)
     }
 
-    /// Issues a new secret; the old one stops working at once.
+    /// Issues a new secret; the old one, and every token issued before, stop working at once.
     public func rotateSecret(_ clientID: String) async throws -> String {
         let secret = Self.newSecret()
         let box = try secrets.seal(secret, owner: clientID)
         let updated = try await pool.execute("""
-            UPDATE clients SET secret_ciphertext = \(box), secret_rotated_at = now(), updated_at = now() WHERE id = \(clientID)
+            UPDATE clients SET secret_ciphertext = \(box), secret_rotated_at = clock_timestamp(), updated_at = now() WHERE id = \(clientID)
             """)
         guard updated == 1 else { throw ClientStoreError.notFound(clientID) }
         return secret
@@ -132,33 +109,48 @@ public struct ClientStore: Sendable {
         return (client, try secrets.open(try row.decode("secret_ciphertext", as: Data.self), owner: clientID))
     }
 
+    /// Every bundle id, package name and environment some enabled client registered.
+    func registeredApps() async throws -> RegisteredApps {
+        let rows = try await pool.query("SELECT bundle_ids, package_names, environments FROM clients WHERE disabled_at IS NULL")
+        var apps = RegisteredApps()
+        for row in rows {
+            apps.bundleIDs.formUnion(try row.decode("bundle_ids", as: [String].self))
+            apps.packageNames.formUnion(try row.decode("package_names", as: [String].self))
+            apps.environments.formUnion(try row.decode("environments", as: [String].self).compactMap(StoreEnvironment.init(rawValue:)))
+        }
+        return apps
+    }
+
+    /// The client a store event belongs to: the one that recorded the transaction, else the
+    /// oldest enabled client that registered the app.
+    static func owner(of purchase: VerifiedPurchase, appIdentifier: String?, on connection: PostgresConnection) throws -> Client? {
+        let rows = try connection.query("""
+            WITH recorder AS (SELECT client_id FROM transactions WHERE store = \(purchase.store.rawValue)
+                              AND environment = \(purchase.environment.rawValue) AND transaction_id = \(purchase.transactionID))
+            SELECT \(unescaped: columns) FROM clients
+            WHERE id = (SELECT client_id FROM recorder)
+               OR (disabled_at IS NULL AND \(appIdentifier ?? "") = ANY (bundle_ids || package_names))
+            ORDER BY id = (SELECT client_id FROM recorder) DESC NULLS LAST, created_at
+            LIMIT 1
+            """)
+        return try rows.first.map(decode)
+    }
+
     /// 32 random bytes, base64url: 43 characters, safe in headers and shells.
     static func newSecret() -> String { "rgs_" + Base64.urlEncode(SecureRandom.bytes(32)) }
 
     static let columns = """
-        clients.id, name, game_id, bundle_ids, package_names, environments, refund_callback_url, webhook_url, delivery_url,
-        disabled_at IS NOT NULL AS disabled, created_at, secret_rotated_at
+        clients.id, name, game_id, bundle_ids, package_names, environments, refund_callback_url, refund_callback_format, webhook_url,
+        delivery_url, disabled_at IS NOT NULL AS disabled, created_at, secret_rotated_at
         """
 
     static func decode(_ row: PostgresRow) throws -> Client {
         Client(clientID: try row.decode("id"), name: try row.decode("name"), gameID: try row.decode("game_id"),
                bundleIDs: try row.decode("bundle_ids"), packageNames: try row.decode("package_names"),
                environments: try row.decode("environments", as: [String].self).compactMap(StoreEnvironment.init(rawValue:)),
-               refundCallbackURL: try row.decode("refund_callback_url"), webhookURL: try row.decode("webhook_url"),
-               deliveryURL: try row.decode("delivery_url"),
+               refundCallbackURL: try row.decode("refund_callback_url"), refundCallbackFormat: try row.decode("refund_callback_format"),
+               webhookURL: try row.decode("webhook_url"), deliveryURL: try row.decode("delivery_url"),
                disabled: try row.decode("disabled"), createdAt: try row.decode("created_at"),
                secretRotatedAt: try row.decode("secret_rotated_at"))
-    }
-}
-
-public enum ClientStoreError: Error, CustomStringConvertible {
-    case notFound(String)
-    case invalid(String)
-
-    public var description: String {
-        switch self {
-        case .notFound(let id): "no client with id \(id)"
-        case .invalid(let problem): problem
-        }
     }
 }

@@ -2,6 +2,7 @@ public import AppStore
 public import Crypto
 public import Foundation
 import HTTPClient
+public import TestSupport
 public import HTTPServer
 
 /// A local stand-in for Apple's App Store Server API on loopback, speaking its wire format. It

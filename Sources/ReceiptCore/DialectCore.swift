@@ -1,0 +1,95 @@
+public import Foundation
+
+/// Which destination an outbox message goes to.
+public enum OutboxTarget: String, Codable, Sendable, CaseIterable {
+    /// The client's webhook URL.
+    case webhook
+    /// The client's refund-callback URL, in the client's refund-callback format.
+    case refundCallback = "refund_callback"
+    /// The client's delivery URL (server-authoritative delivery).
+    case delivery
+    /// An e-mail; the body names the recipient.
+    case email
+    /// A store acknowledgement (`StoreAcknowledgement`), sent through the store provider.
+    case storeAcknowledgement = "store_acknowledgement"
+}
+
+/// A durable message owed to someone, committed together with the change it announces.
+public struct OutboxMessage: Sendable {
+    public var clientID: String
+    public var target: OutboxTarget
+    /// `transaction.verified`, `refund.callback`, `email.confirm`...
+    public var type: String
+    /// Messages with the same key are delivered in order (per transaction, per account).
+    public var aggregateKey: String
+    /// JSON, sent as is.
+    public var body: Data
+
+    public init(clientID: String, target: OutboxTarget, type: String, aggregateKey: String, body: Data) {
+        self.clientID = clientID
+        self.target = target
+        self.type = type
+        self.aggregateKey = aggregateKey
+        self.body = body
+    }
+}
+
+/// State changes a dialect wants committed in the same database transaction as a purchase.
+public enum RecordEffect: Sendable {
+    case outbox(OutboxMessage)
+    /// Links the purchase to the account unless it is linked already (the existing link wins).
+    case linkPurchase(PurchaseKey, accountID: String)
+}
+
+/// The database transaction a purchase is being recorded in, as a dialect may use it: whatever
+/// it does commits with the purchase, or not at all. Synchronous: it runs on the database thread.
+public protocol RecordScope {
+    func enqueue(_ message: OutboxMessage) throws
+    /// Links `key` to `accountID` unless already linked; returns the account it is linked to.
+    func linkPurchase(_ key: PurchaseKey, to accountID: String) throws -> String
+    /// The account `key` is linked to, if any (read inside the transaction).
+    func linkedAccount(_ key: PurchaseKey) throws -> AccountRecord?
+    func createAccount(_ draft: AccountDraft) throws -> AccountRecord
+}
+
+/// The core as dialects see it: verification in two steps (prove, then record), ledger reads,
+/// and the state a dialect may keep, all without SQL or store logic of their own.
+public protocol DialectCore: Sendable {
+    /// Whether a store provider for `store` is registered.
+    func hasStore(_ store: StoreID) -> Bool
+    /// Proves the evidence with its store and cross-checks it against the client (network only).
+    /// Throws `StoreVerificationError`; the refusal is on record and in the log.
+    func prove(_ request: VerificationRequest, client: ClientInfo) async throws -> ProvenPurchase
+    /// Records the proven purchase once, with `effects`, in one database transaction; the answer
+    /// exists only after the commit. The closure sees the outcome and may add more effects.
+    func record<T: Sendable>(_ proven: ProvenPurchase, client: ClientInfo,
+                             effects: @escaping @Sendable (VerificationOutcome, any RecordScope) throws -> T) async throws -> (VerificationOutcome, T)
+    func lookUpOrder(_ orderID: String, client: ClientInfo) async throws -> (order: StoreOrder, ledger: [String: LedgerPresence])
+    /// A transaction this client may see (its own or its game's), or nil.
+    func transaction(store: StoreID, transactionID: String, client: ClientInfo) async throws -> TransactionRecord?
+    /// A subscription this client may see, or nil.
+    func subscription(store: StoreID, originalTransactionID: String, client: ClientInfo) async throws -> SubscriptionState?
+    /// The enabled client that registered this bundle id or package name (app-SDK routes).
+    func client(forAppIdentifier identifier: String, store: StoreID) async throws -> ClientInfo?
+    /// Applies a rate limit from a handler (limits keyed by purchase). Throws `RouteRefusal`.
+    func checkRateLimit(_ policy: RateLimitPolicy, key: String) async throws
+
+    var tokens: any TokenStore { get }
+    var accounts: any AccountStore { get }
+    var replayGuard: any ReplayGuard { get }
+}
+
+extension DialectCore {
+    /// Prove, then record with a fixed list of effects.
+    public func verify(_ request: VerificationRequest, client: ClientInfo, effects: [RecordEffect] = []) async throws -> VerificationOutcome {
+        let proven = try await prove(request, client: client)
+        return try await record(proven, client: client) { _, scope in
+            for effect in effects {
+                switch effect {
+                case .outbox(let message): try scope.enqueue(message)
+                case .linkPurchase(let key, let accountID): _ = try scope.linkPurchase(key, to: accountID)
+                }
+            }
+        }.0
+    }
+}

@@ -1,0 +1,64 @@
+public import Foundation
+
+/// A client (tenant) as plugins see it: never its secret.
+public struct ClientInfo: Sendable, Equatable {
+    public let clientID: String
+    public let gameID: Int64?
+    public var bundleIDs: [String]
+    public var packageNames: [String]
+    public var environments: Set<StoreEnvironment>
+
+    public init(clientID: String, gameID: Int64?, bundleIDs: [String] = [], packageNames: [String] = [],
+                environments: Set<StoreEnvironment> = [.production]) {
+        self.clientID = clientID
+        self.gameID = gameID
+        self.bundleIDs = bundleIDs
+        self.packageNames = packageNames
+        self.environments = environments
+    }
+
+    /// Accounts and purchases are shared by every client of one game; a client without a game
+    /// is its own scope.
+    public var scope: String { gameID.map { "game:\($0)" } ?? "client:\(clientID)" }
+}
+
+/// An HTTP contract existing integrations speak, translated to and from the core.
+public protocol DialectProvider: Sendable {
+    var name: String { get }
+    /// Every route, with its declared authentication and rate limits. The core authenticates and
+    /// limits before a handler runs.
+    func routes(core: any DialectCore) -> [Route]
+    /// How this dialect answers a request the core refused (401, 403, 429...), in its envelope.
+    func render(_ refusal: RouteRefusal) -> RouteResponse
+    /// The refund callback this dialect's game servers expect, if it has one (a capability,
+    /// declared; a client picks it by format name).
+    var refundCallbacks: (any RefundCallbackRenderer)? { get }
+}
+
+extension DialectProvider {
+    public var refundCallbacks: (any RefundCallbackRenderer)? { nil }
+}
+
+/// A refund or revocation the ledger learned of, for dialects that tell game servers about it.
+public struct RefundEvent: Sendable {
+    public let transactionID: String
+    public let productID: String?
+    public let revocationDate: Date?
+    public let revocationReasonCode: Int?
+    public let gameID: Int64?
+
+    public init(transactionID: String, productID: String?, revocationDate: Date?, revocationReasonCode: Int?, gameID: Int64?) {
+        self.transactionID = transactionID
+        self.productID = productID
+        self.revocationDate = revocationDate
+        self.revocationReasonCode = revocationReasonCode
+        self.gameID = gameID
+    }
+}
+
+/// Renders refund callbacks in one named format (a client's `refund_callback_format`).
+public protocol RefundCallbackRenderer: Sendable {
+    /// The format name clients choose, e.g. `alogame`.
+    var format: String { get }
+    func refundCallbackBody(_ event: RefundEvent) -> Data
+}

@@ -1,0 +1,107 @@
+public import Foundation
+
+/// A store that proves evidence genuine (network only, never the database).
+public protocol StoreProvider: Sendable {
+    var store: StoreID { get }
+    /// Which of a client's registered identifiers apply to this store (bundle ids or package names).
+    func appIdentifiers(bundleIDs: [String], packageNames: [String]) -> Set<String>
+    /// Proves `evidence` genuine and returns every purchase it holds (one for StoreKit 2 and
+    /// Google Play, possibly several for a StoreKit 1 receipt). Throws `StoreVerificationError`.
+    func verify(evidence: String, context: VerificationContext) async throws -> [VerifiedPurchase]
+}
+
+/// A store's server-to-server push as it reached us: the body and the headers (Google's push is
+/// authenticated by a bearer token in a header, Apple's by the signed body), plus the query.
+public struct NotificationRequest: Sendable {
+    public let body: Data
+    /// Header names lower-cased.
+    public let headers: [String: String]
+    public let query: [String: String]
+
+    public init(body: Data, headers: [String: String] = [:], query: [String: String] = [:]) {
+        self.body = body
+        self.headers = headers
+        self.query = query
+    }
+}
+
+/// A store provider that receives server-to-server notifications.
+public protocol NotificationReceiving: Sendable {
+    /// Where the store posts, e.g. `/v1/notifications/app-store`.
+    var notificationPath: String { get }
+    /// Proves the request genuine and decodes it. Throws `NotificationRejection`.
+    func receiveNotification(_ request: NotificationRequest, registered: RegisteredApps) async throws -> StoreNotification
+}
+
+/// What a store says about a customer-visible order id (App Store "Look Up Order ID").
+public struct StoreOrder: Sendable {
+    public struct Entry: Sendable {
+        public var transactionID: String?
+        public var productID: String?
+        /// The store returned signed data that could not be proven and decoded.
+        public var decodeFailed: Bool
+
+        public init(transactionID: String?, productID: String?, decodeFailed: Bool) {
+            self.transactionID = transactionID
+            self.productID = productID
+            self.decodeFailed = decodeFailed
+        }
+    }
+
+    public var found: Bool
+    public var environment: StoreEnvironment?
+    public var entries: [Entry]
+
+    public init(found: Bool, environment: StoreEnvironment?, entries: [Entry]) {
+        self.found = found
+        self.environment = environment
+        self.entries = entries
+    }
+}
+
+/// A store provider that can look up order ids.
+public protocol OrderLookingUp: Sendable {
+    /// Throws `StoreVerificationError` (VERIFIER_ERROR when the store cannot be asked).
+    func lookUpOrder(_ orderID: String, appIdentifiers: Set<String>) async throws -> StoreOrder
+}
+
+/// A message to a store, owed after a purchase is recorded (Google refunds purchases nobody
+/// acknowledged within three days). Queued in the outbox with the record, sent by the worker.
+public struct StoreAcknowledgement: Codable, Sendable, Equatable {
+    public var store: StoreID
+    public var clientID: String
+    /// What the store needs to identify the purchase, as the provider chose to write it.
+    public var parameters: [String: String]
+
+    public init(store: StoreID, clientID: String, parameters: [String: String]) {
+        self.store = store
+        self.clientID = clientID
+        self.parameters = parameters
+    }
+}
+
+/// A store provider whose purchases must be acknowledged after they are recorded.
+public protocol PurchaseAcknowledging: Sendable {
+    /// What to queue for this freshly recorded purchase, or nil if it needs nothing.
+    func acknowledgement(for purchase: VerifiedPurchase, client: ClientInfo) -> StoreAcknowledgement?
+    /// Sends it. Throws `StoreVerificationError`; a retryable one is tried again later.
+    func acknowledge(_ acknowledgement: StoreAcknowledgement) async throws
+}
+
+/// One store as the service knows it: what it can do, declared, never found by downcasts.
+public struct StoreRegistration: Sendable {
+    public let store: StoreID
+    public let verifier: any StoreProvider
+    public let notifications: (any NotificationReceiving)?
+    public let orderLookup: (any OrderLookingUp)?
+    public let acknowledgement: (any PurchaseAcknowledging)?
+
+    public init(verifier: any StoreProvider, notifications: (any NotificationReceiving)? = nil,
+                orderLookup: (any OrderLookingUp)? = nil, acknowledgement: (any PurchaseAcknowledging)? = nil) {
+        self.store = verifier.store
+        self.verifier = verifier
+        self.notifications = notifications
+        self.orderLookup = orderLookup
+        self.acknowledgement = acknowledgement
+    }
+}

@@ -1,0 +1,165 @@
+public import Foundation
+
+/// Where a recorded transaction stands now. Only `active` is an instruction to deliver.
+public enum TransactionState: String, Codable, Sendable, CaseIterable {
+    case active
+    case refunded
+    case revoked
+    case expired
+}
+
+/// How the account token the caller sent compares with the one the evidence carries.
+public enum AccountMatch: String, Codable, Sendable {
+    case match
+    case mismatch
+    /// Either side is missing: nothing to compare.
+    case notComparable = "not_comparable"
+
+    /// Compared, never ignored; case-insensitive (UUIDs arrive in either case).
+    public static func compare(requested: String?, evidence: String?) -> AccountMatch {
+        guard let requested, !requested.isEmpty, let evidence, !evidence.isEmpty else { return .notComparable }
+        return requested.lowercased() == evidence.lowercased() ? .match : .mismatch
+    }
+}
+
+/// Where an auto-renewable subscription stands, as the ledger follows it.
+public enum SubscriptionStatus: String, Codable, Sendable, CaseIterable {
+    case active
+    case gracePeriod = "grace_period"
+    case billingRetry = "billing_retry"
+    case expired
+    case refunded
+    case revoked
+}
+
+/// A subscription's current state: the latest period the ledger knows, which may be newer than
+/// the evidence the caller sent (a renewal learned from a store notification).
+public struct SubscriptionState: Sendable, Equatable {
+    public var store: StoreID
+    public var environment: StoreEnvironment
+    public var originalTransactionID: String
+    public var productID: String?
+    public var status: SubscriptionStatus
+    public var expiresDate: Date?
+    public var gracePeriodExpiresDate: Date?
+    public var autoRenew: Bool?
+    public var revocationDate: Date?
+    public var latestTransactionID: String?
+
+    public init(store: StoreID, environment: StoreEnvironment, originalTransactionID: String, status: SubscriptionStatus) {
+        self.store = store
+        self.environment = environment
+        self.originalTransactionID = originalTransactionID
+        self.status = status
+    }
+}
+
+/// One transaction as the ledger recorded it: the one model every API encodes in its own shape.
+public struct TransactionRecord: Sendable, Equatable {
+    /// The management id support quotes.
+    public var managementID: Int64
+    public var store: StoreID
+    public var environment: StoreEnvironment
+    public var transactionID: String
+    public var originalTransactionID: String?
+    public var orderID: String?
+    public var productID: String?
+    public var kind: ProductKind?
+    public var quantity: Int?
+    public var priceMilliunits: Int64?
+    public var currency: String?
+    public var storefront: String?
+    public var purchaseDate: Date?
+    public var expiresDate: Date?
+    public var revocationDate: Date?
+    public var revocationReason: String?
+    public var ownership: Ownership?
+    /// The account token the evidence carried (App Store `appAccountToken`, Google's obfuscated id).
+    public var accountToken: String?
+    public var state: TransactionState
+    /// The client that recorded it, and that client's game.
+    public var clientID: String
+    public var gameID: Int64?
+    public var firstVerifiedAt: Date
+
+    public init(managementID: Int64, store: StoreID, environment: StoreEnvironment, transactionID: String, state: TransactionState,
+                clientID: String, firstVerifiedAt: Date) {
+        self.managementID = managementID
+        self.store = store
+        self.environment = environment
+        self.transactionID = transactionID
+        self.state = state
+        self.clientID = clientID
+        self.firstVerifiedAt = firstVerifiedAt
+    }
+
+    /// The key of the purchase across renewals and restores: the original transaction.
+    public var originalOrSelf: String { originalTransactionID ?? transactionID }
+}
+
+/// What one verification came to: the recorded transaction, whether it was recorded before,
+/// how the account tokens compared, and the subscription's current state when there is one.
+public struct VerificationOutcome: Sendable {
+    public var transaction: TransactionRecord
+    public var duplicate: Bool
+    public var accountMatch: AccountMatch
+    public var subscription: SubscriptionState?
+
+    public init(transaction: TransactionRecord, duplicate: Bool, accountMatch: AccountMatch, subscription: SubscriptionState?) {
+        self.transaction = transaction
+        self.duplicate = duplicate
+        self.accountMatch = accountMatch
+        self.subscription = subscription
+    }
+}
+
+/// One verification request, whatever API it came through (native or a dialect).
+public struct VerificationRequest: Sendable {
+    public var store: StoreID
+    public var evidence: String
+    public var productID: String?
+    public var accountToken: String?
+    public var playerID: String?
+    public var characterID: String?
+    public var serverID: String?
+    /// For stores whose evidence may not name its app (a bare Google purchase token).
+    public var appIdentifier: String?
+    public var requestID: String
+
+    public init(store: StoreID, evidence: String, requestID: String) {
+        self.store = store
+        self.evidence = evidence
+        self.requestID = requestID
+    }
+}
+
+/// A purchase proven genuine and cross-checked for one request, not yet recorded.
+public struct ProvenPurchase: Sendable {
+    public let purchase: VerifiedPurchase
+    public let request: VerificationRequest
+    public let accountMatch: AccountMatch
+    /// SHA-256 (hex) of the evidence, kept on the attempt row instead of the evidence itself.
+    public let evidenceDigest: String
+
+    public init(purchase: VerifiedPurchase, request: VerificationRequest, accountMatch: AccountMatch, evidenceDigest: String) {
+        self.purchase = purchase
+        self.request = request
+        self.accountMatch = accountMatch
+        self.evidenceDigest = evidenceDigest
+    }
+}
+
+/// What the ledger knows of a transaction, for the client asking.
+public struct LedgerPresence: Sendable {
+    public var found: Bool
+    public var managementID: Int64?
+    public var state: TransactionState?
+    public var recordedForThisGame: Bool
+
+    public init(found: Bool, managementID: Int64?, state: TransactionState?, recordedForThisGame: Bool) {
+        self.found = found
+        self.managementID = managementID
+        self.state = state
+        self.recordedForThisGame = recordedForThisGame
+    }
+}

@@ -1,0 +1,63 @@
+public import Foundation
+public import ReceiptCore
+
+/// A tenant: one game or app with its credentials and settings. Never carries the secret.
+public struct Client: Sendable, Codable, Equatable {
+    public let clientID: String
+    public var name: String
+    public var gameID: Int64?
+    public var bundleIDs: [String]
+    public var packageNames: [String]
+    public var environments: [StoreEnvironment]
+    public var refundCallbackURL: String?
+    /// Which dialect's shape refund callbacks take (`alogame` is the only one today).
+    public var refundCallbackFormat: String
+    public var webhookURL: String?
+    /// Where entitlement deliveries go (server-authoritative delivery), if the game wants them.
+    public var deliveryURL: String?
+    public var disabled: Bool
+    public let createdAt: Date
+    public var secretRotatedAt: Date
+
+    enum CodingKeys: String, CodingKey {
+        case clientID = "client_id", name, gameID = "game_id", bundleIDs = "bundle_ids", packageNames = "package_names"
+        case environments, refundCallbackURL = "refund_callback_url", refundCallbackFormat = "refund_callback_format"
+        case webhookURL = "webhook_url", deliveryURL = "delivery_url", disabled
+        case createdAt = "created_at", secretRotatedAt = "secret_rotated_at"
+    }
+
+    /// The seed's `allow_sandbox`: one concept with the accepted environments.
+    public var allowsSandbox: Bool { environments.contains(.sandbox) }
+
+    /// The client as plugins see it.
+    public var info: ClientInfo {
+        ClientInfo(clientID: clientID, gameID: gameID, bundleIDs: bundleIDs, packageNames: packageNames, environments: Set(environments))
+    }
+}
+
+/// What can be set on a client at create or update time; nil leaves a field as it is.
+public struct ClientSettings: Sendable {
+    public var name: String?
+    public var gameID: Int64??
+    public var bundleIDs: [String]?
+    public var packageNames: [String]?
+    public var environments: [StoreEnvironment]?
+    public var refundCallbackURL: String??
+    public var refundCallbackFormat: String?
+    public var webhookURL: String??
+    public var deliveryURL: String??
+
+    public init() {}
+}
+
+public enum ClientStoreError: Error, CustomStringConvertible {
+    case notFound(String)
+    case invalid(String)
+
+    public var description: String {
+        switch self {
+        case .notFound(let id): "no client with id \(id)"
+        case .invalid(let problem): problem
+        }
+    }
+}

@@ -1,0 +1,62 @@
+public import Foundation
+public import ReceiptCore
+
+/// The core as plugins and the native API see it (`DialectCore`): verification through the one
+/// pipeline, ledger reads under the tenancy rule, and the state stores, all backed by Storage.
+struct Core: DialectCore {
+    let pipeline: VerifyPipeline
+    let clients: ClientRepository
+    let transactions: TransactionRepository
+    let rateLimiter: RateLimiter
+    let tokens: any TokenStore
+    let accounts: any AccountStore
+    let replayGuard: any ReplayGuard
+
+    func hasStore(_ store: StoreID) -> Bool { pipeline.stores[store] != nil }
+
+    /// The client as it is now: a client disabled since the request was authenticated is refused.
+    private func current(_ info: ClientInfo) async throws -> Client {
+        guard let client = try await clients.find(info.clientID), !client.disabled else {
+            throw StoreVerificationError(code: .unauthorized, reason: "CLIENT_DISABLED", message: "client is disabled")
+        }
+        return client
+    }
+
+    func prove(_ request: VerificationRequest, client info: ClientInfo) async throws -> ProvenPurchase {
+        try await pipeline.prove(request, client: try await current(info))
+    }
+
+    func record<T: Sendable>(_ proven: ProvenPurchase, client info: ClientInfo,
+                             effects: @escaping @Sendable (VerificationOutcome, any RecordScope) throws -> T) async throws -> (VerificationOutcome, T) {
+        try await pipeline.record(proven, client: try await current(info), effects: effects)
+    }
+
+    func lookUpOrder(_ orderID: String, client info: ClientInfo) async throws -> (order: StoreOrder, ledger: [String: LedgerPresence]) {
+        guard let registration = pipeline.stores[.appStore], let lookup = registration.orderLookup else {
+            throw StoreVerificationError(code: .verifierError, reason: "NO_ORDER_LOOKUP", message: "no store provider can look up orders")
+        }
+        let client = try await current(info)
+        let identifiers = registration.verifier.appIdentifiers(bundleIDs: client.bundleIDs, packageNames: client.packageNames)
+        let order = try await lookup.lookUpOrder(orderID, appIdentifiers: identifiers)
+        let ledger = try await transactions.presence(store: registration.store, transactionIDs: order.entries.compactMap(\.transactionID), client: client.info)
+        return (order, ledger)
+    }
+
+    func transaction(store: StoreID, transactionID: String, client: ClientInfo) async throws -> TransactionRecord? {
+        try await transactions.find(store: store, transactionID: transactionID, client: client)
+    }
+
+    func subscription(store: StoreID, originalTransactionID: String, client: ClientInfo) async throws -> SubscriptionState? {
+        try await transactions.subscription(store: store, original: originalTransactionID, client: client)?.0
+    }
+
+    func client(forAppIdentifier identifier: String, store: StoreID) async throws -> ClientInfo? {
+        guard let client = try await clients.find(appIdentifier: identifier) else { return nil }
+        let registered = pipeline.stores[store]?.verifier.appIdentifiers(bundleIDs: client.bundleIDs, packageNames: client.packageNames) ?? []
+        return registered.contains(identifier) ? client.info : nil
+    }
+
+    func checkRateLimit(_ policy: RateLimitPolicy, key: String) async throws {
+        try await rateLimiter.check(policy, key: key)
+    }
+}

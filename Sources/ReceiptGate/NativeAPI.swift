@@ -1,0 +1,104 @@
+import Foundation
+import ReceiptCore
+
+/// The native, normalized API under /v1 that game backends call. It is mounted like any dialect:
+/// its routes declare their authentication and rate limits, and the core applies them.
+struct NativeAPI: Sendable {
+    let core: Core
+    let transactions: TransactionRepository
+
+    /// Generous, and per process so it costs no database round trip.
+    static let perClient = RateLimitPolicy(name: "native.client", key: .client, limit: 10_000, window: .seconds(1), shared: false)
+
+    var routes: [Route] {
+        [Route("POST", "/v1/verify", authentication: .signedClient(.allow), rateLimits: [Self.perClient]) { request, context in
+            await verify(request, context: context)
+        }] + readRoutes
+    }
+
+    /// The one status table of the native API.
+    static func status(for code: ErrorCode) -> Int {
+        switch code {
+        case .missingFields, .invalidField: 400
+        case .unauthorized: 401
+        case .notFound: 404
+        case .duplicateTransaction: 409
+        case .environmentMismatch: 412
+        case .payloadTooLarge: 413
+        case .productMismatch, .bundleMismatch, .verificationFailed: 422
+        case .rateLimited: 429
+        case .verifierError: 502
+        }
+    }
+
+    /// `{"error": CODE, "message": ...}` with the status of the table.
+    static func error(_ code: ErrorCode, _ message: String) -> RouteResponse {
+        .json(["error": code.rawValue, "message": message], status: status(for: code))
+    }
+
+    static func render(_ refusal: RouteRefusal) -> RouteResponse { error(refusal.code, refusal.message) }
+
+    struct VerifyBody: Decodable {
+        let store: String
+        let receipt: String
+        let productID: String?
+        let appAccountToken: String?
+        let playerID: String?
+        let characterID: String?
+        let serverID: String?
+        let gameVersion: String?
+        let restore: Bool?
+
+        enum CodingKeys: String, CodingKey {
+            case store, receipt, productID = "product_id", appAccountToken = "app_account_token", playerID = "player_id"
+            case characterID = "character_id", serverID = "server_id", gameVersion = "game_version", restore
+        }
+    }
+
+    struct VerifyResponse: Encodable {
+        let status = "verified"
+        let duplicate: Bool
+        let firstVerifiedAt: String
+        let transaction: NativeTransaction
+        enum CodingKeys: String, CodingKey { case status, duplicate, firstVerifiedAt = "first_verified_at", transaction }
+    }
+
+    func verify(_ request: RouteRequest, context: RouteContext) async -> RouteResponse {
+        guard let client = context.client else { return Self.error(.unauthorized, "client authentication required") }
+        let body: VerifyBody
+        switch JSONBody.decode(VerifyBody.self, from: request.body) {
+        case .success(let decoded): body = decoded
+        case .failure(let problem): return Self.error(problem.code, problem.message)
+        }
+        if let problem = Self.validate(body) { return Self.error(problem.code, problem.message) }
+        var verification = VerificationRequest(store: StoreID(rawValue: body.store), evidence: body.receipt, requestID: context.requestID)
+        verification.productID = body.productID
+        verification.accountToken = body.appAccountToken
+        verification.playerID = body.playerID
+        verification.characterID = body.characterID
+        verification.serverID = body.serverID
+        do {
+            let outcome = try await core.verify(verification, client: client)
+            return .json(VerifyResponse(duplicate: outcome.duplicate, firstVerifiedAt: Timestamps.iso8601(outcome.transaction.firstVerifiedAt),
+                                        transaction: NativeTransaction(outcome.transaction, accountMatch: outcome.accountMatch)))
+        } catch let error as StoreVerificationError {
+            return Self.error(error.code, "\(error.reason): \(error.message)")
+        } catch {
+            context.logger.error("verification failed", ["error": "\(error)"])
+            return Self.error(.verifierError, "the verification could not be completed; safe to retry")
+        }
+    }
+
+    static func validate(_ body: VerifyBody) -> JSONBody.Problem? {
+        guard !body.store.isEmpty else { return .init(code: .missingFields, message: "missing field 'store'") }
+        guard !body.receipt.isEmpty else { return .init(code: .missingFields, message: "missing field 'receipt'") }
+        for (name, value) in [("product_id", body.productID), ("app_account_token", body.appAccountToken), ("player_id", body.playerID),
+                              ("character_id", body.characterID), ("server_id", body.serverID), ("game_version", body.gameVersion)] {
+            if let value, value.count > 256 { return .init(code: .invalidField, message: "field '\(name)' is longer than 256 characters") }
+        }
+        if body.store == StoreID.appStore.rawValue, let token = body.appAccountToken, UUID(uuidString: token) == nil {
+            return .init(code: .invalidField, message: "field 'app_account_token' must be a UUID for the App Store")
+        }
+        return nil
+    }
+}

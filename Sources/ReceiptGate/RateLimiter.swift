@@ -1,0 +1,80 @@
+import Crypto
+import Foundation
+import ReceiptCore
+
+/// Applies routes' rate-limit policies: shared ones through Postgres (every process counts
+/// together), the others in this process's memory, bounded whatever callers send.
+final class RateLimiter: Sendable {
+    private let shared: RateLimitRepository
+    private let overrides: [String: ServiceConfiguration.RateLimitOverride]
+    private let local = LocalCounters(capacity: 100_000)
+    private let logger: Logger
+
+    init(shared: RateLimitRepository, overrides: [String: ServiceConfiguration.RateLimitOverride], logger: Logger) {
+        self.shared = shared
+        self.overrides = overrides
+        self.logger = logger
+    }
+
+    /// The policy as configured (`RECEIPTGATE_RATE_LIMITS`), or nil when turned off.
+    func effective(_ policy: RateLimitPolicy) -> RateLimitPolicy? {
+        guard let override = overrides[policy.name] else { return policy }
+        guard let limit = override.limit else { return nil }
+        var adjusted = policy
+        adjusted.limit = limit
+        adjusted.window = override.window
+        return adjusted
+    }
+
+    /// Counts one request; throws a `RATE_LIMITED` refusal with the seconds to wait.
+    func check(_ declared: RateLimitPolicy, key: String) async throws {
+        guard let policy = effective(declared) else { return }
+        let windowSeconds = max(1, Int(policy.window.components.seconds))
+        // Keys come from callers: hash long ones so neither memory nor rows grow with their length.
+        let boundedKey = key.utf8.count <= 64 ? key : SHA256.hex(Data(key.utf8))
+        let (hits, secondsLeft): (Int, Int)
+        if policy.shared {
+            do {
+                (hits, secondsLeft) = try await shared.hit(policy: policy.name, key: boundedKey, windowSeconds: windowSeconds)
+            } catch {
+                // A database outage fails the request elsewhere; the limiter does not add a second failure.
+                logger.warning("rate limit not counted", ["policy": policy.name, "error": "\(error)"])
+                return
+            }
+        } else {
+            (hits, secondsLeft) = local.hit("\(policy.name)|\(boundedKey)", windowSeconds: windowSeconds)
+        }
+        if hits > policy.limit {
+            throw RouteRefusal(code: .rateLimited, message: "too many requests (\(policy.limit) per \(windowSeconds) s); retry after \(secondsLeft) s",
+                               retryAfter: secondsLeft)
+        }
+    }
+}
+
+/// Fixed-window counters in memory. At most `capacity` keys: when full, windows that ended are
+/// dropped, and if that is not enough, all of them (a burst of new keys resets, never grows).
+final class LocalCounters: @unchecked Sendable {
+    private let lock = NSLock()
+    private var counters: [String: (window: Int, hits: Int)] = [:]
+    private let capacity: Int
+
+    init(capacity: Int) { self.capacity = capacity }
+
+    func hit(_ key: String, windowSeconds: Int, now: Date = Date()) -> (hits: Int, secondsLeft: Int) {
+        let seconds = Int(now.timeIntervalSince1970)
+        let window = seconds / windowSeconds
+        let secondsLeft = max(1, (window + 1) * windowSeconds - seconds)
+        return lock.withLock {
+            if counters.count >= capacity, counters[key] == nil {
+                counters = counters.filter { $0.value.window == window }
+                if counters.count >= capacity { counters.removeAll(keepingCapacity: true) }
+            }
+            let previous = counters[key].map { $0.window == window ? $0.hits : 0 } ?? 0
+            let hits = previous + 1
+            counters[key] = (window, hits)
+            return (hits, secondsLeft)
+        }
+    }
+
+    var count: Int { lock.withLock { counters.count } }
+}

@@ -1,0 +1,112 @@
+import Crypto
+public import Foundation
+public import HTTPServer
+public import ReceiptCore
+
+/// Mounts routes on the router the same way for the native API and every dialect: the core
+/// authenticates as the route declares and applies its rate limits before the handler runs, and
+/// renders a refusal in the API's own envelope with the headers it needs.
+struct RouteMounter: Sendable {
+    let clients: ClientRepository
+    let authentication: ClientAuthentication
+    let tokens: any TokenStore
+    let replayGuard: any ReplayGuard
+    let rateLimiter: RateLimiter
+    let adminToken: String?
+    let trustedProxies: [TrustedProxy]
+    let logger: Logger
+
+    /// How long a refused-replay signature is remembered: the timestamp window both ways.
+    static let replayWindow: Duration = .seconds(Int(ClientAuthentication.window) * 2)
+
+    func mount(_ routes: [Route], render: @escaping @Sendable (RouteRefusal) -> RouteResponse, on router: inout Router) {
+        for route in routes {
+            // Admin routes exist only when an admin token is configured.
+            if route.authentication == .admin && adminToken == nil { continue }
+            router.add(route.method, route.path) { [self] request in
+                await respond(to: request, route: route, render: render).http
+            }
+        }
+    }
+
+    private func respond(to request: HTTPRequest, route: Route, render: @Sendable (RouteRefusal) -> RouteResponse) async -> RouteResponse {
+        var headers: [String: String] = [:]
+        for field in request.headers where headers[field.name.lowercased()] == nil { headers[field.name.lowercased()] = field.value }
+        let caller = TrustedProxy.callerAddress(peer: request.remoteAddress, forwardedFor: headers["x-forwarded-for"], trusted: trustedProxies)
+        let routeRequest = RouteRequest(method: request.method, path: request.path, headers: headers, body: request.body)
+        do {
+            for policy in route.rateLimits where policy.key == .callerAddress {
+                try await rateLimiter.check(policy, key: caller ?? "unknown")
+            }
+            let (client, token) = try await authenticate(route.authentication, request: routeRequest)
+            for policy in route.rateLimits where policy.key == .client {
+                if let client { try await rateLimiter.check(policy, key: client.clientID) }
+            }
+            let context = RouteContext(requestID: request.requestID, logger: logger.with("request.id", request.requestID), callerAddress: caller,
+                                       pathParameters: request.pathParameters, query: request.query, client: client, token: token)
+            return await route.handler(routeRequest, context)
+        } catch let refusal as RouteRefusal {
+            return Self.refusalResponse(refusal, authentication: route.authentication, render: render)
+        } catch {
+            logger.error("authentication unavailable", ["request.id": request.requestID, "error": "\(error)"])
+            return render(RouteRefusal(code: .verifierError, message: "authentication is unavailable; safe to retry"))
+        }
+    }
+
+    static func refusalResponse(_ refusal: RouteRefusal, authentication: RouteAuthentication,
+                                render: @Sendable (RouteRefusal) -> RouteResponse) -> RouteResponse {
+        var response = render(refusal)
+        if let retryAfter = refusal.retryAfter { response.headers.append(("Retry-After", String(retryAfter))) }
+        if refusal.code == .unauthorized, case .bearerToken = authentication {
+            response.headers.append(("WWW-Authenticate", #"Bearer error="invalid_token""#))
+        }
+        return response
+    }
+
+    /// The client (and token) the route's authentication establishes. Throws `RouteRefusal`.
+    private func authenticate(_ authentication: RouteAuthentication, request: RouteRequest) async throws -> (ClientInfo?, StoredToken?) {
+        switch authentication {
+        case .none, .appSDK:
+            return (nil, nil)
+        case .signedClient(let replay):
+            let client: Client
+            do {
+                client = try await self.authentication.authenticate(header: { request.headers[$0.lowercased()] }, body: request.body)
+            } catch let refused as AuthenticationRefused {
+                throw RouteRefusal(code: .unauthorized, message: refused.message)
+            }
+            if replay == .refuse, let signature = request.headers["x-signature"],
+               try await !replayGuard.firstSeen("\(client.clientID):\(signature.lowercased())", window: Self.replayWindow) {
+                throw RouteRefusal(code: .unauthorized, message: "this signed request was already received (replay)")
+            }
+            return (client.info, nil)
+        case .bearerToken(let kind):
+            guard let token = Self.bearer(request.headers["authorization"]), let stored = try await tokens.resolve(token, kind: kind),
+                  let client = try await clients.find(stored.clientID), !client.disabled else {
+                throw RouteRefusal(code: .unauthorized, message: "a valid bearer access token is required")
+            }
+            return (client.info, stored)
+        case .admin:
+            let given = Self.bearer(request.headers["authorization"]) ?? ""
+            guard let adminToken, ConstantTime.equals(Data(given.utf8), Data(adminToken.utf8)) else {
+                throw RouteRefusal(code: .unauthorized, message: "admin token required")
+            }
+            return (nil, nil)
+        }
+    }
+
+    static func bearer(_ header: String?) -> String? {
+        guard let header, header.count > 7, header.prefix(7).lowercased() == "bearer " else { return nil }
+        let token = header.dropFirst(7).trimmingCharacters(in: .whitespaces)
+        return token.isEmpty || token.utf8.count > 512 ? nil : token
+    }
+}
+
+extension RouteResponse {
+    var http: HTTPResponse {
+        var headers = HTTPHeaders()
+        headers.add("Content-Type", contentType)
+        for field in self.headers { headers.add(field.name, field.value) }
+        return HTTPResponse(status: status, headers: headers, body: body)
+    }
+}

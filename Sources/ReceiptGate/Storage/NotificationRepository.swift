@@ -1,0 +1,32 @@
+import Foundation
+import Postgres
+import ReceiptCore
+
+/// Store notifications, kept raw and deduplicated on the store's own id; the first arrival
+/// applies its event to the ledger in the same database transaction.
+struct NotificationRepository: Sendable {
+    let pool: PostgresPool
+    let refundCallbacks: [String: any RefundCallbackRenderer]
+
+    /// Returns true if the store had sent this notification before (nothing changes then).
+    func record(_ notification: StoreNotification, rawBody: Data) async throws -> Bool {
+        let decoded = String(decoding: notification.decodedJSON, as: UTF8.self)
+        let refundCallbacks = refundCallbacks
+        return try await pool.withTransaction { connection in
+            let inserted = try connection.query("""
+                INSERT INTO store_notifications (store, notification_id, notification_type, subtype, environment, app_identifier,
+                    transaction_id, original_transaction_id, product_id, signed_at, raw_body, decoded)
+                VALUES (\(notification.store.rawValue), \(notification.notificationID), \(notification.type), \(notification.subtype),
+                        \(notification.environment?.rawValue), \(notification.appIdentifier), \(notification.transactionID),
+                        \(notification.originalTransactionID), \(notification.productID), \(notification.signedAt), \(rawBody), \(decoded)::jsonb)
+                ON CONFLICT (store, notification_id) DO NOTHING
+                RETURNING id
+                """)
+            guard let row = inserted.first else { return true }
+            try TransactionRepository.apply(notification.event, store: notification.store, appIdentifier: notification.appIdentifier,
+                                            refundCallbacks: refundCallbacks, on: connection)
+            try connection.execute("UPDATE store_notifications SET processed_at = now() WHERE id = \(try row.decode("id", as: Int64.self))")
+            return false
+        }
+    }
+}

@@ -1,0 +1,156 @@
+public import Foundation
+public import Postgres
+public import ReceiptCore
+
+/// The outbox: messages owed to game servers, mail recipients and stores, written in the same
+/// database transaction as the change they announce, and claimed by workers with leases.
+public struct OutboxRepository: Sendable {
+    let pool: PostgresPool
+
+    init(pool: PostgresPool) { self.pool = pool }
+
+    /// What every webhook carries: a stable event id (the same on every retry), its type, its data.
+    struct Envelope<Payload: Encodable>: Encodable {
+        let eventID: String
+        let type: String
+        let data: Payload
+        enum CodingKeys: String, CodingKey { case eventID = "event_id", type, data }
+    }
+
+    /// Queues an event in our envelope.
+    static func enqueue(event type: String, payload: some Encodable, client: String, aggregateKey: String, target: OutboxTarget = .webhook,
+                        on connection: PostgresConnection) throws {
+        let eventID = UUID()
+        let body = try JSONEncoder.receiptGateStorage.encode(Envelope(eventID: eventID.uuidString.lowercased(), type: type, data: payload))
+        try insert(eventID: eventID, message: OutboxMessage(clientID: client, target: target, type: type, aggregateKey: aggregateKey, body: body),
+                   on: connection)
+    }
+
+    /// Queues a message whose body someone else rendered (a refund callback, an e-mail), sent as is.
+    static func enqueue(_ message: OutboxMessage, on connection: PostgresConnection) throws {
+        try insert(eventID: UUID(), message: message, on: connection)
+    }
+
+    private static func insert(eventID: UUID, message: OutboxMessage, on connection: PostgresConnection) throws {
+        try connection.execute("""
+            INSERT INTO outbox (event_id, client_id, event_type, aggregate_key, payload, target)
+            VALUES (\(eventID), \(message.clientID), \(message.type), \(message.aggregateKey), \(String(decoding: message.body, as: UTF8.self))::jsonb,
+                    \(message.target.rawValue))
+            """)
+    }
+
+    struct Claimed: Sendable {
+        let id: Int64, eventID: String, clientID: String, type: String, payload: String, attempts: Int, createdAt: Date, target: OutboxTarget
+    }
+
+    /// Claims due messages for `targets` (only the oldest pending one per aggregate, so order
+    /// holds), each with a lease so no other worker sends it meanwhile.
+    func claim(targets: [OutboxTarget], limit: Int, lease: Int) async throws -> [Claimed] {
+        let rows = try await pool.query("""
+            UPDATE outbox SET lease_until = now() + make_interval(secs => \(lease))
+            WHERE id IN (
+                SELECT o.id FROM outbox o
+                WHERE o.status = 'pending' AND o.next_attempt_at <= now() AND (o.lease_until IS NULL OR o.lease_until < now())
+                  AND o.target = ANY (\(targets.map(\.rawValue))::text[])
+                  AND NOT EXISTS (SELECT 1 FROM outbox p WHERE p.client_id = o.client_id AND p.aggregate_key = o.aggregate_key AND p.target = o.target
+                                  AND p.status = 'pending' AND p.id < o.id)
+                ORDER BY o.id LIMIT \(limit)
+                FOR UPDATE SKIP LOCKED)
+            RETURNING id, event_id, client_id, event_type, payload::text AS payload, attempts, created_at, target
+            """)
+        return try rows.map { row in
+            Claimed(id: try row.decode("id"), eventID: try row.decode("event_id"), clientID: try row.decode("client_id"),
+                    type: try row.decode("event_type"), payload: try row.decode("payload"), attempts: try row.decode("attempts"),
+                    createdAt: try row.decode("created_at"), target: try TransactionRows.typed(row, "target", as: OutboxTarget.self))
+        }
+    }
+
+    func markDelivered(_ id: Int64) async throws {
+        try await pool.execute("""
+            UPDATE outbox SET status = 'delivered', delivered_at = now(), attempts = attempts + 1, lease_until = NULL, last_error = NULL
+            WHERE id = \(id)
+            """)
+    }
+
+    func markFailed(_ id: Int64, attempts: Int, error: String, dead: Bool, retryInSeconds: Double) async throws {
+        try await pool.execute("""
+            UPDATE outbox SET attempts = \(attempts), last_error = \(String(error.prefix(500))), lease_until = NULL,
+                status = \(dead ? "dead" : "pending"), next_attempt_at = now() + make_interval(secs => \(retryInSeconds))
+            WHERE id = \(id)
+            """)
+    }
+
+    /// An outbox message as an operator sees it.
+    public struct Event: Encodable, Sendable {
+        let eventID: String, clientID: String, type: String, target: String, status: String, attempts: Int
+        let nextAttemptAt: Date?, lastError: String?, createdAt: Date, deliveredAt: Date?
+
+        enum CodingKeys: String, CodingKey {
+            case eventID = "event_id", clientID = "client_id", type, target, status, attempts, nextAttemptAt = "next_attempt_at"
+            case lastError = "last_error", createdAt = "created_at", deliveredAt = "delivered_at"
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(eventID, forKey: .eventID)
+            try container.encode(clientID, forKey: .clientID)
+            try container.encode(type, forKey: .type)
+            try container.encode(target, forKey: .target)
+            try container.encode(status, forKey: .status)
+            try container.encode(attempts, forKey: .attempts)
+            try container.encode(status == "pending" ? nextAttemptAt.map(Timestamps.iso8601) : nil, forKey: .nextAttemptAt)
+            try container.encode(lastError, forKey: .lastError)
+            try container.encode(Timestamps.iso8601(createdAt), forKey: .createdAt)
+            try container.encode(deliveredAt.map(Timestamps.iso8601), forKey: .deliveredAt)
+        }
+    }
+
+    /// Newest first. `failedOnly`: dead events and pending ones that have failed at least once.
+    public func list(failedOnly: Bool, limit: Int = 100) async throws -> [Event] {
+        try await pool.query("""
+            SELECT event_id::text AS event_id, client_id, event_type, target, status, attempts, next_attempt_at, last_error, created_at, delivered_at
+            FROM outbox
+            WHERE NOT \(failedOnly) OR status = 'dead' OR (status = 'pending' AND attempts > 0)
+            ORDER BY id DESC LIMIT \(limit)
+            """).map { row in
+            Event(eventID: try row.decode("event_id"), clientID: try row.decode("client_id"), type: try row.decode("event_type"),
+                  target: try row.decode("target"), status: try row.decode("status"), attempts: try row.decode("attempts"),
+                  nextAttemptAt: try row.decode("next_attempt_at"), lastError: try row.decode("last_error"),
+                  createdAt: try row.decode("created_at"), deliveredAt: try row.decode("delivered_at"))
+        }
+    }
+
+    /// Queues the event for another delivery now (dead, pending or even delivered). False if unknown.
+    public func redeliver(eventID: String) async throws -> Bool {
+        guard let id = UUID(uuidString: eventID) else { return false }
+        return try await pool.execute("""
+            UPDATE outbox SET status = 'pending', next_attempt_at = now(), lease_until = NULL WHERE event_id = \(id)
+            """) == 1
+    }
+}
+
+extension JSONEncoder {
+    static var receiptGateStorage: JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }
+}
+
+/// Time formats the APIs show, made once (formatters are costly to create).
+enum Timestamps {
+    nonisolated(unsafe) private static let formatter: ISO8601DateFormatter = {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter
+    }()
+    private static let lock = NSLock()
+
+    static func iso8601(_ date: Date) -> String {
+        lock.withLock { formatter.string(from: date) }
+    }
+
+    static func epochMilliseconds(_ date: Date) -> Int64 {
+        Int64((date.timeIntervalSince1970 * 1000).rounded())
+    }
+}

@@ -1,0 +1,71 @@
+import Foundation
+import Postgres
+import ReceiptCore
+
+/// Subscriptions, one row per original transaction: always the latest period the ledger knows.
+/// Only called inside the database transaction of the change that moves them.
+enum SubscriptionRepository {
+    static func upsert(_ purchase: VerifiedPurchase, original: String, client: Client, on connection: PostgresConnection) throws {
+        try connection.execute("""
+            INSERT INTO subscriptions (store, environment, original_transaction_id, product_id, status, expires_date, revocation_date,
+                                       latest_transaction_id, client_id)
+            VALUES (\(purchase.store.rawValue), \(purchase.environment.rawValue), \(original), \(purchase.productID),
+                    \(status(of: purchase).rawValue), \(purchase.expiresDate), \(purchase.revocationDate), \(purchase.transactionID), \(client.clientID))
+            ON CONFLICT (store, environment, original_transaction_id) DO UPDATE SET
+                product_id = EXCLUDED.product_id,
+                status = EXCLUDED.status,
+                expires_date = EXCLUDED.expires_date,
+                revocation_date = EXCLUDED.revocation_date,
+                latest_transaction_id = EXCLUDED.latest_transaction_id,
+                updated_at = now()
+            WHERE subscriptions.expires_date IS NULL OR EXCLUDED.expires_date >= subscriptions.expires_date
+            """)
+    }
+
+    static func status(of purchase: VerifiedPurchase) -> SubscriptionStatus {
+        switch TransactionRows.state(of: purchase) {
+        case .active: .active
+        case .refunded: .refunded
+        case .revoked: .revoked
+        case .expired: .expired
+        }
+    }
+
+    static func find(store: StoreID, environment: StoreEnvironment, original: String, on connection: PostgresConnection) throws -> SubscriptionState? {
+        try connection.query("""
+            SELECT \(unescaped: TransactionRows.subscriptionColumns) FROM subscriptions
+            WHERE store = \(store.rawValue) AND environment = \(environment.rawValue) AND original_transaction_id = \(original)
+            """).first.map(TransactionRows.subscription)
+    }
+
+    /// Sets the status (creating the row if the store told us first), keeping a known grace end.
+    static func setStatus(_ status: SubscriptionStatus, purchase: VerifiedPurchase, original: String, owner: Client, graceUntil: Date? = nil,
+                          on connection: PostgresConnection) throws {
+        try connection.execute("""
+            INSERT INTO subscriptions (store, environment, original_transaction_id, product_id, status, expires_date,
+                                       grace_period_expires_date, latest_transaction_id, client_id)
+            VALUES (\(purchase.store.rawValue), \(purchase.environment.rawValue), \(original), \(purchase.productID), \(status.rawValue),
+                    \(purchase.expiresDate), \(graceUntil), \(purchase.transactionID), \(owner.clientID))
+            ON CONFLICT (store, environment, original_transaction_id) DO UPDATE SET
+                status = EXCLUDED.status,
+                grace_period_expires_date = COALESCE(EXCLUDED.grace_period_expires_date, subscriptions.grace_period_expires_date),
+                updated_at = now()
+            """)
+    }
+
+    /// A refund or revocation of the subscription's latest period.
+    static func markRevoked(_ status: SubscriptionStatus, purchase: VerifiedPurchase, original: String, on connection: PostgresConnection) throws {
+        try connection.execute("""
+            UPDATE subscriptions SET status = \(status.rawValue), revocation_date = \(purchase.revocationDate ?? Date()), updated_at = now()
+            WHERE store = \(purchase.store.rawValue) AND environment = \(purchase.environment.rawValue) AND original_transaction_id = \(original)
+              AND latest_transaction_id = \(purchase.transactionID)
+            """)
+    }
+
+    static func setAutoRenew(_ autoRenew: Bool, purchase: VerifiedPurchase, original: String, on connection: PostgresConnection) throws {
+        try connection.execute("""
+            UPDATE subscriptions SET auto_renew = \(autoRenew), updated_at = now()
+            WHERE store = \(purchase.store.rawValue) AND environment = \(purchase.environment.rawValue) AND original_transaction_id = \(original)
+            """)
+    }
+}

@@ -1,0 +1,172 @@
+import Crypto
+public import Foundation
+public import Postgres
+public import ReceiptCore
+
+/// Transactions and verification attempts. Exactly once is decided by the unique key (store,
+/// environment, transaction id) and `ON CONFLICT`, never by reading first; whatever must commit
+/// with a purchase (webhooks, deliveries, a dialect's effects) commits in the same transaction.
+public struct TransactionRepository: Sendable {
+    let pool: PostgresPool
+
+    init(pool: PostgresPool) { self.pool = pool }
+
+    /// The tenancy rule, written once: a client sees its own records and those of its game.
+    /// The SQL twin of `isVisible(owner:ownerGame:to:)`; `alias` names the table holding
+    /// `client_id` and `game_id`.
+    static func visible(to client: ClientInfo, alias: String = "transactions") -> PostgresQuery {
+        "(\(unescaped: alias).client_id = \(client.clientID) OR (\(unescaped: alias).game_id IS NOT NULL AND \(unescaped: alias).game_id = \(client.gameID)))"
+    }
+
+    static func isVisible(owner: String, ownerGame: Int64?, to client: ClientInfo) -> Bool {
+        owner == client.clientID || (ownerGame != nil && ownerGame == client.gameID)
+    }
+
+    /// Records the proven purchase once, with its webhook and delivery, the attempt row and the
+    /// caller's effects. Throws DUPLICATE_TRANSACTION when another game already redeemed it.
+    func record<T: Sendable>(_ proven: ProvenPurchase, client: Client,
+                             effects: @escaping @Sendable (VerificationOutcome, any RecordScope) throws -> T) async throws -> (VerificationOutcome, T) {
+        try await pool.withTransaction { connection in
+            let purchase = proven.purchase
+            let request = proven.request
+            let inserted = try connection.query("""
+                INSERT INTO transactions (store, environment, transaction_id, original_transaction_id, order_id, product_id, product_kind,
+                    quantity, price_milliunits, currency, storefront, app_identifier, purchase_date, expires_date, revocation_date,
+                    revocation_reason, ownership, account_token, state, client_id, game_id, player_id, character_id, server_id)
+                VALUES (\(purchase.store.rawValue), \(purchase.environment.rawValue), \(purchase.transactionID), \(purchase.originalTransactionID),
+                    \(purchase.orderID), \(purchase.productID), \(purchase.kind?.rawValue), \(purchase.quantity), \(purchase.priceMilliunits),
+                    \(purchase.currency), \(purchase.storefront), \(purchase.appIdentifier), \(purchase.purchaseDate), \(purchase.expiresDate),
+                    \(purchase.revocationDate), \(purchase.revocationReason), \(purchase.ownership?.rawValue), \(purchase.accountToken),
+                    \(TransactionRows.state(of: purchase).rawValue), \(client.clientID), \(client.gameID), \(request.playerID),
+                    \(request.characterID), \(request.serverID))
+                ON CONFLICT (store, environment, transaction_id) DO NOTHING
+                RETURNING \(unescaped: TransactionRows.columns)
+                """)
+            let transaction: TransactionRecord
+            let duplicate: Bool
+            if let row = inserted.first {
+                transaction = try TransactionRows.transaction(row)
+                duplicate = false
+                if purchase.kind == .autoRenewableSubscription, let original = purchase.originalTransactionID {
+                    try SubscriptionRepository.upsert(purchase, original: original, client: client, on: connection)
+                }
+                try Self.announce(transaction, proven: proven, client: client, on: connection)
+            } else {
+                let existing = try connection.query("""
+                    SELECT \(unescaped: TransactionRows.columns) FROM transactions
+                    WHERE store = \(purchase.store.rawValue) AND environment = \(purchase.environment.rawValue) AND transaction_id = \(purchase.transactionID)
+                    """)
+                guard let row = existing.first else { throw PostgresError(.queryFailed, "conflicting transaction row vanished") }
+                transaction = try TransactionRows.transaction(row)
+                duplicate = true
+                guard Self.isVisible(owner: transaction.clientID, ownerGame: transaction.gameID, to: client.info) else {
+                    throw StoreVerificationError(code: .duplicateTransaction, reason: "REDEEMED_BY_ANOTHER_GAME",
+                                                 message: "this purchase was already verified for another game")
+                }
+            }
+            try connection.execute("""
+                INSERT INTO verification_attempts (client_id, store, request_id, outcome, transaction_row_id, duplicate, player_id, evidence_sha256)
+                VALUES (\(client.clientID), \(purchase.store.rawValue), \(request.requestID), \("verified"), \(transaction.managementID), \(duplicate),
+                        \(request.playerID), \(proven.evidenceDigest))
+                """)
+            let subscription = transaction.kind == .autoRenewableSubscription
+                ? try SubscriptionRepository.find(store: transaction.store, environment: transaction.environment,
+                                                  original: transaction.originalOrSelf, on: connection)
+                : nil
+            let outcome = VerificationOutcome(transaction: transaction, duplicate: duplicate, accountMatch: proven.accountMatch, subscription: subscription)
+            let extra = try effects(outcome, PostgresRecordScope(connection: connection, client: client.info))
+            return (outcome, extra)
+        }
+    }
+
+    /// The events a first recording owes the game server: `transaction.verified` to the webhook,
+    /// and the delivery (server-authoritative, seed 001) once per transaction — only for a purchase
+    /// that is active and whose account does not contradict the caller's.
+    private static func announce(_ transaction: TransactionRecord, proven: ProvenPurchase, client: Client, on connection: PostgresConnection) throws {
+        let aggregate = "\(transaction.store.rawValue):\(transaction.originalOrSelf)"
+        let view = NativeTransaction(transaction, accountMatch: proven.accountMatch)
+        if client.webhookURL != nil {
+            try OutboxRepository.enqueue(event: "transaction.verified", payload: ["transaction": view], client: client.clientID,
+                                         aggregateKey: aggregate, on: connection)
+        }
+        if client.deliveryURL != nil, transaction.state == .active, proven.accountMatch != .mismatch {
+            let request = proven.request
+            try OutboxRepository.enqueue(event: "entitlement.delivery",
+                                         payload: Delivery(transaction: view, playerID: request.playerID, characterID: request.characterID,
+                                                           serverID: request.serverID, gameID: client.gameID),
+                                         client: client.clientID, aggregateKey: aggregate, target: .delivery, on: connection)
+        }
+    }
+
+    /// Records a failed attempt, so support sees what reached us. Never throws: a failure to log
+    /// must not change the answer.
+    func recordFailure(clientID: String?, store: String?, requestID: String, playerID: String?, evidenceDigest: String?,
+                       code: String, reason: String?, message: String) async {
+        _ = try? await pool.execute("""
+            INSERT INTO verification_attempts (client_id, store, request_id, outcome, error_code, error_reason, error_message, player_id, evidence_sha256)
+            VALUES (\(clientID), \(store), \(requestID), \("failed"), \(code), \(reason), \(String(message.prefix(1000))), \(playerID), \(evidenceDigest))
+            """)
+    }
+
+    /// The transaction by its store id, as this client may see it; production first.
+    func find(store: StoreID, transactionID: String, client: ClientInfo) async throws -> TransactionRecord? {
+        try await pool.query("""
+            SELECT \(unescaped: TransactionRows.columns) FROM transactions
+            WHERE store = \(store.rawValue) AND transaction_id = \(transactionID) AND \(Self.visible(to: client))
+            ORDER BY environment = 'production' DESC LIMIT 1
+            """).first.map(TransactionRows.transaction)
+    }
+
+    /// A page of a player's transactions, oldest first, after management id `after`.
+    func playerPage(playerID: String, client: ClientInfo, after: Int64, limit: Int) async throws -> (page: [TransactionRecord], more: Bool) {
+        let rows = try await pool.query("""
+            SELECT \(unescaped: TransactionRows.columns) FROM transactions
+            WHERE player_id = \(playerID) AND id > \(after) AND \(Self.visible(to: client))
+            ORDER BY id LIMIT \(limit + 1)
+            """)
+        return (try rows.prefix(limit).map(TransactionRows.transaction), rows.count > limit)
+    }
+
+    /// The subscription and its latest transaction, as this client may see them; production first.
+    func subscription(store: StoreID, original: String, client: ClientInfo) async throws -> (SubscriptionState, TransactionRecord?)? {
+        // A subscription row carries its client; the game comes from that client.
+        let rows = try await pool.query("""
+            SELECT \(unescaped: TransactionRows.subscriptionColumns) FROM (
+                SELECT s.*, c.game_id FROM subscriptions s JOIN clients c ON c.id = s.client_id
+                WHERE s.store = \(store.rawValue) AND s.original_transaction_id = \(original)) owned
+            WHERE \(Self.visible(to: client, alias: "owned"))
+            ORDER BY environment = 'production' DESC LIMIT 1
+            """)
+        guard let row = rows.first else { return nil }
+        let state = try TransactionRows.subscription(row)
+        guard let latestID = state.latestTransactionID else { return (state, nil) }
+        let latest = try await pool.query("""
+            SELECT \(unescaped: TransactionRows.columns) FROM transactions
+            WHERE store = \(store.rawValue) AND environment = \(state.environment.rawValue) AND transaction_id = \(latestID)
+              AND \(Self.visible(to: client))
+            """).first.map(TransactionRows.transaction)
+        return (state, latest)
+    }
+
+    /// What the ledger knows of each App Store transaction id, for the client asking. Another
+    /// game's record is acknowledged, never shown.
+    func presence(store: StoreID, transactionIDs: [String], client: ClientInfo) async throws -> [String: LedgerPresence] {
+        var ledger: [String: LedgerPresence] = [:]
+        for id in Set(transactionIDs) {
+            let row = try await pool.query("""
+                SELECT id, state, client_id, game_id FROM transactions
+                WHERE store = \(store.rawValue) AND transaction_id = \(id)
+                ORDER BY environment = 'production' DESC LIMIT 1
+                """).first
+            guard let row else {
+                ledger[id] = LedgerPresence(found: false, managementID: nil, state: nil, recordedForThisGame: false)
+                continue
+            }
+            let mine = Self.isVisible(owner: try row.decode("client_id"), ownerGame: try row.decode("game_id"), to: client)
+            ledger[id] = LedgerPresence(found: true, managementID: mine ? try row.decode("id") : nil,
+                                        state: mine ? try TransactionRows.typed(row, "state", as: TransactionState.self) : nil,
+                                        recordedForThisGame: mine)
+        }
+        return ledger
+    }
+}

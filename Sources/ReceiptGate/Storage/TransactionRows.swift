@@ -1,0 +1,67 @@
+import Foundation
+import Postgres
+import ReceiptCore
+
+/// How ledger rows become the typed model, in one place.
+enum TransactionRows {
+    static let columns = """
+        id, store, environment, transaction_id, original_transaction_id, order_id, product_id, product_kind, quantity,
+        price_milliunits, currency, storefront, purchase_date, expires_date, revocation_date,
+        revocation_reason, ownership, account_token, state, client_id, game_id, first_verified_at
+        """
+
+    static func transaction(_ row: PostgresRow) throws -> TransactionRecord {
+        var record = TransactionRecord(managementID: try row.decode("id"), store: StoreID(rawValue: try row.decode("store")),
+                                       environment: try typed(row, "environment", as: StoreEnvironment.self),
+                                       transactionID: try row.decode("transaction_id"), state: try typed(row, "state", as: TransactionState.self),
+                                       clientID: try row.decode("client_id"), firstVerifiedAt: try row.decode("first_verified_at"))
+        record.originalTransactionID = try row.decode("original_transaction_id")
+        record.orderID = try row.decode("order_id")
+        record.productID = try row.decode("product_id")
+        record.kind = try row.decode("product_kind", as: String?.self).flatMap(ProductKind.init(rawValue:))
+        record.quantity = try row.decode("quantity")
+        record.priceMilliunits = try row.decode("price_milliunits")
+        record.currency = try row.decode("currency")
+        record.storefront = try row.decode("storefront")
+        record.purchaseDate = try row.decode("purchase_date")
+        record.expiresDate = try row.decode("expires_date")
+        record.revocationDate = try row.decode("revocation_date")
+        record.revocationReason = try row.decode("revocation_reason")
+        record.ownership = try row.decode("ownership", as: String?.self).flatMap(Ownership.init(rawValue:))
+        record.accountToken = try row.decode("account_token")
+        record.gameID = try row.decode("game_id")
+        return record
+    }
+
+    static let subscriptionColumns = """
+        store, environment, original_transaction_id, product_id, status, auto_renew, expires_date, grace_period_expires_date,
+        revocation_date, latest_transaction_id
+        """
+
+    static func subscription(_ row: PostgresRow) throws -> SubscriptionState {
+        var state = SubscriptionState(store: StoreID(rawValue: try row.decode("store")), environment: try typed(row, "environment", as: StoreEnvironment.self),
+                                      originalTransactionID: try row.decode("original_transaction_id"),
+                                      status: try typed(row, "status", as: SubscriptionStatus.self))
+        state.productID = try row.decode("product_id")
+        state.autoRenew = try row.decode("auto_renew")
+        state.expiresDate = try row.decode("expires_date")
+        state.gracePeriodExpiresDate = try row.decode("grace_period_expires_date")
+        state.revocationDate = try row.decode("revocation_date")
+        state.latestTransactionID = try row.decode("latest_transaction_id")
+        return state
+    }
+
+    /// A text column holding one of our enums; anything else is a corrupt row, not a guess.
+    static func typed<T: RawRepresentable>(_ row: PostgresRow, _ column: String, as type: T.Type) throws -> T where T.RawValue == String {
+        let text: String = try row.decode(column)
+        guard let value = T(rawValue: text) else { throw PostgresError(.decodingFailed, "column \(column) holds unknown value \(text)") }
+        return value
+    }
+
+    /// The state a freshly proven purchase is recorded in.
+    static func state(of purchase: VerifiedPurchase, now: Date = Date()) -> TransactionState {
+        if purchase.revocationDate != nil { return purchase.revocationReason == nil ? .revoked : .refunded }
+        if let expires = purchase.expiresDate, expires < now { return .expired }
+        return .active
+    }
+}

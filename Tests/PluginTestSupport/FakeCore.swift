@@ -1,0 +1,129 @@
+public import Foundation
+public import ReceiptCore
+
+/// An in-process stand-in for the service's core, for plugin tests without Postgres or HTTP:
+/// evidence is "proven" by a table the test fills, the ledger and every state store live in
+/// memory, and the same rules hold (exactly once per store + environment + transaction id,
+/// tenancy by game, effects applied only when the record commits).
+public final class FakeCore: DialectCore, @unchecked Sendable {
+    private let lock = NSLock()
+    /// Evidence string → what the store would prove it to be.
+    private var evidence: [String: VerifiedPurchase] = [:]
+    private var refusals: [String: StoreVerificationError] = [:]
+    private var ledger: [String: TransactionRecord] = [:]
+    private var nextID: Int64 = 1
+    public private(set) var outbox: [OutboxMessage] = []
+    public private(set) var recordedRequests: [VerificationRequest] = []
+    public var clients: [ClientInfo] = []
+    public var orders: [String: StoreOrder] = [:]
+    public var stores: Set<StoreID> = [.appStore]
+    public let memoryTokens = MemoryTokenStore()
+    public let memoryAccounts = MemoryAccountStore()
+    public let memoryReplay = MemoryReplayGuard()
+    private var rateHits: [String: Int] = [:]
+
+    public init() {}
+
+    public func add(evidence: String, proves purchase: VerifiedPurchase) { lock.withLock { self.evidence[evidence] = purchase } }
+    public func add(evidence: String, refusedWith error: StoreVerificationError) { lock.withLock { refusals[evidence] = error } }
+
+    public var tokens: any TokenStore { memoryTokens }
+    public var accounts: any AccountStore { memoryAccounts }
+    public var replayGuard: any ReplayGuard { memoryReplay }
+
+    public func hasStore(_ store: StoreID) -> Bool { stores.contains(store) }
+
+    public func prove(_ request: VerificationRequest, client: ClientInfo) async throws -> ProvenPurchase {
+        let (purchase, refusal) = lock.withLock { (evidence[request.evidence], refusals[request.evidence]) }
+        if let refusal { throw refusal }
+        guard let purchase else {
+            throw StoreVerificationError(code: .verificationFailed, reason: "UNKNOWN_EVIDENCE", message: "the fake store does not know this evidence")
+        }
+        guard client.environments.contains(purchase.environment) else {
+            throw StoreVerificationError(code: .environmentMismatch, reason: "ENVIRONMENT_NOT_ALLOWED", message: "environment not accepted")
+        }
+        if let product = request.productID, product != purchase.productID {
+            throw StoreVerificationError(code: .productMismatch, reason: "PRODUCT_MISMATCH", message: "product mismatch")
+        }
+        return ProvenPurchase(purchase: purchase, request: request,
+                              accountMatch: AccountMatch.compare(requested: request.accountToken, evidence: purchase.accountToken), evidenceDigest: "")
+    }
+
+    public func record<T: Sendable>(_ proven: ProvenPurchase, client: ClientInfo,
+                                    effects: @escaping @Sendable (VerificationOutcome, any RecordScope) throws -> T) async throws -> (VerificationOutcome, T) {
+        try lock.withLock {
+            let purchase = proven.purchase
+            let key = "\(purchase.store.rawValue)|\(purchase.environment.rawValue)|\(purchase.transactionID)"
+            var record = TransactionRecord(managementID: nextID, store: purchase.store, environment: purchase.environment,
+                                           transactionID: purchase.transactionID,
+                                           state: purchase.revocationDate == nil ? .active : .refunded, clientID: client.clientID,
+                                           firstVerifiedAt: Date())
+            record.originalTransactionID = purchase.originalTransactionID
+            record.productID = purchase.productID
+            record.kind = purchase.kind
+            record.quantity = purchase.quantity
+            record.priceMilliunits = purchase.priceMilliunits
+            record.currency = purchase.currency
+            record.storefront = purchase.storefront
+            record.purchaseDate = purchase.purchaseDate
+            record.expiresDate = purchase.expiresDate
+            record.ownership = purchase.ownership
+            record.accountToken = purchase.accountToken
+            record.gameID = client.gameID
+            let duplicate = ledger[key] != nil
+            if let existing = ledger[key] { record = existing }
+            guard record.clientID == client.clientID || (record.gameID != nil && record.gameID == client.gameID) else {
+                throw StoreVerificationError(code: .duplicateTransaction, reason: "REDEEMED_BY_ANOTHER_GAME", message: "another game redeemed it")
+            }
+            let outcome = VerificationOutcome(transaction: record, duplicate: duplicate, accountMatch: proven.accountMatch, subscription: nil)
+            // Effects go to a scratch scope and are kept only if the closure succeeds, like a commit.
+            let scope = MemoryRecordScope(client: client, accounts: memoryAccounts)
+            let extra = try effects(outcome, scope)
+            if !duplicate {
+                ledger[key] = record
+                nextID += 1
+            }
+            outbox += scope.messages
+            memoryAccounts.commit(scope)
+            recordedRequests.append(proven.request)
+            return (outcome, extra)
+        }
+    }
+
+    public func lookUpOrder(_ orderID: String, client: ClientInfo) async throws -> (order: StoreOrder, ledger: [String: LedgerPresence]) {
+        let order = lock.withLock { orders[orderID] } ?? StoreOrder(found: false, environment: nil, entries: [])
+        var presence: [String: LedgerPresence] = [:]
+        for id in order.entries.compactMap(\.transactionID) {
+            let record = lock.withLock { ledger.values.first { $0.transactionID == id } }
+            let mine = record.map { $0.clientID == client.clientID || ($0.gameID != nil && $0.gameID == client.gameID) } ?? false
+            presence[id] = LedgerPresence(found: record != nil, managementID: mine ? record?.managementID : nil, state: mine ? record?.state : nil,
+                                          recordedForThisGame: mine)
+        }
+        return (order, presence)
+    }
+
+    public func transaction(store: StoreID, transactionID: String, client: ClientInfo) async throws -> TransactionRecord? {
+        lock.withLock { ledger.values.first { $0.store == store && $0.transactionID == transactionID && ($0.clientID == client.clientID || ($0.gameID != nil && $0.gameID == client.gameID)) } }
+    }
+
+    public func subscription(store: StoreID, originalTransactionID: String, client: ClientInfo) async throws -> SubscriptionState? { nil }
+
+    public func client(forAppIdentifier identifier: String, store: StoreID) async throws -> ClientInfo? {
+        lock.withLock { clients.first { $0.bundleIDs.contains(identifier) || $0.packageNames.contains(identifier) } }
+    }
+
+    public func checkRateLimit(_ policy: RateLimitPolicy, key: String) async throws {
+        let hits = lock.withLock { () -> Int in
+            rateHits["\(policy.name)|\(key)", default: 0] += 1
+            return rateHits["\(policy.name)|\(key)", default: 0]
+        }
+        if hits > policy.limit { throw RouteRefusal(code: .rateLimited, message: "rate limited", retryAfter: Int(policy.window.components.seconds)) }
+    }
+
+    /// Sets a recorded transaction's state, as a store notification would.
+    public func setState(_ state: TransactionState, transactionID: String) {
+        lock.withLock {
+            for (key, record) in ledger where record.transactionID == transactionID { ledger[key]?.state = state }
+        }
+    }
+}

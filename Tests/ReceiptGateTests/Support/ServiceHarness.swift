@@ -1,0 +1,92 @@
+import AppStore
+import Crypto
+import Foundation
+import Postgres
+import ReceiptCore
+import ReceiptGate
+import AppStoreTestSupport
+import TestSupport
+
+/// A game server's view: requests signed exactly as the seed's HMAC scheme describes.
+struct SignedClient {
+    let port: Int
+    let clientID: String
+    let secret: String
+
+    func post(_ path: String, json: [String: Any], timestamp: Int? = nil, secretOverride: String? = nil) async throws -> RawHTTP.Response {
+        let body = try JSONSerialization.data(withJSONObject: json)
+        return try await post(path, body: body, timestamp: timestamp, secretOverride: secretOverride)
+    }
+
+    func get(_ path: String) async throws -> RawHTTP.Response {
+        let stamp = String(Int(Date().timeIntervalSince1970))
+        let signature = Hex.encode(HMACSHA256.authenticationCode(key: Data(secret.utf8), message: Data("\(clientID).\(stamp).\(SHA256.hex(Data()))".utf8)))
+        return try await RawHTTP.request(port: port, path: path, headers: ["X-Client-ID": clientID, "X-Timestamp": stamp, "X-Signature": signature])
+    }
+
+    func post(_ path: String, body: Data, timestamp: Int? = nil, secretOverride: String? = nil) async throws -> RawHTTP.Response {
+        let stamp = String(timestamp ?? Int(Date().timeIntervalSince1970))
+        let message = "\(clientID).\(stamp).\(SHA256.hex(body))"
+        let signature = Hex.encode(HMACSHA256.authenticationCode(key: Data((secretOverride ?? secret).utf8), message: Data(message.utf8)))
+        return try await RawHTTP.request(port: port, method: "POST", path: path,
+                                         headers: ["Content-Type": "application/json", "X-Client-ID": clientID, "X-Timestamp": stamp, "X-Signature": signature],
+                                         body: body)
+    }
+}
+
+struct VerifyHarness {
+    let service: Service
+    let pool: PostgresPool
+    let pki: AppleTestPKI
+    let client: SignedClient
+
+    /// A running service on a fresh database, trusting `pki` (a new one by default), with one
+    /// client for com.example.game; every knob a test needs, in one place.
+    static func start(environments: [StoreEnvironment] = [.production, .sandbox], gameID: Int64? = 42,
+                      outbox: OutboxWorker.Configuration? = nil, adminToken: String? = nil, webhookURL: String? = nil,
+                      deliveryURL: String? = nil, dialects: [any DialectProvider] = [], pki given: AppleTestPKI? = nil,
+                      appStore: (AppleTestPKI) -> AppStoreConfiguration? = { _ in nil }) async throws -> VerifyHarness {
+        let pki = try given ?? AppleTestPKI()
+        var configuration = ServiceConfiguration()
+        configuration.port = 0
+        configuration.databaseURL = try await TestDatabase.makeDatabase(prefix: "service")
+        configuration.masterKey = Data(repeating: 6, count: 32)
+        configuration.dataDirectory = TestDatabase.temporaryDirectory("service")
+        configuration.adminToken = adminToken
+        let logger = Logger(minimumLevel: .error)
+        let database = try Database.open(configuration, logger: logger)
+        let provider = AppStoreProvider(verifier: AppStoreSignedDataVerifier(trustRoots: [pki.root]), configuration: appStore(pki))
+        let service = try Service(configuration: configuration, logger: logger, database: database, stores: [provider.registration], dialects: dialects)
+        if let outbox { service.outboxConfiguration = outbox }
+        try await service.start()
+        var clientSettings = settings(environments: environments, gameID: gameID)
+        clientSettings.webhookURL = webhookURL
+        clientSettings.deliveryURL = deliveryURL
+        let created = try await service.clients.create(clientSettings)
+        return VerifyHarness(service: service, pool: database.pool, pki: pki,
+                             client: SignedClient(port: service.port, clientID: created.client.clientID, secret: created.secret))
+    }
+
+    /// Outbox pacing for tests: polls and retries in tens of milliseconds.
+    static func fastOutbox(giveUpAfter: Duration = .seconds(3600)) -> OutboxWorker.Configuration {
+        var configuration = OutboxWorker.Configuration()
+        configuration.pollInterval = .milliseconds(50)
+        configuration.baseDelay = .milliseconds(50)
+        configuration.maxDelay = .milliseconds(200)
+        configuration.giveUpAfter = giveUpAfter
+        return configuration
+    }
+
+    static func settings(name: String = "Game", environments: [StoreEnvironment], gameID: Int64?) -> ClientSettings {
+        var settings = ClientSettings()
+        settings.name = name
+        settings.gameID = gameID
+        settings.bundleIDs = ["com.example.game"]
+        settings.environments = environments
+        return settings
+    }
+
+    func count(_ table: String) async throws -> Int {
+        try await pool.query("SELECT count(*) AS n FROM \(unescaped: table)")[0].decode("n", as: Int.self)
+    }
+}
