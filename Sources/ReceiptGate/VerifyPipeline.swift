@@ -44,7 +44,8 @@ public struct VerifyPipeline: Sendable {
                                          message: "this client has no app registered for \(request.store)")
         }
         let purchases = try await provider.verify(evidence: request.evidence,
-                                                  context: VerificationContext(appIdentifiers: identifiers, environments: Set(client.environments)))
+                                                  context: VerificationContext(appIdentifiers: identifiers, environments: Set(client.environments),
+                                                                               productID: request.productID))
         let purchase = try Self.choose(from: purchases, productID: request.productID)
         var context = Ledger.Context(client: client, requestID: request.requestID, evidenceDigest: digest)
         context.playerID = request.playerID
