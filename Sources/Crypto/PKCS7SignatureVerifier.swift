@@ -26,7 +26,6 @@ public struct PKCS7SignatureVerifier: Sendable {
     /// `.invalidSignature` when a signature does not cover the content (or there is none), and
     /// `.invalidEncoding` when the bytes are not a PKCS#7 container.
     public func verify(der: Data, at time: Date) throws -> Verified {
-        guard !trustRoots.isEmpty else { throw CryptoError(.chainInvalid, "no trust roots configured") }
         let parsed = der.withUnsafeBytes { raw -> UnsafeMutablePointer<PKCS7>? in
             guard let base = raw.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return nil }
             var cursor: UnsafePointer<UInt8>? = base
@@ -38,6 +37,7 @@ public struct PKCS7SignatureVerifier: Sendable {
             throw CryptoError(.invalidEncoding, "PKCS#7 container is not SignedData")
         }
 
+        guard !trustRoots.isEmpty else { throw CryptoError(.chainInvalid, "no trust roots configured") }
         guard let store = X509_STORE_new() else { throw openSSLError("X509_STORE_new") }
         defer { X509_STORE_free(store) }
         for root in trustRoots {
