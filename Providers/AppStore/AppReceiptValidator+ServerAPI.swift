@@ -31,10 +31,7 @@ extension AppReceiptValidator {
         var confirmed: [ConfirmedReceiptTransaction] = []
         for purchase in planned {
             guard let transactionID = purchase.transactionID else { continue }
-            if Task.isCancelled || deadline.map({ ContinuousClock.now >= $0 }) == true {
-                throw AppStoreVerificationError(.storeUnavailable,
-                                                "the request ended after \(confirmed.count) of \(planned.count) App Store lookups")
-            }
+            try Self.checkTimeLeft(before: "App Store lookup \(confirmed.count + 1) of \(planned.count)", deadline: deadline)
             let answer: (signedTransaction: String, environment: AppStoreEnvironment)
             do {
                 answer = try await client.transactionInfoInAnyEnvironment(transactionID, preferring: receipt.environment ?? .production)

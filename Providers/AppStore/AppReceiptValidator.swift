@@ -60,12 +60,20 @@ public struct AppReceiptValidator: Sendable {
     func confirm(_ receipt: AppReceipt, base64Receipt: String, expecting expectations: AppStoreExpectations, productID: String?,
                  deadline: ContinuousClock.Instant?) async throws(AppStoreVerificationError) -> [ConfirmedReceiptTransaction] {
         try Self.checkIdentity(of: receipt, expecting: expectations)
+        try Self.checkTimeLeft(before: "asking Apple", deadline: deadline)
         switch mode {
         case .serverAPI(let client):
             return try await confirmWithServerAPI(receipt, client: client, expectations: expectations, productID: productID, deadline: deadline)
         case .verifyReceipt(let secret, let production, let sandbox, let http):
             return try await confirmWithVerifyReceipt(base64Receipt, secret: secret, production: production, sandbox: sandbox,
                                                       http: http, expectations: expectations)
+        }
+    }
+
+    /// Throws a retryable `.storeUnavailable` once the task is cancelled or the deadline has passed.
+    static func checkTimeLeft(before step: String, deadline: ContinuousClock.Instant?) throws(AppStoreVerificationError) {
+        if Task.isCancelled || deadline.map({ ContinuousClock.now >= $0 }) == true {
+            throw AppStoreVerificationError(.storeUnavailable, "the request ended before \(step)")
         }
     }
 

@@ -171,6 +171,16 @@ import TestSupport
             await Self.expectRefusal(.verificationFailed) { _ = try await provider.verify(evidence: forged, context: context) }
         }
         #expect(fake.calls.get().isEmpty)
+        // Genuine under the test root, but the request's time is up: verifyReceipt is not called either.
+        configuration.receiptTrustRoots = [try TestReceipts.signingPKI().root]
+        let trusting = AppStoreProvider(verifier: AppStoreSignedDataVerifier(trustRoots: []), configuration: configuration, http: HTTPClientForTests.fast())
+        let genuine = try TestReceipts.sign(TestReceipts.payload(), streamed: false)
+        var late = context
+        late.deadline = .now - .milliseconds(1)
+        await Self.expectRefusal(.verifierError, reason: .storeUnavailable) { _ = try await trusting.verify(evidence: genuine, context: late) }
+        #expect(fake.calls.get().isEmpty)
+        #expect(try await trusting.verify(evidence: genuine, context: context).map(\.transactionID) == ["2000000000000501"])
+        #expect(fake.calls.get() == ["production:shh", "sandbox:shh"])
         await fake.shutdown()
     }
 }
