@@ -1,5 +1,5 @@
 public import Crypto
-public import Foundation
+import Foundation
 
 /// Proves a StoreKit 1 app receipt came from Apple, locally, before anything is asked of Apple:
 /// its PKCS#7 signature covers the exact content, the signer chains through the intermediates the
