@@ -2,7 +2,8 @@ public import Crypto
 public import Foundation
 
 /// A StoreKit 1 app receipt, parsed locally from its base64 PKCS#7 container. Parsing proves
-/// nothing: a receipt is genuine only once Apple confirms it (`AppReceiptValidator`).
+/// nothing: a receipt is genuine only once its signature verifies to a receipt root
+/// (`AppReceiptAuthenticator`) and Apple confirms its transactions (`AppReceiptValidator`).
 public struct AppReceipt: Sendable, Equatable {
     /// Field 0: "Production" or "ProductionSandbox".
     public var receiptType: String?
@@ -38,16 +39,21 @@ public struct AppReceipt: Sendable, Equatable {
     /// The largest receipt accepted (Apple's are well under this).
     public static let maxBase64Length = 2_000_000
 
+    /// Parses without authenticating: for inspection only; verification goes through
+    /// `AppReceiptAuthenticator`.
     public init(base64 text: String) throws(AppStoreVerificationError) {
+        try self.init(payload: try Self.container(base64: text).container.content)
+    }
+
+    /// The container's DER bytes and their parse (nothing authenticated yet).
+    static func container(base64 text: String) throws(AppStoreVerificationError) -> (der: Data, container: PKCS7Container) {
         guard text.utf8.count <= Self.maxBase64Length else { throw Self.malformed("receipt is larger than \(Self.maxBase64Length) characters") }
         guard let der = Base64.decodeLenient(text) else { throw Self.malformed("receipt is not base64") }
-        let container: PKCS7Container
         do {
-            container = try PKCS7Container(der: der)
+            return (der, try PKCS7Container(der: der))
         } catch {
             throw Self.malformed("receipt is not a PKCS#7 container: \(error)")
         }
-        try self.init(payload: container.content)
     }
 
     init(payload: Data) throws(AppStoreVerificationError) {

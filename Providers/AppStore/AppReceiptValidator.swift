@@ -1,3 +1,4 @@
+public import Crypto
 public import Foundation
 public import HTTPClient
 
@@ -17,10 +18,13 @@ public struct ConfirmedReceiptTransaction: Sendable, Equatable {
     public var signedTransaction: JWSTransactionDecodedPayload?
 }
 
-/// Proves a StoreKit 1 receipt genuine with Apple, in one of two configurable ways:
-/// the App Store Server API (preferred: each transaction id the receipt names is looked up and
-/// the signed answer verified locally) or the legacy `verifyReceipt` endpoint with the app's
-/// shared secret (production first, sandbox on 21007, production again on 21008).
+/// Proves a StoreKit 1 receipt genuine, in three steps, each before the next: its signature is
+/// verified locally to a receipt root (`AppReceiptAuthenticator`); its bundle id (and, when it
+/// says, its environment) must be the client's; only then is Apple asked, in one of two
+/// configurable ways: the App Store Server API (preferred: the transactions that can answer the
+/// request are looked up, at most `maxLookups` of them, and each signed answer verified locally)
+/// or the legacy `verifyReceipt` endpoint with the app's shared secret (production first,
+/// sandbox on 21007, production again on 21008).
 public struct AppReceiptValidator: Sendable {
     public enum Mode: Sendable {
         case serverAPI(AppStoreServerAPIClient)
@@ -28,66 +32,59 @@ public struct AppReceiptValidator: Sendable {
                            sandboxURL: String = "https://sandbox.itunes.apple.com/verifyReceipt", http: HTTPClient)
     }
 
+    /// How many transactions one receipt may make us look up with the App Store Server API.
+    public static let defaultMaxLookups = 10
+
     public let mode: Mode
     public let verifier: AppStoreSignedDataVerifier
+    public let authenticator: AppReceiptAuthenticator
+    public var maxLookups = defaultMaxLookups
 
-    public init(mode: Mode, verifier: AppStoreSignedDataVerifier) {
+    /// `receiptTrustRoots`: the roots receipt signatures must chain to (Apple Root CA by default).
+    public init(mode: Mode, verifier: AppStoreSignedDataVerifier, receiptTrustRoots: [Certificate] = AppleRootCertificates.defaultReceiptRoots) {
         self.mode = mode
         self.verifier = verifier
+        self.authenticator = AppReceiptAuthenticator(trustRoots: receiptTrustRoots)
     }
 
-    public func validate(_ base64Receipt: String, expecting expectations: AppStoreExpectations) async throws(AppStoreVerificationError) -> [ConfirmedReceiptTransaction] {
-        let receipt = try AppReceipt(base64: base64Receipt)
-        guard let bundle = receipt.bundleID, expectations.bundleIDs.contains(bundle) else {
-            throw AppStoreVerificationError(.bundleMismatch, "receipt bundle id \(receipt.bundleID ?? "(none)") is not registered for this client")
-        }
+    /// `productID`: the product the caller asks about, if any (only its transactions are looked
+    /// up, else only the most recent transaction). No lookup starts after `deadline` or once the
+    /// task is cancelled.
+    public func validate(_ base64Receipt: String, expecting expectations: AppStoreExpectations, productID: String? = nil,
+                         deadline: ContinuousClock.Instant? = nil) async throws(AppStoreVerificationError) -> [ConfirmedReceiptTransaction] {
+        let receipt = try authenticator.authenticate(base64: base64Receipt)
+        return try await confirm(receipt, base64Receipt: base64Receipt, expecting: expectations, productID: productID, deadline: deadline)
+    }
+
+    /// Steps two and three, for a receipt `AppReceiptAuthenticator` returned from `base64Receipt`.
+    func confirm(_ receipt: AppReceipt, base64Receipt: String, expecting expectations: AppStoreExpectations, productID: String?,
+                 deadline: ContinuousClock.Instant?) async throws(AppStoreVerificationError) -> [ConfirmedReceiptTransaction] {
+        try Self.checkIdentity(of: receipt, expecting: expectations)
+        try Self.checkTimeLeft(before: "asking Apple", deadline: deadline)
         switch mode {
         case .serverAPI(let client):
-            return try await confirmWithServerAPI(receipt, client: client, expectations: expectations)
+            return try await confirmWithServerAPI(receipt, client: client, expectations: expectations, productID: productID, deadline: deadline)
         case .verifyReceipt(let secret, let production, let sandbox, let http):
             return try await confirmWithVerifyReceipt(base64Receipt, secret: secret, production: production, sandbox: sandbox,
                                                       http: http, expectations: expectations)
         }
     }
 
-    // MARK: - App Store Server API
-
-    private func confirmWithServerAPI(_ receipt: AppReceipt, client: AppStoreServerAPIClient,
-                                      expectations: AppStoreExpectations) async throws(AppStoreVerificationError) -> [ConfirmedReceiptTransaction] {
-        var confirmed: [ConfirmedReceiptTransaction] = []
-        for purchase in receipt.inApp {
-            guard let transactionID = purchase.transactionID else { continue }
-            let answer: (signedTransaction: String, environment: AppStoreEnvironment)
-            do {
-                answer = try await client.transactionInfoInAnyEnvironment(transactionID, preferring: receipt.environment ?? .production)
-            } catch {
-                throw Self.classify(error, transactionID: transactionID)
-            }
-            let transaction = try verifier.verifyTransaction(answer.signedTransaction, expecting: expectations)
-            guard transaction.transactionId == transactionID else {
-                throw AppStoreVerificationError(.receiptNotConfirmed, "Apple answered for another transaction than \(transactionID)")
-            }
-            confirmed.append(ConfirmedReceiptTransaction(
-                environment: transaction.environment ?? answer.environment, transactionID: transactionID,
-                originalTransactionID: transaction.originalTransactionId ?? purchase.originalTransactionID,
-                productID: transaction.productId ?? purchase.productID, quantity: Int64(transaction.quantity ?? 1),
-                purchaseDate: transaction.purchaseDate?.date ?? purchase.purchaseDate, expiresDate: transaction.expiresDate?.date,
-                cancellationDate: transaction.revocationDate?.date ?? purchase.cancellationDate,
-                webOrderLineItemID: transaction.webOrderLineItemId ?? purchase.webOrderLineItemID.map(String.init),
-                signedTransaction: transaction))
+    /// Throws a retryable `.storeUnavailable` once the task is cancelled or the deadline has passed.
+    static func checkTimeLeft(before step: String, deadline: ContinuousClock.Instant?) throws(AppStoreVerificationError) {
+        if Task.isCancelled || deadline.map({ ContinuousClock.now >= $0 }) == true {
+            throw AppStoreVerificationError(.storeUnavailable, "the request ended before \(step)")
         }
-        return confirmed
     }
 
-    static func classify(_ error: AppStoreAPIError, transactionID: String) -> AppStoreVerificationError {
-        if error.isTransactionNotFound {
-            return AppStoreVerificationError(.receiptNotConfirmed, "Apple knows no transaction \(transactionID) in either environment")
+    /// The authenticated receipt's bundle id must be the client's, and its environment too when it names one.
+    static func checkIdentity(of receipt: AppReceipt, expecting expectations: AppStoreExpectations) throws(AppStoreVerificationError) {
+        guard let bundle = receipt.bundleID, expectations.bundleIDs.contains(bundle) else {
+            throw AppStoreVerificationError(.bundleMismatch, "receipt bundle id \(receipt.bundleID ?? "(none)") is not registered for this client")
         }
-        if error.isRetryable { return AppStoreVerificationError(.storeUnavailable, error.description) }
-        if error.status == 401 || error.status == 403 {
-            return AppStoreVerificationError(.misconfigured, "the App Store Server API refused our key (\(error.status ?? 0))")
+        if let environment = receipt.environment, !expectations.environments.contains(environment) {
+            throw AppStoreVerificationError(.environmentMismatch, "receipt is from \(environment.rawValue)")
         }
-        return AppStoreVerificationError(.receiptNotConfirmed, error.description)
     }
 
     // MARK: - verifyReceipt (legacy)

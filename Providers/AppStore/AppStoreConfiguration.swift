@@ -25,7 +25,10 @@ public struct AppStoreConfiguration: Sendable {
         case verifyReceipt = "verify_receipt"
     }
 
+    /// Roots for StoreKit 2 signed data (JWS): Apple Root CA - G3 unless overridden.
     public var trustRoots: [Certificate]
+    /// Roots StoreKit 1 receipt signatures (PKCS#7) must chain to: Apple Root CA (2006) unless overridden.
+    public var receiptTrustRoots: [Certificate] = AppleRootCertificates.defaultReceiptRoots
     public var serverAPIKey: ServerAPIKey?
     public var serverAPIProductionURL = "https://api.storekit.itunes.apple.com"
     public var serverAPISandboxURL = "https://api.storekit-sandbox.itunes.apple.com"
@@ -64,6 +67,11 @@ public struct AppStoreConfiguration: Sendable {
             throw Invalid(variable: "RECEIPTGATE_APPLE_ROOT_CERTS", problem: "\(error)")
         }
         var configuration = AppStoreConfiguration(trustRoots: roots)
+        do {
+            configuration.receiptTrustRoots = try AppleRootCertificates.configuredReceiptRoots(environment: environment)
+        } catch {
+            throw Invalid(variable: "RECEIPTGATE_APPLE_RECEIPT_ROOT_CERTS", problem: "\(error)")
+        }
 
         let keyVariables = ["RECEIPTGATE_APPSTORE_API_KEY_ID", "RECEIPTGATE_APPSTORE_API_ISSUER_ID", "RECEIPTGATE_APPSTORE_API_KEY_PATH"]
         let given = keyVariables.filter { value($0) != nil }

@@ -5,7 +5,8 @@ extension AppStoreProvider: StoreProvider {
     public func appIdentifiers(bundleIDs: [String], packageNames: [String]) -> Set<String> { Set(bundleIDs) }
 
     /// A StoreKit 2 signed transaction (JWS) is verified locally; anything else is taken as a
-    /// StoreKit 1 receipt and confirmed with Apple.
+    /// StoreKit 1 receipt: its signature is verified locally first, then its bundle id and
+    /// environment checked, and only then is Apple asked to confirm it.
     public func verify(evidence: String, context: VerificationContext) async throws -> [VerifiedPurchase] {
         let expectations = AppStoreExpectations(bundleIDs: context.appIdentifiers,
                                                 environments: Set(context.environments.map(Self.appStoreEnvironment)))
@@ -13,11 +14,13 @@ extension AppStoreProvider: StoreProvider {
             if evidence.utf8.filter({ $0 == UInt8(ascii: ".") }).count == 2 {
                 return [try Self.purchase(from: try await verifyTransaction(evidence, expecting: expectations))]
             }
-            let receipt = try AppReceipt(base64: evidence)
+            let receipt = try receiptAuthenticator.authenticate(base64: evidence)
+            try AppReceiptValidator.checkIdentity(of: receipt, expecting: expectations)
             guard let validator = receiptValidator(bundleID: receipt.bundleID ?? "") else {
                 throw AppStoreVerificationError(.misconfigured, "StoreKit 1 receipts need an App Store Server API key or a shared secret")
             }
-            return try await validator.validate(evidence, expecting: expectations).map(Self.purchase(from:))
+            return try await validator.confirm(receipt, base64Receipt: evidence, expecting: expectations, productID: context.productID,
+                                               deadline: context.deadline).map(Self.purchase(from:))
         } catch let error as AppStoreVerificationError {
             throw StoreVerificationError(code: error.errorCode, reason: error.reason.rawValue, message: error.message, isRetryable: error.isRetryable)
         }

@@ -46,17 +46,27 @@ public struct AppStoreProvider: NotificationReceiving {
         return AppStoreProvider(verifier: AppStoreSignedDataVerifier(trustRoots: configuration.trustRoots), configuration: configuration)
     }
 
+    /// How StoreKit 1 receipt signatures are authenticated: to the configured receipt roots, or
+    /// Apple Root CA without a configuration.
+    public var receiptAuthenticator: AppReceiptAuthenticator {
+        AppReceiptAuthenticator(trustRoots: configuration?.receiptTrustRoots ?? AppleRootCertificates.defaultReceiptRoots)
+    }
+
     /// How StoreKit 1 receipts of this app are confirmed, or nil if ReceiptGate has neither an
     /// App Store Server API key nor a shared secret.
     public func receiptValidator(bundleID: String) -> AppReceiptValidator? {
         guard let configuration else { return nil }
+        let roots = configuration.receiptTrustRoots
         switch configuration.receiptMode {
         case .serverAPI?:
-            return configuration.serverAPIClient(bundleID: bundleID, http: http).map { AppReceiptValidator(mode: .serverAPI($0), verifier: verifier) }
+            return configuration.serverAPIClient(bundleID: bundleID, http: http).map {
+                AppReceiptValidator(mode: .serverAPI($0), verifier: verifier, receiptTrustRoots: roots)
+            }
         case .verifyReceipt?:
             return configuration.sharedSecret.map {
                 AppReceiptValidator(mode: .verifyReceipt(sharedSecret: $0, productionURL: configuration.verifyReceiptProductionURL,
-                                                         sandboxURL: configuration.verifyReceiptSandboxURL, http: http), verifier: verifier)
+                                                         sandboxURL: configuration.verifyReceiptSandboxURL, http: http),
+                                    verifier: verifier, receiptTrustRoots: roots)
             }
         case nil:
             return nil

@@ -33,6 +33,8 @@ public struct AppStoreVerificationError: Error, Equatable, Sendable, CustomStrin
         public static let revocationCheckUnavailable = Reason(rawValue: "REVOCATION_CHECK_UNAVAILABLE")
         /// A StoreKit 1 receipt that is not a PKCS#7 container of receipt attributes.
         public static let receiptMalformed = Reason(rawValue: "RECEIPT_MALFORMED")
+        /// A StoreKit 1 receipt whose PKCS#7 signature is missing or does not cover its content.
+        public static let receiptSignatureInvalid = Reason(rawValue: "RECEIPT_SIGNATURE_INVALID")
         /// Apple does not confirm the receipt or its transactions.
         public static let receiptNotConfirmed = Reason(rawValue: "RECEIPT_NOT_CONFIRMED")
         /// Apple could not be asked (unreachable, rate limited, server error). Retryable.

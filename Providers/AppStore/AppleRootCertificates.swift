@@ -25,18 +25,21 @@ public enum AppleRootCertificates {
 
     /// `RECEIPTGATE_APPLE_ROOT_CERTS` (comma-separated paths, DER or PEM) if set, else Apple's root.
     public static func configured(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> [Certificate] {
-        guard let list = environment["RECEIPTGATE_APPLE_ROOT_CERTS"]?.trimmingCharacters(in: .whitespaces), !list.isEmpty else {
-            return [try appleRoot()]
-        }
+        try certificates(listedIn: "RECEIPTGATE_APPLE_ROOT_CERTS", environment: environment) ?? [try appleRoot()]
+    }
+
+    /// The certificates in the files a variable lists (comma-separated paths, DER or PEM), or nil if it is unset.
+    static func certificates(listedIn variable: String, environment: [String: String]) throws -> [Certificate]? {
+        guard let list = environment[variable]?.trimmingCharacters(in: .whitespaces), !list.isEmpty else { return nil }
         return try list.split(separator: ",").flatMap { path -> [Certificate] in
             let trimmed = path.trimmingCharacters(in: .whitespaces)
             guard let contents = FileManager.default.contents(atPath: trimmed) else {
-                throw CryptoError(.invalidCertificate, "RECEIPTGATE_APPLE_ROOT_CERTS: cannot read \(trimmed)")
+                throw CryptoError(.invalidCertificate, "\(variable): cannot read \(trimmed)")
             }
             do {
                 return try Certificate.parseFile(contents: contents)
             } catch {
-                throw CryptoError(.invalidCertificate, "RECEIPTGATE_APPLE_ROOT_CERTS: \(trimmed) is not a DER or PEM certificate")
+                throw CryptoError(.invalidCertificate, "\(variable): \(trimmed) is not a DER or PEM certificate")
             }
         }
     }

@@ -6,6 +6,9 @@ public import Foundation
 /// expired leaves) instead of shipping fixtures that silently age.
 public struct CertificateBuilder {
     public var subjectCommonName: String
+    /// The whole subject name, attribute by attribute in order (e.g. `[("C", "US"), ("O", "Apple Inc."),
+    /// ("CN", "Apple Root CA")]`); when empty, the subject is `CN=subjectCommonName`.
+    public var subjectName: [(field: String, value: String)] = []
     public var serialNumber: Int = 1
     public var notValidBefore: Date
     public var notValidAfter: Date
@@ -36,9 +39,13 @@ public struct CertificateBuilder {
 
         guard let name = X509_NAME_new() else { throw openSSLError("X509_NAME_new") }
         defer { X509_NAME_free(name) }
-        let cn = Array(subjectCommonName.utf8)
-        guard X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8, cn, Int32(cn.count), -1, 0) == 1,
-              X509_set_subject_name(certificate, name) == 1,
+        for (field, value) in subjectName.isEmpty ? [("CN", subjectCommonName)] : subjectName {
+            let bytes = Array(value.utf8)
+            guard X509_NAME_add_entry_by_txt(name, field, MBSTRING_UTF8, bytes, Int32(bytes.count), -1, 0) == 1 else {
+                throw openSSLError("X509_NAME_add_entry_by_txt(\(field))")
+            }
+        }
+        guard X509_set_subject_name(certificate, name) == 1,
               X509_set_issuer_name(certificate, issuer.map { X509_get_subject_name($0.pointer) } ?? name) == 1
         else { throw openSSLError("X509 names") }
 

@@ -15,6 +15,9 @@ public struct EmbeddedCluster: Sendable {
     public let requestedDirectory: URL
     private let log: @Sendable (String) -> Void
 
+    /// Written into postgresql.conf when the cluster is created.
+    public var maxConnections = 200
+
     public init(directory: URL, log: @escaping @Sendable (String) -> Void = { _ in }) {
         requestedDirectory = directory.standardizedFileURL
         self.log = log
@@ -131,7 +134,7 @@ public struct EmbeddedCluster: Sendable {
             # ReceiptGate embedded cluster
             listen_addresses = ''
             unix_socket_directories = '\(directory.path.replacingOccurrences(of: "'", with: "''"))'
-            max_connections = 200
+            max_connections = \(maxConnections)
 
             """
         let configuration = directory.appendingPathComponent("postgresql.conf")

@@ -51,10 +51,19 @@ public struct VerificationContext: Sendable {
     /// Bundle ids (App Store) or package names (Google Play) the client registered.
     public var appIdentifiers: Set<String>
     public var environments: Set<StoreEnvironment>
+    /// The product the caller asks about, if it says: evidence holding many purchases (a StoreKit 1
+    /// receipt) then needs only that product's purchases proven.
+    public var productID: String?
+    /// When the request gives up; a provider makes no further store calls after it (cancellation
+    /// of the calling task means the same).
+    public var deadline: ContinuousClock.Instant?
 
-    public init(appIdentifiers: Set<String>, environments: Set<StoreEnvironment>) {
+    public init(appIdentifiers: Set<String>, environments: Set<StoreEnvironment>, productID: String? = nil,
+                deadline: ContinuousClock.Instant? = nil) {
         self.appIdentifiers = appIdentifiers
         self.environments = environments
+        self.productID = productID
+        self.deadline = deadline
     }
 }
 

@@ -41,7 +41,8 @@ public struct VerifyPipeline: Sendable {
                                              message: "this client has no app registered for \(request.store)")
             }
             let purchases = try await provider.verify(evidence: request.evidence,
-                                                      context: VerificationContext(appIdentifiers: identifiers, environments: Set(client.environments)))
+                                                      context: VerificationContext(appIdentifiers: identifiers, environments: Set(client.environments),
+                                                                                   productID: request.productID))
             let purchase = try Self.choose(from: purchases, productID: request.productID)
             return ProvenPurchase(purchase: purchase, request: request,
                                   accountMatch: AccountMatch.compare(requested: request.accountToken, evidence: purchase.accountToken),

@@ -1,5 +1,5 @@
 public import AppStore
-import Crypto
+public import Crypto
 public import TestSupport
 public import Foundation
 public import HTTPClient
@@ -37,12 +37,19 @@ public enum DER {
 }
 
 /// Receipts built at test time: a payload of our choosing, signed into PKCS#7 by `openssl cms`
-/// (DER, or streamed BER with indefinite lengths and chunked octet strings).
+/// (DER, or streamed BER with indefinite lengths and chunked octet strings) by a test PKI's leaf,
+/// the container carrying its intermediate and root as Apple's do. Trust `signingPKI().root` as
+/// the receipt root (`AppStoreConfiguration.receiptTrustRoots`) to accept them.
 public enum TestReceipts {
+    private static let shared = Result { try AppleTestPKI() }
+
+    /// The PKI `sign` uses unless told otherwise, one per test process.
+    public static func signingPKI() throws -> AppleTestPKI { try shared.get() }
+
     public static func payload(bundle: String = "com.example.game", type: String = "ProductionSandbox",
-                        purchases: [(id: String, product: String)] = [("2000000000000501", "gems.100")]) -> Data {
+                        purchases: [(id: String, product: String)] = [("2000000000000501", "gems.100")], created: Date = Date()) -> Data {
         var attributes = [DER.attribute(0, DER.utf8(type)), DER.attribute(2, DER.utf8(bundle)), DER.attribute(3, DER.utf8("1.0")),
-                          DER.attribute(12, DER.ia5("2025-10-16T06:51:26Z")), DER.attribute(19, DER.utf8("1.0"))]
+                          DER.attribute(12, DER.ia5(ISO8601DateFormatter().string(from: created))), DER.attribute(19, DER.utf8("1.0"))]
         for purchase in purchases {
             attributes.append(DER.attribute(17, DER.set([
                 DER.attribute(1701, DER.integer(2)), DER.attribute(1702, DER.utf8(purchase.product)),
@@ -54,19 +61,28 @@ public enum TestReceipts {
         return DER.set(attributes)
     }
 
-    public static func sign(_ payload: Data, streamed: Bool) throws -> String {
+    public static func sign(_ payload: Data, streamed: Bool, pki given: AppleTestPKI? = nil) throws -> String {
+        let pki = try given ?? signingPKI()
+        return try sign(payload, streamed: streamed, leaf: pki.leaf, key: pki.leafKey, carrying: [pki.intermediate, pki.root])
+    }
+
+    /// Signed by `leaf`, the container carrying `carrying` besides it.
+    public static func sign(_ payload: Data, streamed: Bool, leaf: Certificate, key signingKey: PrivateKey, carrying: [Certificate]) throws -> String {
         let directory = TestDatabase.temporaryDirectory("receipt")
-        let pki = try AppleTestPKI()
         let key = directory.appendingPathComponent("key.pem"), cert = directory.appendingPathComponent("cert.pem")
+        let chain = directory.appendingPathComponent("chain.pem")
         let input = directory.appendingPathComponent("payload.der"), output = directory.appendingPathComponent("receipt.der")
-        try pki.leafKey.pemRepresentation().write(to: key, atomically: true, encoding: .utf8)
-        try ("-----BEGIN CERTIFICATE-----\n" + pki.leaf.derEncoded.base64EncodedString(options: .lineLength64Characters) + "\n-----END CERTIFICATE-----\n")
-            .write(to: cert, atomically: true, encoding: .utf8)
+        func pem(_ certificate: Certificate) -> String {
+            "-----BEGIN CERTIFICATE-----\n" + certificate.derEncoded.base64EncodedString(options: .lineLength64Characters) + "\n-----END CERTIFICATE-----\n"
+        }
+        try signingKey.pemRepresentation().write(to: key, atomically: true, encoding: .utf8)
+        try pem(leaf).write(to: cert, atomically: true, encoding: .utf8)
+        try carrying.map(pem).joined().write(to: chain, atomically: true, encoding: .utf8)
         try payload.write(to: input)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
         process.arguments = ["cms", "-sign", "-binary", "-nodetach", "-outform", "DER", "-in", input.path, "-signer", cert.path,
-                             "-inkey", key.path, "-out", output.path] + (streamed ? ["-stream"] : [])
+                             "-inkey", key.path, "-out", output.path] + (carrying.isEmpty ? [] : ["-certfile", chain.path]) + (streamed ? ["-stream"] : [])
         try process.run()
         process.waitUntilExit()
         guard process.terminationStatus == 0 else { throw CryptoError(.invalidEncoding, "openssl cms failed") }
@@ -108,9 +124,9 @@ public final class FakeVerifyReceipt: Sendable {
     public var productionURL: String { "http://127.0.0.1:\(production.port)/verifyReceipt" }
     public var sandboxURL: String { "http://127.0.0.1:\(sandbox.port)/verifyReceipt" }
 
-    public func validator(http: HTTPClient) -> AppReceiptValidator {
+    public func validator(http: HTTPClient) throws -> AppReceiptValidator {
         AppReceiptValidator(mode: .verifyReceipt(sharedSecret: "shh", productionURL: productionURL, sandboxURL: sandboxURL, http: http),
-                            verifier: AppStoreSignedDataVerifier(trustRoots: []))
+                            verifier: AppStoreSignedDataVerifier(trustRoots: []), receiptTrustRoots: [try TestReceipts.signingPKI().root])
     }
 
     public func shutdown() async {

@@ -61,7 +61,8 @@ import TestSupport
     @Test func confirmedThroughTheAppStoreServerAPI() async throws {
         let fake = try FakeAppStoreServerAPI()
         try fake.add("2000000000000501", environment: "Sandbox", ["productId": "gems.100"])
-        let validator = AppReceiptValidator(mode: .serverAPI(fake.client()), verifier: AppStoreSignedDataVerifier(trustRoots: [fake.pki.root]))
+        let validator = AppReceiptValidator(mode: .serverAPI(fake.client()), verifier: AppStoreSignedDataVerifier(trustRoots: [fake.pki.root]),
+                                            receiptTrustRoots: [try TestReceipts.signingPKI().root])
         let receipt = try TestReceipts.sign(TestReceipts.payload(), streamed: false)
         let confirmed = try await validator.validate(receipt, expecting: Self.expectations)
         #expect(confirmed.count == 1)
@@ -84,7 +85,7 @@ import TestSupport
     @Test func confirmedThroughVerifyReceiptWithTheSandboxRedirect() async throws {
         let fake = try FakeVerifyReceipt()
         let receipt = try TestReceipts.sign(TestReceipts.payload(), streamed: false)
-        let validator = fake.validator(http: HTTPClientForTests.fast())
+        let validator = try fake.validator(http: HTTPClientForTests.fast())
         let confirmed = try await validator.validate(receipt, expecting: Self.expectations)
         #expect(confirmed.map(\.transactionID) == ["2000000000000501"])
         #expect(confirmed.first?.environment == .sandbox)
@@ -133,6 +134,7 @@ func expectAsyncRejection(_ reason: AppStoreVerificationError.Reason, _ body: ()
             "RECEIPTGATE_APPSTORE_VERIFY_RECEIPT_SANDBOX_URL": fake.sandboxURL,
         ])
         configuration.trustRoots = []
+        configuration.receiptTrustRoots = [try TestReceipts.signingPKI().root]
         let provider = AppStoreProvider(verifier: AppStoreSignedDataVerifier(trustRoots: []), configuration: configuration, http: HTTPClientForTests.fast())
         let receipt = try TestReceipts.sign(TestReceipts.payload(), streamed: true)
         let purchases = try await provider.verify(evidence: receipt, context: .init(appIdentifiers: ["com.example.game"], environments: [.sandbox]))
@@ -144,14 +146,26 @@ func expectAsyncRejection(_ reason: AppStoreVerificationError.Reason, _ body: ()
         #expect(purchase.purchaseDate == Date(timeIntervalSince1970: 1_760_597_486))
         #expect(purchase.kind == nil && purchase.priceMilliunits == nil && purchase.currency == nil && purchase.storefront == nil && purchase.ownership == nil)
 
-        // Without a shared secret or API key, SK1 cannot be confirmed: a server-side problem, not the player's.
-        let unconfigured = AppStoreProvider(verifier: AppStoreSignedDataVerifier(trustRoots: []))
+        // Without a shared secret or API key, a genuine SK1 receipt cannot be confirmed: a server-side problem, not the player's.
+        var bare = AppStoreConfiguration(trustRoots: [])
+        bare.receiptTrustRoots = configuration.receiptTrustRoots
+        let unconfirmable = AppStoreProvider(verifier: AppStoreSignedDataVerifier(trustRoots: []), configuration: bare)
         do {
-            _ = try await unconfigured.verify(evidence: receipt, context: .init(appIdentifiers: ["com.example.game"], environments: [.sandbox]))
+            _ = try await unconfirmable.verify(evidence: receipt, context: .init(appIdentifiers: ["com.example.game"], environments: [.sandbox]))
             Issue.record("an SK1 receipt was accepted with no way to confirm it")
         } catch let error as StoreVerificationError {
             #expect(error.code == .verifierError)
         }
+        // With no configuration at all, receipts must chain to Apple's root, which a test PKI's do not.
+        let unconfigured = AppStoreProvider(verifier: AppStoreSignedDataVerifier(trustRoots: []))
+        do {
+            _ = try await unconfigured.verify(evidence: receipt, context: .init(appIdentifiers: ["com.example.game"], environments: [.sandbox]))
+            Issue.record("a receipt signed outside Apple's PKI was accepted")
+        } catch let error as StoreVerificationError {
+            #expect(error.code == .verificationFailed)
+            #expect(error.reason == AppStoreVerificationError.Reason.chainNotTrusted.rawValue)
+        }
+        #expect(fake.calls.get() == ["production:shh", "sandbox:shh"])
         await fake.shutdown()
     }
 }

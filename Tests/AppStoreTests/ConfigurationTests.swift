@@ -15,6 +15,7 @@ import TestSupport
     @Test func nothingConfiguredMeansApplesRootAndNoReceiptConfirmation() throws {
         let configuration = try AppStoreConfiguration.fromEnvironment([:])
         #expect(configuration.trustRoots == [try AppleRootCertificates.appleRoot()])
+        #expect(configuration.receiptTrustRoots == [try AppleRootCertificates.appleReceiptRoot()])
         #expect(configuration.receiptMode == nil)
         #expect(!configuration.onlineChecks)
         #expect(try AppStoreProvider.fromEnvironment([:]).receiptValidator(bundleID: "com.x") == nil)
@@ -52,6 +53,7 @@ import TestSupport
             (["RECEIPTGATE_APPSTORE_VERIFY_RECEIPT_SANDBOX_URL": "ftp://x"], "RECEIPTGATE_APPSTORE_VERIFY_RECEIPT_SANDBOX_URL"),
             (["RECEIPTGATE_APPLE_ONLINE_CHECKS": "maybe"], "RECEIPTGATE_APPLE_ONLINE_CHECKS"),
             (["RECEIPTGATE_APPLE_ROOT_CERTS": "/missing.der"], "RECEIPTGATE_APPLE_ROOT_CERTS"),
+            (["RECEIPTGATE_APPLE_RECEIPT_ROOT_CERTS": "/missing.der"], "RECEIPTGATE_APPLE_RECEIPT_ROOT_CERTS"),
         ]
         for (environment, variable) in cases {
             do {

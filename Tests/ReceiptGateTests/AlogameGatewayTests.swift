@@ -83,7 +83,13 @@ import TestSupport
     }
 
     @Test func everyRowOfTheSeedsErrorTable() async throws {
-        let gateway = try await Gateway.start(environments: [.production])
+        let receiptRoot = try TestReceipts.signingPKI().root
+        // StoreKit 1 receipts of the test PKI are genuine here, but there is no way to confirm them with Apple.
+        let gateway = try await Gateway.start(environments: [.production]) { pki in
+            var configuration = AppStoreConfiguration(trustRoots: [pki.root])
+            configuration.receiptTrustRoots = [receiptRoot]
+            return configuration
+        }
         let pki = gateway.harness.pki
         let production = try pki.sign(AppleTestPKI.transaction(["environment": "Production", "productId": "gems100"]))
         let sandbox = try pki.sign(AppleTestPKI.transaction(["transactionId": "2000000000000777", "productId": "gems100"]))
@@ -104,6 +110,9 @@ import TestSupport
             // A StoreKit 1 receipt that cannot be confirmed with Apple right now (no way to ask): 502, safe to retry.
             (try gateway.json(["receipt": try TestReceipts.sign(TestReceipts.payload(type: "Production"), streamed: false), "product_id": "gems.100", "os_id": 2]),
              502, "VERIFIER_ERROR"),
+            // A StoreKit 1 receipt signed outside the configured receipt roots: refused before anyone is asked.
+            (try gateway.json(["receipt": try TestReceipts.sign(TestReceipts.payload(type: "Production"), streamed: false, pki: try AppleTestPKI()),
+                               "product_id": "gems.100", "os_id": 2]), 422, "VERIFICATION_FAILED"),
         ]
         for (body, status, code) in cases {
             let response = try await gateway.node(body)[0]
@@ -132,8 +141,10 @@ import TestSupport
 
     @Test func storeKit1SuccessLeavesWhatSK1CannotSayNull() async throws {
         let fake = try FakeVerifyReceipt()
+        let receiptRoot = try TestReceipts.signingPKI().root
         let gateway = try await Gateway.start(environments: [.sandbox]) { pki in
             var configuration = AppStoreConfiguration(trustRoots: [pki.root])
+            configuration.receiptTrustRoots = [receiptRoot]
             configuration.sharedSecret = "shh"
             configuration.receiptMode = .verifyReceipt
             configuration.verifyReceiptProductionURL = fake.productionURL

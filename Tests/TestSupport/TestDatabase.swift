@@ -57,8 +57,11 @@ private final class SharedCluster: Sendable {
     let cluster: EmbeddedCluster
 
     init() throws {
-        cluster = EmbeddedCluster(directory: TestDatabase.temporaryDirectory("shared").appendingPathComponent("postgres"))
+        var cluster = EmbeddedCluster(directory: TestDatabase.temporaryDirectory("shared").appendingPathComponent("postgres"))
+        // Every suite runs at once against this one cluster, each service with its own pool.
+        cluster.maxConnections = 800
         try cluster.start()
+        self.cluster = cluster
         ClusterReaper.shared.add(cluster)
     }
 
