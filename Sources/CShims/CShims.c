@@ -39,8 +39,11 @@ struct MHD_Daemon *rg_mhd_start(const struct rg_mhd_settings *settings,
                             MHD_OPTION_THREAD_POOL_SIZE, settings->thread_pool_size,
                             MHD_OPTION_CONNECTION_TIMEOUT, settings->connection_timeout_seconds,
                             MHD_OPTION_CONNECTION_LIMIT, settings->connection_limit,
+                            MHD_OPTION_PER_IP_CONNECTION_LIMIT, settings->per_ip_connection_limit,
                             MHD_OPTION_CONNECTION_MEMORY_LIMIT, settings->connection_memory_limit,
                             MHD_OPTION_NOTIFY_COMPLETED, completed, completed_context,
+                            MHD_OPTION_NOTIFY_CONNECTION, settings->notify_connection, settings->notify_connection_context,
+                            MHD_OPTION_URI_LOG_CALLBACK, settings->uri_log, settings->uri_log_context,
                             MHD_OPTION_END);
 }
 
@@ -62,4 +65,14 @@ int rg_mhd_client_address(struct MHD_Connection *connection, char *buffer, size_
         return -1;
     }
     return inet_ntop(address->sa_family, raw, buffer, (socklen_t)length) == NULL ? -1 : 0;
+}
+
+int rg_mhd_connection_fd(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return info == NULL ? -1 : info->connect_fd;
+}
+
+void *rg_mhd_socket_context(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return info == NULL ? NULL : info->socket_context;
 }

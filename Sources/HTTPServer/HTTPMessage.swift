@@ -40,6 +40,8 @@ public struct HTTPRequest: Sendable {
     /// "unmatched" for a 404.
     public internal(set) var route: String = "unmatched"
     public internal(set) var pathParameters: [String: String] = [:]
+    /// Set by the server when the route's `headerCheck` already passed before the body was read.
+    var headerChecked = false
 
     public init(method: String, path: String, query: [String: String] = [:], headers: HTTPHeaders = HTTPHeaders(),
                 body: Data = Data(), remoteAddress: String? = nil) {

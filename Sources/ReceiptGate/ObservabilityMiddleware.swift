@@ -17,9 +17,9 @@ public struct ObservabilityMiddleware: HTTPMiddleware {
         let response = try await next(request)
         let elapsed = ContinuousClock.now - started
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        metrics.record(method: request.method, route: request.route, status: response.status, seconds: seconds)
+        metrics.record(method: request.normalizedMethod, route: request.route, status: response.status, seconds: seconds)
         var fields = [
-            "request.id": request.requestID, "http.method": request.method, "http.route": request.route,
+            "request.id": request.requestID, "http.method": request.normalizedMethod, "http.route": request.route,
             "http.status": String(response.status), "duration_ms": String(format: "%.3f", seconds * 1000),
         ]
         if let remote = request.remoteAddress { fields["client.address"] = remote }

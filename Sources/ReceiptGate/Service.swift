@@ -85,6 +85,9 @@ public final class Service: @unchecked Sendable {
         var serverConfiguration = HTTPServer.Configuration(host: configuration.host, port: configuration.port)
         serverConfiguration.threadCount = configuration.httpThreads
         serverConfiguration.maxBodyBytes = configuration.maxBodyBytes
+        serverConfiguration.connectionLimitPerIP = configuration.maxConnectionsPerIP
+        serverConfiguration.connectionLimit = configuration.maxConnections
+        serverConfiguration.requestReceiveTimeoutSeconds = configuration.requestReceiveTimeoutSeconds
         let server = HTTPServer(configuration: serverConfiguration, responder: responder)
         try server.start()
         serverBox.server = server

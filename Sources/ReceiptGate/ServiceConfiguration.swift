@@ -16,6 +16,9 @@ public struct ServiceConfiguration: Sendable {
     public var httpThreads = max(2, ProcessInfo.processInfo.activeProcessorCount)
     public var maxBodyBytes = 1 << 20
     public var requestTimeoutSeconds = 30
+    public var maxConnectionsPerIP = 64
+    public var maxConnections = 1024
+    public var requestReceiveTimeoutSeconds = 30
     public var shutdownGraceSeconds = 10
     public var openAPIPath: String?
     /// Bearer token of the /admin API; unset, the admin API is off.
@@ -78,6 +81,9 @@ public struct ServiceConfiguration: Sendable {
         if let threads = try integer("RECEIPTGATE_HTTP_THREADS", in: 1...256) { configuration.httpThreads = threads }
         if let bytes = try integer("RECEIPTGATE_MAX_BODY_BYTES", in: 1_024...(64 << 20)) { configuration.maxBodyBytes = bytes }
         if let seconds = try integer("RECEIPTGATE_REQUEST_TIMEOUT_SECONDS", in: 1...600) { configuration.requestTimeoutSeconds = seconds }
+        if let count = try integer("RECEIPTGATE_MAX_CONNECTIONS_PER_IP", in: 1...100_000) { configuration.maxConnectionsPerIP = count }
+        if let count = try integer("RECEIPTGATE_MAX_CONNECTIONS", in: 1...100_000) { configuration.maxConnections = count }
+        if let seconds = try integer("RECEIPTGATE_REQUEST_RECEIVE_TIMEOUT_SECONDS", in: 1...600) { configuration.requestReceiveTimeoutSeconds = seconds }
         if let seconds = try integer("RECEIPTGATE_SHUTDOWN_GRACE_SECONDS", in: 0...600) { configuration.shutdownGraceSeconds = seconds }
         configuration.openAPIPath = value("RECEIPTGATE_OPENAPI_PATH")
         if let token = value("RECEIPTGATE_ADMIN_TOKEN") {

@@ -69,16 +69,18 @@ func expectRejection(_ reason: AppStoreVerificationError.Reason, _ body: () thro
 
     @Test func realTokenIsStillCheckedAgainstTheCaller() throws {
         let verifier = AppStoreSignedDataVerifier(trustRoots: [try AppleRootCertificates.appleRoot()])
+        let token = try Self.token()
         expectRejection(.bundleMismatch) {
-            _ = try verifier.verifyTransaction(try! Self.token(), expecting: .init(bundleIDs: ["com.other"], environments: [.sandbox]))
+            _ = try verifier.verifyTransaction(token, expecting: .init(bundleIDs: ["com.other"], environments: [.sandbox]))
         }
         expectRejection(.environmentMismatch) {
-            _ = try verifier.verifyTransaction(try! Self.token(), expecting: .init(bundleIDs: ["com.goodheartapp"], environments: [.production]))
+            _ = try verifier.verifyTransaction(token, expecting: .init(bundleIDs: ["com.goodheartapp"], environments: [.production]))
         }
         // Trusting only a root of our own, Apple's genuine token is refused.
+        let ownRoot = try AppleTestPKI().root
         expectRejection(.chainNotTrusted) {
-            _ = try AppStoreSignedDataVerifier(trustRoots: [try! AppleTestPKI().root])
-                .verifyTransaction(try! Self.token(), expecting: .init(bundleIDs: ["com.goodheartapp"], environments: [.sandbox]))
+            _ = try AppStoreSignedDataVerifier(trustRoots: [ownRoot])
+                .verifyTransaction(token, expecting: .init(bundleIDs: ["com.goodheartapp"], environments: [.sandbox]))
         }
     }
 }
@@ -115,32 +117,39 @@ func expectRejection(_ reason: AppStoreVerificationError.Reason, _ body: () thro
         expectRejection(.malformed) { _ = try verifier(pki).verifyTransaction("\(parts[0]).\(parts[1])!.\(parts[2])", expecting: sandbox) }
         expectRejection(.malformed) { _ = try verifier(pki).verifyTransaction("not a token", expecting: sandbox) }
         for alg in ["none", "HS256", "RS256", "ES384"] {
-            expectRejection(.unsupportedAlgorithm) { _ = try verifier(pki).verifyTransaction(try! pki.sign(AppleTestPKI.transaction(), alg: alg), expecting: sandbox) }
+            let signed = try pki.sign(AppleTestPKI.transaction(), alg: alg)
+            expectRejection(.unsupportedAlgorithm) { _ = try verifier(pki).verifyTransaction(signed, expecting: sandbox) }
         }
-        expectRejection(.invalidChainLength) { _ = try verifier(pki).verifyTransaction(try! pki.sign(AppleTestPKI.transaction(), x5c: Array(pki.x5c.prefix(2))), expecting: sandbox) }
-        expectRejection(.invalidChainLength) { _ = try verifier(pki).verifyTransaction(try! pki.sign(AppleTestPKI.transaction(), x5c: pki.x5c + [pki.x5c[2]]), expecting: sandbox) }
-        expectRejection(.invalidCertificate) { _ = try verifier(pki).verifyTransaction(try! pki.sign(AppleTestPKI.transaction(), x5c: ["AAAA", pki.x5c[1], pki.x5c[2]]), expecting: sandbox) }
+        let chainOfTwo = try pki.sign(AppleTestPKI.transaction(), x5c: Array(pki.x5c.prefix(2)))
+        expectRejection(.invalidChainLength) { _ = try verifier(pki).verifyTransaction(chainOfTwo, expecting: sandbox) }
+        let chainOfFour = try pki.sign(AppleTestPKI.transaction(), x5c: pki.x5c + [pki.x5c[2]])
+        expectRejection(.invalidChainLength) { _ = try verifier(pki).verifyTransaction(chainOfFour, expecting: sandbox) }
+        let garbageLeaf = try pki.sign(AppleTestPKI.transaction(), x5c: ["AAAA", pki.x5c[1], pki.x5c[2]])
+        expectRejection(.invalidCertificate) { _ = try verifier(pki).verifyTransaction(garbageLeaf, expecting: sandbox) }
     }
 
     @Test func onlyConfiguredRootsAreTrustedNeverTheThirdX5CEntry() throws {
         let genuine = try AppleTestPKI(), attacker = try AppleTestPKI()
         // The attacker's token carries the attacker's own root as the third entry.
-        expectRejection(.chainNotTrusted) { _ = try verifier(genuine).verifyTransaction(try! attacker.sign(AppleTestPKI.transaction()), expecting: sandbox) }
+        let selfRooted = try attacker.sign(AppleTestPKI.transaction())
+        expectRejection(.chainNotTrusted) { _ = try verifier(genuine).verifyTransaction(selfRooted, expecting: sandbox) }
         // ... or the genuine root as the third entry, which changes nothing.
-        let spoofed = [attacker.x5c[0], attacker.x5c[1], genuine.x5c[2]]
-        expectRejection(.chainNotTrusted) { _ = try verifier(genuine).verifyTransaction(try! attacker.sign(AppleTestPKI.transaction(), x5c: spoofed), expecting: sandbox) }
+        let spoofed = try attacker.sign(AppleTestPKI.transaction(), x5c: [attacker.x5c[0], attacker.x5c[1], genuine.x5c[2]])
+        expectRejection(.chainNotTrusted) { _ = try verifier(genuine).verifyTransaction(spoofed, expecting: sandbox) }
     }
 
     @Test func markerExtensionsAreRequired() throws {
         var noLeafMarker = AppleTestPKI.Options()
         noLeafMarker.leafMarker = false
         let withoutLeaf = try AppleTestPKI(noLeafMarker)
-        expectRejection(.missingAppleExtension) { _ = try verifier(withoutLeaf).verifyTransaction(try! withoutLeaf.sign(AppleTestPKI.transaction()), expecting: sandbox) }
+        let unmarkedLeaf = try withoutLeaf.sign(AppleTestPKI.transaction())
+        expectRejection(.missingAppleExtension) { _ = try verifier(withoutLeaf).verifyTransaction(unmarkedLeaf, expecting: sandbox) }
         var noIntermediateMarker = AppleTestPKI.Options()
         noIntermediateMarker.intermediateMarker = false
         let withoutIntermediate = try AppleTestPKI(noIntermediateMarker)
+        let unmarkedIntermediate = try withoutIntermediate.sign(AppleTestPKI.transaction())
         expectRejection(.missingAppleExtension) {
-            _ = try verifier(withoutIntermediate).verifyTransaction(try! withoutIntermediate.sign(AppleTestPKI.transaction()), expecting: sandbox)
+            _ = try verifier(withoutIntermediate).verifyTransaction(unmarkedIntermediate, expecting: sandbox)
         }
     }
 
@@ -159,7 +168,8 @@ func expectRejection(_ reason: AppStoreVerificationError.Reason, _ body: () thro
         // No signedDate at all: checked now, when the leaf has expired.
         var undated = AppleTestPKI.transaction()
         undated["signedDate"] = nil
-        expectRejection(.chainNotTrusted) { _ = try verifier.verifyTransaction(try! pki.sign(undated), expecting: sandbox) }
+        let undatedToken = try pki.sign(undated)
+        expectRejection(.chainNotTrusted) { _ = try verifier.verifyTransaction(undatedToken, expecting: sandbox) }
         // An app transaction uses receiptCreationDate.
         let app = try pki.sign(["receiptType": "Sandbox", "bundleId": "com.example.game", "appAppleId": 1,
                                 "receiptCreationDate": Int64(1_650_000_000_000), "appTransactionId": "704"])

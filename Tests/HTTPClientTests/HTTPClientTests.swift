@@ -121,8 +121,13 @@ private func client(_ base: String, attempts: Int = 3, timeout: Duration = .seco
         let policy = HTTPClient.RetryPolicy(maxAttempts: 10, baseDelay: .milliseconds(100), maxDelay: .seconds(1))
         for attempt in 1...8 {
             let step = min(Duration.milliseconds(100) * (1 << (attempt - 1)), .seconds(1))
-            let delay = HTTPClient.backoff(attempt: attempt, policy: policy)
-            #expect(delay >= step / 2 && delay <= step)
+            let delays = (0..<50).map { _ in HTTPClient.backoff(attempt: attempt, policy: policy) }
+            #expect(delays.allSatisfy { $0 >= step / 2 && $0 <= step }, "attempt \(attempt): \(delays) outside \(step / 2)...\(step)")
+            // Jitter: retries of many clients must not line up. Fifty draws of the random half
+            // spread over most of it (a fixed delay, or a tiny jitter, spans nothing).
+            let spread = (delays.max() ?? .zero) - (delays.min() ?? .zero)
+            #expect(spread >= step / 4, "attempt \(attempt): delays span only \(spread) of a possible \(step / 2)")
+            #expect(Set(delays).count > 40, "attempt \(attempt): repeated delays \(delays)")
         }
     }
 }

@@ -48,7 +48,7 @@ private func body(_ response: HTTPResponse) throws -> [String: String] {
     @Test func wrongMethodIs405WithAllow() async throws {
         let response = await responder().respond(to: HTTPRequest(method: "DELETE", path: "/v1/transactions/a/b"))
         #expect(response.status == 405)
-        #expect(response.headers["Allow"] == "GET, POST")
+        #expect(response.headers["Allow"] == "GET, HEAD, POST")
         #expect(try body(response)["error"] == "METHOD_NOT_ALLOWED")
     }
 

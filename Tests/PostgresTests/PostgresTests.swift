@@ -104,15 +104,31 @@ import TestSupport
     }
 
     @Test func manyConcurrentCallersShareAFewConnections() async throws {
-        let pool = PostgresPool(.init(connectionString: try await TestDatabase.makeDatabase(), size: 4))
+        let poolSize = 4
+        let pool = PostgresPool(.init(connectionString: try await TestDatabase.makeDatabase(), size: poolSize))
         defer { pool.shutdown() }
-        let total = try await withThrowingTaskGroup(of: Int.self) { group in
-            for index in 0..<200 {
-                group.addTask { try await pool.query("SELECT \(index)::int AS n")[0].decode("n", as: Int.self) }
+        // Each query sleeps a little so callers overlap, and reports what the server sees while it
+        // runs: how many backends this database has, and how many of them are busy right now.
+        // The database is the test's own, so every backend counted is one of the pool's.
+        let samples = try await withThrowingTaskGroup(of: (n: Int, backends: Int, active: Int).self) { group in
+            for index in 0..<120 {
+                group.addTask {
+                    let row = try #require(try await pool.query("""
+                        SELECT \(index)::int AS n,
+                               (SELECT count(*) FROM pg_stat_activity WHERE datname = current_database())::int AS backends,
+                               (SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND state = 'active')::int AS active
+                        FROM pg_sleep(0.02)
+                        """).first)
+                    return (try row.decode("n", as: Int.self), try row.decode("backends", as: Int.self), try row.decode("active", as: Int.self))
+                }
             }
-            return try await group.reduce(0, +)
+            return try await group.reduce(into: []) { $0.append($1) }
         }
-        #expect(total == (0..<200).reduce(0, +))
+        #expect(samples.map(\.n).sorted() == Array(0..<120), "every caller got its own answer")
+        let mostBackends = samples.map(\.backends).max() ?? 0
+        let mostActive = samples.map(\.active).max() ?? 0
+        #expect(mostBackends <= poolSize, "the server saw \(mostBackends) connections from a pool of \(poolSize)")
+        #expect(mostActive >= 2, "queries never overlapped (at most \(mostActive) active at once), so the bound proves nothing")
     }
 }
 

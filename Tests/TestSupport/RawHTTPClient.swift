@@ -63,7 +63,7 @@ public enum RawHTTP {
         return connectToLoopback(descriptor, port: port)
     }
 
-    private static func connectToLoopback(_ descriptor: Int32, port: Int) -> Bool {
+    static func connectToLoopback(_ descriptor: Int32, port: Int) -> Bool {
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
@@ -105,7 +105,7 @@ public enum RawHTTP {
         return try parse(received)
     }
 
-    static func parse(_ data: Data) throws -> Response {
+    public static func parse(_ data: Data) throws -> Response {
         guard let separator = data.range(of: Data("\r\n\r\n".utf8)) else {
             throw Failure(description: "no complete response head in \(data.count) bytes")
         }

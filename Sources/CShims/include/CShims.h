@@ -28,7 +28,14 @@ struct rg_mhd_settings {
     unsigned int thread_pool_size;
     unsigned int connection_timeout_seconds;
     unsigned int connection_limit;
+    unsigned int per_ip_connection_limit;  // 0 = no per-address limit
     size_t connection_memory_limit;
+    // Called when a connection opens and closes (its socket context lives between the two).
+    MHD_NotifyConnectionCallback notify_connection;
+    void *notify_connection_context;
+    // Called when a request line has arrived; its result becomes the request's context.
+    void *(*uri_log)(void *context, const char *uri, struct MHD_Connection *connection);
+    void *uri_log_context;
 };
 
 struct MHD_Daemon *rg_mhd_start(const struct rg_mhd_settings *settings,
@@ -41,5 +48,11 @@ uint16_t rg_mhd_bound_port(struct MHD_Daemon *daemon);
 // The peer's address as text ("127.0.0.1"), written into `buffer`; returns 0 on success.
 // MHD_get_connection_info is variadic.
 int rg_mhd_client_address(struct MHD_Connection *connection, char *buffer, size_t length);
+
+// The connection's socket, or -1. MHD_get_connection_info is variadic.
+int rg_mhd_connection_fd(struct MHD_Connection *connection);
+
+// The socket context set by the notify-connection callback, or NULL.
+void *rg_mhd_socket_context(struct MHD_Connection *connection);
 
 #endif

@@ -1,0 +1,42 @@
+import Foundation
+
+/// What is known of a request once its headers have arrived and before any of its body has:
+/// enough for a route's `headerCheck` to refuse it (missing credentials, wrong content type)
+/// without the server reading, let alone buffering, the body.
+public struct HTTPRequestHead: Sendable {
+    public var method: String
+    /// The path without the query string, percent-decoded.
+    public var path: String
+    public var query: [String: String]
+    public var headers: HTTPHeaders
+    public var remoteAddress: String?
+
+    public init(method: String, path: String, query: [String: String] = [:], headers: HTTPHeaders = HTTPHeaders(),
+                remoteAddress: String? = nil) {
+        self.method = method
+        self.path = path
+        self.query = query
+        self.headers = headers
+        self.remoteAddress = remoteAddress
+    }
+
+    /// The method for logs and metrics: see `HTTPMethod.normalized`.
+    public var normalizedMethod: String { HTTPMethod.normalized(method) }
+
+    /// True if the request announces a body (a non-zero Content-Length, or any Transfer-Encoding).
+    public var announcesBody: Bool {
+        if headers["Transfer-Encoding"] != nil { return true }
+        guard let length = headers["Content-Length"] else { return false }
+        return length.trimmingCharacters(in: .whitespaces) != "0"
+    }
+}
+
+extension HTTPRequest {
+    /// The request without its body.
+    public var head: HTTPRequestHead {
+        HTTPRequestHead(method: method, path: path, query: query, headers: headers, remoteAddress: remoteAddress)
+    }
+
+    /// The method for logs and metrics: one of GET, HEAD, POST, PUT, DELETE, PATCH, OPTIONS, or `OTHER`.
+    public var normalizedMethod: String { HTTPMethod.normalized(method) }
+}

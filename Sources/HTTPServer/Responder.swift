@@ -1,0 +1,141 @@
+public import Foundation
+
+/// The built router: routes a request, runs middleware and the handler, and turns anything
+/// thrown into a JSON error response. It never throws and never crashes on input.
+public struct Responder: Sendable {
+    private let routes: [Router.Route]
+    /// The routes by "METHOD pattern".
+    private let table: [String: Router.Route]
+    private let chain: HTTPHandler
+    public let handlerTimeout: Duration
+
+    init(routes: [Router.Route], middleware: [any HTTPMiddleware], handlerTimeout: Duration) {
+        self.routes = routes
+        self.handlerTimeout = handlerTimeout
+        let table = Dictionary(uniqueKeysWithValues: routes.map { ("\($0.method) \($0.pattern)", $0) })
+        // The innermost step runs the matched handler (or answers 404/405) and converts errors,
+        // so every middleware sees the final status.
+        let dispatch: HTTPHandler = { request in
+            guard let route = Self.serving(request.method, pattern: request.route, in: table) else {
+                return Self.routingFailure(method: request.method, path: request.path, pattern: request.route, routes: routes)
+            }
+            // Over a socket, a request with a body had its headers checked before the body was read.
+            if !request.headerChecked, let check = route.headerCheck, let refusal = check(request.head) {
+                return refusal
+            }
+            do {
+                return try await withDeadline(handlerTimeout) { try await route.handler(request) }
+            } catch {
+                return Self.errorResponse(for: error)
+            }
+        }
+        self.table = table
+        chain = middleware.reversed().reduce(dispatch) { next, layer in
+            { request in try await layer.handle(request, next: next) }
+        }
+    }
+
+    /// Every (method, pattern) this responder serves, for documentation checks.
+    public var routeTable: [(method: String, pattern: String)] { routes.map { ($0.method, $0.pattern) } }
+
+    public func respond(to incoming: HTTPRequest) async -> HTTPResponse {
+        var request = incoming
+        request.requestID = Self.requestID(from: request.headers["X-Request-Id"])
+        var response: HTTPResponse
+        if !HTTPMethod.isToken(request.method) {
+            // Not HTTP: refused before routing, middleware, logs or metrics see it.
+            response = Self.badMethod
+        } else {
+            if let (route, parameters) = match(method: request.method, path: request.path) {
+                // A path that exists under another method keeps its pattern as the route: the
+                // dispatch step finds no handler for this method and answers 405.
+                request.route = route.pattern
+                request.pathParameters = parameters
+            }
+            do {
+                response = try await chain(request)
+            } catch {
+                response = Self.errorResponse(for: error)
+            }
+        }
+        if request.method == "HEAD" {
+            // The headers GET would send, Content-Length included; libmicrohttpd sends no body.
+            response.headers.replace("Content-Length", String(response.body.count))
+            response.body = Data()
+        }
+        response.headers.replace("X-Request-Id", request.requestID)
+        return response
+    }
+
+    /// The answer a request gets from its head alone, before any of its body is read: 400 for a
+    /// method that is not a token; then, for a request announcing a body, 404 or 405 if no route
+    /// serves it, or its route's `headerCheck` refusal. nil means "read the body and respond".
+    /// (A request without a body goes through `respond(to:)` whole, so the middleware logs and
+    /// counts its 404 or refusal; there is no body to spare.)
+    func earlyResponse(to head: HTTPRequestHead) -> HTTPResponse? {
+        guard HTTPMethod.isToken(head.method) else { return Self.badMethod }
+        guard head.announcesBody else { return nil }
+        let pattern = match(method: head.method, path: head.path)?.0.pattern ?? "unmatched"
+        guard let route = Self.serving(head.method, pattern: pattern, in: table) else {
+            return Self.routingFailure(method: head.method, path: head.path, pattern: pattern, routes: routes)
+        }
+        return route.headerCheck?(head)
+    }
+
+    /// The route for `path`, preferring one that serves `method` (HEAD is served by GET).
+    private func match(method: String, path: String) -> (Router.Route, [String: String])? {
+        let segments = Router.split(path)
+        let candidates = routes.compactMap { route in Self.parameters(route: route, segments: segments).map { (route, $0) } }
+        return candidates.first { $0.0.method == method }
+            ?? (method == "HEAD" ? candidates.first { $0.0.method == "GET" } : nil)
+            ?? candidates.first
+    }
+
+    private static func serving(_ method: String, pattern: String, in table: [String: Router.Route]) -> Router.Route? {
+        table["\(method) \(pattern)"] ?? (method == "HEAD" ? table["GET \(pattern)"] : nil)
+    }
+
+    private static func routingFailure(method: String, path: String, pattern: String, routes: [Router.Route]) -> HTTPResponse {
+        if pattern == "unmatched" {
+            return HTTPError(status: 404, code: "NOT_FOUND", message: "no route for \(method) \(path)").response
+        }
+        var allowed = Set(routes.filter { $0.pattern == pattern }.map(\.method))
+        if allowed.contains("GET") { allowed.insert("HEAD") }
+        return HTTPError(status: 405, code: "METHOD_NOT_ALLOWED", message: "\(method) is not allowed here",
+                         headers: ["Allow": allowed.sorted().joined(separator: ", ")]).response
+    }
+
+    static var badMethod: HTTPResponse {
+        HTTPError(status: 400, code: "BAD_REQUEST", message: "the request method is not a valid HTTP method").response
+    }
+
+    static func errorResponse(for error: any Error) -> HTTPResponse {
+        if let httpError = error as? HTTPError { return httpError.response }
+        if error is DeadlineExceeded {
+            return HTTPError(status: 503, code: "DEADLINE_EXCEEDED", message: "the request took too long; it is safe to retry").response
+        }
+        // Internals stay internal: the log has the detail (via middleware), the client a request id.
+        return HTTPError(status: 500, code: "INTERNAL_ERROR", message: "internal error").response
+    }
+
+    private static func parameters(route: Router.Route, segments: [Substring]) -> [String: String]? {
+        guard route.segments.count == segments.count else { return nil }
+        var parameters: [String: String] = [:]
+        for (expected, actual) in zip(route.segments, segments) {
+            switch expected {
+            case .literal(let literal): guard literal == actual else { return nil }
+            case .parameter(let name): parameters[name] = String(actual)
+            }
+        }
+        return parameters
+    }
+
+    /// Accepts a caller's request id only if it is short printable ASCII (it ends up in logs).
+    static func requestID(from header: String?) -> String {
+        if let header, !header.isEmpty, header.utf8.count <= 128,
+           header.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7f }) {
+            return header
+        }
+        return UUID().uuidString.lowercased()
+    }
+}
