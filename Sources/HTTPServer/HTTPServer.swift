@@ -20,7 +20,7 @@ public final class HTTPServer: @unchecked Sendable {
         /// libmicrohttpd divides it between the threads of its pool.
         public var connectionLimit: Int = 1024
         /// Open connections at most from one IP address; 0 means no per-address limit.
-        public var connectionLimitPerIP: Int = 64
+        public var connectionLimitPerIP: Int = 256
         /// Larger request bodies get 413.
         public var maxBodyBytes: Int = 1 << 20
 

@@ -16,7 +16,7 @@ public struct ServiceConfiguration: Sendable {
     public var httpThreads = max(2, ProcessInfo.processInfo.activeProcessorCount)
     public var maxBodyBytes = 1 << 20
     public var requestTimeoutSeconds = 30
-    public var maxConnectionsPerIP = 64
+    public var maxConnectionsPerIP = 256
     public var maxConnections = 1024
     public var requestReceiveTimeoutSeconds = 30
     public var shutdownGraceSeconds = 10

@@ -58,7 +58,7 @@ private func trickle(port: Int, head: String, body: Data, pause: Int32) async th
         // Once one of the three goes away, the address may connect again.
         held.removeFirst()  // closes it
         var status = 0
-        for _ in 0..<20 where status == 0 {
+        for _ in 0..<50 where status == 0 {
             try await Task.sleep(for: .milliseconds(100))
             status = (try? await RawHTTP.request(port: port, method: "POST", path: "/echo"))?.status ?? 0
         }
@@ -70,7 +70,7 @@ private func trickle(port: Int, head: String, body: Data, pause: Int32) async th
     @Test func configurationDefaultsAreLowerThanLibmicrohttpds() {
         let configuration = HTTPServer.Configuration()
         #expect(configuration.connectionLimit == 1024)
-        #expect(configuration.connectionLimitPerIP == 64)
+        #expect(configuration.connectionLimitPerIP == 256)
         #expect(configuration.requestReceiveTimeoutSeconds == 30)
     }
 }

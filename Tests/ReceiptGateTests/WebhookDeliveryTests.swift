@@ -44,11 +44,13 @@ final class WebhookReceiver: Sendable {
 }
 
 @Suite struct WebhookDelivery {
-    static func waitUntil(_ condition: () async throws -> Bool) async throws {
+    /// Waits up to 20 s for `condition`; not meeting it is a failure of its own.
+    static func waitUntil(_ condition: () async throws -> Bool, sourceLocation: SourceLocation = #_sourceLocation) async throws {
         for _ in 0..<400 {
             if try await condition() { return }
             try await Task.sleep(for: .milliseconds(50))
         }
+        Issue.record("the condition did not hold within 20 s", sourceLocation: sourceLocation)
     }
 
     @Test func everyEventArrivesInOrderAfterAnOutageNoneLost() async throws {
@@ -89,7 +91,10 @@ final class WebhookReceiver: Sendable {
         // In order per transaction.
         let second = acknowledged.filter { $0.transactionID == ids[1] }.map(\.type)
         #expect(second == ["transaction.verified", "transaction.refunded"])
-        #expect(try await harness.pool.query("SELECT count(*) AS n FROM outbox WHERE status <> 'delivered'")[0].decode("n", as: Int.self) == 0)
+        // The receiver answers before the worker records the delivery: wait for the record.
+        try await Self.waitUntil {
+            try await harness.pool.query("SELECT count(*) AS n FROM outbox WHERE status <> 'delivered'")[0].decode("n", as: Int.self) == 0
+        }
 
         // An operator can send one again, through the admin API; it keeps its id.
         let again = try #require(acknowledged.first?.eventID)
