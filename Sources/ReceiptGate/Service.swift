@@ -16,6 +16,7 @@ public final class Service: @unchecked Sendable {
     private var server: HTTPServer?
     private var outboxWorker: OutboxWorker?
     private var upkeep: Task<Void, Never>?
+    private let shutdownOnce = Once()
     /// How the outbox worker paces deliveries (tests shorten the delays).
     public var outboxConfiguration = OutboxWorker.Configuration()
     /// Every (method, pattern) served, once started.
@@ -109,8 +110,10 @@ public final class Service: @unchecked Sendable {
                                   "version": ReceiptGateVersion.current])
     }
 
-    /// Stops accepting requests, finishes those in flight, then closes the database.
+    /// Stops accepting requests, finishes those in flight, then closes the database. Only the
+    /// first call does anything.
     public func shutdown() async {
+        guard shutdownOnce.claim() else { return }
         logger.info("shutting down; finishing in-flight requests")
         await server?.shutdown(gracePeriod: .seconds(configuration.shutdownGraceSeconds))
         await outboxWorker?.stop()
@@ -119,6 +122,13 @@ public final class Service: @unchecked Sendable {
         database.close(logger: logger)
         logger.info("stopped")
     }
+}
+
+/// True for the first caller only.
+private final class Once: @unchecked Sendable {
+    private let lock = NSLock()
+    private var claimed = false
+    func claim() -> Bool { lock.withLock { defer { claimed = true }; return !claimed } }
 }
 
 /// Lets routes built before the server exists read from it once it does.

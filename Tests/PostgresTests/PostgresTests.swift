@@ -4,6 +4,20 @@ import Testing
 import TestSupport
 
 @Suite struct QueriesAndParameters {
+    @Test func aFragmentKeepsItsParametersInPlace() async throws {
+        let condition: PostgresQuery = "(a = \(10) OR b = \("ten"))"
+        let query: PostgresQuery = "SELECT \(1)::int AS one WHERE \(condition) AND c = \(Int64(12))"
+        #expect(query.sql == "SELECT $1::int AS one WHERE (a = $2 OR b = $3) AND c = $4")
+        #expect(query.bindings == ["1", "10", "ten", "12"])
+        let pool = PostgresPool(.init(connectionString: try await TestDatabase.makeDatabase(), size: 1))
+        defer { pool.shutdown() }
+        let rows = try await pool.query("""
+            SELECT count(*)::int AS n FROM (VALUES (10, 'x', 12), (1, 'ten', 12), (1, 'x', 12)) AS t(a, b, c)
+            WHERE \(PostgresQuery("(a = \(10) OR b = \("ten"))")) AND c = \(12)
+            """)
+        #expect(try rows[0].decode("n", as: Int.self) == 2)
+    }
+
     @Test func boundParametersRoundTripNullUnicodeAndHostileText() async throws {
         let pool = PostgresPool(.init(connectionString: try await TestDatabase.makeDatabase(), size: 2))
         defer { pool.shutdown() }

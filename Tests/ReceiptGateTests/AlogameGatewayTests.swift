@@ -42,6 +42,7 @@ import TestSupport
 
     @Test func successThenDuplicateExactlyAsTheSeedSays() async throws {
         let gateway = try await Gateway.start(environments: [.production, .sandbox])
+        defer { gateway.harness.stop() }
         let receipt = try gateway.harness.pki.sign(AppleTestPKI.transaction([
             "transactionId": "2000000100000000", "originalTransactionId": "2000000100000000", "productId": "gems100",
             "storefront": "VNM", "price": 10000, "currency": "VND", "purchaseDate": Int64(1_716_389_123_000),
@@ -90,6 +91,7 @@ import TestSupport
             configuration.receiptTrustRoots = [receiptRoot]
             return configuration
         }
+        defer { gateway.harness.stop() }
         let pki = gateway.harness.pki
         let production = try pki.sign(AppleTestPKI.transaction(["environment": "Production", "productId": "gems100"]))
         let sandbox = try pki.sign(AppleTestPKI.transaction(["transactionId": "2000000000000777", "productId": "gems100"]))
@@ -151,6 +153,7 @@ import TestSupport
             configuration.verifyReceiptSandboxURL = fake.sandboxURL
             return configuration
         }
+        defer { gateway.harness.stop() }
         let receipt = try TestReceipts.sign(TestReceipts.payload(), streamed: false)
         let (status, json) = try await gateway.node(try gateway.json(["receipt": receipt, "product_id": "gems.100", "os_id": 2]))[0]
         #expect(status == 200, "\(json)")
@@ -171,6 +174,7 @@ import TestSupport
         let receiver = try WebhookReceiver()
         receiver.up.set(true)
         let gateway = try await Gateway.start(environments: [.sandbox], deliveryURL: receiver.url)
+        defer { gateway.harness.stop() }
         receiver.secret.set(gateway.harness.client.secret)
         let receipt = try gateway.harness.pki.sign(AppleTestPKI.transaction(["productId": "gems100"]))
         let body = try gateway.json(["receipt": receipt, "product_id": "gems100", "os_id": 2, "player_id": "hero"])
@@ -189,6 +193,7 @@ import TestSupport
 
     @Test func allowSandboxIsTheClientsEnvironments() async throws {
         let gateway = try await Gateway.start(environments: [.production, .sandbox])
+        defer { gateway.harness.stop() }
         let sandbox = try gateway.harness.pki.sign(AppleTestPKI.transaction(["productId": "gems100"]))
         let response = try await gateway.node(try gateway.json(["receipt": sandbox, "product_id": "gems100", "os_id": 2]))[0]
         #expect(response.0 == 200)
@@ -201,6 +206,7 @@ import TestSupport
 @Suite struct AlogameRefundCallbacks {
     @Test func aRefundReachesTheGameServerSignedAsTheSeedSays() async throws {
         let gateway = try await AlogameGatewayVerify.Gateway.start(environments: [.production, .sandbox])
+        defer { gateway.harness.stop() }
         let harness = gateway.harness
         let port = try RawHTTP.freePort()
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Node/refund_receiver.mjs").path
@@ -244,6 +250,7 @@ import TestSupport
 
     @Test func withoutACallbackURLTheRefundIsStillRecorded() async throws {
         let gateway = try await AlogameGatewayVerify.Gateway.start(environments: [.sandbox])
+        defer { gateway.harness.stop() }
         let id = "2000000100000001"
         #expect(try await NotificationsDriveTheLedger.notify(gateway.harness, type: "REFUND", transaction: [
             "transactionId": id, "revocationDate": Int64(Date().timeIntervalSince1970 * 1000)]).status == 200)
@@ -267,14 +274,21 @@ import TestSupport
             appStore.serverAPISandboxURL = "http://127.0.0.1:\(fake.sandbox.port)"
             return appStore
         }
+        defer { harness.stop() }
         let service = harness.service, client = harness.client
 
         // The gateway received one of the order's two transactions.
         let signed = try #require(fake.state.known.get()["Production"]?["2000000000009001"])
         #expect(try await client.post("/iap/gateway/verify", json: ["receipt": signed, "product_id": "gems100", "os_id": 2]).status == 200)
 
-        let lookup = try await client.post("/iap/gateway/lookup-receipt", json: ["order_id": "MQ5VLT9VXT"])
+        let lookupBody = try JSONSerialization.data(withJSONObject: ["order_id": "MQ5VLT9VXT"])
+        let stamp = Int(Date().timeIntervalSince1970)
+        let lookup = try await client.post("/iap/gateway/lookup-receipt", body: lookupBody, timestamp: stamp)
         #expect(lookup.status == 200, "\(lookup.text)")
+        // The identical signed request again (a retry) gets the same answer, not a replay refusal.
+        let retried = try await client.post("/iap/gateway/lookup-receipt", body: lookupBody, timestamp: stamp)
+        #expect(retried.status == 200)
+        #expect(retried.body == lookup.body)
         let json = try lookup.json()
         #expect(json["order_id"] as? String == "MQ5VLT9VXT")
         #expect(json["game_id"] as? Int == 42)

@@ -26,6 +26,7 @@ import TestSupport
 
     @Test func refundsAndReversalsChangeTheTransactionOnce() async throws {
         let harness = try await VerifyHarness.start()
+        defer { harness.stop() }
         _ = try await harness.service.clients.update(harness.client.clientID, { var s = ClientSettings(); s.webhookURL = "http://127.0.0.1:9/hook"; return s }())
         let id = "2000000000002001"
         #expect(try await harness.client.post("/v1/verify", json: ["store": "app_store", "receipt": try harness.pki.sign(AppleTestPKI.transaction(["transactionId": id]))]).status == 200)
@@ -56,6 +57,7 @@ import TestSupport
 
     @Test func subscriptionsRenewFailAndExpire() async throws {
         let harness = try await VerifyHarness.start()
+        defer { harness.stop() }
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         let first: [String: any Sendable] = ["transactionId": "2000000000003001", "originalTransactionId": "2000000000003001",
                                              "type": "Auto-Renewable Subscription", "productId": "vip.monthly", "expiresDate": now + 60_000]
@@ -89,6 +91,7 @@ import TestSupport
 
     @Test func aRefundForAPurchaseNeverVerifiedHereIsStillRecorded() async throws {
         let harness = try await VerifyHarness.start()
+        defer { harness.stop() }
         #expect(try await Self.notify(harness, type: "REFUND", transaction: ["transactionId": "2000000000004001",
                                                                             "revocationDate": Int64(Date().timeIntervalSince1970 * 1000)]).status == 200)
         #expect(try await Self.transaction(harness, "2000000000004001")["state"] as? String == "refunded")

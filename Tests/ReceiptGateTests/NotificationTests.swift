@@ -42,6 +42,7 @@ import TestSupport
 
     @Test func aGenuineNotificationIsRecordedOnce() async throws {
         let harness = try await Harness.start()
+        defer { harness.harness.stop() }
         let uuid = UUID().uuidString.lowercased()
         let body = try Self.notification(harness.pki, uuid: uuid)
         let first = try await harness.post(body)
@@ -68,6 +69,7 @@ import TestSupport
 
     @Test func forgedOrForeignNotificationsChangeNothing() async throws {
         let harness = try await Harness.start()
+        defer { harness.harness.stop() }
         let forged = try await harness.post(try Self.notification(try AppleTestPKI()))
         #expect(forged.status == 401)
         #expect(try forged.json()["error"] as? String == "UNAUTHORIZED")

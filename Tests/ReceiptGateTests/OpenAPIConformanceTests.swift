@@ -18,6 +18,7 @@ import TestSupport
         let token = String(repeating: "k", count: 32)
         let receiver = try WebhookReceiver()
         let harness = try await VerifyHarness.start(environments: [.sandbox], adminToken: token, webhookURL: receiver.url, dialects: [AlogameGateway()])
+        defer { harness.stop() }
         var records: [[String: Any]] = []
         func record(_ path: String, _ method: String, _ response: RawHTTP.Response) throws {
             let body = try JSONSerialization.jsonObject(with: response.body)

@@ -7,6 +7,7 @@ import TestSupport
 @Suite struct LedgerReadAPI {
     @Test func transactionsSubscriptionsAndPlayerPages() async throws {
         let harness = try await VerifyHarness.start()
+        defer { harness.stop() }
         let expires = Int64(Date().timeIntervalSince1970 * 1000) + 86_400_000
         for (index, id) in ["2000000000001001", "2000000000001002", "2000000000001003"].enumerated() {
             var fields: [String: any Sendable] = ["transactionId": id, "originalTransactionId": "2000000000001001"]

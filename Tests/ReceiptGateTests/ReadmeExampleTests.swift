@@ -16,6 +16,7 @@ import TestSupport
 
     @Test func theCurlExampleVerifiesAPurchase() async throws {
         let harness = try await VerifyHarness.start()
+        defer { harness.stop() }
         let receipt = try harness.pki.sign(AppleTestPKI.transaction())
         var script = try Self.exampleScript()
         // Only the placeholders change; the signing lines run exactly as documented.

@@ -89,6 +89,7 @@ private func startServer(_ environment: [String: String]) async throws -> (Child
         let logger = Logger(minimumLevel: .error)
         let service = try Service(configuration: configuration, logger: logger, database: try Database.open(configuration, logger: logger),
                                   stores: [try AppStoreProvider.fromEnvironment([:]).registration], dialects: [AlogameGateway()])
+        defer { Task.detached { await service.shutdown() } }
         try await service.start()
         let document = try await RawHTTP.request(port: service.port, path: "/openapi.yaml").text
         var documented = Set<String>()

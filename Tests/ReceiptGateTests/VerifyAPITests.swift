@@ -11,6 +11,7 @@ import TestSupport
 @Suite struct NativeVerifyAPI {
     @Test func aGenuinePurchaseIsRecordedOnceAndRetriesAreSafe() async throws {
         let harness = try await VerifyHarness.start()
+        defer { harness.stop() }
         let token = try harness.pki.sign(AppleTestPKI.transaction(["appAccountToken": "7E3FB20B-4CDB-47CC-936D-99D65F608138"]))
         let body: [String: Any] = ["store": "app_store", "receipt": token, "product_id": "gems.100",
                                    "app_account_token": "7e3fb20b-4cdb-47cc-936d-99d65f608138", "player_id": "p-1"]
@@ -50,6 +51,7 @@ import TestSupport
 
     @Test func authenticationFailuresAre401() async throws {
         let harness = try await VerifyHarness.start()
+        defer { harness.stop() }
         let body: [String: Any] = ["store": "app_store", "receipt": "x.y.z"]
         #expect(try await harness.client.post("/v1/verify", json: body, secretOverride: "wrong").status == 401)
         #expect(try await harness.client.post("/v1/verify", json: body, timestamp: Int(Date().timeIntervalSince1970) - 301).status == 401)
@@ -63,6 +65,7 @@ import TestSupport
 
     @Test func clientMistakesAndRefusalsUseTheStatusTable() async throws {
         let harness = try await VerifyHarness.start(environments: [.production])
+        defer { harness.stop() }
         let sandboxToken = try harness.pki.sign(AppleTestPKI.transaction())
         let productionToken = try harness.pki.sign(AppleTestPKI.transaction(["environment": "Production", "transactionId": "2000000222222222"]))
         let cases: [([String: Any], Int, String)] = [
@@ -93,6 +96,7 @@ import TestSupport
 
     @Test func anotherGameCannotRedeemTheSamePurchase() async throws {
         let harness = try await VerifyHarness.start(gameID: 1)
+        defer { harness.stop() }
         let token = try harness.pki.sign(AppleTestPKI.transaction())
         #expect(try await harness.client.post("/v1/verify", json: ["store": "app_store", "receipt": token]).status == 200)
         let rival = try await harness.service.clients.create(VerifyHarness.settings(name: "Rival", environments: [.sandbox], gameID: 2))

@@ -57,6 +57,7 @@ final class WebhookReceiver: Sendable {
         let receiver = try WebhookReceiver()
         let token = String(repeating: "a", count: 32)
         let harness = try await VerifyHarness.start(outbox: VerifyHarness.fastOutbox(), adminToken: token, webhookURL: receiver.url)
+        defer { harness.stop() }
         receiver.secret.set(harness.client.secret)
 
         let ids = ["2000000000005001", "2000000000005002", "2000000000005003"]
@@ -114,6 +115,7 @@ final class WebhookReceiver: Sendable {
     @Test func eventsThatNeverGetThroughStayVisibleAsDeadAndCanBeRedelivered() async throws {
         let receiver = try WebhookReceiver()
         let harness = try await VerifyHarness.start(outbox: VerifyHarness.fastOutbox(giveUpAfter: .seconds(1)), webhookURL: receiver.url)
+        defer { harness.stop() }
         receiver.secret.set(harness.client.secret)
         let receipt = try harness.pki.sign(AppleTestPKI.transaction())
         #expect(try await harness.client.post("/v1/verify", json: ["store": "app_store", "receipt": receipt]).status == 200)

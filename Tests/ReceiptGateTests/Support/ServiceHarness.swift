@@ -67,6 +67,13 @@ struct VerifyHarness {
                              client: SignedClient(port: service.port, clientID: created.client.clientID, secret: created.secret))
     }
 
+    /// For `defer` right after `start`: a test that fails half-way still stops its service.
+    /// Shutting down is idempotent, so a test may also await `service.shutdown()` itself.
+    func stop() {
+        let service = service
+        Task.detached { await service.shutdown() }
+    }
+
     /// Outbox pacing for tests: polls and retries in tens of milliseconds.
     static func fastOutbox(giveUpAfter: Duration = .seconds(3600)) -> OutboxWorker.Configuration {
         var configuration = OutboxWorker.Configuration()
