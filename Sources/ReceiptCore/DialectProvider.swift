@@ -7,15 +7,21 @@ public struct ClientInfo: Sendable, Equatable {
     public var bundleIDs: [String]
     public var packageNames: [String]
     public var environments: Set<StoreEnvironment>
+    /// Plugins' own settings, by name (`hiveaxyl.app_ids`, `google.acknowledge`...). Never secrets.
+    public var settings: [String: [String]]
 
     public init(clientID: String, gameID: Int64?, bundleIDs: [String] = [], packageNames: [String] = [],
-                environments: Set<StoreEnvironment> = [.production]) {
+                environments: Set<StoreEnvironment> = [.production], settings: [String: [String]] = [:]) {
         self.clientID = clientID
         self.gameID = gameID
         self.bundleIDs = bundleIDs
         self.packageNames = packageNames
         self.environments = environments
+        self.settings = settings
     }
+
+    /// A single-valued setting.
+    public func setting(_ name: String) -> String? { settings[name]?.first }
 
     /// Accounts and purchases are shared by every client of one game; a client without a game
     /// is its own scope.

@@ -57,13 +57,20 @@ public struct VerificationContext: Sendable {
     /// When the request gives up; a provider makes no further store calls after it (cancellation
     /// of the calling task means the same).
     public var deadline: ContinuousClock.Instant?
+    /// The calling client (its plugin settings included), when there is one.
+    public var client: ClientInfo?
+    /// The client's secret settings for this store (names prefixed `<store>.`), opened only for
+    /// the provider that needs them (a per-client store credential).
+    public var credentials: [String: String]
 
     public init(appIdentifiers: Set<String>, environments: Set<StoreEnvironment>, productID: String? = nil,
-                deadline: ContinuousClock.Instant? = nil) {
+                deadline: ContinuousClock.Instant? = nil, client: ClientInfo? = nil, credentials: [String: String] = [:]) {
         self.appIdentifiers = appIdentifiers
         self.environments = environments
         self.productID = productID
         self.deadline = deadline
+        self.client = client
+        self.credentials = credentials
     }
 }
 

@@ -15,6 +15,10 @@ public struct Client: Sendable, Codable, Equatable {
     public var webhookURL: String?
     /// Where entitlement deliveries go (server-authoritative delivery), if the game wants them.
     public var deliveryURL: String?
+    /// Plugins' settings (see `ClientInfo.settings`).
+    public var settings: [String: [String]]
+    /// Whether the client has secret plugin settings (they are never shown).
+    public var hasSealedSettings: Bool
     public var disabled: Bool
     public let createdAt: Date
     public var secretRotatedAt: Date
@@ -22,7 +26,7 @@ public struct Client: Sendable, Codable, Equatable {
     enum CodingKeys: String, CodingKey {
         case clientID = "client_id", name, gameID = "game_id", bundleIDs = "bundle_ids", packageNames = "package_names"
         case environments, refundCallbackURL = "refund_callback_url", refundCallbackFormat = "refund_callback_format"
-        case webhookURL = "webhook_url", deliveryURL = "delivery_url", disabled
+        case webhookURL = "webhook_url", deliveryURL = "delivery_url", settings, hasSealedSettings = "has_secret_settings", disabled
         case createdAt = "created_at", secretRotatedAt = "secret_rotated_at"
     }
 
@@ -31,7 +35,8 @@ public struct Client: Sendable, Codable, Equatable {
 
     /// The client as plugins see it.
     public var info: ClientInfo {
-        ClientInfo(clientID: clientID, gameID: gameID, bundleIDs: bundleIDs, packageNames: packageNames, environments: Set(environments))
+        ClientInfo(clientID: clientID, gameID: gameID, bundleIDs: bundleIDs, packageNames: packageNames, environments: Set(environments),
+                   settings: settings)
     }
 }
 
@@ -46,6 +51,10 @@ public struct ClientSettings: Sendable {
     public var refundCallbackFormat: String?
     public var webhookURL: String??
     public var deliveryURL: String??
+    /// Plugin settings to set (a list) or remove (nil); others stay.
+    public var settings: [String: [String]?] = [:]
+    /// Secret plugin settings to set or remove (nil); stored sealed, never shown.
+    public var sealedSettings: [String: String?] = [:]
 
     public init() {}
 }

@@ -15,15 +15,23 @@ public struct ClientAuthentication: Sendable {
         self.now = now
     }
 
-    /// The authenticated client, or `AuthenticationRefused` that does not say which part failed.
-    func authenticate(header: (String) -> String?, body: Data) async throws -> Client {
+    /// What is wrong with the signature headers before any secret is looked at, or nil.
+    static func headerProblem(header: (String) -> String?, now: Date = Date()) -> String? {
         guard let clientID = header("X-Client-ID"), !clientID.isEmpty, clientID.count <= 64,
               let timestampText = header("X-Timestamp"), let timestamp = Int64(timestampText),
               let signature = header("X-Signature"), let signatureBytes = Hex.decode(signature), signatureBytes.count == 32
-        else { throw AuthenticationRefused("missing or malformed X-Client-ID, X-Timestamp or X-Signature") }
-        guard abs(now().timeIntervalSince1970 - Double(timestamp)) <= Self.window else {
-            throw AuthenticationRefused("X-Timestamp is more than 300 seconds from the server's clock")
+        else { return "missing or malformed X-Client-ID, X-Timestamp or X-Signature" }
+        guard abs(now.timeIntervalSince1970 - Double(timestamp)) <= window else {
+            return "X-Timestamp is more than 300 seconds from the server's clock"
         }
+        return nil
+    }
+
+    /// The authenticated client, or `AuthenticationRefused` that does not say which part failed.
+    func authenticate(header: (String) -> String?, body: Data) async throws -> Client {
+        if let problem = Self.headerProblem(header: header, now: now()) { throw AuthenticationRefused(problem) }
+        guard let clientID = header("X-Client-ID"), let timestampText = header("X-Timestamp"),
+              let signatureBytes = header("X-Signature").flatMap(Hex.decode) else { throw AuthenticationRefused("invalid credentials or signature") }
         guard let (client, secret) = try await clients.secret(for: clientID) else { throw AuthenticationRefused("invalid credentials or signature") }
         let message = Self.message(clientID: clientID, timestamp: timestampText, body: body)
         guard HMACSHA256.isValid(signatureBytes, key: Data(secret.utf8), message: Data(message.utf8)) else {

@@ -23,7 +23,7 @@ struct RouteMounter: Sendable {
         for route in routes {
             // Admin routes exist only when an admin token is configured.
             if route.authentication == .admin && adminToken == nil { continue }
-            router.add(route.method, route.path) { [self] request in
+            router.add(route.method, route.path, headerCheck: Self.headerCheck(route.authentication, render: render)) { [self] request in
                 await respond(to: request, route: route, render: render).http
             }
         }
@@ -50,6 +50,26 @@ struct RouteMounter: Sendable {
         } catch {
             logger.error("authentication unavailable", ["request.id": request.requestID, "error": "\(error)"])
             return render(RouteRefusal(code: .verifierError, message: "authentication is unavailable; safe to retry"))
+        }
+    }
+
+    /// What the headers alone decide, before the body is read: a signed route without its three
+    /// headers or with a stale timestamp, a bearer route without a bearer token.
+    static func headerCheck(_ authentication: RouteAuthentication, render: @escaping @Sendable (RouteRefusal) -> RouteResponse) -> HTTPHeaderCheck? {
+        switch authentication {
+        case .signedClient:
+            return { head in
+                guard let problem = ClientAuthentication.headerProblem(header: { head.headers[$0] }) else { return nil }
+                return refusalResponse(RouteRefusal(code: .unauthorized, message: problem), authentication: authentication, render: render).http
+            }
+        case .bearerToken:
+            return { head in
+                guard bearer(head.headers["Authorization"]) == nil else { return nil }
+                return refusalResponse(RouteRefusal(code: .unauthorized, message: "a valid bearer access token is required"),
+                                       authentication: authentication, render: render).http
+            }
+        case .none, .appSDK, .admin:
+            return nil
         }
     }
 

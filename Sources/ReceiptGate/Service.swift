@@ -58,7 +58,7 @@ public final class Service: @unchecked Sendable {
         if !applied.isEmpty { logger.info("applied migrations", ["versions": applied.map(String.init).joined(separator: ",")]) }
 
         let rateLimiter = RateLimiter(shared: repositories.rateLimits, overrides: configuration.rateLimits, logger: logger)
-        let pipeline = VerifyPipeline(stores: stores, transactions: repositories.transactions, logger: logger)
+        let pipeline = VerifyPipeline(stores: stores, transactions: repositories.transactions, clients: repositories.clients, logger: logger)
         let core = Core(pipeline: pipeline, clients: repositories.clients, transactions: repositories.transactions, rateLimiter: rateLimiter,
                         tokens: repositories.tokens, accounts: repositories.accounts, replayGuard: repositories.replay)
         let mounter = RouteMounter(clients: repositories.clients, authentication: ClientAuthentication(clients: repositories.clients),

@@ -9,11 +9,13 @@ public import ReceiptCore
 public struct VerifyPipeline: Sendable {
     let stores: [StoreID: StoreRegistration]
     let transactions: TransactionRepository
+    let clients: ClientRepository
     let logger: Logger
 
-    init(stores: [StoreRegistration], transactions: TransactionRepository, logger: Logger) {
+    init(stores: [StoreRegistration], transactions: TransactionRepository, clients: ClientRepository, logger: Logger) {
         self.stores = Dictionary(stores.map { ($0.store, $0) }, uniquingKeysWith: { first, _ in first })
         self.transactions = transactions
+        self.clients = clients
         self.logger = logger
     }
 
@@ -42,7 +44,8 @@ public struct VerifyPipeline: Sendable {
             }
             let purchases = try await provider.verify(evidence: request.evidence,
                                                       context: VerificationContext(appIdentifiers: identifiers, environments: Set(client.environments),
-                                                                                   productID: request.productID))
+                                                                                   productID: request.productID, client: client.info,
+                                                                                   credentials: try await credentials(of: client, for: request.store)))
             let purchase = try Self.choose(from: purchases, productID: request.productID)
             return ProvenPurchase(purchase: purchase, request: request,
                                   accountMatch: AccountMatch.compare(requested: request.accountToken, evidence: purchase.accountToken),
@@ -51,6 +54,12 @@ public struct VerifyPipeline: Sendable {
             await refused(error, request: request, clientID: client.clientID, digest: digest)
             throw error
         }
+    }
+
+    /// The client's secret settings for this store, opened only when it has some.
+    private func credentials(of client: Client, for store: StoreID) async throws -> [String: String] {
+        guard client.hasSealedSettings else { return [:] }
+        return try await clients.sealedSettings(of: client.clientID, prefix: "\(store.rawValue).")
     }
 
     /// Records once with the caller's effects; logs the outcome line.

@@ -34,6 +34,29 @@ private func makeStore() async throws -> (ClientRepository, PostgresPool) {
         #expect(fetched.secret == created.secret)
     }
 
+    @Test func pluginSettingsMergeAndTheirSecretsStaySealed() async throws {
+        let (store, pool) = try await makeStore()
+        defer { pool.shutdown() }
+        var settings = ClientSettings()
+        settings.name = "Plugins"
+        settings.settings = ["hiveaxyl.app_ids": ["app-1", "app-2"], "google.acknowledge": ["on"]]
+        settings.sealedSettings = ["google_play.service_account_key": "-----PRIVATE KEY-----abc", "other.key": "x"]
+        let created = try await store.create(settings).client
+        #expect(created.info.settings["hiveaxyl.app_ids"] == ["app-1", "app-2"])
+        #expect(created.hasSealedSettings)
+
+        var change = ClientSettings()
+        change.settings = ["google.acknowledge": nil, "google.consume": ["on"]]
+        change.sealedSettings = ["other.key": nil]
+        let updated = try await store.update(created.clientID, change)
+        #expect(updated.settings == ["hiveaxyl.app_ids": ["app-1", "app-2"], "google.consume": ["on"]])
+        #expect(try await store.sealedSettings(of: created.clientID, prefix: "google_play.") == ["google_play.service_account_key": "-----PRIVATE KEY-----abc"])
+        #expect(try await store.sealedSettings(of: created.clientID).keys.sorted() == ["google_play.service_account_key"])
+        let dump = try await pool.query("SELECT clients::text AS row, encode(sealed_settings, 'escape') AS raw FROM clients")
+        #expect(try !dump[0].decode("row", as: String.self).contains("PRIVATE KEY"))
+        #expect(try !dump[0].decode("raw", as: String.self).contains("PRIVATE KEY"))
+    }
+
     @Test func rotationInvalidatesTheOldSecret() async throws {
         let (store, pool) = try await makeStore()
         defer { pool.shutdown() }

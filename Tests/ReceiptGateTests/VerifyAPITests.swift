@@ -1,3 +1,4 @@
+import AlogameGateway
 import AppStore
 import Crypto
 import Foundation
@@ -108,6 +109,23 @@ import TestSupport
         let sibling = try await harness.service.clients.create(VerifyHarness.settings(name: "Sibling", environments: [.sandbox], gameID: 1))
         let siblingClient = SignedClient(port: harness.client.port, clientID: sibling.client.clientID, secret: sibling.secret)
         #expect(try await siblingClient.post("/v1/verify", json: ["store": "app_store", "receipt": token]).json()["duplicate"] as? Bool == true)
+        await harness.service.shutdown()
+    }
+}
+
+@Suite struct RefusedFromTheHeaders {
+    /// A signed route whose headers already fail is answered before any body is read: 1 MB
+    /// announced, 5 bytes sent, the 401 comes back at once in the route's own envelope.
+    @Test(arguments: ["/v1/verify", "/iap/gateway/verify"])
+    func anUnsignedRequestIsRefusedWithoutReadingItsBody(path: String) async throws {
+        let harness = try await VerifyHarness.start(dialects: [AlogameGateway()])
+        defer { harness.stop() }
+        let started = ContinuousClock.now
+        let head = Data("POST \(path) HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\nhello".utf8)
+        let response = try await RawHTTP.exchange(port: harness.client.port, pieces: [head], timeout: 10)
+        #expect(response.status == 401)
+        #expect(try response.json()["error"] as? String == "UNAUTHORIZED")
+        #expect(ContinuousClock.now - started < .seconds(3))
         await harness.service.shutdown()
     }
 }

@@ -28,11 +28,13 @@ public struct ClientRepository: Sendable {
         let refundURL: String? = settings.refundCallbackURL ?? nil
         let webhookURL: String? = settings.webhookURL ?? nil
         let deliveryURL: String? = settings.deliveryURL ?? nil
+        let sealed = try Self.seal(settings.sealedSettings.compactMapValues { $0 }, clientID: clientID, secrets: secrets)
         let rows = try await pool.query("""
             INSERT INTO clients (id, name, game_id, bundle_ids, package_names, environments, refund_callback_url, refund_callback_format,
-                                 webhook_url, delivery_url, secret_ciphertext)
+                                 webhook_url, delivery_url, secret_ciphertext, settings, sealed_settings)
             VALUES (\(clientID), \(name), \(gameID), \(settings.bundleIDs ?? []), \(settings.packageNames ?? []), \(environments),
-                    \(refundURL), \(settings.refundCallbackFormat ?? Self.defaultRefundCallbackFormat), \(webhookURL), \(deliveryURL), \(box))
+                    \(refundURL), \(settings.refundCallbackFormat ?? Self.defaultRefundCallbackFormat), \(webhookURL), \(deliveryURL), \(box),
+                    jsonb_strip_nulls(\(try Self.json(settings.settings))::jsonb), \(sealed))
             RETURNING \(unescaped: Self.columns)
             """)
         return (try Self.decode(rows[0]), secret)
@@ -59,6 +61,7 @@ public struct ClientRepository: Sendable {
     }
 
     public func update(_ clientID: String, _ settings: ClientSettings) async throws -> Client {
+        if !settings.sealedSettings.isEmpty { try await updateSealed(clientID, settings.sealedSettings) }
         // COALESCE keeps what was not given; the *_set flags let an explicit null clear a field.
         let rows = try await pool.query("""
             UPDATE clients SET
@@ -71,6 +74,7 @@ public struct ClientRepository: Sendable {
                 refund_callback_format = COALESCE(\(settings.refundCallbackFormat), refund_callback_format),
                 webhook_url = CASE WHEN \(settings.webhookURL != nil) THEN \(settings.webhookURL ?? nil) ELSE webhook_url END,
                 delivery_url = CASE WHEN \(settings.deliveryURL != nil) THEN \(settings.deliveryURL ?? nil) ELSE delivery_url END,
+                settings = jsonb_strip_nulls(settings || \(try Self.json(settings.settings))::jsonb),
                 updated_at = now()
             WHERE id = \(clientID)
             RETURNING \(unescaped: Self.columns)
@@ -109,6 +113,40 @@ public struct ClientRepository: Sendable {
         return (client, try secrets.open(try row.decode("secret_ciphertext", as: Data.self), owner: clientID))
     }
 
+    /// The client's secret plugin settings whose names start with `prefix` (opened on demand).
+    public func sealedSettings(of clientID: String, prefix: String = "") async throws -> [String: String] {
+        let rows = try await pool.query("SELECT sealed_settings FROM clients WHERE id = \(clientID)")
+        guard let box = try rows.first?.decode("sealed_settings", as: Data?.self) else { return [:] }
+        return try Self.open(box, clientID: clientID, secrets: secrets).filter { $0.key.hasPrefix(prefix) }
+    }
+
+    /// Read, merge and reseal under a row lock, so two updates do not lose each other's keys.
+    private func updateSealed(_ clientID: String, _ changes: [String: String?]) async throws {
+        let secrets = secrets
+        try await pool.withTransaction { connection in
+            let rows = try connection.query("SELECT sealed_settings FROM clients WHERE id = \(clientID) FOR UPDATE")
+            guard let row = rows.first else { throw ClientStoreError.notFound(clientID) }
+            var current = try row.decode("sealed_settings", as: Data?.self).map { try Self.open($0, clientID: clientID, secrets: secrets) } ?? [:]
+            for (name, value) in changes { current[name] = value }
+            let box = try Self.seal(current, clientID: clientID, secrets: secrets)
+            try connection.execute("UPDATE clients SET sealed_settings = \(box), updated_at = now() WHERE id = \(clientID)")
+        }
+    }
+
+    /// Sealed settings are bound to `<client id>:settings`, so they cannot stand in for the client secret.
+    private static func seal(_ values: [String: String], clientID: String, secrets: SecretBox) throws -> Data? {
+        guard !values.isEmpty else { return nil }
+        return try secrets.seal(String(decoding: try JSONEncoder().encode(values), as: UTF8.self), owner: "\(clientID):settings")
+    }
+
+    private static func open(_ box: Data, clientID: String, secrets: SecretBox) throws -> [String: String] {
+        try JSONDecoder().decode([String: String].self, from: Data(try secrets.open(box, owner: "\(clientID):settings").utf8))
+    }
+
+    static func json(_ settings: [String: [String]?]) throws -> String {
+        String(decoding: try JSONEncoder().encode(settings), as: UTF8.self)
+    }
+
     /// Every bundle id, package name and environment some enabled client registered.
     func registeredApps() async throws -> RegisteredApps {
         let rows = try await pool.query("SELECT bundle_ids, package_names, environments FROM clients WHERE disabled_at IS NULL")
@@ -141,7 +179,8 @@ public struct ClientRepository: Sendable {
 
     static let columns = """
         clients.id, name, game_id, bundle_ids, package_names, environments, refund_callback_url, refund_callback_format, webhook_url,
-        delivery_url, disabled_at IS NOT NULL AS disabled, created_at, secret_rotated_at
+        delivery_url, settings::text AS settings, sealed_settings IS NOT NULL AS has_sealed, disabled_at IS NOT NULL AS disabled, created_at,
+        secret_rotated_at
         """
 
     static func decode(_ row: PostgresRow) throws -> Client {
@@ -150,7 +189,8 @@ public struct ClientRepository: Sendable {
                environments: try row.decode("environments", as: [String].self).compactMap(StoreEnvironment.init(rawValue:)),
                refundCallbackURL: try row.decode("refund_callback_url"), refundCallbackFormat: try row.decode("refund_callback_format"),
                webhookURL: try row.decode("webhook_url"), deliveryURL: try row.decode("delivery_url"),
-               disabled: try row.decode("disabled"), createdAt: try row.decode("created_at"),
+               settings: try JSONDecoder().decode([String: [String]].self, from: Data(try row.decode("settings", as: String.self).utf8)),
+               hasSealedSettings: try row.decode("has_sealed"), disabled: try row.decode("disabled"), createdAt: try row.decode("created_at"),
                secretRotatedAt: try row.decode("secret_rotated_at"))
     }
 }

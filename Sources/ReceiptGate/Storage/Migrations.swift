@@ -143,6 +143,9 @@ public enum Schema {
             """),
         Migration(version: 7, name: "dialect_state", sql: """
             ALTER TABLE clients ADD COLUMN refund_callback_format text NOT NULL DEFAULT 'alogame';
+            -- Plugins' own client settings (name → list of strings), and their secrets, sealed.
+            ALTER TABLE clients ADD COLUMN settings jsonb NOT NULL DEFAULT '{}';
+            ALTER TABLE clients ADD COLUMN sealed_settings bytea;
 
             -- Opaque tokens, kept only as their SHA-256.
             CREATE TABLE tokens (
