@@ -58,7 +58,7 @@ private func trickle(port: Int, head: String, body: Data, pause: Int32) async th
         // Once one of the three goes away, the address may connect again.
         held.removeFirst()  // closes it
         var status = 0
-        for _ in 0..<50 where status == 0 {
+        for _ in 0..<150 where status == 0 {
             try await Task.sleep(for: .milliseconds(100))
             status = (try? await RawHTTP.request(port: port, method: "POST", path: "/echo"))?.status ?? 0
         }
@@ -128,7 +128,8 @@ private func trickle(port: Int, head: String, body: Data, pause: Int32) async th
         #expect(response.status == 404)
         #expect(try response.json()["error"] as? String == "NOT_FOUND")
         #expect(response.headers["x-request-id"] != nil)
-        #expect(ContinuousClock.now - started < .seconds(3))
+        // Well inside the 30 s receive deadline a server waiting for the body would need (slack for a loaded machine).
+        #expect(ContinuousClock.now - started < .seconds(10))
         #expect(handled.value == 0)
         await server.shutdown()
     }

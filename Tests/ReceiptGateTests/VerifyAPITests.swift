@@ -125,7 +125,7 @@ import TestSupport
         let response = try await RawHTTP.exchange(port: harness.client.port, pieces: [head], timeout: 10)
         #expect(response.status == 401)
         #expect(try response.json()["error"] as? String == "UNAUTHORIZED")
-        #expect(ContinuousClock.now - started < .seconds(3))
+        #expect(ContinuousClock.now - started < .seconds(10), "not left waiting for the body until the 30 s receive deadline")
         await harness.service.shutdown()
     }
 }
