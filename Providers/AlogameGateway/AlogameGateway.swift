@@ -159,6 +159,8 @@ public struct AlogameGateway: DialectProvider {
         case .verifierError, .rateLimited: (502, "VERIFIER_ERROR")
         case .missingFields, .invalidField, .payloadTooLarge, .notFound: (400, "MISSING_FIELDS")
         case .unauthorized: (401, "UNAUTHORIZED")
+        case .forbidden: (403, "FORBIDDEN")
+        case .accountMismatch: (422, "ACCOUNT_MISMATCH")
         }
     }
 

@@ -4,9 +4,13 @@ public enum ErrorCode: String, Sendable, CaseIterable, Codable {
     case missingFields = "MISSING_FIELDS"
     case invalidField = "INVALID_FIELD"
     case unauthorized = "UNAUTHORIZED"
+    /// Authenticated, but not allowed this (a wrong app id for a token's client).
+    case forbidden = "FORBIDDEN"
     case productMismatch = "PRODUCT_MISMATCH"
     case bundleMismatch = "BUNDLE_MISMATCH"
     case environmentMismatch = "ENVIRONMENT_MISMATCH"
+    /// The evidence's account token contradicts the caller's and the client refuses mismatches.
+    case accountMismatch = "ACCOUNT_MISMATCH"
     case verificationFailed = "VERIFICATION_FAILED"
     case duplicateTransaction = "DUPLICATE_TRANSACTION"
     case verifierError = "VERIFIER_ERROR"

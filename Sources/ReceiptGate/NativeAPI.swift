@@ -21,11 +21,12 @@ struct NativeAPI: Sendable {
         switch code {
         case .missingFields, .invalidField: 400
         case .unauthorized: 401
+        case .forbidden: 403
         case .notFound: 404
         case .duplicateTransaction: 409
         case .environmentMismatch: 412
         case .payloadTooLarge: 413
-        case .productMismatch, .bundleMismatch, .verificationFailed: 422
+        case .productMismatch, .bundleMismatch, .verificationFailed, .accountMismatch: 422
         case .rateLimited: 429
         case .verifierError: 502
         }
