@@ -69,6 +69,9 @@ public protocol DialectCore: Sendable {
     func transaction(store: StoreID, transactionID: String, client: ClientInfo) async throws -> TransactionRecord?
     /// A subscription this client may see, or nil.
     func subscription(store: StoreID, originalTransactionID: String, client: ClientInfo) async throws -> SubscriptionState?
+    /// Checks a client id and secret presented directly (an OAuth client-credentials grant), in
+    /// constant time; nil for an unknown, disabled or wrong one.
+    func authenticateClient(id: String, secret: String) async throws -> ClientInfo?
     /// The enabled client that registered this bundle id or package name (app-SDK routes).
     func client(forAppIdentifier identifier: String, store: StoreID) async throws -> ClientInfo?
     /// Applies a rate limit from a handler (limits keyed by purchase). Throws `RouteRefusal`.

@@ -1,3 +1,4 @@
+import Crypto
 public import Foundation
 public import ReceiptCore
 
@@ -48,6 +49,11 @@ struct Core: DialectCore {
 
     func subscription(store: StoreID, originalTransactionID: String, client: ClientInfo) async throws -> SubscriptionState? {
         try await transactions.subscription(store: store, original: originalTransactionID, client: client)?.0
+    }
+
+    func authenticateClient(id: String, secret: String) async throws -> ClientInfo? {
+        guard id.utf8.count <= 64, secret.utf8.count <= 256, let (client, expected) = try await clients.secret(for: id) else { return nil }
+        return ConstantTime.equals(Data(secret.utf8), Data(expected.utf8)) ? client.info : nil
     }
 
     func client(forAppIdentifier identifier: String, store: StoreID) async throws -> ClientInfo? {

@@ -108,6 +108,13 @@ public final class FakeCore: DialectCore, @unchecked Sendable {
 
     public func subscription(store: StoreID, originalTransactionID: String, client: ClientInfo) async throws -> SubscriptionState? { nil }
 
+    /// Client secrets the fake accepts, by client id.
+    public var clientSecrets: [String: String] = [:]
+
+    public func authenticateClient(id: String, secret: String) async throws -> ClientInfo? {
+        lock.withLock { clientSecrets[id] == secret ? clients.first { $0.clientID == id } : nil }
+    }
+
     public func client(forAppIdentifier identifier: String, store: StoreID) async throws -> ClientInfo? {
         lock.withLock { clients.first { $0.bundleIDs.contains(identifier) || $0.packageNames.contains(identifier) } }
     }
