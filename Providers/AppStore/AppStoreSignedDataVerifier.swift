@@ -27,7 +27,7 @@ public final class AppStoreSignedDataVerifier: Sendable {
     static let intermediateMarkerOID = "1.2.840.113635.100.6.2.1"
 
     private let chainVerifier: CertificateChainVerifier
-    private let cache: VerifiedChainCache
+    let cache: VerifiedChainCache
     private let now: @Sendable () -> Date
 
     public init(trustRoots: [Certificate], cacheCapacity: Int = 64, now: @escaping @Sendable () -> Date = { Date() }) {
@@ -112,17 +112,21 @@ public final class AppStoreSignedDataVerifier: Sendable {
         }
         let value = try decode(type, from: parts.payload)
         let signingDate = value.signingDate?.date ?? now()
-        let leafKey = try verifiedLeafKey(for: parts, at: signingDate)
-        guard leafKey.isValidES256(signature: parts.signature, for: parts.signingInput) else {
+        let leaf = try verifiedLeafKey(for: parts, at: signingDate)
+        guard leaf.key.isValidES256(signature: parts.signature, for: parts.signingInput) else {
             throw AppStoreVerificationError(.signatureInvalid, "the signature does not verify with the leaf certificate's key")
         }
+        // Only a chain whose leaf has just signed something goes into the cache: a header nobody
+        // could sign (junk fields around Apple's public certificates) never takes a place in it.
+        if let proven = leaf.toCache { cache.store(proven, header: parts.headerSegment) }
         return (value, parts.payload)
     }
 
-    /// The leaf key for this header, from the cache when this exact header (its `alg` and `x5c`
-    /// certificates, byte for byte) was already proven for a window containing `date`.
-    private func verifiedLeafKey(for parts: CompactJWS.Parts, at date: Date) throws(AppStoreVerificationError) -> PublicKey {
-        if let cached = cache.lookup(parts.headerSegment, at: date) { return cached }
+    /// The leaf key for this header: from the cache when the same chain was proven for a window
+    /// containing `date`, else proven now (and returned with what to cache once the signature holds).
+    private func verifiedLeafKey(for parts: CompactJWS.Parts, at date: Date) throws(AppStoreVerificationError)
+        -> (key: PublicKey, toCache: VerifiedChainCache.Proven?) {
+        if let cached = cache.lookup(header: parts.headerSegment, at: date) { return (cached, nil) }
         let header: JWSHeader
         do {
             header = try CompactJWS(parts: parts).header
@@ -135,9 +139,13 @@ public final class AppStoreSignedDataVerifier: Sendable {
         guard let x5c = header.x5c, x5c.count == 3 else {
             throw AppStoreVerificationError(.invalidChainLength, "x5c must hold exactly 3 certificates, got \(header.x5c?.count ?? 0)")
         }
+        // The chain's identity is its certificates, not the header's other bytes.
+        let chainDigest = SHA256.hash(Data(x5c.joined(separator: ",").utf8))
+        if let cached = cache.lookup(chain: chainDigest, at: date) {
+            return (cached, VerifiedChainCache.Proven(chain: chainDigest, key: cached, window: nil))
+        }
         let (key, window) = try verifiedChain(leaf: x5c[0], intermediate: x5c[1], at: date)
-        cache.store(parts.headerSegment, key: key, window: window)
-        return key
+        return (key, VerifiedChainCache.Proven(chain: chainDigest, key: key, window: window))
     }
 
     /// Proves leaf → intermediate → a configured root at `date`, with Apple's marker extensions.
@@ -209,18 +217,29 @@ public final class AppStoreSignedDataVerifier: Sendable {
     }
 }
 
-/// Proven certificate chains, keyed by the exact JWS header bytes (its `alg` and the `x5c`
-/// certificates), each with the window in which the chain is valid. A hit costs one hash of the
-/// header and leaves one ECDSA verification per token. Bounded: the oldest entry leaves first.
+/// Proven certificate chains, keyed by a digest of their x5c certificates, each with the window
+/// in which the chain is valid; and, for the fast path, the exact header bytes of tokens whose
+/// signature verified with that chain. A hit costs one hash of the header and leaves one ECDSA
+/// verification per token. Entries are added only after a signature verified. Bounded: the oldest
+/// entry leaves first, in both maps.
 final class VerifiedChainCache: Sendable {
+    /// A chain ready to be cached; `window` nil means it is cached already (only the header is new).
+    struct Proven {
+        let chain: Data
+        let key: PublicKey
+        let window: CertificateChainVerifier.ValidityWindow?
+    }
+
     private struct Entry {
         let key: PublicKey
         let window: CertificateChainVerifier.ValidityWindow
     }
 
     private struct State {
-        var entries: [Data: Entry] = [:]
-        var order: [Data] = []
+        var chains: [Data: Entry] = [:]
+        var chainOrder: [Data] = []
+        var headers: [Data: Data] = [:]  // header bytes → chain digest
+        var headerOrder: [Data] = []
     }
 
     private let capacity: Int
@@ -228,22 +247,37 @@ final class VerifiedChainCache: Sendable {
 
     init(capacity: Int) { self.capacity = max(1, capacity) }
 
-    func lookup(_ header: Data, at date: Date) -> PublicKey? {
+    func lookup(header: Data, at date: Date) -> PublicKey? {
         state.withLock { state in
-            guard let entry = state.entries[header], entry.window.contains(date) else { return nil }
+            guard let chain = state.headers[header], let entry = state.chains[chain], entry.window.contains(date) else { return nil }
             return entry.key
         }
     }
 
-    func store(_ header: Data, key publicKey: PublicKey, window: CertificateChainVerifier.ValidityWindow) {
+    func lookup(chain: Data, at date: Date) -> PublicKey? {
         state.withLock { state in
-            if state.entries[header] == nil {
-                state.order.append(header)
-                if state.order.count > capacity { state.entries[state.order.removeFirst()] = nil }
-            }
-            state.entries[header] = Entry(key: publicKey, window: window)
+            guard let entry = state.chains[chain], entry.window.contains(date) else { return nil }
+            return entry.key
         }
     }
 
-    var count: Int { state.withLock { $0.entries.count } }
+    func store(_ proven: Proven, header: Data) {
+        state.withLock { state in
+            if let window = proven.window {
+                if state.chains[proven.chain] == nil {
+                    state.chainOrder.append(proven.chain)
+                    if state.chainOrder.count > capacity { state.chains[state.chainOrder.removeFirst()] = nil }
+                }
+                state.chains[proven.chain] = Entry(key: proven.key, window: window)
+            }
+            if state.headers[header] == nil {
+                state.headerOrder.append(header)
+                if state.headerOrder.count > capacity * 4 { state.headers[state.headerOrder.removeFirst()] = nil }
+            }
+            state.headers[header] = proven.chain
+        }
+    }
+
+    var count: Int { state.withLock { $0.chains.count } }
+    var headerCount: Int { state.withLock { $0.headers.count } }
 }

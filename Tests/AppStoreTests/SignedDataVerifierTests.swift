@@ -232,14 +232,39 @@ func expectRejection(_ reason: AppStoreVerificationError.Reason, _ body: () thro
         let cache = VerifiedChainCache(capacity: 2)
         let key = try AppleTestPKI().leafKey.publicKey
         let window = CertificateChainVerifier.ValidityWindow(notBefore: .distantPast, notAfter: .distantFuture, length: 3)
-        for index in 0..<5 { cache.store(Data("header\(index)".utf8), key: key, window: window) }
+        for index in 0..<5 {
+            cache.store(.init(chain: Data("chain\(index)".utf8), key: key, window: window), header: Data("header\(index)".utf8))
+        }
         #expect(cache.count == 2)
-        #expect(cache.lookup(Data("header4".utf8), at: Date()) != nil)
-        #expect(cache.lookup(Data("header0".utf8), at: Date()) == nil)
+        #expect(cache.lookup(header: Data("header4".utf8), at: Date()) != nil)
+        #expect(cache.lookup(chain: Data("chain4".utf8), at: Date()) != nil)
+        #expect(cache.lookup(chain: Data("chain0".utf8), at: Date()) == nil)
+        #expect(cache.lookup(header: Data("header0".utf8), at: Date()) == nil)
         let narrow = CertificateChainVerifier.ValidityWindow(notBefore: Date(timeIntervalSince1970: 0), notAfter: Date(timeIntervalSince1970: 10), length: 3)
-        cache.store(Data("dated".utf8), key: key, window: narrow)
-        #expect(cache.lookup(Data("dated".utf8), at: Date(timeIntervalSince1970: 5)) != nil)
-        #expect(cache.lookup(Data("dated".utf8), at: Date()) == nil, "a cached chain is only reused inside its validity window")
+        cache.store(.init(chain: Data("dated".utf8), key: key, window: narrow), header: Data("dated-header".utf8))
+        #expect(cache.lookup(header: Data("dated-header".utf8), at: Date(timeIntervalSince1970: 5)) != nil)
+        #expect(cache.lookup(header: Data("dated-header".utf8), at: Date()) == nil, "a cached chain is only reused inside its validity window")
+    }
+
+    /// Apple's certificates are public: anyone can wrap them in headers with junk fields. Such a
+    /// header enters the cache only if its token's signature verified, and the chain is cached once.
+    @Test func junkHeaderFieldsCannotChurnTheCache() throws {
+        let pki = try AppleTestPKI()
+        let verifier = verifier(pki)
+        let payload = try JSONSerialization.data(withJSONObject: AppleTestPKI.transaction(), options: [.sortedKeys])
+        let genuine = try AppleTestPKI.sign(payloadBytes: payload, header: ["alg": "ES256", "x5c": pki.x5c, "junk": "a"], key: pki.leafKey)
+        let forgedSignature = try pki.sign(AppleTestPKI.transaction(["transactionId": "1"])).split(separator: ".")[2]
+        for index in 0..<20 {
+            let header = try AppleTestPKI.sign(payloadBytes: payload, header: ["alg": "ES256", "x5c": pki.x5c, "junk": "\(index)"], key: pki.leafKey)
+            let parts = header.split(separator: ".")
+            expectRejection(.signatureInvalid) { _ = try verifier.verifyTransaction("\(parts[0]).\(parts[1]).\(forgedSignature)", expecting: sandbox) }
+        }
+        #expect(verifier.cache.count == 0)
+        #expect(verifier.cache.headerCount == 0)
+        _ = try verifier.verifyTransaction(genuine, expecting: sandbox)
+        _ = try verifier.verifyTransaction(try pki.sign(AppleTestPKI.transaction()), expecting: sandbox)
+        #expect(verifier.cache.count == 1, "one chain, whatever the headers around it")
+        #expect(verifier.cache.headerCount == 2)
     }
 }
 
