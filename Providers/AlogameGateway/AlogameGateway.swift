@@ -112,7 +112,7 @@ public struct AlogameGateway: DialectProvider {
                 var container = encoder.container(keyedBy: Keys.self)
                 try container.encode(event.transactionID, forKey: .transactionID)
                 try container.encode(event.productID, forKey: .productID)
-                try container.encode(event.revocationDate.map { Int64(($0.timeIntervalSince1970 * 1000).rounded()) }, forKey: .revocationDate)
+                try container.encode(event.revocationDate?.epochMilliseconds, forKey: .revocationDate)
                 try container.encode(event.revocationReasonCode, forKey: .revocationReason)
                 try container.encode(event.gameID, forKey: .gameID)
             }
@@ -137,6 +137,10 @@ public struct AlogameGateway: DialectProvider {
         verification.serverID = body.serverID
         do {
             let outcome = try await core.verify(verification, client: client)
+            // Success means "deliver": never for a purchase that is refunded, revoked or over.
+            guard outcome.transaction.state == .active else {
+                return failure(422, "VERIFICATION_FAILED", "transaction \(outcome.transaction.transactionID) is \(outcome.transaction.state.rawValue)")
+            }
             if outcome.duplicate {
                 return failure(409, "DUPLICATE_TRANSACTION", "transaction \(outcome.transaction.transactionID) was already verified")
             }
@@ -205,6 +209,7 @@ public struct AlogameGateway: DialectProvider {
             guard let receipt = object["receipt"] as? String, let productID = object["product_id"] as? String else {
                 return .failure(Refusal(code: "MISSING_FIELDS", message: "receipt and product_id must be strings"))
             }
+            if let problem = Identifier.problem(productID) { return .failure(Refusal(code: "MISSING_FIELDS", message: "product_id \(problem)")) }
             // Typed decoding, so a boolean, a string or a fraction is not taken for a number.
             guard let osID = (try? JSONDecoder().decode(OSIDProbe.self, from: data))?.osID, [1, 2].contains(osID) else {
                 return .failure(Refusal(code: "INVALID_OS_ID", message: "os_id must be 1 (Android) or 2 (iOS)"))
@@ -216,9 +221,10 @@ public struct AlogameGateway: DialectProvider {
             for (key, path) in [("player_id", \VerifyBody.playerID), ("character_id", \.characterID), ("server_id", \.serverID),
                                 ("game_version", \.gameVersion)] {
                 guard let value = object[key], !(value is NSNull) else { continue }
-                guard let text = value as? String, text.count <= 256 else {
-                    return .failure(Refusal(code: "MISSING_FIELDS", message: "\(key) must be a string of at most 256 characters"))
+                guard let text = value as? String else {
+                    return .failure(Refusal(code: "MISSING_FIELDS", message: "\(key) must be a string"))
                 }
+                if let problem = Identifier.problem(text) { return .failure(Refusal(code: "MISSING_FIELDS", message: "\(key) \(problem)")) }
                 body[keyPath: path] = text
             }
             return .success(body)
@@ -245,7 +251,7 @@ public struct AlogameGateway: DialectProvider {
             try info.encode("ios", forKey: .platform)
             try info.encode(transaction.environment == .production ? "Production" : "Sandbox", forKey: .environment)
             try info.encode(transaction.quantity, forKey: .quantity)
-            try info.encode(transaction.purchaseDate.map { Int64(($0.timeIntervalSince1970 * 1000).rounded()) }, forKey: .purchaseDateMs)
+            try info.encode(transaction.purchaseDate?.epochMilliseconds, forKey: .purchaseDateMs)
             try info.encode(transaction.originalTransactionID, forKey: .originalTransactionID)
             try info.encode(transaction.kind.map(Self.appleType), forKey: .type)
             try info.encode(transaction.storefront, forKey: .storefront)

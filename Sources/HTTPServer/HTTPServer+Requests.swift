@@ -23,10 +23,14 @@ extension HTTPServer {
 
     /// A request line has arrived (the head may still be on its way): its state is created here,
     /// and a later request on a kept-alive connection starts its receive clock.
-    func requestLineArrived(on connection: OpaquePointer) -> UnsafeMutableRawPointer {
+    /// `encodesNUL`: the raw request line holds `%00`, which libmicrohttpd's decoding would turn
+    /// into the end of a C string, silently cutting the path; such a request is refused.
+    func requestLineArrived(on connection: OpaquePointer, encodesNUL: Bool = false) -> UnsafeMutableRawPointer {
         let watch = Self.watch(of: connection)
         watch?.beginReceiving(within: receiveTimeout)
-        return Unmanaged.passRetained(RequestState(watch: watch)).toOpaque()  // released in requestCompleted
+        let state = RequestState(watch: watch)
+        state.encodesNUL = encodesNUL
+        return Unmanaged.passRetained(state).toOpaque()  // released in requestCompleted
     }
 
     func handle(connection: OpaquePointer, url: String, method: String, upload: UnsafePointer<CChar>?,
@@ -86,7 +90,9 @@ extension HTTPServer {
     /// header check, a declared body over the cap): libmicrohttpd then closes the connection
     /// without reading a byte of the body.
     private func judgeHead(of request: RequestState, on connection: OpaquePointer) -> MHD_Result {
-        var answer = responder.earlyResponse(to: request.request.head)
+        var answer = request.encodesNUL
+            ? HTTPError(status: 400, code: "INVALID_FIELD", message: "the request target contains an encoded NUL (%00)").response
+            : responder.earlyResponse(to: request.request.head)
         if answer == nil, let declared = request.request.headers["Content-Length"].flatMap(Int.init), declared > configuration.maxBodyBytes {
             request.tooLarge = true
             answer = payloadTooLarge

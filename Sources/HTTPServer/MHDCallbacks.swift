@@ -30,9 +30,10 @@ let mhdNotifyConnection: MHD_NotifyConnectionCallback = { context, connection, s
 }
 
 let mhdRequestLineArrived: @convention(c) (UnsafeMutableRawPointer?, UnsafePointer<CChar>?, OpaquePointer?) -> UnsafeMutableRawPointer? = {
-    context, _, connection in
+    context, uri, connection in
     guard let context, let connection else { return nil }
-    return Unmanaged<HTTPServer>.fromOpaque(context).takeUnretainedValue().requestLineArrived(on: connection)
+    return Unmanaged<HTTPServer>.fromOpaque(context).takeUnretainedValue()
+        .requestLineArrived(on: connection, encodesNUL: uri.map { String(cString: $0).contains("%00") } ?? false)
 }
 
 let collectValue: MHD_KeyValueIterator = { context, _, key, value in

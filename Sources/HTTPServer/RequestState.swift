@@ -7,6 +7,8 @@ final class RequestState: @unchecked Sendable {
     var request = HTTPRequest(method: "", path: "/")
     var headSeen = false
     var tooLarge = false
+    /// The raw request line held `%00` (see `HTTPServer.requestLineArrived`).
+    var encodesNUL = false
     var dispatched = false
     /// The connection's receive deadline (nil only if libmicrohttpd gave no socket context).
     let watch: ConnectionWatch?

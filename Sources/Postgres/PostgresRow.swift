@@ -120,8 +120,14 @@ extension Array: PostgresTextParsable where Element == String {
 /// timestamptz text in and out. Connections are opened with `TimeZone=UTC` and `DateStyle=ISO`,
 /// so the server prints `2026-11-29 23:07:40.601123+00`.
 enum PostgresTimestamp {
+    /// Postgres's own limits (4713 BC to 294276 AD) are far inside Int64 microseconds; beyond
+    /// year 100000 the value is sent as ±infinity instead of overflowing the conversion.
+    static let representable: ClosedRange<Double> = -62_135_596_800 ... 3_093_527_980_800
+
     static func format(_ date: Date) -> String {
-        let totalMicros = Int64((date.timeIntervalSince1970 * 1_000_000).rounded())
+        let epoch = date.timeIntervalSince1970
+        guard epoch.isFinite, representable.contains(epoch) else { return epoch > 0 ? "infinity" : "-infinity" }
+        let totalMicros = Int64((epoch * 1_000_000).rounded())
         var seconds = totalMicros / 1_000_000
         var micros = totalMicros % 1_000_000
         if micros < 0 { micros += 1_000_000; seconds -= 1 }

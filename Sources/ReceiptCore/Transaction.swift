@@ -163,3 +163,13 @@ public struct LedgerPresence: Sendable {
         self.recordedForThisGame = recordedForThisGame
     }
 }
+
+extension Date {
+    /// Milliseconds since 1970, as APIs show times. Saturates instead of trapping: dates are
+    /// range-checked where they arrive, this is the backstop.
+    public var epochMilliseconds: Int64 {
+        let milliseconds = (timeIntervalSince1970 * 1000).rounded()
+        guard milliseconds.isFinite else { return 0 }
+        return Int64(exactly: milliseconds) ?? (milliseconds > 0 ? Int64.max : Int64.min)
+    }
+}

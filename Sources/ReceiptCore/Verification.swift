@@ -46,6 +46,20 @@ public struct VerifiedPurchase: Sendable, Equatable {
     }
 }
 
+extension VerifiedPurchase {
+    /// Dates a store may plausibly send: from 1970 to 2200. Anything else is refused before it is
+    /// converted or stored (a year 300000 would overflow the conversions and the database).
+    public static let plausibleDates = Date(timeIntervalSince1970: 0)...Date(timeIntervalSince1970: 7_258_118_400)
+
+    /// The first date field outside `plausibleDates`, by name, or nil.
+    public var dateOutOfRange: String? {
+        for (name, date) in [("purchase date", purchaseDate), ("expiry date", expiresDate), ("revocation date", revocationDate)] {
+            if let date, !Self.plausibleDates.contains(date) { return name }
+        }
+        return nil
+    }
+}
+
 /// What the calling client accepts, handed to a store provider with the evidence.
 public struct VerificationContext: Sendable {
     /// Bundle ids (App Store) or package names (Google Play) the client registered.

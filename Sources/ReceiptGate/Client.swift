@@ -30,6 +30,10 @@ public struct Client: Sendable, Codable, Equatable {
         case createdAt = "created_at", secretRotatedAt = "secret_rotated_at"
     }
 
+    /// `flag` (the default: recorded and reported, never delivered) or `reject` (422 ACCOUNT_MISMATCH):
+    /// what happens when the evidence's account token contradicts the caller's.
+    public static let accountMismatchSetting = "account_mismatch"
+
     /// The seed's `allow_sandbox`: one concept with the accepted environments.
     public var allowsSandbox: Bool { environments.contains(.sandbox) }
 

@@ -56,8 +56,10 @@ struct NativeAPI: Sendable {
         }
     }
 
+    /// `status` is `verified` only for a purchase to deliver; otherwise its real state
+    /// (`refunded`, `revoked`, `expired`), still recorded and still 200.
     struct VerifyResponse: Encodable {
-        let status = "verified"
+        let status: String
         let duplicate: Bool
         let firstVerifiedAt: String
         let transaction: NativeTransaction
@@ -80,7 +82,8 @@ struct NativeAPI: Sendable {
         verification.serverID = body.serverID
         do {
             let outcome = try await core.verify(verification, client: client)
-            return .json(VerifyResponse(duplicate: outcome.duplicate, firstVerifiedAt: Timestamps.iso8601(outcome.transaction.firstVerifiedAt),
+            let state = outcome.transaction.state
+            return .json(VerifyResponse(status: state == .active ? "verified" : state.rawValue, duplicate: outcome.duplicate, firstVerifiedAt: Timestamps.iso8601(outcome.transaction.firstVerifiedAt),
                                         transaction: NativeTransaction(outcome.transaction, accountMatch: outcome.accountMatch)))
         } catch let error as StoreVerificationError {
             return Self.error(error.code, "\(error.reason): \(error.message)")
@@ -93,9 +96,10 @@ struct NativeAPI: Sendable {
     static func validate(_ body: VerifyBody) -> JSONBody.Problem? {
         guard !body.store.isEmpty else { return .init(code: .missingFields, message: "missing field 'store'") }
         guard !body.receipt.isEmpty else { return .init(code: .missingFields, message: "missing field 'receipt'") }
+        if let problem = Identifier.problem(body.store, maxBytes: 64) { return .init(code: .invalidField, message: "field 'store' \(problem)") }
         for (name, value) in [("product_id", body.productID), ("app_account_token", body.appAccountToken), ("player_id", body.playerID),
                               ("character_id", body.characterID), ("server_id", body.serverID), ("game_version", body.gameVersion)] {
-            if let value, value.count > 256 { return .init(code: .invalidField, message: "field '\(name)' is longer than 256 characters") }
+            if let value, let problem = Identifier.problem(value) { return .init(code: .invalidField, message: "field '\(name)' \(problem)") }
         }
         if body.store == StoreID.appStore.rawValue, let token = body.appAccountToken, UUID(uuidString: token) == nil {
             return .init(code: .invalidField, message: "field 'app_account_token' must be a UUID for the App Store")

@@ -43,6 +43,10 @@ struct NotificationRoutes: Sendable {
             context.logger.error("store notification could not be checked", ["store": store.rawValue, "error": "\(error)"])
             return Self.unavailable("the notification could not be processed now; send it again")
         }
+        if let problem = notification.event.purchase?.dateOutOfRange {
+            context.logger.warning("store notification refused", ["store": store.rawValue, "reason": "DATE_OUT_OF_RANGE"])
+            return NativeAPI.error(.invalidField, "the notification's \(problem) is not a plausible date")
+        }
         do {
             let duplicate = try await notifications.record(notification, rawBody: request.body)
             context.logger.info("store notification recorded", ["store": store.rawValue, "notification.id": notification.notificationID,

@@ -47,9 +47,16 @@ public struct VerifyPipeline: Sendable {
                                                                                    productID: request.productID, client: client.info,
                                                                                    credentials: try await credentials(of: client, for: request.store)))
             let purchase = try Self.choose(from: purchases, productID: request.productID)
-            return ProvenPurchase(purchase: purchase, request: request,
-                                  accountMatch: AccountMatch.compare(requested: request.accountToken, evidence: purchase.accountToken),
-                                  evidenceDigest: digest)
+            if let problem = purchase.dateOutOfRange {
+                throw StoreVerificationError(code: .verificationFailed, reason: "DATE_OUT_OF_RANGE", message: "the store's \(problem) is not a plausible date")
+            }
+            // Compared before anything is recorded, so every event of the record carries the real answer.
+            let accountMatch = AccountMatch.compare(requested: request.accountToken, evidence: purchase.accountToken)
+            if accountMatch == .mismatch, client.info.setting(Client.accountMismatchSetting) == "reject" {
+                throw StoreVerificationError(code: .accountMismatch, reason: "ACCOUNT_MISMATCH",
+                                             message: "the purchase was made for another account token than the one sent")
+            }
+            return ProvenPurchase(purchase: purchase, request: request, accountMatch: accountMatch, evidenceDigest: digest)
         } catch let error as StoreVerificationError {
             await refused(error, request: request, clientID: client.clientID, digest: digest)
             throw error

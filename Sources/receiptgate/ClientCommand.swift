@@ -6,7 +6,7 @@ import ReceiptGate
 enum ClientCommand {
     static let settingOptions: [String: Arguments.Kind] = [
         "name": .single, "game-id": .single, "bundle-id": .repeated, "package-name": .repeated,
-        "environments": .single, "refund-callback-url": .single, "refund-callback-format": .single, "webhook-url": .single, "delivery-url": .single,
+        "environments": .single, "refund-callback-url": .single, "refund-callback-format": .single, "webhook-url": .single, "delivery-url": .single, "account-mismatch": .single,
     ]
 
     static func run(_ arguments: [String], context: LazyContext) async throws {
@@ -99,6 +99,10 @@ enum ClientCommand {
                 throw UsageError("--refund-callback-format must be one of \(known.joined(separator: ", ")), got \"\(format)\"")
             }
             settings.refundCallbackFormat = format
+        }
+        if let policy = arguments.single("account-mismatch") {
+            guard ["flag", "reject"].contains(policy) else { throw UsageError("--account-mismatch must be flag or reject, got \"\(policy)\"") }
+            settings.settings[Client.accountMismatchSetting] = [policy]
         }
         if let url = arguments.single("webhook-url") {
             settings.webhookURL = .some(url.isEmpty ? nil : try httpURL(url, option: "--webhook-url"))

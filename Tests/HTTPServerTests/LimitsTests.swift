@@ -58,7 +58,7 @@ private func trickle(port: Int, head: String, body: Data, pause: Int32) async th
         // Once one of the three goes away, the address may connect again.
         held.removeFirst()  // closes it
         var status = 0
-        for _ in 0..<150 where status == 0 {
+        for _ in 0..<300 where status == 0 {
             try await Task.sleep(for: .milliseconds(100))
             status = (try? await RawHTTP.request(port: port, method: "POST", path: "/echo"))?.status ?? 0
         }

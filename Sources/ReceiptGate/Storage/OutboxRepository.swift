@@ -150,7 +150,5 @@ enum Timestamps {
         lock.withLock { formatter.string(from: date) }
     }
 
-    static func epochMilliseconds(_ date: Date) -> Int64 {
-        Int64((date.timeIntervalSince1970 * 1000).rounded())
-    }
+    static func epochMilliseconds(_ date: Date) -> Int64 { date.epochMilliseconds }
 }

@@ -1,0 +1,13 @@
+/// The rule for identifiers callers send (player, character, server, product ids...): at most
+/// `maxBytes` of UTF-8 and no control characters. A NUL would be cut off by C code and the
+/// database; a newline would forge log lines.
+public enum Identifier {
+    public static let maxBytes = 256
+
+    /// What is wrong with `value`, phrased to follow the field's name, or nil.
+    public static func problem(_ value: String, maxBytes: Int = maxBytes) -> String? {
+        if value.utf8.count > maxBytes { return "is longer than \(maxBytes) bytes of UTF-8" }
+        if value.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) { return "contains a control character" }
+        return nil
+    }
+}
