@@ -56,6 +56,7 @@ enum HelpText {
           --refund-callback-format NAME     shape of refund callbacks (default alogame, the only one today)
           --webhook-url URL                 http(s) URL that receives webhook events
           --delivery-url URL                http(s) URL that receives entitlement deliveries (server-authoritative delivery)
+          --app-id ID                       Hive Axyl app id accepted as X-App-Id; repeat for several (--app-id "" clears)
 
         Output is one JSON object on stdout.
         """
