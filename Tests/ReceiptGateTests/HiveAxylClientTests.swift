@@ -45,3 +45,45 @@ import TestSupport
         await harness.service.shutdown()
     }
 }
+
+/// The `receiptgate` binary: `--app-id` on `client create/update`, the token lifetime variable,
+/// and the routes served by `receiptgate serve` with what the CLI set.
+@Suite struct HiveAxylCommandLine {
+    @Test func appIdsFromTheCommandLineGateTheServedRoutes() async throws {
+        var environment = try await Binary.databaseEnvironment()
+        let created = try await Binary.run(["client", "create", "--name", "Hive game", "--bundle-id", "com.example.game",
+                                            "--app-id", "com.example.hive", "--app-id", "com.example.hive2"], environment)
+        #expect(created.status == 0, "\(created.stderr)")
+        let client = try Binary.json(created.stdout)
+        #expect((client["settings"] as? [String: Any])?["hiveaxyl.app_ids"] as? [String] == ["com.example.hive", "com.example.hive2"])
+        let id = try #require(client["client_id"] as? String)
+        let secret = try #require(client["client_secret"] as? String)
+
+        let updated = try await Binary.run(["client", "update", id, "--app-id", "com.example.hive"], environment)
+        #expect((try Binary.json(updated.stdout)["settings"] as? [String: Any])?["hiveaxyl.app_ids"] as? [String] == ["com.example.hive"])
+        #expect(try await Binary.run(["client", "update", id, "--app-id", "not an id"], environment).status == 2)
+        #expect(try await Binary.run(["client", "--help"], environment).stdout.contains("--app-id ID"))
+
+        // A bad token lifetime stops start-up, naming the variable.
+        let refused = try await Binary.run(["serve"], environment.merging(["RECEIPTGATE_HIVEAXYL_TOKEN_SECONDS": "5", "RECEIPTGATE_PORT": "0"]) { $1 })
+        #expect(refused.status == 78)
+        #expect(refused.stderr.contains("RECEIPTGATE_HIVEAXYL_TOKEN_SECONDS"))
+
+        environment["RECEIPTGATE_PORT"] = "0"
+        environment["RECEIPTGATE_HIVEAXYL_TOKEN_SECONDS"] = "600"
+        let server = try ChildProcess.launch(Binary.path, ["serve"], environment: Binary.environment(environment))
+        let line = try await server.waitForStderrLine(containing: "\"listening\"")
+        let port = try #require(Int((try Binary.json(line)["url"] as? String)?.split(separator: ":").last ?? ""))
+        let caller = HiveAxylCaller(port: port, clientID: id, secret: secret)
+        let issued = try await caller.tokenResponse(basic: true)
+        #expect(try issued.json()["expires_in"] as? Int == 600)
+        let token = try #require(try issued.json()["access_token"] as? String)
+        let body = HiveAxylCaller.purchase("not-a-receipt")
+        #expect(try await caller.verify("/payment/v1/purchase/verify", body, token: token, appID: "com.example.hive2").status == 403, "removed by update")
+        let known = try await caller.verify("/payment/v1/purchase/verify", body, token: token, appID: "com.example.hive")
+        #expect(known.status == 422, "past the app id check, the receipt is refused: \(known.text)")
+        #expect(known.hiveCode == 4220)
+        server.send(SIGINT)
+        #expect(try await server.wait(timeout: .seconds(30)) == 0)
+    }
+}
