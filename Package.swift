@@ -44,10 +44,12 @@ let package = Package(
         // Dialect providers.
         .target(name: "AlogameGateway", dependencies: ["ReceiptCore"], path: "Providers/AlogameGateway",
                 swiftSettings: swiftSettings),
+        .target(name: "HiveAxyl", dependencies: ["ReceiptCore"], path: "Providers/HiveAxyl", swiftSettings: swiftSettings),
 
         .executableTarget(
             name: "receiptgate",
-            dependencies: ["ReceiptGate", "ReceiptCore", "Crypto", "Postgres", "HTTPServer", "AppStore", "AlogameGateway"],
+            dependencies: ["ReceiptGate", "ReceiptCore", "Crypto", "Postgres", "HTTPServer", "AppStore", "AlogameGateway",
+                           "HiveAxyl"],
             swiftSettings: swiftSettings
         ),
 
@@ -73,10 +75,12 @@ let package = Package(
         .testTarget(
             name: "ReceiptGateTests",
             dependencies: ["ReceiptGate", "ReceiptCore", "Crypto", "Postgres", "HTTPServer", "TestSupport", "AppStoreTestSupport",
-                           "PluginTestSupport", "AppStore", "AlogameGateway"],
+                           "PluginTestSupport", "AppStore", "AlogameGateway",
+                           "HiveAxyl"],
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "AlogameGatewayTests", dependencies: ["AlogameGateway", "ReceiptCore", "PluginTestSupport"],
                     swiftSettings: swiftSettings),
+        .testTarget(name: "HiveAxylTests", dependencies: ["HiveAxyl", "ReceiptCore", "PluginTestSupport"], swiftSettings: swiftSettings),
     ]
 )

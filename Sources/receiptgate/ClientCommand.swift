@@ -6,7 +6,8 @@ import ReceiptGate
 enum ClientCommand {
     static let settingOptions: [String: Arguments.Kind] = [
         "name": .single, "game-id": .single, "bundle-id": .repeated, "package-name": .repeated,
-        "environments": .single, "refund-callback-url": .single, "refund-callback-format": .single, "webhook-url": .single, "delivery-url": .single, "account-mismatch": .single,
+        "environments": .single, "refund-callback-url": .single, "refund-callback-format": .single, "webhook-url": .single, "delivery-url": .single,
+        "account-mismatch": .single, "app-id": .repeated,
     ]
 
     static func run(_ arguments: [String], context: LazyContext) async throws {
@@ -94,7 +95,7 @@ enum ClientCommand {
             settings.refundCallbackURL = .some(url.isEmpty ? nil : try httpURL(url, option: "--refund-callback-url"))
         }
         if let format = arguments.single("refund-callback-format") {
-            let known = Dialects.all().compactMap(\.refundCallbacks?.format).sorted()
+            let known = try Dialects.all().compactMap(\.refundCallbacks?.format).sorted()
             guard known.contains(format) else {
                 throw UsageError("--refund-callback-format must be one of \(known.joined(separator: ", ")), got \"\(format)\"")
             }
@@ -109,6 +110,11 @@ enum ClientCommand {
         }
         if let url = arguments.single("delivery-url") {
             settings.deliveryURL = .some(url.isEmpty ? nil : try httpURL(url, option: "--delivery-url"))
+        }
+        // Hive Axyl: the app ids a token's client may send as X-App-Id (`--app-id ""` clears them).
+        if let appIDs = arguments.all("app-id") {
+            let given = appIDs.filter { !$0.isEmpty }
+            settings.settings["hiveaxyl.app_ids"] = .some(given.isEmpty ? nil : try given.map { try identifier($0, option: "--app-id") })
         }
         return settings
     }

@@ -58,6 +58,7 @@ enum HelpText {
           --account-mismatch flag|reject    a purchase made for another account token: recorded and reported
                                             but never delivered (flag, default), or refused 422 (reject)
           --delivery-url URL                http(s) URL that receives entitlement deliveries (server-authoritative delivery)
+          --app-id ID                       Hive Axyl app id accepted as X-App-Id; repeat for several (--app-id "" clears)
 
         Output is one JSON object on stdout.
         """

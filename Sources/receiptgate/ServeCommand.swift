@@ -7,11 +7,12 @@ enum ServeCommand {
     static func run(context: CommandContext) async throws -> Int32 {
         let signals = TerminationSignals()  // installed first: a signal during start-up still shuts down cleanly
         let providers = try StoreProviders.all()
+        let dialects = try Dialects.all()
         let database = try Database.open(context.configuration, logger: context.logger)
         let service: Service
         do {
             service = try Service(configuration: context.configuration, logger: context.logger, database: database,
-                                  stores: providers, dialects: Dialects.all())
+                                  stores: providers, dialects: dialects)
             try await service.start()
         } catch {
             database.close(logger: context.logger)

@@ -1,13 +1,24 @@
 import AlogameGateway
 import AppStore
 import Foundation
+import HiveAxyl
 import ReceiptCore
 import ReceiptGate
 
-/// The one list of dialects this binary speaks. Adding a dialect: one line here.
+/// The one list of dialects this binary speaks. Adding a dialect: one line here. A dialect
+/// with settings reads them from the environment; a bad value stops start-up naming it.
 enum Dialects {
-    static func all() -> [any DialectProvider] {
-        [AlogameGateway()]
+    static func all() throws -> [any DialectProvider] {
+        [AlogameGateway(),
+         try configured { try HiveAxyl.fromEnvironment() }]
+    }
+
+    private static func configured(_ make: () throws -> any DialectProvider) throws -> any DialectProvider {
+        do {
+            return try make()
+        } catch let invalid as HiveAxyl.Invalid {
+            throw ServiceConfiguration.Invalid(variable: invalid.variable, problem: invalid.problem)
+        }
     }
 }
 

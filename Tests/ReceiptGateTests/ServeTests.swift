@@ -4,6 +4,7 @@ import ReceiptCore
 import ReceiptGate
 import AppStore
 import AlogameGateway
+import HiveAxyl
 import Testing
 import AppStoreTestSupport
 import TestSupport
@@ -88,7 +89,7 @@ private func startServer(_ environment: [String: String]) async throws -> (Child
         configuration.adminToken = String(repeating: "t", count: 24)
         let logger = Logger(minimumLevel: .error)
         let service = try Service(configuration: configuration, logger: logger, database: try Database.open(configuration, logger: logger),
-                                  stores: [try AppStoreProvider.fromEnvironment([:]).registration], dialects: [AlogameGateway()])
+                                  stores: [try AppStoreProvider.fromEnvironment([:]).registration], dialects: [AlogameGateway(), HiveAxyl()])
         defer { Task.detached { await service.shutdown() } }
         try await service.start()
         let document = try await RawHTTP.request(port: service.port, path: "/openapi.yaml").text
