@@ -7,7 +7,7 @@ enum ClientCommand {
     static let settingOptions: [String: Arguments.Kind] = [
         "name": .single, "game-id": .single, "bundle-id": .repeated, "package-name": .repeated,
         "environments": .single, "refund-callback-url": .single, "refund-callback-format": .single, "webhook-url": .single, "delivery-url": .single,
-    ]
+    ].merging(googlePlayOptions) { first, _ in first }
 
     static func run(_ arguments: [String], context: LazyContext) async throws {
         guard let action = arguments.first, !action.hasPrefix("-") else {
@@ -106,6 +106,7 @@ enum ClientCommand {
         if let url = arguments.single("delivery-url") {
             settings.deliveryURL = .some(url.isEmpty ? nil : try httpURL(url, option: "--delivery-url"))
         }
+        try googlePlaySettings(from: arguments, into: &settings)
         return settings
     }
 

@@ -56,6 +56,10 @@ enum HelpText {
           --refund-callback-format NAME     shape of refund callbacks (default alogame, the only one today)
           --webhook-url URL                 http(s) URL that receives webhook events
           --delivery-url URL                http(s) URL that receives entitlement deliveries (server-authoritative delivery)
+          --google-service-account-key PATH Google service-account JSON key for this client's apps (stored sealed, never shown)
+          --google-license-key BASE64       Play licensing public key: purchase JSON signatures are checked locally too
+          --google-acknowledge on|off       acknowledge Google Play purchases after recording them (default on)
+          --google-consume on|off           consume one-time products instead of acknowledging them (default off)
 
         Output is one JSON object on stdout.
         """
