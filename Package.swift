@@ -41,6 +41,8 @@ let package = Package(
         // Store providers (see Providers/README.md).
         .target(name: "AppStore", dependencies: ["ReceiptCore", "Crypto", "HTTPClient"], path: "Providers/AppStore",
                 swiftSettings: swiftSettings),
+        .target(name: "GooglePlay", dependencies: ["ReceiptCore", "Crypto", "HTTPClient"], path: "Providers/GooglePlay",
+                swiftSettings: swiftSettings),
         // Dialect providers.
         .target(name: "AlogameGateway", dependencies: ["ReceiptCore"], path: "Providers/AlogameGateway",
                 swiftSettings: swiftSettings),
@@ -49,7 +51,7 @@ let package = Package(
         .executableTarget(
             name: "receiptgate",
             dependencies: ["ReceiptGate", "ReceiptCore", "Crypto", "Postgres", "HTTPServer", "AppStore", "AlogameGateway",
-                           "HiveAxyl"],
+                           "HiveAxyl", "GooglePlay"],
             swiftSettings: swiftSettings
         ),
 
@@ -62,6 +64,8 @@ let package = Package(
                 swiftSettings: swiftSettings),
         .target(name: "AppStoreTestSupport", dependencies: ["AppStore", "Crypto", "HTTPServer", "HTTPClient", "TestSupport"],
                 path: "Tests/AppStoreTestSupport", swiftSettings: swiftSettings),
+        .target(name: "GooglePlayTestSupport", dependencies: ["GooglePlay", "Crypto", "HTTPServer", "HTTPClient", "TestSupport"],
+                path: "Tests/GooglePlayTestSupport", swiftSettings: swiftSettings),
         .target(name: "PluginTestSupport", dependencies: ["ReceiptCore", "Crypto"], path: "Tests/PluginTestSupport",
                 swiftSettings: swiftSettings),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"],
@@ -76,9 +80,12 @@ let package = Package(
             name: "ReceiptGateTests",
             dependencies: ["ReceiptGate", "ReceiptCore", "Crypto", "Postgres", "HTTPServer", "TestSupport", "AppStoreTestSupport",
                            "PluginTestSupport", "AppStore", "AlogameGateway",
-                           "HiveAxyl"],
+                           "HiveAxyl", "GooglePlay", "GooglePlayTestSupport"],
             swiftSettings: swiftSettings
         ),
+        .testTarget(name: "GooglePlayTests", dependencies: ["GooglePlay", "GooglePlayTestSupport", "ReceiptCore", "Crypto", "HTTPClient",
+                                                            "TestSupport"],
+                    swiftSettings: swiftSettings),
         .testTarget(name: "AlogameGatewayTests", dependencies: ["AlogameGateway", "ReceiptCore", "PluginTestSupport"],
                     swiftSettings: swiftSettings),
         .testTarget(name: "HiveAxylTests", dependencies: ["HiveAxyl", "ReceiptCore", "PluginTestSupport"], swiftSettings: swiftSettings),

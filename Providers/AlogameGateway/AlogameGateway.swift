@@ -130,7 +130,9 @@ public struct AlogameGateway: DialectProvider {
         case .success(let parsed): body = parsed
         case .failure(let refusal): return failure(400, refusal.code, refusal.message)
         }
-        var verification = VerificationRequest(store: .appStore, evidence: body.receipt, requestID: context.requestID)
+        // os_id 1 is Android: the receipt is Google Play evidence (token, purchase JSON or Unity receipt).
+        if body.osID == 1, !core.hasStore(.googlePlay) { return failure(400, "INVALID_OS_ID", "os_id 1 (Android) is not served: no Google Play provider") }
+        var verification = VerificationRequest(store: body.osID == 1 ? .googlePlay : .appStore, evidence: body.receipt, requestID: context.requestID)
         verification.productID = body.productID
         verification.playerID = body.playerID
         verification.characterID = body.characterID
@@ -214,9 +216,6 @@ public struct AlogameGateway: DialectProvider {
             guard let osID = (try? JSONDecoder().decode(OSIDProbe.self, from: data))?.osID, [1, 2].contains(osID) else {
                 return .failure(Refusal(code: "INVALID_OS_ID", message: "os_id must be 1 (Android) or 2 (iOS)"))
             }
-            guard osID == 2 else {
-                return .failure(Refusal(code: "INVALID_OS_ID", message: "os_id 1 (Android) is not verified by this gateway yet; only 2 (iOS)"))
-            }
             var body = VerifyBody(receipt: receipt, productID: productID, osID: osID)
             for (key, path) in [("player_id", \VerifyBody.playerID), ("character_id", \.characterID), ("server_id", \.serverID),
                                 ("game_version", \.gameVersion)] {
@@ -248,7 +247,7 @@ public struct AlogameGateway: DialectProvider {
             try container.encode(transaction.transactionID, forKey: .transactionID)
             try container.encode(transaction.productID, forKey: .productID)
             var info = container.nestedContainer(keyedBy: InfoKeys.self, forKey: .receiptInfo)
-            try info.encode("ios", forKey: .platform)
+            try info.encode(transaction.store == .googlePlay ? "android" : "ios", forKey: .platform)
             try info.encode(transaction.environment == .production ? "Production" : "Sandbox", forKey: .environment)
             try info.encode(transaction.quantity, forKey: .quantity)
             try info.encode(transaction.purchaseDate?.epochMilliseconds, forKey: .purchaseDateMs)

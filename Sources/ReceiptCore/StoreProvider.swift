@@ -17,11 +17,28 @@ public struct NotificationRequest: Sendable {
     /// Header names lower-cased.
     public let headers: [String: String]
     public let query: [String: String]
+    /// The client that registered an app, with its secret settings for this store: a store whose
+    /// notifications carry no purchase state (Google) fetches it with that client's credentials.
+    public let owner: @Sendable (_ appIdentifier: String) async throws -> AppOwner?
 
-    public init(body: Data, headers: [String: String] = [:], query: [String: String] = [:]) {
+    public init(body: Data, headers: [String: String] = [:], query: [String: String] = [:],
+                owner: @escaping @Sendable (_ appIdentifier: String) async throws -> AppOwner? = { _ in nil }) {
         self.body = body
         self.headers = headers
         self.query = query
+        self.owner = owner
+    }
+}
+
+/// A client as a store provider sees it outside a request: its settings and its secret settings
+/// for that store (names prefixed `<store>.`).
+public struct AppOwner: Sendable {
+    public let client: ClientInfo
+    public let credentials: [String: String]
+
+    public init(client: ClientInfo, credentials: [String: String]) {
+        self.client = client
+        self.credentials = credentials
     }
 }
 
@@ -84,8 +101,9 @@ public struct StoreAcknowledgement: Codable, Sendable, Equatable {
 public protocol PurchaseAcknowledging: Sendable {
     /// What to queue for this freshly recorded purchase, or nil if it needs nothing.
     func acknowledgement(for purchase: VerifiedPurchase, client: ClientInfo) -> StoreAcknowledgement?
-    /// Sends it. Throws `StoreVerificationError`; a retryable one is tried again later.
-    func acknowledge(_ acknowledgement: StoreAcknowledgement) async throws
+    /// Sends it with the client's secret settings for this store (`credentials`, possibly empty).
+    /// Throws `StoreVerificationError`; the outbox tries again later.
+    func acknowledge(_ acknowledgement: StoreAcknowledgement, credentials: [String: String]) async throws
 }
 
 /// One store as the service knows it: what it can do, declared, never found by downcasts.
@@ -95,13 +113,17 @@ public struct StoreRegistration: Sendable {
     public let notifications: (any NotificationReceiving)?
     public let orderLookup: (any OrderLookingUp)?
     public let acknowledgement: (any PurchaseAcknowledging)?
+    /// Work the service runs on a schedule, one process at a time across the cluster.
+    public let poller: (any StorePolling)?
 
     public init(verifier: any StoreProvider, notifications: (any NotificationReceiving)? = nil,
-                orderLookup: (any OrderLookingUp)? = nil, acknowledgement: (any PurchaseAcknowledging)? = nil) {
+                orderLookup: (any OrderLookingUp)? = nil, acknowledgement: (any PurchaseAcknowledging)? = nil,
+                poller: (any StorePolling)? = nil) {
         self.store = verifier.store
         self.verifier = verifier
         self.notifications = notifications
         self.orderLookup = orderLookup
         self.acknowledgement = acknowledgement
+        self.poller = poller
     }
 }

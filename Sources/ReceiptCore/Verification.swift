@@ -38,6 +38,9 @@ public struct VerifiedPurchase: Sendable, Equatable {
     public var ownership: Ownership?
     /// The app's account token (App Store `appAccountToken`, Google obfuscated account id).
     public var accountToken: String?
+    /// Store-specific facts the provider needs again after the record (Google: the purchase
+    /// token and its acknowledgement state, for the acknowledgement). Never shown to clients.
+    public var storeAttributes: [String: String] = [:]
 
     public init(store: StoreID, environment: StoreEnvironment, transactionID: String) {
         self.store = store

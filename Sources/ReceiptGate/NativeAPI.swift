@@ -49,8 +49,11 @@ struct NativeAPI: Sendable {
         let serverID: String?
         let gameVersion: String?
         let restore: Bool?
+        /// Google Play: the app, when the evidence (a bare purchase token) does not name it.
+        let packageName: String?
 
         enum CodingKeys: String, CodingKey {
+            case packageName = "package_name"
             case store, receipt, productID = "product_id", appAccountToken = "app_account_token", playerID = "player_id"
             case characterID = "character_id", serverID = "server_id", gameVersion = "game_version", restore
         }
@@ -80,6 +83,7 @@ struct NativeAPI: Sendable {
         verification.playerID = body.playerID
         verification.characterID = body.characterID
         verification.serverID = body.serverID
+        verification.appIdentifier = body.packageName
         do {
             let outcome = try await core.verify(verification, client: client)
             let state = outcome.transaction.state
@@ -98,7 +102,8 @@ struct NativeAPI: Sendable {
         guard !body.receipt.isEmpty else { return .init(code: .missingFields, message: "missing field 'receipt'") }
         if let problem = Identifier.problem(body.store, maxBytes: 64) { return .init(code: .invalidField, message: "field 'store' \(problem)") }
         for (name, value) in [("product_id", body.productID), ("app_account_token", body.appAccountToken), ("player_id", body.playerID),
-                              ("character_id", body.characterID), ("server_id", body.serverID), ("game_version", body.gameVersion)] {
+                              ("character_id", body.characterID), ("server_id", body.serverID), ("game_version", body.gameVersion),
+                              ("package_name", body.packageName)] {
             if let value, let problem = Identifier.problem(value) { return .init(code: .invalidField, message: "field '\(name)' \(problem)") }
         }
         if body.store == StoreID.appStore.rawValue, let token = body.appAccountToken, UUID(uuidString: token) == nil {

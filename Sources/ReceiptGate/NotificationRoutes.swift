@@ -30,7 +30,10 @@ struct NotificationRoutes: Sendable {
         let notification: StoreNotification
         do {
             let registered = try await clients.registeredApps()
-            notification = try await receiver.receiveNotification(NotificationRequest(body: request.body, headers: request.headers, query: context.query),
+            let clients = clients
+            let owner: @Sendable (String) async throws -> AppOwner? = { app in try await clients.owner(ofApp: app, store: store) }
+            notification = try await receiver.receiveNotification(NotificationRequest(body: request.body, headers: request.headers, query: context.query,
+                                                                                      owner: owner),
                                                                   registered: registered)
         } catch let rejection as NotificationRejection {
             context.logger.warning("store notification refused", ["store": store.rawValue, "reason": rejection.reason])

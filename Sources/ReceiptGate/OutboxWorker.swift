@@ -116,7 +116,9 @@ public final class OutboxWorker: Sendable {
             return "no store provider acknowledges this message"
         }
         do {
-            try await acknowledger.acknowledge(acknowledgement)
+            // The client's own store credentials (a per-client Google key), opened only for this send.
+            let credentials = try await clients.sealedSettings(of: acknowledgement.clientID, prefix: "\(acknowledgement.store.rawValue).")
+            try await acknowledger.acknowledge(acknowledgement, credentials: credentials)
             return nil
         } catch {
             return "\(error)"

@@ -16,6 +16,7 @@ public final class Service: @unchecked Sendable {
     private var server: HTTPServer?
     private var outboxWorker: OutboxWorker?
     private var upkeep: Task<Void, Never>?
+    private var pollRunner: StorePollRunner?
     private let shutdownOnce = Once()
     /// How the outbox worker paces deliveries (tests shorten the delays).
     public var outboxConfiguration = OutboxWorker.Configuration()
@@ -99,6 +100,10 @@ public final class Service: @unchecked Sendable {
                                   configuration: outboxConfiguration, logger: logger)
         worker.start()
         outboxWorker = worker
+        let polls = StorePollRunner(polls: PollRepository(pool: database.pool), clients: repositories.clients,
+                                    notifications: repositories.notifications, logger: logger)
+        polls.start(stores)
+        pollRunner = polls
         upkeep = Task { [repositories, logger] in
             while !Task.isCancelled {
                 do { try await repositories.removeExpired() } catch { logger.warning("upkeep failed", ["error": "\(error)"]) }
@@ -117,6 +122,7 @@ public final class Service: @unchecked Sendable {
         logger.info("shutting down; finishing in-flight requests")
         await server?.shutdown(gracePeriod: .seconds(configuration.shutdownGraceSeconds))
         await outboxWorker?.stop()
+        await pollRunner?.stop()
         upkeep?.cancel()
         await upkeep?.value
         database.close(logger: logger)

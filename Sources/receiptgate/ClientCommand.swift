@@ -8,7 +8,7 @@ enum ClientCommand {
         "name": .single, "game-id": .single, "bundle-id": .repeated, "package-name": .repeated,
         "environments": .single, "refund-callback-url": .single, "refund-callback-format": .single, "webhook-url": .single, "delivery-url": .single,
         "account-mismatch": .single, "app-id": .repeated,
-    ]
+    ].merging(googlePlayOptions) { first, _ in first }
 
     static func run(_ arguments: [String], context: LazyContext) async throws {
         guard let action = arguments.first, !action.hasPrefix("-") else {
@@ -116,6 +116,7 @@ enum ClientCommand {
             let given = appIDs.filter { !$0.isEmpty }
             settings.settings["hiveaxyl.app_ids"] = .some(given.isEmpty ? nil : try given.map { try identifier($0, option: "--app-id") })
         }
+        try googlePlaySettings(from: arguments, into: &settings)
         return settings
     }
 

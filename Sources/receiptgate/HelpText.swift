@@ -59,6 +59,10 @@ enum HelpText {
                                             but never delivered (flag, default), or refused 422 (reject)
           --delivery-url URL                http(s) URL that receives entitlement deliveries (server-authoritative delivery)
           --app-id ID                       Hive Axyl app id accepted as X-App-Id; repeat for several (--app-id "" clears)
+          --google-service-account-key PATH Google service-account JSON key for this client's apps (stored sealed, never shown)
+          --google-license-key BASE64       Play licensing public key: purchase JSON signatures are checked locally too
+          --google-acknowledge on|off       acknowledge Google Play purchases after recording them (default on)
+          --google-consume on|off           consume one-time products instead of acknowledging them (default off)
 
         Output is one JSON object on stdout.
         """

@@ -1,5 +1,6 @@
 import AlogameGateway
 import AppStore
+import GooglePlay
 import Foundation
 import HiveAxyl
 import ReceiptCore
@@ -26,7 +27,10 @@ enum Dialects {
 enum StoreProviders {
     static func all() throws -> [StoreRegistration] {
         do {
-            return [try AppStoreProvider.fromEnvironment().registration]
+            return [try AppStoreProvider.fromEnvironment().registration,
+                    try GooglePlayProvider.fromEnvironment().registration]
+        } catch let invalid as GooglePlayConfiguration.Invalid {
+            throw ServiceConfiguration.Invalid(variable: invalid.variable, problem: invalid.problem)
         } catch let invalid as AppStoreConfiguration.Invalid {
             throw ServiceConfiguration.Invalid(variable: invalid.variable, problem: invalid.problem)
         }

@@ -1,4 +1,5 @@
 import Foundation
+import GooglePlay
 import Postgres
 import ReceiptCore
 import ReceiptGate
@@ -89,7 +90,8 @@ private func startServer(_ environment: [String: String]) async throws -> (Child
         configuration.adminToken = String(repeating: "t", count: 24)
         let logger = Logger(minimumLevel: .error)
         let service = try Service(configuration: configuration, logger: logger, database: try Database.open(configuration, logger: logger),
-                                  stores: [try AppStoreProvider.fromEnvironment([:]).registration], dialects: [AlogameGateway(), HiveAxyl()])
+                                  stores: [try AppStoreProvider.fromEnvironment([:]).registration,
+                                           try GooglePlayProvider.fromEnvironment([:]).registration], dialects: [AlogameGateway(), HiveAxyl()])
         defer { Task.detached { await service.shutdown() } }
         try await service.start()
         let document = try await RawHTTP.request(port: service.port, path: "/openapi.yaml").text

@@ -199,5 +199,20 @@ public enum Schema {
                 PRIMARY KEY (policy, key, window_start)
             );
             """),
+        // Scheduled store polls (Google's voided purchases): one lease row per poll, so one process
+        // at a time runs it across the cluster, and the cursors that say where each stopped.
+        Migration(version: 9, name: "store_polls", sql: """
+            CREATE TABLE store_polls (
+                name text PRIMARY KEY,
+                lease_owner text,
+                lease_until timestamptz,
+                last_run_at timestamptz
+            );
+            CREATE TABLE store_poll_cursors (
+                key text PRIMARY KEY,
+                value text NOT NULL,
+                updated_at timestamptz NOT NULL DEFAULT now()
+            );
+            """),
     ]
 }

@@ -1,0 +1,85 @@
+public import Foundation
+public import HTTPClient
+
+/// OAuth 2.0 access tokens for service accounts (JWT bearer grant), cached per key until a
+/// minute before they expire. Concurrent requests for one key share one exchange: the first
+/// starts it, the others await the same task.
+public actor GoogleAccessTokens {
+    public static let scope = "https://www.googleapis.com/auth/androidpublisher"
+    static let grantType = "urn:ietf:params:oauth:grant-type:jwt-bearer"
+
+    struct Token: Sendable {
+        let value: String
+        let expires: Date
+    }
+
+    private let http: HTTPClient
+    private let now: @Sendable () -> Date
+    private var cached: [String: Token] = [:]
+    private var exchanging: [String: Task<Token, any Error>] = [:]
+    /// How many exchanges were made (tests count them).
+    public private(set) var exchanges = 0
+
+    public init(http: HTTPClient, now: @escaping @Sendable () -> Date = { Date() }) {
+        self.http = http
+        self.now = now
+    }
+
+    /// A bearer token for `key`, from the cache or one shared exchange.
+    func token(for key: ServiceAccountKey) async throws -> String {
+        if let token = cached[key.cacheKey], token.expires.addingTimeInterval(-60) > now() { return token.value }
+        if let running = exchanging[key.cacheKey] { return try await running.value.value }
+        exchanges += 1
+        let http = http, now = now
+        let task = Task { try await Self.exchange(key, http: http, now: now) }
+        exchanging[key.cacheKey] = task
+        defer { exchanging[key.cacheKey] = nil }
+        let token = try await task.value
+        cached[key.cacheKey] = token
+        return token.value
+    }
+
+    /// Forgets `token` (Google said 401): the next call exchanges again. A newer token another
+    /// request already fetched is kept.
+    func invalidate(_ token: String, for key: ServiceAccountKey) {
+        if cached[key.cacheKey]?.value == token { cached[key.cacheKey] = nil }
+    }
+
+    private static func exchange(_ key: ServiceAccountKey, http: HTTPClient, now: @Sendable () -> Date) async throws -> Token {
+        let issued = now()
+        let assertion: String
+        do { assertion = try key.assertion(scope: scope, now: issued) } catch {
+            throw GooglePlayAPIError(.notConfigured, "cannot sign with \(key): \(error)")
+        }
+        let form = "grant_type=\(formEncode(grantType))&assertion=\(formEncode(assertion))"
+        var request = HTTPClient.Request(method: "POST", url: key.tokenURI, headers: [("Content-Type", "application/x-www-form-urlencoded")],
+                                         body: Data(form.utf8))
+        request.timeout = .seconds(10)
+        let response: HTTPClient.Response
+        do { response = try await http.send(request) } catch {
+            throw GooglePlayAPIError(.unavailable, "the token endpoint did not answer: \(error)")
+        }
+        struct Answer: Decodable { let access_token: String?; let expires_in: Int?; let error: String?; let error_description: String? }
+        let answer = try? JSONDecoder().decode(Answer.self, from: response.body)
+        switch response.status {
+        case 200:
+            guard let value = answer?.access_token, !value.isEmpty else {
+                throw GooglePlayAPIError(.invalidResponse, status: 200, "the token endpoint answered without an access_token")
+            }
+            return Token(value: value, expires: issued.addingTimeInterval(TimeInterval(answer?.expires_in ?? 3600)))
+        case 400, 401, 403:
+            // invalid_grant, unauthorized_client...: a key problem, for the operator to fix.
+            let detail = [answer?.error, answer?.error_description].compactMap { $0 }.joined(separator: ": ")
+            throw GooglePlayAPIError(.permission, status: response.status,
+                                     "the token endpoint refused \(key) (\(detail.isEmpty ? "no detail" : String(detail.prefix(200))))")
+        default:
+            throw GooglePlayAPIError(.unavailable, status: response.status, "the token endpoint answered HTTP \(response.status)")
+        }
+    }
+
+    static func formEncode(_ text: String) -> String {
+        var allowed = CharacterSet.alphanumerics
+        allowed.insert(charactersIn: "-._~")
+        return text.addingPercentEncoding(withAllowedCharacters: allowed) ?? text
+    }
+}

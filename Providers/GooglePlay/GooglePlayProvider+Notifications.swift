@@ -1,0 +1,148 @@
+public import Crypto
+public import Foundation
+public import ReceiptCore
+
+extension GooglePlayProvider {
+    /// A real-time developer notification pushed by Pub/Sub. Authenticated by Google's OIDC token
+    /// (when the audience and service account are configured) or the shared `?token=`; then,
+    /// since notifications carry no purchase state, the purchase is fetched with the owning
+    /// client's key and becomes the event's purchase. Deduplicated on Pub/Sub's `messageId`,
+    /// except voided purchases: on `voided:<order id>`, shared with the voided-purchases poll, so
+    /// a refund learned both ways is applied once.
+    public func receiveNotification(_ request: NotificationRequest, registered: RegisteredApps) async throws -> StoreNotification {
+        try await authenticate(request)
+        guard let push = try? JSONDecoder().decode(PubSubPush.self, from: request.body), let message = push.message,
+              let id = message.messageId ?? message.message_id, !id.isEmpty, id.count <= 200,
+              let data = message.data.flatMap(Base64.decodeLenient),
+              let rtdn = try? JSONDecoder().decode(DeveloperNotification.self, from: data)
+        else {
+            throw NotificationRejection(.malformed, reason: "INVALID_FIELD",
+                                        message: "body must be a Pub/Sub push: message.messageId and message.data (base64 JSON of a developer notification)")
+        }
+        let package = rtdn.packageName ?? ""
+        let eventTime = GoogleTime.millis(rtdn.eventTimeMillis)
+        let decoded = (try? JSONEncoder.sortedForStorage.encode(rtdn)) ?? Data("{}".utf8)
+        func notification(_ id: String, type: String, event: StoreEvent, token: String?) -> StoreNotification {
+            var stored = StoreNotification(store: store, notificationID: id, type: type, subtype: nil, environment: event.purchase?.environment,
+                                           appIdentifier: package.isEmpty ? nil : package, transactionID: event.purchase?.transactionID,
+                                           originalTransactionID: event.purchase?.originalTransactionID, productID: event.purchase?.productID,
+                                           signedAt: eventTime, decodedJSON: decoded)
+            stored.event = event
+            return stored
+        }
+        if rtdn.testNotification != nil {
+            // Play Console's "send test notification": answered 200, kept for support, no ledger change.
+            return notification(id, type: "TEST_NOTIFICATION", event: StoreEvent(kind: .test), token: nil)
+        }
+        guard registered.packageNames.contains(package) else {
+            // Genuine, but for no app of ours: kept, nothing applied (Pub/Sub must not retry it forever).
+            return notification(id, type: "UNKNOWN_PACKAGE", event: StoreEvent(kind: .other), token: nil)
+        }
+        if let sub = rtdn.subscriptionNotification, let token = sub.purchaseToken {
+            let type = sub.notificationType.flatMap { DeveloperNotification.subscriptionTypes[$0] } ?? "SUBSCRIPTION_\(sub.notificationType ?? 0)"
+            var evidence = GooglePlayEvidence(purchaseToken: token)
+            evidence.productID = sub.subscriptionId
+            evidence.isSubscription = true
+            let purchase = try await fetchForEvent(evidence, package: package, request: request)
+            return notification(id, type: type, event: Self.subscriptionEvent(sub.notificationType ?? 0, purchase: purchase), token: token)
+        }
+        if let product = rtdn.oneTimeProductNotification, let token = product.purchaseToken {
+            let type = product.notificationType.flatMap { DeveloperNotification.oneTimeTypes[$0] } ?? "ONE_TIME_PRODUCT_\(product.notificationType ?? 0)"
+            var evidence = GooglePlayEvidence(purchaseToken: token)
+            evidence.productID = product.sku
+            let purchase = try await fetchForEvent(evidence, package: package, request: request)
+            // Purchased: recorded when the game server verifies it. Canceled: a pending purchase
+            // that was never paid, so never delivered; nothing to claw back.
+            return notification(id, type: type, event: StoreEvent(kind: product.notificationType == 1 ? .oneTimeCharge : .other, purchase: purchase),
+                                token: token)
+        }
+        if let voided = rtdn.voidedPurchaseNotification, let token = voided.purchaseToken, let orderID = voided.orderId {
+            var evidence = GooglePlayEvidence(purchaseToken: token)
+            evidence.isSubscription = voided.productType == 1 ? true : nil
+            let fetched = try await fetchForEvent(evidence, package: package, request: request)
+            let purchase = Self.voided(fetched, orderID: orderID, token: token, package: package, at: eventTime ?? now(), reasonCode: nil)
+            return notification("voided:\(orderID)", type: "VOIDED_PURCHASE", event: StoreEvent(kind: .refunded, purchase: purchase), token: token)
+        }
+        return notification(id, type: "UNKNOWN", event: StoreEvent(kind: .other), token: nil)
+    }
+
+    private func authenticate(_ request: NotificationRequest) async throws {
+        if await push.isConfigured, let header = request.headers["authorization"], header.lowercased().hasPrefix("bearer ") {
+            try await push.check(bearer: String(header.dropFirst(7)).trimmingCharacters(in: .whitespaces))
+            return
+        }
+        if let expected = configuration.pushToken {
+            guard let given = request.query["token"], ConstantTime.equals(Data(given.utf8), Data(expected.utf8)) else {
+                throw NotificationRejection(.forged, reason: "INVALID_PUSH_TOKEN", message: "the push token is missing or wrong")
+            }
+            return
+        }
+        if await push.isConfigured {
+            throw NotificationRejection(.forged, reason: "INVALID_PUSH_TOKEN", message: "an authenticated push must carry Google's bearer token")
+        }
+        throw NotificationRejection(.forged, reason: "PUSH_AUTH_NOT_CONFIGURED",
+                                    message: "set RECEIPTGATE_GOOGLE_PUSH_AUDIENCE and _PUSH_SERVICE_ACCOUNT, or RECEIPTGATE_GOOGLE_PUSH_TOKEN")
+    }
+
+    /// The purchase as Google has it now, with the owning client's key; nil if Google no longer
+    /// knows it. Google being unreachable makes Pub/Sub send the notification again (503).
+    private func fetchForEvent(_ evidence: GooglePlayEvidence, package: String, request: NotificationRequest) async throws -> VerifiedPurchase? {
+        let owner = try await request.owner(package)
+        do {
+            let key = try serviceAccountKey(owner?.credentials ?? [:])
+            return try await fetch(evidence, package: package, key: key, consume: owner?.client.setting(Setting.consume) == "on", lenient: true)
+        } catch let error as GooglePlayAPIError where error.kind == .notFound || error.kind == .rejected {
+            return nil
+        } catch let error as GooglePlayAPIError {
+            logger.warning("a Google Play notification's purchase could not be fetched", ["package": package, "problem": error.message])
+            throw NotificationRejection(.retryable, reason: error.verificationError.reason, message: "the purchase could not be fetched from Google now")
+        }
+    }
+
+    /// Google's subscription notification types, as ledger events.
+    static func subscriptionEvent(_ type: Int, purchase: VerifiedPurchase?) -> StoreEvent {
+        let autoRenew = purchase?.storeAttributes["auto_renew"].map { $0 == "true" }
+        switch type {
+        case 1, 2: return StoreEvent(kind: .renewed, purchase: purchase, autoRenew: autoRenew)            // recovered, renewed
+        case 4: return StoreEvent(kind: .subscribed, purchase: purchase, autoRenew: autoRenew)            // purchased
+        case 3: return StoreEvent(kind: .renewalStatusChanged, purchase: purchase, autoRenew: false)      // canceled (runs to its end)
+        case 7: return StoreEvent(kind: .renewalStatusChanged, purchase: purchase, autoRenew: true)       // restarted
+        case 5: return StoreEvent(kind: .billingIssue, purchase: purchase, autoRenew: autoRenew)          // on hold: no access
+        case 6: return StoreEvent(kind: .billingIssue, purchase: purchase, autoRenew: autoRenew,          // grace period: access until expiry
+                                  gracePeriodExpires: purchase?.expiresDate)
+        case 10, 13: return StoreEvent(kind: .expired, purchase: purchase, autoRenew: autoRenew)          // paused, expired
+        case 12: return StoreEvent(kind: .revoked, purchase: purchase.map { revokedNow($0) })             // revoked (refunded, access ends)
+        default: return StoreEvent(kind: .other, purchase: purchase, autoRenew: autoRenew)
+        }
+    }
+
+    private static func revokedNow(_ purchase: VerifiedPurchase) -> VerifiedPurchase {
+        var revoked = purchase
+        revoked.revocationDate = revoked.revocationDate ?? Date()
+        return revoked
+    }
+
+    /// The voided order as a refunded purchase: the fetched purchase when Google still has it,
+    /// else what the void itself says (production assumed: only the order id is known then).
+    static func voided(_ fetched: VerifiedPurchase?, orderID: String, token: String, package: String, at date: Date, reasonCode: Int?) -> VerifiedPurchase {
+        var purchase = fetched ?? base(orderID: orderID, token: token, package: package, test: false)
+        purchase.transactionID = orderID
+        purchase.orderID = orderID
+        if purchase.originalTransactionID == nil { purchase.originalTransactionID = firstOrder(orderID) }
+        purchase.revocationDate = date
+        purchase.revocationReasonCode = reasonCode
+        purchase.revocationReason = reasonCode.flatMap { voidedReasons[$0] } ?? "refunded"
+        return purchase
+    }
+
+    static let voidedReasons: [Int: String] = [0: "other", 1: "remorse", 2: "not_received", 3: "defective", 4: "accidental_purchase",
+                                               5: "fraud", 6: "friendly_fraud", 7: "chargeback"]
+}
+
+extension JSONEncoder {
+    static var sortedForStorage: JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }
+}

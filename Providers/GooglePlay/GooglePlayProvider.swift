@@ -1,0 +1,62 @@
+public import Foundation
+public import HTTPClient
+public import ReceiptCore
+
+/// Google Play as a store provider: purchase tokens proven with the Android Publisher API,
+/// real-time developer notifications, post-commit acknowledgement and the voided-purchases poll.
+public struct GooglePlayProvider: StoreProvider, NotificationReceiving, PurchaseAcknowledging {
+    public let store = StoreID.googlePlay
+    public let notificationPath = "/v1/notifications/google-play"
+    public let configuration: GooglePlayConfiguration
+    public let tokens: GoogleAccessTokens
+    let api: AndroidPublisherClient
+    let push: GooglePushAuthenticator
+    let logger: Logger
+    let now: @Sendable () -> Date
+
+    /// Client settings (see README): a sealed per-client key, and plain switches.
+    public enum Setting {
+        public static let serviceAccountKey = "google_play.service_account_key"
+        public static let licenseKey = "google_play.license_key"
+        public static let acknowledge = "google_play.acknowledge"
+        public static let consume = "google_play.consume"
+    }
+
+    public init(configuration: GooglePlayConfiguration, http: HTTPClient = HTTPClient(), logger: Logger = Logger(),
+                now: @escaping @Sendable () -> Date = { Date() }) {
+        self.configuration = configuration
+        self.logger = logger
+        self.now = now
+        tokens = GoogleAccessTokens(http: http, now: now)
+        api = AndroidPublisherClient(baseURL: configuration.apiURL, http: http, tokens: tokens)
+        push = GooglePushAuthenticator(jwksURL: configuration.jwksURL, audience: configuration.pushAudience,
+                                       serviceAccount: configuration.pushServiceAccount, http: http, now: now)
+    }
+
+    /// From the environment (README's Google Play settings); throws `GooglePlayConfiguration.Invalid`.
+    public static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) throws -> GooglePlayProvider {
+        GooglePlayProvider(configuration: try GooglePlayConfiguration.fromEnvironment(environment))
+    }
+
+    /// Verify, notifications, acknowledgement, and the voided-purchases poll when it is on.
+    public var registration: StoreRegistration {
+        StoreRegistration(verifier: self, notifications: self, acknowledgement: self,
+                          poller: configuration.voidedPurchasesInterval.map { VoidedPurchasePoller(provider: self, interval: $0) })
+    }
+
+    public func appIdentifiers(bundleIDs: [String], packageNames: [String]) -> Set<String> { Set(packageNames) }
+
+    /// The client's own key if it registered one, else the service's.
+    func serviceAccountKey(_ credentials: [String: String]) throws(GooglePlayAPIError) -> ServiceAccountKey {
+        if let json = credentials[Setting.serviceAccountKey] {
+            do { return try ServiceAccountKey(json: Data(json.utf8)) } catch {
+                throw GooglePlayAPIError(.notConfigured, "the client's Google service-account key is unusable: \(error)")
+            }
+        }
+        guard let key = configuration.serviceAccountKey else {
+            throw GooglePlayAPIError(.notConfigured, "no Google service-account key: set RECEIPTGATE_GOOGLE_SERVICE_ACCOUNT_KEY_PATH "
+                                     + "or the client's --google-service-account-key")
+        }
+        return key
+    }
+}

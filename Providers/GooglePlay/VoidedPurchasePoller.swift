@@ -1,0 +1,98 @@
+public import Foundation
+public import ReceiptCore
+
+/// Polls `voidedpurchases.list` for every registered package (with the owning client's key, or
+/// the service's), page by page, remembering per package where it stopped. Each voided order
+/// becomes a refund, recorded like a notification on `voided:<order id>` (the id the RTDN path
+/// uses too), so the same refund learned twice is applied once.
+public struct VoidedPurchasePoller: StorePolling {
+    public let pollName = "google_play.voided_purchases"
+    public let interval: Duration
+    let provider: GooglePlayProvider
+    /// Pages per package per run, so one huge backlog cannot hold the lease forever.
+    static let maxPages = 50
+    /// Re-read a little of the previous window: Google may list a void late; duplicates are free.
+    static let overlapMillis: Int64 = 10 * 60 * 1000
+
+    public init(provider: GooglePlayProvider, interval: Duration) {
+        self.provider = provider
+        self.interval = interval
+    }
+
+    /// Where one package's poll stands: the window being read, and the page within it.
+    struct Cursor: Codable {
+        var since: Int64
+        var until: Int64?
+        var pageToken: String?
+    }
+
+    public func poll(owners: [AppOwner], cursors: any PollCursorStore,
+                     record: @Sendable ([StoreNotification]) async throws -> Void) async throws {
+        var seen: Set<String> = []
+        for owner in owners {
+            for package in owner.client.packageNames where seen.insert(package).inserted {
+                do {
+                    try await poll(package: package, owner: owner, cursors: cursors, record: record)
+                } catch let error as GooglePlayAPIError {
+                    // One package's trouble (a key without access) does not stop the others.
+                    provider.logger.warning("voided purchases could not be polled", ["package": package, "problem": error.message])
+                }
+            }
+        }
+    }
+
+    func poll(package: String, owner: AppOwner, cursors: any PollCursorStore,
+              record: @Sendable ([StoreNotification]) async throws -> Void) async throws {
+        let key = try provider.serviceAccountKey(owner.credentials)
+        let cursorKey = "\(pollName):\(package)"
+        let nowMillis = Int64(provider.now().timeIntervalSince1970 * 1000)
+        let oldest = nowMillis - Int64(provider.configuration.voidedPurchasesLookback * 1000)
+        var cursor = try await cursors.cursor(cursorKey).flatMap { try? JSONDecoder().decode(Cursor.self, from: Data($0.utf8)) }
+            ?? Cursor(since: oldest)
+        cursor.since = max(cursor.since, oldest)  // Google refuses a start older than 30 days
+        let until = cursor.until ?? nowMillis
+        cursor.until = until
+        for _ in 0..<Self.maxPages {
+            let page = try await provider.api.voidedPurchases(package: package, startMillis: cursor.since, endMillis: until,
+                                                              pageToken: cursor.pageToken, key: key)
+            var found: [StoreNotification] = []
+            for voided in page.voidedPurchases ?? [] {
+                if let notification = try await notification(voided, package: package, owner: owner, key: key) { found.append(notification) }
+            }
+            try await record(found)
+            if let next = page.tokenPagination?.nextPageToken, !next.isEmpty {
+                cursor.pageToken = next
+                try await cursors.setCursor(cursorKey, to: try Self.encode(cursor))
+            } else {
+                try await cursors.setCursor(cursorKey, to: try Self.encode(Cursor(since: max(until - Self.overlapMillis, oldest))))
+                return
+            }
+        }
+    }
+
+    private func notification(_ voided: VoidedPurchaseList.VoidedPurchase, package: String, owner: AppOwner,
+                              key: ServiceAccountKey) async throws -> StoreNotification? {
+        guard let token = voided.purchaseToken, let orderID = voided.orderId else { return nil }
+        var fetched: VerifiedPurchase?
+        do {
+            fetched = try await provider.fetch(GooglePlayEvidence(purchaseToken: token), package: package, key: key,
+                                               consume: owner.client.setting(GooglePlayProvider.Setting.consume) == "on", lenient: true)
+        } catch let error as GooglePlayAPIError where error.kind == .notFound || error.kind == .rejected {
+            fetched = nil  // Google no longer has the purchase: the void alone says enough.
+        }
+        let when = GoogleTime.millis(voided.voidedTimeMillis) ?? provider.now()
+        var purchase = GooglePlayProvider.voided(fetched, orderID: orderID, token: token, package: package, at: when, reasonCode: voided.voidedReason)
+        if purchase.purchaseDate == nil { purchase.purchaseDate = GoogleTime.millis(voided.purchaseTimeMillis) }
+        let decoded = (try? JSONEncoder.sortedForStorage.encode(voided)) ?? Data("{}".utf8)
+        var stored = StoreNotification(store: .googlePlay, notificationID: "voided:\(orderID)", type: "VOIDED_PURCHASE",
+                                       subtype: voided.voidedSource.flatMap { Self.sources[$0] }, environment: purchase.environment,
+                                       appIdentifier: package, transactionID: orderID, originalTransactionID: purchase.originalTransactionID,
+                                       productID: purchase.productID, signedAt: when, decodedJSON: decoded)
+        stored.event = StoreEvent(kind: .refunded, purchase: purchase)
+        return stored
+    }
+
+    static let sources: [Int: String] = [0: "user", 1: "developer", 2: "google"]
+
+    static func encode(_ cursor: Cursor) throws -> String { String(decoding: try JSONEncoder().encode(cursor), as: UTF8.self) }
+}

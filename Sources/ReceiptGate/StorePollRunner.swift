@@ -1,0 +1,99 @@
+import Foundation
+import ReceiptCore
+
+/// Runs store providers' scheduled polls (`StoreRegistration.poller`): each every `interval`, in
+/// one process at a time across the cluster (a lease row in `store_polls`), recording what a
+/// poll finds through the same path as push notifications.
+final class StorePollRunner: Sendable {
+    let polls: PollRepository
+    let clients: ClientRepository
+    let notifications: NotificationRepository
+    let logger: Logger
+    /// This process, as lease owner.
+    let owner = "\(ProcessInfo.processInfo.hostName):\(getpid()):\(UUID().uuidString.prefix(8))"
+    private let tasks = LockedTasks()
+
+    init(polls: PollRepository, clients: ClientRepository, notifications: NotificationRepository, logger: Logger) {
+        self.polls = polls
+        self.clients = clients
+        self.notifications = notifications
+        self.logger = logger
+    }
+
+    func start(_ registrations: [StoreRegistration]) {
+        for registration in registrations {
+            guard let poller = registration.poller else { continue }
+            tasks.add(Task { [self] in
+                while !Task.isCancelled {
+                    await runOnce(poller, registration: registration)
+                    try? await Task.sleep(for: min(poller.interval, .seconds(5)))
+                }
+            })
+        }
+    }
+
+    func stop() async { await tasks.cancelAll() }
+
+    /// One run if this process can take the lease; the lease then stays until the next run is due.
+    func runOnce(_ poller: any StorePolling, registration: StoreRegistration) async {
+        let name = poller.pollName
+        let interval = Self.seconds(poller.interval)
+        let lease = max(interval, 300)
+        do {
+            guard try await polls.acquire(name, owner: owner, seconds: lease) else { return }
+            let verifier = registration.verifier
+            let owners = try await clients.owners(store: registration.store) { verifier.appIdentifiers(bundleIDs: $0.bundleIDs, packageNames: $0.packageNames) }
+            let cursors = Cursors(polls: polls, name: name, owner: owner, leaseSeconds: lease)
+            let notifications = notifications, logger = logger
+            try await poller.poll(owners: owners, cursors: cursors) { found in
+                for notification in found {
+                    let duplicate = try await notifications.record(notification, rawBody: notification.decodedJSON)
+                    if !duplicate {
+                        logger.info("store poll recorded an event", ["poll": name, "notification.id": notification.notificationID,
+                                                                     "notification.type": notification.type])
+                    }
+                }
+            }
+            try await polls.finish(name, owner: owner, nextInSeconds: interval)
+        } catch is CancellationError {
+            return
+        } catch {
+            // The lease runs out and the next run (here or elsewhere) resumes from the saved cursor.
+            logger.warning("store poll failed", ["poll": name, "error": "\(error)"])
+        }
+    }
+
+    static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+
+    struct Cursors: PollCursorStore {
+        let polls: PollRepository
+        let name: String
+        let owner: String
+        let leaseSeconds: Double
+
+        func cursor(_ key: String) async throws -> String? { try await polls.cursor(key) }
+
+        func setCursor(_ key: String, to value: String) async throws {
+            try await polls.setCursor(key, to: value, name: name, owner: owner, leaseSeconds: leaseSeconds)
+        }
+    }
+}
+
+/// The runner's loop tasks, cancelled together under a lock.
+private final class LockedTasks: @unchecked Sendable {
+    private let lock = NSLock()
+    private var tasks: [Task<Void, Never>] = []
+
+    func add(_ task: Task<Void, Never>) { lock.withLock { tasks.append(task) } }
+
+    func cancelAll() async {
+        let current = lock.withLock { () -> [Task<Void, Never>] in
+            defer { tasks = [] }
+            return tasks
+        }
+        for task in current { task.cancel() }
+        for task in current { await task.value }
+    }
+}

@@ -1,0 +1,195 @@
+public import Crypto
+public import Foundation
+public import GooglePlay
+public import HTTPClient
+public import HTTPServer
+public import TestSupport
+
+/// A local stand-in for Google on loopback: the OAuth token endpoint (checking the service
+/// account's RS256 assertion), the Android Publisher API paths ReceiptGate calls (checking the
+/// bearer token it issued, answering Google's JSON and error bodies), and a JWKS for Pub/Sub's
+/// OIDC push tokens, which it can also sign.
+public final class FakeGooglePlay: Sendable {
+    public static let clientEmail = "receiptgate@test-project.iam.gserviceaccount.com"
+    public static let pushServiceAccount = "rtdn-push@test-project.iam.gserviceaccount.com"
+    public static let pushAudience = "https://receiptgate.test/v1/notifications/google-play"
+    public static let oidcKeyID = "fake-oidc-key-1"
+
+    public final class State: Sendable {
+        /// Purchases by token: the package they belong to and Google's JSON for each API.
+        public let products = LockedBox<[String: (package: String, productID: String, v1: String, v2: String)]>([:])
+        public let subscriptions = LockedBox<[String: (package: String, json: String)]>([:])
+        /// Voided purchases by package (JSON objects), served `voidedPageSize` per page.
+        public let voided = LockedBox<[String: [String]]>([:])
+        public let voidedPageSize = LockedBox(1)
+        /// What was acknowledged or consumed: "acknowledge products/gems100 <token>"...
+        public let actions = LockedBox<[String]>([])
+        /// Statuses to answer first, per route name ("token", "products", "productsv2", "subscriptionsv2",
+        /// "acknowledge", "voided", "jwks").
+        public let failuresFirst = LockedBox<[String: [Int]]>([:])
+        public let hits = LockedBox<[String: Int]>([:])
+        public let issuedTokens = LockedBox<Set<String>>([])
+        /// Every JWT assertion the token endpoint received, verbatim.
+        public let assertions = LockedBox<[String]>([])
+        public let tokenDelay = LockedBox<Duration>(.zero)
+        public let voidedQueries = LockedBox<[[String: String]]>([])
+        public let jwksMaxAge = LockedBox(3600)
+        let accountKey: PublicKey
+        let tokenURI: LockedBox<String>
+
+        init(accountKey: PublicKey) {
+            self.accountKey = accountKey
+            tokenURI = LockedBox("")
+        }
+    }
+
+    public let state: State
+    public let accountKey: PrivateKey
+    public let oidcKey: PrivateKey
+    public let server: HTTPServer
+
+    public init() throws {
+        accountKey = try PrivateKey.generateRSA()
+        oidcKey = try PrivateKey.generateRSA()
+        state = State(accountKey: try accountKey.publicKey)
+        let oidc = try oidcKey.rsaPublicComponents()
+        server = HTTPServer(configuration: .init(host: "127.0.0.1", port: 0),
+                            responder: Self.routes(state, oidcModulus: oidc.modulus, oidcExponent: oidc.exponent))
+        try server.start()
+        state.tokenURI.set("\(baseURL)/token")
+    }
+
+    public var baseURL: String { "http://127.0.0.1:\(server.port)" }
+    public var tokenURI: String { "\(baseURL)/token" }
+    public var jwksURL: String { "\(baseURL)/oauth2/v3/certs" }
+
+    /// The service-account key file Google Cloud would hand out, pointing at this fake.
+    public func serviceAccountJSON(email: String = clientEmail, key: PrivateKey? = nil) throws -> String {
+        let object: [String: String] = [
+            "type": "service_account", "project_id": "test-project", "private_key_id": "0123456789abcdef",
+            "private_key": try (key ?? accountKey).pemRepresentation(), "client_email": email, "client_id": "1234567890",
+            "auth_uri": "https://accounts.google.com/o/oauth2/auth", "token_uri": tokenURI,
+        ]
+        return String(decoding: try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]), as: UTF8.self)
+    }
+
+    public func serviceAccountKey() throws -> ServiceAccountKey { try ServiceAccountKey(json: Data(try serviceAccountJSON().utf8)) }
+
+    /// The provider's configuration for this fake (push authenticated by OIDC, poll off).
+    public func configuration(pushToken: String? = nil) throws -> GooglePlayConfiguration {
+        var configuration = GooglePlayConfiguration()
+        configuration.serviceAccountKey = try serviceAccountKey()
+        configuration.apiURL = baseURL
+        configuration.jwksURL = jwksURL
+        configuration.pushAudience = Self.pushAudience
+        configuration.pushServiceAccount = Self.pushServiceAccount
+        configuration.pushToken = pushToken
+        configuration.voidedPurchasesInterval = nil
+        return configuration
+    }
+
+    /// An HTTP client that retries quickly, as tests want.
+    public static func http(retries: Int = 3) -> HTTPClient {
+        var configuration = HTTPClient.Configuration()
+        configuration.retry = .init(maxAttempts: retries, baseDelay: .milliseconds(10), maxDelay: .milliseconds(50))
+        configuration.timeout = .seconds(5)
+        return HTTPClient(configuration)
+    }
+
+    public func hits(_ route: String) -> Int { state.hits.get()[route] ?? 0 }
+    public func failFirst(_ route: String, _ statuses: [Int]) { state.failuresFirst.update { $0[route] = statuses } }
+    /// Makes every bearer token issued so far invalid (Google revoked them).
+    public func revokeIssuedTokens() { state.issuedTokens.set([]) }
+
+    // MARK: - Purchases
+
+    /// A one-time product: `state` 0 purchased, 1 canceled, 2 pending; `test` for a license tester.
+    public func addProduct(token: String, package: String = "com.example.game", productID: String = "gems100", orderID: String? = "GPA.3301-2345-6789-01234",
+                           state: Int = 0, test: Bool = false, acknowledged: Bool = false, accountID: String? = nil, quantity: Int = 1,
+                           purchaseTimeMillis: Int64 = 1_716_389_123_000) throws {
+        var v1: [String: Any] = ["kind": "androidpublisher#productPurchase", "purchaseTimeMillis": String(purchaseTimeMillis), "purchaseState": state,
+                                 "consumptionState": 0, "developerPayload": "", "acknowledgementState": acknowledged ? 1 : 0,
+                                 "regionCode": "VN", "quantity": quantity, "productId": productID, "purchaseToken": token]
+        if let orderID { v1["orderId"] = orderID }
+        if test { v1["purchaseType"] = 0 }
+        if let accountID { v1["obfuscatedExternalAccountId"] = accountID }
+        var v2: [String: Any] = [
+            "kind": "androidpublisher#productPurchaseV2",
+            "productLineItem": [["productId": productID, "productOfferDetails": ["quantity": quantity, "consumptionState": "CONSUMPTION_STATE_YET_TO_BE_CONSUMED"]]],
+            "purchaseStateContext": ["purchaseState": ["PURCHASED", "CANCELLED", "PENDING"][state]],
+            "regionCode": "VN", "purchaseCompletionTime": Self.rfc3339(millis: purchaseTimeMillis),
+            "acknowledgementState": acknowledged ? "ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED" : "ACKNOWLEDGEMENT_STATE_PENDING",
+        ]
+        if let orderID { v2["orderId"] = orderID }
+        if test { v2["testPurchaseContext"] = ["fopType": "TEST"] }
+        if let accountID { v2["obfuscatedExternalAccountId"] = accountID }
+        let entry = (package: package, productID: productID, v1: try Self.text(v1), v2: try Self.text(v2))
+        self.state.products.update { $0[token] = entry }
+    }
+
+    public func addSubscription(token: String, package: String = "com.example.game", productID: String = "vip.monthly",
+                                latestOrderID: String = "GPA.3399-1111-2222-33333", linkedToken: String? = nil,
+                                state: String = "SUBSCRIPTION_STATE_ACTIVE", expiry: Date = Date().addingTimeInterval(30 * 86_400),
+                                test: Bool = false, autoRenew: Bool = true, accountID: String? = nil) throws {
+        var object: [String: Any] = [
+            "kind": "androidpublisher#subscriptionPurchaseV2", "regionCode": "VN", "startTime": "2024-05-22T14:05:23.123Z",
+            "subscriptionState": state, "latestOrderId": latestOrderID, "acknowledgementState": "ACKNOWLEDGEMENT_STATE_PENDING",
+            "lineItems": [["productId": productID, "expiryTime": Self.rfc3339(millis: Int64(expiry.timeIntervalSince1970 * 1000)),
+                           "autoRenewingPlan": ["autoRenewEnabled": autoRenew], "latestSuccessfulOrderId": latestOrderID,
+                           "offerDetails": ["basePlanId": "monthly"]]],
+        ]
+        if let linkedToken { object["linkedPurchaseToken"] = linkedToken }
+        if test { object["testPurchase"] = [String: Any]() }
+        if let accountID { object["externalAccountIdentifiers"] = ["obfuscatedExternalAccountId": accountID] }
+        let json = try Self.text(object)
+        self.state.subscriptions.update { $0[token] = (package, json) }
+    }
+
+    public func addVoided(package: String = "com.example.game", token: String, orderID: String, reason: Int = 1, source: Int = 0,
+                          voidedAt: Date = Date()) throws {
+        let object: [String: Any] = [
+            "kind": "androidpublisher#voidedPurchase", "purchaseToken": token, "purchaseTimeMillis": "1716389123000",
+            "voidedTimeMillis": String(Int64(voidedAt.timeIntervalSince1970 * 1000)), "orderId": orderID, "voidedSource": source,
+            "voidedReason": reason, "voidedQuantity": 1,
+        ]
+        let json = try Self.text(object)
+        state.voided.update { $0[package, default: []].append(json) }
+    }
+
+    // MARK: - Push tokens
+
+    /// A Pub/Sub OIDC push token signed by the fake JWKS key.
+    public func oidcToken(audience: String = pushAudience, email: String = pushServiceAccount, emailVerified: Bool = true,
+                          expiresIn: TimeInterval = 3600, issuer: String = "https://accounts.google.com", key: PrivateKey? = nil,
+                          keyID: String = oidcKeyID) throws -> String {
+        struct Claims: Encodable {
+            let iss: String, aud: String, email: String, email_verified: Bool, sub: String, iat: Int64, exp: Int64
+        }
+        let now = Int64(Date().timeIntervalSince1970)
+        return try CompactJWS.sign(claims: Claims(iss: issuer, aud: audience, email: email, email_verified: emailVerified, sub: "1234567890",
+                                                  iat: now, exp: now + Int64(expiresIn)),
+                                   header: JWSHeader(kid: keyID, typ: "JWT"), key: key ?? oidcKey)
+    }
+
+    /// Pub/Sub's push body around a developer notification.
+    public static func pushBody(_ notification: [String: Any], messageID: String) throws -> Data {
+        let data = try JSONSerialization.data(withJSONObject: notification)
+        return try JSONSerialization.data(withJSONObject: [
+            "message": ["data": data.base64EncodedString(), "messageId": messageID, "message_id": messageID,
+                        "publishTime": "2024-05-22T14:05:23.123Z", "attributes": [String: String]()],
+            "subscription": "projects/test-project/subscriptions/play-rtdn",
+        ])
+    }
+
+    public func shutdown() async { await server.shutdown() }
+
+    static func text(_ object: [String: Any]) throws -> String {
+        String(decoding: try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]), as: UTF8.self)
+    }
+
+    static func rfc3339(millis: Int64) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter.string(from: Date(timeIntervalSince1970: Double(millis) / 1000))
+    }
+}

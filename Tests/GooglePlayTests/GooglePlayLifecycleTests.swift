@@ -1,0 +1,110 @@
+import Crypto
+import Foundation
+import GooglePlay
+import GooglePlayTestSupport
+import ReceiptCore
+import Testing
+import TestSupport
+
+/// Acknowledgements, the voided-purchases poll, and the JWT assertion checked by PyJWT.
+@Suite struct GooglePlayLifecycle {
+    @Test func purchasesAreAcknowledgedOrConsumedAsTheClientChose() async throws {
+        let google = try FakeGooglePlay()
+        try google.addProduct(token: "tok-ack")
+        try google.addSubscription(token: "sub-ack")
+        let provider = try GooglePlayVerify.provider(google)
+        let product = try #require(try await provider.verify(evidence: "tok-ack", context: GooglePlayVerify.context()).first)
+        let subscription = try #require(try await provider.verify(evidence: "sub-ack", context: GooglePlayVerify.context()).first)
+        func client(_ settings: [String: [String]]) -> ClientInfo { ClientInfo(clientID: "rgc_test", gameID: 1, settings: settings) }
+        #expect(provider.acknowledgement(for: product, client: client([GooglePlayProvider.Setting.acknowledge: ["off"]])) == nil)
+        let acknowledge = try #require(provider.acknowledgement(for: product, client: client([:])))
+        let consume = try #require(provider.acknowledgement(for: product, client: client([GooglePlayProvider.Setting.consume: ["on"]])))
+        let subscribe = try #require(provider.acknowledgement(for: subscription, client: client([:])))
+        #expect(acknowledge.parameters["action"] == "acknowledge" && consume.parameters["action"] == "consume")
+        for message in [acknowledge, consume, subscribe] {
+            // Round trip through JSON, as the outbox stores it.
+            let stored = try JSONDecoder().decode(StoreAcknowledgement.self, from: try JSONEncoder().encode(message))
+            try await provider.acknowledge(stored, credentials: [:])
+        }
+        #expect(google.state.actions.get() == ["acknowledge products/gems100 tok-ack", "consume products/gems100 tok-ack",
+                                               "acknowledge subscriptions/vip.monthly sub-ack"])
+        google.failFirst("acknowledge", [500, 500, 500])
+        await #expect(throws: StoreVerificationError.self) { try await provider.acknowledge(acknowledge, credentials: [:]) }
+        await google.shutdown()
+    }
+
+    final class MemoryCursors: PollCursorStore, @unchecked Sendable {
+        let values = LockedBox<[String: String]>([:])
+        func cursor(_ key: String) async throws -> String? { values.get()[key] }
+        func setCursor(_ key: String, to value: String) async throws { values.update { $0[key] = value } }
+    }
+
+    @Test func theVoidedPollPagesRemembersWhereItStoppedAndTurnsVoidsIntoRefunds() async throws {
+        let google = try FakeGooglePlay()
+        try google.addProduct(token: "tok-v1", orderID: "GPA.0001-0000-0000-00001", state: 1)
+        try google.addVoided(token: "tok-v1", orderID: "GPA.0001-0000-0000-00001", reason: 7, source: 2)
+        try google.addVoided(token: "tok-gone", orderID: "GPA.0002-0000-0000-00002")
+        let provider = try GooglePlayVerify.provider(google)
+        let poller = VoidedPurchasePoller(provider: provider, interval: .seconds(1))
+        let cursors = MemoryCursors()
+        let found = LockedBox<[StoreNotification]>([])
+        let owner = AppOwner(client: ClientInfo(clientID: "rgc_test", gameID: 1, packageNames: ["com.example.game"]), credentials: [:])
+        try await poller.poll(owners: [owner], cursors: cursors) { batch in found.update { $0 += batch } }
+        let refunds = found.get()
+        #expect(refunds.map(\.notificationID) == ["voided:GPA.0001-0000-0000-00001", "voided:GPA.0002-0000-0000-00002"])
+        #expect(refunds.allSatisfy { $0.event.kind == .refunded })
+        #expect(refunds[0].event.purchase?.productID == "gems100")
+        #expect(refunds[0].event.purchase?.revocationReasonCode == 7)
+        #expect(refunds[0].event.purchase?.revocationReason == "chargeback")
+        #expect(refunds[1].event.purchase?.transactionID == "GPA.0002-0000-0000-00002")  // Google forgot the token: the void alone
+        #expect(google.hits("voided") == 2)  // one void per page
+        let queries = google.state.voidedQueries.get()
+        #expect(queries[1]["token"] == "page-1")
+        // The next run starts near where the first window ended, not 30 days back.
+        let firstEnd = try #require(Int64(queries[0]["endTime"] ?? ""))
+        try await poller.poll(owners: [owner], cursors: cursors) { _ in }
+        let resumed = try #require(Int64(google.state.voidedQueries.get().last?["startTime"] ?? ""))
+        #expect(resumed >= firstEnd - 10 * 60 * 1000)
+        #expect(resumed > Int64(Date().timeIntervalSince1970 * 1000) - 86_400_000)
+        await google.shutdown()
+    }
+
+    /// PyJWT, an implementation we did not write, reads our assertion with the key's public half.
+    @Test func theAssertionIsAValidJWTForAnIndependentImplementation() async throws {
+        guard let python = ProcessInfo.processInfo.environment["RECEIPTGATE_ORACLE_PYTHON"] else {
+            Issue.record("RECEIPTGATE_ORACLE_PYTHON is not set (scripts/test.sh installs PyJWT into the oracle venv)")
+            return
+        }
+        let google = try FakeGooglePlay()
+        try google.addProduct(token: "tok-jwt")
+        _ = try await GooglePlayVerify.provider(google).verify(evidence: "tok-jwt", context: GooglePlayVerify.context())
+        let assertion = try #require(google.state.assertions.get().first)
+        let directory = TestDatabase.temporaryDirectory("pyjwt")
+        let keyPath = directory.appendingPathComponent("public.pem").path
+        let spki = try google.accountKey.publicKey.subjectPublicKeyInfo()
+        let pem = "-----BEGIN PUBLIC KEY-----\n" + spki.base64EncodedString(options: [.lineLength64Characters, .endLineWithLineFeed]) + "\n-----END PUBLIC KEY-----\n"
+        try Data(pem.utf8).write(to: URL(fileURLWithPath: keyPath))
+        let script = """
+            import json, sys, time, jwt
+            key = open(sys.argv[1]).read()
+            claims = jwt.decode(sys.argv[2], key, algorithms=["RS256"], audience=sys.argv[3], issuer=sys.argv[4],
+                                options={"require": ["iss", "aud", "iat", "exp", "scope"]})
+            header = jwt.get_unverified_header(sys.argv[2])
+            assert header["alg"] == "RS256", header
+            assert claims["scope"] == "https://www.googleapis.com/auth/androidpublisher", claims
+            assert 0 < claims["exp"] - claims["iat"] <= 3600, claims
+            assert abs(claims["iat"] - time.time()) < 300, claims
+            print(json.dumps({"ok": True, "kid": header.get("kid")}))
+            """
+        let result = try await ChildProcess.run(python, ["-c", script, keyPath, assertion, google.tokenURI, FakeGooglePlay.clientEmail], environment: [:])
+        #expect(result.status == 0, "PyJWT refused the assertion: \(result.stderr)")
+        #expect(result.stdout.contains(#""kid": "0123456789abcdef""#))
+        // And PyJWT refuses it with the wrong key: the check can fail.
+        let other = try PrivateKey.generateRSA().publicKey.subjectPublicKeyInfo()
+        try Data(("-----BEGIN PUBLIC KEY-----\n" + other.base64EncodedString(options: [.lineLength64Characters, .endLineWithLineFeed])
+                  + "\n-----END PUBLIC KEY-----\n").utf8).write(to: URL(fileURLWithPath: keyPath))
+        let wrong = try await ChildProcess.run(python, ["-c", script, keyPath, assertion, google.tokenURI, FakeGooglePlay.clientEmail], environment: [:])
+        #expect(wrong.status != 0)
+        await google.shutdown()
+    }
+}

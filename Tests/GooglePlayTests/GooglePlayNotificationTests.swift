@@ -1,0 +1,104 @@
+import Crypto
+import Foundation
+import GooglePlay
+import GooglePlayTestSupport
+import ReceiptCore
+import Testing
+import TestSupport
+
+/// Real-time developer notifications: OIDC push tokens against the fake JWKS, the shared-token
+/// alternative, and the fetched purchase becoming the ledger event.
+@Suite struct GooglePlayNotifications {
+    static let registered = RegisteredApps(packageNames: ["com.example.game"], environments: [.production, .sandbox])
+
+    static func request(_ body: Data, bearer: String? = nil, query: [String: String] = [:]) -> NotificationRequest {
+        NotificationRequest(body: body, headers: bearer.map { ["authorization": "Bearer \($0)"] } ?? [:], query: query)
+    }
+
+    static func rejection(_ body: () async throws -> Void) async -> NotificationRejection? {
+        do { try await body(); return nil } catch let rejection as NotificationRejection { return rejection } catch { return nil }
+    }
+
+    static func subscription(_ type: Int, token: String) throws -> Data {
+        try FakeGooglePlay.pushBody(["version": "1.0", "packageName": "com.example.game", "eventTimeMillis": "1716389123000",
+                                     "subscriptionNotification": ["version": "1.0", "notificationType": type, "purchaseToken": token,
+                                                                  "subscriptionId": "vip.monthly"]], messageID: "msg-\(type)-\(token)")
+    }
+
+    @Test func anAuthenticatedPushIsCheckedAgainstGooglesKeysAndFetchesThePurchase() async throws {
+        let google = try FakeGooglePlay()
+        try google.addSubscription(token: "sub-1", latestOrderID: "GPA.1234-5678-9012-34567..1")
+        let provider = try GooglePlayVerify.provider(google)
+        let renewed = try await provider.receiveNotification(Self.request(try Self.subscription(2, token: "sub-1"), bearer: try google.oidcToken()),
+                                                             registered: Self.registered)
+        #expect(renewed.notificationID == "msg-2-sub-1")
+        #expect(renewed.type == "SUBSCRIPTION_RENEWED")
+        #expect(renewed.event.kind == .renewed)
+        #expect(renewed.event.purchase?.transactionID == "GPA.1234-5678-9012-34567..1")
+        #expect(renewed.event.purchase?.originalTransactionID == "GPA.1234-5678-9012-34567")
+        let revoked = try await provider.receiveNotification(Self.request(try Self.subscription(12, token: "sub-1"), bearer: try google.oidcToken()),
+                                                             registered: Self.registered)
+        #expect(revoked.event.kind == .revoked)
+        #expect(revoked.event.purchase?.revocationDate != nil)
+        // The JWKS was fetched once and cached by its Cache-Control.
+        #expect(google.hits("jwks") == 1)
+
+        let body = try Self.subscription(2, token: "sub-1")
+        let forgeries: [(String, String?)] = [
+            ("no token", nil),
+            ("another audience", try google.oidcToken(audience: "https://elsewhere.example")),
+            ("another service account", try google.oidcToken(email: "attacker@evil.iam.gserviceaccount.com")),
+            ("unverified e-mail", try google.oidcToken(emailVerified: false)),
+            ("expired", try google.oidcToken(expiresIn: -600)),
+            ("not Google", try google.oidcToken(issuer: "https://evil.example")),
+            ("signed by another key", try google.oidcToken(key: try PrivateKey.generateRSA())),
+            ("unknown kid", try google.oidcToken(keyID: "rotated-away")),
+        ]
+        for (name, token) in forgeries {
+            let rejection = await Self.rejection { _ = try await provider.receiveNotification(Self.request(body, bearer: token), registered: Self.registered) }
+            #expect(rejection?.kind == .forged, "\(name)")
+        }
+        await google.shutdown()
+    }
+
+    @Test func aSharedURLTokenIsComparedAndTestNotificationsChangeNothing() async throws {
+        let google = try FakeGooglePlay()
+        var configuration = try google.configuration(pushToken: "shared-push-token-0123456789")
+        configuration.pushAudience = nil
+        configuration.pushServiceAccount = nil
+        let provider = GooglePlayProvider(configuration: configuration, http: FakeGooglePlay.http(), logger: Logger(minimumLevel: .error))
+        let test = try FakeGooglePlay.pushBody(["version": "1.0", "packageName": "com.example.game", "eventTimeMillis": "1716389123000",
+                                                "testNotification": ["version": "1.0"]], messageID: "msg-test")
+        let accepted = try await provider.receiveNotification(Self.request(test, query: ["token": "shared-push-token-0123456789"]), registered: Self.registered)
+        #expect(accepted.event.kind == .test)
+        #expect(accepted.event.purchase == nil)
+        for query in [[:], ["token": "shared-push-token-012345678X"]] {
+            let rejection = await Self.rejection { _ = try await provider.receiveNotification(Self.request(test, query: query), registered: Self.registered) }
+            #expect(rejection?.kind == .forged)
+        }
+        let malformed = await Self.rejection {
+            _ = try await provider.receiveNotification(Self.request(Data(#"{"message":{}}"#.utf8), query: ["token": "shared-push-token-0123456789"]),
+                                                       registered: Self.registered)
+        }
+        #expect(malformed?.kind == .malformed)
+        await google.shutdown()
+    }
+
+    @Test func googleUnreachableMakesPubSubRetryAndAVoidIsKeyedByItsOrder() async throws {
+        let google = try FakeGooglePlay()
+        try google.addProduct(token: "tok-void", orderID: "GPA.7777-0000-0000-00001", state: 1)
+        let provider = try GooglePlayVerify.provider(google)
+        let voided = try FakeGooglePlay.pushBody(["version": "1.0", "packageName": "com.example.game", "eventTimeMillis": "1716389999000",
+                                                  "voidedPurchaseNotification": ["purchaseToken": "tok-void", "orderId": "GPA.7777-0000-0000-00001",
+                                                                                 "productType": 2, "refundType": 1]], messageID: "msg-void")
+        google.failFirst("productsv2", [503, 503, 503])
+        let retry = await Self.rejection { _ = try await provider.receiveNotification(Self.request(voided, bearer: try google.oidcToken()), registered: Self.registered) }
+        #expect(retry?.kind == .retryable)
+        let notification = try await provider.receiveNotification(Self.request(voided, bearer: try google.oidcToken()), registered: Self.registered)
+        #expect(notification.notificationID == "voided:GPA.7777-0000-0000-00001")
+        #expect(notification.event.kind == .refunded)
+        #expect(notification.event.purchase?.productID == "gems100")
+        #expect(notification.event.purchase?.revocationDate == Date(timeIntervalSince1970: 1_716_389_999))
+        await google.shutdown()
+    }
+}

@@ -1,0 +1,158 @@
+import AlogameGateway
+import Crypto
+import Foundation
+import GooglePlay
+import GooglePlayTestSupport
+import Postgres
+@testable import ReceiptGate
+import ReceiptCore
+import Testing
+import TestSupport
+
+/// Google Play through the whole service: native API and the Alogame gateway (`os_id: 1`, driven
+/// by the seed's Node client), the acknowledgement outbox, RTDN and the voided-purchases poll
+/// feeding the same ledger, webhooks and refund callbacks. Only the client's own sealed key works.
+@Suite struct GooglePlayEndToEnd {
+    static func waitUntil(_ condition: () async throws -> Bool, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        try await WebhookDelivery.waitUntil(condition, sourceLocation: sourceLocation)
+    }
+
+    @Test func nativeVerifyRecordsOnceAndTheAcknowledgementSurvivesTwoFailures() async throws {
+        let harness = try await GooglePlayHarness.start()
+        defer { harness.stop() }
+        try harness.google.addProduct(token: "tok-native", orderID: "GPA.3301-2345-6789-01234", accountID: "acct-1")
+        harness.google.failFirst("acknowledge", [503, 500])
+        let response = try await harness.client.post("/v1/verify", json: ["store": "google_play", "receipt": "tok-native", "product_id": "gems100",
+                                                                         "app_account_token": "acct-1", "package_name": "com.example.game"])
+        #expect(response.status == 200, "\(String(decoding: response.body, as: UTF8.self))")
+        let transaction = try #require(try response.json()["transaction"] as? [String: Any])
+        #expect(transaction["transaction_id"] as? String == "GPA.3301-2345-6789-01234")
+        #expect(transaction["store"] as? String == "google_play")
+        #expect(transaction["account_match"] as? String == "match")
+        // The acknowledgement was queued with the record and sent on the third try.
+        try await Self.waitUntil { harness.google.state.actions.get() == ["acknowledge products/gems100 tok-native"] }
+        #expect(harness.google.hits("acknowledge") == 3)
+        try await Self.waitUntil {
+            try await harness.pool.query("SELECT status FROM outbox WHERE target = 'store_acknowledgement'").first?.decode("status", as: String.self) == "delivered"
+        }
+        // Again: a duplicate, and no second acknowledgement.
+        let again = try await harness.client.post("/v1/verify", json: ["store": "google_play", "receipt": "tok-native"])
+        #expect(try again.json()["duplicate"] as? Bool == true)
+        #expect(try await harness.pool.query("SELECT count(*) AS n FROM outbox WHERE target = 'store_acknowledgement'")[0].decode("n", as: Int.self) == 1)
+        // Pending, canceled, unknown, another app: refused with their reasons.
+        try harness.google.addProduct(token: "tok-pending", orderID: "GPA.9", state: 2)
+        let pending = try await harness.client.post("/v1/verify", json: ["store": "google_play", "receipt": "tok-pending"])
+        #expect(pending.status == 422)
+        #expect((try pending.json()["message"] as? String)?.hasPrefix("PURCHASE_PENDING") == true)
+        #expect(try await harness.client.post("/v1/verify", json: ["store": "google_play", "receipt": "tok-nobody"]).status == 422)
+        let other = try await harness.client.post("/v1/verify", json: ["store": "google_play", "receipt": "tok-native", "package_name": "com.other"])
+        #expect(try other.json()["error"] as? String == "BUNDLE_MISMATCH")
+        // Google denies the key: 502 naming the permission problem.
+        try harness.google.addProduct(token: "tok-denied", orderID: "GPA.10")
+        harness.google.failFirst("productsv2", [403])
+        let denied = try await harness.client.post("/v1/verify", json: ["store": "google_play", "receipt": "tok-denied"])
+        #expect(denied.status == 502)
+        #expect((try denied.json()["message"] as? String)?.contains("GOOGLE_PERMISSION_DENIED") == true)
+    }
+
+    @Test func theAlogameGatewayVerifiesAndroidPurchasesWithTheSeedsNodeClient() async throws {
+        let harness = try await GooglePlayHarness.start(settings: [GooglePlayProvider.Setting.consume: ["on"]])
+        defer { harness.stop() }
+        try harness.google.addProduct(token: "tok-alogame", orderID: "GPA.3301-2345-6789-77777", test: true)
+        let body: [String: Any] = ["receipt": "tok-alogame", "product_id": "gems100", "os_id": 1, "player_id": "player-001"]
+        let (status, json) = try await harness.node(body)[0]
+        #expect(status == 200, "\(json)")
+        #expect(json["transaction_id"] as? String == "GPA.3301-2345-6789-77777")
+        let info = try #require(json["receipt_info"] as? [String: Any])
+        #expect(info["platform"] as? String == "android")
+        #expect(info["environment"] as? String == "Sandbox")
+        #expect(info["quantity"] as? Int == 1)
+        #expect(info["purchase_date_ms"] as? Int == 1_716_389_123_000)
+        #expect(info["type"] as? String == "Consumable")
+        #expect(info["storefront"] as? String == "VN")
+        #expect(info["price"] is NSNull && info["currency"] is NSNull)
+        #expect(try await harness.node(body)[0].0 == 409)
+        // Consumed, as this client asked.
+        try await Self.waitUntil { harness.google.state.actions.get() == ["consume products/gems100 tok-alogame"] }
+        let mismatch = try await harness.node(["receipt": "tok-alogame", "product_id": "gems500", "os_id": 1])[0]
+        #expect(mismatch.0 == 422 && mismatch.1["error"] as? String == "PRODUCT_MISMATCH")
+    }
+
+    @Test func notificationsFetchThePurchaseAndDriveTheLedger() async throws {
+        let harness = try await GooglePlayHarness.start()
+        defer { harness.stop() }
+        try harness.google.addSubscription(token: "sub-e2e", latestOrderID: "GPA.1234-5678-9012-34567")
+        #expect(try await harness.client.post("/v1/verify", json: ["store": "google_play", "receipt": "sub-e2e"]).status == 200)
+        // Renewed: Google now says order ..0.
+        try harness.google.addSubscription(token: "sub-e2e", latestOrderID: "GPA.1234-5678-9012-34567..0")
+        let renewal: [String: Any] = ["version": "1.0", "packageName": "com.example.game", "eventTimeMillis": "1716389123000",
+                                      "subscriptionNotification": ["version": "1.0", "notificationType": 2, "purchaseToken": "sub-e2e",
+                                                                   "subscriptionId": "vip.monthly"]]
+        let first = try await harness.push(renewal, messageID: "pubsub-1")
+        #expect(first.status == 200)
+        #expect(try first.json()["duplicate"] as? Bool == false)
+        #expect(try await harness.push(renewal, messageID: "pubsub-1").json()["duplicate"] as? Bool == true)
+        let renewed = try #require(try await harness.transaction("GPA.1234-5678-9012-34567..0"))
+        #expect(try renewed.decode("original_transaction_id", as: String.self) == "GPA.1234-5678-9012-34567")
+        try await Self.waitUntil { harness.receiver.bodies("/hooks").contains { $0["type"] as? String == "subscription.renewed" } }
+        // A test notification: 200, the ledger unchanged.
+        let before = try await harness.pool.query("SELECT count(*) AS n FROM transactions")[0].decode("n", as: Int.self)
+        let test = try await harness.push(["version": "1.0", "packageName": "com.example.game", "testNotification": ["version": "1.0"]], messageID: "pubsub-t")
+        #expect(test.status == 200)
+        #expect(try await harness.pool.query("SELECT count(*) AS n FROM transactions")[0].decode("n", as: Int.self) == before)
+        // Forged: 401, nothing recorded.
+        let forged = try await RawHTTP.request(port: harness.service.port, method: "POST", path: "/v1/notifications/google-play",
+                                               headers: ["Authorization": "Bearer \(try harness.google.oidcToken(audience: "https://elsewhere"))"],
+                                               body: try FakeGooglePlay.pushBody(renewal, messageID: "pubsub-forged"))
+        #expect(forged.status == 401)
+        #expect(try await harness.pool.query("SELECT count(*) AS n FROM store_notifications WHERE notification_id = 'pubsub-forged'")[0]
+                    .decode("n", as: Int.self) == 0)
+    }
+
+    @Test func aVoidedPurchaseBecomesARefundAWebhookAndAnAlogameRefundCallbackOnce() async throws {
+        let harness = try await GooglePlayHarness.start(pollEvery: .milliseconds(300))
+        defer { harness.stop() }
+        try harness.google.addProduct(token: "tok-refund", orderID: "GPA.5555-0000-0000-00001")
+        #expect(try await harness.client.post("/v1/verify", json: ["store": "google_play", "receipt": "tok-refund"]).status == 200)
+        // Google refunds it: the purchase now reads canceled, and the void is listed.
+        try harness.google.addProduct(token: "tok-refund", orderID: "GPA.5555-0000-0000-00001", state: 1)
+        try harness.google.addVoided(token: "tok-refund", orderID: "GPA.5555-0000-0000-00001", reason: 1, voidedAt: Date(timeIntervalSince1970: 1_736_510_400))
+        try await Self.waitUntil { try await harness.transaction("GPA.5555-0000-0000-00001")?.decode("state", as: String.self) == "refunded" }
+        try await Self.waitUntil { !harness.receiver.bodies("/refunds").isEmpty }
+        let callback = try #require(harness.receiver.bodies("/refunds").first)
+        #expect(callback["transaction_id"] as? String == "GPA.5555-0000-0000-00001")
+        #expect(callback["product_id"] as? String == "gems100")
+        #expect(callback["revocation_date"] as? Int == 1_736_510_400_000)
+        #expect(callback["revocation_reason"] as? Int == 1)
+        #expect(callback["game_id"] as? Int == 42)
+        try await Self.waitUntil { harness.receiver.bodies("/hooks").contains { $0["type"] as? String == "transaction.refunded" } }
+        // The same void pushed by RTDN too, and polled again: still one refund callback.
+        let rtdn = try await harness.push(["version": "1.0", "packageName": "com.example.game", "eventTimeMillis": "1736510400000",
+                                           "voidedPurchaseNotification": ["purchaseToken": "tok-refund", "orderId": "GPA.5555-0000-0000-00001",
+                                                                          "productType": 2, "refundType": 1]], messageID: "pubsub-void")
+        #expect(try rtdn.json()["duplicate"] as? Bool == true)
+        try await Task.sleep(for: .milliseconds(900))
+        #expect(harness.receiver.bodies("/refunds").count == 1)
+        #expect(harness.google.hits("voided") >= 2)
+        // A refunded purchase is never answered as a success again.
+        let again = try await harness.client.post("/v1/verify", json: ["store": "google_play", "receipt": "tok-refund"])
+        #expect(again.status == 422)
+    }
+}
+
+extension GooglePlayHarness {
+    /// Runs the seed's Node client (the same script as the iOS gateway tests); each response's status and body.
+    func node(_ fields: [String: Any]) async throws -> [(Int, [String: Any])] {
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Node/alogame_client.mjs").path
+        let body = String(decoding: try JSONSerialization.data(withJSONObject: fields), as: UTF8.self)
+        let result = try await ChildProcess.run("/usr/bin/node", [script], environment: [
+            "PATH": "/usr/bin:/bin", "GATEWAY_URL": "http://127.0.0.1:\(client.port)", "CLIENT_ID": client.clientID,
+            "CLIENT_SECRET": client.secret, "BODY": body, "TIMESTAMP_SHIFT": "0", "SEND_TWICE": "0", "NODE_NO_WARNINGS": "1",
+        ])
+        #expect(result.status == 0, "node failed: \(result.stderr)")
+        return try result.stdout.split(separator: "\n").map { line in
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            return (try #require(object["status"] as? Int), object["body"] as? [String: Any] ?? [:])
+        }
+    }
+}
