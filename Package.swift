@@ -44,10 +44,13 @@ let package = Package(
         // Dialect providers.
         .target(name: "AlogameGateway", dependencies: ["ReceiptCore"], path: "Providers/AlogameGateway",
                 swiftSettings: swiftSettings),
+        .target(name: "AccountLink", dependencies: ["ReceiptCore", "Crypto"], path: "Providers/AccountLink",
+                swiftSettings: swiftSettings),
 
         .executableTarget(
             name: "receiptgate",
-            dependencies: ["ReceiptGate", "ReceiptCore", "Crypto", "Postgres", "HTTPServer", "AppStore", "AlogameGateway"],
+            dependencies: ["ReceiptGate", "ReceiptCore", "Crypto", "Postgres", "HTTPServer", "AppStore", "AlogameGateway",
+                           "AccountLink"],
             swiftSettings: swiftSettings
         ),
 
@@ -73,10 +76,12 @@ let package = Package(
         .testTarget(
             name: "ReceiptGateTests",
             dependencies: ["ReceiptGate", "ReceiptCore", "Crypto", "Postgres", "HTTPServer", "TestSupport", "AppStoreTestSupport",
-                           "PluginTestSupport", "AppStore", "AlogameGateway"],
+                           "PluginTestSupport", "AppStore", "AlogameGateway", "AccountLink"],
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "AlogameGatewayTests", dependencies: ["AlogameGateway", "ReceiptCore", "PluginTestSupport"],
+                    swiftSettings: swiftSettings),
+        .testTarget(name: "AccountLinkTests", dependencies: ["AccountLink", "ReceiptCore", "Crypto", "PluginTestSupport"],
                     swiftSettings: swiftSettings),
     ]
 )

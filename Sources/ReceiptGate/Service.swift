@@ -56,11 +56,14 @@ public final class Service: @unchecked Sendable {
     public func start() async throws {
         let applied = try await database.migrate()
         if !applied.isEmpty { logger.info("applied migrations", ["versions": applied.map(String.init).joined(separator: ",")]) }
+        _ = try await repositories.signingKeys.current()  // the token signing key exists from the first start on
 
         let rateLimiter = RateLimiter(shared: repositories.rateLimits, overrides: configuration.rateLimits, logger: logger)
         let pipeline = VerifyPipeline(stores: stores, transactions: repositories.transactions, clients: repositories.clients, logger: logger)
         let core = Core(pipeline: pipeline, clients: repositories.clients, transactions: repositories.transactions, rateLimiter: rateLimiter,
-                        tokens: repositories.tokens, accounts: repositories.accounts, replayGuard: repositories.replay)
+                        tokens: repositories.tokens, accounts: repositories.accounts, replayGuard: repositories.replay,
+                        signer: ServiceTokenSigner(keys: repositories.signingKeys, issuer: { [weak self, configuration] in configuration.issuer(port: self?.port ?? 0) },
+                                                   accessTokenLifetime: .seconds(configuration.accessTokenLifetimeSeconds)))
         let mounter = RouteMounter(clients: repositories.clients, authentication: ClientAuthentication(clients: repositories.clients),
                                    tokens: repositories.tokens, replayGuard: repositories.replay, rateLimiter: rateLimiter,
                                    adminToken: configuration.adminToken, trustedProxies: configuration.trustedProxies, logger: logger)

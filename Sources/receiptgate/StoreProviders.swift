@@ -1,3 +1,4 @@
+import AccountLink
 import AlogameGateway
 import AppStore
 import Foundation
@@ -7,7 +8,7 @@ import ReceiptGate
 /// The one list of dialects this binary speaks. Adding a dialect: one line here.
 enum Dialects {
     static func all() -> [any DialectProvider] {
-        [AlogameGateway()]
+        [AlogameGateway(), AccountLink()]
     }
 }
 
