@@ -99,7 +99,7 @@ public final class Service: @unchecked Sendable {
         let acknowledgers = Dictionary(stores.compactMap { registration in registration.acknowledgement.map { (registration.store, $0) } },
                                        uniquingKeysWith: { first, _ in first })
         let worker = OutboxWorker(outbox: repositories.outbox, clients: repositories.clients, acknowledgers: acknowledgers,
-                                  configuration: outboxConfiguration, logger: logger)
+                                  configuration: outboxConfiguration, logger: logger, mailer: configuration.smtp.map(Mailer.init))
         worker.start()
         outboxWorker = worker
         upkeep = Task { [repositories, logger] in
