@@ -74,7 +74,7 @@ public final class OutboxWorker: Sendable {
 
     private func deliver(_ event: OutboxRepository.Claimed) async {
         let failure = event.target == .storeAcknowledgement ? await acknowledge(event)
-            : event.target == .email ? await (mailer?.send(payload: event.payload, eventID: event.eventID) ?? "no SMTP server configured")
+            : event.target == .email ? await sendMail(event)
             : await post(event)
         do {
             if let failure {
@@ -112,6 +112,12 @@ public final class OutboxWorker: Sendable {
         } catch {
             return "\(error)"
         }
+    }
+
+    /// Sends an e-mail through SMTP. Nil on success.
+    private func sendMail(_ event: OutboxRepository.Claimed) async -> String? {
+        guard let mailer else { return "no SMTP server configured" }
+        return await mailer.send(payload: event.payload, eventID: event.eventID)
     }
 
     /// Sends a store acknowledgement through its provider. Nil on success.
