@@ -47,11 +47,13 @@ let package = Package(
         .target(name: "AlogameGateway", dependencies: ["ReceiptCore"], path: "Providers/AlogameGateway",
                 swiftSettings: swiftSettings),
         .target(name: "HiveAxyl", dependencies: ["ReceiptCore"], path: "Providers/HiveAxyl", swiftSettings: swiftSettings),
+        .target(name: "AccountLink", dependencies: ["ReceiptCore", "Crypto"], path: "Providers/AccountLink",
+                swiftSettings: swiftSettings),
 
         .executableTarget(
             name: "receiptgate",
             dependencies: ["ReceiptGate", "ReceiptCore", "Crypto", "Postgres", "HTTPServer", "AppStore", "AlogameGateway",
-                           "HiveAxyl", "GooglePlay"],
+                           "HiveAxyl", "GooglePlay", "AccountLink"],
             swiftSettings: swiftSettings
         ),
 
@@ -80,7 +82,7 @@ let package = Package(
             name: "ReceiptGateTests",
             dependencies: ["ReceiptGate", "ReceiptCore", "Crypto", "Postgres", "HTTPServer", "TestSupport", "AppStoreTestSupport",
                            "PluginTestSupport", "AppStore", "AlogameGateway",
-                           "HiveAxyl", "GooglePlay", "GooglePlayTestSupport"],
+                           "HiveAxyl", "GooglePlay", "GooglePlayTestSupport", "AccountLink"],
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "GooglePlayTests", dependencies: ["GooglePlay", "GooglePlayTestSupport", "ReceiptCore", "Crypto", "HTTPClient",
@@ -89,5 +91,7 @@ let package = Package(
         .testTarget(name: "AlogameGatewayTests", dependencies: ["AlogameGateway", "ReceiptCore", "PluginTestSupport"],
                     swiftSettings: swiftSettings),
         .testTarget(name: "HiveAxylTests", dependencies: ["HiveAxyl", "ReceiptCore", "PluginTestSupport"], swiftSettings: swiftSettings),
+        .testTarget(name: "AccountLinkTests", dependencies: ["AccountLink", "ReceiptCore", "Crypto", "PluginTestSupport"],
+                    swiftSettings: swiftSettings),
     ]
 )

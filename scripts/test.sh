@@ -9,12 +9,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 oracle=.build/oracle-venv
-checkers="import appstoreserverlibrary, openapi_schema_validator, yaml, jwt"
+checkers="import appstoreserverlibrary, openapi_schema_validator, yaml, jwt, aiosmtpd"
 if ! "$oracle/bin/python" -c "$checkers" 2>/dev/null; then
     echo "test: installing the independent checkers into $oracle" >&2
     python3 -m venv "$oracle"
     if ! "$oracle/bin/pip" install --quiet --disable-pip-version-check "app-store-server-library==3.1.2" \
-            "openapi-schema-validator==0.6.3" "PyYAML==6.0.2" "PyJWT==2.10.1" >&2; then
+            "openapi-schema-validator==0.6.3" "PyYAML==6.0.2" "PyJWT[crypto]==2.10.1" "aiosmtpd==1.4.6" >&2; then
         # CI must run the oracle; elsewhere (no route to PyPI) the differential test is skipped.
         if [ -n "${CI:-}" ]; then echo "test: cannot install the oracle from PyPI" >&2; exit 1; fi
         echo "test: WARNING: PyPI unreachable; the differential and OpenAPI conformance tests will be skipped" >&2

@@ -80,6 +80,17 @@ public protocol DialectCore: Sendable {
     var tokens: any TokenStore { get }
     var accounts: any AccountStore { get }
     var replayGuard: any ReplayGuard { get }
+
+    // MARK: Signed tokens (OpenID Connect dialects)
+    /// The service's JWT signer; cores without keys answer `UnavailableTokenSigner`.
+    var signer: any TokenSigner { get }
+    /// The enabled client with this id (a token's audience), or nil.
+    func client(id: String) async throws -> ClientInfo?
+}
+
+extension DialectCore {
+    public var signer: any TokenSigner { UnavailableTokenSigner() }
+    public func client(id: String) async throws -> ClientInfo? { nil }
 }
 
 extension DialectCore {

@@ -12,6 +12,7 @@ struct Core: DialectCore {
     let tokens: any TokenStore
     let accounts: any AccountStore
     let replayGuard: any ReplayGuard
+    let signer: any TokenSigner
 
     func hasStore(_ store: StoreID) -> Bool { pipeline.stores[store] != nil }
 
@@ -60,6 +61,11 @@ struct Core: DialectCore {
         guard let client = try await clients.find(appIdentifier: identifier) else { return nil }
         let registered = pipeline.stores[store]?.verifier.appIdentifiers(bundleIDs: client.bundleIDs, packageNames: client.packageNames) ?? []
         return registered.contains(identifier) ? client.info : nil
+    }
+
+    func client(id: String) async throws -> ClientInfo? {
+        guard id.utf8.count <= 64, let client = try await clients.find(id), !client.disabled else { return nil }
+        return client.info
     }
 
     func checkRateLimit(_ policy: RateLimitPolicy, key: String) async throws {

@@ -22,13 +22,16 @@ public final class OutboxWorker: Sendable {
     let clients: ClientRepository
     /// Stores whose purchases are acknowledged through the outbox.
     let acknowledgers: [StoreID: any PurchaseAcknowledging]
+    /// Sends `.email` messages when SMTP is configured; without it, mail waits in the outbox.
+    let mailer: Mailer?
     let http: HTTPClient
     let configuration: Configuration
     let logger: Logger
     private let task = TaskBox()
 
     init(outbox: OutboxRepository, clients: ClientRepository, acknowledgers: [StoreID: any PurchaseAcknowledging] = [:],
-         configuration: Configuration = Configuration(), logger: Logger) {
+         configuration: Configuration = Configuration(), logger: Logger, mailer: Mailer? = nil) {
+        self.mailer = mailer
         self.outbox = outbox
         self.clients = clients
         self.acknowledgers = acknowledgers
@@ -54,9 +57,9 @@ public final class OutboxWorker: Sendable {
         await task.cancelAndWait()
     }
 
-    /// What this worker can send. E-mail waits in the outbox until a sender exists.
+    /// What this worker can send. E-mail waits in the outbox until SMTP is configured.
     var targets: [OutboxTarget] {
-        [.webhook, .refundCallback, .delivery] + (acknowledgers.isEmpty ? [] : [.storeAcknowledgement])
+        [.webhook, .refundCallback, .delivery] + (acknowledgers.isEmpty ? [] : [.storeAcknowledgement]) + (mailer == nil ? [] : [.email])
     }
 
     /// Claims due messages (only the oldest pending one per aggregate, so order holds) and sends them.
@@ -70,7 +73,9 @@ public final class OutboxWorker: Sendable {
     }
 
     private func deliver(_ event: OutboxRepository.Claimed) async {
-        let failure = event.target == .storeAcknowledgement ? await acknowledge(event) : await post(event)
+        let failure = event.target == .storeAcknowledgement ? await acknowledge(event)
+            : event.target == .email ? await sendMail(event)
+            : await post(event)
         do {
             if let failure {
                 let attempts = event.attempts + 1
@@ -107,6 +112,12 @@ public final class OutboxWorker: Sendable {
         } catch {
             return "\(error)"
         }
+    }
+
+    /// Sends an e-mail through SMTP. Nil on success.
+    private func sendMail(_ event: OutboxRepository.Claimed) async -> String? {
+        guard let mailer else { return "no SMTP server configured" }
+        return await mailer.send(payload: event.payload, eventID: event.eventID)
     }
 
     /// Sends a store acknowledgement through its provider. Nil on success.

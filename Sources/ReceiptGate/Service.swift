@@ -57,11 +57,14 @@ public final class Service: @unchecked Sendable {
     public func start() async throws {
         let applied = try await database.migrate()
         if !applied.isEmpty { logger.info("applied migrations", ["versions": applied.map(String.init).joined(separator: ",")]) }
+        _ = try await repositories.signingKeys.current()  // the token signing key exists from the first start on
 
         let rateLimiter = RateLimiter(shared: repositories.rateLimits, overrides: configuration.rateLimits, logger: logger)
         let pipeline = VerifyPipeline(stores: stores, transactions: repositories.transactions, clients: repositories.clients, logger: logger)
         let core = Core(pipeline: pipeline, clients: repositories.clients, transactions: repositories.transactions, rateLimiter: rateLimiter,
-                        tokens: repositories.tokens, accounts: repositories.accounts, replayGuard: repositories.replay)
+                        tokens: repositories.tokens, accounts: repositories.accounts, replayGuard: repositories.replay,
+                        signer: ServiceTokenSigner(keys: repositories.signingKeys, issuer: { [weak self, configuration] in configuration.issuer(port: self?.port ?? 0) },
+                                                   accessTokenLifetime: .seconds(configuration.accessTokenLifetimeSeconds)))
         let mounter = RouteMounter(clients: repositories.clients, authentication: ClientAuthentication(clients: repositories.clients),
                                    tokens: repositories.tokens, replayGuard: repositories.replay, rateLimiter: rateLimiter,
                                    adminToken: configuration.adminToken, trustedProxies: configuration.trustedProxies, logger: logger)
@@ -97,7 +100,7 @@ public final class Service: @unchecked Sendable {
         let acknowledgers = Dictionary(stores.compactMap { registration in registration.acknowledgement.map { (registration.store, $0) } },
                                        uniquingKeysWith: { first, _ in first })
         let worker = OutboxWorker(outbox: repositories.outbox, clients: repositories.clients, acknowledgers: acknowledgers,
-                                  configuration: outboxConfiguration, logger: logger)
+                                  configuration: outboxConfiguration, logger: logger, mailer: configuration.smtp.map(Mailer.init))
         worker.start()
         outboxWorker = worker
         let polls = StorePollRunner(polls: PollRepository(pool: database.pool), clients: repositories.clients,

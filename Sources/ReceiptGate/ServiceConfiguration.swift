@@ -27,6 +27,10 @@ public struct ServiceConfiguration: Sendable {
     public var trustedProxies: [TrustedProxy] = []
     /// Per-policy overrides of the routes' rate limits (`RECEIPTGATE_RATE_LIMITS`).
     public var rateLimits: [String: RateLimitOverride] = [:]
+    /// Accounts and OpenID tokens (issue 12): see ServiceConfiguration+Accounts.swift.
+    public var publicURL: String?
+    public var accessTokenLifetimeSeconds = 900
+    public var smtp: SMTPSettings?
 
     public init() {}
 
@@ -94,6 +98,7 @@ public struct ServiceConfiguration: Sendable {
         }
         configuration.trustedProxies = try value("RECEIPTGATE_TRUSTED_PROXIES").map(parseTrustedProxies) ?? []
         configuration.rateLimits = try value("RECEIPTGATE_RATE_LIMITS").map(parseRateLimits) ?? [:]
+        try configuration.readAccountSettings(value: value, integer: integer)
         return configuration
     }
 }

@@ -10,6 +10,7 @@ enum HelpText {
           version          Print the version
           client <action>  Manage API clients: create, list, show, update, rotate-secret, disable
           webhooks <action>  See and redeliver webhook events: list [--failed], redeliver EVENT_ID
+          keys rotate      Make a new OpenID token signing key (the old one stays published until its tokens expire)
 
         Configuration comes from environment variables (see README.md). Run
         `receiptgate <command> --help` for a command's options.
@@ -65,6 +66,14 @@ enum HelpText {
           --google-consume on|off           consume one-time products instead of acknowledging them (default off)
 
         Output is one JSON object on stdout.
+        """
+
+    static let keys = """
+        Usage: receiptgate keys rotate
+
+        Makes a new ES256 key current for signing OpenID access tokens (AccountLink). The previous
+        key stays in /.well-known/jwks.json for RECEIPTGATE_ACCESS_TOKEN_SECONDS more (plus a
+        minute), so tokens it signed keep verifying until they expire. Prints the kids.
         """
 
     static let webhooks = """

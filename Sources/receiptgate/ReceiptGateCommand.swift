@@ -34,12 +34,15 @@ enum ReceiptGateCommand {
             case "webhooks":
                 try await WebhooksCommand.run(rest)
                 return 0
+            case "keys":
+                try await KeysCommand.run(rest)
+                return 0
             case "client":
                 // Parse the arguments before touching the database: usage errors must not start it.
                 try await ClientCommand.run(rest, context: LazyContext())
                 return 0
             default:
-                throw UsageError("unknown command \"\(command)\" (expected serve, migrate, version, client or webhooks; see --help)")
+                throw UsageError("unknown command \"\(command)\" (expected serve, migrate, version, client, webhooks or keys; see --help)")
             }
         } catch let help as HelpRequested {
             print(help.text)

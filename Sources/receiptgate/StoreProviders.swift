@@ -1,3 +1,4 @@
+import AccountLink
 import AlogameGateway
 import AppStore
 import GooglePlay
@@ -11,7 +12,8 @@ import ReceiptGate
 enum Dialects {
     static func all() throws -> [any DialectProvider] {
         [AlogameGateway(),
-         try configured { try HiveAxyl.fromEnvironment() }]
+         try configured { try HiveAxyl.fromEnvironment() },
+         AccountLink()]
     }
 
     private static func configured(_ make: () throws -> any DialectProvider) throws -> any DialectProvider {

@@ -30,6 +30,9 @@ public final class FakeCore: DialectCore, @unchecked Sendable {
     public var tokens: any TokenStore { memoryTokens }
     public var accounts: any AccountStore { memoryAccounts }
     public var replayGuard: any ReplayGuard { memoryReplay }
+    public let memorySigner = MemoryTokenSigner()
+    public var signer: any TokenSigner { memorySigner }
+    public func client(id: String) async throws -> ClientInfo? { lock.withLock { clients.first { $0.clientID == id } } }
 
     public func hasStore(_ store: StoreID) -> Bool { stores.contains(store) }
 

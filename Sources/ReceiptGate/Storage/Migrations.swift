@@ -214,5 +214,20 @@ public enum Schema {
                 updated_at timestamptz NOT NULL DEFAULT now()
             );
             """),
+        // AccountLink (issue 12): the keys that sign OpenID access tokens, sealed under the master key.
+        Migration(version: 10, name: "signing_keys", sql: """
+            CREATE TABLE signing_keys (
+                kid text PRIMARY KEY,
+                algorithm text NOT NULL DEFAULT 'ES256',
+                private_key_ciphertext bytea NOT NULL,
+                public_jwk jsonb NOT NULL,
+                created_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+                retired_at timestamptz,
+                -- A retired key stays in the JWKS until the tokens it signed have expired.
+                published_until timestamptz
+            );
+            -- At most one current key, whatever number of processes start at once.
+            CREATE UNIQUE INDEX signing_keys_one_current ON signing_keys ((true)) WHERE retired_at IS NULL;
+            """),
     ]
 }

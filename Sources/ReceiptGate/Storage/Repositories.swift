@@ -12,6 +12,7 @@ public struct Repositories: Sendable {
     let accounts: AccountRepository
     let replay: ReplayRepository
     let rateLimits: RateLimitRepository
+    public let signingKeys: SigningKeyRepository
 
     /// For commands run beside the service (`client`, `webhooks`): no dialect renders anything there.
     public init(database: Database, secrets: SecretBox) {
@@ -27,6 +28,7 @@ public struct Repositories: Sendable {
         accounts = AccountRepository(pool: pool)
         replay = ReplayRepository(pool: pool)
         rateLimits = RateLimitRepository(pool: pool)
+        signingKeys = SigningKeyRepository(pool: pool, secrets: secrets)
     }
 
     /// Forgets what has expired: replay keys, rate-limit windows, long-dead tokens.

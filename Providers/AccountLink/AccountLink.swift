@@ -1,0 +1,105 @@
+public import Foundation
+public import ReceiptCore
+
+/// The account-linking dialect: `POST /iap` turns a store receipt into an account (created,
+/// linked or switched to) and OpenID Connect tokens; the OpenID endpoints a relying party needs;
+/// and the e-mail links that finish a pending address or a first password. It keeps no state of
+/// its own: accounts and links go through the core's record transaction, opaque tokens through
+/// the token store, JWTs through the core's signer, mail through the outbox.
+public struct AccountLink: DialectProvider {
+    public let name = "account-link"
+
+    /// Token kinds in the core's token store.
+    public enum Kind {
+        public static let refresh = "accountlink.refresh"
+        public static let confirmEmail = "accountlink.confirm_email"
+        public static let resetPassword = "accountlink.reset_password"
+    }
+
+    /// Defaults; each can be changed with `RECEIPTGATE_RATE_LIMITS` (`accountlink.iap.address=30/60s`).
+    public enum Limits {
+        public static let iapPerAddress = RateLimitPolicy(name: "accountlink.iap.address", key: .callerAddress, limit: 30, window: .seconds(60), shared: true)
+        public static let iapPerPurchase = RateLimitPolicy(name: "accountlink.iap.purchase", key: .purchase, limit: 10, window: .seconds(60), shared: true)
+        public static let tokenPerAddress = RateLimitPolicy(name: "accountlink.token.address", key: .callerAddress, limit: 30, window: .seconds(60), shared: true)
+        public static let accountPagesPerAddress = RateLimitPolicy(name: "accountlink.account.address", key: .callerAddress, limit: 30, window: .seconds(60),
+                                                                   shared: true)
+    }
+
+    public static let refreshTokenLifetime: Duration = .seconds(30 * 86_400)
+    public static let emailLinkLifetime: Duration = .seconds(86_400)
+
+    public init() {}
+
+    public func routes(core: any DialectCore) -> [Route] {
+        let tokens = AccessTokens(core: core)
+        let iap = IAPHandler(core: core, tokens: tokens)
+        let oauth = OpenIDRoutes(core: core, tokens: tokens)
+        let pages = AccountPages(core: core)
+        return [
+            Route("POST", "/iap", authentication: .appSDK, rateLimits: [Limits.iapPerAddress, Limits.iapPerPurchase]) { request, context in
+                await iap.handle(request, context: context)
+            },
+            Route("GET", "/.well-known/openid-configuration", authentication: .none) { _, _ in await oauth.discovery() },
+            Route("GET", "/.well-known/jwks.json", authentication: .none) { _, context in await oauth.jwks(context: context) },
+            Route("POST", "/oauth/token", authentication: .none, rateLimits: [Limits.tokenPerAddress]) { request, context in
+                await oauth.token(request, context: context)
+            },
+            Route("GET", "/userinfo", authentication: .none) { request, context in await oauth.userinfo(request, context: context) },
+            Route("GET", "/account/confirm-email", authentication: .none, rateLimits: [Limits.accountPagesPerAddress]) { _, context in
+                pages.form(.confirmEmail, context: context)
+            },
+            Route("POST", "/account/confirm-email", authentication: .none, rateLimits: [Limits.accountPagesPerAddress]) { request, context in
+                await pages.submit(.confirmEmail, request, context: context)
+            },
+            Route("GET", "/account/reset-password", authentication: .none, rateLimits: [Limits.accountPagesPerAddress]) { _, context in
+                pages.form(.resetPassword, context: context)
+            },
+            Route("POST", "/account/reset-password", authentication: .none, rateLimits: [Limits.accountPagesPerAddress]) { request, context in
+                await pages.submit(.resetPassword, request, context: context)
+            },
+        ]
+    }
+
+    public func render(_ refusal: RouteRefusal) -> RouteResponse {
+        Problem(refusal.code, refusal.message).response
+    }
+}
+
+/// This dialect's error envelope, `{"error": CODE, "message": "..."}`, and the one table of its statuses.
+struct Problem: Error {
+    let code: String
+    let message: String
+    let status: Int
+
+    init(_ code: ErrorCode, _ message: String) {
+        self.code = code.rawValue
+        self.message = message
+        status = Self.status(code)
+    }
+
+    init(code: String, message: String, status: Int) {
+        self.code = code
+        self.message = message
+        self.status = status
+    }
+
+    static func status(_ code: ErrorCode) -> Int {
+        switch code {
+        case .missingFields, .invalidField: 400
+        case .unauthorized: 401
+        case .forbidden: 403
+        case .notFound: 404
+        case .duplicateTransaction: 409
+        case .payloadTooLarge: 413
+        case .productMismatch, .bundleMismatch, .environmentMismatch, .accountMismatch, .verificationFailed: 422
+        case .rateLimited: 429
+        case .verifierError: 503
+        }
+    }
+
+    var response: RouteResponse {
+        var headers: [(name: String, value: String)] = [("Cache-Control", "no-store")]
+        if status == 401 { headers.append(("WWW-Authenticate", #"Bearer error="invalid_token""#)) }
+        return .json(["error": code, "message": message], status: status, headers: headers)
+    }
+}

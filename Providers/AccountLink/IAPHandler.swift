@@ -1,0 +1,142 @@
+import Crypto
+public import Foundation
+public import ReceiptCore
+
+/// `POST /iap`: prove the purchase, then — in the record's own database transaction — find the
+/// account it is linked to, or link it to the caller's account, or create one; the primary key
+/// of the links decides under concurrency. Tokens and the e-mail's one-time link exist before
+/// the transaction (the closure cannot wait on anything); a mail is enqueued in it.
+struct IAPHandler: Sendable {
+    let core: any DialectCore
+    let tokens: AccessTokens
+
+    struct Answer: Encodable {
+        let access_token: String
+        let refresh_token: String
+        let account_switched: Bool
+        let email_confirmation_required: Bool
+        let auto_account_created: Bool
+    }
+
+    /// What the record's transaction decided.
+    enum Decision: Sendable {
+        case refused(TransactionState)
+        case linked(account: AccountRecord, created: Bool, mailed: Bool)
+    }
+
+    /// Another request created the account first; this transaction is rolled back and retried.
+    struct LostTheRace: Error {}
+
+    func handle(_ request: RouteRequest, context: RouteContext) async -> RouteResponse {
+        do {
+            return try await answer(request, context: context)
+        } catch let problem as Problem {
+            return problem.response
+        } catch let refusal as RouteRefusal {
+            var response = Problem(refusal.code, refusal.message).response
+            if let retryAfter = refusal.retryAfter { response.headers.append(("Retry-After", String(retryAfter))) }
+            return response
+        } catch let refused as StoreVerificationError {
+            context.logger.info("iap refused", ["error.code": refused.code.rawValue, "error.reason": refused.reason])
+            return Problem(refused.code, refused.message).response
+        } catch {
+            context.logger.error("iap failed", ["error": "\(error)"])
+            return Problem(.verifierError, "the purchase could not be processed now; safe to retry").response
+        }
+    }
+
+    private func answer(_ request: RouteRequest, context: RouteContext) async throws -> RouteResponse {
+        let headers = try IAPRequest.headers(request.headers).get()
+        let iap = try IAPRequest.parse(headers: headers, body: request.body).get()
+        guard core.hasStore(iap.store) else { throw Problem(.invalidField, "\(iap.store.rawValue) purchases are not configured on this service") }
+        guard let client = try await core.client(forAppIdentifier: iap.appIdentifier, store: iap.store) else {
+            throw Problem(.notFound, "no client registered \(iap.appIdentifier)")
+        }
+        var bearer: AccessTokens.Bearer?
+        if request.headers["authorization"] != nil {
+            guard let verified = try await tokens.verify(authorization: request.headers["authorization"]), verified.client.scope == client.scope else {
+                throw Problem(.unauthorized, "the access token is invalid, expired, or for another game")
+            }
+            bearer = verified
+        }
+        // Recorded for fraud review: who called, from where, with what.
+        context.logger.info("iap call", ["client.id": client.clientID, "caller.address": context.callerAddress ?? "unknown",
+                                         "forwarded.for": headers.forwardedFor ?? "", "device": headers.deviceModel, "os": "\(headers.os) \(headers.osVersion)",
+                                         "app.version": headers.appVersion, "sdk.version": headers.sdkVersion])
+
+        var verification = VerificationRequest(store: iap.store, evidence: iap.evidence, requestID: context.requestID)
+        verification.appIdentifier = iap.appIdentifier
+        let proven = try await core.prove(verification, client: client)
+        let key = PurchaseKey(store: proven.purchase.store, originalTransactionID: proven.purchase.originalTransactionID ?? proven.purchase.transactionID)
+        try await core.checkRateLimit(AccountLink.Limits.iapPerPurchase, key: "\(key.store.rawValue):\(key.originalTransactionID)")
+
+        // Decided before the transaction (and re-checked in it): a new account gets a first
+        // password by mail; an existing one confirms a new address.
+        let linkedBefore = try await core.accounts.linkedAccount(key, scope: client.scope)
+        let createsAccount = bearer == nil && linkedBefore == nil
+        var mail: Mail?
+        if let email = iap.email {
+            let kind = createsAccount ? AccountLink.Kind.resetPassword : AccountLink.Kind.confirmEmail
+            let link = try await core.tokens.issue(TokenRequest(kind: kind, clientID: client.clientID, lifetime: AccountLink.emailLinkLifetime,
+                                                                payload: MailLink(email: email, store: key.store.rawValue, original: key.originalTransactionID).encoded))
+            mail = Mail(kind: kind, to: email, token: link.token, issuer: core.signer.issuer)
+        }
+        let generatedHash = createsAccount ? try Scrypt.hashPassword(Base64.urlEncode(SecureRandom.bytes(24))) : nil
+
+        let tokenAccount = bearer?.account
+        let preparedMail = mail
+        let decide: @Sendable (VerificationOutcome, any RecordScope) throws -> Decision = { outcome, scope in
+            if outcome.transaction.state == .refunded || outcome.transaction.state == .revoked { return .refused(outcome.transaction.state) }
+            if let status = outcome.subscription?.status, status == .refunded || status == .revoked {
+                return .refused(status == .refunded ? .refunded : .revoked)
+            }
+            if let linked = try scope.linkedAccount(key) {
+                return .linked(account: linked, created: false, mailed: try Self.mailIfNeeded(preparedMail, account: linked, reset: false, client: client, scope: scope))
+            }
+            if let tokenAccount {
+                let winner = try scope.linkPurchase(key, to: tokenAccount.id)
+                let account = winner == tokenAccount.id ? tokenAccount : try scope.linkedAccount(key) ?? tokenAccount
+                return .linked(account: account, created: false, mailed: try Self.mailIfNeeded(preparedMail, account: account, reset: false, client: client, scope: scope))
+            }
+            let created = try scope.createAccount(AccountDraft(client: client, username: Self.generatedUsername(), email: iap.email,
+                                                               passwordHash: generatedHash, attribution: iap.attribution))
+            guard try scope.linkPurchase(key, to: created.id) == created.id else { throw LostTheRace() }
+            return .linked(account: created, created: true, mailed: try Self.mailIfNeeded(preparedMail, account: created, reset: true, client: client, scope: scope))
+        }
+        let decision: Decision
+        do {
+            decision = try await core.record(proven, client: client, effects: decide).1
+        } catch is LostTheRace {
+            // The other request's account committed first: this one joins it (and creates nothing).
+            decision = try await core.record(proven, client: client, effects: decide).1
+        }
+
+        switch decision {
+        case .refused(let state):
+            throw Problem(code: state == .refunded ? "PURCHASE_REFUNDED" : "PURCHASE_REVOKED",
+                          message: "the purchase was \(state.rawValue); it links no account", status: 422)
+        case .linked(let account, let created, let mailed):
+            if mailed, !created, let mail {
+                _ = try await core.accounts.update(account.id, AccountChange(pendingEmail: .some(mail.to)))
+            }
+            let pair = try await tokens.issue(account: account, clientID: client.clientID)
+            let answer = Answer(access_token: pair.accessToken, refresh_token: pair.refreshToken,
+                                account_switched: tokenAccount.map { $0.id != account.id } ?? false,
+                                email_confirmation_required: mailed, auto_account_created: created && iap.email == nil)
+            return .json(answer, headers: [("Cache-Control", "no-store")])
+        }
+    }
+
+    /// Enqueues the prepared mail when it fits what the transaction found: a first password for
+    /// an account just made, or a confirmation for an address the account does not have yet.
+    static func mailIfNeeded(_ mail: Mail?, account: AccountRecord, reset: Bool, client: ClientInfo, scope: any RecordScope) throws -> Bool {
+        guard let mail, (mail.kind == AccountLink.Kind.resetPassword) == reset else { return false }
+        if !reset, account.emailVerified, account.email?.lowercased() == mail.to.lowercased() { return false }
+        try scope.enqueue(mail.message(clientID: client.clientID, accountID: account.id))
+        return true
+    }
+
+    static func generatedUsername() -> String {
+        "player_" + Base64.urlEncode(SecureRandom.bytes(9)).lowercased().replacingOccurrences(of: "-", with: "x").replacingOccurrences(of: "_", with: "y")
+    }
+}

@@ -1,0 +1,160 @@
+public import Foundation
+public import ReceiptCore
+
+/// A `POST /iap` call, checked: the SDK's headers, exactly one store's evidence, the optional
+/// customer details and attribution. Every problem names the header or field.
+struct IAPRequest: Sendable {
+    struct Headers: Sendable {
+        let appVersion: String
+        let deviceModel: String
+        let os: String
+        let osVersion: String
+        let sdkVersion: String
+        let forwardedFor: String?
+    }
+
+    let headers: Headers
+    let store: StoreID
+    /// The bundle id or package name: it names the tenant.
+    let appIdentifier: String
+    let evidence: String
+    let email: String?
+    /// The `aflyr` object as sent, for the account's attribution.
+    let attribution: Data?
+
+    static let deviceModels: Set<String> = ["desktop", "mobile", "tablet", "firetv", "appletv"]
+    static let operatingSystems: Set<String> = ["windows", "macos", "linux", "android", "ios", "web"]
+
+    static func headers(_ fields: [String: String]) -> Result<Headers, Problem> {
+        func version(_ name: String) -> Result<String, Problem> {
+            guard let value = fields[name]?.trimmingCharacters(in: .whitespaces), !value.isEmpty else {
+                return .failure(Problem(.missingFields, "header \(name) is required"))
+            }
+            guard value.count <= 64, value.range(of: #"^[0-9A-Za-z][0-9A-Za-z.+_\-]*$"#, options: .regularExpression) != nil else {
+                return .failure(Problem(.invalidField, "header \(name) must be a version like 8.10.123"))
+            }
+            return .success(value)
+        }
+        func oneOf(_ name: String, _ allowed: Set<String>) -> Result<String, Problem> {
+            guard let value = fields[name]?.trimmingCharacters(in: .whitespaces), !value.isEmpty else {
+                return .failure(Problem(.missingFields, "header \(name) is required"))
+            }
+            guard allowed.contains(value.lowercased()) else {
+                return .failure(Problem(.invalidField, "header \(name) must be one of \(allowed.sorted().joined(separator: ", "))"))
+            }
+            return .success(value.lowercased())
+        }
+        do {
+            let appVersion = try version("x-client-app-version").get()
+            let deviceModel = try oneOf("x-client-device-model", deviceModels).get()
+            let os = try oneOf("x-client-os", operatingSystems).get()
+            let osVersion = try version("x-client-os-version").get()
+            let sdkVersion = try version("x-sdk-version").get()
+            var forwardedFor: String?
+            if let raw = fields["x-forwarded-for"] {
+                let addresses = raw.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+                guard raw.count <= 512, !addresses.isEmpty, addresses.allSatisfy(isIPAddress) else {
+                    return .failure(Problem(.invalidField, "header x-forwarded-for must be a list of IP addresses"))
+                }
+                forwardedFor = raw
+            }
+            if let authorization = fields["authorization"], AccessTokens.bearer(authorization) == nil {
+                return .failure(Problem(.invalidField, "header authorization must be \"Bearer <access token>\""))
+            }
+            return .success(Headers(appVersion: appVersion, deviceModel: deviceModel, os: os, osVersion: osVersion, sdkVersion: sdkVersion,
+                                    forwardedFor: forwardedFor))
+        } catch let problem as Problem {
+            return .failure(problem)
+        } catch {
+            return .failure(Problem(.invalidField, "headers could not be read"))
+        }
+    }
+
+    static func isIPAddress(_ text: String) -> Bool {
+        var v4 = in_addr(), v6 = in6_addr()
+        return inet_pton(AF_INET, text, &v4) == 1 || inet_pton(AF_INET6, text, &v6) == 1
+    }
+
+    private struct Body: Decodable {
+        struct Apple: Decodable {
+            let bundle_id: String
+            let subscription_transaction_jws: String?
+            let app_receipt_base64: String?
+            let transaction_id: String?
+        }
+        struct Google: Decodable {
+            let package_id: String
+            let purchase_token: String
+        }
+        struct CustomerDetails: Decodable { let email: String }
+        struct Aflyr: Decodable { let referrer_id: String? }
+
+        let apple: Apple?
+        let google: Google?
+        let customer_details: CustomerDetails?
+        let aflyr: Aflyr?
+    }
+
+    static func parse(headers: Headers, body data: Data) -> Result<IAPRequest, Problem> {
+        let body: Body
+        switch JSONBody.decode(Body.self, from: data) {
+        case .success(let decoded): body = decoded
+        case .failure(let problem): return .failure(Problem(problem.code, problem.message))
+        }
+        let store: StoreID, appIdentifier: String, evidence: String
+        switch (body.apple, body.google) {
+        case (nil, nil), (.some, .some):
+            return .failure(Problem(.missingFields, "exactly one of 'apple' or 'google' is required"))
+        case (let apple?, nil):
+            guard !apple.bundle_id.isEmpty else { return .failure(Problem(.invalidField, "field 'apple.bundle_id' must not be empty")) }
+            store = .appStore
+            appIdentifier = apple.bundle_id
+            if let jws = nonEmpty(apple.subscription_transaction_jws) {
+                evidence = jws
+            } else if let receipt = nonEmpty(apple.app_receipt_base64) {
+                evidence = receipt
+            } else if nonEmpty(apple.transaction_id) != nil {
+                return .failure(Problem(.invalidField,
+                    "field 'apple.transaction_id' alone needs the App Store Server API transaction lookup, which is not configured here; send 'subscription_transaction_jws' or 'app_receipt_base64'"))
+            } else {
+                return .failure(Problem(.missingFields, "'apple' needs one of subscription_transaction_jws, app_receipt_base64 or transaction_id"))
+            }
+        case (nil, let google?):
+            guard !google.package_id.isEmpty, !google.purchase_token.isEmpty else {
+                return .failure(Problem(.invalidField, "fields 'google.package_id' and 'google.purchase_token' must not be empty"))
+            }
+            store = .googlePlay
+            appIdentifier = google.package_id
+            evidence = google.purchase_token
+        }
+        var email: String?
+        if let given = body.customer_details?.email {
+            let trimmed = given.trimmingCharacters(in: .whitespaces)
+            guard trimmed.count <= 254, trimmed.range(of: #"^[^@\s<>()\[\],;:"]+@[^@\s<>()\[\],;:"]+\.[^@\s<>()\[\],;:"]+$"#, options: .regularExpression) != nil else {
+                return .failure(Problem(.invalidField, "field 'customer_details.email' is not an e-mail address"))
+            }
+            email = trimmed
+        }
+        var attribution: Data?
+        if body.aflyr != nil {
+            // Kept as sent (apple_search_ads is the app's to shape), but only an object, and small.
+            guard let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any], let aflyr = object["aflyr"] as? [String: Any] else {
+                return .failure(Problem(.invalidField, "field 'aflyr' must be an object"))
+            }
+            if let ads = aflyr["apple_search_ads"], !(ads is [String: Any]) {
+                return .failure(Problem(.invalidField, "field 'aflyr.apple_search_ads' has the wrong type (expected object)"))
+            }
+            guard let encoded = try? JSONSerialization.data(withJSONObject: aflyr, options: [.sortedKeys]), encoded.count <= 8_192 else {
+                return .failure(Problem(.invalidField, "field 'aflyr' is larger than 8 KiB"))
+            }
+            attribution = encoded
+        }
+        return .success(IAPRequest(headers: headers, store: store, appIdentifier: appIdentifier, evidence: evidence, email: email,
+                                   attribution: attribution))
+    }
+
+    private static func nonEmpty(_ text: String?) -> String? {
+        guard let text, !text.isEmpty else { return nil }
+        return text
+    }
+}
