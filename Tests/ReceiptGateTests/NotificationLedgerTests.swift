@@ -98,3 +98,29 @@ import TestSupport
         await harness.service.shutdown()
     }
 }
+
+/// A store notification is applied only for a client that accepts its environment.
+@Suite struct NotificationEnvironments {
+    @Test func aSandboxRefundNeverReachesAProductionOnlyClient() async throws {
+        let harness = try await VerifyHarness.start(environments: [.production], webhookURL: "http://127.0.0.1:9/production")
+        defer { harness.stop() }
+        // Production purchase of the production-only client.
+        let id = "2000000000099001"
+        let receipt = try harness.pki.sign(AppleTestPKI.transaction(["transactionId": id, "originalTransactionId": id, "environment": "Production"]))
+        #expect(try await harness.client.post("/v1/verify", json: ["store": "app_store", "receipt": receipt]).status == 200)
+        // A tester client of the same app accepts sandbox; the sandbox refund of the same id is its business.
+        var tester = VerifyHarness.settings(name: "Testers", environments: [.sandbox], gameID: 77)
+        tester.webhookURL = "http://127.0.0.1:9/sandbox"
+        let testers = try await harness.service.clients.create(tester).client
+        let response = try await NotificationsDriveTheLedger.notify(harness, type: "REFUND", transaction: [
+            "transactionId": id, "originalTransactionId": id, "revocationDate": Int64(Date().timeIntervalSince1970 * 1000), "revocationReason": 0])
+        #expect(response.status == 200, "\(response.text)")
+        let rows = try await harness.pool.query("SELECT environment, state, client_id FROM transactions ORDER BY id")
+        #expect(try rows.map { try $0.decode("environment", as: String.self) } == ["production", "sandbox"])
+        #expect(try rows[0].decode("state", as: String.self) == "active", "the production purchase is untouched")
+        #expect(try rows[1].decode("client_id", as: String.self) == testers.clientID)
+        let refunds = try await harness.pool.query("SELECT client_id FROM outbox WHERE event_type = 'transaction.refunded'")
+        #expect(try refunds.map { try $0.decode("client_id", as: String.self) } == [testers.clientID])
+        await harness.service.shutdown()
+    }
+}

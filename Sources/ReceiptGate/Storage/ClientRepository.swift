@@ -160,14 +160,18 @@ public struct ClientRepository: Sendable {
     }
 
     /// The client a store event belongs to: the one that recorded the transaction, else the
-    /// oldest enabled client that registered the app.
+    /// oldest enabled client that registered the app; either way one that accepts the event's
+    /// environment.
     static func owner(of purchase: VerifiedPurchase, appIdentifier: String?, on connection: PostgresConnection) throws -> Client? {
         let rows = try connection.query("""
             WITH recorder AS (SELECT client_id FROM transactions WHERE store = \(purchase.store.rawValue)
                               AND environment = \(purchase.environment.rawValue) AND transaction_id = \(purchase.transactionID))
             SELECT \(unescaped: columns) FROM clients
-            WHERE id = (SELECT client_id FROM recorder)
-               OR (disabled_at IS NULL AND \(appIdentifier ?? "") = ANY (bundle_ids || package_names))
+            WHERE (id = (SELECT client_id FROM recorder)
+                   OR (disabled_at IS NULL AND \(appIdentifier ?? "") = ANY (bundle_ids || package_names)))
+              -- A store event reaches only a client that accepts its environment: a sandbox refund
+              -- never touches a production-only client.
+              AND \(purchase.environment.rawValue) = ANY (environments)
             ORDER BY id = (SELECT client_id FROM recorder) DESC NULLS LAST, created_at
             LIMIT 1
             """)
