@@ -46,6 +46,8 @@ public final class HTTPClient: Sendable {
         public var timeout: Duration?
         /// Set false for requests that must not be repeated (non-idempotent without a key).
         public var retryable: Bool = true
+        /// Which addresses the host may resolve to.
+        public var destinations: DestinationPolicy = .any
 
         public init(method: String = "GET", url: String, headers: [(name: String, value: String)] = [], body: Data? = nil) {
             self.method = method
@@ -110,7 +112,8 @@ public final class HTTPClient: Sendable {
     private func perform(_ request: Request, url: String) async throws -> Transfer.Outcome {
         let transfer = Transfer(method: request.method.uppercased(), url: url, headers: request.headers, body: request.body,
                                 timeout: request.timeout ?? configuration.timeout, connectTimeout: configuration.connectTimeout,
-                                maxResponseBytes: configuration.maxResponseBytes, caBundlePath: configuration.caBundlePath)
+                                maxResponseBytes: configuration.maxResponseBytes, caBundlePath: configuration.caBundlePath,
+                                destinations: request.destinations)
         return try await withCheckedThrowingContinuation { continuation in
             let accepted = workers.enqueue { easy in
                 continuation.resume(with: Result { try transfer.run(on: easy) })

@@ -14,6 +14,8 @@ public struct HTTPClientError: Error, CustomStringConvertible, Sendable, Equatab
         public static let responseTooLarge = Code(rawValue: "RESPONSE_TOO_LARGE")
         public static let transport = Code(rawValue: "TRANSPORT")
         public static let clientClosed = Code(rawValue: "CLIENT_CLOSED")
+        /// The destination resolved to an address the request's policy forbids. Final.
+        public static let destinationRefused = Code(rawValue: "DESTINATION_REFUSED")
     }
 
     public let code: Code

@@ -18,10 +18,15 @@ struct Transfer: Sendable {
     let connectTimeout: Duration
     let maxResponseBytes: Int
     let caBundlePath: String?
+    var destinations: DestinationPolicy = .any
 
     func run(on easy: EasyHandle) throws -> Outcome {
         let handle = easy.pointer
         curl_easy_reset(handle)  // clears options but keeps live connections for reuse
+        // Resolved and checked here, on the worker thread; curl then connects to the checked address.
+        var resolveList: UnsafeMutablePointer<curl_slist>?
+        defer { curl_slist_free_all(resolveList) }
+        if let pin = try Destination.pin(url: url, policy: destinations) { resolveList = curl_slist_append(resolveList, pin) }
         let sink = ResponseSink(limit: maxResponseBytes)
         var errorBuffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
 
@@ -50,6 +55,7 @@ struct Transfer: Sendable {
                 set(rg_curl_setopt_string(handle, CURLOPT_ACCEPT_ENCODING, ""))
                 set(rg_curl_setopt_pointer(handle, CURLOPT_ERRORBUFFER, errorPointer.baseAddress))
                 set(rg_curl_setopt_slist(handle, CURLOPT_HTTPHEADER, headerList))
+                if resolveList != nil { set(rg_curl_setopt_slist(handle, CURLOPT_RESOLVE, resolveList)) }
                 set(rg_curl_setopt_write_function(handle, CURLOPT_WRITEFUNCTION, writeBody))
                 set(rg_curl_setopt_pointer(handle, CURLOPT_WRITEDATA, sinkPointer))
                 set(rg_curl_setopt_write_function(handle, CURLOPT_HEADERFUNCTION, writeHeader))

@@ -34,6 +34,12 @@ public struct Client: Sendable, Codable, Equatable {
     /// what happens when the evidence's account token contradicts the caller's.
     public static let accountMismatchSetting = "account_mismatch"
 
+    /// `on`: the client's outbound URLs may be plain `http` (`--allow-insecure-url`); else `https` only.
+    public static let allowInsecureURLSetting = "outbound.allow_insecure"
+
+    /// Whether plain-http outbound URLs are allowed for this client.
+    public var allowsInsecureURLs: Bool { settings[Self.allowInsecureURLSetting] == ["on"] }
+
     /// The seed's `allow_sandbox`: one concept with the accepted environments.
     public var allowsSandbox: Bool { environments.contains(.sandbox) }
 

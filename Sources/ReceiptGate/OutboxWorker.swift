@@ -15,6 +15,8 @@ public final class OutboxWorker: Sendable {
         public var baseDelay: Duration = .seconds(10)
         public var maxDelay: Duration = .seconds(3600)
         public var giveUpAfter: Duration = .seconds(3 * 86_400)
+        /// `RECEIPTGATE_OUTBOUND_ALLOW_PRIVATE`: deliveries may reach loopback and private addresses.
+        public var allowPrivateDestinations = false
         public init() {}
     }
 
@@ -99,13 +101,19 @@ public final class OutboxWorker: Sendable {
         guard let (client, secret) = try? await clients.secret(for: event.clientID), let url = Self.url(of: client, for: event.target) else {
             return "client has no \(event.target.rawValue) URL (or is disabled)"
         }
+        guard url.lowercased().hasPrefix("https://") || client.allowsInsecureURLs else {
+            return "\(event.target.rawValue) URL is not https and the client was not created with --allow-insecure-url"
+        }
         let body = Data(event.payload.utf8)
         let timestamp = String(Int(Date().timeIntervalSince1970))
         let signature = ClientAuthentication.signature(secret: secret, clientID: client.clientID, timestamp: timestamp, body: body)
-        let request = HTTPClient.Request(method: "POST", url: url, headers: [
+        var request = HTTPClient.Request(method: "POST", url: url, headers: [
             ("Content-Type", "application/json"), ("X-Client-ID", client.clientID), ("X-Timestamp", timestamp),
             ("X-Signature", signature), ("X-Event-Id", event.eventID), ("X-Event-Type", event.type),
         ], body: body)
+        // Resolved, checked and pinned at delivery time: a game server's URL must not lead to our
+        // own network (loopback, private ranges, cloud metadata) unless the operator allows it.
+        request.destinations = configuration.allowPrivateDestinations ? .any : .publicOnly
         do {
             let response = try await http.send(request)
             return (200..<300).contains(response.status) ? nil : "HTTP \(response.status)"

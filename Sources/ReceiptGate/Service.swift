@@ -99,6 +99,8 @@ public final class Service: @unchecked Sendable {
         self.server = server
         let acknowledgers = Dictionary(stores.compactMap { registration in registration.acknowledgement.map { (registration.store, $0) } },
                                        uniquingKeysWith: { first, _ in first })
+        var outboxConfiguration = self.outboxConfiguration
+        outboxConfiguration.allowPrivateDestinations = outboxConfiguration.allowPrivateDestinations || configuration.outboundAllowPrivate
         let worker = OutboxWorker(outbox: repositories.outbox, clients: repositories.clients, acknowledgers: acknowledgers,
                                   configuration: outboxConfiguration, logger: logger, mailer: configuration.smtp.map(Mailer.init))
         worker.start()

@@ -23,6 +23,9 @@ public struct ServiceConfiguration: Sendable {
     public var openAPIPath: String?
     /// Bearer token of the /admin API; unset, the admin API is off.
     public var adminToken: String?
+    /// Outbound deliveries (webhooks, refund callbacks, deliveries) may reach loopback and private
+    /// addresses (`RECEIPTGATE_OUTBOUND_ALLOW_PRIVATE=on`; tests and single-host set-ups).
+    public var outboundAllowPrivate = false
     /// Proxies whose `X-Forwarded-For` is believed (`RECEIPTGATE_TRUSTED_PROXIES`).
     public var trustedProxies: [TrustedProxy] = []
     /// Per-policy overrides of the routes' rate limits (`RECEIPTGATE_RATE_LIMITS`).
@@ -95,6 +98,12 @@ public struct ServiceConfiguration: Sendable {
                 throw Invalid(variable: "RECEIPTGATE_ADMIN_TOKEN", problem: "must be at least 24 characters (e.g. `openssl rand -hex 24`)")
             }
             configuration.adminToken = token
+        }
+        if let allow = value("RECEIPTGATE_OUTBOUND_ALLOW_PRIVATE") {
+            guard ["on", "off"].contains(allow) else {
+                throw Invalid(variable: "RECEIPTGATE_OUTBOUND_ALLOW_PRIVATE", problem: "must be on or off, got \"\(allow)\"")
+            }
+            configuration.outboundAllowPrivate = allow == "on"
         }
         configuration.trustedProxies = try value("RECEIPTGATE_TRUSTED_PROXIES").map(parseTrustedProxies) ?? []
         configuration.rateLimits = try value("RECEIPTGATE_RATE_LIMITS").map(parseRateLimits) ?? [:]

@@ -7,7 +7,7 @@ enum ClientCommand {
     static let settingOptions: [String: Arguments.Kind] = [
         "name": .single, "game-id": .single, "bundle-id": .repeated, "package-name": .repeated,
         "environments": .single, "refund-callback-url": .single, "refund-callback-format": .single, "webhook-url": .single, "delivery-url": .single,
-        "account-mismatch": .single, "app-id": .repeated,
+        "account-mismatch": .single, "app-id": .repeated, "allow-insecure-url": .single,
     ].merging(googlePlayOptions) { first, _ in first }
 
     static func run(_ arguments: [String], context: LazyContext) async throws {
@@ -15,13 +15,15 @@ enum ClientCommand {
             if arguments.contains("--help") || arguments.contains("-h") { throw HelpRequested(text: HelpText.client) }
             throw UsageError("missing action: create, list, show, update, rotate-secret or disable (see --help)")
         }
-        let rest = Array(arguments.dropFirst())
+        // `--allow-insecure-url` alone means on.
+        let rest = arguments.dropFirst().map { $0 == "--allow-insecure-url" ? "--allow-insecure-url=on" : $0 }
         switch action {
         case "create":
             let parsed = try Arguments(rest, options: settingOptions, help: HelpText.clientCreate)
             _ = try parsed.expectPositionals([])
             let settings = try settings(from: parsed)
             guard settings.name != nil else { throw UsageError("--name is required") }
+            try checkSchemes(settings, alreadyAllowsInsecure: false)
             try await context.withClients { store in
                 let created = try await store.create(settings)
                 try context.printJSON(ClientWithSecret(client: created.client, secret: created.secret))
@@ -40,7 +42,11 @@ enum ClientCommand {
             let parsed = try Arguments(rest, options: settingOptions, help: HelpText.clientUpdate)
             let id = try parsed.expectPositionals(["client_id"])[0]
             let settings = try settings(from: parsed)
-            try await context.withClients { store in try context.printJSON(try await store.update(id, settings)) }
+            try await context.withClients { store in
+                guard let current = try await store.find(id) else { throw ClientStoreError.notFound(id) }
+                try checkSchemes(settings, alreadyAllowsInsecure: current.allowsInsecureURLs)
+                try context.printJSON(try await store.update(id, settings))
+            }
         case "rotate-secret":
             let id = try Arguments(rest, options: [:], help: HelpText.clientRotate).expectPositionals(["client_id"])[0]
             try await context.withClients { store in
@@ -101,6 +107,10 @@ enum ClientCommand {
             }
             settings.refundCallbackFormat = format
         }
+        if let insecure = arguments.single("allow-insecure-url") {
+            guard ["on", "off"].contains(insecure) else { throw UsageError("--allow-insecure-url takes no value, or on/off, got \"\(insecure)\"") }
+            settings.settings[Client.allowInsecureURLSetting] = .some(insecure == "on" ? ["on"] : nil)
+        }
         if let policy = arguments.single("account-mismatch") {
             guard ["flag", "reject"].contains(policy) else { throw UsageError("--account-mismatch must be flag or reject, got \"\(policy)\"") }
             settings.settings[Client.accountMismatchSetting] = [policy]
@@ -127,11 +137,24 @@ enum ClientCommand {
         return value
     }
 
+    /// A well-formed absolute http(s) URL: a host, no credentials, no spaces, at most 2048 bytes.
     private static func httpURL(_ value: String, option: String) throws -> String {
-        guard let url = URL(string: value), let scheme = url.scheme?.lowercased(), scheme == "https" || scheme == "http",
-              let host = url.host, !host.isEmpty
-        else { throw UsageError("\(option) must be an http:// or https:// URL, got \"\(value)\"") }
+        guard value.utf8.count <= 2048, !value.contains(where: { $0.isWhitespace || $0.asciiValue.map { $0 < 0x20 } == true }),
+              let url = URLComponents(string: value), let scheme = url.scheme?.lowercased(), scheme == "https" || scheme == "http",
+              let host = url.host, !host.isEmpty, url.user == nil, url.password == nil
+        else { throw UsageError("\(option) must be an https:// URL (http:// with --allow-insecure-url), got \"\(value)\"") }
         return value
+    }
+
+    /// Outbound URLs are https unless the client allows plain http (`--allow-insecure-url`).
+    static func checkSchemes(_ settings: ClientSettings, alreadyAllowsInsecure: Bool) throws {
+        let requested = settings.settings[Client.allowInsecureURLSetting]
+        let allows = requested.map { $0 == ["on"] } ?? alreadyAllowsInsecure
+        for (option, url) in [("--refund-callback-url", settings.refundCallbackURL), ("--webhook-url", settings.webhookURL),
+                              ("--delivery-url", settings.deliveryURL)] {
+            guard let url = url ?? nil, url.lowercased().hasPrefix("http://") else { continue }
+            guard allows else { throw UsageError("\(option) must be https:// unless the client is given --allow-insecure-url, got \"\(url)\"") }
+        }
     }
 }
 

@@ -56,6 +56,7 @@ enum HelpText {
           --refund-callback-url URL         http(s) URL told about refunds
           --refund-callback-format NAME     shape of refund callbacks (default alogame, the only one today)
           --webhook-url URL                 http(s) URL that receives webhook events
+          --allow-insecure-url              outbound URLs may be plain http:// (default: https only)
           --account-mismatch flag|reject    a purchase made for another account token: recorded and reported
                                             but never delivered (flag, default), or refused 422 (reject)
           --delivery-url URL                http(s) URL that receives entitlement deliveries (server-authoritative delivery)

@@ -9,7 +9,10 @@ import TestSupport
     @Test(arguments: [
         ["client", "create"], ["client", "create", "--name"], ["client", "create", "--name", "x", "--bogus", "1"],
         ["client", "create", "--name", "x", "--game-id", "abc"], ["client", "create", "--name", "x", "--environments", "staging"],
-        ["client", "create", "--name", "x", "--webhook-url", "ftp://x"], ["client", "show"], ["client", "frobnicate"],
+        ["client", "create", "--name", "x", "--webhook-url", "ftp://x"], ["client", "create", "--name", "x", "--webhook-url", "http://game.example/hook"],
+        ["client", "create", "--name", "x", "--webhook-url", "https://user:pw@game.example/hook"],
+        ["client", "create", "--name", "x", "--delivery-url", "https:///nohost"], ["client", "create", "--name", "x", "--webhook-url", "https://a b.example/"],
+        ["client", "create", "--name", "x", "--allow-insecure-url=maybe"], ["client", "show"], ["client", "frobnicate"],
         ["client", "show", "a", "b"], ["launch"], ["serve", "extra"], ["webhooks"], ["webhooks", "redeliver", "not-a-uuid"],
         ["webhooks", "list", "--bogus", "1"],
     ])

@@ -19,7 +19,7 @@ import TestSupport
         let receiver = try WebhookReceiver()
         receiver.up.set(true)
         let created = try await Binary.run(["client", "create", "--name", "g", "--bundle-id", "com.example.game", "--environments", "sandbox",
-                                            "--webhook-url", receiver.url], environment)
+                                            "--webhook-url", receiver.url, "--allow-insecure-url"], environment)
         let object = try Binary.json(created.stdout)
         let clientID = try #require(object["client_id"] as? String), secret = try #require(object["client_secret"] as? String)
         receiver.secret.set(secret)
@@ -28,6 +28,7 @@ import TestSupport
         for _ in 0..<3 {
             var variables = environment
             variables["RECEIPTGATE_PORT"] = "0"
+            variables["RECEIPTGATE_OUTBOUND_ALLOW_PRIVATE"] = "on"  // the webhook receiver is on loopback
             variables["RECEIPTGATE_LOG_LEVEL"] = "info"
             let server = try ChildProcess.launch(Binary.path, ["serve"], environment: Binary.environment(variables))
             let line = try await server.waitForStderrLine(containing: "\"listening\"")
@@ -88,6 +89,7 @@ import TestSupport
         func start() async throws -> (ChildProcess, Int) {
             var variables = environment
             variables["RECEIPTGATE_PORT"] = "0"
+            variables["RECEIPTGATE_OUTBOUND_ALLOW_PRIVATE"] = "on"  // the webhook receiver is on loopback
             let server = try ChildProcess.launch(Binary.path, ["serve"], environment: Binary.environment(variables))
             let line = try await server.waitForStderrLine(containing: "\"listening\"")
             return (server, try #require(Int((try Binary.json(line)["url"] as? String)?.split(separator: ":").last ?? "")))

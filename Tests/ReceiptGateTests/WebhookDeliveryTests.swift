@@ -1,5 +1,7 @@
 import Crypto
 import Foundation
+import AppStore
+import HTTPClient
 import HTTPServer
 import ReceiptCore
 @testable import ReceiptGate
@@ -141,5 +143,64 @@ final class WebhookReceiver: Sendable {
             let delay = OutboxWorker.delay(afterAttempts: attempts, base: .seconds(10), max: .seconds(3600))
             #expect(delay >= step / 2 && delay <= step)
         }
+    }
+}
+
+/// Game servers' URLs are checked when a message is sent, not only when they are set: https
+/// unless the client allows http, and never our own network unless the operator allows it.
+@Suite struct OutboundDestinations {
+    @Test func privateAndInsecureDestinationsAreRefusedAtDeliveryTime() async throws {
+        let receiver = try WebhookReceiver()
+        receiver.up.set(true)
+        let harness = try await VerifyHarness.start(outbox: VerifyHarness.fastOutbox(), webhookURL: receiver.url)
+        defer { harness.stop() }
+        receiver.secret.set(harness.client.secret)
+        // The operator did not allow private destinations (this service, unlike the harness default).
+        var configuration = harness.service.configuration
+        configuration.port = 0
+        configuration.outboundAllowPrivate = false
+        let strict = try Service(configuration: configuration, logger: Logger(minimumLevel: .error),
+                                 database: try Database.open(configuration, logger: Logger(minimumLevel: .error)),
+                                 stores: [AppStoreProvider(verifier: AppStoreSignedDataVerifier(trustRoots: [harness.pki.root])).registration])
+        strict.outboxConfiguration = VerifyHarness.fastOutbox()
+        await harness.service.shutdown()  // only the strict service's worker delivers from now on
+        try await strict.start()
+        defer { Task.detached { await strict.shutdown() } }
+        let client = SignedClient(port: strict.port, clientID: harness.client.clientID, secret: harness.client.secret)
+        let receipt = try harness.pki.sign(AppleTestPKI.transaction())
+        #expect(try await client.post("/v1/verify", json: ["store": "app_store", "receipt": receipt]).status == 200)
+        let pool = strict.database.pool
+        try await WebhookDelivery.waitUntil {
+            try await pool.query("SELECT last_error FROM outbox").first?.decode("last_error", as: String?.self)?.contains("not public") == true
+        }
+        #expect(receiver.deliveries.get().isEmpty, "nothing reached the loopback receiver")
+
+        // With private destinations allowed, plain http still needs the client's --allow-insecure-url.
+        var insecureOff = ClientSettings()
+        insecureOff.settings[Client.allowInsecureURLSetting] = .some(nil)
+        _ = try await strict.clients.update(harness.client.clientID, insecureOff)
+        await strict.shutdown()
+        var lenient = configuration
+        lenient.outboundAllowPrivate = true
+        let second = try Service(configuration: lenient, logger: Logger(minimumLevel: .error),
+                                 database: try Database.open(lenient, logger: Logger(minimumLevel: .error)),
+                                 stores: [AppStoreProvider(verifier: AppStoreSignedDataVerifier(trustRoots: [harness.pki.root])).registration])
+        second.outboxConfiguration = VerifyHarness.fastOutbox()
+        try await second.start()
+        defer { Task.detached { await second.shutdown() } }
+        let secondPool = second.database.pool
+        try await secondPool.execute("UPDATE outbox SET next_attempt_at = now(), last_error = NULL")
+        try await WebhookDelivery.waitUntil {
+            try await secondPool.query("SELECT last_error FROM outbox").first?.decode("last_error", as: String?.self)?.contains("https") == true
+        }
+        #expect(receiver.deliveries.get().isEmpty)
+        await second.shutdown()
+    }
+
+    @Test(arguments: [("127.0.0.1", false), ("10.1.2.3", false), ("169.254.169.254", false), ("172.20.0.1", false), ("192.168.1.1", false),
+                      ("100.64.0.1", false), ("0.0.0.0", false), ("::1", false), ("fe80::1", false), ("fd00::1", false), ("::ffff:127.0.0.1", false),
+                      ("::ffff:10.0.0.1", false), ("8.8.8.8", true), ("2606:4700:4700::1111", true), ("::ffff:8.8.8.8", true), ("not-an-ip", false)])
+    func addressesAreClassified(address: String, isPublic: Bool) {
+        #expect(PublicAddress.isPublic(address) == isPublic)
     }
 }

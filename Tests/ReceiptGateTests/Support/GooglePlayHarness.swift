@@ -49,6 +49,7 @@ struct GooglePlayHarness {
         configuration.databaseURL = try await TestDatabase.makeDatabase(prefix: "google")
         configuration.masterKey = Data(repeating: 7, count: 32)
         configuration.dataDirectory = TestDatabase.temporaryDirectory("google")
+        configuration.outboundAllowPrivate = true
         let logger = Logger(minimumLevel: .error)
         let database = try Database.open(configuration, logger: logger)
         var settings_ = try google.configuration()
@@ -67,6 +68,7 @@ struct GooglePlayHarness {
         client.webhookURL = "http://127.0.0.1:\(receiver.server.port)/hooks"
         client.refundCallbackURL = "http://127.0.0.1:\(receiver.server.port)/refunds"
         client.settings = settings
+        client.settings[Client.allowInsecureURLSetting] = ["on"]  // the receiver speaks plain http on loopback
         client.sealedSettings = [GooglePlayProvider.Setting.serviceAccountKey: try google.serviceAccountJSON()]
         let created = try await service.clients.create(client)
         return GooglePlayHarness(service: service, pool: database.pool, google: google,

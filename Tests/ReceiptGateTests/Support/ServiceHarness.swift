@@ -53,6 +53,7 @@ struct VerifyHarness {
         configuration.masterKey = Data(repeating: 6, count: 32)
         configuration.dataDirectory = TestDatabase.temporaryDirectory("service")
         configuration.adminToken = adminToken
+        configuration.outboundAllowPrivate = true  // the tests' receivers listen on loopback
         let logger = Logger(minimumLevel: .error)
         let database = try Database.open(configuration, logger: logger)
         let provider = AppStoreProvider(verifier: AppStoreSignedDataVerifier(trustRoots: [pki.root]), configuration: appStore(pki))
@@ -90,6 +91,7 @@ struct VerifyHarness {
         settings.gameID = gameID
         settings.bundleIDs = ["com.example.game"]
         settings.environments = environments
+        settings.settings[Client.allowInsecureURLSetting] = ["on"]  // the tests' receivers speak plain http
         return settings
     }
 
