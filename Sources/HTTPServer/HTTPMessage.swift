@@ -31,6 +31,9 @@ public struct HTTPRequest: Sendable {
     /// The path without the query string, percent-decoded by libmicrohttpd.
     public var path: String
     public var query: [String: String]
+    /// The request target as sent (`/v1/players/p%2D1/transactions?limit=5`), undecoded: what a
+    /// signature over the path and query covers. In-process requests default to `path`.
+    public var target: String
     public var headers: HTTPHeaders
     public var body: Data
     public var remoteAddress: String?
@@ -47,6 +50,7 @@ public struct HTTPRequest: Sendable {
                 body: Data = Data(), remoteAddress: String? = nil) {
         self.method = method
         self.path = path
+        self.target = path
         self.query = query
         self.headers = headers
         self.body = body

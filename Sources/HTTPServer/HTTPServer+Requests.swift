@@ -25,11 +25,12 @@ extension HTTPServer {
     /// and a later request on a kept-alive connection starts its receive clock.
     /// `encodesNUL`: the raw request line holds `%00`, which libmicrohttpd's decoding would turn
     /// into the end of a C string, silently cutting the path; such a request is refused.
-    func requestLineArrived(on connection: OpaquePointer, encodesNUL: Bool = false) -> UnsafeMutableRawPointer {
+    func requestLineArrived(on connection: OpaquePointer, target: String? = nil) -> UnsafeMutableRawPointer {
         let watch = Self.watch(of: connection)
         watch?.beginReceiving(within: receiveTimeout)
         let state = RequestState(watch: watch)
-        state.encodesNUL = encodesNUL
+        state.encodesNUL = target?.contains("%00") ?? false
+        state.rawTarget = target
         return Unmanaged.passRetained(state).toOpaque()  // released in requestCompleted
     }
 
@@ -45,6 +46,7 @@ extension HTTPServer {
             // First call for this request: headers are complete, no body has been read yet.
             request.headSeen = true
             request.request = Self.readHead(connection: connection, url: url, method: method)
+            if let target = request.rawTarget { request.request.target = target }
             return judgeHead(of: request, on: connection)
         }
 

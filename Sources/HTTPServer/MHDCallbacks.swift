@@ -33,7 +33,7 @@ let mhdRequestLineArrived: @convention(c) (UnsafeMutableRawPointer?, UnsafePoint
     context, uri, connection in
     guard let context, let connection else { return nil }
     return Unmanaged<HTTPServer>.fromOpaque(context).takeUnretainedValue()
-        .requestLineArrived(on: connection, encodesNUL: uri.map { String(cString: $0).contains("%00") } ?? false)
+        .requestLineArrived(on: connection, target: uri.map { String(cString: $0) })
 }
 
 let collectValue: MHD_KeyValueIterator = { context, _, key, value in

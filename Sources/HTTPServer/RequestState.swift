@@ -9,6 +9,8 @@ final class RequestState: @unchecked Sendable {
     var tooLarge = false
     /// The raw request line held `%00` (see `HTTPServer.requestLineArrived`).
     var encodesNUL = false
+    /// The request target exactly as the request line carried it (path and query, undecoded).
+    var rawTarget: String?
     var dispatched = false
     /// The connection's receive deadline (nil only if libmicrohttpd gave no socket context).
     let watch: ConnectionWatch?

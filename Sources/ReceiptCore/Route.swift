@@ -53,13 +53,16 @@ public struct RateLimitPolicy: Sendable, Equatable {
 public struct RouteRequest: Sendable {
     public let method: String
     public let path: String
+    /// The request target exactly as sent (path and query, undecoded).
+    public let target: String
     /// Header names lower-cased.
     public let headers: [String: String]
     public let body: Data
 
-    public init(method: String, path: String, headers: [String: String], body: Data) {
+    public init(method: String, path: String, target: String? = nil, headers: [String: String], body: Data) {
         self.method = method
         self.path = path
+        self.target = target ?? path
         self.headers = headers
         self.body = body
     }

@@ -23,7 +23,7 @@ struct RouteMounter: Sendable {
         for route in routes {
             // Admin routes exist only when an admin token is configured.
             if route.authentication == .admin && adminToken == nil { continue }
-            router.add(route.method, route.path, headerCheck: Self.headerCheck(route.authentication, render: render)) { [self] request in
+            router.add(route.method, route.path, headerCheck: Self.headerCheck(route, render: render)) { [self] request in
                 await respond(to: request, route: route, render: render).http
             }
         }
@@ -33,12 +33,12 @@ struct RouteMounter: Sendable {
         var headers: [String: String] = [:]
         for field in request.headers where headers[field.name.lowercased()] == nil { headers[field.name.lowercased()] = field.value }
         let caller = TrustedProxy.callerAddress(peer: request.remoteAddress, forwardedFor: headers["x-forwarded-for"], trusted: trustedProxies)
-        let routeRequest = RouteRequest(method: request.method, path: request.path, headers: headers, body: request.body)
+        let routeRequest = RouteRequest(method: request.method, path: request.path, target: request.target, headers: headers, body: request.body)
         do {
             for policy in route.rateLimits where policy.key == .callerAddress {
                 try await rateLimiter.check(policy, key: caller ?? "unknown")
             }
-            let (client, token) = try await authenticate(route.authentication, request: routeRequest)
+            let (client, token) = try await authenticate(route, request: routeRequest)
             for policy in route.rateLimits where policy.key == .client {
                 if let client { try await rateLimiter.check(policy, key: client.clientID) }
             }
@@ -55,11 +55,13 @@ struct RouteMounter: Sendable {
 
     /// What the headers alone decide, before the body is read: a signed route without its three
     /// headers or with a stale timestamp, a bearer route without a bearer token.
-    static func headerCheck(_ authentication: RouteAuthentication, render: @escaping @Sendable (RouteRefusal) -> RouteResponse) -> HTTPHeaderCheck? {
+    static func headerCheck(_ route: Route, render: @escaping @Sendable (RouteRefusal) -> RouteResponse) -> HTTPHeaderCheck? {
+        let authentication = route.authentication
+        let requireVersion2 = readsOnly(route)
         switch authentication {
         case .signedClient:
             return { head in
-                guard let problem = ClientAuthentication.headerProblem(header: { head.headers[$0] }) else { return nil }
+                guard let problem = ClientAuthentication.headerProblem(header: { head.headers[$0] }, requireVersion2: requireVersion2) else { return nil }
                 return refusalResponse(RouteRefusal(code: .unauthorized, message: problem), authentication: authentication, render: render).http
             }
         case .bearerToken:
@@ -73,6 +75,9 @@ struct RouteMounter: Sendable {
         }
     }
 
+    /// GET routes have no body to sign: their signature must cover the path and query (version 2).
+    static func readsOnly(_ route: Route) -> Bool { route.method == "GET" || route.method == "HEAD" }
+
     static func refusalResponse(_ refusal: RouteRefusal, authentication: RouteAuthentication,
                                 render: @Sendable (RouteRefusal) -> RouteResponse) -> RouteResponse {
         var response = render(refusal)
@@ -84,14 +89,16 @@ struct RouteMounter: Sendable {
     }
 
     /// The client (and token) the route's authentication establishes. Throws `RouteRefusal`.
-    private func authenticate(_ authentication: RouteAuthentication, request: RouteRequest) async throws -> (ClientInfo?, StoredToken?) {
-        switch authentication {
+    private func authenticate(_ route: Route, request: RouteRequest) async throws -> (ClientInfo?, StoredToken?) {
+        switch route.authentication {
         case .none, .appSDK:
             return (nil, nil)
         case .signedClient(let replay):
             let client: Client
             do {
-                client = try await self.authentication.authenticate(header: { request.headers[$0.lowercased()] }, body: request.body)
+                client = try await self.authentication.authenticate(header: { request.headers[$0.lowercased()] }, body: request.body,
+                                                                    method: request.method, target: request.target,
+                                                                    requireVersion2: Self.readsOnly(route))
             } catch let refused as AuthenticationRefused {
                 throw RouteRefusal(code: .unauthorized, message: refused.message)
             }

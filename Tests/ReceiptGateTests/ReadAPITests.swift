@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import ReceiptGate
 import Testing
@@ -49,6 +50,34 @@ import TestSupport
         #expect(try await stranger.get("/v1/subscriptions/app_store/2000000000001001").status == 404)
         #expect((try await stranger.get("/v1/players/hero-7/transactions").json()["transactions"] as? [Any])?.isEmpty == true)
         #expect(try await RawHTTP.request(port: harness.client.port, path: "/v1/transactions/app_store/2000000000001002").status == 401)
+
+        // A GET signature covers its path and query: it cannot be reused for another read, and the
+        // body-only scheme (version 1) is refused for reads.
+        #expect(try await harness.client.get("/v1/transactions/app_store/2000000000001003",
+                                             signedTarget: "/v1/transactions/app_store/2000000000001002").status == 401)
+        #expect(try await harness.client.get("/v1/players/hero-7/transactions?limit=1",
+                                             signedTarget: "/v1/players/hero-7/transactions?limit=2").status == 401)
+        #expect(try await harness.client.get("/v1/transactions/app_store/2000000000001002", version: "1").status == 401)
+        await harness.service.shutdown()
+    }
+}
+
+@Suite struct SignatureVersion2 {
+    /// Version 2 is accepted on POSTs too, and binds the signature to the method and path.
+    @Test func version2SignsMethodAndTargetOnEveryRoute() async throws {
+        let harness = try await VerifyHarness.start()
+        defer { harness.stop() }
+        let body = try JSONSerialization.data(withJSONObject: ["store": "app_store", "receipt": try harness.pki.sign(AppleTestPKI.transaction())])
+        func post(signing target: String, to path: String) async throws -> RawHTTP.Response {
+            let stamp = String(Int(Date().timeIntervalSince1970))
+            let message = ClientAuthentication.messageV2(clientID: harness.client.clientID, timestamp: stamp, method: "POST", target: target, body: body)
+            let signature = Hex.encode(HMACSHA256.authenticationCode(key: Data(harness.client.secret.utf8), message: Data(message.utf8)))
+            return try await RawHTTP.request(port: harness.client.port, method: "POST", path: path, headers: [
+                "Content-Type": "application/json", "X-Client-ID": harness.client.clientID, "X-Timestamp": stamp,
+                "X-Signature": signature, "X-Signature-Version": "2"], body: body)
+        }
+        #expect(try await post(signing: "/v1/verify", to: "/v1/verify").status == 200)
+        #expect(try await post(signing: "/iap/gateway/verify", to: "/v1/verify").status == 401)
         await harness.service.shutdown()
     }
 }

@@ -18,10 +18,17 @@ struct SignedClient {
         return try await post(path, body: body, timestamp: timestamp, secretOverride: secretOverride)
     }
 
-    func get(_ path: String) async throws -> RawHTTP.Response {
+    /// Signed with version 2 (method, path and query covered), which GETs require. `signedTarget`
+    /// lets a test sign one target and send another.
+    func get(_ path: String, signedTarget: String? = nil, version: String = "2") async throws -> RawHTTP.Response {
         let stamp = String(Int(Date().timeIntervalSince1970))
-        let signature = Hex.encode(HMACSHA256.authenticationCode(key: Data(secret.utf8), message: Data("\(clientID).\(stamp).\(SHA256.hex(Data()))".utf8)))
-        return try await RawHTTP.request(port: port, path: path, headers: ["X-Client-ID": clientID, "X-Timestamp": stamp, "X-Signature": signature])
+        let message = version == "2"
+            ? "v2\n\(clientID)\n\(stamp)\nGET\n\(signedTarget ?? path)\n\(SHA256.hex(Data()))"
+            : "\(clientID).\(stamp).\(SHA256.hex(Data()))"
+        let signature = Hex.encode(HMACSHA256.authenticationCode(key: Data(secret.utf8), message: Data(message.utf8)))
+        var headers = ["X-Client-ID": clientID, "X-Timestamp": stamp, "X-Signature": signature]
+        if version == "2" { headers["X-Signature-Version"] = "2" }
+        return try await RawHTTP.request(port: port, path: path, headers: headers)
     }
 
     func post(_ path: String, body: Data, timestamp: Int? = nil, secretOverride: String? = nil) async throws -> RawHTTP.Response {
