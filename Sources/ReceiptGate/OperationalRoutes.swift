@@ -15,7 +15,9 @@ public struct OperationalRoutes: Sendable {
         self.inFlight = inFlight
     }
 
-    public func register(on router: inout Router) {
+    /// `/healthz`, `/readyz`, `/openapi.yaml`, and `/metrics` unless it is served on the admin listener.
+    public func register(on router: inout Router, includeMetrics: Bool = true) {
+        if includeMetrics { registerMetrics(on: &router) }
         router.get("/healthz") { _ in .json(["status": "ok"]) }
         router.get("/readyz") { [database] _ in
             do {
@@ -26,14 +28,17 @@ public struct OperationalRoutes: Sendable {
                 return .json(["status": "not_ready", "database": "unreachable"], status: 503)
             }
         }
-        router.get("/metrics") { [metrics, database, inFlight] _ in
-            .text(metrics.render(pool: database.poolStatistics, inFlight: inFlight()), contentType: "text/plain; version=0.0.4; charset=utf-8")
-        }
         router.get("/openapi.yaml") { [openAPIDocument] _ in
             guard let openAPIDocument else {
                 throw HTTPError(status: 404, code: "NOT_FOUND", message: "openapi.yaml was not found; set RECEIPTGATE_OPENAPI_PATH")
             }
             return HTTPResponse(status: 200, headers: ["Content-Type": "application/yaml"], body: openAPIDocument)
+        }
+    }
+
+    public func registerMetrics(on router: inout Router) {
+        router.get("/metrics") { [metrics, database, inFlight] _ in
+            .text(metrics.render(pool: database.poolStatistics, inFlight: inFlight()), contentType: "text/plain; version=0.0.4; charset=utf-8")
         }
     }
 

@@ -1,6 +1,6 @@
 import Crypto
-public import Foundation
-public import HTTPServer
+import Foundation
+import HTTPServer
 public import ReceiptCore
 
 /// The running service: database, migrations, HTTP server and its routes, outbox worker and
@@ -14,6 +14,7 @@ public final class Service: @unchecked Sendable {
     public let stores: [StoreRegistration]
     public let dialects: [any DialectProvider]
     private var server: HTTPServer?
+    private var adminServer: HTTPServer?
     private var outboxWorker: OutboxWorker?
     private var upkeep: Task<Void, Never>?
     private var pollRunner: StorePollRunner?
@@ -53,6 +54,8 @@ public final class Service: @unchecked Sendable {
 
     /// The port actually listened on (after `start`).
     public var port: Int { server?.port ?? 0 }
+    /// The admin listener's port, when `RECEIPTGATE_ADMIN_ADDR` is set.
+    public var adminPort: Int? { adminServer?.port }
 
     public func start() async throws {
         let applied = try await database.migrate()
@@ -69,22 +72,11 @@ public final class Service: @unchecked Sendable {
                                    tokens: repositories.tokens, replayGuard: repositories.replay, rateLimiter: rateLimiter,
                                    adminToken: configuration.adminToken, trustedProxies: configuration.trustedProxies, logger: logger)
 
-        var router = Router()
-        router.use(ObservabilityMiddleware(logger: logger, metrics: metrics))
         let serverBox = ServerBox()
-        OperationalRoutes(database: database, metrics: metrics,
-                          openAPIDocument: OperationalRoutes.loadOpenAPIDocument(configuredPath: configuration.openAPIPath),
-                          inFlight: { serverBox.server?.inFlightRequests ?? 0 })
-            .register(on: &router)
-        let native = NativeAPI(core: core, transactions: repositories.transactions)
-        mounter.mount(native.routes, render: NativeAPI.render, on: &router)
-        mounter.mount(NotificationRoutes(stores: stores, clients: repositories.clients, notifications: repositories.notifications).routes,
-                      render: NativeAPI.render, on: &router)
-        mounter.mount(WebhookAdmin(outbox: repositories.outbox).routes, render: NativeAPI.render, on: &router)
-        for dialect in dialects {
-            mounter.mount(dialect.routes(core: core), render: { dialect.render($0) }, on: &router)
-        }
-
+        let operational = OperationalRoutes(database: database, metrics: metrics,
+                                            openAPIDocument: OperationalRoutes.loadOpenAPIDocument(configuredPath: configuration.openAPIPath),
+                                            inFlight: { serverBox.server?.inFlightRequests ?? 0 })
+        let (router, adminRouter) = routers(core: core, mounter: mounter, operational: operational)
         let responder = router.build(handlerTimeout: .seconds(configuration.requestTimeoutSeconds))
         routeTable = responder.routeTable
         var serverConfiguration = HTTPServer.Configuration(host: configuration.host, port: configuration.port)
@@ -97,6 +89,16 @@ public final class Service: @unchecked Sendable {
         try server.start()
         serverBox.server = server
         self.server = server
+        if let adminRouter, let address = configuration.adminAddress {
+            // /metrics and /admin on their own listener (an internal interface), nowhere else.
+            var adminConfiguration = HTTPServer.Configuration(host: address.host, port: address.port)
+            adminConfiguration.threadCount = 1
+            adminConfiguration.maxBodyBytes = 64 << 10
+            let admin = HTTPServer(configuration: adminConfiguration, responder: adminRouter.build(handlerTimeout: .seconds(configuration.requestTimeoutSeconds)))
+            try admin.start()
+            adminServer = admin
+            logger.info("admin listening", ["url": "http://\(address.shown):\(admin.port)"])
+        }
         let acknowledgers = Dictionary(stores.compactMap { registration in registration.acknowledgement.map { (registration.store, $0) } },
                                        uniquingKeysWith: { first, _ in first })
         var outboxConfiguration = self.outboxConfiguration
@@ -126,6 +128,7 @@ public final class Service: @unchecked Sendable {
         guard shutdownOnce.claim() else { return }
         logger.info("shutting down; finishing in-flight requests")
         await server?.shutdown(gracePeriod: .seconds(configuration.shutdownGraceSeconds))
+        await adminServer?.shutdown(gracePeriod: .seconds(1))
         await outboxWorker?.stop()
         await pollRunner?.stop()
         upkeep?.cancel()

@@ -23,6 +23,8 @@ public struct ServiceConfiguration: Sendable {
     public var openAPIPath: String?
     /// Bearer token of the /admin API; unset, the admin API is off.
     public var adminToken: String?
+    /// Where `/metrics` and `/admin` are served instead of the public listener (`RECEIPTGATE_ADMIN_ADDR`).
+    public var adminAddress: ListenAddress?
     /// Outbound deliveries (webhooks, refund callbacks, deliveries) may reach loopback and private
     /// addresses (`RECEIPTGATE_OUTBOUND_ALLOW_PRIVATE=on`; tests and single-host set-ups).
     public var outboundAllowPrivate = false
@@ -99,6 +101,12 @@ public struct ServiceConfiguration: Sendable {
             }
             configuration.adminToken = token
         }
+        if let address = value("RECEIPTGATE_ADMIN_ADDR") {
+            guard let parsed = ListenAddress(address) else {
+                throw Invalid(variable: "RECEIPTGATE_ADMIN_ADDR", problem: "must be HOST:PORT with an IP address (e.g. 127.0.0.1:9090 or [::1]:9090), got \"\(address)\"")
+            }
+            configuration.adminAddress = parsed
+        }
         if let allow = value("RECEIPTGATE_OUTBOUND_ALLOW_PRIVATE") {
             guard ["on", "off"].contains(allow) else {
                 throw Invalid(variable: "RECEIPTGATE_OUTBOUND_ALLOW_PRIVATE", problem: "must be on or off, got \"\(allow)\"")
@@ -110,4 +118,34 @@ public struct ServiceConfiguration: Sendable {
         try configuration.readAccountSettings(value: value, integer: integer)
         return configuration
     }
+}
+
+/// An IP address and port to listen on: `127.0.0.1:9090`, `[::1]:9090`.
+public struct ListenAddress: Sendable, Equatable {
+    public let host: String
+    public let port: Int
+
+    public init?(_ text: String) {
+        let host: Substring, portText: Substring
+        if text.hasPrefix("["), let close = text.firstIndex(of: "]") {
+            host = text[text.index(after: text.startIndex)..<close]
+            guard text[close...].hasPrefix("]:") else { return nil }
+            portText = text[text.index(close, offsetBy: 2)...]
+        } else {
+            guard let colon = text.lastIndex(of: ":") else { return nil }
+            host = text[..<colon]
+            portText = text[text.index(after: colon)...]
+        }
+        guard let port = Int(portText), (0...65_535).contains(port), !host.isEmpty,
+              host.allSatisfy({ $0.isHexDigit || $0 == "." || $0 == ":" }) else { return nil }
+        self.host = String(host)
+        self.port = port
+    }
+
+    public init(host: String, port: Int) {
+        self.host = host
+        self.port = port
+    }
+
+    var shown: String { host.contains(":") ? "[\(host)]" : host }
 }

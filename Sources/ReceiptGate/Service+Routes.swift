@@ -1,0 +1,31 @@
+import HTTPServer
+import ReceiptCore
+
+extension Service {
+    /// Every route, mounted through the core: the public router, and the admin router when
+    /// `RECEIPTGATE_ADMIN_ADDR` puts `/metrics` and `/admin` on a listener of their own.
+    func routers(core: Core, mounter: RouteMounter, operational: OperationalRoutes) -> (main: Router, admin: Router?) {
+        var router = Router()
+        router.use(ObservabilityMiddleware(logger: logger, metrics: metrics))
+        let separateAdmin = configuration.adminAddress != nil
+        operational.register(on: &router, includeMetrics: !separateAdmin)
+        let native = NativeAPI(core: core, transactions: repositories.transactions)
+        mounter.mount(native.routes, render: NativeAPI.render, on: &router)
+        mounter.mount(NotificationRoutes(stores: stores, clients: repositories.clients, notifications: repositories.notifications).routes,
+                      render: NativeAPI.render, on: &router)
+        for dialect in dialects {
+            mounter.mount(dialect.routes(core: core), render: { dialect.render($0) }, on: &router)
+        }
+        let adminRoutes = WebhookAdmin(outbox: repositories.outbox).routes
+        guard separateAdmin else {
+            mounter.mount(adminRoutes, render: NativeAPI.render, on: &router)
+            return (router, nil)
+        }
+        var admin = Router()
+        admin.use(ObservabilityMiddleware(logger: logger, metrics: metrics))
+        operational.registerMetrics(on: &admin)
+        admin.get("/healthz") { _ in .json(["status": "ok"]) }
+        mounter.mount(adminRoutes, render: NativeAPI.render, on: &admin)
+        return (router, admin)
+    }
+}
