@@ -140,8 +140,11 @@ final class WebhookReceiver: Sendable {
     @Test func backoffGrowsWithJitterAndIsCapped() {
         for attempts in 1...12 {
             let step = min(Duration.seconds(10) * (1 << (attempts - 1)), .seconds(3600))
-            let delay = OutboxWorker.delay(afterAttempts: attempts, base: .seconds(10), max: .seconds(3600))
-            #expect(delay >= step / 2 && delay <= step)
+            let delays = (0..<50).map { _ in OutboxWorker.delay(afterAttempts: attempts, base: .seconds(10), max: .seconds(3600)) }
+            #expect(delays.allSatisfy { $0 >= step / 2 && $0 <= step })
+            // Jitter: fifty draws spread over the upper half of the step (zero jitter would give one value).
+            #expect(Set(delays).count > 40)
+            if let low = delays.min(), let high = delays.max() { #expect(high - low >= step / 8) }
         }
     }
 }
