@@ -7,7 +7,7 @@ public struct Logger: Sendable {
         case debug, info, warning, error
 
         public static func < (lhs: Level, rhs: Level) -> Bool {
-            allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
+            (allCases.firstIndex(of: lhs) ?? 0) < (allCases.firstIndex(of: rhs) ?? 0)
         }
     }
 
@@ -46,7 +46,7 @@ public struct Logger: Sendable {
     static func encodeLine(_ object: [String: String]) -> String {
         let leading = ["time", "level", "message"]
         let keys = leading.filter { object[$0] != nil } + object.keys.filter { !leading.contains($0) }.sorted()
-        return "{" + keys.map { "\(jsonString($0)):\(jsonString(object[$0]!))" }.joined(separator: ",") + "}"
+        return "{" + keys.map { "\(jsonString($0)):\(jsonString(object[$0] ?? ""))" }.joined(separator: ",") + "}"
     }
 
     static func jsonString(_ text: String) -> String {

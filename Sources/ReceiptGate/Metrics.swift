@@ -41,15 +41,14 @@ public final class Metrics: @unchecked Sendable {
         var out = ""
         out += "# HELP receiptgate_http_requests_total HTTP requests by route and status.\n"
         out += "# TYPE receiptgate_http_requests_total counter\n"
-        for key in requests.keys.sorted(by: Self.order) {
-            for (status, count) in requests[key]!.sorted(by: { $0.key < $1.key }) {
+        for (key, statuses) in requests.sorted(by: { Self.order($0.key, $1.key) }) {
+            for (status, count) in statuses.sorted(by: { $0.key < $1.key }) {
                 out += "receiptgate_http_requests_total{method=\(Self.quote(key.method)),route=\(Self.quote(key.route)),status=\"\(status)\"} \(count)\n"
             }
         }
         out += "# HELP receiptgate_http_request_duration_seconds Time from request received to response ready.\n"
         out += "# TYPE receiptgate_http_request_duration_seconds histogram\n"
-        for key in latency.keys.sorted(by: Self.order) {
-            let histogram = latency[key]!
+        for (key, histogram) in latency.sorted(by: { Self.order($0.key, $1.key) }) {
             let labels = "method=\(Self.quote(key.method)),route=\(Self.quote(key.route))"
             for (index, bound) in Self.latencyBuckets.enumerated() {
                 out += "receiptgate_http_request_duration_seconds_bucket{\(labels),le=\"\(bound)\"} \(histogram.buckets[index])\n"
