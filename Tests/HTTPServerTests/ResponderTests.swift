@@ -2,12 +2,6 @@ import Foundation
 @testable import HTTPServer
 import Testing
 
-private struct Order: Decodable {
-    struct Item: Decodable { let sku: String; let quantity: Int }
-    let store: String
-    let items: [Item]
-}
-
 private func responder(timeout: Duration = .seconds(5)) -> Responder {
     var router = Router()
     router.get("/healthz") { _ in .text("ok") }
@@ -15,10 +9,6 @@ private func responder(timeout: Duration = .seconds(5)) -> Responder {
         .json(["store": try request.parameter("store"), "id": try request.parameter("transaction_id")])
     }
     router.post("/v1/transactions/{store}/{transaction_id}") { _ in .text("posted") }
-    router.post("/orders") { request in
-        let order = try request.decodeJSON(Order.self)
-        return .json(["store": order.store, "items": String(order.items.count)])
-    }
     router.get("/boom") { _ in throw CocoaError(.fileNoSuchFile) }
     router.get("/slow") { _ in
         try await Task.sleep(for: .seconds(30))
@@ -77,32 +67,3 @@ private func body(_ response: HTTPResponse) throws -> [String: String] {
     }
 }
 
-@Suite struct JSONBodies {
-    private func post(_ json: String) async -> HTTPResponse {
-        await responder().respond(to: HTTPRequest(method: "POST", path: "/orders", body: Data(json.utf8)))
-    }
-
-    @Test func validBodyDecodes() async throws {
-        let response = await post(#"{"store":"app_store","items":[{"sku":"gems","quantity":2}]}"#)
-        #expect(response.status == 200)
-        #expect(try body(response) == ["store": "app_store", "items": "1"])
-    }
-
-    @Test(arguments: [
-        (#"{"items":[]}"#, "MISSING_FIELDS", "'store'"),
-        (#"{"store":1,"items":[]}"#, "INVALID_FIELD", "'store'"),
-        (#"{"store":"s","items":[{"sku":"a"}]}"#, "MISSING_FIELDS", "'items[0].quantity'"),
-        (#"{"store":"s","items":[{"sku":"a","quantity":"2"}]}"#, "INVALID_FIELD", "'items[0].quantity'"),
-        (#"{"store":null,"items":[]}"#, "MISSING_FIELDS", "'store'"),
-        (#"{"store":"s""#, "INVALID_FIELD", "not valid JSON"),
-        (#"[1,2]"#, "INVALID_FIELD", "JSON object"),
-        ("", "MISSING_FIELDS", "empty"),
-    ])
-    func decodingErrorsAre400NamingTheField(json: String, code: String, mention: String) async throws {
-        let response = await post(json)
-        #expect(response.status == 400)
-        let error = try body(response)
-        #expect(error["error"] == code)
-        #expect(error["message"]?.contains(mention) == true, "message was: \(error["message"] ?? "nil")")
-    }
-}
