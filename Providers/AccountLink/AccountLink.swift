@@ -21,6 +21,9 @@ public struct AccountLink: DialectProvider {
         public static let iapPerAddress = RateLimitPolicy(name: "accountlink.iap.address", key: .callerAddress, limit: 30, window: .seconds(60), shared: true)
         public static let iapPerPurchase = RateLimitPolicy(name: "accountlink.iap.purchase", key: .purchase, limit: 10, window: .seconds(60), shared: true)
         public static let tokenPerAddress = RateLimitPolicy(name: "accountlink.token.address", key: .callerAddress, limit: 30, window: .seconds(60), shared: true)
+        /// Per process: apps call it often, and an unauthenticated flood should cost no database work.
+        public static let userinfoPerAddress = RateLimitPolicy(name: "accountlink.userinfo.address", key: .callerAddress, limit: 120, window: .seconds(60),
+                                                               shared: false)
         public static let accountPagesPerAddress = RateLimitPolicy(name: "accountlink.account.address", key: .callerAddress, limit: 30, window: .seconds(60),
                                                                    shared: true)
     }
@@ -44,7 +47,7 @@ public struct AccountLink: DialectProvider {
             Route("POST", "/oauth/token", authentication: .none, rateLimits: [Limits.tokenPerAddress]) { request, context in
                 await oauth.token(request, context: context)
             },
-            Route("GET", "/userinfo", authentication: .none) { request, context in await oauth.userinfo(request, context: context) },
+            Route("GET", "/userinfo", authentication: .none, rateLimits: [Limits.userinfoPerAddress]) { request, context in await oauth.userinfo(request, context: context) },
             Route("GET", "/account/confirm-email", authentication: .none, rateLimits: [Limits.accountPagesPerAddress]) { _, context in
                 pages.form(.confirmEmail, context: context)
             },

@@ -74,8 +74,3 @@ extension HiveAxylResult {
         .json(HiveAxylEnvelope(result: .success, data: data))
     }
 }
-
-/// Epoch milliseconds, the seed's time unit.
-extension Date {
-    var epochMilliseconds: Int64 { Int64((timeIntervalSince1970 * 1000).rounded()) }
-}

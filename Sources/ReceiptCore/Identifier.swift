@@ -7,7 +7,10 @@ public enum Identifier {
     /// What is wrong with `value`, phrased to follow the field's name, or nil.
     public static func problem(_ value: String, maxBytes: Int = maxBytes) -> String? {
         if value.utf8.count > maxBytes { return "is longer than \(maxBytes) bytes of UTF-8" }
-        if value.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) { return "contains a control character" }
+        // Controls, and what can break or reorder a line in a log viewer: line and paragraph
+        // separators and format characters (bidi overrides, zero-width joiners).
+        let refused: Set<Unicode.GeneralCategory> = [.control, .format, .lineSeparator, .paragraphSeparator]
+        if value.unicodeScalars.contains(where: { refused.contains($0.properties.generalCategory) }) { return "contains a control or format character" }
         return nil
     }
 }

@@ -116,7 +116,10 @@ public struct RouteResponse: Sendable {
     }
 
     public static func html(_ page: String, status: Int = 200) -> RouteResponse {
-        RouteResponse(status: status, headers: [("Cache-Control", "no-store")], contentType: "text/html; charset=utf-8", body: Data(page.utf8))
+        // Pages may carry one-time tokens in their URL or form: not cached, not leaked as a referrer, not framed.
+        RouteResponse(status: status, headers: [("Cache-Control", "no-store"), ("Referrer-Policy", "no-referrer"),
+                                                ("Content-Security-Policy", "frame-ancestors 'none'"), ("X-Content-Type-Options", "nosniff")],
+                      contentType: "text/html; charset=utf-8", body: Data(page.utf8))
     }
 }
 

@@ -32,7 +32,11 @@ struct RouteMounter: Sendable {
     private func respond(to request: HTTPRequest, route: Route, render: @Sendable (RouteRefusal) -> RouteResponse) async -> RouteResponse {
         var headers: [String: String] = [:]
         for field in request.headers where headers[field.name.lowercased()] == nil { headers[field.name.lowercased()] = field.value }
-        let caller = TrustedProxy.callerAddress(peer: request.remoteAddress, forwardedFor: headers["x-forwarded-for"], trusted: trustedProxies)
+        // Every X-Forwarded-For field, in order: a proxy that adds its own field after the caller's
+        // must not leave the caller's (first) one as the answer.
+        let forwarded = request.headers.filter { $0.name.lowercased() == "x-forwarded-for" }.map(\.value)
+        let caller = TrustedProxy.callerAddress(peer: request.remoteAddress, forwardedFor: forwarded.isEmpty ? nil : forwarded.joined(separator: ", "),
+                                                trusted: trustedProxies)
         let routeRequest = RouteRequest(method: request.method, path: request.path, target: request.target, headers: headers, body: request.body)
         do {
             for policy in route.rateLimits where policy.key == .callerAddress {

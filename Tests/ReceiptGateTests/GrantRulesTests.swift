@@ -124,3 +124,40 @@ import TestSupport
         await harness.service.shutdown()
     }
 }
+
+@Suite struct StoreWordBeatsTheLedger {
+    /// A purchase recorded active, then refunded without the notification reaching us: verifying
+    /// it again answers (and records) what the store says now, never "deliver".
+    @Test func aRefundLearnedOnlyFromTheEvidenceIsAnsweredAsSuch() async throws {
+        let harness = try await VerifyHarness.start(dialects: [AlogameGateway()])
+        defer { harness.stop() }
+        let id = "2000000000066001"
+        let active = try harness.pki.sign(AppleTestPKI.transaction(["transactionId": id, "originalTransactionId": id]))
+        #expect(try await harness.client.post("/v1/verify", json: ["store": "app_store", "receipt": active]).json()["status"] as? String == "verified")
+        let refunded = try harness.pki.sign(AppleTestPKI.transaction(["transactionId": id, "originalTransactionId": id,
+                                                                      "revocationDate": GrantRules.nowMs, "revocationReason": 1]))
+        let again = try await harness.client.post("/v1/verify", json: ["store": "app_store", "receipt": refunded])
+        #expect(again.status == 200)
+        #expect(try again.json()["status"] as? String == "refunded")
+        #expect(try again.json()["duplicate"] as? Bool == true)
+        // Kept: the old evidence, re-sent, no longer says "deliver" either.
+        #expect(try await harness.client.post("/v1/verify", json: ["store": "app_store", "receipt": active]).json()["status"] as? String == "refunded")
+        let gateway = try await harness.client.post("/iap/gateway/verify", json: ["receipt": active, "product_id": "gems.100", "os_id": 2])
+        #expect(gateway.status == 422)
+        await harness.service.shutdown()
+    }
+
+    /// Reads show only the environments the client accepts, even within its game.
+    @Test func readsStayInTheClientsEnvironments() async throws {
+        let harness = try await VerifyHarness.start(environments: [.production, .sandbox], gameID: 5)
+        defer { harness.stop() }
+        let receipt = try harness.pki.sign(AppleTestPKI.transaction(["transactionId": "2000000000066101"]))
+        #expect(try await harness.client.post("/v1/verify", json: ["store": "app_store", "receipt": receipt, "player_id": "p"]).status == 200)
+        #expect(try await harness.client.get("/v1/transactions/app_store/2000000000066101").status == 200)
+        let sibling = try await harness.service.clients.create(VerifyHarness.settings(name: "Live", environments: [.production], gameID: 5))
+        let live = SignedClient(port: harness.client.port, clientID: sibling.client.clientID, secret: sibling.secret)
+        #expect(try await live.get("/v1/transactions/app_store/2000000000066101").status == 404)
+        #expect((try await live.get("/v1/players/p/transactions").json()["transactions"] as? [Any])?.isEmpty == true)
+        await harness.service.shutdown()
+    }
+}

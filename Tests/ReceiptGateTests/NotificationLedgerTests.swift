@@ -55,6 +55,23 @@ import TestSupport
         await harness.service.shutdown()
     }
 
+    @Test func aReversedRefundReinstatesTheSubscription() async throws {
+        let harness = try await VerifyHarness.start()
+        defer { harness.stop() }
+        let id = "2000000000002101"
+        let expires = Int64(Date().timeIntervalSince1970 * 1000) + 86_400_000
+        let fields: [String: any Sendable] = ["transactionId": id, "originalTransactionId": id, "type": "Auto-Renewable Subscription",
+                                              "productId": "vip.monthly", "expiresDate": expires]
+        #expect(try await harness.client.post("/v1/verify", json: ["store": "app_store", "receipt": try harness.pki.sign(AppleTestPKI.transaction(fields))]).status == 200)
+        #expect(try await Self.notify(harness, type: "REFUND", transaction: fields.merging(["revocationDate": expires - 86_000_000, "revocationReason": 0]) { $1 }).status == 200)
+        #expect(try await harness.client.get("/v1/subscriptions/app_store/\(id)").json()["status"] as? String == "refunded")
+        #expect(try await Self.notify(harness, type: "REFUND_REVERSED", transaction: fields).status == 200)
+        let subscription = try await harness.client.get("/v1/subscriptions/app_store/\(id)").json()
+        #expect(subscription["status"] as? String == "active")
+        #expect(subscription["revocation_date_ms"] is NSNull)
+        await harness.service.shutdown()
+    }
+
     @Test func subscriptionsRenewFailAndExpire() async throws {
         let harness = try await VerifyHarness.start()
         defer { harness.stop() }

@@ -62,6 +62,16 @@ enum SubscriptionRepository {
             """)
     }
 
+    /// A refund reversed: the subscription's latest period counts again (active, or expired if it is over).
+    static func reinstate(_ purchase: VerifiedPurchase, original: String, on connection: PostgresConnection) throws {
+        try connection.execute("""
+            UPDATE subscriptions SET revocation_date = NULL, updated_at = now(),
+                status = CASE WHEN expires_date IS NULL OR expires_date > now() THEN 'active' ELSE 'expired' END
+            WHERE store = \(purchase.store.rawValue) AND environment = \(purchase.environment.rawValue) AND original_transaction_id = \(original)
+              AND latest_transaction_id = \(purchase.transactionID) AND status IN ('refunded', 'revoked')
+            """)
+    }
+
     static func setAutoRenew(_ autoRenew: Bool, purchase: VerifiedPurchase, original: String, on connection: PostgresConnection) throws {
         try connection.execute("""
             UPDATE subscriptions SET auto_renew = \(autoRenew), updated_at = now()

@@ -27,6 +27,7 @@ extension TransactionRepository {
             }
         case .refundReversed:
             let row = try upsert(purchase, state: .active, owner: owner, clearRevocation: true, on: connection)
+            try SubscriptionRepository.reinstate(purchase, original: original, on: connection)
             try queue("transaction.refund_reversed", transaction: row, owner: owner, on: connection)
         case .renewed, .subscribed:
             let row = try upsert(purchase, state: TransactionRows.state(of: purchase), owner: owner, on: connection)

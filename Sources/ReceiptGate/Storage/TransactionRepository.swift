@@ -18,6 +18,9 @@ public struct TransactionRepository: Sendable {
         "(\(unescaped: alias).client_id = \(client.clientID) OR (\(unescaped: alias).game_id IS NOT NULL AND \(unescaped: alias).game_id = \(client.gameID)))"
     }
 
+    /// The environments a client accepts: its reads show nothing from the others.
+    static func environments(of client: ClientInfo) -> [String] { client.environments.map(\.rawValue).sorted() }
+
     static func isVisible(owner: String, ownerGame: Int64?, to client: ClientInfo) -> Bool {
         owner == client.clientID || (ownerGame != nil && ownerGame == client.gameID)
     }
@@ -42,7 +45,7 @@ public struct TransactionRepository: Sendable {
                 ON CONFLICT (store, environment, transaction_id) DO NOTHING
                 RETURNING \(unescaped: TransactionRows.columns)
                 """)
-            let transaction: TransactionRecord
+            var transaction: TransactionRecord
             let duplicate: Bool
             if let row = inserted.first {
                 transaction = try TransactionRows.transaction(row)
@@ -62,6 +65,12 @@ public struct TransactionRepository: Sendable {
                 guard Self.isVisible(owner: transaction.clientID, ownerGame: transaction.gameID, to: client.info) else {
                     throw StoreVerificationError(code: .duplicateTransaction, reason: "REDEEMED_BY_ANOTHER_GAME",
                                                  message: "this purchase was already verified for another game")
+                }
+                // The store's word now beats the row's: a purchase refunded or revoked since it was
+                // recorded (a notification missed) is answered, and kept, as what it is now.
+                if transaction.state == .active, TransactionRows.state(of: purchase) != .active,
+                   let updated = try Self.adopt(purchase, into: transaction, on: connection) {
+                    transaction = updated
                 }
             }
             try connection.execute("""
@@ -98,6 +107,18 @@ public struct TransactionRepository: Sendable {
         }
     }
 
+    /// Brings an active row to the state the store just proved (refunded, revoked or expired).
+    private static func adopt(_ purchase: VerifiedPurchase, into transaction: TransactionRecord, on connection: PostgresConnection) throws -> TransactionRecord? {
+        try connection.query("""
+            UPDATE transactions SET state = \(TransactionRows.state(of: purchase).rawValue),
+                revocation_date = COALESCE(\(purchase.revocationDate), revocation_date),
+                revocation_reason = COALESCE(\(purchase.revocationReason), revocation_reason),
+                expires_date = COALESCE(\(purchase.expiresDate), expires_date), updated_at = now()
+            WHERE id = \(transaction.managementID) AND state = 'active'
+            RETURNING \(unescaped: TransactionRows.columns)
+            """).first.map(TransactionRows.transaction)
+    }
+
     /// Records a failed attempt, so support sees what reached us. Never throws: a failure to log
     /// must not change the answer.
     func recordFailure(clientID: String?, store: String?, requestID: String, playerID: String?, evidenceDigest: String?,
@@ -113,6 +134,7 @@ public struct TransactionRepository: Sendable {
         try await pool.query("""
             SELECT \(unescaped: TransactionRows.columns) FROM transactions
             WHERE store = \(store.rawValue) AND transaction_id = \(transactionID) AND \(Self.visible(to: client))
+              AND environment = ANY (\(Self.environments(of: client))::text[])
             ORDER BY environment = 'production' DESC LIMIT 1
             """).first.map(TransactionRows.transaction)
     }
@@ -122,6 +144,7 @@ public struct TransactionRepository: Sendable {
         let rows = try await pool.query("""
             SELECT \(unescaped: TransactionRows.columns) FROM transactions
             WHERE player_id = \(playerID) AND id > \(after) AND \(Self.visible(to: client))
+              AND environment = ANY (\(Self.environments(of: client))::text[])
             ORDER BY id LIMIT \(limit + 1)
             """)
         return (try rows.prefix(limit).map(TransactionRows.transaction), rows.count > limit)
@@ -134,7 +157,7 @@ public struct TransactionRepository: Sendable {
             SELECT \(unescaped: TransactionRows.subscriptionColumns) FROM (
                 SELECT s.*, c.game_id FROM subscriptions s JOIN clients c ON c.id = s.client_id
                 WHERE s.store = \(store.rawValue) AND s.original_transaction_id = \(original)) owned
-            WHERE \(Self.visible(to: client, alias: "owned"))
+            WHERE \(Self.visible(to: client, alias: "owned")) AND environment = ANY (\(Self.environments(of: client))::text[])
             ORDER BY environment = 'production' DESC LIMIT 1
             """)
         guard let row = rows.first else { return nil }
