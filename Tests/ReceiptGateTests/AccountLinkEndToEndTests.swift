@@ -165,6 +165,7 @@ import TestSupport
     }
 
     @Test func aLimitSharedByTwoProcessesAnswers429WithRetryAfter() async throws {
+        try await VerifyHarness.awayFromAMinuteEdge()
         let limits = ["accountlink.iap.address": ServiceConfiguration.RateLimitOverride(limit: 3, window: .seconds(60))]
         let harness = try await Self.start(rateLimits: limits)
         defer { harness.stop() }

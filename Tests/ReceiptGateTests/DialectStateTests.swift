@@ -72,13 +72,6 @@ import TestSupport
         return try await RawHTTP.request(port: port, method: "POST", path: "/test/stamp-cards", headers: headers, body: body)
     }
 
-    /// Limits count in fixed windows (a minute here): start well inside one, so a test's few
-    /// requests are not split by a window boundary.
-    static func awayFromAWindowEdge() async throws {
-        let second = Int(Date().timeIntervalSince1970) % 60
-        if second > 45 { try await Task.sleep(for: .seconds(61 - second)) }
-    }
-
     /// A second process on the same database: another service instance with its own pool.
     static func secondService(beside harness: VerifyHarness, trustedProxies: [TrustedProxy] = []) async throws -> Service {
         var configuration = harness.service.configuration
@@ -121,7 +114,7 @@ import TestSupport
     }
 
     @Test func aSharedLimitHoldsAcrossTwoProcessesWithRetryAfter() async throws {
-        try await Self.awayFromAWindowEdge()
+        try await VerifyHarness.awayFromAMinuteEdge()
         let harness = try await VerifyHarness.start(dialects: [StampCardDialect()])
         defer { harness.stop() }
         let other = try await Self.secondService(beside: harness)
@@ -140,7 +133,7 @@ import TestSupport
     }
 
     @Test func forwardedForCountsOnlyFromATrustedProxy() async throws {
-        try await Self.awayFromAWindowEdge()
+        try await VerifyHarness.awayFromAMinuteEdge()
         let harness = try await VerifyHarness.start(dialects: [StampCardDialect()])
         defer { harness.stop() }
         let proxied = try await Self.secondService(beside: harness, trustedProxies: [try #require(TrustedProxy("127.0.0.1"))])

@@ -160,6 +160,7 @@ extension RawHTTP.Response {
     }
 
     @Test func theRateLimitAnswers429InTheEnvelope() async throws {
+        try await VerifyHarness.awayFromAMinuteEdge()
         let harness = try await VerifyHarness.start(dialects: [HiveAxyl()])
         defer { harness.stop() }
         let caller = try await HiveAxylCaller.on(harness)

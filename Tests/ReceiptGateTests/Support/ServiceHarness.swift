@@ -82,6 +82,13 @@ struct VerifyHarness {
         Task.detached { await service.shutdown() }
     }
 
+    /// Rate limits count in fixed windows aligned to the clock (a minute in the tests): start well
+    /// inside one, so a test's few requests are not split by a window boundary.
+    static func awayFromAMinuteEdge() async throws {
+        let second = Int(Date().timeIntervalSince1970) % 60
+        if second > 45 { try await Task.sleep(for: .seconds(61 - second)) }
+    }
+
     /// Outbox pacing for tests: polls and retries in tens of milliseconds.
     static func fastOutbox(giveUpAfter: Duration = .seconds(3600)) -> OutboxWorker.Configuration {
         var configuration = OutboxWorker.Configuration()
