@@ -40,7 +40,8 @@ private func client(_ base: String, attempts: Int = 3, timeout: Duration = .seco
                 return response
             }
         }
-        let response = try await client(upstream.baseURL).send(.init(method: "POST", url: "/echo",
+        // A generous timeout: on a loaded machine a slow first answer must not turn into a retry here.
+        let response = try await client(upstream.baseURL, timeout: .seconds(60)).send(.init(method: "POST", url: "/echo",
             headers: [("Authorization", "Bearer t"), ("Content-Type", "application/json")], body: Data(#"{"a":1}"#.utf8)))
         #expect(response.status == 201)
         #expect(response.header("x-upstream") == "fake")
