@@ -78,7 +78,10 @@ public enum PublicAddress {
         if bytes[0] == 0xff { return false }                                            // multicast
         if bytes[0..<12].allSatisfy({ $0 == 0 }) { return false }                       // IPv4-compatible (deprecated)
         if bytes[0] == 0x20 && bytes[1] == 0x01 && bytes[2] == 0x0d && bytes[3] == 0xb8 { return false }  // documentation
-        if bytes[0] == 0x00 && bytes[1] == 0x64 && bytes[2] == 0xff && bytes[3] == 0x9b { return false }  // NAT64 (reaches IPv4 anywhere)
+        if bytes[0] == 0x00 && bytes[1] == 0x64 && bytes[2] == 0xff && bytes[3] == 0x9b { return false }  // NAT64 64:ff9b::/96 and ::1/48
+        if bytes[0] == 0x20 && bytes[1] == 0x02 { return false }                                          // 6to4 2002::/16 (wraps IPv4)
+        if bytes[0] == 0x20 && bytes[1] == 0x01 && bytes[2] == 0x00 && bytes[3] == 0x00 { return false }  // Teredo 2001::/32
+        if bytes[0] == 0xfe && bytes[1] & 0xc0 == 0xc0 { return false }                                  // fec0::/10 site-local
         return true
     }
 
@@ -94,6 +97,7 @@ public enum PublicAddress {
             (0xC000_0000, 24),  // 192.0.0/24 protocol assignments
             (0xC000_0200, 24),  // 192.0.2/24 documentation
             (0xC0A8_0000, 16),  // 192.168/16
+            (0xC058_6300, 24),  // 192.88.99/24 6to4 relay anycast
             (0xC612_0000, 15),  // 198.18/15 benchmarking
             (0xC633_6400, 24),  // 198.51.100/24 documentation
             (0xCB00_7100, 24),  // 203.0.113/24 documentation

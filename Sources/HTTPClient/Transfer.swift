@@ -55,7 +55,11 @@ struct Transfer: Sendable {
                 set(rg_curl_setopt_string(handle, CURLOPT_ACCEPT_ENCODING, ""))
                 set(rg_curl_setopt_pointer(handle, CURLOPT_ERRORBUFFER, errorPointer.baseAddress))
                 set(rg_curl_setopt_slist(handle, CURLOPT_HTTPHEADER, headerList))
-                if resolveList != nil { set(rg_curl_setopt_slist(handle, CURLOPT_RESOLVE, resolveList)) }
+                if resolveList != nil {
+                    set(rg_curl_setopt_slist(handle, CURLOPT_RESOLVE, resolveList))
+                    // A proxy from the environment would resolve the name again, elsewhere: none for checked destinations.
+                    set(rg_curl_setopt_string(handle, CURLOPT_PROXY, ""))
+                }
                 set(rg_curl_setopt_write_function(handle, CURLOPT_WRITEFUNCTION, writeBody))
                 set(rg_curl_setopt_pointer(handle, CURLOPT_WRITEDATA, sinkPointer))
                 set(rg_curl_setopt_write_function(handle, CURLOPT_HEADERFUNCTION, writeHeader))

@@ -202,7 +202,8 @@ final class WebhookReceiver: Sendable {
 
     @Test(arguments: [("127.0.0.1", false), ("10.1.2.3", false), ("169.254.169.254", false), ("172.20.0.1", false), ("192.168.1.1", false),
                       ("100.64.0.1", false), ("0.0.0.0", false), ("::1", false), ("fe80::1", false), ("fd00::1", false), ("::ffff:127.0.0.1", false),
-                      ("::ffff:10.0.0.1", false), ("8.8.8.8", true), ("2606:4700:4700::1111", true), ("::ffff:8.8.8.8", true), ("not-an-ip", false)])
+                      ("::ffff:10.0.0.1", false), ("2002:7f00:1::1", false), ("2001:0:4136:e378::1", false), ("fec0::1", false),
+                      ("192.88.99.1", false), ("8.8.8.8", true), ("2606:4700:4700::1111", true), ("::ffff:8.8.8.8", true), ("not-an-ip", false)])
     func addressesAreClassified(address: String, isPublic: Bool) {
         #expect(PublicAddress.isPublic(address) == isPublic)
     }
