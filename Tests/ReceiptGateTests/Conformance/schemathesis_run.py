@@ -17,6 +17,7 @@ import time
 import requests
 import schemathesis
 from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis.errors import Unsatisfiable
 from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (content_type_conformance, response_headers_conformance,
@@ -60,6 +61,7 @@ def main():
         operation = result.ok()
         for mode in modes:
             sent = [0]
+            statuses = {}
 
             @settings(max_examples=int(examples), deadline=None, database=None, derandomize=False,
                       suppress_health_check=list(HealthCheck), phases=[Phase.explicit, Phase.generate])
@@ -68,9 +70,12 @@ def main():
                 kwargs = signed(case.as_transport_kwargs(base_url=base_url), client_id, secret, admin_token)
                 response = session.request(**kwargs)
                 sent[0] += 1
+                statuses[response.status_code] = statuses.get(response.status_code, 0) + 1
                 try:
                     case.validate_response(response, checks=CHECKS)
-                except Exception as error:  # one report per distinct problem is enough
+                except BaseException as error:  # schemathesis raises groups of failures; one report per kind is enough
+                    if isinstance(error, KeyboardInterrupt):
+                        raise
                     key = (operation.method, operation.path, response.status_code, type(error).__name__)
                     if key not in {f[0] for f in failures}:
                         failures.append((key, f"{case.method} {kwargs['url']} -> {response.status_code} "
@@ -78,11 +83,13 @@ def main():
 
             try:
                 run()
+            except Unsatisfiable:
+                pass  # nothing in this operation can be made invalid (no parameters, no body)
             except Exception as error:
                 failures.append(((operation.method, operation.path, "generation", type(error).__name__),
                                  f"{operation.method} {operation.path}: {str(error)[:500]}"))
             total += sent[0]
-            print(f"schemathesis: {operation.method.upper()} {operation.path} [{mode.value}]: {sent[0]} requests", flush=True)
+            print(f"schemathesis: {operation.method.upper()} {operation.path} [{mode.value}]: {sent[0]} requests, statuses {dict(sorted(statuses.items()))}", flush=True)
     for _, text in failures:
         print("FAILURE", text)
     print(f"schemathesis: {total} requests, {len(failures)} failures")
