@@ -62,7 +62,9 @@ import TestSupport
         try await running.client.post("/iap/gateway/lookup-receipt", json: ["order_id": "MQ5VLT9VXT"])
     }
 
-    @Test(arguments: [(Mode.slow, 3, 3.0, 6.0), (.serverError, 3, 0.0, 2.0), (.rateLimited, 3, 2.0, 4.5), (.garbage, 1, 0.0, 2.0)])
+    /// (mode, attempts Apple sees, least and most seconds the answer takes). The upper bounds leave
+    /// room for a loaded machine; unbounded would be 3 × the default 15 s timeout, or never.
+    @Test(arguments: [(Mode.slow, 3, 3.0, 12.0), (.serverError, 3, 0.0, 5.0), (.rateLimited, 3, 2.0, 8.0), (.garbage, 1, 0.0, 5.0)])
     func aMisbehavingStoreIsABoundedCleanVerifierError(mode: Mode, attempts: Int, atLeast: Double, atMost: Double) async throws {
         let upstream = try Upstream()
         let running = try await Self.start(upstream)
@@ -87,6 +89,6 @@ import TestSupport
             return try await group.reduce(into: []) { $0.append($1) }
         }
         #expect(statuses == Array(repeating: 200, count: 8))
-        #expect(ContinuousClock.now - healthyStart < .seconds(3))
+        #expect(ContinuousClock.now - healthyStart < .seconds(5))
     }
 }
