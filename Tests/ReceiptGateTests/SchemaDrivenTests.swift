@@ -57,5 +57,7 @@ import TestSupport
                                                 environment: ["PATH": "/usr/bin:/bin", "HOME": "/tmp"], timeout: .seconds(120 + 4 * (Int(Self.examples) ?? 25)))
         #expect(result.status == 0, "\(result.stdout.suffix(6000))\(result.stderr.suffix(2000))")
         #expect(result.stdout.contains("schemathesis: ") && result.stdout.contains(" 0 failures"), "\(result.stdout.suffix(2000))")
+        // What was sent and answered, per operation (scripts/schemathesis.sh reports it).
+        print(result.stdout.split(separator: "\n").filter { $0.hasPrefix("schemathesis:") }.joined(separator: "\n"))
     }
 }
