@@ -96,3 +96,8 @@ let package = Package(
                     swiftSettings: swiftSettings),
     ]
 )
+
+// For Fuzz/ only (libFuzzer harnesses in a package of their own, built by scripts/fuzz.sh): the
+// modules the harnesses drive. Nothing else depends on this product.
+package.products.append(.library(name: "ReceiptGateFuzzTargets",
+                                 targets: ["ReceiptCore", "Crypto", "AppStore", "AlogameGateway", "ReceiptGate", "PluginTestSupport"]))

@@ -18,7 +18,10 @@ extension AppStoreProvider: OrderLookingUp {
                     answer = try await client.lookUpOrder(orderID, environment: environment)
                 } catch {
                     if error.isRetryable { throw StoreVerificationError(code: .verifierError, reason: "STORE_UNAVAILABLE", message: error.description, isRetryable: true) }
-                    continue  // not known for this bundle or environment
+                    // An answer that is not Apple's (garbage, a body that does not decode) says nothing
+                    // about the order: reporting "not found" would be a guess.
+                    if error.status == nil { throw StoreVerificationError(code: .verifierError, reason: "STORE_INVALID_RESPONSE", message: error.description) }
+                    continue  // Apple's own error: not known for this bundle or environment
                 }
                 guard answer.valid, !answer.signedTransactions.isEmpty else { continue }
                 let entries = answer.signedTransactions.map { signed -> StoreOrder.Entry in

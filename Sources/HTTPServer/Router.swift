@@ -70,7 +70,9 @@ public struct Router {
         Responder(routes: routes, middleware: middleware, handlerTimeout: handlerTimeout)
     }
 
+    /// By Unicode scalar, not by Character: a "/" followed by a combining mark or an emoji
+    /// modifier is one Character, and splitting by Character would not see that slash.
     static func split(_ path: String) -> [Substring] {
-        path.split(separator: "/", omittingEmptySubsequences: true)
+        path.unicodeScalars.split(separator: "/", omittingEmptySubsequences: true).map { Substring($0) }
     }
 }

@@ -105,6 +105,12 @@ public struct EmbeddedCluster: Sendable {
         return others == 0
     }
 
+    /// `pg_ctl stop -m immediate`: every backend killed without a checkpoint, as a crash looks to
+    /// clients; `start()` brings it back through crash recovery (fault tests use the pair).
+    public func stopImmediately() throws {
+        try run(tool: "pg_ctl", ["-D", try clusterDirectory.path, "-m", "immediate", "-w", "-t", "60", "stop"])
+    }
+
     /// `pg_ctl restart` (tests use it to prove clients reconnect).
     public func restart() throws {
         let directory = try clusterDirectory

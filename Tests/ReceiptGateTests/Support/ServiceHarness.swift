@@ -46,6 +46,8 @@ struct VerifyHarness {
     let pool: PostgresPool
     let pki: AppleTestPKI
     let client: SignedClient
+    /// Everything the service logged; `stop()` scans it for secrets.
+    var log = ServerLogCapture()
 
     /// A running service on a fresh database, trusting `pki` (a new one by default), with one
     /// client for com.example.game; every knob a test needs, in one place.
@@ -61,7 +63,8 @@ struct VerifyHarness {
         configuration.dataDirectory = TestDatabase.temporaryDirectory("service")
         configuration.adminToken = adminToken
         configuration.outboundAllowPrivate = true  // the tests' receivers listen on loopback
-        let logger = Logger(minimumLevel: .error)
+        let log = ServerLogCapture()
+        let logger = log.logger
         let database = try Database.open(configuration, logger: logger)
         let provider = AppStoreProvider(verifier: AppStoreSignedDataVerifier(trustRoots: [pki.root]), configuration: appStore(pki))
         let service = try Service(configuration: configuration, logger: logger, database: database, stores: [provider.registration], dialects: dialects)
@@ -72,12 +75,14 @@ struct VerifyHarness {
         clientSettings.deliveryURL = deliveryURL
         let created = try await service.clients.create(clientSettings)
         return VerifyHarness(service: service, pool: database.pool, pki: pki,
-                             client: SignedClient(port: service.port, clientID: created.client.clientID, secret: created.secret))
+                             client: SignedClient(port: service.port, clientID: created.client.clientID, secret: created.secret), log: log)
     }
 
     /// For `defer` right after `start`: a test that fails half-way still stops its service.
     /// Shutting down is idempotent, so a test may also await `service.shutdown()` itself.
+    /// The service's log so far is scanned for secrets (a find fails the test).
     func stop() {
+        log.scan()
         let service = service
         Task.detached { await service.shutdown() }
     }

@@ -1,0 +1,28 @@
+import Postgres
+import ReceiptCore
+
+/// A database that cannot be reached is the service's outage, not the caller's or the store's
+/// fault: it is answered 503 with `Retry-After`, in the API's own envelope (its `VERIFIER_ERROR`,
+/// "safe to retry"), so load balancers and clients back off and retry instead of reading a 502
+/// as a store failure. Every other error keeps its status.
+enum DatabaseOutage {
+    static let message = "the database is unavailable; safe to retry"
+    static let retryAfterSeconds = 1
+
+    /// A broken or refused connection (the server down, restarting or unreachable), or a pool
+    /// shut down under the request. A statement the server refused is not an outage.
+    static func matches(_ error: any Error) -> Bool {
+        guard let error = error as? PostgresError else { return false }
+        return error.code == .connectionFailed || error.code == .poolClosed || error.sqlState?.hasPrefix("08") == true
+            || error.sqlState == "57P01" || error.sqlState == "57P03"
+    }
+
+    /// `rendered` (the API's VERIFIER_ERROR body) as a 503 that says when to retry.
+    static func response(_ rendered: RouteResponse) -> RouteResponse {
+        var response = rendered
+        response.status = 503
+        response.headers.removeAll { $0.name.lowercased() == "retry-after" }
+        response.headers.append(("Retry-After", String(retryAfterSeconds)))
+        return response
+    }
+}

@@ -1,0 +1,81 @@
+import AppStore
+import Crypto
+import Foundation
+import Postgres
+import ReceiptCore
+@testable import ReceiptGate
+import Testing
+import AppStoreTestSupport
+import TestSupport
+
+/// Postgres killed (`pg_ctl stop -m immediate`, a crash to its clients) and started again while 32
+/// game servers verify fresh purchases: while it is down the service answers 503 with
+/// `Retry-After` (never a 502 that reads as a store failure, never a 500), it recovers by itself
+/// once the database is back, and every purchase it answered 200 for is in the ledger.
+@Suite(.serialized) struct DatabaseRestartFaults {
+    @Test func verificationsDuringARestartAre503ThenRecoverWithEvery200Recorded() async throws {
+        let cluster = try await TestDatabase.makePrivateCluster()
+        let pki = try AppleTestPKI()
+        let provider = AppStoreProvider(verifier: AppStoreSignedDataVerifier(trustRoots: [pki.root]))
+        let running = try await FaultService.start(databaseURL: try cluster.connectionString, provider: provider, environments: [.sandbox])
+        defer { running.stop() }
+        let service = running.service, database = running.database, client = running.client
+
+        struct Answer: Sendable { let status: Int; let transactionID: String; let retryAfter: String?; let error: String?; let at: ContinuousClock.Instant }
+        let answers = LockedBox<[Answer]>([])
+        let loading = LockedBox(true)
+        let counter = LockedBox(0)
+        let load = Task {
+            await withTaskGroup(of: Void.self) { group in
+                for _ in 0..<32 {
+                    group.addTask {
+                        while loading.get() {
+                            let id = String(3_000_000_000_000_000 + counter.update { value -> Int in value += 1; return value })
+                            guard let receipt = try? pki.sign(AppleTestPKI.transaction(["transactionId": id, "originalTransactionId": id])),
+                                  let response = try? await client.post("/v1/verify", json: ["store": "app_store", "receipt": receipt]) else {
+                                answers.update { $0.append(Answer(status: 0, transactionID: id, retryAfter: nil, error: "no answer", at: .now)) }
+                                continue
+                            }
+                            let error = (try? response.json())?["error"] as? String
+                            answers.update { $0.append(Answer(status: response.status, transactionID: id, retryAfter: response.headers["retry-after"],
+                                                              error: error, at: .now)) }
+                        }
+                    }
+                }
+            }
+        }
+
+        try await Task.sleep(for: .seconds(1))
+        try await onOwnThread { try cluster.stopImmediately() }
+        try await Task.sleep(for: .seconds(2))
+        try await onOwnThread { try cluster.start() }
+        let restarted = ContinuousClock.now
+        // Recovered: a 200 answered after the database came back, within 5 s.
+        var recovered: ContinuousClock.Instant?
+        while recovered == nil, ContinuousClock.now - restarted < .seconds(10) {
+            try await Task.sleep(for: .milliseconds(100))
+            recovered = answers.get().first { $0.status == 200 && $0.at > restarted }?.at
+        }
+        try await Task.sleep(for: .milliseconds(500))
+        loading.set(false)
+        await load.value
+
+        let all = answers.get()
+        let outage = all.filter { $0.status == 503 }
+        #expect(!outage.isEmpty, "no request was answered while the database was down")
+        #expect(outage.allSatisfy { $0.retryAfter == "1" && $0.error == "VERIFIER_ERROR" })
+        let others = all.filter { ![200, 503].contains($0.status) }
+        #expect(others.isEmpty, "statuses besides 200 and 503: \(Set(others.map { "\($0.status) \($0.error ?? "")" }))")
+        let recoveredAt = try #require(recovered, "no verification succeeded within 10 s of the database's return")
+        #expect(recoveredAt - restarted < .seconds(5), "first success \(recoveredAt - restarted) after the database came back")
+
+        // Every 200 has its row.
+        let verified = Set(all.filter { $0.status == 200 }.map(\.transactionID))
+        let rows = try await database.pool.query("SELECT transaction_id FROM transactions")
+        let recorded = Set(try rows.map { try $0.decode("transaction_id", as: String.self) })
+        #expect(verified.count > 32)
+        #expect(verified.subtracting(recorded).isEmpty, "answered 200 but not recorded: \(verified.subtracting(recorded).prefix(5))")
+        await service.shutdown()
+        try await onOwnThread { try cluster.stop() }
+    }
+}
