@@ -24,6 +24,9 @@ struct IAPHandler: Sendable {
         case linked(account: AccountRecord, created: Bool, mailed: Bool)
     }
 
+    /// The App Store provider's reason when it has no Server API key to look a transaction id up with.
+    static let transactionLookupNotConfigured = "TRANSACTION_LOOKUP_NOT_CONFIGURED"
+
     /// Another request created the account first; this transaction is rolled back and retried.
     struct LostTheRace: Error {}
 
@@ -36,6 +39,10 @@ struct IAPHandler: Sendable {
             var response = Problem(refusal.code, refusal.message).response
             if let retryAfter = refusal.retryAfter { response.headers.append(("Retry-After", String(retryAfter))) }
             return response
+        } catch let refused as StoreVerificationError where refused.reason == Self.transactionLookupNotConfigured {
+            return Problem(.invalidField,
+                           "field 'apple.transaction_id' alone needs the App Store Server API transaction lookup, which is not configured here; "
+                           + "send 'subscription_transaction_jws' or 'app_receipt_base64'").response
         } catch let refused as StoreVerificationError {
             context.logger.info("iap refused", ["error.code": refused.code.rawValue, "error.reason": refused.reason])
             return Problem(refused.code, refused.message).response
@@ -66,6 +73,7 @@ struct IAPHandler: Sendable {
 
         var verification = VerificationRequest(store: iap.store, evidence: iap.evidence, requestID: context.requestID)
         verification.appIdentifier = iap.appIdentifier
+        verification.evidenceKind = iap.evidenceKind
         let proven = try await core.prove(verification, client: client)
         let key = PurchaseKey(store: proven.purchase.store, originalTransactionID: proven.purchase.originalTransactionID ?? proven.purchase.transactionID)
         try await core.checkRateLimit(AccountLink.Limits.iapPerPurchase, key: "\(key.store.rawValue):\(key.originalTransactionID)")

@@ -18,6 +18,8 @@ struct IAPRequest: Sendable {
     /// The bundle id or package name: it names the tenant.
     let appIdentifier: String
     let evidence: String
+    /// `.transactionID` only for a bare `apple.transaction_id`: this dialect asks for it, no other API does.
+    let evidenceKind: EvidenceKind
     let email: String?
     /// The `aflyr` object as sent, for the account's attribution.
     let attribution: Data?
@@ -102,6 +104,7 @@ struct IAPRequest: Sendable {
         case .failure(let problem): return .failure(Problem(problem.code, problem.message))
         }
         let store: StoreID, appIdentifier: String, evidence: String
+        var evidenceKind = EvidenceKind.detected
         switch (body.apple, body.google) {
         case (nil, nil), (.some, .some):
             return .failure(Problem(.missingFields, "exactly one of 'apple' or 'google' is required"))
@@ -113,9 +116,12 @@ struct IAPRequest: Sendable {
                 evidence = jws
             } else if let receipt = nonEmpty(apple.app_receipt_base64) {
                 evidence = receipt
-            } else if nonEmpty(apple.transaction_id) != nil {
-                return .failure(Problem(.invalidField,
-                    "field 'apple.transaction_id' alone needs the App Store Server API transaction lookup, which is not configured here; send 'subscription_transaction_jws' or 'app_receipt_base64'"))
+            } else if let transactionID = nonEmpty(apple.transaction_id) {
+                guard transactionID.utf8.count <= 20, transactionID.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) else {
+                    return .failure(Problem(.invalidField, "field 'apple.transaction_id' must be an App Store transaction id (up to 20 digits)"))
+                }
+                evidence = transactionID
+                evidenceKind = .transactionID
             } else {
                 return .failure(Problem(.missingFields, "'apple' needs one of subscription_transaction_jws, app_receipt_base64 or transaction_id"))
             }
@@ -149,7 +155,7 @@ struct IAPRequest: Sendable {
             }
             attribution = encoded
         }
-        return .success(IAPRequest(headers: headers, store: store, appIdentifier: appIdentifier, evidence: evidence, email: email,
+        return .success(IAPRequest(headers: headers, store: store, appIdentifier: appIdentifier, evidence: evidence, evidenceKind: evidenceKind, email: email,
                                    attribution: attribution))
     }
 

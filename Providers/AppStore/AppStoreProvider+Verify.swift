@@ -11,6 +11,9 @@ extension AppStoreProvider: StoreProvider {
         let expectations = AppStoreExpectations(bundleIDs: context.appIdentifiers,
                                                 environments: Set(context.environments.map(Self.appStoreEnvironment)))
         do {
+            if context.evidenceKind == .transactionID {
+                return try await verifyTransactionID(evidence, context: context, expecting: expectations)
+            }
             if evidence.utf8.filter({ $0 == UInt8(ascii: ".") }).count == 2 {
                 return [try Self.purchase(from: try await verifyTransaction(evidence, expecting: expectations))]
             }
@@ -21,6 +24,8 @@ extension AppStoreProvider: StoreProvider {
             }
             return try await validator.confirm(receipt, base64Receipt: evidence, expecting: expectations, productID: context.productID,
                                                deadline: context.deadline).map(Self.purchase(from:))
+        } catch let error as AppStoreVerificationError where error.reason.rawValue == Self.transactionLookupNotConfigured {
+            throw StoreVerificationError(code: .invalidField, reason: error.reason.rawValue, message: error.message)
         } catch let error as AppStoreVerificationError {
             throw StoreVerificationError(code: error.errorCode, reason: error.reason.rawValue, message: error.message, isRetryable: error.isRetryable)
         }

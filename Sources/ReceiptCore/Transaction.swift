@@ -124,6 +124,8 @@ public struct VerificationRequest: Sendable {
     public var serverID: String?
     /// For stores whose evidence may not name its app (a bare Google purchase token).
     public var appIdentifier: String?
+    /// What the evidence is. Only a caller that means it asks for anything but `.detected`.
+    public var evidenceKind: EvidenceKind = .detected
     public var requestID: String
 
     public init(store: StoreID, evidence: String, requestID: String) {
@@ -131,6 +133,17 @@ public struct VerificationRequest: Sendable {
         self.evidence = evidence
         self.requestID = requestID
     }
+}
+
+/// What a request's evidence is. Signed evidence (a JWS, a receipt, a Google purchase token) is
+/// detected by its shape; a bare store transaction id is never guessed from the shape, only taken
+/// when the caller asks for it: an id is no secret (it is on the customer's invoice), so an API
+/// that did not mean to accept one must not redeem one (anyone who learned another player's id
+/// could claim the purchase).
+public enum EvidenceKind: String, Sendable, Hashable {
+    case detected
+    /// A store transaction id, proven by asking the store for the signed transaction.
+    case transactionID = "transaction_id"
 }
 
 /// A purchase proven genuine and cross-checked for one request, not yet recorded.

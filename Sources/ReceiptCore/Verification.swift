@@ -79,15 +79,20 @@ public struct VerificationContext: Sendable {
     /// The client's secret settings for this store (names prefixed `<store>.`), opened only for
     /// the provider that needs them (a per-client store credential).
     public var credentials: [String: String]
+    /// What the evidence is, as the caller said (the pipeline only passes a kind the provider
+    /// declares in `acceptedEvidenceKinds`).
+    public var evidenceKind: EvidenceKind
 
     public init(appIdentifiers: Set<String>, environments: Set<StoreEnvironment>, productID: String? = nil,
-                deadline: ContinuousClock.Instant? = nil, client: ClientInfo? = nil, credentials: [String: String] = [:]) {
+                deadline: ContinuousClock.Instant? = nil, client: ClientInfo? = nil, credentials: [String: String] = [:],
+                evidenceKind: EvidenceKind = .detected) {
         self.appIdentifiers = appIdentifiers
         self.environments = environments
         self.productID = productID
         self.deadline = deadline
         self.client = client
         self.credentials = credentials
+        self.evidenceKind = evidenceKind
     }
 }
 

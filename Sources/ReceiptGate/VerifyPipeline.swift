@@ -30,6 +30,10 @@ public struct VerifyPipeline: Sendable {
                                              message: "store must be one of \(storeNames.joined(separator: ", ")), got \"\(request.store)\"")
             }
             let provider = registration.verifier
+            guard provider.acceptedEvidenceKinds.contains(request.evidenceKind) else {
+                throw StoreVerificationError(code: .invalidField, reason: "EVIDENCE_KIND_UNSUPPORTED",
+                                             message: "\(request.store) evidence cannot be a bare \(request.evidenceKind.rawValue)")
+            }
             var identifiers = provider.appIdentifiers(bundleIDs: client.bundleIDs, packageNames: client.packageNames)
             if let requested = request.appIdentifier {
                 guard identifiers.contains(requested) else {
@@ -45,7 +49,8 @@ public struct VerifyPipeline: Sendable {
             let purchases = try await provider.verify(evidence: request.evidence,
                                                       context: VerificationContext(appIdentifiers: identifiers, environments: Set(client.environments),
                                                                                    productID: request.productID, client: client.info,
-                                                                                   credentials: try await credentials(of: client, for: request.store)))
+                                                                                   credentials: try await credentials(of: client, for: request.store),
+                                                                                   evidenceKind: request.evidenceKind))
             let purchase = try Self.choose(from: purchases, productID: request.productID)
             if let problem = purchase.dateOutOfRange {
                 throw StoreVerificationError(code: .verificationFailed, reason: "DATE_OUT_OF_RANGE", message: "the store's \(problem) is not a plausible date")

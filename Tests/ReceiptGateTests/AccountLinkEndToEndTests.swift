@@ -210,6 +210,9 @@ import TestSupport
         // (c): a new account by e-mail; the mail's link sets its password.
         #expect(try await Self.iap(port, try Self.subscription(harness, "2000000000140001"), email: "ada@example.com").status == 200)
         let reset = try link(in: try await mail(1), path: "/account/reset-password")
+        // The mail that arrived holds the link; the outbox row it was sent from never did (sealed).
+        let stored = try await harness.pool.query("SELECT payload::text AS p FROM outbox WHERE target = 'email'").map { try $0.decode("p", as: String.self) }
+        #expect(stored.count == 1 && !stored.contains { $0.contains(reset) })
         #expect(try await RawHTTP.request(port: port, path: "/account/reset-password?token=\(reset)").text.contains("<form"))
         let set = try await RawHTTP.request(port: port, method: "POST", path: "/account/reset-password", headers: ["Content-Type": "application/x-www-form-urlencoded"],
                                             body: Data("token=\(reset)&password=correct-horse".utf8))

@@ -105,9 +105,10 @@ struct AccountRepository: AccountStore {
 struct PostgresRecordScope: RecordScope {
     let connection: PostgresConnection
     let client: ClientInfo
+    let secrets: SecretBox
 
     func enqueue(_ message: OutboxMessage) throws {
-        try OutboxRepository.enqueue(message, on: connection)
+        try OutboxRepository.enqueue(message, sealingMailWith: secrets, on: connection)
     }
 
     func linkPurchase(_ key: PurchaseKey, to accountID: String) throws -> String {

@@ -6,8 +6,13 @@ public import ReceiptCore
 /// database transaction as the change they announce, and claimed by workers with leases.
 public struct OutboxRepository: Sendable {
     let pool: PostgresPool
+    /// Opens sealed e-mail bodies when they are claimed for sending.
+    let secrets: SecretBox
 
-    init(pool: PostgresPool) { self.pool = pool }
+    init(pool: PostgresPool, secrets: SecretBox) {
+        self.pool = pool
+        self.secrets = secrets
+    }
 
     /// What every webhook carries: a stable event id (the same on every retry), its type, its data.
     struct Envelope<Payload: Encodable>: Encodable {
@@ -26,10 +31,34 @@ public struct OutboxRepository: Sendable {
                    on: connection)
     }
 
-    /// Queues a message whose body someone else rendered (a refund callback, an e-mail), sent as is.
-    static func enqueue(_ message: OutboxMessage, on connection: PostgresConnection) throws {
-        try insert(eventID: UUID(), message: message, on: connection)
+    /// Queues a message whose body someone else rendered (a refund callback, an e-mail), sent as
+    /// is. An e-mail is sealed under the master key (its one-time link must not sit readable in
+    /// the database or its backups); `secrets` is required for one.
+    static func enqueue(_ message: OutboxMessage, sealingMailWith secrets: SecretBox? = nil, on connection: PostgresConnection) throws {
+        let eventID = UUID()
+        var stored = message
+        if message.target == .email {
+            guard let secrets else { throw ClientStoreError.invalid("an e-mail is queued only sealed, and no master key was given") }
+            stored.body = try sealedMail(message.body, eventID: eventID, secrets: secrets)
+        }
+        try insert(eventID: eventID, message: stored, on: connection)
     }
+
+    /// `{"sealed": base64(AES-GCM)}`, bound to the row's event id so a box copied onto another row does not open.
+    static func sealedMail(_ body: Data, eventID: UUID, secrets: SecretBox) throws -> Data {
+        let box = try secrets.seal(String(decoding: body, as: UTF8.self), owner: mailOwner(eventID.uuidString.lowercased()))
+        return try JSONEncoder.receiptGateStorage.encode(["sealed": box.base64EncodedString()])
+    }
+
+    /// The e-mail as it must be sent; a row from before mail was sealed is returned as it is.
+    func openedMail(_ payload: String, eventID: String) throws -> String {
+        struct Sealed: Decodable { let sealed: String }
+        guard let sealed = try? JSONDecoder().decode(Sealed.self, from: Data(payload.utf8)) else { return payload }
+        guard let box = Data(base64Encoded: sealed.sealed) else { throw ClientStoreError.invalid("a sealed e-mail is not base64") }
+        return try secrets.open(box, owner: Self.mailOwner(eventID.lowercased()))
+    }
+
+    static func mailOwner(_ eventID: String) -> String { "outbox.email:\(eventID)" }
 
     private static func insert(eventID: UUID, message: OutboxMessage, on connection: PostgresConnection) throws {
         try connection.execute("""
@@ -59,9 +88,14 @@ public struct OutboxRepository: Sendable {
             RETURNING id, event_id, client_id, event_type, payload::text AS payload, attempts, created_at, target
             """)
         return try rows.map { row in
-            Claimed(id: try row.decode("id"), eventID: try row.decode("event_id"), clientID: try row.decode("client_id"),
-                    type: try row.decode("event_type"), payload: try row.decode("payload"), attempts: try row.decode("attempts"),
-                    createdAt: try row.decode("created_at"), target: try TransactionRows.typed(row, "target", as: OutboxTarget.self))
+            let target = try TransactionRows.typed(row, "target", as: OutboxTarget.self)
+            let eventID: String = try row.decode("event_id"), stored: String = try row.decode("payload")
+            // Opened only here, just before sending; a box that does not open is sent as nothing (the
+            // mailer then records "not an e-mail message" and the row is retried, never the plaintext).
+            let payload = target == .email ? ((try? openedMail(stored, eventID: eventID)) ?? "{}") : stored
+            return Claimed(id: try row.decode("id"), eventID: eventID, clientID: try row.decode("client_id"),
+                           type: try row.decode("event_type"), payload: payload, attempts: try row.decode("attempts"),
+                           createdAt: try row.decode("created_at"), target: target)
         }
     }
 

@@ -21,8 +21,8 @@ public struct Repositories: Sendable {
 
     init(pool: PostgresPool, secrets: SecretBox, refundCallbacks: [String: any RefundCallbackRenderer]) {
         clients = ClientRepository(pool: pool, secrets: secrets)
-        transactions = TransactionRepository(pool: pool)
-        outbox = OutboxRepository(pool: pool)
+        transactions = TransactionRepository(pool: pool, secrets: secrets)
+        outbox = OutboxRepository(pool: pool, secrets: secrets)
         notifications = NotificationRepository(pool: pool, refundCallbacks: refundCallbacks)
         tokens = TokenRepository(pool: pool)
         accounts = AccountRepository(pool: pool)

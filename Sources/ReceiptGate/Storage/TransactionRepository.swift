@@ -8,8 +8,13 @@ public import ReceiptCore
 /// with a purchase (webhooks, deliveries, a dialect's effects) commits in the same transaction.
 public struct TransactionRepository: Sendable {
     let pool: PostgresPool
+    /// Seals the e-mails a dialect queues with a record (their one-time links).
+    let secrets: SecretBox
 
-    init(pool: PostgresPool) { self.pool = pool }
+    init(pool: PostgresPool, secrets: SecretBox) {
+        self.pool = pool
+        self.secrets = secrets
+    }
 
     /// The tenancy rule, written once: a client sees its own records and those of its game.
     /// The SQL twin of `isVisible(owner:ownerGame:to:)`; `alias` names the table holding
@@ -83,7 +88,7 @@ public struct TransactionRepository: Sendable {
                                                   original: transaction.originalOrSelf, on: connection)
                 : nil
             let outcome = VerificationOutcome(transaction: transaction, duplicate: duplicate, accountMatch: proven.accountMatch, subscription: subscription)
-            let extra = try effects(outcome, PostgresRecordScope(connection: connection, client: client.info))
+            let extra = try effects(outcome, PostgresRecordScope(connection: connection, client: client.info, secrets: secrets))
             return (outcome, extra)
         }
     }

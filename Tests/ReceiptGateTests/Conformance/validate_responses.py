@@ -58,7 +58,9 @@ for line in sys.stdin:
         problems += 1
         continue
     response = resolve(response)
-    schema = response.get("content", {}).get("application/json", {}).get("schema")
+    # application/json, or a JSON subtype such as application/jwk-set+json.
+    schema = next((media.get("schema") for kind, media in response.get("content", {}).items()
+                   if kind == "application/json" or kind.endswith("+json")), None)
     if schema is None:
         continue
     validator = OAS30Validator(absolute(schema), registry=registry)

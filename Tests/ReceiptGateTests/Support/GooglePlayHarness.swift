@@ -41,7 +41,8 @@ struct GooglePlayHarness {
         func bodies(_ path: String) -> [[String: Any]] { received.get().filter { $0.path == path }.map(\.body) }
     }
 
-    static func start(pollEvery interval: Duration? = nil, settings: [String: [String]?] = [:]) async throws -> GooglePlayHarness {
+    static func start(pollEvery interval: Duration? = nil, settings: [String: [String]?] = [:],
+                      dialects: [any DialectProvider] = [AlogameGateway()]) async throws -> GooglePlayHarness {
         let google = try FakeGooglePlay()
         let receiver = try Receiver()
         var configuration = ServiceConfiguration()
@@ -57,7 +58,7 @@ struct GooglePlayHarness {
         settings_.voidedPurchasesInterval = interval
         let provider = GooglePlayProvider(configuration: settings_, http: FakeGooglePlay.http(), logger: logger)
         let service = try Service(configuration: configuration, logger: logger, database: database, stores: [provider.registration],
-                                  dialects: [AlogameGateway()])
+                                  dialects: dialects)
         service.outboxConfiguration = VerifyHarness.fastOutbox()
         try await service.start()
         var client = ClientSettings()

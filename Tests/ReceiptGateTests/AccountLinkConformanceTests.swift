@@ -1,0 +1,68 @@
+import Foundation
+import ReceiptCore
+@testable import ReceiptGate
+import Testing
+import TestSupport
+
+/// The AccountLink routes' real responses (`/iap`, `/oauth/token`, `/userinfo`, `/.well-known/*`),
+/// checked against Deploy/openapi.yaml by the same independent validator as the rest of the
+/// surface (Conformance/validate_responses.py).
+@Suite struct AccountLinkConformance {
+    @Test(.enabled(if: OpenAPIConformance.python != nil || ProcessInfo.processInfo.environment["CI"] != nil,
+                   "set RECEIPTGATE_ORACLE_PYTHON (scripts/test.sh does) to validate responses against the OpenAPI document"))
+    func responsesMatchTheDocument() async throws {
+        let python = try #require(OpenAPIConformance.python, "RECEIPTGATE_ORACLE_PYTHON must be set in CI")
+        // Two calls per purchase a minute, so the third answers 429.
+        let harness = try await AccountLinkEndToEnd.start(rateLimits: ["accountlink.iap.purchase": .init(limit: 2, window: .seconds(60))])
+        defer { harness.stop() }
+        let port = harness.client.port
+        var records: [[String: Any]] = []
+        func record(_ method: String, _ path: String, _ response: RawHTTP.Response) throws {
+            records.append(["path": path, "method": method, "status": response.status, "body": try JSONSerialization.jsonObject(with: response.body)])
+        }
+        func token(_ form: String) async throws -> RawHTTP.Response {
+            try await RawHTTP.request(port: port, method: "POST", path: "/oauth/token", headers: ["Content-Type": "application/x-www-form-urlencoded"],
+                                      body: Data(form.utf8))
+        }
+
+        let jws = try AccountLinkEndToEnd.subscription(harness, "2000000000160001")
+        let created = try await AccountLinkEndToEnd.iap(port, jws)
+        try record("post", "/iap", created)
+        let access = try #require(try created.json()["access_token"] as? String)
+        let refresh = try #require(try created.json()["refresh_token"] as? String)
+        try record("post", "/iap", try await AccountLinkEndToEnd.iap(port, jws, token: access))
+        let limited = try await AccountLinkEndToEnd.iap(port, jws)
+        #expect(limited.headers["retry-after"] != nil)
+        try record("post", "/iap", limited)
+        try record("post", "/iap", try await AccountLinkEndToEnd.iap(port, jws, extra: ["X-Client-OS": "beos"]))
+        try record("post", "/iap", try await AccountLinkEndToEnd.iap(port, "not-a-receipt"))
+        try record("post", "/iap", try await AccountLinkEndToEnd.iap(port, try AccountLinkEndToEnd.subscription(harness, "2000000000160002", revoked: true)))
+        try record("post", "/iap", try await AccountLinkEndToEnd.iap(port, try AccountLinkEndToEnd.subscription(harness, "2000000000160003"), token: "not.a.token"))
+
+        try record("post", "/oauth/token", try await token("grant_type=refresh_token&refresh_token=\(refresh)"))
+        try record("post", "/oauth/token", try await token("grant_type=refresh_token&refresh_token=\(refresh)"))
+        try record("post", "/oauth/token", try await token("grant_type=client_credentials"))
+        try record("post", "/oauth/token", try await token("grant_type=password&client_id=rgc_nobody&username=a&password=b"))
+
+        try record("get", "/userinfo", try await AccountLinkEndToEnd.userinfo(port, access))
+        try record("get", "/userinfo", try await AccountLinkEndToEnd.userinfo(port, "expired"))
+        try record("get", "/.well-known/openid-configuration", try await RawHTTP.request(port: port, path: "/.well-known/openid-configuration"))
+        try record("get", "/.well-known/jwks.json", try await RawHTTP.request(port: port, path: "/.well-known/jwks.json"))
+        await harness.service.shutdown()
+
+        let iapStatuses = Set(records.filter { $0["path"] as? String == "/iap" }.compactMap { $0["status"] as? Int })
+        #expect(iapStatuses.isSuperset(of: [200, 400, 401, 422, 429]), "\(iapStatuses)")
+        let tokenStatuses = Set(records.filter { $0["path"] as? String == "/oauth/token" }.compactMap { $0["status"] as? Int })
+        #expect(tokenStatuses.isSuperset(of: [200, 400]), "\(tokenStatuses)")
+        let input = TestDatabase.temporaryDirectory("accountlink-conformance").appendingPathComponent("responses.jsonl")
+        try records.map { String(decoding: try JSONSerialization.data(withJSONObject: $0), as: UTF8.self) }.joined(separator: "\n")
+            .write(to: input, atomically: true, encoding: .utf8)
+        let here = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        let spec = here.deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Deploy/openapi.yaml").path
+        let result = try await ChildProcess.run("/bin/sh", ["-c", "exec \"$0\" \"$1\" \"$2\" < \"$3\"", python,
+                                                           here.appendingPathComponent("Conformance/validate_responses.py").path, spec, input.path],
+                                                environment: ["PATH": "/usr/bin:/bin", "HOME": "/tmp"])
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr.suffix(2000))")
+        #expect(result.stdout.contains("checked \(records.count) responses"), "\(result.stdout)")
+    }
+}
