@@ -1,4 +1,7 @@
+import AccountLink
 import AlogameGateway
+import GooglePlay
+import HiveAxyl
 import AppStore
 import Foundation
 import ReceiptCore
@@ -37,7 +40,10 @@ import TestSupport
         let admin = String(repeating: "s", count: 32)
         // The support lookup asks a local fake of the App Store Server API.
         let apple = try FakeAppStoreServerAPI()
-        let harness = try await VerifyHarness.start(environments: [.sandbox], adminToken: admin, dialects: [AlogameGateway()], pki: apple.pki) { pki in
+        // Everything Deploy/openapi.yaml documents is served, as by the binary.
+        let harness = try await VerifyHarness.start(environments: [.sandbox], adminToken: admin,
+                                                    dialects: [AlogameGateway(), HiveAxyl(), AccountLink()],
+                                                    otherStores: [try GooglePlayProvider.fromEnvironment([:]).registration], pki: apple.pki) { pki in
             var appStore = AppStoreConfiguration(trustRoots: [pki.root])
             appStore.serverAPIKey = .init(keyID: FakeAppStoreServerAPI.keyID, issuerID: FakeAppStoreServerAPI.issuerID, privateKey: apple.teamKey)
             appStore.serverAPIProductionURL = "http://127.0.0.1:\(apple.production.port)"

@@ -9,6 +9,7 @@ usage: schemathesis_run.py SPEC BASE_URL CLIENT_ID SECRET ADMIN_TOKEN MAX_EXAMPL
 Prints one line per operation and `schemathesis: N requests, M failures`; exits 1 on any failure.
 """
 import hashlib
+import urllib.parse
 import hmac
 import json
 import sys
@@ -35,15 +36,26 @@ def signed(kwargs, client_id, secret, admin_token):
         kwargs["data"] = json.dumps(kwargs.pop("json")).encode()
         headers["Content-Type"] = "application/json"
     body = kwargs.get("data") or b""
+    if isinstance(body, dict):  # a form: encoded once, here, so the signature covers the bytes sent
+        body = urllib.parse.urlencode(body, doseq=True)
+        headers.setdefault("Content-Type", "application/x-www-form-urlencoded")
     if isinstance(body, str):
         body = body.encode()
+    if body:
         kwargs["data"] = body
     path = kwargs["url"].split("//", 1)[-1].split("/", 1)[-1]
     if path.startswith("admin/"):
         headers["Authorization"] = f"Bearer {admin_token}"
     elif not path.startswith("v1/notifications/"):
         stamp = str(int(time.time()))
-        message = f"{client_id}.{stamp}.{hashlib.sha256(body).hexdigest()}".encode()
+        method = kwargs.get("method", "GET").upper()
+        if method == "GET":
+            # Reads sign method and target too (signature version 2), exactly as the request line will carry it.
+            target = requests.Request(method, kwargs["url"], params=kwargs.get("params")).prepare().path_url
+            message = f"v2\n{client_id}\n{stamp}\n{method}\n{target}\n{hashlib.sha256(body).hexdigest()}".encode()
+            headers["X-Signature-Version"] = "2"
+        else:
+            message = f"{client_id}.{stamp}.{hashlib.sha256(body).hexdigest()}".encode()
         headers.update({"X-Client-ID": client_id, "X-Timestamp": stamp,
                         "X-Signature": hmac.new(secret.encode(), message, hashlib.sha256).hexdigest()})
     kwargs["headers"] = headers

@@ -53,7 +53,8 @@ struct VerifyHarness {
     /// client for com.example.game; every knob a test needs, in one place.
     static func start(environments: [StoreEnvironment] = [.production, .sandbox], gameID: Int64? = 42,
                       outbox: OutboxWorker.Configuration? = nil, adminToken: String? = nil, webhookURL: String? = nil,
-                      deliveryURL: String? = nil, dialects: [any DialectProvider] = [], pki given: AppleTestPKI? = nil,
+                      deliveryURL: String? = nil, dialects: [any DialectProvider] = [], otherStores: [StoreRegistration] = [],
+                      pki given: AppleTestPKI? = nil,
                       appStore: (AppleTestPKI) -> AppStoreConfiguration? = { _ in nil }) async throws -> VerifyHarness {
         let pki = try given ?? AppleTestPKI()
         var configuration = ServiceConfiguration()
@@ -67,7 +68,8 @@ struct VerifyHarness {
         let logger = log.logger
         let database = try Database.open(configuration, logger: logger)
         let provider = AppStoreProvider(verifier: AppStoreSignedDataVerifier(trustRoots: [pki.root]), configuration: appStore(pki))
-        let service = try Service(configuration: configuration, logger: logger, database: database, stores: [provider.registration], dialects: dialects)
+        let service = try Service(configuration: configuration, logger: logger, database: database, stores: [provider.registration] + otherStores,
+                                  dialects: dialects)
         if let outbox { service.outboxConfiguration = outbox }
         try await service.start()
         var clientSettings = settings(environments: environments, gameID: gameID)
