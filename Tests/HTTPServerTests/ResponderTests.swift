@@ -2,7 +2,8 @@ import Foundation
 @testable import HTTPServer
 import Testing
 
-private func responder(timeout: Duration = .seconds(5)) -> Responder {
+// Generous by default: on a loaded machine a trivial handler may wait for a thread; the deadline test sets its own.
+private func responder(timeout: Duration = .seconds(60)) -> Responder {
     var router = Router()
     router.get("/healthz") { _ in .text("ok") }
     router.get("/v1/transactions/{store}/{transaction_id}") { request in
