@@ -79,13 +79,11 @@ public enum TestReceipts {
         try pem(leaf).write(to: cert, atomically: true, encoding: .utf8)
         try carrying.map(pem).joined().write(to: chain, atomically: true, encoding: .utf8)
         try payload.write(to: input)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        process.arguments = ["cms", "-sign", "-binary", "-nodetach", "-outform", "DER", "-in", input.path, "-signer", cert.path,
-                             "-inkey", key.path, "-out", output.path] + (carrying.isEmpty ? [] : ["-certfile", chain.path]) + (streamed ? ["-stream"] : [])
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw CryptoError(.invalidEncoding, "openssl cms failed") }
+        // posix_spawn and waitpid: Foundation's Process was seen to hang in waitUntilExit here.
+        let signed = try ChildProcess.runBlocking("/usr/bin/openssl", ["cms", "-sign", "-binary", "-nodetach", "-outform", "DER", "-in", input.path,
+                                                                     "-signer", cert.path, "-inkey", key.path, "-out", output.path]
+                                                                    + (carrying.isEmpty ? [] : ["-certfile", chain.path]) + (streamed ? ["-stream"] : []))
+        guard signed.status == 0 else { throw CryptoError(.invalidEncoding, "openssl cms failed: \(signed.stderr.prefix(200))") }
         return try Data(contentsOf: output).base64EncodedString()
     }
 }

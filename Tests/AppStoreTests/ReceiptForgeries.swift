@@ -85,14 +85,8 @@ enum ReceiptForgeries {
         try #require(Base64.decodeLenient(base64)).write(to: input)
         try roots.map { "-----BEGIN CERTIFICATE-----\n" + $0.derEncoded.base64EncodedString(options: .lineLength64Characters) + "\n-----END CERTIFICATE-----\n" }
             .joined().write(to: rootFile, atomically: true, encoding: .utf8)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        process.arguments = ["cms", "-verify", "-inform", "DER", "-in", input.path, "-CAfile", rootFile.path, "-no-CApath", "-no-CAstore", "-binary",
-                             "-attime", String(Int64(time.timeIntervalSince1970)), "-out", "/dev/null"]
-        process.standardError = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        return process.terminationStatus == 0
+        return try ChildProcess.runBlocking("/usr/bin/openssl", ["cms", "-verify", "-inform", "DER", "-in", input.path, "-CAfile", rootFile.path,
+                                                                 "-no-CApath", "-no-CAstore", "-binary", "-attime", String(Int64(time.timeIntervalSince1970)),
+                                                                 "-out", "/dev/null"]).status == 0
     }
 }

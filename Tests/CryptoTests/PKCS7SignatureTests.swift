@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Testing
+import TestSupport
 
 /// PKCS7SignatureVerifier against containers `openssl cms -sign` makes with a throwaway PKI.
 @Suite struct PKCS7Signatures {
@@ -17,13 +18,10 @@ import Testing
         try pem(pki.leaf).write(toFile: paths[1], atomically: true, encoding: .utf8)
         try (carrying ?? [pki.intermediate, pki.root]).map(pem).joined().write(toFile: paths[2], atomically: true, encoding: .utf8)
         try content.write(to: URL(fileURLWithPath: paths[3]))
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        process.arguments = ["cms", "-sign", "-binary", "-nodetach", "-outform", "DER", "-signer", paths[1], "-inkey", paths[0],
-                             "-certfile", paths[2], "-in", paths[3], "-out", paths[4]] + (streamed ? ["-stream"] : [])
-        try process.run()
-        process.waitUntilExit()
-        try #require(process.terminationStatus == 0)
+        let signed = try ChildProcess.runBlocking("/usr/bin/openssl", ["cms", "-sign", "-binary", "-nodetach", "-outform", "DER", "-signer", paths[1],
+                                                                     "-inkey", paths[0], "-certfile", paths[2], "-in", paths[3], "-out", paths[4]]
+                                                                    + (streamed ? ["-stream"] : []))
+        try #require(signed.status == 0)
         return try Data(contentsOf: URL(fileURLWithPath: paths[4]))
     }
 

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Testing
+import TestSupport
 
 func fixture(_ name: String) throws -> String {
     let url = try #require(Bundle.module.url(forResource: "Fixtures/\(name)", withExtension: nil))
@@ -116,13 +117,6 @@ enum RFC7515 {
 }
 
 func runOpenSSL(_ arguments: [String], in directory: URL) throws -> Int32 {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-    process.arguments = arguments
-    process.currentDirectoryURL = directory
-    process.standardOutput = FileHandle.nullDevice
-    process.standardError = FileHandle.nullDevice
-    try process.run()
-    process.waitUntilExit()
-    return process.terminationStatus
+    // posix_spawn and waitpid (Foundation's Process was seen to hang here), in `directory`.
+    try ChildProcess.runBlocking("/bin/sh", ["-c", "cd \"$0\" && exec /usr/bin/openssl \"$@\"", directory.path] + arguments).status
 }

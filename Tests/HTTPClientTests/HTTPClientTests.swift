@@ -193,14 +193,7 @@ private func client(_ base: String, attempts: Int = 3, timeout: Duration = .seco
 }
 
 private func run(_ executable: String, _ arguments: [String]) throws -> Int32 {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    process.standardOutput = FileHandle.nullDevice
-    process.standardError = FileHandle.nullDevice
-    try process.run()
-    process.waitUntilExit()
-    return process.terminationStatus
+    try ChildProcess.runBlocking(executable, arguments).status
 }
 
 

@@ -22,13 +22,7 @@ import TestSupport
 
     static let hasSchemathesis: Bool = {
         guard let python else { return false }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = ["-c", "import schemathesis"]
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return false }
-        process.waitUntilExit()
-        return process.terminationStatus == 0
+        return (try? ChildProcess.runBlocking(python, ["-c", "import schemathesis"]).status) == 0
     }()
 
     @Test(.enabled(if: hasSchemathesis || inCI,

@@ -26,6 +26,19 @@ public final class ChildProcess: @unchecked Sendable {
         return ChildProcess(pid: pid, stdoutPath: stdoutPath, stderrPath: stderrPath)
     }
 
+    /// Runs to completion on the calling thread (for synchronous test helpers: a short program
+    /// such as `openssl`), with posix_spawn and waitpid. Returns (exit status, stdout, stderr).
+    @discardableResult
+    public static func runBlocking(_ executable: String, _ arguments: [String],
+                                   environment: [String: String] = ["PATH": "/usr/bin:/bin"]) throws -> (status: Int32, stdout: String, stderr: String) {
+        let child = try launch(executable, arguments, environment: environment)
+        var raw: Int32 = 0
+        while waitpid(child.pid, &raw, 0) < 0 && errno == EINTR {}
+        let status = (raw & 0x7f) == 0 ? (raw >> 8) & 0xff : 128 + (raw & 0x7f)
+        child.exitStatus.set(status)
+        return (status, child.stdout, child.stderr)
+    }
+
     /// Runs to completion and returns (exit status, stdout, stderr).
     public static func run(_ executable: String, _ arguments: [String], environment: [String: String],
                            timeout: Duration = .seconds(120)) async throws -> (status: Int32, stdout: String, stderr: String) {
