@@ -73,7 +73,7 @@ private func body(_ response: HTTPResponse) throws -> [String: String] {
         let response = await responder(timeout: .milliseconds(200)).respond(to: HTTPRequest(method: "GET", path: "/slow"))
         #expect(response.status == 503)
         #expect(try body(response)["error"] == "DEADLINE_EXCEEDED")
-        #expect(ContinuousClock.now - started < .seconds(10))
+        #expect(ContinuousClock.now - started < .seconds(20), "not the handler's 30 s sleep")
     }
 }
 
