@@ -9,9 +9,12 @@ public struct ClientAuthentication: Sendable {
     public static let window: TimeInterval = 300
     let clients: ClientRepository
     let now: @Sendable () -> Date
+    /// Authenticated clients in memory (issue 13); nil reads the database every time.
+    let cache: ClientCache?
 
-    init(clients: ClientRepository, now: @escaping @Sendable () -> Date = { Date() }) {
+    init(clients: ClientRepository, cache: ClientCache? = nil, now: @escaping @Sendable () -> Date = { Date() }) {
         self.clients = clients
+        self.cache = cache
         self.now = now
     }
 
@@ -32,12 +35,17 @@ public struct ClientAuthentication: Sendable {
         if let problem = Self.headerProblem(header: header, now: now()) { throw AuthenticationRefused(problem) }
         guard let clientID = header("X-Client-ID"), let timestampText = header("X-Timestamp"),
               let signatureBytes = header("X-Signature").flatMap(Hex.decode) else { throw AuthenticationRefused("invalid credentials or signature") }
-        guard let (client, secret) = try await clients.secret(for: clientID) else { throw AuthenticationRefused("invalid credentials or signature") }
+        guard let (client, secret) = try await clientAndSecret(clientID) else { throw AuthenticationRefused("invalid credentials or signature") }
         let message = Self.message(clientID: clientID, timestamp: timestampText, body: body)
         guard HMACSHA256.isValid(signatureBytes, key: Data(secret.utf8), message: Data(message.utf8)) else {
             throw AuthenticationRefused("invalid credentials or signature")
         }
         return client
+    }
+
+    private func clientAndSecret(_ clientID: String) async throws -> (Client, String)? {
+        guard let cache else { return try await clients.secret(for: clientID) }
+        return try await cache.entry(for: clientID).map { ($0.client, $0.secret) }
     }
 
     public static func message(clientID: String, timestamp: String, body: Data) -> String {

@@ -1,0 +1,252 @@
+import Foundation
+import Postgres
+import ReceiptCore
+
+/// Group commit for plain verifications (no webhook, delivery, subscription, acknowledgement or
+/// dialect effects): the verifications waiting at one moment are recorded by one statement, in
+/// one transaction, with one commit — the transaction rows (`ON CONFLICT DO NOTHING`, so the
+/// unique key still decides duplicates) and the attempt rows together, each client's version
+/// checked in the same statement. A lone request is sent at once: batches form only from what
+/// queues while earlier ones are in flight. `synchronous_commit` is untouched, so every answer
+/// still waits for its commit to be durable.
+///
+/// Anything the statement cannot settle is handed back for the ordinary path: a client changed
+/// since it was cached (`stale`), a duplicate committed by a concurrent transaction the
+/// statement's snapshot cannot see (`contended`), or a batch the server refused as a whole.
+final class RecordBatcher: @unchecked Sendable {
+    enum Result: Sendable {
+        case recorded(VerificationOutcome)
+        /// The client row is no longer the version it was authenticated with (or is disabled).
+        case stale
+        /// Already recorded for a client that may not see it (another game).
+        case foreign
+        /// Not settled here; record it the ordinary way.
+        case contended
+    }
+
+    private struct Item {
+        let key: String
+        let proven: ProvenPurchase
+        let client: Client
+        let version: Int64
+        let continuation: CheckedContinuation<Result, any Error>
+    }
+
+    let pool: PostgresPool
+    /// Batches in flight at once (each holds one pool connection while it runs).
+    let maxInFlight: Int
+    let maxBatch: Int
+    private let lock = NSLock()  // guards queue and inFlight
+    private var queue: [Item] = []
+    private var inFlight = 0
+
+    init(pool: PostgresPool, maxInFlight: Int = 2, maxBatch: Int = 64) {
+        self.pool = pool
+        self.maxInFlight = maxInFlight
+        self.maxBatch = maxBatch
+    }
+
+    func record(_ proven: ProvenPurchase, client: Client, version: Int64) async throws -> Result {
+        let purchase = proven.purchase
+        let key = "\(purchase.store.rawValue)\u{0}\(purchase.environment.rawValue)\u{0}\(purchase.transactionID)"
+        return try await withCheckedThrowingContinuation { continuation in
+            let start = lock.withLock { () -> Bool in
+                queue.append(Item(key: key, proven: proven, client: client, version: version, continuation: continuation))
+                guard inFlight < maxInFlight else { return false }
+                inFlight += 1
+                return true
+            }
+            if start { launch() }
+        }
+    }
+
+    /// One pool job that keeps taking batches until the queue is empty, so a busy service does
+    /// not hop threads between batches.
+    private func launch() {
+        let accepted = pool.submit { [self] connection in
+            while let batch = nextBatch() {
+                switch connection {
+                case .success(let connection): run(batch, on: connection)
+                case .failure(let error): batch.forEach { $0.continuation.resume(throwing: error) }
+                }
+            }
+        }
+        if !accepted {
+            let stranded = lock.withLock { () -> [Item] in defer { queue.removeAll(); inFlight = 0 }; return queue }
+            stranded.forEach { $0.continuation.resume(throwing: PostgresError(.poolClosed, "the database pool is shut down")) }
+        }
+    }
+
+    /// Up to `maxBatch` waiting items with distinct keys (a second request for the same purchase
+    /// waits for the next batch, where it is a plain duplicate); nil, and one fewer in flight,
+    /// when nothing waits.
+    private func nextBatch() -> [Item]? {
+        lock.withLock {
+            guard !queue.isEmpty else {
+                inFlight -= 1
+                return nil
+            }
+            var batch: [Item] = [], keys = Set<String>(), rest: [Item] = []
+            for item in queue {
+                if batch.count < maxBatch, keys.insert(item.key).inserted { batch.append(item) } else { rest.append(item) }
+            }
+            queue = rest
+            return batch
+        }
+    }
+
+    private func run(_ batch: [Item], on connection: PostgresConnection) {
+        let rows: [PostgresRow]
+        do {
+            rows = try connection.query(Self.statement(batch))
+        } catch let error as PostgresError where error.code == .queryFailed {
+            // Refused as a whole (one bad value fails them all): each goes the ordinary way alone.
+            batch.forEach { $0.continuation.resume(returning: .contended) }
+            return
+        } catch {
+            // The connection failed: whether it committed is unknown, so say so rather than retry.
+            batch.forEach { $0.continuation.resume(throwing: error) }
+            return
+        }
+        var byOrdinal: [Int: PostgresRow] = [:]
+        for row in rows { if let ordinal = try? row.decode("batch_ord", as: Int.self) { byOrdinal[ordinal] = row } }
+        for (ordinal, item) in batch.enumerated() {
+            item.continuation.resume(with: Swift.Result { try Self.result(byOrdinal[ordinal], item: item) })
+        }
+    }
+
+    private static func result(_ row: PostgresRow?, item: Item) throws -> Result {
+        guard let row else { return .contended }
+        switch try row.decode("batch_status", as: String.self) {
+        case "stale": return .stale
+        case "foreign": return .foreign
+        case "recorded":
+            let transaction = try TransactionRows.transaction(row)
+            return .recorded(VerificationOutcome(transaction: transaction, duplicate: try row.decode("batch_duplicate"),
+                                                 accountMatch: item.proven.accountMatch, subscription: nil))
+        default: return .contended
+        }
+    }
+
+    /// The whole batch as one JSON parameter, so there is one statement whatever its size.
+    private static func statement(_ batch: [Item]) -> PostgresQuery {
+        var json = "["
+        for (ordinal, item) in batch.enumerated() {
+            if ordinal > 0 { json += "," }
+            let purchase = item.proven.purchase, request = item.proven.request, client = item.client
+            var object = BatchJSON()
+            object.add("ord", number: String(ordinal))
+            object.add("store", purchase.store.rawValue)
+            object.add("environment", purchase.environment.rawValue)
+            object.add("transaction_id", purchase.transactionID)
+            object.add("original_transaction_id", purchase.originalTransactionID)
+            object.add("order_id", purchase.orderID)
+            object.add("product_id", purchase.productID)
+            object.add("product_kind", purchase.kind?.rawValue)
+            object.add("quantity", number: purchase.quantity.map(String.init))
+            object.add("price_milliunits", number: purchase.priceMilliunits.map(String.init))
+            object.add("currency", purchase.currency)
+            object.add("storefront", purchase.storefront)
+            object.add("app_identifier", purchase.appIdentifier)
+            object.add("purchase_date", purchase.purchaseDate?.postgresText)
+            object.add("expires_date", purchase.expiresDate?.postgresText)
+            object.add("revocation_date", purchase.revocationDate?.postgresText)
+            object.add("revocation_reason", purchase.revocationReason)
+            object.add("ownership", purchase.ownership?.rawValue)
+            object.add("account_token", purchase.accountToken)
+            object.add("state", TransactionRows.state(of: purchase).rawValue)
+            object.add("client_id", client.clientID)
+            object.add("client_version", number: String(item.version))
+            object.add("game_id", number: client.gameID.map(String.init))
+            object.add("player_id", request.playerID)
+            object.add("character_id", request.characterID)
+            object.add("server_id", request.serverID)
+            object.add("request_id", request.requestID)
+            object.add("evidence_sha256", item.proven.evidenceDigest)
+            json += object.text + "}"
+        }
+        json += "]"
+        return "\(unescaped: sqlHead)\(json)\(unescaped: sqlTail)"
+    }
+
+    // Rows the statement's snapshot cannot see (inserted by itself, or committed by another
+    // transaction after it began) are not found by `resolved`'s second half: the first case is
+    // `inserted`, the second comes back `contended` and is settled by the ordinary path.
+    private static let sqlHead = "WITH input AS (SELECT * FROM jsonb_to_recordset("
+    private static let sqlTail = """
+        ::jsonb) AS x(
+                ord integer, store text, environment text, transaction_id text, original_transaction_id text, order_id text,
+                product_id text, product_kind text, quantity integer, price_milliunits bigint, currency text, storefront text,
+                app_identifier text, purchase_date timestamptz, expires_date timestamptz, revocation_date timestamptz,
+                revocation_reason text, ownership text, account_token text, state text, client_id text, client_version bigint,
+                game_id bigint, player_id text, character_id text, server_id text, request_id text, evidence_sha256 text)
+        ), checked AS (
+            SELECT input.* FROM input JOIN clients c ON c.id = input.client_id AND c.version = input.client_version AND c.disabled_at IS NULL
+        ), inserted AS (
+            INSERT INTO transactions (store, environment, transaction_id, original_transaction_id, order_id, product_id, product_kind,
+                quantity, price_milliunits, currency, storefront, app_identifier, purchase_date, expires_date, revocation_date,
+                revocation_reason, ownership, account_token, state, client_id, game_id, player_id, character_id, server_id)
+            SELECT store, environment, transaction_id, original_transaction_id, order_id, product_id, product_kind,
+                quantity, price_milliunits, currency, storefront, app_identifier, purchase_date, expires_date, revocation_date,
+                revocation_reason, ownership, account_token, state, client_id, game_id, player_id, character_id, server_id
+            FROM checked ORDER BY store, environment, transaction_id  -- one order for every batch: no deadlock between two
+            ON CONFLICT (store, environment, transaction_id) DO NOTHING
+            RETURNING *
+        ), resolved AS (
+            SELECT ck.ord, false AS duplicate, i.* FROM checked ck
+                JOIN inserted i ON i.store = ck.store AND i.environment = ck.environment AND i.transaction_id = ck.transaction_id
+            UNION ALL
+            SELECT ck.ord, true AS duplicate, t.* FROM checked ck
+                JOIN transactions t ON t.store = ck.store AND t.environment = ck.environment AND t.transaction_id = ck.transaction_id
+        ), judged AS (
+            SELECT r.*, (r.client_id = ck.client_id OR (r.game_id IS NOT NULL AND r.game_id = ck.game_id)) AS visible,
+                   ck.client_id AS caller_id, ck.request_id AS caller_request_id, ck.player_id AS caller_player_id,
+                   ck.evidence_sha256 AS caller_evidence
+            FROM resolved r JOIN checked ck ON ck.ord = r.ord
+        ), attempts AS (
+            INSERT INTO verification_attempts (client_id, store, request_id, outcome, transaction_row_id, duplicate, player_id, evidence_sha256)
+            SELECT caller_id, store, caller_request_id, 'verified', id, duplicate, caller_player_id, caller_evidence FROM judged WHERE visible
+        )
+        SELECT input.ord AS batch_ord,
+               CASE WHEN ck.ord IS NULL THEN 'stale' WHEN j.ord IS NULL THEN 'contended' WHEN NOT j.visible THEN 'foreign' ELSE 'recorded' END
+                   AS batch_status,
+               j.duplicate AS batch_duplicate, j.*
+        FROM input LEFT JOIN checked ck ON ck.ord = input.ord LEFT JOIN judged j ON j.ord = input.ord
+        """
+}
+
+/// A JSON object written by hand: the batch is built for every verification, and a generic
+/// encoder would cost more than the statement it feeds.
+private struct BatchJSON {
+    var text = "{"
+    private var empty = true
+
+    mutating func add(_ name: String, _ value: String?) {
+        separate(name)
+        guard let value else { text += "null"; return }
+        text += "\""
+        for scalar in value.unicodeScalars {
+            switch scalar {
+            case "\"": text += "\\\""
+            case "\\": text += "\\\\"
+            case let c where c.value < 0x20:
+                text += "\\u00"
+                text += String(c.value >> 4, radix: 16)
+                text += String(c.value & 0xf, radix: 16)
+            default: text.unicodeScalars.append(scalar)
+            }
+        }
+        text += "\""
+    }
+
+    mutating func add(_ name: String, number: String?) {
+        separate(name)
+        text += number ?? "null"
+    }
+
+    private mutating func separate(_ name: String) {
+        if !empty { text += "," }
+        empty = false
+        text += "\"\(name)\":"
+    }
+}
