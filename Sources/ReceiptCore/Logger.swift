@@ -66,15 +66,12 @@ public struct Logger: Sendable {
         return out + "\""
     }
 
-    static func timestamp() -> String {
-        let now = Date().timeIntervalSince1970
-        var seconds = time_t(now)
-        var parts = tm()
-        gmtime_r(&seconds, &parts)
-        let millis = Int((now - Double(seconds)) * 1000)
-        return String(format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1,
-                      Int(parts.tm_mday), Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec), millis)
+    /// Said when lines had to be dropped because stderr did not keep up.
+    static func droppedLine(_ count: Int) -> String {
+        encodeLine(["time": timestamp(), "level": "warning", "message": "log lines dropped: stderr did not keep up", "count": String(count)]) + "\n"
     }
+
+    static func timestamp() -> String { UTCTimestamp.milliseconds(Date()) }
 }
 
 /// Where log lines go. Whole lines are written under a lock so concurrent lines never interleave.
@@ -86,15 +83,8 @@ public final class LogSink: @unchecked Sendable {
         self.writeLine = writeLine
     }
 
-    public static let standardError = LogSink { line in
-        var bytes = Array((line + "\n").utf8)
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes.withUnsafeMutableBytes { Foundation.write(2, $0.baseAddress! + offset, $0.count - offset) }
-            if written <= 0 { return }
-            offset += written
-        }
-    }
+    /// File descriptor 2, written off the caller's thread (`StandardErrorBuffer`).
+    public static let standardError = LogSink { line in StandardErrorBuffer.shared.append(line) }
 
     func write(_ line: String) {
         lock.lock()
