@@ -29,9 +29,10 @@ def main():
     ap.add_argument("--binary", default=".build/release/receiptgate")
     ap.add_argument("--duration", type=int, default=8)
     ap.add_argument("--connections", type=int, default=64)
-    ap.add_argument("--requests", type=int, default=60000)
+    ap.add_argument("--requests", type=int, default=20000, help="fresh tokens (about 1.2 x expected req/s x duration; generating them takes time)")
     ap.add_argument("--label", default="receiptgate")
     ap.add_argument("--keep", action="store_true", help="leave the work folder (logs) in place")
+    ap.add_argument("--perf", metavar="FILE", help="also `perf record -g` the service during the run into FILE")
     a = ap.parse_args()
     binp = os.path.abspath(a.binary)
     work = tempfile.mkdtemp(prefix="rg-profile-")
@@ -80,9 +81,17 @@ def main():
         before = psql(pgbin, work, pgport, "SELECT count(*) FROM transactions")[0][0]
         commits_before = psql(pgbin, work, pgport, "SELECT xact_commit FROM pg_stat_database WHERE datname = 'postgres'")[0][0]
         psql(pgbin, work, pgport, "SELECT pg_stat_statements_reset()")
+        recorder = None
+        if a.perf:
+            # Starts once the load is running (token generation first), stops before it ends.
+            delay = 2 + a.requests / 2500
+            recorder = subprocess.Popen(["sh", "-c", f"sleep {delay:.0f}; exec perf record -F 499 -g -p {proc.pid} -o {a.perf} -- sleep {max(a.duration - 3, 2)}"],
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         subprocess.run(base + ["--duration", str(a.duration), "--requests", str(a.requests), "--no-preflight", "--label", a.label,
                                "--pidfile", pidfile, "--pidfile", os.path.join(pgdata, "postmaster.pid"), "--json-out", results],
                        check=False)
+        if recorder:
+            recorder.wait()
         after = psql(pgbin, work, pgport, "SELECT count(*) FROM transactions")[0][0]
         commits_after = psql(pgbin, work, pgport, "SELECT xact_commit FROM pg_stat_database WHERE datname = 'postgres'")[0][0]
         new = max(int(after) - int(before), 1)

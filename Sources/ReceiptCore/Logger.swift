@@ -35,36 +35,78 @@ public struct Logger: Sendable {
 
     public func log(_ level: Level, _ message: @autoclosure () -> String, _ fields: [String: String] = [:]) {
         guard level >= minimumLevel else { return }
-        var object = metadata.merging(fields) { _, new in new }
-        object["time"] = Self.timestamp()
-        object["level"] = level.rawValue
-        object["message"] = message()
-        sink.write(Self.encodeLine(object))
+        sink.write(Self.line(time: Self.timestamp(), level: level.rawValue, message: message(), metadata: metadata, fields: fields))
     }
 
     /// Sorted keys with time, level and message first, so lines read well by eye too.
     static func encodeLine(_ object: [String: String]) -> String {
-        let leading = ["time", "level", "message"]
-        let keys = leading.filter { object[$0] != nil } + object.keys.filter { !leading.contains($0) }.sorted()
-        return "{" + keys.map { "\(jsonString($0)):\(jsonString(object[$0]!))" }.joined(separator: ",") + "}"
+        var rest = object
+        let time = rest.removeValue(forKey: "time"), level = rest.removeValue(forKey: "level"), message = rest.removeValue(forKey: "message")
+        return line(time: time, level: level, message: message, metadata: [:], fields: rest)
+    }
+
+    /// One line straight into bytes: no merged dictionary, no intermediate strings. A field
+    /// overrides metadata of the same name; `time`, `level` and `message` are the logger's own.
+    static func line(time: String?, level: String?, message: String?, metadata: [String: String], fields: [String: String]) -> String {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(256)
+        bytes.append(UInt8(ascii: "{"))
+        var first = true
+        func pair(_ key: String, _ value: String) {
+            if !first { bytes.append(UInt8(ascii: ",")) }
+            first = false
+            appendJSONString(key, to: &bytes)
+            bytes.append(UInt8(ascii: ":"))
+            appendJSONString(value, to: &bytes)
+        }
+        if let time { pair("time", time) }
+        if let level { pair("level", level) }
+        if let message { pair("message", message) }
+        var keys = Array(fields.keys)
+        for key in metadata.keys where fields[key] == nil { keys.append(key) }
+        keys.sort()
+        for key in keys where key != "time" && key != "level" && key != "message" {
+            if let value = fields[key] ?? metadata[key] { pair(key, value) }
+        }
+        bytes.append(UInt8(ascii: "}"))
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     static func jsonString(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case let c where c.value < 0x20 || c.value == 0x2028 || c.value == 0x2029:
-                out += String(format: "\\u%04x", c.value)
-            default: out.unicodeScalars.append(scalar)
+        var bytes: [UInt8] = []
+        appendJSONString(text, to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// `"text"` with quotes, backslashes, control characters and U+2028/U+2029 escaped.
+    static func appendJSONString(_ text: String, to bytes: inout [UInt8]) {
+        bytes.append(UInt8(ascii: "\""))
+        var pendingE2 = 0  // how far into E2 80 (A8|A9) we are
+        for byte in text.utf8 {
+            if pendingE2 == 2 && (byte == 0xA8 || byte == 0xA9) {
+                bytes.removeLast(2)
+                bytes.append(contentsOf: (byte == 0xA8 ? "\\u2028" : "\\u2029").utf8)
+                pendingE2 = 0
+                continue
+            }
+            pendingE2 = byte == 0xE2 ? 1 : (pendingE2 == 1 && byte == 0x80 ? 2 : 0)
+            switch byte {
+            case UInt8(ascii: "\""): bytes.append(contentsOf: "\\\"".utf8)
+            case UInt8(ascii: "\\"): bytes.append(contentsOf: "\\\\".utf8)
+            case UInt8(ascii: "\n"): bytes.append(contentsOf: "\\n".utf8)
+            case UInt8(ascii: "\r"): bytes.append(contentsOf: "\\r".utf8)
+            case UInt8(ascii: "\t"): bytes.append(contentsOf: "\\t".utf8)
+            case 0..<0x20:
+                bytes.append(contentsOf: "\\u00".utf8)
+                bytes.append(hexDigits[Int(byte >> 4)])
+                bytes.append(hexDigits[Int(byte & 0xf)])
+            default: bytes.append(byte)
             }
         }
-        return out + "\""
+        bytes.append(UInt8(ascii: "\""))
     }
+
+    private static let hexDigits = Array("0123456789abcdef".utf8)
 
     /// Said when lines had to be dropped because stderr did not keep up.
     static func droppedLine(_ count: Int) -> String {

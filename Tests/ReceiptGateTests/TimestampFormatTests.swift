@@ -19,3 +19,25 @@ import ReceiptCore
         #expect(mismatches.count == 0, "ours vs Foundation: \(mismatches.prefix(3))")
     }
 }
+
+/// Log lines are built byte by byte now; they must still be one JSON object a reader can parse,
+/// with time, level and message first and a field overriding metadata of the same name.
+@Suite struct LogLineFormat {
+    @Test func fieldsOverrideMetadataAndLineSeparatorsAreEscaped() throws {
+        let lines = LockedLines()
+        let logger = Logger(minimumLevel: .info, sink: LogSink { line in lines.append(line) }, metadata: ["a": "meta", "z": "kept"])
+        logger.info("one\u{2028}two é", ["a": "field", "b": "\u{7}"])
+        let line = try #require(lines.all.first)
+        #expect(line.hasPrefix("{\"time\":\""))
+        #expect(line.contains("\"level\":\"info\",\"message\":\"one\\u2028two é\",\"a\":\"field\",\"b\":\"\\u0007\",\"z\":\"kept\"}"), "\(line)")
+        let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: String]
+        #expect(object?["message"] == "one\u{2028}two é")
+    }
+}
+
+private final class LockedLines: @unchecked Sendable {
+    private let lock = NSLock()
+    private var lines: [String] = []
+    func append(_ line: String) { lock.withLock { lines.append(line) } }
+    var all: [String] { lock.withLock { lines } }
+}

@@ -98,7 +98,7 @@ final class RecordBatcher: @unchecked Sendable {
     private func run(_ batch: [Item], on connection: PostgresConnection) {
         let rows: [PostgresRow]
         do {
-            rows = try connection.query(Self.statement(batch))
+            rows = try connection.queryPrepared(Self.statement(batch))
         } catch let error as PostgresError where error.code == .queryFailed {
             // Refused as a whole (one bad value fails them all): each goes the ordinary way alone.
             batch.forEach { $0.continuation.resume(returning: .contended) }
@@ -130,43 +130,46 @@ final class RecordBatcher: @unchecked Sendable {
 
     /// The whole batch as one JSON parameter, so there is one statement whatever its size.
     private static func statement(_ batch: [Item]) -> PostgresQuery {
-        var json = "["
+        var json = BatchJSON()
+        json.bytes.reserveCapacity(batch.count * 900)
+        json.bytes.append(UInt8(ascii: "["))
         for (ordinal, item) in batch.enumerated() {
-            if ordinal > 0 { json += "," }
+            if ordinal > 0 { json.bytes.append(UInt8(ascii: ",")) }
             let purchase = item.proven.purchase, request = item.proven.request, client = item.client
-            var object = BatchJSON()
-            object.add("ord", number: String(ordinal))
-            object.add("store", purchase.store.rawValue)
-            object.add("environment", purchase.environment.rawValue)
-            object.add("transaction_id", purchase.transactionID)
-            object.add("original_transaction_id", purchase.originalTransactionID)
-            object.add("order_id", purchase.orderID)
-            object.add("product_id", purchase.productID)
-            object.add("product_kind", purchase.kind?.rawValue)
-            object.add("quantity", number: purchase.quantity.map(String.init))
-            object.add("price_milliunits", number: purchase.priceMilliunits.map(String.init))
-            object.add("currency", purchase.currency)
-            object.add("storefront", purchase.storefront)
-            object.add("app_identifier", purchase.appIdentifier)
-            object.add("purchase_date", purchase.purchaseDate?.postgresText)
-            object.add("expires_date", purchase.expiresDate?.postgresText)
-            object.add("revocation_date", purchase.revocationDate?.postgresText)
-            object.add("revocation_reason", purchase.revocationReason)
-            object.add("ownership", purchase.ownership?.rawValue)
-            object.add("account_token", purchase.accountToken)
-            object.add("state", TransactionRows.state(of: purchase).rawValue)
-            object.add("client_id", client.clientID)
-            object.add("client_version", number: String(item.version))
-            object.add("game_id", number: client.gameID.map(String.init))
-            object.add("player_id", request.playerID)
-            object.add("character_id", request.characterID)
-            object.add("server_id", request.serverID)
-            object.add("request_id", request.requestID)
-            object.add("evidence_sha256", item.proven.evidenceDigest)
-            json += object.text + "}"
+            json.open()
+            json.add("ord", number: ordinal)
+            json.add("store", purchase.store.rawValue)
+            json.add("environment", purchase.environment.rawValue)
+            json.add("transaction_id", purchase.transactionID)
+            json.add("original_transaction_id", purchase.originalTransactionID)
+            json.add("order_id", purchase.orderID)
+            json.add("product_id", purchase.productID)
+            json.add("product_kind", purchase.kind?.rawValue)
+            json.add("quantity", number: purchase.quantity)
+            json.add("price_milliunits", number: purchase.priceMilliunits)
+            json.add("currency", purchase.currency)
+            json.add("storefront", purchase.storefront)
+            json.add("app_identifier", purchase.appIdentifier)
+            json.add("purchase_date", purchase.purchaseDate?.postgresText)
+            json.add("expires_date", purchase.expiresDate?.postgresText)
+            json.add("revocation_date", purchase.revocationDate?.postgresText)
+            json.add("revocation_reason", purchase.revocationReason)
+            json.add("ownership", purchase.ownership?.rawValue)
+            json.add("account_token", purchase.accountToken)
+            json.add("state", TransactionRows.state(of: purchase).rawValue)
+            json.add("client_id", client.clientID)
+            json.add("client_version", number: item.version)
+            json.add("game_id", number: client.gameID)
+            json.add("player_id", request.playerID)
+            json.add("character_id", request.characterID)
+            json.add("server_id", request.serverID)
+            json.add("request_id", request.requestID)
+            json.add("evidence_sha256", item.proven.evidenceDigest)
+            json.close()
         }
-        json += "]"
-        return "\(unescaped: sqlHead)\(json)\(unescaped: sqlTail)"
+        json.bytes.append(UInt8(ascii: "]"))
+        let text = String(decoding: json.bytes, as: UTF8.self)
+        return "\(unescaped: sqlHead)\(text)\(unescaped: sqlTail)"
     }
 
     // Rows the statement's snapshot cannot see (inserted by itself, or committed by another
@@ -215,38 +218,51 @@ final class RecordBatcher: @unchecked Sendable {
         """
 }
 
-/// A JSON object written by hand: the batch is built for every verification, and a generic
-/// encoder would cost more than the statement it feeds.
+/// JSON objects written by hand into one byte buffer: the batch is built for every verification,
+/// and a generic encoder would cost more than the statement it feeds.
 private struct BatchJSON {
-    var text = "{"
-    private var empty = true
+    var bytes: [UInt8] = []
+    private var first = true
 
-    mutating func add(_ name: String, _ value: String?) {
+    mutating func open() {
+        bytes.append(UInt8(ascii: "{"))
+        first = true
+    }
+
+    mutating func close() { bytes.append(UInt8(ascii: "}")) }
+
+    mutating func add(_ name: StaticString, _ value: String?) {
         separate(name)
-        guard let value else { text += "null"; return }
-        text += "\""
-        for scalar in value.unicodeScalars {
-            switch scalar {
-            case "\"": text += "\\\""
-            case "\\": text += "\\\\"
-            case let c where c.value < 0x20:
-                text += "\\u00"
-                text += String(c.value >> 4, radix: 16)
-                text += String(c.value & 0xf, radix: 16)
-            default: text.unicodeScalars.append(scalar)
+        guard let value else { return bytes.append(contentsOf: "null".utf8) }
+        bytes.append(UInt8(ascii: "\""))
+        for byte in value.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"):
+                bytes.append(UInt8(ascii: "\\"))
+                bytes.append(byte)
+            case 0..<0x20:
+                bytes.append(contentsOf: "\\u00".utf8)
+                bytes.append(Self.hex[Int(byte >> 4)])
+                bytes.append(Self.hex[Int(byte & 0xf)])
+            default:
+                bytes.append(byte)
             }
         }
-        text += "\""
+        bytes.append(UInt8(ascii: "\""))
     }
 
-    mutating func add(_ name: String, number: String?) {
+    mutating func add(_ name: StaticString, number: (some BinaryInteger)?) {
         separate(name)
-        text += number ?? "null"
+        if let number { bytes.append(contentsOf: String(number).utf8) } else { bytes.append(contentsOf: "null".utf8) }
     }
 
-    private mutating func separate(_ name: String) {
-        if !empty { text += "," }
-        empty = false
-        text += "\"\(name)\":"
+    private mutating func separate(_ name: StaticString) {
+        if !first { bytes.append(UInt8(ascii: ",")) }
+        first = false
+        bytes.append(UInt8(ascii: "\""))
+        name.withUTF8Buffer { bytes.append(contentsOf: $0) }
+        bytes.append(contentsOf: "\":".utf8)
     }
+
+    private static let hex = Array("0123456789abcdef".utf8)
 }
