@@ -32,8 +32,10 @@ def main():
     ap.add_argument("--requests", type=int, default=20000, help="fresh tokens (about 1.2 x expected req/s x duration; generating them takes time)")
     ap.add_argument("--label", default="receiptgate")
     ap.add_argument("--keep", action="store_true", help="leave the work folder (logs) in place")
+    ap.add_argument("--explain", action="store_true", help="log plans of statements over 2 ms (auto_explain) into <work>/pg.log; implies --keep")
     ap.add_argument("--perf", metavar="FILE", help="also `perf record -g` the service during the run into FILE")
     a = ap.parse_args()
+    a.keep = a.keep or a.explain
     binp = os.path.abspath(a.binary)
     work = tempfile.mkdtemp(prefix="rg-profile-")
     os.chmod(work, 0o777)
@@ -46,7 +48,8 @@ def main():
         sys.exit("initdb failed: " + r.stderr[-300:])
     r = as_pg(os.path.join(pgbin, "pg_ctl"), "-D", pgdata, "-w", "-l", os.path.join(work, "pg.log"), "-o",
               f"-p {pgport} -k {work} -c listen_addresses='' -c max_connections=300 -c shared_preload_libraries=pg_stat_statements "
-              "-c pg_stat_statements.track=all", "start")
+              "-c pg_stat_statements.track=all" + (" -c session_preload_libraries=auto_explain -c auto_explain.log_min_duration=2"
+                                                   " -c auto_explain.log_analyze=on -c auto_explain.log_timing=on" if a.explain else ""), "start")
     if r.returncode:
         sys.exit("pg_ctl start failed: " + r.stderr[-300:])
     db_url = f"postgresql://postgres@/postgres?host={work}&port={pgport}"
@@ -116,6 +119,8 @@ def main():
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
         as_pg(os.path.join(pgbin, "pg_ctl"), "-D", pgdata, "-m", "fast", "stop")
+        if a.keep:
+            print("work folder kept:", work)
         if not a.keep:
             shutil.rmtree(work, ignore_errors=True)
 

@@ -5,8 +5,6 @@ import Foundation
 /// inside `PostgresPool.withConnection` / `withTransaction`; it is deliberately not Sendable.
 public final class PostgresConnection {
     private var handle: OpaquePointer?
-    /// Statements prepared on this connection, by their text (`queryPrepared`).
-    private var prepared: [String: String] = [:]
 
     /// Connects with a libpq connection string (URI or key=value). The session is pinned to UTC
     /// and ISO dates so timestamps decode one way.
@@ -76,31 +74,6 @@ public final class PostgresConnection {
         let result = PQexec(handle, sql)
         defer { PQclear(result) }
         try check(result)
-    }
-
-    /// Runs a statement the connection prepares on first use and keeps (by its text), so the
-    /// server parses and plans it once per connection: for large statements run constantly.
-    public func queryPrepared(_ query: PostgresQuery) throws -> [PostgresRow] {
-        guard let handle else { throw PostgresError(.connectionFailed, "connection is closed") }
-        let name: String
-        if let known = prepared[query.sql] {
-            name = known
-        } else {
-            name = "receiptgate_\(prepared.count + 1)"
-            let result = PQprepare(handle, name, query.sql, Int32(query.bindings.count), nil)
-            defer { PQclear(result) }
-            try check(result)
-            prepared[query.sql] = name
-        }
-        let parameters = query.bindings.map { $0.map { strdup($0) } ?? nil }
-        defer { parameters.forEach { free($0) } }
-        let parameterPointers = parameters.map { $0.map { UnsafePointer($0) } }
-        let result = parameterPointers.withUnsafeBufferPointer { buffer in
-            PQexecPrepared(handle, name, Int32(buffer.count), buffer.baseAddress, nil, nil, 0)
-        }
-        defer { PQclear(result) }
-        try check(result)
-        return Self.rows(of: result)
     }
 
     private func run(_ query: PostgresQuery) throws -> (rows: [PostgresRow], affected: Int) {

@@ -98,7 +98,9 @@ final class RecordBatcher: @unchecked Sendable {
     private func run(_ batch: [Item], on connection: PostgresConnection) {
         let rows: [PostgresRow]
         do {
-            rows = try connection.queryPrepared(Self.statement(batch))
+            // Not prepared: a generic plan made while the table was small (a sequential scan) would be
+            // kept as it grows; planned each time, the statement follows the table's real size.
+            rows = try connection.query(Self.statement(batch))
         } catch let error as PostgresError where error.code == .queryFailed {
             // Refused as a whole (one bad value fails them all): each goes the ordinary way alone.
             batch.forEach { $0.continuation.resume(returning: .contended) }
@@ -196,25 +198,31 @@ final class RecordBatcher: @unchecked Sendable {
             ON CONFLICT (store, environment, transaction_id) DO NOTHING
             RETURNING *
         ), resolved AS (
-            SELECT ck.ord, false AS duplicate, i.* FROM checked ck
+            -- Referenced twice below, so computed once. Each row carries the caller's fields and
+            -- whether the caller may see the transaction (the tenancy rule of `visible(to:)`).
+            SELECT ck.ord, false AS duplicate, true AS visible, ck.client_id AS caller_id, ck.request_id AS caller_request_id,
+                   ck.player_id AS caller_player_id, ck.evidence_sha256 AS caller_evidence, i.*
+            FROM checked ck
                 JOIN inserted i ON i.store = ck.store AND i.environment = ck.environment AND i.transaction_id = ck.transaction_id
             UNION ALL
-            SELECT ck.ord, true AS duplicate, t.* FROM checked ck
-                JOIN transactions t ON t.store = ck.store AND t.environment = ck.environment AND t.transaction_id = ck.transaction_id
-        ), judged AS (
-            SELECT r.*, (r.client_id = ck.client_id OR (r.game_id IS NOT NULL AND r.game_id = ck.game_id)) AS visible,
-                   ck.client_id AS caller_id, ck.request_id AS caller_request_id, ck.player_id AS caller_player_id,
-                   ck.evidence_sha256 AS caller_evidence
-            FROM resolved r JOIN checked ck ON ck.ord = r.ord
+            -- Only what was not inserted is looked up, one row by its unique key (LIMIT keeps it a
+            -- per-row lookup rather than a join over the table).
+            SELECT ck.ord, true, (t.client_id = ck.client_id OR (t.game_id IS NOT NULL AND t.game_id = ck.game_id)), ck.client_id,
+                   ck.request_id, ck.player_id, ck.evidence_sha256, t.*
+            FROM checked ck
+                CROSS JOIN LATERAL (SELECT * FROM transactions e WHERE e.store = ck.store AND e.environment = ck.environment
+                                    AND e.transaction_id = ck.transaction_id LIMIT 1) t
+            WHERE NOT EXISTS (SELECT 1 FROM inserted i WHERE i.store = ck.store AND i.environment = ck.environment
+                              AND i.transaction_id = ck.transaction_id)
         ), attempts AS (
             INSERT INTO verification_attempts (client_id, store, request_id, outcome, transaction_row_id, duplicate, player_id, evidence_sha256)
-            SELECT caller_id, store, caller_request_id, 'verified', id, duplicate, caller_player_id, caller_evidence FROM judged WHERE visible
+            SELECT caller_id, store, caller_request_id, 'verified', id, duplicate, caller_player_id, caller_evidence FROM resolved WHERE visible
         )
         SELECT input.ord AS batch_ord,
                CASE WHEN ck.ord IS NULL THEN 'stale' WHEN j.ord IS NULL THEN 'contended' WHEN NOT j.visible THEN 'foreign' ELSE 'recorded' END
                    AS batch_status,
                j.duplicate AS batch_duplicate, j.*
-        FROM input LEFT JOIN checked ck ON ck.ord = input.ord LEFT JOIN judged j ON j.ord = input.ord
+        FROM input LEFT JOIN checked ck ON ck.ord = input.ord LEFT JOIN resolved j ON j.ord = input.ord
         """
 }
 
