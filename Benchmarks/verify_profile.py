@@ -10,7 +10,7 @@ transactions, Postgres execution time, and the CPU milliseconds of each process 
 time, not wall time, so a busy machine disturbs it far less than requests per second), and the statements
 themselves. Stops everything it started.
 """
-import argparse, glob, json, os, shutil, signal, subprocess, sys, tempfile, time, urllib.request
+import argparse, glob, json, os, shutil, signal, subprocess, sys, tempfile, threading, time, urllib.request
 
 BENCH = os.environ.get("RECEIPTGATE_SHARED_BENCH", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "bench"))
 sys.path.insert(0, BENCH)
@@ -32,6 +32,8 @@ def main():
     ap.add_argument("--requests", type=int, default=20000, help="fresh tokens (about 1.2 x expected req/s x duration; generating them takes time)")
     ap.add_argument("--label", default="receiptgate")
     ap.add_argument("--keep", action="store_true", help="leave the work folder (logs) in place")
+    ap.add_argument("--runs", type=int, default=1, help="runs back to back (fresh tokens each; duration is capped at 240 s a run)")
+    ap.add_argument("--rss", action="store_true", help="sample the service's resident memory every 5 s and print the series")
     ap.add_argument("--explain", action="store_true", help="log plans of statements over 2 ms (auto_explain) into <work>/pg.log; implies --keep")
     ap.add_argument("--perf", metavar="FILE", help="also `perf record -g` the service during the run into FILE")
     a = ap.parse_args()
@@ -90,9 +92,24 @@ def main():
             delay = 2 + a.requests / 2500
             recorder = subprocess.Popen(["sh", "-c", f"sleep {delay:.0f}; exec perf record -F 499 -g -p {proc.pid} -o {a.perf} -- sleep {max(a.duration - 3, 2)}"],
                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        subprocess.run(base + ["--duration", str(a.duration), "--requests", str(a.requests), "--no-preflight", "--label", a.label,
+        samples, done = [], threading.Event()
+
+        def sample_rss():
+            while not done.wait(5):
+                try:
+                    kb = next(int(line.split()[1]) for line in open(f"/proc/{proc.pid}/status") if line.startswith("VmRSS:"))
+                    samples.append(round(kb / 1024, 1))
+                except (OSError, StopIteration):
+                    return
+        if a.rss:
+            threading.Thread(target=sample_rss, daemon=True).start()
+        subprocess.run(base + ["--runs", str(a.runs), "--pause", "1",
+                               "--duration", str(a.duration), "--requests", str(a.requests), "--no-preflight", "--label", a.label,
                                "--pidfile", pidfile, "--pidfile", os.path.join(pgdata, "postmaster.pid"), "--json-out", results],
                        check=False)
+        done.set()
+        if samples:
+            print(f"RSS MB every 5 s ({len(samples)} samples): first {samples[0]}, max {max(samples)}, last {samples[-1]}; series {samples}")
         if recorder:
             recorder.wait()
         after = psql(pgbin, work, pgport, "SELECT count(*) FROM transactions")[0][0]
