@@ -5,13 +5,22 @@ import Foundation
 /// and the key is never mutated after creation, hence `@unchecked Sendable`.
 final class EVPKey: @unchecked Sendable {
     let pointer: OpaquePointer
+    /// Asked of OpenSSL once: every ES256 verification checks it.
+    let isP256: Bool
+    /// Reused verification contexts, for P-256 keys (see `ECVerifyContexts`).
+    private let ecContexts: ECVerifyContexts?
 
-    init(taking pointer: OpaquePointer) { self.pointer = pointer }
+    init(taking pointer: OpaquePointer) {
+        self.pointer = pointer
+        isP256 = Self.isP256(pointer)
+        ecContexts = isP256 ? ECVerifyContexts(key: pointer) : nil
+    }
+
     deinit { EVP_PKEY_free(pointer) }
 
     var isRSA: Bool { EVP_PKEY_get_base_id(pointer) == NID_rsaEncryption }
 
-    var isP256: Bool {
+    private static func isP256(_ pointer: OpaquePointer) -> Bool {
         guard EVP_PKEY_get_base_id(pointer) == NID_X9_62_id_ecPublicKey else { return false }
         var name = [CChar](repeating: 0, count: 64)
         var length = 0
@@ -100,6 +109,7 @@ final class EVPKey: @unchecked Sendable {
     /// Verifies a SHA-256 signature (DER for ECDSA). Any failure is `false`, never a throw: a
     /// wrong signature is an expected outcome.
     func verifySHA256(signature: Data, message: some ContiguousBytes) -> Bool {
+        if let ecContexts { return ecContexts.verifySHA256(signature: signature, message: message) }
         guard let context = EVP_MD_CTX_new() else { return false }
         defer {
             EVP_MD_CTX_free(context)

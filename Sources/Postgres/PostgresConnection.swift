@@ -37,6 +37,9 @@ public final class PostgresConnection {
 
     deinit { PQfinish(handle) }
 
+    /// For the module's own extensions (the listener, pipelined batches).
+    var rawHandle: OpaquePointer? { handle }
+
     /// False once the server has gone away. An idle connection has nothing to say, so a readable
     /// socket almost always means the server said goodbye (restart, admin shutdown) and closed it:
     /// such a connection is replaced before the next job rather than failing that job.

@@ -46,6 +46,9 @@ public final class PostgresPool: Sendable {
         }
     }
 
+    /// What the pool connects with, for a connection of another kind (a `PostgresListener`).
+    public var connectionString: String { configuration.connectionString }
+
     public var statistics: Statistics {
         Statistics(size: configuration.size, inUse: queue.busyCount)
     }
@@ -61,6 +64,13 @@ public final class PostgresPool: Sendable {
                 continuation.resume(throwing: PostgresError(.poolClosed, "the database pool is shut down"))
             }
         }
+    }
+
+    /// Runs `job` on a pool thread with a leased connection (or the reason none could be opened)
+    /// without an async caller: for work that resumes its own continuations (group commit).
+    /// False once the pool is shut down.
+    public func submit(_ job: @escaping @Sendable (Result<PostgresConnection, any Error>) -> Void) -> Bool {
+        queue.enqueue(job)
     }
 
     /// Runs `body` inside BEGIN … COMMIT; any error thrown rolls back.

@@ -64,6 +64,9 @@ public protocol DialectCore: Sendable {
     /// exists only after the commit. The closure sees the outcome and may add more effects.
     func record<T: Sendable>(_ proven: ProvenPurchase, client: ClientInfo,
                              effects: @escaping @Sendable (VerificationOutcome, any RecordScope) throws -> T) async throws -> (VerificationOutcome, T)
+    /// `record` with no effects of the caller's: the core may then share a commit with other
+    /// verifications (group commit). Same guarantees, same answer.
+    func record(_ proven: ProvenPurchase, client: ClientInfo) async throws -> VerificationOutcome
     func lookUpOrder(_ orderID: String, client: ClientInfo) async throws -> (order: StoreOrder, ledger: [String: LedgerPresence])
     /// A transaction this client may see (its own or its game's), or nil.
     func transaction(store: StoreID, transactionID: String, client: ClientInfo) async throws -> TransactionRecord?
@@ -89,6 +92,10 @@ public protocol DialectCore: Sendable {
 }
 
 extension DialectCore {
+    public func record(_ proven: ProvenPurchase, client: ClientInfo) async throws -> VerificationOutcome {
+        try await record(proven, client: client) { _, _ in }.0
+    }
+
     public var signer: any TokenSigner { UnavailableTokenSigner() }
     public func client(id: String) async throws -> ClientInfo? { nil }
 }
@@ -97,6 +104,7 @@ extension DialectCore {
     /// Prove, then record with a fixed list of effects.
     public func verify(_ request: VerificationRequest, client: ClientInfo, effects: [RecordEffect] = []) async throws -> VerificationOutcome {
         let proven = try await prove(request, client: client)
+        if effects.isEmpty { return try await record(proven, client: client) }
         return try await record(proven, client: client) { _, scope in
             for effect in effects {
                 switch effect {

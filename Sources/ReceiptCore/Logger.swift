@@ -35,46 +35,85 @@ public struct Logger: Sendable {
 
     public func log(_ level: Level, _ message: @autoclosure () -> String, _ fields: [String: String] = [:]) {
         guard level >= minimumLevel else { return }
-        var object = metadata.merging(fields) { _, new in new }
-        object["time"] = Self.timestamp()
-        object["level"] = level.rawValue
-        object["message"] = message()
-        sink.write(Self.encodeLine(object))
+        sink.write(Self.line(time: Self.timestamp(), level: level.rawValue, message: message(), metadata: metadata, fields: fields))
     }
 
     /// Sorted keys with time, level and message first, so lines read well by eye too.
     static func encodeLine(_ object: [String: String]) -> String {
-        let leading = ["time", "level", "message"]
-        let keys = leading.filter { object[$0] != nil } + object.keys.filter { !leading.contains($0) }.sorted()
-        return "{" + keys.map { "\(jsonString($0)):\(jsonString(object[$0] ?? ""))" }.joined(separator: ",") + "}"
+        var rest = object
+        let time = rest.removeValue(forKey: "time"), level = rest.removeValue(forKey: "level"), message = rest.removeValue(forKey: "message")
+        return line(time: time, level: level, message: message, metadata: [:], fields: rest)
+    }
+
+    /// One line straight into bytes: no merged dictionary, no intermediate strings. A field
+    /// overrides metadata of the same name; `time`, `level` and `message` are the logger's own.
+    static func line(time: String?, level: String?, message: String?, metadata: [String: String], fields: [String: String]) -> String {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(256)
+        bytes.append(UInt8(ascii: "{"))
+        var first = true
+        func pair(_ key: String, _ value: String) {
+            if !first { bytes.append(UInt8(ascii: ",")) }
+            first = false
+            appendJSONString(key, to: &bytes)
+            bytes.append(UInt8(ascii: ":"))
+            appendJSONString(value, to: &bytes)
+        }
+        if let time { pair("time", time) }
+        if let level { pair("level", level) }
+        if let message { pair("message", message) }
+        var keys = Array(fields.keys)
+        for key in metadata.keys where fields[key] == nil { keys.append(key) }
+        keys.sort()
+        for key in keys where key != "time" && key != "level" && key != "message" {
+            if let value = fields[key] ?? metadata[key] { pair(key, value) }
+        }
+        bytes.append(UInt8(ascii: "}"))
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     static func jsonString(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case let c where c.value < 0x20 || c.value == 0x2028 || c.value == 0x2029:
-                out += String(format: "\\u%04x", c.value)
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
+        var bytes: [UInt8] = []
+        appendJSONString(text, to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
     }
 
-    static func timestamp() -> String {
-        let now = Date().timeIntervalSince1970
-        var seconds = time_t(now)
-        var parts = tm()
-        gmtime_r(&seconds, &parts)
-        let millis = Int((now - Double(seconds)) * 1000)
-        return String(format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1,
-                      Int(parts.tm_mday), Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec), millis)
+    /// `"text"` with quotes, backslashes, control characters and U+2028/U+2029 escaped.
+    static func appendJSONString(_ text: String, to bytes: inout [UInt8]) {
+        bytes.append(UInt8(ascii: "\""))
+        var pendingE2 = 0  // how far into E2 80 (A8|A9) we are
+        for byte in text.utf8 {
+            if pendingE2 == 2 && (byte == 0xA8 || byte == 0xA9) {
+                bytes.removeLast(2)
+                bytes.append(contentsOf: (byte == 0xA8 ? "\\u2028" : "\\u2029").utf8)
+                pendingE2 = 0
+                continue
+            }
+            pendingE2 = byte == 0xE2 ? 1 : (pendingE2 == 1 && byte == 0x80 ? 2 : 0)
+            switch byte {
+            case UInt8(ascii: "\""): bytes.append(contentsOf: "\\\"".utf8)
+            case UInt8(ascii: "\\"): bytes.append(contentsOf: "\\\\".utf8)
+            case UInt8(ascii: "\n"): bytes.append(contentsOf: "\\n".utf8)
+            case UInt8(ascii: "\r"): bytes.append(contentsOf: "\\r".utf8)
+            case UInt8(ascii: "\t"): bytes.append(contentsOf: "\\t".utf8)
+            case 0..<0x20:
+                bytes.append(contentsOf: "\\u00".utf8)
+                bytes.append(hexDigits[Int(byte >> 4)])
+                bytes.append(hexDigits[Int(byte & 0xf)])
+            default: bytes.append(byte)
+            }
+        }
+        bytes.append(UInt8(ascii: "\""))
     }
+
+    private static let hexDigits = Array("0123456789abcdef".utf8)
+
+    /// Said when lines had to be dropped because stderr did not keep up.
+    static func droppedLine(_ count: Int) -> String {
+        encodeLine(["time": timestamp(), "level": "warning", "message": "log lines dropped: stderr did not keep up", "count": String(count)]) + "\n"
+    }
+
+    static func timestamp() -> String { UTCTimestamp.milliseconds(Date()) }
 }
 
 /// Where log lines go. Whole lines are written under a lock so concurrent lines never interleave.
@@ -86,15 +125,8 @@ public final class LogSink: @unchecked Sendable {
         self.writeLine = writeLine
     }
 
-    public static let standardError = LogSink { line in
-        var bytes = Array((line + "\n").utf8)
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes.withUnsafeMutableBytes { Foundation.write(2, $0.baseAddress! + offset, $0.count - offset) }
-            if written <= 0 { return }
-            offset += written
-        }
-    }
+    /// File descriptor 2, written off the caller's thread (`StandardErrorBuffer`).
+    public static let standardError = LogSink { line in StandardErrorBuffer.shared.append(line) }
 
     func write(_ line: String) {
         lock.lock()

@@ -13,9 +13,12 @@ public struct ClientAuthentication: Sendable {
     public static let window: TimeInterval = 300
     let clients: ClientRepository
     let now: @Sendable () -> Date
+    /// Authenticated clients in memory (issue 13); nil reads the database every time.
+    let cache: ClientCache?
 
-    init(clients: ClientRepository, now: @escaping @Sendable () -> Date = { Date() }) {
+    init(clients: ClientRepository, cache: ClientCache? = nil, now: @escaping @Sendable () -> Date = { Date() }) {
         self.clients = clients
+        self.cache = cache
         self.now = now
     }
 
@@ -42,7 +45,7 @@ public struct ClientAuthentication: Sendable {
         if let problem = Self.headerProblem(header: header, requireVersion2: requireVersion2, now: now()) { throw AuthenticationRefused(problem) }
         guard let clientID = header("X-Client-ID"), let timestampText = header("X-Timestamp"),
               let signatureBytes = header("X-Signature").flatMap(Hex.decode) else { throw AuthenticationRefused("invalid credentials or signature") }
-        guard let (client, secret) = try await clients.secret(for: clientID) else { throw AuthenticationRefused("invalid credentials or signature") }
+        guard let (client, secret) = try await clientAndSecret(clientID) else { throw AuthenticationRefused("invalid credentials or signature") }
         let message = header("X-Signature-Version") == "2"
             ? Self.messageV2(clientID: clientID, timestamp: timestampText, method: method, target: target, body: body)
             : Self.message(clientID: clientID, timestamp: timestampText, body: body)
@@ -54,6 +57,12 @@ public struct ClientAuthentication: Sendable {
 
     public static func messageV2(clientID: String, timestamp: String, method: String, target: String, body: Data) -> String {
         "v2\n\(clientID)\n\(timestamp)\n\(method.uppercased())\n\(target)\n\(SHA256.hex(body))"
+    }
+
+    /// From the cache when there is one (invalidated at once on rotation), else from Postgres.
+    private func clientAndSecret(_ clientID: String) async throws -> (Client, String)? {
+        guard let cache else { return try await clients.secret(for: clientID) }
+        return try await cache.entry(for: clientID).map { ($0.client, $0.secret) }
     }
 
     public static func message(clientID: String, timestamp: String, body: Data) -> String {

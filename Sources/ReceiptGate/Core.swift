@@ -13,31 +13,44 @@ struct Core: DialectCore {
     let accounts: any AccountStore
     let replayGuard: any ReplayGuard
     let signer: any TokenSigner
+    /// Authenticated clients in memory (issue 13); nil reads the database every time.
+    var cache: ClientCache?
 
     func hasStore(_ store: StoreID) -> Bool { pipeline.stores[store] != nil }
 
     /// The client as it is now: a client disabled since the request was authenticated is refused.
-    private func current(_ info: ClientInfo) async throws -> Client {
-        guard let client = try await clients.find(info.clientID), !client.disabled else {
-            throw StoreVerificationError(code: .unauthorized, reason: "CLIENT_DISABLED", message: "client is disabled")
+    /// From the cache when it is trusted, with the version a write then checks in its transaction.
+    private func current(_ info: ClientInfo) async throws -> (client: Client, version: Int64?) {
+        if let cache {
+            guard let entry = try await cache.entry(for: info.clientID) else { throw Self.disabled }
+            return (entry.client, entry.version)
         }
-        return client
+        guard let client = try await clients.find(info.clientID), !client.disabled else { throw Self.disabled }
+        return (client, nil)
     }
 
+    private static let disabled = StoreVerificationError(code: .unauthorized, reason: "CLIENT_DISABLED", message: "client is disabled")
+
     func prove(_ request: VerificationRequest, client info: ClientInfo) async throws -> ProvenPurchase {
-        try await pipeline.prove(request, client: try await current(info))
+        try await pipeline.prove(request, client: try await current(info).client)
     }
 
     func record<T: Sendable>(_ proven: ProvenPurchase, client info: ClientInfo,
                              effects: @escaping @Sendable (VerificationOutcome, any RecordScope) throws -> T) async throws -> (VerificationOutcome, T) {
-        try await pipeline.record(proven, client: try await current(info), effects: effects)
+        let (client, version) = try await current(info)
+        return try await pipeline.record(proven, client: client, version: version, effects: effects)
+    }
+
+    func record(_ proven: ProvenPurchase, client info: ClientInfo) async throws -> VerificationOutcome {
+        let (client, version) = try await current(info)
+        return try await pipeline.recordPlain(proven, client: client, version: version)
     }
 
     func lookUpOrder(_ orderID: String, client info: ClientInfo) async throws -> (order: StoreOrder, ledger: [String: LedgerPresence]) {
         guard let registration = pipeline.stores[.appStore], let lookup = registration.orderLookup else {
             throw StoreVerificationError(code: .verifierError, reason: "NO_ORDER_LOOKUP", message: "no store provider can look up orders")
         }
-        let client = try await current(info)
+        let client = try await current(info).client
         let identifiers = registration.verifier.appIdentifiers(bundleIDs: client.bundleIDs, packageNames: client.packageNames)
         let order = try await lookup.lookUpOrder(orderID, appIdentifiers: identifiers)
         let ledger = try await transactions.presence(store: registration.store, transactionIDs: order.entries.compactMap(\.transactionID), client: client.info)
@@ -53,7 +66,9 @@ struct Core: DialectCore {
     }
 
     func authenticateClient(id: String, secret: String) async throws -> ClientInfo? {
-        guard id.utf8.count <= 64, secret.utf8.count <= 256, let (client, expected) = try await clients.secret(for: id) else { return nil }
+        guard id.utf8.count <= 64, secret.utf8.count <= 256 else { return nil }
+        let found = if let cache { try await cache.entry(for: id).map { ($0.client, $0.secret) } } else { try await clients.secret(for: id) }
+        guard let (client, expected) = found else { return nil }
         return ConstantTime.equals(Data(secret.utf8), Data(expected.utf8)) ? client.info : nil
     }
 
@@ -64,7 +79,9 @@ struct Core: DialectCore {
     }
 
     func client(id: String) async throws -> ClientInfo? {
-        guard id.utf8.count <= 64, let client = try await clients.find(id), !client.disabled else { return nil }
+        guard id.utf8.count <= 64 else { return nil }
+        if let cache { return try await cache.entry(for: id)?.client.info }
+        guard let client = try await clients.find(id), !client.disabled else { return nil }
         return client.info
     }
 

@@ -20,10 +20,17 @@ public struct ObservabilityMiddleware: HTTPMiddleware {
         metrics.record(method: request.normalizedMethod, route: request.route, status: response.status, seconds: seconds)
         var fields = [
             "request.id": request.requestID, "http.method": request.normalizedMethod, "http.route": request.route,
-            "http.status": String(response.status), "duration_ms": String(format: "%.3f", seconds * 1000),
+            "http.status": String(response.status), "duration_ms": Self.milliseconds(seconds),
         ]
         if let remote = request.remoteAddress { fields["client.address"] = remote }
         logger.log(response.status >= 500 ? .error : .info, "request", fields)
         return response
+    }
+
+    /// `12.345`: what `String(format: "%.3f")` writes, without its cost on every request.
+    static func milliseconds(_ seconds: Double) -> String {
+        let micros = Int((max(seconds, 0) * 1_000_000).rounded())
+        let fraction = String(micros % 1000)
+        return "\(micros / 1000)." + String(repeating: "0", count: 3 - fraction.count) + fraction
     }
 }

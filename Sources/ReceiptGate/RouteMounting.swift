@@ -15,6 +15,8 @@ struct RouteMounter: Sendable {
     let adminToken: String?
     let trustedProxies: [TrustedProxy]
     let logger: Logger
+    /// Authenticated clients in memory (issue 13); nil reads the database every time.
+    var cache: ClientCache?
 
     /// How long a refused-replay signature is remembered: the timestamp window both ways.
     static let replayWindow: Duration = .seconds(Int(ClientAuthentication.window) * 2)
@@ -114,7 +116,7 @@ struct RouteMounter: Sendable {
             return (client.info, nil)
         case .bearerToken(let kind):
             guard let token = Self.bearer(request.headers["authorization"]), let stored = try await tokens.resolve(token, kind: kind),
-                  let client = try await clients.find(stored.clientID), !client.disabled else {
+                  let client = try await enabledClient(stored.clientID) else {
                 throw RouteRefusal(code: .unauthorized, message: "a valid bearer access token is required")
             }
             return (client.info, stored)
@@ -125,6 +127,12 @@ struct RouteMounter: Sendable {
             }
             return (nil, nil)
         }
+    }
+
+    private func enabledClient(_ clientID: String) async throws -> Client? {
+        if let cache { return try await cache.entry(for: clientID)?.client }
+        guard let client = try await clients.find(clientID), !client.disabled else { return nil }
+        return client
     }
 
     static func bearer(_ header: String?) -> String? {

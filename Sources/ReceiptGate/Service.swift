@@ -18,6 +18,7 @@ public final class Service: @unchecked Sendable {
     private var outboxWorker: OutboxWorker?
     private var upkeep: Task<Void, Never>?
     private var pollRunner: StorePollRunner?
+    private var clientCache: ClientCache?
     private let shutdownOnce = Once()
     /// How the outbox worker paces deliveries (tests shorten the delays).
     public var outboxConfiguration = OutboxWorker.Configuration()
@@ -63,15 +64,24 @@ public final class Service: @unchecked Sendable {
         _ = try await repositories.signingKeys.current()  // the token signing key exists from the first start on
 
         let rateLimiter = RateLimiter(shared: repositories.rateLimits, overrides: configuration.rateLimits, logger: logger)
-        let pipeline = VerifyPipeline(stores: stores, transactions: repositories.transactions, clients: repositories.clients, logger: logger)
-        let core = Core(pipeline: pipeline, clients: repositories.clients, transactions: repositories.transactions, rateLimiter: rateLimiter,
+        // Throughput (issue 13): clients authenticated from memory, invalidated by LISTEN/NOTIFY;
+        // verifications without effects share commits.
+        let clientCache = ClientCache(repository: repositories.clients)
+        clientCache.start(connectionString: database.pool.connectionString)
+        self.clientCache = clientCache
+        var pipeline = VerifyPipeline(stores: stores, transactions: repositories.transactions, clients: repositories.clients, logger: logger)
+        pipeline.batcher = RecordBatcher(pool: database.pool)
+        pipeline.clientCache = clientCache
+        var core = Core(pipeline: pipeline, clients: repositories.clients, transactions: repositories.transactions, rateLimiter: rateLimiter,
                         tokens: repositories.tokens, accounts: repositories.accounts, replayGuard: repositories.replay,
                         signer: ServiceTokenSigner(keys: repositories.signingKeys, issuer: { [weak self, configuration] in configuration.issuer(port: self?.port ?? 0) },
                                                    accessTokenLifetime: .seconds(configuration.accessTokenLifetimeSeconds)))
-        let mounter = RouteMounter(clients: repositories.clients, authentication: ClientAuthentication(clients: repositories.clients),
+        core.cache = clientCache
+        var mounter = RouteMounter(clients: repositories.clients, authentication: ClientAuthentication(clients: repositories.clients, cache: clientCache),
                                    tokens: repositories.tokens, replayGuard: repositories.replay, rateLimiter: rateLimiter,
                                    adminToken: configuration.adminToken, trustedProxies: configuration.trustedProxies, logger: logger)
 
+        mounter.cache = clientCache
         let serverBox = ServerBox()
         let operational = OperationalRoutes(database: database, metrics: metrics,
                                             openAPIDocument: OperationalRoutes.loadOpenAPIDocument(configuredPath: configuration.openAPIPath),
@@ -133,6 +143,7 @@ public final class Service: @unchecked Sendable {
         await pollRunner?.stop()
         upkeep?.cancel()
         await upkeep?.value
+        clientCache?.stop()
         database.close(logger: logger)
         logger.info("stopped")
     }

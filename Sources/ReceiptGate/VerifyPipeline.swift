@@ -11,6 +11,9 @@ public struct VerifyPipeline: Sendable {
     let transactions: TransactionRepository
     let clients: ClientRepository
     let logger: Logger
+    /// Group commit for verifications without effects, and the client cache it checks against (issue 13).
+    var batcher: RecordBatcher?
+    var clientCache: ClientCache?
 
     init(stores: [StoreRegistration], transactions: TransactionRepository, clients: ClientRepository, logger: Logger) {
         self.stores = Dictionary(stores.map { ($0.store, $0) }, uniquingKeysWith: { first, _ in first })
@@ -75,25 +78,22 @@ public struct VerifyPipeline: Sendable {
     }
 
     /// Records once with the caller's effects; logs the outcome line.
-    func record<T: Sendable>(_ proven: ProvenPurchase, client: Client,
+    /// `version` is the client's row version when it came from the cache (checked in the transaction).
+    func record<T: Sendable>(_ proven: ProvenPurchase, client: Client, version: Int64? = nil,
                              effects: @escaping @Sendable (VerificationOutcome, any RecordScope) throws -> T) async throws -> (VerificationOutcome, T) {
-        // A store that wants new purchases acknowledged gets it through the outbox, committed
-        // with the record: durable, retried, never lost.
-        let acknowledgement = stores[proven.purchase.store]?.acknowledgement?.acknowledgement(for: proven.purchase, client: client.info)
-        let withAcknowledgement: @Sendable (VerificationOutcome, any RecordScope) throws -> T = { outcome, scope in
-            if let acknowledgement, !outcome.duplicate {
-                try scope.enqueue(OutboxMessage(clientID: client.clientID, target: .storeAcknowledgement, type: "store.acknowledge",
-                                                aggregateKey: "\(outcome.transaction.store.rawValue):\(outcome.transaction.originalOrSelf)",
-                                                body: try JSONEncoder().encode(acknowledgement)))
-            }
-            return try effects(outcome, scope)
-        }
         do {
-            let result = try await transactions.record(proven, client: client, effects: withAcknowledgement)
-            let outcome = result.0
-            logger.info("verified", ["request.id": proven.request.requestID, "client.id": client.clientID, "store": proven.purchase.store.rawValue,
-                                     "transaction.id": String(outcome.transaction.managementID), "duplicate": String(outcome.duplicate),
-                                     "state": outcome.transaction.state.rawValue, "account_match": outcome.accountMatch.rawValue])
+            var (client, version) = (client, version)
+            let result: (VerificationOutcome, T)
+            do {
+                result = try await transactions.record(proven, client: client, expectedVersion: version,
+                                                       effects: withAcknowledgement(proven, client: client, effects: effects))
+            } catch is ClientChanged {
+                let current = try await reloadChanged(client)
+                (client, version) = (current.client, current.version)
+                result = try await transactions.record(proven, client: client, expectedVersion: version,
+                                                       effects: withAcknowledgement(proven, client: client, effects: effects))
+            }
+            logVerified(result.0, proven: proven, client: client)
             return result
         } catch let error as StoreVerificationError {
             await refused(error, request: proven.request, clientID: client.clientID, digest: proven.evidenceDigest)
@@ -101,7 +101,7 @@ public struct VerifyPipeline: Sendable {
         }
     }
 
-    private func refused(_ error: StoreVerificationError, request: VerificationRequest, clientID: String, digest: String) async {
+    func refused(_ error: StoreVerificationError, request: VerificationRequest, clientID: String, digest: String) async {
         logger.info("refused", ["request.id": request.requestID, "client.id": clientID, "store": request.store.rawValue,
                                 "error.code": error.code.rawValue, "error.reason": error.reason])
         await transactions.recordFailure(clientID: clientID, store: request.store.rawValue, requestID: request.requestID, playerID: request.playerID,

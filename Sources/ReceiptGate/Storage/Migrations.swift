@@ -229,5 +229,17 @@ public enum Schema {
             -- At most one current key, whatever number of processes start at once.
             CREATE UNIQUE INDEX signing_keys_one_current ON signing_keys ((true)) WHERE retired_at IS NULL;
             """),
+        // Throughput (issue 13): processes cache authenticated clients. Every change to a client row,
+        // whoever makes it, bumps its version and notifies `receiptgate_clients` with its id at
+        // commit; a verification's statement checks the version it was authenticated with.
+        Migration(version: 12, name: "client_versions", sql: """
+            ALTER TABLE clients ADD COLUMN version bigint NOT NULL DEFAULT 1;
+            CREATE FUNCTION receiptgate_client_version() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN NEW.version := OLD.version + 1; RETURN NEW; END $$;
+            CREATE TRIGGER clients_version BEFORE UPDATE ON clients FOR EACH ROW EXECUTE FUNCTION receiptgate_client_version();
+            CREATE FUNCTION receiptgate_client_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN PERFORM pg_notify('receiptgate_clients', OLD.id); RETURN NULL; END $$;
+            CREATE TRIGGER clients_changed AFTER UPDATE OR DELETE ON clients FOR EACH ROW EXECUTE FUNCTION receiptgate_client_changed();
+            """),
     ]
 }

@@ -173,16 +173,8 @@ extension JSONEncoder {
 
 /// Time formats the APIs show, made once (formatters are costly to create).
 enum Timestamps {
-    nonisolated(unsafe) private static let formatter: ISO8601DateFormatter = {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter
-    }()
-    private static let lock = NSLock()
-
-    static func iso8601(_ date: Date) -> String {
-        lock.withLock { formatter.string(from: date) }
-    }
+    /// ISO 8601 with milliseconds, UTC (`UTCTimestamp`: no formatter, no lock).
+    static func iso8601(_ date: Date) -> String { UTCTimestamp.milliseconds(date) }
 
     static func epochMilliseconds(_ date: Date) -> Int64 { date.epochMilliseconds }
 }

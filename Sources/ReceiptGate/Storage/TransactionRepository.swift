@@ -32,9 +32,12 @@ public struct TransactionRepository: Sendable {
 
     /// Records the proven purchase once, with its webhook and delivery, the attempt row and the
     /// caller's effects. Throws DUPLICATE_TRANSACTION when another game already redeemed it.
-    func record<T: Sendable>(_ proven: ProvenPurchase, client: Client,
+    /// With `expectedVersion` (a client authenticated from memory), throws `ClientChanged` when the
+    /// client row is no longer that version, before anything is written.
+    func record<T: Sendable>(_ proven: ProvenPurchase, client: Client, expectedVersion: Int64? = nil,
                              effects: @escaping @Sendable (VerificationOutcome, any RecordScope) throws -> T) async throws -> (VerificationOutcome, T) {
         try await pool.withTransaction { connection in
+            if let expectedVersion, try !ClientRepository.isCurrent(client.clientID, version: expectedVersion, on: connection) { throw ClientChanged() }
             let purchase = proven.purchase
             let request = proven.request
             let inserted = try connection.query("""

@@ -1,0 +1,82 @@
+import Foundation
+
+/// Where `LogSink.standardError` puts lines: a buffer that a thread of its own writes to file
+/// descriptor 2, so a request never waits on stderr (a slow pipe, a full disk, a paused reader).
+/// Lines keep their order and are never interleaved. If more than `limit` bytes are waiting, new
+/// lines are dropped and counted, and a line saying how many is written when there is room again:
+/// memory stays bounded and requests keep flowing. Whatever is buffered is written at exit.
+final class StandardErrorBuffer: @unchecked Sendable {
+    static let shared = StandardErrorBuffer()
+    static let limit = 4 << 20
+
+    private let condition = NSCondition()  // guards every field below
+    private var pending: [UInt8] = []
+    private var spare: [UInt8] = []
+    private var dropped = 0
+    private var writing = false
+    private var writerWaiting = false
+    private var started = false
+
+    func append(_ line: String) {
+        condition.lock()
+        defer { condition.unlock() }
+        if !started {
+            started = true
+            let thread = Thread { [self] in run() }
+            thread.name = "log-writer"
+            thread.start()
+            atexit { StandardErrorBuffer.shared.flush() }
+        }
+        if pending.count + line.utf8.count + 1 > Self.limit {
+            dropped += 1
+        } else {
+            pending.append(contentsOf: line.utf8)
+            pending.append(UInt8(ascii: "\n"))
+        }
+        if writerWaiting { condition.signal() }
+    }
+
+    /// Waits (briefly at a time) until everything appended so far is written.
+    func flush() {
+        condition.lock()
+        defer { condition.unlock() }
+        let deadline = Date().addingTimeInterval(5)
+        while started && (!pending.isEmpty || writing) && Date() < deadline {
+            _ = condition.wait(until: Date().addingTimeInterval(0.01))
+        }
+    }
+
+    private func run() {
+        while true {
+            condition.lock()
+            while pending.isEmpty && dropped == 0 {
+                writerWaiting = true
+                condition.wait()
+                writerWaiting = false
+            }
+            swap(&pending, &spare)
+            let lost = dropped
+            dropped = 0
+            writing = true
+            condition.unlock()
+            if lost > 0 { spare.append(contentsOf: Logger.droppedLine(lost).utf8) }
+            Self.writeAll(spare)
+            spare.removeAll(keepingCapacity: spare.capacity <= 1 << 20)
+            condition.lock()
+            writing = false
+            condition.unlock()
+        }
+    }
+
+    private static func writeAll(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { buffer in
+            var offset = 0
+            while offset < buffer.count, let base = buffer.baseAddress {
+                let written = Foundation.write(2, base + offset, buffer.count - offset)
+                if written < 0 && errno == EINTR { continue }
+                if written <= 0 { return }
+                offset += written
+            }
+        }
+    }
+}

@@ -1,0 +1,30 @@
+import Foundation
+import Postgres
+
+/// What a process keeps of an enabled client to authenticate it without the database: the row,
+/// its opened secret and the version it had (see migration 12).
+struct AuthenticatedClient: Sendable {
+    let client: Client
+    let secret: String
+    let version: Int64
+}
+
+extension ClientRepository {
+    /// The client with its secret and version in one read; nil for an unknown or disabled client.
+    func authenticationEntry(for clientID: String) async throws -> AuthenticatedClient? {
+        let rows = try await pool.query("SELECT \(unescaped: Self.columns), secret_ciphertext, version FROM clients WHERE id = \(clientID)")
+        guard let row = rows.first else { return nil }
+        let client = try Self.decode(row)
+        guard !client.disabled else { return nil }
+        return AuthenticatedClient(client: client, secret: try secrets.open(try row.decode("secret_ciphertext", as: Data.self), owner: clientID),
+                                   version: try row.decode("version"))
+    }
+
+    /// Inside a recording transaction: whether the client is still enabled at `version`. A rotation
+    /// or disable committed before this statement is seen; one still running overlaps the request.
+    static func isCurrent(_ clientID: String, version: Int64, on connection: PostgresConnection) throws -> Bool {
+        try !connection.query("""
+            SELECT 1 FROM clients WHERE id = \(clientID) AND version = \(version) AND disabled_at IS NULL
+            """).isEmpty
+    }
+}

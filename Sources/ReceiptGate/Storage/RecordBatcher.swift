@@ -1,0 +1,276 @@
+import Foundation
+import Postgres
+import ReceiptCore
+
+/// Group commit for plain verifications (no webhook, delivery, subscription, acknowledgement or
+/// dialect effects): the verifications waiting at one moment are recorded by one statement, in
+/// one transaction, with one commit — the transaction rows (`ON CONFLICT DO NOTHING`, so the
+/// unique key still decides duplicates) and the attempt rows together, each client's version
+/// checked in the same statement. A lone request is sent at once: batches form only from what
+/// queues while earlier ones are in flight. `synchronous_commit` is untouched, so every answer
+/// still waits for its commit to be durable.
+///
+/// Anything the statement cannot settle is handed back for the ordinary path: a client changed
+/// since it was cached (`stale`), a duplicate committed by a concurrent transaction the
+/// statement's snapshot cannot see (`contended`), or a batch the server refused as a whole.
+final class RecordBatcher: @unchecked Sendable {
+    enum Result: Sendable {
+        case recorded(VerificationOutcome)
+        /// The client row is no longer the version it was authenticated with (or is disabled).
+        case stale
+        /// Already recorded for a client that may not see it (another game).
+        case foreign
+        /// Not settled here; record it the ordinary way.
+        case contended
+    }
+
+    private struct Item {
+        let key: String
+        let proven: ProvenPurchase
+        let client: Client
+        let version: Int64
+        let continuation: CheckedContinuation<Result, any Error>
+    }
+
+    let pool: PostgresPool
+    /// Batches in flight at once (each holds one pool connection while it runs).
+    let maxInFlight: Int
+    let maxBatch: Int
+    private let lock = NSLock()  // guards queue and inFlight
+    private var queue: [Item] = []
+    private var inFlight = 0
+
+    init(pool: PostgresPool, maxInFlight: Int = 2, maxBatch: Int = 64) {
+        self.pool = pool
+        self.maxInFlight = maxInFlight
+        self.maxBatch = maxBatch
+    }
+
+    func record(_ proven: ProvenPurchase, client: Client, version: Int64) async throws -> Result {
+        let purchase = proven.purchase
+        let key = "\(purchase.store.rawValue)\u{0}\(purchase.environment.rawValue)\u{0}\(purchase.transactionID)"
+        return try await withCheckedThrowingContinuation { continuation in
+            let start = lock.withLock { () -> Bool in
+                queue.append(Item(key: key, proven: proven, client: client, version: version, continuation: continuation))
+                guard inFlight < maxInFlight else { return false }
+                inFlight += 1
+                return true
+            }
+            if start { launch() }
+        }
+    }
+
+    /// One pool job that keeps taking batches until the queue is empty, so a busy service does
+    /// not hop threads between batches.
+    private func launch() {
+        let accepted = pool.submit { [self] connection in
+            while let batch = nextBatch() {
+                switch connection {
+                case .success(let connection): run(batch, on: connection)
+                case .failure(let error): batch.forEach { $0.continuation.resume(throwing: error) }
+                }
+            }
+        }
+        if !accepted {
+            let stranded = lock.withLock { () -> [Item] in defer { queue.removeAll(); inFlight = 0 }; return queue }
+            stranded.forEach { $0.continuation.resume(throwing: PostgresError(.poolClosed, "the database pool is shut down")) }
+        }
+    }
+
+    /// Up to `maxBatch` waiting items with distinct keys (a second request for the same purchase
+    /// waits for the next batch, where it is a plain duplicate); nil, and one fewer in flight,
+    /// when nothing waits.
+    private func nextBatch() -> [Item]? {
+        lock.withLock {
+            guard !queue.isEmpty else {
+                inFlight -= 1
+                return nil
+            }
+            var batch: [Item] = [], keys = Set<String>(), rest: [Item] = []
+            for item in queue {
+                if batch.count < maxBatch, keys.insert(item.key).inserted { batch.append(item) } else { rest.append(item) }
+            }
+            queue = rest
+            return batch
+        }
+    }
+
+    private func run(_ batch: [Item], on connection: PostgresConnection) {
+        let rows: [PostgresRow]
+        do {
+            // Not prepared: a generic plan made while the table was small (a sequential scan) would be
+            // kept as it grows; planned each time, the statement follows the table's real size.
+            rows = try connection.query(Self.statement(batch))
+        } catch let error as PostgresError where error.code == .queryFailed {
+            // Refused as a whole (one bad value fails them all): each goes the ordinary way alone.
+            batch.forEach { $0.continuation.resume(returning: .contended) }
+            return
+        } catch {
+            // The connection failed: whether it committed is unknown, so say so rather than retry.
+            batch.forEach { $0.continuation.resume(throwing: error) }
+            return
+        }
+        var byOrdinal: [Int: PostgresRow] = [:]
+        for row in rows { if let ordinal = try? row.decode("batch_ord", as: Int.self) { byOrdinal[ordinal] = row } }
+        for (ordinal, item) in batch.enumerated() {
+            item.continuation.resume(with: Swift.Result { try Self.result(byOrdinal[ordinal], item: item) })
+        }
+    }
+
+    private static func result(_ row: PostgresRow?, item: Item) throws -> Result {
+        guard let row else { return .contended }
+        switch try row.decode("batch_status", as: String.self) {
+        case "stale": return .stale
+        case "foreign": return .foreign
+        case "recorded":
+            let transaction = try TransactionRows.transaction(row)
+            return .recorded(VerificationOutcome(transaction: transaction, duplicate: try row.decode("batch_duplicate"),
+                                                 accountMatch: item.proven.accountMatch, subscription: nil))
+        default: return .contended
+        }
+    }
+
+    /// The whole batch as one JSON parameter, so there is one statement whatever its size.
+    private static func statement(_ batch: [Item]) -> PostgresQuery {
+        var json = BatchJSON()
+        json.bytes.reserveCapacity(batch.count * 900)
+        json.bytes.append(UInt8(ascii: "["))
+        for (ordinal, item) in batch.enumerated() {
+            if ordinal > 0 { json.bytes.append(UInt8(ascii: ",")) }
+            let purchase = item.proven.purchase, request = item.proven.request, client = item.client
+            json.open()
+            json.add("ord", number: ordinal)
+            json.add("store", purchase.store.rawValue)
+            json.add("environment", purchase.environment.rawValue)
+            json.add("transaction_id", purchase.transactionID)
+            json.add("original_transaction_id", purchase.originalTransactionID)
+            json.add("order_id", purchase.orderID)
+            json.add("product_id", purchase.productID)
+            json.add("product_kind", purchase.kind?.rawValue)
+            json.add("quantity", number: purchase.quantity)
+            json.add("price_milliunits", number: purchase.priceMilliunits)
+            json.add("currency", purchase.currency)
+            json.add("storefront", purchase.storefront)
+            json.add("app_identifier", purchase.appIdentifier)
+            json.add("purchase_date", purchase.purchaseDate?.postgresText)
+            json.add("expires_date", purchase.expiresDate?.postgresText)
+            json.add("revocation_date", purchase.revocationDate?.postgresText)
+            json.add("revocation_reason", purchase.revocationReason)
+            json.add("ownership", purchase.ownership?.rawValue)
+            json.add("account_token", purchase.accountToken)
+            json.add("state", TransactionRows.state(of: purchase).rawValue)
+            json.add("client_id", client.clientID)
+            json.add("client_version", number: item.version)
+            json.add("game_id", number: client.gameID)
+            json.add("player_id", request.playerID)
+            json.add("character_id", request.characterID)
+            json.add("server_id", request.serverID)
+            json.add("request_id", request.requestID)
+            json.add("evidence_sha256", item.proven.evidenceDigest)
+            json.close()
+        }
+        json.bytes.append(UInt8(ascii: "]"))
+        let text = String(decoding: json.bytes, as: UTF8.self)
+        return "\(unescaped: sqlHead)\(text)\(unescaped: sqlTail)"
+    }
+
+    // Rows the statement's snapshot cannot see (inserted by itself, or committed by another
+    // transaction after it began) are not found by `resolved`'s second half: the first case is
+    // `inserted`, the second comes back `contended` and is settled by the ordinary path.
+    private static let sqlHead = "WITH input AS (SELECT * FROM jsonb_to_recordset("
+    private static let sqlTail = """
+        ::jsonb) AS x(
+                ord integer, store text, environment text, transaction_id text, original_transaction_id text, order_id text,
+                product_id text, product_kind text, quantity integer, price_milliunits bigint, currency text, storefront text,
+                app_identifier text, purchase_date timestamptz, expires_date timestamptz, revocation_date timestamptz,
+                revocation_reason text, ownership text, account_token text, state text, client_id text, client_version bigint,
+                game_id bigint, player_id text, character_id text, server_id text, request_id text, evidence_sha256 text)
+        ), checked AS (
+            SELECT input.* FROM input JOIN clients c ON c.id = input.client_id AND c.version = input.client_version AND c.disabled_at IS NULL
+        ), inserted AS (
+            INSERT INTO transactions (store, environment, transaction_id, original_transaction_id, order_id, product_id, product_kind,
+                quantity, price_milliunits, currency, storefront, app_identifier, purchase_date, expires_date, revocation_date,
+                revocation_reason, ownership, account_token, state, client_id, game_id, player_id, character_id, server_id)
+            SELECT store, environment, transaction_id, original_transaction_id, order_id, product_id, product_kind,
+                quantity, price_milliunits, currency, storefront, app_identifier, purchase_date, expires_date, revocation_date,
+                revocation_reason, ownership, account_token, state, client_id, game_id, player_id, character_id, server_id
+            FROM checked ORDER BY store, environment, transaction_id  -- one order for every batch: no deadlock between two
+            ON CONFLICT (store, environment, transaction_id) DO NOTHING
+            RETURNING *
+        ), resolved AS (
+            -- Referenced twice below, so computed once. Each row carries the caller's fields and
+            -- whether the caller may see the transaction (the tenancy rule of `visible(to:)`).
+            SELECT ck.ord, false AS duplicate, true AS visible, ck.client_id AS caller_id, ck.request_id AS caller_request_id,
+                   ck.player_id AS caller_player_id, ck.evidence_sha256 AS caller_evidence, i.*
+            FROM checked ck
+                JOIN inserted i ON i.store = ck.store AND i.environment = ck.environment AND i.transaction_id = ck.transaction_id
+            UNION ALL
+            -- Only what was not inserted is looked up, one row by its unique key (LIMIT keeps it a
+            -- per-row lookup rather than a join over the table).
+            SELECT ck.ord, true, (t.client_id = ck.client_id OR (t.game_id IS NOT NULL AND t.game_id = ck.game_id)), ck.client_id,
+                   ck.request_id, ck.player_id, ck.evidence_sha256, t.*
+            FROM checked ck
+                CROSS JOIN LATERAL (SELECT * FROM transactions e WHERE e.store = ck.store AND e.environment = ck.environment
+                                    AND e.transaction_id = ck.transaction_id LIMIT 1) t
+            WHERE NOT EXISTS (SELECT 1 FROM inserted i WHERE i.store = ck.store AND i.environment = ck.environment
+                              AND i.transaction_id = ck.transaction_id)
+        ), attempts AS (
+            INSERT INTO verification_attempts (client_id, store, request_id, outcome, transaction_row_id, duplicate, player_id, evidence_sha256)
+            SELECT caller_id, store, caller_request_id, 'verified', id, duplicate, caller_player_id, caller_evidence FROM resolved WHERE visible
+        )
+        SELECT input.ord AS batch_ord,
+               CASE WHEN ck.ord IS NULL THEN 'stale' WHEN j.ord IS NULL THEN 'contended' WHEN NOT j.visible THEN 'foreign' ELSE 'recorded' END
+                   AS batch_status,
+               j.duplicate AS batch_duplicate, j.*
+        FROM input LEFT JOIN checked ck ON ck.ord = input.ord LEFT JOIN resolved j ON j.ord = input.ord
+        """
+}
+
+/// JSON objects written by hand into one byte buffer: the batch is built for every verification,
+/// and a generic encoder would cost more than the statement it feeds.
+private struct BatchJSON {
+    var bytes: [UInt8] = []
+    private var first = true
+
+    mutating func open() {
+        bytes.append(UInt8(ascii: "{"))
+        first = true
+    }
+
+    mutating func close() { bytes.append(UInt8(ascii: "}")) }
+
+    mutating func add(_ name: StaticString, _ value: String?) {
+        separate(name)
+        guard let value else { return bytes.append(contentsOf: "null".utf8) }
+        bytes.append(UInt8(ascii: "\""))
+        for byte in value.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"):
+                bytes.append(UInt8(ascii: "\\"))
+                bytes.append(byte)
+            case 0..<0x20:
+                bytes.append(contentsOf: "\\u00".utf8)
+                bytes.append(Self.hex[Int(byte >> 4)])
+                bytes.append(Self.hex[Int(byte & 0xf)])
+            default:
+                bytes.append(byte)
+            }
+        }
+        bytes.append(UInt8(ascii: "\""))
+    }
+
+    mutating func add(_ name: StaticString, number: (some BinaryInteger)?) {
+        separate(name)
+        if let number { bytes.append(contentsOf: String(number).utf8) } else { bytes.append(contentsOf: "null".utf8) }
+    }
+
+    private mutating func separate(_ name: StaticString) {
+        if !first { bytes.append(UInt8(ascii: ",")) }
+        first = false
+        bytes.append(UInt8(ascii: "\""))
+        name.withUTF8Buffer { bytes.append(contentsOf: $0) }
+        bytes.append(contentsOf: "\":".utf8)
+    }
+
+    private static let hex = Array("0123456789abcdef".utf8)
+}

@@ -1,0 +1,84 @@
+import Foundation
+import ReceiptCore
+
+/// The client row changed (rotated, disabled, updated) since it was cached.
+struct ClientChanged: Error {}
+
+extension VerifyPipeline {
+    /// Records a purchase the caller adds no effects to. When nothing else must commit with it
+    /// (no webhook, delivery, subscription state or store acknowledgement), it goes through the
+    /// group-commit batcher: one statement, shared commits. Everything else takes `record`.
+    func recordPlain(_ proven: ProvenPurchase, client: Client, version: Int64?) async throws -> VerificationOutcome {
+        guard let batcher, let version, isPlain(proven, client: client) else {
+            return try await record(proven, client: client, version: version) { _, _ in }.0
+        }
+        switch try await batcher.record(proven, client: client, version: version) {
+        case .recorded(let outcome):
+            logVerified(outcome, proven: proven, client: client)
+            return outcome
+        case .contended:
+            return try await record(proven, client: client, version: version) { _, _ in }.0
+        case .foreign:
+            let error = StoreVerificationError(code: .duplicateTransaction, reason: "REDEEMED_BY_ANOTHER_GAME",
+                                               message: "this purchase was already verified for another game")
+            await refused(error, request: proven.request, clientID: client.clientID, digest: proven.evidenceDigest)
+            throw error
+        case .stale:
+            let current: AuthenticatedClient
+            do {
+                current = try await reloadChanged(client)
+            } catch let error as StoreVerificationError {
+                await refused(error, request: proven.request, clientID: client.clientID, digest: proven.evidenceDigest)
+                throw error
+            }
+            return try await record(proven, client: current.client, version: current.version) { _, _ in }.0
+        }
+    }
+
+    /// Nothing but the transaction and attempt rows to write.
+    private func isPlain(_ proven: ProvenPurchase, client: Client) -> Bool {
+        guard client.webhookURL == nil, client.deliveryURL == nil, proven.purchase.kind != .autoRenewableSubscription else { return false }
+        // Refunded, revoked or expired evidence may have to bring an active row to the store's word:
+        // the full path does that (rare, and never the hot path).
+        guard TransactionRows.state(of: proven.purchase) == .active else { return false }
+        guard let acknowledging = stores[proven.purchase.store]?.acknowledgement else { return true }
+        return acknowledging.acknowledgement(for: proven.purchase, client: client.info) == nil
+    }
+
+    /// The client as it is now, after a version check failed: refused when it was disabled or its
+    /// secret rotated since the request was authenticated (the request's signature is then no
+    /// longer good); otherwise the request goes on with the new settings.
+    func reloadChanged(_ client: Client) async throws -> AuthenticatedClient {
+        clientCache?.invalidate(client.clientID)
+        let reloaded = if let clientCache { try await clientCache.entry(for: client.clientID) } else { try await clients.authenticationEntry(for: client.clientID) }
+        guard let current = reloaded else {
+            throw StoreVerificationError(code: .unauthorized, reason: "CLIENT_DISABLED", message: "client is disabled")
+        }
+        guard current.client.secretRotatedAt == client.secretRotatedAt else {
+            throw StoreVerificationError(code: .unauthorized, reason: "SECRET_ROTATED", message: "the client's secret was rotated; sign with the new one")
+        }
+        return current
+    }
+
+    func withAcknowledgement<T: Sendable>(_ proven: ProvenPurchase, client: Client,
+                                          effects: @escaping @Sendable (VerificationOutcome, any RecordScope) throws -> T)
+        -> @Sendable (VerificationOutcome, any RecordScope) throws -> T {
+        // A store that wants new purchases acknowledged gets it through the outbox, committed
+        // with the record: durable, retried, never lost.
+        let acknowledgement = stores[proven.purchase.store]?.acknowledgement?.acknowledgement(for: proven.purchase, client: client.info)
+        return { outcome, scope in
+            if let acknowledgement, !outcome.duplicate {
+                try scope.enqueue(OutboxMessage(clientID: client.clientID, target: .storeAcknowledgement, type: "store.acknowledge",
+                                                aggregateKey: "\(outcome.transaction.store.rawValue):\(outcome.transaction.originalOrSelf)",
+                                                body: try JSONEncoder().encode(acknowledgement)))
+            }
+            return try effects(outcome, scope)
+        }
+    }
+
+    func logVerified(_ outcome: VerificationOutcome, proven: ProvenPurchase, client: Client) {
+        logger.info("verified", ["request.id": proven.request.requestID, "client.id": client.clientID, "store": proven.purchase.store.rawValue,
+                                 "transaction.id": String(outcome.transaction.managementID), "duplicate": String(outcome.duplicate),
+                                 "state": outcome.transaction.state.rawValue, "account_match": outcome.accountMatch.rawValue])
+    }
+}

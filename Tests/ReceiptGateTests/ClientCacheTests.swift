@@ -1,0 +1,129 @@
+import Foundation
+import Postgres
+import Testing
+import AppStoreTestSupport
+import TestSupport
+
+/// Issue 13 keeps clients in memory and shares commits between verifications; these check that
+/// what a user relies on did not move: a rotated or disabled client is refused at once by every
+/// process, and a purchase is recorded once however the requests are batched.
+@Suite(.serialized) struct ClientCacheAcrossProcesses {
+    struct Fixture {
+        let pki: AppleTestPKI
+        let environment: [String: String]
+        let clientID: String
+        let secret: String
+        let pool: PostgresPool
+    }
+
+    static func fixture(_ name: String) async throws -> Fixture {
+        let pki = try AppleTestPKI()
+        let root = TestDatabase.temporaryDirectory(name).appendingPathComponent("root.der")
+        try pki.root.derEncoded.write(to: root)
+        var environment = try await Binary.databaseEnvironment()
+        environment["RECEIPTGATE_APPLE_ROOT_CERTS"] = root.path
+        environment["RECEIPTGATE_LOG_LEVEL"] = "warning"
+        let created = try Binary.json(try await Binary.run(["client", "create", "--name", "g", "--bundle-id", "com.example.game",
+                                                            "--environments", "sandbox"], environment).stdout)
+        return Fixture(pki: pki, environment: environment, clientID: try #require(created["client_id"] as? String),
+                       secret: try #require(created["client_secret"] as? String),
+                       pool: PostgresPool(.init(connectionString: try #require(environment["DATABASE_URL"]), size: 1)))
+    }
+
+    static func serve(_ environment: [String: String]) async throws -> (ChildProcess, Int) {
+        var variables = environment
+        variables["RECEIPTGATE_PORT"] = "0"
+        variables["RECEIPTGATE_LOG_LEVEL"] = "info"
+        let server = try ChildProcess.launch(Binary.path, ["serve"], environment: Binary.environment(variables))
+        let line = try await server.waitForStderrLine(containing: "\"listening\"")
+        return (server, try #require(Int((try Binary.json(line)["url"] as? String)?.split(separator: ":").last ?? "")))
+    }
+
+    static func receipt(_ pki: AppleTestPKI, _ id: Int) throws -> [String: Any] {
+        ["store": "app_store", "receipt": try pki.sign(AppleTestPKI.transaction(["transactionId": "\(2_000_000_000_100_000 + id)"]))]
+    }
+
+    /// The notification that tells other processes is switched off, so only the version check
+    /// in the verification's own statement can refuse: it must, the first time.
+    @Test func aSecretRotatedByAnotherProcessIsRefusedAtOnceEvenWithoutTheNotification() async throws {
+        let fixture = try await Self.fixture("cache-rotate")
+        defer { fixture.pool.shutdown() }
+        let (server, port) = try await Self.serve(fixture.environment)
+        defer { server.send(SIGTERM) }
+        let old = SignedClient(port: port, clientID: fixture.clientID, secret: fixture.secret)
+        #expect(try await old.post("/v1/verify", json: Self.receipt(fixture.pki, 1)).status == 200)  // cached now
+
+        try await fixture.pool.execute("ALTER TABLE clients DISABLE TRIGGER clients_changed")
+        let rotated = try Binary.json(try await Binary.run(["client", "rotate-secret", fixture.clientID], fixture.environment).stdout)
+        let newSecret = try #require(rotated["client_secret"] as? String)
+        let refused = try await old.post("/v1/verify", json: Self.receipt(fixture.pki, 2))
+        #expect(refused.status == 401, "\(refused.text)")
+        #expect(try await fixture.pool.query("SELECT count(*) AS n FROM transactions")[0].decode("n", as: Int.self) == 1)
+        let fresh = SignedClient(port: port, clientID: fixture.clientID, secret: newSecret)
+        #expect(try await fresh.post("/v1/verify", json: Self.receipt(fixture.pki, 3)).status == 200)
+
+        // Disabled, again with no notification: refused at once too.
+        _ = try await Binary.run(["client", "disable", fixture.clientID], fixture.environment)
+        #expect(try await fresh.post("/v1/verify", json: Self.receipt(fixture.pki, 4)).status == 401)
+        try await fixture.pool.execute("ALTER TABLE clients ENABLE TRIGGER clients_changed")
+    }
+
+    /// With the notification on, even a read (which checks no version) is refused by the other
+    /// process as soon as the rotation committed, give or take the notification's trip.
+    @Test func aRotationReachesAnotherProcessByNotification() async throws {
+        let fixture = try await Self.fixture("cache-notify")
+        defer { fixture.pool.shutdown() }
+        let (first, firstPort) = try await Self.serve(fixture.environment)
+        let (second, secondPort) = try await Self.serve(fixture.environment)
+        defer { first.send(SIGTERM); second.send(SIGTERM) }
+        let old = SignedClient(port: secondPort, clientID: fixture.clientID, secret: fixture.secret)
+        #expect(try await SignedClient(port: firstPort, clientID: fixture.clientID, secret: fixture.secret)
+            .post("/v1/verify", json: Self.receipt(fixture.pki, 10)).status == 200)
+        #expect(try await old.get("/v1/transactions/app_store/2000000000100010").status == 200)  // cached in the second
+
+        _ = try await Binary.run(["client", "rotate-secret", fixture.clientID], fixture.environment)
+        var status = 0
+        for _ in 0..<20 {
+            status = try await old.get("/v1/transactions/app_store/2000000000100010").status
+            if status == 401 { break }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        #expect(status == 401)
+        #expect(try await old.post("/v1/verify", json: Self.receipt(fixture.pki, 11)).status == 401)
+    }
+
+    /// Exactly once through the group-commit path (no webhook, so nothing keeps a request off it):
+    /// 150 requests for one purchase mixed with 150 distinct ones, over three processes.
+    @Test func groupCommitRecordsEachPurchaseOnceAcrossThreeProcesses() async throws {
+        let fixture = try await Self.fixture("cache-batch")
+        defer { fixture.pool.shutdown() }
+        var servers: [(ChildProcess, Int)] = []
+        for _ in 0..<3 { servers.append(try await Self.serve(fixture.environment)) }
+        defer { servers.forEach { $0.0.send(SIGTERM) } }
+        let same = try JSONSerialization.data(withJSONObject: Self.receipt(fixture.pki, 500))
+        var distinct: [Data] = []
+        for index in 0..<150 { distinct.append(try JSONSerialization.data(withJSONObject: Self.receipt(fixture.pki, 1000 + index))) }
+        let (clientID, secret) = (fixture.clientID, fixture.secret)
+        let results = try await withThrowingTaskGroup(of: (Bool, Int, Bool?, Int?).self) { group in
+            for index in 0..<300 {
+                let port = servers[index % 3].1
+                let shared = index % 2 == 0
+                let body = shared ? same : distinct[index / 2]
+                group.addTask {
+                    let response = try await SignedClient(port: port, clientID: clientID, secret: secret).post("/v1/verify", body: body)
+                    let json = try? response.json()
+                    return (shared, response.status, json?["duplicate"] as? Bool, (json?["transaction"] as? [String: Any])?["id"] as? Int)
+                }
+            }
+            return try await group.reduce(into: [(Bool, Int, Bool?, Int?)]()) { $0.append($1) }
+        }
+        #expect(results.allSatisfy { $0.1 == 200 }, "statuses: \(Set(results.map(\.1)))")
+        let shared = results.filter(\.0)
+        #expect(shared.filter { $0.2 == false }.count == 1)
+        #expect(Set(shared.compactMap(\.3)).count == 1, "every answer for the shared purchase names the same record")
+        #expect(results.filter { !$0.0 }.allSatisfy { $0.2 == false })
+        #expect(try await fixture.pool.query("SELECT count(*) AS n FROM transactions")[0].decode("n", as: Int.self) == 151)
+        #expect(try await fixture.pool.query("SELECT count(*) AS n FROM verification_attempts WHERE outcome = 'verified'")[0]
+            .decode("n", as: Int.self) == 300)
+    }
+}
