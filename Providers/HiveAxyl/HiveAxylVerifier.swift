@@ -33,7 +33,7 @@ struct HiveAxylVerifier {
             guard !Self.isSubscription(proven.purchase) else {
                 throw HiveAxylResult.invalid("axylReceipt is an auto-renewable subscription; verify it with POST /payment/v1/subscription/verify")
             }
-            let (outcome, _) = try await core.record(proven, client: client) { _, _ in }
+            let outcome = try await core.record(proven, client: client)  // no effects: may share a commit
             let recorded = outcome.transaction
             // The ledger's word now: a refund learned from a store notification shows here.
             let current = try await core.transaction(store: recorded.store, transactionID: recorded.transactionID, client: client)
@@ -69,7 +69,7 @@ struct HiveAxylVerifier {
             if let storeTransactionID, !storeTransactionID.isEmpty, !Self.names(proven.purchase, storeTransactionID) {
                 throw HiveAxylResult.invalid("storeTransactionId \(storeTransactionID) is not a transaction of this receipt")
             }
-            let (outcome, _) = try await core.record(proven, client: client) { _, _ in }
+            let outcome = try await core.record(proven, client: client)  // no effects: may share a commit
             let recorded = outcome.transaction
             // The latest period the ledger knows (a renewal or refund from a store notification), not the JWS's.
             let ledger = try await core.subscription(store: recorded.store, originalTransactionID: recorded.originalOrSelf, client: client)

@@ -30,6 +30,8 @@ final class RateLimiter: Sendable {
     func check(_ declared: RateLimitPolicy, key: String) async throws {
         guard let policy = effective(declared) else { return }
         let windowSeconds = max(1, Int(policy.window.components.seconds))
+        // An IPv6 caller owns at least a /64: counting by full address would give it endless budgets.
+        let key = policy.key == .callerAddress ? Self.addressKey(key) : key
         // Keys come from callers: hash long ones so neither memory nor rows grow with their length.
         let boundedKey = key.utf8.count <= 64 ? key : SHA256.hex(Data(key.utf8))
         let (hits, secondsLeft): (Int, Int)
@@ -48,6 +50,19 @@ final class RateLimiter: Sendable {
             throw RouteRefusal(code: .rateLimited, message: "too many requests (\(policy.limit) per \(windowSeconds) s); retry after \(secondsLeft) s",
                                retryAfter: secondsLeft)
         }
+    }
+}
+
+extension RateLimiter {
+    /// IPv4 as is; IPv6 by its /64 network (IPv4-mapped IPv6 as the IPv4 address).
+    static func addressKey(_ address: String) -> String {
+        var v6 = in6_addr()
+        guard address.contains(":"), inet_pton(AF_INET6, address, &v6) == 1 else { return address }
+        let bytes = withUnsafeBytes(of: v6) { Array($0) }
+        if bytes[0..<10].allSatisfy({ $0 == 0 }) && bytes[10] == 0xff && bytes[11] == 0xff {
+            return bytes[12..<16].map(String.init).joined(separator: ".")
+        }
+        return stride(from: 0, to: 8, by: 2).map { String(format: "%02x%02x", bytes[$0], bytes[$0 + 1]) }.joined(separator: ":") + "::/64"
     }
 }
 

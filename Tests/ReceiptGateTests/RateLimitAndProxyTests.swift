@@ -30,6 +30,14 @@ import Testing
         #expect(counters.count <= 100)
     }
 
+    @Test func addressesAreCountedByIPv4OrByIPv6Slash64() {
+        #expect(RateLimiter.addressKey("198.51.100.7") == "198.51.100.7")
+        #expect(RateLimiter.addressKey("2001:db8:1:2:aaaa::1") == RateLimiter.addressKey("2001:db8:1:2:bbbb::2"))
+        #expect(RateLimiter.addressKey("2001:db8:1:2::1") != RateLimiter.addressKey("2001:db8:1:3::1"))
+        #expect(RateLimiter.addressKey("::ffff:198.51.100.7") == "198.51.100.7")
+        #expect(RateLimiter.addressKey("unknown") == "unknown")
+    }
+
     @Test func anOverrideTurnsAPolicyOffOrChangesIt() async throws {
         let policy = RateLimitPolicy(name: "native.client", key: .client, limit: 10_000, window: .seconds(1), shared: false)
         let limiter = RateLimiter(shared: RateLimitRepository(pool: .init(.init(connectionString: "host=/nonexistent", size: 1))),
