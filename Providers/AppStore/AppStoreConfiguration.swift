@@ -1,5 +1,6 @@
 public import Crypto
 public import Foundation
+public import ReceiptCore
 public import HTTPClient
 
 /// The App Store provider's settings, read once from the environment (README's table).
@@ -40,25 +41,13 @@ public struct AppStoreConfiguration: Sendable {
     /// Online revocation (OCSP) checks of App Store certificate chains.
     public var onlineChecks = false
 
-    /// A variable with a bad value.
-    public struct Invalid: Error, CustomStringConvertible {
-        public let variable: String
-        public let problem: String
-        public var description: String { "\(variable): \(problem)" }
-    }
+    /// A variable with a bad value (the shared type: the service reports it as it is).
+    public typealias Invalid = ConfigurationInvalid
 
     public static func fromEnvironment(_ environment: [String: String]) throws -> AppStoreConfiguration {
-        func value(_ name: String) -> String? {
-            guard let raw = environment[name]?.trimmingCharacters(in: .whitespaces), !raw.isEmpty else { return nil }
-            return raw
-        }
-        func url(_ name: String, default fallback: String) throws -> String {
-            guard let raw = value(name) else { return fallback }
-            guard let parsed = URL(string: raw), ["http", "https"].contains(parsed.scheme?.lowercased() ?? ""), parsed.host != nil else {
-                throw Invalid(variable: name, problem: "must be an http(s) URL, got \"\(raw)\"")
-            }
-            return raw.hasSuffix("/") ? String(raw.dropLast()) : raw
-        }
+        let settings = EnvironmentSettings(environment)
+        func value(_ name: String) -> String? { settings.value(name) }
+        func url(_ name: String, default fallback: String) throws -> String { try settings.url(name, default: fallback) }
 
         let roots: [Certificate]
         do {

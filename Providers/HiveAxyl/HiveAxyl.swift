@@ -26,11 +26,7 @@ public struct HiveAxyl: DialectProvider {
     }
 
     /// A bad value stops start-up, naming the variable.
-    public struct Invalid: Error, CustomStringConvertible {
-        public let variable: String
-        public let problem: String
-        public var description: String { "\(variable) \(problem)" }
-    }
+    public typealias Invalid = ConfigurationInvalid
 
     /// `RECEIPTGATE_HIVEAXYL_TOKEN_SECONDS`: 60 to 86400, default 3600.
     public static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) throws -> HiveAxyl {

@@ -82,10 +82,10 @@ extension NativeAPI {
             try container.encode(state.originalTransactionID, forKey: .originalTransactionID)
             try container.encode(state.productID, forKey: .productID)
             try container.encode(state.status.rawValue, forKey: .status)
-            try container.encode(state.expiresDate.map(Timestamps.epochMilliseconds), forKey: .expiresDateMs)
-            try container.encode(state.gracePeriodExpiresDate.map(Timestamps.epochMilliseconds), forKey: .gracePeriodExpiresDateMs)
+            try container.encode(state.expiresDate?.epochMilliseconds, forKey: .expiresDateMs)
+            try container.encode(state.gracePeriodExpiresDate?.epochMilliseconds, forKey: .gracePeriodExpiresDateMs)
             try container.encode(state.autoRenew, forKey: .autoRenew)
-            try container.encode(state.revocationDate.map(Timestamps.epochMilliseconds), forKey: .revocationDateMs)
+            try container.encode(state.revocationDate?.epochMilliseconds, forKey: .revocationDateMs)
             try container.encode(latest, forKey: .latestTransaction)
         }
     }

@@ -39,24 +39,13 @@ public struct ServiceConfiguration: Sendable {
 
     public init() {}
 
-    public struct Invalid: Error, CustomStringConvertible {
-        public let variable: String
-        public let problem: String
-
-        public init(variable: String, problem: String) {
-            self.variable = variable
-            self.problem = problem
-        }
-
-        public var description: String { "\(variable): \(problem)" }
-    }
+    /// A variable with a bad value; providers report theirs with the same type.
+    public typealias Invalid = ConfigurationInvalid
 
     public static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) throws -> ServiceConfiguration {
         var configuration = ServiceConfiguration()
-        func value(_ name: String) -> String? {
-            guard let raw = environment[name]?.trimmingCharacters(in: .whitespaces), !raw.isEmpty else { return nil }
-            return raw
-        }
+        let settings = EnvironmentSettings(environment)
+        func value(_ name: String) -> String? { settings.value(name) }
         func integer(_ name: String, in range: ClosedRange<Int>) throws -> Int? {
             guard let raw = value(name) else { return nil }
             guard let number = Int(raw), range.contains(number) else {

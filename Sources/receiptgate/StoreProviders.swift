@@ -11,30 +11,14 @@ import ReceiptGate
 /// with settings reads them from the environment; a bad value stops start-up naming it.
 enum Dialects {
     static func all() throws -> [any DialectProvider] {
-        [AlogameGateway(),
-         try configured { try HiveAxyl.fromEnvironment() },
-         AccountLink()]
-    }
-
-    private static func configured(_ make: () throws -> any DialectProvider) throws -> any DialectProvider {
-        do {
-            return try make()
-        } catch let invalid as HiveAxyl.Invalid {
-            throw ServiceConfiguration.Invalid(variable: invalid.variable, problem: invalid.problem)
-        }
+        [AlogameGateway(), try HiveAxyl.fromEnvironment(), AccountLink()]
     }
 }
 
 /// The one list of store providers this binary serves. Adding a store: one line here.
 enum StoreProviders {
+    /// A bad setting throws `ConfigurationInvalid`, which stops start-up naming the variable.
     static func all() throws -> [StoreRegistration] {
-        do {
-            return [try AppStoreProvider.fromEnvironment().registration,
-                    try GooglePlayProvider.fromEnvironment().registration]
-        } catch let invalid as GooglePlayConfiguration.Invalid {
-            throw ServiceConfiguration.Invalid(variable: invalid.variable, problem: invalid.problem)
-        } catch let invalid as AppStoreConfiguration.Invalid {
-            throw ServiceConfiguration.Invalid(variable: invalid.variable, problem: invalid.problem)
-        }
+        [try AppStoreProvider.fromEnvironment().registration, try GooglePlayProvider.fromEnvironment().registration]
     }
 }

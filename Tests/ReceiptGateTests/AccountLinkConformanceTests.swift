@@ -54,15 +54,6 @@ import TestSupport
         #expect(iapStatuses.isSuperset(of: [200, 400, 401, 422, 429]), "\(iapStatuses)")
         let tokenStatuses = Set(records.filter { $0["path"] as? String == "/oauth/token" }.compactMap { $0["status"] as? Int })
         #expect(tokenStatuses.isSuperset(of: [200, 400]), "\(tokenStatuses)")
-        let input = TestDatabase.temporaryDirectory("accountlink-conformance").appendingPathComponent("responses.jsonl")
-        try records.map { String(decoding: try JSONSerialization.data(withJSONObject: $0), as: UTF8.self) }.joined(separator: "\n")
-            .write(to: input, atomically: true, encoding: .utf8)
-        let here = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        let spec = here.deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Deploy/openapi.yaml").path
-        let result = try await ChildProcess.run("/bin/sh", ["-c", "exec \"$0\" \"$1\" \"$2\" < \"$3\"", python,
-                                                           here.appendingPathComponent("Conformance/validate_responses.py").path, spec, input.path],
-                                                environment: ["PATH": "/usr/bin:/bin", "HOME": "/tmp"])
-        #expect(result.status == 0, "\(result.stdout)\(result.stderr.suffix(2000))")
-        #expect(result.stdout.contains("checked \(records.count) responses"), "\(result.stdout)")
+        try await OpenAPIConformance.validate(records, python: python, label: "accountlink-conformance")
     }
 }

@@ -69,7 +69,14 @@ import TestSupport
 
         let statuses = Set(records.compactMap { $0["status"] as? Int })
         #expect(statuses.isSuperset(of: [200, 400, 401, 404, 409, 412, 422]))
-        let input = TestDatabase.temporaryDirectory("conformance").appendingPathComponent("responses.jsonl")
+        try await OpenAPIConformance.validate(records, python: python, label: "conformance")
+    }
+
+    /// Runs the recorded responses through `Conformance/validate_responses.py` against
+    /// Deploy/openapi.yaml; every one must be documented and match its schema.
+    static func validate(_ records: [[String: Any]], python: String, label: String,
+                         sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        let input = TestDatabase.temporaryDirectory(label).appendingPathComponent("responses.jsonl")
         try records.map { String(decoding: try JSONSerialization.data(withJSONObject: $0), as: UTF8.self) }.joined(separator: "\n")
             .write(to: input, atomically: true, encoding: .utf8)
         let here = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
@@ -77,7 +84,7 @@ import TestSupport
         let result = try await ChildProcess.run("/bin/sh", ["-c", "exec \"$0\" \"$1\" \"$2\" < \"$3\"", python,
                                                            here.appendingPathComponent("Conformance/validate_responses.py").path, spec, input.path],
                                                 environment: ["PATH": "/usr/bin:/bin", "HOME": "/tmp"])
-        #expect(result.status == 0, "\(result.stdout)\(result.stderr.suffix(2000))")
-        #expect(result.stdout.contains("checked \(records.count) responses"), "\(result.stdout)")
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr.suffix(2000))", sourceLocation: sourceLocation)
+        #expect(result.stdout.contains("checked \(records.count) responses"), "\(result.stdout)", sourceLocation: sourceLocation)
     }
 }

@@ -176,5 +176,4 @@ enum Timestamps {
     /// ISO 8601 with milliseconds, UTC (`UTCTimestamp`: no formatter, no lock).
     static func iso8601(_ date: Date) -> String { UTCTimestamp.milliseconds(date) }
 
-    static func epochMilliseconds(_ date: Date) -> Int64 { date.epochMilliseconds }
 }
