@@ -5,6 +5,8 @@ import Foundation
 /// inside `PostgresPool.withConnection` / `withTransaction`; it is deliberately not Sendable.
 public final class PostgresConnection {
     private var handle: OpaquePointer?
+    /// Statements this session has prepared, by name, with the text each was prepared from.
+    private var prepared: [String: String] = [:]
 
     /// Connects with a libpq connection string (URI or key=value). The session is pinned to UTC
     /// and ISO dates so timestamps decode one way.
@@ -66,6 +68,54 @@ public final class PostgresConnection {
     @discardableResult
     public func execute(_ query: PostgresQuery) throws -> Int {
         try run(query).affected
+    }
+
+    /// Runs a statement prepared once per connection under `name`: a hot statement is then parsed
+    /// and planned once per session instead of on every call. Postgres itself replans it when a
+    /// table it reads changes shape or its statistics are refreshed. The same name must always
+    /// carry the same text; a changed text is a programming error, refused.
+    @discardableResult
+    public func query(_ query: PostgresQuery, preparedAs name: String) throws -> [PostgresRow] {
+        try prepare(query.sql, as: name, parameterCount: query.bindings.count)
+        do {
+            return try runPrepared(name, bindings: query.bindings)
+        } catch let error as PostgresError where error.sqlState == "0A000" {
+            // "cached plan must not change result type": another process migrated a table this
+            // statement returns. Prepare it again, once, against the new shape.
+            try execute("DEALLOCATE \(unescaped: Self.quotedIdentifier(name))")
+            prepared[name] = nil
+            try prepare(query.sql, as: name, parameterCount: query.bindings.count)
+            return try runPrepared(name, bindings: query.bindings)
+        }
+    }
+
+    private func prepare(_ sql: String, as name: String, parameterCount: Int) throws {
+        guard let handle else { throw PostgresError(.connectionFailed, "connection is closed") }
+        if let text = prepared[name] {
+            guard text == sql else { throw PostgresError(.queryFailed, "statement \(name) was prepared from another text") }
+            return
+        }
+        let result = PQprepare(handle, name, sql, Int32(parameterCount), nil)
+        defer { PQclear(result) }
+        try check(result)
+        prepared[name] = sql
+    }
+
+    private func runPrepared(_ name: String, bindings: [String?]) throws -> [PostgresRow] {
+        guard let handle else { throw PostgresError(.connectionFailed, "connection is closed") }
+        let parameters = bindings.map { $0.map { strdup($0) } ?? nil }
+        defer { parameters.forEach { free($0) } }
+        let parameterPointers = parameters.map { $0.map { UnsafePointer($0) } }
+        let result = parameterPointers.withUnsafeBufferPointer { buffer in
+            PQexecPrepared(handle, name, Int32(buffer.count), buffer.baseAddress, nil, nil, 0)
+        }
+        defer { PQclear(result) }
+        try check(result)
+        return Self.rows(of: result)
+    }
+
+    private static func quotedIdentifier(_ name: String) -> String {
+        "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
     }
 
     /// Runs a script of several statements with no parameters (migrations). Never pass input.
