@@ -45,6 +45,28 @@ import TestSupport
         #expect(try await pool.query("SELECT count(*) AS n FROM notes")[0].decode("n", as: Int.self) == 2)
     }
 
+    /// A prepared statement keeps answering when another process migrates the table it returns
+    /// (Postgres refuses the old plan: "cached plan must not change result type").
+    @Test func aPreparedStatementFollowsATableChangedByAnotherSession() async throws {
+        let url = try await TestDatabase.makeDatabase()
+        let pool = PostgresPool(.init(connectionString: url, size: 1))
+        let other = PostgresPool(.init(connectionString: url, size: 1))
+        defer { pool.shutdown(); other.shutdown() }
+        try await pool.execute("CREATE TABLE items (id int PRIMARY KEY, name text)")
+        try await pool.execute("INSERT INTO items VALUES (1, 'one')")
+        let select: PostgresQuery = "SELECT * FROM items WHERE id = \(1)"
+        let before = try await pool.withConnection { try $0.query(select, preparedAs: "items_by_id") }
+        #expect(before.first?.isNull("added") == true)
+        try await other.execute("ALTER TABLE items ADD COLUMN added text NOT NULL DEFAULT 'new'")
+        let after = try await pool.withConnection { try $0.query(select, preparedAs: "items_by_id") }
+        #expect(try after.first?.decode("added", as: String.self) == "new")
+        #expect(try after.first?.decode("name", as: String.self) == "one")
+        // One name, one text: reusing the name for another statement is refused, not run.
+        await #expect(throws: PostgresError(.queryFailed, "")) {
+            try await pool.withConnection { try $0.query("SELECT 2 AS n", preparedAs: "items_by_id") }
+        }
+    }
+
     @Test func typedDecodingFailuresNameTheColumn() async throws {
         let pool = PostgresPool(.init(connectionString: try await TestDatabase.makeDatabase(), size: 1))
         defer { pool.shutdown() }
