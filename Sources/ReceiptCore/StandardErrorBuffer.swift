@@ -33,8 +33,15 @@ final class StandardErrorBuffer: @unchecked Sendable {
             pending.append(contentsOf: line.utf8)
             pending.append(UInt8(ascii: "\n"))
         }
-        if writerWaiting { condition.signal() }
+        // Woken for the first line after a quiet spell, or when much is waiting; otherwise the
+        // writer comes back by itself within `gatherInterval`. A wake-up per line would cost
+        // every request a context switch.
+        if writerWaiting && (pending.count == line.utf8.count + 1 || pending.count >= Self.wakeThreshold) { condition.signal() }
     }
+
+    /// How long the writer lets lines gather before writing them, and how many bytes make it write at once.
+    static let gatherInterval: TimeInterval = 0.005
+    static let wakeThreshold = 64 << 10
 
     /// Waits (briefly at a time) until everything appended so far is written.
     func flush() {
@@ -52,6 +59,11 @@ final class StandardErrorBuffer: @unchecked Sendable {
             while pending.isEmpty && dropped == 0 {
                 writerWaiting = true
                 condition.wait()
+                writerWaiting = false
+            }
+            if pending.count < Self.wakeThreshold {
+                writerWaiting = true
+                _ = condition.wait(until: Date(timeIntervalSinceNow: Self.gatherInterval))
                 writerWaiting = false
             }
             swap(&pending, &spare)
