@@ -14,7 +14,7 @@ extension AppStoreProvider: StoreProvider {
             if context.evidenceKind == .transactionID {
                 return try await verifyTransactionID(evidence, context: context, expecting: expectations)
             }
-            if evidence.utf8.filter({ $0 == UInt8(ascii: ".") }).count == 2 {
+            if evidence.utf8.reduce(0, { $1 == UInt8(ascii: ".") ? $0 + 1 : $0 }) == 2 {
                 return [try Self.purchase(from: try await verifyTransaction(evidence, expecting: expectations))]
             }
             let receipt = try receiptAuthenticator.authenticate(base64: evidence)

@@ -46,7 +46,9 @@ public enum Base64 {
 
     /// True if every byte is in the base64url alphabet and the length is one an encoder makes.
     public static func isURLAlphabet(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-        bytes.count % 4 != 1 && bytes.allSatisfy { urlDecodingTable[Int($0)] != 0xff }
+        guard bytes.count % 4 != 1 else { return false }
+        // The table is read once, not once per byte (each read of a lazy static checks its initialisation).
+        return urlDecodingTable.withUnsafeBufferPointer { table in bytes.allSatisfy { table[Int($0)] != 0xff } }
     }
 
     public static func urlDecode(bytes: Data) -> Data? {
@@ -60,9 +62,10 @@ public enum Base64 {
         var output = Data(count: count * 3 / 4)
         let valid = output.withUnsafeMutableBytes { raw -> Bool in
             guard let out = raw.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return count == 0 }
+            return urlDecodingTable.withUnsafeBufferPointer { table in
             var written = 0, accumulator: UInt32 = 0, bits = 0
             for byte in bytes {
-                let value = urlDecodingTable[Int(byte)]
+                let value = table[Int(byte)]
                 guard value != 0xff else { return false }
                 accumulator = accumulator << 6 | UInt32(value)
                 bits += 6
@@ -73,6 +76,7 @@ public enum Base64 {
                 }
             }
             return true
+            }
         }
         return valid ? output : nil
     }

@@ -3,13 +3,18 @@ public import Foundation
 /// Lower-case hexadecimal, as used in signatures and digests on the wire.
 public enum Hex {
     public static func encode(_ bytes: some Sequence<UInt8>) -> String {
-        let digits = Array("0123456789abcdef".utf8)
         var out: [UInt8] = []
+        out.reserveCapacity(bytes.underestimatedCount * 2)
         for byte in bytes {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0x0f)])
+            out.append(digit(byte >> 4))
+            out.append(digit(byte & 0x0f))
         }
         return String(decoding: out, as: UTF8.self)
+    }
+
+    @inline(__always)
+    private static func digit(_ nibble: UInt8) -> UInt8 {
+        nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") + nibble - 10
     }
 
     /// Decodes upper- or lower-case hex; nil for anything else (odd length, other characters).

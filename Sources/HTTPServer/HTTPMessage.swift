@@ -11,16 +11,23 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral {
 
     /// The first value of a field, or nil.
     public subscript(name: String) -> String? {
-        let lowered = name.lowercased()
-        return fields.first { $0.name.lowercased() == lowered }?.value
+        fields.first { Self.sameName($0.name, name) }?.value
     }
 
     public mutating func add(_ name: String, _ value: String) { fields.append((name, value)) }
 
     public mutating func replace(_ name: String, _ value: String) {
-        let lowered = name.lowercased()
-        fields.removeAll { $0.name.lowercased() == lowered }
+        fields.removeAll { Self.sameName($0.name, name) }
         fields.append((name, value))
+    }
+
+    /// Field names compare without regard to ASCII case (RFC 9110 §5.1), byte by byte: headers
+    /// are looked up several times per request, and lower-casing both sides allocates.
+    static func sameName(_ a: String, _ b: String) -> Bool {
+        guard a.utf8.count == b.utf8.count else { return false }
+        return zip(a.utf8, b.utf8).allSatisfy { x, y in
+            x == y || (x | 0x20 == y | 0x20 && (x | 0x20) >= UInt8(ascii: "a") && (x | 0x20) <= UInt8(ascii: "z"))
+        }
     }
 
     public func makeIterator() -> IndexingIterator<[(name: String, value: String)]> { fields.makeIterator() }

@@ -27,7 +27,9 @@ public struct HTTPRequestHead: Sendable {
     public var announcesBody: Bool {
         if headers["Transfer-Encoding"] != nil { return true }
         guard let length = headers["Content-Length"] else { return false }
-        return length.trimmingCharacters(in: .whitespaces) != "0"
+        // Anything but a lone "0" (with optional blanks around it) announces a body.
+        let digits = length.utf8.filter { $0 != UInt8(ascii: " ") && $0 != UInt8(ascii: "\t") }
+        return digits != [UInt8(ascii: "0")]
     }
 }
 

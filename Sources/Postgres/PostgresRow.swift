@@ -134,8 +134,29 @@ enum PostgresTimestamp {
         var time = time_t(seconds)
         var parts = tm()
         gmtime_r(&time, &parts)
-        return String(format: "%04d-%02d-%02dT%02d:%02d:%02d.%06lldZ", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1,
-                      Int(parts.tm_mday), Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec), micros)
+        // Written digit by digit: `String(format:)` costs more than the statement's parameter is worth
+        // (one per date of every recorded purchase). Years before 1000 are zero-padded to four digits.
+        var text: [UInt8] = []
+        text.reserveCapacity(28)
+        func digits(_ value: Int, _ width: Int) {
+            let start = text.count
+            var value = value
+            for _ in 0..<width {
+                text.insert(UInt8(ascii: "0") + UInt8(value % 10), at: start)
+                value /= 10
+            }
+        }
+        let year = Int(parts.tm_year) + 1900
+        digits(year, year >= 10_000 ? 6 : 4)
+        if year >= 10_000 { text.removeFirst(text.prefix { $0 == UInt8(ascii: "0") }.count) }
+        text.append(UInt8(ascii: "-")); digits(Int(parts.tm_mon) + 1, 2)
+        text.append(UInt8(ascii: "-")); digits(Int(parts.tm_mday), 2)
+        text.append(UInt8(ascii: "T")); digits(Int(parts.tm_hour), 2)
+        text.append(UInt8(ascii: ":")); digits(Int(parts.tm_min), 2)
+        text.append(UInt8(ascii: ":")); digits(Int(parts.tm_sec), 2)
+        text.append(UInt8(ascii: ".")); digits(Int(micros), 6)
+        text.append(UInt8(ascii: "Z"))
+        return String(decoding: text, as: UTF8.self)
     }
 
     static func parse(_ text: String) -> Date? {

@@ -67,6 +67,20 @@ import TestSupport
         }
     }
 
+    /// Dates travel as ISO 8601 text written by hand; the C library's formatting is the reference.
+    @Test(arguments: [-62_135_596_800.0, -1.5, 0, 0.000_001, 951_782_400.25, 1_764_000_000.123456, 4_102_444_799.999_999, 253_402_300_800])
+    func datesAreWrittenAsISO8601WithMicroseconds(epoch: Double) throws {
+        let text = try #require(Date(timeIntervalSince1970: epoch).postgresText)
+        let micros = Int64((epoch * 1_000_000).rounded())
+        var seconds = micros / 1_000_000, fraction = micros % 1_000_000
+        if fraction < 0 { fraction += 1_000_000; seconds -= 1 }
+        var time = time_t(seconds), parts = tm()
+        gmtime_r(&time, &parts)
+        let expected = String(format: "%04d-%02d-%02dT%02d:%02d:%02d.%06lldZ", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1,
+                              Int(parts.tm_mday), Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec), fraction)
+        #expect(text == expected)
+    }
+
     @Test func typedDecodingFailuresNameTheColumn() async throws {
         let pool = PostgresPool(.init(connectionString: try await TestDatabase.makeDatabase(), size: 1))
         defer { pool.shutdown() }
