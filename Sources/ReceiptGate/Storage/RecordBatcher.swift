@@ -25,6 +25,8 @@ final class RecordBatcher: @unchecked Sendable {
     private struct Item {
         let key: String
         let proven: ProvenPurchase
+        /// Decided once: what the row is written with is what the answer says.
+        let state: TransactionState
         let client: Client
         let version: Int64
         let continuation: CheckedContinuation<Result, any Error>
@@ -52,7 +54,8 @@ final class RecordBatcher: @unchecked Sendable {
         let key = "\(purchase.store.rawValue)\u{0}\(purchase.environment.rawValue)\u{0}\(purchase.transactionID)"
         return try await withCheckedThrowingContinuation { continuation in
             let start = lock.withLock { () -> Bool in
-                queue.append(Item(key: key, proven: proven, client: client, version: version, continuation: continuation))
+                queue.append(Item(key: key, proven: proven, state: TransactionRows.state(of: purchase), client: client, version: version,
+                                  continuation: continuation))
                 guard inFlight < maxInFlight else { return false }
                 inFlight += 1
                 return true
@@ -124,7 +127,12 @@ final class RecordBatcher: @unchecked Sendable {
         switch try row.decode("batch_status", as: String.self) {
         case "stale": return .stale
         case "recorded":
-            let transaction = try TransactionRows.transaction(row)
+            // A new row holds exactly what the statement inserted: only what Postgres chose is read back.
+            let purchase = item.proven.purchase
+            var transaction = TransactionRecord(managementID: try row.decode("id"), store: purchase.store, environment: purchase.environment,
+                                                transactionID: purchase.transactionID, state: item.state, clientID: item.client.clientID,
+                                                firstVerifiedAt: try row.decode("first_verified_at"))
+            TransactionRows.fill(&transaction, from: purchase, gameID: item.client.gameID)
             return .recorded(VerificationOutcome(transaction: transaction, duplicate: false,
                                                  accountMatch: item.proven.accountMatch, subscription: nil))
         default: return .contended
@@ -159,7 +167,7 @@ final class RecordBatcher: @unchecked Sendable {
             json.add("revocation_reason", purchase.revocationReason)
             json.add("ownership", purchase.ownership?.rawValue)
             json.add("account_token", purchase.accountToken)
-            json.add("state", TransactionRows.state(of: purchase).rawValue)
+            json.add("state", item.state.rawValue)
             json.add("client_id", client.clientID)
             json.add("client_version", number: item.version)
             json.add("game_id", number: client.gameID)
@@ -199,7 +207,7 @@ final class RecordBatcher: @unchecked Sendable {
                 revocation_reason, ownership, account_token, state, client_id, game_id, player_id, character_id, server_id
             FROM checked ORDER BY store, environment, transaction_id  -- one order for every batch: no deadlock between two
             ON CONFLICT (store, environment, transaction_id) DO NOTHING
-            RETURNING *
+            RETURNING id, store, environment, transaction_id, first_verified_at
         ), recorded AS (
             SELECT ck.ord, ck.client_id AS caller_id, ck.request_id AS caller_request_id, ck.player_id AS caller_player_id,
                    ck.evidence_sha256 AS caller_evidence, i.*
@@ -210,7 +218,8 @@ final class RecordBatcher: @unchecked Sendable {
             SELECT caller_id, store, caller_request_id, 'verified', id, false, caller_player_id, caller_evidence FROM recorded
         )
         SELECT input.ord AS batch_ord,
-               CASE WHEN ck.ord IS NULL THEN 'stale' WHEN r.ord IS NULL THEN 'contended' ELSE 'recorded' END AS batch_status, r.*
+               CASE WHEN ck.ord IS NULL THEN 'stale' WHEN r.ord IS NULL THEN 'contended' ELSE 'recorded' END AS batch_status,
+               r.id, r.first_verified_at
         FROM input LEFT JOIN checked ck ON ck.ord = input.ord LEFT JOIN recorded r ON r.ord = input.ord
         """
 }
