@@ -4,15 +4,20 @@ public import Foundation
 /// thrown into a JSON error response. It never throws and never crashes on input.
 public struct Responder: Sendable {
     private let routes: [Router.Route]
-    /// The routes by "METHOD pattern".
-    private let table: [String: Router.Route]
+    /// The routes by pattern, then method.
+    private let table: [String: [String: Router.Route]]
+    /// The routes by number of path segments, in the order they were added.
+    private let routesBySegmentCount: [Int: [Router.Route]]
     private let chain: HTTPHandler
     public let handlerTimeout: Duration
 
     init(routes: [Router.Route], middleware: [any HTTPMiddleware], handlerTimeout: Duration) {
         self.routes = routes
         self.handlerTimeout = handlerTimeout
-        let table = Dictionary(uniqueKeysWithValues: routes.map { ("\($0.method) \($0.pattern)", $0) })
+        var byPattern: [String: [String: Router.Route]] = [:]
+        for route in routes { byPattern[route.pattern, default: [:]][route.method] = route }
+        let table = byPattern
+        routesBySegmentCount = Dictionary(grouping: routes, by: \.segments.count)
         // The innermost step runs the matched handler (or answers 404/405) and converts errors,
         // so every middleware sees the final status.
         let dispatch: HTTPHandler = { request in
@@ -85,14 +90,19 @@ public struct Responder: Sendable {
     /// The route for `path`, preferring one that serves `method` (HEAD is served by GET).
     private func match(method: String, path: String) -> (Router.Route, [String: String])? {
         let segments = Router.split(path)
-        let candidates = routes.compactMap { route in Self.parameters(route: route, segments: segments).map { (route, $0) } }
-        return candidates.first { $0.0.method == method }
-            ?? (method == "HEAD" ? candidates.first { $0.0.method == "GET" } : nil)
-            ?? candidates.first
+        var firstGET: Router.Route?, first: Router.Route?
+        for route in routesBySegmentCount[segments.count] ?? [] where Self.matches(route: route, segments: segments) {
+            if route.method == method { return (route, Self.parameters(route: route, segments: segments)) }
+            if first == nil { first = route }
+            if firstGET == nil && route.method == "GET" { firstGET = route }
+        }
+        guard let chosen = (method == "HEAD" ? firstGET : nil) ?? first else { return nil }
+        return (chosen, Self.parameters(route: chosen, segments: segments))
     }
 
-    private static func serving(_ method: String, pattern: String, in table: [String: Router.Route]) -> Router.Route? {
-        table["\(method) \(pattern)"] ?? (method == "HEAD" ? table["GET \(pattern)"] : nil)
+    private static func serving(_ method: String, pattern: String, in table: [String: [String: Router.Route]]) -> Router.Route? {
+        guard let methods = table[pattern] else { return nil }
+        return methods[method] ?? (method == "HEAD" ? methods["GET"] : nil)
     }
 
     private static func routingFailure(method: String, path: String, pattern: String, routes: [Router.Route]) -> HTTPResponse {
@@ -118,14 +128,19 @@ public struct Responder: Sendable {
         return HTTPError(status: 500, code: "INTERNAL_ERROR", message: "internal error").response
     }
 
-    private static func parameters(route: Router.Route, segments: [Substring]) -> [String: String]? {
-        guard route.segments.count == segments.count else { return nil }
+    private static func matches(route: Router.Route, segments: [Substring]) -> Bool {
+        guard route.segments.count == segments.count else { return false }
+        for (expected, actual) in zip(route.segments, segments) {
+            if case .literal(let literal) = expected, literal != actual { return false }
+        }
+        return true
+    }
+
+    /// The path parameters of a route that `matches`.
+    private static func parameters(route: Router.Route, segments: [Substring]) -> [String: String] {
         var parameters: [String: String] = [:]
         for (expected, actual) in zip(route.segments, segments) {
-            switch expected {
-            case .literal(let literal): guard literal == actual else { return nil }
-            case .parameter(let name): parameters[name] = String(actual)
-            }
+            if case .parameter(let name) = expected { parameters[name] = String(actual) }
         }
         return parameters
     }
