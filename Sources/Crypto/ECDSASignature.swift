@@ -4,32 +4,31 @@ import Foundation
 /// Conversions between JOSE's raw `r || s` ECDSA signatures (RFC 7518 §3.4) and the DER
 /// `ECDSA-Sig-Value` that OpenSSL produces and consumes.
 enum ECDSASignature {
+    /// DER written directly (two minimal INTEGERs in a SEQUENCE, X.690 §8.3): it runs once per
+    /// verified token, and going through OpenSSL's bignums cost more than the encoding.
     static func rawToDER(_ raw: Data, coordinateSize: Int) throws -> Data {
         guard raw.count == 2 * coordinateSize else {
             throw CryptoError(.invalidSignature, "ECDSA signature must be \(2 * coordinateSize) bytes, got \(raw.count)")
         }
-        guard let signature = ECDSA_SIG_new() else { throw openSSLError("ECDSA_SIG_new") }
-        defer { ECDSA_SIG_free(signature) }
         let bytes = [UInt8](raw)
-        guard let r = BN_bin2bn(bytes, Int32(coordinateSize), nil) else { throw openSSLError("BN_bin2bn") }
-        guard let s = bytes.withUnsafeBufferPointer({ BN_bin2bn($0.baseAddress! + coordinateSize, Int32(coordinateSize), nil) }) else {
-            BN_free(r)
-            throw openSSLError("BN_bin2bn")
-        }
-        guard ECDSA_SIG_set0(signature, r, s) == 1 else {  // takes ownership of r and s on success
-            BN_free(r)
-            BN_free(s)
-            throw openSSLError("ECDSA_SIG_set0")
-        }
-        let length = i2d_ECDSA_SIG(signature, nil)
-        guard length > 0 else { throw openSSLError("i2d_ECDSA_SIG") }
-        var der = [UInt8](repeating: 0, count: Int(length))
-        let written = der.withUnsafeMutableBufferPointer { out -> Int32 in
-            var cursor = out.baseAddress
-            return i2d_ECDSA_SIG(signature, &cursor)
-        }
-        guard written == length else { throw openSSLError("i2d_ECDSA_SIG") }
+        let r = derInteger(bytes[0..<coordinateSize]), s = derInteger(bytes[coordinateSize...])
+        var der: [UInt8] = [0x30]
+        der += derLength(r.count + s.count)
+        der += r
+        der += s
         return Data(der)
+    }
+
+    /// An unsigned big-endian integer as a DER INTEGER: no leading zero bytes, except one when
+    /// the top bit is set (it would read as negative); zero is one 0x00.
+    private static func derInteger(_ magnitude: ArraySlice<UInt8>) -> [UInt8] {
+        var content = Array(magnitude.drop { $0 == 0 })
+        if content.isEmpty || content[0] & 0x80 != 0 { content.insert(0, at: 0) }
+        return [0x02] + derLength(content.count) + content
+    }
+
+    private static func derLength(_ length: Int) -> [UInt8] {
+        length < 0x80 ? [UInt8(length)] : [0x81, UInt8(length)]  // at most 2 × 67 bytes here
     }
 
     static func derToRaw(_ der: Data, coordinateSize: Int) throws -> Data {
