@@ -131,8 +131,16 @@ public struct JSONWriter: Sendable {
         bytes.append(UInt8(ascii: "\""))
         var string = string
         string.withUTF8 { utf8 in
-            var runStart = 0
-            for (index, byte) in utf8.enumerated() {
+            var runStart = 0, index = 0
+            while index < utf8.count {
+                // Eight bytes at a time while none needs an escape.
+                if index &+ 8 <= utf8.count,
+                   !UnsafeRawBufferPointer(utf8).loadUnaligned(fromByteOffset: index, as: UInt64.self).hasQuoteBackslashOrControlByte {
+                    index &+= 8
+                    continue
+                }
+                let byte = utf8[index]
+                index &+= 1
                 let escape: UInt8
                 switch byte {
                 case UInt8(ascii: "\""), UInt8(ascii: "\\"): escape = byte
@@ -144,7 +152,7 @@ public struct JSONWriter: Sendable {
                 case 0x00..<0x20: escape = UInt8(ascii: "u")
                 default: continue
                 }
-                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<index]))
+                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<(index &- 1)]))
                 bytes.append(UInt8(ascii: "\\"))
                 bytes.append(escape)
                 if escape == UInt8(ascii: "u") {
@@ -152,7 +160,7 @@ public struct JSONWriter: Sendable {
                     bytes.append(Self.hexDigit(byte >> 4))
                     bytes.append(Self.hexDigit(byte & 0x0F))
                 }
-                runStart = index &+ 1
+                runStart = index
             }
             bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart...]))
         }

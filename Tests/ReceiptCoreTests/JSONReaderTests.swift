@@ -97,6 +97,18 @@ import Testing
     struct OneField: Decodable { var unused: Int? }
     struct Unread: Decodable { init(from decoder: any Decoder) throws {} }
 
+    /// The scan takes eight bytes at a time: a quote, backslash, control or non-ASCII byte at
+    /// every offset of a long string must still be seen.
+    @Test func specialBytesAtEveryOffset() throws {
+        for special: [UInt8] in [Array(#"\""#.utf8), Array(#"\\"#.utf8), Array(#"\u00e9"#.utf8), [0x01], [0x1F], [0xC3, 0xA9], [0xFF], [0x7F]] {
+            for offset in 0..<20 {
+                let bytes = Array("{\"s\":\"".utf8) + Array(repeating: UInt8(ascii: "a"), count: offset) + special
+                    + Array(repeating: UInt8(ascii: "b"), count: 19 - offset) + Array("\"}".utf8)
+                JSONReaderAgainstJSONDecoder.compare(bytes, "\(special) at \(offset)")
+            }
+        }
+    }
+
     @Test func utf16AndUTF32AreLeftToJSONDecoder() throws {
         let text = #"{"s":"hi"}"#
         let utf16LE = Data(text.utf16.flatMap { [UInt8($0 & 0xFF), UInt8($0 >> 8)] })

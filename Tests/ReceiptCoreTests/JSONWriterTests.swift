@@ -113,6 +113,22 @@ import Testing
         }
     }
 
+    /// The writer copies eight bytes at a time: an escape at every offset of a long string.
+    @Test func escapesAtEveryOffset() throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        for special in ["\"", "\\", "\u{0}", "\u{1f}", "\n", "é", "/"] {
+            for offset in 0..<20 {
+                let text = String(repeating: "a", count: offset) + special + String(repeating: "b", count: 19 - offset)
+                var writer = JSONWriter()
+                writer.beginArray()
+                writer.string(text)
+                writer.endArray()
+                #expect(writer.data == (try encoder.encode([text])), "\(special.debugDescription) at \(offset)")
+            }
+        }
+    }
+
     @Test func arraysOfContainersAndEmptyOnes() throws {
         var writer = JSONWriter()
         writer.beginArray()
