@@ -70,7 +70,7 @@ let package = Package(
                 path: "Tests/GooglePlayTestSupport", swiftSettings: swiftSettings),
         .target(name: "PluginTestSupport", dependencies: ["ReceiptCore", "Crypto"], path: "Tests/PluginTestSupport",
                 swiftSettings: swiftSettings),
-        .testTarget(name: "ReceiptCoreTests", dependencies: ["ReceiptCore"], swiftSettings: swiftSettings),
+        .testTarget(name: "ReceiptCoreTests", dependencies: ["ReceiptCore", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto", "TestSupport"],
                     resources: [.copy("Fixtures")], swiftSettings: swiftSettings),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"], swiftSettings: swiftSettings),

@@ -31,6 +31,8 @@ write("jws", "one-certificate", f"{b64url(json.dumps(dict(head, x5c=head['x5c'][
 write("jws", "alg-none", f"{b64url(json.dumps(dict(head, alg='none')).encode())}.{payload}.{signature}")
 body = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
 write("jws", "signed-date-far", f"{header}.{b64url(json.dumps(dict(body, signedDate=1e300)).encode())}.{signature}")
+# The payload alone: the harness also compares the hand-written payload decoding with JSONDecoder.
+write("jws", "real-sandbox-payload.json", base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
 
 # StoreKit 1: the real container (DER), its signed content, one purchase attribute set.
 der = base64.b64decode((fixtures / "real-sandbox-receipt.b64").read_text())

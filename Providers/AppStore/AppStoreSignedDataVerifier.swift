@@ -1,5 +1,6 @@
 public import Crypto
 public import Foundation
+import ReceiptCore
 import Synchronization
 
 /// What the caller accepts: its registered bundle ids, its environments and, when known, the
@@ -39,7 +40,7 @@ public final class AppStoreSignedDataVerifier: Sendable {
     // MARK: - Typed entry points
 
     public func verifyTransaction(_ jws: String, expecting expectations: AppStoreExpectations) throws(AppStoreVerificationError) -> JWSTransactionDecodedPayload {
-        let transaction = try verified(jws, as: JWSTransactionDecodedPayload.self)
+        let transaction = try verified(jws, as: JWSTransactionDecodedPayload.self, reading: JWSTransactionDecodedPayload.init(jsonPayload:))
         try check(bundleID: transaction.bundleId, environment: transaction.environment, against: expectations)
         return transaction
     }
@@ -87,20 +88,18 @@ public final class AppStoreSignedDataVerifier: Sendable {
 
     /// Checks everything but the payload's meaning and returns the payload's bytes.
     public func verifiedPayload(_ token: String) throws(AppStoreVerificationError) -> Data {
-        try verified(token, as: SigningDates.self).payload
+        try verifiedWithBytes(token, as: SigningDates.self, reading: SigningDates.init(jsonPayload:)).payload
     }
 
     /// Parses, decodes the payload once (it names the signing date the chain is checked at),
     /// then proves chain and signature before anything decoded is returned.
-    private func verified<T: AppStoreSignedPayload>(_ token: String, as type: T.Type) throws(AppStoreVerificationError) -> T {
-        try verifiedWithBytes(token, as: type).value
+    private func verified<T: AppStoreSignedPayload>(_ token: String, as type: T.Type,
+                                                    reading read: PayloadReader<T>? = nil) throws(AppStoreVerificationError) -> T {
+        try verifiedWithBytes(token, as: type, reading: read).value
     }
 
-    private func verified(_ token: String, as type: SigningDates.Type) throws(AppStoreVerificationError) -> (value: SigningDates, payload: Data) {
-        try verifiedWithBytes(token, as: type)
-    }
-
-    private func verifiedWithBytes<T: AppStoreSignedPayload>(_ token: String, as type: T.Type) throws(AppStoreVerificationError) -> (value: T, payload: Data) {
+    private func verifiedWithBytes<T: AppStoreSignedPayload>(_ token: String, as type: T.Type,
+                                                             reading read: PayloadReader<T>?) throws(AppStoreVerificationError) -> (value: T, payload: Data) {
         let parts: CompactJWS.Parts
         do {
             parts = try CompactJWS.Parts(splitting: token)
@@ -110,7 +109,7 @@ public final class AppStoreSignedDataVerifier: Sendable {
         guard (parts.payload.first { $0 != 0x20 && $0 != 0x0a && $0 != 0x0d && $0 != 0x09 }) == UInt8(ascii: "{") else {
             throw AppStoreVerificationError(.malformed, "payload is not a JSON object")
         }
-        let value = try decode(type, from: parts.payload)
+        let value = try decode(type, from: parts.payload, reading: read)
         let signingDate = value.signingDate?.date ?? now()
         let leaf = try verifiedLeafKey(for: parts, at: signingDate)
         guard leaf.key.isValidES256(signature: parts.signature, for: parts.signingInput) else {
@@ -186,7 +185,28 @@ public final class AppStoreSignedDataVerifier: Sendable {
         return (key, window)
     }
 
-    private func decode<T: Decodable>(_ type: T.Type, from payload: Data) throws(AppStoreVerificationError) -> T {
+    /// A payload type's hand-written decoding (JSONReader), which gives what JSONDecoder gives.
+    private typealias PayloadReader<T> = (Data) throws(JSONReaderError) -> T
+
+    /// With `read`, JSONDecoder is left for what the hot path never sees: a UTF-16 or UTF-32
+    /// payload (JSONDecoder transcodes it), and the wording of a refusal, kept as it was (both
+    /// refuse the same payloads: DifferentialPayloadTests).
+    private func decode<T: Decodable>(_ type: T.Type, from payload: Data, reading read: PayloadReader<T>?) throws(AppStoreVerificationError) -> T {
+        if let read {
+            do {
+                return try read(payload)
+            } catch where error.code == .unsupportedEncoding {
+                // Decoded by JSONDecoder below.
+            } catch {
+                let refusal = error
+                do {
+                    _ = try JSONDecoder().decode(type, from: payload)
+                } catch {
+                    throw AppStoreVerificationError(.payloadInvalid, "payload is not a \(type): \(error)")
+                }
+                throw AppStoreVerificationError(.payloadInvalid, "payload is not a \(type): \(refusal)")
+            }
+        }
         do {
             return try JSONDecoder().decode(type, from: payload)
         } catch {
@@ -210,10 +230,36 @@ public final class AppStoreSignedDataVerifier: Sendable {
         }
     }
 
-    private struct SigningDates: AppStoreSignedPayload {
+    struct SigningDates: AppStoreSignedPayload {
         var signedDate: AppStoreDate?
         var receiptCreationDate: AppStoreDate?
         var signingDate: AppStoreDate? { signedDate ?? receiptCreationDate }
+
+        init() {}
+
+        /// As JSONDecoder decodes it (DifferentialPayloadTests), for `verifiedPayload`.
+        init(jsonPayload payload: Data) throws(JSONReaderError) {
+            var dates = SigningDates()
+            try JSONReader.withDocument(payload, grammar: .jsonDecoder) { reader throws(JSONReaderError) in
+                var seenSigned = false, seenCreation = false
+                let top = try reader.readDocument { member throws(JSONReaderError) in
+                    switch try Self.fieldNames.index(of: member.key, in: reader) {
+                    case 0 where !seenSigned:
+                        seenSigned = true
+                        dates.signedDate = try AppStoreDate(json: member.value, in: reader)
+                    case 1 where !seenCreation:
+                        seenCreation = true
+                        dates.receiptCreationDate = try AppStoreDate(json: member.value, in: reader)
+                    default:
+                        break
+                    }
+                }
+                guard case .object = top else { throw .typeMismatch(expected: "object", found: top) }
+            }
+            self = dates
+        }
+
+        private static let fieldNames = JSONFieldNames(["signedDate", "receiptCreationDate"])
     }
 }
 

@@ -115,6 +115,11 @@ public struct RouteResponse: Sendable {
         return RouteResponse(status: status, headers: headers, body: (try? encoder.encode(value)) ?? Data("{}".utf8))
     }
 
+    /// JSON already encoded (by `JSONWriter` on the hot paths).
+    public static func json(encoded body: Data, status: Int = 200, headers: [(name: String, value: String)] = []) -> RouteResponse {
+        RouteResponse(status: status, headers: headers, body: body)
+    }
+
     public static func html(_ page: String, status: Int = 200) -> RouteResponse {
         // Pages may carry one-time tokens in their URL or form: not cached, not leaked as a referrer, not framed.
         RouteResponse(status: status, headers: [("Cache-Control", "no-store"), ("Referrer-Policy", "no-referrer"),

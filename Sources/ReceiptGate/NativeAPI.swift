@@ -52,7 +52,7 @@ struct NativeAPI: Sendable {
         /// Google Play: the app, when the evidence (a bare purchase token) does not name it.
         let packageName: String?
 
-        enum CodingKeys: String, CodingKey {
+        enum CodingKeys: String, CodingKey, CaseIterable {
             case packageName = "package_name"
             case store, receipt, productID = "product_id", appAccountToken = "app_account_token", playerID = "player_id"
             case characterID = "character_id", serverID = "server_id", gameVersion = "game_version", restore
@@ -72,7 +72,7 @@ struct NativeAPI: Sendable {
     func verify(_ request: RouteRequest, context: RouteContext) async -> RouteResponse {
         guard let client = context.client else { return Self.error(.unauthorized, "client authentication required") }
         let body: VerifyBody
-        switch JSONBody.decode(VerifyBody.self, from: request.body) {
+        switch VerifyBody.decode(request.body) {
         case .success(let decoded): body = decoded
         case .failure(let problem): return Self.error(problem.code, problem.message)
         }
@@ -87,8 +87,10 @@ struct NativeAPI: Sendable {
         do {
             let outcome = try await core.verify(verification, client: client)
             let state = outcome.transaction.state
-            return .json(VerifyResponse(status: state == .active ? "verified" : state.rawValue, duplicate: outcome.duplicate, firstVerifiedAt: Timestamps.iso8601(outcome.transaction.firstVerifiedAt),
-                                        transaction: NativeTransaction(outcome.transaction, accountMatch: outcome.accountMatch)))
+            let response = VerifyResponse(status: state == .active ? "verified" : state.rawValue, duplicate: outcome.duplicate,
+                                          firstVerifiedAt: Timestamps.iso8601(outcome.transaction.firstVerifiedAt),
+                                          transaction: NativeTransaction(outcome.transaction, accountMatch: outcome.accountMatch))
+            return .json(encoded: response.encoded())
         } catch let error as StoreVerificationError {
             return Self.error(error.code, "\(error.reason): \(error.message)")
         } catch {

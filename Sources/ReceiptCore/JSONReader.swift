@@ -1,0 +1,405 @@
+public import Foundation
+
+/// Reads a JSON document in place, for the hot paths where `JSONDecoder` shows in profiles: no
+/// Codable machinery, no dictionary per object, nothing copied until a value is asked for.
+///
+/// One pass validates the whole document and hands the members of the top-level object to the
+/// caller as it goes; each value arrives as a small token (a string's or number's byte range, a
+/// nested container's range) that the caller turns into a Swift value only if it wants it:
+///
+///     try JSONReader.withDocument(data, grammar: .jsonDecoder) { reader in
+///         let top = try reader.readDocument { field in
+///             if try names.index(of: field.key, in: reader) == 0 { name = try reader.string(field.value) }
+///         }
+///     }
+///
+/// The reader and its tokens are only valid inside `withDocument`'s closure: they point into the bytes.
+public struct JSONReader {
+    public enum Grammar: Sendable, Equatable {
+        /// RFC 8259 exactly: every value is checked as it is scanned, read or not; no trailing
+        /// commas, no byte order mark.
+        case rfc8259
+        /// What Foundation's `JSONDecoder` accepts, so that a hand-written decoder can replace one
+        /// without changing which documents pass: trailing commas in objects and arrays and a UTF-8
+        /// byte order mark are accepted, and a value nobody reads is checked only for shape (a
+        /// skipped number is any run of digits, `.`, `e`, `+`, `-`; a skipped string's escapes and
+        /// control characters are not looked at). A value that is read, and every key of an
+        /// object whose fields are read, is checked as strictly as under `rfc8259`: JSONDecoder
+        /// checks them when it decodes them.
+        case jsonDecoder
+    }
+
+    /// A scalar, or a nested container already validated and skipped.
+    public enum Value: Sendable, Equatable {
+        case string(StringToken)
+        case number(NumberToken)
+        case bool(Bool)
+        case null
+        case object(Container)
+        case array(Container)
+
+        /// For messages: the JSON type's name.
+        public var typeName: String {
+            switch self {
+            case .string: "string"
+            case .number: "number"
+            case .bool: "boolean"
+            case .null: "null"
+            case .object: "object"
+            case .array: "array"
+            }
+        }
+    }
+
+    /// A string's bytes between its quotes, with what the scan saw in them.
+    public struct StringToken: Sendable, Equatable {
+        let start: Int
+        let end: Int
+        let flags: UInt8
+
+        static let escaped: UInt8 = 1
+        static let nonASCII: UInt8 = 2
+        static let control: UInt8 = 4
+
+        /// Printable ASCII without escapes: its bytes are its value.
+        var isPlain: Bool { flags == 0 }
+    }
+
+    /// A number's text, not yet converted.
+    public struct NumberToken: Sendable, Equatable {
+        let start: Int
+        let end: Int
+    }
+
+    /// An object or array, from its opening bracket to just after its closing one.
+    public struct Container: Sendable, Equatable {
+        let start: Int
+        let end: Int
+    }
+
+    /// One member of an object, in document order (duplicates included: the caller decides).
+    public struct Field: Sendable {
+        public let key: StringToken
+        public let value: Value
+    }
+
+    /// Containers nest at most this deep, as in JSONDecoder.
+    public static let maximumDepth = 512
+
+    let bytes: UnsafeRawBufferPointer
+    let count: Int
+    public let grammar: Grammar
+
+    private init(bytes: UnsafeRawBufferPointer, grammar: Grammar) {
+        self.bytes = bytes
+        count = bytes.count
+        self.grammar = grammar
+    }
+
+    /// Runs `body` with a reader over `data`. Under `.jsonDecoder`, a UTF-8 byte order mark is
+    /// skipped and a document JSONDecoder would read as UTF-16 or UTF-32 is refused with
+    /// `.unsupportedEncoding`, for the caller to hand to JSONDecoder.
+    public static func withDocument<R>(_ data: Data, grammar: Grammar = .rfc8259,
+                                       _ body: (JSONReader) throws(JSONReaderError) -> R) throws(JSONReaderError) -> R {
+        let result = data.withUnsafeBytes { buffer -> Result<R, JSONReaderError> in
+            var start = 0
+            if grammar == .jsonDecoder {
+                guard let bomLength = utf8ByteOrderMarkLength(buffer) else {
+                    return .failure(JSONReaderError(.unsupportedEncoding, "the document is UTF-16 or UTF-32"))
+                }
+                start = bomLength
+            }
+            let reader = JSONReader(bytes: UnsafeRawBufferPointer(rebasing: buffer[start...]), grammar: grammar)
+            return Result { () throws(JSONReaderError) in try body(reader) }
+        }
+        return try result.get()
+    }
+
+    /// JSONDecoder's encoding detection (RFC 4627 section 3, with its BOMs): the length of a UTF-8
+    /// byte order mark (0 or 3), or nil when the first bytes say UTF-16 or UTF-32.
+    static func utf8ByteOrderMarkLength(_ buffer: UnsafeRawBufferPointer) -> Int? {
+        let b0: UInt8? = buffer.count > 0 ? buffer[0] : nil, b1: UInt8? = buffer.count > 1 ? buffer[1] : nil
+        let b2: UInt8? = buffer.count > 2 ? buffer[2] : nil, b3: UInt8? = buffer.count > 3 ? buffer[3] : nil
+        switch (b0, b1, b2, b3) {
+        case (0, 0, 0xFE, 0xFF), (0xFE, 0xFF, _, _), (0xFF, 0xFE, _, _): return nil
+        case (0xEF, 0xBB, 0xBF, _): return 3
+        case (0, 0, 0, .some(let b)) where b != 0: return nil
+        case (0, .some(let b), 0, .some(let c)) where b != 0 && c != 0: return nil
+        case (.some(let b), 0, 0, 0) where b != 0: return nil
+        case (.some(let b), 0, .some(let c), 0) where b != 0 && c != 0: return nil
+        case (0, .some(let b), nil, nil) where b != 0: return nil
+        case (.some(let b), 0, nil, nil) where b != 0: return nil
+        default: return 0
+        }
+    }
+
+    // MARK: - Reading
+
+    /// Reads the whole document: one value, only whitespace after it. When the value is an
+    /// object, `field` sees each of its members in order as the scan passes them (and every key
+    /// is checked, as JSONDecoder checks the keys of an object it decodes). Returns the value.
+    @discardableResult
+    public func readDocument(_ field: (Field) throws(JSONReaderError) -> Void = { _ in }) throws(JSONReaderError) -> Value {
+        var i = 0
+        skipWhitespace(&i)
+        let value: Value
+        if i < count, bytes[i] == UInt8(ascii: "{") {
+            value = try scanObject(&i, depth: 0, reporting: true, field: field)
+        } else {
+            value = try scanValue(&i, depth: 0)
+        }
+        skipWhitespace(&i)
+        guard i == count else { throw unexpected(at: i, "after the top-level value") }
+        return value
+    }
+
+    /// The members of a nested object (validated already when it was skipped), keys checked.
+    public func forEachField(of object: Container, _ field: (Field) throws(JSONReaderError) -> Void) throws(JSONReaderError) {
+        var i = object.start
+        _ = try scanObject(&i, depth: 0, reporting: true, field: field)
+    }
+
+    /// The elements of a nested array (validated already when it was skipped).
+    public func forEachElement(of array: Container, _ element: (Value) throws(JSONReaderError) -> Void) throws(JSONReaderError) {
+        var i = array.start
+        _ = try scanArray(&i, depth: 0, reporting: true, element: element)
+    }
+
+    // MARK: - Scanning
+
+    @inline(__always)
+    private func skipWhitespace(_ i: inout Int) {
+        while i < count {
+            switch bytes[i] {
+            case 0x20, 0x0A, 0x0D, 0x09: i &+= 1
+            default: return
+            }
+        }
+    }
+
+    private func scanValue(_ i: inout Int, depth: Int) throws(JSONReaderError) -> Value {
+        skipWhitespace(&i)
+        guard i < count else { throw endOfDocument(at: i) }
+        switch bytes[i] {
+        case UInt8(ascii: "\""): return .string(try scanString(&i))
+        case UInt8(ascii: "{"): return try scanObject(&i, depth: depth, reporting: false, field: { _ in })
+        case UInt8(ascii: "["): return try scanArray(&i, depth: depth, reporting: false, element: { _ in })
+        case UInt8(ascii: "t"): try scanLiteral(&i, "true"); return .bool(true)
+        case UInt8(ascii: "f"): try scanLiteral(&i, "false"); return .bool(false)
+        case UInt8(ascii: "n"): try scanLiteral(&i, "null"); return .null
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return .number(try scanNumber(&i))
+        default: throw unexpected(at: i, "where a value should start")
+        }
+    }
+
+    /// `depth` counts the containers around this one (0 for the top level); `field` is called
+    /// when `reporting`, else the object is only validated and skipped.
+    private func scanObject(_ i: inout Int, depth: Int, reporting: Bool,
+                            field: (Field) throws(JSONReaderError) -> Void) throws(JSONReaderError) -> Value {
+        let start = i
+        guard depth < Self.maximumDepth else { throw JSONReaderError(.tooDeep, "more than \(Self.maximumDepth) nested objects and arrays", at: i) }
+        i &+= 1
+        skipWhitespace(&i)
+        if i < count, bytes[i] == UInt8(ascii: "}") {
+            i &+= 1
+            return .object(Container(start: start, end: i))
+        }
+        while true {
+            guard i < count else { throw endOfDocument(at: i) }
+            guard bytes[i] == UInt8(ascii: "\"") else { throw unexpected(at: i, "where a key should start") }
+            let key = try scanString(&i)
+            // JSONDecoder turns every key of an object it decodes into a String, and fails on one it cannot.
+            if reporting, grammar == .jsonDecoder, !key.isPlain { _ = try string(key) }
+            skipWhitespace(&i)
+            guard i < count else { throw endOfDocument(at: i) }
+            guard bytes[i] == UInt8(ascii: ":") else { throw unexpected(at: i, "after a key") }
+            i &+= 1
+            let value = try scanValue(&i, depth: depth &+ 1)
+            if reporting { try field(Field(key: key, value: value)) }
+            skipWhitespace(&i)
+            guard i < count else { throw endOfDocument(at: i) }
+            switch bytes[i] {
+            case UInt8(ascii: ","):
+                i &+= 1
+                skipWhitespace(&i)
+                if grammar == .jsonDecoder, i < count, bytes[i] == UInt8(ascii: "}") {
+                    i &+= 1
+                    return .object(Container(start: start, end: i))
+                }
+            case UInt8(ascii: "}"):
+                i &+= 1
+                return .object(Container(start: start, end: i))
+            default:
+                throw unexpected(at: i, "in an object")
+            }
+        }
+    }
+
+    private func scanArray(_ i: inout Int, depth: Int, reporting: Bool,
+                           element: (Value) throws(JSONReaderError) -> Void) throws(JSONReaderError) -> Value {
+        let start = i
+        guard depth < Self.maximumDepth else { throw JSONReaderError(.tooDeep, "more than \(Self.maximumDepth) nested objects and arrays", at: i) }
+        i &+= 1
+        skipWhitespace(&i)
+        if i < count, bytes[i] == UInt8(ascii: "]") {
+            i &+= 1
+            return .array(Container(start: start, end: i))
+        }
+        while true {
+            let value = try scanValue(&i, depth: depth &+ 1)
+            if reporting { try element(value) }
+            skipWhitespace(&i)
+            guard i < count else { throw endOfDocument(at: i) }
+            switch bytes[i] {
+            case UInt8(ascii: ","):
+                i &+= 1
+                skipWhitespace(&i)
+                if grammar == .jsonDecoder, i < count, bytes[i] == UInt8(ascii: "]") {
+                    i &+= 1
+                    return .array(Container(start: start, end: i))
+                }
+            case UInt8(ascii: "]"):
+                i &+= 1
+                return .array(Container(start: start, end: i))
+            default:
+                throw unexpected(at: i, "in an array")
+            }
+        }
+    }
+
+    private func scanLiteral(_ i: inout Int, _ literal: StaticString) throws(JSONReaderError) {
+        let length = literal.utf8CodeUnitCount
+        guard count - i >= length else { throw endOfDocument(at: count) }
+        for offset in 1..<length where bytes[i &+ offset] != literal.utf8Start[offset] {
+            throw unexpected(at: i &+ offset, "in \(literal)")
+        }
+        i &+= length
+    }
+
+    /// From the opening quote to just after the closing one. The scan checks only the shape
+    /// JSONDecoder's scanner checks (an escape has its character, `\u` has four more bytes none of
+    /// which is a quote); under `.rfc8259` a string that is not plain is then checked fully.
+    private func scanString(_ i: inout Int) throws(JSONReaderError) -> StringToken {
+        let start = i &+ 1
+        var j = start
+        var flags: UInt8 = 0
+        while j < count {
+            // Eight bytes at a time while none is a quote, a backslash or a control character.
+            if j &+ 8 <= count {
+                let word = bytes.loadUnaligned(fromByteOffset: j, as: UInt64.self)
+                if !word.hasQuoteBackslashOrControlByte {
+                    if word & 0x8080_8080_8080_8080 != 0 { flags |= StringToken.nonASCII }
+                    j &+= 8
+                    continue
+                }
+            }
+            let byte = bytes[j]
+            if byte == UInt8(ascii: "\"") {
+                let token = StringToken(start: start, end: j, flags: flags)
+                if grammar == .rfc8259, flags != 0 { _ = try string(token) }
+                i = j &+ 1
+                return token
+            }
+            if byte == UInt8(ascii: "\\") {
+                flags |= StringToken.escaped
+                guard j &+ 1 < count else { throw endOfDocument(at: count) }
+                if bytes[j &+ 1] == UInt8(ascii: "u") {
+                    guard count - (j &+ 2) >= 4 else { throw endOfDocument(at: count) }
+                    for k in (j &+ 2)..<(j &+ 6) where bytes[k] == UInt8(ascii: "\"") {
+                        throw JSONReaderError(.invalidString, "\\u must be followed by four hex digits", at: k)
+                    }
+                    j &+= 6
+                } else {
+                    j &+= 2
+                }
+                continue
+            }
+            if byte < 0x20 {
+                flags |= StringToken.control
+            } else if byte >= 0x80 {
+                flags |= StringToken.nonASCII
+            }
+            j &+= 1
+        }
+        throw endOfDocument(at: count)
+    }
+
+    /// Under `.jsonDecoder`, the run of number characters JSONDecoder's scanner takes (checked
+    /// when read); under `.rfc8259`, exactly the grammar.
+    private func scanNumber(_ i: inout Int) throws(JSONReaderError) -> NumberToken {
+        let start = i
+        if grammar == .jsonDecoder {
+            var j = i &+ 1
+            scan: while j < count {
+                switch bytes[j] {
+                case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "e"), UInt8(ascii: "E"),
+                     UInt8(ascii: "+"), UInt8(ascii: "-"):
+                    j &+= 1
+                default:
+                    break scan
+                }
+            }
+            i = j
+            return NumberToken(start: start, end: j)
+        }
+        let end = numberGrammarEnd(from: start)
+        guard end > start else { throw JSONReaderError(.invalidNumber, "not a number", at: start) }
+        i = end
+        return NumberToken(start: start, end: end)
+    }
+
+    /// Where RFC 8259's number grammar, matched from `start`, ends; `start` if it does not match.
+    func numberGrammarEnd(from start: Int, limit: Int? = nil) -> Int {
+        let limit = limit ?? count
+        var j = start
+        func digits() -> Int {
+            let first = j
+            while j < limit, bytes[j] &- UInt8(ascii: "0") < 10 { j &+= 1 }
+            return j &- first
+        }
+        if j < limit, bytes[j] == UInt8(ascii: "-") { j &+= 1 }
+        guard j < limit else { return start }
+        if bytes[j] == UInt8(ascii: "0") {
+            j &+= 1
+        } else {
+            guard digits() > 0 else { return start }
+        }
+        if j < limit, bytes[j] == UInt8(ascii: ".") {
+            j &+= 1
+            guard digits() > 0 else { return start }
+        }
+        if j < limit, bytes[j] | 0x20 == UInt8(ascii: "e") {
+            j &+= 1
+            if j < limit, bytes[j] == UInt8(ascii: "+") || bytes[j] == UInt8(ascii: "-") { j &+= 1 }
+            guard digits() > 0 else { return start }
+        }
+        return j
+    }
+
+    // MARK: - Errors
+
+    func unexpected(at offset: Int, _ context: String) -> JSONReaderError {
+        let byte = bytes[offset]
+        let shown = byte >= 0x20 && byte < 0x7F ? "'\(Character(Unicode.Scalar(byte)))'" : "byte 0x\(String(byte, radix: 16))"
+        return JSONReaderError(.syntax, "unexpected \(shown) \(context)", at: offset)
+    }
+
+    func endOfDocument(at offset: Int) -> JSONReaderError {
+        JSONReaderError(.syntax, "the document ends early", at: offset)
+    }
+}
+
+extension UInt64 {
+    /// Whether any of these eight bytes is `"`, `\` or below 0x20: what stops a string's fast
+    /// scan (reading) or fast copy (writing). Exact: the classic has-zero-byte and has-less-than
+    /// tests have no false positives taken as a whole.
+    @inline(__always)
+    var hasQuoteBackslashOrControlByte: Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101, high: UInt64 = 0x8080_8080_8080_8080
+        let quotes = self ^ (ones &* 0x22), backslashes = self ^ (ones &* 0x5C)
+        let quote = (quotes &- ones) & ~quotes
+        let backslash = (backslashes &- ones) & ~backslashes
+        let control = (self &- ones &* 0x20) & ~self
+        return (quote | backslash | control) & high != 0
+    }
+}

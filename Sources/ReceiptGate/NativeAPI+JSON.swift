@@ -1,0 +1,69 @@
+import Foundation
+import ReceiptCore
+
+// /v1/verify's body and answer on every request, read and written by hand (JSONReader,
+// JSONWriter) instead of JSONDecoder and JSONEncoder. The Codable conformances stay: they are the
+// reference the tests compare against (VerifyBodyAgainstJSONBody, VerifyAnswerAgainstJSONEncoder),
+// and webhooks and reads encode with them.
+
+extension NativeAPI.VerifyBody {
+    private static let fieldNames = JSONFieldNames(CodingKeys.allCases.map(\.stringValue))
+
+    /// What `JSONBody.decode(VerifyBody.self, from: body)` gives, refusals and messages included.
+    static func decode(_ body: Data) -> Result<Self, JSONBody.Problem> {
+        JSONBody.decode(Self.self, from: body, fields: fieldNames) { fields throws(JSONBody.Problem) in
+            // The synthesized init(from:) reads the keys in CodingKeys' order (package_name first)
+            // and JSONDecoder reports the first that fails: the same order here.
+            let packageName = try fields.string(CodingKeys.packageName)
+            let store = try fields.requiredString(CodingKeys.store), receipt = try fields.requiredString(CodingKeys.receipt)
+            let productID = try fields.string(CodingKeys.productID), appAccountToken = try fields.string(CodingKeys.appAccountToken)
+            let playerID = try fields.string(CodingKeys.playerID), characterID = try fields.string(CodingKeys.characterID)
+            let serverID = try fields.string(CodingKeys.serverID), gameVersion = try fields.string(CodingKeys.gameVersion)
+            let restore = try fields.bool(CodingKeys.restore)
+            return Self(store: store, receipt: receipt, productID: productID, appAccountToken: appAccountToken, playerID: playerID,
+                        characterID: characterID, serverID: serverID, gameVersion: gameVersion, restore: restore, packageName: packageName)
+        }
+    }
+}
+
+extension NativeAPI.VerifyResponse {
+    /// The bytes `RouteResponse.json(self)` writes (JSONEncoder, sorted keys, unescaped slashes).
+    func encoded() -> Data {
+        var writer = JSONWriter(capacity: 768)
+        writer.beginObject()
+        writer.key("duplicate"); writer.bool(duplicate)
+        writer.key("first_verified_at"); writer.string(firstVerifiedAt)
+        writer.key("status"); writer.string(status)
+        writer.key("transaction"); transaction.write(to: &writer)
+        writer.endObject()
+        return writer.data
+    }
+}
+
+extension NativeTransaction {
+    /// What `encode(to:)` writes under JSONEncoder with sorted keys: every key, in UTF-8 order.
+    func write(to writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.key("account_match"); writer.string(accountMatch.rawValue)
+        writer.key("app_account_token"); writer.string(record.accountToken)
+        writer.key("currency"); writer.string(record.currency)
+        writer.key("environment"); writer.string(record.environment.rawValue)
+        writer.key("expires_date_ms"); writer.number(record.expiresDate?.epochMilliseconds)
+        writer.key("id"); writer.number(record.managementID)
+        writer.key("order_id"); writer.string(record.orderID)
+        writer.key("original_transaction_id"); writer.string(record.originalTransactionID)
+        writer.key("ownership"); writer.string(record.ownership?.rawValue)
+        writer.key("price_milliunits"); writer.number(record.priceMilliunits)
+        writer.key("product_id"); writer.string(record.productID)
+        writer.key("purchase_date_ms"); writer.number(record.purchaseDate?.epochMilliseconds)
+        writer.key("quantity"); writer.number(record.quantity)
+        writer.key("revocation_date_ms"); writer.number(record.revocationDate?.epochMilliseconds)
+        writer.key("revocation_reason"); writer.string(record.revocationReason)
+        writer.key("state"); writer.string(record.state.rawValue)
+        writer.key("store"); writer.string(record.store.rawValue)
+        writer.key("storefront"); writer.string(record.storefront)
+        writer.key("transaction_id"); writer.string(record.transactionID)
+        writer.key("type"); writer.string(record.kind?.rawValue)
+        writer.endObject()
+    }
+}
