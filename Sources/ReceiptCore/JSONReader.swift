@@ -7,10 +7,11 @@ public import Foundation
 /// caller as it goes; each value arrives as a small token (a string's or number's byte range, a
 /// nested container's range) that the caller turns into a Swift value only if it wants it:
 ///
-///     try JSONReader.withDocument(data, grammar: .jsonDecoder) { reader in
-///         let top = try reader.readDocument { field in
+///     try JSONReader.withDocument(data, grammar: .jsonDecoder) { reader throws(JSONReaderError) in
+///         let top = try reader.readDocument { field throws(JSONReaderError) in
 ///             if try names.index(of: field.key, in: reader) == 0 { name = try reader.string(field.value) }
 ///         }
+///         guard case .object = top else { throw .typeMismatch(expected: "object", found: top) }
 ///     }
 ///
 /// The reader and its tokens are only valid inside `withDocument`'s closure: they point into the bytes.
