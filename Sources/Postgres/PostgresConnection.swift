@@ -79,9 +79,10 @@ public final class PostgresConnection {
         try prepare(query.sql, as: name, parameterCount: query.bindings.count)
         do {
             return try runPrepared(name, bindings: query.bindings)
-        } catch let error as PostgresError where error.sqlState == "0A000" {
+        } catch let error as PostgresError where error.sqlState == "0A000" && isIdleOutsideTransaction {
             // "cached plan must not change result type": another process migrated a table this
-            // statement returns. Prepare it again, once, against the new shape.
+            // statement returns. Prepare it again, once, against the new shape. (Inside a
+            // transaction the failure has aborted it: the caller's error stands.)
             try execute("DEALLOCATE \(unescaped: Self.quotedIdentifier(name))")
             prepared[name] = nil
             try prepare(query.sql, as: name, parameterCount: query.bindings.count)

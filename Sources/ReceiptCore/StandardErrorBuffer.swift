@@ -27,16 +27,18 @@ final class StandardErrorBuffer: @unchecked Sendable {
             thread.start()
             atexit { StandardErrorBuffer.shared.flush() }
         }
+        let wasIdle = pending.isEmpty && dropped == 0
         if pending.count + line.utf8.count + 1 > Self.limit {
             dropped += 1
         } else {
             pending.append(contentsOf: line.utf8)
             pending.append(UInt8(ascii: "\n"))
         }
-        // Woken for the first line after a quiet spell, or when much is waiting; otherwise the
-        // writer comes back by itself within `gatherInterval`. A wake-up per line would cost
-        // every request a context switch.
-        if writerWaiting && (pending.count == line.utf8.count + 1 || pending.count >= Self.wakeThreshold) { condition.signal() }
+        // Woken for the first line (or drop) after a quiet spell, or when much is waiting;
+        // otherwise the writer comes back by itself within `gatherInterval`. A wake-up per line
+        // would cost every request a context switch. A broadcast, because `flush` may be waiting
+        // on the same condition and must not take the writer's wake-up.
+        if writerWaiting && (wasIdle || pending.count >= Self.wakeThreshold) { condition.broadcast() }
     }
 
     /// How long the writer lets lines gather before writing them, and how many bytes make it write at once.
@@ -48,6 +50,7 @@ final class StandardErrorBuffer: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         let deadline = Date().addingTimeInterval(5)
+        condition.broadcast()  // the writer may be gathering: write now
         while started && (!pending.isEmpty || writing) && Date() < deadline {
             _ = condition.wait(until: Date().addingTimeInterval(0.01))
         }

@@ -56,7 +56,8 @@ import TestSupport
         try await pool.execute("INSERT INTO items VALUES (1, 'one')")
         let select: PostgresQuery = "SELECT * FROM items WHERE id = \(1)"
         let before = try await pool.withConnection { try $0.query(select, preparedAs: "items_by_id") }
-        #expect(before.first?.isNull("added") == true)
+        #expect(try before.first?.decode("name", as: String.self) == "one")
+        #expect(throws: PostgresError(.decodingFailed, "")) { try before.first?.decode("added", as: String?.self) }
         try await other.execute("ALTER TABLE items ADD COLUMN added text NOT NULL DEFAULT 'new'")
         let after = try await pool.withConnection { try $0.query(select, preparedAs: "items_by_id") }
         #expect(try after.first?.decode("added", as: String.self) == "new")

@@ -65,13 +65,16 @@ final class RecordBatcher: @unchecked Sendable {
     }
 
     /// One pool job that keeps taking batches until the queue is empty, so a busy service does
-    /// not hop threads between batches.
+    /// not hop threads between batches. A connection that fails is given up: a new job, on a
+    /// connection the pool has checked, takes over this one's place and what still waits.
     private func launch() {
         let accepted = pool.submit { [self] connection in
             while let batch = nextBatch() {
                 switch connection {
-                case .success(let connection): run(batch, on: connection)
-                case .failure(let error): batch.forEach { $0.continuation.resume(throwing: error) }
+                case .success(let connection):
+                    guard run(batch, on: connection) else { return launch() }
+                case .failure(let error):
+                    batch.forEach { $0.continuation.resume(throwing: error) }
                 }
             }
         }
@@ -99,7 +102,8 @@ final class RecordBatcher: @unchecked Sendable {
         }
     }
 
-    private func run(_ batch: [Item], on connection: PostgresConnection) {
+    /// False when the connection failed (and must not take the next batch).
+    private func run(_ batch: [Item], on connection: PostgresConnection) -> Bool {
         let rows: [PostgresRow]
         do {
             // Prepared once per connection: parsing and planning this statement cost Postgres more
@@ -109,17 +113,18 @@ final class RecordBatcher: @unchecked Sendable {
         } catch let error as PostgresError where error.code == .queryFailed {
             // Refused as a whole (one bad value fails them all): each goes the ordinary way alone.
             batch.forEach { $0.continuation.resume(returning: .contended) }
-            return
+            return true
         } catch {
             // The connection failed: whether it committed is unknown, so say so rather than retry.
             batch.forEach { $0.continuation.resume(throwing: error) }
-            return
+            return false
         }
         var byOrdinal: [Int: PostgresRow] = [:]
         for row in rows { if let ordinal = try? row.decode("batch_ord", as: Int.self) { byOrdinal[ordinal] = row } }
         for (ordinal, item) in batch.enumerated() {
             item.continuation.resume(with: Swift.Result { try Self.result(byOrdinal[ordinal], item: item) })
         }
+        return true
     }
 
     private static func result(_ row: PostgresRow?, item: Item) throws -> Result {
