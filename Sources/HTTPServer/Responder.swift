@@ -151,6 +151,19 @@ public struct Responder: Sendable {
            header.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7f }) {
             return header
         }
-        return UUID().uuidString.lowercased()
+        return freshRequestID()
+    }
+
+    /// A random (version 4) UUID from the system generator (`getrandom`): Foundation's `UUID()`
+    /// opens and reads /dev/urandom for each one here, three system calls per request.
+    static func freshRequestID() -> String {
+        var generator = SystemRandomNumberGenerator()
+        var bytes = (generator.next() as UInt64, generator.next() as UInt64)
+        return withUnsafeMutableBytes(of: &bytes) { raw in
+            raw[6] = raw[6] & 0x0f | 0x40  // version 4
+            raw[8] = raw[8] & 0x3f | 0x80  // RFC 4122 variant
+            let uuid = raw.load(as: uuid_t.self)
+            return UUID(uuid: uuid).uuidString.lowercased()
+        }
     }
 }
