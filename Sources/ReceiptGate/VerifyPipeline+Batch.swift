@@ -18,6 +18,11 @@ extension VerifyPipeline {
             return outcome
         case .contended:
             return try await record(proven, client: client, version: version) { _, _ in }.0
+        case .foreign:
+            let error = StoreVerificationError(code: .duplicateTransaction, reason: "REDEEMED_BY_ANOTHER_GAME",
+                                               message: "this purchase was already verified for another game")
+            await refused(error, request: proven.request, clientID: client.clientID, digest: proven.evidenceDigest)
+            throw error
         case .stale:
             let current: AuthenticatedClient
             do {

@@ -10,19 +10,22 @@ import ReceiptCore
 /// queues while earlier ones are in flight. `synchronous_commit` is untouched, so every answer
 /// still waits for its commit to be durable.
 ///
-/// Anything the statement cannot settle is handed back for the ordinary path: a client changed
-/// since it was cached (`stale`), a purchase recorded before or by a concurrent transaction
-/// (`contended`), or a batch the server refused as a whole.
+/// Purchases already on record are settled by a second statement (`settleSeenBefore`). Anything
+/// neither can settle is handed back for the ordinary path: a client changed since it was cached
+/// (`stale`), a purchase being recorded by a transaction still in flight (`contended`), or a batch
+/// the server refused as a whole.
 final class RecordBatcher: @unchecked Sendable {
     enum Result: Sendable {
         case recorded(VerificationOutcome)
         /// The client row is no longer the version it was authenticated with (or is disabled).
         case stale
-        /// Not settled here (recorded before, or by a concurrent transaction); record it the ordinary way.
+        /// Already recorded for a client that may not see it (another game).
+        case foreign
+        /// Not settled here (recorded by a transaction still in flight, or a batch refused); record it the ordinary way.
         case contended
     }
 
-    private struct Item {
+    struct Item {
         let key: String
         let proven: ProvenPurchase
         /// Decided once: what the row is written with is what the answer says.
@@ -85,7 +88,7 @@ final class RecordBatcher: @unchecked Sendable {
     }
 
     /// Up to `maxBatch` waiting items with distinct keys (a second request for the same purchase
-    /// waits for the next batch, and from there the ordinary path); nil, and one fewer in flight,
+    /// waits for the next batch, where it is a purchase seen before); nil, and one fewer in flight,
     /// when nothing waits.
     private func nextBatch() -> [Item]? {
         lock.withLock {
@@ -121,10 +124,16 @@ final class RecordBatcher: @unchecked Sendable {
         }
         var byOrdinal: [Int: PostgresRow] = [:]
         for row in rows { if let ordinal = try? row.decode("batch_ord", as: Int.self) { byOrdinal[ordinal] = row } }
+        var seenBefore: [(ordinal: Int, item: Item)] = []
         for (ordinal, item) in batch.enumerated() {
-            item.continuation.resume(with: Swift.Result { try Self.result(byOrdinal[ordinal], item: item) })
+            let result = Swift.Result { try Self.result(byOrdinal[ordinal], item: item) }
+            if case .success(.contended) = result {
+                seenBefore.append((ordinal, item))
+            } else {
+                item.continuation.resume(with: result)
+            }
         }
-        return true
+        return seenBefore.isEmpty || settleSeenBefore(seenBefore, on: connection)
     }
 
     private static func result(_ row: PostgresRow?, item: Item) throws -> Result {
@@ -146,11 +155,16 @@ final class RecordBatcher: @unchecked Sendable {
 
     /// The whole batch as one JSON parameter, so there is one statement whatever its size.
     private static func statement(_ batch: [Item]) -> PostgresQuery {
+        "\(unescaped: sqlHead)\(itemsJSON(batch.enumerated().map { ($0.offset, $0.element) }))\(unescaped: sqlTail)"
+    }
+
+    /// The items as a JSON array of records (`ord` is the item's place in its batch), the input of both statements.
+    static func itemsJSON(_ items: [(ordinal: Int, item: Item)]) -> String {
         var json = BatchJSON()
-        json.bytes.reserveCapacity(batch.count * 900)
+        json.bytes.reserveCapacity(items.count * 900)
         json.bytes.append(UInt8(ascii: "["))
-        for (ordinal, item) in batch.enumerated() {
-            if ordinal > 0 { json.bytes.append(UInt8(ascii: ",")) }
+        for (index, (ordinal, item)) in items.enumerated() {
+            if index > 0 { json.bytes.append(UInt8(ascii: ",")) }
             let purchase = item.proven.purchase, request = item.proven.request, client = item.client
             json.open()
             json.add("ord", number: ordinal)
@@ -184,17 +198,16 @@ final class RecordBatcher: @unchecked Sendable {
             json.close()
         }
         json.bytes.append(UInt8(ascii: "]"))
-        let text = String(decoding: json.bytes, as: UTF8.self)
-        return "\(unescaped: sqlHead)\(text)\(unescaped: sqlTail)"
+        return String(decoding: json.bytes, as: UTF8.self)
     }
 
     // Only purchases seen for the first time are settled here: a row that already exists (a
-    // retry, a duplicate, one committed by a concurrent transaction) comes back `contended` and
-    // takes the ordinary path, which answers duplicates and other games' purchases. So the
-    // statement reads no row by its own plan: the unique key, through ON CONFLICT, is the only
-    // lookup, and a plan prepared while the table was small stays right as it grows.
-    private static let sqlHead = "WITH input AS (SELECT * FROM jsonb_to_recordset("
-    private static let sqlTail = """
+    // retry, a duplicate, another game's) comes back unsettled for `settleSeenBefore`. So the
+    // prepared statement reads no row by its own plan: the unique key, through ON CONFLICT, is
+    // the only lookup, and a plan prepared while the table was small stays right as it grows.
+    static let sqlHead = "WITH input AS (SELECT * FROM jsonb_to_recordset("
+    /// The input records and those whose client is still the version they were authenticated with.
+    static let sqlInput = """
         ::jsonb) AS x(
                 ord integer, store text, environment text, transaction_id text, original_transaction_id text, order_id text,
                 product_id text, product_kind text, quantity integer, price_milliunits bigint, currency text, storefront text,
@@ -203,7 +216,10 @@ final class RecordBatcher: @unchecked Sendable {
                 game_id bigint, player_id text, character_id text, server_id text, request_id text, evidence_sha256 text)
         ), checked AS (
             SELECT input.* FROM input JOIN clients c ON c.id = input.client_id AND c.version = input.client_version AND c.disabled_at IS NULL
-        ), inserted AS (
+        )
+        """
+    private static let sqlTail = sqlInput + """
+        , inserted AS (
             INSERT INTO transactions (store, environment, transaction_id, original_transaction_id, order_id, product_id, product_kind,
                 quantity, price_milliunits, currency, storefront, app_identifier, purchase_date, expires_date, revocation_date,
                 revocation_reason, ownership, account_token, state, client_id, game_id, player_id, character_id, server_id)
