@@ -104,15 +104,20 @@ public final class PostgresConnection {
 
     private func runPrepared(_ name: String, bindings: [String?]) throws -> [PostgresRow] {
         guard let handle else { throw PostgresError(.connectionFailed, "connection is closed") }
-        let parameters = bindings.map { $0.map { strdup($0) } ?? nil }
-        defer { parameters.forEach { free($0) } }
-        let parameterPointers = parameters.map { $0.map { UnsafePointer($0) } }
-        let result = parameterPointers.withUnsafeBufferPointer { buffer in
-            PQexecPrepared(handle, name, Int32(buffer.count), buffer.baseAddress, nil, nil, 0)
-        }
+        let result = Self.withParameters(bindings) { PQexecPrepared(handle, name, $0, $1, nil, nil, 0) }
         defer { PQclear(result) }
         try check(result)
         return Self.rows(of: result)
+    }
+
+    /// Text-format parameters as libpq takes them (count, C strings, NULL for SQL NULL), valid
+    /// only inside `body`.
+    private static func withParameters(_ bindings: [String?],
+                                       _ body: (Int32, UnsafePointer<UnsafePointer<CChar>?>?) -> OpaquePointer?) -> OpaquePointer? {
+        let parameters = bindings.map { $0.map { strdup($0) } ?? nil }
+        defer { parameters.forEach { free($0) } }
+        let parameterPointers = parameters.map { $0.map { UnsafePointer($0) } }
+        return parameterPointers.withUnsafeBufferPointer { body(Int32($0.count), $0.baseAddress) }
     }
 
     private static func quotedIdentifier(_ name: String) -> String {
@@ -129,12 +134,7 @@ public final class PostgresConnection {
 
     private func run(_ query: PostgresQuery) throws -> (rows: [PostgresRow], affected: Int) {
         guard let handle else { throw PostgresError(.connectionFailed, "connection is closed") }
-        let parameters = query.bindings.map { $0.map { strdup($0) } ?? nil }
-        defer { parameters.forEach { free($0) } }
-        let parameterPointers = parameters.map { $0.map { UnsafePointer($0) } }
-        let result = parameterPointers.withUnsafeBufferPointer { buffer in
-            PQexecParams(handle, query.sql, Int32(buffer.count), nil, buffer.baseAddress, nil, nil, 0)
-        }
+        let result = Self.withParameters(query.bindings) { PQexecParams(handle, query.sql, $0, nil, $1, nil, nil, 0) }
         defer { PQclear(result) }
         try check(result)
         return (Self.rows(of: result), Int(String(cString: PQcmdTuples(result))) ?? 0)

@@ -22,8 +22,7 @@ extension RecordBatcher {
             items.forEach { $0.item.continuation.resume(throwing: error) }
             return false
         }
-        var byOrdinal: [Int: PostgresRow] = [:]
-        for row in rows { if let ordinal = try? row.decode("batch_ord", as: Int.self) { byOrdinal[ordinal] = row } }
+        let byOrdinal = Self.byOrdinal(rows)
         for (ordinal, item) in items {
             item.continuation.resume(with: Swift.Result { try Self.seenBeforeResult(byOrdinal[ordinal], item: item) })
         }

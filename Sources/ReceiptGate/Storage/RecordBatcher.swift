@@ -122,8 +122,7 @@ final class RecordBatcher: @unchecked Sendable {
             batch.forEach { $0.continuation.resume(throwing: error) }
             return false
         }
-        var byOrdinal: [Int: PostgresRow] = [:]
-        for row in rows { if let ordinal = try? row.decode("batch_ord", as: Int.self) { byOrdinal[ordinal] = row } }
+        let byOrdinal = Self.byOrdinal(rows)
         var seenBefore: [(ordinal: Int, item: Item)] = []
         for (ordinal, item) in batch.enumerated() {
             let result = Swift.Result { try Self.result(byOrdinal[ordinal], item: item) }
@@ -134,6 +133,13 @@ final class RecordBatcher: @unchecked Sendable {
             }
         }
         return seenBefore.isEmpty || settleSeenBefore(seenBefore, on: connection)
+    }
+
+    /// The statement's rows by the `batch_ord` each carries.
+    static func byOrdinal(_ rows: [PostgresRow]) -> [Int: PostgresRow] {
+        var byOrdinal: [Int: PostgresRow] = [:]
+        for row in rows { if let ordinal = try? row.decode("batch_ord", as: Int.self) { byOrdinal[ordinal] = row } }
+        return byOrdinal
     }
 
     private static func result(_ row: PostgresRow?, item: Item) throws -> Result {
@@ -160,44 +166,42 @@ final class RecordBatcher: @unchecked Sendable {
 
     /// The items as a JSON array of records (`ord` is the item's place in its batch), the input of both statements.
     static func itemsJSON(_ items: [(ordinal: Int, item: Item)]) -> String {
-        var json = BatchJSON()
-        json.bytes.reserveCapacity(items.count * 900)
-        json.bytes.append(UInt8(ascii: "["))
-        for (index, (ordinal, item)) in items.enumerated() {
-            if index > 0 { json.bytes.append(UInt8(ascii: ",")) }
+        var json = JSONWriter(capacity: items.count * 900)
+        json.beginArray()
+        for (ordinal, item) in items {
             let purchase = item.proven.purchase, request = item.proven.request, client = item.client
-            json.open()
-            json.add("ord", number: ordinal)
-            json.add("store", purchase.store.rawValue)
-            json.add("environment", purchase.environment.rawValue)
-            json.add("transaction_id", purchase.transactionID)
-            json.add("original_transaction_id", purchase.originalTransactionID)
-            json.add("order_id", purchase.orderID)
-            json.add("product_id", purchase.productID)
-            json.add("product_kind", purchase.kind?.rawValue)
-            json.add("quantity", number: purchase.quantity)
-            json.add("price_milliunits", number: purchase.priceMilliunits)
-            json.add("currency", purchase.currency)
-            json.add("storefront", purchase.storefront)
-            json.add("app_identifier", purchase.appIdentifier)
-            json.add("purchase_date", purchase.purchaseDate?.postgresText)
-            json.add("expires_date", purchase.expiresDate?.postgresText)
-            json.add("revocation_date", purchase.revocationDate?.postgresText)
-            json.add("revocation_reason", purchase.revocationReason)
-            json.add("ownership", purchase.ownership?.rawValue)
-            json.add("account_token", purchase.accountToken)
-            json.add("state", item.state.rawValue)
-            json.add("client_id", client.clientID)
-            json.add("client_version", number: item.version)
-            json.add("game_id", number: client.gameID)
-            json.add("player_id", request.playerID)
-            json.add("character_id", request.characterID)
-            json.add("server_id", request.serverID)
-            json.add("request_id", request.requestID)
-            json.add("evidence_sha256", item.proven.evidenceDigest)
-            json.close()
+            json.beginObject()
+            json.key("ord"); json.number(ordinal)
+            json.key("store"); json.string(purchase.store.rawValue)
+            json.key("environment"); json.string(purchase.environment.rawValue)
+            json.key("transaction_id"); json.string(purchase.transactionID)
+            json.key("original_transaction_id"); json.string(purchase.originalTransactionID)
+            json.key("order_id"); json.string(purchase.orderID)
+            json.key("product_id"); json.string(purchase.productID)
+            json.key("product_kind"); json.string(purchase.kind?.rawValue)
+            json.key("quantity"); json.number(purchase.quantity)
+            json.key("price_milliunits"); json.number(purchase.priceMilliunits)
+            json.key("currency"); json.string(purchase.currency)
+            json.key("storefront"); json.string(purchase.storefront)
+            json.key("app_identifier"); json.string(purchase.appIdentifier)
+            json.key("purchase_date"); json.string(purchase.purchaseDate?.postgresText)
+            json.key("expires_date"); json.string(purchase.expiresDate?.postgresText)
+            json.key("revocation_date"); json.string(purchase.revocationDate?.postgresText)
+            json.key("revocation_reason"); json.string(purchase.revocationReason)
+            json.key("ownership"); json.string(purchase.ownership?.rawValue)
+            json.key("account_token"); json.string(purchase.accountToken)
+            json.key("state"); json.string(item.state.rawValue)
+            json.key("client_id"); json.string(client.clientID)
+            json.key("client_version"); json.number(item.version)
+            json.key("game_id"); json.number(client.gameID)
+            json.key("player_id"); json.string(request.playerID)
+            json.key("character_id"); json.string(request.characterID)
+            json.key("server_id"); json.string(request.serverID)
+            json.key("request_id"); json.string(request.requestID)
+            json.key("evidence_sha256"); json.string(item.proven.evidenceDigest)
+            json.endObject()
         }
-        json.bytes.append(UInt8(ascii: "]"))
+        json.endArray()
         return String(decoding: json.bytes, as: UTF8.self)
     }
 
@@ -243,53 +247,4 @@ final class RecordBatcher: @unchecked Sendable {
                r.id, r.first_verified_at
         FROM input LEFT JOIN checked ck ON ck.ord = input.ord LEFT JOIN recorded r ON r.ord = input.ord
         """
-}
-
-/// JSON objects written by hand into one byte buffer: the batch is built for every verification,
-/// and a generic encoder would cost more than the statement it feeds.
-private struct BatchJSON {
-    var bytes: [UInt8] = []
-    private var first = true
-
-    mutating func open() {
-        bytes.append(UInt8(ascii: "{"))
-        first = true
-    }
-
-    mutating func close() { bytes.append(UInt8(ascii: "}")) }
-
-    mutating func add(_ name: StaticString, _ value: String?) {
-        separate(name)
-        guard let value else { return bytes.append(contentsOf: "null".utf8) }
-        bytes.append(UInt8(ascii: "\""))
-        for byte in value.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""), UInt8(ascii: "\\"):
-                bytes.append(UInt8(ascii: "\\"))
-                bytes.append(byte)
-            case 0..<0x20:
-                bytes.append(contentsOf: "\\u00".utf8)
-                bytes.append(Self.hex[Int(byte >> 4)])
-                bytes.append(Self.hex[Int(byte & 0xf)])
-            default:
-                bytes.append(byte)
-            }
-        }
-        bytes.append(UInt8(ascii: "\""))
-    }
-
-    mutating func add(_ name: StaticString, number: (some BinaryInteger)?) {
-        separate(name)
-        if let number { bytes.append(contentsOf: String(number).utf8) } else { bytes.append(contentsOf: "null".utf8) }
-    }
-
-    private mutating func separate(_ name: StaticString) {
-        if !first { bytes.append(UInt8(ascii: ",")) }
-        first = false
-        bytes.append(UInt8(ascii: "\""))
-        name.withUTF8Buffer { bytes.append(contentsOf: $0) }
-        bytes.append(contentsOf: "\":".utf8)
-    }
-
-    private static let hex = Array("0123456789abcdef".utf8)
 }
