@@ -36,12 +36,15 @@ import TestSupport
         #expect(renewed.event.kind == .renewed)
         #expect(renewed.event.purchase?.transactionID == "GPA.1234-5678-9012-34567..1")
         #expect(renewed.event.purchase?.originalTransactionID == "GPA.1234-5678-9012-34567")
+        // At least one fetch (the HTTP client may retry one that a loaded machine made slow).
+        let fetchedForTheFirst = google.hits("jwks")
+        #expect(fetchedForTheFirst >= 1)
         let revoked = try await provider.receiveNotification(Self.request(try Self.subscription(12, token: "sub-1"), bearer: try google.oidcToken()),
                                                              registered: Self.registered)
         #expect(revoked.event.kind == .revoked)
         #expect(revoked.event.purchase?.revocationDate != nil)
-        // The JWKS was fetched once and cached by its Cache-Control.
-        #expect(google.hits("jwks") == 1)
+        // The JWKS was cached by its Cache-Control: the second push fetched nothing.
+        #expect(google.hits("jwks") == fetchedForTheFirst)
 
         let body = try Self.subscription(2, token: "sub-1")
         let forgeries: [(String, String?)] = [
