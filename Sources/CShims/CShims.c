@@ -1,6 +1,8 @@
 #include "CShims.h"
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <errno.h>
+#include <sys/random.h>
 
 CURLcode rg_curl_setopt_long(CURL *handle, CURLoption option, long value) {
     return curl_easy_setopt(handle, option, value);
@@ -75,4 +77,17 @@ int rg_mhd_connection_fd(struct MHD_Connection *connection) {
 void *rg_mhd_socket_context(struct MHD_Connection *connection) {
     const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
     return info == NULL ? NULL : info->socket_context;
+}
+
+int rg_random_bytes(void *buffer, size_t length) {
+    size_t filled = 0;
+    while (filled < length) {
+        ssize_t got = getrandom((char *)buffer + filled, length - filled, 0);
+        if (got > 0) {
+            filled += (size_t)got;
+        } else if (got < 0 && errno != EINTR) {
+            return -1;
+        }
+    }
+    return 0;
 }

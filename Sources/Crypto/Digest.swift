@@ -1,7 +1,8 @@
 import COpenSSL
 public import Foundation
 
-/// SHA-256 through OpenSSL's EVP interface.
+/// SHA-256 through OpenSSL's EVP interface, with the method fetched once (`sha256Method`): every
+/// request's body is hashed for its signature, and an implicit `EVP_sha256()` is a provider lookup each time.
 public enum SHA256 {
     public static let byteCount = 32
 
@@ -9,7 +10,7 @@ public enum SHA256 {
         var digest = [UInt8](repeating: 0, count: byteCount)
         var length: UInt32 = 0
         let ok = withNonNullBytes(data) { pointer, count in
-            EVP_Digest(pointer, count, &digest, &length, EVP_sha256(), nil)
+            EVP_Digest(pointer, count, &digest, &length, sha256Method, nil)
         }
         // EVP_Digest with a built-in algorithm fails only when the process is out of memory.
         precondition(ok == 1 && length == 32, "EVP_Digest(SHA-256) failed: \(drainOpenSSLErrors())")

@@ -17,6 +17,16 @@ public enum Hex {
         nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") + nibble - 10
     }
 
+    /// Whether `text` is exactly `byteCount` bytes of hex, checked without decoding it.
+    public static func isHex(_ text: String, byteCount: Int) -> Bool {
+        text.utf8.count == byteCount * 2 && text.utf8.allSatisfy { character in
+            switch character {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"), UInt8(ascii: "A")...UInt8(ascii: "F"): true
+            default: false
+            }
+        }
+    }
+
     /// Decodes upper- or lower-case hex; nil for anything else (odd length, other characters).
     public static func decode(_ text: String) -> Data? {
         var bytes: [UInt8] = []

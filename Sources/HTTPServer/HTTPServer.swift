@@ -58,7 +58,10 @@ public final class HTTPServer: @unchecked Sendable {
         settings.connection_timeout_seconds = UInt32(configuration.connectionTimeoutSeconds)
         settings.connection_limit = UInt32(configuration.connectionLimit)
         settings.per_ip_connection_limit = UInt32(configuration.connectionLimitPerIP)
-        settings.connection_memory_limit = 64 * 1024
+        // libmicrohttpd zeroes a connection's whole memory pool before each keep-alive request, so
+        // its size is paid per request: 16 KB holds any head we accept (8 KB of headers and more) and
+        // a body is read through it in pieces whatever its size.
+        settings.connection_memory_limit = 16 * 1024
         settings.notify_connection = mhdNotifyConnection
         settings.notify_connection_context = context
         settings.uri_log = mhdRequestLineArrived

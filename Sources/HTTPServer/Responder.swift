@@ -154,16 +154,27 @@ public struct Responder: Sendable {
         return freshRequestID()
     }
 
-    /// A random (version 4) UUID from the system generator (`getrandom`): Foundation's `UUID()`
-    /// opens and reads /dev/urandom for each one here, three system calls per request.
+    /// A random (version 4) UUID, written straight as lower-case hex (`UUID().uuidString.lowercased()`
+    /// opened /dev/urandom and went through Unicode case mapping for each request).
     static func freshRequestID() -> String {
-        var generator = SystemRandomNumberGenerator()
-        var bytes = (generator.next() as UInt64, generator.next() as UInt64)
+        var bytes = RequestIDRandomness.shared.next16()
         return withUnsafeMutableBytes(of: &bytes) { raw in
             raw[6] = raw[6] & 0x0f | 0x40  // version 4
             raw[8] = raw[8] & 0x3f | 0x80  // RFC 4122 variant
-            let uuid = raw.load(as: uuid_t.self)
-            return UUID(uuid: uuid).uuidString.lowercased()
+            return String(unsafeUninitializedCapacity: 36) { text in
+                let digits = ("0123456789abcdef" as StaticString).utf8Start
+                var position = 0
+                for (index, byte) in raw.enumerated() {
+                    if index == 4 || index == 6 || index == 8 || index == 10 {
+                        text[position] = UInt8(ascii: "-")
+                        position += 1
+                    }
+                    text[position] = digits[Int(byte >> 4)]
+                    text[position + 1] = digits[Int(byte & 0x0f)]
+                    position += 2
+                }
+                return position
+            }
         }
     }
 }

@@ -38,6 +38,13 @@ public struct Logger: Sendable {
         sink.write(Self.line(time: Self.timestamp(), level: level.rawValue, message: message(), metadata: metadata, fields: fields))
     }
 
+    /// The same line from fields given as pairs with distinct keys: a line written for every
+    /// request builds no dictionary to hash its fields into and look them up again.
+    public func log(_ level: Level, _ message: @autoclosure () -> String, pairs: [(String, String)]) {
+        guard level >= minimumLevel else { return }
+        sink.write(Self.line(time: Self.timestamp(), level: level.rawValue, message: message(), metadata: metadata, pairs: pairs))
+    }
+
     /// Sorted keys with time, level and message first, so lines read well by eye too.
     static func encodeLine(_ object: [String: String]) -> String {
         var rest = object
@@ -48,6 +55,11 @@ public struct Logger: Sendable {
     /// One line straight into bytes: no merged dictionary, no intermediate strings. A field
     /// overrides metadata of the same name; `time`, `level` and `message` are the logger's own.
     static func line(time: String?, level: String?, message: String?, metadata: [String: String], fields: [String: String]) -> String {
+        line(time: time, level: level, message: message, metadata: metadata, pairs: fields.map { ($0.key, $0.value) })
+    }
+
+    /// `pairs` has distinct keys; one of them overrides metadata of the same name.
+    static func line(time: String?, level: String?, message: String?, metadata: [String: String], pairs: [(String, String)]) -> String {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(256)
         bytes.append(UInt8(ascii: "{"))
@@ -62,12 +74,10 @@ public struct Logger: Sendable {
         if let time { pair("time", time) }
         if let level { pair("level", level) }
         if let message { pair("message", message) }
-        var keys = Array(fields.keys)
-        for key in metadata.keys where fields[key] == nil { keys.append(key) }
-        keys.sort()
-        for key in keys where key != "time" && key != "level" && key != "message" {
-            if let value = fields[key] ?? metadata[key] { pair(key, value) }
-        }
+        var entries = pairs
+        for (key, value) in metadata where !pairs.contains(where: { $0.0 == key }) { entries.append((key, value)) }
+        entries.sort { $0.0 < $1.0 }
+        for (key, value) in entries where key != "time" && key != "level" && key != "message" { pair(key, value) }
         bytes.append(UInt8(ascii: "}"))
         return String(decoding: bytes, as: UTF8.self)
     }
@@ -81,6 +91,16 @@ public struct Logger: Sendable {
     /// `"text"` with quotes, backslashes, control characters and U+2028/U+2029 escaped.
     static func appendJSONString(_ text: String, to bytes: inout [UInt8]) {
         bytes.append(UInt8(ascii: "\""))
+        // Nearly every value (ids, paths, codes) needs no escape: copy it whole when no byte can.
+        let copiedWhole = text.utf8.withContiguousStorageIfAvailable { utf8 -> Bool in
+            guard !utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") || $0 == 0xE2 }) else { return false }
+            bytes.append(contentsOf: utf8)
+            return true
+        } ?? false
+        if copiedWhole {
+            bytes.append(UInt8(ascii: "\""))
+            return
+        }
         var pendingE2 = 0  // how far into E2 80 (A8|A9) we are
         for byte in text.utf8 {
             if pendingE2 == 2 && (byte == 0xA8 || byte == 0xA9) {

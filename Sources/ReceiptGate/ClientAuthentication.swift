@@ -26,7 +26,7 @@ public struct ClientAuthentication: Sendable {
     static func headerProblem(header: (String) -> String?, requireVersion2: Bool = false, now: Date = Date()) -> String? {
         guard let clientID = header("X-Client-ID"), !clientID.isEmpty, clientID.count <= 64,
               let timestampText = header("X-Timestamp"), let timestamp = Int64(timestampText),
-              let signature = header("X-Signature"), let signatureBytes = Hex.decode(signature), signatureBytes.count == 32
+              let signature = header("X-Signature"), Hex.isHex(signature, byteCount: 32)
         else { return "missing or malformed X-Client-ID, X-Timestamp or X-Signature" }
         guard abs(now.timeIntervalSince1970 - Double(timestamp)) <= window else {
             return "X-Timestamp is more than 300 seconds from the server's clock"

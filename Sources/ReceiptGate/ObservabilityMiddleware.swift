@@ -19,11 +19,11 @@ public struct ObservabilityMiddleware: HTTPMiddleware {
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         metrics.record(method: request.normalizedMethod, route: request.route, status: response.status, seconds: seconds)
         var fields = [
-            "request.id": request.requestID, "http.method": request.normalizedMethod, "http.route": request.route,
-            "http.status": String(response.status), "duration_ms": Self.milliseconds(seconds),
+            ("request.id", request.requestID), ("http.method", request.normalizedMethod), ("http.route", request.route),
+            ("http.status", String(response.status)), ("duration_ms", Self.milliseconds(seconds)),
         ]
-        if let remote = request.remoteAddress { fields["client.address"] = remote }
-        logger.log(response.status >= 500 ? .error : .info, "request", fields)
+        if let remote = request.remoteAddress { fields.append(("client.address", remote)) }
+        logger.log(response.status >= 500 ? .error : .info, "request", pairs: fields)
         return response
     }
 

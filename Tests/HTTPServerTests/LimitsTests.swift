@@ -134,6 +134,24 @@ private func trickle(port: Int, head: String, body: Data, pause: Int32) async th
         await server.shutdown()
     }
 
+    @Test func anEightKilobyteHeadIsServedAndAnOversizedHeadRefused() async throws {
+        let handled = Counter()
+        let server = try startTestServer(uploadRouter(checks: Counter(), handled: handled))
+        let body = Data(count: 200_000)  // a body far larger than the connection's memory pool
+        let served = try await RawHTTP.request(port: server.port, method: "POST", path: "/echo",
+                                               headers: ["X-Long": String(repeating: "a", count: 8 * 1024)], body: body)
+        #expect(served.status == 200)
+        #expect(served.text == "200000")
+        // A head beyond the pool is answered with an error, never served and never a crash.
+        let oversized = Data("POST /echo HTTP/1.1\r\nHost: x\r\nX-Long: \(String(repeating: "a", count: 40 * 1024))\r\nContent-Length: 2\r\n\r\nhi".utf8)
+        let refused = try await RawHTTP.exchange(port: server.port, pieces: [oversized], timeout: 10)
+        #expect((400..<500).contains(refused.status))
+        #expect(handled.value == 1)
+        // The server still serves the next client.
+        #expect(try await RawHTTP.request(port: server.port, method: "POST", path: "/echo", body: Data("ok".utf8)).text == "2")
+        await server.shutdown()
+    }
+
     @Test func aHeaderCheckRefusesBeforeTheBodyIsSent() async throws {
         let checks = Counter(), handled = Counter()
         let server = try startTestServer(uploadRouter(checks: checks, handled: handled))

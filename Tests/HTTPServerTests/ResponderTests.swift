@@ -56,7 +56,16 @@ private func body(_ response: HTTPResponse) throws -> [String: String] {
         let given = await responder().respond(to: HTTPRequest(method: "GET", path: "/healthz", headers: ["X-Request-Id": "abc-123"]))
         #expect(given.headers["X-Request-Id"] == "abc-123")
         let generated = await responder().respond(to: HTTPRequest(method: "GET", path: "/healthz"))
-        #expect(UUID(uuidString: try #require(generated.headers["X-Request-Id"])) != nil)
+        let id = try #require(generated.headers["X-Request-Id"])
+        // A lower-case version 4 UUID, the same text Foundation would write for those bytes.
+        let uuid = try #require(UUID(uuidString: id))
+        #expect(uuid.uuidString.lowercased() == id)
+        #expect(Array(id)[14] == "4" && "89ab".contains(Array(id)[19]))
+        // Ids come from a 4 KB buffer of random bytes (256 ids): across several refills none repeats.
+        var others: Set<String> = []
+        for _ in 0..<1_000 { others.insert(Responder.freshRequestID()) }
+        #expect(others.count == 1_000)
+        #expect(others.allSatisfy { UUID(uuidString: $0)?.uuidString.lowercased() == $0 })
         // A hostile id (control characters, log injection) is replaced, not echoed.
         let hostile = await responder().respond(to: HTTPRequest(method: "GET", path: "/healthz", headers: ["X-Request-Id": "a\nb"]))
         #expect(hostile.headers["X-Request-Id"] != "a\nb")

@@ -55,4 +55,8 @@ int rg_mhd_connection_fd(struct MHD_Connection *connection);
 // The socket context set by the notify-connection callback, or NULL.
 void *rg_mhd_socket_context(struct MHD_Connection *connection);
 
+// Fills `buffer` from the kernel's generator (getrandom, retried on EINTR and short reads);
+// returns 0 when every byte was filled, -1 otherwise. <sys/random.h> is not in Swift's Glibc module.
+int rg_random_bytes(void *buffer, size_t length);
+
 #endif
