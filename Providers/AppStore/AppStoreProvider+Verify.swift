@@ -88,13 +88,18 @@ extension AppStoreProvider: StoreProvider {
         }
     }
 
-    /// A compact JWS has two dots, a base64 receipt none. Counted over the contiguous bytes: a
-    /// byte-by-byte walk of the UTF-8 view costs microseconds on a 4 KB token.
+    /// A compact JWS has two dots, a base64 receipt none. Found with `memchr` over the contiguous
+    /// bytes: a byte-by-byte walk costs microseconds on a 4 KB token, on every request.
     static func dotCount(_ evidence: String) -> Int {
         var evidence = evidence
         return evidence.withUTF8 { bytes in
+            guard var cursor = bytes.baseAddress else { return 0 }
+            let end = cursor + bytes.count
             var count = 0
-            for byte in bytes where byte == UInt8(ascii: ".") { count += 1 }
+            while cursor < end, let dot = memchr(cursor, Int32(UInt8(ascii: ".")), end - cursor) {
+                count += 1
+                cursor = UnsafePointer(dot.assumingMemoryBound(to: UInt8.self)) + 1
+            }
             return count
         }
     }

@@ -44,13 +44,6 @@ public enum Base64 {
         return text.withUTF8 { urlDecode(bytes: $0) }
     }
 
-    /// True if every byte is in the base64url alphabet and the length is one an encoder makes.
-    public static func isURLAlphabet(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-        guard bytes.count % 4 != 1 else { return false }
-        // The table is read once, not once per byte (each read of a lazy static checks its initialisation).
-        return urlDecodingTable.withUnsafeBufferPointer { table in bytes.allSatisfy { table[Int($0)] != 0xff } }
-    }
-
     public static func urlDecode(bytes: Data) -> Data? {
         bytes.withUnsafeBytes { urlDecode(bytes: $0.bindMemory(to: UInt8.self)) }
     }

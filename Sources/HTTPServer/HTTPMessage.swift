@@ -31,6 +31,14 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral {
     }
 
     public func makeIterator() -> IndexingIterator<[(name: String, value: String)]> { fields.makeIterator() }
+
+    /// A field name in lower case: ASCII letters only, as names are tokens (RFC 9110 §5.6.2).
+    /// A name already in lower case is returned as it is, without the Unicode case mapping
+    /// (and allocation) of `lowercased()`.
+    public static func lowercasedName(_ name: String) -> String {
+        guard name.utf8.contains(where: { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }) else { return name }
+        return String(decoding: name.utf8.map { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") ? $0 | 0x20 : $0 }, as: UTF8.self)
+    }
 }
 
 public struct HTTPRequest: Sendable {

@@ -133,7 +133,7 @@ extension HTTPServer {
         }
         guard let mhdResponse = created else { return MHD_Result.NO }
         defer { MHD_destroy_response(mhdResponse) }
-        for field in response.headers where field.name.lowercased() != "content-length" {
+        for field in response.headers where !HTTPHeaders.sameName(field.name, "Content-Length") {
             _ = MHD_add_response_header(mhdResponse, field.name, field.value)  // libmicrohttpd sets Content-Length itself
         }
         if isDraining {

@@ -33,10 +33,14 @@ struct RouteMounter: Sendable {
 
     private func respond(to request: HTTPRequest, route: Route, render: @Sendable (RouteRefusal) -> RouteResponse) async -> RouteResponse {
         var headers: [String: String] = [:]
-        for field in request.headers where headers[field.name.lowercased()] == nil { headers[field.name.lowercased()] = field.value }
-        // Every X-Forwarded-For field, in order: a proxy that adds its own field after the caller's
-        // must not leave the caller's (first) one as the answer.
-        let forwarded = request.headers.filter { $0.name.lowercased() == "x-forwarded-for" }.map(\.value)
+        var forwarded: [String] = []
+        for field in request.headers {
+            let name = HTTPHeaders.lowercasedName(field.name)
+            if headers[name] == nil { headers[name] = field.value }
+            // Every X-Forwarded-For field, in order: a proxy that adds its own field after the
+            // caller's must not leave the caller's (first) one as the answer.
+            if name == "x-forwarded-for" { forwarded.append(field.value) }
+        }
         let caller = TrustedProxy.callerAddress(peer: request.remoteAddress, forwardedFor: forwarded.isEmpty ? nil : forwarded.joined(separator: ", "),
                                                 trusted: trustedProxies)
         let routeRequest = RouteRequest(method: request.method, path: request.path, target: request.target, headers: headers, body: request.body)
@@ -103,7 +107,7 @@ struct RouteMounter: Sendable {
         case .signedClient(let replay):
             let client: Client
             do {
-                client = try await self.authentication.authenticate(header: { request.headers[$0.lowercased()] }, body: request.body,
+                client = try await self.authentication.authenticate(header: { request.headers[HTTPHeaders.lowercasedName($0)] }, body: request.body,
                                                                     method: request.method, target: request.target,
                                                                     requireVersion2: Self.readsOnly(route))
             } catch let refused as AuthenticationRefused {

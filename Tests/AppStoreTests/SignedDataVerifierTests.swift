@@ -116,6 +116,12 @@ func expectRejection(_ reason: AppStoreVerificationError.Reason, _ body: () thro
         expectRejection(.malformed) { _ = try verifier(pki).verifyTransaction("\(parts[0]).\(parts[1])", expecting: sandbox) }
         expectRejection(.malformed) { _ = try verifier(pki).verifyTransaction("\(parts[0]).\(parts[1])!.\(parts[2])", expecting: sandbox) }
         expectRejection(.malformed) { _ = try verifier(pki).verifyTransaction("not a token", expecting: sandbox) }
+        // A header outside the base64url alphabet is refused, also by a verifier that holds the genuine header in its cache.
+        let warmed = verifier(pki)
+        _ = try warmed.verifyTransaction(token, expecting: sandbox)
+        for header in ["\(parts[0])!", "\(parts[0].dropLast())+", "=\(parts[0].dropFirst())", "\(parts[0].dropLast(4))===="] {
+            expectRejection(.malformed) { _ = try warmed.verifyTransaction("\(header).\(parts[1]).\(parts[2])", expecting: sandbox) }
+        }
         for alg in ["none", "HS256", "RS256", "ES384"] {
             let signed = try pki.sign(AppleTestPKI.transaction(), alg: alg)
             expectRejection(.unsupportedAlgorithm) { _ = try verifier(pki).verifyTransaction(signed, expecting: sandbox) }

@@ -86,3 +86,16 @@ private func body(_ response: HTTPResponse) throws -> [String: String] {
     }
 }
 
+
+@Suite struct HeaderNameCase {
+    /// Header names lower-cased by hand agree with `lowercased()` for every token a client can send.
+    @Test func lowercasedNameAgreesWithFoundation() {
+        let tokenCharacters = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789!#$%&'*+-.^_`|~")
+        var generator = SystemRandomNumberGenerator()
+        var names = ["X-Client-ID", "x-forwarded-for", "Content-Type", "", "A", "z"]
+        for _ in 0..<2_000 {
+            names.append(String((0..<Int.random(in: 1...24, using: &generator)).map { _ in tokenCharacters.randomElement(using: &generator)! }))
+        }
+        for name in names { #expect(HTTPHeaders.lowercasedName(name) == name.lowercased(), "\(name)") }
+    }
+}
