@@ -24,11 +24,12 @@ let package = Package(
                        providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", path: "Sources/CSystem/CMicroHTTPD", pkgConfig: "libmicrohttpd",
                        providers: [.apt(["libmicrohttpd-dev"])]),
-        // Typed wrappers for what Swift cannot call: C variadics and function-like macros.
-        .target(name: "CShims", dependencies: ["CCurl", "CMicroHTTPD"]),
+        // Typed wrappers for what Swift cannot call: C variadics, function-like macros, and one
+        // OpenSSL function deprecated without a replacement.
+        .target(name: "CShims", dependencies: ["CCurl", "CMicroHTTPD", "COpenSSL"]),
 
         .target(name: "ReceiptCore", swiftSettings: swiftSettings),
-        .target(name: "Crypto", dependencies: ["COpenSSL"], swiftSettings: swiftSettings),
+        .target(name: "Crypto", dependencies: ["COpenSSL", "CShims"], swiftSettings: swiftSettings),
         .target(name: "Postgres", dependencies: ["CLibPQ"], swiftSettings: swiftSettings),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "CShims"], swiftSettings: swiftSettings),
         .target(name: "HTTPClient", dependencies: ["CCurl", "CShims"], swiftSettings: swiftSettings),

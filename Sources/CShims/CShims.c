@@ -1,3 +1,4 @@
+#define OPENSSL_SUPPRESS_DEPRECATED
 #include "CShims.h"
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -90,4 +91,12 @@ int rg_random_bytes(void *buffer, size_t length) {
         }
     }
     return 0;
+}
+
+int rg_ec_group_precompute_generator(EC_GROUP *group, BN_CTX *context) {
+    return EC_GROUP_precompute_mult(group, context);
+}
+
+int rg_ec_group_has_precomputed_generator(const EC_GROUP *group) {
+    return EC_GROUP_have_precompute_mult(group);
 }

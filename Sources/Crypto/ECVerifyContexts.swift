@@ -10,14 +10,75 @@ final class ECVerifyContexts: @unchecked Sendable {
     /// Contexts kept idle beyond this are freed (a burst does not pin memory).
     static let maxIdle = 8
 
+    /// Verifications with one key before its fixed-base table is built (`P256FixedKeyVerifier`):
+    /// the table costs about as much as 300 verifications and 150 KB, so only a key in steady use
+    /// (Apple's leaf) earns one.
+    static let verificationsBeforeTable = 1_000
+    /// Tables in the whole process at most, whatever keys come and go.
+    static let maxTables = 16
+    private static let tables = TableBudget(limit: maxTables)
+
     private let key: OpaquePointer
-    private let lock = NSLock()  // guards idle
+    private let lock = NSLock()  // guards idle, verifications, fixedKey, building
     private var idle: [OpaquePointer] = []
+    private var verifications = 0
+    private var fixedKey: P256FixedKeyVerifier?
+    private var building = false
 
     /// `key` must outlive this object (its owner, `EVPKey`, holds both).
     init(key: OpaquePointer) { self.key = key }
 
-    deinit { idle.forEach { EVP_PKEY_CTX_free($0) } }
+    deinit {
+        idle.forEach { EVP_PKEY_CTX_free($0) }
+        if fixedKey != nil { Self.tables.release() }
+    }
+
+    /// Verifies a JOSE ES256 signature (r ‖ s, 32 bytes each) over SHA-256(`message`): with the
+    /// key's fixed-base table once it has one, else through OpenSSL's verifier.
+    func verifyES256(raw: Data, message: some ContiguousBytes) -> Bool {
+        guard raw.count == 64 else { return false }
+        guard let fixedKey = fixedKeyOrCount() else {
+            guard let der = try? ECDSASignature.rawToDER(raw, coordinateSize: 32) else { return false }
+            return verifySHA256(signature: der, message: message)
+        }
+        var digest = [UInt8](repeating: 0, count: 32)
+        var length: UInt32 = 0
+        let hashed = withNonNullBytes(message) { pointer, count in EVP_Digest(pointer, count, &digest, &length, sha256Method, nil) }
+        guard hashed == 1, length == 32 else { return false }
+        return digest.withUnsafeBytes { digest in
+            raw.withUnsafeBytes { signature in
+                fixedKey.isValid(digest: digest, r: UnsafeRawBufferPointer(rebasing: signature[0..<32]),
+                                 s: UnsafeRawBufferPointer(rebasing: signature[32..<64]))
+            }
+        }
+    }
+
+    var hasFixedKeyTable: Bool { lock.withLock { fixedKey != nil } }
+
+    /// The table when built; otherwise counts this verification and, at the threshold, builds the
+    /// table on a thread of its own (requests meanwhile verify the ordinary way).
+    private func fixedKeyOrCount() -> P256FixedKeyVerifier? {
+        let startBuilding = lock.withLock { () -> Bool in
+            if fixedKey != nil || building { return false }
+            verifications += 1
+            guard verifications >= Self.verificationsBeforeTable, Self.tables.take() else { return false }
+            building = true
+            return true
+        }
+        if startBuilding {
+            let thread = Thread { [self] in
+                let built = P256FixedKeyVerifier(key: key)
+                if built == nil { Self.tables.release() }
+                lock.withLock {
+                    fixedKey = built
+                    building = built == nil  // a key OpenSSL cannot tabulate is not tried again
+                }
+            }
+            thread.name = "p256-table"
+            thread.start()
+        }
+        return lock.withLock { fixedKey }
+    }
 
     /// Verifies a DER ECDSA signature over SHA-256(`message`). Any failure is `false`.
     func verifySHA256(signature: Data, message: some ContiguousBytes) -> Bool {
@@ -56,4 +117,23 @@ final class ECVerifyContexts: @unchecked Sendable {
         }
         if !kept { EVP_PKEY_CTX_free(context) }
     }
+}
+
+/// A count of things that may exist at once in the process.
+final class TableBudget: @unchecked Sendable {
+    private let lock = NSLock()  // guards used
+    private let limit: Int
+    private var used = 0
+
+    init(limit: Int) { self.limit = limit }
+
+    func take() -> Bool {
+        lock.withLock {
+            guard used < limit else { return false }
+            used += 1
+            return true
+        }
+    }
+
+    func release() { lock.withLock { used -= 1 } }
 }

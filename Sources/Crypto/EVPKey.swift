@@ -106,6 +106,14 @@ final class EVPKey: @unchecked Sendable {
         }
     }
 
+    /// Whether ES256 verifications use the key's own fixed-base table yet (tests and benchmarks ask).
+    var hasFixedKeyTable: Bool { ecContexts?.hasFixedKeyTable ?? false }
+
+    /// Verifies a JOSE ES256 signature (r ‖ s) of a P-256 key; false for any other key.
+    func verifyES256(raw: Data, message: some ContiguousBytes) -> Bool {
+        ecContexts?.verifyES256(raw: raw, message: message) ?? false
+    }
+
     /// Verifies a SHA-256 signature (DER for ECDSA). Any failure is `false`, never a throw: a
     /// wrong signature is an expected outcome.
     func verifySHA256(signature: Data, message: some ContiguousBytes) -> Bool {

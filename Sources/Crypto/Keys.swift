@@ -33,8 +33,8 @@ public struct PublicKey: Sendable {
 
     /// ES256 with a JOSE raw `r || s` signature. A malformed signature is `false`.
     public func isValidES256(signature raw: Data, for message: some ContiguousBytes) -> Bool {
-        guard key.isP256, let der = try? ECDSASignature.rawToDER(raw, coordinateSize: 32) else { return false }
-        return key.verifySHA256(signature: der, message: message)
+        guard key.isP256 else { return false }
+        return key.verifyES256(raw: raw, message: message)
     }
 
     /// ECDSA-SHA256 with a DER `ECDSA-Sig-Value` signature, as X.509 and PKCS#7 carry them.

@@ -7,10 +7,13 @@ public enum Identifier {
     /// What is wrong with `value`, phrased to follow the field's name, or nil.
     public static func problem(_ value: String, maxBytes: Int = maxBytes) -> String? {
         if value.utf8.count > maxBytes { return "is longer than \(maxBytes) bytes of UTF-8" }
+        // Printable ASCII, nearly every identifier, holds none of them: no Unicode lookups for it.
+        if value.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7f }) { return nil }
         // Controls, and what can break or reorder a line in a log viewer: line and paragraph
         // separators and format characters (bidi overrides, zero-width joiners).
-        let refused: Set<Unicode.GeneralCategory> = [.control, .format, .lineSeparator, .paragraphSeparator]
-        if value.unicodeScalars.contains(where: { refused.contains($0.properties.generalCategory) }) { return "contains a control or format character" }
+        if value.unicodeScalars.contains(where: { refusedCategories.contains($0.properties.generalCategory) }) { return "contains a control or format character" }
         return nil
     }
+
+    private static let refusedCategories: Set<Unicode.GeneralCategory> = [.control, .format, .lineSeparator, .paragraphSeparator]
 }

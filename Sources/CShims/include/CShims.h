@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <curl/curl.h>
 #include <microhttpd.h>
+#include <openssl/ec.h>
 
 // ---- libcurl: curl_easy_setopt / curl_easy_getinfo are variadic ----
 CURLcode rg_curl_setopt_long(CURL *handle, CURLoption option, long value);
@@ -58,5 +59,13 @@ void *rg_mhd_socket_context(struct MHD_Connection *connection);
 // Fills `buffer` from the kernel's generator (getrandom, retried on EINTR and short reads);
 // returns 0 when every byte was filled, -1 otherwise. <sys/random.h> is not in Swift's Glibc module.
 int rg_random_bytes(void *buffer, size_t length);
+
+// Builds OpenSSL's fixed-base table for `group`'s generator (1 on success). The function is
+// deprecated in OpenSSL 3 without a replacement; it is called from here so that Swift sees no
+// deprecated declaration.
+int rg_ec_group_precompute_generator(EC_GROUP *group, BN_CTX *context);
+
+// Whether `group` holds such a table for its current generator.
+int rg_ec_group_has_precomputed_generator(const EC_GROUP *group);
 
 #endif

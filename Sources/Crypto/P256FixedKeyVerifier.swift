@@ -1,0 +1,142 @@
+import COpenSSL
+import CShims
+import Foundation
+
+/// ECDSA P-256 verification for one public key that verifies many signatures (Apple's leaf key
+/// signs every StoreKit 2 transaction of a period), with OpenSSL's fixed-base tables for both
+/// points of the verification equation.
+///
+/// OpenSSL verifies `u1·G + u2·Q` with a built-in table for the generator G but computes the `Q`
+/// half afresh every time: about two thirds of a verification. It can build the same kind of
+/// table for any generator (`EC_GROUP_precompute_mult`), so this keeps a copy of the P-256 group
+/// whose generator is Q, tabulated once (about 27 ms and 150 KB), and then a verification is two
+/// table-driven multiplications, one addition and one inversion, all OpenSSL's arithmetic. Only
+/// the steps of the equation are written here, exactly as SEC 1 v2 §4.1.4 states them; the tests
+/// hold them to OpenSSL's own verifier and NIST's CAVP vectors.
+final class P256FixedKeyVerifier: @unchecked Sendable {
+    /// P-256 as OpenSSL ships it (G's table built in).
+    private let curve: OpaquePointer
+    /// P-256 with the key as its generator, tabulated. Read-only after `init`.
+    private let keyCurve: OpaquePointer
+    /// The group order n (owned by `curve`).
+    private let order: OpaquePointer
+    private let lock = NSLock()  // guards idle
+    private var idle: [Scratch] = []
+
+    /// nil if `key` is not a P-256 public key or OpenSSL cannot build the table.
+    init?(key: OpaquePointer) {
+        guard let curve = EC_GROUP_new_by_curve_name(NID_X9_62_prime256v1) else { return nil }
+        guard let keyCurve = Self.curve(generator: key, on: curve), let order = EC_GROUP_get0_order(curve) else {
+            EC_GROUP_free(curve)
+            _ = drainOpenSSLErrors()
+            return nil
+        }
+        self.curve = curve
+        self.keyCurve = keyCurve
+        self.order = order
+    }
+
+    deinit {
+        idle.forEach { $0.free() }
+        EC_GROUP_free(keyCurve)
+        EC_GROUP_free(curve)
+    }
+
+    /// A copy of P-256 whose generator is `key`'s public point, with its table built.
+    private static func curve(generator key: OpaquePointer, on curve: OpaquePointer) -> OpaquePointer? {
+        var encoded = [UInt8](repeating: 0, count: 65)
+        var length = 0
+        guard EVP_PKEY_get_octet_string_param(key, "pub", &encoded, encoded.count, &length) == 1, length == 65,
+              let context = BN_CTX_new() else { return nil }
+        defer { BN_CTX_free(context) }
+        guard let point = EC_POINT_new(curve) else { return nil }
+        defer { EC_POINT_free(point) }
+        // oct2point refuses a point off the curve; the point at infinity cannot generate anything.
+        guard EC_POINT_oct2point(curve, point, encoded, length, context) == 1,
+              EC_POINT_is_at_infinity(curve, point) == 0,
+              let copy = EC_GROUP_dup(curve) else { return nil }
+        guard EC_GROUP_set_generator(copy, point, EC_GROUP_get0_order(curve), EC_GROUP_get0_cofactor(curve)) == 1,
+              rg_ec_group_precompute_generator(copy, context) == 1,
+              rg_ec_group_has_precomputed_generator(copy) == 1 else {
+            EC_GROUP_free(copy)
+            return nil
+        }
+        return copy
+    }
+
+    /// Whether (r, s), each 32 big-endian bytes, is a valid signature of `digest` (32 bytes of SHA-256).
+    func isValid(digest: UnsafeRawBufferPointer, r rBytes: UnsafeRawBufferPointer, s sBytes: UnsafeRawBufferPointer) -> Bool {
+        guard digest.count == 32, rBytes.count == 32, sBytes.count == 32, let scratch = take() else { return false }
+        defer { giveBack(scratch) }
+        let valid = verify(digest: digest, r: rBytes, s: sBytes, with: scratch)
+        if !valid { _ = drainOpenSSLErrors() }
+        return valid
+    }
+
+    private func verify(digest: UnsafeRawBufferPointer, r rBytes: UnsafeRawBufferPointer, s sBytes: UnsafeRawBufferPointer,
+                        with scratch: Scratch) -> Bool {
+        let (r, s, e, w, u1, u2, x) = (scratch.r, scratch.s, scratch.e, scratch.w, scratch.u1, scratch.u2, scratch.x)
+        let context = scratch.context
+        guard BN_bin2bn(rBytes.baseAddress, 32, r) != nil, BN_bin2bn(sBytes.baseAddress, 32, s) != nil,
+              BN_bin2bn(digest.baseAddress, 32, e) != nil else { return false }
+        // 1. r and s in [1, n-1].
+        guard BN_is_zero(r) == 0, BN_is_zero(s) == 0, BN_ucmp(r, order) < 0, BN_ucmp(s, order) < 0 else { return false }
+        // 2-3. e is the digest itself (SHA-256 is as long as n); w = s⁻¹ mod n.
+        guard BN_mod_inverse(w, s, order, context) != nil else { return false }
+        // 4. u1 = e·w mod n, u2 = r·w mod n.
+        guard BN_mod_mul(u1, e, w, order, context) == 1, BN_mod_mul(u2, r, w, order, context) == 1 else { return false }
+        // 5. R = u1·G + u2·Q, each from its table; the point at infinity fails.
+        guard EC_POINT_mul(curve, scratch.uG, u1, nil, nil, context) == 1,
+              EC_POINT_mul(keyCurve, scratch.uQ, u2, nil, nil, context) == 1,
+              EC_POINT_add(curve, scratch.sum, scratch.uG, scratch.uQ, context) == 1,
+              EC_POINT_is_at_infinity(curve, scratch.sum) == 0 else { return false }
+        // 6. Valid when x(R) mod n == r.
+        guard EC_POINT_get_affine_coordinates(curve, scratch.sum, x, nil, context) == 1,
+              BN_nnmod(x, x, order, context) == 1 else { return false }
+        return BN_cmp(x, r) == 0
+    }
+
+    /// Numbers and points for one verification, reused (allocating them costs more than the
+    /// arithmetic they hold). Used by one thread at a time.
+    private final class Scratch {
+        let context: OpaquePointer
+        let r: OpaquePointer, s: OpaquePointer, e: OpaquePointer, w: OpaquePointer
+        let u1: OpaquePointer, u2: OpaquePointer, x: OpaquePointer
+        let uG: OpaquePointer, uQ: OpaquePointer, sum: OpaquePointer
+
+        init?(curve: OpaquePointer, keyCurve: OpaquePointer) {
+            guard let context = BN_CTX_new() else { return nil }
+            let numbers = (0..<7).compactMap { _ in BN_new() }
+            let points = [EC_POINT_new(curve), EC_POINT_new(keyCurve), EC_POINT_new(curve)].compactMap { $0 }
+            guard numbers.count == 7, points.count == 3 else {
+                numbers.forEach { BN_free($0) }
+                points.forEach { EC_POINT_free($0) }
+                BN_CTX_free(context)
+                return nil
+            }
+            self.context = context
+            (r, s, e, w, u1, u2, x) = (numbers[0], numbers[1], numbers[2], numbers[3], numbers[4], numbers[5], numbers[6])
+            (uG, uQ, sum) = (points[0], points[1], points[2])
+        }
+
+        func free() {
+            [r, s, e, w, u1, u2, x].forEach { BN_free($0) }
+            [uG, uQ, sum].forEach { EC_POINT_free($0) }
+            BN_CTX_free(context)
+        }
+    }
+
+    private func take() -> Scratch? {
+        if let scratch = lock.withLock({ idle.popLast() }) { return scratch }
+        return Scratch(curve: curve, keyCurve: keyCurve)
+    }
+
+    private func giveBack(_ scratch: Scratch) {
+        let kept = lock.withLock { () -> Bool in
+            guard idle.count < ECVerifyContexts.maxIdle else { return false }
+            idle.append(scratch)
+            return true
+        }
+        if !kept { scratch.free() }
+    }
+}
