@@ -72,7 +72,7 @@ let package = Package(
         .target(name: "PluginTestSupport", dependencies: ["ReceiptCore", "Crypto"], path: "Tests/PluginTestSupport",
                 swiftSettings: swiftSettings),
         .testTarget(name: "ReceiptCoreTests", dependencies: ["ReceiptCore", "TestSupport"], swiftSettings: swiftSettings),
-        .testTarget(name: "CryptoTests", dependencies: ["Crypto", "TestSupport"],
+        .testTarget(name: "CryptoTests", dependencies: ["Crypto", "COpenSSL", "TestSupport"],
                     resources: [.copy("Fixtures")], swiftSettings: swiftSettings),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"], swiftSettings: swiftSettings),

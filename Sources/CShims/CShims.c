@@ -96,7 +96,3 @@ int rg_random_bytes(void *buffer, size_t length) {
 int rg_ec_group_precompute_generator(EC_GROUP *group, BN_CTX *context) {
     return EC_GROUP_precompute_mult(group, context);
 }
-
-int rg_ec_group_has_precomputed_generator(const EC_GROUP *group) {
-    return EC_GROUP_have_precompute_mult(group);
-}

@@ -37,9 +37,11 @@ final class ECVerifyContexts: @unchecked Sendable {
     /// key's fixed-base table once it has one, else through OpenSSL's verifier.
     func verifyES256(raw: Data, message: some ContiguousBytes) -> Bool {
         guard raw.count == 64 else { return false }
-        guard let fixedKey = fixedKeyOrCount() else {
+        guard let fixedKey = lock.withLock({ fixedKey }) else {
             guard let der = try? ECDSASignature.rawToDER(raw, coordinateSize: 32) else { return false }
-            return verifySHA256(signature: der, message: message)
+            let valid = verifySHA256(signature: der, message: message)
+            if valid { countVerified() }
+            return valid
         }
         var digest = [UInt8](repeating: 0, count: 32)
         var length: UInt32 = 0
@@ -55,29 +57,35 @@ final class ECVerifyContexts: @unchecked Sendable {
 
     var hasFixedKeyTable: Bool { lock.withLock { fixedKey != nil } }
 
-    /// The table when built; otherwise counts this verification and, at the threshold, builds the
-    /// table on a thread of its own (requests meanwhile verify the ordinary way).
-    private func fixedKeyOrCount() -> P256FixedKeyVerifier? {
-        let startBuilding = lock.withLock { () -> Bool in
-            if fixedKey != nil || building { return false }
+    /// Counts a signature that verified (refused ones earn a key nothing: replayed junk cannot win
+    /// a table) and, at the threshold, builds the table on a thread of its own; requests meanwhile
+    /// verify the ordinary way. With the process's tables all taken, the budget is asked again
+    /// only every `verificationsBeforeTable` verifications.
+    private func countVerified() {
+        let point = lock.withLock { () -> [UInt8]? in
+            guard fixedKey == nil, !building else { return nil }
             verifications += 1
-            guard verifications >= Self.verificationsBeforeTable, Self.tables.take() else { return false }
-            building = true
-            return true
-        }
-        if startBuilding {
-            let thread = Thread { [self] in
-                let built = P256FixedKeyVerifier(key: key)
-                if built == nil { Self.tables.release() }
-                lock.withLock {
-                    fixedKey = built
-                    building = built == nil  // a key OpenSSL cannot tabulate is not tried again
-                }
+            guard verifications % Self.verificationsBeforeTable == 0 else { return nil }
+            // Read now, on the caller's thread: the builder holds no reference to the EVP_PKEY.
+            guard let point = P256FixedKeyVerifier.publicPoint(of: key) else {
+                building = true  // no point OpenSSL can give us: never tabulated
+                return nil
             }
-            thread.name = "p256-table"
-            thread.start()
+            guard Self.tables.take() else { return nil }
+            building = true
+            return point
         }
-        return lock.withLock { fixedKey }
+        guard let point else { return }
+        let thread = Thread { [self] in
+            let built = P256FixedKeyVerifier(publicPoint: point)
+            if built == nil { Self.tables.release() }
+            lock.withLock {
+                fixedKey = built
+                building = built == nil  // a key OpenSSL cannot tabulate is not tried again
+            }
+        }
+        thread.name = "p256-table"
+        thread.start()
     }
 
     /// Verifies a DER ECDSA signature over SHA-256(`message`). Any failure is `false`.

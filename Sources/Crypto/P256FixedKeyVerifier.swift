@@ -23,10 +23,11 @@ final class P256FixedKeyVerifier: @unchecked Sendable {
     private let lock = NSLock()  // guards idle
     private var idle: [Scratch] = []
 
-    /// nil if `key` is not a P-256 public key or OpenSSL cannot build the table.
-    init?(key: OpaquePointer) {
+    /// nil if `publicPoint` (SEC 1 encoding, compressed or not) is no point of P-256 other than
+    /// infinity, or OpenSSL cannot build the table.
+    init?(publicPoint: [UInt8]) {
         guard let curve = EC_GROUP_new_by_curve_name(NID_X9_62_prime256v1) else { return nil }
-        guard let keyCurve = Self.curve(generator: key, on: curve), let order = EC_GROUP_get0_order(curve) else {
+        guard let keyCurve = Self.curve(generator: publicPoint, on: curve), let order = EC_GROUP_get0_order(curve) else {
             EC_GROUP_free(curve)
             _ = drainOpenSSLErrors()
             return nil
@@ -36,28 +37,43 @@ final class P256FixedKeyVerifier: @unchecked Sendable {
         self.order = order
     }
 
+    /// For tests: the verifier of an EVP_PKEY's point.
+    convenience init?(key: OpaquePointer) {
+        guard let point = Self.publicPoint(of: key) else { return nil }
+        self.init(publicPoint: point)
+    }
+
     deinit {
         idle.forEach { $0.free() }
         EC_GROUP_free(keyCurve)
         EC_GROUP_free(curve)
     }
 
-    /// A copy of P-256 whose generator is `key`'s public point, with its table built.
-    private static func curve(generator key: OpaquePointer, on curve: OpaquePointer) -> OpaquePointer? {
+    /// The public point of an EC key as OpenSSL encodes it (65 bytes uncompressed, 33 compressed).
+    static func publicPoint(of key: OpaquePointer) -> [UInt8]? {
         var encoded = [UInt8](repeating: 0, count: 65)
         var length = 0
-        guard EVP_PKEY_get_octet_string_param(key, "pub", &encoded, encoded.count, &length) == 1, length == 65,
-              let context = BN_CTX_new() else { return nil }
+        guard EVP_PKEY_get_octet_string_param(key, "pub", &encoded, encoded.count, &length) == 1, length == 65 || length == 33 else {
+            _ = drainOpenSSLErrors()
+            return nil
+        }
+        return Array(encoded.prefix(length))
+    }
+
+    /// A copy of P-256 whose generator is `point`, with its table built.
+    private static func curve(generator encoded: [UInt8], on curve: OpaquePointer) -> OpaquePointer? {
+        guard let context = BN_CTX_new() else { return nil }
         defer { BN_CTX_free(context) }
         guard let point = EC_POINT_new(curve) else { return nil }
         defer { EC_POINT_free(point) }
         // oct2point refuses a point off the curve; the point at infinity cannot generate anything.
-        guard EC_POINT_oct2point(curve, point, encoded, length, context) == 1,
+        guard EC_POINT_oct2point(curve, point, encoded, encoded.count, context) == 1,
               EC_POINT_is_at_infinity(curve, point) == 0,
               let copy = EC_GROUP_dup(curve) else { return nil }
+        // OpenSSL uses a table only for the generator it was built from (it compares them on
+        // every multiplication), so a table can never serve another point.
         guard EC_GROUP_set_generator(copy, point, EC_GROUP_get0_order(curve), EC_GROUP_get0_cofactor(curve)) == 1,
-              rg_ec_group_precompute_generator(copy, context) == 1,
-              rg_ec_group_has_precomputed_generator(copy) == 1 else {
+              rg_ec_group_precompute_generator(copy, context) == 1 else {
             EC_GROUP_free(copy)
             return nil
         }

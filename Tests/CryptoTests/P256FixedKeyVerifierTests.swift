@@ -1,4 +1,5 @@
 @testable import Crypto
+import COpenSSL
 import Foundation
 import Testing
 import TestSupport
@@ -148,5 +149,112 @@ import TestSupport
         var one = Data(count: 32)
         one[31] = UInt8(abs(value))
         return value >= 0 ? subtract(a, subtract(Data(count: 32), one)) : subtract(a, one)
+    }
+}
+
+/// The corners of the verification equation, built with OpenSSL's arithmetic for a key whose
+/// private scalar the test knows: u1 = 0, R at infinity, and x(R) ≥ n (accepted as r = x − n).
+/// The fixed-key verifier must answer each as OpenSSL's `EVP_PKEY_verify` does.
+@Suite struct P256FixedKeyCornerCases {
+    final class Arithmetic {
+        let curve = EC_GROUP_new_by_curve_name(NID_X9_62_prime256v1)!
+        let context = BN_CTX_new()!
+        var order: OpaquePointer { EC_GROUP_get0_order(curve) }
+        deinit { BN_CTX_free(context); EC_GROUP_free(curve) }
+
+        func number(_ bytes: Data) -> OpaquePointer { bytes.withUnsafeBytes { BN_bin2bn($0.baseAddress, Int32(bytes.count), nil)! } }
+        func random() -> OpaquePointer { let n = BN_new()!; repeat { BN_rand_range(n, order) } while BN_is_zero(n) == 1; return n }
+        func bytes(_ n: OpaquePointer) -> Data { var out = [UInt8](repeating: 0, count: 32); BN_bn2binpad(n, &out, 32); return Data(out) }
+        func mulMod(_ a: OpaquePointer, _ b: OpaquePointer) -> OpaquePointer { let r = BN_new()!; BN_mod_mul(r, a, b, order, context); return r }
+        func inverse(_ a: OpaquePointer) -> OpaquePointer { let r = BN_new()!; BN_mod_inverse(r, a, order, context); return r }
+        func negate(_ a: OpaquePointer) -> OpaquePointer { let r = BN_new()!; BN_mod_sub(r, order, a, order, context); return r }
+        /// g·G + q·Q (either may be nil).
+        func point(g: OpaquePointer?, q: OpaquePointer? = nil, Q: OpaquePointer? = nil) -> OpaquePointer {
+            let p = EC_POINT_new(curve)!; EC_POINT_mul(curve, p, g, Q, q, context); return p
+        }
+        func publicKey(_ point: OpaquePointer) throws -> PublicKey {
+            let x = BN_new()!, y = BN_new()!
+            defer { BN_free(x); BN_free(y) }
+            EC_POINT_get_affine_coordinates(curve, point, x, y, context)
+            return try PublicKey(p256X: bytes(x), y: bytes(y))
+        }
+        func x(_ point: OpaquePointer) -> OpaquePointer {
+            let x = BN_new()!; EC_POINT_get_affine_coordinates(curve, point, x, nil, context); return x
+        }
+    }
+
+    /// OpenSSL's verdict on a chosen digest (no hashing), as the production verifier asks it.
+    static func openssl(_ key: PublicKey, digest: Data, raw: Data) throws -> Bool {
+        let der = try ECDSASignature.rawToDER(raw, coordinateSize: 32)
+        let context = try #require(EVP_PKEY_CTX_new_from_pkey(nil, key.key.pointer, nil))
+        defer { EVP_PKEY_CTX_free(context); ERR_clear_error() }
+        #expect(EVP_PKEY_verify_init(context) == 1)
+        return der.withUnsafeBytes { sig in
+            digest.withUnsafeBytes { tbs in
+                EVP_PKEY_verify(context, sig.baseAddress!.assumingMemoryBound(to: UInt8.self), sig.count,
+                                tbs.baseAddress!.assumingMemoryBound(to: UInt8.self), tbs.count) == 1
+            }
+        }
+    }
+
+    static func fixed(_ key: PublicKey, digest: Data, raw: Data) throws -> Bool {
+        let verifier = try #require(P256FixedKeyVerifier(key: key.key.pointer))
+        return digest.withUnsafeBytes { digest in
+            raw.withUnsafeBytes { raw in
+                verifier.isValid(digest: digest, r: UnsafeRawBufferPointer(rebasing: raw[0..<32]), s: UnsafeRawBufferPointer(rebasing: raw[32..<64]))
+            }
+        }
+    }
+
+    static func expectAgreement(_ key: PublicKey, digest: Data, raw: Data, valid: Bool, _ name: String) throws {
+        #expect(try openssl(key, digest: digest, raw: raw) == valid, "OpenSSL, \(name)")
+        #expect(try fixed(key, digest: digest, raw: raw) == valid, "fixed-key, \(name)")
+    }
+
+    @Test func digestsThatVanishModuloN() throws {
+        let math = Arithmetic()
+        let d = math.random(), key = try math.publicKey(math.point(g: d))
+        // e = 0 and e = n: u1 = 0, so R = u2·Q alone. s = k⁻¹(e + r·d) = k⁻¹·r·d.
+        for digest in [Data(count: 32), math.bytes(math.order)] {
+            let k = math.random()
+            let r = math.number(math.bytes(math.x(math.point(g: k))))
+            BN_nnmod(r, r, math.order, math.context)
+            let s = math.mulMod(math.inverse(k), math.mulMod(r, d))
+            try Self.expectAgreement(key, digest: digest, raw: math.bytes(r) + math.bytes(s), valid: true, "u1 = 0")
+        }
+    }
+
+    @Test func aSumAtInfinityIsRefused() throws {
+        let math = Arithmetic()
+        let d = math.random(), key = try math.publicKey(math.point(g: d))
+        // e = −r·d makes u1·G + u2·Q = s⁻¹(e + r·d)·G the point at infinity, for any s.
+        for _ in 0..<5 {
+            let r = math.random(), s = math.random()
+            let e = math.negate(math.mulMod(r, d))
+            try Self.expectAgreement(key, digest: math.bytes(e), raw: math.bytes(r) + math.bytes(s), valid: false, "R at infinity")
+        }
+    }
+
+    @Test func anXBeyondTheOrderCountsModuloN() throws {
+        let math = Arithmetic()
+        // A point R whose x lies in [n, p): the first such x on the curve.
+        let x = BN_dup(math.order)!, R = EC_POINT_new(math.curve)!
+        while EC_POINT_set_compressed_coordinates(math.curve, R, x, 0, math.context) != 1 {
+            ERR_clear_error()
+            BN_add_word(x, 1)
+        }
+        let r = BN_new()!
+        BN_sub(r, x, math.order)
+        // Q = r⁻¹(s·R − e·G) makes (r, s) a valid signature of e: R = s⁻¹(e·G + r·Q).
+        let s = math.random(), e = math.random()
+        let sR = EC_POINT_new(math.curve)!
+        EC_POINT_mul(math.curve, sR, nil, R, s, math.context)
+        let minusEG = math.point(g: math.negate(e))
+        EC_POINT_add(math.curve, sR, sR, minusEG, math.context)
+        let Q = EC_POINT_new(math.curve)!
+        EC_POINT_mul(math.curve, Q, nil, sR, math.inverse(r), math.context)
+        let key = try math.publicKey(Q)
+        try Self.expectAgreement(key, digest: math.bytes(e), raw: math.bytes(r) + math.bytes(s), valid: true, "r = x(R) − n")
+        try Self.expectAgreement(key, digest: math.bytes(e), raw: math.bytes(x) + math.bytes(s), valid: false, "r = x(R) ≥ n")
     }
 }

@@ -65,7 +65,4 @@ int rg_random_bytes(void *buffer, size_t length);
 // deprecated declaration.
 int rg_ec_group_precompute_generator(EC_GROUP *group, BN_CTX *context);
 
-// Whether `group` holds such a table for its current generator.
-int rg_ec_group_has_precomputed_generator(const EC_GROUP *group);
-
 #endif
