@@ -48,7 +48,7 @@ struct RouteMounter: Sendable {
             for policy in route.rateLimits where policy.key == .callerAddress {
                 try await rateLimiter.check(policy, key: caller ?? "unknown")
             }
-            let (client, token) = try await authenticate(route, request: routeRequest)
+            let (client, token) = try await authenticate(route, request: routeRequest, fields: request.headers)
             for policy in route.rateLimits where policy.key == .client {
                 if let client { try await rateLimiter.check(policy, key: client.clientID) }
             }
@@ -100,14 +100,16 @@ struct RouteMounter: Sendable {
     }
 
     /// The client (and token) the route's authentication establishes. Throws `RouteRefusal`.
-    private func authenticate(_ route: Route, request: RouteRequest) async throws -> (ClientInfo?, StoredToken?) {
+    /// `fields` are the request's own header fields, looked up by name without regard to case
+    /// (no lower-cased copy of each name a signature check asks for).
+    private func authenticate(_ route: Route, request: RouteRequest, fields: HTTPHeaders) async throws -> (ClientInfo?, StoredToken?) {
         switch route.authentication {
         case .none, .appSDK:
             return (nil, nil)
         case .signedClient(let replay):
             let client: Client
             do {
-                client = try await self.authentication.authenticate(header: { request.headers[HTTPHeaders.lowercasedName($0)] }, body: request.body,
+                client = try await self.authentication.authenticate(header: { fields[$0] }, body: request.body,
                                                                     method: request.method, target: request.target,
                                                                     requireVersion2: Self.readsOnly(route))
             } catch let refused as AuthenticationRefused {
