@@ -7,14 +7,19 @@ public enum SHA256 {
     public static let byteCount = 32
 
     public static func hash(_ data: some ContiguousBytes) -> Data {
+        // EVP_Digest with a built-in algorithm fails only when the process is out of memory.
+        guard let digest = digest(data) else { preconditionFailure("EVP_Digest(SHA-256) failed: \(drainOpenSSLErrors())") }
+        return Data(digest)
+    }
+
+    /// The 32 bytes, or nil if OpenSSL fails.
+    static func digest(_ data: some ContiguousBytes) -> [UInt8]? {
         var digest = [UInt8](repeating: 0, count: byteCount)
         var length: UInt32 = 0
         let ok = withNonNullBytes(data) { pointer, count in
             EVP_Digest(pointer, count, &digest, &length, sha256Method, nil)
         }
-        // EVP_Digest with a built-in algorithm fails only when the process is out of memory.
-        precondition(ok == 1 && length == 32, "EVP_Digest(SHA-256) failed: \(drainOpenSSLErrors())")
-        return Data(digest)
+        return ok == 1 && length == 32 ? digest : nil
     }
 
     public static func hex(_ data: some ContiguousBytes) -> String {

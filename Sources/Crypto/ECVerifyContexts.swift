@@ -19,8 +19,8 @@ final class ECVerifyContexts: @unchecked Sendable {
     private static let tables = TableBudget(limit: maxTables)
 
     private let key: OpaquePointer
-    private let lock = NSLock()  // guards idle, verifications, fixedKey, building
-    private var idle: [OpaquePointer] = []
+    private let idle = IdleList<OpaquePointer>(limit: maxIdle) { EVP_PKEY_CTX_free($0) }
+    private let lock = NSLock()  // guards verifications, fixedKey, building
     private var verifications = 0
     private var fixedKey: P256FixedKeyVerifier?
     private var building = false
@@ -29,7 +29,6 @@ final class ECVerifyContexts: @unchecked Sendable {
     init(key: OpaquePointer) { self.key = key }
 
     deinit {
-        idle.forEach { EVP_PKEY_CTX_free($0) }
         if fixedKey != nil { Self.tables.release() }
     }
 
@@ -43,10 +42,7 @@ final class ECVerifyContexts: @unchecked Sendable {
             if valid { countVerified() }
             return valid
         }
-        var digest = [UInt8](repeating: 0, count: 32)
-        var length: UInt32 = 0
-        let hashed = withNonNullBytes(message) { pointer, count in EVP_Digest(pointer, count, &digest, &length, sha256Method, nil) }
-        guard hashed == 1, length == 32 else { return false }
+        guard let digest = SHA256.digest(message) else { return false }
         return digest.withUnsafeBytes { digest in
             raw.withUnsafeBytes { signature in
                 fixedKey.isValid(digest: digest, r: UnsafeRawBufferPointer(rebasing: signature[0..<32]),
@@ -90,10 +86,7 @@ final class ECVerifyContexts: @unchecked Sendable {
 
     /// Verifies a DER ECDSA signature over SHA-256(`message`). Any failure is `false`.
     func verifySHA256(signature: Data, message: some ContiguousBytes) -> Bool {
-        var digest = [UInt8](repeating: 0, count: 32)
-        var length: UInt32 = 0
-        let hashed = withNonNullBytes(message) { pointer, count in EVP_Digest(pointer, count, &digest, &length, sha256Method, nil) }
-        guard hashed == 1, length == 32, let context = take() else { return false }
+        guard let digest = SHA256.digest(message), let context = take() else { return false }
         let valid = signature.withUnsafeBytes { sig in
             digest.withUnsafeBytes { hash in
                 guard let sigBase = sig.baseAddress, let hashBase = hash.baseAddress else { return false }
@@ -107,24 +100,18 @@ final class ECVerifyContexts: @unchecked Sendable {
     }
 
     private func take() -> OpaquePointer? {
-        if let context = lock.withLock({ idle.popLast() }) { return context }
-        guard let context = EVP_PKEY_CTX_new_from_pkey(nil, key, nil) else { return nil }
-        guard EVP_PKEY_verify_init(context) == 1, EVP_PKEY_CTX_set_signature_md(context, sha256Method) == 1 else {
-            EVP_PKEY_CTX_free(context)
-            _ = drainOpenSSLErrors()
-            return nil
+        idle.take { [key] in
+            guard let context = EVP_PKEY_CTX_new_from_pkey(nil, key, nil) else { return nil }
+            guard EVP_PKEY_verify_init(context) == 1, EVP_PKEY_CTX_set_signature_md(context, sha256Method) == 1 else {
+                EVP_PKEY_CTX_free(context)
+                _ = drainOpenSSLErrors()
+                return nil
+            }
+            return context
         }
-        return context
     }
 
-    private func giveBack(_ context: OpaquePointer) {
-        let kept = lock.withLock { () -> Bool in
-            guard idle.count < Self.maxIdle else { return false }
-            idle.append(context)
-            return true
-        }
-        if !kept { EVP_PKEY_CTX_free(context) }
-    }
+    private func giveBack(_ context: OpaquePointer) { idle.giveBack(context) }
 }
 
 /// A count of things that may exist at once in the process.

@@ -19,12 +19,7 @@ public enum Hex {
 
     /// Whether `text` is exactly `byteCount` bytes of hex, checked without decoding it.
     public static func isHex(_ text: String, byteCount: Int) -> Bool {
-        text.utf8.count == byteCount * 2 && text.utf8.allSatisfy { character in
-            switch character {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"), UInt8(ascii: "A")...UInt8(ascii: "F"): true
-            default: false
-            }
-        }
+        text.utf8.count == byteCount * 2 && text.utf8.allSatisfy { nibble($0) != nil }
     }
 
     /// Decodes upper- or lower-case hex; nil for anything else (odd length, other characters).
@@ -33,13 +28,7 @@ public enum Hex {
         bytes.reserveCapacity(text.utf8.count / 2)
         var high: UInt8?
         for character in text.utf8 {
-            let nibble: UInt8
-            switch character {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): nibble = character - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): nibble = character - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): nibble = character - UInt8(ascii: "A") + 10
-            default: return nil
-            }
+            guard let nibble = nibble(character) else { return nil }
             if let h = high {
                 bytes.append(h << 4 | nibble)
                 high = nil
@@ -48,5 +37,16 @@ public enum Hex {
             }
         }
         return high == nil ? Data(bytes) : nil
+    }
+
+    /// The value of one hex digit, either case; nil for any other byte.
+    @inline(__always)
+    private static func nibble(_ character: UInt8) -> UInt8? {
+        switch character {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): character - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): character - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): character - UInt8(ascii: "A") + 10
+        default: nil
+        }
     }
 }

@@ -20,8 +20,7 @@ final class P256FixedKeyVerifier: @unchecked Sendable {
     private let keyCurve: OpaquePointer
     /// The group order n (owned by `curve`).
     private let order: OpaquePointer
-    private let lock = NSLock()  // guards idle
-    private var idle: [Scratch] = []
+    private let idle = IdleList<Scratch>(limit: ECVerifyContexts.maxIdle) { $0.free() }
 
     /// nil if `publicPoint` (SEC 1 encoding, compressed or not) is no point of P-256 other than
     /// infinity, or OpenSSL cannot build the table.
@@ -44,7 +43,7 @@ final class P256FixedKeyVerifier: @unchecked Sendable {
     }
 
     deinit {
-        idle.forEach { $0.free() }
+        idle.discardAll()  // their points before the groups
         EC_GROUP_free(keyCurve)
         EC_GROUP_free(curve)
     }
@@ -143,16 +142,8 @@ final class P256FixedKeyVerifier: @unchecked Sendable {
     }
 
     private func take() -> Scratch? {
-        if let scratch = lock.withLock({ idle.popLast() }) { return scratch }
-        return Scratch(curve: curve, keyCurve: keyCurve)
+        idle.take { [curve, keyCurve] in Scratch(curve: curve, keyCurve: keyCurve) }
     }
 
-    private func giveBack(_ scratch: Scratch) {
-        let kept = lock.withLock { () -> Bool in
-            guard idle.count < ECVerifyContexts.maxIdle else { return false }
-            idle.append(scratch)
-            return true
-        }
-        if !kept { scratch.free() }
-    }
+    private func giveBack(_ scratch: Scratch) { idle.giveBack(scratch) }
 }

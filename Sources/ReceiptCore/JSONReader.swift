@@ -217,22 +217,7 @@ public struct JSONReader {
             i &+= 1
             let value = try scanValue(&i, depth: depth &+ 1)
             if reporting { try field(Field(key: key, value: value)) }
-            skipWhitespace(&i)
-            guard i < count else { throw endOfDocument(at: i) }
-            switch bytes[i] {
-            case UInt8(ascii: ","):
-                i &+= 1
-                skipWhitespace(&i)
-                if grammar == .jsonDecoder, i < count, bytes[i] == UInt8(ascii: "}") {
-                    i &+= 1
-                    return .object(Container(start: start, end: i))
-                }
-            case UInt8(ascii: "}"):
-                i &+= 1
-                return .object(Container(start: start, end: i))
-            default:
-                throw unexpected(at: i, "in an object")
-            }
+            if try closesAfterMember(&i, closing: UInt8(ascii: "}"), "in an object") { return .object(Container(start: start, end: i)) }
         }
     }
 
@@ -249,22 +234,29 @@ public struct JSONReader {
         while true {
             let value = try scanValue(&i, depth: depth &+ 1)
             if reporting { try element(value) }
+            if try closesAfterMember(&i, closing: UInt8(ascii: "]"), "in an array") { return .array(Container(start: start, end: i)) }
+        }
+    }
+
+    /// After an object's member or an array's element: a comma (followed by the next one, or, in
+    /// JSONDecoder's grammar, a trailing comma before the close) or the closing byte. True, with
+    /// `i` past the close, when the container ended.
+    @inline(__always)
+    private func closesAfterMember(_ i: inout Int, closing: UInt8, _ place: String) throws(JSONReaderError) -> Bool {
+        skipWhitespace(&i)
+        guard i < count else { throw endOfDocument(at: i) }
+        switch bytes[i] {
+        case UInt8(ascii: ","):
+            i &+= 1
             skipWhitespace(&i)
-            guard i < count else { throw endOfDocument(at: i) }
-            switch bytes[i] {
-            case UInt8(ascii: ","):
-                i &+= 1
-                skipWhitespace(&i)
-                if grammar == .jsonDecoder, i < count, bytes[i] == UInt8(ascii: "]") {
-                    i &+= 1
-                    return .array(Container(start: start, end: i))
-                }
-            case UInt8(ascii: "]"):
-                i &+= 1
-                return .array(Container(start: start, end: i))
-            default:
-                throw unexpected(at: i, "in an array")
-            }
+            guard grammar == .jsonDecoder, i < count, bytes[i] == closing else { return false }
+            i &+= 1
+            return true
+        case closing:
+            i &+= 1
+            return true
+        default:
+            throw unexpected(at: i, place)
         }
     }
 
