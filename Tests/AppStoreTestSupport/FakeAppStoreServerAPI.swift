@@ -46,6 +46,9 @@ public final class FakeAppStoreServerAPI: Sendable {
     public func client(retries: Int = 3) -> AppStoreServerAPIClient {
         var http = HTTPClient.Configuration()
         http.retry = .init(maxAttempts: retries, baseDelay: .milliseconds(10), maxDelay: .milliseconds(50))
+        // Generous: every suite of the test process shares one small task pool with this fake's
+        // handlers; a slow first answer on a loaded machine must not turn into a counted retry.
+        http.timeout = .seconds(60)
         var configuration = AppStoreServerAPIClient.Configuration(keyID: Self.keyID, issuerID: Self.issuerID, bundleID: Self.bundleID, privateKey: teamKey)
         configuration.productionBaseURL = "http://127.0.0.1:\(production.port)"
         configuration.sandboxBaseURL = "http://127.0.0.1:\(sandbox.port)"

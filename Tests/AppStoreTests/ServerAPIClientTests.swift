@@ -135,6 +135,7 @@ enum HTTPClientForTests {
     static func fast() -> HTTPClient {
         var configuration = HTTPClient.Configuration()
         configuration.retry = .init(maxAttempts: 2, baseDelay: .milliseconds(10), maxDelay: .milliseconds(20))
+        configuration.timeout = .seconds(60)  // as FakeAppStoreServerAPI.client: no retry for a slow answer
         return HTTPClient(configuration)
     }
 }

@@ -92,7 +92,9 @@ public final class FakeGooglePlay: Sendable {
     public static func http(retries: Int = 3) -> HTTPClient {
         var configuration = HTTPClient.Configuration()
         configuration.retry = .init(maxAttempts: retries, baseDelay: .milliseconds(10), maxDelay: .milliseconds(50))
-        configuration.timeout = .seconds(5)
+        // Generous: every suite of the test process shares one small task pool with this fake's
+        // handlers; a slow first answer on a loaded machine must not turn into a counted retry.
+        configuration.timeout = .seconds(60)
         return HTTPClient(configuration)
     }
 
