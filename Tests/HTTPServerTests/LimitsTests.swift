@@ -35,7 +35,8 @@ private func trickle(port: Int, head: String, body: Data, pause: Int32) async th
             if connection.becomesReadable(within: pause) { break }  // answered (or cut) mid-request
             if !connection.send(Data([byte])) { break }
         }
-        let received = connection.readToEnd(timeout: 15).data
+        // Long enough for a handler whose task waits on a busy pool; a cut-off comes far sooner.
+        let received = connection.readToEnd(timeout: 60).data
         return (received, ContinuousClock.now - started)
     }
 }

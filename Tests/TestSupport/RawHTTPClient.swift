@@ -30,6 +30,19 @@ public enum RawHTTP {
         }
     }
 
+    /// `exchange`, timed on the thread that does it: how long until the server answered or hung
+    /// up, without the wait for the calling task to be scheduled again on a busy pool.
+    public static func timedExchange(port: Int, pieces: [Data], timeout: TimeInterval = 20) async -> (result: Result<Response, any Error>, elapsed: Duration) {
+        await withCheckedContinuation { continuation in
+            let thread = Thread {
+                let started = ContinuousClock.now
+                let result = Result { try blockingExchange(port: port, pieces: pieces, pause: .zero, timeout: timeout) }
+                continuation.resume(returning: (result, ContinuousClock.now - started))
+            }
+            thread.start()
+        }
+    }
+
     /// A complete request with `Connection: close`.
     public static func request(port: Int, method: String = "GET", path: String, headers: [String: String] = [:],
                                body: Data = Data()) async throws -> Response {
