@@ -24,7 +24,9 @@ private func hit(_ hits: LockedBox<[String: Int]>, _ key: String) -> Int {
     hits.update { $0[key, default: 0] += 1; return $0[key]! }
 }
 
-private func client(_ base: String, attempts: Int = 3, timeout: Duration = .seconds(5)) -> HTTPClient {
+/// Generous by default: the fake upstreams' handlers share the test process's small, busy task
+/// pool, and a slow first answer must not turn into a retry the test counts. Timeout tests say theirs.
+private func client(_ base: String, attempts: Int = 3, timeout: Duration = .seconds(60)) -> HTTPClient {
     var configuration = HTTPClient.Configuration(baseURL: base)
     configuration.retry = .init(maxAttempts: attempts, baseDelay: .milliseconds(20), maxDelay: .milliseconds(100))
     configuration.timeout = timeout
