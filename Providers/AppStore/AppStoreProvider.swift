@@ -41,9 +41,10 @@ public struct AppStoreProvider: NotificationReceiving {
     }
 
     /// From the environment (README's App Store settings); throws `AppStoreConfiguration.Invalid`.
-    public static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) throws -> AppStoreProvider {
+    public static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment,
+                                       http: HTTPClient = HTTPClient()) throws -> AppStoreProvider {
         let configuration = try AppStoreConfiguration.fromEnvironment(environment)
-        return AppStoreProvider(verifier: AppStoreSignedDataVerifier(trustRoots: configuration.trustRoots), configuration: configuration)
+        return AppStoreProvider(verifier: AppStoreSignedDataVerifier(trustRoots: configuration.trustRoots), configuration: configuration, http: http)
     }
 
     /// How StoreKit 1 receipt signatures are authenticated: to the configured receipt roots, or

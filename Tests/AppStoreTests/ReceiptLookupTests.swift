@@ -41,7 +41,11 @@ import TestSupport
                 let rest = try write("receipt-roots.pem", receiptRoots.dropFirst().map(pem).joined())
                 environment["RECEIPTGATE_APPLE_RECEIPT_ROOT_CERTS"] = receiptRoots.count > 1 ? "\(der.path), \(rest)" : der.path
             }
-            return Setup(fake: fake, provider: try AppStoreProvider.fromEnvironment(environment))
+            // The service's retry policy, with the patience of FakeAppStoreServerAPI.client: the fake's
+            // handlers share the busy test pool, and a slow answer must not become a counted retry.
+            var http = HTTPClient.Configuration()
+            http.timeout = .seconds(60)
+            return Setup(fake: fake, provider: try AppStoreProvider.fromEnvironment(environment, http: HTTPClient(http)))
         }
 
         var appleCalls: Int { fake.state.hits.get().values.reduce(0, +) }
