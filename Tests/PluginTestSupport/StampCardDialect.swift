@@ -9,7 +9,7 @@ public import ReceiptCore
 public struct StampCardDialect: DialectProvider {
     public let name = "stamp-card"
     public static let tokenKind = "stampcard.access"
-    public static let perAddress = RateLimitPolicy(name: "stampcard.address", key: .callerAddress, limit: 3, window: .seconds(60), shared: true)
+    public static let perAddress = RateLimitPolicy(name: "stampcard.address", key: .callerAddress, limit: 3, window: .seconds(86_400), shared: true)
 
     public init() {}
 

@@ -89,11 +89,28 @@ struct VerifyHarness {
         Task.detached { await service.shutdown() }
     }
 
-    /// Rate limits count in fixed windows aligned to the clock (a minute in the tests): start well
-    /// inside one, so a test's few requests are not split by a window boundary.
-    static func awayFromAMinuteEdge() async throws {
-        let second = Int(Date().timeIntervalSince1970) % 60
-        if second > 45 { try await Task.sleep(for: .seconds(61 - second)) }
+    /// Rate limits count in fixed windows aligned to the clock. The tests' limits use a day-long
+    /// window: on a loaded machine a test's few requests can take a minute, and a minute window's
+    /// edge would then reset the count between them. A test starts at least five minutes before
+    /// the day's window ends.
+    static let rateLimitWindow = Duration.seconds(86_400)
+
+    static func awayFromAWindowEdge() async throws {
+        let left = secondsLeftInTheRateLimitWindow()
+        if left < 300 { try await Task.sleep(for: .seconds(left + 1)) }
+    }
+
+    static func secondsLeftInTheRateLimitWindow() -> Int {
+        let window = Int(rateLimitWindow.components.seconds)
+        return window - Int(Date().timeIntervalSince1970) % window
+    }
+
+    /// A refusal's Retry-After names the end of the current window: no earlier than what is left
+    /// of it now, and no more than two minutes later (the answer was written a little before).
+    static func isTheWindowsEnd(_ retryAfter: Int?) -> Bool {
+        guard let retryAfter else { return false }
+        let left = secondsLeftInTheRateLimitWindow()
+        return retryAfter >= left && retryAfter <= left + 120
     }
 
     /// Outbox pacing for tests: polls and retries in tens of milliseconds.
