@@ -45,35 +45,39 @@ import TestSupport
         #expect(Set(Self.kinds.keys).isSubset(of: Set(Self.fieldNames)))
     }
 
-    @Test func generatedPayloads() {
-        var samples = JSONSamples(seed: 0x5EED_0101)
-        let count = JSONSamples.rounds(3000)
-        var accepted = 0
-        for index in 0..<count {
-            let document = samples.object(fields: Self.fields, unknownKeys: ["BundleId", "bundleID", "signedDate ", "data"])
-            if (try? JSONDecoder().decode(JWSTransactionDecodedPayload.self, from: Data(document))) != nil { accepted += 1 }
-            Self.compare(document, "payload \(index)")
+    @Test func generatedPayloads() async {
+        await offThePool {
+            var samples = JSONSamples(seed: 0x5EED_0101)
+            let count = JSONSamples.rounds(3000)
+            var accepted = 0
+            for index in 0..<count {
+                let document = samples.object(fields: Self.fields, unknownKeys: ["BundleId", "bundleID", "signedDate ", "data"])
+                if (try? JSONDecoder().decode(JWSTransactionDecodedPayload.self, from: Data(document))) != nil { accepted += 1 }
+                Self.compare(document, "payload \(index)")
+            }
+            #expect(accepted > count / 10 && accepted < count * 19 / 20, "accepted \(accepted) of \(count)")
         }
-        #expect(accepted > count / 10 && accepted < count * 19 / 20, "accepted \(accepted) of \(count)")
     }
 
     /// Apple-shaped payloads (every field right, as JSONSerialization writes them), broken byte by byte.
-    @Test func mutatedRealisticPayloads() throws {
-        var samples = JSONSamples(seed: 0x5EED_0102)
-        var random = SplitMix64(seed: 0x5EED_0103)
-        let full = AppleTestPKI.transaction([
-            "webOrderLineItemId": "2000000000000001", "subscriptionGroupIdentifier": "21000000", "expiresDate": Int64(1_800_000_000_000),
-            "appAccountToken": "7e3fb20b-4cdb-47cc-936d-99d65f608138", "revocationReason": 1, "revocationDate": 1_750_000_000_000.5,
-            "isUpgraded": false, "offerType": 4, "offerIdentifier": "winback/é😀", "transactionReason": "RENEWAL",
-            "offerDiscountType": "PAY_AS_YOU_GO", "appTransactionId": "704000000000000001", "offerPeriod": "P1M",
-        ])
-        let base = try JSONSerialization.data(withJSONObject: full, options: [.sortedKeys])
-        Self.compare(Array(base), "unmutated")
-        #expect(try JWSTransactionDecodedPayload(jsonPayload: base).revocationDate == AppStoreDate(milliseconds: 1_750_000_000_000))
-        for index in 0..<JSONSamples.rounds(3000) {
-            var document = Array(base)
-            for _ in 0..<Int.random(in: 1...3, using: &random) { document = samples.mutate(document) }
-            Self.compare(document, "mutation \(index)")
+    @Test func mutatedRealisticPayloads() async throws {
+        try await offThePool {
+            var samples = JSONSamples(seed: 0x5EED_0102)
+            var random = SplitMix64(seed: 0x5EED_0103)
+            let full = AppleTestPKI.transaction([
+                "webOrderLineItemId": "2000000000000001", "subscriptionGroupIdentifier": "21000000", "expiresDate": Int64(1_800_000_000_000),
+                "appAccountToken": "7e3fb20b-4cdb-47cc-936d-99d65f608138", "revocationReason": 1, "revocationDate": 1_750_000_000_000.5,
+                "isUpgraded": false, "offerType": 4, "offerIdentifier": "winback/é😀", "transactionReason": "RENEWAL",
+                "offerDiscountType": "PAY_AS_YOU_GO", "appTransactionId": "704000000000000001", "offerPeriod": "P1M",
+            ])
+            let base = try JSONSerialization.data(withJSONObject: full, options: [.sortedKeys])
+            Self.compare(Array(base), "unmutated")
+            #expect(try JWSTransactionDecodedPayload(jsonPayload: base).revocationDate == AppStoreDate(milliseconds: 1_750_000_000_000))
+            for index in 0..<JSONSamples.rounds(3000) {
+                var document = Array(base)
+                for _ in 0..<Int.random(in: 1...3, using: &random) { document = samples.mutate(document) }
+                Self.compare(document, "mutation \(index)")
+            }
         }
     }
 

@@ -27,8 +27,8 @@ enum ReceiptForgeries {
 
         init(leafValidFrom: Date = Date(timeIntervalSince1970: 1_700_000_000),
              leafValidUntil: Date = Date(timeIntervalSinceNow: 86_400 * 365)) throws {
-            let rootKey = try PrivateKey.generateRSA(), intermediateKey = try PrivateKey.generateRSA()
-            leafKey = try PrivateKey.generateRSA()
+            let rootKey = try TestKeys.rsa(.lookAlikeRoot), intermediateKey = try TestKeys.rsa(.lookAlikeIntermediate)
+            leafKey = try TestKeys.rsa(.lookAlikeLeaf)
             let start = Date(timeIntervalSince1970: 1_145_000_000), end = Date(timeIntervalSince1970: 2_054_000_000)
             var rootBuilder = CertificateBuilder(subjectCommonName: "Apple Root CA", notValidBefore: start, notValidAfter: end)
             rootBuilder.subjectName = [("C", "US"), ("O", "Apple Inc."), ("OU", "Apple Certification Authority"), ("CN", "Apple Root CA")]

@@ -49,8 +49,8 @@ public final class FakeGooglePlay: Sendable {
     public let server: HTTPServer
 
     public init() throws {
-        accountKey = try PrivateKey.generateRSA()
-        oidcKey = try PrivateKey.generateRSA()
+        accountKey = try TestKeys.rsa(.googleServiceAccount)
+        oidcKey = try TestKeys.rsa(.googleOIDC)
         state = State(accountKey: try accountKey.publicKey)
         let oidc = try oidcKey.rsaPublicComponents()
         server = HTTPServer(configuration: .init(host: "127.0.0.1", port: 0),

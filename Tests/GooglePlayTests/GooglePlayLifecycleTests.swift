@@ -100,7 +100,7 @@ import TestSupport
         #expect(result.status == 0, "PyJWT refused the assertion: \(result.stderr)")
         #expect(result.stdout.contains(#""kid": "0123456789abcdef""#))
         // And PyJWT refuses it with the wrong key: the check can fail.
-        let other = try PrivateKey.generateRSA().publicKey.subjectPublicKeyInfo()
+        let other = try TestKeys.rsa(.unrelated).publicKey.subjectPublicKeyInfo()
         try Data(("-----BEGIN PUBLIC KEY-----\n" + other.base64EncodedString(options: [.lineLength64Characters, .endLineWithLineFeed])
                   + "\n-----END PUBLIC KEY-----\n").utf8).write(to: URL(fileURLWithPath: keyPath))
         let wrong = try await ChildProcess.run(python, ["-c", script, keyPath, assertion, google.tokenURI, FakeGooglePlay.clientEmail], environment: [:])

@@ -54,7 +54,7 @@ import TestSupport
             ("unverified e-mail", try google.oidcToken(emailVerified: false)),
             ("expired", try google.oidcToken(expiresIn: -600)),
             ("not Google", try google.oidcToken(issuer: "https://evil.example")),
-            ("signed by another key", try google.oidcToken(key: try PrivateKey.generateRSA())),
+            ("signed by another key", try google.oidcToken(key: try TestKeys.rsa(.unrelated))),
             ("unknown kid", try google.oidcToken(keyID: "rotated-away")),
         ]
         for (name, token) in forgeries {

@@ -138,7 +138,7 @@ import TestSupport
         #expect(try await provider.verify(evidence: "tok-own", context: own).count == 1)
         // A key Google does not know (another project's): the token endpoint refuses it → 502 naming it.
         let stranger = Self.context(credentials: [GooglePlayProvider.Setting.serviceAccountKey:
-                                                    try google.serviceAccountJSON(key: try PrivateKey.generateRSA())])
+                                                    try google.serviceAccountJSON(key: try TestKeys.rsa(.unrelated))])
         #expect(await Self.refusal { _ = try await provider.verify(evidence: "tok-own", context: stranger) }?.reason == "GOOGLE_PERMISSION_DENIED")
         await google.shutdown()
     }
@@ -166,7 +166,7 @@ import TestSupport
     @Test func aForgedPurchaseJSONIsRefusedLocallyWithTheLicenseKey() async throws {
         let google = try FakeGooglePlay()
         try google.addProduct(token: "tok-signed")
-        let licenseKey = try PrivateKey.generateRSA()
+        let licenseKey = try TestKeys.rsa(.playLicense)
         let settings = [GooglePlayProvider.Setting.licenseKey: [Base64.encode(try licenseKey.publicKey.subjectPublicKeyInfo())]]
         let json = #"{"orderId":"GPA.3301-2345-6789-01234","packageName":"com.example.game","productId":"gems100","purchaseToken":"tok-signed"}"#
         let signature = Base64.encode(try licenseKey.signSHA1WithRSA(Data(json.utf8)))

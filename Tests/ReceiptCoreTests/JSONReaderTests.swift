@@ -281,35 +281,41 @@ import Testing
         #expect(foundation == reader, "\(label): JSONDecoder \(foundation.map { "\($0)" } ?? "refused"), reader \(reader.map { "\($0)" } ?? "refused") for \(String(decoding: bytes, as: UTF8.self).debugDescription) \(bytes)")
     }
 
-    @Test func generatedDocuments() {
-        var samples = JSONSamples(seed: 0x5EED_0001)
-        var accepted = 0
-        let count = JSONSamples.rounds(4000)
-        for index in 0..<count {
-            let document = samples.object(fields: Self.fields, unknownKeys: ["S", "s ", "ii"])
-            if (try? JSONDecoder().decode(Record.self, from: Data(document))) != nil { accepted += 1 }
-            Self.compare(document, "document \(index)")
+    @Test func generatedDocuments() async {
+        await offThePool {
+            var samples = JSONSamples(seed: 0x5EED_0001)
+            var accepted = 0
+            let count = JSONSamples.rounds(4000)
+            for index in 0..<count {
+                let document = samples.object(fields: Self.fields, unknownKeys: ["S", "s ", "ii"])
+                if (try? JSONDecoder().decode(Record.self, from: Data(document))) != nil { accepted += 1 }
+                Self.compare(document, "document \(index)")
+            }
+            // Both outcomes must be well represented, or the comparison proves little.
+            #expect(accepted > count / 4 && accepted < count * 19 / 20, "accepted \(accepted) of \(count)")
         }
-        // Both outcomes must be well represented, or the comparison proves little.
-        #expect(accepted > count / 4 && accepted < count * 19 / 20, "accepted \(accepted) of \(count)")
     }
 
-    @Test func mutatedDocuments() {
-        var samples = JSONSamples(seed: 0x5EED_0002)
-        for index in 0..<JSONSamples.rounds(4000) {
-            var document = samples.object(fields: Self.fields)
-            for _ in 0..<(index % 3 + 1) { document = samples.mutate(document) }
-            Self.compare(document, "mutation \(index)")
+    @Test func mutatedDocuments() async {
+        await offThePool {
+            var samples = JSONSamples(seed: 0x5EED_0002)
+            for index in 0..<JSONSamples.rounds(4000) {
+                var document = samples.object(fields: Self.fields)
+                for _ in 0..<(index % 3 + 1) { document = samples.mutate(document) }
+                Self.compare(document, "mutation \(index)")
+            }
         }
     }
 
     /// Every number form, alone in each numeric field: Int, Int64 and Double conversions.
-    @Test func numbers() {
-        var samples = JSONSamples(seed: 0x5EED_0003)
-        for index in 0..<JSONSamples.rounds(3000) {
-            let number = index.isMultiple(of: 2) ? samples.numberText() : samples.integerText()
-            for key in ["i", "l", "d"] {
-                Self.compare(Array("{\"\(key)\":".utf8) + number + Array("}".utf8), "number \(index)")
+    @Test func numbers() async {
+        await offThePool {
+            var samples = JSONSamples(seed: 0x5EED_0003)
+            for index in 0..<JSONSamples.rounds(3000) {
+                let number = index.isMultiple(of: 2) ? samples.numberText() : samples.integerText()
+                for key in ["i", "l", "d"] {
+                    Self.compare(Array("{\"\(key)\":".utf8) + number + Array("}".utf8), "number \(index)")
+                }
             }
         }
     }

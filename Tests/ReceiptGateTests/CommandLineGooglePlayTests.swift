@@ -9,7 +9,7 @@ import TestSupport
 /// refused with exit 2.
 @Suite struct ClientGooglePlayFlags {
     static func serviceAccountFile() throws -> (path: String, json: String, pem: String) {
-        let pem = try PrivateKey.generateRSA().pemRepresentation()
+        let pem = try TestKeys.rsa(.unrelated).pemRepresentation()
         let object: [String: String] = ["type": "service_account", "project_id": "cli-test", "private_key_id": "abc123",
                                         "private_key": pem, "client_email": "rg@cli-test.iam.gserviceaccount.com",
                                         "token_uri": "https://oauth2.googleapis.com/token"]
@@ -23,7 +23,7 @@ import TestSupport
     @Test func theGoogleFlagsAreStoredTheKeySealedAndNeverPrinted() async throws {
         let environment = try await Binary.databaseEnvironment()
         let key = try Self.serviceAccountFile()
-        let license = Base64.encode(try PrivateKey.generateRSA().publicKey.subjectPublicKeyInfo())
+        let license = Base64.encode(try TestKeys.rsa(.playLicense).publicKey.subjectPublicKeyInfo())
         // A fragment of the private key that any plain copy would contain.
         let keyFragment = String(key.pem.split(separator: "\n")[1])
 

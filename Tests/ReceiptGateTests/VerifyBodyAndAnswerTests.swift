@@ -29,33 +29,37 @@ import TestSupport
         #expect(actual == expected, "\(label): \(String(decoding: bytes, as: UTF8.self).debugDescription)")
     }
 
-    @Test func generatedBodies() {
-        var samples = JSONSamples(seed: 0x5EED_0201)
-        var outcomes: [String: Int] = [:]
-        for index in 0..<JSONSamples.rounds(4000) {
-            let body = samples.object(fields: Self.fields, unknownKeys: ["Store", "receipt ", "productID", "restore_"])
-            let outcome = JSONBody.decode(Body.self, from: Data(body))
-            if case .failure(let problem) = outcome {
-                outcomes[problem.message.hasPrefix("field") ? "field: \(problem.code.rawValue)" : problem.message, default: 0] += 1
-            } else {
-                outcomes["decoded", default: 0] += 1
+    @Test func generatedBodies() async {
+        await offThePool {
+            var samples = JSONSamples(seed: 0x5EED_0201)
+            var outcomes: [String: Int] = [:]
+            for index in 0..<JSONSamples.rounds(4000) {
+                let body = samples.object(fields: Self.fields, unknownKeys: ["Store", "receipt ", "productID", "restore_"])
+                let outcome = JSONBody.decode(Body.self, from: Data(body))
+                if case .failure(let problem) = outcome {
+                    outcomes[problem.message.hasPrefix("field") ? "field: \(problem.code.rawValue)" : problem.message, default: 0] += 1
+                } else {
+                    outcomes["decoded", default: 0] += 1
+                }
+                Self.compare(body, "body \(index)")
             }
-            Self.compare(body, "body \(index)")
-        }
-        // Every kind of outcome must occur often, or the comparison proves little.
-        for kind in ["decoded", "missing field 'store'", "request body is not valid JSON", "field: INVALID_FIELD", "field: MISSING_FIELDS"] {
-            #expect(outcomes[kind, default: 0] > 40, "\(kind): \(outcomes)")
+            // Every kind of outcome must occur often, or the comparison proves little.
+            for kind in ["decoded", "missing field 'store'", "request body is not valid JSON", "field: INVALID_FIELD", "field: MISSING_FIELDS"] {
+                #expect(outcomes[kind, default: 0] > 40, "\(kind): \(outcomes)")
+            }
         }
     }
 
-    @Test func mutatedBodies() {
-        var samples = JSONSamples(seed: 0x5EED_0202)
-        let base = Array(#"{"store":"app_store","receipt":"eyJhbGciOiJFUzI1NiJ9.e30.c2ln","product_id":"gems.100","app_account_token":"7e3fb20b-4cdb-47cc-936d-99d65f608138","player_id":"p-1","restore":false,"package_name":null}"#.utf8)
-        Self.compare(base, "unmutated")
-        for index in 0..<JSONSamples.rounds(4000) {
-            var body = base
-            for _ in 0..<(index % 3 + 1) { body = samples.mutate(body) }
-            Self.compare(body, "mutation \(index)")
+    @Test func mutatedBodies() async {
+        await offThePool {
+            var samples = JSONSamples(seed: 0x5EED_0202)
+            let base = Array(#"{"store":"app_store","receipt":"eyJhbGciOiJFUzI1NiJ9.e30.c2ln","product_id":"gems.100","app_account_token":"7e3fb20b-4cdb-47cc-936d-99d65f608138","player_id":"p-1","restore":false,"package_name":null}"#.utf8)
+            Self.compare(base, "unmutated")
+            for index in 0..<JSONSamples.rounds(4000) {
+                var body = base
+                for _ in 0..<(index % 3 + 1) { body = samples.mutate(body) }
+                Self.compare(body, "mutation \(index)")
+            }
         }
     }
 
@@ -108,34 +112,36 @@ import TestSupport
         return Date(timeIntervalSince1970: Double.random(in: -1e10...1e11, using: &random))
     }
 
-    @Test func bytesEqualJSONEncoders() {
-        var random = SplitMix64(seed: 0x5EED_0203)
-        func maybe<T>(_ value: T) -> T? { Bool.random(using: &random) ? value : nil }
-        for index in 0..<JSONSamples.rounds(2000) {
-            var record = TransactionRecord(managementID: Int64(bitPattern: random.next()), store: StoreID(rawValue: Self.hostile(&random)),
-                                           environment: Bool.random(using: &random) ? .sandbox : .production,
-                                           transactionID: Self.hostile(&random), state: TransactionState.allCases.randomElement(using: &random) ?? .active,
-                                           clientID: "client", firstVerifiedAt: Date(timeIntervalSince1970: Double.random(in: 0...2e9, using: &random)))
-            record.originalTransactionID = maybe(Self.hostile(&random))
-            record.orderID = maybe(Self.hostile(&random))
-            record.productID = maybe(Self.hostile(&random))
-            record.kind = maybe([ProductKind.consumable, .nonConsumable, .autoRenewableSubscription].randomElement(using: &random) ?? .consumable)
-            record.quantity = maybe(Int(truncatingIfNeeded: random.next()))
-            record.priceMilliunits = maybe(Int64(bitPattern: random.next()))
-            record.currency = maybe(Self.hostile(&random))
-            record.storefront = maybe(Self.hostile(&random))
-            record.purchaseDate = Self.date(&random)
-            record.expiresDate = Self.date(&random)
-            record.revocationDate = Self.date(&random)
-            record.revocationReason = maybe(Self.hostile(&random))
-            record.ownership = maybe(Bool.random(using: &random) ? Ownership.purchased : .familyShared)
-            record.accountToken = maybe(Self.hostile(&random))
-            let match = [AccountMatch.match, .mismatch, .notComparable].randomElement(using: &random) ?? .match
-            let response = NativeAPI.VerifyResponse(status: Bool.random(using: &random) ? "verified" : record.state.rawValue,
-                                                    duplicate: Bool.random(using: &random), firstVerifiedAt: Timestamps.iso8601(record.firstVerifiedAt),
-                                                    transaction: NativeTransaction(record, accountMatch: match))
-            let expected = RouteResponse.json(response).body
-            #expect(response.encoded() == expected, "answer \(index): \(String(decoding: response.encoded(), as: UTF8.self))")
+    @Test func bytesEqualJSONEncoders() async {
+        await offThePool {
+            var random = SplitMix64(seed: 0x5EED_0203)
+            func maybe<T>(_ value: T) -> T? { Bool.random(using: &random) ? value : nil }
+            for index in 0..<JSONSamples.rounds(2000) {
+                var record = TransactionRecord(managementID: Int64(bitPattern: random.next()), store: StoreID(rawValue: Self.hostile(&random)),
+                                               environment: Bool.random(using: &random) ? .sandbox : .production,
+                                               transactionID: Self.hostile(&random), state: TransactionState.allCases.randomElement(using: &random) ?? .active,
+                                               clientID: "client", firstVerifiedAt: Date(timeIntervalSince1970: Double.random(in: 0...2e9, using: &random)))
+                record.originalTransactionID = maybe(Self.hostile(&random))
+                record.orderID = maybe(Self.hostile(&random))
+                record.productID = maybe(Self.hostile(&random))
+                record.kind = maybe([ProductKind.consumable, .nonConsumable, .autoRenewableSubscription].randomElement(using: &random) ?? .consumable)
+                record.quantity = maybe(Int(truncatingIfNeeded: random.next()))
+                record.priceMilliunits = maybe(Int64(bitPattern: random.next()))
+                record.currency = maybe(Self.hostile(&random))
+                record.storefront = maybe(Self.hostile(&random))
+                record.purchaseDate = Self.date(&random)
+                record.expiresDate = Self.date(&random)
+                record.revocationDate = Self.date(&random)
+                record.revocationReason = maybe(Self.hostile(&random))
+                record.ownership = maybe(Bool.random(using: &random) ? Ownership.purchased : .familyShared)
+                record.accountToken = maybe(Self.hostile(&random))
+                let match = [AccountMatch.match, .mismatch, .notComparable].randomElement(using: &random) ?? .match
+                let response = NativeAPI.VerifyResponse(status: Bool.random(using: &random) ? "verified" : record.state.rawValue,
+                                                        duplicate: Bool.random(using: &random), firstVerifiedAt: Timestamps.iso8601(record.firstVerifiedAt),
+                                                        transaction: NativeTransaction(record, accountMatch: match))
+                let expected = RouteResponse.json(response).body
+                #expect(response.encoded() == expected, "answer \(index): \(String(decoding: response.encoded(), as: UTF8.self))")
+            }
         }
     }
 }
