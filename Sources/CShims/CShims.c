@@ -96,3 +96,8 @@ int rg_random_bytes(void *buffer, size_t length) {
 int rg_ec_group_precompute_generator(EC_GROUP *group, BN_CTX *context) {
     return EC_GROUP_precompute_mult(group, context);
 }
+
+int rg_ec_point_jacobian_coordinates(const EC_GROUP *group, const EC_POINT *point, BIGNUM *x, BIGNUM *y, BIGNUM *z,
+                                     BN_CTX *context) {
+    return EC_POINT_get_Jprojective_coordinates_GFp(group, point, x, y, z, context);
+}

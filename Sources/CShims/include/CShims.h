@@ -65,4 +65,10 @@ int rg_random_bytes(void *buffer, size_t length);
 // deprecated declaration.
 int rg_ec_group_precompute_generator(EC_GROUP *group, BN_CTX *context);
 
+// A point's Jacobian coordinates (X, Y, Z with x = X/Z², y = Y/Z³), as plain numbers mod p (1 on
+// success). Also deprecated without a replacement; it lets a verifier compare x against r·Z²
+// instead of paying a field inversion for the affine x.
+int rg_ec_point_jacobian_coordinates(const EC_GROUP *group, const EC_POINT *point, BIGNUM *x, BIGNUM *y, BIGNUM *z,
+                                     BN_CTX *context);
+
 #endif
