@@ -151,7 +151,8 @@ final class P256FixedKeyVerifier: @unchecked Sendable {
     private func xCoordinate(of point: OpaquePointer, modOrderEquals r: OpaquePointer, with scratch: Scratch) -> Bool {
         let context = scratch.context
         guard rg_ec_point_jacobian_coordinates(curve, point, scratch.x, scratch.y, scratch.z, context) == 1,
-              BN_mod_sqr(scratch.zSquared, scratch.z, field, context) == 1 else { return false }
+              BN_mod_sqr(scratch.zSquared, scratch.z, field, context) == 1,
+              BN_is_zero(scratch.zSquared) == 0 else { return false }  // Z ≡ 0 is infinity, never an x
         func isX(_ candidate: OpaquePointer) -> Bool {
             let difference = scratch.difference
             return BN_mod_mul(difference, candidate, scratch.zSquared, field, context) == 1
