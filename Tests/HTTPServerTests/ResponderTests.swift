@@ -98,4 +98,30 @@ private func body(_ response: HTTPResponse) throws -> [String: String] {
         }
         for name in names { #expect(HTTPHeaders.lowercasedName(name) == name.lowercased(), "\(name)") }
     }
+
+    /// The byte comparison of names agrees with comparing their lower-cased forms, for token
+    /// names in any mix of cases, names one byte apart, and non-ASCII bytes (folded by neither:
+    /// `lowercased()` would fold "É", a field name never does).
+    @Test func sameNameAgreesWithLowerCasedTokens() {
+        let tokenCharacters = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789!#$%&'*+-.^_`|~@[")
+        var generator = SystemRandomNumberGenerator()
+        var pairs: [(String, String)] = [("Content-Length", "content-length"), ("X-Client-Id", "X-CLIENT-ID"), ("", ""),
+                                         ("@", "`"), ("[", "{"), ("É", "é"), ("aÉ", "AÉ"), ("Host", "Hosts")]
+        for _ in 0..<3_000 {
+            let name = String((0..<Int.random(in: 1...24, using: &generator)).map { _ in tokenCharacters.randomElement(using: &generator)! })
+            let flipped = String(name.map { Bool.random(using: &generator) ? Character($0.uppercased()) : Character($0.lowercased()) })
+            var changed = Array(name.utf8)
+            changed[Int.random(in: 0..<changed.count, using: &generator)] ^= UInt8(1 << Int.random(in: 0...6, using: &generator))
+            pairs.append((name, flipped))
+            pairs.append((name, String(decoding: changed, as: UTF8.self)))
+        }
+        func asciiLowered(_ text: String) -> [UInt8] { text.utf8.map { $0 >= 65 && $0 <= 90 ? $0 | 0x20 : $0 } }
+        for (a, b) in pairs {
+            #expect(HTTPHeaders.sameName(a, b) == (asciiLowered(a) == asciiLowered(b)), "\(a) / \(b)")
+        }
+        // A bridged or otherwise non-contiguous string takes the iterator and answers the same.
+        let bridged = NSString(string: "Content-Type") as String
+        #expect(HTTPHeaders.sameName(bridged, "content-type"))
+        #expect(!HTTPHeaders.sameName(bridged, "content-typf"))
+    }
 }
