@@ -77,8 +77,10 @@ extension VerifyPipeline {
     }
 
     func logVerified(_ outcome: VerificationOutcome, proven: ProvenPurchase, client: Client) {
-        logger.info("verified", ["request.id": proven.request.requestID, "client.id": client.clientID, "store": proven.purchase.store.rawValue,
-                                 "transaction.id": String(outcome.transaction.managementID), "duplicate": String(outcome.duplicate),
-                                 "state": outcome.transaction.state.rawValue, "account_match": outcome.accountMatch.rawValue])
+        // Pairs, not a dictionary: a line for every verification (the same line either way; keys are sorted when written).
+        logger.log(.info, "verified", pairs: [("request.id", proven.request.requestID), ("client.id", client.clientID),
+                                              ("store", proven.purchase.store.rawValue), ("transaction.id", String(outcome.transaction.managementID)),
+                                              ("duplicate", String(outcome.duplicate)), ("state", outcome.transaction.state.rawValue),
+                                              ("account_match", outcome.accountMatch.rawValue)])
     }
 }
