@@ -27,18 +27,48 @@ public enum SHA256 {
     }
 }
 
-/// HMAC-SHA256 (RFC 2104) through OpenSSL.
+/// HMAC-SHA256 (RFC 2104) through OpenSSL's EVP_MAC, fetched once, with contexts reused: every
+/// signed request is checked with an HMAC, and the one-shot `HMAC()` looked the algorithm and its
+/// digest up and built and freed a context each time (about ten allocations and 1.3 µs a call).
+/// A context is re-keyed on every use; the key pointer is never NULL (`withNonNullBytes`), which
+/// OpenSSL would take as "keep the previous key".
 public enum HMACSHA256 {
+    /// Fetched once and only read afterwards (OpenSSL's fetched algorithms are shareable between threads).
+    nonisolated(unsafe) private static let algorithm: OpaquePointer? = EVP_MAC_fetch(nil, "HMAC", nil)
+    private static let idle = IdleList<OpaquePointer>(limit: 32) { EVP_MAC_CTX_free($0) }
+
     public static func authenticationCode(key: some ContiguousBytes, message: some ContiguousBytes) -> Data {
         var mac = [UInt8](repeating: 0, count: 32)
-        var length: UInt32 = 0
-        let result = withNonNullBytes(key) { keyPointer, keyCount in
+        var length = 0
+        // A context fails only when the process is out of memory; then so does this.
+        guard let context = idle.take(orMake: makeContext) else { preconditionFailure("HMAC-SHA256 context: \(drainOpenSSLErrors())") }
+        let ok = withNonNullBytes(key) { keyPointer, keyCount in
             withNonNullBytes(message) { messagePointer, messageCount in
-                HMAC(EVP_sha256(), keyPointer, Int32(keyCount), messagePointer, messageCount, &mac, &length)
+                EVP_MAC_init(context, keyPointer, keyCount, nil) == 1 && EVP_MAC_update(context, messagePointer, messageCount) == 1
+                    && EVP_MAC_final(context, &mac, &length, mac.count) == 1
             }
         }
-        precondition(result != nil && length == 32, "HMAC-SHA256 failed: \(drainOpenSSLErrors())")
+        guard ok, length == 32 else {
+            EVP_MAC_CTX_free(context)
+            preconditionFailure("HMAC-SHA256 failed: \(drainOpenSSLErrors())")
+        }
+        idle.giveBack(context)
         return Data(mac)
+    }
+
+    private static func makeContext() -> OpaquePointer? {
+        guard let algorithm, let context = EVP_MAC_CTX_new(algorithm) else { return nil }
+        let set = "digest".withCString { name in
+            "SHA256".withCString { digest in
+                var parameters = [OSSL_PARAM_construct_utf8_string(name, UnsafeMutablePointer(mutating: digest), 0), OSSL_PARAM_construct_end()]
+                return EVP_MAC_CTX_set_params(context, &parameters)
+            }
+        }
+        guard set == 1 else {
+            EVP_MAC_CTX_free(context)
+            return nil
+        }
+        return context
     }
 
     /// Checks a MAC in constant time.

@@ -5,6 +5,7 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral {
     public private(set) var fields: [(name: String, value: String)] = []
 
     public init() {}
+    public init(capacity: Int) { fields.reserveCapacity(capacity) }
     public init(dictionaryLiteral elements: (String, String)...) {
         fields = elements.map { (name: $0.0, value: $0.1) }
     }

@@ -80,7 +80,13 @@ public struct JSONWriter: Sendable {
             magnitude /= 10
         } while magnitude > 0
         if value < 0 { bytes.append(UInt8(ascii: "-")) }
-        bytes[start...].reverse()
+        // Swapped in place: reversing the slice `bytes[start...]` copied it first.
+        var low = start, high = bytes.count - 1
+        while low < high {
+            bytes.swapAt(low, high)
+            low += 1
+            high -= 1
+        }
         needsComma = true
     }
 

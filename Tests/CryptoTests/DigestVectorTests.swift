@@ -65,6 +65,30 @@ private func hex(_ text: String) throws -> Data { try #require(Hex.decode(text))
         #expect(!HMACSHA256.isValid(mac, key: key, message: Data("amount=900".utf8)))
         #expect(!HMACSHA256.isValid(mac.prefix(31), key: key, message: Data("amount=100".utf8)))
     }
+
+    /// Contexts are reused and re-keyed: an empty key right after another key is the empty key
+    /// (OpenSSL reads a NULL key as "keep the last one"), and keys used at once on many threads
+    /// never mix. Published values: HMAC-SHA256 with an empty key, of "" and of the fox sentence.
+    @Test func reusedContextsTakeEachCallsOwnKey() async throws {
+        let fox = Data("The quick brown fox jumps over the lazy dog".utf8)
+        let withKey = Hex.encode(HMACSHA256.authenticationCode(key: Data("key".utf8), message: fox))
+        #expect(withKey == "f7bc83f430538424b13298e6aa6fb143ef4d59a14946175997479dbc2d1a3cd8")
+        #expect(Hex.encode(HMACSHA256.authenticationCode(key: Data(), message: Data())) == "b613679a0814d9ec772f95d778c35fc5ff1697c493715653c6c712144292c5ad")
+        _ = HMACSHA256.authenticationCode(key: Data("key".utf8), message: fox)
+        #expect(Hex.encode(HMACSHA256.authenticationCode(key: Data(), message: fox)) == "fb011e6154a19b9a4c767373c305275a5a69e8b68b0b4c9200c383dced19a416")
+
+        let mixed = await withTaskGroup(of: Bool.self) { group in
+            for index in 0..<8 {
+                group.addTask {
+                    let key = Data(repeating: UInt8(index), count: 1 + index * 9)
+                    let expected = HMACSHA256.authenticationCode(key: key, message: fox)
+                    return (0..<500).allSatisfy { _ in HMACSHA256.authenticationCode(key: key, message: fox) == expected }
+                }
+            }
+            return await group.reduce(into: 0) { count, same in count += same ? 0 : 1 }
+        }
+        #expect(mixed == 0)
+    }
 }
 
 @Suite struct ConstantTimeAndRandom {
