@@ -25,9 +25,7 @@ final class RecordBatcher: @unchecked Sendable {
         case contended
     }
 
-    /// A class: an item passes through the queue, its batch and the statement's input, and as a
-    /// struct each of those copies retained and released every string of the purchase.
-    final class Item: Sendable {
+    struct Item {
         let key: String
         let proven: ProvenPurchase
         /// Decided once: what the row is written with is what the answer says.
@@ -35,16 +33,6 @@ final class RecordBatcher: @unchecked Sendable {
         let client: Client
         let version: Int64
         let continuation: CheckedContinuation<Result, any Error>
-
-        init(key: String, proven: ProvenPurchase, state: TransactionState, client: Client, version: Int64,
-             continuation: CheckedContinuation<Result, any Error>) {
-            self.key = key
-            self.proven = proven
-            self.state = state
-            self.client = client
-            self.version = version
-            self.continuation = continuation
-        }
     }
 
     let pool: PostgresPool
