@@ -164,7 +164,7 @@ extension RawHTTP.Response {
         let harness = try await VerifyHarness.start(dialects: [HiveAxyl()])
         defer { harness.stop() }
         let caller = try await HiveAxylCaller.on(harness)
-        let limited = try await HiveAxylCaller.secondService(beside: harness, rateLimits: "hiveaxyl.client=2/24h")
+        let limited = try await HiveAxylCaller.secondService(beside: harness, rateLimits: "hiveaxyl.client=2/\(VerifyHarness.rateLimitWindow.components.seconds)s")
         defer { Task.detached { await limited.shutdown() } }
         let there = HiveAxylCaller(port: limited.port, clientID: caller.clientID, secret: caller.secret)
         let token = try await there.token()

@@ -4,7 +4,8 @@ import Foundation
 /// take seconds in a debug build) on threads of its own instead of the cooperative pool. The pool
 /// has one thread per core; with two such tests on it, every fake's handler and every other
 /// test's task waited behind them, and timing and retry-count assertions elsewhere failed.
-/// The body runs in the calling task, so `#expect` still reports to the running test.
+/// The body runs in the calling task, so `#expect` still reports to the running test. (For a
+/// blocking wait rather than computation, `onOwnThread` gives the wait a thread of its own.)
 public func offThePool<T>(_ body: () throws -> T) async rethrows -> T {
     try await withTaskExecutorPreference(HeavyWorkExecutor.shared) { try body() }
 }
