@@ -5,6 +5,7 @@
 #   libpq-dev                  libpq headers (Postgres)
 #   libcurl4-openssl-dev       libcurl headers (HTTPClient)
 #   libmicrohttpd-dev          GNU libmicrohttpd headers (HTTPServer)
+#   libjemalloc-dev            jemalloc, the service's malloc (linked into receiptgate)
 #   pkg-config                 how SwiftPM finds the four libraries above
 #   postgresql                 initdb/pg_ctl/postgres for the embedded database and the tests
 #   openssl                    the openssl command, used by tests as an independent cross-check
@@ -13,7 +14,7 @@
 #   nodejs                     runs a gateway client written from the seed's Node.js example (tests)
 set -euo pipefail
 
-packages=(libssl-dev libpq-dev libcurl4-openssl-dev libmicrohttpd-dev pkg-config postgresql openssl python3 python3-venv curl nodejs)
+packages=(libssl-dev libpq-dev libcurl4-openssl-dev libmicrohttpd-dev libjemalloc-dev pkg-config postgresql openssl python3 python3-venv curl nodejs)
 missing=()
 for package in "${packages[@]}"; do
     if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then

@@ -101,3 +101,9 @@ int rg_ec_point_jacobian_coordinates(const EC_GROUP *group, const EC_POINT *poin
                                      BN_CTX *context) {
     return EC_POINT_get_Jprojective_coordinates_GFp(group, point, x, y, z, context);
 }
+
+/* jemalloc (linked into the receiptgate executable) reads its options from this symbol at start-up.
+   Two arenas instead of four per CPU: on the 2-core machines we measure, RSS under load is ~4 MB lower
+   at no CPU cost; MALLOC_CONF in the environment still overrides it. Ignored where glibc's malloc runs
+   (tests linking CShims without jemalloc). */
+const char *malloc_conf = "narenas:2";

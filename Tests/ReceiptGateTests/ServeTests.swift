@@ -43,6 +43,14 @@ private func startServer(_ environment: [String: String]) async throws -> (Child
         #expect(metrics.text.contains("receiptgate_http_request_duration_seconds_bucket"))
         #expect(metrics.text.contains(#"receiptgate_db_pool_connections{state="idle"}"#))
 
+        // The service allocates through jemalloc (linked, not preloaded): the throughput figures in
+        // the README depend on it, and a linker that drops an unreferenced library would lose it silently.
+        // Read to the end: /proc reports a size of 0, and a sized read stops after the first page.
+        let mapsFile = try #require(FileHandle(forReadingAtPath: "/proc/\(server.pid)/maps"))
+        let maps = String(decoding: mapsFile.readDataToEndOfFile(), as: UTF8.self)
+        mapsFile.closeFile()
+        #expect(maps.contains("libjemalloc.so"), "receiptgate serve runs without jemalloc")
+
         let document = try await RawHTTP.request(port: port, path: "/openapi.yaml")
         #expect(document.status == 200)
         #expect(document.text.hasPrefix("openapi: 3"))
