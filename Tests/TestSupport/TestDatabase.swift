@@ -12,7 +12,7 @@ public enum TestDatabase {
         let cluster = try await holder.cluster()
         let name = "\(prefix)_\(UUID().uuidString.prefix(8).lowercased())"
         try await cluster.createDatabase(name)
-        return "host='\(cluster.cluster.requestedDirectory.path)' user=postgres dbname=\(name)"
+        return "host='\(cluster.cluster.requestedDirectory.path)' user=postgres dbname=\(name) \(SharedCluster.connectTimeout)"
     }
 
     /// A fresh cluster that belongs to the caller alone (for restart tests), stopped at exit.
@@ -54,6 +54,11 @@ private actor SharedClusterHolder {
 }
 
 private final class SharedCluster: Sendable {
+    /// Every suite starts at once, so on a 2-core CI machine a backend's start can wait behind
+    /// dozens of others for longer than the service's 5-second default; a test database is not
+    /// where a slow connect should fail a run (settings in the string win over the pool's).
+    static let connectTimeout = "connect_timeout=60"
+
     let cluster: EmbeddedCluster
 
     init() throws {
@@ -66,7 +71,7 @@ private final class SharedCluster: Sendable {
     }
 
     func createDatabase(_ name: String) async throws {
-        let pool = PostgresPool(.init(connectionString: "host='\(cluster.requestedDirectory.path)' user=postgres dbname=postgres", size: 1))
+        let pool = PostgresPool(.init(connectionString: "host='\(cluster.requestedDirectory.path)' user=postgres dbname=postgres \(Self.connectTimeout)", size: 1))
         defer { pool.shutdown() }
         try await pool.execute(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"))
     }
