@@ -1,4 +1,5 @@
 // swift-tools-version:6.0
+import Foundation
 import PackageDescription
 
 // One settings list for every target: Swift 6 language mode (strict concurrency is part of it).
@@ -7,6 +8,13 @@ let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
     .enableUpcomingFeature("InternalImportsByDefault"),
 ]
+
+// Debian's jemalloc replaces glibc's malloc for the whole receiptgate process (Swift runtime, libpq,
+// libcurl, OpenSSL alike): requests allocate on one thread and free on another, where glibc's arenas
+// cost about a tenth of the service's CPU (README, issue 13). RECEIPTGATE_SYSTEM_MALLOC=1 builds it on
+// glibc's malloc instead, only so that the difference can be measured again (Benchmarks/paired_runs.py).
+let allocator: [LinkerSetting] = ProcessInfo.processInfo.environment["RECEIPTGATE_SYSTEM_MALLOC"] == "1"
+    ? [] : [.linkedLibrary("jemalloc")]
 
 let package = Package(
     name: "ReceiptGate",
@@ -56,10 +64,7 @@ let package = Package(
             dependencies: ["ReceiptGate", "ReceiptCore", "Crypto", "Postgres", "HTTPServer", "AppStore", "AlogameGateway",
                            "HiveAxyl", "GooglePlay", "AccountLink"],
             swiftSettings: swiftSettings,
-            // Debian's jemalloc replaces glibc's malloc for the whole process (Swift runtime, libpq,
-            // libcurl, OpenSSL alike): requests allocate on one thread and free on another, where
-            // glibc's arenas cost about a tenth of the service's CPU (README, issue 13).
-            linkerSettings: [.linkedLibrary("jemalloc")]
+            linkerSettings: allocator
         ),
 
         .executableTarget(name: "receiptgate-bench", dependencies: ["AppStore", "Crypto", "HTTPClient"],
