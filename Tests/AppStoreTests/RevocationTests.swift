@@ -48,10 +48,17 @@ import TestSupport
                 ], environment: ["PATH": "/usr/bin:/bin"])
                 processes.append(process)
                 // Wait for its "ACCEPT" line rather than probing the port: `openssl ocsp` serves one
-                // connection at a time and stalls on a probe that sends nothing.
-                for _ in 0..<100 where !(process.stdout + process.stderr).contains("ACCEPT") { try await Task.sleep(for: .milliseconds(50)) }
+                // connection at a time and stalls on a probe that sends nothing. A loaded CI machine
+                // can take seconds to start it; one that never starts fails here, saying why, rather
+                // than later as an "unreachable responder" the test would blame on the checker.
+                for _ in 0..<400 where !(process.stdout + process.stderr).contains("ACCEPT") { try await Task.sleep(for: .milliseconds(50)) }
+                guard (process.stdout + process.stderr).contains("ACCEPT") else {
+                    throw ResponderDidNotStart(port: port, output: process.stdout + process.stderr)
+                }
             }
         }
+
+        struct ResponderDidNotStart: Error { let port: Int, output: String }
 
         mutating func stop() async throws {
             for process in processes {
