@@ -26,6 +26,13 @@ public struct AccountLink: DialectProvider {
                                                                shared: false)
         public static let accountPagesPerAddress = RateLimitPolicy(name: "accountlink.account.address", key: .callerAddress, limit: 30, window: .seconds(60),
                                                                    shared: true)
+        /// Failed password sign-ins per name tried (username or e-mail, existing or not), every address together.
+        public static let passwordFailuresPerName = RateLimitPolicy(name: "accountlink.password.name", key: .handler, limit: 10, window: .seconds(900),
+                                                                    shared: true)
+        /// Mails one account can cause, and mails one address can receive: a purchase cannot make
+        /// the service mail without bound, nor flood one inbox.
+        public static let mailPerAccount = RateLimitPolicy(name: "accountlink.mail.account", key: .handler, limit: 3, window: .seconds(3600), shared: true)
+        public static let mailPerRecipient = RateLimitPolicy(name: "accountlink.mail.recipient", key: .handler, limit: 3, window: .seconds(3600), shared: true)
     }
 
     public static let refreshTokenLifetime: Duration = .seconds(30 * 86_400)

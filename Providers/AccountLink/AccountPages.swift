@@ -57,16 +57,14 @@ struct AccountPages: Sendable {
             let hash = try password.map { try Scrypt.hashPassword($0) }
             guard let stored = try await core.tokens.consume(token, kind: page.kind), let link = MailLink.decode(stored.payload),
                   let client = try await core.client(id: stored.clientID),
-                  let account = try await core.accounts.linkedAccount(link.key, scope: client.scope) else {
+                  stored.accountID == link.account, let account = try await core.accounts.account(id: link.account),
+                  account.scope == client.scope else {
                 return answer(400, "INVALID_LINK", "this link is unknown, expired or already used")
             }
-            var change = AccountChange(passwordHash: hash)
-            if page == .confirmEmail || account.email?.lowercased() == link.email.lowercased() {
-                // Using the link proves the mailbox: the address becomes the account's, confirmed.
-                change.email = link.email
-                change.emailVerified = true
-                if account.pendingEmail?.lowercased() == link.email.lowercased() { change.pendingEmail = .some(nil) }
+            guard var change = Self.change(page, link: link, account: account) else {
+                return answer(400, "INVALID_LINK", "this link no longer fits the account (a newer request replaced it, or its address changed)")
             }
+            change.passwordHash = hash
             guard let updated = try await core.accounts.update(account.id, change) else {
                 return answer(400, "INVALID_LINK", "the account of this link no longer exists")
             }
@@ -76,6 +74,24 @@ struct AccountPages: Sendable {
         } catch {
             context.logger.error("account page failed", ["error": "\(error)"])
             return answer(503, "VERIFIER_ERROR", "please try again")
+        }
+    }
+
+    /// What using a link does to its account, or nil when the account is no longer in the state
+    /// the link was issued for. A confirmation works only for the account's one pending address,
+    /// and replaces a confirmed address only when it was sent to that address; a first password
+    /// works only while the account still has the address it was sent to.
+    static func change(_ page: Page, link: MailLink, account: AccountRecord) -> AccountChange? {
+        let sentTo = link.sent_to.lowercased(), email = link.email.lowercased()
+        switch page {
+        case .confirmEmail:
+            guard account.pendingEmail?.lowercased() == email else { return nil }
+            if account.emailVerified, let confirmed = account.email?.lowercased(), confirmed != email, confirmed != sentTo { return nil }
+            return AccountChange(email: link.email, emailVerified: true, pendingEmail: .some(nil))
+        case .resetPassword:
+            guard account.email?.lowercased() == sentTo else { return nil }
+            // Using the link proves the mailbox.
+            return AccountChange(emailVerified: true)
         }
     }
 

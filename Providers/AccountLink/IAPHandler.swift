@@ -6,6 +6,11 @@ public import ReceiptCore
 /// account it is linked to, or link it to the caller's account, or create one; the primary key
 /// of the links decides under concurrency. Tokens and the e-mail's one-time link exist before
 /// the transaction (the closure cannot wait on anything); a mail is enqueued in it.
+///
+/// Only evidence the buyer's device holds (a signed transaction, an app receipt, a Google
+/// purchase token) stands in for a sign-in. A bare App Store transaction id is no secret: it
+/// never signs anyone in or creates an account, and links only to the caller's own account when
+/// the purchase carries that account's `app_account_token`.
 struct IAPHandler: Sendable {
     let core: any DialectCore
     let tokens: AccessTokens
@@ -16,6 +21,8 @@ struct IAPHandler: Sendable {
         let account_switched: Bool
         let email_confirmation_required: Bool
         let auto_account_created: Bool
+        /// The UUID the app sets as `appAccountToken` when this account buys.
+        let app_account_token: String
     }
 
     /// What the record's transaction decided.
@@ -26,6 +33,8 @@ struct IAPHandler: Sendable {
 
     /// The App Store provider's reason when it has no Server API key to look a transaction id up with.
     static let transactionLookupNotConfigured = "TRANSACTION_LOOKUP_NOT_CONFIGURED"
+    /// The evidence does not show the caller owns the purchase (a bare transaction id).
+    static let ownershipNotProven = "OWNERSHIP_NOT_PROVEN"
 
     /// Another request created the account first; this transaction is rolled back and retried.
     struct LostTheRace: Error {}
@@ -52,6 +61,10 @@ struct IAPHandler: Sendable {
         }
     }
 
+    static func notOwner(_ message: String) -> Problem {
+        Problem(code: ownershipNotProven, message: message, status: 422)
+    }
+
     private func answer(_ request: RouteRequest, context: RouteContext) async throws -> RouteResponse {
         let headers = try IAPRequest.headers(request.headers).get()
         let iap = try IAPRequest.parse(headers: headers, body: request.body).get()
@@ -66,50 +79,59 @@ struct IAPHandler: Sendable {
             }
             bearer = verified
         }
+        let bareID = iap.evidenceKind == .transactionID
+        if bareID, bearer == nil {
+            throw Self.notOwner("a bare 'apple.transaction_id' proves nothing about who is calling: send it with the access token of the account "
+                                + "whose app_account_token the purchase carries, or send the signed transaction or the app receipt")
+        }
         // Recorded for fraud review: who called, from where, with what.
         context.logger.info("iap call", ["client.id": client.clientID, "caller.address": context.callerAddress ?? "unknown",
                                          "forwarded.for": headers.forwardedFor ?? "", "device": headers.deviceModel, "os": "\(headers.os) \(headers.osVersion)",
                                          "app.version": headers.appVersion, "sdk.version": headers.sdkVersion])
+        if headers.forwardedForIgnored { context.logger.info("iap x-forwarded-for ignored: not a list of IP addresses", ["client.id": client.clientID]) }
 
         var verification = VerificationRequest(store: iap.store, evidence: iap.evidence, requestID: context.requestID)
         verification.appIdentifier = iap.appIdentifier
         verification.evidenceKind = iap.evidenceKind
+        verification.transactionID = iap.namedTransactionID
         let proven = try await core.prove(verification, client: client)
+        if bareID, let bearer, proven.purchase.accountToken?.lowercased() != bearer.account.appAccountToken.lowercased() {
+            throw Self.notOwner("the purchase was not made with this account's app_account_token; a bare transaction id links only such a purchase")
+        }
         let key = PurchaseKey(store: proven.purchase.store, originalTransactionID: proven.purchase.originalTransactionID ?? proven.purchase.transactionID)
         try await core.checkRateLimit(AccountLink.Limits.iapPerPurchase, key: "\(key.store.rawValue):\(key.originalTransactionID)")
 
-        // Decided before the transaction (and re-checked in it): a new account gets a first
-        // password by mail; an existing one confirms a new address.
+        // Decided before the transaction (and re-checked in it): which account a mail would be
+        // for, and so what it says and where it goes.
         let linkedBefore = try await core.accounts.linkedAccount(key, scope: client.scope)
-        let createsAccount = bearer == nil && linkedBefore == nil
-        var mail: Mail?
-        if let email = iap.email {
-            let kind = createsAccount ? AccountLink.Kind.resetPassword : AccountLink.Kind.confirmEmail
-            let link = try await core.tokens.issue(TokenRequest(kind: kind, clientID: client.clientID, lifetime: AccountLink.emailLinkLifetime,
-                                                                payload: MailLink(email: email, store: key.store.rawValue, original: key.originalTransactionID).encoded))
-            mail = Mail(kind: kind, to: email, token: link.token, issuer: core.signer.issuer)
+        if bareID, let linkedBefore, linkedBefore.id != bearer?.account.id {
+            throw Self.notOwner("the purchase belongs to another account; only its receipt can sign in to it")
         }
-        let generatedHash = createsAccount ? try Scrypt.hashPassword(Base64.urlEncode(SecureRandom.bytes(24))) : nil
+        let newAccountID = "acc_" + Hex.encode(SecureRandom.bytes(12))
+        let mail = try await plannedMail(iap.email, for: linkedBefore ?? bearer?.account, newAccountID: newAccountID, client: client)
+        let generatedHash = linkedBefore == nil && bearer == nil ? try Scrypt.hashPassword(Base64.urlEncode(SecureRandom.bytes(24))) : nil
 
         let tokenAccount = bearer?.account
-        let preparedMail = mail
         let decide: @Sendable (VerificationOutcome, any RecordScope) throws -> Decision = { outcome, scope in
             if outcome.transaction.state == .refunded || outcome.transaction.state == .revoked { return .refused(outcome.transaction.state) }
             if let status = outcome.subscription?.status, status == .refunded || status == .revoked {
                 return .refused(status == .refunded ? .refunded : .revoked)
             }
             if let linked = try scope.linkedAccount(key) {
-                return .linked(account: linked, created: false, mailed: try Self.mailIfNeeded(preparedMail, account: linked, reset: false, client: client, scope: scope))
+                // Linked meanwhile to someone else: a bare id still proves nothing about it.
+                if bareID, linked.id != tokenAccount?.id { throw Self.notOwner("the purchase belongs to another account") }
+                return .linked(account: linked, created: false, mailed: try Self.send(mail, to: linked, client: client, scope: scope))
             }
             if let tokenAccount {
                 let winner = try scope.linkPurchase(key, to: tokenAccount.id)
+                if bareID, winner != tokenAccount.id { throw Self.notOwner("the purchase belongs to another account") }
                 let account = winner == tokenAccount.id ? tokenAccount : try scope.linkedAccount(key) ?? tokenAccount
-                return .linked(account: account, created: false, mailed: try Self.mailIfNeeded(preparedMail, account: account, reset: false, client: client, scope: scope))
+                return .linked(account: account, created: false, mailed: try Self.send(mail, to: account, client: client, scope: scope))
             }
-            let created = try scope.createAccount(AccountDraft(client: client, username: Self.generatedUsername(), email: iap.email,
+            let created = try scope.createAccount(AccountDraft(id: newAccountID, client: client, username: Self.generatedUsername(), email: iap.email,
                                                                passwordHash: generatedHash, attribution: iap.attribution))
             guard try scope.linkPurchase(key, to: created.id) == created.id else { throw LostTheRace() }
-            return .linked(account: created, created: true, mailed: try Self.mailIfNeeded(preparedMail, account: created, reset: true, client: client, scope: scope))
+            return .linked(account: created, created: true, mailed: try Self.send(mail, to: created, client: client, scope: scope))
         }
         let decision: Decision
         do {
@@ -124,24 +146,13 @@ struct IAPHandler: Sendable {
             throw Problem(code: state == .refunded ? "PURCHASE_REFUNDED" : "PURCHASE_REVOKED",
                           message: "the purchase was \(state.rawValue); it links no account", status: 422)
         case .linked(let account, let created, let mailed):
-            if mailed, !created, let mail {
-                _ = try await core.accounts.update(account.id, AccountChange(pendingEmail: .some(mail.to)))
-            }
             let pair = try await tokens.issue(account: account, clientID: client.clientID)
             let answer = Answer(access_token: pair.accessToken, refresh_token: pair.refreshToken,
                                 account_switched: tokenAccount.map { $0.id != account.id } ?? false,
-                                email_confirmation_required: mailed, auto_account_created: created && iap.email == nil)
+                                email_confirmation_required: mailed, auto_account_created: created && iap.email == nil,
+                                app_account_token: account.appAccountToken)
             return .json(answer, headers: [("Cache-Control", "no-store")])
         }
-    }
-
-    /// Enqueues the prepared mail when it fits what the transaction found: a first password for
-    /// an account just made, or a confirmation for an address the account does not have yet.
-    static func mailIfNeeded(_ mail: Mail?, account: AccountRecord, reset: Bool, client: ClientInfo, scope: any RecordScope) throws -> Bool {
-        guard let mail, (mail.kind == AccountLink.Kind.resetPassword) == reset else { return false }
-        if !reset, account.emailVerified, account.email?.lowercased() == mail.to.lowercased() { return false }
-        try scope.enqueue(mail.message(clientID: client.clientID, accountID: account.id))
-        return true
     }
 
     static func generatedUsername() -> String {

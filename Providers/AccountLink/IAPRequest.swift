@@ -10,7 +10,9 @@ struct IAPRequest: Sendable {
         let os: String
         let osVersion: String
         let sdkVersion: String
+        /// The caller's own address chain when usable; an unusable header is dropped (and logged).
         let forwardedFor: String?
+        let forwardedForIgnored: Bool
     }
 
     let headers: Headers
@@ -20,56 +22,62 @@ struct IAPRequest: Sendable {
     let evidence: String
     /// `.transactionID` only for a bare `apple.transaction_id`: this dialect asks for it, no other API does.
     let evidenceKind: EvidenceKind
+    /// `apple.transaction_id` sent beside a signed transaction or receipt: the one to link.
+    let namedTransactionID: String?
     let email: String?
     /// The `aflyr` object as sent, for the account's attribution.
     let attribution: Data?
 
-    static let deviceModels: Set<String> = ["desktop", "mobile", "tablet", "firetv", "appletv"]
-    static let operatingSystems: Set<String> = ["windows", "macos", "linux", "android", "ios", "web"]
+    /// The seed documents the SDK headers as free strings with examples (`8.10.123`, `mobile`,
+    /// `ios`): any printable text up to this length is taken as sent.
+    static let maxHeaderLength = 128
 
     static func headers(_ fields: [String: String]) -> Result<Headers, Problem> {
-        func version(_ name: String) -> Result<String, Problem> {
+        func printable(_ name: String) -> Result<String, Problem> {
             guard let value = fields[name]?.trimmingCharacters(in: .whitespaces), !value.isEmpty else {
                 return .failure(Problem(.missingFields, "header \(name) is required"))
             }
-            guard value.count <= 64, value.range(of: #"^[0-9A-Za-z][0-9A-Za-z.+_\-]*$"#, options: .regularExpression) != nil else {
-                return .failure(Problem(.invalidField, "header \(name) must be a version like 8.10.123"))
+            guard value.count <= maxHeaderLength, isPrintable(value) else {
+                return .failure(Problem(.invalidField, "header \(name) must be printable text of at most \(maxHeaderLength) characters"))
             }
             return .success(value)
         }
-        func oneOf(_ name: String, _ allowed: Set<String>) -> Result<String, Problem> {
-            guard let value = fields[name]?.trimmingCharacters(in: .whitespaces), !value.isEmpty else {
-                return .failure(Problem(.missingFields, "header \(name) is required"))
-            }
-            guard allowed.contains(value.lowercased()) else {
-                return .failure(Problem(.invalidField, "header \(name) must be one of \(allowed.sorted().joined(separator: ", "))"))
-            }
-            return .success(value.lowercased())
-        }
         do {
-            let appVersion = try version("x-client-app-version").get()
-            let deviceModel = try oneOf("x-client-device-model", deviceModels).get()
-            let os = try oneOf("x-client-os", operatingSystems).get()
-            let osVersion = try version("x-client-os-version").get()
-            let sdkVersion = try version("x-sdk-version").get()
-            var forwardedFor: String?
-            if let raw = fields["x-forwarded-for"] {
-                let addresses = raw.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
-                guard raw.count <= 512, !addresses.isEmpty, addresses.allSatisfy(isIPAddress) else {
-                    return .failure(Problem(.invalidField, "header x-forwarded-for must be a list of IP addresses"))
-                }
-                forwardedFor = raw
-            }
+            let appVersion = try printable("x-client-app-version").get()
+            let deviceModel = try printable("x-client-device-model").get()
+            let os = try printable("x-client-os").get()
+            let osVersion = try printable("x-client-os-version").get()
+            let sdkVersion = try printable("x-sdk-version").get()
             if let authorization = fields["authorization"], AccessTokens.bearer(authorization) == nil {
                 return .failure(Problem(.invalidField, "header authorization must be \"Bearer <access token>\""))
             }
             return .success(Headers(appVersion: appVersion, deviceModel: deviceModel, os: os, osVersion: osVersion, sdkVersion: sdkVersion,
-                                    forwardedFor: forwardedFor))
+                                    forwardedFor: forwardedFor(fields["x-forwarded-for"]),
+                                    forwardedForIgnored: fields["x-forwarded-for"] != nil && forwardedFor(fields["x-forwarded-for"]) == nil))
         } catch let problem as Problem {
             return .failure(problem)
         } catch {
             return .failure(Problem(.invalidField, "headers could not be read"))
         }
+    }
+
+    /// No control, format, separator or unassigned characters: what a header may carry into a log.
+    static func isPrintable(_ text: String) -> Bool {
+        text.unicodeScalars.allSatisfy { scalar in
+            switch scalar.properties.generalCategory {
+            case .control, .format, .lineSeparator, .paragraphSeparator, .surrogate, .privateUse, .unassigned: false
+            default: true
+            }
+        }
+    }
+
+    /// The addresses of `x-forwarded-for` when every one is an IP address; nil otherwise (the
+    /// header is only for fraud review, so an unusable one is ignored, and the caller logs that).
+    static func forwardedFor(_ raw: String?) -> String? {
+        guard let raw, raw.utf8.count <= 512 else { return nil }
+        let addresses = raw.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        guard !addresses.isEmpty, addresses.allSatisfy(isIPAddress) else { return nil }
+        return addresses.joined(separator: ", ")
     }
 
     static func isIPAddress(_ text: String) -> Bool {
@@ -105,6 +113,7 @@ struct IAPRequest: Sendable {
         }
         let store: StoreID, appIdentifier: String, evidence: String
         var evidenceKind = EvidenceKind.detected
+        var namedTransactionID: String?
         switch (body.apple, body.google) {
         case (nil, nil), (.some, .some):
             return .failure(Problem(.missingFields, "exactly one of 'apple' or 'google' is required"))
@@ -112,16 +121,20 @@ struct IAPRequest: Sendable {
             guard !apple.bundle_id.isEmpty else { return .failure(Problem(.invalidField, "field 'apple.bundle_id' must not be empty")) }
             store = .appStore
             appIdentifier = apple.bundle_id
+            if let given = nonEmpty(apple.transaction_id) {
+                guard given.utf8.count <= 20, given.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) else {
+                    return .failure(Problem(.invalidField, "field 'apple.transaction_id' must be an App Store transaction id (up to 20 digits)"))
+                }
+                namedTransactionID = given
+            }
             if let jws = nonEmpty(apple.subscription_transaction_jws) {
                 evidence = jws
             } else if let receipt = nonEmpty(apple.app_receipt_base64) {
                 evidence = receipt
-            } else if let transactionID = nonEmpty(apple.transaction_id) {
-                guard transactionID.utf8.count <= 20, transactionID.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) else {
-                    return .failure(Problem(.invalidField, "field 'apple.transaction_id' must be an App Store transaction id (up to 20 digits)"))
-                }
+            } else if let transactionID = namedTransactionID {
                 evidence = transactionID
                 evidenceKind = .transactionID
+                namedTransactionID = nil
             } else {
                 return .failure(Problem(.missingFields, "'apple' needs one of subscription_transaction_jws, app_receipt_base64 or transaction_id"))
             }
@@ -135,11 +148,10 @@ struct IAPRequest: Sendable {
         }
         var email: String?
         if let given = body.customer_details?.email {
-            let trimmed = given.trimmingCharacters(in: .whitespaces)
-            guard trimmed.count <= 254, trimmed.range(of: #"^[^@\s<>()\[\],;:"]+@[^@\s<>()\[\],;:"]+\.[^@\s<>()\[\],;:"]+$"#, options: .regularExpression) != nil else {
+            guard let address = EmailAddress.validated(given) else {
                 return .failure(Problem(.invalidField, "field 'customer_details.email' is not an e-mail address"))
             }
-            email = trimmed
+            email = address
         }
         var attribution: Data?
         if body.aflyr != nil {
@@ -155,7 +167,8 @@ struct IAPRequest: Sendable {
             }
             attribution = encoded
         }
-        return .success(IAPRequest(headers: headers, store: store, appIdentifier: appIdentifier, evidence: evidence, evidenceKind: evidenceKind, email: email,
+        return .success(IAPRequest(headers: headers, store: store, appIdentifier: appIdentifier, evidence: evidence, evidenceKind: evidenceKind,
+                                   namedTransactionID: namedTransactionID, email: email,
                                    attribution: attribution))
     }
 

@@ -47,6 +47,8 @@ struct OpenIDRoutes: Sendable {
         let token_type = "Bearer"
         let expires_in: Int
         let refresh_token: String
+        /// The UUID the app sets as the App Store's `appAccountToken` when this account buys.
+        let app_account_token: String
     }
 
     func token(_ request: RouteRequest, context: RouteContext) async -> RouteResponse {
@@ -87,28 +89,10 @@ struct OpenIDRoutes: Sendable {
             }
             let authTime = stored.payload.flatMap { Int64($0) } ?? Int64(Date().timeIntervalSince1970)
             let (access, expiresIn) = try await tokens.access(account: account, clientID: stored.clientID, authTime: authTime)
-            return .json(TokenAnswer(access_token: access, expires_in: expiresIn, refresh_token: successor.token),
+            return .json(TokenAnswer(access_token: access, expires_in: expiresIn, refresh_token: successor.token,
+                                     app_account_token: account.appAccountToken),
                          headers: [("Cache-Control", "no-store"), ("Pragma", "no-cache")])
         }
-    }
-
-    private func password(_ parameters: [String: String]) async throws -> RouteResponse {
-        guard let clientID = parameters["client_id"], !clientID.isEmpty else { return Self.oauthError("invalid_request", "client_id is required") }
-        guard let username = parameters["username"], !username.isEmpty, username.utf8.count <= 254,
-              let password = parameters["password"], !password.isEmpty, password.utf8.count <= 256 else {
-            return Self.oauthError("invalid_request", "username and password are required")
-        }
-        guard let client = try await core.client(id: clientID) else { return Self.oauthError("invalid_client", "unknown client", status: 401) }
-        var account = try await core.accounts.account(username: username, scope: client.scope)
-        if account == nil, username.contains("@"), let byEmail = try await core.accounts.account(email: username, scope: client.scope), byEmail.emailVerified {
-            account = byEmail
-        }
-        guard let account, let hash = account.passwordHash, Scrypt.verifyPassword(password, hash: hash) else {
-            return Self.oauthError("invalid_grant", "wrong username or password")
-        }
-        let pair = try await tokens.issue(account: account, clientID: client.clientID)
-        return .json(TokenAnswer(access_token: pair.accessToken, expires_in: pair.expiresIn, refresh_token: pair.refreshToken),
-                     headers: [("Cache-Control", "no-store"), ("Pragma", "no-cache")])
     }
 
     struct Entitlement: Encodable {
@@ -124,6 +108,7 @@ struct OpenIDRoutes: Sendable {
         let email: String?
         let email_verified: Bool
         let preferred_username: String
+        let app_account_token: String
         let entitlements: [Entitlement]
     }
 
@@ -138,7 +123,8 @@ struct OpenIDRoutes: Sendable {
             }
             let account = bearer.account
             return .json(UserInfo(sub: account.id, email: account.email, email_verified: account.emailVerified && account.email != nil,
-                                  preferred_username: account.username, entitlements: entitlements), headers: [("Cache-Control", "no-store")])
+                                  preferred_username: account.username, app_account_token: account.appAccountToken,
+                                  entitlements: entitlements), headers: [("Cache-Control", "no-store")])
         } catch {
             context.logger.error("userinfo failed", ["error": "\(error)"])
             return Problem(.verifierError, "try again").response

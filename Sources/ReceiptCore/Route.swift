@@ -28,6 +28,8 @@ public enum RateLimitKey: String, Sendable, Equatable {
     case callerAddress = "address"
     /// Applied by the handler, which knows the purchase once it has read the body.
     case purchase
+    /// Applied by the handler with a key of its own (an account, a mail recipient, a name tried).
+    case handler
 }
 
 /// A limit per window. `shared` limits are counted in Postgres and hold across every process

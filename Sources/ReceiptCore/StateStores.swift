@@ -93,6 +93,9 @@ public struct AccountRecord: Sendable, Equatable {
     /// `ClientInfo.scope` of the client that created it: accounts belong to a game.
     public var scope: String
     public var username: String
+    /// A UUID (lower case) the app sets as the store's account token at purchase time (App Store
+    /// `appAccountToken`): a purchase carrying it was made for this account.
+    public var appAccountToken: String
     public var email: String?
     public var emailVerified: Bool
     public var pendingEmail: String?
@@ -102,12 +105,13 @@ public struct AccountRecord: Sendable, Equatable {
     public var attribution: Data?
     public var createdAt: Date
 
-    public init(id: String, clientID: String, scope: String, username: String, email: String?, emailVerified: Bool,
+    public init(id: String, clientID: String, scope: String, username: String, appAccountToken: String, email: String?, emailVerified: Bool,
                 pendingEmail: String?, passwordHash: String?, attribution: Data?, createdAt: Date) {
         self.id = id
         self.clientID = clientID
         self.scope = scope
         self.username = username
+        self.appAccountToken = appAccountToken
         self.email = email
         self.emailVerified = emailVerified
         self.pendingEmail = pendingEmail
@@ -118,13 +122,17 @@ public struct AccountRecord: Sendable, Equatable {
 }
 
 public struct AccountDraft: Sendable {
+    /// Chosen by the caller when it must name the account before it exists (a mail link bound to
+    /// it); nil lets the store choose.
+    public var id: String?
     public var client: ClientInfo
     public var username: String
     public var email: String?
     public var passwordHash: String?
     public var attribution: Data?
 
-    public init(client: ClientInfo, username: String, email: String? = nil, passwordHash: String? = nil, attribution: Data? = nil) {
+    public init(id: String? = nil, client: ClientInfo, username: String, email: String? = nil, passwordHash: String? = nil, attribution: Data? = nil) {
+        self.id = id
         self.client = client
         self.username = username
         self.email = email

@@ -124,6 +124,9 @@ public struct VerificationRequest: Sendable {
     public var serverID: String?
     /// For stores whose evidence may not name its app (a bare Google purchase token).
     public var appIdentifier: String?
+    /// The one transaction the caller means, when evidence may hold many (a StoreKit 1 receipt):
+    /// that one is chosen (matched by transaction or original transaction id) or the evidence is refused.
+    public var transactionID: String?
     /// What the evidence is. Only a caller that means it asks for anything but `.detected`.
     public var evidenceKind: EvidenceKind = .detected
     public var requestID: String

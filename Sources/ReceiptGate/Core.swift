@@ -88,4 +88,8 @@ struct Core: DialectCore {
     func checkRateLimit(_ policy: RateLimitPolicy, key: String) async throws {
         try await rateLimiter.check(policy, key: key)
     }
+
+    func rateLimitRetryAfter(_ policy: RateLimitPolicy, key: String) async throws -> Int? {
+        try await rateLimiter.retryAfter(policy, key: key)
+    }
 }

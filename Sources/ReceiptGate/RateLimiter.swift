@@ -29,11 +29,7 @@ final class RateLimiter: Sendable {
     /// Counts one request; throws a `RATE_LIMITED` refusal with the seconds to wait.
     func check(_ declared: RateLimitPolicy, key: String) async throws {
         guard let policy = effective(declared) else { return }
-        let windowSeconds = max(1, Int(policy.window.components.seconds))
-        // An IPv6 caller owns at least a /64: counting by full address would give it endless budgets.
-        let key = policy.key == .callerAddress ? Self.addressKey(key) : key
-        // Keys come from callers: hash long ones so neither memory nor rows grow with their length.
-        let boundedKey = key.utf8.count <= 64 ? key : SHA256.hex(Data(key.utf8))
+        let (windowSeconds, boundedKey) = Self.window(policy, key: key)
         let (hits, secondsLeft): (Int, Int)
         if policy.shared {
             do {
@@ -50,6 +46,23 @@ final class RateLimiter: Sendable {
             throw RouteRefusal(code: .rateLimited, message: "too many requests (\(policy.limit) per \(windowSeconds) s); retry after \(secondsLeft) s",
                                retryAfter: secondsLeft)
         }
+    }
+
+    /// The seconds to wait when `key` has used up the policy's window already, counting nothing.
+    func retryAfter(_ declared: RateLimitPolicy, key: String) async throws -> Int? {
+        guard let policy = effective(declared) else { return nil }
+        let (windowSeconds, boundedKey) = Self.window(policy, key: key)
+        let (hits, secondsLeft) = policy.shared
+            ? try await shared.peek(policy: policy.name, key: boundedKey, windowSeconds: windowSeconds)
+            : local.peek("\(policy.name)|\(boundedKey)", windowSeconds: windowSeconds)
+        return hits >= policy.limit ? secondsLeft : nil
+    }
+
+    private static func window(_ policy: RateLimitPolicy, key: String) -> (seconds: Int, key: String) {
+        // An IPv6 caller owns at least a /64: counting by full address would give it endless budgets.
+        let key = policy.key == .callerAddress ? addressKey(key) : key
+        // Keys come from callers: hash long ones so neither memory nor rows grow with their length.
+        return (max(1, Int(policy.window.components.seconds)), key.utf8.count <= 64 ? key : SHA256.hex(Data(key.utf8)))
     }
 }
 
@@ -89,6 +102,13 @@ final class LocalCounters: @unchecked Sendable {
             counters[key] = (window, hits)
             return (hits, secondsLeft)
         }
+    }
+
+    func peek(_ key: String, windowSeconds: Int, now: Date = Date()) -> (hits: Int, secondsLeft: Int) {
+        let seconds = Int(now.timeIntervalSince1970)
+        let window = seconds / windowSeconds
+        let hits = lock.withLock { counters[key].map { $0.window == window ? $0.hits : 0 } ?? 0 }
+        return (hits, max(1, (window + 1) * windowSeconds - seconds))
     }
 
     var count: Int { lock.withLock { counters.count } }

@@ -54,7 +54,7 @@ public struct VerifyPipeline: Sendable {
                                                                                    productID: request.productID, client: client.info,
                                                                                    credentials: try await credentials(of: client, for: request.store),
                                                                                    evidenceKind: request.evidenceKind))
-            let purchase = try Self.choose(from: purchases, productID: request.productID)
+            let purchase = try VerifiedPurchase.choose(from: purchases, productID: request.productID, transactionID: request.transactionID)
             if let problem = purchase.dateOutOfRange {
                 throw StoreVerificationError(code: .verificationFailed, reason: "DATE_OUT_OF_RANGE", message: "the store's \(problem) is not a plausible date")
             }
@@ -106,19 +106,5 @@ public struct VerifyPipeline: Sendable {
                                 "error.code": error.code.rawValue, "error.reason": error.reason])
         await transactions.recordFailure(clientID: clientID, store: request.store.rawValue, requestID: request.requestID, playerID: request.playerID,
                                          evidenceDigest: digest, code: error.code.rawValue, reason: error.reason, message: error.message)
-    }
-
-    /// The purchase the caller means: the one with its product id, else the most recent.
-    static func choose(from purchases: [VerifiedPurchase], productID: String?) throws -> VerifiedPurchase {
-        let newestFirst = purchases.sorted { ($0.purchaseDate ?? .distantPast) > ($1.purchaseDate ?? .distantPast) }
-        guard let newest = newestFirst.first else {
-            throw StoreVerificationError(code: .verificationFailed, reason: "NO_PURCHASE", message: "the evidence holds no purchase")
-        }
-        guard let productID else { return newest }
-        guard let match = newestFirst.first(where: { $0.productID == productID }) else {
-            throw StoreVerificationError(code: .productMismatch, reason: "PRODUCT_MISMATCH",
-                                         message: "the evidence is for \(purchases.compactMap(\.productID).joined(separator: ", ")), not \(productID)")
-        }
-        return match
     }
 }

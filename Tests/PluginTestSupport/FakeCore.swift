@@ -45,9 +45,7 @@ public final class FakeCore: DialectCore, @unchecked Sendable {
         guard client.environments.contains(purchase.environment) else {
             throw StoreVerificationError(code: .environmentMismatch, reason: "ENVIRONMENT_NOT_ALLOWED", message: "environment not accepted")
         }
-        if let product = request.productID, product != purchase.productID {
-            throw StoreVerificationError(code: .productMismatch, reason: "PRODUCT_MISMATCH", message: "product mismatch")
-        }
+        _ = try VerifiedPurchase.choose(from: [purchase], productID: request.productID, transactionID: request.transactionID)
         return ProvenPurchase(purchase: purchase, request: request,
                               accountMatch: AccountMatch.compare(requested: request.accountToken, evidence: purchase.accountToken), evidenceDigest: "")
     }
@@ -128,6 +126,10 @@ public final class FakeCore: DialectCore, @unchecked Sendable {
             return rateHits["\(policy.name)|\(key)", default: 0]
         }
         if hits > policy.limit { throw RouteRefusal(code: .rateLimited, message: "rate limited", retryAfter: Int(policy.window.components.seconds)) }
+    }
+
+    public func rateLimitRetryAfter(_ policy: RateLimitPolicy, key: String) async throws -> Int? {
+        lock.withLock { rateHits["\(policy.name)|\(key)", default: 0] >= policy.limit ? Int(policy.window.components.seconds) : nil }
     }
 
     /// Sets a recorded transaction's state, as a store notification would.

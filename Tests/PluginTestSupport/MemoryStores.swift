@@ -90,8 +90,8 @@ public final class MemoryAccountStore: AccountStore, @unchecked Sendable {
     }
 
     static func make(_ draft: AccountDraft) -> AccountRecord {
-        AccountRecord(id: "acc_" + UUID().uuidString.lowercased(), clientID: draft.client.clientID, scope: draft.client.scope, username: draft.username,
-                      email: draft.email, emailVerified: false, pendingEmail: nil, passwordHash: draft.passwordHash, attribution: draft.attribution,
+        AccountRecord(id: draft.id ?? "acc_" + UUID().uuidString.lowercased(), clientID: draft.client.clientID, scope: draft.client.scope,
+                      username: draft.username, appAccountToken: UUID().uuidString.lowercased(), email: draft.email, emailVerified: false, pendingEmail: nil, passwordHash: draft.passwordHash, attribution: draft.attribution,
                       createdAt: Date())
     }
 
@@ -102,7 +102,11 @@ public final class MemoryAccountStore: AccountStore, @unchecked Sendable {
     }
 
     public func account(email: String, scope: String) async throws -> AccountRecord? {
-        lock.withLock { accounts.values.first { $0.scope == scope && $0.email?.lowercased() == email.lowercased() } }
+        // A verified address first, as the Postgres store orders them: an unverified twin never shadows it.
+        lock.withLock {
+            accounts.values.filter { $0.scope == scope && $0.email?.lowercased() == email.lowercased() }
+                .sorted { ($0.emailVerified ? 0 : 1, $0.createdAt) < ($1.emailVerified ? 0 : 1, $1.createdAt) }.first
+        }
     }
 
     public func linkedAccount(_ key: PurchaseKey, scope: String) async throws -> AccountRecord? {
@@ -141,6 +145,7 @@ public final class MemoryAccountStore: AccountStore, @unchecked Sendable {
         lock.withLock {
             for account in scope.createdAccounts { accounts[account.id] = account }
             for (key, accountID) in scope.newLinks where links[key] == nil { links[key] = accountID }
+            for (accountID, email) in scope.pendingEmails { accounts[accountID]?.pendingEmail = email }
         }
     }
 
@@ -155,6 +160,7 @@ final class MemoryRecordScope: RecordScope {
     var messages: [OutboxMessage] = []
     var createdAccounts: [AccountRecord] = []
     var newLinks: [(String, String)] = []
+    var pendingEmails: [(String, String?)] = []
 
     init(client: ClientInfo, accounts: MemoryAccountStore) {
         self.client = client
@@ -181,6 +187,10 @@ final class MemoryRecordScope: RecordScope {
         let account = MemoryAccountStore.make(draft)
         createdAccounts.append(account)
         return account
+    }
+
+    func setPendingEmail(_ email: String?, accountID: String) throws {
+        pendingEmails.append((accountID, email))
     }
 }
 

@@ -71,7 +71,8 @@ import TestSupport
         #expect(d.status == 200, "\(d.text)")
         let dBody = try d.json()
         #expect(dBody["auto_account_created"] as? Bool == true)
-        #expect(Set(dBody.keys) == ["access_token", "refresh_token", "account_switched", "email_confirmation_required", "auto_account_created"])
+        #expect(Set(dBody.keys) == ["access_token", "refresh_token", "account_switched", "email_confirmation_required", "auto_account_created",
+                                    "app_account_token"])
         let token = try #require(dBody["access_token"] as? String)
         let a = try await Self.iap(port, try Self.subscription(harness, "2000000000120002"), token: token)
         #expect(try a.json()["account_switched"] as? Bool == false)
@@ -136,12 +137,16 @@ import TestSupport
         defer { harness.stop() }
         let port = harness.client.port
         let jws = try Self.subscription(harness, "2000000000130001")
-        for (name, value) in [("X-Client-OS", "beos"), ("X-Client-Device-Model", "phone"), ("X-SDK-Version", ""), ("X-Forwarded-For", "bogus")] {
+        for (name, value) in [("X-Client-OS", "\u{1}"), ("X-SDK-Version", ""), ("X-Client-App-Version", String(repeating: "1", count: 200))] {
             let response = try await Self.iap(port, jws, extra: [name: value])
             #expect(response.status == 400)
             #expect((try response.json()["message"] as? String)?.contains(name.lowercased()) == true)
         }
         #expect(try await harness.count("accounts") == 0)
+        // Free-form values as a seed-only SDK sends them, and a forwarded-for that is no address (ignored).
+        let freeForm = try await Self.iap(port, jws, extra: ["X-Client-OS": "iOS 17.4", "X-Client-Device-Model": "iPhone15,2",
+                                                              "X-Client-App-Version": "8.10.123 (456)", "X-Forwarded-For": "bogus"])
+        #expect(freeForm.status == 200, "\(freeForm.text)")
 
         let refresh = try #require(try await Self.iap(port, jws).json()["refresh_token"] as? String)
         func exchange(_ token: String) async throws -> RawHTTP.Response {

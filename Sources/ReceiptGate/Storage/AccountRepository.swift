@@ -24,7 +24,8 @@ struct AccountRepository: AccountStore {
 
     func account(email: String, scope: String) async throws -> AccountRecord? {
         try await pool.query("""
-            SELECT \(unescaped: Self.columns) FROM accounts WHERE scope = \(scope) AND lower(email) = lower(\(email)) ORDER BY created_at LIMIT 1
+            SELECT \(unescaped: Self.columns) FROM accounts WHERE scope = \(scope) AND lower(email) = lower(\(email))
+            ORDER BY email_verified DESC, created_at LIMIT 1
             """).first.map(Self.decode)
     }
 
@@ -53,7 +54,7 @@ struct AccountRepository: AccountStore {
     // MARK: - Inside a caller's transaction
 
     static func create(_ draft: AccountDraft, on connection: PostgresConnection) throws -> AccountRecord {
-        let id = "acc_" + Hex.encode(SecureRandom.bytes(12))
+        let id = draft.id ?? "acc_" + Hex.encode(SecureRandom.bytes(12))
         let attribution = draft.attribution.map { String(decoding: $0, as: UTF8.self) }
         let rows = try connection.query("""
             INSERT INTO accounts (id, client_id, scope, username, email, password_hash, attribution)
@@ -90,12 +91,12 @@ struct AccountRepository: AccountStore {
     }
 
     static let columns = """
-        id, client_id, scope, username, email, email_verified, pending_email, password_hash, attribution::text AS attribution, created_at
+        id, client_id, scope, username, app_account_token::text AS app_account_token, email, email_verified, pending_email, password_hash, attribution::text AS attribution, created_at
         """
 
     static func decode(_ row: PostgresRow) throws -> AccountRecord {
         AccountRecord(id: try row.decode("id"), clientID: try row.decode("client_id"), scope: try row.decode("scope"),
-                      username: try row.decode("username"), email: try row.decode("email"), emailVerified: try row.decode("email_verified"),
+                      username: try row.decode("username"), appAccountToken: try row.decode("app_account_token"), email: try row.decode("email"), emailVerified: try row.decode("email_verified"),
                       pendingEmail: try row.decode("pending_email"), passwordHash: try row.decode("password_hash"),
                       attribution: try row.decode("attribution", as: String?.self).map { Data($0.utf8) }, createdAt: try row.decode("created_at"))
     }
@@ -121,5 +122,9 @@ struct PostgresRecordScope: RecordScope {
 
     func createAccount(_ draft: AccountDraft) throws -> AccountRecord {
         try AccountRepository.create(draft, on: connection)
+    }
+
+    func setPendingEmail(_ email: String?, accountID: String) throws {
+        try connection.execute("UPDATE accounts SET pending_email = \(email), updated_at = now() WHERE id = \(accountID)")
     }
 }

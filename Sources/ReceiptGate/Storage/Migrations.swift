@@ -241,5 +241,11 @@ public enum Schema {
             BEGIN PERFORM pg_notify('receiptgate_clients', OLD.id); RETURN NULL; END $$;
             CREATE TRIGGER clients_changed AFTER UPDATE OR DELETE ON clients FOR EACH ROW EXECUTE FUNCTION receiptgate_client_changed();
             """),
+        // Every account gets the UUID the app sets as the App Store's appAccountToken at purchase
+        // time: a bare transaction id links to an account only when its purchase carries that UUID.
+        Migration(version: 13, name: "account_tokens", sql: """
+            ALTER TABLE accounts ADD COLUMN app_account_token uuid NOT NULL DEFAULT gen_random_uuid();
+            CREATE UNIQUE INDEX accounts_app_account_token ON accounts (app_account_token);
+            """),
     ]
 }

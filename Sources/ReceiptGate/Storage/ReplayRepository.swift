@@ -40,6 +40,18 @@ struct RateLimitRepository: Sendable {
         return (try row.decode("hits"), max(1, try row.decode("seconds_left", as: Int.self)))
     }
 
+    /// The hits in the current window and the seconds left in it, counting none.
+    func peek(policy: String, key: String, windowSeconds: Int) async throws -> (hits: Int, secondsLeft: Int) {
+        let rows = try await pool.query("""
+            WITH slot AS (SELECT to_timestamp(floor(extract(epoch FROM now()) / \(windowSeconds)) * \(windowSeconds)) AS start)
+            SELECT COALESCE((SELECT c.hits FROM rate_limit_counters c, slot
+                             WHERE c.policy = \(policy) AND c.key = \(key) AND c.window_start = slot.start), 0) AS hits,
+                   ceil(extract(epoch FROM (SELECT start FROM slot) + make_interval(secs => \(windowSeconds)) - now()))::int AS seconds_left
+            """)
+        guard let row = rows.first else { throw PostgresError(.queryFailed, "rate limit peek returned no row") }
+        return (try row.decode("hits"), max(1, try row.decode("seconds_left", as: Int.self)))
+    }
+
     /// Windows that ended are only history.
     func removeExpired() async throws {
         try await pool.execute("DELETE FROM rate_limit_counters WHERE window_start < now() - interval '1 day'")
