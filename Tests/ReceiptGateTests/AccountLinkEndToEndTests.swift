@@ -227,10 +227,13 @@ import TestSupport
         #expect(signIn.status == 200, "\(signIn.text)")
         let token = try #require(try signIn.json()["access_token"] as? String)
 
-        // (b): a new address for that account, confirmed by its mail's link.
+        // (b): a new address for that account. Its address is confirmed, so the confirmed address
+        // approves the change: the mail goes there, not to the new one.
         let b = try await Self.iap(port, try Self.subscription(harness, "2000000000140002"), email: "ada@new.example.com", token: token)
         #expect(try b.json()["email_confirmation_required"] as? Bool == true)
-        let confirm = try link(in: try await mail(2), path: "/account/confirm-email")
+        let approval = try await mail(2)
+        #expect(try Binary.json(approval)["to"] as? [String] == ["ada@example.com"])
+        let confirm = try link(in: approval, path: "/account/confirm-email")
         let confirmed = try await RawHTTP.request(port: port, method: "POST", path: "/account/confirm-email", headers: ["Content-Type": "application/json"],
                                                   body: try JSONSerialization.data(withJSONObject: ["token": confirm]))
         #expect(confirmed.status == 200)
