@@ -72,13 +72,7 @@ struct IAPHandler: Sendable {
         guard let client = try await core.client(forAppIdentifier: iap.appIdentifier, store: iap.store) else {
             throw Problem(.notFound, "no client registered \(iap.appIdentifier)")
         }
-        var bearer: AccessTokens.Bearer?
-        if request.headers["authorization"] != nil {
-            guard let verified = try await tokens.verify(authorization: request.headers["authorization"]), verified.client.scope == client.scope else {
-                throw Problem(.unauthorized, "the access token is invalid, expired, or for another game")
-            }
-            bearer = verified
-        }
+        let bearer = try await caller(request.headers["authorization"], client: client)
         let bareID = iap.evidenceKind == .transactionID
         if bareID, bearer == nil {
             throw Self.notOwner("a bare 'apple.transaction_id' proves nothing about who is calling: send it with the access token of the account "
@@ -112,27 +106,9 @@ struct IAPHandler: Sendable {
         let generatedHash = linkedBefore == nil && bearer == nil ? try Scrypt.hashPassword(Base64.urlEncode(SecureRandom.bytes(24))) : nil
 
         let tokenAccount = bearer?.account
-        let decide: @Sendable (VerificationOutcome, any RecordScope) throws -> Decision = { outcome, scope in
-            if outcome.transaction.state == .refunded || outcome.transaction.state == .revoked { return .refused(outcome.transaction.state) }
-            if let status = outcome.subscription?.status, status == .refunded || status == .revoked {
-                return .refused(status == .refunded ? .refunded : .revoked)
-            }
-            if let linked = try scope.linkedAccount(key) {
-                // Linked meanwhile to someone else: a bare id still proves nothing about it.
-                if bareID, linked.id != tokenAccount?.id { throw Self.notOwner("the purchase belongs to another account") }
-                return .linked(account: linked, created: false, mailed: try Self.send(mail, to: linked, client: client, scope: scope))
-            }
-            if let tokenAccount {
-                let winner = try scope.linkPurchase(key, to: tokenAccount.id)
-                if bareID, winner != tokenAccount.id { throw Self.notOwner("the purchase belongs to another account") }
-                let account = winner == tokenAccount.id ? tokenAccount : try scope.linkedAccount(key) ?? tokenAccount
-                return .linked(account: account, created: false, mailed: try Self.send(mail, to: account, client: client, scope: scope))
-            }
-            let created = try scope.createAccount(AccountDraft(id: newAccountID, client: client, username: Self.generatedUsername(), email: iap.email,
-                                                               passwordHash: generatedHash, attribution: iap.attribution))
-            guard try scope.linkPurchase(key, to: created.id) == created.id else { throw LostTheRace() }
-            return .linked(account: created, created: true, mailed: try Self.send(mail, to: created, client: client, scope: scope))
-        }
+        let decide = Self.decider(key: key, tokenAccount: tokenAccount, bareID: bareID, mail: mail, client: client,
+                                  draft: AccountDraft(id: newAccountID, client: client, username: Self.generatedUsername(), email: iap.email,
+                                                      passwordHash: generatedHash, attribution: iap.attribution))
         let decision: Decision
         do {
             decision = try await core.record(proven, client: client, effects: decide).1
@@ -153,6 +129,16 @@ struct IAPHandler: Sendable {
                                 app_account_token: account.appAccountToken)
             return .json(answer, headers: [("Cache-Control", "no-store")])
         }
+    }
+
+    /// The account of the bearer token, if one is sent. An expired or invalid one is a 401, never
+    /// a silent new account (that would orphan the purchase): the app refreshes and calls again.
+    private func caller(_ authorization: String?, client: ClientInfo) async throws -> AccessTokens.Bearer? {
+        guard authorization != nil else { return nil }
+        guard let verified = try await tokens.verify(authorization: authorization), verified.client.scope == client.scope else {
+            throw Problem(.unauthorized, "the access token is invalid, expired, or for another game")
+        }
+        return verified
     }
 
     static func generatedUsername() -> String {
