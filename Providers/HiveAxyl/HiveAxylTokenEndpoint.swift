@@ -59,7 +59,14 @@ struct HiveAxylTokenEndpoint {
               let client = try await core.authenticateClient(id: id, secret: secret) else {
             throw Failure(status: 401, error: "invalid_client", description: "client authentication failed", headers: challenge)
         }
-        let issued = try await core.tokens.issue(TokenRequest(kind: HiveAxyl.tokenKind, clientID: client.clientID, lifetime: lifetime))
+        let issued: IssuedToken
+        do {
+            issued = try await core.tokens.issue(TokenRequest(kind: HiveAxyl.tokenKind, clientID: client.clientID, lifetime: lifetime,
+                                                              clientVersion: client.version))
+        } catch is ClientChangedSinceAuthentication {
+            // Rotated or disabled since the secret was checked: the secret is no longer good.
+            throw Failure(status: 401, error: "invalid_client", description: "client authentication failed", headers: challenge)
+        }
         context.logger.info("access token issued", ["client.id": client.clientID])
         return .json(TokenResponse(accessToken: issued.token, expiresIn: Int(lifetime.components.seconds)), headers: Self.noStore)
     }

@@ -6,6 +6,11 @@ import Foundation
 /// once, reconnects with a growing delay, and calls `onListening` once `LISTEN` is in place again:
 /// whoever caches on the strength of these notifications must stop trusting its cache from
 /// `onLost` until `onListening`, since notifications sent in between are gone.
+///
+/// A connection can also stop answering without closing: a stalled or frozen server process, a
+/// network that drops packets, a half-open TCP connection. Nothing then arrives, which looks
+/// exactly like a quiet channel. So every `heartbeatInterval` the listener sends a round trip and
+/// treats a connection that does not answer within `heartbeatTimeout` as lost, and replaces it.
 public final class PostgresListener: @unchecked Sendable {
     public struct Callbacks: Sendable {
         public var onListening: @Sendable () -> Void
@@ -23,14 +28,19 @@ public final class PostgresListener: @unchecked Sendable {
     private let connectionString: String
     private let channel: String
     private let callbacks: Callbacks
+    private let heartbeatInterval: Duration
+    private let heartbeatTimeout: Duration
     private let lock = NSLock()
     private var stopped = false  // guarded by lock
 
     /// `channel` is program text (an identifier), never input.
-    public init(connectionString: String, channel: String, callbacks: Callbacks) {
+    public init(connectionString: String, channel: String, heartbeatInterval: Duration = .seconds(2),
+                heartbeatTimeout: Duration = .seconds(3), callbacks: Callbacks) {
         precondition(channel.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }, "channel must be an identifier")
         self.connectionString = connectionString
         self.channel = channel
+        self.heartbeatInterval = heartbeatInterval
+        self.heartbeatTimeout = heartbeatTimeout
         self.callbacks = callbacks
     }
 
@@ -53,7 +63,9 @@ public final class PostgresListener: @unchecked Sendable {
             do {
                 let connection = try PostgresConnection(connectionString: connectionString, connectTimeoutSeconds: 5,
                                                         statementTimeoutMilliseconds: 10_000)
-                try connection.executeScript("LISTEN \(channel)")
+                // Not the blocking executeScript: a server that accepts the connection and then
+                // stalls must not hold this thread.
+                deliver(try connection.roundTrip(listenStatement, timeout: heartbeatTimeout))
                 delay = 0.05
                 callbacks.onListening()
                 try listen(on: connection)
@@ -67,13 +79,32 @@ public final class PostgresListener: @unchecked Sendable {
         }
     }
 
-    /// Waits on the socket (one second at a time, to notice `stop`) and delivers notifications
-    /// until the connection fails.
+    /// Re-sent as the heartbeat: on a channel already listened to it changes nothing, costs one
+    /// round trip, and leaves the session showing what it is for in `pg_stat_activity`.
+    private var listenStatement: String { "LISTEN \(channel)" }
+
+    /// Waits on the socket (at most a second at a time, to notice `stop`), delivers notifications
+    /// and sends a heartbeat when one is due, until the connection fails or stops answering.
     private func listen(on connection: PostgresConnection) throws {
+        let clock = ContinuousClock()
+        var nextHeartbeat = clock.now + heartbeatInterval
         while !isStopped {
-            let payloads = try connection.waitForNotifications(timeoutMilliseconds: 1000)
-            for payload in payloads { callbacks.onNotification(payload) }
+            let untilHeartbeat = max(.zero, min(.seconds(1), nextHeartbeat - clock.now))
+            deliver(try connection.waitForNotifications(timeoutMilliseconds: Self.milliseconds(untilHeartbeat)))
+            if clock.now >= nextHeartbeat {
+                deliver(try connection.roundTrip(listenStatement, timeout: heartbeatTimeout))
+                nextHeartbeat = clock.now + heartbeatInterval
+            }
         }
+    }
+
+    private func deliver(_ payloads: [String]) {
+        for payload in payloads { callbacks.onNotification(payload) }
+    }
+
+    static func milliseconds(_ duration: Duration) -> Int32 {
+        let (seconds, attoseconds) = duration.components
+        return Int32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000)
     }
 }
 
@@ -92,6 +123,42 @@ extension PostgresConnection {
                 throw PostgresError(.connectionFailed, "listener connection lost")
             }
         }
+        return Self.takeNotifications(handle)
+    }
+
+    /// Sends `sql` (no parameters, program text) and waits at most `timeout` for the server to
+    /// finish answering it, without ever blocking longer. Returns the notifications that arrived
+    /// meanwhile. Throws when the answer is late (the server or the network stalled), when the
+    /// statement fails, or when the connection is gone: the connection is then not reusable.
+    func roundTrip(_ sql: String, timeout: Duration) throws -> [String] {
+        guard let handle = rawHandle, PQstatus(handle) == CONNECTION_OK, PQsendQuery(handle, sql) == 1 else {
+            throw PostgresError(.connectionFailed, "listener connection lost")
+        }
+        let clock = ContinuousClock()
+        let deadline = clock.now + timeout
+        var failed = false
+        while true {
+            guard PQconsumeInput(handle) == 1 else { throw PostgresError(.connectionFailed, "listener connection lost") }
+            while PQisBusy(handle) == 0 {
+                guard let result = PQgetResult(handle) else {
+                    // The whole answer is in.
+                    if failed { throw PostgresError(.queryFailed, "the listener's statement failed") }
+                    return Self.takeNotifications(handle)
+                }
+                let status = PQresultStatus(result)
+                failed = failed || (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK)
+                PQclear(result)
+            }
+            let left = deadline - clock.now
+            guard left > .zero else { throw PostgresError(.connectionFailed, "no answer on the listener connection within \(timeout)") }
+            var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
+            if poll(&descriptor, 1, max(1, PostgresListener.milliseconds(left))) < 0 && errno != EINTR {
+                throw PostgresError(.connectionFailed, "poll failed on the listener connection")
+            }
+        }
+    }
+
+    private static func takeNotifications(_ handle: OpaquePointer) -> [String] {
         var payloads: [String] = []
         while let notification = PQnotifies(handle) {
             payloads.append(String(cString: notification.pointee.extra))

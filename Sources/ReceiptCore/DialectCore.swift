@@ -76,7 +76,8 @@ public protocol DialectCore: Sendable {
     /// A subscription this client may see, or nil.
     func subscription(store: StoreID, originalTransactionID: String, client: ClientInfo) async throws -> SubscriptionState?
     /// Checks a client id and secret presented directly (an OAuth client-credentials grant), in
-    /// constant time; nil for an unknown, disabled or wrong one.
+    /// constant time; nil for an unknown, disabled or wrong one. The answer carries the client's
+    /// `version`, for whatever is issued on the strength of this check (`TokenRequest.clientVersion`).
     func authenticateClient(id: String, secret: String) async throws -> ClientInfo?
     /// The enabled client that registered this bundle id or package name (app-SDK routes).
     func client(forAppIdentifier identifier: String, store: StoreID) async throws -> ClientInfo?

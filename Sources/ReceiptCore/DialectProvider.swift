@@ -9,15 +9,20 @@ public struct ClientInfo: Sendable, Equatable {
     public var environments: Set<StoreEnvironment>
     /// Plugins' own settings, by name (`hiveaxyl.app_ids`, `google.acknowledge`...). Never secrets.
     public var settings: [String: [String]]
+    /// The version the client's record had when these credentials were checked, where the core
+    /// knows it (a directly presented secret): something issued on the strength of that check
+    /// passes it on (`TokenRequest.clientVersion`), so a rotation or disable in between refuses it.
+    public var version: Int64?
 
     public init(clientID: String, gameID: Int64?, bundleIDs: [String] = [], packageNames: [String] = [],
-                environments: Set<StoreEnvironment> = [.production], settings: [String: [String]] = [:]) {
+                environments: Set<StoreEnvironment> = [.production], settings: [String: [String]] = [:], version: Int64? = nil) {
         self.clientID = clientID
         self.gameID = gameID
         self.bundleIDs = bundleIDs
         self.packageNames = packageNames
         self.environments = environments
         self.settings = settings
+        self.version = version
     }
 
     /// A single-valued setting.

@@ -52,14 +52,30 @@ public struct TokenRequest: Sendable {
     public var accountID: String?
     public var lifetime: Duration
     public var payload: String?
+    /// The client's version when its credentials were checked (`ClientInfo.version`). When set,
+    /// the token is stored only if the client is still enabled at exactly this version, decided
+    /// in the same step as the insert; otherwise `issue` throws `ClientChangedSinceAuthentication`.
+    /// Without it, a token asked for with a secret that is rotated meanwhile would be stored after
+    /// the rotation and outlive it.
+    public var clientVersion: Int64?
 
-    public init(kind: String, clientID: String, accountID: String? = nil, lifetime: Duration, payload: String? = nil) {
+    public init(kind: String, clientID: String, accountID: String? = nil, lifetime: Duration, payload: String? = nil,
+                clientVersion: Int64? = nil) {
         self.kind = kind
         self.clientID = clientID
         self.accountID = accountID
         self.lifetime = lifetime
         self.payload = payload
+        self.clientVersion = clientVersion
     }
+}
+
+/// The client was rotated, disabled or otherwise changed after its credentials were checked:
+/// nothing was issued. Answer it as the credentials being wrong.
+public struct ClientChangedSinceAuthentication: Error, CustomStringConvertible {
+    public let clientID: String
+    public init(clientID: String) { self.clientID = clientID }
+    public var description: String { "client \(clientID) changed since it authenticated" }
 }
 
 /// Opaque tokens with expiry and revocation, valid across processes. A client's tokens stop

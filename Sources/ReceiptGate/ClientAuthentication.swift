@@ -59,7 +59,8 @@ public struct ClientAuthentication: Sendable {
         "v2\n\(clientID)\n\(timestamp)\n\(method.uppercased())\n\(target)\n\(SHA256.hex(body))"
     }
 
-    /// From the cache when there is one (invalidated at once on rotation), else from Postgres.
+    /// From the cache when there is one (invalidated on rotation by notification, and short-lived
+    /// in case one is missed), else from Postgres.
     private func clientAndSecret(_ clientID: String) async throws -> (Client, String)? {
         guard let cache else { return try await clients.secret(for: clientID) }
         return try await cache.entry(for: clientID).map { ($0.client, $0.secret) }

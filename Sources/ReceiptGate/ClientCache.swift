@@ -1,5 +1,6 @@
 import Foundation
 import Postgres
+import ReceiptCore
 
 /// Enabled clients with their opened secrets, kept in memory so that authenticating a request
 /// costs no database round trip and no AES-GCM open.
@@ -7,30 +8,49 @@ import Postgres
 /// Every change to a client row notifies `receiptgate_clients` at commit (migration 12), from any
 /// process, the CLI included; the listener drops that client here as soon as the notification
 /// arrives. The cache is trusted only while the listener is connected: from the moment the
-/// connection is lost until `LISTEN` is in place again, nothing is served from memory and
-/// everything is read from the database. Notifications are asynchronous (typically well under a
-/// millisecond), so the write path does not rely on them alone: a verification's statement checks
-/// the version the client had when it was cached (`ClientRepository.isCurrent`, `RecordBatcher`).
+/// connection is lost (or stops answering its heartbeat) until `LISTEN` is in place again, nothing
+/// is served from memory and everything is read from the database; what was cached before is
+/// dropped, since notifications sent meanwhile are gone. Notifications are asynchronous (typically
+/// well under a millisecond), so the write path does not rely on them alone: a verification's
+/// statement checks the version the client had when it was cached (`ClientRepository.isCurrent`,
+/// `RecordBatcher`).
+///
+/// Entries also expire `lifetime` after they were read, whatever the listener says: a listener
+/// that stalls before its heartbeat notices, or a notification lost some other way, cannot keep a
+/// disabled client or a rotated secret working longer than that.
 final class ClientCache: @unchecked Sendable {
     static let channel = "receiptgate_clients"
     /// Enough for every tenant of a large deployment; past it the cache starts over.
     static let capacity = 10_000
 
+    private struct Entry {
+        let client: AuthenticatedClient
+        let expires: ContinuousClock.Instant
+    }
+
     private let repository: ClientRepository
+    private let lifetime: Duration
+    private let logger: Logger?
+    private let clock = ContinuousClock()
     private let lock = NSLock()  // guards every field below
-    private var entries: [String: AuthenticatedClient] = [:]
+    private var entries: [String: Entry] = [:]
     /// Only while the listener is connected.
     private var live = false
+    private var stopped = false
     /// Bumped by every invalidation, so a read that raced one is not cached afterwards.
     private var generation: UInt64 = 0
     private var listener: PostgresListener?
 
-    init(repository: ClientRepository) {
+    /// A zero `lifetime` keeps nothing: every lookup reads the database.
+    init(repository: ClientRepository, lifetime: Duration = .seconds(5), logger: Logger? = nil) {
         self.repository = repository
+        self.lifetime = lifetime
+        self.logger = logger
     }
 
     /// Starts listening; until the listener is connected every lookup reads the database.
     func start(connectionString: String) {
+        guard lifetime > .zero else { return }
         let listener = PostgresListener(connectionString: connectionString, channel: Self.channel, callbacks: .init(
             onListening: { [weak self] in self?.reset(live: true) },
             onLost: { [weak self] in self?.reset(live: false) },
@@ -41,6 +61,7 @@ final class ClientCache: @unchecked Sendable {
 
     func stop() {
         let listener = lock.withLock { () -> PostgresListener? in
+            stopped = true
             live = false
             entries.removeAll()
             return self.listener
@@ -48,16 +69,18 @@ final class ClientCache: @unchecked Sendable {
         listener?.stop()
     }
 
-    /// The enabled client with its secret and version, from memory when trusted; nil for an
-    /// unknown or disabled client (those are never cached).
+    /// The enabled client with its secret and version, from memory when trusted and fresh; nil for
+    /// an unknown or disabled client (those are never cached).
     func entry(for clientID: String) async throws -> AuthenticatedClient? {
+        let now = clock.now
         let (cached, seenGeneration) = lock.withLock { (entries[clientID], generation) }
-        if let cached { return cached }
+        if let cached, cached.expires > now { return cached.client }
         guard let fresh = try await repository.authenticationEntry(for: clientID) else { return nil }
         lock.withLock {
             guard live, generation == seenGeneration else { return }
             if entries.count >= Self.capacity { entries.removeAll() }
-            entries[clientID] = fresh
+            // Counted from before the read: the row may have changed since it was taken.
+            entries[clientID] = Entry(client: fresh, expires: now + lifetime)
         }
         return fresh
     }
@@ -71,10 +94,15 @@ final class ClientCache: @unchecked Sendable {
     }
 
     private func reset(live: Bool) {
-        lock.withLock {
+        let (wasLive, isStopped) = lock.withLock { () -> (Bool, Bool) in
+            let wasLive = self.live
             generation &+= 1
             entries.removeAll()
-            self.live = live
+            self.live = live && !stopped
+            return (wasLive, stopped)
+        }
+        if wasLive && !live && !isStopped {
+            logger?.warning("client cache listener lost; clients are read from the database until it is back")
         }
     }
 

@@ -67,9 +67,13 @@ struct Core: DialectCore {
 
     func authenticateClient(id: String, secret: String) async throws -> ClientInfo? {
         guard id.utf8.count <= 64, secret.utf8.count <= 256 else { return nil }
-        let found = if let cache { try await cache.entry(for: id).map { ($0.client, $0.secret) } } else { try await clients.secret(for: id) }
-        guard let (client, expected) = found else { return nil }
-        return ConstantTime.equals(Data(secret.utf8), Data(expected.utf8)) ? client.info : nil
+        // With the version the secret belonged to, so that what is issued on the strength of it
+        // can be refused if the client is rotated or disabled in between (TokenRequest.clientVersion).
+        let found = if let cache { try await cache.entry(for: id) } else { try await clients.authenticationEntry(for: id) }
+        guard let found, ConstantTime.equals(Data(secret.utf8), Data(found.secret.utf8)) else { return nil }
+        var info = found.client.info
+        info.version = found.version
+        return info
     }
 
     func client(forAppIdentifier identifier: String, store: StoreID) async throws -> ClientInfo? {

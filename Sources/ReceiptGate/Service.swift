@@ -66,7 +66,7 @@ public final class Service: @unchecked Sendable {
         let rateLimiter = RateLimiter(shared: repositories.rateLimits, overrides: configuration.rateLimits, logger: logger)
         // Throughput (issue 13): clients authenticated from memory, invalidated by LISTEN/NOTIFY;
         // verifications without effects share commits.
-        let clientCache = ClientCache(repository: repositories.clients)
+        let clientCache = ClientCache(repository: repositories.clients, lifetime: .seconds(configuration.clientCacheSeconds), logger: logger)
         clientCache.start(connectionString: database.pool.connectionString)
         self.clientCache = clientCache
         var pipeline = VerifyPipeline(stores: stores, transactions: repositories.transactions, clients: repositories.clients, logger: logger)

@@ -20,6 +20,10 @@ public struct ServiceConfiguration: Sendable {
     public var maxConnections = 1024
     public var requestReceiveTimeoutSeconds = 30
     public var shutdownGraceSeconds = 10
+    /// How long an authenticated client may be served from memory before its row is read again,
+    /// notification or not (`RECEIPTGATE_CLIENT_CACHE_SECONDS`; 0 reads the row every time): the
+    /// most a disabled client or a rotated secret can go on working if a notification is missed.
+    public var clientCacheSeconds = 5
     public var openAPIPath: String?
     /// Bearer token of the /admin API; unset, the admin API is off.
     public var adminToken: String?
@@ -83,6 +87,7 @@ public struct ServiceConfiguration: Sendable {
         if let count = try integer("RECEIPTGATE_MAX_CONNECTIONS", in: 1...100_000) { configuration.maxConnections = count }
         if let seconds = try integer("RECEIPTGATE_REQUEST_RECEIVE_TIMEOUT_SECONDS", in: 1...600) { configuration.requestReceiveTimeoutSeconds = seconds }
         if let seconds = try integer("RECEIPTGATE_SHUTDOWN_GRACE_SECONDS", in: 0...600) { configuration.shutdownGraceSeconds = seconds }
+        if let seconds = try integer("RECEIPTGATE_CLIENT_CACHE_SECONDS", in: 0...300) { configuration.clientCacheSeconds = seconds }
         configuration.openAPIPath = value("RECEIPTGATE_OPENAPI_PATH")
         if let token = value("RECEIPTGATE_ADMIN_TOKEN") {
             guard token.count >= 24 else {

@@ -17,12 +17,17 @@ public final class FakeCore: DialectCore, @unchecked Sendable {
     public var clients: [ClientInfo] = []
     public var orders: [String: StoreOrder] = [:]
     public var stores: Set<StoreID> = [.appStore]
-    public let memoryTokens = MemoryTokenStore()
+    public let clientVersions: MemoryClientVersions
+    public let memoryTokens: MemoryTokenStore
     public let memoryAccounts = MemoryAccountStore()
     public let memoryReplay = MemoryReplayGuard()
     private var rateHits: [String: Int] = [:]
 
-    public init() {}
+    public init() {
+        let versions = MemoryClientVersions()
+        clientVersions = versions
+        memoryTokens = MemoryTokenStore(clientVersions: versions)
+    }
 
     public func add(evidence: String, proves purchase: VerifiedPurchase) { lock.withLock { self.evidence[evidence] = purchase } }
     public func add(evidence: String, refusedWith error: StoreVerificationError) { lock.withLock { refusals[evidence] = error } }
@@ -112,8 +117,33 @@ public final class FakeCore: DialectCore, @unchecked Sendable {
     /// Client secrets the fake accepts, by client id.
     public var clientSecrets: [String: String] = [:]
 
+    /// Runs after a secret was accepted and before anything is issued on its strength: lets a
+    /// test change the client in that gap, which real traffic hits only by chance.
+    public var afterAuthentication: (@Sendable (String) -> Void)?
+
     public func authenticateClient(id: String, secret: String) async throws -> ClientInfo? {
-        lock.withLock { clientSecrets[id] == secret ? clients.first { $0.clientID == id } : nil }
+        let found = lock.withLock { () -> (ClientInfo, (@Sendable (String) -> Void)?)? in
+            guard clientSecrets[id] == secret, var info = clients.first(where: { $0.clientID == id }),
+                  let version = clientVersions.current(id) else { return nil }
+            info.version = version
+            return (info, afterAuthentication)
+        }
+        guard let (info, hook) = found else { return nil }
+        hook?(id)
+        return info
+    }
+
+    /// A new secret, as `client rotate-secret` does: the old one stops working, and so does what
+    /// was authenticated with it but not yet issued.
+    public func rotateSecret(of clientID: String, to secret: String) {
+        lock.withLock { clientSecrets[clientID] = secret }
+        clientVersions.change(clientID)
+    }
+
+    /// As `client disable` does: refused from now on.
+    public func disable(_ clientID: String) {
+        lock.withLock { clients.removeAll { $0.clientID == clientID } }
+        clientVersions.change(clientID, disable: true)
     }
 
     public func client(forAppIdentifier identifier: String, store: StoreID) async throws -> ClientInfo? {

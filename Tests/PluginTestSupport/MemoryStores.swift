@@ -8,14 +8,23 @@ public final class MemoryTokenStore: TokenStore, @unchecked Sendable {
     private let lock = NSLock()
     private var entries: [String: Entry] = [:]
     private var counter = 0
+    private let clientVersions: MemoryClientVersions
 
-    public init() {}
+    public init(clientVersions: MemoryClientVersions = MemoryClientVersions()) {
+        self.clientVersions = clientVersions
+    }
 
     /// How many tokens exist, and that none is kept in plain text.
     public var storedDigests: [String] { lock.withLock { Array(entries.keys) } }
 
     public func issue(_ request: TokenRequest) async throws -> IssuedToken {
-        lock.withLock { issueLocked(request, family: UUID().uuidString) }
+        try lock.withLock {
+            // As in Postgres: stored only while the client is enabled at the version that authenticated.
+            if let version = request.clientVersion, clientVersions.current(request.clientID) != version {
+                throw ClientChangedSinceAuthentication(clientID: request.clientID)
+            }
+            return issueLocked(request, family: UUID().uuidString)
+        }
     }
 
     private func issueLocked(_ request: TokenRequest, family: String) -> IssuedToken {
@@ -69,6 +78,28 @@ public final class MemoryTokenStore: TokenStore, @unchecked Sendable {
 
     /// Not cryptographic; what matters here is that the token itself is not the key.
     static func digest(_ token: String) -> String { String(token.reversed()) + "#" }
+}
+
+/// Each client's version as the fake core keeps it, like the `version` of a client row: moved on
+/// by a rotation or disable, and checked by the token store against `TokenRequest.clientVersion`.
+public final class MemoryClientVersions: @unchecked Sendable {
+    private let lock = NSLock()
+    private var versions: [String: Int64] = [:]
+    private var disabled: Set<String> = []
+
+    public init() {}
+
+    /// Nil once the client is disabled; a client never changed is at version 1.
+    public func current(_ clientID: String) -> Int64? {
+        lock.withLock { disabled.contains(clientID) ? nil : versions[clientID, default: 1] }
+    }
+
+    public func change(_ clientID: String, disable: Bool = false) {
+        lock.withLock {
+            versions[clientID, default: 1] += 1
+            if disable { disabled.insert(clientID) }
+        }
+    }
 }
 
 /// `AccountStore` in memory; links made through a record scope arrive only when it commits.

@@ -14,6 +14,7 @@ import TestSupport
         #expect(configuration.dataDirectory.lastPathComponent == ".receiptgate")
         #expect(configuration.masterKey == nil)
         #expect(configuration.logLevel == .info)
+        #expect(configuration.clientCacheSeconds == 5)
     }
 
     @Test func valuesAreRead() throws {
@@ -21,7 +22,7 @@ import TestSupport
         let configuration = try ServiceConfiguration.fromEnvironment([
             "RECEIPTGATE_HOST": "0.0.0.0", "RECEIPTGATE_PORT": "9090", "DATABASE_URL": "postgresql://db/rg",
             "RECEIPTGATE_DATA_DIR": "/var/lib/rg", "RECEIPTGATE_MASTER_KEY": key.base64EncodedString(),
-            "RECEIPTGATE_LOG_LEVEL": "DEBUG", "RECEIPTGATE_DB_POOL_SIZE": "3",
+            "RECEIPTGATE_LOG_LEVEL": "DEBUG", "RECEIPTGATE_DB_POOL_SIZE": "3", "RECEIPTGATE_CLIENT_CACHE_SECONDS": "0",
         ])
         #expect(configuration.host == "0.0.0.0")
         #expect(configuration.port == 9090)
@@ -30,12 +31,14 @@ import TestSupport
         #expect(configuration.masterKey == key)
         #expect(configuration.logLevel == .debug)
         #expect(configuration.databasePoolSize == 3)
+        #expect(configuration.clientCacheSeconds == 0)
     }
 
     @Test(arguments: [
         ("RECEIPTGATE_PORT", "eighty"), ("RECEIPTGATE_PORT", "70000"), ("RECEIPTGATE_HOST", "my host"),
         ("RECEIPTGATE_MASTER_KEY", "c2hvcnQ="), ("RECEIPTGATE_MASTER_KEY", "not base64!"),
         ("RECEIPTGATE_LOG_LEVEL", "loud"), ("RECEIPTGATE_DB_POOL_SIZE", "0"), ("RECEIPTGATE_MAX_BODY_BYTES", "12"),
+        ("RECEIPTGATE_CLIENT_CACHE_SECONDS", "-1"), ("RECEIPTGATE_CLIENT_CACHE_SECONDS", "301"),
     ])
     func badValuesNameTheVariable(variable: String, value: String) {
         do {

@@ -64,12 +64,31 @@ struct TokenRepository: TokenStore {
     private static func issue(_ request: TokenRequest, family: String, on connection: PostgresConnection) throws -> IssuedToken {
         let token = "rgt_" + Base64.urlEncode(SecureRandom.bytes(32))
         let seconds = Double(request.lifetime.components.seconds) + Double(request.lifetime.components.attoseconds) / 1e18
-        let rows = try connection.query("""
-            INSERT INTO tokens AS t (token_sha256, kind, client_id, account_id, family, payload, expires_at)
-            VALUES (\(digest(token)), \(request.kind), \(request.clientID), \(request.accountID), \(family), \(request.payload),
-                    clock_timestamp() + make_interval(secs => \(seconds)))
-            RETURNING \(unescaped: columns)
-            """)
+        let values: PostgresQuery = """
+            \(digest(token)), \(request.kind), \(request.clientID), \(request.accountID), \(family), \(request.payload),
+            clock_timestamp() + make_interval(secs => \(seconds))
+            """
+        let rows: [PostgresRow]
+        if let version = request.clientVersion {
+            // One statement: the row is stored only while the client is enabled at the version that
+            // authenticated. FOR SHARE waits for a rotation or disable still being committed and then
+            // re-reads the row (so its new version excludes it); without the lock, the token would be
+            // stored after the rotation's timestamp and stay valid past it.
+            rows = try connection.query("""
+                INSERT INTO tokens AS t (token_sha256, kind, client_id, account_id, family, payload, expires_at)
+                SELECT \(values) FROM clients c
+                WHERE c.id = \(request.clientID) AND c.version = \(version) AND c.disabled_at IS NULL
+                FOR SHARE OF c
+                RETURNING \(unescaped: columns)
+                """)
+            guard !rows.isEmpty else { throw ClientChangedSinceAuthentication(clientID: request.clientID) }
+        } else {
+            rows = try connection.query("""
+                INSERT INTO tokens AS t (token_sha256, kind, client_id, account_id, family, payload, expires_at)
+                VALUES (\(values))
+                RETURNING \(unescaped: columns)
+                """)
+        }
         guard let row = rows.first else { throw PostgresError(.queryFailed, "token insert returned no row") }
         return IssuedToken(token: token, stored: try decode(row))
     }
