@@ -32,6 +32,10 @@ public struct AccountLink: DialectProvider {
         /// Mails one account can cause, and mails one address can receive: a purchase cannot make
         /// the service mail without bound, nor flood one inbox.
         public static let mailPerAccount = RateLimitPolicy(name: "accountlink.mail.account", key: .handler, limit: 3, window: .seconds(3600), shared: true)
+        /// Bare transaction ids an account may have looked up with Apple: each costs the service's
+        /// App Store Server API quota before anything else can refuse it.
+        public static let lookupsPerAccount = RateLimitPolicy(name: "accountlink.lookup.account", key: .handler, limit: 20, window: .seconds(3600),
+                                                              shared: true)
         public static let mailPerRecipient = RateLimitPolicy(name: "accountlink.mail.recipient", key: .handler, limit: 3, window: .seconds(3600), shared: true)
     }
 

@@ -55,43 +55,40 @@ struct AccountPages: Sendable {
         do {
             // Hashed before the link is spent, so a failure here leaves the link usable.
             let hash = try password.map { try Scrypt.hashPassword($0) }
-            guard let stored = try await core.tokens.consume(token, kind: page.kind), let link = MailLink.decode(stored.payload),
-                  let client = try await core.client(id: stored.clientID),
-                  stored.accountID == link.account, let account = try await core.accounts.account(id: link.account),
-                  account.scope == client.scope else {
+            // Read first, spent only once it will act: a link that waits for an approval stays usable.
+            guard let stored = try await core.tokens.resolve(token, kind: page.kind), let link = MailLink.decode(stored.payload),
+                  stored.accountID == link.account, let client = try await core.client(id: stored.clientID),
+                  let account = try await core.accounts.account(id: link.account), account.scope == client.scope else {
                 return answer(400, "INVALID_LINK", "this link is unknown, expired or already used")
             }
-            guard var change = Self.change(page, link: link, account: account) else {
+            var change: AccountChange, done: String
+            switch Self.use(page, link: link, account: account) {
+            case .invalid:
                 return answer(400, "INVALID_LINK", "this link no longer fits the account (a newer request replaced it, or its address changed)")
+            case .waiting(let message):
+                return answer(409, "APPROVAL_PENDING", message)
+            case .apply(let applied, let message):
+                (change, done) = (applied, message)
+            }
+            if change.emailVerified == true, let address = change.email ?? account.email,
+               let holder = try await core.accounts.account(email: address, scope: client.scope), holder.emailVerified, holder.id != account.id {
+                // Another account of this game already holds the address confirmed.
+                guard page == .resetPassword else { return answer(409, "EMAIL_TAKEN", "this address is confirmed for another account") }
+                change.emailVerified = nil
             }
             change.passwordHash = hash
+            change.expected = account
+            guard try await core.tokens.consume(token, kind: page.kind) != nil else {
+                return answer(400, "INVALID_LINK", "this link is unknown, expired or already used")
+            }
             guard let updated = try await core.accounts.update(account.id, change) else {
-                return answer(400, "INVALID_LINK", "the account of this link no longer exists")
+                return answer(400, "INVALID_LINK", "the account changed since this link was read; ask for a new one")
             }
             context.logger.info("account link used", ["account.id": updated.id, "kind": page.kind])
-            let done = page == .confirmEmail ? "Your e-mail address is confirmed." : "Your password is set."
             return answer(200, "ok", "\(done) Sign in as \(updated.email ?? updated.username).", username: updated.username)
         } catch {
             context.logger.error("account page failed", ["error": "\(error)"])
             return answer(503, "VERIFIER_ERROR", "please try again")
-        }
-    }
-
-    /// What using a link does to its account, or nil when the account is no longer in the state
-    /// the link was issued for. A confirmation works only for the account's one pending address,
-    /// and replaces a confirmed address only when it was sent to that address; a first password
-    /// works only while the account still has the address it was sent to.
-    static func change(_ page: Page, link: MailLink, account: AccountRecord) -> AccountChange? {
-        let sentTo = link.sent_to.lowercased(), email = link.email.lowercased()
-        switch page {
-        case .confirmEmail:
-            guard account.pendingEmail?.lowercased() == email else { return nil }
-            if account.emailVerified, let confirmed = account.email?.lowercased(), confirmed != email, confirmed != sentTo { return nil }
-            return AccountChange(email: link.email, emailVerified: true, pendingEmail: .some(nil))
-        case .resetPassword:
-            guard account.email?.lowercased() == sentTo else { return nil }
-            // Using the link proves the mailbox.
-            return AccountChange(emailVerified: true)
         }
     }
 

@@ -5,7 +5,7 @@ extension IAPHandler {
     /// revoked one; else answer the account the purchase is linked to, or link it to the caller's
     /// account, or create one (the links' primary key decides under concurrency). A bare
     /// transaction id only ever ends on the caller's own account.
-    static func decider(key: PurchaseKey, tokenAccount: AccountRecord?, bareID: Bool, mail: Mail?, client: ClientInfo,
+    static func decider(key: PurchaseKey, tokenAccount: AccountRecord?, bareID: Bool, mails: [Mail], client: ClientInfo,
                         draft: AccountDraft) -> @Sendable (VerificationOutcome, any RecordScope) throws -> Decision {
         { outcome, scope in
             if bareID, tokenAccount == nil { throw notOwner("a bare transaction id needs the access token of its account") }
@@ -16,17 +16,17 @@ extension IAPHandler {
             if let linked = try scope.linkedAccount(key) {
                 // Linked meanwhile to someone else: a bare id still proves nothing about it.
                 if bareID, linked.id != tokenAccount?.id { throw notOwner("the purchase belongs to another account") }
-                return .linked(account: linked, created: false, mailed: try send(mail, to: linked, client: client, scope: scope))
+                return .linked(account: linked, created: false, mailed: try send(mails, to: linked, client: client, scope: scope))
             }
             if let tokenAccount {
                 let winner = try scope.linkPurchase(key, to: tokenAccount.id)
                 if bareID, winner != tokenAccount.id { throw notOwner("the purchase belongs to another account") }
                 let account = winner == tokenAccount.id ? tokenAccount : try scope.linkedAccount(key) ?? tokenAccount
-                return .linked(account: account, created: false, mailed: try send(mail, to: account, client: client, scope: scope))
+                return .linked(account: account, created: false, mailed: try send(mails, to: account, client: client, scope: scope))
             }
             let created = try scope.createAccount(draft)
             guard try scope.linkPurchase(key, to: created.id) == created.id else { throw LostTheRace() }
-            return .linked(account: created, created: true, mailed: try send(mail, to: created, client: client, scope: scope))
+            return .linked(account: created, created: true, mailed: try send(mails, to: created, client: client, scope: scope))
         }
     }
 }

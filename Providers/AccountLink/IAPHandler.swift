@@ -74,9 +74,12 @@ struct IAPHandler: Sendable {
         }
         let bearer = try await caller(request.headers["authorization"], client: client)
         let bareID = iap.evidenceKind == .transactionID
-        if bareID, bearer == nil {
-            throw Self.notOwner("a bare 'apple.transaction_id' proves nothing about who is calling: send it with the access token of the account "
-                                + "whose app_account_token the purchase carries, or send the signed transaction or the app receipt")
+        if bareID {
+            guard let bearer else {
+                throw Self.notOwner("a bare 'apple.transaction_id' proves nothing about who is calling: send it with the access token of the account "
+                                    + "whose app_account_token the purchase carries, or send the signed transaction or the app receipt")
+            }
+            try await core.checkRateLimit(AccountLink.Limits.lookupsPerAccount, key: bearer.account.id)
         }
         // Recorded for fraud review: who called, from where, with what.
         context.logger.info("iap call", ["client.id": client.clientID, "caller.address": context.callerAddress ?? "unknown",
@@ -102,11 +105,11 @@ struct IAPHandler: Sendable {
             throw Self.notOwner("the purchase belongs to another account; only its receipt can sign in to it")
         }
         let newAccountID = "acc_" + Hex.encode(SecureRandom.bytes(12))
-        let mail = try await plannedMail(iap.email, for: linkedBefore ?? bearer?.account, newAccountID: newAccountID, client: client)
+        let mails = try await plannedMails(iap.email, for: linkedBefore ?? bearer?.account, newAccountID: newAccountID, client: client, context: context)
         let generatedHash = linkedBefore == nil && bearer == nil ? try Scrypt.hashPassword(Base64.urlEncode(SecureRandom.bytes(24))) : nil
 
         let tokenAccount = bearer?.account
-        let decide = Self.decider(key: key, tokenAccount: tokenAccount, bareID: bareID, mail: mail, client: client,
+        let decide = Self.decider(key: key, tokenAccount: tokenAccount, bareID: bareID, mails: mails, client: client,
                                   draft: AccountDraft(id: newAccountID, client: client, username: Self.generatedUsername(), email: iap.email,
                                                       passwordHash: generatedHash, attribution: iap.attribution))
         let decision: Decision

@@ -165,6 +165,10 @@ struct IAPRequest: Sendable {
             guard let encoded = try? JSONSerialization.data(withJSONObject: aflyr, options: [.sortedKeys]), encoded.count <= 8_192 else {
                 return .failure(Problem(.invalidField, "field 'aflyr' is larger than 8 KiB"))
             }
+            // Postgres's jsonb cannot hold a NUL character: refused here, as the caller's mistake.
+            guard !String(decoding: encoded, as: UTF8.self).contains("\\u0000") else {
+                return .failure(Problem(.invalidField, "field 'aflyr' must not contain a NUL character"))
+            }
             attribution = encoded
         }
         return .success(IAPRequest(headers: headers, store: store, appIdentifier: appIdentifier, evidence: evidence, evidenceKind: evidenceKind,

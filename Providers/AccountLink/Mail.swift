@@ -29,6 +29,9 @@ struct Mail: Sendable {
     let link: MailLink
     let token: String
     let issuer: String
+    /// The account's address is confirmed: this mail is one of two, the approval at that address
+    /// and the confirmation at the new one, and the change needs both.
+    let needsApproval: Bool
 
     var to: String { link.sent_to }
     /// Sent to the confirmed address to approve a change to another one.
@@ -50,6 +53,9 @@ struct Mail: Sendable {
         } else if approvesChange {
             "Someone signed in with a purchase of your account and asked to change its e-mail address to \(link.email). "
                 + "Only if that was you, approve it (and set a new password if you like) here"
+        } else if needsApproval {
+            "Confirm this e-mail address for your account here. The change also needs the approval mailed to the account's "
+                + "current address; this link works once that is given"
         } else {
             "Confirm this e-mail address for your account (and set a new password if you like) here"
         }

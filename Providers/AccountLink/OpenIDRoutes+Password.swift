@@ -13,10 +13,19 @@ extension OpenIDRoutes {
               let password = parameters["password"], !password.isEmpty, password.utf8.count <= 256 else {
             return Self.oauthError("invalid_request", "username and password are required")
         }
+        // Names are printable ASCII (generated usernames, addresses this dialect accepted): one
+        // spelling, one counter, compared the same way here and in Postgres.
+        guard username.utf8.allSatisfy({ (0x21...0x7e).contains($0) }) else {
+            return Self.oauthError("invalid_request", "username must be printable ASCII")
+        }
         guard let client = try await core.client(id: clientID) else { return Self.oauthError("invalid_client", "unknown client", status: 401) }
-        let limitKey = "\(client.scope)|\(username.lowercased())"
-        if let retryAfter = try await core.rateLimitRetryAfter(AccountLink.Limits.passwordFailuresPerName, key: limitKey) {
-            return Self.tooManyAttempts(retryAfter: retryAfter)
+        let limitKey = "\(client.scope)|\(String(decoding: username.utf8.map { (0x41...0x5a).contains($0) ? $0 + 32 : $0 }, as: UTF8.self))"
+        // Every attempt is counted before the password is checked, so a burst cannot slip past the
+        // limit; a success takes its count back.
+        do {
+            try await core.checkRateLimit(AccountLink.Limits.passwordFailuresPerName, key: limitKey)
+        } catch let refusal as RouteRefusal {
+            return Self.tooManyAttempts(retryAfter: refusal.retryAfter ?? Int(AccountLink.Limits.passwordFailuresPerName.window.components.seconds))
         }
         var account = try await core.accounts.account(username: username, scope: client.scope)
         if account == nil, username.contains("@"), let byEmail = try await core.accounts.account(email: username, scope: client.scope), byEmail.emailVerified {
@@ -26,13 +35,9 @@ extension OpenIDRoutes {
         let hash = account?.passwordHash ?? Self.dummyHash
         let matches = Scrypt.verifyPassword(password, hash: hash)
         guard let account, account.passwordHash != nil, matches else {
-            do {
-                try await core.checkRateLimit(AccountLink.Limits.passwordFailuresPerName, key: limitKey)
-            } catch let refusal as RouteRefusal {
-                return Self.tooManyAttempts(retryAfter: refusal.retryAfter ?? Int(AccountLink.Limits.passwordFailuresPerName.window.components.seconds))
-            }
             return Self.oauthError("invalid_grant", "wrong username or password")
         }
+        try await core.forgiveRateLimitHit(AccountLink.Limits.passwordFailuresPerName, key: limitKey)
         let pair = try await tokens.issue(account: account, clientID: client.clientID)
         return .json(TokenAnswer(access_token: pair.accessToken, expires_in: pair.expiresIn, refresh_token: pair.refreshToken,
                                  app_account_token: account.appAccountToken),

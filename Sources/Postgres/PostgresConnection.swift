@@ -104,16 +104,20 @@ public final class PostgresConnection {
 
     private func runPrepared(_ name: String, bindings: [String?]) throws -> [PostgresRow] {
         guard let handle else { throw PostgresError(.connectionFailed, "connection is closed") }
-        let result = Self.withParameters(bindings) { PQexecPrepared(handle, name, $0, $1, nil, nil, 0) }
+        let result = try Self.withParameters(bindings) { PQexecPrepared(handle, name, $0, $1, nil, nil, 0) }
         defer { PQclear(result) }
         try check(result)
         return Self.rows(of: result)
     }
 
     /// Text-format parameters as libpq takes them (count, C strings, NULL for SQL NULL), valid
-    /// only inside `body`.
+    /// only inside `body`. A NUL would end the C string early and bind a shorter value than the
+    /// caller checked (a name with a tail cut off), and Postgres text cannot hold one anyway.
     private static func withParameters(_ bindings: [String?],
-                                       _ body: (Int32, UnsafePointer<UnsafePointer<CChar>?>?) -> OpaquePointer?) -> OpaquePointer? {
+                                       _ body: (Int32, UnsafePointer<UnsafePointer<CChar>?>?) -> OpaquePointer?) throws -> OpaquePointer? {
+        if bindings.contains(where: { $0?.utf8.contains(0) == true }) {
+            throw PostgresError(.invalidParameter, "a bound text parameter contains a NUL character")
+        }
         let parameters = bindings.map { $0.map { strdup($0) } ?? nil }
         defer { parameters.forEach { free($0) } }
         let parameterPointers = parameters.map { $0.map { UnsafePointer($0) } }
@@ -134,7 +138,7 @@ public final class PostgresConnection {
 
     private func run(_ query: PostgresQuery) throws -> (rows: [PostgresRow], affected: Int) {
         guard let handle else { throw PostgresError(.connectionFailed, "connection is closed") }
-        let result = Self.withParameters(query.bindings) { PQexecParams(handle, query.sql, $0, nil, $1, nil, nil, 0) }
+        let result = try Self.withParameters(query.bindings) { PQexecParams(handle, query.sql, $0, nil, $1, nil, nil, 0) }
         defer { PQclear(result) }
         try check(result)
         return (Self.rows(of: result), Int(String(cString: PQcmdTuples(result))) ?? 0)

@@ -10,6 +10,8 @@ public struct PostgresError: Error, CustomStringConvertible, Sendable, Equatable
         public static let connectionFailed = Code(rawValue: "CONNECTION_FAILED")
         /// The server refused a statement (syntax, constraint, permission...).
         public static let queryFailed = Code(rawValue: "QUERY_FAILED")
+        /// A parameter Postgres cannot take as given (a NUL in text): the caller's input, not the database.
+        public static let invalidParameter = Code(rawValue: "INVALID_PARAMETER")
         /// A column held something the requested Swift type cannot represent.
         public static let decodingFailed = Code(rawValue: "DECODING_FAILED")
         /// The pool was shut down.

@@ -50,8 +50,8 @@ public protocol RecordScope {
     /// The account `key` is linked to, if any (read inside the transaction).
     func linkedAccount(_ key: PurchaseKey) throws -> AccountRecord?
     func createAccount(_ draft: AccountDraft) throws -> AccountRecord
-    /// Sets (or clears) the address an account's one pending confirmation is for; a link sent
-    /// for any other address stops working.
+    /// Sets (or clears) the address an account's one pending confirmation is for, not yet
+    /// approved; a link sent for any other address stops working.
     func setPendingEmail(_ email: String?, accountID: String) throws
 }
 
@@ -83,9 +83,9 @@ public protocol DialectCore: Sendable {
     func client(forAppIdentifier identifier: String, store: StoreID) async throws -> ClientInfo?
     /// Applies a rate limit from a handler (limits keyed by purchase). Throws `RouteRefusal`.
     func checkRateLimit(_ policy: RateLimitPolicy, key: String) async throws
-    /// Whether `key` has used up `policy` in the current window, without counting a hit: the
-    /// seconds until it may try again, or nil. For limits that count only failures.
-    func rateLimitRetryAfter(_ policy: RateLimitPolicy, key: String) async throws -> Int?
+    /// Takes back one hit `checkRateLimit` counted: a limit on failures counts every attempt
+    /// first (a burst cannot slip past it) and forgives those that succeeded.
+    func forgiveRateLimitHit(_ policy: RateLimitPolicy, key: String) async throws
 
     var tokens: any TokenStore { get }
     var accounts: any AccountStore { get }

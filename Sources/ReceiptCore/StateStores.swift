@@ -115,6 +115,9 @@ public struct AccountRecord: Sendable, Equatable {
     public var email: String?
     public var emailVerified: Bool
     public var pendingEmail: String?
+    /// The confirmed address approved the change to `pendingEmail` (an account with a confirmed
+    /// address changes it only with both that approval and the new address's confirmation).
+    public var pendingEmailApproved: Bool
     /// An opaque password hash (the dialect chooses the scheme), or nil.
     public var passwordHash: String?
     /// Attribution the app sent (JSON), kept for the game's marketing.
@@ -122,7 +125,7 @@ public struct AccountRecord: Sendable, Equatable {
     public var createdAt: Date
 
     public init(id: String, clientID: String, scope: String, username: String, appAccountToken: String, email: String?, emailVerified: Bool,
-                pendingEmail: String?, passwordHash: String?, attribution: Data?, createdAt: Date) {
+                pendingEmail: String?, pendingEmailApproved: Bool = false, passwordHash: String?, attribution: Data?, createdAt: Date) {
         self.id = id
         self.clientID = clientID
         self.scope = scope
@@ -131,6 +134,7 @@ public struct AccountRecord: Sendable, Equatable {
         self.email = email
         self.emailVerified = emailVerified
         self.pendingEmail = pendingEmail
+        self.pendingEmailApproved = pendingEmailApproved
         self.passwordHash = passwordHash
         self.attribution = attribution
         self.createdAt = createdAt
@@ -163,13 +167,21 @@ public struct AccountChange: Sendable {
     public var emailVerified: Bool?
     /// `.some(nil)` clears the pending address.
     public var pendingEmail: String??
+    public var pendingEmailApproved: Bool?
     public var passwordHash: String?
+    /// When set, the change applies only if the account's address fields (e-mail, confirmed,
+    /// pending, approved) are still what this record says: a decision made on a read is not
+    /// written over a change made meanwhile.
+    public var expected: AccountRecord?
 
-    public init(email: String? = nil, emailVerified: Bool? = nil, pendingEmail: String?? = nil, passwordHash: String? = nil) {
+    public init(email: String? = nil, emailVerified: Bool? = nil, pendingEmail: String?? = nil, pendingEmailApproved: Bool? = nil,
+                passwordHash: String? = nil, expected: AccountRecord? = nil) {
         self.email = email
         self.emailVerified = emailVerified
         self.pendingEmail = pendingEmail
+        self.pendingEmailApproved = pendingEmailApproved
         self.passwordHash = passwordHash
+        self.expected = expected
     }
 }
 

@@ -93,7 +93,7 @@ struct Core: DialectCore {
         try await rateLimiter.check(policy, key: key)
     }
 
-    func rateLimitRetryAfter(_ policy: RateLimitPolicy, key: String) async throws -> Int? {
-        try await rateLimiter.retryAfter(policy, key: key)
+    func forgiveRateLimitHit(_ policy: RateLimitPolicy, key: String) async throws {
+        try await rateLimiter.forgive(policy, key: key)
     }
 }

@@ -48,14 +48,16 @@ final class RateLimiter: Sendable {
         }
     }
 
-    /// The seconds to wait when `key` has used up the policy's window already, counting nothing.
-    func retryAfter(_ declared: RateLimitPolicy, key: String) async throws -> Int? {
-        guard let policy = effective(declared) else { return nil }
+    /// Takes back one hit: a limit on failures counts every attempt first (so a burst cannot
+    /// slip past it) and forgives the ones that succeeded.
+    func forgive(_ declared: RateLimitPolicy, key: String) async throws {
+        guard let policy = effective(declared) else { return }
         let (windowSeconds, boundedKey) = Self.window(policy, key: key)
-        let (hits, secondsLeft) = policy.shared
-            ? try await shared.peek(policy: policy.name, key: boundedKey, windowSeconds: windowSeconds)
-            : local.peek("\(policy.name)|\(boundedKey)", windowSeconds: windowSeconds)
-        return hits >= policy.limit ? secondsLeft : nil
+        if policy.shared {
+            try await shared.forgive(policy: policy.name, key: boundedKey, windowSeconds: windowSeconds)
+        } else {
+            local.forgive("\(policy.name)|\(boundedKey)", windowSeconds: windowSeconds)
+        }
     }
 
     private static func window(_ policy: RateLimitPolicy, key: String) -> (seconds: Int, key: String) {
@@ -104,11 +106,11 @@ final class LocalCounters: @unchecked Sendable {
         }
     }
 
-    func peek(_ key: String, windowSeconds: Int, now: Date = Date()) -> (hits: Int, secondsLeft: Int) {
-        let seconds = Int(now.timeIntervalSince1970)
-        let window = seconds / windowSeconds
-        let hits = lock.withLock { counters[key].map { $0.window == window ? $0.hits : 0 } ?? 0 }
-        return (hits, max(1, (window + 1) * windowSeconds - seconds))
+    func forgive(_ key: String, windowSeconds: Int, now: Date = Date()) {
+        let window = Int(now.timeIntervalSince1970) / windowSeconds
+        lock.withLock {
+            if let counter = counters[key], counter.window == window, counter.hits > 0 { counters[key] = (window, counter.hits - 1) }
+        }
     }
 
     var count: Int { lock.withLock { counters.count } }

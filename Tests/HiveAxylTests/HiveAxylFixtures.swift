@@ -118,7 +118,7 @@ final class SubscriptionLedgerCore: DialectCore, @unchecked Sendable {
         try await base.client(forAppIdentifier: identifier, store: store)
     }
     func checkRateLimit(_ policy: RateLimitPolicy, key: String) async throws { try await base.checkRateLimit(policy, key: key) }
-    func rateLimitRetryAfter(_ policy: RateLimitPolicy, key: String) async throws -> Int? { try await base.rateLimitRetryAfter(policy, key: key) }
+    func forgiveRateLimitHit(_ policy: RateLimitPolicy, key: String) async throws { try await base.forgiveRateLimitHit(policy, key: key) }
     var tokens: any TokenStore { base.tokens }
     var accounts: any AccountStore { base.accounts }
     var replayGuard: any ReplayGuard { base.replayGuard }

@@ -158,8 +158,8 @@ public final class FakeCore: DialectCore, @unchecked Sendable {
         if hits > policy.limit { throw RouteRefusal(code: .rateLimited, message: "rate limited", retryAfter: Int(policy.window.components.seconds)) }
     }
 
-    public func rateLimitRetryAfter(_ policy: RateLimitPolicy, key: String) async throws -> Int? {
-        lock.withLock { rateHits["\(policy.name)|\(key)", default: 0] >= policy.limit ? Int(policy.window.components.seconds) : nil }
+    public func forgiveRateLimitHit(_ policy: RateLimitPolicy, key: String) async throws {
+        lock.withLock { rateHits["\(policy.name)|\(key)"] = max(0, rateHits["\(policy.name)|\(key)", default: 0] - 1) }
     }
 
     /// Sets a recorded transaction's state, as a store notification would.

@@ -157,13 +157,25 @@ public final class MemoryAccountStore: AccountStore, @unchecked Sendable {
         }
     }
 
+    struct ConfirmedAddressTaken: Error {}
+
     public func update(_ accountID: String, _ change: AccountChange) async throws -> AccountRecord? {
-        lock.withLock {
+        try lock.withLock {
             guard var account = accounts[accountID] else { return nil }
+            if let expected = change.expected, (account.email, account.emailVerified, account.pendingEmail, account.pendingEmailApproved)
+                != (expected.email, expected.emailVerified, expected.pendingEmail, expected.pendingEmailApproved) {
+                return nil
+            }
             if let email = change.email { account.email = email }
             if let verified = change.emailVerified { account.emailVerified = verified }
             if let pending = change.pendingEmail { account.pendingEmail = pending }
+            if let approved = change.pendingEmailApproved { account.pendingEmailApproved = approved }
             if let hash = change.passwordHash { account.passwordHash = hash }
+            // One account per game holds a confirmed address, as Postgres's unique index says.
+            if account.emailVerified, let email = account.email?.lowercased(),
+               accounts.values.contains(where: { $0.id != accountID && $0.scope == account.scope && $0.emailVerified && $0.email?.lowercased() == email }) {
+                throw ConfirmedAddressTaken()
+            }
             accounts[accountID] = account
             return account
         }
@@ -176,7 +188,10 @@ public final class MemoryAccountStore: AccountStore, @unchecked Sendable {
         lock.withLock {
             for account in scope.createdAccounts { accounts[account.id] = account }
             for (key, accountID) in scope.newLinks where links[key] == nil { links[key] = accountID }
-            for (accountID, email) in scope.pendingEmails { accounts[accountID]?.pendingEmail = email }
+            for (accountID, email) in scope.pendingEmails {
+                accounts[accountID]?.pendingEmail = email
+                accounts[accountID]?.pendingEmailApproved = false
+            }
         }
     }
 

@@ -227,16 +227,20 @@ import TestSupport
         #expect(signIn.status == 200, "\(signIn.text)")
         let token = try #require(try signIn.json()["access_token"] as? String)
 
-        // (b): a new address for that account. Its address is confirmed, so the confirmed address
-        // approves the change: the mail goes there, not to the new one.
+        // (b): a new address for that account. Its address is confirmed, so that address approves
+        // the change and the new one confirms it: one mail to each, both links needed.
         let b = try await Self.iap(port, try Self.subscription(harness, "2000000000140002"), email: "ada@new.example.com", token: token)
         #expect(try b.json()["email_confirmation_required"] as? Bool == true)
-        let approval = try await mail(2)
-        #expect(try Binary.json(approval)["to"] as? [String] == ["ada@example.com"])
-        let confirm = try link(in: approval, path: "/account/confirm-email")
-        let confirmed = try await RawHTTP.request(port: port, method: "POST", path: "/account/confirm-email", headers: ["Content-Type": "application/json"],
-                                                  body: try JSONSerialization.data(withJSONObject: ["token": confirm]))
-        #expect(confirmed.status == 200)
+        _ = try await mail(3)
+        func mail(to recipient: String) throws -> String {
+            let line = try #require(sink.stdout.split(separator: "\n").map(String.init).last { (try? Binary.json($0)["to"] as? [String]) == [recipient] })
+            return try link(in: line, path: "/account/confirm-email")
+        }
+        for recipient in ["ada@example.com", "ada@new.example.com"] {
+            let confirmed = try await RawHTTP.request(port: port, method: "POST", path: "/account/confirm-email", headers: ["Content-Type": "application/json"],
+                                                      body: try JSONSerialization.data(withJSONObject: ["token": try mail(to: recipient)]))
+            #expect(confirmed.status == 200, "\(recipient): \(confirmed.text)")
+        }
         let info = try await Self.userinfo(port, token).json()
         #expect(info["email"] as? String == "ada@new.example.com")
         #expect(info["email_verified"] as? Bool == true)

@@ -39,14 +39,18 @@ struct AccountRepository: AccountStore {
     }
 
     func update(_ accountID: String, _ change: AccountChange) async throws -> AccountRecord? {
-        try await pool.query("""
+        let expected = change.expected
+        return try await pool.query("""
             UPDATE accounts SET
                 email = COALESCE(\(change.email), email),
                 email_verified = COALESCE(\(change.emailVerified), email_verified),
                 pending_email = CASE WHEN \(change.pendingEmail != nil) THEN \(change.pendingEmail ?? nil) ELSE pending_email END,
+                pending_email_approved = COALESCE(\(change.pendingEmailApproved), pending_email_approved),
                 password_hash = COALESCE(\(change.passwordHash), password_hash),
                 updated_at = now()
             WHERE id = \(accountID)
+              AND (NOT \(expected != nil) OR (email IS NOT DISTINCT FROM \(expected?.email) AND email_verified = \(expected?.emailVerified ?? false)
+                   AND pending_email IS NOT DISTINCT FROM \(expected?.pendingEmail) AND pending_email_approved = \(expected?.pendingEmailApproved ?? false)))
             RETURNING \(unescaped: Self.columns)
             """).first.map(Self.decode)
     }
@@ -91,13 +95,14 @@ struct AccountRepository: AccountStore {
     }
 
     static let columns = """
-        id, client_id, scope, username, app_account_token::text AS app_account_token, email, email_verified, pending_email, password_hash, attribution::text AS attribution, created_at
+        id, client_id, scope, username, app_account_token::text AS app_account_token, email, email_verified, pending_email, pending_email_approved, password_hash,
+        attribution::text AS attribution, created_at
         """
 
     static func decode(_ row: PostgresRow) throws -> AccountRecord {
         AccountRecord(id: try row.decode("id"), clientID: try row.decode("client_id"), scope: try row.decode("scope"),
                       username: try row.decode("username"), appAccountToken: try row.decode("app_account_token"), email: try row.decode("email"), emailVerified: try row.decode("email_verified"),
-                      pendingEmail: try row.decode("pending_email"), passwordHash: try row.decode("password_hash"),
+                      pendingEmail: try row.decode("pending_email"), pendingEmailApproved: try row.decode("pending_email_approved"), passwordHash: try row.decode("password_hash"),
                       attribution: try row.decode("attribution", as: String?.self).map { Data($0.utf8) }, createdAt: try row.decode("created_at"))
     }
 }
@@ -125,6 +130,8 @@ struct PostgresRecordScope: RecordScope {
     }
 
     func setPendingEmail(_ email: String?, accountID: String) throws {
-        try connection.execute("UPDATE accounts SET pending_email = \(email), updated_at = now() WHERE id = \(accountID)")
+        try connection.execute("""
+            UPDATE accounts SET pending_email = \(email), pending_email_approved = false, updated_at = now() WHERE id = \(accountID)
+            """)
     }
 }

@@ -243,9 +243,18 @@ public enum Schema {
             """),
         // Every account gets the UUID the app sets as the App Store's appAccountToken at purchase
         // time: a bare transaction id links to an account only when its purchase carries that UUID.
-        Migration(version: 13, name: "account_tokens", sql: """
+        // A confirmed address changes only with its own approval as well as the new one's.
+        // One account per game holds a confirmed address; where earlier rules let two confirm
+        // the same one, the oldest keeps it confirmed.
+        Migration(version: 13, name: "account_ownership", sql: """
             ALTER TABLE accounts ADD COLUMN app_account_token uuid NOT NULL DEFAULT gen_random_uuid();
             CREATE UNIQUE INDEX accounts_app_account_token ON accounts (app_account_token);
+            ALTER TABLE accounts ADD COLUMN pending_email_approved boolean NOT NULL DEFAULT false;
+            UPDATE accounts a SET email_verified = false
+            WHERE a.email_verified AND EXISTS (
+                SELECT 1 FROM accounts b WHERE b.scope = a.scope AND lower(b.email) = lower(a.email) AND b.email_verified
+                AND (b.created_at, b.id) < (a.created_at, a.id));
+            CREATE UNIQUE INDEX accounts_one_confirmed_email ON accounts (scope, lower(email)) WHERE email_verified;
             """),
     ]
 }

@@ -40,16 +40,13 @@ struct RateLimitRepository: Sendable {
         return (try row.decode("hits"), max(1, try row.decode("seconds_left", as: Int.self)))
     }
 
-    /// The hits in the current window and the seconds left in it, counting none.
-    func peek(policy: String, key: String, windowSeconds: Int) async throws -> (hits: Int, secondsLeft: Int) {
-        let rows = try await pool.query("""
-            WITH slot AS (SELECT to_timestamp(floor(extract(epoch FROM now()) / \(windowSeconds)) * \(windowSeconds)) AS start)
-            SELECT COALESCE((SELECT c.hits FROM rate_limit_counters c, slot
-                             WHERE c.policy = \(policy) AND c.key = \(key) AND c.window_start = slot.start), 0) AS hits,
-                   ceil(extract(epoch FROM (SELECT start FROM slot) + make_interval(secs => \(windowSeconds)) - now()))::int AS seconds_left
+    /// Takes back one hit of the current window (a limit that counts only failures, told of a success).
+    func forgive(policy: String, key: String, windowSeconds: Int) async throws {
+        try await pool.execute("""
+            UPDATE rate_limit_counters SET hits = hits - 1
+            WHERE policy = \(policy) AND key = \(key) AND hits > 0
+              AND window_start = to_timestamp(floor(extract(epoch FROM now()) / \(windowSeconds)) * \(windowSeconds))
             """)
-        guard let row = rows.first else { throw PostgresError(.queryFailed, "rate limit peek returned no row") }
-        return (try row.decode("hits"), max(1, try row.decode("seconds_left", as: Int.self)))
     }
 
     /// Windows that ended are only history.
