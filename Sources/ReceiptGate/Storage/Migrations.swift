@@ -241,5 +241,12 @@ public enum Schema {
             BEGIN PERFORM pg_notify('receiptgate_clients', OLD.id); RETURN NULL; END $$;
             CREATE TRIGGER clients_changed AFTER UPDATE OR DELETE ON clients FOR EACH ROW EXECUTE FUNCTION receiptgate_client_changed();
             """),
+        // A refusal made after the store proved a purchase (wrong product, another game's purchase...)
+        // names its transaction, so an order lookup can say why that transaction never got recorded.
+        Migration(version: 13, name: "refused_attempt_transactions", sql: """
+            ALTER TABLE verification_attempts ADD COLUMN transaction_id text;
+            CREATE INDEX verification_attempts_refused ON verification_attempts (store, transaction_id, id)
+                WHERE outcome = 'failed' AND transaction_id IS NOT NULL;
+            """),
     ]
 }
