@@ -51,7 +51,7 @@ public struct AlogameGateway: DialectProvider {
     }
 
     /// The seed's lookup answer. It never says "failed": a transaction the gateway never saw is
-    /// `gateway.found: false` with a reason.
+    /// `gateway.found: false` with a reason; `last_error_*` say why a call for it was refused.
     struct LookupResponse: Encodable {
         let orderID: String
         let gameID: Int64?
@@ -82,8 +82,10 @@ public struct AlogameGateway: DialectProvider {
                 try gateway.encode(found, forKey: .found)
                 try gateway.encode(presence?.managementID, forKey: .txMgmtID)
                 try gateway.encode(presence?.state.map(Self.gatewayState), forKey: .currentState)
-                try gateway.encodeNil(forKey: .lastErrorCode)
-                try gateway.encodeNil(forKey: .lastErrorMessage)
+                // The last refused /verify of this transaction, as that call was answered.
+                let refusal = presence?.lastRefusal
+                try gateway.encode(refusal.map { AlogameGateway.errorTable($0.code).1 }, forKey: .lastErrorCode)
+                try gateway.encode(refusal.map { "\($0.reason): \($0.message)" }, forKey: .lastErrorMessage)
                 try gateway.encode(presence?.recordedForThisGame ?? false, forKey: .recordedForThisGame)
                 if !found { try gateway.encode(entry.decodeFailed ? "DECODE_FAILED" : "NEVER_RECEIVED_BY_GATEWAY", forKey: .reason) }
             }

@@ -39,7 +39,8 @@ public struct HiveAxyl: DialectProvider {
 
     public func routes(core: any DialectCore) -> [Route] {
         let lifetime = tokenLifetime
-        let bearer = RouteAuthentication.bearerToken(kind: Self.tokenKind)
+        // Seed 002 says only "put it in the Authorization header": clients send it bare or as Bearer.
+        let bearer = RouteAuthentication.bearerToken(kind: Self.tokenKind, bareAccepted: true)
         return [
             Route("POST", "/auth/v1/token", authentication: .none) { request, context in
                 await HiveAxylTokenEndpoint(core: core, lifetime: lifetime).respond(to: request, context: context)

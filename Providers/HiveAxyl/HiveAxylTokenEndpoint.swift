@@ -4,6 +4,8 @@ import ReceiptCore
 /// `POST /auth/v1/token`: the OAuth 2.0 client-credentials grant (RFC 6749 §4.4). The client
 /// authenticates with HTTP Basic or with `client_id`/`client_secret` in a form-encoded or JSON
 /// body (one way only); the answer is an opaque bearer token the core stores as its SHA-256.
+/// Seed 002's app servers send only their Client ID and Client Secret, as JSON
+/// (`{"clientId", "clientSecret"}`) with no `grant_type`: a JSON body may do that.
 /// Errors are RFC 6749 §5.2 objects, not the verify envelope.
 struct HiveAxylTokenEndpoint {
     let core: any DialectCore
@@ -83,20 +85,38 @@ struct HiveAxylTokenEndpoint {
         let type = request.headers["content-type"]?.lowercased() ?? ""
         let looksLikeJSON = request.body.first.map { $0 == UInt8(ascii: "{") } ?? false
         if type.hasPrefix("application/json") || (!type.hasPrefix("application/x-www-form-urlencoded") && looksLikeJSON) {
-            guard let object = (try? JSONSerialization.jsonObject(with: request.body)) as? [String: Any] else {
-                throw Failure(status: 400, error: "invalid_request", description: "the body is not a JSON object")
-            }
-            var parameters: [String: String] = [:]
-            for (key, value) in object where ["grant_type", "client_id", "client_secret", "scope"].contains(key) {
-                guard let text = value as? String else {
-                    throw Failure(status: 400, error: "invalid_request", description: "\(key) must be a string")
-                }
-                parameters[key] = text
-            }
-            return parameters
+            return try json(request.body)
         }
         return try form(String(decoding: request.body, as: UTF8.self))
     }
+
+    /// A JSON body's parameters under their RFC 6749 names. The seed's camelCase names are the
+    /// same parameters; a JSON body without `grant_type` asks for client credentials, the only
+    /// grant there is (a form body keeps RFC 6749's rule: `grant_type` required).
+    static func json(_ body: Data) throws -> [String: String] {
+        guard let object = (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] else {
+            throw Failure(status: 400, error: "invalid_request", description: "the body is not a JSON object")
+        }
+        var parameters: [String: String] = [:]
+        for (key, value) in object {
+            guard let name = jsonNames[key] else { continue }
+            guard let text = value as? String else {
+                throw Failure(status: 400, error: "invalid_request", description: "\(key) must be a string")
+            }
+            guard parameters[name] == nil else {
+                throw Failure(status: 400, error: "invalid_request", description: "\(name) is sent more than once (snake_case and camelCase)")
+            }
+            parameters[name] = text
+        }
+        if parameters["grant_type"] == nil { parameters["grant_type"] = "client_credentials" }
+        return parameters
+    }
+
+    /// JSON field → parameter: RFC 6749's names and seed 002's camelCase ones.
+    static let jsonNames: [String: String] = [
+        "grant_type": "grant_type", "client_id": "client_id", "client_secret": "client_secret", "scope": "scope",
+        "grantType": "grant_type", "clientId": "client_id", "clientSecret": "client_secret",
+    ]
 
     /// `application/x-www-form-urlencoded`. RFC 6749 §3.2: a parameter sent twice is an error.
     static func form(_ text: String) throws -> [String: String] {

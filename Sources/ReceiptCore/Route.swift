@@ -6,13 +6,37 @@ public enum RouteAuthentication: Sendable, Equatable {
     case none
     /// The HMAC scheme: `X-Client-ID`, `X-Timestamp`, `X-Signature`.
     case signedClient(ReplayPolicy)
-    /// `Authorization: Bearer <opaque token>` issued by the token store with this kind.
-    case bearerToken(kind: String)
+    /// `Authorization: Bearer <opaque token>` issued by the token store with this kind. With
+    /// `bareAccepted`, `Authorization: <token>` (no scheme) is taken too: some contracts' clients
+    /// send the token that way, and refusing them gains nothing (the token is checked the same).
+    case bearerToken(kind: String, bareAccepted: Bool = false)
     /// An app calling with no credential: the handler finds the tenant from the request (a bundle
     /// id, a package name) through `DialectCore.client(forAppIdentifier:store:)`.
     case appSDK
     /// `Authorization: Bearer <RECEIPTGATE_ADMIN_TOKEN>`.
     case admin
+}
+
+extension RouteAuthentication {
+    /// The token an `Authorization` header presents: after `Bearer ` (any case), or the whole
+    /// value when `bareAccepted` and it is one word (a value with a space is another scheme, such
+    /// as `Basic ...`). Nil when absent, empty or longer than 512 bytes.
+    public static func presentedToken(_ header: String?, bareAccepted: Bool = false) -> String? {
+        guard let header else { return nil }
+        let token: Substring
+        if header.count > 7, header.prefix(7).lowercased() == "bearer " {
+            token = header.dropFirst(7)
+        } else if bareAccepted {
+            token = Substring(header)
+        } else {
+            return nil
+        }
+        let trimmed = token.trimmingCharacters(in: .whitespaces)
+        guard !trimmed.isEmpty, trimmed.utf8.count <= 512 else { return nil }
+        // One word: a bare value with inner whitespace is no token (`Basic abc`, `Bearer` alone).
+        guard !bareAccepted || !trimmed.contains(where: \.isWhitespace) else { return nil }
+        return trimmed
+    }
 }
 
 /// Whether a signed request may arrive twice. Idempotent routes allow it (an HTTP retry after a

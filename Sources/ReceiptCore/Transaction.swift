@@ -171,12 +171,18 @@ public struct LedgerPresence: Sendable {
     public var managementID: Int64?
     public var state: TransactionState?
     public var recordedForThisGame: Bool
+    /// The latest verification of this transaction by the client's game that was refused after
+    /// its store had proved it (wrong product, another game's purchase...), as it was answered.
+    /// A refusal made before the store named a transaction (a forged receipt) is on no transaction.
+    public var lastRefusal: StoreVerificationError?
 
-    public init(found: Bool, managementID: Int64?, state: TransactionState?, recordedForThisGame: Bool) {
+    public init(found: Bool, managementID: Int64?, state: TransactionState?, recordedForThisGame: Bool,
+                lastRefusal: StoreVerificationError? = nil) {
         self.found = found
         self.managementID = managementID
         self.state = state
         self.recordedForThisGame = recordedForThisGame
+        self.lastRefusal = lastRefusal
     }
 }
 

@@ -75,9 +75,9 @@ struct RouteMounter: Sendable {
                 guard let problem = ClientAuthentication.headerProblem(header: { head.headers[$0] }, requireVersion2: requireVersion2) else { return nil }
                 return refusalResponse(RouteRefusal(code: .unauthorized, message: problem), authentication: authentication, render: render).http
             }
-        case .bearerToken:
+        case .bearerToken(_, let bareAccepted):
             return { head in
-                guard bearer(head.headers["Authorization"]) == nil else { return nil }
+                guard RouteAuthentication.presentedToken(head.headers["Authorization"], bareAccepted: bareAccepted) == nil else { return nil }
                 return refusalResponse(RouteRefusal(code: .unauthorized, message: "a valid bearer access token is required"),
                                        authentication: authentication, render: render).http
             }
@@ -120,8 +120,8 @@ struct RouteMounter: Sendable {
                 throw RouteRefusal(code: .unauthorized, message: "this signed request was already received (replay)")
             }
             return (client.info, nil)
-        case .bearerToken(let kind):
-            guard let token = Self.bearer(request.headers["authorization"]), let stored = try await tokens.resolve(token, kind: kind),
+        case .bearerToken(let kind, let bareAccepted):
+            guard let token = RouteAuthentication.presentedToken(request.headers["authorization"], bareAccepted: bareAccepted), let stored = try await tokens.resolve(token, kind: kind),
                   let client = try await enabledClient(stored.clientID) else {
                 throw RouteRefusal(code: .unauthorized, message: "a valid bearer access token is required")
             }
@@ -141,11 +141,7 @@ struct RouteMounter: Sendable {
         return client
     }
 
-    static func bearer(_ header: String?) -> String? {
-        guard let header, header.count > 7, header.prefix(7).lowercased() == "bearer " else { return nil }
-        let token = header.dropFirst(7).trimmingCharacters(in: .whitespaces)
-        return token.isEmpty || token.utf8.count > 512 ? nil : token
-    }
+    static func bearer(_ header: String?) -> String? { RouteAuthentication.presentedToken(header) }
 }
 
 extension RouteResponse {

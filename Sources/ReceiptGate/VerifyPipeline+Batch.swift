@@ -21,14 +21,16 @@ extension VerifyPipeline {
         case .foreign:
             let error = StoreVerificationError(code: .duplicateTransaction, reason: "REDEEMED_BY_ANOTHER_GAME",
                                                message: "this purchase was already verified for another game")
-            await refused(error, request: proven.request, clientID: client.clientID, digest: proven.evidenceDigest)
+            await refused(error, request: proven.request, clientID: client.clientID, digest: proven.evidenceDigest,
+                          transactionID: proven.purchase.transactionID)
             throw error
         case .stale:
             let current: AuthenticatedClient
             do {
                 current = try await reloadChanged(client)
             } catch let error as StoreVerificationError {
-                await refused(error, request: proven.request, clientID: client.clientID, digest: proven.evidenceDigest)
+                await refused(error, request: proven.request, clientID: client.clientID, digest: proven.evidenceDigest,
+                              transactionID: proven.purchase.transactionID)
                 throw error
             }
             return try await record(proven, client: current.client, version: current.version) { _, _ in }.0

@@ -27,6 +27,8 @@ public struct VerifyPipeline: Sendable {
     /// Throws `StoreVerificationError` for every refusal; each is recorded as an attempt.
     func prove(_ request: VerificationRequest, client: Client) async throws -> ProvenPurchase {
         let digest = SHA256.hex(Data(request.evidence.utf8))
+        // The transaction a refusal is about, once the store has proved one: an order lookup shows it.
+        var refusedTransaction: String?
         do {
             guard let registration = stores[request.store] else {
                 throw StoreVerificationError(code: .invalidField, reason: "UNKNOWN_STORE",
@@ -54,7 +56,9 @@ public struct VerifyPipeline: Sendable {
                                                                                    productID: request.productID, client: client.info,
                                                                                    credentials: try await credentials(of: client, for: request.store),
                                                                                    evidenceKind: request.evidenceKind))
+            if purchases.count == 1 { refusedTransaction = purchases[0].transactionID }
             let purchase = try VerifiedPurchase.choose(from: purchases, productID: request.productID, transactionID: request.transactionID)
+            refusedTransaction = purchase.transactionID
             if let problem = purchase.dateOutOfRange {
                 throw StoreVerificationError(code: .verificationFailed, reason: "DATE_OUT_OF_RANGE", message: "the store's \(problem) is not a plausible date")
             }
@@ -66,7 +70,7 @@ public struct VerifyPipeline: Sendable {
             }
             return ProvenPurchase(purchase: purchase, request: request, accountMatch: accountMatch, evidenceDigest: digest)
         } catch let error as StoreVerificationError {
-            await refused(error, request: request, clientID: client.clientID, digest: digest)
+            await refused(error, request: request, clientID: client.clientID, digest: digest, transactionID: refusedTransaction)
             throw error
         }
     }
@@ -96,15 +100,18 @@ public struct VerifyPipeline: Sendable {
             logVerified(result.0, proven: proven, client: client)
             return result
         } catch let error as StoreVerificationError {
-            await refused(error, request: proven.request, clientID: client.clientID, digest: proven.evidenceDigest)
+            await refused(error, request: proven.request, clientID: client.clientID, digest: proven.evidenceDigest,
+                          transactionID: proven.purchase.transactionID)
             throw error
         }
     }
 
-    func refused(_ error: StoreVerificationError, request: VerificationRequest, clientID: String, digest: String) async {
+    func refused(_ error: StoreVerificationError, request: VerificationRequest, clientID: String, digest: String,
+                 transactionID: String? = nil) async {
         logger.info("refused", ["request.id": request.requestID, "client.id": clientID, "store": request.store.rawValue,
                                 "error.code": error.code.rawValue, "error.reason": error.reason])
         await transactions.recordFailure(clientID: clientID, store: request.store.rawValue, requestID: request.requestID, playerID: request.playerID,
-                                         evidenceDigest: digest, code: error.code.rawValue, reason: error.reason, message: error.message)
+                                         evidenceDigest: digest, code: error.code.rawValue, reason: error.reason, message: error.message,
+                                         transactionID: transactionID)
     }
 }

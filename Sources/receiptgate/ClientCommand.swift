@@ -1,4 +1,5 @@
 import Foundation
+import HiveAxyl
 import ReceiptCore
 import ReceiptGate
 
@@ -21,8 +22,13 @@ enum ClientCommand {
         case "create":
             let parsed = try Arguments(rest, options: settingOptions, help: HelpText.clientCreate)
             _ = try parsed.expectPositionals([])
-            let settings = try settings(from: parsed)
+            var settings = try settings(from: parsed)
             guard settings.name != nil else { throw UsageError("--name is required") }
+            // Seed 002 answers a test purchase as a success marked hiveAxylPurchaseTest "Y" and leaves
+            // delivering it to the app: a Hive client accepts sandbox unless --environments says otherwise.
+            if settings.environments == nil, case let appIDs?? = settings.settings[HiveAxyl.appIDsSetting], !appIDs.isEmpty {
+                settings.environments = [.production, .sandbox]
+            }
             try checkSchemes(settings, alreadyAllowsInsecure: false)
             try await context.withClients { store in
                 let created = try await store.create(settings)
@@ -124,7 +130,7 @@ enum ClientCommand {
         // Hive Axyl: the app ids a token's client may send as X-App-Id (`--app-id ""` clears them).
         if let appIDs = arguments.all("app-id") {
             let given = appIDs.filter { !$0.isEmpty }
-            settings.settings["hiveaxyl.app_ids"] = .some(given.isEmpty ? nil : try given.map { try identifier($0, option: "--app-id") })
+            settings.settings[HiveAxyl.appIDsSetting] = .some(given.isEmpty ? nil : try given.map { try identifier($0, option: "--app-id") })
         }
         try googlePlaySettings(from: arguments, into: &settings)
         return settings

@@ -52,7 +52,8 @@ enum HelpText {
           --game-id N                       integer game id
           --bundle-id ID                    App Store bundle id; repeat for several
           --package-name NAME               Google Play package name; repeat for several
-          --environments LIST               production, sandbox or production,sandbox (default: production)
+          --environments LIST               production, sandbox or production,sandbox (default: production;
+                                            production,sandbox on create with --app-id: Hive answers test purchases "Y")
           --refund-callback-url URL         http(s) URL told about refunds
           --refund-callback-format NAME     shape of refund callbacks (default alogame, the only one today)
           --webhook-url URL                 http(s) URL that receives webhook events

@@ -107,4 +107,25 @@ import Testing
         #expect(gateways[0]["current_state"] as? String == "gateway_verified")
         #expect(gateways[1]["reason"] as? String == "NEVER_RECEIVED_BY_GATEWAY")
     }
+
+    /// `last_error_code` / `last_error_message` are the last refused /verify of that transaction,
+    /// as it was answered; a transaction never refused keeps them null.
+    @Test func lookupShowsWhyATransactionWasRefused() async throws {
+        let core = Self.core()
+        let wrongProduct = try await Self.verify(core, ["receipt": "jws-777", "product_id": "gems500", "os_id": 2])
+        #expect(wrongProduct.status == 422)
+        core.orders["MQ1234XYZ"] = StoreOrder(found: true, environment: .production, entries: [
+            .init(transactionID: "2000000000000777", productID: "gems100", decodeFailed: false),
+            .init(transactionID: "2000000000000888", productID: "gems100", decodeFailed: false),
+        ])
+        let body = try JSONSerialization.data(withJSONObject: ["order_id": "MQ1234XYZ"])
+        let lookup = await core.call(AlogameGateway(), "POST", "/iap/gateway/lookup-receipt", body: body, signedAs: Self.client)
+        let gateways = try #require(lookup.object["transactions"] as? [[String: Any]]).compactMap { $0["gateway"] as? [String: Any] }
+        #expect(gateways.count == 2)
+        #expect(gateways[0]["found"] as? Bool == false)
+        #expect(gateways[0]["last_error_code"] as? String == "PRODUCT_MISMATCH")
+        #expect(gateways[0]["last_error_message"] as? String == wrongProduct.object["message"] as? String)
+        #expect(gateways[1]["last_error_code"] is NSNull)
+        #expect(gateways[1]["last_error_message"] is NSNull)
+    }
 }

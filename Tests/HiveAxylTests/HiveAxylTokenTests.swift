@@ -38,6 +38,47 @@ import Testing
         #expect(tokens.count == 3)
     }
 
+    /// Seed 002's app server sends its Client ID and Client Secret as JSON, camelCase or
+    /// snake_case, without `grant_type`; then puts the token in `Authorization` bare or as Bearer.
+    @Test(arguments: [#"{"clientId":"rgc_hive","clientSecret":"rgs_test-secret"}"#,
+                      #"{"client_id":"rgc_hive","client_secret":"rgs_test-secret"}"#,
+                      #"{"clientId":"rgc_hive","clientSecret":"rgs_test-secret","grantType":"client_credentials"}"#])
+    func theSeedsJSONBodyGetsATokenUsableBareOrBearer(body: String) async throws {
+        let core = Fixture.core()
+        let answer = await Self.request(core, body: body, contentType: "application/json")
+        #expect(answer.status == 200, "\(String(decoding: answer.body, as: UTF8.self))")
+        let token = try #require(answer.object["access_token"] as? String)
+        let payload = try JSONSerialization.data(withJSONObject: Fixture.purchaseBody())
+        for authorization in [token, "Bearer \(token)", "bearer  \(token) "] {
+            let verified = await core.call(HiveAxyl(), "POST", "/payment/v1/purchase/verify", body: payload,
+                                           headers: ["authorization": authorization, "x-app-id": "com.example.game.hive"])
+            #expect(verified.status == 200, "Authorization: \(authorization.prefix(8))...")
+            #expect(verified.code == 100)
+        }
+        // Another scheme, or a wrong bare token, is still no token.
+        for authorization in ["Basic \(token)", "not-\(token)", "\(token) extra"] {
+            let refused = await core.call(HiveAxyl(), "POST", "/payment/v1/purchase/verify", body: payload,
+                                          headers: ["authorization": authorization, "x-app-id": "com.example.game.hive"])
+            #expect(refused.status == 401)
+            #expect(refused.code == 4010)
+        }
+    }
+
+    @Test(arguments: [
+        (#"{"clientId":"rgc_hive","clientSecret":"wrong"}"#, 401, "invalid_client"),
+        (#"{"clientId":"rgc_hive"}"#, 401, "invalid_client"),
+        (#"{"clientId":"rgc_hive","client_id":"rgc_hive","clientSecret":"rgs_test-secret"}"#, 400, "invalid_request"),
+        (#"{"clientId":42,"clientSecret":"rgs_test-secret"}"#, 400, "invalid_request"),
+        (#"{"grant_type":"password","clientId":"rgc_hive","clientSecret":"rgs_test-secret"}"#, 400, "unsupported_grant_type"),
+    ])
+    func jsonMistakesAnswerAsRFC6749Says(body: String, status: Int, error: String) async throws {
+        let core = Fixture.core()
+        let answer = await Self.request(core, body: body, contentType: "application/json")
+        #expect(answer.status == status)
+        #expect(answer.object["error"] as? String == error)
+        #expect(core.memoryTokens.storedDigests.isEmpty)
+    }
+
     @Test func theLifetimeIsConfigurable() async throws {
         let core = Fixture.core()
         let answer = await Self.request(core, body: "grant_type=client_credentials", basic: (Fixture.client.clientID, Fixture.secret),

@@ -19,8 +19,8 @@ extension FakeCore {
             case .signedClient, .admin:
                 guard let client else { throw RouteRefusal(code: .unauthorized, message: "not signed") }
                 authenticated = client
-            case .bearerToken(let kind):
-                let bearer = headers["authorization"].flatMap { $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil } ?? ""
+            case .bearerToken(let kind, let bareAccepted):
+                let bearer = RouteAuthentication.presentedToken(headers["authorization"], bareAccepted: bareAccepted) ?? ""
                 guard let stored = try await memoryTokens.resolve(bearer, kind: kind) else {
                     throw RouteRefusal(code: .unauthorized, message: "bad token")
                 }

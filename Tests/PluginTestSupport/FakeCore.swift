@@ -22,6 +22,9 @@ public final class FakeCore: DialectCore, @unchecked Sendable {
     public let memoryAccounts = MemoryAccountStore()
     public let memoryReplay = MemoryReplayGuard()
     private var rateHits: [String: Int] = [:]
+    /// Refusals made after the fake store proved a purchase, oldest first, as the core's attempt
+    /// rows keep them: (client, store + transaction id, error).
+    private var refusedAttempts: [(clientID: String, key: String, error: StoreVerificationError)] = []
 
     public init() {
         let versions = MemoryClientVersions()
@@ -47,10 +50,15 @@ public final class FakeCore: DialectCore, @unchecked Sendable {
         guard let purchase else {
             throw StoreVerificationError(code: .verificationFailed, reason: "UNKNOWN_EVIDENCE", message: "the fake store does not know this evidence")
         }
+        // Like a store provider's own check: refused before a purchase is handed to the core.
         guard client.environments.contains(purchase.environment) else {
             throw StoreVerificationError(code: .environmentMismatch, reason: "ENVIRONMENT_NOT_ALLOWED", message: "environment not accepted")
         }
-        _ = try VerifiedPurchase.choose(from: [purchase], productID: request.productID, transactionID: request.transactionID)
+        do {
+            _ = try VerifiedPurchase.choose(from: [purchase], productID: request.productID, transactionID: request.transactionID)
+        } catch let error as StoreVerificationError {
+            throw refused(error, purchase, client: client)
+        }
         return ProvenPurchase(purchase: purchase, request: request,
                               accountMatch: AccountMatch.compare(requested: request.accountToken, evidence: purchase.accountToken), evidenceDigest: "")
     }
@@ -79,7 +87,9 @@ public final class FakeCore: DialectCore, @unchecked Sendable {
             let duplicate = ledger[key] != nil
             if let existing = ledger[key] { record = existing }
             guard record.clientID == client.clientID || (record.gameID != nil && record.gameID == client.gameID) else {
-                throw StoreVerificationError(code: .duplicateTransaction, reason: "REDEEMED_BY_ANOTHER_GAME", message: "another game redeemed it")
+                let error = StoreVerificationError(code: .duplicateTransaction, reason: "REDEEMED_BY_ANOTHER_GAME", message: "another game redeemed it")
+                refusedAttempts.append((client.clientID, "\(purchase.store.rawValue)|\(purchase.transactionID)", error))
+                throw error
             }
             let outcome = VerificationOutcome(transaction: record, duplicate: duplicate, accountMatch: proven.accountMatch, subscription: nil)
             // Effects go to a scratch scope and are kept only if the closure succeeds, like a commit.
@@ -102,10 +112,22 @@ public final class FakeCore: DialectCore, @unchecked Sendable {
         for id in order.entries.compactMap(\.transactionID) {
             let record = lock.withLock { ledger.values.first { $0.transactionID == id } }
             let mine = record.map { $0.clientID == client.clientID || ($0.gameID != nil && $0.gameID == client.gameID) } ?? false
+            let refusal = lock.withLock {
+                refusedAttempts.last { attempt in
+                    attempt.key == "\(StoreID.appStore.rawValue)|\(id)"
+                        && (attempt.clientID == client.clientID || clients.contains { $0.clientID == attempt.clientID && $0.gameID != nil && $0.gameID == client.gameID })
+                }?.error
+            }
             presence[id] = LedgerPresence(found: record != nil, managementID: mine ? record?.managementID : nil, state: mine ? record?.state : nil,
-                                          recordedForThisGame: mine)
+                                          recordedForThisGame: mine, lastRefusal: refusal)
         }
         return (order, presence)
+    }
+
+    /// Keeps a refusal of a proven purchase on record, as the core does, and returns it to throw.
+    private func refused(_ error: StoreVerificationError, _ purchase: VerifiedPurchase, client: ClientInfo) -> StoreVerificationError {
+        lock.withLock { refusedAttempts.append((client.clientID, "\(purchase.store.rawValue)|\(purchase.transactionID)", error)) }
+        return error
     }
 
     public func transaction(store: StoreID, transactionID: String, client: ClientInfo) async throws -> TransactionRecord? {

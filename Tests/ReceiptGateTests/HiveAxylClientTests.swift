@@ -86,4 +86,50 @@ import TestSupport
         server.send(SIGINT)
         #expect(try await server.wait(timeout: .seconds(30)) == 0)
     }
+
+    /// Seed 002 leaves test purchases to the app (`hiveAxylPurchaseTest: "Y"`): a client made for
+    /// Hive (`--app-id`) without `--environments` gets a sandbox purchase answered 100 with "Y";
+    /// one made with `--environments production` has refused sandbox and gets 412 / 4120.
+    @Test func sandboxPurchasesAreAcceptedUnlessTheClientRefusesThem() async throws {
+        var environment = try await Binary.databaseEnvironment()
+        let pki = try AppleTestPKI()
+        let root = TestDatabase.temporaryDirectory("hive-sandbox").appendingPathComponent("root.der")
+        try pki.root.derEncoded.write(to: root)
+        environment["RECEIPTGATE_APPLE_ROOT_CERTS"] = root.path
+        func create(_ extra: [String]) async throws -> (id: String, secret: String, environments: [String]?) {
+            let created = try await Binary.run(["client", "create", "--name", "Hive game", "--bundle-id", "com.example.game",
+                                                "--app-id", HiveAxylCaller.appID] + extra, environment)
+            #expect(created.status == 0, "\(created.stderr)")
+            let client = try Binary.json(created.stdout)
+            return (try #require(client["client_id"] as? String), try #require(client["client_secret"] as? String), client["environments"] as? [String])
+        }
+        let accepting = try await create([])
+        #expect(accepting.environments == ["production", "sandbox"])
+        let refusing = try await create(["--environments", "production"])
+        #expect(refusing.environments == ["production"])
+        let plain = try await Binary.run(["client", "create", "--name", "Not Hive", "--bundle-id", "com.example.other"], environment)
+        #expect(try Binary.json(plain.stdout)["environments"] as? [String] == ["production"], "without --app-id the default stays production")
+
+        environment["RECEIPTGATE_PORT"] = "0"
+        let server = try ChildProcess.launch(Binary.path, ["serve"], environment: Binary.environment(environment))
+        let line = try await server.waitForStderrLine(containing: "\"listening\"")
+        let port = try #require(Int((try Binary.json(line)["url"] as? String)?.split(separator: ":").last ?? ""))
+        for (client, transactionID) in [(accepting, "2000000000160001"), (refusing, "2000000000160002")] {
+            let caller = HiveAxylCaller(port: port, clientID: client.id, secret: client.secret)
+            let token = try #require(try await caller.tokenResponse(json: ["clientId": client.id, "clientSecret": client.secret]).json()["access_token"] as? String)
+            let sandbox = try pki.sign(AppleTestPKI.transaction(["transactionId": transactionID]))
+            let answer = try await caller.verify("/payment/v1/purchase/verify", HiveAxylCaller.purchase(sandbox), token: token)
+            if client.id == accepting.id {
+                #expect(answer.status == 200, "\(answer.text)")
+                #expect(answer.hiveCode == 100)
+                #expect(answer.hiveData?["hiveAxylPurchaseTest"] as? String == "Y")
+            } else {
+                #expect(answer.status == 412, "\(answer.text)")
+                #expect(answer.hiveCode == 4120)
+                #expect(try answer.json()["data"] is NSNull)
+            }
+        }
+        server.send(SIGINT)
+        #expect(try await server.wait(timeout: .seconds(30)) == 0)
+    }
 }

@@ -256,5 +256,12 @@ public enum Schema {
                 AND (b.created_at, b.id) < (a.created_at, a.id));
             CREATE UNIQUE INDEX accounts_one_confirmed_email ON accounts (scope, lower(email)) WHERE email_verified;
             """),
+        // A refusal made after the store proved a purchase (wrong product, another game's purchase...)
+        // names its transaction, so an order lookup can say why that transaction never got recorded.
+        Migration(version: 14, name: "refused_attempt_transactions", sql: """
+            ALTER TABLE verification_attempts ADD COLUMN transaction_id text;
+            CREATE INDEX verification_attempts_refused ON verification_attempts (store, transaction_id, id)
+                WHERE outcome = 'failed' AND transaction_id IS NOT NULL;
+            """),
     ]
 }

@@ -128,12 +128,15 @@ public struct TransactionRepository: Sendable {
     }
 
     /// Records a failed attempt, so support sees what reached us. Never throws: a failure to log
-    /// must not change the answer.
+    /// must not change the answer. `transactionID`: the transaction refused, when the store had
+    /// proved one before the refusal.
     func recordFailure(clientID: String?, store: String?, requestID: String, playerID: String?, evidenceDigest: String?,
-                       code: String, reason: String?, message: String) async {
+                       code: String, reason: String?, message: String, transactionID: String? = nil) async {
         _ = try? await pool.execute("""
-            INSERT INTO verification_attempts (client_id, store, request_id, outcome, error_code, error_reason, error_message, player_id, evidence_sha256)
-            VALUES (\(clientID), \(store), \(requestID), \("failed"), \(code), \(reason), \(String(message.prefix(1000))), \(playerID), \(evidenceDigest))
+            INSERT INTO verification_attempts (client_id, store, request_id, outcome, error_code, error_reason, error_message, player_id,
+                                               evidence_sha256, transaction_id)
+            VALUES (\(clientID), \(store), \(requestID), \("failed"), \(code), \(reason), \(String(message.prefix(1000))), \(playerID),
+                    \(evidenceDigest), \(transactionID))
             """)
     }
 
@@ -180,7 +183,7 @@ public struct TransactionRepository: Sendable {
     }
 
     /// What the ledger knows of each App Store transaction id, for the client asking. Another
-    /// game's record is acknowledged, never shown.
+    /// game's record is acknowledged, never shown; so are its refused attempts.
     func presence(store: StoreID, transactionIDs: [String], client: ClientInfo) async throws -> [String: LedgerPresence] {
         var ledger: [String: LedgerPresence] = [:]
         for id in Set(transactionIDs) {
@@ -189,15 +192,33 @@ public struct TransactionRepository: Sendable {
                 WHERE store = \(store.rawValue) AND transaction_id = \(id)
                 ORDER BY environment = 'production' DESC LIMIT 1
                 """).first
+            let refusal = try await lastRefusal(store: store, transactionID: id, client: client)
             guard let row else {
-                ledger[id] = LedgerPresence(found: false, managementID: nil, state: nil, recordedForThisGame: false)
+                ledger[id] = LedgerPresence(found: false, managementID: nil, state: nil, recordedForThisGame: false, lastRefusal: refusal)
                 continue
             }
             let mine = Self.isVisible(owner: try row.decode("client_id"), ownerGame: try row.decode("game_id"), to: client)
             ledger[id] = LedgerPresence(found: true, managementID: mine ? try row.decode("id") : nil,
                                         state: mine ? try TransactionRows.typed(row, "state", as: TransactionState.self) : nil,
-                                        recordedForThisGame: mine)
+                                        recordedForThisGame: mine, lastRefusal: refusal)
         }
         return ledger
+    }
+
+    /// The latest refused verification of this transaction by the client or its game, as it was
+    /// answered (code, reason, message).
+    func lastRefusal(store: StoreID, transactionID: String, client: ClientInfo) async throws -> StoreVerificationError? {
+        let row = try await pool.query("""
+            SELECT error_code, error_reason, error_message FROM (
+                SELECT a.id, a.error_code, a.error_reason, a.error_message, a.client_id, c.game_id
+                FROM verification_attempts a JOIN clients c ON c.id = a.client_id
+                WHERE a.outcome = 'failed' AND a.store = \(store.rawValue) AND a.transaction_id = \(transactionID)) owned
+            WHERE \(Self.visible(to: client, alias: "owned"))
+            ORDER BY id DESC LIMIT 1
+            """).first
+        guard let row else { return nil }
+        let code = ErrorCode(rawValue: try row.decode("error_code", as: String?.self) ?? "") ?? .verificationFailed
+        return StoreVerificationError(code: code, reason: try row.decode("error_reason", as: String?.self) ?? code.rawValue,
+                                      message: try row.decode("error_message", as: String?.self) ?? "")
     }
 }

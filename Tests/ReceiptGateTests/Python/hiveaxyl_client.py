@@ -1,18 +1,17 @@
 """An app server written from seed 002 ("Verify receipts with the Hive Axyl Server API") alone,
-with the Python standard library: it gets an access token with its client id and secret (OAuth 2.0
-client credentials), verifies a StoreKit 2 receipt with `Authorization: Bearer` and `X-App-Id`,
-decides delivery from the values the seed says to check, then shows two errors.
+with the Python standard library: it gets an access token by posting its Client ID and Client
+Secret as JSON (the seed names no grant type), puts the token in the Authorization header as it is
+(the seed names no scheme; the restore sends it as `Bearer`), with `X-App-Id`, decides delivery from
+the values the seed says to check, then shows two errors.
 
 Configuration (environment): HIVE_BASE_URL, HIVE_CLIENT_ID, HIVE_CLIENT_SECRET, HIVE_APP_ID,
 HIVE_RECEIPT (a transaction JWS), HIVE_PRODUCT_ID, HIVE_ACCOUNT_UUID.
 Prints one JSON object with what happened at each step.
 """
-import base64
 import json
 import os
 import sys
 import urllib.error
-import urllib.parse
 import urllib.request
 
 BASE = os.environ["HIVE_BASE_URL"].rstrip("/")
@@ -32,19 +31,18 @@ def call(path, body, headers):
 
 def get_access_token():
     """Before calling: an access token from the Client ID and Client Secret (kept on the server)."""
-    credentials = base64.b64encode(f"{urllib.parse.quote(CLIENT_ID)}:{urllib.parse.quote(CLIENT_SECRET)}".encode()).decode()
-    status, _, body = call("/auth/v1/token", urllib.parse.urlencode({"grant_type": "client_credentials"}).encode(),
-                           {"Authorization": f"Basic {credentials}", "Content-Type": "application/x-www-form-urlencoded"})
+    status, _, body = call("/auth/v1/token", json.dumps({"clientId": CLIENT_ID, "clientSecret": CLIENT_SECRET}).encode(),
+                           {"Content-Type": "application/json"})
     if status != 200:
         raise SystemExit(f"token request failed: {status} {body}")
     return body
 
 
-def verify_purchase(token, fields, app_id=APP_ID):
+def verify_purchase(token, fields, app_id=APP_ID, scheme=""):
     """POST /payment/v1/purchase/verify with the values the app client passed."""
     headers = {"Content-Type": "application/json", "X-App-Id": app_id}
     if token is not None:
-        headers["Authorization"] = f"Bearer {token}"
+        headers["Authorization"] = scheme + token
     status, response_headers, body = call("/payment/v1/purchase/verify", json.dumps(fields).encode(), headers)
     return {"status": status, "www_authenticate": response_headers.get("WWW-Authenticate"), "body": body}
 
@@ -75,7 +73,7 @@ def main():
     report["purchase_status"] = purchase["status"]
     report["deliver"] = may_deliver(purchase)
 
-    restore = verify_purchase(token["access_token"], dict(fields, requestType=2))
+    restore = verify_purchase(token["access_token"], dict(fields, requestType=2), scheme="Bearer ")
     report["restore"] = restore["body"]
     report["deliver_restore"] = may_deliver(restore)
 
