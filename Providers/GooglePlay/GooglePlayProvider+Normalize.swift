@@ -24,6 +24,7 @@ extension GooglePlayProvider {
         purchase.storeAttributes["product_type"] = "product"
         purchase.storeAttributes["acknowledged"] = String(product.acknowledgementState == 1)
         purchase.storeAttributes["consumed"] = String(product.consumptionState == 1)
+        purchase.storeAttributes["purchase_state"] = [0: "purchased", 1: "canceled", 2: "pending"][product.purchaseState ?? 0] ?? "unknown"
         return purchase
     }
 
@@ -46,6 +47,12 @@ extension GooglePlayProvider {
         purchase.storeAttributes["product_type"] = "product"
         purchase.storeAttributes["acknowledged"] = String(product.acknowledgementState == "ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED")
         purchase.storeAttributes["consumed"] = String(item?.productOfferDetails?.consumptionState == "CONSUMPTION_STATE_CONSUMED")
+        purchase.storeAttributes["purchase_state"] = switch product.purchaseStateContext?.purchaseState {
+        case "PURCHASED"?, nil: "purchased"
+        case "CANCELLED"?, "CANCELED"?: "canceled"
+        case "PENDING"?: "pending"
+        default: "unknown"
+        }
         return purchase
     }
 
