@@ -74,7 +74,7 @@ public final class Certificate: @unchecked Sendable, Equatable, Hashable {
     public var publicKey: PublicKey {
         get throws {
             guard let key = X509_get_pubkey(pointer) else { throw openSSLError(.invalidCertificate, "X509_get_pubkey") }
-            return PublicKey(EVPKey(taking: key))
+            return PublicKey(try EVPKey.checkedPublicKey(taking: key))
         }
     }
 

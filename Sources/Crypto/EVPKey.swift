@@ -54,7 +54,27 @@ final class EVPKey: @unchecked Sendable {
         guard let key = PEM_read_bio_PUBKEY(bio.pointer, nil, nil, nil) else {
             throw openSSLError(.invalidKey, "public key PEM")
         }
-        return EVPKey(taking: key)
+        return try checkedPublicKey(taking: key)
+    }
+
+    /// Every public key from outside (SPKI, PEM, certificates, JWK coordinates) comes through
+    /// here. OpenSSL parses P-256's point at infinity (the single byte 00) as a key, and ECDSA
+    /// verification with it then accepts a signature anyone can compute from the message alone;
+    /// `EVP_PKEY_public_check_quick` refuses that point and any point off the curve (the full
+    /// check adds n·Q = O, which holds for every such point on a curve of cofactor 1, as P-256 is).
+    /// Takes ownership of `pointer`, freeing it on refusal.
+    static func checkedPublicKey(taking pointer: OpaquePointer) throws -> EVPKey {
+        guard EVP_PKEY_get_base_id(pointer) == NID_X9_62_id_ecPublicKey else { return EVPKey(taking: pointer) }
+        guard let context = EVP_PKEY_CTX_new_from_pkey(nil, pointer, nil) else {
+            EVP_PKEY_free(pointer)
+            throw openSSLError("EVP_PKEY_CTX_new_from_pkey")
+        }
+        defer { EVP_PKEY_CTX_free(context) }
+        guard EVP_PKEY_public_check_quick(context) == 1 else {
+            EVP_PKEY_free(pointer)
+            throw openSSLError(.invalidKey, "EC public key is the point at infinity or not on its curve")
+        }
+        return EVPKey(taking: pointer)
     }
 
     static func publicKey(subjectPublicKeyInfo der: Data) throws -> EVPKey {
@@ -64,7 +84,7 @@ final class EVPKey: @unchecked Sendable {
             return d2i_PUBKEY(nil, &cursor, raw.count)
         }
         guard let key else { throw openSSLError(.invalidKey, "SubjectPublicKeyInfo DER") }
-        return EVPKey(taking: key)
+        return try checkedPublicKey(taking: key)
     }
 
     /// DER SubjectPublicKeyInfo.
