@@ -125,6 +125,7 @@ public final class OutboxWorker: Sendable {
     /// Sends an e-mail through SMTP. Nil on success.
     private func sendMail(_ event: OutboxRepository.Claimed) async -> String? {
         guard let mailer else { return "no SMTP server configured" }
+        if let unopened = event.unopened { return unopened }
         return await mailer.send(payload: event.payload, eventID: event.eventID)
     }
 
