@@ -133,8 +133,8 @@ extension GooglePlayProvider {
 
     /// The voided order as a refunded purchase: the fetched purchase when Google still has it,
     /// else what the void itself says (production assumed: only the order id is known then).
-    static func voided(_ fetched: VerifiedPurchase?, orderID: String, token: String, package: String, at date: Date, reasonCode: Int?) -> VerifiedPurchase {
-        var purchase = fetched ?? base(orderID: orderID, token: token, package: package, test: false)
+    static func voided(_ fetched: VerifiedPurchase?, orderID: String, token: String, package: String, at date: Date, reasonCode: Int?) throws -> VerifiedPurchase {
+        var purchase = try fetched ?? base(orderID: orderID, token: token, package: package, test: false)
         purchase.transactionID = orderID
         purchase.orderID = orderID
         if purchase.originalTransactionID == nil { purchase.originalTransactionID = firstOrder(orderID) }

@@ -65,10 +65,10 @@ extension GooglePlayProvider {
         let purchase: VerifiedPurchase
         switch confirmation {
         case .listed(let listed)?:
-            purchase = Self.voided(fetched, orderID: orderID, token: token, package: package,
+            purchase = try Self.voided(fetched, orderID: orderID, token: token, package: package,
                                    at: GoogleTime.millis(listed.voidedTimeMillis) ?? eventTime ?? now(), reasonCode: listed.voidedReason)
         case .canceledPurchase?:
-            purchase = Self.voided(fetched, orderID: orderID, token: token, package: package, at: eventTime ?? now(), reasonCode: nil)
+            purchase = try Self.voided(fetched, orderID: orderID, token: token, package: package, at: eventTime ?? now(), reasonCode: nil)
         case nil:
             logger.warning("a pushed Google Play void that Google does not confirm was kept, not applied", ["package": package])
             return (nil, "VOIDED_PURCHASE_UNCONFIRMED", StoreEvent(kind: .other))

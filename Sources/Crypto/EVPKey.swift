@@ -112,9 +112,11 @@ final class EVPKey: @unchecked Sendable {
 
     /// A signature over `message` with SHA-256 (DER for ECDSA, PKCS#1 v1.5 for RSA).
     func signSHA256(_ message: some ContiguousBytes) throws -> Data {
+        // A NULL digest would mean "the key type's default", not SHA-256.
+        guard let digest = sha256Method else { throw CryptoError(.openSSLFailure, "SHA-256 is not available from OpenSSL") }
         guard let context = EVP_MD_CTX_new() else { throw openSSLError("EVP_MD_CTX_new") }
         defer { EVP_MD_CTX_free(context) }
-        guard EVP_DigestSignInit(context, nil, sha256Method, nil, pointer) == 1 else {
+        guard EVP_DigestSignInit(context, nil, digest, nil, pointer) == 1 else {
             throw openSSLError(.invalidKey, "EVP_DigestSignInit")
         }
         return try withNonNullBytes(message) { bytes, count in
@@ -138,12 +140,12 @@ final class EVPKey: @unchecked Sendable {
     /// wrong signature is an expected outcome.
     func verifySHA256(signature: Data, message: some ContiguousBytes) -> Bool {
         if let ecContexts { return ecContexts.verifySHA256(signature: signature, message: message) }
-        guard let context = EVP_MD_CTX_new() else { return false }
+        guard let digest = sha256Method, let context = EVP_MD_CTX_new() else { return false }
         defer {
             EVP_MD_CTX_free(context)
             _ = drainOpenSSLErrors()
         }
-        guard EVP_DigestVerifyInit(context, nil, sha256Method, nil, pointer) == 1 else { return false }
+        guard EVP_DigestVerifyInit(context, nil, digest, nil, pointer) == 1 else { return false }
         return withNonNullBytes(signature) { sig, sigCount in
             withNonNullBytes(message) { bytes, count in
                 EVP_DigestVerify(context, sig, sigCount, bytes, count) == 1
@@ -154,7 +156,7 @@ final class EVPKey: @unchecked Sendable {
 
 /// SHA-256 fetched once. OpenSSL 3 looks an algorithm up in its provider store on every
 /// implicit use (`EVP_sha256()`); an explicitly fetched method skips that on the hot path.
-nonisolated(unsafe) let sha256Method: OpaquePointer? = EVP_MD_fetch(nil, "SHA256", nil)
+var sha256Method: OpaquePointer? { DigestMethod.sha256.method }
 
 func readAll(_ bio: OpaquePointer) -> Data {
     var result = Data()

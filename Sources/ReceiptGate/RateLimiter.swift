@@ -33,7 +33,7 @@ final class RateLimiter: Sendable {
         // An IPv6 caller owns at least a /64: counting by full address would give it endless budgets.
         let key = policy.key == .callerAddress ? Self.addressKey(key) : key
         // Keys come from callers: hash long ones so neither memory nor rows grow with their length.
-        let boundedKey = key.utf8.count <= 64 ? key : SHA256.hex(Data(key.utf8))
+        let boundedKey = key.utf8.count <= 64 ? key : try SHA256.hex(Data(key.utf8))
         let (hits, secondsLeft): (Int, Int)
         if policy.shared {
             do {

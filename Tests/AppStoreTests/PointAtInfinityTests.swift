@@ -18,7 +18,7 @@ import TestSupport
         for attempt in 0..<8 where token == nil {
             let payload = AppleTestPKI.transaction(["transactionId": "20000009\(attempt)0000000"])
             let input = header + "." + Base64.urlEncode(try JSONSerialization.data(withJSONObject: payload, options: [.sortedKeys]))
-            token = CertificateSurgery.signatureForPointAtInfinity(over: Data(input.utf8)).map { input + "." + Base64.urlEncode($0) }
+            token = try CertificateSurgery.signatureForPointAtInfinity(over: Data(input.utf8)).map { input + "." + Base64.urlEncode($0) }
         }
         let forged = try #require(token)
         let verifier = AppStoreSignedDataVerifier(trustRoots: [pki.root])

@@ -19,8 +19,8 @@ public enum CertificateSurgery {
     /// A JOSE ES256 signature (r ‖ s) that verifies for the point at infinity Q over any message
     /// whose SHA-256 e is below the group order: with s = e and r = x(G), u1 = e·s⁻¹ = 1 and
     /// u1·G + u2·Q = G. nil for the rare message whose digest is not below the order.
-    public static func signatureForPointAtInfinity(over message: Data) -> Data? {
-        let e = SHA256.hash(message)
+    public static func signatureForPointAtInfinity(over message: Data) throws -> Data? {
+        let e = try SHA256.hash(message)
         guard !e.allSatisfy({ $0 == 0 }), e.lexicographicallyPrecedes(p256Order) else { return nil }
         return p256GeneratorX + e
     }
