@@ -137,7 +137,15 @@ public struct AppReceiptValidator: Sendable {
     }
 
     private func postVerifyReceipt(_ receipt: String, secret: String, url: String, http: HTTPClient) async throws(AppStoreVerificationError) -> VerifyReceiptResponse {
-        let body = (try? JSONSerialization.data(withJSONObject: ["receipt-data": receipt, "password": secret, "exclude-old-transactions": false])) ?? Data()
+        struct Request: Encodable {
+            let receiptData: String, password: String, excludeOldTransactions: Bool
+            enum CodingKeys: String, CodingKey { case receiptData = "receipt-data", password, excludeOldTransactions = "exclude-old-transactions" }
+        }
+        let body: Data
+        do { body = try JSONEncoder().encode(Request(receiptData: receipt, password: secret, excludeOldTransactions: false)) } catch {
+            // The error would quote the values it failed on, the shared secret among them.
+            throw AppStoreVerificationError(.requestNotEncodable, "the verifyReceipt request could not be encoded; nothing was sent")
+        }
         let response: HTTPClient.Response
         do {
             response = try await http.send(.init(method: "POST", url: url, headers: [("Content-Type", "application/json")], body: body))

@@ -99,7 +99,7 @@ public struct AppStoreProvider: NotificationReceiving {
                 environment: identity.environment.flatMap(Self.storeEnvironment), appIdentifier: identity.bundleId,
                 transactionID: transaction?.transactionId, originalTransactionID: transaction?.originalTransactionId ?? renewal?.originalTransactionId,
                 productID: transaction?.productId ?? renewal?.productId, signedAt: notification.signedDate?.date,
-                decodedJSON: (try? JSONEncoder.sortedForStorage.encode(decoded)) ?? Data("{}".utf8))
+                decodedJSON: try JSONEncoder.sortedForStorage.encode(decoded))
             stored.event = StoreEvent(kind: Self.eventKind(type, subtype: notification.subtype),
                                       purchase: try transaction.map { try Self.purchase(from: $0) },
                                       autoRenew: renewal?.autoRenewStatus.map { $0 == .on },

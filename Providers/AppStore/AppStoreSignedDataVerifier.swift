@@ -139,7 +139,10 @@ public final class AppStoreSignedDataVerifier: Sendable {
             throw AppStoreVerificationError(.invalidChainLength, "x5c must hold exactly 3 certificates, got \(header.x5c?.count ?? 0)")
         }
         // The chain's identity is its certificates, not the header's other bytes.
-        let chainDigest = SHA256.hash(Data(x5c.joined(separator: ",").utf8))
+        guard let chainDigest = try? SHA256.hash(Data(x5c.joined(separator: ",").utf8)) else {
+            // No digest to key the cache by (OpenSSL failing): proven as if never seen, and not cached.
+            return (try verifiedChain(leaf: x5c[0], intermediate: x5c[1], at: date).0, nil)
+        }
         if let cached = cache.lookup(chain: chainDigest, at: date) {
             return (cached, VerifiedChainCache.Proven(chain: chainDigest, key: cached, window: nil))
         }

@@ -43,6 +43,8 @@ public struct AppStoreVerificationError: Error, Equatable, Sendable, CustomStrin
         public static let misconfigured = Reason(rawValue: "APP_STORE_MISCONFIGURED")
         /// A certificate in the chain has been revoked.
         public static let certificateRevoked = Reason(rawValue: "CERTIFICATE_REVOKED")
+        /// A request to Apple could not be encoded: nothing was sent (a fault of ours, not the evidence's).
+        public static let requestNotEncodable = Reason(rawValue: "APP_STORE_REQUEST_NOT_ENCODABLE")
     }
 
     public let reason: Reason
@@ -57,7 +59,7 @@ public struct AppStoreVerificationError: Error, Equatable, Sendable, CustomStrin
         switch reason {
         case .bundleMismatch: .bundleMismatch
         case .environmentMismatch: .environmentMismatch
-        case .revocationCheckUnavailable, .storeUnavailable, .misconfigured: .verifierError
+        case .revocationCheckUnavailable, .storeUnavailable, .misconfigured, .requestNotEncodable: .verifierError
         default: .verificationFailed
         }
     }

@@ -73,6 +73,7 @@ public struct SubscriptionPurchaseV2: Codable, Sendable {
 public struct VoidedPurchaseList: Codable, Sendable {
     public struct Pagination: Codable, Sendable { public var nextPageToken: String? }
     public struct VoidedPurchase: Codable, Sendable {
+        public var kind: String?
         public var purchaseToken: String?
         public var purchaseTimeMillis: String?
         public var voidedTimeMillis: String?
@@ -82,6 +83,8 @@ public struct VoidedPurchaseList: Codable, Sendable {
         /// 0 other, 1 remorse, 2 not received, 3 defective, 4 accidental purchase, 5 fraud, 6 friendly fraud, 7 chargeback.
         public var voidedReason: Int?
         public var voidedQuantity: Int?
+        /// 1 full refund, 2 quantity-based partial refund.
+        public var refundType: Int?
     }
     public var tokenPagination: Pagination?
     public var voidedPurchases: [VoidedPurchase]?

@@ -14,7 +14,7 @@ extension GooglePlayProvider {
             default: break
             }
         }
-        var purchase = base(orderID: product.orderId, token: token, package: package, test: product.purchaseType == 0)
+        var purchase = try base(orderID: product.orderId, token: token, package: package, test: product.purchaseType == 0)
         purchase.productID = product.productId ?? productID
         purchase.kind = consume ? .consumable : nil
         purchase.quantity = product.quantity ?? 1
@@ -24,6 +24,7 @@ extension GooglePlayProvider {
         purchase.storeAttributes["product_type"] = "product"
         purchase.storeAttributes["acknowledged"] = String(product.acknowledgementState == 1)
         purchase.storeAttributes["consumed"] = String(product.consumptionState == 1)
+        purchase.storeAttributes["purchase_state"] = [0: "purchased", 1: "canceled", 2: "pending"][product.purchaseState ?? 0] ?? "unknown"
         return purchase
     }
 
@@ -36,7 +37,7 @@ extension GooglePlayProvider {
             }
         }
         let item = product.productLineItem?.first
-        var purchase = base(orderID: product.orderId, token: token, package: package, test: product.testPurchaseContext != nil)
+        var purchase = try base(orderID: product.orderId, token: token, package: package, test: product.testPurchaseContext != nil)
         purchase.productID = item?.productId
         purchase.kind = consume ? .consumable : nil
         purchase.quantity = item?.productOfferDetails?.quantity ?? 1
@@ -46,6 +47,12 @@ extension GooglePlayProvider {
         purchase.storeAttributes["product_type"] = "product"
         purchase.storeAttributes["acknowledged"] = String(product.acknowledgementState == "ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED")
         purchase.storeAttributes["consumed"] = String(item?.productOfferDetails?.consumptionState == "CONSUMPTION_STATE_CONSUMED")
+        purchase.storeAttributes["purchase_state"] = switch product.purchaseStateContext?.purchaseState {
+        case "PURCHASED"?, nil: "purchased"
+        case "CANCELLED"?, "CANCELED"?: "canceled"
+        case "PENDING"?: "pending"
+        default: "unknown"
+        }
         return purchase
     }
 
@@ -75,7 +82,7 @@ extension GooglePlayProvider {
         }
         let items = subscription.lineItems ?? []
         let item = items.first { $0.productId == productID } ?? items.first
-        var purchase = Self.base(orderID: latestOrder, token: token, package: package, test: subscription.testPurchase != nil)
+        var purchase = try Self.base(orderID: latestOrder, token: token, package: package, test: subscription.testPurchase != nil)
         purchase.originalTransactionID = original ?? purchase.transactionID
         purchase.productID = item?.productId
         purchase.kind = item?.autoRenewingPlan != nil || item?.prepaidPlan == nil ? .autoRenewableSubscription : .nonRenewingSubscription
@@ -93,8 +100,8 @@ extension GooglePlayProvider {
 
     /// What every Google purchase shares. A purchase without an order id (some test and promo
     /// purchases) is keyed by a digest of its token, never by the token itself.
-    static func base(orderID: String?, token: String, package: String, test: Bool) -> VerifiedPurchase {
-        let id = orderID ?? "GPT." + String(SHA256.hex(Data(token.utf8)).prefix(40))
+    static func base(orderID: String?, token: String, package: String, test: Bool) throws -> VerifiedPurchase {
+        let id = try orderID ?? "GPT." + String(SHA256.hex(Data(token.utf8)).prefix(40))
         var purchase = VerifiedPurchase(store: .googlePlay, environment: test ? .sandbox : .production, transactionID: id)
         purchase.appIdentifier = package
         purchase.orderID = orderID

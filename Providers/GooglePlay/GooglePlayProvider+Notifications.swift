@@ -7,8 +7,8 @@ extension GooglePlayProvider {
     /// (when the audience and service account are configured) or the shared `?token=`; then,
     /// since notifications carry no purchase state, the purchase is fetched with the owning
     /// client's key and becomes the event's purchase. Deduplicated on Pub/Sub's `messageId`,
-    /// except voided purchases: on `voided:<order id>`, shared with the voided-purchases poll, so
-    /// a refund learned both ways is applied once.
+    /// except voided purchases that Google confirms: on `voided:<order id>`, shared with the
+    /// voided-purchases poll, so a refund learned both ways is applied once.
     public func receiveNotification(_ request: NotificationRequest, registered: RegisteredApps) async throws -> StoreNotification {
         try await authenticate(request)
         guard let push = try? JSONDecoder().decode(PubSubPush.self, from: request.body), let message = push.message,
@@ -21,7 +21,8 @@ extension GooglePlayProvider {
         }
         let package = rtdn.packageName ?? ""
         let eventTime = GoogleTime.millis(rtdn.eventTimeMillis)
-        let decoded = (try? JSONEncoder.sortedForStorage.encode(rtdn)) ?? Data("{}".utf8)
+        // Kept for support exactly as decoded; a notification that cannot be kept is not taken.
+        let decoded = try JSONEncoder.sortedForStorage.encode(rtdn)
         func notification(_ id: String, type: String, event: StoreEvent, token: String?) -> StoreNotification {
             var stored = StoreNotification(store: store, notificationID: id, type: type, subtype: nil, environment: event.purchase?.environment,
                                            appIdentifier: package.isEmpty ? nil : package, transactionID: event.purchase?.transactionID,
@@ -43,25 +44,22 @@ extension GooglePlayProvider {
             var evidence = GooglePlayEvidence(purchaseToken: token)
             evidence.productID = sub.subscriptionId
             evidence.isSubscription = true
-            let purchase = try await fetchForEvent(evidence, package: package, request: request)
+            let purchase = try await fetchForEvent(evidence, package: package, access: try await eventAccess(package: package, request: request))
             return notification(id, type: type, event: Self.subscriptionEvent(sub.notificationType ?? 0, purchase: purchase), token: token)
         }
         if let product = rtdn.oneTimeProductNotification, let token = product.purchaseToken {
             let type = product.notificationType.flatMap { DeveloperNotification.oneTimeTypes[$0] } ?? "ONE_TIME_PRODUCT_\(product.notificationType ?? 0)"
             var evidence = GooglePlayEvidence(purchaseToken: token)
             evidence.productID = product.sku
-            let purchase = try await fetchForEvent(evidence, package: package, request: request)
+            let purchase = try await fetchForEvent(evidence, package: package, access: try await eventAccess(package: package, request: request))
             // Purchased: recorded when the game server verifies it. Canceled: a pending purchase
             // that was never paid, so never delivered; nothing to claw back.
             return notification(id, type: type, event: StoreEvent(kind: product.notificationType == 1 ? .oneTimeCharge : .other, purchase: purchase),
                                 token: token)
         }
         if let voided = rtdn.voidedPurchaseNotification, let token = voided.purchaseToken, let orderID = voided.orderId {
-            var evidence = GooglePlayEvidence(purchaseToken: token)
-            evidence.isSubscription = voided.productType == 1 ? true : nil
-            let fetched = try await fetchForEvent(evidence, package: package, request: request)
-            let purchase = Self.voided(fetched, orderID: orderID, token: token, package: package, at: eventTime ?? now(), reasonCode: nil)
-            return notification("voided:\(orderID)", type: "VOIDED_PURCHASE", event: StoreEvent(kind: .refunded, purchase: purchase), token: token)
+            let outcome = try await pushedVoid(voided, token: token, orderID: orderID, package: package, eventTime: eventTime, request: request)
+            return notification(outcome.id ?? id, type: outcome.type, event: outcome.event, token: token)
         }
         return notification(id, type: "UNKNOWN", event: StoreEvent(kind: .other), token: nil)
     }
@@ -84,13 +82,24 @@ extension GooglePlayProvider {
                                     message: "set RECEIPTGATE_GOOGLE_PUSH_AUDIENCE and _PUSH_SERVICE_ACCOUNT, or RECEIPTGATE_GOOGLE_PUSH_TOKEN")
     }
 
-    /// The purchase as Google has it now, with the owning client's key; nil if Google no longer
-    /// knows it. Google being unreachable makes Pub/Sub send the notification again (503).
-    private func fetchForEvent(_ evidence: GooglePlayEvidence, package: String, request: NotificationRequest) async throws -> VerifiedPurchase? {
+    /// The owning client's key (else the service's) and its consume setting, for Google calls a notification makes.
+    func eventAccess(package: String, request: NotificationRequest) async throws -> (key: ServiceAccountKey, consume: Bool) {
         let owner = try await request.owner(package)
+        let key: ServiceAccountKey
+        do throws(GooglePlayAPIError) {
+            key = try serviceAccountKey(owner?.credentials ?? [:])
+        } catch {
+            logger.warning("a Google Play notification cannot be checked without a service-account key", ["package": package, "problem": error.message])
+            throw NotificationRejection(.retryable, reason: error.verificationError.reason, message: "the purchase could not be fetched from Google now")
+        }
+        return (key, owner?.client.setting(Setting.consume) == "on")
+    }
+
+    /// The purchase as Google has it now; nil if Google no longer knows it. Google being
+    /// unreachable makes Pub/Sub send the notification again (503).
+    func fetchForEvent(_ evidence: GooglePlayEvidence, package: String, access: (key: ServiceAccountKey, consume: Bool)) async throws -> VerifiedPurchase? {
         do {
-            let key = try serviceAccountKey(owner?.credentials ?? [:])
-            return try await fetch(evidence, package: package, key: key, consume: owner?.client.setting(Setting.consume) == "on", lenient: true)
+            return try await fetch(evidence, package: package, key: access.key, consume: access.consume, lenient: true)
         } catch let error as GooglePlayAPIError where error.kind == .notFound || error.kind == .rejected {
             return nil
         } catch let error as GooglePlayAPIError {
@@ -124,8 +133,8 @@ extension GooglePlayProvider {
 
     /// The voided order as a refunded purchase: the fetched purchase when Google still has it,
     /// else what the void itself says (production assumed: only the order id is known then).
-    static func voided(_ fetched: VerifiedPurchase?, orderID: String, token: String, package: String, at date: Date, reasonCode: Int?) -> VerifiedPurchase {
-        var purchase = fetched ?? base(orderID: orderID, token: token, package: package, test: false)
+    static func voided(_ fetched: VerifiedPurchase?, orderID: String, token: String, package: String, at date: Date, reasonCode: Int?) throws -> VerifiedPurchase {
+        var purchase = try fetched ?? base(orderID: orderID, token: token, package: package, test: false)
         purchase.transactionID = orderID
         purchase.orderID = orderID
         if purchase.originalTransactionID == nil { purchase.originalTransactionID = firstOrder(orderID) }

@@ -42,7 +42,7 @@ public struct ServiceAccountKey: Sendable, CustomStringConvertible {
         privateKeyID = file.private_key_id
         self.tokenURI = tokenURI
         privateKey = key
-        cacheKey = "\(email)|\(file.private_key_id ?? "")|\(tokenURI)|\(SHA256.hex(Data(pem.utf8)).prefix(16))"
+        cacheKey = try "\(email)|\(file.private_key_id ?? "")|\(tokenURI)|\(SHA256.hex(Data(pem.utf8)).prefix(16))"
     }
 
     public init(contentsOfFile path: String) throws {

@@ -81,9 +81,9 @@ public struct VoidedPurchasePoller: StorePolling {
             fetched = nil  // Google no longer has the purchase: the void alone says enough.
         }
         let when = GoogleTime.millis(voided.voidedTimeMillis) ?? provider.now()
-        var purchase = GooglePlayProvider.voided(fetched, orderID: orderID, token: token, package: package, at: when, reasonCode: voided.voidedReason)
+        var purchase = try GooglePlayProvider.voided(fetched, orderID: orderID, token: token, package: package, at: when, reasonCode: voided.voidedReason)
         if purchase.purchaseDate == nil { purchase.purchaseDate = GoogleTime.millis(voided.purchaseTimeMillis) }
-        let decoded = (try? JSONEncoder.sortedForStorage.encode(voided)) ?? Data("{}".utf8)
+        let decoded = try JSONEncoder.sortedForStorage.encode(voided)
         var stored = StoreNotification(store: .googlePlay, notificationID: "voided:\(orderID)", type: "VOIDED_PURCHASE",
                                        subtype: voided.voidedSource.flatMap { Self.sources[$0] }, environment: purchase.environment,
                                        appIdentifier: package, transactionID: orderID, originalTransactionID: purchase.originalTransactionID,

@@ -63,7 +63,9 @@ public final class Certificate: @unchecked Sendable, Equatable, Hashable {
     public static func == (lhs: Certificate, rhs: Certificate) -> Bool { lhs.derEncoded == rhs.derEncoded }
     public func hash(into hasher: inout Hasher) { hasher.combine(derEncoded) }
 
-    public var sha256Fingerprint: Data { SHA256.hash(derEncoded) }
+    public var sha256Fingerprint: Data {
+        get throws { try SHA256.hash(derEncoded) }
+    }
 
     public var subject: String { Self.oneLine(X509_get_subject_name(pointer)) }
     public var issuer: String { Self.oneLine(X509_get_issuer_name(pointer)) }
@@ -74,7 +76,7 @@ public final class Certificate: @unchecked Sendable, Equatable, Hashable {
     public var publicKey: PublicKey {
         get throws {
             guard let key = X509_get_pubkey(pointer) else { throw openSSLError(.invalidCertificate, "X509_get_pubkey") }
-            return PublicKey(EVPKey(taking: key))
+            return PublicKey(try EVPKey.checkedPublicKey(taking: key))
         }
     }
 

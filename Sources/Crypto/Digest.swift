@@ -1,29 +1,56 @@
 import COpenSSL
 public import Foundation
 
-/// SHA-256 through OpenSSL's EVP interface, with the method fetched once (`sha256Method`): every
-/// request's body is hashed for its signature, and an implicit `EVP_sha256()` is a provider lookup each time.
+/// SHA-256 through OpenSSL's EVP interface, with the method fetched once (`DigestMethod.sha256`):
+/// every request's body is hashed for its signature, and an implicit `EVP_sha256()` is a provider
+/// lookup each time. OpenSSL failing (out of memory, a provider missing) throws, with its reason.
 public enum SHA256 {
     public static let byteCount = 32
 
-    public static func hash(_ data: some ContiguousBytes) -> Data {
-        // EVP_Digest with a built-in algorithm fails only when the process is out of memory.
-        guard let digest = digest(data) else { preconditionFailure("EVP_Digest(SHA-256) failed: \(drainOpenSSLErrors())") }
-        return Data(digest)
+    public static func hash(_ data: some ContiguousBytes) throws -> Data {
+        Data(try DigestMethod.sha256.hash(data))
     }
 
-    /// The 32 bytes, or nil if OpenSSL fails.
+    /// The 32 bytes, or nil if OpenSSL fails: for verification, where a failure is a refusal.
     static func digest(_ data: some ContiguousBytes) -> [UInt8]? {
-        var digest = [UInt8](repeating: 0, count: byteCount)
+        try? DigestMethod.sha256.hash(data)
+    }
+
+    public static func hex(_ data: some ContiguousBytes) throws -> String {
+        Hex.encode(try hash(data))
+    }
+}
+
+/// A digest algorithm fetched from OpenSSL by name, once; fetched algorithms may be shared
+/// between threads. A name OpenSSL does not know keeps its reason, thrown on every use.
+final class DigestMethod: @unchecked Sendable {
+    static let sha256 = DigestMethod("SHA256")
+
+    let name: String
+    let method: OpaquePointer?
+    /// The digest's length in bytes.
+    let size: Int
+    private let unavailable: String?
+
+    init(_ name: String) {
+        self.name = name
+        method = EVP_MD_fetch(nil, name, nil)
+        size = method.map { Int(EVP_MD_get_size($0)) } ?? 0
+        unavailable = method == nil ? drainOpenSSLErrors() : nil
+    }
+
+    deinit { if let method { EVP_MD_free(method) } }
+
+    func hash(_ data: some ContiguousBytes) throws -> [UInt8] {
+        guard let method else { throw CryptoError(.openSSLFailure, "EVP_MD_fetch(\(name)): \(unavailable ?? "")") }
+        guard size > 0 else { throw CryptoError(.openSSLFailure, "\(name) has no fixed digest length") }
+        var digest = [UInt8](repeating: 0, count: size)
         var length: UInt32 = 0
         let ok = withNonNullBytes(data) { pointer, count in
-            EVP_Digest(pointer, count, &digest, &length, sha256Method, nil)
+            EVP_Digest(pointer, count, &digest, &length, method, nil)
         }
-        return ok == 1 && length == 32 ? digest : nil
-    }
-
-    public static func hex(_ data: some ContiguousBytes) -> String {
-        Hex.encode(hash(data))
+        guard ok == 1, Int(length) == size else { throw openSSLError("EVP_Digest(\(name))") }
+        return digest
     }
 }
 
@@ -37,11 +64,10 @@ public enum HMACSHA256 {
     nonisolated(unsafe) private static let algorithm: OpaquePointer? = EVP_MAC_fetch(nil, "HMAC", nil)
     private static let idle = IdleList<OpaquePointer>(limit: 32) { EVP_MAC_CTX_free($0) }
 
-    public static func authenticationCode(key: some ContiguousBytes, message: some ContiguousBytes) -> Data {
+    public static func authenticationCode(key: some ContiguousBytes, message: some ContiguousBytes) throws -> Data {
         var mac = [UInt8](repeating: 0, count: 32)
         var length = 0
-        // A context fails only when the process is out of memory; then so does this.
-        guard let context = idle.take(orMake: makeContext) else { preconditionFailure("HMAC-SHA256 context: \(drainOpenSSLErrors())") }
+        guard let context = idle.take(orMake: makeContext) else { throw openSSLError("HMAC-SHA256 context") }
         let ok = withNonNullBytes(key) { keyPointer, keyCount in
             withNonNullBytes(message) { messagePointer, messageCount in
                 EVP_MAC_init(context, keyPointer, keyCount, nil) == 1 && EVP_MAC_update(context, messagePointer, messageCount) == 1
@@ -50,7 +76,7 @@ public enum HMACSHA256 {
         }
         guard ok, length == 32 else {
             EVP_MAC_CTX_free(context)
-            preconditionFailure("HMAC-SHA256 failed: \(drainOpenSSLErrors())")
+            throw openSSLError("HMAC-SHA256")
         }
         idle.giveBack(context)
         return Data(mac)
@@ -71,9 +97,10 @@ public enum HMACSHA256 {
         return context
     }
 
-    /// Checks a MAC in constant time.
-    public static func isValid(_ mac: some ContiguousBytes, key: some ContiguousBytes, message: some ContiguousBytes) -> Bool {
-        ConstantTime.equals(authenticationCode(key: key, message: message), mac)
+    /// Checks a MAC in constant time. Throws when OpenSSL cannot compute one (never a `false`
+    /// standing in for a failure of ours).
+    public static func isValid(_ mac: some ContiguousBytes, key: some ContiguousBytes, message: some ContiguousBytes) throws -> Bool {
+        ConstantTime.equals(try authenticationCode(key: key, message: message), mac)
     }
 }
 

@@ -101,8 +101,8 @@ final class ECVerifyContexts: @unchecked Sendable {
 
     private func take() -> OpaquePointer? {
         idle.take { [key] in
-            guard let context = EVP_PKEY_CTX_new_from_pkey(nil, key, nil) else { return nil }
-            guard EVP_PKEY_verify_init(context) == 1, EVP_PKEY_CTX_set_signature_md(context, sha256Method) == 1 else {
+            guard let digest = sha256Method, let context = EVP_PKEY_CTX_new_from_pkey(nil, key, nil) else { return nil }
+            guard EVP_PKEY_verify_init(context) == 1, EVP_PKEY_CTX_set_signature_md(context, digest) == 1 else {
                 EVP_PKEY_CTX_free(context)
                 _ = drainOpenSSLErrors()
                 return nil

@@ -54,7 +54,27 @@ final class EVPKey: @unchecked Sendable {
         guard let key = PEM_read_bio_PUBKEY(bio.pointer, nil, nil, nil) else {
             throw openSSLError(.invalidKey, "public key PEM")
         }
-        return EVPKey(taking: key)
+        return try checkedPublicKey(taking: key)
+    }
+
+    /// Every public key from outside (SPKI, PEM, certificates, JWK coordinates) comes through
+    /// here. OpenSSL parses P-256's point at infinity (the single byte 00) as a key, and ECDSA
+    /// verification with it then accepts a signature anyone can compute from the message alone;
+    /// `EVP_PKEY_public_check_quick` refuses that point and any point off the curve (the full
+    /// check adds n·Q = O, which holds for every such point on a curve of cofactor 1, as P-256 is).
+    /// Takes ownership of `pointer`, freeing it on refusal.
+    static func checkedPublicKey(taking pointer: OpaquePointer) throws -> EVPKey {
+        guard EVP_PKEY_get_base_id(pointer) == NID_X9_62_id_ecPublicKey else { return EVPKey(taking: pointer) }
+        guard let context = EVP_PKEY_CTX_new_from_pkey(nil, pointer, nil) else {
+            EVP_PKEY_free(pointer)
+            throw openSSLError("EVP_PKEY_CTX_new_from_pkey")
+        }
+        defer { EVP_PKEY_CTX_free(context) }
+        guard EVP_PKEY_public_check_quick(context) == 1 else {
+            EVP_PKEY_free(pointer)
+            throw openSSLError(.invalidKey, "EC public key is the point at infinity or not on its curve")
+        }
+        return EVPKey(taking: pointer)
     }
 
     static func publicKey(subjectPublicKeyInfo der: Data) throws -> EVPKey {
@@ -64,7 +84,7 @@ final class EVPKey: @unchecked Sendable {
             return d2i_PUBKEY(nil, &cursor, raw.count)
         }
         guard let key else { throw openSSLError(.invalidKey, "SubjectPublicKeyInfo DER") }
-        return EVPKey(taking: key)
+        return try checkedPublicKey(taking: key)
     }
 
     /// DER SubjectPublicKeyInfo.
@@ -92,9 +112,11 @@ final class EVPKey: @unchecked Sendable {
 
     /// A signature over `message` with SHA-256 (DER for ECDSA, PKCS#1 v1.5 for RSA).
     func signSHA256(_ message: some ContiguousBytes) throws -> Data {
+        // A NULL digest would mean "the key type's default", not SHA-256.
+        guard let digest = sha256Method else { throw CryptoError(.openSSLFailure, "SHA-256 is not available from OpenSSL") }
         guard let context = EVP_MD_CTX_new() else { throw openSSLError("EVP_MD_CTX_new") }
         defer { EVP_MD_CTX_free(context) }
-        guard EVP_DigestSignInit(context, nil, sha256Method, nil, pointer) == 1 else {
+        guard EVP_DigestSignInit(context, nil, digest, nil, pointer) == 1 else {
             throw openSSLError(.invalidKey, "EVP_DigestSignInit")
         }
         return try withNonNullBytes(message) { bytes, count in
@@ -118,12 +140,12 @@ final class EVPKey: @unchecked Sendable {
     /// wrong signature is an expected outcome.
     func verifySHA256(signature: Data, message: some ContiguousBytes) -> Bool {
         if let ecContexts { return ecContexts.verifySHA256(signature: signature, message: message) }
-        guard let context = EVP_MD_CTX_new() else { return false }
+        guard let digest = sha256Method, let context = EVP_MD_CTX_new() else { return false }
         defer {
             EVP_MD_CTX_free(context)
             _ = drainOpenSSLErrors()
         }
-        guard EVP_DigestVerifyInit(context, nil, sha256Method, nil, pointer) == 1 else { return false }
+        guard EVP_DigestVerifyInit(context, nil, digest, nil, pointer) == 1 else { return false }
         return withNonNullBytes(signature) { sig, sigCount in
             withNonNullBytes(message) { bytes, count in
                 EVP_DigestVerify(context, sig, sigCount, bytes, count) == 1
@@ -134,7 +156,7 @@ final class EVPKey: @unchecked Sendable {
 
 /// SHA-256 fetched once. OpenSSL 3 looks an algorithm up in its provider store on every
 /// implicit use (`EVP_sha256()`); an explicitly fetched method skips that on the hot path.
-nonisolated(unsafe) let sha256Method: OpaquePointer? = EVP_MD_fetch(nil, "SHA256", nil)
+var sha256Method: OpaquePointer? { DigestMethod.sha256.method }
 
 func readAll(_ bio: OpaquePointer) -> Data {
     var result = Data()

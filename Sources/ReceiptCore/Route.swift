@@ -126,6 +126,9 @@ public struct RouteResponse: Sendable {
     public var headers: [(name: String, value: String)]
     public var contentType: String
     public var body: Data
+    /// Why the handler's answer could not be given (for the log, never for the client): set on
+    /// the 500 that stands in for an answer that could not be encoded.
+    public var failure: String?
 
     public init(status: Int, headers: [(name: String, value: String)] = [], contentType: String = "application/json", body: Data) {
         self.status = status
@@ -134,11 +137,25 @@ public struct RouteResponse: Sendable {
         self.body = body
     }
 
-    /// JSON with sorted keys and unescaped slashes, the same bytes every time.
+    /// JSON with sorted keys and unescaped slashes, the same bytes every time. An answer that
+    /// cannot be encoded (a non-finite number, an Encodable that throws) is never sent as some
+    /// other body: it becomes a 500 `INTERNAL_ERROR`, with the reason in `failure` for the log.
     public static func json(_ value: some Encodable, status: Int = 200, headers: [(name: String, value: String)] = []) -> RouteResponse {
+        do {
+            return RouteResponse(status: status, headers: headers, body: try encodedJSON(value))
+        } catch {
+            var response = RouteResponse(status: 500, body: Data(#"{"error":"INTERNAL_ERROR","message":"the answer could not be encoded"}"#.utf8))
+            response.failure = "the answer (\(type(of: value))) could not be encoded: \(error)"
+            return response
+        }
+    }
+
+    /// The bytes `json(_:)` answers with, or the encoding error: for JSON that is sent or stored
+    /// elsewhere (callbacks, webhooks), where no placeholder may stand in for it.
+    public static func encodedJSON(_ value: some Encodable) throws -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return RouteResponse(status: status, headers: headers, body: (try? encoder.encode(value)) ?? Data("{}".utf8))
+        return try encoder.encode(value)
     }
 
     /// JSON already encoded (by `JSONWriter` on the hot paths).

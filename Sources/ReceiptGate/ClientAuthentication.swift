@@ -46,17 +46,17 @@ public struct ClientAuthentication: Sendable {
         guard let clientID = header("X-Client-ID"), let timestampText = header("X-Timestamp"),
               let signatureBytes = header("X-Signature").flatMap(Hex.decode) else { throw AuthenticationRefused("invalid credentials or signature") }
         guard let (client, secret) = try await clientAndSecret(clientID) else { throw AuthenticationRefused("invalid credentials or signature") }
-        let message = header("X-Signature-Version") == "2"
+        let message = try header("X-Signature-Version") == "2"
             ? Self.messageV2(clientID: clientID, timestamp: timestampText, method: method, target: target, body: body)
             : Self.message(clientID: clientID, timestamp: timestampText, body: body)
-        guard HMACSHA256.isValid(signatureBytes, key: Data(secret.utf8), message: Data(message.utf8)) else {
+        guard try HMACSHA256.isValid(signatureBytes, key: Data(secret.utf8), message: Data(message.utf8)) else {
             throw AuthenticationRefused("invalid credentials or signature")
         }
         return client
     }
 
-    public static func messageV2(clientID: String, timestamp: String, method: String, target: String, body: Data) -> String {
-        "v2\n\(clientID)\n\(timestamp)\n\(method.uppercased())\n\(target)\n\(SHA256.hex(body))"
+    public static func messageV2(clientID: String, timestamp: String, method: String, target: String, body: Data) throws -> String {
+        "v2\n\(clientID)\n\(timestamp)\n\(method.uppercased())\n\(target)\n\(try SHA256.hex(body))"
     }
 
     /// From the cache when there is one (invalidated on rotation by notification, and short-lived
@@ -66,13 +66,13 @@ public struct ClientAuthentication: Sendable {
         return try await cache.entry(for: clientID).map { ($0.client, $0.secret) }
     }
 
-    public static func message(clientID: String, timestamp: String, body: Data) -> String {
-        "\(clientID).\(timestamp).\(SHA256.hex(body))"
+    public static func message(clientID: String, timestamp: String, body: Data) throws -> String {
+        "\(clientID).\(timestamp).\(try SHA256.hex(body))"
     }
 
     /// Signs an outgoing request or webhook the same way.
-    public static func signature(secret: String, clientID: String, timestamp: String, body: Data) -> String {
-        Hex.encode(HMACSHA256.authenticationCode(key: Data(secret.utf8), message: Data(message(clientID: clientID, timestamp: timestamp, body: body).utf8)))
+    public static func signature(secret: String, clientID: String, timestamp: String, body: Data) throws -> String {
+        Hex.encode(try HMACSHA256.authenticationCode(key: Data(secret.utf8), message: Data(try message(clientID: clientID, timestamp: timestamp, body: body).utf8)))
     }
 }
 

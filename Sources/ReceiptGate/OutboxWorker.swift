@@ -106,7 +106,10 @@ public final class OutboxWorker: Sendable {
         }
         let body = Data(event.payload.utf8)
         let timestamp = String(Int(Date().timeIntervalSince1970))
-        let signature = ClientAuthentication.signature(secret: secret, clientID: client.clientID, timestamp: timestamp, body: body)
+        let signature: String
+        do { signature = try ClientAuthentication.signature(secret: secret, clientID: client.clientID, timestamp: timestamp, body: body) } catch {
+            return "the message could not be signed: \(error)"  // kept on the row and retried; never sent unsigned
+        }
         var request = HTTPClient.Request(method: "POST", url: url, headers: [
             ("Content-Type", "application/json"), ("X-Client-ID", client.clientID), ("X-Timestamp", timestamp),
             ("X-Signature", signature), ("X-Event-Id", event.eventID), ("X-Event-Type", event.type),
@@ -125,6 +128,7 @@ public final class OutboxWorker: Sendable {
     /// Sends an e-mail through SMTP. Nil on success.
     private func sendMail(_ event: OutboxRepository.Claimed) async -> String? {
         guard let mailer else { return "no SMTP server configured" }
+        if let unopened = event.unopened { return unopened }
         return await mailer.send(payload: event.payload, eventID: event.eventID)
     }
 

@@ -29,7 +29,7 @@ final class RateLimiter: Sendable {
     /// Counts one request; throws a `RATE_LIMITED` refusal with the seconds to wait.
     func check(_ declared: RateLimitPolicy, key: String) async throws {
         guard let policy = effective(declared) else { return }
-        let (windowSeconds, boundedKey) = Self.window(policy, key: key)
+        let (windowSeconds, boundedKey) = try Self.window(policy, key: key)
         let (hits, secondsLeft): (Int, Int)
         if policy.shared {
             do {
@@ -52,7 +52,7 @@ final class RateLimiter: Sendable {
     /// slip past it) and forgives the ones that succeeded.
     func forgive(_ declared: RateLimitPolicy, key: String) async throws {
         guard let policy = effective(declared) else { return }
-        let (windowSeconds, boundedKey) = Self.window(policy, key: key)
+        let (windowSeconds, boundedKey) = try Self.window(policy, key: key)
         if policy.shared {
             try await shared.forgive(policy: policy.name, key: boundedKey, windowSeconds: windowSeconds)
         } else {
@@ -60,11 +60,11 @@ final class RateLimiter: Sendable {
         }
     }
 
-    private static func window(_ policy: RateLimitPolicy, key: String) -> (seconds: Int, key: String) {
+    private static func window(_ policy: RateLimitPolicy, key: String) throws -> (seconds: Int, key: String) {
         // An IPv6 caller owns at least a /64: counting by full address would give it endless budgets.
         let key = policy.key == .callerAddress ? addressKey(key) : key
         // Keys come from callers: hash long ones so neither memory nor rows grow with their length.
-        return (max(1, Int(policy.window.components.seconds)), key.utf8.count <= 64 ? key : SHA256.hex(Data(key.utf8)))
+        return (max(1, Int(policy.window.components.seconds)), key.utf8.count <= 64 ? key : try SHA256.hex(Data(key.utf8)))
     }
 }
 

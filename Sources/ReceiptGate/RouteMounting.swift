@@ -54,7 +54,11 @@ struct RouteMounter: Sendable {
             }
             let context = RouteContext(requestID: request.requestID, logger: logger.with("request.id", request.requestID), callerAddress: caller,
                                        pathParameters: request.pathParameters, query: request.query, client: client, token: token)
-            return await route.handler(routeRequest, context)
+            let response = await route.handler(routeRequest, context)
+            if let failure = response.failure {
+                context.logger.error("the handler's answer could not be sent", ["route": "\(route.method) \(route.path)", "error": failure])
+            }
+            return response
         } catch let refusal as RouteRefusal {
             return Self.refusalResponse(refusal, authentication: route.authentication, render: render)
         } catch {

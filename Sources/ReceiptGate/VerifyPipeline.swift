@@ -26,7 +26,7 @@ public struct VerifyPipeline: Sendable {
 
     /// Throws `StoreVerificationError` for every refusal; each is recorded as an attempt.
     func prove(_ request: VerificationRequest, client: Client) async throws -> ProvenPurchase {
-        let digest = SHA256.hex(Data(request.evidence.utf8))
+        let digest = try SHA256.hex(Data(request.evidence.utf8))
         // The transaction a refusal is about, once the store has proved one: an order lookup shows it.
         var refusedTransaction: String?
         do {

@@ -50,8 +50,10 @@ enum VerifyBench {
                 group.addTask {
                     let body = Data(#"{"store":"app_store","receipt":"\#(token)"}"#.utf8)
                     let timestamp = String(Int(Date().timeIntervalSince1970))
-                    let message = "\(clientID).\(timestamp).\(SHA256.hex(body))"
-                    let signature = Hex.encode(HMACSHA256.authenticationCode(key: Data(secret.utf8), message: Data(message.utf8)))
+                    guard let digest = try? SHA256.hex(body),
+                          let mac = try? HMACSHA256.authenticationCode(key: Data(secret.utf8), message: Data("\(clientID).\(timestamp).\(digest)".utf8))
+                    else { return false }  // counted as failed, never sent unsigned
+                    let signature = Hex.encode(mac)
                     let request = HTTPClient.Request(method: "POST", url: "/v1/verify", headers: [
                         ("Content-Type", "application/json"), ("X-Client-ID", clientID), ("X-Timestamp", timestamp), ("X-Signature", signature),
                     ], body: body)

@@ -70,7 +70,7 @@ import TestSupport
         add("expired-leaf", try expired.sign(AppleTestPKI.transaction(["signedDate": Int64(1_700_000_100_000)])), root: expired.root)
         add("expired-leaf-undated", try expired.sign(undated), root: expired.root)
         add("alg-none", try pki.sign(AppleTestPKI.transaction(), alg: "none"))
-        add("alg-hs256-with-hmac", "\(hmacHeader).\(parts[1]).\(Base64.urlEncode(HMACSHA256.authenticationCode(key: pki.root.derEncoded, message: Data("\(hmacHeader).\(parts[1])".utf8))))")
+        add("alg-hs256-with-hmac", "\(hmacHeader).\(parts[1]).\(Base64.urlEncode(try HMACSHA256.authenticationCode(key: pki.root.derEncoded, message: Data("\(hmacHeader).\(parts[1])".utf8))))")
         add("alg-hs256", try pki.sign(AppleTestPKI.transaction(), alg: "HS256"))
         add("two-segments", "\(parts[0]).\(parts[1])")
         add("four-segments", valid + ".AAAA")

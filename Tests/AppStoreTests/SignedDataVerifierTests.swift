@@ -26,7 +26,7 @@ func expectRejection(_ reason: AppStoreVerificationError.Reason, _ body: () thro
 @Suite struct AppleRoot {
     @Test func embeddedRootIsApplesG3() throws {
         let root = try AppleRootCertificates.appleRoot()
-        #expect(Hex.encode(root.sha256Fingerprint).uppercased()
+        #expect(Hex.encode(try root.sha256Fingerprint).uppercased()
             == "63343ABFB89A6A03EBB57E9B3F5FA7BE7C4F5C756F3017B3A8C488C3653E9179")
         #expect(root.subject.contains("Apple Root CA - G3"))
     }

@@ -13,12 +13,12 @@ private func hex(_ text: String) throws -> Data { try #require(Hex.decode(text))
         ("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
          "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"),
     ])
-    func publishedDigest(input: String, expected: String) {
-        #expect(SHA256.hex(Data(input.utf8)) == expected)
+    func publishedDigest(input: String, expected: String) throws {
+        #expect(try SHA256.hex(Data(input.utf8)) == expected)
     }
 
-    @Test func oneMillionTimesA() {
-        #expect(SHA256.hex(Data(repeating: UInt8(ascii: "a"), count: 1_000_000))
+    @Test func oneMillionTimesA() throws {
+        #expect(try SHA256.hex(Data(repeating: UInt8(ascii: "a"), count: 1_000_000))
             == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
     }
 }
@@ -49,21 +49,21 @@ private func hex(_ text: String) throws -> Data { try #require(Hex.decode(text))
 
     @Test(arguments: cases)
     func rfc4231(_ vector: Case) throws {
-        let mac = HMACSHA256.authenticationCode(key: try hex(vector.key), message: try hex(vector.data))
+        let mac = try HMACSHA256.authenticationCode(key: try hex(vector.key), message: try hex(vector.data))
         #expect(Hex.encode(mac) == vector.mac)
-        #expect(HMACSHA256.isValid(try hex(vector.mac), key: try hex(vector.key), message: try hex(vector.data)))
+        #expect(try HMACSHA256.isValid(try hex(vector.mac), key: try hex(vector.key), message: try hex(vector.data)))
     }
 
     @Test func rfc4231TruncatedCase46() throws {
-        let mac = HMACSHA256.authenticationCode(key: Data(repeating: 0x0c, count: 20), message: Data("Test With Truncation".utf8))
+        let mac = try HMACSHA256.authenticationCode(key: Data(repeating: 0x0c, count: 20), message: Data("Test With Truncation".utf8))
         #expect(Hex.encode(mac.prefix(16)) == "a3b6167473100ee06e0c796c2955552b")
     }
 
     @Test func alteredMessageIsRejected() throws {
         let key = Data("secret".utf8)
-        let mac = HMACSHA256.authenticationCode(key: key, message: Data("amount=100".utf8))
-        #expect(!HMACSHA256.isValid(mac, key: key, message: Data("amount=900".utf8)))
-        #expect(!HMACSHA256.isValid(mac.prefix(31), key: key, message: Data("amount=100".utf8)))
+        let mac = try HMACSHA256.authenticationCode(key: key, message: Data("amount=100".utf8))
+        #expect(try !HMACSHA256.isValid(mac, key: key, message: Data("amount=900".utf8)))
+        #expect(try !HMACSHA256.isValid(mac.prefix(31), key: key, message: Data("amount=100".utf8)))
     }
 
     /// Contexts are reused and re-keyed: an empty key right after another key is the empty key
@@ -71,18 +71,18 @@ private func hex(_ text: String) throws -> Data { try #require(Hex.decode(text))
     /// never mix. Published values: HMAC-SHA256 with an empty key, of "" and of the fox sentence.
     @Test func reusedContextsTakeEachCallsOwnKey() async throws {
         let fox = Data("The quick brown fox jumps over the lazy dog".utf8)
-        let withKey = Hex.encode(HMACSHA256.authenticationCode(key: Data("key".utf8), message: fox))
+        let withKey = Hex.encode(try HMACSHA256.authenticationCode(key: Data("key".utf8), message: fox))
         #expect(withKey == "f7bc83f430538424b13298e6aa6fb143ef4d59a14946175997479dbc2d1a3cd8")
-        #expect(Hex.encode(HMACSHA256.authenticationCode(key: Data(), message: Data())) == "b613679a0814d9ec772f95d778c35fc5ff1697c493715653c6c712144292c5ad")
-        _ = HMACSHA256.authenticationCode(key: Data("key".utf8), message: fox)
-        #expect(Hex.encode(HMACSHA256.authenticationCode(key: Data(), message: fox)) == "fb011e6154a19b9a4c767373c305275a5a69e8b68b0b4c9200c383dced19a416")
+        #expect(Hex.encode(try HMACSHA256.authenticationCode(key: Data(), message: Data())) == "b613679a0814d9ec772f95d778c35fc5ff1697c493715653c6c712144292c5ad")
+        _ = try HMACSHA256.authenticationCode(key: Data("key".utf8), message: fox)
+        #expect(Hex.encode(try HMACSHA256.authenticationCode(key: Data(), message: fox)) == "fb011e6154a19b9a4c767373c305275a5a69e8b68b0b4c9200c383dced19a416")
 
         let mixed = await withTaskGroup(of: Bool.self) { group in
             for index in 0..<8 {
                 group.addTask {
                     let key = Data(repeating: UInt8(index), count: 1 + index * 9)
-                    let expected = HMACSHA256.authenticationCode(key: key, message: fox)
-                    return (0..<500).allSatisfy { _ in HMACSHA256.authenticationCode(key: key, message: fox) == expected }
+                    let expected = try? HMACSHA256.authenticationCode(key: key, message: fox)
+                    return expected != nil && (0..<500).allSatisfy { _ in (try? HMACSHA256.authenticationCode(key: key, message: fox)) == expected }
                 }
             }
             return await group.reduce(into: 0) { count, same in count += same ? 0 : 1 }

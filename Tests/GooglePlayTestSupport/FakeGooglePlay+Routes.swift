@@ -82,7 +82,10 @@ extension FakeGooglePlay {
         }
         router.get("\(app)/voidedpurchases", counted("voided") { request in
             state.voidedQueries.update { $0.append(request.query) }
-            let all = state.voided.get()[try request.parameter("package")] ?? []
+            // Google lists the voids whose voidedTimeMillis falls in [startTime, endTime].
+            let from = request.query["startTime"].flatMap { Int64($0) } ?? 0
+            let until = request.query["endTime"].flatMap { Int64($0) } ?? Int64.max
+            let all = (state.voided.get()[try request.parameter("package")] ?? []).filter { $0.voidedAt >= from && $0.voidedAt <= until }.map(\.json)
             let size = state.voidedPageSize.get()
             let start = Int(request.query["token"]?.replacingOccurrences(of: "page-", with: "") ?? "0") ?? 0
             let page = Array(all.dropFirst(start).prefix(size))

@@ -19,8 +19,9 @@ public final class FakeGooglePlay: Sendable {
         /// Purchases by token: the package they belong to and Google's JSON for each API.
         public let products = LockedBox<[String: (package: String, productID: String, v1: String, v2: String)]>([:])
         public let subscriptions = LockedBox<[String: (package: String, json: String)]>([:])
-        /// Voided purchases by package (JSON objects), served `voidedPageSize` per page.
-        public let voided = LockedBox<[String: [String]]>([:])
+        /// Voided purchases by package (JSON objects and their void time, epoch ms), served
+        /// `voidedPageSize` per page.
+        public let voided = LockedBox<[String: [(json: String, voidedAt: Int64)]]>([:])
         public let voidedPageSize = LockedBox(1)
         /// What was acknowledged or consumed: "acknowledge products/gems100 <token>"...
         public let actions = LockedBox<[String]>([])
@@ -147,15 +148,17 @@ public final class FakeGooglePlay: Sendable {
         self.state.subscriptions.update { $0[token] = (package, json) }
     }
 
+    /// A void as `voidedpurchases.list` returns it; `refundType` 1 full, 2 quantity-based partial.
     public func addVoided(package: String = "com.example.game", token: String, orderID: String, reason: Int = 1, source: Int = 0,
-                          voidedAt: Date = Date()) throws {
+                          refundType: Int = 1, voidedAt: Date = Date()) throws {
+        let millis = Int64(voidedAt.timeIntervalSince1970 * 1000)
         let object: [String: Any] = [
             "kind": "androidpublisher#voidedPurchase", "purchaseToken": token, "purchaseTimeMillis": "1716389123000",
-            "voidedTimeMillis": String(Int64(voidedAt.timeIntervalSince1970 * 1000)), "orderId": orderID, "voidedSource": source,
-            "voidedReason": reason, "voidedQuantity": 1,
+            "voidedTimeMillis": String(millis), "orderId": orderID, "voidedSource": source,
+            "voidedReason": reason, "voidedQuantity": 1, "refundType": refundType,
         ]
         let json = try Self.text(object)
-        state.voided.update { $0[package, default: []].append(json) }
+        state.voided.update { $0[package, default: []].append((json, millis)) }
     }
 
     // MARK: - Push tokens

@@ -104,4 +104,69 @@ import TestSupport
         #expect(notification.event.purchase?.revocationDate == Date(timeIntervalSince1970: 1_716_389_999))
         await google.shutdown()
     }
+
+    static func void(token: String, orderID: String, messageID: String, productType: Int = 2, at eventTime: Date) throws -> Data {
+        try FakeGooglePlay.pushBody(["version": "1.0", "packageName": "com.example.game", "eventTimeMillis": String(Int64(eventTime.timeIntervalSince1970 * 1000)),
+                                     "voidedPurchaseNotification": ["purchaseToken": token, "orderId": orderID, "productType": productType, "refundType": 1]],
+                                    messageID: messageID)
+    }
+
+    @Test func aPushedVoidIsAppliedOnlyWhenGoogleConfirmsThatOrderOfThatToken() async throws {
+        let google = try FakeGooglePlay()
+        try google.addProduct(token: "tok-paid", orderID: "GPA.1111-0000-0000-00001")
+        try google.addProduct(token: "tok-canceled", orderID: "GPA.1111-0000-0000-00002", state: 1)
+        try google.addSubscription(token: "sub-ended", latestOrderID: "GPA.2222-0000-0000-00003", state: "SUBSCRIPTION_STATE_EXPIRED")
+        let provider = try GooglePlayVerify.provider(google)
+        let voidedAt = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 - 7_200).rounded(.down))
+        func push(_ token: String, _ orderID: String, _ messageID: String, productType: Int = 2) async throws -> StoreNotification {
+            try await provider.receiveNotification(
+                Self.request(try Self.void(token: token, orderID: orderID, messageID: messageID, productType: productType, at: voidedAt.addingTimeInterval(60)),
+                             bearer: try google.oidcToken()),
+                registered: Self.registered)
+        }
+        func expectUnconfirmed(_ notification: StoreNotification, _ messageID: String, sourceLocation: SourceLocation = #_sourceLocation) {
+            #expect(notification.event.kind == .other, sourceLocation: sourceLocation)
+            #expect(notification.event.purchase == nil, sourceLocation: sourceLocation)
+            #expect(notification.type == "VOIDED_PURCHASE_UNCONFIRMED", sourceLocation: sourceLocation)
+            // Kept under Pub/Sub's id: the real void, learned later on voided:<order>, is no duplicate of it.
+            #expect(notification.notificationID == messageID, sourceLocation: sourceLocation)
+        }
+        // A made-up token naming a real order; a real (and canceled) token naming another order;
+        // the right token and order while Google still reads the purchase paid and lists no void;
+        // an ended subscription, whose state alone says nothing of a refund.
+        expectUnconfirmed(try await push("tok-made-up", "GPA.1111-0000-0000-00001", "msg-made-up"), "msg-made-up")
+        expectUnconfirmed(try await push("tok-canceled", "GPA.1111-0000-0000-00001", "msg-crossed"), "msg-crossed")
+        expectUnconfirmed(try await push("tok-paid", "GPA.1111-0000-0000-00001", "msg-early"), "msg-early")
+        expectUnconfirmed(try await push("sub-ended", "GPA.2222-0000-0000-00003", "msg-sub", productType: 1), "msg-sub")
+
+        // Google lists the voids: the listed pairs apply, with Google's time and reason; the list
+        // does not lend its order to another token.
+        try google.addVoided(token: "tok-paid", orderID: "GPA.1111-0000-0000-00001", reason: 5, voidedAt: voidedAt)
+        try google.addVoided(token: "sub-ended", orderID: "GPA.2222-0000-0000-00003", reason: 7, voidedAt: voidedAt)
+        expectUnconfirmed(try await push("tok-made-up", "GPA.1111-0000-0000-00001", "msg-made-up-2"), "msg-made-up-2")
+        for (token, orderID, productType, reason) in [("tok-paid", "GPA.1111-0000-0000-00001", 2, 5), ("sub-ended", "GPA.2222-0000-0000-00003", 1, 7)] {
+            let applied = try await push(token, orderID, "msg-\(token)", productType: productType)
+            #expect(applied.type == "VOIDED_PURCHASE")
+            #expect(applied.notificationID == "voided:\(orderID)")
+            #expect(applied.event.kind == .refunded)
+            #expect(applied.event.purchase?.transactionID == orderID)
+            #expect(applied.event.purchase?.revocationDate == voidedAt)
+            #expect(applied.event.purchase?.revocationReasonCode == reason)
+        }
+        // Each search started near the push's event time, not 30 days back.
+        let starts = google.state.voidedQueries.get().compactMap { $0["startTime"].flatMap { Int64($0) } }
+        #expect(!starts.isEmpty && starts.allSatisfy { $0 >= Int64(voidedAt.timeIntervalSince1970 * 1000) - 2 * 86_400_000 })
+        await google.shutdown()
+    }
+
+    @Test func aVoidGoogleCannotBeAskedAboutIsSentAgainNotApplied() async throws {
+        let google = try FakeGooglePlay()
+        try google.addProduct(token: "tok-paid", orderID: "GPA.1111-0000-0000-00001")
+        let provider = try GooglePlayVerify.provider(google)
+        google.failFirst("voided", [503, 503, 503])
+        let body = try Self.void(token: "tok-paid", orderID: "GPA.1111-0000-0000-00001", messageID: "msg-down", at: Date())
+        let rejection = await Self.rejection { _ = try await provider.receiveNotification(Self.request(body, bearer: try google.oidcToken()), registered: Self.registered) }
+        #expect(rejection?.kind == .retryable)
+        await google.shutdown()
+    }
 }

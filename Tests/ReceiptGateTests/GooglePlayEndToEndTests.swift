@@ -116,18 +116,21 @@ import TestSupport
         #expect(try await harness.client.post("/v1/verify", json: ["store": "google_play", "receipt": "tok-refund"]).status == 200)
         // Google refunds it: the purchase now reads canceled, and the void is listed.
         try harness.google.addProduct(token: "tok-refund", orderID: "GPA.5555-0000-0000-00001", state: 1)
-        try harness.google.addVoided(token: "tok-refund", orderID: "GPA.5555-0000-0000-00001", reason: 1, voidedAt: Date(timeIntervalSince1970: 1_736_510_400))
+        // Voided now: Google lists voids by their time, and the poll has already read up to now.
+        let voidedAt = Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down))
+        let voidedMillis = Int(voidedAt.timeIntervalSince1970) * 1000
+        try harness.google.addVoided(token: "tok-refund", orderID: "GPA.5555-0000-0000-00001", reason: 1, voidedAt: voidedAt)
         try await Self.waitUntil { try await harness.transaction("GPA.5555-0000-0000-00001")?.decode("state", as: String.self) == "refunded" }
         try await Self.waitUntil { !harness.receiver.bodies("/refunds").isEmpty }
         let callback = try #require(harness.receiver.bodies("/refunds").first)
         #expect(callback["transaction_id"] as? String == "GPA.5555-0000-0000-00001")
         #expect(callback["product_id"] as? String == "gems100")
-        #expect(callback["revocation_date"] as? Int == 1_736_510_400_000)
+        #expect(callback["revocation_date"] as? Int == voidedMillis)
         #expect(callback["revocation_reason"] as? Int == 1)
         #expect(callback["game_id"] as? Int == 42)
         try await Self.waitUntil { harness.receiver.bodies("/hooks").contains { $0["type"] as? String == "transaction.refunded" } }
         // The same void pushed by RTDN too, and polled again: still one refund callback.
-        let rtdn = try await harness.push(["version": "1.0", "packageName": "com.example.game", "eventTimeMillis": "1736510400000",
+        let rtdn = try await harness.push(["version": "1.0", "packageName": "com.example.game", "eventTimeMillis": String(voidedMillis),
                                            "voidedPurchaseNotification": ["purchaseToken": "tok-refund", "orderId": "GPA.5555-0000-0000-00001",
                                                                           "productType": 2, "refundType": 1]], messageID: "pubsub-void")
         #expect(try rtdn.json()["duplicate"] as? Bool == true)
@@ -137,6 +140,42 @@ import TestSupport
         // A refunded purchase is never answered as a success again.
         let again = try await harness.client.post("/v1/verify", json: ["store": "google_play", "receipt": "tok-refund"])
         #expect(again.status == 422)
+    }
+
+    @Test func aPushedVoidGoogleDoesNotConfirmLeavesTheLedgerAlone() async throws {
+        let harness = try await GooglePlayHarness.start()
+        defer { harness.stop() }
+        try harness.google.addProduct(token: "tok-kept", orderID: "GPA.6666-0000-0000-00001")
+        try harness.google.addProduct(token: "tok-other", orderID: "GPA.6666-0000-0000-00002")
+        #expect(try await harness.client.post("/v1/verify", json: ["store": "google_play", "receipt": "tok-kept"]).status == 200)
+        func pushVoid(_ token: String, _ orderID: String, _ messageID: String) async throws -> RawHTTP.Response {
+            try await harness.push(["version": "1.0", "packageName": "com.example.game", "eventTimeMillis": String(Int64(Date().timeIntervalSince1970 * 1000)),
+                                    "voidedPurchaseNotification": ["purchaseToken": token, "orderId": orderID, "productType": 2, "refundType": 1]],
+                                   messageID: messageID)
+        }
+        func refundsQueued() async throws -> Int {
+            try await harness.pool.query("SELECT count(*) AS n FROM outbox WHERE event_type = 'transaction.refunded'")[0].decode("n", as: Int.self)
+        }
+        // A made-up token with the real order, and another real token with it: answered 200 (Pub/Sub
+        // must not retry them forever) and kept as received, but the purchase stays paid.
+        for (token, messageID) in [("tok-made-up", "pubsub-made-up"), ("tok-other", "pubsub-crossed")] {
+            #expect(try await pushVoid(token, "GPA.6666-0000-0000-00001", messageID).status == 200)
+        }
+        #expect(try await harness.transaction("GPA.6666-0000-0000-00001")?.decode("state", as: String.self) == "active")
+        #expect(try await harness.transaction("GPA.6666-0000-0000-00002") == nil)
+        #expect(try await refundsQueued() == 0)
+        let kept = try await harness.pool.query("""
+            SELECT count(*) AS n FROM store_notifications
+            WHERE notification_id IN ('pubsub-made-up', 'pubsub-crossed') AND notification_type = 'VOIDED_PURCHASE_UNCONFIRMED'
+            """)
+        #expect(try kept[0].decode("n", as: Int.self) == 2)
+        // Google lists the void: the same push now refunds the purchase, once.
+        try harness.google.addVoided(token: "tok-kept", orderID: "GPA.6666-0000-0000-00001", reason: 0)
+        let confirmed = try await pushVoid("tok-kept", "GPA.6666-0000-0000-00001", "pubsub-confirmed")
+        #expect(confirmed.status == 200)
+        #expect(try confirmed.json()["notification_id"] as? String == "voided:GPA.6666-0000-0000-00001")
+        #expect(try await harness.transaction("GPA.6666-0000-0000-00001")?.decode("state", as: String.self) == "refunded")
+        #expect(try await refundsQueued() == 1)
     }
 }
 

@@ -96,8 +96,8 @@ import TestSupport
         let body = try JSONSerialization.data(withJSONObject: ["store": "app_store", "receipt": try harness.pki.sign(AppleTestPKI.transaction())])
         func post(signing target: String, to path: String) async throws -> RawHTTP.Response {
             let stamp = String(Int(Date().timeIntervalSince1970))
-            let message = ClientAuthentication.messageV2(clientID: harness.client.clientID, timestamp: stamp, method: "POST", target: target, body: body)
-            let signature = Hex.encode(HMACSHA256.authenticationCode(key: Data(harness.client.secret.utf8), message: Data(message.utf8)))
+            let message = try ClientAuthentication.messageV2(clientID: harness.client.clientID, timestamp: stamp, method: "POST", target: target, body: body)
+            let signature = Hex.encode(try HMACSHA256.authenticationCode(key: Data(harness.client.secret.utf8), message: Data(message.utf8)))
             return try await RawHTTP.request(port: harness.client.port, method: "POST", path: path, headers: [
                 "Content-Type": "application/json", "X-Client-ID": harness.client.clientID, "X-Timestamp": stamp,
                 "X-Signature": signature, "X-Signature-Version": "2"], body: body)

@@ -26,8 +26,8 @@ final class WebhookReceiver: Sendable {
         router.post("/hooks/receiptgate") { request in
             // Checked the way the seed tells game servers to check: HMAC over "{id}.{ts}.{sha256(body)}", 300 s window.
             let clientID = request.headers["X-Client-ID"] ?? "", timestamp = request.headers["X-Timestamp"] ?? ""
-            let expected = Hex.encode(HMACSHA256.authenticationCode(key: Data(secret.get().utf8),
-                                                                    message: Data("\(clientID).\(timestamp).\(SHA256.hex(request.body))".utf8)))
+            let expected = Hex.encode(try HMACSHA256.authenticationCode(key: Data(secret.get().utf8),
+                                                                        message: Data("\(clientID).\(timestamp).\(try SHA256.hex(request.body))".utf8)))
             let fresh = abs(Date().timeIntervalSince1970 - (Double(timestamp) ?? 0)) <= 300
             let json = (try? JSONSerialization.jsonObject(with: request.body)) as? [String: Any]
             let transaction = ((json?["data"] as? [String: Any])?["transaction"] as? [String: Any])?["transaction_id"] as? String

@@ -70,6 +70,8 @@ public struct OutboxRepository: Sendable {
 
     struct Claimed: Sendable {
         let id: Int64, eventID: String, clientID: String, type: String, payload: String, attempts: Int, createdAt: Date, target: OutboxTarget
+        /// Why a sealed e-mail did not open (then `payload` is empty and nothing may be sent).
+        var unopened: String?
     }
 
     /// Claims due messages for `targets` (only the oldest pending one per aggregate, so order
@@ -90,12 +92,18 @@ public struct OutboxRepository: Sendable {
         return try rows.map { row in
             let target = try TransactionRows.typed(row, "target", as: OutboxTarget.self)
             let eventID: String = try row.decode("event_id"), stored: String = try row.decode("payload")
-            // Opened only here, just before sending; a box that does not open is sent as nothing (the
-            // mailer then records "not an e-mail message" and the row is retried, never the plaintext).
-            let payload = target == .email ? ((try? openedMail(stored, eventID: eventID)) ?? "{}") : stored
+            // Opened only here, just before sending; a box that does not open is sent as nothing: the
+            // worker records why on the row and retries it.
+            var payload = stored, unopened: String?
+            if target == .email {
+                do { payload = try openedMail(stored, eventID: eventID) } catch {
+                    payload = ""
+                    unopened = "the sealed e-mail did not open: \(error)"
+                }
+            }
             return Claimed(id: try row.decode("id"), eventID: eventID, clientID: try row.decode("client_id"),
                            type: try row.decode("event_type"), payload: payload, attempts: try row.decode("attempts"),
-                           createdAt: try row.decode("created_at"), target: target)
+                           createdAt: try row.decode("created_at"), target: target, unopened: unopened)
         }
     }
 

@@ -79,7 +79,7 @@ public struct SigningKeyRepository: Sendable {
         let x = spki[(spki.endIndex - 64)..<(spki.endIndex - 32)], y = spki[(spki.endIndex - 32)...]
         // RFC 7638 thumbprint as the kid: stable, and says nothing but the key.
         let thumbprintInput = #"{"crv":"P-256","kty":"EC","x":"\#(Base64.urlEncode(x))","y":"\#(Base64.urlEncode(y))"}"#
-        let kid = Base64.urlEncode(SHA256.hash(Data(thumbprintInput.utf8)))
+        let kid = Base64.urlEncode(try SHA256.hash(Data(thumbprintInput.utf8)))
         let jwk = #"{"alg":"ES256","crv":"P-256","kid":"\#(kid)","kty":"EC","use":"sig","x":"\#(Base64.urlEncode(x))","y":"\#(Base64.urlEncode(y))"}"#
         return StoredKey(kid: kid, sealedPrivateKey: try secrets.seal(try key.pemRepresentation(), owner: "signing-key:\(kid)"), publicJWK: jwk)
     }

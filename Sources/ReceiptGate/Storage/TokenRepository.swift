@@ -13,14 +13,15 @@ struct TokenRepository: TokenStore {
     }
 
     func resolve(_ token: String, kind: String) async throws -> StoredToken? {
-        try await pool.query("""
+        let digest = try Self.digest(token)
+        return try await pool.query("""
             SELECT \(unescaped: Self.columns) FROM tokens t JOIN clients c ON c.id = t.client_id
-            WHERE t.token_sha256 = \(Self.digest(token)) AND \(Self.usable(kind: kind))
+            WHERE t.token_sha256 = \(digest) AND \(Self.usable(kind: kind))
             """).first.map(Self.decode)
     }
 
     func rotate(_ token: String, kind: String, lifetime: Duration) async throws -> TokenRotation {
-        let digest = Self.digest(token)
+        let digest = try Self.digest(token)
         return try await pool.withTransaction { connection in
             let spent = try connection.query("""
                 UPDATE tokens t SET spent_at = clock_timestamp() FROM clients c
@@ -43,9 +44,10 @@ struct TokenRepository: TokenStore {
     }
 
     func consume(_ token: String, kind: String) async throws -> StoredToken? {
-        try await pool.query("""
+        let digest = try Self.digest(token)
+        return try await pool.query("""
             UPDATE tokens t SET spent_at = clock_timestamp() FROM clients c
-            WHERE c.id = t.client_id AND t.token_sha256 = \(Self.digest(token)) AND \(Self.usable(kind: kind))
+            WHERE c.id = t.client_id AND t.token_sha256 = \(digest) AND \(Self.usable(kind: kind))
             RETURNING \(unescaped: Self.columns)
             """).first.map(Self.decode)
     }
@@ -64,8 +66,9 @@ struct TokenRepository: TokenStore {
     private static func issue(_ request: TokenRequest, family: String, on connection: PostgresConnection) throws -> IssuedToken {
         let token = "rgt_" + Base64.urlEncode(SecureRandom.bytes(32))
         let seconds = Double(request.lifetime.components.seconds) + Double(request.lifetime.components.attoseconds) / 1e18
+        let tokenDigest = try digest(token)
         let values: PostgresQuery = """
-            \(digest(token)), \(request.kind), \(request.clientID), \(request.accountID), \(family), \(request.payload),
+            \(tokenDigest), \(request.kind), \(request.clientID), \(request.accountID), \(family), \(request.payload),
             clock_timestamp() + make_interval(secs => \(seconds))
             """
         let rows: [PostgresRow]
@@ -101,7 +104,7 @@ struct TokenRepository: TokenStore {
         """
     }
 
-    static func digest(_ token: String) -> Data { SHA256.hash(Data(token.utf8)) }
+    static func digest(_ token: String) throws -> Data { try SHA256.hash(Data(token.utf8)) }
 
     static let columns = "t.kind, t.client_id, t.account_id, t.family, t.payload, t.expires_at"
 

@@ -22,10 +22,10 @@ struct SignedClient {
     /// lets a test sign one target and send another.
     func get(_ path: String, signedTarget: String? = nil, version: String = "2") async throws -> RawHTTP.Response {
         let stamp = String(Int(Date().timeIntervalSince1970))
-        let message = version == "2"
+        let message = try version == "2"
             ? "v2\n\(clientID)\n\(stamp)\nGET\n\(signedTarget ?? path)\n\(SHA256.hex(Data()))"
             : "\(clientID).\(stamp).\(SHA256.hex(Data()))"
-        let signature = Hex.encode(HMACSHA256.authenticationCode(key: Data(secret.utf8), message: Data(message.utf8)))
+        let signature = Hex.encode(try HMACSHA256.authenticationCode(key: Data(secret.utf8), message: Data(message.utf8)))
         var headers = ["X-Client-ID": clientID, "X-Timestamp": stamp, "X-Signature": signature]
         if version == "2" { headers["X-Signature-Version"] = "2" }
         return try await RawHTTP.request(port: port, path: path, headers: headers)
@@ -33,8 +33,8 @@ struct SignedClient {
 
     func post(_ path: String, body: Data, timestamp: Int? = nil, secretOverride: String? = nil) async throws -> RawHTTP.Response {
         let stamp = String(timestamp ?? Int(Date().timeIntervalSince1970))
-        let message = "\(clientID).\(stamp).\(SHA256.hex(body))"
-        let signature = Hex.encode(HMACSHA256.authenticationCode(key: Data((secretOverride ?? secret).utf8), message: Data(message.utf8)))
+        let message = "\(clientID).\(stamp).\(try SHA256.hex(body))"
+        let signature = Hex.encode(try HMACSHA256.authenticationCode(key: Data((secretOverride ?? secret).utf8), message: Data(message.utf8)))
         return try await RawHTTP.request(port: port, method: "POST", path: path,
                                          headers: ["Content-Type": "application/json", "X-Client-ID": clientID, "X-Timestamp": stamp, "X-Signature": signature],
                                          body: body)

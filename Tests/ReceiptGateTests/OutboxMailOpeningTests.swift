@@ -1,0 +1,31 @@
+import Foundation
+import Postgres
+import ReceiptCore
+@testable import ReceiptGate
+import Testing
+import TestSupport
+
+/// A sealed e-mail that does not open when claimed is sent as nothing, and the row says why:
+/// no stand-in body (once `{}`, which the mailer then called "not an e-mail message").
+@Suite struct OutboxMailOpening {
+    @Test func aMailThatDoesNotOpenCarriesItsReasonAndNoBody() async throws {
+        let harness = try await VerifyHarness.start()  // no SMTP: no worker claims mail meanwhile
+        defer { harness.stop() }
+        let outbox = harness.service.repositories.outbox, clientID = harness.client.clientID
+        let mail = OutboxMessage(clientID: clientID, target: .email, type: "email.test", aggregateKey: "mail:1",
+                                 body: Data(#"{"subject":"Hello","text":"Your code is 123456","to":"ada@example.com"}"#.utf8))
+        try await harness.pool.withTransaction { try OutboxRepository.enqueue(mail, sealingMailWith: outbox.secrets, on: $0) }
+        // The sealed box copied onto another row: bound to its own event id, it does not open there.
+        try await harness.pool.execute("""
+            INSERT INTO outbox (event_id, client_id, event_type, aggregate_key, payload, target)
+            SELECT gen_random_uuid(), client_id, event_type, 'mail:copy', payload, target FROM outbox WHERE target = 'email'
+            """)
+        let claimed = try await outbox.claim(targets: [.email], limit: 10, lease: 60)
+        #expect(claimed.count == 2)
+        let own = try #require(claimed.first { $0.unopened == nil })
+        #expect(own.payload.contains("ada@example.com"))
+        let copy = try #require(claimed.first { $0.unopened != nil })
+        #expect(copy.payload.isEmpty)
+        #expect(copy.unopened?.hasPrefix("the sealed e-mail did not open") == true)
+    }
+}
