@@ -6,8 +6,9 @@ extension AppReceiptValidator {
     /// The transactions worth asking Apple about, most recent first, each id once: the requested
     /// product's (at most `limit`), or else only the most recent transaction of the receipt (so a
     /// product mismatch is still reported as one). A receipt may list thousands of entries;
-    /// Apple is asked about a handful.
-    static func lookups(in receipt: AppReceipt, productID: String?, limit: Int) -> [AppReceipt.InAppPurchase] {
+    /// Apple is asked about a handful. A transaction the caller names (or the chain it started) is
+    /// asked about instead, when the receipt holds it.
+    static func lookups(in receipt: AppReceipt, productID: String?, transactionID: String? = nil, limit: Int) -> [AppReceipt.InAppPurchase] {
         var seen = Set<String>()
         let unique = receipt.inApp.filter { purchase in
             guard let id = purchase.transactionID, !id.isEmpty else { return false }
@@ -18,6 +19,11 @@ extension AppReceiptValidator {
             let left = lhs.element.purchaseDate ?? .distantPast, right = rhs.element.purchaseDate ?? .distantPast
             return left != right ? left > right : lhs.offset > rhs.offset
         }.map(\.element)
+        if let transactionID {
+            let exact = newestFirst.filter { $0.transactionID == transactionID }
+            let chain = newestFirst.filter { $0.transactionID != transactionID && $0.originalTransactionID == transactionID }
+            if !(exact + chain).isEmpty { return Array((exact + chain).prefix(max(limit, 0))) }
+        }
         if let productID {
             let requested = newestFirst.filter { $0.productID == productID }
             if !requested.isEmpty { return Array(requested.prefix(max(limit, 0))) }
@@ -26,8 +32,9 @@ extension AppReceiptValidator {
     }
 
     func confirmWithServerAPI(_ receipt: AppReceipt, client: AppStoreServerAPIClient, expectations: AppStoreExpectations, productID: String?,
+                              transactionID: String? = nil,
                               deadline: ContinuousClock.Instant?) async throws(AppStoreVerificationError) -> [ConfirmedReceiptTransaction] {
-        let planned = Self.lookups(in: receipt, productID: productID, limit: maxLookups)
+        let planned = Self.lookups(in: receipt, productID: productID, transactionID: transactionID, limit: maxLookups)
         var confirmed: [ConfirmedReceiptTransaction] = []
         for purchase in planned {
             guard let transactionID = purchase.transactionID else { continue }

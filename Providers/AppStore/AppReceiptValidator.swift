@@ -48,22 +48,26 @@ public struct AppReceiptValidator: Sendable {
     }
 
     /// `productID`: the product the caller asks about, if any (only its transactions are looked
-    /// up, else only the most recent transaction). No lookup starts after `deadline` or once the
-    /// task is cancelled.
+    /// up, else only the most recent transaction); `transactionID`: the one transaction the caller
+    /// names, looked up before any other. No lookup starts after `deadline` or once the task is
+    /// cancelled.
     public func validate(_ base64Receipt: String, expecting expectations: AppStoreExpectations, productID: String? = nil,
+                         transactionID: String? = nil,
                          deadline: ContinuousClock.Instant? = nil) async throws(AppStoreVerificationError) -> [ConfirmedReceiptTransaction] {
         let receipt = try authenticator.authenticate(base64: base64Receipt)
-        return try await confirm(receipt, base64Receipt: base64Receipt, expecting: expectations, productID: productID, deadline: deadline)
+        return try await confirm(receipt, base64Receipt: base64Receipt, expecting: expectations, productID: productID, transactionID: transactionID,
+                                 deadline: deadline)
     }
 
     /// Steps two and three, for a receipt `AppReceiptAuthenticator` returned from `base64Receipt`.
     func confirm(_ receipt: AppReceipt, base64Receipt: String, expecting expectations: AppStoreExpectations, productID: String?,
-                 deadline: ContinuousClock.Instant?) async throws(AppStoreVerificationError) -> [ConfirmedReceiptTransaction] {
+                 transactionID: String? = nil, deadline: ContinuousClock.Instant?) async throws(AppStoreVerificationError) -> [ConfirmedReceiptTransaction] {
         try Self.checkIdentity(of: receipt, expecting: expectations)
         try Self.checkTimeLeft(before: "asking Apple", deadline: deadline)
         switch mode {
         case .serverAPI(let client):
-            return try await confirmWithServerAPI(receipt, client: client, expectations: expectations, productID: productID, deadline: deadline)
+            return try await confirmWithServerAPI(receipt, client: client, expectations: expectations, productID: productID, transactionID: transactionID,
+                                                  deadline: deadline)
         case .verifyReceipt(let secret, let production, let sandbox, let http):
             return try await confirmWithVerifyReceipt(base64Receipt, secret: secret, production: production, sandbox: sandbox,
                                                       http: http, expectations: expectations)

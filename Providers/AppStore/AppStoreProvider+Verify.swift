@@ -23,6 +23,7 @@ extension AppStoreProvider: StoreProvider {
                 throw AppStoreVerificationError(.misconfigured, "StoreKit 1 receipts need an App Store Server API key or a shared secret")
             }
             return try await validator.confirm(receipt, base64Receipt: evidence, expecting: expectations, productID: context.productID,
+                                               transactionID: context.transactionID,
                                                deadline: context.deadline).map(Self.purchase(from:))
         } catch let error as AppStoreVerificationError where error.reason.rawValue == Self.transactionLookupNotConfigured {
             throw StoreVerificationError(code: .invalidField, reason: error.reason.rawValue, message: error.message)

@@ -71,6 +71,9 @@ public struct VerificationContext: Sendable {
     /// The product the caller asks about, if it says: evidence holding many purchases (a StoreKit 1
     /// receipt) then needs only that product's purchases proven.
     public var productID: String?
+    /// The one transaction the caller names (`VerificationRequest.transactionID`): evidence holding
+    /// many purchases asks the store about that one first.
+    public var transactionID: String?
     /// When the request gives up; a provider makes no further store calls after it (cancellation
     /// of the calling task means the same).
     public var deadline: ContinuousClock.Instant?

@@ -51,11 +51,11 @@ public struct VerifyPipeline: Sendable {
                 throw StoreVerificationError(code: .bundleMismatch, reason: "NO_APP_REGISTERED",
                                              message: "this client has no app registered for \(request.store)")
             }
-            let purchases = try await provider.verify(evidence: request.evidence,
-                                                      context: VerificationContext(appIdentifiers: identifiers, environments: Set(client.environments),
-                                                                                   productID: request.productID, client: client.info,
-                                                                                   credentials: try await credentials(of: client, for: request.store),
-                                                                                   evidenceKind: request.evidenceKind))
+            var context = VerificationContext(appIdentifiers: identifiers, environments: Set(client.environments), productID: request.productID,
+                                              client: client.info, credentials: try await credentials(of: client, for: request.store),
+                                              evidenceKind: request.evidenceKind)
+            context.transactionID = request.transactionID
+            let purchases = try await provider.verify(evidence: request.evidence, context: context)
             if purchases.count == 1 { refusedTransaction = purchases[0].transactionID }
             let purchase = try VerifiedPurchase.choose(from: purchases, productID: request.productID, transactionID: request.transactionID)
             refusedTransaction = purchase.transactionID

@@ -50,9 +50,12 @@ import TestSupport
 
         var appleCalls: Int { fake.state.hits.get().values.reduce(0, +) }
 
-        func verify(_ receipt: String, productID: String? = nil, deadline: ContinuousClock.Instant? = nil) async throws -> [VerifiedPurchase] {
-            try await provider.verify(evidence: receipt, context: VerificationContext(
-                appIdentifiers: ["com.example.game"], environments: [.sandbox, .production], productID: productID, deadline: deadline))
+        func verify(_ receipt: String, productID: String? = nil, transactionID: String? = nil,
+                    deadline: ContinuousClock.Instant? = nil) async throws -> [VerifiedPurchase] {
+            var context = VerificationContext(appIdentifiers: ["com.example.game"], environments: [.sandbox, .production], productID: productID,
+                                              deadline: deadline)
+            context.transactionID = transactionID
+            return try await provider.verify(evidence: receipt, context: context)
         }
     }
 
@@ -139,6 +142,22 @@ import TestSupport
         // A product the receipt does not hold: still one lookup, so the caller learns of the mismatch.
         #expect(try await setup.verify(receipt, productID: "gems.999").map(\.productID) == ["gems.500"])
         #expect(setup.appleCalls == 12)
+        await setup.fake.shutdown()
+    }
+
+    /// A restore names an older transaction of the receipt: that one is asked about (and chosen),
+    /// not the receipt's newest; one the receipt does not hold is refused as not in the evidence.
+    @Test func aNamedTransactionIsTheOneLookedUp() async throws {
+        let setup = try await Setup.start(receiptRoots: [try TestReceipts.signingPKI().root])
+        let ids = (0..<30).map { String(2_000_000_000_002_000 + $0) }
+        for id in ids { try setup.fake.add(id, environment: "Sandbox", ["productId": "gems.100"]) }
+        let receipt = try TestReceipts.sign(TestReceipts.payload(purchases: ids.map { (id: $0, product: "gems.100") }), streamed: false)
+        let named = try await setup.verify(receipt, transactionID: ids[3])
+        #expect(named.map(\.transactionID) == [ids[3]])
+        #expect(setup.appleCalls == 1)
+        #expect(try VerifiedPurchase.choose(from: named, productID: nil, transactionID: ids[3]).transactionID == ids[3])
+        let elsewhere = try await setup.verify(receipt, transactionID: "2000000000777777")
+        #expect(throws: StoreVerificationError.self) { try VerifiedPurchase.choose(from: elsewhere, productID: nil, transactionID: "2000000000777777") }
         await setup.fake.shutdown()
     }
 
