@@ -103,7 +103,7 @@ public struct AlogameGateway: DialectProvider {
     struct RefundCallbacks: RefundCallbackRenderer {
       let format = "alogame"
 
-      func refundCallbackBody(_ event: RefundEvent) -> Data {
+      func refundCallbackBody(_ event: RefundEvent) throws -> Data {
         struct Body: Encodable {
             let event: RefundEvent
             enum Keys: String, CodingKey {
@@ -119,7 +119,8 @@ public struct AlogameGateway: DialectProvider {
                 try container.encode(event.gameID, forKey: .gameID)
             }
         }
-        return RouteResponse.json(Body(event: event)).body
+        // Throws instead of answering an error body, which would be queued and sent as the callback.
+        return try RouteResponse.encodedJSON(Body(event: event))
       }
     }
 

@@ -5,10 +5,11 @@ public import ReceiptCore
 extension GooglePlayProvider {
     /// A real-time developer notification pushed by Pub/Sub. Authenticated by Google's OIDC token
     /// (when the audience and service account are configured) or the shared `?token=`; then,
-    /// since notifications carry no purchase state, the purchase is fetched with the owning
-    /// client's key and becomes the event's purchase. Deduplicated on Pub/Sub's `messageId`,
-    /// except voided purchases that Google confirms: on `voided:<order id>`, shared with the
-    /// voided-purchases poll, so a refund learned both ways is applied once.
+    /// since a notification is a hint and not proof, the purchase is fetched with the owning
+    /// client's key and the ledger changes only as Google's answer shows. Deduplicated on Pub/Sub's
+    /// `messageId`, except voids that Google confirms (pushed as voided purchases or as subscription
+    /// revocations): on `voided:<order id>`, shared with the voided-purchases poll, so a refund
+    /// learned several ways is applied once.
     public func receiveNotification(_ request: NotificationRequest, registered: RegisteredApps) async throws -> StoreNotification {
         try await authenticate(request)
         guard let push = try? JSONDecoder().decode(PubSubPush.self, from: request.body), let message = push.message,
@@ -23,8 +24,8 @@ extension GooglePlayProvider {
         let eventTime = GoogleTime.millis(rtdn.eventTimeMillis)
         // Kept for support exactly as decoded; a notification that cannot be kept is not taken.
         let decoded = try JSONEncoder.sortedForStorage.encode(rtdn)
-        func notification(_ id: String, type: String, event: StoreEvent, token: String?) -> StoreNotification {
-            var stored = StoreNotification(store: store, notificationID: id, type: type, subtype: nil, environment: event.purchase?.environment,
+        func notification(_ id: String, type: String, subtype: String? = nil, event: StoreEvent, token: String?) -> StoreNotification {
+            var stored = StoreNotification(store: store, notificationID: id, type: type, subtype: subtype, environment: event.purchase?.environment,
                                            appIdentifier: package.isEmpty ? nil : package, transactionID: event.purchase?.transactionID,
                                            originalTransactionID: event.purchase?.originalTransactionID, productID: event.purchase?.productID,
                                            signedAt: eventTime, decodedJSON: decoded)
@@ -41,11 +42,8 @@ extension GooglePlayProvider {
         }
         if let sub = rtdn.subscriptionNotification, let token = sub.purchaseToken {
             let type = sub.notificationType.flatMap { DeveloperNotification.subscriptionTypes[$0] } ?? "SUBSCRIPTION_\(sub.notificationType ?? 0)"
-            var evidence = GooglePlayEvidence(purchaseToken: token)
-            evidence.productID = sub.subscriptionId
-            evidence.isSubscription = true
-            let purchase = try await fetchForEvent(evidence, package: package, access: try await eventAccess(package: package, request: request))
-            return notification(id, type: type, event: Self.subscriptionEvent(sub.notificationType ?? 0, purchase: purchase), token: token)
+            let outcome = try await pushedSubscriptionChange(sub, type: type, token: token, package: package, eventTime: eventTime, request: request)
+            return notification(outcome.id ?? id, type: outcome.type, subtype: outcome.subtype, event: outcome.event, token: token)
         }
         if let product = rtdn.oneTimeProductNotification, let token = product.purchaseToken {
             let type = product.notificationType.flatMap { DeveloperNotification.oneTimeTypes[$0] } ?? "ONE_TIME_PRODUCT_\(product.notificationType ?? 0)"
@@ -106,29 +104,6 @@ extension GooglePlayProvider {
             logger.warning("a Google Play notification's purchase could not be fetched", ["package": package, "problem": error.message])
             throw NotificationRejection(.retryable, reason: error.verificationError.reason, message: "the purchase could not be fetched from Google now")
         }
-    }
-
-    /// Google's subscription notification types, as ledger events.
-    static func subscriptionEvent(_ type: Int, purchase: VerifiedPurchase?) -> StoreEvent {
-        let autoRenew = purchase?.storeAttributes["auto_renew"].map { $0 == "true" }
-        switch type {
-        case 1, 2: return StoreEvent(kind: .renewed, purchase: purchase, autoRenew: autoRenew)            // recovered, renewed
-        case 4: return StoreEvent(kind: .subscribed, purchase: purchase, autoRenew: autoRenew)            // purchased
-        case 3: return StoreEvent(kind: .renewalStatusChanged, purchase: purchase, autoRenew: false)      // canceled (runs to its end)
-        case 7: return StoreEvent(kind: .renewalStatusChanged, purchase: purchase, autoRenew: true)       // restarted
-        case 5: return StoreEvent(kind: .billingIssue, purchase: purchase, autoRenew: autoRenew)          // on hold: no access
-        case 6: return StoreEvent(kind: .billingIssue, purchase: purchase, autoRenew: autoRenew,          // grace period: access until expiry
-                                  gracePeriodExpires: purchase?.expiresDate)
-        case 10, 13: return StoreEvent(kind: .expired, purchase: purchase, autoRenew: autoRenew)          // paused, expired
-        case 12: return StoreEvent(kind: .revoked, purchase: purchase.map { revokedNow($0) })             // revoked (refunded, access ends)
-        default: return StoreEvent(kind: .other, purchase: purchase, autoRenew: autoRenew)
-        }
-    }
-
-    private static func revokedNow(_ purchase: VerifiedPurchase) -> VerifiedPurchase {
-        var revoked = purchase
-        revoked.revocationDate = revoked.revocationDate ?? Date()
-        return revoked
     }
 
     /// The voided order as a refunded purchase: the fetched purchase when Google still has it,

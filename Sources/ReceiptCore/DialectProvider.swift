@@ -71,5 +71,7 @@ public struct RefundEvent: Sendable {
 public protocol RefundCallbackRenderer: Sendable {
     /// The format name clients choose, e.g. `alogame`.
     var format: String { get }
-    func refundCallbackBody(_ event: RefundEvent) -> Data
+    /// Throws when the body cannot be made: nothing stands in for it, so the change that owes the
+    /// callback is not committed either, and the store's notification is taken again later.
+    func refundCallbackBody(_ event: RefundEvent) throws -> Data
 }

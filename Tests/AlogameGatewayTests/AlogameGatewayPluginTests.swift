@@ -79,7 +79,7 @@ import Testing
     @Test func refundCallbacksAreTheAlogameFormat() throws {
         let renderer = try #require(AlogameGateway().refundCallbacks)
         #expect(renderer.format == "alogame")
-        let body = renderer.refundCallbackBody(RefundEvent(transactionID: "2000000000000777", productID: "gems100",
+        let body = try renderer.refundCallbackBody(RefundEvent(transactionID: "2000000000000777", productID: "gems100",
                                                            revocationDate: Date(timeIntervalSince1970: 1_780_000_000.5), revocationReasonCode: 1, gameID: 42))
         let object = try #require(try JSONSerialization.jsonObject(with: body) as? [String: Any])
         #expect(object["transaction_id"] as? String == "2000000000000777")

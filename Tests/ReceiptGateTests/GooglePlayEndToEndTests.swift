@@ -134,12 +134,59 @@ import TestSupport
                                            "voidedPurchaseNotification": ["purchaseToken": "tok-refund", "orderId": "GPA.5555-0000-0000-00001",
                                                                           "productType": 2, "refundType": 1]], messageID: "pubsub-void")
         #expect(try rtdn.json()["duplicate"] as? Bool == true)
-        try await Task.sleep(for: .milliseconds(900))
+        // Two more polls begun after the push: one ran whole, re-reading the same void.
+        let polled = harness.google.hits("voided")
+        try await Self.waitUntil { harness.google.hits("voided") >= polled + 2 }
+        #expect(try await harness.pool.query("SELECT count(*) AS n FROM outbox WHERE target = 'refund_callback'")[0].decode("n", as: Int.self) == 1)
         #expect(harness.receiver.bodies("/refunds").count == 1)
-        #expect(harness.google.hits("voided") >= 2)
         // A refunded purchase is never answered as a success again.
         let again = try await harness.client.post("/v1/verify", json: ["store": "google_play", "receipt": "tok-refund"])
         #expect(again.status == 422)
+    }
+
+    @Test func aPushedRevocationChangesTheLedgerOnlyAsGoogleReadsTheSubscription() async throws {
+        let harness = try await GooglePlayHarness.start()
+        defer { harness.stop() }
+        let order = "GPA.7777-0000-0000-00001"
+        try harness.google.addSubscription(token: "sub-rev", latestOrderID: order)
+        #expect(try await harness.client.post("/v1/verify", json: ["store": "google_play", "receipt": "sub-rev"]).status == 200)
+        let revocation: [String: Any] = ["version": "1.0", "packageName": "com.example.game", "eventTimeMillis": String(Int64(Date().timeIntervalSince1970 * 1000)),
+                                         "subscriptionNotification": ["version": "1.0", "notificationType": 12, "purchaseToken": "sub-rev",
+                                                                      "subscriptionId": "vip.monthly"]]
+        func count(_ query: PostgresQuery) async throws -> Int { try await harness.pool.query(query)[0].decode("n", as: Int.self) }
+        func subscriptionStatus() async throws -> String? {
+            try await harness.pool.query("SELECT status FROM subscriptions WHERE original_transaction_id = \(order)").first?.decode("status", as: String.self)
+        }
+        // Google still reads it active: answered 200 (Pub/Sub must not retry it forever), kept with
+        // Google's answer, and the player keeps what was paid for.
+        #expect(try await harness.push(revocation, messageID: "pubsub-rev-1").status == 200)
+        #expect(try await harness.transaction(order)?.decode("state", as: String.self) == "active")
+        #expect(try await subscriptionStatus() == "active")
+        #expect(try await count("""
+            SELECT count(*) AS n FROM store_notifications WHERE notification_id = 'pubsub-rev-1'
+              AND notification_type = 'SUBSCRIPTION_REVOKED_UNCONFIRMED' AND subtype = 'SUBSCRIPTION_STATE_ACTIVE'
+            """) == 1)
+        // Google cannot be asked: 503, nothing kept, so Pub/Sub sends it again.
+        harness.google.failFirst("subscriptionsv2", [503, 503, 503])
+        #expect(try await harness.push(revocation, messageID: "pubsub-rev-2").status == 503)
+        #expect(try await count("SELECT count(*) AS n FROM store_notifications WHERE notification_id = 'pubsub-rev-2'") == 0)
+        // Google revokes it: the subscription reads expired and the void of its order is listed.
+        let revokedAt = Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down))
+        try harness.google.addSubscription(token: "sub-rev", latestOrderID: order, state: "SUBSCRIPTION_STATE_EXPIRED", expiry: revokedAt, autoRenew: false)
+        try harness.google.addVoided(token: "sub-rev", orderID: order, reason: 0, voidedAt: revokedAt)
+        let applied = try await harness.push(revocation, messageID: "pubsub-rev-2")
+        #expect(applied.status == 200)
+        #expect(try applied.json()["notification_id"] as? String == "voided:\(order)")
+        #expect(try await harness.transaction(order)?.decode("state", as: String.self) == "refunded")
+        #expect(try await subscriptionStatus() == "refunded")
+        try await Self.waitUntil { !harness.receiver.bodies("/refunds").isEmpty }
+        #expect(harness.receiver.bodies("/refunds").first?["revocation_date"] as? Int == Int(revokedAt.timeIntervalSince1970) * 1000)
+        // The voided-purchase push for the same order is the same refund: no second callback is owed.
+        let void = try await harness.push(["version": "1.0", "packageName": "com.example.game", "eventTimeMillis": String(Int64(revokedAt.timeIntervalSince1970 * 1000)),
+                                           "voidedPurchaseNotification": ["purchaseToken": "sub-rev", "orderId": order, "productType": 1, "refundType": 1]],
+                                          messageID: "pubsub-rev-void")
+        #expect(try void.json()["duplicate"] as? Bool == true)
+        #expect(try await count("SELECT count(*) AS n FROM outbox WHERE target = 'refund_callback'") == 1)
     }
 
     @Test func aPushedVoidGoogleDoesNotConfirmLeavesTheLedgerAlone() async throws {

@@ -19,7 +19,7 @@ extension TransactionRepository {
             try queue(state == .refunded ? "transaction.refunded" : "transaction.revoked", transaction: row, owner: owner, on: connection)
             // The game server's refund callback, in the format its client chose: for any transaction of the game.
             if owner.refundCallbackURL != nil, let renderer = refundCallbacks[owner.refundCallbackFormat] {
-                let body = renderer.refundCallbackBody(RefundEvent(
+                let body = try renderer.refundCallbackBody(RefundEvent(
                     transactionID: purchase.transactionID, productID: purchase.productID, revocationDate: purchase.revocationDate,
                     revocationReasonCode: purchase.revocationReasonCode, gameID: owner.gameID))
                 try OutboxRepository.enqueue(OutboxMessage(clientID: owner.clientID, target: .refundCallback, type: "refund.callback",
