@@ -147,13 +147,14 @@ private func client(_ base: String, attempts: Int = 3, timeout: Duration = .seco
     }
 
     @Test func refusedConnectionIsRetryableConnectFailure() async throws {
-        let port = try RawHTTP.freePort()
-        do {
-            _ = try await client("http://127.0.0.1:\(port)", attempts: 2).send(.init(url: "/"))
-            Issue.record("a request to a closed port succeeded")
-        } catch let error as HTTPClientError {
-            #expect(error.code == .connectFailed)
-            #expect(error.isRetryable)
+        try await RawHTTP.withRefusingPort { port in
+            do {
+                _ = try await client("http://127.0.0.1:\(port)", attempts: 2).send(.init(url: "/"))
+                Issue.record("a request to a closed port succeeded")
+            } catch let error as HTTPClientError {
+                #expect(error.code == .connectFailed)
+                #expect(error.isRetryable)
+            }
         }
     }
 

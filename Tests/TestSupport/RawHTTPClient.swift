@@ -69,6 +69,24 @@ public enum RawHTTP {
         return Int(UInt16(bigEndian: address.sin_port))
     }
 
+    /// A loopback port held bound but not listening while `body` runs: connecting to it is
+    /// refused, and no other test can start a server on it meanwhile (a port merely found free
+    /// could be taken by a parallel test before the connection is tried).
+    public static func withRefusingPort<T>(_ body: (Int) async throws -> T) async throws -> T {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { throw Failure(description: "socket() failed") }
+        defer { close(descriptor) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0 }
+        }
+        guard bound else { throw Failure(description: "cannot bind a loopback port") }
+        return try await body(Int(UInt16(bigEndian: address.sin_port)))
+    }
+
     /// True if something accepts TCP connections on 127.0.0.1:`port`.
     public static func isListening(port: Int) -> Bool {
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
