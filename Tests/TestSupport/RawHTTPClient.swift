@@ -55,27 +55,24 @@ public enum RawHTTP {
 
     /// A TCP port on 127.0.0.1 that was free a moment ago (for servers a test starts itself).
     public static func freePort() throws -> Int {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { throw Failure(description: "socket() failed") }
-        defer { close(descriptor) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0 }
-        }
-        guard bound else { throw Failure(description: "cannot find a free port") }
-        return Int(UInt16(bigEndian: address.sin_port))
+        let (descriptor, port) = try boundLoopbackSocket()
+        close(descriptor)
+        return port
     }
 
     /// A loopback port held bound but not listening while `body` runs: connecting to it is
     /// refused, and no other test can start a server on it meanwhile (a port merely found free
     /// could be taken by a parallel test before the connection is tried).
     public static func withRefusingPort<T>(_ body: (Int) async throws -> T) async throws -> T {
+        let (descriptor, port) = try boundLoopbackSocket()
+        defer { close(descriptor) }
+        return try await body(port)
+    }
+
+    /// A TCP socket bound to a port of 127.0.0.1 the kernel picked, and that port.
+    private static func boundLoopbackSocket() throws -> (descriptor: Int32, port: Int) {
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard descriptor >= 0 else { throw Failure(description: "socket() failed") }
-        defer { close(descriptor) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
@@ -83,8 +80,11 @@ public enum RawHTTP {
         let bound = withUnsafeMutablePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0 }
         }
-        guard bound else { throw Failure(description: "cannot bind a loopback port") }
-        return try await body(Int(UInt16(bigEndian: address.sin_port)))
+        guard bound else {
+            close(descriptor)
+            throw Failure(description: "cannot bind a loopback port")
+        }
+        return (descriptor, Int(UInt16(bigEndian: address.sin_port)))
     }
 
     /// True if something accepts TCP connections on 127.0.0.1:`port`.
