@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Two builds of receiptgate under the same load, interleaved, for a before/after line (issue 13).
+"""Two builds of receiptgate under the same load, interleaved, for a before/after line.
 
     python3 Benchmarks/paired_runs.py --a OLD/receiptgate --b NEW/receiptgate [--rounds 4] [--duration 10] [--requests 100000]
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""What one verification costs Postgres and the service, counted rather than timed (issue 13).
+"""What one verification costs Postgres and the service, counted rather than timed.
 
     python3 Benchmarks/verify_profile.py [--binary .build/release/receiptgate] [--duration 8] [--connections 64]
 

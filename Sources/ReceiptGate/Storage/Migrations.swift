@@ -214,7 +214,7 @@ public enum Schema {
                 updated_at timestamptz NOT NULL DEFAULT now()
             );
             """),
-        // AccountLink (issue 12): the keys that sign OpenID access tokens, sealed under the master key.
+        // The keys that sign OpenID access tokens, sealed under the master key.
         Migration(version: 10, name: "signing_keys", sql: """
             CREATE TABLE signing_keys (
                 kid text PRIMARY KEY,
@@ -229,7 +229,7 @@ public enum Schema {
             -- At most one current key, whatever number of processes start at once.
             CREATE UNIQUE INDEX signing_keys_one_current ON signing_keys ((true)) WHERE retired_at IS NULL;
             """),
-        // Throughput (issue 13): processes cache authenticated clients. Every change to a client row,
+        // Processes cache authenticated clients. Every change to a client row,
         // whoever makes it, bumps its version and notifies `receiptgate_clients` with its id at
         // commit; a verification's statement checks the version it was authenticated with.
         Migration(version: 12, name: "client_versions", sql: """
