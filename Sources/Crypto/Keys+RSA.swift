@@ -38,7 +38,8 @@ extension PublicKey {
 
 extension PrivateKey {
     /// RSASSA-PKCS1-v1_5 with SHA-1, for tests that stand in for Google Play's signing key.
-    public func signSHA1WithRSA(_ message: some ContiguousBytes) throws -> Data {
+    /// For test fixtures only (Google's legacy licence signatures).
+    package func signSHA1WithRSA(_ message: some ContiguousBytes) throws -> Data {
         guard key.isRSA, let context = EVP_MD_CTX_new() else { throw CryptoError(.invalidKey, "SHA1withRSA needs an RSA key") }
         defer { EVP_MD_CTX_free(context) }
         guard EVP_DigestSignInit(context, nil, EVP_sha1(), nil, key.pointer) == 1 else { throw openSSLError(.invalidKey, "EVP_DigestSignInit") }

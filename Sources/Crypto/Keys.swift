@@ -37,12 +37,6 @@ public struct PublicKey: Sendable {
         return key.verifyES256(raw: raw, message: message)
     }
 
-    /// ECDSA-SHA256 with a DER `ECDSA-Sig-Value` signature, as X.509 and PKCS#7 carry them.
-    public func isValidECDSASHA256(derSignature: Data, for message: some ContiguousBytes) -> Bool {
-        guard key.isP256 else { return false }
-        return key.verifySHA256(signature: derSignature, message: message)
-    }
-
     /// RS256 (RSASSA-PKCS1-v1_5 with SHA-256).
     public func isValidRS256(signature: Data, for message: some ContiguousBytes) -> Bool {
         guard key.isRSA else { return false }
@@ -58,7 +52,8 @@ public struct PrivateKey: Sendable {
         PrivateKey(key: try EVPKey.generate(algorithm: "EC") { EVP_PKEY_CTX_set_group_name($0, "P-256") })
     }
 
-    public static func generateRSA(bits: Int = 2048) throws -> PrivateKey {
+    /// For test fixtures only (the service signs nothing with RSA).
+    package static func generateRSA(bits: Int = 2048) throws -> PrivateKey {
         PrivateKey(key: try EVPKey.generate(algorithm: "RSA") { EVP_PKEY_CTX_set_rsa_keygen_bits($0, Int32(bits)) })
     }
 
@@ -87,7 +82,8 @@ public struct PrivateKey: Sendable {
     }
 
     /// ECDSA P-256 over SHA-256 as DER, the form X.509 and PKCS#7 use.
-    public func signECDSASHA256DER(_ message: some ContiguousBytes) throws -> Data {
+    /// For test fixtures only (certificates a test builds).
+    package func signECDSASHA256DER(_ message: some ContiguousBytes) throws -> Data {
         guard key.isP256 else { throw CryptoError(.invalidKey, "ECDSA needs a P-256 key") }
         return try key.signSHA256(message)
     }

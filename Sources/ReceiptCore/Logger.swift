@@ -82,12 +82,6 @@ public struct Logger: Sendable {
         return String(decoding: bytes, as: UTF8.self)
     }
 
-    static func jsonString(_ text: String) -> String {
-        var bytes: [UInt8] = []
-        appendJSONString(text, to: &bytes)
-        return String(decoding: bytes, as: UTF8.self)
-    }
-
     /// `"text"` with quotes, backslashes, control characters and U+2028/U+2029 escaped.
     static func appendJSONString(_ text: String, to bytes: inout [UInt8]) {
         bytes.append(UInt8(ascii: "\""))
