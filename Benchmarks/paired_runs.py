@@ -12,7 +12,7 @@ requests and takes the cheaper duplicate path). It prints each run's line and, p
 median of the service's and its Postgres's CPU milliseconds a request, and the difference.
 
 Each e2e_load.py invocation signs with a new leaf certificate, so each run is a new key to the
-service; fewer than 16 runs a build keep every run on the fixed-key ES256 table (README).
+service; fewer than 16 runs a build keep every run on the fixed-key ES256 table (docs/benchmarks.md).
 """
 import argparse, json, os, statistics, subprocess, sys
 

@@ -9,7 +9,7 @@
 #   pkg-config                 how SwiftPM finds the four libraries above
 #   postgresql                 initdb/pg_ctl/postgres for the embedded database and the tests
 #   openssl                    the openssl command, used by tests as an independent cross-check
-#   python3, python3-venv      runs Apple's app-store-server-library (from PyPI) as a test oracle
+#   python3, python3-venv      runs Apple's app-store-server-library (from PyPI) as a test oracle, and the README's webhook receiver
 #   curl                       a test runs the README's curl example against the service
 #   nodejs                     runs a gateway client written from the seed's Node.js example (tests)
 set -euo pipefail

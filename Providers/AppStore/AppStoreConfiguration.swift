@@ -3,7 +3,7 @@ public import Foundation
 public import ReceiptCore
 public import HTTPClient
 
-/// The App Store provider's settings, read once from the environment (README's table).
+/// The App Store provider's settings, read once from the environment (docs/configuration.md).
 public struct AppStoreConfiguration: Sendable {
     public struct ServerAPIKey: Sendable {
         public var keyID: String

@@ -40,7 +40,7 @@ public struct AppStoreProvider: NotificationReceiving {
         StoreRegistration(verifier: self, notifications: self, orderLookup: self)
     }
 
-    /// From the environment (README's App Store settings); throws `AppStoreConfiguration.Invalid`.
+    /// From the environment (docs/configuration.md, App Store); throws `AppStoreConfiguration.Invalid`.
     public static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment,
                                        http: HTTPClient = HTTPClient()) throws -> AppStoreProvider {
         let configuration = try AppStoreConfiguration.fromEnvironment(environment)

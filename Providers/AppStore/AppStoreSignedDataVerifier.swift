@@ -24,8 +24,8 @@ public struct AppStoreExpectations: Sendable {
 /// Apple's marker extensions on intermediate and leaf, the signature by the leaf's key, then the
 /// payload's bundle id and environment against the caller's expectations.
 public final class AppStoreSignedDataVerifier: Sendable {
-    static let leafMarkerOID = "1.2.840.113635.100.6.11.1"
-    static let intermediateMarkerOID = "1.2.840.113635.100.6.2.1"
+    package static let leafMarkerOID = "1.2.840.113635.100.6.11.1"
+    package static let intermediateMarkerOID = "1.2.840.113635.100.6.2.1"
 
     private let chainVerifier: CertificateChainVerifier
     let cache: VerifiedChainCache

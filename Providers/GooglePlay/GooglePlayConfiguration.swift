@@ -1,7 +1,7 @@
 public import Foundation
 public import ReceiptCore
 
-/// The Google Play provider's settings, read once from the environment (README's table).
+/// The Google Play provider's settings, read once from the environment (docs/configuration.md).
 public struct GooglePlayConfiguration: Sendable {
     /// The service-wide key; a client's own (`google_play.service_account_key`) wins.
     public var serviceAccountKey: ServiceAccountKey?

@@ -14,7 +14,7 @@ public struct GooglePlayProvider: StoreProvider, NotificationReceiving, Purchase
     let logger: Logger
     let now: @Sendable () -> Date
 
-    /// Client settings (see README): a sealed per-client key, and plain switches.
+    /// Client settings (see docs/stores.md): a sealed per-client key, and plain switches.
     public enum Setting {
         public static let serviceAccountKey = "google_play.service_account_key"
         public static let licenseKey = "google_play.license_key"
@@ -33,7 +33,7 @@ public struct GooglePlayProvider: StoreProvider, NotificationReceiving, Purchase
                                        serviceAccount: configuration.pushServiceAccount, http: http, now: now)
     }
 
-    /// From the environment (README's Google Play settings); throws `GooglePlayConfiguration.Invalid`.
+    /// From the environment (docs/configuration.md, Google Play); throws `GooglePlayConfiguration.Invalid`.
     public static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) throws -> GooglePlayProvider {
         GooglePlayProvider(configuration: try GooglePlayConfiguration.fromEnvironment(environment))
     }

@@ -2,7 +2,7 @@ public import Foundation
 public import ReceiptCore
 
 /// Everything ReceiptGate reads from its environment, read once at start. Each variable is
-/// documented in README.md's configuration table; a bad value stops start-up naming the variable.
+/// documented in docs/configuration.md; a bad value stops start-up naming the variable.
 public struct ServiceConfiguration: Sendable {
     public var host = "127.0.0.1"
     public var port = 8080

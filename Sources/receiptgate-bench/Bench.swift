@@ -2,7 +2,7 @@ import AppStore
 import Crypto
 import Foundation
 
-/// Benchmarks run by hand (README "Benchmarks"). Not a test: numbers depend on the machine.
+/// Benchmarks run by hand (docs/benchmarks.md). Not a test: numbers depend on the machine.
 ///
 ///     receiptgate-bench jws [--root CERT] [--file TOKENS] [--seconds N] [--write-corpus DIR]
 ///

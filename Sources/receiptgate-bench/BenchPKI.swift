@@ -1,3 +1,4 @@
+import AppStore
 import Crypto
 import Foundation
 
@@ -18,11 +19,11 @@ struct BenchPKI {
         builder = CertificateBuilder(subjectCommonName: "Bench Intermediate", notValidBefore: from, notValidAfter: until)
         builder.isCertificateAuthority = true
         builder.serialNumber = 2
-        builder.customExtensions = [("1.2.840.113635.100.6.2.1", Data([0x05, 0x00]), false)]
+        builder.customExtensions = [(AppStoreSignedDataVerifier.intermediateMarkerOID, Data([0x05, 0x00]), false)]
         let intermediate = try builder.build(subjectKey: intermediateKey, issuer: root, issuerKey: rootKey)
         builder = CertificateBuilder(subjectCommonName: "Bench Leaf", notValidBefore: from, notValidAfter: until)
         builder.serialNumber = 3
-        builder.customExtensions = [("1.2.840.113635.100.6.11.1", Data([0x05, 0x00]), false)]
+        builder.customExtensions = [(AppStoreSignedDataVerifier.leafMarkerOID, Data([0x05, 0x00]), false)]
         let leaf = try builder.build(subjectKey: leafKey, issuer: intermediate, issuerKey: intermediateKey)
         x5c = [leaf, intermediate, root].map { $0.derEncoded.base64EncodedString() }
     }

@@ -136,7 +136,7 @@ enum ClientCommand {
         return settings
     }
 
-    private static func identifier(_ value: String, option: String) throws -> String {
+    static func identifier(_ value: String, option: String) throws -> String {
         guard !value.isEmpty, value.count <= 255,
               value.unicodeScalars.allSatisfy({ CharacterSet.alphanumerics.contains($0) || "._-".unicodeScalars.contains($0) })
         else { throw UsageError("\(option) must be letters, digits, '.', '_' or '-', got \"\(value)\"") }

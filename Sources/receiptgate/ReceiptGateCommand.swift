@@ -37,12 +37,15 @@ enum ReceiptGateCommand {
             case "keys":
                 try await KeysCommand.run(rest)
                 return 0
+            case "dev":
+                try await DevCommand.run(rest)
+                return 0
             case "client":
                 // Parse the arguments before touching the database: usage errors must not start it.
                 try await ClientCommand.run(rest, context: LazyContext())
                 return 0
             default:
-                throw UsageError("unknown command \"\(command)\" (expected serve, migrate, version, client, webhooks or keys; see --help)")
+                throw UsageError("unknown command \"\(command)\" (expected serve, migrate, version, client, webhooks, keys or dev; see --help)")
             }
         } catch let help as HelpRequested {
             print(help.text)

@@ -1,12 +1,13 @@
 public import Crypto
+import AppStore
 public import Foundation
 
 /// A throwaway PKI shaped like Apple's (root → intermediate with 1.2.840.113635.100.6.2.1 →
 /// leaf with 1.2.840.113635.100.6.11.1), minted at test time, and a signer that produces
 /// App Store-style JWS (ES256, `x5c` of leaf, intermediate, root).
 public struct AppleTestPKI: Sendable {
-    public static let intermediateOID = "1.2.840.113635.100.6.2.1"
-    public static let leafOID = "1.2.840.113635.100.6.11.1"
+    public static let intermediateOID = AppStoreSignedDataVerifier.intermediateMarkerOID
+    public static let leafOID = AppStoreSignedDataVerifier.leafMarkerOID
 
     public struct Options: Sendable {
         public var validFrom = Date(timeIntervalSinceNow: -86_400 * 30)
