@@ -11,7 +11,7 @@ let swiftSettings: [SwiftSetting] = [
 
 // Debian's jemalloc replaces glibc's malloc for the whole receiptgate process (Swift runtime, libpq,
 // libcurl, OpenSSL alike): requests allocate on one thread and free on another, where glibc's arenas
-// cost about a tenth of the service's CPU (README, issue 13). RECEIPTGATE_SYSTEM_MALLOC=1 builds it on
+// cost about a tenth of the service's CPU (docs/development.md). RECEIPTGATE_SYSTEM_MALLOC=1 builds it on
 // glibc's malloc instead, only so that the difference can be measured again (Benchmarks/paired_runs.py).
 let allocator: [LinkerSetting] = ProcessInfo.processInfo.environment["RECEIPTGATE_SYSTEM_MALLOC"] == "1"
     ? [] : [.linkedLibrary("jemalloc")]
