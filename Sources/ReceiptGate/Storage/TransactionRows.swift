@@ -4,6 +4,7 @@ import ReceiptCore
 
 /// How ledger rows become the typed model, in one place.
 enum TransactionRows {
+    /// The columns `transaction(_:)` reads back (a new row's values are `TransactionColumns`).
     static let columns = """
         id, store, environment, transaction_id, original_transaction_id, order_id, product_id, product_kind, quantity,
         price_milliunits, currency, storefront, purchase_date, expires_date, revocation_date,
