@@ -9,7 +9,7 @@ extension IAPHandler {
                         draft: AccountDraft) -> @Sendable (VerificationOutcome, any RecordScope) throws -> Decision {
         { outcome, scope in
             if bareID, tokenAccount == nil { throw notOwner("a bare transaction id needs the access token of its account") }
-            if outcome.transaction.state == .refunded || outcome.transaction.state == .revoked { return .refused(outcome.transaction.state) }
+            if outcome.transaction.state.isWithdrawn { return .refused(outcome.transaction.state) }
             if let status = outcome.subscription?.status, status == .refunded || status == .revoked {
                 return .refused(status == .refunded ? .refunded : .revoked)
             }

@@ -30,7 +30,7 @@ struct HiveAxylPurchaseData: Encodable {
     func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: Keys.self)
         // Refunded or revoked, now: the seed's "stop product delivery".
-        try container.encode(transaction.state == .refunded || transaction.state == .revoked ? 1 : 0, forKey: .hiveAxylPurchaseCancelState)
+        try container.encode(transaction.state.isWithdrawn ? 1 : 0, forKey: .hiveAxylPurchaseCancelState)
         try container.encode(duplicate, forKey: .hiveAxylDuplicated)
         try container.encode(hiveAxylAccountCompare(accountMatch), forKey: .hiveAxylAccountUuidCompare)
         try container.encode(hiveAxylTestFlag(transaction.environment), forKey: .hiveAxylPurchaseTest)

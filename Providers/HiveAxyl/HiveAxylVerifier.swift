@@ -131,14 +131,8 @@ struct HiveAxylVerifier {
 
     /// A subscription as its one transaction describes it, when the ledger has no row for it.
     static func subscriptionState(of transaction: TransactionRecord) -> SubscriptionState {
-        let status: SubscriptionStatus = switch transaction.state {
-        case .active: .active
-        case .refunded: .refunded
-        case .revoked: .revoked
-        case .expired: .expired
-        }
         var state = SubscriptionState(store: transaction.store, environment: transaction.environment,
-                                      originalTransactionID: transaction.originalOrSelf, status: status)
+                                      originalTransactionID: transaction.originalOrSelf, status: SubscriptionStatus(transaction.state))
         state.productID = transaction.productID
         state.expiresDate = transaction.expiresDate
         state.revocationDate = transaction.revocationDate

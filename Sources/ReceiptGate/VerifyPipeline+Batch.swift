@@ -42,7 +42,7 @@ extension VerifyPipeline {
         guard client.webhookURL == nil, client.deliveryURL == nil, proven.purchase.kind != .autoRenewableSubscription else { return false }
         // Refunded, revoked or expired evidence may have to bring an active row to the store's word:
         // the full path does that (rare, and never the hot path).
-        guard TransactionRows.state(of: proven.purchase) == .active else { return false }
+        guard LedgerRules.state(of: proven.purchase) == .active else { return false }
         guard let acknowledging = stores[proven.purchase.store]?.acknowledgement else { return true }
         return acknowledging.acknowledgement(for: proven.purchase, client: client.info) == nil
     }

@@ -16,6 +16,8 @@ import Testing
         for id in ["1001", "1002", "1003", "1004"] { core.add(evidence: "jws-\(id)", proves: purchase(id)) }
         var refunded = purchase("1005")
         refunded.revocationDate = Date()
+        // A refund carries the store's reason; a revocation without one is a revocation.
+        refunded.revocationReason = "refunded_due_to_issue"
         core.add(evidence: "jws-1005", proves: refunded)
         core.add(evidence: "forged", refusedWith: StoreVerificationError(code: .verificationFailed, reason: "BAD_SIGNATURE", message: "bad signature"))
         return core

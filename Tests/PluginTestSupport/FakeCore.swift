@@ -68,37 +68,26 @@ public final class FakeCore: DialectCore, @unchecked Sendable {
         try lock.withLock {
             let purchase = proven.purchase
             let key = "\(purchase.store.rawValue)|\(purchase.environment.rawValue)|\(purchase.transactionID)"
-            var record = TransactionRecord(managementID: nextID, store: purchase.store, environment: purchase.environment,
-                                           transactionID: purchase.transactionID,
-                                           state: purchase.revocationDate == nil ? .active : .refunded, clientID: client.clientID,
-                                           firstVerifiedAt: Date())
-            record.originalTransactionID = purchase.originalTransactionID
-            record.productID = purchase.productID
-            record.kind = purchase.kind
-            record.quantity = purchase.quantity
-            record.priceMilliunits = purchase.priceMilliunits
-            record.currency = purchase.currency
-            record.storefront = purchase.storefront
-            record.purchaseDate = purchase.purchaseDate
-            record.expiresDate = purchase.expiresDate
-            record.ownership = purchase.ownership
-            record.accountToken = purchase.accountToken
-            record.gameID = client.gameID
-            let duplicate = ledger[key] != nil
-            if let existing = ledger[key] { record = existing }
-            guard record.clientID == client.clientID || (record.gameID != nil && record.gameID == client.gameID) else {
-                let error = StoreVerificationError(code: .duplicateTransaction, reason: "REDEEMED_BY_ANOTHER_GAME", message: "another game redeemed it")
-                refusedAttempts.append((client.clientID, "\(purchase.store.rawValue)|\(purchase.transactionID)", error))
-                throw error
+            let existing = ledger[key]
+            var record: TransactionRecord
+            if let existing {
+                guard LedgerRules.isVisible(existing, to: client) else {
+                    let error = StoreVerificationError(code: .duplicateTransaction, reason: "REDEEMED_BY_ANOTHER_GAME", message: "another game redeemed it")
+                    refusedAttempts.append((client.clientID, "\(purchase.store.rawValue)|\(purchase.transactionID)", error))
+                    throw error
+                }
+                // As the core does: the evidence may bring an active record news of its end.
+                record = existing.updated(byEvidence: purchase) ?? existing
+            } else {
+                record = TransactionRecord(recording: purchase, managementID: nextID, state: LedgerRules.state(of: purchase),
+                                           clientID: client.clientID, gameID: client.gameID, firstVerifiedAt: Date())
             }
-            let outcome = VerificationOutcome(transaction: record, duplicate: duplicate, accountMatch: proven.accountMatch, subscription: nil)
+            let outcome = VerificationOutcome(transaction: record, duplicate: existing != nil, accountMatch: proven.accountMatch, subscription: nil)
             // Effects go to a scratch scope and are kept only if the closure succeeds, like a commit.
             let scope = MemoryRecordScope(client: client, accounts: memoryAccounts)
             let extra = try effects(outcome, scope)
-            if !duplicate {
-                ledger[key] = record
-                nextID += 1
-            }
+            ledger[key] = record
+            if existing == nil { nextID += 1 }
             outbox += scope.messages
             memoryAccounts.commit(scope)
             recordedRequests.append(proven.request)
@@ -111,11 +100,12 @@ public final class FakeCore: DialectCore, @unchecked Sendable {
         var presence: [String: LedgerPresence] = [:]
         for id in order.entries.compactMap(\.transactionID) {
             let record = lock.withLock { ledger.values.first { $0.transactionID == id } }
-            let mine = record.map { $0.clientID == client.clientID || ($0.gameID != nil && $0.gameID == client.gameID) } ?? false
+            let mine = record.map { LedgerRules.isVisible($0, to: client) } ?? false
             let refusal = lock.withLock {
                 refusedAttempts.last { attempt in
-                    attempt.key == "\(StoreID.appStore.rawValue)|\(id)"
-                        && (attempt.clientID == client.clientID || clients.contains { $0.clientID == attempt.clientID && $0.gameID != nil && $0.gameID == client.gameID })
+                    let attemptGame = clients.first { $0.clientID == attempt.clientID }?.gameID
+                    return attempt.key == "\(StoreID.appStore.rawValue)|\(id)"
+                        && LedgerRules.isVisible(ownerClientID: attempt.clientID, ownerGameID: attemptGame, to: client)
                 }?.error
             }
             presence[id] = LedgerPresence(found: record != nil, managementID: mine ? record?.managementID : nil, state: mine ? record?.state : nil,
@@ -131,7 +121,7 @@ public final class FakeCore: DialectCore, @unchecked Sendable {
     }
 
     public func transaction(store: StoreID, transactionID: String, client: ClientInfo) async throws -> TransactionRecord? {
-        lock.withLock { ledger.values.first { $0.store == store && $0.transactionID == transactionID && ($0.clientID == client.clientID || ($0.gameID != nil && $0.gameID == client.gameID)) } }
+        lock.withLock { ledger.values.first { $0.store == store && $0.transactionID == transactionID && LedgerRules.isVisible($0, to: client) } }
     }
 
     public func subscription(store: StoreID, originalTransactionID: String, client: ClientInfo) async throws -> SubscriptionState? { nil }
@@ -184,10 +174,13 @@ public final class FakeCore: DialectCore, @unchecked Sendable {
         lock.withLock { rateHits["\(policy.name)|\(key)"] = max(0, rateHits["\(policy.name)|\(key)", default: 0] - 1) }
     }
 
-    /// Sets a recorded transaction's state, as a store notification would.
+    /// Moves a recorded transaction as a store notification saying `state` would (a refund stays
+    /// a refund when the period later expires).
     public func setState(_ state: TransactionState, transactionID: String) {
         lock.withLock {
-            for (key, record) in ledger where record.transactionID == transactionID { ledger[key]?.state = state }
+            for (key, record) in ledger where record.transactionID == transactionID {
+                ledger[key]?.state = LedgerRules.state(of: record.state, after: .storeEvent(state))
+            }
         }
     }
 }

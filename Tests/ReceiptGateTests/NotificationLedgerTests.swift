@@ -72,6 +72,31 @@ import TestSupport
         await harness.service.shutdown()
     }
 
+    @Test func aLaterExpiryLeavesARefundedTransactionRefundedUntilTheRefundIsReversed() async throws {
+        let harness = try await VerifyHarness.start()
+        defer { harness.stop() }
+        let id = "2000000000002201"
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let fields: [String: any Sendable] = ["transactionId": id, "originalTransactionId": id, "type": "Auto-Renewable Subscription",
+                                              "productId": "vip.monthly", "expiresDate": now + 3_600_000]
+        #expect(try await harness.client.post("/v1/verify", json: ["store": "app_store", "receipt": try harness.pki.sign(AppleTestPKI.transaction(fields))]).status == 200)
+        let refund = fields.merging(["revocationDate": now, "revocationReason": 1]) { $1 }
+        #expect(try await Self.notify(harness, type: "REFUND", transaction: refund).status == 200)
+
+        // The month runs out after the refund: the money was still returned.
+        #expect(try await Self.notify(harness, type: "EXPIRED", subtype: "VOLUNTARY", transaction: fields).status == 200)
+        var record = try await Self.transaction(harness, id)
+        #expect(record["state"] as? String == "refunded")
+        #expect(record["revocation_date_ms"] as? Int == Int(now))
+
+        // The store's reversal is what undoes a refund; the period is not over, so it is active again.
+        #expect(try await Self.notify(harness, type: "REFUND_REVERSED", transaction: fields).status == 200)
+        record = try await Self.transaction(harness, id)
+        #expect(record["state"] as? String == "active")
+        #expect(record["revocation_date_ms"] is NSNull)
+        await harness.service.shutdown()
+    }
+
     @Test func subscriptionsRenewFailAndExpire() async throws {
         let harness = try await VerifyHarness.start()
         defer { harness.stop() }

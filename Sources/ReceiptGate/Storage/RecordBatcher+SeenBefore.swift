@@ -7,7 +7,9 @@ import ReceiptCore
 /// connection, which answers as the ordinary path does: the stored row (a duplicate, with its own
 /// state), or "another game's" when the caller may not see it, each with its attempt row. Not
 /// prepared: it reads rows by key, and planned each time its plan follows the table's real size;
-/// it runs only when a batch held such purchases.
+/// it runs only when a batch held such purchases. The stored row is the answer as it stands: only
+/// evidence of an active purchase is batched, and by `LedgerRules` such evidence never moves a
+/// recorded state.
 extension RecordBatcher {
     /// False when the connection failed.
     func settleSeenBefore(_ items: [(ordinal: Int, item: Item)], on connection: PostgresConnection) -> Bool {
@@ -42,10 +44,10 @@ extension RecordBatcher {
     }
 
     /// Each caller's fields with the stored row and whether the caller may see it (the tenancy
-    /// rule of `TransactionRepository.visible(to:)`); an attempt row for each visible one.
+    /// rule, `LedgerSQL.visible`); an attempt row for each visible one.
     private static let lookupTail = """
         , found AS (
-            SELECT ck.ord, (t.client_id = ck.client_id OR (t.game_id IS NOT NULL AND t.game_id = ck.game_id)) AS visible,
+            SELECT ck.ord, \(LedgerSQL.visible(owner: "t", callerClient: "ck.client_id", callerGame: "ck.game_id").sql) AS visible,
                    ck.client_id AS caller_id, ck.request_id AS caller_request_id, ck.player_id AS caller_player_id,
                    ck.evidence_sha256 AS caller_evidence, t.*
             FROM checked ck

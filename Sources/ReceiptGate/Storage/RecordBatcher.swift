@@ -57,7 +57,7 @@ final class RecordBatcher: @unchecked Sendable {
         let key = "\(purchase.store.rawValue)\u{0}\(purchase.environment.rawValue)\u{0}\(purchase.transactionID)"
         return try await withCheckedThrowingContinuation { continuation in
             let start = lock.withLock { () -> Bool in
-                queue.append(Item(key: key, proven: proven, state: TransactionRows.state(of: purchase), client: client, version: version,
+                queue.append(Item(key: key, proven: proven, state: LedgerRules.state(of: purchase), client: client, version: version,
                                   continuation: continuation))
                 guard inFlight < maxInFlight else { return false }
                 inFlight += 1
@@ -149,10 +149,9 @@ final class RecordBatcher: @unchecked Sendable {
         case "recorded":
             // A new row holds exactly what the statement inserted: only what Postgres chose is read back.
             let purchase = item.proven.purchase
-            var transaction = TransactionRecord(managementID: try row.decode("id"), store: purchase.store, environment: purchase.environment,
-                                                transactionID: purchase.transactionID, state: item.state, clientID: item.client.clientID,
+            let transaction = TransactionRecord(recording: purchase, managementID: try row.decode("id"), state: item.state,
+                                                clientID: item.client.clientID, gameID: item.client.gameID,
                                                 firstVerifiedAt: try row.decode("first_verified_at"))
-            TransactionRows.fill(&transaction, from: purchase, gameID: item.client.gameID)
             return .recorded(VerificationOutcome(transaction: transaction, duplicate: false,
                                                  accountMatch: item.proven.accountMatch, subscription: nil))
         default: return .contended
@@ -169,34 +168,13 @@ final class RecordBatcher: @unchecked Sendable {
         var json = JSONWriter(capacity: items.count * 900)
         json.beginArray()
         for (ordinal, item) in items {
-            let purchase = item.proven.purchase, request = item.proven.request, client = item.client
+            let request = item.proven.request
+            let row = NewTransactionRow(purchase: item.proven.purchase, state: item.state, clientID: item.client.clientID, gameID: item.client.gameID,
+                                        playerID: request.playerID, characterID: request.characterID, serverID: request.serverID)
             json.beginObject()
             json.key("ord"); json.number(ordinal)
-            json.key("store"); json.string(purchase.store.rawValue)
-            json.key("environment"); json.string(purchase.environment.rawValue)
-            json.key("transaction_id"); json.string(purchase.transactionID)
-            json.key("original_transaction_id"); json.string(purchase.originalTransactionID)
-            json.key("order_id"); json.string(purchase.orderID)
-            json.key("product_id"); json.string(purchase.productID)
-            json.key("product_kind"); json.string(purchase.kind?.rawValue)
-            json.key("quantity"); json.number(purchase.quantity)
-            json.key("price_milliunits"); json.number(purchase.priceMilliunits)
-            json.key("currency"); json.string(purchase.currency)
-            json.key("storefront"); json.string(purchase.storefront)
-            json.key("app_identifier"); json.string(purchase.appIdentifier)
-            json.key("purchase_date"); json.string(purchase.purchaseDate?.postgresText)
-            json.key("expires_date"); json.string(purchase.expiresDate?.postgresText)
-            json.key("revocation_date"); json.string(purchase.revocationDate?.postgresText)
-            json.key("revocation_reason"); json.string(purchase.revocationReason)
-            json.key("ownership"); json.string(purchase.ownership?.rawValue)
-            json.key("account_token"); json.string(purchase.accountToken)
-            json.key("state"); json.string(item.state.rawValue)
-            json.key("client_id"); json.string(client.clientID)
+            TransactionColumns.write(row, into: &json)
             json.key("client_version"); json.number(item.version)
-            json.key("game_id"); json.number(client.gameID)
-            json.key("player_id"); json.string(request.playerID)
-            json.key("character_id"); json.string(request.characterID)
-            json.key("server_id"); json.string(request.serverID)
             json.key("request_id"); json.string(request.requestID)
             json.key("evidence_sha256"); json.string(item.proven.evidenceDigest)
             json.endObject()
@@ -212,24 +190,15 @@ final class RecordBatcher: @unchecked Sendable {
     static let sqlHead = "WITH input AS (SELECT * FROM jsonb_to_recordset("
     /// The input records and those whose client is still the version they were authenticated with.
     static let sqlInput = """
-        ::jsonb) AS x(
-                ord integer, store text, environment text, transaction_id text, original_transaction_id text, order_id text,
-                product_id text, product_kind text, quantity integer, price_milliunits bigint, currency text, storefront text,
-                app_identifier text, purchase_date timestamptz, expires_date timestamptz, revocation_date timestamptz,
-                revocation_reason text, ownership text, account_token text, state text, client_id text, client_version bigint,
-                game_id bigint, player_id text, character_id text, server_id text, request_id text, evidence_sha256 text)
+        ::jsonb) AS x(ord integer, \(TransactionColumns.recordDefinition), client_version bigint, request_id text, evidence_sha256 text)
         ), checked AS (
             SELECT input.* FROM input JOIN clients c ON c.id = input.client_id AND c.version = input.client_version AND c.disabled_at IS NULL
         )
         """
     private static let sqlTail = sqlInput + """
         , inserted AS (
-            INSERT INTO transactions (store, environment, transaction_id, original_transaction_id, order_id, product_id, product_kind,
-                quantity, price_milliunits, currency, storefront, app_identifier, purchase_date, expires_date, revocation_date,
-                revocation_reason, ownership, account_token, state, client_id, game_id, player_id, character_id, server_id)
-            SELECT store, environment, transaction_id, original_transaction_id, order_id, product_id, product_kind,
-                quantity, price_milliunits, currency, storefront, app_identifier, purchase_date, expires_date, revocation_date,
-                revocation_reason, ownership, account_token, state, client_id, game_id, player_id, character_id, server_id
+            INSERT INTO transactions (\(TransactionColumns.names))
+            SELECT \(TransactionColumns.names)
             FROM checked ORDER BY store, environment, transaction_id  -- one order for every batch: no deadlock between two
             ON CONFLICT (store, environment, transaction_id) DO NOTHING
             RETURNING id, store, environment, transaction_id, first_verified_at

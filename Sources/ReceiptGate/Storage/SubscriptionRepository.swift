@@ -22,14 +22,7 @@ enum SubscriptionRepository {
             """)
     }
 
-    static func status(of purchase: VerifiedPurchase) -> SubscriptionStatus {
-        switch TransactionRows.state(of: purchase) {
-        case .active: .active
-        case .refunded: .refunded
-        case .revoked: .revoked
-        case .expired: .expired
-        }
-    }
+    static func status(of purchase: VerifiedPurchase) -> SubscriptionStatus { SubscriptionStatus(LedgerRules.state(of: purchase)) }
 
     static func find(store: StoreID, environment: StoreEnvironment, original: String, on connection: PostgresConnection) throws -> SubscriptionState? {
         try connection.query("""

@@ -14,7 +14,7 @@ extension TransactionRepository {
         switch event.kind {
         case .refunded, .revoked:
             let state: TransactionState = event.kind == .refunded ? .refunded : .revoked
-            let row = try upsert(purchase, state: state, owner: owner, on: connection)
+            let row = try upsert(purchase, news: .storeEvent(state), owner: owner, on: connection)
             try SubscriptionRepository.markRevoked(state == .refunded ? .refunded : .revoked, purchase: purchase, original: original, on: connection)
             try queue(state == .refunded ? "transaction.refunded" : "transaction.revoked", transaction: row, owner: owner, on: connection)
             // The game server's refund callback, in the format its client chose: for any transaction of the game.
@@ -26,23 +26,23 @@ extension TransactionRepository {
                                                            aggregateKey: "\(row.store.rawValue):\(row.originalOrSelf)", body: body), on: connection)
             }
         case .refundReversed:
-            let row = try upsert(purchase, state: .active, owner: owner, clearRevocation: true, on: connection)
+            let row = try upsert(purchase, news: .reversal(LedgerRules.stateAfterReversal(of: purchase)), owner: owner, on: connection)
             try SubscriptionRepository.reinstate(purchase, original: original, on: connection)
             try queue("transaction.refund_reversed", transaction: row, owner: owner, on: connection)
         case .renewed, .subscribed:
-            let row = try upsert(purchase, state: TransactionRows.state(of: purchase), owner: owner, on: connection)
+            let row = try upsert(purchase, news: .storeEvent(LedgerRules.state(of: purchase)), owner: owner, on: connection)
             try SubscriptionRepository.upsert(purchase, original: original, client: owner, on: connection)
             if let autoRenew = event.autoRenew { try SubscriptionRepository.setAutoRenew(autoRenew, purchase: purchase, original: original, on: connection) }
             try queue("subscription.renewed", transaction: row, owner: owner, on: connection)
         case .expired, .gracePeriodExpired:
             try SubscriptionRepository.setStatus(.expired, purchase: purchase, original: original, owner: owner, on: connection)
-            let row = try upsert(purchase, state: .expired, owner: owner, on: connection)
+            let row = try upsert(purchase, news: .storeEvent(.expired), owner: owner, on: connection)
             try queue("subscription.expired", transaction: row, owner: owner, on: connection)
         case .billingIssue:
             let inGrace = (event.gracePeriodExpires ?? .distantPast) > Date()
             try SubscriptionRepository.setStatus(inGrace ? .gracePeriod : .billingRetry, purchase: purchase, original: original, owner: owner,
                                                  graceUntil: event.gracePeriodExpires, on: connection)
-            let row = try upsert(purchase, state: TransactionRows.state(of: purchase), owner: owner, on: connection)
+            let row = try upsert(purchase, news: .storeEvent(LedgerRules.state(of: purchase)), owner: owner, on: connection)
             try queue("subscription.billing_issue", transaction: row, owner: owner, on: connection)
         case .renewalStatusChanged:
             if let autoRenew = event.autoRenew { try SubscriptionRepository.setAutoRenew(autoRenew, purchase: purchase, original: original, on: connection) }
@@ -51,19 +51,17 @@ extension TransactionRepository {
         }
     }
 
-    /// Inserts the transaction, or brings the existing row to the store's latest word.
-    private static func upsert(_ purchase: VerifiedPurchase, state: TransactionState, owner: Client, clearRevocation: Bool = false,
+    /// Inserts the transaction in the state `news` carries, or moves the existing row as
+    /// `LedgerRules` says (a refund stays a refund when the period later expires) and takes the
+    /// store's dates; a reversal clears the revocation.
+    private static func upsert(_ purchase: VerifiedPurchase, news: LedgerNews, owner: Client,
                                on connection: PostgresConnection) throws -> TransactionRecord {
+        let clearRevocation = if case .reversal = news { true } else { false }
+        let newRow = NewTransactionRow(purchase: purchase, state: news.state, clientID: owner.clientID, gameID: owner.gameID)
         let rows = try connection.query("""
-            INSERT INTO transactions (store, environment, transaction_id, original_transaction_id, product_id, product_kind, quantity,
-                price_milliunits, currency, storefront, app_identifier, purchase_date, expires_date, revocation_date, revocation_reason,
-                ownership, account_token, state, client_id, game_id)
-            VALUES (\(purchase.store.rawValue), \(purchase.environment.rawValue), \(purchase.transactionID), \(purchase.originalTransactionID),
-                \(purchase.productID), \(purchase.kind?.rawValue), \(purchase.quantity), \(purchase.priceMilliunits), \(purchase.currency),
-                \(purchase.storefront), \(purchase.appIdentifier), \(purchase.purchaseDate), \(purchase.expiresDate), \(purchase.revocationDate),
-                \(purchase.revocationReason), \(purchase.ownership?.rawValue), \(purchase.accountToken), \(state.rawValue), \(owner.clientID), \(owner.gameID))
+            INSERT INTO transactions (\(unescaped: TransactionColumns.names)) VALUES (\(TransactionColumns.values(newRow)))
             ON CONFLICT (store, environment, transaction_id) DO UPDATE SET
-                state = EXCLUDED.state,
+                state = \(LedgerSQL.state(after: news)),
                 expires_date = COALESCE(EXCLUDED.expires_date, transactions.expires_date),
                 revocation_date = CASE WHEN \(clearRevocation) THEN NULL ELSE COALESCE(EXCLUDED.revocation_date, transactions.revocation_date) END,
                 revocation_reason = CASE WHEN \(clearRevocation) THEN NULL ELSE COALESCE(EXCLUDED.revocation_reason, transactions.revocation_reason) END,

@@ -16,19 +16,8 @@ public struct TransactionRepository: Sendable {
         self.secrets = secrets
     }
 
-    /// The tenancy rule, written once: a client sees its own records and those of its game.
-    /// The SQL twin of `isVisible(owner:ownerGame:to:)`; `alias` names the table holding
-    /// `client_id` and `game_id`.
-    static func visible(to client: ClientInfo, alias: String = "transactions") -> PostgresQuery {
-        "(\(unescaped: alias).client_id = \(client.clientID) OR (\(unescaped: alias).game_id IS NOT NULL AND \(unescaped: alias).game_id = \(client.gameID)))"
-    }
-
     /// The environments a client accepts: its reads show nothing from the others.
     static func environments(of client: ClientInfo) -> [String] { client.environments.map(\.rawValue).sorted() }
-
-    static func isVisible(owner: String, ownerGame: Int64?, to client: ClientInfo) -> Bool {
-        owner == client.clientID || (ownerGame != nil && ownerGame == client.gameID)
-    }
 
     /// Records the proven purchase once, with its webhook and delivery, the attempt row and the
     /// caller's effects. Throws DUPLICATE_TRANSACTION when another game already redeemed it.
@@ -40,16 +29,10 @@ public struct TransactionRepository: Sendable {
             if let expectedVersion, try !ClientRepository.isCurrent(client.clientID, version: expectedVersion, on: connection) { throw ClientChanged() }
             let purchase = proven.purchase
             let request = proven.request
+            let newRow = NewTransactionRow(purchase: purchase, state: LedgerRules.state(of: purchase), clientID: client.clientID, gameID: client.gameID,
+                                        playerID: request.playerID, characterID: request.characterID, serverID: request.serverID)
             let inserted = try connection.query("""
-                INSERT INTO transactions (store, environment, transaction_id, original_transaction_id, order_id, product_id, product_kind,
-                    quantity, price_milliunits, currency, storefront, app_identifier, purchase_date, expires_date, revocation_date,
-                    revocation_reason, ownership, account_token, state, client_id, game_id, player_id, character_id, server_id)
-                VALUES (\(purchase.store.rawValue), \(purchase.environment.rawValue), \(purchase.transactionID), \(purchase.originalTransactionID),
-                    \(purchase.orderID), \(purchase.productID), \(purchase.kind?.rawValue), \(purchase.quantity), \(purchase.priceMilliunits),
-                    \(purchase.currency), \(purchase.storefront), \(purchase.appIdentifier), \(purchase.purchaseDate), \(purchase.expiresDate),
-                    \(purchase.revocationDate), \(purchase.revocationReason), \(purchase.ownership?.rawValue), \(purchase.accountToken),
-                    \(TransactionRows.state(of: purchase).rawValue), \(client.clientID), \(client.gameID), \(request.playerID),
-                    \(request.characterID), \(request.serverID))
+                INSERT INTO transactions (\(unescaped: TransactionColumns.names)) VALUES (\(TransactionColumns.values(newRow)))
                 ON CONFLICT (store, environment, transaction_id) DO NOTHING
                 RETURNING \(unescaped: TransactionRows.columns)
                 """)
@@ -70,15 +53,14 @@ public struct TransactionRepository: Sendable {
                 guard let row = existing.first else { throw PostgresError(.queryFailed, "conflicting transaction row vanished") }
                 transaction = try TransactionRows.transaction(row)
                 duplicate = true
-                guard Self.isVisible(owner: transaction.clientID, ownerGame: transaction.gameID, to: client.info) else {
+                guard LedgerRules.isVisible(transaction, to: client.info) else {
                     throw StoreVerificationError(code: .duplicateTransaction, reason: "REDEEMED_BY_ANOTHER_GAME",
                                                  message: "this purchase was already verified for another game")
                 }
-                // The store's word now beats the row's: a purchase refunded or revoked since it was
-                // recorded (a notification missed) is answered, and kept, as what it is now.
-                if transaction.state == .active, TransactionRows.state(of: purchase) != .active,
-                   let updated = try Self.adopt(purchase, into: transaction, on: connection) {
-                    transaction = updated
+                // A purchase refunded, revoked or expired since it was recorded (a notification
+                // missed) is answered, and kept, as what it is now.
+                if let updated = transaction.updated(byEvidence: purchase), let written = try Self.write(updated, replacing: transaction.state, on: connection) {
+                    transaction = written
                 }
             }
             try connection.execute("""
@@ -115,14 +97,14 @@ public struct TransactionRepository: Sendable {
         }
     }
 
-    /// Brings an active row to the state the store just proved (refunded, revoked or expired).
-    private static func adopt(_ purchase: VerifiedPurchase, into transaction: TransactionRecord, on connection: PostgresConnection) throws -> TransactionRecord? {
+    /// Writes the state and dates `LedgerRules` moved the row to, unless the row left the state
+    /// `recorded` meanwhile (a notification applied concurrently wins); nil when it did.
+    private static func write(_ updated: TransactionRecord, replacing recorded: TransactionState,
+                              on connection: PostgresConnection) throws -> TransactionRecord? {
         try connection.query("""
-            UPDATE transactions SET state = \(TransactionRows.state(of: purchase).rawValue),
-                revocation_date = COALESCE(\(purchase.revocationDate), revocation_date),
-                revocation_reason = COALESCE(\(purchase.revocationReason), revocation_reason),
-                expires_date = COALESCE(\(purchase.expiresDate), expires_date), updated_at = now()
-            WHERE id = \(transaction.managementID) AND state = 'active'
+            UPDATE transactions SET state = \(updated.state.rawValue), revocation_date = \(updated.revocationDate),
+                revocation_reason = \(updated.revocationReason), expires_date = \(updated.expiresDate), updated_at = now()
+            WHERE id = \(updated.managementID) AND state = \(recorded.rawValue)
             RETURNING \(unescaped: TransactionRows.columns)
             """).first.map(TransactionRows.transaction)
     }
@@ -144,7 +126,7 @@ public struct TransactionRepository: Sendable {
     func find(store: StoreID, transactionID: String, client: ClientInfo) async throws -> TransactionRecord? {
         try await pool.query("""
             SELECT \(unescaped: TransactionRows.columns) FROM transactions
-            WHERE store = \(store.rawValue) AND transaction_id = \(transactionID) AND \(Self.visible(to: client))
+            WHERE store = \(store.rawValue) AND transaction_id = \(transactionID) AND \(LedgerSQL.visible(to: client))
               AND environment = ANY (\(Self.environments(of: client))::text[])
             ORDER BY environment = 'production' DESC LIMIT 1
             """).first.map(TransactionRows.transaction)
@@ -154,7 +136,7 @@ public struct TransactionRepository: Sendable {
     func playerPage(playerID: String, client: ClientInfo, after: Int64, limit: Int) async throws -> (page: [TransactionRecord], more: Bool) {
         let rows = try await pool.query("""
             SELECT \(unescaped: TransactionRows.columns) FROM transactions
-            WHERE player_id = \(playerID) AND id > \(after) AND \(Self.visible(to: client))
+            WHERE player_id = \(playerID) AND id > \(after) AND \(LedgerSQL.visible(to: client))
               AND environment = ANY (\(Self.environments(of: client))::text[])
             ORDER BY id LIMIT \(limit + 1)
             """)
@@ -168,7 +150,7 @@ public struct TransactionRepository: Sendable {
             SELECT \(unescaped: TransactionRows.subscriptionColumns) FROM (
                 SELECT s.*, c.game_id FROM subscriptions s JOIN clients c ON c.id = s.client_id
                 WHERE s.store = \(store.rawValue) AND s.original_transaction_id = \(original)) owned
-            WHERE \(Self.visible(to: client, alias: "owned")) AND environment = ANY (\(Self.environments(of: client))::text[])
+            WHERE \(LedgerSQL.visible(to: client, owner: "owned")) AND environment = ANY (\(Self.environments(of: client))::text[])
             ORDER BY environment = 'production' DESC LIMIT 1
             """)
         guard let row = rows.first else { return nil }
@@ -177,7 +159,7 @@ public struct TransactionRepository: Sendable {
         let latest = try await pool.query("""
             SELECT \(unescaped: TransactionRows.columns) FROM transactions
             WHERE store = \(store.rawValue) AND environment = \(state.environment.rawValue) AND transaction_id = \(latestID)
-              AND \(Self.visible(to: client))
+              AND \(LedgerSQL.visible(to: client))
             """).first.map(TransactionRows.transaction)
         return (state, latest)
     }
@@ -197,7 +179,7 @@ public struct TransactionRepository: Sendable {
                 ledger[id] = LedgerPresence(found: false, managementID: nil, state: nil, recordedForThisGame: false, lastRefusal: refusal)
                 continue
             }
-            let mine = Self.isVisible(owner: try row.decode("client_id"), ownerGame: try row.decode("game_id"), to: client)
+            let mine = LedgerRules.isVisible(ownerClientID: try row.decode("client_id"), ownerGameID: try row.decode("game_id"), to: client)
             ledger[id] = LedgerPresence(found: true, managementID: mine ? try row.decode("id") : nil,
                                         state: mine ? try TransactionRows.typed(row, "state", as: TransactionState.self) : nil,
                                         recordedForThisGame: mine, lastRefusal: refusal)
@@ -213,7 +195,7 @@ public struct TransactionRepository: Sendable {
                 SELECT a.id, a.error_code, a.error_reason, a.error_message, a.client_id, c.game_id
                 FROM verification_attempts a JOIN clients c ON c.id = a.client_id
                 WHERE a.outcome = 'failed' AND a.store = \(store.rawValue) AND a.transaction_id = \(transactionID)) owned
-            WHERE \(Self.visible(to: client, alias: "owned"))
+            WHERE \(LedgerSQL.visible(to: client, owner: "owned"))
             ORDER BY id DESC LIMIT 1
             """).first
         guard let row else { return nil }

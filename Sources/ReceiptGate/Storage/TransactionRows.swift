@@ -4,6 +4,7 @@ import ReceiptCore
 
 /// How ledger rows become the typed model, in one place.
 enum TransactionRows {
+    /// The columns `transaction(_:)` reads back (a new row's values are `TransactionColumns`).
     static let columns = """
         id, store, environment, transaction_id, original_transaction_id, order_id, product_id, product_kind, quantity,
         price_milliunits, currency, storefront, purchase_date, expires_date, revocation_date,
@@ -33,26 +34,6 @@ enum TransactionRows {
         return record
     }
 
-    /// The purchase's own fields, as the insert statements write them (the batch reads back only
-    /// the row's id and first-verified time).
-    static func fill(_ record: inout TransactionRecord, from purchase: VerifiedPurchase, gameID: Int64?) {
-        record.originalTransactionID = purchase.originalTransactionID
-        record.orderID = purchase.orderID
-        record.productID = purchase.productID
-        record.kind = purchase.kind
-        record.quantity = purchase.quantity
-        record.priceMilliunits = purchase.priceMilliunits
-        record.currency = purchase.currency
-        record.storefront = purchase.storefront
-        record.purchaseDate = purchase.purchaseDate
-        record.expiresDate = purchase.expiresDate
-        record.revocationDate = purchase.revocationDate
-        record.revocationReason = purchase.revocationReason
-        record.ownership = purchase.ownership
-        record.accountToken = purchase.accountToken
-        record.gameID = gameID
-    }
-
     static let subscriptionColumns = """
         store, environment, original_transaction_id, product_id, status, auto_renew, expires_date, grace_period_expires_date,
         revocation_date, latest_transaction_id
@@ -76,12 +57,5 @@ enum TransactionRows {
         let text: String = try row.decode(column)
         guard let value = T(rawValue: text) else { throw PostgresError(.decodingFailed, "column \(column) holds unknown value \(text)") }
         return value
-    }
-
-    /// The state a freshly proven purchase is recorded in.
-    static func state(of purchase: VerifiedPurchase, now: Date = Date()) -> TransactionState {
-        if purchase.revocationDate != nil { return purchase.revocationReason == nil ? .revoked : .refunded }
-        if let expires = purchase.expiresDate, expires < now { return .expired }
-        return .active
     }
 }

@@ -1,0 +1,80 @@
+import Foundation
+import Postgres
+import ReceiptCore
+
+/// What a new transaction row is written from, whichever statement writes it.
+struct NewTransactionRow {
+    let purchase: VerifiedPurchase
+    let state: TransactionState
+    let clientID: String
+    let gameID: Int64?
+    /// The caller's own identifiers; none for a row a store notification creates.
+    var playerID: String? = nil
+    var characterID: String? = nil
+    var serverID: String? = nil
+}
+
+/// The columns a new transaction row is written with: one list that the single insert, the
+/// notification upsert and the group-commit batch (its JSON input, record type and insert) are
+/// all built from, so a column added here reaches every path that records a purchase.
+enum TransactionColumns {
+    struct Column: Sendable {
+        let name: String
+        /// The column's type, for the batch's `jsonb_to_recordset` record definition.
+        let type: String
+        /// The value in PostgreSQL's text input format; nil is NULL.
+        let value: @Sendable (NewTransactionRow) -> String?
+    }
+
+    static let all: [Column] = [
+        Column(name: "store", type: "text") { $0.purchase.store.rawValue },
+        Column(name: "environment", type: "text") { $0.purchase.environment.rawValue },
+        Column(name: "transaction_id", type: "text") { $0.purchase.transactionID },
+        Column(name: "original_transaction_id", type: "text") { $0.purchase.originalTransactionID },
+        Column(name: "order_id", type: "text") { $0.purchase.orderID },
+        Column(name: "product_id", type: "text") { $0.purchase.productID },
+        Column(name: "product_kind", type: "text") { $0.purchase.kind?.rawValue },
+        Column(name: "quantity", type: "integer") { $0.purchase.quantity?.postgresText },
+        Column(name: "price_milliunits", type: "bigint") { $0.purchase.priceMilliunits?.postgresText },
+        Column(name: "currency", type: "text") { $0.purchase.currency },
+        Column(name: "storefront", type: "text") { $0.purchase.storefront },
+        Column(name: "app_identifier", type: "text") { $0.purchase.appIdentifier },
+        Column(name: "purchase_date", type: "timestamptz") { $0.purchase.purchaseDate?.postgresText },
+        Column(name: "expires_date", type: "timestamptz") { $0.purchase.expiresDate?.postgresText },
+        Column(name: "revocation_date", type: "timestamptz") { $0.purchase.revocationDate?.postgresText },
+        Column(name: "revocation_reason", type: "text") { $0.purchase.revocationReason },
+        Column(name: "ownership", type: "text") { $0.purchase.ownership?.rawValue },
+        Column(name: "account_token", type: "text") { $0.purchase.accountToken },
+        Column(name: "state", type: "text") { $0.state.rawValue },
+        Column(name: "client_id", type: "text") { $0.clientID },
+        Column(name: "game_id", type: "bigint") { $0.gameID?.postgresText },
+        Column(name: "player_id", type: "text") { $0.playerID },
+        Column(name: "character_id", type: "text") { $0.characterID },
+        Column(name: "server_id", type: "text") { $0.serverID },
+    ]
+
+    /// `store, environment, ...`: the insert's column list (and the batch's select list).
+    static let names = all.map(\.name).joined(separator: ", ")
+
+    /// `store text, environment text, ...`: the batch's record definition.
+    static let recordDefinition = all.map { "\($0.name) \($0.type)" }.joined(separator: ", ")
+
+    /// The row's values as bound parameters, in the order of `names`.
+    static func values(_ row: NewTransactionRow) -> PostgresQuery {
+        var values = PostgresQuery.StringInterpolation(literalCapacity: all.count * 2, interpolationCount: all.count)
+        for (index, column) in all.enumerated() {
+            if index > 0 { values.appendLiteral(", ") }
+            values.appendInterpolation(column.value(row))
+        }
+        return PostgresQuery(stringInterpolation: values)
+    }
+
+    /// The row's values as members of the JSON object the batch reads with `jsonb_to_recordset`
+    /// (which takes every type from its text form).
+    static func write(_ row: NewTransactionRow, into json: inout JSONWriter) {
+        for column in all {
+            json.key(column.name)
+            json.string(column.value(row))
+        }
+    }
+}
