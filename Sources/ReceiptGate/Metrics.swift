@@ -34,7 +34,7 @@ public final class Metrics: @unchecked Sendable {
         latency[key] = histogram
     }
 
-    public func render(pool: PostgresPool.Statistics?, inFlight: Int?) -> String {
+    func render(pool: PostgresPool.Statistics?, inFlight: Int?, groupCommit: RecordBatcher.Counts? = nil) -> String {
         lock.lock()
         let requests = self.requests, latency = self.latency
         lock.unlock()
@@ -67,6 +67,12 @@ public final class Metrics: @unchecked Sendable {
             out += "# HELP receiptgate_http_requests_in_flight Requests being handled now.\n"
             out += "# TYPE receiptgate_http_requests_in_flight gauge\n"
             out += "receiptgate_http_requests_in_flight \(inFlight)\n"
+        }
+        if let groupCommit {
+            out += "# HELP receiptgate_group_commit_verifications_total Verifications the group-commit batcher answered (settled) or found with a changed client (stale).\n"
+            out += "# TYPE receiptgate_group_commit_verifications_total counter\n"
+            out += "receiptgate_group_commit_verifications_total{result=\"settled\"} \(groupCommit.settled)\n"
+            out += "receiptgate_group_commit_verifications_total{result=\"stale\"} \(groupCommit.stale)\n"
         }
         out += "# HELP receiptgate_uptime_seconds Seconds since the process started serving.\n"
         out += "# TYPE receiptgate_uptime_seconds gauge\n"

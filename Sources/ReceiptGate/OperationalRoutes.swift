@@ -7,12 +7,14 @@ public struct OperationalRoutes: Sendable {
     let metrics: Metrics
     let openAPIDocument: Data?
     let inFlight: @Sendable () -> Int
+    let groupCommit: RecordBatcher?
 
-    init(database: Database, metrics: Metrics, openAPIDocument: Data?, inFlight: @escaping @Sendable () -> Int) {
+    init(database: Database, metrics: Metrics, openAPIDocument: Data?, inFlight: @escaping @Sendable () -> Int, groupCommit: RecordBatcher? = nil) {
         self.database = database
         self.metrics = metrics
         self.openAPIDocument = openAPIDocument
         self.inFlight = inFlight
+        self.groupCommit = groupCommit
     }
 
     /// `/healthz`, `/readyz`, `/openapi.yaml`, and `/metrics` unless it is served on the admin listener.
@@ -37,8 +39,9 @@ public struct OperationalRoutes: Sendable {
     }
 
     public func registerMetrics(on router: inout Router) {
-        router.get("/metrics") { [metrics, database, inFlight] _ in
-            .text(metrics.render(pool: database.poolStatistics, inFlight: inFlight()), contentType: "text/plain; version=0.0.4; charset=utf-8")
+        router.get("/metrics") { [metrics, database, inFlight, groupCommit] _ in
+            .text(metrics.render(pool: database.poolStatistics, inFlight: inFlight(), groupCommit: groupCommit?.served),
+                  contentType: "text/plain; version=0.0.4; charset=utf-8")
         }
     }
 

@@ -9,11 +9,16 @@ final class RateLimiter: Sendable {
     private let overrides: [String: ServiceConfiguration.RateLimitOverride]
     private let local = LocalCounters(capacity: 100_000)
     private let logger: Logger
+    /// The clock of limits counted in memory, so that a test can place itself in a window. Shared
+    /// limits count by the database's clock, the one every process agrees on.
+    private let now: @Sendable () -> Date
 
-    init(shared: RateLimitRepository, overrides: [String: ServiceConfiguration.RateLimitOverride], logger: Logger) {
+    init(shared: RateLimitRepository, overrides: [String: ServiceConfiguration.RateLimitOverride], logger: Logger,
+         now: @escaping @Sendable () -> Date = { Date() }) {
         self.shared = shared
         self.overrides = overrides
         self.logger = logger
+        self.now = now
     }
 
     /// The policy as configured (`RECEIPTGATE_RATE_LIMITS`), or nil when turned off.
@@ -40,7 +45,7 @@ final class RateLimiter: Sendable {
                 return
             }
         } else {
-            (hits, secondsLeft) = local.hit("\(policy.name)|\(boundedKey)", windowSeconds: windowSeconds)
+            (hits, secondsLeft) = local.hit("\(policy.name)|\(boundedKey)", windowSeconds: windowSeconds, now: now())
         }
         if hits > policy.limit {
             throw RouteRefusal(code: .rateLimited, message: "too many requests (\(policy.limit) per \(windowSeconds) s); retry after \(secondsLeft) s",
@@ -56,7 +61,7 @@ final class RateLimiter: Sendable {
         if policy.shared {
             try await shared.forgive(policy: policy.name, key: boundedKey, windowSeconds: windowSeconds)
         } else {
-            local.forgive("\(policy.name)|\(boundedKey)", windowSeconds: windowSeconds)
+            local.forgive("\(policy.name)|\(boundedKey)", windowSeconds: windowSeconds, now: now())
         }
     }
 
@@ -90,7 +95,7 @@ final class LocalCounters: @unchecked Sendable {
 
     init(capacity: Int) { self.capacity = capacity }
 
-    func hit(_ key: String, windowSeconds: Int, now: Date = Date()) -> (hits: Int, secondsLeft: Int) {
+    func hit(_ key: String, windowSeconds: Int, now: Date) -> (hits: Int, secondsLeft: Int) {
         let seconds = Int(now.timeIntervalSince1970)
         let window = seconds / windowSeconds
         let secondsLeft = max(1, (window + 1) * windowSeconds - seconds)
@@ -106,7 +111,7 @@ final class LocalCounters: @unchecked Sendable {
         }
     }
 
-    func forgive(_ key: String, windowSeconds: Int, now: Date = Date()) {
+    func forgive(_ key: String, windowSeconds: Int, now: Date) {
         let window = Int(now.timeIntervalSince1970) / windowSeconds
         lock.withLock {
             if let counter = counters[key], counter.window == window, counter.hits > 0 { counters[key] = (window, counter.hits - 1) }

@@ -99,10 +99,21 @@ private func hex(_ text: String) throws -> Data { try #require(Hex.decode(text))
         #expect(ConstantTime.equals(Data(), Data()))
     }
 
-    @Test func randomBytesDiffer() {
-        let a = SecureRandom.bytes(32), b = SecureRandom.bytes(32)
-        #expect(a.count == 32)
-        #expect(a != b)
+    /// Secrets, tokens and ids are drawn from it: every byte asked for must be drawn, none left
+    /// at zero or repeated from an earlier draw. A working CSPRNG fails these with odds far below
+    /// one in 2^100.
+    @Test func everyByteAskedForIsDrawn() {
+        #expect(SecureRandom.bytes(0).isEmpty)
+        for count in [1, 12, 32, 33, 4096] {
+            let draws = (0..<64).map { _ in SecureRandom.bytes(count) }
+            #expect(draws.allSatisfy { $0.count == count })
+            // Each position takes more than one value over 64 draws (a byte not written stays constant).
+            let stuck = (0..<count).filter { position in Set(draws.map { $0[position] }).count == 1 }
+            #expect(stuck.isEmpty, "\(count) bytes: positions \(stuck.prefix(8)) never changed")
+            if count >= 12 { #expect(Set(draws).count == draws.count, "\(count) bytes: a draw repeated") }
+        }
+        // Over 64 KiB every byte value turns up.
+        #expect(Set(SecureRandom.bytes(65_536)).count == 256)
     }
 }
 
@@ -178,7 +189,7 @@ private func hex(_ text: String) throws -> Data { try #require(Hex.decode(text))
     /// `isHex` (the header check, which does not decode) says yes exactly when `decode` gives that many bytes.
     @Test func isHexAgreesWithDecode() async {
         await offThePool {
-            var generator = SystemRandomNumberGenerator()
+            var generator = SeededRandom()
             let alphabet = Array("0123456789abcdefABCDEFgG x-")
             var samples = ["", "00", "0g", String(repeating: "a", count: 64), String(repeating: "F", count: 64), String(repeating: "a", count: 63)]
             for _ in 0..<2_000 {
@@ -188,7 +199,7 @@ private func hex(_ text: String) throws -> Data { try #require(Hex.decode(text))
                 }))
             }
             for sample in samples {
-                #expect(Hex.isHex(sample, byteCount: 32) == (Hex.decode(sample)?.count == 32), "\(sample)")
+                #expect(Hex.isHex(sample, byteCount: 32) == (Hex.decode(sample)?.count == 32), "\(sample) (\(generator.replay))")
             }
             #expect(samples.contains { Hex.isHex($0, byteCount: 32) } && samples.contains { !Hex.isHex($0, byteCount: 32) && $0.count == 64 })
         }

@@ -36,11 +36,3 @@ import Testing
         #expect(problem.message.contains(mention), "message was: \(problem.message)")
     }
 }
-
-@Suite struct Identifiers {
-    @Test(arguments: [("player-1", true), ("é漢🎮", true), (String(repeating: "é", count: 128), true), (String(repeating: "é", count: 129), false),
-                      ("a\u{0}b", false), ("a\nb", false), ("a\u{7f}b", false), ("a\u{85}b", false), ("a\u{2028}b", false), ("a\u{202E}b", false), ("a\u{200D}b", false)])
-    func identifiersAreBoundedAndPrintable(value: String, fine: Bool) {
-        #expect((Identifier.problem(value) == nil) == fine)
-    }
-}

@@ -170,7 +170,6 @@ import TestSupport
     }
 
     @Test func aLimitSharedByTwoProcessesAnswers429WithRetryAfter() async throws {
-        try await VerifyHarness.awayFromAWindowEdge()
         let limits = ["accountlink.iap.address": ServiceConfiguration.RateLimitOverride(limit: 3, window: VerifyHarness.rateLimitWindow)]
         let harness = try await Self.start(rateLimits: limits)
         defer { harness.stop() }

@@ -38,7 +38,6 @@ import TestSupport
     }
 
     @Test func failuresPerNameAreCountedByEveryProcessTogether() async throws {
-        try await VerifyHarness.awayFromAWindowEdge()
         let limits = ["accountlink.password.name": ServiceConfiguration.RateLimitOverride(limit: 3, window: VerifyHarness.rateLimitWindow)]
         let harness = try await AccountLinkEndToEnd.start(rateLimits: limits)
         defer { harness.stop() }

@@ -70,9 +70,8 @@ import TestSupport
         #expect(info["currency"] as? String == "VND")
         #expect(info["in_app_ownership_type"] as? String == "PURCHASED")
 
-        // The same receipt again, freshly signed a second later: 409, as the seed's SDK expects.
-        try await Task.sleep(for: .milliseconds(1100))
-        let again = try await gateway.node(body)
+        // The same receipt again, freshly signed (a timestamp a second on, so not the same signature): 409, as the seed's SDK expects.
+        let again = try await gateway.node(body, timestampShift: 1)
         #expect(again[0].0 == 409)
         #expect(again[0].1["success"] as? Bool == false)
         #expect(again[0].1["error"] as? String == "DUPLICATE_TRANSACTION")
@@ -179,10 +178,8 @@ import TestSupport
         let receipt = try gateway.harness.pki.sign(AppleTestPKI.transaction(["productId": "gems100"]))
         let body = try gateway.json(["receipt": receipt, "product_id": "gems100", "os_id": 2, "player_id": "hero"])
         #expect(try await gateway.node(body)[0].0 == 200)
-        try await Task.sleep(for: .milliseconds(1100))
-        #expect(try await gateway.node(body)[0].0 == 409)
-        for _ in 0..<100 where receiver.acknowledged.isEmpty { try await Task.sleep(for: .milliseconds(50)) }
-        try await Task.sleep(for: .milliseconds(500))
+        #expect(try await gateway.node(body, timestampShift: 1)[0].0 == 409)
+        try await OutboxDrain.wait(gateway.harness.pool)
         #expect(receiver.acknowledged.count == 1, "a duplicate verification must never deliver twice")
         #expect(receiver.acknowledged.first?.type == "entitlement.delivery")
         #expect(receiver.acknowledged.first?.transactionID == "2000000111111111")

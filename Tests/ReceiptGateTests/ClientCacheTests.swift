@@ -4,9 +4,10 @@ import Testing
 import AppStoreTestSupport
 import TestSupport
 
-/// Issue 13 keeps clients in memory and shares commits between verifications; these check that
-/// what a user relies on did not move: a rotated or disabled client is refused at once by every
-/// process, and a purchase is recorded once however the requests are batched.
+/// Clients are kept in memory and plain verifications share commits; these check that what a
+/// user relies on did not move: a rotated or disabled client is refused at once by every process,
+/// and a purchase is recorded once however the requests are batched. Each reads the batchers'
+/// counts to know that the group-commit path is the one it covers.
 @Suite(.serialized) struct ClientCacheAcrossProcesses {
     struct Fixture {
         let pki: AppleTestPKI
@@ -48,7 +49,11 @@ import TestSupport
     @Test func aSecretRotatedByAnotherProcessIsRefusedAtOnceEvenWithoutTheNotification() async throws {
         let fixture = try await Self.fixture("cache-rotate")
         defer { fixture.pool.shutdown() }
-        let (server, port) = try await Self.serve(fixture.environment)
+        // Cached for the whole test however slow the machine: a lifetime that ran out would have the
+        // old secret refused by a fresh lookup instead, and the version check would go untested.
+        var environment = fixture.environment
+        environment["RECEIPTGATE_CLIENT_CACHE_SECONDS"] = "300"
+        let (server, port) = try await Self.serve(environment)
         defer { server.send(SIGTERM) }
         let old = SignedClient(port: port, clientID: fixture.clientID, secret: fixture.secret)
         #expect(try await old.post("/v1/verify", json: Self.receipt(fixture.pki, 1)).status == 200)  // cached now
@@ -58,6 +63,9 @@ import TestSupport
         let newSecret = try #require(rotated["client_secret"] as? String)
         let refused = try await old.post("/v1/verify", json: Self.receipt(fixture.pki, 2))
         #expect(refused.status == 401, "\(refused.text)")
+        // Caught by the batch statement's own version check, not by a lookup before it.
+        let afterRotation = try await GroupCommitCounts.read(port: port)
+        #expect(afterRotation == GroupCommitCounts(settled: 1, stale: 1), "\(afterRotation)")
         #expect(try await fixture.pool.query("SELECT count(*) AS n FROM transactions")[0].decode("n", as: Int.self) == 1)
         let fresh = SignedClient(port: port, clientID: fixture.clientID, secret: newSecret)
         #expect(try await fresh.post("/v1/verify", json: Self.receipt(fixture.pki, 3)).status == 200)
@@ -65,6 +73,8 @@ import TestSupport
         // Disabled, again with no notification: refused at once too.
         _ = try await Binary.run(["client", "disable", fixture.clientID], fixture.environment)
         #expect(try await fresh.post("/v1/verify", json: Self.receipt(fixture.pki, 4)).status == 401)
+        let afterDisabling = try await GroupCommitCounts.read(port: port)
+        #expect(afterDisabling == GroupCommitCounts(settled: 2, stale: 2), "\(afterDisabling)")
         try await fixture.pool.execute("ALTER TABLE clients ENABLE TRIGGER clients_changed")
     }
 
@@ -92,7 +102,7 @@ import TestSupport
         #expect(try await old.post("/v1/verify", json: Self.receipt(fixture.pki, 11)).status == 401)
     }
 
-    /// Exactly once through the group-commit path (no webhook, so nothing keeps a request off it):
+    /// Exactly once through the group-commit path (no webhook or other effect keeps a request off it):
     /// 150 requests for one purchase mixed with 150 distinct ones, over three processes.
     @Test func groupCommitRecordsEachPurchaseOnceAcrossThreeProcesses() async throws {
         let fixture = try await Self.fixture("cache-batch")
@@ -125,5 +135,7 @@ import TestSupport
         #expect(try await fixture.pool.query("SELECT count(*) AS n FROM transactions")[0].decode("n", as: Int.self) == 151)
         #expect(try await fixture.pool.query("SELECT count(*) AS n FROM verification_attempts WHERE outcome = 'verified'")[0]
             .decode("n", as: Int.self) == 300)
+        let served = try await GroupCommitCounts.read(ports: servers.map(\.1))
+        #expect(served == GroupCommitCounts(settled: 300, stale: 0), "the group-commit batchers answered \(served) of 300")
     }
 }

@@ -113,9 +113,12 @@ import TestSupport
         await other.shutdown()
     }
 
+    /// The stamp card's own limit (3 a day per address) in a window whose edges are far from now.
+    static let awayFromTheWindowsEdges = [StampCardDialect.perAddress.name: ServiceConfiguration.RateLimitOverride(
+        limit: StampCardDialect.perAddress.limit, window: VerifyHarness.rateLimitWindow)]
+
     @Test func aSharedLimitHoldsAcrossTwoProcessesWithRetryAfter() async throws {
-        try await VerifyHarness.awayFromAWindowEdge()
-        let harness = try await VerifyHarness.start(dialects: [StampCardDialect()])
+        let harness = try await VerifyHarness.start(dialects: [StampCardDialect()], rateLimits: Self.awayFromTheWindowsEdges)
         defer { harness.stop() }
         let other = try await Self.secondService(beside: harness)
         defer { Task.detached { await other.shutdown() } }
@@ -133,8 +136,7 @@ import TestSupport
     }
 
     @Test func forwardedForCountsOnlyFromATrustedProxy() async throws {
-        try await VerifyHarness.awayFromAWindowEdge()
-        let harness = try await VerifyHarness.start(dialects: [StampCardDialect()])
+        let harness = try await VerifyHarness.start(dialects: [StampCardDialect()], rateLimits: Self.awayFromTheWindowsEdges)
         defer { harness.stop() }
         let proxied = try await Self.secondService(beside: harness, trustedProxies: [try #require(TrustedProxy("127.0.0.1"))])
         defer { Task.detached { await proxied.shutdown() } }

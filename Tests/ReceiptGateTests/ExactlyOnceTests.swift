@@ -6,25 +6,31 @@ import AppStoreTestSupport
 import TestSupport
 
 /// The ledger's central promise, checked the hard way: 200 simultaneous verifications of the
-/// same purchase, spread over three `receiptgate serve` processes sharing one database.
+/// same purchase, spread over three `receiptgate serve` processes sharing one database. Both
+/// record paths keep it: the group commit that plain verifications take, and the ordinary
+/// transaction that a verification with effects (here a webhook) takes.
 @Suite struct ExactlyOnce {
-    @Test func twoHundredConcurrentRequestsOverThreeProcessesRecordOneTransaction() async throws {
-        let pki = try AppleTestPKI()
-        let directory = TestDatabase.temporaryDirectory("exactly-once")
-        let root = directory.appendingPathComponent("root.der")
+    /// Three processes serving one client of a fresh database (its events sent to `webhook`, when given).
+    struct Processes {
+        let servers: [(process: ChildProcess, port: Int)]
+        let clientID: String
+        let secret: String
+        let pool: PostgresPool
+    }
+
+    static func start(_ pki: AppleTestPKI, name: String, webhook: WebhookReceiver?) async throws -> Processes {
+        let root = TestDatabase.temporaryDirectory(name).appendingPathComponent("root.der")
         try pki.root.derEncoded.write(to: root)
         var environment = try await Binary.databaseEnvironment()
         environment["RECEIPTGATE_APPLE_ROOT_CERTS"] = root.path
         environment["RECEIPTGATE_LOG_LEVEL"] = "warning"
-        let receiver = try WebhookReceiver()
-        receiver.up.set(true)
-        let created = try await Binary.run(["client", "create", "--name", "g", "--bundle-id", "com.example.game", "--environments", "sandbox",
-                                            "--webhook-url", receiver.url, "--allow-insecure-url"], environment)
-        let object = try Binary.json(created.stdout)
+        var create = ["client", "create", "--name", "g", "--bundle-id", "com.example.game", "--environments", "sandbox"]
+        if let webhook { create += ["--webhook-url", webhook.url, "--allow-insecure-url"] }
+        let object = try Binary.json(try await Binary.run(create, environment).stdout)
         let clientID = try #require(object["client_id"] as? String), secret = try #require(object["client_secret"] as? String)
-        receiver.secret.set(secret)
+        webhook?.secret.set(secret)
 
-        var servers: [(ChildProcess, Int)] = []
+        var servers: [(process: ChildProcess, port: Int)] = []
         for _ in 0..<3 {
             var variables = environment
             variables["RECEIPTGATE_PORT"] = "0"
@@ -35,12 +41,19 @@ import TestSupport
             let port = try #require(Int((try Binary.json(line)["url"] as? String)?.split(separator: ":").last ?? ""))
             servers.append((server, port))
         }
+        return Processes(servers: servers, clientID: clientID, secret: secret,
+                         pool: PostgresPool(.init(connectionString: try #require(environment["DATABASE_URL"]), size: 1)))
+    }
 
+    /// The same purchase 200 times at once, a third to each process: one answer records it, the
+    /// other 199 are duplicates naming the same record, and the ledger holds one row.
+    static func verifyConcurrently(_ processes: Processes, _ pki: AppleTestPKI) async throws {
         let token = try pki.sign(AppleTestPKI.transaction())
         let body = try JSONSerialization.data(withJSONObject: ["store": "app_store", "receipt": token])
+        let (clientID, secret) = (processes.clientID, processes.secret)
         let results = try await withThrowingTaskGroup(of: (Int, Bool?, Int?).self) { group in
             for index in 0..<200 {
-                let port = servers[index % 3].1
+                let port = processes.servers[index % 3].port
                 group.addTask {
                     let response = try await SignedClient(port: port, clientID: clientID, secret: secret).post("/v1/verify", body: body)
                     let json = try? response.json()
@@ -50,29 +63,51 @@ import TestSupport
             return try await group.reduce(into: [(Int, Bool?, Int?)]()) { $0.append($1) }
         }
         #expect(results.count == 200)
-        #expect(results.allSatisfy { $0.0 == 200 }, "statuses: \(Set(results.map(\.0))) \(servers.map { $0.0.stderr.split(separator: "\n").filter { $0.contains("\"error\"") }.prefix(3) })")
+        #expect(results.allSatisfy { $0.0 == 200 }, "statuses: \(Set(results.map(\.0))) \(processes.servers.map { $0.process.stderr.split(separator: "\n").filter { $0.contains("\"error\"") }.prefix(3) })")
         #expect(results.filter { $0.1 == false }.count == 1)
         #expect(results.filter { $0.1 == true }.count == 199)
         #expect(Set(results.compactMap(\.2)).count == 1, "every answer names the same record")
+        #expect(try await processes.pool.query("SELECT count(*) AS n FROM transactions")[0].decode("n", as: Int.self) == 1)
+        #expect(try await processes.pool.query("SELECT count(*) AS n FROM verification_attempts WHERE outcome = 'verified'")[0]
+            .decode("n", as: Int.self) == 200)
+    }
 
-        let pool = PostgresPool(.init(connectionString: environment["DATABASE_URL"]!, size: 1))
-        defer { pool.shutdown() }
-        #expect(try await pool.query("SELECT count(*) AS n FROM transactions")[0].decode("n", as: Int.self) == 1)
-        #expect(try await pool.query("SELECT count(*) AS n FROM verification_attempts WHERE outcome = 'verified'")[0].decode("n", as: Int.self) == 200)
-        // Three outbox workers, one event: delivered once, not once per process.
-        for _ in 0..<100 where receiver.acknowledged.isEmpty { try await Task.sleep(for: .milliseconds(50)) }
-        try await Task.sleep(for: .seconds(1))
-        #expect(receiver.acknowledged.count == 1)
-        #expect(receiver.acknowledged.first?.type == "transaction.verified")
-        #expect(receiver.acknowledged.first?.signatureValid == true)
-        await receiver.server.shutdown()
-
-        // All three processes really served requests.
-        for (server, _) in servers {
+    /// All three processes served requests, then stop cleanly.
+    static func stop(_ processes: Processes) async throws {
+        processes.pool.shutdown()
+        for (server, _) in processes.servers {
             server.send(SIGTERM)
             #expect(try await server.wait(timeout: .seconds(30)) == 0)
             #expect(server.stderr.contains("\"http.route\":\"/v1/verify\""))
         }
+    }
+
+    /// No webhook, so each verification is plain: the batchers answer every one of them (the
+    /// first recorded, the rest settled as seen before) and nothing falls back to the ordinary path.
+    @Test func twoHundredConcurrentRequestsOverThreeProcessesRecordOneTransactionThroughGroupCommit() async throws {
+        let pki = try AppleTestPKI()
+        let processes = try await Self.start(pki, name: "exactly-once-batch", webhook: nil)
+        try await Self.verifyConcurrently(processes, pki)
+        let served = try await GroupCommitCounts.read(ports: processes.servers.map(\.port))
+        #expect(served == GroupCommitCounts(settled: 200, stale: 0), "the group-commit batchers answered \(served) of 200")
+        try await Self.stop(processes)
+    }
+
+    /// With a webhook each verification commits its event with it, so none takes the group commit;
+    /// three outbox workers then deliver the one event once, not once per process.
+    @Test func twoHundredConcurrentRequestsWithAWebhookRecordOneTransactionAndDeliverOneEvent() async throws {
+        let pki = try AppleTestPKI()
+        let receiver = try WebhookReceiver()
+        receiver.up.set(true)
+        let processes = try await Self.start(pki, name: "exactly-once-webhook", webhook: receiver)
+        try await Self.verifyConcurrently(processes, pki)
+        #expect(try await GroupCommitCounts.read(ports: processes.servers.map(\.port)).settled == 0, "a verification with effects took the group commit")
+        try await OutboxDrain.wait(processes.pool)
+        #expect(receiver.acknowledged.count == 1)
+        #expect(receiver.acknowledged.first?.type == "transaction.verified")
+        #expect(receiver.acknowledged.first?.signatureValid == true)
+        await receiver.server.shutdown()
+        try await Self.stop(processes)
     }
 
     /// A 200 is sent only after the commit: killing the server the instant it answered loses nothing.

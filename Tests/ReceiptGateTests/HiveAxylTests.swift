@@ -160,7 +160,6 @@ extension RawHTTP.Response {
     }
 
     @Test func theRateLimitAnswers429InTheEnvelope() async throws {
-        try await VerifyHarness.awayFromAWindowEdge()
         let harness = try await VerifyHarness.start(dialects: [HiveAxyl()])
         defer { harness.stop() }
         let caller = try await HiveAxylCaller.on(harness)

@@ -2,6 +2,7 @@ import Foundation
 import ReceiptCore
 @testable import ReceiptGate
 import Testing
+import TestSupport
 
 @Suite struct RateLimitSettings {
     @Test func overridesParseAndBadOnesNameTheVariable() throws {
@@ -38,18 +39,22 @@ import Testing
         #expect(RateLimiter.addressKey("unknown") == "unknown")
     }
 
+    /// Counted by the limiter's clock, placed 100 s before a day's window ends: the refusal names
+    /// exactly that end, and the next window counts from one again, with no test waiting for it.
     @Test func anOverrideTurnsAPolicyOffOrChangesIt() async throws {
-        try await VerifyHarness.awayFromAWindowEdge()
         let policy = RateLimitPolicy(name: "native.client", key: .client, limit: 10_000, window: .seconds(1), shared: false)
-        let limiter = RateLimiter(shared: RateLimitRepository(pool: .init(.init(connectionString: "host=/nonexistent", size: 1))),
-                                  overrides: ["native.client": .init(limit: 2, window: VerifyHarness.rateLimitWindow)], logger: Logger(minimumLevel: .error))
+        let clock = LockedBox(Date(timeIntervalSince1970: 1_700_006_400 - 100))  // 100 s before a multiple of a day
+        let unreachable = RateLimitRepository(pool: .init(.init(connectionString: "host=/nonexistent", size: 1)))
+        let limiter = RateLimiter(shared: unreachable, overrides: ["native.client": .init(limit: 2, window: .seconds(86_400))],
+                                  logger: Logger(minimumLevel: .error), now: { clock.get() })
         try await limiter.check(policy, key: "c")
         try await limiter.check(policy, key: "c")
         let refusal = try #require(await #expect(throws: RouteRefusal.self) { try await limiter.check(policy, key: "c") })
         #expect(refusal.code == .rateLimited)
-        #expect(VerifyHarness.isTheWindowsEnd(refusal.retryAfter))
-        let off = RateLimiter(shared: RateLimitRepository(pool: .init(.init(connectionString: "host=/nonexistent", size: 1))),
-                              overrides: ["native.client": .init(limit: nil, window: .seconds(1))], logger: Logger(minimumLevel: .error))
+        #expect(refusal.retryAfter == 100)
+        clock.set(clock.get().addingTimeInterval(100))
+        try await limiter.check(policy, key: "c")
+        let off = RateLimiter(shared: unreachable, overrides: ["native.client": .init(limit: nil, window: .seconds(1))], logger: Logger(minimumLevel: .error))
         for _ in 0..<20_000 { try await off.check(policy, key: "c") }
     }
 }

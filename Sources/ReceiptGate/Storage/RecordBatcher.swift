@@ -42,9 +42,21 @@ final class RecordBatcher: @unchecked Sendable {
     /// halved the batches and cost Postgres 15-25 % more per verification, with a worse tail.
     let maxInFlight: Int
     let maxBatch: Int
-    private let lock = NSLock()  // guards queue and inFlight
+    private let lock = NSLock()  // guards queue, inFlight and counts
     private var queue: [Item] = []
     private var inFlight = 0
+    private var counts = Counts()
+
+    /// What the batch statements decided, for `/metrics`; tests read it to know that the
+    /// group-commit path is the one they cover.
+    struct Counts: Sendable, Equatable {
+        /// Answered by the batch (recorded now, seen before, or another game's), not handed back to the ordinary path.
+        var settled = 0
+        /// Found with a client changed since the request was authenticated (its version checked in the statement).
+        var stale = 0
+    }
+
+    var served: Counts { lock.withLock { counts } }
 
     init(pool: PostgresPool, maxInFlight: Int = 1, maxBatch: Int = 64) {
         self.pool = pool
@@ -55,7 +67,7 @@ final class RecordBatcher: @unchecked Sendable {
     func record(_ proven: ProvenPurchase, client: Client, version: Int64) async throws -> Result {
         let purchase = proven.purchase
         let key = "\(purchase.store.rawValue)\u{0}\(purchase.environment.rawValue)\u{0}\(purchase.transactionID)"
-        return try await withCheckedThrowingContinuation { continuation in
+        let result: Result = try await withCheckedThrowingContinuation { continuation in
             let start = lock.withLock { () -> Bool in
                 queue.append(Item(key: key, proven: proven, state: LedgerRules.state(of: purchase), client: client, version: version,
                                   continuation: continuation))
@@ -65,6 +77,12 @@ final class RecordBatcher: @unchecked Sendable {
             }
             if start { launch() }
         }
+        switch result {
+        case .recorded, .foreign: lock.withLock { counts.settled += 1 }
+        case .stale: lock.withLock { counts.stale += 1 }
+        case .contended: break
+        }
+        return result
     }
 
     /// One pool job that keeps taking batches until the queue is empty, so a busy service does

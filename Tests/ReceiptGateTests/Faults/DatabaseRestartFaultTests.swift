@@ -45,9 +45,17 @@ import TestSupport
             }
         }
 
-        try await Task.sleep(for: .seconds(1))
+        /// Polls the answers until `condition` holds or 20 s pass (the assertions below then say what was missing).
+        func waitFor(_ condition: ([Answer]) -> Bool) async throws {
+            let deadline = ContinuousClock.now + .seconds(20)
+            while !condition(answers.get()) && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        // The load is under way (a few purchases recorded), then the database goes away until the
+        // service has answered 32 requests (one per game server on average) while it was gone.
+        try await waitFor { $0.filter { $0.status == 200 }.count >= 8 }
         try await onOwnThread { try cluster.stopImmediately() }
-        try await Task.sleep(for: .seconds(2))
+        let stopped = ContinuousClock.now
+        try await waitFor { $0.filter { $0.status == 503 && $0.at > stopped }.count >= 32 }
         try await onOwnThread { try cluster.start() }
         let restarted = ContinuousClock.now
         // Recovered: a 200 answered after the database came back, within 8 s (timed when the load's
@@ -57,7 +65,8 @@ import TestSupport
             try await Task.sleep(for: .milliseconds(100))
             recovered = answers.get().first { $0.status == 200 && $0.at > restarted }?.at
         }
-        try await Task.sleep(for: .milliseconds(500))
+        // Enough answered after the return for the ledger check below to mean something.
+        try await waitFor { $0.filter { $0.status == 200 && $0.at > restarted }.count >= 32 }
         loading.set(false)
         await load.value
 

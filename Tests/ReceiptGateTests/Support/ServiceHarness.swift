@@ -54,7 +54,7 @@ struct VerifyHarness {
     static func start(environments: [StoreEnvironment] = [.production, .sandbox], gameID: Int64? = 42,
                       outbox: OutboxWorker.Configuration? = nil, adminToken: String? = nil, webhookURL: String? = nil,
                       deliveryURL: String? = nil, dialects: [any DialectProvider] = [], otherStores: [StoreRegistration] = [],
-                      pki given: AppleTestPKI? = nil,
+                      pki given: AppleTestPKI? = nil, rateLimits: [String: ServiceConfiguration.RateLimitOverride] = [:],
                       appStore: (AppleTestPKI) -> AppStoreConfiguration? = { _ in nil }) async throws -> VerifyHarness {
         let pki = try given ?? AppleTestPKI()
         var configuration = ServiceConfiguration()
@@ -64,6 +64,7 @@ struct VerifyHarness {
         configuration.dataDirectory = TestDatabase.temporaryDirectory("service")
         configuration.adminToken = adminToken
         configuration.outboundAllowPrivate = true  // the tests' receivers listen on loopback
+        configuration.rateLimits = rateLimits
         let log = ServerLogCapture()
         let logger = log.logger
         let database = try Database.open(configuration, logger: logger)
@@ -89,15 +90,20 @@ struct VerifyHarness {
         Task.detached { await service.shutdown() }
     }
 
-    /// Rate limits count in fixed windows aligned to the clock. The tests' limits use a day-long
-    /// window: on a loaded machine a test's few requests can take a minute, and a minute window's
-    /// edge would then reset the count between them. A test starts at least five minutes before
-    /// the day's window ends.
-    static let rateLimitWindow = Duration.seconds(86_400)
+    /// Rate limits count in fixed windows aligned to multiples of their length since 1970, by the
+    /// database's clock when shared. The tests' limits use a window of about a day whose length is
+    /// picked when first used so that it began at least a quarter of it ago and has at least a
+    /// quarter left: a test's few requests never straddle its edge on however loaded a machine, so
+    /// no test waits for one, and the end a refusal names (Retry-After) is known.
+    static let rateLimitWindow = Duration.seconds(windowAwayFromItsEdges(now: Int(Date().timeIntervalSince1970)))
 
-    static func awayFromAWindowEdge() async throws {
-        let left = secondsLeftInTheRateLimitWindow()
-        if left < 300 { try await Task.sleep(for: .seconds(left + 1)) }
+    /// A window length of at most a day with `now` in the middle half of its window. One second
+    /// shorter moves `now` about 20,000 s further into its window (a second per window since
+    /// 1970), so a few steps down from a day find one.
+    static func windowAwayFromItsEdges(now: Int) -> Int {
+        var window = 86_400
+        while !(window / 4...window - window / 4).contains(now % window) { window -= 1 }
+        return window
     }
 
     static func secondsLeftInTheRateLimitWindow() -> Int {
