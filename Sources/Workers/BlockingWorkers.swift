@@ -55,6 +55,13 @@ public final class BlockingWorkers<Local>: @unchecked Sendable {
         return busy
     }
 
+    /// Jobs queued and not yet started.
+    public var waitingCount: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return entries.count - head
+    }
+
     public var isClosed: Bool {
         condition.lock()
         defer { condition.unlock() }

@@ -13,7 +13,7 @@ import TestSupport
         defer { pool.shutdown() }
         try await pool.execute("CREATE TABLE marks (note text)")
 
-        let busy = Task { try await pool.execute("SELECT pg_sleep(0.6)") }
+        let busy = Task { try await pool.execute("SELECT pg_sleep(1.5)") }
         while pool.statistics.inUse == 0 { try await Task.sleep(for: .milliseconds(5)) }  // the sleep holds the only connection
         do {
             try await pool.execute("INSERT INTO marks VALUES ('late')")

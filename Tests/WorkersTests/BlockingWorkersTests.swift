@@ -67,7 +67,8 @@ import Workers
         let ran = Tally(), late = Tally()
         workers.submit({ _ in ran.add() }, late: { late.add() })
         let waited = Task { try await workers.run { ran.add() } }
-        try await Task.sleep(for: .milliseconds(200))  // both wait past the 50 ms lease
+        while workers.busyCount < 1 || workers.waitingCount < 2 { try await Task.sleep(for: .milliseconds(5)) }
+        try await Task.sleep(for: .milliseconds(100))  // both now wait past the 50 ms lease
         #expect(workers.busyCount == 1, "the blocked job holds the only thread")
         gate.open()
         await #expect(throws: WorkersError.late) { try await waited.value }
