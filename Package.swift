@@ -36,11 +36,13 @@ let package = Package(
         // OpenSSL function deprecated without a replacement.
         .target(name: "CShims", dependencies: ["CCurl", "CMicroHTTPD", "COpenSSL"]),
 
-        .target(name: "ReceiptCore", swiftSettings: swiftSettings),
-        .target(name: "Crypto", dependencies: ["COpenSSL", "CShims"], swiftSettings: swiftSettings),
-        .target(name: "Postgres", dependencies: ["CLibPQ"], swiftSettings: swiftSettings),
-        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "CShims"], swiftSettings: swiftSettings),
-        .target(name: "HTTPClient", dependencies: ["CCurl", "CShims"], swiftSettings: swiftSettings),
+        // Threads of our own for blocking calls and background loops; every module below runs on them.
+        .target(name: "Workers", swiftSettings: swiftSettings),
+        .target(name: "ReceiptCore", dependencies: ["Workers"], swiftSettings: swiftSettings),
+        .target(name: "Crypto", dependencies: ["COpenSSL", "CShims", "Workers"], swiftSettings: swiftSettings),
+        .target(name: "Postgres", dependencies: ["CLibPQ", "Workers"], swiftSettings: swiftSettings),
+        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "CShims", "Workers"], swiftSettings: swiftSettings),
+        .target(name: "HTTPClient", dependencies: ["CCurl", "CShims", "Workers"], swiftSettings: swiftSettings),
         .target(
             name: "ReceiptGate",
             dependencies: ["ReceiptCore", "Crypto", "Postgres", "HTTPServer", "HTTPClient"],
@@ -80,6 +82,7 @@ let package = Package(
                 path: "Tests/GooglePlayTestSupport", swiftSettings: swiftSettings),
         .target(name: "PluginTestSupport", dependencies: ["ReceiptCore", "Crypto"], path: "Tests/PluginTestSupport",
                 swiftSettings: swiftSettings),
+        .testTarget(name: "WorkersTests", dependencies: ["Workers"], swiftSettings: swiftSettings),
         .testTarget(name: "ReceiptCoreTests", dependencies: ["ReceiptCore", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto", "COpenSSL", "TestSupport"],
                     resources: [.copy("Fixtures")], swiftSettings: swiftSettings),

@@ -54,7 +54,8 @@ struct AccountPages: Sendable {
         }
         do {
             // Hashed before the link is spent, so a failure here leaves the link usable.
-            let hash = try password.map { try Scrypt.hashPassword($0) }
+            var hash: String?
+            if let password { hash = try await Scrypt.hashPasswordOffThePool(password) }
             // Read first, spent only once it will act: a link that waits for an approval stays usable.
             guard let stored = try await core.tokens.resolve(token, kind: page.kind), let link = MailLink.decode(stored.payload),
                   stored.accountID == link.account, let client = try await core.client(id: stored.clientID),

@@ -106,7 +106,8 @@ struct IAPHandler: Sendable {
         }
         let newAccountID = "acc_" + Hex.encode(SecureRandom.bytes(12))
         let mails = try await plannedMails(iap.email, for: linkedBefore ?? bearer?.account, newAccountID: newAccountID, client: client, context: context)
-        let generatedHash = linkedBefore == nil && bearer == nil ? try Scrypt.hashPassword(Base64.urlEncode(SecureRandom.bytes(24))) : nil
+        var generatedHash: String?
+        if linkedBefore == nil && bearer == nil { generatedHash = try await Scrypt.hashPasswordOffThePool(Base64.urlEncode(SecureRandom.bytes(24))) }
 
         let tokenAccount = bearer?.account
         let decide = Self.decider(key: key, tokenAccount: tokenAccount, bareID: bareID, mails: mails, client: client,

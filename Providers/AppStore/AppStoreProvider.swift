@@ -41,10 +41,12 @@ public struct AppStoreProvider: NotificationReceiving {
     }
 
     /// From the environment (docs/configuration.md, App Store); throws `AppStoreConfiguration.Invalid`.
+    /// `es256` is the service's choice of ES256 verifier (`RECEIPTGATE_ES256_FIXED_KEY`).
     public static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment,
-                                       http: HTTPClient = HTTPClient()) throws -> AppStoreProvider {
+                                       http: HTTPClient = HTTPClient(), es256: any ES256Verifier = FixedKeyES256Verifier()) throws -> AppStoreProvider {
         let configuration = try AppStoreConfiguration.fromEnvironment(environment)
-        return AppStoreProvider(verifier: AppStoreSignedDataVerifier(trustRoots: configuration.trustRoots), configuration: configuration, http: http)
+        return AppStoreProvider(verifier: AppStoreSignedDataVerifier(trustRoots: configuration.trustRoots, es256: es256),
+                                configuration: configuration, http: http)
     }
 
     /// How StoreKit 1 receipt signatures are authenticated: to the configured receipt roots, or

@@ -30,10 +30,14 @@ public final class AppStoreSignedDataVerifier: Sendable {
     private let chainVerifier: CertificateChainVerifier
     let cache: VerifiedChainCache
     private let now: @Sendable () -> Date
+    /// How the leaf's signature is checked (the deployment's `RECEIPTGATE_ES256_FIXED_KEY`).
+    public let es256: any ES256Verifier
 
-    public init(trustRoots: [Certificate], cacheCapacity: Int = 64, now: @escaping @Sendable () -> Date = { Date() }) {
+    public init(trustRoots: [Certificate], cacheCapacity: Int = 64, es256: any ES256Verifier = FixedKeyES256Verifier(),
+                now: @escaping @Sendable () -> Date = { Date() }) {
         chainVerifier = CertificateChainVerifier(trustRoots: trustRoots, strict: true)
         cache = VerifiedChainCache(capacity: cacheCapacity)
+        self.es256 = es256
         self.now = now
     }
 
@@ -112,7 +116,7 @@ public final class AppStoreSignedDataVerifier: Sendable {
         let value = try decode(type, from: parts.payload, reading: read)
         let signingDate = value.signingDate?.date ?? now()
         let leaf = try verifiedLeafKey(for: parts, at: signingDate)
-        guard leaf.key.isValidES256(signature: parts.signature, for: parts.signingInput) else {
+        guard es256.isValid(signature: parts.signature, for: parts.signingInput, key: leaf.key) else {
             throw AppStoreVerificationError(.signatureInvalid, "the signature does not verify with the leaf certificate's key")
         }
         // Only a chain whose leaf has just signed something goes into the cache: a header nobody

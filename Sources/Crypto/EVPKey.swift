@@ -131,9 +131,18 @@ final class EVPKey: @unchecked Sendable {
     /// Whether ES256 verifications use the key's own fixed-base table yet (tests and benchmarks ask).
     var hasFixedKeyTable: Bool { ecContexts?.hasFixedKeyTable ?? false }
 
+    /// ES256 verifications counted toward the key's table (tests ask).
+    var es256VerificationsCounted: Int { ecContexts?.countedVerifications ?? 0 }
+
     /// Verifies a JOSE ES256 signature (r ‖ s) of a P-256 key; false for any other key.
     func verifyES256(raw: Data, message: some ContiguousBytes) -> Bool {
         ecContexts?.verifyES256(raw: raw, message: message) ?? false
+    }
+
+    /// Verifies a JOSE ES256 signature with OpenSSL's verifier only (no fixed-key table, nor a
+    /// count toward one); false for any key but P-256.
+    func verifyES256WithOpenSSL(raw: Data, message: some ContiguousBytes) -> Bool {
+        ecContexts?.verifyES256WithOpenSSL(raw: raw, message: message) ?? false
     }
 
     /// Verifies a SHA-256 signature (DER for ECDSA). Any failure is `false`, never a throw: a

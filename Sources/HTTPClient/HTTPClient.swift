@@ -1,4 +1,5 @@
 public import Foundation
+import Workers
 
 /// Outbound HTTP(S) on libcurl. Each transfer blocks, so it runs on one of the client's own
 /// threads (never Swift's cooperative pool); callers await the result. TLS peer and host
@@ -75,7 +76,7 @@ public final class HTTPClient: Sendable {
 
     public init(_ configuration: Configuration = Configuration()) {
         self.configuration = configuration
-        workers = TransferWorkers(count: configuration.threadCount)
+        workers = TransferWorkers(transfers: configuration.threadCount, name: "http-client")
     }
 
     deinit { workers.close() }
@@ -115,7 +116,7 @@ public final class HTTPClient: Sendable {
                                 maxResponseBytes: configuration.maxResponseBytes, caBundlePath: configuration.caBundlePath,
                                 destinations: request.destinations)
         return try await withCheckedThrowingContinuation { continuation in
-            let accepted = workers.enqueue { easy in
+            let accepted = workers.submit { easy in
                 continuation.resume(with: Result { try transfer.run(on: easy) })
             }
             if !accepted {

@@ -1,6 +1,7 @@
 import CCurl
 import CShims
 public import Foundation
+import Workers
 
 /// Sends mail over SMTP with libcurl: `smtps://` (implicit TLS) or `smtp://` with STARTTLS
 /// required unless `insecure`. One transfer at a time per worker thread, never on Swift's
@@ -22,7 +23,7 @@ public final class SMTPClient: Sendable {
     }
 
     let configuration: Configuration
-    private let workers = TransferWorkers(count: 1)
+    private let workers = TransferWorkers(transfers: 1, name: "smtp-client")
 
     public init(_ configuration: Configuration) {
         self.configuration = configuration
@@ -34,7 +35,7 @@ public final class SMTPClient: Sendable {
     public func send(from: String, to: [String], message: Data) async throws {
         let configuration = configuration
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            let queued = workers.enqueue { easy in
+            let queued = workers.submit { easy in
                 do {
                     try Self.transfer(on: easy, configuration: configuration, from: from, to: to, message: message)
                     continuation.resume()

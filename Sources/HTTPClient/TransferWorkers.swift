@@ -1,5 +1,6 @@
 import CCurl
 import Foundation
+import Workers
 
 /// A libcurl easy handle, owned by one worker thread for its whole life (so its connection cache
 /// is reused across that thread's transfers).
@@ -21,49 +22,10 @@ final class EasyHandle {
 }
 
 /// Threads that run transfers, each with its own easy handle. Jobs queue until a thread is free.
-final class TransferWorkers: @unchecked Sendable {
-    typealias Job = (EasyHandle) -> Void
+typealias TransferWorkers = BlockingWorkers<EasyHandle>
 
-    private let condition = NSCondition()  // guards the fields below
-    private var jobs: [Job] = []
-    private var closed = false
-
-    init(count: Int) {
-        for index in 0..<max(1, count) {
-            let thread = Thread { [self] in work() }
-            thread.name = "http-client-\(index)"
-            thread.start()
-        }
-    }
-
-    func enqueue(_ job: @escaping Job) -> Bool {
-        condition.lock()
-        defer { condition.unlock() }
-        guard !closed else { return false }
-        jobs.append(job)
-        condition.signal()
-        return true
-    }
-
-    func close() {
-        condition.lock()
-        closed = true
-        condition.broadcast()
-        condition.unlock()
-    }
-
-    private func work() {
-        let easy = EasyHandle()
-        while true {
-            condition.lock()
-            while jobs.isEmpty && !closed { condition.wait() }
-            if jobs.isEmpty {
-                condition.unlock()
-                return
-            }
-            let job = jobs.removeFirst()
-            condition.unlock()
-            job(easy)
-        }
+extension BlockingWorkers where Local == EasyHandle {
+    convenience init(transfers count: Int, name: String) {
+        self.init(name: name, threads: count, local: { EasyHandle() })
     }
 }

@@ -1,4 +1,5 @@
 public import Foundation
+import Workers
 
 public struct DeadlineExceeded: Error {}
 
@@ -21,20 +22,21 @@ public func withDeadline<T: Sendable>(_ timeout: Duration, _ body: @escaping @Se
     }
 }
 
-/// One thread that fires expired deadlines. A `Task.sleep` per request would do the same, but a
-/// cancelled sleep keeps its timer allocated until the original deadline: at tens of thousands of
-/// requests a second with 30-second deadlines, that is hundreds of megabytes held for nothing.
+/// One thread of its own that fires expired deadlines. A `Task.sleep` per request would do the
+/// same, but a cancelled sleep keeps its timer allocated until the original deadline: at tens of
+/// thousands of requests a second with 30-second deadlines, that is hundreds of megabytes held
+/// for nothing.
 final class DeadlineWatcher: @unchecked Sendable {
     static let shared = DeadlineWatcher()
 
     private let condition = NSCondition()  // guards the fields below
     private var entries: [Int: (deadline: ContinuousClock.Instant, fire: @Sendable () -> Void)] = [:]
     private var nextID = 0
+    /// The watcher's thread, for the life of the process.
+    private let worker = BlockingWorkers<Void>(name: "deadlines")
 
     private init() {
-        let thread = Thread { [unowned self] in run() }
-        thread.name = "deadlines"
-        thread.start()
+        worker.submit { [unowned self] _ in run() }
     }
 
     func add(deadline: ContinuousClock.Instant, fire: @escaping @Sendable () -> Void) -> Int {

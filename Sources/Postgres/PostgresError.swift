@@ -16,6 +16,8 @@ public struct PostgresError: Error, CustomStringConvertible, Sendable, Equatable
         public static let decodingFailed = Code(rawValue: "DECODING_FAILED")
         /// The pool was shut down.
         public static let poolClosed = Code(rawValue: "POOL_CLOSED")
+        /// No connection was free within the pool's lease timeout (every one busy or stuck). Retryable.
+        public static let poolTimeout = Code(rawValue: "POOL_TIMEOUT")
         /// Starting or stopping an embedded cluster failed.
         public static let clusterFailed = Code(rawValue: "CLUSTER_FAILED")
     }
@@ -36,7 +38,7 @@ public struct PostgresError: Error, CustomStringConvertible, Sendable, Equatable
 
     /// Worth retrying on a fresh connection.
     public var isRetryable: Bool {
-        code == .connectionFailed || sqlState == "40001" || sqlState == "40P01" || sqlState?.hasPrefix("08") == true
+        code == .connectionFailed || code == .poolTimeout || sqlState == "40001" || sqlState == "40P01" || sqlState?.hasPrefix("08") == true
             || sqlState == "57P01"
     }
 

@@ -1,5 +1,6 @@
 import CLibPQ
 import Foundation
+import Workers
 
 /// A connection of its own that `LISTEN`s on one channel and hands each notification's payload
 /// to `onNotification`, on a thread it owns. When the connection is lost it calls `onLost` at
@@ -30,8 +31,8 @@ public final class PostgresListener: @unchecked Sendable {
     private let callbacks: Callbacks
     private let heartbeatInterval: Duration
     private let heartbeatTimeout: Duration
-    private let lock = NSLock()
-    private var stopped = false  // guarded by lock
+    /// The listener's one thread; closing it is how the listener stops.
+    private let worker = BlockingWorkers<Void>(name: "postgres-listen")
 
     /// `channel` is program text (an identifier), never input.
     public init(connectionString: String, channel: String, heartbeatInterval: Duration = .seconds(2),
@@ -45,17 +46,16 @@ public final class PostgresListener: @unchecked Sendable {
     }
 
     public func start() {
-        let thread = Thread { [self] in run() }
-        thread.name = "postgres-listen"
-        thread.start()
+        worker.submit { [self] _ in run() }
     }
 
-    /// The thread notices within a second and closes its connection.
+    /// The thread notices within a second (or after its current reconnect delay, at most two) and
+    /// closes its connection. A listener stopped before `start` never connects.
     public func stop() {
-        lock.withLock { stopped = true }
+        worker.close()
     }
 
-    private var isStopped: Bool { lock.withLock { stopped } }
+    private var isStopped: Bool { worker.isClosed }
 
     private func run() {
         var delay = 0.05

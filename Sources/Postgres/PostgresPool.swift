@@ -1,17 +1,22 @@
 import Foundation
+import Workers
 
-/// A fixed set of connections, each owned by one dedicated thread. libpq blocks, so no call ever
-/// runs on Swift's cooperative pool or a Dispatch global queue: async callers enqueue a job and
-/// are resumed when the owning thread has run it.
+/// A fixed set of connections, each owned by one worker thread (`BlockingWorkers`). libpq blocks,
+/// so no call ever runs on Swift's cooperative pool or a Dispatch global queue: async callers
+/// enqueue a job and are resumed when the owning thread has run it.
 ///
 /// A connection found broken (server restarted, network cut) is dropped and re-opened for the
-/// next job, so the pool recovers by itself.
+/// next job, so the pool recovers by itself. A job that waits longer than `leaseTimeout` for a
+/// connection is answered `POOL_TIMEOUT` instead of being run: its caller has given up by then
+/// (requests have deadlines), and a backlog of abandoned work would only delay the next callers.
 public final class PostgresPool: Sendable {
     public struct Configuration: Sendable {
         public var connectionString: String
         public var size: Int = 8
         public var connectTimeoutSeconds: Int = 5
         public var statementTimeoutMilliseconds: Int = 30_000
+        /// As long as a request's default deadline: a job older than that has no caller left.
+        public var leaseTimeout: Duration = .seconds(30)
 
         public init(connectionString: String, size: Int = 8) {
             self.connectionString = connectionString
@@ -31,33 +36,27 @@ public final class PostgresPool: Sendable {
     }
 
     private let configuration: Configuration
-    private let queue: JobQueue
+    private let workers: BlockingWorkers<ConnectionSlot>
 
     public init(_ configuration: Configuration) {
         precondition(configuration.size > 0, "a pool needs at least one connection")
         self.configuration = configuration
-        queue = JobQueue()
-        for index in 0..<configuration.size {
-            let worker = Thread { [queue, configuration] in
-                ConnectionWorker(configuration: configuration, queue: queue).run()
-            }
-            worker.name = "postgres-\(index)"
-            worker.start()
-        }
+        workers = BlockingWorkers(name: "postgres", threads: configuration.size, leaseTimeout: configuration.leaseTimeout,
+                                  local: { ConnectionSlot(configuration: configuration) })
     }
 
     /// What the pool connects with, for a connection of another kind (a `PostgresListener`).
     public var connectionString: String { configuration.connectionString }
 
     public var statistics: Statistics {
-        Statistics(size: configuration.size, inUse: queue.busyCount)
+        Statistics(size: configuration.size, inUse: workers.busyCount)
     }
 
     /// Runs `body` with a leased connection on a pool thread. The connection returns to the
     /// pool when `body` returns or throws.
     public func withConnection<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
-            let accepted = queue.enqueue { connection in
+            let accepted = submit { connection in
                 continuation.resume(with: Result { try body(try connection.get()) })
             }
             if !accepted {
@@ -70,7 +69,10 @@ public final class PostgresPool: Sendable {
     /// without an async caller: for work that resumes its own continuations (group commit).
     /// False once the pool is shut down.
     public func submit(_ job: @escaping @Sendable (Result<PostgresConnection, any Error>) -> Void) -> Bool {
-        queue.enqueue(job)
+        let timeout = configuration.leaseTimeout
+        return workers.submit({ slot in slot.run(job) }, late: {
+            job(.failure(PostgresError(.poolTimeout, "no database connection was free within \(timeout)")))
+        })
     }
 
     /// Runs `body` inside BEGIN … COMMIT; any error thrown rolls back.
@@ -100,91 +102,32 @@ public final class PostgresPool: Sendable {
 
     /// Stops accepting jobs; queued jobs still run, then the threads close their connections.
     public func shutdown() {
-        queue.close()
+        workers.close()
     }
 }
 
-/// The jobs waiting for a connection. A job receives its connection, or the reason none could be opened.
-final class JobQueue: @unchecked Sendable {
-    typealias Job = (Result<PostgresConnection, any Error>) -> Void
-
-    private let condition = NSCondition()  // guards every field below
-    private var jobs: [Job] = []
-    private var head = 0
-    private var closed = false
-    private var busy = 0
-
-    var busyCount: Int {
-        condition.lock()
-        defer { condition.unlock() }
-        return busy
-    }
-
-    func enqueue(_ job: @escaping Job) -> Bool {
-        condition.lock()
-        defer { condition.unlock() }
-        guard !closed else { return false }
-        jobs.append(job)
-        condition.signal()
-        return true
-    }
-
-    /// Blocks the calling (pool) thread until a job arrives; nil once closed and drained.
-    func next() -> Job? {
-        condition.lock()
-        defer { condition.unlock() }
-        while head == jobs.count && !closed { condition.wait() }
-        guard head < jobs.count else { return nil }
-        let job = jobs[head]
-        head += 1
-        if head > 64 && head * 2 > jobs.count {
-            jobs.removeFirst(head)
-            head = 0
-        }
-        busy += 1
-        return job
-    }
-
-    func finished() {
-        condition.lock()
-        busy -= 1
-        condition.unlock()
-    }
-
-    func close() {
-        condition.lock()
-        closed = true
-        condition.broadcast()
-        condition.unlock()
-    }
-}
-
-/// The loop one pool thread runs: take a job, make sure the connection is sound, run it.
-private struct ConnectionWorker {
+/// One pool thread's connection: made sound before each job, replaced when a job broke it.
+struct ConnectionSlot {
     let configuration: PostgresPool.Configuration
-    let queue: JobQueue
+    private var connection: PostgresConnection?
 
-    func run() {
-        var connection: PostgresConnection?
-        while let job = queue.next() {
-            if let current = connection, !current.isHealthy { connection = nil }
-            if connection == nil {
-                do {
-                    connection = try PostgresConnection(connectionString: configuration.connectionString,
-                                                        connectTimeoutSeconds: configuration.connectTimeoutSeconds,
-                                                        statementTimeoutMilliseconds: configuration.statementTimeoutMilliseconds)
-                } catch {
-                    job(.failure(error))
-                    queue.finished()
-                    continue
-                }
+    init(configuration: PostgresPool.Configuration) { self.configuration = configuration }
+
+    mutating func run(_ job: (Result<PostgresConnection, any Error>) -> Void) {
+        if let current = connection, !current.isHealthy { connection = nil }
+        if connection == nil {
+            do {
+                connection = try PostgresConnection(connectionString: configuration.connectionString,
+                                                    connectTimeoutSeconds: configuration.connectTimeoutSeconds,
+                                                    statementTimeoutMilliseconds: configuration.statementTimeoutMilliseconds)
+            } catch {
+                job(.failure(error))
+                return
             }
-            if let current = connection {
-                job(.success(current))
-                // A job must leave the connection as it found it; one that did not (or broke it) is replaced.
-                if !current.isHealthy || !current.isIdleOutsideTransaction { connection = nil }
-            }
-            queue.finished()
         }
+        guard let current = connection else { return }
+        job(.success(current))
+        // A job must leave the connection as it found it; one that did not (or broke it) is replaced.
+        if !current.isHealthy || !current.isIdleOutsideTransaction { connection = nil }
     }
 }

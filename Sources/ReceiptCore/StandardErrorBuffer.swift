@@ -1,4 +1,5 @@
 import Foundation
+import Workers
 
 /// Where `LogSink.standardError` puts lines: a buffer that a thread of its own writes to file
 /// descriptor 2, so a request never waits on stderr (a slow pipe, a full disk, a paused reader).
@@ -16,15 +17,15 @@ final class StandardErrorBuffer: @unchecked Sendable {
     private var writing = false
     private var writerWaiting = false
     private var started = false
+    /// The writer's thread, started with the first line, for the life of the process.
+    private lazy var writer = BlockingWorkers<Void>(name: "log-writer")
 
     func append(_ line: String) {
         condition.lock()
         defer { condition.unlock() }
         if !started {
             started = true
-            let thread = Thread { [self] in run() }
-            thread.name = "log-writer"
-            thread.start()
+            writer.submit { [self] _ in run() }
             atexit { StandardErrorBuffer.shared.flush() }
         }
         let wasIdle = pending.isEmpty && dropped == 0

@@ -9,11 +9,13 @@ enum DatabaseOutage {
     static let message = "the database is unavailable; safe to retry"
     static let retryAfterSeconds = 1
 
-    /// A broken or refused connection (the server down, restarting or unreachable), or a pool
-    /// shut down under the request. A statement the server refused is not an outage.
+    /// A broken or refused connection (the server down, restarting or unreachable), a pool shut
+    /// down under the request, or no connection free in time (every one stuck on a stalled
+    /// server). A statement the server refused is not an outage.
     static func matches(_ error: any Error) -> Bool {
         guard let error = error as? PostgresError else { return false }
-        return error.code == .connectionFailed || error.code == .poolClosed || error.sqlState?.hasPrefix("08") == true
+        return error.code == .connectionFailed || error.code == .poolClosed || error.code == .poolTimeout
+            || error.sqlState?.hasPrefix("08") == true
             || error.sqlState == "57P01" || error.sqlState == "57P03"
     }
 

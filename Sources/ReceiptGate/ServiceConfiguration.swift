@@ -32,6 +32,9 @@ public struct ServiceConfiguration: Sendable {
     /// Outbound deliveries (webhooks, refund callbacks, deliveries) may reach loopback and private
     /// addresses (`RECEIPTGATE_OUTBOUND_ALLOW_PRIVATE=on`; tests and single-host set-ups).
     public var outboundAllowPrivate = false
+    /// ES256 with a fixed-base table for a key in steady use (`RECEIPTGATE_ES256_FIXED_KEY=on`),
+    /// or OpenSSL's verifier for every signature (`off`): see `es256Verifier`.
+    public var es256FixedKey = true
     /// Proxies whose `X-Forwarded-For` is believed (`RECEIPTGATE_TRUSTED_PROXIES`).
     public var trustedProxies: [TrustedProxy] = []
     /// Per-policy overrides of the routes' rate limits (`RECEIPTGATE_RATE_LIMITS`).
@@ -106,6 +109,12 @@ public struct ServiceConfiguration: Sendable {
                 throw Invalid(variable: "RECEIPTGATE_OUTBOUND_ALLOW_PRIVATE", problem: "must be on or off, got \"\(allow)\"")
             }
             configuration.outboundAllowPrivate = allow == "on"
+        }
+        if let fixedKey = value("RECEIPTGATE_ES256_FIXED_KEY") {
+            guard ["on", "off"].contains(fixedKey) else {
+                throw Invalid(variable: "RECEIPTGATE_ES256_FIXED_KEY", problem: "must be on or off, got \"\(fixedKey)\"")
+            }
+            configuration.es256FixedKey = fixedKey == "on"
         }
         configuration.trustedProxies = try value("RECEIPTGATE_TRUSTED_PROXIES").map(parseTrustedProxies) ?? []
         configuration.rateLimits = try value("RECEIPTGATE_RATE_LIMITS").map(parseRateLimits) ?? [:]

@@ -1,6 +1,7 @@
 import AccountLink
 import AlogameGateway
 import AppStore
+import Crypto
 import GooglePlay
 import Foundation
 import HiveAxyl
@@ -18,7 +19,8 @@ enum Dialects {
 /// The one list of store providers this binary serves. Adding a store: one line here.
 enum StoreProviders {
     /// A bad setting throws `ConfigurationInvalid`, which stops start-up naming the variable.
-    static func all() throws -> [StoreRegistration] {
-        [try AppStoreProvider.fromEnvironment().registration, try GooglePlayProvider.fromEnvironment().registration]
+    static func all(_ configuration: ServiceConfiguration) throws -> [StoreRegistration] {
+        [try AppStoreProvider.fromEnvironment(es256: configuration.es256Verifier).registration,
+         try GooglePlayProvider.fromEnvironment().registration]
     }
 }

@@ -1,0 +1,39 @@
+public import Foundation
+
+/// How ES256 signatures (JOSE raw r ‖ s over SHA-256) are checked, chosen once per deployment
+/// (`RECEIPTGATE_ES256_FIXED_KEY`). Both give the same verdict on every input; they differ in
+/// speed and in how much of the arithmetic is OpenSSL's verifier rather than ours.
+public protocol ES256Verifier: Sendable {
+    /// False for a wrong or malformed signature, and for a key that is not P-256.
+    func isValid(signature raw: Data, for message: some ContiguousBytes, key: PublicKey) -> Bool
+}
+
+/// The default: a key in steady use (Apple's leaf) gets a fixed-base table after 1,000 genuine
+/// signatures, and is verified with it from then on, at about twice OpenSSL's rate
+/// (`P256FixedKeyVerifier`, held to NIST's vectors and to OpenSSL's verdicts by CryptoTests).
+public struct FixedKeyES256Verifier: ES256Verifier {
+    public init() {}
+
+    public func isValid(signature raw: Data, for message: some ContiguousBytes, key: PublicKey) -> Bool {
+        key.isValidES256(signature: raw, for: message)
+    }
+}
+
+/// OpenSSL's verifier (`EVP_PKEY_verify`) for every signature; no key ever gets a table. The
+/// fallback an operator can switch to without a rebuild should the fixed-key path be in doubt.
+public struct OpenSSLES256Verifier: ES256Verifier {
+    public init() {}
+
+    public func isValid(signature raw: Data, for message: some ContiguousBytes, key: PublicKey) -> Bool {
+        guard key.isP256 else { return false }
+        return key.key.verifyES256WithOpenSSL(raw: raw, message: message)
+    }
+}
+
+extension ES256Verifier where Self == FixedKeyES256Verifier {
+    public static var fixedKey: FixedKeyES256Verifier { FixedKeyES256Verifier() }
+}
+
+extension ES256Verifier where Self == OpenSSLES256Verifier {
+    public static var openSSL: OpenSSLES256Verifier { OpenSSLES256Verifier() }
+}

@@ -1,0 +1,29 @@
+import Foundation
+import Postgres
+import Testing
+import TestSupport
+
+/// A caller that cannot get a connection in time hears so, instead of its work running long after
+/// it gave up; the pool serves the next caller as usual.
+@Suite struct PoolLeaseTimeout {
+    @Test func aCallerStuckBehindABusyPoolGetsPoolTimeoutAndItsStatementNeverRuns() async throws {
+        var configuration = PostgresPool.Configuration(connectionString: try await TestDatabase.makeDatabase(), size: 1)
+        configuration.leaseTimeout = .milliseconds(100)
+        let pool = PostgresPool(configuration)
+        defer { pool.shutdown() }
+        try await pool.execute("CREATE TABLE marks (note text)")
+
+        let busy = Task { try await pool.execute("SELECT pg_sleep(1.5)") }
+        while pool.statistics.inUse == 0 { try await Task.sleep(for: .milliseconds(5)) }  // the sleep holds the only connection
+        do {
+            try await pool.execute("INSERT INTO marks VALUES ('late')")
+            Issue.record("a statement ran after waiting past the lease timeout")
+        } catch let error as PostgresError {
+            #expect(error.code == .poolTimeout)
+        }
+        _ = try await busy.value
+        #expect(try await pool.query("SELECT count(*)::int AS n FROM marks")[0].decode("n", as: Int.self) == 0)
+        try await pool.execute("INSERT INTO marks VALUES ('in time')")
+        #expect(try await pool.query("SELECT count(*)::int AS n FROM marks")[0].decode("n", as: Int.self) == 1)
+    }
+}

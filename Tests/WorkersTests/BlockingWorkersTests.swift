@@ -1,0 +1,88 @@
+import Foundation
+import Testing
+import Workers
+
+@Suite struct BlockingWorkersTests {
+    /// Blocks a worker thread until `open()` is called (or 10 s pass, so a failing test ends).
+    final class Gate: Sendable {
+        private let semaphore = DispatchSemaphore(value: 0)
+        func wait() { _ = semaphore.wait(timeout: .now() + 10) }
+        func open() { semaphore.signal() }
+    }
+
+    /// A number several threads change.
+    final class Tally: @unchecked Sendable {
+        private let lock = NSLock()
+        private var count = 0  // guarded by lock
+        func add(_ amount: Int = 1) { lock.withLock { count += amount } }
+        var value: Int { lock.withLock { count } }
+    }
+
+    struct Refused: Error {}
+
+    @Test func workRunsOnTheWorkersOwnThreadsAndItsResultComesBack() async throws {
+        let workers = BlockingWorkers<Void>(name: "test-own", threads: 2)
+        defer { workers.close() }
+        let name = try await workers.run { Thread.current.name ?? "" }
+        #expect(name == "test-own-0" || name == "test-own-1")
+        await #expect(throws: Refused.self) { try await workers.run { () throws -> Int in throw Refused() } }
+    }
+
+    @Test func eachThreadKeepsItsLocalValueAcrossJobsAndJobsRunInOrder() async throws {
+        let workers = BlockingWorkers<[Int]>(name: "test-local", threads: 1, local: { [] })
+        defer { workers.close() }
+        let seen = await withCheckedContinuation { (continuation: CheckedContinuation<[Int], Never>) in
+            for number in 1...5 {
+                workers.submit { local in
+                    local.append(number)
+                    if number == 5 { continuation.resume(returning: local) }
+                }
+            }
+        }
+        #expect(seen == [1, 2, 3, 4, 5])
+    }
+
+    @Test func closingRunsWhatIsQueuedThenRefusesNewWork() async throws {
+        let workers = BlockingWorkers<Void>(name: "test-close", threads: 1)
+        let gate = Gate()
+        let ran = Tally()
+        workers.submit { _ in gate.wait() }
+        for _ in 0..<3 { workers.submit { _ in ran.add() } }
+        workers.close()
+        #expect(workers.isClosed)
+        #expect(!workers.submit { _ in ran.add(100) })
+        await #expect(throws: WorkersError.closed) { try await workers.run { 1 } }
+        gate.open()
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ran.value < 3 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        try await Task.sleep(for: .milliseconds(20))
+        #expect(ran.value == 3, "jobs queued before close still run, none after")
+    }
+
+    @Test func aJobThatWaitedPastTheLeaseTimeoutIsNotRunAndItsCallerHearsSo() async throws {
+        let workers = BlockingWorkers<Void>(name: "test-lease", threads: 1, leaseTimeout: .milliseconds(50))
+        defer { workers.close() }
+        let gate = Gate()
+        workers.submit { _ in gate.wait() }
+        let ran = Tally(), late = Tally()
+        workers.submit({ _ in ran.add() }, late: { late.add() })
+        let waited = Task { try await workers.run { ran.add() } }
+        while workers.busyCount < 1 || workers.waitingCount < 2 { try await Task.sleep(for: .milliseconds(5)) }
+        try await Task.sleep(for: .milliseconds(100))  // both now wait past the 50 ms lease
+        #expect(workers.busyCount == 1, "the blocked job holds the only thread")
+        gate.open()
+        await #expect(throws: WorkersError.late) { try await waited.value }
+        #expect(late.value == 1)
+        #expect(ran.value == 0)
+        // A job that finds a free thread in time runs as usual.
+        #expect(try await workers.run { 7 } == 7)
+    }
+}
+
+@Suite struct SharedWorkersTests {
+    @Test func computationsRunOnTheirOwnThreadsOnePerCore() async throws {
+        #expect(SharedWorkers.computations.threadCount == ProcessInfo.processInfo.activeProcessorCount)
+        let name = try await SharedWorkers.computations.run { Thread.current.name ?? "" }
+        #expect(name.hasPrefix("compute"))
+    }
+}
