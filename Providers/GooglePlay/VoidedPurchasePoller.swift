@@ -26,7 +26,7 @@ public struct VoidedPurchasePoller: StorePolling {
         var pageToken: String?
     }
 
-    public func poll(owners: [AppOwner], cursors: any PollCursorStore,
+    public func poll(owners: [ClientWithStoreCredentials], cursors: any PollCursorStore,
                      record: @Sendable ([StoreNotification]) async throws -> Void) async throws {
         var seen: Set<String> = []
         for owner in owners {
@@ -41,7 +41,7 @@ public struct VoidedPurchasePoller: StorePolling {
         }
     }
 
-    func poll(package: String, owner: AppOwner, cursors: any PollCursorStore,
+    func poll(package: String, owner: ClientWithStoreCredentials, cursors: any PollCursorStore,
               record: @Sendable ([StoreNotification]) async throws -> Void) async throws {
         let key = try provider.serviceAccountKey(owner.credentials)
         let cursorKey = "\(pollName):\(package)"
@@ -70,7 +70,7 @@ public struct VoidedPurchasePoller: StorePolling {
         }
     }
 
-    private func notification(_ voided: VoidedPurchaseList.VoidedPurchase, package: String, owner: AppOwner,
+    private func notification(_ voided: VoidedPurchaseList.VoidedPurchase, package: String, owner: ClientWithStoreCredentials,
                               key: ServiceAccountKey) async throws -> StoreNotification? {
         guard let token = voided.purchaseToken, let orderID = voided.orderId else { return nil }
         var fetched: VerifiedPurchase?

@@ -72,6 +72,8 @@ public struct HTTPRequest: Sendable {
     public internal(set) var pathParameters: [String: String] = [:]
     /// Set by the server when the route's `headerCheck` already passed before the body was read.
     var headerChecked = false
+    /// Set by the server when `route` and `pathParameters` were found before the body was read.
+    var routed = false
 
     public init(method: String, path: String, query: [String: String] = [:], headers: HTTPHeaders = HTTPHeaders(),
                 body: Data = Data(), remoteAddress: String? = nil) {

@@ -94,15 +94,12 @@ extension HTTPServer {
     private func judgeHead(of request: RequestState, on connection: OpaquePointer) -> MHD_Result {
         var answer = request.encodesNUL
             ? HTTPError(status: 400, code: "INVALID_FIELD", message: "the request target contains an encoded NUL (%00)").response
-            : responder.earlyResponse(to: request.request.head)
+            : responder.earlyResponse(to: &request.request)
         if answer == nil, let declared = request.request.headers["Content-Length"].flatMap(Int.init), declared > configuration.maxBodyBytes {
             request.tooLarge = true
             answer = payloadTooLarge
         }
-        guard let answer else {
-            request.request.headerChecked = request.request.head.announcesBody
-            return MHD_Result.YES
-        }
+        guard let answer else { return MHD_Result.YES }
         guard request.watch?.finishReceiving() ?? true else { return MHD_Result.NO }
         return queue(refusal(answer, to: request), on: connection, for: request.request.method)
     }

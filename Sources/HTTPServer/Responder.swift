@@ -51,7 +51,7 @@ public struct Responder: Sendable {
             // Not HTTP: refused before routing, middleware, logs or metrics see it.
             response = Self.badMethod
         } else {
-            if let (route, parameters) = match(method: request.method, path: request.path) {
+            if !request.routed, let (route, parameters) = match(method: request.method, path: request.path) {
                 // A path that exists under another method keeps its pattern as the route: the
                 // dispatch step finds no handler for this method and answers 405.
                 request.route = route.pattern
@@ -76,15 +76,23 @@ public struct Responder: Sendable {
     /// method that is not a token; then, for a request announcing a body, 404 or 405 if no route
     /// serves it, or its route's `headerCheck` refusal. nil means "read the body and respond".
     /// (A request without a body goes through `respond(to:)` whole, so the middleware logs and
-    /// counts its 404 or refusal; there is no body to spare.)
-    func earlyResponse(to head: HTTPRequestHead) -> HTTPResponse? {
-        guard HTTPMethod.isToken(head.method) else { return Self.badMethod }
+    /// counts its 404 or refusal; there is no body to spare.) A request with a body that may go on
+    /// leaves here routed and header-checked, so `respond(to:)` does neither again.
+    func earlyResponse(to request: inout HTTPRequest) -> HTTPResponse? {
+        guard HTTPMethod.isToken(request.method) else { return Self.badMethod }
+        let head = request.head
         guard head.announcesBody else { return nil }
-        let pattern = match(method: head.method, path: head.path)?.0.pattern ?? "unmatched"
+        let matched = match(method: head.method, path: head.path)
+        let pattern = matched?.0.pattern ?? "unmatched"
         guard let route = Self.serving(head.method, pattern: pattern, in: table) else {
             return Self.routingFailure(method: head.method, path: head.path, pattern: pattern, routes: routes)
         }
-        return route.headerCheck?(head)
+        if let refusal = route.headerCheck?(head) { return refusal }
+        request.route = pattern
+        request.pathParameters = matched?.1 ?? [:]
+        request.routed = true
+        request.headerChecked = true
+        return nil
     }
 
     /// The route for `path`, preferring one that serves `method` (HEAD is served by GET).

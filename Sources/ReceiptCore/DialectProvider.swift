@@ -13,6 +13,8 @@ public struct ClientInfo: Sendable, Equatable {
     /// knows it (a directly presented secret): something issued on the strength of that check
     /// passes it on (`TokenRequest.clientVersion`), so a rotation or disable in between refuses it.
     public var version: Int64?
+    /// The service's record of the client from the request's authentication (see the type).
+    package var authenticatedRecord = AuthenticatedClientRecord()
 
     public init(clientID: String, gameID: Int64?, bundleIDs: [String] = [], packageNames: [String] = [],
                 environments: Set<StoreEnvironment> = [.production], settings: [String: [String]] = [:], version: Int64? = nil) {

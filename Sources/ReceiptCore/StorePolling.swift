@@ -20,6 +20,6 @@ public protocol StorePolling: Sendable {
     /// One run over `owners` (every enabled client with an app of this store, with its secret
     /// settings). Hands each page's notifications to `record` before moving its cursor, so a crash
     /// repeats a page (deduplicated) rather than losing it.
-    func poll(owners: [AppOwner], cursors: any PollCursorStore,
+    func poll(owners: [ClientWithStoreCredentials], cursors: any PollCursorStore,
               record: @Sendable ([StoreNotification]) async throws -> Void) async throws
 }

@@ -26,10 +26,10 @@ public struct NotificationRequest: Sendable {
     public let query: [String: String]
     /// The client that registered an app, with its secret settings for this store: a store whose
     /// notifications carry no purchase state (Google) fetches it with that client's credentials.
-    public let owner: @Sendable (_ appIdentifier: String) async throws -> AppOwner?
+    public let owner: @Sendable (_ appIdentifier: String) async throws -> ClientWithStoreCredentials?
 
     public init(body: Data, headers: [String: String] = [:], query: [String: String] = [:],
-                owner: @escaping @Sendable (_ appIdentifier: String) async throws -> AppOwner? = { _ in nil }) {
+                owner: @escaping @Sendable (_ appIdentifier: String) async throws -> ClientWithStoreCredentials? = { _ in nil }) {
         self.body = body
         self.headers = headers
         self.query = query
@@ -39,7 +39,7 @@ public struct NotificationRequest: Sendable {
 
 /// A client as a store provider sees it outside a request: its settings and its secret settings
 /// for that store (names prefixed `<store>.`).
-public struct AppOwner: Sendable {
+public struct ClientWithStoreCredentials: Sendable {
     public let client: ClientInfo
     public let credentials: [String: String]
 

@@ -11,59 +11,40 @@ public import ReceiptCore
 /// GET cannot be replayed against another path or query. GETs require it; every route accepts it.
 public struct ClientAuthentication: Sendable {
     public static let window: TimeInterval = 300
-    let clients: ClientRepository
+    let directory: any ClientDirectory
     let now: @Sendable () -> Date
-    /// Authenticated clients in memory (issue 13); nil reads the database every time.
-    let cache: ClientCache?
 
-    init(clients: ClientRepository, cache: ClientCache? = nil, now: @escaping @Sendable () -> Date = { Date() }) {
-        self.clients = clients
-        self.cache = cache
+    init(directory: any ClientDirectory, now: @escaping @Sendable () -> Date = { Date() }) {
+        self.directory = directory
         self.now = now
     }
 
     /// What is wrong with the signature headers before any secret is looked at, or nil.
     static func headerProblem(header: (String) -> String?, requireVersion2: Bool = false, now: Date = Date()) -> String? {
-        guard let clientID = header("X-Client-ID"), !clientID.isEmpty, clientID.count <= 64,
-              let timestampText = header("X-Timestamp"), let timestamp = Int64(timestampText),
-              let signature = header("X-Signature"), Hex.isHex(signature, byteCount: 32)
-        else { return "missing or malformed X-Client-ID, X-Timestamp or X-Signature" }
-        guard abs(now.timeIntervalSince1970 - Double(timestamp)) <= window else {
-            return "X-Timestamp is more than 300 seconds from the server's clock"
-        }
-        switch header("X-Signature-Version") {
-        case nil, "1": if requireVersion2 { return "this route needs X-Signature-Version: 2 (the signature covers method, path and query)" }
-        case "2": break
-        default: return "X-Signature-Version must be 1 or 2"
-        }
-        return nil
+        guard case .failure(let refused) = SignatureHeaders.read(header, requireVersion2: requireVersion2, now: now) else { return nil }
+        return refused.message
     }
 
     /// The authenticated client, or `AuthenticationRefused` that does not say which part failed.
+    /// The headers are read (and their timestamp checked) again although the route's header check
+    /// passed: it ran before the body arrived, and the timestamp must still be good now.
     func authenticate(header: (String) -> String?, body: Data, method: String = "POST", target: String = "/",
-                      requireVersion2: Bool = false) async throws -> Client {
-        if let problem = Self.headerProblem(header: header, requireVersion2: requireVersion2, now: now()) { throw AuthenticationRefused(problem) }
-        guard let clientID = header("X-Client-ID"), let timestampText = header("X-Timestamp"),
-              let signatureBytes = header("X-Signature").flatMap(Hex.decode) else { throw AuthenticationRefused("invalid credentials or signature") }
-        guard let (client, secret) = try await clientAndSecret(clientID) else { throw AuthenticationRefused("invalid credentials or signature") }
-        let message = try header("X-Signature-Version") == "2"
-            ? Self.messageV2(clientID: clientID, timestamp: timestampText, method: method, target: target, body: body)
-            : Self.message(clientID: clientID, timestamp: timestampText, body: body)
-        guard try HMACSHA256.isValid(signatureBytes, key: Data(secret.utf8), message: Data(message.utf8)) else {
+                      requireVersion2: Bool = false) async throws -> AuthenticatedClient {
+        let signed = try SignatureHeaders.read(header, requireVersion2: requireVersion2, now: now()).get()
+        guard let signatureBytes = Hex.decode(signed.signature), let entry = try await directory.entry(for: signed.clientID) else {
             throw AuthenticationRefused("invalid credentials or signature")
         }
-        return client
+        let message = try signed.coversTarget
+            ? Self.messageV2(clientID: signed.clientID, timestamp: signed.timestamp, method: method, target: target, body: body)
+            : Self.message(clientID: signed.clientID, timestamp: signed.timestamp, body: body)
+        guard try HMACSHA256.isValid(signatureBytes, key: Data(entry.secret.utf8), message: Data(message.utf8)) else {
+            throw AuthenticationRefused("invalid credentials or signature")
+        }
+        return entry
     }
 
     public static func messageV2(clientID: String, timestamp: String, method: String, target: String, body: Data) throws -> String {
         "v2\n\(clientID)\n\(timestamp)\n\(method.uppercased())\n\(target)\n\(try SHA256.hex(body))"
-    }
-
-    /// From the cache when there is one (invalidated on rotation by notification, and short-lived
-    /// in case one is missed), else from Postgres.
-    private func clientAndSecret(_ clientID: String) async throws -> (Client, String)? {
-        guard let cache else { return try await clients.secret(for: clientID) }
-        return try await cache.entry(for: clientID).map { ($0.client, $0.secret) }
     }
 
     public static func message(clientID: String, timestamp: String, body: Data) throws -> String {
@@ -73,6 +54,36 @@ public struct ClientAuthentication: Sendable {
     /// Signs an outgoing request or webhook the same way.
     public static func signature(secret: String, clientID: String, timestamp: String, body: Data) throws -> String {
         Hex.encode(try HMACSHA256.authenticationCode(key: Data(secret.utf8), message: Data(try message(clientID: clientID, timestamp: timestamp, body: body).utf8)))
+    }
+}
+
+/// The signature headers of one request, read once and checked before any secret is looked at.
+/// Names are asked for in lower case, so a case-insensitive lookup and a lower-cased copy both answer.
+struct SignatureHeaders {
+    let clientID: String
+    let timestamp: String
+    /// Hex, 32 bytes.
+    let signature: String
+    /// Version 2: the signature covers the method and the request target too.
+    let coversTarget: Bool
+
+    static func read(_ header: (String) -> String?, requireVersion2: Bool, now: Date) -> Result<SignatureHeaders, AuthenticationRefused> {
+        guard let clientID = header("x-client-id"), !clientID.isEmpty, clientID.count <= 64,
+              let timestampText = header("x-timestamp"), let timestamp = Int64(timestampText),
+              let signature = header("x-signature"), Hex.isHex(signature, byteCount: 32)
+        else { return .failure(AuthenticationRefused("missing or malformed X-Client-ID, X-Timestamp or X-Signature")) }
+        guard abs(now.timeIntervalSince1970 - Double(timestamp)) <= ClientAuthentication.window else {
+            return .failure(AuthenticationRefused("X-Timestamp is more than 300 seconds from the server's clock"))
+        }
+        let coversTarget: Bool
+        switch header("x-signature-version") {
+        case nil, "1":
+            if requireVersion2 { return .failure(AuthenticationRefused("this route needs X-Signature-Version: 2 (the signature covers method, path and query)")) }
+            coversTarget = false
+        case "2": coversTarget = true
+        default: return .failure(AuthenticationRefused("X-Signature-Version must be 1 or 2"))
+        }
+        return .success(SignatureHeaders(clientID: clientID, timestamp: timestampText, signature: signature, coversTarget: coversTarget))
     }
 }
 

@@ -18,7 +18,7 @@ import ReceiptCore
 /// Entries also expire `lifetime` after they were read, whatever the listener says: a listener
 /// that stalls before its heartbeat notices, or a notification lost some other way, cannot keep a
 /// disabled client or a rotated secret working longer than that.
-final class ClientCache: @unchecked Sendable {
+final class ClientCache: ClientDirectory, @unchecked Sendable {
     static let channel = "receiptgate_clients"
     /// Enough for every tenant of a large deployment; past it the cache starts over.
     static let capacity = 10_000

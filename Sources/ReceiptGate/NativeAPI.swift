@@ -4,7 +4,7 @@ import ReceiptCore
 /// The native, normalized API under /v1 that game backends call. It is mounted like any dialect:
 /// its routes declare their authentication and rate limits, and the core applies them.
 struct NativeAPI: Sendable {
-    let core: Core
+    let core: ServiceDialectCore
     let transactions: TransactionRepository
 
     /// Generous, and per process so it costs no database round trip.

@@ -31,7 +31,9 @@ struct NotificationRoutes: Sendable {
         do {
             let registered = try await clients.registeredApps()
             let clients = clients
-            let owner: @Sendable (String) async throws -> AppOwner? = { app in try await clients.owner(ofApp: app, store: store) }
+            let owner: @Sendable (String) async throws -> ClientWithStoreCredentials? = { app in
+                try await clients.owner(ofApp: app, store: store)
+            }
             notification = try await receiver.receiveNotification(NotificationRequest(body: request.body, headers: request.headers, query: context.query,
                                                                                       owner: owner),
                                                                   registered: registered)

@@ -7,7 +7,7 @@ public import ReceiptCore
 /// authenticates as the route declares and applies its rate limits before the handler runs, and
 /// renders a refusal in the API's own envelope with the headers it needs.
 struct RouteMounter: Sendable {
-    let clients: ClientRepository
+    let directory: any ClientDirectory
     let authentication: ClientAuthentication
     let tokens: any TokenStore
     let replayGuard: any ReplayGuard
@@ -15,8 +15,6 @@ struct RouteMounter: Sendable {
     let adminToken: String?
     let trustedProxies: [TrustedProxy]
     let logger: Logger
-    /// Authenticated clients in memory (issue 13); nil reads the database every time.
-    var cache: ClientCache?
 
     /// How long a refused-replay signature is remembered: the timestamp window both ways.
     static let replayWindow: Duration = .seconds(Int(ClientAuthentication.window) * 2)
@@ -32,23 +30,13 @@ struct RouteMounter: Sendable {
     }
 
     private func respond(to request: HTTPRequest, route: Route, render: @Sendable (RouteRefusal) -> RouteResponse) async -> RouteResponse {
-        var headers: [String: String] = [:]
-        var forwarded: [String] = []
-        for field in request.headers {
-            let name = HTTPHeaders.lowercasedName(field.name)
-            if headers[name] == nil { headers[name] = field.value }
-            // Every X-Forwarded-For field, in order: a proxy that adds its own field after the
-            // caller's must not leave the caller's (first) one as the answer.
-            if name == "x-forwarded-for" { forwarded.append(field.value) }
-        }
-        let caller = TrustedProxy.callerAddress(peer: request.remoteAddress, forwardedFor: forwarded.isEmpty ? nil : forwarded.joined(separator: ", "),
-                                                trusted: trustedProxies)
-        let routeRequest = RouteRequest(method: request.method, path: request.path, target: request.target, headers: headers, body: request.body)
+        let (routeRequest, forwarded) = Self.routeRequest(request)
+        let caller = TrustedProxy.callerAddress(peer: request.remoteAddress, forwardedFor: forwarded, trusted: trustedProxies)
         do {
             for policy in route.rateLimits where policy.key == .callerAddress {
                 try await rateLimiter.check(policy, key: caller ?? "unknown")
             }
-            let (client, token) = try await authenticate(route, request: routeRequest, fields: request.headers)
+            let (client, token) = try await authenticate(route, request: routeRequest)
             for policy in route.rateLimits where policy.key == .client {
                 if let client { try await rateLimiter.check(policy, key: client.clientID) }
             }
@@ -66,6 +54,22 @@ struct RouteMounter: Sendable {
             if DatabaseOutage.matches(error) { return DatabaseOutage.response(render(RouteRefusal(code: .verifierError, message: DatabaseOutage.message))) }
             return render(RouteRefusal(code: .verifierError, message: "authentication is unavailable; safe to retry"))
         }
+    }
+
+    /// The request as handlers see it, its header names lower-cased: the one conversion of the
+    /// headers, which authentication reads too. With every X-Forwarded-For field joined in order:
+    /// a proxy that adds its own field after the caller's must not leave the caller's (first) one
+    /// as the answer.
+    static func routeRequest(_ request: HTTPRequest) -> (RouteRequest, forwardedFor: String?) {
+        var headers: [String: String] = Dictionary(minimumCapacity: request.headers.fields.count)
+        var forwarded: [String] = []
+        for field in request.headers {
+            let name = HTTPHeaders.lowercasedName(field.name)
+            if headers[name] == nil { headers[name] = field.value }
+            if name == "x-forwarded-for" { forwarded.append(field.value) }
+        }
+        let routeRequest = RouteRequest(method: request.method, path: request.path, target: request.target, headers: headers, body: request.body)
+        return (routeRequest, forwarded.isEmpty ? nil : forwarded.joined(separator: ", "))
     }
 
     /// What the headers alone decide, before the body is read: a signed route without its three
@@ -104,32 +108,31 @@ struct RouteMounter: Sendable {
     }
 
     /// The client (and token) the route's authentication establishes. Throws `RouteRefusal`.
-    /// `fields` are the request's own header fields, looked up by name without regard to case
-    /// (no lower-cased copy of each name a signature check asks for).
-    private func authenticate(_ route: Route, request: RouteRequest, fields: HTTPHeaders) async throws -> (ClientInfo?, StoredToken?) {
+    /// The client carries the read that authenticated it, so `prove` and `record` need no other.
+    private func authenticate(_ route: Route, request: RouteRequest) async throws -> (ClientInfo?, StoredToken?) {
         switch route.authentication {
         case .none, .appSDK:
             return (nil, nil)
         case .signedClient(let replay):
-            let client: Client
+            let client: AuthenticatedClient
             do {
-                client = try await self.authentication.authenticate(header: { fields[$0] }, body: request.body,
+                client = try await self.authentication.authenticate(header: { request.headers[$0] }, body: request.body,
                                                                     method: request.method, target: request.target,
                                                                     requireVersion2: Self.readsOnly(route))
             } catch let refused as AuthenticationRefused {
                 throw RouteRefusal(code: .unauthorized, message: refused.message)
             }
             if replay == .refuse, let signature = request.headers["x-signature"],
-               try await !replayGuard.firstSeen("\(client.clientID):\(signature.lowercased())", window: Self.replayWindow) {
+               try await !replayGuard.firstSeen("\(client.client.clientID):\(signature.lowercased())", window: Self.replayWindow) {
                 throw RouteRefusal(code: .unauthorized, message: "this signed request was already received (replay)")
             }
-            return (client.info, nil)
+            return (client.carriedInfo, nil)
         case .bearerToken(let kind, let bareAccepted):
             guard let token = RouteAuthentication.presentedToken(request.headers["authorization"], bareAccepted: bareAccepted), let stored = try await tokens.resolve(token, kind: kind),
-                  let client = try await enabledClient(stored.clientID) else {
+                  let client = try await directory.entry(for: stored.clientID) else {
                 throw RouteRefusal(code: .unauthorized, message: "a valid bearer access token is required")
             }
-            return (client.info, stored)
+            return (client.carriedInfo, stored)
         case .admin:
             let given = Self.bearer(request.headers["authorization"]) ?? ""
             guard let adminToken, ConstantTime.equals(Data(given.utf8), Data(adminToken.utf8)) else {
@@ -137,12 +140,6 @@ struct RouteMounter: Sendable {
             }
             return (nil, nil)
         }
-    }
-
-    private func enabledClient(_ clientID: String) async throws -> Client? {
-        if let cache { return try await cache.entry(for: clientID)?.client }
-        guard let client = try await clients.find(clientID), !client.disabled else { return nil }
-        return client
     }
 
     static func bearer(_ header: String?) -> String? { RouteAuthentication.presentedToken(header) }

@@ -4,7 +4,7 @@ import ReceiptCore
 extension Service {
     /// Every route, mounted through the core: the public router, and the admin router when
     /// `RECEIPTGATE_ADMIN_ADDR` puts `/metrics` and `/admin` on a listener of their own.
-    func routers(core: Core, mounter: RouteMounter, operational: OperationalRoutes) -> (main: Router, admin: Router?) {
+    func routers(core: ServiceDialectCore, mounter: RouteMounter, operational: OperationalRoutes) -> (main: Router, admin: Router?) {
         var router = Router()
         router.use(ObservabilityMiddleware(logger: logger, metrics: metrics))
         let separateAdmin = configuration.adminAddress != nil

@@ -18,7 +18,9 @@ public final class Service: @unchecked Sendable {
     private var outboxWorker: OutboxWorker?
     private var upkeep: Task<Void, Never>?
     private var pollRunner: StorePollRunner?
-    private var clientCache: ClientCache?
+    private(set) var clientCache: ClientCache?
+    /// Lets a test wrap the client directory the service picked (to count lookups), before `start()`.
+    var wrapClientDirectory: (@Sendable (any ClientDirectory) -> any ClientDirectory)?
     private let shutdownOnce = Once()
     /// How the outbox worker paces deliveries (tests shorten the delays).
     public var outboxConfiguration = OutboxWorker.Configuration()
@@ -64,24 +66,20 @@ public final class Service: @unchecked Sendable {
         _ = try await repositories.signingKeys.current()  // the token signing key exists from the first start on
 
         let rateLimiter = RateLimiter(shared: repositories.rateLimits, overrides: configuration.rateLimits, logger: logger)
-        // Throughput (issue 13): clients authenticated from memory, invalidated by LISTEN/NOTIFY;
-        // verifications without effects share commits.
-        let clientCache = ClientCache(repository: repositories.clients, lifetime: .seconds(configuration.clientCacheSeconds), logger: logger)
-        clientCache.start(connectionString: database.pool.connectionString)
-        self.clientCache = clientCache
-        var pipeline = VerifyPipeline(stores: stores, transactions: repositories.transactions, clients: repositories.clients, logger: logger)
+        let directory = startClientDirectory()
+        var pipeline = VerifyPipeline(stores: stores, transactions: repositories.transactions, clients: repositories.clients,
+                                      directory: directory, logger: logger)
+        // Verifications without effects share commits.
         pipeline.batcher = RecordBatcher(pool: database.pool)
-        pipeline.clientCache = clientCache
-        var core = Core(pipeline: pipeline, clients: repositories.clients, transactions: repositories.transactions, rateLimiter: rateLimiter,
-                        tokens: repositories.tokens, accounts: repositories.accounts, replayGuard: repositories.replay,
-                        signer: ServiceTokenSigner(keys: repositories.signingKeys, issuer: { [weak self, configuration] in configuration.issuer(port: self?.port ?? 0) },
-                                                   accessTokenLifetime: .seconds(configuration.accessTokenLifetimeSeconds)))
-        core.cache = clientCache
-        var mounter = RouteMounter(clients: repositories.clients, authentication: ClientAuthentication(clients: repositories.clients, cache: clientCache),
+        let core = ServiceDialectCore(pipeline: pipeline, clients: repositories.clients, directory: directory, transactions: repositories.transactions,
+                                      rateLimiter: rateLimiter, tokens: repositories.tokens, accounts: repositories.accounts,
+                                      replayGuard: repositories.replay,
+                                      signer: ServiceTokenSigner(keys: repositories.signingKeys,
+                                                                 issuer: { [weak self, configuration] in configuration.issuer(port: self?.port ?? 0) },
+                                                                 accessTokenLifetime: .seconds(configuration.accessTokenLifetimeSeconds)))
+        let mounter = RouteMounter(directory: directory, authentication: ClientAuthentication(directory: directory),
                                    tokens: repositories.tokens, replayGuard: repositories.replay, rateLimiter: rateLimiter,
                                    adminToken: configuration.adminToken, trustedProxies: configuration.trustedProxies, logger: logger)
-
-        mounter.cache = clientCache
         let serverBox = ServerBox()
         let operational = OperationalRoutes(database: database, metrics: metrics,
                                             openAPIDocument: OperationalRoutes.loadOpenAPIDocument(configuredPath: configuration.openAPIPath),
@@ -130,6 +128,21 @@ public final class Service: @unchecked Sendable {
         let shownHost = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
         logger.info("listening", ["url": "http://\(shownHost):\(server.port)", "database": database.description,
                                   "version": ReceiptGateVersion.current])
+    }
+
+    /// Clients authenticated from memory, invalidated by LISTEN/NOTIFY; or, with the cache switched
+    /// off, read from the database every time.
+    private func startClientDirectory() -> any ClientDirectory {
+        let directory: any ClientDirectory
+        if configuration.clientCacheSeconds > 0 {
+            let cache = ClientCache(repository: repositories.clients, lifetime: .seconds(configuration.clientCacheSeconds), logger: logger)
+            cache.start(connectionString: database.pool.connectionString)
+            clientCache = cache
+            directory = cache
+        } else {
+            directory = DatabaseClientDirectory(repository: repositories.clients)
+        }
+        return wrapClientDirectory?(directory) ?? directory
     }
 
     /// Stops accepting requests, finishes those in flight, then closes the database. Only the

@@ -8,8 +8,8 @@ extension VerifyPipeline {
     /// Records a purchase the caller adds no effects to. When nothing else must commit with it
     /// (no webhook, delivery, subscription state or store acknowledgement), it goes through the
     /// group-commit batcher: one statement, shared commits. Everything else takes `record`.
-    func recordPlain(_ proven: ProvenPurchase, client: Client, version: Int64?) async throws -> VerificationOutcome {
-        guard let batcher, let version, isPlain(proven, client: client) else {
+    func recordWithoutEffects(_ proven: ProvenPurchase, client: Client, version: Int64) async throws -> VerificationOutcome {
+        guard let batcher, writesOnlyItsOwnRows(proven, client: client) else {
             return try await record(proven, client: client, version: version) { _, _ in }.0
         }
         switch try await batcher.record(proven, client: client, version: version) {
@@ -38,7 +38,7 @@ extension VerifyPipeline {
     }
 
     /// Nothing but the transaction and attempt rows to write.
-    private func isPlain(_ proven: ProvenPurchase, client: Client) -> Bool {
+    private func writesOnlyItsOwnRows(_ proven: ProvenPurchase, client: Client) -> Bool {
         guard client.webhookURL == nil, client.deliveryURL == nil, proven.purchase.kind != .autoRenewableSubscription else { return false }
         // Refunded, revoked or expired evidence may have to bring an active row to the store's word:
         // the full path does that (rare, and never the hot path).
@@ -51,9 +51,8 @@ extension VerifyPipeline {
     /// secret rotated since the request was authenticated (the request's signature is then no
     /// longer good); otherwise the request goes on with the new settings.
     func reloadChanged(_ client: Client) async throws -> AuthenticatedClient {
-        clientCache?.invalidate(client.clientID)
-        let reloaded = if let clientCache { try await clientCache.entry(for: client.clientID) } else { try await clients.authenticationEntry(for: client.clientID) }
-        guard let current = reloaded else {
+        directory.invalidate(client.clientID)
+        guard let current = try await directory.entry(for: client.clientID) else {
             throw StoreVerificationError(code: .unauthorized, reason: "CLIENT_DISABLED", message: "client is disabled")
         }
         guard current.client.secretRotatedAt == client.secretRotatedAt else {

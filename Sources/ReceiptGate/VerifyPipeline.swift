@@ -10,15 +10,18 @@ public struct VerifyPipeline: Sendable {
     let stores: [StoreID: StoreRegistration]
     let transactions: TransactionRepository
     let clients: ClientRepository
+    /// Where a client whose version check failed is read again.
+    let directory: any ClientDirectory
     let logger: Logger
-    /// Group commit for verifications without effects, and the client cache it checks against (issue 13).
+    /// Group commit for verifications without effects.
     var batcher: RecordBatcher?
-    var clientCache: ClientCache?
 
-    init(stores: [StoreRegistration], transactions: TransactionRepository, clients: ClientRepository, logger: Logger) {
+    init(stores: [StoreRegistration], transactions: TransactionRepository, clients: ClientRepository, directory: any ClientDirectory,
+         logger: Logger) {
         self.stores = Dictionary(stores.map { ($0.store, $0) }, uniquingKeysWith: { first, _ in first })
         self.transactions = transactions
         self.clients = clients
+        self.directory = directory
         self.logger = logger
     }
 
@@ -81,9 +84,9 @@ public struct VerifyPipeline: Sendable {
         return try await clients.sealedSettings(of: client.clientID, prefix: "\(store.rawValue).")
     }
 
-    /// Records once with the caller's effects; logs the outcome line.
-    /// `version` is the client's row version when it came from the cache (checked in the transaction).
-    func record<T: Sendable>(_ proven: ProvenPurchase, client: Client, version: Int64? = nil,
+    /// Records once with the caller's effects; logs the outcome line. `version` is the client's
+    /// row version when it was read, checked in the transaction (the read may be from memory).
+    func record<T: Sendable>(_ proven: ProvenPurchase, client: Client, version: Int64,
                              effects: @escaping @Sendable (VerificationOutcome, any RecordScope) throws -> T) async throws -> (VerificationOutcome, T) {
         do {
             var (client, version) = (client, version)

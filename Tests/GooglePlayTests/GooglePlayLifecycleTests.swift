@@ -48,7 +48,8 @@ import TestSupport
         let poller = VoidedPurchasePoller(provider: provider, interval: .seconds(1))
         let cursors = MemoryCursors()
         let found = LockedBox<[StoreNotification]>([])
-        let owner = AppOwner(client: ClientInfo(clientID: "rgc_test", gameID: 1, packageNames: ["com.example.game"]), credentials: [:])
+        let owner = ClientWithStoreCredentials(client: ClientInfo(clientID: "rgc_test", gameID: 1, packageNames: ["com.example.game"]),
+                                               credentials: [:])
         try await poller.poll(owners: [owner], cursors: cursors) { batch in found.update { $0 += batch } }
         let refunds = found.get()
         #expect(refunds.map(\.notificationID) == ["voided:GPA.0001-0000-0000-00001", "voided:GPA.0002-0000-0000-00002"])

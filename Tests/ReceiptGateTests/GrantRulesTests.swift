@@ -1,7 +1,7 @@
 import AlogameGateway
 import Foundation
 import ReceiptCore
-import ReceiptGate
+@testable import ReceiptGate
 import Testing
 import AppStoreTestSupport
 import TestSupport
@@ -62,6 +62,13 @@ import TestSupport
         var reject = ClientSettings()
         reject.settings[Client.accountMismatchSetting] = ["reject"]
         _ = try await harness.service.clients.update(harness.client.clientID, reject)
+        // The change reaches the serving process by notification (or the cache's lifetime): wait
+        // until it is in effect there, as a second process would.
+        let deadline = ContinuousClock.now + .seconds(15)
+        while try await harness.service.clientCache?.entry(for: harness.client.clientID)?.client.info.setting(Client.accountMismatchSetting) != "reject" {
+            guard ContinuousClock.now < deadline else { Issue.record("the new setting never reached the cache"); break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
         let other = try harness.pki.sign(AppleTestPKI.transaction(["transactionId": "2000000000088001", "appAccountToken": UUID().uuidString]))
         let refused = try await harness.client.post("/v1/verify", json: ["store": "app_store", "receipt": other, "app_account_token": UUID().uuidString])
         #expect(refused.status == 422)

@@ -35,7 +35,7 @@ import Testing
     @Test func authenticationJudgesByItsClock() async {
         let clients = ClientRepository(pool: PostgresPool(.init(connectionString: "host=/nonexistent", size: 1)),
                                        secrets: SecretBox(masterKey: Data(repeating: 1, count: 32)))
-        let ahead = ClientAuthentication(clients: clients, now: { Date().addingTimeInterval(600) })
+        let ahead = ClientAuthentication(directory: DatabaseClientDirectory(repository: clients), now: { Date().addingTimeInterval(600) })
         let fields = Self.headers(stampedAt: Int(Date().timeIntervalSince1970))
         let refusal = await #expect(throws: AuthenticationRefused.self) { try await ahead.authenticate(header: { fields[$0] }, body: Data()) }
         #expect(refusal?.message == Self.outside)

@@ -5,16 +5,17 @@ public import ReceiptCore
 extension ClientRepository {
     /// The client that registered `app` (the oldest enabled one), with its secret settings for
     /// `store`: what a store provider needs to call the store about that app outside a request.
-    public func owner(ofApp app: String, store: StoreID) async throws -> AppOwner? {
+    public func owner(ofApp app: String, store: StoreID) async throws -> ClientWithStoreCredentials? {
         guard let client = try await find(appIdentifier: app) else { return nil }
-        return AppOwner(client: client.info, credentials: try await credentials(of: client, store: store))
+        return ClientWithStoreCredentials(client: client.info, credentials: try await credentials(of: client, store: store))
     }
 
     /// Every enabled client for which `registered` finds an app of the store, with its secrets.
-    func owners(store: StoreID, registered: (Client) -> Set<String>) async throws -> [AppOwner] {
-        var owners: [AppOwner] = []
+    func owners(store: StoreID, registered: (Client) -> Set<String>) async throws -> [ClientWithStoreCredentials] {
+        var owners: [ClientWithStoreCredentials] = []
         for client in try await list() where !client.disabled && !registered(client).isEmpty {
-            owners.append(AppOwner(client: client.info, credentials: try await credentials(of: client, store: store)))
+            let credentials = try await credentials(of: client, store: store)
+            owners.append(ClientWithStoreCredentials(client: client.info, credentials: credentials))
         }
         return owners
     }

@@ -4,7 +4,8 @@ public import Postgres
 public import ReceiptCore
 
 /// Clients in Postgres. Secrets are stored only as AES-256-GCM boxes and returned only by
-/// `create` and `rotateSecret` (to show once) and `secret(for:)` (to check a signature).
+/// `create` and `rotateSecret` (to show once), `secret(for:)` (to sign what is sent to the client)
+/// and `authenticationEntry(for:)` (to check a signature, through the `ClientDirectory`).
 public struct ClientRepository: Sendable {
     let pool: PostgresPool
     let secrets: SecretBox

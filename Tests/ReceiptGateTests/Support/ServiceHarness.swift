@@ -55,7 +55,9 @@ struct VerifyHarness {
                       outbox: OutboxWorker.Configuration? = nil, adminToken: String? = nil, webhookURL: String? = nil,
                       deliveryURL: String? = nil, dialects: [any DialectProvider] = [], otherStores: [StoreRegistration] = [],
                       pki given: AppleTestPKI? = nil, rateLimits: [String: ServiceConfiguration.RateLimitOverride] = [:],
-                      appStore: (AppleTestPKI) -> AppStoreConfiguration? = { _ in nil }) async throws -> VerifyHarness {
+                      appStore: (AppleTestPKI) -> AppStoreConfiguration? = { _ in nil },
+                      configure: (inout ServiceConfiguration) -> Void = { _ in },
+                      beforeStart: (Service) -> Void = { _ in }) async throws -> VerifyHarness {
         let pki = try given ?? AppleTestPKI()
         var configuration = ServiceConfiguration()
         configuration.port = 0
@@ -65,6 +67,7 @@ struct VerifyHarness {
         configuration.adminToken = adminToken
         configuration.outboundAllowPrivate = true  // the tests' receivers listen on loopback
         configuration.rateLimits = rateLimits
+        configure(&configuration)
         let log = ServerLogCapture()
         let logger = log.logger
         let database = try Database.open(configuration, logger: logger)
@@ -72,6 +75,7 @@ struct VerifyHarness {
         let service = try Service(configuration: configuration, logger: logger, database: database, stores: [provider.registration] + otherStores,
                                   dialects: dialects)
         if let outbox { service.outboxConfiguration = outbox }
+        beforeStart(service)
         try await service.start()
         var clientSettings = settings(environments: environments, gameID: gameID)
         clientSettings.webhookURL = webhookURL

@@ -1,8 +1,8 @@
 import Foundation
 import Postgres
 
-/// What a process keeps of an enabled client to authenticate it without the database: the row,
-/// its opened secret and the version it had (see migration 12).
+/// An enabled client as one read found it, with what authenticating a request needs: the row,
+/// its opened secret and the version it had (see migration 12). What `ClientDirectory` answers.
 struct AuthenticatedClient: Sendable {
     let client: Client
     let secret: String

@@ -2,31 +2,28 @@ import Crypto
 public import Foundation
 public import ReceiptCore
 
-/// The core as plugins and the native API see it (`DialectCore`): verification through the one
+/// The `DialectCore` the service gives plugins and the native API: verification through the one
 /// pipeline, ledger reads under the tenancy rule, and the state stores, all backed by Storage.
-struct Core: DialectCore {
+struct ServiceDialectCore: DialectCore {
     let pipeline: VerifyPipeline
     let clients: ClientRepository
+    let directory: any ClientDirectory
     let transactions: TransactionRepository
     let rateLimiter: RateLimiter
     let tokens: any TokenStore
     let accounts: any AccountStore
     let replayGuard: any ReplayGuard
     let signer: any TokenSigner
-    /// Authenticated clients in memory (issue 13); nil reads the database every time.
-    var cache: ClientCache?
 
     func hasStore(_ store: StoreID) -> Bool { pipeline.stores[store] != nil }
 
-    /// The client as it is now: a client disabled since the request was authenticated is refused.
-    /// From the cache when it is trusted, with the version a write then checks in its transaction.
-    private func current(_ info: ClientInfo) async throws -> (client: Client, version: Int64?) {
-        if let cache {
-            guard let entry = try await cache.entry(for: info.clientID) else { throw Self.disabled }
-            return (entry.client, entry.version)
-        }
-        guard let client = try await clients.find(info.clientID), !client.disabled else { throw Self.disabled }
-        return (client, nil)
+    /// The client with the version a write checks in its transaction: as the route's
+    /// authentication read it when the info carries that read, else looked up. A client disabled
+    /// or rotated since that read is refused by the write's version check.
+    private func current(_ info: ClientInfo) async throws -> ClientAtVersion {
+        if let carried = info.carriedClient { return carried }
+        guard let entry = try await directory.entry(for: info.clientID) else { throw Self.disabled }
+        return entry.atVersion
     }
 
     private static let disabled = StoreVerificationError(code: .unauthorized, reason: "CLIENT_DISABLED", message: "client is disabled")
@@ -37,13 +34,13 @@ struct Core: DialectCore {
 
     func record<T: Sendable>(_ proven: ProvenPurchase, client info: ClientInfo,
                              effects: @escaping @Sendable (VerificationOutcome, any RecordScope) throws -> T) async throws -> (VerificationOutcome, T) {
-        let (client, version) = try await current(info)
-        return try await pipeline.record(proven, client: client, version: version, effects: effects)
+        let current = try await current(info)
+        return try await pipeline.record(proven, client: current.client, version: current.version, effects: effects)
     }
 
     func record(_ proven: ProvenPurchase, client info: ClientInfo) async throws -> VerificationOutcome {
-        let (client, version) = try await current(info)
-        return try await pipeline.recordPlain(proven, client: client, version: version)
+        let current = try await current(info)
+        return try await pipeline.recordWithoutEffects(proven, client: current.client, version: current.version)
     }
 
     func lookUpOrder(_ orderID: String, client info: ClientInfo) async throws -> (order: StoreOrder, ledger: [String: LedgerPresence]) {
@@ -69,8 +66,7 @@ struct Core: DialectCore {
         guard id.utf8.count <= 64, secret.utf8.count <= 256 else { return nil }
         // With the version the secret belonged to, so that what is issued on the strength of it
         // can be refused if the client is rotated or disabled in between (TokenRequest.clientVersion).
-        let found = if let cache { try await cache.entry(for: id) } else { try await clients.authenticationEntry(for: id) }
-        guard let found, ConstantTime.equals(Data(secret.utf8), Data(found.secret.utf8)) else { return nil }
+        guard let found = try await directory.entry(for: id), ConstantTime.equals(Data(secret.utf8), Data(found.secret.utf8)) else { return nil }
         var info = found.client.info
         info.version = found.version
         return info
@@ -84,9 +80,7 @@ struct Core: DialectCore {
 
     func client(id: String) async throws -> ClientInfo? {
         guard id.utf8.count <= 64 else { return nil }
-        if let cache { return try await cache.entry(for: id)?.client.info }
-        guard let client = try await clients.find(id), !client.disabled else { return nil }
-        return client.info
+        return try await directory.entry(for: id)?.client.info
     }
 
     func checkRateLimit(_ policy: RateLimitPolicy, key: String) async throws {
