@@ -10,9 +10,10 @@ import Testing
     static let now = Date(timeIntervalSince1970: 1_764_547_200)
     static let outside = "X-Timestamp is more than 300 seconds from the server's clock"
 
-    /// Well-formed signature headers stamped `stamp` (the signature itself is never reached).
+    /// Well-formed signature headers stamped `stamp` (the signature itself is never reached), by
+    /// lower-cased name as the server hands them to authentication.
     static func headers(stampedAt stamp: Int) -> [String: String] {
-        ["X-Client-ID": "rgc_test", "X-Timestamp": String(stamp), "X-Signature": String(repeating: "ab", count: 32)]
+        ["x-client-id": "rgc_test", "x-timestamp": String(stamp), "x-signature": String(repeating: "ab", count: 32)]
     }
 
     static func problem(stampedAt stamp: Int) -> String? {
