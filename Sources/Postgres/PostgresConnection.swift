@@ -5,7 +5,7 @@ import Foundation
 /// inside `PostgresPool.withConnection` / `withTransaction`; it is deliberately not Sendable.
 public final class PostgresConnection {
     private var handle: OpaquePointer?
-    /// Statements this session has prepared, by name, with the text each was prepared from.
+    /// Statements this connection has prepared, by name, with the text each was prepared from.
     private var prepared: [String: String] = [:]
 
     /// Connects with a libpq connection string (URI or key=value). The session is pinned to UTC

@@ -39,7 +39,7 @@ public struct ServiceConfiguration: Sendable {
     public var trustedProxies: [TrustedProxy] = []
     /// Per-policy overrides of the routes' rate limits (`RECEIPTGATE_RATE_LIMITS`).
     public var rateLimits: [String: RateLimitOverride] = [:]
-    /// Accounts and OpenID tokens (issue 12): see ServiceConfiguration+Accounts.swift.
+    /// Accounts and OpenID tokens: see ServiceConfiguration+Accounts.swift.
     public var publicURL: String?
     public var accessTokenLifetimeSeconds = 900
     public var smtp: SMTPSettings?

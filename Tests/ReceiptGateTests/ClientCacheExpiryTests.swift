@@ -48,6 +48,16 @@ import TestSupport
         return try #require(rotated["client_secret"] as? String)
     }
 
+    /// Rotates the secret with the CLI and expects the old one refused within `bound`; the client
+    /// with the new secret.
+    static func rotateAndExpectTheOldSecretRefused(_ fixture: Across.Fixture, old: SignedClient, within bound: Duration) async throws -> SignedClient {
+        let rotating = ContinuousClock.now
+        let fresh = SignedClient(port: old.port, clientID: fixture.clientID, secret: try await rotate(fixture))
+        let refused = try await status(of: old, becomes: 401, by: rotating + bound)
+        #expect(refused == 401, "the old secret still read \(ContinuousClock.now - rotating) after the rotation")
+        return fresh
+    }
+
     /// The listener's backend frozen, then the secret rotated and the client disabled with the CLI:
     /// each is refused within the default lifetime.
     @Test func aFrozenListenerKeepsNeitherAnOldSecretNorADisabledClientPastTheLifetime() async throws {
@@ -57,10 +67,7 @@ import TestSupport
         #expect(kill(frozen, SIGSTOP) == 0)
         defer { kill(frozen, SIGCONT) }
 
-        let rotating = ContinuousClock.now
-        let fresh = SignedClient(port: old.port, clientID: fixture.clientID, secret: try await Self.rotate(fixture))
-        let refused = try await Self.status(of: old, becomes: 401, by: rotating + .seconds(5) + Self.margin)
-        #expect(refused == 401, "the old secret still read \(ContinuousClock.now - rotating) after the rotation")
+        let fresh = try await Self.rotateAndExpectTheOldSecretRefused(fixture, old: old, within: .seconds(5) + Self.margin)
         #expect(try await fresh.get(Self.path).status == 200)
 
         let disabling = ContinuousClock.now
@@ -91,10 +98,7 @@ import TestSupport
         #expect(kill(frozen, SIGSTOP) == 0)
         defer { kill(frozen, SIGCONT) }
 
-        let rotating = ContinuousClock.now
-        let fresh = SignedClient(port: old.port, clientID: fixture.clientID, secret: try await Self.rotate(fixture))
-        let refused = try await Self.status(of: old, becomes: 401, by: rotating + .seconds(20))
-        #expect(refused == 401, "the old secret still read \(ContinuousClock.now - rotating) after the rotation")
+        let fresh = try await Self.rotateAndExpectTheOldSecretRefused(fixture, old: old, within: .seconds(20))
         let replacing = ContinuousClock.now
         while try await !Self.listenerBackends(fixture.pool).contains(where: { $0 != frozen }) && ContinuousClock.now < replacing + .seconds(20) {
             try await Task.sleep(for: .milliseconds(50))
