@@ -106,6 +106,6 @@ final class ClientCache: ClientDirectory, @unchecked Sendable {
         }
     }
 
-    /// Whether lookups are currently served from memory (tests).
+    /// Whether lookups are currently served from memory (`receiptgate_client_cache_listening`).
     var isLive: Bool { lock.withLock { live } }
 }

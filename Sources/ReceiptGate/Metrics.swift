@@ -34,7 +34,8 @@ public final class Metrics: @unchecked Sendable {
         latency[key] = histogram
     }
 
-    func render(pool: PostgresPool.Statistics?, inFlight: Int?, groupCommit: RecordBatcher.Counts? = nil) -> String {
+    func render(pool: PostgresPool.Statistics?, inFlight: Int?, groupCommit: RecordBatcher.Counts? = nil,
+                clientCacheListening: Bool? = nil) -> String {
         lock.lock()
         let requests = self.requests, latency = self.latency
         lock.unlock()
@@ -73,6 +74,11 @@ public final class Metrics: @unchecked Sendable {
             out += "# TYPE receiptgate_group_commit_verifications_total counter\n"
             out += "receiptgate_group_commit_verifications_total{result=\"settled\"} \(groupCommit.settled)\n"
             out += "receiptgate_group_commit_verifications_total{result=\"stale\"} \(groupCommit.stale)\n"
+        }
+        if let clientCacheListening {
+            out += "# HELP receiptgate_client_cache_listening 1 while the client cache hears every client change (LISTEN connected); 0 while clients are read from the database.\n"
+            out += "# TYPE receiptgate_client_cache_listening gauge\n"
+            out += "receiptgate_client_cache_listening \(clientCacheListening ? 1 : 0)\n"
         }
         out += "# HELP receiptgate_uptime_seconds Seconds since the process started serving.\n"
         out += "# TYPE receiptgate_uptime_seconds gauge\n"

@@ -8,13 +8,16 @@ public struct OperationalRoutes: Sendable {
     let openAPIDocument: Data?
     let inFlight: @Sendable () -> Int
     let groupCommit: RecordBatcher?
+    let clientCacheListening: @Sendable () -> Bool?
 
-    init(database: Database, metrics: Metrics, openAPIDocument: Data?, inFlight: @escaping @Sendable () -> Int, groupCommit: RecordBatcher? = nil) {
+    init(database: Database, metrics: Metrics, openAPIDocument: Data?, inFlight: @escaping @Sendable () -> Int, groupCommit: RecordBatcher? = nil,
+         clientCacheListening: @escaping @Sendable () -> Bool? = { nil }) {
         self.database = database
         self.metrics = metrics
         self.openAPIDocument = openAPIDocument
         self.inFlight = inFlight
         self.groupCommit = groupCommit
+        self.clientCacheListening = clientCacheListening
     }
 
     /// `/healthz`, `/readyz`, `/openapi.yaml`, and `/metrics` unless it is served on the admin listener.
@@ -39,8 +42,9 @@ public struct OperationalRoutes: Sendable {
     }
 
     public func registerMetrics(on router: inout Router) {
-        router.get("/metrics") { [metrics, database, inFlight, groupCommit] _ in
-            .text(metrics.render(pool: database.poolStatistics, inFlight: inFlight(), groupCommit: groupCommit?.served),
+        router.get("/metrics") { [metrics, database, inFlight, groupCommit, clientCacheListening] _ in
+            .text(metrics.render(pool: database.poolStatistics, inFlight: inFlight(), groupCommit: groupCommit?.served,
+                                 clientCacheListening: clientCacheListening()),
                   contentType: "text/plain; version=0.0.4; charset=utf-8")
         }
     }

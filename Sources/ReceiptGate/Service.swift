@@ -83,7 +83,8 @@ public final class Service: @unchecked Sendable {
         let serverBox = ServerBox()
         let operational = OperationalRoutes(database: database, metrics: metrics,
                                             openAPIDocument: OperationalRoutes.loadOpenAPIDocument(configuredPath: configuration.openAPIPath),
-                                            inFlight: { serverBox.server?.inFlightRequests ?? 0 }, groupCommit: pipeline.batcher)
+                                            inFlight: { serverBox.server?.inFlightRequests ?? 0 }, groupCommit: pipeline.batcher,
+                                            clientCacheListening: { [clientCache] in clientCache?.isLive })
         let (router, adminRouter) = routers(core: core, mounter: mounter, operational: operational)
         let responder = router.build(handlerTimeout: .seconds(configuration.requestTimeoutSeconds))
         routeTable = responder.routeTable

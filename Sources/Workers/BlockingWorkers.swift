@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 
 /// Threads of our own for work that blocks or computes for long: libpq and libcurl calls, writes
 /// to stderr, scrypt, fixed-base tables, timer and listener loops. Swift's cooperative pool has
@@ -39,13 +40,22 @@ public final class BlockingWorkers<Local>: @unchecked Sendable {
         for index in 0..<threadCount {
             let threadName = String(decoding: (threadCount == 1 ? name : "\(name)-\(index)").utf8.prefix(15), as: UTF8.self)
             // The thread holds the workers until it ends, which `close()` decides. Named from
-            // inside: on Linux, Foundation does not pass a name set before `start()` to the kernel.
+            // inside, in the kernel (what `top -H` and `perf` show): a new thread starts with its
+            // creator's name, and Foundation's `Thread.name` does not reliably reach the kernel.
             let thread = Thread { [self] in
-                Thread.current.name = threadName
+                Self.nameCurrentThread(threadName)
                 work(local: local)
             }
             thread.start()
         }
+    }
+
+    /// `pthread_setname_np` is not visible to Swift here; this is the file it writes.
+    private static func nameCurrentThread(_ name: String) {
+        let file = Glibc.open("/proc/thread-self/comm", O_WRONLY)
+        guard file >= 0 else { return }
+        _ = name.utf8CString.withUnsafeBufferPointer { Glibc.write(file, $0.baseAddress, $0.count - 1) }
+        _ = Glibc.close(file)
     }
 
     /// Jobs running now.

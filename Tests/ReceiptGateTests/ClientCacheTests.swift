@@ -37,7 +37,21 @@ import TestSupport
         variables["RECEIPTGATE_LOG_LEVEL"] = "info"
         let server = try ChildProcess.launch(Binary.path, ["serve"], environment: Binary.environment(variables))
         let line = try await server.waitForStderrLine(containing: "\"listening\"")
-        return (server, try #require(Int((try Binary.json(line)["url"] as? String)?.split(separator: ":").last ?? "")))
+        let port = try #require(Int((try Binary.json(line)["url"] as? String)?.split(separator: ":").last ?? ""))
+        try await waitUntilTheCacheListens(port: port)
+        return (server, port)
+    }
+
+    /// The HTTP listener can be up before the cache's LISTEN connection is; until then nothing is
+    /// cached, and a test of what the cache does would pass without covering it.
+    static func waitUntilTheCacheListens(port: Int) async throws {
+        let deadline = ContinuousClock.now + .seconds(20)
+        while ContinuousClock.now < deadline {
+            let metrics = try await RawHTTP.request(port: port, path: "/metrics").text
+            if metrics.split(separator: "\n").contains("receiptgate_client_cache_listening 1") { return }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        Issue.record("the client cache on port \(port) never started listening")
     }
 
     static func receipt(_ pki: AppleTestPKI, _ id: Int) throws -> [String: Any] {
