@@ -61,10 +61,13 @@ let package = Package(
         .target(name: "AccountLink", dependencies: ["ReceiptCore", "Crypto"], path: "Providers/AccountLink",
                 swiftSettings: swiftSettings),
 
+        // The plugin registry: every store and dialect this binary serves, in one list.
+        .target(name: "Plugins", dependencies: ["ReceiptCore", "AppStore", "GooglePlay", "AlogameGateway", "HiveAxyl", "AccountLink"],
+                swiftSettings: swiftSettings),
+
         .executableTarget(
             name: "receiptgate",
-            dependencies: ["ReceiptGate", "ReceiptCore", "Crypto", "Postgres", "HTTPServer", "AppStore", "AlogameGateway",
-                           "HiveAxyl", "GooglePlay", "AccountLink"],
+            dependencies: ["ReceiptGate", "ReceiptCore", "Crypto", "Postgres", "HTTPServer", "Plugins", "AppStore"],
             swiftSettings: swiftSettings,
             linkerSettings: allocator
         ),
@@ -80,7 +83,7 @@ let package = Package(
                 path: "Tests/AppStoreTestSupport", swiftSettings: swiftSettings),
         .target(name: "GooglePlayTestSupport", dependencies: ["GooglePlay", "Crypto", "HTTPServer", "HTTPClient", "TestSupport"],
                 path: "Tests/GooglePlayTestSupport", swiftSettings: swiftSettings),
-        .target(name: "PluginTestSupport", dependencies: ["ReceiptCore", "Crypto"], path: "Tests/PluginTestSupport",
+        .target(name: "PluginTestSupport", dependencies: ["ReceiptCore", "Crypto", "AppStore", "GooglePlay"], path: "Tests/PluginTestSupport",
                 swiftSettings: swiftSettings),
         .testTarget(name: "WorkersTests", dependencies: ["Workers"], swiftSettings: swiftSettings),
         .testTarget(name: "ReceiptCoreTests", dependencies: ["ReceiptCore", "TestSupport"], swiftSettings: swiftSettings),
@@ -95,17 +98,17 @@ let package = Package(
         .testTarget(
             name: "ReceiptGateTests",
             dependencies: ["ReceiptGate", "ReceiptCore", "Crypto", "Postgres", "HTTPServer", "TestSupport", "AppStoreTestSupport",
-                           "PluginTestSupport", "AppStore", "AlogameGateway",
+                           "PluginTestSupport", "AppStore", "AlogameGateway", "Plugins",
                            "HiveAxyl", "GooglePlay", "GooglePlayTestSupport", "AccountLink"],
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "GooglePlayTests", dependencies: ["GooglePlay", "GooglePlayTestSupport", "ReceiptCore", "Crypto", "HTTPClient",
                                                             "TestSupport"],
                     swiftSettings: swiftSettings),
-        .testTarget(name: "AlogameGatewayTests", dependencies: ["AlogameGateway", "ReceiptCore", "PluginTestSupport"],
+        .testTarget(name: "AlogameGatewayTests", dependencies: ["AlogameGateway", "ReceiptCore", "PluginTestSupport", "AppStore", "GooglePlay"],
                     swiftSettings: swiftSettings),
-        .testTarget(name: "HiveAxylTests", dependencies: ["HiveAxyl", "ReceiptCore", "PluginTestSupport"], swiftSettings: swiftSettings),
-        .testTarget(name: "AccountLinkTests", dependencies: ["AccountLink", "ReceiptCore", "Crypto", "PluginTestSupport"],
+        .testTarget(name: "HiveAxylTests", dependencies: ["HiveAxyl", "ReceiptCore", "PluginTestSupport", "AppStore", "GooglePlay"], swiftSettings: swiftSettings),
+        .testTarget(name: "AccountLinkTests", dependencies: ["AccountLink", "ReceiptCore", "Crypto", "PluginTestSupport", "AppStore", "GooglePlay"],
                     swiftSettings: swiftSettings),
     ]
 )

@@ -68,8 +68,10 @@ struct IAPHandler: Sendable {
     private func answer(_ request: RouteRequest, context: RouteContext) async throws -> RouteResponse {
         let headers = try IAPRequest.headers(request.headers).get()
         let iap = try IAPRequest.parse(headers: headers, body: request.body).get()
-        guard core.hasStore(iap.store) else { throw Problem(.invalidField, "\(iap.store.rawValue) purchases are not configured on this service") }
-        guard let client = try await core.client(forAppIdentifier: iap.appIdentifier, store: iap.store) else {
+        guard let store = core.store(forPlatform: iap.platform)?.store else {
+            throw Problem(.invalidField, "\(iap.platform) purchases are not configured on this service")
+        }
+        guard let client = try await core.client(forAppIdentifier: iap.appIdentifier, store: store) else {
             throw Problem(.notFound, "no client registered \(iap.appIdentifier)")
         }
         let bearer = try await caller(request.headers["authorization"], client: client)
@@ -87,7 +89,7 @@ struct IAPHandler: Sendable {
                                          "app.version": headers.appVersion, "sdk.version": headers.sdkVersion])
         if headers.forwardedForIgnored { context.logger.info("iap x-forwarded-for ignored: not a list of IP addresses", ["client.id": client.clientID]) }
 
-        var verification = VerificationRequest(store: iap.store, evidence: iap.evidence, requestID: context.requestID)
+        var verification = VerificationRequest(store: store, evidence: iap.evidence, requestID: context.requestID)
         verification.appIdentifier = iap.appIdentifier
         verification.evidenceKind = iap.evidenceKind
         verification.transactionID = iap.namedTransactionID

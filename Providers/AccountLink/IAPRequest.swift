@@ -16,7 +16,8 @@ struct IAPRequest: Sendable {
     }
 
     let headers: Headers
-    let store: StoreID
+    /// The body's store object (`apple`, `google`), a platform the served stores declare.
+    let platform: String
     /// The bundle id or package name: it names the tenant.
     let appIdentifier: String
     let evidence: String
@@ -111,7 +112,7 @@ struct IAPRequest: Sendable {
         case .success(let decoded): body = decoded
         case .failure(let problem): return .failure(Problem(problem.code, problem.message))
         }
-        let store: StoreID, appIdentifier: String, evidence: String
+        let platform: String, appIdentifier: String, evidence: String
         var evidenceKind = EvidenceKind.detected
         var namedTransactionID: String?
         switch (body.apple, body.google) {
@@ -119,7 +120,7 @@ struct IAPRequest: Sendable {
             return .failure(Problem(.missingFields, "exactly one of 'apple' or 'google' is required"))
         case (let apple?, nil):
             guard !apple.bundle_id.isEmpty else { return .failure(Problem(.invalidField, "field 'apple.bundle_id' must not be empty")) }
-            store = .appStore
+            platform = "apple"
             appIdentifier = apple.bundle_id
             if let given = nonEmpty(apple.transaction_id) {
                 guard given.utf8.count <= 20, given.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) else {
@@ -142,7 +143,7 @@ struct IAPRequest: Sendable {
             guard !google.package_id.isEmpty, !google.purchase_token.isEmpty else {
                 return .failure(Problem(.invalidField, "fields 'google.package_id' and 'google.purchase_token' must not be empty"))
             }
-            store = .googlePlay
+            platform = "google"
             appIdentifier = google.package_id
             evidence = google.purchase_token
         }
@@ -171,7 +172,7 @@ struct IAPRequest: Sendable {
             }
             attribution = encoded
         }
-        return .success(IAPRequest(headers: headers, store: store, appIdentifier: appIdentifier, evidence: evidence, evidenceKind: evidenceKind,
+        return .success(IAPRequest(headers: headers, platform: platform, appIdentifier: appIdentifier, evidence: evidence, evidenceKind: evidenceKind,
                                    namedTransactionID: namedTransactionID, email: email,
                                    attribution: attribution))
     }

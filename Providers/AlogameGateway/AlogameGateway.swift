@@ -40,7 +40,11 @@ public struct AlogameGateway: DialectProvider {
             return failure(400, "MISSING_FIELDS", "order_id must be the Apple order id (letters and digits)")
         }
         do {
-            let result = try await core.lookUpOrder(body.order_id, client: client)
+            // Order ids are the App Store's (the seed's lookup is for iOS purchases).
+            guard let store = core.store(forPlatform: "ios")?.store else {
+                return failure(502, "VERIFIER_ERROR", "no store provider can look up orders")
+            }
+            let result = try await core.lookUpOrder(body.order_id, store: store, client: client)
             return .json(LookupResponse(orderID: body.order_id, gameID: client.gameID, order: result.order, ledger: result.ledger))
         } catch let error as StoreVerificationError {
             let (status, code) = errorTable(error.code)
@@ -134,8 +138,11 @@ public struct AlogameGateway: DialectProvider {
         case .failure(let refusal): return failure(400, refusal.code, refusal.message)
         }
         // os_id 1 is Android: the receipt is Google Play evidence (token, purchase JSON or Unity receipt).
-        if body.osID == 1, !core.hasStore(.googlePlay) { return failure(400, "INVALID_OS_ID", "os_id 1 (Android) is not served: no Google Play provider") }
-        var verification = VerificationRequest(store: body.osID == 1 ? .googlePlay : .appStore, evidence: body.receipt, requestID: context.requestID)
+        let platform = body.osID == 1 ? "android" : "ios"
+        guard let store = core.store(forPlatform: platform)?.store else {
+            return failure(400, "INVALID_OS_ID", "os_id \(body.osID) (\(platform)) is not served: no store for that platform")
+        }
+        var verification = VerificationRequest(store: store, evidence: body.receipt, requestID: context.requestID)
         verification.productID = body.productID
         verification.playerID = body.playerID
         verification.characterID = body.characterID
@@ -149,7 +156,7 @@ public struct AlogameGateway: DialectProvider {
             if outcome.duplicate {
                 return failure(409, "DUPLICATE_TRANSACTION", "transaction \(outcome.transaction.transactionID) was already verified")
             }
-            return .json(Success(transaction: outcome.transaction))
+            return .json(Success(transaction: outcome.transaction, platform: platform))
         } catch let error as StoreVerificationError {
             let (status, code) = errorTable(error.code)
             return failure(status, code, "\(error.reason): \(error.message)")
@@ -237,6 +244,8 @@ public struct AlogameGateway: DialectProvider {
     /// storefront, price, currency and in_app_ownership_type null.
     struct Success: Encodable {
         let transaction: TransactionRecord
+        /// As the request's os_id said.
+        let platform: String
 
         enum Keys: String, CodingKey { case success, transactionID = "transaction_id", productID = "product_id", receiptInfo = "receipt_info" }
         enum InfoKeys: String, CodingKey {
@@ -250,7 +259,7 @@ public struct AlogameGateway: DialectProvider {
             try container.encode(transaction.transactionID, forKey: .transactionID)
             try container.encode(transaction.productID, forKey: .productID)
             var info = container.nestedContainer(keyedBy: InfoKeys.self, forKey: .receiptInfo)
-            try info.encode(transaction.store == .googlePlay ? "android" : "ios", forKey: .platform)
+            try info.encode(platform, forKey: .platform)
             try info.encode(transaction.environment == .production ? "Production" : "Sandbox", forKey: .environment)
             try info.encode(transaction.quantity, forKey: .quantity)
             try info.encode(transaction.purchaseDate?.epochMilliseconds, forKey: .purchaseDateMs)

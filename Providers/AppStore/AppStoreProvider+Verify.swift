@@ -2,8 +2,6 @@ public import Foundation
 public import ReceiptCore
 
 extension AppStoreProvider: StoreProvider {
-    public func appIdentifiers(bundleIDs: [String], packageNames: [String]) -> Set<String> { Set(bundleIDs) }
-
     /// A StoreKit 2 signed transaction (JWS) is verified locally; anything else is taken as a
     /// StoreKit 1 receipt: its signature is verified locally first, then its bundle id and
     /// environment checked, and only then is Apple asked to confirm it.

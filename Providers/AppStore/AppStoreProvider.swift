@@ -37,7 +37,7 @@ public struct AppStoreProvider: NotificationReceiving {
 
     /// What the App Store can do for the service: verify, receive notifications, look up orders.
     public var registration: StoreRegistration {
-        StoreRegistration(verifier: self, notifications: self, orderLookup: self)
+        StoreRegistration(Self.declaration, verifier: self, notifications: self, orderLookup: self)
     }
 
     /// From the environment (docs/configuration.md, App Store); throws `AppStoreConfiguration.Invalid`.
@@ -82,7 +82,7 @@ public struct AppStoreProvider: NotificationReceiving {
         guard let envelope = try? JSONDecoder().decode(Envelope.self, from: request.body) else {
             throw NotificationRejection(.malformed, reason: "INVALID_FIELD", message: "body must be a JSON object with a signedPayload string")
         }
-        let expectations = AppStoreExpectations(bundleIDs: registered.bundleIDs,
+        let expectations = AppStoreExpectations(bundleIDs: registered.appIdentifiers,
                                                 environments: Set(registered.environments.map(Self.appStoreEnvironment)))
         do {
             let notification = try verifier.verifyNotification(envelope.signedPayload, expecting: expectations)

@@ -36,7 +36,7 @@ extension GooglePlayProvider {
             // Play Console's "send test notification": answered 200, kept for support, no ledger change.
             return notification(id, type: "TEST_NOTIFICATION", event: StoreEvent(kind: .test), token: nil)
         }
-        guard registered.packageNames.contains(package) else {
+        guard registered.appIdentifiers.contains(package) else {
             // Genuine, but for no app of ours: kept, nothing applied (Pub/Sub must not retry it forever).
             return notification(id, type: "UNKNOWN_PACKAGE", event: StoreEvent(kind: .other), token: nil)
         }

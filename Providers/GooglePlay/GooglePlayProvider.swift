@@ -40,11 +40,9 @@ public struct GooglePlayProvider: StoreProvider, NotificationReceiving, Purchase
 
     /// Verify, notifications, acknowledgement, and the voided-purchases poll when it is on.
     public var registration: StoreRegistration {
-        StoreRegistration(verifier: self, notifications: self, acknowledgement: self,
+        StoreRegistration(Self.declaration, verifier: self, notifications: self, acknowledgement: self,
                           poller: configuration.voidedPurchasesInterval.map { VoidedPurchasePoller(provider: self, interval: $0) })
     }
-
-    public func appIdentifiers(bundleIDs: [String], packageNames: [String]) -> Set<String> { Set(packageNames) }
 
     /// The client's own key if it registered one, else the service's.
     func serviceAccountKey(_ credentials: [String: String]) throws(GooglePlayAPIError) -> ServiceAccountKey {

@@ -30,7 +30,7 @@ public struct VoidedPurchasePoller: StorePolling {
                      record: @Sendable ([StoreNotification]) async throws -> Void) async throws {
         var seen: Set<String> = []
         for owner in owners {
-            for package in owner.client.packageNames where seen.insert(package).inserted {
+            for package in owner.client.appIdentifiers(GooglePlayProvider.packageNameKind) where seen.insert(package).inserted {
                 do {
                     try await poll(package: package, owner: owner, cursors: cursors, record: record)
                 } catch let error as GooglePlayAPIError {

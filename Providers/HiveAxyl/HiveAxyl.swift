@@ -10,6 +10,8 @@ public struct HiveAxyl: DialectProvider {
     public static let tokenKind = "hiveaxyl.access"
     /// The client setting listing the app ids (`X-App-Id`) a client may call with.
     public static let appIDsSetting = "hiveaxyl.app_ids"
+    /// The seed's `providerId` values, matched to the stores' declared platforms.
+    public static let providerIDs = ["APPLE", "GOOGLE", "AMAZON"]
     public static let tokenLifetimeVariable = "RECEIPTGATE_HIVEAXYL_TOKEN_SECONDS"
     public static let defaultTokenLifetime: Duration = .seconds(3600)
 

@@ -64,21 +64,36 @@ struct HiveAxylBody {
         return value
     }
 
-    /// `providerId`: which store the receipt is from. GOOGLE needs a Google Play provider on
-    /// this server; until one is registered it is a clear 400, and it works unchanged after.
-    func store(core: any DialectCore) throws(HiveAxylResult) -> StoreID {
+    /// `providerId`: which store the receipt is from (APPLE, GOOGLE, AMAZON), as the stores
+    /// served here name their platforms. One that is not served is a clear 400.
+    func store(core: any DialectCore) throws(HiveAxylResult) -> StoreDeclaration {
         let provider = try requiredString("providerId", maxLength: 32)
-        switch provider.uppercased() {
-        case "APPLE":
-            guard core.hasStore(.appStore) else { throw .invalid("providerId APPLE is not available on this server") }
-            return .appStore
-        case "GOOGLE":
-            guard core.hasStore(.googlePlay) else {
-                throw .invalid("providerId GOOGLE is not available on this server yet (no Google Play provider is configured); use APPLE")
-            }
-            return .googlePlay
-        default:
-            throw .invalid("providerId must be APPLE or GOOGLE, got \"\(provider.prefix(32))\"")
+        guard HiveAxyl.providerIDs.contains(provider.uppercased()) else {
+            throw .invalid("providerId must be one of \(HiveAxyl.providerIDs.joined(separator: ", ")), got \"\(provider.prefix(32))\"")
         }
+        guard let store = core.store(forPlatform: provider) else {
+            throw .invalid("providerId \(provider.uppercased()) is not available on this server (no such store is configured)")
+        }
+        return store
+    }
+
+    /// The fields a store needs beside the receipt (`StoreDeclaration.evidenceFields`), sent
+    /// in this dialect's camelCase: Amazon's `amazon_user_id` is `amazonUserId`.
+    func evidenceFields(for store: StoreDeclaration) throws(HiveAxylResult) -> [String: String] {
+        var found: [String: String] = [:]
+        for field in store.evidenceFields {
+            let name = Self.camelCase(field.name)
+            if let value = try string(name, maxLength: field.maxLength, numbersAllowed: true), !value.isEmpty {
+                found[field.name] = value
+            } else if field.required {
+                throw .invalid("\(name) is required with providerId \(store.platforms.first?.uppercased() ?? store.store.rawValue)")
+            }
+        }
+        return found
+    }
+
+    static func camelCase(_ snake: String) -> String {
+        let parts = snake.split(separator: "_")
+        return (parts.first.map(String.init) ?? "") + parts.dropFirst().map { $0.prefix(1).uppercased() + $0.dropFirst() }.joined()
     }
 }

@@ -18,8 +18,9 @@ struct HiveAxylVerifier {
         await answer { client in
             let body = try Self.body(request.body, required: ["providerId", "axylReceipt", "productId", "accountUuid", "requestType"])
             let store = try body.store(core: core)
-            var verification = VerificationRequest(store: store, evidence: try body.requiredString("axylReceipt", maxLength: Self.maxReceiptLength),
+            var verification = VerificationRequest(store: store.store, evidence: try body.requiredString("axylReceipt", maxLength: Self.maxReceiptLength),
                                                    requestID: context.requestID)
+            verification.evidenceFields = try body.evidenceFields(for: store)
             verification.productID = try body.requiredString("productId", maxLength: Self.maxIDLength)
             verification.accountToken = try body.requiredString("accountUuid", maxLength: Self.maxIDLength)
             _ = try body.requestType()
@@ -49,7 +50,8 @@ struct HiveAxylVerifier {
             let body = try Self.body(request.body, required: ["providerId", "axylReceipt", "accountUuid", "country", "language", "requestType"])
             let store = try body.store(core: core)
             let receipt = try body.requiredString("axylReceipt", maxLength: Self.maxReceiptLength)
-            var verification = VerificationRequest(store: store, evidence: receipt, requestID: context.requestID)
+            var verification = VerificationRequest(store: store.store, evidence: receipt, requestID: context.requestID)
+            verification.evidenceFields = try body.evidenceFields(for: store)
             verification.accountToken = try body.requiredString("accountUuid", maxLength: Self.maxIDLength)
             let country = try body.requiredString("country", maxLength: 8)
             guard ISOCodes.isCountry(country) else { throw HiveAxylResult.invalid("country must be an ISO 3166-1 alpha-2 code (e.g. KR, US), got \"\(country)\"") }
@@ -58,7 +60,7 @@ struct HiveAxylVerifier {
             _ = try body.requestType()
             let storeTransactionID = try body.string("storeTransactionId", maxLength: Self.maxIDLength, numbersAllowed: true)
             // A bare Google Play token does not say which order it is; a StoreKit 2 JWS or a purchase JSON does.
-            if store == .googlePlay, storeTransactionID?.isEmpty ?? true, !receipt.trimmingCharacters(in: .whitespaces).hasPrefix("{") {
+            if store.platforms.contains("google"), storeTransactionID?.isEmpty ?? true, !receipt.trimmingCharacters(in: .whitespaces).hasPrefix("{") {
                 throw HiveAxylResult.invalid("storeTransactionId is required with a bare Google Play purchase token")
             }
 

@@ -37,3 +37,17 @@ extension ES256Verifier where Self == FixedKeyES256Verifier {
 extension ES256Verifier where Self == OpenSSLES256Verifier {
     public static var openSSL: OpenSSLES256Verifier { OpenSSLES256Verifier() }
 }
+
+/// The deployment's choice of ES256 verifier, read from one variable by whoever needs it.
+public enum ES256VerifierSetting {
+    public static let variable = "RECEIPTGATE_ES256_FIXED_KEY"
+
+    /// `on` or unset: the fixed-key path; `off`: OpenSSL's; nil for anything else.
+    public static func verifier(for value: String?) -> (any ES256Verifier)? {
+        switch value {
+        case nil, "on": FixedKeyES256Verifier()
+        case "off": OpenSSLES256Verifier()
+        default: nil
+        }
+    }
+}

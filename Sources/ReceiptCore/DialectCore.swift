@@ -58,8 +58,11 @@ public protocol RecordScope {
 /// The core as dialects see it: verification in two steps (prove, then record), ledger reads,
 /// and the state a dialect may keep, all without SQL or store logic of their own.
 public protocol DialectCore: Sendable {
-    /// Whether a store provider for `store` is registered.
-    func hasStore(_ store: StoreID) -> Bool
+    /// The served store a dialect's platform name means (`StoreDeclaration.platforms`,
+    /// case-insensitive), or nil when no such store is served.
+    func store(forPlatform platform: String) -> StoreDeclaration?
+    /// The declaration of a served store, or nil.
+    func declaration(of store: StoreID) -> StoreDeclaration?
     /// Proves the evidence with its store and cross-checks it against the client (network only).
     /// Throws `StoreVerificationError`; the refusal is on record and in the log.
     func prove(_ request: VerificationRequest, client: ClientInfo) async throws -> ProvenPurchase
@@ -70,7 +73,7 @@ public protocol DialectCore: Sendable {
     /// `record` with no effects of the caller's: the core may then share a commit with other
     /// verifications (group commit). Same guarantees, same answer.
     func record(_ proven: ProvenPurchase, client: ClientInfo) async throws -> VerificationOutcome
-    func lookUpOrder(_ orderID: String, client: ClientInfo) async throws -> (order: StoreOrder, ledger: [String: LedgerPresence])
+    func lookUpOrder(_ orderID: String, store: StoreID, client: ClientInfo) async throws -> (order: StoreOrder, ledger: [String: LedgerPresence])
     /// A transaction this client may see (its own or its game's), or nil.
     func transaction(store: StoreID, transactionID: String, client: ClientInfo) async throws -> TransactionRecord?
     /// A subscription this client may see, or nil.
@@ -79,7 +82,7 @@ public protocol DialectCore: Sendable {
     /// constant time; nil for an unknown, disabled or wrong one. The answer carries the client's
     /// `version`, for whatever is issued on the strength of this check (`TokenRequest.clientVersion`).
     func authenticateClient(id: String, secret: String) async throws -> ClientInfo?
-    /// The enabled client that registered this bundle id or package name (app-SDK routes).
+    /// The enabled client that registered this app, in the store's kind of identifier (app-SDK routes).
     func client(forAppIdentifier identifier: String, store: StoreID) async throws -> ClientInfo?
     /// Applies a rate limit from a handler (limits keyed by purchase). Throws `RouteRefusal`.
     func checkRateLimit(_ policy: RateLimitPolicy, key: String) async throws

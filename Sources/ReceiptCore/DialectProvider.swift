@@ -4,10 +4,10 @@ public import Foundation
 public struct ClientInfo: Sendable, Equatable {
     public let clientID: String
     public let gameID: Int64?
-    public var bundleIDs: [String]
-    public var packageNames: [String]
+    /// The apps the client registered, by identifier kind (`AppIdentifierKind.name`).
+    public var appIdentifiers: [String: [String]]
     public var environments: Set<StoreEnvironment>
-    /// Plugins' own settings, by name (`hiveaxyl.app_ids`, `google.acknowledge`...). Never secrets.
+    /// Plugins' own settings, by name (`<plugin>.<setting>`). Never secrets.
     public var settings: [String: [String]]
     /// The version the client's record had when these credentials were checked, where the core
     /// knows it (a directly presented secret): something issued on the strength of that check
@@ -16,16 +16,18 @@ public struct ClientInfo: Sendable, Equatable {
     /// The service's record of the client from the request's authentication (see the type).
     package var authenticatedRecord = AuthenticatedClientRecord()
 
-    public init(clientID: String, gameID: Int64?, bundleIDs: [String] = [], packageNames: [String] = [],
+    public init(clientID: String, gameID: Int64?, appIdentifiers: [String: [String]] = [:],
                 environments: Set<StoreEnvironment> = [.production], settings: [String: [String]] = [:], version: Int64? = nil) {
         self.clientID = clientID
         self.gameID = gameID
-        self.bundleIDs = bundleIDs
-        self.packageNames = packageNames
+        self.appIdentifiers = appIdentifiers
         self.environments = environments
         self.settings = settings
         self.version = version
     }
+
+    /// The client's identifiers of one kind (a store's apps).
+    public func appIdentifiers(_ kind: AppIdentifierKind) -> [String] { appIdentifiers[kind.name] ?? [] }
 
     /// A single-valued setting.
     public func setting(_ name: String) -> String? { settings[name]?.first }
@@ -46,10 +48,13 @@ public protocol DialectProvider: Sendable {
     /// The refund callback this dialect's game servers expect, if it has one (a capability,
     /// declared; a client picks it by format name).
     var refundCallbacks: (any RefundCallbackRenderer)? { get }
+    /// This dialect's routes in the served OpenAPI document.
+    var openAPI: OpenAPIPart { get }
 }
 
 extension DialectProvider {
     public var refundCallbacks: (any RefundCallbackRenderer)? { nil }
+    public var openAPI: OpenAPIPart { OpenAPIPart() }
 }
 
 /// A refund or revocation the ledger learned of, for dialects that tell game servers about it.
@@ -71,7 +76,7 @@ public struct RefundEvent: Sendable {
 
 /// Renders refund callbacks in one named format (a client's `refund_callback_format`).
 public protocol RefundCallbackRenderer: Sendable {
-    /// The format name clients choose, e.g. `alogame`.
+    /// The format name clients choose (`--refund-callback-format`).
     var format: String { get }
     /// Throws when the body cannot be made: nothing stands in for it, so the change that owes the
     /// callback is not committed either, and the store's notification is taken again later.

@@ -5,7 +5,7 @@ public import Foundation
 
 /// An opaque token as stored: only its SHA-256 is kept, never the token itself.
 public struct StoredToken: Sendable, Equatable {
-    /// What it is for (`hiveaxyl.access`, `refresh`, `email.confirm`...).
+    /// What it is for (a dialect's access token, `refresh`, `email.confirm`...).
     public var kind: String
     public var clientID: String
     public var accountID: String?

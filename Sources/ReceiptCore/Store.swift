@@ -1,25 +1,21 @@
 public import Foundation
 
-/// Which store a piece of evidence or a notification belongs to (`app_store`, `google_play`, ...).
+/// Which store a piece of evidence or a notification belongs to (each provider defines its own).
 public struct StoreID: RawRepresentable, Hashable, Codable, Sendable, CustomStringConvertible {
     public let rawValue: String
     public init(rawValue: String) { self.rawValue = rawValue }
     public var description: String { rawValue }
-
-    public static let appStore = StoreID(rawValue: "app_store")
-    public static let googlePlay = StoreID(rawValue: "google_play")
 }
 
 /// What the registered clients accept, across all of them: a store notification is for the app,
 /// not for one client, so it is checked against every app some client registered.
 public struct RegisteredApps: Sendable, Equatable {
-    public var bundleIDs: Set<String>
-    public var packageNames: Set<String>
+    /// The store's own kind of identifier (its `AppIdentifierKind`), from every enabled client.
+    public var appIdentifiers: Set<String>
     public var environments: Set<StoreEnvironment>
 
-    public init(bundleIDs: Set<String> = [], packageNames: Set<String> = [], environments: Set<StoreEnvironment> = []) {
-        self.bundleIDs = bundleIDs
-        self.packageNames = packageNames
+    public init(appIdentifiers: Set<String> = [], environments: Set<StoreEnvironment> = []) {
+        self.appIdentifiers = appIdentifiers
         self.environments = environments
     }
 }

@@ -9,12 +9,12 @@ public protocol PollCursorStore: Sendable {
     func setCursor(_ key: String, to value: String) async throws
 }
 
-/// A store provider's scheduled work (Google's voided purchases). The core runs `poll` every
+/// A store provider's scheduled work (reading a store's list of voided purchases). The core runs `poll` every
 /// `interval`, in one process at a time across the cluster, and records what it hands over
 /// exactly as it records push notifications: deduplicated on the notification id, each event
 /// applied to the ledger with the same webhooks and refund callbacks.
 public protocol StorePolling: Sendable {
-    /// Names the poll's lease and cursors, e.g. `google_play.voided_purchases`.
+    /// Names the poll's lease and cursors, e.g. `<store>.voided_purchases`.
     var pollName: String { get }
     var interval: Duration { get }
     /// One run over `owners` (every enabled client with an app of this store, with its secret

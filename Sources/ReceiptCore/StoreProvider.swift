@@ -3,10 +3,8 @@ public import Foundation
 /// A store that proves evidence genuine (network only, never the database).
 public protocol StoreProvider: Sendable {
     var store: StoreID { get }
-    /// Which of a client's registered identifiers apply to this store (bundle ids or package names).
-    func appIdentifiers(bundleIDs: [String], packageNames: [String]) -> Set<String>
-    /// Proves `evidence` genuine and returns every purchase it holds (one for StoreKit 2 and
-    /// Google Play, possibly several for a StoreKit 1 receipt). Throws `StoreVerificationError`.
+    /// Proves `evidence` genuine and returns every purchase it holds (usually one; an app receipt
+    /// may hold several). Throws `StoreVerificationError`.
     func verify(evidence: String, context: VerificationContext) async throws -> [VerifiedPurchase]
     /// The kinds of evidence this store proves; anything else is refused before it is called.
     var acceptedEvidenceKinds: Set<EvidenceKind> { get }
@@ -17,15 +15,15 @@ extension StoreProvider {
     public var acceptedEvidenceKinds: Set<EvidenceKind> { [.detected] }
 }
 
-/// A store's server-to-server push as it reached us: the body and the headers (Google's push is
-/// authenticated by a bearer token in a header, Apple's by the signed body), plus the query.
+/// A store's server-to-server push as it reached us: the body and the headers (a push may be
+/// authenticated by a bearer token in a header, or by a signed body), plus the query.
 public struct NotificationRequest: Sendable {
     public let body: Data
     /// Header names lower-cased.
     public let headers: [String: String]
     public let query: [String: String]
     /// The client that registered an app, with its secret settings for this store: a store whose
-    /// notifications carry no purchase state (Google) fetches it with that client's credentials.
+    /// notifications carry no purchase state fetches it with that client's credentials.
     public let owner: @Sendable (_ appIdentifier: String) async throws -> ClientWithStoreCredentials?
 
     public init(body: Data, headers: [String: String] = [:], query: [String: String] = [:],
@@ -89,7 +87,7 @@ public protocol OrderLookingUp: Sendable {
     func lookUpOrder(_ orderID: String, appIdentifiers: Set<String>) async throws -> StoreOrder
 }
 
-/// A message to a store, owed after a purchase is recorded (Google refunds purchases nobody
+/// A message to a store, owed after a purchase is recorded (a store may refund purchases nobody
 /// acknowledged within three days). Queued in the outbox with the record, sent by the worker.
 public struct StoreAcknowledgement: Codable, Sendable, Equatable {
     public var store: StoreID
@@ -116,6 +114,8 @@ public protocol PurchaseAcknowledging: Sendable {
 /// One store as the service knows it: what it can do, declared, never found by downcasts.
 public struct StoreRegistration: Sendable {
     public let store: StoreID
+    /// What is written around the store (settings, identifiers, evidence fields, platforms).
+    public let declaration: StoreDeclaration
     public let verifier: any StoreProvider
     public let notifications: (any NotificationReceiving)?
     public let orderLookup: (any OrderLookingUp)?
@@ -123,10 +123,12 @@ public struct StoreRegistration: Sendable {
     /// Work the service runs on a schedule, one process at a time across the cluster.
     public let poller: (any StorePolling)?
 
-    public init(verifier: any StoreProvider, notifications: (any NotificationReceiving)? = nil,
+    public init(_ declaration: StoreDeclaration, verifier: any StoreProvider, notifications: (any NotificationReceiving)? = nil,
                 orderLookup: (any OrderLookingUp)? = nil, acknowledgement: (any PurchaseAcknowledging)? = nil,
                 poller: (any StorePolling)? = nil) {
+        precondition(declaration.store == verifier.store, "a registration's declaration and verifier name one store")
         self.store = verifier.store
+        self.declaration = declaration
         self.verifier = verifier
         self.notifications = notifications
         self.orderLookup = orderLookup

@@ -74,7 +74,7 @@ public struct TransactionRecord: Sendable, Equatable {
     public var revocationDate: Date?
     public var revocationReason: String?
     public var ownership: Ownership?
-    /// The account token the evidence carried (App Store `appAccountToken`, Google's obfuscated id).
+    /// The account token the evidence carried, in the store's own terms.
     public var accountToken: String?
     public var state: TransactionState
     /// The client that recorded it, and that client's game.
@@ -122,11 +122,13 @@ public struct VerificationRequest: Sendable {
     public var playerID: String?
     public var characterID: String?
     public var serverID: String?
-    /// For stores whose evidence may not name its app (a bare Google purchase token).
+    /// For stores whose evidence may not name its app (a bare purchase token).
     public var appIdentifier: String?
-    /// The one transaction the caller means, when evidence may hold many (a StoreKit 1 receipt):
+    /// The one transaction the caller means, when evidence may hold many (an app receipt):
     /// that one is chosen (matched by transaction or original transaction id) or the evidence is refused.
     public var transactionID: String?
+    /// The fields beside the evidence its store declared (`StoreDeclaration.evidenceFields`).
+    public var evidenceFields: [String: String] = [:]
     /// What the evidence is. Only a caller that means it asks for anything but `.detected`.
     public var evidenceKind: EvidenceKind = .detected
     public var requestID: String
@@ -138,7 +140,7 @@ public struct VerificationRequest: Sendable {
     }
 }
 
-/// What a request's evidence is. Signed evidence (a JWS, a receipt, a Google purchase token) is
+/// What a request's evidence is. Signed evidence (a JWS, a receipt, a purchase token) is
 /// detected by its shape; a bare store transaction id is never guessed from the shape, only taken
 /// when the caller asks for it: an id is no secret (it is on the customer's invoice), so an API
 /// that did not mean to accept one must not redeem one (anyone who learned another player's id

@@ -14,11 +14,11 @@ public enum Ownership: String, Codable, Sendable {
 }
 
 /// One purchase a store provider proved genuine, in store-neutral terms. What the evidence does
-/// not say stays nil (StoreKit 1 says little).
+/// not say stays nil (some evidence says little).
 public struct VerifiedPurchase: Sendable, Equatable {
     public var store: StoreID
     public var environment: StoreEnvironment
-    /// The bundle id or package name the purchase belongs to.
+    /// The app the purchase belongs to, in the store's kind of identifier.
     public var appIdentifier: String?
     public var transactionID: String
     public var originalTransactionID: String?
@@ -36,9 +36,9 @@ public struct VerifiedPurchase: Sendable, Equatable {
     /// The store's own revocation reason code (App Store: 0 other, 1 app issue).
     public var revocationReasonCode: Int?
     public var ownership: Ownership?
-    /// The app's account token (App Store `appAccountToken`, Google obfuscated account id).
+    /// The account token the app set at purchase time, in the store's own terms.
     public var accountToken: String?
-    /// Store-specific facts the provider needs again after the record (Google: the purchase
+    /// Store-specific facts the provider needs again after the record (a purchase token
     /// token and its acknowledgement state, for the acknowledgement). Never shown to clients.
     public var storeAttributes: [String: String] = [:]
 
@@ -65,10 +65,12 @@ extension VerifiedPurchase {
 
 /// What the calling client accepts, handed to a store provider with the evidence.
 public struct VerificationContext: Sendable {
-    /// Bundle ids (App Store) or package names (Google Play) the client registered.
+    /// The apps the client registered, in this store's kind of identifier.
     public var appIdentifiers: Set<String>
+    /// The native body's fields this store declared (`StoreDeclaration.evidenceFields`), checked.
+    public var evidenceFields: [String: String] = [:]
     public var environments: Set<StoreEnvironment>
-    /// The product the caller asks about, if it says: evidence holding many purchases (a StoreKit 1
+    /// The product the caller asks about, if it says: evidence holding many purchases (an app
     /// receipt) then needs only that product's purchases proven.
     public var productID: String?
     /// The one transaction the caller names (`VerificationRequest.transactionID`): evidence holding

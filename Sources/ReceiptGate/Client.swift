@@ -6,11 +6,11 @@ public struct Client: Sendable, Codable, Equatable {
     public let clientID: String
     public var name: String
     public var gameID: Int64?
-    public var bundleIDs: [String]
-    public var packageNames: [String]
+    /// The apps the client registered, by the kind of identifier each store declares.
+    public var appIdentifiers: [String: [String]]
     public var environments: [StoreEnvironment]
     public var refundCallbackURL: String?
-    /// Which dialect's shape refund callbacks take (`alogame` is the only one today).
+    /// Which dialect's shape refund callbacks take; empty for the service's default.
     public var refundCallbackFormat: String
     public var webhookURL: String?
     /// Where entitlement deliveries go (server-authoritative delivery), if the game wants them.
@@ -24,7 +24,7 @@ public struct Client: Sendable, Codable, Equatable {
     public var secretRotatedAt: Date
 
     enum CodingKeys: String, CodingKey {
-        case clientID = "client_id", name, gameID = "game_id", bundleIDs = "bundle_ids", packageNames = "package_names"
+        case clientID = "client_id", name, gameID = "game_id", appIdentifiers = "app_identifiers"
         case environments, refundCallbackURL = "refund_callback_url", refundCallbackFormat = "refund_callback_format"
         case webhookURL = "webhook_url", deliveryURL = "delivery_url", settings, hasSealedSettings = "has_secret_settings", disabled
         case createdAt = "created_at", secretRotatedAt = "secret_rotated_at"
@@ -45,7 +45,7 @@ public struct Client: Sendable, Codable, Equatable {
 
     /// The client as plugins see it.
     public var info: ClientInfo {
-        ClientInfo(clientID: clientID, gameID: gameID, bundleIDs: bundleIDs, packageNames: packageNames, environments: Set(environments),
+        ClientInfo(clientID: clientID, gameID: gameID, appIdentifiers: appIdentifiers, environments: Set(environments),
                    settings: settings)
     }
 }
@@ -54,8 +54,8 @@ public struct Client: Sendable, Codable, Equatable {
 public struct ClientSettings: Sendable {
     public var name: String?
     public var gameID: Int64??
-    public var bundleIDs: [String]?
-    public var packageNames: [String]?
+    /// Identifiers to set, by kind (a list replaces the kind's) or remove (nil); others stay.
+    public var appIdentifiers: [String: [String]?] = [:]
     public var environments: [StoreEnvironment]?
     public var refundCallbackURL: String??
     public var refundCallbackFormat: String?

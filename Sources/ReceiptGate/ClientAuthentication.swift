@@ -2,7 +2,7 @@ import Crypto
 public import Foundation
 public import ReceiptCore
 
-/// The HMAC request signature shared by the native API and the Alogame gateway:
+/// The HMAC request signature shared by the native API and the dialects that use it:
 /// `X-Client-ID`, `X-Timestamp` (unix seconds, within 300 s of ours) and
 /// `X-Signature` = hex HMAC-SHA256(client_secret, "{client_id}.{timestamp}.{sha256_hex(body)}") —
 /// the seed's scheme, which covers the body only. Version 2 (`X-Signature-Version: 2`) covers the

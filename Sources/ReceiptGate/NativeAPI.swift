@@ -49,7 +49,7 @@ struct NativeAPI: Sendable {
         let serverID: String?
         let gameVersion: String?
         let restore: Bool?
-        /// Google Play: the app, when the evidence (a bare purchase token) does not name it.
+        /// The app, for a store whose evidence (a bare purchase token) may not name it.
         let packageName: String?
 
         enum CodingKeys: String, CodingKey, CaseIterable {
@@ -76,8 +76,15 @@ struct NativeAPI: Sendable {
         case .success(let decoded): body = decoded
         case .failure(let problem): return Self.error(problem.code, problem.message)
         }
-        if let problem = Self.validate(body) { return Self.error(problem.code, problem.message) }
+        let declaration = core.declaration(of: StoreID(rawValue: body.store))
+        if let problem = Self.validate(body, declaration: declaration) { return Self.error(problem.code, problem.message) }
         var verification = VerificationRequest(store: StoreID(rawValue: body.store), evidence: body.receipt, requestID: context.requestID)
+        if let declaration, !declaration.evidenceFields.isEmpty {
+            switch Self.evidenceFields(request.body, declared: declaration) {
+            case .success(let fields): verification.evidenceFields = fields
+            case .failure(let problem): return Self.error(problem.code, problem.message)
+            }
+        }
         verification.productID = body.productID
         verification.accountToken = body.appAccountToken
         verification.playerID = body.playerID
@@ -100,7 +107,7 @@ struct NativeAPI: Sendable {
         }
     }
 
-    static func validate(_ body: VerifyBody) -> JSONBody.Problem? {
+    static func validate(_ body: VerifyBody, declaration: StoreDeclaration?) -> JSONBody.Problem? {
         guard !body.store.isEmpty else { return .init(code: .missingFields, message: "missing field 'store'") }
         guard !body.receipt.isEmpty else { return .init(code: .missingFields, message: "missing field 'receipt'") }
         if let problem = Identifier.problem(body.store, maxBytes: 64) { return .init(code: .invalidField, message: "field 'store' \(problem)") }
@@ -109,8 +116,8 @@ struct NativeAPI: Sendable {
                               ("package_name", body.packageName)] {
             if let value, let problem = Identifier.problem(value) { return .init(code: .invalidField, message: "field '\(name)' \(problem)") }
         }
-        if body.store == StoreID.appStore.rawValue, let token = body.appAccountToken, UUID(uuidString: token) == nil {
-            return .init(code: .invalidField, message: "field 'app_account_token' must be a UUID for the App Store")
+        if let token = body.appAccountToken, let declaration, let wellFormed = declaration.accountTokenIsWellFormed, !wellFormed(token) {
+            return .init(code: .invalidField, message: "field 'app_account_token' is not a well-formed \(declaration.displayName) account token")
         }
         return nil
     }

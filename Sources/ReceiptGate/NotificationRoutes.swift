@@ -13,7 +13,7 @@ struct NotificationRoutes: Sendable {
         stores.compactMap { registration in
             registration.notifications.map { receiver in
                 Route("POST", receiver.notificationPath, authentication: .none) { request, context in
-                    await receive(request, context: context, store: registration.store, receiver: receiver)
+                    await receive(request, context: context, store: registration.declaration, receiver: receiver)
                 }
             }
         }
@@ -26,10 +26,12 @@ struct NotificationRoutes: Sendable {
         enum CodingKeys: String, CodingKey { case status, duplicate, notificationID = "notification_id" }
     }
 
-    private func receive(_ request: RouteRequest, context: RouteContext, store: StoreID, receiver: any NotificationReceiving) async -> RouteResponse {
+    private func receive(_ request: RouteRequest, context: RouteContext, store declaration: StoreDeclaration,
+                         receiver: any NotificationReceiving) async -> RouteResponse {
+        let store = declaration.store
         let notification: StoreNotification
         do {
-            let registered = try await clients.registeredApps()
+            let registered = try await clients.registeredApps(declaration.identifiers)
             let clients = clients
             let owner: @Sendable (String) async throws -> ClientWithStoreCredentials? = { app in
                 try await clients.owner(ofApp: app, store: store)

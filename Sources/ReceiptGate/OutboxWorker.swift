@@ -139,7 +139,7 @@ public final class OutboxWorker: Sendable {
             return "no store provider acknowledges this message"
         }
         do {
-            // The client's own store credentials (a per-client Google key), opened only for this send.
+            // The client's own store credentials (a per-client store key), opened only for this send.
             let credentials = try await clients.sealedSettings(of: acknowledgement.clientID, prefix: "\(acknowledgement.store.rawValue).")
             try await acknowledger.acknowledge(acknowledgement, credentials: credentials)
             return nil

@@ -45,13 +45,23 @@ public final class Service: @unchecked Sendable {
 
     public var clients: ClientRepository { repositories.clients }
 
-    /// Refund-callback renderers by the format name clients choose; two dialects may not claim one name.
+    /// The core's part of the OpenAPI document with each served plugin's part in place.
+    func openAPIDocument() -> Data? {
+        guard let core = OperationalRoutes.loadOpenAPIDocument(configuredPath: configuration.openAPIPath) else { return nil }
+        let assembled = OpenAPIDocument.assemble(core: String(decoding: core, as: UTF8.self), stores: stores.map(\.declaration),
+                                                 dialects: dialects.map(\.openAPI))
+        return Data(assembled.utf8)
+    }
+
+    /// Refund-callback renderers by the format name clients choose; two dialects may not claim one
+    /// name. A client that chose none (an empty format) gets the first dialect's that has one.
     static func refundCallbackFormats(_ dialects: [any DialectProvider]) throws -> [String: any RefundCallbackRenderer] {
         var formats: [String: any RefundCallbackRenderer] = [:]
         for renderer in dialects.compactMap(\.refundCallbacks) {
             guard formats[renderer.format] == nil else { throw ClientStoreError.invalid("two dialects render refund callbacks as \(renderer.format)") }
             formats[renderer.format] = renderer
         }
+        formats[""] = dialects.lazy.compactMap(\.refundCallbacks).first
         return formats
     }
 
@@ -82,7 +92,7 @@ public final class Service: @unchecked Sendable {
                                    adminToken: configuration.adminToken, trustedProxies: configuration.trustedProxies, logger: logger)
         let serverBox = ServerBox()
         let operational = OperationalRoutes(database: database, metrics: metrics,
-                                            openAPIDocument: OperationalRoutes.loadOpenAPIDocument(configuredPath: configuration.openAPIPath),
+                                            openAPIDocument: openAPIDocument(),
                                             inFlight: { serverBox.server?.inFlightRequests ?? 0 }, groupCommit: pipeline.batcher,
                                             clientCacheListening: { [clientCache] in clientCache?.isLive })
         let (router, adminRouter) = routers(core: core, mounter: mounter, operational: operational)

@@ -15,7 +15,12 @@ struct ServiceDialectCore: DialectCore {
     let replayGuard: any ReplayGuard
     let signer: any TokenSigner
 
-    func hasStore(_ store: StoreID) -> Bool { pipeline.stores[store] != nil }
+    func store(forPlatform platform: String) -> StoreDeclaration? {
+        let name = platform.lowercased()
+        return pipeline.stores.values.map(\.declaration).sorted { $0.store.rawValue < $1.store.rawValue }.first { $0.platforms.contains(name) }
+    }
+
+    func declaration(of store: StoreID) -> StoreDeclaration? { pipeline.stores[store]?.declaration }
 
     /// The client with the version a write checks in its transaction: as the route's
     /// authentication read it when the info carries that read, else looked up. A client disabled
@@ -43,12 +48,12 @@ struct ServiceDialectCore: DialectCore {
         return try await pipeline.recordWithoutEffects(proven, client: current.client, version: current.version)
     }
 
-    func lookUpOrder(_ orderID: String, client info: ClientInfo) async throws -> (order: StoreOrder, ledger: [String: LedgerPresence]) {
-        guard let registration = pipeline.stores[.appStore], let lookup = registration.orderLookup else {
-            throw StoreVerificationError(code: .verifierError, reason: "NO_ORDER_LOOKUP", message: "no store provider can look up orders")
+    func lookUpOrder(_ orderID: String, store: StoreID, client info: ClientInfo) async throws -> (order: StoreOrder, ledger: [String: LedgerPresence]) {
+        guard let registration = pipeline.stores[store], let lookup = registration.orderLookup else {
+            throw StoreVerificationError(code: .verifierError, reason: "NO_ORDER_LOOKUP", message: "\(store) cannot look up orders here")
         }
         let client = try await current(info).client
-        let identifiers = registration.verifier.appIdentifiers(bundleIDs: client.bundleIDs, packageNames: client.packageNames)
+        let identifiers = Set(client.info.appIdentifiers(registration.declaration.identifiers))
         let order = try await lookup.lookUpOrder(orderID, appIdentifiers: identifiers)
         let ledger = try await transactions.presence(store: registration.store, transactionIDs: order.entries.compactMap(\.transactionID), client: client.info)
         return (order, ledger)
@@ -74,8 +79,8 @@ struct ServiceDialectCore: DialectCore {
 
     func client(forAppIdentifier identifier: String, store: StoreID) async throws -> ClientInfo? {
         guard let client = try await clients.find(appIdentifier: identifier) else { return nil }
-        let registered = pipeline.stores[store]?.verifier.appIdentifiers(bundleIDs: client.bundleIDs, packageNames: client.packageNames) ?? []
-        return registered.contains(identifier) ? client.info : nil
+        guard let kind = pipeline.stores[store]?.declaration.identifiers else { return nil }
+        return client.info.appIdentifiers(kind).contains(identifier) ? client.info : nil
     }
 
     func client(id: String) async throws -> ClientInfo? {

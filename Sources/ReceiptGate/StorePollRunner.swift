@@ -41,8 +41,8 @@ final class StorePollRunner: Sendable {
         let lease = max(interval, 300)
         do {
             guard try await polls.acquire(name, owner: owner, seconds: lease) else { return }
-            let verifier = registration.verifier
-            let owners = try await clients.owners(store: registration.store) { verifier.appIdentifiers(bundleIDs: $0.bundleIDs, packageNames: $0.packageNames) }
+            let kind = registration.declaration.identifiers
+            let owners = try await clients.owners(store: registration.store) { !$0.info.appIdentifiers(kind).isEmpty }
             let cursors = Cursors(polls: polls, name: name, owner: owner, leaseSeconds: lease)
             let notifications = notifications, logger = logger
             try await poller.poll(owners: owners, cursors: cursors) { found in

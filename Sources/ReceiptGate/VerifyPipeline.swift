@@ -42,7 +42,7 @@ public struct VerifyPipeline: Sendable {
                 throw StoreVerificationError(code: .invalidField, reason: "EVIDENCE_KIND_UNSUPPORTED",
                                              message: "\(request.store) evidence cannot be a bare \(request.evidenceKind.rawValue)")
             }
-            var identifiers = provider.appIdentifiers(bundleIDs: client.bundleIDs, packageNames: client.packageNames)
+            var identifiers = Set(client.info.appIdentifiers(registration.declaration.identifiers))
             if let requested = request.appIdentifier {
                 guard identifiers.contains(requested) else {
                     throw StoreVerificationError(code: .bundleMismatch, reason: "APP_NOT_REGISTERED",
@@ -58,6 +58,7 @@ public struct VerifyPipeline: Sendable {
                                               client: client.info, credentials: try await credentials(of: client, for: request.store),
                                               evidenceKind: request.evidenceKind)
             context.transactionID = request.transactionID
+            context.evidenceFields = try EvidenceFieldCheck.checked(request.evidenceFields, declared: registration.declaration)
             let purchases = try await provider.verify(evidence: request.evidence, context: context)
             if purchases.count == 1 { refusedTransaction = purchases[0].transactionID }
             let purchase = try VerifiedPurchase.choose(from: purchases, productID: request.productID, transactionID: request.transactionID)

@@ -1,15 +1,17 @@
 import Foundation
-import HiveAxyl
+import Plugins
 import ReceiptCore
 import ReceiptGate
 
 /// `receiptgate client ...`: administration of API clients, printing JSON on stdout.
 enum ClientCommand {
-    static let settingOptions: [String: Arguments.Kind] = [
-        "name": .single, "game-id": .single, "bundle-id": .repeated, "package-name": .repeated,
-        "environments": .single, "refund-callback-url": .single, "refund-callback-format": .single, "webhook-url": .single, "delivery-url": .single,
-        "account-mismatch": .single, "app-id": .repeated, "allow-insecure-url": .single,
-    ].merging(googlePlayOptions) { first, _ in first }
+    static let coreOptions: [String: Arguments.Kind] = [
+        "name": .single, "game-id": .single, "environments": .single, "refund-callback-url": .single, "refund-callback-format": .single,
+        "webhook-url": .single, "delivery-url": .single, "account-mismatch": .single, "allow-insecure-url": .single,
+    ]
+
+    /// The core's options and every plugin's, as the registry declares them.
+    static let settingOptions: [String: Arguments.Kind] = coreOptions.merging(pluginOptions) { core, _ in core }
 
     static func run(_ arguments: [String], context: LazyContext) async throws {
         guard let action = arguments.first, !action.hasPrefix("-") else {
@@ -24,11 +26,7 @@ enum ClientCommand {
             _ = try parsed.expectPositionals([])
             var settings = try settings(from: parsed)
             guard settings.name != nil else { throw UsageError("--name is required") }
-            // Seed 002 answers a test purchase as a success marked hiveAxylPurchaseTest "Y" and leaves
-            // delivering it to the app: a Hive client accepts sandbox unless --environments says otherwise.
-            if settings.environments == nil, case let appIDs?? = settings.settings[HiveAxyl.appIDsSetting], !appIDs.isEmpty {
-                settings.environments = [.production, .sandbox]
-            }
+            if settings.environments == nil, let implied = impliedEnvironments(settings) { settings.environments = implied }
             try checkSchemes(settings, alreadyAllowsInsecure: false)
             try await context.withClients { store in
                 let created = try await store.create(settings)
@@ -86,12 +84,6 @@ enum ClientCommand {
                 settings.gameID = number
             }
         }
-        if let bundleIDs = arguments.all("bundle-id") {
-            settings.bundleIDs = try bundleIDs.map { try identifier($0, option: "--bundle-id") }
-        }
-        if let packageNames = arguments.all("package-name") {
-            settings.packageNames = try packageNames.map { try identifier($0, option: "--package-name") }
-        }
         if let list = arguments.single("environments") {
             var environments: [StoreEnvironment] = []
             for part in list.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces).lowercased() }) {
@@ -107,7 +99,7 @@ enum ClientCommand {
             settings.refundCallbackURL = .some(url.isEmpty ? nil : try httpURL(url, option: "--refund-callback-url"))
         }
         if let format = arguments.single("refund-callback-format") {
-            let known = try Dialects.all().compactMap(\.refundCallbacks?.format).sorted()
+            let known = try StartedPlugins.dialects().compactMap(\.refundCallbacks?.format).sorted()
             guard known.contains(format) else {
                 throw UsageError("--refund-callback-format must be one of \(known.joined(separator: ", ")), got \"\(format)\"")
             }
@@ -127,21 +119,10 @@ enum ClientCommand {
         if let url = arguments.single("delivery-url") {
             settings.deliveryURL = .some(url.isEmpty ? nil : try httpURL(url, option: "--delivery-url"))
         }
-        // Hive Axyl: the app ids a token's client may send as X-App-Id (`--app-id ""` clears them).
-        if let appIDs = arguments.all("app-id") {
-            let given = appIDs.filter { !$0.isEmpty }
-            settings.settings[HiveAxyl.appIDsSetting] = .some(given.isEmpty ? nil : try given.map { try identifier($0, option: "--app-id") })
-        }
-        try googlePlaySettings(from: arguments, into: &settings)
+        try pluginSettings(from: arguments, into: &settings)
         return settings
     }
 
-    static func identifier(_ value: String, option: String) throws -> String {
-        guard !value.isEmpty, value.count <= 255,
-              value.unicodeScalars.allSatisfy({ CharacterSet.alphanumerics.contains($0) || "._-".unicodeScalars.contains($0) })
-        else { throw UsageError("\(option) must be letters, digits, '.', '_' or '-', got \"\(value)\"") }
-        return value
-    }
 
     /// A well-formed absolute http(s) URL: a host, no credentials, no spaces, at most 2048 bytes.
     private static func httpURL(_ value: String, option: String) throws -> String {

@@ -1,5 +1,6 @@
 import AppStore
 import Foundation
+import ReceiptCore
 import ReceiptGate
 
 /// `receiptgate dev purchase ...`: a StoreKit 2 signed transaction for trying the service out
@@ -39,8 +40,10 @@ enum DevCommand {
         _ = try arguments.expectPositionals([])
         guard let bundleID = arguments.single("bundle-id") else { throw UsageError("--bundle-id is required") }
         guard let productID = arguments.single("product-id") else { throw UsageError("--product-id is required") }
-        var purchase = DevPurchase(bundleID: try ClientCommand.identifier(bundleID, option: "--bundle-id"),
-                                   productID: try ClientCommand.identifier(productID, option: "--product-id"),
+        for (option, value) in [("--bundle-id", bundleID), ("--product-id", productID)] where !AppIdentifierKind.isWellFormed(value) {
+            throw UsageError("\(option) must be letters, digits, '.', '_' or '-', got \"\(value)\"")
+        }
+        var purchase = DevPurchase(bundleID: bundleID, productID: productID,
                                    transactionID: DevPurchase.randomTransactionID())
         if let id = arguments.single("transaction-id") {
             guard (1...19).contains(id.count), id.allSatisfy(\.isASCII), id.allSatisfy(\.isNumber) else {

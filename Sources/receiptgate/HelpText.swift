@@ -8,6 +8,7 @@ enum HelpText {
           serve            Run the HTTP service (starts the embedded database if DATABASE_URL is unset)
           migrate          Apply pending database migrations and exit
           version          Print the version
+          openapi          Print the OpenAPI document this binary serves at /openapi.yaml (core and plugins)
           client <action>  Manage API clients: create, list, show, update, rotate-secret, disable
           webhooks <action>  See and redeliver webhook events: list [--failed], redeliver EVENT_ID
           keys rotate      Make a new OpenID token signing key (the old one stays published until its tokens expire)
@@ -31,13 +32,22 @@ enum HelpText {
         Applies pending migrations under an advisory lock and prints {"applied": [versions]}.
         """
 
+    static let openAPI = """
+        Usage: receiptgate openapi
+
+        Prints the OpenAPI document the service serves at GET /openapi.yaml: the core's part
+        (Deploy/openapi.yaml, or RECEIPTGATE_OPENAPI_PATH) with every registered plugin's part in place.
+        """
+
     static let version = """
         Usage: receiptgate version
 
         Prints the version.
         """
 
-    static let client = """
+    static let client = clientActions + pluginSettingsHelp + "\nOutput is one JSON object on stdout.\n"
+
+    static let clientActions = """
         Usage: receiptgate client <action> [options]
 
         Actions:
@@ -51,30 +61,23 @@ enum HelpText {
         Settings:
           --name NAME
           --game-id N                       integer game id
-          --bundle-id ID                    App Store bundle id; repeat for several
-          --package-name NAME               Google Play package name; repeat for several
-          --environments LIST               production, sandbox or production,sandbox (default: production;
-                                            production,sandbox on create with --app-id: Hive answers test purchases "Y")
+          --environments LIST               production, sandbox or production,sandbox (default: production, unless
+                                            a plugin setting given on create implies both; see below)
           --refund-callback-url URL         http(s) URL told about refunds
-          --refund-callback-format NAME     shape of refund callbacks (default alogame, the only one today)
+          --refund-callback-format NAME     shape of refund callbacks (a dialect's name for it; default: the first
+                                            dialect's that has one)
           --webhook-url URL                 http(s) URL that receives webhook events
           --allow-insecure-url              outbound URLs may be plain http:// (default: https only)
           --account-mismatch flag|reject    a purchase made for another account token: recorded and reported
                                             but never delivered (flag, default), or refused 422 (reject)
           --delivery-url URL                http(s) URL that receives entitlement deliveries (server-authoritative delivery)
-          --app-id ID                       Hive Axyl app id accepted as X-App-Id; repeat for several (--app-id "" clears)
-          --google-service-account-key PATH Google service-account JSON key for this client's apps (stored sealed, never shown)
-          --google-license-key BASE64       Play licensing public key: purchase JSON signatures are checked locally too
-          --google-acknowledge on|off       acknowledge Google Play purchases after recording them (default on)
-          --google-consume on|off           consume one-time products instead of acknowledging them (default off)
 
-        Output is one JSON object on stdout.
         """
 
     static let keys = """
         Usage: receiptgate keys rotate
 
-        Makes a new ES256 key current for signing OpenID access tokens (AccountLink). The previous
+        Makes a new ES256 key current for signing OpenID access tokens (dialects that issue them). The previous
         key stays in /.well-known/jwks.json for RECEIPTGATE_ACCESS_TOKEN_SECONDS more (plus a
         minute), so tokens it signed keep verifying until they expire. Prints the kids.
         """
@@ -90,12 +93,14 @@ enum HelpText {
         retried with back-off for three days; then they are kept as "dead" until redelivered.
         """
 
-    static let clientCreate = "Usage: receiptgate client create --name NAME [--game-id N] [--bundle-id ID]... [--package-name NAME]...\n"
-        + "       [--environments production,sandbox] [--refund-callback-url URL] [--webhook-url URL]\n\n"
-        + "Registers a client and prints {\"client_id\", \"client_secret\", ...}. The secret is shown only this once."
-    static let clientUpdate = "Usage: receiptgate client update CLIENT_ID [--name NAME] [--game-id N] [--bundle-id ID]...\n"
-        + "       [--package-name NAME]... [--environments LIST] [--refund-callback-url URL] [--webhook-url URL]\n\n"
-        + "Changes only the settings given. Repeated options replace the whole list; an empty URL or game id clears it."
+    static let clientCreate = "Usage: receiptgate client create --name NAME [--game-id N] [--environments production,sandbox]\n"
+        + "       [--refund-callback-url URL] [--webhook-url URL] [plugin settings]\n\n"
+        + "Registers a client and prints {\"client_id\", \"client_secret\", ...}. The secret is shown only this once.\n"
+        + pluginSettingsHelp
+    static let clientUpdate = "Usage: receiptgate client update CLIENT_ID [--name NAME] [--game-id N] [--environments LIST]\n"
+        + "       [--refund-callback-url URL] [--webhook-url URL] [plugin settings]\n\n"
+        + "Changes only the settings given. Repeated options replace the whole list; an empty value clears a setting.\n"
+        + pluginSettingsHelp
     static let clientList = "Usage: receiptgate client list\n\nPrints {\"clients\": [...]}, without secrets."
     static let clientShow = "Usage: receiptgate client show CLIENT_ID\n\nPrints one client, without its secret."
     static let clientRotate = "Usage: receiptgate client rotate-secret CLIENT_ID\n\nIssues a new secret, shown once; the old one stops working at once."

@@ -31,6 +31,17 @@ enum ReceiptGateCommand {
                 let applied = try await context.withDatabase(migrating: false) { try await $0.migrate() }
                 try context.printJSON(["applied": applied])
                 return 0
+            case "openapi":
+                _ = try Arguments(rest, options: [:], help: HelpText.openAPI).expectPositionals([])
+                let configuration = try ServiceConfiguration.fromEnvironment()
+                guard let core = OperationalRoutes.loadOpenAPIDocument(configuredPath: configuration.openAPIPath) else {
+                    throw UsageError("openapi.yaml was not found; set RECEIPTGATE_OPENAPI_PATH")
+                }
+                let document = OpenAPIDocument.assemble(core: String(decoding: core, as: UTF8.self),
+                                                        stores: try StartedPlugins.stores().map(\.declaration),
+                                                        dialects: try StartedPlugins.dialects().map(\.openAPI))
+                print(document)
+                return 0
             case "webhooks":
                 try await WebhooksCommand.run(rest)
                 return 0
@@ -45,7 +56,7 @@ enum ReceiptGateCommand {
                 try await ClientCommand.run(rest, context: LazyContext())
                 return 0
             default:
-                throw UsageError("unknown command \"\(command)\" (expected serve, migrate, version, client, webhooks, keys or dev; see --help)")
+                throw UsageError("unknown command \"\(command)\" (expected serve, migrate, version, openapi, client, webhooks, keys or dev; see --help)")
             }
         } catch let help as HelpRequested {
             print(help.text)

@@ -6,8 +6,8 @@ import ReceiptGate
 enum ServeCommand {
     static func run(context: CommandContext) async throws -> Int32 {
         let signals = TerminationSignals()  // installed first: a signal during start-up still shuts down cleanly
-        let providers = try StoreProviders.all(context.configuration)
-        let dialects = try Dialects.all()
+        let providers = try StartedPlugins.stores()
+        let dialects = try StartedPlugins.dialects()
         let database = try Database.open(context.configuration, logger: context.logger)
         let service: Service
         do {

@@ -1,3 +1,4 @@
+import AppStore
 import AccountLink
 import Foundation
 import PluginTestSupport
@@ -12,7 +13,7 @@ import Testing
 
     static func core() -> FakeCore {
         let core = FakeCore()
-        core.clients = [ClientInfo(clientID: "rgc_app", gameID: 7, bundleIDs: ["com.example.game"], environments: [.sandbox])]
+        core.clients = [ClientInfo(clientID: "rgc_app", gameID: 7, appIdentifiers: [AppStoreProvider.bundleIDKind.name: ["com.example.game"]], environments: [.sandbox])]
         for id in ["1001", "1002", "1003", "1004"] { core.add(evidence: "jws-\(id)", proves: purchase(id)) }
         var refunded = purchase("1005")
         refunded.revocationDate = Date()

@@ -1,3 +1,4 @@
+import AppStore
 import AccountLink
 import Crypto
 import Foundation

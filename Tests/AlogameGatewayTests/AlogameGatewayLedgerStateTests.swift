@@ -1,3 +1,4 @@
+import AppStore
 import AlogameGateway
 import Foundation
 import PluginTestSupport

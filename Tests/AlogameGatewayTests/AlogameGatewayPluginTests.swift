@@ -1,3 +1,4 @@
+import AppStore
 import AlogameGateway
 import Foundation
 import PluginTestSupport
@@ -7,7 +8,7 @@ import Testing
 /// The Alogame gateway as a plugin: its wire format against an in-process fake core (no
 /// Postgres, no HTTP). The end-to-end suites in ReceiptGateTests drive it over HTTP.
 @Suite struct AlogameGatewayPlugin {
-    static let client = ClientInfo(clientID: "rgc_game", gameID: 42, bundleIDs: ["com.example.game"], environments: [.production, .sandbox])
+    static let client = ClientInfo(clientID: "rgc_game", gameID: 42, appIdentifiers: [AppStoreProvider.bundleIDKind.name: ["com.example.game"]], environments: [.production, .sandbox])
 
     static func core() -> FakeCore {
         let core = FakeCore()

@@ -48,7 +48,7 @@ import TestSupport
         let poller = VoidedPurchasePoller(provider: provider, interval: .seconds(1))
         let cursors = MemoryCursors()
         let found = LockedBox<[StoreNotification]>([])
-        let owner = ClientWithStoreCredentials(client: ClientInfo(clientID: "rgc_test", gameID: 1, packageNames: ["com.example.game"]),
+        let owner = ClientWithStoreCredentials(client: ClientInfo(clientID: "rgc_test", gameID: 1, appIdentifiers: [GooglePlayProvider.packageNameKind.name: ["com.example.game"]]),
                                                credentials: [:])
         try await poller.poll(owners: [owner], cursors: cursors) { batch in found.update { $0 += batch } }
         let refunds = found.get()

@@ -9,7 +9,7 @@ import TestSupport
 /// Real-time developer notifications: OIDC push tokens against the fake JWKS, the shared-token
 /// alternative, and the fetched purchase becoming the ledger event.
 @Suite struct GooglePlayNotifications {
-    static let registered = RegisteredApps(packageNames: ["com.example.game"], environments: [.production, .sandbox])
+    static let registered = RegisteredApps(appIdentifiers: ["com.example.game"], environments: [.production, .sandbox])
 
     static func request(_ body: Data, bearer: String? = nil, query: [String: String] = [:]) -> NotificationRequest {
         NotificationRequest(body: body, headers: bearer.map { ["authorization": "Bearer \($0)"] } ?? [:], query: query)

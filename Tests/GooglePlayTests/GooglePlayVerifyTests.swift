@@ -16,7 +16,7 @@ import TestSupport
     static func context(packages: Set<String> = ["com.example.game"], environments: Set<StoreEnvironment> = [.production, .sandbox],
                         settings: [String: [String]] = [:], credentials: [String: String] = [:]) -> VerificationContext {
         VerificationContext(appIdentifiers: packages, environments: environments,
-                            client: ClientInfo(clientID: "rgc_test", gameID: 42, packageNames: Array(packages), environments: environments, settings: settings),
+                            client: ClientInfo(clientID: "rgc_test", gameID: 42, appIdentifiers: [GooglePlayProvider.packageNameKind.name: Array(packages)], environments: environments, settings: settings),
                             credentials: credentials)
     }
 

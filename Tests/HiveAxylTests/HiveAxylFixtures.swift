@@ -1,3 +1,4 @@
+import AppStore
 import Foundation
 import HiveAxyl
 import PluginTestSupport
@@ -7,9 +8,9 @@ import ReceiptCore
 /// a consumable, a subscription and a few refusals the fake store knows.
 enum Fixture {
     static let secret = "rgs_test-secret"
-    static let client = ClientInfo(clientID: "rgc_hive", gameID: 42, bundleIDs: ["com.example.game"], environments: [.production, .sandbox],
+    static let client = ClientInfo(clientID: "rgc_hive", gameID: 42, appIdentifiers: [AppStoreProvider.bundleIDKind.name: ["com.example.game"]], environments: [.production, .sandbox],
                                    settings: [HiveAxyl.appIDsSetting: ["com.example.game.hive"]])
-    static let rival = ClientInfo(clientID: "rgc_rival", gameID: 7, bundleIDs: ["com.example.game"], environments: [.production, .sandbox],
+    static let rival = ClientInfo(clientID: "rgc_rival", gameID: 7, appIdentifiers: [AppStoreProvider.bundleIDKind.name: ["com.example.game"]], environments: [.production, .sandbox],
                                   settings: [HiveAxyl.appIDsSetting: ["rival.app"]])
     static let purchaseDate = Date(timeIntervalSince1970: 1_780_000_000)
 
@@ -98,14 +99,15 @@ final class SubscriptionLedgerCore: DialectCore, @unchecked Sendable {
 
     init(base: FakeCore) { self.base = base }
 
-    func hasStore(_ store: StoreID) -> Bool { base.hasStore(store) }
+    func store(forPlatform platform: String) -> StoreDeclaration? { base.store(forPlatform: platform) }
+    func declaration(of store: StoreID) -> StoreDeclaration? { base.declaration(of: store) }
     func prove(_ request: VerificationRequest, client: ClientInfo) async throws -> ProvenPurchase { try await base.prove(request, client: client) }
     func record<T: Sendable>(_ proven: ProvenPurchase, client: ClientInfo,
                              effects: @escaping @Sendable (VerificationOutcome, any RecordScope) throws -> T) async throws -> (VerificationOutcome, T) {
         try await base.record(proven, client: client, effects: effects)
     }
-    func lookUpOrder(_ orderID: String, client: ClientInfo) async throws -> (order: StoreOrder, ledger: [String: LedgerPresence]) {
-        try await base.lookUpOrder(orderID, client: client)
+    func lookUpOrder(_ orderID: String, store: StoreID, client: ClientInfo) async throws -> (order: StoreOrder, ledger: [String: LedgerPresence]) {
+        try await base.lookUpOrder(orderID, store: store, client: client)
     }
     func transaction(store: StoreID, transactionID: String, client: ClientInfo) async throws -> TransactionRecord? {
         try await base.transaction(store: store, transactionID: transactionID, client: client)

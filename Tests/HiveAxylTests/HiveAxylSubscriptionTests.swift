@@ -1,3 +1,5 @@
+import GooglePlay
+import AppStore
 import Foundation
 import HiveAxyl
 import PluginTestSupport
@@ -86,7 +88,7 @@ import Testing
 
     @Test func aBareGoogleTokenNeedsStoreTransactionId() async throws {
         let core = Fixture.core()
-        core.stores.insert(.googlePlay)
+        core.stores.append(GooglePlayProvider.declaration)
         var renewal = VerifiedPurchase(store: .googlePlay, environment: .production, transactionID: "GPA.3333-4444-5555-66666..1")
         renewal.originalTransactionID = "GPA.3333-4444-5555-66666"
         renewal.productID = "vip.monthly"

@@ -1,3 +1,5 @@
+import AppStore
+import GooglePlay
 import Foundation
 import HiveAxyl
 import PluginTestSupport
@@ -114,7 +116,7 @@ import Testing
 
     @Test func storeRefusalsInTheEnvelope() async throws {
         let core = Fixture.core()
-        core.clients = [ClientInfo(clientID: "rgc_hive", gameID: 42, bundleIDs: ["com.example.game"], environments: [.sandbox],
+        core.clients = [ClientInfo(clientID: "rgc_hive", gameID: 42, appIdentifiers: [AppStoreProvider.bundleIDKind.name: ["com.example.game"]], environments: [.sandbox],
                                    settings: [HiveAxyl.appIDsSetting: ["com.example.game.hive"]]), Fixture.rival]
         let token = try await Fixture.token(core)
         let cases: [([String: any Sendable], Int, Int)] = [
@@ -149,7 +151,7 @@ import Testing
 
     @Test func googleWorksOnceAGooglePlayProviderIsRegistered() async throws {
         let core = Fixture.core()
-        core.stores.insert(.googlePlay)
+        core.stores.append(GooglePlayProvider.declaration)
         var purchase = VerifiedPurchase(store: .googlePlay, environment: .production, transactionID: "GPA.1234-5678-9012-34567")
         purchase.productID = "gems100"
         purchase.kind = .consumable

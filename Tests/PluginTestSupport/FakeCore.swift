@@ -1,4 +1,6 @@
+public import AppStore
 public import Foundation
+public import GooglePlay
 public import ReceiptCore
 
 /// An in-process stand-in for the service's core, for plugin tests without Postgres or HTTP:
@@ -16,7 +18,8 @@ public final class FakeCore: DialectCore, @unchecked Sendable {
     public private(set) var recordedRequests: [VerificationRequest] = []
     public var clients: [ClientInfo] = []
     public var orders: [String: StoreOrder] = [:]
-    public var stores: Set<StoreID> = [.appStore]
+    /// The stores served, as their providers declare them; the App Store unless a test adds more.
+    public var stores: [StoreDeclaration] = [AppStoreProvider.declaration]
     public let clientVersions: MemoryClientVersions
     public let memoryTokens: MemoryTokenStore
     public let memoryAccounts = MemoryAccountStore()
@@ -42,7 +45,12 @@ public final class FakeCore: DialectCore, @unchecked Sendable {
     public var signer: any TokenSigner { memorySigner }
     public func client(id: String) async throws -> ClientInfo? { lock.withLock { clients.first { $0.clientID == id } } }
 
-    public func hasStore(_ store: StoreID) -> Bool { stores.contains(store) }
+    public func store(forPlatform platform: String) -> StoreDeclaration? {
+        let name = platform.lowercased()
+        return stores.first { $0.platforms.contains(name) }
+    }
+
+    public func declaration(of store: StoreID) -> StoreDeclaration? { stores.first { $0.store == store } }
 
     public func prove(_ request: VerificationRequest, client: ClientInfo) async throws -> ProvenPurchase {
         let (purchase, refusal) = lock.withLock { (evidence[request.evidence], refusals[request.evidence]) }
@@ -95,7 +103,7 @@ public final class FakeCore: DialectCore, @unchecked Sendable {
         }
     }
 
-    public func lookUpOrder(_ orderID: String, client: ClientInfo) async throws -> (order: StoreOrder, ledger: [String: LedgerPresence]) {
+    public func lookUpOrder(_ orderID: String, store: StoreID, client: ClientInfo) async throws -> (order: StoreOrder, ledger: [String: LedgerPresence]) {
         let order = lock.withLock { orders[orderID] } ?? StoreOrder(found: false, environment: nil, entries: [])
         var presence: [String: LedgerPresence] = [:]
         for id in order.entries.compactMap(\.transactionID) {
@@ -104,7 +112,7 @@ public final class FakeCore: DialectCore, @unchecked Sendable {
             let refusal = lock.withLock {
                 refusedAttempts.last { attempt in
                     let attemptGame = clients.first { $0.clientID == attempt.clientID }?.gameID
-                    return attempt.key == "\(StoreID.appStore.rawValue)|\(id)"
+                    return attempt.key == "\(store.rawValue)|\(id)"
                         && LedgerRules.isVisible(ownerClientID: attempt.clientID, ownerGameID: attemptGame, to: client)
                 }?.error
             }
@@ -159,7 +167,8 @@ public final class FakeCore: DialectCore, @unchecked Sendable {
     }
 
     public func client(forAppIdentifier identifier: String, store: StoreID) async throws -> ClientInfo? {
-        lock.withLock { clients.first { $0.bundleIDs.contains(identifier) || $0.packageNames.contains(identifier) } }
+        guard let kind = declaration(of: store)?.identifiers else { return nil }
+        return lock.withLock { clients.first { $0.appIdentifiers(kind).contains(identifier) } }
     }
 
     public func checkRateLimit(_ policy: RateLimitPolicy, key: String) async throws {

@@ -1,3 +1,4 @@
+import AppStore
 public import Foundation
 public import ReceiptCore
 

@@ -8,7 +8,7 @@ import Testing
     static let now = Date(timeIntervalSince1970: 1_780_000_000)
 
     static func purchase(expires: TimeInterval? = nil, revokedWithReason reason: String?? = nil) -> VerifiedPurchase {
-        var purchase = VerifiedPurchase(store: .appStore, environment: .production, transactionID: "2000000000000001")
+        var purchase = VerifiedPurchase(store: StoreID(rawValue: "app_store"), environment: .production, transactionID: "2000000000000001")
         purchase.expiresDate = expires.map { now.addingTimeInterval($0) }
         if let reason {
             purchase.revocationDate = now.addingTimeInterval(-60)
@@ -96,7 +96,7 @@ import Testing
     func aClientSeesItsOwnAndItsGamesTransactions(owner: String, ownerGame: Int64?, caller: String, callerGame: Int64?, visible: Bool) {
         let client = ClientInfo(clientID: caller, gameID: callerGame)
         #expect(LedgerRules.isVisible(ownerClientID: owner, ownerGameID: ownerGame, to: client) == visible)
-        var record = TransactionRecord(managementID: 1, store: .appStore, environment: .production, transactionID: "1", state: .active,
+        var record = TransactionRecord(managementID: 1, store: StoreID(rawValue: "app_store"), environment: .production, transactionID: "1", state: .active,
                                        clientID: owner, firstVerifiedAt: Date())
         record.gameID = ownerGame
         #expect(LedgerRules.isVisible(record, to: client) == visible)

@@ -1,3 +1,5 @@
+import GooglePlay
+import AppStore
 import Crypto
 import Foundation
 import Postgres
@@ -19,7 +21,7 @@ private func makeStore() async throws -> (ClientRepository, PostgresPool) {
         var settings = ClientSettings()
         settings.name = "Demo"
         settings.gameID = 42
-        settings.bundleIDs = ["com.example.game"]
+        settings.appIdentifiers[AppStoreProvider.bundleIDKind.name] = ["com.example.game"]
         let created = try await store.create(settings)
         #expect(created.secret.count >= 40)
         #expect(created.client.environments == [.production])

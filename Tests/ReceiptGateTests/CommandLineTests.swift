@@ -72,7 +72,7 @@ import TestSupport
         let clientID = try #require(object["client_id"] as? String)
         let secret = try #require(object["client_secret"] as? String)
         #expect(object["game_id"] as? Int == 42)
-        #expect(object["bundle_ids"] as? [String] == ["com.example.game", "com.example.game.lite"])
+        #expect((object["app_identifiers"] as? [String: Any])?["bundle_id"] as? [String] == ["com.example.game", "com.example.game.lite"])
         #expect(object["environments"] as? [String] == ["production", "sandbox"])
         #expect(!created.stderr.contains(secret), "the secret must never reach a log")
 

@@ -27,7 +27,7 @@ import TestSupport
 
     @Test func accountsLinksAndTokensGoThroughTheCoresProtocols() async throws {
         let core = FakeCore()
-        core.clients = [ClientInfo(clientID: "rgc_test", gameID: 5, bundleIDs: ["com.example.game"], environments: [.sandbox])]
+        core.clients = [ClientInfo(clientID: "rgc_test", gameID: 5, appIdentifiers: [AppStoreProvider.bundleIDKind.name: ["com.example.game"]], environments: [.sandbox])]
         core.add(evidence: "good", proves: Self.purchase("1001"))
 
         let first = try await Self.redeem(core, evidence: "good", nickname: "ada")
@@ -50,7 +50,7 @@ import TestSupport
 
     @Test func aForgedPurchaseCreatesNothingAndTheLimitAnswers429() async throws {
         let core = FakeCore()
-        core.clients = [ClientInfo(clientID: "rgc_test", gameID: nil, bundleIDs: ["com.example.game"], environments: [.sandbox])]
+        core.clients = [ClientInfo(clientID: "rgc_test", gameID: nil, appIdentifiers: [AppStoreProvider.bundleIDKind.name: ["com.example.game"]], environments: [.sandbox])]
         core.add(evidence: "forged", refusedWith: StoreVerificationError(code: .verificationFailed, reason: "FORGED", message: "bad signature"))
         let refused = try await Self.redeem(core, evidence: "forged", nickname: "mallory")
         #expect(refused.status == 422)

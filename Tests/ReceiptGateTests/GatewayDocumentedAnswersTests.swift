@@ -24,7 +24,7 @@ import TestSupport
                                                     otherStores: [GooglePlayProvider(configuration: google).registration])
         defer { harness.stop() }
         var settings = ClientSettings()
-        settings.packageNames = ["com.example.game"]
+        settings.appIdentifiers[GooglePlayProvider.packageNameKind.name] = ["com.example.game"]
         settings.settings[HiveAxyl.appIDsSetting] = [HiveAxylCaller.appID]
         _ = try await harness.service.clients.update(harness.client.clientID, settings)
 

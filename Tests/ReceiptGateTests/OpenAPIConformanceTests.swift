@@ -73,14 +73,14 @@ import TestSupport
     }
 
     /// Runs the recorded responses through `Conformance/validate_responses.py` against
-    /// Deploy/openapi.yaml; every one must be documented and match its schema.
+    /// the served OpenAPI document; every one must be documented and match its schema.
     static func validate(_ records: [[String: Any]], python: String, label: String,
                          sourceLocation: SourceLocation = #_sourceLocation) async throws {
         let input = TestDatabase.temporaryDirectory(label).appendingPathComponent("responses.jsonl")
         try records.map { String(decoding: try JSONSerialization.data(withJSONObject: $0), as: UTF8.self) }.joined(separator: "\n")
             .write(to: input, atomically: true, encoding: .utf8)
         let here = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        let spec = here.deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Deploy/openapi.yaml").path
+        let spec = try AssembledOpenAPI.file(label)
         let result = try await ChildProcess.run("/bin/sh", ["-c", "exec \"$0\" \"$1\" \"$2\" < \"$3\"", python,
                                                            here.appendingPathComponent("Conformance/validate_responses.py").path, spec, input.path],
                                                 environment: ["PATH": "/usr/bin:/bin", "HOME": "/tmp"])

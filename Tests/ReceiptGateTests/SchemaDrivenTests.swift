@@ -1,8 +1,5 @@
-import AccountLink
-import AlogameGateway
-import GooglePlay
-import HiveAxyl
 import AppStore
+import Plugins
 import Foundation
 import ReceiptCore
 import Testing
@@ -38,10 +35,12 @@ import TestSupport
         let admin = String(repeating: "s", count: 32)
         // The support lookup asks a local fake of the App Store Server API.
         let apple = try FakeAppStoreServerAPI()
-        // Everything Deploy/openapi.yaml documents is served, as by the binary.
+        // Every registered plugin is served, as by the binary; the App Store asks the fake above.
+        let plain = PluginEnvironment(variables: [:])
         let harness = try await VerifyHarness.start(environments: [.sandbox], adminToken: admin,
-                                                    dialects: [AlogameGateway(), HiveAxyl(), AccountLink()],
-                                                    otherStores: [try GooglePlayProvider.fromEnvironment([:]).registration], pki: apple.pki) { pki in
+                                                    dialects: try Plugins.all.dialects.map { try $0.start(plain) },
+                                                    otherStores: try Plugins.all.stores.filter { $0.declaration.store != .appStore }.map { try $0.start(plain) },
+                                                    pki: apple.pki) { pki in
             var appStore = AppStoreConfiguration(trustRoots: [pki.root])
             appStore.serverAPIKey = .init(keyID: FakeAppStoreServerAPI.keyID, issuerID: FakeAppStoreServerAPI.issuerID, privateKey: apple.teamKey)
             appStore.serverAPIProductionURL = "http://127.0.0.1:\(apple.production.port)"
@@ -54,7 +53,7 @@ import TestSupport
         #expect(try await harness.client.post("/v1/verify", json: ["store": "app_store", "receipt": receipt, "player_id": "p1"]).status == 200)
 
         let here = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        let spec = here.deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Deploy/openapi.yaml").path
+        let spec = try AssembledOpenAPI.file("schema-driven")
         let result = try await ChildProcess.run(python, [here.appendingPathComponent("Conformance/schemathesis_run.py").path, spec,
                                                          "http://127.0.0.1:\(harness.client.port)", harness.client.clientID, harness.client.secret,
                                                          admin, Self.examples, "--negative"],

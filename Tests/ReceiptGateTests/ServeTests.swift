@@ -5,8 +5,7 @@ import Postgres
 import ReceiptCore
 import ReceiptGate
 import AppStore
-import AlogameGateway
-import HiveAxyl
+import Plugins
 import Testing
 import AppStoreTestSupport
 import TestSupport
@@ -99,8 +98,8 @@ private func startServer(_ environment: [String: String]) async throws -> (Child
         configuration.adminToken = String(repeating: "t", count: 24)
         let logger = Logger(minimumLevel: .error)
         let service = try Service(configuration: configuration, logger: logger, database: try Database.open(configuration, logger: logger),
-                                  stores: [try AppStoreProvider.fromEnvironment([:]).registration,
-                                           try GooglePlayProvider.fromEnvironment([:]).registration], dialects: [AlogameGateway(), HiveAxyl(), AccountLink()])
+                                  stores: try Plugins.all.stores.map { try $0.start(PluginEnvironment(variables: [:])) },
+                                  dialects: try Plugins.all.dialects.map { try $0.start(PluginEnvironment(variables: [:])) })
         defer { Task.detached { await service.shutdown() } }
         try await service.start()
         let document = try await RawHTTP.request(port: service.port, path: "/openapi.yaml").text

@@ -3,10 +3,10 @@ import Testing
 import Workers
 
 @Suite struct BlockingWorkersTests {
-    /// Blocks a worker thread until `open()` is called (or 10 s pass, so a failing test ends).
+    /// Blocks a worker thread until `open()` is called (or a minute passes, so a failing test ends).
     final class Gate: Sendable {
         private let semaphore = DispatchSemaphore(value: 0)
-        func wait() { _ = semaphore.wait(timeout: .now() + 10) }
+        func wait() { _ = semaphore.wait(timeout: .now() + 60) }
         func open() { semaphore.signal() }
     }
 
@@ -67,7 +67,16 @@ import Workers
         let ran = Tally(), late = Tally()
         workers.submit({ _ in ran.add() }, late: { late.add() })
         let waited = Task { try await workers.run { ran.add() } }
-        while workers.busyCount < 1 || workers.waitingCount < 2 { try await Task.sleep(for: .milliseconds(5)) }
+        // Bounded: on a starved machine a wait that never ends would hang the whole run.
+        let deadline = ContinuousClock.now + .seconds(30)
+        while workers.busyCount < 1 || workers.waitingCount < 2 {
+            guard ContinuousClock.now < deadline else {
+                gate.open()
+                Issue.record("the jobs were never all queued behind the blocked one")
+                return
+            }
+            try await Task.sleep(for: .milliseconds(5))
+        }
         try await Task.sleep(for: .milliseconds(100))  // both now wait past the 50 ms lease
         #expect(workers.busyCount == 1, "the blocked job holds the only thread")
         gate.open()

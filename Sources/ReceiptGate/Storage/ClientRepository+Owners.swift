@@ -10,10 +10,10 @@ extension ClientRepository {
         return ClientWithStoreCredentials(client: client.info, credentials: try await credentials(of: client, store: store))
     }
 
-    /// Every enabled client for which `registered` finds an app of the store, with its secrets.
-    func owners(store: StoreID, registered: (Client) -> Set<String>) async throws -> [ClientWithStoreCredentials] {
+    /// Every enabled client that registered an app of the store, with its secrets.
+    func owners(store: StoreID, registersApps: (Client) -> Bool) async throws -> [ClientWithStoreCredentials] {
         var owners: [ClientWithStoreCredentials] = []
-        for client in try await list() where !client.disabled && !registered(client).isEmpty {
+        for client in try await list() where !client.disabled && registersApps(client) {
             let credentials = try await credentials(of: client, store: store)
             owners.append(ClientWithStoreCredentials(client: client.info, credentials: credentials))
         }

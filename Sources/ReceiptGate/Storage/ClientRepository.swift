@@ -31,18 +31,16 @@ public struct ClientRepository: Sendable {
         let deliveryURL: String? = settings.deliveryURL ?? nil
         let sealed = try Self.seal(settings.sealedSettings.compactMapValues { $0 }, clientID: clientID, secrets: secrets)
         let rows = try await pool.query("""
-            INSERT INTO clients (id, name, game_id, bundle_ids, package_names, environments, refund_callback_url, refund_callback_format,
+            INSERT INTO clients (id, name, game_id, app_identifiers, environments, refund_callback_url, refund_callback_format,
                                  webhook_url, delivery_url, secret_ciphertext, settings, sealed_settings)
-            VALUES (\(clientID), \(name), \(gameID), \(settings.bundleIDs ?? []), \(settings.packageNames ?? []), \(environments),
-                    \(refundURL), \(settings.refundCallbackFormat ?? Self.defaultRefundCallbackFormat), \(webhookURL), \(deliveryURL), \(box),
+            VALUES (\(clientID), \(name), \(gameID), jsonb_strip_nulls(\(try Self.json(settings.appIdentifiers))::jsonb), \(environments),
+                    \(refundURL), \(settings.refundCallbackFormat ?? ""), \(webhookURL), \(deliveryURL), \(box),
                     jsonb_strip_nulls(\(try Self.json(settings.settings))::jsonb), \(sealed))
             RETURNING \(unescaped: Self.columns)
             """)
         return (try Self.decode(rows[0]), secret)
     }
 
-    /// The format refund callbacks take unless a client chooses another.
-    public static let defaultRefundCallbackFormat = "alogame"
 
     public func list() async throws -> [Client] {
         try await pool.query("SELECT \(unescaped: Self.columns) FROM clients ORDER BY created_at, id").map(Self.decode)
@@ -52,11 +50,11 @@ public struct ClientRepository: Sendable {
         try await pool.query("SELECT \(unescaped: Self.columns) FROM clients WHERE id = \(clientID)").first.map(Self.decode)
     }
 
-    /// The oldest enabled client that registered this bundle id or package name.
+    /// The oldest enabled client that registered this app (as an identifier of any kind).
     public func find(appIdentifier: String) async throws -> Client? {
         try await pool.query("""
             SELECT \(unescaped: Self.columns) FROM clients
-            WHERE disabled_at IS NULL AND \(appIdentifier) = ANY (bundle_ids || package_names)
+            WHERE disabled_at IS NULL AND receiptgate_registers(app_identifiers, \(appIdentifier))
             ORDER BY created_at, id LIMIT 1
             """).first.map(Self.decode)
     }
@@ -68,8 +66,7 @@ public struct ClientRepository: Sendable {
             UPDATE clients SET
                 name = COALESCE(\(settings.name), name),
                 game_id = CASE WHEN \(settings.gameID != nil) THEN \(settings.gameID ?? nil)::bigint ELSE game_id END,
-                bundle_ids = COALESCE(\(settings.bundleIDs)::text[], bundle_ids),
-                package_names = COALESCE(\(settings.packageNames)::text[], package_names),
+                app_identifiers = jsonb_strip_nulls(app_identifiers || \(try Self.json(settings.appIdentifiers))::jsonb),
                 environments = COALESCE(\(settings.environments?.map(\.rawValue))::text[], environments),
                 refund_callback_url = CASE WHEN \(settings.refundCallbackURL != nil) THEN \(settings.refundCallbackURL ?? nil) ELSE refund_callback_url END,
                 refund_callback_format = COALESCE(\(settings.refundCallbackFormat), refund_callback_format),
@@ -148,13 +145,16 @@ public struct ClientRepository: Sendable {
         String(decoding: try JSONEncoder().encode(settings), as: UTF8.self)
     }
 
-    /// Every bundle id, package name and environment some enabled client registered.
-    func registeredApps() async throws -> RegisteredApps {
-        let rows = try await pool.query("SELECT bundle_ids, package_names, environments FROM clients WHERE disabled_at IS NULL")
+    /// Every app of one kind and every environment some enabled client registered.
+    func registeredApps(_ kind: AppIdentifierKind) async throws -> RegisteredApps {
+        let rows = try await pool.query("""
+            SELECT ARRAY(SELECT jsonb_array_elements_text(CASE WHEN jsonb_typeof(app_identifiers -> \(kind.name)) = 'array'
+                                                         THEN app_identifiers -> \(kind.name) ELSE '[]' END)) AS apps, environments
+            FROM clients WHERE disabled_at IS NULL
+            """)
         var apps = RegisteredApps()
         for row in rows {
-            apps.bundleIDs.formUnion(try row.decode("bundle_ids", as: [String].self))
-            apps.packageNames.formUnion(try row.decode("package_names", as: [String].self))
+            apps.appIdentifiers.formUnion(try row.decode("apps", as: [String].self))
             apps.environments.formUnion(try row.decode("environments", as: [String].self).compactMap(StoreEnvironment.init(rawValue:)))
         }
         return apps
@@ -169,7 +169,7 @@ public struct ClientRepository: Sendable {
                               AND environment = \(purchase.environment.rawValue) AND transaction_id = \(purchase.transactionID))
             SELECT \(unescaped: columns) FROM clients
             WHERE (id = (SELECT client_id FROM recorder)
-                   OR (disabled_at IS NULL AND \(appIdentifier ?? "") = ANY (bundle_ids || package_names)))
+                   OR (disabled_at IS NULL AND receiptgate_registers(app_identifiers, \(appIdentifier ?? ""))))
               -- A store event reaches only a client that accepts its environment: a sandbox refund
               -- never touches a production-only client.
               AND \(purchase.environment.rawValue) = ANY (environments)
@@ -183,14 +183,14 @@ public struct ClientRepository: Sendable {
     static func newSecret() -> String { "rgs_" + Base64.urlEncode(SecureRandom.bytes(32)) }
 
     static let columns = """
-        clients.id, name, game_id, bundle_ids, package_names, environments, refund_callback_url, refund_callback_format, webhook_url,
+        clients.id, name, game_id, app_identifiers::text AS app_identifiers, environments, refund_callback_url, refund_callback_format, webhook_url,
         delivery_url, settings::text AS settings, sealed_settings IS NOT NULL AS has_sealed, disabled_at IS NOT NULL AS disabled, created_at,
         secret_rotated_at
         """
 
     static func decode(_ row: PostgresRow) throws -> Client {
         Client(clientID: try row.decode("id"), name: try row.decode("name"), gameID: try row.decode("game_id"),
-               bundleIDs: try row.decode("bundle_ids"), packageNames: try row.decode("package_names"),
+               appIdentifiers: try JSONDecoder().decode([String: [String]].self, from: Data(try row.decode("app_identifiers", as: String.self).utf8)),
                environments: try row.decode("environments", as: [String].self).compactMap(StoreEnvironment.init(rawValue:)),
                refundCallbackURL: try row.decode("refund_callback_url"), refundCallbackFormat: try row.decode("refund_callback_format"),
                webhookURL: try row.decode("webhook_url"), deliveryURL: try row.decode("delivery_url"),

@@ -263,5 +263,19 @@ public enum Schema {
             CREATE INDEX verification_attempts_refused ON verification_attempts (store, transaction_id, id)
                 WHERE outcome = 'failed' AND transaction_id IS NOT NULL;
             """),
+        // A client's apps are kept per kind of identifier, as each store declares its own kind
+        // (`{"bundle_id": [...], "package_name": [...]}`), so a new store needs no new column.
+        Migration(version: 15, name: "app_identifiers_by_kind", sql: """
+            ALTER TABLE clients ADD COLUMN app_identifiers jsonb NOT NULL DEFAULT '{}';
+            UPDATE clients SET app_identifiers = jsonb_strip_nulls(jsonb_build_object(
+                'bundle_id', CASE WHEN cardinality(bundle_ids) > 0 THEN to_jsonb(bundle_ids) END,
+                'package_name', CASE WHEN cardinality(package_names) > 0 THEN to_jsonb(package_names) END));
+            ALTER TABLE clients DROP COLUMN bundle_ids, DROP COLUMN package_names;
+            -- Empty: refund callbacks in the service's default format (its first dialect's).
+            ALTER TABLE clients ALTER COLUMN refund_callback_format SET DEFAULT '';
+            CREATE FUNCTION receiptgate_registers(identifiers jsonb, app text) RETURNS boolean IMMUTABLE LANGUAGE sql AS $$
+                SELECT EXISTS (SELECT 1 FROM jsonb_each(identifiers) AS e(kind, apps) WHERE jsonb_typeof(apps) = 'array' AND apps ? app)
+            $$;
+            """),
     ]
 }

@@ -1,3 +1,4 @@
+import AppStore
 import AlogameGateway
 import Crypto
 import Foundation
@@ -64,7 +65,7 @@ struct GooglePlayHarness {
         var client = ClientSettings()
         client.name = "Android game"
         client.gameID = 42
-        client.packageNames = ["com.example.game"]
+        client.appIdentifiers[GooglePlayProvider.packageNameKind.name] = ["com.example.game"]
         client.environments = [.production, .sandbox]
         client.webhookURL = "http://127.0.0.1:\(receiver.server.port)/hooks"
         client.refundCallbackURL = "http://127.0.0.1:\(receiver.server.port)/refunds"

@@ -1,3 +1,4 @@
+import GooglePlay
 import AppStore
 import Crypto
 import Foundation
@@ -137,7 +138,7 @@ struct VerifyHarness {
         var settings = ClientSettings()
         settings.name = name
         settings.gameID = gameID
-        settings.bundleIDs = ["com.example.game"]
+        settings.appIdentifiers[AppStoreProvider.bundleIDKind.name] = ["com.example.game"]
         settings.environments = environments
         settings.settings[Client.allowInsecureURLSetting] = ["on"]  // the tests' receivers speak plain http
         return settings

@@ -1,0 +1,30 @@
+public import Crypto
+public import Foundation
+public import ReceiptCore
+
+extension StoreID {
+    public static let appStore = StoreID(rawValue: "app_store")
+}
+
+/// The App Store as the registry lists it: bundle ids, no per-client settings (its keys are the
+/// service's own, docs/configuration.md), the platforms dialects say, and the account token rule.
+extension AppStoreProvider {
+    public static let bundleIDKind = AppIdentifierKind(name: "bundle_id", flag: "bundle-id", help: "App Store bundle id; repeat for several")
+
+    public static let declaration = StoreDeclaration(
+        store: .appStore, displayName: "App Store", identifiers: bundleIDKind,
+        platforms: ["ios", "apple"],
+        // StoreKit's appAccountToken is a UUID; anything else could never match one.
+        accountTokenIsWellFormed: { UUID(uuidString: $0) != nil },
+        openAPI: openAPIPart)
+
+    /// Started from the service's environment (docs/configuration.md, App Store), with the ES256
+    /// verifier `RECEIPTGATE_ES256_FIXED_KEY` picks.
+    public static let plugin = StorePlugin(declaration) { environment in
+        let variable = ES256VerifierSetting.variable
+        guard let es256 = ES256VerifierSetting.verifier(for: environment.variables[variable]) else {
+            throw AppStoreConfiguration.Invalid(variable: variable, problem: "must be on or off")
+        }
+        return try AppStoreProvider.fromEnvironment(environment.variables, es256: es256).registration
+    }
+}

@@ -1,0 +1,15 @@
+public import ReceiptCore
+import AccountLink
+import AlogameGateway
+import AppStore
+import GooglePlay
+import HiveAxyl
+
+/// The plugins this binary serves: the one place a store or a dialect is named. Registering one
+/// is a line here and its target in Package.swift (Providers/README.md). The executable and the
+/// tests read this same list.
+public enum Plugins {
+    public static let all = PluginList(
+        stores: [AppStoreProvider.plugin, GooglePlayProvider.plugin],
+        dialects: [AlogameGateway.plugin, HiveAxyl.plugin, AccountLink.plugin])
+}

@@ -1,0 +1,195 @@
+public import Foundation
+
+/// A per-client setting a plugin owns, declared once: the CLI offers it as `--<flag>` under the
+/// plugin's name in `client create --help`, checks its value with `check`, and stores it under
+/// `key` in the client's settings, or sealed (encrypted, never shown or logged) when `sealed`.
+public struct ClientSettingDeclaration: Sendable {
+    /// How the command line reads the value.
+    public enum Input: Sendable {
+        /// The value as given.
+        case text
+        /// `on` or `off`.
+        case onOff
+        /// The value names a file; its contents (at most `maxBytes`) are the setting.
+        case file(maxBytes: Int)
+    }
+
+    /// Without the leading `--`.
+    public let flag: String
+    /// The stored name, prefixed by the plugin's own name; a sealed setting's prefix is its store
+    /// id (`<store>.<name>`), so it is opened only for that store.
+    public let key: String
+    /// What the help shows after the flag (`PATH`, `BASE64`, `on|off`).
+    public let valueName: String
+    public let help: String
+    public let input: Input
+    public let repeatable: Bool
+    public let sealed: Bool
+    /// On create, when this setting is given and `--environments` is not, the client accepts these.
+    public let impliedEnvironments: Set<StoreEnvironment>?
+    /// The value to store (normalized), or throws `SettingRejected` saying what is wrong.
+    public let check: @Sendable (String) throws -> String
+
+    public init(flag: String, key: String, valueName: String, help: String, input: Input = .text, repeatable: Bool = false,
+                sealed: Bool = false, impliedEnvironments: Set<StoreEnvironment>? = nil,
+                check: @escaping @Sendable (String) throws -> String = { $0 }) {
+        self.flag = flag
+        self.key = key
+        self.valueName = valueName
+        self.help = help
+        self.input = input
+        self.repeatable = repeatable
+        self.sealed = sealed
+        self.impliedEnvironments = impliedEnvironments
+        self.check = check
+    }
+}
+
+/// Why a setting's value was refused; the CLI prints it after the flag.
+public struct SettingRejected: Error, Sendable, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// How a store names the apps a client registers (bundle ids, package names, ...). A client's
+/// identifiers are kept per kind; a store sees only its own kind's.
+public struct AppIdentifierKind: Sendable, Hashable {
+    /// The storage key and the name in a client's `app_identifiers`, e.g. `bundle_id`.
+    public let name: String
+    /// The CLI flag, without `--` (repeatable).
+    public let flag: String
+    public let help: String
+
+    public init(name: String, flag: String, help: String) {
+        self.name = name
+        self.flag = flag
+        self.help = help
+    }
+
+    /// Letters, digits, `.`, `_`, `-`; 1 to 255 characters.
+    public static func isWellFormed(_ value: String) -> Bool {
+        !value.isEmpty && value.utf8.count <= 255
+            && value.unicodeScalars.allSatisfy { CharacterSet.alphanumerics.contains($0) && $0.isASCII || "._-".unicodeScalars.contains($0) }
+    }
+}
+
+/// A field of the native verify body beside `receipt` that a store's evidence needs (a user id
+/// the store checks the receipt against). The core reads it from the body, checks it, and hands it to the provider in
+/// `VerificationContext.evidenceFields`.
+public struct EvidenceField: Sendable {
+    public let name: String
+    public let required: Bool
+    public let maxLength: Int
+    /// For the OpenAPI document and the error message.
+    public let description: String
+
+    public init(name: String, required: Bool, maxLength: Int = 256, description: String) {
+        self.name = name
+        self.required = required
+        self.maxLength = maxLength
+        self.description = description
+    }
+}
+
+/// What a plugin adds to the OpenAPI document the service serves: path items (placed under
+/// `paths:`), components by section (`schemas`, `parameters`, `responses`, `securitySchemes`,
+/// `headers`), and properties of the native verify body (a store's evidence fields). Each is YAML
+/// written at column 0; the document places it at the right indentation.
+public struct OpenAPIPart: Sendable {
+    public let paths: String
+    public let components: [String: String]
+    public let evidenceProperties: String
+
+    public init(paths: String = "", components: [String: String] = [:], evidenceProperties: String = "") {
+        self.paths = paths
+        self.components = components
+        self.evidenceProperties = evidenceProperties
+    }
+}
+
+/// The service's settings (environment variables) as a plugin reads them at start-up.
+public struct PluginEnvironment: Sendable {
+    public let variables: [String: String]
+
+    public init(variables: [String: String] = ProcessInfo.processInfo.environment) {
+        self.variables = variables
+    }
+}
+
+/// What is written around a store: its client settings, the apps it knows, evidence fields,
+/// the platforms dialects name it by, and its part of the OpenAPI document. Declared once by the
+/// provider; the CLI, the native API, the dialects and the served document read it from here.
+public struct StoreDeclaration: Sendable {
+    public let store: StoreID
+    /// For people: the store's own name.
+    public let displayName: String
+    public let identifiers: AppIdentifierKind
+    public let settings: [ClientSettingDeclaration]
+    public let evidenceFields: [EvidenceField]
+    /// Lower-case names dialects use for this store; the first is the one a dialect reports.
+    public let platforms: [String]
+    /// Whether an account token the caller sends (`app_account_token`) is well formed for this
+    /// store; nil accepts any.
+    public let accountTokenIsWellFormed: (@Sendable (String) -> Bool)?
+    public let openAPI: OpenAPIPart
+
+    public init(store: StoreID, displayName: String, identifiers: AppIdentifierKind, settings: [ClientSettingDeclaration] = [],
+                evidenceFields: [EvidenceField] = [], platforms: [String], accountTokenIsWellFormed: (@Sendable (String) -> Bool)? = nil,
+                openAPI: OpenAPIPart = OpenAPIPart()) {
+        self.store = store
+        self.displayName = displayName
+        self.identifiers = identifiers
+        self.settings = settings
+        self.evidenceFields = evidenceFields
+        self.platforms = platforms
+        self.accountTokenIsWellFormed = accountTokenIsWellFormed
+        self.openAPI = openAPI
+    }
+}
+
+/// A store plugin as the registry lists it: its declaration and how to start it.
+public struct StorePlugin: Sendable {
+    public let declaration: StoreDeclaration
+    /// Throws `ConfigurationInvalid` naming the variable that is wrong.
+    public let start: @Sendable (PluginEnvironment) throws -> StoreRegistration
+
+    public init(_ declaration: StoreDeclaration, start: @escaping @Sendable (PluginEnvironment) throws -> StoreRegistration) {
+        self.declaration = declaration
+        self.start = start
+    }
+}
+
+/// A dialect plugin as the registry lists it.
+public struct DialectPlugin: Sendable {
+    public let name: String
+    public let displayName: String
+    public let settings: [ClientSettingDeclaration]
+    /// Throws `ConfigurationInvalid` naming the variable that is wrong.
+    public let start: @Sendable (PluginEnvironment) throws -> any DialectProvider
+
+    public init(name: String, displayName: String, settings: [ClientSettingDeclaration] = [],
+                start: @escaping @Sendable (PluginEnvironment) throws -> any DialectProvider) {
+        self.name = name
+        self.displayName = displayName
+        self.settings = settings
+        self.start = start
+    }
+}
+
+/// Every plugin one binary serves, in registration order.
+public struct PluginList: Sendable {
+    public let stores: [StorePlugin]
+    public let dialects: [DialectPlugin]
+
+    public init(stores: [StorePlugin], dialects: [DialectPlugin]) {
+        self.stores = stores
+        self.dialects = dialects
+    }
+
+    public func store(_ id: StoreID) -> StorePlugin? { stores.first { $0.declaration.store == id } }
+
+    /// Every plugin's client settings, stores' first, under each plugin's display name.
+    public var clientSettings: [(plugin: String, settings: [ClientSettingDeclaration])] {
+        stores.map { ($0.declaration.displayName, $0.declaration.settings) } + dialects.map { ($0.displayName, $0.settings) }
+    }
+}
