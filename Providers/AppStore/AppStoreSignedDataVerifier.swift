@@ -1,6 +1,6 @@
 public import Crypto
 public import Foundation
-import ReceiptCore
+import JSON
 import Synchronization
 
 /// What the caller accepts: its registered bundle ids, its environments and, when known, the

@@ -1,5 +1,5 @@
 import Foundation
-import ReceiptCore
+import JSON
 
 /// The StoreKit 2 transaction is decoded on every verification: by hand, with `JSONReader`,
 /// instead of JSONDecoder and the synthesized `init(from:)`. The result is the same for every

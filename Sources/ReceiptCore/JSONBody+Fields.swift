@@ -1,4 +1,5 @@
 public import Foundation
+public import JSON
 
 extension JSONBody {
     /// The known fields of a flat JSON object body, read with `JSONReader` in one pass instead of

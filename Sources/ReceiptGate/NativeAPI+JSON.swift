@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 import ReceiptCore
 
 // /v1/verify's body and answer on every request, read and written by hand (JSONReader,

@@ -1,7 +1,7 @@
 @testable import AppStore
 import Crypto
 import Foundation
-import ReceiptCore
+import JSON
 import Testing
 import AppStoreTestSupport
 import TestSupport

@@ -1,7 +1,7 @@
 @testable import AppStore
 import Crypto
 import Foundation
-import ReceiptCore
+import JSON
 
 /// The StoreKit 2 JWS verifier on arbitrary text: every entry point, against Apple's real root
 /// (so nothing fuzzed can verify unless Apple signed it) and with a small cache, so cache
