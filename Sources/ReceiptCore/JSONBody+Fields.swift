@@ -55,11 +55,10 @@ extension JSONBody {
     }
 
     /// Decodes a flat object body by hand: `read` takes the fields it needs from `Fields` in the
-    /// Decodable's declaration order (JSONDecoder reports the first failing field in that order).
-    /// The result, refusals and messages are those of `decode(type, from: body)`; a UTF-16 or
-    /// UTF-32 body, which JSONDecoder transcodes, goes to `decode` itself.
-    public static func decode<T: Decodable>(_ type: T.Type, from body: Data, fields names: JSONFieldNames,
-                                            _ read: (Fields) throws(Problem) -> T) -> Result<T, Problem> {
+    /// order a Decodable would declare them (JSONDecoder reports the first failing field in that
+    /// order). The result, refusals and messages are those `decode(_:from:)` gives for such a
+    /// Decodable; a UTF-16 or UTF-32 body is transcoded first, as JSONDecoder transcodes it.
+    public static func decode<T>(from body: Data, fields names: JSONFieldNames, _ read: (Fields) throws(Problem) -> T) -> Result<T, Problem> {
         guard !body.isEmpty else { return .failure(Problem(code: .missingFields, message: "request body is empty; a JSON object is expected")) }
         do throws(JSONReaderError) {
             return try JSONReader.withDocument(body, grammar: .jsonDecoder) { reader throws(JSONReaderError) -> Result<T, Problem> in
@@ -80,7 +79,13 @@ extension JSONBody {
                 }
             }
         } catch where error.code == .unsupportedEncoding {
-            return decode(type, from: body)
+            // JSONDecoder transcodes once and reads what comes out as it is: text that would read as
+            // UTF-16 again starts with a NUL, and a second byte order mark is a stray character.
+            guard let utf8 = JSONReader.transcodedToUTF8(body), JSONReader.transcodedToUTF8(utf8) == nil,
+                  !utf8.starts(with: [0xEF, 0xBB, 0xBF]) else {
+                return .failure(Problem(code: .invalidField, message: "request body is not valid JSON"))
+            }
+            return decode(from: utf8, fields: names, read)
         } catch {
             return .failure(Problem(code: .invalidField, message: "request body is not valid JSON"))
         }

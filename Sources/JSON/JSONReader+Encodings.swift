@@ -1,0 +1,32 @@
+public import Foundation
+
+extension JSONReader {
+    /// A document `withDocument` refuses as UTF-16 or UTF-32, transcoded to UTF-8 as JSONDecoder
+    /// transcodes one before reading it (its byte order mark dropped); nil if the bytes are not
+    /// text in the encoding they announce, or the document is UTF-8 already.
+    public static func transcodedToUTF8(_ data: Data) -> Data? {
+        guard let (encoding, markLength) = wideEncoding(Array(data.prefix(4))),
+              let text = String(data: data.dropFirst(markLength), encoding: encoding) else { return nil }
+        return Data(text.utf8)
+    }
+
+    /// The encoding and byte order mark length that JSONDecoder's detection (RFC 4627 section 3,
+    /// with its marks) finds in the first bytes, when it is not UTF-8.
+    private static func wideEncoding(_ head: [UInt8]) -> (String.Encoding, Int)? {
+        let b0: UInt8? = head.count > 0 ? head[0] : nil, b1: UInt8? = head.count > 1 ? head[1] : nil
+        let b2: UInt8? = head.count > 2 ? head[2] : nil, b3: UInt8? = head.count > 3 ? head[3] : nil
+        switch (b0, b1, b2, b3) {
+        case (0, 0, 0xFE, 0xFF): return (.utf32BigEndian, 4)
+        case (0xFF, 0xFE, 0, 0): return (.utf32LittleEndian, 4)
+        case (0xFE, 0xFF, _, _): return (.utf16BigEndian, 2)
+        case (0xFF, 0xFE, _, _): return (.utf16LittleEndian, 2)
+        case (0, 0, 0, .some(let b)) where b != 0: return (.utf32BigEndian, 0)
+        case (0, .some(let b), 0, .some(let c)) where b != 0 && c != 0: return (.utf16BigEndian, 0)
+        case (.some(let b), 0, 0, 0) where b != 0: return (.utf32LittleEndian, 0)
+        case (.some(let b), 0, .some(let c), 0) where b != 0 && c != 0: return (.utf16LittleEndian, 0)
+        case (0, .some(let b), nil, nil) where b != 0: return (.utf16BigEndian, 0)
+        case (.some(let b), 0, nil, nil) where b != 0: return (.utf16LittleEndian, 0)
+        default: return nil
+        }
+    }
+}
