@@ -82,7 +82,7 @@ let package = Package(
                 path: "Tests/AppStoreTestSupport", swiftSettings: swiftSettings),
         .target(name: "GooglePlayTestSupport", dependencies: ["GooglePlay", "Crypto", "HTTPServer", "HTTPClient", "TestSupport"],
                 path: "Tests/GooglePlayTestSupport", swiftSettings: swiftSettings),
-        .target(name: "PluginTestSupport", dependencies: ["ReceiptCore", "Crypto"], path: "Tests/PluginTestSupport",
+        .target(name: "PluginTestSupport", dependencies: ["ReceiptCore", "Crypto", "TestSupport"], path: "Tests/PluginTestSupport",
                 swiftSettings: swiftSettings),
         .testTarget(name: "WorkersTests", dependencies: ["Workers"], swiftSettings: swiftSettings),
         .testTarget(name: "JSONTests", dependencies: ["JSON", "TestSupport"], swiftSettings: swiftSettings),
@@ -116,4 +116,5 @@ let package = Package(
 // For Fuzz/ only (libFuzzer harnesses in a package of their own, built by scripts/fuzz.sh): the
 // modules the harnesses drive. Nothing else depends on this product.
 package.products.append(.library(name: "ReceiptGateFuzzTargets",
-                                 targets: ["JSON", "ReceiptCore", "Crypto", "AppStore", "AlogameGateway", "ReceiptGate", "PluginTestSupport"]))
+                                 targets: ["JSON", "ReceiptCore", "Crypto", "AppStore", "AlogameGateway", "ReceiptGate", "TestSupport",
+                                           "AppStoreTestSupport", "PluginTestSupport"]))

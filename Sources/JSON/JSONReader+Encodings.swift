@@ -2,12 +2,16 @@ public import Foundation
 
 extension JSONReader {
     /// A document `withDocument` refuses as UTF-16 or UTF-32, transcoded to UTF-8 as JSONDecoder
-    /// transcodes one before reading it (its byte order mark dropped); nil if the bytes are not
-    /// text in the encoding they announce, or the document is UTF-8 already.
+    /// transcodes one before reading it (its byte order mark dropped). Nil if the document is
+    /// UTF-8 already, if its bytes are not text in the encoding they announce, or if what comes
+    /// out starts with what JSONDecoder reads as it is and refuses but `withDocument` would take
+    /// for an encoding's mark (a NUL, a second byte order mark): JSON in none of these cases.
     public static func transcodedToUTF8(_ data: Data) -> Data? {
         guard let (encoding, markLength) = wideEncoding(Array(data.prefix(4))),
               let text = String(data: data.dropFirst(markLength), encoding: encoding) else { return nil }
-        return Data(text.utf8)
+        let utf8 = Data(text.utf8)
+        guard wideEncoding(Array(utf8.prefix(4))) == nil, !utf8.starts(with: [0xEF, 0xBB, 0xBF]) else { return nil }
+        return utf8
     }
 
     /// The encoding and byte order mark length that JSONDecoder's detection (RFC 4627 section 3,

@@ -79,10 +79,7 @@ extension JSONBody {
                 }
             }
         } catch where error.code == .unsupportedEncoding {
-            // JSONDecoder transcodes once and reads what comes out as it is: text that would read as
-            // UTF-16 again starts with a NUL, and a second byte order mark is a stray character.
-            guard let utf8 = JSONReader.transcodedToUTF8(body), JSONReader.transcodedToUTF8(utf8) == nil,
-                  !utf8.starts(with: [0xEF, 0xBB, 0xBF]) else {
+            guard let utf8 = JSONReader.transcodedToUTF8(body) else {
                 return .failure(Problem(code: .invalidField, message: "request body is not valid JSON"))
             }
             return decode(from: utf8, fields: names, read)
