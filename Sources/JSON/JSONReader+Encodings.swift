@@ -7,18 +7,22 @@ extension JSONReader {
     /// out starts with what JSONDecoder reads as it is and refuses but `withDocument` would take
     /// for an encoding's mark (a NUL, a second byte order mark): JSON in none of these cases.
     public static func transcodedToUTF8(_ data: Data) -> Data? {
-        guard let (encoding, markLength) = wideEncoding(Array(data.prefix(4))),
+        guard let (encoding, markLength) = wideEncoding(first4: data),
               let text = String(data: data.dropFirst(markLength), encoding: encoding) else { return nil }
         let utf8 = Data(text.utf8)
-        guard wideEncoding(Array(utf8.prefix(4))) == nil, !utf8.starts(with: [0xEF, 0xBB, 0xBF]) else { return nil }
+        guard wideEncoding(first4: utf8) == nil, !utf8.starts(with: [0xEF, 0xBB, 0xBF]) else { return nil }
         return utf8
     }
 
+    private static func wideEncoding(first4 data: Data) -> (String.Encoding, Int)? {
+        let head = Array(data.prefix(4))
+        return wideEncoding(head.count > 0 ? head[0] : nil, head.count > 1 ? head[1] : nil,
+                            head.count > 2 ? head[2] : nil, head.count > 3 ? head[3] : nil)
+    }
+
     /// The encoding and byte order mark length that JSONDecoder's detection (RFC 4627 section 3,
-    /// with its marks) finds in the first bytes, when it is not UTF-8.
-    private static func wideEncoding(_ head: [UInt8]) -> (String.Encoding, Int)? {
-        let b0: UInt8? = head.count > 0 ? head[0] : nil, b1: UInt8? = head.count > 1 ? head[1] : nil
-        let b2: UInt8? = head.count > 2 ? head[2] : nil, b3: UInt8? = head.count > 3 ? head[3] : nil
+    /// with its marks) finds in the first four bytes (nil past the end), when it is not UTF-8.
+    static func wideEncoding(_ b0: UInt8?, _ b1: UInt8?, _ b2: UInt8?, _ b3: UInt8?) -> (String.Encoding, Int)? {
         switch (b0, b1, b2, b3) {
         case (0, 0, 0xFE, 0xFF): return (.utf32BigEndian, 4)
         case (0xFF, 0xFE, 0, 0): return (.utf32LittleEndian, 4)
