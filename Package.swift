@@ -92,12 +92,12 @@ let package = Package(
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "HTTPClientTests", dependencies: ["HTTPClient", "HTTPServer", "TestSupport"], swiftSettings: swiftSettings),
-        .testTarget(name: "AppStoreTests", dependencies: ["AppStore", "Crypto", "JSON", "ReceiptCore", "TestSupport", "AppStoreTestSupport",
+        .testTarget(name: "AppStoreTests", dependencies: ["AppStore", "Crypto", "ReceiptCore", "TestSupport", "AppStoreTestSupport",
                                                           "HTTPServer", "HTTPClient"],
                     resources: [.copy("Fixtures")], swiftSettings: swiftSettings),
         .testTarget(
             name: "ReceiptGateTests",
-            dependencies: ["ReceiptGate", "JSON", "ReceiptCore", "Crypto", "Postgres", "HTTPServer", "TestSupport", "AppStoreTestSupport",
+            dependencies: ["ReceiptGate", "ReceiptCore", "Crypto", "Postgres", "HTTPServer", "TestSupport", "AppStoreTestSupport",
                            "PluginTestSupport", "AppStore", "AlogameGateway",
                            "HiveAxyl", "GooglePlay", "GooglePlayTestSupport", "AccountLink"],
             swiftSettings: swiftSettings

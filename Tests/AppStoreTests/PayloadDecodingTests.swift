@@ -1,7 +1,6 @@
 @testable import AppStore
 import Crypto
 import Foundation
-import JSON
 import Testing
 import AppStoreTestSupport
 import TestSupport
