@@ -38,19 +38,21 @@ let package = Package(
 
         // Threads of our own for blocking calls and background loops; every module below runs on them.
         .target(name: "Workers", swiftSettings: swiftSettings),
-        .target(name: "ReceiptCore", dependencies: ["Workers"], swiftSettings: swiftSettings),
+        // The hand-written JSON reader and writer of the hot paths; no dependencies.
+        .target(name: "JSON", swiftSettings: swiftSettings),
+        .target(name: "ReceiptCore", dependencies: ["JSON", "Workers"], swiftSettings: swiftSettings),
         .target(name: "Crypto", dependencies: ["COpenSSL", "CShims", "Workers"], swiftSettings: swiftSettings),
         .target(name: "Postgres", dependencies: ["CLibPQ", "Workers"], swiftSettings: swiftSettings),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "CShims", "Workers"], swiftSettings: swiftSettings),
         .target(name: "HTTPClient", dependencies: ["CCurl", "CShims", "Workers"], swiftSettings: swiftSettings),
         .target(
             name: "ReceiptGate",
-            dependencies: ["ReceiptCore", "Crypto", "Postgres", "HTTPServer", "HTTPClient"],
+            dependencies: ["JSON", "ReceiptCore", "Crypto", "Postgres", "HTTPServer", "HTTPClient"],
             resources: [],
             swiftSettings: swiftSettings
         ),
         // Store providers (see Providers/README.md).
-        .target(name: "AppStore", dependencies: ["ReceiptCore", "Crypto", "HTTPClient"], path: "Providers/AppStore",
+        .target(name: "AppStore", dependencies: ["JSON", "ReceiptCore", "Crypto", "HTTPClient"], path: "Providers/AppStore",
                 swiftSettings: swiftSettings),
         .target(name: "GooglePlay", dependencies: ["ReceiptCore", "Crypto", "HTTPClient"], path: "Providers/GooglePlay",
                 swiftSettings: swiftSettings),
@@ -83,9 +85,10 @@ let package = Package(
                 path: "Tests/AppStoreTestSupport", swiftSettings: swiftSettings),
         .target(name: "GooglePlayTestSupport", dependencies: ["GooglePlay", "Crypto", "HTTPServer", "HTTPClient", "TestSupport"],
                 path: "Tests/GooglePlayTestSupport", swiftSettings: swiftSettings),
-        .target(name: "PluginTestSupport", dependencies: ["ReceiptCore", "Crypto", "AppStore", "GooglePlay"], path: "Tests/PluginTestSupport",
+        .target(name: "PluginTestSupport", dependencies: ["ReceiptCore", "Crypto", "TestSupport", "AppStore", "GooglePlay"], path: "Tests/PluginTestSupport",
                 swiftSettings: swiftSettings),
         .testTarget(name: "WorkersTests", dependencies: ["Workers"], swiftSettings: swiftSettings),
+        .testTarget(name: "JSONTests", dependencies: ["JSON", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "ReceiptCoreTests", dependencies: ["ReceiptCore", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto", "COpenSSL", "TestSupport"],
                     resources: [.copy("Fixtures")], swiftSettings: swiftSettings),
@@ -116,4 +119,5 @@ let package = Package(
 // For Fuzz/ only (libFuzzer harnesses in a package of their own, built by scripts/fuzz.sh): the
 // modules the harnesses drive. Nothing else depends on this product.
 package.products.append(.library(name: "ReceiptGateFuzzTargets",
-                                 targets: ["ReceiptCore", "Crypto", "AppStore", "AlogameGateway", "ReceiptGate", "PluginTestSupport"]))
+                                 targets: ["JSON", "ReceiptCore", "Crypto", "AppStore", "AlogameGateway", "ReceiptGate", "TestSupport",
+                                           "AppStoreTestSupport", "PluginTestSupport"]))

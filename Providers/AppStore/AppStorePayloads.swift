@@ -1,7 +1,7 @@
 public import Foundation
 
 /// A signed App Store payload: it names the date its certificates are judged at.
-public protocol AppStoreSignedPayload: Decodable {
+public protocol AppStoreSignedPayload {
     /// `signedDate`, or for an app transaction `receiptCreationDate`.
     var signingDate: AppStoreDate? { get }
 }
@@ -12,8 +12,9 @@ extension ResponseBodyV2DecodedPayload: AppStoreSignedPayload { public var signi
 extension AppTransaction: AppStoreSignedPayload { public var signingDate: AppStoreDate? { receiptCreationDate } }
 
 /// A StoreKit 2 transaction (JWSTransactionDecodedPayload). Every field is optional: the payload
-/// is Apple's, and older or newer versions leave out or add fields.
-public struct JWSTransactionDecodedPayload: Codable, Hashable, Sendable {
+/// is Apple's, and older or newer versions leave out or add fields. It is decoded on every
+/// verification, by hand only (`init(jsonPayload:)`); notifications encode it for the ledger.
+public struct JWSTransactionDecodedPayload: Encodable, Hashable, Sendable {
     public var originalTransactionId: String?
     public var transactionId: String?
     public var webOrderLineItemId: String?

@@ -1,6 +1,6 @@
 public import Crypto
 public import Foundation
-import ReceiptCore
+import JSON
 import Synchronization
 
 /// What the caller accepts: its registered bundle ids, its environments and, when known, the
@@ -92,18 +92,25 @@ public final class AppStoreSignedDataVerifier: Sendable {
 
     /// Checks everything but the payload's meaning and returns the payload's bytes.
     public func verifiedPayload(_ token: String) throws(AppStoreVerificationError) -> Data {
-        try verifiedWithBytes(token, as: SigningDates.self, reading: SigningDates.init(jsonPayload:)).payload
+        try verifiedWithBytes(token) { payload throws(AppStoreVerificationError) in
+            try Self.decode(SigningDates.self, from: payload, reading: SigningDates.init(jsonPayload:))
+        }.payload
     }
 
     /// Parses, decodes the payload once (it names the signing date the chain is checked at),
     /// then proves chain and signature before anything decoded is returned.
-    private func verified<T: AppStoreSignedPayload>(_ token: String, as type: T.Type,
-                                                    reading read: PayloadReader<T>? = nil) throws(AppStoreVerificationError) -> T {
-        try verifiedWithBytes(token, as: type, reading: read).value
+    private func verified<T: AppStoreSignedPayload & Decodable>(_ token: String, as type: T.Type) throws(AppStoreVerificationError) -> T {
+        try verifiedWithBytes(token) { payload throws(AppStoreVerificationError) in try Self.decode(type, from: payload) }.value
     }
 
-    private func verifiedWithBytes<T: AppStoreSignedPayload>(_ token: String, as type: T.Type,
-                                                             reading read: PayloadReader<T>?) throws(AppStoreVerificationError) -> (value: T, payload: Data) {
+    /// The same for a payload read by hand (JSONReader), which has no other decoder.
+    private func verified<T: AppStoreSignedPayload>(_ token: String, as type: T.Type,
+                                                    reading read: PayloadReader<T>) throws(AppStoreVerificationError) -> T {
+        try verifiedWithBytes(token) { payload throws(AppStoreVerificationError) in try Self.decode(type, from: payload, reading: read) }.value
+    }
+
+    private func verifiedWithBytes<T: AppStoreSignedPayload>(_ token: String, decode: (Data) throws(AppStoreVerificationError) -> T)
+        throws(AppStoreVerificationError) -> (value: T, payload: Data) {
         let parts: CompactJWS.Parts
         do {
             parts = try CompactJWS.Parts(splitting: token)
@@ -113,7 +120,7 @@ public final class AppStoreSignedDataVerifier: Sendable {
         guard (parts.payload.first { $0 != 0x20 && $0 != 0x0a && $0 != 0x0d && $0 != 0x09 }) == UInt8(ascii: "{") else {
             throw AppStoreVerificationError(.malformed, "payload is not a JSON object")
         }
-        let value = try decode(type, from: parts.payload, reading: read)
+        let value = try decode(parts.payload)
         let signingDate = value.signingDate?.date ?? now()
         let leaf = try verifiedLeafKey(for: parts, at: signingDate)
         guard es256.isValid(signature: parts.signature, for: parts.signingInput, key: leaf.key) else {
@@ -192,28 +199,24 @@ public final class AppStoreSignedDataVerifier: Sendable {
         return (key, window)
     }
 
-    /// A payload type's hand-written decoding (JSONReader), which gives what JSONDecoder gives.
+    /// A payload type's hand-written decoding (JSONReader), which gives what JSONDecoder would.
     private typealias PayloadReader<T> = (Data) throws(JSONReaderError) -> T
 
-    /// With `read`, JSONDecoder is left for what the hot path never sees: a UTF-16 or UTF-32
-    /// payload (JSONDecoder transcodes it), and the wording of a refusal, kept as it was (both
-    /// refuse the same payloads: DifferentialPayloadTests).
-    private func decode<T: Decodable>(_ type: T.Type, from payload: Data, reading read: PayloadReader<T>?) throws(AppStoreVerificationError) -> T {
-        if let read {
+    /// A UTF-16 or UTF-32 payload is transcoded first, as JSONDecoder transcodes one.
+    private static func decode<T>(_ type: T.Type, from payload: Data, reading read: PayloadReader<T>) throws(AppStoreVerificationError) -> T {
+        do throws(JSONReaderError) {
             do {
                 return try read(payload)
             } catch where error.code == .unsupportedEncoding {
-                // Decoded by JSONDecoder below.
-            } catch {
-                let refusal = error
-                do {
-                    _ = try JSONDecoder().decode(type, from: payload)
-                } catch {
-                    throw AppStoreVerificationError(.payloadInvalid, "payload is not a \(type): \(error)")
-                }
-                throw AppStoreVerificationError(.payloadInvalid, "payload is not a \(type): \(refusal)")
+                guard let utf8 = JSONReader.transcodedToUTF8(payload) else { throw error }
+                return try read(utf8)
             }
+        } catch {
+            throw AppStoreVerificationError(.payloadInvalid, "payload is not a \(type): \(error)")
         }
+    }
+
+    private static func decode<T: Decodable>(_ type: T.Type, from payload: Data) throws(AppStoreVerificationError) -> T {
         do {
             return try JSONDecoder().decode(type, from: payload)
         } catch {
@@ -244,7 +247,7 @@ public final class AppStoreSignedDataVerifier: Sendable {
 
         init() {}
 
-        /// As JSONDecoder decodes it (DifferentialPayloadTests), for `verifiedPayload`.
+        /// For `verifiedPayload`: the two dates as JSONDecoder would decode them (DifferentialPayloadTests).
         init(jsonPayload payload: Data) throws(JSONReaderError) {
             var dates = SigningDates()
             try JSONReader.withDocument(payload, grammar: .jsonDecoder) { reader throws(JSONReaderError) in

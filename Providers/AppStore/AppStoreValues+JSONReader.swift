@@ -1,4 +1,4 @@
-import ReceiptCore
+import JSON
 
 // Reading App Store values from `JSONReader` tokens by the rules their `init(from:)` follows
 // under JSONDecoder; null is nil, as `decodeIfPresent` makes it.

@@ -1,10 +1,10 @@
 import Foundation
-import ReceiptCore
+import JSON
 
-/// The StoreKit 2 transaction is decoded on every verification: by hand, with `JSONReader`,
-/// instead of JSONDecoder and the synthesized `init(from:)`. The result is the same for every
-/// input (DifferentialPayloadTests): the same documents accepted, the same values, null as nil,
-/// a wrong type refused, the first of duplicate keys kept.
+/// The StoreKit 2 transaction is decoded on every verification: by hand, with `JSONReader`, by
+/// the rules JSONDecoder would follow for these optional fields (checked against
+/// JSONSerialization's parse by DifferentialPayloadTests): null as nil, a wrong type refused,
+/// the first of duplicate keys kept, unknown keys and enum values taken as they come.
 extension JWSTransactionDecodedPayload {
     /// The stored properties, named as their keys.
     private enum Field: String, CaseIterable {
@@ -24,7 +24,11 @@ extension JWSTransactionDecodedPayload {
             let top = try reader.readDocument { member throws(JSONReaderError) in
                 guard let index = try Self.fieldNames.index(of: member.key, in: reader), seen & (1 << index) == 0 else { return }
                 seen |= 1 << index
-                try decoded.read(Self.fields[index], member.value, in: reader)
+                do throws(JSONReaderError) {
+                    try decoded.read(Self.fields[index], member.value, in: reader)
+                } catch {
+                    throw JSONReaderError(error.code, "\(Self.fields[index].rawValue): \(error.message)", at: error.offset)  // names the field
+                }
             }
             guard case .object = top else { throw .typeMismatch(expected: "object", found: top) }
         }

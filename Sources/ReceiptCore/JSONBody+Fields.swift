@@ -1,4 +1,5 @@
 public import Foundation
+public import JSON
 
 extension JSONBody {
     /// The known fields of a flat JSON object body, read with `JSONReader` in one pass instead of
@@ -54,11 +55,10 @@ extension JSONBody {
     }
 
     /// Decodes a flat object body by hand: `read` takes the fields it needs from `Fields` in the
-    /// Decodable's declaration order (JSONDecoder reports the first failing field in that order).
-    /// The result, refusals and messages are those of `decode(type, from: body)`; a UTF-16 or
-    /// UTF-32 body, which JSONDecoder transcodes, goes to `decode` itself.
-    public static func decode<T: Decodable>(_ type: T.Type, from body: Data, fields names: JSONFieldNames,
-                                            _ read: (Fields) throws(Problem) -> T) -> Result<T, Problem> {
+    /// order a Decodable would declare them (JSONDecoder reports the first failing field in that
+    /// order). The result, refusals and messages are those `decode(_:from:)` gives for such a
+    /// Decodable; a UTF-16 or UTF-32 body is transcoded first, as JSONDecoder transcodes it.
+    public static func decode<T>(from body: Data, fields names: JSONFieldNames, _ read: (Fields) throws(Problem) -> T) -> Result<T, Problem> {
         guard !body.isEmpty else { return .failure(Problem(code: .missingFields, message: "request body is empty; a JSON object is expected")) }
         do throws(JSONReaderError) {
             return try JSONReader.withDocument(body, grammar: .jsonDecoder) { reader throws(JSONReaderError) -> Result<T, Problem> in
@@ -79,7 +79,10 @@ extension JSONBody {
                 }
             }
         } catch where error.code == .unsupportedEncoding {
-            return decode(type, from: body)
+            guard let utf8 = JSONReader.transcodedToUTF8(body) else {
+                return .failure(Problem(code: .invalidField, message: "request body is not valid JSON"))
+            }
+            return decode(from: utf8, fields: names, read)
         } catch {
             return .failure(Problem(code: .invalidField, message: "request body is not valid JSON"))
         }

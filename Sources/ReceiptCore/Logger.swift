@@ -1,4 +1,5 @@
 public import Foundation
+import Workers
 
 /// Structured logging: one JSON object per line, with `time`, `level`, `message` and dotted
 /// metadata keys (`request.id`, `client.id`). A logger is a value passed to whoever needs it.
@@ -140,7 +141,14 @@ public final class LogSink: @unchecked Sendable {
     }
 
     /// File descriptor 2, written off the caller's thread (`StandardErrorBuffer`).
-    public static let standardError = LogSink { line in StandardErrorBuffer.shared.append(line) }
+    public static let standardError = LogSink { line in standardErrorBuffer.append(line) }
+
+    /// Made with the first line; whatever it holds is written at exit (an exit handler captures
+    /// nothing, so it finds the buffer here).
+    private static let standardErrorBuffer: StandardErrorBuffer = {
+        atexit { LogSink.standardErrorBuffer.flush() }
+        return StandardErrorBuffer(droppedLine: Logger.droppedLine)
+    }()
 
     func write(_ line: String) {
         lock.lock()

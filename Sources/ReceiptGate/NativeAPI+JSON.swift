@@ -1,19 +1,20 @@
 import Foundation
+import JSON
 import ReceiptCore
 
 // /v1/verify's body and answer on every request, read and written by hand (JSONReader,
-// JSONWriter) instead of JSONDecoder and JSONEncoder. The Codable conformances stay: they are the
-// reference the tests compare against (VerifyBodyAgainstJSONBody, VerifyAnswerAgainstJSONEncoder),
-// and webhooks and reads encode with them.
+// JSONWriter) instead of JSONDecoder and JSONEncoder. The body has no other decoder (the tests
+// check it against JSONSerialization: VerifyBodyAgainstJSONSerialization); the answer's Encodable
+// conformance stays, as the reference of VerifyAnswerAgainstJSONEncoder and for webhooks and reads.
 
 extension NativeAPI.VerifyBody {
     private static let fieldNames = JSONFieldNames(CodingKeys.allCases.map(\.stringValue))
 
-    /// What `JSONBody.decode(VerifyBody.self, from: body)` gives, refusals and messages included.
+    /// What `JSONBody.decode(_:from:)` would give for a Decodable of these fields, refusals and messages included.
     static func decode(_ body: Data) -> Result<Self, JSONBody.Problem> {
-        JSONBody.decode(Self.self, from: body, fields: fieldNames) { fields throws(JSONBody.Problem) in
-            // The synthesized init(from:) reads the keys in CodingKeys' order (package_name first)
-            // and JSONDecoder reports the first that fails: the same order here.
+        JSONBody.decode(from: body, fields: fieldNames) { fields throws(JSONBody.Problem) in
+            // Read in CodingKeys' order (package_name first), the order a synthesized init(from:)
+            // reads them in, so the first field that fails is the one JSONDecoder would name.
             let packageName = try fields.string(CodingKeys.packageName)
             let store = try fields.requiredString(CodingKeys.store), receipt = try fields.requiredString(CodingKeys.receipt)
             let productID = try fields.string(CodingKeys.productID), appAccountToken = try fields.string(CodingKeys.appAccountToken)

@@ -39,7 +39,7 @@ struct NativeAPI: Sendable {
 
     static func render(_ refusal: RouteRefusal) -> RouteResponse { error(refusal.code, refusal.message) }
 
-    struct VerifyBody: Decodable {
+    struct VerifyBody {
         let store: String
         let receipt: String
         let productID: String?

@@ -1,12 +1,13 @@
 @testable import AppStore
+import AppStoreTestSupport
 import Crypto
 import Foundation
-import ReceiptCore
 
 /// The StoreKit 2 JWS verifier on arbitrary text: every entry point, against Apple's real root
 /// (so nothing fuzzed can verify unless Apple signed it) and with a small cache, so cache
 /// eviction runs too. The input is also taken as a payload on its own: the hand-written
-/// transaction decoding (JSONReader) must agree with JSONDecoder on it.
+/// transaction decoding (JSONReader) must agree with what JSONSerialization's parse of it says,
+/// wherever that settles it (`StoreKitPayloadReference`).
 enum JWSHarness {
     static let verifier: AppStoreSignedDataVerifier = {
         guard let root = try? AppleRootCertificates.appleRoot() else { fatalError("the embedded Apple root does not parse") }
@@ -28,20 +29,13 @@ enum JWSHarness {
     }
 
     static func comparePayloadDecoding(_ payload: Data) {
-        let reference = try? JSONDecoder().decode(JWSTransactionDecodedPayload.self, from: payload)
-        let dates = try? JSONDecoder().decode(AppStoreSignedDataVerifier.SigningDates.self, from: payload)
-        do throws(JSONReaderError) {
-            let decoded = try JWSTransactionDecodedPayload(jsonPayload: payload)
-            guard decoded == reference else { fatalError("JSONReader decoded \(decoded), JSONDecoder \(String(describing: reference))") }
-        } catch where error.code == .unsupportedEncoding {
-            return  // UTF-16 or UTF-32: the verifier hands those to JSONDecoder
-        } catch {
-            guard reference == nil else { fatalError("JSONReader refused (\(error)) what JSONDecoder decoded") }
+        let decoded = try? JWSTransactionDecodedPayload(jsonPayload: payload)
+        if case .decided(let reference) = StoreKitPayloadReference.transaction(payload), decoded != reference {
+            fatalError("JSONReader decoded \(String(describing: decoded)), JSONSerialization \(String(describing: reference))")
         }
-        let readerDates = try? AppStoreSignedDataVerifier.SigningDates(jsonPayload: payload)
-        guard readerDates?.signedDate == dates?.signedDate, readerDates?.receiptCreationDate == dates?.receiptCreationDate,
-              (readerDates == nil) == (dates == nil) else {
-            fatalError("JSONReader and JSONDecoder disagree on the signing dates")
+        let dates = (try? AppStoreSignedDataVerifier.SigningDates(jsonPayload: payload)).map { [$0.signedDate, $0.receiptCreationDate] }
+        if case .decided(let reference) = StoreKitPayloadReference.signingDates(payload), dates != reference {
+            fatalError("JSONReader and JSONSerialization disagree on the signing dates")
         }
     }
 }

@@ -42,26 +42,12 @@ struct DevPKI {
         return (pki, true)
     }
 
-    /// A fresh chain valid from a day ago for five years. The root's and the intermediate's keys
-    /// are not kept: only the leaf signs afterwards, and a key never written cannot leak.
+    /// A fresh chain valid from a day ago for five years.
     private init() throws {
-        let from = Date(timeIntervalSinceNow: -86_400), until = Date(timeIntervalSinceNow: 86_400 * 365 * 5)
-        let rootKey = try PrivateKey.generateP256(), intermediateKey = try PrivateKey.generateP256()
-        leafKey = try .generateP256()
-        var builder = CertificateBuilder(subjectCommonName: "ReceiptGate Development Root (not Apple)", notValidBefore: from, notValidAfter: until)
-        builder.isCertificateAuthority = true
-        root = try builder.build(subjectKey: rootKey, issuer: nil, issuerKey: rootKey)
-
-        builder = CertificateBuilder(subjectCommonName: "ReceiptGate Development Intermediate", notValidBefore: from, notValidAfter: until)
-        builder.isCertificateAuthority = true
-        builder.serialNumber = 2
-        builder.customExtensions = [(AppStoreSignedDataVerifier.intermediateMarkerOID, Self.asn1Null, false)]
-        intermediate = try builder.build(subjectKey: intermediateKey, issuer: root, issuerKey: rootKey)
-
-        builder = CertificateBuilder(subjectCommonName: "ReceiptGate Development App Store Signing", notValidBefore: from, notValidAfter: until)
-        builder.serialNumber = 3
-        builder.customExtensions = [(AppStoreSignedDataVerifier.leafMarkerOID, Self.asn1Null, false)]
-        leaf = try builder.build(subjectKey: leafKey, issuer: intermediate, issuerKey: intermediateKey)
+        let chain = try AppleShapedChain(names: ("ReceiptGate Development Root (not Apple)", "ReceiptGate Development Intermediate",
+                                                 "ReceiptGate Development App Store Signing"),
+                                         until: Date(timeIntervalSinceNow: 86_400 * 365 * 5))
+        self.init(root: chain.root, intermediate: chain.intermediate, leaf: chain.leaf, leafKey: chain.leafKey)
     }
 
     private init(root: Certificate, intermediate: Certificate, leaf: Certificate, leafKey: PrivateKey) {
@@ -70,9 +56,6 @@ struct DevPKI {
         self.leaf = leaf
         self.leafKey = leafKey
     }
-
-    /// Apple's marker extensions hold an ASN.1 NULL; only their presence is checked.
-    private static let asn1Null = Data([0x05, 0x00])
 
     private static func load(from directory: URL) throws -> DevPKI? {
         let chainPath = directory.appendingPathComponent(chainFile).path

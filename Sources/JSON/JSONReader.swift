@@ -99,7 +99,7 @@ public struct JSONReader {
 
     /// Runs `body` with a reader over `data`. Under `.jsonDecoder`, a UTF-8 byte order mark is
     /// skipped and a document JSONDecoder would read as UTF-16 or UTF-32 is refused with
-    /// `.unsupportedEncoding`, for the caller to hand to JSONDecoder.
+    /// `.unsupportedEncoding`, for the caller to read again after `transcodedToUTF8`.
     public static func withDocument<R>(_ data: Data, grammar: Grammar = .rfc8259,
                                        _ body: (JSONReader) throws(JSONReaderError) -> R) throws(JSONReaderError) -> R {
         let result = data.withUnsafeBytes { buffer -> Result<R, JSONReaderError> in
@@ -116,22 +116,13 @@ public struct JSONReader {
         return try result.get()
     }
 
-    /// JSONDecoder's encoding detection (RFC 4627 section 3, with its BOMs): the length of a UTF-8
-    /// byte order mark (0 or 3), or nil when the first bytes say UTF-16 or UTF-32.
+    /// JSONDecoder's encoding detection (`wideEncoding`): the length of a UTF-8 byte order mark
+    /// (0 or 3), or nil when the first bytes say UTF-16 or UTF-32.
     static func utf8ByteOrderMarkLength(_ buffer: UnsafeRawBufferPointer) -> Int? {
         let b0: UInt8? = buffer.count > 0 ? buffer[0] : nil, b1: UInt8? = buffer.count > 1 ? buffer[1] : nil
         let b2: UInt8? = buffer.count > 2 ? buffer[2] : nil, b3: UInt8? = buffer.count > 3 ? buffer[3] : nil
-        switch (b0, b1, b2, b3) {
-        case (0, 0, 0xFE, 0xFF), (0xFE, 0xFF, _, _), (0xFF, 0xFE, _, _): return nil
-        case (0xEF, 0xBB, 0xBF, _): return 3
-        case (0, 0, 0, .some(let b)) where b != 0: return nil
-        case (0, .some(let b), 0, .some(let c)) where b != 0 && c != 0: return nil
-        case (.some(let b), 0, 0, 0) where b != 0: return nil
-        case (.some(let b), 0, .some(let c), 0) where b != 0 && c != 0: return nil
-        case (0, .some(let b), nil, nil) where b != 0: return nil
-        case (.some(let b), 0, nil, nil) where b != 0: return nil
-        default: return 0
-        }
+        guard wideEncoding(b0, b1, b2, b3) == nil else { return nil }
+        return (b0, b1, b2) == (0xEF, 0xBB, 0xBF) ? 3 : 0
     }
 
     // MARK: - Reading

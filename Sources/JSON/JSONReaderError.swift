@@ -18,7 +18,7 @@ public struct JSONReaderError: Error, Sendable, Equatable, CustomStringConvertib
         public static let notRepresentable = Code(rawValue: "JSON_NUMBER_NOT_REPRESENTABLE")
         /// A value of another JSON type than the one asked for.
         public static let typeMismatch = Code(rawValue: "JSON_TYPE_MISMATCH")
-        /// UTF-16 or UTF-32 (by JSONDecoder's detection rule): only `JSONDecoder` reads those.
+        /// UTF-16 or UTF-32 (by JSONDecoder's detection rule): read again after `JSONReader.transcodedToUTF8`.
         public static let unsupportedEncoding = Code(rawValue: "JSON_UNSUPPORTED_ENCODING")
     }
 

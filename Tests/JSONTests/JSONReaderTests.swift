@@ -1,5 +1,5 @@
 import Foundation
-import ReceiptCore
+import JSON
 import TestSupport
 import Testing
 

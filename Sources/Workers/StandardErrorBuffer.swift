@@ -1,14 +1,15 @@
 import Foundation
-import Workers
 
 /// Where `LogSink.standardError` puts lines: a buffer that a thread of its own writes to file
 /// descriptor 2, so a request never waits on stderr (a slow pipe, a full disk, a paused reader).
 /// Lines keep their order and are never interleaved. If more than `limit` bytes are waiting, new
 /// lines are dropped and counted, and a line saying how many is written when there is room again:
-/// memory stays bounded and requests keep flowing. Whatever is buffered is written at exit.
-final class StandardErrorBuffer: @unchecked Sendable {
-    static let shared = StandardErrorBuffer()
+/// memory stays bounded and requests keep flowing. The owner calls `flush` at exit.
+package final class StandardErrorBuffer: @unchecked Sendable {
     static let limit = 4 << 20
+
+    /// The line that says `count` lines were dropped, in the owner's log format.
+    private let droppedLine: @Sendable (Int) -> String
 
     private let condition = NSCondition()  // guards every field below
     private var pending: [UInt8] = []
@@ -20,13 +21,16 @@ final class StandardErrorBuffer: @unchecked Sendable {
     /// The writer's thread, started with the first line, for the life of the process.
     private lazy var writer = BlockingWorkers<Void>(name: "log-writer")
 
-    func append(_ line: String) {
+    package init(droppedLine: @escaping @Sendable (Int) -> String) {
+        self.droppedLine = droppedLine
+    }
+
+    package func append(_ line: String) {
         condition.lock()
         defer { condition.unlock() }
         if !started {
             started = true
             writer.submit { [self] _ in run() }
-            atexit { StandardErrorBuffer.shared.flush() }
         }
         let wasIdle = pending.isEmpty && dropped == 0
         if pending.count + line.utf8.count + 1 > Self.limit {
@@ -47,7 +51,7 @@ final class StandardErrorBuffer: @unchecked Sendable {
     static let wakeThreshold = 64 << 10
 
     /// Waits (briefly at a time) until everything appended so far is written.
-    func flush() {
+    package func flush() {
         condition.lock()
         defer { condition.unlock() }
         let deadline = Date().addingTimeInterval(5)
@@ -75,7 +79,7 @@ final class StandardErrorBuffer: @unchecked Sendable {
             dropped = 0
             writing = true
             condition.unlock()
-            if lost > 0 { spare.append(contentsOf: Logger.droppedLine(lost).utf8) }
+            if lost > 0 { spare.append(contentsOf: droppedLine(lost).utf8) }
             Self.writeAll(spare)
             spare.removeAll(keepingCapacity: spare.capacity <= 1 << 20)
             condition.lock()
