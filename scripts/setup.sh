@@ -12,9 +12,11 @@
 #   python3, python3-venv      runs Apple's app-store-server-library (from PyPI) as a test oracle, and the README's webhook receiver
 #   curl                       a test runs the README's curl example against the service
 #   nodejs                     runs a gateway client written from the seed's Node.js example (tests)
+#   systemd                    systemd-analyze, which checks Deploy/receiptgate.service (tests)
+# The image build (Deploy/build-image.sh) and the HA cluster (Deploy/ha/up.sh) install their own.
 set -euo pipefail
 
-packages=(libssl-dev libpq-dev libcurl4-openssl-dev libmicrohttpd-dev libjemalloc-dev pkg-config postgresql openssl python3 python3-venv curl nodejs)
+packages=(libssl-dev libpq-dev libcurl4-openssl-dev libmicrohttpd-dev libjemalloc-dev pkg-config postgresql openssl python3 python3-venv curl nodejs systemd)
 missing=()
 for package in "${packages[@]}"; do
     if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
