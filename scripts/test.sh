@@ -26,5 +26,7 @@ fi
 if "$oracle/bin/python" -c "$checkers" 2>/dev/null; then
     export RECEIPTGATE_ORACLE_PYTHON="$PWD/$oracle/bin/python"
 fi
+# The container image test packs the release binary; built here, before the tests hold the build folder.
+swift build -c release --product receiptgate --static-swift-stdlib
 swift build --build-tests
 swift test --skip-build "$@"
