@@ -45,5 +45,5 @@ done
 (umask 077; "$bin/receiptgate" client create --name drill --bundle-id com.example.game \
     --environments production,sandbox >"$dir/client.json")
 
-"$ha_venv/bin/python" "$here/drill.py" --dir "$dir" --summary "$dir/up.log" --client "$dir/client.json" \
+"$ha_venv/bin/python" -B "$here/drill.py" --dir "$dir" --summary "$dir/up.log" --client "$dir/client.json" \
     --tokens "$dir/corpus/tokens.txt" --port "$port"
