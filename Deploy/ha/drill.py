@@ -12,7 +12,7 @@ import threading
 import time
 import urllib.request
 
-from drill_load import Load, verify
+from drill_load import Load, read, verify
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -75,11 +75,13 @@ class ReadinessWatch:
 
 def stored_transaction_ids(database_url, ids):
     """How many of `ids` the primary holds, and the most rows any one of them has."""
-    sql = ("SELECT count(DISTINCT transaction_id), coalesce(max(n), 0) FROM (SELECT transaction_id, count(*) n "
-           "FROM transactions WHERE transaction_id = ANY(string_to_array(:'ids', ',')) GROUP BY transaction_id) t")
-    result = subprocess.run(["psql", "-X", "-At", "-v", "ids=" + ",".join(ids), "-d", database_url],
-                            input=sql, capture_output=True, text=True, timeout=60, check=True)
-    found, most = result.stdout.strip().split("|")
+    # The ids go in on stdin: thousands of them do not fit in one argument.
+    script = "CREATE TEMP TABLE acknowledged (transaction_id text);\nCOPY acknowledged FROM STDIN;\n" + "\n".join(ids) \
+        + "\n\\.\nSELECT count(DISTINCT a.transaction_id), coalesce(max(n), 0) FROM acknowledged a LEFT JOIN " \
+        + "(SELECT transaction_id, count(*) n FROM transactions GROUP BY transaction_id) t USING (transaction_id) WHERE n IS NOT NULL;\n"
+    result = subprocess.run(["psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-d", database_url],
+                            input=script, capture_output=True, text=True, timeout=60, check=True)
+    found, most = result.stdout.strip().splitlines()[-1].split("|")
     return int(found), int(most)
 
 
@@ -160,6 +162,7 @@ def main():
     if not watch.not_ready_seen:
         failures.append("/readyz never said not ready while there was no primary")
     figures.update(check_ledger(args, summary, credentials, load, failures))
+    figures.update(check_read_standby(args, summary, credentials, load, failures))
     figures.update(check_rejoin(args, summary, leader, failures))
     figures["checks_failed"] = failures
     print(json.dumps(figures))
@@ -185,6 +188,35 @@ def check_ledger(args, summary, credentials, load, failures):
     if not listening:
         failures.append("the client cache did not LISTEN again on the new primary")
     return figures
+
+
+def receiptgate_sessions(summary, node):
+    """ReceiptGate's sessions on one node that last read the ledger (they name themselves receiptgate/<pid>)."""
+    url = summary["database_read_url"].split("@")[0] + f"@{node['host']}:{node['port']}/receiptgate?" \
+        + summary["database_read_url"].split("?")[1].replace("prefer-standby", "any")
+    result = subprocess.run(["psql", "-X", "-At", "-d", url, "-c",
+                             "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'receiptgate/%' AND query LIKE '%FROM transactions%'"],
+                            capture_output=True, text=True, timeout=30)
+    return int(result.stdout.strip() or 0)
+
+
+def check_read_standby(args, summary, credentials, load, failures):
+    """The ledger read API answers from a standby (DATABASE_READ_URL), and /metrics shows its lag."""
+    acknowledged = next(a for a in load.answers if a[2] == 200)
+    target = "/v1/transactions/app_store/" + acknowledged[4]["transaction"]["transaction_id"]
+    connection = http.client.HTTPConnection("127.0.0.1", args.port, timeout=35)
+    status, _ = read(connection, credentials["client_id"], credentials["client_secret"].encode(), target)
+    standbys = [m for m in members(summary) if m["role"] != "leader" and m["state"] in ("running", "streaming")]
+    on_standby = any(receiptgate_sessions(summary, m) > 0 for m in standbys)
+    metrics = http_get(args.port, "/metrics")[1]
+    lag = next((line.split()[1] for line in metrics.splitlines() if line.startswith("receiptgate_db_read_standby_lag_seconds ")), None)
+    if status != 200:
+        failures.append(f"a ledger read of an acknowledged purchase answered {status}")
+    if not on_standby:
+        failures.append("no ReceiptGate session on a standby: ledger reads did not use DATABASE_READ_URL")
+    if lag is None:
+        failures.append("/metrics has no receiptgate_db_read_standby_lag_seconds")
+    return {"ledger_read_status": status, "ledger_read_from_standby": on_standby, "read_standby_lag_seconds": lag}
 
 
 def check_rejoin(args, summary, leader, failures):

@@ -26,13 +26,14 @@ trap cleanup EXIT
 
 mkdir -p "$dir"
 "$here/up.sh" "$dir" >"$dir/up.log"
-database_url=$(tail -n1 "$dir/up.log" | "$ha_venv/bin/python" -c 'import json, sys; print(json.load(sys.stdin)["database_url"])')
+summary_field() { tail -n1 "$dir/up.log" | "$ha_venv/bin/python" -c "import json, sys; print(json.load(sys.stdin)['$1'])"; }
+database_url=$(summary_field database_url)
 
 # Fresh purchases signed by a test PKI, and the service told to trust its root.
 "$bin/receiptgate-bench" jws --count "${RECEIPTGATE_DRILL_PURCHASES:-60000}" --seconds 0 --write-corpus "$dir/corpus" >/dev/null
 openssl x509 -inform der -in "$dir/corpus/root.der" -out "$dir/corpus/root.pem"
 port=$("$ha_venv/bin/python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-export DATABASE_URL=$database_url RECEIPTGATE_MASTER_KEY=$(openssl rand -base64 32) RECEIPTGATE_DATA_DIR=$dir/service
+export DATABASE_URL=$database_url DATABASE_READ_URL=$(summary_field database_read_url) RECEIPTGATE_MASTER_KEY=$(openssl rand -base64 32) RECEIPTGATE_DATA_DIR=$dir/service
 export RECEIPTGATE_PORT=$port RECEIPTGATE_APPLE_ROOT_CERTS=$dir/corpus/root.pem RECEIPTGATE_LOG_LEVEL=warning
 "$bin/receiptgate" serve 2>"$dir/service.log" &
 service_pid=$!

@@ -81,3 +81,15 @@ def verify(connection, client_id, secret, token):
     if response.status != 200 and response.getheader("Retry-After") is None and response.status == 503:
         parsed = {"missing_retry_after": True}
     return response.status, parsed
+
+
+def read(connection, client_id, secret, target):
+    """One signed ledger read (signature version 2: method, path and query); returns (status, body)."""
+    timestamp = str(int(time.time()))
+    message = f"v2\n{client_id}\n{timestamp}\nGET\n{target}\n{hashlib.sha256(b'').hexdigest()}"
+    signature = hmac.new(secret, message.encode(), hashlib.sha256).hexdigest()
+    connection.request("GET", target, headers={"X-Client-ID": client_id, "X-Timestamp": timestamp,
+                                               "X-Signature": signature, "X-Signature-Version": "2"})
+    response = connection.getresponse()
+    return response.status, response.read()
+

@@ -2,9 +2,9 @@
 # Starts a three-node PostgreSQL 15 cluster under Patroni, with etcd as its consensus store, all
 # on loopback, everything kept under DIR. Waits until a leader and a synchronous standby are up,
 # creates the `receiptgate` role and database, and prints as its last line one JSON object:
-#   {"database_url": "<libpq multi-host URL>", "nodes": [{"name", "patroni_url", "data_dir",
-#    "patroni_pid", "postmaster_pid"}, ...]}
-# The URL names a passfile under DIR, so it carries no password.
+#   {"database_url": "<libpq multi-host URL>", "database_read_url": "<the same, preferring a standby>",
+#    "nodes": [{"name", "patroni_url", "data_dir", "patroni_pid", "postmaster_pid"}, ...]}
+# The URLs name a passfile under DIR, so they carry no password.
 #
 #   Deploy/ha/up.sh DIR            (RECEIPTGATE_HA_PORT_BASE, default 15400, picks the ports)
 #   Deploy/ha/down.sh DIR          stops everything up.sh started
@@ -79,8 +79,8 @@ print_summary() {
         hosts+="${hosts:+,}127.0.0.1:$(pg_port "$index")"
         nodes+="${nodes:+, }{\"name\": \"$name\", \"patroni_url\": \"http://127.0.0.1:$(rest_port "$index")\", \"data_dir\": \"$dir/$name/data\", \"patroni_pid\": $(cat "$dir/$name/patroni.pid"), \"postmaster_pid\": $(ha_postmaster_pid "$dir/$name")}"
     done
-    local url="postgresql://receiptgate@$hosts/receiptgate?target_session_attrs=read-write&passfile=$dir/client.pgpass&connect_timeout=2"
-    echo "{\"database_url\": \"$url\", \"nodes\": [$nodes]}"
+    local base="postgresql://receiptgate@$hosts/receiptgate?passfile=$dir/client.pgpass&connect_timeout=2"
+    echo "{\"database_url\": \"$base&target_session_attrs=read-write\", \"database_read_url\": \"$base&target_session_attrs=prefer-standby\", \"nodes\": [$nodes]}"
 }
 
 install_prerequisites

@@ -36,5 +36,9 @@ import TestSupport
         #expect(figures["readyz_not_ready_seen"] as? Bool == true)
         #expect(figures["client_cache_listening_again"] as? Bool == true)
         #expect(figures["old_leader_rejoined_seconds"] as? Double != nil)
+        // DATABASE_READ_URL: the ledger read API answered from a standby, and /metrics shows its lag.
+        #expect(figures["ledger_read_status"] as? Int == 200)
+        #expect(figures["ledger_read_from_standby"] as? Bool == true)
+        #expect(figures["read_standby_lag_seconds"] is String)
     }
 }
