@@ -12,7 +12,7 @@ import threading
 import time
 import urllib.request
 
-from drill_load import Load, read, verify
+from drill_load import Load, WebhookSink, read, verify
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -116,6 +116,7 @@ def main():
     for name in ("--dir", "--summary", "--client", "--tokens"):
         parser.add_argument(name, required=True)
     parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--webhook-port", type=int, required=True)
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--warmup-seconds", type=float, default=5)
     args = parser.parse_args()
@@ -130,6 +131,7 @@ def main():
         dynamic = json.load(response)
     figures.update({"patroni_ttl": dynamic["ttl"], "patroni_loop_wait": dynamic["loop_wait"]})
 
+    sink = WebhookSink(args.webhook_port)
     load = Load(args.port, credentials["client_id"], credentials["client_secret"], tokens, args.connections)
     started = time.monotonic()
     load.start()
@@ -162,6 +164,7 @@ def main():
     if not watch.not_ready_seen:
         failures.append("/readyz never said not ready while there was no primary")
     figures.update(check_ledger(args, summary, credentials, load, failures))
+    figures.update(check_outbox(load, sink, killed, failures))
     figures.update(check_read_standby(args, summary, credentials, load, failures))
     figures.update(check_rejoin(args, summary, leader, failures))
     figures["checks_failed"] = failures
@@ -188,6 +191,16 @@ def check_ledger(args, summary, credentials, load, failures):
     if not listening:
         failures.append("the client cache did not LISTEN again on the new primary")
     return figures
+
+
+def check_outbox(load, sink, killed, failures):
+    """The outbox workers resumed on the new primary: every purchase acknowledged after the kill
+    reaches the game server's webhook."""
+    after = {a[4]["transaction"]["transaction_id"] for a in load.answers if a[2] == 200 and a[0] >= killed}
+    delivered = wait_for(lambda: sink.delivered(after) == len(after), 120, 0.5)
+    if not delivered:
+        failures.append(f"webhooks of {len(after) - sink.delivered(after)} purchases acknowledged after the failover never came")
+    return {"webhooks_after_failover_delivered": f"{sink.delivered(after)}/{len(after)}"}
 
 
 def receiptgate_sessions(summary, node):

@@ -3,6 +3,7 @@ purchases over its own keep-alive connection and records every answer. Standard 
 import hashlib
 import hmac
 import http.client
+import http.server
 import json
 import threading
 import time
@@ -92,4 +93,32 @@ def read(connection, client_id, secret, target):
                                                "X-Signature": signature, "X-Signature-Version": "2"})
     response = connection.getresponse()
     return response.status, response.read()
+
+
+class WebhookSink:
+    """The game server's end of the webhooks: records the transaction id of every
+    transaction.verified event it is sent, and acknowledges it."""
+
+    def __init__(self, port):
+        self.lock, self.transaction_ids = threading.Lock(), set()
+        sink = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                event = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                if event.get("type") == "transaction.verified":
+                    with sink.lock:
+                        sink.transaction_ids.add(event["data"]["transaction"]["transaction_id"])
+                self.send_response(200)
+                self.end_headers()
+
+            def log_message(self, *arguments):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def delivered(self, ids):
+        with self.lock:
+            return len(ids & self.transaction_ids)
 

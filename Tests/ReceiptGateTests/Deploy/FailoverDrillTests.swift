@@ -35,6 +35,9 @@ import TestSupport
         #expect(Set(answers.keys).isSubset(of: ["200", "503"]), "\(answers)")
         #expect(figures["readyz_not_ready_seen"] as? Bool == true)
         #expect(figures["client_cache_listening_again"] as? Bool == true)
+        // The outbox workers carried on on the new primary: every webhook owed after the kill came.
+        let webhooks = try #require(figures["webhooks_after_failover_delivered"] as? String).split(separator: "/")
+        #expect(webhooks.count == 2 && webhooks[0] == webhooks[1] && webhooks[0] != "0", "\(webhooks)")
         #expect(figures["old_leader_rejoined_seconds"] as? Double != nil)
         // DATABASE_READ_URL: the ledger read API answered from a standby, and /metrics shows its lag.
         #expect(figures["ledger_read_status"] as? Int == 200)
