@@ -39,9 +39,10 @@ cleanup() {
 trap cleanup EXIT
 
 # The essential variant keeps dpkg, so the packages' own scripts run (ca-certificates builds its
-# bundle); apt, documentation and caches are left out of the image.
+# bundle); apt, documentation and caches are left out of the image. The merged-usr hook makes
+# /usr merged with symlinks, without the usrmerge package and the Perl it would bring (50 MB).
 include=$(grep -v '^#' Deploy/runtime-packages.txt | paste -sd, -)
-mmdebstrap --quiet --variant=essential --include="$include" \
+mmdebstrap --quiet --variant=essential --include="$include" --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr \
     --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-exclude=/usr/share/man/*' \
     --dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-exclude=/usr/share/info/*' \
     --customize-hook='echo "receiptgate:x:10001:10001:ReceiptGate:/var/lib/receiptgate:/usr/sbin/nologin" >>"$1/etc/passwd"' \
