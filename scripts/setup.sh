@@ -12,9 +12,14 @@
 #   python3, python3-venv      runs Apple's app-store-server-library (from PyPI) as a test oracle, and the README's webhook receiver
 #   curl                       a test runs the README's curl example against the service
 #   nodejs                     runs a gateway client written from the seed's Node.js example (tests)
+#   systemd                    systemd-analyze, which checks Deploy/receiptgate.service (tests)
+#   podman, buildah, runc,     build and run the container image (Deploy/build-image.sh and its test);
+#   mmdebstrap, uidmap, binutils   the image's root filesystem comes from Debian packages, nothing is pulled
+#   etcd-server                the consensus store of the Patroni cluster in the failover drill (Deploy/ha/)
 set -euo pipefail
 
-packages=(libssl-dev libpq-dev libcurl4-openssl-dev libmicrohttpd-dev libjemalloc-dev pkg-config postgresql openssl python3 python3-venv curl nodejs)
+packages=(libssl-dev libpq-dev libcurl4-openssl-dev libmicrohttpd-dev libjemalloc-dev pkg-config postgresql openssl python3 python3-venv curl nodejs systemd
+          podman buildah runc mmdebstrap uidmap binutils etcd-server)
 missing=()
 for package in "${packages[@]}"; do
     if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then

@@ -53,6 +53,11 @@ public final class PostgresConnection {
         return poll(&descriptor, 1, 0) == 0
     }
 
+    /// Set once the server refused a write because it no longer accepts any (SQLSTATE 25006): after
+    /// a failover, a server that was primary comes back as a standby. Such a connection is replaced,
+    /// so the next one finds the new primary (`target_session_attrs=read-write`).
+    private(set) var refusedWrites = false
+
     var isIdleOutsideTransaction: Bool {
         guard let handle else { return false }
         return PQtransactionStatus(handle) == PQTRANS_IDLE
@@ -154,6 +159,7 @@ public final class PostgresConnection {
         default:
             let sqlState = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
             let message = Self.trimmedMessage(PQresultErrorMessage(result))
+            if sqlState == "25006" { refusedWrites = true }
             if PQstatus(handle) != CONNECTION_OK {
                 throw PostgresError(.connectionFailed, message, sqlState: sqlState)
             }

@@ -39,7 +39,7 @@ public struct PostgresError: Error, CustomStringConvertible, Sendable, Equatable
     /// Worth retrying on a fresh connection.
     public var isRetryable: Bool {
         code == .connectionFailed || code == .poolTimeout || sqlState == "40001" || sqlState == "40P01" || sqlState?.hasPrefix("08") == true
-            || sqlState == "57P01"
+            || sqlState == "57P01" || sqlState == "25006"
     }
 
     /// A unique constraint was violated (SQLSTATE 23505).

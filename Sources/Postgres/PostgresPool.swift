@@ -127,7 +127,8 @@ struct ConnectionSlot {
         }
         guard let current = connection else { return }
         job(.success(current))
-        // A job must leave the connection as it found it; one that did not (or broke it) is replaced.
-        if !current.isHealthy || !current.isIdleOutsideTransaction { connection = nil }
+        // A job must leave the connection as it found it; one that did not (or broke it, or found
+        // its server read-only) is replaced.
+        if !current.isHealthy || !current.isIdleOutsideTransaction || current.refusedWrites { connection = nil }
     }
 }

@@ -10,13 +10,14 @@ enum DatabaseOutage {
     static let retryAfterSeconds = 1
 
     /// A broken or refused connection (the server down, restarting or unreachable), a pool shut
-    /// down under the request, or no connection free in time (every one stuck on a stalled
-    /// server). A statement the server refused is not an outage.
+    /// down under the request, no connection free in time (every one stuck on a stalled
+    /// server), or a server that has become a read-only standby (a failover under way). A
+    /// statement the server refused for its content is not an outage.
     static func matches(_ error: any Error) -> Bool {
         guard let error = error as? PostgresError else { return false }
         return error.code == .connectionFailed || error.code == .poolClosed || error.code == .poolTimeout
             || error.sqlState?.hasPrefix("08") == true
-            || error.sqlState == "57P01" || error.sqlState == "57P03"
+            || error.sqlState == "57P01" || error.sqlState == "57P03" || error.sqlState == "25006"
     }
 
     /// `rendered` (the API's VERIFIER_ERROR body) as a 503 that says when to retry.

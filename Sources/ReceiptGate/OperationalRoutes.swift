@@ -43,10 +43,24 @@ public struct OperationalRoutes: Sendable {
 
     public func registerMetrics(on router: inout Router) {
         router.get("/metrics") { [metrics, database, inFlight, groupCommit, clientCacheListening] _ in
-            .text(metrics.render(pool: database.poolStatistics, inFlight: inFlight(), groupCommit: groupCommit?.served,
-                                 clientCacheListening: clientCacheListening()),
-                  contentType: "text/plain; version=0.0.4; charset=utf-8")
+            var text = metrics.render(pool: database.poolStatistics, inFlight: inFlight(), groupCommit: groupCommit?.served,
+                                      clientCacheListening: clientCacheListening())
+            if database.readPool != nil { text += await Self.readStandbyMetrics(database) }
+            return .text(text, contentType: "text/plain; version=0.0.4; charset=utf-8")
         }
+    }
+
+    /// The read standby's replication lag, and whether it answered (bounded: a scrape must not hang
+    /// on a standby that stopped answering).
+    static func readStandbyMetrics(_ database: Database) async -> String {
+        let lag = try? await withDeadline(.seconds(2)) { try await database.readStandbyLagSeconds() }
+        var text = "# HELP receiptgate_db_read_standby_up 1 if the DATABASE_READ_URL standby answered this scrape.\n"
+            + "# TYPE receiptgate_db_read_standby_up gauge\nreceiptgate_db_read_standby_up \(lag == nil ? 0 : 1)\n"
+        if let lag = lag ?? nil {
+            text += "# HELP receiptgate_db_read_standby_lag_seconds How far the read standby's replay is behind its primary.\n"
+                + "# TYPE receiptgate_db_read_standby_lag_seconds gauge\nreceiptgate_db_read_standby_lag_seconds \(lag)\n"
+        }
+        return text
     }
 
     /// Deploy/openapi.yaml: from RECEIPTGATE_OPENAPI_PATH, else found beside the executable

@@ -9,7 +9,9 @@ extension Service {
         router.use(ObservabilityMiddleware(logger: logger, metrics: metrics))
         let separateAdmin = configuration.adminAddress != nil
         operational.register(on: &router, includeMetrics: !separateAdmin)
-        let native = NativeAPI(core: core, transactions: repositories.transactions)
+        // The ledger reads go to the read standby when there is one; verification always writes to the primary.
+        let ledgerReads = database.readPool.map { repositories.transactions.reading(through: $0) } ?? repositories.transactions
+        let native = NativeAPI(core: core, transactions: ledgerReads)
         mounter.mount(native.routes, render: NativeAPI.render, on: &router)
         mounter.mount(NotificationRoutes(stores: stores, clients: repositories.clients, notifications: repositories.notifications).routes,
                       render: NativeAPI.render, on: &router)

@@ -8,6 +8,8 @@ public struct ServiceConfiguration: Sendable {
     public var port = 8080
     /// libpq connection string or URI; nil starts the embedded cluster under `dataDirectory`.
     public var databaseURL: String?
+    /// A standby for the ledger read API (DATABASE_READ_URL); nil reads from `databaseURL`.
+    public var databaseReadURL: String?
     public var dataDirectory = URL(fileURLWithPath: ".receiptgate")
     /// 32 bytes; nil means "use (or create) `<dataDirectory>/master.key`".
     public var masterKey: Data?
@@ -69,6 +71,7 @@ public struct ServiceConfiguration: Sendable {
         }
         if let port = try integer("RECEIPTGATE_PORT", in: 0...65_535) { configuration.port = port }
         configuration.databaseURL = value("DATABASE_URL")
+        configuration.databaseReadURL = value("DATABASE_READ_URL")
         if let directory = value("RECEIPTGATE_DATA_DIR") { configuration.dataDirectory = URL(fileURLWithPath: directory) }
         if let key = value("RECEIPTGATE_MASTER_KEY") {
             guard let bytes = Data(base64Encoded: key), bytes.count == 32 else {

@@ -10,8 +10,16 @@ public struct Database: Sendable {
     public let embeddedCluster: EmbeddedCluster?
     /// Where the data lives, for messages (never includes a password).
     public let description: String
+    /// A standby that serves the ledger read API (DATABASE_READ_URL), when one is configured.
+    package var readPool: PostgresPool?
 
     public static func open(_ configuration: ServiceConfiguration, logger: Logger) throws -> Database {
+        var database = try openPrimary(configuration, logger: logger)
+        database.readPool = configuration.databaseReadURL.map { PostgresPool(.init(connectionString: $0, size: configuration.databasePoolSize)) }
+        return database
+    }
+
+    private static func openPrimary(_ configuration: ServiceConfiguration, logger: Logger) throws -> Database {
         if let url = configuration.databaseURL {
             let pool = PostgresPool(.init(connectionString: url, size: configuration.databasePoolSize))
             return Database(pool: pool, embeddedCluster: nil, description: "DATABASE_URL")
@@ -40,6 +48,7 @@ public struct Database: Sendable {
     /// Closes the pool and stops the embedded cluster unless another ReceiptGate process still uses it.
     public func close(logger: Logger) {
         pool.shutdown()
+        readPool?.shutdown()
         if let embeddedCluster {
             do { try embeddedCluster.stopIfUnused() } catch { logger.error("could not stop the embedded database", ["error": "\(error)"]) }
         }
