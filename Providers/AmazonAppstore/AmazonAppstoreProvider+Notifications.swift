@@ -25,8 +25,12 @@ extension AmazonAppstoreProvider {
         guard certificateRule.allows(message.signingCertURL) else {
             throw NotificationRejection(.forged, reason: "SNS_CERTIFICATE_URL_REFUSED", message: "the SigningCertURL is not an Amazon SNS certificate URL")
         }
-        guard let canonical = message.canonicalString else {
+        guard SNSMessage.signedFields(of: message.type) != nil else {
             throw NotificationRejection(.malformed, reason: "INVALID_FIELD", message: "an SNS message of type \(message.type.prefix(40)) is not taken here")
+        }
+        guard let canonical = message.canonicalString else {
+            // Without every field its signature covers, nothing in it can be proven.
+            throw NotificationRejection(.forged, reason: "SNS_SIGNATURE_INVALID", message: "the SNS message lacks fields its signature covers")
         }
         let version = message.fields["SignatureVersion"] ?? ""
         guard version == "1" || version == "2" else {

@@ -42,7 +42,8 @@ struct SNSMessage: Sendable {
     }
 
     /// The string SNS signed: each signed field present as its name and value on lines of their
-    /// own (`Subject` only when the message has one). Nil for a type SNS does not sign this way.
+    /// own (`Subject` only when the message has one). Nil for a type SNS does not sign this way, or
+    /// when a field it signs is missing.
     var canonicalString: String? {
         guard let names = Self.signedFields(of: type) else { return nil }
         var text = ""
