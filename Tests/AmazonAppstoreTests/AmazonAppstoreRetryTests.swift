@@ -35,17 +35,17 @@ import Testing
     @Test func noAttemptStartsOrWaitsPastTheDeadline() async throws {
         let rvs = try FakeRVS()
         rvs.state.alwaysStatus.set(503)
-        // Ten attempts allowed and back-off of 10 to 40 ms: only the deadline can stop this early.
+        // A thousand attempts allowed and back-off of 10 to 40 ms (about 25 s in all): only the deadline stops this early.
         let provider = try Verify.provider(rvs, attempts: 1_000)
         let started = ContinuousClock.now
-        let deadline = started + .milliseconds(300)
+        let deadline = started + .milliseconds(500)
         let error = await Verify.refusal {
             _ = try await provider.verify(receiptID: "r-1", userID: Verify.user, context: Verify.context(environments: [.production], deadline: deadline))
         }
         #expect(error?.code == .verifierError && error?.isRetryable == true)
-        #expect(ContinuousClock.now - started < .seconds(2))
+        #expect(ContinuousClock.now - started < .seconds(3))
         let attempts = rvs.hits.count
-        #expect(attempts >= 2 && attempts < 1_000)
+        #expect(attempts >= 1 && attempts < 1_000)
         // A deadline already past makes no call at all.
         let late = await Verify.refusal {
             _ = try await provider.verify(receiptID: "r-1", userID: Verify.user,
