@@ -35,6 +35,12 @@ public struct AmazonAppstoreConfiguration: Sendable {
 
     public init() {}
 
+    /// Whether an SNS `SigningCertURL` passes `snsCertURLPattern` (in full); false for a pattern
+    /// that is not a regular expression.
+    public func allowsSNSCertificateURL(_ url: String) -> Bool {
+        (try? SNSCertificateURLRule(pattern: snsCertURLPattern))?.allows(url) ?? false
+    }
+
     public static func fromEnvironment(_ environment: [String: String]) throws -> AmazonAppstoreConfiguration {
         let settings = EnvironmentSettings(environment)
         var configuration = AmazonAppstoreConfiguration()
