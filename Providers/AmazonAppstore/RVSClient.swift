@@ -66,12 +66,13 @@ struct RVSClient: Sendable {
                 }
                 request.timeout = min(left, http.configuration.timeout)
             }
-            var wait: Duration?
+            let wait: Duration
             do {
                 let response = try await http.send(request)
-                guard Self.isTransient(response.status), attempt < retry.maxAttempts else { return (response.status, response.body, attempt) }
-                wait = delay(retryAfter: response.header("Retry-After"), attempt: attempt)
-                guard wait != nil else { return (response.status, response.body, attempt) }
+                guard Self.isTransient(response.status), attempt < retry.maxAttempts,
+                      let pause = delay(retryAfter: response.header("Retry-After"), attempt: attempt)
+                else { return (response.status, response.body, attempt) }
+                wait = pause
             } catch let error as HTTPClientError {
                 // The code only: curl's own text may quote the URL.
                 guard error.isRetryable, attempt < retry.maxAttempts else {
@@ -81,7 +82,6 @@ struct RVSClient: Sendable {
             } catch {
                 throw RVSError(.unavailable, "the RVS call was cancelled")
             }
-            guard let wait else { continue }
             if let deadline, ContinuousClock.now + wait >= deadline {
                 throw RVSError(.unavailable, "RVS kept failing and the request's deadline is near (after \(attempt) attempts)")
             }

@@ -104,6 +104,25 @@ import Testing
         await sns.shutdown()
     }
 
+    @Test func theCachedCertificateIsFetchedAgainOnceItsLifetimeHasPassed() async throws {
+        let (rvs, sns) = (try FakeRVS(), try FakeSNS())
+        let clock = LockedClock(Date())
+        var configuration = rvs.configuration(certURLPattern: sns.certificateURLPattern)
+        configuration.certificateCacheLifetime = .seconds(60)
+        let provider = try AmazonAppstoreProvider(configuration: configuration, http: FakeRVS.http(), logger: Logger(minimumLevel: .error),
+                                                  now: { clock.now })
+        let body = try sns.subscriptionConfirmation(token: "t")
+        _ = try await provider.receiveNotification(Self.request(body), registered: Self.registered)
+        clock.advance(59)
+        _ = try await provider.receiveNotification(Self.request(body), registered: Self.registered)
+        #expect(sns.certificateHits.get() == 1)
+        clock.advance(2)
+        _ = try await provider.receiveNotification(Self.request(body), registered: Self.registered)
+        #expect(sns.certificateHits.get() == 2)
+        await rvs.shutdown()
+        await sns.shutdown()
+    }
+
     @Test(arguments: [("Message", "{\"appPackageName\":\"com.example.game\",\"receiptId\":\"r-other\",\"appUserId\":\"u\"}"),
                       ("Signature", Data(repeating: 7, count: 256).base64EncodedString()), ("MessageId", "msg-replayed"),
                       ("Type", "SubscriptionConfirmation"), ("SignatureVersion", "2")])
@@ -172,4 +191,13 @@ import Testing
         await rvs.shutdown()
         await sns.shutdown()
     }
+}
+
+/// A clock the test moves by hand.
+final class LockedClock: @unchecked Sendable {
+    private let lock = NSLock()
+    private var current: Date
+    init(_ start: Date) { current = start }
+    var now: Date { lock.lock(); defer { lock.unlock() }; return current }
+    func advance(_ seconds: TimeInterval) { lock.lock(); current += seconds; lock.unlock() }
 }
