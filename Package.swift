@@ -56,6 +56,8 @@ let package = Package(
                 swiftSettings: swiftSettings),
         .target(name: "GooglePlay", dependencies: ["ReceiptCore", "Crypto", "HTTPClient"], path: "Providers/GooglePlay",
                 swiftSettings: swiftSettings),
+        .target(name: "AmazonAppstore", dependencies: ["ReceiptCore", "Crypto", "HTTPClient"], path: "Providers/AmazonAppstore",
+                swiftSettings: swiftSettings),
         // Dialect providers.
         .target(name: "AlogameGateway", dependencies: ["ReceiptCore"], path: "Providers/AlogameGateway",
                 swiftSettings: swiftSettings),
@@ -64,7 +66,8 @@ let package = Package(
                 swiftSettings: swiftSettings),
 
         // The plugin registry: every store and dialect this binary serves, in one list.
-        .target(name: "Plugins", dependencies: ["ReceiptCore", "AppStore", "GooglePlay", "AlogameGateway", "HiveAxyl", "AccountLink"],
+        .target(name: "Plugins", dependencies: ["ReceiptCore", "AppStore", "GooglePlay", "AmazonAppstore", "AlogameGateway", "HiveAxyl",
+                                                "AccountLink"],
                 swiftSettings: swiftSettings),
 
         .executableTarget(
@@ -85,6 +88,8 @@ let package = Package(
                 path: "Tests/AppStoreTestSupport", swiftSettings: swiftSettings),
         .target(name: "GooglePlayTestSupport", dependencies: ["GooglePlay", "Crypto", "HTTPServer", "HTTPClient", "TestSupport"],
                 path: "Tests/GooglePlayTestSupport", swiftSettings: swiftSettings),
+        .target(name: "AmazonAppstoreTestSupport", dependencies: ["AmazonAppstore", "Crypto", "HTTPServer", "HTTPClient", "TestSupport"],
+                path: "Tests/AmazonAppstoreTestSupport", swiftSettings: swiftSettings),
         .target(name: "PluginTestSupport", dependencies: ["ReceiptCore", "Crypto", "TestSupport", "AppStore", "GooglePlay"], path: "Tests/PluginTestSupport",
                 swiftSettings: swiftSettings),
         .testTarget(name: "WorkersTests", dependencies: ["Workers"], swiftSettings: swiftSettings),
@@ -107,6 +112,9 @@ let package = Package(
         ),
         .testTarget(name: "GooglePlayTests", dependencies: ["GooglePlay", "GooglePlayTestSupport", "ReceiptCore", "Crypto", "HTTPClient",
                                                             "TestSupport"],
+                    swiftSettings: swiftSettings),
+        .testTarget(name: "AmazonAppstoreTests", dependencies: ["AmazonAppstore", "AmazonAppstoreTestSupport", "ReceiptCore", "Crypto",
+                                                                "HTTPClient", "TestSupport"],
                     swiftSettings: swiftSettings),
         .testTarget(name: "AlogameGatewayTests", dependencies: ["AlogameGateway", "ReceiptCore", "PluginTestSupport", "AppStore", "GooglePlay"],
                     swiftSettings: swiftSettings),

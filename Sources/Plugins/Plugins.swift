@@ -1,6 +1,7 @@
 public import ReceiptCore
 import AccountLink
 import AlogameGateway
+import AmazonAppstore
 import AppStore
 import GooglePlay
 import HiveAxyl
@@ -10,6 +11,6 @@ import HiveAxyl
 /// tests read this same list.
 public enum Plugins {
     public static let all = PluginList(
-        stores: [AppStoreProvider.plugin, GooglePlayProvider.plugin],
+        stores: [AppStoreProvider.plugin, GooglePlayProvider.plugin, AmazonAppstoreProvider.plugin],
         dialects: [AlogameGateway.plugin, HiveAxyl.plugin, AccountLink.plugin])
 }

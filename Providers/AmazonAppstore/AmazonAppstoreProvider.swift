@@ -1,0 +1,58 @@
+public import Foundation
+public import HTTPClient
+public import ReceiptCore
+
+extension StoreID {
+    public static let amazonAppstore = StoreID(rawValue: "amazon_appstore")
+}
+
+/// Amazon Appstore as a store provider: receipts proven with the Receipt Verification Service
+/// (RVS), and Real-Time Notifications delivered by Amazon SNS, each re-read from RVS.
+public struct AmazonAppstoreProvider: StoreProvider, NotificationReceiving {
+    public let store = StoreID.amazonAppstore
+    public let notificationPath = "/v1/notifications/amazon-appstore"
+    public let configuration: AmazonAppstoreConfiguration
+    let rvs: RVSClient
+    let certificates: SNSCertificates
+    let certificateRule: SNSCertificateURLRule
+    let logger: Logger
+    let now: @Sendable () -> Date
+
+    /// Client settings: the shared secret is sealed (a per-client credential).
+    public enum Setting {
+        public static let sharedSecret = "amazon_appstore.shared_secret"
+        /// How the operator sets the secret, named in errors that ask for it.
+        public static let sharedSecretFlag = "--amazon-shared-secret"
+    }
+
+    /// Throws `ConfigurationInvalid` when the certificate URL pattern is not a regular expression.
+    public init(configuration: AmazonAppstoreConfiguration, http: HTTPClient = HTTPClient(), logger: Logger = Logger(),
+                now: @escaping @Sendable () -> Date = { Date() }) throws {
+        self.configuration = configuration
+        self.logger = logger
+        self.now = now
+        rvs = RVSClient(baseURL: configuration.rvsURL, http: http, retry: configuration.rvsRetry)
+        do { certificateRule = try SNSCertificateURLRule(pattern: configuration.snsCertURLPattern) } catch {
+            throw ConfigurationInvalid(variable: "RECEIPTGATE_AMAZON_SNS_CERT_URL_PATTERN", problem: "is not a valid regular expression")
+        }
+        certificates = SNSCertificates(http: http, lifetime: configuration.certificateCacheLifetime, now: now)
+    }
+
+    /// From the environment; throws `ConfigurationInvalid`.
+    public static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) throws -> AmazonAppstoreProvider {
+        try AmazonAppstoreProvider(configuration: try AmazonAppstoreConfiguration.fromEnvironment(environment))
+    }
+
+    /// Verify and notifications; Amazon has no order lookup, acknowledgement or poll to offer.
+    public var registration: StoreRegistration {
+        StoreRegistration(Self.declaration, verifier: self, notifications: self)
+    }
+
+    /// The client's shared secret, or a verifier error that tells the operator how to set it.
+    static func sharedSecret(_ credentials: [String: String]) throws(RVSError) -> String {
+        guard let secret = credentials[Setting.sharedSecret], !secret.isEmpty else {
+            throw RVSError(.notConfigured, "this client has no Amazon shared secret")
+        }
+        return secret
+    }
+}

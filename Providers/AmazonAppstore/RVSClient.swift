@@ -1,0 +1,104 @@
+import Foundation
+import HTTPClient
+
+/// Amazon's Receipt Verification Service (`verifyReceiptId`, version 1.0). Retries are done here,
+/// not by the HTTP client, because they must stop at the request's deadline and because RVS also
+/// answers 410 for a moment's trouble.
+struct RVSClient: Sendable {
+    let baseURL: String
+    let http: HTTPClient
+    let retry: AmazonAppstoreConfiguration.Retry
+
+    init(baseURL: String, http: HTTPClient, retry: AmazonAppstoreConfiguration.Retry) {
+        self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
+        self.http = http
+        self.retry = retry
+    }
+
+    /// The receipt's JSON as RVS answers it, from the Cloud Sandbox when `sandbox`.
+    func verify(receiptID: String, userID: String, secret: String, sandbox: Bool,
+                deadline: ContinuousClock.Instant?) async throws(RVSError) -> Data {
+        let path = "/version/1.0/verifyReceiptId/developer/\(Self.segment(secret))/user/\(Self.segment(userID))/receiptId/\(Self.segment(receiptID))"
+        let url = baseURL + (sandbox ? "/sandbox" : "") + path
+        let response = try await send(url, deadline: deadline)
+        switch response.status {
+        case 200: return response.body
+        case 400: throw RVSError(.unknownReceipt, status: 400, "RVS does not know the receipt")
+        case 496: throw RVSError(.badSharedSecret, status: 496, "RVS refused the shared secret")
+        case 497: throw RVSError(.wrongUser, status: 497, "RVS says the receipt is another user's")
+        case let status where Self.isTransient(status):
+            throw RVSError(.unavailable, status: status, "RVS answered HTTP \(status) \(response.attempts) times")
+        case let status: throw RVSError(.invalidResponse, status: status, "RVS answered HTTP \(status)")
+        }
+    }
+
+    static func isTransient(_ status: Int) -> Bool { status == 410 || status == 429 || (500...599).contains(status) }
+
+    /// One path segment, every byte outside the unreserved set percent-encoded (receipt and user
+    /// ids carry `=`, `/`, `+` and `:`).
+    static func segment(_ value: String) -> String {
+        var out = ""
+        for byte in value.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                 UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+                out.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                out += String(format: "%%%02X", byte)
+            }
+        }
+        return out
+    }
+
+    /// GET with retries: a transient answer or a lost connection is tried again after back-off
+    /// (or the server's `Retry-After`), up to `maxAttempts`, and never when the wait would end
+    /// past the deadline. Errors name the status and attempts, never the URL.
+    private func send(_ url: String, deadline: ContinuousClock.Instant?) async throws(RVSError) -> (status: Int, body: Data, attempts: Int) {
+        var attempt = 0
+        while true {
+            attempt += 1
+            var request = HTTPClient.Request(url: url, headers: [("Accept", "application/json")])
+            request.retryable = false
+            if let deadline {
+                let left = deadline - ContinuousClock.now
+                guard left > .zero, !Task.isCancelled else {
+                    throw RVSError(.unavailable, "no time left for RVS (attempt \(attempt))")
+                }
+                request.timeout = min(left, http.configuration.timeout)
+            }
+            let wait: Duration
+            do {
+                let response = try await http.send(request)
+                guard Self.isTransient(response.status), attempt < retry.maxAttempts,
+                      let pause = delay(retryAfter: response.header("Retry-After"), attempt: attempt)
+                else { return (response.status, response.body, attempt) }
+                wait = pause
+            } catch let error as HTTPClientError {
+                // The code only: curl's own text may quote the URL.
+                guard error.isRetryable, attempt < retry.maxAttempts else {
+                    throw RVSError(.unavailable, "RVS could not be reached (\(error.code)) after \(attempt) attempts")
+                }
+                wait = backoff(attempt: attempt)
+            } catch {
+                throw RVSError(.unavailable, "the RVS call was cancelled")
+            }
+            if let deadline, ContinuousClock.now + wait >= deadline {
+                throw RVSError(.unavailable, "RVS kept failing and the request's deadline is near (after \(attempt) attempts)")
+            }
+            do { try await Task.sleep(for: wait) } catch { throw RVSError(.unavailable, "the RVS call was cancelled") }
+        }
+    }
+
+    /// Exponential back-off, half fixed and half random so that many callers spread out.
+    func backoff(attempt: Int) -> Duration {
+        let step = min(retry.baseDelay * Int(1 << min(attempt - 1, 16)), retry.maxDelay)
+        return step / 2 + step / 2 * Double.random(in: 0...1)
+    }
+
+    /// `Retry-After` in seconds when it is short enough to wait for; nil (give up) when longer.
+    func delay(retryAfter header: String?, attempt: Int) -> Duration? {
+        guard let header, let seconds = Int(header.trimmingCharacters(in: .whitespaces)), seconds >= 0 else { return backoff(attempt: attempt) }
+        let wait = Duration.seconds(seconds)
+        return wait <= retry.maxRetryAfter ? wait : nil
+    }
+}
