@@ -16,7 +16,8 @@ extension AppStoreProvider {
         platforms: ["ios", "apple"],
         // StoreKit's appAccountToken is a UUID; anything else could never match one.
         accountTokenIsWellFormed: { UUID(uuidString: $0) != nil },
-        openAPI: openAPIPart)
+        openAPI: openAPIPart,
+        developmentTools: [DevPurchase.tool])
 
     /// Started from the service's environment (docs/configuration.md, App Store), with the ES256
     /// verifier `RECEIPTGATE_ES256_FIXED_KEY` picks.

@@ -132,10 +132,12 @@ public struct StoreDeclaration: Sendable {
     /// store; nil accepts any.
     public let accountTokenIsWellFormed: (@Sendable (String) -> Bool)?
     public let openAPI: OpenAPIPart
+    /// `receiptgate dev <name>` helpers this store offers.
+    public let developmentTools: [DevelopmentTool]
 
     public init(store: StoreID, displayName: String, identifiers: AppIdentifierKind, settings: [ClientSettingDeclaration] = [],
                 evidenceFields: [EvidenceField] = [], platforms: [String], accountTokenIsWellFormed: (@Sendable (String) -> Bool)? = nil,
-                openAPI: OpenAPIPart = OpenAPIPart()) {
+                openAPI: OpenAPIPart = OpenAPIPart(), developmentTools: [DevelopmentTool] = []) {
         self.store = store
         self.displayName = displayName
         self.identifiers = identifiers
@@ -144,6 +146,7 @@ public struct StoreDeclaration: Sendable {
         self.platforms = platforms
         self.accountTokenIsWellFormed = accountTokenIsWellFormed
         self.openAPI = openAPI
+        self.developmentTools = developmentTools
     }
 }
 
@@ -191,5 +194,29 @@ public struct PluginList: Sendable {
     /// Every plugin's client settings, stores' first, under each plugin's display name.
     public var clientSettings: [(plugin: String, settings: [ClientSettingDeclaration])] {
         stores.map { ($0.declaration.displayName, $0.declaration.settings) } + dialects.map { ($0.displayName, $0.settings) }
+    }
+}
+
+/// A development helper a store offers as `receiptgate dev <name>` (e.g. signing a test purchase
+/// with a test root), for trying the service out without a device or a store account.
+public struct DevelopmentTool: Sendable {
+    public let name: String
+    /// One line for `receiptgate dev --help`.
+    public let summary: String
+    /// The whole `receiptgate dev <name> --help`.
+    public let help: String
+    /// Its options, each taking one value (`--option VALUE`), without the leading `--`.
+    public let options: [String]
+    /// Runs with the options given and the service's data directory. Returns what goes to stdout
+    /// and the lines for stderr, as they are printed; throws `SettingRejected` for a bad option value.
+    public let run: @Sendable (_ options: [String: String], _ dataDirectory: URL) throws -> (output: String, notices: [String])
+
+    public init(name: String, summary: String, help: String, options: [String],
+                run: @escaping @Sendable (_ options: [String: String], _ dataDirectory: URL) throws -> (output: String, notices: [String])) {
+        self.name = name
+        self.summary = summary
+        self.help = help
+        self.options = options
+        self.run = run
     }
 }

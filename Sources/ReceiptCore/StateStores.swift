@@ -109,8 +109,8 @@ public struct AccountRecord: Sendable, Equatable {
     /// `ClientInfo.scope` of the client that created it: accounts belong to a game.
     public var scope: String
     public var username: String
-    /// A UUID (lower case) the app sets as the store's account token at purchase time (App Store
-    /// `appAccountToken`): a purchase carrying it was made for this account.
+    /// A UUID (lower case) the app sets as the store's account token at purchase time: a purchase
+    /// carrying it was made for this account.
     public var appAccountToken: String
     public var email: String?
     public var emailVerified: Bool

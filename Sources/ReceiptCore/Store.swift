@@ -44,7 +44,7 @@ public struct StoreEvent: Sendable {
 /// A store's server-to-server notification, proven genuine and decoded into what the core needs.
 public struct StoreNotification: Sendable {
     public let store: StoreID
-    /// The store's own id for the notification (App Store `notificationUUID`); deduplication key.
+    /// The store's own id for the notification; the deduplication key.
     public let notificationID: String
     /// The store's event name, verbatim (`REFUND`, `DID_RENEW`, ...).
     public let type: String

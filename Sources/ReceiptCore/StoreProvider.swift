@@ -55,7 +55,7 @@ public protocol NotificationReceiving: Sendable {
     func receiveNotification(_ request: NotificationRequest, registered: RegisteredApps) async throws -> StoreNotification
 }
 
-/// What a store says about a customer-visible order id (App Store "Look Up Order ID").
+/// What a store says about a customer-visible order id (the id on the customer's invoice).
 public struct StoreOrder: Sendable {
     public struct Entry: Sendable {
         public var transactionID: String?

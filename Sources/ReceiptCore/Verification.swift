@@ -33,7 +33,7 @@ public struct VerifiedPurchase: Sendable, Equatable {
     public var expiresDate: Date?
     public var revocationDate: Date?
     public var revocationReason: String?
-    /// The store's own revocation reason code (App Store: 0 other, 1 app issue).
+    /// The store's own revocation reason code, as the store numbers them.
     public var revocationReasonCode: Int?
     public var ownership: Ownership?
     /// The account token the app set at purchase time, in the store's own terms.

@@ -1,7 +1,7 @@
 public import Crypto
 
 extension ServiceConfiguration {
-    /// The ES256 verifier the App Store provider is given, picked once at start.
+    /// The ES256 verifier `RECEIPTGATE_ES256_FIXED_KEY` picks (the stores read the same variable).
     public var es256Verifier: any ES256Verifier {
         es256FixedKey ? FixedKeyES256Verifier() : OpenSSLES256Verifier()
     }

@@ -1,74 +1,40 @@
-import AppStore
 import Foundation
+import Plugins
 import ReceiptCore
 import ReceiptGate
 
-/// `receiptgate dev purchase ...`: a StoreKit 2 signed transaction for trying the service out
-/// on a laptop, signed by a development PKI that only a service told to trust it accepts.
+/// `receiptgate dev <tool> ...`: the development helpers the registered stores offer (signing a
+/// test purchase with a test root, ...), for trying the service out on a laptop.
 enum DevCommand {
-    static let purchaseOptions: [String: Arguments.Kind] = [
-        "bundle-id": .single, "product-id": .single, "transaction-id": .single, "type": .single, "environment": .single,
-    ]
+    static var tools: [DevelopmentTool] { Plugins.all.stores.flatMap(\.declaration.developmentTools) }
+
+    static var help: String {
+        "Usage: receiptgate dev <tool> [options]\n\nDevelopment helpers for trying ReceiptGate out without a device or a store account:\n"
+            + tools.map { "  \($0.name.padding(toLength: 14, withPad: " ", startingAt: 0)) \($0.summary)\n" }.joined()
+            + "\nSee `receiptgate dev <tool> --help`."
+    }
 
     static func run(_ arguments: [String]) async throws {
-        guard let action = arguments.first, !action.hasPrefix("-") else {
-            if arguments.contains("--help") || arguments.contains("-h") { throw HelpRequested(text: HelpText.dev) }
-            throw UsageError("missing action: purchase (see receiptgate dev --help)")
+        guard let name = arguments.first, !name.hasPrefix("-") else {
+            if arguments.contains("--help") || arguments.contains("-h") { throw HelpRequested(text: help) }
+            throw UsageError("missing tool: \(tools.map(\.name).joined(separator: ", ")) (see receiptgate dev --help)")
         }
-        switch action {
-        case "purchase":
-            let purchase = try parsePurchase(Arguments(Array(arguments.dropFirst()), options: purchaseOptions, help: HelpText.devPurchase))
-            // Arguments first: a mistake is reported before configuration is read or files written.
-            let dataDirectory = try ServiceConfiguration.fromEnvironment().dataDirectory
-            let directory = dataDirectory.appendingPathComponent("dev-pki")
-            let (pki, created) = try DevPKI.loadOrCreate(in: directory)
-            let token = try purchase.signed(with: pki)
-            // The variable line stands alone so that it can be pasted in front of `receiptgate serve`.
-            let root = directory.appendingPathComponent(DevPKI.rootFile).path
-            printNotices(created ? "receiptgate: created a development PKI (a test root, not Apple's) in \(directory.path)" : nil,
-                         "receiptgate: a service accepts this purchase only when started with:",
-                         "RECEIPTGATE_APPLE_ROOT_CERTS=\(root)")
-            FileHandle.standardOutput.write(Data((token + "\n").utf8))
-        case "help":
-            throw HelpRequested(text: HelpText.dev)
-        default:
-            throw UsageError("unknown dev action \"\(action)\" (expected purchase)")
+        if name == "help" { throw HelpRequested(text: help) }
+        guard let tool = tools.first(where: { $0.name == name }) else {
+            throw UsageError("unknown dev tool \"\(name)\" (expected \(tools.map(\.name).joined(separator: ", ")))")
         }
-    }
-
-    static func parsePurchase(_ arguments: Arguments) throws -> DevPurchase {
-        _ = try arguments.expectPositionals([])
-        guard let bundleID = arguments.single("bundle-id") else { throw UsageError("--bundle-id is required") }
-        guard let productID = arguments.single("product-id") else { throw UsageError("--product-id is required") }
-        for (option, value) in [("--bundle-id", bundleID), ("--product-id", productID)] where !AppIdentifierKind.isWellFormed(value) {
-            throw UsageError("\(option) must be letters, digits, '.', '_' or '-', got \"\(value)\"")
+        let parsed = try Arguments(Array(arguments.dropFirst()), options: Dictionary(uniqueKeysWithValues: tool.options.map { ($0, .single) }),
+                                   help: tool.help)
+        _ = try parsed.expectPositionals([])
+        let options = Dictionary(uniqueKeysWithValues: tool.options.compactMap { option in parsed.single(option).map { (option, $0) } })
+        let result: (output: String, notices: [String])
+        do {
+            result = try tool.run(options, try ServiceConfiguration.fromEnvironment().dataDirectory)
+        } catch let rejected as SettingRejected {
+            throw UsageError(rejected.description)
         }
-        var purchase = DevPurchase(bundleID: bundleID, productID: productID,
-                                   transactionID: DevPurchase.randomTransactionID())
-        if let id = arguments.single("transaction-id") {
-            guard (1...19).contains(id.count), id.allSatisfy(\.isASCII), id.allSatisfy(\.isNumber) else {
-                throw UsageError("--transaction-id must be 1 to 19 digits, got \"\(id)\"")
-            }
-            purchase.transactionID = id
-        }
-        if let type = arguments.single("type") {
-            guard let kind = DevPurchase.Kind(rawValue: type) else {
-                throw UsageError("--type must be consumable, non_consumable or auto_renewable, got \"\(type)\"")
-            }
-            purchase.kind = kind
-        }
-        if let environment = arguments.single("environment") {
-            switch environment {
-            case "sandbox": purchase.environment = .sandbox
-            case "production": purchase.environment = .production
-            default: throw UsageError("--environment must be sandbox or production, got \"\(environment)\"")
-            }
-        }
-        return purchase
-    }
-
-    /// Notices go to stderr so that stdout is only the JWS (`> purchase.jws` keeps just the token).
-    private static func printNotices(_ lines: String?...) {
-        FileHandle.standardError.write(Data(lines.compactMap { $0.map { $0 + "\n" } }.joined().utf8))
+        // Notices go to stderr so that stdout is only the tool's output (`> purchase.jws` keeps just the token).
+        FileHandle.standardError.write(Data(result.notices.map { $0 + "\n" }.joined().utf8))
+        FileHandle.standardOutput.write(Data((result.output + "\n").utf8))
     }
 }

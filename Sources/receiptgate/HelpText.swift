@@ -12,7 +12,7 @@ enum HelpText {
           client <action>  Manage API clients: create, list, show, update, rotate-secret, disable
           webhooks <action>  See and redeliver webhook events: list [--failed], redeliver EVENT_ID
           keys rotate      Make a new OpenID token signing key (the old one stays published until its tokens expire)
-          dev purchase     Sign a test StoreKit 2 purchase for trying the service out (never accepted with Apple's root)
+          dev <tool>       Development helpers the stores offer, e.g. signing a test purchase (see dev --help)
 
         Configuration comes from environment variables (see docs/configuration.md). Run
         `receiptgate <command> --help` for a command's options.
@@ -105,32 +105,4 @@ enum HelpText {
     static let clientShow = "Usage: receiptgate client show CLIENT_ID\n\nPrints one client, without its secret."
     static let clientRotate = "Usage: receiptgate client rotate-secret CLIENT_ID\n\nIssues a new secret, shown once; the old one stops working at once."
     static let clientDisable = "Usage: receiptgate client disable CLIENT_ID\n\nDisables the client: its requests are refused from now on."
-
-    static let dev = """
-        Usage: receiptgate dev purchase --bundle-id ID --product-id ID [options]
-
-        Development helpers for trying ReceiptGate out without a device or an Apple account.
-        See `receiptgate dev purchase --help`.
-        """
-
-    static let devPurchase = """
-        Usage: receiptgate dev purchase --bundle-id ID --product-id ID [--transaction-id N]
-               [--type consumable|non_consumable|auto_renewable] [--environment sandbox|production]
-
-        Prints on stdout a StoreKit 2 signed transaction (JWS, ES256, x5c leaf, intermediate, root)
-        shaped like the ones Apple's App Store issues, for POST /v1/verify.
-
-        It is signed by a development PKI, not by Apple: on first use a test root, an intermediate
-        and a signing key are written to RECEIPTGATE_DATA_DIR/dev-pki/ (default ./.receiptgate; the
-        key with mode 0600). Only a service started with
-        RECEIPTGATE_APPLE_ROOT_CERTS=RECEIPTGATE_DATA_DIR/dev-pki/root.pem accepts these purchases; a
-        service trusting Apple's root (the default) refuses them, since they do not chain to it.
-        Never give that variable to a production service.
-
-          --bundle-id ID         the app's bundle id (a client registered with --bundle-id ID)
-          --product-id ID        the product bought
-          --transaction-id N     default: a fresh random 16-digit number, so every call is a new purchase
-          --type TYPE            consumable (default), non_consumable or auto_renewable (expires in 30 days)
-          --environment ENV      sandbox (default) or production
-        """
 }

@@ -164,7 +164,7 @@ public struct TransactionRepository: Sendable {
         return (state, latest)
     }
 
-    /// What the ledger knows of each App Store transaction id, for the client asking. Another
+    /// What the ledger knows of each transaction id of one store, for the client asking. Another
     /// game's record is acknowledged, never shown; so are its refused attempts.
     func presence(store: StoreID, transactionIDs: [String], client: ClientInfo) async throws -> [String: LedgerPresence] {
         var ledger: [String: LedgerPresence] = [:]

@@ -1,0 +1,81 @@
+import Foundation
+import Plugins
+import ReceiptCore
+import ReceiptGate
+import Testing
+import TestSupport
+
+/// What the registry promises an operator adding a store: the core names no store or dialect
+/// (everything about one lives in its folder and its one registration line), and what is written
+/// around a plugin (CLI settings, the OpenAPI document) comes from its declaration.
+@Suite struct PluginRegistry {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    /// The registered plugins' names, and the stores' brand words a comment might slip in.
+    static var forbiddenNames: [String] {
+        let stores = Plugins.all.stores.map(\.declaration).flatMap { [$0.store.rawValue, $0.displayName] }
+        let dialects = Plugins.all.dialects.flatMap { [$0.name, $0.displayName] }
+        return (stores + dialects + ["apple", "google", "amazon", "storekit", "alogame", "hive", "axyl", "accountlink"])
+            .map { $0.lowercased() }
+    }
+
+    @Test func theCoreNamesNoStoreOrDialect() throws {
+        var found: [String] = []
+        for folder in ["Sources/ReceiptCore", "Sources/ReceiptGate", "Sources/receiptgate"] {
+            let directory = Self.root.appendingPathComponent(folder)
+            let files = try #require(FileManager.default.enumerator(atPath: directory.path)).compactMap { $0 as? String }
+            // Migrations keep the history of what the schema once held.
+            for file in files where file.hasSuffix(".swift") && !file.hasSuffix("Migrations.swift") {
+                let text = try String(contentsOf: directory.appendingPathComponent(file), encoding: .utf8)
+                for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+                    let lower = line.lowercased()
+                    if let name = Self.forbiddenNames.first(where: { lower.contains($0) }) { found.append("\(folder)/\(file):\(number + 1): \(name)") }
+                }
+            }
+        }
+        #expect(found.isEmpty, "store or dialect names in the core:\n\(found.joined(separator: "\n"))")
+    }
+
+    @Test func theCheckFindsANameSlippedIn() {
+        // The rule above would catch a store's id or a dialect's name written into the core.
+        let line = "    guard let registration = pipeline.stores[StoreID(rawValue: \"google_play\")] else {".lowercased()
+        #expect(Self.forbiddenNames.contains { line.contains($0) })
+    }
+
+    @Test func clientCreateHelpListsEachPluginsSettingsUnderItsName() async throws {
+        let help = try await Binary.run(["client", "create", "--help"], [:])
+        #expect(help.status == 0)
+        for (plugin, settings) in Plugins.all.clientSettings where !settings.isEmpty {
+            let section = try #require(help.stdout.range(of: "  \(plugin) ("), "no section for \(plugin)")
+            let rest = help.stdout[section.upperBound...]
+            let within = rest[..<(Self.nextSection(in: rest) ?? rest.endIndex)]
+            for setting in settings {
+                #expect(within.contains("--\(setting.flag) "), "--\(setting.flag) is not under \(plugin)")
+            }
+        }
+        for store in Plugins.all.stores.map(\.declaration) {
+            #expect(help.stdout.contains("--\(store.identifiers.flag) ID"), "\(store.displayName)'s identifier flag is missing")
+        }
+    }
+
+    /// Where the next plugin's section (a line indented by two spaces, not four) starts.
+    static func nextSection(in text: Substring) -> String.Index? {
+        var index = text.startIndex
+        while let newline = text[index...].firstIndex(of: "\n") {
+            let next = text.index(after: newline)
+            if text[next...].hasPrefix("  "), !text[next...].hasPrefix("    ") { return next }
+            index = next
+        }
+        return nil
+    }
+
+    @Test func theServedDocumentListsTheRegisteredStoresAndEveryPluginsPart() throws {
+        let document = try AssembledOpenAPI.document()
+        let ids = Plugins.all.stores.map(\.declaration.store.rawValue).joined(separator: ", ")
+        #expect(document.contains("enum: [\(ids)]"))
+        #expect(!document.contains("# plugins:"), "every mark is replaced")
+        for store in Plugins.all.stores.map(\.declaration) {
+            for field in store.evidenceFields { #expect(document.contains("\n                \(field.name):"), "\(field.name) is not in the verify body") }
+        }
+    }
+}
