@@ -56,7 +56,8 @@ extension HiveAxyl {
       and `X-App-Id` (one of the client's `--app-id`s).
       `providerId` APPLE (`axylReceipt` = the StoreKit 2 transaction JWS, or a StoreKit 1 receipt) or
       GOOGLE (a purchase token or purchase JSON; without a Google service-account key, 502 / 5020 with a
-      message starting `GOOGLE_NOT_CONFIGURED`). A Sandbox purchase answers 100 with
+      message starting `GOOGLE_NOT_CONFIGURED`) or AMAZON (`axylReceipt` = the receiptId, with
+      `amazonUserId`). A providerId whose store this server does not serve is a 400 / 4000. A Sandbox purchase answers 100 with
       `hiveAxylPurchaseTest: "Y"` when the client accepts sandbox (the default for a client created
       with `--app-id`); a client created with `--environments production` gets 412 / 4120.
       `requestType` 1 new purchase, 2 restore (the same answer; a restore is normally `hiveAxylDuplicated: true`).
@@ -73,7 +74,8 @@ extension HiveAxyl {
             type: object
             required: [providerId, axylReceipt, productId, accountUuid, requestType]
             properties:
-              providerId: {type: string, enum: [APPLE, GOOGLE]}
+              providerId: {type: string, enum: [APPLE, GOOGLE, AMAZON]}
+              amazonUserId: {type: string, maxLength: 2048, description: "with providerId AMAZON: the Amazon user id (axylReceipt is the receiptId)"}
               axylReceipt: {type: string}
               productId: {type: string, maxLength: 256}
               accountUuid: {type: string, maxLength: 256}
@@ -124,7 +126,8 @@ extension HiveAxyl {
             type: object
             required: [providerId, axylReceipt, accountUuid, country, language, requestType]
             properties:
-              providerId: {type: string, enum: [APPLE, GOOGLE]}
+              providerId: {type: string, enum: [APPLE, GOOGLE, AMAZON]}
+              amazonUserId: {type: string, maxLength: 2048, description: "with providerId AMAZON: the Amazon user id (axylReceipt is the receiptId)"}
               axylReceipt: {type: string}
               accountUuid: {type: string, maxLength: 256}
               country: {type: string, minLength: 2, maxLength: 2}
