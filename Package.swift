@@ -106,7 +106,7 @@ let package = Package(
         .testTarget(
             name: "ReceiptGateTests",
             dependencies: ["ReceiptGate", "ReceiptCore", "Crypto", "Postgres", "HTTPServer", "TestSupport", "AppStoreTestSupport",
-                           "PluginTestSupport", "AppStore", "AlogameGateway", "Plugins",
+                           "PluginTestSupport", "AppStore", "AlogameGateway", "Plugins", "AmazonAppstore",
                            "HiveAxyl", "GooglePlay", "GooglePlayTestSupport", "AccountLink"],
             swiftSettings: swiftSettings
         ),

@@ -34,7 +34,7 @@ struct NotificationRoutes: Sendable {
             let registered = try await clients.registeredApps(declaration.identifiers)
             let clients = clients
             let owner: @Sendable (String) async throws -> ClientWithStoreCredentials? = { app in
-                try await clients.owner(ofApp: app, store: store)
+                try await clients.owner(ofApp: app, store: declaration)
             }
             notification = try await receiver.receiveNotification(NotificationRequest(body: request.body, headers: request.headers, query: context.query,
                                                                                       owner: owner),
@@ -55,7 +55,7 @@ struct NotificationRoutes: Sendable {
             return NativeAPI.error(.invalidField, "the notification's \(problem) is not a plausible date")
         }
         do {
-            let duplicate = try await notifications.record(notification, rawBody: request.body)
+            let duplicate = try await notifications.record(notification, rawBody: request.body, kind: declaration.identifiers)
             context.logger.info("store notification recorded", ["store": store.rawValue, "notification.id": notification.notificationID,
                                                                 "notification.type": notification.type, "duplicate": String(duplicate)])
             return .json(Accepted(status: "accepted", duplicate: duplicate, notificationID: notification.notificationID))

@@ -78,9 +78,8 @@ struct ServiceDialectCore: DialectCore {
     }
 
     func client(forAppIdentifier identifier: String, store: StoreID) async throws -> ClientInfo? {
-        guard let client = try await clients.find(appIdentifier: identifier) else { return nil }
         guard let kind = pipeline.stores[store]?.declaration.identifiers else { return nil }
-        return client.info.appIdentifiers(kind).contains(identifier) ? client.info : nil
+        return try await clients.find(appIdentifier: identifier, kind: kind)?.info
     }
 
     func client(id: String) async throws -> ClientInfo? {

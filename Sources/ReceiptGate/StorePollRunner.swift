@@ -47,7 +47,7 @@ final class StorePollRunner: Sendable {
             let notifications = notifications, logger = logger
             try await poller.poll(owners: owners, cursors: cursors) { found in
                 for notification in found {
-                    let duplicate = try await notifications.record(notification, rawBody: notification.decodedJSON)
+                    let duplicate = try await notifications.record(notification, rawBody: notification.decodedJSON, kind: kind)
                     if !duplicate {
                         logger.info("store poll recorded an event", ["poll": name, "notification.id": notification.notificationID,
                                                                      "notification.type": notification.type])

@@ -1,3 +1,4 @@
+import AmazonAppstore
 import GooglePlay
 import AppStore
 import Crypto
@@ -34,6 +35,25 @@ private func makeStore() async throws -> (ClientRepository, PostgresPool) {
         }
         let fetched = try #require(try await store.secret(for: created.client.clientID))
         #expect(fetched.secret == created.secret)
+    }
+
+    /// One Android package can be one game's Google Play app and another's Amazon app: each
+    /// store finds the client that registered it under that store's kind of identifier.
+    @Test func anAppIsFoundUnderItsStoresKindOfIdentifier() async throws {
+        let (store, pool) = try await makeStore()
+        defer { pool.shutdown() }
+        var google = ClientSettings(), amazon = ClientSettings()
+        google.name = "Google game"
+        google.appIdentifiers[GooglePlayProvider.packageNameKind.name] = ["com.example.shared"]
+        amazon.name = "Amazon game"
+        amazon.appIdentifiers[AmazonAppstoreProvider.packageNameKind.name] = ["com.example.shared"]
+        let first = try await store.create(google).client, second = try await store.create(amazon).client
+        #expect(try await store.find(appIdentifier: "com.example.shared", kind: AmazonAppstoreProvider.packageNameKind)?.clientID == second.clientID)
+        #expect(try await store.find(appIdentifier: "com.example.shared", kind: GooglePlayProvider.packageNameKind)?.clientID == first.clientID)
+        #expect(try await store.find(appIdentifier: "com.example.shared", kind: AppStoreProvider.bundleIDKind) == nil)
+        let registered = try await store.registeredApps(AmazonAppstoreProvider.packageNameKind)
+        #expect(registered.appIdentifiers == ["com.example.shared"])
+        #expect(try await store.registeredApps(AppStoreProvider.bundleIDKind).appIdentifiers.isEmpty)
     }
 
     @Test func pluginSettingsMergeAndTheirSecretsStaySealed() async throws {

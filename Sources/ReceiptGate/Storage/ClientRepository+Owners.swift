@@ -5,9 +5,9 @@ public import ReceiptCore
 extension ClientRepository {
     /// The client that registered `app` (the oldest enabled one), with its secret settings for
     /// `store`: what a store provider needs to call the store about that app outside a request.
-    public func owner(ofApp app: String, store: StoreID) async throws -> ClientWithStoreCredentials? {
-        guard let client = try await find(appIdentifier: app) else { return nil }
-        return ClientWithStoreCredentials(client: client.info, credentials: try await credentials(of: client, store: store))
+    public func owner(ofApp app: String, store: StoreDeclaration) async throws -> ClientWithStoreCredentials? {
+        guard let client = try await find(appIdentifier: app, kind: store.identifiers) else { return nil }
+        return ClientWithStoreCredentials(client: client.info, credentials: try await credentials(of: client, store: store.store))
     }
 
     /// Every enabled client that registered an app of the store, with its secrets.

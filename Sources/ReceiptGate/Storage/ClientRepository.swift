@@ -50,11 +50,12 @@ public struct ClientRepository: Sendable {
         try await pool.query("SELECT \(unescaped: Self.columns) FROM clients WHERE id = \(clientID)").first.map(Self.decode)
     }
 
-    /// The oldest enabled client that registered this app (as an identifier of any kind).
-    public func find(appIdentifier: String) async throws -> Client? {
+    /// The oldest enabled client that registered this app under this kind of identifier (one
+    /// Android package may be one client's app in one store and another client's in another).
+    public func find(appIdentifier: String, kind: AppIdentifierKind) async throws -> Client? {
         try await pool.query("""
             SELECT \(unescaped: Self.columns) FROM clients
-            WHERE disabled_at IS NULL AND receiptgate_registers(app_identifiers, \(appIdentifier))
+            WHERE disabled_at IS NULL AND app_identifiers -> \(kind.name) ? \(appIdentifier)
             ORDER BY created_at, id LIMIT 1
             """).first.map(Self.decode)
     }
@@ -163,13 +164,14 @@ public struct ClientRepository: Sendable {
     /// The client a store event belongs to: the one that recorded the transaction, else the
     /// oldest enabled client that registered the app; either way one that accepts the event's
     /// environment.
-    static func owner(of purchase: VerifiedPurchase, appIdentifier: String?, on connection: PostgresConnection) throws -> Client? {
+    static func owner(of purchase: VerifiedPurchase, appIdentifier: String?, kind: AppIdentifierKind?,
+                      on connection: PostgresConnection) throws -> Client? {
         let rows = try connection.query("""
             WITH recorder AS (SELECT client_id FROM transactions WHERE store = \(purchase.store.rawValue)
                               AND environment = \(purchase.environment.rawValue) AND transaction_id = \(purchase.transactionID))
             SELECT \(unescaped: columns) FROM clients
             WHERE (id = (SELECT client_id FROM recorder)
-                   OR (disabled_at IS NULL AND receiptgate_registers(app_identifiers, \(appIdentifier ?? ""))))
+                   OR (disabled_at IS NULL AND app_identifiers -> \(kind?.name ?? "") ? \(appIdentifier ?? "")))
               -- A store event reaches only a client that accepts its environment: a sandbox refund
               -- never touches a production-only client.
               AND \(purchase.environment.rawValue) = ANY (environments)

@@ -273,9 +273,6 @@ public enum Schema {
             ALTER TABLE clients DROP COLUMN bundle_ids, DROP COLUMN package_names;
             -- Empty: refund callbacks in the service's default format (its first dialect's).
             ALTER TABLE clients ALTER COLUMN refund_callback_format SET DEFAULT '';
-            CREATE FUNCTION receiptgate_registers(identifiers jsonb, app text) RETURNS boolean IMMUTABLE LANGUAGE sql AS $$
-                SELECT EXISTS (SELECT 1 FROM jsonb_each(identifiers) AS e(kind, apps) WHERE jsonb_typeof(apps) = 'array' AND apps ? app)
-            $$;
             """),
     ]
 }

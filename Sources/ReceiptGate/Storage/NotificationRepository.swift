@@ -9,7 +9,8 @@ struct NotificationRepository: Sendable {
     let refundCallbacks: [String: any RefundCallbackRenderer]
 
     /// Returns true if the store had sent this notification before (nothing changes then).
-    func record(_ notification: StoreNotification, rawBody: Data) async throws -> Bool {
+    /// `kind` is how the store names apps: the notification's app is looked up under it.
+    func record(_ notification: StoreNotification, rawBody: Data, kind: AppIdentifierKind?) async throws -> Bool {
         let decoded = String(decoding: notification.decodedJSON, as: UTF8.self)
         let refundCallbacks = refundCallbacks
         return try await pool.withTransaction { connection in
@@ -24,7 +25,7 @@ struct NotificationRepository: Sendable {
                 """)
             guard let row = inserted.first else { return true }
             try TransactionRepository.apply(notification.event, store: notification.store, appIdentifier: notification.appIdentifier,
-                                            refundCallbacks: refundCallbacks, on: connection)
+                                            kind: kind, refundCallbacks: refundCallbacks, on: connection)
             try connection.execute("UPDATE store_notifications SET processed_at = now() WHERE id = \(try row.decode("id", as: Int64.self))")
             return false
         }

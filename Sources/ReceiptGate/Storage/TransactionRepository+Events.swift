@@ -6,10 +6,10 @@ extension TransactionRepository {
     /// Applies a store event to transactions and subscriptions and queues what the game server
     /// is owed (webhook, refund callback in its client's format), all on `connection`, inside
     /// the caller's database transaction.
-    static func apply(_ event: StoreEvent, store: StoreID, appIdentifier: String?, refundCallbacks: [String: any RefundCallbackRenderer],
-                      on connection: PostgresConnection) throws {
+    static func apply(_ event: StoreEvent, store: StoreID, appIdentifier: String?, kind: AppIdentifierKind?,
+                      refundCallbacks: [String: any RefundCallbackRenderer], on connection: PostgresConnection) throws {
         guard let purchase = event.purchase else { return }
-        guard let owner = try ClientRepository.owner(of: purchase, appIdentifier: appIdentifier, on: connection) else { return }
+        guard let owner = try ClientRepository.owner(of: purchase, appIdentifier: appIdentifier, kind: kind, on: connection) else { return }
         let original = purchase.originalTransactionID ?? purchase.transactionID
         switch event.kind {
         case .refunded, .revoked:
