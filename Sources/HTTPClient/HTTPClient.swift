@@ -111,15 +111,27 @@ public final class HTTPClient: Sendable {
     }
 
     private func perform(_ request: Request, url: String) async throws -> Transfer.Outcome {
-        let transfer = Transfer(method: request.method.uppercased(), url: url, headers: request.headers, body: request.body,
-                                timeout: request.timeout ?? configuration.timeout, connectTimeout: configuration.connectTimeout,
-                                maxResponseBytes: configuration.maxResponseBytes, caBundlePath: configuration.caBundlePath,
-                                destinations: request.destinations)
+        let timeout = request.timeout ?? configuration.timeout
+        let queued = ContinuousClock.now
+        let configuration = configuration
         return try await withCheckedThrowingContinuation { continuation in
+            // The timeout covers the wait for a free transfer thread too: a request queued behind
+            // slow ones must not outlive its caller's deadline. Whichever comes first, a thread
+            // taking the job or the timeout running out, answers the caller; the other does nothing.
+            let start = StartOrGiveUp()
+            let late = HTTPClientError(.timeout, "no transfer thread was free within the request's timeout")
+            start.giveUp(after: timeout) { continuation.resume(throwing: late) }
             let accepted = workers.submit { easy in
+                guard start.start() else { return }
+                let left = timeout - (ContinuousClock.now - queued)
+                guard left > .milliseconds(1) else { return continuation.resume(throwing: late) }
+                let transfer = Transfer(method: request.method.uppercased(), url: url, headers: request.headers, body: request.body,
+                                        timeout: left, connectTimeout: min(configuration.connectTimeout, left),
+                                        maxResponseBytes: configuration.maxResponseBytes, caBundlePath: configuration.caBundlePath,
+                                        destinations: request.destinations)
                 continuation.resume(with: Result { try transfer.run(on: easy) })
             }
-            if !accepted {
+            if !accepted, start.start() {
                 continuation.resume(throwing: HTTPClientError(.clientClosed, "the HTTP client is shut down"))
             }
         }

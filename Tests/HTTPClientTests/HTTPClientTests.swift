@@ -146,6 +146,30 @@ private func client(_ base: String, attempts: Int = 3, timeout: Duration = .seco
         await upstream.server.shutdown()
     }
 
+    /// A request waiting for a transfer thread (all busy with slow calls) gives up at its own
+    /// timeout, not when a thread frees up.
+    @Test func theTimeoutCoversTheWaitForATransferThread() async throws {
+        let upstream = try FakeUpstream { router, hits in
+            router.get("/slow") { _ in _ = hit(hits, "slow"); try await Task.sleep(for: .seconds(4)); return .text("late") }
+            router.get("/fast") { _ in .text("ok") }
+        }
+        var configuration = HTTPClient.Configuration(baseURL: upstream.baseURL)
+        configuration.retry = .init(maxAttempts: 1, baseDelay: .milliseconds(20), maxDelay: .milliseconds(100))
+        configuration.threadCount = 1
+        let shared = HTTPClient(configuration)
+        let slow = Task { try? await shared.send(.init(url: "/slow")) }
+        // The one thread is taken once the slow call reached the upstream.
+        let deadline = ContinuousClock.now + .seconds(10)
+        while upstream.count("slow") == 0 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        var queued = HTTPClient.Request(url: "/fast")
+        queued.timeout = .milliseconds(300)
+        let started = ContinuousClock.now
+        await #expect(throws: HTTPClientError(.timeout, "")) { try await shared.send(queued) }
+        #expect(ContinuousClock.now - started < .seconds(3), "it waited for the busy thread instead of its own timeout")
+        _ = await slow.value
+        await upstream.server.shutdown()
+    }
+
     @Test func refusedConnectionIsRetryableConnectFailure() async throws {
         try await RawHTTP.withRefusingPort { port in
             do {
