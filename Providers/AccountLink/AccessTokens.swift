@@ -1,5 +1,5 @@
-public import Foundation
-public import ReceiptCore
+import Foundation
+import ReceiptCore
 
 /// OpenID access tokens (ES256 JWTs from the core's signer) and refresh tokens (opaque, in the
 /// core's token store, rotated on every use).

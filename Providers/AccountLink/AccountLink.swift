@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 public import ReceiptCore
 
 /// The account-linking dialect: `POST /iap` turns a store receipt into an account (created,

@@ -1,4 +1,4 @@
-public import ReceiptCore
+import ReceiptCore
 
 extension AccountPages {
     /// What using a mail link would do.

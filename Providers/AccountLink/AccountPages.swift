@@ -1,6 +1,6 @@
 import Crypto
-public import Foundation
-public import ReceiptCore
+import Foundation
+import ReceiptCore
 
 /// The pages an e-mail link opens: a minimal form on GET, and the POST (form or JSON) that
 /// spends the one-time link — confirming the address and/or setting the password of the account

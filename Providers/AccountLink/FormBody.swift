@@ -1,5 +1,5 @@
-public import Foundation
-public import ReceiptCore
+import Foundation
+import ReceiptCore
 
 /// Parameters of a POST sent either as a form (`application/x-www-form-urlencoded`, what OAuth
 /// clients and HTML forms send) or as a JSON object of strings.

@@ -1,4 +1,4 @@
-public import ReceiptCore
+import ReceiptCore
 
 extension IAPHandler {
     /// What the record's transaction does once the purchase is on record: refuse a refunded or

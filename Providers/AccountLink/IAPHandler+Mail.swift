@@ -1,5 +1,5 @@
-public import Foundation
-public import ReceiptCore
+import Foundation
+import ReceiptCore
 
 extension IAPHandler {
     /// The mails `customer_details.email` asks for, each with its one-time link bound to the

@@ -1,6 +1,6 @@
 import Crypto
-public import Foundation
-public import ReceiptCore
+import Foundation
+import ReceiptCore
 
 /// `POST /iap`: prove the purchase, then — in the record's own database transaction — find the
 /// account it is linked to, or link it to the caller's account, or create one; the primary key

@@ -1,5 +1,5 @@
-public import Foundation
-public import ReceiptCore
+import Foundation
+import ReceiptCore
 
 /// A `POST /iap` call, checked: the SDK's headers, exactly one store's evidence, the optional
 /// customer details and attribution. Every problem names the header or field.

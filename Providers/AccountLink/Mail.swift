@@ -1,5 +1,5 @@
-public import Foundation
-public import ReceiptCore
+import Foundation
+import ReceiptCore
 
 /// What a one-time e-mail link stands for, bound when it is issued: the account it acts on, the
 /// address it was sent to, and the address it confirms. Used, it acts only if the account is

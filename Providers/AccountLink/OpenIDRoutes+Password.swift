@@ -1,6 +1,6 @@
 import Crypto
-public import Foundation
-public import ReceiptCore
+import Foundation
+import ReceiptCore
 
 extension OpenIDRoutes {
     /// The password grant. Guessing is limited per name tried (username or e-mail, whether or not

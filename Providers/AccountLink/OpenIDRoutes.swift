@@ -1,6 +1,6 @@
 import Crypto
-public import Foundation
-public import ReceiptCore
+import Foundation
+import ReceiptCore
 
 /// What an OpenID Connect relying party expects: discovery, the key set, the token endpoint
 /// (refresh with rotation and reuse detection; password), and userinfo with entitlements.

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 public import ReceiptCore
 
 /// The Alogame IAP Gateway contract (seed 000), to the letter: a game server written from that

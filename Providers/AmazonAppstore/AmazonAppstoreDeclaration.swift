@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 public import ReceiptCore
 
 /// Amazon Appstore as the registry lists it: its package names, the sealed shared secret, the

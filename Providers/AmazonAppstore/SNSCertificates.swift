@@ -1,7 +1,7 @@
-public import Crypto
-public import Foundation
-public import HTTPClient
-public import ReceiptCore
+import Crypto
+import Foundation
+import HTTPClient
+import ReceiptCore
 
 /// SNS signing certificates by URL, fetched once and kept until `lifetime` has passed or the
 /// certificate expires, whichever is first. Only URLs that passed `SNSCertificateURLRule` get here.

@@ -1,5 +1,5 @@
 public import Crypto
-public import Foundation
+import Foundation
 public import ReceiptCore
 public import HTTPClient
 

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// A signed App Store payload: it names the date its certificates are judged at.
 public protocol AppStoreSignedPayload {

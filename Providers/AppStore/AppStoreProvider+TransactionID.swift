@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 public import ReceiptCore
 
 /// A bare transaction id, proven by asking the App Store Server API for its signed transaction.

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 public import HTTPClient
 
 /// The Android Publisher API (v3), authenticated with a service account's bearer token. A 401

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 // The Android Publisher API's answers, every field optional: Google adds fields and enum values,
 // and a missing one is an answer we work with, not a decoding failure. Enums stay raw strings.

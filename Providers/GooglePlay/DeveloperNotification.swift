@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// A Pub/Sub push (`{"message": {"data", "messageId", ...}, "subscription"}`) carrying a Google
 /// Play real-time developer notification in `data` (base64 JSON).

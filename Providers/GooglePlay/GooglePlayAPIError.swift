@@ -1,5 +1,5 @@
-public import Foundation
-public import ReceiptCore
+import Foundation
+import ReceiptCore
 
 /// What went wrong talking to Google, sorted by what the caller should do about it.
 public struct GooglePlayAPIError: Error, Sendable, CustomStringConvertible {

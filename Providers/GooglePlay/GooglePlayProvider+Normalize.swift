@@ -1,6 +1,6 @@
-public import Crypto
-public import Foundation
-public import ReceiptCore
+import Crypto
+import Foundation
+import ReceiptCore
 
 /// Google's answers in store-neutral terms. `lenient` (notifications, voided purchases) keeps a
 /// canceled or pending purchase instead of refusing it: there it is news, not evidence.

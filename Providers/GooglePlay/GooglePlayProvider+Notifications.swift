@@ -1,5 +1,5 @@
-public import Crypto
-public import Foundation
+import Crypto
+import Foundation
 public import ReceiptCore
 
 extension GooglePlayProvider {

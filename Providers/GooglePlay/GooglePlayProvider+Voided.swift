@@ -1,5 +1,5 @@
-public import Foundation
-public import ReceiptCore
+import Foundation
+import ReceiptCore
 
 extension GooglePlayProvider {
     /// How Google confirmed a pushed void.

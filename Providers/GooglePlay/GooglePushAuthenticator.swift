@@ -1,7 +1,7 @@
-public import Crypto
-public import Foundation
-public import HTTPClient
-public import ReceiptCore
+import Crypto
+import Foundation
+import HTTPClient
+import ReceiptCore
 
 /// Checks the OIDC token Google's Pub/Sub puts on an authenticated push: RS256 by a key of
 /// Google's JWKS (fetched over HTTP, cached as its `Cache-Control` allows, refetched once for an

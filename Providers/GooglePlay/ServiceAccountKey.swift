@@ -1,4 +1,4 @@
-public import Crypto
+import Crypto
 public import Foundation
 
 /// A Google service-account key: the JSON file Google Cloud hands out. Only what the token

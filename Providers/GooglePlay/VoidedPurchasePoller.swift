@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 public import ReceiptCore
 
 /// Polls `voidedpurchases.list` for every registered package (with the owning client's key, or

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 extension Certificate {
     /// The certificate as one PEM block (base64 DER in 64-character lines), the form

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 import Workers
 
 public struct DeadlineExceeded: Error {}

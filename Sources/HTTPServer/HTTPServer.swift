@@ -1,6 +1,6 @@
 import CMicroHTTPD
 import CShims
-public import Foundation
+import Foundation
 
 /// An HTTP/1.1 server on GNU libmicrohttpd: epoll with a pool of threads, each request's body
 /// collected on the libmicrohttpd thread, then the connection suspended while the async Swift

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// The built router: routes a request, runs middleware and the handler, and turns anything
 /// thrown into a JSON error response. It never throws and never crashes on input.

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 public typealias HTTPHandler = @Sendable (HTTPRequest) async throws -> HTTPResponse
 

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// Turning tokens into Swift values, by JSONDecoder's rules: a value is checked when it is read
 /// (a string's escapes and UTF-8, a number's grammar), and numbers convert as JSONDecoder

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// A setting with a bad value, naming the variable: the service and every provider stop start-up
 /// with it (exit code 78), so one type serves them all.

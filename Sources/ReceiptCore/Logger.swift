@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 import Workers
 
 /// Structured logging: one JSON object per line, with `time`, `level`, `message` and dotted

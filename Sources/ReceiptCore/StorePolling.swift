@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// Where a scheduled poll stopped, kept by the core across restarts and processes. A poller owns
 /// the keys it uses (prefix them with its name) and the meaning of the values.

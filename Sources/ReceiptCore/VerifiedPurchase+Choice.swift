@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 extension VerifiedPurchase {
     /// The purchase the caller means among those the evidence holds: the named transaction when

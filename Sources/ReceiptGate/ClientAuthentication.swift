@@ -1,6 +1,6 @@
 import Crypto
 public import Foundation
-public import ReceiptCore
+import ReceiptCore
 
 /// The HMAC request signature shared by the native API and the dialects that use it:
 /// `X-Client-ID`, `X-Timestamp` (unix seconds, within 300 s of ours) and

@@ -1,5 +1,5 @@
 import Crypto
-public import Foundation
+import Foundation
 import HTTPClient
 
 /// Turns an outbox e-mail (`{"to", "subject", "text"}`) into an RFC 5322 message and sends it

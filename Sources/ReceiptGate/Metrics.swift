@@ -1,6 +1,6 @@
-public import Foundation
-public import HTTPServer
-public import Postgres
+import Foundation
+import HTTPServer
+import Postgres
 
 /// Request counters and a latency histogram, rendered in the Prometheus text format (0.0.4).
 /// Labels are route patterns, never raw paths, so cardinality stays bounded.

@@ -1,6 +1,6 @@
-public import Foundation
-public import HTTPClient
-public import ReceiptCore
+import Foundation
+import HTTPClient
+import ReceiptCore
 
 /// Delivers the outbox to game servers: at least once, in order per transaction, signed with the
 /// client's HMAC scheme, retried with exponential back-off and jitter for three days. Any number

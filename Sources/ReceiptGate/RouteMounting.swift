@@ -1,7 +1,7 @@
 import Crypto
-public import Foundation
-public import HTTPServer
-public import ReceiptCore
+import Foundation
+import HTTPServer
+import ReceiptCore
 
 /// Mounts routes on the router the same way for the native API and every dialect: the core
 /// authenticates as the route declares and applies its rate limits before the handler runs, and

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// How mail leaves: an SMTP server reached through libcurl.
 public struct SMTPSettings: Sendable, Equatable {

@@ -1,5 +1,5 @@
-public import Foundation
-public import ReceiptCore
+import Foundation
+import ReceiptCore
 
 /// Rate-limit overrides and trusted proxies (`RECEIPTGATE_RATE_LIMITS`, `RECEIPTGATE_TRUSTED_PROXIES`).
 extension ServiceConfiguration {

@@ -1,6 +1,6 @@
 import Crypto
-public import Foundation
-public import ReceiptCore
+import Foundation
+import ReceiptCore
 
 /// The `DialectCore` the service gives plugins and the native API: verification through the one
 /// pipeline, ledger reads under the tenancy rule, and the state stores, all backed by Storage.

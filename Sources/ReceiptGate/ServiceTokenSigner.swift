@@ -1,6 +1,6 @@
 import Crypto
-public import Foundation
-public import ReceiptCore
+import Foundation
+import ReceiptCore
 
 /// `TokenSigner` on the shared signing keys: signs with the current key (made on first use by
 /// whichever process gets there first), verifies against every published key.

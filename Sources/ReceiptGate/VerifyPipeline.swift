@@ -1,6 +1,6 @@
 import Crypto
-public import Foundation
-public import ReceiptCore
+import Foundation
+import ReceiptCore
 
 /// One verification, whatever API it came through, in two steps. *Prove*: pick the store
 /// provider, verify the evidence, cross-check product, app and environment, compare the account

@@ -1,5 +1,5 @@
-public import Foundation
-public import ReceiptCore
+import Foundation
+import ReceiptCore
 
 extension DevPurchase {
     /// `receiptgate dev purchase`: a StoreKit 2 signed transaction for trying the service out on

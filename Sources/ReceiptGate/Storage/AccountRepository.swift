@@ -1,7 +1,7 @@
 import Crypto
-public import Foundation
+import Foundation
 import Postgres
-public import ReceiptCore
+import ReceiptCore
 
 /// End-user accounts and the purchases linked to them (`AccountStore` for dialects). A purchase
 /// belongs to at most one account per game: the primary key of `account_links` decides, under

@@ -1,6 +1,6 @@
 import Crypto
-public import Foundation
-public import Postgres
+import Foundation
+import Postgres
 public import ReceiptCore
 
 /// Clients in Postgres. Secrets are stored only as AES-256-GCM boxes and returned only by

@@ -1,6 +1,6 @@
-public import Foundation
-public import Postgres
-public import ReceiptCore
+import Foundation
+import Postgres
+import ReceiptCore
 
 /// The outbox: messages owed to game servers, mail recipients and stores, written in the same
 /// database transaction as the change they announce, and claimed by workers with leases.

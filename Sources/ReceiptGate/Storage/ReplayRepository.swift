@@ -1,6 +1,6 @@
 import Foundation
 import Postgres
-public import ReceiptCore
+import ReceiptCore
 
 /// What was seen recently, remembered in Postgres so every process agrees (`ReplayGuard`).
 struct ReplayRepository: ReplayGuard {

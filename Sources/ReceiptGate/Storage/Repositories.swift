@@ -1,6 +1,6 @@
-public import Foundation
-public import Postgres
-public import ReceiptCore
+import Foundation
+import Postgres
+import ReceiptCore
 
 /// Every repository over one database: the only code that holds SQL (with the migrations).
 public struct Repositories: Sendable {

@@ -1,5 +1,5 @@
 import Crypto
-public import Foundation
+import Foundation
 import Postgres
 
 /// The keys that sign access tokens (one current, some retired but still published). Private

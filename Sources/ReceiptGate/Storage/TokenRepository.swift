@@ -1,7 +1,7 @@
 import Crypto
-public import Foundation
+import Foundation
 import Postgres
-public import ReceiptCore
+import ReceiptCore
 
 /// Opaque tokens (`TokenStore` for dialects): random, shown once, stored only as SHA-256. A token
 /// works only while its client is enabled and was issued after the client's last secret rotation.

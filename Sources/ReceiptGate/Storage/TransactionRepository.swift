@@ -1,7 +1,7 @@
 import Crypto
-public import Foundation
-public import Postgres
-public import ReceiptCore
+import Foundation
+import Postgres
+import ReceiptCore
 
 /// Transactions and verification attempts. Exactly once is decided by the unique key (store,
 /// environment, transaction id) and `ON CONFLICT`, never by reading first; whatever must commit
