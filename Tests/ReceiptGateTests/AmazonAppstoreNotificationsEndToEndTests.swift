@@ -77,9 +77,10 @@ import TestSupport
         let answer = try await harness.deliver(try harness.sns.subscriptionConfirmation(token: token, messageID: "sns-confirm"))
         #expect(answer.status == 200, "\(answer.text)")
         // In the log, at warning level, with what the Amazon console asks for.
-        let line = harness.log.captured.first { $0.contains(token) }
-        #expect(line?.contains("warn") == true, "\(line ?? "no line with the token")")
-        #expect(line?.contains(FakeSNS.topicARN) == true && line?.contains("amazon_appstore") == true)
+        let line = try harness.log.captured.first { $0.contains(token) }.map(Binary.json)
+        #expect(line?["level"] as? String == "warning", "\(line ?? [:])")
+        #expect(line?["sns.token"] as? String == token)
+        #expect(line?["sns.topic_arn"] as? String == FakeSNS.topicARN && line?["store"] as? String == "amazon_appstore")
         // Over the admin API: only with the admin token, filtered by type.
         #expect(try await RawHTTP.request(port: harness.service.port, path: "/admin/notifications").status == 401)
         let listed = try await harness.admin("/admin/notifications?store=amazon_appstore&type=SubscriptionConfirmation")
