@@ -100,8 +100,8 @@ enum HelpText {
         list        Prints {"notifications": [...]}, the 100 newest store notifications received, each with
                     what its store's provider decoded (--store: one store id; --type: one notification type)
 
-        A store that asks for its endpoint to be confirmed (an SNS SubscriptionConfirmation) shows up
-        here with the token its console asks for: `--type SubscriptionConfirmation`.
+        A store that asks for its endpoint to be confirmed shows up here with what its console asks
+        for (a token, a URL) in "decoded"; --type with the store's name for that message finds it.
         """
 
     static let clientCreate = "Usage: receiptgate client create --name NAME [--game-id N] [--environments production,sandbox]\n"
