@@ -32,13 +32,7 @@ struct AmazonAppstoreHarness {
     static func start(environments: String = "production,sandbox") async throws -> AmazonAppstoreHarness {
         let (rvs, sns, receiver) = (try FakeRVS(), try FakeSNS(), try GooglePlayHarness.Receiver())
         let cli = try await Binary.databaseEnvironment()
-        let hooks = "http://127.0.0.1:\(receiver.server.port)"
-        let made = try await Binary.run(["client", "create", "--name", "Amazon game", "--game-id", "42", "--environments", environments,
-                                         "--amazon-package-name", package, "--amazon-shared-secret", FakeRVS.sharedSecret,
-                                         "--app-id", hiveAppID, "--webhook-url", "\(hooks)/hooks", "--refund-callback-url", "\(hooks)/refunds",
-                                         "--allow-insecure-url"], cli)
-        guard made.status == 0 else { throw RawHTTP.Failure(description: "client create failed: \(made.stderr)") }
-        let created = try Binary.json(made.stdout)
+        let created = try await createClient(cli, environments: environments, hooks: "http://127.0.0.1:\(receiver.server.port)")
         var configuration = ServiceConfiguration()
         configuration.port = 0
         configuration.databaseURL = cli["DATABASE_URL"]
@@ -57,6 +51,17 @@ struct AmazonAppstoreHarness {
         let client = SignedClient(port: service.port, clientID: created["client_id"] as? String ?? "", secret: created["client_secret"] as? String ?? "")
         return AmazonAppstoreHarness(service: service, pool: database.pool, rvs: rvs, sns: sns, receiver: receiver, client: client, cli: cli,
                                      created: created, log: log)
+    }
+
+    /// `receiptgate client create` with the Amazon flags, as an operator types it; what it printed.
+    static func createClient(_ cli: [String: String], environments: String = "production,sandbox",
+                             hooks: String = "http://127.0.0.1:9") async throws -> [String: Any] {
+        let made = try await Binary.run(["client", "create", "--name", "Amazon game", "--game-id", "42", "--environments", environments,
+                                         "--amazon-package-name", package, "--amazon-shared-secret", FakeRVS.sharedSecret,
+                                         "--app-id", hiveAppID, "--webhook-url", "\(hooks)/hooks", "--refund-callback-url", "\(hooks)/refunds",
+                                         "--allow-insecure-url"], cli)
+        guard made.status == 0 else { throw RawHTTP.Failure(description: "client create failed: \(made.stderr)") }
+        return try Binary.json(made.stdout)
     }
 
     /// Scans the log for secrets (a find fails the test), then stops everything.
