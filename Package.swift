@@ -106,8 +106,9 @@ let package = Package(
         .testTarget(
             name: "ReceiptGateTests",
             dependencies: ["ReceiptGate", "ReceiptCore", "Crypto", "Postgres", "HTTPServer", "TestSupport", "AppStoreTestSupport",
-                           "PluginTestSupport", "AppStore", "AlogameGateway", "Plugins", "AmazonAppstore",
-                           "HiveAxyl", "GooglePlay", "GooglePlayTestSupport", "AccountLink"],
+                           "PluginTestSupport", "AppStore", "AlogameGateway", "Plugins",
+                           "HiveAxyl", "GooglePlay", "GooglePlayTestSupport", "AccountLink", "AmazonAppstore",
+                           "AmazonAppstoreTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "GooglePlayTests", dependencies: ["GooglePlay", "GooglePlayTestSupport", "ReceiptCore", "Crypto", "HTTPClient",

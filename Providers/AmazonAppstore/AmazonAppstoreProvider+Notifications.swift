@@ -56,6 +56,13 @@ extension AmazonAppstoreProvider {
                                              appIdentifier: nil, transactionID: nil, originalTransactionID: nil, productID: nil,
                                              signedAt: message.timestamp, decodedJSON: decoded)
         notification.event = StoreEvent(kind: .other)
+        // The Amazon console asks for this token to finish subscribing the endpoint; the operator
+        // finds it in the log (and in `GET /admin/notifications`). An unsubscribe confirmation needs no action.
+        if message.type == "SubscriptionConfirmation" {
+            notification.operatorNotice = OperatorNotice(
+                message: "SNS subscription awaits confirmation: give its Token to the Amazon console or open its SubscribeURL",
+                fields: ["sns.topic_arn": message.fields["TopicArn"] ?? "", "sns.token": message.fields["Token"] ?? ""])
+        }
         return notification
     }
 }

@@ -58,6 +58,9 @@ public struct StoreNotification: Sendable {
     /// The decoded notification, nested signed data decoded too, as JSON (kept for support).
     public let decodedJSON: Data
     public var event: StoreEvent = StoreEvent(kind: .other)
+    /// Set when the operator has to act on this notification (a store asking for its endpoint to
+    /// be confirmed): the core logs it at warning level, since nobody reads info lines for a task.
+    public var operatorNotice: OperatorNotice?
 
     public init(store: StoreID, notificationID: String, type: String, subtype: String?, environment: StoreEnvironment?,
                 appIdentifier: String?, transactionID: String?, originalTransactionID: String?, productID: String?,
@@ -73,6 +76,18 @@ public struct StoreNotification: Sendable {
         self.productID = productID
         self.signedAt = signedAt
         self.decodedJSON = decodedJSON
+    }
+}
+
+/// A line for the operator about a notification: what to do, and the values needed to do it
+/// (they must be fit for a log: nothing that grants access on its own).
+public struct OperatorNotice: Sendable {
+    public let message: String
+    public let fields: [String: String]
+
+    public init(message: String, fields: [String: String]) {
+        self.message = message
+        self.fields = fields
     }
 }
 

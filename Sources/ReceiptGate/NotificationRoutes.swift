@@ -58,6 +58,10 @@ struct NotificationRoutes: Sendable {
             let duplicate = try await notifications.record(notification, rawBody: request.body, kind: declaration.identifiers)
             context.logger.info("store notification recorded", ["store": store.rawValue, "notification.id": notification.notificationID,
                                                                 "notification.type": notification.type, "duplicate": String(duplicate)])
+            if let notice = notification.operatorNotice {
+                let fields = ["store": store.rawValue, "notification.id": notification.notificationID]
+                context.logger.warning(notice.message, notice.fields.merging(fields) { _, core in core })
+            }
             return .json(Accepted(status: "accepted", duplicate: duplicate, notificationID: notification.notificationID))
         } catch {
             context.logger.error("store notification not recorded", ["store": store.rawValue, "error": "\(error)"])

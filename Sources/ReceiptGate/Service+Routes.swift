@@ -19,6 +19,7 @@ extension Service {
             mounter.mount(dialect.routes(core: core), render: { dialect.render($0) }, on: &router)
         }
         let adminRoutes = WebhookAdmin(outbox: repositories.outbox).routes
+            + NotificationAdmin(notifications: repositories.notifications).routes
         guard separateAdmin else {
             mounter.mount(adminRoutes, render: NativeAPI.render, on: &router)
             return (router, nil)

@@ -11,6 +11,7 @@ enum HelpText {
           openapi          Print the OpenAPI document this binary serves at /openapi.yaml (core and plugins)
           client <action>  Manage API clients: create, list, show, update, rotate-secret, disable
           webhooks <action>  See and redeliver webhook events: list [--failed], redeliver EVENT_ID
+          notifications list  See what stores pushed, newest first: list [--store STORE] [--type TYPE]
           keys rotate      Make a new OpenID token signing key (the old one stays published until its tokens expire)
           dev <tool>       Development helpers the stores offer, e.g. signing a test purchase (see dev --help)
 
@@ -91,6 +92,16 @@ enum HelpText {
 
         Events are delivered at least once, in order per transaction, signed like API requests,
         retried with back-off for three days; then they are kept as "dead" until redelivered.
+        """
+
+    static let notifications = """
+        Usage: receiptgate notifications list [--store STORE] [--type TYPE]
+
+        list        Prints {"notifications": [...]}, the 100 newest store notifications received, each with
+                    what its store's provider decoded (--store: one store id; --type: one notification type)
+
+        A store that asks for its endpoint to be confirmed shows up here with what its console asks
+        for (a token, a URL) in "decoded"; --type with the store's name for that message finds it.
         """
 
     static let clientCreate = "Usage: receiptgate client create --name NAME [--game-id N] [--environments production,sandbox]\n"

@@ -45,6 +45,9 @@ enum ReceiptGateCommand {
             case "webhooks":
                 try await WebhooksCommand.run(rest)
                 return 0
+            case "notifications":
+                try await NotificationsCommand.run(rest)
+                return 0
             case "keys":
                 try await KeysCommand.run(rest)
                 return 0
@@ -56,7 +59,7 @@ enum ReceiptGateCommand {
                 try await ClientCommand.run(rest, context: LazyContext())
                 return 0
             default:
-                throw UsageError("unknown command \"\(command)\" (expected serve, migrate, version, openapi, client, webhooks, keys or dev; see --help)")
+                throw UsageError("unknown command \"\(command)\" (expected serve, migrate, version, openapi, client, webhooks, notifications, keys or dev; see --help)")
             }
         } catch let help as HelpRequested {
             print(help.text)

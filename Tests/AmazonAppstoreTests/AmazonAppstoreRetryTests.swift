@@ -43,7 +43,9 @@ import Testing
             _ = try await provider.verify(receiptID: "r-1", userID: Verify.user, context: Verify.context(environments: [.production], deadline: deadline))
         }
         #expect(error?.code == .verifierError && error?.isRetryable == true)
-        #expect(ContinuousClock.now - started < .seconds(3))
+        // Well under the ~25 s the policy takes without a deadline; the slack is for a loaded
+        // machine, where the test process's own fake RVS shares two cores with the whole suite.
+        #expect(ContinuousClock.now - started < .seconds(10))
         let attempts = rvs.hits.count
         #expect(attempts >= 1 && attempts < 1_000)
         // A deadline already past makes no call at all.

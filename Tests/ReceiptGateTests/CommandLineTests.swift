@@ -14,7 +14,7 @@ import TestSupport
         ["client", "create", "--name", "x", "--delivery-url", "https:///nohost"], ["client", "create", "--name", "x", "--webhook-url", "https://a b.example/"],
         ["client", "create", "--name", "x", "--allow-insecure-url=maybe"], ["client", "show"], ["client", "frobnicate"],
         ["client", "show", "a", "b"], ["launch"], ["serve", "extra"], ["webhooks"], ["webhooks", "redeliver", "not-a-uuid"],
-        ["webhooks", "list", "--bogus", "1"],
+        ["webhooks", "list", "--bogus", "1"], ["notifications"], ["notifications", "list", "--bogus", "1"], ["notifications", "list", "extra"],
     ])
     func badArgumentsAreOneLineAndExitTwo(_ arguments: [String]) async throws {
         let result = try await Binary.run(arguments)
@@ -36,6 +36,7 @@ import TestSupport
         ["client", "create", "--help"], ["client", "list", "--help"], ["client", "show", "--help"],
         ["client", "update", "--help"], ["client", "rotate-secret", "--help"], ["client", "disable", "--help"],
         ["webhooks", "--help"], ["webhooks", "list", "--help"], ["webhooks", "redeliver", "--help"],
+        ["notifications", "--help"], ["notifications", "list", "--help"],
     ])
     func everyCommandHasHelp(_ arguments: [String]) async throws {
         let result = try await Binary.run(arguments)

@@ -64,6 +64,10 @@ import TestSupport
         try record("/admin/webhooks/{event_id}/redeliver", "post",
                    try await RawHTTP.request(port: harness.client.port, method: "POST", path: "/admin/webhooks/\(UUID())/redeliver", headers: auth))
         try record("/admin/webhooks", "get", try await RawHTTP.request(port: harness.client.port, path: "/admin/webhooks"))
+        let notifications = try await RawHTTP.request(port: harness.client.port, path: "/admin/notifications?type=DID_RENEW", headers: auth)
+        #expect((try notifications.json()["notifications"] as? [[String: Any]])?.count == 1, "the notification above is listed")
+        try record("/admin/notifications", "get", notifications)
+        try record("/admin/notifications", "get", try await RawHTTP.request(port: harness.client.port, path: "/admin/notifications"))
         await harness.service.shutdown()
         await receiver.server.shutdown()
 

@@ -7,7 +7,7 @@ public struct Repositories: Sendable {
     public let clients: ClientRepository
     public let transactions: TransactionRepository
     public let outbox: OutboxRepository
-    let notifications: NotificationRepository
+    public let notifications: NotificationRepository
     let tokens: TokenRepository
     let accounts: AccountRepository
     let replay: ReplayRepository
