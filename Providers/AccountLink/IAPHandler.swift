@@ -68,12 +68,7 @@ struct IAPHandler: Sendable {
     private func answer(_ request: RouteRequest, context: RouteContext) async throws -> RouteResponse {
         let headers = try IAPRequest.headers(request.headers).get()
         let iap = try IAPRequest.parse(headers: headers, body: request.body).get()
-        guard let store = core.store(forPlatform: iap.platform)?.store else {
-            throw Problem(.invalidField, "\(iap.platform) purchases are not configured on this service")
-        }
-        guard let client = try await core.client(forAppIdentifier: iap.appIdentifier, store: store) else {
-            throw Problem(.notFound, "no client registered \(iap.appIdentifier)")
-        }
+        let (store, client) = try await tenant(of: iap)
         let bearer = try await caller(request.headers["authorization"], client: client)
         let bareID = iap.evidenceKind == .transactionID
         if bareID {
@@ -83,11 +78,7 @@ struct IAPHandler: Sendable {
             }
             try await core.checkRateLimit(AccountLink.Limits.lookupsPerAccount, key: bearer.account.id)
         }
-        // Recorded for fraud review: who called, from where, with what.
-        context.logger.info("iap call", ["client.id": client.clientID, "caller.address": context.callerAddress ?? "unknown",
-                                         "forwarded.for": headers.forwardedFor ?? "", "device": headers.deviceModel, "os": "\(headers.os) \(headers.osVersion)",
-                                         "app.version": headers.appVersion, "sdk.version": headers.sdkVersion])
-        if headers.forwardedForIgnored { context.logger.info("iap x-forwarded-for ignored: not a list of IP addresses", ["client.id": client.clientID]) }
+        Self.logCall(headers, client: client, context: context)
 
         var verification = VerificationRequest(store: store, evidence: iap.evidence, requestID: context.requestID)
         verification.appIdentifier = iap.appIdentifier
@@ -99,30 +90,55 @@ struct IAPHandler: Sendable {
         }
         let key = PurchaseKey(store: proven.purchase.store, originalTransactionID: proven.purchase.originalTransactionID ?? proven.purchase.transactionID)
         try await core.checkRateLimit(AccountLink.Limits.iapPerPurchase, key: "\(key.store.rawValue):\(key.originalTransactionID)")
+        let decision = try await link(proven, key: key, iap: iap, client: client, bearer: bearer?.account, context: context)
+        return try await respond(decision, iap: iap, client: client, tokenAccount: bearer?.account)
+    }
 
+    /// The store the request's evidence is for, and the client that registered its app there.
+    private func tenant(of iap: IAPRequest) async throws -> (StoreID, ClientInfo) {
+        guard let store = core.store(forPlatform: iap.platform)?.store else {
+            throw Problem(.invalidField, "\(iap.platform) purchases are not configured on this service")
+        }
+        guard let client = try await core.client(forAppIdentifier: iap.appIdentifier, store: store) else {
+            throw Problem(.notFound, "no client registered \(iap.appIdentifier)")
+        }
+        return (store, client)
+    }
+
+    /// Recorded for fraud review: who called, from where, with what.
+    private static func logCall(_ headers: IAPRequest.Headers, client: ClientInfo, context: RouteContext) {
+        context.logger.info("iap call", ["client.id": client.clientID, "caller.address": context.callerAddress ?? "unknown",
+                                         "forwarded.for": headers.forwardedFor ?? "", "device": headers.deviceModel, "os": "\(headers.os) \(headers.osVersion)",
+                                         "app.version": headers.appVersion, "sdk.version": headers.sdkVersion])
+        if headers.forwardedForIgnored { context.logger.info("iap x-forwarded-for ignored: not a list of IP addresses", ["client.id": client.clientID]) }
+    }
+
+    /// Records the purchase and links it to an account, in one database transaction.
+    private func link(_ proven: ProvenPurchase, key: PurchaseKey, iap: IAPRequest, client: ClientInfo, bearer: AccountRecord?,
+                      context: RouteContext) async throws -> Decision {
         // Decided before the transaction (and re-checked in it): which account a mail would be
         // for, and so what it says and where it goes.
+        let bareID = iap.evidenceKind == .transactionID
         let linkedBefore = try await core.accounts.linkedAccount(key, scope: client.scope)
-        if bareID, let linkedBefore, linkedBefore.id != bearer?.account.id {
+        if bareID, let linkedBefore, linkedBefore.id != bearer?.id {
             throw Self.notOwner("the purchase belongs to another account; only its receipt can sign in to it")
         }
         let newAccountID = "acc_" + Hex.encode(SecureRandom.bytes(12))
-        let mails = try await plannedMails(iap.email, for: linkedBefore ?? bearer?.account, newAccountID: newAccountID, client: client, context: context)
+        let mails = try await plannedMails(iap.email, for: linkedBefore ?? bearer, newAccountID: newAccountID, client: client, context: context)
         var generatedHash: String?
         if linkedBefore == nil && bearer == nil { generatedHash = try await Scrypt.hashPasswordOffThePool(Base64.urlEncode(SecureRandom.bytes(24))) }
-
-        let tokenAccount = bearer?.account
-        let decide = Self.decider(key: key, tokenAccount: tokenAccount, bareID: bareID, mails: mails, client: client,
+        let decide = Self.decider(key: key, tokenAccount: bearer, bareID: bareID, mails: mails, client: client,
                                   draft: AccountDraft(id: newAccountID, client: client, username: Self.generatedUsername(), email: iap.email,
                                                       passwordHash: generatedHash, attribution: iap.attribution))
-        let decision: Decision
         do {
-            decision = try await core.record(proven, client: client, effects: decide).1
+            return try await core.record(proven, client: client, effects: decide).1
         } catch is LostTheRace {
             // The other request's account committed first: this one joins it (and creates nothing).
-            decision = try await core.record(proven, client: client, effects: decide).1
+            return try await core.record(proven, client: client, effects: decide).1
         }
+    }
 
+    private func respond(_ decision: Decision, iap: IAPRequest, client: ClientInfo, tokenAccount: AccountRecord?) async throws -> RouteResponse {
         switch decision {
         case .refused(let state):
             throw Problem(code: state == .refunded ? "PURCHASE_REFUNDED" : "PURCHASE_REVOKED",

@@ -47,23 +47,7 @@ struct HiveAxylVerifier {
 
     func subscription() async -> RouteResponse {
         await answer { client in
-            let body = try Self.body(request.body, required: ["providerId", "axylReceipt", "accountUuid", "country", "language", "requestType"])
-            let store = try body.store(core: core)
-            let receipt = try body.requiredString("axylReceipt", maxLength: Self.maxReceiptLength)
-            var verification = VerificationRequest(store: store.store, evidence: receipt, requestID: context.requestID)
-            verification.evidenceFields = try body.evidenceFields(for: store)
-            verification.accountToken = try body.requiredString("accountUuid", maxLength: Self.maxIDLength)
-            let country = try body.requiredString("country", maxLength: 8)
-            guard ISOCodes.isCountry(country) else { throw HiveAxylResult.invalid("country must be an ISO 3166-1 alpha-2 code (e.g. KR, US), got \"\(country)\"") }
-            let language = try body.requiredString("language", maxLength: 8)
-            guard ISOCodes.isLanguage(language) else { throw HiveAxylResult.invalid("language must be an ISO 639-1 code (e.g. ko, en), got \"\(language)\"") }
-            _ = try body.requestType()
-            let storeTransactionID = try body.string("storeTransactionId", maxLength: Self.maxIDLength, numbersAllowed: true)
-            // A bare Google Play token does not say which order it is; a StoreKit 2 JWS or a purchase JSON does.
-            if store.platforms.contains("google"), storeTransactionID?.isEmpty ?? true, !receipt.trimmingCharacters(in: .whitespaces).hasPrefix("{") {
-                throw HiveAxylResult.invalid("storeTransactionId is required with a bare Google Play purchase token")
-            }
-
+            let (verification, storeTransactionID) = try subscriptionRequest()
             let proven = try await core.prove(verification, client: client)
             guard Self.isSubscription(proven.purchase) else {
                 throw HiveAxylResult.invalid("axylReceipt is not an auto-renewable subscription; verify it with POST /payment/v1/purchase/verify")
@@ -80,6 +64,28 @@ struct HiveAxylVerifier {
             return HiveAxylResult.success(HiveAxylSubscriptionData(state: state, transaction: recorded, duplicate: outcome.duplicate,
                                                                    accountMatch: outcome.accountMatch))
         }
+    }
+
+    /// The subscription body, checked field by field as the seed lists them, and the
+    /// `storeTransactionId` the caller named.
+    private func subscriptionRequest() throws -> (VerificationRequest, String?) {
+        let body = try Self.body(request.body, required: ["providerId", "axylReceipt", "accountUuid", "country", "language", "requestType"])
+        let store = try body.store(core: core)
+        let receipt = try body.requiredString("axylReceipt", maxLength: Self.maxReceiptLength)
+        var verification = VerificationRequest(store: store.store, evidence: receipt, requestID: context.requestID)
+        verification.evidenceFields = try body.evidenceFields(for: store)
+        verification.accountToken = try body.requiredString("accountUuid", maxLength: Self.maxIDLength)
+        let country = try body.requiredString("country", maxLength: 8)
+        guard ISOCodes.isCountry(country) else { throw HiveAxylResult.invalid("country must be an ISO 3166-1 alpha-2 code (e.g. KR, US), got \"\(country)\"") }
+        let language = try body.requiredString("language", maxLength: 8)
+        guard ISOCodes.isLanguage(language) else { throw HiveAxylResult.invalid("language must be an ISO 639-1 code (e.g. ko, en), got \"\(language)\"") }
+        _ = try body.requestType()
+        let storeTransactionID = try body.string("storeTransactionId", maxLength: Self.maxIDLength, numbersAllowed: true)
+        // A bare Google Play token does not say which order it is; a StoreKit 2 JWS or a purchase JSON does.
+        if store.platforms.contains("google"), storeTransactionID?.isEmpty ?? true, !receipt.trimmingCharacters(in: .whitespaces).hasPrefix("{") {
+            throw HiveAxylResult.invalid("storeTransactionId is required with a bare Google Play purchase token")
+        }
+        return (verification, storeTransactionID)
     }
 
     // MARK: - Shared

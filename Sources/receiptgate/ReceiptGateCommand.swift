@@ -33,14 +33,7 @@ enum ReceiptGateCommand {
                 return 0
             case "openapi":
                 _ = try Arguments(rest, options: [:], help: HelpText.openAPI).expectPositionals([])
-                let configuration = try ServiceConfiguration.fromEnvironment()
-                guard let core = OperationalRoutes.loadOpenAPIDocument(configuredPath: configuration.openAPIPath) else {
-                    throw UsageError("openapi.yaml was not found; set RECEIPTGATE_OPENAPI_PATH")
-                }
-                let document = OpenAPIDocument.assemble(core: String(decoding: core, as: UTF8.self),
-                                                        stores: try StartedPlugins.stores().map(\.declaration),
-                                                        dialects: try StartedPlugins.dialects().map(\.openAPI))
-                print(document)
+                print(try openAPIDocument())
                 return 0
             case "webhooks":
                 try await WebhooksCommand.run(rest)
@@ -74,6 +67,16 @@ enum ReceiptGateCommand {
             printError(String(describing: error))
             return 1
         }
+    }
+
+    /// What the service serves at /openapi.yaml: the core's part with every plugin's.
+    static func openAPIDocument() throws -> String {
+        let configuration = try ServiceConfiguration.fromEnvironment()
+        guard let core = OperationalRoutes.loadOpenAPIDocument(configuredPath: configuration.openAPIPath) else {
+            throw UsageError("openapi.yaml was not found; set RECEIPTGATE_OPENAPI_PATH")
+        }
+        return OpenAPIDocument.assemble(core: String(decoding: core, as: UTF8.self), stores: try StartedPlugins.stores().map(\.declaration),
+                                        dialects: try StartedPlugins.dialects().map(\.openAPI))
     }
 
     static func makeContext() throws -> CommandContext {
