@@ -85,44 +85,56 @@ public struct ServiceConfiguration: Sendable {
             }
             configuration.logLevel = parsed
         }
-        if let size = try integer("RECEIPTGATE_DB_POOL_SIZE", in: 1...200) { configuration.databasePoolSize = size }
-        if let threads = try integer("RECEIPTGATE_HTTP_THREADS", in: 1...256) { configuration.httpThreads = threads }
-        if let bytes = try integer("RECEIPTGATE_MAX_BODY_BYTES", in: 1_024...(64 << 20)) { configuration.maxBodyBytes = bytes }
-        if let seconds = try integer("RECEIPTGATE_REQUEST_TIMEOUT_SECONDS", in: 1...600) { configuration.requestTimeoutSeconds = seconds }
-        if let count = try integer("RECEIPTGATE_MAX_CONNECTIONS_PER_IP", in: 1...100_000) { configuration.maxConnectionsPerIP = count }
-        if let count = try integer("RECEIPTGATE_MAX_CONNECTIONS", in: 1...100_000) { configuration.maxConnections = count }
-        if let seconds = try integer("RECEIPTGATE_REQUEST_RECEIVE_TIMEOUT_SECONDS", in: 1...600) { configuration.requestReceiveTimeoutSeconds = seconds }
-        if let seconds = try integer("RECEIPTGATE_SHUTDOWN_GRACE_SECONDS", in: 0...600) { configuration.shutdownGraceSeconds = seconds }
-        if let seconds = try integer("RECEIPTGATE_CLIENT_CACHE_SECONDS", in: 0...300) { configuration.clientCacheSeconds = seconds }
+        try configuration.readLimits(integer: integer)
         configuration.openAPIPath = value("RECEIPTGATE_OPENAPI_PATH")
+        try configuration.readOperatorSettings(value: value)
+        configuration.trustedProxies = try value("RECEIPTGATE_TRUSTED_PROXIES").map(parseTrustedProxies) ?? []
+        configuration.rateLimits = try value("RECEIPTGATE_RATE_LIMITS").map(parseRateLimits) ?? [:]
+        try configuration.readAccountSettings(value: value, integer: integer)
+        return configuration
+    }
+}
+
+extension ServiceConfiguration {
+    /// Sizes, counts and times (`RECEIPTGATE_DB_POOL_SIZE`, `..._HTTP_THREADS`, ...).
+    mutating func readLimits(integer: (String, ClosedRange<Int>) throws -> Int?) throws {
+        if let size = try integer("RECEIPTGATE_DB_POOL_SIZE", 1...200) { databasePoolSize = size }
+        if let threads = try integer("RECEIPTGATE_HTTP_THREADS", 1...256) { httpThreads = threads }
+        if let bytes = try integer("RECEIPTGATE_MAX_BODY_BYTES", 1_024...(64 << 20)) { maxBodyBytes = bytes }
+        if let seconds = try integer("RECEIPTGATE_REQUEST_TIMEOUT_SECONDS", 1...600) { requestTimeoutSeconds = seconds }
+        if let count = try integer("RECEIPTGATE_MAX_CONNECTIONS_PER_IP", 1...100_000) { maxConnectionsPerIP = count }
+        if let count = try integer("RECEIPTGATE_MAX_CONNECTIONS", 1...100_000) { maxConnections = count }
+        if let seconds = try integer("RECEIPTGATE_REQUEST_RECEIVE_TIMEOUT_SECONDS", 1...600) { requestReceiveTimeoutSeconds = seconds }
+        if let seconds = try integer("RECEIPTGATE_SHUTDOWN_GRACE_SECONDS", 0...600) { shutdownGraceSeconds = seconds }
+        if let seconds = try integer("RECEIPTGATE_CLIENT_CACHE_SECONDS", 0...300) { clientCacheSeconds = seconds }
+    }
+
+    /// The admin token and listener, outbound reach, and the ES256 verifier choice.
+    mutating func readOperatorSettings(value: (String) -> String?) throws {
         if let token = value("RECEIPTGATE_ADMIN_TOKEN") {
             guard token.count >= 24 else {
                 throw Invalid(variable: "RECEIPTGATE_ADMIN_TOKEN", problem: "must be at least 24 characters (e.g. `openssl rand -hex 24`)")
             }
-            configuration.adminToken = token
+            adminToken = token
         }
         if let address = value("RECEIPTGATE_ADMIN_ADDR") {
             guard let parsed = ListenAddress(address) else {
                 throw Invalid(variable: "RECEIPTGATE_ADMIN_ADDR", problem: "must be HOST:PORT with an IP address (e.g. 127.0.0.1:9090 or [::1]:9090), got \"\(address)\"")
             }
-            configuration.adminAddress = parsed
+            adminAddress = parsed
         }
         if let allow = value("RECEIPTGATE_OUTBOUND_ALLOW_PRIVATE") {
             guard ["on", "off"].contains(allow) else {
                 throw Invalid(variable: "RECEIPTGATE_OUTBOUND_ALLOW_PRIVATE", problem: "must be on or off, got \"\(allow)\"")
             }
-            configuration.outboundAllowPrivate = allow == "on"
+            outboundAllowPrivate = allow == "on"
         }
         if let fixedKey = value("RECEIPTGATE_ES256_FIXED_KEY") {
             guard ["on", "off"].contains(fixedKey) else {
                 throw Invalid(variable: "RECEIPTGATE_ES256_FIXED_KEY", problem: "must be on or off, got \"\(fixedKey)\"")
             }
-            configuration.es256FixedKey = fixedKey == "on"
+            es256FixedKey = fixedKey == "on"
         }
-        configuration.trustedProxies = try value("RECEIPTGATE_TRUSTED_PROXIES").map(parseTrustedProxies) ?? []
-        configuration.rateLimits = try value("RECEIPTGATE_RATE_LIMITS").map(parseRateLimits) ?? [:]
-        try configuration.readAccountSettings(value: value, integer: integer)
-        return configuration
     }
 }
 
