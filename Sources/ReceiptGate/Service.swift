@@ -108,16 +108,27 @@ public final class Service: @unchecked Sendable {
         try server.start()
         serverBox.server = server
         self.server = server
-        if let adminRouter, let address = configuration.adminAddress {
-            // /metrics and /admin on their own listener (an internal interface), nowhere else.
-            var adminConfiguration = HTTPServer.Configuration(host: address.host, port: address.port)
-            adminConfiguration.threadCount = 1
-            adminConfiguration.maxBodyBytes = 64 << 10
-            let admin = HTTPServer(configuration: adminConfiguration, responder: adminRouter.build(handlerTimeout: .seconds(configuration.requestTimeoutSeconds)))
-            try admin.start()
-            adminServer = admin
-            logger.info("admin listening", ["url": "http://\(address.shown):\(admin.port)"])
-        }
+        if let adminRouter { try startAdminListener(adminRouter) }
+        startBackgroundWork()
+        let shownHost = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
+        logger.info("listening", ["url": "http://\(shownHost):\(server.port)", "database": database.description,
+                                  "version": ReceiptGateVersion.current])
+    }
+
+    /// `/metrics` and `/admin` on their own listener (an internal interface), nowhere else.
+    private func startAdminListener(_ adminRouter: Router) throws {
+        guard let address = configuration.adminAddress else { return }
+        var adminConfiguration = HTTPServer.Configuration(host: address.host, port: address.port)
+        adminConfiguration.threadCount = 1
+        adminConfiguration.maxBodyBytes = 64 << 10
+        let admin = HTTPServer(configuration: adminConfiguration, responder: adminRouter.build(handlerTimeout: .seconds(configuration.requestTimeoutSeconds)))
+        try admin.start()
+        adminServer = admin
+        logger.info("admin listening", ["url": "http://\(address.shown):\(admin.port)"])
+    }
+
+    /// The outbox worker, the stores' pollers and the upkeep loop.
+    private func startBackgroundWork() {
         let acknowledgers = Dictionary(stores.compactMap { registration in registration.acknowledgement.map { (registration.store, $0) } },
                                        uniquingKeysWith: { first, _ in first })
         var outboxConfiguration = self.outboxConfiguration
@@ -136,9 +147,6 @@ public final class Service: @unchecked Sendable {
                 try? await Task.sleep(for: .seconds(60))
             }
         }
-        let shownHost = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
-        logger.info("listening", ["url": "http://\(shownHost):\(server.port)", "database": database.description,
-                                  "version": ReceiptGateVersion.current])
     }
 
     /// Clients authenticated from memory, invalidated by LISTEN/NOTIFY; or, with the cache switched
