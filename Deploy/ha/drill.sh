@@ -11,7 +11,8 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
 [ $# -eq 1 ] || ha_fail "usage: drill.sh DIR"
-dir=$1
+mkdir -p "$1"
+dir=$(cd "$1" && pwd)
 bin=$(cd "${RECEIPTGATE_BIN_DIR:-$here/../../.build/release}" && pwd)
 [ -x "$bin/receiptgate" ] && [ -x "$bin/receiptgate-bench" ] || ha_fail "build first: swift build -c release"
 

@@ -21,10 +21,12 @@ ha_ports() {
 pg_port() { echo $((ha_base + $1)); }
 rest_port() { echo $((ha_base + 10 + $1)); }
 
-# Patroni and initdb refuse to run as root: as root, everything runs as `postgres`. A prefix,
-# not a function, so that `"${ha_owner[@]}" command &` leaves the command's own pid in $!.
+# Patroni and initdb refuse to run as root: as root, everything runs as `postgres`, from `/`
+# (the caller's directory may be root's home, which `postgres` cannot enter, and Patroni's
+# worker processes start by changing into it). A prefix, not a function, so that
+# `"${ha_owner[@]}" command &` leaves the command's own pid in $!. Paths given to it are absolute.
 ha_owner=()
-[ "$(id -u)" != 0 ] || ha_owner=(setpriv --reuid postgres --regid postgres --init-groups --)
+[ "$(id -u)" != 0 ] || ha_owner=(setpriv --reuid postgres --regid postgres --init-groups -- env --chdir=/)
 
 ha_alive() { [ -n "${1:-}" ] && kill -0 "$1" 2>/dev/null; }
 

@@ -11,6 +11,7 @@ source "$here/lib.sh"
 dir=$1 purchases=${2:-60000}
 bin=$(cd "${RECEIPTGATE_BIN_DIR:-$here/../../.build/release}" && pwd)
 mkdir -p "$dir/single"
+dir=$(cd "$dir" && pwd)
 service_pid=
 cleanup() {
     ! ha_alive "$service_pid" || { kill -TERM "$service_pid"; wait "$service_pid" 2>/dev/null || true; }
