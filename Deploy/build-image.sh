@@ -42,14 +42,24 @@ trap cleanup EXIT
 # bundle); apt, documentation and caches are left out of the image. The merged-usr hook makes
 # /usr merged with symlinks, without the usrmerge package and the Perl it would bring (50 MB).
 include=$(grep -v '^#' Deploy/runtime-packages.txt | paste -sd, -)
-mmdebstrap --quiet --variant=essential --include="$include" --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr \
-    --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-exclude=/usr/share/man/*' \
-    --dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-exclude=/usr/share/info/*' \
-    --customize-hook='echo "receiptgate:x:10001:10001:ReceiptGate:/var/lib/receiptgate:/usr/sbin/nologin" >>"$1/etc/passwd"' \
-    --customize-hook='echo "receiptgate:x:10001:" >>"$1/etc/group"' \
-    --customize-hook='mkdir -p "$1/var/lib/receiptgate" && chown 10001:10001 "$1/var/lib/receiptgate" && chmod 0700 "$1/var/lib/receiptgate"' \
-    --customize-hook='rm -rf "$1"/var/cache/apt/* "$1"/var/lib/apt/lists/* "$1"/var/log/*' \
-    bookworm "$work/rootfs.tar" >&2
+# Downloads from the Debian mirror fail now and then (a dropped connection, a mirror mid-sync):
+# up to three tries, each starting over.
+for attempt in 1 2 3; do
+    rm -f "$work/rootfs.tar"
+    if mmdebstrap --quiet --variant=essential --include="$include" --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr \
+        --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-exclude=/usr/share/man/*' \
+        --dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-exclude=/usr/share/info/*' \
+        --customize-hook='echo "receiptgate:x:10001:10001:ReceiptGate:/var/lib/receiptgate:/usr/sbin/nologin" >>"$1/etc/passwd"' \
+        --customize-hook='echo "receiptgate:x:10001:" >>"$1/etc/group"' \
+        --customize-hook='mkdir -p "$1/var/lib/receiptgate" && chown 10001:10001 "$1/var/lib/receiptgate" && chmod 0700 "$1/var/lib/receiptgate"' \
+        --customize-hook='rm -rf "$1"/var/cache/apt/* "$1"/var/lib/apt/lists/* "$1"/var/log/*' \
+        bookworm "$work/rootfs.tar" >&2; then
+        break
+    fi
+    [ "$attempt" -lt 3 ] || { echo "build-image: mmdebstrap failed three times" >&2; exit 1; }
+    echo "build-image: mmdebstrap failed (attempt $attempt); trying again" >&2
+    sleep $((attempt * 5))
+done
 
 container=$(buildah from scratch)
 buildah add --quiet "$container" "$work/rootfs.tar" / >&2
