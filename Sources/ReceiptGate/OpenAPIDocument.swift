@@ -7,6 +7,13 @@ public import ReceiptCore
 /// `securitySchemes`, `headers`, `evidence properties`) is replaced by the plugins' YAML at the
 /// comment's indentation; `enum: []  # plugins: store ids` becomes the served stores' ids.
 public enum OpenAPIDocument {
+    /// The document as served: the core's part found where `OperationalRoutes` looks for it
+    /// (`RECEIPTGATE_OPENAPI_PATH` first), assembled; nil when the core's part is not found.
+    public static func served(configuredPath: String?, stores: [StoreDeclaration], dialects: [OpenAPIPart]) -> String? {
+        guard let core = OperationalRoutes.loadOpenAPIDocument(configuredPath: configuredPath) else { return nil }
+        return assemble(core: String(decoding: core, as: UTF8.self), stores: stores, dialects: dialects)
+    }
+
     public static func assemble(core: String, stores: [StoreDeclaration], dialects: [OpenAPIPart]) -> String {
         let parts = stores.map(\.openAPI) + dialects
         let storeIDs = stores.map(\.store.rawValue).joined(separator: ", ")

@@ -47,10 +47,8 @@ public final class Service: @unchecked Sendable {
 
     /// The core's part of the OpenAPI document with each served plugin's part in place.
     func openAPIDocument() -> Data? {
-        guard let core = OperationalRoutes.loadOpenAPIDocument(configuredPath: configuration.openAPIPath) else { return nil }
-        let assembled = OpenAPIDocument.assemble(core: String(decoding: core, as: UTF8.self), stores: stores.map(\.declaration),
-                                                 dialects: dialects.map(\.openAPI))
-        return Data(assembled.utf8)
+        OpenAPIDocument.served(configuredPath: configuration.openAPIPath, stores: stores.map(\.declaration),
+                               dialects: dialects.map(\.openAPI)).map { Data($0.utf8) }
     }
 
     /// Refund-callback renderers by the format name clients choose; two dialects may not claim one

@@ -72,11 +72,11 @@ enum ReceiptGateCommand {
     /// What the service serves at /openapi.yaml: the core's part with every plugin's.
     static func openAPIDocument() throws -> String {
         let configuration = try ServiceConfiguration.fromEnvironment()
-        guard let core = OperationalRoutes.loadOpenAPIDocument(configuredPath: configuration.openAPIPath) else {
+        guard let document = OpenAPIDocument.served(configuredPath: configuration.openAPIPath, stores: try StartedPlugins.stores().map(\.declaration),
+                                                    dialects: try StartedPlugins.dialects().map(\.openAPI)) else {
             throw UsageError("openapi.yaml was not found; set RECEIPTGATE_OPENAPI_PATH")
         }
-        return OpenAPIDocument.assemble(core: String(decoding: core, as: UTF8.self), stores: try StartedPlugins.stores().map(\.declaration),
-                                        dialects: try StartedPlugins.dialects().map(\.openAPI))
+        return document
     }
 
     static func makeContext() throws -> CommandContext {
