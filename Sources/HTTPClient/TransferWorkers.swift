@@ -8,15 +8,16 @@ final class EasyHandle {
     let pointer: UnsafeMutableRawPointer
 
     init() {
-        Self.initializeGlobalState
         guard let handle = curl_easy_init() else { fatalError("curl_easy_init failed: out of memory") }
         pointer = handle
     }
 
     deinit { curl_easy_cleanup(pointer) }
 
-    /// curl_global_init must run once before any other libcurl call, before threads use it.
-    private static let initializeGlobalState: Void = {
+    /// curl_global_init must run once before any other libcurl call, on the thread that starts the
+    /// workers and before they exist: it initializes OpenSSL, which must not race a process exit
+    /// (a start-up that fails on a bad setting exits while the workers are new).
+    static let initializeGlobalState: Void = {
         _ = curl_global_init(Int(CURL_GLOBAL_DEFAULT))
     }()
 }
@@ -26,6 +27,7 @@ typealias TransferWorkers = BlockingWorkers<EasyHandle>
 
 extension BlockingWorkers where Local == EasyHandle {
     convenience init(transfers count: Int, name: String) {
+        EasyHandle.initializeGlobalState
         self.init(name: name, threads: count, local: { EasyHandle() })
     }
 }
