@@ -107,74 +107,94 @@ struct IAPRequest: Sendable {
     }
 
     static func parse(headers: Headers, body data: Data) -> Result<IAPRequest, Problem> {
-        let body: Body
-        switch JSONBody.decode(Body.self, from: data) {
-        case .success(let decoded): body = decoded
-        case .failure(let problem): return .failure(Problem(problem.code, problem.message))
+        do throws(Problem) {
+            let body = try decodedBody(data)
+            let store = try storeEvidence(apple: body.apple, google: body.google)
+            let email = try emailAddress(body.customer_details?.email)
+            let attribution = body.aflyr == nil ? nil : try attribution(in: data)
+            return .success(IAPRequest(headers: headers, platform: store.platform, appIdentifier: store.appIdentifier,
+                                       evidence: store.evidence, evidenceKind: store.evidenceKind,
+                                       namedTransactionID: store.namedTransactionID, email: email, attribution: attribution))
+        } catch {
+            return .failure(error)
         }
-        let platform: String, appIdentifier: String, evidence: String
+    }
+
+    /// What the one store object says: whose app, and the evidence to verify.
+    private struct StoreEvidence {
+        let platform: String
+        let appIdentifier: String
+        let evidence: String
         var evidenceKind = EvidenceKind.detected
         var namedTransactionID: String?
-        switch (body.apple, body.google) {
+    }
+
+    private static func decodedBody(_ data: Data) throws(Problem) -> Body {
+        switch JSONBody.decode(Body.self, from: data) {
+        case .success(let decoded): return decoded
+        case .failure(let problem): throw Problem(problem.code, problem.message)
+        }
+    }
+
+    private static func storeEvidence(apple: Body.Apple?, google: Body.Google?) throws(Problem) -> StoreEvidence {
+        switch (apple, google) {
         case (nil, nil), (.some, .some):
-            return .failure(Problem(.missingFields, "exactly one of 'apple' or 'google' is required"))
+            throw Problem(.missingFields, "exactly one of 'apple' or 'google' is required")
         case (let apple?, nil):
-            guard !apple.bundle_id.isEmpty else { return .failure(Problem(.invalidField, "field 'apple.bundle_id' must not be empty")) }
-            platform = "apple"
-            appIdentifier = apple.bundle_id
-            if let given = nonEmpty(apple.transaction_id) {
-                guard given.utf8.count <= 20, given.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) else {
-                    return .failure(Problem(.invalidField, "field 'apple.transaction_id' must be an App Store transaction id (up to 20 digits)"))
-                }
-                namedTransactionID = given
-            }
-            if let jws = nonEmpty(apple.subscription_transaction_jws) {
-                evidence = jws
-            } else if let receipt = nonEmpty(apple.app_receipt_base64) {
-                evidence = receipt
-            } else if let transactionID = namedTransactionID {
-                evidence = transactionID
-                evidenceKind = .transactionID
-                namedTransactionID = nil
-            } else {
-                return .failure(Problem(.missingFields, "'apple' needs one of subscription_transaction_jws, app_receipt_base64 or transaction_id"))
-            }
+            return try appleEvidence(apple)
         case (nil, let google?):
             guard !google.package_id.isEmpty, !google.purchase_token.isEmpty else {
-                return .failure(Problem(.invalidField, "fields 'google.package_id' and 'google.purchase_token' must not be empty"))
+                throw Problem(.invalidField, "fields 'google.package_id' and 'google.purchase_token' must not be empty")
             }
-            platform = "google"
-            appIdentifier = google.package_id
-            evidence = google.purchase_token
+            return StoreEvidence(platform: "google", appIdentifier: google.package_id, evidence: google.purchase_token)
         }
-        var email: String?
-        if let given = body.customer_details?.email {
-            guard let address = EmailAddress.validated(given) else {
-                return .failure(Problem(.invalidField, "field 'customer_details.email' is not an e-mail address"))
+    }
+
+    /// A signed transaction or a receipt is the evidence; a bare transaction id only when neither is sent
+    /// (beside one of them it names the transaction to link).
+    private static func appleEvidence(_ apple: Body.Apple) throws(Problem) -> StoreEvidence {
+        guard !apple.bundle_id.isEmpty else { throw Problem(.invalidField, "field 'apple.bundle_id' must not be empty") }
+        var namedTransactionID: String?
+        if let given = nonEmpty(apple.transaction_id) {
+            guard given.utf8.count <= 20, given.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) else {
+                throw Problem(.invalidField, "field 'apple.transaction_id' must be an App Store transaction id (up to 20 digits)")
             }
-            email = address
+            namedTransactionID = given
         }
-        var attribution: Data?
-        if body.aflyr != nil {
-            // Kept as sent (apple_search_ads is the app's to shape), but only an object, and small.
-            guard let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any], let aflyr = object["aflyr"] as? [String: Any] else {
-                return .failure(Problem(.invalidField, "field 'aflyr' must be an object"))
-            }
-            if let ads = aflyr["apple_search_ads"], !(ads is [String: Any]) {
-                return .failure(Problem(.invalidField, "field 'aflyr.apple_search_ads' has the wrong type (expected object)"))
-            }
-            guard let encoded = try? JSONSerialization.data(withJSONObject: aflyr, options: [.sortedKeys]), encoded.count <= 8_192 else {
-                return .failure(Problem(.invalidField, "field 'aflyr' is larger than 8 KiB"))
-            }
-            // Postgres's jsonb cannot hold a NUL character: refused here, as the caller's mistake.
-            guard !String(decoding: encoded, as: UTF8.self).contains("\\u0000") else {
-                return .failure(Problem(.invalidField, "field 'aflyr' must not contain a NUL character"))
-            }
-            attribution = encoded
+        let signed = nonEmpty(apple.subscription_transaction_jws) ?? nonEmpty(apple.app_receipt_base64)
+        if let signed {
+            return StoreEvidence(platform: "apple", appIdentifier: apple.bundle_id, evidence: signed, namedTransactionID: namedTransactionID)
         }
-        return .success(IAPRequest(headers: headers, platform: platform, appIdentifier: appIdentifier, evidence: evidence, evidenceKind: evidenceKind,
-                                   namedTransactionID: namedTransactionID, email: email,
-                                   attribution: attribution))
+        guard let transactionID = namedTransactionID else {
+            throw Problem(.missingFields, "'apple' needs one of subscription_transaction_jws, app_receipt_base64 or transaction_id")
+        }
+        return StoreEvidence(platform: "apple", appIdentifier: apple.bundle_id, evidence: transactionID, evidenceKind: .transactionID)
+    }
+
+    private static func emailAddress(_ given: String?) throws(Problem) -> String? {
+        guard let given else { return nil }
+        guard let address = EmailAddress.validated(given) else {
+            throw Problem(.invalidField, "field 'customer_details.email' is not an e-mail address")
+        }
+        return address
+    }
+
+    /// The `aflyr` object kept as sent (apple_search_ads is the app's to shape), but only an object, and small.
+    private static func attribution(in data: Data) throws(Problem) -> Data {
+        guard let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any], let aflyr = object["aflyr"] as? [String: Any] else {
+            throw Problem(.invalidField, "field 'aflyr' must be an object")
+        }
+        if let ads = aflyr["apple_search_ads"], !(ads is [String: Any]) {
+            throw Problem(.invalidField, "field 'aflyr.apple_search_ads' has the wrong type (expected object)")
+        }
+        guard let encoded = try? JSONSerialization.data(withJSONObject: aflyr, options: [.sortedKeys]), encoded.count <= 8_192 else {
+            throw Problem(.invalidField, "field 'aflyr' is larger than 8 KiB")
+        }
+        // Postgres's jsonb cannot hold a NUL character: refused here, as the caller's mistake.
+        guard !String(decoding: encoded, as: UTF8.self).contains("\\u0000") else {
+            throw Problem(.invalidField, "field 'aflyr' must not contain a NUL character")
+        }
+        return encoded
     }
 
     private static func nonEmpty(_ text: String?) -> String? {

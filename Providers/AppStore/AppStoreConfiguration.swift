@@ -46,65 +46,76 @@ public struct AppStoreConfiguration: Sendable {
 
     public static func fromEnvironment(_ environment: [String: String]) throws -> AppStoreConfiguration {
         let settings = EnvironmentSettings(environment)
-        func value(_ name: String) -> String? { settings.value(name) }
         func url(_ name: String, default fallback: String) throws -> String { try settings.url(name, default: fallback) }
 
-        let roots: [Certificate]
+        var configuration = try AppStoreConfiguration(trustRootsFrom: environment)
+        configuration.serverAPIKey = try serverAPIKey(settings)
+        configuration.serverAPIProductionURL = try url("RECEIPTGATE_APPSTORE_API_PRODUCTION_URL", default: configuration.serverAPIProductionURL)
+        configuration.serverAPISandboxURL = try url("RECEIPTGATE_APPSTORE_API_SANDBOX_URL", default: configuration.serverAPISandboxURL)
+        configuration.sharedSecret = settings.value("RECEIPTGATE_APPSTORE_SHARED_SECRET")
+        configuration.verifyReceiptProductionURL = try url("RECEIPTGATE_APPSTORE_VERIFY_RECEIPT_PRODUCTION_URL", default: configuration.verifyReceiptProductionURL)
+        configuration.verifyReceiptSandboxURL = try url("RECEIPTGATE_APPSTORE_VERIFY_RECEIPT_SANDBOX_URL", default: configuration.verifyReceiptSandboxURL)
+        configuration.receiptMode = try receiptMode(settings, hasServerAPIKey: configuration.serverAPIKey != nil,
+                                                    hasSharedSecret: configuration.sharedSecret != nil)
+        configuration.onlineChecks = try onlineChecks(settings)
+        return configuration
+    }
+
+    /// Both root sets, each Apple's unless its variable names files of its own.
+    private init(trustRootsFrom environment: [String: String]) throws {
         do {
-            roots = try AppleRootCertificates.configured(environment: environment)
+            self.init(trustRoots: try AppleRootCertificates.configured(environment: environment))
         } catch {
             throw Invalid(variable: "RECEIPTGATE_APPLE_ROOT_CERTS", problem: "\(error)")
         }
-        var configuration = AppStoreConfiguration(trustRoots: roots)
         do {
-            configuration.receiptTrustRoots = try AppleRootCertificates.configuredReceiptRoots(environment: environment)
+            receiptTrustRoots = try AppleRootCertificates.configuredReceiptRoots(environment: environment)
         } catch {
             throw Invalid(variable: "RECEIPTGATE_APPLE_RECEIPT_ROOT_CERTS", problem: "\(error)")
         }
+    }
 
+    /// The App Store Server API key: its three variables together or none of them.
+    private static func serverAPIKey(_ settings: EnvironmentSettings) throws -> ServerAPIKey? {
+        func value(_ name: String) -> String? { settings.value(name) }
         let keyVariables = ["RECEIPTGATE_APPSTORE_API_KEY_ID", "RECEIPTGATE_APPSTORE_API_ISSUER_ID", "RECEIPTGATE_APPSTORE_API_KEY_PATH"]
-        let given = keyVariables.filter { value($0) != nil }
-        if !given.isEmpty {
-            guard given.count == keyVariables.count, let keyID = value(keyVariables[0]), let issuerID = value(keyVariables[1]),
-                  let path = value(keyVariables[2])
-            else {
-                let missing = keyVariables.first { value($0) == nil } ?? keyVariables[0]
-                throw Invalid(variable: missing, problem: "the App Store Server API needs \(keyVariables.joined(separator: ", ")) together")
-            }
-            do {
-                let loaded = try AppStoreServerAPIClient.Configuration(keyID: keyID, issuerID: issuerID, bundleID: "", privateKeyPath: path)
-                configuration.serverAPIKey = ServerAPIKey(keyID: keyID, issuerID: issuerID, privateKey: loaded.privateKey)
-            } catch {
-                throw Invalid(variable: "RECEIPTGATE_APPSTORE_API_KEY_PATH", problem: "\(error)")
-            }
+        guard keyVariables.contains(where: { value($0) != nil }) else { return nil }
+        guard let keyID = value(keyVariables[0]), let issuerID = value(keyVariables[1]), let path = value(keyVariables[2]) else {
+            let missing = keyVariables.first { value($0) == nil } ?? keyVariables[0]
+            throw Invalid(variable: missing, problem: "the App Store Server API needs \(keyVariables.joined(separator: ", ")) together")
         }
-        configuration.serverAPIProductionURL = try url("RECEIPTGATE_APPSTORE_API_PRODUCTION_URL", default: configuration.serverAPIProductionURL)
-        configuration.serverAPISandboxURL = try url("RECEIPTGATE_APPSTORE_API_SANDBOX_URL", default: configuration.serverAPISandboxURL)
-        configuration.sharedSecret = value("RECEIPTGATE_APPSTORE_SHARED_SECRET")
-        configuration.verifyReceiptProductionURL = try url("RECEIPTGATE_APPSTORE_VERIFY_RECEIPT_PRODUCTION_URL", default: configuration.verifyReceiptProductionURL)
-        configuration.verifyReceiptSandboxURL = try url("RECEIPTGATE_APPSTORE_VERIFY_RECEIPT_SANDBOX_URL", default: configuration.verifyReceiptSandboxURL)
-
-        if let mode = value("RECEIPTGATE_APPSTORE_RECEIPT_MODE") {
-            guard let parsed = ReceiptMode(rawValue: mode) else {
-                throw Invalid(variable: "RECEIPTGATE_APPSTORE_RECEIPT_MODE", problem: "must be server_api or verify_receipt, got \"\(mode)\"")
-            }
-            if parsed == .serverAPI && configuration.serverAPIKey == nil {
-                throw Invalid(variable: "RECEIPTGATE_APPSTORE_RECEIPT_MODE", problem: "server_api needs RECEIPTGATE_APPSTORE_API_KEY_ID, _ISSUER_ID and _KEY_PATH")
-            }
-            if parsed == .verifyReceipt && configuration.sharedSecret == nil {
-                throw Invalid(variable: "RECEIPTGATE_APPSTORE_RECEIPT_MODE", problem: "verify_receipt needs RECEIPTGATE_APPSTORE_SHARED_SECRET")
-            }
-            configuration.receiptMode = parsed
-        } else {
-            configuration.receiptMode = configuration.serverAPIKey != nil ? .serverAPI : configuration.sharedSecret != nil ? .verifyReceipt : nil
+        do {
+            let loaded = try AppStoreServerAPIClient.Configuration(keyID: keyID, issuerID: issuerID, bundleID: "", privateKeyPath: path)
+            return ServerAPIKey(keyID: keyID, issuerID: issuerID, privateKey: loaded.privateKey)
+        } catch {
+            throw Invalid(variable: "RECEIPTGATE_APPSTORE_API_KEY_PATH", problem: "\(error)")
         }
+    }
 
-        switch value("RECEIPTGATE_APPLE_ONLINE_CHECKS")?.lowercased() {
-        case nil, "off", "false", "0": configuration.onlineChecks = false
-        case "on", "true", "1": configuration.onlineChecks = true
+    /// The mode asked for, when its credential is there; else the API when a key is set, else
+    /// verifyReceipt when a shared secret is.
+    private static func receiptMode(_ settings: EnvironmentSettings, hasServerAPIKey: Bool, hasSharedSecret: Bool) throws -> ReceiptMode? {
+        guard let mode = settings.value("RECEIPTGATE_APPSTORE_RECEIPT_MODE") else {
+            return hasServerAPIKey ? .serverAPI : hasSharedSecret ? .verifyReceipt : nil
+        }
+        guard let parsed = ReceiptMode(rawValue: mode) else {
+            throw Invalid(variable: "RECEIPTGATE_APPSTORE_RECEIPT_MODE", problem: "must be server_api or verify_receipt, got \"\(mode)\"")
+        }
+        if parsed == .serverAPI && !hasServerAPIKey {
+            throw Invalid(variable: "RECEIPTGATE_APPSTORE_RECEIPT_MODE", problem: "server_api needs RECEIPTGATE_APPSTORE_API_KEY_ID, _ISSUER_ID and _KEY_PATH")
+        }
+        if parsed == .verifyReceipt && !hasSharedSecret {
+            throw Invalid(variable: "RECEIPTGATE_APPSTORE_RECEIPT_MODE", problem: "verify_receipt needs RECEIPTGATE_APPSTORE_SHARED_SECRET")
+        }
+        return parsed
+    }
+
+    private static func onlineChecks(_ settings: EnvironmentSettings) throws -> Bool {
+        switch settings.value("RECEIPTGATE_APPLE_ONLINE_CHECKS")?.lowercased() {
+        case nil, "off", "false", "0": false
+        case "on", "true", "1": true
         case let other?: throw Invalid(variable: "RECEIPTGATE_APPLE_ONLINE_CHECKS", problem: "must be on or off, got \"\(other)\"")
         }
-        return configuration
     }
 
     /// An App Store Server API client for one app (the JWT names the bundle), or nil without a key.

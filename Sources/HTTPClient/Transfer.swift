@@ -27,56 +27,19 @@ struct Transfer: Sendable {
         var resolveList: UnsafeMutablePointer<curl_slist>?
         defer { curl_slist_free_all(resolveList) }
         if let pin = try Destination.pin(url: url, policy: destinations) { resolveList = curl_slist_append(resolveList, pin) }
+        let headerList = requestHeaderList()
+        defer { curl_slist_free_all(headerList) }
         let sink = ResponseSink(limit: maxResponseBytes)
         var errorBuffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
 
-        var headerList: UnsafeMutablePointer<curl_slist>?
-        defer { curl_slist_free_all(headerList) }
-        for header in headers {
-            headerList = curl_slist_append(headerList, "\(header.name): \(header.value)")
-        }
-        // libcurl adds "Expect: 100-continue" to larger POSTs; upstream APIs gain nothing from it.
-        headerList = curl_slist_append(headerList, "Expect:")
-
-        let sinkPointer = Unmanaged.passUnretained(sink).toOpaque()
         let code: CURLcode = withExtendedLifetime(sink) {
             errorBuffer.withUnsafeMutableBufferPointer { errorPointer in
-                var ok = true
-                func set(_ result: CURLcode) { ok = ok && result == CURLE_OK }
-                set(rg_curl_setopt_string(handle, CURLOPT_URL, url))
-                set(rg_curl_setopt_string(handle, CURLOPT_PROTOCOLS_STR, "http,https"))
-                set(rg_curl_setopt_long(handle, CURLOPT_NOSIGNAL, 1))
-                set(rg_curl_setopt_long(handle, CURLOPT_SSL_VERIFYPEER, 1))
-                set(rg_curl_setopt_long(handle, CURLOPT_SSL_VERIFYHOST, 2))
-                if let caBundlePath { set(rg_curl_setopt_string(handle, CURLOPT_CAINFO, caBundlePath)) }
-                set(rg_curl_setopt_long(handle, CURLOPT_FOLLOWLOCATION, 0))
-                set(rg_curl_setopt_long(handle, CURLOPT_TIMEOUT_MS, Self.milliseconds(timeout)))
-                set(rg_curl_setopt_long(handle, CURLOPT_CONNECTTIMEOUT_MS, Self.milliseconds(connectTimeout)))
-                set(rg_curl_setopt_string(handle, CURLOPT_ACCEPT_ENCODING, ""))
-                set(rg_curl_setopt_pointer(handle, CURLOPT_ERRORBUFFER, errorPointer.baseAddress))
-                set(rg_curl_setopt_slist(handle, CURLOPT_HTTPHEADER, headerList))
-                if resolveList != nil {
-                    set(rg_curl_setopt_slist(handle, CURLOPT_RESOLVE, resolveList))
-                    // A proxy from the environment would resolve the name again, elsewhere: none for checked destinations.
-                    set(rg_curl_setopt_string(handle, CURLOPT_PROXY, ""))
-                }
-                set(rg_curl_setopt_write_function(handle, CURLOPT_WRITEFUNCTION, writeBody))
-                set(rg_curl_setopt_pointer(handle, CURLOPT_WRITEDATA, sinkPointer))
-                set(rg_curl_setopt_write_function(handle, CURLOPT_HEADERFUNCTION, writeHeader))
-                set(rg_curl_setopt_pointer(handle, CURLOPT_HEADERDATA, sinkPointer))
-                if method == "HEAD" {
-                    set(rg_curl_setopt_long(handle, CURLOPT_NOBODY, 1))
-                } else if method != "GET" {
-                    set(rg_curl_setopt_string(handle, CURLOPT_CUSTOMREQUEST, method))
-                }
-                if let body {
-                    set(rg_curl_setopt_off_t(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.count)))
-                    body.withUnsafeBytes { raw in
-                        // COPYPOSTFIELDS copies, so the bytes need not outlive this call.
-                        set(rg_curl_setopt_pointer(handle, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: raw.baseAddress ?? UnsafeRawPointer(errorPointer.baseAddress!))))
-                    }
-                }
-                guard ok else { return CURLE_FAILED_INIT }
+                var options = EasyOptions(handle: handle)
+                setRequest(&options, errorBuffer: errorPointer.baseAddress, headerList: headerList, resolveList: resolveList)
+                setResponseCallbacks(&options, sink: Unmanaged.passUnretained(sink).toOpaque())
+                // An empty body has no address of its own; libcurl reads none of its zero bytes.
+                setMethodAndBody(&options, emptyBody: UnsafeMutableRawPointer(errorPointer.baseAddress!))
+                guard options.allAccepted else { return CURLE_FAILED_INIT }
                 return curl_easy_perform(handle)
             }
         }
@@ -89,6 +52,67 @@ struct Transfer: Sendable {
         var status = 0
         _ = rg_curl_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
         return Outcome(status: status, headers: sink.headers, body: sink.body)
+    }
+
+    /// The caller's headers as libcurl's list; the caller frees it.
+    private func requestHeaderList() -> UnsafeMutablePointer<curl_slist>? {
+        var headerList: UnsafeMutablePointer<curl_slist>?
+        for header in headers {
+            headerList = curl_slist_append(headerList, "\(header.name): \(header.value)")
+        }
+        // libcurl adds "Expect: 100-continue" to larger POSTs; upstream APIs gain nothing from it.
+        return curl_slist_append(headerList, "Expect:")
+    }
+
+    /// Where the request goes and how: the URL and its checked address, TLS, timeouts, headers.
+    @inline(__always)
+    private func setRequest(_ options: inout EasyOptions, errorBuffer: UnsafeMutablePointer<CChar>?,
+                            headerList: UnsafeMutablePointer<curl_slist>?, resolveList: UnsafeMutablePointer<curl_slist>?) {
+        let handle = options.handle
+        options.set(rg_curl_setopt_string(handle, CURLOPT_URL, url))
+        options.set(rg_curl_setopt_string(handle, CURLOPT_PROTOCOLS_STR, "http,https"))
+        options.set(rg_curl_setopt_long(handle, CURLOPT_NOSIGNAL, 1))
+        options.set(rg_curl_setopt_long(handle, CURLOPT_SSL_VERIFYPEER, 1))
+        options.set(rg_curl_setopt_long(handle, CURLOPT_SSL_VERIFYHOST, 2))
+        if let caBundlePath { options.set(rg_curl_setopt_string(handle, CURLOPT_CAINFO, caBundlePath)) }
+        options.set(rg_curl_setopt_long(handle, CURLOPT_FOLLOWLOCATION, 0))
+        options.set(rg_curl_setopt_long(handle, CURLOPT_TIMEOUT_MS, Self.milliseconds(timeout)))
+        options.set(rg_curl_setopt_long(handle, CURLOPT_CONNECTTIMEOUT_MS, Self.milliseconds(connectTimeout)))
+        options.set(rg_curl_setopt_string(handle, CURLOPT_ACCEPT_ENCODING, ""))
+        options.set(rg_curl_setopt_pointer(handle, CURLOPT_ERRORBUFFER, errorBuffer))
+        options.set(rg_curl_setopt_slist(handle, CURLOPT_HTTPHEADER, headerList))
+        if resolveList != nil {
+            options.set(rg_curl_setopt_slist(handle, CURLOPT_RESOLVE, resolveList))
+            // A proxy from the environment would resolve the name again, elsewhere: none for checked destinations.
+            options.set(rg_curl_setopt_string(handle, CURLOPT_PROXY, ""))
+        }
+    }
+
+    /// The response's headers and body go to `sink` (a `ResponseSink` the caller keeps alive).
+    @inline(__always)
+    private func setResponseCallbacks(_ options: inout EasyOptions, sink: UnsafeMutableRawPointer) {
+        let handle = options.handle
+        options.set(rg_curl_setopt_write_function(handle, CURLOPT_WRITEFUNCTION, writeBody))
+        options.set(rg_curl_setopt_pointer(handle, CURLOPT_WRITEDATA, sink))
+        options.set(rg_curl_setopt_write_function(handle, CURLOPT_HEADERFUNCTION, writeHeader))
+        options.set(rg_curl_setopt_pointer(handle, CURLOPT_HEADERDATA, sink))
+    }
+
+    @inline(__always)
+    private func setMethodAndBody(_ options: inout EasyOptions, emptyBody: UnsafeMutableRawPointer) {
+        let handle = options.handle
+        if method == "HEAD" {
+            options.set(rg_curl_setopt_long(handle, CURLOPT_NOBODY, 1))
+        } else if method != "GET" {
+            options.set(rg_curl_setopt_string(handle, CURLOPT_CUSTOMREQUEST, method))
+        }
+        guard let body else { return }
+        options.set(rg_curl_setopt_off_t(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.count)))
+        body.withUnsafeBytes { raw in
+            // COPYPOSTFIELDS copies, so the bytes need not outlive this call.
+            options.set(rg_curl_setopt_pointer(handle, CURLOPT_COPYPOSTFIELDS,
+                                               raw.baseAddress.map { UnsafeMutableRawPointer(mutating: $0) } ?? emptyBody))
+        }
     }
 
     private static func error(for code: CURLcode, reason: String, sink: ResponseSink) -> HTTPClientError {
@@ -113,6 +137,15 @@ struct Transfer: Sendable {
         let (seconds, attoseconds) = duration.components
         return max(1, Int(seconds) * 1000 + Int(attoseconds / 1_000_000_000_000_000))
     }
+}
+
+/// Options set on one easy handle; a refused one fails the transfer before it starts.
+private struct EasyOptions {
+    let handle: UnsafeMutableRawPointer
+    private(set) var allAccepted = true
+
+    @inline(__always)
+    mutating func set(_ result: CURLcode) { allAccepted = allAccepted && result == CURLE_OK }
 }
 
 /// Collects one response: headers of the final status line and the body, up to a limit.
