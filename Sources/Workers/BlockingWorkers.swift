@@ -15,8 +15,8 @@ import Glibc
 ///
 /// `close()` is the one way to stop: no new jobs are accepted, jobs already queued still run, then
 /// the threads end. A long-running job (a loop) asks `isClosed` to know when to return.
-public final class BlockingWorkers<Local>: @unchecked Sendable {
-    public typealias Job = (inout Local) -> Void
+package final class BlockingWorkers<Local>: @unchecked Sendable {
+    package typealias Job = (inout Local) -> Void
 
     private struct Entry {
         let run: Job
@@ -24,7 +24,7 @@ public final class BlockingWorkers<Local>: @unchecked Sendable {
         let enqueued: ContinuousClock.Instant?
     }
 
-    public let threadCount: Int
+    package let threadCount: Int
     private let leaseTimeout: Duration?
     private let condition = NSCondition()  // guards every field below
     private var entries: [Entry] = []
@@ -34,7 +34,7 @@ public final class BlockingWorkers<Local>: @unchecked Sendable {
 
     /// Starts `threads` threads named `name-0`, `name-1`, … (just `name` for one; the kernel keeps
     /// 15 bytes of a name); each first makes its `Local` with `local`.
-    public init(name: String, threads: Int = 1, leaseTimeout: Duration? = nil, local: @escaping @Sendable () -> Local) {
+    package init(name: String, threads: Int = 1, leaseTimeout: Duration? = nil, local: @escaping @Sendable () -> Local) {
         threadCount = max(1, threads)
         self.leaseTimeout = leaseTimeout
         for index in 0..<threadCount {
@@ -59,20 +59,20 @@ public final class BlockingWorkers<Local>: @unchecked Sendable {
     }
 
     /// Jobs running now.
-    public var busyCount: Int {
+    package var busyCount: Int {
         condition.lock()
         defer { condition.unlock() }
         return busy
     }
 
     /// Jobs queued and not yet started.
-    public var waitingCount: Int {
+    package var waitingCount: Int {
         condition.lock()
         defer { condition.unlock() }
         return entries.count - head
     }
 
-    public var isClosed: Bool {
+    package var isClosed: Bool {
         condition.lock()
         defer { condition.unlock() }
         return closed
@@ -81,7 +81,7 @@ public final class BlockingWorkers<Local>: @unchecked Sendable {
     /// Queues `job`; false (and nothing queued) once closed. `late` runs instead of `job` if the
     /// job waited longer than the lease timeout.
     @discardableResult
-    public func submit(_ job: @escaping Job, late: (() -> Void)? = nil) -> Bool {
+    package func submit(_ job: @escaping Job, late: (() -> Void)? = nil) -> Bool {
         let entry = Entry(run: job, late: late, enqueued: leaseTimeout == nil ? nil : ContinuousClock.now)
         condition.lock()
         defer { condition.unlock() }
@@ -92,7 +92,7 @@ public final class BlockingWorkers<Local>: @unchecked Sendable {
     }
 
     /// Stops accepting jobs; queued ones still run, then the threads end.
-    public func close() {
+    package func close() {
         condition.lock()
         closed = true
         condition.broadcast()
@@ -133,12 +133,12 @@ public final class BlockingWorkers<Local>: @unchecked Sendable {
 
 extension BlockingWorkers where Local == Void {
     /// Workers without per-thread state.
-    public convenience init(name: String, threads: Int = 1, leaseTimeout: Duration? = nil) {
+    package convenience init(name: String, threads: Int = 1, leaseTimeout: Duration? = nil) {
         self.init(name: name, threads: threads, leaseTimeout: leaseTimeout, local: {})
     }
 
     /// Runs `body` on a worker thread and hands its result back to async code.
-    public func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    package func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
             let accepted = submit({ _ in continuation.resume(with: Result { try body() }) },
                                   late: { continuation.resume(throwing: WorkersError.late) })
@@ -148,13 +148,13 @@ extension BlockingWorkers where Local == Void {
 }
 
 /// Why a job handed to `BlockingWorkers.run` did not run.
-public enum WorkersError: Error, Sendable, Equatable, CustomStringConvertible {
+package enum WorkersError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The workers were closed before the job was queued.
     case closed
     /// The job waited for a thread longer than the workers' lease timeout.
     case late
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .closed: "the workers are closed"
         case .late: "no worker thread was free within the lease timeout"
