@@ -1,27 +1,27 @@
-public import Foundation
-public import ReceiptCore
+package import Foundation
+package import ReceiptCore
 
 /// A tenant: one game or app with its credentials and settings. Never carries the secret.
 public struct Client: Sendable, Codable, Equatable {
-    public let clientID: String
-    public var name: String
-    public var gameID: Int64?
+    package let clientID: String
+    package var name: String
+    package var gameID: Int64?
     /// The apps the client registered, by the kind of identifier each store declares.
-    public var appIdentifiers: [String: [String]]
-    public var environments: [StoreEnvironment]
-    public var refundCallbackURL: String?
+    package var appIdentifiers: [String: [String]]
+    package var environments: [StoreEnvironment]
+    package var refundCallbackURL: String?
     /// Which dialect's shape refund callbacks take; empty for the service's default.
-    public var refundCallbackFormat: String
-    public var webhookURL: String?
+    package var refundCallbackFormat: String
+    package var webhookURL: String?
     /// Where entitlement deliveries go (server-authoritative delivery), if the game wants them.
-    public var deliveryURL: String?
+    package var deliveryURL: String?
     /// Plugins' settings (see `ClientInfo.settings`).
-    public var settings: [String: [String]]
+    package var settings: [String: [String]]
     /// Whether the client has secret plugin settings (they are never shown).
-    public var hasSealedSettings: Bool
-    public var disabled: Bool
-    public let createdAt: Date
-    public var secretRotatedAt: Date
+    package var hasSealedSettings: Bool
+    package var disabled: Bool
+    package let createdAt: Date
+    package var secretRotatedAt: Date
 
     enum CodingKeys: String, CodingKey {
         case clientID = "client_id", name, gameID = "game_id", appIdentifiers = "app_identifiers"
@@ -32,19 +32,19 @@ public struct Client: Sendable, Codable, Equatable {
 
     /// `flag` (the default: recorded and reported, never delivered) or `reject` (422 ACCOUNT_MISMATCH):
     /// what happens when the evidence's account token contradicts the caller's.
-    public static let accountMismatchSetting = "account_mismatch"
+    package static let accountMismatchSetting = "account_mismatch"
 
     /// `on`: the client's outbound URLs may be plain `http` (`--allow-insecure-url`); else `https` only.
-    public static let allowInsecureURLSetting = "outbound.allow_insecure"
+    package static let allowInsecureURLSetting = "outbound.allow_insecure"
 
     /// Whether plain-http outbound URLs are allowed for this client.
-    public var allowsInsecureURLs: Bool { settings[Self.allowInsecureURLSetting] == ["on"] }
+    package var allowsInsecureURLs: Bool { settings[Self.allowInsecureURLSetting] == ["on"] }
 
     /// The seed's `allow_sandbox`: one concept with the accepted environments.
-    public var allowsSandbox: Bool { environments.contains(.sandbox) }
+    package var allowsSandbox: Bool { environments.contains(.sandbox) }
 
     /// The client as plugins see it.
-    public var info: ClientInfo {
+    package var info: ClientInfo {
         ClientInfo(clientID: clientID, gameID: gameID, appIdentifiers: appIdentifiers, environments: Set(environments),
                    settings: settings)
     }
@@ -52,28 +52,28 @@ public struct Client: Sendable, Codable, Equatable {
 
 /// What can be set on a client at create or update time; nil leaves a field as it is.
 public struct ClientSettings: Sendable {
-    public var name: String?
-    public var gameID: Int64??
+    package var name: String?
+    package var gameID: Int64??
     /// Identifiers to set, by kind (a list replaces the kind's) or remove (nil); others stay.
-    public var appIdentifiers: [String: [String]?] = [:]
-    public var environments: [StoreEnvironment]?
-    public var refundCallbackURL: String??
-    public var refundCallbackFormat: String?
-    public var webhookURL: String??
-    public var deliveryURL: String??
+    package var appIdentifiers: [String: [String]?] = [:]
+    package var environments: [StoreEnvironment]?
+    package var refundCallbackURL: String??
+    package var refundCallbackFormat: String?
+    package var webhookURL: String??
+    package var deliveryURL: String??
     /// Plugin settings to set (a list) or remove (nil); others stay.
-    public var settings: [String: [String]?] = [:]
+    package var settings: [String: [String]?] = [:]
     /// Secret plugin settings to set or remove (nil); stored sealed, never shown.
-    public var sealedSettings: [String: String?] = [:]
+    package var sealedSettings: [String: String?] = [:]
 
-    public init() {}
+    package init() {}
 }
 
-public enum ClientStoreError: Error, CustomStringConvertible {
+package enum ClientStoreError: Error, CustomStringConvertible {
     case notFound(String)
     case invalid(String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .notFound(let id): "no client with id \(id)"
         case .invalid(let problem): problem

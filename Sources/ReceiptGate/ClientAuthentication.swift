@@ -1,5 +1,5 @@
 import Crypto
-public import Foundation
+package import Foundation
 import ReceiptCore
 
 /// The HMAC request signature shared by the native API and the dialects that use it:
@@ -9,8 +9,8 @@ import ReceiptCore
 /// method and the request target too: hex HMAC-SHA256(client_secret,
 /// "v2\n{client_id}\n{timestamp}\n{METHOD}\n{target}\n{sha256_hex(body)}"), so a signature made for one
 /// GET cannot be replayed against another path or query. GETs require it; every route accepts it.
-public struct ClientAuthentication: Sendable {
-    public static let window: TimeInterval = 300
+package struct ClientAuthentication: Sendable {
+    package static let window: TimeInterval = 300
     let directory: any ClientDirectory
     let now: @Sendable () -> Date
 
@@ -43,16 +43,16 @@ public struct ClientAuthentication: Sendable {
         return entry
     }
 
-    public static func messageV2(clientID: String, timestamp: String, method: String, target: String, body: Data) throws -> String {
+    package static func messageV2(clientID: String, timestamp: String, method: String, target: String, body: Data) throws -> String {
         "v2\n\(clientID)\n\(timestamp)\n\(method.uppercased())\n\(target)\n\(try SHA256.hex(body))"
     }
 
-    public static func message(clientID: String, timestamp: String, body: Data) throws -> String {
+    package static func message(clientID: String, timestamp: String, body: Data) throws -> String {
         "\(clientID).\(timestamp).\(try SHA256.hex(body))"
     }
 
     /// Signs an outgoing request or webhook the same way.
-    public static func signature(secret: String, clientID: String, timestamp: String, body: Data) throws -> String {
+    package static func signature(secret: String, clientID: String, timestamp: String, body: Data) throws -> String {
         Hex.encode(try HMACSHA256.authenticationCode(key: Data(secret.utf8), message: Data(try message(clientID: clientID, timestamp: timestamp, body: body).utf8)))
     }
 }

@@ -1,18 +1,18 @@
-public import HTTPServer
-public import ReceiptCore
+package import HTTPServer
+package import ReceiptCore
 
 /// One access-log line per request (method, route, status, duration, request id) and the
 /// request metrics. Runs outermost, so it sees every request, 404s included.
-public struct ObservabilityMiddleware: HTTPMiddleware {
+package struct ObservabilityMiddleware: HTTPMiddleware {
     let logger: Logger
     let metrics: Metrics
 
-    public init(logger: Logger, metrics: Metrics) {
+    package init(logger: Logger, metrics: Metrics) {
         self.logger = logger
         self.metrics = metrics
     }
 
-    public func handle(_ request: HTTPRequest, next: HTTPHandler) async throws -> HTTPResponse {
+    package func handle(_ request: HTTPRequest, next: HTTPHandler) async throws -> HTTPResponse {
         let started = ContinuousClock.now
         let response = try await next(request)
         let elapsed = ContinuousClock.now - started

@@ -1,20 +1,20 @@
 import Foundation
-public import ReceiptCore
+package import ReceiptCore
 
 /// The OpenAPI document the service serves: the core's part (Deploy/openapi.yaml) with each
 /// plugin's part placed where the core's marks it. A mark is a YAML comment, so the core's part
 /// stays a valid YAML file: `# plugins: paths` (and `schemas`, `parameters`, `responses`,
 /// `securitySchemes`, `headers`, `evidence properties`) is replaced by the plugins' YAML at the
 /// comment's indentation; `enum: []  # plugins: store ids` becomes the served stores' ids.
-public enum OpenAPIDocument {
+package enum OpenAPIDocument {
     /// The document as served: the core's part found where `OperationalRoutes` looks for it
     /// (`RECEIPTGATE_OPENAPI_PATH` first), assembled; nil when the core's part is not found.
-    public static func served(configuredPath: String?, stores: [StoreDeclaration], dialects: [OpenAPIPart]) -> String? {
+    package static func served(configuredPath: String?, stores: [StoreDeclaration], dialects: [OpenAPIPart]) -> String? {
         guard let core = OperationalRoutes.loadOpenAPIDocument(configuredPath: configuredPath) else { return nil }
         return assemble(core: String(decoding: core, as: UTF8.self), stores: stores, dialects: dialects)
     }
 
-    public static func assemble(core: String, stores: [StoreDeclaration], dialects: [OpenAPIPart]) -> String {
+    package static func assemble(core: String, stores: [StoreDeclaration], dialects: [OpenAPIPart]) -> String {
         let parts = stores.map(\.openAPI) + dialects
         let storeIDs = stores.map(\.store.rawValue).joined(separator: ", ")
         var lines: [Substring] = []

@@ -1,8 +1,8 @@
-public import Foundation
-public import HTTPServer
+package import Foundation
+package import HTTPServer
 
 /// /healthz, /readyz, /metrics and /openapi.yaml.
-public struct OperationalRoutes: Sendable {
+package struct OperationalRoutes: Sendable {
     let database: Database
     let metrics: Metrics
     let openAPIDocument: Data?
@@ -21,7 +21,7 @@ public struct OperationalRoutes: Sendable {
     }
 
     /// `/healthz`, `/readyz`, `/openapi.yaml`, and `/metrics` unless it is served on the admin listener.
-    public func register(on router: inout Router, includeMetrics: Bool = true) {
+    package func register(on router: inout Router, includeMetrics: Bool = true) {
         if includeMetrics { registerMetrics(on: &router) }
         router.get("/healthz") { _ in .json(["status": "ok"]) }
         router.get("/readyz") { [database] _ in
@@ -41,7 +41,7 @@ public struct OperationalRoutes: Sendable {
         }
     }
 
-    public func registerMetrics(on router: inout Router) {
+    package func registerMetrics(on router: inout Router) {
         router.get("/metrics") { [metrics, database, inFlight, groupCommit, clientCacheListening] _ in
             var text = metrics.render(pool: database.poolStatistics, inFlight: inFlight(), groupCommit: groupCommit?.served,
                                       clientCacheListening: clientCacheListening())
@@ -65,7 +65,7 @@ public struct OperationalRoutes: Sendable {
 
     /// Deploy/openapi.yaml: from RECEIPTGATE_OPENAPI_PATH, else found beside the executable
     /// (a checkout's .build/…/receiptgate), the working directory, or /usr/share/receiptgate.
-    public static func loadOpenAPIDocument(configuredPath: String?) -> Data? {
+    package static func loadOpenAPIDocument(configuredPath: String?) -> Data? {
         if let configuredPath { return FileManager.default.contents(atPath: configuredPath) }
         var candidates = [URL(fileURLWithPath: "Deploy/openapi.yaml"), URL(fileURLWithPath: "/usr/share/receiptgate/openapi.yaml")]
         var directory = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()

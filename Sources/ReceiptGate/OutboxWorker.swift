@@ -8,16 +8,16 @@ import ReceiptCore
 /// never send the same event at the same time, and a crashed sender's lease simply runs out.
 public final class OutboxWorker: Sendable {
     public struct Configuration: Sendable {
-        public var pollInterval: Duration = .milliseconds(500)
-        public var batchSize = 10
-        public var attemptTimeout: Duration = .seconds(10)
-        public var lease: Duration = .seconds(60)
-        public var baseDelay: Duration = .seconds(10)
-        public var maxDelay: Duration = .seconds(3600)
-        public var giveUpAfter: Duration = .seconds(3 * 86_400)
+        package var pollInterval: Duration = .milliseconds(500)
+        package var batchSize = 10
+        package var attemptTimeout: Duration = .seconds(10)
+        package var lease: Duration = .seconds(60)
+        package var baseDelay: Duration = .seconds(10)
+        package var maxDelay: Duration = .seconds(3600)
+        package var giveUpAfter: Duration = .seconds(3 * 86_400)
         /// `RECEIPTGATE_OUTBOUND_ALLOW_PRIVATE`: deliveries may reach loopback and private addresses.
-        public var allowPrivateDestinations = false
-        public init() {}
+        package var allowPrivateDestinations = false
+        package init() {}
     }
 
     let outbox: OutboxRepository
@@ -46,7 +46,7 @@ public final class OutboxWorker: Sendable {
         self.http = HTTPClient(http)
     }
 
-    public func start() {
+    package func start() {
         task.set(Task { [self] in
             while !Task.isCancelled {
                 let delivered = (try? await deliverDue()) ?? 0
@@ -55,7 +55,7 @@ public final class OutboxWorker: Sendable {
         })
     }
 
-    public func stop() async {
+    package func stop() async {
         await task.cancelAndWait()
     }
 
@@ -66,7 +66,7 @@ public final class OutboxWorker: Sendable {
 
     /// Claims due messages (only the oldest pending one per aggregate, so order holds) and sends them.
     @discardableResult
-    public func deliverDue() async throws -> Int {
+    package func deliverDue() async throws -> Int {
         let claimed = try await outbox.claim(targets: targets, limit: configuration.batchSize, lease: Int(configuration.lease.components.seconds))
         await withTaskGroup(of: Void.self) { group in
             for event in claimed { group.addTask { await self.deliver(event) } }

@@ -1,28 +1,28 @@
 import Crypto
-public import Foundation
+package import Foundation
 
 /// Encrypts secrets that must be used again (client HMAC secrets) under the master key with
 /// AES-256-GCM. Each box is bound to its owner's id, so a box copied onto another row does not open.
 public struct SecretBox: Sendable {
     private let key: Data
 
-    public init(masterKey: Data) {
+    package init(masterKey: Data) {
         precondition(masterKey.count == 32, "the master key is 32 bytes")
         key = masterKey
     }
 
-    public func seal(_ secret: String, owner: String) throws -> Data {
+    package func seal(_ secret: String, owner: String) throws -> Data {
         try AESGCM.seal(Data(secret.utf8), key: key, authenticating: Data("receiptgate:\(owner)".utf8))
     }
 
-    public func open(_ box: Data, owner: String) throws -> String {
+    package func open(_ box: Data, owner: String) throws -> String {
         let plaintext = try AESGCM.open(box, key: key, authenticating: Data("receiptgate:\(owner)".utf8))
         return String(decoding: plaintext, as: UTF8.self)
     }
 
     /// The master key from configuration, or the one kept in `<data dir>/master.key` (created
     /// with mode 0600 on first start).
-    public static func loadMasterKey(configured: Data?, dataDirectory: URL) throws -> (key: Data, generatedAt: String?) {
+    package static func loadMasterKey(configured: Data?, dataDirectory: URL) throws -> (key: Data, generatedAt: String?) {
         if let configured { return (configured, nil) }
         let file = dataDirectory.appendingPathComponent("master.key")
         if let text = try? String(contentsOf: file, encoding: .utf8) {

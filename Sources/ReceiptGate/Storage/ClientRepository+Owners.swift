@@ -1,11 +1,11 @@
 import Foundation
 import Postgres
-public import ReceiptCore
+package import ReceiptCore
 
 extension ClientRepository {
     /// The client that registered `app` (the oldest enabled one), with its secret settings for
     /// `store`: what a store provider needs to call the store about that app outside a request.
-    public func owner(ofApp app: String, store: StoreDeclaration) async throws -> ClientWithStoreCredentials? {
+    package func owner(ofApp app: String, store: StoreDeclaration) async throws -> ClientWithStoreCredentials? {
         guard let client = try await find(appIdentifier: app, kind: store.identifiers) else { return nil }
         return ClientWithStoreCredentials(client: client.info, credentials: try await credentials(of: client, store: store.store))
     }

@@ -1,19 +1,19 @@
 import Foundation
-public import Postgres
-public import ReceiptCore
+package import Postgres
+package import ReceiptCore
 
 /// Opens the database the configuration names, or the embedded cluster under the data folder.
 public struct Database: Sendable {
     /// Package-wide, not public: the service reaches the database through repositories; tests read it directly.
     package let pool: PostgresPool
     /// The embedded cluster, when that is what this process uses: the last process out stops it.
-    public let embeddedCluster: EmbeddedCluster?
+    package let embeddedCluster: EmbeddedCluster?
     /// Where the data lives, for messages (never includes a password).
-    public let description: String
+    package let description: String
     /// A standby that serves the ledger read API (DATABASE_READ_URL), when one is configured.
     package var readPool: PostgresPool?
 
-    public static func open(_ configuration: ServiceConfiguration, logger: Logger) throws -> Database {
+    package static func open(_ configuration: ServiceConfiguration, logger: Logger) throws -> Database {
         var database = try openPrimary(configuration, logger: logger)
         database.readPool = configuration.databaseReadURL.map { PostgresPool(.init(connectionString: $0, size: configuration.databasePoolSize)) }
         return database
@@ -34,19 +34,19 @@ public struct Database: Sendable {
 
     /// Applies pending migrations (under the advisory lock) and returns the versions applied.
     @discardableResult
-    public func migrate() async throws -> [Int] {
+    package func migrate() async throws -> [Int] {
         try await Migrator.migrate(pool, migrations: Schema.migrations)
     }
 
     /// Whether the database answers a trivial query.
-    public func ping() async throws {
+    package func ping() async throws {
         _ = try await pool.query("SELECT 1")
     }
 
-    public var poolStatistics: PostgresPool.Statistics { pool.statistics }
+    package var poolStatistics: PostgresPool.Statistics { pool.statistics }
 
     /// Closes the pool and stops the embedded cluster unless another ReceiptGate process still uses it.
-    public func close(logger: Logger) {
+    package func close(logger: Logger) {
         pool.shutdown()
         readPool?.shutdown()
         if let embeddedCluster {
@@ -55,6 +55,6 @@ public struct Database: Sendable {
     }
 }
 
-public enum ReceiptGateVersion {
-    public static let current = "0.1.0"
+package enum ReceiptGateVersion {
+    package static let current = "0.1.0"
 }

@@ -4,7 +4,7 @@ import ReceiptCore
 
 /// Store notifications, kept raw and deduplicated on the store's own id; the first arrival
 /// applies its event to the ledger in the same database transaction.
-public struct NotificationRepository: Sendable {
+package struct NotificationRepository: Sendable {
     let pool: PostgresPool
     let refundCallbacks: [String: any RefundCallbackRenderer]
 

@@ -4,18 +4,18 @@ import ReceiptCore
 
 /// Every repository over one database: the only code that holds SQL (with the migrations).
 public struct Repositories: Sendable {
-    public let clients: ClientRepository
-    public let transactions: TransactionRepository
-    public let outbox: OutboxRepository
-    public let notifications: NotificationRepository
+    package let clients: ClientRepository
+    package let transactions: TransactionRepository
+    package let outbox: OutboxRepository
+    package let notifications: NotificationRepository
     let tokens: TokenRepository
     let accounts: AccountRepository
     let replay: ReplayRepository
     let rateLimits: RateLimitRepository
-    public let signingKeys: SigningKeyRepository
+    package let signingKeys: SigningKeyRepository
 
     /// For commands run beside the service (`client`, `webhooks`): no dialect renders anything there.
-    public init(database: Database, secrets: SecretBox) {
+    package init(database: Database, secrets: SecretBox) {
         self.init(pool: database.pool, secrets: secrets, refundCallbacks: [:])
     }
 

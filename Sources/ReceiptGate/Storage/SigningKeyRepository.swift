@@ -4,11 +4,11 @@ import Postgres
 
 /// The keys that sign access tokens (one current, some retired but still published). Private
 /// keys are stored sealed under the master key, bound to their `kid`.
-public struct SigningKeyRepository: Sendable {
+package struct SigningKeyRepository: Sendable {
     let pool: PostgresPool
     let secrets: SecretBox
 
-    public init(database: Database, secrets: SecretBox) {
+    package init(database: Database, secrets: SecretBox) {
         self.init(pool: database.pool, secrets: secrets)
     }
 
@@ -52,7 +52,7 @@ public struct SigningKeyRepository: Sendable {
 
     /// Retires the current key (published for `keepPublished` more) and makes a new one current,
     /// in one transaction. Returns the new kid and the retired one.
-    public func rotate(keepPublished: Duration) async throws -> (current: String, retired: String?) {
+    package func rotate(keepPublished: Duration) async throws -> (current: String, retired: String?) {
         let key = try Self.generate(secrets: secrets)
         let seconds = Double(keepPublished.components.seconds) + 60  // a minute for clock skew
         return try await pool.withTransaction { connection in
