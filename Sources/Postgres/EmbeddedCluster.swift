@@ -1,4 +1,4 @@
-public import Foundation
+package import Foundation
 
 /// A private PostgreSQL cluster in a folder: initdb on first use, pg_ctl start/stop, a Unix
 /// socket inside the cluster folder and no TCP port. Running as root, the server programs run as
@@ -8,17 +8,17 @@ public import Foundation
 ///
 /// Methods block while the server programs run: call them at start-up or shutdown, never from a
 /// request.
-public struct EmbeddedCluster: Sendable {
-    public static let databaseName = "receiptgate"
+package struct EmbeddedCluster: Sendable {
+    package static let databaseName = "receiptgate"
 
     /// Where the caller wants the cluster (the service uses `<data dir>/postgres`).
-    public let requestedDirectory: URL
+    package let requestedDirectory: URL
     private let log: @Sendable (String) -> Void
 
     /// Written into postgresql.conf when the cluster is created.
-    public var maxConnections = 200
+    package var maxConnections = 200
 
-    public init(directory: URL, log: @escaping @Sendable (String) -> Void = { _ in }) {
+    package init(directory: URL, log: @escaping @Sendable (String) -> Void = { _ in }) {
         requestedDirectory = directory.standardizedFileURL
         self.log = log
     }
@@ -26,7 +26,7 @@ public struct EmbeddedCluster: Sendable {
     private var runsAsRoot: Bool { geteuid() == 0 }
 
     /// The cluster folder actually used (see the type's comment).
-    public var clusterDirectory: URL {
+    package var clusterDirectory: URL {
         get throws {
             guard runsAsRoot else { return requestedDirectory }
             let pointer = requestedDirectory.deletingLastPathComponent().appendingPathComponent("cluster-location")
@@ -44,11 +44,11 @@ public struct EmbeddedCluster: Sendable {
     }
 
     /// libpq connection string for the cluster's `receiptgate` database (over the Unix socket).
-    public var connectionString: String {
+    package var connectionString: String {
         get throws { "host=\(Self.quote(try clusterDirectory.path)) user=postgres dbname=\(Self.databaseName)" }
     }
 
-    public var isRunning: Bool {
+    package var isRunning: Bool {
         get throws {
             let directory = try clusterDirectory
             guard FileManager.default.fileExists(atPath: directory.appendingPathComponent("PG_VERSION").path) else { return false }
@@ -59,7 +59,7 @@ public struct EmbeddedCluster: Sendable {
     /// Initializes the cluster if needed and starts it if it is not running.
     /// Returns true if this call started the server (and so should stop it later).
     @discardableResult
-    public func start() throws -> Bool {
+    package func start() throws -> Bool {
         let directory = try clusterDirectory
         try withStartLock {
             if !FileManager.default.fileExists(atPath: directory.appendingPathComponent("PG_VERSION").path) {
@@ -76,7 +76,7 @@ public struct EmbeddedCluster: Sendable {
         }
     }
 
-    public func stop() throws {
+    package func stop() throws {
         let directory = try clusterDirectory
         guard try isRunning else { return }
         log("stopping embedded PostgreSQL in \(directory.path)")
@@ -86,7 +86,7 @@ public struct EmbeddedCluster: Sendable {
     /// Stops the cluster unless another ReceiptGate process is connected to it (the last one out
     /// stops it). Returns true if it stopped the server.
     @discardableResult
-    public func stopIfUnused() throws -> Bool {
+    package func stopIfUnused() throws -> Bool {
         let directory = try clusterDirectory
         guard try isRunning else { return false }
         let others = try withStartLock { () -> Int in
@@ -107,12 +107,12 @@ public struct EmbeddedCluster: Sendable {
 
     /// `pg_ctl stop -m immediate`: every backend killed without a checkpoint, as a crash looks to
     /// clients; `start()` brings it back through crash recovery (fault tests use the pair).
-    public func stopImmediately() throws {
+    package func stopImmediately() throws {
         try run(tool: "pg_ctl", ["-D", try clusterDirectory.path, "-m", "immediate", "-w", "-t", "60", "stop"])
     }
 
     /// `pg_ctl restart` (tests use it to prove clients reconnect).
-    public func restart() throws {
+    package func restart() throws {
         let directory = try clusterDirectory
         try run(tool: "pg_ctl", ["-D", directory.path, "-l", directory.appendingPathComponent("server.log").path,
                                  "-m", "fast", "-w", "-t", "60", "restart"])

@@ -1,10 +1,10 @@
 /// A numbered schema change. Versions are applied in ascending order, each exactly once.
 public struct Migration: Sendable {
-    public let version: Int
-    public let name: String
-    public let sql: String
+    package let version: Int
+    package let name: String
+    package let sql: String
 
-    public init(version: Int, name: String, sql: String) {
+    package init(version: Int, name: String, sql: String) {
         self.version = version
         self.name = name
         self.sql = sql
@@ -13,13 +13,13 @@ public struct Migration: Sendable {
 
 /// Applies pending migrations under a session advisory lock, so several processes starting at
 /// once take turns: the first applies, the others find nothing left to do.
-public enum Migrator {
+package enum Migrator {
     /// An arbitrary constant shared by every ReceiptGate process ("RGMIGRAT" in ASCII).
-    public static let advisoryLockKey: Int64 = 0x5247_4D49_4752_4154
+    package static let advisoryLockKey: Int64 = 0x5247_4D49_4752_4154
 
     /// Returns the versions this call applied.
     @discardableResult
-    public static func migrate(_ pool: PostgresPool, migrations: [Migration]) async throws -> [Int] {
+    package static func migrate(_ pool: PostgresPool, migrations: [Migration]) async throws -> [Int] {
         let ordered = migrations.sorted { $0.version < $1.version }
         precondition(Set(ordered.map(\.version)).count == ordered.count, "duplicate migration versions")
         return try await pool.withConnection { connection in

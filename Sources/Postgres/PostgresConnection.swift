@@ -3,7 +3,7 @@ import Foundation
 
 /// One libpq connection. Its calls block, so it is only ever used on a thread the pool owns,
 /// inside `PostgresPool.withConnection` / `withTransaction`; it is deliberately not Sendable.
-public final class PostgresConnection {
+package final class PostgresConnection {
     private var handle: OpaquePointer?
     /// Statements this connection has prepared, by name, with the text each was prepared from.
     private var prepared: [String: String] = [:]
@@ -65,13 +65,13 @@ public final class PostgresConnection {
 
     /// Runs one statement with bound parameters and returns its rows.
     @discardableResult
-    public func query(_ query: PostgresQuery) throws -> [PostgresRow] {
+    package func query(_ query: PostgresQuery) throws -> [PostgresRow] {
         try run(query).rows
     }
 
     /// Runs one statement and returns the number of rows it affected.
     @discardableResult
-    public func execute(_ query: PostgresQuery) throws -> Int {
+    package func execute(_ query: PostgresQuery) throws -> Int {
         try run(query).affected
     }
 
@@ -80,7 +80,7 @@ public final class PostgresConnection {
     /// table it reads changes shape or its statistics are refreshed. The same name must always
     /// carry the same text; a changed text is a programming error, refused.
     @discardableResult
-    public func query(_ query: PostgresQuery, preparedAs name: String) throws -> [PostgresRow] {
+    package func query(_ query: PostgresQuery, preparedAs name: String) throws -> [PostgresRow] {
         try prepare(query.sql, as: name, parameterCount: query.bindings.count)
         do {
             return try runPrepared(name, bindings: query.bindings)
@@ -134,7 +134,7 @@ public final class PostgresConnection {
     }
 
     /// Runs a script of several statements with no parameters (migrations). Never pass input.
-    public func executeScript(_ sql: String) throws {
+    package func executeScript(_ sql: String) throws {
         guard let handle else { throw PostgresError(.connectionFailed, "connection is closed") }
         let result = PQexec(handle, sql)
         defer { PQclear(result) }

@@ -12,13 +12,13 @@ import Workers
 /// network that drops packets, a half-open TCP connection. Nothing then arrives, which looks
 /// exactly like a quiet channel. So every `heartbeatInterval` the listener sends a round trip and
 /// treats a connection that does not answer within `heartbeatTimeout` as lost, and replaces it.
-public final class PostgresListener: @unchecked Sendable {
-    public struct Callbacks: Sendable {
-        public var onListening: @Sendable () -> Void
-        public var onLost: @Sendable () -> Void
-        public var onNotification: @Sendable (String) -> Void
+package final class PostgresListener: @unchecked Sendable {
+    package struct Callbacks: Sendable {
+        package var onListening: @Sendable () -> Void
+        package var onLost: @Sendable () -> Void
+        package var onNotification: @Sendable (String) -> Void
 
-        public init(onListening: @escaping @Sendable () -> Void, onLost: @escaping @Sendable () -> Void,
+        package init(onListening: @escaping @Sendable () -> Void, onLost: @escaping @Sendable () -> Void,
                     onNotification: @escaping @Sendable (String) -> Void) {
             self.onListening = onListening
             self.onLost = onLost
@@ -35,7 +35,7 @@ public final class PostgresListener: @unchecked Sendable {
     private let worker = BlockingWorkers<Void>(name: "postgres-listen")
 
     /// `channel` is program text (an identifier), never input.
-    public init(connectionString: String, channel: String, heartbeatInterval: Duration = .seconds(2),
+    package init(connectionString: String, channel: String, heartbeatInterval: Duration = .seconds(2),
                 heartbeatTimeout: Duration = .seconds(3), callbacks: Callbacks) {
         precondition(channel.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }, "channel must be an identifier")
         self.connectionString = connectionString
@@ -45,13 +45,13 @@ public final class PostgresListener: @unchecked Sendable {
         self.callbacks = callbacks
     }
 
-    public func start() {
+    package func start() {
         worker.submit { [self] _ in run() }
     }
 
     /// The thread notices within a second (or after its current reconnect delay, at most two) and
     /// closes its connection. A listener stopped before `start` never connects.
-    public func stop() {
+    package func stop() {
         worker.close()
     }
 

@@ -9,27 +9,27 @@ import Workers
 /// next job, so the pool recovers by itself. A job that waits longer than `leaseTimeout` for a
 /// connection is answered `POOL_TIMEOUT` instead of being run: its caller has given up by then
 /// (requests have deadlines), and a backlog of abandoned work would only delay the next callers.
-public final class PostgresPool: Sendable {
-    public struct Configuration: Sendable {
-        public var connectionString: String
-        public var size: Int = 8
-        public var connectTimeoutSeconds: Int = 5
-        public var statementTimeoutMilliseconds: Int = 30_000
+package final class PostgresPool: Sendable {
+    package struct Configuration: Sendable {
+        package var connectionString: String
+        package var size: Int = 8
+        package var connectTimeoutSeconds: Int = 5
+        package var statementTimeoutMilliseconds: Int = 30_000
         /// As long as a request's default deadline: a job older than that has no caller left.
-        public var leaseTimeout: Duration = .seconds(30)
+        package var leaseTimeout: Duration = .seconds(30)
 
-        public init(connectionString: String, size: Int = 8) {
+        package init(connectionString: String, size: Int = 8) {
             self.connectionString = connectionString
             self.size = size
         }
     }
 
-    public struct Statistics: Sendable, Equatable {
-        public let size: Int
-        public let inUse: Int
-        public var idle: Int { size - inUse }
+    package struct Statistics: Sendable, Equatable {
+        package let size: Int
+        package let inUse: Int
+        package var idle: Int { size - inUse }
 
-        public init(size: Int, inUse: Int) {
+        package init(size: Int, inUse: Int) {
             self.size = size
             self.inUse = inUse
         }
@@ -38,7 +38,7 @@ public final class PostgresPool: Sendable {
     private let configuration: Configuration
     private let workers: BlockingWorkers<ConnectionSlot>
 
-    public init(_ configuration: Configuration) {
+    package init(_ configuration: Configuration) {
         precondition(configuration.size > 0, "a pool needs at least one connection")
         self.configuration = configuration
         workers = BlockingWorkers(name: "postgres", threads: configuration.size, leaseTimeout: configuration.leaseTimeout,
@@ -46,15 +46,15 @@ public final class PostgresPool: Sendable {
     }
 
     /// What the pool connects with, for a connection of another kind (a `PostgresListener`).
-    public var connectionString: String { configuration.connectionString }
+    package var connectionString: String { configuration.connectionString }
 
-    public var statistics: Statistics {
+    package var statistics: Statistics {
         Statistics(size: configuration.size, inUse: workers.busyCount)
     }
 
     /// Runs `body` with a leased connection on a pool thread. The connection returns to the
     /// pool when `body` returns or throws.
-    public func withConnection<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {
+    package func withConnection<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
             let accepted = submit { connection in
                 continuation.resume(with: Result { try body(try connection.get()) })
@@ -68,7 +68,7 @@ public final class PostgresPool: Sendable {
     /// Runs `job` on a pool thread with a leased connection (or the reason none could be opened)
     /// without an async caller: for work that resumes its own continuations (group commit).
     /// False once the pool is shut down.
-    public func submit(_ job: @escaping @Sendable (Result<PostgresConnection, any Error>) -> Void) -> Bool {
+    package func submit(_ job: @escaping @Sendable (Result<PostgresConnection, any Error>) -> Void) -> Bool {
         let timeout = configuration.leaseTimeout
         return workers.submit({ slot in slot.run(job) }, late: {
             job(.failure(PostgresError(.poolTimeout, "no database connection was free within \(timeout)")))
@@ -76,7 +76,7 @@ public final class PostgresPool: Sendable {
     }
 
     /// Runs `body` inside BEGIN … COMMIT; any error thrown rolls back.
-    public func withTransaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {
+    package func withTransaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {
         try await withConnection { connection in
             try connection.execute("BEGIN")
             do {
@@ -91,17 +91,17 @@ public final class PostgresPool: Sendable {
     }
 
     @discardableResult
-    public func query(_ query: PostgresQuery) async throws -> [PostgresRow] {
+    package func query(_ query: PostgresQuery) async throws -> [PostgresRow] {
         try await withConnection { try $0.query(query) }
     }
 
     @discardableResult
-    public func execute(_ query: PostgresQuery) async throws -> Int {
+    package func execute(_ query: PostgresQuery) async throws -> Int {
         try await withConnection { try $0.execute(query) }
     }
 
     /// Stops accepting jobs; queued jobs still run, then the threads close their connections.
-    public func shutdown() {
+    package func shutdown() {
         workers.close()
     }
 }

@@ -1,58 +1,58 @@
-public import Foundation
+package import Foundation
 
 /// SQL text with bound parameters. Interpolating a value never splices it into the text: it
 /// becomes `$n` and travels separately, so no value can change the statement.
 ///
 ///     let rows = try conn.query("SELECT id FROM clients WHERE name = \(name) AND game_id = \(gameID)")
-public struct PostgresQuery: Sendable, ExpressibleByStringInterpolation, CustomStringConvertible {
-    public private(set) var sql: String
-    public private(set) var bindings: [String?]
+package struct PostgresQuery: Sendable, ExpressibleByStringInterpolation, CustomStringConvertible {
+    package private(set) var sql: String
+    package private(set) var bindings: [String?]
 
-    public init(stringLiteral value: String) {
+    package init(stringLiteral value: String) {
         sql = value
         bindings = []
     }
 
-    public init(stringInterpolation: StringInterpolation) {
+    package init(stringInterpolation: StringInterpolation) {
         sql = stringInterpolation.sql
         bindings = stringInterpolation.bindings
     }
 
     /// A statement and its parameters given separately (`$1`, `$2`... in `sql`).
-    public init(unsafeSQL sql: String, bindings: [any PostgresEncodable] = []) {
+    package init(unsafeSQL sql: String, bindings: [any PostgresEncodable] = []) {
         self.sql = sql
         self.bindings = bindings.map(\.postgresText)
     }
 
     /// Only the statement: parameter values are left out because they may be secrets.
-    public var description: String { sql }
+    package var description: String { sql }
 
-    public struct StringInterpolation: StringInterpolationProtocol {
+    package struct StringInterpolation: StringInterpolationProtocol {
         var sql = ""
         var bindings: [String?] = []
 
-        public init(literalCapacity: Int, interpolationCount: Int) {
+        package init(literalCapacity: Int, interpolationCount: Int) {
             sql.reserveCapacity(literalCapacity + interpolationCount * 3)
         }
 
-        public mutating func appendLiteral(_ literal: String) { sql += literal }
+        package mutating func appendLiteral(_ literal: String) { sql += literal }
 
-        public mutating func appendInterpolation(_ value: some PostgresEncodable) {
+        package mutating func appendInterpolation(_ value: some PostgresEncodable) {
             bindings.append(value.postgresText)
             sql += "$\(bindings.count)"
         }
 
-        public mutating func appendInterpolation(_ value: (some PostgresEncodable)?) {
+        package mutating func appendInterpolation(_ value: (some PostgresEncodable)?) {
             bindings.append(value?.postgresText)
             sql += "$\(bindings.count)"
         }
 
         /// Splices SQL text written by the program (an identifier, a fragment). Never pass input.
-        public mutating func appendInterpolation(unescaped text: String) { sql += text }
+        package mutating func appendInterpolation(unescaped text: String) { sql += text }
 
         /// Embeds a fragment built the same way (a shared WHERE condition), its parameters
         /// renumbered after ours. Fragments are program text: no `$` other than parameters.
-        public mutating func appendInterpolation(_ fragment: PostgresQuery) {
+        package mutating func appendInterpolation(_ fragment: PostgresQuery) {
             let offset = bindings.count
             var text = fragment.sql[...]
             while let dollar = text.firstIndex(of: "$") {
@@ -72,22 +72,22 @@ public struct PostgresQuery: Sendable, ExpressibleByStringInterpolation, CustomS
 }
 
 /// A value sent as a text-format parameter; the server infers its type from the statement.
-public protocol PostgresEncodable: Sendable {
+package protocol PostgresEncodable: Sendable {
     /// The parameter in PostgreSQL's text input format; nil is SQL NULL.
     var postgresText: String? { get }
 }
 
-extension String: PostgresEncodable { public var postgresText: String? { self } }
-extension Int: PostgresEncodable { public var postgresText: String? { String(self) } }
-extension Int64: PostgresEncodable { public var postgresText: String? { String(self) } }
-extension Int32: PostgresEncodable { public var postgresText: String? { String(self) } }
-extension Bool: PostgresEncodable { public var postgresText: String? { self ? "true" : "false" } }
-extension Double: PostgresEncodable { public var postgresText: String? { String(self) } }
-extension UUID: PostgresEncodable { public var postgresText: String? { uuidString.lowercased() } }
+extension String: PostgresEncodable { package var postgresText: String? { self } }
+extension Int: PostgresEncodable { package var postgresText: String? { String(self) } }
+extension Int64: PostgresEncodable { package var postgresText: String? { String(self) } }
+extension Int32: PostgresEncodable { package var postgresText: String? { String(self) } }
+extension Bool: PostgresEncodable { package var postgresText: String? { self ? "true" : "false" } }
+extension Double: PostgresEncodable { package var postgresText: String? { String(self) } }
+extension UUID: PostgresEncodable { package var postgresText: String? { uuidString.lowercased() } }
 
 extension Data: PostgresEncodable {
     /// bytea hex format (`\x...`).
-    public var postgresText: String? {
+    package var postgresText: String? {
         let digits = Array("0123456789abcdef".utf8)
         var out: [UInt8] = [UInt8(ascii: "\\"), UInt8(ascii: "x")]
         out.reserveCapacity(2 + count * 2)
@@ -101,12 +101,12 @@ extension Data: PostgresEncodable {
 
 extension Date: PostgresEncodable {
     /// ISO 8601 in UTC with microseconds, which timestamptz reads without loss.
-    public var postgresText: String? { PostgresTimestamp.format(self) }
+    package var postgresText: String? { PostgresTimestamp.format(self) }
 }
 
 extension Array: PostgresEncodable where Element == String {
     /// A text[] array literal: every element quoted, `"` and `\` escaped.
-    public var postgresText: String? {
+    package var postgresText: String? {
         "{" + map { "\"" + $0.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\"" }
             .joined(separator: ",") + "}"
     }

@@ -1,11 +1,11 @@
-public import Foundation
+package import Foundation
 
 /// One result row in text format, decoded by column name into Swift types.
-public struct PostgresRow: Sendable {
+package struct PostgresRow: Sendable {
     let columnIndex: [String: Int]
-    public let values: [String?]
+    package let values: [String?]
 
-    public func decode<T: PostgresDecodable>(_ column: String, as type: T.Type = T.self) throws -> T {
+    package func decode<T: PostgresDecodable>(_ column: String, as type: T.Type = T.self) throws -> T {
         guard let index = columnIndex[column] else {
             throw PostgresError(.decodingFailed, "no column named \(column) in the result")
         }
@@ -16,24 +16,24 @@ public struct PostgresRow: Sendable {
         }
     }
 
-    public func isNull(_ column: String) -> Bool {
+    package func isNull(_ column: String) -> Bool {
         columnIndex[column].map { values[$0] == nil } ?? true
     }
 }
 
 /// A Swift type read from a column's text representation.
-public protocol PostgresDecodable: Sendable {
+package protocol PostgresDecodable: Sendable {
     /// `text` is nil for SQL NULL.
     static func decode(postgresText text: String?) throws -> Self
 }
 
 /// Types whose decoding from non-NULL text is a simple parse.
-public protocol PostgresTextParsable: PostgresDecodable {
+package protocol PostgresTextParsable: PostgresDecodable {
     init?(postgresValue text: String)
 }
 
 extension PostgresTextParsable {
-    public static func decode(postgresText text: String?) throws -> Self {
+    package static func decode(postgresText text: String?) throws -> Self {
         guard let text else { throw PostgresError(.decodingFailed, "unexpected NULL for \(Self.self)") }
         guard let value = Self(postgresValue: text) else {
             throw PostgresError(.decodingFailed, "cannot read \(Self.self) from the column's text")
@@ -43,21 +43,21 @@ extension PostgresTextParsable {
 }
 
 extension Optional: PostgresDecodable where Wrapped: PostgresDecodable {
-    public static func decode(postgresText text: String?) throws -> Wrapped? {
+    package static func decode(postgresText text: String?) throws -> Wrapped? {
         guard let text else { return nil }
         return try Wrapped.decode(postgresText: text)
     }
 }
 
-extension String: PostgresTextParsable { public init?(postgresValue text: String) { self = text } }
-extension Int: PostgresTextParsable { public init?(postgresValue text: String) { self.init(text) } }
-extension Int64: PostgresTextParsable { public init?(postgresValue text: String) { self.init(text) } }
-extension Int32: PostgresTextParsable { public init?(postgresValue text: String) { self.init(text) } }
-extension Double: PostgresTextParsable { public init?(postgresValue text: String) { self.init(text) } }
-extension UUID: PostgresTextParsable { public init?(postgresValue text: String) { self.init(uuidString: text) } }
+extension String: PostgresTextParsable { package init?(postgresValue text: String) { self = text } }
+extension Int: PostgresTextParsable { package init?(postgresValue text: String) { self.init(text) } }
+extension Int64: PostgresTextParsable { package init?(postgresValue text: String) { self.init(text) } }
+extension Int32: PostgresTextParsable { package init?(postgresValue text: String) { self.init(text) } }
+extension Double: PostgresTextParsable { package init?(postgresValue text: String) { self.init(text) } }
+extension UUID: PostgresTextParsable { package init?(postgresValue text: String) { self.init(uuidString: text) } }
 
 extension Bool: PostgresTextParsable {
-    public init?(postgresValue text: String) {
+    package init?(postgresValue text: String) {
         switch text {
         case "t", "true": self = true
         case "f", "false": self = false
@@ -68,7 +68,7 @@ extension Bool: PostgresTextParsable {
 
 extension Data: PostgresTextParsable {
     /// bytea in hex output format (the server default since 9.0).
-    public init?(postgresValue text: String) {
+    package init?(postgresValue text: String) {
         guard text.hasPrefix("\\x") else { return nil }
         var bytes: [UInt8] = []
         var high: UInt8?
@@ -88,7 +88,7 @@ extension Data: PostgresTextParsable {
 }
 
 extension Date: PostgresTextParsable {
-    public init?(postgresValue text: String) {
+    package init?(postgresValue text: String) {
         guard let date = PostgresTimestamp.parse(text) else { return nil }
         self = date
     }
@@ -97,7 +97,7 @@ extension Date: PostgresTextParsable {
 extension Array: PostgresDecodable where Element == String {}
 extension Array: PostgresTextParsable where Element == String {
     /// A one-dimensional text[] in the server's output format.
-    public init?(postgresValue text: String) {
+    package init?(postgresValue text: String) {
         guard text.first == "{", text.last == "}" else { return nil }
         var elements: [String] = []
         var current = ""

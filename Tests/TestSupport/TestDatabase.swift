@@ -1,5 +1,5 @@
 public import Foundation
-public import Postgres
+package import Postgres
 
 /// One real PostgreSQL cluster per test process, started on first use under /tmp (reachable by
 /// the `postgres` user when tests run as root) and stopped when the process exits. Each caller
@@ -16,7 +16,7 @@ public enum TestDatabase {
     }
 
     /// A fresh cluster that belongs to the caller alone (for restart tests), stopped at exit.
-    public static func makePrivateCluster() async throws -> EmbeddedCluster {
+    package static func makePrivateCluster() async throws -> EmbeddedCluster {
         let cluster = EmbeddedCluster(directory: temporaryDirectory("private").appendingPathComponent("postgres"))
         try await onOwnThread { try cluster.start() }
         ClusterReaper.shared.add(cluster)
