@@ -1,12 +1,12 @@
 import Foundation
 import Workers
 
-public struct DeadlineExceeded: Error {}
+package struct DeadlineExceeded: Error {}
 
 /// Runs `body`, or gives up with `DeadlineExceeded` once `timeout` passes. The body is cancelled
 /// but not awaited: work that ignores cancellation (a blocking database call) cannot hold the
 /// response hostage.
-public func withDeadline<T: Sendable>(_ timeout: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+package func withDeadline<T: Sendable>(_ timeout: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
     let gate = FirstResult<T>()
     return try await withCheckedThrowingContinuation { continuation in
         gate.install(continuation)

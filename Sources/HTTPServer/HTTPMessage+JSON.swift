@@ -1,8 +1,8 @@
-public import Foundation
+package import Foundation
 
 extension HTTPResponse {
     /// A JSON body with `Content-Type: application/json`.
-    public static func json(_ value: some Encodable, status: Int = 200, encoder: JSONEncoder = .receiptGate) -> HTTPResponse {
+    package static func json(_ value: some Encodable, status: Int = 200, encoder: JSONEncoder = .receiptGate) -> HTTPResponse {
         do {
             return HTTPResponse(status: status, headers: ["Content-Type": "application/json"], body: try encoder.encode(value))
         } catch {
@@ -14,7 +14,7 @@ extension HTTPResponse {
 
 extension JSONEncoder {
     /// Stable output: sorted keys, no escaped slashes.
-    public static var receiptGate: JSONEncoder {
+    package static var receiptGate: JSONEncoder {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return encoder

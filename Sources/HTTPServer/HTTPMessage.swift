@@ -1,23 +1,23 @@
-public import Foundation
+package import Foundation
 
 /// Header fields with case-insensitive lookup, in arrival order.
-public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral {
-    public private(set) var fields: [(name: String, value: String)] = []
+package struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral {
+    package private(set) var fields: [(name: String, value: String)] = []
 
-    public init() {}
-    public init(capacity: Int) { fields.reserveCapacity(capacity) }
-    public init(dictionaryLiteral elements: (String, String)...) {
+    package init() {}
+    package init(capacity: Int) { fields.reserveCapacity(capacity) }
+    package init(dictionaryLiteral elements: (String, String)...) {
         fields = elements.map { (name: $0.0, value: $0.1) }
     }
 
     /// The first value of a field, or nil.
-    public subscript(name: String) -> String? {
+    package subscript(name: String) -> String? {
         fields.first { Self.sameName($0.name, name) }?.value
     }
 
-    public mutating func add(_ name: String, _ value: String) { fields.append((name, value)) }
+    package mutating func add(_ name: String, _ value: String) { fields.append((name, value)) }
 
-    public mutating func replace(_ name: String, _ value: String) {
+    package mutating func replace(_ name: String, _ value: String) {
         fields.removeAll { Self.sameName($0.name, name) }
         fields.append((name, value))
     }
@@ -42,40 +42,40 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral {
         x == y || (x | 0x20 == y | 0x20 && (x | 0x20) >= UInt8(ascii: "a") && (x | 0x20) <= UInt8(ascii: "z"))
     }
 
-    public func makeIterator() -> IndexingIterator<[(name: String, value: String)]> { fields.makeIterator() }
+    package func makeIterator() -> IndexingIterator<[(name: String, value: String)]> { fields.makeIterator() }
 
     /// A field name in lower case: ASCII letters only, as names are tokens (RFC 9110 §5.6.2).
     /// A name already in lower case is returned as it is, without the Unicode case mapping
     /// (and allocation) of `lowercased()`.
-    public static func lowercasedName(_ name: String) -> String {
+    package static func lowercasedName(_ name: String) -> String {
         guard name.utf8.contains(where: { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }) else { return name }
         return String(decoding: name.utf8.map { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") ? $0 | 0x20 : $0 }, as: UTF8.self)
     }
 }
 
-public struct HTTPRequest: Sendable {
-    public var method: String
+package struct HTTPRequest: Sendable {
+    package var method: String
     /// The path without the query string, percent-decoded by libmicrohttpd.
-    public var path: String
-    public var query: [String: String]
+    package var path: String
+    package var query: [String: String]
     /// The request target as sent (`/v1/players/p%2D1/transactions?limit=5`), undecoded: what a
     /// signature over the path and query covers. In-process requests default to `path`.
-    public var target: String
-    public var headers: HTTPHeaders
-    public var body: Data
-    public var remoteAddress: String?
+    package var target: String
+    package var headers: HTTPHeaders
+    package var body: Data
+    package var remoteAddress: String?
     /// Set by the responder: the caller's `X-Request-Id` if it is sane, else a fresh UUID.
-    public internal(set) var requestID: String = ""
+    package internal(set) var requestID: String = ""
     /// The matched route pattern (`/v1/transactions/{store}/{id}`), for logs and metrics;
     /// "unmatched" for a 404.
-    public internal(set) var route: String = "unmatched"
-    public internal(set) var pathParameters: [String: String] = [:]
+    package internal(set) var route: String = "unmatched"
+    package internal(set) var pathParameters: [String: String] = [:]
     /// Set by the server when the route's `headerCheck` already passed before the body was read.
     var headerChecked = false
     /// Set by the server when `route` and `pathParameters` were found before the body was read.
     var routed = false
 
-    public init(method: String, path: String, query: [String: String] = [:], headers: HTTPHeaders = HTTPHeaders(),
+    package init(method: String, path: String, query: [String: String] = [:], headers: HTTPHeaders = HTTPHeaders(),
                 body: Data = Data(), remoteAddress: String? = nil) {
         self.method = method
         self.path = path
@@ -87,7 +87,7 @@ public struct HTTPRequest: Sendable {
     }
 
     /// A path parameter the route declared; a missing one is a programming error surfaced as 500.
-    public func parameter(_ name: String) throws -> String {
+    package func parameter(_ name: String) throws -> String {
         guard let value = pathParameters[name] else {
             throw HTTPError(status: 500, code: "INTERNAL_ERROR", message: "route has no parameter \(name)")
         }
@@ -95,43 +95,43 @@ public struct HTTPRequest: Sendable {
     }
 }
 
-public struct HTTPResponse: Sendable {
-    public var status: Int
-    public var headers: HTTPHeaders
-    public var body: Data
+package struct HTTPResponse: Sendable {
+    package var status: Int
+    package var headers: HTTPHeaders
+    package var body: Data
 
-    public init(status: Int = 200, headers: HTTPHeaders = HTTPHeaders(), body: Data = Data()) {
+    package init(status: Int = 200, headers: HTTPHeaders = HTTPHeaders(), body: Data = Data()) {
         self.status = status
         self.headers = headers
         self.body = body
     }
 
-    public static func text(_ text: String, status: Int = 200, contentType: String = "text/plain; charset=utf-8") -> HTTPResponse {
+    package static func text(_ text: String, status: Int = 200, contentType: String = "text/plain; charset=utf-8") -> HTTPResponse {
         HTTPResponse(status: status, headers: ["Content-Type": contentType], body: Data(text.utf8))
     }
 }
 
 /// An error a handler throws to answer with a JSON error body `{"error": code, "message": ...}`.
-public struct HTTPError: Error, Sendable, Equatable, CustomStringConvertible {
-    public let status: Int
-    public let code: String
-    public let message: String
-    public var headers: HTTPHeaders
+package struct HTTPError: Error, Sendable, Equatable, CustomStringConvertible {
+    package let status: Int
+    package let code: String
+    package let message: String
+    package var headers: HTTPHeaders
 
-    public init(status: Int, code: String, message: String, headers: HTTPHeaders = HTTPHeaders()) {
+    package init(status: Int, code: String, message: String, headers: HTTPHeaders = HTTPHeaders()) {
         self.status = status
         self.code = code
         self.message = message
         self.headers = headers
     }
 
-    public var description: String { "\(status) \(code): \(message)" }
+    package var description: String { "\(status) \(code): \(message)" }
 
-    public static func == (lhs: HTTPError, rhs: HTTPError) -> Bool {
+    package static func == (lhs: HTTPError, rhs: HTTPError) -> Bool {
         lhs.status == rhs.status && lhs.code == rhs.code
     }
 
-    public var response: HTTPResponse {
+    package var response: HTTPResponse {
         var response = HTTPResponse.json(ErrorBody(error: code, message: message), status: status)
         for field in headers { response.headers.add(field.name, field.value) }
         return response

@@ -1,17 +1,17 @@
 /// Request methods as the server sees them: any RFC 9110 token is a method (the router answers
 /// 405 for one it does not serve), but only a fixed few become label values in logs and metrics.
-public enum HTTPMethod {
+package enum HTTPMethod {
     /// The methods logged and counted by name; every other token is `OTHER`.
-    public static let observed: Set<String> = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"]
+    package static let observed: Set<String> = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"]
 
     /// `method` itself if it is one of `observed` (case-sensitive, as methods are), else `OTHER`:
     /// a client inventing methods (`BREW`, `PROPFIND`, random strings) cannot grow metric label sets.
-    public static func normalized(_ method: String) -> String {
+    package static func normalized(_ method: String) -> String {
         observed.contains(method) ? method : "OTHER"
     }
 
     /// True if `method` is an RFC 9110 token: one or more of ALPHA, DIGIT and ``!#$%&'*+-.^_`|~``.
-    public static func isToken(_ method: String) -> Bool {
+    package static func isToken(_ method: String) -> Bool {
         !method.isEmpty && method.utf8.allSatisfy(isTokenCharacter)
     }
 

@@ -3,15 +3,15 @@ import Foundation
 /// What is known of a request once its headers have arrived and before any of its body has:
 /// enough for a route's `headerCheck` to refuse it (missing credentials, wrong content type)
 /// without the server reading, let alone buffering, the body.
-public struct HTTPRequestHead: Sendable {
-    public var method: String
+package struct HTTPRequestHead: Sendable {
+    package var method: String
     /// The path without the query string, percent-decoded.
-    public var path: String
-    public var query: [String: String]
-    public var headers: HTTPHeaders
-    public var remoteAddress: String?
+    package var path: String
+    package var query: [String: String]
+    package var headers: HTTPHeaders
+    package var remoteAddress: String?
 
-    public init(method: String, path: String, query: [String: String] = [:], headers: HTTPHeaders = HTTPHeaders(),
+    package init(method: String, path: String, query: [String: String] = [:], headers: HTTPHeaders = HTTPHeaders(),
                 remoteAddress: String? = nil) {
         self.method = method
         self.path = path
@@ -21,10 +21,10 @@ public struct HTTPRequestHead: Sendable {
     }
 
     /// The method for logs and metrics: see `HTTPMethod.normalized`.
-    public var normalizedMethod: String { HTTPMethod.normalized(method) }
+    package var normalizedMethod: String { HTTPMethod.normalized(method) }
 
     /// True if the request announces a body (a non-zero Content-Length, or any Transfer-Encoding).
-    public var announcesBody: Bool {
+    package var announcesBody: Bool {
         if headers["Transfer-Encoding"] != nil { return true }
         guard let length = headers["Content-Length"] else { return false }
         // Anything but a lone "0" (with optional blanks around it) announces a body.
@@ -35,10 +35,10 @@ public struct HTTPRequestHead: Sendable {
 
 extension HTTPRequest {
     /// The request without its body.
-    public var head: HTTPRequestHead {
+    package var head: HTTPRequestHead {
         HTTPRequestHead(method: method, path: path, query: query, headers: headers, remoteAddress: remoteAddress)
     }
 
     /// The method for logs and metrics: one of GET, HEAD, POST, PUT, DELETE, PATCH, OPTIONS, or `OTHER`.
-    public var normalizedMethod: String { HTTPMethod.normalized(method) }
+    package var normalizedMethod: String { HTTPMethod.normalized(method) }
 }

@@ -5,48 +5,48 @@ import Foundation
 /// An HTTP/1.1 server on GNU libmicrohttpd: epoll with a pool of threads, each request's body
 /// collected on the libmicrohttpd thread, then the connection suspended while the async Swift
 /// responder runs, and resumed to send the response.
-public final class HTTPServer: @unchecked Sendable {
-    public struct Configuration: Sendable {
-        public var host: String = "127.0.0.1"
+package final class HTTPServer: @unchecked Sendable {
+    package struct Configuration: Sendable {
+        package var host: String = "127.0.0.1"
         /// 0 picks a free port; read `port` after `start()`.
-        public var port: Int = 8080
-        public var threadCount: Int = max(2, ProcessInfo.processInfo.activeProcessorCount)
+        package var port: Int = 8080
+        package var threadCount: Int = max(2, ProcessInfo.processInfo.activeProcessorCount)
         /// Idle connections (and stalled uploads) are closed after this many seconds of silence.
-        public var connectionTimeoutSeconds: Int = 30
+        package var connectionTimeoutSeconds: Int = 30
         /// A request (head and body) must arrive whole within this many seconds, however steadily
         /// its bytes trickle in; a slower one gets 408 and its connection is closed.
-        public var requestReceiveTimeoutSeconds: Int = 30
+        package var requestReceiveTimeoutSeconds: Int = 30
         /// Open connections at most, all clients together; more are accepted and closed at once.
         /// libmicrohttpd divides it between the threads of its pool.
-        public var connectionLimit: Int = 1024
+        package var connectionLimit: Int = 1024
         /// Open connections at most from one IP address; 0 means no per-address limit.
-        public var connectionLimitPerIP: Int = 256
+        package var connectionLimitPerIP: Int = 256
         /// Larger request bodies get 413.
-        public var maxBodyBytes: Int = 1 << 20
+        package var maxBodyBytes: Int = 1 << 20
 
-        public init(host: String = "127.0.0.1", port: Int = 8080) {
+        package init(host: String = "127.0.0.1", port: Int = 8080) {
             self.host = host
             self.port = port
         }
     }
 
-    public let configuration: Configuration
+    package let configuration: Configuration
     let responder: Responder
     private var daemon: OpaquePointer?
     private var listenSocket: Int32 = -1
     private let state = ServerState()
 
-    public init(configuration: Configuration, responder: Responder) {
+    package init(configuration: Configuration, responder: Responder) {
         self.configuration = configuration
         self.responder = responder
     }
 
     /// The port actually bound (useful with port 0).
-    public private(set) var port: Int = 0
+    package private(set) var port: Int = 0
 
-    public var inFlightRequests: Int { state.inFlight }
+    package var inFlightRequests: Int { state.inFlight }
 
-    public func start() throws {
+    package func start() throws {
         precondition(daemon == nil, "server already started")
         var address = try SocketAddress(host: configuration.host, port: configuration.port)
         var flags = MHD_USE_EPOLL_INTERNAL_THREAD.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue | MHD_USE_ITC.rawValue
@@ -79,7 +79,7 @@ public final class HTTPServer: @unchecked Sendable {
 
     /// Stops accepting connections, lets in-flight requests finish (for at most `gracePeriod`
     /// beyond the responder's own handler deadline), then closes everything.
-    public func shutdown(gracePeriod: Duration = .seconds(10)) async {
+    package func shutdown(gracePeriod: Duration = .seconds(10)) async {
         guard let daemon else { return }
         state.beginDraining()
         listenSocket = MHD_quiesce_daemon(daemon)

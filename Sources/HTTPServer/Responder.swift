@@ -2,14 +2,14 @@ import Foundation
 
 /// The built router: routes a request, runs middleware and the handler, and turns anything
 /// thrown into a JSON error response. It never throws and never crashes on input.
-public struct Responder: Sendable {
+package struct Responder: Sendable {
     private let routes: [Router.Route]
     /// The routes by pattern, then method.
     private let table: [String: [String: Router.Route]]
     /// The routes by number of path segments, in the order they were added.
     private let routesBySegmentCount: [Int: [Router.Route]]
     private let chain: HTTPHandler
-    public let handlerTimeout: Duration
+    package let handlerTimeout: Duration
 
     init(routes: [Router.Route], middleware: [any HTTPMiddleware], handlerTimeout: Duration) {
         self.routes = routes
@@ -41,9 +41,9 @@ public struct Responder: Sendable {
     }
 
     /// Every (method, pattern) this responder serves, for documentation checks.
-    public var routeTable: [(method: String, pattern: String)] { routes.map { ($0.method, $0.pattern) } }
+    package var routeTable: [(method: String, pattern: String)] { routes.map { ($0.method, $0.pattern) } }
 
-    public func respond(to incoming: HTTPRequest) async -> HTTPResponse {
+    package func respond(to incoming: HTTPRequest) async -> HTTPResponse {
         var request = incoming
         request.requestID = Self.requestID(from: request.headers["X-Request-Id"])
         var response: HTTPResponse

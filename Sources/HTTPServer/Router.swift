@@ -1,15 +1,15 @@
 import Foundation
 
-public typealias HTTPHandler = @Sendable (HTTPRequest) async throws -> HTTPResponse
+package typealias HTTPHandler = @Sendable (HTTPRequest) async throws -> HTTPResponse
 
 /// Looks at a request before its body is read; a response refuses the request with it (the body is
 /// then never read), nil lets it through to the handler. Must be quick and must not block: over a
 /// socket it runs on a libmicrohttpd thread.
-public typealias HTTPHeaderCheck = @Sendable (HTTPRequestHead) -> HTTPResponse?
+package typealias HTTPHeaderCheck = @Sendable (HTTPRequestHead) -> HTTPResponse?
 
 /// Wraps every request that reaches the responder, matched or not (request id, logging,
 /// metrics, authentication...). Middleware added first runs outermost.
-public protocol HTTPMiddleware: Sendable {
+package protocol HTTPMiddleware: Sendable {
     func handle(_ request: HTTPRequest, next: HTTPHandler) async throws -> HTTPResponse
 }
 
@@ -17,7 +17,7 @@ public protocol HTTPMiddleware: Sendable {
 ///
 ///     var router = Router()
 ///     router.get("/v1/transactions/{store}/{transaction_id}") { request in ... }
-public struct Router {
+package struct Router {
     struct Route {
         let method: String
         let pattern: String
@@ -34,12 +34,12 @@ public struct Router {
     private var routes: [Route] = []
     private var middleware: [any HTTPMiddleware] = []
 
-    public init() {}
+    package init() {}
 
     /// Serves `method` on `pattern`. A `GET` route also answers `HEAD` (same status and headers, no
     /// body) unless a `HEAD` route of its own exists. `headerCheck` runs once the headers are in,
     /// before any of the body is read; see `HTTPHeaderCheck`.
-    public mutating func add(_ method: String, _ pattern: String, headerCheck: HTTPHeaderCheck? = nil,
+    package mutating func add(_ method: String, _ pattern: String, headerCheck: HTTPHeaderCheck? = nil,
                              _ handler: @escaping HTTPHandler) {
         let method = method.uppercased()
         precondition(HTTPMethod.isToken(method), "\(method) is not an HTTP method")
@@ -51,22 +51,22 @@ public struct Router {
         routes.append(Route(method: method, pattern: pattern, segments: segments, headerCheck: headerCheck, handler: handler))
     }
 
-    public mutating func get(_ pattern: String, headerCheck: HTTPHeaderCheck? = nil, _ handler: @escaping HTTPHandler) {
+    package mutating func get(_ pattern: String, headerCheck: HTTPHeaderCheck? = nil, _ handler: @escaping HTTPHandler) {
         add("GET", pattern, headerCheck: headerCheck, handler)
     }
-    public mutating func post(_ pattern: String, headerCheck: HTTPHeaderCheck? = nil, _ handler: @escaping HTTPHandler) {
+    package mutating func post(_ pattern: String, headerCheck: HTTPHeaderCheck? = nil, _ handler: @escaping HTTPHandler) {
         add("POST", pattern, headerCheck: headerCheck, handler)
     }
-    public mutating func put(_ pattern: String, headerCheck: HTTPHeaderCheck? = nil, _ handler: @escaping HTTPHandler) {
+    package mutating func put(_ pattern: String, headerCheck: HTTPHeaderCheck? = nil, _ handler: @escaping HTTPHandler) {
         add("PUT", pattern, headerCheck: headerCheck, handler)
     }
-    public mutating func delete(_ pattern: String, headerCheck: HTTPHeaderCheck? = nil, _ handler: @escaping HTTPHandler) {
+    package mutating func delete(_ pattern: String, headerCheck: HTTPHeaderCheck? = nil, _ handler: @escaping HTTPHandler) {
         add("DELETE", pattern, headerCheck: headerCheck, handler)
     }
 
-    public mutating func use(_ middleware: any HTTPMiddleware) { self.middleware.append(middleware) }
+    package mutating func use(_ middleware: any HTTPMiddleware) { self.middleware.append(middleware) }
 
-    public func build(handlerTimeout: Duration = .seconds(30)) -> Responder {
+    package func build(handlerTimeout: Duration = .seconds(30)) -> Responder {
         Responder(routes: routes, middleware: middleware, handlerTimeout: handlerTimeout)
     }
 

@@ -1,7 +1,7 @@
 public import AmazonAppstore
 public import Foundation
 public import HTTPClient
-public import HTTPServer
+package import HTTPServer
 public import TestSupport
 
 /// A local stand-in for Amazon's Receipt Verification Service on loopback: production under
@@ -25,7 +25,7 @@ public final class FakeRVS: Sendable {
     }
 
     public let state = State()
-    public let server: HTTPServer
+    package let server: HTTPServer
 
     public init() throws {
         var router = Router()

@@ -1,6 +1,6 @@
 public import Crypto
 public import Foundation
-public import HTTPServer
+package import HTTPServer
 public import TestSupport
 
 /// A stand-in for an Amazon SNS topic: its own RSA key and self-signed certificate, the
@@ -14,7 +14,7 @@ public final class FakeSNS: Sendable {
     public let key: PrivateKey
     public let certificate: Certificate
     public let certificateFile: String
-    public let server: HTTPServer
+    package let server: HTTPServer
     /// Certificate downloads so far.
     public let certificateHits = LockedBox(0)
     public static let topicARN = "arn:aws:sns:us-east-1:123456789012:appstore-rtn"

@@ -3,7 +3,7 @@ public import Crypto
 public import Foundation
 import HTTPClient
 public import TestSupport
-public import HTTPServer
+package import HTTPServer
 
 /// A local stand-in for Apple's App Store Server API on loopback, speaking its wire format. It
 /// checks every request's JWT the way Apple does (ES256 by the team key, `kid`, `iss`, `aud`,
@@ -29,8 +29,8 @@ public final class FakeAppStoreServerAPI: Sendable {
 
     public let state: State
     public let teamKey: PrivateKey
-    public let production: HTTPServer
-    public let sandbox: HTTPServer
+    package let production: HTTPServer
+    package let sandbox: HTTPServer
 
     public init() throws {
         teamKey = try PrivateKey.generateP256()

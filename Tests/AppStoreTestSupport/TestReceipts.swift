@@ -3,7 +3,7 @@ public import Crypto
 public import TestSupport
 public import Foundation
 public import HTTPClient
-public import HTTPServer
+package import HTTPServer
 
 /// Minimal DER writer for building receipt payloads in tests.
 public enum DER {
@@ -90,7 +90,7 @@ public enum TestReceipts {
 
 /// Apple's legacy verifyReceipt, faked: production says 21007 (a sandbox receipt), sandbox answers.
 public final class FakeVerifyReceipt: Sendable {
-    public let production: HTTPServer, sandbox: HTTPServer
+    package let production: HTTPServer, sandbox: HTTPServer
     public let calls = LockedBox<[String]>([])
     public let sandboxStatus = LockedBox<Int>(0)
 

@@ -2,7 +2,7 @@ public import Crypto
 public import Foundation
 public import GooglePlay
 public import HTTPClient
-public import HTTPServer
+package import HTTPServer
 public import TestSupport
 
 /// A local stand-in for Google on loopback: the OAuth token endpoint (checking the service
@@ -47,7 +47,7 @@ public final class FakeGooglePlay: Sendable {
     public let state: State
     public let accountKey: PrivateKey
     public let oidcKey: PrivateKey
-    public let server: HTTPServer
+    package let server: HTTPServer
 
     public init() throws {
         accountKey = try TestKeys.rsa(.googleServiceAccount)
