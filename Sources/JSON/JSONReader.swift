@@ -40,7 +40,7 @@ public struct JSONReader {
         case array(Container)
 
         /// For messages: the JSON type's name.
-        public var typeName: String {
+        package var typeName: String {
             switch self {
             case .string: "string"
             case .number: "number"
@@ -85,7 +85,7 @@ public struct JSONReader {
     }
 
     /// Containers nest at most this deep, as in JSONDecoder.
-    public static let maximumDepth = 512
+    package static let maximumDepth = 512
 
     let bytes: UnsafeRawBufferPointer
     let count: Int
@@ -146,13 +146,13 @@ public struct JSONReader {
     }
 
     /// The members of a nested object (validated already when it was skipped), keys checked.
-    public func forEachField(of object: Container, _ field: (Field) throws(JSONReaderError) -> Void) throws(JSONReaderError) {
+    package func forEachField(of object: Container, _ field: (Field) throws(JSONReaderError) -> Void) throws(JSONReaderError) {
         var i = object.start
         _ = try scanObject(&i, depth: 0, reporting: true, field: field)
     }
 
     /// The elements of a nested array (validated already when it was skipped).
-    public func forEachElement(of array: Container, _ element: (Value) throws(JSONReaderError) -> Void) throws(JSONReaderError) {
+    package func forEachElement(of array: Container, _ element: (Value) throws(JSONReaderError) -> Void) throws(JSONReaderError) {
         var i = array.start
         _ = try scanArray(&i, depth: 0, reporting: true, element: element)
     }

@@ -7,13 +7,13 @@ public struct JSONReaderError: Error, Sendable, Equatable, CustomStringConvertib
         public var description: String { rawValue }
 
         /// Not JSON: an unexpected byte, the document ending early, or more after the value.
-        public static let syntax = Code(rawValue: "JSON_SYNTAX")
+        package static let syntax = Code(rawValue: "JSON_SYNTAX")
         /// Objects and arrays nest deeper than `JSONReader.maximumDepth`.
-        public static let tooDeep = Code(rawValue: "JSON_TOO_DEEP")
+        package static let tooDeep = Code(rawValue: "JSON_TOO_DEEP")
         /// A string with a raw control character, a bad escape, a lone surrogate or bytes that are not UTF-8.
-        public static let invalidString = Code(rawValue: "JSON_INVALID_STRING")
+        package static let invalidString = Code(rawValue: "JSON_INVALID_STRING")
         /// A number outside RFC 8259's grammar (a leading zero, a bare `-`, `1.`, `.5`...).
-        public static let invalidNumber = Code(rawValue: "JSON_INVALID_NUMBER")
+        package static let invalidNumber = Code(rawValue: "JSON_INVALID_NUMBER")
         /// A well-formed number the asked-for type cannot hold (out of range, a fraction for an integer).
         public static let notRepresentable = Code(rawValue: "JSON_NUMBER_NOT_REPRESENTABLE")
         /// A value of another JSON type than the one asked for.

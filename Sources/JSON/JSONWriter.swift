@@ -28,13 +28,13 @@ public struct JSONWriter: Sendable {
 
     // MARK: - Containers
 
-    public mutating func beginObject() {
+    package mutating func beginObject() {
         startValue()
         bytes.append(UInt8(ascii: "{"))
         needsComma = false
     }
 
-    public mutating func endObject() {
+    package mutating func endObject() {
         bytes.append(UInt8(ascii: "}"))
         needsComma = true
     }
