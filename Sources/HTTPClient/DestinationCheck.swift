@@ -5,7 +5,7 @@ import Foundation
 /// Which resolved addresses a request may connect to. The host is resolved on the transfer's own
 /// thread, every address is checked, and the connection is pinned to a checked one
 /// (`CURLOPT_RESOLVE`), so a second DNS answer cannot swap in another (DNS rebinding).
-public enum DestinationPolicy: Sendable, Equatable {
+package enum DestinationPolicy: Sendable, Equatable {
     /// Whatever the host resolves to (the default; configured upstreams such as Apple and Google).
     case any
     /// Only public unicast addresses: no loopback, private, link-local (cloud metadata),
@@ -61,8 +61,8 @@ enum Destination {
 }
 
 /// Public unicast or not, for IPv4 and IPv6 literals (IPv4-mapped IPv6 judged as IPv4).
-public enum PublicAddress {
-    public static func isPublic(_ address: String) -> Bool {
+package enum PublicAddress {
+    package static func isPublic(_ address: String) -> Bool {
         var v4 = in_addr()
         if inet_pton(AF_INET, address, &v4) == 1 { return isPublicIPv4(UInt32(bigEndian: v4.s_addr)) }
         var v6 = in6_addr()

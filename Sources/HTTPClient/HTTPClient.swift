@@ -14,7 +14,7 @@ public final class HTTPClient: Sendable {
         /// A `Retry-After` longer than this is not waited for: the last response is returned.
         public var maxRetryAfter: Duration = .seconds(30)
 
-        public init(maxAttempts: Int = 3, baseDelay: Duration = .milliseconds(200), maxDelay: Duration = .seconds(5)) {
+        package init(maxAttempts: Int = 3, baseDelay: Duration = .milliseconds(200), maxDelay: Duration = .seconds(5)) {
             self.maxAttempts = maxAttempts
             self.baseDelay = baseDelay
             self.maxDelay = maxDelay
@@ -27,12 +27,12 @@ public final class HTTPClient: Sendable {
         /// Relative request URLs resolve against this (e.g. `https://api.storekit.itunes.apple.com`).
         public var baseURL: String?
         public var timeout: Duration = .seconds(15)
-        public var connectTimeout: Duration = .seconds(5)
-        public var maxResponseBytes: Int = 8 << 20
+        package var connectTimeout: Duration = .seconds(5)
+        package var maxResponseBytes: Int = 8 << 20
         /// PEM bundle of trusted CAs; nil uses the system's (Debian's ca-certificates).
-        public var caBundlePath: String?
+        package var caBundlePath: String?
         public var retry = RetryPolicy()
-        public var threadCount: Int = 4
+        package var threadCount: Int = 4
 
         public init(baseURL: String? = nil) { self.baseURL = baseURL }
     }
@@ -48,7 +48,7 @@ public final class HTTPClient: Sendable {
         /// Set false for requests that must not be repeated (non-idempotent without a key).
         public var retryable: Bool = true
         /// Which addresses the host may resolve to.
-        public var destinations: DestinationPolicy = .any
+        package var destinations: DestinationPolicy = .any
 
         public init(method: String = "GET", url: String, headers: [(name: String, value: String)] = [], body: Data? = nil) {
             self.method = method

@@ -6,22 +6,22 @@ public struct HTTPClientError: Error, CustomStringConvertible, Sendable, Equatab
         public init(rawValue: String) { self.rawValue = rawValue }
         public var description: String { rawValue }
 
-        public static let invalidURL = Code(rawValue: "INVALID_URL")
-        public static let connectFailed = Code(rawValue: "CONNECT_FAILED")
+        package static let invalidURL = Code(rawValue: "INVALID_URL")
+        package static let connectFailed = Code(rawValue: "CONNECT_FAILED")
         public static let timeout = Code(rawValue: "TIMEOUT")
         /// The peer's certificate did not verify (or TLS could not be set up). Never retried.
-        public static let tlsFailure = Code(rawValue: "TLS_FAILURE")
-        public static let responseTooLarge = Code(rawValue: "RESPONSE_TOO_LARGE")
+        package static let tlsFailure = Code(rawValue: "TLS_FAILURE")
+        package static let responseTooLarge = Code(rawValue: "RESPONSE_TOO_LARGE")
         public static let transport = Code(rawValue: "TRANSPORT")
-        public static let clientClosed = Code(rawValue: "CLIENT_CLOSED")
+        package static let clientClosed = Code(rawValue: "CLIENT_CLOSED")
         /// The destination resolved to an address the request's policy forbids. Final.
-        public static let destinationRefused = Code(rawValue: "DESTINATION_REFUSED")
+        package static let destinationRefused = Code(rawValue: "DESTINATION_REFUSED")
     }
 
     public let code: Code
     public let message: String
 
-    public init(_ code: Code, _ message: String) {
+    package init(_ code: Code, _ message: String) {
         self.code = code
         self.message = message
     }

@@ -1,17 +1,17 @@
 import CCurl
 import CShims
-public import Foundation
+package import Foundation
 import Workers
 
 /// Sends mail over SMTP with libcurl: `smtps://` (implicit TLS) or `smtp://` with STARTTLS
 /// required unless `insecure`. One transfer at a time per worker thread, never on Swift's
 /// cooperative pool.
-public final class SMTPClient: Sendable {
+package final class SMTPClient: Sendable {
     public struct Configuration: Sendable {
         public var url: String
         public var user: String?
         public var password: String?
-        public var insecure: Bool
+        package var insecure: Bool
         public var timeout: Duration = .seconds(30)
 
         public init(url: String, user: String? = nil, password: String? = nil, insecure: Bool = false) {
@@ -25,7 +25,7 @@ public final class SMTPClient: Sendable {
     let configuration: Configuration
     private let workers = TransferWorkers(transfers: 1, name: "smtp-client")
 
-    public init(_ configuration: Configuration) {
+    package init(_ configuration: Configuration) {
         self.configuration = configuration
     }
 
