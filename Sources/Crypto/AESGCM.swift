@@ -1,19 +1,19 @@
 import COpenSSL
-public import Foundation
+package import Foundation
 
 /// AES-256-GCM, used to keep secrets at rest. A sealed box is `nonce (12) || ciphertext || tag (16)`.
-public enum AESGCM {
-    public static let keyByteCount = 32
-    public static let nonceByteCount = 12
-    public static let tagByteCount = 16
+package enum AESGCM {
+    package static let keyByteCount = 32
+    package static let nonceByteCount = 12
+    package static let tagByteCount = 16
 
-    public struct SealedParts: Sendable, Equatable {
-        public let ciphertext: Data
+    package struct SealedParts: Sendable, Equatable {
+        package let ciphertext: Data
         public let tag: Data
     }
 
     /// Encrypts with a fresh random nonce and returns the combined box.
-    public static func seal(_ plaintext: some ContiguousBytes, key: some ContiguousBytes,
+    package static func seal(_ plaintext: some ContiguousBytes, key: some ContiguousBytes,
                             authenticating additionalData: some ContiguousBytes = Data()) throws -> Data {
         let nonce = SecureRandom.bytes(nonceByteCount)
         let parts = try seal(plaintext, key: key, nonce: nonce, authenticating: additionalData)
@@ -35,7 +35,7 @@ public enum AESGCM {
 
     /// Encryption with a caller-chosen nonce. A nonce must never be reused with the same key;
     /// this entry point exists for published test vectors.
-    public static func seal(_ plaintext: some ContiguousBytes, key: some ContiguousBytes, nonce: Data,
+    package static func seal(_ plaintext: some ContiguousBytes, key: some ContiguousBytes, nonce: Data,
                             authenticating additionalData: some ContiguousBytes = Data()) throws -> SealedParts {
         let context = try CipherContext(key: key, nonce: nonce, encrypt: true)
         try context.addAuthenticatedData(additionalData)

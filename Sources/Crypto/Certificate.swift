@@ -63,7 +63,7 @@ public final class Certificate: @unchecked Sendable, Equatable, Hashable {
     public static func == (lhs: Certificate, rhs: Certificate) -> Bool { lhs.derEncoded == rhs.derEncoded }
     public func hash(into hasher: inout Hasher) { hasher.combine(derEncoded) }
 
-    public var sha256Fingerprint: Data {
+    package var sha256Fingerprint: Data {
         get throws { try SHA256.hash(derEncoded) }
     }
 
@@ -81,7 +81,7 @@ public final class Certificate: @unchecked Sendable, Equatable, Hashable {
     }
 
     /// The contents (`extnValue` octets) of the extension with this dotted OID, or nil if absent.
-    public func extensionValue(oid: String) -> Data? {
+    package func extensionValue(oid: String) -> Data? {
         guard let object = OBJ_txt2obj(oid, 1) else {
             _ = drainOpenSSLErrors()
             return nil

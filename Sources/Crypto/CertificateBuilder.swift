@@ -8,13 +8,13 @@ public struct CertificateBuilder {
     public var subjectCommonName: String
     /// The whole subject name, attribute by attribute in order (e.g. `[("C", "US"), ("O", "Apple Inc."),
     /// ("CN", "Apple Root CA")]`); when empty, the subject is `CN=subjectCommonName`.
-    public var subjectName: [(field: String, value: String)] = []
+    package var subjectName: [(field: String, value: String)] = []
     public var serialNumber: Int = 1
     public var notValidBefore: Date
     public var notValidAfter: Date
     public var isCertificateAuthority = false
     /// Authority Information Access: where an OCSP responder answers for this certificate.
-    public var ocspResponderURL: String?
+    package var ocspResponderURL: String?
     /// Extra extensions by dotted OID; the value is stored as the extension's octets.
     public var customExtensions: [(oid: String, value: Data, critical: Bool)] = []
 

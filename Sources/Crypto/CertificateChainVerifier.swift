@@ -17,12 +17,12 @@ public struct CertificateChainVerifier: Sendable {
 
     /// When the verified chain, root included, is valid as a whole.
     public struct ValidityWindow: Sendable, Equatable {
-        public let notBefore: Date
+        package let notBefore: Date
         public let notAfter: Date
         /// How many certificates the verified chain holds, root included.
         public let length: Int
 
-        public init(notBefore: Date, notAfter: Date, length: Int) {
+        package init(notBefore: Date, notAfter: Date, length: Int) {
             self.notBefore = notBefore
             self.notAfter = notAfter
             self.length = length

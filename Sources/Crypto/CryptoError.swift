@@ -8,13 +8,13 @@ public struct CryptoError: Error, Equatable, CustomStringConvertible, Sendable {
 
         public static let invalidEncoding = Code(rawValue: "INVALID_ENCODING")
         public static let invalidKey = Code(rawValue: "INVALID_KEY")
-        public static let invalidSignature = Code(rawValue: "INVALID_SIGNATURE")
+        package static let invalidSignature = Code(rawValue: "INVALID_SIGNATURE")
         public static let invalidCertificate = Code(rawValue: "INVALID_CERTIFICATE")
         public static let chainInvalid = Code(rawValue: "CHAIN_INVALID")
-        public static let authenticationFailed = Code(rawValue: "AUTHENTICATION_FAILED")
-        public static let malformedJWS = Code(rawValue: "MALFORMED_JWS")
+        package static let authenticationFailed = Code(rawValue: "AUTHENTICATION_FAILED")
+        package static let malformedJWS = Code(rawValue: "MALFORMED_JWS")
         public static let unsupportedAlgorithm = Code(rawValue: "UNSUPPORTED_ALGORITHM")
-        public static let openSSLFailure = Code(rawValue: "OPENSSL_FAILURE")
+        package static let openSSLFailure = Code(rawValue: "OPENSSL_FAILURE")
     }
 
     public let code: Code

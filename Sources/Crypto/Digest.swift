@@ -5,7 +5,7 @@ public import Foundation
 /// every request's body is hashed for its signature, and an implicit `EVP_sha256()` is a provider
 /// lookup each time. OpenSSL failing (out of memory, a provider missing) throws, with its reason.
 public enum SHA256 {
-    public static let byteCount = 32
+    package static let byteCount = 32
 
     public static func hash(_ data: some ContiguousBytes) throws -> Data {
         Data(try DigestMethod.sha256.hash(data))
@@ -59,12 +59,12 @@ final class DigestMethod: @unchecked Sendable {
 /// digest up and built and freed a context each time (about ten allocations and 1.3 µs a call).
 /// A context is re-keyed on every use; the key pointer is never NULL (`withNonNullBytes`), which
 /// OpenSSL would take as "keep the previous key".
-public enum HMACSHA256 {
+package enum HMACSHA256 {
     /// Fetched once and only read afterwards (OpenSSL's fetched algorithms are shareable between threads).
     nonisolated(unsafe) private static let algorithm: OpaquePointer? = EVP_MAC_fetch(nil, "HMAC", nil)
     private static let idle = IdleList<OpaquePointer>(limit: 32) { EVP_MAC_CTX_free($0) }
 
-    public static func authenticationCode(key: some ContiguousBytes, message: some ContiguousBytes) throws -> Data {
+    package static func authenticationCode(key: some ContiguousBytes, message: some ContiguousBytes) throws -> Data {
         var mac = [UInt8](repeating: 0, count: 32)
         var length = 0
         guard let context = idle.take(orMake: makeContext) else { throw openSSLError("HMAC-SHA256 context") }

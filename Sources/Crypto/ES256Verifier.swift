@@ -21,8 +21,8 @@ public struct FixedKeyES256Verifier: ES256Verifier {
 
 /// OpenSSL's verifier (`EVP_PKEY_verify`) for every signature; no key ever gets a table. The
 /// fallback an operator can switch to without a rebuild should the fixed-key path be in doubt.
-public struct OpenSSLES256Verifier: ES256Verifier {
-    public init() {}
+package struct OpenSSLES256Verifier: ES256Verifier {
+    package init() {}
 
     public func isValid(signature raw: Data, for message: some ContiguousBytes, key: PublicKey) -> Bool {
         guard key.isP256 else { return false }
@@ -31,11 +31,11 @@ public struct OpenSSLES256Verifier: ES256Verifier {
 }
 
 extension ES256Verifier where Self == FixedKeyES256Verifier {
-    public static var fixedKey: FixedKeyES256Verifier { FixedKeyES256Verifier() }
+    package static var fixedKey: FixedKeyES256Verifier { FixedKeyES256Verifier() }
 }
 
 extension ES256Verifier where Self == OpenSSLES256Verifier {
-    public static var openSSL: OpenSSLES256Verifier { OpenSSLES256Verifier() }
+    package static var openSSL: OpenSSLES256Verifier { OpenSSLES256Verifier() }
 }
 
 /// The deployment's choice of ES256 verifier, read from one variable by whoever needs it.

@@ -18,7 +18,7 @@ public enum Hex {
     }
 
     /// Whether `text` is exactly `byteCount` bytes of hex, checked without decoding it.
-    public static func isHex(_ text: String, byteCount: Int) -> Bool {
+    package static func isHex(_ text: String, byteCount: Int) -> Bool {
         text.utf8.count == byteCount * 2 && text.utf8.allSatisfy { nibble($0) != nil }
     }
 

@@ -44,7 +44,7 @@ public struct CompactJWS: Sendable {
         signingInput = parts.signingInput
     }
 
-    public static func decodeHeader(_ bytes: Data) throws -> JWSHeader {
+    package static func decodeHeader(_ bytes: Data) throws -> JWSHeader {
         do {
             return try JSONDecoder().decode(JWSHeader.self, from: bytes)
         } catch {

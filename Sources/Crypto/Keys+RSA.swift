@@ -53,7 +53,7 @@ extension PrivateKey {
     }
 
     /// The RSA modulus and exponent of the public half (for a JWK), big-endian.
-    public func rsaPublicComponents() throws -> (modulus: Data, exponent: Data) {
+    package func rsaPublicComponents() throws -> (modulus: Data, exponent: Data) {
         guard key.isRSA else { throw CryptoError(.invalidKey, "not an RSA key") }
         var n: OpaquePointer?, e: OpaquePointer?
         guard EVP_PKEY_get_bn_param(key.pointer, "n", &n) == 1, let n, EVP_PKEY_get_bn_param(key.pointer, "e", &e) == 1, let e else {

@@ -32,7 +32,7 @@ public struct PublicKey: Sendable {
     public func subjectPublicKeyInfo() throws -> Data { try key.publicKeyDER() }
 
     /// ES256 with a JOSE raw `r || s` signature. A malformed signature is `false`.
-    public func isValidES256(signature raw: Data, for message: some ContiguousBytes) -> Bool {
+    package func isValidES256(signature raw: Data, for message: some ContiguousBytes) -> Bool {
         guard key.isP256 else { return false }
         return key.verifyES256(raw: raw, message: message)
     }
@@ -76,7 +76,7 @@ public struct PrivateKey: Sendable {
     public func pemRepresentation() throws -> String { try key.privateKeyPEM() }
 
     /// ES256: ECDSA P-256 over SHA-256, returned as JOSE raw `r || s` (64 bytes).
-    public func signES256(_ message: some ContiguousBytes) throws -> Data {
+    package func signES256(_ message: some ContiguousBytes) throws -> Data {
         guard key.isP256 else { throw CryptoError(.invalidKey, "ES256 needs a P-256 key") }
         return try ECDSASignature.derToRaw(key.signSHA256(message), coordinateSize: 32)
     }
@@ -89,7 +89,7 @@ public struct PrivateKey: Sendable {
     }
 
     /// RS256: RSASSA-PKCS1-v1_5 over SHA-256.
-    public func signRS256(_ message: some ContiguousBytes) throws -> Data {
+    package func signRS256(_ message: some ContiguousBytes) throws -> Data {
         guard key.isRSA else { throw CryptoError(.invalidKey, "RS256 needs an RSA key") }
         return try key.signSHA256(message)
     }

@@ -40,12 +40,12 @@ public struct PKCS7Container: Sendable {
 
 /// One ASN.1 element read with OpenSSL's `ASN1_get_object`.
 public struct ASN1Element: Sendable {
-    public static let integerTag: Int32 = 2, octetStringTag: Int32 = 4, utf8StringTag: Int32 = 12
-    public static let ia5StringTag: Int32 = 22, sequenceTag: Int32 = 16, setTag: Int32 = 17
+    package static let integerTag: Int32 = 2, octetStringTag: Int32 = 4, utf8StringTag: Int32 = 12
+    package static let ia5StringTag: Int32 = 22, sequenceTag: Int32 = 16, setTag: Int32 = 17
 
     public let tag: Int32
     /// 0 universal, 0x40 application, 0x80 context-specific, 0xc0 private.
-    public let tagClass: Int32
+    package let tagClass: Int32
     public let isConstructed: Bool
     public let contents: Data
 

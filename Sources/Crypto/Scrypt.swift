@@ -1,15 +1,15 @@
 import COpenSSL
-public import Foundation
+package import Foundation
 
 /// scrypt (RFC 7914) from OpenSSL (`EVP_PBE_scrypt`), and password hashes built on it: a
 /// random salt per password, the parameters kept beside the hash so they can grow later.
 public enum Scrypt {
     public struct Parameters: Sendable, Equatable {
         public var n: UInt64
-        public var r: UInt64
+        package var r: UInt64
         public var p: UInt64
 
-        public init(n: UInt64, r: UInt64, p: UInt64) {
+        package init(n: UInt64, r: UInt64, p: UInt64) {
             self.n = n
             self.r = r
             self.p = p
@@ -20,7 +20,7 @@ public enum Scrypt {
     }
 
     /// The derived key of `password` and `salt`.
-    public static func derive(password: some ContiguousBytes, salt: some ContiguousBytes, parameters: Parameters, length: Int) throws -> Data {
+    package static func derive(password: some ContiguousBytes, salt: some ContiguousBytes, parameters: Parameters, length: Int) throws -> Data {
         guard length > 0, length <= 1024, parameters.n > 1, parameters.n & (parameters.n - 1) == 0, parameters.n <= 1 << 20,
               (1...64).contains(parameters.r), (1...64).contains(parameters.p) else {
             throw CryptoError(.openSSLFailure, "scrypt parameters out of range")
@@ -48,7 +48,7 @@ public enum Scrypt {
     }
 
     /// Whether `password` matches a stored `hashPassword` result (compared in constant time).
-    public static func verifyPassword(_ password: String, hash stored: String) -> Bool {
+    package static func verifyPassword(_ password: String, hash stored: String) -> Bool {
         let parts = stored.split(separator: "$").map(String.init)
         guard parts.count == 6, parts[0] == "scrypt", let n = UInt64(parts[1]), let r = UInt64(parts[2]), let p = UInt64(parts[3]),
               let salt = Base64.urlDecode(parts[4]), let expected = Base64.urlDecode(parts[5]), !expected.isEmpty,
