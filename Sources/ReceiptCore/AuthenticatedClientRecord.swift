@@ -2,7 +2,7 @@
 /// from the route's authentication to `prove` and `record`, so that neither looks the client up
 /// again. Opaque to plugins (the service's own types never cross into them), and not part of what
 /// a client is: two `ClientInfo`s of one client are equal whether or not one carries a record.
-public struct AuthenticatedClientRecord: Sendable, Equatable, CustomStringConvertible {
+package struct AuthenticatedClientRecord: Sendable, Equatable, CustomStringConvertible {
     package let value: (any Sendable)?
 
     package init(_ value: (any Sendable)? = nil) { self.value = value }

@@ -65,7 +65,7 @@ public struct RefundEvent: Sendable {
     public let revocationReasonCode: Int?
     public let gameID: Int64?
 
-    public init(transactionID: String, productID: String?, revocationDate: Date?, revocationReasonCode: Int?, gameID: Int64?) {
+    package init(transactionID: String, productID: String?, revocationDate: Date?, revocationReasonCode: Int?, gameID: Int64?) {
         self.transactionID = transactionID
         self.productID = productID
         self.revocationDate = revocationDate

@@ -16,7 +16,7 @@ public enum LedgerRules {
 
     /// The state a purchase is in once the store reversed its refund or revocation: whatever its
     /// dates alone say (active, or expired when its period is over).
-    public static func stateAfterReversal(of purchase: VerifiedPurchase, at now: Date = Date()) -> TransactionState {
+    package static func stateAfterReversal(of purchase: VerifiedPurchase, at now: Date = Date()) -> TransactionState {
         var reinstated = purchase
         reinstated.revocationDate = nil
         reinstated.revocationReason = nil
@@ -41,11 +41,11 @@ public enum LedgerRules {
 
     /// Which transactions a client may see: those it recorded, and those of every client of its
     /// game. A client without a game sees only its own.
-    public static func isVisible(ownerClientID: String, ownerGameID: Int64?, to client: ClientInfo) -> Bool {
+    package static func isVisible(ownerClientID: String, ownerGameID: Int64?, to client: ClientInfo) -> Bool {
         ownerClientID == client.clientID || (ownerGameID != nil && ownerGameID == client.gameID)
     }
 
-    public static func isVisible(_ record: TransactionRecord, to client: ClientInfo) -> Bool {
+    package static func isVisible(_ record: TransactionRecord, to client: ClientInfo) -> Bool {
         isVisible(ownerClientID: record.clientID, ownerGameID: record.gameID, to: client)
     }
 }
@@ -87,7 +87,7 @@ extension SubscriptionStatus {
 
 extension TransactionRecord {
     /// A new record of `purchase`, as the ledger writes it for the client `clientID` of game `gameID`.
-    public init(recording purchase: VerifiedPurchase, managementID: Int64, state: TransactionState, clientID: String, gameID: Int64?,
+    package init(recording purchase: VerifiedPurchase, managementID: Int64, state: TransactionState, clientID: String, gameID: Int64?,
                 firstVerifiedAt: Date) {
         self.init(managementID: managementID, store: purchase.store, environment: purchase.environment, transactionID: purchase.transactionID,
                   state: state, clientID: clientID, firstVerifiedAt: firstVerifiedAt)

@@ -12,8 +12,8 @@ public struct Logger: Sendable {
         }
     }
 
-    public let minimumLevel: Level
-    public private(set) var metadata: [String: String]
+    package let minimumLevel: Level
+    package private(set) var metadata: [String: String]
     private let sink: LogSink
 
     public init(minimumLevel: Level = .info, sink: LogSink = .standardError, metadata: [String: String] = [:]) {
@@ -29,19 +29,19 @@ public struct Logger: Sendable {
         return copy
     }
 
-    public func debug(_ message: @autoclosure () -> String, _ fields: [String: String] = [:]) { log(.debug, message(), fields) }
+    package func debug(_ message: @autoclosure () -> String, _ fields: [String: String] = [:]) { log(.debug, message(), fields) }
     public func info(_ message: @autoclosure () -> String, _ fields: [String: String] = [:]) { log(.info, message(), fields) }
     public func warning(_ message: @autoclosure () -> String, _ fields: [String: String] = [:]) { log(.warning, message(), fields) }
     public func error(_ message: @autoclosure () -> String, _ fields: [String: String] = [:]) { log(.error, message(), fields) }
 
-    public func log(_ level: Level, _ message: @autoclosure () -> String, _ fields: [String: String] = [:]) {
+    package func log(_ level: Level, _ message: @autoclosure () -> String, _ fields: [String: String] = [:]) {
         guard level >= minimumLevel else { return }
         sink.write(Self.line(time: Self.timestamp(), level: level.rawValue, message: message(), metadata: metadata, fields: fields))
     }
 
     /// The same line from fields given as pairs with distinct keys: a line written for every
     /// request builds no dictionary to hash its fields into and look them up again.
-    public func log(_ level: Level, _ message: @autoclosure () -> String, pairs: [(String, String)]) {
+    package func log(_ level: Level, _ message: @autoclosure () -> String, pairs: [(String, String)]) {
         guard level >= minimumLevel else { return }
         sink.write(Self.line(time: Self.timestamp(), level: level.rawValue, message: message(), metadata: metadata, pairs: pairs))
     }
@@ -136,7 +136,7 @@ public final class LogSink: @unchecked Sendable {
     private let lock = NSLock()
     private let writeLine: (String) -> Void
 
-    public init(_ writeLine: @escaping @Sendable (String) -> Void) {
+    package init(_ writeLine: @escaping @Sendable (String) -> Void) {
         self.writeLine = writeLine
     }
 

@@ -111,7 +111,7 @@ public struct OpenAPIPart: Sendable {
 public struct PluginEnvironment: Sendable {
     public let variables: [String: String]
 
-    public init(variables: [String: String] = ProcessInfo.processInfo.environment) {
+    package init(variables: [String: String] = ProcessInfo.processInfo.environment) {
         self.variables = variables
     }
 }
@@ -192,7 +192,7 @@ public struct PluginList: Sendable {
     public func store(_ id: StoreID) -> StorePlugin? { stores.first { $0.declaration.store == id } }
 
     /// Every plugin's client settings, stores' first, under each plugin's display name.
-    public var clientSettings: [(plugin: String, settings: [ClientSettingDeclaration])] {
+    package var clientSettings: [(plugin: String, settings: [ClientSettingDeclaration])] {
         stores.map { ($0.declaration.displayName, $0.declaration.settings) } + dialects.map { ($0.displayName, $0.settings) }
     }
 }

@@ -21,7 +21,7 @@ extension RouteAuthentication {
     /// The token an `Authorization` header presents: after `Bearer ` (any case), or the whole
     /// value when `bareAccepted` and it is one word (a value with a space is another scheme, such
     /// as `Basic ...`). Nil when absent, empty or longer than 512 bytes.
-    public static func presentedToken(_ header: String?, bareAccepted: Bool = false) -> String? {
+    package static func presentedToken(_ header: String?, bareAccepted: Bool = false) -> String? {
         guard let header else { return nil }
         let token: Substring
         if header.count > 7, header.prefix(7).lowercased() == "bearer " {
@@ -85,7 +85,7 @@ public struct RouteRequest: Sendable {
     public let headers: [String: String]
     public let body: Data
 
-    public init(method: String, path: String, target: String? = nil, headers: [String: String], body: Data) {
+    package init(method: String, path: String, target: String? = nil, headers: [String: String], body: Data) {
         self.method = method
         self.path = path
         self.target = target ?? path
@@ -100,14 +100,14 @@ public struct RouteContext: Sendable {
     public let logger: Logger
     /// The caller's address; `X-Forwarded-For` is honoured only from trusted proxies.
     public let callerAddress: String?
-    public let pathParameters: [String: String]
+    package let pathParameters: [String: String]
     public let query: [String: String]
     /// The client, for signed-client and bearer-token routes.
     public let client: ClientInfo?
     /// The bearer token the request carried, for bearer-token routes.
     public let token: StoredToken?
 
-    public init(requestID: String, logger: Logger, callerAddress: String?, pathParameters: [String: String] = [:],
+    package init(requestID: String, logger: Logger, callerAddress: String?, pathParameters: [String: String] = [:],
                 query: [String: String] = [:], client: ClientInfo? = nil, token: StoredToken? = nil) {
         self.requestID = requestID
         self.logger = logger
@@ -179,7 +179,7 @@ public struct RouteRefusal: Error, Sendable, CustomStringConvertible {
     /// Seconds until a rate-limited caller may try again.
     public let retryAfter: Int?
 
-    public init(code: ErrorCode, message: String, retryAfter: Int? = nil) {
+    package init(code: ErrorCode, message: String, retryAfter: Int? = nil) {
         self.code = code
         self.message = message
         self.retryAfter = retryAfter

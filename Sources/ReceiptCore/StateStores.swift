@@ -13,9 +13,9 @@ public struct StoredToken: Sendable, Equatable {
     public var family: String
     /// Small data the issuer attached (a pending e-mail address, say).
     public var payload: String?
-    public var expiresAt: Date
+    package var expiresAt: Date
 
-    public init(kind: String, clientID: String, accountID: String?, family: String, payload: String?, expiresAt: Date) {
+    package init(kind: String, clientID: String, accountID: String?, family: String, payload: String?, expiresAt: Date) {
         self.kind = kind
         self.clientID = clientID
         self.accountID = accountID
@@ -30,7 +30,7 @@ public struct IssuedToken: Sendable {
     public let token: String
     public let stored: StoredToken
 
-    public init(token: String, stored: StoredToken) {
+    package init(token: String, stored: StoredToken) {
         self.token = token
         self.stored = stored
     }
@@ -74,7 +74,7 @@ public struct TokenRequest: Sendable {
 /// nothing was issued. Answer it as the credentials being wrong.
 public struct ClientChangedSinceAuthentication: Error, CustomStringConvertible {
     public let clientID: String
-    public init(clientID: String) { self.clientID = clientID }
+    package init(clientID: String) { self.clientID = clientID }
     public var description: String { "client \(clientID) changed since it authenticated" }
 }
 
@@ -122,9 +122,9 @@ public struct AccountRecord: Sendable, Equatable {
     public var passwordHash: String?
     /// Attribution the app sent (JSON), kept for the game's marketing.
     public var attribution: Data?
-    public var createdAt: Date
+    package var createdAt: Date
 
-    public init(id: String, clientID: String, scope: String, username: String, appAccountToken: String, email: String?, emailVerified: Bool,
+    package init(id: String, clientID: String, scope: String, username: String, appAccountToken: String, email: String?, emailVerified: Bool,
                 pendingEmail: String?, pendingEmailApproved: Bool = false, passwordHash: String?, attribution: Data?, createdAt: Date) {
         self.id = id
         self.clientID = clientID

@@ -14,7 +14,7 @@ public struct RegisteredApps: Sendable, Equatable {
     public var appIdentifiers: Set<String>
     public var environments: Set<StoreEnvironment>
 
-    public init(appIdentifiers: Set<String> = [], environments: Set<StoreEnvironment> = []) {
+    package init(appIdentifiers: Set<String> = [], environments: Set<StoreEnvironment> = []) {
         self.appIdentifiers = appIdentifiers
         self.environments = environments
     }

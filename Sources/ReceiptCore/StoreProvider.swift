@@ -26,7 +26,7 @@ public struct NotificationRequest: Sendable {
     /// notifications carry no purchase state fetches it with that client's credentials.
     public let owner: @Sendable (_ appIdentifier: String) async throws -> ClientWithStoreCredentials?
 
-    public init(body: Data, headers: [String: String] = [:], query: [String: String] = [:],
+    package init(body: Data, headers: [String: String] = [:], query: [String: String] = [:],
                 owner: @escaping @Sendable (_ appIdentifier: String) async throws -> ClientWithStoreCredentials? = { _ in nil }) {
         self.body = body
         self.headers = headers
@@ -41,7 +41,7 @@ public struct ClientWithStoreCredentials: Sendable {
     public let client: ClientInfo
     public let credentials: [String: String]
 
-    public init(client: ClientInfo, credentials: [String: String]) {
+    package init(client: ClientInfo, credentials: [String: String]) {
         self.client = client
         self.credentials = credentials
     }

@@ -21,12 +21,12 @@ public protocol TokenSigner: Sendable {
 
 /// The signer of a core that has none configured: every call fails.
 public struct UnavailableTokenSigner: TokenSigner {
-    public struct Unavailable: Error, CustomStringConvertible {
-        public init() {}
+    package struct Unavailable: Error, CustomStringConvertible {
+        package init() {}
         public var description: String { "this core has no token signing keys" }
     }
 
-    public init() {}
+    package init() {}
     public var issuer: String { "" }
     public var accessTokenLifetime: Duration { .seconds(900) }
     public func sign(claims: Data) async throws -> String { throw Unavailable() }

@@ -16,7 +16,7 @@ public enum AccountMatch: String, Codable, Sendable {
     case notComparable = "not_comparable"
 
     /// Compared, never ignored; case-insensitive (UUIDs arrive in either case).
-    public static func compare(requested: String?, evidence: String?) -> AccountMatch {
+    package static func compare(requested: String?, evidence: String?) -> AccountMatch {
         guard let requested, !requested.isEmpty, let evidence, !evidence.isEmpty else { return .notComparable }
         return requested.lowercased() == evidence.lowercased() ? .match : .mismatch
     }
@@ -80,9 +80,9 @@ public struct TransactionRecord: Sendable, Equatable {
     /// The client that recorded it, and that client's game.
     public var clientID: String
     public var gameID: Int64?
-    public var firstVerifiedAt: Date
+    package var firstVerifiedAt: Date
 
-    public init(managementID: Int64, store: StoreID, environment: StoreEnvironment, transactionID: String, state: TransactionState,
+    package init(managementID: Int64, store: StoreID, environment: StoreEnvironment, transactionID: String, state: TransactionState,
                 clientID: String, firstVerifiedAt: Date) {
         self.managementID = managementID
         self.store = store
@@ -105,7 +105,7 @@ public struct VerificationOutcome: Sendable {
     public var accountMatch: AccountMatch
     public var subscription: SubscriptionState?
 
-    public init(transaction: TransactionRecord, duplicate: Bool, accountMatch: AccountMatch, subscription: SubscriptionState?) {
+    package init(transaction: TransactionRecord, duplicate: Bool, accountMatch: AccountMatch, subscription: SubscriptionState?) {
         self.transaction = transaction
         self.duplicate = duplicate
         self.accountMatch = accountMatch
@@ -157,9 +157,9 @@ public struct ProvenPurchase: Sendable {
     public let request: VerificationRequest
     public let accountMatch: AccountMatch
     /// SHA-256 (hex) of the evidence, kept on the attempt row instead of the evidence itself.
-    public let evidenceDigest: String
+    package let evidenceDigest: String
 
-    public init(purchase: VerifiedPurchase, request: VerificationRequest, accountMatch: AccountMatch, evidenceDigest: String) {
+    package init(purchase: VerifiedPurchase, request: VerificationRequest, accountMatch: AccountMatch, evidenceDigest: String) {
         self.purchase = purchase
         self.request = request
         self.accountMatch = accountMatch
@@ -178,7 +178,7 @@ public struct LedgerPresence: Sendable {
     /// A refusal made before the store named a transaction (a forged receipt) is on no transaction.
     public var lastRefusal: StoreVerificationError?
 
-    public init(found: Bool, managementID: Int64?, state: TransactionState?, recordedForThisGame: Bool,
+    package init(found: Bool, managementID: Int64?, state: TransactionState?, recordedForThisGame: Bool,
                 lastRefusal: StoreVerificationError? = nil) {
         self.found = found
         self.managementID = managementID

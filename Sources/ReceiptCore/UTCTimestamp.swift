@@ -1,8 +1,8 @@
-public import Foundation
+package import Foundation
 
 /// `2026-11-30T12:34:56.789Z`, written by hand: this runs for every log line and most answers,
 /// and a Foundation formatter (ICU underneath) costs many times more and needs a lock to share.
-public enum UTCTimestamp {
+package enum UTCTimestamp {
     /// To the nearest millisecond, as ISO8601DateFormatter with fractional seconds writes it.
     public static func milliseconds(_ date: Date) -> String {
         let totalMillis = Int64((date.timeIntervalSince1970 * 1000).rounded())

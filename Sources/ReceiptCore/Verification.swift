@@ -52,10 +52,10 @@ public struct VerifiedPurchase: Sendable, Equatable {
 extension VerifiedPurchase {
     /// Dates a store may plausibly send: from 1970 to 2200. Anything else is refused before it is
     /// converted or stored (a year 300000 would overflow the conversions and the database).
-    public static let plausibleDates = Date(timeIntervalSince1970: 0)...Date(timeIntervalSince1970: 7_258_118_400)
+    package static let plausibleDates = Date(timeIntervalSince1970: 0)...Date(timeIntervalSince1970: 7_258_118_400)
 
     /// The first date field outside `plausibleDates`, by name, or nil.
-    public var dateOutOfRange: String? {
+    package var dateOutOfRange: String? {
         for (name, date) in [("purchase date", purchaseDate), ("expiry date", expiresDate), ("revocation date", revocationDate)] {
             if let date, !Self.plausibleDates.contains(date) { return name }
         }
@@ -88,7 +88,7 @@ public struct VerificationContext: Sendable {
     /// declares in `acceptedEvidenceKinds`).
     public var evidenceKind: EvidenceKind
 
-    public init(appIdentifiers: Set<String>, environments: Set<StoreEnvironment>, productID: String? = nil,
+    package init(appIdentifiers: Set<String>, environments: Set<StoreEnvironment>, productID: String? = nil,
                 deadline: ContinuousClock.Instant? = nil, client: ClientInfo? = nil, credentials: [String: String] = [:],
                 evidenceKind: EvidenceKind = .detected) {
         self.appIdentifiers = appIdentifiers

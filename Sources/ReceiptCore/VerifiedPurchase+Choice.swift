@@ -4,7 +4,7 @@ extension VerifiedPurchase {
     /// The purchase the caller means among those the evidence holds: the named transaction when
     /// the caller names one, else the one with its product id, else the most recent. The core's
     /// pipeline and the plugin tests' fake core both choose through this.
-    public static func choose(from purchases: [VerifiedPurchase], productID: String?, transactionID: String? = nil) throws -> VerifiedPurchase {
+    package static func choose(from purchases: [VerifiedPurchase], productID: String?, transactionID: String? = nil) throws -> VerifiedPurchase {
         let newestFirst = purchases.sorted { ($0.purchaseDate ?? .distantPast) > ($1.purchaseDate ?? .distantPast) }
         guard let newest = newestFirst.first else {
             throw StoreVerificationError(code: .verificationFailed, reason: "NO_PURCHASE", message: "the evidence holds no purchase")
