@@ -7,23 +7,23 @@ public import ReceiptCore
 public struct HiveAxyl: DialectProvider {
     public let name = "hive-axyl"
     /// The opaque access tokens this dialect issues and its verify routes accept.
-    public static let tokenKind = "hiveaxyl.access"
+    package static let tokenKind = "hiveaxyl.access"
     /// The client setting listing the app ids (`X-App-Id`) a client may call with.
-    public static let appIDsSetting = "hiveaxyl.app_ids"
+    package static let appIDsSetting = "hiveaxyl.app_ids"
     /// The seed's `providerId` values, matched to the stores' declared platforms.
-    public static let providerIDs = ["APPLE", "GOOGLE", "AMAZON"]
-    public static let tokenLifetimeVariable = "RECEIPTGATE_HIVEAXYL_TOKEN_SECONDS"
-    public static let defaultTokenLifetime: Duration = .seconds(3600)
+    package static let providerIDs = ["APPLE", "GOOGLE", "AMAZON"]
+    package static let tokenLifetimeVariable = "RECEIPTGATE_HIVEAXYL_TOKEN_SECONDS"
+    package static let defaultTokenLifetime: Duration = .seconds(3600)
 
     /// Per client, per process: generous, it only stops a runaway caller.
-    public static let perClient = RateLimitPolicy(name: "hiveaxyl.client", key: .client, limit: 6000, window: .seconds(60), shared: false)
+    package static let perClient = RateLimitPolicy(name: "hiveaxyl.client", key: .client, limit: 6000, window: .seconds(60), shared: false)
     /// Token requests per caller address: each one checks a secret against the database.
-    public static let tokenRequests = RateLimitPolicy(name: "hiveaxyl.token", key: .callerAddress, limit: 120, window: .seconds(60), shared: false)
+    package static let tokenRequests = RateLimitPolicy(name: "hiveaxyl.token", key: .callerAddress, limit: 120, window: .seconds(60), shared: false)
 
     /// How long an access token lives (`expires_in`).
     public let tokenLifetime: Duration
 
-    public init(tokenLifetime: Duration = HiveAxyl.defaultTokenLifetime) {
+    package init(tokenLifetime: Duration = HiveAxyl.defaultTokenLifetime) {
         self.tokenLifetime = tokenLifetime
     }
 

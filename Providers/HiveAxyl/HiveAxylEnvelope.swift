@@ -1,10 +1,10 @@
 import Foundation
-public import ReceiptCore
+package import ReceiptCore
 
 /// The verify routes' envelope, `{"result": {"code", "message"}, "data": object or null}`, and
 /// this dialect's one status table. Code 100 is the only success; every other code comes with
 /// `data: null` and the HTTP status that says why.
-public struct HiveAxylResult: Error, Sendable, Equatable {
+package struct HiveAxylResult: Error, Sendable, Equatable {
     public let status: Int
     public let code: Int
     public let message: String
