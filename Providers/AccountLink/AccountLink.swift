@@ -12,37 +12,37 @@ public struct AccountLink: DialectProvider {
     /// Token kinds in the core's token store.
     public enum Kind {
         public static let refresh = "accountlink.refresh"
-        public static let confirmEmail = "accountlink.confirm_email"
-        public static let resetPassword = "accountlink.reset_password"
+        package static let confirmEmail = "accountlink.confirm_email"
+        package static let resetPassword = "accountlink.reset_password"
     }
 
     /// Defaults; each can be changed with `RECEIPTGATE_RATE_LIMITS` (`accountlink.iap.address=30/60s`).
-    public enum Limits {
-        public static let iapPerAddress = RateLimitPolicy(name: "accountlink.iap.address", key: .callerAddress, limit: 30, window: .seconds(60), shared: true)
-        public static let iapPerPurchase = RateLimitPolicy(name: "accountlink.iap.purchase", key: .purchase, limit: 10, window: .seconds(60), shared: true)
-        public static let tokenPerAddress = RateLimitPolicy(name: "accountlink.token.address", key: .callerAddress, limit: 30, window: .seconds(60), shared: true)
+    package enum Limits {
+        package static let iapPerAddress = RateLimitPolicy(name: "accountlink.iap.address", key: .callerAddress, limit: 30, window: .seconds(60), shared: true)
+        package static let iapPerPurchase = RateLimitPolicy(name: "accountlink.iap.purchase", key: .purchase, limit: 10, window: .seconds(60), shared: true)
+        package static let tokenPerAddress = RateLimitPolicy(name: "accountlink.token.address", key: .callerAddress, limit: 30, window: .seconds(60), shared: true)
         /// Per process: apps call it often, and an unauthenticated flood should cost no database work.
-        public static let userinfoPerAddress = RateLimitPolicy(name: "accountlink.userinfo.address", key: .callerAddress, limit: 120, window: .seconds(60),
+        package static let userinfoPerAddress = RateLimitPolicy(name: "accountlink.userinfo.address", key: .callerAddress, limit: 120, window: .seconds(60),
                                                                shared: false)
-        public static let accountPagesPerAddress = RateLimitPolicy(name: "accountlink.account.address", key: .callerAddress, limit: 30, window: .seconds(60),
+        package static let accountPagesPerAddress = RateLimitPolicy(name: "accountlink.account.address", key: .callerAddress, limit: 30, window: .seconds(60),
                                                                    shared: true)
         /// Failed password sign-ins per name tried (username or e-mail, existing or not), every address together.
-        public static let passwordFailuresPerName = RateLimitPolicy(name: "accountlink.password.name", key: .handler, limit: 10, window: .seconds(900),
+        package static let passwordFailuresPerName = RateLimitPolicy(name: "accountlink.password.name", key: .handler, limit: 10, window: .seconds(900),
                                                                     shared: true)
         /// Mails one account can cause, and mails one address can receive: a purchase cannot make
         /// the service mail without bound, nor flood one inbox.
-        public static let mailPerAccount = RateLimitPolicy(name: "accountlink.mail.account", key: .handler, limit: 3, window: .seconds(3600), shared: true)
+        package static let mailPerAccount = RateLimitPolicy(name: "accountlink.mail.account", key: .handler, limit: 3, window: .seconds(3600), shared: true)
         /// Bare transaction ids an account may have looked up with Apple: each costs the service's
         /// App Store Server API quota before anything else can refuse it.
-        public static let lookupsPerAccount = RateLimitPolicy(name: "accountlink.lookup.account", key: .handler, limit: 20, window: .seconds(3600),
+        package static let lookupsPerAccount = RateLimitPolicy(name: "accountlink.lookup.account", key: .handler, limit: 20, window: .seconds(3600),
                                                               shared: true)
-        public static let mailPerRecipient = RateLimitPolicy(name: "accountlink.mail.recipient", key: .handler, limit: 3, window: .seconds(3600), shared: true)
+        package static let mailPerRecipient = RateLimitPolicy(name: "accountlink.mail.recipient", key: .handler, limit: 3, window: .seconds(3600), shared: true)
     }
 
-    public static let refreshTokenLifetime: Duration = .seconds(30 * 86_400)
-    public static let emailLinkLifetime: Duration = .seconds(86_400)
+    package static let refreshTokenLifetime: Duration = .seconds(30 * 86_400)
+    package static let emailLinkLifetime: Duration = .seconds(86_400)
 
-    public init() {}
+    package init() {}
 
     public func routes(core: any DialectCore) -> [Route] {
         let tokens = AccessTokens(core: core)
