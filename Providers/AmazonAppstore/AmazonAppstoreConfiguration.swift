@@ -4,26 +4,26 @@ import ReceiptCore
 /// The Amazon Appstore provider's settings, read once from the environment.
 public struct AmazonAppstoreConfiguration: Sendable {
     /// The Receipt Verification Service; the Cloud Sandbox is the same host under `/sandbox`.
-    public var rvsURL = "https://appstore-sdk.amazon.com"
+    package var rvsURL = "https://appstore-sdk.amazon.com"
     /// What an SNS message's `SigningCertURL` must match in full before it is fetched: the
     /// certificate decides what counts as Amazon's signature, so only Amazon's own SNS hosts and
     /// their certificate paths may supply it.
-    public var snsCertURLPattern = Self.defaultSNSCertURLPattern
+    package var snsCertURLPattern = Self.defaultSNSCertURLPattern
     /// How long a fetched signing certificate is trusted before it is fetched again (never past
     /// the certificate's own expiry).
-    public var certificateCacheLifetime: Duration = .seconds(6 * 3600)
+    package var certificateCacheLifetime: Duration = .seconds(6 * 3600)
     /// RVS calls answered 410, 429 or 5xx (or not answered) are tried this many times in all,
     /// with exponential back-off between them, never past the request's deadline.
-    public var rvsRetry = Retry()
+    package var rvsRetry = Retry()
 
     public struct Retry: Sendable {
-        public var maxAttempts = 3
-        public var baseDelay: Duration = .milliseconds(200)
-        public var maxDelay: Duration = .seconds(2)
+        package var maxAttempts = 3
+        package var baseDelay: Duration = .milliseconds(200)
+        package var maxDelay: Duration = .seconds(2)
         /// A `Retry-After` longer than this ends the retries: the caller is told to come back.
-        public var maxRetryAfter: Duration = .seconds(5)
+        package var maxRetryAfter: Duration = .seconds(5)
 
-        public init(maxAttempts: Int = 3, baseDelay: Duration = .milliseconds(200), maxDelay: Duration = .seconds(2)) {
+        package init(maxAttempts: Int = 3, baseDelay: Duration = .milliseconds(200), maxDelay: Duration = .seconds(2)) {
             self.maxAttempts = maxAttempts
             self.baseDelay = baseDelay
             self.maxDelay = maxDelay
@@ -31,13 +31,13 @@ public struct AmazonAppstoreConfiguration: Sendable {
     }
 
     /// https, `sns.<region>.amazonaws.com` (or `.com.cn`), `/SimpleNotificationService-<hex>.pem`, nothing more.
-    public static let defaultSNSCertURLPattern = #"https://sns\.[a-z0-9-]+\.amazonaws\.com(\.cn)?/SimpleNotificationService-[0-9a-f]+\.pem"#
+    package static let defaultSNSCertURLPattern = #"https://sns\.[a-z0-9-]+\.amazonaws\.com(\.cn)?/SimpleNotificationService-[0-9a-f]+\.pem"#
 
-    public init() {}
+    package init() {}
 
     /// Whether an SNS `SigningCertURL` passes `snsCertURLPattern` (in full); false for a pattern
     /// that is not a regular expression.
-    public func allowsSNSCertificateURL(_ url: String) -> Bool {
+    package func allowsSNSCertificateURL(_ url: String) -> Bool {
         (try? SNSCertificateURLRule(pattern: snsCertURLPattern))?.allows(url) ?? false
     }
 

@@ -8,7 +8,7 @@ extension AmazonAppstoreProvider {
                                                           help: "Amazon Appstore package name; repeat for several")
 
     /// RVS proves a receipt for one Amazon user (`UserData.getUserId()` in the app).
-    public static let userIDField = EvidenceField(name: "amazon_user_id", required: true, maxLength: 2048,
+    package static let userIDField = EvidenceField(name: "amazon_user_id", required: true, maxLength: 2048,
                                                   description: "the Amazon user id the app read with the purchase (UserData.getUserId())")
 
     public static let declaration = StoreDeclaration(

@@ -1,9 +1,9 @@
 public import Foundation
-public import HTTPClient
+package import HTTPClient
 public import ReceiptCore
 
 extension StoreID {
-    public static let amazonAppstore = StoreID(rawValue: "amazon_appstore")
+    package static let amazonAppstore = StoreID(rawValue: "amazon_appstore")
 }
 
 /// Amazon Appstore as a store provider: receipts proven with the Receipt Verification Service
@@ -22,11 +22,11 @@ public struct AmazonAppstoreProvider: StoreProvider, NotificationReceiving {
     public enum Setting {
         public static let sharedSecret = "amazon_appstore.shared_secret"
         /// How the operator sets the secret, named in errors that ask for it.
-        public static let sharedSecretFlag = "--amazon-shared-secret"
+        package static let sharedSecretFlag = "--amazon-shared-secret"
     }
 
     /// Throws `ConfigurationInvalid` when the certificate URL pattern is not a regular expression.
-    public init(configuration: AmazonAppstoreConfiguration, http: HTTPClient = HTTPClient(), logger: Logger = Logger(),
+    package init(configuration: AmazonAppstoreConfiguration, http: HTTPClient = HTTPClient(), logger: Logger = Logger(),
                 now: @escaping @Sendable () -> Date = { Date() }) throws {
         self.configuration = configuration
         self.logger = logger

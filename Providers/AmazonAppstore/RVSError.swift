@@ -1,9 +1,9 @@
 import Foundation
-public import ReceiptCore
+package import ReceiptCore
 
 /// What went wrong asking RVS, sorted by what the caller should do about it. No message here
 /// ever holds the request URL: the shared secret is one of its path segments.
-public struct RVSError: Error, Sendable, CustomStringConvertible {
+package struct RVSError: Error, Sendable, CustomStringConvertible {
     public enum Kind: Sendable, Equatable {
         /// 400: RVS does not know the receipt (in the environment asked).
         case unknownReceipt
@@ -23,7 +23,7 @@ public struct RVSError: Error, Sendable, CustomStringConvertible {
     public let status: Int?
     public let message: String
 
-    public init(_ kind: Kind, status: Int? = nil, _ message: String) {
+    package init(_ kind: Kind, status: Int? = nil, _ message: String) {
         self.kind = kind
         self.status = status
         self.message = message
