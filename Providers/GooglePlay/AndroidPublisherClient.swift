@@ -1,15 +1,15 @@
 import Foundation
-public import HTTPClient
+package import HTTPClient
 
 /// The Android Publisher API (v3), authenticated with a service account's bearer token. A 401
 /// refreshes the token once; 429/5xx are retried by the HTTP client with back-off (and
 /// `Retry-After`), then reported as unavailable.
-public struct AndroidPublisherClient: Sendable {
+package struct AndroidPublisherClient: Sendable {
     let baseURL: String
     let http: HTTPClient
     let tokens: GoogleAccessTokens
 
-    public init(baseURL: String, http: HTTPClient, tokens: GoogleAccessTokens) {
+    package init(baseURL: String, http: HTTPClient, tokens: GoogleAccessTokens) {
         self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
         self.http = http
         self.tokens = tokens

@@ -1,5 +1,5 @@
-public import Foundation
-public import HTTPClient
+package import Foundation
+package import HTTPClient
 
 /// OAuth 2.0 access tokens for service accounts (JWT bearer grant), cached per key until a
 /// minute before they expire. Concurrent requests for one key share one exchange: the first
@@ -18,9 +18,9 @@ public actor GoogleAccessTokens {
     private var cached: [String: Token] = [:]
     private var exchanging: [String: Task<Token, any Error>] = [:]
     /// How many exchanges were made (tests count them).
-    public private(set) var exchanges = 0
+    package private(set) var exchanges = 0
 
-    public init(http: HTTPClient, now: @escaping @Sendable () -> Date = { Date() }) {
+    package init(http: HTTPClient, now: @escaping @Sendable () -> Date = { Date() }) {
         self.http = http
         self.now = now
     }

@@ -2,7 +2,7 @@ import Foundation
 import ReceiptCore
 
 /// What went wrong talking to Google, sorted by what the caller should do about it.
-public struct GooglePlayAPIError: Error, Sendable, CustomStringConvertible {
+package struct GooglePlayAPIError: Error, Sendable, CustomStringConvertible {
     public enum Kind: Sendable, Equatable {
         /// 404/410: the token is unknown or expired.
         case notFound
@@ -22,7 +22,7 @@ public struct GooglePlayAPIError: Error, Sendable, CustomStringConvertible {
     public let status: Int?
     public let message: String
 
-    public init(_ kind: Kind, status: Int? = nil, _ message: String) {
+    package init(_ kind: Kind, status: Int? = nil, _ message: String) {
         self.kind = kind
         self.status = status
         self.message = message

@@ -1,23 +1,23 @@
-public import Foundation
+package import Foundation
 public import ReceiptCore
 
 /// The Google Play provider's settings, read once from the environment (docs/configuration.md).
 public struct GooglePlayConfiguration: Sendable {
     /// The service-wide key; a client's own (`google_play.service_account_key`) wins.
-    public var serviceAccountKey: ServiceAccountKey?
-    public var apiURL = "https://androidpublisher.googleapis.com"
+    package var serviceAccountKey: ServiceAccountKey?
+    package var apiURL = "https://androidpublisher.googleapis.com"
     /// Real-time developer notifications: Google's OIDC push token, checked against this JWKS...
-    public var jwksURL = "https://www.googleapis.com/oauth2/v3/certs"
-    public var pushAudience: String?
-    public var pushServiceAccount: String?
+    package var jwksURL = "https://www.googleapis.com/oauth2/v3/certs"
+    package var pushAudience: String?
+    package var pushServiceAccount: String?
     /// ...or, where configured instead, a shared `?token=` in the push endpoint's URL.
-    public var pushToken: String?
+    package var pushToken: String?
     /// How often voided purchases are polled; nil turns the poll off.
-    public var voidedPurchasesInterval: Duration? = .seconds(3600)
+    package var voidedPurchasesInterval: Duration? = .seconds(3600)
     /// How far back the first poll of a package looks (Google keeps 30 days).
-    public var voidedPurchasesLookback: TimeInterval = 30 * 86_400
+    package var voidedPurchasesLookback: TimeInterval = 30 * 86_400
 
-    public init() {}
+    package init() {}
 
     /// A variable with a bad value (the shared type: the service reports it as it is).
     public typealias Invalid = ConfigurationInvalid

@@ -3,7 +3,7 @@ import Foundation
 public import ReceiptCore
 
 extension StoreID {
-    public static let googlePlay = StoreID(rawValue: "google_play")
+    package static let googlePlay = StoreID(rawValue: "google_play")
 }
 
 /// Google Play as the registry lists it: package names, the per-client settings (a sealed

@@ -1,15 +1,15 @@
-public import Foundation
+package import Foundation
 
 /// What a client may send as Google Play evidence, told apart automatically: a bare purchase
 /// token, the Play Billing purchase JSON (`Purchase.getOriginalJson()`, optionally with its
 /// `signature`), or Unity IAP's receipt wrapper around both.
-public struct GooglePlayEvidence: Sendable, Equatable {
-    public var purchaseToken: String
+package struct GooglePlayEvidence: Sendable, Equatable {
+    package var purchaseToken: String
     public var packageName: String?
     public var productID: String?
     public var orderID: String?
     /// The purchase JSON exactly as signed, and its base64 signature, when sent.
-    public var signedJSON: Data?
+    package var signedJSON: Data?
     public var signature: String?
     /// Play Billing purchase JSON of a subscription carries `autoRenewing`.
     public var isSubscription: Bool?

@@ -1,5 +1,5 @@
 public import Foundation
-public import HTTPClient
+package import HTTPClient
 public import ReceiptCore
 
 /// Google Play as a store provider: purchase tokens proven with the Android Publisher API,
@@ -16,13 +16,13 @@ public struct GooglePlayProvider: StoreProvider, NotificationReceiving, Purchase
 
     /// Client settings (see docs/stores.md): a sealed per-client key, and plain switches.
     public enum Setting {
-        public static let serviceAccountKey = "google_play.service_account_key"
-        public static let licenseKey = "google_play.license_key"
-        public static let acknowledge = "google_play.acknowledge"
+        package static let serviceAccountKey = "google_play.service_account_key"
+        package static let licenseKey = "google_play.license_key"
+        package static let acknowledge = "google_play.acknowledge"
         public static let consume = "google_play.consume"
     }
 
-    public init(configuration: GooglePlayConfiguration, http: HTTPClient = HTTPClient(), logger: Logger = Logger(),
+    package init(configuration: GooglePlayConfiguration, http: HTTPClient = HTTPClient(), logger: Logger = Logger(),
                 now: @escaping @Sendable () -> Date = { Date() }) {
         self.configuration = configuration
         self.logger = logger

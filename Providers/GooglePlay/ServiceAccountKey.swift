@@ -1,12 +1,12 @@
 import Crypto
-public import Foundation
+package import Foundation
 
 /// A Google service-account key: the JSON file Google Cloud hands out. Only what the token
 /// exchange needs is kept; the private key never appears in a description or a log.
-public struct ServiceAccountKey: Sendable, CustomStringConvertible {
-    public let clientEmail: String
-    public let privateKeyID: String?
-    public let tokenURI: String
+package struct ServiceAccountKey: Sendable, CustomStringConvertible {
+    package let clientEmail: String
+    package let privateKeyID: String?
+    package let tokenURI: String
     let privateKey: PrivateKey
     /// Identifies the key in the token cache (never the key material itself).
     let cacheKey: String
@@ -17,7 +17,7 @@ public struct ServiceAccountKey: Sendable, CustomStringConvertible {
     }
 
     /// Parses the key file's JSON. Throws `Invalid` naming what is wrong, never quoting the key.
-    public init(json: Data) throws {
+    package init(json: Data) throws {
         struct File: Decodable {
             let type: String?
             let client_email: String?
@@ -45,7 +45,7 @@ public struct ServiceAccountKey: Sendable, CustomStringConvertible {
         cacheKey = try "\(email)|\(file.private_key_id ?? "")|\(tokenURI)|\(SHA256.hex(Data(pem.utf8)).prefix(16))"
     }
 
-    public init(contentsOfFile path: String) throws {
+    package init(contentsOfFile path: String) throws {
         guard let data = FileManager.default.contents(atPath: path) else { throw Invalid(problem: "cannot read \(path)") }
         try self.init(json: data)
     }

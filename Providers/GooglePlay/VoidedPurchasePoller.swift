@@ -1,20 +1,20 @@
 import Foundation
-public import ReceiptCore
+package import ReceiptCore
 
 /// Polls `voidedpurchases.list` for every registered package (with the owning client's key, or
 /// the service's), page by page, remembering per package where it stopped. Each voided order
 /// becomes a refund, recorded like a notification on `voided:<order id>` (the id the RTDN path
 /// uses too), so the same refund learned twice is applied once.
-public struct VoidedPurchasePoller: StorePolling {
-    public let pollName = "google_play.voided_purchases"
-    public let interval: Duration
+package struct VoidedPurchasePoller: StorePolling {
+    package let pollName = "google_play.voided_purchases"
+    package let interval: Duration
     let provider: GooglePlayProvider
     /// Pages per package per run, so one huge backlog cannot hold the lease forever.
     static let maxPages = 50
     /// Re-read a little of the previous window: Google may list a void late; duplicates are free.
     static let overlapMillis: Int64 = 10 * 60 * 1000
 
-    public init(provider: GooglePlayProvider, interval: Duration) {
+    package init(provider: GooglePlayProvider, interval: Duration) {
         self.provider = provider
         self.interval = interval
     }
@@ -26,7 +26,7 @@ public struct VoidedPurchasePoller: StorePolling {
         var pageToken: String?
     }
 
-    public func poll(owners: [ClientWithStoreCredentials], cursors: any PollCursorStore,
+    package func poll(owners: [ClientWithStoreCredentials], cursors: any PollCursorStore,
                      record: @Sendable ([StoreNotification]) async throws -> Void) async throws {
         var seen: Set<String> = []
         for owner in owners {

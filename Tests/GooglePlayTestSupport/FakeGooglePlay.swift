@@ -74,7 +74,7 @@ public final class FakeGooglePlay: Sendable {
         return String(decoding: try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]), as: UTF8.self)
     }
 
-    public func serviceAccountKey() throws -> ServiceAccountKey { try ServiceAccountKey(json: Data(try serviceAccountJSON().utf8)) }
+    package func serviceAccountKey() throws -> ServiceAccountKey { try ServiceAccountKey(json: Data(try serviceAccountJSON().utf8)) }
 
     /// The provider's configuration for this fake (push authenticated by OIDC, poll off).
     public func configuration(pushToken: String? = nil) throws -> GooglePlayConfiguration {
