@@ -1,31 +1,31 @@
 import Crypto
-public import Foundation
+package import Foundation
 
 /// A StoreKit 1 app receipt, parsed locally from its base64 PKCS#7 container. Parsing proves
 /// nothing: a receipt is genuine only once its signature verifies to a receipt root
 /// (`AppReceiptAuthenticator`) and Apple confirms its transactions (`AppReceiptValidator`).
 public struct AppReceipt: Sendable, Equatable {
     /// Field 0: "Production" or "ProductionSandbox".
-    public var receiptType: String?
-    public var bundleID: String?
-    public var applicationVersion: String?
-    public var originalApplicationVersion: String?
-    public var creationDate: Date?
-    public var expirationDate: Date?
-    public var inApp: [InAppPurchase] = []
+    package var receiptType: String?
+    package var bundleID: String?
+    package var applicationVersion: String?
+    package var originalApplicationVersion: String?
+    package var creationDate: Date?
+    package var expirationDate: Date?
+    package var inApp: [InAppPurchase] = []
 
-    public struct InAppPurchase: Sendable, Equatable {
+    package struct InAppPurchase: Sendable, Equatable {
         public var quantity: Int64?
         public var productID: String?
         public var transactionID: String?
         public var originalTransactionID: String?
         public var purchaseDate: Date?
-        public var originalPurchaseDate: Date?
+        package var originalPurchaseDate: Date?
         public var expiresDate: Date?
-        public var webOrderLineItemID: Int64?
-        public var cancellationDate: Date?
-        public var isInIntroOfferPeriod: Bool?
-        public var promotionalOfferID: String?
+        package var webOrderLineItemID: Int64?
+        package var cancellationDate: Date?
+        package var isInIntroOfferPeriod: Bool?
+        package var promotionalOfferID: String?
     }
 
     public var environment: AppStoreEnvironment? {
@@ -37,7 +37,7 @@ public struct AppReceipt: Sendable, Equatable {
     }
 
     /// The largest receipt accepted (Apple's are well under this).
-    public static let maxBase64Length = 2_000_000
+    package static let maxBase64Length = 2_000_000
 
     /// Parses without authenticating: for inspection only; verification goes through
     /// `AppReceiptAuthenticator`.

@@ -13,7 +13,7 @@ import Foundation
 /// without a creation date is checked at the current time.
 public struct AppReceiptAuthenticator: Sendable {
     /// The extension Apple's receipt-signing leaves carry ("Mac App Store and iTunes Store Receipt Signing").
-    public static let receiptSigningMarkerOID = "1.2.840.113635.100.6.11.1"
+    package static let receiptSigningMarkerOID = "1.2.840.113635.100.6.11.1"
 
     public let trustRoots: [Certificate]
 

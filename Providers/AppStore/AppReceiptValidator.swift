@@ -1,10 +1,10 @@
-public import Crypto
-public import Foundation
-public import HTTPClient
+package import Crypto
+package import Foundation
+package import HTTPClient
 
 /// A StoreKit 1 purchase Apple confirmed. SK1 says less than StoreKit 2: what it does not say
 /// (price, currency, storefront, ownership...) stays nil unless the App Store Server API filled it.
-public struct ConfirmedReceiptTransaction: Sendable, Equatable {
+package struct ConfirmedReceiptTransaction: Sendable, Equatable {
     public var environment: AppStoreEnvironment
     public var transactionID: String
     public var originalTransactionID: String?
@@ -12,10 +12,10 @@ public struct ConfirmedReceiptTransaction: Sendable, Equatable {
     public var quantity: Int64?
     public var purchaseDate: Date?
     public var expiresDate: Date?
-    public var cancellationDate: Date?
-    public var webOrderLineItemID: String?
+    package var cancellationDate: Date?
+    package var webOrderLineItemID: String?
     /// The signed transaction the App Store Server API returned for it (mode `.serverAPI`).
-    public var signedTransaction: JWSTransactionDecodedPayload?
+    package var signedTransaction: JWSTransactionDecodedPayload?
 }
 
 /// Proves a StoreKit 1 receipt genuine, in three steps, each before the next: its signature is
@@ -25,23 +25,23 @@ public struct ConfirmedReceiptTransaction: Sendable, Equatable {
 /// request are looked up, at most `maxLookups` of them, and each signed answer verified locally)
 /// or the legacy `verifyReceipt` endpoint with the app's shared secret (production first,
 /// sandbox on 21007, production again on 21008).
-public struct AppReceiptValidator: Sendable {
-    public enum Mode: Sendable {
+package struct AppReceiptValidator: Sendable {
+    package enum Mode: Sendable {
         case serverAPI(AppStoreServerAPIClient)
         case verifyReceipt(sharedSecret: String, productionURL: String = "https://buy.itunes.apple.com/verifyReceipt",
                            sandboxURL: String = "https://sandbox.itunes.apple.com/verifyReceipt", http: HTTPClient)
     }
 
     /// How many transactions one receipt may make us look up with the App Store Server API.
-    public static let defaultMaxLookups = 10
+    package static let defaultMaxLookups = 10
 
-    public let mode: Mode
+    package let mode: Mode
     public let verifier: AppStoreSignedDataVerifier
-    public let authenticator: AppReceiptAuthenticator
-    public var maxLookups = defaultMaxLookups
+    package let authenticator: AppReceiptAuthenticator
+    package var maxLookups = defaultMaxLookups
 
     /// `receiptTrustRoots`: the roots receipt signatures must chain to (Apple Root CA by default).
-    public init(mode: Mode, verifier: AppStoreSignedDataVerifier, receiptTrustRoots: [Certificate] = AppleRootCertificates.defaultReceiptRoots) {
+    package init(mode: Mode, verifier: AppStoreSignedDataVerifier, receiptTrustRoots: [Certificate] = AppleRootCertificates.defaultReceiptRoots) {
         self.mode = mode
         self.verifier = verifier
         self.authenticator = AppReceiptAuthenticator(trustRoots: receiptTrustRoots)

@@ -1,27 +1,27 @@
 public import Crypto
 import Foundation
 public import ReceiptCore
-public import HTTPClient
+package import HTTPClient
 
 /// The App Store provider's settings, read once from the environment (docs/configuration.md).
 public struct AppStoreConfiguration: Sendable {
-    public struct ServerAPIKey: Sendable {
-        public var keyID: String
-        public var issuerID: String
+    package struct ServerAPIKey: Sendable {
+        package var keyID: String
+        package var issuerID: String
         public var privateKey: PrivateKey
 
-        public init(keyID: String, issuerID: String, privateKey: PrivateKey) {
+        package init(keyID: String, issuerID: String, privateKey: PrivateKey) {
             self.keyID = keyID
             self.issuerID = issuerID
             self.privateKey = privateKey
         }
     }
 
-    public init(trustRoots: [Certificate]) {
+    package init(trustRoots: [Certificate]) {
         self.trustRoots = trustRoots
     }
 
-    public enum ReceiptMode: String, Sendable {
+    package enum ReceiptMode: String, Sendable {
         case serverAPI = "server_api"
         case verifyReceipt = "verify_receipt"
     }
@@ -29,17 +29,17 @@ public struct AppStoreConfiguration: Sendable {
     /// Roots for StoreKit 2 signed data (JWS): Apple Root CA - G3 unless overridden.
     public var trustRoots: [Certificate]
     /// Roots StoreKit 1 receipt signatures (PKCS#7) must chain to: Apple Root CA (2006) unless overridden.
-    public var receiptTrustRoots: [Certificate] = AppleRootCertificates.defaultReceiptRoots
-    public var serverAPIKey: ServerAPIKey?
-    public var serverAPIProductionURL = "https://api.storekit.itunes.apple.com"
-    public var serverAPISandboxURL = "https://api.storekit-sandbox.itunes.apple.com"
+    package var receiptTrustRoots: [Certificate] = AppleRootCertificates.defaultReceiptRoots
+    package var serverAPIKey: ServerAPIKey?
+    package var serverAPIProductionURL = "https://api.storekit.itunes.apple.com"
+    package var serverAPISandboxURL = "https://api.storekit-sandbox.itunes.apple.com"
     public var sharedSecret: String?
-    public var verifyReceiptProductionURL = "https://buy.itunes.apple.com/verifyReceipt"
-    public var verifyReceiptSandboxURL = "https://sandbox.itunes.apple.com/verifyReceipt"
+    package var verifyReceiptProductionURL = "https://buy.itunes.apple.com/verifyReceipt"
+    package var verifyReceiptSandboxURL = "https://sandbox.itunes.apple.com/verifyReceipt"
     /// How StoreKit 1 receipts are confirmed; nil when neither an API key nor a shared secret is set.
-    public var receiptMode: ReceiptMode?
+    package var receiptMode: ReceiptMode?
     /// Online revocation (OCSP) checks of App Store certificate chains.
-    public var onlineChecks = false
+    package var onlineChecks = false
 
     /// A variable with a bad value (the shared type: the service reports it as it is).
     public typealias Invalid = ConfigurationInvalid
@@ -119,7 +119,7 @@ public struct AppStoreConfiguration: Sendable {
     }
 
     /// An App Store Server API client for one app (the JWT names the bundle), or nil without a key.
-    public func serverAPIClient(bundleID: String, http: HTTPClient) -> AppStoreServerAPIClient? {
+    package func serverAPIClient(bundleID: String, http: HTTPClient) -> AppStoreServerAPIClient? {
         guard let key = serverAPIKey else { return nil }
         var client = AppStoreServerAPIClient.Configuration(keyID: key.keyID, issuerID: key.issuerID, bundleID: bundleID, privateKey: key.privateKey)
         client.productionBaseURL = serverAPIProductionURL

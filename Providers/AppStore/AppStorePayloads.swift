@@ -15,14 +15,14 @@ extension AppTransaction: AppStoreSignedPayload { public var signingDate: AppSto
 /// is Apple's, and older or newer versions leave out or add fields. It is decoded on every
 /// verification, by hand only (`init(jsonPayload:)`); notifications encode it for the ledger.
 public struct JWSTransactionDecodedPayload: Encodable, Hashable, Sendable {
-    public var originalTransactionId: String?
-    public var transactionId: String?
-    public var webOrderLineItemId: String?
-    public var bundleId: String?
+    package var originalTransactionId: String?
+    package var transactionId: String?
+    package var webOrderLineItemId: String?
+    package var bundleId: String?
     public var productId: String?
-    public var subscriptionGroupIdentifier: String?
+    package var subscriptionGroupIdentifier: String?
     public var purchaseDate: AppStoreDate?
-    public var originalPurchaseDate: AppStoreDate?
+    package var originalPurchaseDate: AppStoreDate?
     public var expiresDate: AppStoreDate?
     public var quantity: Int?
     public var type: TransactionType?
@@ -31,97 +31,97 @@ public struct JWSTransactionDecodedPayload: Encodable, Hashable, Sendable {
     public var signedDate: AppStoreDate?
     public var revocationReason: RevocationReason?
     public var revocationDate: AppStoreDate?
-    public var isUpgraded: Bool?
-    public var offerType: OfferType?
-    public var offerIdentifier: String?
+    package var isUpgraded: Bool?
+    package var offerType: OfferType?
+    package var offerIdentifier: String?
     public var environment: AppStoreEnvironment?
     public var storefront: String?
-    public var storefrontId: String?
-    public var transactionReason: TransactionReason?
+    package var storefrontId: String?
+    package var transactionReason: TransactionReason?
     public var currency: String?
     /// Price in milliunits of `currency`.
     public var price: Int64?
-    public var offerDiscountType: OfferDiscountType?
-    public var appTransactionId: String?
-    public var offerPeriod: String?
+    package var offerDiscountType: OfferDiscountType?
+    package var appTransactionId: String?
+    package var offerPeriod: String?
 
     public init() {}
 }
 
 /// Subscription renewal information (JWSRenewalInfoDecodedPayload).
 public struct JWSRenewalInfoDecodedPayload: Codable, Hashable, Sendable {
-    public var expirationIntent: ExpirationIntent?
-    public var originalTransactionId: String?
-    public var autoRenewProductId: String?
+    package var expirationIntent: ExpirationIntent?
+    package var originalTransactionId: String?
+    package var autoRenewProductId: String?
     public var productId: String?
-    public var autoRenewStatus: AutoRenewStatus?
-    public var isInBillingRetryPeriod: Bool?
-    public var priceIncreaseStatus: PriceIncreaseStatus?
-    public var gracePeriodExpiresDate: AppStoreDate?
-    public var offerType: OfferType?
-    public var offerIdentifier: String?
+    package var autoRenewStatus: AutoRenewStatus?
+    package var isInBillingRetryPeriod: Bool?
+    package var priceIncreaseStatus: PriceIncreaseStatus?
+    package var gracePeriodExpiresDate: AppStoreDate?
+    package var offerType: OfferType?
+    package var offerIdentifier: String?
     public var signedDate: AppStoreDate?
     public var environment: AppStoreEnvironment?
-    public var recentSubscriptionStartDate: AppStoreDate?
+    package var recentSubscriptionStartDate: AppStoreDate?
     public var renewalDate: AppStoreDate?
     public var currency: String?
-    public var renewalPrice: Int64?
-    public var offerDiscountType: OfferDiscountType?
-    public var eligibleWinBackOfferIds: [String]?
+    package var renewalPrice: Int64?
+    package var offerDiscountType: OfferDiscountType?
+    package var eligibleWinBackOfferIds: [String]?
     public var appAccountToken: String?
-    public var appTransactionId: String?
-    public var offerPeriod: String?
+    package var appTransactionId: String?
+    package var offerPeriod: String?
 
-    public init() {}
+    package init() {}
 }
 
 /// An App Store Server Notification V2 (ResponseBodyV2DecodedPayload).
 public struct ResponseBodyV2DecodedPayload: Codable, Hashable, Sendable {
     public struct NotificationData: Codable, Hashable, Sendable {
         public var environment: AppStoreEnvironment?
-        public var appAppleId: Int64?
-        public var bundleId: String?
-        public var bundleVersion: String?
-        public var signedTransactionInfo: String?
-        public var signedRenewalInfo: String?
+        package var appAppleId: Int64?
+        package var bundleId: String?
+        package var bundleVersion: String?
+        package var signedTransactionInfo: String?
+        package var signedRenewalInfo: String?
         public var status: SubscriptionStatus?
-        public var consumptionRequestReason: String?
+        package var consumptionRequestReason: String?
 
-        public init() {}
+        package init() {}
     }
 
     public struct Summary: Codable, Hashable, Sendable {
         public var environment: AppStoreEnvironment?
-        public var appAppleId: Int64?
-        public var bundleId: String?
+        package var appAppleId: Int64?
+        package var bundleId: String?
         public var productId: String?
-        public var requestIdentifier: String?
-        public var storefrontCountryCodes: [String]?
-        public var succeededCount: Int64?
-        public var failedCount: Int64?
+        package var requestIdentifier: String?
+        package var storefrontCountryCodes: [String]?
+        package var succeededCount: Int64?
+        package var failedCount: Int64?
 
-        public init() {}
+        package init() {}
     }
 
-    public struct ExternalPurchaseToken: Codable, Hashable, Sendable {
-        public var externalPurchaseId: String?
-        public var tokenCreationDate: AppStoreDate?
-        public var appAppleId: Int64?
-        public var bundleId: String?
+    package struct ExternalPurchaseToken: Codable, Hashable, Sendable {
+        package var externalPurchaseId: String?
+        package var tokenCreationDate: AppStoreDate?
+        package var appAppleId: Int64?
+        package var bundleId: String?
 
-        public init() {}
+        package init() {}
     }
 
     public var notificationType: NotificationType?
     public var subtype: NotificationSubtype?
-    public var notificationUUID: String?
+    package var notificationUUID: String?
     public var data: NotificationData?
     public var version: String?
     public var signedDate: AppStoreDate?
     public var summary: Summary?
-    public var externalPurchaseToken: ExternalPurchaseToken?
+    package var externalPurchaseToken: ExternalPurchaseToken?
 
-    public init() {}
+    package init() {}
 
     /// The app and environment the notification speaks for, wherever Apple put them.
     var identity: (bundleId: String?, appAppleId: Int64?, environment: AppStoreEnvironment?) {
@@ -137,19 +137,19 @@ public struct ResponseBodyV2DecodedPayload: Codable, Hashable, Sendable {
 
 /// The signed app transaction (AppTransaction): proof the app itself was bought or downloaded.
 public struct AppTransaction: Codable, Hashable, Sendable {
-    public var receiptType: AppStoreEnvironment?
-    public var appAppleId: Int64?
-    public var bundleId: String?
-    public var applicationVersion: String?
-    public var versionExternalIdentifier: Int64?
+    package var receiptType: AppStoreEnvironment?
+    package var appAppleId: Int64?
+    package var bundleId: String?
+    package var applicationVersion: String?
+    package var versionExternalIdentifier: Int64?
     public var receiptCreationDate: AppStoreDate?
-    public var originalPurchaseDate: AppStoreDate?
-    public var originalApplicationVersion: String?
-    public var deviceVerification: String?
-    public var deviceVerificationNonce: String?
-    public var preorderDate: AppStoreDate?
-    public var appTransactionId: String?
-    public var originalPlatform: String?
+    package var originalPurchaseDate: AppStoreDate?
+    package var originalApplicationVersion: String?
+    package var deviceVerification: String?
+    package var deviceVerificationNonce: String?
+    package var preorderDate: AppStoreDate?
+    package var appTransactionId: String?
+    package var originalPlatform: String?
 
-    public init() {}
+    package init() {}
 }

@@ -13,7 +13,7 @@ public struct AppStoreProvider: NotificationReceiving {
     public let revocation: AppleRevocationChecker?
     let http: HTTPClient
 
-    public init(verifier: AppStoreSignedDataVerifier, configuration: AppStoreConfiguration? = nil, http: HTTPClient = HTTPClient(),
+    package init(verifier: AppStoreSignedDataVerifier, configuration: AppStoreConfiguration? = nil, http: HTTPClient = HTTPClient(),
                 revocation: AppleRevocationChecker? = nil) {
         self.verifier = verifier
         self.configuration = configuration
@@ -51,13 +51,13 @@ public struct AppStoreProvider: NotificationReceiving {
 
     /// How StoreKit 1 receipt signatures are authenticated: to the configured receipt roots, or
     /// Apple Root CA without a configuration.
-    public var receiptAuthenticator: AppReceiptAuthenticator {
+    package var receiptAuthenticator: AppReceiptAuthenticator {
         AppReceiptAuthenticator(trustRoots: configuration?.receiptTrustRoots ?? AppleRootCertificates.defaultReceiptRoots)
     }
 
     /// How StoreKit 1 receipts of this app are confirmed, or nil if ReceiptGate has neither an
     /// App Store Server API key nor a shared secret.
-    public func receiptValidator(bundleID: String) -> AppReceiptValidator? {
+    package func receiptValidator(bundleID: String) -> AppReceiptValidator? {
         guard let configuration else { return nil }
         let roots = configuration.receiptTrustRoots
         switch configuration.receiptMode {

@@ -1,21 +1,21 @@
-public import Crypto
-public import Foundation
-public import HTTPClient
+package import Crypto
+package import Foundation
+package import HTTPClient
 
 /// Apple's App Store Server API, authenticated with an ES256 JWT per request from the team's
 /// `.p8` key. Keys and tokens are never logged or put in an error message.
-public struct AppStoreServerAPIClient: Sendable {
-    public struct Configuration: Sendable {
-        public var keyID: String
-        public var issuerID: String
-        public var bundleID: String
+package struct AppStoreServerAPIClient: Sendable {
+    package struct Configuration: Sendable {
+        package var keyID: String
+        package var issuerID: String
+        package var bundleID: String
         public var privateKey: PrivateKey
-        public var productionBaseURL = "https://api.storekit.itunes.apple.com"
-        public var sandboxBaseURL = "https://api.storekit-sandbox.itunes.apple.com"
+        package var productionBaseURL = "https://api.storekit.itunes.apple.com"
+        package var sandboxBaseURL = "https://api.storekit-sandbox.itunes.apple.com"
         /// Lifetime of each request's token (Apple allows at most an hour).
         public var tokenLifetime: TimeInterval = 300
 
-        public init(keyID: String, issuerID: String, bundleID: String, privateKey: PrivateKey) {
+        package init(keyID: String, issuerID: String, bundleID: String, privateKey: PrivateKey) {
             self.keyID = keyID
             self.issuerID = issuerID
             self.bundleID = bundleID
@@ -23,7 +23,7 @@ public struct AppStoreServerAPIClient: Sendable {
         }
 
         /// Reads the `.p8` (PKCS#8 PEM) key from `path`.
-        public init(keyID: String, issuerID: String, bundleID: String, privateKeyPath: String) throws {
+        package init(keyID: String, issuerID: String, bundleID: String, privateKeyPath: String) throws {
             guard let pem = FileManager.default.contents(atPath: privateKeyPath).flatMap({ String(data: $0, encoding: .utf8) }) else {
                 throw CryptoError(.invalidKey, "cannot read the App Store Server API key at \(privateKeyPath)")
             }
@@ -37,7 +37,7 @@ public struct AppStoreServerAPIClient: Sendable {
     private let http: HTTPClient
     private let now: @Sendable () -> Date
 
-    public init(configuration: Configuration, http: HTTPClient, now: @escaping @Sendable () -> Date = { Date() }) {
+    package init(configuration: Configuration, http: HTTPClient, now: @escaping @Sendable () -> Date = { Date() }) {
         self.configuration = configuration
         self.http = http
         self.now = now
@@ -46,7 +46,7 @@ public struct AppStoreServerAPIClient: Sendable {
     // MARK: - Endpoints
 
     /// Get Transaction Info: the signed transaction for any transaction id.
-    public func transactionInfo(_ transactionID: String, environment: AppStoreEnvironment) async throws(AppStoreAPIError) -> String {
+    package func transactionInfo(_ transactionID: String, environment: AppStoreEnvironment) async throws(AppStoreAPIError) -> String {
         struct Body: Decodable { let signedTransactionInfo: String? }
         let body: Body = try await send("GET", "/inApps/v1/transactions/\(try Self.pathSegment(transactionID))", environment: environment)
         guard let signed = body.signedTransactionInfo else { throw AppStoreAPIError.invalidResponse("no signedTransactionInfo") }
@@ -55,7 +55,7 @@ public struct AppStoreServerAPIClient: Sendable {
 
     /// Get Transaction Info, trying production first and then sandbox when Apple says the
     /// transaction does not exist (4040010): evidence rarely says where it came from.
-    public func transactionInfoInAnyEnvironment(_ transactionID: String, preferring first: AppStoreEnvironment = .production)
+    package func transactionInfoInAnyEnvironment(_ transactionID: String, preferring first: AppStoreEnvironment = .production)
         async throws(AppStoreAPIError) -> (signedTransaction: String, environment: AppStoreEnvironment) {
         let second: AppStoreEnvironment = first == .production ? .sandbox : .production
         do {
@@ -66,7 +66,7 @@ public struct AppStoreServerAPIClient: Sendable {
     }
 
     /// Get Transaction History (v2), every page.
-    public func transactionHistory(_ transactionID: String, environment: AppStoreEnvironment) async throws(AppStoreAPIError) -> [String] {
+    package func transactionHistory(_ transactionID: String, environment: AppStoreEnvironment) async throws(AppStoreAPIError) -> [String] {
         try await allRevisions("/inApps/v2/history/\(try Self.pathSegment(transactionID))", environment: environment)
     }
 
@@ -91,39 +91,39 @@ public struct AppStoreServerAPIClient: Sendable {
         return (body.status == 0, body.signedTransactions ?? [])
     }
 
-    public struct SubscriptionStatuses: Decodable, Sendable {
-        public struct Group: Decodable, Sendable {
-            public let subscriptionGroupIdentifier: String?
-            public let lastTransactions: [LastTransaction]?
+    package struct SubscriptionStatuses: Decodable, Sendable {
+        package struct Group: Decodable, Sendable {
+            package let subscriptionGroupIdentifier: String?
+            package let lastTransactions: [LastTransaction]?
         }
-        public struct LastTransaction: Decodable, Sendable {
+        package struct LastTransaction: Decodable, Sendable {
             public let status: SubscriptionStatus?
-            public let originalTransactionId: String?
-            public let signedTransactionInfo: String?
-            public let signedRenewalInfo: String?
+            package let originalTransactionId: String?
+            package let signedTransactionInfo: String?
+            package let signedRenewalInfo: String?
         }
         public let environment: AppStoreEnvironment?
-        public let bundleId: String?
-        public let appAppleId: Int64?
+        package let bundleId: String?
+        package let appAppleId: Int64?
         public let data: [Group]?
     }
 
     /// Get All Subscription Statuses.
-    public func subscriptionStatuses(_ transactionID: String, environment: AppStoreEnvironment) async throws(AppStoreAPIError) -> SubscriptionStatuses {
+    package func subscriptionStatuses(_ transactionID: String, environment: AppStoreEnvironment) async throws(AppStoreAPIError) -> SubscriptionStatuses {
         try await send("GET", "/inApps/v1/subscriptions/\(try Self.pathSegment(transactionID))", environment: environment)
     }
 
     /// Get Refund History (v2), every page.
-    public func refundHistory(_ transactionID: String, environment: AppStoreEnvironment) async throws(AppStoreAPIError) -> [String] {
+    package func refundHistory(_ transactionID: String, environment: AppStoreEnvironment) async throws(AppStoreAPIError) -> [String] {
         try await allRevisions("/inApps/v2/refund/lookup/\(try Self.pathSegment(transactionID))", environment: environment)
     }
 
-    public struct NotificationHistoryItem: Decodable, Sendable {
-        public let signedPayload: String?
+    package struct NotificationHistoryItem: Decodable, Sendable {
+        package let signedPayload: String?
     }
 
     /// Get Notification History between two dates (every page).
-    public func notificationHistory(from start: Date, to end: Date, transactionID: String? = nil, onlyFailures: Bool = false,
+    package func notificationHistory(from start: Date, to end: Date, transactionID: String? = nil, onlyFailures: Bool = false,
                                     environment: AppStoreEnvironment) async throws(AppStoreAPIError) -> [NotificationHistoryItem] {
         struct Request: Encodable { let startDate: Int64; let endDate: Int64; let transactionId: String?; let onlyFailures: Bool? }
         struct Page: Decodable { let notificationHistory: [NotificationHistoryItem]?; let hasMore: Bool?; let paginationToken: String? }
@@ -200,18 +200,18 @@ public struct AppStoreServerAPIClient: Sendable {
 
 /// A failed App Store Server API call: Apple's own error (`errorCode`, `errorMessage`) when it
 /// answered, or the transport failure.
-public struct AppStoreAPIError: Error, Sendable, CustomStringConvertible {
+package struct AppStoreAPIError: Error, Sendable, CustomStringConvertible {
     public let status: Int?
-    public let errorCode: Int?
-    public let errorMessage: String?
-    public let transport: String?
+    package let errorCode: Int?
+    package let errorMessage: String?
+    package let transport: String?
 
     static func invalidResponse(_ message: String) -> AppStoreAPIError {
         AppStoreAPIError(status: nil, errorCode: nil, errorMessage: message, transport: nil)
     }
 
     /// 4040010: the transaction id is unknown in this environment.
-    public var isTransactionNotFound: Bool { errorCode == 4_040_010 }
+    package var isTransactionNotFound: Bool { errorCode == 4_040_010 }
 
     /// Worth trying again later: rate limited, Apple's server errors, or no answer at all.
     public var isRetryable: Bool {

@@ -8,7 +8,7 @@ import Synchronization
 public struct AppStoreExpectations: Sendable {
     public var bundleIDs: Set<String>
     public var environments: Set<AppStoreEnvironment>
-    public var appAppleID: Int64?
+    package var appAppleID: Int64?
 
     public init(bundleIDs: Set<String>, environments: Set<AppStoreEnvironment>, appAppleID: Int64? = nil) {
         self.bundleIDs = bundleIDs
@@ -31,7 +31,7 @@ public final class AppStoreSignedDataVerifier: Sendable {
     let cache: VerifiedChainCache
     private let now: @Sendable () -> Date
     /// How the leaf's signature is checked (the deployment's `RECEIPTGATE_ES256_FIXED_KEY`).
-    public let es256: any ES256Verifier
+    package let es256: any ES256Verifier
 
     public init(trustRoots: [Certificate], cacheCapacity: Int = 64, es256: any ES256Verifier = FixedKeyES256Verifier(),
                 now: @escaping @Sendable () -> Date = { Date() }) {

@@ -2,7 +2,7 @@ public import Foundation
 
 /// Apple adds enum values without notice. Every App Store enum is a struct over its raw value:
 /// known values have names, unknown ones decode and survive untouched.
-public protocol AppStoreRawValue: RawRepresentable, Codable, Hashable, Sendable, CustomStringConvertible
+package protocol AppStoreRawValue: RawRepresentable, Codable, Hashable, Sendable, CustomStringConvertible
 where RawValue: Codable & Hashable & Sendable {
     init(rawValue: RawValue)
 }
@@ -25,8 +25,8 @@ public struct AppStoreEnvironment: AppStoreRawValue {
     public init(rawValue: String) { self.rawValue = rawValue }
     public static let production = Self(rawValue: "Production")
     public static let sandbox = Self(rawValue: "Sandbox")
-    public static let xcode = Self(rawValue: "Xcode")
-    public static let localTesting = Self(rawValue: "LocalTesting")
+    package static let xcode = Self(rawValue: "Xcode")
+    package static let localTesting = Self(rawValue: "LocalTesting")
 }
 
 public struct TransactionType: AppStoreRawValue {
@@ -45,7 +45,7 @@ public struct InAppOwnershipType: AppStoreRawValue {
     public static let purchased = Self(rawValue: "PURCHASED")
 }
 
-public struct TransactionReason: AppStoreRawValue {
+package struct TransactionReason: AppStoreRawValue {
     public let rawValue: String
     public init(rawValue: String) { self.rawValue = rawValue }
     public static let purchase = Self(rawValue: "PURCHASE")
@@ -55,96 +55,96 @@ public struct TransactionReason: AppStoreRawValue {
 public struct RevocationReason: AppStoreRawValue {
     public let rawValue: Int
     public init(rawValue: Int) { self.rawValue = rawValue }
-    public static let refundedForOtherReason = Self(rawValue: 0)
-    public static let refundedDueToIssue = Self(rawValue: 1)
+    package static let refundedForOtherReason = Self(rawValue: 0)
+    package static let refundedDueToIssue = Self(rawValue: 1)
 }
 
-public struct OfferType: AppStoreRawValue {
+package struct OfferType: AppStoreRawValue {
     public let rawValue: Int
     public init(rawValue: Int) { self.rawValue = rawValue }
-    public static let introductoryOffer = Self(rawValue: 1)
-    public static let promotionalOffer = Self(rawValue: 2)
-    public static let offerCode = Self(rawValue: 3)
-    public static let winBackOffer = Self(rawValue: 4)
+    package static let introductoryOffer = Self(rawValue: 1)
+    package static let promotionalOffer = Self(rawValue: 2)
+    package static let offerCode = Self(rawValue: 3)
+    package static let winBackOffer = Self(rawValue: 4)
 }
 
-public struct OfferDiscountType: AppStoreRawValue {
+package struct OfferDiscountType: AppStoreRawValue {
     public let rawValue: String
     public init(rawValue: String) { self.rawValue = rawValue }
-    public static let freeTrial = Self(rawValue: "FREE_TRIAL")
-    public static let payAsYouGo = Self(rawValue: "PAY_AS_YOU_GO")
-    public static let payUpFront = Self(rawValue: "PAY_UP_FRONT")
-    public static let oneTime = Self(rawValue: "ONE_TIME")
+    package static let freeTrial = Self(rawValue: "FREE_TRIAL")
+    package static let payAsYouGo = Self(rawValue: "PAY_AS_YOU_GO")
+    package static let payUpFront = Self(rawValue: "PAY_UP_FRONT")
+    package static let oneTime = Self(rawValue: "ONE_TIME")
 }
 
-public struct AutoRenewStatus: AppStoreRawValue {
+package struct AutoRenewStatus: AppStoreRawValue {
     public let rawValue: Int
     public init(rawValue: Int) { self.rawValue = rawValue }
     public static let off = Self(rawValue: 0)
     public static let on = Self(rawValue: 1)
 }
 
-public struct ExpirationIntent: AppStoreRawValue {
+package struct ExpirationIntent: AppStoreRawValue {
     public let rawValue: Int
     public init(rawValue: Int) { self.rawValue = rawValue }
-    public static let customerCancelled = Self(rawValue: 1)
-    public static let billingError = Self(rawValue: 2)
-    public static let customerDidNotConsentToPriceIncrease = Self(rawValue: 3)
-    public static let productNotAvailable = Self(rawValue: 4)
+    package static let customerCancelled = Self(rawValue: 1)
+    package static let billingError = Self(rawValue: 2)
+    package static let customerDidNotConsentToPriceIncrease = Self(rawValue: 3)
+    package static let productNotAvailable = Self(rawValue: 4)
     public static let other = Self(rawValue: 5)
 }
 
-public struct PriceIncreaseStatus: AppStoreRawValue {
+package struct PriceIncreaseStatus: AppStoreRawValue {
     public let rawValue: Int
     public init(rawValue: Int) { self.rawValue = rawValue }
-    public static let customerHasNotResponded = Self(rawValue: 0)
-    public static let customerConsentedOrWasNotifiedWithoutNeedingConsent = Self(rawValue: 1)
+    package static let customerHasNotResponded = Self(rawValue: 0)
+    package static let customerConsentedOrWasNotifiedWithoutNeedingConsent = Self(rawValue: 1)
 }
 
 public struct NotificationType: AppStoreRawValue {
     public let rawValue: String
     public init(rawValue: String) { self.rawValue = rawValue }
     public static let subscribed = Self(rawValue: "SUBSCRIBED")
-    public static let didChangeRenewalPref = Self(rawValue: "DID_CHANGE_RENEWAL_PREF")
-    public static let didChangeRenewalStatus = Self(rawValue: "DID_CHANGE_RENEWAL_STATUS")
-    public static let offerRedeemed = Self(rawValue: "OFFER_REDEEMED")
-    public static let didRenew = Self(rawValue: "DID_RENEW")
+    package static let didChangeRenewalPref = Self(rawValue: "DID_CHANGE_RENEWAL_PREF")
+    package static let didChangeRenewalStatus = Self(rawValue: "DID_CHANGE_RENEWAL_STATUS")
+    package static let offerRedeemed = Self(rawValue: "OFFER_REDEEMED")
+    package static let didRenew = Self(rawValue: "DID_RENEW")
     public static let expired = Self(rawValue: "EXPIRED")
-    public static let didFailToRenew = Self(rawValue: "DID_FAIL_TO_RENEW")
-    public static let gracePeriodExpired = Self(rawValue: "GRACE_PERIOD_EXPIRED")
-    public static let priceIncrease = Self(rawValue: "PRICE_INCREASE")
+    package static let didFailToRenew = Self(rawValue: "DID_FAIL_TO_RENEW")
+    package static let gracePeriodExpired = Self(rawValue: "GRACE_PERIOD_EXPIRED")
+    package static let priceIncrease = Self(rawValue: "PRICE_INCREASE")
     public static let refund = Self(rawValue: "REFUND")
-    public static let refundDeclined = Self(rawValue: "REFUND_DECLINED")
-    public static let refundReversed = Self(rawValue: "REFUND_REVERSED")
-    public static let consumptionRequest = Self(rawValue: "CONSUMPTION_REQUEST")
-    public static let renewalExtended = Self(rawValue: "RENEWAL_EXTENDED")
-    public static let revoke = Self(rawValue: "REVOKE")
+    package static let refundDeclined = Self(rawValue: "REFUND_DECLINED")
+    package static let refundReversed = Self(rawValue: "REFUND_REVERSED")
+    package static let consumptionRequest = Self(rawValue: "CONSUMPTION_REQUEST")
+    package static let renewalExtended = Self(rawValue: "RENEWAL_EXTENDED")
+    package static let revoke = Self(rawValue: "REVOKE")
     public static let test = Self(rawValue: "TEST")
-    public static let renewalExtension = Self(rawValue: "RENEWAL_EXTENSION")
-    public static let externalPurchaseToken = Self(rawValue: "EXTERNAL_PURCHASE_TOKEN")
+    package static let renewalExtension = Self(rawValue: "RENEWAL_EXTENSION")
+    package static let externalPurchaseToken = Self(rawValue: "EXTERNAL_PURCHASE_TOKEN")
     public static let oneTimeCharge = Self(rawValue: "ONE_TIME_CHARGE")
 }
 
 public struct NotificationSubtype: AppStoreRawValue {
     public let rawValue: String
     public init(rawValue: String) { self.rawValue = rawValue }
-    public static let initialBuy = Self(rawValue: "INITIAL_BUY")
-    public static let resubscribe = Self(rawValue: "RESUBSCRIBE")
-    public static let downgrade = Self(rawValue: "DOWNGRADE")
-    public static let upgrade = Self(rawValue: "UPGRADE")
+    package static let initialBuy = Self(rawValue: "INITIAL_BUY")
+    package static let resubscribe = Self(rawValue: "RESUBSCRIBE")
+    package static let downgrade = Self(rawValue: "DOWNGRADE")
+    package static let upgrade = Self(rawValue: "UPGRADE")
     public static let autoRenewEnabled = Self(rawValue: "AUTO_RENEW_ENABLED")
-    public static let autoRenewDisabled = Self(rawValue: "AUTO_RENEW_DISABLED")
-    public static let voluntary = Self(rawValue: "VOLUNTARY")
-    public static let billingRetry = Self(rawValue: "BILLING_RETRY")
-    public static let priceIncrease = Self(rawValue: "PRICE_INCREASE")
+    package static let autoRenewDisabled = Self(rawValue: "AUTO_RENEW_DISABLED")
+    package static let voluntary = Self(rawValue: "VOLUNTARY")
+    package static let billingRetry = Self(rawValue: "BILLING_RETRY")
+    package static let priceIncrease = Self(rawValue: "PRICE_INCREASE")
     public static let gracePeriod = Self(rawValue: "GRACE_PERIOD")
     public static let pending = Self(rawValue: "PENDING")
     public static let accepted = Self(rawValue: "ACCEPTED")
-    public static let billingRecovery = Self(rawValue: "BILLING_RECOVERY")
-    public static let productNotForSale = Self(rawValue: "PRODUCT_NOT_FOR_SALE")
+    package static let billingRecovery = Self(rawValue: "BILLING_RECOVERY")
+    package static let productNotForSale = Self(rawValue: "PRODUCT_NOT_FOR_SALE")
     public static let summary = Self(rawValue: "SUMMARY")
     public static let failure = Self(rawValue: "FAILURE")
-    public static let unreported = Self(rawValue: "UNREPORTED")
+    package static let unreported = Self(rawValue: "UNREPORTED")
 }
 
 public struct SubscriptionStatus: AppStoreRawValue {
@@ -152,8 +152,8 @@ public struct SubscriptionStatus: AppStoreRawValue {
     public init(rawValue: Int) { self.rawValue = rawValue }
     public static let active = Self(rawValue: 1)
     public static let expired = Self(rawValue: 2)
-    public static let billingRetry = Self(rawValue: 3)
-    public static let billingGracePeriod = Self(rawValue: 4)
+    package static let billingRetry = Self(rawValue: 3)
+    package static let billingGracePeriod = Self(rawValue: 4)
     public static let revoked = Self(rawValue: 5)
 }
 
@@ -162,7 +162,7 @@ public struct AppStoreDate: Codable, Hashable, Sendable, Comparable, CustomStrin
     /// Whole milliseconds (a fraction is dropped).
     public let milliseconds: Int64
 
-    public init(milliseconds: Int64) { self.milliseconds = milliseconds }
+    package init(milliseconds: Int64) { self.milliseconds = milliseconds }
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()

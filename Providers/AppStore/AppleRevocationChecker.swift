@@ -1,6 +1,6 @@
 public import Crypto
 public import Foundation
-public import HTTPClient
+package import HTTPClient
 import Synchronization
 
 /// Optional online revocation checks (OCSP) of App Store certificate chains, as Apple's library
@@ -13,7 +13,7 @@ public final class AppleRevocationChecker: Sendable {
     private let remembered = Mutex([Data: Date]())
     private let lifetime: TimeInterval
 
-    public init(http: HTTPClient, trustRoots: [Certificate], lifetime: TimeInterval = 15 * 60) {
+    package init(http: HTTPClient, trustRoots: [Certificate], lifetime: TimeInterval = 15 * 60) {
         self.http = http
         self.trustRoots = trustRoots
         self.lifetime = lifetime

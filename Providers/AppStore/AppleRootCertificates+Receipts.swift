@@ -1,5 +1,5 @@
 public import Crypto
-public import Foundation
+package import Foundation
 
 /// The trust roots for StoreKit 1 app receipts, which Apple signs (PKCS#7) under its 2006 RSA root,
 /// not under Apple Root CA - G3.
@@ -36,12 +36,12 @@ extension AppleRootCertificates {
 
     /// The embedded receipt root, or no root at all (every receipt refused) should it fail to
     /// parse, which a test rules out: the default of `AppStoreConfiguration.receiptTrustRoots`.
-    public static var defaultReceiptRoots: [Certificate] {
+    package static var defaultReceiptRoots: [Certificate] {
         (try? appleReceiptRoot()).map { [$0] } ?? []
     }
 
     /// `RECEIPTGATE_APPLE_RECEIPT_ROOT_CERTS` (comma-separated paths, DER or PEM) if set, else Apple Root CA.
-    public static func configuredReceiptRoots(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> [Certificate] {
+    package static func configuredReceiptRoots(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> [Certificate] {
         try certificates(listedIn: "RECEIPTGATE_APPLE_RECEIPT_ROOT_CERTS", environment: environment) ?? [try appleReceiptRoot()]
     }
 }

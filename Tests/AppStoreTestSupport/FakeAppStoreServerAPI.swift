@@ -43,7 +43,7 @@ public final class FakeAppStoreServerAPI: Sendable {
 
     public var pki: AppleTestPKI { state.pki }
 
-    public func client(retries: Int = 3) -> AppStoreServerAPIClient {
+    package func client(retries: Int = 3) -> AppStoreServerAPIClient {
         var http = HTTPClient.Configuration()
         http.retry = .init(maxAttempts: retries, baseDelay: .milliseconds(10), maxDelay: .milliseconds(50))
         // Generous: every suite of the test process shares one small task pool with this fake's

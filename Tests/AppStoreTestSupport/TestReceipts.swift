@@ -122,7 +122,7 @@ public final class FakeVerifyReceipt: Sendable {
     public var productionURL: String { "http://127.0.0.1:\(production.port)/verifyReceipt" }
     public var sandboxURL: String { "http://127.0.0.1:\(sandbox.port)/verifyReceipt" }
 
-    public func validator(http: HTTPClient) throws -> AppReceiptValidator {
+    package func validator(http: HTTPClient) throws -> AppReceiptValidator {
         AppReceiptValidator(mode: .verifyReceipt(sharedSecret: "shh", productionURL: productionURL, sandboxURL: sandboxURL, http: http),
                             verifier: AppStoreSignedDataVerifier(trustRoots: []), receiptTrustRoots: [try TestReceipts.signingPKI().root])
     }
