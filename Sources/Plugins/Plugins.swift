@@ -1,4 +1,4 @@
-public import ReceiptCore
+package import ReceiptCore
 import AccountLink
 import AlogameGateway
 import AmazonAppstore
@@ -9,8 +9,8 @@ import HiveAxyl
 /// The plugins this binary serves: the one place a store or a dialect is named. Registering one
 /// is a line here and its target in Package.swift (Providers/README.md). The executable and the
 /// tests read this same list.
-public enum Plugins {
-    public static let all = PluginList(
+package enum Plugins {
+    package static let all = PluginList(
         stores: [AppStoreProvider.plugin, GooglePlayProvider.plugin, AmazonAppstoreProvider.plugin],
         dialects: [AlogameGateway.plugin, HiveAxyl.plugin, AccountLink.plugin])
 }
