@@ -1,5 +1,5 @@
 public import Crypto
-package import Foundation
+import Foundation
 
 /// The trust roots for StoreKit 1 app receipts, which Apple signs (PKCS#7) under its 2006 RSA root,
 /// not under Apple Root CA - G3.

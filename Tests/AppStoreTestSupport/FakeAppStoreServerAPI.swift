@@ -1,6 +1,6 @@
-public import AppStore
+package import AppStore
 public import Crypto
-public import Foundation
+import Foundation
 import HTTPClient
 public import TestSupport
 package import HTTPServer

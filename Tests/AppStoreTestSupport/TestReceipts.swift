@@ -1,8 +1,8 @@
-public import AppStore
+package import AppStore
 public import Crypto
 public import TestSupport
 public import Foundation
-public import HTTPClient
+package import HTTPClient
 package import HTTPServer
 
 /// Minimal DER writer for building receipt payloads in tests.
