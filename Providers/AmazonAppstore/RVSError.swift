@@ -4,7 +4,7 @@ package import ReceiptCore
 /// What went wrong asking RVS, sorted by what the caller should do about it. No message here
 /// ever holds the request URL: the shared secret is one of its path segments.
 package struct RVSError: Error, Sendable, CustomStringConvertible {
-    public enum Kind: Sendable, Equatable {
+    package enum Kind: Sendable, Equatable {
         /// 400: RVS does not know the receipt (in the environment asked).
         case unknownReceipt
         /// 497: the receipt belongs to another Amazon user.
@@ -19,9 +19,9 @@ package struct RVSError: Error, Sendable, CustomStringConvertible {
         case notConfigured
     }
 
-    public let kind: Kind
-    public let status: Int?
-    public let message: String
+    package let kind: Kind
+    package let status: Int?
+    package let message: String
 
     package init(_ kind: Kind, status: Int? = nil, _ message: String) {
         self.kind = kind
@@ -29,7 +29,7 @@ package struct RVSError: Error, Sendable, CustomStringConvertible {
         self.message = message
     }
 
-    public var description: String { "\(kind)\(status.map { " (HTTP \($0))" } ?? ""): \(message)" }
+    package var description: String { "\(kind)\(status.map { " (HTTP \($0))" } ?? ""): \(message)" }
 
     /// Tells the operator where the secret goes, under both names they meet it by.
     static let secretHelp = "set the client's Amazon shared secret (\(AmazonAppstoreProvider.Setting.sharedSecret), "
@@ -37,7 +37,7 @@ package struct RVSError: Error, Sendable, CustomStringConvertible {
 
     /// As the pipeline's shared codes: unknown receipt and wrong user are final refusals (422);
     /// the rest are the verifier's trouble (502), retryable only where waiting can help.
-    public var verificationError: StoreVerificationError {
+    package var verificationError: StoreVerificationError {
         switch kind {
         case .unknownReceipt:
             StoreVerificationError(code: .verificationFailed, reason: "RECEIPT_NOT_FOUND", message: "Amazon does not know this receipt")

@@ -15,13 +15,13 @@ public struct AppReceipt: Sendable, Equatable {
     package var inApp: [InAppPurchase] = []
 
     package struct InAppPurchase: Sendable, Equatable {
-        public var quantity: Int64?
-        public var productID: String?
-        public var transactionID: String?
-        public var originalTransactionID: String?
-        public var purchaseDate: Date?
+        package var quantity: Int64?
+        package var productID: String?
+        package var transactionID: String?
+        package var originalTransactionID: String?
+        package var purchaseDate: Date?
         package var originalPurchaseDate: Date?
-        public var expiresDate: Date?
+        package var expiresDate: Date?
         package var webOrderLineItemID: Int64?
         package var cancellationDate: Date?
         package var isInIntroOfferPeriod: Bool?

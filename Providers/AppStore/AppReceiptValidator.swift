@@ -5,13 +5,13 @@ package import HTTPClient
 /// A StoreKit 1 purchase Apple confirmed. SK1 says less than StoreKit 2: what it does not say
 /// (price, currency, storefront, ownership...) stays nil unless the App Store Server API filled it.
 package struct ConfirmedReceiptTransaction: Sendable, Equatable {
-    public var environment: AppStoreEnvironment
-    public var transactionID: String
-    public var originalTransactionID: String?
-    public var productID: String?
-    public var quantity: Int64?
-    public var purchaseDate: Date?
-    public var expiresDate: Date?
+    package var environment: AppStoreEnvironment
+    package var transactionID: String
+    package var originalTransactionID: String?
+    package var productID: String?
+    package var quantity: Int64?
+    package var purchaseDate: Date?
+    package var expiresDate: Date?
     package var cancellationDate: Date?
     package var webOrderLineItemID: String?
     /// The signed transaction the App Store Server API returned for it (mode `.serverAPI`).
@@ -36,7 +36,7 @@ package struct AppReceiptValidator: Sendable {
     package static let defaultMaxLookups = 10
 
     package let mode: Mode
-    public let verifier: AppStoreSignedDataVerifier
+    package let verifier: AppStoreSignedDataVerifier
     package let authenticator: AppReceiptAuthenticator
     package var maxLookups = defaultMaxLookups
 
@@ -51,7 +51,7 @@ package struct AppReceiptValidator: Sendable {
     /// up, else only the most recent transaction); `transactionID`: the one transaction the caller
     /// names, looked up before any other. No lookup starts after `deadline` or once the task is
     /// cancelled.
-    public func validate(_ base64Receipt: String, expecting expectations: AppStoreExpectations, productID: String? = nil,
+    package func validate(_ base64Receipt: String, expecting expectations: AppStoreExpectations, productID: String? = nil,
                          transactionID: String? = nil,
                          deadline: ContinuousClock.Instant? = nil) async throws(AppStoreVerificationError) -> [ConfirmedReceiptTransaction] {
         let receipt = try authenticator.authenticate(base64: base64Receipt)

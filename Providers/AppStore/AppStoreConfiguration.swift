@@ -8,7 +8,7 @@ public struct AppStoreConfiguration: Sendable {
     package struct ServerAPIKey: Sendable {
         package var keyID: String
         package var issuerID: String
-        public var privateKey: PrivateKey
+        package var privateKey: PrivateKey
 
         package init(keyID: String, issuerID: String, privateKey: PrivateKey) {
             self.keyID = keyID

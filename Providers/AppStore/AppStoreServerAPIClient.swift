@@ -9,11 +9,11 @@ package struct AppStoreServerAPIClient: Sendable {
         package var keyID: String
         package var issuerID: String
         package var bundleID: String
-        public var privateKey: PrivateKey
+        package var privateKey: PrivateKey
         package var productionBaseURL = "https://api.storekit.itunes.apple.com"
         package var sandboxBaseURL = "https://api.storekit-sandbox.itunes.apple.com"
         /// Lifetime of each request's token (Apple allows at most an hour).
-        public var tokenLifetime: TimeInterval = 300
+        package var tokenLifetime: TimeInterval = 300
 
         package init(keyID: String, issuerID: String, bundleID: String, privateKey: PrivateKey) {
             self.keyID = keyID
@@ -33,7 +33,7 @@ package struct AppStoreServerAPIClient: Sendable {
         }
     }
 
-    public let configuration: Configuration
+    package let configuration: Configuration
     private let http: HTTPClient
     private let now: @Sendable () -> Date
 
@@ -85,7 +85,7 @@ package struct AppStoreServerAPIClient: Sendable {
     }
 
     /// Look Up Order ID: the transactions of a customer's order id (from their receipt e-mail).
-    public func lookUpOrder(_ orderID: String, environment: AppStoreEnvironment) async throws(AppStoreAPIError) -> (valid: Bool, signedTransactions: [String]) {
+    package func lookUpOrder(_ orderID: String, environment: AppStoreEnvironment) async throws(AppStoreAPIError) -> (valid: Bool, signedTransactions: [String]) {
         struct Body: Decodable { let status: Int?; let signedTransactions: [String]? }
         let body: Body = try await send("GET", "/inApps/v1/lookup/\(try Self.pathSegment(orderID))", environment: environment)
         return (body.status == 0, body.signedTransactions ?? [])
@@ -97,15 +97,15 @@ package struct AppStoreServerAPIClient: Sendable {
             package let lastTransactions: [LastTransaction]?
         }
         package struct LastTransaction: Decodable, Sendable {
-            public let status: SubscriptionStatus?
+            package let status: SubscriptionStatus?
             package let originalTransactionId: String?
             package let signedTransactionInfo: String?
             package let signedRenewalInfo: String?
         }
-        public let environment: AppStoreEnvironment?
+        package let environment: AppStoreEnvironment?
         package let bundleId: String?
         package let appAppleId: Int64?
-        public let data: [Group]?
+        package let data: [Group]?
     }
 
     /// Get All Subscription Statuses.
@@ -201,7 +201,7 @@ package struct AppStoreServerAPIClient: Sendable {
 /// A failed App Store Server API call: Apple's own error (`errorCode`, `errorMessage`) when it
 /// answered, or the transport failure.
 package struct AppStoreAPIError: Error, Sendable, CustomStringConvertible {
-    public let status: Int?
+    package let status: Int?
     package let errorCode: Int?
     package let errorMessage: String?
     package let transport: String?
@@ -214,11 +214,11 @@ package struct AppStoreAPIError: Error, Sendable, CustomStringConvertible {
     package var isTransactionNotFound: Bool { errorCode == 4_040_010 }
 
     /// Worth trying again later: rate limited, Apple's server errors, or no answer at all.
-    public var isRetryable: Bool {
+    package var isRetryable: Bool {
         transport != nil || status == 429 || (status ?? 0) >= 500
     }
 
-    public var description: String {
+    package var description: String {
         if let transport { return "App Store Server API unreachable: \(transport)" }
         return "App Store Server API error \(status.map(String.init) ?? "-") \(errorCode.map(String.init) ?? ""): \(errorMessage ?? "")"
     }

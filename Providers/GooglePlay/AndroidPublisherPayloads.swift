@@ -15,8 +15,8 @@ package struct ProductPurchase: Codable, Sendable {
     package var purchaseType: Int?
     /// 0 yet to be acknowledged, 1 acknowledged.
     package var acknowledgementState: Int?
-    public var productId: String?
-    public var quantity: Int?
+    package var productId: String?
+    package var quantity: Int?
     package var obfuscatedExternalAccountId: String?
     package var regionCode: String?
 }
@@ -25,10 +25,10 @@ package struct ProductPurchase: Codable, Sendable {
 package struct ProductPurchaseV2: Codable, Sendable {
     package struct LineItem: Codable, Sendable {
         package struct OfferDetails: Codable, Sendable {
-            public var quantity: Int?
+            package var quantity: Int?
             package var consumptionState: String?
         }
-        public var productId: String?
+        package var productId: String?
         package var productOfferDetails: OfferDetails?
     }
     package struct StateContext: Codable, Sendable { public var purchaseState: String? }
@@ -49,7 +49,7 @@ package struct SubscriptionPurchaseV2: Codable, Sendable {
     package struct LineItem: Codable, Sendable {
         package struct AutoRenewingPlan: Codable, Sendable { public var autoRenewEnabled: Bool? }
         package struct PrepaidPlan: Codable, Sendable { public var allowExtendAfterTime: String? }
-        public var productId: String?
+        package var productId: String?
         package var expiryTime: String?
         package var autoRenewingPlan: AutoRenewingPlan?
         package var prepaidPlan: PrepaidPlan?
@@ -60,7 +60,7 @@ package struct SubscriptionPurchaseV2: Codable, Sendable {
 
     package var lineItems: [LineItem]?
     package var startTime: String?
-    public var subscriptionState: String?
+    package var subscriptionState: String?
     package var latestOrderId: String?
     package var linkedPurchaseToken: String?
     package var testPurchase: TestPurchase?
@@ -73,7 +73,7 @@ package struct SubscriptionPurchaseV2: Codable, Sendable {
 package struct VoidedPurchaseList: Codable, Sendable {
     package struct Pagination: Codable, Sendable { public var nextPageToken: String? }
     package struct VoidedPurchase: Codable, Sendable {
-        public var kind: String?
+        package var kind: String?
         package var purchaseToken: String?
         package var purchaseTimeMillis: String?
         package var voidedTimeMillis: String?

@@ -3,7 +3,7 @@ import ReceiptCore
 
 /// What went wrong talking to Google, sorted by what the caller should do about it.
 package struct GooglePlayAPIError: Error, Sendable, CustomStringConvertible {
-    public enum Kind: Sendable, Equatable {
+    package enum Kind: Sendable, Equatable {
         /// 404/410: the token is unknown or expired.
         case notFound
         /// 400: Google refuses the request's values (a malformed token, a token of another product).
@@ -18,9 +18,9 @@ package struct GooglePlayAPIError: Error, Sendable, CustomStringConvertible {
         case notConfigured
     }
 
-    public let kind: Kind
-    public let status: Int?
-    public let message: String
+    package let kind: Kind
+    package let status: Int?
+    package let message: String
 
     package init(_ kind: Kind, status: Int? = nil, _ message: String) {
         self.kind = kind
@@ -28,7 +28,7 @@ package struct GooglePlayAPIError: Error, Sendable, CustomStringConvertible {
         self.message = message
     }
 
-    public var description: String { "\(kind)\(status.map { " (HTTP \($0))" } ?? ""): \(message)" }
+    package var description: String { "\(kind)\(status.map { " (HTTP \($0))" } ?? ""): \(message)" }
 
     /// As the pipeline's shared codes: 404/410 and 400 are final refusals (422), the rest 502.
     var verificationError: StoreVerificationError {

@@ -5,24 +5,24 @@ package import Foundation
 /// `signature`), or Unity IAP's receipt wrapper around both.
 package struct GooglePlayEvidence: Sendable, Equatable {
     package var purchaseToken: String
-    public var packageName: String?
-    public var productID: String?
-    public var orderID: String?
+    package var packageName: String?
+    package var productID: String?
+    package var orderID: String?
     /// The purchase JSON exactly as signed, and its base64 signature, when sent.
     package var signedJSON: Data?
-    public var signature: String?
+    package var signature: String?
     /// Play Billing purchase JSON of a subscription carries `autoRenewing`.
-    public var isSubscription: Bool?
+    package var isSubscription: Bool?
 
-    public struct Invalid: Error, CustomStringConvertible {
-        public let message: String
-        public var description: String { message }
+    package struct Invalid: Error, CustomStringConvertible {
+        package let message: String
+        package var description: String { message }
     }
 
     /// Google's purchase tokens are long strings of letters, digits, `.`, `_` and `-`.
     static let maxTokenLength = 4096
 
-    public static func parse(_ evidence: String) throws -> GooglePlayEvidence {
+    package static func parse(_ evidence: String) throws -> GooglePlayEvidence {
         let text = evidence.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !text.isEmpty else { throw Invalid(message: "the receipt is empty") }
         guard text.hasPrefix("{") else { return try bareToken(text) }

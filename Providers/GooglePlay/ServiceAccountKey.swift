@@ -11,9 +11,9 @@ package struct ServiceAccountKey: Sendable, CustomStringConvertible {
     /// Identifies the key in the token cache (never the key material itself).
     let cacheKey: String
 
-    public struct Invalid: Error, CustomStringConvertible {
-        public let problem: String
-        public var description: String { problem }
+    package struct Invalid: Error, CustomStringConvertible {
+        package let problem: String
+        package var description: String { problem }
     }
 
     /// Parses the key file's JSON. Throws `Invalid` naming what is wrong, never quoting the key.
@@ -50,7 +50,7 @@ package struct ServiceAccountKey: Sendable, CustomStringConvertible {
         try self.init(json: data)
     }
 
-    public var description: String { "service account \(clientEmail)" }
+    package var description: String { "service account \(clientEmail)" }
 
     /// The RS256 JWT assertion of the OAuth 2.0 JWT bearer grant (RFC 7523), valid `lifetime`
     /// seconds (Google accepts at most an hour).

@@ -5,18 +5,18 @@ package import ReceiptCore
 /// this dialect's one status table. Code 100 is the only success; every other code comes with
 /// `data: null` and the HTTP status that says why.
 package struct HiveAxylResult: Error, Sendable, Equatable {
-    public let status: Int
-    public let code: Int
-    public let message: String
+    package let status: Int
+    package let code: Int
+    package let message: String
 
-    public static let success = HiveAxylResult(status: 200, code: 100, message: "SUCCESS")
+    package static let success = HiveAxylResult(status: 200, code: 100, message: "SUCCESS")
 
-    public static func invalid(_ message: String) -> HiveAxylResult { HiveAxylResult(status: 400, code: 4000, message: message) }
-    public static func unauthorized(_ message: String) -> HiveAxylResult { HiveAxylResult(status: 401, code: 4010, message: message) }
-    public static func forbidden(_ message: String) -> HiveAxylResult { HiveAxylResult(status: 403, code: 4030, message: message) }
+    package static func invalid(_ message: String) -> HiveAxylResult { HiveAxylResult(status: 400, code: 4000, message: message) }
+    package static func unauthorized(_ message: String) -> HiveAxylResult { HiveAxylResult(status: 401, code: 4010, message: message) }
+    package static func forbidden(_ message: String) -> HiveAxylResult { HiveAxylResult(status: 403, code: 4030, message: message) }
 
     /// The shared error code → (HTTP status, this dialect's code). Written once, here.
-    public static func code(for error: ErrorCode) -> (status: Int, code: Int) {
+    package static func code(for error: ErrorCode) -> (status: Int, code: Int) {
         switch error {
         case .missingFields, .invalidField, .notFound, .payloadTooLarge: (400, 4000)
         case .unauthorized: (401, 4010)
@@ -30,7 +30,7 @@ package struct HiveAxylResult: Error, Sendable, Equatable {
         }
     }
 
-    public static func from(_ error: ErrorCode, message: String) -> HiveAxylResult {
+    package static func from(_ error: ErrorCode, message: String) -> HiveAxylResult {
         let (status, code) = code(for: error)
         return HiveAxylResult(status: status, code: code, message: message)
     }

@@ -9,7 +9,7 @@ package enum AESGCM {
 
     package struct SealedParts: Sendable, Equatable {
         package let ciphertext: Data
-        public let tag: Data
+        package let tag: Data
     }
 
     /// Encrypts with a fresh random nonce and returns the combined box.
@@ -21,7 +21,7 @@ package enum AESGCM {
     }
 
     /// Opens a combined box made by `seal`; fails with `.authenticationFailed` if anything was altered.
-    public static func open(_ box: Data, key: some ContiguousBytes,
+    package static func open(_ box: Data, key: some ContiguousBytes,
                             authenticating additionalData: some ContiguousBytes = Data()) throws -> Data {
         guard box.count >= nonceByteCount + tagByteCount else {
             throw CryptoError(.authenticationFailed, "sealed box is too short")
@@ -48,7 +48,7 @@ package enum AESGCM {
         return SealedParts(ciphertext: ciphertext, tag: Data(tag))
     }
 
-    public static func open(ciphertext: Data, tag: Data, key: some ContiguousBytes, nonce: Data,
+    package static func open(ciphertext: Data, tag: Data, key: some ContiguousBytes, nonce: Data,
                             authenticating additionalData: some ContiguousBytes = Data()) throws -> Data {
         guard tag.count == tagByteCount else { throw CryptoError(.authenticationFailed, "tag must be 16 bytes") }
         let context = try CipherContext(key: key, nonce: nonce, encrypt: false)

@@ -99,7 +99,7 @@ package enum HMACSHA256 {
 
     /// Checks a MAC in constant time. Throws when OpenSSL cannot compute one (never a `false`
     /// standing in for a failure of ours).
-    public static func isValid(_ mac: some ContiguousBytes, key: some ContiguousBytes, message: some ContiguousBytes) throws -> Bool {
+    package static func isValid(_ mac: some ContiguousBytes, key: some ContiguousBytes, message: some ContiguousBytes) throws -> Bool {
         ConstantTime.equals(try authenticationCode(key: key, message: message), mac)
     }
 }

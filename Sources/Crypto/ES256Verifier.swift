@@ -24,7 +24,7 @@ public struct FixedKeyES256Verifier: ES256Verifier {
 package struct OpenSSLES256Verifier: ES256Verifier {
     package init() {}
 
-    public func isValid(signature raw: Data, for message: some ContiguousBytes, key: PublicKey) -> Bool {
+    package func isValid(signature raw: Data, for message: some ContiguousBytes, key: PublicKey) -> Bool {
         guard key.isP256 else { return false }
         return key.key.verifyES256WithOpenSSL(raw: raw, message: message)
     }

@@ -7,14 +7,14 @@ import Workers
 /// required unless `insecure`. One transfer at a time per worker thread, never on Swift's
 /// cooperative pool.
 package final class SMTPClient: Sendable {
-    public struct Configuration: Sendable {
-        public var url: String
-        public var user: String?
-        public var password: String?
+    package struct Configuration: Sendable {
+        package var url: String
+        package var user: String?
+        package var password: String?
         package var insecure: Bool
-        public var timeout: Duration = .seconds(30)
+        package var timeout: Duration = .seconds(30)
 
-        public init(url: String, user: String? = nil, password: String? = nil, insecure: Bool = false) {
+        package init(url: String, user: String? = nil, password: String? = nil, insecure: Bool = false) {
             self.url = url
             self.user = user
             self.password = password
@@ -32,7 +32,7 @@ package final class SMTPClient: Sendable {
     deinit { workers.close() }
 
     /// Sends one RFC 5322 message (headers and body, CRLF line ends) from `from` to `to`.
-    public func send(from: String, to: [String], message: Data) async throws {
+    package func send(from: String, to: [String], message: Data) async throws {
         let configuration = configuration
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             let queued = workers.submit { easy in

@@ -7,8 +7,8 @@ package struct AuthenticatedClientRecord: Sendable, Equatable, CustomStringConve
 
     package init(_ value: (any Sendable)? = nil) { self.value = value }
 
-    public static func == (lhs: Self, rhs: Self) -> Bool { true }
+    package static func == (lhs: Self, rhs: Self) -> Bool { true }
 
     /// Never the record itself: a plugin that logs a `ClientInfo` logs no more than before.
-    public var description: String { value == nil ? "none" : "carried" }
+    package var description: String { value == nil ? "none" : "carried" }
 }

@@ -23,7 +23,7 @@ public protocol TokenSigner: Sendable {
 public struct UnavailableTokenSigner: TokenSigner {
     package struct Unavailable: Error, CustomStringConvertible {
         package init() {}
-        public var description: String { "this core has no token signing keys" }
+        package var description: String { "this core has no token signing keys" }
     }
 
     package init() {}

@@ -4,7 +4,7 @@ package import Foundation
 /// and a Foundation formatter (ICU underneath) costs many times more and needs a lock to share.
 package enum UTCTimestamp {
     /// To the nearest millisecond, as ISO8601DateFormatter with fractional seconds writes it.
-    public static func milliseconds(_ date: Date) -> String {
+    package static func milliseconds(_ date: Date) -> String {
         let totalMillis = Int64((date.timeIntervalSince1970 * 1000).rounded())
         var seconds = time_t(Int64((Double(totalMillis) / 1000).rounded(.down)))
         let millis = Int(totalMillis - Int64(seconds) * 1000)
