@@ -1,44 +1,44 @@
-public import AmazonAppstore
-public import Foundation
-public import HTTPClient
+package import AmazonAppstore
+package import Foundation
+package import HTTPClient
 package import HTTPServer
-public import TestSupport
+package import TestSupport
 
 /// A local stand-in for Amazon's Receipt Verification Service on loopback: production under
 /// `/version/1.0/verifyReceiptId/...` and the Cloud Sandbox under `/sandbox/...`, with RVS's
 /// statuses (400 unknown receipt, 496 bad shared secret, 497 wrong user) and its JSON answer.
 /// Paths are read as sent and each segment percent-decoded, as a real server does.
-public final class FakeRVS: Sendable {
+package final class FakeRVS: Sendable {
     /// With the characters a path must carry encoded, so a client that forgets to is caught.
-    public static let sharedSecret = "2:smXBjZ+kWCxD/MSBvQ8H=secret"
+    package static let sharedSecret = "2:smXBjZ+kWCxD/MSBvQ8H=secret"
 
-    public final class State: Sendable {
+    package final class State: Sendable {
         /// Receipts by receipt id: the user they belong to, the environment that knows them, RVS's JSON.
-        public let receipts = LockedBox<[String: (userID: String, sandbox: Bool, json: String)]>([:])
+        package let receipts = LockedBox<[String: (userID: String, sandbox: Bool, json: String)]>([:])
         /// Statuses to answer first, whatever is asked, one per request.
-        public let failuresFirst = LockedBox<[Int]>([])
+        package let failuresFirst = LockedBox<[Int]>([])
         /// A status to answer every request with, when set.
-        public let alwaysStatus = LockedBox<Int?>(nil)
-        public let retryAfter = LockedBox<String?>(nil)
+        package let alwaysStatus = LockedBox<Int?>(nil)
+        package let retryAfter = LockedBox<String?>(nil)
         /// One entry per verify request: "production" or "sandbox".
-        public let hits = LockedBox<[String]>([])
+        package let hits = LockedBox<[String]>([])
     }
 
-    public let state = State()
+    package let state = State()
     package let server: HTTPServer
 
-    public init() throws {
+    package init() throws {
         var router = Router()
         router.use(Handler(state: state))
         server = HTTPServer(configuration: .init(host: "127.0.0.1", port: 0), responder: router.build())
         try server.start()
     }
 
-    public var baseURL: String { "http://127.0.0.1:\(server.port)" }
-    public var hits: [String] { state.hits.get() }
+    package var baseURL: String { "http://127.0.0.1:\(server.port)" }
+    package var hits: [String] { state.hits.get() }
 
     /// A receipt as RVS answers it (dates in epoch ms, null where unset).
-    public func addReceipt(_ receiptID: String, userID: String, sandbox: Bool = false, productType: String = "CONSUMABLE",
+    package func addReceipt(_ receiptID: String, userID: String, sandbox: Bool = false, productType: String = "CONSUMABLE",
                            productID: String = "gems100", purchaseDate: Date = Date(timeIntervalSince1970: 1_716_389_123),
                            cancelDate: Date? = nil, cancelReason: Int? = nil, renewalDate: Date? = nil, quantity: Int? = 1,
                            termSku: String? = nil, test: Bool = false, beta: Bool = false, autoRenewing: Bool? = nil) throws {
@@ -55,7 +55,7 @@ public final class FakeRVS: Sendable {
     }
 
     /// The provider's configuration for this fake: quick retries, the given SNS certificate rule.
-    public func configuration(certURLPattern: String? = nil, attempts: Int = 3) -> AmazonAppstoreConfiguration {
+    package func configuration(certURLPattern: String? = nil, attempts: Int = 3) -> AmazonAppstoreConfiguration {
         var configuration = AmazonAppstoreConfiguration()
         configuration.rvsURL = baseURL
         if let certURLPattern { configuration.snsCertURLPattern = certURLPattern }
@@ -64,14 +64,14 @@ public final class FakeRVS: Sendable {
     }
 
     /// An HTTP client for the provider; its own retries stay off (the provider does them).
-    public static func http() -> HTTPClient {
+    package static func http() -> HTTPClient {
         var configuration = HTTPClient.Configuration()
         configuration.retry = .none
         configuration.timeout = .seconds(60)
         return HTTPClient(configuration)
     }
 
-    public func shutdown() async { await server.shutdown() }
+    package func shutdown() async { await server.shutdown() }
 
     struct Handler: HTTPMiddleware {
         let state: State

@@ -1,25 +1,25 @@
-public import Crypto
-public import Foundation
+package import Crypto
+package import Foundation
 package import HTTPServer
-public import TestSupport
+package import TestSupport
 
 /// A stand-in for an Amazon SNS topic: its own RSA key and self-signed certificate, the
 /// certificate served as PEM on loopback at `/SimpleNotificationService-<hex>.pem`, and messages
 /// signed as SNS signs them (SignatureVersion 1: SHA1withRSA, 2: SHA256withRSA, over the
 /// canonical string of the message's type).
-public final class FakeSNS: Sendable {
+package final class FakeSNS: Sendable {
     /// Made once per test process: RSA key generation is slow on a busy machine.
     private static let ownKey = Result { try PrivateKey.generateRSA() }
 
-    public let key: PrivateKey
-    public let certificate: Certificate
-    public let certificateFile: String
+    package let key: PrivateKey
+    package let certificate: Certificate
+    package let certificateFile: String
     package let server: HTTPServer
     /// Certificate downloads so far.
-    public let certificateHits = LockedBox(0)
-    public static let topicARN = "arn:aws:sns:us-east-1:123456789012:appstore-rtn"
+    package let certificateHits = LockedBox(0)
+    package static let topicARN = "arn:aws:sns:us-east-1:123456789012:appstore-rtn"
 
-    public init(key: PrivateKey? = nil) throws {
+    package init(key: PrivateKey? = nil) throws {
         let key = try key ?? Self.ownKey.get()
         self.key = key
         let now = Date()
@@ -37,12 +37,12 @@ public final class FakeSNS: Sendable {
         try server.start()
     }
 
-    public var certificateURL: String { "http://127.0.0.1:\(server.port)/\(certificateFile)" }
+    package var certificateURL: String { "http://127.0.0.1:\(server.port)/\(certificateFile)" }
     /// The whole-URL rule that admits this fake's certificate (and any other on this port under that name).
-    public var certificateURLPattern: String { #"http://127\.0\.0\.1:\#(server.port)/SimpleNotificationService-[0-9a-f]+\.pem"# }
+    package var certificateURLPattern: String { #"http://127\.0\.0\.1:\#(server.port)/SimpleNotificationService-[0-9a-f]+\.pem"# }
 
     /// A `Notification` carrying `message` (Amazon's RTN JSON) as SNS delivers it.
-    public func notification(_ message: [String: Any], messageID: String = UUID().uuidString.lowercased(), version: Int = 1,
+    package func notification(_ message: [String: Any], messageID: String = UUID().uuidString.lowercased(), version: Int = 1,
                              subject: String? = nil, certificateURL: String? = nil) throws -> Data {
         let text = String(decoding: try JSONSerialization.data(withJSONObject: message, options: [.sortedKeys]), as: UTF8.self)
         var fields = ["Type": "Notification", "MessageId": messageID, "TopicArn": Self.topicARN, "Message": text,
@@ -54,7 +54,7 @@ public final class FakeSNS: Sendable {
     }
 
     /// A `SubscriptionConfirmation` for `token`, as SNS sends when the endpoint is subscribed.
-    public func subscriptionConfirmation(token: String, messageID: String = UUID().uuidString.lowercased(), version: Int = 1) throws -> Data {
+    package func subscriptionConfirmation(token: String, messageID: String = UUID().uuidString.lowercased(), version: Int = 1) throws -> Data {
         let fields = ["Type": "SubscriptionConfirmation", "MessageId": messageID, "Token": token, "TopicArn": Self.topicARN,
                       "Message": "You have chosen to subscribe to the topic \(Self.topicARN).\nTo confirm the subscription, visit the SubscribeURL included in this message.",
                       "SubscribeURL": "https://sns.us-east-1.amazonaws.com/?Action=ConfirmSubscription&TopicArn=\(Self.topicARN)&Token=\(token)",
@@ -76,11 +76,11 @@ public final class FakeSNS: Sendable {
     }
 
     /// `body` with one field replaced after signing (a forger's edit).
-    public static func tampered(_ body: Data, _ field: String, _ value: String) throws -> Data {
+    package static func tampered(_ body: Data, _ field: String, _ value: String) throws -> Data {
         var object = try JSONSerialization.jsonObject(with: body) as? [String: Any] ?? [:]
         object[field] = value
         return try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
     }
 
-    public func shutdown() async { await server.shutdown() }
+    package func shutdown() async { await server.shutdown() }
 }

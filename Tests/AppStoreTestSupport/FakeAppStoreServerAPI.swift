@@ -1,25 +1,25 @@
 package import AppStore
-public import Crypto
+package import Crypto
 import Foundation
 import HTTPClient
-public import TestSupport
+package import TestSupport
 package import HTTPServer
 
 /// A local stand-in for Apple's App Store Server API on loopback, speaking its wire format. It
 /// checks every request's JWT the way Apple does (ES256 by the team key, `kid`, `iss`, `aud`,
 /// `bid`, an unexpired `exp`) and answers with transactions signed by a test PKI.
-public final class FakeAppStoreServerAPI: Sendable {
-    public static let keyID = "KEY123ABC", issuerID = "57246542-96fe-1a63-e053-0824d011072a", bundleID = "com.example.game"
+package final class FakeAppStoreServerAPI: Sendable {
+    package static let keyID = "KEY123ABC", issuerID = "57246542-96fe-1a63-e053-0824d011072a", bundleID = "com.example.game"
 
-    public final class State: Sendable {
-        public let pki: AppleTestPKI
+    package final class State: Sendable {
+        package let pki: AppleTestPKI
         let teamPublicKey: PublicKey
         /// Signed transactions by environment ("Production"/"Sandbox") and id.
-        public let known = LockedBox<[String: [String: String]]>([:])
-        public let hits = LockedBox<[String: Int]>([:])
+        package let known = LockedBox<[String: [String: String]]>([:])
+        package let hits = LockedBox<[String: Int]>([:])
         /// Statuses to answer first, per route (e.g. ["/inApps/v1/transactions/{id}": [429, 503]]).
-        public let failuresFirst = LockedBox<[String: [Int]]>([:])
-        public let lastNotificationQuery = LockedBox<[String: Any]?>(nil)
+        package let failuresFirst = LockedBox<[String: [Int]]>([:])
+        package let lastNotificationQuery = LockedBox<[String: Any]?>(nil)
 
         init(pki: AppleTestPKI, teamPublicKey: PublicKey) {
             self.pki = pki
@@ -27,12 +27,12 @@ public final class FakeAppStoreServerAPI: Sendable {
         }
     }
 
-    public let state: State
-    public let teamKey: PrivateKey
+    package let state: State
+    package let teamKey: PrivateKey
     package let production: HTTPServer
     package let sandbox: HTTPServer
 
-    public init() throws {
+    package init() throws {
         teamKey = try PrivateKey.generateP256()
         state = State(pki: try AppleTestPKI(), teamPublicKey: try teamKey.publicKey)
         production = HTTPServer(configuration: .init(host: "127.0.0.1", port: 0), responder: Self.routes(state, environment: "Production"))
@@ -41,7 +41,7 @@ public final class FakeAppStoreServerAPI: Sendable {
         try sandbox.start()
     }
 
-    public var pki: AppleTestPKI { state.pki }
+    package var pki: AppleTestPKI { state.pki }
 
     package func client(retries: Int = 3) -> AppStoreServerAPIClient {
         var http = HTTPClient.Configuration()
@@ -55,7 +55,7 @@ public final class FakeAppStoreServerAPI: Sendable {
         return AppStoreServerAPIClient(configuration: configuration, http: HTTPClient(http))
     }
 
-    public func add(_ id: String, environment: String, _ overrides: [String: any Sendable] = [:]) throws {
+    package func add(_ id: String, environment: String, _ overrides: [String: any Sendable] = [:]) throws {
         var fields = overrides
         fields["transactionId"] = id
         fields["environment"] = environment
@@ -63,9 +63,9 @@ public final class FakeAppStoreServerAPI: Sendable {
         state.known.update { $0[environment, default: [:]][id] = signed }
     }
 
-    public func hits(_ route: String) -> Int { state.hits.get()[route] ?? 0 }
+    package func hits(_ route: String) -> Int { state.hits.get()[route] ?? 0 }
 
-    public func shutdown() async {
+    package func shutdown() async {
         await production.shutdown()
         await sandbox.shutdown()
     }

@@ -1,13 +1,13 @@
 package import AppStore
-public import Crypto
-public import TestSupport
+package import Crypto
+package import TestSupport
 public import Foundation
 package import HTTPClient
 package import HTTPServer
 
 /// Minimal DER writer for building receipt payloads in tests.
 public enum DER {
-    public static func tlv(_ tag: UInt8, _ contents: Data) -> Data {
+    package static func tlv(_ tag: UInt8, _ contents: Data) -> Data {
         var out = Data([tag])
         if contents.count < 128 {
             out.append(UInt8(contents.count))
@@ -27,7 +27,7 @@ public enum DER {
     }
 
     public static func utf8(_ text: String) -> Data { tlv(0x0c, Data(text.utf8)) }
-    public static func ia5(_ text: String) -> Data { tlv(0x16, Data(text.utf8)) }
+    package static func ia5(_ text: String) -> Data { tlv(0x16, Data(text.utf8)) }
 
     public static func attribute(_ type: Int64, _ value: Data) -> Data {
         tlv(0x30, integer(type) + integer(1) + tlv(0x04, value))
@@ -40,13 +40,13 @@ public enum DER {
 /// (DER, or streamed BER with indefinite lengths and chunked octet strings) by a test PKI's leaf,
 /// the container carrying its intermediate and root as Apple's do. Trust `signingPKI().root` as
 /// the receipt root (`AppStoreConfiguration.receiptTrustRoots`) to accept them.
-public enum TestReceipts {
+package enum TestReceipts {
     private static let shared = Result { try AppleTestPKI() }
 
     /// The PKI `sign` uses unless told otherwise, one per test process.
-    public static func signingPKI() throws -> AppleTestPKI { try shared.get() }
+    package static func signingPKI() throws -> AppleTestPKI { try shared.get() }
 
-    public static func payload(bundle: String = "com.example.game", type: String = "ProductionSandbox",
+    package static func payload(bundle: String = "com.example.game", type: String = "ProductionSandbox",
                         purchases: [(id: String, product: String)] = [("2000000000000501", "gems.100")], created: Date = Date()) -> Data {
         var attributes = [DER.attribute(0, DER.utf8(type)), DER.attribute(2, DER.utf8(bundle)), DER.attribute(3, DER.utf8("1.0")),
                           DER.attribute(12, DER.ia5(ISO8601DateFormatter().string(from: created))), DER.attribute(19, DER.utf8("1.0"))]
@@ -61,13 +61,13 @@ public enum TestReceipts {
         return DER.set(attributes)
     }
 
-    public static func sign(_ payload: Data, streamed: Bool, pki given: AppleTestPKI? = nil) throws -> String {
+    package static func sign(_ payload: Data, streamed: Bool, pki given: AppleTestPKI? = nil) throws -> String {
         let pki = try given ?? signingPKI()
         return try sign(payload, streamed: streamed, leaf: pki.leaf, key: pki.leafKey, carrying: [pki.intermediate, pki.root])
     }
 
     /// Signed by `leaf`, the container carrying `carrying` besides it.
-    public static func sign(_ payload: Data, streamed: Bool, leaf: Certificate, key signingKey: PrivateKey, carrying: [Certificate]) throws -> String {
+    package static func sign(_ payload: Data, streamed: Bool, leaf: Certificate, key signingKey: PrivateKey, carrying: [Certificate]) throws -> String {
         let directory = TestDatabase.temporaryDirectory("receipt")
         let key = directory.appendingPathComponent("key.pem"), cert = directory.appendingPathComponent("cert.pem")
         let chain = directory.appendingPathComponent("chain.pem")
@@ -89,12 +89,12 @@ public enum TestReceipts {
 }
 
 /// Apple's legacy verifyReceipt, faked: production says 21007 (a sandbox receipt), sandbox answers.
-public final class FakeVerifyReceipt: Sendable {
+package final class FakeVerifyReceipt: Sendable {
     package let production: HTTPServer, sandbox: HTTPServer
-    public let calls = LockedBox<[String]>([])
-    public let sandboxStatus = LockedBox<Int>(0)
+    package let calls = LockedBox<[String]>([])
+    package let sandboxStatus = LockedBox<Int>(0)
 
-    public init() throws {
+    package init() throws {
         let calls = self.calls, sandboxStatus = self.sandboxStatus
         func responder(_ name: String) -> Responder {
             var router = Router()
@@ -119,15 +119,15 @@ public final class FakeVerifyReceipt: Sendable {
         try sandbox.start()
     }
 
-    public var productionURL: String { "http://127.0.0.1:\(production.port)/verifyReceipt" }
-    public var sandboxURL: String { "http://127.0.0.1:\(sandbox.port)/verifyReceipt" }
+    package var productionURL: String { "http://127.0.0.1:\(production.port)/verifyReceipt" }
+    package var sandboxURL: String { "http://127.0.0.1:\(sandbox.port)/verifyReceipt" }
 
     package func validator(http: HTTPClient) throws -> AppReceiptValidator {
         AppReceiptValidator(mode: .verifyReceipt(sharedSecret: "shh", productionURL: productionURL, sandboxURL: sandboxURL, http: http),
                             verifier: AppStoreSignedDataVerifier(trustRoots: []), receiptTrustRoots: [try TestReceipts.signingPKI().root])
     }
 
-    public func shutdown() async {
+    package func shutdown() async {
         await production.shutdown()
         await sandbox.shutdown()
     }

@@ -1,40 +1,40 @@
-public import Crypto
-public import Foundation
-public import GooglePlay
-public import HTTPClient
+package import Crypto
+package import Foundation
+package import GooglePlay
+package import HTTPClient
 package import HTTPServer
-public import TestSupport
+package import TestSupport
 
 /// A local stand-in for Google on loopback: the OAuth token endpoint (checking the service
 /// account's RS256 assertion), the Android Publisher API paths ReceiptGate calls (checking the
 /// bearer token it issued, answering Google's JSON and error bodies), and a JWKS for Pub/Sub's
 /// OIDC push tokens, which it can also sign.
-public final class FakeGooglePlay: Sendable {
-    public static let clientEmail = "receiptgate@test-project.iam.gserviceaccount.com"
-    public static let pushServiceAccount = "rtdn-push@test-project.iam.gserviceaccount.com"
-    public static let pushAudience = "https://receiptgate.test/v1/notifications/google-play"
-    public static let oidcKeyID = "fake-oidc-key-1"
+package final class FakeGooglePlay: Sendable {
+    package static let clientEmail = "receiptgate@test-project.iam.gserviceaccount.com"
+    package static let pushServiceAccount = "rtdn-push@test-project.iam.gserviceaccount.com"
+    package static let pushAudience = "https://receiptgate.test/v1/notifications/google-play"
+    package static let oidcKeyID = "fake-oidc-key-1"
 
-    public final class State: Sendable {
+    package final class State: Sendable {
         /// Purchases by token: the package they belong to and Google's JSON for each API.
-        public let products = LockedBox<[String: (package: String, productID: String, v1: String, v2: String)]>([:])
-        public let subscriptions = LockedBox<[String: (package: String, json: String)]>([:])
+        package let products = LockedBox<[String: (package: String, productID: String, v1: String, v2: String)]>([:])
+        package let subscriptions = LockedBox<[String: (package: String, json: String)]>([:])
         /// Voided purchases by package (JSON objects and their void time, epoch ms), served
         /// `voidedPageSize` per page.
-        public let voided = LockedBox<[String: [(json: String, voidedAt: Int64)]]>([:])
-        public let voidedPageSize = LockedBox(1)
+        package let voided = LockedBox<[String: [(json: String, voidedAt: Int64)]]>([:])
+        package let voidedPageSize = LockedBox(1)
         /// What was acknowledged or consumed: "acknowledge products/gems100 <token>"...
-        public let actions = LockedBox<[String]>([])
+        package let actions = LockedBox<[String]>([])
         /// Statuses to answer first, per route name ("token", "products", "productsv2", "subscriptionsv2",
         /// "acknowledge", "voided", "jwks").
-        public let failuresFirst = LockedBox<[String: [Int]]>([:])
-        public let hits = LockedBox<[String: Int]>([:])
-        public let issuedTokens = LockedBox<Set<String>>([])
+        package let failuresFirst = LockedBox<[String: [Int]]>([:])
+        package let hits = LockedBox<[String: Int]>([:])
+        package let issuedTokens = LockedBox<Set<String>>([])
         /// Every JWT assertion the token endpoint received, verbatim.
-        public let assertions = LockedBox<[String]>([])
-        public let tokenDelay = LockedBox<Duration>(.zero)
-        public let voidedQueries = LockedBox<[[String: String]]>([])
-        public let jwksMaxAge = LockedBox(3600)
+        package let assertions = LockedBox<[String]>([])
+        package let tokenDelay = LockedBox<Duration>(.zero)
+        package let voidedQueries = LockedBox<[[String: String]]>([])
+        package let jwksMaxAge = LockedBox(3600)
         let accountKey: PublicKey
         let tokenURI: LockedBox<String>
 
@@ -44,12 +44,12 @@ public final class FakeGooglePlay: Sendable {
         }
     }
 
-    public let state: State
-    public let accountKey: PrivateKey
-    public let oidcKey: PrivateKey
+    package let state: State
+    package let accountKey: PrivateKey
+    package let oidcKey: PrivateKey
     package let server: HTTPServer
 
-    public init() throws {
+    package init() throws {
         accountKey = try TestKeys.rsa(.googleServiceAccount)
         oidcKey = try TestKeys.rsa(.googleOIDC)
         state = State(accountKey: try accountKey.publicKey)
@@ -60,12 +60,12 @@ public final class FakeGooglePlay: Sendable {
         state.tokenURI.set("\(baseURL)/token")
     }
 
-    public var baseURL: String { "http://127.0.0.1:\(server.port)" }
-    public var tokenURI: String { "\(baseURL)/token" }
-    public var jwksURL: String { "\(baseURL)/oauth2/v3/certs" }
+    package var baseURL: String { "http://127.0.0.1:\(server.port)" }
+    package var tokenURI: String { "\(baseURL)/token" }
+    package var jwksURL: String { "\(baseURL)/oauth2/v3/certs" }
 
     /// The service-account key file Google Cloud would hand out, pointing at this fake.
-    public func serviceAccountJSON(email: String = clientEmail, key: PrivateKey? = nil) throws -> String {
+    package func serviceAccountJSON(email: String = clientEmail, key: PrivateKey? = nil) throws -> String {
         let object: [String: String] = [
             "type": "service_account", "project_id": "test-project", "private_key_id": "0123456789abcdef",
             "private_key": try (key ?? accountKey).pemRepresentation(), "client_email": email, "client_id": "1234567890",
@@ -77,7 +77,7 @@ public final class FakeGooglePlay: Sendable {
     package func serviceAccountKey() throws -> ServiceAccountKey { try ServiceAccountKey(json: Data(try serviceAccountJSON().utf8)) }
 
     /// The provider's configuration for this fake (push authenticated by OIDC, poll off).
-    public func configuration(pushToken: String? = nil) throws -> GooglePlayConfiguration {
+    package func configuration(pushToken: String? = nil) throws -> GooglePlayConfiguration {
         var configuration = GooglePlayConfiguration()
         configuration.serviceAccountKey = try serviceAccountKey()
         configuration.apiURL = baseURL
@@ -90,7 +90,7 @@ public final class FakeGooglePlay: Sendable {
     }
 
     /// An HTTP client that retries quickly, as tests want.
-    public static func http(retries: Int = 3) -> HTTPClient {
+    package static func http(retries: Int = 3) -> HTTPClient {
         var configuration = HTTPClient.Configuration()
         configuration.retry = .init(maxAttempts: retries, baseDelay: .milliseconds(10), maxDelay: .milliseconds(50))
         // Generous: every suite of the test process shares one small task pool with this fake's
@@ -99,15 +99,15 @@ public final class FakeGooglePlay: Sendable {
         return HTTPClient(configuration)
     }
 
-    public func hits(_ route: String) -> Int { state.hits.get()[route] ?? 0 }
-    public func failFirst(_ route: String, _ statuses: [Int]) { state.failuresFirst.update { $0[route] = statuses } }
+    package func hits(_ route: String) -> Int { state.hits.get()[route] ?? 0 }
+    package func failFirst(_ route: String, _ statuses: [Int]) { state.failuresFirst.update { $0[route] = statuses } }
     /// Makes every bearer token issued so far invalid (Google revoked them).
-    public func revokeIssuedTokens() { state.issuedTokens.set([]) }
+    package func revokeIssuedTokens() { state.issuedTokens.set([]) }
 
     // MARK: - Purchases
 
     /// A one-time product: `state` 0 purchased, 1 canceled, 2 pending; `test` for a license tester.
-    public func addProduct(token: String, package: String = "com.example.game", productID: String = "gems100", orderID: String? = "GPA.3301-2345-6789-01234",
+    package func addProduct(token: String, package: String = "com.example.game", productID: String = "gems100", orderID: String? = "GPA.3301-2345-6789-01234",
                            state: Int = 0, test: Bool = false, acknowledged: Bool = false, accountID: String? = nil, quantity: Int = 1,
                            purchaseTimeMillis: Int64 = 1_716_389_123_000) throws {
         var v1: [String: Any] = ["kind": "androidpublisher#productPurchase", "purchaseTimeMillis": String(purchaseTimeMillis), "purchaseState": state,
@@ -130,7 +130,7 @@ public final class FakeGooglePlay: Sendable {
         self.state.products.update { $0[token] = entry }
     }
 
-    public func addSubscription(token: String, package: String = "com.example.game", productID: String = "vip.monthly",
+    package func addSubscription(token: String, package: String = "com.example.game", productID: String = "vip.monthly",
                                 latestOrderID: String = "GPA.3399-1111-2222-33333", linkedToken: String? = nil,
                                 state: String = "SUBSCRIPTION_STATE_ACTIVE", expiry: Date = Date().addingTimeInterval(30 * 86_400),
                                 test: Bool = false, autoRenew: Bool = true, accountID: String? = nil) throws {
@@ -149,7 +149,7 @@ public final class FakeGooglePlay: Sendable {
     }
 
     /// A void as `voidedpurchases.list` returns it; `refundType` 1 full, 2 quantity-based partial.
-    public func addVoided(package: String = "com.example.game", token: String, orderID: String, reason: Int = 1, source: Int = 0,
+    package func addVoided(package: String = "com.example.game", token: String, orderID: String, reason: Int = 1, source: Int = 0,
                           refundType: Int = 1, voidedAt: Date = Date()) throws {
         let millis = Int64(voidedAt.timeIntervalSince1970 * 1000)
         let object: [String: Any] = [
@@ -164,7 +164,7 @@ public final class FakeGooglePlay: Sendable {
     // MARK: - Push tokens
 
     /// A Pub/Sub OIDC push token signed by the fake JWKS key.
-    public func oidcToken(audience: String = pushAudience, email: String = pushServiceAccount, emailVerified: Bool = true,
+    package func oidcToken(audience: String = pushAudience, email: String = pushServiceAccount, emailVerified: Bool = true,
                           expiresIn: TimeInterval = 3600, issuer: String = "https://accounts.google.com", key: PrivateKey? = nil,
                           keyID: String = oidcKeyID) throws -> String {
         struct Claims: Encodable {
@@ -177,7 +177,7 @@ public final class FakeGooglePlay: Sendable {
     }
 
     /// Pub/Sub's push body around a developer notification.
-    public static func pushBody(_ notification: [String: Any], messageID: String) throws -> Data {
+    package static func pushBody(_ notification: [String: Any], messageID: String) throws -> Data {
         let data = try JSONSerialization.data(withJSONObject: notification)
         return try JSONSerialization.data(withJSONObject: [
             "message": ["data": data.base64EncodedString(), "messageId": messageID, "message_id": messageID,
@@ -186,7 +186,7 @@ public final class FakeGooglePlay: Sendable {
         ])
     }
 
-    public func shutdown() async { await server.shutdown() }
+    package func shutdown() async { await server.shutdown() }
 
     static func text(_ object: [String: Any]) throws -> String {
         String(decoding: try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]), as: UTF8.self)

@@ -1,6 +1,6 @@
-public import AppStore
-public import Foundation
-public import GooglePlay
+import AppStore
+import Foundation
+import GooglePlay
 public import ReceiptCore
 
 /// An in-process stand-in for the service's core, for plugin tests without Postgres or HTTP:
@@ -14,16 +14,16 @@ public final class FakeCore: DialectCore, @unchecked Sendable {
     private var refusals: [String: StoreVerificationError] = [:]
     private var ledger: [String: TransactionRecord] = [:]
     private var nextID: Int64 = 1
-    public private(set) var outbox: [OutboxMessage] = []
-    public private(set) var recordedRequests: [VerificationRequest] = []
+    package private(set) var outbox: [OutboxMessage] = []
+    package private(set) var recordedRequests: [VerificationRequest] = []
     public var clients: [ClientInfo] = []
     public var orders: [String: StoreOrder] = [:]
     /// The stores served, as their providers declare them; the App Store unless a test adds more.
     public var stores: [StoreDeclaration] = [AppStoreProvider.declaration]
-    public let clientVersions: MemoryClientVersions
-    public let memoryTokens: MemoryTokenStore
-    public let memoryAccounts = MemoryAccountStore()
-    public let memoryReplay = MemoryReplayGuard()
+    package let clientVersions: MemoryClientVersions
+    package let memoryTokens: MemoryTokenStore
+    package let memoryAccounts = MemoryAccountStore()
+    package let memoryReplay = MemoryReplayGuard()
     private var rateHits: [String: Int] = [:]
     /// Refusals made after the fake store proved a purchase, oldest first, as the core's attempt
     /// rows keep them: (client, store + transaction id, error).
@@ -41,7 +41,7 @@ public final class FakeCore: DialectCore, @unchecked Sendable {
     public var tokens: any TokenStore { memoryTokens }
     public var accounts: any AccountStore { memoryAccounts }
     public var replayGuard: any ReplayGuard { memoryReplay }
-    public let memorySigner = MemoryTokenSigner()
+    package let memorySigner = MemoryTokenSigner()
     public var signer: any TokenSigner { memorySigner }
     public func client(id: String) async throws -> ClientInfo? { lock.withLock { clients.first { $0.clientID == id } } }
 
@@ -135,11 +135,11 @@ public final class FakeCore: DialectCore, @unchecked Sendable {
     public func subscription(store: StoreID, originalTransactionID: String, client: ClientInfo) async throws -> SubscriptionState? { nil }
 
     /// Client secrets the fake accepts, by client id.
-    public var clientSecrets: [String: String] = [:]
+    package var clientSecrets: [String: String] = [:]
 
     /// Runs after a secret was accepted and before anything is issued on its strength: lets a
     /// test change the client in that gap, which real traffic hits only by chance.
-    public var afterAuthentication: (@Sendable (String) -> Void)?
+    package var afterAuthentication: (@Sendable (String) -> Void)?
 
     public func authenticateClient(id: String, secret: String) async throws -> ClientInfo? {
         let found = lock.withLock { () -> (ClientInfo, (@Sendable (String) -> Void)?)? in
@@ -155,13 +155,13 @@ public final class FakeCore: DialectCore, @unchecked Sendable {
 
     /// A new secret, as `client rotate-secret` does: the old one stops working, and so does what
     /// was authenticated with it but not yet issued.
-    public func rotateSecret(of clientID: String, to secret: String) {
+    package func rotateSecret(of clientID: String, to secret: String) {
         lock.withLock { clientSecrets[clientID] = secret }
         clientVersions.change(clientID)
     }
 
     /// As `client disable` does: refused from now on.
-    public func disable(_ clientID: String) {
+    package func disable(_ clientID: String) {
         lock.withLock { clients.removeAll { $0.clientID == clientID } }
         clientVersions.change(clientID, disable: true)
     }
@@ -185,7 +185,7 @@ public final class FakeCore: DialectCore, @unchecked Sendable {
 
     /// Moves a recorded transaction as a store notification saying `state` would (a refund stays
     /// a refund when the period later expires).
-    public func setState(_ state: TransactionState, transactionID: String) {
+    package func setState(_ state: TransactionState, transactionID: String) {
         lock.withLock {
             for (key, record) in ledger where record.transactionID == transactionID {
                 ledger[key]?.state = LedgerRules.state(of: record.state, after: .storeEvent(state))

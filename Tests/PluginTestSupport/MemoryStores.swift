@@ -1,23 +1,23 @@
-public import Foundation
-public import ReceiptCore
+import Foundation
+package import ReceiptCore
 
 /// `TokenStore` in memory, with the same rules as the Postgres one (hash only, expiry,
 /// single use on rotation, family revoked on reuse).
-public final class MemoryTokenStore: TokenStore, @unchecked Sendable {
+package final class MemoryTokenStore: TokenStore, @unchecked Sendable {
     private struct Entry { var stored: StoredToken; var spent = false; var revoked = false }
     private let lock = NSLock()
     private var entries: [String: Entry] = [:]
     private var counter = 0
     private let clientVersions: MemoryClientVersions
 
-    public init(clientVersions: MemoryClientVersions = MemoryClientVersions()) {
+    package init(clientVersions: MemoryClientVersions = MemoryClientVersions()) {
         self.clientVersions = clientVersions
     }
 
     /// How many tokens exist, and that none is kept in plain text.
-    public var storedDigests: [String] { lock.withLock { Array(entries.keys) } }
+    package var storedDigests: [String] { lock.withLock { Array(entries.keys) } }
 
-    public func issue(_ request: TokenRequest) async throws -> IssuedToken {
+    package func issue(_ request: TokenRequest) async throws -> IssuedToken {
         try lock.withLock {
             // As in Postgres: stored only while the client is enabled at the version that authenticated.
             if let version = request.clientVersion, clientVersions.current(request.clientID) != version {
@@ -36,14 +36,14 @@ public final class MemoryTokenStore: TokenStore, @unchecked Sendable {
         return IssuedToken(token: token, stored: stored)
     }
 
-    public func resolve(_ token: String, kind: String) async throws -> StoredToken? {
+    package func resolve(_ token: String, kind: String) async throws -> StoredToken? {
         lock.withLock {
             guard let entry = entries[Self.digest(token)], Self.usable(entry, kind: kind) else { return nil }
             return entry.stored
         }
     }
 
-    public func rotate(_ token: String, kind: String, lifetime: Duration) async throws -> TokenRotation {
+    package func rotate(_ token: String, kind: String, lifetime: Duration) async throws -> TokenRotation {
         lock.withLock {
             let key = Self.digest(token)
             guard let entry = entries[key], entry.stored.kind == kind else { return .invalid }
@@ -59,7 +59,7 @@ public final class MemoryTokenStore: TokenStore, @unchecked Sendable {
         }
     }
 
-    public func consume(_ token: String, kind: String) async throws -> StoredToken? {
+    package func consume(_ token: String, kind: String) async throws -> StoredToken? {
         lock.withLock {
             let key = Self.digest(token)
             guard let entry = entries[key], Self.usable(entry, kind: kind) else { return nil }
@@ -68,7 +68,7 @@ public final class MemoryTokenStore: TokenStore, @unchecked Sendable {
         }
     }
 
-    public func revokeFamily(_ family: String) async throws {
+    package func revokeFamily(_ family: String) async throws {
         lock.withLock { for (key, value) in entries where value.stored.family == family { entries[key]?.revoked = true } }
     }
 
@@ -82,19 +82,19 @@ public final class MemoryTokenStore: TokenStore, @unchecked Sendable {
 
 /// Each client's version as the fake core keeps it, like the `version` of a client row: moved on
 /// by a rotation or disable, and checked by the token store against `TokenRequest.clientVersion`.
-public final class MemoryClientVersions: @unchecked Sendable {
+package final class MemoryClientVersions: @unchecked Sendable {
     private let lock = NSLock()
     private var versions: [String: Int64] = [:]
     private var disabled: Set<String> = []
 
-    public init() {}
+    package init() {}
 
     /// Nil once the client is disabled; a client never changed is at version 1.
-    public func current(_ clientID: String) -> Int64? {
+    package func current(_ clientID: String) -> Int64? {
         lock.withLock { disabled.contains(clientID) ? nil : versions[clientID, default: 1] }
     }
 
-    public func change(_ clientID: String, disable: Bool = false) {
+    package func change(_ clientID: String, disable: Bool = false) {
         lock.withLock {
             versions[clientID, default: 1] += 1
             if disable { disabled.insert(clientID) }
@@ -103,14 +103,14 @@ public final class MemoryClientVersions: @unchecked Sendable {
 }
 
 /// `AccountStore` in memory; links made through a record scope arrive only when it commits.
-public final class MemoryAccountStore: AccountStore, @unchecked Sendable {
+package final class MemoryAccountStore: AccountStore, @unchecked Sendable {
     private let lock = NSLock()
     private var accounts: [String: AccountRecord] = [:]
     private var links: [String: String] = [:]  // scope|store|original → account id
 
-    public init() {}
+    package init() {}
 
-    public func create(_ draft: AccountDraft) async throws -> AccountRecord {
+    package func create(_ draft: AccountDraft) async throws -> AccountRecord {
         lock.withLock { insert(Self.make(draft)) }
     }
 
@@ -126,13 +126,13 @@ public final class MemoryAccountStore: AccountStore, @unchecked Sendable {
                       createdAt: Date())
     }
 
-    public func account(id: String) async throws -> AccountRecord? { lock.withLock { accounts[id] } }
+    package func account(id: String) async throws -> AccountRecord? { lock.withLock { accounts[id] } }
 
-    public func account(username: String, scope: String) async throws -> AccountRecord? {
+    package func account(username: String, scope: String) async throws -> AccountRecord? {
         lock.withLock { accounts.values.first { $0.scope == scope && $0.username == username } }
     }
 
-    public func account(email: String, scope: String) async throws -> AccountRecord? {
+    package func account(email: String, scope: String) async throws -> AccountRecord? {
         // A verified address first, as the Postgres store orders them: an unverified twin never shadows it.
         lock.withLock {
             accounts.values.filter { $0.scope == scope && $0.email?.lowercased() == email.lowercased() }
@@ -140,7 +140,7 @@ public final class MemoryAccountStore: AccountStore, @unchecked Sendable {
         }
     }
 
-    public func linkedAccount(_ key: PurchaseKey, scope: String) async throws -> AccountRecord? {
+    package func linkedAccount(_ key: PurchaseKey, scope: String) async throws -> AccountRecord? {
         lock.withLock { linkedLocked(key, scope: scope) }
     }
 
@@ -148,7 +148,7 @@ public final class MemoryAccountStore: AccountStore, @unchecked Sendable {
         links[Self.linkKey(key, scope: scope)].flatMap { accounts[$0] }
     }
 
-    public func links(accountID: String) async throws -> [PurchaseKey] {
+    package func links(accountID: String) async throws -> [PurchaseKey] {
         lock.withLock {
             links.filter { $0.value == accountID }.keys.sorted().map { key in
                 let parts = key.split(separator: "|", maxSplits: 2).map(String.init)
@@ -159,7 +159,7 @@ public final class MemoryAccountStore: AccountStore, @unchecked Sendable {
 
     struct ConfirmedAddressTaken: Error {}
 
-    public func update(_ accountID: String, _ change: AccountChange) async throws -> AccountRecord? {
+    package func update(_ accountID: String, _ change: AccountChange) async throws -> AccountRecord? {
         try lock.withLock {
             guard var account = accounts[accountID] else { return nil }
             if let expected = change.expected, (account.email, account.emailVerified, account.pendingEmail, account.pendingEmailApproved)
@@ -240,13 +240,13 @@ final class MemoryRecordScope: RecordScope {
     }
 }
 
-public final class MemoryReplayGuard: ReplayGuard, @unchecked Sendable {
+package final class MemoryReplayGuard: ReplayGuard, @unchecked Sendable {
     private let lock = NSLock()
     private var seen: [String: Date] = [:]
 
-    public init() {}
+    package init() {}
 
-    public func firstSeen(_ key: String, window: Duration) async throws -> Bool {
+    package func firstSeen(_ key: String, window: Duration) async throws -> Bool {
         lock.withLock {
             let now = Date()
             if let until = seen[key], until > now { return false }

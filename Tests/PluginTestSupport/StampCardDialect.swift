@@ -1,20 +1,20 @@
 import AppStore
-public import Foundation
-public import ReceiptCore
+import Foundation
+package import ReceiptCore
 
 /// A small dialect written only against ReceiptCore, for tests of the core contract: an app
 /// (no credential) trades a purchase for a stamp-card account and a bearer token, and reads the
 /// card back with that token. Everything it keeps goes through the core's protocols: accounts
 /// and links in the record's transaction, tokens in the token store, a shared rate limit per
 /// caller address. It holds no SQL and no state of its own.
-public struct StampCardDialect: DialectProvider {
-    public let name = "stamp-card"
-    public static let tokenKind = "stampcard.access"
-    public static let perAddress = RateLimitPolicy(name: "stampcard.address", key: .callerAddress, limit: 3, window: .seconds(86_400), shared: true)
+package struct StampCardDialect: DialectProvider {
+    package let name = "stamp-card"
+    package static let tokenKind = "stampcard.access"
+    package static let perAddress = RateLimitPolicy(name: "stampcard.address", key: .callerAddress, limit: 3, window: .seconds(86_400), shared: true)
 
-    public init() {}
+    package init() {}
 
-    public func routes(core: any DialectCore) -> [Route] {
+    package func routes(core: any DialectCore) -> [Route] {
         [Route("POST", "/test/stamp-cards", authentication: .appSDK, rateLimits: [Self.perAddress]) { request, context in
             await Self.redeem(request, context: context, core: core)
          },
@@ -23,7 +23,7 @@ public struct StampCardDialect: DialectProvider {
          }]
     }
 
-    public func render(_ refusal: RouteRefusal) -> RouteResponse {
+    package func render(_ refusal: RouteRefusal) -> RouteResponse {
         let status = [ErrorCode.unauthorized: 401, .rateLimited: 429, .verifierError: 503][refusal.code] ?? 400
         return .json(["refused": refusal.code.rawValue], status: status)
     }
@@ -64,11 +64,11 @@ public struct StampCardDialect: DialectProvider {
         }
     }
 
-    public struct CardView: Codable, Equatable {
-        public let nickname: String
-        public let purchases: [String]
+    package struct CardView: Codable, Equatable {
+        package let nickname: String
+        package let purchases: [String]
 
-        public init(nickname: String, purchases: [String]) {
+        package init(nickname: String, purchases: [String]) {
             self.nickname = nickname
             self.purchases = purchases
         }

@@ -1,17 +1,17 @@
-public import Crypto
-public import Foundation
+package import Crypto
+package import Foundation
 
 /// Keys and certificates no honest builder makes, for tests of the code that must refuse them.
-public enum CertificateSurgery {
+package enum CertificateSurgery {
     /// A P-256 SubjectPublicKeyInfo whose point is the single byte 00, SEC 1's encoding of the
     /// point at infinity (for which anyone can make a signature that verifies).
-    public static let p256PointAtInfinity = Data([
+    package static let p256PointAtInfinity = Data([
         0x30, 0x19, 0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01, 0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d,
         0x03, 0x01, 0x07, 0x03, 0x02, 0x00, 0x00,
     ])
 
     /// A P-256 SubjectPublicKeyInfo of an uncompressed point (x, y) taken as given, on the curve or not.
-    public static func p256SubjectPublicKeyInfo(x: Data, y: Data) -> Data {
+    package static func p256SubjectPublicKeyInfo(x: Data, y: Data) -> Data {
         Data([0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01, 0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d,
               0x03, 0x01, 0x07, 0x03, 0x42, 0x00, 0x04]) + x + y
     }
@@ -19,7 +19,7 @@ public enum CertificateSurgery {
     /// A JOSE ES256 signature (r ‖ s) that verifies for the point at infinity Q over any message
     /// whose SHA-256 e is below the group order: with s = e and r = x(G), u1 = e·s⁻¹ = 1 and
     /// u1·G + u2·Q = G. nil for the rare message whose digest is not below the order.
-    public static func signatureForPointAtInfinity(over message: Data) throws -> Data? {
+    package static func signatureForPointAtInfinity(over message: Data) throws -> Data? {
         let e = try SHA256.hash(message)
         guard !e.allSatisfy({ $0 == 0 }), e.lexicographicallyPrecedes(p256Order) else { return nil }
         return p256GeneratorX + e
@@ -36,7 +36,7 @@ public enum CertificateSurgery {
 
     /// `certificate` with its SubjectPublicKeyInfo replaced by `subjectPublicKeyInfo` and signed
     /// again (ECDSA with SHA-256) by `issuerKey`, so its chain still verifies and only the key is wrong.
-    public static func replacingKey(of certificate: Certificate, with subjectPublicKeyInfo: Data, issuerKey: PrivateKey) throws -> Certificate {
+    package static func replacingKey(of certificate: Certificate, with subjectPublicKeyInfo: Data, issuerKey: PrivateKey) throws -> Certificate {
         let der = [UInt8](certificate.derEncoded)
         let outer = try Element(der, at: 0)
         let tbs = try Element(der, at: outer.contentStart)

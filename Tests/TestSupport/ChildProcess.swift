@@ -1,14 +1,14 @@
-public import Foundation
+package import Foundation
 
 /// A program started by a test, with stdout and stderr captured in files (posix_spawn and
 /// waitpid, not Foundation's Process, whose exit monitoring was seen to hang here).
-public final class ChildProcess: @unchecked Sendable {
-    public let pid: pid_t
+package final class ChildProcess: @unchecked Sendable {
+    package let pid: pid_t
     private let stdoutPath: String
     private let stderrPath: String
     private let exitStatus = LockedBox<Int32?>(nil)
 
-    public static func launch(_ executable: String, _ arguments: [String], environment: [String: String]) throws -> ChildProcess {
+    package static func launch(_ executable: String, _ arguments: [String], environment: [String: String]) throws -> ChildProcess {
         let base = NSTemporaryDirectory() + "rg-child-\(getpid())-\(UUID().uuidString.prefix(8))"
         let stdoutPath = base + ".out", stderrPath = base + ".err"
         var actions = posix_spawn_file_actions_t()
@@ -29,7 +29,7 @@ public final class ChildProcess: @unchecked Sendable {
     /// Runs to completion on the calling thread (for synchronous test helpers: a short program
     /// such as `openssl`), with posix_spawn and waitpid. Returns (exit status, stdout, stderr).
     @discardableResult
-    public static func runBlocking(_ executable: String, _ arguments: [String],
+    package static func runBlocking(_ executable: String, _ arguments: [String],
                                    environment: [String: String] = ["PATH": "/usr/bin:/bin"]) throws -> (status: Int32, stdout: String, stderr: String) {
         let child = try launch(executable, arguments, environment: environment)
         var raw: Int32 = 0
@@ -40,7 +40,7 @@ public final class ChildProcess: @unchecked Sendable {
     }
 
     /// Runs to completion and returns (exit status, stdout, stderr).
-    public static func run(_ executable: String, _ arguments: [String], environment: [String: String],
+    package static func run(_ executable: String, _ arguments: [String], environment: [String: String],
                            timeout: Duration = .seconds(120)) async throws -> (status: Int32, stdout: String, stderr: String) {
         let child = try launch(executable, arguments, environment: environment)
         let status = try await child.wait(timeout: timeout)
@@ -59,13 +59,13 @@ public final class ChildProcess: @unchecked Sendable {
         unlink(stderrPath)
     }
 
-    public var stdout: String { (try? String(contentsOfFile: stdoutPath, encoding: .utf8)) ?? "" }
-    public var stderr: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
+    package var stdout: String { (try? String(contentsOfFile: stdoutPath, encoding: .utf8)) ?? "" }
+    package var stderr: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
 
-    public func send(_ signal: Int32) { kill(pid, signal) }
+    package func send(_ signal: Int32) { kill(pid, signal) }
 
     /// Waits for exit on a thread of its own; kills the process if `timeout` passes.
-    public func wait(timeout: Duration) async throws -> Int32 {
+    package func wait(timeout: Duration) async throws -> Int32 {
         if let status = exitStatus.get() { return status }
         let pid = self.pid
         let timer = Task {
@@ -85,7 +85,7 @@ public final class ChildProcess: @unchecked Sendable {
     }
 
     /// Polls stderr until a line contains `text`; returns that line.
-    public func waitForStderrLine(containing text: String, timeout: Duration = .seconds(60)) async throws -> String {
+    package func waitForStderrLine(containing text: String, timeout: Duration = .seconds(60)) async throws -> String {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if let line = stderr.split(separator: "\n").first(where: { $0.contains(text) }) { return String(line) }

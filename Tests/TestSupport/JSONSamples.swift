@@ -6,9 +6,9 @@ import Foundation
 /// (escapes, surrogates, raw UTF-8 and bytes that are not, numbers at the limits of Int64 and
 /// Double, grammar JSONDecoder only checks when it reads a value), plus byte-level mutations of
 /// such documents. Seeded: a failure names its seed and case, so it can be replayed.
-public struct JSONSamples {
+package struct JSONSamples {
     /// What a field holds when it holds the right type.
-    public enum Kind: Sendable {
+    package enum Kind: Sendable {
         case string, integer, double, bool
         /// Any value at all (unknown keys, nested containers).
         case any
@@ -17,14 +17,14 @@ public struct JSONSamples {
     private var random: SplitMix64
 
     /// `RECEIPTGATE_JSON_SEED` (a number) shifts every seed, to explore beyond the committed runs.
-    public init(seed: UInt64) {
+    package init(seed: UInt64) {
         random = SplitMix64(seed: seed ^ Self.seedShift)
     }
 
     static let seedShift = ProcessInfo.processInfo.environment["RECEIPTGATE_JSON_SEED"].flatMap { UInt64($0) } ?? 0
 
     /// `standard`, times `RECEIPTGATE_JSON_ROUNDS` when set: a long run is an environment variable away.
-    public static func rounds(_ standard: Int) -> Int {
+    package static func rounds(_ standard: Int) -> Int {
         standard * (ProcessInfo.processInfo.environment["RECEIPTGATE_JSON_ROUNDS"].flatMap { Int($0) } ?? 1)
     }
 
@@ -33,7 +33,7 @@ public struct JSONSamples {
     /// A top-level object: members from `fields` (by name and kind) and unknown keys, in random
     /// order, sometimes repeated, sometimes with escaped keys, random whitespace and (rarely) a
     /// trailing comma.
-    public mutating func object(fields: [(name: String, kind: Kind)], unknownKeys: [String] = []) -> [UInt8] {
+    package mutating func object(fields: [(name: String, kind: Kind)], unknownKeys: [String] = []) -> [UInt8] {
         var members: [[UInt8]] = []
         for _ in 0..<int(0...(fields.count + 4)) {
             if !fields.isEmpty, chance(0.8) {
@@ -56,7 +56,7 @@ public struct JSONSamples {
 
     /// A document broken (or not) at the byte level: cut short, a byte replaced, inserted,
     /// deleted or a slice repeated.
-    public mutating func mutate(_ document: [UInt8]) -> [UInt8] {
+    package mutating func mutate(_ document: [UInt8]) -> [UInt8] {
         guard !document.isEmpty else { return interestingByte().map { [$0] } ?? [] }
         var bytes = document
         let at = int(0...(bytes.count - 1))
@@ -77,7 +77,7 @@ public struct JSONSamples {
 
     // MARK: - Values
 
-    public mutating func value(_ kind: Kind, depth: Int = 0) -> [UInt8] {
+    package mutating func value(_ kind: Kind, depth: Int = 0) -> [UInt8] {
         if kind != .any {
             if chance(0.08) { return Array("null".utf8) }
             if chance(0.08) { return value(.any, depth: depth) }
@@ -102,7 +102,7 @@ public struct JSONSamples {
     /// A string literal, quotes included. Mostly valid; sometimes with something JSONDecoder
     /// refuses when it reads the string (a raw control character, a lone surrogate, a bad
     /// escape, bytes that are not UTF-8) or that breaks the document (an unterminated `\u`).
-    public mutating func string() -> [UInt8] {
+    package mutating func string() -> [UInt8] {
         var bytes = Array("\"".utf8)
         for _ in 0..<int(0...6) {
             bytes += stringPiece()
@@ -111,7 +111,7 @@ public struct JSONSamples {
     }
 
     /// An integer's text: mostly plain digits, edges of Int64 and 2^53 included.
-    public mutating func integerText() -> [UInt8] {
+    package mutating func integerText() -> [UInt8] {
         let edges = ["0", "-0", "1", "-1", "9223372036854775807", "-9223372036854775808", "9223372036854775808",
                      "-9223372036854775809", "9007199254740992", "9007199254740993", "-9007199254740993",
                      "18446744073709551616", "1700000000000", "1700000000000.0", "1700000000000.5", "1.0", "1e2", "-0.0",
@@ -125,7 +125,7 @@ public struct JSONSamples {
     /// A number's text: valid RFC 8259 numbers with fractions and exponents (some beyond
     /// Double's range or below its smallest subnormal), and sometimes what JSONDecoder's scanner
     /// takes for a number but its parser refuses.
-    public mutating func numberText() -> [UInt8] {
+    package mutating func numberText() -> [UInt8] {
         let edges = ["0", "-0", "0.0", "-0.0", "1.5", "-1.5", "0.1", "1e2", "1E+2", "1e-2", "0e0", "4.9e-324", "2.4e-324",
                      "2.5e-324", "1e-320", "1.7976931348623157e308", "1.7976931348623159e308", "1e309", "1e-400",
                      "0.0000000000000000000000000000001e-300", "9007199254740993.5", "-9223372036854775808.0",
@@ -148,7 +148,7 @@ public struct JSONSamples {
 
     /// A key for `name`: usually its plain bytes, sometimes with a character escaped
     /// (`\u0062`, or `\/`), which JSONDecoder matches all the same.
-    public mutating func key(_ name: String) -> [UInt8] {
+    package mutating func key(_ name: String) -> [UInt8] {
         guard chance(0.1), !name.isEmpty else { return Array("\"\(name)\"".utf8) }
         let scalars = Array(name.unicodeScalars)
         let at = int(0...(scalars.count - 1))
@@ -235,12 +235,12 @@ public struct JSONSamples {
 }
 
 /// A small seeded generator (SplitMix64): the same seed, the same samples.
-public struct SplitMix64: RandomNumberGenerator, Sendable {
+package struct SplitMix64: RandomNumberGenerator, Sendable {
     private var state: UInt64
 
-    public init(seed: UInt64) { state = seed }
+    package init(seed: UInt64) { state = seed }
 
-    public mutating func next() -> UInt64 {
+    package mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9

@@ -6,7 +6,7 @@ import Foundation
 /// test's task waited behind them, and timing and retry-count assertions elsewhere failed.
 /// The body runs in the calling task, so `#expect` still reports to the running test. (For a
 /// blocking wait rather than computation, `onOwnThread` gives the wait a thread of its own.)
-public func offThePool<T>(_ body: () throws -> T) async rethrows -> T {
+package func offThePool<T>(_ body: () throws -> T) async rethrows -> T {
     try await withTaskExecutorPreference(HeavyWorkExecutor.shared) { try body() }
 }
 

@@ -1,12 +1,12 @@
-public import Foundation
+package import Foundation
 
 /// One TCP connection to 127.0.0.1 that a test holds open and drives by hand: to fill a per-address
 /// connection limit, or to send a request a byte at a time. Its calls block, so run them on a
 /// thread of their own (`onOwnThread`), never on Swift's cooperative pool.
-public final class RawConnection: @unchecked Sendable {
+package final class RawConnection: @unchecked Sendable {
     private let descriptor: Int32
 
-    public init(port: Int) throws {
+    package init(port: Int) throws {
         descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard descriptor >= 0 else { throw RawHTTP.Failure(description: "socket() failed") }
         guard RawHTTP.connectToLoopback(descriptor, port: port) else {
@@ -19,7 +19,7 @@ public final class RawConnection: @unchecked Sendable {
 
     /// Sends all of `data`; false if the peer has closed or reset the connection.
     @discardableResult
-    public func send(_ data: Data) -> Bool {
+    package func send(_ data: Data) -> Bool {
         var offset = 0
         while offset < data.count {
             let sent = data.withUnsafeBytes { raw -> Int in
@@ -33,14 +33,14 @@ public final class RawConnection: @unchecked Sendable {
     }
 
     /// Waits up to `milliseconds` for the peer to send something or hang up.
-    public func becomesReadable(within milliseconds: Int32) -> Bool {
+    package func becomesReadable(within milliseconds: Int32) -> Bool {
         var entry = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
         return poll(&entry, 1, milliseconds) > 0
     }
 
     /// Everything the peer sends until it closes the connection (or resets it, or `timeout` passes).
     /// `closedByPeer` is false if the timeout ended the wait.
-    public func readToEnd(timeout: TimeInterval = 10) -> (data: Data, closedByPeer: Bool) {
+    package func readToEnd(timeout: TimeInterval = 10) -> (data: Data, closedByPeer: Bool) {
         var time = timeval(tv_sec: Int(timeout), tv_usec: 0)
         setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &time, socklen_t(MemoryLayout<timeval>.size))
         var received = Data()

@@ -1,27 +1,27 @@
-public import Foundation
+package import Foundation
 
 /// A deliberately small HTTP/1.1 client over a plain socket, for tests that need control over
 /// the bytes on the wire (bodies in pieces, oversized uploads). Each call runs on its own thread,
 /// so blocking socket I/O never occupies Swift's cooperative pool.
-public enum RawHTTP {
-    public struct Response: Sendable {
-        public let status: Int
-        public let headers: [String: String]  // lower-cased names
-        public let body: Data
-        public var text: String { String(decoding: body, as: UTF8.self) }
-        public func json() throws -> [String: Any] {
+package enum RawHTTP {
+    package struct Response: Sendable {
+        package let status: Int
+        package let headers: [String: String]  // lower-cased names
+        package let body: Data
+        package var text: String { String(decoding: body, as: UTF8.self) }
+        package func json() throws -> [String: Any] {
             (try JSONSerialization.jsonObject(with: body)) as? [String: Any] ?? [:]
         }
     }
 
-    public struct Failure: Error, CustomStringConvertible {
-        public let description: String
-        public init(description: String) { self.description = description }
+    package struct Failure: Error, CustomStringConvertible {
+        package let description: String
+        package init(description: String) { self.description = description }
     }
 
     /// Sends `pieces` one after another (pausing `pause` between them) and reads the response
     /// until the server closes the connection.
-    public static func exchange(port: Int, pieces: [Data], pause: Duration = .zero, timeout: TimeInterval = 20) async throws -> Response {
+    package static func exchange(port: Int, pieces: [Data], pause: Duration = .zero, timeout: TimeInterval = 20) async throws -> Response {
         try await withCheckedThrowingContinuation { continuation in
             let thread = Thread {
                 continuation.resume(with: Result { try blockingExchange(port: port, pieces: pieces, pause: pause, timeout: timeout) })
@@ -32,7 +32,7 @@ public enum RawHTTP {
 
     /// `exchange`, timed on the thread that does it: how long until the server answered or hung
     /// up, without the wait for the calling task to be scheduled again on a busy pool.
-    public static func timedExchange(port: Int, pieces: [Data], timeout: TimeInterval = 20) async -> (result: Result<Response, any Error>, elapsed: Duration) {
+    package static func timedExchange(port: Int, pieces: [Data], timeout: TimeInterval = 20) async -> (result: Result<Response, any Error>, elapsed: Duration) {
         await withCheckedContinuation { continuation in
             let thread = Thread {
                 let started = ContinuousClock.now
@@ -44,7 +44,7 @@ public enum RawHTTP {
     }
 
     /// A complete request with `Connection: close`.
-    public static func request(port: Int, method: String = "GET", path: String, headers: [String: String] = [:],
+    package static func request(port: Int, method: String = "GET", path: String, headers: [String: String] = [:],
                                body: Data = Data()) async throws -> Response {
         var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n"
         for (name, value) in headers { head += "\(name): \(value)\r\n" }
@@ -54,7 +54,7 @@ public enum RawHTTP {
     }
 
     /// A TCP port on 127.0.0.1 that was free a moment ago (for servers a test starts itself).
-    public static func freePort() throws -> Int {
+    package static func freePort() throws -> Int {
         let (descriptor, port) = try boundLoopbackSocket()
         close(descriptor)
         return port
@@ -63,7 +63,7 @@ public enum RawHTTP {
     /// A loopback port held bound but not listening while `body` runs: connecting to it is
     /// refused, and no other test can start a server on it meanwhile (a port merely found free
     /// could be taken by a parallel test before the connection is tried).
-    public static func withRefusingPort<T>(_ body: (Int) async throws -> T) async throws -> T {
+    package static func withRefusingPort<T>(_ body: (Int) async throws -> T) async throws -> T {
         let (descriptor, port) = try boundLoopbackSocket()
         defer { close(descriptor) }
         return try await body(port)
@@ -88,7 +88,7 @@ public enum RawHTTP {
     }
 
     /// True if something accepts TCP connections on 127.0.0.1:`port`.
-    public static func isListening(port: Int) -> Bool {
+    package static func isListening(port: Int) -> Bool {
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(descriptor) }
         return connectToLoopback(descriptor, port: port)
@@ -136,7 +136,7 @@ public enum RawHTTP {
         return try parse(received)
     }
 
-    public static func parse(_ data: Data) throws -> Response {
+    package static func parse(_ data: Data) throws -> Response {
         guard let separator = data.range(of: Data("\r\n\r\n".utf8)) else {
             throw Failure(description: "no complete response head in \(data.count) bytes")
         }

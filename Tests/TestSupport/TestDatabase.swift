@@ -1,14 +1,14 @@
-public import Foundation
+package import Foundation
 package import Postgres
 
 /// One real PostgreSQL cluster per test process, started on first use under /tmp (reachable by
 /// the `postgres` user when tests run as root) and stopped when the process exits. Each caller
 /// gets a database of its own, so suites run in parallel without seeing each other's rows.
-public enum TestDatabase {
+package enum TestDatabase {
     private static let holder = SharedClusterHolder()
 
     /// A libpq connection string for a new, empty database.
-    public static func makeDatabase(prefix: String = "test") async throws -> String {
+    package static func makeDatabase(prefix: String = "test") async throws -> String {
         let cluster = try await holder.cluster()
         let name = "\(prefix)_\(UUID().uuidString.prefix(8).lowercased())"
         try await cluster.createDatabase(name)
@@ -23,7 +23,7 @@ public enum TestDatabase {
         return cluster
     }
 
-    public static func temporaryDirectory(_ label: String) -> URL {
+    package static func temporaryDirectory(_ label: String) -> URL {
         let url = URL(fileURLWithPath: "/tmp/receiptgate-tests/\(label)-\(getpid())-\(UUID().uuidString.prefix(8))")
         try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true,
                                                  attributes: [.posixPermissions: 0o755])
@@ -35,7 +35,7 @@ public enum TestDatabase {
 
 /// Runs blocking work (initdb, pg_ctl) on a thread of its own: tests run on Swift's small
 /// cooperative pool, and blocking it stalls every other test's async work (servers included).
-public func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+package func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
     try await withCheckedThrowingContinuation { continuation in
         Thread { continuation.resume(with: Result { try body() }) }.start()
     }
@@ -114,11 +114,11 @@ final class ClusterReaper: @unchecked Sendable {
     }
 }
 
-public final class LockedBox<Value>: @unchecked Sendable {
+package final class LockedBox<Value>: @unchecked Sendable {
     private let lock = NSLock()
     private var value: Value
-    public init(_ value: Value) { self.value = value }
-    public func get() -> Value { lock.lock(); defer { lock.unlock() }; return value }
-    public func set(_ newValue: Value) { lock.lock(); value = newValue; lock.unlock() }
-    public func update<T>(_ body: (inout Value) -> T) -> T { lock.lock(); defer { lock.unlock() }; return body(&value) }
+    package init(_ value: Value) { self.value = value }
+    package func get() -> Value { lock.lock(); defer { lock.unlock() }; return value }
+    package func set(_ newValue: Value) { lock.lock(); value = newValue; lock.unlock() }
+    package func update<T>(_ body: (inout Value) -> T) -> T { lock.lock(); defer { lock.unlock() }; return body(&value) }
 }

@@ -1,4 +1,4 @@
-public import Crypto
+package import Crypto
 import Foundation
 
 /// RSA keys made once per test process, on a thread of their own. Making a 2048-bit key takes a
@@ -6,16 +6,16 @@ import Foundation
 /// cooperative threads, and a run spent seconds with both threads in key generation while every
 /// other test's tasks waited. Each slot is its own key, so a test that needs "a key that is not
 /// the fake's" still gets one.
-public enum TestKeys {
+package enum TestKeys {
     /// In the order they are made: the Google fakes' keys are wanted first and most.
-    public enum RSASlot: Int, CaseIterable, Sendable {
+    package enum RSASlot: Int, CaseIterable, Sendable {
         case googleServiceAccount, googleOIDC, unrelated, playLicense, lookAlikeRoot, lookAlikeIntermediate, lookAlikeLeaf
     }
 
     private static let maker = RSAKeyMaker()
 
     /// Waits (briefly, and only on a test's first use of a slot) until the slot's key is made.
-    public static func rsa(_ slot: RSASlot) throws -> PrivateKey {
+    package static func rsa(_ slot: RSASlot) throws -> PrivateKey {
         try maker.key(slot)
     }
 }

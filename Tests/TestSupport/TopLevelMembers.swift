@@ -5,8 +5,8 @@ import Foundation
 /// first of duplicate keys as JSONDecoder does (JSONSerialization keeps the last). Only strings
 /// and brackets need tracking to find where a member ends: the document is known to be valid.
 /// Nil where JSONSerialization's answer cannot be trusted to be JSONDecoder's.
-public enum TopLevelMembers {
-    public static func split(_ bytes: [UInt8]) -> [(key: String, value: Any)]? {
+package enum TopLevelMembers {
+    package static func split(_ bytes: [UInt8]) -> [(key: String, value: Any)]? {
         var index = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0
         func skipSpace() { while index < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[index]) { index += 1 } }
         func parse(_ range: Range<Int>) -> Any? {
