@@ -51,7 +51,7 @@ import TestSupport
         // What the script did is what a user would notice outside the browser too.
         #expect(fixture.receiver.acknowledged.map(\.eventID).contains(fixture.undeliveredEventID),
                 "the redelivered webhook event never reached the game server")
-        #expect((report["passed"] as? [String])?.count == report["steps"] as? Int, "steps skipped: \(report["skipped"] ?? [])")
+        #expect((report["skipped"] as? [String])?.isEmpty == true, "steps skipped: \(report["skipped"] ?? [])")
     }
 
     /// What the script needs (URLs, the admin token, the purchases and what was counted), as a JSON file.

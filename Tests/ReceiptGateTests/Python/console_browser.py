@@ -128,8 +128,15 @@ class Walk:
     def h1s(self):
         return [h.text for h in self.driver.find_elements(By.TAG_NAME, "h1")]
 
+    def loaded(self, what):
+        """After a navigation: fails at once, naming the status, when the page is an HTTP error."""
+        document = self.network.current_document(self.driver.current_url)
+        if document and document["status"] >= 400:
+            raise Failure(f"{what}: {self.driver.current_url} answered {document['status']}")
+
     def open(self, path, h1=None):
         self.driver.get(self.console + path)
+        self.loaded(f"GET {path}")
         self.until(EC.presence_of_element_located((By.TAG_NAME, "h1")), f"GET {path} showing a page with an h1")
         if h1 is not None:  # only one h1 is a page check of its own
             expect(h1 in self.h1s(), f"GET {path} shows h1 {self.h1s()}, not {h1!r}")
@@ -155,6 +162,7 @@ class Walk:
 
     def sign_in_refuses_a_wrong_token(self):
         self.driver.get(self.console + "/console")
+        self.loaded("a signed-out GET /console")
         self.until(EC.url_to_be(self.console + "/console/sign-in"), "a signed-out GET /console redirecting to /console/sign-in")
         problems = self.pages.check("sign-in")
         self.driver.find_element(By.ID, "token").send_keys("not-the-admin-token")
