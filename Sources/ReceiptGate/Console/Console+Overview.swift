@@ -1,0 +1,46 @@
+import Foundation
+import HTTPServer
+
+extension Console {
+    func overview(_ request: HTTPRequest, _ session: ConsoleSession) async throws -> HTTPResponse {
+        let hour = verifications.lastHour()
+        let sinceStart = verifications.sinceStart
+        var lastHour: [VerificationTally.Series: Int] = [:]
+        for minute in hour { lastHour.merge(minute.counts, uniquingKeysWith: +) }
+        let outcomes = Set(lastHour.keys.map(\.outcome)).sorted()
+        let series = outcomes.map { outcome in
+            (name: outcome, values: hour.map { minute in minute.counts.filter { $0.key.outcome == outcome }.values.reduce(0, +) })
+        }
+        let chart = series.isEmpty
+            ? HTML("<p class=\"empty\">No verifications in the last hour.</p>")
+            : ConsoleChart.lines(title: "Verifications per minute over the last hour, by outcome", series: series,
+                                 xLabels: ("60 min ago", "30 min ago", "now"))
+        let rows = lastHour.keys.sorted().map { key -> HTML in
+            "<tr><td class=\"store\">\(key.store)</td><td class=\"outcome\">\(key.outcome)</td><td class=\"count\">\(lastHour[key] ?? 0)</td><td class=\"total\">\(sinceStart[key] ?? 0)</td></tr>"
+        }
+        return ConsoleLayout.page("Overview", session: session, section: "Overview", """
+            <h1>Overview</h1>
+            <h2>Verifications</h2>
+            <figure id="verifications-chart">\(chart)<figcaption>Per minute, this process, as <code>receiptgate_verifications_total</code> on <code>/metrics</code> counts them.</figcaption></figure>
+            \(ConsoleLayout.table(id: "verifications", caption: "Verifications in the last hour by store and outcome (and since this process started)",
+                                  headings: ["Store", "Outcome", "Last hour", "Since start"], rows: rows, empty: "No verifications in the last hour."))
+            <h2>Health</h2>
+            \(try await health())
+            """)
+    }
+
+    private func health() async throws -> HTML {
+        let backlog = try await queries.backlog()
+        let pool = database.poolStatistics
+        let ready = (try? await withDeadline(.seconds(3)) { try await database.ping() }) != nil
+        return ConsoleLayout.details(id: "health", [
+            ("Webhooks and mail waiting (outbox)", String(backlog.pending), "outbox-pending"),
+            ("Failed deliveries", String(backlog.failed), "outbox-failed"),
+            ("Oldest waiting since", backlog.oldestPending.map(ConsoleTime.show) ?? "none", "outbox-oldest-pending"),
+            ("Refunds in the last 24 h", String(backlog.refundsLastDay), "refunds-24h"),
+            ("Database connections in use", String(pool.inUse), "pool-in-use"),
+            ("Database connections idle", String(pool.idle), "pool-idle"),
+            ("Readiness", ready ? "ready" : "not ready", "readiness"),
+        ])
+    }
+}
