@@ -26,7 +26,7 @@ struct Console: Sendable {
     func register(on router: inout Router) {
         router.use(ConsoleCSRFGate(sessions: sessions))
         router.get("/console/assets/{name}") { request in
-            ConsoleAssets.response(request.pathParameters["name"] ?? "") ?? ConsoleLayout.page("Not found", session: nil, status: 404, "<h1>Not found</h1>")
+            ConsoleAssets.response(request.pathParameters["name"] ?? "") ?? ConsoleLayout.notFound
         }
         registerSignIn(on: &router)
         page(&router, "/console") { request, session in try await overview(request, session) }
@@ -77,9 +77,10 @@ struct Console: Sendable {
     /// Paths under /console that no page serves: a POST still meets the CSRF gate first (the
     /// router refuses an unknown path before any middleware otherwise), then both answer 404.
     private func registerFallbacks(on router: inout Router) {
+        let notFound: HTTPHandler = { _ in ConsoleLayout.notFound }
+        router.post("/console", notFound)
         for depth in 1...6 {
             let pattern = "/console" + (1...depth).map { "/{p\($0)}" }.joined()
-            let notFound: HTTPHandler = { _ in ConsoleLayout.page("Not found", session: nil, status: 404, "<h1>Not found</h1><p><a href=\"/console\">Back to the console</a></p>") }
             router.get(pattern, notFound)
             router.post(pattern, notFound)
         }

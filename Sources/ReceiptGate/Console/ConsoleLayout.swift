@@ -41,6 +41,10 @@ enum ConsoleLayout {
         ("Referrer-Policy", "no-referrer"), ("Cache-Control", "no-store"), ("X-Frame-Options", "DENY"),
     ]
 
+    static var notFound: HTTPResponse {
+        page("Not found", session: nil, status: 404, "<h1>Not found</h1><p><a href=\"/console\">Back to the console</a></p>")
+    }
+
     static func redirect(_ location: String, headers extra: [(String, String)] = []) -> HTTPResponse {
         var response = HTTPResponse(status: 303)
         response.headers.add("Location", location)
