@@ -7,14 +7,14 @@ extension Console {
         let sinceStart = verifications.sinceStart
         var lastHour: [VerificationTally.Series: Int] = [:]
         for minute in hour { lastHour.merge(minute.counts, uniquingKeysWith: +) }
-        let outcomes = Set(lastHour.keys.map(\.outcome)).sorted()
-        let series = outcomes.map { outcome in
-            (name: outcome, values: hour.map { minute in minute.counts.filter { $0.key.outcome == outcome }.values.reduce(0, +) })
-        }
-        let chart = series.isEmpty
+        let byOutcome = Self.series(hour, of: Set(lastHour.keys.map(\.outcome)).sorted()) { $0.outcome }
+        let byStore = Self.series(hour, of: Set(lastHour.keys.map(\.store)).sorted()) { $0.store }
+        let chart = byOutcome.isEmpty
             ? HTML("<p class=\"empty\">No verifications in the last hour.</p>")
-            : ConsoleChart.lines(title: "Verifications per minute over the last hour, by outcome", series: series,
+            : ConsoleChart.lines(id: "by-outcome", title: "Verifications per minute over the last hour, by outcome", series: byOutcome,
                                  xLabels: ("60 min ago", "30 min ago", "now"))
+                + ConsoleChart.lines(id: "by-store", title: "Verifications per minute over the last hour, by store", series: byStore,
+                                     xLabels: ("60 min ago", "30 min ago", "now"))
         let rows = lastHour.keys.sorted().map { key -> HTML in
             "<tr><td class=\"store\">\(key.store)</td><td class=\"outcome\">\(key.outcome)</td><td class=\"count\">\(lastHour[key] ?? 0)</td><td class=\"total\">\(sinceStart[key] ?? 0)</td></tr>"
         }
@@ -27,6 +27,12 @@ extension Console {
             <h2>Health</h2>
             \(try await health())
             """)
+    }
+
+    /// One line per name: each minute's count of the series whose `key` is that name.
+    private static func series(_ hour: [VerificationTally.Minute], of names: [String],
+                               key: (VerificationTally.Series) -> String) -> [(name: String, values: [Int])] {
+        names.map { name in (name, hour.map { minute in minute.counts.filter { key($0.key) == name }.values.reduce(0, +) }) }
     }
 
     private func health() async throws -> HTML {

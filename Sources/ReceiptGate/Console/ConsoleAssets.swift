@@ -45,6 +45,7 @@ enum ConsoleAssets {
         form.inline { display: inline; }
         form.stacked { display: grid; gap: 0.75rem; max-width: 40rem; }
         form.stacked label { font-weight: 600; display: block; }
+        form.stacked input[type="text"], form.stacked input[type="url"], form.stacked input[type="password"], form.stacked select { width: 100%; }
         form.filters { display: flex; flex-wrap: wrap; gap: 0.5rem 1rem; align-items: end; margin-bottom: 1rem; }
         fieldset { border: 1px solid var(--line); border-radius: 4px; padding: 0.5rem 1rem; }
         legend { font-weight: 700; padding: 0 0.25rem; }

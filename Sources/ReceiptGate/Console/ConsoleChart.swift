@@ -7,13 +7,13 @@ enum ConsoleChart {
     static let left = 44, right = 12, top = 12, bottom = 28
 
     /// `series`: name and one value per point, all the same length.
-    static func lines(title: String, series: [(name: String, values: [Int])], xLabels: (first: String, middle: String, last: String)) -> HTML {
+    static func lines(id: String, title: String, series: [(name: String, values: [Int])], xLabels: (first: String, middle: String, last: String)) -> HTML {
         let points = series.first?.values.count ?? 0
         let peak = max(1, series.flatMap(\.values).max() ?? 0)
         let plotWidth = Double(width - left - right), plotHeight = Double(height - top - bottom)
         func x(_ index: Int) -> Double { Double(left) + (points > 1 ? plotWidth * Double(index) / Double(points - 1) : 0) }
         func y(_ value: Int) -> Double { Double(top) + plotHeight * (1 - Double(value) / Double(peak)) }
-        var svg: HTML = "<svg viewBox=\"0 0 \(width) \(height)\" role=\"img\" aria-labelledby=\"chart-title\" xmlns=\"http://www.w3.org/2000/svg\"><title id=\"chart-title\">\(title)</title>"
+        var svg: HTML = "<svg viewBox=\"0 0 \(width) \(height)\" role=\"img\" aria-labelledby=\"\(id)-title\" xmlns=\"http://www.w3.org/2000/svg\"><title id=\"\(id)-title\">\(title)</title>"
         for value in Set([0, peak / 2, peak]).sorted() {
             let level = format(y(value))
             svg += "<line class=\"grid\" x1=\"\(left)\" x2=\"\(width - right)\" y1=\"\(level)\" y2=\"\(level)\"/>"
