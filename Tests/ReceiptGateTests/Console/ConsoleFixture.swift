@@ -32,11 +32,11 @@ struct ConsoleFixture {
     private(set) var undeliveredEventID = ""
 
     /// What the purchases above made `receiptgate_verifications_total` count: store, outcome (a
-    /// pattern: the contract names the refusal's reason only by example) and count.
+    /// regular expression the outcome must match whole) and count.
     let verificationsMade: [[String: any Sendable]] = [
         ["store": "app_store", "outcome": "verified", "count": 3],
         ["store": "app_store", "outcome": "duplicate", "count": 1],
-        ["store": "app_store", "outcome": "refused:BUNDLE(_ID)?_MISMATCH", "count": 1],
+        ["store": "app_store", "outcome": "refused:BUNDLE_ID_MISMATCH", "count": 1],
     ]
 
     var consoleURL: String { "http://127.0.0.1:\(harness.service.adminPort ?? -1)" }

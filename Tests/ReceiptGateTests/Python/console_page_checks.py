@@ -1,6 +1,7 @@
 """What every console page must do for whoever reads it, checked on the page the browser shows:
 one h1, a label for every field, readable contrast, no inline script or style in what the server
-sent, the contract's security headers, and a screenshot at desktop and phone width.
+sent, the contract's security headers, and a screenshot at desktop and phone width (with the HTML
+as sent beside it).
 
 Used by console_browser.py; each check returns a list of problems, each naming the page."""
 
@@ -166,19 +167,27 @@ class PageChecks:
                 problems.append("DevTools no longer holds the HTML the server sent, so it could not be checked")
                 html = ""
             problems += [f"the HTML sent has {found}" for found in inline_code(html)]
+            with open(os.path.join(self.screenshots, f"{page}.html"), "w") as file:  # beside its screenshots, to see what failed
+                file.write(html)
             if not allow_secret:
                 problems += [f"the page shows a client secret ({secret[:8]}…)" for secret in self.secrets if secret in html]
-        self.screenshot(page)
+        problems += self.screenshot(page)
         return [f"{page} page ({self.driver.current_url}): {problem}" for problem in problems]
 
     def screenshot(self, page):
+        """Screenshots at each width; returns the widths at which the page scrolls sideways."""
+        overflowing = []
         for size, (width, height, mobile) in SIZES.items():
             self.driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
                                         {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": mobile})
             self.driver.save_screenshot(os.path.join(self.screenshots, f"{page}-{size}.png"))
+            scroll_width = self.driver.execute_script("return document.documentElement.scrollWidth")
+            if scroll_width > width:
+                overflowing.append(f"at {width} px wide the page is {scroll_width} px wide: it scrolls sideways")
         width, height, mobile = SIZES["desktop"]
         self.driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
                                     {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": mobile})
+        return overflowing
 
 
 class NetworkLog:
