@@ -90,7 +90,7 @@ const labelled = new Set([...document.querySelectorAll('label[for]')].map(label 
 return [...document.querySelectorAll('input, select, textarea')]
   .filter(el => el.type !== 'hidden')
   .filter(el => !(el.id && labelled.has(el.id)) && !(el.getAttribute('aria-label') || '').trim())
-  .map(el => el.outerHTML.slice(0, 120));
+  .map(el => el.outerHTML.slice(0, 120) + (el.closest('label') ? ' (inside a <label> without for=, which the contract does not count)' : ''));
 """
 
 
@@ -152,7 +152,7 @@ class PageChecks:
         h1s = [h.text.strip() for h in self.driver.find_elements("css selector", "h1")]
         if len(h1s) != 1:
             problems.append(f"{len(h1s)} h1 elements ({h1s}), not exactly one")
-        problems += [f"field without a label or aria-label: {field}" for field in self.driver.execute_script(UNLABELLED_SCRIPT)]
+        problems += [f"field without a label[for] or aria-label: {field}" for field in self.driver.execute_script(UNLABELLED_SCRIPT)]
         contrast = self.driver.execute_script(CONTRAST_SCRIPT, TEXT_KINDS, MINIMUM_CONTRAST)
         problems += contrast["problems"][:5]
         if len(contrast["problems"]) > 5:
