@@ -153,17 +153,18 @@ class Walk:
         page = self.driver.find_element(By.TAG_NAME, "html")
         button.click()
         self.until(EC.staleness_of(page), what)
-        self.until(EC.presence_of_element_located((By.TAG_NAME, "body")), what)
+        self.until(lambda d: d.execute_script("return document.readyState") == "complete", what)
 
     def cookie(self):
         session = self.driver.get_cookie("rg_console")
         expect(session is not None, "the browser holds no rg_console cookie")
         return f"rg_console={session['value']}"
 
-    def cells(self, table_id):
-        """Rows of a table as lists of cell texts, and the rows' elements."""
-        rows = self.driver.find_elements(By.CSS_SELECTOR, f"table#{table_id} tr")
-        return [(row, [cell.text.strip() for cell in row.find_elements(By.CSS_SELECTOR, "td")]) for row in rows]
+    def rows(self, table_id):
+        """The table's rows that have data cells, as lists of their texts (header rows left out)."""
+        rows = [[cell.text.strip() for cell in row.find_elements(By.CSS_SELECTOR, "td")]
+                for row in self.driver.find_elements(By.CSS_SELECTOR, f"table#{table_id} tr")]
+        return [cells for cells in rows if cells]
 
     # --- the walk ----------------------------------------------------------------------------
 
@@ -369,7 +370,7 @@ class Walk:
         record = self.driver.find_element(By.CSS_SELECTOR, "dl#record").text
         expect(transaction in record, f"dl#record does not show {transaction}")
         expect(self.plan["purchases"]["undelivered"]["player_id"] in record, "dl#record does not show the player")
-        attempts = [cells for _, cells in self.cells("attempts") if cells]
+        attempts = self.rows("attempts")
         expect(len(attempts) >= 2, f"table#attempts lists {len(attempts)} attempts; the test verified it and sent it again")
         event = self.event_row()
         status = event.find_elements(By.CSS_SELECTOR, "td")
