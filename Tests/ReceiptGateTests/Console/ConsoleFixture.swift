@@ -53,7 +53,12 @@ struct ConsoleFixture {
                                                     configure: { $0.adminAddress = ListenAddress(host: "127.0.0.1", port: 0) })
         receiver.secret.set(harness.client.secret)
         var fixture = ConsoleFixture(harness: harness, apple: apple, receiver: receiver, receiverControl: try WebhookReceiverControl(receiver))
-        try await fixture.makePurchases()
+        do {
+            try await fixture.makePurchases()
+        } catch {
+            fixture.stop()  // the test never gets the fixture to stop it
+            throw error
+        }
         return fixture
     }
 

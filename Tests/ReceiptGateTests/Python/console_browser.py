@@ -270,6 +270,8 @@ class Walk:
         problems = []
         status, headers, _ = http("GET", self.console + "/console/sign-in")
         problems += [f"GET /console/sign-in ({status}): {p}" for p in header_problems(headers)]
+        if "rg_console_pre=" not in headers.get("set-cookie", ""):
+            problems.append("GET /console/sign-in sets no rg_console_pre cookie")
         status, headers, _ = http("GET", self.console + "/console", cookie=self.cookie())
         expect(status == 200, f"GET /console with the browser's session cookie answered {status}")
         problems += [f"GET /console: {p}" for p in header_problems(headers)]
@@ -450,7 +452,9 @@ class Walk:
         self.until(lambda d: any(h.startswith("Confirm") for h in self.h1s()), "the Confirm page of disabling")
         expect(signed_get(api, client_id, secret, path) == 200, "asking to disable (before confirming) already disabled the client")
         expect(self.driver.find_elements(By.XPATH, "//a[normalize-space()='Cancel']"), "the confirm page has no Cancel link")
-        expect(self.driver.find_elements(By.CSS_SELECTOR, "input[type=hidden][name=confirm][value=yes]"), "the confirm page's form has no confirm=yes")
+        action = f"/console/clients/{client_id}/disable"
+        expect(self.driver.find_elements(By.CSS_SELECTOR, f"form[method=post][action='{action}'] input[type=hidden][name=confirm][value=yes]"),
+               f"the confirm page has no form posting to {action} with a hidden confirm=yes")
         problems = self.pages.check("confirm-disable")
         self.submit(self.driver.find_element(By.ID, "confirm"), "confirming the disable")
         self.until(EC.url_to_be(self.console + f"/console/clients/{client_id}"), "a 303 back to the client's page")
