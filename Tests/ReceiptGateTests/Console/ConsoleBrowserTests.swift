@@ -3,11 +3,12 @@ import Testing
 import TestSupport
 
 /// The operator console, driven by a person's browser: headless Chromium under Selenium
-/// (Python/console_browser.py, written from the console's HTML contract) against the real service
-/// and a ledger made through the public API. The script signs in, walks every page (one h1,
-/// labelled fields, readable contrast, no request leaving the service, no inline script or style),
-/// creates and disables a client, finds purchases, redelivers a dead webhook, checks CSRF and
-/// sign-out, and screenshots each page to .build/console-screenshots/.
+/// (Python/console_browser.py and its console_*.py steps, written from the console's HTML
+/// contract only) against the real service and a ledger made through the public API. The script
+/// signs in, walks every page (one h1, labelled fields, readable contrast, no request leaving the
+/// service, no inline script or style), creates and disables a client, finds purchases, redelivers
+/// a dead webhook, checks CSRF and sign-out, and screenshots each page (with the HTML as sent) to
+/// .build/console-screenshots/.
 @Suite struct ConsoleBrowser {
     static let python = ProcessInfo.processInfo.environment["RECEIPTGATE_ORACLE_PYTHON"]
     static let chromium = "/usr/bin/chromium", chromedriver = "/usr/bin/chromedriver"
@@ -46,8 +47,10 @@ import TestSupport
         let lastLine = result.stdout.split(separator: "\n").last.map(String.init) ?? ""
         let report = try #require(try? JSONSerialization.jsonObject(with: Data(lastLine.utf8)) as? [String: Any],
                                   "the script printed no JSON report (exit \(result.status)); stderr: \(result.stderr.suffix(4000))")
-        for failure in report["failures"] as? [String] ?? [] { Issue.record("console: \(failure)") }
-        #expect(result.status == 0 && report["ok"] as? Bool == true, "the browser walk failed; stderr: \(result.stderr.suffix(2000))")
+        let failures = report["failures"] as? [String] ?? []
+        for failure in failures { Issue.record("console: \(failure)") }
+        #expect(result.status == 0 && report["ok"] as? Bool == true,
+                "the browser walk failed\(failures.isEmpty ? "; stderr: \(result.stderr.suffix(2000))" : " (each failure above)")")
         // What the script did is what a user would notice outside the browser too.
         #expect(fixture.receiver.acknowledged.map(\.eventID).contains(fixture.undeliveredEventID),
                 "the redelivered webhook event never reached the game server")
