@@ -42,7 +42,9 @@ import TestSupport
 
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("Python/console_browser.py").path
-        let result = try await ChildProcess.run(python, [script, plan.path], environment: ["PATH": "/usr/bin:/bin", "HOME": "/tmp"],
+        // No __pycache__ written into the source tree by the script's imports of its own modules.
+        let result = try await ChildProcess.run(python, [script, plan.path],
+                                                environment: ["PATH": "/usr/bin:/bin", "HOME": "/tmp", "PYTHONDONTWRITEBYTECODE": "1"],
                                                 timeout: .seconds(180))
         let lastLine = result.stdout.split(separator: "\n").last.map(String.init) ?? ""
         let report = try #require(try? JSONSerialization.jsonObject(with: Data(lastLine.utf8)) as? [String: Any],
