@@ -68,6 +68,7 @@ public struct ClientSettingsInput: Sendable {
         if let name = values["name"]?.last {
             let trimmed = name.trimmingCharacters(in: .whitespaces)
             guard (1...200).contains(trimmed.count) else { throw InvalidClientSetting(option: "name", problem: "must be 1 to 200 characters") }
+            if let problem = Identifier.problem(trimmed, maxBytes: 800) { throw InvalidClientSetting(option: "name", problem: problem) }
             settings.name = trimmed
         }
         if let gameID = values["game-id"]?.last {

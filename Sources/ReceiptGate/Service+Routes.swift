@@ -39,7 +39,7 @@ extension Service {
         guard let adminToken = configuration.adminToken else { return nil }
         let host = configuration.adminAddress?.host ?? configuration.host
         let sessions = try ConsoleSessions(repository: ConsoleRepository(pool: database.pool), adminToken: adminToken,
-                                           secureCookies: !Self.isLoopback(host))
+                                           secureCookies: !Self.isLoopback(host), trustedProxies: configuration.trustedProxies)
         return Console(sessions: sessions, audit: ConsoleRepository(pool: database.pool), queries: OperatorQueries(pool: database.pool),
                        clients: repositories.clients, outbox: repositories.outbox, database: database, verifications: verifications,
                        stores: stores, input: clientSettingsInput, logger: logger)

@@ -9,7 +9,7 @@ extension Console {
         if let query, let problem = Identifier.problem(query) {
             return ConsoleLayout.page("Purchases", session: session, section: "Purchases", error: "The search \(problem).", status: 400, "<h1>Purchases</h1>")
         }
-        var found = try await queries.purchases(matching: query)
+        var found = try await queries.purchases(matching: query, stores: stores.map(\.store.rawValue))
         var note: String?
         if let query, found.isEmpty { (found, note) = try await purchasesByOrder(query) }
         let rows = found.map { purchase -> HTML in

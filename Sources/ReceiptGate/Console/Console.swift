@@ -98,10 +98,11 @@ struct ConsoleCSRFGate: HTTPMiddleware {
     let sessions: ConsoleSessions
 
     func handle(_ request: HTTPRequest, next: HTTPHandler) async throws -> HTTPResponse {
-        guard request.normalizedMethod == "POST", request.path == "/console" || request.path.hasPrefix("/console/") else {
-            return try await next(request)
-        }
-        guard sessions.isValidCSRF(ConsoleForm(request: request)?["csrf"], request: request) else {
+        // By the router's own reading of the path (`//console/…` routes like `/console/…`).
+        let segments = Router.split(request.path)
+        guard request.normalizedMethod == "POST", segments.first == "console" else { return try await next(request) }
+        let signingIn = segments.count == 2 && segments[1] == "sign-in"
+        guard sessions.isValidCSRF(ConsoleForm(request: request)?["csrf"], request: request, preSession: signingIn) else {
             return ConsoleLayout.page("Refused", session: nil, status: 403, """
                 <h1>Refused</h1><p class="error" role="alert">This form was not sent from a console page of this session (its CSRF token is missing or wrong).</p>
                 <p><a href="/console">Back to the console</a></p>

@@ -11,7 +11,7 @@ struct ConsoleForm: Sendable {
     init(_ fields: [(name: String, value: String)]) { self.fields = fields }
 
     /// Nil when the body is not a form: another content type, more fields than a form of ours has,
-    /// or a field that is not valid percent-encoded UTF-8.
+    /// or a field that is not valid percent-encoded UTF-8 or holds a NUL.
     init?(request: HTTPRequest) {
         let type = request.headers["content-type"]?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased()
         guard type == "application/x-www-form-urlencoded", let text = String(data: request.body, encoding: .utf8) else { return nil }
@@ -19,7 +19,9 @@ struct ConsoleForm: Sendable {
         for pair in text.split(separator: "&", omittingEmptySubsequences: true) {
             guard fields.count < Self.maximumFields else { return nil }
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            guard let name = Self.decode(parts[0]), let value = Self.decode(parts.count > 1 ? parts[1] : "") else { return nil }
+            // A NUL is not text any form of ours sends (and the database would refuse it).
+            guard let name = Self.decode(parts[0]), let value = Self.decode(parts.count > 1 ? parts[1] : ""),
+                  !name.contains("\u{0}"), !value.contains("\u{0}") else { return nil }
             fields.append((name, value))
         }
         self.fields = fields

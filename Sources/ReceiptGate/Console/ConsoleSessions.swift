@@ -17,17 +17,19 @@ struct ConsoleSessions: Sendable {
     static let lifetimeSeconds = 8 * 3600
 
     let repository: ConsoleRepository
-    /// `Secure` cookies unless the console is served on a loopback address (plain HTTP there is
-    /// the operator's own machine; anywhere else it must sit behind TLS).
+    /// The listener is not loopback: plain HTTP there would carry the cookie in clear, so it is
+    /// always `Secure` (and the console must sit behind TLS).
     let secureCookies: Bool
+    let trustedProxies: [TrustedProxy]
     private let adminTokenDigest: Data
     private let csrfKey: Data
     /// Which admin token a session was opened with: changing the token ends every session.
     private let tokenMark: String
 
-    init(repository: ConsoleRepository, adminToken: String, secureCookies: Bool) throws {
+    init(repository: ConsoleRepository, adminToken: String, secureCookies: Bool, trustedProxies: [TrustedProxy] = []) throws {
         self.repository = repository
         self.secureCookies = secureCookies
+        self.trustedProxies = trustedProxies
         adminTokenDigest = try SHA256.hash(Data(adminToken.utf8))
         csrfKey = try HMACSHA256.authenticationCode(key: Data(adminToken.utf8), message: Data("receiptgate console csrf".utf8))
         tokenMark = Hex.encode(try HMACSHA256.authenticationCode(key: Data(adminToken.utf8), message: Data("receiptgate console session".utf8)))
@@ -63,19 +65,34 @@ struct ConsoleSessions: Sendable {
         (try? HMACSHA256.authenticationCode(key: csrfKey, message: Data(cookie.utf8))).map { Base64.urlEncode($0) } ?? ""
     }
 
-    /// True when `token` was made for one of the console cookies the request carries.
-    func isValidCSRF(_ token: String?, request: HTTPRequest) -> Bool {
+    /// True when `token` was made for the request's session cookie; for the sign-in form (`preSession`),
+    /// for its pre-session cookie. A pre-session token opens nothing else: anyone can get one, and a
+    /// cookie planted in an operator's browser must not make a token their session's forms accept.
+    func isValidCSRF(_ token: String?, request: HTTPRequest, preSession: Bool) -> Bool {
         guard let token, let given = Base64.urlDecode(token) else { return false }
-        let cookies = Cookies.parse(request.headers["cookie"])
-        return [Self.sessionCookie, Self.preSessionCookie].contains { name in
-            guard let cookie = cookies[name], Self.isWellFormed(cookie),
-                  let expected = try? HMACSHA256.authenticationCode(key: csrfKey, message: Data(cookie.utf8)) else { return false }
-            return ConstantTime.equals(given, expected)
-        }
+        let name = preSession ? Self.preSessionCookie : Self.sessionCookie
+        guard let cookie = Cookies.parse(request.headers["cookie"])[name], Self.isWellFormed(cookie),
+              let expected = try? HMACSHA256.authenticationCode(key: csrfKey, message: Data(cookie.utf8)) else { return false }
+        return ConstantTime.equals(given, expected)
     }
 
-    func setCookie(_ name: String, _ value: String, maxAge: Int) -> String {
-        "\(name)=\(value); Path=/console; Max-Age=\(maxAge); HttpOnly; SameSite=Strict" + (secureCookies ? "; Secure" : "")
+    /// `Secure` unless the console is served on loopback over plain HTTP: a listener on another
+    /// address, or a request a trusted proxy says came over HTTPS, gets it.
+    func setCookie(_ name: String, _ value: String, maxAge: Int, for request: HTTPRequest) -> String {
+        let secure = secureCookies || cameOverHTTPS(request)
+        return "\(name)=\(value); Path=/console; Max-Age=\(maxAge); HttpOnly; SameSite=Strict" + (secure ? "; Secure" : "")
+    }
+
+    private func cameOverHTTPS(_ request: HTTPRequest) -> Bool {
+        guard let peer = request.remoteAddress, trustedProxies.contains(where: { $0.contains(peer) }) else { return false }
+        return request.headers["x-forwarded-proto"]?.split(separator: ",").first?.trimmingCharacters(in: .whitespaces).lowercased() == "https"
+    }
+
+    /// The address that signs in: the peer, or what a trusted proxy says the caller is.
+    func callerAddress(_ request: HTTPRequest) -> String {
+        let forwarded = request.headers.fields.filter { HTTPHeaders.lowercasedName($0.name) == "x-forwarded-for" }.map(\.value)
+        return TrustedProxy.callerAddress(peer: request.remoteAddress, forwardedFor: forwarded.isEmpty ? nil : forwarded.joined(separator: ", "),
+                                          trusted: trustedProxies) ?? "unknown"
     }
 
     static func newCookieValue() -> String { Base64.urlEncode(SecureRandom.bytes(32)) }

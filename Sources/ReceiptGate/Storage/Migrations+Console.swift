@@ -23,6 +23,13 @@ extension Schema {
             );
             -- What a notification asks of the operator (e.g. a subscription to confirm), for the console.
             ALTER TABLE store_notifications ADD COLUMN operator_notice jsonb;
+            -- The console's lookups by order, account token, a purchase's attempts and events, and an
+            -- account's tokens, without reading whole tables (partial where most rows have none).
+            CREATE INDEX transactions_order_id ON transactions (order_id) WHERE order_id IS NOT NULL;
+            CREATE INDEX transactions_account_token ON transactions (account_token) WHERE account_token IS NOT NULL;
+            CREATE INDEX verification_attempts_transaction_row ON verification_attempts (transaction_row_id) WHERE transaction_row_id IS NOT NULL;
+            CREATE INDEX outbox_aggregate_key ON outbox (aggregate_key);
+            CREATE INDEX tokens_account ON tokens (account_id) WHERE account_id IS NOT NULL;
             """),
     ]
 }

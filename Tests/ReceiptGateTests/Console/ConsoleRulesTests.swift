@@ -47,6 +47,19 @@ import TestSupport
         #expect(crossed.status == 403)
         #expect(try await harness.service.clients.list().allSatisfy { $0.name != "crossed" })
 
+        // A pre-session cookie and its token (anyone can get a pair) planted beside a real session
+        // open nothing but the sign-in form.
+        let attacker = ConsoleBrowserSession(port: harness.service.port)
+        _ = try await attacker.get("/console/sign-in")
+        browser.setCookie("rg_console_pre", try #require(attacker.cookies["rg_console_pre"]))
+        let planted = try await browser.post("/console/clients", [("name", "planted")], csrf: .some(attacker.csrf))
+        #expect(planted.status == 403)
+        browser.forget("rg_console_pre")
+        // The gate reads the path as the router does: `//console/…` is under /console too.
+        let doubled = try await browser.post("//console/clients/\(harness.client.clientID)", [("name", "renamed")], csrf: .some(nil))
+        #expect(doubled.status == 403)
+        #expect(try await harness.service.clients.find(harness.client.clientID)?.name != "renamed")
+
         let session = browser.cookies["rg_console"]
         _ = try await browser.get("/console")
         #expect(try await browser.post("/console/sign-out", []).status == 303)
@@ -56,6 +69,25 @@ import TestSupport
 
         let audit = try await other.get("/console/audit")
         #expect(audit.text.contains(#"<td class="action">sign-in</td>"#) && audit.text.contains(#"<td class="action">sign-out</td>"#))
+    }
+
+    /// Wrong guesses from the address a proxy shares with the operator cannot lock the operator out;
+    /// behind a trusted TLS proxy the cookie is `Secure` although the listener is loopback.
+    @Test func guessesAreHeldBackButTheRightTokenAlwaysSignsIn() async throws {
+        let proxy = try #require(TrustedProxy("127.0.0.1"))
+        let harness = try await VerifyHarness.start(adminToken: Self.token, configure: { $0.trustedProxies = [proxy] })
+        defer { harness.stop() }
+        let guesser = ConsoleBrowserSession(port: harness.service.port)
+        for attempt in 1...11 {
+            _ = try await guesser.get("/console/sign-in")
+            let refused = try await guesser.post("/console/sign-in", [("token", "wrong-guess-number-\(attempt)-padding")])
+            #expect(refused.status == (attempt <= 10 ? 401 : 429), "attempt \(attempt)")
+        }
+        let operator_ = ConsoleBrowserSession(port: harness.service.port)
+        operator_.extraHeaders = ["X-Forwarded-Proto": "https"]
+        let signedIn = try await operator_.signIn(token: Self.token)
+        #expect(signedIn.status == 303)
+        #expect(signedIn.allHeaders("set-cookie").first { $0.hasPrefix("rg_console=") }?.contains("; Secure") == true)
     }
 
     @Test func aNewSecretIsShownOnceAndNamesAreText() async throws {

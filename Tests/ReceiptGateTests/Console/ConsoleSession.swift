@@ -10,6 +10,8 @@ final class ConsoleBrowserSession: @unchecked Sendable {
     private(set) var cookies: [String: String] = [:]
     private(set) var csrf: String?
     private(set) var lastSetCookies: [String] = []
+    /// Sent with every request (e.g. what a proxy in front would add).
+    var extraHeaders: [String: String] = [:]
 
     init(port: Int) { self.port = port }
 
@@ -40,7 +42,9 @@ final class ConsoleBrowserSession: @unchecked Sendable {
     func setCookie(_ name: String, _ value: String) { cookies[name] = value }
 
     private func cookieHeader() -> [String: String] {
-        cookies.isEmpty ? [:] : ["Cookie": cookies.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: "; ")]
+        var headers = extraHeaders
+        if !cookies.isEmpty { headers["Cookie"] = cookies.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: "; ") }
+        return headers
     }
 
     private func remember(_ response: RawHTTP.Response) {
