@@ -25,18 +25,23 @@ extension Console {
         let environments = client?.environments ?? []
         let boxes = StoreEnvironment.allCases.map { environment -> HTML in
             let checked = environments.contains(environment) ? " checked" : ""
-            return "<label><input type=\"checkbox\" name=\"environments\" value=\"\(environment.rawValue)\" id=\"environment-\(environment.rawValue)\"\(HTML(markup: checked))> \(environment.rawValue)</label> "
+            return "<input type=\"checkbox\" name=\"environments\" value=\"\(environment.rawValue)\" id=\"environment-\(environment.rawValue)\"\(HTML(markup: checked))> <label class=\"inline\" for=\"environment-\(environment.rawValue)\">\(environment.rawValue)</label> "
         }
         fields += "<fieldset><legend>Environments</legend>\(boxes)<p class=\"hint\">Which store environments this client accepts. New clients default to production.</p></fieldset>"
         fields += choiceFields(client)
-        for kind in input.identifierKinds {
+        // A fieldset per plugin: a store's with its apps first, then its settings; then each dialect's.
+        let storeNames = Set(stores.map(\.declaration.displayName))
+        for store in stores {
+            let kind = store.declaration.identifiers
             let value = client?.appIdentifiers[kind.name]?.joined(separator: "\n") ?? ""
-            fields += """
+            let apps: HTML = """
                 <div><label for="setting.\(kind.flag)">\(kind.name.replacingOccurrences(of: "_", with: " ")) (one per line)</label>
                 <textarea id="setting.\(kind.flag)" name="setting.\(kind.flag)">\(value)</textarea><p class="hint">\(kind.help)</p></div>
                 """
+            let settings = input.pluginSettings.filter { $0.plugin == store.declaration.displayName }.flatMap(\.settings)
+            fields += "<fieldset><legend>\(store.declaration.displayName)</legend>\(apps)\(settings.map { settingField($0, client: client) })</fieldset>"
         }
-        for (plugin, settings) in input.pluginSettings where !settings.isEmpty {
+        for (plugin, settings) in input.pluginSettings where !settings.isEmpty && !storeNames.contains(plugin) {
             fields += "<fieldset><legend>\(plugin)</legend>\(settings.map { settingField($0, client: client) })</fieldset>"
         }
         return ConsoleLayout.form(action, session: session, button: button, buttonID: "save", style: "stacked", fields)
@@ -49,7 +54,7 @@ extension Console {
             "<option value=\"\(policy)\"\(HTML(markup: policy == mismatch ? " selected" : ""))>\(policy)</option>"
         }
         var fields: HTML = """
-            <div><label><input type="checkbox" name="allow_insecure_url" value="on" id="allow_insecure_url"\(HTML(markup: insecure))> Allow plain http:// URLs</label>
+            <div><input type="checkbox" name="allow_insecure_url" value="on" id="allow_insecure_url"\(HTML(markup: insecure))> <label class="inline" for="allow_insecure_url">Allow plain http:// URLs</label>
             <p class="hint">Only for receivers on a private network.</p></div>
             <div><label for="account_mismatch">When the account token differs</label><select id="account_mismatch" name="account_mismatch">\(policies)</select>
             <p class="hint">flag: record and report it; reject: refuse the purchase.</p></div>

@@ -60,11 +60,11 @@ extension Console {
         let events = try await queries.events(of: purchase)
         let subscription = try await queries.subscription(of: purchase)
         let chain = subscription == nil ? [] : try await queries.chain(of: purchase)
-        return ConsoleLayout.page("Purchase \(transactionID)", session: session, section: "Purchases", """
+        return ConsoleLayout.page("Purchase \(transactionID)", session: session, section: "Purchases", notice: Self.redeliveryNotice(request), """
             <h1>Purchase \(transactionID)</h1>
             \(Self.record(purchase))
             <h2>Verification attempts</h2>\(Self.attemptTable(attempts))
-            <h2>Events and deliveries</h2>\(eventTable(events, session: session, id: "events"))
+            <h2>Events and deliveries</h2>\(eventTable(events, session: session, id: "events", back: Self.purchasePath(purchase.record)))
             \(subscription.map { Self.subscriptionSection($0, chain: chain) } ?? "")
             """)
     }
@@ -102,12 +102,13 @@ extension Console {
                                    headings: ["When", "Client", "Request id", "Outcome", "Reason", "Message"], rows: rows, empty: "No attempts on record.")
     }
 
-    /// Outbox messages, each failed one with its redeliver button.
-    func eventTable(_ events: [OutboxRepository.Event], session: ConsoleSession, id: String) -> HTML {
+    /// Outbox messages, each failed one with its redeliver button, which brings the operator back to `back`.
+    func eventTable(_ events: [OutboxRepository.Event], session: ConsoleSession, id: String, back: String) -> HTML {
         let rows = events.map { event -> HTML in
             let failed = event.status == "dead" || (event.status == "pending" && event.attempts > 0)
             let redeliver = failed || event.status == "delivered"
-                ? ConsoleLayout.form("/console/deliveries/\(HTML.component(event.eventID))/redeliver", session: session, button: "Redeliver")
+                ? ConsoleLayout.form("/console/deliveries/\(HTML.component(event.eventID))/redeliver", session: session, button: "Redeliver",
+                                     hidden: [("back", back)])
                 : HTML("")
             let status = event.status == "dead" ? "failed" : (failed ? "retrying" : event.status)
             return """

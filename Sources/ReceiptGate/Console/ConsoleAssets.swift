@@ -45,8 +45,11 @@ enum ConsoleAssets {
         form.inline { display: inline; }
         form.stacked { display: grid; gap: 0.75rem; max-width: 40rem; }
         form.stacked label { font-weight: 600; display: block; }
+        form.stacked label.inline { display: inline; font-weight: 400; margin-right: 1rem; }
+        select, input, textarea { max-width: 100%; }
         form.stacked input[type="text"], form.stacked input[type="url"], form.stacked input[type="password"], form.stacked select { width: 100%; }
         form.filters { display: flex; flex-wrap: wrap; gap: 0.5rem 1rem; align-items: end; margin-bottom: 1rem; }
+        form.filters > * { min-width: 0; max-width: 100%; }
         fieldset { border: 1px solid var(--line); border-radius: 4px; padding: 0.5rem 1rem; }
         legend { font-weight: 700; padding: 0 0.25rem; }
         .hint { color: var(--muted); font-size: 0.9rem; margin: 0.15rem 0 0; }
