@@ -11,10 +11,10 @@ extension Console {
         let byStore = Self.series(hour, of: Set(lastHour.keys.map(\.store)).sorted()) { $0.store }
         let chart = byOutcome.isEmpty
             ? HTML("<p class=\"empty\">No verifications in the last hour.</p>")
-            : ConsoleChart.lines(id: "by-outcome", title: "Verifications per minute over the last hour, by outcome", series: byOutcome,
-                                 xLabels: ("60 min ago", "30 min ago", "now"))
-                + ConsoleChart.lines(id: "by-store", title: "Verifications per minute over the last hour, by store", series: byStore,
-                                     xLabels: ("60 min ago", "30 min ago", "now"))
+            : "<h3>By outcome</h3>" + ConsoleChart.lines(id: "by-outcome", title: "Verifications per minute over the last hour, by outcome",
+                                                          series: byOutcome, xLabels: ("60 min ago", "30 min ago", "now"))
+                + "<h3>By store</h3>" + ConsoleChart.lines(id: "by-store", title: "Verifications per minute over the last hour, by store",
+                                                         series: byStore, xLabels: ("60 min ago", "30 min ago", "now"))
         let rows = lastHour.keys.sorted().map { key -> HTML in
             "<tr><td class=\"store\">\(key.store)</td><td class=\"outcome\">\(key.outcome)</td><td class=\"count\">\(lastHour[key] ?? 0)</td><td class=\"total\">\(sinceStart[key] ?? 0)</td></tr>"
         }
