@@ -13,10 +13,12 @@ extension Console {
         ("delivery_url", "delivery-url", "Delivery URL", "Where entitlement deliveries go, if the game wants them. Optional."),
     ]
 
-    func clientForm(action: String, client: Client?, session: ConsoleSession, button: String) -> HTML {
+    /// `shown`: what the fields hold (a client being edited, or a refused form sent back as it was).
+    func clientForm(action: String, shown: (any ClientFormValues)?, session: ConsoleSession, button: String) -> HTML {
+        let client = shown
         var fields: HTML = ""
         for item in Self.coreTextFields {
-            let value = client.map { Self.coreValue(item.field, of: $0) } ?? ""
+            let value = client?.text(item.field) ?? ""
             fields += """
                 <div><label for="\(item.field)">\(item.label)</label><input id="\(item.field)" name="\(item.field)" type="\(item.field.hasSuffix("url") ? "url" : "text")" value="\(value)"\(item.field == "name" ? " required" : "")>
                 <p class="hint">\(item.hint)</p></div>
@@ -33,7 +35,7 @@ extension Console {
         let storeNames = Set(stores.map(\.declaration.displayName))
         for store in stores {
             let kind = store.declaration.identifiers
-            let value = client?.appIdentifiers[kind.name]?.joined(separator: "\n") ?? ""
+            let value = client?.apps(kind).joined(separator: "\n") ?? ""
             let apps: HTML = """
                 <div><label for="setting.\(kind.flag)">\(kind.name.replacingOccurrences(of: "_", with: " ")) (one per line)</label>
                 <textarea id="setting.\(kind.flag)" name="setting.\(kind.flag)">\(value)</textarea><p class="hint">\(kind.help)</p></div>
@@ -47,9 +49,9 @@ extension Console {
         return ConsoleLayout.form(action, session: session, button: button, buttonID: "save", style: "stacked", fields)
     }
 
-    private func choiceFields(_ client: Client?) -> HTML {
-        let insecure = client?.allowsInsecureURLs == true ? " checked" : ""
-        let mismatch = client?.settings[Client.accountMismatchSetting]?.first ?? "flag"
+    private func choiceFields(_ client: (any ClientFormValues)?) -> HTML {
+        let insecure = client?.allowsInsecure == true ? " checked" : ""
+        let mismatch = client?.text("account_mismatch") ?? "flag"
         let policies = ["flag", "reject"].map { policy -> HTML in
             "<option value=\"\(policy)\"\(HTML(markup: policy == mismatch ? " selected" : ""))>\(policy)</option>"
         }
@@ -61,7 +63,7 @@ extension Console {
             """
         let formats = input.refundCallbackFormats
         if formats.count > 1 {
-            let current = client?.refundCallbackFormat ?? ""
+            let current = client?.text("refund_callback_format") ?? ""
             let options = ([""] + formats).map { format -> HTML in
                 "<option value=\"\(format)\"\(HTML(markup: format == current ? " selected" : ""))>\(format.isEmpty ? "default" : format)</option>"
             }
@@ -70,12 +72,12 @@ extension Console {
         return fields
     }
 
-    private func settingField(_ setting: ClientSettingDeclaration, client: Client?) -> HTML {
+    private func settingField(_ setting: ClientSettingDeclaration, client: (any ClientFormValues)?) -> HTML {
         let name = "setting.\(setting.flag)"
-        let current = setting.sealed ? "" : (client?.settings[setting.key] ?? []).joined(separator: "\n")
+        let current = setting.sealed ? "" : (client?.values(of: setting) ?? []).joined(separator: "\n")
         let label = setting.flag.replacingOccurrences(of: "-", with: " ")
         let hint: HTML = setting.sealed
-            ? "\(setting.help) Secret: never shown again\(client?.hasSealedSettings == true ? "; leave blank to keep what is set" : "")."
+            ? "\(setting.help) Secret: never shown again\(client?.hasSecrets == true ? "; leave blank to keep what is set" : "")."
             : "\(setting.help)"
         let control: HTML
         switch setting.input {
@@ -93,17 +95,6 @@ extension Console {
         }
         let suffix = setting.repeatable ? " (one per line)" : (setting.input.isFile ? " (paste the file's contents)" : "")
         return "<div><label for=\"\(name)\">\(label)\(suffix)</label>\(control)<p class=\"hint\">\(hint)</p></div>"
-    }
-
-    static func coreValue(_ field: String, of client: Client) -> String {
-        switch field {
-        case "name": client.name
-        case "game_id": client.gameID.map(String.init) ?? ""
-        case "webhook_url": client.webhookURL ?? ""
-        case "refund_callback_url": client.refundCallbackURL ?? ""
-        case "delivery_url": client.deliveryURL ?? ""
-        default: ""
-        }
     }
 
     /// The submitted form as the input's options. Creating, a blank field is not given; editing,
@@ -137,4 +128,42 @@ extension Console {
 
 extension ClientSettingDeclaration.Input {
     var isFile: Bool { if case .file = self { true } else { false } }
+}
+
+/// What the client form shows in its fields: a stored client, or a form sent back with its error.
+protocol ClientFormValues {
+    func text(_ field: String) -> String?
+    var environments: [StoreEnvironment] { get }
+    var allowsInsecure: Bool { get }
+    func apps(_ kind: AppIdentifierKind) -> [String]
+    func values(of setting: ClientSettingDeclaration) -> [String]
+    var hasSecrets: Bool { get }
+}
+
+extension Client: ClientFormValues {
+    func text(_ field: String) -> String? {
+        switch field {
+        case "name": name
+        case "game_id": gameID.map(String.init)
+        case "webhook_url": webhookURL
+        case "refund_callback_url": refundCallbackURL
+        case "delivery_url": deliveryURL
+        case "account_mismatch": settings[Client.accountMismatchSetting]?.first
+        case "refund_callback_format": refundCallbackFormat
+        default: nil
+        }
+    }
+    var allowsInsecure: Bool { allowsInsecureURLs }
+    func apps(_ kind: AppIdentifierKind) -> [String] { appIdentifiers[kind.name] ?? [] }
+    func values(of setting: ClientSettingDeclaration) -> [String] { settings[setting.key] ?? [] }
+    var hasSecrets: Bool { hasSealedSettings }
+}
+
+/// A refused form shown again as it was sent, secret settings left out.
+extension ConsoleForm: ClientFormValues {
+    var environments: [StoreEnvironment] { all("environments").compactMap(StoreEnvironment.init(rawValue:)) }
+    var allowsInsecure: Bool { self["allow_insecure_url"] == "on" }
+    func apps(_ kind: AppIdentifierKind) -> [String] { lines("setting.\(kind.flag)") }
+    func values(of setting: ClientSettingDeclaration) -> [String] { setting.sealed ? [] : [self["setting.\(setting.flag)"] ?? ""] }
+    var hasSecrets: Bool { false }
 }

@@ -7,7 +7,7 @@ extension Console {
         page(&router, "/console/clients") { _, session in try await clientList(session) }
         page(&router, "/console/clients/new") { _, session in
             ConsoleLayout.page("New client", session: session, section: "Clients",
-                               "<h1>New client</h1>\(clientForm(action: "/console/clients", client: nil, session: session, button: "Create client"))")
+                               "<h1>New client</h1>\(clientForm(action: "/console/clients", shown: nil, session: session, button: "Create client"))")
         }
         action(&router, "/console/clients") { _, form, session in try await createClient(form, session) }
         page(&router, "/console/clients/{client_id}") { request, session in
@@ -49,7 +49,7 @@ extension Console {
             created = try await clients.create(settings)
         } catch let invalid as InvalidClientSetting {
             return ConsoleLayout.page("New client", session: session, section: "Clients", error: Self.problem(invalid), status: 422,
-                                      "<h1>New client</h1>\(clientForm(action: "/console/clients", client: nil, session: session, button: "Create client"))")
+                                      "<h1>New client</h1>\(clientForm(action: "/console/clients", shown: nil, session: session, button: "Create client"))")
         }
         try await recordAudit(session, "client.create", created.client.clientID)
         return ConsoleLayout.page("Client created", session: session, section: "Clients", status: 201, """
@@ -81,7 +81,7 @@ extension Console {
         return ConsoleLayout.page(client.name, session: session, section: "Clients", notice: notice, error: error, status: status, """
             <h1>\(client.name)</h1>\(details)
             <h2>Actions</h2>\(actions)
-            <h2>Edit</h2>\(clientForm(action: base, client: client, session: session, button: "Save changes"))
+            <h2>Edit</h2>\(clientForm(action: base, shown: client, session: session, button: "Save changes"))
             """)
     }
 

@@ -102,6 +102,7 @@ import TestSupport
                                                                     ("setting.bundle-id", "com.example.plain")])
         #expect(insecure.status == 422)
         #expect(insecure.text.contains("must be https://"))
+        #expect(insecure.text.contains(#"value="Plain""#) && insecure.text.contains(">com.example.plain</textarea>"), "the refused form comes back as sent")
 
         let name = #"<script>alert("x")</script> & Co"#
         let created = try await browser.post("/console/clients", [("name", name), ("webhook_url", "https://hooks.example.com/x"),
