@@ -49,7 +49,7 @@ extension Console {
             created = try await clients.create(settings)
         } catch let invalid as InvalidClientSetting {
             return ConsoleLayout.page("New client", session: session, section: "Clients", error: Self.problem(invalid), status: 422,
-                                      "<h1>New client</h1>\(clientForm(action: "/console/clients", shown: nil, session: session, button: "Create client"))")
+                                      "<h1>New client</h1>\(clientForm(action: "/console/clients", shown: form, session: session, button: "Create client"))")
         }
         try await recordAudit(session, "client.create", created.client.clientID)
         return ConsoleLayout.page("Client created", session: session, section: "Clients", status: 201, """
