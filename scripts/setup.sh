@@ -16,10 +16,12 @@
 #   podman, buildah, runc,     build and run the container image (Deploy/build-image.sh and its test);
 #   mmdebstrap, uidmap, binutils   the image's root filesystem comes from Debian packages, nothing is pulled
 #   etcd-server                the consensus store of the Patroni cluster in the failover drill (Deploy/ha/)
+#   chromium                   the headless browser the operator console's browser test drives (Selenium, tests)
+#   chromium-driver            chromedriver, through which Selenium drives that browser (nothing is downloaded at run time)
 set -euo pipefail
 
 packages=(libssl-dev libpq-dev libcurl4-openssl-dev libmicrohttpd-dev libjemalloc-dev pkg-config postgresql openssl python3 python3-venv curl nodejs systemd
-          podman buildah runc mmdebstrap uidmap binutils etcd-server)
+          podman buildah runc mmdebstrap uidmap binutils etcd-server chromium chromium-driver)
 missing=()
 for package in "${packages[@]}"; do
     if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then

@@ -72,7 +72,7 @@ package struct Router {
 
     /// By Unicode scalar, not by Character: a "/" followed by a combining mark or an emoji
     /// modifier is one Character, and splitting by Character would not see that slash.
-    static func split(_ path: String) -> [Substring] {
+    package static func split(_ path: String) -> [Substring] {
         path.unicodeScalars.split(separator: "/", omittingEmptySubsequences: true).map { Substring($0) }
     }
 }

@@ -35,7 +35,7 @@ public final class Metrics: @unchecked Sendable {
     }
 
     func render(pool: PostgresPool.Statistics?, inFlight: Int?, groupCommit: RecordBatcher.Counts? = nil,
-                clientCacheListening: Bool? = nil) -> String {
+                clientCacheListening: Bool? = nil, verifications: VerificationTally? = nil) -> String {
         lock.lock()
         let requests = self.requests, latency = self.latency
         lock.unlock()
@@ -58,6 +58,7 @@ public final class Metrics: @unchecked Sendable {
             out += "receiptgate_http_request_duration_seconds_sum{\(labels)} \(histogram.sum)\n"
             out += "receiptgate_http_request_duration_seconds_count{\(labels)} \(histogram.count)\n"
         }
+        if let verifications { out += verifications.renderPrometheus() }
         if let pool {
             out += "# HELP receiptgate_db_pool_connections Database pool connections by state.\n"
             out += "# TYPE receiptgate_db_pool_connections gauge\n"
@@ -88,7 +89,7 @@ public final class Metrics: @unchecked Sendable {
 
     private static func order(_ a: RouteKey, _ b: RouteKey) -> Bool { (a.route, a.method) < (b.route, b.method) }
 
-    private static func quote(_ value: String) -> String {
+    static func quote(_ value: String) -> String {
         "\"" + value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
             .replacingOccurrences(of: "\n", with: "\\n") + "\""
     }

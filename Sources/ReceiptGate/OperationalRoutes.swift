@@ -9,15 +9,17 @@ package struct OperationalRoutes: Sendable {
     let inFlight: @Sendable () -> Int
     let groupCommit: RecordBatcher?
     let clientCacheListening: @Sendable () -> Bool?
+    let verifications: VerificationTally?
 
     init(database: Database, metrics: Metrics, openAPIDocument: Data?, inFlight: @escaping @Sendable () -> Int, groupCommit: RecordBatcher? = nil,
-         clientCacheListening: @escaping @Sendable () -> Bool? = { nil }) {
+         clientCacheListening: @escaping @Sendable () -> Bool? = { nil }, verifications: VerificationTally? = nil) {
         self.database = database
         self.metrics = metrics
         self.openAPIDocument = openAPIDocument
         self.inFlight = inFlight
         self.groupCommit = groupCommit
         self.clientCacheListening = clientCacheListening
+        self.verifications = verifications
     }
 
     /// `/healthz`, `/readyz`, `/openapi.yaml`, and `/metrics` unless it is served on the admin listener.
@@ -42,9 +44,9 @@ package struct OperationalRoutes: Sendable {
     }
 
     package func registerMetrics(on router: inout Router) {
-        router.get("/metrics") { [metrics, database, inFlight, groupCommit, clientCacheListening] _ in
+        router.get("/metrics") { [metrics, database, inFlight, groupCommit, clientCacheListening, verifications] _ in
             var text = metrics.render(pool: database.poolStatistics, inFlight: inFlight(), groupCommit: groupCommit?.served,
-                                      clientCacheListening: clientCacheListening())
+                                      clientCacheListening: clientCacheListening(), verifications: verifications)
             if database.readPool != nil { text += await Self.readStandbyMetrics(database) }
             return .text(text, contentType: "text/plain; version=0.0.4; charset=utf-8")
         }

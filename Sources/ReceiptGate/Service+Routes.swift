@@ -4,7 +4,7 @@ import ReceiptCore
 extension Service {
     /// Every route, mounted through the core: the public router, and the admin router when
     /// `RECEIPTGATE_ADMIN_ADDR` puts `/metrics` and `/admin` on a listener of their own.
-    func routers(core: ServiceDialectCore, mounter: RouteMounter, operational: OperationalRoutes) -> (main: Router, admin: Router?) {
+    func routers(core: ServiceDialectCore, mounter: RouteMounter, operational: OperationalRoutes) throws -> (main: Router, admin: Router?) {
         var router = Router()
         router.use(ObservabilityMiddleware(logger: logger, metrics: metrics))
         let separateAdmin = configuration.adminAddress != nil
@@ -22,6 +22,7 @@ extension Service {
             + NotificationAdmin(notifications: repositories.notifications).routes
         guard separateAdmin else {
             mounter.mount(adminRoutes, render: NativeAPI.render, on: &router)
+            try console()?.register(on: &router)
             return (router, nil)
         }
         var admin = Router()
@@ -29,6 +30,22 @@ extension Service {
         operational.registerMetrics(on: &admin)
         admin.get("/healthz") { _ in .json(["status": "ok"]) }
         mounter.mount(adminRoutes, render: NativeAPI.render, on: &admin)
+        try console()?.register(on: &admin)
         return (router, admin)
+    }
+
+    /// The operator console, where the admin API is, when there is an admin token to sign in with.
+    private func console() throws -> Console? {
+        guard let adminToken = configuration.adminToken else { return nil }
+        let host = configuration.adminAddress?.host ?? configuration.host
+        let sessions = try ConsoleSessions(repository: ConsoleRepository(pool: database.pool), adminToken: adminToken,
+                                           secureCookies: !Self.isLoopback(host), trustedProxies: configuration.trustedProxies)
+        return Console(sessions: sessions, audit: ConsoleRepository(pool: database.pool), queries: OperatorQueries(pool: database.pool),
+                       clients: repositories.clients, outbox: repositories.outbox, database: database, verifications: verifications,
+                       stores: stores, input: clientSettingsInput, logger: logger)
+    }
+
+    static func isLoopback(_ host: String) -> Bool {
+        host == "localhost" || host == "::1" || host.hasPrefix("127.")
     }
 }

@@ -11,6 +11,8 @@ public final class Service: @unchecked Sendable {
     public let database: Database
     public let repositories: Repositories
     public let metrics = Metrics()
+    /// Verifications by store and outcome, for `/metrics` and the console.
+    public let verifications: VerificationTally
     public let stores: [StoreRegistration]
     public let dialects: [any DialectProvider]
     private var server: HTTPServer?
@@ -27,13 +29,19 @@ public final class Service: @unchecked Sendable {
     /// Every (method, pattern) served, once started.
     public private(set) var routeTable: [(method: String, pattern: String)] = []
 
+    /// The dialects' client settings under their display names (the stores' come with their declarations).
+    let dialectSettings: [(plugin: String, settings: [ClientSettingDeclaration])]
+
     public init(configuration: ServiceConfiguration, logger: Logger, database: Database,
-                stores: [StoreRegistration] = [], dialects: [any DialectProvider] = []) throws {
+                stores: [StoreRegistration] = [], dialects: [any DialectProvider] = [],
+                dialectSettings: [(plugin: String, settings: [ClientSettingDeclaration])] = []) throws {
         self.configuration = configuration
         self.stores = stores
         self.dialects = dialects
+        self.dialectSettings = dialectSettings
         self.logger = logger
         self.database = database
+        verifications = VerificationTally(stores: stores.map(\.store.rawValue))
         let master = try SecretBox.loadMasterKey(configured: configuration.masterKey, dataDirectory: configuration.dataDirectory)
         if let generatedAt = master.generatedAt {
             logger.warning("generated a new master key; back it up, and give every process sharing this database the same key",
@@ -44,6 +52,13 @@ public final class Service: @unchecked Sendable {
     }
 
     public var clients: ClientRepository { repositories.clients }
+
+    /// How an operator's client settings are read and checked, for every plugin served.
+    public var clientSettingsInput: ClientSettingsInput {
+        ClientSettingsInput(identifierKinds: stores.map(\.declaration.identifiers),
+                            pluginSettings: stores.map { ($0.declaration.displayName, $0.declaration.settings) } + dialectSettings,
+                            refundCallbackFormats: dialects.compactMap(\.refundCallbacks?.format).sorted())
+    }
 
     /// The core's part of the OpenAPI document with each served plugin's part in place.
     func openAPIDocument() -> Data? {
@@ -79,6 +94,7 @@ public final class Service: @unchecked Sendable {
                                       directory: directory, logger: logger)
         // Verifications without effects share commits.
         pipeline.batcher = RecordBatcher(pool: database.pool)
+        pipeline.tally = verifications
         let core = ServiceDialectCore(pipeline: pipeline, clients: repositories.clients, directory: directory, transactions: repositories.transactions,
                                       rateLimiter: rateLimiter, tokens: repositories.tokens, accounts: repositories.accounts,
                                       replayGuard: repositories.replay,
@@ -92,8 +108,8 @@ public final class Service: @unchecked Sendable {
         let operational = OperationalRoutes(database: database, metrics: metrics,
                                             openAPIDocument: openAPIDocument(),
                                             inFlight: { serverBox.server?.inFlightRequests ?? 0 }, groupCommit: pipeline.batcher,
-                                            clientCacheListening: { [clientCache] in clientCache?.isLive })
-        let (router, adminRouter) = routers(core: core, mounter: mounter, operational: operational)
+                                            clientCacheListening: { [clientCache] in clientCache?.isLive }, verifications: verifications)
+        let (router, adminRouter) = try routers(core: core, mounter: mounter, operational: operational)
         let responder = router.build(handlerTimeout: .seconds(configuration.requestTimeoutSeconds))
         routeTable = responder.routeTable
         var serverConfiguration = HTTPServer.Configuration(host: configuration.host, port: configuration.port)

@@ -78,6 +78,7 @@ extension VerifyPipeline {
     }
 
     func logVerified(_ outcome: VerificationOutcome, proven: ProvenPurchase, client: Client) {
+        tally?.recordVerified(store: proven.purchase.store.rawValue, duplicate: outcome.duplicate)
         // Pairs, not a dictionary: a line for every verification (the same line either way; keys are sorted when written).
         logger.log(.info, "verified", pairs: [("request.id", proven.request.requestID), ("client.id", client.clientID),
                                               ("store", proven.purchase.store.rawValue), ("transaction.id", String(outcome.transaction.managementID)),

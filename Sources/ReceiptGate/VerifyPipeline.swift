@@ -15,6 +15,8 @@ public struct VerifyPipeline: Sendable {
     let logger: Logger
     /// Group commit for verifications without effects.
     var batcher: RecordBatcher?
+    /// Counts every outcome for `/metrics` and the console.
+    var tally: VerificationTally?
 
     init(stores: [StoreRegistration], transactions: TransactionRepository, clients: ClientRepository, directory: any ClientDirectory,
          logger: Logger) {
@@ -114,6 +116,7 @@ public struct VerifyPipeline: Sendable {
                  transactionID: String? = nil) async {
         logger.info("refused", ["request.id": request.requestID, "client.id": clientID, "store": request.store.rawValue,
                                 "error.code": error.code.rawValue, "error.reason": error.reason])
+        tally?.recordRefused(store: request.store.rawValue, storeError: error.code == .verifierError, reason: error.reason)
         await transactions.recordFailure(clientID: clientID, store: request.store.rawValue, requestID: request.requestID, playerID: request.playerID,
                                          evidenceDigest: digest, code: error.code.rawValue, reason: error.reason, message: error.message,
                                          transactionID: transactionID)

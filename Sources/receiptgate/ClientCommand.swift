@@ -5,10 +5,7 @@ import ReceiptGate
 
 /// `receiptgate client ...`: administration of API clients, printing JSON on stdout.
 enum ClientCommand {
-    static let coreOptions: [String: Arguments.Kind] = [
-        "name": .single, "game-id": .single, "environments": .single, "refund-callback-url": .single, "refund-callback-format": .single,
-        "webhook-url": .single, "delivery-url": .single, "account-mismatch": .single, "allow-insecure-url": .single,
-    ]
+    static let coreOptions = Dictionary(uniqueKeysWithValues: ClientSettingsInput.coreOptions.map { ($0, Arguments.Kind.single) })
 
     /// The core's options and every plugin's, as the registry declares them.
     static let settingOptions: [String: Arguments.Kind] = coreOptions.merging(pluginOptions) { core, _ in core }
@@ -26,7 +23,7 @@ enum ClientCommand {
             _ = try parsed.expectPositionals([])
             var settings = try settings(from: parsed)
             guard settings.name != nil else { throw UsageError("--name is required") }
-            if settings.environments == nil, let implied = impliedEnvironments(settings) { settings.environments = implied }
+            if settings.environments == nil, let implied = try input.impliedEnvironments(settings) { settings.environments = implied }
             try checkSchemes(settings, alreadyAllowsInsecure: false)
             try await context.withClients { store in
                 let created = try await store.create(settings)
@@ -65,82 +62,6 @@ enum ClientCommand {
             throw HelpRequested(text: HelpText.client)
         default:
             throw UsageError("unknown client action \"\(action)\" (expected create, list, show, update, rotate-secret or disable)")
-        }
-    }
-
-    /// Validates every setting given; an empty URL or game id means "clear".
-    static func settings(from arguments: Arguments) throws -> ClientSettings {
-        var settings = ClientSettings()
-        if let name = arguments.single("name") {
-            let trimmed = name.trimmingCharacters(in: .whitespaces)
-            guard (1...200).contains(trimmed.count) else { throw UsageError("--name must be 1 to 200 characters") }
-            settings.name = trimmed
-        }
-        if let gameID = arguments.single("game-id") {
-            if gameID.isEmpty {
-                settings.gameID = .some(nil)
-            } else {
-                guard let number = Int64(gameID), number >= 0 else { throw UsageError("--game-id must be a non-negative integer, got \"\(gameID)\"") }
-                settings.gameID = number
-            }
-        }
-        if let list = arguments.single("environments") {
-            var environments: [StoreEnvironment] = []
-            for part in list.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces).lowercased() }) {
-                guard let environment = StoreEnvironment(rawValue: part) else {
-                    throw UsageError("--environments accepts production and sandbox, got \"\(part)\"")
-                }
-                if !environments.contains(environment) { environments.append(environment) }
-            }
-            guard !environments.isEmpty else { throw UsageError("--environments needs at least one of production, sandbox") }
-            settings.environments = environments
-        }
-        if let url = arguments.single("refund-callback-url") {
-            settings.refundCallbackURL = .some(url.isEmpty ? nil : try httpURL(url, option: "--refund-callback-url"))
-        }
-        if let format = arguments.single("refund-callback-format") {
-            let known = try StartedPlugins.dialects().compactMap(\.refundCallbacks?.format).sorted()
-            guard known.contains(format) else {
-                throw UsageError("--refund-callback-format must be one of \(known.joined(separator: ", ")), got \"\(format)\"")
-            }
-            settings.refundCallbackFormat = format
-        }
-        if let insecure = arguments.single("allow-insecure-url") {
-            guard ["on", "off"].contains(insecure) else { throw UsageError("--allow-insecure-url takes no value, or on/off, got \"\(insecure)\"") }
-            settings.settings[Client.allowInsecureURLSetting] = .some(insecure == "on" ? ["on"] : nil)
-        }
-        if let policy = arguments.single("account-mismatch") {
-            guard ["flag", "reject"].contains(policy) else { throw UsageError("--account-mismatch must be flag or reject, got \"\(policy)\"") }
-            settings.settings[Client.accountMismatchSetting] = [policy]
-        }
-        if let url = arguments.single("webhook-url") {
-            settings.webhookURL = .some(url.isEmpty ? nil : try httpURL(url, option: "--webhook-url"))
-        }
-        if let url = arguments.single("delivery-url") {
-            settings.deliveryURL = .some(url.isEmpty ? nil : try httpURL(url, option: "--delivery-url"))
-        }
-        try pluginSettings(from: arguments, into: &settings)
-        return settings
-    }
-
-
-    /// A well-formed absolute http(s) URL: a host, no credentials, no spaces, at most 2048 bytes.
-    private static func httpURL(_ value: String, option: String) throws -> String {
-        guard value.utf8.count <= 2048, !value.contains(where: { $0.isWhitespace || $0.asciiValue.map { $0 < 0x20 } == true }),
-              let url = URLComponents(string: value), let scheme = url.scheme?.lowercased(), scheme == "https" || scheme == "http",
-              let host = url.host, !host.isEmpty, url.user == nil, url.password == nil
-        else { throw UsageError("\(option) must be an https:// URL (http:// with --allow-insecure-url), got \"\(value)\"") }
-        return value
-    }
-
-    /// Outbound URLs are https unless the client allows plain http (`--allow-insecure-url`).
-    static func checkSchemes(_ settings: ClientSettings, alreadyAllowsInsecure: Bool) throws {
-        let requested = settings.settings[Client.allowInsecureURLSetting]
-        let allows = requested.map { $0 == ["on"] } ?? alreadyAllowsInsecure
-        for (option, url) in [("--refund-callback-url", settings.refundCallbackURL), ("--webhook-url", settings.webhookURL),
-                              ("--delivery-url", settings.deliveryURL)] {
-            guard let url = url ?? nil, url.lowercased().hasPrefix("http://") else { continue }
-            guard allows else { throw UsageError("\(option) must be https:// unless the client is given --allow-insecure-url, got \"\(url)\"") }
         }
     }
 }

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Plugins
 import ReceiptCore
 import ReceiptGate
 
@@ -12,7 +13,8 @@ enum ServeCommand {
         let service: Service
         do {
             service = try Service(configuration: context.configuration, logger: context.logger, database: database,
-                                  stores: providers, dialects: dialects)
+                                  stores: providers, dialects: dialects,
+                                  dialectSettings: Plugins.all.dialects.map { ($0.displayName, $0.settings) })
             try await service.start()
         } catch {
             database.close(logger: context.logger)

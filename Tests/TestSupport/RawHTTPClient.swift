@@ -6,9 +6,18 @@ package import Foundation
 package enum RawHTTP {
     package struct Response: Sendable {
         package let status: Int
-        package let headers: [String: String]  // lower-cased names
+        package let headers: [String: String]  // lower-cased names; the last of a repeated one
         package let body: Data
+        /// Every header line in order, names lower-cased (`Set-Cookie` comes once per cookie).
+        package var lines: [HeaderLine] = []
         package var text: String { String(decoding: body, as: UTF8.self) }
+
+        package struct HeaderLine: Sendable {
+            package let name: String
+            package let value: String
+        }
+
+        package func allHeaders(_ name: String) -> [String] { lines.filter { $0.name == name.lowercased() }.map(\.value) }
         package func json() throws -> [String: Any] {
             (try JSONSerialization.jsonObject(with: body)) as? [String: Any] ?? [:]
         }
@@ -144,14 +153,17 @@ package enum RawHTTP {
         let statusParts = head[0].split(separator: " ")
         guard statusParts.count >= 2, let status = Int(statusParts[1]) else { throw Failure(description: "bad status line \(head[0])") }
         var headers: [String: String] = [:]
+        var lines: [Response.HeaderLine] = []
         for line in head.dropFirst() {
             guard let colon = line.firstIndex(of: ":") else { continue }
-            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            let name = line[..<colon].lowercased(), value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            headers[name] = value
+            lines.append(Response.HeaderLine(name: name, value: value))
         }
         var body = Data(data[separator.upperBound...])
         if headers["transfer-encoding"]?.lowercased() == "chunked" { body = dechunk(body) }
         if let length = headers["content-length"].flatMap(Int.init), body.count > length { body = body.prefix(length) }
-        return Response(status: status, headers: headers, body: body)
+        return Response(status: status, headers: headers, body: body, lines: lines)
     }
 
     static func dechunk(_ data: Data) -> Data {

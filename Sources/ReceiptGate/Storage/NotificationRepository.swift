@@ -12,14 +12,19 @@ package struct NotificationRepository: Sendable {
     /// `kind` is how the store names apps: the notification's app is looked up under it.
     func record(_ notification: StoreNotification, rawBody: Data, kind: AppIdentifierKind?) async throws -> Bool {
         let decoded = String(decoding: notification.decodedJSON, as: UTF8.self)
+        let notice = try notification.operatorNotice.map { notice in
+            String(decoding: try JSONSerialization.data(withJSONObject: ["message": notice.message, "fields": notice.fields], options: [.sortedKeys]),
+                   as: UTF8.self)
+        }
         let refundCallbacks = refundCallbacks
         return try await pool.withTransaction { connection in
             let inserted = try connection.query("""
                 INSERT INTO store_notifications (store, notification_id, notification_type, subtype, environment, app_identifier,
-                    transaction_id, original_transaction_id, product_id, signed_at, raw_body, decoded)
+                    transaction_id, original_transaction_id, product_id, signed_at, raw_body, decoded, operator_notice)
                 VALUES (\(notification.store.rawValue), \(notification.notificationID), \(notification.type), \(notification.subtype),
                         \(notification.environment?.rawValue), \(notification.appIdentifier), \(notification.transactionID),
-                        \(notification.originalTransactionID), \(notification.productID), \(notification.signedAt), \(rawBody), \(decoded)::jsonb)
+                        \(notification.originalTransactionID), \(notification.productID), \(notification.signedAt), \(rawBody), \(decoded)::jsonb,
+                        \(notice)::jsonb)
                 ON CONFLICT (store, notification_id) DO NOTHING
                 RETURNING id
                 """)

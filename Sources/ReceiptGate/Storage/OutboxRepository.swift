@@ -150,16 +150,21 @@ public struct OutboxRepository: Sendable {
     /// Newest first. `failedOnly`: dead events and pending ones that have failed at least once.
     public func list(failedOnly: Bool, limit: Int = 100) async throws -> [Event] {
         try await pool.query("""
-            SELECT event_id::text AS event_id, client_id, event_type, target, status, attempts, next_attempt_at, last_error, created_at, delivered_at
-            FROM outbox
+            SELECT \(unescaped: Self.eventColumns) FROM outbox
             WHERE NOT \(failedOnly) OR status = 'dead' OR (status = 'pending' AND attempts > 0)
             ORDER BY id DESC LIMIT \(limit)
-            """).map { row in
-            Event(eventID: try row.decode("event_id"), clientID: try row.decode("client_id"), type: try row.decode("event_type"),
-                  target: try row.decode("target"), status: try row.decode("status"), attempts: try row.decode("attempts"),
-                  nextAttemptAt: try row.decode("next_attempt_at"), lastError: try row.decode("last_error"),
-                  createdAt: try row.decode("created_at"), deliveredAt: try row.decode("delivered_at"))
-        }
+            """).map(Self.event)
+    }
+
+    static let eventColumns = """
+        event_id::text AS event_id, client_id, event_type, target, status, attempts, next_attempt_at, last_error, created_at, delivered_at
+        """
+
+    static func event(_ row: PostgresRow) throws -> Event {
+        Event(eventID: try row.decode("event_id"), clientID: try row.decode("client_id"), type: try row.decode("event_type"),
+              target: try row.decode("target"), status: try row.decode("status"), attempts: try row.decode("attempts"),
+              nextAttemptAt: try row.decode("next_attempt_at"), lastError: try row.decode("last_error"),
+              createdAt: try row.decode("created_at"), deliveredAt: try row.decode("delivered_at"))
     }
 
     /// Queues the event for another delivery now (dead, pending or even delivered). False if unknown.

@@ -1,0 +1,140 @@
+import Foundation
+import HTTPServer
+import ReceiptCore
+
+extension Console {
+    func purchases(_ request: HTTPRequest, _ session: ConsoleSession) async throws -> HTTPResponse {
+        let text = request.query["q"]?.trimmingCharacters(in: .whitespacesAndNewlines)
+        let query = text?.isEmpty == false ? text : nil
+        if let query, let problem = Identifier.problem(query) {
+            return ConsoleLayout.page("Purchases", session: session, section: "Purchases", error: "The search \(problem).", status: 400, "<h1>Purchases</h1>")
+        }
+        var found = try await queries.purchases(matching: query, stores: stores.map(\.store.rawValue))
+        var note: String?
+        if let query, found.isEmpty { (found, note) = try await purchasesByOrder(query) }
+        let rows = found.map { purchase -> HTML in
+            let record = purchase.record
+            return """
+                <tr><td><a href="\(Self.purchasePath(record))">\(record.transactionID)</a></td><td class="store">\(record.store.rawValue)</td>
+                <td class="product">\(record.productID)</td><td class="player">\(purchase.playerID)</td><td class="state">\(record.state.rawValue)</td>
+                <td class="client">\(record.clientID)</td><td>\(ConsoleTime.show(record.firstVerifiedAt))</td></tr>
+                """
+        }
+        let caption = query.map { "Purchases matching “\($0)”" } ?? "The latest purchases"
+        return ConsoleLayout.page("Purchases", session: session, section: "Purchases", notice: note, """
+            <h1>Purchases</h1>
+            <p class="hint">Search by transaction id, original transaction id, order id, player id, account token or account id (the box at the top of every page).</p>
+            \(ConsoleLayout.table(id: "purchases", caption: caption, headings: ["Transaction", "Store", "Product", "Player", "State", "Client", "First verified"],
+                                  rows: rows, empty: query == nil ? "No purchases yet." : "No purchase matches."))
+            """)
+    }
+
+    /// Asks each store that can look up orders, for each client with apps in it, until one knows
+    /// the order; then shows the ledger's rows for the order's transactions.
+    private func purchasesByOrder(_ orderID: String) async throws -> ([OperatorQueries.Purchase], String?) {
+        let everyClient = try await clients.list().filter { !$0.disabled }
+        for registration in stores {
+            guard let lookup = registration.orderLookup else { continue }
+            for client in everyClient.prefix(20) {
+                let apps = Set(client.info.appIdentifiers(registration.declaration.identifiers))
+                guard !apps.isEmpty else { continue }
+                do {
+                    let order = try await lookup.lookUpOrder(orderID, appIdentifiers: apps)
+                    guard order.found else { continue }
+                    let found = try await queries.purchases(store: registration.store, transactionIDs: order.entries.compactMap(\.transactionID))
+                    return (found, "Order \(orderID), found by \(registration.declaration.displayName)'s order lookup.")
+                } catch {
+                    logger.warning("console order lookup failed", ["store": registration.store.rawValue, "client.id": client.clientID, "error": "\(error)"])
+                }
+            }
+        }
+        return ([], nil)
+    }
+
+    func purchase(_ request: HTTPRequest, _ session: ConsoleSession) async throws -> HTTPResponse {
+        let store = request.pathParameters["store"] ?? "", transactionID = request.pathParameters["transaction_id"] ?? ""
+        guard Identifier.problem(store) == nil, Identifier.problem(transactionID) == nil,
+              let purchase = try await queries.purchase(store: store, transactionID: transactionID)
+        else { return notFound(session, "No purchase \(transactionID) in \(store).") }
+        let attempts = try await queries.attempts(of: purchase)
+        let events = try await queries.events(of: purchase)
+        let subscription = try await queries.subscription(of: purchase)
+        let chain = subscription == nil ? [] : try await queries.chain(of: purchase)
+        return ConsoleLayout.page("Purchase \(transactionID)", session: session, section: "Purchases", notice: Self.redeliveryNotice(request), """
+            <h1>Purchase \(transactionID)</h1>
+            \(Self.record(purchase))
+            <h2>Verification attempts</h2>\(Self.attemptTable(attempts))
+            <h2>Events and deliveries</h2>\(eventTable(events, session: session, id: "events", back: Self.purchasePath(purchase.record)))
+            \(subscription.map { Self.subscriptionSection($0, chain: chain) } ?? "")
+            """)
+    }
+
+    static func purchasePath(_ record: TransactionRecord) -> String {
+        "/console/purchases/\(HTML.component(record.store.rawValue))/\(HTML.component(record.transactionID))"
+    }
+
+    private static func record(_ purchase: OperatorQueries.Purchase) -> HTML {
+        let record = purchase.record
+        let price = record.priceMilliunits.map { "\(Double($0) / 1000) \(record.currency ?? "")" } ?? ""
+        return ConsoleLayout.details(id: "record", [
+            ("Store", record.store.rawValue, nil), ("Environment", record.environment.rawValue, nil),
+            ("Transaction id", record.transactionID, nil), ("Original transaction id", record.originalOrSelf, nil),
+            ("Order id", record.orderID ?? "", nil), ("Product", record.productID ?? "", nil), ("Kind", record.kind?.rawValue ?? "", nil),
+            ("Quantity", record.quantity.map(String.init) ?? "", nil), ("Price", price, nil), ("Storefront", record.storefront ?? "", nil),
+            ("State", record.state.rawValue, "record-state"), ("Purchased", ConsoleTime.show(record.purchaseDate), nil),
+            ("Expires", ConsoleTime.show(record.expiresDate), nil), ("Revoked", ConsoleTime.show(record.revocationDate), nil),
+            ("Revocation reason", record.revocationReason ?? "", nil), ("Ownership", record.ownership?.rawValue ?? "", nil),
+            ("Account token", record.accountToken ?? "", nil), ("Player", purchase.playerID ?? "", "record-player"),
+            ("Client", record.clientID, "record-client"), ("Game id", record.gameID.map(String.init) ?? "", nil),
+            ("First verified", ConsoleTime.show(record.firstVerifiedAt), nil), ("Management id", String(record.managementID), nil),
+        ])
+    }
+
+    private static func attemptTable(_ attempts: [OperatorQueries.Attempt]) -> HTML {
+        let rows = attempts.map { attempt -> HTML in
+            let outcome = attempt.duplicate == true ? "\(attempt.outcome) (duplicate)" : attempt.outcome
+            return """
+                <tr><td>\(ConsoleTime.show(attempt.at))</td><td>\(attempt.clientID)</td><td><code>\(attempt.requestID)</code></td>
+                <td class="outcome">\(outcome)</td><td class="reason">\(attempt.reason)</td><td>\(attempt.message)</td></tr>
+                """
+        }
+        return ConsoleLayout.table(id: "attempts", caption: "Every verification attempt about this purchase, newest first",
+                                   headings: ["When", "Client", "Request id", "Outcome", "Reason", "Message"], rows: rows, empty: "No attempts on record.")
+    }
+
+    /// Outbox messages, each failed one with its redeliver button, which brings the operator back to `back`.
+    func eventTable(_ events: [OutboxRepository.Event], session: ConsoleSession, id: String, back: String) -> HTML {
+        let rows = events.map { event -> HTML in
+            let failed = event.status == "dead" || (event.status == "pending" && event.attempts > 0)
+            let redeliver = failed || event.status == "delivered"
+                ? ConsoleLayout.form("/console/deliveries/\(HTML.component(event.eventID))/redeliver", session: session, button: "Redeliver",
+                                     hidden: [("back", back)])
+                : HTML("")
+            let status = event.status == "dead" ? "failed" : (failed ? "retrying" : event.status)
+            return """
+                <tr><td class="event-id"><code>\(event.eventID)</code></td><td class="client">\(event.clientID)</td><td class="type">\(event.type)</td>
+                <td>\(event.target)</td><td class="status">\(status)</td><td class="attempts">\(event.attempts)</td><td class="last-error">\(event.lastError)</td>
+                <td>\(ConsoleTime.show(event.createdAt))</td><td>\(redeliver)</td></tr>
+                """
+        }
+        return ConsoleLayout.table(id: id, caption: "Webhooks, callbacks, acknowledgements and mail, newest first",
+                                   headings: ["Event", "Client", "Type", "Target", "Status", "Attempts", "Last error", "Created", ""], rows: rows,
+                                   empty: "No events.")
+    }
+
+    private static func subscriptionSection(_ state: SubscriptionState, chain: [OperatorQueries.Purchase]) -> HTML {
+        let summary = ConsoleLayout.details(id: "subscription-state", [
+            ("Status", state.status.rawValue, "subscription-status"), ("Product", state.productID ?? "", nil),
+            ("Expires", ConsoleTime.show(state.expiresDate), nil), ("Grace period until", ConsoleTime.show(state.gracePeriodExpiresDate), nil),
+            ("Auto-renew", state.autoRenew.map { $0 ? "on" : "off" } ?? "", nil), ("Revoked", ConsoleTime.show(state.revocationDate), nil),
+        ])
+        let rows = chain.map { period -> HTML in
+            """
+            <tr><td><a href="\(purchasePath(period.record))">\(period.record.transactionID)</a></td><td>\(ConsoleTime.show(period.record.purchaseDate))</td>
+            <td>\(ConsoleTime.show(period.record.expiresDate))</td><td>\(period.record.state.rawValue)</td></tr>
+            """
+        }
+        return "<h2>Subscription</h2>\(summary)" + ConsoleLayout.table(id: "subscription", caption: "Its periods, oldest first",
+                                                                       headings: ["Transaction", "Start", "End", "State"], rows: rows)
+    }
+}

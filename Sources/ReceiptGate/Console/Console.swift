@@ -1,0 +1,113 @@
+import Foundation
+import HTTPServer
+import ReceiptCore
+
+/// The operator console: HTML pages under `/console` on the admin listener (or the public one
+/// when there is none), served only when `RECEIPTGATE_ADMIN_TOKEN` is set. Everything it shows
+/// comes from the same repositories the admin API and the CLI use; every action it takes is
+/// written to the audit log with the session that took it.
+struct Console: Sendable {
+    let sessions: ConsoleSessions
+    let audit: ConsoleRepository
+    let queries: OperatorQueries
+    let clients: ClientRepository
+    let outbox: OutboxRepository
+    let database: Database
+    let verifications: VerificationTally
+    let stores: [StoreRegistration]
+    /// How client settings are read and checked: each plugin's as the registry declares them.
+    let input: ClientSettingsInput
+    let logger: Logger
+    let signInThrottle = SignInThrottle()
+
+    typealias Page = @Sendable (HTTPRequest, ConsoleSession) async throws -> HTTPResponse
+    typealias Action = @Sendable (HTTPRequest, ConsoleForm, ConsoleSession) async throws -> HTTPResponse
+
+    func register(on router: inout Router) {
+        router.use(ConsoleCSRFGate(sessions: sessions))
+        router.get("/console/assets/{name}") { request in
+            ConsoleAssets.response(request.pathParameters["name"] ?? "") ?? ConsoleLayout.notFound
+        }
+        registerSignIn(on: &router)
+        page(&router, "/console") { request, session in try await overview(request, session) }
+        registerClients(on: &router)
+        page(&router, "/console/purchases") { request, session in try await purchases(request, session) }
+        page(&router, "/console/purchases/{store}/{transaction_id}") { request, session in try await purchase(request, session) }
+        page(&router, "/console/deliveries") { request, session in try await deliveries(request, session) }
+        action(&router, "/console/deliveries/redeliver-all") { request, form, session in try await redeliverAll(request, form, session) }
+        action(&router, "/console/deliveries/{event_id}/redeliver") { request, form, session in try await redeliver(request, form, session) }
+        page(&router, "/console/accounts") { request, session in try await accounts(request, session) }
+        action(&router, "/console/accounts/{account_id}/revoke-sessions") { request, form, session in try await revokeSessions(request, form, session) }
+        page(&router, "/console/notifications") { request, session in try await notifications(request, session) }
+        page(&router, "/console/audit") { request, session in try await auditLog(request, session) }
+        registerFallbacks(on: &router)
+    }
+
+    /// A page for a signed-in operator; anyone else is sent to sign in.
+    func page(_ router: inout Router, _ path: String, _ body: @escaping Page) {
+        router.get(path) { request in
+            await signedIn(request) { session in try await body(request, session) }
+        }
+    }
+
+    /// A form's target. The CSRF gate has already checked the token before this runs.
+    func action(_ router: inout Router, _ path: String, _ body: @escaping Action) {
+        router.post(path) { request in
+            await signedIn(request) { session in
+                guard let form = ConsoleForm(request: request) else {
+                    return ConsoleLayout.page("Not a form", session: session, error: "The request was not a form this console sent.", status: 400,
+                                              "<h1>Not a form</h1>")
+                }
+                return try await body(request, form, session)
+            }
+        }
+    }
+
+    private func signedIn(_ request: HTTPRequest, _ body: (ConsoleSession) async throws -> HTTPResponse) async -> HTTPResponse {
+        do {
+            guard let session = try await sessions.current(request) else { return ConsoleLayout.redirect("/console/sign-in") }
+            return try await body(session)
+        } catch {
+            logger.error("console page failed", ["path": request.route, "error": "\(error)"])
+            return ConsoleLayout.page("Unavailable", session: nil, error: "The database could not be reached; try again in a moment.", status: 503,
+                                      "<h1>Unavailable</h1><p><a href=\"/console\">Back to the console</a></p>")
+        }
+    }
+
+    /// Paths under /console that no page serves: a POST still meets the CSRF gate first (the
+    /// router refuses an unknown path before any middleware otherwise), then both answer 404.
+    private func registerFallbacks(on router: inout Router) {
+        let notFound: HTTPHandler = { _ in ConsoleLayout.notFound }
+        router.post("/console", notFound)
+        for depth in 1...6 {
+            let pattern = "/console" + (1...depth).map { "/{p\($0)}" }.joined()
+            router.get(pattern, notFound)
+            router.post(pattern, notFound)
+        }
+    }
+
+    func recordAudit(_ session: ConsoleSession, _ action: String, _ target: String) async throws {
+        try await audit.audit(who: session.label, action: action, target: target)
+        logger.info("console action", ["console.session": session.label, "action": action, "target": target])
+    }
+}
+
+/// Every POST under /console must carry the CSRF token of the cookie it came with; without it the
+/// answer is 403 before routing, authentication or anything else looks at the request.
+struct ConsoleCSRFGate: HTTPMiddleware {
+    let sessions: ConsoleSessions
+
+    func handle(_ request: HTTPRequest, next: HTTPHandler) async throws -> HTTPResponse {
+        // By the router's own reading of the path (`//console/…` routes like `/console/…`).
+        let segments = Router.split(request.path)
+        guard request.normalizedMethod == "POST", segments.first == "console" else { return try await next(request) }
+        let signingIn = segments.count == 2 && segments[1] == "sign-in"
+        guard sessions.isValidCSRF(ConsoleForm(request: request)?["csrf"], request: request, preSession: signingIn) else {
+            return ConsoleLayout.page("Refused", session: nil, status: 403, """
+                <h1>Refused</h1><p class="error" role="alert">This form was not sent from a console page of this session (its CSRF token is missing or wrong).</p>
+                <p><a href="/console">Back to the console</a></p>
+                """)
+        }
+        return try await next(request)
+    }
+}
