@@ -43,7 +43,7 @@ struct IAPRequest: Sendable {
             }
             return .success(value)
         }
-        do {
+        do throws(Problem) {
             let appVersion = try printable("x-client-app-version").get()
             let deviceModel = try printable("x-client-device-model").get()
             let os = try printable("x-client-os").get()
@@ -55,10 +55,8 @@ struct IAPRequest: Sendable {
             return .success(Headers(appVersion: appVersion, deviceModel: deviceModel, os: os, osVersion: osVersion, sdkVersion: sdkVersion,
                                     forwardedFor: forwardedFor(fields["x-forwarded-for"]),
                                     forwardedForIgnored: fields["x-forwarded-for"] != nil && forwardedFor(fields["x-forwarded-for"]) == nil))
-        } catch let problem as Problem {
-            return .failure(problem)
         } catch {
-            return .failure(Problem(.invalidField, "headers could not be read"))
+            return .failure(error)
         }
     }
 

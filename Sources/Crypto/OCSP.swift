@@ -77,7 +77,7 @@ public struct OCSPQuery: Sendable {
     static func responderURL(of certificate: Certificate) -> String? {
         guard let list = X509_get1_ocsp(certificate.pointer) else { return nil }
         defer { X509_email_free(list) }
-        let stack = unsafeBitCast(list, to: OpaquePointer.self)
+        let stack = list
         guard OPENSSL_sk_num(stack) > 0, let first = OPENSSL_sk_value(stack, 0) else { return nil }
         return String(cString: first.assumingMemoryBound(to: CChar.self))
     }

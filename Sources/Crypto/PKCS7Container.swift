@@ -28,7 +28,7 @@ public struct PKCS7Container: Sendable {
 
         var certificates: [Certificate] = []
         if let stack = signed.pointee.cert {
-            let list = unsafeBitCast(stack, to: OpaquePointer.self)  // STACK_OF(X509) is an OPENSSL_STACK
+            let list = stack  // STACK_OF(X509) is an OPENSSL_STACK
             for index in 0..<OPENSSL_sk_num(list) {
                 guard let raw = OPENSSL_sk_value(list, index), let copy = X509_dup(OpaquePointer(raw)) else { continue }
                 certificates.append(try Certificate(taking: copy))

@@ -59,7 +59,7 @@ final class DeadlineWatcher: @unchecked Sendable {
             condition.lock()
             while entries.isEmpty { condition.wait() }
             // A 25 ms tick is precise enough for request deadlines and costs nothing when idle.
-            condition.wait(until: Date(timeIntervalSinceNow: 0.025))
+            _ = condition.wait(until: Date(timeIntervalSinceNow: 0.025))
             let now = ContinuousClock.now
             let expired = entries.filter { $0.value.deadline <= now }
             for id in expired.keys { entries[id] = nil }

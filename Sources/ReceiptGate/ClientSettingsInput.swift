@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 public import ReceiptCore
 
 /// Client settings as an operator gives them, by option name and as text, checked once and turned

@@ -126,7 +126,7 @@ import Testing
     @Test func fieldsArriveInOrderWithTheirValues() throws {
         let data = Data(#"{"s":"a\"b\u00e9\ud83d\ude00","n":-12.5e1,"t":true,"z":null,"o":{"x":[1,{"y":2}]},"a":[]}"#.utf8)
         var seen: [String] = []
-        try JSONReader.withDocument(data) { reader throws(JSONReaderError) in
+        _ = try JSONReader.withDocument(data) { reader throws(JSONReaderError) in
             try reader.readDocument { field throws(JSONReaderError) in
                 let key = try reader.string(field.key)
                 seen.append(key)
@@ -156,7 +156,7 @@ import Testing
     }
 
     @Test func aWrongTypeIsAMismatchNotASyntaxError() throws {
-        try JSONReader.withDocument(Data(#"{"a":"1"}"#.utf8)) { reader throws(JSONReaderError) in
+        _ = try JSONReader.withDocument(Data(#"{"a":"1"}"#.utf8)) { reader throws(JSONReaderError) in
             try reader.readDocument { field throws(JSONReaderError) in
                 #expect(throws: JSONReaderError(.typeMismatch, "")) { try reader.int64(field.value) }
                 #expect(throws: JSONReaderError(.typeMismatch, "")) { try reader.bool(field.value) }
@@ -177,7 +177,7 @@ import Testing
             let data = Data(document.utf8)
             #expect(try JSONDecoder().decode(Named.self, from: data) == expected, "\(document)")
             var found: [Int: Int] = [:]
-            try JSONReader.withDocument(data, grammar: .jsonDecoder) { reader throws(JSONReaderError) in
+            _ = try JSONReader.withDocument(data, grammar: .jsonDecoder) { reader throws(JSONReaderError) in
                 try reader.readDocument { field throws(JSONReaderError) in
                     if let index = try names.index(of: field.key, in: reader), found[index] == nil { found[index] = try reader.int(field.value) }
                 }

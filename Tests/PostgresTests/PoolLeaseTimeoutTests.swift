@@ -11,7 +11,7 @@ import TestSupport
         configuration.leaseTimeout = .milliseconds(100)
         let pool = PostgresPool(configuration)
         defer { pool.shutdown() }
-        try await Self.untilServed { try await pool.execute("CREATE TABLE marks (note text)") }
+        _ = try await Self.untilServed { try await pool.execute("CREATE TABLE marks (note text)") }
 
         let busy = Task { try await Self.untilServed { try await pool.execute("SELECT pg_sleep(1.5)") } }
         let deadline = ContinuousClock.now + .seconds(60)
@@ -30,7 +30,7 @@ import TestSupport
         }
         _ = try await busy.value
         #expect(try await Self.untilServed { try await pool.query("SELECT count(*)::int AS n FROM marks")[0].decode("n", as: Int.self) } == 0)
-        try await Self.untilServed { try await pool.execute("INSERT INTO marks VALUES ('in time')") }
+        _ = try await Self.untilServed { try await pool.execute("INSERT INTO marks VALUES ('in time')") }
         #expect(try await Self.untilServed { try await pool.query("SELECT count(*)::int AS n FROM marks")[0].decode("n", as: Int.self) } == 1)
     }
 

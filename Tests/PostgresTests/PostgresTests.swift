@@ -126,7 +126,7 @@ import TestSupport
         }
         #expect(try await pool.query("SELECT count(*) AS n FROM ledger")[0].decode("n", as: Int.self) == 0)
 
-        try await pool.withTransaction { connection in
+        _ = try await pool.withTransaction { connection in
             try connection.execute("INSERT INTO ledger VALUES (\(3))")
         }
         #expect(try await pool.query("SELECT id FROM ledger").map { try $0.decode("id", as: Int.self) } == [3])

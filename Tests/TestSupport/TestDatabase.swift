@@ -18,7 +18,7 @@ package enum TestDatabase {
     /// A fresh cluster that belongs to the caller alone (for restart tests), stopped at exit.
     package static func makePrivateCluster() async throws -> EmbeddedCluster {
         let cluster = EmbeddedCluster(directory: temporaryDirectory("private").appendingPathComponent("postgres"))
-        try await onOwnThread { try cluster.start() }
+        _ = try await onOwnThread { try cluster.start() }
         ClusterReaper.shared.add(cluster)
         return cluster
     }

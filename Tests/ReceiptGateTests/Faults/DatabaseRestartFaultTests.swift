@@ -56,7 +56,7 @@ import TestSupport
         try await onOwnThread { try cluster.stopImmediately() }
         let stopped = ContinuousClock.now
         try await waitFor { $0.filter { $0.status == 503 && $0.at > stopped }.count >= 32 }
-        try await onOwnThread { try cluster.start() }
+        _ = try await onOwnThread { try cluster.start() }
         let restarted = ContinuousClock.now
         // Recovered: a 200 answered after the database came back, within 8 s (timed when the load's
         // task sees the answer, which on a loaded machine waits on the test process's busy pool).
