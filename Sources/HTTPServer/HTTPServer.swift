@@ -51,7 +51,9 @@ package final class HTTPServer: @unchecked Sendable {
         var address = try SocketAddress(host: configuration.host, port: configuration.port)
         var flags = MHD_USE_EPOLL_INTERNAL_THREAD.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue | MHD_USE_ITC.rawValue
         if address.isIPv6 { flags |= MHD_USE_IPv6.rawValue }
-        let context = Unmanaged.passUnretained(self).toOpaque()  // the server outlives its daemon (stop() in shutdown)
+        // The daemon holds the server until `shutdown()` stops it: a server let go while running
+        // keeps serving, rather than leaving the daemon's threads a freed context.
+        let context = Unmanaged.passRetained(self).toOpaque()
         var settings = rg_mhd_settings()
         settings.flags = UInt32(flags)
         settings.thread_pool_size = UInt32(configuration.threadCount)
@@ -71,6 +73,7 @@ package final class HTTPServer: @unchecked Sendable {
             return rg_mhd_start(&settings, mhdAccessHandler, context, mhdRequestCompleted, context)
         }
         guard let daemon else {
+            Unmanaged.passUnretained(self).release()
             throw HTTPError(status: 500, code: "BIND_FAILED",
                             message: "cannot listen on \(configuration.host):\(configuration.port) (address in use or not available)")
         }
@@ -92,6 +95,7 @@ package final class HTTPServer: @unchecked Sendable {
         MHD_stop_daemon(daemon)
         if listenSocket >= 0 { close(listenSocket) }
         self.daemon = nil
+        Unmanaged.passUnretained(self).release()  // the daemon's hold, taken in start()
     }
 
     var receiveTimeout: Duration { .seconds(configuration.requestReceiveTimeoutSeconds) }

@@ -13,9 +13,19 @@ import TestSupport
         defer { pool.shutdown() }
         _ = try await Self.untilServed { try await pool.execute("CREATE TABLE marks (note text)") }
 
-        let busy = Task { try await Self.untilServed { try await pool.execute("SELECT pg_sleep(1.5)") } }
+        // Started, not merely taken: a job the loaded machine picked up late is answered with a
+        // timeout (and taken again), which the pool's busy count alone would not tell apart.
+        let sleeping = Flag()
+        let busy = Task {
+            try await Self.untilServed {
+                try await pool.withConnection { connection in
+                    sleeping.raise()
+                    return try connection.execute("SELECT pg_sleep(1.5)")
+                }
+            }
+        }
         let deadline = ContinuousClock.now + .seconds(60)
-        while pool.statistics.inUse == 0 {  // the sleep holds the only connection
+        while !sleeping.isRaised {  // the sleep holds the only connection
             guard ContinuousClock.now < deadline else {
                 Issue.record("the busy statement never started")
                 return
@@ -47,4 +57,13 @@ import TestSupport
             }
         }
     }
+}
+
+/// Set once, read from any thread.
+private final class Flag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var raised = false
+
+    func raise() { lock.withLock { raised = true } }
+    var isRaised: Bool { lock.withLock { raised } }
 }
