@@ -7,7 +7,7 @@ import ReceiptCore
 /// core authenticates the client, the dialect decodes and answers). Every answer must be the
 /// seed's JSON envelope with a status of its table — never a 500.
 enum AlogameHarness {
-    static let client = ClientInfo(clientID: "rgc_fuzz", gameID: 42, bundleIDs: ["com.example.game"], environments: [.production, .sandbox])
+    static let client = ClientInfo(clientID: "rgc_fuzz", gameID: 42, appIdentifiers: ["bundle_id": ["com.example.game"]], environments: [.production, .sandbox])
     static let core: FakeCore = {
         let core = FakeCore()
         core.clients = [client]
