@@ -98,9 +98,8 @@ struct ConsoleCSRFGate: HTTPMiddleware {
     let sessions: ConsoleSessions
 
     func handle(_ request: HTTPRequest, next: HTTPHandler) async throws -> HTTPResponse {
-        // By the router's own reading of the path (`//console/…` routes like `/console/…`).
+        guard request.normalizedMethod == "POST", Self.isUnderConsole(request.path) else { return try await next(request) }
         let segments = Router.split(request.path)
-        guard request.normalizedMethod == "POST", segments.first == "console" else { return try await next(request) }
         let signingIn = segments.count == 2 && segments[1] == "sign-in"
         guard sessions.isValidCSRF(ConsoleForm(request: request)?["csrf"], request: request, preSession: signingIn) else {
             return ConsoleLayout.page("Refused", session: nil, status: 403, """
@@ -109,5 +108,15 @@ struct ConsoleCSRFGate: HTTPMiddleware {
                 """)
         }
         return try await next(request)
+    }
+
+    /// Whether the router reads the path's first segment as `console` (it skips empty segments, so
+    /// `//console/…` is under it too). Without building the segments: every request of the API
+    /// passes here when the console shares its listener.
+    static func isUnderConsole(_ path: String) -> Bool {
+        let scalars = path.unicodeScalars.drop { $0 == "/" }
+        guard scalars.starts(with: "console".unicodeScalars) else { return false }
+        let rest = scalars.dropFirst(7)
+        return rest.first == nil || rest.first == "/"
     }
 }
