@@ -52,6 +52,9 @@ package final class PostgresPool: Sendable {
         Statistics(size: configuration.size, inUse: workers.busyCount)
     }
 
+    /// Jobs waiting for a connection now.
+    package var waitingJobs: Int { workers.waitingCount }
+
     /// Runs `body` with a leased connection on a pool thread. The connection returns to the
     /// pool when `body` returns or throws.
     package func withConnection<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {

@@ -13,14 +13,17 @@ import TestSupport
         defer { pool.shutdown() }
         _ = try await Self.untilServed { try await pool.execute("CREATE TABLE marks (note text)") }
 
-        // Started, not merely taken: a job the loaded machine picked up late is answered with a
-        // timeout (and taken again), which the pool's busy count alone would not tell apart.
+        // The only connection is held until the statement under test has queued and waited past
+        // the lease timeout, however late this task gets to queue it on a loaded machine. Started,
+        // not merely taken: a job picked up late is answered with a timeout (and taken again).
         let sleeping = Flag()
         let busy = Task {
             try await Self.untilServed {
                 try await pool.withConnection { connection in
                     sleeping.raise()
-                    return try connection.execute("SELECT pg_sleep(1.5)")
+                    let deadline = Date(timeIntervalSinceNow: 60)
+                    while pool.waitingJobs == 0 && Date() < deadline { usleep(1_000) }
+                    return try connection.execute("SELECT pg_sleep(0.3)")  // three lease timeouts
                 }
             }
         }
