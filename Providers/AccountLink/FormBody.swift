@@ -23,9 +23,9 @@ enum FormBody {
     static func decode(_ text: String) -> [String: String] {
         var result: [String: String] = [:]
         for pair in text.split(separator: "&") {
-            let parts = pair.split(separator: "=", maxSplits: 1).map { String($0).replacingOccurrences(of: "+", with: " ") }
-            guard let name = parts.first?.removingPercentEncoding, result[name] == nil else { continue }
-            result[name] = parts.count > 1 ? parts[1].removingPercentEncoding ?? "" : ""
+            let parts = pair.split(separator: "=", maxSplits: 1)
+            guard let name = parts.first.flatMap(FormEncoding.decode), result[name] == nil else { continue }
+            result[name] = parts.count > 1 ? FormEncoding.decode(parts[1]) ?? "" : ""
         }
         return result
     }

@@ -29,16 +29,7 @@ extension AmazonAppstoreProvider {
           schema: {type: object}
     responses:
       "200":
-        description: Accepted (new or already recorded).
-        content:
-          application/json:
-            schema:
-              type: object
-              required: [status, duplicate, notification_id]
-              properties:
-                status: {type: string, enum: [accepted]}
-                duplicate: {type: boolean}
-                notification_id: {type: string}
+        $ref: "#/components/responses/NotificationAccepted"
       "400":
         description: "`INVALID_FIELD`: not an SNS message."
         content:

@@ -29,20 +29,7 @@ extension AppStoreProvider {
                 description: Compact JWS signed by Apple.
     responses:
       "200":
-        description: Accepted (new or already recorded).
-        content:
-          application/json:
-            schema:
-              type: object
-              required: [status, duplicate, notification_id]
-              properties:
-                status:
-                  type: string
-                  enum: [accepted]
-                duplicate:
-                  type: boolean
-                notification_id:
-                  type: string
+        $ref: "#/components/responses/NotificationAccepted"
       "400":
         description: "`INVALID_FIELD`: the body is not `{\"signedPayload\": string}`."
         content:

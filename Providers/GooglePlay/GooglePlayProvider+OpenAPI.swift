@@ -49,16 +49,7 @@ extension GooglePlayProvider {
               subscription: {type: string}
     responses:
       "200":
-        description: Accepted (new or already recorded).
-        content:
-          application/json:
-            schema:
-              type: object
-              required: [status, duplicate, notification_id]
-              properties:
-                status: {type: string, enum: [accepted]}
-                duplicate: {type: boolean}
-                notification_id: {type: string}
+        $ref: "#/components/responses/NotificationAccepted"
       "400":
         description: "`INVALID_FIELD`: not a Pub/Sub push carrying a developer notification."
         content:

@@ -120,22 +120,17 @@ struct HiveAxylTokenEndpoint {
 
     /// `application/x-www-form-urlencoded`. RFC 6749 §3.2: a parameter sent twice is an error.
     static func form(_ text: String) throws -> [String: String] {
+        guard let fields = FormEncoding.fields(text) else {
+            throw Failure(status: 400, error: "invalid_request", description: "the form body is not valid percent-encoding")
+        }
         var parameters: [String: String] = [:]
-        for pair in text.split(separator: "&") where !pair.isEmpty {
-            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            guard let name = formDecode(parts[0]), let value = formDecode(parts.count > 1 ? parts[1] : "") else {
-                throw Failure(status: 400, error: "invalid_request", description: "the form body is not valid percent-encoding")
-            }
+        for (name, value) in fields {
             guard parameters[name] == nil else {
                 throw Failure(status: 400, error: "invalid_request", description: "\(name) is sent more than once")
             }
             parameters[name] = value
         }
         return parameters
-    }
-
-    static func formDecode(_ part: Substring) -> String? {
-        part.replacingOccurrences(of: "+", with: " ").removingPercentEncoding
     }
 
     /// `Authorization: Basic base64(urlencode(id):urlencode(secret))` (RFC 6749 §2.3.1); nil when
@@ -145,7 +140,7 @@ struct HiveAxylTokenEndpoint {
         let encoded = header.dropFirst(6).trimmingCharacters(in: .whitespaces)
         guard encoded.utf8.count <= 1024, let data = Data(base64Encoded: encoded), let text = String(data: data, encoding: .utf8),
               let colon = text.firstIndex(of: ":"),
-              let id = formDecode(text[..<colon]), let secret = formDecode(text[text.index(after: colon)...]) else {
+              let id = FormEncoding.decode(text[..<colon]), let secret = FormEncoding.decode(text[text.index(after: colon)...]) else {
             throw Failure(status: 401, error: "invalid_client", description: "the Basic authorization header is malformed",
                           headers: [("WWW-Authenticate", #"Basic realm="receiptgate""#)])
         }

@@ -27,13 +27,9 @@ package struct OperationalRoutes: Sendable {
         if includeMetrics { registerMetrics(on: &router) }
         router.get("/healthz") { _ in .json(["status": "ok"]) }
         router.get("/readyz") { [database] _ in
-            do {
-                // Bounded: a wedged database must not hang the probe.
-                _ = try await withDeadline(.seconds(3)) { try await database.ping() }
-                return .json(["status": "ready", "database": "reachable"])
-            } catch {
-                return .json(["status": "not_ready", "database": "unreachable"], status: 503)
-            }
+            await Self.isReady(database)
+                ? .json(["status": "ready", "database": "reachable"])
+                : .json(["status": "not_ready", "database": "unreachable"], status: 503)
         }
         router.get("/openapi.yaml") { [openAPIDocument] _ in
             guard let openAPIDocument else {
@@ -41,6 +37,11 @@ package struct OperationalRoutes: Sendable {
             }
             return HTTPResponse(status: 200, headers: ["Content-Type": "application/yaml"], body: openAPIDocument)
         }
+    }
+
+    /// Whether the database answers, within 3 s: a wedged database must not hang a probe or a page.
+    static func isReady(_ database: Database) async -> Bool {
+        (try? await withDeadline(.seconds(3)) { try await database.ping() }) != nil
     }
 
     package func registerMetrics(on router: inout Router) {

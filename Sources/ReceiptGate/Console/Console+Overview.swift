@@ -38,7 +38,7 @@ extension Console {
     private func health() async throws -> HTML {
         let backlog = try await queries.backlog()
         let pool = database.poolStatistics
-        let ready = (try? await withDeadline(.seconds(3)) { try await database.ping() }) != nil
+        let ready = await OperationalRoutes.isReady(database)
         return ConsoleLayout.details(id: "health", [
             ("Webhooks and mail waiting (outbox)", String(backlog.pending), "outbox-pending"),
             ("Failed deliveries", String(backlog.failed), "outbox-failed"),

@@ -105,7 +105,7 @@ extension Console {
     /// Outbox messages, each failed one with its redeliver button, which brings the operator back to `back`.
     func eventTable(_ events: [OutboxRepository.Event], session: ConsoleSession, id: String, back: String) -> HTML {
         let rows = events.map { event -> HTML in
-            let failed = event.status == "dead" || (event.status == "pending" && event.attempts > 0)
+            let failed = event.hasFailed
             let redeliver = failed || event.status == "delivered"
                 ? ConsoleLayout.form("/console/deliveries/\(HTML.component(event.eventID))/redeliver", session: session, button: "Redeliver",
                                      hidden: [("back", back)])

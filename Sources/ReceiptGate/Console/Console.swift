@@ -103,7 +103,7 @@ struct ConsoleCSRFGate: HTTPMiddleware {
         let signingIn = segments.count == 2 && segments[1] == "sign-in"
         guard sessions.isValidCSRF(ConsoleForm(request: request)?["csrf"], request: request, preSession: signingIn) else {
             return ConsoleLayout.page("Refused", session: nil, status: 403, """
-                <h1>Refused</h1><p class="error" role="alert">This form was not sent from a console page of this session (its CSRF token is missing or wrong).</p>
+                <h1>Refused</h1><p class="error" role="alert">The form did not come from a console page of the signed-in browser (its CSRF token is missing or wrong).</p>
                 <p><a href="/console">Back to the console</a></p>
                 """)
         }

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPServer
+import ReceiptCore
 
 /// A submitted form (`application/x-www-form-urlencoded`): every field in order, repeated names kept.
 struct ConsoleForm: Sendable {
@@ -14,16 +15,10 @@ struct ConsoleForm: Sendable {
     /// or a field that is not valid percent-encoded UTF-8 or holds a NUL.
     init?(request: HTTPRequest) {
         let type = request.headers["content-type"]?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased()
-        guard type == "application/x-www-form-urlencoded", let text = String(data: request.body, encoding: .utf8) else { return nil }
-        var fields: [(name: String, value: String)] = []
-        for pair in text.split(separator: "&", omittingEmptySubsequences: true) {
-            guard fields.count < Self.maximumFields else { return nil }
-            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            // A NUL is not text any form of ours sends (and the database would refuse it).
-            guard let name = Self.decode(parts[0]), let value = Self.decode(parts.count > 1 ? parts[1] : ""),
-                  !name.contains("\u{0}"), !value.contains("\u{0}") else { return nil }
-            fields.append((name, value))
-        }
+        guard type == "application/x-www-form-urlencoded", let text = String(data: request.body, encoding: .utf8),
+              let fields = FormEncoding.fields(text), fields.count <= Self.maximumFields,
+              // A NUL is not text any form of ours sends (and the database would refuse it).
+              !fields.contains(where: { $0.name.contains("\u{0}") || $0.value.contains("\u{0}") }) else { return nil }
         self.fields = fields
     }
 
@@ -43,10 +38,6 @@ struct ConsoleForm: Sendable {
     }
 
     var confirmed: Bool { self["confirm"] == "yes" }
-
-    private static func decode(_ part: Substring) -> String? {
-        String(part).replacingOccurrences(of: "+", with: " ").removingPercentEncoding
-    }
 }
 
 /// Cookies the browser sent: the first value of each name.

@@ -109,7 +109,7 @@ struct ConsoleSessions: Sendable {
 struct ConsoleSession: Sendable {
     /// What the audit log calls it (`session` and eight hex digits of the cookie's digest).
     let label: String
-    /// The token this session's forms carry.
+    /// The CSRF token the session's forms carry.
     let csrf: String
     let cookie: String
 }

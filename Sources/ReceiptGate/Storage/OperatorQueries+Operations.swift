@@ -8,7 +8,7 @@ extension OperatorQueries {
         try await pool.query("""
             SELECT \(unescaped: OutboxRepository.eventColumns) FROM outbox
             WHERE (\(status) = 'all' OR (\(status) = 'pending' AND status = 'pending')
-                   OR (\(status) = 'failed' AND (status = 'dead' OR (status = 'pending' AND attempts > 0))))
+                   OR (\(status) = 'failed' AND \(unescaped: OutboxRepository.failedCondition)))
               AND (\(clientID)::text IS NULL OR client_id = \(clientID)) AND (\(type)::text IS NULL OR event_type = \(type))
             ORDER BY id DESC LIMIT \(limit)
             """).map(OutboxRepository.event)
@@ -18,7 +18,7 @@ extension OperatorQueries {
     func redeliverFailed(clientID: String) async throws -> Int {
         try await pool.execute("""
             UPDATE outbox SET status = 'pending', next_attempt_at = now(), lease_until = NULL
-            WHERE client_id = \(clientID) AND (status = 'dead' OR (status = 'pending' AND attempts > 0))
+            WHERE client_id = \(clientID) AND \(unescaped: OutboxRepository.failedCondition)
             """)
     }
 
@@ -29,7 +29,7 @@ extension OperatorQueries {
     func backlog() async throws -> Backlog {
         let row = try await pool.query("""
             SELECT (SELECT count(*) FROM outbox WHERE status = 'pending') AS pending,
-                   (SELECT count(*) FROM outbox WHERE status = 'dead' OR (status = 'pending' AND attempts > 0)) AS failed,
+                   (SELECT count(*) FROM outbox WHERE \(unescaped: OutboxRepository.failedCondition)) AS failed,
                    (SELECT min(created_at) FROM outbox WHERE status = 'pending') AS oldest,
                    (SELECT count(*) FROM transactions WHERE state = 'refunded' AND updated_at > now() - interval '24 hours') AS refunds
             """)[0]

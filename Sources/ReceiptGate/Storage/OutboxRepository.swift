@@ -127,6 +127,9 @@ public struct OutboxRepository: Sendable {
         let eventID: String, clientID: String, type: String, target: String, status: String, attempts: Int
         let nextAttemptAt: Date?, lastError: String?, createdAt: Date, deliveredAt: Date?
 
+        /// `failedCondition`, for a message already read.
+        var hasFailed: Bool { status == "dead" || (status == "pending" && attempts > 0) }
+
         enum CodingKeys: String, CodingKey {
             case eventID = "event_id", clientID = "client_id", type, target, status, attempts, nextAttemptAt = "next_attempt_at"
             case lastError = "last_error", createdAt = "created_at", deliveredAt = "delivered_at"
@@ -151,10 +154,13 @@ public struct OutboxRepository: Sendable {
     public func list(failedOnly: Bool, limit: Int = 100) async throws -> [Event] {
         try await pool.query("""
             SELECT \(unescaped: Self.eventColumns) FROM outbox
-            WHERE NOT \(failedOnly) OR status = 'dead' OR (status = 'pending' AND attempts > 0)
+            WHERE NOT \(failedOnly) OR \(unescaped: Self.failedCondition)
             ORDER BY id DESC LIMIT \(limit)
             """).map(Self.event)
     }
+
+    /// A message that failed: given up (dead), or waiting to be tried again after a failure.
+    static let failedCondition = "(status = 'dead' OR (status = 'pending' AND attempts > 0))"
 
     static let eventColumns = """
         event_id::text AS event_id, client_id, event_type, target, status, attempts, next_attempt_at, last_error, created_at, delivered_at
