@@ -9,7 +9,7 @@ extension AccountLink {
         paths: #"""
 /iap:
   post:
-    summary: AccountLink (seed 004) — create, link or switch an account from a store purchase; answers OpenID tokens.
+    summary: AccountLink — create, link or switch an account from a store purchase; answers OpenID tokens.
     operationId: accountLinkIAP
     description: |
       No client credential: the tenant is the client that registered `apple.bundle_id` /

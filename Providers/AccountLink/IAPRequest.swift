@@ -29,7 +29,7 @@ struct IAPRequest: Sendable {
     /// The `aflyr` object as sent, for the account's attribution.
     let attribution: Data?
 
-    /// The seed documents the SDK headers as free strings with examples (`8.10.123`, `mobile`,
+    /// The contract documents the SDK headers as free strings with examples (`8.10.123`, `mobile`,
     /// `ios`): any printable text up to this length is taken as sent.
     static let maxHeaderLength = 128
 

@@ -9,7 +9,7 @@ extension AlogameGateway {
         paths: #"""
 /iap/gateway/verify:
   post:
-    summary: Alogame IAP Gateway verify (seed 000), drop-in compatible.
+    summary: Alogame IAP Gateway verify, drop-in compatible.
     operationId: alogameVerify
     security:
       - clientSignature: []
@@ -31,7 +31,7 @@ extension AlogameGateway {
       StoreKit 1: with RECEIPTGATE_APPSTORE_RECEIPT_MODE=server_api (the default when an App Store
       Server API key is set) each transaction is read from Apple's signed answer, so `type`,
       `storefront`, `price`, `currency` and `in_app_ownership_type` are filled as for SK2; with
-      `verify_receipt` they are null, as the seed describes.
+      `verify_receipt` they are null, as the contract describes.
     parameters:
       - $ref: "#/components/parameters/ClientID"
       - $ref: "#/components/parameters/Timestamp"
@@ -87,7 +87,7 @@ extension AlogameGateway {
       "503": {$ref: "#/components/responses/AlogameError"}
 /iap/gateway/lookup-receipt:
   post:
-    summary: Alogame support tool (seed 000) — is this Apple order genuine, and did the gateway receive it?
+    summary: Alogame support tool — is this Apple order genuine, and did the gateway receive it?
     operationId: alogameLookupReceipt
     security:
       - clientSignature: []

@@ -1,7 +1,7 @@
 import Foundation
 public import ReceiptCore
 
-/// The Alogame IAP Gateway contract (seed 000), to the letter: a game server written from that
+/// The Alogame IAP Gateway contract, to the letter: a game server written from that
 /// page works unchanged against ReceiptGate. Everything real happens in the core; this type only
 /// translates the wire format and owns the one status table of this dialect.
 public struct AlogameGateway: DialectProvider {
@@ -20,7 +20,7 @@ public struct AlogameGateway: DialectProvider {
          }]
     }
 
-    /// The core's refusals (401, 429...) in the seed's envelope.
+    /// The core's refusals (401, 429...) in the contract's envelope.
     public func render(_ refusal: RouteRefusal) -> RouteResponse {
         let (status, code) = Self.errorTable(refusal.code)
         return Self.failure(refusal.code == .rateLimited ? 429 : status, refusal.code == .rateLimited ? "RATE_LIMITED" : code, refusal.message)
@@ -40,7 +40,7 @@ public struct AlogameGateway: DialectProvider {
             return failure(400, "MISSING_FIELDS", "order_id must be the Apple order id (letters and digits)")
         }
         do {
-            // Order ids are the App Store's (the seed's lookup is for iOS purchases).
+            // Order ids are the App Store's (the contract's lookup is for iOS purchases).
             guard let store = core.store(forPlatform: "ios")?.store else {
                 return failure(502, "VERIFIER_ERROR", "no store provider can look up orders")
             }
@@ -54,7 +54,7 @@ public struct AlogameGateway: DialectProvider {
         }
     }
 
-    /// The seed's lookup answer. It never says "failed": a transaction the gateway never saw is
+    /// The contract's lookup answer. It never says "failed": a transaction the gateway never saw is
     /// `gateway.found: false` with a reason; `last_error_*` say why a call for it was refused.
     struct LookupResponse: Encodable {
         let orderID: String
@@ -102,7 +102,7 @@ public struct AlogameGateway: DialectProvider {
 
     // MARK: - Refund callback (Alogame → game server)
 
-    /// The seed's body: `transaction_id`, `product_id`, `revocation_date` (epoch ms), `revocation_reason`
+    /// The contract's body: `transaction_id`, `product_id`, `revocation_date` (epoch ms), `revocation_reason`
     /// (Apple's code), `game_id`. Signing and delivery are the core's outbox.
     struct RefundCallbacks: RefundCallbackRenderer {
       let format = "alogame"
@@ -112,7 +112,7 @@ public struct AlogameGateway: DialectProvider {
             let event: RefundEvent
             enum Keys: String, CodingKey {
                 case transactionID = "transaction_id", productID = "product_id", revocationDate = "revocation_date"
-                case revocationReason = "revocation_reason", gameID = "game_id"
+                case revocationReason = "revocation_reason", gameID = "game_id", revocationPercentage = "revocation_percentage"
             }
             func encode(to encoder: any Encoder) throws {
                 var container = encoder.container(keyedBy: Keys.self)
@@ -121,6 +121,8 @@ public struct AlogameGateway: DialectProvider {
                 try container.encode(event.revocationDate?.epochMilliseconds, forKey: .revocationDate)
                 try container.encode(event.revocationReasonCode, forKey: .revocationReason)
                 try container.encode(event.gameID, forKey: .gameID)
+                // Beyond the contract's body, and only for a partial refund: a full one reads as it always did.
+                try container.encodeIfPresent(event.partialPercentage, forKey: .revocationPercentage)
             }
         }
         // Throws instead of answering an error body, which would be queued and sent as the callback.
@@ -147,6 +149,7 @@ public struct AlogameGateway: DialectProvider {
         verification.playerID = body.playerID
         verification.characterID = body.characterID
         verification.serverID = body.serverID
+        verification.gameVersion = body.gameVersion
         do {
             let outcome = try await core.verify(verification, client: client)
             // Success means "deliver": never for a purchase that is refunded, revoked or over.
@@ -165,7 +168,7 @@ public struct AlogameGateway: DialectProvider {
         }
     }
 
-    /// The seed's error table: shared code → (HTTP status, this dialect's `error`).
+    /// The contract's error table: shared code → (HTTP status, this dialect's `error`).
     static func errorTable(_ code: ErrorCode) -> (Int, String) {
         switch code {
         case .duplicateTransaction: (409, "DUPLICATE_TRANSACTION")
@@ -190,7 +193,7 @@ public struct AlogameGateway: DialectProvider {
         let message: String
     }
 
-    /// The request body, read leniently as JSON so that every mistake gets the seed's code.
+    /// The request body, read leniently as JSON so that every mistake gets the contract's code.
     struct VerifyBody {
         var receipt: String
         var productID: String
@@ -240,7 +243,7 @@ public struct AlogameGateway: DialectProvider {
         }
     }
 
-    /// The seed's success body. Every `receipt_info` field is present; SK1 leaves type,
+    /// The contract's success body. Every `receipt_info` field is present; SK1 leaves type,
     /// storefront, price, currency and in_app_ownership_type null.
     struct Success: Encodable {
         let transaction: TransactionRecord

@@ -13,7 +13,8 @@ extension AppStoreProvider {
 
     public static let declaration = StoreDeclaration(
         store: .appStore, displayName: "App Store", identifiers: bundleIDKind,
-        platforms: ["ios", "apple"],
+        // A bare transaction id only where a caller means one (`EvidenceKind`).
+        evidenceKinds: [.detected, .transactionID], platforms: ["ios", "apple"],
         // StoreKit's appAccountToken is a UUID; anything else could never match one.
         accountTokenIsWellFormed: { UUID(uuidString: $0) != nil },
         openAPI: openAPIPart,

@@ -31,6 +31,9 @@ public struct JWSTransactionDecodedPayload: Encodable, Hashable, Sendable {
     public var signedDate: AppStoreDate?
     public var revocationReason: RevocationReason?
     public var revocationDate: AppStoreDate?
+    package var revocationType: RevocationType?
+    /// The share refunded or revoked, in milliunits of a percent (50000 is 50 %).
+    package var revocationPercentage: Int?
     package var isUpgraded: Bool?
     package var offerType: OfferType?
     package var offerIdentifier: String?

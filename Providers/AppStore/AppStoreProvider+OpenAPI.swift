@@ -48,6 +48,6 @@ extension AppStoreProvider {
           application/json:
             schema:
               $ref: "#/components/schemas/Error"
-# ---- AccountLink dialect (seed 004) ----
+# ---- AccountLink dialect ----
 """#)
 }

@@ -6,8 +6,6 @@ public import ReceiptCore
 /// secret); what Apple answers is a JWS verified exactly like one the app sent before anything
 /// in it is read.
 extension AppStoreProvider {
-    public var acceptedEvidenceKinds: Set<EvidenceKind> { [.detected, .transactionID] }
-
     /// Why a lookup cannot be made here: a stable reason dialects recognise to name their field.
     public static let transactionLookupNotConfigured = "TRANSACTION_LOOKUP_NOT_CONFIGURED"
 

@@ -48,6 +48,11 @@ extension AppStoreProvider: StoreProvider {
         purchase.revocationDate = transaction.revocationDate?.date
         purchase.revocationReason = transaction.revocationReason.map(revocationReason)
         purchase.revocationReasonCode = transaction.revocationReason?.rawValue
+        if transaction.revocationDate != nil {
+            purchase.refund = RefundDetail(storeType: transaction.revocationType?.rawValue,
+                                           storeSaysPartial: transaction.revocationType.map { $0 == .refundProrated },
+                                           percentageMilliunits: transaction.revocationPercentage)
+        }
         purchase.ownership = transaction.inAppOwnershipType == .familyShared ? .familyShared
             : transaction.inAppOwnershipType == .purchased ? .purchased : nil
         purchase.accountToken = transaction.appAccountToken?.lowercased()

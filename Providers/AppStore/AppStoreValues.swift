@@ -77,6 +77,16 @@ package struct OfferDiscountType: AppStoreRawValue {
     package static let oneTime = Self(rawValue: "ONE_TIME")
 }
 
+/// How the App Store revoked a transaction (App Store Server API 1.19): a full refund, a
+/// prorated one, or Family Sharing withdrawn. Unknown values are kept as Apple wrote them.
+package struct RevocationType: AppStoreRawValue {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    package static let refundFull = Self(rawValue: "REFUND_FULL")
+    package static let refundProrated = Self(rawValue: "REFUND_PRORATED")
+    package static let familyRevoke = Self(rawValue: "FAMILY_REVOKE")
+}
+
 package struct AutoRenewStatus: AppStoreRawValue {
     public let rawValue: Int
     public init(rawValue: Int) { self.rawValue = rawValue }

@@ -11,7 +11,7 @@ extension JWSTransactionDecodedPayload {
         case originalTransactionId, transactionId, webOrderLineItemId, bundleId, productId, subscriptionGroupIdentifier
         case purchaseDate, originalPurchaseDate, expiresDate, quantity, type, appAccountToken, inAppOwnershipType, signedDate
         case revocationReason, revocationDate, isUpgraded, offerType, offerIdentifier, environment, storefront, storefrontId
-        case transactionReason, currency, price, offerDiscountType, appTransactionId, offerPeriod
+        case transactionReason, currency, price, offerDiscountType, appTransactionId, offerPeriod, revocationType, revocationPercentage
     }
 
     private static let fields = Field.allCases
@@ -65,6 +65,8 @@ extension JWSTransactionDecodedPayload {
         case .offerDiscountType: offerDiscountType = try OfferDiscountType(json: value, in: reader)
         case .appTransactionId: appTransactionId = try reader.string(value)
         case .offerPeriod: offerPeriod = try reader.string(value)
+        case .revocationType: revocationType = try RevocationType(json: value, in: reader)
+        case .revocationPercentage: revocationPercentage = try reader.int(value)
         }
     }
 }

@@ -108,7 +108,8 @@ extension GooglePlayProvider {
 
     /// The voided order as a refunded purchase: the fetched purchase when Google still has it,
     /// else what the void itself says (production assumed: only the order id is known then).
-    static func voided(_ fetched: VerifiedPurchase?, orderID: String, token: String, package: String, at date: Date, reasonCode: Int?) throws -> VerifiedPurchase {
+    static func voided(_ fetched: VerifiedPurchase?, orderID: String, token: String, package: String, at date: Date, reasonCode: Int?,
+                       refund: RefundDetail = RefundDetail()) throws -> VerifiedPurchase {
         var purchase = try fetched ?? base(orderID: orderID, token: token, package: package, test: false)
         purchase.transactionID = orderID
         purchase.orderID = orderID
@@ -116,7 +117,20 @@ extension GooglePlayProvider {
         purchase.revocationDate = date
         purchase.revocationReasonCode = reasonCode
         purchase.revocationReason = reasonCode.flatMap { voidedReasons[$0] } ?? "refunded"
+        purchase.refund = refund
         return purchase
+    }
+
+    /// What a void says of its share: Google's refund type (1 full, 2 quantity-based partial;
+    /// another number kept as it came) and how many of the purchase's quantity were voided.
+    static func refund(type: Int?, voidedQuantity: Int?) -> RefundDetail {
+        let name: String? = switch type {
+        case 1: "FULL_REFUND"
+        case 2: "QUANTITY_BASED_PARTIAL_REFUND"
+        case let other?: String(other)
+        case nil: nil
+        }
+        return RefundDetail(storeType: name, storeSaysPartial: type == 2 ? true : type == 1 ? false : nil, quantity: voidedQuantity)
     }
 
     static let voidedReasons: [Int: String] = [0: "other", 1: "remorse", 2: "not_received", 3: "defective", 4: "accidental_purchase",

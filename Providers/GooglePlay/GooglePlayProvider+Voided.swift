@@ -66,9 +66,11 @@ extension GooglePlayProvider {
         switch confirmation {
         case .listed(let listed)?:
             purchase = try Self.voided(fetched, orderID: orderID, token: token, package: package,
-                                   at: GoogleTime.millis(listed.voidedTimeMillis) ?? eventTime ?? now(), reasonCode: listed.voidedReason)
+                                   at: GoogleTime.millis(listed.voidedTimeMillis) ?? eventTime ?? now(), reasonCode: listed.voidedReason,
+                                   refund: Self.refund(type: listed.refundType ?? voided.refundType, voidedQuantity: listed.voidedQuantity))
         case .canceledPurchase?:
-            purchase = try Self.voided(fetched, orderID: orderID, token: token, package: package, at: eventTime ?? now(), reasonCode: nil)
+            purchase = try Self.voided(fetched, orderID: orderID, token: token, package: package, at: eventTime ?? now(), reasonCode: nil,
+                                       refund: Self.refund(type: voided.refundType, voidedQuantity: nil))
         case nil:
             logger.warning("a pushed Google Play void that Google does not confirm was kept, not applied", ["package": package])
             return (nil, "VOIDED_PURCHASE_UNCONFIRMED", StoreEvent(kind: .other))

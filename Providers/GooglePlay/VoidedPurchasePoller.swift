@@ -81,7 +81,8 @@ package struct VoidedPurchasePoller: StorePolling {
             fetched = nil  // Google no longer has the purchase: the void alone says enough.
         }
         let when = GoogleTime.millis(voided.voidedTimeMillis) ?? provider.now()
-        var purchase = try GooglePlayProvider.voided(fetched, orderID: orderID, token: token, package: package, at: when, reasonCode: voided.voidedReason)
+        var purchase = try GooglePlayProvider.voided(fetched, orderID: orderID, token: token, package: package, at: when, reasonCode: voided.voidedReason,
+                                                     refund: GooglePlayProvider.refund(type: voided.refundType, voidedQuantity: voided.voidedQuantity))
         if purchase.purchaseDate == nil { purchase.purchaseDate = GoogleTime.millis(voided.purchaseTimeMillis) }
         let decoded = try JSONEncoder.sortedForStorage.encode(voided)
         var stored = StoreNotification(store: .googlePlay, notificationID: "voided:\(orderID)", type: "VOIDED_PURCHASE",

@@ -9,12 +9,12 @@ extension HiveAxyl {
         paths: #"""
 /auth/v1/token:
   post:
-    summary: Hive Axyl access token (seed 002) — OAuth 2.0 client credentials (RFC 6749 §4.4).
+    summary: Hive Axyl access token — OAuth 2.0 client credentials (RFC 6749 §4.4).
     operationId: hiveAxylToken
     description: |
       `grant_type=client_credentials`; the client id and secret (from `receiptgate client create`) by
       HTTP Basic or as `client_id`/`client_secret` body fields (one way only), the body form-encoded
-      or JSON. A JSON body may name them `clientId`/`clientSecret` (seed 002's app servers send
+      or JSON. A JSON body may name them `clientId`/`clientSecret` (Hive Axyl's app servers send
       `{"clientId": ..., "clientSecret": ...}`) and may leave out `grant_type` (client credentials
       is the only grant); the same field under both names is a 400. A form body needs `grant_type`. The answer is an opaque bearer token, stored only as its SHA-256, valid on every
       process sharing the database for `expires_in` seconds (RECEIPTGATE_HIVEAXYL_TOKEN_SECONDS,
@@ -47,7 +47,7 @@ extension HiveAxyl {
       "503": {$ref: "#/components/responses/HiveAxylTokenError"}
 /payment/v1/purchase/verify:
   post:
-    summary: Hive Axyl purchase verify (seed 002) — consumable and one-time purchases.
+    summary: Hive Axyl purchase verify — consumable and one-time purchases.
     operationId: hiveAxylPurchaseVerify
     security:
       - hiveAxylToken: []
@@ -104,7 +104,7 @@ extension HiveAxyl {
       "502": {$ref: "#/components/responses/HiveAxylError"}
 /payment/v1/subscription/verify:
   post:
-    summary: Hive Axyl subscription verify (seed 002) — auto-renewable subscriptions.
+    summary: Hive Axyl subscription verify — auto-renewable subscriptions.
     operationId: hiveAxylSubscriptionVerify
     security:
       - hiveAxylToken: []
@@ -210,8 +210,8 @@ HiveAxylTokenJSONRequest:
     grant_type: {type: string, enum: [client_credentials], description: "optional in JSON; also `grantType`"}
     client_id: {type: string}
     client_secret: {type: string}
-    clientId: {type: string, description: "seed 002's name for client_id (send one of the two)"}
-    clientSecret: {type: string, description: "seed 002's name for client_secret (send one of the two)"}
+    clientId: {type: string, description: "Hive Axyl's name for client_id (send one of the two)"}
+    clientSecret: {type: string, description: "Hive Axyl's name for client_secret (send one of the two)"}
     scope: {type: string, description: ignored}
 HiveAxylResult:
   type: object

@@ -1,7 +1,7 @@
 public import ReceiptCore
 
 extension HiveAxyl {
-    /// `--app-id`: the app ids a token's client may send as X-App-Id. The seed answers a test
+    /// `--app-id`: the app ids a token's client may send as X-App-Id. The contract answers a test
     /// purchase as a success marked "Y" and leaves delivering it to the app, so a client created
     /// with app ids accepts sandbox too unless `--environments` says otherwise.
     public static let plugin = DialectPlugin(

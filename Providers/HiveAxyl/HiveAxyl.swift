@@ -1,7 +1,7 @@
 public import Foundation
 public import ReceiptCore
 
-/// The Hive Axyl server contract (seed 002): an app server gets an access token with its client
+/// The Hive Axyl server contract: an app server gets an access token with its client
 /// id and secret, then verifies purchases and subscriptions with it. Tokens, the ledger and the
 /// stores are the core's; this type translates the wire format and owns the one code table.
 public struct HiveAxyl: DialectProvider {
@@ -10,7 +10,7 @@ public struct HiveAxyl: DialectProvider {
     package static let tokenKind = "hiveaxyl.access"
     /// The client setting listing the app ids (`X-App-Id`) a client may call with.
     package static let appIDsSetting = "hiveaxyl.app_ids"
-    /// The seed's `providerId` values, matched to the stores' declared platforms.
+    /// The contract's `providerId` values, matched to the stores' declared platforms.
     package static let providerIDs = ["APPLE", "GOOGLE", "AMAZON"]
     package static let tokenLifetimeVariable = "RECEIPTGATE_HIVEAXYL_TOKEN_SECONDS"
     package static let defaultTokenLifetime: Duration = .seconds(3600)
@@ -41,7 +41,7 @@ public struct HiveAxyl: DialectProvider {
 
     public func routes(core: any DialectCore) -> [Route] {
         let lifetime = tokenLifetime
-        // Seed 002 says only "put it in the Authorization header": clients send it bare or as Bearer.
+        // Hive Axyl's contract says only "put it in the Authorization header": clients send it bare or as Bearer.
         let bearer = RouteAuthentication.bearerToken(kind: Self.tokenKind, bareAccepted: true)
         return [
             Route("POST", "/auth/v1/token", authentication: .none) { request, context in

@@ -38,7 +38,7 @@ struct HiveAxylBody {
         }
     }
 
-    /// A string field; absent or null gives nil. An integer is accepted where the seed's callers
+    /// A string field; absent or null gives nil. An integer is accepted where the contract's callers
     /// may send ids as numbers (`playerId`, `serverId`).
     func string(_ name: String, maxLength: Int, numbersAllowed: Bool = false) throws(HiveAxylResult) -> String? {
         switch fields[name] {

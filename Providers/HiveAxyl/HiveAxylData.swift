@@ -1,7 +1,7 @@
 import Foundation
 import ReceiptCore
 
-// The `data` objects of the two verify routes, field names to the letter of seed 002. Every
+// The `data` objects of the two verify routes, field names to the letter of Hive Axyl's contract. Every
 // field is always present; what the store does not say is null.
 
 /// 1 match, 2 mismatch, 9 not comparable (either side missing).
@@ -29,7 +29,7 @@ struct HiveAxylPurchaseData: Encodable {
 
     func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: Keys.self)
-        // Refunded or revoked, now: the seed's "stop product delivery".
+        // Refunded or revoked, now: the contract's "stop product delivery".
         try container.encode(transaction.state.isWithdrawn ? 1 : 0, forKey: .hiveAxylPurchaseCancelState)
         try container.encode(duplicate, forKey: .hiveAxylDuplicated)
         try container.encode(hiveAxylAccountCompare(accountMatch), forKey: .hiveAxylAccountUuidCompare)

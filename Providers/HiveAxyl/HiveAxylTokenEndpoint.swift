@@ -4,7 +4,7 @@ import ReceiptCore
 /// `POST /auth/v1/token`: the OAuth 2.0 client-credentials grant (RFC 6749 §4.4). The client
 /// authenticates with HTTP Basic or with `client_id`/`client_secret` in a form-encoded or JSON
 /// body (one way only); the answer is an opaque bearer token the core stores as its SHA-256.
-/// Seed 002's app servers send only their Client ID and Client Secret, as JSON
+/// Hive Axyl's app servers send only their Client ID and Client Secret, as JSON
 /// (`{"clientId", "clientSecret"}`) with no `grant_type`: a JSON body may do that.
 /// Errors are RFC 6749 §5.2 objects, not the verify envelope.
 struct HiveAxylTokenEndpoint {
@@ -90,7 +90,7 @@ struct HiveAxylTokenEndpoint {
         return try form(String(decoding: request.body, as: UTF8.self))
     }
 
-    /// A JSON body's parameters under their RFC 6749 names. The seed's camelCase names are the
+    /// A JSON body's parameters under their RFC 6749 names. The contract's camelCase names are the
     /// same parameters; a JSON body without `grant_type` asks for client credentials, the only
     /// grant there is (a form body keeps RFC 6749's rule: `grant_type` required).
     static func json(_ body: Data) throws -> [String: String] {
@@ -112,7 +112,7 @@ struct HiveAxylTokenEndpoint {
         return parameters
     }
 
-    /// JSON field → parameter: RFC 6749's names and seed 002's camelCase ones.
+    /// JSON field → parameter: RFC 6749's names and Hive Axyl's camelCase ones.
     static let jsonNames: [String: String] = [
         "grant_type": "grant_type", "client_id": "client_id", "client_secret": "client_secret", "scope": "scope",
         "grantType": "grant_type", "clientId": "client_id", "clientSecret": "client_secret",

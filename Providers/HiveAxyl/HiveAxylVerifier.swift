@@ -66,7 +66,7 @@ struct HiveAxylVerifier {
         }
     }
 
-    /// The subscription body, checked field by field as the seed lists them, and the
+    /// The subscription body, checked field by field as the contract lists them, and the
     /// `storeTransactionId` the caller named.
     private func subscriptionRequest() throws -> (VerificationRequest, String?) {
         let body = try Self.body(request.body, required: ["providerId", "axylReceipt", "accountUuid", "country", "language", "requestType"])

@@ -64,13 +64,18 @@ public struct RefundEvent: Sendable {
     public let revocationDate: Date?
     public let revocationReasonCode: Int?
     public let gameID: Int64?
+    /// The percent of the purchase refunded (50 for half), only when the refund is partial and
+    /// the store said how much; nil for a full refund.
+    public let partialPercentage: Double?
 
-    package init(transactionID: String, productID: String?, revocationDate: Date?, revocationReasonCode: Int?, gameID: Int64?) {
+    package init(transactionID: String, productID: String?, revocationDate: Date?, revocationReasonCode: Int?, gameID: Int64?,
+                 partialPercentage: Double? = nil) {
         self.transactionID = transactionID
         self.productID = productID
         self.revocationDate = revocationDate
         self.revocationReasonCode = revocationReasonCode
         self.gameID = gameID
+        self.partialPercentage = partialPercentage
     }
 }
 

@@ -105,6 +105,7 @@ extension TransactionRecord {
         revocationReason = purchase.revocationReason
         ownership = purchase.ownership
         accountToken = purchase.accountToken
+        refund = purchase.revocationDate == nil ? nil : purchase.refund ?? RefundDetail()
         self.gameID = gameID
     }
 
@@ -117,6 +118,7 @@ extension TransactionRecord {
         updated.state = next
         updated.revocationDate = purchase.revocationDate ?? revocationDate
         updated.revocationReason = purchase.revocationReason ?? revocationReason
+        updated.refund = purchase.refund ?? refund
         updated.expiresDate = purchase.expiresDate ?? expiresDate
         return updated
     }

@@ -126,6 +126,8 @@ public struct StoreDeclaration: Sendable {
     public let identifiers: AppIdentifierKind
     public let settings: [ClientSettingDeclaration]
     public let evidenceFields: [EvidenceField]
+    /// The kinds of evidence the store proves; anything else is refused before it is asked.
+    public let evidenceKinds: Set<EvidenceKind>
     /// Lower-case names dialects use for this store; the first is the one a dialect reports.
     public let platforms: [String]
     /// Whether an account token the caller sends (`app_account_token`) is well formed for this
@@ -136,13 +138,15 @@ public struct StoreDeclaration: Sendable {
     public let developmentTools: [DevelopmentTool]
 
     public init(store: StoreID, displayName: String, identifiers: AppIdentifierKind, settings: [ClientSettingDeclaration] = [],
-                evidenceFields: [EvidenceField] = [], platforms: [String], accountTokenIsWellFormed: (@Sendable (String) -> Bool)? = nil,
-                openAPI: OpenAPIPart = OpenAPIPart(), developmentTools: [DevelopmentTool] = []) {
+                evidenceFields: [EvidenceField] = [], evidenceKinds: Set<EvidenceKind> = [.detected], platforms: [String],
+                accountTokenIsWellFormed: (@Sendable (String) -> Bool)? = nil, openAPI: OpenAPIPart = OpenAPIPart(),
+                developmentTools: [DevelopmentTool] = []) {
         self.store = store
         self.displayName = displayName
         self.identifiers = identifiers
         self.settings = settings
         self.evidenceFields = evidenceFields
+        self.evidenceKinds = evidenceKinds
         self.platforms = platforms
         self.accountTokenIsWellFormed = accountTokenIsWellFormed
         self.openAPI = openAPI

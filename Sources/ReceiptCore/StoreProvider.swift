@@ -6,13 +6,6 @@ public protocol StoreProvider: Sendable {
     /// Proves `evidence` genuine and returns every purchase it holds (usually one; an app receipt
     /// may hold several). Throws `StoreVerificationError`.
     func verify(evidence: String, context: VerificationContext) async throws -> [VerifiedPurchase]
-    /// The kinds of evidence this store proves; anything else is refused before it is called.
-    var acceptedEvidenceKinds: Set<EvidenceKind> { get }
-}
-
-extension StoreProvider {
-    /// Detected evidence only, unless a store says otherwise.
-    public var acceptedEvidenceKinds: Set<EvidenceKind> { [.detected] }
 }
 
 /// A store's server-to-server push as it reached us: the body and the headers (a push may be

@@ -76,6 +76,10 @@ public struct TransactionRecord: Sendable, Equatable {
     public var ownership: Ownership?
     /// The account token the evidence carried, in the store's own terms.
     public var accountToken: String?
+    /// How much was refunded, once the store revoked it and said.
+    public var refund: RefundDetail?
+    /// The first claim by a game; nil while the purchase is only known from the store.
+    public var claim: Claim?
     public var state: TransactionState
     /// The client that recorded it, and that client's game.
     public var clientID: String
@@ -101,15 +105,20 @@ public struct TransactionRecord: Sendable, Equatable {
 /// how the account tokens compared, and the subscription's current state when there is one.
 public struct VerificationOutcome: Sendable {
     public var transaction: TransactionRecord
+    /// Claimed before: not this claim's to deliver.
     public var duplicate: Bool
     public var accountMatch: AccountMatch
     public var subscription: SubscriptionState?
+    /// Set when the purchase was first claimed for another player of the game.
+    public var firstClaimedBy: Claimant?
 
-    package init(transaction: TransactionRecord, duplicate: Bool, accountMatch: AccountMatch, subscription: SubscriptionState?) {
+    package init(transaction: TransactionRecord, duplicate: Bool, accountMatch: AccountMatch, subscription: SubscriptionState?,
+                 firstClaimedBy: Claimant? = nil) {
         self.transaction = transaction
         self.duplicate = duplicate
         self.accountMatch = accountMatch
         self.subscription = subscription
+        self.firstClaimedBy = firstClaimedBy
     }
 }
 
@@ -122,6 +131,8 @@ public struct VerificationRequest: Sendable {
     public var playerID: String?
     public var characterID: String?
     public var serverID: String?
+    /// The game build that sent it, kept with the claim.
+    public var gameVersion: String?
     /// For stores whose evidence may not name its app (a bare purchase token).
     public var appIdentifier: String?
     /// The one transaction the caller means, when evidence may hold many (an app receipt):
@@ -158,12 +169,27 @@ public struct ProvenPurchase: Sendable {
     public let accountMatch: AccountMatch
     /// SHA-256 (hex) of the evidence, kept on the attempt row instead of the evidence itself.
     package let evidenceDigest: String
+    /// Evidence holding several purchases the request matches (an app receipt with unfinished
+    /// purchases of one product): all of them, oldest first, each cross-checked like `purchase`.
+    /// The claim takes the oldest not yet claimed. Empty when the evidence names one.
+    package var claimOrder: [VerifiedPurchase] = []
 
     package init(purchase: VerifiedPurchase, request: VerificationRequest, accountMatch: AccountMatch, evidenceDigest: String) {
         self.purchase = purchase
         self.request = request
         self.accountMatch = accountMatch
         self.evidenceDigest = evidenceDigest
+    }
+
+    /// Who this request claims the purchase for.
+    public var claimant: Claimant {
+        Claimant(playerID: request.playerID, characterID: request.characterID, serverID: request.serverID, gameVersion: request.gameVersion)
+    }
+
+    /// The same request about another purchase of its evidence.
+    package func about(_ other: VerifiedPurchase) -> ProvenPurchase {
+        ProvenPurchase(purchase: other, request: request, accountMatch: AccountMatch.compare(requested: request.accountToken, evidence: other.accountToken),
+                       evidenceDigest: evidenceDigest)
     }
 }
 

@@ -36,6 +36,8 @@ public struct VerifiedPurchase: Sendable, Equatable {
     /// The store's own revocation reason code, as the store numbers them.
     public var revocationReasonCode: Int?
     public var ownership: Ownership?
+    /// How much was refunded, when the store revoked the purchase and says.
+    public var refund: RefundDetail?
     /// The account token the app set at purchase time, in the store's own terms.
     public var accountToken: String?
     /// Store-specific facts the provider needs again after the record (a purchase token
@@ -85,7 +87,7 @@ public struct VerificationContext: Sendable {
     /// the provider that needs them (a per-client store credential).
     public var credentials: [String: String]
     /// What the evidence is, as the caller said (the pipeline only passes a kind the provider
-    /// declares in `acceptedEvidenceKinds`).
+    /// declares in `StoreDeclaration.evidenceKinds`).
     public var evidenceKind: EvidenceKind
 
     package init(appIdentifiers: Set<String>, environments: Set<StoreEnvironment>, productID: String? = nil,

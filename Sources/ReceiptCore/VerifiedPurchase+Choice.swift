@@ -27,3 +27,18 @@ extension VerifiedPurchase {
         return match
     }
 }
+
+extension VerifiedPurchase {
+    /// The purchases a claim may take, oldest first, when evidence holds several one-time
+    /// purchases of the requested product (an app receipt with unfinished purchases, some
+    /// of one product): each claim takes the oldest not yet claimed, so every purchase is
+    /// delivered once. Empty when the request names a transaction or no product, or one purchase
+    /// matches. Subscriptions keep the newest period (`choose`): their renewals are not
+    /// purchases to deliver one by one.
+    package static func claimOrder(from purchases: [VerifiedPurchase], productID: String?, transactionID: String?) -> [VerifiedPurchase] {
+        guard transactionID == nil, let productID else { return [] }
+        let oneTime = purchases.filter { $0.productID == productID && $0.kind != .autoRenewableSubscription && $0.expiresDate == nil }
+        guard oneTime.count > 1 else { return [] }
+        return oneTime.sorted { ($0.purchaseDate ?? .distantPast, $0.transactionID) < ($1.purchaseDate ?? .distantPast, $1.transactionID) }
+    }
+}

@@ -32,7 +32,7 @@ public struct Client: Sendable, Codable, Equatable {
 
     /// `flag` (the default: recorded and reported, never delivered) or `reject` (422 ACCOUNT_MISMATCH):
     /// what happens when the evidence's account token contradicts the caller's.
-    package static let accountMismatchSetting = "account_mismatch"
+    package static let accountMismatchSetting = VerificationChecks.accountMismatchSetting
 
     /// `on`: the client's outbound URLs may be plain `http` (`--allow-insecure-url`); else `https` only.
     package static let allowInsecureURLSetting = "outbound.allow_insecure"
@@ -40,7 +40,7 @@ public struct Client: Sendable, Codable, Equatable {
     /// Whether plain-http outbound URLs are allowed for this client.
     package var allowsInsecureURLs: Bool { settings[Self.allowInsecureURLSetting] == ["on"] }
 
-    /// The seed's `allow_sandbox`: one concept with the accepted environments.
+    /// The contract's `allow_sandbox`: one concept with the accepted environments.
     package var allowsSandbox: Bool { environments.contains(.sandbox) }
 
     /// The client as plugins see it.

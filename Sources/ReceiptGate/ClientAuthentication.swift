@@ -5,7 +5,7 @@ import ReceiptCore
 /// The HMAC request signature shared by the native API and the dialects that use it:
 /// `X-Client-ID`, `X-Timestamp` (unix seconds, within 300 s of ours) and
 /// `X-Signature` = hex HMAC-SHA256(client_secret, "{client_id}.{timestamp}.{sha256_hex(body)}") —
-/// the seed's scheme, which covers the body only. Version 2 (`X-Signature-Version: 2`) covers the
+/// the contract's scheme, which covers the body only. Version 2 (`X-Signature-Version: 2`) covers the
 /// method and the request target too: hex HMAC-SHA256(client_secret,
 /// "v2\n{client_id}\n{timestamp}\n{METHOD}\n{target}\n{sha256_hex(body)}"), so a signature made for one
 /// GET cannot be replayed against another path or query. GETs require it; every route accepts it.

@@ -33,6 +33,8 @@ extension NativeAPI.VerifyResponse {
         var writer = JSONWriter(capacity: 768)
         writer.beginObject()
         writer.key("duplicate"); writer.bool(duplicate)
+        writer.key("first_claimed_by")
+        if let firstClaimedBy { NativeClaimant(claimant: firstClaimedBy).write(to: &writer) } else { writer.null() }
         writer.key("first_verified_at"); writer.string(firstVerifiedAt)
         writer.key("status"); writer.string(status)
         writer.key("transaction"); transaction.write(to: &writer)
@@ -47,6 +49,8 @@ extension NativeTransaction {
         writer.beginObject()
         writer.key("account_match"); writer.string(accountMatch.rawValue)
         writer.key("app_account_token"); writer.string(record.accountToken)
+        writer.key("claim")
+        if let claim { claim.write(to: &writer) } else { writer.null() }
         writer.key("currency"); writer.string(record.currency)
         writer.key("environment"); writer.string(record.environment.rawValue)
         writer.key("expires_date_ms"); writer.number(record.expiresDate?.epochMilliseconds)
@@ -58,6 +62,8 @@ extension NativeTransaction {
         writer.key("product_id"); writer.string(record.productID)
         writer.key("purchase_date_ms"); writer.number(record.purchaseDate?.epochMilliseconds)
         writer.key("quantity"); writer.number(record.quantity)
+        writer.key("refund")
+        if let refund { refund.write(to: &writer) } else { writer.null() }
         writer.key("revocation_date_ms"); writer.number(record.revocationDate?.epochMilliseconds)
         writer.key("revocation_reason"); writer.string(record.revocationReason)
         writer.key("state"); writer.string(record.state.rawValue)

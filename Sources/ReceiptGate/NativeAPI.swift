@@ -66,7 +66,18 @@ struct NativeAPI: Sendable {
         let duplicate: Bool
         let firstVerifiedAt: String
         let transaction: NativeTransaction
-        enum CodingKeys: String, CodingKey { case status, duplicate, firstVerifiedAt = "first_verified_at", transaction }
+        /// Set on a duplicate claimed first for another player of the game.
+        let firstClaimedBy: Claimant?
+        enum CodingKeys: String, CodingKey { case status, duplicate, firstVerifiedAt = "first_verified_at", transaction, firstClaimedBy = "first_claimed_by" }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(status, forKey: .status)
+            try container.encode(duplicate, forKey: .duplicate)
+            try container.encode(firstVerifiedAt, forKey: .firstVerifiedAt)
+            try container.encode(transaction, forKey: .transaction)
+            try container.encode(firstClaimedBy.map { NativeClaimant(claimant: $0) }, forKey: .firstClaimedBy)
+        }
     }
 
     func verify(_ request: RouteRequest, context: RouteContext) async -> RouteResponse {
@@ -90,13 +101,15 @@ struct NativeAPI: Sendable {
         verification.playerID = body.playerID
         verification.characterID = body.characterID
         verification.serverID = body.serverID
+        verification.gameVersion = body.gameVersion
         verification.appIdentifier = body.packageName
         do {
             let outcome = try await core.verify(verification, client: client)
             let state = outcome.transaction.state
             let response = VerifyResponse(status: state == .active ? "verified" : state.rawValue, duplicate: outcome.duplicate,
                                           firstVerifiedAt: Timestamps.iso8601(outcome.transaction.firstVerifiedAt),
-                                          transaction: NativeTransaction(outcome.transaction, accountMatch: outcome.accountMatch))
+                                          transaction: NativeTransaction(outcome.transaction, accountMatch: outcome.accountMatch),
+                                          firstClaimedBy: outcome.firstClaimedBy)
             return .json(encoded: response.encoded())
         } catch let error as StoreVerificationError {
             return Self.error(error.code, "\(error.reason): \(error.message)")

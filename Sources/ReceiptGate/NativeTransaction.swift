@@ -17,7 +17,13 @@ struct NativeTransaction: Encodable, Sendable {
         case orderID = "order_id", productID = "product_id", type, quantity, priceMilliunits = "price_milliunits", currency, storefront
         case purchaseDateMs = "purchase_date_ms", expiresDateMs = "expires_date_ms", revocationDateMs = "revocation_date_ms"
         case revocationReason = "revocation_reason", ownership, appAccountToken = "app_account_token", accountMatch = "account_match", state
+        case refund, claim
     }
+
+    /// How much the store gave back; nil unless refunded or revoked.
+    var refund: NativeRefund? { record.refund.map { NativeRefund(detail: $0, purchasedQuantity: record.quantity) } }
+    /// The first claim; nil while the purchase is only known from its store.
+    var claim: NativeClaimant? { record.claim.map { NativeClaimant(claimant: $0.claimant, claimedAt: $0.claimedAt) } }
 
     func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
@@ -41,6 +47,8 @@ struct NativeTransaction: Encodable, Sendable {
         try container.encode(record.accountToken, forKey: .appAccountToken)
         try container.encode(accountMatch.rawValue, forKey: .accountMatch)
         try container.encode(record.state.rawValue, forKey: .state)
+        try container.encode(refund, forKey: .refund)
+        try container.encode(claim, forKey: .claim)
     }
 }
 

@@ -37,14 +37,14 @@ extension VerifyPipeline {
         }
     }
 
-    /// Nothing but the transaction and attempt rows to write.
+    /// Nothing but the transaction and attempt rows to write, were this the first claim.
     private func writesOnlyItsOwnRows(_ proven: ProvenPurchase, client: Client) -> Bool {
-        guard client.webhookURL == nil, client.deliveryURL == nil, proven.purchase.kind != .autoRenewableSubscription else { return false }
-        // Refunded, revoked or expired evidence may have to bring an active row to the store's word:
-        // the full path does that (rare, and never the hot path).
-        guard LedgerRules.state(of: proven.purchase) == .active else { return false }
-        guard let acknowledging = stores[proven.purchase.store]?.acknowledgement else { return true }
-        return acknowledging.acknowledgement(for: proven.purchase, client: client.info) == nil
+        // Refunded, revoked or expired evidence may have to bring an active row to the store's word,
+        // and evidence holding several purchases claims one of them: the full path does both (rare,
+        // and never the hot path).
+        let state = LedgerRules.state(of: proven.purchase)
+        guard state == .active, proven.claimOrder.isEmpty else { return false }
+        return FirstClaimEffects.owed(by: proven, state: state, client: client, acknowledges: acknowledgement(for: proven, client: client) != nil).isEmpty
     }
 
     /// The client as it is now, after a version check failed: refused when it was disabled or its
@@ -66,7 +66,7 @@ extension VerifyPipeline {
         -> @Sendable (VerificationOutcome, any RecordScope) throws -> T {
         // A store that wants new purchases acknowledged gets it through the outbox, committed
         // with the record: durable, retried, never lost.
-        let acknowledgement = stores[proven.purchase.store]?.acknowledgement?.acknowledgement(for: proven.purchase, client: client.info)
+        let acknowledgement = acknowledgement(for: proven, client: client)
         return { outcome, scope in
             if let acknowledgement, !outcome.duplicate {
                 try scope.enqueue(OutboxMessage(clientID: client.clientID, target: .storeAcknowledgement, type: "store.acknowledge",
@@ -75,6 +75,11 @@ extension VerifyPipeline {
             }
             return try effects(outcome, scope)
         }
+    }
+
+    /// What the purchase's store wants sent after its first claim, if anything (`FirstClaimEffects.storeAcknowledgement`).
+    private func acknowledgement(for proven: ProvenPurchase, client: Client) -> StoreAcknowledgement? {
+        stores[proven.purchase.store]?.acknowledgement?.acknowledgement(for: proven.purchase, client: client.info)
     }
 
     func logVerified(_ outcome: VerificationOutcome, proven: ProvenPurchase, client: Client) {

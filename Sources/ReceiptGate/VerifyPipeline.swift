@@ -40,41 +40,14 @@ public struct VerifyPipeline: Sendable {
                                              message: "store must be one of \(storeNames.joined(separator: ", ")), got \"\(request.store)\"")
             }
             let provider = registration.verifier
-            guard provider.acceptedEvidenceKinds.contains(request.evidenceKind) else {
-                throw StoreVerificationError(code: .invalidField, reason: "EVIDENCE_KIND_UNSUPPORTED",
-                                             message: "\(request.store) evidence cannot be a bare \(request.evidenceKind.rawValue)")
-            }
-            var identifiers = Set(client.info.appIdentifiers(registration.declaration.identifiers))
-            if let requested = request.appIdentifier {
-                guard identifiers.contains(requested) else {
-                    throw StoreVerificationError(code: .bundleMismatch, reason: "APP_NOT_REGISTERED",
-                                                 message: "\(requested) is not registered for this client")
-                }
-                identifiers = [requested]
-            }
-            guard !identifiers.isEmpty else {
-                throw StoreVerificationError(code: .bundleMismatch, reason: "NO_APP_REGISTERED",
-                                             message: "this client has no app registered for \(request.store)")
-            }
-            var context = VerificationContext(appIdentifiers: identifiers, environments: Set(client.environments), productID: request.productID,
+            let (apps, evidenceFields) = try VerificationChecks.beforeTheStore(request, client: client.info, declaration: registration.declaration)
+            var context = VerificationContext(appIdentifiers: apps, environments: Set(client.environments), productID: request.productID,
                                               client: client.info, credentials: try await credentials(of: client, for: request.store),
                                               evidenceKind: request.evidenceKind)
             context.transactionID = request.transactionID
-            context.evidenceFields = try EvidenceFieldCheck.checked(request.evidenceFields, declared: registration.declaration)
+            context.evidenceFields = evidenceFields
             let purchases = try await provider.verify(evidence: request.evidence, context: context)
-            if purchases.count == 1 { refusedTransaction = purchases[0].transactionID }
-            let purchase = try VerifiedPurchase.choose(from: purchases, productID: request.productID, transactionID: request.transactionID)
-            refusedTransaction = purchase.transactionID
-            if let problem = purchase.dateOutOfRange {
-                throw StoreVerificationError(code: .verificationFailed, reason: "DATE_OUT_OF_RANGE", message: "the store's \(problem) is not a plausible date")
-            }
-            // Compared before anything is recorded, so every event of the record carries the real answer.
-            let accountMatch = AccountMatch.compare(requested: request.accountToken, evidence: purchase.accountToken)
-            if accountMatch == .mismatch, client.info.setting(Client.accountMismatchSetting) == "reject" {
-                throw StoreVerificationError(code: .accountMismatch, reason: "ACCOUNT_MISMATCH",
-                                             message: "the purchase was made for another account token than the one sent")
-            }
-            return ProvenPurchase(purchase: purchase, request: request, accountMatch: accountMatch, evidenceDigest: digest)
+            return try VerificationChecks.proven(purchases, request: request, client: client.info, evidenceDigest: digest) { refusedTransaction = $0 }
         } catch let error as StoreVerificationError {
             await refused(error, request: request, clientID: client.clientID, digest: digest, transactionID: refusedTransaction)
             throw error

@@ -47,6 +47,8 @@ public enum StoreKitPayloadReference {
             decoded.offerDiscountType = try string(object["offerDiscountType"]).map(OfferDiscountType.init(rawValue:))
             decoded.appTransactionId = try string(object["appTransactionId"])
             decoded.offerPeriod = try string(object["offerPeriod"])
+            decoded.revocationType = try string(object["revocationType"]).map(RevocationType.init(rawValue:))
+            decoded.revocationPercentage = try int64(object["revocationPercentage"]).map(Int.init)
             return decoded
         }
     }

@@ -16,7 +16,7 @@ import TestSupport
 
     static let kinds: [String: JSONSamples.Kind] = [
         "purchaseDate": .integer, "originalPurchaseDate": .integer, "expiresDate": .integer, "signedDate": .integer,
-        "revocationDate": .integer, "quantity": .integer, "price": .integer, "revocationReason": .integer, "offerType": .integer,
+        "revocationDate": .integer, "quantity": .integer, "price": .integer, "revocationReason": .integer, "offerType": .integer, "revocationPercentage": .integer,
         "isUpgraded": .bool,
     ]
 
@@ -39,7 +39,7 @@ import TestSupport
     }
 
     @Test func everyPropertyIsCovered() {
-        #expect(Self.fieldNames.count == 28)
+        #expect(Self.fieldNames.count == 30)
         #expect(Set(Self.kinds.keys).isSubset(of: Set(Self.fieldNames)))
     }
 

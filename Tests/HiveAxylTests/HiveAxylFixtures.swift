@@ -1,5 +1,6 @@
 import AppStore
 import Foundation
+import GooglePlay
 import HiveAxyl
 import PluginTestSupport
 import ReceiptCore
@@ -8,7 +9,9 @@ import ReceiptCore
 /// a consumable, a subscription and a few refusals the fake store knows.
 enum Fixture {
     static let secret = "rgs_test-secret"
-    static let client = ClientInfo(clientID: "rgc_hive", gameID: 42, appIdentifiers: [AppStoreProvider.bundleIDKind.name: ["com.example.game"]], environments: [.production, .sandbox],
+    static let client = ClientInfo(clientID: "rgc_hive", gameID: 42, appIdentifiers: [AppStoreProvider.bundleIDKind.name: ["com.example.game"],
+                                                                                      GooglePlayProvider.packageNameKind.name: ["com.example.game"]],
+                                   environments: [.production, .sandbox],
                                    settings: [HiveAxyl.appIDsSetting: ["com.example.game.hive"]])
     static let rival = ClientInfo(clientID: "rgc_rival", gameID: 7, appIdentifiers: [AppStoreProvider.bundleIDKind.name: ["com.example.game"]], environments: [.production, .sandbox],
                                   settings: [HiveAxyl.appIDsSetting: ["rival.app"]])

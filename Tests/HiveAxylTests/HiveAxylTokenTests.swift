@@ -38,7 +38,7 @@ import Testing
         #expect(tokens.count == 3)
     }
 
-    /// Seed 002's app server sends its Client ID and Client Secret as JSON, camelCase or
+    /// Hive Axyl's app server sends its Client ID and Client Secret as JSON, camelCase or
     /// snake_case, without `grant_type`; then puts the token in `Authorization` bare or as Bearer.
     @Test(arguments: [#"{"clientId":"rgc_hive","clientSecret":"rgs_test-secret"}"#,
                       #"{"client_id":"rgc_hive","client_secret":"rgs_test-secret"}"#,

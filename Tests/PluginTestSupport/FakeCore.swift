@@ -53,22 +53,23 @@ public final class FakeCore: DialectCore, @unchecked Sendable {
     public func declaration(of store: StoreID) -> StoreDeclaration? { stores.first { $0.store == store } }
 
     public func prove(_ request: VerificationRequest, client: ClientInfo) async throws -> ProvenPurchase {
+        // The core's own checks, before and after the fake store: only the proof is faked.
+        guard let declaration = declaration(of: request.store) else {
+            throw StoreVerificationError(code: .invalidField, reason: "UNKNOWN_STORE", message: "the fake core does not serve \(request.store)")
+        }
+        _ = try VerificationChecks.beforeTheStore(request, client: client, declaration: declaration)
         let (purchase, refusal) = lock.withLock { (evidence[request.evidence], refusals[request.evidence]) }
         if let refusal { throw refusal }
         guard let purchase else {
             throw StoreVerificationError(code: .verificationFailed, reason: "UNKNOWN_EVIDENCE", message: "the fake store does not know this evidence")
         }
-        // Like a store provider's own check: refused before a purchase is handed to the core.
-        guard client.environments.contains(purchase.environment) else {
-            throw StoreVerificationError(code: .environmentMismatch, reason: "ENVIRONMENT_NOT_ALLOWED", message: "environment not accepted")
-        }
+        var refusedTransaction: String?
         do {
-            _ = try VerifiedPurchase.choose(from: [purchase], productID: request.productID, transactionID: request.transactionID)
+            return try VerificationChecks.proven([purchase], request: request, client: client, evidenceDigest: "") { refusedTransaction = $0 }
         } catch let error as StoreVerificationError {
-            throw refused(error, purchase, client: client)
+            if let refusedTransaction { lock.withLock { refusedAttempts.append((client.clientID, "\(purchase.store.rawValue)|\(refusedTransaction)", error)) } }
+            throw error
         }
-        return ProvenPurchase(purchase: purchase, request: request,
-                              accountMatch: AccountMatch.compare(requested: request.accountToken, evidence: purchase.accountToken), evidenceDigest: "")
     }
 
     public func record<T: Sendable>(_ proven: ProvenPurchase, client: ClientInfo,
@@ -78,6 +79,7 @@ public final class FakeCore: DialectCore, @unchecked Sendable {
             let key = "\(purchase.store.rawValue)|\(purchase.environment.rawValue)|\(purchase.transactionID)"
             let existing = ledger[key]
             var record: TransactionRecord
+            let claim: ClaimOutcome
             if let existing {
                 guard LedgerRules.isVisible(existing, to: client) else {
                     let error = StoreVerificationError(code: .duplicateTransaction, reason: "REDEEMED_BY_ANOTHER_GAME", message: "another game redeemed it")
@@ -86,11 +88,22 @@ public final class FakeCore: DialectCore, @unchecked Sendable {
                 }
                 // As the core does: the evidence may bring an active record news of its end.
                 record = existing.updated(byEvidence: purchase) ?? existing
+                claim = LedgerRules.claim(of: existing.claim, by: proven.claimant)
+                if claim.isFirst {
+                    // A purchase the store told of first: this claim is its first verification.
+                    record.clientID = client.clientID
+                    record.gameID = client.gameID
+                }
             } else {
                 record = TransactionRecord(recording: purchase, managementID: nextID, state: LedgerRules.state(of: purchase),
                                            clientID: client.clientID, gameID: client.gameID, firstVerifiedAt: Date())
+                claim = .first
             }
-            let outcome = VerificationOutcome(transaction: record, duplicate: existing != nil, accountMatch: proven.accountMatch, subscription: nil)
+            if claim.isFirst { record.claim = Claim(claimant: proven.claimant, claimedAt: Date()) }
+            var firstClaimedBy: Claimant?
+            if case .conflict(let first) = claim { firstClaimedBy = first }
+            let outcome = VerificationOutcome(transaction: record, duplicate: !claim.isFirst, accountMatch: proven.accountMatch, subscription: nil,
+                                              firstClaimedBy: firstClaimedBy)
             // Effects go to a scratch scope and are kept only if the closure succeeds, like a commit.
             let scope = MemoryRecordScope(client: client, accounts: memoryAccounts)
             let extra = try effects(outcome, scope)
@@ -120,12 +133,6 @@ public final class FakeCore: DialectCore, @unchecked Sendable {
                                           recordedForThisGame: mine, lastRefusal: refusal)
         }
         return (order, presence)
-    }
-
-    /// Keeps a refusal of a proven purchase on record, as the core does, and returns it to throw.
-    private func refused(_ error: StoreVerificationError, _ purchase: VerifiedPurchase, client: ClientInfo) -> StoreVerificationError {
-        lock.withLock { refusedAttempts.append((client.clientID, "\(purchase.store.rawValue)|\(purchase.transactionID)", error)) }
-        return error
     }
 
     public func transaction(store: StoreID, transactionID: String, client: ClientInfo) async throws -> TransactionRecord? {
@@ -181,6 +188,18 @@ public final class FakeCore: DialectCore, @unchecked Sendable {
 
     public func forgiveRateLimitHit(_ policy: RateLimitPolicy, key: String) async throws {
         lock.withLock { rateHits["\(policy.name)|\(key)"] = max(0, rateHits["\(policy.name)|\(key)", default: 0] - 1) }
+    }
+
+    /// A purchase a store told of before any game claimed it (a notification, a poll): known to
+    /// the ledger for `owner`, not claimed.
+    package func addKnown(_ purchase: VerifiedPurchase, owner: ClientInfo) {
+        lock.withLock {
+            let key = "\(purchase.store.rawValue)|\(purchase.environment.rawValue)|\(purchase.transactionID)"
+            guard ledger[key] == nil else { return }
+            ledger[key] = TransactionRecord(recording: purchase, managementID: nextID, state: LedgerRules.state(of: purchase),
+                                            clientID: owner.clientID, gameID: owner.gameID, firstVerifiedAt: Date())
+            nextID += 1
+        }
     }
 
     /// Moves a recorded transaction as a store notification saying `state` would (a refund stays

@@ -3,7 +3,7 @@ import Testing
 import AppStoreTestSupport
 import TestSupport
 
-/// A client written only from seed 004 (Python/iap_seed_client.py, standard library) against the
+/// A client written only from the account-linking contract (Python/iap_seed_client.py, standard library) against the
 /// real service: the SDK headers filled as free text the way an app fills them, flows d and a,
 /// a repeat purchase with the seed's `x-forwarded-for` example, and a broken body answered 4xx.
 @Suite struct AccountLinkSeedClient {

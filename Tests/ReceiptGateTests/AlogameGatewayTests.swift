@@ -9,7 +9,7 @@ import Testing
 import AppStoreTestSupport
 import TestSupport
 
-/// Seed 000's /iap/gateway/verify, driven by a Node.js client written from the seed's example.
+/// The Alogame gateway contract's /iap/gateway/verify, driven by a Node.js client written from the contract's example.
 @Suite struct AlogameGatewayVerify {
     struct Gateway {
         let harness: VerifyHarness
@@ -198,7 +198,7 @@ import TestSupport
     }
 }
 
-/// Seed 000's refund callback: from a signed App Store notification to a signed callback that
+/// The Alogame gateway contract's refund callback: from a signed App Store notification to a signed callback that
 /// the seed's own `verifyAlogameSignature` (run by Node) accepts.
 @Suite struct AlogameRefundCallbacks {
     @Test func aRefundReachesTheGameServerSignedAsTheSeedSays() async throws {

@@ -9,7 +9,7 @@ import Testing
 import AppStoreTestSupport
 import TestSupport
 
-/// Seed 000's support tool, asking a local fake of the App Store Server API.
+/// The Alogame gateway contract's support tool, asking a local fake of the App Store Server API.
 @Suite struct AlogameLookupReceipt {
     /// The service with the gateway, asking `fake` for orders; one order of two transactions.
     static func start(_ fake: FakeAppStoreServerAPI) async throws -> VerifyHarness {

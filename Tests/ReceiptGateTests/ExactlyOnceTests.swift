@@ -110,6 +110,77 @@ import TestSupport
         try await Self.stop(processes)
     }
 
+    /// A subscription Apple tells of (SUBSCRIBED, to the first process) while, or before, 200 claims
+    /// of it race over the three: the notification writes or updates the row but claims nothing, so
+    /// exactly one claim is the first verification, with one `transaction.verified` event.
+    @Test(arguments: [false, true])
+    func twoHundredClaimsOfAPurchaseAppleToldUsOfOverThreeProcessesHaveOneFirst(notificationFirst: Bool) async throws {
+        let pki = try AppleTestPKI()
+        let receiver = try WebhookReceiver()
+        receiver.up.set(true)
+        let processes = try await Self.start(pki, name: "exactly-once-told", webhook: receiver)
+        let fields = ClaimSupport.subscription("2000000000008201")
+        let notified = processes.servers[0].port
+        let notify: @Sendable () async throws -> Int = {
+            let body = try Self.subscribedNotification(pki, fields)
+            return try await RawHTTP.request(port: notified, method: "POST", path: "/v1/notifications/app-store", body: body).status
+        }
+        if notificationFirst { #expect(try await notify() == 200) }
+        let results = try await Self.claimConcurrently(processes, receipt: try pki.sign(AppleTestPKI.transaction(fields)),
+                                                       alongside: notificationFirst ? nil : notify)
+        #expect(results.count == 200)
+        #expect(results.allSatisfy { $0.status == 200 }, "statuses: \(Set(results.map(\.status)))")
+        #expect(results.filter { $0.duplicate == false }.count == 1)
+        #expect(results.filter { $0.duplicate == true }.count == 199)
+        #expect(Set(results.compactMap(\.id)).count == 1, "every answer names the same record")
+        #expect(try await processes.pool.query("SELECT count(*) AS n FROM transactions")[0].decode("n", as: Int.self) == 1)
+        #expect(try await processes.pool.query("SELECT count(*) AS n FROM outbox WHERE event_type = 'transaction.verified'")[0]
+            .decode("n", as: Int.self) == 1)
+        try await OutboxDrain.wait(processes.pool)
+        #expect(receiver.acknowledged.filter { $0.type == "transaction.verified" }.count == 1)
+        await receiver.server.shutdown()
+        try await Self.stop(processes)
+    }
+
+    /// Apple's SUBSCRIBED (INITIAL_BUY) notification of the subscription period `fields`.
+    static func subscribedNotification(_ pki: AppleTestPKI, _ fields: [String: any Sendable]) throws -> Data {
+        let now = ClaimSupport.now()
+        let data: [String: any Sendable] = [
+            "environment": "Sandbox", "bundleId": "com.example.game", "signedTransactionInfo": try pki.sign(AppleTestPKI.transaction(fields)),
+            "signedRenewalInfo": try pki.sign(["environment": "Sandbox", "originalTransactionId": fields["originalTransactionId"] ?? "",
+                                               "autoRenewStatus": 1, "signedDate": now]),
+        ]
+        let payload: [String: any Sendable] = ["notificationType": "SUBSCRIBED", "subtype": "INITIAL_BUY", "notificationUUID": UUID().uuidString.lowercased(),
+                                               "version": "2.0", "signedDate": now, "data": data]
+        return Data(#"{"signedPayload":"\#(try pki.sign(payload))"}"#.utf8)
+    }
+
+    /// `receipt` claimed 200 times at once, a third to each process, with `alongside` (whose
+    /// answer must be 200) racing them: each claim's status, `duplicate` and record id.
+    static func claimConcurrently(_ processes: Processes, receipt: String,
+                                  alongside: (@Sendable () async throws -> Int)?) async throws -> [(status: Int, duplicate: Bool?, id: Int?)] {
+        let body = try JSONSerialization.data(withJSONObject: ["store": "app_store", "receipt": receipt])
+        let (clientID, secret) = (processes.clientID, processes.secret)
+        return try await withThrowingTaskGroup(of: (status: Int, duplicate: Bool?, id: Int?)?.self) { group in
+            if let alongside {
+                group.addTask {
+                    let status = try await alongside()
+                    #expect(status == 200, "the notification racing the claims")
+                    return nil
+                }
+            }
+            for index in 0..<200 {
+                let port = processes.servers[index % 3].port
+                group.addTask {
+                    let response = try await SignedClient(port: port, clientID: clientID, secret: secret).post("/v1/verify", body: body)
+                    let json = try? response.json()
+                    return (response.status, json?["duplicate"] as? Bool, (json?["transaction"] as? [String: Any])?["id"] as? Int)
+                }
+            }
+            return try await group.reduce(into: []) { all, result in if let result { all.append(result) } }
+        }
+    }
+
     /// A 200 is sent only after the commit: killing the server the instant it answered loses nothing.
     @Test func anAcknowledgedVerificationSurvivesKillNine() async throws {
         let pki = try AppleTestPKI()

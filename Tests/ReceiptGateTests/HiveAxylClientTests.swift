@@ -5,7 +5,7 @@ import Testing
 import AppStoreTestSupport
 import TestSupport
 
-/// A client written from seed 002 alone (Python, standard library) against the real service:
+/// A client written from Hive Axyl's contract alone (Python, standard library) against the real service:
 /// the happy path, then a wrong app id and a missing token.
 @Suite struct HiveAxylSeedClient {
     @Test func aClientWrittenFromTheSeedWorks() async throws {
@@ -87,7 +87,7 @@ import TestSupport
         #expect(try await server.wait(timeout: .seconds(30)) == 0)
     }
 
-    /// Seed 002 leaves test purchases to the app (`hiveAxylPurchaseTest: "Y"`): a client made for
+    /// Hive Axyl's contract leaves test purchases to the app (`hiveAxylPurchaseTest: "Y"`): a client made for
     /// Hive (`--app-id`) without `--environments` gets a sandbox purchase answered 100 with "Y";
     /// one made with `--environments production` has refused sandbox and gets 412 / 4120.
     @Test func sandboxPurchasesAreAcceptedUnlessTheClientRefusesThem() async throws {

@@ -6,7 +6,7 @@ import Testing
 import AppStoreTestSupport
 import TestSupport
 
-/// Seed 002's verify routes over HTTP on Postgres: what a purchase and a subscription answer,
+/// Hive Axyl's verify routes over HTTP on Postgres: what a purchase and a subscription answer,
 /// and how store notifications the ledger receives later change that answer.
 @Suite struct HiveAxylAgainstTheLedger {
     static let purchasePath = "/payment/v1/purchase/verify"

@@ -7,7 +7,7 @@ import Testing
 import AppStoreTestSupport
 import TestSupport
 
-/// An app server of seed 002 over HTTP: a token from `/auth/v1/token`, then verify calls with
+/// An app server written to Hive Axyl's contract over HTTP: a token from `/auth/v1/token`, then verify calls with
 /// `Authorization: Bearer` and `X-App-Id`.
 struct HiveAxylCaller {
     static let appID = "com.example.game.hive"

@@ -63,4 +63,27 @@ import TestSupport
             }
         }
     }
+
+    /// The group commit settles a purchase seen before only when the claim is a plain repeat; a
+    /// known row or a claim for another player goes the ordinary way, which writes its effects.
+    @Test func theClaimRepeatPredicateAnswersAsTheRuleForEveryCombination() async throws {
+        let pool = PostgresPool(.init(connectionString: try await TestDatabase.makeDatabase(prefix: "ledgersql"), size: 1))
+        defer { pool.shutdown() }
+        let players: [String?] = [nil, "alice", "bob"]
+        for claimed in [false, true] {
+            for firstPlayer in players {
+                for caller in players {
+                    let rows = try await pool.query("""
+                        SELECT \(unescaped: LedgerSQL.claimIsRepeat(owner: "t", callerPlayer: "ck.player_id")) IS TRUE AS repeat
+                        FROM (SELECT \(claimed ? Date() : nil)::timestamptz AS claimed_at, \(firstPlayer)::text AS player_id) t,
+                             (SELECT \(caller)::text AS player_id) ck
+                        """)
+                    let recorded = claimed ? Claim(claimant: Claimant(playerID: firstPlayer), claimedAt: Date()) : nil
+                    let rule = LedgerRules.claim(of: recorded, by: Claimant(playerID: caller)) == .repeated
+                    #expect(try rows[0].decode("repeat", as: Bool.self) == rule,
+                            "claimed \(claimed), first \(String(describing: firstPlayer)), caller \(String(describing: caller))")
+                }
+            }
+        }
+    }
 }

@@ -170,10 +170,16 @@ import TestSupport
                 record.revocationReason = maybe(Self.hostile(&random))
                 record.ownership = maybe(Bool.random(using: &random) ? Ownership.purchased : .familyShared)
                 record.accountToken = maybe(Self.hostile(&random))
+                record.refund = maybe(RefundDetail(storeType: maybe(Self.hostile(&random)), storeSaysPartial: maybe(Bool.random(using: &random)),
+                                                   percentageMilliunits: maybe(Int(truncatingIfNeeded: random.next())),
+                                                   quantity: maybe(Int(truncatingIfNeeded: random.next()))))
+                let claimant = Claimant(playerID: maybe(Self.hostile(&random)), characterID: maybe(Self.hostile(&random)),
+                                        serverID: maybe(Self.hostile(&random)), gameVersion: maybe(Self.hostile(&random)))
+                record.claim = maybe(Claim(claimant: claimant, claimedAt: Self.date(&random) ?? Date()))
                 let match = [AccountMatch.match, .mismatch, .notComparable].randomElement(using: &random) ?? .match
                 let response = NativeAPI.VerifyResponse(status: Bool.random(using: &random) ? "verified" : record.state.rawValue,
                                                         duplicate: Bool.random(using: &random), firstVerifiedAt: Timestamps.iso8601(record.firstVerifiedAt),
-                                                        transaction: NativeTransaction(record, accountMatch: match))
+                                                        transaction: NativeTransaction(record, accountMatch: match), firstClaimedBy: maybe(claimant))
                 let expected = RouteResponse.json(response).body
                 #expect(response.encoded() == expected, "answer \(index): \(String(decoding: response.encoded(), as: UTF8.self))")
             }

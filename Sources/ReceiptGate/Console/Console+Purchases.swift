@@ -63,7 +63,8 @@ extension Console {
         return ConsoleLayout.page("Purchase \(transactionID)", session: session, section: "Purchases", notice: Self.redeliveryNotice(request), """
             <h1>Purchase \(transactionID)</h1>
             \(Self.record(purchase))
-            <h2>Verification attempts</h2>\(Self.attemptTable(attempts))
+            <h2>Claim</h2>\(Self.claimSection(purchase.record, attempts: attempts))
+            <h2>Verification attempts</h2>\(Self.attemptTable(attempts, claim: purchase.record.claim))
             <h2>Events and deliveries</h2>\(eventTable(events, session: session, id: "events", back: Self.purchasePath(purchase.record)))
             \(subscription.map { Self.subscriptionSection($0, chain: chain) } ?? "")
             """)
@@ -83,23 +84,58 @@ extension Console {
             ("Quantity", record.quantity.map(String.init) ?? "", nil), ("Price", price, nil), ("Storefront", record.storefront ?? "", nil),
             ("State", record.state.rawValue, "record-state"), ("Purchased", ConsoleTime.show(record.purchaseDate), nil),
             ("Expires", ConsoleTime.show(record.expiresDate), nil), ("Revoked", ConsoleTime.show(record.revocationDate), nil),
-            ("Revocation reason", record.revocationReason ?? "", nil), ("Ownership", record.ownership?.rawValue ?? "", nil),
+            ("Revocation reason", record.revocationReason ?? "", nil), ("Refund", Self.refundText(record), "record-refund"),
+            ("Ownership", record.ownership?.rawValue ?? "", nil),
             ("Account token", record.accountToken ?? "", nil), ("Player", purchase.playerID ?? "", "record-player"),
             ("Client", record.clientID, "record-client"), ("Game id", record.gameID.map(String.init) ?? "", nil),
             ("First verified", ConsoleTime.show(record.firstVerifiedAt), nil), ("Management id", String(record.managementID), nil),
         ])
     }
 
-    private static func attemptTable(_ attempts: [OperatorQueries.Attempt]) -> HTML {
+    /// Full or partial, with the share the store gave back; empty when nothing was refunded.
+    private static func refundText(_ record: TransactionRecord) -> String {
+        guard let refund = record.refund else { return "" }
+        let kind = refund.isPartial(ofQuantity: record.quantity) ? "partial" : "full"
+        let share = [refund.percentageMilliunits.map { "\(Double($0) / 1000) %" }, refund.quantity.map { "\($0) of \(record.quantity.map(String.init) ?? "?")" },
+                     refund.storeType].compactMap { $0 }
+        return share.isEmpty ? kind : "\(kind) (\(share.joined(separator: ", ")))"
+    }
+
+    /// Who claimed the purchase first, and every later claim made for another player (a shared receipt).
+    private static func claimSection(_ record: TransactionRecord, attempts: [OperatorQueries.Attempt]) -> HTML {
+        guard let claim = record.claim else {
+            return "<p id=\"claim\">Not claimed: the store told us of this purchase, and no game has verified it yet.</p>"
+        }
+        let conflicts = attempts.filter { isConflict($0, claim: claim) }.compactMap(\.playerID)
+        let summary = ConsoleLayout.details(id: "claim", [
+            ("First claimed by", claim.claimant.playerID ?? "(no player id)", "claim-player"), ("Character", claim.claimant.characterID ?? "", nil),
+            ("Server", claim.claimant.serverID ?? "", nil), ("Game version", claim.claimant.gameVersion ?? "", nil),
+            ("Claimed", ConsoleTime.show(claim.claimedAt), nil),
+            ("Claim conflicts", conflicts.isEmpty ? "none" : "claim conflict: also presented for \(Set(conflicts).sorted().joined(separator: ", "))",
+             "claim-conflicts"),
+        ])
+        return summary
+    }
+
+    /// A verified duplicate made for another player than the first claim's (`LedgerRules.claim`).
+    private static func isConflict(_ attempt: OperatorQueries.Attempt, claim: Claim?) -> Bool {
+        guard attempt.outcome == "verified", attempt.duplicate == true else { return false }
+        if case .conflict = LedgerRules.claim(of: claim, by: Claimant(playerID: attempt.playerID)) { return true }
+        return false
+    }
+
+    private static func attemptTable(_ attempts: [OperatorQueries.Attempt], claim: Claim?) -> HTML {
         let rows = attempts.map { attempt -> HTML in
-            let outcome = attempt.duplicate == true ? "\(attempt.outcome) (duplicate)" : attempt.outcome
+            let outcome = isConflict(attempt, claim: claim) ? "\(attempt.outcome) (duplicate, claim conflict)"
+                : attempt.duplicate == true ? "\(attempt.outcome) (duplicate)" : attempt.outcome
             return """
                 <tr><td>\(ConsoleTime.show(attempt.at))</td><td>\(attempt.clientID)</td><td><code>\(attempt.requestID)</code></td>
-                <td class="outcome">\(outcome)</td><td class="reason">\(attempt.reason)</td><td>\(attempt.message)</td></tr>
+                <td class="player">\(attempt.playerID)</td><td class="outcome">\(outcome)</td><td class="reason">\(attempt.reason)</td><td>\(attempt.message)</td></tr>
                 """
         }
         return ConsoleLayout.table(id: "attempts", caption: "Every verification attempt about this purchase, newest first",
-                                   headings: ["When", "Client", "Request id", "Outcome", "Reason", "Message"], rows: rows, empty: "No attempts on record.")
+                                   headings: ["When", "Client", "Request id", "Player", "Outcome", "Reason", "Message"], rows: rows,
+                                   empty: "No attempts on record.")
     }
 
     /// Outbox messages, each failed one with its redeliver button, which brings the operator back to `back`.

@@ -17,6 +17,13 @@ package enum LedgerSQL {
         visible(owner: owner, callerClient: "\(client.clientID)", callerGame: "\(client.gameID)")
     }
 
+    /// True where a claim for the player `callerPlayer` (an SQL expression) of the recorded row
+    /// `owner` is a plain repeat: what `LedgerRules.claim(of:by:)` answers `.repeated` for
+    /// (claimed before, and not for another player). Checked against it in `LedgerSQLMatchesTheRules`.
+    package static func claimIsRepeat(owner: String, callerPlayer: String) -> String {
+        "(\(owner).claimed_at IS NOT NULL AND (\(owner).player_id IS NULL OR \(callerPlayer) IS NULL OR \(owner).player_id = \(callerPlayer)))"
+    }
+
     /// The state a conflicting row of `transactions` takes on `news`: one branch per state the row
     /// may be in, each answered by `LedgerRules`, so the statement cannot decide differently.
     package static func state(after news: LedgerNews) -> PostgresQuery {

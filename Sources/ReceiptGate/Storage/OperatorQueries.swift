@@ -13,7 +13,7 @@ struct OperatorQueries: Sendable {
         let playerID: String?
     }
 
-    static let purchaseColumns = TransactionRows.columns + ", player_id"
+    static let purchaseColumns = TransactionRows.columns
 
     /// Purchases whose transaction id, original transaction id, order id, player id or account
     /// token is `text`, or that are linked to the account `text`; the newest 50 when `text` is nil.
@@ -58,13 +58,14 @@ struct OperatorQueries: Sendable {
 
     struct Attempt: Sendable {
         let at: Date, clientID: String?, requestID: String?, outcome: String, reason: String?, message: String?, duplicate: Bool?
+        let playerID: String?
     }
 
     /// Every verification attempt about the purchase: those recorded against its row, and the
     /// refused ones that named its transaction.
     func attempts(of purchase: Purchase) async throws -> [Attempt] {
         try await pool.query("""
-            SELECT created_at, client_id, request_id, outcome, error_reason, error_message, duplicate FROM verification_attempts
+            SELECT created_at, client_id, request_id, outcome, error_reason, error_message, duplicate, player_id FROM verification_attempts
             WHERE id IN (SELECT id FROM verification_attempts WHERE transaction_row_id = \(purchase.record.managementID)
                          UNION SELECT id FROM verification_attempts WHERE store = \(purchase.record.store.rawValue)
                                AND transaction_id = \(purchase.record.transactionID) AND outcome = 'failed')
@@ -72,7 +73,7 @@ struct OperatorQueries: Sendable {
             """).map { row in
             Attempt(at: try row.decode("created_at"), clientID: try row.decode("client_id"), requestID: try row.decode("request_id"),
                     outcome: try row.decode("outcome"), reason: try row.decode("error_reason"), message: try row.decode("error_message"),
-                    duplicate: try row.decode("duplicate"))
+                    duplicate: try row.decode("duplicate"), playerID: try row.decode("player_id"))
         }
     }
 
@@ -103,6 +104,7 @@ struct OperatorQueries: Sendable {
     }
 
     static func purchase(_ row: PostgresRow) throws -> Purchase {
-        Purchase(record: try TransactionRows.transaction(row), playerID: try row.decode("player_id"))
+        let record = try TransactionRows.transaction(row)
+        return Purchase(record: record, playerID: record.claim?.claimant.playerID)
     }
 }

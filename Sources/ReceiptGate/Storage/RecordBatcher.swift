@@ -168,9 +168,10 @@ final class RecordBatcher: @unchecked Sendable {
         case "recorded":
             // A new row holds exactly what the statement inserted: only what Postgres chose is read back.
             let purchase = item.proven.purchase
-            let transaction = TransactionRecord(recording: purchase, managementID: try row.decode("id"), state: item.state,
+            var transaction = TransactionRecord(recording: purchase, managementID: try row.decode("id"), state: item.state,
                                                 clientID: item.client.clientID, gameID: item.client.gameID,
                                                 firstVerifiedAt: try row.decode("first_verified_at"))
+            transaction.claim = Claim(claimant: item.proven.claimant, claimedAt: try row.decode("claimed_at"))
             return .recorded(VerificationOutcome(transaction: transaction, duplicate: false,
                                                  accountMatch: item.proven.accountMatch, subscription: nil))
         default: return .contended
@@ -189,7 +190,7 @@ final class RecordBatcher: @unchecked Sendable {
         for (ordinal, item) in items {
             let request = item.proven.request
             let row = NewTransactionRow(purchase: item.proven.purchase, state: item.state, clientID: item.client.clientID, gameID: item.client.gameID,
-                                        playerID: request.playerID, characterID: request.characterID, serverID: request.serverID)
+                                        claimant: item.proven.claimant)
             json.beginObject()
             json.key("ord"); json.number(ordinal)
             TransactionColumns.write(row, into: &json)
@@ -220,7 +221,7 @@ final class RecordBatcher: @unchecked Sendable {
             SELECT \(TransactionColumns.names)
             FROM checked ORDER BY store, environment, transaction_id  -- one order for every batch: no deadlock between two
             ON CONFLICT (store, environment, transaction_id) DO NOTHING
-            RETURNING id, store, environment, transaction_id, first_verified_at
+            RETURNING id, store, environment, transaction_id, first_verified_at, claimed_at
         ), recorded AS (
             SELECT ck.ord, ck.client_id AS caller_id, ck.request_id AS caller_request_id, ck.player_id AS caller_player_id,
                    ck.evidence_sha256 AS caller_evidence, i.*
@@ -232,7 +233,7 @@ final class RecordBatcher: @unchecked Sendable {
         )
         SELECT input.ord AS batch_ord,
                CASE WHEN ck.ord IS NULL THEN 'stale' WHEN r.ord IS NULL THEN 'contended' ELSE 'recorded' END AS batch_status,
-               r.id, r.first_verified_at
+               r.id, r.first_verified_at, r.claimed_at
         FROM input LEFT JOIN checked ck ON ck.ord = input.ord LEFT JOIN recorded r ON r.ord = input.ord
         """
 }

@@ -32,8 +32,15 @@ enum SubscriptionRepository {
     }
 
     /// Sets the status (creating the row if the store told us first), keeping a known grace end.
+    /// True when the status moved (or the row is new): the row is locked before it is read.
+    @discardableResult
     static func setStatus(_ status: SubscriptionStatus, purchase: VerifiedPurchase, original: String, owner: Client, graceUntil: Date? = nil,
-                          on connection: PostgresConnection) throws {
+                          on connection: PostgresConnection) throws -> Bool {
+        let before = try connection.query("""
+            SELECT status FROM subscriptions
+            WHERE store = \(purchase.store.rawValue) AND environment = \(purchase.environment.rawValue) AND original_transaction_id = \(original)
+            FOR UPDATE
+            """).first.map { try $0.decode("status", as: String.self) }
         try connection.execute("""
             INSERT INTO subscriptions (store, environment, original_transaction_id, product_id, status, expires_date,
                                        grace_period_expires_date, latest_transaction_id, client_id)
@@ -44,6 +51,7 @@ enum SubscriptionRepository {
                 grace_period_expires_date = COALESCE(EXCLUDED.grace_period_expires_date, subscriptions.grace_period_expires_date),
                 updated_at = now()
             """)
+        return before != status.rawValue
     }
 
     /// A refund or revocation of the subscription's latest period.

@@ -9,10 +9,9 @@ struct NewTransactionRow {
     let state: TransactionState
     let clientID: String
     let gameID: Int64?
-    /// The caller's own identifiers; none for a row a store notification creates.
-    var playerID: String? = nil
-    var characterID: String? = nil
-    var serverID: String? = nil
+    /// The claim that writes the row, with the caller's own identifiers; nil for a row a store
+    /// tells us of (known, not claimed).
+    var claimant: Claimant? = nil
 }
 
 /// The columns a new transaction row is written with: one list that the single insert, the
@@ -49,9 +48,15 @@ enum TransactionColumns {
         Column(name: "state", type: "text") { $0.state.rawValue },
         Column(name: "client_id", type: "text") { $0.clientID },
         Column(name: "game_id", type: "bigint") { $0.gameID?.postgresText },
-        Column(name: "player_id", type: "text") { $0.playerID },
-        Column(name: "character_id", type: "text") { $0.characterID },
-        Column(name: "server_id", type: "text") { $0.serverID },
+        Column(name: "refund_store_type", type: "text") { $0.purchase.refund?.storeType },
+        Column(name: "refund_partial", type: "boolean") { $0.purchase.refund?.storeSaysPartial?.postgresText },
+        Column(name: "refund_percentage_milliunits", type: "integer") { $0.purchase.refund?.percentageMilliunits?.postgresText },
+        Column(name: "refunded_quantity", type: "integer") { $0.purchase.refund?.quantity?.postgresText },
+        Column(name: "claimed_at", type: "timestamptz") { $0.claimant == nil ? nil : Date().postgresText },
+        Column(name: "player_id", type: "text") { $0.claimant?.playerID },
+        Column(name: "character_id", type: "text") { $0.claimant?.characterID },
+        Column(name: "server_id", type: "text") { $0.claimant?.serverID },
+        Column(name: "game_version", type: "text") { $0.claimant?.gameVersion },
     ]
 
     /// `store, environment, ...`: the insert's column list (and the batch's select list).

@@ -14,36 +14,40 @@ extension TransactionRepository {
         switch event.kind {
         case .refunded, .revoked:
             let state: TransactionState = event.kind == .refunded ? .refunded : .revoked
-            let row = try upsert(purchase, news: .storeEvent(state), owner: owner, on: connection)
+            let change = try upsert(purchase, news: .storeEvent(state), owner: owner, on: connection)
             try SubscriptionRepository.markRevoked(state == .refunded ? .refunded : .revoked, purchase: purchase, original: original, on: connection)
-            try queue(state == .refunded ? "transaction.refunded" : "transaction.revoked", transaction: row, owner: owner, on: connection)
+            // The same refund told twice (a new notification id, a poll finding it again) is one event.
+            guard change.refundChanged else { return }
+            let row = change.row
+            try queue(state == .refunded ? "transaction.refunded" : "transaction.revoked", payload: RefundNews(transaction: NativeTransaction(row)),
+                      transaction: row, owner: owner, on: connection)
             // The game server's refund callback, in the format its client chose: for any transaction of the game.
             if owner.refundCallbackURL != nil, let renderer = refundCallbacks[owner.refundCallbackFormat] {
                 let body = try renderer.refundCallbackBody(RefundEvent(
                     transactionID: purchase.transactionID, productID: purchase.productID, revocationDate: purchase.revocationDate,
-                    revocationReasonCode: purchase.revocationReasonCode, gameID: owner.gameID))
+                    revocationReasonCode: purchase.revocationReasonCode, gameID: owner.gameID, partialPercentage: Self.partialPercentage(of: row)))
                 try OutboxRepository.enqueue(OutboxMessage(clientID: owner.clientID, target: .refundCallback, type: "refund.callback",
                                                            aggregateKey: "\(row.store.rawValue):\(row.originalOrSelf)", body: body), on: connection)
             }
         case .refundReversed:
-            let row = try upsert(purchase, news: .reversal(LedgerRules.stateAfterReversal(of: purchase)), owner: owner, on: connection)
+            let change = try upsert(purchase, news: .reversal(LedgerRules.stateAfterReversal(of: purchase)), owner: owner, on: connection)
             try SubscriptionRepository.reinstate(purchase, original: original, on: connection)
-            try queue("transaction.refund_reversed", transaction: row, owner: owner, on: connection)
+            if change.stateChanged { try queue("transaction.refund_reversed", transaction: change.row, owner: owner, on: connection) }
         case .renewed, .subscribed:
-            let row = try upsert(purchase, news: .storeEvent(LedgerRules.state(of: purchase)), owner: owner, on: connection)
+            let change = try upsert(purchase, news: .storeEvent(LedgerRules.state(of: purchase)), owner: owner, on: connection)
             try SubscriptionRepository.upsert(purchase, original: original, client: owner, on: connection)
             if let autoRenew = event.autoRenew { try SubscriptionRepository.setAutoRenew(autoRenew, purchase: purchase, original: original, on: connection) }
-            try queue("subscription.renewed", transaction: row, owner: owner, on: connection)
+            if change.stateChanged { try queue("subscription.renewed", transaction: change.row, owner: owner, on: connection) }
         case .expired, .gracePeriodExpired:
-            try SubscriptionRepository.setStatus(.expired, purchase: purchase, original: original, owner: owner, on: connection)
-            let row = try upsert(purchase, news: .storeEvent(.expired), owner: owner, on: connection)
-            try queue("subscription.expired", transaction: row, owner: owner, on: connection)
+            let moved = try SubscriptionRepository.setStatus(.expired, purchase: purchase, original: original, owner: owner, on: connection)
+            let change = try upsert(purchase, news: .storeEvent(.expired), owner: owner, on: connection)
+            if moved || change.stateChanged { try queue("subscription.expired", transaction: change.row, owner: owner, on: connection) }
         case .billingIssue:
             let inGrace = (event.gracePeriodExpires ?? .distantPast) > Date()
-            try SubscriptionRepository.setStatus(inGrace ? .gracePeriod : .billingRetry, purchase: purchase, original: original, owner: owner,
-                                                 graceUntil: event.gracePeriodExpires, on: connection)
-            let row = try upsert(purchase, news: .storeEvent(LedgerRules.state(of: purchase)), owner: owner, on: connection)
-            try queue("subscription.billing_issue", transaction: row, owner: owner, on: connection)
+            let moved = try SubscriptionRepository.setStatus(inGrace ? .gracePeriod : .billingRetry, purchase: purchase, original: original, owner: owner,
+                                                             graceUntil: event.gracePeriodExpires, on: connection)
+            let change = try upsert(purchase, news: .storeEvent(LedgerRules.state(of: purchase)), owner: owner, on: connection)
+            if moved || change.stateChanged { try queue("subscription.billing_issue", transaction: change.row, owner: owner, on: connection) }
         case .renewalStatusChanged:
             if let autoRenew = event.autoRenew { try SubscriptionRepository.setAutoRenew(autoRenew, purchase: purchase, original: original, on: connection) }
         case .consumptionRequest, .oneTimeCharge, .test, .other:
@@ -51,30 +55,82 @@ extension TransactionRepository {
         }
     }
 
-    /// Inserts the transaction in the state `news` carries, or moves the existing row as
-    /// `LedgerRules` says (a refund stays a refund when the period later expires) and takes the
-    /// store's dates; a reversal clears the revocation.
+    /// The percent refunded, only for a partial refund whose share the store told (as a
+    /// percentage, or as a quantity of the purchased quantity).
+    private static func partialPercentage(of row: TransactionRecord) -> Double? {
+        guard let refund = row.refund, refund.isPartial(ofQuantity: row.quantity) else { return nil }
+        if let milliunits = refund.percentageMilliunits { return Double(milliunits) / 1000 }
+        guard let quantity = refund.quantity, let purchased = row.quantity, purchased > 0 else { return nil }
+        return (Double(quantity) * 100_000 / Double(purchased)).rounded() / 1000
+    }
+
+    /// The row after a store's news, and whether the news changed it: events follow changes of
+    /// state, never the number of notifications that told of one.
+    struct StoreChange {
+        let row: TransactionRecord
+        /// The row is new, or its state moved.
+        let stateChanged: Bool
+        /// The row is newly withdrawn, or the store now says a different share was refunded.
+        let refundChanged: Bool
+    }
+
+    /// Inserts the transaction in the state `news` carries (known, not claimed), or moves the
+    /// existing row as `LedgerRules` says (a refund stays a refund when the period later expires)
+    /// and takes the store's dates; a reversal clears the revocation. The unique key decides
+    /// whether the row is new; the existing row is locked before it is read, so two notifications
+    /// of one change cannot both see it unchanged.
     private static func upsert(_ purchase: VerifiedPurchase, news: LedgerNews, owner: Client,
-                               on connection: PostgresConnection) throws -> TransactionRecord {
-        let clearRevocation = if case .reversal = news { true } else { false }
+                               on connection: PostgresConnection) throws -> StoreChange {
         let newRow = NewTransactionRow(purchase: purchase, state: news.state, clientID: owner.clientID, gameID: owner.gameID)
-        let rows = try connection.query("""
+        if let inserted = try connection.query("""
             INSERT INTO transactions (\(unescaped: TransactionColumns.names)) VALUES (\(TransactionColumns.values(newRow)))
-            ON CONFLICT (store, environment, transaction_id) DO UPDATE SET
-                state = \(LedgerSQL.state(after: news)),
-                expires_date = COALESCE(EXCLUDED.expires_date, transactions.expires_date),
-                revocation_date = CASE WHEN \(clearRevocation) THEN NULL ELSE COALESCE(EXCLUDED.revocation_date, transactions.revocation_date) END,
-                revocation_reason = CASE WHEN \(clearRevocation) THEN NULL ELSE COALESCE(EXCLUDED.revocation_reason, transactions.revocation_reason) END,
-                updated_at = now()
+            ON CONFLICT (store, environment, transaction_id) DO NOTHING
             RETURNING \(unescaped: TransactionRows.columns)
-            """)
-        guard let row = rows.first else { throw PostgresError(.queryFailed, "upsert returned no row") }
-        return try TransactionRows.transaction(row)
+            """).first {
+            let row = try TransactionRows.transaction(inserted)
+            return StoreChange(row: row, stateChanged: true, refundChanged: row.state.isWithdrawn)
+        }
+        let key: PostgresQuery = """
+            store = \(purchase.store.rawValue) AND environment = \(purchase.environment.rawValue) AND transaction_id = \(purchase.transactionID)
+            """
+        guard let locked = try connection.query("SELECT \(unescaped: TransactionRows.columns) FROM transactions WHERE \(key) FOR UPDATE").first,
+              let updated = try connection.query(Self.update(purchase, news: news, where: key)).first else {
+            throw PostgresError(.queryFailed, "the transaction row vanished under its lock")
+        }
+        let before = try TransactionRows.transaction(locked), after = try TransactionRows.transaction(updated)
+        let newlyWithdrawn = after.state.isWithdrawn && !before.state.isWithdrawn
+        return StoreChange(row: after, stateChanged: before.state != after.state,
+                           refundChanged: newlyWithdrawn || (after.state.isWithdrawn && before.refund != after.refund))
+    }
+
+    private static func update(_ purchase: VerifiedPurchase, news: LedgerNews, where key: PostgresQuery) -> PostgresQuery {
+        let clear = if case .reversal = news { true } else { false }
+        let refund = purchase.refund
+        return """
+            UPDATE transactions SET
+                state = \(LedgerSQL.state(after: news)),
+                expires_date = COALESCE(\(purchase.expiresDate)::timestamptz, expires_date),
+                revocation_date = CASE WHEN \(clear) THEN NULL ELSE COALESCE(\(purchase.revocationDate)::timestamptz, revocation_date) END,
+                revocation_reason = CASE WHEN \(clear) THEN NULL ELSE COALESCE(\(purchase.revocationReason)::text, revocation_reason) END,
+                refund_store_type = CASE WHEN \(clear) THEN NULL ELSE COALESCE(\(refund?.storeType)::text, refund_store_type) END,
+                refund_partial = CASE WHEN \(clear) THEN NULL ELSE COALESCE(\(refund?.storeSaysPartial)::boolean, refund_partial) END,
+                refund_percentage_milliunits = CASE WHEN \(clear) THEN NULL
+                    ELSE COALESCE(\(refund?.percentageMilliunits)::integer, refund_percentage_milliunits) END,
+                refunded_quantity = CASE WHEN \(clear) THEN NULL ELSE COALESCE(\(refund?.quantity)::integer, refunded_quantity) END,
+                updated_at = now()
+            WHERE \(key)
+            RETURNING \(unescaped: TransactionRows.columns)
+            """
     }
 
     private static func queue(_ type: String, transaction: TransactionRecord, owner: Client, on connection: PostgresConnection) throws {
+        try queue(type, payload: ["transaction": NativeTransaction(transaction)], transaction: transaction, owner: owner, on: connection)
+    }
+
+    private static func queue(_ type: String, payload: some Encodable, transaction: TransactionRecord, owner: Client,
+                              on connection: PostgresConnection) throws {
         guard owner.webhookURL != nil else { return }
-        try OutboxRepository.enqueue(event: type, payload: ["transaction": NativeTransaction(transaction)], client: owner.clientID,
+        try OutboxRepository.enqueue(event: type, payload: payload, client: owner.clientID,
                                      aggregateKey: "\(transaction.store.rawValue):\(transaction.originalOrSelf)", on: connection)
     }
 }

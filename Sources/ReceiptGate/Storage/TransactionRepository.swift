@@ -19,76 +19,68 @@ public struct TransactionRepository: Sendable {
     /// The environments a client accepts: its reads show nothing from the others.
     static func environments(of client: ClientInfo) -> [String] { client.environments.map(\.rawValue).sorted() }
 
-    /// Records the proven purchase once, with its webhook and delivery, the attempt row and the
-    /// caller's effects. Throws DUPLICATE_TRANSACTION when another game already redeemed it.
+    /// Records the proven purchase once and claims it: the first claim (a new row, or one a store
+    /// told us of) gets its webhook, delivery and the caller's first-verification effects; a later
+    /// one is a duplicate, and a conflict when made for another player. With the attempt row.
+    /// Throws DUPLICATE_TRANSACTION when another game already redeemed it.
     /// With `expectedVersion` (a client authenticated from memory), throws `ClientChanged` when the
     /// client row is no longer that version, before anything is written.
     func record<T: Sendable>(_ proven: ProvenPurchase, client: Client, expectedVersion: Int64? = nil,
                              effects: @escaping @Sendable (VerificationOutcome, any RecordScope) throws -> T) async throws -> (VerificationOutcome, T) {
         try await pool.withTransaction { connection in
             if let expectedVersion, try !ClientRepository.isCurrent(client.clientID, version: expectedVersion, on: connection) { throw ClientChanged() }
-            let purchase = proven.purchase
-            let request = proven.request
-            let newRow = NewTransactionRow(purchase: purchase, state: LedgerRules.state(of: purchase), clientID: client.clientID, gameID: client.gameID,
-                                        playerID: request.playerID, characterID: request.characterID, serverID: request.serverID)
-            let inserted = try connection.query("""
-                INSERT INTO transactions (\(unescaped: TransactionColumns.names)) VALUES (\(TransactionColumns.values(newRow)))
-                ON CONFLICT (store, environment, transaction_id) DO NOTHING
-                RETURNING \(unescaped: TransactionRows.columns)
-                """)
-            var transaction: TransactionRecord
-            let duplicate: Bool
-            if let row = inserted.first {
-                transaction = try TransactionRows.transaction(row)
-                duplicate = false
-                if purchase.kind == .autoRenewableSubscription, let original = purchase.originalTransactionID {
-                    try SubscriptionRepository.upsert(purchase, original: original, client: client, on: connection)
-                }
-                try Self.announce(transaction, proven: proven, client: client, on: connection)
-            } else {
-                let existing = try connection.query("""
-                    SELECT \(unescaped: TransactionRows.columns) FROM transactions
-                    WHERE store = \(purchase.store.rawValue) AND environment = \(purchase.environment.rawValue) AND transaction_id = \(purchase.transactionID)
-                    """)
-                guard let row = existing.first else { throw PostgresError(.queryFailed, "conflicting transaction row vanished") }
-                transaction = try TransactionRows.transaction(row)
-                duplicate = true
-                guard LedgerRules.isVisible(transaction, to: client.info) else {
-                    throw StoreVerificationError(code: .duplicateTransaction, reason: "REDEEMED_BY_ANOTHER_GAME",
-                                                 message: "this purchase was already verified for another game")
-                }
-                // A purchase refunded, revoked or expired since it was recorded (a notification
-                // missed) is answered, and kept, as what it is now.
-                if let updated = transaction.updated(byEvidence: purchase), let written = try Self.write(updated, replacing: transaction.state, on: connection) {
-                    transaction = written
-                }
+            let claimed = try Self.claim(proven, client: client, on: connection)
+            let taken = claimed.proven
+            var transaction = claimed.transaction
+            let owed = FirstClaimEffects.owed(by: taken, state: transaction.state, client: client, acknowledges: false)
+            if owed.contains(.subscriptionState), let original = taken.purchase.originalTransactionID, claimed.claim.isFirst,
+               try claimed.inserted || SubscriptionRepository.find(store: transaction.store, environment: transaction.environment,
+                                                                    original: original, on: connection) == nil {
+                try SubscriptionRepository.upsert(taken.purchase, original: original, client: client, on: connection)
             }
+            // A purchase refunded, revoked or expired since it was recorded (a notification
+            // missed) is answered, and kept, as what it is now.
+            if !claimed.inserted, let updated = transaction.updated(byEvidence: taken.purchase),
+               let written = try Self.write(updated, replacing: transaction.state, on: connection) {
+                transaction = written
+            }
+            var firstClaimedBy: Claimant?
+            switch claimed.claim {
+            case .first: try Self.announce(transaction, proven: taken, client: client, on: connection)
+            case .repeated: break
+            case .conflict(let first):
+                firstClaimedBy = first
+                try Self.announceConflict(transaction, first: first, now: taken.claimant, client: client, on: connection)
+            }
+            let duplicate = !claimed.claim.isFirst
+            let request = taken.request
             try connection.execute("""
                 INSERT INTO verification_attempts (client_id, store, request_id, outcome, transaction_row_id, duplicate, player_id, evidence_sha256)
-                VALUES (\(client.clientID), \(purchase.store.rawValue), \(request.requestID), \("verified"), \(transaction.managementID), \(duplicate),
-                        \(request.playerID), \(proven.evidenceDigest))
+                VALUES (\(client.clientID), \(transaction.store.rawValue), \(request.requestID), \("verified"), \(transaction.managementID), \(duplicate),
+                        \(request.playerID), \(taken.evidenceDigest))
                 """)
             let subscription = transaction.kind == .autoRenewableSubscription
                 ? try SubscriptionRepository.find(store: transaction.store, environment: transaction.environment,
                                                   original: transaction.originalOrSelf, on: connection)
                 : nil
-            let outcome = VerificationOutcome(transaction: transaction, duplicate: duplicate, accountMatch: proven.accountMatch, subscription: subscription)
+            let outcome = VerificationOutcome(transaction: transaction, duplicate: duplicate, accountMatch: taken.accountMatch, subscription: subscription,
+                                              firstClaimedBy: firstClaimedBy)
             let extra = try effects(outcome, PostgresRecordScope(connection: connection, client: client.info, secrets: secrets))
             return (outcome, extra)
         }
     }
 
-    /// The events a first recording owes the game server: `transaction.verified` to the webhook,
-    /// and the delivery (server-authoritative, seed 001) once per transaction — only for a purchase
-    /// that is active and whose account does not contradict the caller's.
+    /// The events a first claim owes the game server (`FirstClaimEffects`): `transaction.verified`
+    /// to the webhook, and the delivery (server-authoritative) once per transaction.
     private static func announce(_ transaction: TransactionRecord, proven: ProvenPurchase, client: Client, on connection: PostgresConnection) throws {
         let aggregate = "\(transaction.store.rawValue):\(transaction.originalOrSelf)"
         let view = NativeTransaction(transaction, accountMatch: proven.accountMatch)
-        if client.webhookURL != nil {
+        let owed = FirstClaimEffects.owed(by: proven, state: transaction.state, client: client, acknowledges: false)
+        if owed.contains(.webhook) {
             try OutboxRepository.enqueue(event: "transaction.verified", payload: ["transaction": view], client: client.clientID,
                                          aggregateKey: aggregate, on: connection)
         }
-        if client.deliveryURL != nil, transaction.state == .active, proven.accountMatch != .mismatch {
+        if owed.contains(.delivery) {
             let request = proven.request
             try OutboxRepository.enqueue(event: "entitlement.delivery",
                                          payload: Delivery(transaction: view, playerID: request.playerID, characterID: request.characterID,
@@ -103,7 +95,10 @@ public struct TransactionRepository: Sendable {
                               on connection: PostgresConnection) throws -> TransactionRecord? {
         try connection.query("""
             UPDATE transactions SET state = \(updated.state.rawValue), revocation_date = \(updated.revocationDate),
-                revocation_reason = \(updated.revocationReason), expires_date = \(updated.expiresDate), updated_at = now()
+                revocation_reason = \(updated.revocationReason), expires_date = \(updated.expiresDate),
+                refund_store_type = \(updated.refund?.storeType), refund_partial = \(updated.refund?.storeSaysPartial),
+                refund_percentage_milliunits = \(updated.refund?.percentageMilliunits), refunded_quantity = \(updated.refund?.quantity),
+                updated_at = now()
             WHERE id = \(updated.managementID) AND state = \(recorded.rawValue)
             RETURNING \(unescaped: TransactionRows.columns)
             """).first.map(TransactionRows.transaction)

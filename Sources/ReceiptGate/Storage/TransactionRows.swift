@@ -8,7 +8,9 @@ enum TransactionRows {
     static let columns = """
         id, store, environment, transaction_id, original_transaction_id, order_id, product_id, product_kind, quantity,
         price_milliunits, currency, storefront, purchase_date, expires_date, revocation_date,
-        revocation_reason, ownership, account_token, state, client_id, game_id, first_verified_at
+        revocation_reason, ownership, account_token, state, client_id, game_id, first_verified_at,
+        refund_store_type, refund_partial, refund_percentage_milliunits, refunded_quantity,
+        claimed_at, player_id, character_id, server_id, game_version
         """
 
     static func transaction(_ row: PostgresRow) throws -> TransactionRecord {
@@ -31,7 +33,20 @@ enum TransactionRows {
         record.ownership = try row.decode("ownership", as: String?.self).flatMap(Ownership.init(rawValue:))
         record.accountToken = try row.decode("account_token")
         record.gameID = try row.decode("game_id")
+        record.refund = try refund(row)
+        if let claimedAt: Date = try row.decode("claimed_at") {
+            record.claim = Claim(claimant: Claimant(playerID: try row.decode("player_id"), characterID: try row.decode("character_id"),
+                                                    serverID: try row.decode("server_id"), gameVersion: try row.decode("game_version")),
+                                 claimedAt: claimedAt)
+        }
         return record
+    }
+
+    /// What the store said of a refund, once the row was refunded or revoked.
+    private static func refund(_ row: PostgresRow) throws -> RefundDetail? {
+        guard try row.decode("revocation_date", as: Date?.self) != nil else { return nil }
+        return RefundDetail(storeType: try row.decode("refund_store_type"), storeSaysPartial: try row.decode("refund_partial"),
+                            percentageMilliunits: try row.decode("refund_percentage_milliunits"), quantity: try row.decode("refunded_quantity"))
     }
 
     static let subscriptionColumns = """

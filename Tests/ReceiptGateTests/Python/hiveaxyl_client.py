@@ -1,4 +1,4 @@
-"""An app server written from seed 002 ("Verify receipts with the Hive Axyl Server API") alone,
+"""An app server written from Hive Axyl's contract ("Verify receipts with the Hive Axyl Server API") alone,
 with the Python standard library: it gets an access token by posting its Client ID and Client
 Secret as JSON (the seed names no grant type), puts the token in the Authorization header as it is
 (the seed names no scheme; the restore sends it as `Bearer`), with `X-App-Id`, decides delivery from

@@ -1,10 +1,8 @@
-import ReceiptCore
-
 /// The fields beside a receipt that a store declared (`StoreDeclaration.evidenceFields`), checked
 /// the same way whichever API they came through: required ones present, none too long or holding
 /// control characters, and nothing the store did not declare passed on.
-enum EvidenceFieldCheck {
-    static func checked(_ given: [String: String], declared store: StoreDeclaration) throws -> [String: String] {
+package enum EvidenceFieldCheck {
+    package static func checked(_ given: [String: String], declared store: StoreDeclaration) throws -> [String: String] {
         var accepted: [String: String] = [:]
         for field in store.evidenceFields {
             guard let value = given[field.name], !value.isEmpty else {

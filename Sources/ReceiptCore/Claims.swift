@@ -1,0 +1,83 @@
+public import Foundation
+
+/// The game's own names for whom a claim was made, as the claim sent them.
+public struct Claimant: Sendable, Equatable {
+    public var playerID: String?
+    public var characterID: String?
+    public var serverID: String?
+    public var gameVersion: String?
+
+    public init(playerID: String? = nil, characterID: String? = nil, serverID: String? = nil, gameVersion: String? = nil) {
+        self.playerID = playerID
+        self.characterID = characterID
+        self.serverID = serverID
+        self.gameVersion = gameVersion
+    }
+}
+
+/// The first claim of a purchase: a game asked to verify it (through any API) and was answered
+/// as its first verification. A ledger row without one is *known* (a store told us) and not yet
+/// delivered to anyone.
+public struct Claim: Sendable, Equatable {
+    public var claimant: Claimant
+    public var claimedAt: Date
+
+    public init(claimant: Claimant, claimedAt: Date) {
+        self.claimant = claimant
+        self.claimedAt = claimedAt
+    }
+}
+
+/// What one claim of a purchase came to.
+public enum ClaimOutcome: Sendable, Equatable {
+    /// Nobody had claimed it: the first verification, owed its delivery, webhook and acknowledgement.
+    case first
+    /// Claimed before, by the same player or by a caller that names none.
+    case repeated
+    /// Claimed before for another player of the same game: still a duplicate, and the first
+    /// signal of a shared receipt.
+    case conflict(firstClaimedBy: Claimant)
+
+    public var isFirst: Bool { self == .first }
+}
+
+extension LedgerRules {
+    /// How a claim by `claimant` stands against the purchase's recorded first claim (nil: known only).
+    /// A conflict needs both player ids: a claim that names no player cannot contradict one.
+    public static func claim(of recorded: Claim?, by claimant: Claimant) -> ClaimOutcome {
+        guard let recorded else { return .first }
+        if let first = recorded.claimant.playerID, let now = claimant.playerID, first != now {
+            return .conflict(firstClaimedBy: recorded.claimant)
+        }
+        return .repeated
+    }
+}
+
+/// How much of a purchase a store refunded or revoked, as far as the store says. Kept with the
+/// transaction; unknown values stay as the store wrote them (`storeType`).
+public struct RefundDetail: Sendable, Equatable {
+    /// The store's own name for the kind of refund (a revocation type, a refund type number), raw.
+    public var storeType: String?
+    /// The store said the refund is partial (a prorated refund, a quantity-based void).
+    public var storeSaysPartial: Bool?
+    /// The share refunded in milliunits of a percent (50_000 is 50 %), when the store says.
+    public var percentageMilliunits: Int?
+    /// How many of the purchased quantity were refunded, when the store says.
+    public var quantity: Int?
+
+    public init(storeType: String? = nil, storeSaysPartial: Bool? = nil, percentageMilliunits: Int? = nil, quantity: Int? = nil) {
+        self.storeType = storeType
+        self.storeSaysPartial = storeSaysPartial
+        self.percentageMilliunits = percentageMilliunits
+        self.quantity = quantity
+    }
+
+    /// Partial when the store says so, or the percentage is under 100 %, or fewer than the
+    /// purchased quantity were refunded; full otherwise.
+    public func isPartial(ofQuantity purchased: Int?) -> Bool {
+        if storeSaysPartial == true { return true }
+        if let percentageMilliunits, percentageMilliunits < 100_000 { return true }
+        if let quantity, let purchased, quantity < purchased { return true }
+        return false
+    }
+}

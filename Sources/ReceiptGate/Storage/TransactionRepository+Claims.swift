@@ -1,0 +1,77 @@
+import Foundation
+import Postgres
+import ReceiptCore
+
+/// How a verification claims its purchase: the unique key decides whether the row is new, and a
+/// known row (a store told us first) is claimed by one `UPDATE … WHERE claimed_at IS NULL`, so
+/// however many claims race, across processes, exactly one is first.
+extension TransactionRepository {
+    /// What the claim found, before any effect is queued.
+    struct ClaimedRow {
+        var transaction: TransactionRecord
+        /// The purchase the claim took (one of the evidence's, when it holds several).
+        var proven: ProvenPurchase
+        /// The row was written now, by this claim.
+        var inserted: Bool
+        var claim: ClaimOutcome
+    }
+
+    /// Claims the oldest purchase of `proven.claimOrder` not yet claimed (or `proven.purchase`
+    /// when the evidence names one); when every one is claimed, answers the newest as a duplicate.
+    /// Throws REDEEMED_BY_ANOTHER_GAME when the purchase is another game's.
+    static func claim(_ proven: ProvenPurchase, client: Client, on connection: PostgresConnection) throws -> ClaimedRow {
+        let candidates = proven.claimOrder.isEmpty ? [proven] : proven.claimOrder.map(proven.about)
+        var repeated: ClaimedRow?
+        for candidate in candidates {
+            let found = try claimOne(candidate, client: client, on: connection)
+            if found.claim.isFirst { return found }
+            repeated = found
+        }
+        guard let repeated else { throw PostgresError(.queryFailed, "a claim had no purchase to take") }
+        return repeated
+    }
+
+    private static func claimOne(_ proven: ProvenPurchase, client: Client, on connection: PostgresConnection) throws -> ClaimedRow {
+        let purchase = proven.purchase
+        let newRow = NewTransactionRow(purchase: purchase, state: LedgerRules.state(of: purchase), clientID: client.clientID, gameID: client.gameID,
+                                       claimant: proven.claimant)
+        if let row = try connection.query("""
+            INSERT INTO transactions (\(unescaped: TransactionColumns.names)) VALUES (\(TransactionColumns.values(newRow)))
+            ON CONFLICT (store, environment, transaction_id) DO NOTHING
+            RETURNING \(unescaped: TransactionRows.columns)
+            """).first {
+            return ClaimedRow(transaction: try TransactionRows.transaction(row), proven: proven, inserted: true, claim: .first)
+        }
+        // Known from the store and not claimed: the first claim takes it, for the claiming client.
+        let claimant = proven.claimant
+        if let row = try connection.query("""
+            UPDATE transactions SET claimed_at = now(), first_verified_at = now(), client_id = \(client.clientID), game_id = \(client.gameID),
+                player_id = \(claimant.playerID), character_id = \(claimant.characterID), server_id = \(claimant.serverID),
+                game_version = \(claimant.gameVersion), updated_at = now()
+            WHERE store = \(purchase.store.rawValue) AND environment = \(purchase.environment.rawValue) AND transaction_id = \(purchase.transactionID)
+              AND claimed_at IS NULL AND \(LedgerSQL.visible(to: client.info))
+            RETURNING \(unescaped: TransactionRows.columns)
+            """).first {
+            return ClaimedRow(transaction: try TransactionRows.transaction(row), proven: proven, inserted: false, claim: .first)
+        }
+        guard let row = try connection.query("""
+            SELECT \(unescaped: TransactionRows.columns) FROM transactions
+            WHERE store = \(purchase.store.rawValue) AND environment = \(purchase.environment.rawValue) AND transaction_id = \(purchase.transactionID)
+            """).first else { throw PostgresError(.queryFailed, "conflicting transaction row vanished") }
+        let transaction = try TransactionRows.transaction(row)
+        guard LedgerRules.isVisible(transaction, to: client.info) else {
+            throw StoreVerificationError(code: .duplicateTransaction, reason: "REDEEMED_BY_ANOTHER_GAME",
+                                         message: "this purchase was already verified for another game")
+        }
+        return ClaimedRow(transaction: transaction, proven: proven, inserted: false, claim: LedgerRules.claim(of: transaction.claim, by: claimant))
+    }
+
+    /// The conflict webhook: the purchase was first claimed for another player of this game.
+    static func announceConflict(_ transaction: TransactionRecord, first: Claimant, now claimant: Claimant, client: Client,
+                                 on connection: PostgresConnection) throws {
+        guard client.webhookURL != nil else { return }
+        try OutboxRepository.enqueue(event: "transaction.claim_conflict",
+                                     payload: ClaimConflict(transaction: NativeTransaction(transaction), firstClaimedBy: first, claimedBy: claimant),
+                                     client: client.clientID, aggregateKey: "\(transaction.store.rawValue):\(transaction.originalOrSelf)", on: connection)
+    }
+}
