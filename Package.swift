@@ -72,7 +72,7 @@ let package = Package(
 
         .executableTarget(
             name: "receiptgate",
-            dependencies: ["ReceiptGate", "ReceiptCore", "Crypto", "Postgres", "HTTPServer", "Plugins", "AppStore"],
+            dependencies: ["ReceiptGate", "ReceiptCore", "Postgres", "HTTPServer", "Plugins"],
             swiftSettings: swiftSettings,
             linkerSettings: allocator
         ),

@@ -1,4 +1,4 @@
-/// The stable error codes every API speaks (DESIGN.md). Dialects map them to their own HTTP
+/// The stable error codes every API speaks (docs/architecture.md). Dialects map them to their own HTTP
 /// statuses and names, each in one table.
 public enum ErrorCode: String, Sendable, CaseIterable, Codable {
     case missingFields = "MISSING_FIELDS"

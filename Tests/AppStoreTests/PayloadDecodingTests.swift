@@ -88,9 +88,10 @@ import TestSupport
             #"{"type":"Future Type","offerType":42,"revocationReason":-1,"environment":"Xcode"}"#, #"{"offerType":"1"}"#,
             #"{"quantity":1.0,"price":990e0}"#, #"{"quantity":1.5}"#, #"{"price":9223372036854775808}"#, #"{"isUpgraded":0}"#,
             #"{"bundleId":"com.example.game","bundleId":"com.attacker"}"#, #"{"bundle\u0049d":"escaped key"}"#,
-            #"{"bundleId":"a","x":{"\ud800":[01,"\q"]}}"#, #"[]"#, #"null"#, #"{"signedDate":1e400}"#, #"{"signedDate":-9007199254740993.5}"#,
+            #"[]"#, #"null"#,
         ] {
-            Self.compare(Array(document.utf8), document)
+            // Each of these is one JSONSerialization settles; those it cannot are the next test's.
+            #expect(Self.compare(Array(document.utf8), document), "JSONSerialization does not settle \(document)")
         }
     }
 
