@@ -95,6 +95,7 @@ public final class Service: @unchecked Sendable {
         // Verifications without effects share commits.
         pipeline.batcher = RecordBatcher(pool: database.pool)
         pipeline.tally = verifications
+        pipeline.storeCallBudget = .seconds(configuration.requestTimeoutSeconds) * 0.9
         let core = ServiceDialectCore(pipeline: pipeline, clients: repositories.clients, directory: directory, transactions: repositories.transactions,
                                       rateLimiter: rateLimiter, tokens: repositories.tokens, accounts: repositories.accounts,
                                       replayGuard: repositories.replay,

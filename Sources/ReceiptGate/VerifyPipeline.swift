@@ -17,6 +17,9 @@ public struct VerifyPipeline: Sendable {
     var batcher: RecordBatcher?
     /// Counts every outcome for `/metrics` and the console.
     var tally: VerificationTally?
+    /// How long a verification's store calls may take in all: a little less than the request's
+    /// own deadline, so a provider makes no call (or retry) whose answer would come too late.
+    var storeCallBudget: Duration?
 
     init(stores: [StoreRegistration], transactions: TransactionRepository, clients: ClientRepository, directory: any ClientDirectory,
          logger: Logger) {
@@ -45,6 +48,7 @@ public struct VerifyPipeline: Sendable {
                                               client: client.info, credentials: try await credentials(of: client, for: request.store),
                                               evidenceKind: request.evidenceKind)
             context.transactionID = request.transactionID
+            context.deadline = storeCallBudget.map { ContinuousClock.now + $0 }
             context.evidenceFields = evidenceFields
             let purchases = try await provider.verify(evidence: request.evidence, context: context)
             return try VerificationChecks.proven(purchases, request: request, client: client.info, evidenceDigest: digest) { refusedTransaction = $0 }

@@ -20,6 +20,8 @@ package final class FakeRVS: Sendable {
         /// A status to answer every request with, when set.
         package let alwaysStatus = LockedBox<Int?>(nil)
         package let retryAfter = LockedBox<String?>(nil)
+        /// How long each verify request is held before it is answered, when set: a slow RVS.
+        package let answerDelay = LockedBox<Duration?>(nil)
         /// One entry per verify request: "production" or "sandbox".
         package let hits = LockedBox<[String]>([])
     }
@@ -87,6 +89,7 @@ package final class FakeRVS: Sendable {
                   let receipt = parts[8].removingPercentEncoding
             else { return try await next(request) }
             state.hits.update { $0.append(sandbox ? "sandbox" : "production") }
+            if let delay = state.answerDelay.get() { try? await Task.sleep(for: delay) }
             if let status = state.failuresFirst.update({ queue -> Int? in queue.isEmpty ? nil : queue.removeFirst() }) ?? state.alwaysStatus.get() {
                 return Self.error(status, "injected failure", retryAfter: state.retryAfter.get())
             }

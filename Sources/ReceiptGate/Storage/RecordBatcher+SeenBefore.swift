@@ -4,8 +4,9 @@ import ReceiptCore
 
 /// Purchases the batch statement did not insert because a row already holds them: retries,
 /// restores, another game's purchase. A row a store told us of and nobody claimed yet, or one
-/// claimed for another player, is handed back: its claim owes effects the ordinary path writes. They are settled together by a second statement on the same
-/// connection, which answers as the ordinary path does: the stored row (a duplicate, with its own
+/// claimed for another player, is handed back: its claim owes effects the ordinary path writes.
+/// The others are settled together by a second statement on the same connection, which answers
+/// as the ordinary path does: the stored row (a duplicate, with its own
 /// state), or "another game's" when the caller may not see it, each with its attempt row. Not
 /// prepared: it reads rows by key, and planned each time its plan follows the table's real size;
 /// it runs only when a batch held such purchases. The stored row is the answer as it stands: only
