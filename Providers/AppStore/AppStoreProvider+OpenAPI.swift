@@ -11,8 +11,9 @@ extension AppStoreProvider {
     operationId: appStoreNotification
     description: |
       The `signedPayload` is verified like any StoreKit 2 signed data (ES256, `x5c` chain to the
-      configured Apple root valid at `signedDate`, Apple's marker extensions), as is any nested
-      `signedTransactionInfo` / `signedRenewalInfo`. Its bundle id and environment must be ones
+      configured Apple root valid at `signedDate`, or now with online checks on, Apple's marker
+      extensions), as is any nested `signedTransactionInfo` / `signedRenewalInfo`. Its bundle id
+      and environment must be ones
       some enabled client registered. The notification is recorded once, keyed by
       `notificationUUID`, with its raw body; a repeat is answered 200 with `duplicate: true`.
       Apple retries anything but 200.

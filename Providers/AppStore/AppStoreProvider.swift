@@ -45,7 +45,8 @@ public struct AppStoreProvider: NotificationReceiving {
     public static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment,
                                        http: HTTPClient = HTTPClient(), es256: any ES256Verifier = FixedKeyES256Verifier()) throws -> AppStoreProvider {
         let configuration = try AppStoreConfiguration.fromEnvironment(environment)
-        return AppStoreProvider(verifier: AppStoreSignedDataVerifier(trustRoots: configuration.trustRoots, es256: es256),
+        return AppStoreProvider(verifier: AppStoreSignedDataVerifier(trustRoots: configuration.trustRoots, es256: es256,
+                                                                            onlineChecks: configuration.onlineChecks),
                                 configuration: configuration, http: http)
     }
 

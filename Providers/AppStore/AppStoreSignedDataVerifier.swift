@@ -33,8 +33,14 @@ public final class AppStoreSignedDataVerifier: Sendable {
     /// How the leaf's signature is checked (the deployment's `RECEIPTGATE_ES256_FIXED_KEY`).
     package let es256: any ES256Verifier
 
+    /// With online checks on, certificates must be valid now, as Apple's library judges them
+    /// then: a revocation answer is about the certificate today, so its validity is too. Off, at
+    /// the payload's `signedDate` (now when it has none), so a token signed in time still verifies.
+    package let onlineChecks: Bool
+
     public init(trustRoots: [Certificate], cacheCapacity: Int = 64, es256: any ES256Verifier = FixedKeyES256Verifier(),
-                now: @escaping @Sendable () -> Date = { Date() }) {
+                onlineChecks: Bool = false, now: @escaping @Sendable () -> Date = { Date() }) {
+        self.onlineChecks = onlineChecks
         chainVerifier = CertificateChainVerifier(trustRoots: trustRoots, strict: true)
         cache = VerifiedChainCache(capacity: cacheCapacity)
         self.es256 = es256
@@ -121,8 +127,8 @@ public final class AppStoreSignedDataVerifier: Sendable {
             throw AppStoreVerificationError(.malformed, "payload is not a JSON object")
         }
         let value = try decode(parts.payload)
-        let signingDate = value.signingDate?.date ?? now()
-        let leaf = try verifiedLeafKey(for: parts, at: signingDate)
+        let validityDate = onlineChecks ? now() : value.signingDate?.date ?? now()
+        let leaf = try verifiedLeafKey(for: parts, at: validityDate)
         guard es256.isValid(signature: parts.signature, for: parts.signingInput, key: leaf.key) else {
             throw AppStoreVerificationError(.signatureInvalid, "the signature does not verify with the leaf certificate's key")
         }

@@ -15,10 +15,10 @@ import TestSupport
         let leafPort: Int, intermediatePort: Int
         var processes: [ChildProcess] = []
 
-        init() throws {
+        init(_ base: AppleTestPKI.Options = AppleTestPKI.Options()) throws {
             leafPort = try RawHTTP.freePort()
             intermediatePort = try RawHTTP.freePort()
-            var options = AppleTestPKI.Options()
+            var options = base
             options.leafOCSPURL = "http://127.0.0.1:\(leafPort)"
             options.intermediateOCSPURL = "http://127.0.0.1:\(intermediatePort)"
             pki = try AppleTestPKI(options)
@@ -45,6 +45,8 @@ import TestSupport
                     "ocsp", "-index", directory.appendingPathComponent(index).path, "-port", "\(port)",
                     "-rsigner", directory.appendingPathComponent("\(ca).pem").path, "-rkey", directory.appendingPathComponent("\(ca).key").path,
                     "-CA", directory.appendingPathComponent("\(ca).pem").path, "-nmin", "5",
+                    // Named by key hash: Apple's library finds the signer only that way.
+                    "-resp_key_id",
                 ], environment: ["PATH": "/usr/bin:/bin"])
                 processes.append(process)
                 // Wait for its "ACCEPT" line rather than probing the port: `openssl ocsp` serves one
@@ -69,7 +71,7 @@ import TestSupport
         }
 
         func provider() -> AppStoreProvider {
-            let verifier = AppStoreSignedDataVerifier(trustRoots: [pki.root])
+            let verifier = AppStoreSignedDataVerifier(trustRoots: [pki.root], onlineChecks: true)
             return AppStoreProvider(verifier: verifier, revocation: AppleRevocationChecker(http: HTTPClientForTests.fast(), trustRoots: [pki.root]))
         }
     }

@@ -1,10 +1,10 @@
 """Verdicts of Apple's official app-store-server-library on a corpus of signed tokens.
 
-Reads JSON lines {"id", "kind", "token", "root", "bundle_id", "environment", "app_apple_id"}
-(root: base64 DER) on stdin and writes JSON lines {"id", "accepted", "status"} on stdout.
-Online checks are off, so certificate validity is judged at the payload's signedDate, as
-ReceiptGate does. This file is the oracle for ReceiptGate's differential test; it is not
-product code.
+Reads JSON lines {"id", "kind", "token", "root", "bundle_id", "environment", "app_apple_id",
+"online"} (root: base64 DER) on stdin and writes JSON lines {"id", "accepted", "status"} on
+stdout. Online checks are on only for a case that says so: then the library asks the OCSP
+responders the certificates name and judges validity now; otherwise at the payload's signedDate.
+This file is the oracle for ReceiptGate's differential tests; it is not product code.
 """
 import base64
 import json
@@ -17,7 +17,7 @@ from appstoreserverlibrary.signed_data_verifier import SignedDataVerifier, Verif
 def verdict(case):
     verifier = SignedDataVerifier(
         root_certificates=[base64.b64decode(case["root"])],
-        enable_online_checks=False,
+        enable_online_checks=bool(case.get("online")),
         environment=Environment(case["environment"]),
         bundle_id=case["bundle_id"],
         app_apple_id=case.get("app_apple_id"),
