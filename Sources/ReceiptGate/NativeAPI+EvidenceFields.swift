@@ -1,22 +1,47 @@
 import Foundation
+import JSON
 import ReceiptCore
 
 extension NativeAPI {
-    /// The body's fields a store declared beside `receipt` (a store's user id), as strings.
-    /// Read only for a store that declares some, so the common body keeps its fast reader; the
-    /// values are checked by the verification pipeline like every other caller's.
-    static func evidenceFields(_ body: Data, declared store: StoreDeclaration) -> Result<[String: String], JSONBody.Problem> {
-        guard let object = try? JSONSerialization.jsonObject(with: body) as? [String: Any] else {
-            return .failure(.init(code: .invalidField, message: "the body must be a JSON object"))
-        }
-        var fields: [String: String] = [:]
-        for field in store.evidenceFields {
-            switch object[field.name] {
-            case nil, is NSNull: continue
-            case let value as String: fields[field.name] = value
-            default: return .failure(.init(code: .invalidField, message: "field '\(field.name)' must be a string"))
+    /// The fields stores declared beside `receipt` (a store's user id), read in the same pass as
+    /// the body's own: the reader knows every such name from the start, and takes a store's own
+    /// once the body has said which store it is. The values are checked by the verification
+    /// pipeline like every other caller's (`EvidenceFieldCheck`).
+    struct EvidenceFieldReading: Sendable {
+        /// The body's own fields and every store's declared ones.
+        let names: JSONFieldNames
+        let declared: [String: [String]]
+
+        init(stores: [StoreDeclaration]) {
+            var declared: [String: [String]] = [:]
+            var names = VerifyBody.CodingKeys.allCases.map(\.stringValue)
+            for store in stores where !store.evidenceFields.isEmpty {
+                declared[store.store.rawValue] = store.evidenceFields.map(\.name)
+                names += store.evidenceFields.map(\.name).filter { !names.contains($0) }
             }
+            self.names = JSONFieldNames(names)
+            self.declared = declared
         }
-        return .success(fields)
+
+        /// The store's declared fields present as strings; one that is not a string is refused.
+        func read(_ fields: JSONBody.Fields, store: String) -> Result<[String: String], JSONBody.Problem> {
+            var values: [String: String] = [:]
+            for name in declared[store] ?? [] {
+                do throws(JSONBody.Problem) {
+                    if let value = try fields.string(FieldName(stringValue: name)) { values[name] = value }
+                } catch {
+                    return .failure(.init(code: .invalidField, message: "field '\(name)' must be a string"))
+                }
+            }
+            return .success(values)
+        }
+    }
+
+    /// A field named at run time, for `JSONBody.Fields`.
+    private struct FieldName: CodingKey {
+        let stringValue: String
+        init(stringValue: String) { self.stringValue = stringValue }
+        var intValue: Int? { nil }
+        init?(intValue: Int) { nil }
     }
 }

@@ -8,11 +8,13 @@ import ReceiptCore
 // conformance stays, as the reference of VerifyAnswerAgainstJSONEncoder and for webhooks and reads.
 
 extension NativeAPI.VerifyBody {
-    private static let fieldNames = JSONFieldNames(CodingKeys.allCases.map(\.stringValue))
+    private static let withoutEvidenceFields = NativeAPI.EvidenceFieldReading(stores: [])
 
-    /// What `JSONBody.decode(_:from:)` would give for a Decodable of these fields, refusals and messages included.
-    static func decode(_ body: Data) -> Result<Self, JSONBody.Problem> {
-        JSONBody.decode(from: body, fields: fieldNames) { fields throws(JSONBody.Problem) in
+    /// What `JSONBody.decode(_:from:)` would give for a Decodable of these fields, refusals and
+    /// messages included; the store's declared evidence fields are read in the same pass, their
+    /// refusal kept for after the body's own checks.
+    static func decode(_ body: Data, evidence: NativeAPI.EvidenceFieldReading = withoutEvidenceFields) -> Result<Self, JSONBody.Problem> {
+        JSONBody.decode(from: body, fields: evidence.names) { fields throws(JSONBody.Problem) in
             // Read in CodingKeys' order (package_name first), the order a synthesized init(from:)
             // reads them in, so the first field that fails is the one JSONDecoder would name.
             let packageName = try fields.string(CodingKeys.packageName)
@@ -22,7 +24,8 @@ extension NativeAPI.VerifyBody {
             let serverID = try fields.string(CodingKeys.serverID), gameVersion = try fields.string(CodingKeys.gameVersion)
             let restore = try fields.bool(CodingKeys.restore)
             return Self(store: store, receipt: receipt, productID: productID, appAccountToken: appAccountToken, playerID: playerID,
-                        characterID: characterID, serverID: serverID, gameVersion: gameVersion, restore: restore, packageName: packageName)
+                        characterID: characterID, serverID: serverID, gameVersion: gameVersion, restore: restore, packageName: packageName,
+                        evidenceFields: evidence.read(fields, store: store))
         }
     }
 }

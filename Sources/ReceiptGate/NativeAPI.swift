@@ -6,6 +6,13 @@ import ReceiptCore
 struct NativeAPI: Sendable {
     let core: ServiceDialectCore
     let transactions: TransactionRepository
+    let evidenceFields: EvidenceFieldReading
+
+    init(core: ServiceDialectCore, transactions: TransactionRepository) {
+        self.core = core
+        self.transactions = transactions
+        evidenceFields = EvidenceFieldReading(stores: core.declarations)
+    }
 
     /// Generous, and per process so it costs no database round trip.
     static let perClient = RateLimitPolicy(name: "native.client", key: .client, limit: 10_000, window: .seconds(1), shared: false)
@@ -51,6 +58,8 @@ struct NativeAPI: Sendable {
         let restore: Bool?
         /// The app, for a store whose evidence (a bare purchase token) may not name it.
         let packageName: String?
+        /// The fields the store declared beside `receipt`, or why one was refused.
+        var evidenceFields: Result<[String: String], JSONBody.Problem> = .success([:])
 
         enum CodingKeys: String, CodingKey, CaseIterable {
             case packageName = "package_name"
@@ -83,18 +92,16 @@ struct NativeAPI: Sendable {
     func verify(_ request: RouteRequest, context: RouteContext) async -> RouteResponse {
         guard let client = context.client else { return Self.error(.unauthorized, "client authentication required") }
         let body: VerifyBody
-        switch VerifyBody.decode(request.body) {
+        switch VerifyBody.decode(request.body, evidence: evidenceFields) {
         case .success(let decoded): body = decoded
         case .failure(let problem): return Self.error(problem.code, problem.message)
         }
         let declaration = core.declaration(of: StoreID(rawValue: body.store))
         if let problem = Self.validate(body, declaration: declaration) { return Self.error(problem.code, problem.message) }
         var verification = VerificationRequest(store: StoreID(rawValue: body.store), evidence: body.receipt, requestID: context.requestID)
-        if let declaration, !declaration.evidenceFields.isEmpty {
-            switch Self.evidenceFields(request.body, declared: declaration) {
-            case .success(let fields): verification.evidenceFields = fields
-            case .failure(let problem): return Self.error(problem.code, problem.message)
-            }
+        switch body.evidenceFields {
+        case .success(let fields): verification.evidenceFields = fields
+        case .failure(let problem): return Self.error(problem.code, problem.message)
         }
         verification.productID = body.productID
         verification.accountToken = body.appAccountToken

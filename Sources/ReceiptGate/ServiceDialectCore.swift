@@ -15,9 +15,12 @@ struct ServiceDialectCore: DialectCore {
     let replayGuard: any ReplayGuard
     let signer: any TokenSigner
 
+    /// Every store served, by name.
+    var declarations: [StoreDeclaration] { pipeline.stores.values.map(\.declaration).sorted { $0.store.rawValue < $1.store.rawValue } }
+
     func store(forPlatform platform: String) -> StoreDeclaration? {
         let name = platform.lowercased()
-        return pipeline.stores.values.map(\.declaration).sorted { $0.store.rawValue < $1.store.rawValue }.first { $0.platforms.contains(name) }
+        return declarations.first { $0.platforms.contains(name) }
     }
 
     func declaration(of store: StoreID) -> StoreDeclaration? { pipeline.stores[store]?.declaration }

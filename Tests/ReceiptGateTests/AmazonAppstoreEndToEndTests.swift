@@ -34,6 +34,22 @@ import TestSupport
         #expect(harness.rvs.hits.count == hitsBefore)
     }
 
+    /// The store's own fields are read with the rest of the body, by its rules: of a key given
+    /// twice the first counts, for `amazon_user_id` as for `receipt`.
+    @Test func theBodyIsReadOnceByOneRule() async throws {
+        let harness = try await AmazonAppstoreHarness.start()
+        defer { harness.stop() }
+        try harness.rvs.addReceipt("r-twice", userID: Self.user)
+        let body = #"{"store":"amazon_appstore","receipt":"r-twice","amazon_user_id":"\#(Self.user)","amazon_user_id":"amzn1.account.other","#
+            + #""product_id":"gems100","receipt":"r-other"}"#
+        let answer = try await harness.client.post("/v1/verify", body: Data(body.utf8))
+        #expect(answer.status == 200, "\(answer.text)")
+        #expect((try answer.json()["transaction"] as? [String: Any])?["transaction_id"] as? String == "r-twice")
+        let wrongType = try await harness.client.post("/v1/verify", body: Data(#"{"store":"amazon_appstore","receipt":"r-twice","amazon_user_id":7}"#.utf8))
+        #expect(wrongType.status == 400)
+        #expect(try wrongType.json()["message"] as? String == "field 'amazon_user_id' must be a string")
+    }
+
     @Test func theSharedSecretIsStoredButNeverShown() async throws {
         let harness = try await AmazonAppstoreHarness.start()
         defer { harness.stop() }
