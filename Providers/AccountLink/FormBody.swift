@@ -2,7 +2,7 @@ import Foundation
 import ReceiptCore
 
 /// Parameters of a POST sent either as a form (`application/x-www-form-urlencoded`, what OAuth
-/// clients and HTML forms send) or as a JSON object of strings.
+/// clients and HTML forms send, read by `FormEncoding`'s rules) or as a JSON object of strings.
 enum FormBody {
     static func parameters(_ request: RouteRequest) -> [String: String]? {
         let type = request.headers["content-type"]?.lowercased() ?? ""
@@ -17,16 +17,7 @@ enum FormBody {
         }
         guard type.isEmpty || type.hasPrefix("application/x-www-form-urlencoded"),
               let text = String(data: request.body, encoding: .utf8) else { return nil }
-        return decode(text)
-    }
-
-    static func decode(_ text: String) -> [String: String] {
-        var result: [String: String] = [:]
-        for pair in text.split(separator: "&") {
-            let parts = pair.split(separator: "=", maxSplits: 1)
-            guard let name = parts.first.flatMap(FormEncoding.decode), result[name] == nil else { continue }
-            result[name] = parts.count > 1 ? FormEncoding.decode(parts[1]) ?? "" : ""
-        }
-        return result
+        // A repeated or undecodable parameter is not a request to guess at.
+        return try? FormEncoding.parameters(text)
     }
 }

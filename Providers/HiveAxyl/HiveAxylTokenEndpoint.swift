@@ -120,17 +120,13 @@ struct HiveAxylTokenEndpoint {
 
     /// `application/x-www-form-urlencoded`. RFC 6749 §3.2: a parameter sent twice is an error.
     static func form(_ text: String) throws -> [String: String] {
-        guard let fields = FormEncoding.fields(text) else {
+        do {
+            return try FormEncoding.parameters(text)
+        } catch .undecodable {
             throw Failure(status: 400, error: "invalid_request", description: "the form body is not valid percent-encoding")
+        } catch .repeated(let name) {
+            throw Failure(status: 400, error: "invalid_request", description: "\(name) is sent more than once")
         }
-        var parameters: [String: String] = [:]
-        for (name, value) in fields {
-            guard parameters[name] == nil else {
-                throw Failure(status: 400, error: "invalid_request", description: "\(name) is sent more than once")
-            }
-            parameters[name] = value
-        }
-        return parameters
     }
 
     /// `Authorization: Basic base64(urlencode(id):urlencode(secret))` (RFC 6749 §2.3.1); nil when

@@ -20,4 +20,23 @@ public enum FormEncoding {
         }
         return fields
     }
+
+    /// Why a form is not a set of parameters.
+    public enum Refusal: Error, Sendable, Equatable {
+        /// A name or value is not valid percent-encoded UTF-8.
+        case undecodable
+        /// A name sent more than once (RFC 6749 §3.1: parameters must not be repeated).
+        case repeated(String)
+    }
+
+    /// The form as parameters, each name once: what OAuth endpoints and the account pages read.
+    public static func parameters(_ text: String) throws(Refusal) -> [String: String] {
+        guard let fields = fields(text) else { throw .undecodable }
+        var parameters: [String: String] = [:]
+        for (name, value) in fields {
+            guard parameters[name] == nil else { throw .repeated(name) }
+            parameters[name] = value
+        }
+        return parameters
+    }
 }

@@ -37,6 +37,24 @@ import TestSupport
         #expect(try await AccountLinkEndToEnd.userinfo(port, token).json()["sub"] as? String == newerID)
     }
 
+    /// The token endpoint reads forms by the one form rule: a parameter sent twice is an error
+    /// (RFC 6749 §3.1), not a choice between the two values, and so is a value that does not decode.
+    @Test func aRepeatedOrUndecodableParameterIsRefused() async throws {
+        let harness = try await AccountLinkEndToEnd.start()
+        defer { harness.stop() }
+        let port = harness.client.port
+        #expect(try await AccountLinkEndToEnd.iap(port, try AccountLinkEndToEnd.subscription(harness, "2000000000150101"), email: "bo@example.com").status == 200)
+        let hash = try Scrypt.hashPassword("bo-password")
+        _ = try await harness.pool.query("UPDATE accounts SET email_verified = true, password_hash = \(hash) WHERE email = 'bo@example.com'")
+        let clientID = harness.client.clientID
+        #expect(try await Self.signIn(port, clientID: clientID, username: "bo%40example.com", password: "bo-password").status == 200)
+        for repeated in ["bo-password&password=guess", "bo-password&username=eve%40example.com", "bo-password%ZZ"] {
+            let answer = try await Self.signIn(port, clientID: clientID, username: "bo%40example.com", password: repeated)
+            #expect(answer.status == 400, "\(repeated): \(answer.text)")
+            #expect(try answer.json()["error"] as? String == "invalid_request", "\(repeated)")
+        }
+    }
+
     @Test func failuresPerNameAreCountedByEveryProcessTogether() async throws {
         let limits = ["accountlink.password.name": ServiceConfiguration.RateLimitOverride(limit: 3, window: VerifyHarness.rateLimitWindow)]
         let harness = try await AccountLinkEndToEnd.start(rateLimits: limits)
