@@ -39,6 +39,8 @@ final class ClientCache: ClientDirectory, @unchecked Sendable {
     private var stopped = false
     /// Bumped by every invalidation, so a read that raced one is not cached afterwards.
     private var generation: UInt64 = 0
+    /// Client changes the listener has heard of.
+    private var changesHeard = 0
     private var listener: PostgresListener?
 
     /// A zero `lifetime` keeps nothing: every lookup reads the database.
@@ -54,7 +56,7 @@ final class ClientCache: ClientDirectory, @unchecked Sendable {
         let listener = PostgresListener(connectionString: connectionString, channel: Self.channel, callbacks: .init(
             onListening: { [weak self] in self?.reset(live: true) },
             onLost: { [weak self] in self?.reset(live: false) },
-            onNotification: { [weak self] clientID in self?.invalidate(clientID) }))
+            onNotification: { [weak self] clientID in self?.heard(clientID) }))
         lock.withLock { self.listener = listener }
         listener.start()
     }
@@ -85,6 +87,11 @@ final class ClientCache: ClientDirectory, @unchecked Sendable {
         return fresh
     }
 
+    private func heard(_ clientID: String) {
+        invalidate(clientID)
+        lock.withLock { changesHeard += 1 }
+    }
+
     /// Forgets one client (its row changed somewhere).
     func invalidate(_ clientID: String) {
         lock.withLock {
@@ -106,6 +113,13 @@ final class ClientCache: ClientDirectory, @unchecked Sendable {
         }
     }
 
-    /// Whether lookups are currently served from memory (`receiptgate_client_cache_listening`).
-    var isLive: Bool { lock.withLock { live } }
+    /// What `/metrics` shows of the cache.
+    struct Status: Sendable {
+        /// Whether lookups are served from memory (`receiptgate_client_cache_listening`).
+        let listening: Bool
+        /// Client changes heard from the database (`receiptgate_client_cache_changes_heard_total`).
+        let changesHeard: Int
+    }
+
+    var status: Status { lock.withLock { Status(listening: live, changesHeard: changesHeard) } }
 }

@@ -35,7 +35,7 @@ public final class Metrics: @unchecked Sendable {
     }
 
     func render(pool: PostgresPool.Statistics?, inFlight: Int?, groupCommit: RecordBatcher.Counts? = nil,
-                clientCacheListening: Bool? = nil, verifications: VerificationTally? = nil) -> String {
+                clientCache: ClientCache.Status? = nil, verifications: VerificationTally? = nil) -> String {
         lock.lock()
         let requests = self.requests, latency = self.latency
         lock.unlock()
@@ -76,10 +76,13 @@ public final class Metrics: @unchecked Sendable {
             out += "receiptgate_group_commit_verifications_total{result=\"settled\"} \(groupCommit.settled)\n"
             out += "receiptgate_group_commit_verifications_total{result=\"stale\"} \(groupCommit.stale)\n"
         }
-        if let clientCacheListening {
+        if let clientCache {
             out += "# HELP receiptgate_client_cache_listening 1 while the client cache hears every client change (LISTEN connected); 0 while clients are read from the database.\n"
             out += "# TYPE receiptgate_client_cache_listening gauge\n"
-            out += "receiptgate_client_cache_listening \(clientCacheListening ? 1 : 0)\n"
+            out += "receiptgate_client_cache_listening \(clientCache.listening ? 1 : 0)\n"
+            out += "# HELP receiptgate_client_cache_changes_heard_total Client changes (from any process or the CLI) the client cache was told of.\n"
+            out += "# TYPE receiptgate_client_cache_changes_heard_total counter\n"
+            out += "receiptgate_client_cache_changes_heard_total \(clientCache.changesHeard)\n"
         }
         out += "# HELP receiptgate_uptime_seconds Seconds since the process started serving.\n"
         out += "# TYPE receiptgate_uptime_seconds gauge\n"

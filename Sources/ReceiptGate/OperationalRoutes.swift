@@ -8,17 +8,17 @@ package struct OperationalRoutes: Sendable {
     let openAPIDocument: Data?
     let inFlight: @Sendable () -> Int
     let groupCommit: RecordBatcher?
-    let clientCacheListening: @Sendable () -> Bool?
+    let clientCache: @Sendable () -> ClientCache.Status?
     let verifications: VerificationTally?
 
     init(database: Database, metrics: Metrics, openAPIDocument: Data?, inFlight: @escaping @Sendable () -> Int, groupCommit: RecordBatcher? = nil,
-         clientCacheListening: @escaping @Sendable () -> Bool? = { nil }, verifications: VerificationTally? = nil) {
+         clientCache: @escaping @Sendable () -> ClientCache.Status? = { nil }, verifications: VerificationTally? = nil) {
         self.database = database
         self.metrics = metrics
         self.openAPIDocument = openAPIDocument
         self.inFlight = inFlight
         self.groupCommit = groupCommit
-        self.clientCacheListening = clientCacheListening
+        self.clientCache = clientCache
         self.verifications = verifications
     }
 
@@ -45,9 +45,9 @@ package struct OperationalRoutes: Sendable {
     }
 
     package func registerMetrics(on router: inout Router) {
-        router.get("/metrics") { [metrics, database, inFlight, groupCommit, clientCacheListening, verifications] _ in
+        router.get("/metrics") { [metrics, database, inFlight, groupCommit, clientCache, verifications] _ in
             var text = metrics.render(pool: database.poolStatistics, inFlight: inFlight(), groupCommit: groupCommit?.served,
-                                      clientCacheListening: clientCacheListening(), verifications: verifications)
+                                      clientCache: clientCache(), verifications: verifications)
             if database.readPool != nil { text += await Self.readStandbyMetrics(database) }
             return .text(text, contentType: "text/plain; version=0.0.4; charset=utf-8")
         }

@@ -109,7 +109,7 @@ public final class Service: @unchecked Sendable {
         let operational = OperationalRoutes(database: database, metrics: metrics,
                                             openAPIDocument: openAPIDocument(),
                                             inFlight: { serverBox.server?.inFlightRequests ?? 0 }, groupCommit: pipeline.batcher,
-                                            clientCacheListening: { [clientCache] in clientCache?.isLive }, verifications: verifications)
+                                            clientCache: { [clientCache] in clientCache?.status }, verifications: verifications)
         let (router, adminRouter) = try routers(core: core, mounter: mounter, operational: operational)
         let responder = router.build(handlerTimeout: .seconds(configuration.requestTimeoutSeconds))
         routeTable = responder.routeTable
