@@ -182,36 +182,99 @@ import TestSupport
     }
 
     /// A 200 is sent only after the commit: killing the server the instant it answered loses nothing.
-    @Test func anAcknowledgedVerificationSurvivesKillNine() async throws {
-        let pki = try AppleTestPKI()
-        let root = TestDatabase.temporaryDirectory("kill9").appendingPathComponent("root.der")
-        try pki.root.derEncoded.write(to: root)
-        var environment = try await Binary.databaseEnvironment()
-        environment["RECEIPTGATE_APPLE_ROOT_CERTS"] = root.path
-        let created = try Binary.json(try await Binary.run(["client", "create", "--name", "g", "--bundle-id", "com.example.game",
-                                                            "--environments", "sandbox"], environment).stdout)
-        let clientID = try #require(created["client_id"] as? String), secret = try #require(created["client_secret"] as? String)
+    /// One client of a fresh database, and `receiptgate serve` processes started on it.
+    struct KillNineFixture {
+        let environment: [String: String]
+        let clientID: String, secret: String
+        let pki: AppleTestPKI
+
+        init() async throws {
+            pki = try AppleTestPKI()
+            let root = TestDatabase.temporaryDirectory("kill9").appendingPathComponent("root.der")
+            try pki.root.derEncoded.write(to: root)
+            var environment = try await Binary.databaseEnvironment()
+            environment["RECEIPTGATE_APPLE_ROOT_CERTS"] = root.path
+            self.environment = environment
+            let created = try Binary.json(try await Binary.run(["client", "create", "--name", "g", "--bundle-id", "com.example.game",
+                                                                "--environments", "sandbox"], environment).stdout)
+            clientID = try #require(created["client_id"] as? String)
+            secret = try #require(created["client_secret"] as? String)
+        }
 
         func start() async throws -> (ChildProcess, Int) {
             var variables = environment
             variables["RECEIPTGATE_PORT"] = "0"
-            variables["RECEIPTGATE_OUTBOUND_ALLOW_PRIVATE"] = "on"  // the webhook receiver is on loopback
             let server = try ChildProcess.launch(Binary.path, ["serve"], environment: Binary.environment(variables))
             let line = try await server.waitForStderrLine(containing: "\"listening\"")
             return (server, try #require(Int((try Binary.json(line)["url"] as? String)?.split(separator: ":").last ?? "")))
         }
-        let (first, port) = try await start()
-        let receipt = try pki.sign(AppleTestPKI.transaction(["transactionId": "2000000000008001"]))
-        let answer = try await SignedClient(port: port, clientID: clientID, secret: secret).post("/v1/verify", json: ["store": "app_store", "receipt": receipt])
+
+        func client(_ port: Int) -> SignedClient { SignedClient(port: port, clientID: clientID, secret: secret) }
+
+        func verification(_ transactionID: String) throws -> [String: Any] {
+            ["store": "app_store", "receipt": try pki.sign(AppleTestPKI.transaction(["transactionId": transactionID]))]
+        }
+    }
+
+    @Test func anAcknowledgedVerificationSurvivesKillNine() async throws {
+        let fixture = try await KillNineFixture()
+        let (first, port) = try await fixture.start()
+        let answer = try await fixture.client(port).post("/v1/verify", json: try fixture.verification("2000000000008001"))
         #expect(answer.status == 200)
         first.send(SIGKILL)
         _ = try await first.wait(timeout: .seconds(10))
 
-        let (second, newPort) = try await start()
-        let found = try await SignedClient(port: newPort, clientID: clientID, secret: secret).get("/v1/transactions/app_store/2000000000008001")
+        let (second, newPort) = try await fixture.start()
+        let found = try await fixture.client(newPort).get("/v1/transactions/app_store/2000000000008001")
         #expect(found.status == 200)
         #expect((try found.json()["transaction"] as? [String: Any])?["id"] as? Int == (try answer.json()["transaction"] as? [String: Any])?["id"] as? Int)
         second.send(SIGTERM)
         _ = try await second.wait(timeout: .seconds(30))
+    }
+
+    /// The other half of the promise: no success is answered before the commit. A lock the
+    /// ledger's insert must wait for is held (another session's `LOCK TABLE`) while the
+    /// verification arrives; once its insert is seen waiting for it, no answer has come, and
+    /// killing the process then leaves no row and no success.
+    @Test func noSuccessIsAnsweredBeforeTheCommit() async throws {
+        let fixture = try await KillNineFixture()
+        let (server, port) = try await fixture.start()
+        let databaseURL = try #require(fixture.environment["DATABASE_URL"])
+        let locker = try ChildProcess.launch("/usr/bin/psql", [databaseURL, "-v", "ON_ERROR_STOP=1", "-c",
+                                                                "BEGIN; LOCK TABLE transactions IN SHARE MODE; SELECT pg_sleep(600);"],
+                                             environment: ["PATH": "/usr/bin:/bin"])
+        defer { locker.send(SIGKILL) }
+        let pool = PostgresPool(.init(connectionString: databaseURL, size: 1))
+        defer { pool.shutdown() }
+        func count(_ sql: String) async throws -> Int { try await pool.query(PostgresQuery(unsafeSQL: sql))[0].decode("n", as: Int.self) }
+        let lockHeld = "SELECT count(*) AS n FROM pg_locks WHERE relation = 'transactions'::regclass AND mode = 'ShareLock' AND granted"
+        let insertWaits = "SELECT count(*) AS n FROM pg_locks WHERE relation = 'transactions'::regclass AND NOT granted"
+        let deadline = ContinuousClock.now + .seconds(30)
+        while try await count(lockHeld) == 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(try await count(lockHeld) == 1, "psql never took the lock: \(locker.stderr)")
+
+        let answered = LockedBox<Int?>(nil)
+        let request = Task { [client = fixture.client(port), body = try fixture.verification("2000000000008002")] in
+            let status = (try? await client.post("/v1/verify", json: body).status) ?? -1
+            answered.set(status)
+        }
+        while try await count(insertWaits) == 0, answered.get() == nil, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(try await count(insertWaits) >= 1, "the verification never reached its insert")
+        #expect(answered.get() == nil, "answered \(answered.get() ?? 0) while its insert was still waiting for the lock")
+
+        server.send(SIGKILL)
+        _ = try await server.wait(timeout: .seconds(10))
+        await request.value
+        #expect(answered.get() != 200, "a success was answered for a verification that was never committed")
+        locker.send(SIGKILL)
+        _ = try await locker.wait(timeout: .seconds(10))
+
+        let (restarted, newPort) = try await fixture.start()
+        #expect(try await fixture.client(newPort).get("/v1/transactions/app_store/2000000000008002").status == 404)
+        #expect(try await count("SELECT count(*) AS n FROM transactions") == 0)
+        restarted.send(SIGTERM)
+        _ = try await restarted.wait(timeout: .seconds(30))
     }
 }
