@@ -30,7 +30,8 @@ import TestSupport
                 hits.update { $0 += 1 }
                 switch mode.get() {
                 case .slow:
-                    try? await Task.sleep(for: .seconds(4))
+                    // Far beyond any bound below: an attempt not cut at the client's timeout shows.
+                    try? await Task.sleep(for: .seconds(90))
                     return HTTPResponse(status: 200, headers: ["Content-Type": "application/json"], body: Data(#"{"status":1,"signedTransactions":[]}"#.utf8))
                 case .serverError: return HTTPResponse(status: 500, body: Data("upstream broke".utf8))
                 case .rateLimited: return HTTPResponse(status: 429, headers: ["Retry-After": "1"])
@@ -62,9 +63,11 @@ import TestSupport
         try await running.client.post("/iap/gateway/lookup-receipt", json: ["order_id": "MQ5VLT9VXT"])
     }
 
-    /// (mode, attempts Apple sees, least and most seconds the answer takes). The upper bounds leave
-    /// room for a loaded machine; unbounded would be 3 × the default 15 s timeout, or never.
-    @Test(arguments: [(Mode.slow, 3, 3.0, 12.0), (.serverError, 3, 0.0, 5.0), (.rateLimited, 3, 2.0, 8.0), (.garbage, 1, 0.0, 5.0)])
+    /// (mode, attempts Apple sees, least and most seconds the answer takes). The upper bounds are
+    /// far from both the answer's real time and what a broken bound would take (an attempt not cut
+    /// at 1 s waits 90 s for the slow store; a `Retry-After` ignored or doubled shows in the
+    /// attempts), so a loaded machine cannot push a correct run past them.
+    @Test(arguments: [(Mode.slow, 3, 3.0, 45.0), (.serverError, 3, 0.0, 30.0), (.rateLimited, 3, 2.0, 30.0), (.garbage, 1, 0.0, 30.0)])
     func aMisbehavingStoreIsABoundedCleanVerifierError(mode: Mode, attempts: Int, atLeast: Double, atMost: Double) async throws {
         let upstream = try Upstream()
         let running = try await Self.start(upstream)
@@ -81,14 +84,13 @@ import TestSupport
         #expect(elapsed >= .milliseconds(Int(atLeast * 1000)) && elapsed <= .milliseconds(Int(atMost * 1000)), "took \(elapsed)")
 
         // Nothing is left stuck: with the store healthy again, eight lookups at once (twice the
-        // client's transfer threads) are all answered promptly.
+        // client's transfer threads) are all answered. A transfer thread still held by the slow
+        // store would leave a lookup queued past its 1 s timeout, a 502.
         upstream.mode.set(.healthy)
-        let healthyStart = ContinuousClock.now
         let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
             for _ in 0..<8 { group.addTask { try await Self.lookUp(running).status } }
             return try await group.reduce(into: []) { $0.append($1) }
         }
         #expect(statuses == Array(repeating: 200, count: 8))
-        #expect(ContinuousClock.now - healthyStart < .seconds(5))
     }
 }
