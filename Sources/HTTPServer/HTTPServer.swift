@@ -1,11 +1,12 @@
 import CMicroHTTPD
 import CShims
 import Foundation
+import Synchronization
 
 /// An HTTP/1.1 server on GNU libmicrohttpd: epoll with a pool of threads, each request's body
 /// collected on the libmicrohttpd thread, then the connection suspended while the async Swift
 /// responder runs, and resumed to send the response.
-package final class HTTPServer: @unchecked Sendable {
+package final class HTTPServer: Sendable {
     package struct Configuration: Sendable {
         package var host: String = "127.0.0.1"
         /// 0 picks a free port; read `port` after `start()`.
@@ -32,22 +33,40 @@ package final class HTTPServer: @unchecked Sendable {
 
     package let configuration: Configuration
     let responder: Responder
-    private var daemon: OpaquePointer?
-    private var listenSocket: Int32 = -1
     private let state = ServerState()
+
+    /// Started, and on which port; `start()` and `shutdown()` change it under the lock, so two
+    /// shutdowns (a signal and a test's cleanup) stop the daemon once.
+    private struct Lifecycle {
+        var daemon: Daemon?
+        var port = 0
+    }
+
+    /// libmicrohttpd's handle: used from any thread (it is thread-safe), stopped only by
+    /// whoever took it out of `Lifecycle`.
+    private struct Daemon: @unchecked Sendable { let pointer: OpaquePointer }
+
+    private let lifecycle = Mutex(Lifecycle())
 
     package init(configuration: Configuration, responder: Responder) {
         self.configuration = configuration
         self.responder = responder
     }
 
-    /// The port actually bound (useful with port 0).
-    package private(set) var port: Int = 0
+    /// The port actually bound (useful with port 0); 0 before `start()`.
+    package var port: Int { lifecycle.withLock { $0.port } }
 
     package var inFlightRequests: Int { state.inFlight }
 
     package func start() throws {
-        precondition(daemon == nil, "server already started")
+        try lifecycle.withLock { lifecycle throws in
+            precondition(lifecycle.daemon == nil, "server already started")
+            let daemon = try startDaemon()
+            lifecycle = Lifecycle(daemon: Daemon(pointer: daemon), port: Int(rg_mhd_bound_port(daemon)))
+        }
+    }
+
+    private func startDaemon() throws -> OpaquePointer {
         var address = try SocketAddress(host: configuration.host, port: configuration.port)
         var flags = MHD_USE_EPOLL_INTERNAL_THREAD.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue | MHD_USE_ITC.rawValue
         if address.isIPv6 { flags |= MHD_USE_IPv6.rawValue }
@@ -68,7 +87,7 @@ package final class HTTPServer: @unchecked Sendable {
         settings.notify_connection_context = context
         settings.uri_log = mhdRequestLineArrived
         settings.uri_log_context = context
-        daemon = address.withSockaddr { sockaddrPointer in
+        let daemon = address.withSockaddr { sockaddrPointer in
             settings.bind_address = sockaddrPointer
             return rg_mhd_start(&settings, mhdAccessHandler, context, mhdRequestCompleted, context)
         }
@@ -77,15 +96,19 @@ package final class HTTPServer: @unchecked Sendable {
             throw HTTPError(status: 500, code: "BIND_FAILED",
                             message: "cannot listen on \(configuration.host):\(configuration.port) (address in use or not available)")
         }
-        port = Int(rg_mhd_bound_port(daemon))
+        return daemon
     }
 
     /// Stops accepting connections, lets in-flight requests finish (for at most `gracePeriod`
     /// beyond the responder's own handler deadline), then closes everything.
     package func shutdown(gracePeriod: Duration = .seconds(10)) async {
-        guard let daemon else { return }
+        let taken = lifecycle.withLock { lifecycle -> Daemon? in
+            defer { lifecycle.daemon = nil }
+            return lifecycle.daemon
+        }
+        guard let daemon = taken?.pointer else { return }
         state.beginDraining()
-        listenSocket = MHD_quiesce_daemon(daemon)
+        let listenSocket = MHD_quiesce_daemon(daemon)
         let deadline = ContinuousClock.now + gracePeriod + responder.handlerTimeout
         // Suspended connections must be resumed before MHD_stop_daemon; the responder's deadline
         // guarantees every dispatched request completes, so waiting for zero is bounded.
@@ -94,7 +117,6 @@ package final class HTTPServer: @unchecked Sendable {
         }
         MHD_stop_daemon(daemon)
         if listenSocket >= 0 { close(listenSocket) }
-        self.daemon = nil
         Unmanaged.passUnretained(self).release()  // the daemon's hold, taken in start()
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// One request's state across libmicrohttpd's calls. The body is written only on the
 /// libmicrohttpd thread before dispatch; the response crosses from the handler's task under a lock.
@@ -32,14 +33,17 @@ final class RequestState: @unchecked Sendable {
 }
 
 /// The in-flight count and the draining flag, shared by every libmicrohttpd thread.
-final class ServerState: @unchecked Sendable {
-    private let lock = NSLock()
-    private var count = 0
-    private var draining = false
+final class ServerState: Sendable {
+    private struct Counts {
+        var inFlight = 0
+        var draining = false
+    }
 
-    var inFlight: Int { lock.lock(); defer { lock.unlock() }; return count }
-    var isDraining: Bool { lock.lock(); defer { lock.unlock() }; return draining }
-    func started() { lock.lock(); count += 1; lock.unlock() }
-    func finished() { lock.lock(); count -= 1; lock.unlock() }
-    func beginDraining() { lock.lock(); draining = true; lock.unlock() }
+    private let counts = Mutex(Counts())
+
+    var inFlight: Int { counts.withLock { $0.inFlight } }
+    var isDraining: Bool { counts.withLock { $0.draining } }
+    func started() { counts.withLock { $0.inFlight += 1 } }
+    func finished() { counts.withLock { $0.inFlight -= 1 } }
+    func beginDraining() { counts.withLock { $0.draining = true } }
 }

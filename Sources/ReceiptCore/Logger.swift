@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Workers
 
 /// Structured logging: one JSON object per line, with `time`, `level`, `message` and dotted
@@ -132,9 +133,9 @@ public struct Logger: Sendable {
 }
 
 /// Where log lines go. Whole lines are written under a lock so concurrent lines never interleave.
-public final class LogSink: @unchecked Sendable {
-    private let lock = NSLock()
-    private let writeLine: (String) -> Void
+public final class LogSink: Sendable {
+    private let lock = Mutex(())
+    private let writeLine: @Sendable (String) -> Void
 
     package init(_ writeLine: @escaping @Sendable (String) -> Void) {
         self.writeLine = writeLine
@@ -151,8 +152,6 @@ public final class LogSink: @unchecked Sendable {
     }()
 
     func write(_ line: String) {
-        lock.lock()
-        defer { lock.unlock() }
-        writeLine(line)
+        lock.withLock { _ in writeLine(line) }
     }
 }

@@ -2,10 +2,11 @@ import Crypto
 import Foundation
 import HTTPServer
 public import ReceiptCore
+import Synchronization
 
 /// The running service: database, migrations, HTTP server and its routes, outbox worker and
 /// upkeep. `start()` then `shutdown()`; nothing important lives only in this process's memory.
-public final class Service: @unchecked Sendable {
+public final class Service: Sendable {
     public let configuration: ServiceConfiguration
     public let logger: Logger
     public let database: Database
@@ -15,19 +16,36 @@ public final class Service: @unchecked Sendable {
     public let verifications: VerificationTally
     public let stores: [StoreRegistration]
     public let dialects: [any DialectProvider]
-    private var server: HTTPServer?
-    private var adminServer: HTTPServer?
-    private var outboxWorker: OutboxWorker?
-    private var upkeep: Task<Void, Never>?
-    private var pollRunner: StorePollRunner?
-    private(set) var clientCache: ClientCache?
+    /// What `start()` set going and `shutdown()` stops, and the settings read at `start()`; all
+    /// under one lock, so a shutdown racing a start or another shutdown stops each part once.
+    private struct Lifecycle {
+        var server: HTTPServer?
+        var adminServer: HTTPServer?
+        var outboxWorker: OutboxWorker?
+        var upkeep: Task<Void, Never>?
+        var pollRunner: StorePollRunner?
+        var clientCache: ClientCache?
+        var routeTable: [(method: String, pattern: String)] = []
+        var shutDown = false
+        var outboxConfiguration = OutboxWorker.Configuration()
+        var wrapClientDirectory: (@Sendable (any ClientDirectory) -> any ClientDirectory)?
+    }
+
+    private let lifecycle = Mutex(Lifecycle())
+
+    var clientCache: ClientCache? { lifecycle.withLock { $0.clientCache } }
     /// Lets a test wrap the client directory the service picked (to count lookups), before `start()`.
-    var wrapClientDirectory: (@Sendable (any ClientDirectory) -> any ClientDirectory)?
-    private let shutdownOnce = Once()
-    /// How the outbox worker paces deliveries (tests shorten the delays).
-    public var outboxConfiguration = OutboxWorker.Configuration()
+    var wrapClientDirectory: (@Sendable (any ClientDirectory) -> any ClientDirectory)? {
+        get { lifecycle.withLock { $0.wrapClientDirectory } }
+        set { lifecycle.withLock { $0.wrapClientDirectory = newValue } }
+    }
+    /// How the outbox worker paces deliveries (tests shorten the delays), before `start()`.
+    public var outboxConfiguration: OutboxWorker.Configuration {
+        get { lifecycle.withLock { $0.outboxConfiguration } }
+        set { lifecycle.withLock { $0.outboxConfiguration = newValue } }
+    }
     /// Every (method, pattern) served, once started.
-    public private(set) var routeTable: [(method: String, pattern: String)] = []
+    public var routeTable: [(method: String, pattern: String)] { lifecycle.withLock { $0.routeTable } }
 
     /// The dialects' client settings under their display names (the stores' come with their declarations).
     let dialectSettings: [(plugin: String, settings: [ClientSettingDeclaration])]
@@ -79,9 +97,9 @@ public final class Service: @unchecked Sendable {
     }
 
     /// The port actually listened on (after `start`).
-    public var port: Int { server?.port ?? 0 }
+    public var port: Int { lifecycle.withLock { $0.server }?.port ?? 0 }
     /// The admin listener's port, when `RECEIPTGATE_ADMIN_ADDR` is set.
-    public var adminPort: Int? { adminServer?.port }
+    public var adminPort: Int? { lifecycle.withLock { $0.adminServer }?.port }
 
     public func start() async throws {
         let applied = try await database.migrate()
@@ -109,10 +127,10 @@ public final class Service: @unchecked Sendable {
         let operational = OperationalRoutes(database: database, metrics: metrics,
                                             openAPIDocument: openAPIDocument(),
                                             inFlight: { serverBox.server?.inFlightRequests ?? 0 }, groupCommit: pipeline.batcher,
-                                            clientCache: { [clientCache] in clientCache?.status }, verifications: verifications)
+                                            clientCache: { [weak self] in self?.clientCache?.status }, verifications: verifications)
         let (router, adminRouter) = try routers(core: core, mounter: mounter, operational: operational)
         let responder = router.build(handlerTimeout: .seconds(configuration.requestTimeoutSeconds))
-        routeTable = responder.routeTable
+        lifecycle.withLock { $0.routeTable = responder.routeTable }
         var serverConfiguration = HTTPServer.Configuration(host: configuration.host, port: configuration.port)
         serverConfiguration.threadCount = configuration.httpThreads
         serverConfiguration.maxBodyBytes = configuration.maxBodyBytes
@@ -122,7 +140,7 @@ public final class Service: @unchecked Sendable {
         let server = HTTPServer(configuration: serverConfiguration, responder: responder)
         try server.start()
         serverBox.server = server
-        self.server = server
+        lifecycle.withLock { $0.server = server }
         if let adminRouter { try startAdminListener(adminRouter) }
         startBackgroundWork()
         let shownHost = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
@@ -138,7 +156,7 @@ public final class Service: @unchecked Sendable {
         adminConfiguration.maxBodyBytes = 64 << 10
         let admin = HTTPServer(configuration: adminConfiguration, responder: adminRouter.build(handlerTimeout: .seconds(configuration.requestTimeoutSeconds)))
         try admin.start()
-        adminServer = admin
+        lifecycle.withLock { $0.adminServer = admin }
         logger.info("admin listening", ["url": "http://\(address.shown):\(admin.port)"])
     }
 
@@ -151,16 +169,19 @@ public final class Service: @unchecked Sendable {
         let worker = OutboxWorker(outbox: repositories.outbox, clients: repositories.clients, acknowledgers: acknowledgers,
                                   configuration: outboxConfiguration, logger: logger, mailer: configuration.smtp.map(Mailer.init))
         worker.start()
-        outboxWorker = worker
         let polls = StorePollRunner(polls: PollRepository(pool: database.pool), clients: repositories.clients,
                                     notifications: repositories.notifications, logger: logger)
         polls.start(stores)
-        pollRunner = polls
-        upkeep = Task { [repositories, logger] in
+        let upkeep = Task { [repositories, logger] in
             while !Task.isCancelled {
                 do { try await repositories.removeExpired() } catch { logger.warning("upkeep failed", ["error": "\(error)"]) }
                 try? await Task.sleep(for: .seconds(60))
             }
+        }
+        lifecycle.withLock { lifecycle in
+            lifecycle.outboxWorker = worker
+            lifecycle.pollRunner = polls
+            lifecycle.upkeep = upkeep
         }
     }
 
@@ -171,7 +192,7 @@ public final class Service: @unchecked Sendable {
         if configuration.clientCacheSeconds > 0 {
             let cache = ClientCache(repository: repositories.clients, lifetime: .seconds(configuration.clientCacheSeconds), logger: logger)
             cache.start(connectionString: database.pool.connectionString)
-            clientCache = cache
+            lifecycle.withLock { $0.clientCache = cache }
             directory = cache
         } else {
             directory = DatabaseClientDirectory(repository: repositories.clients)
@@ -182,33 +203,30 @@ public final class Service: @unchecked Sendable {
     /// Stops accepting requests, finishes those in flight, then closes the database. Only the
     /// first call does anything.
     public func shutdown() async {
-        guard shutdownOnce.claim() else { return }
+        let parts = lifecycle.withLock { lifecycle -> Lifecycle? in
+            guard !lifecycle.shutDown else { return nil }
+            defer { lifecycle.shutDown = true }
+            return lifecycle
+        }
+        guard let parts else { return }
         logger.info("shutting down; finishing in-flight requests")
-        await server?.shutdown(gracePeriod: .seconds(configuration.shutdownGraceSeconds))
-        await adminServer?.shutdown(gracePeriod: .seconds(1))
-        await outboxWorker?.stop()
-        await pollRunner?.stop()
-        upkeep?.cancel()
-        await upkeep?.value
-        clientCache?.stop()
+        await parts.server?.shutdown(gracePeriod: .seconds(configuration.shutdownGraceSeconds))
+        await parts.adminServer?.shutdown(gracePeriod: .seconds(1))
+        await parts.outboxWorker?.stop()
+        await parts.pollRunner?.stop()
+        parts.upkeep?.cancel()
+        await parts.upkeep?.value
+        parts.clientCache?.stop()
         database.close(logger: logger)
         logger.info("stopped")
     }
 }
 
-/// True for the first caller only.
-private final class Once: @unchecked Sendable {
-    private let lock = NSLock()
-    private var claimed = false
-    func claim() -> Bool { lock.withLock { defer { claimed = true }; return !claimed } }
-}
-
 /// Lets routes built before the server exists read from it once it does.
-private final class ServerBox: @unchecked Sendable {
-    private let lock = NSLock()
-    private var stored: HTTPServer?
+private final class ServerBox: Sendable {
+    private let stored = Mutex<HTTPServer?>(nil)
     var server: HTTPServer? {
-        get { lock.lock(); defer { lock.unlock() }; return stored }
-        set { lock.lock(); stored = newValue; lock.unlock() }
+        get { stored.withLock { $0 } }
+        set { stored.withLock { $0 = newValue } }
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Postgres
 import ReceiptCore
+import Synchronization
 
 /// Enabled clients with their opened secrets, kept in memory so that authenticating a request
 /// costs no database round trip and no AES-GCM open.
@@ -18,7 +19,7 @@ import ReceiptCore
 /// Entries also expire `lifetime` after they were read, whatever the listener says: a listener
 /// that stalls before its heartbeat notices, or a notification lost some other way, cannot keep a
 /// disabled client or a rotated secret working longer than that.
-final class ClientCache: ClientDirectory, @unchecked Sendable {
+final class ClientCache: ClientDirectory, Sendable {
     static let channel = "receiptgate_clients"
     /// Enough for every tenant of a large deployment; past it the cache starts over.
     static let capacity = 10_000
@@ -28,20 +29,23 @@ final class ClientCache: ClientDirectory, @unchecked Sendable {
         let expires: ContinuousClock.Instant
     }
 
+    private struct State {
+        var entries: [String: Entry] = [:]
+        /// Only while the listener is connected.
+        var live = false
+        var stopped = false
+        /// Bumped by every invalidation, so a read that raced one is not cached afterwards.
+        var generation: UInt64 = 0
+        /// Client changes the listener has heard of.
+        var changesHeard = 0
+        var listener: PostgresListener?
+    }
+
     private let repository: ClientRepository
     private let lifetime: Duration
     private let logger: Logger?
     private let clock = ContinuousClock()
-    private let lock = NSLock()  // guards every field below
-    private var entries: [String: Entry] = [:]
-    /// Only while the listener is connected.
-    private var live = false
-    private var stopped = false
-    /// Bumped by every invalidation, so a read that raced one is not cached afterwards.
-    private var generation: UInt64 = 0
-    /// Client changes the listener has heard of.
-    private var changesHeard = 0
-    private var listener: PostgresListener?
+    private let state = Mutex(State())
 
     /// A zero `lifetime` keeps nothing: every lookup reads the database.
     init(repository: ClientRepository, lifetime: Duration = .seconds(5), logger: Logger? = nil) {
@@ -57,16 +61,16 @@ final class ClientCache: ClientDirectory, @unchecked Sendable {
             onListening: { [weak self] in self?.reset(live: true) },
             onLost: { [weak self] in self?.reset(live: false) },
             onNotification: { [weak self] clientID in self?.heard(clientID) }))
-        lock.withLock { self.listener = listener }
+        state.withLock { $0.listener = listener }
         listener.start()
     }
 
     func stop() {
-        let listener = lock.withLock { () -> PostgresListener? in
-            stopped = true
-            live = false
-            entries.removeAll()
-            return self.listener
+        let listener = state.withLock { state -> PostgresListener? in
+            state.stopped = true
+            state.live = false
+            state.entries.removeAll()
+            return state.listener
         }
         listener?.stop()
     }
@@ -75,40 +79,44 @@ final class ClientCache: ClientDirectory, @unchecked Sendable {
     /// an unknown or disabled client (those are never cached).
     func entry(for clientID: String) async throws -> AuthenticatedClient? {
         let now = clock.now
-        let (cached, seenGeneration) = lock.withLock { (entries[clientID], generation) }
+        let (cached, seenGeneration) = state.withLock { ($0.entries[clientID], $0.generation) }
         if let cached, cached.expires > now { return cached.client }
         guard let fresh = try await repository.authenticationEntry(for: clientID) else { return nil }
-        lock.withLock {
-            guard live, generation == seenGeneration else { return }
-            if entries.count >= Self.capacity { entries.removeAll() }
+        state.withLock { state in
+            guard state.live, state.generation == seenGeneration else { return }
+            if state.entries.count >= Self.capacity { state.entries.removeAll() }
             // Counted from before the read: the row may have changed since it was taken.
-            entries[clientID] = Entry(client: fresh, expires: now + lifetime)
+            state.entries[clientID] = Entry(client: fresh, expires: now + lifetime)
         }
         return fresh
     }
 
     private func heard(_ clientID: String) {
-        invalidate(clientID)
-        lock.withLock { changesHeard += 1 }
+        state.withLock { state in
+            Self.forget(clientID, in: &state)
+            state.changesHeard += 1
+        }
     }
 
     /// Forgets one client (its row changed somewhere).
     func invalidate(_ clientID: String) {
-        lock.withLock {
-            generation &+= 1
-            entries[clientID] = nil
-        }
+        state.withLock { Self.forget(clientID, in: &$0) }
+    }
+
+    private static func forget(_ clientID: String, in state: inout State) {
+        state.generation &+= 1
+        state.entries[clientID] = nil
     }
 
     private func reset(live: Bool) {
-        let (wasLive, isStopped) = lock.withLock { () -> (Bool, Bool) in
-            let wasLive = self.live
-            generation &+= 1
-            entries.removeAll()
-            self.live = live && !stopped
-            return (wasLive, stopped)
+        let (wasLive, isStopped, isLive) = state.withLock { state -> (Bool, Bool, Bool) in
+            let wasLive = state.live
+            state.generation &+= 1
+            state.entries.removeAll()
+            state.live = live && !state.stopped
+            return (wasLive, state.stopped, state.live)
         }
-        if wasLive && !live && !isStopped {
+        if wasLive && !isLive && !isStopped {
             logger?.warning("client cache listener lost; clients are read from the database until it is back")
         }
     }
@@ -121,5 +129,5 @@ final class ClientCache: ClientDirectory, @unchecked Sendable {
         let changesHeard: Int
     }
 
-    var status: Status { lock.withLock { Status(listening: live, changesHeard: changesHeard) } }
+    var status: Status { state.withLock { Status(listening: $0.live, changesHeard: $0.changesHeard) } }
 }

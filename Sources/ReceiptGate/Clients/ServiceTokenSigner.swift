@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import ReceiptCore
+import Synchronization
 
 /// `TokenSigner` on the shared signing keys: signs with the current key (made on first use by
 /// whichever process gets there first), verifies against every published key.
@@ -42,14 +43,13 @@ struct ServiceTokenSigner: TokenSigner {
 }
 
 /// Opened private keys by kid, so a PEM is parsed once per process, not per token.
-private final class PrivateKeyCache: @unchecked Sendable {
-    private let lock = NSLock()
-    private var keys: [String: PrivateKey] = [:]
+private final class PrivateKeyCache: Sendable {
+    private let keys = Mutex<[String: PrivateKey]>([:])
 
     func key(_ kid: String, open: () throws -> PrivateKey) throws -> PrivateKey {
-        if let key = lock.withLock({ keys[kid] }) { return key }
+        if let key = keys.withLock({ $0[kid] }) { return key }
         let key = try open()
-        lock.withLock { keys[kid] = key }
+        keys.withLock { $0[kid] = key }
         return key
     }
 }

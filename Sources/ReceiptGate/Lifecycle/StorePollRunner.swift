@@ -1,5 +1,6 @@
 import Foundation
 import ReceiptCore
+import Synchronization
 
 /// Runs store providers' scheduled polls (`StoreRegistration.poller`): each every `interval`, in
 /// one process at a time across the cluster (a lease row in `store_polls`), recording what a
@@ -82,14 +83,13 @@ final class StorePollRunner: Sendable {
 }
 
 /// The runner's loop tasks, cancelled together under a lock.
-private final class LockedTasks: @unchecked Sendable {
-    private let lock = NSLock()
-    private var tasks: [Task<Void, Never>] = []
+private final class LockedTasks: Sendable {
+    private let tasks = Mutex<[Task<Void, Never>]>([])
 
-    func add(_ task: Task<Void, Never>) { lock.withLock { tasks.append(task) } }
+    func add(_ task: Task<Void, Never>) { tasks.withLock { $0.append(task) } }
 
     func cancelAll() async {
-        let current = lock.withLock { () -> [Task<Void, Never>] in
+        let current = tasks.withLock { tasks in
             defer { tasks = [] }
             return tasks
         }

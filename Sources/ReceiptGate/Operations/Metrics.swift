@@ -1,10 +1,11 @@
 import Foundation
+import Synchronization
 import HTTPServer
 import Postgres
 
 /// Request counters and a latency histogram, rendered in the Prometheus text format (0.0.4).
 /// Labels are route patterns, never raw paths, so cardinality stays bounded.
-public final class Metrics: @unchecked Sendable {
+public final class Metrics: Sendable {
     /// Upper bounds in seconds.
     static let latencyBuckets: [Double] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
 
@@ -15,30 +16,31 @@ public final class Metrics: @unchecked Sendable {
         var sum = 0.0
     }
 
-    private let lock = NSLock()
-    private var requests: [RouteKey: [Int: Int]] = [:]
-    private var latency: [RouteKey: Histogram] = [:]
+    private struct Counts {
+        var requests: [RouteKey: [Int: Int]] = [:]
+        var latency: [RouteKey: Histogram] = [:]
+    }
+
+    private let counts = Mutex(Counts())
     private let started = Date()
 
     public init() {}
 
     public func record(method: String, route: String, status: Int, seconds: Double) {
         let key = RouteKey(method: method, route: route)
-        lock.lock()
-        defer { lock.unlock() }
-        requests[key, default: [:]][status, default: 0] += 1
-        var histogram = latency[key] ?? Histogram()
-        for (index, bound) in Self.latencyBuckets.enumerated() where seconds <= bound { histogram.buckets[index] += 1 }
-        histogram.count += 1
-        histogram.sum += seconds
-        latency[key] = histogram
+        counts.withLock { counts in
+            counts.requests[key, default: [:]][status, default: 0] += 1
+            var histogram = counts.latency[key] ?? Histogram()
+            for (index, bound) in Self.latencyBuckets.enumerated() where seconds <= bound { histogram.buckets[index] += 1 }
+            histogram.count += 1
+            histogram.sum += seconds
+            counts.latency[key] = histogram
+        }
     }
 
     func render(pool: PostgresPool.Statistics?, inFlight: Int?, groupCommit: RecordBatcher.Counts? = nil,
                 clientCache: ClientCache.Status? = nil, verifications: VerificationTally? = nil) -> String {
-        lock.lock()
-        let requests = self.requests, latency = self.latency
-        lock.unlock()
+        let (requests, latency) = counts.withLock { ($0.requests, $0.latency) }
         var out = ""
         out += "# HELP receiptgate_http_requests_total HTTP requests by route and status.\n"
         out += "# TYPE receiptgate_http_requests_total counter\n"

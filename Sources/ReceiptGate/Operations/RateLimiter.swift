@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import ReceiptCore
+import Synchronization
 
 /// Applies routes' rate-limit policies: shared ones through Postgres (every process counts
 /// together), the others in this process's memory, bounded whatever callers send.
@@ -88,9 +89,8 @@ extension RateLimiter {
 
 /// Fixed-window counters in memory. At most `capacity` keys: when full, windows that ended are
 /// dropped, and if that is not enough, all of them (a burst of new keys resets, never grows).
-final class LocalCounters: @unchecked Sendable {
-    private let lock = NSLock()
-    private var counters: [String: (window: Int, hits: Int)] = [:]
+final class LocalCounters: Sendable {
+    private let counters = Mutex<[String: (window: Int, hits: Int)]>([:])
     private let capacity: Int
 
     init(capacity: Int) { self.capacity = capacity }
@@ -99,7 +99,7 @@ final class LocalCounters: @unchecked Sendable {
         let seconds = Int(now.timeIntervalSince1970)
         let window = seconds / windowSeconds
         let secondsLeft = max(1, (window + 1) * windowSeconds - seconds)
-        return lock.withLock {
+        return counters.withLock { counters in
             if counters.count >= capacity, counters[key] == nil {
                 counters = counters.filter { $0.value.window == window }
                 if counters.count >= capacity { counters.removeAll(keepingCapacity: true) }
@@ -113,10 +113,10 @@ final class LocalCounters: @unchecked Sendable {
 
     func forgive(_ key: String, windowSeconds: Int, now: Date) {
         let window = Int(now.timeIntervalSince1970) / windowSeconds
-        lock.withLock {
+        counters.withLock { counters in
             if let counter = counters[key], counter.window == window, counter.hits > 0 { counters[key] = (window, counter.hits - 1) }
         }
     }
 
-    var count: Int { lock.withLock { counters.count } }
+    var count: Int { counters.withLock { $0.count } }
 }

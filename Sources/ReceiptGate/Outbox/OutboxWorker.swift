@@ -1,6 +1,7 @@
 import Foundation
 import HTTPClient
 import ReceiptCore
+import Synchronization
 
 /// Delivers the outbox to game servers: at least once, in order per transaction, signed with the
 /// client's HMAC scheme, retried with exponential back-off and jitter for three days. Any number
@@ -166,16 +167,15 @@ public final class OutboxWorker: Sendable {
 }
 
 /// The worker's loop task, replaced and cancelled under a lock.
-private final class TaskBox: @unchecked Sendable {
-    private let lock = NSLock()
-    private var task: Task<Void, Never>?
+private final class TaskBox: Sendable {
+    private let task = Mutex<Task<Void, Never>?>(nil)
 
     func set(_ task: Task<Void, Never>) {
-        lock.withLock { self.task = task }
+        self.task.withLock { $0 = task }
     }
 
     func cancelAndWait() async {
-        let current = lock.withLock { () -> Task<Void, Never>? in
+        let current = task.withLock { task in
             defer { task = nil }
             return task
         }

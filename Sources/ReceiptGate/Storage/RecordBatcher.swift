@@ -2,6 +2,7 @@ import Foundation
 import JSON
 import Postgres
 import ReceiptCore
+import Synchronization
 
 /// Group commit for plain verifications (no webhook, delivery, subscription, acknowledgement or
 /// dialect effects): the verifications waiting at one moment are recorded by one statement, in
@@ -15,7 +16,7 @@ import ReceiptCore
 /// neither can settle is handed back for the ordinary path: a client changed since it was cached
 /// (`stale`), a purchase being recorded by a transaction still in flight (`contended`), or a batch
 /// the server refused as a whole.
-final class RecordBatcher: @unchecked Sendable {
+final class RecordBatcher: Sendable {
     enum Result: Sendable {
         case recorded(VerificationOutcome)
         /// The client row is no longer the version it was authenticated with (or is disabled).
@@ -43,10 +44,13 @@ final class RecordBatcher: @unchecked Sendable {
     /// halved the batches and cost Postgres 15-25 % more per verification, with a worse tail.
     let maxInFlight: Int
     let maxBatch: Int
-    private let lock = NSLock()  // guards queue, inFlight and counts
-    private var queue: [Item] = []
-    private var inFlight = 0
-    private var counts = Counts()
+    private struct Waiting {
+        var queue: [Item] = []
+        var inFlight = 0
+        var counts = Counts()
+    }
+
+    private let waiting = Mutex(Waiting())
 
     /// What the batch statements decided, for `/metrics`; tests read it to know that the
     /// group-commit path is the one they cover.
@@ -57,7 +61,7 @@ final class RecordBatcher: @unchecked Sendable {
         var stale = 0
     }
 
-    var served: Counts { lock.withLock { counts } }
+    var served: Counts { waiting.withLock { $0.counts } }
 
     init(pool: PostgresPool, maxInFlight: Int = 1, maxBatch: Int = 64) {
         self.pool = pool
@@ -69,18 +73,19 @@ final class RecordBatcher: @unchecked Sendable {
         let purchase = proven.purchase
         let key = "\(purchase.store.rawValue)\u{0}\(purchase.environment.rawValue)\u{0}\(purchase.transactionID)"
         let result: Result = try await withCheckedThrowingContinuation { continuation in
-            let start = lock.withLock { () -> Bool in
-                queue.append(Item(key: key, proven: proven, state: LedgerRules.state(of: purchase), client: client, version: version,
-                                  continuation: continuation))
-                guard inFlight < maxInFlight else { return false }
-                inFlight += 1
+            let item = Item(key: key, proven: proven, state: LedgerRules.state(of: purchase), client: client, version: version,
+                            continuation: continuation)
+            let start = waiting.withLock { waiting -> Bool in
+                waiting.queue.append(item)
+                guard waiting.inFlight < maxInFlight else { return false }
+                waiting.inFlight += 1
                 return true
             }
             if start { launch() }
         }
         switch result {
-        case .recorded, .foreign: lock.withLock { counts.settled += 1 }
-        case .stale: lock.withLock { counts.stale += 1 }
+        case .recorded, .foreign: waiting.withLock { $0.counts.settled += 1 }
+        case .stale: waiting.withLock { $0.counts.stale += 1 }
         case .contended: break
         }
         return result
@@ -101,7 +106,10 @@ final class RecordBatcher: @unchecked Sendable {
             }
         }
         if !accepted {
-            let stranded = lock.withLock { () -> [Item] in defer { queue.removeAll(); inFlight = 0 }; return queue }
+            let stranded = waiting.withLock { waiting -> [Item] in
+                defer { waiting.queue.removeAll(); waiting.inFlight = 0 }
+                return waiting.queue
+            }
             stranded.forEach { $0.continuation.resume(throwing: PostgresError(.poolClosed, "the database pool is shut down")) }
         }
     }
@@ -110,16 +118,16 @@ final class RecordBatcher: @unchecked Sendable {
     /// waits for the next batch, where it is a purchase seen before); nil, and one fewer in flight,
     /// when nothing waits.
     private func nextBatch() -> [Item]? {
-        lock.withLock {
-            guard !queue.isEmpty else {
-                inFlight -= 1
+        waiting.withLock { waiting in
+            guard !waiting.queue.isEmpty else {
+                waiting.inFlight -= 1
                 return nil
             }
             var batch: [Item] = [], keys = Set<String>(), rest: [Item] = []
-            for item in queue {
+            for item in waiting.queue {
                 if batch.count < maxBatch, keys.insert(item.key).inserted { batch.append(item) } else { rest.append(item) }
             }
-            queue = rest
+            waiting.queue = rest
             return batch
         }
     }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Verifications counted by store and outcome: since start for `/metrics`, and per minute over
 /// the last hour for the console's chart. Both are fed by the one `record` call, so the chart and
@@ -8,7 +9,7 @@ import Foundation
 /// wrongly), `refused:<REASON>` (the evidence was refused, with the pipeline's reason). Labels are
 /// bounded: a store the service does not serve counts as `unknown`, and once `maximumSeries`
 /// pairs exist a new refusal reason counts as `refused:OTHER`.
-public final class VerificationTally: @unchecked Sendable {
+public final class VerificationTally: Sendable {
     public struct Series: Hashable, Sendable, Comparable {
         public let store: String
         public let outcome: String
@@ -25,9 +26,12 @@ public final class VerificationTally: @unchecked Sendable {
     static let maximumSeries = 256
     static let minutesKept = 60
 
-    private let lock = NSLock()
-    private var totals: [Series: Int] = [:]
-    private var minutes: [Minute] = []
+    private struct Counts {
+        var totals: [Series: Int] = [:]
+        var minutes: [Minute] = []
+    }
+
+    private let counts = Mutex(Counts())
     private let knownStores: Set<String>
     private let now: @Sendable () -> Date
 
@@ -46,33 +50,28 @@ public final class VerificationTally: @unchecked Sendable {
 
     private func record(store: String, outcome: String) {
         let minute = Int(now().timeIntervalSince1970 / 60)
-        lock.lock()
-        defer { lock.unlock() }
-        var series = Series(store: knownStores.contains(store) ? store : "unknown", outcome: outcome)
-        if totals[series] == nil, totals.count >= Self.maximumSeries, outcome.hasPrefix("refused:") {
-            series = Series(store: series.store, outcome: "refused:OTHER")
+        let store = knownStores.contains(store) ? store : "unknown"
+        counts.withLock { counts in
+            var series = Series(store: store, outcome: outcome)
+            if counts.totals[series] == nil, counts.totals.count >= Self.maximumSeries, outcome.hasPrefix("refused:") {
+                series = Series(store: series.store, outcome: "refused:OTHER")
+            }
+            counts.totals[series, default: 0] += 1
+            if counts.minutes.last?.minute != minute {
+                counts.minutes.append(Minute(minute: minute, counts: [:]))
+                counts.minutes.removeAll { $0.minute <= minute - Self.minutesKept }
+            }
+            counts.minutes[counts.minutes.count - 1].counts[series, default: 0] += 1
         }
-        totals[series, default: 0] += 1
-        if minutes.last?.minute != minute {
-            minutes.append(Minute(minute: minute, counts: [:]))
-            minutes.removeAll { $0.minute <= minute - Self.minutesKept }
-        }
-        minutes[minutes.count - 1].counts[series, default: 0] += 1
     }
 
     /// Since the process started.
-    public var sinceStart: [Series: Int] {
-        lock.lock()
-        defer { lock.unlock() }
-        return totals
-    }
+    public var sinceStart: [Series: Int] { counts.withLock { $0.totals } }
 
     /// The last hour, oldest first, one entry per minute (minutes without a verification are empty).
     public func lastHour() -> [Minute] {
         let current = Int(now().timeIntervalSince1970 / 60)
-        lock.lock()
-        let kept = minutes
-        lock.unlock()
+        let kept = counts.withLock { $0.minutes }
         let byMinute = Dictionary(kept.map { ($0.minute, $0.counts) }, uniquingKeysWith: { first, _ in first })
         return ((current - Self.minutesKept + 1)...current).map { Minute(minute: $0, counts: byMinute[$0] ?? [:]) }
     }
