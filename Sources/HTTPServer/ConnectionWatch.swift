@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// One connection's deadline for receiving a whole request, head and body.
 ///
@@ -12,14 +13,18 @@ import Foundation
 ///
 /// The descriptor stays this connection's while `closed` is false: libmicrohttpd closes it only
 /// after the notify-connection callback (which sets `closed` under the lock) has returned.
-final class ConnectionWatch: @unchecked Sendable {
+final class ConnectionWatch: Sendable {
     private let descriptor: Int32
-    private let lock = NSLock()  // guards every field below
-    private var closed = false
-    private var receiving = false
-    private var expired = false
-    private var deadline = ContinuousClock.now
-    private var watchID: Int?
+
+    private struct Clock {
+        var closed = false
+        var receiving = false
+        var expired = false
+        var deadline = ContinuousClock.now
+        var watchID: Int?
+    }
+
+    private let clock = Mutex(Clock())
 
     init(descriptor: Int32) {
         self.descriptor = descriptor
@@ -28,56 +33,54 @@ final class ConnectionWatch: @unchecked Sendable {
     /// A request starts arriving. Does nothing while one is already being received (the first
     /// request's clock started when the connection was accepted).
     func beginReceiving(within timeout: Duration) {
-        lock.lock()
-        defer { lock.unlock() }
-        guard !closed, !receiving, descriptor >= 0 else { return }
-        receiving = true
-        expired = false
-        deadline = .now + timeout
-        // Lock order: this lock, then the watcher's (which fires callbacks outside its own).
-        watchID = DeadlineWatcher.shared.add(deadline: deadline) { [self] in expire() }
+        clock.withLock { clock in
+            guard !clock.closed, !clock.receiving, descriptor >= 0 else { return }
+            clock.receiving = true
+            clock.expired = false
+            clock.deadline = .now + timeout
+            // Lock order: this lock, then the watcher's (which fires callbacks outside its own).
+            clock.watchID = DeadlineWatcher.shared.add(deadline: clock.deadline) { [self] in expire() }
+        }
     }
 
     /// True once the deadline has passed while the request was still arriving.
     var hasExpired: Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        return expired || (receiving && ContinuousClock.now >= deadline)
+        clock.withLock { $0.expired || ($0.receiving && ContinuousClock.now >= $0.deadline) }
     }
 
     /// The request has arrived whole, or is being answered from its head: stops the clock.
     /// False if the deadline passed first; the connection is then being cut and gets no answer.
     func finishReceiving() -> Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        stopClock()
-        return !expired
+        clock.withLock { clock in
+            Self.stop(&clock)
+            return !clock.expired
+        }
     }
 
     /// libmicrohttpd is about to close the descriptor.
     func connectionClosed() {
-        lock.lock()
-        defer { lock.unlock() }
-        closed = true
-        stopClock()
+        clock.withLock { clock in
+            clock.closed = true
+            Self.stop(&clock)
+        }
     }
 
-    private func stopClock() {
-        if let watchID { DeadlineWatcher.shared.remove(watchID) }
-        watchID = nil
-        receiving = false
+    private static func stop(_ clock: inout Clock) {
+        if let watchID = clock.watchID { DeadlineWatcher.shared.remove(watchID) }
+        clock.watchID = nil
+        clock.receiving = false
     }
 
     private func expire() {
-        lock.lock()
-        defer { lock.unlock() }
-        watchID = nil
-        guard receiving, !closed, !expired else { return }
-        expired = true
-        Self.requestTimeout.withUnsafeBytes { bytes in
-            _ = send(descriptor, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))  // best effort
+        clock.withLock { clock in
+            clock.watchID = nil
+            guard clock.receiving, !clock.closed, !clock.expired else { return }
+            clock.expired = true
+            Self.requestTimeout.withUnsafeBytes { bytes in
+                _ = send(descriptor, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))  // best effort
+            }
+            shutdown(descriptor, Int32(SHUT_RDWR))
         }
-        shutdown(descriptor, Int32(SHUT_RDWR))
     }
 
     private static let requestTimeout: Data = {
