@@ -1,33 +1,44 @@
 import Foundation
+import Synchronization
+import Workers
 
 /// Decides once between a queued job starting and its caller giving up on it: the first of
-/// `start()` and the timeout wins, and the loser does nothing.
-final class StartOrGiveUp: @unchecked Sendable {
-    private let lock = NSLock()
-    private var decided = false  // guarded by lock
-    private var timer: Task<Void, Never>?  // guarded by lock
+/// `start()` and the timeout wins, and the loser does nothing. The timeout is the process's one
+/// deadline thread (`DeadlineWatcher`), not a sleeping task per request.
+final class StartOrGiveUp: Sendable {
+    private struct Decision {
+        var decided = false
+        var watch: Int?
+    }
+
+    private let decision = Mutex(Decision())
 
     /// Runs `giveUp` after `timeout` unless `start()` came first.
     func giveUp(after timeout: Duration, _ giveUp: @escaping @Sendable () -> Void) {
-        let timer = Task { [self] in
-            try? await Task.sleep(for: timeout)
-            guard !Task.isCancelled, decide() else { return }
-            giveUp()
+        // Lock order: this lock, then the watcher's (which fires callbacks outside its own).
+        decision.withLock { decision in
+            guard !decision.decided else { return }
+            decision.watch = DeadlineWatcher.shared.add(deadline: .now + timeout) { [self] in
+                guard decide() else { return }
+                giveUp()
+            }
         }
-        lock.withLock { self.timer = timer }
     }
 
     /// True when the job may run (the timeout has not won); stops the timer.
     func start() -> Bool {
-        guard decide() else { return false }
-        lock.withLock { timer }?.cancel()
-        return true
+        decision.withLock { decision in
+            guard !decision.decided else { return false }
+            decision.decided = true
+            if let watch = decision.watch { DeadlineWatcher.shared.remove(watch) }
+            return true
+        }
     }
 
     private func decide() -> Bool {
-        lock.withLock {
-            guard !decided else { return false }
-            decided = true
+        decision.withLock { decision in
+            guard !decision.decided else { return false }
+            decision.decided = true
             return true
         }
     }

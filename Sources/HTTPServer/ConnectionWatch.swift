@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import Workers
 
 /// One connection's deadline for receiving a whole request, head and body.
 ///

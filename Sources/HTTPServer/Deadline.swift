@@ -22,53 +22,6 @@ package func withDeadline<T: Sendable>(_ timeout: Duration, _ body: @escaping @S
     }
 }
 
-/// One thread of its own that fires expired deadlines. A `Task.sleep` per request would do the
-/// same, but a cancelled sleep keeps its timer allocated until the original deadline: at tens of
-/// thousands of requests a second with 30-second deadlines, that is hundreds of megabytes held
-/// for nothing.
-final class DeadlineWatcher: @unchecked Sendable {
-    static let shared = DeadlineWatcher()
-
-    private let condition = NSCondition()  // guards the fields below
-    private var entries: [Int: (deadline: ContinuousClock.Instant, fire: @Sendable () -> Void)] = [:]
-    private var nextID = 0
-    /// The watcher's thread, for the life of the process.
-    private let worker = BlockingWorkers<Void>(name: "deadlines")
-
-    private init() {
-        worker.submit { [unowned self] _ in run() }
-    }
-
-    func add(deadline: ContinuousClock.Instant, fire: @escaping @Sendable () -> Void) -> Int {
-        condition.lock()
-        defer { condition.unlock() }
-        nextID += 1
-        if entries.isEmpty { condition.signal() }  // only a sleeping watcher needs waking
-        entries[nextID] = (deadline, fire)
-        return nextID
-    }
-
-    func remove(_ id: Int) {
-        condition.lock()
-        entries[id] = nil
-        condition.unlock()
-    }
-
-    private func run() {
-        while true {
-            condition.lock()
-            while entries.isEmpty { condition.wait() }
-            // A 25 ms tick is precise enough for request deadlines and costs nothing when idle.
-            _ = condition.wait(until: Date(timeIntervalSinceNow: 0.025))
-            let now = ContinuousClock.now
-            let expired = entries.filter { $0.value.deadline <= now }
-            for id in expired.keys { entries[id] = nil }
-            condition.unlock()
-            for entry in expired.values { entry.fire() }
-        }
-    }
-}
-
 /// Resumes a continuation with whichever result arrives first; later ones are dropped.
 private final class FirstResult<T: Sendable>: @unchecked Sendable {
     private let lock = NSLock()
