@@ -113,7 +113,8 @@ public final class Service: Sendable {
         // Verifications without effects share commits.
         pipeline.batcher = RecordBatcher(pool: database.pool)
         pipeline.tally = verifications
-        pipeline.storeCallBudget = .seconds(configuration.requestTimeoutSeconds) * 0.9
+        let requestTimeout = Duration.seconds(configuration.requestTimeoutSeconds)
+        pipeline.storeCallBudget = requestTimeout - max(requestTimeout * 0.2, .milliseconds(min(2_000, configuration.requestTimeoutSeconds * 500)))
         let core = ServiceDialectCore(pipeline: pipeline, clients: repositories.clients, directory: directory, transactions: repositories.transactions,
                                       rateLimiter: rateLimiter, tokens: repositories.tokens, accounts: repositories.accounts,
                                       replayGuard: repositories.replay,

@@ -11,7 +11,8 @@ import TestSupport
         defer { harness.stop() }
         try harness.rvs.addReceipt("r-slow", userID: AmazonAppstoreEndToEnd.user)
         // Longer than the request may take: only a deadline on the store call ends it in time.
-        harness.rvs.state.answerDelay.set(.seconds(120))
+        // (Still less than the fake's own handler deadline, so it has answered before it shuts down.)
+        harness.rvs.state.answerDelay.set(.seconds(25))
         let answer = try await harness.verify("r-slow")
         // The store's trouble as the API documents it, not the server's last-resort timeout.
         #expect(answer.status == 502, "\(answer.text)")

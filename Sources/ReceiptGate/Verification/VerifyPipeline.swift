@@ -17,8 +17,9 @@ public struct VerifyPipeline: Sendable {
     var batcher: RecordBatcher?
     /// Counts every outcome for `/metrics` and the console.
     var tally: VerificationTally?
-    /// How long a verification's store calls may take in all: a little less than the request's
-    /// own deadline, so a provider makes no call (or retry) whose answer would come too late.
+    /// How long a verification's store calls may take in all: less than the request's own
+    /// deadline, leaving time to record and answer, so a provider makes no call (or retry)
+    /// whose answer would come too late.
     var storeCallBudget: Duration?
 
     init(stores: [StoreRegistration], transactions: TransactionRepository, clients: ClientRepository, directory: any ClientDirectory,
