@@ -7,7 +7,7 @@ import TestSupport
 /// server's last-resort timeout, and no store call outlives the request that made it.
 @Suite struct StoreCallDeadline {
     @Test func aSlowStoreIsAnsweredAsTheStoresTroubleBeforeTheRequestTimesOut() async throws {
-        let harness = try await AmazonAppstoreHarness.start(requestTimeoutSeconds: 10)
+        let harness = try await AmazonAppstoreHarness.start(requestTimeoutSeconds: 20)
         defer { harness.stop() }
         try harness.rvs.addReceipt("r-slow", userID: AmazonAppstoreEndToEnd.user)
         // Longer than the request may take: only a deadline on the store call ends it in time.
