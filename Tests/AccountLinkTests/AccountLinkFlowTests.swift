@@ -5,7 +5,7 @@ import PluginTestSupport
 import ReceiptCore
 import Testing
 
-/// The dialect on the in-memory fake core: flows a–d of the seed, the switch, header rules,
+/// The dialect on the in-memory fake core: flows a–d of the account-link contract, the switch, header rules,
 /// refunds, tokens, and the e-mail links.
 @Suite struct AccountLinkFlowTests {
     static let headers = ["x-client-app-version": "8.10.123", "x-client-device-model": "mobile", "x-client-os": "ios",

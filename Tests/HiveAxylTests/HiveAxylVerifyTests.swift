@@ -30,7 +30,7 @@ import Testing
         #expect(data["hiveAxylStoreTransactionId"] as? String == "2000000000000001")
         #expect(data["hiveAxylOriginalStoreTransactionId"] as? String == "2000000000000001")
         #expect(data["hiveAxylPurchaseDate"] as? Int == 1_780_000_000_000)
-        #expect(data.count == 11, "every field of the seed, and only those")
+        #expect(data.count == 11, "every field of the Hive Axyl contract, and only those")
 
         let restored = try await core.verify(Self.path, Fixture.purchaseBody(requestType: 2), token: token)
         #expect(restored.code == 100)

@@ -8,7 +8,7 @@ import Testing
 import AppStoreTestSupport
 import TestSupport
 
-/// `POST /iap` and the OpenID endpoints over HTTP on a real Postgres: the seed's flows, one
+/// `POST /iap` and the OpenID endpoints over HTTP on a real Postgres: the account-link flows, one
 /// account under concurrency, limits shared by two processes, tokens an independent library
 /// accepts, and entitlements that follow the ledger.
 @Suite struct AccountLinkEndToEnd {

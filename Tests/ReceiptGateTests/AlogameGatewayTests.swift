@@ -70,7 +70,7 @@ import TestSupport
         #expect(info["currency"] as? String == "VND")
         #expect(info["in_app_ownership_type"] as? String == "PURCHASED")
 
-        // The same receipt again, freshly signed (a timestamp a second on, so not the same signature): 409, as the seed's SDK expects.
+        // The same receipt again, freshly signed (a timestamp a second on, so not the same signature): 409, as the Alogame SDK expects.
         let again = try await gateway.node(body, timestampShift: 1)
         #expect(again[0].0 == 409)
         #expect(again[0].1["success"] as? Bool == false)
@@ -199,7 +199,7 @@ import TestSupport
 }
 
 /// The Alogame gateway contract's refund callback: from a signed App Store notification to a signed callback that
-/// the seed's own `verifyAlogameSignature` (run by Node) accepts.
+/// the Alogame contract's own `verifyAlogameSignature` (run by Node) accepts.
 @Suite struct AlogameRefundCallbacks {
     @Test func aRefundReachesTheGameServerSignedAsTheSeedSays() async throws {
         let gateway = try await AlogameGatewayVerify.Gateway.start(environments: [.production, .sandbox])
@@ -232,7 +232,7 @@ import TestSupport
         }
         #expect(calls.count == 1)
         let call = try #require(calls.first)
-        #expect(call["verified"] as? Bool == true, "the seed's verifyAlogameSignature refused our signature")
+        #expect(call["verified"] as? Bool == true, "the Alogame contract's verifyAlogameSignature refused our signature")
         let body = try #require(call["body"] as? [String: Any])
         #expect(Set(body.keys) == ["transaction_id", "product_id", "revocation_date", "revocation_reason", "game_id"])
         #expect(body["transaction_id"] as? String == id)

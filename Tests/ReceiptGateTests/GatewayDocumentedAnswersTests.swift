@@ -11,7 +11,7 @@ import GooglePlayTestSupport
 import TestSupport
 
 /// Answers the README and Deploy/openapi.yaml describe for the drop-in gateways, where a client
-/// written from the seeds alone is most likely to be surprised: Android through the Alogame
+/// written from the contracts alone is most likely to be surprised: Android through the Alogame
 /// gateway, StoreKit 1 in Server API mode, and a Google purchase on a server with no Google key.
 @Suite struct GatewayDocumentedAnswers {
     /// The `receiptgate` binary always registers the Google Play provider; without a service-account

@@ -10,7 +10,7 @@ import Testing
 import TestSupport
 
 /// Google Play through the whole service: native API and the Alogame gateway (`os_id: 1`, driven
-/// by the seed's Node client), the acknowledgement outbox, RTDN and the voided-purchases poll
+/// by the Alogame gateway's Node client), the acknowledgement outbox, RTDN and the voided-purchases poll
 /// feeding the same ledger, webhooks and refund callbacks. Only the client's own sealed key works.
 @Suite struct GooglePlayEndToEnd {
     static func waitUntil(_ condition: () async throws -> Bool, sourceLocation: SourceLocation = #_sourceLocation) async throws {
@@ -227,7 +227,7 @@ import TestSupport
 }
 
 extension GooglePlayHarness {
-    /// Runs the seed's Node client (the same script as the iOS gateway tests); each response's status and body.
+    /// Runs the Alogame gateway's Node client (the same script as the iOS gateway tests); each response's status and body.
     func node(_ fields: [String: Any]) async throws -> [(Int, [String: Any])] {
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Node/alogame_client.mjs").path
         let body = String(decoding: try JSONSerialization.data(withJSONObject: fields), as: UTF8.self)

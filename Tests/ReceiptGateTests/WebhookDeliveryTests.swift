@@ -24,7 +24,7 @@ final class WebhookReceiver: Sendable {
         let up = self.up, deliveries = self.deliveries, secret = self.secret
         var router = Router()
         router.post("/hooks/receiptgate") { request in
-            // Checked the way the seed tells game servers to check: HMAC over "{id}.{ts}.{sha256(body)}", 300 s window.
+            // Checked the way the webhook contract tells game servers to check: HMAC over "{id}.{ts}.{sha256(body)}", 300 s window.
             let clientID = request.headers["X-Client-ID"] ?? "", timestamp = request.headers["X-Timestamp"] ?? ""
             let expected = Hex.encode(try HMACSHA256.authenticationCode(key: Data(secret.get().utf8),
                                                                         message: Data("\(clientID).\(timestamp).\(try SHA256.hex(request.body))".utf8)))

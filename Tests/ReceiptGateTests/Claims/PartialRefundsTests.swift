@@ -65,7 +65,7 @@ import TestSupport
             #expect(Set(callback.keys) == ["transaction_id", "product_id", "revocation_date", "revocation_reason", "game_id", "revocation_percentage"])
         } else {
             #expect(Set(callback.keys) == ["transaction_id", "product_id", "revocation_date", "revocation_reason", "game_id"],
-                    "a full refund keeps the seed's body exactly: \(callback)")
+                    "a full refund keeps the Alogame callback's body exactly: \(callback)")
         }
         await harness.service.shutdown()
     }

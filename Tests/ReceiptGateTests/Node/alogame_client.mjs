@@ -1,5 +1,5 @@
-// A game server's call to the Alogame IAP Gateway, written only from the seed's Node.js example
-// (seed 000, "Request signing"), so our reading of the contract is checked by code we did not
+// A game server's call to the Alogame IAP Gateway, written only from the Alogame gateway contract's Node.js example
+// ("Request signing"), so our reading of the contract is checked by code we did not
 // write in Swift. Not product code.
 //
 // Environment: GATEWAY_URL, CLIENT_ID, CLIENT_SECRET, BODY (the JSON text to send, verbatim),

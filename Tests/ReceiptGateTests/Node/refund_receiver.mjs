@@ -1,5 +1,5 @@
-// A game server's refund-callback endpoint, checking each call with the seed's own
-// verifyAlogameSignature (seed 000, "What Alogame sends"), copied in spirit from that page only.
+// A game server's refund-callback endpoint, checking each call with the Alogame gateway contract's own
+// verifyAlogameSignature ("What Alogame sends"), copied in spirit from that page only.
 // Not product code. Environment: PORT, CLIENT_ID, CLIENT_SECRET. Prints one JSON line per call:
 // {"verified": bool, "body": <parsed body>}; answers 200 when verified, 401 otherwise.
 import { createHmac, createHash, timingSafeEqual } from 'crypto';

@@ -1,8 +1,8 @@
 """An app server written from Hive Axyl's contract ("Verify receipts with the Hive Axyl Server API") alone,
 with the Python standard library: it gets an access token by posting its Client ID and Client
-Secret as JSON (the seed names no grant type), puts the token in the Authorization header as it is
-(the seed names no scheme; the restore sends it as `Bearer`), with `X-App-Id`, decides delivery from
-the values the seed says to check, then shows two errors.
+Secret as JSON (the Hive Axyl contract names no grant type), puts the token in the Authorization header as it is
+(the contract names no scheme; the restore sends it as `Bearer`), with `X-App-Id`, decides delivery from
+the values the contract says to check, then shows two errors.
 
 Configuration (environment): HIVE_BASE_URL, HIVE_CLIENT_ID, HIVE_CLIENT_SECRET, HIVE_APP_ID,
 HIVE_RECEIPT (a transaction JWS), HIVE_PRODUCT_ID, HIVE_ACCOUNT_UUID.
@@ -48,7 +48,7 @@ def verify_purchase(token, fields, app_id=APP_ID, scheme=""):
 
 
 def may_deliver(answer):
-    """The seed's checks: verification passed, not cancelled, not already verified. (A mismatching
+    """The Hive Axyl contract's checks: verification passed, not cancelled, not already verified. (A mismatching
     account, 2, is this app's policy to decide; 9 means not comparable.)"""
     body = answer["body"] or {}
     data = body.get("data") or {}

@@ -8,7 +8,7 @@ import ReceiptGate
 import AppStoreTestSupport
 import TestSupport
 
-/// A game server's view: requests signed exactly as the seed's HMAC scheme describes.
+/// A game server's view: requests signed exactly as the native API's HMAC scheme describes.
 struct SignedClient {
     let port: Int
     let clientID: String
