@@ -28,18 +28,17 @@ final class StartOrGiveUp: Sendable {
     /// True when the job may run (the timeout has not won); stops the timer.
     func start() -> Bool {
         decision.withLock { decision in
-            guard !decision.decided else { return false }
-            decision.decided = true
+            guard Self.decide(&decision) else { return false }
             if let watch = decision.watch { DeadlineWatcher.shared.remove(watch) }
             return true
         }
     }
 
-    private func decide() -> Bool {
-        decision.withLock { decision in
-            guard !decision.decided else { return false }
-            decision.decided = true
-            return true
-        }
+    private func decide() -> Bool { decision.withLock { Self.decide(&$0) } }
+
+    private static func decide(_ decision: inout Decision) -> Bool {
+        guard !decision.decided else { return false }
+        decision.decided = true
+        return true
     }
 }

@@ -113,8 +113,7 @@ public final class Service: Sendable {
         // Verifications without effects share commits.
         pipeline.batcher = RecordBatcher(pool: database.pool)
         pipeline.tally = verifications
-        let requestTimeout = Duration.seconds(configuration.requestTimeoutSeconds)
-        pipeline.storeCallBudget = requestTimeout - max(requestTimeout * 0.2, .milliseconds(min(2_000, configuration.requestTimeoutSeconds * 500)))
+        pipeline.storeCallBudget = VerifyPipeline.storeCallBudget(requestTimeout: .seconds(configuration.requestTimeoutSeconds))
         let core = ServiceDialectCore(pipeline: pipeline, clients: repositories.clients, directory: directory, transactions: repositories.transactions,
                                       rateLimiter: rateLimiter, tokens: repositories.tokens, accounts: repositories.accounts,
                                       replayGuard: repositories.replay,

@@ -22,6 +22,12 @@ public struct VerifyPipeline: Sendable {
     /// whose answer would come too late.
     var storeCallBudget: Duration?
 
+    /// A fifth of the request's time is kept for recording and answering: at least 2 s, but never
+    /// more than half of a short request's.
+    static func storeCallBudget(requestTimeout: Duration) -> Duration {
+        requestTimeout - max(requestTimeout * 0.2, min(.seconds(2), requestTimeout / 2))
+    }
+
     init(stores: [StoreRegistration], transactions: TransactionRepository, clients: ClientRepository, directory: any ClientDirectory,
          logger: Logger) {
         self.stores = Dictionary(stores.map { ($0.store, $0) }, uniquingKeysWith: { first, _ in first })
