@@ -29,8 +29,10 @@ package enum RawHTTP {
     }
 
     /// Sends `pieces` one after another (pausing `pause` between them) and reads the response
-    /// until the server closes the connection.
-    package static func exchange(port: Int, pieces: [Data], pause: Duration = .zero, timeout: TimeInterval = 20) async throws -> Response {
+    /// until the server closes the connection. The default wait is longer than the service's own
+    /// 30 s handler deadline: the whole suite runs at once on two cores, and a slow answer is the
+    /// service's to give (as 503 if it must), not the test client's to cut short.
+    package static func exchange(port: Int, pieces: [Data], pause: Duration = .zero, timeout: TimeInterval = 45) async throws -> Response {
         try await withCheckedThrowingContinuation { continuation in
             let thread = Thread {
                 continuation.resume(with: Result { try blockingExchange(port: port, pieces: pieces, pause: pause, timeout: timeout) })
