@@ -6,20 +6,28 @@ package struct DeadlineExceeded: Error {}
 /// Runs `body`, or gives up with `DeadlineExceeded` once `timeout` passes. The body is cancelled
 /// but not awaited: work that ignores cancellation (a blocking database call) cannot hold the
 /// response hostage.
+/// The body sees its deadline as `RequestDeadline.current`, so work inside it (a store call) can
+/// end in time instead of being cut off.
 package func withDeadline<T: Sendable>(_ timeout: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
     let gate = FirstResult<T>()
+    let deadline = ContinuousClock.now + timeout
     return try await withCheckedThrowingContinuation { continuation in
         gate.install(continuation)
         let work = Task {
             let result: Result<T, any Error>
-            do { result = .success(try await body()) } catch { result = .failure(error) }
+            do { result = .success(try await RequestDeadline.$current.withValue(deadline) { try await body() }) } catch { result = .failure(error) }
             gate.finish(result)
         }
-        let watch = DeadlineWatcher.shared.add(deadline: .now + timeout) {
+        let watch = DeadlineWatcher.shared.add(deadline: deadline) {
             if gate.finish(.failure(DeadlineExceeded())) { work.cancel() }
         }
         gate.onFinish { DeadlineWatcher.shared.remove(watch) }
     }
+}
+
+/// When the request being handled gives up (`withDeadline`); nil outside one.
+package enum RequestDeadline {
+    @TaskLocal package static var current: ContinuousClock.Instant?
 }
 
 /// Resumes a continuation with whichever result arrives first; later ones are dropped.

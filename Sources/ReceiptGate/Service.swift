@@ -113,7 +113,7 @@ public final class Service: Sendable {
         // Verifications without effects share commits.
         pipeline.batcher = RecordBatcher(pool: database.pool)
         pipeline.tally = verifications
-        pipeline.storeCallBudget = VerifyPipeline.storeCallBudget(requestTimeout: .seconds(configuration.requestTimeoutSeconds))
+        pipeline.timeLeftForRecording = VerifyPipeline.timeLeftForRecording(requestTimeout: .seconds(configuration.requestTimeoutSeconds))
         let core = ServiceDialectCore(pipeline: pipeline, clients: repositories.clients, directory: directory, transactions: repositories.transactions,
                                       rateLimiter: rateLimiter, tokens: repositories.tokens, accounts: repositories.accounts,
                                       replayGuard: repositories.replay,

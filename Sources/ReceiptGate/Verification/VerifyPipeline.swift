@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import HTTPServer
 import ReceiptCore
 
 /// One verification, whatever API it came through, in two steps. *Prove*: pick the store
@@ -17,15 +18,14 @@ public struct VerifyPipeline: Sendable {
     var batcher: RecordBatcher?
     /// Counts every outcome for `/metrics` and the console.
     var tally: VerificationTally?
-    /// How long a verification's store calls may take in all: less than the request's own
-    /// deadline, leaving time to record and answer, so a provider makes no call (or retry)
+    /// How much of the request's time its store calls leave for recording and answering: they
+    /// end that long before the request's own deadline, so a provider makes no call (or retry)
     /// whose answer would come too late.
-    var storeCallBudget: Duration?
+    var timeLeftForRecording: Duration?
 
-    /// A fifth of the request's time is kept for recording and answering: at least 2 s, but never
-    /// more than half of a short request's.
-    static func storeCallBudget(requestTimeout: Duration) -> Duration {
-        requestTimeout - max(requestTimeout * 0.2, min(.seconds(2), requestTimeout / 2))
+    /// A fifth of the request's time: at least 2 s, but never more than half of a short request's.
+    static func timeLeftForRecording(requestTimeout: Duration) -> Duration {
+        max(requestTimeout * 0.2, min(.seconds(2), requestTimeout / 2))
     }
 
     init(stores: [StoreRegistration], transactions: TransactionRepository, clients: ClientRepository, directory: any ClientDirectory,
@@ -55,7 +55,9 @@ public struct VerifyPipeline: Sendable {
                                               client: client.info, credentials: try await credentials(of: client, for: request.store),
                                               evidenceKind: request.evidenceKind)
             context.transactionID = request.transactionID
-            context.deadline = storeCallBudget.map { ContinuousClock.now + $0 }
+            if let timeLeftForRecording, let requestDeadline = RequestDeadline.current {
+                context.deadline = requestDeadline - timeLeftForRecording
+            }
             context.evidenceFields = evidenceFields
             let purchases = try await provider.verify(evidence: request.evidence, context: context)
             return try VerificationChecks.proven(purchases, request: request, client: client.info, evidenceDigest: digest) { refusedTransaction = $0 }
