@@ -92,8 +92,10 @@ class Walk(SessionSteps, PageSteps, ClientSteps, PurchaseSteps):
             raise Failure(f"{what} did not happen within {BOUND} s; the browser is at {self.driver.current_url} "
                           f"showing h1 {self.h1s()} and title {self.driver.title!r}") from None
 
+    # Read in one script, inside the page: element handles read one by one go stale when the
+    # page is replaced between the find and the read (a redirect still arriving).
     def h1s(self):
-        return [h.text for h in self.driver.find_elements(By.TAG_NAME, "h1")]
+        return self.driver.execute_script("return Array.from(document.querySelectorAll('h1'), h => h.innerText)")
 
     def loaded(self, what):
         """After a navigation: fails at once, naming the status, when the page is an HTTP error."""
@@ -122,8 +124,9 @@ class Walk(SessionSteps, PageSteps, ClientSteps, PurchaseSteps):
 
     def rows(self, table_id):
         """The table's rows that have data cells, as lists of their texts (header rows left out)."""
-        rows = [[cell.text.strip() for cell in row.find_elements(By.CSS_SELECTOR, "td")]
-                for row in self.driver.find_elements(By.CSS_SELECTOR, f"table#{table_id} tr")]
+        rows = self.driver.execute_script(
+            "return Array.from(document.querySelectorAll(arguments[0]), row => Array.from(row.querySelectorAll('td'), cell => cell.innerText.trim()))",
+            f"table#{table_id} tr")
         return [cells for cells in rows if cells]
 
     def run(self):
