@@ -14,7 +14,7 @@ import TestSupport
 
     static func provider(_ rvs: FakeRVS, _ sns: FakeSNS, clock: LockedClock? = nil,
                          adjust: (inout AmazonAppstoreConfiguration) -> Void = { _ in },
-                         certificateHTTP: HTTPClient = AmazonAppstoreProvider.certificateClient()) throws -> AmazonAppstoreProvider {
+                         certificateHTTP: HTTPClient? = nil) throws -> AmazonAppstoreProvider {
         var configuration = rvs.configuration(certURLPattern: sns.certificateURLPattern)
         adjust(&configuration)
         let now: @Sendable () -> Date = { clock?.now ?? Date() }
