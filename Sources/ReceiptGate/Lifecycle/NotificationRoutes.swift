@@ -20,7 +20,7 @@ struct NotificationRoutes: Sendable {
         }
     }
 
-    /// Anyone may post here, and proving a notification costs work (for Amazon, perhaps a
+    /// Anyone may post here, and proving a notification costs work (for some stores, a
     /// certificate fetch), so each caller address gets a budget per store route, counted in this
     /// process's memory. Generous: a store sends from few addresses, in bursts.
     static func perAddress(_ store: StoreID) -> RateLimitPolicy {
