@@ -7,7 +7,7 @@ import ReceiptCore
 /// what a URL costs is bounded: a certificate is fetched once and kept until `lifetime` has passed
 /// or it expires, whichever is first; a failed fetch is remembered for `failureLifetime` and
 /// answered from memory meanwhile; messages naming a URL that is being fetched wait for that one
-/// fetch; and at most `maxFetches` URLs are fetched at once; a message that would start another
+/// fetch; and at most `maxFetches` URLs are fetched at once: a message that would start another
 /// is refused at once as retryable (SNS sends it again) instead of queueing behind them. Only URLs
 /// that passed `SNSCertificateURLRule` get here.
 actor SNSCertificates {
@@ -21,7 +21,8 @@ actor SNSCertificates {
     private var fetching: [String: Task<Result<Fetched, NotificationRejection>, Never>] = [:]
     /// SNS uses a handful of certificates at a time; a bound keeps a flood of rotating URLs cheap.
     private let maxKnown = 16
-    /// Enough to remember every URL a flood can get fetched within `failureLifetime`.
+    /// Failures kept at most; past it the ones nearest their end are forgotten first. Refused
+    /// fetches are already few (`maxFetches` at once), so this only caps memory.
     private let maxFailures = 1024
 
     init(http: HTTPClient, lifetime: Duration, failureLifetime: Duration, maxFetches: Int, now: @escaping @Sendable () -> Date) {
@@ -70,7 +71,7 @@ actor SNSCertificates {
             known[url] = (fetched.key, min(moment.addingTimeInterval(Self.seconds(lifetime)), fetched.notAfter))
         case .failure(let rejection):
             if failures.count >= maxFailures { failures = failures.filter { $0.value.until > moment } }
-            // Still full: the oldest make room, so a flood cannot push out what it just caused.
+            // Still full: the one nearest its end makes room.
             if failures.count >= maxFailures, let oldest = failures.min(by: { $0.value.until < $1.value.until })?.key { failures[oldest] = nil }
             failures[url] = (rejection, moment.addingTimeInterval(Self.seconds(failureLifetime)))
         }
