@@ -12,6 +12,13 @@ public struct AmazonAppstoreConfiguration: Sendable {
     /// How long a fetched signing certificate is trusted before it is fetched again (never past
     /// the certificate's own expiry).
     package var certificateCacheLifetime: Duration = .seconds(6 * 3600)
+    /// How long a certificate URL that could not be fetched (or served no usable certificate) is
+    /// remembered: messages naming it meanwhile are answered from memory, none fetches it again.
+    /// Short, because SNS's own retries of a genuine message come tens of seconds apart.
+    package var certificateFailureLifetime: Duration = .seconds(30)
+    /// Certificate URLs fetched at once. A message that needs another fetch beyond these is
+    /// answered 503 at once (SNS sends it again), never queued behind them.
+    package var maxCertificateFetches = 4
     /// RVS calls answered 410, 429 or 5xx (or not answered) are tried this many times in all,
     /// with exponential back-off between them, never past the request's deadline.
     package var rvsRetry = Retry()
@@ -30,8 +37,11 @@ public struct AmazonAppstoreConfiguration: Sendable {
         }
     }
 
-    /// https, `sns.<region>.amazonaws.com` (or `.com.cn`), `/SimpleNotificationService-<hex>.pem`, nothing more.
-    package static let defaultSNSCertURLPattern = #"https://sns\.[a-z0-9-]+\.amazonaws\.com(\.cn)?/SimpleNotificationService-[0-9a-f]+\.pem"#
+    /// https, `sns.<region>.amazonaws.com` (or `.com.cn`), `/SimpleNotificationService-<hex>.pem`,
+    /// nothing more. The label after `sns.` must be shaped like a region (`us-east-1`,
+    /// `us-gov-west-1`, `cn-north-1`): `sns.s3.amazonaws.com` and its kin are S3 bucket hosts,
+    /// where anyone who owns the bucket `sns` could serve a certificate.
+    package static let defaultSNSCertURLPattern = #"https://sns\.[a-z]{2}(-gov)?-[a-z]+-[0-9]+\.amazonaws\.com(\.cn)?/SimpleNotificationService-[0-9a-f]+\.pem"#
 
     package init() {}
 

@@ -42,8 +42,10 @@ extension AmazonAppstoreProvider {
           application/json:
             schema:
               $ref: "#/components/schemas/Error"
+      "429":
+        $ref: "#/components/responses/RateLimited"
       "503":
-        description: "`VERIFIER_ERROR`: the certificate or RVS could not be reached now; SNS will retry."
+        description: "`VERIFIER_ERROR`: the certificate or RVS could not be reached now (a certificate URL that just failed is not fetched again for 30 s; beyond 4 certificate fetches at once a message is answered this at once); SNS will retry."
         content:
           application/json:
             schema:

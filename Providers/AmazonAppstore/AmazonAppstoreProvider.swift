@@ -25,8 +25,13 @@ public struct AmazonAppstoreProvider: StoreProvider, NotificationReceiving {
         package static let sharedSecretFlag = "--amazon-shared-secret"
     }
 
+    /// `http` calls RVS; SNS signing certificates are fetched by `certificateHTTP`, by default a
+    /// `certificateClient` of its own. Separate clients have separate transfer threads:
+    /// certificate URLs come from unauthenticated messages, and a flood of them must not hold the
+    /// threads a purchase's verification needs.
     /// Throws `ConfigurationInvalid` when the certificate URL pattern is not a regular expression.
-    package init(configuration: AmazonAppstoreConfiguration, http: HTTPClient = HTTPClient(), logger: Logger = Logger(),
+    package init(configuration: AmazonAppstoreConfiguration, http: HTTPClient = HTTPClient(),
+                certificateHTTP: HTTPClient? = nil, logger: Logger = Logger(),
                 now: @escaping @Sendable () -> Date = { Date() }) throws {
         self.configuration = configuration
         self.logger = logger
@@ -35,7 +40,23 @@ public struct AmazonAppstoreProvider: StoreProvider, NotificationReceiving {
         do { certificateRule = try SNSCertificateURLRule(pattern: configuration.snsCertURLPattern) } catch {
             throw ConfigurationInvalid(variable: "RECEIPTGATE_AMAZON_SNS_CERT_URL_PATTERN", problem: "is not a valid regular expression")
         }
-        certificates = SNSCertificates(http: http, lifetime: configuration.certificateCacheLifetime, now: now)
+        certificates = SNSCertificates(http: certificateHTTP ?? Self.certificateClient(threads: configuration.maxCertificateFetches),
+                                       lifetime: configuration.certificateCacheLifetime,
+                                       failureLifetime: configuration.certificateFailureLifetime,
+                                       maxFetches: configuration.maxCertificateFetches, now: now)
+    }
+
+    /// The client for SNS signing certificates: a transfer thread for each fetch that may run at
+    /// once (none waits for a thread), one attempt (SNS sends a refused message again), a short
+    /// timeout and a response no bigger than a certificate needs.
+    package static func certificateClient(threads: Int) -> HTTPClient {
+        var configuration = HTTPClient.Configuration()
+        configuration.threadCount = max(1, threads)
+        configuration.retry = .none
+        configuration.timeout = .seconds(5)
+        configuration.connectTimeout = .seconds(3)
+        configuration.maxResponseBytes = 64 << 10
+        return HTTPClient(configuration)
     }
 
     /// From the environment; throws `ConfigurationInvalid`.

@@ -43,6 +43,8 @@ extension AppStoreProvider {
           application/json:
             schema:
               $ref: "#/components/schemas/Error"
+      "429":
+        $ref: "#/components/responses/RateLimited"
       "503":
         description: "`VERIFIER_ERROR`: verification could not be completed now; the store will retry."
         content:

@@ -62,6 +62,8 @@ extension GooglePlayProvider {
           application/json:
             schema:
               $ref: "#/components/schemas/Error"
+      "429":
+        $ref: "#/components/responses/RateLimited"
       "503":
         description: "`VERIFIER_ERROR`: Google's keys or the purchase could not be fetched now; Pub/Sub will retry."
         content:

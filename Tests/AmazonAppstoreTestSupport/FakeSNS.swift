@@ -17,6 +17,13 @@ package final class FakeSNS: Sendable {
     package let server: HTTPServer
     /// Certificate downloads so far.
     package let certificateHits = LockedBox(0)
+    /// Every certificate file asked for, served or not, in the order asked.
+    package let requestedFiles = LockedBox<[String]>([])
+    /// How long each certificate request is held before it is answered, when set: a slow host.
+    package let answerDelay = LockedBox<Duration?>(nil)
+    /// Holds every certificate request until released: a host that takes connections and never
+    /// answers (until the test lets it, or the fake's handler timeout ends the request).
+    package let hold = Hold()
     package static let topicARN = "arn:aws:sns:us-east-1:123456789012:appstore-rtn"
 
     package init(key: PrivateKey? = nil) throws {
@@ -27,9 +34,13 @@ package final class FakeSNS: Sendable {
                                              notValidAfter: now.addingTimeInterval(86_400)).build(subjectKey: key, issuer: nil, issuerKey: key)
         certificateFile = "SimpleNotificationService-" + Hex.encode(SecureRandom.bytes(16)) + ".pem"
         var router = Router()
-        let (file, pem, hits) = (certificateFile, certificate.pemEncoded, certificateHits)
+        let (file, pem, hits, requested, delay, hold) = (certificateFile, certificate.pemEncoded, certificateHits, requestedFiles, answerDelay, hold)
         router.get("/{file}") { request in
-            guard (try request.parameter("file")) == file else { return HTTPResponse(status: 404) }
+            let asked = try request.parameter("file")
+            requested.update { $0.append(asked) }
+            if let delay = delay.get() { try? await Task.sleep(for: delay) }
+            await hold.pass()
+            guard asked == file else { return HTTPResponse(status: 404) }
             hits.update { $0 += 1 }
             return HTTPResponse(status: 200, headers: ["Content-Type": "application/x-x509-ca-cert"], body: Data(pem.utf8))
         }
@@ -82,5 +93,34 @@ package final class FakeSNS: Sendable {
         return try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
     }
 
-    package func shutdown() async { await server.shutdown() }
+    package func shutdown() async {
+        hold.release()
+        await server.shutdown()
+    }
+
+    /// A gate certificate requests wait at while it is closed; open until `close()`.
+    package final class Hold: Sendable {
+        private let state = LockedBox<(closed: Bool, waiting: [CheckedContinuation<Void, Never>])>((false, []))
+
+        package func close() { state.update { $0.closed = true } }
+
+        /// Opens the gate and lets every held request go on.
+        package func release() {
+            let waiting = state.update { state in
+                defer { state = (false, []) }
+                return state.waiting
+            }
+            for continuation in waiting { continuation.resume() }
+        }
+
+        func pass() async {
+            await withCheckedContinuation { continuation in
+                let held = state.update { state in
+                    if state.closed { state.waiting.append(continuation) }
+                    return state.closed
+                }
+                if !held { continuation.resume() }
+            }
+        }
+    }
 }

@@ -27,11 +27,17 @@ import Testing
         let rule = AmazonAppstoreConfiguration()
         #expect(rule.allowsSNSCertificateURL("https://sns.us-east-1.amazonaws.com/SimpleNotificationService-a86cb10b4e1f29c941702d737128f7b6.pem"))
         #expect(rule.allowsSNSCertificateURL("https://sns.eu-west-1.amazonaws.com/SimpleNotificationService-01ab.pem"))
+        #expect(rule.allowsSNSCertificateURL("https://sns.us-gov-west-1.amazonaws.com/SimpleNotificationService-01ab.pem"))
+        #expect(rule.allowsSNSCertificateURL("https://sns.cn-north-1.amazonaws.com.cn/SimpleNotificationService-01ab.pem"))
         for foreign in ["http://sns.us-east-1.amazonaws.com/SimpleNotificationService-01ab.pem",
                         "https://sns.us-east-1.amazonaws.com.evil.example/SimpleNotificationService-01ab.pem",
                         "https://sns.us-east-1.amazonaws.com/SimpleNotificationService-01ab.pem/../x.pem",
                         "https://sns.us-east-1.amazonaws.com/SimpleNotificationService-XYZ.pem",
-                        "https://sqs.us-east-1.amazonaws.com/SimpleNotificationService-01ab.pem", ""] {
+                        "https://sqs.us-east-1.amazonaws.com/SimpleNotificationService-01ab.pem",
+                        "https://sns.s3.amazonaws.com/SimpleNotificationService-01ab.pem",
+                        "https://sns.s3-external-1.amazonaws.com/SimpleNotificationService-01ab.pem",
+                        "https://sns.s3-website-us-east-1.amazonaws.com/SimpleNotificationService-01ab.pem",
+                        "https://sns.s3.amazonaws.com.cn/SimpleNotificationService-01ab.pem", ""] {
             #expect(!rule.allowsSNSCertificateURL(foreign), "\(foreign)")
         }
     }

@@ -147,7 +147,11 @@ import Testing
                       "https://sns.us-east-1.amazonaws.com/SimpleNotificationService-0123abcd.pem.evil",
                       "https://sns.us-east-1.amazonaws.com/evil/SimpleNotificationService-0123abcd.pem",
                       "https://sns.us-east-1.amazonaws.com/SimpleNotificationService-0123abcd.pem?x=/evil.pem",
-                      "https://sns.us-east-1.amazonaws.com@evil.example/SimpleNotificationService-0123abcd.pem"])
+                      "https://sns.us-east-1.amazonaws.com@evil.example/SimpleNotificationService-0123abcd.pem",
+                      // S3 bucket hosts: whoever owns a bucket named `sns` serves what they like there.
+                      "https://sns.s3.amazonaws.com/SimpleNotificationService-0123abcd.pem",
+                      "https://sns.s3-external-1.amazonaws.com/SimpleNotificationService-0123abcd.pem",
+                      "https://sns.s3-website-us-east-1.amazonaws.com/SimpleNotificationService-0123abcd.pem"])
     func theDefaultRuleRefusesAForeignSchemeHostOrPath(url: String) async throws {
         let (rvs, sns) = (try FakeRVS(), try FakeSNS())
         let provider = try AmazonAppstoreProvider(configuration: rvs.configuration(), http: FakeRVS.http(), logger: Logger(minimumLevel: .error))

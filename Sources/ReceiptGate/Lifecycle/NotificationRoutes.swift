@@ -3,7 +3,8 @@ import ReceiptCore
 
 /// `POST` endpoints where stores push server-to-server notifications. Each is proven genuine by
 /// its provider, recorded once (deduplicated on the store's notification id, with the raw body
-/// kept), and answered 200 fast; a forged one gets 401 and changes nothing.
+/// kept), and answered 200 fast; a forged one gets 401 and changes nothing. A caller address that
+/// sends more than its budget is answered 429 before anything is proven.
 struct NotificationRoutes: Sendable {
     let stores: [StoreRegistration]
     let clients: ClientRepository
@@ -12,11 +13,18 @@ struct NotificationRoutes: Sendable {
     var routes: [Route] {
         stores.compactMap { registration in
             registration.notifications.map { receiver in
-                Route("POST", receiver.notificationPath, authentication: .none) { request, context in
+                Route("POST", receiver.notificationPath, authentication: .none, rateLimits: [Self.perAddress(registration.store)]) { request, context in
                     await receive(request, context: context, store: registration.declaration, receiver: receiver)
                 }
             }
         }
+    }
+
+    /// Anyone may post here, and proving a notification costs work (for some stores, a
+    /// certificate fetch), so each caller address gets a budget per store route, counted in this
+    /// process's memory. Generous: a store sends from few addresses, in bursts.
+    static func perAddress(_ store: StoreID) -> RateLimitPolicy {
+        RateLimitPolicy(name: "notifications.\(store.rawValue).address", key: .callerAddress, limit: 600, window: .seconds(60), shared: false)
     }
 
     struct Accepted: Encodable {
