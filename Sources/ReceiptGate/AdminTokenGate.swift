@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import Synchronization
 
 /// The one check of the admin token, for the admin API and the console's sign-in alike, and one
 /// instance of it per process: a guesser gains nothing by taking turns between the two.
@@ -40,34 +41,33 @@ final class AdminTokenGate: Sendable {
 /// compared until that minute is over. In memory and bounded (a flood of addresses resets it
 /// rather than growing it); the token itself is long enough that this only keeps the log quiet
 /// and guessing slow.
-final class AdminTokenThrottle: @unchecked Sendable {
+final class AdminTokenThrottle: Sendable {
     static let failuresPerMinute = 10
     static let addressesKept = 10_000
 
-    private let lock = NSLock()
     /// When each network's minute began, and its wrong tokens since.
-    private var failures: [String: (since: Date, count: Int)] = [:]
+    private let failures = Mutex<[String: (since: Date, count: Int)]>([:])
     private let now: @Sendable () -> Date
 
     init(now: @escaping @Sendable () -> Date = Date.init) { self.now = now }
 
     /// Nil when `network` may try again; else the whole seconds until its minute is over.
     func secondsHeldBack(_ network: String) -> Int? {
-        lock.withLock {
-            let now = now()
-            guard let entry = current(network, now: now), entry.count >= Self.failuresPerMinute else { return nil }
-            return max(1, Int((entry.since.addingTimeInterval(60).timeIntervalSince(now)).rounded(.up)))
+        let now = now()
+        return failures.withLock { failures in
+            guard let entry = Self.current(failures[network], now: now), entry.count >= Self.failuresPerMinute else { return nil }
+            return max(1, Int(entry.since.addingTimeInterval(60).timeIntervalSince(now).rounded(.up)))
         }
     }
 
     /// Counts a failure; true for the first of this network's minute.
     func failed(_ network: String) -> Bool {
-        lock.withLock {
-            let now = now()
-            let entry = current(network, now: now)
+        let now = now()
+        return failures.withLock { failures in
+            let entry = Self.current(failures[network], now: now)
             if entry == nil, failures.count >= Self.addressesKept {
                 failures = failures.filter { now.timeIntervalSince($0.value.since) < 60 }
-                if failures.count >= Self.addressesKept { failures.removeAll() }
+                if failures.count >= Self.addressesKept { failures.removeAll(keepingCapacity: true) }
             }
             let counted = (since: entry?.since ?? now, count: (entry?.count ?? 0) + 1)
             failures[network] = counted
@@ -75,9 +75,9 @@ final class AdminTokenThrottle: @unchecked Sendable {
         }
     }
 
-    /// The network's entry while its minute lasts.
-    private func current(_ network: String, now: Date) -> (since: Date, count: Int)? {
-        guard let entry = failures[network], now.timeIntervalSince(entry.since) < 60 else { return nil }
+    /// The entry while its minute lasts.
+    private static func current(_ entry: (since: Date, count: Int)?, now: Date) -> (since: Date, count: Int)? {
+        guard let entry, now.timeIntervalSince(entry.since) < 60 else { return nil }
         return entry
     }
 }
