@@ -2,37 +2,58 @@ import CCurl
 import CShims
 import Foundation
 
-/// Which resolved addresses a request may connect to. The host is resolved on the transfer's own
-/// thread, every address is checked, and the connection is pinned to a checked one
-/// (`CURLOPT_RESOLVE`), so a second DNS answer cannot swap in another (DNS rebinding).
+/// Which resolved addresses a request may connect to. For the policies that check, the host is
+/// resolved on the transfer's own thread, every address is checked, and the connection is pinned
+/// to the checked ones (`CURLOPT_RESOLVE`), so a second DNS answer cannot swap in another (DNS
+/// rebinding).
 package enum DestinationPolicy: Sendable, Equatable {
-    /// Whatever the host resolves to (the default; configured upstreams such as Apple and Google).
+    /// Whatever libcurl resolves the host to (the default; configured upstreams such as Apple and Google).
     case any
+    /// Resolved here and pinned, every address allowed: game servers' URLs where the operator
+    /// allows private destinations take the path `publicOnly` takes, only without its refusals.
+    case anyAddressPinned
     /// Only public unicast addresses: no loopback, private, link-local (cloud metadata),
     /// carrier-grade NAT, multicast or unspecified ones (game servers' own URLs).
     case publicOnly
+
+    /// Whether the transfer connects only where this module checked.
+    var checksHere: Bool { self != .any }
 }
 
 enum Destination {
-    /// `host:port:address` for CURLOPT_RESOLVE, or a refusal.
+    /// The `CURLOPT_RESOLVE` entry (`host:port:address,…`) that pins a checked name to its checked
+    /// addresses, nil when there is nothing to pin, or a refusal.
+    ///
+    /// A host that is an address literal is checked as it is and gets no entry: libcurl connects
+    /// to a literal without resolving it, and it cannot read `[v6]:port:…` as an entry (the URL
+    /// gives IPv6 literals in brackets; the check and getaddrinfo take them without).
     static func pin(url: String, policy: DestinationPolicy) throws -> String? {
-        guard policy == .publicOnly else { return nil }
+        guard policy.checksHere else { return nil }
         guard let components = URLComponents(string: url), let host = components.host, !host.isEmpty else {
             throw HTTPClientError(.invalidURL, "cannot read the host of \(url)")
         }
-        let bareHost = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
+        let bareHost = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+        let publicOnly = policy == .publicOnly
+        let isAllowed = { (address: String) -> Bool in !publicOnly || PublicAddress.isPublic(address) }
+        if PublicAddress.isLiteral(bareHost) {
+            guard isAllowed(bareHost) else { throw HTTPClientError(.destinationRefused, "the address \(bareHost) is not public") }
+            return nil
+        }
         let port = components.port ?? (components.scheme?.lowercased() == "https" ? 443 : 80)
         let addresses = try resolve(bareHost)
-        guard let allowed = addresses.first(where: PublicAddress.isPublic) else {
+        guard addresses.contains(where: isAllowed) else {
             throw HTTPClientError(.destinationRefused,
                                   "\(bareHost) resolves only to addresses that are not public (\(addresses.prefix(3).joined(separator: ", ")))")
         }
-        guard addresses.allSatisfy(PublicAddress.isPublic) else {
+        guard addresses.allSatisfy(isAllowed) else {
             throw HTTPClientError(.destinationRefused, "\(bareHost) resolves to a non-public address among its answers")
         }
-        let shownHost = bareHost.contains(":") ? "[\(bareHost)]" : bareHost
-        let shownAddress = allowed.contains(":") ? "[\(allowed)]" : allowed
-        return "\(shownHost):\(port):\(shownAddress)"
+        // libcurl takes IPv6 addresses of an entry in brackets, and tries them in the order given.
+        // It cannot read one with a zone (`fe80::1%eth0`); such link-local answers pass only when
+        // every address may, and are then left for libcurl to find.
+        let pinnable = addresses.filter { !$0.contains("%") }
+        guard !pinnable.isEmpty else { return nil }
+        return "\(bareHost):\(port):" + pinnable.map { $0.contains(":") ? "[\($0)]" : $0 }.joined(separator: ",")
     }
 
     /// getaddrinfo, on the calling (worker) thread.
@@ -60,17 +81,15 @@ enum Destination {
     }
 }
 
-/// Public unicast or not, for IPv4 and IPv6 literals (IPv4-mapped IPv6 judged as IPv4).
+/// Public unicast or not, for IPv4 and IPv6 literals. An IPv6 address that carries an IPv4 one
+/// for translation (IPv4-mapped, SIIT's IPv4-translated, the NAT64 well-known prefix) is judged
+/// as that IPv4 address: it reaches what the IPv4 address reaches.
 package enum PublicAddress {
     package static func isPublic(_ address: String) -> Bool {
         var v4 = in_addr()
         if inet_pton(AF_INET, address, &v4) == 1 { return isPublicIPv4(UInt32(bigEndian: v4.s_addr)) }
-        var v6 = in6_addr()
-        guard inet_pton(AF_INET6, address.split(separator: "%").first.map(String.init) ?? address, &v6) == 1 else { return false }
-        let bytes = withUnsafeBytes(of: v6) { Array($0) }
-        if bytes[0..<10].allSatisfy({ $0 == 0 }) && bytes[10] == 0xff && bytes[11] == 0xff {
-            return isPublicIPv4(UInt32(bytes[12]) << 24 | UInt32(bytes[13]) << 16 | UInt32(bytes[14]) << 8 | UInt32(bytes[15]))
-        }
+        guard let bytes = ipv6Bytes(address) else { return false }
+        if let embedded = translatedIPv4(bytes) { return isPublicIPv4(embedded) }
         if bytes.allSatisfy({ $0 == 0 }) { return false }                              // ::
         if bytes[0..<15].allSatisfy({ $0 == 0 }) && bytes[15] == 1 { return false }    // ::1
         if bytes[0] & 0xfe == 0xfc { return false }                                     // fc00::/7 unique local
@@ -78,11 +97,34 @@ package enum PublicAddress {
         if bytes[0] == 0xff { return false }                                            // multicast
         if bytes[0..<12].allSatisfy({ $0 == 0 }) { return false }                       // IPv4-compatible (deprecated)
         if bytes[0] == 0x20 && bytes[1] == 0x01 && bytes[2] == 0x0d && bytes[3] == 0xb8 { return false }  // documentation
-        if bytes[0] == 0x00 && bytes[1] == 0x64 && bytes[2] == 0xff && bytes[3] == 0x9b { return false }  // NAT64 64:ff9b::/96 and ::1/48
+        if bytes[0] == 0x00 && bytes[1] == 0x64 && bytes[2] == 0xff && bytes[3] == 0x9b { return false }  // the rest of 64:ff9b::/32 (local-use NAT64 64:ff9b:1::/48)
         if bytes[0] == 0x20 && bytes[1] == 0x02 { return false }                                          // 6to4 2002::/16 (wraps IPv4)
         if bytes[0] == 0x20 && bytes[1] == 0x01 && bytes[2] == 0x00 && bytes[3] == 0x00 { return false }  // Teredo 2001::/32
         if bytes[0] == 0xfe && bytes[1] & 0xc0 == 0xc0 { return false }                                  // fec0::/10 site-local
         return true
+    }
+
+    /// True for an IPv4 or IPv6 address (an IPv6 one with or without a `%zone`), false for a name.
+    package static func isLiteral(_ host: String) -> Bool {
+        var v4 = in_addr()
+        return inet_pton(AF_INET, host, &v4) == 1 || ipv6Bytes(host) != nil
+    }
+
+    private static func ipv6Bytes(_ address: String) -> [UInt8]? {
+        var v6 = in6_addr()
+        guard inet_pton(AF_INET6, address.split(separator: "%").first.map(String.init) ?? address, &v6) == 1 else { return nil }
+        return withUnsafeBytes(of: v6) { Array($0) }
+    }
+
+    /// The IPv4 address in its last four bytes when the IPv6 address is one that carries it:
+    /// `::ffff:0:0/96` (IPv4-mapped), `::ffff:0:0:0/96` (IPv4-translated), `64:ff9b::/96` (NAT64).
+    private static func translatedIPv4(_ bytes: [UInt8]) -> UInt32? {
+        let prefix = Array(bytes[0..<12])
+        let mapped: [UInt8] = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff]
+        let translated: [UInt8] = [0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0]
+        let nat64: [UInt8] = [0, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0]
+        guard prefix == mapped || prefix == translated || prefix == nat64 else { return nil }
+        return UInt32(bytes[12]) << 24 | UInt32(bytes[13]) << 16 | UInt32(bytes[14]) << 8 | UInt32(bytes[15])
     }
 
     static func isPublicIPv4(_ value: UInt32) -> Bool {

@@ -81,9 +81,10 @@ struct Transfer: Sendable {
         options.set(rg_curl_setopt_string(handle, CURLOPT_ACCEPT_ENCODING, ""))
         options.set(rg_curl_setopt_pointer(handle, CURLOPT_ERRORBUFFER, errorBuffer))
         options.set(rg_curl_setopt_slist(handle, CURLOPT_HTTPHEADER, headerList))
-        if resolveList != nil {
-            options.set(rg_curl_setopt_slist(handle, CURLOPT_RESOLVE, resolveList))
-            // A proxy from the environment would resolve the name again, elsewhere: none for checked destinations.
+        if resolveList != nil { options.set(rg_curl_setopt_slist(handle, CURLOPT_RESOLVE, resolveList)) }
+        if destinations.checksHere {
+            // A proxy from the environment would resolve the name again, elsewhere, or reach the
+            // checked address from its own network: none for checked destinations.
             options.set(rg_curl_setopt_string(handle, CURLOPT_PROXY, ""))
         }
     }

@@ -122,7 +122,8 @@ public final class Service: Sendable {
                                                                  accessTokenLifetime: .seconds(configuration.accessTokenLifetimeSeconds)))
         let mounter = RouteMounter(directory: directory, authentication: ClientAuthentication(directory: directory),
                                    tokens: repositories.tokens, replayGuard: repositories.replay, rateLimiter: rateLimiter,
-                                   adminToken: configuration.adminToken, trustedProxies: configuration.trustedProxies, logger: logger)
+                                   adminGate: try configuration.adminToken.map { try AdminTokenGate(token: $0) },
+                                   trustedProxies: configuration.trustedProxies, logger: logger)
         let serverBox = ServerBox()
         let operational = OperationalRoutes(database: database, metrics: metrics,
                                             openAPIDocument: openAPIDocument(),

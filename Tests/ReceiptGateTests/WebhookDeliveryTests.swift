@@ -19,8 +19,11 @@ final class WebhookReceiver: Sendable {
     let up = LockedBox(false)
     let deliveries = LockedBox<[Delivery]>([])
     let secret = LockedBox("")
+    /// The loopback address it listens on (`::1` for an IPv6 receiver).
+    let host: String
 
-    init() throws {
+    init(host: String = "127.0.0.1") throws {
+        self.host = host
         let up = self.up, deliveries = self.deliveries, secret = self.secret
         var router = Router()
         router.post("/hooks/receiptgate") { request in
@@ -37,11 +40,11 @@ final class WebhookReceiver: Sendable {
                                                    acknowledged: isUp)) }
             return isUp ? .json(["ok": true]) : HTTPResponse(status: 503)
         }
-        server = HTTPServer(configuration: .init(host: "127.0.0.1", port: 0), responder: router.build())
+        server = HTTPServer(configuration: .init(host: host, port: 0), responder: router.build())
         try server.start()
     }
 
-    var url: String { "http://127.0.0.1:\(server.port)/hooks/receiptgate" }
+    var url: String { "http://\(host.contains(":") ? "[\(host)]" : host):\(server.port)/hooks/receiptgate" }
     var acknowledged: [Delivery] { deliveries.get().filter(\.acknowledged) }
 }
 
@@ -200,10 +203,35 @@ final class WebhookReceiver: Sendable {
         await second.shutdown()
     }
 
+    /// An IPv6 receiver's URL carries its address in brackets; it is resolved, checked and pinned
+    /// the way every game server's URL is, and delivered to.
+    @Test func aWebhookToAnIPv6LiteralIsDelivered() async throws {
+        let receiver = try WebhookReceiver(host: "::1")
+        receiver.up.set(true)
+        #expect(receiver.url.hasPrefix("http://[::1]:"))
+        let harness = try await VerifyHarness.start(outbox: VerifyHarness.fastOutbox(), webhookURL: receiver.url)
+        defer { harness.stop() }
+        receiver.secret.set(harness.client.secret)
+        let receipt = try harness.pki.sign(AppleTestPKI.transaction())
+        #expect(try await harness.client.post("/v1/verify", json: ["store": "app_store", "receipt": receipt]).status == 200)
+        let pool = harness.pool
+        try await WebhookDelivery.waitUntil {
+            try await pool.query("SELECT status FROM outbox").first?.decode("status", as: String.self) == "delivered"
+        }
+        #expect(receiver.acknowledged.map(\.type) == ["transaction.verified"])
+        #expect(receiver.acknowledged.allSatisfy { $0.signatureValid })
+        await harness.service.shutdown()
+        await receiver.server.shutdown()
+    }
+
     @Test(arguments: [("127.0.0.1", false), ("10.1.2.3", false), ("169.254.169.254", false), ("172.20.0.1", false), ("192.168.1.1", false),
                       ("100.64.0.1", false), ("0.0.0.0", false), ("::1", false), ("fe80::1", false), ("fd00::1", false), ("::ffff:127.0.0.1", false),
                       ("::ffff:10.0.0.1", false), ("2002:7f00:1::1", false), ("2001:0:4136:e378::1", false), ("fec0::1", false),
-                      ("192.88.99.1", false), ("8.8.8.8", true), ("2606:4700:4700::1111", true), ("::ffff:8.8.8.8", true), ("not-an-ip", false)])
+                      ("192.88.99.1", false), ("8.8.8.8", true), ("2606:4700:4700::1111", true), ("::ffff:8.8.8.8", true), ("not-an-ip", false),
+                      // IPv6 that carries an IPv4 address for translation is judged as that address.
+                      ("::ffff:10.1.2.3", false), ("::ffff:192.168.0.1", false), ("::ffff:7f00:1", false), ("::ffff:0:127.0.0.1", false),
+                      ("::ffff:0:8.8.8.8", true), ("64:ff9b::8.8.8.8", true), ("64:ff9b::127.0.0.1", false), ("64:ff9b::a01:203", false),
+                      ("64:ff9b::192.168.0.1", false), ("64:ff9b:1::8.8.8.8", false)])
     func addressesAreClassified(address: String, isPublic: Bool) {
         #expect(PublicAddress.isPublic(address) == isPublic)
     }

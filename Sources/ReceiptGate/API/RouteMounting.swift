@@ -1,4 +1,3 @@
-import Crypto
 import Foundation
 import HTTPServer
 import ReceiptCore
@@ -12,7 +11,8 @@ struct RouteMounter: Sendable {
     let tokens: any TokenStore
     let replayGuard: any ReplayGuard
     let rateLimiter: RateLimiter
-    let adminToken: String?
+    /// Nil when no admin token is configured: then admin routes are not mounted.
+    let adminGate: AdminTokenGate?
     let trustedProxies: [TrustedProxy]
     let logger: Logger
 
@@ -22,7 +22,7 @@ struct RouteMounter: Sendable {
     func mount(_ routes: [Route], render: @escaping @Sendable (RouteRefusal) -> RouteResponse, on router: inout Router) {
         for route in routes {
             // Admin routes exist only when an admin token is configured.
-            if route.authentication == .admin && adminToken == nil { continue }
+            if route.authentication == .admin && adminGate == nil { continue }
             router.add(route.method, route.path, headerCheck: Self.headerCheck(route, render: render)) { [self] request in
                 await respond(to: request, route: route, render: render).http
             }
@@ -36,7 +36,7 @@ struct RouteMounter: Sendable {
             for policy in route.rateLimits where policy.key == .callerAddress {
                 try await rateLimiter.check(policy, key: caller ?? "unknown")
             }
-            let (client, token) = try await authenticate(route, request: routeRequest)
+            let (client, token) = try await authenticate(route, request: routeRequest, caller: caller ?? "unknown")
             for policy in route.rateLimits where policy.key == .client {
                 if let client { try await rateLimiter.check(policy, key: client.clientID) }
             }
@@ -109,7 +109,7 @@ struct RouteMounter: Sendable {
 
     /// The client (and token) the route's authentication establishes. Throws `RouteRefusal`.
     /// The client carries the read that authenticated it, so `prove` and `record` need no other.
-    private func authenticate(_ route: Route, request: RouteRequest) async throws -> (ClientInfo?, StoredToken?) {
+    private func authenticate(_ route: Route, request: RouteRequest, caller: String) async throws -> (ClientInfo?, StoredToken?) {
         switch route.authentication {
         case .none, .appSDK:
             return (nil, nil)
@@ -134,11 +134,18 @@ struct RouteMounter: Sendable {
             }
             return (client.carriedInfo, stored)
         case .admin:
-            let given = Self.bearer(request.headers["authorization"]) ?? ""
-            guard let adminToken, ConstantTime.equals(Data(given.utf8), Data(adminToken.utf8)) else {
+            switch adminGate?.check(Self.bearer(request.headers["authorization"]), callerAddress: caller) {
+            case .accepted:
+                return (nil, nil)
+            case .throttled(let retryAfter):
+                throw RouteRefusal(code: .rateLimited, message: "too many wrong admin tokens from this address; retry after \(retryAfter) s",
+                                   retryAfter: retryAfter)
+            case .refused(let firstFromCaller):
+                if firstFromCaller { logger.warning("admin API refused: wrong admin token", ["client.address": caller]) }
+                throw RouteRefusal(code: .unauthorized, message: "admin token required")
+            case nil:
                 throw RouteRefusal(code: .unauthorized, message: "admin token required")
             }
-            return (nil, nil)
         }
     }
 

@@ -22,7 +22,7 @@ extension Service {
             + NotificationAdmin(notifications: repositories.notifications).routes
         guard separateAdmin else {
             mounter.mount(adminRoutes, render: NativeAPI.render, on: &router)
-            try console()?.register(on: &router)
+            try console(adminGate: mounter.adminGate)?.register(on: &router)
             return (router, nil)
         }
         var admin = Router()
@@ -30,19 +30,20 @@ extension Service {
         operational.registerMetrics(on: &admin)
         admin.get("/healthz") { _ in .json(["status": "ok"]) }
         mounter.mount(adminRoutes, render: NativeAPI.render, on: &admin)
-        try console()?.register(on: &admin)
+        try console(adminGate: mounter.adminGate)?.register(on: &admin)
         return (router, admin)
     }
 
-    /// The operator console, where the admin API is, when there is an admin token to sign in with.
-    private func console() throws -> Console? {
-        guard let adminToken = configuration.adminToken else { return nil }
+    /// The operator console, where the admin API is, when there is an admin token to sign in with;
+    /// it checks the token with the admin API's gate, so guesses at either count together.
+    private func console(adminGate: AdminTokenGate?) throws -> Console? {
+        guard let adminToken = configuration.adminToken, let adminGate else { return nil }
         let host = configuration.adminAddress?.host ?? configuration.host
         let sessions = try ConsoleSessions(repository: ConsoleRepository(pool: database.pool), adminToken: adminToken,
                                            secureCookies: !Self.isLoopback(host), trustedProxies: configuration.trustedProxies)
-        return Console(sessions: sessions, audit: ConsoleRepository(pool: database.pool), queries: OperatorQueries(pool: database.pool),
-                       clients: repositories.clients, outbox: repositories.outbox, database: database, verifications: verifications,
-                       stores: stores, input: clientSettingsInput, logger: logger)
+        return Console(sessions: sessions, adminGate: adminGate, audit: ConsoleRepository(pool: database.pool),
+                       queries: OperatorQueries(pool: database.pool), clients: repositories.clients, outbox: repositories.outbox,
+                       database: database, verifications: verifications, stores: stores, input: clientSettingsInput, logger: logger)
     }
 
     static func isLoopback(_ host: String) -> Bool {

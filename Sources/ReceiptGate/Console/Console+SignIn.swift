@@ -30,18 +30,19 @@ extension Console {
             """)
     }
 
-    /// The right token always signs in: the throttle holds back only wrong guesses, so nobody can
-    /// lock the operator out by guessing from the address a proxy or tunnel shares with them.
+    /// The token is checked by the gate the admin API shares (its rule: the right token always
+    /// signs in; wrong ones from a caller are held back after ten).
     private func signIn(_ request: HTTPRequest) async -> HTTPResponse {
         let address = sessions.callerAddress(request)
-        guard let token = ConsoleForm(request: request)?["token"], sessions.isAdminToken(token) else {
-            let network = RateLimiter.addressKey(address)
-            guard signInThrottle.allows(network) else {
-                return ConsoleLayout.page("Sign in", session: nil, error: "Too many wrong tokens from this address; wait a minute.", status: 429,
-                                          headers: [("Retry-After", "60")],
-                                          "<h1>Sign in to the ReceiptGate console</h1><p><a href=\"/console/sign-in\">Back</a></p>")
-            }
-            if signInThrottle.failed(network) { logger.warning("console sign-in refused: wrong admin token", ["client.address": address]) }
+        switch adminGate.check(ConsoleForm(request: request)?["token"], callerAddress: address) {
+        case .accepted:
+            break
+        case .throttled(let retryAfter):
+            return ConsoleLayout.page("Sign in", session: nil, error: "Too many wrong tokens from this address; wait a minute.", status: 429,
+                                      headers: [("Retry-After", String(retryAfter))],
+                                      "<h1>Sign in to the ReceiptGate console</h1><p><a href=\"/console/sign-in\">Back</a></p>")
+        case .refused(let firstFromCaller):
+            if firstFromCaller { logger.warning("console sign-in refused: wrong admin token", ["client.address": address]) }
             return await signInPage(request, status: 401, error: "That is not the admin token.")
         }
         do {
@@ -56,42 +57,5 @@ extension Console {
             logger.error("console sign-in failed", ["error": "\(error)"])
             return await signInPage(request, status: 503, error: "The database could not be reached; try again in a moment.")
         }
-    }
-}
-
-/// Wrong admin tokens per address (an IPv6 caller per /64): ten a minute, then 429 until the
-/// minute is over. In memory and bounded (a flood of addresses resets it rather than growing it);
-/// the token itself is long enough that this only keeps the log quiet and guessing slow.
-final class SignInThrottle: @unchecked Sendable {
-    static let failuresPerMinute = 10
-    static let addressesKept = 10_000
-
-    private let lock = NSLock()
-    private var minute = 0
-    private var failures: [String: Int] = [:]
-    private let now: @Sendable () -> Date
-
-    init(now: @escaping @Sendable () -> Date = Date.init) { self.now = now }
-
-    func allows(_ address: String) -> Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        roll()
-        return failures[address, default: 0] < Self.failuresPerMinute
-    }
-
-    /// Counts a failure; true for the first of this address this minute (the one worth a log line).
-    func failed(_ address: String) -> Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        roll()
-        if failures.count >= Self.addressesKept { failures.removeAll() }
-        failures[address, default: 0] += 1
-        return failures[address] == 1
-    }
-
-    private func roll() {
-        let current = Int(now().timeIntervalSince1970 / 60)
-        if current != minute { minute = current; failures.removeAll() }
     }
 }

@@ -8,6 +8,8 @@ import ReceiptCore
 /// written to the audit log with the session that took it.
 struct Console: Sendable {
     let sessions: ConsoleSessions
+    /// The admin token's check, shared with the admin API.
+    let adminGate: AdminTokenGate
     let audit: ConsoleRepository
     let queries: OperatorQueries
     let clients: ClientRepository
@@ -18,7 +20,6 @@ struct Console: Sendable {
     /// How client settings are read and checked: each plugin's as the registry declares them.
     let input: ClientSettingsInput
     let logger: Logger
-    let signInThrottle = SignInThrottle()
 
     typealias Page = @Sendable (HTTPRequest, ConsoleSession) async throws -> HTTPResponse
     typealias Action = @Sendable (HTTPRequest, ConsoleForm, ConsoleSession) async throws -> HTTPResponse

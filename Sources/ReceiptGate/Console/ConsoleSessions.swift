@@ -2,8 +2,8 @@ import Crypto
 import Foundation
 import HTTPServer
 
-/// Signing in with the admin token, the session cookie that follows, and the CSRF token every
-/// console form carries.
+/// The session cookie that follows signing in (`AdminTokenGate` checks the token), and the CSRF
+/// token every console form carries.
 ///
 /// The cookie is 32 random bytes; the database keeps only its SHA-256 (a leaked table opens no
 /// session). A form's CSRF token is an HMAC of the cookie it was rendered for (the session's, or
@@ -21,7 +21,6 @@ struct ConsoleSessions: Sendable {
     /// always `Secure` (and the console must sit behind TLS).
     let secureCookies: Bool
     let trustedProxies: [TrustedProxy]
-    private let adminTokenDigest: Data
     private let csrfKey: Data
     /// Which admin token a session was opened with: changing the token ends every session.
     private let tokenMark: String
@@ -30,15 +29,8 @@ struct ConsoleSessions: Sendable {
         self.repository = repository
         self.secureCookies = secureCookies
         self.trustedProxies = trustedProxies
-        adminTokenDigest = try SHA256.hash(Data(adminToken.utf8))
         csrfKey = try HMACSHA256.authenticationCode(key: Data(adminToken.utf8), message: Data("receiptgate console csrf".utf8))
         tokenMark = Hex.encode(try HMACSHA256.authenticationCode(key: Data(adminToken.utf8), message: Data("receiptgate console session".utf8)))
-    }
-
-    /// Compared as digests, in constant time: neither the length nor a prefix of the token leaks.
-    func isAdminToken(_ given: String) -> Bool {
-        guard let digest = try? SHA256.hash(Data(given.utf8)) else { return false }
-        return ConstantTime.equals(digest, adminTokenDigest)
     }
 
     /// A new session: its cookie value and its label (what the audit log calls it).

@@ -116,8 +116,9 @@ public final class OutboxWorker: Sendable {
             ("X-Signature", signature), ("X-Event-Id", event.eventID), ("X-Event-Type", event.type),
         ], body: body)
         // Resolved, checked and pinned at delivery time: a game server's URL must not lead to our
-        // own network (loopback, private ranges, cloud metadata) unless the operator allows it.
-        request.destinations = configuration.allowPrivateDestinations ? .any : .publicOnly
+        // own network (loopback, private ranges, cloud metadata) unless the operator allows it,
+        // and then it still goes the same way.
+        request.destinations = configuration.allowPrivateDestinations ? .anyAddressPinned : .publicOnly
         do {
             let response = try await http.send(request)
             return (200..<300).contains(response.status) ? nil : "HTTP \(response.status)"
