@@ -73,12 +73,15 @@ extension HTTPServer {
         if request.tooLarge {
             return queue(refusal(payloadTooLarge, to: request), on: connection, for: request.request.method)
         }
+        guard requestStarted() else {
+            // A keep-alive connection's next request after the daemon began stopping.
+            return queue(refusal(serverStopping, to: request), on: connection, for: request.request.method)
+        }
         request.dispatched = true
-        requestStarted()
         MHD_suspend_connection(connection)
         let responder = self.responder
         let connectionAddress = UInt(bitPattern: connection)
-        Task {
+        Task(executorPreference: responder.handlerExecutor) {
             let response = await responder.respond(to: request.request)
             request.store(response)
             // Resuming makes libmicrohttpd call `handle` again, which queues the stored response.
@@ -102,6 +105,12 @@ extension HTTPServer {
         guard let answer else { return MHD_Result.YES }
         guard request.watch?.finishReceiving() ?? true else { return MHD_Result.NO }
         return queue(refusal(answer, to: request), on: connection, for: request.request.method)
+    }
+
+    private var serverStopping: HTTPResponse {
+        var response = HTTPError(status: 503, code: "SHUTTING_DOWN", message: "this instance is shutting down; safe to retry").response
+        response.headers.replace("Retry-After", "1")
+        return response
     }
 
     private var payloadTooLarge: HTTPResponse {

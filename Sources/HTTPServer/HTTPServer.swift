@@ -100,31 +100,39 @@ package final class HTTPServer: Sendable {
     }
 
     /// Stops accepting connections, lets in-flight requests finish (for at most `gracePeriod`
-    /// beyond the responder's own handler deadline), then closes everything.
+    /// beyond the responder's own handler deadline), then closes everything. A request still
+    /// running then (work outside the handler's deadline) keeps the daemon until it ends: the
+    /// daemon is stopped only with no connection suspended, as libmicrohttpd requires.
     package func shutdown(gracePeriod: Duration = .seconds(10)) async {
         let taken = lifecycle.withLock { lifecycle -> Daemon? in
             defer { lifecycle.daemon = nil }
             return lifecycle.daemon
         }
-        guard let daemon = taken?.pointer else { return }
+        guard let daemon = taken else { return }
         state.beginDraining()
-        let listenSocket = MHD_quiesce_daemon(daemon)
+        let listenSocket = MHD_quiesce_daemon(daemon.pointer)
+        if listenSocket >= 0 { close(listenSocket) }
         let deadline = ContinuousClock.now + gracePeriod + responder.handlerTimeout
-        // Suspended connections must be resumed before MHD_stop_daemon; the responder's deadline
-        // guarantees every dispatched request completes, so waiting for zero is bounded.
-        while state.inFlight > 0 && ContinuousClock.now < deadline {
+        if await stopWhenIdle(daemon, before: deadline) { return }
+        Task.detached { [self] in _ = await stopWhenIdle(daemon, before: nil) }
+    }
+
+    /// Stops the daemon once nothing is in flight; false if `deadline` came first.
+    private func stopWhenIdle(_ daemon: Daemon, before deadline: ContinuousClock.Instant?) async -> Bool {
+        while !state.closeIfIdle() {
+            if let deadline, ContinuousClock.now >= deadline { return false }
             try? await Task.sleep(for: .milliseconds(10))
         }
-        MHD_stop_daemon(daemon)
-        if listenSocket >= 0 { close(listenSocket) }
+        MHD_stop_daemon(daemon.pointer)
         Unmanaged.passUnretained(self).release()  // the daemon's hold, taken in start()
+        return true
     }
 
     var receiveTimeout: Duration { .seconds(configuration.requestReceiveTimeoutSeconds) }
 
     var isDraining: Bool { state.isDraining }
 
-    func requestStarted() { state.started() }
+    func requestStarted() -> Bool { state.tryStart() }
 
     func requestFinished() { state.finished() }
 }

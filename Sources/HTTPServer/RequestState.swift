@@ -37,13 +37,32 @@ final class ServerState: Sendable {
     private struct Counts {
         var inFlight = 0
         var draining = false
+        /// No request may be suspended any more: the daemon is being stopped.
+        var closed = false
     }
 
     private let counts = Mutex(Counts())
 
     var inFlight: Int { counts.withLock { $0.inFlight } }
     var isDraining: Bool { counts.withLock { $0.draining } }
-    func started() { counts.withLock { $0.inFlight += 1 } }
+    /// Counts a request in flight, or refuses it once the server is closed: a connection
+    /// suspended after `closeIfIdle()` would make libmicrohttpd abort in MHD_stop_daemon.
+    func tryStart() -> Bool {
+        counts.withLock { counts in
+            guard !counts.closed else { return false }
+            counts.inFlight += 1
+            return true
+        }
+    }
     func finished() { counts.withLock { $0.inFlight -= 1 } }
     func beginDraining() { counts.withLock { $0.draining = true } }
+    /// Closes the server if nothing is in flight; checked and set at once, so no request can be
+    /// dispatched between the check and the stop.
+    func closeIfIdle() -> Bool {
+        counts.withLock { counts in
+            guard counts.inFlight == 0 else { return false }
+            counts.closed = true
+            return true
+        }
+    }
 }

@@ -10,10 +10,13 @@ package struct Responder: Sendable {
     private let routesBySegmentCount: [Int: [Router.Route]]
     private let chain: HTTPHandler
     package let handlerTimeout: Duration
+    /// Where requests are handled; nil is Swift's global pool.
+    package let handlerExecutor: (any TaskExecutor)?
 
-    init(routes: [Router.Route], middleware: [any HTTPMiddleware], handlerTimeout: Duration) {
+    init(routes: [Router.Route], middleware: [any HTTPMiddleware], handlerTimeout: Duration, handlerExecutor: (any TaskExecutor)?) {
         self.routes = routes
         self.handlerTimeout = handlerTimeout
+        self.handlerExecutor = handlerExecutor
         var byPattern: [String: [String: Router.Route]] = [:]
         for route in routes { byPattern[route.pattern, default: [:]][route.method] = route }
         let table = byPattern
@@ -29,7 +32,7 @@ package struct Responder: Sendable {
                 return refusal
             }
             do {
-                return try await withDeadline(handlerTimeout) { try await route.handler(request) }
+                return try await withDeadline(handlerTimeout, on: handlerExecutor) { try await route.handler(request) }
             } catch {
                 return Self.errorResponse(for: error)
             }

@@ -66,8 +66,10 @@ package struct Router {
 
     package mutating func use(_ middleware: any HTTPMiddleware) { self.middleware.append(middleware) }
 
-    package func build(handlerTimeout: Duration = .seconds(30)) -> Responder {
-        Responder(routes: routes, middleware: middleware, handlerTimeout: handlerTimeout)
+    /// `handlerExecutor` runs the requests somewhere other than Swift's global pool: a test's fake
+    /// store then answers like a remote one, whatever the test process's own tasks are doing.
+    package func build(handlerTimeout: Duration = .seconds(30), handlerExecutor: (any TaskExecutor)? = nil) -> Responder {
+        Responder(routes: routes, middleware: middleware, handlerTimeout: handlerTimeout, handlerExecutor: handlerExecutor)
     }
 
     /// By Unicode scalar, not by Character: a "/" followed by a combining mark or an emoji

@@ -32,7 +32,7 @@ package final class FakeRVS: Sendable {
     package init() throws {
         var router = Router()
         router.use(Handler(state: state))
-        server = HTTPServer(configuration: .init(host: "127.0.0.1", port: 0), responder: router.build())
+        server = HTTPServer(configuration: .init(host: "127.0.0.1", port: 0), responder: router.build(handlerExecutor: FakeServing.executor))
         try server.start()
     }
 

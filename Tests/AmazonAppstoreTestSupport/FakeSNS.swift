@@ -44,7 +44,7 @@ package final class FakeSNS: Sendable {
             hits.update { $0 += 1 }
             return HTTPResponse(status: 200, headers: ["Content-Type": "application/x-x509-ca-cert"], body: Data(pem.utf8))
         }
-        server = HTTPServer(configuration: .init(host: "127.0.0.1", port: 0), responder: router.build())
+        server = HTTPServer(configuration: .init(host: "127.0.0.1", port: 0), responder: router.build(handlerExecutor: FakeServing.executor))
         try server.start()
     }
 

@@ -136,7 +136,7 @@ package final class FakeAppStoreServerAPI: Sendable {
                 : #"{"notificationHistory":[{"signedPayload":"second:\#(token!)"}],"hasMore":false}"#
             return HTTPResponse(status: 200, headers: ["Content-Type": "application/json"], body: Data(body.utf8))
         })
-        return router.build()
+        return router.build(handlerExecutor: FakeServing.executor)
     }
 
     /// Apple's checks on the bearer token, done independently of our signing code's assumptions.

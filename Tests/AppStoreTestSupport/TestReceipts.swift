@@ -111,7 +111,7 @@ package final class FakeVerifyReceipt: Sendable {
                     """
                 return HTTPResponse(status: 200, headers: ["Content-Type": "application/json"], body: Data(json.utf8))
             }
-            return router.build()
+            return router.build(handlerExecutor: FakeServing.executor)
         }
         production = HTTPServer(configuration: .init(host: "127.0.0.1", port: 0), responder: responder("production"))
         sandbox = HTTPServer(configuration: .init(host: "127.0.0.1", port: 0), responder: responder("sandbox"))

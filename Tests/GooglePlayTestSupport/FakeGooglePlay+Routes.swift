@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import HTTPServer
+import TestSupport
 
 extension FakeGooglePlay {
     static func routes(_ state: State, oidcModulus: Data, oidcExponent: Data) -> Responder {
@@ -98,7 +99,7 @@ extension FakeGooglePlay {
             return HTTPResponse(status: 200, headers: ["Content-Type": "application/json", "Cache-Control": "public, max-age=\(state.jwksMaxAge.get()), must-revalidate"],
                                 body: Data(body.utf8))
         })
-        return router.build()
+        return router.build(handlerExecutor: FakeServing.executor)
     }
 
     /// Google's own checks on a JWT bearer assertion.

@@ -12,7 +12,7 @@ private final class FakeUpstream: @unchecked Sendable {
     init(_ configure: (inout Router, LockedBox<[String: Int]>) -> Void) throws {
         var router = Router()
         configure(&router, hits)
-        server = HTTPServer(configuration: .init(host: "127.0.0.1", port: 0), responder: router.build())
+        server = HTTPServer(configuration: .init(host: "127.0.0.1", port: 0), responder: router.build(handlerExecutor: FakeServing.executor))
         try server.start()
     }
 

@@ -21,14 +21,41 @@ private actor Barrier {
     }
 }
 
-private func makeServer(maxBody: Int = 1024, connectionTimeout: Int = 30, _ configure: (inout Router) -> Void) throws -> HTTPServer {
+/// Holds whoever waits until `open()`; opening first lets every later waiter through.
+private actor Gate {
+    private var isOpen = false
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+    func wait() async {
+        if isOpen { return }
+        await withCheckedContinuation { waiters.append($0) }
+    }
+    func open() {
+        isOpen = true
+        waiters.forEach { $0.resume() }
+        waiters = []
+    }
+}
+
+/// Work in the middleware, outside the handler's deadline: it runs as long as the gate holds it.
+private struct HeldBeforeTheHandler: HTTPMiddleware {
+    let entered: Barrier
+    let gate: Gate
+    func handle(_ request: HTTPRequest, next: HTTPHandler) async throws -> HTTPResponse {
+        await entered.arriveAndWait()
+        await gate.wait()
+        return try await next(request)
+    }
+}
+
+private func makeServer(maxBody: Int = 1024, connectionTimeout: Int = 30, handlerTimeout: Duration = .seconds(20),
+                        _ configure: (inout Router) -> Void) throws -> HTTPServer {
     var router = Router()
     configure(&router)
     var configuration = HTTPServer.Configuration(host: "127.0.0.1", port: 0)
     configuration.maxBodyBytes = maxBody
     configuration.threadCount = 2
     configuration.connectionTimeoutSeconds = connectionTimeout
-    let server = HTTPServer(configuration: configuration, responder: router.build(handlerTimeout: .seconds(20)))
+    let server = HTTPServer(configuration: configuration, responder: router.build(handlerTimeout: handlerTimeout))
     try server.start()
     return server
 }
@@ -147,6 +174,29 @@ private func makeServer(maxBody: Int = 1024, connectionTimeout: Int = 30, _ conf
         #expect(response.status == 200)
         #expect(response.text == "finished")
         await #expect(throws: RawHTTP.Failure.self) { try await RawHTTP.request(port: port, path: "/slow") }
+    }
+
+    /// A request still running when the grace period ends is neither cut off nor a crash
+    /// (libmicrohttpd aborts if stopped with a connection suspended): shutdown returns, the
+    /// request is answered when it ends, and only then does the server stop.
+    @Test func aRequestOutlivingTheGracePeriodIsAnsweredAndTheServerStopsAfterIt() async throws {
+        let entered = Barrier(target: 2)
+        let gate = Gate()
+        let server = try makeServer(handlerTimeout: .milliseconds(300)) { router in
+            router.use(HeldBeforeTheHandler(entered: entered, gate: gate))
+            router.get("/held") { _ in .text("answered") }
+        }
+        let port = server.port
+        async let held = RawHTTP.request(port: port, path: "/held")
+        await entered.arriveAndWait()
+        await server.shutdown(gracePeriod: .milliseconds(100))
+        #expect(server.inFlightRequests == 1, "shutdown returned with the held request still running")
+        await #expect(throws: RawHTTP.Failure.self) { try await RawHTTP.request(port: port, path: "/held") }
+        await gate.open()
+        let response = try await held
+        #expect(response.status == 200)
+        #expect(response.text == "answered")
+        #expect(response.headers["connection"]?.lowercased() == "close")
     }
 }
 

@@ -40,7 +40,7 @@ final class WebhookReceiver: Sendable {
                                                    acknowledged: isUp)) }
             return isUp ? .json(["ok": true]) : HTTPResponse(status: 503)
         }
-        server = HTTPServer(configuration: .init(host: host, port: 0), responder: router.build())
+        server = HTTPServer(configuration: .init(host: host, port: 0), responder: router.build(handlerExecutor: FakeServing.executor))
         try server.start()
     }
 

@@ -7,20 +7,28 @@ import Foundation
 /// The body runs in the calling task, so `#expect` still reports to the running test. (For a
 /// blocking wait rather than computation, `onOwnThread` gives the wait a thread of its own.)
 package func offThePool<T>(_ body: () throws -> T) async rethrows -> T {
-    try await withTaskExecutorPreference(HeavyWorkExecutor.shared) { try body() }
+    try await withTaskExecutorPreference(OwnThreadsExecutor.heavyWork) { try body() }
 }
 
-/// A task executor with two threads of its own.
-final class HeavyWorkExecutor: TaskExecutor, @unchecked Sendable {
-    static let shared = HeavyWorkExecutor(threads: 2)
+/// Where the fake stores and receivers answer (`router.build(handlerExecutor: FakeServing.executor)`):
+/// threads of their own, so a fake answers as promptly as a remote service would while the
+/// test process's cooperative threads are busy with other tests.
+package enum FakeServing {
+    package static let executor: any TaskExecutor = OwnThreadsExecutor.fakes
+}
+
+/// A task executor with threads of its own.
+final class OwnThreadsExecutor: TaskExecutor, @unchecked Sendable {
+    static let heavyWork = OwnThreadsExecutor(threads: 2, name: "test-heavy")
+    static let fakes = OwnThreadsExecutor(threads: 4, name: "test-fake")
 
     private let condition = NSCondition()
     private var jobs: [UnownedJob] = []
 
-    private init(threads: Int) {
+    private init(threads: Int, name: String) {
         for index in 0..<threads {
             let thread = Thread { [unowned self] in self.work() }
-            thread.name = "test-heavy-\(index)"
+            thread.name = "\(name)-\(index)"
             thread.start()
         }
     }

@@ -41,7 +41,7 @@ import TestSupport
                     return HTTPResponse(status: 200, headers: ["Content-Type": "application/json"], body: Data(#"{"status":1,"signedTransactions":[]}"#.utf8))
                 }
             }
-            server = HTTPServer(configuration: .init(host: "127.0.0.1", port: 0), responder: router.build())
+            server = HTTPServer(configuration: .init(host: "127.0.0.1", port: 0), responder: router.build(handlerExecutor: FakeServing.executor))
             try server.start()
         }
     }

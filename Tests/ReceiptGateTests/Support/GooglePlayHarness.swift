@@ -35,7 +35,7 @@ struct GooglePlayHarness {
                     return .json(["ok": true])
                 }
             }
-            server = HTTPServer(configuration: .init(host: "127.0.0.1", port: 0), responder: router.build())
+            server = HTTPServer(configuration: .init(host: "127.0.0.1", port: 0), responder: router.build(handlerExecutor: FakeServing.executor))
             try server.start()
         }
 
