@@ -92,7 +92,7 @@ let package = Package(
                 path: "Tests/AmazonAppstoreTestSupport", swiftSettings: swiftSettings),
         .target(name: "PluginTestSupport", dependencies: ["ReceiptCore", "Crypto", "TestSupport", "AppStore", "GooglePlay"], path: "Tests/PluginTestSupport",
                 swiftSettings: swiftSettings),
-        .testTarget(name: "WorkersTests", dependencies: ["Workers"], swiftSettings: swiftSettings),
+        .testTarget(name: "WorkersTests", dependencies: ["Workers", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "JSONTests", dependencies: ["JSON", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "ReceiptCoreTests", dependencies: ["ReceiptCore", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto", "COpenSSL", "TestSupport"],

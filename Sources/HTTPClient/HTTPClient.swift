@@ -114,26 +114,32 @@ public final class HTTPClient: Sendable {
         let timeout = request.timeout ?? configuration.timeout
         let queued = ContinuousClock.now
         let configuration = configuration
-        return try await withCheckedThrowingContinuation { continuation in
-            // The timeout covers the wait for a free transfer thread too: a request queued behind
-            // slow ones must not outlive its caller's deadline. Whichever comes first, a thread
-            // taking the job or the timeout running out, answers the caller; the other does nothing.
-            let start = StartOrGiveUp()
-            let late = HTTPClientError(.timeout, "no transfer thread was free within the request's timeout")
-            start.giveUp(after: timeout) { continuation.resume(throwing: late) }
-            let accepted = workers.submit { easy in
-                guard start.start() else { return }
-                let left = timeout - (ContinuousClock.now - queued)
-                guard left > .milliseconds(1) else { return continuation.resume(throwing: late) }
-                let transfer = Transfer(method: request.method.uppercased(), url: url, headers: request.headers, body: request.body,
-                                        timeout: left, connectTimeout: min(configuration.connectTimeout, left),
-                                        maxResponseBytes: configuration.maxResponseBytes, caBundlePath: configuration.caBundlePath,
-                                        destinations: request.destinations)
-                continuation.resume(with: Result { try transfer.run(on: easy) })
+        let start = StartOrGiveUp()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                // The timeout covers the wait for a free transfer thread too: a request queued behind
+                // slow ones must not outlive its caller's deadline. Whichever comes first, a thread
+                // taking the job, the timeout running out or the caller being cancelled, decides;
+                // the others do nothing.
+                let late = HTTPClientError(.timeout, "no transfer thread was free within the request's timeout")
+                start.onGiveUp(after: timeout) { reason in
+                    continuation.resume(throwing: reason == .cancelled ? CancellationError() : late)
+                }
+                let accepted = workers.submit({ easy in
+                    let left = timeout - (ContinuousClock.now - queued)
+                    guard left > .milliseconds(1) else { return continuation.resume(throwing: late) }
+                    let transfer = Transfer(method: request.method.uppercased(), url: url, headers: request.headers, body: request.body,
+                                            timeout: left, connectTimeout: min(configuration.connectTimeout, left),
+                                            maxResponseBytes: configuration.maxResponseBytes, caBundlePath: configuration.caBundlePath,
+                                            destinations: request.destinations)
+                    continuation.resume(with: Result { try transfer.run(on: easy) })
+                }, unless: start)
+                if !accepted, start.start() {
+                    continuation.resume(throwing: HTTPClientError(.clientClosed, "the HTTP client is shut down"))
+                }
             }
-            if !accepted, start.start() {
-                continuation.resume(throwing: HTTPClientError(.clientClosed, "the HTTP client is shut down"))
-            }
+        } onCancel: {
+            start.cancel()
         }
     }
 

@@ -56,15 +56,15 @@ package final class PostgresPool: Sendable {
     package var waitingJobs: Int { workers.waitingCount }
 
     /// Runs `body` with a leased connection on a pool thread. The connection returns to the
-    /// pool when `body` returns or throws.
+    /// pool when `body` returns or throws. A caller cancelled while waiting for a connection
+    /// (a request past its deadline) gets `CancellationError`, and `body` never runs.
     package func withConnection<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            let accepted = submit { connection in
-                continuation.resume(with: Result { try body(try connection.get()) })
-            }
-            if !accepted {
-                continuation.resume(throwing: PostgresError(.poolClosed, "the database pool is shut down"))
-            }
+        let timeout = configuration.leaseTimeout
+        return try await workers.perform(late: PostgresError(.poolTimeout, "no database connection was free within \(timeout)"),
+                                         closed: PostgresError(.poolClosed, "the database pool is shut down")) { slot in
+            var outcome: Result<T, any Error> = .failure(PostgresError(.poolClosed, "the database pool is shut down"))
+            slot.run { connection in outcome = Result { try body(try connection.get()) } }
+            return try outcome.get()
         }
     }
 

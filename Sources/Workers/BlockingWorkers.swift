@@ -10,25 +10,29 @@ import Glibc
 /// handle), made on that thread when it starts; a job gets it `inout` and never shares it.
 ///
 /// With a `leaseTimeout`, a job still waiting for a thread when the timeout has passed is not run:
-/// its `late` handler runs instead (on the thread that would have run it), so a thread goes to work
-/// that someone still waits for, not to a backlog whose callers gave up.
+/// its `late` handler runs instead, at the timeout, so a caller hears at once that no thread was
+/// free, and a thread goes to work that someone still waits for, not to a backlog whose callers
+/// gave up. An async caller cancelled while its job waits is answered `CancellationError`, and
+/// the job never runs (`perform`).
+///
+/// A job leaves the queue the moment a thread takes it: what it captured (a password, a request
+/// body, a key's tables) lives only as long as the job runs.
 ///
 /// `close()` is the one way to stop: no new jobs are accepted, jobs already queued still run, then
 /// the threads end. A long-running job (a loop) asks `isClosed` to know when to return.
 package final class BlockingWorkers<Local>: @unchecked Sendable {
-    package typealias Job = (inout Local) -> Void
+    package typealias Job = @Sendable (inout Local) -> Void
 
     private struct Entry {
         let run: Job
-        let late: (() -> Void)?
-        let enqueued: ContinuousClock.Instant?
+        /// Decides between this job starting and its caller giving up; nil: it always runs.
+        let decision: StartOrGiveUp?
     }
 
     package let threadCount: Int
     private let leaseTimeout: Duration?
     private let condition = NSCondition()  // guards every field below
-    private var entries: [Entry] = []
-    private var head = 0
+    private var entries = JobRing<Entry>()
     private var closed = false
     private var busy = 0
 
@@ -65,11 +69,11 @@ package final class BlockingWorkers<Local>: @unchecked Sendable {
         return busy
     }
 
-    /// Jobs queued and not yet started.
+    /// Jobs queued and not yet started (those given up on included, until a thread passes them).
     package var waitingCount: Int {
         condition.lock()
         defer { condition.unlock() }
-        return entries.count - head
+        return entries.count
     }
 
     package var isClosed: Bool {
@@ -79,10 +83,27 @@ package final class BlockingWorkers<Local>: @unchecked Sendable {
     }
 
     /// Queues `job`; false (and nothing queued) once closed. `late` runs instead of `job` if the
-    /// job waited longer than the lease timeout.
+    /// job is still waiting when the lease timeout passes.
     @discardableResult
-    package func submit(_ job: @escaping Job, late: (() -> Void)? = nil) -> Bool {
-        let entry = Entry(run: job, late: late, enqueued: leaseTimeout == nil ? nil : ContinuousClock.now)
+    package func submit(_ job: @escaping Job, late: (@Sendable () -> Void)? = nil) -> Bool {
+        guard let late, let leaseTimeout else { return enqueue(Entry(run: job, decision: nil)) }
+        let decision = StartOrGiveUp()
+        decision.onGiveUp(after: leaseTimeout) { _ in late() }
+        if enqueue(Entry(run: job, decision: decision)) { return true }
+        _ = decision.start()  // nothing queued: stops the timer, which must not answer a caller who hears `false`
+        return false
+    }
+
+    /// Queues `job` to run unless `decision` gives up on it first; false (and nothing queued)
+    /// once closed.
+    package func submit(_ job: @escaping Job, unless decision: StartOrGiveUp) -> Bool {
+        enqueue(Entry(run: job, decision: decision))
+    }
+
+    /// The lease timeout, for callers that decide with `submit(_:unless:)`.
+    package var waitLimit: Duration? { leaseTimeout }
+
+    private func enqueue(_ entry: Entry) -> Bool {
         condition.lock()
         defer { condition.unlock() }
         guard !closed else { return false }
@@ -101,12 +122,14 @@ package final class BlockingWorkers<Local>: @unchecked Sendable {
 
     private func work(local make: () -> Local) {
         var local = make()
-        while let entry = next() {
-            if let late = entry.late, let enqueued = entry.enqueued, let leaseTimeout, ContinuousClock.now - enqueued > leaseTimeout {
-                late()
-            } else {
-                entry.run(&local)
-            }
+        while true {
+            // Scoped so the job, and all it captured, is released before the thread waits again.
+            let more: Bool = {
+                guard let entry = next() else { return false }
+                if entry.decision?.start() ?? true { entry.run(&local) }
+                return true
+            }()
+            guard more else { return }
             condition.lock()
             busy -= 1
             condition.unlock()
@@ -117,17 +140,32 @@ package final class BlockingWorkers<Local>: @unchecked Sendable {
     private func next() -> Entry? {
         condition.lock()
         defer { condition.unlock() }
-        while head == entries.count && !closed { condition.wait() }
-        guard head < entries.count else { return nil }
-        let entry = entries[head]
-        head += 1
-        // Taken from the front by index; the array is compacted now and then, not on every job.
-        if head > 64 && head * 2 > entries.count {
-            entries.removeFirst(head)
-            head = 0
-        }
+        while entries.isEmpty && !closed { condition.wait() }
+        guard let entry = entries.popFirst() else { return nil }
         busy += 1
         return entry
+    }
+}
+
+extension BlockingWorkers {
+    /// Runs `body` with the thread's `Local` and hands its result back to async code. A caller
+    /// cancelled while the job waits gets `CancellationError` and the job never runs; one still
+    /// waiting at the lease timeout gets `late`; `closed` once the workers are closed.
+    package func perform<T: Sendable>(late: @autoclosure @escaping @Sendable () -> any Error,
+                                      closed: @autoclosure @escaping @Sendable () -> any Error,
+                                      _ body: @escaping @Sendable (inout Local) throws -> T) async throws -> T {
+        let decision = StartOrGiveUp()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+                decision.onGiveUp(after: leaseTimeout) { reason in
+                    continuation.resume(throwing: reason == .cancelled ? CancellationError() : late())
+                }
+                let accepted = submit({ local in continuation.resume(with: Result { try body(&local) }) }, unless: decision)
+                if !accepted, decision.start() { continuation.resume(throwing: closed()) }
+            }
+        } onCancel: {
+            decision.cancel()
+        }
     }
 }
 
@@ -138,12 +176,9 @@ extension BlockingWorkers where Local == Void {
     }
 
     /// Runs `body` on a worker thread and hands its result back to async code.
+    /// A caller cancelled while the job waits gets `CancellationError`, and the job never runs.
     package func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            let accepted = submit({ _ in continuation.resume(with: Result { try body() }) },
-                                  late: { continuation.resume(throwing: WorkersError.late) })
-            if !accepted { continuation.resume(throwing: WorkersError.closed) }
-        }
+        try await perform(late: WorkersError.late, closed: WorkersError.closed) { _ in try body() }
     }
 }
 

@@ -170,6 +170,47 @@ private func client(_ base: String, attempts: Int = 3, timeout: Duration = .seco
         await upstream.server.shutdown()
     }
 
+    /// A caller cancelled while its request waits for a transfer thread hears so at once, and the
+    /// request is never sent.
+    @Test func aRequestCancelledWhileWaitingForATransferThreadIsNeverSent() async throws {
+        let upstream = try FakeUpstream { router, hits in
+            router.get("/slow") { _ in _ = hit(hits, "slow"); try await Task.sleep(for: .seconds(1)); return .text("late") }
+            router.get("/fast") { _ in _ = hit(hits, "fast"); return .text("ok") }
+        }
+        var configuration = HTTPClient.Configuration(baseURL: upstream.baseURL)
+        configuration.retry = .none
+        configuration.threadCount = 1
+        let shared = HTTPClient(configuration)
+        let slow = Task { try? await shared.send(.init(url: "/slow")) }
+        let deadline = ContinuousClock.now + .seconds(10)
+        while upstream.count("slow") == 0 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        let cancelled = Task { try await shared.send(.init(url: "/fast")) }
+        cancelled.cancel()
+        await #expect(throws: CancellationError.self) { try await cancelled.value }
+        _ = await slow.value
+        // Transfers run in order: by the time this one is answered, the cancelled one was passed.
+        #expect(try await shared.send(.init(url: "/slow")).status == 200)
+        #expect(upstream.count("fast") == 0, "a cancelled caller's request was sent")
+        await upstream.server.shutdown()
+    }
+
+    /// The libcurl pool lets go of a transfer's job once it has run (a request body, what it captured).
+    @Test func whatATransferJobCapturedIsFreedOnceItHasRun() async throws {
+        let workers = TransferWorkers(transfers: 1, name: "test-curl")
+        defer { workers.close() }
+        var weak: WeakBox?
+        do {
+            let object = Captured()
+            weak = WeakBox(object)
+            _ = try await workers.perform(late: HTTPClientError(.timeout, ""), closed: HTTPClientError(.clientClosed, "")) { _ in
+                _ = object
+                return 1
+            }
+        }
+        let watched = try #require(weak)
+        #expect(try await eventually { watched.isReleased }, "the transfer pool still holds a job it ran")
+    }
+
     @Test func refusedConnectionIsRetryableConnectFailure() async throws {
         try await RawHTTP.withRefusingPort { port in
             do {

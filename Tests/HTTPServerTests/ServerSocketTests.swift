@@ -182,7 +182,7 @@ private func makeServer(maxBody: Int = 1024, connectionTimeout: Int = 30, handle
     @Test func aRequestOutlivingTheGracePeriodIsAnsweredAndTheServerStopsAfterIt() async throws {
         let entered = Barrier(target: 2)
         let gate = Gate()
-        let server = try makeServer(handlerTimeout: .milliseconds(300)) { router in
+        let server = try makeServer(handlerTimeout: .seconds(2)) { router in
             router.use(HeldBeforeTheHandler(entered: entered, gate: gate))
             router.get("/held") { _ in .text("answered") }
         }

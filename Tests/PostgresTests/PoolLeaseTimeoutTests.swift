@@ -1,5 +1,6 @@
 import Foundation
 import Postgres
+import Synchronization
 import Testing
 import TestSupport
 
@@ -63,10 +64,9 @@ import TestSupport
 }
 
 /// Set once, read from any thread.
-private final class Flag: @unchecked Sendable {
-    private let lock = NSLock()
-    private var raised = false
+final class Flag: Sendable {
+    private let raised = Mutex(false)
 
-    func raise() { lock.withLock { raised = true } }
-    var isRaised: Bool { lock.withLock { raised } }
+    func raise() { raised.withLock { $0 = true } }
+    var isRaised: Bool { raised.withLock { $0 } }
 }

@@ -69,9 +69,13 @@ public final class OutboxWorker: Sendable {
     @discardableResult
     package func deliverDue() async throws -> Int {
         let claimed = try await outbox.claim(targets: targets, limit: configuration.batchSize, lease: Int(configuration.lease.components.seconds))
-        await withTaskGroup(of: Void.self) { group in
-            for event in claimed { group.addTask { await self.deliver(event) } }
-        }
+        // Not cancelled by `stop()`: a claimed message is sent and its outcome recorded (a
+        // cancelled caller's database work is skipped), so a stop does not send it twice.
+        await Task {
+            await withTaskGroup(of: Void.self) { group in
+                for event in claimed { group.addTask { await self.deliver(event) } }
+            }
+        }.value
         return claimed.count
     }
 
