@@ -1,5 +1,6 @@
 import COpenSSL
 import Foundation
+import Synchronization
 import Workers
 
 /// Verification contexts for one EC key, initialized once and reused. OpenSSL 3 builds a fresh
@@ -14,23 +15,39 @@ final class ECVerifyContexts: @unchecked Sendable {
     /// Verifications with one key before its fixed-base table is built (`P256FixedKeyVerifier`):
     /// the table costs about as much as 300 verifications and 150 KB, so only a key in steady use
     /// (Apple's leaf) earns one.
+    ///
+    /// Tables in the whole process are at most `maxTables`, counted while their keys live: a key
+    /// that is freed gives its table back. When all are held and another key reaches the
+    /// threshold, the least recently used table gives way to it, and the key that lost its table
+    /// verifies through OpenSSL until it has verified `verificationsBeforeTable` more signatures.
+    /// (Seventeen keys in steady use at once thus trade tables at most once per thousand
+    /// verifications each, a table build costing some 300.)
     static let verificationsBeforeTable = 1_000
-    /// Tables in the whole process at most, whatever keys come and go.
     static let maxTables = 16
-    private static let tables = TableBudget(limit: maxTables)
+    static let tables = TableBudget(limit: maxTables)
 
     private let key: OpaquePointer
     private let idle = IdleList<OpaquePointer>(limit: maxIdle) { EVP_PKEY_CTX_free($0) }
-    private let lock = NSLock()  // guards verifications, fixedKey, building
+    private let lock = NSLock()  // guards verifications, fixedKey, building, tableGrant
     private var verifications = 0
     private var fixedKey: P256FixedKeyVerifier?
     private var building = false
+    /// Counts the tables granted and taken away, so a build finishing after its grant was taken
+    /// back is discarded.
+    private var tableGrant = 0
+    /// When the table last verified (the budget's `tick()`), for the least-recently-used rule;
+    /// an atomic, so the table's verifications take no lock.
+    let lastTableUse = Atomic<UInt64>(0)
+    private let tables: TableBudget
 
     /// `key` must outlive this object (its owner, `EVPKey`, holds both).
-    init(key: OpaquePointer) { self.key = key }
+    init(key: OpaquePointer, tables: TableBudget = ECVerifyContexts.tables) {
+        self.key = key
+        self.tables = tables
+    }
 
     deinit {
-        if fixedKey != nil { Self.tables.release() }
+        tables.release(ObjectIdentifier(self))
     }
 
     /// Verifies a JOSE ES256 signature (r ‖ s, 32 bytes each) over SHA-256(`message`): with the
@@ -44,6 +61,7 @@ final class ECVerifyContexts: @unchecked Sendable {
             return valid
         }
         guard let digest = SHA256.digest(message) else { return false }
+        lastTableUse.store(tables.tick(), ordering: .relaxed)
         return digest.withUnsafeBytes { digest in
             raw.withUnsafeBytes { signature in
                 fixedKey.isValid(digest: digest, r: UnsafeRawBufferPointer(rebasing: signature[0..<32]),
@@ -66,8 +84,8 @@ final class ECVerifyContexts: @unchecked Sendable {
 
     /// Counts a signature that verified (refused ones earn a key nothing: replayed junk cannot win
     /// a table) and, at the threshold, builds the table on a shared worker thread (27 ms of CPU,
-    /// not the cooperative pool's); requests meanwhile verify the ordinary way. With the process's tables all taken, the budget is asked again
-    /// only every `verificationsBeforeTable` verifications.
+    /// not the cooperative pool's); requests meanwhile verify the ordinary way. With the process's
+    /// tables all held, the least recently used one is taken for this key (`TableBudget`).
     private func countVerified() {
         let point = lock.withLock { () -> [UInt8]? in
             guard fixedKey == nil, !building else { return nil }
@@ -78,22 +96,40 @@ final class ECVerifyContexts: @unchecked Sendable {
                 building = true  // no point OpenSSL can give us: never tabulated
                 return nil
             }
-            guard Self.tables.take() else { return nil }
             building = true
             return point
         }
         guard let point else { return }
-        let accepted = SharedWorkers.computations.submit { [self] _ in
+        // Read before the grant: a grant taken back from here on shows as a change.
+        let grant = lock.withLock { tableGrant }
+        // Outside this key's lock: the budget may take the table of another key, under its lock.
+        guard tables.take(for: self) else {
+            lock.withLock { building = false }
+            return
+        }
+        // Weak: a key freed while its table waits to be built is not kept alive for it.
+        let accepted = SharedWorkers.computations.submit { [weak self] _ in
+            guard let self else { return }
             let built = P256FixedKeyVerifier(publicPoint: point)
-            if built == nil { Self.tables.release() }
+            if built == nil { tables.release(ObjectIdentifier(self)) }
             lock.withLock {
-                fixedKey = built
                 building = built == nil  // a key OpenSSL cannot tabulate is not tried again
+                if tableGrant == grant { fixedKey = built } else { building = false }  // given away meanwhile
             }
         }
         if !accepted {
-            Self.tables.release()
+            tables.release(ObjectIdentifier(self))
             lock.withLock { building = false }
+        }
+    }
+
+    /// The budget took this key's table for a key in more recent use: verify through OpenSSL,
+    /// and count toward a table afresh.
+    func giveUpTable() {
+        lock.withLock {
+            fixedKey = nil
+            verifications = 0
+            tableGrant += 1
         }
     }
 
@@ -127,21 +163,55 @@ final class ECVerifyContexts: @unchecked Sendable {
     private func giveBack(_ context: OpaquePointer) { idle.giveBack(context) }
 }
 
-/// A count of things that may exist at once in the process.
-final class TableBudget: @unchecked Sendable {
-    private let lock = NSLock()  // guards used
+/// The fixed-base tables that exist in the process: at most `limit`, each held by a live key.
+/// When all are held, a key that earns one takes the least recently used.
+final class TableBudget: Sendable {
+    private struct Holder {
+        weak var owner: ECVerifyContexts?
+    }
+
     private let limit: Int
-    private var used = 0
+    private let holders = Mutex<[ObjectIdentifier: Holder]>([:])
 
     init(limit: Int) { self.limit = limit }
 
-    func take() -> Bool {
-        lock.withLock {
-            guard used < limit else { return false }
-            used += 1
-            return true
+    /// Table uses counted, as the order of uses (`lastTableUse`).
+    private let uses = Atomic<UInt64>(0)
+
+    func tick() -> UInt64 { uses.wrappingAdd(1, ordering: .relaxed).newValue }
+
+    /// Tables held now.
+    var held: Int { holders.withLock { $0.count } }
+
+    func holds(_ owner: ECVerifyContexts) -> Bool { holders.withLock { $0[ObjectIdentifier(owner)] != nil } }
+
+    /// A table for `owner`: false if none can be had (never, once the budget is spent, while
+    /// every holder is `owner` itself). The key that gives way is told outside the budget's lock.
+    func take(for owner: ECVerifyContexts) -> Bool {
+        let id = ObjectIdentifier(owner)
+        let (granted, displaced) = holders.withLock { holders -> (Bool, ECVerifyContexts?) in
+            if holders[id] != nil { return (true, nil) }
+            holders = holders.filter { $0.value.owner != nil }  // keys being freed give theirs back in deinit too
+            // A new holder counts as just used: a table being built is not the first to give way.
+            owner.lastTableUse.store(tick(), ordering: .relaxed)
+            guard holders.count >= limit else {
+                holders[id] = Holder(owner: owner)
+                return (true, nil)
+            }
+            let oldest = holders.compactMap { entry in entry.value.owner.map { (entry.key, $0) } }
+                .filter { $0.0 != id }
+                .min { $0.1.lastTableUse.load(ordering: .relaxed) < $1.1.lastTableUse.load(ordering: .relaxed) }
+            guard let (oldestID, oldestOwner) = oldest else { return (false, nil) }
+            holders[oldestID] = nil
+            holders[id] = Holder(owner: owner)
+            return (true, oldestOwner)
         }
+        displaced?.giveUpTable()
+        return granted
     }
 
-    func release() { lock.withLock { used -= 1 } }
+    /// `owner` holds no table (any more): freed, or its table could not be built.
+    func release(_ owner: ObjectIdentifier) {
+        holders.withLock { _ = $0.removeValue(forKey: owner) }
+    }
 }

@@ -8,7 +8,7 @@ final class EVPKey: @unchecked Sendable {
     /// Asked of OpenSSL once: every ES256 verification checks it.
     let isP256: Bool
     /// Reused verification contexts, for P-256 keys (see `ECVerifyContexts`).
-    private let ecContexts: ECVerifyContexts?
+    let ecContexts: ECVerifyContexts?
 
     init(taking pointer: OpaquePointer) {
         self.pointer = pointer
