@@ -100,9 +100,6 @@ package final class BlockingWorkers<Local>: @unchecked Sendable {
         enqueue(Entry(run: job, decision: decision))
     }
 
-    /// The lease timeout, for callers that decide with `submit(_:unless:)`.
-    package var waitLimit: Duration? { leaseTimeout }
-
     private func enqueue(_ entry: Entry) -> Bool {
         condition.lock()
         defer { condition.unlock() }
