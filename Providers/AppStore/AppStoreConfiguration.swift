@@ -40,6 +40,9 @@ public struct AppStoreConfiguration: Sendable {
     package var receiptMode: ReceiptMode?
     /// Online revocation (OCSP) checks of App Store certificate chains.
     package var onlineChecks = false
+    /// How often the notification history is read back (`RECEIPTGATE_APPSTORE_RECONCILE_INTERVAL`);
+    /// nil turns it off. It needs a Server API key.
+    package var reconcileInterval: Duration? = .seconds(900)
 
     /// A variable with a bad value (the shared type: the service reports it as it is).
     public typealias Invalid = ConfigurationInvalid
@@ -58,6 +61,7 @@ public struct AppStoreConfiguration: Sendable {
         configuration.receiptMode = try receiptMode(settings, hasServerAPIKey: configuration.serverAPIKey != nil,
                                                     hasSharedSecret: configuration.sharedSecret != nil)
         configuration.onlineChecks = try onlineChecks(settings)
+        configuration.reconcileInterval = try reconcileInterval(settings)
         return configuration
     }
 
@@ -108,6 +112,15 @@ public struct AppStoreConfiguration: Sendable {
             throw Invalid(variable: "RECEIPTGATE_APPSTORE_RECEIPT_MODE", problem: "verify_receipt needs RECEIPTGATE_APPSTORE_SHARED_SECRET")
         }
         return parsed
+    }
+
+    /// Seconds between notification-history runs: 0 turns them off, else at least 5.
+    private static func reconcileInterval(_ settings: EnvironmentSettings) throws -> Duration? {
+        guard let raw = settings.value("RECEIPTGATE_APPSTORE_RECONCILE_INTERVAL") else { return .seconds(900) }
+        guard let seconds = Int(raw), seconds == 0 || seconds >= 5 else {
+            throw Invalid(variable: "RECEIPTGATE_APPSTORE_RECONCILE_INTERVAL", problem: "must be 0 (off) or a whole number of seconds from 5, got \"\(raw)\"")
+        }
+        return seconds == 0 ? nil : .seconds(seconds)
     }
 
     private static func onlineChecks(_ settings: EnvironmentSettings) throws -> Bool {

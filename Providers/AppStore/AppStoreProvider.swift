@@ -35,9 +35,13 @@ public struct AppStoreProvider: NotificationReceiving {
         try await revocation.check(chainKey: chain.header, leaf: chain.leaf, intermediate: chain.intermediate)
     }
 
-    /// What the App Store can do for the service: verify, receive notifications, look up orders.
+    /// What the App Store can do for the service: verify, receive notifications, look up orders,
+    /// and, with a Server API key, read back the notification history pushes may have missed.
     public var registration: StoreRegistration {
-        StoreRegistration(Self.declaration, verifier: self, notifications: self, orderLookup: self)
+        let reconciler = configuration.flatMap { configuration in
+            configuration.serverAPIKey == nil ? nil : configuration.reconcileInterval.map { NotificationHistoryPoller(provider: self, interval: $0) }
+        }
+        return StoreRegistration(Self.declaration, verifier: self, notifications: self, orderLookup: self, poller: reconciler)
     }
 
     /// From the environment (docs/configuration.md, App Store); throws `AppStoreConfiguration.Invalid`.
@@ -86,31 +90,37 @@ public struct AppStoreProvider: NotificationReceiving {
         let expectations = AppStoreExpectations(bundleIDs: registered.appIdentifiers,
                                                 environments: Set(registered.environments.map(Self.appStoreEnvironment)))
         do {
-            let notification = try verifier.verifyNotification(envelope.signedPayload, expecting: expectations)
-            try await checkRevocation(envelope.signedPayload)
-            guard let id = notification.notificationUUID, let type = notification.notificationType else {
-                throw AppStoreVerificationError(.payloadInvalid, "notification has no notificationUUID or notificationType")
-            }
-            // Nested signed data is verified with the same rules before anything is read from it.
-            var transaction: JWSTransactionDecodedPayload?
-            if let signed = notification.data?.signedTransactionInfo { transaction = try await verifyTransaction(signed, expecting: expectations) }
-            let renewal = try notification.data?.signedRenewalInfo.map { try verifier.verifyRenewalInfo($0, expecting: expectations) }
-            let identity = notification.identity
-            let decoded = DecodedNotification(notification: notification, transaction: transaction, renewalInfo: renewal)
-            var stored = StoreNotification(
-                store: store, notificationID: id, type: type.rawValue, subtype: notification.subtype?.rawValue,
-                environment: identity.environment.flatMap(Self.storeEnvironment), appIdentifier: identity.bundleId,
-                transactionID: transaction?.transactionId, originalTransactionID: transaction?.originalTransactionId ?? renewal?.originalTransactionId,
-                productID: transaction?.productId ?? renewal?.productId, signedAt: notification.signedDate?.date,
-                decodedJSON: try JSONEncoder.sortedForStorage.encode(decoded))
-            stored.event = StoreEvent(kind: Self.eventKind(type, subtype: notification.subtype),
-                                      purchase: try transaction.map { try Self.purchase(from: $0) },
-                                      autoRenew: renewal?.autoRenewStatus.map { $0 == .on },
-                                      gracePeriodExpires: renewal?.gracePeriodExpiresDate?.date)
-            return stored
+            return try await notification(signedPayload: envelope.signedPayload, expecting: expectations)
         } catch let error as AppStoreVerificationError {
             throw NotificationRejection(error.isRetryable ? .retryable : .forged, reason: error.reason.rawValue, message: error.message)
         }
+    }
+
+    /// A notification's `signedPayload`, proven and decoded: the one path for a pushed notification
+    /// and one read back from Apple's notification history.
+    func notification(signedPayload: String, expecting expectations: AppStoreExpectations) async throws -> StoreNotification {
+        let notification = try verifier.verifyNotification(signedPayload, expecting: expectations)
+        try await checkRevocation(signedPayload)
+        guard let id = notification.notificationUUID, let type = notification.notificationType else {
+            throw AppStoreVerificationError(.payloadInvalid, "notification has no notificationUUID or notificationType")
+        }
+        // Nested signed data is verified with the same rules before anything is read from it.
+        var transaction: JWSTransactionDecodedPayload?
+        if let signed = notification.data?.signedTransactionInfo { transaction = try await verifyTransaction(signed, expecting: expectations) }
+        let renewal = try notification.data?.signedRenewalInfo.map { try verifier.verifyRenewalInfo($0, expecting: expectations) }
+        let identity = notification.identity
+        let decoded = DecodedNotification(notification: notification, transaction: transaction, renewalInfo: renewal)
+        var stored = StoreNotification(
+            store: store, notificationID: id, type: type.rawValue, subtype: notification.subtype?.rawValue,
+            environment: identity.environment.flatMap(Self.storeEnvironment), appIdentifier: identity.bundleId,
+            transactionID: transaction?.transactionId, originalTransactionID: transaction?.originalTransactionId ?? renewal?.originalTransactionId,
+            productID: transaction?.productId ?? renewal?.productId, signedAt: notification.signedDate?.date,
+            decodedJSON: try JSONEncoder.sortedForStorage.encode(decoded))
+        stored.event = StoreEvent(kind: Self.eventKind(type, subtype: notification.subtype),
+                                  purchase: try transaction.map { try Self.purchase(from: $0) },
+                                  autoRenew: renewal?.autoRenewStatus.map { $0 == .on },
+                                  gracePeriodExpires: renewal?.gracePeriodExpiresDate?.date)
+        return stored
     }
 
     /// Apple's notification types, as ledger events.

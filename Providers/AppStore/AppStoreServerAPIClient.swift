@@ -122,23 +122,37 @@ package struct AppStoreServerAPIClient: Sendable {
         package let signedPayload: String?
     }
 
+    /// One page of Get Notification History (at most 20 records; Apple says `hasMore`).
+    package struct NotificationHistoryPage: Decodable, Sendable {
+        package let notificationHistory: [NotificationHistoryItem]?
+        package let hasMore: Bool?
+        package let paginationToken: String?
+    }
+
     /// Get Notification History between two dates (every page).
     package func notificationHistory(from start: Date, to end: Date, transactionID: String? = nil, onlyFailures: Bool = false,
                                     environment: AppStoreEnvironment) async throws(AppStoreAPIError) -> [NotificationHistoryItem] {
-        struct Request: Encodable { let startDate: Int64; let endDate: Int64; let transactionId: String?; let onlyFailures: Bool? }
-        struct Page: Decodable { let notificationHistory: [NotificationHistoryItem]?; let hasMore: Bool?; let paginationToken: String? }
-        let request = Request(startDate: Int64(start.timeIntervalSince1970 * 1000), endDate: Int64(end.timeIntervalSince1970 * 1000),
-                              transactionId: transactionID, onlyFailures: onlyFailures ? true : nil)
-        guard let body = try? JSONEncoder().encode(request) else { throw AppStoreAPIError.invalidResponse("cannot encode request") }
         var items: [NotificationHistoryItem] = [], token: String?
         for _ in 0..<Self.maxPages {
-            let query = token.map { "?paginationToken=\(Self.queryValue($0))" } ?? ""
-            let page: Page = try await send("POST", "/inApps/v1/notifications/history\(query)", environment: environment, body: body)
+            let page = try await notificationHistoryPage(from: start, to: end, transactionID: transactionID, onlyFailures: onlyFailures,
+                                                         paginationToken: token, environment: environment)
             items += page.notificationHistory ?? []
             guard page.hasMore == true, let next = page.paginationToken else { return items }
             token = next
         }
         throw AppStoreAPIError.invalidResponse("notification history did not end after \(Self.maxPages) pages")
+    }
+
+    /// One page of Get Notification History: `POST /inApps/v1/notifications/history`, the window
+    /// in epoch milliseconds in the body, the page's token (from the previous page) in the query.
+    package func notificationHistoryPage(from start: Date, to end: Date, transactionID: String? = nil, onlyFailures: Bool = false,
+                                        paginationToken: String?, environment: AppStoreEnvironment) async throws(AppStoreAPIError) -> NotificationHistoryPage {
+        struct Request: Encodable { let startDate: Int64; let endDate: Int64; let transactionId: String?; let onlyFailures: Bool? }
+        let request = Request(startDate: Int64(start.timeIntervalSince1970 * 1000), endDate: Int64(end.timeIntervalSince1970 * 1000),
+                              transactionId: transactionID, onlyFailures: onlyFailures ? true : nil)
+        guard let body = try? JSONEncoder().encode(request) else { throw AppStoreAPIError.invalidResponse("cannot encode request") }
+        let query = paginationToken.map { "?paginationToken=\(Self.queryValue($0))" } ?? ""
+        return try await send("POST", "/inApps/v1/notifications/history\(query)", environment: environment, body: body)
     }
 
     // MARK: - Transport

@@ -20,6 +20,11 @@ package final class FakeAppStoreServerAPI: Sendable {
         /// Statuses to answer first, per route (e.g. ["/inApps/v1/transactions/{id}": [429, 503]]).
         package let failuresFirst = LockedBox<[String: [Int]]>([:])
         package let lastNotificationQuery = LockedBox<[String: Any]?>(nil)
+        /// Notifications Apple attempted to send, by environment, as Get Notification History
+        /// lists them; nil until `addToHistory` (the route then answers a fixed two-page history).
+        package let history = LockedBox<[String: [HistoryRecord]]?>(nil)
+        /// Every history request's window (startDate, endDate) and token, in order.
+        package let historyQueries = LockedBox<[HistoryQuery]>([])
 
         init(pki: AppleTestPKI, teamPublicKey: PublicKey) {
             self.pki = pki
@@ -65,12 +70,54 @@ package final class FakeAppStoreServerAPI: Sendable {
 
     package func hits(_ route: String) -> Int { state.hits.get()[route] ?? 0 }
 
+    package struct HistoryRecord: Sendable {
+        let signedDate: Int64
+        let signedPayload: String
+    }
+
+    package struct HistoryQuery: Sendable {
+        package let environment: String
+        package let startDate: Int64
+        package let endDate: Int64
+        package let paginationToken: String?
+    }
+
+    /// Puts a signed notification into the environment's history, as sent at `signedDate` (ms).
+    package func addToHistory(_ signedPayload: String, signedDate: Int64, environment: String) {
+        state.history.update { history in
+            var all = history ?? [:]
+            all[environment, default: []].append(HistoryRecord(signedDate: signedDate, signedPayload: signedPayload))
+            history = all
+        }
+    }
+
+    /// Records on a history page: Apple sends up to 20; two here, so a short history has pages.
+    package static let historyPageSize = 2
+
     package func shutdown() async {
         await production.shutdown()
         await sandbox.shutdown()
     }
 
     // MARK: - Apple's endpoints
+
+    /// A page of the records signed within [startDate, endDate), oldest first; the token is the
+    /// offset of the next page, as opaque to the client as Apple's.
+    private static func historyPage(_ records: [HistoryRecord], query: [String: Any], token: String?, environment: String,
+                                    state: State) throws -> HTTPResponse {
+        guard let start = (query["startDate"] as? NSNumber)?.int64Value, let end = (query["endDate"] as? NSNumber)?.int64Value, start < end else {
+            return HTTPResponse(status: 400, headers: ["Content-Type": "application/json"],
+                                body: Data(#"{"errorCode":4000012,"errorMessage":"Invalid request."}"#.utf8))
+        }
+        state.historyQueries.update { $0.append(HistoryQuery(environment: environment, startDate: start, endDate: end, paginationToken: token)) }
+        let inWindow = records.filter { $0.signedDate >= start && $0.signedDate < end }.sorted { $0.signedDate < $1.signedDate }
+        let offset = token.flatMap { Int($0.dropFirst("page-".count)) } ?? 0
+        let page = inWindow.dropFirst(offset).prefix(historyPageSize)
+        var answer: [String: Any] = ["notificationHistory": page.map { ["signedPayload": $0.signedPayload, "sendAttemptResults": []] },
+                                     "hasMore": offset + page.count < inWindow.count]
+        if offset + page.count < inWindow.count { answer["paginationToken"] = "page-\(offset + page.count)" }
+        return HTTPResponse(status: 200, headers: ["Content-Type": "application/json"], body: try JSONSerialization.data(withJSONObject: answer))
+    }
 
     private static func routes(_ state: State, environment: String) -> Responder {
         var router = Router()
@@ -131,6 +178,9 @@ package final class FakeAppStoreServerAPI: Sendable {
             let query = try JSONSerialization.jsonObject(with: request.body) as? [String: Any]
             state.lastNotificationQuery.set(query)
             let token = request.query["paginationToken"]
+            if let history = state.history.get() {
+                return try Self.historyPage(history[environment] ?? [], query: query ?? [:], token: token, environment: environment, state: state)
+            }
             let body = token == nil
                 ? #"{"notificationHistory":[{"signedPayload":"first"}],"hasMore":true,"paginationToken":"next+page/1"}"#
                 : #"{"notificationHistory":[{"signedPayload":"second:\#(token!)"}],"hasMore":false}"#

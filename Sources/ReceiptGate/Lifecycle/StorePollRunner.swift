@@ -59,8 +59,10 @@ final class StorePollRunner: Sendable {
         } catch is CancellationError {
             return
         } catch {
-            // The lease runs out and the next run (here or elsewhere) resumes from the saved cursor.
+            // The next run (here or elsewhere) resumes from the saved cursor, after the usual
+            // interval: a store's rate limit or outage is not asked again at once.
             logger.warning("store poll failed", ["poll": name, "error": "\(error)"])
+            try? await polls.finish(name, owner: owner, nextInSeconds: interval)
         }
     }
 

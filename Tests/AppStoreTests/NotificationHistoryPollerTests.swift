@@ -1,0 +1,83 @@
+@testable import AppStore
+import Foundation
+import HTTPClient
+import ReceiptCore
+import Synchronization
+import Testing
+import AppStoreTestSupport
+import TestSupport
+
+/// Where the notification-history poll stands lives in its cursor: a process stopped half-way
+/// through a window (here: its recording failed) leaves the page it was on, and the next process
+/// carries on from that page of the same window, then moves to a new window that overlaps it.
+@Suite struct NotificationHistoryPolling {
+    /// The service's cursors, in memory (Postgres behind the lease in the service).
+    final class Cursors: PollCursorStore {
+        let saved = Mutex<[String: String]>([:])
+        func cursor(_ key: String) async throws -> String? { saved.withLock { $0[key] } }
+        func setCursor(_ key: String, to value: String) async throws { saved.withLock { $0[key] = value } }
+    }
+
+    struct RecordingFailed: Error {}
+
+    static func poller(_ fake: FakeAppStoreServerAPI) -> NotificationHistoryPoller {
+        var configuration = AppStoreConfiguration(trustRoots: [fake.pki.root])
+        configuration.serverAPIKey = .init(keyID: FakeAppStoreServerAPI.keyID, issuerID: FakeAppStoreServerAPI.issuerID, privateKey: fake.teamKey)
+        configuration.serverAPIProductionURL = "http://127.0.0.1:\(fake.production.port)"
+        configuration.serverAPISandboxURL = "http://127.0.0.1:\(fake.sandbox.port)"
+        let provider = AppStoreProvider(verifier: AppStoreSignedDataVerifier(trustRoots: [fake.pki.root]), configuration: configuration)
+        return NotificationHistoryPoller(provider: provider, interval: .seconds(900))
+    }
+
+    @Test func aStoppedRunIsResumedFromItsPageAndTheNextWindowOverlapsTheLast() async throws {
+        let fake = try FakeAppStoreServerAPI()
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        var uuids: [String] = []
+        for index in 0..<5 {
+            let uuid = UUID().uuidString.lowercased()
+            uuids.append(uuid)
+            let data: [String: any Sendable] = ["environment": "Sandbox", "bundleId": FakeAppStoreServerAPI.bundleID]
+            let signed = try fake.pki.sign(["notificationType": "TEST", "notificationUUID": uuid, "version": "2.0",
+                                            "signedDate": now - 60_000 + Int64(index), "data": data])
+            fake.addToHistory(signed, signedDate: now - 60_000 + Int64(index), environment: "Sandbox")
+        }
+        // A forged record in the history is passed over, as the push route refuses it.
+        fake.addToHistory(try AppleTestPKI().sign(["notificationType": "REFUND", "notificationUUID": "forged", "signedDate": now - 59_000]),
+                          signedDate: now - 59_000, environment: "Sandbox")
+        let owner = ClientWithStoreCredentials(client: ClientInfo(clientID: "rgc_1", gameID: 42,
+                                                                  appIdentifiers: [AppStoreProvider.bundleIDKind.name: [FakeAppStoreServerAPI.bundleID]],
+                                                                  environments: [.sandbox]), credentials: [:])
+        let cursors = Cursors()
+        let recorded = Mutex<[String]>([])
+        let pages = Mutex(0)
+
+        // The first process records the first page, then fails on the second.
+        await #expect(throws: RecordingFailed.self) {
+            try await Self.poller(fake).poll(owners: [owner], cursors: cursors) { found in
+                let page = pages.withLock { $0 += 1; return $0 }
+                if page == 2 { throw RecordingFailed() }
+                recorded.withLock { $0 += found.map(\.notificationID) }
+            }
+        }
+        let first = try #require(fake.state.historyQueries.get().first)
+        #expect(first.environment == "Sandbox" && first.paginationToken == nil)
+        #expect(first.startDate <= now - 24 * 3_600_000 + 5_000, "a first run reads the last day")
+
+        // Another process (a new poller) resumes from the second page of the same window.
+        let queriesBefore = fake.state.historyQueries.get().count
+        try await Self.poller(fake).poll(owners: [owner], cursors: cursors) { found in
+            recorded.withLock { $0 += found.map(\.notificationID) }
+        }
+        let resumed = fake.state.historyQueries.get()[queriesBefore...]
+        #expect(resumed.first?.paginationToken == "page-2")
+        #expect(resumed.allSatisfy { $0.startDate == first.startDate && $0.endDate == first.endDate })
+        #expect(Set(recorded.withLock { $0 }) == Set(uuids), "every genuine notification was handed over, the forged one never")
+
+        // The next run reads a new window, from a little before the last one ended.
+        let saved = try #require(try await cursors.cursor("app_store.notification_history:Sandbox:\(FakeAppStoreServerAPI.bundleID)"))
+        let cursor = try JSONDecoder().decode(NotificationHistoryPoller.Cursor.self, from: Data(saved.utf8))
+        #expect(cursor.paginationToken == nil && cursor.until == nil)
+        #expect(cursor.since == first.endDate - NotificationHistoryPoller.overlapMillis)
+        await fake.shutdown()
+    }
+}

@@ -1,0 +1,140 @@
+import AppStore
+import Foundation
+@testable import ReceiptGate
+import Testing
+import AppStoreTestSupport
+import TestSupport
+
+/// Notifications whose push never arrived, read back from Apple's notification history (a local
+/// fake of Get Notification History, paged as Apple pages it), reach the ledger and the game
+/// server exactly as a push would have, and once however often they are seen.
+@Suite struct NotificationHistoryReconciliation {
+    static func start(_ fake: FakeAppStoreServerAPI, receiver: WebhookReceiver, databaseURL: String? = nil) async throws -> VerifyHarness {
+        try await VerifyHarness.start(environments: [.sandbox], outbox: VerifyHarness.fastOutbox(), webhookURL: receiver.url, pki: fake.pki,
+                                      appStore: { pki in
+            var appStore = AppStoreConfiguration(trustRoots: [pki.root])
+            appStore.serverAPIKey = .init(keyID: FakeAppStoreServerAPI.keyID, issuerID: FakeAppStoreServerAPI.issuerID, privateKey: fake.teamKey)
+            appStore.serverAPIProductionURL = "http://127.0.0.1:\(fake.production.port)"
+            appStore.serverAPISandboxURL = "http://127.0.0.1:\(fake.sandbox.port)"
+            appStore.reconcileInterval = .milliseconds(300)
+            return appStore
+        }, configure: { configuration in
+            if let databaseURL { configuration.databaseURL = databaseURL }
+        })
+    }
+
+    /// A signed App Store Server Notification V2, as Apple pushes it and lists it in the history.
+    static func signed(_ pki: AppleTestPKI, type: String, transaction: [String: any Sendable], uuid: String, signedDate: Int64) throws -> String {
+        let data: [String: any Sendable] = ["environment": "Sandbox", "bundleId": "com.example.game",
+                                            "signedTransactionInfo": try pki.sign(AppleTestPKI.transaction(transaction))]
+        return try pki.sign(["notificationType": type, "notificationUUID": uuid, "version": "2.0", "signedDate": signedDate, "data": data])
+    }
+
+    static func state(_ harness: VerifyHarness, _ id: String) async throws -> String? {
+        try await NotificationsDriveTheLedger.transaction(harness, id)["state"] as? String
+    }
+
+    /// Sandbox history requests that started a run (no page token).
+    static func runs(_ fake: FakeAppStoreServerAPI) -> Int {
+        fake.state.historyQueries.get().filter { $0.environment == "Sandbox" && $0.paginationToken == nil }.count
+    }
+
+    @Test func aRefundAndItsReversalOnlyInTheHistoryAreAppliedOnceWithTheirWebhooks() async throws {
+        let fake = try FakeAppStoreServerAPI()
+        let receiver = try WebhookReceiver()
+        receiver.up.set(true)
+        let harness = try await Self.start(fake, receiver: receiver)
+        defer { harness.stop() }
+        receiver.secret.set(harness.client.secret)
+        let id = "2000000000007001"
+        let transaction: [String: any Sendable] = ["transactionId": id, "originalTransactionId": id, "environment": "Sandbox"]
+        #expect(try await harness.client.post("/v1/verify", json: ["store": "app_store", "receipt": try harness.pki.sign(AppleTestPKI.transaction(transaction))]).status == 200)
+
+        // Refunded a minute ago; the push never came. Five records, so the history has three pages.
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let refundUUID = UUID().uuidString.lowercased()
+        var refunded = transaction
+        refunded["revocationDate"] = now - 60_000
+        refunded["revocationReason"] = 0
+        for other in 0..<4 {  // other purchases' news, which the ledger does not hold
+            let otherID = "200000000000710\(other)"
+            fake.addToHistory(try Self.signed(fake.pki, type: "TEST", transaction: ["transactionId": otherID], uuid: UUID().uuidString.lowercased(),
+                                              signedDate: now - 90_000), signedDate: now - 90_000, environment: "Sandbox")
+        }
+        let refund = try Self.signed(fake.pki, type: "REFUND", transaction: refunded, uuid: refundUUID, signedDate: now - 60_000)
+        fake.addToHistory(refund, signedDate: now - 60_000, environment: "Sandbox")
+        try await WebhookDelivery.waitUntil { try await Self.state(harness, id) == "refunded" }
+        #expect(fake.state.historyQueries.get().contains { $0.paginationToken == "page-4" }, "the last page was read")
+
+        // Its reversal, also only in the history: the next run reads it (and the refund again).
+        let reversal = try Self.signed(fake.pki, type: "REFUND_REVERSED", transaction: transaction, uuid: UUID().uuidString.lowercased(),
+                                       signedDate: now - 30_000)
+        fake.addToHistory(reversal, signedDate: now - 30_000, environment: "Sandbox")
+        try await WebhookDelivery.waitUntil { try await Self.state(harness, id) == "active" }
+
+        // The refund pushed late as well: a duplicate, applied once.
+        let pushed = try await RawHTTP.request(port: harness.client.port, method: "POST", path: "/v1/notifications/app-store",
+                                               body: Data(#"{"signedPayload":"\#(refund)"}"#.utf8))
+        #expect(pushed.status == 200)
+        #expect(try pushed.json()["duplicate"] as? Bool == true)
+        // Two more runs, each reading both again.
+        let runs = Self.runs(fake)
+        try await WebhookDelivery.waitUntil { Self.runs(fake) >= runs + 2 }
+        #expect(try await Self.state(harness, id) == "active")
+        try await WebhookDelivery.waitUntil { receiver.acknowledged.filter { $0.transactionID == id }.count >= 3 }
+        let types = receiver.acknowledged.filter { $0.transactionID == id }.map(\.type)
+        #expect(types.sorted() == ["transaction.refund_reversed", "transaction.refunded", "transaction.verified"], "\(types)")
+        #expect(receiver.acknowledged.allSatisfy { $0.signatureValid })
+        // Every window starts before the previous one ended, within Apple's sandbox retention.
+        let windows = fake.state.historyQueries.get().filter { $0.environment == "Sandbox" && $0.paginationToken == nil }
+        for (earlier, later) in zip(windows, windows.dropFirst()) {
+            #expect(later.startDate < earlier.endDate && later.startDate >= earlier.endDate - 10 * 60_000)
+        }
+        #expect(windows.allSatisfy { $0.startDate >= now - 30 * 24 * 3_600_000 })
+        #expect(try await harness.count("store_notifications") == 6, "each notification recorded once")
+        await receiver.server.shutdown()
+        await fake.shutdown()
+    }
+
+    @Test func aRefusedKeyNamesTheSettingsAndTheNextRunResumes() async throws {
+        let fake = try FakeAppStoreServerAPI()
+        let receiver = try WebhookReceiver()
+        receiver.up.set(true)
+        fake.state.failuresFirst.set(["/inApps/v1/notifications/history": [401]])
+        let harness = try await Self.start(fake, receiver: receiver)
+        defer { harness.stop() }
+        let id = "2000000000007201"
+        let transaction: [String: any Sendable] = ["transactionId": id, "originalTransactionId": id, "environment": "Sandbox"]
+        #expect(try await harness.client.post("/v1/verify", json: ["store": "app_store", "receipt": try harness.pki.sign(AppleTestPKI.transaction(transaction))]).status == 200)
+        var refunded = transaction
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        refunded["revocationDate"] = now - 5_000
+        fake.addToHistory(try Self.signed(fake.pki, type: "REFUND", transaction: refunded, uuid: UUID().uuidString.lowercased(), signedDate: now - 5_000),
+                          signedDate: now - 5_000, environment: "Sandbox")
+        try await WebhookDelivery.waitUntil { harness.log.captured.contains { $0.contains("RECEIPTGATE_APPSTORE_API_KEY_ID") } }
+        try await WebhookDelivery.waitUntil { try await Self.state(harness, id) == "refunded" }
+        await receiver.server.shutdown()
+        await fake.shutdown()
+    }
+
+    /// Two processes on one database read the history in turn, never the same window twice:
+    /// every run starts where the previous one (of either process) ended, less the overlap.
+    @Test func twoProcessesNeverReadTheSameWindow() async throws {
+        let fake = try FakeAppStoreServerAPI()
+        fake.state.history.set([:])  // an empty history, served as Apple serves one
+        let receiver = try WebhookReceiver()
+        receiver.up.set(true)
+        let first = try await Self.start(fake, receiver: receiver)
+        defer { first.stop() }
+        let second = try await Self.start(fake, receiver: receiver, databaseURL: first.pool.connectionString)
+        defer { second.stop() }
+        try await WebhookDelivery.waitUntil { Self.runs(fake) >= 8 }
+        let windows = fake.state.historyQueries.get().filter { $0.environment == "Sandbox" && $0.paginationToken == nil }
+        #expect(Set(windows.map(\.startDate)).count == windows.count, "a window was read twice")
+        for (earlier, later) in zip(windows, windows.dropFirst()) {
+            #expect(later.startDate == earlier.endDate - 10 * 60_000, "each run follows the one before")
+        }
+        await receiver.server.shutdown()
+        await fake.shutdown()
+    }
+}
