@@ -137,4 +137,36 @@ import TestSupport
         await receiver.server.shutdown()
         await fake.shutdown()
     }
+
+    /// A renewal whose push was lost: the subscription would look expired; the history renews it,
+    /// with one `subscription.renewed` webhook.
+    @Test func aRenewalOnlyInTheHistoryExtendsTheSubscriptionOnce() async throws {
+        let fake = try FakeAppStoreServerAPI()
+        let receiver = try WebhookReceiver()
+        receiver.up.set(true)
+        let harness = try await Self.start(fake, receiver: receiver)
+        defer { harness.stop() }
+        receiver.secret.set(harness.client.secret)
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let original = "2000000000007301"
+        let first: [String: any Sendable] = ["transactionId": original, "originalTransactionId": original, "environment": "Sandbox",
+                                             "type": "Auto-Renewable Subscription", "productId": "vip.monthly", "expiresDate": now + 60_000]
+        #expect(try await harness.client.post("/v1/verify", json: ["store": "app_store", "receipt": try harness.pki.sign(AppleTestPKI.transaction(first))]).status == 200)
+        var renewed = first
+        renewed["transactionId"] = "2000000000007302"
+        renewed["expiresDate"] = now + 30 * 86_400_000
+        fake.addToHistory(try Self.signed(fake.pki, type: "DID_RENEW", transaction: renewed, uuid: UUID().uuidString.lowercased(), signedDate: now - 1_000),
+                          signedDate: now - 1_000, environment: "Sandbox")
+        func expires() async throws -> Int? {
+            try await harness.client.get("/v1/subscriptions/app_store/\(original)").json()["expires_date_ms"] as? Int
+        }
+        try await WebhookDelivery.waitUntil { try await expires() == Int(now + 30 * 86_400_000) }
+        let runs = Self.runs(fake)
+        try await WebhookDelivery.waitUntil { Self.runs(fake) >= runs + 2 }  // read twice more
+        try await WebhookDelivery.waitUntil { receiver.acknowledged.contains { $0.type == "subscription.renewed" } }
+        #expect(receiver.acknowledged.filter { $0.type == "subscription.renewed" }.count == 1)
+        #expect(try await harness.count("transactions") == 2)
+        await receiver.server.shutdown()
+        await fake.shutdown()
+    }
 }
