@@ -171,7 +171,7 @@ public final class Service: Sendable {
                                   configuration: outboxConfiguration, logger: logger, mailer: configuration.smtp.map(Mailer.init))
         worker.start()
         let polls = StorePollRunner(polls: PollRepository(pool: database.pool), clients: repositories.clients,
-                                    notifications: repositories.notifications, logger: logger)
+                                    notifications: repositories.notifications, logger: logger, metrics: metrics)
         polls.start(stores)
         let upkeep = Task { [repositories, logger] in
             while !Task.isCancelled {

@@ -65,7 +65,10 @@ import TestSupport
         #expect(await Self.eventually { harness.sns.requestedFiles.get().count >= 4 })
         let (during, elapsed) = try await Self.timedVerify(harness, receipt: "r-during-flood")
         #expect(during.status == 200, "\(during.text)")
-        #expect(elapsed < .seconds(1), "a verify took \(elapsed) during the flood (\(unloaded) before it)")
+        // The certificate fetches are held until their 5 s timeout, and more queue behind them: a
+        // verify that shared their transfer threads would wait at least that. Bounded above what a
+        // loaded test machine adds (the release binary answers in milliseconds, docs/security.md).
+        #expect(elapsed < .seconds(3), "a verify took \(elapsed) during the flood (\(unloaded) before it)")
 
         let started = ContinuousClock.now
         let statuses = await Self.value(of: flood, within: .seconds(60))

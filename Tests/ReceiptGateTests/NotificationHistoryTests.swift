@@ -9,8 +9,11 @@ import TestSupport
 /// fake of Get Notification History, paged as Apple pages it), reach the ledger and the game
 /// server exactly as a push would have, and once however often they are seen.
 @Suite struct NotificationHistoryReconciliation {
+    static let adminToken = "history-admin-" + String(repeating: "t", count: 32)
+
     static func start(_ fake: FakeAppStoreServerAPI, receiver: WebhookReceiver, databaseURL: String? = nil) async throws -> VerifyHarness {
-        try await VerifyHarness.start(environments: [.sandbox], outbox: VerifyHarness.fastOutbox(), webhookURL: receiver.url, pki: fake.pki,
+        try await VerifyHarness.start(environments: [.sandbox], outbox: VerifyHarness.fastOutbox(), adminToken: adminToken,
+                                      webhookURL: receiver.url, pki: fake.pki,
                                       appStore: { pki in
             var appStore = AppStoreConfiguration(trustRoots: [pki.root])
             appStore.serverAPIKey = .init(keyID: FakeAppStoreServerAPI.keyID, issuerID: FakeAppStoreServerAPI.issuerID, privateKey: fake.teamKey)
@@ -113,6 +116,12 @@ import TestSupport
                           signedDate: now - 5_000, environment: "Sandbox")
         try await WebhookDelivery.waitUntil { harness.log.captured.contains { $0.contains("RECEIPTGATE_APPSTORE_API_KEY_ID") } }
         try await WebhookDelivery.waitUntil { try await Self.state(harness, id) == "refunded" }
+        // Recorded when the run ends, just after it recorded the refund.
+        func runs() async throws -> [String?] {
+            try await harness.pool.query("SELECT error FROM store_poll_runs ORDER BY id").map { try $0.decode("error", as: String?.self) }
+        }
+        try await WebhookDelivery.waitUntil { try await runs().dropFirst().contains { $0 == nil } }
+        #expect(try await runs().first??.contains("RECEIPTGATE_APPSTORE_API_KEY_ID") == true, "the failed run is recorded with its reason")
         await receiver.server.shutdown()
         await fake.shutdown()
     }
@@ -166,6 +175,18 @@ import TestSupport
         try await WebhookDelivery.waitUntil { receiver.acknowledged.contains { $0.type == "subscription.renewed" } }
         #expect(receiver.acknowledged.filter { $0.type == "subscription.renewed" }.count == 1)
         #expect(try await harness.count("transactions") == 2)
+
+        // An operator sees the runs: counted on /metrics, listed on the console with what they caught.
+        let metrics = try await RawHTTP.request(port: harness.service.port, path: "/metrics").text
+        #expect(metrics.contains(#"receiptgate_store_poll_notifications_total{poll="app_store.notification_history",result="new"} 1"#), "\(metrics)")
+        #expect(metrics.contains(#"receiptgate_store_poll_runs_total{poll="app_store.notification_history",outcome="succeeded"}"#))
+        #expect(metrics.contains(#"receiptgate_store_poll_runs_total{poll="app_store.notification_history",outcome="failed"} 0"#))
+        let browser = ConsoleBrowserSession(port: harness.service.port)
+        _ = try await browser.signIn(token: Self.adminToken)
+        let overview = try await browser.get("/console").text
+        #expect(overview.contains(#"<table id="store-poll-runs">"#))
+        #expect(overview.contains(#"<td class="poll">app_store.notification_history</td>"#))
+        #expect(overview.contains(#"<td class="new">1</td>"#), "the run that caught the renewal")
         await receiver.server.shutdown()
         await fake.shutdown()
     }

@@ -26,7 +26,21 @@ extension Console {
                                   headings: ["Store", "Outcome", "Last hour", "Since start"], rows: rows, empty: "No verifications in the last hour."))
             <h2>Health</h2>
             \(try await health())
+            <h2>Store reconciliation</h2>
+            \(try await reconciliation())
             """)
+    }
+
+    /// The latest store poll runs (notification history, voided purchases), and what each caught
+    /// that no push had delivered.
+    private func reconciliation() async throws -> HTML {
+        let runs = try await PollRepository(pool: queries.pool).recentRuns(limit: 10)
+        let rows = runs.map { run -> HTML in
+            let seconds = String(format: "%.1f s", run.finishedAt.timeIntervalSince(run.startedAt))
+            return "<tr><td class=\"poll\">\(run.poll)</td><td class=\"started\">\(ConsoleTime.show(run.startedAt))</td><td class=\"took\">\(seconds)</td><td class=\"found\">\(run.found)</td><td class=\"new\">\(run.new)</td><td class=\"error\">\(run.error ?? "")</td></tr>"
+        }
+        return ConsoleLayout.table(id: "store-poll-runs", caption: "The last runs that read back what stores keep (every process), newest first; \"new\" is what no push had delivered",
+                                   headings: ["Poll", "Started", "Took", "Found", "New", "Error"], rows: rows, empty: "No store poll has run yet.")
     }
 
     /// One line per name: each minute's count of the series whose `key` is that name.

@@ -10,11 +10,13 @@ final class StorePollRunner: Sendable {
     let clients: ClientRepository
     let notifications: NotificationRepository
     let logger: Logger
+    let metrics: Metrics?
     /// This process, as lease owner.
     let owner = "\(ProcessInfo.processInfo.hostName):\(getpid()):\(UUID().uuidString.prefix(8))"
     private let tasks = LockedTasks()
 
-    init(polls: PollRepository, clients: ClientRepository, notifications: NotificationRepository, logger: Logger) {
+    init(polls: PollRepository, clients: ClientRepository, notifications: NotificationRepository, logger: Logger, metrics: Metrics? = nil) {
+        self.metrics = metrics
         self.polls = polls
         self.clients = clients
         self.notifications = notifications
@@ -36,10 +38,15 @@ final class StorePollRunner: Sendable {
     func stop() async { await tasks.cancelAll() }
 
     /// One run if this process can take the lease; the lease then stays until the next run is due.
+    /// The run is recorded (`store_poll_runs`) and counted on `/metrics`: what it found, and how
+    /// much of that was new (no push had delivered it).
     func runOnce(_ poller: any StorePolling, registration: StoreRegistration) async {
         let name = poller.pollName
         let interval = Self.seconds(poller.interval)
         let lease = max(interval, 300)
+        let started = Date()
+        let tally = Mutex((found: 0, new: 0))
+        var failure: String?
         do {
             guard try await polls.acquire(name, owner: owner, seconds: lease) else { return }
             let kind = registration.declaration.identifiers
@@ -49,6 +56,7 @@ final class StorePollRunner: Sendable {
             try await poller.poll(owners: owners, cursors: cursors) { found in
                 for notification in found {
                     let duplicate = try await notifications.record(notification, rawBody: notification.decodedJSON, kind: kind)
+                    tally.withLock { $0.found += 1; if !duplicate { $0.new += 1 } }
                     if !duplicate {
                         logger.info("store poll recorded an event", ["poll": name, "notification.id": notification.notificationID,
                                                                      "notification.type": notification.type])
@@ -62,7 +70,15 @@ final class StorePollRunner: Sendable {
             // The next run (here or elsewhere) resumes from the saved cursor, after the usual
             // interval: a store's rate limit or outage is not asked again at once.
             logger.warning("store poll failed", ["poll": name, "error": "\(error)"])
+            failure = String("\(error)".prefix(2000))
             try? await polls.finish(name, owner: owner, nextInSeconds: interval)
+        }
+        let (found, new) = tally.withLock { $0 }
+        metrics?.recordPollRun(poll: name, failed: failure != nil, found: found, new: new)
+        do {
+            try await polls.recordRun(name, process: owner, startedAt: started, found: found, new: new, error: failure)
+        } catch {
+            logger.warning("store poll run not recorded", ["poll": name, "error": "\(error)"])
         }
     }
 

@@ -19,6 +19,8 @@ public final class Metrics: Sendable {
     private struct Counts {
         var requests: [RouteKey: [Int: Int]] = [:]
         var latency: [RouteKey: Histogram] = [:]
+        var pollRuns: [String: (succeeded: Int, failed: Int)] = [:]
+        var pollNotifications: [String: (new: Int, known: Int)] = [:]
     }
 
     private let counts = Mutex(Counts())
@@ -36,6 +38,38 @@ public final class Metrics: Sendable {
             histogram.sum += seconds
             counts.latency[key] = histogram
         }
+    }
+
+    /// A store poll run: whether it failed, how many notifications it found and how many of
+    /// those were new (no push had delivered them). Poll names are the providers' own, so few.
+    func recordPollRun(poll: String, failed: Bool, found: Int, new: Int) {
+        counts.withLock { counts in
+            var runs = counts.pollRuns[poll] ?? (0, 0)
+            if failed { runs.failed += 1 } else { runs.succeeded += 1 }
+            counts.pollRuns[poll] = runs
+            var seen = counts.pollNotifications[poll] ?? (0, 0)
+            seen.new += new
+            seen.known += found - new
+            counts.pollNotifications[poll] = seen
+        }
+    }
+
+    private func renderPolls() -> String {
+        let (runs, seen) = counts.withLock { ($0.pollRuns, $0.pollNotifications) }
+        guard !runs.isEmpty else { return "" }
+        var out = "# HELP receiptgate_store_poll_runs_total Store poll runs (notification history, voided purchases) by outcome.\n"
+        out += "# TYPE receiptgate_store_poll_runs_total counter\n"
+        for (poll, count) in runs.sorted(by: { $0.key < $1.key }) {
+            out += "receiptgate_store_poll_runs_total{poll=\(Self.quote(poll)),outcome=\"succeeded\"} \(count.succeeded)\n"
+            out += "receiptgate_store_poll_runs_total{poll=\(Self.quote(poll)),outcome=\"failed\"} \(count.failed)\n"
+        }
+        out += "# HELP receiptgate_store_poll_notifications_total Notifications store polls found: new (no push had delivered them) or known.\n"
+        out += "# TYPE receiptgate_store_poll_notifications_total counter\n"
+        for (poll, count) in seen.sorted(by: { $0.key < $1.key }) {
+            out += "receiptgate_store_poll_notifications_total{poll=\(Self.quote(poll)),result=\"new\"} \(count.new)\n"
+            out += "receiptgate_store_poll_notifications_total{poll=\(Self.quote(poll)),result=\"known\"} \(count.known)\n"
+        }
+        return out
     }
 
     func render(pool: PostgresPool.Statistics?, inFlight: Int?, groupCommit: RecordBatcher.Counts? = nil,
@@ -61,6 +95,7 @@ public final class Metrics: Sendable {
             out += "receiptgate_http_request_duration_seconds_count{\(labels)} \(histogram.count)\n"
         }
         if let verifications { out += verifications.renderPrometheus() }
+        out += renderPolls()
         if let pool {
             out += "# HELP receiptgate_db_pool_connections Database pool connections by state.\n"
             out += "# TYPE receiptgate_db_pool_connections gauge\n"

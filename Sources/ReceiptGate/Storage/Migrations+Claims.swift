@@ -13,5 +13,20 @@ extension Schema {
             UPDATE transactions t SET claimed_at = t.first_verified_at
             WHERE EXISTS (SELECT 1 FROM verification_attempts a WHERE a.transaction_row_id = t.id AND a.outcome = 'verified');
             """),
+        // Each store poll run (a notification-history read, a voided-purchases poll): when, what
+        // it found, how much of that no push had delivered, and why it failed; for the console.
+        Migration(version: 18, name: "store_poll_runs", sql: """
+            CREATE TABLE store_poll_runs (
+                id bigserial PRIMARY KEY,
+                poll text NOT NULL,
+                process text NOT NULL,
+                started_at timestamptz NOT NULL,
+                finished_at timestamptz NOT NULL DEFAULT now(),
+                found integer NOT NULL,
+                new integer NOT NULL,
+                error text
+            );
+            CREATE INDEX store_poll_runs_recent ON store_poll_runs (poll, id DESC);
+            """),
     ]
 }

@@ -41,6 +41,39 @@ struct PollRepository: Sendable {
             ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = now()
             """)
     }
+
+
+    /// One run, as the console shows it.
+    struct Run: Sendable {
+        let poll: String, process: String, startedAt: Date, finishedAt: Date, found: Int, new: Int, error: String?
+    }
+
+    /// Records a run; keeps the last `kept` runs of each poll.
+    func recordRun(_ poll: String, process: String, startedAt: Date, found: Int, new: Int, error: String?, kept: Int = 200) async throws {
+        try await pool.execute("""
+            INSERT INTO store_poll_runs (poll, process, started_at, found, new, error)
+            VALUES (\(poll), \(process), to_timestamp(\(startedAt.timeIntervalSince1970)::float8), \(found), \(new), \(error))
+            """)
+        try await pool.execute("""
+            DELETE FROM store_poll_runs WHERE poll = \(poll)
+              AND id <= (SELECT id FROM store_poll_runs WHERE poll = \(poll) ORDER BY id DESC OFFSET \(kept) LIMIT 1)
+            """)
+    }
+
+    /// The latest runs of every poll, newest first.
+    func recentRuns(limit: Int) async throws -> [Run] {
+        try await pool.query("""
+            SELECT poll, process, extract(epoch FROM started_at)::float8 AS started, extract(epoch FROM finished_at)::float8 AS finished,
+                   found, new, error
+            FROM store_poll_runs ORDER BY id DESC LIMIT \(limit)
+            """).map { row in
+            Run(poll: try row.decode("poll", as: String.self), process: try row.decode("process", as: String.self),
+                startedAt: Date(timeIntervalSince1970: try row.decode("started", as: Double.self)),
+                finishedAt: Date(timeIntervalSince1970: try row.decode("finished", as: Double.self)),
+                found: try row.decode("found", as: Int.self), new: try row.decode("new", as: Int.self),
+                error: try row.decode("error", as: String?.self))
+        }
+    }
 }
 
 struct PollLeaseLost: Error, CustomStringConvertible {
