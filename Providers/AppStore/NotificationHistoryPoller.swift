@@ -62,24 +62,32 @@ package struct NotificationHistoryPoller: StorePolling {
         guard let configuration = provider.configuration, let api = configuration.serverAPIClient(bundleID: bundleID, http: provider.http) else { return }
         let cursorKey = "\(pollName):\(environment.rawValue):\(bundleID)"
         let now = Int64(Date().timeIntervalSince1970 * 1000)
-        let oldest = now - Self.retentionMillis(environment) + 60_000  // Apple refuses a start beyond its retention
+        // Apple refuses a start beyond its retention; an hour's margin covers clocks that disagree.
+        let oldest = now - Self.retentionMillis(environment) + 3_600_000
         var cursor = try await cursors.cursor(cursorKey).flatMap { try? JSONDecoder().decode(Cursor.self, from: Data($0.utf8)) }
             ?? Cursor(since: now - Self.firstLookbackMillis)
-        cursor.since = max(cursor.since, oldest)
+        if cursor.since < oldest || (cursor.until ?? now) <= cursor.since {
+            // Older than Apple keeps (polling was off, or the key failed for weeks), or a window
+            // that no longer makes sense: a fresh window from the oldest Apple still has, no token.
+            cursor = Cursor(since: max(cursor.since, oldest))
+        }
         let until = cursor.until ?? now
         cursor.until = until
         let expectations = AppStoreExpectations(bundleIDs: [bundleID], environments: [environment])
         for _ in 0..<Self.maxPages {
-            let page = try await api.notificationHistoryPage(from: Self.date(cursor.since), to: Self.date(until),
-                                                             paginationToken: cursor.paginationToken, environment: environment)
+            let page = try await readPage(api, cursor: cursor, until: until, environment: environment, saving: cursorKey, in: cursors)
             var found: [StoreNotification] = []
             for item in page.notificationHistory ?? [] {
                 guard let signed = item.signedPayload else { continue }
                 do {
-                    let notification = try await provider.notification(signedPayload: signed, expecting: expectations)
+                    var notification = try await provider.notification(signedPayload: signed, expecting: expectations)
+                    notification.rawBody = try? JSONEncoder().encode(["signedPayload": signed])  // the push's own body
                     if notification.event.purchase?.dateOutOfRange == nil { found.append(notification) }
                 } catch let error as AppStoreVerificationError where !error.isRetryable {
                     continue  // not Apple's, or not for this app: what the push route refuses too
+                } catch let error as AppStoreVerificationError {
+                    // The revocation check could not be made now: this app waits for the next run.
+                    throw AppStoreAPIError(status: nil, errorCode: nil, errorMessage: nil, transport: "revocation check unavailable: \(error.message)")
                 }
             }
             try await record(found)
@@ -90,6 +98,22 @@ package struct NotificationHistoryPoller: StorePolling {
                 try await cursors.setCursor(cursorKey, to: try Self.encode(Cursor(since: max(until - Self.overlapMillis, oldest))))
                 return
             }
+        }
+    }
+
+    /// One page of the window; a saved page's token Apple no longer takes (a refused request,
+    /// not the key) is dropped, so the next run reads the same window from its first page (what
+    /// repeats is deduplicated) instead of failing on that token for ever.
+    private func readPage(_ api: AppStoreServerAPIClient, cursor: Cursor, until: Int64, environment: AppStoreEnvironment,
+                          saving cursorKey: String, in cursors: any PollCursorStore) async throws -> AppStoreServerAPIClient.NotificationHistoryPage {
+        do {
+            return try await api.notificationHistoryPage(from: Self.date(cursor.since), to: Self.date(until),
+                                                         paginationToken: cursor.paginationToken, environment: environment)
+        } catch {
+            if cursor.paginationToken != nil, !error.isRetryable, error.status != 401, error.status != 403 {
+                try await cursors.setCursor(cursorKey, to: try Self.encode(Cursor(since: cursor.since)))
+            }
+            throw error
         }
     }
 

@@ -58,6 +58,10 @@ public struct StoreNotification: Sendable {
     /// The decoded notification, nested signed data decoded too, as JSON (kept for support).
     public let decodedJSON: Data
     public var event: StoreEvent = StoreEvent(kind: .other)
+    /// What the store sent, when a poll read it back (a notification-history record's signed
+    /// envelope): kept as the raw body, so a polled row holds the store's proof as a pushed one
+    /// does. nil: the decoded JSON is kept.
+    public var rawBody: Data?
     /// Set when the operator has to act on this notification (a store asking for its endpoint to
     /// be confirmed): the core logs it at warning level, since nobody reads info lines for a task.
     public var operatorNotice: OperatorNotice?

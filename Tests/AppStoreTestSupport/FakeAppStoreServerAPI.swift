@@ -111,7 +111,16 @@ package final class FakeAppStoreServerAPI: Sendable {
         }
         state.historyQueries.update { $0.append(HistoryQuery(environment: environment, startDate: start, endDate: end, paginationToken: token)) }
         let inWindow = records.filter { $0.signedDate >= start && $0.signedDate < end }.sorted { $0.signedDate < $1.signedDate }
-        let offset = token.flatMap { Int($0.dropFirst("page-".count)) } ?? 0
+        let offset: Int
+        if let token {
+            guard token.hasPrefix("page-"), let parsed = Int(token.dropFirst("page-".count)) else {
+                return HTTPResponse(status: 400, headers: ["Content-Type": "application/json"],
+                                    body: Data(#"{"errorCode":4000006,"errorMessage":"Invalid pagination token error."}"#.utf8))
+            }
+            offset = parsed
+        } else {
+            offset = 0
+        }
         let page = inWindow.dropFirst(offset).prefix(historyPageSize)
         var answer: [String: Any] = ["notificationHistory": page.map { ["signedPayload": $0.signedPayload, "sendAttemptResults": []] },
                                      "hasMore": offset + page.count < inWindow.count]

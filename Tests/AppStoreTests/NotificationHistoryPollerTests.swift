@@ -80,4 +80,58 @@ import TestSupport
         #expect(cursor.since == first.endDate - NotificationHistoryPoller.overlapMillis)
         await fake.shutdown()
     }
+
+    static func owner() -> ClientWithStoreCredentials {
+        ClientWithStoreCredentials(client: ClientInfo(clientID: "rgc_1", gameID: 42,
+                                                      appIdentifiers: [AppStoreProvider.bundleIDKind.name: [FakeAppStoreServerAPI.bundleID]],
+                                                      environments: [.sandbox]), credentials: [:])
+    }
+
+    static let cursorKey = "app_store.notification_history:Sandbox:\(FakeAppStoreServerAPI.bundleID)"
+
+    static func addTest(_ fake: FakeAppStoreServerAPI, at signedDate: Int64) throws -> String {
+        let uuid = UUID().uuidString.lowercased()
+        let data: [String: any Sendable] = ["environment": "Sandbox", "bundleId": FakeAppStoreServerAPI.bundleID]
+        fake.addToHistory(try fake.pki.sign(["notificationType": "TEST", "notificationUUID": uuid, "version": "2.0", "signedDate": signedDate, "data": data]),
+                          signedDate: signedDate, environment: "Sandbox")
+        return uuid
+    }
+
+    /// A saved page token Apple no longer takes fails that run, and the next reads the window
+    /// again from its first page instead of failing on the token for ever.
+    @Test func aRefusedPageTokenIsDroppedAndTheWindowReadAgain() async throws {
+        let fake = try FakeAppStoreServerAPI()
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let uuid = try Self.addTest(fake, at: now - 60_000)
+        let cursors = Cursors()
+        try await cursors.setCursor(Self.cursorKey, to: try NotificationHistoryPoller.encode(.init(since: now - 3_600_000, until: now, paginationToken: "stale")))
+        let recorded = Mutex<[String]>([])
+        await #expect(throws: NotificationHistoryPoller.HistoryUnavailable.self) {
+            try await Self.poller(fake).poll(owners: [Self.owner()], cursors: cursors) { _ in }
+        }
+        try await Self.poller(fake).poll(owners: [Self.owner()], cursors: cursors) { found in recorded.withLock { $0 += found.map(\.notificationID) } }
+        #expect(recorded.withLock { $0 } == [uuid])
+        let queries = fake.state.historyQueries.get()
+        #expect(queries.map(\.paginationToken) == ["stale", nil])
+        #expect(queries.last?.startDate == now - 3_600_000, "the same window, from its first page")
+        await fake.shutdown()
+    }
+
+    /// A cursor older than Apple keeps (polling was off for weeks) starts a fresh window from the
+    /// oldest Apple still has, not a request Apple would refuse for ever.
+    @Test func aCursorOlderThanAppleKeepsStartsFromTheOldestItHas() async throws {
+        let fake = try FakeAppStoreServerAPI()
+        fake.state.history.set([:])
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let cursors = Cursors()
+        let day: Int64 = 24 * 3_600_000
+        try await cursors.setCursor(Self.cursorKey, to: try NotificationHistoryPoller.encode(.init(since: now - 40 * day, until: now - 39 * day,
+                                                                                                   paginationToken: "page-2")))
+        try await Self.poller(fake).poll(owners: [Self.owner()], cursors: cursors) { _ in }
+        let query = try #require(fake.state.historyQueries.get().first)
+        #expect(query.paginationToken == nil)
+        #expect(query.startDate > now - 30 * day && query.startDate < now - 29 * day, "within sandbox's 30 days")
+        #expect(query.endDate >= now)
+        await fake.shutdown()
+    }
 }

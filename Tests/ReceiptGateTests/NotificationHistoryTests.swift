@@ -180,13 +180,52 @@ import TestSupport
         let metrics = try await RawHTTP.request(port: harness.service.port, path: "/metrics").text
         #expect(metrics.contains(#"receiptgate_store_poll_notifications_total{poll="app_store.notification_history",result="new"} 1"#), "\(metrics)")
         #expect(metrics.contains(#"receiptgate_store_poll_runs_total{poll="app_store.notification_history",outcome="succeeded"}"#))
-        #expect(metrics.contains(#"receiptgate_store_poll_runs_total{poll="app_store.notification_history",outcome="failed"} 0"#))
+        let errors = try await harness.pool.query("SELECT error FROM store_poll_runs WHERE error IS NOT NULL").map { try $0.decode("error", as: String.self) }
+        #expect(metrics.contains(#"receiptgate_store_poll_runs_total{poll="app_store.notification_history",outcome="failed"} \#(errors.count)"#),
+                "failed runs: \(errors)")
         let browser = ConsoleBrowserSession(port: harness.service.port)
         _ = try await browser.signIn(token: Self.adminToken)
         let overview = try await browser.get("/console").text
         #expect(overview.contains(#"<table id="store-poll-runs">"#))
         #expect(overview.contains(#"<td class="poll">app_store.notification_history</td>"#))
         #expect(overview.contains(#"<td class="new">1</td>"#), "the run that caught the renewal")
+        await receiver.server.shutdown()
+        await fake.shutdown()
+    }
+
+    /// An expiry told late (read back from the history after a renewal was pushed) is of the
+    /// earlier period: the subscription stays active and no `subscription.expired` is sent.
+    @Test func aLateExpiryOfAnEarlierPeriodLeavesTheRenewedSubscriptionActive() async throws {
+        let fake = try FakeAppStoreServerAPI()
+        let receiver = try WebhookReceiver()
+        receiver.up.set(true)
+        let harness = try await Self.start(fake, receiver: receiver)
+        defer { harness.stop() }
+        receiver.secret.set(harness.client.secret)
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let original = "2000000000007401"
+        let first: [String: any Sendable] = ["transactionId": original, "originalTransactionId": original, "environment": "Sandbox",
+                                             "type": "Auto-Renewable Subscription", "productId": "vip.monthly", "expiresDate": now + 60_000]
+        #expect(try await harness.client.post("/v1/verify", json: ["store": "app_store", "receipt": try harness.pki.sign(AppleTestPKI.transaction(first))]).status == 200)
+        var renewed = first
+        renewed["transactionId"] = "2000000000007402"
+        renewed["expiresDate"] = now + 30 * 86_400_000
+        let push = try Self.signed(fake.pki, type: "DID_RENEW", transaction: renewed, uuid: UUID().uuidString.lowercased(), signedDate: now)
+        #expect(try await RawHTTP.request(port: harness.client.port, method: "POST", path: "/v1/notifications/app-store",
+                                          body: Data(#"{"signedPayload":"\#(push)"}"#.utf8)).status == 200)
+        fake.addToHistory(try Self.signed(fake.pki, type: "EXPIRED", transaction: first, uuid: UUID().uuidString.lowercased(), signedDate: now - 5_000),
+                          signedDate: now - 5_000, environment: "Sandbox")
+        try await WebhookDelivery.waitUntil { try await harness.count("store_notifications") == 2 }
+        let subscription = try await harness.client.get("/v1/subscriptions/app_store/\(original)").json()
+        #expect(subscription["status"] as? String == "active")
+        #expect(subscription["expires_date_ms"] as? Int == Int(now + 30 * 86_400_000))
+        let runs = Self.runs(fake)
+        try await WebhookDelivery.waitUntil { Self.runs(fake) >= runs + 1 }
+        try await WebhookDelivery.waitUntil { receiver.acknowledged.contains { $0.type == "subscription.renewed" } }
+        #expect(!receiver.acknowledged.contains { $0.type == "subscription.expired" })
+        // The stored row keeps Apple's signed envelope, as a pushed one does.
+        let raw = try await harness.pool.query("SELECT convert_from(raw_body, 'UTF8') AS body FROM store_notifications WHERE notification_type = 'EXPIRED'")
+        #expect(try raw.first?.decode("body", as: String.self).hasPrefix(#"{"signedPayload":"ey"#) == true)
         await receiver.server.shutdown()
         await fake.shutdown()
     }

@@ -55,7 +55,7 @@ final class StorePollRunner: Sendable {
             let notifications = notifications, logger = logger
             try await poller.poll(owners: owners, cursors: cursors) { found in
                 for notification in found {
-                    let duplicate = try await notifications.record(notification, rawBody: notification.decodedJSON, kind: kind)
+                    let duplicate = try await notifications.record(notification, rawBody: notification.rawBody ?? notification.decodedJSON, kind: kind)
                     tally.withLock { $0.found += 1; if !duplicate { $0.new += 1 } }
                     if !duplicate {
                         logger.info("store poll recorded an event", ["poll": name, "notification.id": notification.notificationID,

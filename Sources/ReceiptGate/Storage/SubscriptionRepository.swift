@@ -34,6 +34,9 @@ enum SubscriptionRepository {
     /// Sets the status (creating the row if the store told us first), keeping a known grace end.
     /// True when the status moved (or the row is new): the row is locked before it is read.
     @discardableResult
+    /// Moves the subscription to `status`, unless the news is about an earlier period than the one
+    /// the subscription is in (an expiry told late, after a renewal or a new subscription: a
+    /// notification read back from a store's history arrives in any order). True if it moved.
     static func setStatus(_ status: SubscriptionStatus, purchase: VerifiedPurchase, original: String, owner: Client, graceUntil: Date? = nil,
                           on connection: PostgresConnection) throws -> Bool {
         let before = try connection.query("""
@@ -41,7 +44,7 @@ enum SubscriptionRepository {
             WHERE store = \(purchase.store.rawValue) AND environment = \(purchase.environment.rawValue) AND original_transaction_id = \(original)
             FOR UPDATE
             """).first.map { try $0.decode("status", as: String.self) }
-        try connection.execute("""
+        let changed = try connection.execute("""
             INSERT INTO subscriptions (store, environment, original_transaction_id, product_id, status, expires_date,
                                        grace_period_expires_date, latest_transaction_id, client_id)
             VALUES (\(purchase.store.rawValue), \(purchase.environment.rawValue), \(original), \(purchase.productID), \(status.rawValue),
@@ -50,8 +53,9 @@ enum SubscriptionRepository {
                 status = EXCLUDED.status,
                 grace_period_expires_date = COALESCE(EXCLUDED.grace_period_expires_date, subscriptions.grace_period_expires_date),
                 updated_at = now()
+            WHERE subscriptions.expires_date IS NULL OR EXCLUDED.expires_date IS NULL OR EXCLUDED.expires_date >= subscriptions.expires_date
             """)
-        return before != status.rawValue
+        return changed == 1 && before != status.rawValue
     }
 
     /// A refund or revocation of the subscription's latest period.
@@ -78,5 +82,16 @@ enum SubscriptionRepository {
             UPDATE subscriptions SET auto_renew = \(autoRenew), updated_at = now()
             WHERE store = \(purchase.store.rawValue) AND environment = \(purchase.environment.rawValue) AND original_transaction_id = \(original)
             """)
+    }
+
+    /// Whether `purchase` is of the subscription's current period (not an earlier one): its expiry
+    /// is not before the subscription's, or either is unknown.
+    static func isCurrentPeriod(_ purchase: VerifiedPurchase, original: String, on connection: PostgresConnection) throws -> Bool {
+        guard let expires = purchase.expiresDate else { return true }
+        let current = try connection.query("""
+            SELECT expires_date FROM subscriptions
+            WHERE store = \(purchase.store.rawValue) AND environment = \(purchase.environment.rawValue) AND original_transaction_id = \(original)
+            """).first.flatMap { try $0.decode("expires_date", as: Date?.self) }
+        return current.map { expires >= $0 } ?? true
     }
 }

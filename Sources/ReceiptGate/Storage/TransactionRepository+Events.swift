@@ -41,13 +41,16 @@ extension TransactionRepository {
         case .expired, .gracePeriodExpired:
             let moved = try SubscriptionRepository.setStatus(.expired, purchase: purchase, original: original, owner: owner, on: connection)
             let change = try upsert(purchase, news: .storeEvent(.expired), owner: owner, on: connection)
-            if moved || change.stateChanged { try queue("subscription.expired", transaction: change.row, owner: owner, on: connection) }
+            // An earlier period's expiry told late moves that period's row, not the subscription.
+            let current = try SubscriptionRepository.isCurrentPeriod(purchase, original: original, on: connection)
+            if moved || (change.stateChanged && current) { try queue("subscription.expired", transaction: change.row, owner: owner, on: connection) }
         case .billingIssue:
             let inGrace = (event.gracePeriodExpires ?? .distantPast) > Date()
             let moved = try SubscriptionRepository.setStatus(inGrace ? .gracePeriod : .billingRetry, purchase: purchase, original: original, owner: owner,
                                                              graceUntil: event.gracePeriodExpires, on: connection)
             let change = try upsert(purchase, news: .storeEvent(LedgerRules.state(of: purchase)), owner: owner, on: connection)
-            if moved || change.stateChanged { try queue("subscription.billing_issue", transaction: change.row, owner: owner, on: connection) }
+            let current = try SubscriptionRepository.isCurrentPeriod(purchase, original: original, on: connection)
+            if moved || (change.stateChanged && current) { try queue("subscription.billing_issue", transaction: change.row, owner: owner, on: connection) }
         case .renewalStatusChanged:
             if let autoRenew = event.autoRenew { try SubscriptionRepository.setAutoRenew(autoRenew, purchase: purchase, original: original, on: connection) }
         case .consumptionRequest, .oneTimeCharge, .test, .other:
