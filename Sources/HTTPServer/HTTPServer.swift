@@ -110,20 +110,23 @@ package final class HTTPServer: Sendable {
         }
         guard let daemon = taken else { return }
         state.beginDraining()
+        // Closed only after MHD_stop_daemon: the pool's threads take the socket out of their epoll
+        // sets on their own time, and libmicrohttpd aborts if it is gone before they have.
         let listenSocket = MHD_quiesce_daemon(daemon.pointer)
-        if listenSocket >= 0 { close(listenSocket) }
         let deadline = ContinuousClock.now + gracePeriod + responder.handlerTimeout
-        if await stopWhenIdle(daemon, before: deadline) { return }
-        Task.detached { [self] in _ = await stopWhenIdle(daemon, before: nil) }
+        if await stopWhenIdle(daemon, listenSocket: listenSocket, before: deadline) { return }
+        Task.detached { [self] in _ = await stopWhenIdle(daemon, listenSocket: listenSocket, before: nil) }
     }
 
-    /// Stops the daemon once nothing is in flight; false if `deadline` came first.
-    private func stopWhenIdle(_ daemon: Daemon, before deadline: ContinuousClock.Instant?) async -> Bool {
+    /// Stops the daemon once nothing is in flight, then closes the listening socket; false if
+    /// `deadline` came first.
+    private func stopWhenIdle(_ daemon: Daemon, listenSocket: Int32, before deadline: ContinuousClock.Instant?) async -> Bool {
         while !state.closeIfIdle() {
             if let deadline, ContinuousClock.now >= deadline { return false }
             try? await Task.sleep(for: .milliseconds(10))
         }
         MHD_stop_daemon(daemon.pointer)
+        if listenSocket >= 0 { close(listenSocket) }
         Unmanaged.passUnretained(self).release()  // the daemon's hold, taken in start()
         return true
     }

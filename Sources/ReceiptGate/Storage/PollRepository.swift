@@ -48,11 +48,13 @@ struct PollRepository: Sendable {
         let poll: String, process: String, startedAt: Date, finishedAt: Date, found: Int, new: Int, error: String?
     }
 
-    /// Records a run; keeps the last `kept` runs of each poll.
+    /// Records a run (both times by this process's clock, so its length is never skewed); keeps
+    /// the last `kept` runs of each poll.
     func recordRun(_ poll: String, process: String, startedAt: Date, found: Int, new: Int, error: String?, kept: Int = 200) async throws {
         try await pool.execute("""
-            INSERT INTO store_poll_runs (poll, process, started_at, found, new, error)
-            VALUES (\(poll), \(process), to_timestamp(\(startedAt.timeIntervalSince1970)::float8), \(found), \(new), \(error))
+            INSERT INTO store_poll_runs (poll, process, started_at, finished_at, found, new, error)
+            VALUES (\(poll), \(process), to_timestamp(\(startedAt.timeIntervalSince1970)::float8),
+                    to_timestamp(\(Date().timeIntervalSince1970)::float8), \(found), \(new), \(error))
             """)
         try await pool.execute("""
             DELETE FROM store_poll_runs WHERE poll = \(poll)
