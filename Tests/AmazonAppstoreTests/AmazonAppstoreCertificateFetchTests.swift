@@ -33,26 +33,7 @@ import TestSupport
         }
     }
 
-    /// Waits (at most 20 s) until `condition` holds; false if it never did.
-    static func eventually(_ condition: () -> Bool) async -> Bool {
-        let end = ContinuousClock.now + .seconds(20)
-        while ContinuousClock.now < end {
-            if condition() { return true }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-        return condition()
-    }
 
-    /// The task's value if it ends within `bound`; nil if it is still running then.
-    static func value<T: Sendable>(of task: Task<T, Never>, within bound: Duration) async -> T? {
-        await withTaskGroup(of: T?.self) { group in
-            group.addTask { await task.value }
-            group.addTask { try? await Task.sleep(for: bound); return nil }
-            let first = await group.next() ?? nil
-            group.cancelAll()
-            return first
-        }
-    }
 
     @Test func aURLThatFailedIsFetchedOnceUntilItsFailureIsForgotten() async throws {
         let (rvs, sns) = (try FakeRVS(), try FakeSNS())
@@ -109,11 +90,11 @@ import TestSupport
         sns.hold.close()
         let held = try ["0a", "0b"].map { try sns.notification(Notifications.news("CONSUMABLE_PURCHASED", receipt: "r-1"), certificateURL: Self.missing(sns, $0)) }
         let first = held.map { body in Task { await Self.deliver(body, to: provider) } }
-        #expect(await Self.eventually { sns.requestedFiles.get().count == 2 })
+        #expect(await eventually(within: .seconds(20)) { sns.requestedFiles.get().count == 2 })
 
         let another = try sns.notification(Notifications.news("CONSUMABLE_PURCHASED", receipt: "r-1"), certificateURL: Self.missing(sns, "0c"))
         let refused = Task { await Self.deliver(another, to: provider) }
-        let answer = await Self.value(of: refused, within: .seconds(10))
+        let answer = await value(of: refused, within: .seconds(10))
         #expect(answer??.kind == .retryable && answer??.reason == "SNS_CERTIFICATE_BUSY", "\(String(describing: answer))")
         // A message naming a URL already being fetched is not refused: it waits for that fetch.
         let sameURL = Task { await Self.deliver(held[0], to: provider) }

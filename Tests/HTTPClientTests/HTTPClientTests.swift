@@ -208,7 +208,7 @@ private func client(_ base: String, attempts: Int = 3, timeout: Duration = .seco
             }
         }
         let watched = try #require(weak)
-        #expect(try await eventually { watched.isReleased }, "the transfer pool still holds a job it ran")
+        #expect(await eventually { watched.isReleased }, "the transfer pool still holds a job it ran")
     }
 
     @Test func refusedConnectionIsRetryableConnectFailure() async throws {

@@ -20,7 +20,7 @@ import TestSupport
             }
         }
         let watched = try #require(weak)
-        #expect(try await eventually { watched.isReleased }, "the pool still holds a job it ran")
+        #expect(await eventually { watched.isReleased }, "the pool still holds a job it ran")
     }
 
     @Test func aCallerCancelledWhileWaitingForAConnectionRunsNothing() async throws {

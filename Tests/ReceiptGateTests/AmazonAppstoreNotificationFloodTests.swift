@@ -62,7 +62,7 @@ import TestSupport
         }
         // The verify is made once the flood holds as many fetches as may run at once (as many as
         // the RVS client has transfer threads, were they shared).
-        #expect(await Self.eventually { harness.sns.requestedFiles.get().count >= 4 })
+        #expect(await eventually(within: .seconds(20)) { harness.sns.requestedFiles.get().count >= 4 })
         let (during, elapsed) = try await Self.timedVerify(harness, receipt: "r-during-flood")
         #expect(during.status == 200, "\(during.text)")
         // The certificate fetches are held until their 5 s timeout, and more queue behind them: a
@@ -71,30 +71,11 @@ import TestSupport
         #expect(elapsed < .seconds(3), "a verify took \(elapsed) during the flood (\(unloaded) before it)")
 
         let started = ContinuousClock.now
-        let statuses = await Self.value(of: flood, within: .seconds(60))
+        let statuses = await value(of: flood, within: .seconds(60))
         #expect(statuses != nil, "the forged messages were not all answered within 60 s")
         let answered = statuses ?? []
         #expect(answered.count == Self.forgedCount)
         #expect(answered.allSatisfy { $0 == 503 }, "\(Dictionary(grouping: answered.map { $0.map(String.init) ?? "no answer" }, by: { $0 }).mapValues(\.count))")
         #expect(ContinuousClock.now - started < .seconds(30))
-    }
-
-    static func eventually(_ condition: () -> Bool) async -> Bool {
-        let end = ContinuousClock.now + .seconds(20)
-        while ContinuousClock.now < end {
-            if condition() { return true }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-        return condition()
-    }
-
-    static func value<T: Sendable>(of task: Task<T, Never>, within bound: Duration) async -> T? {
-        await withTaskGroup(of: T?.self) { group in
-            group.addTask { await task.value }
-            group.addTask { try? await Task.sleep(for: bound); return nil }
-            let first = await group.next() ?? nil
-            group.cancelAll()
-            return first
-        }
     }
 }

@@ -33,6 +33,27 @@ import TestSupport
         return try pki.sign(["notificationType": type, "notificationUUID": uuid, "version": "2.0", "signedDate": signedDate, "data": data])
     }
 
+    /// Puts a signed notification of `type` into the sandbox history, as sent at `signedDate`.
+    static func addToHistory(_ fake: FakeAppStoreServerAPI, type: String, transaction: [String: any Sendable], signedDate: Int64,
+                             uuid: String = UUID().uuidString.lowercased()) throws {
+        fake.addToHistory(try signed(fake.pki, type: type, transaction: transaction, uuid: uuid, signedDate: signedDate),
+                          signedDate: signedDate, environment: "Sandbox")
+    }
+
+    /// The first period of a monthly subscription, ending a minute after `now`, and its renewal.
+    static func subscription(_ original: String, renewal: String, now: Int64) -> (first: [String: any Sendable], renewed: [String: any Sendable]) {
+        let first: [String: any Sendable] = ["transactionId": original, "originalTransactionId": original, "environment": "Sandbox",
+                                             "type": "Auto-Renewable Subscription", "productId": "vip.monthly", "expiresDate": now + 60_000]
+        var renewed = first
+        renewed["transactionId"] = renewal
+        renewed["expiresDate"] = now + 30 * 86_400_000
+        return (first, renewed)
+    }
+
+    static func verify(_ harness: VerifyHarness, _ transaction: [String: any Sendable]) async throws -> RawHTTP.Response {
+        try await harness.client.post("/v1/verify", json: ["store": "app_store", "receipt": try harness.pki.sign(AppleTestPKI.transaction(transaction))])
+    }
+
     static func state(_ harness: VerifyHarness, _ id: String) async throws -> String? {
         try await NotificationsDriveTheLedger.transaction(harness, id)["state"] as? String
     }
@@ -51,7 +72,7 @@ import TestSupport
         receiver.secret.set(harness.client.secret)
         let id = "2000000000007001"
         let transaction: [String: any Sendable] = ["transactionId": id, "originalTransactionId": id, "environment": "Sandbox"]
-        #expect(try await harness.client.post("/v1/verify", json: ["store": "app_store", "receipt": try harness.pki.sign(AppleTestPKI.transaction(transaction))]).status == 200)
+        #expect(try await Self.verify(harness, transaction).status == 200)
 
         // Refunded a minute ago; the push never came. Five records, so the history has three pages.
         let now = Int64(Date().timeIntervalSince1970 * 1000)
@@ -61,8 +82,7 @@ import TestSupport
         refunded["revocationReason"] = 0
         for other in 0..<4 {  // other purchases' news, which the ledger does not hold
             let otherID = "200000000000710\(other)"
-            fake.addToHistory(try Self.signed(fake.pki, type: "TEST", transaction: ["transactionId": otherID], uuid: UUID().uuidString.lowercased(),
-                                              signedDate: now - 90_000), signedDate: now - 90_000, environment: "Sandbox")
+            try Self.addToHistory(fake, type: "TEST", transaction: ["transactionId": otherID], signedDate: now - 90_000)
         }
         let refund = try Self.signed(fake.pki, type: "REFUND", transaction: refunded, uuid: refundUUID, signedDate: now - 60_000)
         fake.addToHistory(refund, signedDate: now - 60_000, environment: "Sandbox")
@@ -108,12 +128,11 @@ import TestSupport
         defer { harness.stop() }
         let id = "2000000000007201"
         let transaction: [String: any Sendable] = ["transactionId": id, "originalTransactionId": id, "environment": "Sandbox"]
-        #expect(try await harness.client.post("/v1/verify", json: ["store": "app_store", "receipt": try harness.pki.sign(AppleTestPKI.transaction(transaction))]).status == 200)
+        #expect(try await Self.verify(harness, transaction).status == 200)
         var refunded = transaction
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         refunded["revocationDate"] = now - 5_000
-        fake.addToHistory(try Self.signed(fake.pki, type: "REFUND", transaction: refunded, uuid: UUID().uuidString.lowercased(), signedDate: now - 5_000),
-                          signedDate: now - 5_000, environment: "Sandbox")
+        try Self.addToHistory(fake, type: "REFUND", transaction: refunded, signedDate: now - 5_000)
         try await WebhookDelivery.waitUntil { harness.log.captured.contains { $0.contains("RECEIPTGATE_APPSTORE_API_KEY_ID") } }
         try await WebhookDelivery.waitUntil { try await Self.state(harness, id) == "refunded" }
         // Recorded when the run ends, just after it recorded the refund.
@@ -158,14 +177,9 @@ import TestSupport
         receiver.secret.set(harness.client.secret)
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         let original = "2000000000007301"
-        let first: [String: any Sendable] = ["transactionId": original, "originalTransactionId": original, "environment": "Sandbox",
-                                             "type": "Auto-Renewable Subscription", "productId": "vip.monthly", "expiresDate": now + 60_000]
-        #expect(try await harness.client.post("/v1/verify", json: ["store": "app_store", "receipt": try harness.pki.sign(AppleTestPKI.transaction(first))]).status == 200)
-        var renewed = first
-        renewed["transactionId"] = "2000000000007302"
-        renewed["expiresDate"] = now + 30 * 86_400_000
-        fake.addToHistory(try Self.signed(fake.pki, type: "DID_RENEW", transaction: renewed, uuid: UUID().uuidString.lowercased(), signedDate: now - 1_000),
-                          signedDate: now - 1_000, environment: "Sandbox")
+        let (first, renewed) = Self.subscription(original, renewal: "2000000000007302", now: now)
+        #expect(try await Self.verify(harness, first).status == 200)
+        try Self.addToHistory(fake, type: "DID_RENEW", transaction: renewed, signedDate: now - 1_000)
         func expires() async throws -> Int? {
             try await harness.client.get("/v1/subscriptions/app_store/\(original)").json()["expires_date_ms"] as? Int
         }
@@ -204,17 +218,12 @@ import TestSupport
         receiver.secret.set(harness.client.secret)
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         let original = "2000000000007401"
-        let first: [String: any Sendable] = ["transactionId": original, "originalTransactionId": original, "environment": "Sandbox",
-                                             "type": "Auto-Renewable Subscription", "productId": "vip.monthly", "expiresDate": now + 60_000]
-        #expect(try await harness.client.post("/v1/verify", json: ["store": "app_store", "receipt": try harness.pki.sign(AppleTestPKI.transaction(first))]).status == 200)
-        var renewed = first
-        renewed["transactionId"] = "2000000000007402"
-        renewed["expiresDate"] = now + 30 * 86_400_000
+        let (first, renewed) = Self.subscription(original, renewal: "2000000000007402", now: now)
+        #expect(try await Self.verify(harness, first).status == 200)
         let push = try Self.signed(fake.pki, type: "DID_RENEW", transaction: renewed, uuid: UUID().uuidString.lowercased(), signedDate: now)
         #expect(try await RawHTTP.request(port: harness.client.port, method: "POST", path: "/v1/notifications/app-store",
                                           body: Data(#"{"signedPayload":"\#(push)"}"#.utf8)).status == 200)
-        fake.addToHistory(try Self.signed(fake.pki, type: "EXPIRED", transaction: first, uuid: UUID().uuidString.lowercased(), signedDate: now - 5_000),
-                          signedDate: now - 5_000, environment: "Sandbox")
+        try Self.addToHistory(fake, type: "EXPIRED", transaction: first, signedDate: now - 5_000)
         try await WebhookDelivery.waitUntil { try await harness.count("store_notifications") == 2 }
         let subscription = try await harness.client.get("/v1/subscriptions/app_store/\(original)").json()
         #expect(subscription["status"] as? String == "active")
@@ -226,6 +235,34 @@ import TestSupport
         // The stored row keeps Apple's signed envelope, as a pushed one does.
         let raw = try await harness.pool.query("SELECT convert_from(raw_body, 'UTF8') AS body FROM store_notifications WHERE notification_type = 'EXPIRED'")
         #expect(try raw.first?.decode("body", as: String.self).hasPrefix(#"{"signedPayload":"ey"#) == true)
+        await receiver.server.shutdown()
+        await fake.shutdown()
+    }
+
+    /// The store first, the game second: a subscription the history told of before any game
+    /// verified it is known, not claimed; the game's first verify is its first verification (not
+    /// a duplicate) with its `transaction.verified`, as when the push comes first, and each
+    /// webhook goes out once however often the history is read.
+    @Test func aPurchaseFoundInTheHistoryBeforeTheGamesVerifyIsStillTheGamesFirstVerification() async throws {
+        let fake = try FakeAppStoreServerAPI()
+        let receiver = try WebhookReceiver()
+        receiver.up.set(true)
+        let harness = try await Self.start(fake, receiver: receiver)
+        defer { harness.stop() }
+        receiver.secret.set(harness.client.secret)
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let (_, renewed) = Self.subscription("2000000000007501", renewal: "2000000000007502", now: now)
+        try Self.addToHistory(fake, type: "SUBSCRIBED", transaction: renewed, signedDate: now - 1_000)
+        try await WebhookDelivery.waitUntil { try await harness.count("transactions") == 1 }
+        let verified = try await Self.verify(harness, renewed)
+        #expect(verified.status == 200)
+        #expect(try verified.json()["duplicate"] as? Bool == false, "the first claim is a first verification")
+        #expect(try await Self.verify(harness, renewed).json()["duplicate"] as? Bool == true)
+        try await WebhookDelivery.waitUntil { receiver.acknowledged.contains { $0.type == "transaction.verified" } }
+        let runs = Self.runs(fake)
+        try await WebhookDelivery.waitUntil { Self.runs(fake) >= runs + 1 }  // the history read again after the claim
+        let types = receiver.acknowledged.filter { $0.transactionID == "2000000000007502" }.map(\.type)
+        #expect(types.sorted() == ["subscription.renewed", "transaction.verified"], "\(types)")
         await receiver.server.shutdown()
         await fake.shutdown()
     }

@@ -24,7 +24,7 @@ final class ThreadGate: Sendable {
             _ = try await workers.run { _ = object; return 1 }
         }
         let watched = try #require(weak)
-        #expect(try await eventually { watched.isReleased }, "the pool still holds a job it ran")
+        #expect(await eventually { watched.isReleased }, "the pool still holds a job it ran")
     }
 
     /// The shared compute pool (scrypt, fixed-base tables) as well.
@@ -36,7 +36,7 @@ final class ThreadGate: Sendable {
             _ = try await SharedWorkers.computations.run { _ = object; return 1 }
         }
         let watched = try #require(weak)
-        #expect(try await eventually { watched.isReleased }, "the compute pool still holds a job it ran")
+        #expect(await eventually { watched.isReleased }, "the compute pool still holds a job it ran")
     }
 
     /// A caller cancelled while its job waits for a thread hears so at once, and the job is

@@ -1,0 +1,38 @@
+import Synchronization
+
+/// Something a pool's job captures, watched through a weak reference.
+package final class Captured: Sendable {
+    package init() {}
+}
+
+/// Waits (at most `bound`) until `condition` holds, polling; false if it never did. For a state
+/// another thread reaches on its own time (a worker letting go of a job, a fake seeing a
+/// request), so a test waits for that, not for a fixed time.
+package func eventually(within bound: Duration = .seconds(10), _ condition: () -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + bound
+    while !condition() {
+        guard ContinuousClock.now < deadline else { return false }
+        try? await Task.sleep(for: .milliseconds(2))
+    }
+    return true
+}
+
+/// The task's value if it ends within `bound`; nil if it is still running then.
+package func value<T: Sendable>(of task: Task<T, Never>, within bound: Duration) async -> T? {
+    await withTaskGroup(of: T?.self) { group in
+        group.addTask { await task.value }
+        group.addTask { try? await Task.sleep(for: bound); return nil }
+        let first = await group.next() ?? nil
+        group.cancelAll()
+        return first
+    }
+}
+
+/// A weak reference a test can hand to a `@Sendable` check.
+package final class WeakBox: Sendable {
+    private let box = Mutex<Weak>(Weak())
+    private struct Weak { weak var object: Captured? }
+    package init(_ object: Captured) { box.withLock { $0.object = object } }
+    package var isReleased: Bool { box.withLock { $0.object == nil } }
+}
+
