@@ -82,7 +82,7 @@ let package = Package(
 
         // Test helpers: generic ones (databases, processes, raw HTTP), App Store ones (a test PKI,
         // a fake App Store Server API, receipts), and an in-process fake core for plugin tests.
-        .target(name: "TestSupport", dependencies: ["Postgres", "HTTPServer", "HTTPClient", "Crypto"], path: "Tests/TestSupport",
+        .target(name: "TestSupport", dependencies: ["Postgres", "HTTPServer", "HTTPClient", "Crypto", "ReceiptCore"], path: "Tests/TestSupport",
                 swiftSettings: swiftSettings),
         .target(name: "AppStoreTestSupport", dependencies: ["AppStore", "Crypto", "HTTPServer", "HTTPClient", "TestSupport"],
                 path: "Tests/AppStoreTestSupport", swiftSettings: swiftSettings),

@@ -31,8 +31,8 @@ public struct AppStoreConfiguration: Sendable {
     /// Roots StoreKit 1 receipt signatures (PKCS#7) must chain to: Apple Root CA (2006) unless overridden.
     package var receiptTrustRoots: [Certificate] = AppleRootCertificates.defaultReceiptRoots
     package var serverAPIKey: ServerAPIKey?
-    package var serverAPIProductionURL = "https://api.storekit.itunes.apple.com"
-    package var serverAPISandboxURL = "https://api.storekit-sandbox.itunes.apple.com"
+    package var serverAPIProductionURL = "https://api.storekit.apple.com"
+    package var serverAPISandboxURL = "https://api.storekit-sandbox.apple.com"
     public var sharedSecret: String?
     package var verifyReceiptProductionURL = "https://buy.itunes.apple.com/verifyReceipt"
     package var verifyReceiptSandboxURL = "https://sandbox.itunes.apple.com/verifyReceipt"

@@ -36,12 +36,15 @@ public struct AppStoreProvider: NotificationReceiving {
     }
 
     /// What the App Store can do for the service: verify, receive notifications, look up orders,
-    /// and, with a Server API key, read back the notification history pushes may have missed.
+    /// and, with a Server API key, read back the notification history pushes may have missed and
+    /// the subscriptions that went quiet.
     public var registration: StoreRegistration {
+        let hasKey = configuration?.serverAPIKey != nil
         let reconciler = configuration.flatMap { configuration in
-            configuration.serverAPIKey == nil ? nil : configuration.reconcileInterval.map { NotificationHistoryPoller(provider: self, interval: $0) }
+            hasKey ? configuration.reconcileInterval.map { NotificationHistoryPoller(provider: self, interval: $0) } : nil
         }
-        return StoreRegistration(Self.declaration, verifier: self, notifications: self, orderLookup: self, poller: reconciler)
+        return StoreRegistration(Self.declaration, verifier: self, notifications: self, orderLookup: self, poller: reconciler,
+                                 subscriptionReader: hasKey ? self : nil)
     }
 
     /// From the environment (docs/configuration.md, App Store); throws `AppStoreConfiguration.Invalid`.

@@ -10,8 +10,8 @@ package struct AppStoreServerAPIClient: Sendable {
         package var issuerID: String
         package var bundleID: String
         package var privateKey: PrivateKey
-        package var productionBaseURL = "https://api.storekit.itunes.apple.com"
-        package var sandboxBaseURL = "https://api.storekit-sandbox.itunes.apple.com"
+        package var productionBaseURL = "https://api.storekit.apple.com"
+        package var sandboxBaseURL = "https://api.storekit-sandbox.apple.com"
         /// Lifetime of each request's token (Apple allows at most an hour).
         package var tokenLifetime: TimeInterval = 300
 
@@ -177,7 +177,8 @@ package struct AppStoreServerAPIClient: Sendable {
         }
         guard (200..<300).contains(response.status) else {
             let apple = try? JSONDecoder().decode(AppleError.self, from: response.body)
-            throw AppStoreAPIError(status: response.status, errorCode: apple?.errorCode, errorMessage: apple?.errorMessage, transport: nil)
+            throw AppStoreAPIError(status: response.status, errorCode: apple?.errorCode, errorMessage: apple?.errorMessage, transport: nil,
+                                   retryAfter: response.header("Retry-After").flatMap(Int.init).map { .seconds(min(max($0, 0), 86_400)) })
         }
         do {
             return try JSONDecoder().decode(T.self, from: response.body)
@@ -219,6 +220,16 @@ package struct AppStoreAPIError: Error, Sendable, CustomStringConvertible {
     package let errorCode: Int?
     package let errorMessage: String?
     package let transport: String?
+    /// What a `429` said to wait (`Retry-After`, in seconds), where it said.
+    package var retryAfter: Duration?
+
+    package init(status: Int?, errorCode: Int?, errorMessage: String?, transport: String?, retryAfter: Duration? = nil) {
+        self.status = status
+        self.errorCode = errorCode
+        self.errorMessage = errorMessage
+        self.transport = transport
+        self.retryAfter = retryAfter
+    }
 
     static func invalidResponse(_ message: String) -> AppStoreAPIError {
         AppStoreAPIError(status: nil, errorCode: nil, errorMessage: message, transport: nil)

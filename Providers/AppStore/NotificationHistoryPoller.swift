@@ -38,34 +38,37 @@ package struct NotificationHistoryPoller: StorePolling {
         (environment == .production ? 180 : 30) * 24 * 3600 * 1000
     }
 
-    package func poll(owners: [ClientWithStoreCredentials], cursors: any PollCursorStore,
+    package func poll(owners: [ClientWithStoreCredentials], run: any PollRun,
                      record: @Sendable ([StoreNotification]) async throws -> Void) async throws {
-        var seen: Set<String> = [], failures: [String] = []
+        var seen: Set<String> = [], failures: [String] = [], retryAfter: Duration?
         for owner in owners {
             let environments = owner.client.environments.map(AppStoreProvider.appStoreEnvironment).sorted { $0.rawValue < $1.rawValue }
             for bundleID in owner.client.appIdentifiers(AppStoreProvider.bundleIDKind) {
                 for environment in environments where seen.insert("\(environment.rawValue):\(bundleID)").inserted {
                     do {
-                        try await poll(bundleID: bundleID, environment: environment, cursors: cursors, record: record)
+                        try await poll(bundleID: bundleID, environment: environment, run: run, record: record)
                     } catch let error as AppStoreAPIError {
                         // One app's trouble does not stop the others; the run reports it at the end.
                         failures.append("\(bundleID) (\(environment.rawValue)): \(Self.explain(error))")
+                        if let wait = error.retryAfter { retryAfter = max(retryAfter ?? wait, wait) }
                     }
                 }
             }
         }
-        if !failures.isEmpty { throw HistoryUnavailable(problems: failures) }
+        if !failures.isEmpty { throw HistoryUnavailable(problems: failures, retryAfter: retryAfter) }
     }
 
-    func poll(bundleID: String, environment: AppStoreEnvironment, cursors: any PollCursorStore,
+    func poll(bundleID: String, environment: AppStoreEnvironment, run: any PollRun,
               record: @Sendable ([StoreNotification]) async throws -> Void) async throws {
         guard let configuration = provider.configuration, let api = configuration.serverAPIClient(bundleID: bundleID, http: provider.http) else { return }
         let cursorKey = "\(pollName):\(environment.rawValue):\(bundleID)"
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         // Apple refuses a start beyond its retention; an hour's margin covers clocks that disagree.
         let oldest = now - Self.retentionMillis(environment) + 3_600_000
-        var cursor = try await cursors.cursor(cursorKey).flatMap { try? JSONDecoder().decode(Cursor.self, from: Data($0.utf8)) }
-            ?? Cursor(since: now - Self.firstLookbackMillis)
+        // A by-hand run starts where the operator said, with cursors of its own (empty at first).
+        let start = run.since.map { Int64($0.timeIntervalSince1970 * 1000) } ?? now - Self.firstLookbackMillis
+        var cursor = try await run.cursor(cursorKey).flatMap { try? JSONDecoder().decode(Cursor.self, from: Data($0.utf8)) }
+            ?? Cursor(since: start)
         if cursor.since < oldest || (cursor.until ?? now) <= cursor.since {
             // Older than Apple keeps (polling was off, or the key failed for weeks), or a window
             // that no longer makes sense: a fresh window from the oldest Apple still has, no token.
@@ -75,7 +78,8 @@ package struct NotificationHistoryPoller: StorePolling {
         cursor.until = until
         let expectations = AppStoreExpectations(bundleIDs: [bundleID], environments: [environment])
         for _ in 0..<Self.maxPages {
-            let page = try await readPage(api, cursor: cursor, until: until, environment: environment, saving: cursorKey, in: cursors)
+            let page = try await readPage(api, cursor: cursor, until: until, environment: environment, saving: cursorKey, in: run)
+            run.pageRead()
             var found: [StoreNotification] = []
             for item in page.notificationHistory ?? [] {
                 guard let signed = item.signedPayload else { continue }
@@ -93,9 +97,9 @@ package struct NotificationHistoryPoller: StorePolling {
             try await record(found)
             if page.hasMore == true, let next = page.paginationToken, !next.isEmpty {
                 cursor.paginationToken = next
-                try await cursors.setCursor(cursorKey, to: try Self.encode(cursor))
+                try await run.setCursor(cursorKey, to: try Self.encode(cursor))
             } else {
-                try await cursors.setCursor(cursorKey, to: try Self.encode(Cursor(since: max(until - Self.overlapMillis, oldest))))
+                try await run.setCursor(cursorKey, to: try Self.encode(Cursor(since: max(until - Self.overlapMillis, oldest))))
                 return
             }
         }
@@ -134,8 +138,9 @@ package struct NotificationHistoryPoller: StorePolling {
         }
     }
 
-    struct HistoryUnavailable: Error, CustomStringConvertible {
+    struct HistoryUnavailable: StoreAskedToWait, CustomStringConvertible {
         let problems: [String]
+        let retryAfter: Duration?
         var description: String { "notification history not read for " + problems.joined(separator: "; ") }
     }
 }

@@ -50,6 +50,17 @@ package struct GooglePlayAPIError: Error, Sendable, CustomStringConvertible {
         }
     }
 
+    /// What an operator should do about a failed scheduled read: a refused key names its fix and
+    /// settings; a rate limit or an outage waits for the next run, which resumes where this stopped.
+    var operatorHelp: String {
+        switch kind {
+        case .permission: Self.permissionHelp(status: status, message) + " (the key: the client's --google-service-account-key, or RECEIPTGATE_GOOGLE_SERVICE_ACCOUNT_KEY_PATH)"
+        case .notConfigured: "\(message) (set the client's --google-service-account-key, or RECEIPTGATE_GOOGLE_SERVICE_ACCOUNT_KEY_PATH)"
+        case .unavailable: "\(self); the next run resumes where this one stopped"
+        default: "\(self)"
+        }
+    }
+
     /// Names the permission problem, for the caller and the operator's log.
     static func permissionHelp(status: Int?, _ detail: String) -> String {
         "Google refused the service account (HTTP \(status.map(String.init) ?? "?")): \(detail). Invite the service account in Play Console "

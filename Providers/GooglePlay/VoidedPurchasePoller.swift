@@ -26,35 +26,46 @@ package struct VoidedPurchasePoller: StorePolling {
         var pageToken: String?
     }
 
-    package func poll(owners: [ClientWithStoreCredentials], cursors: any PollCursorStore,
+    package func poll(owners: [ClientWithStoreCredentials], run: any PollRun,
                      record: @Sendable ([StoreNotification]) async throws -> Void) async throws {
-        var seen: Set<String> = []
+        var seen: Set<String> = [], failures: [String] = []
         for owner in owners {
             for package in owner.client.appIdentifiers(GooglePlayProvider.packageNameKind) where seen.insert(package).inserted {
                 do {
-                    try await poll(package: package, owner: owner, cursors: cursors, record: record)
+                    try await poll(package: package, owner: owner, run: run, record: record)
                 } catch let error as GooglePlayAPIError {
-                    // One package's trouble (a key without access) does not stop the others.
+                    // One package's trouble (a key without access) does not stop the others; the
+                    // run reports it at the end, and the next resumes from the saved cursor.
                     provider.logger.warning("voided purchases could not be polled", ["package": package, "problem": error.message])
+                    failures.append("\(package): \(error.operatorHelp)")
                 }
             }
         }
+        if !failures.isEmpty { throw VoidedPurchasesUnavailable(problems: failures) }
     }
 
-    func poll(package: String, owner: ClientWithStoreCredentials, cursors: any PollCursorStore,
+    struct VoidedPurchasesUnavailable: Error, CustomStringConvertible {
+        let problems: [String]
+        var description: String { "voided purchases not read for " + problems.joined(separator: "; ") }
+    }
+
+    func poll(package: String, owner: ClientWithStoreCredentials, run: any PollRun,
               record: @Sendable ([StoreNotification]) async throws -> Void) async throws {
         let key = try provider.serviceAccountKey(owner.credentials)
         let cursorKey = "\(pollName):\(package)"
         let nowMillis = Int64(provider.now().timeIntervalSince1970 * 1000)
         let oldest = nowMillis - Int64(provider.configuration.voidedPurchasesLookback * 1000)
-        var cursor = try await cursors.cursor(cursorKey).flatMap { try? JSONDecoder().decode(Cursor.self, from: Data($0.utf8)) }
-            ?? Cursor(since: oldest)
+        // A by-hand run starts where the operator said, with cursors of its own (empty at first).
+        let start = run.since.map { Int64($0.timeIntervalSince1970 * 1000) } ?? oldest
+        var cursor = try await run.cursor(cursorKey).flatMap { try? JSONDecoder().decode(Cursor.self, from: Data($0.utf8)) }
+            ?? Cursor(since: start)
         cursor.since = max(cursor.since, oldest)  // Google refuses a start older than 30 days
         let until = cursor.until ?? nowMillis
         cursor.until = until
         for _ in 0..<Self.maxPages {
             let page = try await provider.api.voidedPurchases(package: package, startMillis: cursor.since, endMillis: until,
                                                               pageToken: cursor.pageToken, key: key)
+            run.pageRead()
             var found: [StoreNotification] = []
             for voided in page.voidedPurchases ?? [] {
                 if let notification = try await notification(voided, package: package, owner: owner, key: key) { found.append(notification) }
@@ -62,9 +73,9 @@ package struct VoidedPurchasePoller: StorePolling {
             try await record(found)
             if let next = page.tokenPagination?.nextPageToken, !next.isEmpty {
                 cursor.pageToken = next
-                try await cursors.setCursor(cursorKey, to: try Self.encode(cursor))
+                try await run.setCursor(cursorKey, to: try Self.encode(cursor))
             } else {
-                try await cursors.setCursor(cursorKey, to: try Self.encode(Cursor(since: max(until - Self.overlapMillis, oldest))))
+                try await run.setCursor(cursorKey, to: try Self.encode(Cursor(since: max(until - Self.overlapMillis, oldest))))
                 return
             }
         }

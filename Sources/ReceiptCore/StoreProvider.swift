@@ -115,10 +115,12 @@ public struct StoreRegistration: Sendable {
     public let acknowledgement: (any PurchaseAcknowledging)?
     /// Work the service runs on a schedule, one process at a time across the cluster.
     public let poller: (any StorePolling)?
+    /// Reads a subscription back from the store when its period ended with no news.
+    public let subscriptionReader: (any SubscriptionReading)?
 
     public init(_ declaration: StoreDeclaration, verifier: any StoreProvider, notifications: (any NotificationReceiving)? = nil,
                 orderLookup: (any OrderLookingUp)? = nil, acknowledgement: (any PurchaseAcknowledging)? = nil,
-                poller: (any StorePolling)? = nil) {
+                poller: (any StorePolling)? = nil, subscriptionReader: (any SubscriptionReading)? = nil) {
         precondition(declaration.store == verifier.store, "a registration's declaration and verifier name one store")
         self.store = verifier.store
         self.declaration = declaration
@@ -127,5 +129,6 @@ public struct StoreRegistration: Sendable {
         self.orderLookup = orderLookup
         self.acknowledgement = acknowledgement
         self.poller = poller
+        self.subscriptionReader = subscriptionReader
     }
 }

@@ -172,7 +172,8 @@ public final class Service: Sendable {
         worker.start()
         let polls = StorePollRunner(polls: PollRepository(pool: database.pool), clients: repositories.clients,
                                     notifications: repositories.notifications, logger: logger, metrics: metrics)
-        polls.start(stores)
+        polls.start(StorePollRunner.polls(for: stores, quiet: configuration.quietSubscriptions,
+                                          queries: QuietSubscriptionQueries(pool: database.pool)))
         let upkeep = Task { [repositories, logger] in
             while !Task.isCancelled {
                 do { try await repositories.removeExpired() } catch { logger.warning("upkeep failed", ["error": "\(error)"]) }

@@ -12,6 +12,7 @@ enum HelpText {
           client <action>  Manage API clients: create, list, show, update, rotate-secret, disable
           webhooks <action>  See and redeliver webhook events: list [--failed], redeliver EVENT_ID
           notifications list  See what stores pushed, newest first: list [--store STORE] [--type TYPE]
+          reconcile        Read back now what a store keeps (history, quiet subscriptions): --store STORE [--since TIME]
           keys rotate      Make a new OpenID token signing key (the old one stays published until its tokens expire)
           dev <tool>       Development helpers the stores offer, e.g. signing a test purchase (see dev --help)
 
@@ -102,6 +103,17 @@ enum HelpText {
 
         A store that asks for its endpoint to be confirmed shows up here with what its console asks
         for (a token, a URL) in "decoded"; --type with the store's name for that message finds it.
+        """
+
+    static let reconcile = """
+        Usage: receiptgate reconcile --store STORE [--since 2026-11-01T00:00:00Z]
+
+        Runs the store's reconciliation once, now, in this process, beside any running service: its
+        notification history (App Store) or voided purchases (Google Play) from --since (default:
+        where the schedule would start), then the read-back of subscriptions whose period ended with
+        no news (RECEIPTGATE_RECONCILE_SUBSCRIPTIONS_BUDGET calls at most). What it finds is recorded
+        once, with the webhooks a push would have sent; the schedule's own cursors are not moved.
+        Prints {"runs": [...]}, each with what it read, found and changed; exits 1 if one failed.
         """
 
     static let clientCreate = "Usage: receiptgate client create --name NAME [--game-id N] [--environments production,sandbox]\n"

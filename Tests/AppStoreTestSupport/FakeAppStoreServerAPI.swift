@@ -25,6 +25,9 @@ package final class FakeAppStoreServerAPI: Sendable {
         package let history = LockedBox<[String: [HistoryRecord]]?>(nil)
         /// Every history request's window (startDate, endDate) and token, in order.
         package let historyQueries = LockedBox<[HistoryQuery]>([])
+        /// What Get All Subscription Statuses answers, by environment and original transaction id
+        /// (the `lastTransactions` entry); a subscription not here is answered from `known`.
+        package let statuses = LockedBox<[String: [String: SubscriptionStatusRecord]]>([:])
 
         init(pki: AppleTestPKI, teamPublicKey: PublicKey) {
             self.pki = pki
@@ -47,6 +50,20 @@ package final class FakeAppStoreServerAPI: Sendable {
     }
 
     package var pki: AppleTestPKI { state.pki }
+
+    /// Sets what Get All Subscription Statuses says of `original`: Apple's status (1 active, 2
+    /// expired, 3 billing retry, 4 grace period, 5 revoked) with the signed latest transaction and
+    /// renewal info.
+    package func setSubscriptionStatus(_ original: String, status: Int, signedTransaction: String, signedRenewal: String? = nil,
+                                       environment: String = "Sandbox") {
+        state.statuses.update { $0[environment, default: [:]][original] = SubscriptionStatusRecord(
+            status: status, originalTransactionId: original, signedTransactionInfo: signedTransaction, signedRenewalInfo: signedRenewal) }
+    }
+
+    /// Get All Subscription Statuses requests answered, by environment.
+    package func statusReads(_ environment: String = "Sandbox") -> Int {
+        hits(environment == "Sandbox" ? "Sandbox /inApps/v1/subscriptions/{id}" : "Production /inApps/v1/subscriptions/{id}")
+    }
 
     package func client(retries: Int = 3) -> AppStoreServerAPIClient {
         var http = HTTPClient.Configuration()
@@ -177,6 +194,14 @@ package final class FakeAppStoreServerAPI: Sendable {
         })
         router.get("/inApps/v1/subscriptions/{id}", guarded("/inApps/v1/subscriptions/{id}") { request in
             let id = try request.parameter("id")
+            if let record = state.statuses.get()[environment]?[id] {
+                return .json(SubscriptionStatusesBody(environment: environment, bundleId: bundleID, appAppleId: 99,
+                                                      data: [.init(subscriptionGroupIdentifier: "g1", lastTransactions: [record])]))
+            }
+            guard state.known.get()[environment]?[id] != nil else {
+                return HTTPResponse(status: 404, headers: ["Content-Type": "application/json"],
+                                    body: Data(#"{"errorCode":4040010,"errorMessage":"Transaction id not found."}"#.utf8))
+            }
             let body = """
                 {"environment":"\(environment)","bundleId":"\(bundleID)","appAppleId":99,"data":[{"subscriptionGroupIdentifier":"g1",
                 "lastTransactions":[{"status":1,"originalTransactionId":"\(id)","signedTransactionInfo":"\(transactions([id]).first ?? "")"}]}]}
@@ -227,3 +252,18 @@ package final class FakeAppStoreServerAPI: Sendable {
     }
 }
 
+/// One `lastTransactions` entry of Get All Subscription Statuses.
+package struct SubscriptionStatusRecord: Codable, Sendable {
+    let status: Int
+    let originalTransactionId: String
+    let signedTransactionInfo: String
+    let signedRenewalInfo: String?
+}
+
+struct SubscriptionStatusesBody: Encodable {
+    struct Group: Encodable { let subscriptionGroupIdentifier: String; let lastTransactions: [SubscriptionStatusRecord] }
+    let environment: String
+    let bundleId: String
+    let appAppleId: Int
+    let data: [Group]
+}

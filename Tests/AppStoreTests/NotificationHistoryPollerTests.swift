@@ -11,13 +11,6 @@ import TestSupport
 /// through a window (here: its recording failed) leaves the page it was on, and the next process
 /// carries on from that page of the same window, then moves to a new window that overlaps it.
 @Suite struct NotificationHistoryPolling {
-    /// The service's cursors, in memory (Postgres behind the lease in the service).
-    final class Cursors: PollCursorStore {
-        let saved = Mutex<[String: String]>([:])
-        func cursor(_ key: String) async throws -> String? { saved.withLock { $0[key] } }
-        func setCursor(_ key: String, to value: String) async throws { saved.withLock { $0[key] = value } }
-    }
-
     struct RecordingFailed: Error {}
 
     static func poller(_ fake: FakeAppStoreServerAPI) -> NotificationHistoryPoller {
@@ -47,13 +40,13 @@ import TestSupport
         let owner = ClientWithStoreCredentials(client: ClientInfo(clientID: "rgc_1", gameID: 42,
                                                                   appIdentifiers: [AppStoreProvider.bundleIDKind.name: [FakeAppStoreServerAPI.bundleID]],
                                                                   environments: [.sandbox]), credentials: [:])
-        let cursors = Cursors()
+        let cursors = MemoryPollRun()
         let recorded = Mutex<[String]>([])
         let pages = Mutex(0)
 
         // The first process records the first page, then fails on the second.
         await #expect(throws: RecordingFailed.self) {
-            try await Self.poller(fake).poll(owners: [owner], cursors: cursors) { found in
+            try await Self.poller(fake).poll(owners: [owner], run: cursors) { found in
                 let page = pages.withLock { $0 += 1; return $0 }
                 if page == 2 { throw RecordingFailed() }
                 recorded.withLock { $0 += found.map(\.notificationID) }
@@ -65,7 +58,7 @@ import TestSupport
 
         // Another process (a new poller) resumes from the second page of the same window.
         let queriesBefore = fake.state.historyQueries.get().count
-        try await Self.poller(fake).poll(owners: [owner], cursors: cursors) { found in
+        try await Self.poller(fake).poll(owners: [owner], run: cursors) { found in
             recorded.withLock { $0 += found.map(\.notificationID) }
         }
         let resumed = fake.state.historyQueries.get()[queriesBefore...]
@@ -103,13 +96,13 @@ import TestSupport
         let fake = try FakeAppStoreServerAPI()
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         let uuid = try Self.addTest(fake, at: now - 60_000)
-        let cursors = Cursors()
+        let cursors = MemoryPollRun()
         try await cursors.setCursor(Self.cursorKey, to: try NotificationHistoryPoller.encode(.init(since: now - 3_600_000, until: now, paginationToken: "stale")))
         let recorded = Mutex<[String]>([])
         await #expect(throws: NotificationHistoryPoller.HistoryUnavailable.self) {
-            try await Self.poller(fake).poll(owners: [Self.owner()], cursors: cursors) { _ in }
+            try await Self.poller(fake).poll(owners: [Self.owner()], run: cursors) { _ in }
         }
-        try await Self.poller(fake).poll(owners: [Self.owner()], cursors: cursors) { found in recorded.withLock { $0 += found.map(\.notificationID) } }
+        try await Self.poller(fake).poll(owners: [Self.owner()], run: cursors) { found in recorded.withLock { $0 += found.map(\.notificationID) } }
         #expect(recorded.withLock { $0 } == [uuid])
         let queries = fake.state.historyQueries.get()
         #expect(queries.map(\.paginationToken) == ["stale", nil])
@@ -123,11 +116,11 @@ import TestSupport
         let fake = try FakeAppStoreServerAPI()
         fake.state.history.set([:])
         let now = Int64(Date().timeIntervalSince1970 * 1000)
-        let cursors = Cursors()
+        let cursors = MemoryPollRun()
         let day: Int64 = 24 * 3_600_000
         try await cursors.setCursor(Self.cursorKey, to: try NotificationHistoryPoller.encode(.init(since: now - 40 * day, until: now - 39 * day,
                                                                                                    paginationToken: "page-2")))
-        try await Self.poller(fake).poll(owners: [Self.owner()], cursors: cursors) { _ in }
+        try await Self.poller(fake).poll(owners: [Self.owner()], run: cursors) { _ in }
         let query = try #require(fake.state.historyQueries.get().first)
         #expect(query.paginationToken == nil)
         #expect(query.startDate > now - 30 * day && query.startDate < now - 29 * day, "within sandbox's 30 days")

@@ -33,12 +33,6 @@ import TestSupport
         await google.shutdown()
     }
 
-    final class MemoryCursors: PollCursorStore, @unchecked Sendable {
-        let values = LockedBox<[String: String]>([:])
-        func cursor(_ key: String) async throws -> String? { values.get()[key] }
-        func setCursor(_ key: String, to value: String) async throws { values.update { $0[key] = value } }
-    }
-
     @Test func theVoidedPollPagesRemembersWhereItStoppedAndTurnsVoidsIntoRefunds() async throws {
         let google = try FakeGooglePlay()
         try google.addProduct(token: "tok-v1", orderID: "GPA.0001-0000-0000-00001", state: 1)
@@ -46,11 +40,11 @@ import TestSupport
         try google.addVoided(token: "tok-gone", orderID: "GPA.0002-0000-0000-00002")
         let provider = try GooglePlayVerify.provider(google)
         let poller = VoidedPurchasePoller(provider: provider, interval: .seconds(1))
-        let cursors = MemoryCursors()
+        let cursors = MemoryPollRun()
         let found = LockedBox<[StoreNotification]>([])
         let owner = ClientWithStoreCredentials(client: ClientInfo(clientID: "rgc_test", gameID: 1, appIdentifiers: [GooglePlayProvider.packageNameKind.name: ["com.example.game"]]),
                                                credentials: [:])
-        try await poller.poll(owners: [owner], cursors: cursors) { batch in found.update { $0 += batch } }
+        try await poller.poll(owners: [owner], run: cursors) { batch in found.update { $0 += batch } }
         let refunds = found.get()
         #expect(refunds.map(\.notificationID) == ["voided:GPA.0001-0000-0000-00001", "voided:GPA.0002-0000-0000-00002"])
         #expect(refunds.allSatisfy { $0.event.kind == .refunded })
@@ -63,7 +57,7 @@ import TestSupport
         #expect(queries[1]["token"] == "page-1")
         // The next run starts near where the first window ended, not 30 days back.
         let firstEnd = try #require(Int64(queries[0]["endTime"] ?? ""))
-        try await poller.poll(owners: [owner], cursors: cursors) { _ in }
+        try await poller.poll(owners: [owner], run: cursors) { _ in }
         let resumed = try #require(Int64(google.state.voidedQueries.get().last?["startTime"] ?? ""))
         #expect(resumed >= firstEnd - 10 * 60 * 1000)
         #expect(resumed > Int64(Date().timeIntervalSince1970 * 1000) - 86_400_000)

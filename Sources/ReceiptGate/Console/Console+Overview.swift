@@ -31,16 +31,18 @@ extension Console {
             """)
     }
 
-    /// The latest store poll runs (notification history, voided purchases), and what each caught
-    /// that no push had delivered.
+    /// The latest store poll runs (notification history, voided purchases, quiet subscriptions
+    /// read back), and what each caught that no push had delivered.
     private func reconciliation() async throws -> HTML {
         let runs = try await PollRepository(pool: queries.pool).recentRuns(limit: 10)
         let rows = runs.map { run -> HTML in
             let seconds = String(format: "%.1f s", run.finishedAt.timeIntervalSince(run.startedAt))
-            return "<tr><td class=\"poll\">\(run.poll)</td><td class=\"started\">\(ConsoleTime.show(run.startedAt))</td><td class=\"took\">\(seconds)</td><td class=\"found\">\(run.found)</td><td class=\"new\">\(run.new)</td><td class=\"error\">\(run.error ?? "")</td></tr>"
+            let poll = run.byHand ? "\(run.poll) (by hand)" : run.poll, tally = run.tally
+            return "<tr><td class=\"poll\">\(poll)</td><td class=\"started\">\(ConsoleTime.show(run.startedAt))</td><td class=\"took\">\(seconds)</td><td class=\"pages\">\(tally.pages)</td><td class=\"found\">\(tally.found)</td><td class=\"new\">\(tally.new)</td><td class=\"reread\">\(tally.reread)</td><td class=\"changed\">\(tally.changed)</td><td class=\"error\">\(run.error ?? "")</td></tr>"
         }
-        return ConsoleLayout.table(id: "store-poll-runs", caption: "The last runs that read back what stores keep (every process), newest first; \"new\" is what no push had delivered",
-                                   headings: ["Poll", "Started", "Took", "Found", "New", "Error"], rows: rows, empty: "No store poll has run yet.")
+        return ConsoleLayout.table(id: "store-poll-runs", caption: "The last runs that read back what stores keep (every process), newest first; \"new\" is what no push had delivered, \"changed\" what moved the ledger",
+                                   headings: ["Poll", "Started", "Took", "Pages", "Found", "New", "Re-read", "Changed", "Error"], rows: rows,
+                                   empty: "No store poll has run yet.")
     }
 
     /// One line per name: each minute's count of the series whose `key` is that name.

@@ -20,6 +20,7 @@ public final class Metrics: Sendable {
         var requests: [RouteKey: [Int: Int]] = [:]
         var latency: [RouteKey: Histogram] = [:]
         var pollRuns: [String: (succeeded: Int, failed: Int)] = [:]
+        var pollWork: [String: (pages: Int, reread: Int, changed: Int)] = [:]
         var pollNotifications: [String: (new: Int, known: Int)] = [:]
     }
 
@@ -41,21 +42,27 @@ public final class Metrics: Sendable {
     }
 
     /// A store poll run: whether it failed, how many notifications it found and how many of
-    /// those were new (no push had delivered them). Poll names are the providers' own, so few.
-    func recordPollRun(poll: String, failed: Bool, found: Int, new: Int) {
+    /// those were new (no push had delivered them), the subscriptions it read back and the
+    /// changes it made. Poll names are the providers' own and the core's, so few.
+    func recordPollRun(poll: String, failed: Bool, tally: PollTally) {
         counts.withLock { counts in
             var runs = counts.pollRuns[poll] ?? (0, 0)
             if failed { runs.failed += 1 } else { runs.succeeded += 1 }
             counts.pollRuns[poll] = runs
             var seen = counts.pollNotifications[poll] ?? (0, 0)
-            seen.new += new
-            seen.known += found - new
+            seen.new += tally.new
+            seen.known += tally.found - tally.new
             counts.pollNotifications[poll] = seen
+            var work = counts.pollWork[poll] ?? (0, 0, 0)
+            work.pages += tally.pages
+            work.reread += tally.reread
+            work.changed += tally.changed
+            counts.pollWork[poll] = work
         }
     }
 
     private func renderPolls() -> String {
-        let (runs, seen) = counts.withLock { ($0.pollRuns, $0.pollNotifications) }
+        let (runs, seen, work) = counts.withLock { ($0.pollRuns, $0.pollNotifications, $0.pollWork) }
         guard !runs.isEmpty else { return "" }
         var out = "# HELP receiptgate_store_poll_runs_total Store poll runs (notification history, voided purchases) by outcome.\n"
         out += "# TYPE receiptgate_store_poll_runs_total counter\n"
@@ -68,6 +75,15 @@ public final class Metrics: Sendable {
         for (poll, count) in seen.sorted(by: { $0.key < $1.key }) {
             out += "receiptgate_store_poll_notifications_total{poll=\(Self.quote(poll)),result=\"new\"} \(count.new)\n"
             out += "receiptgate_store_poll_notifications_total{poll=\(Self.quote(poll)),result=\"known\"} \(count.known)\n"
+        }
+        let totals: [(name: String, help: String, value: ((pages: Int, reread: Int, changed: Int)) -> Int)] = [
+            ("receiptgate_store_poll_pages_total", "Pages store polls read from the stores.", { $0.pages }),
+            ("receiptgate_store_poll_subscriptions_reread_total", "Subscriptions read back from their stores after going quiet.", { $0.reread }),
+            ("receiptgate_store_poll_changes_total", "Changes of the ledger's state store polls made (each told by a webhook).", { $0.changed }),
+        ]
+        for total in totals {
+            out += "# HELP \(total.name) \(total.help)\n# TYPE \(total.name) counter\n"
+            for (poll, count) in work.sorted(by: { $0.key < $1.key }) { out += "\(total.name){poll=\(Self.quote(poll))} \(total.value(count))\n" }
         }
         return out
     }

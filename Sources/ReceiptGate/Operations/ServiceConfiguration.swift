@@ -26,6 +26,8 @@ public struct ServiceConfiguration: Sendable {
     /// notification or not (`RECEIPTGATE_CLIENT_CACHE_SECONDS`; 0 reads the row every time): the
     /// most a disabled client or a rotated secret can go on working if a notification is missed.
     public var clientCacheSeconds = 5
+    /// How reconciliation reads back subscriptions that went quiet (`RECEIPTGATE_RECONCILE_SUBSCRIPTIONS_*`).
+    public var quietSubscriptions = QuietSubscriptionSettings()
     public var openAPIPath: String?
     /// Bearer token of the /admin API; unset, the admin API is off.
     public var adminToken: String?
@@ -107,6 +109,14 @@ extension ServiceConfiguration {
         if let seconds = try integer("RECEIPTGATE_REQUEST_RECEIVE_TIMEOUT_SECONDS", 1...600) { requestReceiveTimeoutSeconds = seconds }
         if let seconds = try integer("RECEIPTGATE_SHUTDOWN_GRACE_SECONDS", 0...600) { shutdownGraceSeconds = seconds }
         if let seconds = try integer("RECEIPTGATE_CLIENT_CACHE_SECONDS", 0...300) { clientCacheSeconds = seconds }
+        if let seconds = try integer("RECEIPTGATE_RECONCILE_SUBSCRIPTIONS_INTERVAL", 0...604_800) {
+            guard seconds == 0 || seconds >= 5 else {
+                throw Invalid(variable: "RECEIPTGATE_RECONCILE_SUBSCRIPTIONS_INTERVAL", problem: "must be 0 (off) or a whole number of seconds from 5, got \"\(seconds)\"")
+            }
+            quietSubscriptions.intervalSeconds = seconds
+        }
+        if let count = try integer("RECEIPTGATE_RECONCILE_SUBSCRIPTIONS_BUDGET", 1...10_000) { quietSubscriptions.budget = count }
+        if let seconds = try integer("RECEIPTGATE_RECONCILE_SUBSCRIPTIONS_AFTER", 0...2_592_000) { quietSubscriptions.afterSeconds = seconds }
     }
 
     /// The admin token and listener, outbound reach, and the ES256 verifier choice.
@@ -166,4 +176,19 @@ public struct ListenAddress: Sendable, Equatable {
     }
 
     var shown: String { host.contains(":") ? "[\(host)]" : host }
+}
+
+/// Which subscriptions reconciliation reads back from their stores, and how many per run.
+public struct QuietSubscriptionSettings: Sendable, Equatable {
+    /// Seconds between runs, per store; 0 turns it off.
+    public var intervalSeconds = 3600
+    /// Store calls per store per run, at most.
+    public var budget = 100
+    /// How long after a period (or grace) ends with no news before the store is asked.
+    public var afterSeconds = 3600
+    /// A subscription read back waits this long before it is asked again (one still in billing
+    /// retry, or one the store had nothing to say about).
+    public var spacingSeconds = 86_400
+
+    public init() {}
 }

@@ -8,9 +8,17 @@ package struct NotificationRepository: Sendable {
     let pool: PostgresPool
     let refundCallbacks: [String: any RefundCallbackRenderer]
 
-    /// Returns true if the store had sent this notification before (nothing changes then).
-    /// `kind` is how the store names apps: the notification's app is looked up under it.
-    func record(_ notification: StoreNotification, rawBody: Data, kind: AppIdentifierKind?) async throws -> Bool {
+    /// What recording a notification did.
+    struct Recorded {
+        /// The store had sent this notification before: nothing changed.
+        let duplicate: Bool
+        /// Its event moved the ledger's state (what a webhook tells).
+        let changed: Bool
+    }
+
+    /// Records the notification once and applies its event. `kind` is how the store names apps:
+    /// the notification's app is looked up under it.
+    func record(_ notification: StoreNotification, rawBody: Data, kind: AppIdentifierKind?) async throws -> Recorded {
         let decoded = String(decoding: notification.decodedJSON, as: UTF8.self)
         let notice = try notification.operatorNotice.map { notice in
             String(decoding: try JSONSerialization.data(withJSONObject: ["message": notice.message, "fields": notice.fields], options: [.sortedKeys]),
@@ -28,11 +36,11 @@ package struct NotificationRepository: Sendable {
                 ON CONFLICT (store, notification_id) DO NOTHING
                 RETURNING id
                 """)
-            guard let row = inserted.first else { return true }
-            try TransactionRepository.apply(notification.event, store: notification.store, appIdentifier: notification.appIdentifier,
+            guard let row = inserted.first else { return Recorded(duplicate: true, changed: false) }
+            let changed = try TransactionRepository.apply(notification.event, store: notification.store, appIdentifier: notification.appIdentifier,
                                             kind: kind, refundCallbacks: refundCallbacks, on: connection)
             try connection.execute("UPDATE store_notifications SET processed_at = now() WHERE id = \(try row.decode("id", as: Int64.self))")
-            return false
+            return Recorded(duplicate: false, changed: changed)
         }
     }
 }

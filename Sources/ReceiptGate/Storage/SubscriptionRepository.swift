@@ -8,11 +8,13 @@ enum SubscriptionRepository {
     static func upsert(_ purchase: VerifiedPurchase, original: String, client: Client, on connection: PostgresConnection) throws {
         try connection.execute("""
             INSERT INTO subscriptions (store, environment, original_transaction_id, product_id, status, expires_date, revocation_date,
-                                       latest_transaction_id, client_id)
+                                       latest_transaction_id, client_id, read_back_key)
             VALUES (\(purchase.store.rawValue), \(purchase.environment.rawValue), \(original), \(purchase.productID),
-                    \(status(of: purchase).rawValue), \(purchase.expiresDate), \(purchase.revocationDate), \(purchase.transactionID), \(client.clientID))
+                    \(status(of: purchase).rawValue), \(purchase.expiresDate), \(purchase.revocationDate), \(purchase.transactionID), \(client.clientID),
+                    \(purchase.readBackKey))
             ON CONFLICT (store, environment, original_transaction_id) DO UPDATE SET
                 product_id = EXCLUDED.product_id,
+                read_back_key = COALESCE(EXCLUDED.read_back_key, subscriptions.read_back_key),
                 status = EXCLUDED.status,
                 expires_date = EXCLUDED.expires_date,
                 revocation_date = EXCLUDED.revocation_date,
@@ -31,12 +33,12 @@ enum SubscriptionRepository {
             """).first.map(TransactionRows.subscription)
     }
 
-    /// Sets the status (creating the row if the store told us first), keeping a known grace end.
-    /// True when the status moved (or the row is new): the row is locked before it is read.
+    /// Moves the subscription to `status` (creating the row if the store told us first), keeping a
+    /// known grace end, unless the news is about an earlier period than the one the subscription
+    /// is in (an expiry told late, after a renewal or a new subscription: a notification read back
+    /// from a store's history arrives in any order). True if it moved (or the row is new): the row
+    /// is locked before it is read.
     @discardableResult
-    /// Moves the subscription to `status`, unless the news is about an earlier period than the one
-    /// the subscription is in (an expiry told late, after a renewal or a new subscription: a
-    /// notification read back from a store's history arrives in any order). True if it moved.
     static func setStatus(_ status: SubscriptionStatus, purchase: VerifiedPurchase, original: String, owner: Client, graceUntil: Date? = nil,
                           on connection: PostgresConnection) throws -> Bool {
         let before = try connection.query("""
@@ -46,11 +48,12 @@ enum SubscriptionRepository {
             """).first.map { try $0.decode("status", as: String.self) }
         let changed = try connection.execute("""
             INSERT INTO subscriptions (store, environment, original_transaction_id, product_id, status, expires_date,
-                                       grace_period_expires_date, latest_transaction_id, client_id)
+                                       grace_period_expires_date, latest_transaction_id, client_id, read_back_key)
             VALUES (\(purchase.store.rawValue), \(purchase.environment.rawValue), \(original), \(purchase.productID), \(status.rawValue),
-                    \(purchase.expiresDate), \(graceUntil), \(purchase.transactionID), \(owner.clientID))
+                    \(purchase.expiresDate), \(graceUntil), \(purchase.transactionID), \(owner.clientID), \(purchase.readBackKey))
             ON CONFLICT (store, environment, original_transaction_id) DO UPDATE SET
                 status = EXCLUDED.status,
+                read_back_key = COALESCE(EXCLUDED.read_back_key, subscriptions.read_back_key),
                 grace_period_expires_date = COALESCE(EXCLUDED.grace_period_expires_date, subscriptions.grace_period_expires_date),
                 updated_at = now()
             WHERE subscriptions.expires_date IS NULL OR EXCLUDED.expires_date IS NULL OR EXCLUDED.expires_date >= subscriptions.expires_date

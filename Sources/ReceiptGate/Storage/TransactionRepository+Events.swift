@@ -5,11 +5,12 @@ import ReceiptCore
 extension TransactionRepository {
     /// Applies a store event to transactions and subscriptions and queues what the game server
     /// is owed (webhook, refund callback in its client's format), all on `connection`, inside
-    /// the caller's database transaction.
+    /// the caller's database transaction. True if the ledger's state moved (what a webhook tells).
+    @discardableResult
     static func apply(_ event: StoreEvent, store: StoreID, appIdentifier: String?, kind: AppIdentifierKind?,
-                      refundCallbacks: [String: any RefundCallbackRenderer], on connection: PostgresConnection) throws {
-        guard let purchase = event.purchase else { return }
-        guard let owner = try ClientRepository.owner(of: purchase, appIdentifier: appIdentifier, kind: kind, on: connection) else { return }
+                      refundCallbacks: [String: any RefundCallbackRenderer], on connection: PostgresConnection) throws -> Bool {
+        guard let purchase = event.purchase else { return false }
+        guard let owner = try ClientRepository.owner(of: purchase, appIdentifier: appIdentifier, kind: kind, on: connection) else { return false }
         let original = purchase.originalTransactionID ?? purchase.transactionID
         switch event.kind {
         case .refunded, .revoked:
@@ -17,7 +18,7 @@ extension TransactionRepository {
             let change = try upsert(purchase, news: .storeEvent(state), owner: owner, on: connection)
             try SubscriptionRepository.markRevoked(state == .refunded ? .refunded : .revoked, purchase: purchase, original: original, on: connection)
             // The same refund told twice (a new notification id, a poll finding it again) is one event.
-            guard change.refundChanged else { return }
+            guard change.refundChanged else { return false }
             let row = change.row
             try queue(state == .refunded ? "transaction.refunded" : "transaction.revoked", payload: RefundNews(transaction: NativeTransaction(row)),
                       transaction: row, owner: owner, on: connection)
@@ -29,32 +30,40 @@ extension TransactionRepository {
                 try OutboxRepository.enqueue(OutboxMessage(clientID: owner.clientID, target: .refundCallback, type: "refund.callback",
                                                            aggregateKey: "\(row.store.rawValue):\(row.originalOrSelf)", body: body), on: connection)
             }
+            return true
         case .refundReversed:
             let change = try upsert(purchase, news: .reversal(LedgerRules.stateAfterReversal(of: purchase)), owner: owner, on: connection)
             try SubscriptionRepository.reinstate(purchase, original: original, on: connection)
             if change.stateChanged { try queue("transaction.refund_reversed", transaction: change.row, owner: owner, on: connection) }
+            return change.stateChanged
         case .renewed, .subscribed:
             let change = try upsert(purchase, news: .storeEvent(LedgerRules.state(of: purchase)), owner: owner, on: connection)
             try SubscriptionRepository.upsert(purchase, original: original, client: owner, on: connection)
             if let autoRenew = event.autoRenew { try SubscriptionRepository.setAutoRenew(autoRenew, purchase: purchase, original: original, on: connection) }
             if change.stateChanged { try queue("subscription.renewed", transaction: change.row, owner: owner, on: connection) }
+            return change.stateChanged
         case .expired, .gracePeriodExpired:
             let moved = try SubscriptionRepository.setStatus(.expired, purchase: purchase, original: original, owner: owner, on: connection)
             let change = try upsert(purchase, news: .storeEvent(.expired), owner: owner, on: connection)
             // An earlier period's expiry told late moves that period's row, not the subscription.
             let current = try SubscriptionRepository.isCurrentPeriod(purchase, original: original, on: connection)
-            if moved || (change.stateChanged && current) { try queue("subscription.expired", transaction: change.row, owner: owner, on: connection) }
+            let changed = moved || (change.stateChanged && current)
+            if changed { try queue("subscription.expired", transaction: change.row, owner: owner, on: connection) }
+            return changed
         case .billingIssue:
             let inGrace = (event.gracePeriodExpires ?? .distantPast) > Date()
             let moved = try SubscriptionRepository.setStatus(inGrace ? .gracePeriod : .billingRetry, purchase: purchase, original: original, owner: owner,
                                                              graceUntil: event.gracePeriodExpires, on: connection)
             let change = try upsert(purchase, news: .storeEvent(LedgerRules.state(of: purchase)), owner: owner, on: connection)
             let current = try SubscriptionRepository.isCurrentPeriod(purchase, original: original, on: connection)
-            if moved || (change.stateChanged && current) { try queue("subscription.billing_issue", transaction: change.row, owner: owner, on: connection) }
+            let changed = moved || (change.stateChanged && current)
+            if changed { try queue("subscription.billing_issue", transaction: change.row, owner: owner, on: connection) }
+            return changed
         case .renewalStatusChanged:
             if let autoRenew = event.autoRenew { try SubscriptionRepository.setAutoRenew(autoRenew, purchase: purchase, original: original, on: connection) }
+            return false
         case .consumptionRequest, .oneTimeCharge, .test, .other:
-            return
+            return false
         }
     }
 

@@ -1,0 +1,44 @@
+import Foundation
+import Postgres
+import ReceiptCore
+
+/// Subscriptions whose period (and grace) ended with no news, for reconciliation to ask the
+/// store about.
+struct QuietSubscriptionQueries: Sendable {
+    let pool: PostgresPool
+
+    /// At most `limit` of `store`'s subscriptions still thought live (active, in grace or billing
+    /// retry) whose end passed more than `after` seconds ago, not read back in the last
+    /// `spacing` seconds: never read back first, then the longest over.
+    func due(store: StoreID, after: Double, spacing: Double, limit: Int) async throws -> [QuietSubscription] {
+        try await pool.query("""
+            SELECT s.environment, s.original_transaction_id, s.latest_transaction_id, s.product_id, s.expires_date, s.read_back_key,
+                   s.client_id, t.app_identifier
+            FROM subscriptions s
+            LEFT JOIN transactions t ON t.store = s.store AND t.environment = s.environment AND t.transaction_id = s.latest_transaction_id
+            WHERE s.store = \(store.rawValue) AND s.status IN ('active', 'grace_period', 'billing_retry')
+              AND COALESCE(s.grace_period_expires_date, s.expires_date) < now() - make_interval(secs => \(after)::float8)
+              AND (s.reread_at IS NULL OR s.reread_at < now() - make_interval(secs => \(spacing)::float8))
+            ORDER BY s.reread_at NULLS FIRST, COALESCE(s.grace_period_expires_date, s.expires_date)
+            LIMIT \(limit)
+            """).map { row in
+            QuietSubscription(store: store, environment: StoreEnvironment(rawValue: try row.decode("environment", as: String.self)) ?? .production,
+                              originalTransactionID: try row.decode("original_transaction_id", as: String.self),
+                              latestTransactionID: try row.decode("latest_transaction_id", as: String?.self),
+                              productID: try row.decode("product_id", as: String?.self),
+                              expiresDate: try row.decode("expires_date", as: Date?.self),
+                              appIdentifier: try row.decode("app_identifier", as: String?.self),
+                              readBackKey: try row.decode("read_back_key", as: String?.self),
+                              clientID: try row.decode("client_id", as: String.self))
+        }
+    }
+
+    /// Notes that the store was asked (whatever it said), so the subscription waits its turn.
+    func markReread(_ subscription: QuietSubscription) async throws {
+        try await pool.execute("""
+            UPDATE subscriptions SET reread_at = now()
+            WHERE store = \(subscription.store.rawValue) AND environment = \(subscription.environment.rawValue)
+              AND original_transaction_id = \(subscription.originalTransactionID)
+            """)
+    }
+}

@@ -1,0 +1,217 @@
+import AppStore
+import Foundation
+import ReceiptCore
+@testable import ReceiptGate
+import Testing
+import AppStoreTestSupport
+import TestSupport
+
+/// Subscriptions whose period ended with no news (the renewal's, expiry's or refund's push lost)
+/// are read back from Apple's Get All Subscription Statuses (a local fake speaking its wire
+/// format, answering Apple-signed data) and reach the ledger and the game server as a push would.
+@Suite struct QuietSubscriptionReadBack {
+    static let original = "2000000000009001"
+
+    /// The service with the App Store Server API on the fake; the schedule of quiet reads as given
+    /// (0: off, so only by-hand runs read), the history off unless asked for.
+    static func start(_ fake: FakeAppStoreServerAPI, receiver: WebhookReceiver, quiet: QuietSubscriptionSettings = .byHandOnly,
+                      history: Duration? = nil) async throws -> VerifyHarness {
+        let harness = try await VerifyHarness.start(environments: [.sandbox], outbox: VerifyHarness.fastOutbox(), webhookURL: receiver.url,
+                                                    pki: fake.pki, appStore: { pki in
+            var appStore = AppStoreConfiguration(trustRoots: [pki.root])
+            appStore.serverAPIKey = .init(keyID: FakeAppStoreServerAPI.keyID, issuerID: FakeAppStoreServerAPI.issuerID, privateKey: fake.teamKey)
+            appStore.serverAPIProductionURL = "http://127.0.0.1:\(fake.production.port)"
+            appStore.serverAPISandboxURL = "http://127.0.0.1:\(fake.sandbox.port)"
+            appStore.reconcileInterval = history
+            return appStore
+        }, configure: { $0.quietSubscriptions = quiet })
+        receiver.secret.set(harness.client.secret)
+        return harness
+    }
+
+    /// A monthly subscription's period, Apple-shaped.
+    static func period(_ transactionID: String, original: String = original, expires: Int64, extra: [String: any Sendable] = [:]) -> [String: any Sendable] {
+        var period: [String: any Sendable] = ["transactionId": transactionID, "originalTransactionId": original, "environment": "Sandbox",
+                                              "type": "Auto-Renewable Subscription", "productId": "vip.monthly", "expiresDate": expires]
+        for (key, value) in extra { period[key] = value }
+        return period
+    }
+
+    /// The game verifies periods ending soon; returns once they have all ended.
+    static func verifyPeriodsEndingSoon(_ harness: VerifyHarness, _ transactions: [[String: any Sendable]]) async throws {
+        for transaction in transactions {
+            let response = try await NotificationHistoryReconciliation.verify(harness, transaction)
+            #expect(response.status == 200, "\(response.text)")
+            #expect(response.text.contains(#""state":"active""#), "\(response.text)")
+        }
+        let last = transactions.compactMap { $0["expiresDate"] as? Int64 }.max() ?? 0
+        let end = Date(timeIntervalSince1970: Double(last) / 1000)
+        try await Task.sleep(for: .seconds(max(end.timeIntervalSinceNow, 0) + 0.05))  // the periods' end is the condition
+    }
+
+    static func status(_ harness: VerifyHarness, _ original: String = original) async throws -> [String: Any] {
+        try await harness.client.get("/v1/subscriptions/app_store/\(original)").json()
+    }
+
+    static func reconcile(_ harness: VerifyHarness) async throws -> PollRepository.Run {
+        let report = try await harness.service.reconcile(store: .appStore, since: nil)
+        return try #require(report.runs.first { $0.poll == "app_store.quiet_subscriptions" })
+    }
+
+    @Test func aRenewalWhosePushWasLostIsFoundByTheScheduleAndToldOnce() async throws {
+        let fake = try FakeAppStoreServerAPI()
+        let receiver = try WebhookReceiver()
+        receiver.up.set(true)
+        var quiet = QuietSubscriptionSettings()
+        quiet.intervalSeconds = 1
+        quiet.afterSeconds = 0
+        let harness = try await Self.start(fake, receiver: receiver, quiet: quiet)
+        defer { harness.stop() }
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        try await Self.verifyPeriodsEndingSoon(harness, [Self.period(Self.original, expires: now + 1_000)])
+        let renewedUntil = now + 30 * 86_400_000
+        let renewed = try fake.pki.sign(AppleTestPKI.transaction(Self.period("2000000000009002", expires: renewedUntil)))
+        let renewal = try fake.pki.sign(["originalTransactionId": Self.original, "productId": "vip.monthly", "autoRenewStatus": 1,
+                                         "environment": "Sandbox", "signedDate": now])
+        fake.setSubscriptionStatus(Self.original, status: 1, signedTransaction: renewed, signedRenewal: renewal)
+
+        try await WebhookDelivery.waitUntil { try await Self.status(harness)["expires_date_ms"] as? Int == Int(renewedUntil) }
+        try await WebhookDelivery.waitUntil { receiver.acknowledged.contains { $0.type == "subscription.renewed" } }
+        #expect(try await Self.status(harness)["status"] as? String == "active")
+        // Renewed, it is no longer quiet: later runs do not ask Apple about it again.
+        let reads = fake.statusReads()
+        let runs = try await harness.count("store_poll_runs")
+        try await WebhookDelivery.waitUntil { try await harness.count("store_poll_runs") >= runs + 2 }
+        #expect(fake.statusReads() == reads)
+        #expect(receiver.acknowledged.filter { $0.type == "subscription.renewed" }.count == 1)
+        let recorded = try await harness.pool.query("""
+            SELECT reread, changed FROM store_poll_runs WHERE poll = 'app_store.quiet_subscriptions' AND reread > 0
+            """).map { (try $0.decode("reread", as: Int.self), try $0.decode("changed", as: Int.self)) }
+        #expect(recorded.count == 1 && recorded.first?.0 == 1 && recorded.first?.1 == 1, "\(recorded)")
+        let metrics = try await RawHTTP.request(port: harness.service.port, path: "/metrics").text
+        #expect(metrics.contains(#"receiptgate_store_poll_subscriptions_reread_total{poll="app_store.quiet_subscriptions"} 1"#), "\(metrics)")
+        #expect(metrics.contains(#"receiptgate_store_poll_changes_total{poll="app_store.quiet_subscriptions"} 1"#))
+        await receiver.server.shutdown()
+        await fake.shutdown()
+    }
+
+    @Test func anExpiryABillingIssueAndARefundAreEachAppliedOnce() async throws {
+        let fake = try FakeAppStoreServerAPI()
+        let receiver = try WebhookReceiver()
+        receiver.up.set(true)
+        let harness = try await Self.start(fake, receiver: receiver)
+        defer { harness.stop() }
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let (expiring, retrying, refunded) = ("2000000000009101", "2000000000009201", "2000000000009301")
+        try await Self.verifyPeriodsEndingSoon(harness, [expiring, retrying, refunded].map { Self.period($0, original: $0, expires: now + 1_500) })
+        let graceEnd = now + 6 * 86_400_000
+        fake.setSubscriptionStatus(expiring, status: 2, signedTransaction: try fake.pki.sign(AppleTestPKI.transaction(
+            Self.period(expiring, original: expiring, expires: now + 1_500))))
+        fake.setSubscriptionStatus(retrying, status: 4, signedTransaction: try fake.pki.sign(AppleTestPKI.transaction(
+            Self.period(retrying, original: retrying, expires: now + 1_500))),
+            signedRenewal: try fake.pki.sign(["originalTransactionId": retrying, "productId": "vip.monthly", "autoRenewStatus": 1,
+                                              "gracePeriodExpiresDate": graceEnd, "environment": "Sandbox", "signedDate": now]))
+        fake.setSubscriptionStatus(refunded, status: 5, signedTransaction: try fake.pki.sign(AppleTestPKI.transaction(
+            Self.period(refunded, original: refunded, expires: now + 1_500, extra: ["revocationDate": now, "revocationReason": 0]))))
+
+        let run = try await Self.reconcile(harness)
+        #expect(run.error == nil && run.byHand)
+        #expect(run.tally.reread == 3 && run.tally.changed == 3 && run.tally.new == 3, "\(run.tally)")
+        let expired = try await Self.status(harness, expiring)
+        #expect(expired["status"] as? String == "expired", "\(expired)")
+        #expect(try await Self.status(harness, retrying)["status"] as? String == "grace_period")
+        #expect(try await Self.status(harness, refunded)["status"] as? String == "refunded")
+        try await WebhookDelivery.waitUntil { receiver.acknowledged.count >= 6 }
+        let told = receiver.acknowledged.filter { $0.type != "transaction.verified" }.map { "\($0.type) \($0.transactionID ?? "")" }.sorted()
+        #expect(told == ["subscription.billing_issue \(retrying)", "subscription.expired \(expiring)", "transaction.refunded \(refunded)"], "\(told)")
+
+        // The one in grace stays quiet until its grace ends; read back a day later at the
+        // earliest. A second run asks nothing, changes nothing, and tells nothing.
+        let again = try await Self.reconcile(harness)
+        #expect(again.tally == PollTally(), "\(again.tally)")
+        #expect(receiver.acknowledged.count == 6)
+        #expect(fake.statusReads() == 3)
+        await receiver.server.shutdown()
+        await fake.shutdown()
+    }
+
+    @Test func eachRunAsksAtMostItsBudgetOldestFirst() async throws {
+        let fake = try FakeAppStoreServerAPI()
+        let receiver = try WebhookReceiver()
+        var quiet = QuietSubscriptionSettings.byHandOnly
+        quiet.budget = 2
+        let harness = try await Self.start(fake, receiver: receiver, quiet: quiet)
+        defer { harness.stop() }
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let ids = ["2000000000009401", "2000000000009402", "2000000000009403"]
+        let ends = ids.indices.map { now + 1_500 + Int64($0) * 100 }  // the first ended first
+        try await Self.verifyPeriodsEndingSoon(harness, ids.indices.map { Self.period(ids[$0], original: ids[$0], expires: ends[$0]) })
+        for (index, id) in ids.enumerated() {
+            fake.setSubscriptionStatus(id, status: 2, signedTransaction: try fake.pki.sign(AppleTestPKI.transaction(
+                Self.period(id, original: id, expires: ends[index]))))
+        }
+        let first = try await Self.reconcile(harness)
+        #expect(first.tally.reread == 2 && first.tally.changed == 2)
+        #expect(try await Self.status(harness, ids[0])["status"] as? String == "expired")
+        #expect(try await Self.status(harness, ids[1])["status"] as? String == "expired")
+        #expect(try await Self.status(harness, ids[2])["status"] as? String == "active", "the newest waits for the next run")
+        let second = try await Self.reconcile(harness)
+        #expect(second.tally.reread == 1 && second.tally.changed == 1)
+        #expect(try await Self.status(harness, ids[2])["status"] as? String == "expired")
+        #expect(fake.statusReads() == 3)
+        await receiver.server.shutdown()
+        await fake.shutdown()
+    }
+
+    @Test func aRateLimitOrARefusedKeyStopsTheRunAndTheSubscriptionIsAskedAgain() async throws {
+        let fake = try FakeAppStoreServerAPI()
+        let receiver = try WebhookReceiver()
+        let harness = try await Self.start(fake, receiver: receiver)
+        defer { harness.stop() }
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        try await Self.verifyPeriodsEndingSoon(harness, [Self.period(Self.original, expires: now + 1_000)])
+        fake.setSubscriptionStatus(Self.original, status: 2, signedTransaction: try fake.pki.sign(AppleTestPKI.transaction(
+            Self.period(Self.original, expires: now + 1_000))))
+        // Rate limited past the client's retries, then the key refused.
+        fake.state.failuresFirst.set(["/inApps/v1/subscriptions/{id}": Array(repeating: 429, count: 3)])
+        let limited = try await Self.reconcile(harness)
+        fake.state.failuresFirst.set(["/inApps/v1/subscriptions/{id}": [401]])
+        #expect(limited.error?.contains("rate limited by Apple") == true, "\(limited.error ?? "")")
+        let refused = try await Self.reconcile(harness)
+        #expect(refused.error?.contains("RECEIPTGATE_APPSTORE_API_KEY_ID") == true, "\(refused.error ?? "")")
+        #expect(try await Self.status(harness)["status"] as? String == "active")
+        let recovered = try await Self.reconcile(harness)
+        #expect(recovered.error == nil && recovered.tally.changed == 1)
+        #expect(try await Self.status(harness)["status"] as? String == "expired")
+        await receiver.server.shutdown()
+        await fake.shutdown()
+    }
+
+    @Test func aStatusNotSignedByAppleChangesNothing() async throws {
+        let fake = try FakeAppStoreServerAPI()
+        let receiver = try WebhookReceiver()
+        let harness = try await Self.start(fake, receiver: receiver)
+        defer { harness.stop() }
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        try await Self.verifyPeriodsEndingSoon(harness, [Self.period(Self.original, expires: now + 1_000)])
+        let forger = try AppleTestPKI()
+        fake.setSubscriptionStatus(Self.original, status: 5, signedTransaction: try forger.sign(AppleTestPKI.transaction(
+            Self.period(Self.original, expires: now + 1_000, extra: ["revocationDate": now, "revocationReason": 0]))))
+        let run = try await Self.reconcile(harness)
+        #expect(run.error == nil && run.tally.reread == 1 && run.tally.found == 0 && run.tally.changed == 0, "\(run.tally)")
+        #expect(try await Self.status(harness)["status"] as? String == "active")
+        #expect(try await harness.count("store_notifications") == 0)
+        await receiver.server.shutdown()
+        await fake.shutdown()
+    }
+}
+
+extension QuietSubscriptionSettings {
+    /// No schedule (by-hand runs only), asking as soon as a period has ended.
+    static var byHandOnly: Self {
+        var settings = Self()
+        settings.intervalSeconds = 0
+        settings.afterSeconds = 0
+        return settings
+    }
+}
