@@ -64,9 +64,10 @@ public struct AmazonAppstoreProvider: StoreProvider, NotificationReceiving {
         try AmazonAppstoreProvider(configuration: try AmazonAppstoreConfiguration.fromEnvironment(environment))
     }
 
-    /// Verify and notifications; Amazon has no order lookup, acknowledgement or poll to offer.
+    /// Verify, notifications, and reading a quiet subscription back from RVS; Amazon has no order
+    /// lookup, acknowledgement or history to offer.
     public var registration: StoreRegistration {
-        StoreRegistration(Self.declaration, verifier: self, notifications: self)
+        StoreRegistration(Self.declaration, verifier: self, notifications: self, subscriptionReader: self)
     }
 
     /// The client's shared secret, or a verifier error that tells the operator how to set it.

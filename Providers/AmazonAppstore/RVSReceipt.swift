@@ -77,6 +77,8 @@ extension RVSReceipt {
         purchase.storeAttributes = attributes(userID: userID, sandboxAnswered: sandboxAnswered)
         let canceled = Self.millis(cancelDate)
         if type == .subscription {
+            // RVS reads a receipt for a user: both are what a later read-back needs.
+            purchase.readBackKey = AmazonAppstoreProvider.ReadBackKey(user: userID, receipt: id).encoded
             purchase.expiresDate = Self.millis(renewalDate)
             if let canceled {
                 if cancelReason == 1 && canceled <= now {

@@ -94,6 +94,7 @@ extension GooglePlayProvider {
         purchase.storeAttributes["product_type"] = "subscription"
         purchase.storeAttributes["acknowledged"] = String(subscription.acknowledgementState == "ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED")
         purchase.storeAttributes["subscription_state"] = subscription.subscriptionState ?? ""
+        purchase.readBackKey = token  // what subscriptionsv2.get needs to read it again
         if let autoRenew = item?.autoRenewingPlan?.autoRenewEnabled { purchase.storeAttributes["auto_renew"] = String(autoRenew) }
         return purchase
     }

@@ -38,10 +38,12 @@ public struct GooglePlayProvider: StoreProvider, NotificationReceiving, Purchase
         GooglePlayProvider(configuration: try GooglePlayConfiguration.fromEnvironment(environment))
     }
 
-    /// Verify, notifications, acknowledgement, and the voided-purchases poll when it is on.
+    /// Verify, notifications, acknowledgement, the voided-purchases poll when it is on, and
+    /// reading a quiet subscription back.
     public var registration: StoreRegistration {
         StoreRegistration(Self.declaration, verifier: self, notifications: self, acknowledgement: self,
-                          poller: configuration.voidedPurchasesInterval.map { VoidedPurchasePoller(provider: self, interval: $0) })
+                          poller: configuration.voidedPurchasesInterval.map { VoidedPurchasePoller(provider: self, interval: $0) },
+                          subscriptionReader: self)
     }
 
     /// The client's own key if it registered one, else the service's.

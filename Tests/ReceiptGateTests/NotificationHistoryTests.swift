@@ -137,7 +137,8 @@ import TestSupport
         try await WebhookDelivery.waitUntil { try await Self.state(harness, id) == "refunded" }
         // Recorded when the run ends, just after it recorded the refund.
         func runs() async throws -> [String?] {
-            try await harness.pool.query("SELECT error FROM store_poll_runs ORDER BY id").map { try $0.decode("error", as: String?.self) }
+            try await harness.pool.query("SELECT error FROM store_poll_runs WHERE poll = 'app_store.notification_history' ORDER BY id")
+                .map { try $0.decode("error", as: String?.self) }
         }
         try await WebhookDelivery.waitUntil { try await runs().dropFirst().contains { $0 == nil } }
         #expect(try await runs().first??.contains("RECEIPTGATE_APPSTORE_API_KEY_ID") == true, "the failed run is recorded with its reason")

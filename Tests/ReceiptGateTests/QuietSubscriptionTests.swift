@@ -1,4 +1,6 @@
 import AppStore
+import AmazonAppstore
+import GooglePlay
 import Foundation
 import ReceiptCore
 @testable import ReceiptGate
@@ -11,6 +13,8 @@ import TestSupport
 /// format, answering Apple-signed data) and reach the ledger and the game server as a push would.
 @Suite struct QuietSubscriptionReadBack {
     static let original = "2000000000009001"
+    /// How long the test periods still run when verified: within `QuietSubscriptionSettings.early`.
+    static let running: Int64 = 30 * 60_000
 
     /// The service with the App Store Server API on the fake; the schedule of quiet reads as given
     /// (0: off, so only by-hand runs read), the history off unless asked for.
@@ -37,16 +41,12 @@ import TestSupport
         return period
     }
 
-    /// The game verifies periods ending soon; returns once they have all ended.
-    static func verifyPeriodsEndingSoon(_ harness: VerifyHarness, _ transactions: [[String: any Sendable]]) async throws {
+    /// The game verifies periods still running (the settings here count them quiet already).
+    static func verifyPeriods(_ harness: VerifyHarness, _ transactions: [[String: any Sendable]]) async throws {
         for transaction in transactions {
             let response = try await NotificationHistoryReconciliation.verify(harness, transaction)
-            #expect(response.status == 200, "\(response.text)")
-            #expect(response.text.contains(#""state":"active""#), "\(response.text)")
+            #expect(response.status == 200 && response.text.contains(#""state":"active""#), "\(response.text)")
         }
-        let last = transactions.compactMap { $0["expiresDate"] as? Int64 }.max() ?? 0
-        let end = Date(timeIntervalSince1970: Double(last) / 1000)
-        try await Task.sleep(for: .seconds(max(end.timeIntervalSinceNow, 0) + 0.05))  // the periods' end is the condition
     }
 
     static func status(_ harness: VerifyHarness, _ original: String = original) async throws -> [String: Any] {
@@ -64,11 +64,11 @@ import TestSupport
         receiver.up.set(true)
         var quiet = QuietSubscriptionSettings()
         quiet.intervalSeconds = 1
-        quiet.afterSeconds = 0
+        quiet.afterSeconds = QuietSubscriptionSettings.early
         let harness = try await Self.start(fake, receiver: receiver, quiet: quiet)
         defer { harness.stop() }
         let now = Int64(Date().timeIntervalSince1970 * 1000)
-        try await Self.verifyPeriodsEndingSoon(harness, [Self.period(Self.original, expires: now + 1_000)])
+        try await Self.verifyPeriods(harness, [Self.period(Self.original, expires: now + Self.running)])
         let renewedUntil = now + 30 * 86_400_000
         let renewed = try fake.pki.sign(AppleTestPKI.transaction(Self.period("2000000000009002", expires: renewedUntil)))
         let renewal = try fake.pki.sign(["originalTransactionId": Self.original, "productId": "vip.monthly", "autoRenewStatus": 1,
@@ -103,16 +103,16 @@ import TestSupport
         defer { harness.stop() }
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         let (expiring, retrying, refunded) = ("2000000000009101", "2000000000009201", "2000000000009301")
-        try await Self.verifyPeriodsEndingSoon(harness, [expiring, retrying, refunded].map { Self.period($0, original: $0, expires: now + 1_500) })
+        try await Self.verifyPeriods(harness, [expiring, retrying, refunded].map { Self.period($0, original: $0, expires: now + Self.running) })
         let graceEnd = now + 6 * 86_400_000
         fake.setSubscriptionStatus(expiring, status: 2, signedTransaction: try fake.pki.sign(AppleTestPKI.transaction(
-            Self.period(expiring, original: expiring, expires: now + 1_500))))
+            Self.period(expiring, original: expiring, expires: now + Self.running))))
         fake.setSubscriptionStatus(retrying, status: 4, signedTransaction: try fake.pki.sign(AppleTestPKI.transaction(
-            Self.period(retrying, original: retrying, expires: now + 1_500))),
+            Self.period(retrying, original: retrying, expires: now + Self.running))),
             signedRenewal: try fake.pki.sign(["originalTransactionId": retrying, "productId": "vip.monthly", "autoRenewStatus": 1,
                                               "gracePeriodExpiresDate": graceEnd, "environment": "Sandbox", "signedDate": now]))
         fake.setSubscriptionStatus(refunded, status: 5, signedTransaction: try fake.pki.sign(AppleTestPKI.transaction(
-            Self.period(refunded, original: refunded, expires: now + 1_500, extra: ["revocationDate": now, "revocationReason": 0]))))
+            Self.period(refunded, original: refunded, expires: now + Self.running, extra: ["revocationDate": now, "revocationReason": 0]))))
 
         let run = try await Self.reconcile(harness)
         #expect(run.error == nil && run.byHand)
@@ -144,8 +144,8 @@ import TestSupport
         defer { harness.stop() }
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         let ids = ["2000000000009401", "2000000000009402", "2000000000009403"]
-        let ends = ids.indices.map { now + 1_500 + Int64($0) * 100 }  // the first ended first
-        try await Self.verifyPeriodsEndingSoon(harness, ids.indices.map { Self.period(ids[$0], original: ids[$0], expires: ends[$0]) })
+        let ends = ids.indices.map { now + Self.running + Int64($0) * 1_000 }  // the first ends first
+        try await Self.verifyPeriods(harness, ids.indices.map { Self.period(ids[$0], original: ids[$0], expires: ends[$0]) })
         for (index, id) in ids.enumerated() {
             fake.setSubscriptionStatus(id, status: 2, signedTransaction: try fake.pki.sign(AppleTestPKI.transaction(
                 Self.period(id, original: id, expires: ends[index]))))
@@ -169,9 +169,9 @@ import TestSupport
         let harness = try await Self.start(fake, receiver: receiver)
         defer { harness.stop() }
         let now = Int64(Date().timeIntervalSince1970 * 1000)
-        try await Self.verifyPeriodsEndingSoon(harness, [Self.period(Self.original, expires: now + 1_000)])
+        try await Self.verifyPeriods(harness, [Self.period(Self.original, expires: now + Self.running)])
         fake.setSubscriptionStatus(Self.original, status: 2, signedTransaction: try fake.pki.sign(AppleTestPKI.transaction(
-            Self.period(Self.original, expires: now + 1_000))))
+            Self.period(Self.original, expires: now + Self.running))))
         // Rate limited past the client's retries, then the key refused.
         fake.state.failuresFirst.set(["/inApps/v1/subscriptions/{id}": Array(repeating: 429, count: 3)])
         let limited = try await Self.reconcile(harness)
@@ -193,10 +193,10 @@ import TestSupport
         let harness = try await Self.start(fake, receiver: receiver)
         defer { harness.stop() }
         let now = Int64(Date().timeIntervalSince1970 * 1000)
-        try await Self.verifyPeriodsEndingSoon(harness, [Self.period(Self.original, expires: now + 1_000)])
+        try await Self.verifyPeriods(harness, [Self.period(Self.original, expires: now + Self.running)])
         let forger = try AppleTestPKI()
         fake.setSubscriptionStatus(Self.original, status: 5, signedTransaction: try forger.sign(AppleTestPKI.transaction(
-            Self.period(Self.original, expires: now + 1_000, extra: ["revocationDate": now, "revocationReason": 0]))))
+            Self.period(Self.original, expires: now + Self.running, extra: ["revocationDate": now, "revocationReason": 0]))))
         let run = try await Self.reconcile(harness)
         #expect(run.error == nil && run.tally.reread == 1 && run.tally.found == 0 && run.tally.changed == 0, "\(run.tally)")
         #expect(try await Self.status(harness)["status"] as? String == "active")
@@ -207,11 +207,120 @@ import TestSupport
 }
 
 extension QuietSubscriptionSettings {
-    /// No schedule (by-hand runs only), asking as soon as a period has ended.
+    /// Asking an hour before a period ends, so a test's freshly verified periods (ending within
+    /// the hour) count as quiet at once: no test waits for a clock.
+    static let early = -3600
+
+    /// No schedule (by-hand runs only), asking early.
     static var byHandOnly: Self {
         var settings = Self()
         settings.intervalSeconds = 0
-        settings.afterSeconds = 0
+        settings.afterSeconds = early
         return settings
+    }
+}
+
+/// Google Play subscriptions that went quiet, read back with `subscriptionsv2.get` on the token
+/// they were verified with (a local fake of the Android Publisher API).
+@Suite struct QuietGooglePlaySubscriptions {
+    static func reconcile(_ harness: GooglePlayHarness) async throws -> PollRepository.Run {
+        let report = try await harness.service.reconcile(store: .googlePlay, since: nil)
+        return try #require(report.runs.first { $0.poll == "google_play.quiet_subscriptions" })
+    }
+
+    static func status(_ harness: GooglePlayHarness, _ original: String) async throws -> String? {
+        try await harness.client.get("/v1/subscriptions/google_play/\(original)").json()["status"] as? String
+    }
+
+    @Test func aLostRenewalAndALostExpiryAreReadBackAndToldOnce() async throws {
+        let harness = try await GooglePlayHarness.start(quiet: .byHandOnly)
+        defer { harness.stop() }
+        let end = Date().addingTimeInterval(1800)
+        try harness.google.addSubscription(token: "sub-renews", latestOrderID: "GPA.3399-1111-2222-30001", expiry: end)
+        try harness.google.addSubscription(token: "sub-ends", latestOrderID: "GPA.3399-1111-2222-30002", expiry: end)
+        for token in ["sub-renews", "sub-ends"] {
+            let verified = try await harness.client.post("/v1/verify", json: ["store": "google_play", "receipt": token])
+            #expect(verified.status == 200, "\(verified.text)")
+        }
+        // Google renewed one (a new order of the same subscription) and let the other lapse; neither push arrived.
+        let renewedUntil = Date().addingTimeInterval(30 * 86_400)
+        try harness.google.addSubscription(token: "sub-renews", latestOrderID: "GPA.3399-1111-2222-30001..0", expiry: renewedUntil)
+        try harness.google.addSubscription(token: "sub-ends", latestOrderID: "GPA.3399-1111-2222-30002", state: "SUBSCRIPTION_STATE_EXPIRED",
+                                           expiry: end, autoRenew: false)
+        let reads = harness.google.hits("subscriptionsv2")
+
+        let run = try await Self.reconcile(harness)
+        #expect(run.error == nil && run.tally.reread == 2 && run.tally.changed == 2, "\(run.tally) \(run.error ?? "")")
+        #expect(harness.google.hits("subscriptionsv2") == reads + 2)
+        #expect(try await Self.status(harness, "GPA.3399-1111-2222-30001") == "active")
+        let expires = try await harness.client.get("/v1/subscriptions/google_play/GPA.3399-1111-2222-30001").json()["expires_date_ms"] as? Int
+        #expect(expires == Int(renewedUntil.timeIntervalSince1970 * 1000))
+        #expect(try await Self.status(harness, "GPA.3399-1111-2222-30002") == "expired")
+        try await WebhookDelivery.waitUntil { harness.receiver.bodies("/hooks").count >= 4 }
+        let told = harness.receiver.bodies("/hooks").compactMap { $0["type"] as? String }.filter { $0 != "transaction.verified" }.sorted()
+        #expect(told == ["subscription.expired", "subscription.renewed"], "\(told)")
+
+        // Nothing is quiet any more: a second run asks Google nothing.
+        let again = try await Self.reconcile(harness)
+        #expect(again.tally == PollTally())
+        #expect(harness.google.hits("subscriptionsv2") == reads + 2)
+    }
+
+    @Test func googleUnavailableStopsTheRunAndTheNextAsksAgain() async throws {
+        let harness = try await GooglePlayHarness.start(quiet: .byHandOnly)
+        defer { harness.stop() }
+        let end = Date().addingTimeInterval(1800)
+        try harness.google.addSubscription(token: "sub-later", latestOrderID: "GPA.3399-1111-2222-30003", expiry: end)
+        #expect(try await harness.client.post("/v1/verify", json: ["store": "google_play", "receipt": "sub-later"]).status == 200)
+        try harness.google.addSubscription(token: "sub-later", latestOrderID: "GPA.3399-1111-2222-30003", state: "SUBSCRIPTION_STATE_EXPIRED",
+                                           expiry: end, autoRenew: false)
+        harness.google.failFirst("subscriptionsv2", [503, 503, 503])
+        let failed = try await Self.reconcile(harness)
+        #expect(failed.error?.contains("the next run resumes") == true, "\(failed.error ?? "")")
+        #expect(try await Self.status(harness, "GPA.3399-1111-2222-30003") == "active")
+        let recovered = try await Self.reconcile(harness)
+        #expect(recovered.error == nil && recovered.tally.changed == 1)
+        #expect(try await Self.status(harness, "GPA.3399-1111-2222-30003") == "expired")
+    }
+}
+
+/// Amazon subscriptions past their renewal date with no RTN, read back from RVS (a local fake)
+/// with the user and receipt they were verified with.
+@Suite struct QuietAmazonSubscriptions {
+    /// One renewed (a later renewal date on the same receipt), one ended by Amazon before its
+    /// renewal date (the same period, cut short).
+    @Test func aRenewalAndACancellationAreReadBackFromRVS() async throws {
+        let harness = try await AmazonAppstoreHarness.start(quiet: .byHandOnly)
+        defer { harness.stop() }
+        let user = AmazonAppstoreEndToEnd.user
+        let renewal = Date().addingTimeInterval(1800)
+        for receipt in ["sub-amzn-renews", "sub-amzn-ends"] {
+            try harness.rvs.addReceipt(receipt, userID: user, productType: "SUBSCRIPTION", productID: "vip.monthly",
+                                       purchaseDate: Date().addingTimeInterval(-60), renewalDate: renewal, termSku: "vip.monthly.1m", autoRenewing: true)
+            let verified = try await harness.client.post("/v1/verify", json: ["store": "amazon_appstore", "receipt": receipt, "amazon_user_id": user])
+            #expect(verified.status == 200, "\(verified.text)")
+        }
+        let renewedUntil = Date().addingTimeInterval(30 * 86_400)
+        try harness.rvs.addReceipt("sub-amzn-renews", userID: user, productType: "SUBSCRIPTION", productID: "vip.monthly",
+                                   purchaseDate: Date().addingTimeInterval(-60), renewalDate: renewedUntil, termSku: "vip.monthly.1m", autoRenewing: true)
+        try harness.rvs.addReceipt("sub-amzn-ends", userID: user, productType: "SUBSCRIPTION", productID: "vip.monthly",
+                                   purchaseDate: Date().addingTimeInterval(-60), cancelDate: Date().addingTimeInterval(-30), cancelReason: 2,
+                                   renewalDate: renewal,
+                                   termSku: "vip.monthly.1m", autoRenewing: false)
+        let reads = harness.rvs.hits.count
+
+        let report = try await harness.service.reconcile(store: .amazonAppstore, since: nil)
+        let run = try #require(report.runs.first { $0.poll == "amazon_appstore.quiet_subscriptions" })
+        #expect(run.error == nil && run.tally.reread == 2 && run.tally.changed == 2, "\(run.tally) \(run.error ?? "")")
+        #expect(harness.rvs.hits.count >= reads + 2)
+        let renewed = try await harness.client.get("/v1/subscriptions/amazon_appstore/sub-amzn-renews").json()
+        #expect(renewed["status"] as? String == "active")
+        #expect(renewed["expires_date_ms"] as? Int == Int(renewedUntil.timeIntervalSince1970 * 1000))
+        #expect(try await harness.client.get("/v1/subscriptions/amazon_appstore/sub-amzn-ends").json()["status"] as? String == "expired")
+        try await WebhookDelivery.waitUntil { harness.receiver.bodies("/hooks").count >= 4 }
+        let told = harness.receiver.bodies("/hooks").compactMap { $0["type"] as? String }.filter { $0 != "transaction.verified" }.sorted()
+        #expect(told == ["subscription.expired", "subscription.renewed"], "\(told)")
+        let again = try await harness.service.reconcile(store: .amazonAppstore, since: nil)
+        #expect(again.runs.first?.tally == PollTally())
     }
 }

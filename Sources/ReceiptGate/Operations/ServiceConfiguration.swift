@@ -184,7 +184,8 @@ public struct QuietSubscriptionSettings: Sendable, Equatable {
     public var intervalSeconds = 3600
     /// Store calls per store per run, at most.
     public var budget = 100
-    /// How long after a period (or grace) ends with no news before the store is asked.
+    /// How long after a period (or grace) ends with no news before the store is asked (a test
+    /// may set it below 0 to ask before the end).
     public var afterSeconds = 3600
     /// A subscription read back waits this long before it is asked again (one still in billing
     /// retry, or one the store had nothing to say about).

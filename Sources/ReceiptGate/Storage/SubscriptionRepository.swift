@@ -5,8 +5,17 @@ import ReceiptCore
 /// Subscriptions, one row per original transaction: always the latest period the ledger knows.
 /// Only called inside the database transaction of the change that moves them.
 enum SubscriptionRepository {
-    static func upsert(_ purchase: VerifiedPurchase, original: String, client: Client, on connection: PostgresConnection) throws {
-        try connection.execute("""
+    /// Records the period `purchase` is of, unless the subscription is already in a later one.
+    /// True if it moved the subscription's end later (a renewal, even one the store keeps under
+    /// the same transaction id, as Amazon does). Callers hold the transaction row's lock, so two
+    /// tellings of one renewal are read one after the other.
+    @discardableResult
+    static func upsert(_ purchase: VerifiedPurchase, original: String, client: Client, on connection: PostgresConnection) throws -> Bool {
+        let moved = try connection.query("""
+            WITH before AS (  -- the statement's snapshot: the row as it was (a locking read here would skip the row it updates)
+                SELECT expires_date FROM subscriptions
+                WHERE store = \(purchase.store.rawValue) AND environment = \(purchase.environment.rawValue) AND original_transaction_id = \(original)
+            )
             INSERT INTO subscriptions (store, environment, original_transaction_id, product_id, status, expires_date, revocation_date,
                                        latest_transaction_id, client_id, read_back_key)
             VALUES (\(purchase.store.rawValue), \(purchase.environment.rawValue), \(original), \(purchase.productID),
@@ -21,7 +30,11 @@ enum SubscriptionRepository {
                 latest_transaction_id = EXCLUDED.latest_transaction_id,
                 updated_at = now()
             WHERE subscriptions.expires_date IS NULL OR EXCLUDED.expires_date >= subscriptions.expires_date
-            """)
+            RETURNING (SELECT expires_date FROM before) AS before_expires, expires_date
+            """).first
+        guard let moved, let before = try moved.decode("before_expires", as: Date?.self),
+              let after = try moved.decode("expires_date", as: Date?.self) else { return false }
+        return after > before
     }
 
     static func status(of purchase: VerifiedPurchase) -> SubscriptionStatus { SubscriptionStatus(LedgerRules.state(of: purchase)) }
@@ -36,7 +49,8 @@ enum SubscriptionRepository {
     /// Moves the subscription to `status` (creating the row if the store told us first), keeping a
     /// known grace end, unless the news is about an earlier period than the one the subscription
     /// is in (an expiry told late, after a renewal or a new subscription: a notification read back
-    /// from a store's history arrives in any order). True if it moved (or the row is new): the row
+    /// from a store's history arrives in any order). News of the latest period itself always
+    /// applies, even with an earlier end (a subscription the store ended before its renewal date). True if it moved (or the row is new): the row
     /// is locked before it is read.
     @discardableResult
     static func setStatus(_ status: SubscriptionStatus, purchase: VerifiedPurchase, original: String, owner: Client, graceUntil: Date? = nil,
@@ -57,6 +71,7 @@ enum SubscriptionRepository {
                 grace_period_expires_date = COALESCE(EXCLUDED.grace_period_expires_date, subscriptions.grace_period_expires_date),
                 updated_at = now()
             WHERE subscriptions.expires_date IS NULL OR EXCLUDED.expires_date IS NULL OR EXCLUDED.expires_date >= subscriptions.expires_date
+               OR subscriptions.latest_transaction_id = EXCLUDED.latest_transaction_id  -- the same period, cut short
             """)
         return changed == 1 && before != status.rawValue
     }

@@ -38,10 +38,12 @@ extension TransactionRepository {
             return change.stateChanged
         case .renewed, .subscribed:
             let change = try upsert(purchase, news: .storeEvent(LedgerRules.state(of: purchase)), owner: owner, on: connection)
-            try SubscriptionRepository.upsert(purchase, original: original, client: owner, on: connection)
+            // A new period, or the same transaction's end moved later (a store that renews under one id).
+            let extended = try SubscriptionRepository.upsert(purchase, original: original, client: owner, on: connection)
             if let autoRenew = event.autoRenew { try SubscriptionRepository.setAutoRenew(autoRenew, purchase: purchase, original: original, on: connection) }
-            if change.stateChanged { try queue("subscription.renewed", transaction: change.row, owner: owner, on: connection) }
-            return change.stateChanged
+            let changed = change.stateChanged || extended
+            if changed { try queue("subscription.renewed", transaction: change.row, owner: owner, on: connection) }
+            return changed
         case .expired, .gracePeriodExpired:
             let moved = try SubscriptionRepository.setStatus(.expired, purchase: purchase, original: original, owner: owner, on: connection)
             let change = try upsert(purchase, news: .storeEvent(.expired), owner: owner, on: connection)

@@ -29,7 +29,8 @@ struct AmazonAppstoreHarness {
     let created: [String: Any]
     let log: ServerLogCapture
 
-    static func start(environments: String = "production,sandbox", requestTimeoutSeconds: Int = 30) async throws -> AmazonAppstoreHarness {
+    static func start(environments: String = "production,sandbox", requestTimeoutSeconds: Int = 30,
+                      quiet: QuietSubscriptionSettings? = nil) async throws -> AmazonAppstoreHarness {
         let (rvs, sns, receiver) = (try FakeRVS(), try FakeSNS(), try GooglePlayHarness.Receiver())
         let cli = try await Binary.databaseEnvironment()
         let created = try await createClient(cli, environments: environments, hooks: "http://127.0.0.1:\(receiver.server.port)")
@@ -41,6 +42,7 @@ struct AmazonAppstoreHarness {
         configuration.adminToken = adminToken
         configuration.outboundAllowPrivate = true  // the receiver listens on loopback
         configuration.requestTimeoutSeconds = requestTimeoutSeconds
+        if let quiet { configuration.quietSubscriptions = quiet }
         let log = ServerLogCapture()
         let database = try Database.open(configuration, logger: log.logger)
         let provider = try AmazonAppstoreProvider(configuration: rvs.configuration(certURLPattern: sns.certificateURLPattern),

@@ -43,7 +43,7 @@ struct GooglePlayHarness {
     }
 
     static func start(pollEvery interval: Duration? = nil, settings: [String: [String]?] = [:],
-                      dialects: [any DialectProvider] = [AlogameGateway()]) async throws -> GooglePlayHarness {
+                      dialects: [any DialectProvider] = [AlogameGateway()], quiet: QuietSubscriptionSettings? = nil) async throws -> GooglePlayHarness {
         let google = try FakeGooglePlay()
         let receiver = try Receiver()
         var configuration = ServiceConfiguration()
@@ -52,6 +52,7 @@ struct GooglePlayHarness {
         configuration.masterKey = Data(repeating: 7, count: 32)
         configuration.dataDirectory = TestDatabase.temporaryDirectory("google")
         configuration.outboundAllowPrivate = true
+        if let quiet { configuration.quietSubscriptions = quiet }
         let logger = Logger(minimumLevel: .error)
         let database = try Database.open(configuration, logger: logger)
         var settings_ = try google.configuration()
