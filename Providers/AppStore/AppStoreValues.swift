@@ -133,6 +133,12 @@ public struct NotificationType: AppStoreRawValue {
     package static let renewalExtension = Self(rawValue: "RENEWAL_EXTENSION")
     package static let externalPurchaseToken = Self(rawValue: "EXTERNAL_PURCHASE_TOKEN")
     public static let oneTimeCharge = Self(rawValue: "ONE_TIME_CHARGE")
+    // 2025–26: a parent's consent withdrawn (Declared Age Range), and Advanced Commerce changes
+    // to a subscription's metadata, its migration to another product, its price. News, kept raw.
+    package static let rescindConsent = Self(rawValue: "RESCIND_CONSENT")
+    package static let metadataUpdate = Self(rawValue: "METADATA_UPDATE")
+    package static let migration = Self(rawValue: "MIGRATION")
+    package static let priceChange = Self(rawValue: "PRICE_CHANGE")
 }
 
 public struct NotificationSubtype: AppStoreRawValue {

@@ -127,4 +127,30 @@ import TestSupport
         #expect(query.endDate >= now)
         await fake.shutdown()
     }
+
+    /// Every type Apple sends in 2025–26, and one it may add later, is read as data: its type and
+    /// subtype kept as sent, a ledger event only where one applies, and the page is never refused.
+    @Test func newerAndUnknownNotificationTypesAreKeptRawNeverRefused() async throws {
+        let fake = try FakeAppStoreServerAPI()
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let types: [(type: String, subtype: String?, kind: StoreEvent.Kind)] = [
+            ("ONE_TIME_CHARGE", nil, .oneTimeCharge), ("RESCIND_CONSENT", nil, .other), ("METADATA_UPDATE", nil, .other),
+            ("MIGRATION", nil, .other), ("PRICE_CHANGE", "ACCEPTED", .other), ("SOMETHING_APPLE_ADDS_IN_2027", "AND_A_SUBTYPE", .other),
+        ]
+        for (index, item) in types.enumerated() {
+            var payload: [String: any Sendable] = ["notificationType": item.type, "notificationUUID": "type-\(index)", "version": "2.0",
+                                                   "signedDate": now - 60_000,
+                                                   "data": ["environment": "Sandbox", "bundleId": FakeAppStoreServerAPI.bundleID] as [String: any Sendable]]
+            if let subtype = item.subtype { payload["subtype"] = subtype }
+            fake.addToHistory(try fake.pki.sign(payload), signedDate: now - 60_000, environment: "Sandbox")
+        }
+        let found = Mutex<[StoreNotification]>([])
+        try await Self.poller(fake).poll(owners: [Self.owner()], run: MemoryPollRun()) { batch in found.withLock { $0 += batch } }
+        let read = found.withLock { $0 }.sorted { $0.notificationID < $1.notificationID }
+        #expect(read.map(\.type) == types.map(\.type))
+        #expect(read.map(\.subtype) == types.map(\.subtype))
+        #expect(read.map(\.event.kind) == types.map(\.kind))
+        #expect(read.allSatisfy { String(decoding: $0.decodedJSON, as: UTF8.self).contains($0.type) }, "the decoded record keeps the type as sent")
+        await fake.shutdown()
+    }
 }
