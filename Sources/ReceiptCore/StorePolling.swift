@@ -71,8 +71,8 @@ public struct QuietSubscription: Sendable, Equatable {
     }
 }
 
-/// A store provider that can read one subscription back from its store (App Store Get All
-/// Subscription Statuses, Google's subscriptionsv2, Amazon's RVS).
+/// A store provider that can read one subscription back from its store (the store's own
+/// subscription-status or purchase API).
 public protocol SubscriptionReading: Sendable {
     /// What the store says of `subscription` now, as a notification the core records as it
     /// records a push (deduplicated on its id: the same state read twice is applied once), or nil

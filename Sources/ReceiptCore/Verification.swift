@@ -44,8 +44,8 @@ public struct VerifiedPurchase: Sendable, Equatable {
     /// token and its acknowledgement state, for the acknowledgement). Never shown to clients.
     public var storeAttributes: [String: String] = [:]
     /// What the store needs to read this purchase again later, kept with its subscription (a
-    /// Google purchase token; Amazon's user and receipt ids). Opaque to the core; nil when the
-    /// transaction id is enough (the App Store).
+    /// purchase token; a user and receipt id). Opaque to the core; nil when the transaction id is
+    /// enough.
     public var readBackKey: String?
 
     public init(store: StoreID, environment: StoreEnvironment, transactionID: String) {

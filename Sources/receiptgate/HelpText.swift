@@ -108,9 +108,9 @@ enum HelpText {
     static let reconcile = """
         Usage: receiptgate reconcile --store STORE [--since 2026-11-01T00:00:00Z]
 
-        Runs the store's reconciliation once, now, in this process, beside any running service: its
-        notification history (App Store) or voided purchases (Google Play) from --since (default:
-        where the schedule would start), then the read-back of subscriptions whose period ended with
+        Runs the store's reconciliation once, now, in this process, beside any running service: the
+        record the store keeps of its notifications or refunds, from --since (default: where the
+        schedule would start), then the read-back of subscriptions whose period ended with
         no news (RECEIPTGATE_RECONCILE_SUBSCRIPTIONS_BUDGET calls at most). What it finds is recorded
         once, with the webhooks a push would have sent; the schedule's own cursors are not moved.
         Prints {"runs": [...]}, each with what it read, found and changed; exits 1 if one failed.

@@ -8,7 +8,7 @@ enum ReconcileCommand {
     static func run(_ arguments: [String]) async throws -> Int32 {
         let parsed = try Arguments(arguments, options: ["store": .single, "since": .single], help: HelpText.reconcile)
         _ = try parsed.expectPositionals([])
-        guard let store = parsed.single("store"), !store.isEmpty else { throw UsageError("--store is required (e.g. --store app_store)") }
+        guard let store = parsed.single("store"), !store.isEmpty else { throw UsageError("--store is required (a store id, as `receiptgate client create --help` lists them)") }
         let since = try parsed.single("since").map { text -> Date in
             guard let date = ISO8601DateFormatter().date(from: text) else {
                 throw UsageError("--since must be an ISO 8601 time such as 2026-11-01T00:00:00Z, got \"\(text)\"")

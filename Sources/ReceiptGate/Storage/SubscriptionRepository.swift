@@ -7,7 +7,7 @@ import ReceiptCore
 enum SubscriptionRepository {
     /// Records the period `purchase` is of, unless the subscription is already in a later one.
     /// True if it moved the subscription's end later (a renewal, even one the store keeps under
-    /// the same transaction id, as Amazon does). Callers hold the transaction row's lock, so two
+    /// the same transaction id, as some stores do). Callers hold the transaction row's lock, so two
     /// tellings of one renewal are read one after the other.
     @discardableResult
     static func upsert(_ purchase: VerifiedPurchase, original: String, client: Client, on connection: PostgresConnection) throws -> Bool {
