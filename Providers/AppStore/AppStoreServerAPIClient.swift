@@ -178,7 +178,8 @@ package struct AppStoreServerAPIClient: Sendable {
         guard (200..<300).contains(response.status) else {
             let apple = try? JSONDecoder().decode(AppleError.self, from: response.body)
             throw AppStoreAPIError(status: response.status, errorCode: apple?.errorCode, errorMessage: apple?.errorMessage, transport: nil,
-                                   retryAfter: response.header("Retry-After").flatMap(Int.init).map { .seconds(min(max($0, 0), 86_400)) })
+                                   retryAfter: response.header("Retry-After").flatMap { HTTPClient.parseRetryAfter($0, now: Date()) }
+                                                                              .map { min($0, .seconds(86_400)) })
         }
         do {
             return try JSONDecoder().decode(T.self, from: response.body)

@@ -168,7 +168,7 @@ public final class HTTPClient: Sendable {
     }
 
     /// `Retry-After` as delta-seconds or an HTTP-date (RFC 9110 §10.2.3).
-    static func parseRetryAfter(_ value: String, now: Date) -> Duration? {
+    public static func parseRetryAfter(_ value: String, now: Date) -> Duration? {
         let trimmed = value.trimmingCharacters(in: .whitespaces)
         if let seconds = Int(trimmed), seconds >= 0 { return .seconds(seconds) }
         let formatter = DateFormatter()

@@ -19,6 +19,8 @@ package final class FakeAppStoreServerAPI: Sendable {
         package let hits = LockedBox<[String: Int]>([:])
         /// Statuses to answer first, per route (e.g. ["/inApps/v1/transactions/{id}": [429, 503]]).
         package let failuresFirst = LockedBox<[String: [Int]]>([:])
+        /// The `Retry-After` a failing 429 carries, in seconds.
+        package let retryAfterSeconds = LockedBox(0)
         package let lastNotificationQuery = LockedBox<[String: Any]?>(nil)
         /// Notifications Apple attempted to send, by environment, as Get Notification History
         /// lists them; nil until `addToHistory` (the route then answers a fixed two-page history).
@@ -156,7 +158,7 @@ package final class FakeAppStoreServerAPI: Sendable {
                     failures[route] = queue
                     return first
                 }) {
-                    return HTTPResponse(status: status, headers: status == 429 ? ["Retry-After": "0"] : [:])
+                    return HTTPResponse(status: status, headers: status == 429 ? ["Retry-After": String(state.retryAfterSeconds.get())] : [:])
                 }
                 guard checkToken(request, state: state) else { return HTTPResponse(status: 401) }
                 return try body(request)

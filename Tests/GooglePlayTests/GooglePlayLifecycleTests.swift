@@ -64,6 +64,31 @@ import TestSupport
         await google.shutdown()
     }
 
+    /// A package Google refuses to list fails the run, naming where the key is set, after the
+    /// other packages were read; the refused package's cursor stays where it was.
+    @Test func aRefusedPackageFailsTheRunNamingTheKeyAndTheOthersAreStillRead() async throws {
+        let google = try FakeGooglePlay()
+        try google.addVoided(package: "com.example.other", token: "tok-o1", orderID: "GPA.0003-0000-0000-00003")
+        let provider = try GooglePlayVerify.provider(google)
+        let poller = VoidedPurchasePoller(provider: provider, interval: .seconds(1))
+        let run = MemoryPollRun()
+        let found = LockedBox<[String]>([])
+        let owner = ClientWithStoreCredentials(client: ClientInfo(clientID: "rgc_test", gameID: 1, appIdentifiers: [
+            GooglePlayProvider.packageNameKind.name: ["com.example.game", "com.example.other"]]), credentials: [:])
+        google.failFirst("voided", [403])  // the first package read
+        do {
+            try await poller.poll(owners: [owner], run: run) { batch in found.update { $0 += batch.map(\.notificationID) } }
+            Issue.record("a refused package must fail the run")
+        } catch {
+            #expect("\(error)".contains("com.example.game") && "\(error)".contains("RECEIPTGATE_GOOGLE_SERVICE_ACCOUNT_KEY_PATH"), "\(error)")
+            #expect(!"\(error)".contains("com.example.other"))
+        }
+        #expect(found.get() == ["voided:GPA.0003-0000-0000-00003"], "the other package was read")
+        #expect(try await run.cursor("google_play.voided_purchases:com.example.game") == nil)
+        #expect(run.pages == 1)
+        await google.shutdown()
+    }
+
     /// PyJWT, an implementation we did not write, reads our assertion with the key's public half.
     @Test func theAssertionIsAValidJWTForAnIndependentImplementation() async throws {
         guard let python = ProcessInfo.processInfo.environment["RECEIPTGATE_ORACLE_PYTHON"] else {

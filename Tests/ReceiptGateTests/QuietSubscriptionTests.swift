@@ -187,6 +187,32 @@ import TestSupport
         await fake.shutdown()
     }
 
+    /// Apple's `Retry-After` holds the schedule: the next run comes no sooner than Apple asked,
+    /// though the interval is a second.
+    @Test func aRateLimitWithRetryAfterHoldsTheScheduledRuns() async throws {
+        let fake = try FakeAppStoreServerAPI()
+        let receiver = try WebhookReceiver()
+        var quiet = QuietSubscriptionSettings()
+        quiet.intervalSeconds = 1
+        quiet.afterSeconds = QuietSubscriptionSettings.early
+        fake.state.retryAfterSeconds.set(600)
+        fake.state.failuresFirst.set(["/inApps/v1/subscriptions/{id}": [429]])
+        let harness = try await Self.start(fake, receiver: receiver, quiet: quiet)
+        defer { harness.stop() }
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        try await Self.verifyPeriods(harness, [Self.period(Self.original, expires: now + Self.running)])
+        try await WebhookDelivery.waitUntil {
+            try await harness.pool.query("SELECT 1 FROM store_poll_runs WHERE poll = 'app_store.quiet_subscriptions' AND error IS NOT NULL").count == 1
+        }
+        let held = try await harness.pool.query("""
+            SELECT extract(epoch FROM lease_until - now())::float8 AS seconds FROM store_polls WHERE name = 'app_store.quiet_subscriptions'
+            """).first?.decode("seconds", as: Double.self)
+        #expect((held ?? 0) > 500, "the next run waits for Apple's Retry-After: \(held ?? 0) s")
+        #expect(fake.statusReads() == 1, "asked once, not again a second later")
+        await receiver.server.shutdown()
+        await fake.shutdown()
+    }
+
     @Test func aStatusNotSignedByAppleChangesNothing() async throws {
         let fake = try FakeAppStoreServerAPI()
         let receiver = try WebhookReceiver()
