@@ -240,6 +240,43 @@ import TestSupport
         await fake.shutdown()
     }
 
+    /// A renewal-status change of an earlier period, told late, is not the subscription's now:
+    /// auto-renewal stays as the current period's news left it.
+    @Test func aLateRenewalStatusChangeOfAnEarlierPeriodLeavesAutoRenewal() async throws {
+        let fake = try FakeAppStoreServerAPI()
+        let receiver = try WebhookReceiver()
+        let harness = try await Self.start(fake, receiver: receiver)
+        defer { harness.stop() }
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let original = "2000000000007501"
+        let (first, renewed) = Self.subscription(original, renewal: "2000000000007502", now: now)
+        #expect(try await Self.verify(harness, first).status == 200)
+        func push(_ type: String, _ transaction: [String: any Sendable], autoRenew: Int) async throws {
+            let data: [String: any Sendable] = [
+                "environment": "Sandbox", "bundleId": "com.example.game",
+                "signedTransactionInfo": try fake.pki.sign(AppleTestPKI.transaction(transaction)),
+                "signedRenewalInfo": try fake.pki.sign(["originalTransactionId": original, "productId": "vip.monthly", "autoRenewStatus": autoRenew,
+                                                        "environment": "Sandbox", "signedDate": now]),
+            ]
+            let signed = try fake.pki.sign(["notificationType": type, "notificationUUID": UUID().uuidString.lowercased(), "version": "2.0",
+                                            "signedDate": now, "data": data])
+            let answer = try await RawHTTP.request(port: harness.client.port, method: "POST", path: "/v1/notifications/app-store",
+                                                   body: Data(#"{"signedPayload":"\#(signed)"}"#.utf8))
+            #expect(answer.status == 200, "\(answer.text)")
+        }
+        func autoRenew() async throws -> Bool? {
+            try await harness.client.get("/v1/subscriptions/app_store/\(original)").json()["auto_renew"] as? Bool
+        }
+        try await push("DID_RENEW", renewed, autoRenew: 1)
+        #expect(try await autoRenew() == true)
+        try await push("DID_CHANGE_RENEWAL_STATUS", first, autoRenew: 0)  // of the first period, told after the renewal
+        #expect(try await autoRenew() == true)
+        try await push("DID_CHANGE_RENEWAL_STATUS", renewed, autoRenew: 0)  // of the current one
+        #expect(try await autoRenew() == false)
+        await receiver.server.shutdown()
+        await fake.shutdown()
+    }
+
     /// The store first, the game second: a subscription the history told of before any game
     /// verified it is known, not claimed; the game's first verify is its first verification (not
     /// a duplicate) with its `transaction.verified`, as when the push comes first, and each

@@ -62,7 +62,10 @@ extension TransactionRepository {
             if changed { try queue("subscription.billing_issue", transaction: change.row, owner: owner, on: connection) }
             return changed
         case .renewalStatusChanged:
-            if let autoRenew = event.autoRenew { try SubscriptionRepository.setAutoRenew(autoRenew, purchase: purchase, original: original, on: connection) }
+            // Told late (read back from a history), a change of an earlier period is not the subscription's now.
+            if let autoRenew = event.autoRenew, try SubscriptionRepository.isCurrentPeriod(purchase, original: original, on: connection) {
+                try SubscriptionRepository.setAutoRenew(autoRenew, purchase: purchase, original: original, on: connection)
+            }
             return false
         case .consumptionRequest, .oneTimeCharge, .test, .other:
             return false
