@@ -44,7 +44,7 @@ public struct AppStoreProvider: NotificationReceiving {
             hasKey ? configuration.reconcileInterval.map { NotificationHistoryPoller(provider: self, interval: $0) } : nil
         }
         return StoreRegistration(Self.declaration, verifier: self, notifications: self, orderLookup: self, poller: reconciler,
-                                 subscriptionReader: hasKey ? self : nil)
+                                 subscriptionReader: hasKey ? self : nil, refundAnswering: hasKey ? self : nil)
     }
 
     /// From the environment (docs/configuration.md, App Store); throws `AppStoreConfiguration.Invalid`.
@@ -119,10 +119,13 @@ public struct AppStoreProvider: NotificationReceiving {
             transactionID: transaction?.transactionId, originalTransactionID: transaction?.originalTransactionId ?? renewal?.originalTransactionId,
             productID: transaction?.productId ?? renewal?.productId, signedAt: notification.signedDate?.date,
             decodedJSON: try JSONEncoder.sortedForStorage.encode(decoded))
-        stored.event = StoreEvent(kind: Self.eventKind(type, subtype: notification.subtype),
-                                  purchase: try transaction.map { try Self.purchase(from: $0) },
+        let kind = Self.eventKind(type, subtype: notification.subtype)
+        stored.event = StoreEvent(kind: kind, purchase: try transaction.map { try Self.purchase(from: $0) },
                                   autoRenew: renewal?.autoRenewStatus.map { $0 == .on },
-                                  gracePeriodExpires: renewal?.gracePeriodExpiresDate?.date)
+                                  gracePeriodExpires: renewal?.gracePeriodExpiresDate?.date,
+                                  refundRequest: kind == .consumptionRequest
+                                      ? Self.refundRequest(id: id, signedAt: notification.signedDate?.date, reason: notification.data?.consumptionRequestReason)
+                                      : nil)
         return stored
     }
 
@@ -131,6 +134,7 @@ public struct AppStoreProvider: NotificationReceiving {
         switch type {
         case .refund: .refunded
         case .refundReversed: .refundReversed
+        case .refundDeclined: .refundDeclined
         case .revoke: .revoked
         case .didRenew: .renewed
         case .subscribed: .subscribed

@@ -155,18 +155,28 @@ package struct AppStoreServerAPIClient: Sendable {
         return try await send("POST", "/inApps/v1/notifications/history\(query)", environment: environment, body: body)
     }
 
+    /// Send Consumption Information (v2): `PUT /inApps/v2/transactions/consumption/{transactionId}`;
+    /// Apple answers 202 with no body.
+    package func sendConsumptionInformation(_ transactionID: String, body: Data, environment: AppStoreEnvironment) async throws(AppStoreAPIError) {
+        let _: Empty = try await send("PUT", "/inApps/v2/transactions/consumption/\(try Self.pathSegment(transactionID))", environment: environment,
+                                      body: body, emptyAllowed: true)
+    }
+
+    private struct Empty: Decodable {}
+
     // MARK: - Transport
 
     static let maxPages = 1000
 
     private struct AppleError: Decodable { let errorCode: Int?; let errorMessage: String? }
 
-    private func send<T: Decodable>(_ method: String, _ path: String, environment: AppStoreEnvironment, body: Data? = nil) async throws(AppStoreAPIError) -> T {
+    private func send<T: Decodable>(_ method: String, _ path: String, environment: AppStoreEnvironment, body: Data? = nil,
+                                    emptyAllowed: Bool = false) async throws(AppStoreAPIError) -> T {
         let base = environment == .production ? configuration.productionBaseURL : configuration.sandboxBaseURL
         var headers: [(name: String, value: String)] = [("Authorization", "Bearer \(try bearerToken())"), ("Accept", "application/json")]
         if body != nil { headers.append(("Content-Type", "application/json")) }
         var request = HTTPClient.Request(method: method, url: base + path, headers: headers, body: body)
-        request.retryable = true  // every call here is a read; retrying is safe
+        request.retryable = true  // reads, and a PUT that replaces: retrying is safe
         let response: HTTPClient.Response
         do {
             response = try await http.send(request)
@@ -182,7 +192,7 @@ package struct AppStoreServerAPIClient: Sendable {
                                                                               .map { min($0, .seconds(86_400)) })
         }
         do {
-            return try JSONDecoder().decode(T.self, from: response.body)
+            return try JSONDecoder().decode(T.self, from: emptyAllowed && response.body.isEmpty ? Data("{}".utf8) : response.body)
         } catch {
             throw AppStoreAPIError.invalidResponse("unexpected response body: \(error)")
         }

@@ -41,6 +41,11 @@ package struct AndroidPublisherClient: Sendable {
                            key: key, body: Data("{}".utf8))
     }
 
+    /// Answers a chargeback review: `POST …/orders/{orderId}:reviewrefund` (an empty answer on success).
+    func reviewRefund(package: String, orderID: String, body: Data, key: ServiceAccountKey) async throws {
+        _ = try await send("POST", "\(application(package))/orders/\(segment(orderID)):reviewrefund", key: key, body: body)
+    }
+
     /// One page of voided purchases (one-time products and subscriptions: `type=1`), voided in
     /// [start, end] (epoch ms).
     func voidedPurchases(package: String, startMillis: Int64, endMillis: Int64, pageToken: String?, key: ServiceAccountKey) async throws -> VoidedPurchaseList {

@@ -35,6 +35,15 @@ struct DeveloperNotification: Codable {
         let refundType: Int?
     }
     struct Test: Codable { let version: String? }
+    /// A chargeback Google asks the developer to review (answered with `orders.reviewrefund`).
+    struct PendingRefundReview: Codable {
+        let version: String?
+        let pendingRefundToken: String?
+        let orderId: String?
+        let refundReason: Int?
+        let obfuscatedAccountId: String?
+        let obfuscatedProfileId: String?
+    }
 
     let version: String?
     let packageName: String?
@@ -43,6 +52,7 @@ struct DeveloperNotification: Codable {
     let oneTimeProductNotification: OneTimeProduct?
     let voidedPurchaseNotification: VoidedPurchase?
     let testNotification: Test?
+    let pendingRefundReviewNotification: PendingRefundReview?
 
     /// Google's subscription notification types by number.
     static let subscriptionTypes: [Int: String] = [

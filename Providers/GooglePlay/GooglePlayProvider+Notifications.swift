@@ -59,6 +59,11 @@ extension GooglePlayProvider {
             let outcome = try await pushedVoid(voided, token: token, orderID: orderID, package: package, eventTime: eventTime, request: request)
             return notification(outcome.id ?? id, type: outcome.type, event: outcome.event, token: token)
         }
+        if let review = rtdn.pendingRefundReviewNotification, let token = review.pendingRefundToken, !token.isEmpty, token.count <= 4096,
+           let orderID = review.orderId, !orderID.isEmpty {
+            let event = Self.pendingRefundReview(review, token: token, orderID: orderID, package: package, eventTime: eventTime ?? now())
+            return notification(id, type: "PENDING_REFUND_REVIEW", subtype: review.refundReason.map(String.init), event: event, token: nil)
+        }
         return notification(id, type: "UNKNOWN", event: StoreEvent(kind: .other), token: nil)
     }
 

@@ -43,7 +43,7 @@ public struct GooglePlayProvider: StoreProvider, NotificationReceiving, Purchase
     public var registration: StoreRegistration {
         StoreRegistration(Self.declaration, verifier: self, notifications: self, acknowledgement: self,
                           poller: configuration.voidedPurchasesInterval.map { VoidedPurchasePoller(provider: self, interval: $0) },
-                          subscriptionReader: self)
+                          subscriptionReader: self, refundAnswering: self)
     }
 
     /// The client's own key if it registered one, else the service's.

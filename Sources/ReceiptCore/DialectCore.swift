@@ -12,6 +12,8 @@ public enum OutboxTarget: String, Codable, Sendable, CaseIterable {
     case email
     /// A store acknowledgement (`StoreAcknowledgement`), sent through the store provider.
     case storeAcknowledgement = "store_acknowledgement"
+    /// The answer to a store's refund request, decided when it is sent, through the store provider.
+    case refundAnswer = "refund_answer"
 }
 
 /// A durable message owed to someone, committed together with the change it announces.

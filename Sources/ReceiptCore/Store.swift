@@ -24,7 +24,11 @@ public struct RegisteredApps: Sendable, Equatable {
 public struct StoreEvent: Sendable {
     public enum Kind: String, Sendable {
         case refunded, refundReversed, revoked, renewed, subscribed, expired, billingIssue, gracePeriodExpired
-        case renewalStatusChanged, consumptionRequest, oneTimeCharge, test, other
+        case renewalStatusChanged, oneTimeCharge, test, other
+        /// The store asks the developer before it decides a refund (`refundRequest` says which).
+        case consumptionRequest
+        /// The store decided a refund request against the customer.
+        case refundDeclined
     }
 
     public var kind: Kind
@@ -32,12 +36,16 @@ public struct StoreEvent: Sendable {
     public var purchase: VerifiedPurchase?
     public var autoRenew: Bool?
     public var gracePeriodExpires: Date?
+    /// For `consumptionRequest`: the request to answer.
+    public var refundRequest: RefundRequestNews?
 
-    public init(kind: Kind, purchase: VerifiedPurchase? = nil, autoRenew: Bool? = nil, gracePeriodExpires: Date? = nil) {
+    public init(kind: Kind, purchase: VerifiedPurchase? = nil, autoRenew: Bool? = nil, gracePeriodExpires: Date? = nil,
+                refundRequest: RefundRequestNews? = nil) {
         self.kind = kind
         self.purchase = purchase
         self.autoRenew = autoRenew
         self.gracePeriodExpires = gracePeriodExpires
+        self.refundRequest = refundRequest
     }
 }
 

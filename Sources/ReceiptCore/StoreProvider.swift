@@ -117,10 +117,13 @@ public struct StoreRegistration: Sendable {
     public let poller: (any StorePolling)?
     /// Reads a subscription back from the store when its period ended with no news.
     public let subscriptionReader: (any SubscriptionReading)?
+    /// Answers the store's refund requests.
+    public let refundAnswering: (any RefundRequestAnswering)?
 
     public init(_ declaration: StoreDeclaration, verifier: any StoreProvider, notifications: (any NotificationReceiving)? = nil,
                 orderLookup: (any OrderLookingUp)? = nil, acknowledgement: (any PurchaseAcknowledging)? = nil,
-                poller: (any StorePolling)? = nil, subscriptionReader: (any SubscriptionReading)? = nil) {
+                poller: (any StorePolling)? = nil, subscriptionReader: (any SubscriptionReading)? = nil,
+                refundAnswering: (any RefundRequestAnswering)? = nil) {
         precondition(declaration.store == verifier.store, "a registration's declaration and verifier name one store")
         self.store = verifier.store
         self.declaration = declaration
@@ -130,5 +133,6 @@ public struct StoreRegistration: Sendable {
         self.acknowledgement = acknowledgement
         self.poller = poller
         self.subscriptionReader = subscriptionReader
+        self.refundAnswering = refundAnswering
     }
 }

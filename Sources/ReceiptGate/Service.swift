@@ -66,7 +66,8 @@ public final class Service: Sendable {
                            ["path": generatedAt])
         }
         repositories = Repositories(pool: database.pool, secrets: SecretBox(masterKey: master.key),
-                                    refundCallbacks: try Self.refundCallbackFormats(dialects))
+                                    refundCallbacks: try Self.refundCallbackFormats(dialects),
+                                    refundAnswerDelay: Double(configuration.refundReviewDelaySeconds))
     }
 
     public var clients: ClientRepository { repositories.clients }
@@ -167,16 +168,29 @@ public final class Service: Sendable {
                                        uniquingKeysWith: { first, _ in first })
         var outboxConfiguration = self.outboxConfiguration
         outboxConfiguration.allowPrivateDestinations = outboxConfiguration.allowPrivateDestinations || configuration.outboundAllowPrivate
+        let answerers = Dictionary(stores.compactMap { registration in registration.refundAnswering.map { (registration.store, $0) } },
+                                   uniquingKeysWith: { first, _ in first })
+        let refundRequests = RefundRequestRepository(pool: database.pool)
+        let refundAnswers = answerers.isEmpty ? nil : RefundAnswers(answerers: answerers, requests: refundRequests, clients: repositories.clients,
+                                                                    metrics: metrics, logger: logger)
         let worker = OutboxWorker(outbox: repositories.outbox, clients: repositories.clients, acknowledgers: acknowledgers,
-                                  configuration: outboxConfiguration, logger: logger, mailer: configuration.smtp.map(Mailer.init))
+                                  configuration: outboxConfiguration, logger: logger, mailer: configuration.smtp.map(Mailer.init),
+                                  refundAnswers: refundAnswers)
         worker.start()
         let polls = StorePollRunner(polls: PollRepository(pool: database.pool), clients: repositories.clients,
                                     notifications: repositories.notifications, logger: logger, metrics: metrics)
         polls.start(StorePollRunner.polls(for: stores, quiet: configuration.quietSubscriptions,
                                           queries: QuietSubscriptionQueries(pool: database.pool)))
-        let upkeep = Task { [repositories, logger] in
+        let upkeep = Task { [repositories, logger, metrics] in
             while !Task.isCancelled {
-                do { try await repositories.removeExpired() } catch { logger.warning("upkeep failed", ["error": "\(error)"]) }
+                do {
+                    try await repositories.removeExpired()
+                    // A refund request whose deadline passed unanswered (every process down, the store refusing) is missed.
+                    for store in try await refundRequests.closeMissed() {
+                        metrics.recordRefundDeadlineMissed(store: store)
+                        logger.warning("refund request deadline missed", ["store": store])
+                    }
+                } catch { logger.warning("upkeep failed", ["error": "\(error)"]) }
                 try? await Task.sleep(for: .seconds(60))
             }
         }

@@ -15,8 +15,8 @@ enum ClientCommand {
             if arguments.contains("--help") || arguments.contains("-h") { throw HelpRequested(text: HelpText.client) }
             throw UsageError("missing action: create, list, show, update, rotate-secret or disable (see --help)")
         }
-        // `--allow-insecure-url` alone means on.
-        let rest = arguments.dropFirst().map { $0 == "--allow-insecure-url" ? "--allow-insecure-url=on" : $0 }
+        // `--allow-insecure-url`, `--consumption-consent` and `--sample-content` alone mean on.
+        let rest = arguments.dropFirst().map { ["--allow-insecure-url", "--consumption-consent", "--sample-content"].contains($0) ? "\($0)=on" : $0 }
         switch action {
         case "create":
             let parsed = try Arguments(rest, options: settingOptions, help: HelpText.clientCreate)

@@ -73,6 +73,11 @@ enum HelpText {
           --account-mismatch flag|reject    a purchase made for another account token: recorded and reported
                                             but never delivered (flag, default), or refused 422 (reject)
           --delivery-url URL                http(s) URL that receives entitlement deliveries (server-authoritative delivery)
+          --consumption-consent             the game collects the customer's consent to share consumption data with the
+                                            store when a refund is requested (default off: none is sent)
+          --refund-decline-at PERCENT       a delivered purchase consumed at least this much is answered "decline" (default 50)
+          --refund-otherwise PREFERENCE     grant, decline, prorated or neutral when no rule decides (default prorated)
+          --sample-content                  the game offers a free sample or trial before purchase (told to the store)
 
         """
 

@@ -19,6 +19,8 @@ package final class FakeAppStoreServerAPI: Sendable {
         package let hits = LockedBox<[String: Int]>([:])
         /// Statuses to answer first, per route (e.g. ["/inApps/v1/transactions/{id}": [429, 503]]).
         package let failuresFirst = LockedBox<[String: [Int]]>([:])
+        /// Every Send Consumption Information body accepted, in order.
+        package let consumptionAnswers = LockedBox<[ConsumptionAnswer]>([])
         /// The `Retry-After` a failing 429 carries, in seconds.
         package let retryAfterSeconds = LockedBox(0)
         package let lastNotificationQuery = LockedBox<[String: Any]?>(nil)
@@ -210,6 +212,23 @@ package final class FakeAppStoreServerAPI: Sendable {
                 """
             return HTTPResponse(status: 200, headers: ["Content-Type": "application/json"], body: Data(body.utf8))
         })
+        router.put("/inApps/v2/transactions/consumption/{id}", guarded("/inApps/v2/transactions/consumption/{id}") { request in
+            // Send Consumption Information (v2), checked as Apple documents its body.
+            let id = try request.parameter("id")
+            let body = (try? JSONSerialization.jsonObject(with: request.body)) as? [String: Any] ?? [:]
+            let preferences: Set<String> = ["DECLINE", "GRANT_FULL", "GRANT_PRORATED"]
+            let statuses: Set<String> = ["DELIVERED", "UNDELIVERED_QUALITY_ISSUE", "UNDELIVERED_WRONG_ITEM", "UNDELIVERED_SERVER_OUTAGE", "UNDELIVERED_OTHER"]
+            let valid = body["customerConsented"] is Bool && body["sampleContentProvided"] is Bool
+                && (body["deliveryStatus"] as? String).map(statuses.contains) == true
+                && (body["consumptionPercentage"].map { ($0 as? Int).map { (0...100_000).contains($0) } == true } ?? true)
+                && (body["refundPreference"].map { ($0 as? String).map(preferences.contains) == true } ?? true)
+            guard valid, state.known.get()[environment]?[id] != nil else {
+                return HTTPResponse(status: 400, headers: ["Content-Type": "application/json"],
+                                    body: Data(#"{"errorCode":4000000,"errorMessage":"Invalid request."}"#.utf8))
+            }
+            state.consumptionAnswers.update { $0.append(ConsumptionAnswer(environment: environment, transactionID: id, body: body.mapValues { "\($0)" })) }
+            return HTTPResponse(status: 202)
+        })
         router.post("/inApps/v1/notifications/history", guarded("/inApps/v1/notifications/history") { request in
             let query = try JSONSerialization.jsonObject(with: request.body) as? [String: Any]
             state.lastNotificationQuery.set(query)
@@ -268,4 +287,11 @@ struct SubscriptionStatusesBody: Encodable {
     let bundleId: String
     let appAppleId: Int
     let data: [Group]
+}
+
+/// A consumption answer the fake accepted: its fields as text (`true`, `80000`, `DECLINE`).
+package struct ConsumptionAnswer: Sendable {
+    package let environment: String
+    package let transactionID: String
+    package let body: [String: String]
 }

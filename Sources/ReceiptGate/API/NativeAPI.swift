@@ -20,7 +20,7 @@ struct NativeAPI: Sendable {
     var routes: [Route] {
         [Route("POST", "/v1/verify", authentication: .signedClient(.allow), rateLimits: [Self.perClient]) { request, context in
             await verify(request, context: context)
-        }] + readRoutes
+        }, consumptionRoute] + readRoutes
     }
 
     /// The one status table of the native API.

@@ -8,7 +8,8 @@ public import ReceiptCore
 public struct ClientSettingsInput: Sendable {
     /// The core's options; each plugin adds its kind of app identifier and its settings.
     public static let coreOptions = ["name", "game-id", "environments", "refund-callback-url", "refund-callback-format", "webhook-url",
-                                     "delivery-url", "account-mismatch", "allow-insecure-url"]
+                                     "delivery-url", "account-mismatch", "allow-insecure-url", "consumption-consent", "refund-decline-at",
+                                     "refund-otherwise", "sample-content"]
 
     public let identifierKinds: [AppIdentifierKind]
     public let pluginSettings: [(plugin: String, settings: [ClientSettingDeclaration])]
@@ -82,7 +83,29 @@ public struct ClientSettingsInput: Sendable {
             }
         }
         try readChoices(values, into: &settings)
+        try readRefundPolicy(values, into: &settings)
         try readURLs(values, into: &settings)
+    }
+
+    /// How the client answers stores' refund requests (docs/stores.md#refund-requests).
+    private func readRefundPolicy(_ values: [String: [String]], into settings: inout ClientSettings) throws(InvalidClientSetting) {
+        for (option, key) in [("consumption-consent", Client.consumptionConsentSetting), ("sample-content", Client.sampleContentSetting)] {
+            guard let value = values[option]?.last else { continue }
+            guard ["on", "off", ""].contains(value) else { throw InvalidClientSetting(option: option, problem: "takes no value, or on/off, got \"\(value)\"") }
+            settings.settings[key] = .some(value == "on" ? ["on"] : nil)
+        }
+        if let percent = values["refund-decline-at"]?.last {
+            guard percent.isEmpty || Int(percent).map({ (0...100).contains($0) }) == true else {
+                throw InvalidClientSetting(option: "refund-decline-at", problem: "must be a whole percent from 0 to 100, got \"\(percent)\"")
+            }
+            settings.settings[Client.refundDeclineAtSetting] = .some(percent.isEmpty ? nil : [percent])
+        }
+        if let preference = values["refund-otherwise"]?.last {
+            guard preference.isEmpty || RefundPreference(rawValue: preference) != nil else {
+                throw InvalidClientSetting(option: "refund-otherwise", problem: "must be grant, decline, prorated or neutral, got \"\(preference)\"")
+            }
+            settings.settings[Client.refundOtherwiseSetting] = .some(preference.isEmpty ? nil : [preference])
+        }
     }
 
     private func readChoices(_ values: [String: [String]], into settings: inout ClientSettings) throws(InvalidClientSetting) {

@@ -21,6 +21,9 @@ public final class Metrics: Sendable {
         var latency: [RouteKey: Histogram] = [:]
         var pollRuns: [String: (succeeded: Int, failed: Int)] = [:]
         var pollWork: [String: (pages: Int, reread: Int, changed: Int)] = [:]
+        /// Refund answers sent by store and preference; deadlines missed by store.
+        var refundAnswers: [String: Int] = [:]
+        var refundDeadlinesMissed: [String: Int] = [:]
         var pollNotifications: [String: (new: Int, known: Int)] = [:]
     }
 
@@ -59,6 +62,26 @@ public final class Metrics: Sendable {
             work.changed += tally.changed
             counts.pollWork[poll] = work
         }
+    }
+
+    func recordRefundAnswer(store: String, preference: String) {
+        counts.withLock { $0.refundAnswers["store=\(Self.quote(store)),preference=\(Self.quote(preference))", default: 0] += 1 }
+    }
+
+    func recordRefundDeadlineMissed(store: String) {
+        counts.withLock { $0.refundDeadlinesMissed["store=\(Self.quote(store))", default: 0] += 1 }
+    }
+
+    /// Store names come from registrations and preferences from a fixed set: few labels.
+    func renderRefunds() -> String {
+        let (answers, missed) = counts.withLock { ($0.refundAnswers, $0.refundDeadlinesMissed) }
+        var out = "# HELP receiptgate_refund_answers_total Answers to stores' refund requests this process sent, by preference.\n"
+        out += "# TYPE receiptgate_refund_answers_total counter\n"
+        for (labels, count) in answers.sorted(by: { $0.key < $1.key }) { out += "receiptgate_refund_answers_total{\(labels)} \(count)\n" }
+        out += "# HELP receiptgate_refund_deadlines_missed_total Refund requests this process found unanswered at their deadline.\n"
+        out += "# TYPE receiptgate_refund_deadlines_missed_total counter\n"
+        for (labels, count) in missed.sorted(by: { $0.key < $1.key }) { out += "receiptgate_refund_deadlines_missed_total{\(labels)} \(count)\n" }
+        return out
     }
 
     private func renderPolls() -> String {

@@ -49,8 +49,27 @@ package struct OperationalRoutes: Sendable {
             var text = metrics.render(pool: database.poolStatistics, inFlight: inFlight(), groupCommit: groupCommit?.served,
                                       clientCache: clientCache(), verifications: verifications)
             if database.readPool != nil { text += await Self.readStandbyMetrics(database) }
+            text += metrics.renderRefunds() + (await Self.refundRequestMetrics(database))
             return .text(text, contentType: "text/plain; version=0.0.4; charset=utf-8")
         }
+    }
+
+    /// Refund requests in the ledger by store, status and the store's outcome: the cluster's, read
+    /// at each scrape (bounded; left out if the database does not answer in time).
+    static func refundRequestMetrics(_ database: Database) async -> String {
+        let rows = try? await withDeadline(.seconds(2)) {
+            try await database.pool.query("""
+                SELECT store, status, COALESCE(outcome, 'none') AS outcome, count(*)::int AS n FROM refund_requests GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+                """).map { (try $0.decode("store", as: String.self), try $0.decode("status", as: String.self),
+                           try $0.decode("outcome", as: String.self), try $0.decode("n", as: Int.self)) }
+        }
+        guard let rows else { return "" }
+        var text = "# HELP receiptgate_refund_requests Refund requests stores asked (every process), by status (pending, answered, missed) "
+            + "and the store's outcome (refunded, declined, none yet).\n# TYPE receiptgate_refund_requests gauge\n"
+        for (store, status, outcome, count) in rows {
+            text += "receiptgate_refund_requests{store=\(Metrics.quote(store)),status=\(Metrics.quote(status)),outcome=\(Metrics.quote(outcome))} \(count)\n"
+        }
+        return text
     }
 
     /// The read standby's replication lag, and whether it answered (bounded: a scrape must not hang

@@ -26,6 +26,9 @@ public struct ServiceConfiguration: Sendable {
     /// notification or not (`RECEIPTGATE_CLIENT_CACHE_SECONDS`; 0 reads the row every time): the
     /// most a disabled client or a rotated secret can go on working if a notification is missed.
     public var clientCacheSeconds = 5
+    /// How long a refund request's answer waits for the game's consumption report
+    /// (`RECEIPTGATE_REFUND_REVIEW_DELAY`); it always goes before the store's deadline.
+    public var refundReviewDelaySeconds = 3600
     /// How reconciliation reads back subscriptions that went quiet (`RECEIPTGATE_RECONCILE_SUBSCRIPTIONS_*`).
     public var quietSubscriptions = QuietSubscriptionSettings()
     public var openAPIPath: String?
@@ -116,6 +119,7 @@ extension ServiceConfiguration {
             quietSubscriptions.intervalSeconds = seconds
         }
         if let count = try integer("RECEIPTGATE_RECONCILE_SUBSCRIPTIONS_BUDGET", 1...10_000) { quietSubscriptions.budget = count }
+        if let seconds = try integer("RECEIPTGATE_REFUND_REVIEW_DELAY", 0...86_400) { refundReviewDelaySeconds = seconds }
         if let seconds = try integer("RECEIPTGATE_RECONCILE_SUBSCRIPTIONS_AFTER", 0...2_592_000) { quietSubscriptions.afterSeconds = seconds }
     }
 

@@ -27,14 +27,17 @@ public final class OutboxWorker: Sendable {
     let acknowledgers: [StoreID: any PurchaseAcknowledging]
     /// Sends `.email` messages when SMTP is configured; without it, mail waits in the outbox.
     let mailer: Mailer?
+    /// Answers stores' refund requests (`.refundAnswer`), where a store can.
+    let refundAnswers: RefundAnswers?
     let http: HTTPClient
     let configuration: Configuration
     let logger: Logger
     private let task = TaskBox()
 
     init(outbox: OutboxRepository, clients: ClientRepository, acknowledgers: [StoreID: any PurchaseAcknowledging] = [:],
-         configuration: Configuration = Configuration(), logger: Logger, mailer: Mailer? = nil) {
+         configuration: Configuration = Configuration(), logger: Logger, mailer: Mailer? = nil, refundAnswers: RefundAnswers? = nil) {
         self.mailer = mailer
+        self.refundAnswers = refundAnswers
         self.outbox = outbox
         self.clients = clients
         self.acknowledgers = acknowledgers
@@ -63,6 +66,7 @@ public final class OutboxWorker: Sendable {
     /// What this worker can send. E-mail waits in the outbox until SMTP is configured.
     var targets: [OutboxTarget] {
         [.webhook, .refundCallback, .delivery] + (acknowledgers.isEmpty ? [] : [.storeAcknowledgement]) + (mailer == nil ? [] : [.email])
+            + (refundAnswers == nil ? [] : [.refundAnswer])
     }
 
     /// Claims due messages (only the oldest pending one per aggregate, so order holds) and sends them.
@@ -80,9 +84,13 @@ public final class OutboxWorker: Sendable {
     }
 
     private func deliver(_ event: OutboxRepository.Claimed) async {
-        let failure = event.target == .storeAcknowledgement ? await acknowledge(event)
-            : event.target == .email ? await sendMail(event)
-            : await post(event)
+        let failure = switch event.target {
+        case .storeAcknowledgement: await acknowledge(event)
+        case .email: await sendMail(event)
+        case .refundAnswer:
+            if let refundAnswers { await refundAnswers.send(event.payload) } else { "refund answers are not sent by this process" }
+        case .webhook, .refundCallback, .delivery: await post(event)
+        }
         do {
             if let failure {
                 let attempts = event.attempts + 1
@@ -159,7 +167,7 @@ public final class OutboxWorker: Sendable {
         case .refundCallback: client.refundCallbackURL
         case .delivery: client.deliveryURL
         case .webhook: client.webhookURL
-        case .email, .storeAcknowledgement: nil
+        case .email, .storeAcknowledgement, .refundAnswer: nil
         }
     }
 

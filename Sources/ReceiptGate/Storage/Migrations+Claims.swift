@@ -38,5 +38,43 @@ extension Schema {
             CREATE INDEX subscriptions_quiet ON subscriptions (store, (COALESCE(grace_period_expires_date, expires_date)))
                 WHERE status IN ('active', 'grace_period', 'billing_retry');
             """),
+            // Refund requests a store asks the developer to answer, with what was sent and what the
+        // store decided; and the game's latest consumption report per transaction.
+        Migration(version: 20, name: "refund_requests", sql: """
+            CREATE TABLE consumption_reports (
+                transaction_row_id bigint PRIMARY KEY REFERENCES transactions (id),
+                delivered boolean NOT NULL,
+                consumed_milliunits integer,
+                usage_events jsonb NOT NULL DEFAULT '[]',
+                reported_at timestamptz NOT NULL DEFAULT now()
+            );
+            CREATE TABLE refund_requests (
+                id bigserial PRIMARY KEY,
+                client_id text NOT NULL REFERENCES clients (id),
+                store text NOT NULL,
+                environment text NOT NULL,
+                request_id text NOT NULL,
+                transaction_id text NOT NULL,
+                transaction_row_id bigint REFERENCES transactions (id),
+                product_id text,
+                app_identifier text,
+                answer_token text,
+                reason text,
+                earlier_refunds integer,
+                requested_at timestamptz NOT NULL,
+                deadline timestamptz NOT NULL,
+                status text NOT NULL DEFAULT 'pending',
+                answer jsonb,
+                sent_body jsonb,
+                answered_at timestamptz,
+                outcome text,
+                outcome_at timestamptz,
+                created_at timestamptz NOT NULL DEFAULT now(),
+                UNIQUE (store, request_id)
+            );
+            CREATE INDEX refund_requests_pending ON refund_requests (deadline) WHERE status = 'pending';
+            CREATE INDEX refund_requests_transaction ON refund_requests (store, transaction_id);
+            CREATE INDEX refund_requests_client ON refund_requests (client_id, id DESC);
+            """),
     ]
 }

@@ -7,6 +7,8 @@ import ReceiptCore
 package struct NotificationRepository: Sendable {
     let pool: PostgresPool
     let refundCallbacks: [String: any RefundCallbackRenderer]
+    /// How long a refund request's answer waits for the game's report (`RECEIPTGATE_REFUND_REVIEW_DELAY`).
+    var refundAnswerDelay: Double = 3600
 
     /// What recording a notification did.
     struct Recorded {
@@ -24,7 +26,7 @@ package struct NotificationRepository: Sendable {
             String(decoding: try JSONSerialization.data(withJSONObject: ["message": notice.message, "fields": notice.fields], options: [.sortedKeys]),
                    as: UTF8.self)
         }
-        let refundCallbacks = refundCallbacks
+        let refundCallbacks = refundCallbacks, refundAnswerDelay = refundAnswerDelay
         return try await pool.withTransaction { connection in
             let inserted = try connection.query("""
                 INSERT INTO store_notifications (store, notification_id, notification_type, subtype, environment, app_identifier,
@@ -38,7 +40,8 @@ package struct NotificationRepository: Sendable {
                 """)
             guard let row = inserted.first else { return Recorded(duplicate: true, changed: false) }
             let changed = try TransactionRepository.apply(notification.event, store: notification.store, appIdentifier: notification.appIdentifier,
-                                            kind: kind, refundCallbacks: refundCallbacks, on: connection)
+                                                          kind: kind, refundCallbacks: refundCallbacks, refundAnswerDelay: refundAnswerDelay,
+                                                          on: connection)
             try connection.execute("UPDATE store_notifications SET processed_at = now() WHERE id = \(try row.decode("id", as: Int64.self))")
             return Recorded(duplicate: false, changed: changed)
         }

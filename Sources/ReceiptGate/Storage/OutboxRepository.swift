@@ -34,14 +34,15 @@ public struct OutboxRepository: Sendable {
     /// Queues a message whose body someone else rendered (a refund callback, an e-mail), sent as
     /// is. An e-mail is sealed under the master key (its one-time link must not sit readable in
     /// the database or its backups); `secrets` is required for one.
-    static func enqueue(_ message: OutboxMessage, sealingMailWith secrets: SecretBox? = nil, on connection: PostgresConnection) throws {
+    static func enqueue(_ message: OutboxMessage, sealingMailWith secrets: SecretBox? = nil, notBefore: Date? = nil,
+                        on connection: PostgresConnection) throws {
         let eventID = UUID()
         var stored = message
         if message.target == .email {
             guard let secrets else { throw ClientStoreError.invalid("an e-mail is queued only sealed, and no master key was given") }
             stored.body = try sealedMail(message.body, eventID: eventID, secrets: secrets)
         }
-        try insert(eventID: eventID, message: stored, on: connection)
+        try insert(eventID: eventID, message: stored, notBefore: notBefore, on: connection)
     }
 
     /// `{"sealed": base64(AES-GCM)}`, bound to the row's event id so a box copied onto another row does not open.
@@ -60,11 +61,12 @@ public struct OutboxRepository: Sendable {
 
     static func mailOwner(_ eventID: String) -> String { "outbox.email:\(eventID)" }
 
-    private static func insert(eventID: UUID, message: OutboxMessage, on connection: PostgresConnection) throws {
+    /// `notBefore`: the message waits until then (a refund answer waits for the game's report).
+    private static func insert(eventID: UUID, message: OutboxMessage, notBefore: Date? = nil, on connection: PostgresConnection) throws {
         try connection.execute("""
-            INSERT INTO outbox (event_id, client_id, event_type, aggregate_key, payload, target)
+            INSERT INTO outbox (event_id, client_id, event_type, aggregate_key, payload, target, next_attempt_at)
             VALUES (\(eventID), \(message.clientID), \(message.type), \(message.aggregateKey), \(String(decoding: message.body, as: UTF8.self))::jsonb,
-                    \(message.target.rawValue))
+                    \(message.target.rawValue), COALESCE(\(notBefore)::timestamptz, now()))
             """)
     }
 

@@ -19,11 +19,11 @@ public struct Repositories: Sendable {
         self.init(pool: database.pool, secrets: secrets, refundCallbacks: [:])
     }
 
-    init(pool: PostgresPool, secrets: SecretBox, refundCallbacks: [String: any RefundCallbackRenderer]) {
+    init(pool: PostgresPool, secrets: SecretBox, refundCallbacks: [String: any RefundCallbackRenderer], refundAnswerDelay: Double = 3600) {
         clients = ClientRepository(pool: pool, secrets: secrets)
         transactions = TransactionRepository(pool: pool, secrets: secrets)
         outbox = OutboxRepository(pool: pool, secrets: secrets)
-        notifications = NotificationRepository(pool: pool, refundCallbacks: refundCallbacks)
+        notifications = NotificationRepository(pool: pool, refundCallbacks: refundCallbacks, refundAnswerDelay: refundAnswerDelay)
         tokens = TokenRepository(pool: pool)
         accounts = AccountRepository(pool: pool)
         replay = ReplayRepository(pool: pool)

@@ -7,8 +7,10 @@ extension TransactionRepository {
     /// is owed (webhook, refund callback in its client's format), all on `connection`, inside
     /// the caller's database transaction. True if the ledger's state moved (what a webhook tells).
     @discardableResult
+    /// A refund request's answer waits `refundAnswerDelay` seconds for the game's report.
     static func apply(_ event: StoreEvent, store: StoreID, appIdentifier: String?, kind: AppIdentifierKind?,
-                      refundCallbacks: [String: any RefundCallbackRenderer], on connection: PostgresConnection) throws -> Bool {
+                      refundCallbacks: [String: any RefundCallbackRenderer], refundAnswerDelay: Double = 3600,
+                      on connection: PostgresConnection) throws -> Bool {
         guard let purchase = event.purchase else { return false }
         guard let owner = try ClientRepository.owner(of: purchase, appIdentifier: appIdentifier, kind: kind, on: connection) else { return false }
         let original = purchase.originalTransactionID ?? purchase.transactionID
@@ -17,6 +19,7 @@ extension TransactionRepository {
             let state: TransactionState = event.kind == .refunded ? .refunded : .revoked
             let change = try upsert(purchase, news: .storeEvent(state), owner: owner, on: connection)
             try SubscriptionRepository.markRevoked(state == .refunded ? .refunded : .revoked, purchase: purchase, original: original, on: connection)
+            try RefundRequestLedger.joinOutcome("refunded", store: purchase.store, transactionID: purchase.transactionID, on: connection)
             // The same refund told twice (a new notification id, a poll finding it again) is one event.
             guard change.refundChanged else { return false }
             let row = change.row
@@ -67,7 +70,14 @@ extension TransactionRepository {
                 try SubscriptionRepository.setAutoRenew(autoRenew, purchase: purchase, original: original, on: connection)
             }
             return false
-        case .consumptionRequest, .oneTimeCharge, .test, .other:
+        case .consumptionRequest:
+            // Known or not, the request is recorded and answered; the ledger's row is not created by it.
+            guard let news = event.refundRequest else { return false }
+            return try RefundRequestLedger.record(news, purchase: purchase, owner: owner, answerDelay: refundAnswerDelay, on: connection)
+        case .refundDeclined:
+            try RefundRequestLedger.joinOutcome("declined", store: purchase.store, transactionID: purchase.transactionID, on: connection)
+            return false
+        case .oneTimeCharge, .test, .other:
             return false
         }
     }

@@ -1,0 +1,55 @@
+public import Foundation
+public import ReceiptCore
+
+/// Apple's consumption requests: a `CONSUMPTION_REQUEST` names the transaction and the customer's
+/// reason; the answer is Send Consumption Information, version 2
+/// (`PUT /inApps/v2/transactions/consumption/{transactionId}`), within 12 hours.
+extension AppStoreProvider: RefundRequestAnswering {
+    /// Apple's window for an answer, from the notification's `signedDate`.
+    static let consumptionAnswerWindow: TimeInterval = 12 * 3600
+
+    static func refundRequest(id: String, signedAt: Date?, reason: String?) -> RefundRequestNews {
+        let requested = signedAt ?? Date()
+        return RefundRequestNews(requestID: id, requestedAt: requested, deadline: requested.addingTimeInterval(consumptionAnswerWindow), reason: reason)
+    }
+
+    /// The request body of Send Consumption Information (v2).
+    struct ConsumptionRequestBody: Encodable, Equatable {
+        let customerConsented: Bool
+        let sampleContentProvided: Bool
+        let deliveryStatus: String
+        let consumptionPercentage: Int?
+        let refundPreference: String?
+    }
+
+    /// The neutral answer in Apple's words. A delivery nobody knows of is reported delivered when
+    /// a game claimed the purchase (the game was told to deliver it). Without the customer's
+    /// consent only the required fields go: no consumption, no preference drawn from it.
+    static func consumptionBody(_ answer: RefundAnswer) -> ConsumptionRequestBody {
+        let preference: String? = switch answer.preference {
+        case .grant: "GRANT_FULL"
+        case .decline: "DECLINE"
+        case .prorated: "GRANT_PRORATED"
+        case .neutral: nil
+        }
+        return ConsumptionRequestBody(customerConsented: answer.customerConsented, sampleContentProvided: answer.sampleContentProvided,
+                                      deliveryStatus: answer.delivered == false ? "UNDELIVERED_OTHER" : "DELIVERED",
+                                      consumptionPercentage: answer.customerConsented ? answer.consumedMilliunits : nil,
+                                      refundPreference: answer.customerConsented ? preference : nil)
+    }
+
+    public func answer(_ request: RefundRequestTarget, with answer: RefundAnswer, credentials: [String: String]) async throws -> Data {
+        guard let configuration, let bundleID = request.appIdentifier,
+              let api = configuration.serverAPIClient(bundleID: bundleID, http: http) else {
+            throw StoreVerificationError(code: .verifierError, reason: "APP_STORE_NOT_CONFIGURED",
+                                         message: "answering consumption requests needs the App Store Server API key (RECEIPTGATE_APPSTORE_API_KEY_ID, _ISSUER_ID, _KEY_PATH)")
+        }
+        let body = try JSONEncoder.sortedForStorage.encode(Self.consumptionBody(answer))
+        do {
+            try await api.sendConsumptionInformation(request.transactionID, body: body, environment: Self.appStoreEnvironment(request.environment))
+        } catch {
+            throw StoreVerificationError(code: .verifierError, reason: "APP_STORE_CONSUMPTION_REFUSED", message: "\(error)", isRetryable: error.isRetryable)
+        }
+        return body
+    }
+}

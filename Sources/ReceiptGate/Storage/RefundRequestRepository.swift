@@ -1,0 +1,111 @@
+import Foundation
+import Postgres
+import ReceiptCore
+
+/// Refund requests after they were recorded: prepared and marked answered by the outbox worker,
+/// closed on schedule when their deadline passed, listed for the console.
+struct RefundRequestRepository: Sendable {
+    let pool: PostgresPool
+
+    /// A pending request with everything its answer is decided from, read when it is sent, so a
+    /// report the game made meanwhile counts.
+    struct Prepared: Sendable {
+        let id: Int64, clientID: String, status: String, deadline: Date
+        let target: RefundRequestTarget
+        let known: RefundAnswerRule.Known
+    }
+
+    func prepare(_ id: Int64) async throws -> Prepared? {
+        guard let row = try await pool.query("""
+            SELECT r.id, r.client_id, r.store, r.environment, r.transaction_id, r.app_identifier, r.answer_token, r.status, r.deadline,
+                   t.id IS NOT NULL AS held, t.claimed_at IS NOT NULL AS claimed,
+                   c.delivered, c.consumed_milliunits, c.usage_events::text AS usage_events,
+                   EXISTS (SELECT 1 FROM outbox o WHERE o.client_id = r.client_id AND o.target = 'delivery' AND o.status = 'delivered'
+                           AND o.aggregate_key = t.store || ':' || COALESCE(t.original_transaction_id, t.transaction_id)) AS delivery_acknowledged
+            FROM refund_requests r
+            LEFT JOIN transactions t ON t.id = r.transaction_row_id
+            LEFT JOIN consumption_reports c ON c.transaction_row_id = r.transaction_row_id
+            WHERE r.id = \(id)
+            """).first else { return nil }
+        let delivered: Bool? = try row.decode("delivered")
+        let report = try delivered.map { delivered in
+            ConsumptionReport(delivered: delivered, consumedMilliunits: try row.decode("consumed_milliunits"),
+                              usageEvents: try ConsumptionReports.usageEvents(from: try row.decode("usage_events", as: String?.self)))
+        }
+        return Prepared(id: id, clientID: try row.decode("client_id"), status: try row.decode("status"), deadline: try row.decode("deadline"),
+                        target: RefundRequestTarget(store: StoreID(rawValue: try row.decode("store")),
+                                                    environment: try TransactionRows.typed(row, "environment", as: StoreEnvironment.self),
+                                                    transactionID: try row.decode("transaction_id"), appIdentifier: try row.decode("app_identifier"),
+                                                    answerToken: try row.decode("answer_token")),
+                        known: RefundAnswerRule.Known(held: try row.decode("held"), claimed: try row.decode("claimed"),
+                                                      deliveryAcknowledged: try row.decode("delivery_acknowledged"), report: report))
+    }
+
+    /// Keeps what was decided and sent; the store's token is no longer needed. False if another
+    /// process answered it first (never sent twice for one request).
+    @discardableResult
+    func markAnswered(_ id: Int64, answer: RefundAnswer, sent: Data) async throws -> Bool {
+        let decided = String(decoding: try JSONEncoder.receiptGateStorage.encode(answer), as: UTF8.self)
+        return try await pool.execute("""
+            UPDATE refund_requests SET status = 'answered', answer = \(decided)::jsonb, sent_body = \(String(decoding: sent, as: UTF8.self))::jsonb,
+                answered_at = now(), answer_token = NULL
+            WHERE id = \(id) AND status = 'pending'
+            """) == 1
+    }
+
+    /// Pending requests whose deadline passed: missed, by store (for `/metrics`).
+    func closeMissed() async throws -> [String] {
+        try await pool.query("""
+            UPDATE refund_requests SET status = 'missed', answer_token = NULL WHERE status = 'pending' AND deadline < now() RETURNING store
+            """).map { try $0.decode("store", as: String.self) }
+    }
+
+    /// One request as the console shows it.
+    struct Listed: Sendable {
+        let id: Int64, clientID: String, store: String, transactionID: String, productID: String?, reason: String?
+        let requestedAt: Date, deadline: Date, status: String, answer: String?, answeredAt: Date?, outcome: String?
+    }
+
+    func recent(limit: Int) async throws -> [Listed] {
+        try await pool.query("""
+            SELECT id, client_id, store, transaction_id, product_id, reason, requested_at, deadline, status, answer::text AS answer, answered_at, outcome
+            FROM refund_requests ORDER BY id DESC LIMIT \(limit)
+            """).map { row in
+            Listed(id: try row.decode("id"), clientID: try row.decode("client_id"), store: try row.decode("store"),
+                   transactionID: try row.decode("transaction_id"), productID: try row.decode("product_id"), reason: try row.decode("reason"),
+                   requestedAt: try row.decode("requested_at"), deadline: try row.decode("deadline"), status: try row.decode("status"),
+                   answer: try row.decode("answer"), answeredAt: try row.decode("answered_at"), outcome: try row.decode("outcome"))
+        }
+    }
+
+    /// Refund requests and refunds per client and product over the last 90 days.
+    struct Rate: Sendable { let clientID: String, productID: String?, requests: Int, refunded: Int, declined: Int }
+
+    func rates() async throws -> [Rate] {
+        try await pool.query("""
+            SELECT client_id, product_id, count(*)::int AS requests, count(*) FILTER (WHERE outcome = 'refunded')::int AS refunded,
+                   count(*) FILTER (WHERE outcome = 'declined')::int AS declined
+            FROM refund_requests WHERE created_at > now() - interval '90 days'
+            GROUP BY client_id, product_id ORDER BY requests DESC LIMIT 50
+            """).map { row in
+            Rate(clientID: try row.decode("client_id"), productID: try row.decode("product_id"), requests: try row.decode("requests"),
+                 refunded: try row.decode("refunded"), declined: try row.decode("declined"))
+        }
+    }
+}
+
+/// The game's consumption reports: the latest per transaction wins.
+enum ConsumptionReports {
+    static func usageEvents(from json: String?) throws -> [ConsumptionReport.UsageEvent] {
+        guard let json, let data = json.data(using: .utf8) else { return [] }
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .millisecondsSince1970
+        return try decoder.decode([ConsumptionReport.UsageEvent].self, from: data)
+    }
+
+    static func json(_ events: [ConsumptionReport.UsageEvent]) throws -> String {
+        let encoder = JSONEncoder.receiptGateStorage
+        encoder.dateEncodingStrategy = .millisecondsSince1970
+        return String(decoding: try encoder.encode(events), as: UTF8.self)
+    }
+}

@@ -1,0 +1,201 @@
+import AppStore
+import Foundation
+import Postgres
+import ReceiptCore
+@testable import ReceiptGate
+import Testing
+import AppStoreTestSupport
+import TestSupport
+
+/// Apple's consumption requests answered with what the game reported: a local fake of the App
+/// Store Server API (checking the bearer JWT as Apple does, and Send Consumption Information's
+/// body), Apple-signed notifications pushed to the service, a real Postgres.
+@Suite struct AppleConsumptionRequests {
+    static let id = "2000000000008001"
+
+    static func start(_ fake: FakeAppStoreServerAPI, receiver: WebhookReceiver, delay: Int = 3600) async throws -> VerifyHarness {
+        let harness = try await VerifyHarness.start(environments: [.sandbox], outbox: VerifyHarness.fastOutbox(), webhookURL: receiver.url,
+                                                    pki: fake.pki, appStore: { pki in
+            var appStore = AppStoreConfiguration(trustRoots: [pki.root])
+            appStore.serverAPIKey = .init(keyID: FakeAppStoreServerAPI.keyID, issuerID: FakeAppStoreServerAPI.issuerID, privateKey: fake.teamKey)
+            appStore.serverAPIProductionURL = "http://127.0.0.1:\(fake.production.port)"
+            appStore.serverAPISandboxURL = "http://127.0.0.1:\(fake.sandbox.port)"
+            appStore.reconcileInterval = nil
+            return appStore
+        }, configure: { configuration in
+            configuration.refundReviewDelaySeconds = delay
+            configuration.quietSubscriptions.intervalSeconds = 0
+        })
+        receiver.secret.set(harness.client.secret)
+        return harness
+    }
+
+    static func gems(_ id: String = id) -> [String: any Sendable] {
+        ["transactionId": id, "originalTransactionId": id, "environment": "Sandbox", "type": "Consumable", "productId": "gems.100"]
+    }
+
+    /// Apple knows the transaction (its API answers for it) whether or not the ledger does.
+    static func appleKnows(_ fake: FakeAppStoreServerAPI, _ transaction: [String: any Sendable]) throws {
+        let signed = try fake.pki.sign(AppleTestPKI.transaction(transaction))
+        fake.state.known.update { $0["Sandbox", default: [:]][transaction["transactionId"] as? String ?? ""] = signed }
+    }
+
+    /// Apple's `CONSUMPTION_REQUEST` for `transaction`, pushed; signed `signedAgo` ms in the past.
+    @discardableResult
+    static func pushRequest(_ harness: VerifyHarness, _ fake: FakeAppStoreServerAPI, _ transaction: [String: any Sendable], type: String = "CONSUMPTION_REQUEST",
+                            uuid: String = UUID().uuidString.lowercased(), signedAgo: Int64 = 0) async throws -> RawHTTP.Response {
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let data: [String: any Sendable] = ["environment": "Sandbox", "bundleId": "com.example.game", "consumptionRequestReason": "UNINTENDED_PURCHASE",
+                                            "signedTransactionInfo": try fake.pki.sign(AppleTestPKI.transaction(transaction))]
+        let signed = try fake.pki.sign(["notificationType": type, "notificationUUID": uuid, "version": "2.0", "signedDate": now - signedAgo, "data": data])
+        let answer = try await RawHTTP.request(port: harness.client.port, method: "POST", path: "/v1/notifications/app-store",
+                                               body: Data(#"{"signedPayload":"\#(signed)"}"#.utf8))
+        #expect(answer.status == 200, "\(answer.text)")
+        return answer
+    }
+
+    static func setPolicy(_ harness: VerifyHarness, consent: Bool, otherwise: String? = nil) async throws {
+        var settings = ClientSettings()
+        settings.settings[Client.consumptionConsentSetting] = .some(consent ? ["on"] : nil)
+        if let otherwise { settings.settings[Client.refundOtherwiseSetting] = [otherwise] }
+        _ = try await harness.service.clients.update(harness.client.clientID, settings)
+    }
+
+    /// The delay has passed: the waiting answer is due now (the test does not wait an hour).
+    static func answerDueNow(_ harness: VerifyHarness) async throws {
+        try await harness.pool.execute("UPDATE outbox SET next_attempt_at = now() WHERE target = 'refund_answer' AND status = 'pending'")
+    }
+
+    static func request(_ harness: VerifyHarness) async throws -> (status: String, outcome: String?, sent: String?)? {
+        try await harness.pool.query("SELECT status, outcome, sent_body::text AS sent FROM refund_requests ORDER BY id DESC LIMIT 1").first.map {
+            (try $0.decode("status", as: String.self), try $0.decode("outcome", as: String?.self), try $0.decode("sent", as: String?.self))
+        }
+    }
+
+    @Test func aDeliveredMostlyConsumedPurchaseIsAnsweredOnceWithItsConsumptionAndDecline() async throws {
+        let fake = try FakeAppStoreServerAPI()
+        let receiver = try WebhookReceiver()
+        receiver.up.set(true)
+        let harness = try await Self.start(fake, receiver: receiver)
+        defer { harness.stop() }
+        try await Self.setPolicy(harness, consent: true)
+        try Self.appleKnows(fake, Self.gems())
+        #expect(try await NotificationHistoryReconciliation.verify(harness, Self.gems()).status == 200)
+        let reported = try await harness.client.post("/v1/transactions/app_store/\(Self.id)/consumption",
+                                                     json: ["delivered": true, "consumed_percent": 80, "usage_events": [["at_ms": 1_796_000_000_000, "description": "spent on a sword"]]])
+        #expect(reported.status == 200, "\(reported.text)")
+        #expect((try reported.json()["consumption"] as? [String: Any])?["consumed_percent"] as? Double == 80)
+
+        let uuid = UUID().uuidString.lowercased()
+        try await Self.pushRequest(harness, fake, Self.gems(), uuid: uuid)
+        try await WebhookDelivery.waitUntil { receiver.acknowledged.contains { $0.type == "refund.requested" } }
+        #expect(fake.state.consumptionAnswers.get().isEmpty, "the answer waits for the delay")
+        try await Self.answerDueNow(harness)
+        try await WebhookDelivery.waitUntil { try await Self.request(harness)?.status == "answered" }
+        let answers = fake.state.consumptionAnswers.get()
+        #expect(answers.count == 1)
+        #expect(answers.first?.transactionID == Self.id)
+        #expect(answers.first?.body == ["customerConsented": "1", "sampleContentProvided": "0", "deliveryStatus": "DELIVERED",
+                                        "consumptionPercentage": "80000", "refundPreference": "DECLINE"], "\(answers)")
+        #expect(try await Self.request(harness)?.sent?.contains(#""refundPreference": "DECLINE""#) == true, "what was sent is kept")
+
+        // The same request told again, and the outbox message re-run: one answer.
+        try await Self.pushRequest(harness, fake, Self.gems(), uuid: uuid)
+        try await harness.pool.execute("UPDATE outbox SET status = 'pending', next_attempt_at = now() WHERE target = 'refund_answer'")
+        try await WebhookDelivery.waitUntil { try await harness.count("outbox WHERE target = 'refund_answer' AND status = 'delivered' AND attempts = 2") == 1 }
+        #expect(fake.state.consumptionAnswers.get().count == 1)
+        #expect(receiver.acknowledged.filter { $0.type == "refund.requested" }.count == 1)
+
+        // Apple declined the refund: the outcome is joined to the request.
+        try await Self.pushRequest(harness, fake, Self.gems(), type: "REFUND_DECLINED")
+        try await WebhookDelivery.waitUntil { try await Self.request(harness)?.outcome == "declined" }
+        let metrics = try await RawHTTP.request(port: harness.service.port, path: "/metrics").text
+        #expect(metrics.contains(#"receiptgate_refund_answers_total{store="app_store",preference="decline"} 1"#), "\(metrics)")
+        #expect(metrics.contains(#"receiptgate_refund_requests{store="app_store",status="answered",outcome="declined"} 1"#))
+        await receiver.server.shutdown()
+        await fake.shutdown()
+    }
+
+    @Test func aReportInsideTheDelayChangesTheAnswerAndWithoutConsentNoConsumptionGoes() async throws {
+        let fake = try FakeAppStoreServerAPI()
+        let receiver = try WebhookReceiver()
+        let harness = try await Self.start(fake, receiver: receiver)
+        defer { harness.stop() }
+        try Self.appleKnows(fake, Self.gems())
+        #expect(try await NotificationHistoryReconciliation.verify(harness, Self.gems()).status == 200)
+        try await Self.pushRequest(harness, fake, Self.gems())
+        // Within the delay the game says the gems never arrived.
+        let reported = try await harness.client.post("/v1/transactions/app_store/\(Self.id)/consumption", json: ["delivered": false])
+        #expect(reported.status == 200, "\(reported.text)")
+        try await Self.answerDueNow(harness)
+        try await WebhookDelivery.waitUntil { try await Self.request(harness)?.status == "answered" }
+        // No consent (the default): the required fields only.
+        #expect(fake.state.consumptionAnswers.get().map(\.body) == [["customerConsented": "0", "sampleContentProvided": "0",
+                                                                     "deliveryStatus": "UNDELIVERED_OTHER"]])
+        let decided = try await harness.pool.query("SELECT answer->>'preference' AS p FROM refund_requests").first?.decode("p", as: String.self)
+        #expect(decided == "grant", "not delivered: the policy grants")
+        await receiver.server.shutdown()
+        await fake.shutdown()
+    }
+
+    @Test func aRequestForATransactionTheLedgerDoesNotHoldIsAnsweredFromPolicyAlone() async throws {
+        let fake = try FakeAppStoreServerAPI()
+        let receiver = try WebhookReceiver()
+        receiver.up.set(true)
+        let harness = try await Self.start(fake, receiver: receiver, delay: 0)
+        defer { harness.stop() }
+        try await Self.setPolicy(harness, consent: true, otherwise: "neutral")
+        let unknown = Self.gems("2000000000008099")
+        try Self.appleKnows(fake, unknown)
+        try await Self.pushRequest(harness, fake, unknown)
+        try await WebhookDelivery.waitUntil { try await Self.request(harness)?.status == "answered" }
+        #expect(fake.state.consumptionAnswers.get().map(\.body) == [["customerConsented": "1", "sampleContentProvided": "0", "deliveryStatus": "DELIVERED"]])
+        let row = try #require(try await harness.pool.query("SELECT (answer->>'policyOnly')::boolean AS alone, transaction_row_id FROM refund_requests").first)
+        #expect(try row.decode("alone", as: Bool.self) == true)
+        #expect(try row.decode("transaction_row_id", as: Int64?.self) == nil)
+        #expect(try await harness.count("transactions") == 0, "a refund request creates no ledger row")
+        try await WebhookDelivery.waitUntil { receiver.acknowledged.contains { $0.type == "refund.requested" } }
+        await receiver.server.shutdown()
+        await fake.shutdown()
+    }
+
+    @Test func aRequestPastItsDeadlineIsMissedCountedAndNeverSent() async throws {
+        let fake = try FakeAppStoreServerAPI()
+        let receiver = try WebhookReceiver()
+        let harness = try await Self.start(fake, receiver: receiver, delay: 0)
+        defer { harness.stop() }
+        try Self.appleKnows(fake, Self.gems())
+        try await Self.pushRequest(harness, fake, Self.gems(), signedAgo: 13 * 3_600_000)  // Apple's 12 hours are over
+        try await WebhookDelivery.waitUntil { try await Self.request(harness)?.status == "missed" }
+        #expect(fake.state.consumptionAnswers.get().isEmpty)
+        let metrics = try await RawHTTP.request(port: harness.service.port, path: "/metrics").text
+        #expect(metrics.contains(#"receiptgate_refund_deadlines_missed_total{store="app_store"} 1"#), "\(metrics)")
+        await receiver.server.shutdown()
+        await fake.shutdown()
+    }
+
+    @Test func badConsumptionReportsAreClearFourHundreds() async throws {
+        let fake = try FakeAppStoreServerAPI()
+        let receiver = try WebhookReceiver()
+        let harness = try await Self.start(fake, receiver: receiver)
+        defer { harness.stop() }
+        #expect(try await NotificationHistoryReconciliation.verify(harness, Self.gems()).status == 200)
+        let path = "/v1/transactions/app_store/\(Self.id)/consumption"
+        let cases: [(Data, Int, String)] = [
+            (Data("{}".utf8), 400, "MISSING_FIELDS"),
+            (Data(#"{"delivered":"yes"}"#.utf8), 400, "INVALID_FIELD"),
+            (Data(#"{"delivered":true,"consumed_percent":101}"#.utf8), 400, "INVALID_FIELD"),
+            (Data(#"{"delivered":true,"usage_events":[{"description":"\#(String(repeating: "x", count: 501))"}]}"#.utf8), 400, "INVALID_FIELD"),
+            (try JSONSerialization.data(withJSONObject: ["delivered": true, "usage_events": Array(repeating: ["at_ms": 1], count: 1001)]), 400, "INVALID_FIELD"),
+            (Data("not json".utf8), 400, "INVALID_FIELD"),
+        ]
+        for (body, status, code) in cases {
+            let answer = try await harness.client.post(path, body: body)
+            #expect(answer.status == status && answer.text.contains(code), "\(String(decoding: body.prefix(80), as: UTF8.self)): \(answer.status) \(answer.text)")
+        }
+        let missing = try await harness.client.post("/v1/transactions/app_store/2000000000000000/consumption", json: ["delivered": true])
+        #expect(missing.status == 404)
+        await receiver.server.shutdown()
+        await fake.shutdown()
+    }
+}
