@@ -81,6 +81,22 @@ extension FakeGooglePlay {
             state.actions.update { $0.append("\(parts[1]) \(kind)/\(product) \(parts[0])") }
             return json(200, "")
         }
+        router.post("/androidpublisher/v3/applications/{package}/orders/{action}", counted("reviewrefund") { request in
+            // orders.reviewrefund, checked as Google documents its body; Google records only the first answer.
+            let parts = try request.parameter("action").split(separator: ":", maxSplits: 1).map(String.init)
+            guard parts.count == 2, parts[1] == "reviewrefund" else { return notFound() }
+            let body = (try? JSONSerialization.jsonObject(with: request.body)) as? [String: Any] ?? [:]
+            let events = body["consumptionUsageEvents"] as? [Any] ?? []
+            guard let token = body["pendingRefundToken"] as? String, state.pendingRefundTokens.get()[token] == parts[0],
+                  body["sampleContentProvided"] is Bool, ["APPROVE", "DECLINE", "NEUTRAL"].contains(body["refundPreference"] as? String ?? ""),
+                  body["consumptionPercentageMilliunits"].map({ ($0 as? Int).map { (0...100_000).contains($0) } == true }) ?? true,
+                  events.count <= 1000 else {
+                return googleError(400, "INVALID_ARGUMENT", "Request contains an invalid argument.")
+            }
+            let package = try request.parameter("package")
+            state.refundReviews.update { $0.append((orderID: parts[0], package: package, body: body.mapValues { "\($0)" })) }
+            return json(200, "{}")
+        })
         router.get("\(app)/voidedpurchases", counted("voided") { request in
             state.voidedQueries.update { $0.append(request.query) }
             // Google lists the voids whose voidedTimeMillis falls in [startTime, endTime].

@@ -25,6 +25,10 @@ package final class FakeGooglePlay: Sendable {
         package let voidedPageSize = LockedBox(1)
         /// What was acknowledged or consumed: "acknowledge products/gems100 <token>"...
         package let actions = LockedBox<[String]>([])
+        /// Pending refund tokens Google issued, by token: the order each is for.
+        package let pendingRefundTokens = LockedBox<[String: String]>([:])
+        /// Every accepted orders.reviewrefund answer: its order, package and fields as text.
+        package let refundReviews = LockedBox<[(orderID: String, package: String, body: [String: String])]>([])
         /// Statuses to answer first, per route name ("token", "products", "productsv2", "subscriptionsv2",
         /// "acknowledge", "voided", "jwks").
         package let failuresFirst = LockedBox<[String: [Int]]>([:])

@@ -1,4 +1,5 @@
 import AppStore
+import GooglePlay
 import Foundation
 import Postgres
 import ReceiptCore
@@ -197,5 +198,49 @@ import TestSupport
         #expect(missing.status == 404)
         await receiver.server.shutdown()
         await fake.shutdown()
+    }
+}
+
+/// Google's pending refund reviews answered once with `orders.reviewrefund` (a local fake of the
+/// Android Publisher API that checks the OAuth token and the body as Google documents it).
+@Suite struct GoogleRefundReviews {
+    @Test func aPendingReviewIsAnsweredOnceWithTheGamesReportAndItsVoidJoinsTheOutcome() async throws {
+        let harness = try await GooglePlayHarness.start(settings: [Client.consumptionConsentSetting: ["on"]])
+        defer { harness.stop() }
+        let order = "GPA.3301-2345-6789-07777"
+        try harness.google.addProduct(token: "tok-review", orderID: order)
+        #expect(try await harness.client.post("/v1/verify", json: ["store": "google_play", "receipt": "tok-review", "product_id": "gems100"]).status == 200)
+        let reported = try await harness.client.post("/v1/transactions/google_play/\(order)/consumption", json: ["delivered": true, "consumed_percent": 45.2])
+        #expect(reported.status == 200, "\(reported.text)")
+        harness.google.state.pendingRefundTokens.update { $0["refund-token-1"] = order }
+        let review: [String: Any] = ["version": "1.0", "packageName": "com.example.game", "eventTimeMillis": "\(Int64(Date().timeIntervalSince1970 * 1000))",
+                                     "pendingRefundReviewNotification": ["version": "1.0", "pendingRefundToken": "refund-token-1", "orderId": order,
+                                                                         "refundReason": 7]]
+        #expect(try await harness.push(review, messageID: "review-1").status == 200)
+        #expect(try await harness.push(review, messageID: "review-1").status == 200)  // Pub/Sub's redelivery
+        try await harness.pool.execute("UPDATE outbox SET next_attempt_at = now() WHERE target = 'refund_answer' AND status = 'pending'")
+        try await WebhookDelivery.waitUntil { !harness.google.state.refundReviews.get().isEmpty }
+        try await WebhookDelivery.waitUntil {
+            try await harness.pool.query("SELECT status FROM refund_requests").first?.decode("status", as: String.self) == "answered"
+        }
+        let reviews = harness.google.state.refundReviews.get()
+        #expect(reviews.count == 1)
+        #expect(reviews.first?.orderID == order && reviews.first?.package == "com.example.game")
+        #expect(reviews.first?.body == ["pendingRefundToken": "refund-token-1", "sampleContentProvided": "0", "refundPreference": "NEUTRAL",
+                                        "consumptionPercentageMilliunits": "45200"], "\(reviews)")
+        let kept = try await harness.pool.query("SELECT answer_token, sent_body::text AS sent, reason FROM refund_requests").first
+        #expect(try kept?.decode("answer_token", as: String?.self) == nil, "the token is not kept once answered")
+        #expect(try kept?.decode("sent", as: String?.self)?.contains("refund-token-1") == false)
+        #expect(try kept?.decode("reason", as: String?.self) == "chargeback")
+        #expect(harness.receiver.bodies("/hooks").contains { $0["type"] as? String == "refund.requested" })
+
+        // Google voids the order: the outcome is joined.
+        try harness.google.addVoided(token: "tok-review", orderID: order)
+        let void: [String: Any] = ["version": "1.0", "packageName": "com.example.game", "eventTimeMillis": "\(Int64(Date().timeIntervalSince1970 * 1000))",
+                                   "voidedPurchaseNotification": ["purchaseToken": "tok-review", "orderId": order, "productType": 2, "refundType": 1]]
+        #expect(try await harness.push(void, messageID: "void-1").status == 200)
+        try await WebhookDelivery.waitUntil {
+            try await harness.pool.query("SELECT outcome FROM refund_requests").first?.decode("outcome", as: String?.self) == "refunded"
+        }
     }
 }
