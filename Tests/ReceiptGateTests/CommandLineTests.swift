@@ -15,6 +15,8 @@ import TestSupport
         ["client", "create", "--name", "x", "--allow-insecure-url=maybe"], ["client", "show"], ["client", "frobnicate"],
         ["client", "show", "a", "b"], ["launch"], ["serve", "extra"], ["webhooks"], ["webhooks", "redeliver", "not-a-uuid"],
         ["webhooks", "list", "--bogus", "1"], ["notifications"], ["notifications", "list", "--bogus", "1"], ["notifications", "list", "extra"],
+        ["client", "create", "--name", "x", "--consumption-consent=maybe"], ["client", "create", "--name", "x", "--refund-decline-at", "101"],
+        ["client", "create", "--name", "x", "--refund-otherwise", "always"],
     ])
     func badArgumentsAreOneLineAndExitTwo(_ arguments: [String]) async throws {
         let result = try await Binary.run(arguments)
@@ -157,5 +159,20 @@ import TestSupport
         #expect(listed.status == 0, "stderr: \(listed.stderr)")
         #expect(listed.stdout.contains(clientID))
         #expect(listed.stderr.contains("starting embedded PostgreSQL"))
+    }
+
+    /// The refund policy set from the command line is what the client shows and answers with.
+    @Test func theRefundPolicyIsSetFromTheCommandLine() async throws {
+        let environment = try await Binary.databaseEnvironment()
+        let made = try await Binary.run(["client", "create", "--name", "g", "--consumption-consent", "--refund-decline-at", "70",
+                                         "--refund-otherwise", "neutral", "--sample-content"], environment)
+        #expect(made.status == 0, "\(made.stderr)")
+        let settings = try Binary.json(made.stdout)["settings"] as? [String: [String]] ?? [:]
+        #expect(settings["refunds.consumption_consent"] == ["on"] && settings["refunds.decline_at_percent"] == ["70"]
+                && settings["refunds.otherwise"] == ["neutral"] && settings["refunds.sample_content"] == ["on"], "\(made.stdout)")
+        let id = try #require(Binary.json(made.stdout)["client_id"] as? String)
+        let updated = try await Binary.run(["client", "update", id, "--consumption-consent=off", "--refund-otherwise", ""], environment)
+        let after = try Binary.json(updated.stdout)["settings"] as? [String: [String]] ?? [:]
+        #expect(after["refunds.consumption_consent"] == nil && after["refunds.otherwise"] == nil && after["refunds.decline_at_percent"] == ["70"], "\(updated.stdout)")
     }
 }

@@ -13,10 +13,11 @@ import TestSupport
 /// body), Apple-signed notifications pushed to the service, a real Postgres.
 @Suite struct AppleConsumptionRequests {
     static let id = "2000000000008001"
+    static let adminToken = "refunds-admin-" + String(repeating: "r", count: 32)
 
     static func start(_ fake: FakeAppStoreServerAPI, receiver: WebhookReceiver, delay: Int = 3600) async throws -> VerifyHarness {
-        let harness = try await VerifyHarness.start(environments: [.sandbox], outbox: VerifyHarness.fastOutbox(), webhookURL: receiver.url,
-                                                    pki: fake.pki, appStore: { pki in
+        let harness = try await VerifyHarness.start(environments: [.sandbox], outbox: VerifyHarness.fastOutbox(), adminToken: adminToken,
+                                                    webhookURL: receiver.url, pki: fake.pki, appStore: { pki in
             var appStore = AppStoreConfiguration(trustRoots: [pki.root])
             appStore.serverAPIKey = .init(keyID: FakeAppStoreServerAPI.keyID, issuerID: FakeAppStoreServerAPI.issuerID, privateKey: fake.teamKey)
             appStore.serverAPIProductionURL = "http://127.0.0.1:\(fake.production.port)"
@@ -113,6 +114,13 @@ import TestSupport
         let metrics = try await RawHTTP.request(port: harness.service.port, path: "/metrics").text
         #expect(metrics.contains(#"receiptgate_refund_answers_total{store="app_store",preference="decline"} 1"#), "\(metrics)")
         #expect(metrics.contains(#"receiptgate_refund_requests{store="app_store",status="answered",outcome="declined"} 1"#))
+        // The operator sees it: answered, with what was decided, and the store's outcome.
+        let browser = ConsoleBrowserSession(port: harness.service.port)
+        _ = try await browser.signIn(token: Self.adminToken)
+        let page = try await browser.get("/console/refunds").text
+        #expect(page.contains(#"<td class="status">answered</td>"#) && page.contains("decline, delivered, 80.0 % consumed")
+                && page.contains(#"<td class="outcome">declined</td>"#), "\(page)")
+        #expect(page.contains(#"<td class="declined">1</td>"#), "the refund rate counts the decision")
         await receiver.server.shutdown()
         await fake.shutdown()
     }

@@ -61,6 +61,7 @@ extension Console {
             <div><label for="account_mismatch">When the account token differs</label><select id="account_mismatch" name="account_mismatch">\(policies)</select>
             <p class="hint">flag: record and report it; reject: refuse the purchase.</p></div>
             """
+        fields += refundPolicyFields(client)
         let formats = input.refundCallbackFormats
         if formats.count > 1 {
             let current = client?.text("refund_callback_format") ?? ""
@@ -70,6 +71,25 @@ extension Console {
             fields += "<div><label for=\"refund_callback_format\">Refund callback format</label><select id=\"refund_callback_format\" name=\"refund_callback_format\">\(options)</select></div>"
         }
         return fields
+    }
+
+    /// How the client answers stores' refund requests.
+    private func refundPolicyFields(_ client: (any ClientFormValues)?) -> HTML {
+        let consent = client?.text("consumption_consent") == "on" ? " checked" : "", sample = client?.text("sample_content") == "on" ? " checked" : ""
+        let otherwise = client?.text("refund_otherwise") ?? "prorated"
+        let preferences = RefundPreference.allCases.map { preference -> HTML in
+            "<option value=\"\(preference.rawValue)\"\(HTML(markup: preference.rawValue == otherwise ? " selected" : ""))>\(preference.rawValue)</option>"
+        }
+        return """
+            <fieldset><legend>Refund requests</legend>
+            <div><input type="checkbox" name="consumption_consent" value="on" id="consumption_consent"\(HTML(markup: consent))> <label class="inline" for="consumption_consent">The game collects the customer's consent to share consumption data</label>
+            <p class="hint">Off: answers tell the store the customer did not consent, and carry no consumption.</p></div>
+            <div><label for="refund_decline_at">Decline when consumed at least (percent)</label><input id="refund_decline_at" name="refund_decline_at" type="text" inputmode="numeric" value="\(client?.text("refund_decline_at") ?? "50")">
+            <p class="hint">A delivered purchase used this much is answered "decline".</p></div>
+            <div><label for="refund_otherwise">Otherwise prefer</label><select id="refund_otherwise" name="refund_otherwise">\(preferences)</select></div>
+            <div><input type="checkbox" name="sample_content" value="on" id="sample_content"\(HTML(markup: sample))> <label class="inline" for="sample_content">A free sample or trial was offered before purchase</label></div>
+            </fieldset>
+            """
     }
 
     private func settingField(_ setting: ClientSettingDeclaration, client: (any ClientFormValues)?) -> HTML {
@@ -108,8 +128,12 @@ extension Console {
         let environments = form.all("environments")
         if !(creating && environments.isEmpty) { values["environments"] = environments.isEmpty ? [""] : environments }
         if form["allow_insecure_url"] == "on" { values["allow-insecure-url"] = ["on"] } else if !creating { values["allow-insecure-url"] = ["off"] }
-        for (field, option) in [("account_mismatch", "account-mismatch"), ("refund_callback_format", "refund-callback-format")] {
+        for (field, option) in [("account_mismatch", "account-mismatch"), ("refund_callback_format", "refund-callback-format"),
+                                ("refund_decline_at", "refund-decline-at"), ("refund_otherwise", "refund-otherwise")] {
             if let value = form.text(field) { values[option] = [value] }
+        }
+        for (field, option) in [("consumption_consent", "consumption-consent"), ("sample_content", "sample-content")] {
+            if form[field] == "on" { values[option] = ["on"] } else if !creating { values[option] = ["off"] }
         }
         for kind in input.identifierKinds {
             guard form["setting.\(kind.flag)"] != nil else { continue }
@@ -150,6 +174,10 @@ extension Client: ClientFormValues {
         case "delivery_url": deliveryURL
         case "account_mismatch": settings[Client.accountMismatchSetting]?.first
         case "refund_callback_format": refundCallbackFormat
+        case "consumption_consent": refundPolicy.consumptionConsent ? "on" : nil
+        case "sample_content": refundPolicy.sampleContentProvided ? "on" : nil
+        case "refund_decline_at": String(refundPolicy.declineAtPercent)
+        case "refund_otherwise": refundPolicy.otherwise.rawValue
         default: nil
         }
     }

@@ -40,6 +40,7 @@ struct Console: Sendable {
         page(&router, "/console/accounts") { request, session in try await accounts(request, session) }
         action(&router, "/console/accounts/{account_id}/revoke-sessions") { request, form, session in try await revokeSessions(request, form, session) }
         page(&router, "/console/notifications") { request, session in try await notifications(request, session) }
+        page(&router, "/console/refunds") { request, session in try await refunds(request, session) }
         page(&router, "/console/audit") { request, session in try await auditLog(request, session) }
         registerFallbacks(on: &router)
     }

@@ -11,7 +11,7 @@ enum ConsoleLayout {
     static let sections: [(title: String, path: String)] = [
         ("Overview", "/console"), ("Clients", "/console/clients"), ("Purchases", "/console/purchases"),
         ("Deliveries", "/console/deliveries"), ("Accounts", "/console/accounts"), ("Notifications", "/console/notifications"),
-        ("Audit log", "/console/audit"),
+        ("Refunds", "/console/refunds"), ("Audit log", "/console/audit"),
     ]
 
     /// A page for a signed-in operator (`session`), or the sign-in page (no session: no header).

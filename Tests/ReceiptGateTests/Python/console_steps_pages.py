@@ -50,7 +50,7 @@ class PageSteps:
         pages = [("clients", "/console/clients", "Clients"), ("client-new", "/console/clients/new", None),
                  ("purchases", "/console/purchases", "Purchases"), ("deliveries", "/console/deliveries?status=all", "Deliveries"),
                  ("accounts", "/console/accounts", "Accounts"), ("notifications", "/console/notifications", "Notifications"),
-                 ("audit", "/console/audit", "Audit log")]
+                 ("refunds", "/console/refunds", "Refund requests"), ("audit", "/console/audit", "Audit log")]
         for page, path, h1 in pages:
             try:
                 self.open(path, h1)
@@ -68,7 +68,7 @@ class PageSteps:
         links = {a.text.strip(): a.get_attribute("href") for a in self.driver.find_elements(By.CSS_SELECTOR, "nav[aria-label=Console] a")}
         for text, path in [("Overview", "/console"), ("Clients", "/console/clients"), ("Purchases", "/console/purchases"),
                            ("Deliveries", "/console/deliveries"), ("Accounts", "/console/accounts"),
-                           ("Notifications", "/console/notifications"), ("Audit log", "/console/audit")]:
+                           ("Notifications", "/console/notifications"), ("Refunds", "/console/refunds"), ("Audit log", "/console/audit")]:
             if links.get(text) != self.console + path:
                 problems.append(f"the Console nav's {text!r} link goes to {links.get(text)}, not {path}")
         if not self.driver.find_elements(By.CSS_SELECTOR, "form[method=post][action='/console/sign-out'] button[type=submit]"):
