@@ -1,11 +1,11 @@
 public import Foundation
 
-/// A store asking the developer before it decides a refund (Apple's consumption request, Google's
-/// pending refund review): what the core records, tells the game, and answers before `deadline`.
+/// A store asking the developer before it decides a refund (a consumption request, a pending
+/// refund review): what the core records, tells the game, and answers before `deadline`.
 public struct RefundRequestNews: Sendable, Equatable {
     /// The store's id for this request: one answer per id.
     public var requestID: String
-    /// What the store needs back with the answer (Google's pending refund token), kept until then.
+    /// What the store needs back with the answer (a pending refund token), kept until then.
     public var answerToken: String?
     public var requestedAt: Date
     /// The store's deadline for the answer.
@@ -155,8 +155,7 @@ public struct RefundRequestTarget: Sendable {
     }
 }
 
-/// A store provider that answers refund requests (Apple's Send Consumption Information, Google's
-/// orders.reviewrefund).
+/// A store provider that answers refund requests (with the store's own consumption or review API).
 public protocol RefundRequestAnswering: Sendable {
     /// Sends `answer` with the client's secret settings for this store; returns the body sent (kept
     /// with the request). Throws `StoreVerificationError`, retryable for the store's 5xx and 429.

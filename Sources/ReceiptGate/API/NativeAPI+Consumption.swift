@@ -12,7 +12,7 @@ extension NativeAPI {
         }
     }
 
-    /// Bounds: what a store accepts (Google takes at most 1,000 usage events, 5,000 characters each).
+    /// Bounds within what the stores accept (at most 1,000 usage events, 5,000 characters each).
     static let maxUsageEvents = 1000, maxUsageDescription = 500
 
     struct ConsumptionBody: Decodable {
