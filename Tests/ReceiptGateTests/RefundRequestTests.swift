@@ -183,6 +183,34 @@ import TestSupport
         await fake.shutdown()
     }
 
+    /// A process that recorded a request stops before the answer is due; two others on the same
+    /// database carry on: the request is answered once.
+    @Test func afterARestartTwoProcessesSendOneAnswer() async throws {
+        let fake = try FakeAppStoreServerAPI()
+        let receiver = try WebhookReceiver()
+        let first = try await Self.start(fake, receiver: receiver)
+        let databaseURL = first.pool.connectionString
+        try Self.appleKnows(fake, Self.gems())
+        #expect(try await NotificationHistoryReconciliation.verify(first, Self.gems()).status == 200)
+        try await Self.pushRequest(first, fake, Self.gems())
+        await first.service.shutdown()
+        let start = { try await VerifyHarness.start(environments: [.sandbox], outbox: VerifyHarness.fastOutbox(), pki: fake.pki, appStore: { pki in
+            var appStore = AppStoreConfiguration(trustRoots: [pki.root])
+            appStore.serverAPIKey = .init(keyID: FakeAppStoreServerAPI.keyID, issuerID: FakeAppStoreServerAPI.issuerID, privateKey: fake.teamKey)
+            appStore.serverAPISandboxURL = "http://127.0.0.1:\(fake.sandbox.port)"
+            appStore.reconcileInterval = nil
+            return appStore
+        }, configure: { $0.databaseURL = databaseURL; $0.quietSubscriptions.intervalSeconds = 0 }) }
+        let second = try await start(), third = try await start()
+        defer { second.stop(); third.stop() }
+        try await Self.answerDueNow(second)
+        try await WebhookDelivery.waitUntil { try await second.count("outbox WHERE target = 'refund_answer' AND status = 'delivered'") == 1 }
+        #expect(fake.state.consumptionAnswers.get().count == 1)
+        #expect(try await Self.request(second)?.status == "answered")
+        await receiver.server.shutdown()
+        await fake.shutdown()
+    }
+
     @Test func badConsumptionReportsAreClearFourHundreds() async throws {
         let fake = try FakeAppStoreServerAPI()
         let receiver = try WebhookReceiver()
