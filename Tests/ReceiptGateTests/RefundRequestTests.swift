@@ -211,6 +211,38 @@ import TestSupport
         await fake.shutdown()
     }
 
+    /// The admin API changes a client's refund policy by the same rules as the CLI, and lists requests.
+    @Test func theAdminAPISetsThePolicyAndListsRequests() async throws {
+        let fake = try FakeAppStoreServerAPI()
+        let receiver = try WebhookReceiver()
+        let harness = try await Self.start(fake, receiver: receiver, delay: 0)
+        defer { harness.stop() }
+        let path = "/admin/clients/\(harness.client.clientID)/refund-policy"
+        let auth = ["Authorization": "Bearer \(Self.adminToken)", "Content-Type": "application/json"]
+        let refused = try await RawHTTP.request(port: harness.service.port, method: "PUT", path: path, headers: auth,
+                                                body: Data(#"{"otherwise":"always"}"#.utf8))
+        #expect(refused.status == 400 && refused.text.contains("refund-otherwise"), "\(refused.text)")
+        let set = try await RawHTTP.request(port: harness.service.port, method: "PUT", path: path, headers: auth,
+                                            body: Data(#"{"consumption_consent":true,"decline_at_percent":70,"otherwise":"neutral"}"#.utf8))
+        #expect(set.status == 200, "\(set.text)")
+        let policy = try await RawHTTP.request(port: harness.service.port, path: path, headers: auth).json()
+        #expect(policy["consumption_consent"] as? Bool == true && policy["decline_at_percent"] as? Int == 70 && policy["otherwise"] as? String == "neutral"
+                && policy["sample_content"] as? Bool == false, "\(policy)")
+        #expect(try await RawHTTP.request(port: harness.service.port, path: path).status == 401)
+
+        try Self.appleKnows(fake, Self.gems())
+        #expect(try await NotificationHistoryReconciliation.verify(harness, Self.gems()).status == 200)
+        #expect(try await harness.client.post("/v1/transactions/app_store/\(Self.id)/consumption", json: ["delivered": true, "consumed_percent": 75]).status == 200)
+        try await Self.pushRequest(harness, fake, Self.gems())
+        try await WebhookDelivery.waitUntil { try await Self.request(harness)?.status == "answered" }
+        #expect(fake.state.consumptionAnswers.get().first?.body["refundPreference"] == "DECLINE", "75 % is past the client's 70 %")
+        let listed = try await RawHTTP.request(port: harness.service.port, path: "/admin/refund-requests", headers: auth).json()
+        let first = (listed["refund_requests"] as? [[String: Any]])?.first
+        #expect(first?["status"] as? String == "answered" && (first?["answer"] as? [String: Any])?["preference"] as? String == "decline", "\(listed)")
+        await receiver.server.shutdown()
+        await fake.shutdown()
+    }
+
     @Test func badConsumptionReportsAreClearFourHundreds() async throws {
         let fake = try FakeAppStoreServerAPI()
         let receiver = try WebhookReceiver()

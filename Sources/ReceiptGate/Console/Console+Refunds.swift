@@ -35,7 +35,7 @@ extension Console {
 
     /// The decided answer in a few words: the preference, delivery and consumption sent.
     static func summary(_ answer: String?) -> String {
-        guard let answer, let data = answer.data(using: .utf8), let decided = try? JSONDecoder().decode(RefundAnswer.self, from: data) else { return "" }
+        guard let answer, let data = answer.data(using: .utf8), let decided = try? ConsumptionReports.decoder.decode(RefundAnswer.self, from: data) else { return "" }
         var parts = [decided.preference.rawValue]
         if let delivered = decided.delivered { parts.append(delivered ? "delivered" : "not delivered") }
         if let consumed = decided.consumedMilliunits { parts.append(String(format: "%.1f %% consumed", Double(consumed) / 1000)) }

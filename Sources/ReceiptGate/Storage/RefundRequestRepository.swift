@@ -45,7 +45,7 @@ struct RefundRequestRepository: Sendable {
     /// process answered it first (never sent twice for one request).
     @discardableResult
     func markAnswered(_ id: Int64, answer: RefundAnswer, sent: Data) async throws -> Bool {
-        let decided = String(decoding: try JSONEncoder.receiptGateStorage.encode(answer), as: UTF8.self)
+        let decided = String(decoding: try ConsumptionReports.encoder.encode(answer), as: UTF8.self)
         return try await pool.execute("""
             UPDATE refund_requests SET status = 'answered', answer = \(decided)::jsonb, sent_body = \(String(decoding: sent, as: UTF8.self))::jsonb,
                 answered_at = now(), answer_token = NULL
@@ -98,14 +98,23 @@ struct RefundRequestRepository: Sendable {
 enum ConsumptionReports {
     static func usageEvents(from json: String?) throws -> [ConsumptionReport.UsageEvent] {
         guard let json, let data = json.data(using: .utf8) else { return [] }
-        let decoder = JSONDecoder()
-        decoder.dateDecodingStrategy = .millisecondsSince1970
         return try decoder.decode([ConsumptionReport.UsageEvent].self, from: data)
     }
 
     static func json(_ events: [ConsumptionReport.UsageEvent]) throws -> String {
+        String(decoding: try encoder.encode(events), as: UTF8.self)
+    }
+
+    /// Reports and decided answers are stored with times in epoch milliseconds.
+    static var encoder: JSONEncoder {
         let encoder = JSONEncoder.receiptGateStorage
         encoder.dateEncodingStrategy = .millisecondsSince1970
-        return String(decoding: try encoder.encode(events), as: UTF8.self)
+        return encoder
+    }
+
+    static var decoder: JSONDecoder {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .millisecondsSince1970
+        return decoder
     }
 }
