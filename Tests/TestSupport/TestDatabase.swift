@@ -64,8 +64,8 @@ private final class SharedCluster: Sendable {
     init() throws {
         var cluster = EmbeddedCluster(directory: TestDatabase.temporaryDirectory("shared").appendingPathComponent("postgres"))
         // Every suite runs at once against this one cluster, each service with its own pool (and
-        // CLI runs with theirs): a run was seen needing more than 800 at its peak.
-        cluster.maxConnections = 1600
+        // CLI runs with theirs): a run was seen needing more than 1600 at its peak.
+        cluster.maxConnections = 3000
         try cluster.start()
         self.cluster = cluster
         ClusterReaper.shared.add(cluster)
