@@ -15,9 +15,9 @@ import TestSupport
     static let id = "2000000000008001"
     static let adminToken = "refunds-admin-" + String(repeating: "r", count: 32)
 
-    static func start(_ fake: FakeAppStoreServerAPI, receiver: WebhookReceiver, delay: Int = 3600) async throws -> VerifyHarness {
+    static func start(_ fake: FakeAppStoreServerAPI, receiver: WebhookReceiver, delay: Int = 3600, deliveryURL: String? = nil) async throws -> VerifyHarness {
         let harness = try await VerifyHarness.start(environments: [.sandbox], outbox: VerifyHarness.fastOutbox(), adminToken: adminToken,
-                                                    webhookURL: receiver.url, pki: fake.pki, appStore: { pki in
+                                                    webhookURL: receiver.url, deliveryURL: deliveryURL, pki: fake.pki, appStore: { pki in
             var appStore = AppStoreConfiguration(trustRoots: [pki.root])
             appStore.serverAPIKey = .init(keyID: FakeAppStoreServerAPI.keyID, issuerID: FakeAppStoreServerAPI.issuerID, privateKey: fake.teamKey)
             appStore.serverAPIProductionURL = "http://127.0.0.1:\(fake.production.port)"
@@ -239,6 +239,36 @@ import TestSupport
         let listed = try await RawHTTP.request(port: harness.service.port, path: "/admin/refund-requests", headers: auth).json()
         let first = (listed["refund_requests"] as? [[String: Any]])?.first
         #expect(first?["status"] as? String == "answered" && (first?["answer"] as? [String: Any])?["preference"] as? String == "decline", "\(listed)")
+        await receiver.server.shutdown()
+        await fake.shutdown()
+    }
+
+    /// No report, but the game's delivery URL acknowledged the purchase: delivered. The player's
+    /// earlier refunds are counted in the request.
+    @Test func anAcknowledgedDeliveryCountsAsDeliveredAndEarlierRefundsAreCounted() async throws {
+        let fake = try FakeAppStoreServerAPI()
+        let receiver = try WebhookReceiver()
+        receiver.up.set(true)
+        let harness = try await Self.start(fake, receiver: receiver, delay: 0, deliveryURL: receiver.url)
+        defer { harness.stop() }
+        let earlier = Self.gems("2000000000008201"), now = Self.gems("2000000000008202")
+        for transaction in [earlier, now] {
+            try Self.appleKnows(fake, transaction)
+            let verified = try await harness.client.post("/v1/verify", json: ["store": "app_store", "player_id": "p-42",
+                                                                                "receipt": try fake.pki.sign(AppleTestPKI.transaction(transaction))])
+            #expect(verified.status == 200, "\(verified.text)")
+        }
+        var refunded = earlier
+        refunded["revocationDate"] = Int64(Date().timeIntervalSince1970 * 1000)
+        refunded["revocationReason"] = 0
+        try await Self.pushRequest(harness, fake, refunded, type: "REFUND")
+        try await WebhookDelivery.waitUntil { receiver.acknowledged.filter { $0.type == "entitlement.delivery" }.count == 2 }
+        try await Self.pushRequest(harness, fake, now)
+        try await WebhookDelivery.waitUntil { try await Self.request(harness)?.status == "answered" }
+        let decided = try await harness.pool.query("SELECT (answer->>'delivered')::boolean AS delivered, earlier_refunds FROM refund_requests").first
+        #expect(try decided?.decode("delivered", as: Bool?.self) == true, "the acknowledged delivery counts")
+        #expect(try decided?.decode("earlier_refunds", as: Int?.self) == 1)
+        try await WebhookDelivery.waitUntil { receiver.acknowledged.contains { $0.type == "refund.requested" } }
         await receiver.server.shutdown()
         await fake.shutdown()
     }
