@@ -37,7 +37,8 @@ extension AmazonAppstoreProvider: SubscriptionReading {
             return nil
         } catch {
             throw SubscriptionReadFailed("subscription \(subscription.originalTransactionID) not read back from RVS: \(error.verificationError.message)"
-                                         + (error.verificationError.isRetryable ? "; the next run asks again" : ""))
+                                         + (error.verificationError.isRetryable ? "; the next run asks again" : ""),
+                                         storeWide: error.kind == .unavailable)
         }
         guard purchase.dateOutOfRange == nil, let event = Self.event(claimed: "SUBSCRIPTION_RENEWED", purchase: purchase, now: now()) else { return nil }
         let state = "\(event.kind)"

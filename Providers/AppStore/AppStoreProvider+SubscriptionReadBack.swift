@@ -17,7 +17,7 @@ extension AppStoreProvider: SubscriptionReading {
         } catch {
             if error.isRetryable || error.status == 401 || error.status == 403 {
                 throw SubscriptionReadFailed("subscription \(subscription.originalTransactionID) not read back: \(NotificationHistoryPoller.explain(error))",
-                                             retryAfter: error.retryAfter)
+                                             retryAfter: error.retryAfter, storeWide: error.isRetryable)
             }
             return nil  // Apple does not know it (4040010), or refuses the id: nothing to learn
         }
@@ -30,7 +30,8 @@ extension AppStoreProvider: SubscriptionReading {
             transaction = try await verifyTransaction(signed, expecting: expectations)
             renewal = try latest.signedRenewalInfo.map { try verifier.verifyRenewalInfo($0, expecting: expectations) }
         } catch let error as AppStoreVerificationError where error.isRetryable {
-            throw SubscriptionReadFailed("subscription \(subscription.originalTransactionID) not read back: revocation check unavailable: \(error.message)")
+            throw SubscriptionReadFailed("subscription \(subscription.originalTransactionID) not read back: revocation check unavailable: \(error.message)",
+                                         storeWide: true)
         } catch {
             return nil  // not Apple's signature, or not this app's: nothing in it is believed
         }

@@ -58,7 +58,9 @@ extension GooglePlayProvider {
 
     /// A subscription, its original order found by following `linkedPurchaseToken` (upgrades,
     /// downgrades, re-subscriptions) back to the first purchase Google still knows.
-    func subscription(package: String, token: String, productID: String?, key: ServiceAccountKey, lenient: Bool) async throws -> VerifiedPurchase {
+    /// `followLinks: false` reads the token alone (its original order is known already).
+    func subscription(package: String, token: String, productID: String?, key: ServiceAccountKey, lenient: Bool,
+                      followLinks: Bool = true) async throws -> VerifiedPurchase {
         let subscription = try await api.subscriptionPurchaseV2(package: package, token: token, key: key)
         if !lenient {
             switch subscription.subscriptionState {
@@ -69,7 +71,7 @@ extension GooglePlayProvider {
         }
         let latestOrder = subscription.latestOrderId ?? subscription.lineItems?.first?.latestSuccessfulOrderId
         var original = latestOrder.map(Self.firstOrder)
-        var linked = subscription.linkedPurchaseToken
+        var linked = followLinks ? subscription.linkedPurchaseToken : nil
         for _ in 0..<Self.maxChain {
             guard let older = linked else { break }
             do {

@@ -14,11 +14,16 @@ extension GooglePlayProvider: SubscriptionReading {
         let purchase: VerifiedPurchase
         do {
             let key = try serviceAccountKey(owner.credentials)
-            purchase = try await self.subscription(package: package, token: token, productID: subscription.productID, key: key, lenient: true)
+            // One call: the row already knows its original order (the chain is not walked again).
+            var read = try await self.subscription(package: package, token: token, productID: subscription.productID, key: key, lenient: true,
+                                                   followLinks: false)
+            read.originalTransactionID = subscription.originalTransactionID
+            purchase = read
         } catch let error as GooglePlayAPIError where error.kind == .notFound || error.kind == .rejected {
             return nil  // Google forgot the token (60 days after it ended) or refuses it: nothing to learn
         } catch let error as GooglePlayAPIError {
-            throw SubscriptionReadFailed("subscription \(subscription.originalTransactionID) not read back: \(error.operatorHelp)")
+            throw SubscriptionReadFailed("subscription \(subscription.originalTransactionID) not read back: \(error.operatorHelp)",
+                                         storeWide: error.kind == .unavailable)
         }
         let stateName = purchase.storeAttributes["subscription_state"] ?? ""
         guard purchase.environment == subscription.environment, purchase.dateOutOfRange == nil,

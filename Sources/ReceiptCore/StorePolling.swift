@@ -86,10 +86,14 @@ public protocol SubscriptionReading: Sendable {
 public struct SubscriptionReadFailed: StoreAskedToWait, CustomStringConvertible {
     public let message: String
     public let retryAfter: Duration?
+    /// The store itself is in trouble (rate limit, outage): the run stops. Otherwise the trouble is
+    /// the client's (a refused key, a missing secret): that client is skipped for the run.
+    public let storeWide: Bool
 
-    public init(_ message: String, retryAfter: Duration? = nil) {
+    public init(_ message: String, retryAfter: Duration? = nil, storeWide: Bool) {
         self.message = message
         self.retryAfter = retryAfter
+        self.storeWide = storeWide
     }
 
     public var description: String { message }

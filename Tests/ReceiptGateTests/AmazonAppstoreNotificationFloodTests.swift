@@ -62,7 +62,7 @@ import TestSupport
         }
         // The verify is made once the flood holds as many fetches as may run at once (as many as
         // the RVS client has transfer threads, were they shared).
-        #expect(await eventually(within: .seconds(20)) { harness.sns.requestedFiles.get().count >= 4 })
+        #expect(await eventually(within: .seconds(60)) { harness.sns.requestedFiles.get().count >= 4 })
         let (during, elapsed) = try await Self.timedVerify(harness, receipt: "r-during-flood")
         #expect(during.status == 200, "\(during.text)")
         // The certificate fetches are held until their 5 s timeout, and more queue behind them: a

@@ -189,6 +189,70 @@ import TestSupport
         await fake.shutdown()
     }
 
+    /// A grace period that recovered (a renewal after it) leaves the subscription out of the quiet
+    /// ones: the earlier period's grace end is not the renewed one's.
+    @Test func aRecoveredGracePeriodIsNotAskedAboutAgain() async throws {
+        let fake = try FakeAppStoreServerAPI()
+        let receiver = try WebhookReceiver()
+        let harness = try await Self.start(fake, receiver: receiver)
+        defer { harness.stop() }
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        try await Self.verifyPeriods(harness, [Self.period(Self.original, expires: now + Self.running)])
+        fake.setSubscriptionStatus(Self.original, status: 4, signedTransaction: try fake.pki.sign(AppleTestPKI.transaction(
+            Self.period(Self.original, expires: now + Self.running))),
+            signedRenewal: try fake.pki.sign(["originalTransactionId": Self.original, "productId": "vip.monthly", "autoRenewStatus": 1,
+                                              "gracePeriodExpiresDate": now + Self.running + 60_000, "environment": "Sandbox", "signedDate": now]))
+        #expect(try await Self.reconcile(harness).tally.changed == 1)
+        #expect(try await Self.status(harness)["status"] as? String == "grace_period")
+        // Recovered: Apple charged, a new period of a month.
+        fake.setSubscriptionStatus(Self.original, status: 1, signedTransaction: try fake.pki.sign(AppleTestPKI.transaction(
+            Self.period("2000000000009012", expires: now + 30 * 86_400_000))))
+        try await harness.pool.execute("UPDATE subscriptions SET reread_at = NULL")  // a day later
+        #expect(try await Self.reconcile(harness).tally.changed == 1)
+        let renewed = try await Self.status(harness)
+        #expect(renewed["status"] as? String == "active" && renewed["grace_period_expires_date_ms"] is NSNull, "\(renewed)")
+        try await harness.pool.execute("UPDATE subscriptions SET reread_at = NULL")
+        #expect(try await Self.reconcile(harness).tally.reread == 0, "renewed, it is not quiet")
+        await receiver.server.shutdown()
+        await fake.shutdown()
+    }
+
+    /// A disabled client's subscriptions take none of the budget; one client whose app Apple
+    /// refuses the key for is skipped, and the other clients' subscriptions are still read.
+    @Test func oneClientsTroubleDoesNotStarveTheOthers() async throws {
+        let fake = try FakeAppStoreServerAPI()
+        let receiver = try WebhookReceiver()
+        var quiet = QuietSubscriptionSettings.byHandOnly
+        quiet.budget = 2
+        let harness = try await Self.start(fake, receiver: receiver, quiet: quiet)
+        defer { harness.stop() }
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        func client(_ name: String, bundle: String) async throws -> SignedClient {
+            var settings = VerifyHarness.settings(name: name, environments: [.sandbox], gameID: nil)
+            settings.appIdentifiers[AppStoreProvider.bundleIDKind.name] = [bundle]
+            let created = try await harness.service.clients.create(settings)
+            return SignedClient(port: harness.service.port, clientID: created.client.clientID, secret: created.secret)
+        }
+        // Oldest first: the disabled client's, then the one Apple refuses (the fake's key is for another bundle), then the healthy one.
+        let gone = try await client("Gone", bundle: "com.example.gone"), refused = try await client("Refused", bundle: "com.example.refused")
+        for (signer, id, bundle, end) in [(gone, "2000000000009601", "com.example.gone", Int64(0)), (refused, "2000000000009602", "com.example.refused", 1_000),
+                                          (harness.client, "2000000000009603", "com.example.game", 2_000)] {
+            var transaction = Self.period(id, original: id, expires: now + Self.running + end)
+            transaction["bundleId"] = bundle
+            let verified = try await signer.post("/v1/verify", json: ["store": "app_store", "receipt": try fake.pki.sign(AppleTestPKI.transaction(transaction))])
+            #expect(verified.status == 200, "\(verified.text)")
+        }
+        _ = try await harness.service.clients.disable(gone.clientID)
+        fake.setSubscriptionStatus("2000000000009603", status: 2, signedTransaction: try fake.pki.sign(AppleTestPKI.transaction(
+            Self.period("2000000000009603", original: "2000000000009603", expires: now + Self.running + 2_000))))
+        let run = try await Self.reconcile(harness)
+        #expect(run.error?.contains("com.example.refused") == false && run.error?.contains(refused.clientID) == true, "\(run.error ?? "")")
+        #expect(run.tally.reread == 2 && run.tally.changed == 1, "\(run.tally)")
+        #expect(try await Self.status(harness, "2000000000009603")["status"] as? String == "expired")
+        await receiver.server.shutdown()
+        await fake.shutdown()
+    }
+
     /// Apple's `Retry-After` holds the schedule: the next run comes no sooner than Apple asked,
     /// though the interval is a second.
     @Test func aRateLimitWithRetryAfterHoldsTheScheduledRuns() async throws {

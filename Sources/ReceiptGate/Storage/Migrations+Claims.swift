@@ -29,12 +29,16 @@ extension Schema {
             CREATE INDEX store_poll_runs_recent ON store_poll_runs (poll, id DESC);
             """),
         // Reconciliation: a run also counts the pages it read, the subscriptions it read back and
-        // the changes it made; a subscription keeps what its store needs to read it again and when
-        // it was last read back, so a quiet one is asked once per day at most, oldest first.
+        // the changes it made; a subscription keeps what its store needs to read it again, when it
+        // was last read back and how many read-backs in a row told nothing, so a quiet one is asked
+        // once a day at most, and one the store has nothing on less and less often.
         Migration(version: 19, name: "reconciliation", sql: """
             ALTER TABLE store_poll_runs ADD COLUMN pages integer NOT NULL DEFAULT 0, ADD COLUMN reread integer NOT NULL DEFAULT 0,
                 ADD COLUMN changed integer NOT NULL DEFAULT 0, ADD COLUMN by_hand boolean NOT NULL DEFAULT false;
-            ALTER TABLE subscriptions ADD COLUMN read_back_key text, ADD COLUMN reread_at timestamptz;
+            ALTER TABLE subscriptions ADD COLUMN read_back_key text, ADD COLUMN reread_at timestamptz,
+                ADD COLUMN reread_empty integer NOT NULL DEFAULT 0;
+            -- A grace end before the current period's end is an earlier period's, left behind by a renewal.
+            UPDATE subscriptions SET grace_period_expires_date = NULL WHERE grace_period_expires_date < expires_date;
             CREATE INDEX subscriptions_quiet ON subscriptions (store, (COALESCE(grace_period_expires_date, expires_date)))
                 WHERE status IN ('active', 'grace_period', 'billing_retry');
             """),

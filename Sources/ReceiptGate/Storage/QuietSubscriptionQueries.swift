@@ -7,18 +7,21 @@ import ReceiptCore
 struct QuietSubscriptionQueries: Sendable {
     let pool: PostgresPool
 
-    /// At most `limit` of `store`'s subscriptions still thought live (active, in grace or billing
-    /// retry) whose end passed more than `after` seconds ago, not read back in the last
-    /// `spacing` seconds: never read back first, then the longest over.
+    /// At most `limit` of `store`'s subscriptions of enabled clients still thought live (active,
+    /// in grace or billing retry) whose end passed more than `after` seconds ago, not read back in
+    /// the last `spacing` seconds (doubled for each read-back in a row that told nothing, up to 64
+    /// times): never read back first, oldest end first, then those read back longest ago.
     func due(store: StoreID, after: Double, spacing: Double, limit: Int) async throws -> [QuietSubscription] {
         try await pool.query("""
             SELECT s.environment, s.original_transaction_id, s.latest_transaction_id, s.product_id, s.expires_date, s.read_back_key,
                    s.client_id, t.app_identifier
             FROM subscriptions s
+            JOIN clients c ON c.id = s.client_id AND c.disabled_at IS NULL
             LEFT JOIN transactions t ON t.store = s.store AND t.environment = s.environment AND t.transaction_id = s.latest_transaction_id
             WHERE s.store = \(store.rawValue) AND s.status IN ('active', 'grace_period', 'billing_retry')
               AND COALESCE(s.grace_period_expires_date, s.expires_date) < now() - make_interval(secs => \(after)::float8)
-              AND (s.reread_at IS NULL OR s.reread_at < now() - make_interval(secs => \(spacing)::float8))
+              AND (s.reread_at IS NULL
+                   OR s.reread_at < now() - make_interval(secs => \(spacing)::float8 * power(2, least(s.reread_empty, 6))))
             ORDER BY s.reread_at NULLS FIRST, COALESCE(s.grace_period_expires_date, s.expires_date)
             LIMIT \(limit)
             """).map { row in
@@ -33,10 +36,11 @@ struct QuietSubscriptionQueries: Sendable {
         }
     }
 
-    /// Notes that the store was asked (whatever it said), so the subscription waits its turn.
-    func markReread(_ subscription: QuietSubscription) async throws {
+    /// Notes that the store was asked, so the subscription waits its turn; `learned`: whether the
+    /// store said anything of it (an empty answer makes the next wait longer).
+    func markReread(_ subscription: QuietSubscription, learned: Bool) async throws {
         try await pool.execute("""
-            UPDATE subscriptions SET reread_at = now()
+            UPDATE subscriptions SET reread_at = now(), reread_empty = CASE WHEN \(learned) THEN 0 ELSE reread_empty + 1 END
             WHERE store = \(subscription.store.rawValue) AND environment = \(subscription.environment.rawValue)
               AND original_transaction_id = \(subscription.originalTransactionID)
             """)

@@ -25,6 +25,9 @@ enum SubscriptionRepository {
                 product_id = EXCLUDED.product_id,
                 read_back_key = COALESCE(EXCLUDED.read_back_key, subscriptions.read_back_key),
                 status = EXCLUDED.status,
+                -- a later period is out of any grace of an earlier one
+                grace_period_expires_date = CASE WHEN EXCLUDED.expires_date > subscriptions.expires_date THEN NULL
+                                                 ELSE subscriptions.grace_period_expires_date END,
                 expires_date = EXCLUDED.expires_date,
                 revocation_date = EXCLUDED.revocation_date,
                 latest_transaction_id = EXCLUDED.latest_transaction_id,
@@ -35,6 +38,15 @@ enum SubscriptionRepository {
         guard let moved, let before = try moved.decode("before_expires", as: Date?.self),
               let after = try moved.decode("expires_date", as: Date?.self) else { return false }
         return after > before
+    }
+
+    /// Keeps what the store needs to read the subscription again, where it was not kept yet.
+    static func rememberReadBackKey(_ key: String, purchase: VerifiedPurchase, original: String, on connection: PostgresConnection) throws {
+        try connection.execute("""
+            UPDATE subscriptions SET read_back_key = \(key)
+            WHERE store = \(purchase.store.rawValue) AND environment = \(purchase.environment.rawValue) AND original_transaction_id = \(original)
+              AND read_back_key IS DISTINCT FROM \(key)
+            """)
     }
 
     static func status(of purchase: VerifiedPurchase) -> SubscriptionStatus { SubscriptionStatus(LedgerRules.state(of: purchase)) }

@@ -37,6 +37,9 @@ public struct TransactionRepository: Sendable {
                try claimed.inserted || SubscriptionRepository.find(store: transaction.store, environment: transaction.environment,
                                                                     original: original, on: connection) == nil {
                 try SubscriptionRepository.upsert(taken.purchase, original: original, client: client, on: connection)
+            } else if owed.contains(.subscriptionState), let original = taken.purchase.originalTransactionID, let key = taken.purchase.readBackKey {
+                // A subscription recorded before its read-back key was kept learns it here.
+                try SubscriptionRepository.rememberReadBackKey(key, purchase: taken.purchase, original: original, on: connection)
             }
             // A purchase refunded, revoked or expired since it was recorded (a notification
             // missed) is answered, and kept, as what it is now.

@@ -18,7 +18,8 @@ import sys
 import urllib.error
 import urllib.request
 
-TIMEOUT = 20
+# Generous: every suite of the test process runs at once on a small machine.
+TIMEOUT = 60
 
 
 def base_headers():
