@@ -186,6 +186,7 @@ public final class Service: Sendable {
                 do {
                     try await repositories.removeExpired()
                     // A refund request whose deadline passed unanswered (every process down, the store refusing) is missed.
+                    try await refundRequests.closeUndecided()
                     for store in try await refundRequests.closeMissed() {
                         metrics.recordRefundDeadlineMissed(store: store)
                         logger.warning("refund request deadline missed", ["store": store])

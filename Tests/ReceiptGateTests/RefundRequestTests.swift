@@ -332,7 +332,12 @@ import TestSupport
         #expect(try kept?.decode("reason", as: String?.self) == "chargeback")
         #expect(harness.receiver.bodies("/hooks").contains { $0["type"] as? String == "refund.requested" })
 
-        // Google voids the order: the outcome is joined.
+        // Two weeks past the deadline without a void, Google's silence is taken as no refund...
+        let requests = RefundRequestRepository(pool: harness.pool)
+        try await harness.pool.execute("UPDATE refund_requests SET deadline = now() - interval '15 days'")
+        #expect(try await requests.closeUndecided() == 1)
+        #expect(try await harness.pool.query("SELECT outcome FROM refund_requests").first?.decode("outcome", as: String?.self) == "not_refunded")
+        // ...until Google voids the order after all: the outcome is joined.
         try harness.google.addVoided(token: "tok-review", orderID: order)
         let void: [String: Any] = ["version": "1.0", "packageName": "com.example.game", "eventTimeMillis": "\(Int64(Date().timeIntervalSince1970 * 1000))",
                                    "voidedPurchaseNotification": ["purchaseToken": "tok-review", "orderId": order, "productType": 2, "refundType": 1]]

@@ -60,6 +60,20 @@ struct RefundRequestRepository: Sendable {
             """).map { try $0.decode("store", as: String.self) }
     }
 
+    /// How long after its deadline a request with no refund seen is taken as not refunded: the
+    /// stores decide within days, and a refund found later still overwrites it.
+    static let undecidedDays = 14
+
+    /// Requests whose store refunded nothing in `undecidedDays` after the deadline (Google tells no
+    /// refusal: its void's absence is the answer). Their count.
+    @discardableResult
+    func closeUndecided() async throws -> Int {
+        try await pool.execute("""
+            UPDATE refund_requests SET outcome = 'not_refunded', outcome_at = now()
+            WHERE outcome IS NULL AND deadline < now() - make_interval(days => \(Self.undecidedDays))
+            """)
+    }
+
     /// One request as the console shows it.
     struct Listed: Sendable {
         let id: Int64, clientID: String, store: String, transactionID: String, productID: String?, reason: String?
