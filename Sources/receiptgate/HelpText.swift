@@ -10,6 +10,7 @@ enum HelpText {
           version          Print the version
           openapi          Print the OpenAPI document this binary serves at /openapi.yaml (core and plugins)
           client <action>  Manage API clients: create, list, show, update, rotate-secret, disable
+          products <action>  A client's catalog of entitlements: set, list, remove (see products --help)
           webhooks <action>  See and redeliver webhook events: list [--failed], redeliver EVENT_ID
           notifications list  See what stores pushed, newest first: list [--store STORE] [--type TYPE]
           reconcile        Read back now what a store keeps (history, quiet subscriptions): --store STORE [--since TIME]
@@ -108,6 +109,20 @@ enum HelpText {
 
         A store that asks for its endpoint to be confirmed shows up here with what its console asks
         for (a token, a URL) in "decoded"; --type with the store's name for that message finds it.
+        """
+
+    static let products = """
+        Usage: receiptgate products set --client CLIENT_ID --store STORE --product-id ID --entitlement NAME [--entitlement NAME ...]
+               receiptgate products list --client CLIENT_ID
+               receiptgate products remove --client CLIENT_ID --store STORE --product-id ID [--entitlement NAME]
+
+        set      makes the product grant exactly the entitlements given (repeat --entitlement for several)
+        list     prints {"products": [{"store", "product_id", "entitlements"}]}
+        remove   removes the product's mapping, or only one of its entitlements; prints {"removed": true|false}
+
+        Entitlement names are 1–64 lower-case letters, digits, '_', '.' or '-' (vip, no_ads,
+        season_pass_3). The same entitlement may come from products of several stores. Every change
+        is recorded in the audit log.
         """
 
     static let reconcile = """

@@ -41,6 +41,9 @@ enum ReceiptGateCommand {
             case "notifications":
                 try await NotificationsCommand.run(rest)
                 return 0
+            case "products":
+                try await ProductsCommand.run(rest)
+                return 0
             case "reconcile":
                 return try await ReconcileCommand.run(rest)
             case "keys":
@@ -54,7 +57,7 @@ enum ReceiptGateCommand {
                 try await ClientCommand.run(rest, context: LazyContext())
                 return 0
             default:
-                throw UsageError("unknown command \"\(command)\" (expected serve, migrate, version, openapi, client, webhooks, notifications, reconcile, keys or dev; see --help)")
+                throw UsageError("unknown command \"\(command)\" (expected serve, migrate, version, openapi, client, products, webhooks, notifications, reconcile, keys or dev; see --help)")
             }
         } catch let help as HelpRequested {
             print(help.text)

@@ -13,6 +13,7 @@ public struct Repositories: Sendable {
     let replay: ReplayRepository
     let rateLimits: RateLimitRepository
     package let signingKeys: SigningKeyRepository
+    public let catalog: ProductCatalogRepository
 
     /// For commands run beside the service (`client`, `webhooks`): no dialect renders anything there.
     package init(database: Database, secrets: SecretBox) {
@@ -28,6 +29,7 @@ public struct Repositories: Sendable {
         accounts = AccountRepository(pool: pool)
         replay = ReplayRepository(pool: pool)
         rateLimits = RateLimitRepository(pool: pool)
+        catalog = ProductCatalogRepository(pool: pool)
         signingKeys = SigningKeyRepository(pool: pool, secrets: secrets)
     }
 

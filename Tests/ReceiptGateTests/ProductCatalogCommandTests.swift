@@ -1,0 +1,59 @@
+import Foundation
+import Postgres
+import Testing
+import TestSupport
+
+/// `receiptgate products`: a client's catalog set, listed and removed as an operator types it,
+/// validated before anything is written, and every change audited.
+@Suite struct ProductCatalogCommand {
+    @Test func theCatalogIsSetListedRemovedAndAudited() async throws {
+        let environment = try await Binary.databaseEnvironment()
+        let made = try await Binary.run(["client", "create", "--name", "g", "--bundle-id", "com.example.game"], environment)
+        let client = try #require(Binary.json(made.stdout)["client_id"] as? String, "\(made.stderr)")
+        // One entitlement from products of two stores; one product granting two.
+        for (store, product, names) in [("app_store", "com.game.vip.monthly", ["vip"]), ("google_play", "vip_monthly", ["vip"]),
+                                        ("app_store", "com.game.bundle", ["no_ads", "season_pass_3", "no_ads"])] {
+            let set = try await Binary.run(["products", "set", "--client", client, "--store", store, "--product-id", product]
+                                           + names.flatMap { ["--entitlement", $0] }, environment)
+            #expect(set.status == 0, "\(set.stderr)")
+        }
+        let listed = try await Binary.run(["products", "list", "--client", client], environment)
+        let products = try #require(Binary.json(listed.stdout)["products"] as? [[String: Any]], "\(listed.stdout)")
+        #expect(products.map { "\($0["store"] ?? "") \($0["product_id"] ?? "") \(($0["entitlements"] as? [String])?.joined(separator: ",") ?? "")" }
+                == ["app_store com.game.bundle no_ads,season_pass_3", "app_store com.game.vip.monthly vip", "google_play vip_monthly vip"], "\(listed.stdout)")
+
+        // Set again: exactly what is given.
+        _ = try await Binary.run(["products", "set", "--client", client, "--store", "app_store", "--product-id", "com.game.bundle",
+                                  "--entitlement", "no_ads"], environment)
+        let removed = try await Binary.run(["products", "remove", "--client", client, "--store", "google_play", "--product-id", "vip_monthly"], environment)
+        #expect(try Binary.json(removed.stdout)["removed"] as? Bool == true)
+        let after = try Binary.json(try await Binary.run(["products", "list", "--client", client], environment).stdout)["products"] as? [[String: Any]]
+        #expect(after?.count == 2 && (after?.first?["entitlements"] as? [String]) == ["no_ads"], "\(after ?? [])")
+
+        let pool = PostgresPool(.init(connectionString: try #require(environment["DATABASE_URL"]), size: 1))
+        defer { pool.shutdown() }
+        let audited = try await pool.query("SELECT action FROM console_audit WHERE who = 'cli' ORDER BY id").map { try $0.decode("action", as: String.self) }
+        #expect(audited == ["product.set", "product.set", "product.set", "product.set", "product.remove"])
+    }
+
+    @Test func badInputIsAUsageErrorAndWritesNothing() async throws {
+        let environment = try await Binary.databaseEnvironment()
+        let made = try await Binary.run(["client", "create", "--name", "g"], environment)
+        let client = try #require(Binary.json(made.stdout)["client_id"] as? String, "\(made.stderr)")
+        let cases: [([String], Int32, String)] = [
+            (["products", "set", "--client", client, "--store", "blockbuster", "--product-id", "p", "--entitlement", "vip"], 2, "unknown store"),
+            (["products", "set", "--client", client, "--store", "app_store", "--product-id", "p", "--entitlement", "VIP!"], 2, "--entitlement must be"),
+            (["products", "set", "--client", client, "--store", "app_store", "--product-id", "p"], 2, "--entitlement is required"),
+            (["products", "set", "--client", client, "--store", "app_store", "--product-id", String(repeating: "p", count: 300), "--entitlement", "vip"], 2, "--product-id"),
+            (["products", "list"], 2, "--client is required"),
+            (["products", "list", "--client", "rgc_nobody"], 1, "rgc_nobody"),
+            (["products", "frobnicate"], 2, "unknown products action"),
+        ]
+        for (arguments, status, message) in cases {
+            let result = try await Binary.run(arguments, environment)
+            #expect(result.status == status && result.stderr.contains(message), "\(arguments): \(result.status) \(result.stderr)")
+        }
+        let listed = try await Binary.run(["products", "list", "--client", client], environment)
+        #expect((try Binary.json(listed.stdout)["products"] as? [Any])?.isEmpty == true)
+    }
+}
