@@ -1,5 +1,6 @@
 import Foundation
 import Postgres
+@testable import ReceiptGate
 import Testing
 import TestSupport
 
@@ -55,5 +56,32 @@ import TestSupport
         }
         let listed = try await Binary.run(["products", "list", "--client", client], environment)
         #expect((try Binary.json(listed.stdout)["products"] as? [Any])?.isEmpty == true)
+    }
+}
+
+/// The catalog through the admin API: the same checks and audit as the command line.
+@Suite struct ProductCatalogAdmin {
+    @Test func theAdminAPISetsListsAndRemovesProducts() async throws {
+        let token = "catalog-admin-" + String(repeating: "c", count: 32)
+        let harness = try await VerifyHarness.start(adminToken: token)
+        defer { harness.stop() }
+        let base = "/admin/clients/\(harness.client.clientID)/products"
+        let auth = ["Authorization": "Bearer \(token)", "Content-Type": "application/json"]
+        func call(_ method: String, _ path: String, _ body: String? = nil) async throws -> RawHTTP.Response {
+            try await RawHTTP.request(port: harness.service.port, method: method, path: path, headers: auth, body: body.map { Data($0.utf8) } ?? Data())
+        }
+        let set = try await call("PUT", "\(base)/app_store/com.game.vip.monthly", #"{"entitlements":["vip","no_ads"]}"#)
+        #expect(try set.status == 200 && (set.json()["entitlements"] as? [String]) == ["no_ads", "vip"], "\(set.text)")
+        #expect(try await call("PUT", "\(base)/blockbuster/x", #"{"entitlements":["vip"]}"#).status == 400)
+        #expect(try await call("PUT", "\(base)/app_store/x", #"{"entitlements":["VIP"]}"#).status == 400)
+        #expect(try await call("PUT", "\(base)/app_store/x", #"{"entitlements":[]}"#).status == 400)
+        #expect(try await call("PUT", "/admin/clients/rgc_nobody/products/app_store/x", #"{"entitlements":["vip"]}"#).status == 404)
+        #expect(try await RawHTTP.request(port: harness.service.port, path: base).status == 401)
+        let listed = try await call("GET", base).json()["products"] as? [[String: Any]]
+        #expect(listed?.count == 1 && listed?.first?["product_id"] as? String == "com.game.vip.monthly")
+        #expect(try await call("DELETE", "\(base)/app_store/com.game.vip.monthly").json()["removed"] as? Bool == true)
+        #expect((try await call("GET", base).json()["products"] as? [Any])?.isEmpty == true)
+        let audited = try await harness.pool.query("SELECT action FROM console_audit WHERE who = 'admin-api' ORDER BY id").map { try $0.decode("action", as: String.self) }
+        #expect(audited == ["product.set", "product.remove"])
     }
 }

@@ -21,6 +21,7 @@ extension Service {
         let adminRoutes = WebhookAdmin(outbox: repositories.outbox).routes
             + NotificationAdmin(notifications: repositories.notifications).routes
             + RefundAdmin(requests: RefundRequestRepository(pool: database.pool), clients: repositories.clients, input: clientSettingsInput).routes
+            + CatalogAdmin(catalog: repositories.catalog, clients: repositories.clients, stores: stores.map(\.store)).routes
         guard separateAdmin else {
             mounter.mount(adminRoutes, render: NativeAPI.render, on: &router)
             try console(adminGate: mounter.adminGate)?.register(on: &router)
