@@ -85,3 +85,25 @@ import TestSupport
         #expect(audited == ["product.set", "product.remove"])
     }
 }
+
+/// The catalog on the console's client page: set and removed through forms (CSRF-checked like
+/// every console form), refused input shown back, every change audited under the session.
+@Suite struct ProductCatalogConsole {
+    @Test func productsAreSetAndRemovedFromTheClientPage() async throws {
+        let token = "catalog-console-" + String(repeating: "k", count: 32)
+        let harness = try await VerifyHarness.start(adminToken: token)
+        defer { harness.stop() }
+        let browser = ConsoleBrowserSession(port: harness.service.port)
+        _ = try await browser.signIn(token: token)
+        let page = "/console/clients/\(harness.client.clientID)"
+        #expect(try await browser.get(page).text.contains(#"id="set-product""#))
+        let set = try await browser.post("\(page)/products", [("store", "app_store"), ("product_id", "com.game.vip"), ("entitlements", "vip, no_ads")])
+        #expect(set.status == 200 && set.text.contains(#"<td class="entitlements">no_ads, vip</td>"#), "\(set.status)")
+        let refused = try await browser.post("\(page)/products", [("store", "app_store"), ("product_id", "x"), ("entitlements", "<b>VIP</b>")])
+        #expect(refused.status == 422 && refused.text.contains("--entitlement must be") && !refused.text.contains("<b>VIP</b>"), "\(refused.status)")
+        let removed = try await browser.post("\(page)/products/remove", [("store", "app_store"), ("product_id", "com.game.vip")])
+        #expect(removed.status == 200 && removed.text.contains("No product is mapped"))
+        let audited = try await harness.pool.query("SELECT action FROM console_audit WHERE action LIKE 'product.%' ORDER BY id").map { try $0.decode("action", as: String.self) }
+        #expect(audited == ["product.set", "product.remove"])
+    }
+}

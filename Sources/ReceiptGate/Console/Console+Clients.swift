@@ -19,6 +19,7 @@ extension Console {
         action(&router, "/console/clients/{client_id}/rotate") { request, form, session in
             try await rotateClient(request.pathParameters["client_id"] ?? "", form, session)
         }
+        registerProducts(on: &router)
         action(&router, "/console/clients/{client_id}/disable") { request, form, session in
             try await disableClient(request.pathParameters["client_id"] ?? "", form, session)
         }
@@ -60,7 +61,7 @@ extension Console {
             """)
     }
 
-    private func clientPage(_ clientID: String, _ session: ConsoleSession, notice: String? = nil, error: String? = nil,
+    func clientPage(_ clientID: String, _ session: ConsoleSession, notice: String? = nil, error: String? = nil,
                             status: Int = 200) async throws -> HTTPResponse {
         guard let client = try await clients.find(clientID) else { return notFound(session, "No client \(clientID).") }
         let apps = client.appIdentifiers.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value.joined(separator: ", "))" }.joined(separator: "; ")
@@ -81,6 +82,7 @@ extension Console {
         return ConsoleLayout.page(client.name, session: session, section: "Clients", notice: notice, error: error, status: status, """
             <h1>\(client.name)</h1>\(details)
             <h2>Actions</h2>\(actions)
+            <h2>Products</h2>\(try await productsSection(client, session: session))
             <h2>Edit</h2>\(clientForm(action: base, shown: client, session: session, button: "Save changes"))
             """)
     }
