@@ -54,6 +54,19 @@ struct DeveloperNotification: Codable {
     let testNotification: Test?
     let pendingRefundReviewNotification: PendingRefundReview?
 
+    /// As kept for support and shown to operators: a pending refund token (what answers the
+    /// review) is not shown; the raw push keeps it.
+    var redacted: DeveloperNotification {
+        guard let review = pendingRefundReviewNotification else { return self }
+        return DeveloperNotification(version: version, packageName: packageName, eventTimeMillis: eventTimeMillis,
+                                     subscriptionNotification: subscriptionNotification, oneTimeProductNotification: oneTimeProductNotification,
+                                     voidedPurchaseNotification: voidedPurchaseNotification, testNotification: testNotification,
+                                     pendingRefundReviewNotification: PendingRefundReview(
+                                        version: review.version, pendingRefundToken: review.pendingRefundToken.map { _ in "(kept until answered)" },
+                                        orderId: review.orderId, refundReason: review.refundReason,
+                                        obfuscatedAccountId: review.obfuscatedAccountId, obfuscatedProfileId: review.obfuscatedProfileId))
+    }
+
     /// Google's subscription notification types by number.
     static let subscriptionTypes: [Int: String] = [
         1: "SUBSCRIPTION_RECOVERED", 2: "SUBSCRIPTION_RENEWED", 3: "SUBSCRIPTION_CANCELED", 4: "SUBSCRIPTION_PURCHASED",

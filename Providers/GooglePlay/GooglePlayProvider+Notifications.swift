@@ -23,7 +23,7 @@ extension GooglePlayProvider {
         let package = rtdn.packageName ?? ""
         let eventTime = GoogleTime.millis(rtdn.eventTimeMillis)
         // Kept for support exactly as decoded; a notification that cannot be kept is not taken.
-        let decoded = try JSONEncoder.sortedForStorage.encode(rtdn)
+        let decoded = try JSONEncoder.sortedForStorage.encode(rtdn.redacted)
         func notification(_ id: String, type: String, subtype: String? = nil, event: StoreEvent, token: String?) -> StoreNotification {
             var stored = StoreNotification(store: store, notificationID: id, type: type, subtype: subtype, environment: event.purchase?.environment,
                                            appIdentifier: package.isEmpty ? nil : package, transactionID: event.purchase?.transactionID,

@@ -330,6 +330,8 @@ import TestSupport
         #expect(try kept?.decode("answer_token", as: String?.self) == nil, "the token is not kept once answered")
         #expect(try kept?.decode("sent", as: String?.self)?.contains("refund-token-1") == false)
         #expect(try kept?.decode("reason", as: String?.self) == "chargeback")
+        let decoded = try await harness.pool.query("SELECT decoded::text AS d FROM store_notifications WHERE notification_type = 'PENDING_REFUND_REVIEW'")
+        #expect(try decoded.first?.decode("d", as: String.self).contains("refund-token-1") == false, "operators see no token")
         #expect(harness.receiver.bodies("/hooks").contains { $0["type"] as? String == "refund.requested" })
 
         // Two weeks past the deadline without a void, Google's silence is taken as no refund...
