@@ -22,14 +22,14 @@ extension AppStoreProvider: RefundRequestAnswering {
         let refundPreference: String?
     }
 
-    /// The neutral answer in Apple's words. A delivery nobody knows of is reported delivered when
-    /// a game claimed the purchase (the game was told to deliver it). Without the customer's
-    /// consent only the required fields go: no consumption, no preference drawn from it.
+    /// The neutral answer in Apple's words. A delivery nobody knows of is reported delivered (a
+    /// game claimed the purchase, so it was told to deliver it). A prorated refund goes only with a
+    /// consumption above zero, as Apple requires; otherwise no preference is given.
     static func consumptionBody(_ answer: RefundAnswer) -> ConsumptionRequestBody {
         let preference: String? = switch answer.preference {
         case .grant: "GRANT_FULL"
         case .decline: "DECLINE"
-        case .prorated: "GRANT_PRORATED"
+        case .prorated: (answer.consumedMilliunits ?? 0) > 0 ? "GRANT_PRORATED" : nil
         case .neutral: nil
         }
         return ConsumptionRequestBody(customerConsented: answer.customerConsented, sampleContentProvided: answer.sampleContentProvided,
@@ -43,6 +43,10 @@ extension AppStoreProvider: RefundRequestAnswering {
               let api = configuration.serverAPIClient(bundleID: bundleID, http: http) else {
             throw StoreVerificationError(code: .verifierError, reason: "APP_STORE_NOT_CONFIGURED",
                                          message: "answering consumption requests needs the App Store Server API key (RECEIPTGATE_APPSTORE_API_KEY_ID, _ISSUER_ID, _KEY_PATH)")
+        }
+        // Apple refuses an answer that does not say the customer consented (InvalidCustomerConsentedError).
+        guard answer.customerConsented else {
+            throw RefundAnswerNotTaken("the App Store takes consumption information only with the customer's consent (--consumption-consent)")
         }
         let body = try JSONEncoder.sortedForStorage.encode(Self.consumptionBody(answer))
         do {

@@ -61,8 +61,12 @@ extension GooglePlayProvider {
         }
         if let review = rtdn.pendingRefundReviewNotification, let token = review.pendingRefundToken, !token.isEmpty, token.count <= 4096,
            let orderID = review.orderId, !orderID.isEmpty {
-            let event = Self.pendingRefundReview(review, token: token, orderID: orderID, package: package, eventTime: eventTime ?? now())
-            return notification(id, type: "PENDING_REFUND_REVIEW", subtype: review.refundReason.map(String.init), event: event, token: nil)
+            // A push dated in the future does not move the deadline past what Google gives.
+            let event = Self.pendingRefundReview(review, token: token, orderID: orderID, package: package, eventTime: min(eventTime ?? now(), now()))
+            var stored = notification(id, type: "PENDING_REFUND_REVIEW", subtype: review.refundReason.map(String.init), event: event, token: nil)
+            // The raw push is kept without the token too: it is needed only until the answer goes.
+            stored.rawBody = try? JSONSerialization.data(withJSONObject: ["message": ["messageId": id, "data": decoded.base64EncodedString()]])
+            return stored
         }
         return notification(id, type: "UNKNOWN", event: StoreEvent(kind: .other), token: nil)
     }

@@ -155,6 +155,14 @@ public struct RefundRequestTarget: Sendable {
     }
 }
 
+/// The store takes no answer like this one (the App Store requires the customer's consent): the
+/// request is left unanswered, and the store decides without the game's word.
+public struct RefundAnswerNotTaken: Error, Sendable, CustomStringConvertible {
+    public let reason: String
+    public init(_ reason: String) { self.reason = reason }
+    public var description: String { reason }
+}
+
 /// A store provider that answers refund requests (with the store's own consumption or review API).
 public protocol RefundRequestAnswering: Sendable {
     /// Sends `answer` with the client's secret settings for this store; returns the body sent (kept

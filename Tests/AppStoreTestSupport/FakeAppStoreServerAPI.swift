@@ -222,6 +222,10 @@ package final class FakeAppStoreServerAPI: Sendable {
                 && (body["deliveryStatus"] as? String).map(statuses.contains) == true
                 && (body["consumptionPercentage"].map { ($0 as? Int).map { (0...100_000).contains($0) } == true } ?? true)
                 && (body["refundPreference"].map { ($0 as? String).map(preferences.contains) == true } ?? true)
+            guard body["customerConsented"] as? Bool != false else {
+                return HTTPResponse(status: 400, headers: ["Content-Type": "application/json"],
+                                    body: Data(#"{"errorCode":4000035,"errorMessage":"Invalid request. The customer consented field is invalid or doesn't indicate that the customer consented."}"#.utf8))
+            }
             guard valid, state.known.get()[environment]?[id] != nil else {
                 return HTTPResponse(status: 400, headers: ["Content-Type": "application/json"],
                                     body: Data(#"{"errorCode":4000000,"errorMessage":"Invalid request."}"#.utf8))

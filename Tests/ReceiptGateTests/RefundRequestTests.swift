@@ -125,11 +125,12 @@ import TestSupport
         await fake.shutdown()
     }
 
-    @Test func aReportInsideTheDelayChangesTheAnswerAndWithoutConsentNoConsumptionGoes() async throws {
+    @Test func aReportInsideTheDelayChangesTheAnswerAndWithoutConsentAppleIsNotAnswered() async throws {
         let fake = try FakeAppStoreServerAPI()
         let receiver = try WebhookReceiver()
         let harness = try await Self.start(fake, receiver: receiver)
         defer { harness.stop() }
+        try await Self.setPolicy(harness, consent: true)
         try Self.appleKnows(fake, Self.gems())
         #expect(try await NotificationHistoryReconciliation.verify(harness, Self.gems()).status == 200)
         try await Self.pushRequest(harness, fake, Self.gems())
@@ -138,11 +139,20 @@ import TestSupport
         #expect(reported.status == 200, "\(reported.text)")
         try await Self.answerDueNow(harness)
         try await WebhookDelivery.waitUntil { try await Self.request(harness)?.status == "answered" }
-        // No consent (the default): the required fields only.
-        #expect(fake.state.consumptionAnswers.get().map(\.body) == [["customerConsented": "0", "sampleContentProvided": "0",
-                                                                     "deliveryStatus": "UNDELIVERED_OTHER"]])
-        let decided = try await harness.pool.query("SELECT answer->>'preference' AS p FROM refund_requests").first?.decode("p", as: String.self)
-        #expect(decided == "grant", "not delivered: the policy grants")
+        #expect(fake.state.consumptionAnswers.get().map(\.body) == [["customerConsented": "1", "sampleContentProvided": "0",
+                                                                     "deliveryStatus": "UNDELIVERED_OTHER", "refundPreference": "GRANT_FULL"]])
+
+        // Without consent (the default) Apple takes no answer: the request is left to Apple, not sent.
+        try await Self.setPolicy(harness, consent: false)
+        let other = Self.gems("2000000000008002")
+        try Self.appleKnows(fake, other)
+        #expect(try await NotificationHistoryReconciliation.verify(harness, other).status == 200)
+        try await Self.pushRequest(harness, fake, other)
+        try await Self.answerDueNow(harness)
+        try await WebhookDelivery.waitUntil { try await Self.request(harness)?.status == "not_answered" }
+        #expect(fake.state.consumptionAnswers.get().count == 1)
+        let note = try await harness.pool.query("SELECT note FROM refund_requests WHERE status = 'not_answered'").first?.decode("note", as: String?.self)
+        #expect(note?.contains("--consumption-consent") == true, "\(note ?? "")")
         await receiver.server.shutdown()
         await fake.shutdown()
     }
@@ -189,6 +199,7 @@ import TestSupport
         let fake = try FakeAppStoreServerAPI()
         let receiver = try WebhookReceiver()
         let first = try await Self.start(fake, receiver: receiver)
+        try await Self.setPolicy(first, consent: true)
         let databaseURL = first.pool.connectionString
         try Self.appleKnows(fake, Self.gems())
         #expect(try await NotificationHistoryReconciliation.verify(first, Self.gems()).status == 200)
@@ -251,6 +262,7 @@ import TestSupport
         receiver.up.set(true)
         let harness = try await Self.start(fake, receiver: receiver, delay: 0, deliveryURL: receiver.url)
         defer { harness.stop() }
+        try await Self.setPolicy(harness, consent: true)
         let earlier = Self.gems("2000000000008201"), now = Self.gems("2000000000008202")
         for transaction in [earlier, now] {
             try Self.appleKnows(fake, transaction)

@@ -63,7 +63,7 @@ struct NotificationRoutes: Sendable {
             return NativeAPI.error(.invalidField, "the notification's \(problem) is not a plausible date")
         }
         do {
-            let duplicate = try await notifications.record(notification, rawBody: request.body, kind: declaration.identifiers).duplicate
+            let duplicate = try await notifications.record(notification, rawBody: notification.rawBody ?? request.body, kind: declaration.identifiers).duplicate
             context.logger.info("store notification recorded", ["store": store.rawValue, "notification.id": notification.notificationID,
                                                                 "notification.type": notification.type, "duplicate": String(duplicate)])
             if let notice = notification.operatorNotice {

@@ -73,6 +73,7 @@ extension Schema {
                 answered_at timestamptz,
                 outcome text,
                 outcome_at timestamptz,
+                note text,
                 created_at timestamptz NOT NULL DEFAULT now(),
                 UNIQUE (store, request_id)
             );

@@ -56,10 +56,11 @@ enum RefundRequestLedger {
     /// The store decided: `refunded` (a refund of the transaction) or `declined`. Joined to the
     /// request still without an outcome, or taken as not refunded for want of news (a refund
     /// seen later is what happened).
-    static func joinOutcome(_ outcome: String, store: StoreID, transactionID: String, on connection: PostgresConnection) throws {
+    static func joinOutcome(_ outcome: String, purchase: VerifiedPurchase, client: String, on connection: PostgresConnection) throws {
         try connection.execute("""
             UPDATE refund_requests SET outcome = \(outcome), outcome_at = now()
-            WHERE store = \(store.rawValue) AND transaction_id = \(transactionID)
+            WHERE store = \(purchase.store.rawValue) AND transaction_id = \(purchase.transactionID) AND client_id = \(client)
+              AND environment = \(purchase.environment.rawValue)
               AND (outcome IS NULL OR (outcome = 'not_refunded' AND \(outcome) = 'refunded'))
             """)
     }

@@ -18,7 +18,11 @@ struct RefundRequestRepository: Sendable {
     func prepare(_ id: Int64) async throws -> Prepared? {
         guard let row = try await pool.query("""
             SELECT r.id, r.client_id, r.store, r.environment, r.transaction_id, r.app_identifier, r.answer_token, r.status, r.deadline,
-                   t.id IS NOT NULL AS held, t.claimed_at IS NOT NULL AS claimed,
+                   t.id IS NOT NULL AS held,
+                   -- a renewal is never claimed itself: its subscription's first period was
+                   EXISTS (SELECT 1 FROM transactions o WHERE o.store = t.store AND o.environment = t.environment AND o.client_id = t.client_id
+                           AND COALESCE(o.original_transaction_id, o.transaction_id) = COALESCE(t.original_transaction_id, t.transaction_id)
+                           AND o.claimed_at IS NOT NULL) AS claimed,
                    c.delivered, c.consumed_milliunits, c.usage_events::text AS usage_events,
                    EXISTS (SELECT 1 FROM outbox o WHERE o.client_id = r.client_id AND o.target = 'delivery' AND o.status = 'delivered'
                            AND o.aggregate_key = t.store || ':' || COALESCE(t.original_transaction_id, t.transaction_id)) AS delivery_acknowledged
@@ -41,16 +45,27 @@ struct RefundRequestRepository: Sendable {
                                                       deliveryAcknowledged: try row.decode("delivery_acknowledged"), report: report))
     }
 
-    /// Keeps what was decided and sent; the store's token is no longer needed. False if another
-    /// process answered it first (never sent twice for one request).
-    @discardableResult
-    func markAnswered(_ id: Int64, answer: RefundAnswer, sent: Data) async throws -> Bool {
-        let decided = String(decoding: try ConsumptionReports.encoder.encode(answer), as: UTF8.self)
-        return try await pool.execute("""
-            UPDATE refund_requests SET status = 'answered', answer = \(decided)::jsonb, sent_body = \(String(decoding: sent, as: UTF8.self))::jsonb,
-                answered_at = now(), answer_token = NULL
-            WHERE id = \(id) AND status = 'pending'
-            """) == 1
+    /// Takes the request for sending: false if another process has it, or it is settled. Taken
+    /// before the store is called, so one request is never sent twice: a process that dies while
+    /// sending leaves it `sending`, which is not sent again (`uncertain`, for the operator).
+    func takeForSending(_ id: Int64) async throws -> Bool {
+        try await pool.execute("UPDATE refund_requests SET status = 'sending' WHERE id = \(id) AND status = 'pending'") == 1
+    }
+
+    /// The store did not take the answer and says to try again (its 5xx or 429): pending again.
+    func release(_ id: Int64) async throws {
+        try await pool.execute("UPDATE refund_requests SET status = 'pending' WHERE id = \(id) AND status = 'sending'")
+    }
+
+    /// Settles a request: `answered` (with what was decided and sent), or `not_answered`,
+    /// `refused`, `skipped`, `uncertain` (with why). The store's token is no longer needed.
+    func settle(_ id: Int64, status: String, answer: RefundAnswer?, sent: Data?, why: String? = nil) async throws {
+        let decided = try answer.map { String(decoding: try ConsumptionReports.encoder.encode($0), as: UTF8.self) }
+        try await pool.execute("""
+            UPDATE refund_requests SET status = \(status), answer = \(decided)::jsonb, sent_body = \(sent.map { String(decoding: $0, as: UTF8.self) })::jsonb,
+                answered_at = CASE WHEN \(status) = 'answered' THEN now() END, answer_token = NULL, note = \(why.map { String($0.prefix(500)) })
+            WHERE id = \(id)
+            """)
     }
 
     /// Pending requests whose deadline passed: missed, by store (for `/metrics`).

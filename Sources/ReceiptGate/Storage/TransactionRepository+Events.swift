@@ -19,7 +19,9 @@ extension TransactionRepository {
             let state: TransactionState = event.kind == .refunded ? .refunded : .revoked
             let change = try upsert(purchase, news: .storeEvent(state), owner: owner, on: connection)
             try SubscriptionRepository.markRevoked(state == .refunded ? .refunded : .revoked, purchase: purchase, original: original, on: connection)
-            try RefundRequestLedger.joinOutcome("refunded", store: purchase.store, transactionID: purchase.transactionID, on: connection)
+            if state == .refunded {
+                try RefundRequestLedger.joinOutcome("refunded", purchase: purchase, client: owner.clientID, on: connection)
+            }
             // The same refund told twice (a new notification id, a poll finding it again) is one event.
             guard change.refundChanged else { return false }
             let row = change.row
@@ -75,7 +77,7 @@ extension TransactionRepository {
             guard let news = event.refundRequest else { return false }
             return try RefundRequestLedger.record(news, purchase: purchase, owner: owner, answerDelay: refundAnswerDelay, on: connection)
         case .refundDeclined:
-            try RefundRequestLedger.joinOutcome("declined", store: purchase.store, transactionID: purchase.transactionID, on: connection)
+            try RefundRequestLedger.joinOutcome("declined", purchase: purchase, client: owner.clientID, on: connection)
             return false
         case .oneTimeCharge, .test, .other:
             return false
