@@ -155,7 +155,7 @@ public struct RefundRequestTarget: Sendable {
     }
 }
 
-/// The store takes no answer like this one (the App Store requires the customer's consent): the
+/// The store takes no answer like this one (one that requires the customer's consent, say): the
 /// request is left unanswered, and the store decides without the game's word.
 public struct RefundAnswerNotTaken: Error, Sendable, CustomStringConvertible {
     public let reason: String

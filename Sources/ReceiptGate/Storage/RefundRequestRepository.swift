@@ -79,8 +79,8 @@ struct RefundRequestRepository: Sendable {
     /// stores decide within days, and a refund found later still overwrites it.
     static let undecidedDays = 14
 
-    /// Requests whose store refunded nothing in `undecidedDays` after the deadline (Google tells no
-    /// refusal: its void's absence is the answer). Their count.
+    /// Requests whose store refunded nothing in `undecidedDays` after the deadline (a store may
+    /// tell no refusal: the absence of a refund is the answer). Their count.
     @discardableResult
     func closeUndecided() async throws -> Int {
         try await pool.execute("""
