@@ -14,22 +14,23 @@ import TestSupport
         defer { pool.shutdown() }
         _ = try await Self.untilServed { try await pool.execute("CREATE TABLE marks (note text)") }
 
-        // The only connection is held until the statement under test has queued and waited past
-        // the lease timeout, however late this task gets to queue it on a loaded machine. Started,
-        // not merely taken: a job picked up late is answered with a timeout (and taken again).
-        let sleeping = Flag()
+        // The only connection is held until the statement under test has been answered (with the
+        // pool's timeout, or, were that broken, by running), however late the machine gets to it:
+        // the hold is a condition, not a sleep. Started, not merely taken: a job picked up late is
+        // answered with a timeout (and taken again).
+        let sleeping = Flag(), answered = Flag()
         let busy = Task {
             try await Self.untilServed {
                 try await pool.withConnection { connection in
                     sleeping.raise()
                     let deadline = Date(timeIntervalSinceNow: 60)
-                    while pool.waitingJobs == 0 && Date() < deadline { usleep(1_000) }
-                    return try connection.execute("SELECT pg_sleep(0.3)")  // three lease timeouts
+                    while !answered.isRaised && Date() < deadline { usleep(1_000) }
+                    return try connection.execute("SELECT 1")
                 }
             }
         }
         let deadline = ContinuousClock.now + .seconds(60)
-        while !sleeping.isRaised {  // the sleep holds the only connection
+        while !sleeping.isRaised {  // the busy job holds the only connection
             guard ContinuousClock.now < deadline else {
                 Issue.record("the busy statement never started")
                 return
@@ -42,6 +43,7 @@ import TestSupport
         } catch let error as PostgresError {
             #expect(error.code == .poolTimeout)
         }
+        answered.raise()
         _ = try await busy.value
         #expect(try await Self.untilServed { try await pool.query("SELECT count(*)::int AS n FROM marks")[0].decode("n", as: Int.self) } == 0)
         _ = try await Self.untilServed { try await pool.execute("INSERT INTO marks VALUES ('in time')") }
