@@ -80,6 +80,7 @@ extension RVSReceipt {
             // RVS reads a receipt for a user: both are what a later read-back needs.
             purchase.readBackKey = AmazonAppstoreProvider.ReadBackKey(user: userID, receipt: id).encoded
             purchase.expiresDate = Self.millis(renewalDate)
+            purchase.autoRenews = autoRenewing
             if let canceled {
                 if cancelReason == 1 && canceled <= now {
                     purchase.revocationDate = canceled

@@ -98,6 +98,7 @@ extension GooglePlayProvider {
         purchase.storeAttributes["subscription_state"] = subscription.subscriptionState ?? ""
         purchase.readBackKey = token  // what subscriptionsv2.get needs to read it again
         if let autoRenew = item?.autoRenewingPlan?.autoRenewEnabled { purchase.storeAttributes["auto_renew"] = String(autoRenew) }
+        purchase.autoRenews = item?.autoRenewingPlan?.autoRenewEnabled
         return purchase
     }
 

@@ -34,7 +34,9 @@ public struct ClientInfo: Sendable, Equatable {
 
     /// Accounts and purchases are shared by every client of one game; a client without a game
     /// is its own scope.
-    public var scope: String { gameID.map { "game:\($0)" } ?? "client:\(clientID)" }
+    public var scope: String { Self.scope(clientID: clientID, gameID: gameID) }
+
+    public static func scope(clientID: String, gameID: Int64?) -> String { gameID.map { "game:\($0)" } ?? "client:\(clientID)" }
 }
 
 /// An HTTP contract existing integrations speak, translated to and from the core.

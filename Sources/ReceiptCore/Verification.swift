@@ -1,7 +1,7 @@
 public import Foundation
 
 /// What kind of product a transaction bought.
-public enum ProductKind: String, Codable, Sendable {
+public enum ProductKind: String, Codable, Sendable, CaseIterable {
     case consumable
     case nonConsumable = "non_consumable"
     case autoRenewableSubscription = "auto_renewable_subscription"
@@ -47,6 +47,9 @@ public struct VerifiedPurchase: Sendable, Equatable {
     /// purchase token; a user and receipt id). Opaque to the core; nil when the transaction id is
     /// enough.
     public var readBackKey: String?
+    /// Whether the subscription renews at its end, when the evidence says (some stores tell it
+    /// only in their notifications).
+    public var autoRenews: Bool?
 
     public init(store: StoreID, environment: StoreEnvironment, transactionID: String) {
         self.store = store

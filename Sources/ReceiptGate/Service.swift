@@ -23,6 +23,7 @@ public final class Service: Sendable {
         var adminServer: HTTPServer?
         var outboxWorker: OutboxWorker?
         var upkeep: Task<Void, Never>?
+        var entitlementSweep: Task<Void, Never>?
         var pollRunner: StorePollRunner?
         var clientCache: ClientCache?
         var routeTable: [(method: String, pattern: String)] = []
@@ -126,11 +127,14 @@ public final class Service: Sendable {
                                    adminGate: try configuration.adminToken.map { try AdminTokenGate(token: $0) },
                                    trustedProxies: configuration.trustedProxies, logger: logger)
         let serverBox = ServerBox()
+        let ledgerReads = LedgerReads(primary: database.pool, standby: database.readPool,
+                                      maxLagSeconds: Double(configuration.readMaxLagMilliseconds) / 1000)
         let operational = OperationalRoutes(database: database, metrics: metrics,
                                             openAPIDocument: openAPIDocument(),
                                             inFlight: { serverBox.server?.inFlightRequests ?? 0 }, groupCommit: pipeline.batcher,
-                                            clientCache: { [weak self] in self?.clientCache?.status }, verifications: verifications)
-        let (router, adminRouter) = try routers(core: core, mounter: mounter, operational: operational)
+                                            clientCache: { [weak self] in self?.clientCache?.status }, verifications: verifications,
+                                            ledgerReads: ledgerReads)
+        let (router, adminRouter) = try routers(core: core, mounter: mounter, operational: operational, ledgerReads: ledgerReads)
         let responder = router.build(handlerTimeout: .seconds(configuration.requestTimeoutSeconds))
         lifecycle.withLock { $0.routeTable = responder.routeTable }
         var serverConfiguration = HTTPServer.Configuration(host: configuration.host, port: configuration.port)
@@ -195,10 +199,21 @@ public final class Service: Sendable {
                 try? await Task.sleep(for: .seconds(60))
             }
         }
+        let entitlements = EntitlementRepository(pool: database.pool)
+        let sweep = Task { [logger, configuration] in
+            while !Task.isCancelled {
+                do {
+                    // Whole batches back to back while grants are due, then a pause.
+                    while try await entitlements.sweepExpired() > 0, !Task.isCancelled {}
+                } catch { logger.warning("entitlement expiry sweep failed", ["error": "\(error)"]) }
+                try? await Task.sleep(for: .seconds(configuration.entitlementSweepSeconds))
+            }
+        }
         lifecycle.withLock { lifecycle in
             lifecycle.outboxWorker = worker
             lifecycle.pollRunner = polls
             lifecycle.upkeep = upkeep
+            lifecycle.entitlementSweep = sweep
         }
     }
 
@@ -232,7 +247,9 @@ public final class Service: Sendable {
         await parts.outboxWorker?.stop()
         await parts.pollRunner?.stop()
         parts.upkeep?.cancel()
+        parts.entitlementSweep?.cancel()
         await parts.upkeep?.value
+        await parts.entitlementSweep?.value
         parts.clientCache?.stop()
         database.close(logger: logger)
         logger.info("stopped")

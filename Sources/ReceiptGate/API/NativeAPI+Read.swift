@@ -52,7 +52,7 @@ extension NativeAPI {
     }
 
     /// Runs a read for the authenticated client; a database failure is a retryable 502, never a crash.
-    private func reading(_ context: RouteContext, _ body: (ClientInfo) async throws -> RouteResponse) async -> RouteResponse {
+    func reading(_ context: RouteContext, _ body: (ClientInfo) async throws -> RouteResponse) async -> RouteResponse {
         guard let client = context.client else { return Self.error(.unauthorized, "client authentication required") }
         for (name, value) in context.pathParameters.sorted(by: { $0.key < $1.key }) {
             if let problem = Identifier.problem(value) { return Self.error(.invalidField, "path parameter '\(name)' \(problem)") }

@@ -6,11 +6,13 @@ import ReceiptCore
 struct NativeAPI: Sendable {
     let core: ServiceDialectCore
     let transactions: TransactionRepository
+    let entitlements: EntitlementRepository
     let evidenceFields: EvidenceFieldReading
 
-    init(core: ServiceDialectCore, transactions: TransactionRepository) {
+    init(core: ServiceDialectCore, transactions: TransactionRepository, entitlements: EntitlementRepository) {
         self.core = core
         self.transactions = transactions
+        self.entitlements = entitlements
         evidenceFields = EvidenceFieldReading(stores: core.declarations)
     }
 
@@ -20,7 +22,7 @@ struct NativeAPI: Sendable {
     var routes: [Route] {
         [Route("POST", "/v1/verify", authentication: .signedClient(.allow), rateLimits: [Self.perClient]) { request, context in
             await verify(request, context: context)
-        }, consumptionRoute] + readRoutes
+        }, consumptionRoute, entitlementRoute] + readRoutes
     }
 
     /// The one status table of the native API.

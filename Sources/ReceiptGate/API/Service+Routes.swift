@@ -4,14 +4,14 @@ import ReceiptCore
 extension Service {
     /// Every route, mounted through the core: the public router, and the admin router when
     /// `RECEIPTGATE_ADMIN_ADDR` puts `/metrics` and `/admin` on a listener of their own.
-    func routers(core: ServiceDialectCore, mounter: RouteMounter, operational: OperationalRoutes) throws -> (main: Router, admin: Router?) {
+    func routers(core: ServiceDialectCore, mounter: RouteMounter, operational: OperationalRoutes, ledgerReads: LedgerReads) throws -> (main: Router, admin: Router?) {
         var router = Router()
         router.use(ObservabilityMiddleware(logger: logger, metrics: metrics))
         let separateAdmin = configuration.adminAddress != nil
         operational.register(on: &router, includeMetrics: !separateAdmin)
-        // The ledger reads go to the read standby when there is one; verification always writes to the primary.
-        let ledgerReads = database.readPool.map { repositories.transactions.reading(through: $0) } ?? repositories.transactions
-        let native = NativeAPI(core: core, transactions: ledgerReads)
+        // The ledger reads go to the read standby while it is fresh enough; verification always writes to the primary.
+        let native = NativeAPI(core: core, transactions: repositories.transactions.reading(via: ledgerReads),
+                               entitlements: EntitlementRepository(pool: database.pool, reads: ledgerReads))
         mounter.mount(native.routes, render: NativeAPI.render, on: &router)
         mounter.mount(NotificationRoutes(stores: stores, clients: repositories.clients, notifications: repositories.notifications).routes,
                       render: NativeAPI.render, on: &router)

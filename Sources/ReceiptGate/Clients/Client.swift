@@ -22,6 +22,10 @@ public struct Client: Sendable, Codable, Equatable {
     package var disabled: Bool
     package let createdAt: Date
     package var secretRotatedAt: Date
+    /// The products (`store/product_id`) that some catalog of the client's game maps to an
+    /// entitlement: a claim of one of them changes what a player owns. Loaded with the client, and
+    /// current like it (a catalog change bumps the version of every client of the game).
+    package var gameCatalog: Set<String> = []
 
     enum CodingKeys: String, CodingKey {
         case clientID = "client_id", name, gameID = "game_id", appIdentifiers = "app_identifiers"
@@ -42,6 +46,13 @@ public struct Client: Sendable, Codable, Equatable {
 
     /// The contract's `allow_sandbox`: one concept with the accepted environments.
     package var allowsSandbox: Bool { environments.contains(.sandbox) }
+
+    /// Whether a purchase of `product` in `store` may change what a player owns, for some catalog of
+    /// the game. A subscription may move to another product of its group, so any catalog counts for one.
+    func mayChangeEntitlements(store: StoreID, product: String?, kind: ProductKind?) -> Bool {
+        guard !gameCatalog.isEmpty, EntitlementRules.mayGrant(kind) else { return false }
+        return kind == .autoRenewableSubscription || gameCatalog.contains("\(store.rawValue)/\(product ?? "")")
+    }
 
     /// The client as plugins see it.
     package var info: ClientInfo {

@@ -10,9 +10,11 @@ package struct OperationalRoutes: Sendable {
     let groupCommit: RecordBatcher?
     let clientCache: @Sendable () -> ClientCache.Status?
     let verifications: VerificationTally?
+    let ledgerReads: LedgerReads?
 
     init(database: Database, metrics: Metrics, openAPIDocument: Data?, inFlight: @escaping @Sendable () -> Int, groupCommit: RecordBatcher? = nil,
-         clientCache: @escaping @Sendable () -> ClientCache.Status? = { nil }, verifications: VerificationTally? = nil) {
+         clientCache: @escaping @Sendable () -> ClientCache.Status? = { nil }, verifications: VerificationTally? = nil, ledgerReads: LedgerReads? = nil) {
+        self.ledgerReads = ledgerReads
         self.database = database
         self.metrics = metrics
         self.openAPIDocument = openAPIDocument
@@ -45,10 +47,10 @@ package struct OperationalRoutes: Sendable {
     }
 
     package func registerMetrics(on router: inout Router) {
-        router.get("/metrics") { [metrics, database, inFlight, groupCommit, clientCache, verifications] _ in
+        router.get("/metrics") { [metrics, database, inFlight, groupCommit, clientCache, verifications, ledgerReads] _ in
             var text = metrics.render(pool: database.poolStatistics, inFlight: inFlight(), groupCommit: groupCommit?.served,
                                       clientCache: clientCache(), verifications: verifications)
-            if database.readPool != nil { text += await Self.readStandbyMetrics(database) }
+            if database.readPool != nil { text += await Self.readStandbyMetrics(database) + (ledgerReads?.renderMetrics() ?? "") }
             text += metrics.renderRefunds() + (await Self.refundRequestMetrics(database))
             return .text(text, contentType: "text/plain; version=0.0.4; charset=utf-8")
         }

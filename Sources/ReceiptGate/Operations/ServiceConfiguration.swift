@@ -29,6 +29,12 @@ public struct ServiceConfiguration: Sendable {
     /// How long a refund request's answer waits for the game's consumption report
     /// (`RECEIPTGATE_REFUND_REVIEW_DELAY`); it always goes before the store's deadline.
     public var refundReviewDelaySeconds = 3600
+    /// How far behind the read standby may be and still answer reads (`RECEIPTGATE_READ_MAX_LAG_MS`);
+    /// further behind, reads go to the primary.
+    public var readMaxLagMilliseconds = 1000
+    /// How often grants past their end are removed and told as `entitlement.expired`
+    /// (`RECEIPTGATE_ENTITLEMENT_SWEEP_INTERVAL`); reads leave them out on time either way.
+    public var entitlementSweepSeconds = 30
     /// How reconciliation reads back subscriptions that went quiet (`RECEIPTGATE_RECONCILE_SUBSCRIPTIONS_*`).
     public var quietSubscriptions = QuietSubscriptionSettings()
     public var openAPIPath: String?
@@ -120,6 +126,8 @@ extension ServiceConfiguration {
         }
         if let count = try integer("RECEIPTGATE_RECONCILE_SUBSCRIPTIONS_BUDGET", 1...10_000) { quietSubscriptions.budget = count }
         if let seconds = try integer("RECEIPTGATE_REFUND_REVIEW_DELAY", 0...86_400) { refundReviewDelaySeconds = seconds }
+        if let milliseconds = try integer("RECEIPTGATE_READ_MAX_LAG_MS", 0...3_600_000) { readMaxLagMilliseconds = milliseconds }
+        if let seconds = try integer("RECEIPTGATE_ENTITLEMENT_SWEEP_INTERVAL", 1...3600) { entitlementSweepSeconds = seconds }
         if let seconds = try integer("RECEIPTGATE_RECONCILE_SUBSCRIPTIONS_AFTER", 0...2_592_000) { quietSubscriptions.afterSeconds = seconds }
     }
 

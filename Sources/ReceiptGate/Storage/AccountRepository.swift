@@ -117,8 +117,13 @@ struct PostgresRecordScope: RecordScope {
         try OutboxRepository.enqueue(message, sealingMailWith: secrets, on: connection)
     }
 
+    /// Links, and the account then owns what the purchase grants under each catalog of the game.
     func linkPurchase(_ key: PurchaseKey, to accountID: String) throws -> String {
-        try AccountRepository.link(key, to: accountID, on: connection)
+        let owner = try AccountRepository.link(key, to: accountID, on: connection)
+        for catalog in try EntitlementIndex.catalogs(ofGameOf: client.clientID, on: connection) {
+            try EntitlementIndex.refresh([owner], catalog: catalog, on: connection)
+        }
+        return owner
     }
 
     func linkedAccount(_ key: PurchaseKey) throws -> AccountRecord? {

@@ -187,7 +187,9 @@ public struct ClientRepository: Sendable {
     static let columns = """
         clients.id, name, game_id, app_identifiers::text AS app_identifiers, environments, refund_callback_url, refund_callback_format, webhook_url,
         delivery_url, settings::text AS settings, sealed_settings IS NOT NULL AS has_sealed, disabled_at IS NOT NULL AS disabled, created_at,
-        secret_rotated_at
+        secret_rotated_at,
+        ARRAY(SELECT DISTINCT pe.store || '/' || pe.product_id FROM product_entitlements pe JOIN clients g ON g.id = pe.client_id
+              WHERE g.id = clients.id OR (g.game_id IS NOT NULL AND g.game_id = clients.game_id)) AS game_catalog
         """
 
     static func decode(_ row: PostgresRow) throws -> Client {
@@ -198,6 +200,7 @@ public struct ClientRepository: Sendable {
                webhookURL: try row.decode("webhook_url"), deliveryURL: try row.decode("delivery_url"),
                settings: try JSONDecoder().decode([String: [String]].self, from: Data(try row.decode("settings", as: String.self).utf8)),
                hasSealedSettings: try row.decode("has_sealed"), disabled: try row.decode("disabled"), createdAt: try row.decode("created_at"),
-               secretRotatedAt: try row.decode("secret_rotated_at"))
+               secretRotatedAt: try row.decode("secret_rotated_at"),
+               gameCatalog: Set(try row.decode("game_catalog", as: [String].self)))
     }
 }

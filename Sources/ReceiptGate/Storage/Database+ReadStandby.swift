@@ -1,22 +1,80 @@
 import Postgres
+import Synchronization
 
 extension Database {
-    /// How far the read standby (DATABASE_READ_URL) is behind, in seconds: 0 once it has replayed
-    /// everything it received, else the age of the last transaction it replayed (so a standby cut
-    /// off from its primary shows a growing lag, not 0). Nil when no read standby is configured.
+    /// How far the read standby (DATABASE_READ_URL) is behind, in seconds; nil when no read
+    /// standby is configured.
     func readStandbyLagSeconds() async throws -> Double? {
         guard let readPool else { return nil }
-        let rows = try await readPool.query("""
-            SELECT (CASE WHEN NOT pg_is_in_recovery() OR pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn() THEN 0
-                         ELSE coalesce(extract(epoch FROM now() - pg_last_xact_replay_timestamp()), 0) END)::float8 AS lag
-            """)
-        return try rows.first?.decode("lag", as: Double.self)
+        return try await readPool.query(LedgerReads.lagQuery).first?.decode("lag", as: Double.self)
+    }
+}
+
+/// Where the ledger's reads go: to the read standby (DATABASE_READ_URL) while it is at most
+/// `maxLagSeconds` behind, else to the primary. The lag is asked on the same standby connection
+/// just before the read, so a read is never staler than the bound (plus that one round trip); a
+/// standby that does not answer is skipped too. Verification always writes to the primary.
+struct LedgerReads: Sendable {
+    let primary: PostgresPool
+    let standby: PostgresPool?
+    let maxLagSeconds: Double
+    private let counts: Counts
+
+    /// Reads the standby answered, and those it was skipped for (too far behind, or failed).
+    final class Counts: Sendable {
+        let standby = Atomic<Int>(0), lagging = Atomic<Int>(0), failed = Atomic<Int>(0)
+    }
+
+    init(primary: PostgresPool, standby: PostgresPool? = nil, maxLagSeconds: Double = 1) {
+        self.primary = primary
+        self.standby = standby
+        self.maxLagSeconds = maxLagSeconds
+        counts = Counts()
+    }
+
+    /// 0 once the standby replayed everything it received, else the age of the last transaction it
+    /// replayed (so a standby that stopped replaying shows a growing lag); 0 on a primary.
+    static let lagQuery: PostgresQuery = """
+        SELECT (CASE WHEN NOT pg_is_in_recovery() OR pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn() THEN 0
+                     ELSE coalesce(extract(epoch FROM now() - pg_last_xact_replay_timestamp()), 0) END)::float8 AS lag
+        """
+
+    func query(_ query: PostgresQuery) async throws -> [PostgresRow] {
+        guard let standby else { return try await primary.query(query) }
+        let bound = maxLagSeconds
+        do {
+            let answered: [PostgresRow]? = try await standby.withConnection { connection in
+                let lag = try connection.query(Self.lagQuery).first?.decode("lag", as: Double.self) ?? .infinity
+                guard lag <= bound else { return nil }
+                return try connection.query(query)
+            }
+            if let answered {
+                counts.standby.add(1, ordering: .relaxed)
+                return answered
+            }
+            counts.lagging.add(1, ordering: .relaxed)
+        } catch {
+            counts.failed.add(1, ordering: .relaxed)
+        }
+        return try await primary.query(query)
+    }
+
+    /// `/metrics` lines: where the reads went.
+    func renderMetrics() -> String {
+        guard standby != nil else { return "" }
+        return "# HELP receiptgate_ledger_reads_total Ledger reads by where they were answered: the standby, or the primary because "
+            + "the standby was more than RECEIPTGATE_READ_MAX_LAG_MS behind (lagging) or failed.\n# TYPE receiptgate_ledger_reads_total counter\n"
+            + "receiptgate_ledger_reads_total{served_by=\"standby\"} \(counts.standby.load(ordering: .relaxed))\n"
+            + "receiptgate_ledger_reads_total{served_by=\"primary\",reason=\"lagging\"} \(counts.lagging.load(ordering: .relaxed))\n"
+            + "receiptgate_ledger_reads_total{served_by=\"primary\",reason=\"standby_failed\"} \(counts.failed.load(ordering: .relaxed))\n"
     }
 }
 
 extension TransactionRepository {
-    /// The same reads through another pool (the read standby). Never write through it.
-    func reading(through pool: PostgresPool) -> TransactionRepository {
-        TransactionRepository(pool: pool, secrets: secrets)
+    /// The same reads through `reads` (the standby while it is fresh enough). Never write through it.
+    func reading(via reads: LedgerReads) -> TransactionRepository {
+        var repository = self
+        repository.reads = reads
+        return repository
     }
 }

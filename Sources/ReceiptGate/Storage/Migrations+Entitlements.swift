@@ -15,5 +15,33 @@ extension Schema {
             );
             CREATE INDEX product_entitlements_by_entitlement ON product_entitlements (client_id, entitlement);
             """),
+        // What each player owns now, per client catalog: one row per entitlement, the purchase that
+        // grants it (the preferred one when several do), kept current by the ledger's writes so a
+        // read is one index lookup. A row stays until a change or the expiry sweep removes it;
+        // reads also skip rows past their end, so a read never waits for the sweep.
+        Migration(version: 22, name: "player_entitlements", sql: """
+            CREATE TABLE player_entitlements (
+                client_id text NOT NULL REFERENCES clients (id),
+                player_id text NOT NULL,
+                entitlement text NOT NULL,
+                store text NOT NULL,
+                environment text NOT NULL,
+                product_id text NOT NULL,
+                transaction_row_id bigint NOT NULL REFERENCES transactions (id),
+                transaction_id text NOT NULL,
+                original_transaction_id text,
+                purchase_date timestamptz,
+                expires_date timestamptz,
+                grace_period_expires_date timestamptz,
+                will_renew boolean NOT NULL DEFAULT false,
+                ownership text,
+                granted_at timestamptz NOT NULL DEFAULT now(),
+                updated_at timestamptz NOT NULL DEFAULT now(),
+                PRIMARY KEY (client_id, player_id, entitlement)
+            );
+            CREATE INDEX player_entitlements_ending ON player_entitlements ((GREATEST(expires_date, grace_period_expires_date)))
+                WHERE expires_date IS NOT NULL;
+            CREATE INDEX player_entitlements_product ON player_entitlements (client_id, store, product_id);
+            """),
     ]
 }

@@ -35,7 +35,17 @@ public struct ProductCatalogRepository: Sendable {
         guard !id.isEmpty else { throw CatalogInputInvalid(option: "product-id", problem: "must not be empty") }
     }
 
-    /// Makes `product` of `store` grant exactly `entitlements` for the client.
+    /// Every client of the game learns the catalog changed (their cached copies know which claims
+    /// change what a player owns): an update bumps each one's version and notifies the caches.
+    private static func touchGame(of client: String, on connection: PostgresConnection) throws {
+        try connection.execute("""
+            UPDATE clients SET version = version
+            WHERE id = \(client) OR (game_id IS NOT NULL AND game_id = (SELECT game_id FROM clients WHERE id = \(client)))
+            """)
+    }
+
+    /// Makes `product` of `store` grant exactly `entitlements` for the client, then brings what
+    /// its players own up to date (every player holding the product, in chunks).
     public func set(client: String, store: String, product: String, entitlements: [String], by who: String) async throws -> Mapping {
         try Self.checkProduct(product)
         guard !entitlements.isEmpty, entitlements.count <= 32 else {
@@ -54,20 +64,28 @@ public struct ProductCatalogRepository: Sendable {
                     ON CONFLICT DO NOTHING
                     """)
             }
+            try Self.touchGame(of: client, on: connection)
         }
+        try await EntitlementRepository(pool: pool).refreshProduct(client: client, store: store, product: product)
         try await audit.audit(who: who, action: "product.set", target: "\(client) \(store) \(product) → \(names.joined(separator: ","))")
         return Mapping(store: store, productID: product, entitlements: names)
     }
 
-    /// Removes the product's mapping (or only `entitlement`); true if something was removed.
+    /// Removes the product's mapping (or only `entitlement`), then takes away what it granted;
+    /// true if something was removed.
     public func remove(client: String, store: String, product: String, entitlement: String?, by who: String) async throws -> Bool {
         try Self.checkProduct(product)
         if let entitlement { try Self.checkEntitlement(entitlement) }
-        let removed = try await pool.execute("""
-            DELETE FROM product_entitlements WHERE client_id = \(client) AND store = \(store) AND product_id = \(product)
-              AND (\(entitlement)::text IS NULL OR entitlement = \(entitlement))
-            """)
+        let removed = try await pool.withTransaction { connection in
+            let removed = try connection.execute("""
+                DELETE FROM product_entitlements WHERE client_id = \(client) AND store = \(store) AND product_id = \(product)
+                  AND (\(entitlement)::text IS NULL OR entitlement = \(entitlement))
+                """)
+            if removed > 0 { try Self.touchGame(of: client, on: connection) }
+            return removed
+        }
         if removed > 0 {
+            try await EntitlementRepository(pool: pool).refreshProduct(client: client, store: store, product: product)
             try await audit.audit(who: who, action: "product.remove", target: "\(client) \(store) \(product)\(entitlement.map { " " + $0 } ?? "")")
         }
         return removed > 0

@@ -17,12 +17,13 @@ enum SubscriptionRepository {
                 WHERE store = \(purchase.store.rawValue) AND environment = \(purchase.environment.rawValue) AND original_transaction_id = \(original)
             )
             INSERT INTO subscriptions (store, environment, original_transaction_id, product_id, status, expires_date, revocation_date,
-                                       latest_transaction_id, client_id, read_back_key)
+                                       latest_transaction_id, client_id, read_back_key, auto_renew)
             VALUES (\(purchase.store.rawValue), \(purchase.environment.rawValue), \(original), \(purchase.productID),
                     \(status(of: purchase).rawValue), \(purchase.expiresDate), \(purchase.revocationDate), \(purchase.transactionID), \(client.clientID),
-                    \(purchase.readBackKey))
+                    \(purchase.readBackKey), \(purchase.autoRenews))
             ON CONFLICT (store, environment, original_transaction_id) DO UPDATE SET
                 product_id = EXCLUDED.product_id,
+                auto_renew = COALESCE(EXCLUDED.auto_renew, subscriptions.auto_renew),
                 read_back_key = COALESCE(EXCLUDED.read_back_key, subscriptions.read_back_key),
                 status = EXCLUDED.status,
                 -- a later period is out of any grace of an earlier one

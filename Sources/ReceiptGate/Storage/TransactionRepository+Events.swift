@@ -14,6 +14,22 @@ extension TransactionRepository {
         guard let purchase = event.purchase else { return false }
         guard let owner = try ClientRepository.owner(of: purchase, appIdentifier: appIdentifier, kind: kind, on: connection) else { return false }
         let original = purchase.originalTransactionID ?? purchase.transactionID
+        let changed = try apply(event, purchase: purchase, original: original, owner: owner, refundCallbacks: refundCallbacks,
+                                refundAnswerDelay: refundAnswerDelay, on: connection)
+        switch event.kind {
+        case .refunded, .revoked, .refundReversed, .renewed, .subscribed, .expired, .gracePeriodExpired, .billingIssue, .renewalStatusChanged:
+            // What a player owns follows the ledger in the same transaction (a refund, a renewal, auto-renew switched off).
+            try EntitlementIndex.refreshOwners(store: purchase.store, environment: purchase.environment, original: original,
+                                               transactionID: purchase.transactionID, client: owner, on: connection)
+        case .consumptionRequest, .refundDeclined, .oneTimeCharge, .test, .other:
+            break
+        }
+        return changed
+    }
+
+    private static func apply(_ event: StoreEvent, purchase: VerifiedPurchase, original: String, owner: Client,
+                              refundCallbacks: [String: any RefundCallbackRenderer], refundAnswerDelay: Double,
+                              on connection: PostgresConnection) throws -> Bool {
         switch event.kind {
         case .refunded, .revoked:
             let state: TransactionState = event.kind == .refunded ? .refunded : .revoked

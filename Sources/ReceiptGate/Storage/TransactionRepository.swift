@@ -10,10 +10,13 @@ public struct TransactionRepository: Sendable {
     let pool: PostgresPool
     /// Seals the e-mails a dialect queues with a record (their one-time links).
     let secrets: SecretBox
+    /// Where the read API's queries go (the primary, or a fresh enough standby); writes always use `pool`.
+    var reads: LedgerReads
 
     init(pool: PostgresPool, secrets: SecretBox) {
         self.pool = pool
         self.secrets = secrets
+        reads = LedgerReads(primary: pool)
     }
 
     /// The environments a client accepts: its reads show nothing from the others.
@@ -46,6 +49,10 @@ public struct TransactionRepository: Sendable {
             if !claimed.inserted, let updated = transaction.updated(byEvidence: taken.purchase),
                let written = try Self.write(updated, replacing: transaction.state, on: connection) {
                 transaction = written
+            }
+            if owed.contains(.entitlements), claimed.claim.isFirst || transaction.state != claimed.transaction.state {
+                try EntitlementIndex.refreshOwners(store: transaction.store, environment: transaction.environment, original: transaction.originalOrSelf,
+                                                   transactionID: transaction.transactionID, client: client, on: connection)
             }
             var firstClaimedBy: Claimant?
             switch claimed.claim {
@@ -122,7 +129,7 @@ public struct TransactionRepository: Sendable {
 
     /// The transaction by its store id, as this client may see it; production first.
     func find(store: StoreID, transactionID: String, client: ClientInfo) async throws -> TransactionRecord? {
-        try await pool.query("""
+        try await reads.query("""
             SELECT \(unescaped: TransactionRows.columns) FROM transactions
             WHERE store = \(store.rawValue) AND transaction_id = \(transactionID) AND \(LedgerSQL.visible(to: client))
               AND environment = ANY (\(Self.environments(of: client))::text[])
@@ -143,7 +150,7 @@ public struct TransactionRepository: Sendable {
 
     /// A page of a player's transactions, oldest first, after management id `after`.
     func playerPage(playerID: String, client: ClientInfo, after: Int64, limit: Int) async throws -> (page: [TransactionRecord], more: Bool) {
-        let rows = try await pool.query("""
+        let rows = try await reads.query("""
             SELECT \(unescaped: TransactionRows.columns) FROM transactions
             WHERE player_id = \(playerID) AND id > \(after) AND \(LedgerSQL.visible(to: client))
               AND environment = ANY (\(Self.environments(of: client))::text[])
@@ -155,7 +162,7 @@ public struct TransactionRepository: Sendable {
     /// The subscription and its latest transaction, as this client may see them; production first.
     func subscription(store: StoreID, original: String, client: ClientInfo) async throws -> (SubscriptionState, TransactionRecord?)? {
         // A subscription row carries its client; the game comes from that client.
-        let rows = try await pool.query("""
+        let rows = try await reads.query("""
             SELECT \(unescaped: TransactionRows.subscriptionColumns) FROM (
                 SELECT s.*, c.game_id FROM subscriptions s JOIN clients c ON c.id = s.client_id
                 WHERE s.store = \(store.rawValue) AND s.original_transaction_id = \(original)) owned
@@ -165,7 +172,7 @@ public struct TransactionRepository: Sendable {
         guard let row = rows.first else { return nil }
         let state = try TransactionRows.subscription(row)
         guard let latestID = state.latestTransactionID else { return (state, nil) }
-        let latest = try await pool.query("""
+        let latest = try await reads.query("""
             SELECT \(unescaped: TransactionRows.columns) FROM transactions
             WHERE store = \(store.rawValue) AND environment = \(state.environment.rawValue) AND transaction_id = \(latestID)
               AND \(LedgerSQL.visible(to: client))
@@ -178,7 +185,7 @@ public struct TransactionRepository: Sendable {
     func presence(store: StoreID, transactionIDs: [String], client: ClientInfo) async throws -> [String: LedgerPresence] {
         var ledger: [String: LedgerPresence] = [:]
         for id in Set(transactionIDs) {
-            let row = try await pool.query("""
+            let row = try await reads.query("""
                 SELECT id, state, client_id, game_id FROM transactions
                 WHERE store = \(store.rawValue) AND transaction_id = \(id)
                 ORDER BY environment = 'production' DESC LIMIT 1
@@ -199,7 +206,7 @@ public struct TransactionRepository: Sendable {
     /// The latest refused verification of this transaction by the client or its game, as it was
     /// answered (code, reason, message).
     func lastRefusal(store: StoreID, transactionID: String, client: ClientInfo) async throws -> StoreVerificationError? {
-        let row = try await pool.query("""
+        let row = try await reads.query("""
             SELECT error_code, error_reason, error_message FROM (
                 SELECT a.id, a.error_code, a.error_reason, a.error_message, a.client_id, c.game_id
                 FROM verification_attempts a JOIN clients c ON c.id = a.client_id

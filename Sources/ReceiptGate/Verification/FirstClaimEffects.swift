@@ -14,6 +14,8 @@ struct FirstClaimEffects: OptionSet, Sendable {
     static let subscriptionState = FirstClaimEffects(rawValue: 1 << 2)
     /// The store's acknowledgement through the outbox.
     static let storeAcknowledgement = FirstClaimEffects(rawValue: 1 << 3)
+    /// What the player owns, when some catalog of the game maps the product.
+    static let entitlements = FirstClaimEffects(rawValue: 1 << 4)
 
     /// What the first claim of `proven`, in `state`, owes for `client`: a delivery only for a
     /// purchase that is active and whose account does not contradict the caller's.
@@ -23,6 +25,8 @@ struct FirstClaimEffects: OptionSet, Sendable {
         if client.deliveryURL != nil, state == .active, proven.accountMatch != .mismatch { owed.insert(.delivery) }
         if proven.purchase.kind == .autoRenewableSubscription { owed.insert(.subscriptionState) }
         if acknowledges { owed.insert(.storeAcknowledgement) }
+        let purchase = proven.purchase
+        if client.mayChangeEntitlements(store: purchase.store, product: purchase.productID, kind: purchase.kind) { owed.insert(.entitlements) }
         return owed
     }
 }

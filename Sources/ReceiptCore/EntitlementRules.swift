@@ -1,0 +1,78 @@
+public import Foundation
+
+/// What a player owns, written once: which purchases may grant an entitlement, which subscription
+/// states give access, which of several purchases granting one entitlement is shown, and which
+/// event a change of the set is. The ledger's index statement binds these (it does not restate
+/// them), and the change events are classified here from the rows the statement returns.
+public enum EntitlementRules {
+    /// A consumable is used up: it never grants an entitlement, whatever the catalog maps.
+    public static func mayGrant(_ kind: ProductKind?) -> Bool { kind != .consumable }
+
+    /// The subscription states in which the subscriber has access (a billing retry without a grace
+    /// period does not; a grace period does, until its end).
+    public static let accessStatuses: [SubscriptionStatus] = [.active, .gracePeriod]
+
+    /// Whether a grant whose period ends at `expires` (nil: never) with a grace end `grace` still
+    /// holds at `now`.
+    public static func holds(expires: Date?, grace: Date?, at now: Date = Date()) -> Bool {
+        guard let expires else { return true }
+        return max(expires, grace ?? expires) > now
+    }
+
+    /// `holds(expires:grace:)` as an SQL predicate over a row's columns `expires` and `grace`, at `now()`.
+    package static func holdsSQL(expires: String, grace: String) -> String {
+        "(\(expires) IS NULL OR GREATEST(\(expires), \(grace)) > now())"
+    }
+
+    /// In the grace period: the period is over, the grace end is not.
+    public static func inGracePeriod(expires: Date?, grace: Date?, at now: Date = Date()) -> Bool {
+        guard let expires, let grace else { return false }
+        return expires <= now && grace > now
+    }
+
+    /// The order in which several purchases granting the same entitlement are preferred, best
+    /// first: a lifetime grant, then the latest end, then one bought over one shared by family,
+    /// then the latest purchase. As SQL `ORDER BY` terms over a row with `expires_date`,
+    /// `grace_period_expires_date`, `ownership`, `purchase_date` and `transaction_row_id`.
+    package static let preferenceOrder = """
+        (expires_date IS NULL) DESC, GREATEST(expires_date, grace_period_expires_date) DESC NULLS LAST,
+        (ownership IS NOT DISTINCT FROM 'family_shared') ASC, purchase_date DESC NULLS LAST, transaction_row_id DESC
+        """
+
+    /// How an entitlement moved, for its webhook; nil when nothing a game acts on changed (auto-renew
+    /// switched, another purchase now backing the same end).
+    public static func change(before: Grant?, after: Grant?, at now: Date = Date()) -> EntitlementChange? {
+        switch (before, after) {
+        case (nil, nil): return nil
+        case (nil, .some): return .granted
+        case (.some(let before), nil):
+            return holds(expires: before.expires, grace: before.grace, at: now) ? .revoked : .expired
+        case (.some(let before), .some(let after)):
+            guard let earlier = before.expires else { return nil }
+            guard let later = after.expires else { return .renewed }
+            return later > earlier ? .renewed : nil
+        }
+    }
+
+    /// What the change rule reads of a grant.
+    public struct Grant: Sendable, Equatable {
+        public var expires: Date?
+        public var grace: Date?
+        public init(expires: Date?, grace: Date?) {
+            self.expires = expires
+            self.grace = grace
+        }
+    }
+}
+
+/// A change of what a player owns, each told by its own webhook (`entitlement.<rawValue>`).
+public enum EntitlementChange: String, Sendable, CaseIterable {
+    /// The player owns it now and did not before.
+    case granted
+    /// Still owned, now until later (a renewal, or a lifetime purchase).
+    case renewed
+    /// Taken away before its end: refunded, revoked, or no longer granted by the catalog.
+    case revoked
+    /// Its end (and any grace) passed.
+    case expired
+}

@@ -1,0 +1,176 @@
+import Foundation
+import Postgres
+import ReceiptCore
+
+/// What each player owns now (`player_entitlements`), kept current by the writes that change it:
+/// every store event applied, every claim of a product some catalog maps, every account link,
+/// every catalog change, and the expiry sweep. Each recomputes the affected players from the
+/// ledger in one statement, under a lock per player, inside the caller's database transaction, and
+/// queues `entitlement.*` webhooks for what moved; so a read is one index lookup, and two changes
+/// of one player never both miss each other.
+enum EntitlementIndex {
+    /// A catalog that may own rows for these players: its client, and who may see what.
+    struct Catalog: Sendable {
+        let clientID: String
+        let gameID: Int64?
+        var scope: String { ClientInfo.scope(clientID: clientID, gameID: gameID) }
+    }
+
+    /// After a change of the purchase (store, environment, original transaction id or the
+    /// transaction's own id): refreshes whoever owns it, for every catalog of `client`'s game.
+    static func refreshOwners(store: StoreID, environment: StoreEnvironment, original: String, transactionID: String, client: Client,
+                              on connection: PostgresConnection) throws {
+        guard !client.gameCatalog.isEmpty else { return }
+        let scope = client.info.scope
+        let players = try connection.query("""
+            SELECT DISTINCT player_id FROM transactions t
+            WHERE t.store = \(store.rawValue) AND t.environment = \(environment.rawValue)
+              AND (t.original_transaction_id = \(original) OR t.transaction_id = \(transactionID) OR t.transaction_id = \(original))
+              AND t.claimed_at IS NOT NULL AND t.player_id IS NOT NULL
+            UNION SELECT account_id FROM account_links
+            WHERE scope = \(scope) AND store = \(store.rawValue) AND original_transaction_id IN (\(original), \(transactionID))
+            """).map { try $0.decode("player_id", as: String.self) }
+        guard !players.isEmpty else { return }
+        for catalog in try catalogs(ofGameOf: client.clientID, on: connection) {
+            try refresh(players, catalog: catalog, on: connection)
+        }
+    }
+
+    /// Every client of `clientID`'s game (itself included) that has a catalog.
+    static func catalogs(ofGameOf clientID: String, on connection: PostgresConnection) throws -> [Catalog] {
+        try connection.query("""
+            SELECT c.id, c.game_id FROM clients me JOIN clients c ON c.id = me.id OR (me.game_id IS NOT NULL AND c.game_id = me.game_id)
+            WHERE me.id = \(clientID) AND EXISTS (SELECT 1 FROM product_entitlements pe WHERE pe.client_id = c.id)
+            ORDER BY c.id
+            """).map { Catalog(clientID: try $0.decode("id"), gameID: try $0.decode("game_id")) }
+    }
+
+    /// Recomputes what `players` own under `catalog`, writes the difference and queues a webhook
+    /// per change (when the catalog's client has a webhook). Returns the changes.
+    @discardableResult
+    static func refresh(_ players: [String], catalog: Catalog, on connection: PostgresConnection) throws -> [Moved] {
+        let players = Array(Set(players)).sorted()
+        guard !players.isEmpty else { return [] }
+        // Locks in one order (sorted keys), so two refreshes of overlapping players cannot deadlock;
+        // the statement below runs after the lock, so it sees what a refresh before it committed.
+        try connection.execute("""
+            SELECT pg_advisory_xact_lock(\(Self.lockSpace), k) FROM (
+                SELECT DISTINCT hashtext(\(catalog.clientID) || '/' || p) AS k FROM unnest(\(players)::text[]) p ORDER BY 1) keys
+            """)
+        let rows = try connection.query(statement(players, catalog: catalog))
+        var moved: [Moved] = []
+        for row in rows {
+            let grant = try EntitlementRows.grant(row)
+            let after: EntitlementRules.Grant? = try row.decode("side", as: String.self) == "written"
+                ? .init(expires: grant.expiresDate, grace: grant.gracePeriodExpiresDate) : nil
+            let before: EntitlementRules.Grant? = try row.decode("had_before", as: Bool.self)
+                ? .init(expires: try row.decode("before_expires"), grace: try row.decode("before_grace")) : nil
+            guard let change = EntitlementRules.change(before: before, after: after) else { continue }
+            moved.append(Moved(change: change, grant: grant))
+            if try row.decode("announce", as: Bool.self) {
+                try OutboxRepository.enqueue(event: "entitlement.\(change.rawValue)", payload: EntitlementNews(grant: grant), client: catalog.clientID,
+                                             aggregateKey: "entitlements:\(catalog.clientID):\(grant.playerID)", on: connection)
+            }
+        }
+        return moved
+    }
+
+    /// One entitlement that moved, and the grant it is about (after the change; before it, for a removal).
+    struct Moved: Sendable {
+        let change: EntitlementChange
+        let grant: EntitlementGrant
+    }
+
+    /// The advisory-lock space of player refreshes (the two-key form, apart from other locks).
+    static let lockSpace: Int32 = 0x5247_454E  // "RGEN"
+
+    private static let withdrawnStates = TransactionState.allCases.filter(\.isWithdrawn).map(\.rawValue)
+    private static let accessStatuses = EntitlementRules.accessStatuses.map(\.rawValue)
+    private static let nonGrantingKinds = ProductKind.allCases.filter { !EntitlementRules.mayGrant($0) }.map(\.rawValue)
+
+    /// Desired rows from the ledger, then the difference written: rows no longer owned deleted,
+    /// new or changed ones upserted; each returned with what it was before (one snapshot: `before`).
+    private static func statement(_ players: [String], catalog: Catalog) -> PostgresQuery {
+        let visible = LedgerSQL.visible(owner: "t", callerClient: "\(catalog.clientID)", callerGame: "\(catalog.gameID)")
+        return """
+            WITH game AS (
+                SELECT c.id FROM clients c WHERE c.id = \(catalog.clientID) OR (\(catalog.gameID)::bigint IS NOT NULL AND c.game_id = \(catalog.gameID))
+            ), units AS (  -- every purchase a player in scope claimed, or an account in scope was linked to
+                SELECT DISTINCT t.store, t.environment, COALESCE(t.original_transaction_id, t.transaction_id) AS original
+                FROM transactions t
+                WHERE t.client_id IN (SELECT id FROM game) AND t.player_id = ANY(\(players)::text[]) AND t.claimed_at IS NOT NULL AND \(visible)
+            ), linked AS (
+                SELECT DISTINCT l.account_id AS player_id, t.store, t.environment, COALESCE(t.original_transaction_id, t.transaction_id) AS original
+                FROM account_links l
+                JOIN transactions t ON t.store = l.store AND (t.original_transaction_id = l.original_transaction_id OR t.transaction_id = l.original_transaction_id)
+                WHERE l.scope = \(catalog.scope) AND l.account_id = ANY(\(players)::text[]) AND \(visible)
+            ), claimants AS (  -- a purchase is its first claimant's: a later claim of one of its renewals does not take it
+                SELECT DISTINCT ON (u.store, u.environment, u.original) t.player_id, u.store, u.environment, u.original
+                FROM units u
+                JOIN transactions t ON t.store = u.store AND t.environment = u.environment
+                     AND (t.original_transaction_id = u.original OR t.transaction_id = u.original)
+                WHERE t.claimed_at IS NOT NULL AND t.player_id IS NOT NULL AND \(visible)
+                ORDER BY u.store, u.environment, u.original, t.claimed_at, t.id
+            ), owned AS (
+                SELECT * FROM claimants WHERE player_id = ANY(\(players)::text[])
+                UNION SELECT * FROM linked
+            ), candidates AS (
+                SELECT o.player_id, pe.entitlement, s.store, s.environment, s.product_id, t.id AS transaction_row_id, t.transaction_id,
+                       s.original_transaction_id, t.purchase_date, s.expires_date, s.grace_period_expires_date,
+                       COALESCE(s.auto_renew, false) AS will_renew, t.ownership
+                FROM owned o
+                JOIN subscriptions s ON s.store = o.store AND s.environment = o.environment AND s.original_transaction_id = o.original
+                JOIN transactions t ON t.store = s.store AND t.environment = s.environment AND t.transaction_id = s.latest_transaction_id
+                JOIN product_entitlements pe ON pe.client_id = \(catalog.clientID) AND pe.store = s.store AND pe.product_id = s.product_id
+                WHERE s.status = ANY(\(accessStatuses)::text[]) AND NOT (t.state = ANY(\(withdrawnStates)::text[]))
+                  AND \(unescaped: EntitlementRules.holdsSQL(expires: "s.expires_date", grace: "s.grace_period_expires_date"))
+                UNION ALL
+                SELECT o.player_id, pe.entitlement, t.store, t.environment, t.product_id, t.id, t.transaction_id, t.original_transaction_id,
+                       t.purchase_date, t.expires_date, NULL, false, t.ownership
+                FROM owned o
+                JOIN transactions t ON t.store = o.store AND t.environment = o.environment
+                     AND (t.original_transaction_id = o.original OR t.transaction_id = o.original)
+                JOIN product_entitlements pe ON pe.client_id = \(catalog.clientID) AND pe.store = t.store AND pe.product_id = t.product_id
+                WHERE NOT EXISTS (SELECT 1 FROM subscriptions s
+                                  WHERE s.store = o.store AND s.environment = o.environment AND s.original_transaction_id = o.original)
+                  AND t.state = \(TransactionState.active.rawValue) AND NOT (COALESCE(t.product_kind, '') = ANY(\(nonGrantingKinds)::text[]))
+                  AND \(unescaped: EntitlementRules.holdsSQL(expires: "t.expires_date", grace: "NULL")) AND \(visible)
+            ), desired AS (
+                SELECT DISTINCT ON (player_id, entitlement) * FROM candidates
+                ORDER BY player_id, entitlement, \(unescaped: EntitlementRules.preferenceOrder)
+            ), before AS (
+                SELECT player_id, entitlement, expires_date, grace_period_expires_date FROM player_entitlements
+                WHERE client_id = \(catalog.clientID) AND player_id = ANY(\(players)::text[])
+            ), removed AS (
+                DELETE FROM player_entitlements pe
+                WHERE pe.client_id = \(catalog.clientID) AND pe.player_id = ANY(\(players)::text[])
+                  AND NOT EXISTS (SELECT 1 FROM desired d WHERE d.player_id = pe.player_id AND d.entitlement = pe.entitlement)
+                RETURNING pe.*
+            ), written AS (
+                INSERT INTO player_entitlements (client_id, \(unescaped: EntitlementRows.written))
+                SELECT \(catalog.clientID), \(unescaped: EntitlementRows.written) FROM desired
+                ON CONFLICT (client_id, player_id, entitlement) DO UPDATE SET
+                    store = EXCLUDED.store, environment = EXCLUDED.environment, product_id = EXCLUDED.product_id,
+                    transaction_row_id = EXCLUDED.transaction_row_id, transaction_id = EXCLUDED.transaction_id,
+                    original_transaction_id = EXCLUDED.original_transaction_id, purchase_date = EXCLUDED.purchase_date,
+                    expires_date = EXCLUDED.expires_date, grace_period_expires_date = EXCLUDED.grace_period_expires_date,
+                    will_renew = EXCLUDED.will_renew, ownership = EXCLUDED.ownership, updated_at = now()
+                WHERE ROW(player_entitlements.store, player_entitlements.environment, player_entitlements.product_id,
+                          player_entitlements.transaction_row_id, player_entitlements.purchase_date, player_entitlements.expires_date,
+                          player_entitlements.grace_period_expires_date, player_entitlements.will_renew, player_entitlements.ownership)
+                      IS DISTINCT FROM ROW(EXCLUDED.store, EXCLUDED.environment, EXCLUDED.product_id, EXCLUDED.transaction_row_id,
+                          EXCLUDED.purchase_date, EXCLUDED.expires_date, EXCLUDED.grace_period_expires_date, EXCLUDED.will_renew, EXCLUDED.ownership)
+                RETURNING *
+            ), announce AS (
+                SELECT webhook_url IS NOT NULL AS announce FROM clients WHERE id = \(catalog.clientID)
+            )
+            SELECT 'removed' AS side, \(unescaped: EntitlementRows.columns(of: "r")), true AS had_before,
+                   r.expires_date AS before_expires, r.grace_period_expires_date AS before_grace, a.announce
+            FROM removed r, announce a
+            UNION ALL
+            SELECT 'written', \(unescaped: EntitlementRows.columns(of: "w")), b.player_id IS NOT NULL,
+                   b.expires_date, b.grace_period_expires_date, a.announce
+            FROM written w LEFT JOIN before b ON b.player_id = w.player_id AND b.entitlement = w.entitlement, announce a
+            """
+    }
+}

@@ -1,0 +1,261 @@
+import AppStore
+import AppStoreTestSupport
+import Foundation
+import GooglePlay
+import GooglePlayTestSupport
+import Postgres
+import ReceiptCore
+@testable import ReceiptGate
+import Testing
+import TestSupport
+
+/// What a player owns, over HTTP against a real Postgres: one service with the App Store (its
+/// notifications signed by the test PKI) and Google Play (a local fake of its API), a catalog
+/// mapping both stores' VIP products to `vip`, and a receiver for the `entitlement.*` webhooks.
+struct EntitlementHarness {
+    let harness: VerifyHarness
+    let google: FakeGooglePlay
+    let receiver: GooglePlayHarness.Receiver
+    var client: SignedClient { harness.client }
+
+    static func start(sweepEvery seconds: Int = 1, gameID: Int64? = 42, configure: (inout ServiceConfiguration) -> Void = { _ in }) async throws -> EntitlementHarness {
+        let google = try FakeGooglePlay()
+        let receiver = try GooglePlayHarness.Receiver()
+        var googleConfiguration = try google.configuration()
+        googleConfiguration.serviceAccountKey = nil
+        googleConfiguration.voidedPurchasesInterval = nil
+        let googleProvider = GooglePlayProvider(configuration: googleConfiguration, http: FakeGooglePlay.http(), logger: Logger(minimumLevel: .error))
+        let harness = try await VerifyHarness.start(gameID: gameID, outbox: VerifyHarness.fastOutbox(),
+                                                    webhookURL: "http://127.0.0.1:\(receiver.server.port)/hooks",
+                                                    otherStores: [googleProvider.registration], configure: { configuration in
+            configuration.entitlementSweepSeconds = seconds
+            configuration.quietSubscriptions.intervalSeconds = 0
+            configure(&configuration)
+        })
+        var settings = ClientSettings()
+        settings.appIdentifiers[GooglePlayProvider.packageNameKind.name] = ["com.example.game"]
+        settings.sealedSettings = [GooglePlayProvider.Setting.serviceAccountKey: try google.serviceAccountJSON()]
+        _ = try await harness.service.clients.update(harness.client.clientID, settings)
+        return EntitlementHarness(harness: harness, google: google, receiver: receiver)
+    }
+
+    func stop() {
+        harness.stop()
+        let google = google
+        Task.detached { await google.shutdown() }
+        ClaimSupport.stop(receiver)
+    }
+
+    /// The VIP subscriptions of both stores grant `vip`; a non-consumable grants `no_ads`; a
+    /// consumable is mapped too (it must never grant).
+    func mapCatalog(client clientID: String? = nil) async throws {
+        let catalog = harness.service.repositories.catalog, id = clientID ?? client.clientID
+        _ = try await catalog.set(client: id, store: "app_store", product: "vip.monthly", entitlements: ["vip"], by: "test")
+        _ = try await catalog.set(client: id, store: "google_play", product: "vip_monthly", entitlements: ["vip"], by: "test")
+        _ = try await catalog.set(client: id, store: "app_store", product: "noads", entitlements: ["no_ads"], by: "test")
+        _ = try await catalog.set(client: id, store: "app_store", product: "gems.100", entitlements: ["gems_badge"], by: "test")
+    }
+
+    /// `GET /v1/players/{player}/entitlements` as `client`: status, and the entitlements by name.
+    func owned(_ player: String, as client: SignedClient? = nil) async throws -> (status: Int, byName: [String: [String: Any]]) {
+        let response = try await (client ?? self.client).get("/v1/players/\(player)/entitlements")
+        let list = (try? response.json())?["entitlements"] as? [[String: Any]] ?? []
+        return (response.status, Dictionary(list.map { ($0["entitlement"] as? String ?? "", $0) }, uniquingKeysWith: { first, _ in first }))
+    }
+
+    /// The `entitlement.<change>` webhooks that arrived, as (entitlement, player).
+    func told(_ change: String) -> [(entitlement: String, player: String)] {
+        receiver.bodies("/hooks").filter { $0["type"] as? String == "entitlement.\(change)" }.compactMap { body in
+            guard let data = body["data"] as? [String: Any], let grant = data["entitlement"] as? [String: Any] else { return nil }
+            return (grant["entitlement"] as? String ?? "", data["player_id"] as? String ?? "")
+        }
+    }
+
+    /// Claims an App Store purchase for `player` through /v1/verify.
+    func claimApple(_ transaction: [String: any Sendable], for player: String) async throws {
+        let receipt = try harness.pki.sign(AppleTestPKI.transaction(transaction))
+        let answer = try await client.post("/v1/verify", json: ["store": "app_store", "receipt": receipt, "player_id": player])
+        #expect(answer.status == 200, "\(answer.text)")
+    }
+
+    func claimGoogle(_ token: String, for player: String) async throws {
+        let answer = try await client.post("/v1/verify", json: ["store": "google_play", "receipt": token, "player_id": player])
+        #expect(answer.status == 200, "\(answer.text)")
+    }
+
+    static func days(_ count: Double) -> Int64 { ClaimSupport.now() + Int64(count * 86_400_000) }
+}
+
+@Suite struct Entitlements {
+    @Test func grantedRenewedOnceFamilySharedAndRevokedAsTheLedgerMoves() async throws {
+        let h = try await EntitlementHarness.start()
+        defer { h.stop() }
+        try await h.mapCatalog()
+        #expect(try await h.owned("p1").byName.isEmpty)
+
+        var vip = ClaimSupport.subscription("2000000000910001", days: 10)
+        vip["environment"] = "Sandbox"
+        try await h.claimApple(vip, for: "p1")
+        var owned = try await h.owned("p1")
+        #expect(owned.status == 200)
+        let granted = try #require(owned.byName["vip"], "\(owned)")
+        #expect(granted["store"] as? String == "app_store")
+        #expect(granted["product_id"] as? String == "vip.monthly")
+        #expect(granted["transaction_id"] as? String == "2000000000910001")
+        #expect(granted["environment"] as? String == "sandbox")
+        #expect(granted["ownership"] as? String == "purchased")
+        #expect(granted["in_grace_period"] as? Bool == false)
+        #expect(abs((granted["expires_date_ms"] as? Int64 ?? 0) - EntitlementHarness.days(10)) < 120_000, "\(granted)")
+
+        // Renewed: the store tells of the next period, twice (a retry); one event, the end moved.
+        let renewal: [String: any Sendable] = ["transactionId": "2000000000910002", "originalTransactionId": "2000000000910001",
+                                               "type": "Auto-Renewable Subscription", "productId": "vip.monthly", "expiresDate": EntitlementHarness.days(40)]
+        let renewalInfo: [String: any Sendable] = ["environment": "Sandbox", "originalTransactionId": "2000000000910001", "autoRenewStatus": 1,
+                                                   "signedDate": ClaimSupport.now()]
+        for _ in 0..<2 {
+            let pushed = try await NotificationsDriveTheLedger.notify(h.harness, type: "DID_RENEW", transaction: renewal, renewal: renewalInfo)
+            #expect(pushed.status == 200, "\(pushed.text)")
+        }
+        owned = try await h.owned("p1")
+        let renewed = try #require(owned.byName["vip"])
+        #expect(renewed["transaction_id"] as? String == "2000000000910002", "the latest period grants it now")
+        #expect(abs((renewed["expires_date_ms"] as? Int64 ?? 0) - EntitlementHarness.days(40)) < 120_000)
+        #expect(renewed["will_renew"] as? Bool == true)
+
+        // A non-consumable shared by family; a consumable, mapped, grants nothing.
+        try await h.claimApple(["transactionId": "2000000000920001", "originalTransactionId": "2000000000920001", "productId": "noads",
+                                "type": "Non-Consumable", "inAppOwnershipType": "FAMILY_SHARED"], for: "p1")
+        try await h.claimApple(["transactionId": "2000000000930001", "originalTransactionId": "2000000000930001", "productId": "gems.100"], for: "p1")
+        owned = try await h.owned("p1")
+        #expect(Set(owned.byName.keys) == ["vip", "no_ads"], "\(owned.byName.keys)")
+        #expect(owned.byName["no_ads"]?["ownership"] as? String == "family_shared")
+        #expect(owned.byName["no_ads"]?["expires_date_ms"] is NSNull, "a lifetime grant has no end")
+
+        // Refunded: taken away, once however often it is told.
+        let refund: [String: any Sendable] = ["transactionId": "2000000000920001", "productId": "noads", "type": "Non-Consumable",
+                                              "inAppOwnershipType": "FAMILY_SHARED", "revocationDate": ClaimSupport.now(), "revocationReason": 0]
+        for _ in 0..<2 { #expect(try await NotificationsDriveTheLedger.notify(h.harness, type: "REFUND", transaction: refund).status == 200) }
+        owned = try await h.owned("p1")
+        #expect(Set(owned.byName.keys) == ["vip"])
+
+        try await WebhookDelivery.waitUntil { h.told("revoked").count == 1 }
+        try await OutboxDrain.wait(h.harness.pool)
+        #expect(h.told("granted").map(\.entitlement).sorted() == ["no_ads", "vip"])
+        #expect(h.told("renewed").map(\.entitlement) == ["vip"])
+        #expect(h.told("revoked").map(\.entitlement) == ["no_ads"])
+        #expect(h.told("granted").allSatisfy { $0.player == "p1" })
+        #expect(!h.receiver.bodies("/hooks").contains { ($0["data"] as? [String: Any]).flatMap { $0["entitlement"] as? [String: Any] }?["entitlement"] as? String == "gems_badge" })
+    }
+
+    @Test func oneEntitlementFromTwoStoresIsBackedByTheLaterEnd() async throws {
+        let h = try await EntitlementHarness.start()
+        defer { h.stop() }
+        try await h.mapCatalog()
+        var vip = ClaimSupport.subscription("2000000000940001", days: 5)
+        vip["environment"] = "Sandbox"
+        try await h.claimApple(vip, for: "p2")
+        try h.google.addSubscription(token: "g-vip-1", productID: "vip_monthly", latestOrderID: "GPA.3399-4444-5555-66666",
+                                     expiry: Date().addingTimeInterval(30 * 86_400), autoRenew: true)
+        try await h.claimGoogle("g-vip-1", for: "p2")
+        var owned = try await h.owned("p2")
+        let vipNow = try #require(owned.byName["vip"], "\(owned)")
+        #expect(vipNow["store"] as? String == "google_play", "the later end wins: \(vipNow)")
+        #expect(vipNow["product_id"] as? String == "vip_monthly")
+        #expect(vipNow["will_renew"] as? Bool == true)
+
+        // Google revokes its subscription: the App Store's still grants vip, until its own end.
+        try h.google.addSubscription(token: "g-vip-1", productID: "vip_monthly", latestOrderID: "GPA.3399-4444-5555-66666",
+                                     state: "SUBSCRIPTION_STATE_EXPIRED", expiry: Date().addingTimeInterval(-60), autoRenew: false)
+        let revoked: [String: Any] = ["version": "1.0", "packageName": "com.example.game", "eventTimeMillis": String(ClaimSupport.now()),
+                                      "subscriptionNotification": ["version": "1.0", "notificationType": 12, "purchaseToken": "g-vip-1",
+                                                                   "subscriptionId": "vip_monthly"]]
+        let pushed = try await RawHTTP.request(port: h.harness.service.port, method: "POST", path: "/v1/notifications/google-play",
+                                               headers: ["Content-Type": "application/json", "Authorization": "Bearer \(try h.google.oidcToken())"],
+                                               body: try FakeGooglePlay.pushBody(revoked, messageID: "pubsub-revoke-1"))
+        #expect(pushed.status == 200, "\(pushed.text)")
+        owned = try await h.owned("p2")
+        #expect(owned.byName["vip"]?["store"] as? String == "app_store", "\(owned)")
+        try await OutboxDrain.wait(h.harness.pool)
+        #expect(h.told("granted").map(\.entitlement) == ["vip"], "one grant, whichever store backs it")
+        #expect(h.told("revoked").isEmpty && h.told("expired").isEmpty)
+    }
+
+    @Test func anEntitlementEndsOnScheduleWithoutAnyStoreNews() async throws {
+        let h = try await EntitlementHarness.start(sweepEvery: 1)
+        defer { h.stop() }
+        try await h.mapCatalog()
+        var vip = ClaimSupport.subscription("2000000000950001")
+        vip["environment"] = "Sandbox"
+        vip["expiresDate"] = ClaimSupport.now() + 3_000
+        try await h.claimApple(vip, for: "p3")
+        #expect(try await h.owned("p3").byName["vip"] != nil)
+        try await WebhookDelivery.waitUntil { try await h.owned("p3").byName.isEmpty }
+        try await WebhookDelivery.waitUntil { h.told("expired").count == 1 }
+        #expect(h.told("expired").first?.entitlement == "vip")
+        #expect(h.told("revoked").isEmpty, "an end reached is an expiry, not a revocation")
+        #expect(try await h.harness.count("player_entitlements") == 0, "the sweep removed the grant")
+    }
+
+    @Test func aClientSeesOnlyWhatItsGamesPlayersOwnUnderItsOwnCatalog() async throws {
+        let h = try await EntitlementHarness.start(gameID: 42)
+        defer { h.stop() }
+        try await h.mapCatalog()
+        try await h.claimApple(["transactionId": "2000000000960001", "originalTransactionId": "2000000000960001", "productId": "noads",
+                                "type": "Non-Consumable"], for: "shared-id")
+        #expect(try await h.owned("shared-id").byName["no_ads"] != nil)
+
+        // Another game, the same player id: nothing, even with the same catalog.
+        var other = VerifyHarness.settings(name: "Other game", environments: [.production, .sandbox], gameID: 77)
+        other.webhookURL = nil
+        let otherGame = try await h.harness.service.clients.create(other)
+        let otherClient = SignedClient(port: h.harness.service.port, clientID: otherGame.client.clientID, secret: otherGame.secret)
+        try await h.mapCatalog(client: otherGame.client.clientID)
+        let seen = try await h.owned("shared-id", as: otherClient)
+        #expect(seen.status == 200 && seen.byName.isEmpty, "\(seen)")
+
+        // A second client of the same game sees the purchase, through its own catalog only.
+        let sibling = try await h.harness.service.clients.create(VerifyHarness.settings(name: "Same game", environments: [.sandbox], gameID: 42))
+        let siblingClient = SignedClient(port: h.harness.service.port, clientID: sibling.client.clientID, secret: sibling.secret)
+        #expect(try await h.owned("shared-id", as: siblingClient).byName.isEmpty, "no catalog, no entitlements")
+        _ = try await h.harness.service.repositories.catalog.set(client: sibling.client.clientID, store: "app_store", product: "noads",
+                                                                  entitlements: ["ad_free"], by: "test")
+        #expect(Set(try await h.owned("shared-id", as: siblingClient).byName.keys) == ["ad_free"])
+
+        // Unsigned or signed with version 1: refused.
+        let unsigned = try await RawHTTP.request(port: h.harness.service.port, path: "/v1/players/shared-id/entitlements")
+        #expect(unsigned.status == 401, "\(unsigned.text)")
+        #expect(try await h.client.get("/v1/players/shared-id/entitlements", version: "1").status == 401)
+        let tooLong = try await h.client.get("/v1/players/\(String(repeating: "x", count: 300))/entitlements")
+        #expect(tooLong.status == 400, "\(tooLong.text)")
+    }
+
+    @Test func theCatalogEditedWhileReadsRunChangesWhatTheyAnswer() async throws {
+        let h = try await EntitlementHarness.start()
+        defer { h.stop() }
+        for index in 0..<20 {
+            try await h.claimApple(["transactionId": "20000000009700\(String(format: "%02d", index))", "productId": "noads", "type": "Non-Consumable",
+                                    "originalTransactionId": "20000000009700\(String(format: "%02d", index))"], for: "reader-\(index % 5)")
+        }
+        let reads = Task {
+            var statuses: [Int: Int] = [:]
+            while !Task.isCancelled {
+                let answer = try await h.client.get("/v1/players/reader-\(Int.random(in: 0..<5))/entitlements")
+                statuses[answer.status, default: 0] += 1
+            }
+            return statuses
+        }
+        let catalog = h.harness.service.repositories.catalog
+        _ = try await catalog.set(client: h.client.clientID, store: "app_store", product: "noads", entitlements: ["no_ads"], by: "test")
+        for index in 0..<5 { #expect(Set(try await h.owned("reader-\(index)").byName.keys) == ["no_ads"]) }
+        _ = try await catalog.set(client: h.client.clientID, store: "app_store", product: "noads", entitlements: ["no_ads", "supporter"], by: "test")
+        for index in 0..<5 { #expect(Set(try await h.owned("reader-\(index)").byName.keys) == ["no_ads", "supporter"]) }
+        #expect(try await catalog.remove(client: h.client.clientID, store: "app_store", product: "noads", entitlement: "no_ads", by: "test"))
+        for index in 0..<5 { #expect(Set(try await h.owned("reader-\(index)").byName.keys) == ["supporter"]) }
+        reads.cancel()
+        let statuses = try await reads.value
+        #expect(Set(statuses.keys) == [200], "every read answered while the catalog changed: \(statuses)")
+        try await OutboxDrain.wait(h.harness.pool)
+        #expect(h.told("granted").count == 10, "no_ads then supporter, for five players")
+        #expect(h.told("revoked").filter { $0.entitlement == "no_ads" }.count == 5, "taken away with its mapping")
+    }
+}
