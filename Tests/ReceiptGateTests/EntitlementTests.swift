@@ -17,6 +17,7 @@ struct EntitlementHarness {
     let google: FakeGooglePlay
     let receiver: GooglePlayHarness.Receiver
     var client: SignedClient { harness.client }
+    static let adminToken = "entitlements-admin-" + String(repeating: "e", count: 32)
 
     static func start(sweepEvery seconds: Int = 1, gameID: Int64? = 42, configure: (inout ServiceConfiguration) -> Void = { _ in }) async throws -> EntitlementHarness {
         let google = try FakeGooglePlay()
@@ -25,7 +26,7 @@ struct EntitlementHarness {
         googleConfiguration.serviceAccountKey = nil
         googleConfiguration.voidedPurchasesInterval = nil
         let googleProvider = GooglePlayProvider(configuration: googleConfiguration, http: FakeGooglePlay.http(), logger: Logger(minimumLevel: .error))
-        let harness = try await VerifyHarness.start(gameID: gameID, outbox: VerifyHarness.fastOutbox(),
+        let harness = try await VerifyHarness.start(gameID: gameID, outbox: VerifyHarness.fastOutbox(), adminToken: adminToken,
                                                     webhookURL: "http://127.0.0.1:\(receiver.server.port)/hooks",
                                                     otherStores: [googleProvider.registration], configure: { configuration in
             configuration.entitlementSweepSeconds = seconds
@@ -144,6 +145,14 @@ struct EntitlementHarness {
         #expect(h.told("renewed").map(\.entitlement) == ["vip"])
         #expect(h.told("revoked").map(\.entitlement) == ["no_ads"])
         #expect(h.told("granted").allSatisfy { $0.player == "p1" })
+        // The operator's player page shows what the player owns, and links the purchase behind it.
+        let browser = ConsoleBrowserSession(port: h.harness.service.port)
+        _ = try await browser.signIn(token: EntitlementHarness.adminToken)
+        let page = try await browser.get("/console/players/p1").text
+        #expect(page.contains(#"<td class="entitlement">vip</td>"#), "\(page)")
+        #expect(page.contains("/console/purchases/app_store/2000000000910002"))
+        #expect(!page.contains(#"<td class="entitlement">no_ads</td>"#), "refunded: no longer owned")
+        #expect(try await browser.get("/console/purchases?q=p1").text.contains(#"<a href="/console/players/p1">p1</a>"#))
         #expect(!h.receiver.bodies("/hooks").contains { ($0["data"] as? [String: Any]).flatMap { $0["entitlement"] as? [String: Any] }?["entitlement"] as? String == "gems_badge" })
     }
 
@@ -257,5 +266,58 @@ struct EntitlementHarness {
         try await OutboxDrain.wait(h.harness.pool)
         #expect(h.told("granted").count == 10, "no_ads then supporter, for five players")
         #expect(h.told("revoked").filter { $0.entitlement == "no_ads" }.count == 5, "taken away with its mapping")
+    }
+}
+
+/// DATABASE_READ_URL with a real streaming standby held back by `recovery_min_apply_delay`: a
+/// read right after a claim, while the standby has not replayed it, is answered by the primary;
+/// once the standby caught up, it answers.
+@Suite struct EntitlementReadsFromAStandby {
+    static func readsServed(_ h: EntitlementHarness) async throws -> (standby: Int, lagging: Int) {
+        let metrics = try await RawHTTP.request(port: h.harness.service.port, path: "/metrics").text
+        func value(_ prefix: String) -> Int {
+            metrics.split(separator: "\n").first { $0.hasPrefix(prefix) }.flatMap { $0.split(separator: " ").last }.flatMap { Int($0) } ?? -1
+        }
+        return (value(#"receiptgate_ledger_reads_total{served_by="standby"}"#),
+                value(#"receiptgate_ledger_reads_total{served_by="primary",reason="lagging"}"#))
+    }
+
+    @Test(.timeLimit(.minutes(3)))
+    func aLaggingStandbyIsSkippedForThePrimaryAndACaughtUpOneAnswers() async throws {
+        let primary = try await TestDatabase.makePrivateCluster()
+        let standby = try await StreamingStandby.start(following: primary, applyDelay: "3s")
+        defer { standby.stop() }
+        let h = try await EntitlementHarness.start { configuration in
+            configuration.databaseURL = try? primary.connectionString
+            configuration.databaseReadURL = standby.connectionString
+            configuration.readMaxLagMilliseconds = 1000
+        }
+        defer { h.stop() }
+        try await h.mapCatalog()
+        let onStandby = PostgresPool(.init(connectionString: standby.connectionString, size: 1))
+        defer { onStandby.shutdown() }
+        // The standby replays the schema (and the catalog) first, 3 s after they were written.
+        try await WebhookDelivery.waitUntil {
+            try await onStandby.query("SELECT count(*) AS n FROM pg_tables WHERE tablename = 'player_entitlements'")[0].decode("n", as: Int.self) == 1
+        }
+
+        try await h.claimApple(["transactionId": "2000000000980001", "originalTransactionId": "2000000000980001", "productId": "noads",
+                                "type": "Non-Consumable"], for: "fresh")
+        let standbyHasIt = { try await onStandby.query("SELECT count(*) AS n FROM player_entitlements WHERE player_id = 'fresh'")[0].decode("n", as: Int.self) == 1 }
+        let before = try await Self.readsServed(h)
+        let read = try await h.owned("fresh")
+        #expect(read.status == 200)
+        #expect(read.byName["no_ads"] != nil, "right after the claim, the read is fresh: \(read.byName)")
+        #expect(try await !standbyHasIt(), "the standby had not replayed the claim yet, so the primary answered")
+        #expect(try await Self.readsServed(h).lagging > before.lagging)
+
+        try await WebhookDelivery.waitUntil { try await standbyHasIt() }
+        // Caught up (nothing left to replay): the standby answers.
+        try await WebhookDelivery.waitUntil {
+            let served = try await Self.readsServed(h).standby
+            let answer = try await h.owned("fresh")
+            let after = try await Self.readsServed(h).standby
+            return answer.byName["no_ads"] != nil && after > served
+        }
     }
 }

@@ -16,7 +16,7 @@ extension Console {
             let record = purchase.record
             return """
                 <tr><td><a href="\(Self.purchasePath(record))">\(record.transactionID)</a></td><td class="store">\(record.store.rawValue)</td>
-                <td class="product">\(record.productID)</td><td class="player">\(purchase.playerID)</td><td class="state">\(record.state.rawValue)</td>
+                <td class="product">\(record.productID)</td><td class="player">\(Self.playerLink(purchase.playerID))</td><td class="state">\(record.state.rawValue)</td>
                 <td class="client">\(record.clientID)</td><td>\(ConsoleTime.show(record.firstVerifiedAt))</td></tr>
                 """
         }
@@ -27,6 +27,12 @@ extension Console {
             \(ConsoleLayout.table(id: "purchases", caption: caption, headings: ["Transaction", "Store", "Product", "Player", "State", "Client", "First verified"],
                                   rows: rows, empty: query == nil ? "No purchases yet." : "No purchase matches."))
             """)
+    }
+
+    /// The player's id, linking to their page (what they own).
+    static func playerLink(_ playerID: String?) -> HTML {
+        guard let playerID else { return "" }
+        return "<a href=\"\(playerPath(playerID))\">\(playerID)</a>"
     }
 
     /// Asks each store that can look up orders, for each client with apps in it, until one knows

@@ -34,6 +34,7 @@ struct Console: Sendable {
         registerClients(on: &router)
         page(&router, "/console/purchases") { request, session in try await purchases(request, session) }
         page(&router, "/console/purchases/{store}/{transaction_id}") { request, session in try await purchase(request, session) }
+        page(&router, "/console/players/{player_id}") { request, session in try await player(request, session) }
         page(&router, "/console/deliveries") { request, session in try await deliveries(request, session) }
         action(&router, "/console/deliveries/redeliver-all") { request, form, session in try await redeliverAll(request, form, session) }
         action(&router, "/console/deliveries/{event_id}/redeliver") { request, form, session in try await redeliver(request, form, session) }
