@@ -12,7 +12,7 @@ import threading
 import time
 import urllib.request
 
-from drill_load import Load, WebhookSink, read, verify
+from drill_load import EntitlementReads, Load, WebhookSink, read, verify
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -113,7 +113,7 @@ def old_leader_rejoined(summary, leader):
 
 def main():
     parser = argparse.ArgumentParser()
-    for name in ("--dir", "--summary", "--client", "--tokens"):
+    for name in ("--dir", "--summary", "--client", "--tokens", "--owned"):
         parser.add_argument(name, required=True)
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--webhook-port", type=int, required=True)
@@ -132,9 +132,12 @@ def main():
     figures.update({"patroni_ttl": dynamic["ttl"], "patroni_loop_wait": dynamic["loop_wait"]})
 
     sink = WebhookSink(args.webhook_port)
+    players = claim_owned(args, credentials, failures)
+    reads = EntitlementReads(args.port, credentials["client_id"], credentials["client_secret"], players, "season_pass")
     load = Load(args.port, credentials["client_id"], credentials["client_secret"], tokens, args.connections)
     started = time.monotonic()
     load.start()
+    reads.start()
     if not wait_for(lambda: load.count(200) > 0, 30):
         failures.append("no verification succeeded before the kill")
     time.sleep(args.warmup_seconds)  # a fixed measuring window, not a wait for a condition
@@ -146,6 +149,7 @@ def main():
         failures.append("no verification succeeded within 60 s of the kill")
     wait_for(lambda: load.count(200, after=killed) >= 2000, 5)  # some load on the new primary
     load.stop()
+    reads.stop()
     watch.stopping.set()
     new_leader = next((m["name"] for m in members(summary) if m["role"] == "leader"), None)
     figures["new_leader"] = new_leader
@@ -166,6 +170,7 @@ def main():
     figures.update(check_ledger(args, summary, credentials, load, failures))
     figures.update(check_outbox(load, sink, killed, failures))
     figures.update(check_read_standby(args, summary, credentials, load, failures))
+    figures.update(check_entitlement_reads(args, reads, killed, first_success, failures))
     figures.update(check_rejoin(args, summary, leader, failures))
     figures["checks_failed"] = failures
     print(json.dumps(figures))
@@ -230,6 +235,45 @@ def check_read_standby(args, summary, credentials, load, failures):
     if lag is None:
         failures.append("/metrics has no receiptgate_db_read_standby_lag_seconds")
     return {"ledger_read_status": status, "ledger_read_from_standby": on_standby, "read_standby_lag_seconds": lag}
+
+
+def claim_owned(args, credentials, failures):
+    """Claims each non-consumable purchase of the corpus for a player of its own (the catalog maps
+    the product to `season_pass`), before the load: the players whose entitlements are read."""
+    with open(args.owned) as file:
+        owned = [line.strip() for line in file if line.strip()]
+    connection = http.client.HTTPConnection("127.0.0.1", args.port, timeout=35)
+    players = []
+    for index, token in enumerate(owned):
+        player = f"reader-{index}"
+        status, _ = verify(connection, credentials["client_id"], credentials["client_secret"].encode(), token, player=player)
+        if status != 200:
+            failures.append(f"claiming the season pass of {player} answered {status}")
+        players.append(player)
+    return players
+
+
+def check_entitlement_reads(args, reads, killed, recovered, failures):
+    """Entitlement reads ran beside the load: answered by the standby, and still answered (with
+    the entitlement) while the primary failed over."""
+    statuses = {}
+    for answer in reads.answers:
+        statuses[str(answer[2])] = statuses.get(str(answer[2]), 0) + 1
+    during = [a for a in reads.answers if a[0] >= killed and recovered is not None and a[1] <= recovered]
+    answered_during = sum(1 for a in during if a[2] == 200)
+    metrics = http_get(args.port, "/metrics")[1]
+    from_standby = next((int(line.split()[1]) for line in metrics.splitlines()
+                         if line.startswith('receiptgate_ledger_reads_total{served_by="standby"}')), 0)
+    if not any(a[2] == 200 for a in reads.answers):
+        failures.append("no entitlement read answered")
+    if any(a[2] == 200 and not a[3] for a in reads.answers):
+        failures.append("an entitlement read answered without the season pass its player owns")
+    if answered_during == 0:
+        failures.append("no entitlement read answered while the primary failed over")
+    if from_standby == 0:
+        failures.append("no entitlement read was served by the standby")
+    return {"entitlement_reads": statuses, "entitlement_reads_answered_during_failover": f"{answered_during}/{len(during)}",
+            "entitlement_reads_from_standby": from_standby}
 
 
 def check_rejoin(args, summary, leader, failures):

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The failover drill: a three-node Patroni cluster (up.sh), one ReceiptGate on it, 32 connections
-# verifying fresh purchases (each one a webhook to a receiver on loopback); the leader's Patroni
+# verifying fresh purchases (each one a webhook to a receiver on loopback) and 4 reading what players
+# own (from the standby, DATABASE_READ_URL); the leader's Patroni
 # and postmaster are killed with SIGKILL. Prints
 # the figures as one JSON line (recovery_seconds, acknowledged, acknowledged_lost, ...) and exits
 # 1 if any check failed. Everything is stopped at the end; DIR keeps the logs.
@@ -32,7 +33,7 @@ summary_field() { tail -n1 "$dir/up.log" | "$ha_venv/bin/python" -c "import json
 database_url=$(summary_field database_url)
 
 # Fresh purchases signed by a test PKI, and the service told to trust its root.
-"$bin/receiptgate-bench" jws --count "${RECEIPTGATE_DRILL_PURCHASES:-60000}" --seconds 0 --write-corpus "$dir/corpus" >/dev/null
+"$bin/receiptgate-bench" jws --count "${RECEIPTGATE_DRILL_PURCHASES:-60000}" --owned 16 --seconds 0 --write-corpus "$dir/corpus" >/dev/null
 openssl x509 -inform der -in "$dir/corpus/root.der" -out "$dir/corpus/root.pem"
 free_port() { "$ha_venv/bin/python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 port=$(free_port) webhook_port=$(free_port)
@@ -50,6 +51,9 @@ done
 (umask 077; "$bin/receiptgate" client create --name drill --bundle-id com.example.game \
     --environments production,sandbox --webhook-url "http://127.0.0.1:$webhook_port/receiptgate" --allow-insecure-url \
     >"$dir/client.json")
+# The corpus's non-consumable grants `season_pass`: entitlement reads run through the drill too.
+client_id=$("$ha_venv/bin/python" -c "import json, sys; print(json.load(open(sys.argv[1]))['client_id'])" "$dir/client.json")
+"$bin/receiptgate" products set --client "$client_id" --store app_store --product-id pass.season --entitlement season_pass >/dev/null
 
 "$ha_venv/bin/python" -B "$here/drill.py" --dir "$dir" --summary "$dir/up.log" --client "$dir/client.json" \
-    --tokens "$dir/corpus/tokens.txt" --port "$port" --webhook-port "$webhook_port"
+    --tokens "$dir/corpus/tokens.txt" --owned "$dir/corpus/owned.txt" --port "$port" --webhook-port "$webhook_port"

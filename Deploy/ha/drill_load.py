@@ -63,9 +63,12 @@ class Load:
             return sum(1 for answer in self.answers if answer[2] == status and answer[0] >= after)
 
 
-def verify(connection, client_id, secret, token):
-    """One signed verification; returns (status, parsed body)."""
-    body = json.dumps({"store": "app_store", "receipt": token}).encode()
+def verify(connection, client_id, secret, token, player=None):
+    """One signed verification (claimed for `player` when given); returns (status, parsed body)."""
+    fields = {"store": "app_store", "receipt": token}
+    if player:
+        fields["player_id"] = player
+    body = json.dumps(fields).encode()
     timestamp = str(int(time.time()))
     digest = hashlib.sha256(body).hexdigest()
     signature = hmac.new(secret, f"{client_id}.{timestamp}.{digest}".encode(), hashlib.sha256).hexdigest()
@@ -122,3 +125,42 @@ class WebhookSink:
         with self.lock:
             return len(ids & self.transaction_ids)
 
+
+
+class EntitlementReads:
+    """`connections` workers reading what random players own (GET /v1/players/{id}/entitlements)
+    until `stop()`, each answer recorded as (sent, received, status, owns `entitlement`)."""
+
+    def __init__(self, port, client_id, secret, players, entitlement, connections=4):
+        self.port, self.client_id, self.secret = port, client_id, secret.encode()
+        self.players, self.entitlement = players, entitlement
+        self.lock = threading.Lock()
+        self.answers = []
+        self.stopping = threading.Event()
+        self.threads = [threading.Thread(target=self.worker, args=(index,), daemon=True) for index in range(connections)]
+
+    def start(self):
+        for thread in self.threads:
+            thread.start()
+
+    def stop(self):
+        self.stopping.set()
+        for thread in self.threads:
+            thread.join(timeout=30)
+
+    def worker(self, index):
+        connection, turn = None, index
+        while not self.stopping.is_set():
+            player = self.players[turn % len(self.players)]
+            turn += len(self.threads)
+            sent = time.monotonic()
+            try:
+                connection = connection or http.client.HTTPConnection("127.0.0.1", self.port, timeout=35)
+                status, body = read(connection, self.client_id, self.secret, f"/v1/players/{player}/entitlements")
+                owns = status == 200 and any(e.get("entitlement") == self.entitlement for e in json.loads(body)["entitlements"])
+            except (OSError, http.client.HTTPException, ValueError, KeyError):
+                connection, status, owns = None, 0, False
+            with self.lock:
+                self.answers.append((sent, time.monotonic(), status, owns))
+            if status != 200:
+                time.sleep(0.05)

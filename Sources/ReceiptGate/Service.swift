@@ -68,7 +68,7 @@ public final class Service: Sendable {
         }
         repositories = Repositories(pool: database.pool, secrets: SecretBox(masterKey: master.key),
                                     refundCallbacks: try Self.refundCallbackFormats(dialects),
-                                    refundAnswerDelay: Double(configuration.refundReviewDelaySeconds))
+                                    refundAnswerDelay: Double(configuration.refundReviewDelaySeconds), readStandby: database.readPool)
     }
 
     public var clients: ClientRepository { repositories.clients }

@@ -13,7 +13,7 @@ enum Bench {
         }
         guard arguments.first == "jws" else {
             print("""
-                usage: receiptgate-bench jws [--root CERT] [--file TOKENS] [--seconds N] [--count N] [--write-corpus DIR]
+                usage: receiptgate-bench jws [--root CERT] [--file TOKENS] [--seconds N] [--count N] [--write-corpus DIR] [--owned N]
                        receiptgate-bench verify --url URL --client-id ID --secret SECRET --file TOKENS [--concurrency N]
                 """)
             exit(arguments.isEmpty || arguments.first == "--help" ? 0 : 2)

@@ -12,12 +12,12 @@ struct BenchPKI {
         chain = try AppleShapedChain(names: ("Bench Root", "Bench Intermediate", "Bench Leaf"), until: Date(timeIntervalSinceNow: 86_400 * 30))
     }
 
-    /// A sandbox consumable purchase of com.example.game with this transaction id.
-    func transaction(id: String) throws -> String {
+    /// A sandbox purchase of com.example.game with this transaction id (a consumable unless told).
+    func transaction(id: String, product: String = "gems.100", type: String = "Consumable") throws -> String {
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         let payload: [String: Any] = [
-            "transactionId": id, "originalTransactionId": id, "bundleId": "com.example.game", "productId": "gems.100",
-            "purchaseDate": now - 60_000, "originalPurchaseDate": now - 60_000, "quantity": 1, "type": "Consumable",
+            "transactionId": id, "originalTransactionId": id, "bundleId": "com.example.game", "productId": product,
+            "purchaseDate": now - 60_000, "originalPurchaseDate": now - 60_000, "quantity": 1, "type": type,
             "inAppOwnershipType": "PURCHASED", "signedDate": now, "environment": "Sandbox", "storefront": "USA", "price": 990, "currency": "USD",
         ]
         return try chain.sign(payload: try JSONSerialization.data(withJSONObject: payload, options: [.sortedKeys]))

@@ -2,7 +2,7 @@ import AppStore
 import Crypto
 import Foundation
 
-/// `receiptgate-bench jws [--root CERT] [--file TOKENS] [--seconds N] [--count N] [--write-corpus DIR]`:
+/// `receiptgate-bench jws [--root CERT] [--file TOKENS] [--seconds N] [--count N] [--write-corpus DIR] [--owned N]`:
 /// verifies StoreKit 2 tokens on one thread, as the service does per request (chain proof from
 /// the cache after the first token, one ECDSA verification, payload decoding), and ends with
 /// `jws_verify_per_sec=<number>`.
@@ -13,6 +13,9 @@ enum JWSBench {
         var corpusDirectory: String?
         var seconds = 5.0
         var count = 1000
+        /// Also written to the corpus: this many non-consumable purchases (`owned.txt`, product
+        /// `pass.season`), for loads that need entitlements to read.
+        var owned = 0
 
         /// Every option takes a value; anything else stops the benchmark with usage status 2.
         init(parsing arguments: [String]) {
@@ -25,6 +28,7 @@ enum JWSBench {
                 case "--seconds": seconds = Double(value) ?? { Bench.fail("--seconds needs a number") }()
                 case "--write-corpus": corpusDirectory = value
                 case "--count": count = Int(value) ?? { Bench.fail("--count needs a number") }()
+                case "--owned": owned = Int(value) ?? { Bench.fail("--owned needs a number") }()
                 default: Bench.fail("unknown option \(option)")
                 }
             }
@@ -43,6 +47,12 @@ enum JWSBench {
             roots = [pki.root]
             if let corpusDirectory = options.corpusDirectory {
                 try writeCorpus(tokens, root: pki.root, to: corpusDirectory)
+                if options.owned > 0 {
+                    let owned = try (0..<options.owned).map { index in
+                        try pki.transaction(id: String(2_100_000_000_000_000 + index), product: "pass.season", type: "Non-Consumable")
+                    }
+                    try owned.joined(separator: "\n").write(toFile: corpusDirectory + "/owned.txt", atomically: true, encoding: .utf8)
+                }
                 // --seconds 0: the corpus is what was asked for (a load elsewhere will use it).
                 if options.seconds <= 0 { return }
             }

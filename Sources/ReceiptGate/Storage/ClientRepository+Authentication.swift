@@ -11,8 +11,18 @@ struct AuthenticatedClient: Sendable {
 
 extension ClientRepository {
     /// The client with its secret and version in one read; nil for an unknown or disabled client.
+    /// While the primary cannot be reached (a failover under way), the read standby's copy
+    /// authenticates instead, so reads the standby serves go on; anything that writes still needs
+    /// the primary, and checks the client's version there.
     func authenticationEntry(for clientID: String) async throws -> AuthenticatedClient? {
-        let rows = try await pool.query("SELECT \(unescaped: Self.columns), secret_ciphertext, version FROM clients WHERE id = \(clientID)")
+        let query: PostgresQuery = "SELECT \(unescaped: Self.columns), secret_ciphertext, version FROM clients WHERE id = \(clientID)"
+        let rows: [PostgresRow]
+        do {
+            rows = try await pool.query(query)
+        } catch where DatabaseOutage.matches(error) {
+            guard let standby else { throw error }
+            rows = try await standby.query(query)
+        }
         guard let row = rows.first else { return nil }
         let client = try Self.decode(row)
         guard !client.disabled else { return nil }

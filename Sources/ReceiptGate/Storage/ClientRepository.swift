@@ -9,14 +9,17 @@ public import ReceiptCore
 public struct ClientRepository: Sendable {
     let pool: PostgresPool
     let secrets: SecretBox
+    /// The read standby (DATABASE_READ_URL), which authenticates clients while the primary cannot.
+    let standby: PostgresPool?
 
     public init(database: Database, secrets: SecretBox) {
         self.init(pool: database.pool, secrets: secrets)
     }
 
-    init(pool: PostgresPool, secrets: SecretBox) {
+    init(pool: PostgresPool, secrets: SecretBox, standby: PostgresPool? = nil) {
         self.pool = pool
         self.secrets = secrets
+        self.standby = standby
     }
 
     public func create(_ settings: ClientSettings) async throws -> (client: Client, secret: String) {

@@ -20,8 +20,9 @@ public struct Repositories: Sendable {
         self.init(pool: database.pool, secrets: secrets, refundCallbacks: [:])
     }
 
-    init(pool: PostgresPool, secrets: SecretBox, refundCallbacks: [String: any RefundCallbackRenderer], refundAnswerDelay: Double = 3600) {
-        clients = ClientRepository(pool: pool, secrets: secrets)
+    init(pool: PostgresPool, secrets: SecretBox, refundCallbacks: [String: any RefundCallbackRenderer], refundAnswerDelay: Double = 3600,
+         readStandby: PostgresPool? = nil) {
+        clients = ClientRepository(pool: pool, secrets: secrets, standby: readStandby)
         transactions = TransactionRepository(pool: pool, secrets: secrets)
         outbox = OutboxRepository(pool: pool, secrets: secrets)
         notifications = NotificationRepository(pool: pool, refundCallbacks: refundCallbacks, refundAnswerDelay: refundAnswerDelay)

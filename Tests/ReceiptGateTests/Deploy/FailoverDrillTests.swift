@@ -4,7 +4,8 @@ import TestSupport
 
 /// Deploy/ha/drill.sh, the failover drill an operator runs, as a test: three PostgreSQL nodes
 /// under Patroni and etcd, ReceiptGate on a multi-host DATABASE_URL, 32 connections verifying
-/// fresh purchases, and the leader's Patroni and postmaster killed with SIGKILL.
+/// fresh purchases and 4 reading players' entitlements, and the leader's Patroni and postmaster
+/// killed with SIGKILL.
 @Suite struct FailoverDrill {
     static let etcdInstalled = FileManager.default.isExecutableFile(atPath: "/usr/bin/etcd")
 
@@ -43,5 +44,10 @@ import TestSupport
         #expect(figures["ledger_read_status"] as? Int == 200)
         #expect(figures["ledger_read_from_standby"] as? Bool == true)
         #expect(figures["read_standby_lag_seconds"] is String)
+        // Entitlement reads ran beside the load: served by the standby, answered through the failover.
+        #expect(Set((figures["entitlement_reads"] as? [String: Int] ?? [:]).keys).isSubset(of: ["200", "503"]), "\(figures["entitlement_reads"] ?? "none")")
+        #expect((figures["entitlement_reads_from_standby"] as? Int ?? 0) > 0)
+        let during = try #require(figures["entitlement_reads_answered_during_failover"] as? String).split(separator: "/")
+        #expect(during.count == 2 && (Int(during[0]) ?? 0) > 0, "\(during)")
     }
 }
