@@ -105,6 +105,7 @@ extension TransactionRecord {
         revocationReason = purchase.revocationReason
         ownership = purchase.ownership
         accountToken = purchase.accountToken
+        appTransactionID = purchase.appTransactionID
         refund = purchase.revocationDate == nil ? nil : purchase.refund ?? RefundDetail()
         self.gameID = gameID
     }
