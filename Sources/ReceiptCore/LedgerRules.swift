@@ -106,6 +106,7 @@ extension TransactionRecord {
         ownership = purchase.ownership
         accountToken = purchase.accountToken
         appTransactionID = purchase.appTransactionID
+        appIdentifier = purchase.appIdentifier
         refund = purchase.revocationDate == nil ? nil : purchase.refund ?? RefundDetail()
         self.gameID = gameID
     }
