@@ -56,6 +56,7 @@ extension AppStoreProvider: StoreProvider {
         purchase.ownership = transaction.inAppOwnershipType == .familyShared ? .familyShared
             : transaction.inAppOwnershipType == .purchased ? .purchased : nil
         purchase.accountToken = transaction.appAccountToken?.lowercased()
+        purchase.appTransactionID = transaction.appTransactionId
         return purchase
     }
 

@@ -37,14 +37,16 @@ public struct AppStoreProvider: NotificationReceiving {
 
     /// What the App Store can do for the service: verify, receive notifications, look up orders,
     /// and, with a Server API key, read back the notification history pushes may have missed and
-    /// the subscriptions that went quiet.
+    /// the subscriptions that went quiet, answer consumption requests and set the app account
+    /// token of a purchase linked to an account after the sale.
     public var registration: StoreRegistration {
         let hasKey = configuration?.serverAPIKey != nil
         let reconciler = configuration.flatMap { configuration in
             hasKey ? configuration.reconcileInterval.map { NotificationHistoryPoller(provider: self, interval: $0) } : nil
         }
         return StoreRegistration(Self.declaration, verifier: self, notifications: self, orderLookup: self, poller: reconciler,
-                                 subscriptionReader: hasKey ? self : nil, refundAnswering: hasKey ? self : nil)
+                                 subscriptionReader: hasKey ? self : nil, refundAnswering: hasKey ? self : nil,
+                                 accountTokenSetting: hasKey ? self : nil)
     }
 
     /// From the environment (docs/configuration.md, App Store); throws `AppStoreConfiguration.Invalid`.

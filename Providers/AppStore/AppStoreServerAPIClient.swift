@@ -162,6 +162,19 @@ package struct AppStoreServerAPIClient: Sendable {
                                       body: body, emptyAllowed: true)
     }
 
+    /// Set App Account Token: `PUT /inApps/v1/transactions/{originalTransactionId}/appAccountToken`
+    /// with `{"appAccountToken": "<uuid>"}`; Apple answers 200 with no body. Only an original
+    /// transaction id is taken (4000187 otherwise), never a family-shared purchase (4000185).
+    package func setAppAccountToken(_ originalTransactionID: String, appAccountToken: UUID,
+                                    environment: AppStoreEnvironment) async throws(AppStoreAPIError) {
+        struct Request: Encodable { let appAccountToken: String }
+        guard let body = try? JSONEncoder().encode(Request(appAccountToken: appAccountToken.uuidString.lowercased())) else {
+            throw AppStoreAPIError.invalidResponse("cannot encode request")
+        }
+        let _: Empty = try await send("PUT", "/inApps/v1/transactions/\(try Self.pathSegment(originalTransactionID))/appAccountToken",
+                                      environment: environment, body: body, emptyAllowed: true)
+    }
+
     private struct Empty: Decodable {}
 
     // MARK: - Transport

@@ -14,6 +14,9 @@ public enum OutboxTarget: String, Codable, Sendable, CaseIterable {
     case storeAcknowledgement = "store_acknowledgement"
     /// The answer to a store's refund request, decided when it is sent, through the store provider.
     case refundAnswer = "refund_answer"
+    /// An account's token for a purchase linked after the sale (`AccountTokenAssignment`), sent
+    /// through the store provider; at most one per purchase.
+    case storeAccountToken = "store_account_token"
 }
 
 /// A durable message owed to someone, committed together with the change it announces.
@@ -55,6 +58,13 @@ public protocol RecordScope {
     /// Sets (or clears) the address an account's one pending confirmation is for, not yet
     /// approved; a link sent for any other address stops working.
     func setPendingEmail(_ email: String?, accountID: String) throws
+    /// Has the store of `transaction` told that the purchase belongs to the account whose token is
+    /// `accountToken`, so the store's later records of it carry that token. Queued with the record
+    /// and sent once per purchase, ever; nothing is queued when the store cannot be told, or
+    /// `AccountTokenAssignment.owed` says nothing is owed (the purchase carried a token, or is
+    /// family-shared). True when it was queued now.
+    @discardableResult
+    func tellStore(accountToken: String, for transaction: TransactionRecord) throws -> Bool
 }
 
 /// The core as dialects see it: verification in two steps (prove, then record), ledger reads,

@@ -105,6 +105,8 @@ extension TransactionRecord {
         revocationReason = purchase.revocationReason
         ownership = purchase.ownership
         accountToken = purchase.accountToken
+        appTransactionID = purchase.appTransactionID
+        appIdentifier = purchase.appIdentifier
         refund = purchase.revocationDate == nil ? nil : purchase.refund ?? RefundDetail()
         self.gameID = gameID
     }

@@ -119,11 +119,13 @@ public struct StoreRegistration: Sendable {
     public let subscriptionReader: (any SubscriptionReading)?
     /// Answers the store's refund requests.
     public let refundAnswering: (any RefundRequestAnswering)?
+    /// Tells the store which account a purchase linked after the sale belongs to.
+    public let accountTokenSetting: (any AccountTokenSetting)?
 
     public init(_ declaration: StoreDeclaration, verifier: any StoreProvider, notifications: (any NotificationReceiving)? = nil,
                 orderLookup: (any OrderLookingUp)? = nil, acknowledgement: (any PurchaseAcknowledging)? = nil,
                 poller: (any StorePolling)? = nil, subscriptionReader: (any SubscriptionReading)? = nil,
-                refundAnswering: (any RefundRequestAnswering)? = nil) {
+                refundAnswering: (any RefundRequestAnswering)? = nil, accountTokenSetting: (any AccountTokenSetting)? = nil) {
         precondition(declaration.store == verifier.store, "a registration's declaration and verifier name one store")
         self.store = verifier.store
         self.declaration = declaration
@@ -134,5 +136,6 @@ public struct StoreRegistration: Sendable {
         self.poller = poller
         self.subscriptionReader = subscriptionReader
         self.refundAnswering = refundAnswering
+        self.accountTokenSetting = accountTokenSetting
     }
 }

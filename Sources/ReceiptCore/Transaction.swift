@@ -76,6 +76,10 @@ public struct TransactionRecord: Sendable, Equatable {
     public var ownership: Ownership?
     /// The account token the evidence carried, in the store's own terms.
     public var accountToken: String?
+    /// A store's stable id for the buyer's account and app, when the store gives one.
+    public var appTransactionID: String?
+    /// The app the purchase belongs to, in the store's kind of identifier.
+    public var appIdentifier: String?
     /// How much was refunded, once the store revoked it and said.
     public var refund: RefundDetail?
     /// The first claim by a game; nil while the purchase is only known from the store.

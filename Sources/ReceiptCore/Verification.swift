@@ -40,6 +40,9 @@ public struct VerifiedPurchase: Sendable, Equatable {
     public var refund: RefundDetail?
     /// The account token the app set at purchase time, in the store's own terms.
     public var accountToken: String?
+    /// A store's stable id for the buyer's account and app, when the store gives one: the same on
+    /// every purchase one account makes in one app, so purchases can be grouped by buyer.
+    public var appTransactionID: String?
     /// Store-specific facts the provider needs again after the record (a purchase token
     /// token and its acknowledgement state, for the acknowledgement). Never shown to clients.
     public var storeAttributes: [String: String] = [:]

@@ -177,9 +177,11 @@ public final class Service: Sendable {
         let refundRequests = RefundRequestRepository(pool: database.pool)
         let refundAnswers = answerers.isEmpty ? nil : RefundAnswers(answerers: answerers, requests: refundRequests, clients: repositories.clients,
                                                                     metrics: metrics, logger: logger)
+        let accountTokenSetters = Dictionary(stores.compactMap { registration in registration.accountTokenSetting.map { (registration.store, $0) } },
+                                             uniquingKeysWith: { first, _ in first })
         let worker = OutboxWorker(outbox: repositories.outbox, clients: repositories.clients, acknowledgers: acknowledgers,
                                   configuration: outboxConfiguration, logger: logger, mailer: configuration.smtp.map(Mailer.init),
-                                  refundAnswers: refundAnswers)
+                                  refundAnswers: refundAnswers, accountTokenSetters: accountTokenSetters)
         worker.start()
         let polls = StorePollRunner(polls: PollRepository(pool: database.pool), clients: repositories.clients,
                                     notifications: repositories.notifications, logger: logger, metrics: metrics)

@@ -21,6 +21,9 @@ package final class FakeAppStoreServerAPI: Sendable {
         package let failuresFirst = LockedBox<[String: [Int]]>([:])
         /// Every Send Consumption Information body accepted, in order.
         package let consumptionAnswers = LockedBox<[ConsumptionAnswer]>([])
+        /// Every Set App Account Token request that reached the route (a valid bearer token),
+        /// in order, whatever Apple answered it.
+        package let accountTokenRequests = LockedBox<[AccountTokenRequest]>([])
         /// The `Retry-After` a failing 429 carries, in seconds.
         package let retryAfterSeconds = LockedBox(0)
         package let lastNotificationQuery = LockedBox<[String: Any]?>(nil)
@@ -233,6 +236,29 @@ package final class FakeAppStoreServerAPI: Sendable {
             state.consumptionAnswers.update { $0.append(ConsumptionAnswer(environment: environment, transactionID: id, body: body.mapValues { "\($0)" })) }
             return HTTPResponse(status: 202)
         })
+        router.put("/inApps/v1/transactions/{id}/appAccountToken", guarded("/inApps/v1/transactions/{id}/appAccountToken") { request in
+            // Set App Account Token, refused as Apple documents: a token that is not a UUID, an id
+            // it does not know, a family-shared purchase, an id that is not an original transaction's.
+            let id = try request.parameter("id")
+            let body = (try? JSONSerialization.jsonObject(with: request.body)) as? [String: Any] ?? [:]
+            let token = body["appAccountToken"] as? String
+            state.accountTokenRequests.update { $0.append(AccountTokenRequest(environment: environment, originalTransactionID: id, appAccountToken: token,
+                                                                               contentType: request.headers["Content-Type"])) }
+            guard let token, UUID(uuidString: token) != nil else {
+                return Self.appleError(400, 4_000_183, "Invalid request. The app account token field must be a valid UUID.")
+            }
+            guard let signed = state.known.get()[environment]?[id], let jws = try? CompactJWS(parsing: signed),
+                  let transaction = try? JSONSerialization.jsonObject(with: jws.payload) as? [String: Any] else {
+                return Self.appleError(404, 4_040_010, "Transaction id not found.")
+            }
+            if transaction["inAppOwnershipType"] as? String == "FAMILY_SHARED" {
+                return Self.appleError(400, 4_000_185, "Invalid request. Family Sharing transactions aren't supported by this endpoint.")
+            }
+            if let original = transaction["originalTransactionId"] as? String, original != id {
+                return Self.appleError(400, 4_000_187, "Invalid request. The transaction ID provided is not an original transaction ID.")
+            }
+            return HTTPResponse(status: 200)
+        })
         router.post("/inApps/v1/notifications/history", guarded("/inApps/v1/notifications/history") { request in
             let query = try JSONSerialization.jsonObject(with: request.body) as? [String: Any]
             state.lastNotificationQuery.set(query)
@@ -246,6 +272,12 @@ package final class FakeAppStoreServerAPI: Sendable {
             return HTTPResponse(status: 200, headers: ["Content-Type": "application/json"], body: Data(body.utf8))
         })
         return router.build(handlerExecutor: FakeServing.executor)
+    }
+
+    /// An error as Apple's API answers one: its status and `{"errorCode", "errorMessage"}`.
+    static func appleError(_ status: Int, _ code: Int, _ message: String) -> HTTPResponse {
+        HTTPResponse(status: status, headers: ["Content-Type": "application/json"],
+                     body: Data(#"{"errorCode":\#(code),"errorMessage":"\#(message)"}"#.utf8))
     }
 
     /// Apple's checks on the bearer token, done independently of our signing code's assumptions.
@@ -291,6 +323,21 @@ struct SubscriptionStatusesBody: Encodable {
     let bundleId: String
     let appAppleId: Int
     let data: [Group]
+}
+
+/// A Set App Account Token request as the fake received it.
+package struct AccountTokenRequest: Sendable, Equatable {
+    package let environment: String
+    package let originalTransactionID: String
+    package let appAccountToken: String?
+    package let contentType: String?
+
+    package init(environment: String, originalTransactionID: String, appAccountToken: String?, contentType: String?) {
+        self.environment = environment
+        self.originalTransactionID = originalTransactionID
+        self.appAccountToken = appAccountToken
+        self.contentType = contentType
+    }
 }
 
 /// A consumption answer the fake accepted: its fields as text (`true`, `80000`, `DECLINE`).

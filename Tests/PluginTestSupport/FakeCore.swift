@@ -20,6 +20,9 @@ public final class FakeCore: DialectCore, @unchecked Sendable {
     public var orders: [String: StoreOrder] = [:]
     /// The stores served, as their providers declare them; the App Store unless a test adds more.
     public var stores: [StoreDeclaration] = [AppStoreProvider.declaration]
+    /// The served stores whose providers can be told a linked purchase's account token (the
+    /// `StoreRegistration.accountTokenSetting` a deployment has); none unless a test says.
+    public var storesTakingAccountTokens: Set<StoreID> = []
     package let clientVersions: MemoryClientVersions
     package let memoryTokens: MemoryTokenStore
     package let memoryAccounts = MemoryAccountStore()
@@ -105,7 +108,8 @@ public final class FakeCore: DialectCore, @unchecked Sendable {
             let outcome = VerificationOutcome(transaction: record, duplicate: !claim.isFirst, accountMatch: proven.accountMatch, subscription: nil,
                                               firstClaimedBy: firstClaimedBy)
             // Effects go to a scratch scope and are kept only if the closure succeeds, like a commit.
-            let scope = MemoryRecordScope(client: client, accounts: memoryAccounts)
+            let scope = MemoryRecordScope(client: client, accounts: memoryAccounts, storesTakingAccountTokens: storesTakingAccountTokens,
+                                          accountTokensQueued: Set(outbox.filter { $0.target == .storeAccountToken }.map(\.aggregateKey)))
             let extra = try effects(outcome, scope)
             ledger[key] = record
             if existing == nil { nextID += 1 }

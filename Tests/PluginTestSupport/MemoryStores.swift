@@ -207,10 +207,15 @@ final class MemoryRecordScope: RecordScope {
     var createdAccounts: [AccountRecord] = []
     var newLinks: [(String, String)] = []
     var pendingEmails: [(String, String?)] = []
+    let storesTakingAccountTokens: Set<StoreID>
+    /// The purchases whose store was ever queued an account token (the core's unique index).
+    let accountTokensQueued: Set<String>
 
-    init(client: ClientInfo, accounts: MemoryAccountStore) {
+    init(client: ClientInfo, accounts: MemoryAccountStore, storesTakingAccountTokens: Set<StoreID> = [], accountTokensQueued: Set<String> = []) {
         self.client = client
         self.accounts = accounts
+        self.storesTakingAccountTokens = storesTakingAccountTokens
+        self.accountTokensQueued = accountTokensQueued
     }
 
     func enqueue(_ message: OutboxMessage) throws { messages.append(message) }
@@ -237,6 +242,19 @@ final class MemoryRecordScope: RecordScope {
 
     func setPendingEmail(_ email: String?, accountID: String) throws {
         pendingEmails.append((accountID, email))
+    }
+
+    /// As the core: only a store that can be told, only what the one rule says is owed, once per purchase.
+    func tellStore(accountToken: String, for transaction: TransactionRecord) throws -> Bool {
+        guard storesTakingAccountTokens.contains(transaction.store),
+              let assignment = AccountTokenAssignment.owed(for: transaction, accountToken: accountToken) else { return false }
+        let key = assignment.aggregateKey
+        guard !accountTokensQueued.contains(key), !messages.contains(where: { $0.target == .storeAccountToken && $0.aggregateKey == key }) else {
+            return false
+        }
+        messages.append(OutboxMessage(clientID: assignment.clientID, target: .storeAccountToken, type: "store.account_token", aggregateKey: key,
+                                      body: try JSONEncoder().encode(assignment)))
+        return true
     }
 }
 

@@ -13,6 +13,13 @@ import TestSupport
 final class WebhookReceiver: Sendable {
     struct Delivery: Sendable {
         let eventID: String, type: String, transactionID: String?, signatureValid: Bool, acknowledged: Bool
+        /// The body as it arrived.
+        var body = Data()
+
+        /// The `data.transaction` object of the body.
+        var transaction: [String: Any]? {
+            (((try? JSONSerialization.jsonObject(with: body)) as? [String: Any])?["data"] as? [String: Any])?["transaction"] as? [String: Any]
+        }
     }
 
     let server: HTTPServer
@@ -37,7 +44,7 @@ final class WebhookReceiver: Sendable {
             let isUp = up.get()
             deliveries.update { $0.append(Delivery(eventID: json?["event_id"] as? String ?? "", type: json?["type"] as? String ?? "",
                                                    transactionID: transaction, signatureValid: fresh && expected == request.headers["X-Signature"],
-                                                   acknowledged: isUp)) }
+                                                   acknowledged: isUp, body: request.body)) }
             return isUp ? .json(["ok": true]) : HTTPResponse(status: 503)
         }
         server = HTTPServer(configuration: .init(host: host, port: 0), responder: router.build(handlerExecutor: FakeServing.executor))

@@ -52,6 +52,7 @@ extension NativeTransaction {
         writer.beginObject()
         writer.key("account_match"); writer.string(accountMatch.rawValue)
         writer.key("app_account_token"); writer.string(record.accountToken)
+        writer.key("app_transaction_id"); writer.string(record.appTransactionID)
         writer.key("claim")
         if let claim { claim.write(to: &writer) } else { writer.null() }
         writer.key("currency"); writer.string(record.currency)

@@ -16,7 +16,8 @@ struct NativeTransaction: Encodable, Sendable {
         case id, store, environment, transactionID = "transaction_id", originalTransactionID = "original_transaction_id"
         case orderID = "order_id", productID = "product_id", type, quantity, priceMilliunits = "price_milliunits", currency, storefront
         case purchaseDateMs = "purchase_date_ms", expiresDateMs = "expires_date_ms", revocationDateMs = "revocation_date_ms"
-        case revocationReason = "revocation_reason", ownership, appAccountToken = "app_account_token", accountMatch = "account_match", state
+        case revocationReason = "revocation_reason", ownership, appAccountToken = "app_account_token"
+        case appTransactionID = "app_transaction_id", accountMatch = "account_match", state
         case refund, claim
     }
 
@@ -45,6 +46,7 @@ struct NativeTransaction: Encodable, Sendable {
         try container.encode(record.revocationReason, forKey: .revocationReason)
         try container.encode(record.ownership?.rawValue, forKey: .ownership)
         try container.encode(record.accountToken, forKey: .appAccountToken)
+        try container.encode(record.appTransactionID, forKey: .appTransactionID)
         try container.encode(accountMatch.rawValue, forKey: .accountMatch)
         try container.encode(record.state.rawValue, forKey: .state)
         try container.encode(refund, forKey: .refund)

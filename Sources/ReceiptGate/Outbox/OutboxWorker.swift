@@ -29,14 +29,18 @@ public final class OutboxWorker: Sendable {
     let mailer: Mailer?
     /// Answers stores' refund requests (`.refundAnswer`), where a store can.
     let refundAnswers: RefundAnswers?
+    /// Stores told the account a purchase linked after the sale belongs to (`.storeAccountToken`).
+    let accountTokenSetters: [StoreID: any AccountTokenSetting]
     let http: HTTPClient
     let configuration: Configuration
     let logger: Logger
     private let task = TaskBox()
 
     init(outbox: OutboxRepository, clients: ClientRepository, acknowledgers: [StoreID: any PurchaseAcknowledging] = [:],
-         configuration: Configuration = Configuration(), logger: Logger, mailer: Mailer? = nil, refundAnswers: RefundAnswers? = nil) {
+         configuration: Configuration = Configuration(), logger: Logger, mailer: Mailer? = nil, refundAnswers: RefundAnswers? = nil,
+         accountTokenSetters: [StoreID: any AccountTokenSetting] = [:]) {
         self.mailer = mailer
+        self.accountTokenSetters = accountTokenSetters
         self.refundAnswers = refundAnswers
         self.outbox = outbox
         self.clients = clients
@@ -66,7 +70,7 @@ public final class OutboxWorker: Sendable {
     /// What this worker can send. E-mail waits in the outbox until SMTP is configured.
     var targets: [OutboxTarget] {
         [.webhook, .refundCallback, .delivery] + (acknowledgers.isEmpty ? [] : [.storeAcknowledgement]) + (mailer == nil ? [] : [.email])
-            + (refundAnswers == nil ? [] : [.refundAnswer])
+            + (refundAnswers == nil ? [] : [.refundAnswer]) + (accountTokenSetters.isEmpty ? [] : [.storeAccountToken])
     }
 
     /// Claims due messages (only the oldest pending one per aggregate, so order holds) and sends them.
@@ -84,17 +88,18 @@ public final class OutboxWorker: Sendable {
     }
 
     private func deliver(_ event: OutboxRepository.Claimed) async {
-        let failure = switch event.target {
-        case .storeAcknowledgement: await acknowledge(event)
-        case .email: await sendMail(event)
-        case .refundAnswer:
-            if let refundAnswers { await refundAnswers.send(event.payload) } else { "refund answers are not sent by this process" }
-        case .webhook, .refundCallback, .delivery: await post(event)
+        // `final`: the recipient refused it for good; it is kept as failed and not tried again.
+        let (failure, final): (String?, Bool) = switch event.target {
+        case .storeAcknowledgement: (await acknowledge(event), false)
+        case .email: (await sendMail(event), false)
+        case .refundAnswer: (await answerRefundRequest(event), false)
+        case .storeAccountToken: await setAccountToken(event)
+        case .webhook, .refundCallback, .delivery: (await post(event), false)
         }
         do {
             if let failure {
                 let attempts = event.attempts + 1
-                let giveUp = Date().timeIntervalSince(event.createdAt) >= Double(configuration.giveUpAfter.components.seconds)
+                let giveUp = final || Date().timeIntervalSince(event.createdAt) >= Double(configuration.giveUpAfter.components.seconds)
                 let delay = Self.delay(afterAttempts: attempts, base: configuration.baseDelay, max: configuration.maxDelay)
                 try await outbox.markFailed(event.id, attempts: attempts, error: failure, dead: giveUp,
                                             retryInSeconds: Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18)
@@ -162,12 +167,35 @@ public final class OutboxWorker: Sendable {
         }
     }
 
+    private func answerRefundRequest(_ event: OutboxRepository.Claimed) async -> String? {
+        guard let refundAnswers else { return "refund answers are not sent by this process" }
+        return await refundAnswers.send(event.payload)
+    }
+
+    /// Tells a store which account a linked purchase belongs to. Nil on success; a refusal other
+    /// than the store's 5xx or 429 is final, kept with the store's error code.
+    private func setAccountToken(_ event: OutboxRepository.Claimed) async -> (failure: String?, final: Bool) {
+        guard let assignment = try? JSONDecoder().decode(AccountTokenAssignment.self, from: Data(event.payload.utf8)),
+              let setter = accountTokenSetters[assignment.store] else {
+            return ("no store provider sets account tokens for this message", false)
+        }
+        do {
+            let credentials = try await clients.sealedSettings(of: assignment.clientID, prefix: "\(assignment.store.rawValue).")
+            try await setter.setAccountToken(assignment, credentials: credentials)
+            return (nil, false)
+        } catch let refused as StoreVerificationError where !refused.isRetryable {
+            return ("refused by the store: \(refused.description)", true)
+        } catch {
+            return ("\(error)", false)
+        }
+    }
+
     static func url(of client: Client, for target: OutboxTarget) -> String? {
         switch target {
         case .refundCallback: client.refundCallbackURL
         case .delivery: client.deliveryURL
         case .webhook: client.webhookURL
-        case .email, .storeAcknowledgement, .refundAnswer: nil
+        case .email, .storeAcknowledgement, .refundAnswer, .storeAccountToken: nil
         }
     }
 

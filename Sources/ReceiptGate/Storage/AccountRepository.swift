@@ -139,4 +139,11 @@ struct PostgresRecordScope: RecordScope {
             UPDATE accounts SET pending_email = \(email), pending_email_approved = false, updated_at = now() WHERE id = \(accountID)
             """)
     }
+
+    /// Whether the store can be told at all is the pipeline's to know: it hands a dialect a scope
+    /// that queues nothing for a store without the capability (`UntellableStoreScope`).
+    func tellStore(accountToken: String, for transaction: TransactionRecord) throws -> Bool {
+        guard let assignment = AccountTokenAssignment.owed(for: transaction, accountToken: accountToken) else { return false }
+        return try OutboxRepository.enqueue(assignment, on: connection)
+    }
 }

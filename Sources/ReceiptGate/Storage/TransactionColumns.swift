@@ -45,6 +45,7 @@ enum TransactionColumns {
         Column(name: "revocation_reason", type: "text") { $0.purchase.revocationReason },
         Column(name: "ownership", type: "text") { $0.purchase.ownership?.rawValue },
         Column(name: "account_token", type: "text") { $0.purchase.accountToken },
+        Column(name: "app_transaction_id", type: "text") { $0.purchase.appTransactionID },
         Column(name: "state", type: "text") { $0.state.rawValue },
         Column(name: "client_id", type: "text") { $0.clientID },
         Column(name: "game_id", type: "bigint") { $0.gameID?.postgresText },

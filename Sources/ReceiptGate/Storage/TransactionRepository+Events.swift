@@ -155,6 +155,7 @@ extension TransactionRepository {
             UPDATE transactions SET
                 state = \(LedgerSQL.state(after: news)),
                 expires_date = COALESCE(\(purchase.expiresDate)::timestamptz, expires_date),
+                app_transaction_id = COALESCE(app_transaction_id, \(purchase.appTransactionID)::text),
                 revocation_date = CASE WHEN \(clear) THEN NULL ELSE COALESCE(\(purchase.revocationDate)::timestamptz, revocation_date) END,
                 revocation_reason = CASE WHEN \(clear) THEN NULL ELSE COALESCE(\(purchase.revocationReason)::text, revocation_reason) END,
                 refund_store_type = CASE WHEN \(clear) THEN NULL ELSE COALESCE(\(refund?.storeType)::text, refund_store_type) END,

@@ -8,7 +8,7 @@ enum TransactionRows {
     static let columns = """
         id, store, environment, transaction_id, original_transaction_id, order_id, product_id, product_kind, quantity,
         price_milliunits, currency, storefront, purchase_date, expires_date, revocation_date,
-        revocation_reason, ownership, account_token, state, client_id, game_id, first_verified_at,
+        revocation_reason, ownership, account_token, app_transaction_id, app_identifier, state, client_id, game_id, first_verified_at,
         refund_store_type, refund_partial, refund_percentage_milliunits, refunded_quantity,
         claimed_at, player_id, character_id, server_id, game_version
         """
@@ -32,6 +32,8 @@ enum TransactionRows {
         record.revocationReason = try row.decode("revocation_reason")
         record.ownership = try row.decode("ownership", as: String?.self).flatMap(Ownership.init(rawValue:))
         record.accountToken = try row.decode("account_token")
+        record.appTransactionID = try row.decode("app_transaction_id")
+        record.appIdentifier = try row.decode("app_identifier")
         record.gameID = try row.decode("game_id")
         record.refund = try refund(row)
         if let claimedAt: Date = try row.decode("claimed_at") {

@@ -67,13 +67,15 @@ extension VerifyPipeline {
         // A store that wants new purchases acknowledged gets it through the outbox, committed
         // with the record: durable, retried, never lost.
         let acknowledgement = acknowledgement(for: proven, client: client)
+        // A dialect asks for the store to be told an account's token; a store that cannot be told is sent nothing.
+        let storeTakesAccountTokens = stores[proven.purchase.store]?.accountTokenSetting != nil
         return { outcome, scope in
             if let acknowledgement, !outcome.duplicate {
                 try scope.enqueue(OutboxMessage(clientID: client.clientID, target: .storeAcknowledgement, type: "store.acknowledge",
                                                 aggregateKey: "\(outcome.transaction.store.rawValue):\(outcome.transaction.originalOrSelf)",
                                                 body: try JSONEncoder().encode(acknowledgement)))
             }
-            return try effects(outcome, scope)
+            return try effects(outcome, storeTakesAccountTokens ? scope : UntellableStoreScope(base: scope))
         }
     }
 
