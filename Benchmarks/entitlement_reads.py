@@ -197,7 +197,7 @@ class Ledger:
         auto_renew = "t" if active and rng.random() < 0.92 else "f"
         self.subscriptions.append("\t".join((store, "production", first, store_product_id(store, name), status, ts(expires),
                                             auto_renew, tid, self.client_id, ts(bought + 30))))
-        if active and name.startswith("vip") and self.subscriber is None:
+        if expires > self.now + DAY and name.startswith("vip") and self.subscriber is None:
             self.subscriber = p
         return periods
 
@@ -287,7 +287,13 @@ def signed_get(port, client, target, secret=None):
 
 
 def preflight(a, stack, ledger):
-    for who, p in (("an active VIP subscriber", ledger.subscriber), ("a player with no catalog product", ledger.player_without_catalog_products())):
+    """200 for a VIP subscriber and for a player holding no catalog product, 401 for a wrong secret. On the
+    entitlements route the first must name vip and the second none of the catalog's entitlements: reads
+    of an index that was never built would be cheap and tell nothing."""
+    names = sorted({e for _, _, _, granted in PRODUCTS.values() for e in granted})
+    players = (("an active VIP subscriber", ledger.subscriber, ["vip"], []),
+               ("a player with no catalog product", ledger.player_without_catalog_products(), [], names))
+    for who, p, must, must_not in players:
         if p is None:
             continue
         target = a.path.format(player=player_id(p))
@@ -297,6 +303,12 @@ def preflight(a, stack, ledger):
                     "--path '/v1/players/{player}/transactions?limit=50')") if status == 404 else ""
             sys.exit(f"preflight: GET {target} ({who}) answered {status}: {body[:300]}{hint}")
         print(f"  preflight: GET {target} ({who}) -> 200 {shorten(body)}", flush=True)
+        if a.path == DEFAULT_PATH:
+            missing = [e for e in must if f'"{e}"' not in body]
+            extra = [e for e in must_not if f'"{e}"' in body]
+            if missing or extra:
+                sys.exit(f"preflight: {who} should hold {must or 'nothing'} of {names}; the answer lacks {missing} "
+                         f"and names {extra}: is the entitlement index built when the catalog is set?")
     status, body = signed_get(stack.port, stack.client, a.path.format(player=player_id(0)), secret="rgs_not-the-secret")
     if status != 401:
         sys.exit(f"preflight: a request signed with the wrong secret answered {status}, want 401: {body[:200]}")
@@ -422,7 +434,7 @@ def main():
     for setting in a.pg_setting:
         if "=" not in setting or " " in setting:
             sys.exit(f"--pg-setting wants NAME=VALUE without spaces: {setting!r}")
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so that the cleanup below runs
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("stopped by SIGTERM; stopping what was started"))  # cleanup runs
 
     stack = Stack(binary, label="entitlements", env={"RECEIPTGATE_RATE_LIMITS": "native.client=off"},
                   pg_options=" ".join(f"-c {s}" for s in a.pg_setting), client_args=["--package-name", APP])
@@ -525,9 +537,10 @@ def main():
     finally:
         if failed:
             log = os.path.join(stack.work, "serve.log")
-            if os.path.exists(log):
-                tail = open(log, errors="replace").read().splitlines()[-8:]
-                print("last lines of serve.log:\n" + "\n".join("  " + l[:300] for l in tail), file=sys.stderr)
+            if os.path.exists(log):  # what the service said, less its per-request lines
+                lines = [l for l in open(log, errors="replace") if '"message":"request"' not in l][-8:]
+                print("serve.log, last lines but requests:\n" + "".join("  " + l[:300].rstrip() + "\n" for l in lines),
+                      end="", file=sys.stderr)
         stack.stop(keep=a.keep)
 
 
