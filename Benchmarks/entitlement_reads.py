@@ -387,7 +387,7 @@ def set_catalog(stack, ledger):
 
 def resolve_defaults(a):
     smoke = {"players": 2000, "transactions": 20000, "requests": 20000, "duration": 5, "warmup": 2,
-             "verify_duration": 3, "verify_requests": 6000}
+             "verify_duration": 3, "verify_requests": 18000}
     full = {"players": 100000, "transactions": 1000000, "requests": 100000, "duration": 15, "warmup": 3,
             "verify_duration": 8, "verify_requests": 80000}
     for key, value in (smoke if a.smoke else full).items():
