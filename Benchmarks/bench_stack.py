@@ -13,8 +13,11 @@ TEST_MASTER_KEY = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
 
 
 class Stack:
-    def __init__(self, binary, label="receiptgate", explain=False, env=None):
+    def __init__(self, binary, label="receiptgate", explain=False, env=None, pg_options="", client_args=()):
+        """`pg_options`: more `-c name=value` settings for the cluster; `client_args`: more options for
+        `receiptgate client create` (e.g. a Google Play package name)."""
         self.binary, self.label, self.explain, self.extra_env = os.path.abspath(binary), label, explain, env or {}
+        self.pg_options, self.client_args = pg_options, list(client_args)
         self.work = tempfile.mkdtemp(prefix=f"rg-{label}-")
         os.chmod(self.work, 0o777)
         self.pgbin = sorted(glob.glob("/usr/lib/postgresql/*/bin"))[-1]
@@ -33,7 +36,8 @@ class Stack:
                    " -c auto_explain.log_analyze=on -c auto_explain.log_timing=on") if self.explain else ""
         r = as_pg(os.path.join(self.pgbin, "pg_ctl"), "-D", self.pgdata, "-w", "-l", os.path.join(self.work, "pg.log"), "-o",
                   f"-p {self.pgport} -k {self.work} -c listen_addresses='' -c max_connections=300 "
-                  "-c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=all" + explain, "start")
+                  "-c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=all" + explain
+                  + (" " + self.pg_options if self.pg_options else ""), "start")
         if r.returncode:
             sys.exit("pg_ctl start failed: " + r.stderr[-300:])
         self.env = dict(os.environ, DATABASE_URL=self.db_url, RECEIPTGATE_PORT=str(self.port), RECEIPTGATE_HOST="127.0.0.1",
@@ -52,7 +56,8 @@ class Stack:
         else:
             sys.exit(f"serve did not become healthy; see {log.name}")
         out = subprocess.run([self.binary, "client", "create", "--name", "bench", "--bundle-id", "vn.example.iapbench",
-                              "--environments", "production,sandbox"], env=self.env, capture_output=True, text=True, check=True)
+                              "--environments", "production,sandbox", *self.client_args], env=self.env, capture_output=True,
+                             text=True, check=True)
         self.client = json.loads(out.stdout)
         self.psql("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
         self.pidfile = os.path.join(self.work, "serve.pid")
