@@ -18,7 +18,7 @@ struct LedgerReads: Sendable {
     let primary: PostgresPool
     let standby: PostgresPool?
     let maxLagSeconds: Double
-    private let counts: Counts
+    let counts: Counts
 
     /// Reads the standby answered, and those it was skipped for (too far behind, or failed).
     final class Counts: Sendable {
@@ -38,6 +38,14 @@ struct LedgerReads: Sendable {
         SELECT (CASE WHEN NOT pg_is_in_recovery() OR pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn() THEN 0
                      ELSE coalesce(extract(epoch FROM now() - pg_last_xact_replay_timestamp()), 0) END)::float8 AS lag
         """
+
+    enum Freshness { case fresh, lagging, failed }
+
+    /// Whether the standby behind `connection` is within the bound (asked now, on that connection).
+    func standbyIsFresh(_ connection: PostgresConnection) -> Freshness {
+        guard let lag = try? connection.query(Self.lagQuery).first?.decode("lag", as: Double.self) else { return .failed }
+        return lag <= maxLagSeconds ? .fresh : .lagging
+    }
 
     func query(_ query: PostgresQuery) async throws -> [PostgresRow] {
         guard let standby else { return try await primary.query(query) }

@@ -6,24 +6,19 @@ import ReceiptCore
 /// current outside a ledger write: the expiry sweep and a catalog change's refresh.
 struct EntitlementRepository: Sendable {
     let pool: PostgresPool
-    /// Where reads go (the read standby while it is fresh enough).
-    var reads: LedgerReads
+    /// Where reads go (the read standby while it is fresh enough), in groups.
+    private let batcher: EntitlementReadBatcher
 
     init(pool: PostgresPool, reads: LedgerReads? = nil) {
         self.pool = pool
-        self.reads = reads ?? LedgerReads(primary: pool)
+        batcher = EntitlementReadBatcher(reads: reads ?? LedgerReads(primary: pool))
     }
 
     /// What the player owns now under the client's catalog, by entitlement name. One index range:
     /// rows past their end (the sweep not yet run) are left out here.
     func owned(by playerID: String, client: ClientInfo, at now: Date = Date()) async throws -> [EntitlementGrant] {
-        let rows = try await reads.query("""
-            SELECT \(unescaped: EntitlementRows.written) FROM player_entitlements
-            WHERE client_id = \(client.clientID) AND player_id = \(playerID)
-            ORDER BY entitlement
-            """)
         let environments = client.environments
-        return try rows.lazy.map(EntitlementRows.grant).filter {
+        return try await batcher.rows(client: client.clientID, player: playerID).filter {
             environments.contains($0.environment) && EntitlementRules.holds(expires: $0.expiresDate, grace: $0.gracePeriodExpiresDate, at: now)
         }
     }
