@@ -81,6 +81,21 @@ enum EntitlementIndex {
         let grant: EntitlementGrant
     }
 
+    /// The transactions of one purchase: those whose original transaction id is `original`, and
+    /// the one whose own id it is. Two index lookups, written as two branches: an `OR` of the two
+    /// in a join condition makes Postgres compare every row of the store. `environment` nil: either
+    /// environment (what an account link names does not say).
+    static func purchaseRows(store: String, environment: String?, original: String) -> String {
+        let environments = environment ?? "ANY('{\(StoreEnvironment.allCases.map(\.rawValue).joined(separator: ","))}'::text[])"
+        let match = environment.map { "= \($0)" } ?? "= \(environments)"
+        return """
+            (SELECT x.* FROM transactions x WHERE x.store = \(store) AND x.original_transaction_id = \(original) AND x.environment \(match)
+             UNION ALL
+             SELECT x.* FROM transactions x WHERE x.store = \(store) AND x.environment \(match) AND x.transaction_id = \(original)
+               AND x.original_transaction_id IS DISTINCT FROM \(original))
+            """
+    }
+
     /// The advisory-lock space of player refreshes (the two-key form, apart from other locks).
     static let lockSpace: Int32 = 0x5247_454E  // "RGEN"
 
@@ -92,6 +107,13 @@ enum EntitlementIndex {
     /// new or changed ones upserted; each returned with what it was before (one snapshot: `before`).
     private static func statement(_ players: [String], catalog: Catalog) -> PostgresQuery {
         let visible = LedgerSQL.visible(owner: "t", callerClient: "\(catalog.clientID)", callerGame: "\(catalog.gameID)")
+        // Only purchases that may grant something are looked at (most of a game's are consumables):
+        // a subscription (its product may have changed since), or a product this catalog maps.
+        let mayGrant: PostgresQuery = """
+            NOT (COALESCE(t.product_kind, '') = ANY(\(nonGrantingKinds)::text[]))
+            AND (t.product_kind = \(ProductKind.autoRenewableSubscription.rawValue) OR EXISTS (
+                SELECT 1 FROM product_entitlements m WHERE m.client_id = \(catalog.clientID) AND m.store = t.store AND m.product_id = t.product_id))
+            """
         return """
             WITH game AS (
                 SELECT c.id FROM clients c WHERE c.id = \(catalog.clientID) OR (\(catalog.gameID)::bigint IS NOT NULL AND c.game_id = \(catalog.gameID))
@@ -99,16 +121,16 @@ enum EntitlementIndex {
                 SELECT DISTINCT t.store, t.environment, COALESCE(t.original_transaction_id, t.transaction_id) AS original
                 FROM transactions t
                 WHERE t.client_id IN (SELECT id FROM game) AND t.player_id = ANY(\(players)::text[]) AND t.claimed_at IS NOT NULL AND \(visible)
+                  AND \(mayGrant)
             ), linked AS (
                 SELECT DISTINCT l.account_id AS player_id, t.store, t.environment, COALESCE(t.original_transaction_id, t.transaction_id) AS original
                 FROM account_links l
-                JOIN transactions t ON t.store = l.store AND (t.original_transaction_id = l.original_transaction_id OR t.transaction_id = l.original_transaction_id)
-                WHERE l.scope = \(catalog.scope) AND l.account_id = ANY(\(players)::text[]) AND \(visible)
+                CROSS JOIN LATERAL \(unescaped: Self.purchaseRows(store: "l.store", environment: nil, original: "l.original_transaction_id")) t
+                WHERE l.scope = \(catalog.scope) AND l.account_id = ANY(\(players)::text[]) AND \(visible) AND \(mayGrant)
             ), claimants AS (  -- a purchase is its first claimant's: a later claim of one of its renewals does not take it
                 SELECT DISTINCT ON (u.store, u.environment, u.original) t.player_id, u.store, u.environment, u.original
                 FROM units u
-                JOIN transactions t ON t.store = u.store AND t.environment = u.environment
-                     AND (t.original_transaction_id = u.original OR t.transaction_id = u.original)
+                CROSS JOIN LATERAL \(unescaped: Self.purchaseRows(store: "u.store", environment: "u.environment", original: "u.original")) t
                 WHERE t.claimed_at IS NOT NULL AND t.player_id IS NOT NULL AND \(visible)
                 ORDER BY u.store, u.environment, u.original, t.claimed_at, t.id
             ), owned AS (
@@ -128,8 +150,7 @@ enum EntitlementIndex {
                 SELECT o.player_id, pe.entitlement, t.store, t.environment, t.product_id, t.id, t.transaction_id, t.original_transaction_id,
                        t.purchase_date, t.expires_date, NULL, false, t.ownership
                 FROM owned o
-                JOIN transactions t ON t.store = o.store AND t.environment = o.environment
-                     AND (t.original_transaction_id = o.original OR t.transaction_id = o.original)
+                CROSS JOIN LATERAL \(unescaped: Self.purchaseRows(store: "o.store", environment: "o.environment", original: "o.original")) t
                 JOIN product_entitlements pe ON pe.client_id = \(catalog.clientID) AND pe.store = t.store AND pe.product_id = t.product_id
                 WHERE NOT EXISTS (SELECT 1 FROM subscriptions s
                                   WHERE s.store = o.store AND s.environment = o.environment AND s.original_transaction_id = o.original)

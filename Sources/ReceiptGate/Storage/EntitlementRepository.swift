@@ -58,8 +58,7 @@ struct EntitlementRepository: Sendable {
                 WHERE s.client_id IN (SELECT id FROM game) AND s.store = \(store) AND s.product_id = \(product)
             )
             SELECT DISTINCT t.player_id FROM purchases p
-            JOIN transactions t ON t.store = p.store AND t.environment = p.environment
-                 AND (t.original_transaction_id = p.original OR t.transaction_id = p.original)
+            CROSS JOIN LATERAL \(unescaped: EntitlementIndex.purchaseRows(store: "p.store", environment: "p.environment", original: "p.original")) t
             WHERE t.claimed_at IS NOT NULL AND t.player_id IS NOT NULL AND \(visible)
             UNION SELECT l.account_id FROM account_links l JOIN purchases p ON p.store = l.store AND p.original = l.original_transaction_id
             WHERE l.scope = \(catalog.scope)
