@@ -40,7 +40,8 @@ public enum EntitlementRules {
         """
 
     /// How an entitlement moved, for its webhook; nil when nothing a game acts on changed (auto-renew
-    /// switched, another purchase now backing the same end).
+    /// switched, another purchase now backing the same end, or an earlier one while it is still owned:
+    /// the game learns the new end when it reads, and the expiry when it comes).
     public static func change(before: Grant?, after: Grant?, at now: Date = Date()) -> EntitlementChange? {
         switch (before, after) {
         case (nil, nil): return nil
@@ -48,6 +49,8 @@ public enum EntitlementRules {
         case (.some(let before), nil):
             return holds(expires: before.expires, grace: before.grace, at: now) ? .revoked : .expired
         case (.some(let before), .some(let after)):
+            // A grant that had ended (the sweep not yet run) and is owned again is granted anew.
+            guard holds(expires: before.expires, grace: before.grace, at: now) else { return .granted }
             guard let earlier = before.expires else { return nil }
             guard let later = after.expires else { return .renewed }
             return later > earlier ? .renewed : nil

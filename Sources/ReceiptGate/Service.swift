@@ -203,6 +203,14 @@ public final class Service: Sendable {
         }
         let entitlements = EntitlementRepository(pool: database.pool)
         let sweep = Task { [logger, configuration] in
+            do {
+                // Catalogs and no index (a ledger from before it): built once, telling nothing.
+                if try await entitlements.needsBuilding() {
+                    logger.info("building the entitlement index from the catalogs")
+                    let players = try await entitlements.refreshCatalogs(announce: false)
+                    logger.info("built the entitlement index", ["players": String(players)])
+                }
+            } catch { logger.warning("building the entitlement index failed", ["error": "\(error)"]) }
             while !Task.isCancelled {
                 do {
                     // Whole batches back to back while grants are due, then a pause.

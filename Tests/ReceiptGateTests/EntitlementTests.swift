@@ -230,6 +230,31 @@ struct EntitlementHarness {
                                                                   entitlements: ["ad_free"], by: "test")
         #expect(Set(try await h.owned("shared-id", as: siblingClient).byName.keys) == ["ad_free"])
 
+        // A production-only client of the game: a sandbox purchase grants it nothing, even mapped.
+        let production = try await h.harness.service.clients.create(VerifyHarness.settings(name: "Store build", environments: [.production], gameID: 42))
+        _ = try await h.harness.service.repositories.catalog.set(client: production.client.clientID, store: "app_store", product: "noads",
+                                                                  entitlements: ["no_ads"], by: "test")
+        let productionClient = SignedClient(port: h.harness.service.port, clientID: production.client.clientID, secret: production.secret)
+        #expect(try await h.owned("shared-id", as: productionClient).byName.isEmpty)
+        #expect(try await h.harness.count("player_entitlements WHERE client_id = '\(production.client.clientID)'") == 0, "not even indexed")
+
+        // The first client stops accepting sandbox: the sandbox grant is taken away, and told.
+        var productionOnly = ClientSettings()
+        productionOnly.environments = [.production]
+        _ = try await h.harness.service.clients.update(h.client.clientID, productionOnly)
+        #expect(try await h.harness.count("player_entitlements WHERE client_id = '\(h.client.clientID)'") == 0)
+        try await WebhookDelivery.waitUntil { h.told("revoked").count == 1 }
+
+        // A ledger with catalogs and no index (one from before it) is built without telling anyone.
+        let index = EntitlementRepository(pool: h.harness.pool)
+        try await h.harness.pool.execute("DELETE FROM player_entitlements")
+        #expect(try await index.needsBuilding())
+        let queued = try await h.harness.count("outbox")
+        #expect(try await index.refreshCatalogs(announce: false) > 0)
+        #expect(try await h.harness.count("player_entitlements WHERE client_id = '\(sibling.client.clientID)'") == 1)
+        #expect(try await h.harness.count("outbox") == queued, "building the index queues no webhook")
+        #expect(try await !index.needsBuilding())
+
         // Unsigned or signed with version 1: refused.
         let unsigned = try await RawHTTP.request(port: h.harness.service.port, path: "/v1/players/shared-id/entitlements")
         #expect(unsigned.status == 401, "\(unsigned.text)")

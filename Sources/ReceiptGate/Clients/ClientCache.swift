@@ -83,7 +83,7 @@ final class ClientCache: ClientDirectory, Sendable {
         if let cached, cached.expires > now { return cached.client }
         guard let fresh = try await repository.authenticationEntry(for: clientID) else { return nil }
         state.withLock { state in
-            guard state.live, state.generation == seenGeneration else { return }
+            guard state.live, state.generation == seenGeneration, !fresh.fromStandby else { return }
             if state.entries.count >= Self.capacity { state.entries.removeAll() }
             // Counted from before the read: the row may have changed since it was taken.
             state.entries[clientID] = Entry(client: fresh, expires: now + lifetime)

@@ -82,7 +82,7 @@ package struct OperationalRoutes: Sendable {
             + "# TYPE receiptgate_db_read_standby_up gauge\nreceiptgate_db_read_standby_up \(lag == nil ? 0 : 1)\n"
         if let lag = lag ?? nil {
             text += "# HELP receiptgate_db_read_standby_lag_seconds How far the read standby's replay is behind its primary.\n"
-                + "# TYPE receiptgate_db_read_standby_lag_seconds gauge\nreceiptgate_db_read_standby_lag_seconds \(lag)\n"
+                + "# TYPE receiptgate_db_read_standby_lag_seconds gauge\nreceiptgate_db_read_standby_lag_seconds \(lag.isFinite ? String(lag) : "+Inf")\n"
         }
         return text
     }

@@ -7,6 +7,9 @@ struct AuthenticatedClient: Sendable {
     let client: Client
     let secret: String
     let version: Int64
+    /// Read from the standby while the primary could not be reached: never cached, and anything
+    /// that writes checks the client again on the primary.
+    var fromStandby = false
 }
 
 extension ClientRepository {
@@ -17,17 +20,26 @@ extension ClientRepository {
     func authenticationEntry(for clientID: String) async throws -> AuthenticatedClient? {
         let query: PostgresQuery = "SELECT \(unescaped: Self.columns), secret_ciphertext, version FROM clients WHERE id = \(clientID)"
         let rows: [PostgresRow]
+        var fromStandby = false
         do {
             rows = try await pool.query(query)
-        } catch where DatabaseOutage.matches(error) {
+        } catch let error as PostgresError where Self.primaryUnreachable(error) {
+            // Not for a primary that is only busy (a pool timeout): there, wait for it.
             guard let standby else { throw error }
             rows = try await standby.query(query)
+            fromStandby = true
         }
         guard let row = rows.first else { return nil }
         let client = try Self.decode(row)
         guard !client.disabled else { return nil }
         return AuthenticatedClient(client: client, secret: try secrets.open(try row.decode("secret_ciphertext", as: Data.self), owner: clientID),
-                                   version: try row.decode("version"))
+                                   version: try row.decode("version"), fromStandby: fromStandby)
+    }
+
+    /// The primary is down, restarting or read-only (a failover under way), as `DatabaseOutage`
+    /// reads it, but not merely out of free connections.
+    static func primaryUnreachable(_ error: PostgresError) -> Bool {
+        DatabaseOutage.matches(error) && error.code != .poolTimeout
     }
 
     /// Inside a recording transaction: whether the client is still enabled at `version`. A rotation

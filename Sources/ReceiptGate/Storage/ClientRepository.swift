@@ -82,7 +82,14 @@ public struct ClientRepository: Sendable {
             RETURNING \(unescaped: Self.columns)
             """)
         guard let row = rows.first else { throw ClientStoreError.notFound(clientID) }
-        return try Self.decode(row)
+        let client = try Self.decode(row)
+        if settings.gameID != nil || settings.environments != nil {
+            // Whose purchases the client sees, and in which environments, changed: so did what its
+            // players own under its catalog, and which claims the game's other clients must refresh.
+            try await pool.execute("UPDATE clients SET version = version WHERE game_id IS NOT NULL AND game_id = \(client.gameID) AND id <> \(clientID)")
+            try await EntitlementRepository(pool: pool).refreshCatalogs(client: clientID)
+        }
+        return client
     }
 
     /// Issues a new secret; the old one, and every token issued before, stop working at once.

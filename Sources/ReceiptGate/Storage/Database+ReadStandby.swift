@@ -23,6 +23,8 @@ struct LedgerReads: Sendable {
     /// Reads the standby answered, and those it was skipped for (too far behind, or failed).
     final class Counts: Sendable {
         let standby = Atomic<Int>(0), lagging = Atomic<Int>(0), failed = Atomic<Int>(0)
+        /// Answered by the standby whatever its lag, because the primary could not be reached.
+        let primaryUnavailable = Atomic<Int>(0)
     }
 
     init(primary: PostgresPool, standby: PostgresPool? = nil, maxLagSeconds: Double = 1) {
@@ -33,9 +35,14 @@ struct LedgerReads: Sendable {
     }
 
     /// 0 once the standby replayed everything it received, else the age of the last transaction it
-    /// replayed (so a standby that stopped replaying shows a growing lag); 0 on a primary.
+    /// replayed (so a standby that stopped replaying shows a growing lag); 0 on a primary. A standby
+    /// with no WAL receiver (cut off from its primary, or its primary gone) cannot know how far
+    /// behind it is: infinitely. (Without `pg_read_all_stats` a role sees the receiver but not its
+    /// status; a receiver that exists then counts as streaming.)
     static let lagQuery: PostgresQuery = """
-        SELECT (CASE WHEN NOT pg_is_in_recovery() OR pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn() THEN 0
+        SELECT (CASE WHEN NOT pg_is_in_recovery() THEN 0
+                     WHEN NOT EXISTS (SELECT 1 FROM pg_stat_wal_receiver WHERE status IS NULL OR status = 'streaming') THEN 'Infinity'::float8
+                     WHEN pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn() THEN 0
                      ELSE coalesce(extract(epoch FROM now() - pg_last_xact_replay_timestamp()), 0) END)::float8 AS lag
         """
 
@@ -64,17 +71,25 @@ struct LedgerReads: Sendable {
         } catch {
             counts.failed.add(1, ordering: .relaxed)
         }
-        return try await primary.query(query)
+        do {
+            return try await primary.query(query)
+        } catch where DatabaseOutage.matches(error) {
+            // No primary to read from (a failover under way): the standby's copy is the freshest there is.
+            let rows = try await standby.query(query)
+            counts.primaryUnavailable.add(1, ordering: .relaxed)
+            return rows
+        }
     }
 
     /// `/metrics` lines: where the reads went.
     func renderMetrics() -> String {
         guard standby != nil else { return "" }
         return "# HELP receiptgate_ledger_reads_total Ledger reads by where they were answered: the standby, or the primary because "
-            + "the standby was more than RECEIPTGATE_READ_MAX_LAG_MS behind (lagging) or failed.\n# TYPE receiptgate_ledger_reads_total counter\n"
+            + "the standby was more than RECEIPTGATE_READ_MAX_LAG_MS behind (lagging) or failed; the standby, whatever its lag, when the primary could not be reached.\n# TYPE receiptgate_ledger_reads_total counter\n"
             + "receiptgate_ledger_reads_total{served_by=\"standby\"} \(counts.standby.load(ordering: .relaxed))\n"
             + "receiptgate_ledger_reads_total{served_by=\"primary\",reason=\"lagging\"} \(counts.lagging.load(ordering: .relaxed))\n"
             + "receiptgate_ledger_reads_total{served_by=\"primary\",reason=\"standby_failed\"} \(counts.failed.load(ordering: .relaxed))\n"
+            + "receiptgate_ledger_reads_total{served_by=\"standby\",reason=\"primary_unavailable\"} \(counts.primaryUnavailable.load(ordering: .relaxed))\n"
     }
 }
 

@@ -13,7 +13,20 @@ enum EntitlementIndex {
     struct Catalog: Sendable {
         let clientID: String
         let gameID: Int64?
+        /// The environments the client accepts: purchases of the others grant it nothing.
+        let environments: [String]
         var scope: String { ClientInfo.scope(clientID: clientID, gameID: gameID) }
+
+        init(clientID: String, gameID: Int64?, environments: [String]) {
+            self.clientID = clientID
+            self.gameID = gameID
+            self.environments = environments
+        }
+
+        /// From a row with `id`, `game_id` and `environments` (a clients row).
+        init(_ row: PostgresRow) throws {
+            self.init(clientID: try row.decode("id"), gameID: try row.decode("game_id"), environments: try row.decode("environments"))
+        }
     }
 
     /// After a change of the purchase (store, environment, original transaction id or the
@@ -39,16 +52,16 @@ enum EntitlementIndex {
     /// Every client of `clientID`'s game (itself included) that has a catalog.
     static func catalogs(ofGameOf clientID: String, on connection: PostgresConnection) throws -> [Catalog] {
         try connection.query("""
-            SELECT c.id, c.game_id FROM clients me JOIN clients c ON c.id = me.id OR (me.game_id IS NOT NULL AND c.game_id = me.game_id)
+            SELECT c.id, c.game_id, c.environments FROM clients me JOIN clients c ON c.id = me.id OR (me.game_id IS NOT NULL AND c.game_id = me.game_id)
             WHERE me.id = \(clientID) AND EXISTS (SELECT 1 FROM product_entitlements pe WHERE pe.client_id = c.id)
             ORDER BY c.id
-            """).map { Catalog(clientID: try $0.decode("id"), gameID: try $0.decode("game_id")) }
+            """).map(Catalog.init)
     }
 
     /// Recomputes what `players` own under `catalog`, writes the difference and queues a webhook
     /// per change (when the catalog's client has a webhook). Returns the changes.
     @discardableResult
-    static func refresh(_ players: [String], catalog: Catalog, on connection: PostgresConnection) throws -> [Moved] {
+    static func refresh(_ players: [String], catalog: Catalog, announce: Bool = true, on connection: PostgresConnection) throws -> [Moved] {
         let players = Array(Set(players)).sorted()
         guard !players.isEmpty else { return [] }
         // Locks in one order (sorted keys), so two refreshes of overlapping players cannot deadlock;
@@ -67,7 +80,7 @@ enum EntitlementIndex {
                 ? .init(expires: try row.decode("before_expires"), grace: try row.decode("before_grace")) : nil
             guard let change = EntitlementRules.change(before: before, after: after) else { continue }
             moved.append(Moved(change: change, grant: grant))
-            if try row.decode("announce", as: Bool.self) {
+            if announce, try row.decode("announce", as: Bool.self) {
                 try OutboxRepository.enqueue(event: "entitlement.\(change.rawValue)", payload: EntitlementNews(grant: grant), client: catalog.clientID,
                                              aggregateKey: "entitlements:\(catalog.clientID):\(grant.playerID)", on: connection)
             }
@@ -110,7 +123,7 @@ enum EntitlementIndex {
         // Only purchases that may grant something are looked at (most of a game's are consumables):
         // a subscription (its product may have changed since), or a product this catalog maps.
         let mayGrant: PostgresQuery = """
-            NOT (COALESCE(t.product_kind, '') = ANY(\(nonGrantingKinds)::text[]))
+            t.environment = ANY(\(catalog.environments)::text[]) AND NOT (COALESCE(t.product_kind, '') = ANY(\(nonGrantingKinds)::text[]))
             AND (t.product_kind = \(ProductKind.autoRenewableSubscription.rawValue) OR EXISTS (
                 SELECT 1 FROM product_entitlements m WHERE m.client_id = \(catalog.clientID) AND m.store = t.store AND m.product_id = t.product_id))
             """

@@ -62,7 +62,7 @@ final class EntitlementReadBatcher: Sendable {
                 }
                 if onStandby {
                     switch reads.standbyIsFresh(connection) {
-                    case .fresh: reads.counts.standby.add(batch.count, ordering: .relaxed)
+                    case .fresh: break
                     case .lagging:
                         reads.counts.lagging.add(batch.count, ordering: .relaxed)
                         onPrimary(batch)
@@ -74,19 +74,39 @@ final class EntitlementReadBatcher: Sendable {
                     }
                 }
                 guard run(batch, on: connection, failOnError: !onStandby) else {
+                    reads.counts.failed.add(batch.count, ordering: .relaxed)
                     onPrimary(batch)
                     return launch()
                 }
+                if onStandby { reads.counts.standby.add(batch.count, ordering: .relaxed) }
             }
         }
         if !accepted { strand(PostgresError(.poolClosed, "the database pool is shut down")) }
     }
 
-    /// A group the standby could not serve, read on the primary.
+    /// A group the standby could not serve, read on the primary; when the primary cannot be
+    /// reached either (a failover under way), on the standby whatever its lag.
     private func onPrimary(_ batch: [Item]) {
+        let fallback = reads.standby != nil
         let accepted = reads.primary.submit { [self] connection in
             switch connection {
-            case .success(let connection): _ = run(batch, on: connection, failOnError: true)
+            case .success(let connection):
+                if run(batch, on: connection, failOnError: !fallback) { return }
+            case .failure(let error):
+                guard fallback, DatabaseOutage.matches(error) else { return batch.forEach { $0.continuation.resume(throwing: error) } }
+            }
+            onStandbyWithoutPrimary(batch)
+        }
+        if !accepted { batch.forEach { $0.continuation.resume(throwing: PostgresError(.poolClosed, "the database pool is shut down")) } }
+    }
+
+    private func onStandbyWithoutPrimary(_ batch: [Item]) {
+        guard let standby = reads.standby else { return }
+        let accepted = standby.submit { [self] connection in
+            switch connection {
+            case .success(let connection):
+                _ = run(batch, on: connection, failOnError: true)
+                reads.counts.primaryUnavailable.add(batch.count, ordering: .relaxed)
             case .failure(let error): batch.forEach { $0.continuation.resume(throwing: error) }
             }
         }

@@ -29,24 +29,64 @@ struct EntitlementRepository: Sendable {
     @discardableResult
     func sweepExpired(limit: Int = 500) async throws -> Int {
         let due = try await pool.query("""
-            SELECT DISTINCT pe.client_id, c.game_id, pe.player_id FROM player_entitlements pe JOIN clients c ON c.id = pe.client_id
+            SELECT DISTINCT c.id, c.game_id, c.environments, pe.player_id FROM player_entitlements pe JOIN clients c ON c.id = pe.client_id
             WHERE pe.expires_date IS NOT NULL AND GREATEST(pe.expires_date, pe.grace_period_expires_date) <= now()
             LIMIT \(limit)
-            """).map { (EntitlementIndex.Catalog(clientID: try $0.decode("client_id"), gameID: try $0.decode("game_id")),
-                        try $0.decode("player_id", as: String.self)) }
+            """).map { (try EntitlementIndex.Catalog($0), try $0.decode("player_id", as: String.self)) }
         for (catalog, player) in due {
             try await pool.withTransaction { try EntitlementIndex.refresh([player], catalog: catalog, on: $0) }
         }
         return due.count
     }
 
+    /// Waits (at most `bound`) until every transaction running now has ended. After a catalog
+    /// change commits, a claim that checked its client's version just before may still be writing
+    /// under the old catalog; once it ended, a refresh sees its row.
+    func waitForRunningTransactions(bound: Duration = .seconds(35)) async throws {
+        let running = try await pool.query("""
+            SELECT virtualtransaction FROM pg_locks WHERE locktype = 'virtualxid' AND granted AND pid <> pg_backend_pid()
+            """).map { try $0.decode("virtualtransaction", as: String.self) }
+        guard !running.isEmpty else { return }
+        let deadline = ContinuousClock.now + bound
+        while ContinuousClock.now < deadline {
+            let left = try await pool.query("""
+                SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'virtualxid' AND granted AND virtualtransaction = ANY(\(running)::text[])
+                """)[0].decode("n", as: Int.self)
+            if left == 0 { return }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    /// Whether catalogs exist but nothing is indexed yet: a ledger from before the index (or one
+    /// restored without it), to build once at start.
+    func needsBuilding() async throws -> Bool {
+        try await pool.query("""
+            SELECT EXISTS (SELECT 1 FROM product_entitlements) AND NOT EXISTS (SELECT 1 FROM player_entitlements) AS needed
+            """)[0].decode("needed", as: Bool.self)
+    }
+
+    /// Refreshes every holder of every mapped product of `clientID` (of every client when nil);
+    /// without webhooks when `announce` is off (building the index tells of nothing that changed).
+    @discardableResult
+    func refreshCatalogs(client clientID: String? = nil, announce: Bool = true) async throws -> Int {
+        let products = try await pool.query("""
+            SELECT DISTINCT client_id, store, product_id FROM product_entitlements WHERE \(clientID)::text IS NULL OR client_id = \(clientID)
+            ORDER BY 1, 2, 3
+            """).map { (try $0.decode("client_id", as: String.self), try $0.decode("store", as: String.self), try $0.decode("product_id", as: String.self)) }
+        var refreshed = 0
+        for (client, store, product) in products {
+            refreshed += try await refreshProduct(client: client, store: store, product: product, announce: announce)
+        }
+        return refreshed
+    }
+
     /// After a change of the catalog of `clientID` for one product: refreshes every player who
     /// holds the product or an entitlement it granted, `chunk` players per transaction (so a large
     /// game is not locked at once). Returns how many players were refreshed.
     @discardableResult
-    func refreshProduct(client clientID: String, store: String, product: String, chunk: Int = 1000) async throws -> Int {
-        guard let catalog = try await pool.query("SELECT id, game_id FROM clients WHERE id = \(clientID)").first
-            .map({ EntitlementIndex.Catalog(clientID: try $0.decode("id"), gameID: try $0.decode("game_id")) }) else { return 0 }
+    func refreshProduct(client clientID: String, store: String, product: String, chunk: Int = 1000, announce: Bool = true) async throws -> Int {
+        guard let catalog = try await pool.query("SELECT id, game_id, environments FROM clients WHERE id = \(clientID)").first
+            .map(EntitlementIndex.Catalog.init) else { return 0 }
         let visible = LedgerSQL.visible(owner: "t", callerClient: "\(catalog.clientID)", callerGame: "\(catalog.gameID)")
         let players = try await pool.query("""
             WITH game AS (
@@ -67,7 +107,7 @@ struct EntitlementRepository: Sendable {
         var start = 0
         while start < players.count {
             let slice = Array(players[start..<min(start + chunk, players.count)])
-            try await pool.withTransaction { try EntitlementIndex.refresh(slice, catalog: catalog, on: $0) }
+            try await pool.withTransaction { try EntitlementIndex.refresh(slice, catalog: catalog, announce: announce, on: $0) }
             start += chunk
         }
         return players.count

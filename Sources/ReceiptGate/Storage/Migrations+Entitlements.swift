@@ -27,7 +27,7 @@ extension Schema {
                 store text NOT NULL,
                 environment text NOT NULL,
                 product_id text NOT NULL,
-                transaction_row_id bigint NOT NULL REFERENCES transactions (id),
+                transaction_row_id bigint NOT NULL,  -- no foreign key: derived data, and its KEY SHARE lock would deadlock with a store event's row lock
                 transaction_id text NOT NULL,
                 original_transaction_id text,
                 purchase_date timestamptz,

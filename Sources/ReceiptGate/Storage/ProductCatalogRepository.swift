@@ -44,6 +44,14 @@ public struct ProductCatalogRepository: Sendable {
             """)
     }
 
+    /// Brings what the product's holders own up to date, once every claim that may have checked
+    /// the old catalog has ended (a claim made after the change refreshes its player itself).
+    private func refreshHolders(client: String, store: String, product: String) async throws {
+        let entitlements = EntitlementRepository(pool: pool)
+        try await entitlements.waitForRunningTransactions()
+        try await entitlements.refreshProduct(client: client, store: store, product: product)
+    }
+
     /// Makes `product` of `store` grant exactly `entitlements` for the client, then brings what
     /// its players own up to date (every player holding the product, in chunks).
     public func set(client: String, store: String, product: String, entitlements: [String], by who: String) async throws -> Mapping {
@@ -66,8 +74,8 @@ public struct ProductCatalogRepository: Sendable {
             }
             try Self.touchGame(of: client, on: connection)
         }
-        try await EntitlementRepository(pool: pool).refreshProduct(client: client, store: store, product: product)
         try await audit.audit(who: who, action: "product.set", target: "\(client) \(store) \(product) → \(names.joined(separator: ","))")
+        try await refreshHolders(client: client, store: store, product: product)
         return Mapping(store: store, productID: product, entitlements: names)
     }
 
@@ -85,8 +93,8 @@ public struct ProductCatalogRepository: Sendable {
             return removed
         }
         if removed > 0 {
-            try await EntitlementRepository(pool: pool).refreshProduct(client: client, store: store, product: product)
             try await audit.audit(who: who, action: "product.remove", target: "\(client) \(store) \(product)\(entitlement.map { " " + $0 } ?? "")")
+            try await refreshHolders(client: client, store: store, product: product)
         }
         return removed > 0
     }
