@@ -195,7 +195,8 @@ struct EntitlementHarness {
         try await h.mapCatalog()
         var vip = ClaimSupport.subscription("2000000000950001")
         vip["environment"] = "Sandbox"
-        vip["expiresDate"] = ClaimSupport.now() + 3_000
+        // Paid up for 15 s more: long enough to be read as owned on a loaded machine.
+        vip["expiresDate"] = ClaimSupport.now() + 15_000
         try await h.claimApple(vip, for: "p3")
         #expect(try await h.owned("p3").byName["vip"] != nil)
         try await WebhookDelivery.waitUntil { try await h.owned("p3").byName.isEmpty }
@@ -307,10 +308,10 @@ struct EntitlementHarness {
                 value(#"receiptgate_ledger_reads_total{served_by="primary",reason="lagging"}"#))
     }
 
-    @Test(.timeLimit(.minutes(3)))
+    @Test(.timeLimit(.minutes(4)))
     func aLaggingStandbyIsSkippedForThePrimaryAndACaughtUpOneAnswers() async throws {
         let primary = try await TestDatabase.makePrivateCluster()
-        let standby = try await StreamingStandby.start(following: primary, applyDelay: "3s")
+        let standby = try await StreamingStandby.start(following: primary, applyDelay: "10s")
         defer { standby.stop() }
         let h = try await EntitlementHarness.start { configuration in
             configuration.databaseURL = try? primary.connectionString
@@ -321,7 +322,7 @@ struct EntitlementHarness {
         try await h.mapCatalog()
         let onStandby = PostgresPool(.init(connectionString: standby.connectionString, size: 1))
         defer { onStandby.shutdown() }
-        // The standby replays the schema (and the catalog) first, 3 s after they were written.
+        // The standby replays the schema (and the catalog) first, 10 s after they were written.
         try await WebhookDelivery.waitUntil {
             try await onStandby.query("SELECT count(*) AS n FROM pg_tables WHERE tablename = 'player_entitlements'")[0].decode("n", as: Int.self) == 1
         }

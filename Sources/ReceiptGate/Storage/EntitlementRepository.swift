@@ -43,17 +43,22 @@ struct EntitlementRepository: Sendable {
     /// change commits, a claim that checked its client's version just before may still be writing
     /// under the old catalog; once it ended, a refresh sees its row.
     func waitForRunningTransactions(bound: Duration = .seconds(35)) async throws {
+        // By the sessions' own status (pg_stat_activity: no lock table scan, which would stall every
+        // session of the server while it runs), in this database only: each (pid, start) running now.
         let running = try await pool.query("""
-            SELECT virtualtransaction FROM pg_locks WHERE locktype = 'virtualxid' AND granted AND pid <> pg_backend_pid()
-            """).map { try $0.decode("virtualtransaction", as: String.self) }
+            SELECT pid, xact_start::text AS started FROM pg_stat_activity
+            WHERE datname = current_database() AND xact_start IS NOT NULL AND pid <> pg_backend_pid()
+            """).map { (try $0.decode("pid", as: Int.self), try $0.decode("started", as: String.self)) }
         guard !running.isEmpty else { return }
+        let pids: [String] = running.map { String($0.0) }, starts: [String] = running.map(\.1)
         let deadline = ContinuousClock.now + bound
         while ContinuousClock.now < deadline {
             let left = try await pool.query("""
-                SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'virtualxid' AND granted AND virtualtransaction = ANY(\(running)::text[])
+                SELECT count(*)::int AS n FROM pg_stat_activity a
+                JOIN unnest(\(pids)::int[], \(starts)::text[]) AS r(pid, started) ON r.pid = a.pid AND r.started = a.xact_start::text
                 """)[0].decode("n", as: Int.self)
             if left == 0 { return }
-            try await Task.sleep(for: .milliseconds(20))
+            try await Task.sleep(for: .milliseconds(50))
         }
     }
 
