@@ -8,6 +8,7 @@ need it are skipped. The last line of stdout is the JSON report; the exit status
 every step passed."""
 
 import json
+import os
 import sys
 import time
 import traceback
@@ -76,7 +77,10 @@ class Walk(SessionSteps, PageSteps, ClientSteps, PurchaseSteps):
         except TimeoutException as timeout:
             problems = [f"timed out: {timeout.msg or timeout}"]
         except WebDriverException as error:
-            problems = [f"browser error at {self.driver.current_url}: {error.msg or error}"]
+            # Where in the walk: the innermost line of these scripts that made the call.
+            ours = [f"{os.path.basename(f.filename)}:{f.lineno}" for f in traceback.extract_tb(error.__traceback__)
+                    if os.path.basename(f.filename).startswith("console_")]
+            problems = [f"browser error at {self.driver.current_url} ({ours[-1] if ours else 'walk'}): {error.msg or error}"]
         except Exception:
             problems = [f"crashed: {traceback.format_exc(limit=3)}"]
         if problems:

@@ -149,7 +149,7 @@ class PageChecks:
         """Every check on the page the browser shows now; its screenshots are taken last."""
         self.pages.append(page)
         problems = []
-        h1s = [h.text.strip() for h in self.driver.find_elements("css selector", "h1")]
+        h1s = self.driver.execute_script("return Array.from(document.querySelectorAll('h1'), h => h.innerText.trim())")
         if len(h1s) != 1:
             problems.append(f"{len(h1s)} h1 elements ({h1s}), not exactly one")
         problems += [f"field without a label[for] or aria-label: {field}" for field in self.driver.execute_script(UNLABELLED_SCRIPT)]

@@ -91,8 +91,12 @@ class PurchaseSteps:
         button = self.event_row().find_elements(By.CSS_SELECTOR, f"form[method=post][action='/console/deliveries/{event_id}/redeliver'] button")
         expect(button and button[0].text.strip() == "Redeliver", f"the event's row has no Redeliver form posting to /console/deliveries/{event_id}/redeliver")
         self.submit(button[0], "redelivering the event")
-        notice = self.until(EC.presence_of_element_located((By.CSS_SELECTOR, "p.notice[role=status]")), "a notice after redelivering")
-        expect(notice.text.strip(), "the redeliver notice is empty")
+        # Found and read in one script inside the page: a handle found, then read, goes stale when
+        # the document is replaced in between (the redirect's page still arriving).
+        notice = self.until(lambda d: d.execute_script(
+            "const n = document.querySelector('p.notice[role=status]'); return n ? [n.innerText.trim()] : null"),
+            "a notice after redelivering")
+        expect(notice[0], "the redeliver notice is empty")
         problems = []
         self.network.drain()
         action = f"/console/deliveries/{event_id}/redeliver"
