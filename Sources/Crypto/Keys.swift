@@ -1,7 +1,7 @@
 import COpenSSL
 public import Foundation
 
-/// A public key (P-256 or RSA) that verifies ES256 and RS256 signatures.
+/// A public key (P-256 or RSA) that verifies ES256, RS256 and PS256 signatures.
 public struct PublicKey: Sendable {
     let key: EVPKey
 

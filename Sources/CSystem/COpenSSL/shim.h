@@ -9,6 +9,7 @@
 #include <openssl/pem.h>
 #include <openssl/ec.h>
 #include <openssl/ecdsa.h>
+#include <openssl/rsa.h>
 #include <openssl/bn.h>
 #include <openssl/objects.h>
 #include <openssl/pkcs7.h>
