@@ -58,6 +58,8 @@ let package = Package(
                 swiftSettings: swiftSettings),
         .target(name: "AmazonAppstore", dependencies: ["ReceiptCore", "Crypto", "HTTPClient"], path: "Providers/AmazonAppstore",
                 swiftSettings: swiftSettings),
+        .target(name: "HuaweiAppGallery", dependencies: ["ReceiptCore", "Crypto", "HTTPClient"], path: "Providers/HuaweiAppGallery",
+                swiftSettings: swiftSettings),
         // Dialect providers.
         .target(name: "AlogameGateway", dependencies: ["ReceiptCore"], path: "Providers/AlogameGateway",
                 swiftSettings: swiftSettings),
