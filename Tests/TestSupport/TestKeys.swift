@@ -9,7 +9,7 @@ import Foundation
 package enum TestKeys {
     /// In the order they are made: the Google fakes' keys are wanted first and most.
     package enum RSASlot: Int, CaseIterable, Sendable {
-        case googleServiceAccount, googleOIDC, unrelated, playLicense, lookAlikeRoot, lookAlikeIntermediate, lookAlikeLeaf
+        case googleServiceAccount, googleOIDC, unrelated, playLicense, lookAlikeRoot, lookAlikeIntermediate, lookAlikeLeaf, huaweiIAP
     }
 
     private static let maker = RSAKeyMaker()

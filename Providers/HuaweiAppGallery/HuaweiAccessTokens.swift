@@ -1,0 +1,101 @@
+import Crypto
+package import Foundation
+package import HTTPClient
+
+/// App-level access tokens from Huawei's OAuth 2.0 endpoint (client credentials grant: the app
+/// id and app secret), cached per app until shortly before they expire. Concurrent requests for
+/// one app share one exchange: the first starts it, the others await the same task.
+package actor HuaweiAccessTokens {
+    /// An app's credentials, as a client registered them.
+    package struct App: Sendable, CustomStringConvertible {
+        package let id: String
+        package let secret: String
+
+        package init(id: String, secret: String) {
+            self.id = id
+            self.secret = secret
+        }
+
+        /// The cache key: the app id and a digest of the secret, so a changed secret is a new app.
+        var cacheKey: String { id + ":" + ((try? SHA256.hex(Data(secret.utf8))) ?? "") }
+        /// Never the secret.
+        package var description: String { "Huawei app \(id)" }
+    }
+
+    struct Token: Sendable {
+        let value: String
+        let expires: Date
+    }
+
+    private let url: String
+    private let http: HTTPClient
+    private let margin: TimeInterval
+    private let now: @Sendable () -> Date
+    private var cached: [String: Token] = [:]
+    private var exchanging: [String: Task<Token, any Error>] = [:]
+    /// How many exchanges were made (tests count them).
+    package private(set) var exchanges = 0
+
+    package init(url: String, http: HTTPClient, margin: TimeInterval = 300, now: @escaping @Sendable () -> Date = { Date() }) {
+        self.url = url
+        self.http = http
+        self.margin = margin
+        self.now = now
+    }
+
+    /// An access token for `app`, from the cache or one shared exchange.
+    func token(for app: App) async throws -> String {
+        let key = app.cacheKey
+        if let token = cached[key], token.expires.addingTimeInterval(-margin) > now() { return token.value }
+        if let running = exchanging[key] { return try await running.value.value }
+        exchanges += 1
+        let url = url, http = http, now = now
+        let task = Task { try await Self.exchange(app, url: url, http: http, now: now) }
+        exchanging[key] = task
+        defer { exchanging[key] = nil }
+        let token = try await task.value
+        cached[key] = token
+        return token.value
+    }
+
+    /// Forgets `token` (Huawei answered 401): the next call exchanges again. A newer token another
+    /// request already fetched is kept.
+    func invalidate(_ token: String, for app: App) {
+        if cached[app.cacheKey]?.value == token { cached[app.cacheKey] = nil }
+    }
+
+    private static func exchange(_ app: App, url: String, http: HTTPClient, now: @Sendable () -> Date) async throws -> Token {
+        let issued = now()
+        let form = "grant_type=client_credentials&client_id=\(formEncode(app.id))&client_secret=\(formEncode(app.secret))"
+        var request = HTTPClient.Request(method: "POST", url: url, headers: [("Content-Type", "application/x-www-form-urlencoded")],
+                                         body: Data(form.utf8))
+        request.timeout = .seconds(10)
+        let response: HTTPClient.Response
+        do { response = try await http.send(request) } catch {
+            throw HuaweiAPIError(.unavailable, "the OAuth endpoint did not answer: \(error)")
+        }
+        let answer = (try? JSONSerialization.jsonObject(with: response.body)) as? [String: Any]
+        switch response.status {
+        case 200:
+            guard let value = answer?["access_token"] as? String, !value.isEmpty else {
+                throw HuaweiAPIError(.invalidResponse, status: 200, "the OAuth endpoint answered without an access_token")
+            }
+            let lifetime = (answer?["expires_in"] as? NSNumber)?.doubleValue ?? 3600
+            return Token(value: value, expires: issued.addingTimeInterval(lifetime))
+        case 400, 401, 403:
+            // Huawei's `{"error": 1101, "sub_error": 20001, "error_description": "..."}`: the app id or secret is wrong.
+            let detail = [answer?["error"], answer?["sub_error"], answer?["error_description"]].compactMap { $0.map { "\($0)" } }
+                .joined(separator: ": ")
+            throw HuaweiAPIError(.permission, status: response.status,
+                                 "the OAuth endpoint refused \(app) (\(detail.isEmpty ? "no detail" : String(detail.prefix(200))))")
+        default:
+            throw HuaweiAPIError(.unavailable, status: response.status, "the OAuth endpoint answered HTTP \(response.status)")
+        }
+    }
+
+    static func formEncode(_ text: String) -> String {
+        var allowed = CharacterSet.alphanumerics
+        allowed.insert(charactersIn: "-._~")
+        return text.addingPercentEncoding(withAllowedCharacters: allowed) ?? text
+    }
+}

@@ -1,0 +1,133 @@
+import Crypto
+import Foundation
+public import ReceiptCore
+
+extension HuaweiAppGalleryProvider {
+    /// A notification (v2) from Huawei IAP. The app it is for is found by its `applicationId`
+    /// among the clients that registered a Huawei package; a subscription event's signature is
+    /// checked with that client's IAP key before anything in it is read. Either way the
+    /// notification is a hint: the purchase is read again from Huawei with the client's
+    /// credentials, and the ledger changes only as that signed answer shows (an event the answer
+    /// does not back is kept as `<type>_UNCONFIRMED` and changes nothing).
+    public func receiveNotification(_ request: NotificationRequest, registered: RegisteredApps) async throws -> StoreNotification {
+        guard let body = try? JSONDecoder().decode(HuaweiNotification.self, from: request.body), let applicationID = body.applicationId?.raw,
+              !applicationID.isEmpty, body.orderNotification != nil || body.subNotification != nil else {
+            throw NotificationRejection(.malformed, reason: "INVALID_FIELD",
+                                        message: "body must be a Huawei IAP notification (v2): applicationId and orderNotification or subNotification")
+        }
+        guard let owner = try await owner(of: applicationID, registered: registered, request: request) else {
+            // No key to check it with: nothing it says can be believed, or kept.
+            throw NotificationRejection(.forged, reason: "UNKNOWN_APPLICATION", message: "no client registered Huawei app \(applicationID)")
+        }
+        let access: Access
+        do { access = try Self.access(client: owner.client, credentials: owner.credentials) } catch {
+            logger.warning("a Huawei notification cannot be checked for this client", ["client.id": owner.client.clientID, "problem": error.message])
+            throw NotificationRejection(.retryable, reason: error.verificationError.reason, message: "the notification cannot be checked now")
+        }
+        let apps = Set(owner.client.appIdentifiers(Self.packageNameKind))
+        if let sub = body.subNotification {
+            return try await subscriptionEvent(sub, access: access, apps: apps, signedAt: HuaweiTime.millis(body.notifyTime))
+        }
+        return try await orderEvent(body.orderNotification ?? .init(), access: access, apps: apps, notifyTime: body.notifyTime)
+    }
+
+    /// The client whose `--huawei-app-id` is the notification's, among those owning a package.
+    private func owner(of applicationID: String, registered: RegisteredApps, request: NotificationRequest) async throws -> ClientWithStoreCredentials? {
+        for package in registered.appIdentifiers.sorted() {
+            if let owner = try await request.owner(package), owner.client.setting(Setting.appID) == applicationID { return owner }
+        }
+        return nil
+    }
+
+    private func subscriptionEvent(_ sub: HuaweiNotification.Subscription, access: Access, apps: Set<String>,
+                                   signedAt: Date?) async throws -> StoreNotification {
+        guard let signed = sub.statusUpdateNotification, !signed.isEmpty else {
+            throw NotificationRejection(.malformed, reason: "INVALID_FIELD", message: "subNotification.statusUpdateNotification is missing")
+        }
+        guard access.key.isValid(signature: sub.notificationSignature, for: signed, algorithm: sub.signatureAlgorithm) else {
+            throw NotificationRejection(.forged, reason: "INVALID_SIGNATURE", message: "the notification's signature does not match the app's IAP key")
+        }
+        guard let status = try? JSONDecoder().decode(StatusUpdateNotification.self, from: Data(signed.utf8)), let token = status.purchaseToken,
+              let subscriptionID = status.subscriptionId else {
+            throw NotificationRejection(.malformed, reason: "INVALID_FIELD", message: "statusUpdateNotification lacks purchaseToken or subscriptionId")
+        }
+        let type = status.notificationType.flatMap { StatusUpdateNotification.types[$0] } ?? "SUBSCRIPTION_\(status.notificationType.map(String.init) ?? "?")"
+        var evidence = HuaweiEvidence(purchaseToken: token)
+        evidence.subscriptionID = subscriptionID
+        evidence.kind = 2
+        let purchase = try await reread(evidence, productID: nil, access: access, apps: apps)
+        let kind: StoreEvent.Kind
+        if purchase == nil {
+            kind = .other
+        } else if purchase?.revocationDate != nil {
+            kind = .refunded
+        } else if let expires = purchase?.expiresDate, expires <= now() {
+            kind = .expired
+        } else {
+            kind = switch status.notificationType {
+            case 0?: .subscribed
+            case 2?, 3?, 7?, 13?: .renewed
+            case 4?, 5?, 6?: .renewalStatusChanged
+            case 8?: .billingIssue
+            default: .other
+            }
+        }
+        // A cancel the answer does not show (no revocation, not expired) changes nothing.
+        let confirmed = purchase != nil && !(status.notificationType == 1 && kind != .refunded && kind != .expired)
+        let id = "sub:" + (try SHA256.hex(Data(signed.utf8)))
+        // Kept for support without the purchase token (a bearer secret of a kind).
+        var kept = status
+        kept.purchaseToken = nil
+        let decoded = String(decoding: try JSONEncoder.sortedForStorage.encode(kept), as: UTF8.self)
+        return try notification(id: id, type: confirmed ? type : type + "_UNCONFIRMED",
+                                event: StoreEvent(kind: confirmed ? kind : .other, purchase: confirmed ? purchase : nil, autoRenew: purchase?.autoRenews),
+                                purchase: purchase, signedAt: signedAt, decoded: decoded)
+    }
+
+    private func orderEvent(_ order: HuaweiNotification.Order, access: Access, apps: Set<String>, notifyTime: Int64?) async throws -> StoreNotification {
+        guard let token = order.purchaseToken, let productID = order.productId, (try? HuaweiEvidence.bareToken(token)) != nil else {
+            throw NotificationRejection(.malformed, reason: "INVALID_FIELD", message: "orderNotification lacks purchaseToken or productId")
+        }
+        let type = order.notificationType == 1 ? "PAYMENT_SUCCESS" : order.notificationType == 2 ? "REFUND_SUCCESS"
+            : "ORDER_\(order.notificationType.map(String.init) ?? "?")"
+        let purchase = try await reread(HuaweiEvidence(purchaseToken: token), productID: productID, access: access, apps: apps)
+        let kind: StoreEvent.Kind? = switch (order.notificationType, purchase?.revocationDate != nil) {
+        case (2?, true): .refunded
+        case (1?, false) where purchase != nil: .oneTimeCharge
+        default: nil
+        }
+        let id = "order:\(order.notificationType.map(String.init) ?? "?"):" + String(try SHA256.hex(Data(token.utf8)).prefix(40))
+        let decoded = String(decoding: try JSONEncoder.sortedForStorage.encode(["notificationType": order.notificationType.map(String.init) ?? "",
+                                                                                "productId": productID]), as: UTF8.self)
+        return try notification(id: id, type: kind == nil ? type + "_UNCONFIRMED" : type,
+                                event: StoreEvent(kind: kind ?? .other, purchase: kind == nil ? nil : purchase), purchase: purchase,
+                                signedAt: HuaweiTime.millis(notifyTime), decoded: decoded)
+    }
+
+    /// The purchase as Huawei has it now; nil if Huawei no longer knows it or refuses it. Huawei
+    /// being unreachable makes Huawei send the notification again (503).
+    private func reread(_ evidence: HuaweiEvidence, productID: String?, access: Access, apps: Set<String>) async throws -> VerifiedPurchase? {
+        do {
+            return try await fetch(evidence, productID: productID, access: access, registered: apps, lenient: true, deadline: nil)
+        } catch let error as HuaweiAPIError where error.kind == .notFound || error.kind == .rejected {
+            return nil
+        } catch let error as HuaweiAPIError where error.kind == .badSignature {
+            throw NotificationRejection(.forged, reason: "INVALID_SIGNATURE", message: "Huawei's purchase data does not match the app's IAP key")
+        } catch let error as HuaweiAPIError {
+            logger.warning("a Huawei notification's purchase could not be read", ["problem": error.message])
+            throw NotificationRejection(.retryable, reason: error.verificationError.reason, message: "the purchase could not be read from Huawei now")
+        } catch is StoreVerificationError {
+            return nil  // another package, another product: nothing of this client's to change
+        }
+    }
+
+    private func notification(id: String, type: String, event: StoreEvent, purchase: VerifiedPurchase?, signedAt: Date?,
+                              decoded: String) throws -> StoreNotification {
+        var stored = StoreNotification(store: store, notificationID: id, type: type, subtype: nil, environment: purchase?.environment,
+                                       appIdentifier: purchase?.appIdentifier, transactionID: purchase?.transactionID,
+                                       originalTransactionID: purchase?.originalTransactionID, productID: purchase?.productID,
+                                       signedAt: signedAt, decodedJSON: Data(decoded.utf8))
+        stored.event = event
+        return stored
+    }
+}

@@ -1,0 +1,69 @@
+public import Foundation
+package import HTTPClient
+public import ReceiptCore
+
+extension StoreID {
+    public static let huaweiAppGallery = StoreID(rawValue: "huawei_appgallery")
+}
+
+/// Huawei AppGallery as a store provider: purchase tokens proven with Huawei IAP's order and
+/// subscription services (the signed purchase data checked with the app's IAP public key),
+/// consumables confirmed after their first claim, and IAP notifications (v2), each re-read from
+/// the order service.
+public struct HuaweiAppGalleryProvider: StoreProvider, NotificationReceiving, PurchaseAcknowledging {
+    public let store = StoreID.huaweiAppGallery
+    public let notificationPath = "/v1/notifications/huawei-appgallery"
+    public let configuration: HuaweiAppGalleryConfiguration
+    package let tokens: HuaweiAccessTokens
+    let api: HuaweiOrderClient
+    let logger: Logger
+    let now: @Sendable () -> Date
+
+    /// Client settings: the app id and IAP key plain, the app secret sealed (a credential).
+    public enum Setting {
+        public static let appID = "huawei_appgallery.app_id"
+        public static let appSecret = "huawei_appgallery.app_secret"
+        public static let iapPublicKey = "huawei_appgallery.iap_public_key"
+    }
+
+    package init(configuration: HuaweiAppGalleryConfiguration, http: HTTPClient = HTTPClient(), logger: Logger = Logger(),
+                now: @escaping @Sendable () -> Date = { Date() }) {
+        self.configuration = configuration
+        self.logger = logger
+        self.now = now
+        tokens = HuaweiAccessTokens(url: configuration.oauthURL, http: http, margin: configuration.tokenRefreshMargin, now: now)
+        api = HuaweiOrderClient(configuration: configuration, http: http, tokens: tokens)
+    }
+
+    /// From the environment; throws `ConfigurationInvalid`.
+    public static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) throws -> HuaweiAppGalleryProvider {
+        HuaweiAppGalleryProvider(configuration: try HuaweiAppGalleryConfiguration.fromEnvironment(environment))
+    }
+
+    /// Verify, notifications and the confirmation of consumables.
+    public var registration: StoreRegistration {
+        StoreRegistration(Self.declaration, verifier: self, notifications: self, acknowledgement: self)
+    }
+
+    /// What a client must have registered to ask Huawei: its app id and secret, and the IAP key
+    /// its answers are checked with.
+    struct Access: Sendable {
+        let app: HuaweiAccessTokens.App
+        let key: HuaweiIAPKey
+    }
+
+    static func access(client: ClientInfo?, credentials: [String: String]) throws(HuaweiAPIError) -> Access {
+        guard let id = client?.setting(Setting.appID), !id.isEmpty else {
+            throw HuaweiAPIError(.notConfigured, "this client has no Huawei app id (--huawei-app-id)")
+        }
+        guard let secret = credentials[Setting.appSecret], !secret.isEmpty else {
+            throw HuaweiAPIError(.notConfigured, "this client has no Huawei app secret (--huawei-app-secret)")
+        }
+        guard let encoded = client?.setting(Setting.iapPublicKey) else {
+            throw HuaweiAPIError(.notConfigured, "this client has no Huawei IAP public key (--huawei-iap-public-key)")
+        }
+        do { return Access(app: .init(id: id, secret: secret), key: try HuaweiIAPKey(base64: encoded)) } catch {
+            throw HuaweiAPIError(.notConfigured, "the client's Huawei IAP public key \(error)")
+        }
+    }
+}

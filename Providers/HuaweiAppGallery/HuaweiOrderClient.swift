@@ -1,0 +1,112 @@
+import Foundation
+import HTTPClient
+
+/// Huawei's order and subscription services, authenticated with an app-level access token as
+/// `Authorization: Basic base64("APPAT:" + token)`. A 401 replaces the token once; 429/5xx are
+/// retried by the HTTP client with back-off, then reported as unavailable. Every request asks
+/// for RSASSA-PSS signatures (`HW-IAP-APPINFO`), the algorithm Huawei recommends; the answer
+/// names the algorithm it used.
+package struct HuaweiOrderClient: Sendable {
+    let configuration: HuaweiAppGalleryConfiguration
+    let http: HTTPClient
+    let tokens: HuaweiAccessTokens
+
+    /// The signed purchase data an answer carries, exactly as Huawei sent it.
+    struct Signed: Sendable {
+        let data: String
+        let signature: String?
+        let algorithm: String?
+    }
+
+    /// `POST {orders}/applications/purchases/tokens/verify`: a consumable or non-consumable.
+    func verifyToken(_ token: String, productID: String, site: HuaweiSite, app: HuaweiAccessTokens.App,
+                     deadline: ContinuousClock.Instant?) async throws -> Signed {
+        let body = try await send(configuration.roots(for: site).orders + "/applications/purchases/tokens/verify",
+                                  ["purchaseToken": token, "productId": productID], app: app, deadline: deadline)
+        let answer: OrderVerifyResponse = try decode(body)
+        try Self.check(answer.responseCode, answer.responseMessage)
+        guard let data = answer.purchaseTokenData, !data.isEmpty else {
+            throw HuaweiAPIError(.invalidResponse, status: 200, responseCode: "0", "Huawei answered without purchaseTokenData")
+        }
+        return Signed(data: data, signature: answer.dataSignature, algorithm: answer.signatureAlgorithm)
+    }
+
+    /// `POST {subscriptions}/sub/applications/v2/purchases/get`: a subscription's latest receipt.
+    func subscription(_ token: String, subscriptionID: String, site: HuaweiSite, app: HuaweiAccessTokens.App,
+                      deadline: ContinuousClock.Instant?) async throws -> Signed {
+        let body = try await send(configuration.roots(for: site).subscriptions + "/sub/applications/v2/purchases/get",
+                                  ["subscriptionId": subscriptionID, "purchaseToken": token], app: app, deadline: deadline)
+        let answer: SubscriptionGetResponse = try decode(body)
+        try Self.check(answer.responseCode, answer.responseMessage)
+        guard let data = answer.inappPurchaseData, !data.isEmpty else {
+            throw HuaweiAPIError(.invalidResponse, status: 200, responseCode: "0", "Huawei answered without inappPurchaseData")
+        }
+        return Signed(data: data, signature: answer.dataSignature, algorithm: answer.signatureAlgorithm)
+    }
+
+    /// `POST {orders}/applications/v2/purchases/confirm`: a consumable delivered (Huawei lets
+    /// the product be bought again only after this).
+    func confirm(_ token: String, productID: String, site: HuaweiSite, app: HuaweiAccessTokens.App) async throws {
+        let body = try await send(configuration.roots(for: site).orders + "/applications/v2/purchases/confirm",
+                                  ["purchaseToken": token, "productId": productID], app: app, deadline: nil)
+        let answer: ResponseEnvelope = try decode(body)
+        try Self.check(answer.responseCode, answer.responseMessage)
+    }
+
+    // MARK: - Transport
+
+    /// `responseCode` "0" passes; anything else (or none) is Huawei's refusal.
+    static func check(_ code: ResponseCode?, _ message: String?) throws(HuaweiAPIError) {
+        guard let code else { throw HuaweiAPIError(.invalidResponse, status: 200, "Huawei answered without a responseCode") }
+        guard code.raw != "0" else { return }
+        throw HuaweiAPIError.response(code: code.raw, message: message)
+    }
+
+    private func decode<T: Decodable>(_ body: Data) throws -> T {
+        do { return try JSONDecoder().decode(T.self, from: body) } catch {
+            throw HuaweiAPIError(.invalidResponse, status: 200, "Huawei answered with JSON we cannot read (\(T.self))")
+        }
+    }
+
+    private func send(_ url: String, _ fields: [String: String], app: HuaweiAccessTokens.App, deadline: ContinuousClock.Instant?) async throws -> Data {
+        let body = try JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys])
+        var refreshed = false
+        while true {
+            try Task.checkCancellation()
+            let token = try await tokens.token(for: app)
+            var request = HTTPClient.Request(method: "POST", url: url, headers: [
+                ("Authorization", "Basic " + Data("APPAT:\(token)".utf8).base64EncodedString()),
+                ("Content-Type", "application/json; charset=UTF-8"), ("Accept", "application/json"),
+                ("HW-IAP-APPINFO", #"{"signatureAlgorithm":"SHA256WithRSA/PSS"}"#),
+            ], body: body)
+            if let deadline {
+                let left = deadline - ContinuousClock.now
+                guard left > .zero else { throw HuaweiAPIError(.unavailable, "the request's deadline passed before Huawei was asked") }
+                request.timeout = left
+            }
+            let response: HTTPClient.Response
+            do { response = try await http.send(request) } catch {
+                throw HuaweiAPIError(.unavailable, "POST \(Self.path(url)) failed: \(error)")
+            }
+            switch response.status {
+            case 200..<300:
+                return response.body
+            case 401 where !refreshed:
+                // Expired early or revoked: one fresh token, once.
+                await tokens.invalidate(token, for: app)
+                refreshed = true
+            case 401, 403:
+                throw HuaweiAPIError(.permission, status: response.status, "Huawei refused the app's access token")
+            case 400, 404:
+                let envelope = try? JSONDecoder().decode(ResponseEnvelope.self, from: response.body)
+                throw HuaweiAPIError(.rejected, status: response.status, responseCode: envelope?.responseCode?.raw,
+                                     envelope?.responseMessage.map { String($0.prefix(200)) } ?? "HTTP \(response.status)")
+            default:
+                throw HuaweiAPIError(.unavailable, status: response.status, "POST \(Self.path(url)) answered HTTP \(response.status)")
+            }
+        }
+    }
+
+    /// A URL for messages: the path only.
+    static func path(_ url: String) -> String { URL(string: url)?.path ?? url }
+}

@@ -1,0 +1,165 @@
+package import Crypto
+package import Foundation
+package import HTTPClient
+package import HTTPServer
+package import HuaweiAppGallery
+package import ReceiptCore
+package import TestSupport
+
+/// A local stand-in for Huawei on loopback: the OAuth token endpoint (client credentials grant,
+/// checking the app id and secret) and the order and subscription services ReceiptGate calls
+/// (checking the `APPAT` access token it issued, answering Huawei's JSON with `responseCode`s),
+/// signing the purchase data with its own IAP key as Huawei does: RSASSA-PSS when the request
+/// asks for it and the fake is set so, else PKCS#1 v1.5.
+package final class FakeHuawei: Sendable {
+    package static let appID = "107654321"
+    package static let appSecret = "b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b1c2"
+    package static let package = "com.example.game.huawei"
+
+    /// How the fake signs what it answers.
+    package enum Signing: Sendable {
+        /// `SHA256WithRSA/PSS`, named in the answer (when the request asked for it).
+        case pss
+        /// PKCS#1 v1.5 with no `signatureAlgorithm` in the answer, as Huawei answers by default.
+        case pkcs1
+        /// A signature by a key that is not the app's (a forger's).
+        case forged
+    }
+
+    package final class State: Sendable {
+        /// One-time purchases by token: the product id and the InAppPurchaseData JSON.
+        package let products = LockedBox<[String: (productID: String, json: String)]>([:])
+        /// Subscriptions by token: the subscription id and the InAppPurchaseData JSON.
+        package let subscriptions = LockedBox<[String: (subscriptionID: String, json: String)]>([:])
+        package let signing = LockedBox(Signing.pss)
+        /// Off: the order service answers a token with another product's data (a Huawei that
+        /// did not check), so only ReceiptGate's own check stands between.
+        package let checksProduct = LockedBox(true)
+        /// What was confirmed: "<productId> <purchaseToken>".
+        package let confirmations = LockedBox<[String]>([])
+        /// Statuses to answer first, per route ("token", "verify", "subscription", "confirm").
+        package let failuresFirst = LockedBox<[String: [Int]]>([:])
+        package let hits = LockedBox<[String: Int]>([:])
+        package let issuedTokens = LockedBox<Set<String>>([])
+        package let tokenLifetime = LockedBox(3600)
+        /// Every `HW-IAP-APPINFO` header received.
+        package let appInfoHeaders = LockedBox<[String]>([])
+    }
+
+    package let state = State()
+    package let key: PrivateKey
+    package let server: HTTPServer
+
+    package init() throws {
+        key = try TestKeys.rsa(.huaweiIAP)
+        let forger = try TestKeys.rsa(.unrelated)
+        server = HTTPServer(configuration: .init(host: "127.0.0.1", port: 0), responder: Self.routes(state, key: key, forger: forger))
+        try server.start()
+    }
+
+    package var baseURL: String { "http://127.0.0.1:\(server.port)" }
+    package var oauthURL: String { "\(baseURL)/oauth2/v3/token" }
+
+    /// The app's IAP public key as AppGallery Connect shows it: base64 DER SubjectPublicKeyInfo.
+    package var publicKeyBase64: String {
+        get throws { try key.publicKey.subjectPublicKeyInfo().base64EncodedString() }
+    }
+
+    /// The provider's configuration for this fake: every site at its address.
+    package func configuration() -> HuaweiAppGalleryConfiguration {
+        (try? HuaweiAppGalleryConfiguration.fromEnvironment(["RECEIPTGATE_HUAWEI_OAUTH_URL": oauthURL, "RECEIPTGATE_HUAWEI_ORDER_URL": baseURL]))
+            ?? HuaweiAppGalleryConfiguration()
+    }
+
+    /// A client's settings and credentials for this fake's app.
+    package func clientSettings() throws -> (settings: [String: [String]], credentials: [String: String]) {
+        ([HuaweiAppGalleryProvider.Setting.appID: [Self.appID], HuaweiAppGalleryProvider.Setting.iapPublicKey: [try publicKeyBase64]],
+         [HuaweiAppGalleryProvider.Setting.appSecret: Self.appSecret])
+    }
+
+    /// An HTTP client that retries quickly, as tests want.
+    package static func http(retries: Int = 3) -> HTTPClient {
+        var configuration = HTTPClient.Configuration()
+        configuration.retry = .init(maxAttempts: retries, baseDelay: .milliseconds(10), maxDelay: .milliseconds(50))
+        configuration.timeout = .seconds(60)
+        return HTTPClient(configuration)
+    }
+
+    package func hits(_ route: String) -> Int { state.hits.get()[route] ?? 0 }
+    package func failFirst(_ route: String, _ statuses: [Int]) { state.failuresFirst.update { $0[route] = statuses } }
+    /// Makes every access token issued so far invalid (Huawei revoked them).
+    package func revokeIssuedTokens() { state.issuedTokens.set([]) }
+
+    // MARK: - Purchases
+
+    /// A one-time product: `kind` 0 consumable, 1 non-consumable; `state` 0 purchased, 1 canceled,
+    /// 2 refunded; `sandbox` sets `purchaseType` 0.
+    package func addProduct(token: String, productID: String = "gems100", orderID: String = "202405221405238a1b2c3d.107654321",
+                           kind: Int = 0, state: Int = 0, sandbox: Bool = false, package: String = FakeHuawei.package,
+                           price: Int64 = 499, purchaseTime: Int64 = 1_716_389_123_000, extra: [String: Any] = [:]) throws {
+        var object: [String: Any] = [
+            "applicationId": Int64(Self.appID) ?? 0, "autoRenewing": false, "orderId": orderID, "kind": kind, "packageName": package,
+            "productId": productID, "productName": "Gems", "purchaseTime": purchaseTime, "purchaseState": state,
+            "developerPayload": "", "purchaseToken": token, "consumptionState": 0, "confirmed": 0, "currency": "EUR", "price": price,
+            "country": "DE", "payOrderId": "Ae0f1fbd9929f803", "payType": "4", "accountFlag": 0,
+        ]
+        if sandbox { object["purchaseType"] = 0 }
+        object.merge(extra) { $1 }
+        let json = try Self.text(object)
+        self.state.products.update { $0[token] = (productID, json) }
+    }
+
+    /// A subscription's latest receipt: `lastOrderID` differs from `orderID` after a renewal.
+    package func addSubscription(token: String, subscriptionID: String = "1716389123000.sub.7", productID: String = "vip.monthly",
+                                orderID: String = "202405221405238a1b2c3d.sub.1", lastOrderID: String? = nil,
+                                expiry: Date = Date().addingTimeInterval(30 * 86_400), autoRenewing: Bool = true, sandbox: Bool = false,
+                                extra: [String: Any] = [:]) throws {
+        var object: [String: Any] = [
+            "applicationId": Int64(Self.appID) ?? 0, "autoRenewing": autoRenewing, "orderId": orderID, "lastOrderId": lastOrderID ?? orderID,
+            "kind": 2, "packageName": Self.package, "productId": productID, "purchaseTime": 1_716_389_123_000, "purchaseState": 0,
+            "purchaseToken": token, "currency": "EUR", "price": 999, "country": "DE", "subscriptionId": subscriptionID,
+            "productGroup": "vip", "oriPurchaseTime": 1_716_389_123_000, "quantity": 1, "numOfPeriods": lastOrderID == nil ? 1 : 2,
+            "expirationDate": Int64(expiry.timeIntervalSince1970 * 1000), "subIsvalid": expiry > Date(), "renewStatus": autoRenewing ? 1 : 0,
+        ]
+        if sandbox { object["purchaseType"] = 0 }
+        object.merge(extra) { $1 }
+        let json = try Self.text(object)
+        state.subscriptions.update { $0[token] = (subscriptionID, json) }
+    }
+
+    // MARK: - Notifications
+
+    /// A v2 subscription notification, its status update signed as `signing` says.
+    package func subscriptionNotification(_ status: [String: Any], signing: Signing = .pss) throws -> Data {
+        let text = try Self.text(status)
+        let (signature, algorithm) = try Self.sign(text, signing: signing, askedForPSS: true, key: key, forger: try TestKeys.rsa(.unrelated))
+        var sub: [String: Any] = ["version": "v2", "statusUpdateNotification": text, "notificationSignature": signature]
+        if let algorithm { sub["signatureAlgorithm"] = algorithm }
+        return try JSONSerialization.data(withJSONObject: ["version": "v2", "eventType": "SUBSCRIPTION", "notifyTime": 1_716_389_200_000,
+                                                           "applicationId": Self.appID, "subNotification": sub])
+    }
+
+    /// A v2 order notification (unsigned, as Huawei sends it): 1 paid, 2 refunded.
+    package static func orderNotification(type: Int, token: String, productID: String = "gems100") throws -> Data {
+        try JSONSerialization.data(withJSONObject: [
+            "version": "v2", "eventType": "ORDER", "notifyTime": 1_716_389_200_000, "applicationId": appID,
+            "orderNotification": ["version": "v2", "notificationType": type, "purchaseToken": token, "productId": productID],
+        ])
+    }
+
+    package func shutdown() async { await server.shutdown() }
+
+    static func text(_ object: [String: Any]) throws -> String {
+        String(decoding: try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]), as: UTF8.self)
+    }
+
+    /// The base64 signature of `text`'s bytes and the `signatureAlgorithm` to answer beside it.
+    static func sign(_ text: String, signing: Signing, askedForPSS: Bool, key: PrivateKey, forger: PrivateKey) throws -> (String, String?) {
+        let bytes = Data(text.utf8)
+        switch signing {
+        case .pss where askedForPSS: return (try key.signPS256(bytes, saltLength: 32).base64EncodedString(), "SHA256WithRSA/PSS")
+        case .pss, .pkcs1: return (try key.signRS256(bytes).base64EncodedString(), nil)
+        case .forged: return (try forger.signPS256(bytes, saltLength: 32).base64EncodedString(), "SHA256WithRSA/PSS")
+        }
+    }
+}

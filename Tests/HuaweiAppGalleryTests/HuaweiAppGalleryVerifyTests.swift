@@ -1,0 +1,226 @@
+import Crypto
+import Foundation
+import HTTPClient
+import HuaweiAppGallery
+import HuaweiAppGalleryTestSupport
+import ReceiptCore
+import Testing
+import TestSupport
+
+/// The provider against a fake Huawei on loopback: signatures in both schemes, every refusal,
+/// normalization, subscriptions, access tokens and confirmations.
+@Suite struct HuaweiAppGalleryVerify {
+    static func provider(_ huawei: FakeHuawei, retries: Int = 3) -> HuaweiAppGalleryProvider {
+        HuaweiAppGalleryProvider(configuration: huawei.configuration(), http: FakeHuawei.http(retries: retries), logger: Logger(minimumLevel: .error))
+    }
+
+    static func client(_ huawei: FakeHuawei, packages: [String] = [FakeHuawei.package],
+                       environments: Set<StoreEnvironment> = [.production, .sandbox]) throws -> ClientInfo {
+        ClientInfo(clientID: "rgc_huawei", gameID: 42, appIdentifiers: [HuaweiAppGalleryProvider.packageNameKind.name: packages],
+                   environments: environments, settings: try huawei.clientSettings().settings)
+    }
+
+    static func context(_ huawei: FakeHuawei, productID: String? = "gems100", packages: Set<String> = [FakeHuawei.package],
+                        environments: Set<StoreEnvironment> = [.production, .sandbox], fields: [String: String] = [:]) throws -> VerificationContext {
+        var context = VerificationContext(appIdentifiers: packages, environments: environments, productID: productID,
+                                          client: try client(huawei, packages: Array(packages), environments: environments),
+                                          credentials: try huawei.clientSettings().credentials)
+        context.evidenceFields = fields
+        return context
+    }
+
+    static func refusal(_ body: () async throws -> Void) async -> StoreVerificationError? {
+        do { try await body(); return nil } catch let error as StoreVerificationError { return error } catch { return nil }
+    }
+
+    @Test func aPurchaseSignedWithPSSIsProvenAndNormalized() async throws {
+        let huawei = try FakeHuawei()
+        huawei.state.signing.set(.pss)
+        try huawei.addProduct(token: "tok.pss.1", orderID: "202405221405238a1b2c3d.107654321", kind: 0, price: 499)
+        let purchase = try #require(try await Self.provider(huawei).verify(evidence: "tok.pss.1", context: Self.context(huawei)).first)
+        #expect(purchase.store == .huaweiAppGallery)
+        #expect(purchase.environment == .production)
+        #expect(purchase.transactionID == "202405221405238a1b2c3d.107654321")
+        #expect(purchase.originalTransactionID == purchase.transactionID)
+        #expect(purchase.productID == "gems100")
+        #expect(purchase.kind == .consumable)
+        #expect(purchase.appIdentifier == FakeHuawei.package)
+        #expect(purchase.priceMilliunits == 4990 && purchase.currency == "EUR" && purchase.storefront == "DE")
+        #expect(purchase.purchaseDate == Date(timeIntervalSince1970: 1_716_389_123))
+        #expect(purchase.revocationDate == nil)
+        // The answer was PSS because the request asked for it.
+        #expect(huawei.state.appInfoHeaders.get().allSatisfy { $0.contains("SHA256WithRSA/PSS") } && !huawei.state.appInfoHeaders.get().isEmpty)
+        await huawei.shutdown()
+    }
+
+    @Test func aPurchaseSignedWithPKCS1IsProven() async throws {
+        let huawei = try FakeHuawei()
+        huawei.state.signing.set(.pkcs1)
+        try huawei.addProduct(token: "tok.pkcs1.1", productID: "no.ads", kind: 1)
+        let purchase = try #require(try await Self.provider(huawei).verify(evidence: "tok.pkcs1.1", context: Self.context(huawei, productID: "no.ads")).first)
+        #expect(purchase.kind == .nonConsumable)
+        #expect(purchase.productID == "no.ads")
+        await huawei.shutdown()
+    }
+
+    @Test func aForgedSignatureIsRefusedAsInvalid() async throws {
+        let huawei = try FakeHuawei()
+        huawei.state.signing.set(.forged)
+        try huawei.addProduct(token: "tok.forged.1")
+        let refused = await Self.refusal { _ = try await Self.provider(huawei).verify(evidence: "tok.forged.1", context: Self.context(huawei)) }
+        #expect(refused?.code == .verificationFailed)
+        #expect(refused?.reason == "INVALID_SIGNATURE")
+        #expect(refused?.isRetryable == false)
+        await huawei.shutdown()
+    }
+
+    @Test func aPurchaseOfAnotherPackageIsRefused() async throws {
+        let huawei = try FakeHuawei()
+        try huawei.addProduct(token: "tok.other.1", package: "com.someone.else")
+        let refused = await Self.refusal { _ = try await Self.provider(huawei).verify(evidence: "tok.other.1", context: Self.context(huawei)) }
+        #expect(refused?.code == .bundleMismatch)
+        #expect(refused?.reason == "PACKAGE_MISMATCH")
+        await huawei.shutdown()
+    }
+
+    @Test func aPurchaseOfAnotherProductIsRefused() async throws {
+        let huawei = try FakeHuawei()
+        huawei.state.checksProduct.set(false)  // Huawei answers; only our check stands
+        try huawei.addProduct(token: "tok.product.1", productID: "gems500")
+        let provider = Self.provider(huawei)
+        let refused = await Self.refusal { _ = try await provider.verify(evidence: "tok.product.1", context: Self.context(huawei, productID: "gems100")) }
+        #expect(refused?.code == .productMismatch)
+        // Purchase data naming another product than the request's is refused before Huawei is asked.
+        let hits = huawei.hits("verify")
+        let json = #"{"purchaseToken":"tok.product.1","productId":"gems500","packageName":"com.example.game.huawei","kind":0}"#
+        let early = await Self.refusal { _ = try await provider.verify(evidence: json, context: Self.context(huawei, productID: "gems100")) }
+        #expect(early?.code == .productMismatch)
+        #expect(huawei.hits("verify") == hits)
+        await huawei.shutdown()
+    }
+
+    @Test func aRefundedPurchaseIsRecordedRevokedAndACanceledOneRefused() async throws {
+        let huawei = try FakeHuawei()
+        try huawei.addProduct(token: "tok.refunded.1", orderID: "order.refunded", state: 2)
+        try huawei.addProduct(token: "tok.canceled.1", orderID: "order.canceled", state: 1)
+        let provider = Self.provider(huawei)
+        let refunded = try #require(try await provider.verify(evidence: "tok.refunded.1", context: Self.context(huawei)).first)
+        #expect(refunded.revocationDate != nil)
+        #expect(refunded.revocationReason == "refunded")
+        let canceled = await Self.refusal { _ = try await provider.verify(evidence: "tok.canceled.1", context: Self.context(huawei)) }
+        #expect(canceled?.reason == "PURCHASE_CANCELED")
+        #expect(canceled?.code == .verificationFailed)
+        await huawei.shutdown()
+    }
+
+    @Test func aSandboxPurchaseIsInTheSandboxEnvironment() async throws {
+        let huawei = try FakeHuawei()
+        try huawei.addProduct(token: "tok.sandbox.1", sandbox: true)
+        try huawei.addProduct(token: "tok.production.1")
+        let provider = Self.provider(huawei)
+        #expect(try await provider.verify(evidence: "tok.sandbox.1", context: Self.context(huawei)).first?.environment == .sandbox)
+        #expect(try await provider.verify(evidence: "tok.production.1", context: Self.context(huawei)).first?.environment == .production)
+        let refused = await Self.refusal {
+            _ = try await provider.verify(evidence: "tok.sandbox.1", context: Self.context(huawei, environments: [.production]))
+        }
+        #expect(refused?.code == .environmentMismatch)
+        await huawei.shutdown()
+    }
+
+    @Test func aSubscriptionIsReadFromTheSubscriptionService() async throws {
+        let huawei = try FakeHuawei()
+        let expiry = Date(timeIntervalSince1970: 1_900_000_000)
+        try huawei.addSubscription(token: "tok.sub.1", subscriptionID: "sub.7", orderID: "order.first", lastOrderID: "order.renewal.2",
+                                   expiry: expiry, autoRenewing: true)
+        let provider = Self.provider(huawei)
+        let json = #"{"purchaseToken":"tok.sub.1","productId":"vip.monthly","subscriptionId":"sub.7","kind":2,"packageName":"com.example.game.huawei"}"#
+        let renewal = try #require(try await provider.verify(evidence: json, context: Self.context(huawei, productID: nil)).first)
+        #expect(renewal.kind == .autoRenewableSubscription)
+        #expect(renewal.transactionID == "order.renewal.2")
+        #expect(renewal.originalTransactionID == "order.first")
+        #expect(renewal.expiresDate == expiry)
+        #expect(renewal.autoRenews == true)
+        #expect(renewal.readBackKey != nil)
+        #expect(huawei.hits("subscription") == 1 && huawei.hits("verify") == 0)
+        // A bare token with the subscription id beside it; a first purchase is its own original.
+        try huawei.addSubscription(token: "tok.sub.2", subscriptionID: "sub.8", orderID: "order.new")
+        let new = try #require(try await provider.verify(evidence: "tok.sub.2",
+                                                         context: Self.context(huawei, productID: "vip.monthly", fields: ["huawei_subscription_id": "sub.8"])).first)
+        #expect(new.transactionID == "order.new" && new.originalTransactionID == "order.new")
+        await huawei.shutdown()
+    }
+
+    @Test func huaweisRefusalsAndOutagesMapToTheCoresCodes() async throws {
+        let huawei = try FakeHuawei()
+        let provider = Self.provider(huawei, retries: 2)
+        let unknown = await Self.refusal { _ = try await provider.verify(evidence: "tok.unknown", context: Self.context(huawei)) }
+        #expect(unknown?.code == .verificationFailed && unknown?.reason == "PURCHASE_NOT_FOUND")
+        let noProduct = await Self.refusal { _ = try await provider.verify(evidence: "tok.unknown", context: Self.context(huawei, productID: nil)) }
+        #expect(noProduct?.code == .missingFields)
+        try huawei.addProduct(token: "tok.outage.1")
+        huawei.failFirst("verify", [503, 503])
+        let outage = await Self.refusal { _ = try await provider.verify(evidence: "tok.outage.1", context: Self.context(huawei)) }
+        #expect(outage?.code == .verifierError && outage?.isRetryable == true)
+        // A wrong app secret is the operator's to fix, not the player's.
+        var context = try Self.context(huawei)
+        context.credentials = [HuaweiAppGalleryProvider.Setting.appSecret: "wrong-secret"]
+        let denied = await Self.refusal { _ = try await provider.verify(evidence: "tok.outage.1", context: context) }
+        #expect(denied?.code == .verifierError && denied?.reason == "HUAWEI_PERMISSION_DENIED")
+        await huawei.shutdown()
+    }
+
+    @Test func aRevokedAccessTokenIsReplacedOnce() async throws {
+        let huawei = try FakeHuawei()
+        try huawei.addProduct(token: "tok.401.1")
+        let provider = Self.provider(huawei)
+        _ = try await provider.verify(evidence: "tok.401.1", context: Self.context(huawei))
+        huawei.revokeIssuedTokens()
+        let purchase = try await provider.verify(evidence: "tok.401.1", context: Self.context(huawei))
+        #expect(purchase.count == 1)
+        #expect(huawei.hits("token") == 2)
+        #expect(huawei.hits("verify") == 3)  // one, then a 401 and its retry with the new token
+        await huawei.shutdown()
+    }
+
+    @Test func theAccessTokenIsCachedAcrossVerifications() async throws {
+        let huawei = try FakeHuawei()
+        try huawei.addProduct(token: "tok.cache.1")
+        try huawei.addProduct(token: "tok.cache.2", orderID: "order.cache.2")
+        let provider = Self.provider(huawei)
+        _ = try await provider.verify(evidence: "tok.cache.1", context: Self.context(huawei))
+        _ = try await provider.verify(evidence: "tok.cache.2", context: Self.context(huawei))
+        #expect(huawei.hits("token") == 1)
+        #expect(huawei.hits("verify") == 2)
+        await huawei.shutdown()
+    }
+
+    @Test func aTokenNearItsExpiryIsReplaced() async throws {
+        let huawei = try FakeHuawei()
+        huawei.state.tokenLifetime.set(200)  // inside the five-minute margin
+        try huawei.addProduct(token: "tok.short.1")
+        let provider = Self.provider(huawei)
+        _ = try await provider.verify(evidence: "tok.short.1", context: Self.context(huawei))
+        _ = try await provider.verify(evidence: "tok.short.1", context: Self.context(huawei))
+        #expect(huawei.hits("token") == 2)
+        await huawei.shutdown()
+    }
+
+    @Test func aConsumableIsConfirmedAfterItsFirstClaim() async throws {
+        let huawei = try FakeHuawei()
+        try huawei.addProduct(token: "tok.confirm.1", kind: 0)
+        try huawei.addProduct(token: "tok.durable.1", productID: "no.ads", kind: 1)
+        let provider = Self.provider(huawei)
+        let client = try Self.client(huawei)
+        let consumable = try #require(try await provider.verify(evidence: "tok.confirm.1", context: Self.context(huawei)).first)
+        let owed = try #require(provider.acknowledgement(for: consumable, client: client))
+        #expect(huawei.hits("confirm") == 0)  // nothing before the record commits
+        try await provider.acknowledge(owed, credentials: try huawei.clientSettings().credentials)
+        #expect(huawei.state.confirmations.get() == ["gems100 tok.confirm.1"])
+        // Sent again (an outbox retry after a lost answer): Huawei's "already confirmed" is success.
+        try await provider.acknowledge(owed, credentials: try huawei.clientSettings().credentials)
+        #expect(huawei.hits("confirm") == 2)
+        let durable = try #require(try await provider.verify(evidence: "tok.durable.1", context: Self.context(huawei, productID: "no.ads")).first)
+        #expect(provider.acknowledgement(for: durable, client: client) == nil)
+        await huawei.shutdown()
+    }
+}
