@@ -94,6 +94,10 @@ let package = Package(
                 path: "Tests/AmazonAppstoreTestSupport", swiftSettings: swiftSettings),
         .target(name: "HuaweiAppGalleryTestSupport", dependencies: ["HuaweiAppGallery", "Crypto", "HTTPServer", "HTTPClient", "TestSupport"],
                 path: "Tests/HuaweiAppGalleryTestSupport", swiftSettings: swiftSettings),
+        // Asks TestKeys for one key and exits at once; CryptoTests runs it to show that no key is
+        // being made when a process using TestKeys exits.
+        .executableTarget(name: "TestKeysExitProbe", dependencies: ["Crypto", "TestSupport"], path: "Tests/TestKeysExitProbe",
+                          swiftSettings: swiftSettings),
         .target(name: "PluginTestSupport", dependencies: ["ReceiptCore", "Crypto", "TestSupport", "AppStore", "GooglePlay"], path: "Tests/PluginTestSupport",
                 swiftSettings: swiftSettings),
         .testTarget(name: "WorkersTests", dependencies: ["Workers", "TestSupport"], swiftSettings: swiftSettings),
