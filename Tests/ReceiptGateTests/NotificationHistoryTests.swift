@@ -141,7 +141,9 @@ import TestSupport
                 .map { try $0.decode("error", as: String?.self) }
         }
         try await WebhookDelivery.waitUntil { try await runs().dropFirst().contains { $0 == nil } }
-        #expect(try await runs().first??.contains("RECEIPTGATE_APPSTORE_API_KEY_ID") == true, "the failed run is recorded with its reason")
+        // On a loaded machine an earlier run may fail otherwise (a timeout) before Apple's 401.
+        let failed = try await runs().prefix { $0 != nil }
+        #expect(failed.contains { $0?.contains("RECEIPTGATE_APPSTORE_API_KEY_ID") == true }, "the failed run is recorded with its reason: \(failed)")
         await receiver.server.shutdown()
         await fake.shutdown()
     }
