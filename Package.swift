@@ -69,7 +69,7 @@ let package = Package(
 
         // The plugin registry: every store and dialect this binary serves, in one list.
         .target(name: "Plugins", dependencies: ["ReceiptCore", "AppStore", "GooglePlay", "AmazonAppstore", "AlogameGateway", "HiveAxyl",
-                                                "AccountLink"],
+                                                "AccountLink", "HuaweiAppGallery"],
                 swiftSettings: swiftSettings),
 
         .executableTarget(
@@ -116,7 +116,7 @@ let package = Package(
             dependencies: ["ReceiptGate", "ReceiptCore", "Crypto", "Postgres", "HTTPServer", "TestSupport", "AppStoreTestSupport",
                            "PluginTestSupport", "AppStore", "AlogameGateway", "Plugins",
                            "HiveAxyl", "GooglePlay", "GooglePlayTestSupport", "AccountLink", "AmazonAppstore",
-                           "AmazonAppstoreTestSupport"],
+                           "AmazonAppstoreTestSupport", "HuaweiAppGallery", "HuaweiAppGalleryTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "GooglePlayTests", dependencies: ["GooglePlay", "GooglePlayTestSupport", "ReceiptCore", "Crypto", "HTTPClient",

@@ -67,13 +67,13 @@ struct IAPHandler: Sendable {
 
     private func answer(_ request: RouteRequest, context: RouteContext) async throws -> RouteResponse {
         let headers = try IAPRequest.headers(request.headers).get()
-        let iap = try IAPRequest.parse(headers: headers, body: request.body).get()
+        let iap = try IAPRequest.parse(headers: headers, body: request.body, stores: core.stores).get()
         let (store, client) = try await tenant(of: iap)
         let bearer = try await caller(request.headers["authorization"], client: client)
         let bareID = iap.evidenceKind == .transactionID
         if bareID {
             guard let bearer else {
-                throw Self.notOwner("a bare 'apple.transaction_id' proves nothing about who is calling: send it with the access token of the account "
+                throw Self.notOwner("a bare '\(iap.store.vendorCode.lowercased()).transaction_id' proves nothing about who is calling: send it with the access token of the account "
                                     + "whose app_account_token the purchase carries, or send the signed transaction or the app receipt")
             }
             try await core.checkRateLimit(AccountLink.Limits.lookupsPerAccount, key: bearer.account.id)
@@ -84,6 +84,8 @@ struct IAPHandler: Sendable {
         verification.appIdentifier = iap.appIdentifier
         verification.evidenceKind = iap.evidenceKind
         verification.transactionID = iap.namedTransactionID
+        verification.productID = iap.productID
+        verification.evidenceFields = iap.evidenceFields
         let proven = try await core.prove(verification, client: client)
         if bareID, let bearer, proven.purchase.accountToken?.lowercased() != bearer.account.appAccountToken.lowercased() {
             throw Self.notOwner("the purchase was not made with this account's app_account_token; a bare transaction id links only such a purchase")
@@ -96,9 +98,7 @@ struct IAPHandler: Sendable {
 
     /// The store the request's evidence is for, and the client that registered its app there.
     private func tenant(of iap: IAPRequest) async throws -> (StoreID, ClientInfo) {
-        guard let store = core.store(forPlatform: iap.platform)?.store else {
-            throw Problem(.invalidField, "\(iap.platform) purchases are not configured on this service")
-        }
+        let store = iap.store.store
         guard let client = try await core.client(forAppIdentifier: iap.appIdentifier, store: store) else {
             throw Problem(.notFound, "no client registered \(iap.appIdentifier)")
         }

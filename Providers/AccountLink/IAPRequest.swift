@@ -16,13 +16,17 @@ struct IAPRequest: Sendable {
     }
 
     let headers: Headers
-    /// The body's store object (`apple`, `google`), a platform the served stores declare.
-    let platform: String
+    /// The store whose object the body holds (its vendor code in lower case: `apple`, `google`).
+    let store: StoreDeclaration
     /// The bundle id or package name: it names the tenant.
     let appIdentifier: String
     let evidence: String
     /// `.transactionID` only for a bare `apple.transaction_id`: this dialect asks for it, no other API does.
     let evidenceKind: EvidenceKind
+    /// A token store's `product_id`, for stores that ask with it.
+    let productID: String?
+    /// The store's declared evidence fields, as the object carried them.
+    let evidenceFields: [String: String]
     /// `apple.transaction_id` sent beside a signed transaction or receipt: the one to link.
     let namedTransactionID: String?
     let email: String?
@@ -84,34 +88,26 @@ struct IAPRequest: Sendable {
         return inet_pton(AF_INET, text, &v4) == 1 || inet_pton(AF_INET6, text, &v6) == 1
     }
 
+    /// What the body holds beside the one store object.
     private struct Body: Decodable {
-        struct Apple: Decodable {
-            let bundle_id: String
-            let subscription_transaction_jws: String?
-            let app_receipt_base64: String?
-            let transaction_id: String?
-        }
-        struct Google: Decodable {
-            let package_id: String
-            let purchase_token: String
-        }
         struct CustomerDetails: Decodable { let email: String }
         struct Aflyr: Decodable { let referrer_id: String? }
 
-        let apple: Apple?
-        let google: Google?
         let customer_details: CustomerDetails?
         let aflyr: Aflyr?
     }
 
-    static func parse(headers: Headers, body data: Data) -> Result<IAPRequest, Problem> {
+    /// `stores`: the served stores; each is reached under its vendor code in lower case
+    /// (`apple`, `google`, `huawei`), with the layout of its evidence's form (`storeEvidence`).
+    static func parse(headers: Headers, body data: Data, stores: [StoreDeclaration]) -> Result<IAPRequest, Problem> {
         do throws(Problem) {
             let body = try decodedBody(data)
-            let store = try storeEvidence(apple: body.apple, google: body.google)
+            let store = try storeEvidence(in: data, stores: stores)
             let email = try emailAddress(body.customer_details?.email)
             let attribution = body.aflyr == nil ? nil : try attribution(in: data)
-            return .success(IAPRequest(headers: headers, platform: store.platform, appIdentifier: store.appIdentifier,
-                                       evidence: store.evidence, evidenceKind: store.evidenceKind,
+            return .success(IAPRequest(headers: headers, store: store.store, appIdentifier: store.appIdentifier,
+                                       evidence: store.evidence, evidenceKind: store.evidenceKind, productID: store.productID,
+                                       evidenceFields: store.evidenceFields,
                                        namedTransactionID: store.namedTransactionID, email: email, attribution: attribution))
         } catch {
             return .failure(error)
@@ -120,11 +116,13 @@ struct IAPRequest: Sendable {
 
     /// What the one store object says: whose app, and the evidence to verify.
     private struct StoreEvidence {
-        let platform: String
+        let store: StoreDeclaration
         let appIdentifier: String
         let evidence: String
         var evidenceKind = EvidenceKind.detected
         var namedTransactionID: String?
+        var productID: String?
+        var evidenceFields: [String: String] = [:]
     }
 
     private static func decodedBody(_ data: Data) throws(Problem) -> Body {
@@ -134,39 +132,82 @@ struct IAPRequest: Sendable {
         }
     }
 
-    private static func storeEvidence(apple: Body.Apple?, google: Body.Google?) throws(Problem) -> StoreEvidence {
-        switch (apple, google) {
-        case (nil, nil), (.some, .some):
-            throw Problem(.missingFields, "exactly one of 'apple' or 'google' is required")
-        case (let apple?, nil):
-            return try appleEvidence(apple)
-        case (nil, let google?):
-            guard !google.package_id.isEmpty, !google.purchase_token.isEmpty else {
-                throw Problem(.invalidField, "fields 'google.package_id' and 'google.purchase_token' must not be empty")
-            }
-            return StoreEvidence(platform: "google", appIdentifier: google.package_id, evidence: google.purchase_token)
+    /// The one store object the body holds, read in its store's layout: a store whose apps hand
+    /// over a signed document takes `bundle_id` and the document (`subscription_transaction_jws`
+    /// or `app_receipt_base64`, or a bare `transaction_id` where the store can look one up); a
+    /// token store takes `package_id`, `purchase_token`, an optional `product_id`, and the
+    /// evidence fields it declares, by their names.
+    private static func storeEvidence(in data: Data, stores: [StoreDeclaration]) throws(Problem) -> StoreEvidence {
+        let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? [:]
+        let present = stores.filter { object[$0.vendorCode.lowercased()] != nil }
+        guard present.count == 1, let store = present.first else {
+            let names = stores.map { "'\($0.vendorCode.lowercased())'" }.joined(separator: ", ")
+            throw Problem(.missingFields, "exactly one of \(names) is required")
         }
+        let key = store.vendorCode.lowercased()
+        guard let fields = object[key] as? [String: Any] else { throw Problem(.invalidField, "field '\(key)' must be an object") }
+        let reader = FieldReader(object: key, fields: fields)
+        return store.evidenceShapes.contains(.signedDocument)
+            ? try signedEvidence(reader, store: store) : try tokenEvidence(reader, store: store)
     }
 
     /// A signed transaction or a receipt is the evidence; a bare transaction id only when neither is sent
     /// (beside one of them it names the transaction to link).
-    private static func appleEvidence(_ apple: Body.Apple) throws(Problem) -> StoreEvidence {
-        guard !apple.bundle_id.isEmpty else { throw Problem(.invalidField, "field 'apple.bundle_id' must not be empty") }
+    private static func signedEvidence(_ fields: FieldReader, store: StoreDeclaration) throws(Problem) -> StoreEvidence {
+        let appIdentifier = try fields.required("bundle_id")
         var namedTransactionID: String?
-        if let given = nonEmpty(apple.transaction_id) {
-            guard given.utf8.count <= 20, given.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) else {
-                throw Problem(.invalidField, "field 'apple.transaction_id' must be an App Store transaction id (up to 20 digits)")
+        if store.evidenceKinds.contains(.transactionID), let given = try fields.optional("transaction_id") {
+            guard given.utf8.count <= 64, given.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) else {
+                throw Problem(.invalidField, "field '\(fields.object).transaction_id' must be a \(store.displayName) transaction id (digits)")
             }
             namedTransactionID = given
         }
-        let signed = nonEmpty(apple.subscription_transaction_jws) ?? nonEmpty(apple.app_receipt_base64)
-        if let signed {
-            return StoreEvidence(platform: "apple", appIdentifier: apple.bundle_id, evidence: signed, namedTransactionID: namedTransactionID)
+        let jws = try fields.optional("subscription_transaction_jws"), receipt = try fields.optional("app_receipt_base64")
+        if let signed = jws ?? receipt {
+            return StoreEvidence(store: store, appIdentifier: appIdentifier, evidence: signed, namedTransactionID: namedTransactionID)
         }
         guard let transactionID = namedTransactionID else {
-            throw Problem(.missingFields, "'apple' needs one of subscription_transaction_jws, app_receipt_base64 or transaction_id")
+            let transaction = store.evidenceKinds.contains(.transactionID) ? " or transaction_id" : ""
+            throw Problem(.missingFields, "'\(fields.object)' needs one of subscription_transaction_jws, app_receipt_base64\(transaction)")
         }
-        return StoreEvidence(platform: "apple", appIdentifier: apple.bundle_id, evidence: transactionID, evidenceKind: .transactionID)
+        return StoreEvidence(store: store, appIdentifier: appIdentifier, evidence: transactionID, evidenceKind: .transactionID)
+    }
+
+    private static func tokenEvidence(_ fields: FieldReader, store: StoreDeclaration) throws(Problem) -> StoreEvidence {
+        var evidence = StoreEvidence(store: store, appIdentifier: try fields.required("package_id"), evidence: try fields.required("purchase_token"))
+        if let productID = try fields.optional("product_id") {
+            if let problem = Identifier.problem(productID) { throw Problem(.invalidField, "field '\(fields.object).product_id' \(problem)") }
+            evidence.productID = productID
+        }
+        for field in store.evidenceFields {
+            guard let value = try fields.optional(field.name) else {
+                if field.required { throw Problem(.missingFields, "field '\(fields.object).\(field.name)' is required: \(field.description)") }
+                continue
+            }
+            guard value.utf8.count <= field.maxLength else {
+                throw Problem(.invalidField, "field '\(fields.object).\(field.name)' is longer than \(field.maxLength) bytes")
+            }
+            evidence.evidenceFields[field.name] = value
+        }
+        return evidence
+    }
+
+    /// A store object's string fields; every problem names `object.field`.
+    private struct FieldReader {
+        let object: String
+        let fields: [String: Any]
+
+        func optional(_ name: String) throws(Problem) -> String? {
+            guard let value = fields[name], !(value is NSNull) else { return nil }
+            guard let text = value as? String else { throw Problem(.invalidField, "field '\(object).\(name)' has the wrong type (expected string)") }
+            return text.isEmpty ? nil : text
+        }
+
+        func required(_ name: String) throws(Problem) -> String {
+            guard fields[name] != nil, !(fields[name] is NSNull) else { throw Problem(.missingFields, "field '\(object).\(name)' is required") }
+            guard let text = try optional(name) else { throw Problem(.invalidField, "field '\(object).\(name)' must not be empty") }
+            return text
+        }
     }
 
     private static func emailAddress(_ given: String?) throws(Problem) -> String? {
@@ -193,10 +234,5 @@ struct IAPRequest: Sendable {
             throw Problem(.invalidField, "field 'aflyr' must not contain a NUL character")
         }
         return encoded
-    }
-
-    private static func nonEmpty(_ text: String?) -> String? {
-        guard let text, !text.isEmpty else { return nil }
-        return text
     }
 }

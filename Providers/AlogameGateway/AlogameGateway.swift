@@ -40,8 +40,8 @@ public struct AlogameGateway: DialectProvider {
             return failure(400, "MISSING_FIELDS", "order_id must be the Apple order id (letters and digits)")
         }
         do {
-            // Order ids are the App Store's (the contract's lookup is for iOS purchases).
-            guard let store = core.store(forPlatform: "ios")?.store else {
+            // The contract's lookup is for iOS purchases: the order ids of the store of iOS apps.
+            guard let store = core.stores(runningOn: .ios).first?.store else {
                 return failure(502, "VERIFIER_ERROR", "no store provider can look up orders")
             }
             let result = try await core.lookUpOrder(body.order_id, store: store, client: client)
@@ -139,10 +139,12 @@ public struct AlogameGateway: DialectProvider {
         case .success(let parsed): body = parsed
         case .failure(let refusal): return failure(400, refusal.code, refusal.message)
         }
-        // os_id 1 is Android: the receipt is Google Play evidence (token, purchase JSON or Unity receipt).
-        let platform = body.osID == 1 ? "android" : "ios"
-        guard let store = core.store(forPlatform: platform)?.store else {
-            return failure(400, "INVALID_OS_ID", "os_id \(body.osID) (\(platform)) is not served: no store for that platform")
+        // os_id names a device, not a store: the stores of its system, narrowed by the client's
+        // apps and the receipt's form (`DialectCore.store(runningOn:client:evidence:)`).
+        let system: OperatingSystem = body.osID == 1 ? .android : .ios
+        let store: StoreID
+        do { store = try core.store(runningOn: system, client: client, evidence: body.receipt).store } catch {
+            return failure(400, "INVALID_OS_ID", "os_id \(body.osID): \(error)")
         }
         var verification = VerificationRequest(store: store, evidence: body.receipt, requestID: context.requestID)
         verification.productID = body.productID
@@ -159,7 +161,7 @@ public struct AlogameGateway: DialectProvider {
             if outcome.duplicate {
                 return failure(409, "DUPLICATE_TRANSACTION", "transaction \(outcome.transaction.transactionID) was already verified")
             }
-            return .json(Success(transaction: outcome.transaction, platform: platform))
+            return .json(Success(transaction: outcome.transaction, platform: system.rawValue))
         } catch let error as StoreVerificationError {
             let (status, code) = errorTable(error.code)
             return failure(status, code, "\(error.reason): \(error.message)")

@@ -24,7 +24,8 @@ extension AmazonAppstoreProvider {
             },
         ],
         evidenceFields: [userIDField],
-        platforms: ["amazon"],
+        // Amazon's apps run on Fire OS and Android; a receipt is proven only with its user id.
+        vendorCode: "AMAZON", operatingSystems: [.android], evidenceShapes: [.receiptWithUser],
         openAPI: openAPIPart)
 
     /// Started from the service's environment (docs/configuration.md, Amazon Appstore).

@@ -14,7 +14,8 @@ extension AppStoreProvider {
     public static let declaration = StoreDeclaration(
         store: .appStore, displayName: "App Store", identifiers: bundleIDKind,
         // A bare transaction id only where a caller means one (`EvidenceKind`).
-        evidenceKinds: [.detected, .transactionID], platforms: ["ios", "apple"],
+        evidenceKinds: [.detected, .transactionID],
+        vendorCode: "APPLE", operatingSystems: [.ios], evidenceShapes: [.signedDocument],
         // StoreKit's appAccountToken is a UUID; anything else could never match one.
         accountTokenIsWellFormed: { UUID(uuidString: $0) != nil },
         openAPI: openAPIPart,

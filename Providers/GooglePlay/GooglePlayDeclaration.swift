@@ -33,7 +33,9 @@ extension GooglePlayProvider {
             ClientSettingDeclaration(flag: "google-consume", key: Setting.consume, valueName: "on|off",
                                      help: "consume one-time products instead of acknowledging them (default off)", input: .onOff),
         ],
-        platforms: ["android", "google"],
+        vendorCode: "GOOGLE", operatingSystems: [.android], evidenceShapes: [.purchaseToken, .purchaseData],
+        // A Unity IAP receipt names its store; a Play purchase JSON carries Play's order id.
+        recognizesEvidence: GooglePlayEvidence.isUnmistakablyPlays,
         openAPI: openAPIPart)
 
     /// Started from the service's environment (docs/configuration.md, Google Play).

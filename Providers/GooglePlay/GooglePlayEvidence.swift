@@ -91,3 +91,14 @@ package struct GooglePlayEvidence: Sendable, Equatable {
         return parsed
     }
 }
+
+extension GooglePlayEvidence {
+    /// Evidence only Play makes: a Unity receipt naming `GooglePlay`, or a purchase JSON whose
+    /// order id is Play's (`GPA.`). Only tells Play apart from other Android stores; proves nothing.
+    @Sendable package static func isUnmistakablyPlays(_ evidence: String) -> Bool {
+        let text = evidence.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard text.hasPrefix("{"), let object = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] else { return false }
+        if object["Payload"] != nil { return object["Store"] as? String == "GooglePlay" }
+        return (try? parse(text))?.orderID?.hasPrefix("GPA.") == true
+    }
+}

@@ -10,8 +10,6 @@ public struct HiveAxyl: DialectProvider {
     package static let tokenKind = "hiveaxyl.access"
     /// The client setting listing the app ids (`X-App-Id`) a client may call with.
     package static let appIDsSetting = "hiveaxyl.app_ids"
-    /// The contract's `providerId` values, matched to the stores' declared platforms.
-    package static let providerIDs = ["APPLE", "GOOGLE", "AMAZON"]
     package static let tokenLifetimeVariable = "RECEIPTGATE_HIVEAXYL_TOKEN_SECONDS"
     package static let defaultTokenLifetime: Duration = .seconds(3600)
 

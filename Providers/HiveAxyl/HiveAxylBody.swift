@@ -64,15 +64,13 @@ struct HiveAxylBody {
         return value
     }
 
-    /// `providerId`: which store the receipt is from (APPLE, GOOGLE, AMAZON), as the stores
-    /// served here name their platforms. One that is not served is a clear 400.
+    /// `providerId`: which store the receipt is from, as the served stores' vendor codes say
+    /// (`APPLE`, `GOOGLE`, `AMAZON`, `HUAWEI`, ...). One not served is a clear 400 naming those that are.
     func store(core: any DialectCore) throws(HiveAxylResult) -> StoreDeclaration {
         let provider = try requiredString("providerId", maxLength: 32)
-        guard HiveAxyl.providerIDs.contains(provider.uppercased()) else {
-            throw .invalid("providerId must be one of \(HiveAxyl.providerIDs.joined(separator: ", ")), got \"\(provider.prefix(32))\"")
-        }
-        guard let store = core.store(forPlatform: provider) else {
-            throw .invalid("providerId \(provider.uppercased()) is not available on this server (no such store is configured)")
+        guard let store = core.store(forVendorCode: provider) else {
+            let served = core.stores.map(\.vendorCode).joined(separator: ", ")
+            throw .invalid("providerId \(provider.prefix(32).uppercased()) is not served here; this server serves \(served)")
         }
         return store
     }
@@ -86,7 +84,7 @@ struct HiveAxylBody {
             if let value = try string(name, maxLength: field.maxLength, numbersAllowed: true), !value.isEmpty {
                 found[field.name] = value
             } else if field.required {
-                throw .invalid("\(name) is required with providerId \(store.platforms.first?.uppercased() ?? store.store.rawValue)")
+                throw .invalid("\(name) is required with providerId \(store.vendorCode)")
             }
         }
         return found

@@ -81,9 +81,11 @@ struct HiveAxylVerifier {
         guard ISOCodes.isLanguage(language) else { throw HiveAxylResult.invalid("language must be an ISO 639-1 code (e.g. ko, en), got \"\(language)\"") }
         _ = try body.requestType()
         let storeTransactionID = try body.string("storeTransactionId", maxLength: Self.maxIDLength, numbersAllowed: true)
-        // A bare Google Play token does not say which order it is; a StoreKit 2 JWS or a purchase JSON does.
-        if store.platforms.contains("google"), storeTransactionID?.isEmpty ?? true, !receipt.trimmingCharacters(in: .whitespaces).hasPrefix("{") {
-            throw HiveAxylResult.invalid("storeTransactionId is required with a bare Google Play purchase token")
+        // A bare purchase token stands for a whole subscription, not one of its orders; a signed
+        // transaction or a purchase JSON names its order.
+        if store.evidenceShapes.contains(.purchaseToken), storeTransactionID?.isEmpty ?? true,
+           EvidenceShape.forms(of: receipt).contains(.purchaseToken) {
+            throw HiveAxylResult.invalid("storeTransactionId is required with a bare \(store.displayName) purchase token")
         }
         return (verification, storeTransactionID)
     }

@@ -43,7 +43,8 @@ extension HuaweiAppGalleryProvider {
             },
         ],
         evidenceFields: [subscriptionIDField],
-        platforms: ["huawei"],
+        vendorCode: "HUAWEI", operatingSystems: [.android], evidenceShapes: [.purchaseToken, .purchaseData],
+        recognizesEvidence: HuaweiEvidence.isUnmistakablyHuaweis,
         openAPI: openAPIPart)
 
     /// Started from the service's environment (RECEIPTGATE_HUAWEI_OAUTH_URL, RECEIPTGATE_HUAWEI_ORDER_URL).

@@ -67,3 +67,15 @@ package struct HuaweiEvidence: Sendable, Equatable {
         return nil
     }
 }
+
+extension HuaweiEvidence {
+    /// Evidence only Huawei's IAP SDK makes: its `{inAppPurchaseData, inAppDataSignature}` pair,
+    /// or `InAppPurchaseData` with Huawei's own fields. Only tells Huawei apart from other Android
+    /// stores; proves nothing.
+    @Sendable package static func isUnmistakablyHuaweis(_ evidence: String) -> Bool {
+        let text = evidence.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard text.hasPrefix("{"), let object = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] else { return false }
+        if object["inAppPurchaseData"] != nil || object["InAppPurchaseData"] != nil { return true }
+        return object["purchaseToken"] != nil && (object["applicationId"] != nil || object["accountFlag"] != nil || object["payOrderId"] != nil)
+    }
+}

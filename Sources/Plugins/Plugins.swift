@@ -5,12 +5,13 @@ import AmazonAppstore
 import AppStore
 import GooglePlay
 import HiveAxyl
+import HuaweiAppGallery
 
 /// The plugins this binary serves: the one place a store or a dialect is named. Registering one
 /// is a line here and its target in Package.swift (Providers/README.md). The executable and the
 /// tests read this same list.
 package enum Plugins {
     package static let all = PluginList(
-        stores: [AppStoreProvider.plugin, GooglePlayProvider.plugin, AmazonAppstoreProvider.plugin],
+        stores: [AppStoreProvider.plugin, GooglePlayProvider.plugin, AmazonAppstoreProvider.plugin, HuaweiAppGalleryProvider.plugin],
         dialects: [AlogameGateway.plugin, HiveAxyl.plugin, AccountLink.plugin])
 }

@@ -70,9 +70,9 @@ public protocol RecordScope {
 /// The core as dialects see it: verification in two steps (prove, then record), ledger reads,
 /// and the state a dialect may keep, all without SQL or store logic of their own.
 public protocol DialectCore: Sendable {
-    /// The served store a dialect's platform name means (`StoreDeclaration.platforms`,
-    /// case-insensitive), or nil when no such store is served.
-    func store(forPlatform platform: String) -> StoreDeclaration?
+    /// Every served store's declaration, by store id. Dialects map their wire names from these
+    /// (`DialectCore+Stores.swift`), never from a list of their own.
+    var stores: [StoreDeclaration] { get }
     /// The declaration of a served store, or nil.
     func declaration(of store: StoreID) -> StoreDeclaration?
     /// Proves the evidence with its store and cross-checks it against the client (network only).

@@ -117,8 +117,9 @@ public struct PluginEnvironment: Sendable {
 }
 
 /// What is written around a store: its client settings, the apps it knows, evidence fields,
-/// the platforms dialects name it by, and its part of the OpenAPI document. Declared once by the
-/// provider; the CLI, the native API, the dialects and the served document read it from here.
+/// the neutral facts dialects map their wire names from (vendor code, operating systems, evidence
+/// shapes), and its part of the OpenAPI document. Declared once by the provider; the CLI, the
+/// native API, the dialects and the served document read it from here. No store names a dialect.
 public struct StoreDeclaration: Sendable {
     public let store: StoreID
     /// For people: the store's own name.
@@ -128,8 +129,17 @@ public struct StoreDeclaration: Sendable {
     public let evidenceFields: [EvidenceField]
     /// The kinds of evidence the store proves; anything else is refused before it is asked.
     public let evidenceKinds: Set<EvidenceKind>
-    /// Lower-case names dialects use for this store; the first is the one a dialect reports.
-    public let platforms: [String]
+    /// The short upper-case code SDKs and gateways name the store by (the vendor's name in
+    /// capitals): unique among the served stores.
+    public let vendorCode: String
+    /// The operating systems the store's apps run on, for dialects that name a device, not a store.
+    public let operatingSystems: [OperatingSystem]
+    /// The forms of evidence the store's apps hand over, for dialects whose wire format has a
+    /// layout per form, or that must tell stores of one operating system apart.
+    public let evidenceShapes: Set<EvidenceShape>
+    /// Whether evidence is unmistakably this store's (a wrapper only its SDK makes): a quick look,
+    /// never a proof, used only to tell apart stores that share an operating system and a shape.
+    public let recognizesEvidence: @Sendable (String) -> Bool
     /// Whether an account token the caller sends (`app_account_token`) is well formed for this
     /// store; nil accepts any.
     public let accountTokenIsWellFormed: (@Sendable (String) -> Bool)?
@@ -138,7 +148,9 @@ public struct StoreDeclaration: Sendable {
     public let developmentTools: [DevelopmentTool]
 
     public init(store: StoreID, displayName: String, identifiers: AppIdentifierKind, settings: [ClientSettingDeclaration] = [],
-                evidenceFields: [EvidenceField] = [], evidenceKinds: Set<EvidenceKind> = [.detected], platforms: [String],
+                evidenceFields: [EvidenceField] = [], evidenceKinds: Set<EvidenceKind> = [.detected], vendorCode: String,
+                operatingSystems: [OperatingSystem], evidenceShapes: Set<EvidenceShape>,
+                recognizesEvidence: @escaping @Sendable (String) -> Bool = { _ in false },
                 accountTokenIsWellFormed: (@Sendable (String) -> Bool)? = nil, openAPI: OpenAPIPart = OpenAPIPart(),
                 developmentTools: [DevelopmentTool] = []) {
         self.store = store
@@ -147,7 +159,10 @@ public struct StoreDeclaration: Sendable {
         self.settings = settings
         self.evidenceFields = evidenceFields
         self.evidenceKinds = evidenceKinds
-        self.platforms = platforms
+        self.vendorCode = vendorCode.uppercased()
+        self.operatingSystems = operatingSystems
+        self.evidenceShapes = evidenceShapes
+        self.recognizesEvidence = recognizesEvidence
         self.accountTokenIsWellFormed = accountTokenIsWellFormed
         self.openAPI = openAPI
         self.developmentTools = developmentTools

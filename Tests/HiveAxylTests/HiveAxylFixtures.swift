@@ -102,7 +102,7 @@ final class SubscriptionLedgerCore: DialectCore, @unchecked Sendable {
 
     init(base: FakeCore) { self.base = base }
 
-    func store(forPlatform platform: String) -> StoreDeclaration? { base.store(forPlatform: platform) }
+    var stores: [StoreDeclaration] { base.stores }
     func declaration(of store: StoreID) -> StoreDeclaration? { base.declaration(of: store) }
     func prove(_ request: VerificationRequest, client: ClientInfo) async throws -> ProvenPurchase { try await base.prove(request, client: client) }
     func record<T: Sendable>(_ proven: ProvenPurchase, client: ClientInfo,

@@ -48,11 +48,6 @@ public final class FakeCore: DialectCore, @unchecked Sendable {
     public var signer: any TokenSigner { memorySigner }
     public func client(id: String) async throws -> ClientInfo? { lock.withLock { clients.first { $0.clientID == id } } }
 
-    public func store(forPlatform platform: String) -> StoreDeclaration? {
-        let name = platform.lowercased()
-        return stores.first { $0.platforms.contains(name) }
-    }
-
     public func declaration(of store: StoreID) -> StoreDeclaration? { stores.first { $0.store == store } }
 
     public func prove(_ request: VerificationRequest, client: ClientInfo) async throws -> ProvenPurchase {

@@ -13,7 +13,7 @@ struct NativeAPI: Sendable {
         self.core = core
         self.transactions = transactions
         self.entitlements = entitlements
-        evidenceFields = EvidenceFieldReading(stores: core.declarations)
+        evidenceFields = EvidenceFieldReading(stores: core.stores)
     }
 
     /// Generous, and per process so it costs no database round trip.

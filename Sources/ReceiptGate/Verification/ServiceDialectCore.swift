@@ -15,13 +15,8 @@ struct ServiceDialectCore: DialectCore {
     let replayGuard: any ReplayGuard
     let signer: any TokenSigner
 
-    /// Every store served, by name.
-    var declarations: [StoreDeclaration] { pipeline.stores.values.map(\.declaration).sorted { $0.store.rawValue < $1.store.rawValue } }
-
-    func store(forPlatform platform: String) -> StoreDeclaration? {
-        let name = platform.lowercased()
-        return declarations.first { $0.platforms.contains(name) }
-    }
+    /// Every store served, by store id.
+    var stores: [StoreDeclaration] { pipeline.stores.values.map(\.declaration).sorted { $0.store.rawValue < $1.store.rawValue } }
 
     func declaration(of store: StoreID) -> StoreDeclaration? { pipeline.stores[store]?.declaration }
 

@@ -1,0 +1,56 @@
+public import Foundation
+
+/// How a dialect finds the store its wire format means, from the stores' declared facts only: a
+/// store added later is reached through every dialect without the dialect changing. The service
+/// core and the test fakes use these same rules.
+extension DialectCore {
+    /// The served store with this vendor code (case-insensitive), or nil.
+    public func store(forVendorCode code: String) -> StoreDeclaration? {
+        let wanted = code.uppercased()
+        return stores.first { $0.vendorCode == wanted }
+    }
+
+    /// The served stores whose apps run on `system`, by store id.
+    public func stores(runningOn system: OperatingSystem) -> [StoreDeclaration] {
+        stores.filter { $0.operatingSystems.contains(system) }
+    }
+
+    /// The store a dialect that names only a device's operating system means, narrowed in turn
+    /// while more than one is left: to the stores the client registered apps with, then to those
+    /// accepting the evidence's form (`EvidenceShape.forms(of:)`), then to the one that recognizes
+    /// it as its own. A store needing evidence fields the dialect cannot carry is never a
+    /// candidate. Throws `StoreChoiceRefused` naming the stores when none, or still several, are left.
+    public func store(runningOn system: OperatingSystem, client: ClientInfo, evidence: String,
+                      carriesEvidenceFields: Bool = false) throws(StoreChoiceRefused) -> StoreDeclaration {
+        var candidates = stores(runningOn: system).filter { carriesEvidenceFields || !$0.evidenceFields.contains(where: \.required) }
+        guard !candidates.isEmpty else { throw StoreChoiceRefused(system: system, candidates: [], reason: "no store for \(system) apps is served") }
+        let forms = EvidenceShape.forms(of: evidence)
+        // A narrowing that would leave none is skipped: the store asked then says what is wrong.
+        let narrowings: [(StoreDeclaration) -> Bool] = [
+            { !client.appIdentifiers($0.identifiers).isEmpty },
+            { !$0.evidenceShapes.isDisjoint(with: forms) },
+            { $0.recognizesEvidence(evidence) },
+        ]
+        for keeps in narrowings where candidates.count > 1 {
+            let kept = candidates.filter(keeps)
+            if !kept.isEmpty { candidates = kept }
+        }
+        guard candidates.count == 1, let chosen = candidates.first else {
+            throw StoreChoiceRefused(system: system, candidates: candidates.map(\.displayName),
+                                     reason: "the client's apps and the receipt do not tell them apart")
+        }
+        return chosen
+    }
+}
+
+/// No single store could be chosen for a device's operating system.
+public struct StoreChoiceRefused: Error, Sendable, CustomStringConvertible {
+    public let system: OperatingSystem
+    /// The stores still in question (display names); empty when none is served.
+    public let candidates: [String]
+    public let reason: String
+
+    public var description: String {
+        candidates.isEmpty ? reason : "\(system) is served by \(candidates.joined(separator: " and ")): \(reason)"
+    }
+}
