@@ -74,7 +74,9 @@ extension HuaweiAppGalleryProvider {
         }
         // A cancel the answer does not show (no revocation, not expired) changes nothing.
         let confirmed = purchase != nil && !(status.notificationType == 1 && kind != .refunded && kind != .expired)
-        let id = "sub:" + (try SHA256.hex(Data(signed.utf8)))
+        // Unconfirmed news is kept under an id of its own: when Huawei's answer backs it later,
+        // the same notification sent again is applied, not taken for the one already kept.
+        let id = "sub:" + (try SHA256.hex(Data(signed.utf8))) + (confirmed ? "" : ":unconfirmed")
         // Kept for support without the purchase token (a bearer secret of a kind).
         var kept = status
         kept.purchaseToken = nil
@@ -97,6 +99,7 @@ extension HuaweiAppGalleryProvider {
         default: nil
         }
         let id = "order:\(order.notificationType.map(String.init) ?? "?"):" + String(try SHA256.hex(Data(token.utf8)).prefix(40))
+            + (kind == nil ? ":unconfirmed" : "")
         let decoded = String(decoding: try JSONEncoder.sortedForStorage.encode(["notificationType": order.notificationType.map(String.init) ?? "",
                                                                                 "productId": productID]), as: UTF8.self)
         return try notification(id: id, type: kind == nil ? type + "_UNCONFIRMED" : type,
