@@ -1,0 +1,120 @@
+import AccountLink
+import AlogameGateway
+import AppStore
+import Foundation
+import GooglePlay
+import HiveAxyl
+import HuaweiAppGallery
+import PluginTestSupport
+import ReceiptCore
+import Testing
+
+/// The registry's promise: a store is reached through every dialect by the facts it declares
+/// (vendor code, operating systems, evidence shapes), so a store none of them has heard of works
+/// unchanged. A made-up fifth store on the fake core goes through Hive Axyl, `/iap` and the
+/// Alogame gateway; and the rule that picks a store for an operating system is checked case by case.
+@Suite struct StoreAddedLater {
+    static let acmeApps = AppIdentifierKind(name: "acme_package", flag: "acme-package", help: "Acme Store package")
+    static let acme = StoreDeclaration(store: StoreID(rawValue: "acme_store"), displayName: "Acme Store", identifiers: acmeApps,
+                                       vendorCode: "acme", operatingSystems: [.android], evidenceShapes: [.purchaseToken])
+    static let client = ClientInfo(clientID: "rgc_acme", gameID: 42, appIdentifiers: [acmeApps.name: ["com.example.acme"]],
+                                   environments: [.production, .sandbox], settings: [HiveAxyl.appIDsSetting: ["com.example.hive"]])
+
+    static func core() -> FakeCore {
+        let core = FakeCore()
+        core.stores = [AppStoreProvider.declaration, GooglePlayProvider.declaration, acme]
+        core.clients = [client]
+        var purchase = VerifiedPurchase(store: acme.store, environment: .production, transactionID: "ACME-1")
+        purchase.originalTransactionID = "ACME-1"
+        purchase.productID = "gems100"
+        purchase.kind = .nonConsumable
+        purchase.appIdentifier = "com.example.acme"
+        purchase.purchaseDate = Date(timeIntervalSince1970: 1_780_000_000)
+        core.add(evidence: "acme-token-1", proves: purchase)
+        return core
+    }
+
+    @Test func hiveAxylTakesItsVendorCode() async throws {
+        let core = Self.core()
+        let token = try await core.tokens.issue(TokenRequest(kind: HiveAxyl.tokenKind, clientID: Self.client.clientID, lifetime: .seconds(60))).token
+        let body: [String: Any] = ["providerId": "ACME", "axylReceipt": "acme-token-1", "productId": "gems100", "accountUuid": "a-1", "requestType": 1]
+        let answer = await core.call(HiveAxyl(), "POST", "/payment/v1/purchase/verify", body: try JSONSerialization.data(withJSONObject: body),
+                                     headers: ["authorization": "Bearer \(token)", "content-type": "application/json", "x-app-id": "com.example.hive"])
+        #expect((answer.object["result"] as? [String: Any])?["code"] as? Int == 100, "\(answer.object)")
+        #expect(core.recordedRequests.map(\.store) == [Self.acme.store])
+    }
+
+    @Test func theAccountLinkFlowTakesAnObjectNamedByItsVendorCodeInTheTokenLayout() async throws {
+        let core = Self.core()
+        let headers = ["x-client-app-version": "1.0", "x-client-device-model": "mobile", "x-client-os": "android", "x-client-os-version": "14",
+                       "x-sdk-version": "5.0", "content-type": "application/json"]
+        let body: [String: Any] = ["acme": ["package_id": "com.example.acme", "purchase_token": "acme-token-1", "product_id": "gems100"]]
+        let answer = await core.call(AccountLink(), "POST", "/iap", body: try JSONSerialization.data(withJSONObject: body), headers: headers)
+        #expect(answer.status == 200, "\(answer.object)")
+        #expect(answer.object["auto_account_created"] as? Bool == true)
+        #expect(core.recordedRequests.first?.productID == "gems100")
+        // The error names every served store's object, this one included.
+        let none = await core.call(AccountLink(), "POST", "/iap", body: Data("{}".utf8), headers: headers)
+        #expect(none.status == 400)
+        #expect((none.object["message"] as? String)?.contains("'acme'") == true, "\(none.object)")
+    }
+
+    @Test func theAlogameGatewayReachesItForTheClientsAndroidApps() async throws {
+        let core = Self.core()
+        let body: [String: Any] = ["receipt": "acme-token-1", "product_id": "gems100", "os_id": 1]
+        let answer = await core.call(AlogameGateway(), "POST", "/iap/gateway/verify", body: try JSONSerialization.data(withJSONObject: body),
+                                     signedAs: Self.client)
+        #expect(answer.status == 200, "\(answer.object)")
+        #expect(core.recordedRequests.map(\.store) == [Self.acme.store])
+    }
+
+    // MARK: - Choosing a store for an operating system
+
+    static func android(_ apps: [AppIdentifierKind], evidence: String, stores: [StoreDeclaration]? = nil) -> Result<String, StoreChoiceRefused> {
+        let core = FakeCore()
+        core.stores = stores ?? [AppStoreProvider.declaration, GooglePlayProvider.declaration, HuaweiAppGalleryProvider.declaration,
+                                 AmazonStandIn.declaration]
+        let client = ClientInfo(clientID: "c", gameID: 1, appIdentifiers: Dictionary(uniqueKeysWithValues: apps.map { ($0.name, ["com.example"]) }),
+                                environments: [.production])
+        return Result { () throws(StoreChoiceRefused) in try core.store(runningOn: .android, client: client, evidence: evidence).displayName }
+    }
+
+    @Test func theClientsAppsDecideFirst() throws {
+        #expect(try Self.android([HuaweiAppGalleryProvider.packageNameKind], evidence: "tok.1").get() == "Huawei AppGallery")
+        #expect(try Self.android([GooglePlayProvider.packageNameKind], evidence: "tok.1").get() == "Google Play")
+    }
+
+    @Test func thenTheReceiptsFormThenWhatOnlyOneStoresSDKMakes() throws {
+        let both = [GooglePlayProvider.packageNameKind, HuaweiAppGalleryProvider.packageNameKind]
+        let unity = #"{"Store":"GooglePlay","TransactionID":"GPA.1","Payload":"{\"json\":\"{\\\"orderId\\\":\\\"GPA.1\\\",\\\"purchaseToken\\\":\\\"t\\\"}\",\"signature\":\"s\"}"}"#
+        #expect(try Self.android(both, evidence: unity).get() == "Google Play")
+        #expect(try Self.android(both, evidence: #"{"inAppPurchaseData":"{\"purchaseToken\":\"t\"}","inAppDataSignature":"s"}"#).get()
+                == "Huawei AppGallery")
+        // A bare token fits both: refused, naming them.
+        guard case .failure(let refused) = Self.android(both, evidence: "tok.1") else { Issue.record("a bare token chose a store"); return }
+        #expect(refused.candidates.sorted() == ["Google Play", "Huawei AppGallery"])
+        // A store that needs a field this dialect cannot carry is never chosen.
+        #expect(try Self.android([AmazonStandIn.apps], evidence: "tok.1", stores: [AmazonStandIn.declaration, GooglePlayProvider.declaration]).get()
+                == "Google Play")
+        guard case .failure(let none) = Self.android([], evidence: "tok.1", stores: [AppStoreProvider.declaration]) else {
+            Issue.record("an iOS-only server chose an Android store"); return
+        }
+        #expect(none.candidates.isEmpty)
+    }
+
+    @Test func evidenceFormsAreJudgedFromTheTextAlone() {
+        #expect(EvidenceShape.forms(of: "eyJhbGciOiJFUzI1NiJ9.eyJ0cmFuc2FjdGlvbklkIjoiMSJ9.c2ln") == [.signedDocument])
+        #expect(EvidenceShape.forms(of: "MII" + String(repeating: "A", count: 100)) == [.signedDocument])
+        #expect(EvidenceShape.forms(of: #"{"purchaseToken":"t"}"#) == [.purchaseData])
+        #expect(EvidenceShape.forms(of: "abc.DEF_ghi-1").contains(.purchaseToken))
+        #expect(EvidenceShape.forms(of: "not a token!").isEmpty)
+    }
+}
+
+/// A store that proves a receipt only with a user id field (as Amazon's does), for the rule above.
+enum AmazonStandIn {
+    static let apps = AppIdentifierKind(name: "standin_package", flag: "standin-package", help: "stand-in")
+    static let declaration = StoreDeclaration(store: StoreID(rawValue: "standin"), displayName: "Stand-in", identifiers: apps,
+                                              evidenceFields: [EvidenceField(name: "standin_user_id", required: true, description: "user")],
+                                              vendorCode: "STANDIN", operatingSystems: [.android], evidenceShapes: [.receiptWithUser])
+}
