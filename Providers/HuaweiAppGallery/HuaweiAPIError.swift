@@ -27,12 +27,15 @@ package struct HuaweiAPIError: Error, Sendable, CustomStringConvertible {
     /// Huawei's `responseCode`, when it answered one.
     package let responseCode: String?
     package let message: String
+    /// What a `429` said to wait (`Retry-After`), where it said.
+    package var retryAfter: Duration?
 
-    package init(_ kind: Kind, status: Int? = nil, responseCode: String? = nil, _ message: String) {
+    package init(_ kind: Kind, status: Int? = nil, responseCode: String? = nil, _ message: String, retryAfter: Duration? = nil) {
         self.kind = kind
         self.status = status
         self.responseCode = responseCode
         self.message = message
+        self.retryAfter = retryAfter
     }
 
     package var description: String {

@@ -10,6 +10,14 @@ public struct HuaweiAppGalleryConfiguration: Sendable {
     package var orderURL: String?
     /// How long before its expiry an access token is replaced.
     package var tokenRefreshMargin: TimeInterval = 300
+    /// How often the cancelled or refunded purchases list is polled; nil turns the poll off.
+    package var cancelledPurchasesInterval: Duration? = .seconds(3600)
+    /// How far back the first poll of an app looks (Huawei's own default window is one month).
+    package var cancelledPurchasesLookback: TimeInterval = 30 * 86_400
+    /// The order sites whose cancelled list is read. A HUAWEI ID purchase is known at every HUAWEI
+    /// ID site (they route between themselves), so one of them is enough; an AppTouch purchase is
+    /// known only to the AppTouch site, which an operator adds where the app sells through carriers.
+    package var cancelledPurchasesSites: [HuaweiSite] = [.china]
 
     package init() {}
 
@@ -19,6 +27,23 @@ public struct HuaweiAppGalleryConfiguration: Sendable {
         configuration.oauthURL = try settings.url("RECEIPTGATE_HUAWEI_OAUTH_URL", default: configuration.oauthURL)
         if settings.value("RECEIPTGATE_HUAWEI_ORDER_URL") != nil {
             configuration.orderURL = try settings.url("RECEIPTGATE_HUAWEI_ORDER_URL", default: "")
+        }
+        if let raw = settings.value("RECEIPTGATE_HUAWEI_CANCELLED_POLL_SECONDS") {
+            guard let seconds = Int(raw), seconds >= 0 else {
+                throw ConfigurationInvalid(variable: "RECEIPTGATE_HUAWEI_CANCELLED_POLL_SECONDS",
+                                           problem: "must be a whole number of seconds (0 turns it off), got \"\(raw)\"")
+            }
+            configuration.cancelledPurchasesInterval = seconds == 0 ? nil : .seconds(seconds)
+        }
+        if let raw = settings.value("RECEIPTGATE_HUAWEI_CANCELLED_POLL_SITES") {
+            let names = raw.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }.filter { !$0.isEmpty }
+            let sites = names.compactMap(HuaweiSite.init(rawValue:))
+            guard !sites.isEmpty, sites.count == names.count else {
+                throw ConfigurationInvalid(variable: "RECEIPTGATE_HUAWEI_CANCELLED_POLL_SITES",
+                                           problem: "must be a comma-separated list of " + HuaweiSite.allCases.map(\.rawValue).joined(separator: ", ")
+                                            + ", got \"\(raw)\"")
+            }
+            configuration.cancelledPurchasesSites = sites
         }
         return configuration
     }

@@ -49,6 +49,9 @@ extension HuaweiAppGalleryProvider {
         }
         if let valid = data.subIsvalid { purchase.storeAttributes["sub_is_valid"] = String(valid) }
         if let autoRenew = data.autoRenewing { purchase.storeAttributes["auto_renew"] = String(autoRenew) }
+        // What a read-back needs to tell a billing issue from an end.
+        if let retry = data.retryFlag { purchase.storeAttributes["retry_flag"] = String(retry) }
+        if let grace = data.graceExpirationTime { purchase.storeAttributes["grace_expiration_time"] = String(grace) }
         if let cancelTime = HuaweiTime.millis(data.cancelTime) {
             // Revoked with a refund (customer service, or an upgrade taking effect at once).
             purchase.revocationDate = cancelTime

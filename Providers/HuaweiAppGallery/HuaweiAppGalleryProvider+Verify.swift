@@ -44,11 +44,13 @@ extension HuaweiAppGalleryProvider {
 
     /// Reads the purchase from the site Huawei documents for it, checks the signature of the
     /// signed data before anything in it is read, then its token, package and product. `lenient`
-    /// (notifications) keeps a canceled or unfinished purchase instead of refusing it. Throws
-    /// `HuaweiAPIError` or `StoreVerificationError`.
+    /// (notifications) keeps a canceled or unfinished purchase instead of refusing it. `site` is
+    /// where the purchase is already known to be (a read-back key, the site that listed it);
+    /// `revokedAt` the time a revocation is dated when Huawei's data gives none (else now).
+    /// Throws `HuaweiAPIError` or `StoreVerificationError`.
     func fetch(_ evidence: HuaweiEvidence, productID: String?, access: Access, registered: Set<String>, lenient: Bool,
-               deadline: ContinuousClock.Instant?) async throws -> VerifiedPurchase {
-        let site = HuaweiSite.forPurchase(accountFlag: evidence.accountFlag, country: evidence.country)
+               deadline: ContinuousClock.Instant?, site known: HuaweiSite? = nil, revokedAt: Date? = nil) async throws -> VerifiedPurchase {
+        let site = known ?? HuaweiSite.forPurchase(accountFlag: evidence.accountFlag, country: evidence.country)
         let token = evidence.purchaseToken
         let signed: HuaweiOrderClient.Signed
         if evidence.isSubscription {
@@ -75,9 +77,9 @@ extension HuaweiAppGalleryProvider {
                                          message: "Huawei says the purchase is for \(answered), the request asks about \(productID)")
         }
         if data.typedKind == .subscription || evidence.isSubscription {
-            return try Self.normalizeSubscription(data, token: token, site: site, lenient: lenient, now: now())
+            return try Self.normalizeSubscription(data, token: token, site: site, lenient: lenient, now: revokedAt ?? now())
         }
-        return try Self.normalize(data, token: token, site: site, lenient: lenient, now: now())
+        return try Self.normalize(data, token: token, site: site, lenient: lenient, now: revokedAt ?? now())
     }
 
     /// The signed purchase data, decoded only once its signature matched the app's IAP key.

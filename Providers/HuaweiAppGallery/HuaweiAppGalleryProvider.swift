@@ -8,8 +8,9 @@ extension StoreID {
 
 /// Huawei AppGallery as a store provider: purchase tokens proven with Huawei IAP's order and
 /// subscription services (the signed purchase data checked with the app's IAP public key),
-/// consumables confirmed after their first claim, and IAP notifications (v2), each re-read from
-/// the order service.
+/// consumables confirmed after their first claim, IAP notifications (v2) and the cancelled or
+/// refunded purchases list, each entry re-read from Huawei before it changes the ledger, and quiet
+/// subscriptions read back.
 public struct HuaweiAppGalleryProvider: StoreProvider, NotificationReceiving, PurchaseAcknowledging {
     public let store = StoreID.huaweiAppGallery
     public let notificationPath = "/v1/notifications/huawei-appgallery"
@@ -40,9 +41,12 @@ public struct HuaweiAppGalleryProvider: StoreProvider, NotificationReceiving, Pu
         HuaweiAppGalleryProvider(configuration: try HuaweiAppGalleryConfiguration.fromEnvironment(environment))
     }
 
-    /// Verify, notifications and the confirmation of consumables.
+    /// Verify, notifications, the confirmation of consumables, the cancelled-purchases poll when it
+    /// is on, and reading a quiet subscription back.
     public var registration: StoreRegistration {
-        StoreRegistration(Self.declaration, verifier: self, notifications: self, acknowledgement: self)
+        StoreRegistration(Self.declaration, verifier: self, notifications: self, acknowledgement: self,
+                          poller: configuration.cancelledPurchasesInterval.map { HuaweiCancelledPurchasesPoller(provider: self, interval: $0) },
+                          subscriptionReader: self)
     }
 
     /// What a client must have registered to ask Huawei: its app id and secret, and the IAP key

@@ -53,6 +53,22 @@ package struct HuaweiOrderClient: Sendable {
         try Self.check(answer.responseCode, answer.responseMessage)
     }
 
+    /// `POST {orders}/applications/v2/purchases/cancelledList`: one page of the app's cancelled or
+    /// refunded purchases in `[startAt, endAt)` (epoch milliseconds), or the page after
+    /// `continuationToken` (Huawei then ignores the window). `includeSubscriptions` asks for
+    /// `type` 1 (consumables, non-consumables and subscriptions) instead of 0 (one-time products).
+    func cancelledList(startAt: Int64, endAt: Int64, maxRows: Int, includeSubscriptions: Bool, continuationToken: String?, site: HuaweiSite,
+                       app: HuaweiAccessTokens.App) async throws -> HuaweiCancelledPurchasePage {
+        // Numbers as numbers, as Huawei's own server demo sends them.
+        var fields: [String: Any] = ["startAt": startAt, "endAt": endAt, "maxRows": maxRows, "type": includeSubscriptions ? 1 : 0]
+        if let continuationToken { fields["continuationToken"] = continuationToken }
+        let body = try await send(configuration.roots(for: site).orders + "/applications/v2/purchases/cancelledList",
+                                  body: try JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys]), app: app, deadline: nil)
+        let answer: ResponseEnvelope = try decode(body)
+        try Self.check(answer.responseCode, answer.responseMessage)
+        return try HuaweiCancelledPurchasePage.decode(body)
+    }
+
     // MARK: - Transport
 
     /// `responseCode` "0" passes; anything else (or none) is Huawei's refusal.
@@ -69,7 +85,10 @@ package struct HuaweiOrderClient: Sendable {
     }
 
     private func send(_ url: String, _ fields: [String: String], app: HuaweiAccessTokens.App, deadline: ContinuousClock.Instant?) async throws -> Data {
-        let body = try JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys])
+        try await send(url, body: try JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys]), app: app, deadline: deadline)
+    }
+
+    private func send(_ url: String, body: Data, app: HuaweiAccessTokens.App, deadline: ContinuousClock.Instant?) async throws -> Data {
         var refreshed = false
         while true {
             try Task.checkCancellation()
@@ -102,7 +121,10 @@ package struct HuaweiOrderClient: Sendable {
                 throw HuaweiAPIError(.rejected, status: response.status, responseCode: envelope?.responseCode?.raw,
                                      envelope?.responseMessage.map { String($0.prefix(200)) } ?? "HTTP \(response.status)")
             default:
-                throw HuaweiAPIError(.unavailable, status: response.status, "POST \(Self.path(url)) answered HTTP \(response.status)")
+                // The HTTP client already waited and retried; a Retry-After longer than it waits is
+                // passed on, so a poll's next run comes no sooner than Huawei asked (a day at most).
+                let wait = response.header("Retry-After").flatMap { HTTPClient.parseRetryAfter($0, now: Date()) }.map { min($0, .seconds(86_400)) }
+                throw HuaweiAPIError(.unavailable, status: response.status, "POST \(Self.path(url)) answered HTTP \(response.status)", retryAfter: wait)
             }
         }
     }

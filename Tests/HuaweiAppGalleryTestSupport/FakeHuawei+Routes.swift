@@ -16,7 +16,9 @@ extension FakeHuawei {
                     failures[route] = queue
                     return first
                 }) {
-                    return json(status, #"{"error":"injected failure"}"#)
+                    var failure = json(status, #"{"error":"injected failure"}"#)
+                    if status == 429, let seconds = state.retryAfterSeconds.get() { failure.headers.add("Retry-After", String(seconds)) }
+                    return failure
                 }
                 if authenticated {
                     // Authorization: Basic base64("APPAT:" + access token).
@@ -77,6 +79,9 @@ extension FakeHuawei {
                 return false
             }
             return json(200, already ? #"{"responseCode":"9","responseMessage":"already confirmed"}"# : #"{"responseCode":"0","responseMessage":"success"}"#)
+        })
+        router.post("/applications/v2/purchases/cancelledList", counted("cancelled") { request, _ in
+            try cancelledList(state, body: request.body)
         })
         return router.build(handlerExecutor: FakeServing.executor)
     }

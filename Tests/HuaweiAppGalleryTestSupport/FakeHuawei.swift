@@ -44,6 +44,24 @@ package final class FakeHuawei: Sendable {
         package let tokenLifetime = LockedBox(3600)
         /// Every `HW-IAP-APPINFO` header received.
         package let appInfoHeaders = LockedBox<[String]>([])
+        /// The cancelled or refunded purchases list, oldest first.
+        package let cancelled = LockedBox<[CancelledRecord]>([])
+        /// Records per page of the cancelled list at most (Huawei's is 1000; tests page sooner).
+        package let cancelledPageSize = LockedBox(1000)
+        /// Every cancelled-list request body, its values as text.
+        package let cancelledQueries = LockedBox<[[String: String]]>([])
+        /// The windows continuation tokens stand for: Huawei ignores the window once a token is sent.
+        let continuations = LockedBox<[String: (startAt: Int64, endAt: Int64, type: Int, offset: Int)]>([:])
+        /// Seconds of `Retry-After` on an injected 429 (none when nil).
+        package let retryAfterSeconds = LockedBox<Int?>(nil)
+    }
+
+    /// A record of the cancelled list: when Huawei listed it, whether it is a subscription's, and
+    /// the record as Huawei writes it.
+    package struct CancelledRecord: Sendable {
+        package let cancelledTime: Int64
+        package let subscription: Bool
+        package let json: String
     }
 
     package let state = State()
