@@ -1,6 +1,7 @@
 import Foundation
 import GooglePlay
 import GooglePlayTestSupport
+import HuaweiAppGallery
 import HuaweiAppGalleryTestSupport
 import ReceiptCore
 import Testing
@@ -69,6 +70,25 @@ import TestSupport
         }
         #expect(try await harness.state("order.e2e.refund") == "refunded")
         // Told twice, one refund: one event.
+        try await WebhookDelivery.waitUntil { harness.receiver.received.get().contains { $0.body["type"] as? String == "transaction.refunded" } }
+        #expect(try await harness.count("SELECT count(*) AS n FROM outbox WHERE event_type = 'transaction.refunded'") == 1)
+    }
+
+    /// A refund whose push was lost: Huawei's cancelled list finds it, the purchase is read
+    /// again, and the ledger changes once however often the list shows it.
+    @Test func aRefundOnlyTheCancelledListShowsIsFoundOnce() async throws {
+        let harness = try await HuaweiAppGalleryHarness.start()
+        defer { harness.stop() }
+        try harness.huawei.addProduct(token: "tok.e2e.lost", productID: "no.ads", orderID: "order.e2e.lost", kind: 1)
+        #expect(try await harness.verify("tok.e2e.lost", product: "no.ads").status == 200)
+        try harness.huawei.addProduct(token: "tok.e2e.lost", productID: "no.ads", orderID: "order.e2e.lost", kind: 1, state: 2)
+        try harness.huawei.addCancelled(token: "tok.e2e.lost", productID: "no.ads", orderID: "order.e2e.lost")
+        for _ in 0..<2 {
+            let report = try await harness.service.reconcile(store: .huaweiAppGallery, since: Date().addingTimeInterval(-86_400))
+            let shown = String(decoding: try JSONEncoder().encode(report), as: UTF8.self)
+            #expect(!report.failed, "\(shown)")
+        }
+        #expect(try await harness.state("order.e2e.lost") == "refunded")
         try await WebhookDelivery.waitUntil { harness.receiver.received.get().contains { $0.body["type"] as? String == "transaction.refunded" } }
         #expect(try await harness.count("SELECT count(*) AS n FROM outbox WHERE event_type = 'transaction.refunded'") == 1)
     }
