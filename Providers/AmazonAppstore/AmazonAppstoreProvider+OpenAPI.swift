@@ -56,5 +56,6 @@ amazon_user_id:
   type: string
   maxLength: 2048
   description: "Amazon Appstore: the user id the app read with the purchase (UserData.getUserId()); required with store amazon_appstore, where receipt is the receiptId."
-"""#)
+"""#,
+        sharedFieldNotes: ["receipt": "the receiptId, proven with amazon_user_id."])
 }

@@ -52,5 +52,6 @@ extension AppStoreProvider {
             schema:
               $ref: "#/components/schemas/Error"
 # ---- AccountLink dialect ----
-"""#)
+"""#,
+        sharedFieldNotes: ["receipt": "a StoreKit 2 signed transaction (JWS) or a StoreKit 1 base64 app receipt."])
 }

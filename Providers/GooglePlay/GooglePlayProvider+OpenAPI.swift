@@ -70,5 +70,6 @@ extension GooglePlayProvider {
           application/json:
             schema:
               $ref: "#/components/schemas/Error"
-"""#)
+"""#,
+        sharedFieldNotes: ["receipt": "a purchase token, the Play Billing purchase JSON (optionally {json, signature}) or a Unity IAP receipt."])
 }

@@ -72,5 +72,9 @@ huawei_subscription_id:
   type: string
   maxLength: 256
   description: "Huawei AppGallery: the subscriptionId of a subscription sent as a bare purchase token (the InAppPurchaseData JSON carries its own); a one-time product needs product_id instead."
-"""#)
+"""#,
+        sharedFieldNotes: [
+            "receipt": "a purchase token, the InAppPurchaseData JSON, or {inAppPurchaseData, inAppDataSignature}.",
+            "product_id": "required with a bare purchase token of a one-time product (Huawei verifies a token with its product id).",
+        ])
 }

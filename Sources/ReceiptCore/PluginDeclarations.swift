@@ -93,17 +93,23 @@ public struct EvidenceField: Sendable {
 
 /// What a plugin adds to the OpenAPI document the service serves: path items (placed under
 /// `paths:`), components by section (`schemas`, `parameters`, `responses`, `securitySchemes`,
-/// `headers`), and properties of the native verify body (a store's evidence fields). Each is YAML
-/// written at column 0; the document places it at the right indentation.
+/// `headers`), properties of the native verify body (a store's evidence fields), and how a store
+/// uses the body's shared fields (`receipt`, `product_id`, ...). Each is YAML written at column 0;
+/// the document places it at the right indentation.
 public struct OpenAPIPart: Sendable {
     public let paths: String
     public let components: [String: String]
     public let evidenceProperties: String
+    /// Per shared field of the native verify body, one line of plain text on what this store
+    /// takes there; the document adds it to the field's description under the store's name.
+    public let sharedFieldNotes: [String: String]
 
-    public init(paths: String = "", components: [String: String] = [:], evidenceProperties: String = "") {
+    public init(paths: String = "", components: [String: String] = [:], evidenceProperties: String = "",
+                sharedFieldNotes: [String: String] = [:]) {
         self.paths = paths
         self.components = components
         self.evidenceProperties = evidenceProperties
+        self.sharedFieldNotes = sharedFieldNotes
     }
 }
 

@@ -5,7 +5,9 @@ package import ReceiptCore
 /// plugin's part placed where the core's marks it. A mark is a YAML comment, so the core's part
 /// stays a valid YAML file: `# plugins: paths` (and `schemas`, `parameters`, `responses`,
 /// `securitySchemes`, `headers`, `evidence properties`) is replaced by the plugins' YAML at the
-/// comment's indentation; `enum: []  # plugins: store ids` becomes the served stores' ids.
+/// comment's indentation; `enum: []  # plugins: store ids` becomes the served stores' ids; the
+/// line `# plugins: notes on FIELD` inside a field's description becomes each served store's note
+/// on that field (`OpenAPIPart.sharedFieldNotes`), one line each, named by the store.
 package enum OpenAPIDocument {
     /// The document as served: the core's part found where `OperationalRoutes` looks for it
     /// (`RECEIPTGATE_OPENAPI_PATH` first), assembled; nil when the core's part is not found.
@@ -21,7 +23,12 @@ package enum OpenAPIDocument {
         for line in core.split(separator: "\n", omittingEmptySubsequences: false) {
             let trimmed = line.drop { $0 == " " }
             let indentation = String(repeating: " ", count: line.count - trimmed.count)
-            if trimmed.hasPrefix("# plugins: ") {
+            if trimmed.hasPrefix("# plugins: notes on ") {
+                let field = String(trimmed.dropFirst("# plugins: notes on ".count))
+                for store in stores {
+                    if let note = store.openAPI.sharedFieldNotes[field] { lines.append(Substring("\(indentation)\(store.displayName): \(note)")) }
+                }
+            } else if trimmed.hasPrefix("# plugins: ") {
                 let place = String(trimmed.dropFirst("# plugins: ".count))
                 for text in parts.map({ text(of: $0, for: place) }) where !text.isEmpty {
                     lines += text.split(separator: "\n", omittingEmptySubsequences: false).map { $0.isEmpty ? $0 : Substring(indentation + $0) }
