@@ -12,8 +12,12 @@ extension AccountLink {
     summary: AccountLink — create, link or switch an account from a store purchase; answers OpenID tokens.
     operationId: accountLinkIAP
     description: |
-      No client credential: the tenant is the client that registered `apple.bundle_id` /
-      `google.package_id`. Exactly one of `apple` or `google`. Flows: (a) valid token, no details →
+      No client credential: the tenant is the client that registered the store object's app
+      (`apple.bundle_id`, `google.package_id`). Exactly one store object, keyed by a served store's
+      vendor code in lower case (`apple`, `google`, `amazon`, `huawei` as shipped; any other served
+      store by its own). A store whose evidence is a signed document takes the `apple` layout; a
+      token store takes the `google` layout, with `product_id` where it needs one (`huawei`) and its
+      evidence fields by name (`amazon`: `amazon_user_id`). Flows: (a) valid token, no details →
       linked to the token's account; (b) token + `customer_details` → linked, a confirmation mail,
       `email_confirmation_required`; (c) no token + details → a new account with that e-mail and a
       first-password mail; (d) nothing → a new account, `auto_account_created`. A purchase already
@@ -58,6 +62,7 @@ extension AccountLink {
                 properties:
                   package_id: {type: string}
                   purchase_token: {type: string}
+                  product_id: {type: string, description: "Optional; the purchase must be for this product."}
               customer_details:
                 type: object
                 required: [email]
