@@ -50,7 +50,7 @@ struct IAPHandler: Sendable {
             return response
         } catch let refused as StoreVerificationError where refused.reason == Self.transactionLookupNotConfigured {
             return Problem(.invalidField,
-                           "field 'apple.transaction_id' alone needs the App Store Server API transaction lookup, which is not configured here; "
+                           "a bare 'transaction_id' needs the App Store Server API transaction lookup, which is not configured here; "
                            + "send 'subscription_transaction_jws' or 'app_receipt_base64'").response
         } catch let refused as StoreVerificationError {
             context.logger.info("iap refused", ["error.code": refused.code.rawValue, "error.reason": refused.reason])

@@ -139,7 +139,8 @@ struct IAPRequest: Sendable {
     /// evidence fields it declares, by their names.
     private static func storeEvidence(in data: Data, stores: [StoreDeclaration]) throws(Problem) -> StoreEvidence {
         let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? [:]
-        let present = stores.filter { object[$0.vendorCode.lowercased()] != nil }
+        // A key sent as null is absent, as generated clients write unused objects.
+        let present = stores.filter { object[$0.vendorCode.lowercased()].map { !($0 is NSNull) } ?? false }
         guard present.count == 1, let store = present.first else {
             let names = stores.map { "'\($0.vendorCode.lowercased())'" }.joined(separator: ", ")
             throw Problem(.missingFields, "exactly one of \(names) is required")
@@ -157,8 +158,8 @@ struct IAPRequest: Sendable {
         let appIdentifier = try fields.required("bundle_id")
         var namedTransactionID: String?
         if store.evidenceKinds.contains(.transactionID), let given = try fields.optional("transaction_id") {
-            guard given.utf8.count <= 64, given.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) else {
-                throw Problem(.invalidField, "field '\(fields.object).transaction_id' must be a \(store.displayName) transaction id (digits)")
+            guard store.transactionIDIsWellFormed?(given) ?? (given.utf8.count <= 256) else {
+                throw Problem(.invalidField, "field '\(fields.object).transaction_id' is not a \(store.displayName) transaction id")
             }
             namedTransactionID = given
         }

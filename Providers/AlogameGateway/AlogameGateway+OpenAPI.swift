@@ -20,14 +20,17 @@ extension AlogameGateway {
       `DUPLICATE_TRANSACTION` and a refused one gets its refusal again (past the window it is 401
       `UNAUTHORIZED`, like any stale request). A receipt already verified answers 409 `DUPLICATE_TRANSACTION`.
       `receipt` is an SK2 JWS or SK1 base64 receipt (detected), `product_id` is cross-checked.
-      `os_id` 2 is iOS (`receipt_info.platform` `ios`); 1 is Android: `receipt` is Google Play
-      evidence (a purchase token, the purchase JSON or a Unity receipt) and `platform` is `android`.
-      Without a Google service-account key (RECEIPTGATE_GOOGLE_SERVICE_ACCOUNT_KEY_PATH, or the
+      `os_id` 2 is iOS (`receipt_info.platform` `ios`); 1 is Android (`platform` `android`): the
+      store is chosen among the served Android stores by the client's registered apps, then by the
+      receipt's form, then by a receipt only one store's SDK makes (a Unity receipt naming
+      GooglePlay, Huawei's `{inAppPurchaseData, inAppDataSignature}`); a client with apps in two
+      that sends a receipt neither claims gets 400 `INVALID_OS_ID` naming both. For Google Play,
+      `receipt` is a purchase token, the purchase JSON or a Unity receipt; for Huawei AppGallery a
+      purchase token or the InAppPurchaseData JSON. Without a Google service-account key (RECEIPTGATE_GOOGLE_SERVICE_ACCOUNT_KEY_PATH, or the
       client's `--google-service-account-key`) an Android purchase is 502 `VERIFIER_ERROR` with a
       message starting `GOOGLE_NOT_CONFIGURED` (a retry does not help until the key is set); a client
-      without `--package-name` gets 422 `VERIFICATION_FAILED` (`NO_APP_REGISTERED`). 400
-      `INVALID_OS_ID` is for an `os_id` other than 1 or 2 (and for 1 only where no Google Play
-      provider is registered at all, which the `receiptgate` binary always does).
+      with no app in any Android store gets 422 `VERIFICATION_FAILED` (`NO_APP_REGISTERED`). 400
+      `INVALID_OS_ID` is otherwise for an `os_id` other than 1 or 2.
       StoreKit 1: with RECEIPTGATE_APPSTORE_RECEIPT_MODE=server_api (the default when an App Store
       Server API key is set) each transaction is read from Apple's signed answer, so `type`,
       `storefront`, `price`, `currency` and `in_app_ownership_type` are filled as for SK2; with
@@ -68,7 +71,7 @@ extension AlogameGateway {
                   type: object
                   required: [platform, environment, quantity, purchase_date_ms, original_transaction_id, type, storefront, price, currency, in_app_ownership_type]
                   properties:
-                    platform: {type: string, enum: [ios, android], description: "ios for App Store evidence (os_id 2), android for Google Play (os_id 1)"}
+                    platform: {type: string, enum: [ios, android], description: "ios for os_id 2, android for os_id 1 (whichever Android store proved it)"}
                     environment: {type: string, enum: [Sandbox, Production]}
                     quantity: {type: integer, nullable: true}
                     purchase_date_ms: {type: integer, nullable: true}

@@ -18,6 +18,8 @@ extension AppStoreProvider {
         vendorCode: "APPLE", operatingSystems: [.ios], evidenceShapes: [.signedDocument],
         // StoreKit's appAccountToken is a UUID; anything else could never match one.
         accountTokenIsWellFormed: { UUID(uuidString: $0) != nil },
+        // Decimal, at most 20 digits: anything else is refused before a lookup is counted.
+        transactionIDIsWellFormed: { AppStoreProvider.isTransactionID($0) },
         openAPI: openAPIPart,
         developmentTools: [DevPurchase.tool])
 

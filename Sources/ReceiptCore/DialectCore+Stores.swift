@@ -19,13 +19,20 @@ extension DialectCore {
     /// while more than one is left: to the stores the client registered apps with, then to those
     /// accepting the evidence's form (`EvidenceShape.forms(of:)`), then to the one that recognizes
     /// it as its own. A store needing evidence fields the dialect cannot carry is never a
-    /// candidate. Throws `StoreChoiceRefused` naming the stores when none, or still several, are left.
+    /// candidate; when the client has apps in none, the first by store id answers for all. Throws
+    /// `StoreChoiceRefused` naming the stores when none, or still several, are left.
     public func store(runningOn system: OperatingSystem, client: ClientInfo, evidence: String,
                       carriesEvidenceFields: Bool = false) throws(StoreChoiceRefused) -> StoreDeclaration {
         var candidates = stores(runningOn: system).filter { carriesEvidenceFields || !$0.evidenceFields.contains(where: \.required) }
         guard !candidates.isEmpty else { throw StoreChoiceRefused(system: system, candidates: [], reason: "no store for \(system) apps is served") }
+        // Apps in none of them: any would refuse alike (the client registered no app there), so
+        // one answers, as the only store of the system would.
+        if candidates.count > 1, !candidates.contains(where: { !client.appIdentifiers($0.identifiers).isEmpty }) {
+            return candidates.min { $0.store.rawValue < $1.store.rawValue } ?? candidates[0]
+        }
         let forms = EvidenceShape.forms(of: evidence)
         // A narrowing that would leave none is skipped: the store asked then says what is wrong.
+        // The receipt's form comes after the apps, then what only one store's SDK makes.
         let narrowings: [(StoreDeclaration) -> Bool] = [
             { !client.appIdentifiers($0.identifiers).isEmpty },
             { !$0.evidenceShapes.isDisjoint(with: forms) },

@@ -149,6 +149,9 @@ public struct StoreDeclaration: Sendable {
     /// Whether an account token the caller sends (`app_account_token`) is well formed for this
     /// store; nil accepts any.
     public let accountTokenIsWellFormed: (@Sendable (String) -> Bool)?
+    /// Whether a bare transaction id (`EvidenceKind.transactionID`) is well formed for this store,
+    /// checked by dialects before anything is asked or counted; nil accepts any.
+    public let transactionIDIsWellFormed: (@Sendable (String) -> Bool)?
     public let openAPI: OpenAPIPart
     /// `receiptgate dev <name>` helpers this store offers.
     public let developmentTools: [DevelopmentTool]
@@ -157,7 +160,8 @@ public struct StoreDeclaration: Sendable {
                 evidenceFields: [EvidenceField] = [], evidenceKinds: Set<EvidenceKind> = [.detected], vendorCode: String,
                 operatingSystems: [OperatingSystem], evidenceShapes: Set<EvidenceShape>,
                 recognizesEvidence: @escaping @Sendable (String) -> Bool = { _ in false },
-                accountTokenIsWellFormed: (@Sendable (String) -> Bool)? = nil, openAPI: OpenAPIPart = OpenAPIPart(),
+                accountTokenIsWellFormed: (@Sendable (String) -> Bool)? = nil,
+                transactionIDIsWellFormed: (@Sendable (String) -> Bool)? = nil, openAPI: OpenAPIPart = OpenAPIPart(),
                 developmentTools: [DevelopmentTool] = []) {
         self.store = store
         self.displayName = displayName
@@ -170,6 +174,7 @@ public struct StoreDeclaration: Sendable {
         self.evidenceShapes = evidenceShapes
         self.recognizesEvidence = recognizesEvidence
         self.accountTokenIsWellFormed = accountTokenIsWellFormed
+        self.transactionIDIsWellFormed = transactionIDIsWellFormed
         self.openAPI = openAPI
         self.developmentTools = developmentTools
     }

@@ -48,7 +48,8 @@ import Testing
         let core = Self.core()
         let headers = ["x-client-app-version": "1.0", "x-client-device-model": "mobile", "x-client-os": "android", "x-client-os-version": "14",
                        "x-sdk-version": "5.0", "content-type": "application/json"]
-        let body: [String: Any] = ["acme": ["package_id": "com.example.acme", "purchase_token": "acme-token-1", "product_id": "gems100"]]
+        // Another store's object sent as null (as generated clients write it) is absent.
+        let body: [String: Any] = ["apple": NSNull(), "acme": ["package_id": "com.example.acme", "purchase_token": "acme-token-1", "product_id": "gems100"]]
         let answer = await core.call(AccountLink(), "POST", "/iap", body: try JSONSerialization.data(withJSONObject: body), headers: headers)
         #expect(answer.status == 200, "\(answer.object)")
         #expect(answer.object["auto_account_created"] as? Bool == true)
@@ -57,6 +58,10 @@ import Testing
         let none = await core.call(AccountLink(), "POST", "/iap", body: Data("{}".utf8), headers: headers)
         #expect(none.status == 400)
         #expect((none.object["message"] as? String)?.contains("'acme'") == true, "\(none.object)")
+        // The store's own rule for a bare transaction id, before anything is asked.
+        let long = ["apple": ["bundle_id": "com.example.game", "transaction_id": String(repeating: "1", count: 22)]]
+        let refused = await core.call(AccountLink(), "POST", "/iap", body: try JSONSerialization.data(withJSONObject: long), headers: headers)
+        #expect(refused.status == 400, "\(refused.object)")
     }
 
     @Test func theAlogameGatewayReachesItForTheClientsAndroidApps() async throws {
@@ -77,6 +82,11 @@ import Testing
         let client = ClientInfo(clientID: "c", gameID: 1, appIdentifiers: Dictionary(uniqueKeysWithValues: apps.map { ($0.name, ["com.example"]) }),
                                 environments: [.production])
         return Result { () throws(StoreChoiceRefused) in try core.store(runningOn: .android, client: client, evidence: evidence).displayName }
+    }
+
+    @Test func aClientWithNoAppThereGetsOneStoresAnswer() throws {
+        // Any store would refuse it alike (no app registered): the first by store id answers.
+        #expect(try Self.android([], evidence: "tok.1").get() == "Google Play")
     }
 
     @Test func theClientsAppsDecideFirst() throws {
