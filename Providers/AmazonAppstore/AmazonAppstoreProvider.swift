@@ -49,11 +49,11 @@ public struct AmazonAppstoreProvider: StoreProvider, NotificationReceiving {
     /// The client for SNS signing certificates: a transfer thread for each fetch that may run at
     /// once (none waits for a thread), one attempt (SNS sends a refused message again), a short
     /// timeout and a response no bigger than a certificate needs.
-    package static func certificateClient(threads: Int) -> HTTPClient {
+    package static func certificateClient(threads: Int, timeout: Duration = .seconds(5)) -> HTTPClient {
         var configuration = HTTPClient.Configuration()
         configuration.threadCount = max(1, threads)
         configuration.retry = .none
-        configuration.timeout = .seconds(5)
+        configuration.timeout = timeout
         configuration.connectTimeout = .seconds(3)
         configuration.maxResponseBytes = 64 << 10
         return HTTPClient(configuration)

@@ -13,6 +13,7 @@ import TestSupport
     /// The test's own connections at once: under the service's limit per address (256), and light
     /// enough on a shared machine not to slow the suites that run alongside.
     static let concurrency = 64
+    static let certificateTimeout: Duration = .seconds(20)
 
     /// The verify request signed as `SignedClient` signs it, timed on the thread that sends it
     /// (a loaded cooperative pool must not add its own delay to the figure).
@@ -30,7 +31,10 @@ import TestSupport
     }
 
     @Test func aFloodOfForgedCertificateURLsLeavesVerificationFastAndEveryMessageAnswered() async throws {
-        let harness = try await AmazonAppstoreHarness.start()
+        // Held certificate fetches give up after `certificateTimeout`: longer than the service's
+        // 5 s, so that a verify made to wait for them stands well apart from one slowed only by a
+        // machine busy with the whole suite.
+        let harness = try await AmazonAppstoreHarness.start(certificateTimeout: Self.certificateTimeout)
         defer { harness.stop() }
         try harness.rvs.addReceipt("r-during-flood", userID: AmazonAppstoreEndToEnd.user)
         let (before, unloaded) = try await Self.timedVerify(harness, receipt: "r-during-flood")
@@ -65,10 +69,10 @@ import TestSupport
         #expect(await eventually(within: .seconds(60)) { harness.sns.requestedFiles.get().count >= 4 })
         let (during, elapsed) = try await Self.timedVerify(harness, receipt: "r-during-flood")
         #expect(during.status == 200, "\(during.text)")
-        // The certificate fetches are held until their 5 s timeout, and more queue behind them: a
+        // The certificate fetches are held until their timeout, and more queue behind them: a
         // verify that shared their transfer threads would wait at least that. Bounded above what a
         // loaded test machine adds (the release binary answers in milliseconds, docs/security.md).
-        #expect(elapsed < .seconds(3), "a verify took \(elapsed) during the flood (\(unloaded) before it)")
+        #expect(elapsed < Self.certificateTimeout / 2, "a verify took \(elapsed) during the flood (\(unloaded) before it)")
 
         let started = ContinuousClock.now
         let statuses = await value(of: flood, within: .seconds(60))
@@ -76,6 +80,7 @@ import TestSupport
         let answered = statuses ?? []
         #expect(answered.count == Self.forgedCount)
         #expect(answered.allSatisfy { $0 == 503 }, "\(Dictionary(grouping: answered.map { $0.map(String.init) ?? "no answer" }, by: { $0 }).mapValues(\.count))")
-        #expect(ContinuousClock.now - started < .seconds(30))
+        // Each forged message waits at most for its own fetch, never behind the others'.
+        #expect(ContinuousClock.now - started < Self.certificateTimeout * 2)
     }
 }

@@ -28,7 +28,7 @@ import TestSupport
 
     @Test(.enabled(if: (hasSelenium && hasBrowser) || inCI,
                    "needs selenium in RECEIPTGATE_ORACLE_PYTHON's venv (scripts/test.sh) and Debian's chromium and chromium-driver (scripts/setup.sh)"),
-          .timeLimit(.minutes(5)))
+          .timeLimit(.minutes(8)))
     func anOperatorWorksThroughTheConsoleInABrowser() async throws {
         let python = try #require(Self.python, "RECEIPTGATE_ORACLE_PYTHON must be set in CI")
         #expect(Self.hasSelenium, "selenium is not importable by \(python)")
@@ -45,7 +45,7 @@ import TestSupport
         // No __pycache__ written into the source tree by the script's imports of its own modules.
         let result = try await ChildProcess.run(python, [script, plan.path],
                                                 environment: ["PATH": "/usr/bin:/bin", "HOME": "/tmp", "PYTHONDONTWRITEBYTECODE": "1"],
-                                                timeout: .seconds(180))
+                                                timeout: .seconds(360))
         let lastLine = result.stdout.split(separator: "\n").last.map(String.init) ?? ""
         let report = try #require(try? JSONSerialization.jsonObject(with: Data(lastLine.utf8)) as? [String: Any],
                                   "the script printed no JSON report (exit \(result.status)); stderr: \(result.stderr.suffix(4000))")

@@ -30,7 +30,8 @@ struct AmazonAppstoreHarness {
     let log: ServerLogCapture
 
     static func start(environments: String = "production,sandbox", requestTimeoutSeconds: Int = 30,
-                      quiet: QuietSubscriptionSettings? = nil) async throws -> AmazonAppstoreHarness {
+                      quiet: QuietSubscriptionSettings? = nil,
+                      certificateTimeout: Duration? = nil) async throws -> AmazonAppstoreHarness {
         let (rvs, sns, receiver) = (try FakeRVS(), try FakeSNS(), try GooglePlayHarness.Receiver())
         let cli = try await Binary.databaseEnvironment()
         let created = try await createClient(cli, environments: environments, hooks: "http://127.0.0.1:\(receiver.server.port)")
@@ -45,8 +46,12 @@ struct AmazonAppstoreHarness {
         if let quiet { configuration.quietSubscriptions = quiet }
         let log = ServerLogCapture()
         let database = try Database.open(configuration, logger: log.logger)
-        let provider = try AmazonAppstoreProvider(configuration: rvs.configuration(certURLPattern: sns.certificateURLPattern),
-                                                  http: FakeRVS.http(), logger: log.logger)
+        let providerConfiguration = rvs.configuration(certURLPattern: sns.certificateURLPattern)
+        let certificateHTTP = certificateTimeout.map {
+            AmazonAppstoreProvider.certificateClient(threads: providerConfiguration.maxCertificateFetches, timeout: $0)
+        }
+        let provider = try AmazonAppstoreProvider(configuration: providerConfiguration, http: FakeRVS.http(),
+                                                  certificateHTTP: certificateHTTP, logger: log.logger)
         let service = try Service(configuration: configuration, logger: log.logger, database: database, stores: [provider.registration],
                                   dialects: [AlogameGateway(), HiveAxyl()])
         service.outboxConfiguration = VerifyHarness.fastOutbox()
