@@ -141,6 +141,21 @@ extension RawHTTP.Response {
         await harness.service.shutdown()
     }
 
+    /// Whatever a caller sends as its id, one that no client could have (a NUL, which Postgres
+    /// cannot hold; the real id in capitals; a thousand characters) is a failed authentication, not an outage.
+    @Test func anIdNoClientCouldHaveIsRefusedAsInvalidClient() async throws {
+        let harness = try await VerifyHarness.start(dialects: [HiveAxyl()])
+        defer { harness.stop() }
+        let caller = try await HiveAxylCaller.on(harness)
+        for id in ["MJ\u{00}y", caller.clientID + "\u{00}", caller.clientID.uppercased(), String(repeating: "a", count: 1_000)] {
+            let refused = try await caller.tokenResponse(json: ["clientId": id, "clientSecret": caller.secret])
+            #expect(refused.status == 401, "\(refused.text)")
+            #expect(try refused.json()["error"] as? String == "invalid_client")
+        }
+        #expect(try await caller.tokenResponse(json: ["clientId": caller.clientID, "clientSecret": caller.secret]).status == 200)
+        await harness.service.shutdown()
+    }
+
     @Test func tokensExpire() async throws {
         let harness = try await VerifyHarness.start(dialects: [HiveAxyl(tokenLifetime: .seconds(60))])
         defer { harness.stop() }

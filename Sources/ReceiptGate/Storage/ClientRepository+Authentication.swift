@@ -18,6 +18,9 @@ extension ClientRepository {
     /// authenticates instead, so reads the standby serves go on; anything that writes still needs
     /// the primary, and checks the client's version there.
     func authenticationEntry(for clientID: String) async throws -> AuthenticatedClient? {
+        // What a caller sends as an id may be anything (a NUL, a megabyte): only the form ids are
+        // issued in can name a client, and anything else is unknown without asking Postgres.
+        guard Self.isIssuedID(clientID) else { return nil }
         let query: PostgresQuery = "SELECT \(unescaped: Self.columns), secret_ciphertext, version FROM clients WHERE id = \(clientID)"
         let rows: [PostgresRow]
         var fromStandby = false
@@ -34,6 +37,16 @@ extension ClientRepository {
         guard !client.disabled else { return nil }
         return AuthenticatedClient(client: client, secret: try secrets.open(try row.decode("secret_ciphertext", as: Data.self), owner: clientID),
                                    version: try row.decode("version"), fromStandby: fromStandby)
+    }
+
+    static let idPrefix = "rgc_"
+    static let idRandomBytes = 12
+
+    /// The one form client ids are issued in: `rgc_` and 24 lowercase hex digits.
+    static func isIssuedID(_ id: String) -> Bool {
+        let utf8 = id.utf8
+        guard utf8.count == idPrefix.utf8.count + 2 * idRandomBytes, id.hasPrefix(idPrefix) else { return false }
+        return utf8.dropFirst(idPrefix.utf8.count).allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0) }
     }
 
     /// The primary is down, restarting or read-only (a failover under way), as `DatabaseOutage`

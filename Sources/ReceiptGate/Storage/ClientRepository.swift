@@ -24,7 +24,7 @@ public struct ClientRepository: Sendable {
 
     public func create(_ settings: ClientSettings) async throws -> (client: Client, secret: String) {
         guard let name = settings.name else { throw ClientStoreError.invalid("a client needs a name") }
-        let clientID = "rgc_" + Hex.encode(SecureRandom.bytes(12))
+        let clientID = Self.idPrefix + Hex.encode(SecureRandom.bytes(Self.idRandomBytes))
         let secret = Self.newSecret()
         let box = try secrets.seal(secret, owner: clientID)
         let environments = (settings.environments ?? [.production]).map(\.rawValue)
