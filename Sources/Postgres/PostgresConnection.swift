@@ -60,6 +60,13 @@ package final class PostgresConnection {
     /// so the next one finds the new primary (`target_session_attrs=read-write`).
     private(set) var refusedWrites = false
 
+    /// When the connection was opened, and whether its holder asked for it to be replaced after
+    /// the job in hand (a standby's connection that finds its server promoted: the next one, with
+    /// `target_session_attrs=prefer-standby`, finds a standby again).
+    package let openedAt = ContinuousClock.now
+    package private(set) var retired = false
+    package func retire() { retired = true }
+
     var isIdleOutsideTransaction: Bool {
         guard let handle else { return false }
         return PQtransactionStatus(handle) == PQTRANS_IDLE

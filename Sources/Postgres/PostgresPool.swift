@@ -132,6 +132,6 @@ struct ConnectionSlot {
         job(.success(current))
         // A job must leave the connection as it found it; one that did not (or broke it, or found
         // its server read-only) is replaced.
-        if !current.isHealthy || !current.isIdleOutsideTransaction || current.refusedWrites { connection = nil }
+        if !current.isHealthy || !current.isIdleOutsideTransaction || current.refusedWrites || current.retired { connection = nil }
     }
 }

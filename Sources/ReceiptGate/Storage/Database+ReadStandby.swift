@@ -40,7 +40,7 @@ struct LedgerReads: Sendable {
     /// behind it is: infinitely. (Without `pg_read_all_stats` a role sees the receiver but not its
     /// status; a receiver that exists then counts as streaming.)
     static let lagQuery: PostgresQuery = """
-        SELECT (CASE WHEN NOT pg_is_in_recovery() THEN 0
+        SELECT pg_is_in_recovery() AS in_recovery, (CASE WHEN NOT pg_is_in_recovery() THEN 0
                      WHEN NOT EXISTS (SELECT 1 FROM pg_stat_wal_receiver WHERE status IS NULL OR status = 'streaming') THEN 'Infinity'::float8
                      WHEN pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn() THEN 0
                      ELSE coalesce(extract(epoch FROM now() - pg_last_xact_replay_timestamp()), 0) END)::float8 AS lag
@@ -49,19 +49,28 @@ struct LedgerReads: Sendable {
     enum Freshness { case fresh, lagging, failed }
 
     /// Whether the standby behind `connection` is within the bound (asked now, on that connection).
+    /// A server no longer in recovery was a standby when the connection was made and has been
+    /// promoted since (a failover): it is as fresh as can be, but reads meant to spare the primary
+    /// now land on it, so the connection is replaced after this read. Not one younger than a
+    /// replacement interval: a read URL that can only reach a primary is not reconnected per read.
     func standbyIsFresh(_ connection: PostgresConnection) -> Freshness {
-        guard let lag = try? connection.query(Self.lagQuery).first?.decode("lag", as: Double.self) else { return .failed }
+        guard let row = try? connection.query(Self.lagQuery).first,
+              let lag = try? row.decode("lag", as: Double.self), let inRecovery = try? row.decode("in_recovery", as: Bool.self) else { return .failed }
+        if !inRecovery, ContinuousClock.now - connection.openedAt > Self.promotedConnectionLifetime { connection.retire() }
         return lag <= maxLagSeconds ? .fresh : .lagging
     }
 
+    static let promotedConnectionLifetime: Duration = .seconds(30)
+
     func query(_ query: PostgresQuery) async throws -> [PostgresRow] {
         guard let standby else { return try await primary.query(query) }
-        let bound = maxLagSeconds
         do {
-            let answered: [PostgresRow]? = try await standby.withConnection { connection in
-                let lag = try connection.query(Self.lagQuery).first?.decode("lag", as: Double.self) ?? .infinity
-                guard lag <= bound else { return nil }
-                return try connection.query(query)
+            let answered: [PostgresRow]? = try await standby.withConnection { [self] connection in
+                switch standbyIsFresh(connection) {
+                case .fresh: return try connection.query(query)
+                case .lagging: return nil
+                case .failed: throw PostgresError(.queryFailed, "the standby's lag could not be read")
+                }
             }
             if let answered {
                 counts.standby.add(1, ordering: .relaxed)
