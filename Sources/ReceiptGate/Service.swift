@@ -24,6 +24,7 @@ public final class Service: Sendable {
         var outboxWorker: OutboxWorker?
         var upkeep: Task<Void, Never>?
         var entitlementSweep: Task<Void, Never>?
+        var primaryWALPositions: PrimaryWALPositions?
         var pollRunner: StorePollRunner?
         var clientCache: ClientCache?
         var routeTable: [(method: String, pattern: String)] = []
@@ -129,6 +130,10 @@ public final class Service: Sendable {
         let serverBox = ServerBox()
         let ledgerReads = LedgerReads(primary: database.pool, standby: database.readPool,
                                       maxLagSeconds: Double(configuration.readMaxLagMilliseconds) / 1000)
+        if let positions = ledgerReads.positions {
+            positions.start()
+            lifecycle.withLock { $0.primaryWALPositions = positions }
+        }
         let operational = OperationalRoutes(database: database, metrics: metrics,
                                             openAPIDocument: openAPIDocument(),
                                             inFlight: { serverBox.server?.inFlightRequests ?? 0 }, groupCommit: pipeline.batcher,
@@ -260,6 +265,7 @@ public final class Service: Sendable {
         parts.entitlementSweep?.cancel()
         await parts.upkeep?.value
         await parts.entitlementSweep?.value
+        await parts.primaryWALPositions?.stop()
         parts.clientCache?.stop()
         database.close(logger: logger)
         logger.info("stopped")

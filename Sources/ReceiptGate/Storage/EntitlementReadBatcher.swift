@@ -64,8 +64,14 @@ final class EntitlementReadBatcher: Sendable {
                     switch reads.standbyIsFresh(connection) {
                     case .fresh: break
                     case .lagging:
-                        reads.counts.lagging.add(batch.count, ordering: .relaxed)
+                        reads.count(.lagging, batch.count)
                         onPrimary(batch)
+                        continue
+                    case .notStandby:
+                        reads.count(.notStandby, batch.count)
+                        onPrimary(batch)
+                        // A connection retired for it is replaced once this job ends.
+                        if connection.retired { return launch() }
                         continue
                     case .failed:
                         reads.counts.failed.add(batch.count, ordering: .relaxed)

@@ -36,6 +36,11 @@ struct StreamingStandby {
         return StreamingStandby(directory: directory)
     }
 
+    /// Ends recovery: the server becomes a primary of its own (a failover, seen from the read URL).
+    func promote() throws {
+        try Self.asPostgres("pg_ctl", ["-D", directory.path, "-w", "promote"])
+    }
+
     func stop() {
         try? Self.asPostgres("pg_ctl", ["-D", directory.path, "-m", "immediate", "-w", "stop"])
     }
