@@ -185,6 +185,23 @@ private func maximumSalt(bits: Int) -> Int { (bits + 6) / 8 - 32 - 2 }
         #expect(!publicKey.isValidPS256(signature: Data([0]) + signature, for: message))
     }
 
+    /// The same rule for RS256 (RFC 8017 §8.2.2 step 1). OpenSSL's PKCS#1 verification refuses a
+    /// signature of another length itself; held here so that a change of verifier keeps it.
+    @Test func rs256SignatureWithoutItsLeadingZeroByteIsRefused() throws {
+        let key = try TestKeys.rsa(.unrelated)
+        let publicKey = try key.publicKey
+        var found: (message: Data, signature: Data)?
+        for attempt in 0..<4096 where found == nil {
+            let message = Data("leading zero \(attempt)".utf8)
+            let signature = try key.signRS256(message)
+            if signature.first == 0 { found = (message, signature) }
+        }
+        let (message, signature) = try #require(found)
+        #expect(publicKey.isValidRS256(signature: signature, for: message))
+        #expect(!publicKey.isValidRS256(signature: signature.dropFirst(), for: message))
+        #expect(!publicKey.isValidRS256(signature: Data([0]) + signature, for: message))
+    }
+
     @Test func rsaKeyUnder2048BitsIsRefused() throws {
         let key = try PrivateKey.generateRSA(bits: 1024)
         let signature = try key.signPS256(Self.message)
