@@ -21,7 +21,7 @@ extension HuaweiAppGalleryProvider {
             // At the site that listed it: an AppTouch purchase is known only there.
             purchase = try await fetch(evidence, productID: listed.productId, access: access, registered: apps, lenient: true, deadline: nil,
                                        site: site, revokedAt: listedAt)
-        } catch let error as HuaweiAPIError where error.kind == .notFound || error.kind == .rejected || error.responseCode == "6" {
+        } catch let error as HuaweiAPIError where error.kind == .notFound || error.kind == .rejected {
             // Unknown to Huawei now, or (code 6) a subscription the order service will not read and
             // the list gave no subscription id for: nothing signed backs the record. A refunded
             // subscription still reaches the ledger by its notification or its read-back.

@@ -130,23 +130,33 @@ import TestSupport
     @Test func aSubscriptionIsReadFromTheSubscriptionService() async throws {
         let huawei = try FakeHuawei()
         let expiry = Date(timeIntervalSince1970: 1_900_000_000)
-        try huawei.addSubscription(token: "tok.sub.1", subscriptionID: "sub.7", orderID: "order.first", lastOrderID: "order.renewal.2",
-                                   expiry: expiry, autoRenewing: true)
+        try huawei.addSubscription(token: "tok.sub.1", subscriptionID: "sub.7", orderID: "order.first", expiry: Date().addingTimeInterval(86_400))
         let provider = Self.provider(huawei)
         let json = #"{"purchaseToken":"tok.sub.1","productId":"vip.monthly","subscriptionId":"sub.7","kind":2,"packageName":"com.example.game.huawei"}"#
+        let first = try #require(try await provider.verify(evidence: json, context: Self.context(huawei, productID: nil)).first)
+        #expect(first.transactionID == "order.first" && first.originalTransactionID == "sub.7")
+        #expect(first.storeAttributes["renewal"] == "false")
+        // Huawei charged the next period: a new receipt (its own order), the same subscription.
+        try huawei.renewSubscription(token: "tok.sub.1", orderID: "order.renewal.2", expiry: expiry)
         let renewal = try #require(try await provider.verify(evidence: json, context: Self.context(huawei, productID: nil)).first)
         #expect(renewal.kind == .autoRenewableSubscription)
         #expect(renewal.transactionID == "order.renewal.2")
-        #expect(renewal.originalTransactionID == "order.first")
+        #expect(renewal.originalTransactionID == "sub.7", "every period is a transaction of the one subscription")
+        #expect(renewal.storeAttributes["renewal"] == "true" && renewal.storeAttributes["last_order_id"] == "order.first")
         #expect(renewal.expiresDate == expiry)
         #expect(renewal.autoRenews == true)
         #expect(renewal.readBackKey != nil)
-        #expect(huawei.hits("subscription") == 1 && huawei.hits("verify") == 0)
-        // A bare token with the subscription id beside it; a first purchase is its own original.
+        #expect(huawei.hits("subscription") == 2 && huawei.hits("verify") == 0)
+        // A bare token with the subscription id beside it: its order is the transaction, its subscription the original.
         try huawei.addSubscription(token: "tok.sub.2", subscriptionID: "sub.8", orderID: "order.new")
         let new = try #require(try await provider.verify(evidence: "tok.sub.2",
                                                          context: Self.context(huawei, productID: "vip.monthly", fields: ["huawei_subscription_id": "sub.8"])).first)
-        #expect(new.transactionID == "order.new" && new.originalTransactionID == "order.new")
+        #expect(new.transactionID == "order.new" && new.originalTransactionID == "sub.8")
+        // Data without its subscription id: the id Huawei's subscription service answered for is the original.
+        try huawei.addSubscription(token: "tok.sub.3", subscriptionID: "sub.9", orderID: "order.nine", extra: ["subscriptionId": NSNull()])
+        let unnamed = try #require(try await provider.verify(evidence: "tok.sub.3",
+                                                             context: Self.context(huawei, productID: "vip.monthly", fields: ["huawei_subscription_id": "sub.9"])).first)
+        #expect(unnamed.transactionID == "order.nine" && unnamed.originalTransactionID == "sub.9")
         await huawei.shutdown()
     }
 
