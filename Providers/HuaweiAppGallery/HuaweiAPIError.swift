@@ -67,6 +67,10 @@ package struct HuaweiAPIError: Error, Sendable, CustomStringConvertible {
         case .badSignature:
             StoreVerificationError(code: .verificationFailed, reason: "INVALID_SIGNATURE",
                                    message: "the purchase data's signature does not match the app's IAP public key")
+        case .notFound where responseCode == "12":
+            StoreVerificationError(code: .verificationFailed, reason: "PURCHASE_SUPERSEDED",
+                                   message: "Huawei verifies only the latest purchase of a product, and this token was delivered and the product "
+                                    + "bought again since: \(message)")
         case .notFound:
             StoreVerificationError(code: .verificationFailed, reason: "PURCHASE_NOT_FOUND",
                                    message: "Huawei does not know this purchase token as the latest unconfirmed one of its product: \(message)")

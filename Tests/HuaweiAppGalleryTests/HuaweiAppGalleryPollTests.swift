@@ -190,6 +190,31 @@ import TestSupport
         await huawei.shutdown()
     }
 
+    /// A consumable confirmed and bought again is refunded: the order service no longer reads its
+    /// token (12), and the list, Huawei's own authenticated answer, backs the refund by itself.
+    @Test func aRefundedConsumableHuaweiNoLongerReadsIsBackedByTheListItself() async throws {
+        let huawei = try FakeHuawei()
+        let refundedAt = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 - 1800).rounded())
+        let provider = HuaweiAppGalleryVerify.provider(huawei)
+        try huawei.addProduct(token: "tok.gone.1", orderID: "order.gone.1", kind: 0, purchaseTime: 1_716_389_123_000)
+        let first = try #require(try await provider.verify(evidence: "tok.gone.1", context: HuaweiAppGalleryVerify.context(huawei)).first)
+        try await provider.acknowledge(try #require(provider.acknowledgement(for: first, client: try HuaweiAppGalleryVerify.client(huawei))),
+                                       credentials: try huawei.clientSettings().credentials)
+        try huawei.addProduct(token: "tok.gone.2", orderID: "order.gone.2", kind: 0)
+        try huawei.addCancelled(token: "tok.gone.1", orderID: "order.gone.1", cancelledAt: refundedAt, source: 2, reason: 6)
+        let found = try await Self.run(Self.poller(huawei), huawei, run: MemoryPollRun())
+        let refund = try #require(found.first)
+        #expect(found.count == 1)
+        #expect(refund.notificationID == "cancelled:order.gone.1" && refund.event.kind == .refunded)
+        let purchase = try #require(refund.event.purchase)
+        #expect(purchase.transactionID == first.transactionID && purchase.environment == first.environment && purchase.productID == "gems100")
+        #expect(purchase.appIdentifier == FakeHuawei.package)
+        #expect(purchase.revocationDate == refundedAt && purchase.revocationReason == "chargeback")
+        #expect(purchase.storeAttributes["backed_by"] == "cancelled_list")
+        #expect(huawei.hits("verify") == 2, "it was read again first")
+        await huawei.shutdown()
+    }
+
     @Test func aListedSubscriptionIsReadFromTheSubscriptionServiceWhenItsIdIsListed() async throws {
         let huawei = try FakeHuawei()
         let revokedAt = Int64(Date().addingTimeInterval(-600).timeIntervalSince1970 * 1000)

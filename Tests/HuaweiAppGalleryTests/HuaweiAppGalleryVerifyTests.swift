@@ -233,4 +233,24 @@ import TestSupport
         #expect(provider.acknowledgement(for: durable, client: client) == nil)
         await huawei.shutdown()
     }
+
+    /// Huawei verifies only a product's latest token: once confirmed and bought again, the earlier
+    /// token is history (`responseCode` 12), told apart from a token Huawei never knew.
+    @Test func aConfirmedTokenBoughtAgainIsNoLongerVerifiable() async throws {
+        let huawei = try FakeHuawei()
+        try huawei.addProduct(token: "tok.first.1", orderID: "order.first.1", kind: 0)
+        let provider = Self.provider(huawei)
+        let first = try #require(try await provider.verify(evidence: "tok.first.1", context: Self.context(huawei)).first)
+        try await provider.acknowledge(try #require(provider.acknowledgement(for: first, client: try Self.client(huawei))),
+                                       credentials: try huawei.clientSettings().credentials)
+        // Confirmed, not yet bought again: still the latest token, and Huawei says it is confirmed.
+        let confirmed = try #require(try await provider.verify(evidence: "tok.first.1", context: Self.context(huawei)).first)
+        #expect(confirmed.storeAttributes["confirmed"] == "true" && confirmed.storeAttributes["consumed"] == "true")
+        #expect(provider.acknowledgement(for: confirmed, client: try Self.client(huawei)) == nil, "nothing left to confirm")
+        try huawei.addProduct(token: "tok.second.1", orderID: "order.second.1", kind: 0)
+        let refused = await Self.refusal { _ = try await provider.verify(evidence: "tok.first.1", context: Self.context(huawei)) }
+        #expect(refused?.code == .verificationFailed && refused?.reason == "PURCHASE_SUPERSEDED", "\(String(describing: refused))")
+        #expect(try await provider.verify(evidence: "tok.second.1", context: Self.context(huawei)).first?.transactionID == "order.second.1")
+        await huawei.shutdown()
+    }
 }

@@ -120,6 +120,24 @@ import TestSupport
         #expect(try await harness.verify(receipt, product: "vip.monthly").json()["duplicate"] as? Bool == true)
     }
 
+    /// A consumable the outbox confirmed and the player bought again: Huawei no longer reads its
+    /// token, and its refund, found in the cancelled list, still reaches the ledger.
+    @Test func aRefundOfAConsumableConfirmedAndBoughtAgainStillReachesTheLedger() async throws {
+        let harness = try await HuaweiAppGalleryHarness.start()
+        defer { harness.stop() }
+        try harness.huawei.addProduct(token: "tok.e2e.gems.1", orderID: "order.e2e.gems.1")
+        #expect(try await harness.verify("tok.e2e.gems.1").status == 200)
+        try await WebhookDelivery.waitUntil { harness.huawei.state.confirmations.get() == ["gems100 tok.e2e.gems.1"] }
+        try harness.huawei.addProduct(token: "tok.e2e.gems.2", orderID: "order.e2e.gems.2")
+        try harness.huawei.addCancelled(token: "tok.e2e.gems.1", orderID: "order.e2e.gems.1")
+        let report = try await harness.service.reconcile(store: .huaweiAppGallery, since: Date().addingTimeInterval(-86_400))
+        let shown = String(decoding: try JSONEncoder().encode(report), as: UTF8.self)
+        #expect(!report.failed, "\(shown)")
+        #expect(try await harness.state("order.e2e.gems.1") == "refunded")
+        try await WebhookDelivery.waitUntil { harness.receiver.received.get().contains { $0.body["type"] as? String == "transaction.refunded" } }
+        #expect(try await harness.count("SELECT count(*) AS n FROM transactions WHERE store = 'huawei_appgallery'") == 1)
+    }
+
     @Test func hiveAxylReachesHuaweiByItsVendorCode() async throws {
         let harness = try await HuaweiAppGalleryHarness.start()
         defer { harness.stop() }
