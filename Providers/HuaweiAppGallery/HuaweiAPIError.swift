@@ -4,13 +4,15 @@ import ReceiptCore
 /// What went wrong talking to Huawei, sorted by what the caller should do about it.
 package struct HuaweiAPIError: Error, Sendable, CustomStringConvertible {
     package enum Kind: Sendable, Equatable {
-        /// The purchase token is unknown to Huawei, not the latest of its product, already
-        /// confirmed, or not owned (`responseCode` 8, 9).
+        /// The purchase token is unknown to Huawei, not the latest of its product (a later purchase
+        /// of it superseded it), or not owned (`responseCode` 8, 9, 12).
         case notFound
-        /// Huawei refuses the request's values (`responseCode` 5, 11, and other final codes).
+        /// Huawei refuses the request's values (`responseCode` 5, 6, 11, and other final codes).
+        /// Code 6 ("critical error") names the token, not the app's credentials: a token of
+        /// another app, or a subscription's sent to the order service.
         case rejected
         /// Huawei refuses the app's credentials (401 after one fresh token, 403, the token
-        /// endpoint refusing the app id and secret, `responseCode` 6 "rights invalid").
+        /// endpoint refusing the app id and secret).
         case permission
         /// 5xx, timeouts, `responseCode` 1 or -1, after the retries: try again later.
         case unavailable
@@ -43,16 +45,17 @@ package struct HuaweiAPIError: Error, Sendable, CustomStringConvertible {
     }
 
     /// Huawei's `responseCode` of a 200 answer ("0" is success, never passed here). The server
-    /// API's error-code table: 1 and -1 internal errors (retry), 5 invalid parameter, 6 critical
-    /// error (usually the token belongs to another app, or a subscription sent to the order
-    /// service), 8 not owned / not the latest token, 9 already consumed or confirmed, 11 account
-    /// abnormal. An undocumented code is final: retrying cannot make it succeed.
+    /// API's error-code table: 1 and -1 internal errors (retry), 5 invalid parameter (or IAP not
+    /// enabled), 6 critical error (usually the token belongs to another app, or a subscription
+    /// sent to the order service: the request's token, not the app's credentials), 8 not owned,
+    /// 9 already consumed or confirmed, 11 account abnormal, 12 no such record (a token no longer
+    /// the latest of its product). An undocumented code is final: retrying cannot make it succeed.
     static func response(code: String, message: String?) -> HuaweiAPIError {
         let detail = message.map { String($0.prefix(200)) } ?? "no message"
         return switch code {
         case "-1", "1": HuaweiAPIError(.unavailable, status: 200, responseCode: code, "Huawei had an internal error (\(detail))")
-        case "6": HuaweiAPIError(.permission, status: 200, responseCode: code, "Huawei refused the app's rights for this token (\(detail))")
-        case "8", "9": HuaweiAPIError(.notFound, status: 200, responseCode: code, detail)
+        case "6": HuaweiAPIError(.rejected, status: 200, responseCode: code, "Huawei refused this purchase token (\(detail))")
+        case "8", "9", "12": HuaweiAPIError(.notFound, status: 200, responseCode: code, detail)
         default: HuaweiAPIError(.rejected, status: 200, responseCode: code, detail)
         }
     }
@@ -64,9 +67,18 @@ package struct HuaweiAPIError: Error, Sendable, CustomStringConvertible {
         case .badSignature:
             StoreVerificationError(code: .verificationFailed, reason: "INVALID_SIGNATURE",
                                    message: "the purchase data's signature does not match the app's IAP public key")
+        case .notFound where responseCode == "12":
+            StoreVerificationError(code: .verificationFailed, reason: "PURCHASE_SUPERSEDED",
+                                   message: "Huawei verifies only the latest purchase of a product, and this token was delivered and the product "
+                                    + "bought again since: \(message)")
         case .notFound:
             StoreVerificationError(code: .verificationFailed, reason: "PURCHASE_NOT_FOUND",
                                    message: "Huawei does not know this purchase token as the latest unconfirmed one of its product: \(message)")
+        case .rejected where responseCode == "6":
+            StoreVerificationError(code: .verificationFailed, reason: "PURCHASE_TOKEN_REFUSED",
+                                   message: "\(message). The token is usually another app's, or a subscription's sent without its "
+                                    + "subscription id: for a subscription send the InAppPurchaseData JSON as the receipt, or "
+                                    + "huawei_subscription_id beside the token")
         case .rejected:
             StoreVerificationError(code: .verificationFailed, reason: "PURCHASE_REJECTED", message: "Huawei refused the purchase: \(message)")
         case .permission:

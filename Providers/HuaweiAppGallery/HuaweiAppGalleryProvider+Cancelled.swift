@@ -2,12 +2,15 @@ import Foundation
 import ReceiptCore
 
 extension HuaweiAppGalleryProvider {
-    /// A record of the cancelled list as the refund to record, or nil when Huawei's own signed
-    /// answer does not back it. The list names a token, and the ledger changes only as the
-    /// purchase read again by that token shows (the notifications' rule): revoked, it is a refund
-    /// dated by the list; still purchased, unknown to Huawei, another app's or an environment the
-    /// client does not accept, nothing. Throws `HuaweiAPIError` when Huawei cannot be asked now, so
-    /// the page is read again by the next run.
+    /// A record of the cancelled list as the refund to record, or nil when Huawei does not back
+    /// it. The list names a token, and the ledger changes as the purchase read again by that token
+    /// shows (the notifications' rule): revoked, it is a refund dated by the list; still purchased,
+    /// another app's or an environment the client does not accept, nothing. A one-time product the
+    /// order service no longer reads (Huawei verifies only a product's latest token: one confirmed
+    /// and bought again answers 12, "no such record"; 9 is "consumed or confirmed") is backed by
+    /// the record itself, since the list is Huawei's own answer to the app's authenticated
+    /// request, not a hint anyone could send. Throws `HuaweiAPIError` when Huawei cannot be asked
+    /// now, so the page is read again by the next run.
     func cancelledPurchase(_ listed: HuaweiCancelledPurchase, access: Access, apps: Set<String>, environments: Set<StoreEnvironment>,
                            site: HuaweiSite) async throws -> StoreNotification? {
         guard let token = listed.purchaseToken, var evidence = try? HuaweiEvidence.bareToken(token) else { return nil }
@@ -21,9 +24,18 @@ extension HuaweiAppGalleryProvider {
             // At the site that listed it: an AppTouch purchase is known only there.
             purchase = try await fetch(evidence, productID: listed.productId, access: access, registered: apps, lenient: true, deadline: nil,
                                        site: site, revokedAt: listedAt)
-        } catch let error as HuaweiAPIError where error.kind == .notFound || error.kind == .rejected || error.responseCode == "6" {
-            // Unknown to Huawei now, or (code 6) a subscription the order service will not read and
-            // the list gave no subscription id for: nothing signed backs the record. A refunded
+        } catch let error as HuaweiAPIError where error.kind == .notFound {
+            // Only a token Huawei refuses because it was delivered (9 consumed or confirmed, 12 no
+            // longer the latest): one it does not know at all (8) stays unbacked.
+            guard error.responseCode == "9" || error.responseCode == "12",
+                  let listedRefund = Self.listedRefund(listed, token: token, apps: apps, site: site, at: listedAt ?? now()) else {
+                logger.info("a Huawei cancelled purchase could not be read again; nothing changed", ["problem": error.message])
+                return nil
+            }
+            purchase = listedRefund
+        } catch let error as HuaweiAPIError where error.kind == .rejected {
+            // (Code 6) a subscription the order service will not read and the list gave no
+            // subscription id for, or a token Huawei refuses: nothing backs the record. A refunded
             // subscription still reaches the ledger by its notification or its read-back.
             logger.info("a Huawei cancelled purchase could not be read again; nothing changed", ["problem": error.message])
             return nil
@@ -46,5 +58,25 @@ extension HuaweiAppGalleryProvider {
             productID: purchase.productID, signedAt: listedAt ?? purchase.revocationDate, decodedJSON: listed.kept)
         stored.event = StoreEvent(kind: .refunded, purchase: purchase)
         return stored
+    }
+
+    /// A listed one-time product as the refund the list itself proves: its order id (the
+    /// ledger's transaction id for a one-time product), product, token and dates from the record.
+    /// The record carries no package or environment: the client's first Huawei package, and
+    /// production (the list is of real purchases). Nil for a subscription's record (its
+    /// subscription is re-read by id, or left to its notification) or a record without its order.
+    static func listedRefund(_ listed: HuaweiCancelledPurchase, token: String, apps: Set<String>, site: HuaweiSite, at revokedAt: Date) -> VerifiedPurchase? {
+        guard listed.subscriptionId == nil, let orderID = listed.orderId, let app = apps.sorted().first else { return nil }
+        var purchase = VerifiedPurchase(store: .huaweiAppGallery, environment: .production, transactionID: orderID)
+        purchase.orderID = orderID
+        purchase.originalTransactionID = orderID
+        purchase.productID = listed.productId
+        purchase.appIdentifier = app
+        purchase.purchaseDate = HuaweiTime.millis(listed.purchaseTime)
+        purchase.ownership = .purchased
+        purchase.revocationDate = revokedAt
+        purchase.revocationReason = "refunded"
+        purchase.storeAttributes = ["purchase_token": token, "site": site.rawValue, "backed_by": "cancelled_list"]
+        return purchase
     }
 }

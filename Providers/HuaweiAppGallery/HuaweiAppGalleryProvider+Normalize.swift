@@ -6,15 +6,10 @@ import ReceiptCore
 /// unfinished purchase instead of refusing it: there it is news, not evidence.
 extension HuaweiAppGalleryProvider {
     /// A consumable or non-consumable. Refunded (`purchaseState` 2) is recorded as revoked, so
-    /// the game is told and never delivers; canceled (1) or not finished (-1) is no purchase.
+    /// the game is told and never delivers; canceled (1), pending (3), initialized (-1) or no
+    /// state at all is no purchase.
     static func normalize(_ data: InAppPurchaseData, token: String, site: HuaweiSite, lenient: Bool, now: Date) throws -> VerifiedPurchase {
-        if !lenient {
-            switch data.state {
-            case .canceled: throw canceled
-            case .purchased, .refunded: break
-            case .other: throw unfinished
-            }
-        }
+        try checkDeliverable(data, lenient: lenient)
         var purchase = try base(data, orderID: data.orderId, token: token, site: site)
         purchase.kind = switch data.typedKind {
         case .consumable: .consumable
@@ -29,21 +24,30 @@ extension HuaweiAppGalleryProvider {
         return purchase
     }
 
-    /// A subscription's latest receipt. `orderId` is the order that started it (the same as
-    /// `lastOrderId` on the first purchase), `lastOrderId` the latest charge: a renewal is a new
-    /// transaction of the same original, as the ledger keys every store's subscriptions.
-    static func normalizeSubscription(_ data: InAppPurchaseData, token: String, site: HuaweiSite, lenient: Bool, now: Date) throws -> VerifiedPurchase {
-        if !lenient, data.state == .canceled || data.state == .other(-1) {
-            throw data.state == .canceled ? canceled : unfinished
-        }
-        var purchase = try base(data, orderID: data.lastOrderId ?? data.orderId, token: token, site: site)
-        purchase.originalTransactionID = data.orderId ?? purchase.transactionID
+    /// A subscription's latest receipt. Huawei makes a new `orderId` for every fee deduction (each
+    /// receipt its own order), names the previous deduction's order `lastOrderId`, and keeps
+    /// `subscriptionId` and the purchase token for the subscription's whole life: so this receipt
+    /// is the transaction, and the subscription id its original, as the ledger keys every store's
+    /// subscriptions. `askedSubscriptionID` is the id Huawei's subscription service answered for,
+    /// the original when the data leaves `subscriptionId` out; only without either is the order
+    /// its own original (nothing else stays the same across renewals).
+    static func normalizeSubscription(_ data: InAppPurchaseData, token: String, site: HuaweiSite, lenient: Bool, now: Date,
+                                      askedSubscriptionID: String? = nil) throws -> VerifiedPurchase {
+        try checkDeliverable(data, lenient: lenient)
+        let subscriptionID = data.subscriptionId ?? askedSubscriptionID.flatMap { $0.isEmpty ? nil : $0 }
+        var purchase = try base(data, orderID: data.orderId, token: token, site: site)
+        purchase.originalTransactionID = subscriptionID ?? purchase.transactionID
         purchase.kind = .autoRenewableSubscription
         purchase.quantity = data.quantity ?? 1
         purchase.expiresDate = HuaweiTime.millis(data.expirationDate)
         purchase.autoRenews = data.autoRenewing
-        purchase.storeAttributes["renewal"] = String(purchase.transactionID != purchase.originalTransactionID)
-        if let subscriptionID = data.subscriptionId {
+        let renewal = data.numOfPeriods.map { $0 > 1 } ?? (data.lastOrderId.map { $0 != data.orderId } ?? false)
+        purchase.storeAttributes["renewal"] = String(renewal)
+        if let lastOrderID = data.lastOrderId { purchase.storeAttributes["last_order_id"] = lastOrderID }
+        // A switch from another subscription of the group: kept for support; the ledger has no
+        // notion of one subscription replacing another, so it is a subscription of its own.
+        if let switchedFrom = data.oriSubscriptionId { purchase.storeAttributes["ori_subscription_id"] = switchedFrom }
+        if let subscriptionID {
             purchase.storeAttributes["subscription_id"] = subscriptionID
             purchase.readBackKey = ReadBackKey(subscriptionID: subscriptionID, token: token, site: site).encoded
         }
@@ -64,6 +68,26 @@ extension HuaweiAppGalleryProvider {
         return purchase
     }
 
+    /// The one rule for what Huawei's signed data must show before it is a purchase, for one-time
+    /// products and subscriptions alike. Strictly (a claim): purchased (0) or refunded (2, recorded
+    /// revoked); canceled (1) is no purchase, and pending (3), initialized (-1), an unknown or a
+    /// missing state is not finished. Always: a subscription without an expiry date cannot be
+    /// told active from ended, so it is refused rather than taken as active for ever, unless
+    /// (news, not a claim) Huawei shows it revoked.
+    static func checkDeliverable(_ data: InAppPurchaseData, lenient: Bool) throws(StoreVerificationError) {
+        if !lenient {
+            switch data.state {
+            case .purchased, .refunded: break
+            case .canceled: throw canceled
+            case .other: throw unfinished
+            }
+        }
+        if data.typedKind == .subscription, data.expirationDate == nil,
+           !(lenient && (data.cancelTime != nil || data.state == .refunded || data.state == .canceled)) {
+            throw noExpiry
+        }
+    }
+
     /// What every Huawei purchase shares. A purchase without an order id is keyed by a digest of
     /// its token, never by the token itself.
     static func base(_ data: InAppPurchaseData, orderID: String?, token: String, site: HuaweiSite) throws -> VerifiedPurchase {
@@ -81,7 +105,7 @@ extension HuaweiAppGalleryProvider {
         purchase.priceMilliunits = data.price.flatMap { $0.multipliedReportingOverflow(by: 10).overflow ? nil : $0 * 10 }
         purchase.ownership = .purchased
         var attributes = ["purchase_token": token, "package_name": data.packageName ?? "", "site": site.rawValue,
-                          "purchase_state": purchaseStates[data.purchaseState ?? 0] ?? data.purchaseState.map(String.init) ?? "unknown",
+                          "purchase_state": data.purchaseState.map { purchaseStates[$0] ?? String($0) } ?? "unknown",
                           "product_type": data.kind.flatMap { productTypes[$0] } ?? data.kind.map(String.init) ?? "unknown"]
         if let confirmed = data.confirmed { attributes["confirmed"] = String(confirmed == 1) }
         if let consumed = data.consumptionState { attributes["consumed"] = String(consumed == 1) }
@@ -101,7 +125,7 @@ extension HuaweiAppGalleryProvider {
         var encoded: String? { (try? JSONEncoder.sortedForStorage.encode(self)).map { String(decoding: $0, as: UTF8.self) } }
     }
 
-    static let purchaseStates: [Int: String] = [-1: "initialized", 0: "purchased", 1: "canceled", 2: "refunded"]
+    static let purchaseStates: [Int: String] = [-1: "initialized", 0: "purchased", 1: "canceled", 2: "refunded", 3: "pending"]
     static let productTypes: [Int: String] = [0: "consumable", 1: "non_consumable", 2: "subscription"]
     static let subscriptionCancelReasons: [Int: String] = [0: "other", 1: "app_problem", 2: "upgrade_or_crossgrade"]
 
@@ -109,6 +133,9 @@ extension HuaweiAppGalleryProvider {
                                                  message: "Huawei says the purchase was canceled and is not a purchase")
     static let unfinished = StoreVerificationError(code: .verificationFailed, reason: "PURCHASE_NOT_COMPLETED",
                                                    message: "Huawei says the purchase is not completed; deliver nothing until it is purchased")
+    static let noExpiry = StoreVerificationError(code: .verificationFailed, reason: "SUBSCRIPTION_EXPIRY_MISSING",
+                                                 message: "Huawei's subscription data has no expirationDate, so whether it is active cannot be told; "
+                                                    + "nothing is delivered")
 }
 
 extension HuaweiSite: Codable {}

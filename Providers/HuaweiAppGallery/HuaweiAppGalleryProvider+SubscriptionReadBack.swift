@@ -22,11 +22,11 @@ extension HuaweiAppGalleryProvider: SubscriptionReading {
             case .unavailable, .invalidResponse:
                 throw SubscriptionReadFailed("subscription \(subscription.originalTransactionID) not read back: \(error); the next run asks again",
                                              retryAfter: error.retryAfter, storeWide: true)
-            case .permission where error.responseCode == nil, .notConfigured:
+            case .permission, .notConfigured:
                 // The client's app id or secret: its other subscriptions wait until the operator fixes it.
                 throw SubscriptionReadFailed("subscription \(subscription.originalTransactionID) not read back: \(error.verificationError.message)",
                                              storeWide: false)
-            case .notFound, .rejected, .permission, .badSignature:
+            case .notFound, .rejected, .badSignature:
                 // Huawei forgot or refuses this token (code 6 names the token, not the key), or its
                 // answer is not signed by the app's key: nothing to learn, nothing believed.
                 return nil
@@ -37,7 +37,7 @@ extension HuaweiAppGalleryProvider: SubscriptionReading {
         purchase.originalTransactionID = subscription.originalTransactionID
         guard purchase.environment == subscription.environment, purchase.dateOutOfRange == nil,
               let (state, event) = readBackState(purchase) else { return nil }
-        let facts = ReadBack(state: state, lastOrderId: purchase.transactionID, productId: purchase.productID,
+        let facts = ReadBack(state: state, orderId: purchase.transactionID, productId: purchase.productID,
                              expirationDate: purchase.expiresDate.map { Int64($0.timeIntervalSince1970 * 1000) }, autoRenewing: purchase.autoRenews)
         var stored = StoreNotification(
             store: store, notificationID: "subscription-state:\(subscription.originalTransactionID):\(purchase.transactionID):\(state)",
@@ -69,7 +69,7 @@ extension HuaweiAppGalleryProvider: SubscriptionReading {
     /// What Huawei said, kept with the record (never the token).
     struct ReadBack: Encodable {
         let state: String
-        let lastOrderId: String
+        let orderId: String
         let productId: String?
         let expirationDate: Int64?
         let autoRenewing: Bool?

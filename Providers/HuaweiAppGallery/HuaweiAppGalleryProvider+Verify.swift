@@ -77,7 +77,8 @@ extension HuaweiAppGalleryProvider {
                                          message: "Huawei says the purchase is for \(answered), the request asks about \(productID)")
         }
         if data.typedKind == .subscription || evidence.isSubscription {
-            return try Self.normalizeSubscription(data, token: token, site: site, lenient: lenient, now: revokedAt ?? now())
+            return try Self.normalizeSubscription(data, token: token, site: site, lenient: lenient, now: revokedAt ?? now(),
+                                                  askedSubscriptionID: evidence.subscriptionID)
         }
         return try Self.normalize(data, token: token, site: site, lenient: lenient, now: revokedAt ?? now())
     }

@@ -70,6 +70,11 @@ package struct HuaweiCancelledPurchasesPoller: StorePolling {
         let start = run.since.map { Int64($0.timeIntervalSince1970 * 1000) } ?? oldest
         var cursor = try await run.cursor(cursorKey).flatMap { try? JSONDecoder().decode(Cursor.self, from: Data($0.utf8)) }
             ?? Cursor(since: start)
+        if let saved = cursor.until, saved <= oldest {
+            // A window left unfinished so long ago that all of it is older than what Huawei keeps:
+            // its page token is worthless; read what Huawei still has, from the oldest it keeps.
+            cursor = Cursor(since: oldest)
+        }
         cursor.since = max(cursor.since, oldest)  // older than Huawei's window: from the oldest it keeps
         let until = cursor.until ?? nowMillis
         guard until > cursor.since else { return }  // a start in the future: nothing to read yet
@@ -86,10 +91,18 @@ package struct HuaweiCancelledPurchasesPoller: StorePolling {
                 }
             }
             try await record(found)
-            if let next = page.continuationToken {
+            if let next = page.continuationToken, next != cursor.continuationToken, !page.purchases.isEmpty {
                 cursor.continuationToken = next
                 try await run.setCursor(cursorKey, to: try Self.encode(cursor))
             } else {
+                if page.continuationToken != nil {
+                    // The same token again, or a token with nothing on its page: following it would
+                    // read the same nothing until the page limit, run after run. The window is
+                    // taken as read.
+                    provider.logger.warning("Huawei's cancelled list gave a page token that leads nowhere; the window is taken as read",
+                                            ["client.id": owner.client.clientID, "site": site.rawValue,
+                                             "repeated": String(page.continuationToken == cursor.continuationToken)])
+                }
                 try await run.setCursor(cursorKey, to: try Self.encode(Cursor(since: max(until - Self.overlapMillis, oldest))))
                 return
             }

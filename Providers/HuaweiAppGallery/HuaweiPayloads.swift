@@ -7,6 +7,7 @@ import Foundation
 package struct InAppPurchaseData: Codable, Sendable {
     package var applicationId: Int64?
     package var autoRenewing: Bool?
+    /// This receipt's order: a new one for every purchase and every subscription fee deduction.
     package var orderId: String?
     /// 0 consumable, 1 non-consumable, 2 subscription.
     package var kind: Int?
@@ -14,7 +15,7 @@ package struct InAppPurchaseData: Codable, Sendable {
     package var productId: String?
     package var productName: String?
     package var purchaseTime: Int64?
-    /// -1 initialized, 0 purchased, 1 canceled, 2 refunded.
+    /// -1 initialized, 0 purchased, 1 canceled, 2 refunded, 3 pending.
     package var purchaseState: Int?
     package var developerPayload: String?
     /// 0 not consumed, 1 consumed (one-time products).
@@ -33,10 +34,13 @@ package struct InAppPurchaseData: Codable, Sendable {
     /// 0 HUAWEI ID, 1 AppTouch account.
     package var accountFlag: Int?
     // Subscriptions only.
+    /// The order of the previous renewal's fee deduction.
     package var lastOrderId: String?
     package var productGroup: String?
     package var oriPurchaseTime: Int64?
+    /// The subscription: the same for its whole life, across renewals (as is the purchase token).
     package var subscriptionId: String?
+    /// The subscription this one was switched from (an upgrade or downgrade in the group).
     package var oriSubscriptionId: String?
     package var quantity: Int?
     package var numOfPeriods: Int?

@@ -32,7 +32,14 @@ extension FakeHuawei {
         state.cancelledQueries.update { $0.append(fields.mapValues { "\($0)" }) }
         func invalid(_ message: String) -> HTTPResponse { json(200, #"{"responseCode":"5","responseMessage":"\#(message)"}"#) }
         let window: (startAt: Int64, endAt: Int64, type: Int, offset: Int)
-        if let token = fields["continuationToken"] as? String, !token.isEmpty {
+        let paging = state.cancelledPaging.get()
+        if paging == .emptyPagesWithTokens, let token = fields["continuationToken"] as? String, !token.isEmpty {
+            return json(200, try text(["responseCode": "0", "responseMessage": "success", "cancelledPurchaseList": "[]",
+                                       "continuationToken": "cont." + Hex.encode(SecureRandom.bytes(8))]))
+        }
+        if paging == .repeatsToken, fields["continuationToken"] as? String == "cont.stuck" {
+            window = (0, Int64.max, 1, 0)
+        } else if let token = fields["continuationToken"] as? String, !token.isEmpty {
             guard let saved = state.continuations.get()[token] else { return invalid("continuationToken is invalid") }
             window = saved
         } else {
@@ -51,7 +58,11 @@ extension FakeHuawei {
         var answer: [String: Any] = ["responseCode": "0", "responseMessage": "success",
                                      "cancelledPurchaseList": "[" + page.map(\.json).joined(separator: ",") + "]"]
         let next = window.offset + page.count
-        if next < listed.count {
+        if paging == .repeatsToken {
+            answer["continuationToken"] = "cont.stuck"
+        } else if paging == .emptyPagesWithTokens {
+            answer["continuationToken"] = "cont." + Hex.encode(SecureRandom.bytes(8))
+        } else if next < listed.count {
             let token = "cont." + Hex.encode(SecureRandom.bytes(8))
             state.continuations.update { $0[token] = (window.startAt, window.endAt, window.type, next) }
             answer["continuationToken"] = token

@@ -54,8 +54,16 @@ extension FakeHuawei {
             return json(200, #"{"access_token":"\#(token)","expires_in":\#(state.tokenLifetime.get()),"token_type":"Bearer"}"#)
         })
         router.post("/applications/purchases/tokens/verify", counted("verify") { request, fields in
+            if let token = fields["purchaseToken"], state.subscriptions.get()[token] != nil {
+                // A subscription's token sent to the order service: Huawei's "critical error".
+                return json(200, #"{"responseCode":"6","responseMessage":"IAP_RESPONSE_RESULT_ERROR"}"#)
+            }
             guard let token = fields["purchaseToken"], let entry = state.products.get()[token] else {
                 return json(200, #"{"responseCode":"8","responseMessage":"ERROR_INVALID_PAYMENTTOKEN"}"#)
+            }
+            if state.superseded.get().contains(token) {
+                // Only the latest token of a product verifies: one confirmed and bought again is history.
+                return json(200, #"{"responseCode":"12","responseMessage":"IAP_RECORD_NOT_EXIST"}"#)
             }
             if state.checksProduct.get(), entry.productID != fields["productId"] {
                 return json(200, #"{"responseCode":"5","responseMessage":"productId is invalid"}"#)
@@ -78,12 +86,24 @@ extension FakeHuawei {
                 confirmations.append(line)
                 return false
             }
+            if !already { try markConfirmed(state, token: token) }
             return json(200, already ? #"{"responseCode":"9","responseMessage":"already confirmed"}"# : #"{"responseCode":"0","responseMessage":"success"}"#)
         })
         router.post("/applications/v2/purchases/cancelledList", counted("cancelled") { request, _ in
             try cancelledList(state, body: request.body)
         })
         return router.build(handlerExecutor: FakeServing.executor)
+    }
+
+    /// Huawei's record of a confirmed purchase: `confirmed` 1 (and a consumable consumed) in what
+    /// it answers from then on.
+    static func markConfirmed(_ state: State, token: String) throws {
+        guard let entry = state.products.get()[token],
+              var object = try JSONSerialization.jsonObject(with: Data(entry.json.utf8)) as? [String: Any] else { return }
+        object["confirmed"] = 1
+        if object["kind"] as? Int == 0 { object["consumptionState"] = 1 }
+        let confirmed = try text(object)
+        state.products.update { $0[token] = (entry.productID, confirmed) }
     }
 
     static func formFields(_ body: Data) -> [String: String] {

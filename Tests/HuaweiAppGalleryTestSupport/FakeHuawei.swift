@@ -37,6 +37,9 @@ package final class FakeHuawei: Sendable {
         package let checksProduct = LockedBox(true)
         /// What was confirmed: "<productId> <purchaseToken>".
         package let confirmations = LockedBox<[String]>([])
+        /// Tokens a later purchase of their product replaced: Huawei verifies only a product's
+        /// latest token, and answers an older one `responseCode` 12 (no such record).
+        package let superseded = LockedBox<Set<String>>([])
         /// Statuses to answer first, per route ("token", "verify", "subscription", "confirm").
         package let failuresFirst = LockedBox<[String: [Int]]>([:])
         package let hits = LockedBox<[String: Int]>([:])
@@ -52,8 +55,20 @@ package final class FakeHuawei: Sendable {
         package let cancelledQueries = LockedBox<[[String: String]]>([])
         /// The windows continuation tokens stand for: Huawei ignores the window once a token is sent.
         let continuations = LockedBox<[String: (startAt: Int64, endAt: Int64, type: Int, offset: Int)]>([:])
+        /// How the cancelled list pages (a broken Huawei can be played).
+        package let cancelledPaging = LockedBox(CancelledPaging.honest)
         /// Seconds of `Retry-After` on an injected 429 (none when nil).
         package let retryAfterSeconds = LockedBox<Int?>(nil)
+    }
+
+    /// How the cancelled list hands out continuation tokens.
+    package enum CancelledPaging: Sendable {
+        /// A token while records remain, each page its own.
+        case honest
+        /// Every page, first included, names the same token, which leads to the first page again.
+        case repeatsToken
+        /// Every page names a new token, and every page after the first is empty.
+        case emptyPagesWithTokens
     }
 
     /// A record of the cancelled list: when Huawei listed it, whether it is a subscription's, and
@@ -124,25 +139,58 @@ package final class FakeHuawei: Sendable {
         if sandbox { object["purchaseType"] = 0 }
         object.merge(extra) { $1 }
         let json = try Self.text(object)
-        self.state.products.update { $0[token] = (productID, json) }
+        let confirmed = Set(self.state.confirmations.get())
+        self.state.products.update { products in
+            // The player bought the product again: its confirmed earlier tokens are history now.
+            for (earlier, entry) in products where earlier != token && entry.productID == productID && confirmed.contains("\(productID) \(earlier)") {
+                self.state.superseded.update { _ = $0.insert(earlier) }
+            }
+            products[token] = (productID, json)
+        }
     }
 
-    /// A subscription's latest receipt: `lastOrderID` differs from `orderID` after a renewal.
+    /// A subscription's latest receipt, as Huawei writes it: `orderID` is this receipt's order
+    /// (Huawei makes a new one for every fee deduction), `lastOrderID` the previous deduction's
+    /// (the same order on the first period), and the subscription id and token never change.
     package func addSubscription(token: String, subscriptionID: String = "1716389123000.sub.7", productID: String = "vip.monthly",
-                                orderID: String = "202405221405238a1b2c3d.sub.1", lastOrderID: String? = nil,
+                                orderID: String = "202405221405238a1b2c3d.sub.1", lastOrderID: String? = nil, periods: Int? = nil,
                                 expiry: Date = Date().addingTimeInterval(30 * 86_400), autoRenewing: Bool = true, sandbox: Bool = false,
                                 extra: [String: Any] = [:]) throws {
         var object: [String: Any] = [
             "applicationId": Int64(Self.appID) ?? 0, "autoRenewing": autoRenewing, "orderId": orderID, "lastOrderId": lastOrderID ?? orderID,
             "kind": 2, "packageName": Self.package, "productId": productID, "purchaseTime": 1_716_389_123_000, "purchaseState": 0,
             "purchaseToken": token, "currency": "EUR", "price": 999, "country": "DE", "subscriptionId": subscriptionID,
-            "productGroup": "vip", "oriPurchaseTime": 1_716_389_123_000, "quantity": 1, "numOfPeriods": lastOrderID == nil ? 1 : 2,
+            "productGroup": "vip", "oriPurchaseTime": 1_716_389_123_000, "quantity": 1, "numOfPeriods": periods ?? (lastOrderID == nil ? 1 : 2),
             "expirationDate": Int64(expiry.timeIntervalSince1970 * 1000), "subIsvalid": expiry > Date(), "renewStatus": autoRenewing ? 1 : 0,
         ]
         if sandbox { object["purchaseType"] = 0 }
         object.merge(extra) { $1 }
         let json = try Self.text(object)
         state.subscriptions.update { $0[token] = (subscriptionID, json) }
+    }
+
+    /// Huawei charging the subscription for its next period: a new receipt with a new `orderID`,
+    /// the previous receipt's order as `lastOrderId`, one more period, the same subscription id
+    /// and token. `extra` adds or replaces fields of the new receipt.
+    package func renewSubscription(token: String, orderID: String, expiry: Date = Date().addingTimeInterval(30 * 86_400),
+                                  extra: [String: Any] = [:]) throws {
+        guard let (subscriptionID, json) = state.subscriptions.get()[token],
+              var object = try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any] else {
+            throw FakeMisuse(message: "no subscription with token \(token) to renew")
+        }
+        object["lastOrderId"] = object["orderId"]
+        object["orderId"] = orderID
+        object["numOfPeriods"] = ((object["numOfPeriods"] as? Int) ?? 1) + 1
+        object["expirationDate"] = Int64(expiry.timeIntervalSince1970 * 1000)
+        object["subIsvalid"] = expiry > Date()
+        object.merge(extra) { $1 }
+        let renewed = try Self.text(object)
+        state.subscriptions.update { $0[token] = (subscriptionID, renewed) }
+    }
+
+    package struct FakeMisuse: Error, CustomStringConvertible {
+        package let message: String
+        package var description: String { message }
     }
 
     // MARK: - Notifications

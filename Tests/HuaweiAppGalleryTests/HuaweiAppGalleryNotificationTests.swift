@@ -22,7 +22,8 @@ import TestSupport
 
     @Test func aSignedRenewalIsReadBackAndApplied() async throws {
         let huawei = try FakeHuawei()
-        try huawei.addSubscription(token: "tok.sub.n1", subscriptionID: "sub.n1", orderID: "order.n1", lastOrderID: "order.n1.2")
+        try huawei.addSubscription(token: "tok.sub.n1", subscriptionID: "sub.n1", orderID: "order.n1")
+        try huawei.renewSubscription(token: "tok.sub.n1", orderID: "order.n1.2")
         let body = try huawei.subscriptionNotification(["environment": "PROD", "notificationType": 2, "subscriptionId": "sub.n1",
                                                         "purchaseToken": "tok.sub.n1", "orderId": "order.n1.2", "productId": "vip.monthly"])
         let notification = try await HuaweiAppGalleryVerify.provider(huawei).receiveNotification(try Self.request(huawei, body: body),
@@ -30,7 +31,7 @@ import TestSupport
         #expect(notification.type == "RENEWAL")
         #expect(notification.event.kind == .renewed)
         #expect(notification.event.purchase?.transactionID == "order.n1.2")
-        #expect(notification.event.purchase?.originalTransactionID == "order.n1")
+        #expect(notification.event.purchase?.originalTransactionID == "sub.n1")
         #expect(huawei.hits("subscription") == 1)
         #expect(!String(decoding: notification.decodedJSON, as: UTF8.self).contains("tok.sub.n1"))
         await huawei.shutdown()

@@ -113,6 +113,38 @@ import TestSupport
         await huawei.shutdown()
     }
 
+    @Test(arguments: [FakeHuawei.CancelledPaging.repeatsToken, .emptyPagesWithTokens])
+    func aPageTokenThatLeadsNowhereEndsTheWindowInsteadOfSpinning(paging: FakeHuawei.CancelledPaging) async throws {
+        let huawei = try FakeHuawei()
+        huawei.state.cancelledPaging.set(paging)
+        try huawei.addProduct(token: "tok.stuck.1", orderID: "order.stuck.1", state: 2)
+        try huawei.addCancelled(token: "tok.stuck.1", orderID: "order.stuck.1")
+        let run = MemoryPollRun()
+        let found = try await Self.run(Self.poller(huawei), huawei, run: run)
+        #expect(Set(found.map(\.notificationID)) == ["cancelled:order.stuck.1"])
+        #expect(huawei.hits("cancelled") <= 2, "stopped at the token that leads nowhere, not after 50 pages: \(huawei.hits("cancelled"))")
+        let saved = try #require(try await run.cursor(Self.cursorKey))
+        #expect(!saved.contains("continuationToken"), "the window is closed, the next run starts a new one: \(saved)")
+        await huawei.shutdown()
+    }
+
+    @Test func aSavedPageOlderThanHuaweiKeepsIsDroppedAndTheWindowReadAgain() async throws {
+        let huawei = try FakeHuawei()
+        let run = MemoryPollRun()
+        // A run stopped mid-window two months ago: all of its window is older than the lookback.
+        let nowMillis = Int64(Date().timeIntervalSince1970 * 1000)
+        let stale = #"{"since":\#(nowMillis - 62 * 86_400_000),"until":\#(nowMillis - 60 * 86_400_000),"continuationToken":"cont.gone"}"#
+        try await run.setCursor(Self.cursorKey, to: stale)
+        try huawei.addProduct(token: "tok.stale.1", orderID: "order.stale.1", state: 2)
+        try huawei.addCancelled(token: "tok.stale.1", orderID: "order.stale.1", cancelledAt: Date().addingTimeInterval(-3600))
+        let found = try await Self.run(Self.poller(huawei), huawei, run: run)
+        #expect(found.map(\.notificationID) == ["cancelled:order.stale.1"])
+        let query = try #require(huawei.cancelledQueries.first)
+        #expect(query["continuationToken"] == nil)
+        #expect((Int64(query["startAt"] ?? "") ?? 0) >= nowMillis - 30 * 86_400_000 - 60_000, "from the oldest Huawei keeps: \(query)")
+        await huawei.shutdown()
+    }
+
     @Test func aRateLimitIsSurfacedAsTheStoreAskingToWait() async throws {
         let huawei = try FakeHuawei()
         huawei.state.retryAfterSeconds.set(120)
@@ -158,11 +190,36 @@ import TestSupport
         await huawei.shutdown()
     }
 
+    /// A consumable confirmed and bought again is refunded: the order service no longer reads its
+    /// token (12), and the list, Huawei's own authenticated answer, backs the refund by itself.
+    @Test func aRefundedConsumableHuaweiNoLongerReadsIsBackedByTheListItself() async throws {
+        let huawei = try FakeHuawei()
+        let refundedAt = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 - 1800).rounded())
+        let provider = HuaweiAppGalleryVerify.provider(huawei)
+        try huawei.addProduct(token: "tok.gone.1", orderID: "order.gone.1", kind: 0, purchaseTime: 1_716_389_123_000)
+        let first = try #require(try await provider.verify(evidence: "tok.gone.1", context: HuaweiAppGalleryVerify.context(huawei)).first)
+        try await provider.acknowledge(try #require(provider.acknowledgement(for: first, client: try HuaweiAppGalleryVerify.client(huawei))),
+                                       credentials: try huawei.clientSettings().credentials)
+        try huawei.addProduct(token: "tok.gone.2", orderID: "order.gone.2", kind: 0)
+        try huawei.addCancelled(token: "tok.gone.1", orderID: "order.gone.1", cancelledAt: refundedAt, source: 2, reason: 6)
+        let found = try await Self.run(Self.poller(huawei), huawei, run: MemoryPollRun())
+        let refund = try #require(found.first)
+        #expect(found.count == 1)
+        #expect(refund.notificationID == "cancelled:order.gone.1" && refund.event.kind == .refunded)
+        let purchase = try #require(refund.event.purchase)
+        #expect(purchase.transactionID == first.transactionID && purchase.environment == first.environment && purchase.productID == "gems100")
+        #expect(purchase.appIdentifier == FakeHuawei.package)
+        #expect(purchase.revocationDate == refundedAt && purchase.revocationReason == "chargeback")
+        #expect(purchase.storeAttributes["backed_by"] == "cancelled_list")
+        #expect(huawei.hits("verify") == 2, "it was read again first")
+        await huawei.shutdown()
+    }
+
     @Test func aListedSubscriptionIsReadFromTheSubscriptionServiceWhenItsIdIsListed() async throws {
         let huawei = try FakeHuawei()
         let revokedAt = Int64(Date().addingTimeInterval(-600).timeIntervalSince1970 * 1000)
-        try huawei.addSubscription(token: "tok.sub.c1", subscriptionID: "sub.c1", orderID: "order.sub.c1", lastOrderID: "order.sub.c1.2",
-                                   extra: ["cancelTime": revokedAt, "cancelReason": 0, "subIsvalid": false])
+        try huawei.addSubscription(token: "tok.sub.c1", subscriptionID: "sub.c1", orderID: "order.sub.c1")
+        try huawei.renewSubscription(token: "tok.sub.c1", orderID: "order.sub.c1.2", extra: ["cancelTime": revokedAt, "cancelReason": 0, "subIsvalid": false])
         try huawei.addCancelled(token: "tok.sub.c1", productID: "vip.monthly", orderID: "order.sub.c1.2", subscription: true,
                                 extra: ["subscriptionId": "sub.c1"])
         // Without its subscription id the order service refuses a subscription's token: nothing changes.
@@ -171,7 +228,7 @@ import TestSupport
         let refund = try #require(found.first)
         #expect(found.count == 1)
         #expect(refund.notificationID == "cancelled:order.sub.c1.2" && refund.event.kind == .refunded)
-        #expect(refund.event.purchase?.originalTransactionID == "order.sub.c1")
+        #expect(refund.event.purchase?.transactionID == "order.sub.c1.2" && refund.event.purchase?.originalTransactionID == "sub.c1")
         #expect(refund.event.purchase?.revocationDate == Date(timeIntervalSince1970: Double(revokedAt) / 1000))
         #expect(huawei.hits("subscription") == 1)
         await huawei.shutdown()

@@ -130,23 +130,33 @@ import TestSupport
     @Test func aSubscriptionIsReadFromTheSubscriptionService() async throws {
         let huawei = try FakeHuawei()
         let expiry = Date(timeIntervalSince1970: 1_900_000_000)
-        try huawei.addSubscription(token: "tok.sub.1", subscriptionID: "sub.7", orderID: "order.first", lastOrderID: "order.renewal.2",
-                                   expiry: expiry, autoRenewing: true)
+        try huawei.addSubscription(token: "tok.sub.1", subscriptionID: "sub.7", orderID: "order.first", expiry: Date().addingTimeInterval(86_400))
         let provider = Self.provider(huawei)
         let json = #"{"purchaseToken":"tok.sub.1","productId":"vip.monthly","subscriptionId":"sub.7","kind":2,"packageName":"com.example.game.huawei"}"#
+        let first = try #require(try await provider.verify(evidence: json, context: Self.context(huawei, productID: nil)).first)
+        #expect(first.transactionID == "order.first" && first.originalTransactionID == "sub.7")
+        #expect(first.storeAttributes["renewal"] == "false")
+        // Huawei charged the next period: a new receipt (its own order), the same subscription.
+        try huawei.renewSubscription(token: "tok.sub.1", orderID: "order.renewal.2", expiry: expiry)
         let renewal = try #require(try await provider.verify(evidence: json, context: Self.context(huawei, productID: nil)).first)
         #expect(renewal.kind == .autoRenewableSubscription)
         #expect(renewal.transactionID == "order.renewal.2")
-        #expect(renewal.originalTransactionID == "order.first")
+        #expect(renewal.originalTransactionID == "sub.7", "every period is a transaction of the one subscription")
+        #expect(renewal.storeAttributes["renewal"] == "true" && renewal.storeAttributes["last_order_id"] == "order.first")
         #expect(renewal.expiresDate == expiry)
         #expect(renewal.autoRenews == true)
         #expect(renewal.readBackKey != nil)
-        #expect(huawei.hits("subscription") == 1 && huawei.hits("verify") == 0)
-        // A bare token with the subscription id beside it; a first purchase is its own original.
+        #expect(huawei.hits("subscription") == 2 && huawei.hits("verify") == 0)
+        // A bare token with the subscription id beside it: its order is the transaction, its subscription the original.
         try huawei.addSubscription(token: "tok.sub.2", subscriptionID: "sub.8", orderID: "order.new")
         let new = try #require(try await provider.verify(evidence: "tok.sub.2",
                                                          context: Self.context(huawei, productID: "vip.monthly", fields: ["huawei_subscription_id": "sub.8"])).first)
-        #expect(new.transactionID == "order.new" && new.originalTransactionID == "order.new")
+        #expect(new.transactionID == "order.new" && new.originalTransactionID == "sub.8")
+        // Data without its subscription id: the id Huawei's subscription service answered for is the original.
+        try huawei.addSubscription(token: "tok.sub.3", subscriptionID: "sub.9", orderID: "order.nine", extra: ["subscriptionId": NSNull()])
+        let unnamed = try #require(try await provider.verify(evidence: "tok.sub.3",
+                                                             context: Self.context(huawei, productID: "vip.monthly", fields: ["huawei_subscription_id": "sub.9"])).first)
+        #expect(unnamed.transactionID == "order.nine" && unnamed.originalTransactionID == "sub.9")
         await huawei.shutdown()
     }
 
@@ -221,6 +231,26 @@ import TestSupport
         #expect(huawei.hits("confirm") == 2)
         let durable = try #require(try await provider.verify(evidence: "tok.durable.1", context: Self.context(huawei, productID: "no.ads")).first)
         #expect(provider.acknowledgement(for: durable, client: client) == nil)
+        await huawei.shutdown()
+    }
+
+    /// Huawei verifies only a product's latest token: once confirmed and bought again, the earlier
+    /// token is history (`responseCode` 12), told apart from a token Huawei never knew.
+    @Test func aConfirmedTokenBoughtAgainIsNoLongerVerifiable() async throws {
+        let huawei = try FakeHuawei()
+        try huawei.addProduct(token: "tok.first.1", orderID: "order.first.1", kind: 0)
+        let provider = Self.provider(huawei)
+        let first = try #require(try await provider.verify(evidence: "tok.first.1", context: Self.context(huawei)).first)
+        try await provider.acknowledge(try #require(provider.acknowledgement(for: first, client: try Self.client(huawei))),
+                                       credentials: try huawei.clientSettings().credentials)
+        // Confirmed, not yet bought again: still the latest token, and Huawei says it is confirmed.
+        let confirmed = try #require(try await provider.verify(evidence: "tok.first.1", context: Self.context(huawei)).first)
+        #expect(confirmed.storeAttributes["confirmed"] == "true" && confirmed.storeAttributes["consumed"] == "true")
+        #expect(provider.acknowledgement(for: confirmed, client: try Self.client(huawei)) == nil, "nothing left to confirm")
+        try huawei.addProduct(token: "tok.second.1", orderID: "order.second.1", kind: 0)
+        let refused = await Self.refusal { _ = try await provider.verify(evidence: "tok.first.1", context: Self.context(huawei)) }
+        #expect(refused?.code == .verificationFailed && refused?.reason == "PURCHASE_SUPERSEDED", "\(String(describing: refused))")
+        #expect(try await provider.verify(evidence: "tok.second.1", context: Self.context(huawei)).first?.transactionID == "order.second.1")
         await huawei.shutdown()
     }
 }

@@ -93,6 +93,51 @@ import TestSupport
         #expect(try await harness.count("SELECT count(*) AS n FROM outbox WHERE event_type = 'transaction.refunded'") == 1)
     }
 
+    /// Huawei charges a subscription again: the same token read again is a new receipt (its own
+    /// order) of the same subscription, so the ledger keeps one subscription row, advanced.
+    @Test func aRenewalVerifiedAgainAdvancesTheSameSubscription() async throws {
+        let harness = try await HuaweiAppGalleryHarness.start()
+        defer { harness.stop() }
+        let firstEnd = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 + 86_400).rounded())
+        let secondEnd = firstEnd.addingTimeInterval(30 * 86_400)
+        try harness.huawei.addSubscription(token: "tok.e2e.renew", subscriptionID: "sub.e2e.renew", orderID: "order.e2e.renew.1", expiry: firstEnd)
+        let receipt = #"{"purchaseToken":"tok.e2e.renew","productId":"vip.monthly","subscriptionId":"sub.e2e.renew","kind":2,"packageName":"com.example.game.huawei"}"#
+        let first = try await harness.verify(receipt, product: "vip.monthly")
+        #expect(first.status == 200, "\(first.text)")
+        try harness.huawei.renewSubscription(token: "tok.e2e.renew", orderID: "order.e2e.renew.2", expiry: secondEnd)
+        let renewed = try await harness.verify(receipt, product: "vip.monthly")
+        #expect(renewed.status == 200, "\(renewed.text)")
+        #expect(try renewed.json()["duplicate"] as? Bool == false, "\(renewed.text)")
+        let rows = try await harness.pool.query(
+            "SELECT original_transaction_id, latest_transaction_id, expires_date FROM subscriptions WHERE store = 'huawei_appgallery'")
+        #expect(rows.count == 1, "a renewal is the same subscription, not a new one")
+        #expect(try rows.first?.decode("original_transaction_id", as: String.self) == "sub.e2e.renew")
+        #expect(try rows.first?.decode("latest_transaction_id", as: String.self) == "order.e2e.renew.2")
+        #expect(try rows.first?.decode("expires_date", as: Date.self) == secondEnd)
+        #expect(try await harness.count(
+            "SELECT count(*) AS n FROM transactions WHERE store = 'huawei_appgallery' AND original_transaction_id = 'sub.e2e.renew'") == 2)
+        // The same period sent again is a duplicate of its own receipt.
+        #expect(try await harness.verify(receipt, product: "vip.monthly").json()["duplicate"] as? Bool == true)
+    }
+
+    /// A consumable the outbox confirmed and the player bought again: Huawei no longer reads its
+    /// token, and its refund, found in the cancelled list, still reaches the ledger.
+    @Test func aRefundOfAConsumableConfirmedAndBoughtAgainStillReachesTheLedger() async throws {
+        let harness = try await HuaweiAppGalleryHarness.start()
+        defer { harness.stop() }
+        try harness.huawei.addProduct(token: "tok.e2e.gems.1", orderID: "order.e2e.gems.1")
+        #expect(try await harness.verify("tok.e2e.gems.1").status == 200)
+        try await WebhookDelivery.waitUntil { harness.huawei.state.confirmations.get() == ["gems100 tok.e2e.gems.1"] }
+        try harness.huawei.addProduct(token: "tok.e2e.gems.2", orderID: "order.e2e.gems.2")
+        try harness.huawei.addCancelled(token: "tok.e2e.gems.1", orderID: "order.e2e.gems.1")
+        let report = try await harness.service.reconcile(store: .huaweiAppGallery, since: Date().addingTimeInterval(-86_400))
+        let shown = String(decoding: try JSONEncoder().encode(report), as: UTF8.self)
+        #expect(!report.failed, "\(shown)")
+        #expect(try await harness.state("order.e2e.gems.1") == "refunded")
+        try await WebhookDelivery.waitUntil { harness.receiver.received.get().contains { $0.body["type"] as? String == "transaction.refunded" } }
+        #expect(try await harness.count("SELECT count(*) AS n FROM transactions WHERE store = 'huawei_appgallery'") == 1)
+    }
+
     @Test func hiveAxylReachesHuaweiByItsVendorCode() async throws {
         let harness = try await HuaweiAppGalleryHarness.start()
         defer { harness.stop() }

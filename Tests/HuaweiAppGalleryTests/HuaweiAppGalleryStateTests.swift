@@ -1,0 +1,85 @@
+import Foundation
+import HuaweiAppGallery
+import HuaweiAppGalleryTestSupport
+import ReceiptCore
+import Testing
+import TestSupport
+
+/// What Huawei's signed data must show before it is a purchase: one rule for one-time products
+/// and subscriptions, and Huawei's `responseCode` 6 taken for what it is (a token the service
+/// will not read), not a credentials failure.
+@Suite struct HuaweiAppGalleryStates {
+    /// Pending (3), initialized (-1) and no state at all: nothing to deliver yet.
+    static let unfinishedStates: [Int?] = [3, -1, nil]
+
+    @Test(arguments: unfinishedStates)
+    func aPurchaseNotFinishedIsRefused(state: Int?) async throws {
+        let huawei = try FakeHuawei()
+        try huawei.addProduct(token: "tok.state.p", extra: ["purchaseState": state.map { $0 as Any } ?? NSNull()])
+        let refused = await HuaweiAppGalleryVerify.refusal {
+            _ = try await HuaweiAppGalleryVerify.provider(huawei).verify(evidence: "tok.state.p", context: HuaweiAppGalleryVerify.context(huawei))
+        }
+        #expect(refused?.code == .verificationFailed && refused?.reason == "PURCHASE_NOT_COMPLETED", "\(String(describing: refused))")
+        await huawei.shutdown()
+    }
+
+    @Test(arguments: unfinishedStates)
+    func aSubscriptionNotFinishedIsRefusedByTheSameRule(state: Int?) async throws {
+        let huawei = try FakeHuawei()
+        try huawei.addSubscription(token: "tok.state.s", subscriptionID: "sub.state", extra: ["purchaseState": state.map { $0 as Any } ?? NSNull()])
+        let refused = await HuaweiAppGalleryVerify.refusal {
+            _ = try await HuaweiAppGalleryVerify.provider(huawei).verify(
+                evidence: "tok.state.s", context: HuaweiAppGalleryVerify.context(huawei, productID: "vip.monthly", fields: ["huawei_subscription_id": "sub.state"]))
+        }
+        #expect(refused?.code == .verificationFailed && refused?.reason == "PURCHASE_NOT_COMPLETED", "\(String(describing: refused))")
+        await huawei.shutdown()
+    }
+
+    @Test func aSubscriptionWithoutAnExpiryIsNeitherClaimedNorAppliedAsActiveForEver() async throws {
+        let huawei = try FakeHuawei()
+        try huawei.addSubscription(token: "tok.noexp", subscriptionID: "sub.noexp", extra: ["expirationDate": NSNull()])
+        let provider = HuaweiAppGalleryVerify.provider(huawei)
+        let refused = await HuaweiAppGalleryVerify.refusal {
+            _ = try await provider.verify(evidence: "tok.noexp",
+                                          context: HuaweiAppGalleryVerify.context(huawei, productID: "vip.monthly", fields: ["huawei_subscription_id": "sub.noexp"]))
+        }
+        #expect(refused?.code == .verificationFailed && refused?.reason == "SUBSCRIPTION_EXPIRY_MISSING", "\(String(describing: refused))")
+        // Its renewal news changes nothing either.
+        let body = try huawei.subscriptionNotification(["notificationType": 2, "subscriptionId": "sub.noexp", "purchaseToken": "tok.noexp"])
+        let news = try await provider.receiveNotification(try HuaweiAppGalleryNotifications.request(huawei, body: body),
+                                                          registered: HuaweiAppGalleryNotifications.registered)
+        #expect(news.type == "RENEWAL_UNCONFIRMED" && news.event.purchase == nil)
+        await huawei.shutdown()
+    }
+
+    @Test func aSubscriptionTokenSentToTheOrderServiceIsTheClientsMistakeWithAHint() async throws {
+        let huawei = try FakeHuawei()
+        try huawei.addSubscription(token: "tok.six", subscriptionID: "sub.six")
+        // A bare token with a product id goes to the order service, which answers code 6.
+        let refused = await HuaweiAppGalleryVerify.refusal {
+            _ = try await HuaweiAppGalleryVerify.provider(huawei).verify(evidence: "tok.six", context: HuaweiAppGalleryVerify.context(huawei, productID: "vip.monthly"))
+        }
+        #expect(refused?.code == .verificationFailed, "a client's mistake, not the verifier's: \(String(describing: refused))")
+        #expect(refused?.reason == "PURCHASE_TOKEN_REFUSED" && refused?.isRetryable == false)
+        #expect(refused?.message.contains("huawei_subscription_id") == true && refused?.message.contains("InAppPurchaseData") == true)
+        #expect(huawei.hits("verify") == 1)
+        await huawei.shutdown()
+    }
+
+    @Test func code6InANotificationIsNothingToLearnNotARetry() async throws {
+        let huawei = try FakeHuawei()
+        try huawei.addSubscription(token: "tok.six.n", subscriptionID: "sub.six.n")
+        let provider = HuaweiAppGalleryVerify.provider(huawei)
+        // An order notification naming a subscription's token: the order service answers 6.
+        let order = try await provider.receiveNotification(
+            try HuaweiAppGalleryNotifications.request(huawei, body: FakeHuawei.orderNotification(type: 2, token: "tok.six.n", productID: "vip.monthly")),
+            registered: HuaweiAppGalleryNotifications.registered)
+        #expect(order.type == "REFUND_SUCCESS_UNCONFIRMED" && order.event.purchase == nil)
+        // A signed status update whose token the subscription service refuses (6).
+        let body = try huawei.subscriptionNotification(["notificationType": 2, "subscriptionId": "sub.other", "purchaseToken": "tok.six.n"])
+        let sub = try await provider.receiveNotification(try HuaweiAppGalleryNotifications.request(huawei, body: body),
+                                                         registered: HuaweiAppGalleryNotifications.registered)
+        #expect(sub.type == "RENEWAL_UNCONFIRMED" && sub.event.purchase == nil)
+        await huawei.shutdown()
+    }
+}
