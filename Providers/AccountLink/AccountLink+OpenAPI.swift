@@ -1,32 +1,71 @@
 public import ReceiptCore
 
 // This plugin's part of the OpenAPI document the service serves at /openapi.yaml: YAML at column
-// 0, placed under `paths:` and the `components:` sections by `OpenAPIDocument`.
+// 0, placed under `paths:` and the `components:` sections by `OpenAPIDocument`. The `/iap` body's
+// store objects are written from the served stores' facts by the rules `IAPRequest` reads them
+// with: keyed by the vendor code in lower case, laid out by the evidence's form.
 extension AccountLink {
-    public var openAPI: OpenAPIPart { Self.openAPIPart }
+    public func openAPI(stores: [StoreDeclaration]) -> OpenAPIPart { Self.openAPIPart(stores: stores) }
 
-    public static let openAPIPart = OpenAPIPart(
-        paths: #"""
+    public static func openAPIPart(stores: [StoreDeclaration]) -> OpenAPIPart {
+        OpenAPIPart(paths: paths(stores: stores), components: components)
+    }
+
+    /// One line per served store: its object's key, the store, and the layout it takes.
+    static func storeObjectsText(_ stores: [StoreDeclaration]) -> String {
+        let lines = stores.map { store in
+            let key = IAPRequest.objectKey(for: store)
+            let layout = IAPRequest.takesSignedLayout(store)
+                ? "`\(key).bundle_id` and a signed document" + (store.evidenceKinds.contains(.transactionID) ? " (or a bare `\(key).transaction_id`)" : "")
+                : "`\(key).package_id` and `\(key).purchase_token`" + store.evidenceFields.map { ", `\(key).\($0.name)`\($0.required ? "" : " (optional)")" }.joined()
+            return "- `\(key)`: \(store.displayName), with \(layout)"
+        }
+        return OpenAPIPart.indented(lines.joined(separator: "\n"), by: 6)
+    }
+
+    /// The served stores' objects as request-body properties, in the layout `IAPRequest` reads.
+    static func storeObjectProperties(_ stores: [StoreDeclaration]) -> String {
+        var lines: [String] = []
+        for store in stores {
+            let receipt = store.openAPI.sharedFieldNotes["receipt"].map { ": " + $0 } ?? ""
+            lines += ["\(IAPRequest.objectKey(for: store)):", "  type: object", "  description: \(OpenAPIPart.quoted(store.displayName + receipt))"]
+            if IAPRequest.takesSignedLayout(store) {
+                lines += ["  required: [bundle_id]", "  properties:", "    bundle_id: {type: string}",
+                          "    subscription_transaction_jws: {type: string}", "    app_receipt_base64: {type: string}"]
+                if store.evidenceKinds.contains(.transactionID) { lines.append("    transaction_id: {type: string}") }
+            } else {
+                let required = ["package_id", "purchase_token"] + store.evidenceFields.filter(\.required).map(\.name)
+                let product = "Optional; the purchase must be for this product." + (store.openAPI.sharedFieldNotes["product_id"].map { " " + $0.prefix(1).uppercased() + $0.dropFirst() } ?? "")
+                lines += ["  required: [\(required.joined(separator: ", "))]", "  properties:", "    package_id: {type: string}",
+                          "    purchase_token: {type: string}", "    product_id: {type: string, description: \(OpenAPIPart.quoted(product))}"]
+                lines += store.evidenceFields.map { "    \($0.name): {type: string, maxLength: \($0.maxLength), description: \(OpenAPIPart.quoted($0.description))}" }
+            }
+        }
+        return OpenAPIPart.indented(lines.joined(separator: "\n"), by: 14)
+    }
+
+    static func paths(stores: [StoreDeclaration]) -> String {
+        #"""
 /iap:
   post:
     summary: AccountLink — create, link or switch an account from a store purchase; answers OpenID tokens.
     operationId: accountLinkIAP
     description: |
       No client credential: the tenant is the client that registered the store object's app
-      (`apple.bundle_id`, `google.package_id`). Exactly one store object, keyed by a served store's
-      vendor code in lower case (`apple`, `google`, `amazon`, `huawei` as shipped; any other served
-      store by its own). A store whose evidence is a signed document takes the `apple` layout; a
-      token store takes the `google` layout, with `product_id` where it needs one (`huawei`) and its
-      evidence fields by name (`amazon`: `amazon_user_id`). Flows: (a) valid token, no details →
+      (its `bundle_id` or `package_id`). Exactly one store object, keyed by a served store's vendor
+      code in lower case; a store whose evidence is a signed document takes `bundle_id` and the
+      document, a token store `package_id`, `purchase_token`, an optional `product_id` and its
+      evidence fields by name. This server serves:
+\#(storeObjectsText(stores))
+      Flows: (a) valid token, no details →
       linked to the token's account; (b) token + `customer_details` → linked, a confirmation mail,
       `email_confirmation_required`; (c) no token + details → a new account with that e-mail and a
       first-password mail; (d) nothing → a new account, `auto_account_created`. A purchase already
       linked answers its account's tokens (`account_switched` when that is not the token's account).
-      Only device-held evidence (signed transaction, app receipt, Google purchase token) signs in. A
-      bare `apple.transaction_id` never signs in or creates an account: it needs a bearer token and
-      links only a purchase made with that account's `app_account_token`, else 422
-      `OWNERSHIP_NOT_PROVEN`; it is looked up with the App Store Server API (400 naming it when that
-      is not configured). `transaction_id` beside a receipt names the transaction to link (422 when
+      Only device-held evidence (a signed document, a purchase token) signs in. A bare
+      `transaction_id` never signs in or creates an account: it needs a bearer token and links only
+      a purchase made with that account's `app_account_token`, else 422 `OWNERSHIP_NOT_PROVEN`; it
+      is looked up with the store's server API (400 naming it when that is not configured). `transaction_id` beside a receipt names the transaction to link (422 when
       the receipt does not hold it). An expired or invalid token is 401 (refresh it, or send the
       receipt without a token). An account with a confirmed address changes it only when that address
       approves and the new one confirms (two mails). Over a mail limit the purchase is still linked,
@@ -48,21 +87,7 @@ extension AccountLink {
           schema:
             type: object
             properties:
-              apple:
-                type: object
-                required: [bundle_id]
-                properties:
-                  bundle_id: {type: string}
-                  subscription_transaction_jws: {type: string}
-                  app_receipt_base64: {type: string}
-                  transaction_id: {type: string}
-              google:
-                type: object
-                required: [package_id, purchase_token]
-                properties:
-                  package_id: {type: string}
-                  purchase_token: {type: string}
-                  product_id: {type: string, description: "Optional; the purchase must be for this product."}
+\#(storeObjectProperties(stores))
               customer_details:
                 type: object
                 required: [email]
@@ -242,8 +267,10 @@ extension AccountLink {
       "200": {description: "Password set (JSON status, message and username; an HTML page for a form).", content: {application/json: {schema: {type: object}}}}
       "400": {$ref: "#/components/responses/Error"}
 # ---- end AccountLink ----
-"""#,
-        components: [
+"""#
+    }
+
+    static let components = [
             "responses": #"""
 OAuthError:
   description: "RFC 6749 §5.2: `invalid_request`, `invalid_client` (401), `invalid_grant`, `unsupported_grant_type`."
@@ -268,5 +295,5 @@ AccountLinkUnprocessable:
               error: {type: string, enum: [PURCHASE_REFUNDED, PURCHASE_REVOKED, OWNERSHIP_NOT_PROVEN]}
               message: {type: string}
 """#,
-])
+    ]
 }

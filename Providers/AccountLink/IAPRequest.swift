@@ -16,18 +16,18 @@ struct IAPRequest: Sendable {
     }
 
     let headers: Headers
-    /// The store whose object the body holds (its vendor code in lower case: `apple`, `google`).
+    /// The store whose object the body holds (keyed by its vendor code in lower case, `objectKey`).
     let store: StoreDeclaration
     /// The bundle id or package name: it names the tenant.
     let appIdentifier: String
     let evidence: String
-    /// `.transactionID` only for a bare `apple.transaction_id`: this dialect asks for it, no other API does.
+    /// `.transactionID` only for a bare `transaction_id` (a store that looks one up): this dialect asks for it, no other API does.
     let evidenceKind: EvidenceKind
     /// A token store's `product_id`, for stores that ask with it.
     let productID: String?
     /// The store's declared evidence fields, as the object carried them.
     let evidenceFields: [String: String]
-    /// `apple.transaction_id` sent beside a signed transaction or receipt: the one to link.
+    /// `transaction_id` sent beside a signed transaction or receipt: the one to link.
     let namedTransactionID: String?
     let email: String?
     /// The `aflyr` object as sent, for the account's attribution.
@@ -98,7 +98,7 @@ struct IAPRequest: Sendable {
     }
 
     /// `stores`: the served stores; each is reached under its vendor code in lower case
-    /// (`apple`, `google`, `huawei`), with the layout of its evidence's form (`storeEvidence`).
+    /// (`objectKey`), with the layout of its evidence's form (`storeEvidence`).
     static func parse(headers: Headers, body data: Data, stores: [StoreDeclaration]) -> Result<IAPRequest, Problem> {
         do throws(Problem) {
             let body = try decodedBody(data)
@@ -113,6 +113,13 @@ struct IAPRequest: Sendable {
             return .failure(error)
         }
     }
+
+    /// The body key of a store's object: its vendor code in lower case.
+    static func objectKey(for store: StoreDeclaration) -> String { store.vendorCode.lowercased() }
+
+    /// Whether a store's object takes the signed-document layout (`bundle_id` and the document);
+    /// otherwise it takes the token layout (`package_id`, `purchase_token`, ...).
+    static func takesSignedLayout(_ store: StoreDeclaration) -> Bool { store.evidenceShapes.contains(.signedDocument) }
 
     /// What the one store object says: whose app, and the evidence to verify.
     private struct StoreEvidence {
@@ -140,15 +147,15 @@ struct IAPRequest: Sendable {
     private static func storeEvidence(in data: Data, stores: [StoreDeclaration]) throws(Problem) -> StoreEvidence {
         let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? [:]
         // A key sent as null is absent, as generated clients write unused objects.
-        let present = stores.filter { object[$0.vendorCode.lowercased()].map { !($0 is NSNull) } ?? false }
+        let present = stores.filter { object[objectKey(for: $0)].map { !($0 is NSNull) } ?? false }
         guard present.count == 1, let store = present.first else {
-            let names = stores.map { "'\($0.vendorCode.lowercased())'" }.joined(separator: ", ")
+            let names = stores.map { "'\(objectKey(for: $0))'" }.joined(separator: ", ")
             throw Problem(.missingFields, "exactly one of \(names) is required")
         }
-        let key = store.vendorCode.lowercased()
+        let key = objectKey(for: store)
         guard let fields = object[key] as? [String: Any] else { throw Problem(.invalidField, "field '\(key)' must be an object") }
         let reader = FieldReader(object: key, fields: fields)
-        return store.evidenceShapes.contains(.signedDocument)
+        return takesSignedLayout(store)
             ? try signedEvidence(reader, store: store) : try tokenEvidence(reader, store: store)
     }
 

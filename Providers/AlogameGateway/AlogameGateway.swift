@@ -28,6 +28,15 @@ public struct AlogameGateway: DialectProvider {
 
     public var refundCallbacks: (any RefundCallbackRenderer)? { RefundCallbacks() }
 
+    /// The contract's `os_id` values and the operating system each names.
+    static let osIDs: [(Int, OperatingSystem)] = [(2, .ios), (1, .android)]
+
+    /// The store `lookup-receipt` asks: the contract's lookup is for iOS purchases, so the order
+    /// ids are those of the first served store of iOS apps.
+    static func lookupStore(among stores: [StoreDeclaration]) -> StoreDeclaration? {
+        stores.first { $0.operatingSystems.contains(.ios) }
+    }
+
     // MARK: - POST /iap/gateway/lookup-receipt (support tool)
 
     static func lookUpReceipt(_ request: RouteRequest, context: RouteContext, core: any DialectCore) async -> RouteResponse {
@@ -40,8 +49,7 @@ public struct AlogameGateway: DialectProvider {
             return failure(400, "MISSING_FIELDS", "order_id must be the Apple order id (letters and digits)")
         }
         do {
-            // The contract's lookup is for iOS purchases: the order ids of the store of iOS apps.
-            guard let store = core.stores(runningOn: .ios).first?.store else {
+            guard let store = Self.lookupStore(among: core.stores)?.store else {
                 return failure(502, "VERIFIER_ERROR", "no store provider can look up orders")
             }
             let result = try await core.lookUpOrder(body.order_id, store: store, client: client)
@@ -141,7 +149,7 @@ public struct AlogameGateway: DialectProvider {
         }
         // os_id names a device, not a store: the stores of its system, narrowed by the client's
         // apps and the receipt's form (`DialectCore.store(runningOn:client:evidence:)`).
-        let system: OperatingSystem = body.osID == 1 ? .android : .ios
+        let system: OperatingSystem = Self.osIDs.first { $0.0 == body.osID }?.1 ?? .ios
         let store: StoreID
         do { store = try core.store(runningOn: system, client: client, evidence: body.receipt).store } catch {
             return failure(400, "INVALID_OS_ID", "os_id \(body.osID): \(error)")

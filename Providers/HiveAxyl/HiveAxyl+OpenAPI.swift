@@ -1,12 +1,59 @@
 public import ReceiptCore
 
 // This plugin's part of the OpenAPI document the service serves at /openapi.yaml: YAML at column
-// 0, placed under `paths:` and the `components:` sections by `OpenAPIDocument`.
+// 0, placed under `paths:` and the `components:` sections by `OpenAPIDocument`. Where the contract
+// names stores (`providerId`, the fields a store needs beside the receipt) the text is written from
+// the served stores' facts by the same rules the routes read the body with (`HiveAxylBody`).
 extension HiveAxyl {
-    public var openAPI: OpenAPIPart { Self.openAPIPart }
+    public func openAPI(stores: [StoreDeclaration]) -> OpenAPIPart { Self.openAPIPart(stores: stores) }
 
-    public static let openAPIPart = OpenAPIPart(
-        paths: #"""
+    public static func openAPIPart(stores: [StoreDeclaration]) -> OpenAPIPart {
+        OpenAPIPart(paths: paths(stores: stores), components: components)
+    }
+
+    /// What `providerId` takes: each served store's vendor code, with what `axylReceipt` is for it
+    /// (the store's own note on the native body's `receipt`) and the fields it needs beside it.
+    /// Lines indented for a route's description.
+    static func providerText(_ stores: [StoreDeclaration]) -> String {
+        var lines = ["`providerId` is the vendor code of a store this server serves, and `axylReceipt` that store's evidence:"]
+        for store in stores {
+            var line = "- `\(store.vendorCode)` (\(store.displayName))"
+            if let note = store.openAPI.sharedFieldNotes["receipt"] { line += ": " + note.replacingOccurrences(of: "\n", with: " ") }
+            let fields = store.evidenceFields.map { "`\(HiveAxylBody.camelCase($0.name))`\($0.required ? "" : " (optional)")" }
+            if !fields.isEmpty { line += " With " + fields.joined(separator: ", ") + "." }
+            lines.append(line)
+        }
+        lines += [
+            "A field a store needs beside the receipt is its native name in camelCase. A providerId whose store this",
+            "server does not serve is a 400 / 4000 naming those it serves. A store not configured for the client (its",
+            "credentials missing) answers 502 / 5020 with a message starting with the store's `..._NOT_CONFIGURED`",
+            "reason; a retry does not fix it.",
+        ]
+        return OpenAPIPart.indented(lines.joined(separator: "\n"), by: 6)
+    }
+
+    /// `providerId` and the served stores' evidence fields, as request-body properties.
+    static func providerProperties(_ stores: [StoreDeclaration]) -> String {
+        var lines = ["providerId: {type: string, enum: \(OpenAPIPart.flowList(stores.map(\.vendorCode)))}"]
+        var written: Set<String> = []
+        for store in stores {
+            for field in store.evidenceFields where written.insert(HiveAxylBody.camelCase(field.name)).inserted {
+                let users = stores.filter { $0.evidenceFields.contains { $0.name == field.name } }.map(\.vendorCode).joined(separator: " or ")
+                let description = "\(field.required ? "required" : "optional") with providerId \(users): \(field.description)"
+                lines.append("\(HiveAxylBody.camelCase(field.name)): {type: string, maxLength: \(field.maxLength), description: \(OpenAPIPart.quoted(description))}")
+            }
+        }
+        return OpenAPIPart.indented(lines.joined(separator: "\n"), by: 14)
+    }
+
+    /// The vendor codes of the stores a bare purchase token may come from.
+    static func tokenStores(_ stores: [StoreDeclaration]) -> String {
+        let codes = stores.filter { $0.evidenceShapes.contains(.purchaseToken) }.map { "`\($0.vendorCode)`" }
+        return codes.isEmpty ? "none served" : codes.joined(separator: ", ")
+    }
+
+    static func paths(stores: [StoreDeclaration]) -> String {
+        #"""
 /auth/v1/token:
   post:
     summary: Hive Axyl access token — OAuth 2.0 client credentials (RFC 6749 §4.4).
@@ -54,10 +101,8 @@ extension HiveAxyl {
     description: |
       `Authorization: Bearer <access token>`, or the token alone (`Authorization: <access token>`),
       and `X-App-Id` (one of the client's `--app-id`s).
-      `providerId` APPLE (`axylReceipt` = the StoreKit 2 transaction JWS, or a StoreKit 1 receipt) or
-      GOOGLE (a purchase token or purchase JSON; without a Google service-account key, 502 / 5020 with a
-      message starting `GOOGLE_NOT_CONFIGURED`) or AMAZON (`axylReceipt` = the receiptId, with
-      `amazonUserId`). A providerId whose store this server does not serve is a 400 / 4000. A Sandbox purchase answers 100 with
+\#(providerText(stores))
+      A Sandbox purchase answers 100 with
       `hiveAxylPurchaseTest: "Y"` when the client accepts sandbox (the default for a client created
       with `--app-id`); a client created with `--environments production` gets 412 / 4120.
       `requestType` 1 new purchase, 2 restore (the same answer; a restore is normally `hiveAxylDuplicated: true`).
@@ -74,8 +119,7 @@ extension HiveAxyl {
             type: object
             required: [providerId, axylReceipt, productId, accountUuid, requestType]
             properties:
-              providerId: {type: string, enum: [APPLE, GOOGLE, AMAZON]}
-              amazonUserId: {type: string, maxLength: 2048, description: "with providerId AMAZON: the Amazon user id (axylReceipt is the receiptId)"}
+\#(providerProperties(stores))
               axylReceipt: {type: string}
               productId: {type: string, maxLength: 256}
               accountUuid: {type: string, maxLength: 256}
@@ -111,8 +155,8 @@ extension HiveAxyl {
     description: |
       Same headers and providers as the purchase route. `country` is an ISO 3166-1 alpha-2 code and
       `language` an ISO 639-1 code (either case). `storeTransactionId` may be left out when the
-      receipt carries its transaction (a JWS, a Google purchase JSON); it is required with a bare
-      Google token, and when given it must be the receipt's transaction, original transaction or
+      receipt carries its transaction (a signed document, a purchase-data JSON); it is required with
+      a bare purchase token (\#(tokenStores(stores))), and when given it must be the receipt's transaction, original transaction or
       order. The data is the ledger's subscription: the latest period it knows (a renewal or refund
       learned from a store notification after the JWS was signed shows here). A receipt that is not
       an auto-renewable subscription is a 400.
@@ -126,8 +170,7 @@ extension HiveAxyl {
             type: object
             required: [providerId, axylReceipt, accountUuid, country, language, requestType]
             properties:
-              providerId: {type: string, enum: [APPLE, GOOGLE, AMAZON]}
-              amazonUserId: {type: string, maxLength: 2048, description: "with providerId AMAZON: the Amazon user id (axylReceipt is the receiptId)"}
+\#(providerProperties(stores))
               axylReceipt: {type: string}
               accountUuid: {type: string, maxLength: 256}
               country: {type: string, minLength: 2, maxLength: 2}
@@ -153,8 +196,10 @@ extension HiveAxyl {
       "422": {$ref: "#/components/responses/HiveAxylError"}
       "429": {$ref: "#/components/responses/HiveAxylRateLimited"}
       "502": {$ref: "#/components/responses/HiveAxylError"}
-"""#,
-        components: [
+"""#
+    }
+
+    static let components = [
             "securitySchemes": #"""
 hiveAxylToken:
   type: http
@@ -171,7 +216,7 @@ HiveAxylAppId:
 """#,
             "responses": #"""
 HiveAxylError:
-  description: "The Hive Axyl envelope with `data: null`: 400 code 4000 (missing or invalid field, named), 401 4010 (access token missing, expired or revoked; with `WWW-Authenticate`), 403 4030 (X-App-Id), 409 4090 (redeemed by another game), 412 4120 (environment not accepted: the client's `--environments` leaves it out), 422 4220 (receipt rejected; the reason is named) or 4221 (product mismatch), 502 5020 (store unreachable, safe to retry; or the store is not configured here, e.g. `GOOGLE_NOT_CONFIGURED`, which a retry does not fix)."
+  description: "The Hive Axyl envelope with `data: null`: 400 code 4000 (missing or invalid field, named), 401 4010 (access token missing, expired or revoked; with `WWW-Authenticate`), 403 4030 (X-App-Id), 409 4090 (redeemed by another game), 412 4120 (environment not accepted: the client's `--environments` leaves it out), 422 4220 (receipt rejected; the reason is named) or 4221 (product mismatch), 502 5020 (store unreachable, safe to retry; or the store is not configured here, a `..._NOT_CONFIGURED` reason, which a retry does not fix)."
   content:
     application/json:
       schema: {$ref: "#/components/schemas/HiveAxylFailure"}
@@ -266,5 +311,5 @@ HiveAxylSubscriptionData:
     hiveAxylAutoRenew: {type: boolean, nullable: true, description: "null until the store says"}
     hiveAxylSubscriptionState: {type: string, enum: [active, grace_period, billing_retry, expired, refunded, revoked]}
 """#,
-])
+    ]
 }

@@ -64,8 +64,8 @@ struct HiveAxylBody {
         return value
     }
 
-    /// `providerId`: which store the receipt is from, as the served stores' vendor codes say
-    /// (`APPLE`, `GOOGLE`, `AMAZON`, `HUAWEI`, ...). One not served is a clear 400 naming those that are.
+    /// `providerId`: which store the receipt is from, as the served stores' vendor codes say. One
+    /// not served is a clear 400 naming those that are.
     func store(core: any DialectCore) throws(HiveAxylResult) -> StoreDeclaration {
         let provider = try requiredString("providerId", maxLength: 32)
         guard let store = core.store(forVendorCode: provider) else {
@@ -76,7 +76,8 @@ struct HiveAxylBody {
     }
 
     /// The fields a store needs beside the receipt (`StoreDeclaration.evidenceFields`), sent
-    /// in this dialect's camelCase: Amazon's `amazon_user_id` is `amazonUserId`.
+    /// in this dialect's camelCase (`store_user_id` is `storeUserId`); the OpenAPI part names them
+    /// by this same rule.
     func evidenceFields(for store: StoreDeclaration) throws(HiveAxylResult) -> [String: String] {
         var found: [String: String] = [:]
         for field in store.evidenceFields {

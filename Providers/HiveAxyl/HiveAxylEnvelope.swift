@@ -36,8 +36,8 @@ package struct HiveAxylResult: Error, Sendable, Equatable {
     }
 
     /// A store refusal: a retryable one is a 502 whatever its code (trying again may succeed),
-    /// and the message names the store's reason. A verifier error that is not retryable (no
-    /// Google key configured) is a 502 too, but says what is wrong instead of inviting a retry.
+    /// and the message names the store's reason. A verifier error that is not retryable (the
+    /// store's credentials not configured) is a 502 too, but says what is wrong instead of inviting a retry.
     static func from(_ error: StoreVerificationError) -> HiveAxylResult {
         if error.isRetryable {
             return HiveAxylResult(status: 502, code: 5020, message: "store unreachable (\(error.reason)); safe to retry")

@@ -2,12 +2,12 @@ public import Foundation
 
 /// How a dialect finds the store its wire format means, from the stores' declared facts only: a
 /// store added later is reached through every dialect without the dialect changing. The service
-/// core and the test fakes use these same rules.
+/// core and the test fakes use these same rules, and a dialect's part of the OpenAPI document
+/// lists the stores it reaches by them (`StoreDeclaration.dialectCandidates`).
 extension DialectCore {
     /// The served store with this vendor code (case-insensitive), or nil.
     public func store(forVendorCode code: String) -> StoreDeclaration? {
-        let wanted = code.uppercased()
-        return stores.first { $0.vendorCode == wanted }
+        StoreDeclaration.store(forVendorCode: code, among: stores)
     }
 
     /// The served stores whose apps run on `system`, by store id.
@@ -23,7 +23,7 @@ extension DialectCore {
     /// `StoreChoiceRefused` naming the stores when none, or still several, are left.
     public func store(runningOn system: OperatingSystem, client: ClientInfo, evidence: String,
                       carriesEvidenceFields: Bool = false) throws(StoreChoiceRefused) -> StoreDeclaration {
-        var candidates = stores(runningOn: system).filter { carriesEvidenceFields || !$0.evidenceFields.contains(where: \.required) }
+        var candidates = StoreDeclaration.dialectCandidates(runningOn: system, among: stores, carriesEvidenceFields: carriesEvidenceFields)
         guard !candidates.isEmpty else { throw StoreChoiceRefused(system: system, candidates: [], reason: "no store for \(system) apps is served") }
         // Apps in none of them: any would refuse alike (the client registered no app there), so
         // one answers, as the only store of the system would.
@@ -47,6 +47,21 @@ extension DialectCore {
                                      reason: "the client's apps and the receipt do not tell them apart")
         }
         return chosen
+    }
+}
+
+extension StoreDeclaration {
+    /// The store among `stores` with this vendor code (case-insensitive), or nil.
+    public static func store(forVendorCode code: String, among stores: [StoreDeclaration]) -> StoreDeclaration? {
+        let wanted = code.uppercased()
+        return stores.first { $0.vendorCode == wanted }
+    }
+
+    /// The stores a dialect that names only a device's operating system can reach: those whose
+    /// apps run on `system`, less those needing evidence fields the dialect cannot carry.
+    public static func dialectCandidates(runningOn system: OperatingSystem, among stores: [StoreDeclaration],
+                                         carriesEvidenceFields: Bool = false) -> [StoreDeclaration] {
+        stores.filter { $0.operatingSystems.contains(system) && (carriesEvidenceFields || !$0.evidenceFields.contains(where: \.required)) }
     }
 }
 

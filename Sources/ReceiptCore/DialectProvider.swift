@@ -50,13 +50,15 @@ public protocol DialectProvider: Sendable {
     /// The refund callback this dialect's game servers expect, if it has one (a capability,
     /// declared; a client picks it by format name).
     var refundCallbacks: (any RefundCallbackRenderer)? { get }
-    /// This dialect's routes in the served OpenAPI document.
-    var openAPI: OpenAPIPart { get }
+    /// This dialect's routes in the served OpenAPI document, written from the served stores'
+    /// facts (the vendor codes, layouts and fields its wire format takes), so a store added later
+    /// shows in the dialect's schemas as it is reached by its routes.
+    func openAPI(stores: [StoreDeclaration]) -> OpenAPIPart
 }
 
 extension DialectProvider {
     public var refundCallbacks: (any RefundCallbackRenderer)? { nil }
-    public var openAPI: OpenAPIPart { OpenAPIPart() }
+    public func openAPI(stores: [StoreDeclaration]) -> OpenAPIPart { OpenAPIPart() }
 }
 
 /// A refund or revocation the ledger learned of, for dialects that tell game servers about it.

@@ -214,9 +214,23 @@ public struct PluginList: Sendable {
     public let stores: [StorePlugin]
     public let dialects: [DialectPlugin]
 
-    public init(stores: [StorePlugin], dialects: [DialectPlugin]) {
+    /// Throws `PluginListInvalid` when two stores share a store id or a vendor code (a dialect
+    /// could not tell which one a request means), or two dialects share a name.
+    public init(stores: [StorePlugin], dialects: [DialectPlugin]) throws(PluginListInvalid) {
+        let declarations = stores.map(\.declaration)
+        let clashes = Self.repeated(declarations.map(\.store.rawValue)).map { "store id \($0)" }
+            + Self.repeated(declarations.map(\.vendorCode)).map { "vendor code \($0)" }
+            + Self.repeated(dialects.map(\.name)).map { "dialect name \($0)" }
+        guard clashes.isEmpty else { throw PluginListInvalid(clashes: clashes) }
         self.stores = stores
         self.dialects = dialects
+    }
+
+    /// The values given more than once, each once, in order of first appearance.
+    private static func repeated(_ values: [String]) -> [String] {
+        var seen: Set<String> = [], reported: [String] = []
+        for value in values where !seen.insert(value).inserted && !reported.contains(value) { reported.append(value) }
+        return reported
     }
 
     public func store(_ id: StoreID) -> StorePlugin? { stores.first { $0.declaration.store == id } }
@@ -225,6 +239,13 @@ public struct PluginList: Sendable {
     package var clientSettings: [(plugin: String, settings: [ClientSettingDeclaration])] {
         stores.map { ($0.declaration.displayName, $0.declaration.settings) } + dialects.map { ($0.displayName, $0.settings) }
     }
+}
+
+/// Two plugins claim one name: the registry is refused as it is built.
+public struct PluginListInvalid: Error, Sendable, CustomStringConvertible {
+    /// `store id X`, `vendor code X`, `dialect name X`: each name claimed more than once.
+    public let clashes: [String]
+    public var description: String { "plugins share a name: \(clashes.joined(separator: ", "))" }
 }
 
 /// A development helper a store offers as `receiptgate dev <name>` (e.g. signing a test purchase

@@ -81,10 +81,11 @@ public final class Service: Sendable {
                             refundCallbackFormats: dialects.compactMap(\.refundCallbacks?.format).sorted())
     }
 
-    /// The core's part of the OpenAPI document with each served plugin's part in place.
-    func openAPIDocument() -> Data? {
-        OpenAPIDocument.served(configuredPath: configuration.openAPIPath, stores: stores.map(\.declaration),
-                               dialects: dialects.map(\.openAPI)).map { Data($0.utf8) }
+    /// The core's part of the OpenAPI document with each served plugin's part in place; throws
+    /// `OpenAPIDocument.Unplaced` (start-up stops) when a plugin's part has no place in it.
+    func openAPIDocument() throws -> Data? {
+        try OpenAPIDocument.served(configuredPath: configuration.openAPIPath, stores: stores.map(\.declaration),
+                                   dialects: dialects).map { Data($0.utf8) }
     }
 
     /// Refund-callback renderers by the format name clients choose; two dialects may not claim one
@@ -135,7 +136,7 @@ public final class Service: Sendable {
             lifecycle.withLock { $0.primaryWALPositions = positions }
         }
         let operational = OperationalRoutes(database: database, metrics: metrics,
-                                            openAPIDocument: openAPIDocument(),
+                                            openAPIDocument: try openAPIDocument(),
                                             inFlight: { serverBox.server?.inFlightRequests ?? 0 }, groupCommit: pipeline.batcher,
                                             clientCache: { [weak self] in self?.clientCache?.status }, verifications: verifications,
                                             ledgerReads: ledgerReads)

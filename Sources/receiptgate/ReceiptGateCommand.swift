@@ -77,8 +77,8 @@ enum ReceiptGateCommand {
     /// What the service serves at /openapi.yaml: the core's part with every plugin's.
     static func openAPIDocument() throws -> String {
         let configuration = try ServiceConfiguration.fromEnvironment()
-        guard let document = OpenAPIDocument.served(configuredPath: configuration.openAPIPath, stores: try StartedPlugins.stores().map(\.declaration),
-                                                    dialects: try StartedPlugins.dialects().map(\.openAPI)) else {
+        guard let document = try OpenAPIDocument.served(configuredPath: configuration.openAPIPath, stores: try StartedPlugins.stores().map(\.declaration),
+                                                    dialects: try StartedPlugins.dialects()) else {
             throw UsageError("openapi.yaml was not found; set RECEIPTGATE_OPENAPI_PATH")
         }
         return document

@@ -79,3 +79,37 @@ import TestSupport
         }
     }
 }
+
+/// The registry is refused as it is built when two stores claim one vendor code or store id: a
+/// dialect naming the store by that code could not tell which is meant.
+@Suite struct PluginRegistryClashes {
+    static func store(_ id: String, vendorCode: String) -> StorePlugin {
+        let declaration = StoreDeclaration(store: StoreID(rawValue: id), displayName: id,
+                                           identifiers: AppIdentifierKind(name: "\(id)_app", flag: "\(id)-app", help: id),
+                                           vendorCode: vendorCode, operatingSystems: [.android], evidenceShapes: [.purchaseToken])
+        return StorePlugin(declaration) { _ in throw ConfigurationInvalid(variable: "UNUSED", problem: "never started") }
+    }
+
+    @Test func aSecondStoreWithAVendorCodeInUseIsRefused() {
+        #expect {
+            // Codes are compared as declared, in capitals: "acme" and "ACME" are one code.
+            _ = try PluginList(stores: [Self.store("acme_store", vendorCode: "ACME"), Self.store("acme_two", vendorCode: "acme")], dialects: [])
+        } throws: { error in
+            (error as? PluginListInvalid)?.clashes == ["vendor code ACME"]
+        }
+    }
+
+    @Test func aSecondStoreWithAStoreIDInUseIsRefused() {
+        #expect {
+            _ = try PluginList(stores: [Self.store("acme_store", vendorCode: "ACME"), Self.store("acme_store", vendorCode: "OTHER")], dialects: [])
+        } throws: { error in
+            (error as? PluginListInvalid)?.clashes == ["store id acme_store"]
+        }
+    }
+
+    @Test func distinctStoresAndTheShippedRegistryAreAccepted() throws {
+        let list = try PluginList(stores: [Self.store("acme_store", vendorCode: "ACME"), Self.store("other_store", vendorCode: "OTHER")], dialects: [])
+        #expect(list.stores.count == 2)
+        _ = try PluginList(stores: Plugins.all.stores, dialects: Plugins.all.dialects)
+    }
+}

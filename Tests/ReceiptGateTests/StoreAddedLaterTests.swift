@@ -5,8 +5,10 @@ import Foundation
 import GooglePlay
 import HiveAxyl
 import HuaweiAppGallery
+import Plugins
 import PluginTestSupport
 import ReceiptCore
+import ReceiptGate
 import Testing
 
 /// The registry's promise: a store is reached through every dialect by the facts it declares
@@ -16,7 +18,9 @@ import Testing
 @Suite struct StoreAddedLater {
     static let acmeApps = AppIdentifierKind(name: "acme_package", flag: "acme-package", help: "Acme Store package")
     static let acme = StoreDeclaration(store: StoreID(rawValue: "acme_store"), displayName: "Acme Store", identifiers: acmeApps,
-                                       vendorCode: "acme", operatingSystems: [.android], evidenceShapes: [.purchaseToken])
+                                       evidenceFields: [EvidenceField(name: "acme_region", required: false, maxLength: 16, description: "the Acme region")],
+                                       vendorCode: "acme", operatingSystems: [.android], evidenceShapes: [.purchaseToken],
+                                       openAPI: OpenAPIPart(sharedFieldNotes: ["receipt": "an Acme purchase token."]))
     static let client = ClientInfo(clientID: "rgc_acme", gameID: 42, appIdentifiers: [acmeApps.name: ["com.example.acme"]],
                                    environments: [.production, .sandbox], settings: [HiveAxyl.appIDsSetting: ["com.example.hive"]])
 
@@ -71,6 +75,53 @@ import Testing
                                      signedAs: Self.client)
         #expect(answer.status == 200, "\(answer.object)")
         #expect(core.recordedRequests.map(\.store) == [Self.acme.store])
+    }
+
+    // MARK: - The served document
+
+    /// The document a service serving the fifth store beside two shipped ones would serve: the
+    /// core's part with every registered dialect's, written from these stores' facts.
+    static func servedDocument() throws -> String {
+        let here = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        let core = try String(contentsOf: here.appendingPathComponent("../../Deploy/openapi.yaml").standardized, encoding: .utf8)
+        let dialects = try Plugins.all.dialects.map { try $0.start(PluginEnvironment(variables: [:])) }
+        return try OpenAPIDocument.assemble(core: core, stores: [AppStoreProvider.declaration, GooglePlayProvider.declaration, acme],
+                                            dialects: dialects)
+    }
+
+    /// The lines of one path item (`  /path:` up to the next path), each trimmed.
+    static func route(_ path: String, in document: String) throws -> [String] {
+        let start = try #require(document.range(of: "\n  \(path):\n"), "\(path) is not in the document")
+        let rest = document[start.upperBound...]
+        let end = rest.range(of: "\n  /")?.lowerBound ?? rest.endIndex
+        return rest[..<end].split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+    }
+
+    @Test func hiveAxylsSchemasTakeItsVendorCodeAndItsFieldInCamelCase() throws {
+        let document = try Self.servedDocument()
+        for path in ["/payment/v1/purchase/verify", "/payment/v1/subscription/verify"] {
+            let lines = try Self.route(path, in: document)
+            #expect(lines.contains(#"providerId: {type: string, enum: ["APPLE", "GOOGLE", "ACME"]}"#), "\(path): \(lines.filter { $0.hasPrefix("providerId") })")
+            #expect(lines.contains { $0.hasPrefix("acmeRegion: {type: string, maxLength: 16,") }, "\(path) lacks acmeRegion")
+        }
+        #expect(try Self.route("/payment/v1/purchase/verify", in: document).contains("- `ACME` (Acme Store): an Acme purchase token. With `acmeRegion` (optional)."))
+    }
+
+    @Test func theAccountLinkSchemaHasItsObjectInTheTokenLayout() throws {
+        let lines = try Self.route("/iap", in: try Self.servedDocument())
+        let object = try #require(lines.firstIndex(of: "acme:"), "/iap has no acme object")
+        #expect(Array(lines[object...].prefix(8)) == [
+            "acme:", "type: object", #"description: "Acme Store: an Acme purchase token.""#, "required: [package_id, purchase_token]",
+            "properties:", "package_id: {type: string}", "purchase_token: {type: string}",
+            #"product_id: {type: string, description: "Optional; the purchase must be for this product."}"#,
+        ])
+        #expect(lines.contains { $0.hasPrefix("acme_region: {type: string, maxLength: 16,") })
+        #expect(lines.contains("- `acme`: Acme Store, with `acme.package_id` and `acme.purchase_token`, `acme.acme_region` (optional)"))
+    }
+
+    @Test func theAlogameGatewaySaysWhatItTakesAsAnAndroidReceipt() throws {
+        let lines = try Self.route("/iap/gateway/verify", in: try Self.servedDocument())
+        #expect(lines.contains("- `os_id` 1, Acme Store: an Acme purchase token."), "\(lines)")
     }
 
     // MARK: - Choosing a store for an operating system

@@ -12,8 +12,8 @@ enum AssembledOpenAPI {
         let here = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         let core = try String(contentsOf: here.appendingPathComponent("../../../Deploy/openapi.yaml").standardized, encoding: .utf8)
         let environment = PluginEnvironment(variables: [:])
-        return OpenAPIDocument.assemble(core: core, stores: Plugins.all.stores.map(\.declaration),
-                                        dialects: try Plugins.all.dialects.map { try $0.start(environment).openAPI })
+        return try OpenAPIDocument.assemble(core: core, stores: Plugins.all.stores.map(\.declaration),
+                                            dialects: try Plugins.all.dialects.map { try $0.start(environment) })
     }
 
     static func file(_ label: String) throws -> String {
