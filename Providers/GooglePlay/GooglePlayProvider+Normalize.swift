@@ -16,7 +16,7 @@ extension GooglePlayProvider {
         }
         var purchase = try base(orderID: product.orderId, token: token, package: package, test: product.purchaseType == 0)
         purchase.productID = product.productId ?? productID
-        purchase.kind = consume ? .consumable : nil
+        purchase.kind = EntitlementRules.oneTimeKind(consumed: product.consumptionState == 1, consumedForClient: consume)
         purchase.quantity = product.quantity ?? 1
         purchase.purchaseDate = GoogleTime.millis(product.purchaseTimeMillis)
         purchase.storefront = product.regionCode
@@ -39,14 +39,15 @@ extension GooglePlayProvider {
         let item = product.productLineItem?.first
         var purchase = try base(orderID: product.orderId, token: token, package: package, test: product.testPurchaseContext != nil)
         purchase.productID = item?.productId
-        purchase.kind = consume ? .consumable : nil
+        let consumed = item?.productOfferDetails?.consumptionState == "CONSUMPTION_STATE_CONSUMED"
+        purchase.kind = EntitlementRules.oneTimeKind(consumed: consumed, consumedForClient: consume)
         purchase.quantity = item?.productOfferDetails?.quantity ?? 1
         purchase.purchaseDate = GoogleTime.rfc3339(product.purchaseCompletionTime)
         purchase.storefront = product.regionCode
         purchase.accountToken = product.obfuscatedExternalAccountId
         purchase.storeAttributes["product_type"] = "product"
         purchase.storeAttributes["acknowledged"] = String(product.acknowledgementState == "ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED")
-        purchase.storeAttributes["consumed"] = String(item?.productOfferDetails?.consumptionState == "CONSUMPTION_STATE_CONSUMED")
+        purchase.storeAttributes["consumed"] = String(consumed)
         purchase.storeAttributes["purchase_state"] = switch product.purchaseStateContext?.purchaseState {
         case "PURCHASED"?, nil: "purchased"
         case "CANCELLED"?, "CANCELED"?: "canceled"

@@ -8,6 +8,15 @@ public enum EntitlementRules {
     /// A consumable is used up: it never grants an entitlement, whatever the catalog maps.
     public static func mayGrant(_ kind: ProductKind?) -> Bool { kind != .consumable }
 
+    /// The kind of a one-time purchase from a store that does not say whether its product is
+    /// consumable (Google Play: the app decides, by consuming the purchase or not). A purchase the
+    /// store reports consumed, or one we consume for the client, was a consumable; any other is of
+    /// unknown kind and may grant, as the store itself keeps an unconsumed purchase owned (it
+    /// cannot be bought again until it is consumed).
+    public static func oneTimeKind(consumed: Bool, consumedForClient: Bool) -> ProductKind? {
+        consumed || consumedForClient ? .consumable : nil
+    }
+
     /// The subscription states in which the subscriber has access (a billing retry without a grace
     /// period does not; a grace period does, until its end).
     public static let accessStatuses: [SubscriptionStatus] = [.active, .gracePeriod]

@@ -110,19 +110,20 @@ package final class FakeGooglePlay: Sendable {
 
     // MARK: - Purchases
 
-    /// A one-time product: `state` 0 purchased, 1 canceled, 2 pending; `test` for a license tester.
+    /// A one-time product: `state` 0 purchased, 1 canceled, 2 pending; `test` for a license tester;
+    /// `consumed` once the app consumed it.
     package func addProduct(token: String, package: String = "com.example.game", productID: String = "gems100", orderID: String? = "GPA.3301-2345-6789-01234",
-                           state: Int = 0, test: Bool = false, acknowledged: Bool = false, accountID: String? = nil, quantity: Int = 1,
-                           purchaseTimeMillis: Int64 = 1_716_389_123_000) throws {
+                           state: Int = 0, test: Bool = false, acknowledged: Bool = false, consumed: Bool = false, accountID: String? = nil,
+                           quantity: Int = 1, purchaseTimeMillis: Int64 = 1_716_389_123_000) throws {
         var v1: [String: Any] = ["kind": "androidpublisher#productPurchase", "purchaseTimeMillis": String(purchaseTimeMillis), "purchaseState": state,
-                                 "consumptionState": 0, "developerPayload": "", "acknowledgementState": acknowledged ? 1 : 0,
+                                 "consumptionState": consumed ? 1 : 0, "developerPayload": "", "acknowledgementState": acknowledged ? 1 : 0,
                                  "regionCode": "VN", "quantity": quantity, "productId": productID, "purchaseToken": token]
         if let orderID { v1["orderId"] = orderID }
         if test { v1["purchaseType"] = 0 }
         if let accountID { v1["obfuscatedExternalAccountId"] = accountID }
         var v2: [String: Any] = [
             "kind": "androidpublisher#productPurchaseV2",
-            "productLineItem": [["productId": productID, "productOfferDetails": ["quantity": quantity, "consumptionState": "CONSUMPTION_STATE_YET_TO_BE_CONSUMED"]]],
+            "productLineItem": [["productId": productID, "productOfferDetails": ["quantity": quantity, "consumptionState": consumed ? "CONSUMPTION_STATE_CONSUMED" : "CONSUMPTION_STATE_YET_TO_BE_CONSUMED"]]],
             "purchaseStateContext": ["purchaseState": ["PURCHASED", "CANCELLED", "PENDING"][state]],
             "regionCode": "VN", "purchaseCompletionTime": Self.rfc3339(millis: purchaseTimeMillis),
             "acknowledgementState": acknowledged ? "ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED" : "ACKNOWLEDGEMENT_STATE_PENDING",

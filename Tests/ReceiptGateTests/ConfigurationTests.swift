@@ -16,6 +16,9 @@ import TestSupport
         #expect(configuration.masterKey == nil)
         #expect(configuration.logLevel == .info)
         #expect(configuration.clientCacheSeconds == 5)
+        #expect(configuration.databaseReadURL == nil, "reads go to the primary unless a standby is named")
+        #expect(configuration.readMaxLagMilliseconds == 1000, "a standby more than a second behind is skipped")
+        #expect(configuration.entitlementSweepSeconds == 30)
     }
 
     @Test func valuesAreRead() throws {
@@ -24,6 +27,7 @@ import TestSupport
             "RECEIPTGATE_HOST": "0.0.0.0", "RECEIPTGATE_PORT": "9090", "DATABASE_URL": "postgresql://db/rg",
             "RECEIPTGATE_DATA_DIR": "/var/lib/rg", "RECEIPTGATE_MASTER_KEY": key.base64EncodedString(),
             "RECEIPTGATE_LOG_LEVEL": "DEBUG", "RECEIPTGATE_DB_POOL_SIZE": "3", "RECEIPTGATE_CLIENT_CACHE_SECONDS": "0",
+            "DATABASE_READ_URL": "postgresql://standby/rg", "RECEIPTGATE_READ_MAX_LAG_MS": "250", "RECEIPTGATE_ENTITLEMENT_SWEEP_INTERVAL": "5",
         ])
         #expect(configuration.host == "0.0.0.0")
         #expect(configuration.port == 9090)
@@ -33,6 +37,11 @@ import TestSupport
         #expect(configuration.logLevel == .debug)
         #expect(configuration.databasePoolSize == 3)
         #expect(configuration.clientCacheSeconds == 0)
+        #expect(configuration.databaseReadURL == "postgresql://standby/rg")
+        #expect(configuration.readMaxLagMilliseconds == 250)
+        #expect(configuration.entitlementSweepSeconds == 5)
+        // 0 is a bound too: only a standby with nothing left to replay answers.
+        #expect(try ServiceConfiguration.fromEnvironment(["RECEIPTGATE_READ_MAX_LAG_MS": "0"]).readMaxLagMilliseconds == 0)
     }
 
     @Test(arguments: [
@@ -40,6 +49,8 @@ import TestSupport
         ("RECEIPTGATE_MASTER_KEY", "c2hvcnQ="), ("RECEIPTGATE_MASTER_KEY", "not base64!"),
         ("RECEIPTGATE_LOG_LEVEL", "loud"), ("RECEIPTGATE_DB_POOL_SIZE", "0"), ("RECEIPTGATE_MAX_BODY_BYTES", "12"),
         ("RECEIPTGATE_CLIENT_CACHE_SECONDS", "-1"), ("RECEIPTGATE_CLIENT_CACHE_SECONDS", "301"),
+        ("RECEIPTGATE_READ_MAX_LAG_MS", "1s"), ("RECEIPTGATE_READ_MAX_LAG_MS", "-1"), ("RECEIPTGATE_READ_MAX_LAG_MS", "3600001"),
+        ("RECEIPTGATE_READ_MAX_LAG_MS", "2.5"), ("RECEIPTGATE_ENTITLEMENT_SWEEP_INTERVAL", "0"),
     ])
     func badValuesNameTheVariable(variable: String, value: String) {
         do {

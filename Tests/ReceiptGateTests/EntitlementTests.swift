@@ -1,3 +1,5 @@
+import AmazonAppstore
+import AmazonAppstoreTestSupport
 import AppStore
 import AppStoreTestSupport
 import Foundation
@@ -10,17 +12,24 @@ import Testing
 import TestSupport
 
 /// What a player owns, over HTTP against a real Postgres: one service with the App Store (its
-/// notifications signed by the test PKI) and Google Play (a local fake of its API), a catalog
-/// mapping both stores' VIP products to `vip`, and a receiver for the `entitlement.*` webhooks.
+/// notifications signed by the test PKI), Google Play and Amazon's RVS (local fakes of their
+/// APIs), a catalog mapping both stores' VIP products to `vip`, and a receiver for the
+/// `entitlement.*` webhooks.
 struct EntitlementHarness {
     let harness: VerifyHarness
     let google: FakeGooglePlay
+    let amazon: FakeRVS
     let receiver: GooglePlayHarness.Receiver
     var client: SignedClient { harness.client }
     static let adminToken = "entitlements-admin-" + String(repeating: "e", count: 32)
 
-    static func start(sweepEvery seconds: Int = 1, gameID: Int64? = 42, configure: (inout ServiceConfiguration) -> Void = { _ in }) async throws -> EntitlementHarness {
+    static let amazonPackage = "com.example.game.amazon"
+
+    static func start(sweepEvery seconds: Int = 1, gameID: Int64? = 42, dialects: [any DialectProvider] = [],
+                      configure: (inout ServiceConfiguration) -> Void = { _ in }) async throws -> EntitlementHarness {
         let google = try FakeGooglePlay()
+        let amazon = try FakeRVS()
+        let amazonProvider = try AmazonAppstoreProvider(configuration: amazon.configuration(), http: FakeRVS.http(), logger: Logger(minimumLevel: .error))
         let receiver = try GooglePlayHarness.Receiver()
         var googleConfiguration = try google.configuration()
         googleConfiguration.serviceAccountKey = nil
@@ -28,22 +37,28 @@ struct EntitlementHarness {
         let googleProvider = GooglePlayProvider(configuration: googleConfiguration, http: FakeGooglePlay.http(), logger: Logger(minimumLevel: .error))
         let harness = try await VerifyHarness.start(gameID: gameID, outbox: VerifyHarness.fastOutbox(), adminToken: adminToken,
                                                     webhookURL: "http://127.0.0.1:\(receiver.server.port)/hooks",
-                                                    otherStores: [googleProvider.registration], configure: { configuration in
+                                                    dialects: dialects, otherStores: [googleProvider.registration, amazonProvider.registration],
+                                                    configure: { configuration in
             configuration.entitlementSweepSeconds = seconds
             configuration.quietSubscriptions.intervalSeconds = 0
             configure(&configuration)
         })
         var settings = ClientSettings()
         settings.appIdentifiers[GooglePlayProvider.packageNameKind.name] = ["com.example.game"]
-        settings.sealedSettings = [GooglePlayProvider.Setting.serviceAccountKey: try google.serviceAccountJSON()]
+        settings.appIdentifiers[AmazonAppstoreProvider.packageNameKind.name] = [amazonPackage]
+        settings.sealedSettings = [GooglePlayProvider.Setting.serviceAccountKey: try google.serviceAccountJSON(),
+                                   AmazonAppstoreProvider.Setting.sharedSecret: FakeRVS.sharedSecret]
         _ = try await harness.service.clients.update(harness.client.clientID, settings)
-        return EntitlementHarness(harness: harness, google: google, receiver: receiver)
+        return EntitlementHarness(harness: harness, google: google, amazon: amazon, receiver: receiver)
     }
 
     func stop() {
         harness.stop()
-        let google = google
-        Task.detached { await google.shutdown() }
+        let (google, amazon) = (google, amazon)
+        Task.detached {
+            await google.shutdown()
+            await amazon.shutdown()
+        }
         ClaimSupport.stop(receiver)
     }
 

@@ -43,6 +43,36 @@ import TestSupport
         try record("/v1/subscriptions/{store}/{original_transaction_id}", "get", try await harness.client.get("/v1/subscriptions/app_store/2000000000007001"))
         try record("/v1/players/{player_id}/transactions", "get", try await harness.client.get("/v1/players/p/transactions?limit=1"))
         try record("/v1/players/{player_id}/transactions", "get", try await harness.client.get("/v1/players/p/transactions?limit=x"))
+        // The catalog through the admin API, then what the player owns under it.
+        let auth = ["Authorization": "Bearer \(token)"]
+        let products = "/admin/clients/\(harness.client.clientID)/products"
+        func admin(_ method: String, _ path: String, _ body: String? = nil) async throws -> RawHTTP.Response {
+            try await RawHTTP.request(port: harness.client.port, method: method, path: path, headers: auth.merging(["Content-Type": "application/json"]) { a, _ in a },
+                                      body: Data((body ?? "").utf8))
+        }
+        try record("/admin/clients/{client_id}/products/{store}/{product_id}", "put",
+                   try await admin("PUT", "\(products)/app_store/gems.100", #"{"entitlements":["vip","supporter"]}"#))
+        try record("/admin/clients/{client_id}/products/{store}/{product_id}", "put",
+                   try await admin("PUT", "\(products)/app_store/noads", #"{"entitlements":["no_ads"]}"#))
+        try record("/admin/clients/{client_id}/products/{store}/{product_id}", "put",
+                   try await admin("PUT", "\(products)/app_store/gems.100", #"{"entitlements":["Not A Name"]}"#))
+        try record("/admin/clients/{client_id}/products/{store}/{product_id}", "put", try await admin("PUT", "\(products)/nowhere/gems.100",
+                                                                                                         #"{"entitlements":["vip"]}"#))
+        try record("/admin/clients/{client_id}/products/{store}/{product_id}", "put",
+                   try await admin("PUT", "/admin/clients/no-such-client/products/app_store/gems.100", #"{"entitlements":["vip"]}"#))
+        try record("/admin/clients/{client_id}/products/{store}/{product_id}", "delete", try await admin("DELETE", "\(products)/app_store/noads"))
+        try record("/admin/clients/{client_id}/products/{store}/{product_id}", "delete", try await admin("DELETE", "\(products)/app_store/noads"))
+        let listedProducts = try await admin("GET", products)
+        #expect((try listedProducts.json()["products"] as? [[String: Any]])?.count == 1, "\(listedProducts.text)")
+        try record("/admin/clients/{client_id}/products", "get", listedProducts)
+        try record("/admin/clients/{client_id}/products", "get", try await RawHTTP.request(port: harness.client.port, path: products))
+        let owned = try await harness.client.get("/v1/players/p/entitlements")
+        #expect((try owned.json()["entitlements"] as? [[String: Any]])?.count == 2, "vip and supporter: \(owned.text)")
+        try record("/v1/players/{player_id}/entitlements", "get", owned)
+        try record("/v1/players/{player_id}/entitlements", "get", try await harness.client.get("/v1/players/nobody/entitlements"))
+        try record("/v1/players/{player_id}/entitlements", "get", try await harness.client.get("/v1/players/p/entitlements", version: "1"))
+        try record("/v1/players/{player_id}/entitlements", "get",
+                   try await harness.client.get("/v1/players/\(String(repeating: "x", count: 300))/entitlements"))
         try record("/v1/notifications/app-store", "post", try await NotificationsDriveTheLedger.notify(harness, type: "DID_RENEW", transaction: subscription))
         try record("/v1/notifications/app-store", "post", try await RawHTTP.request(port: harness.client.port, method: "POST",
                                                                                    path: "/v1/notifications/app-store", body: Data("{}".utf8)))
@@ -55,7 +85,6 @@ import TestSupport
         try record("/iap/gateway/lookup-receipt", "post", try await harness.client.post("/iap/gateway/lookup-receipt", json: ["order": 1]))
         try record("/healthz", "get", try await RawHTTP.request(port: harness.client.port, path: "/healthz"))
         try record("/readyz", "get", try await RawHTTP.request(port: harness.client.port, path: "/readyz"))
-        let auth = ["Authorization": "Bearer \(token)"]
         let listed = try await RawHTTP.request(port: harness.client.port, path: "/admin/webhooks", headers: auth)
         try record("/admin/webhooks", "get", listed)
         let eventID = try #require((try listed.json()["events"] as? [[String: Any]])?.first?["event_id"] as? String)

@@ -114,7 +114,9 @@ enum EntitlementIndex {
 
     private static let withdrawnStates = TransactionState.allCases.filter(\.isWithdrawn).map(\.rawValue)
     private static let accessStatuses = EntitlementRules.accessStatuses.map(\.rawValue)
-    private static let nonGrantingKinds = ProductKind.allCases.filter { !EntitlementRules.mayGrant($0) }.map(\.rawValue)
+    /// The kinds that never grant, a row of unknown kind as '' (the SQL filters compare `COALESCE(product_kind, '')`).
+    private static let nonGrantingKinds = ([nil] + ProductKind.allCases.map(Optional.some)).filter { !EntitlementRules.mayGrant($0) }
+        .map { $0?.rawValue ?? "" }
 
     /// Desired rows from the ledger, then the difference written: rows no longer owned deleted,
     /// new or changed ones upserted; each returned with what it was before (one snapshot: `before`).
