@@ -54,6 +54,7 @@ extension FakeHuawei {
             return json(200, #"{"access_token":"\#(token)","expires_in":\#(state.tokenLifetime.get()),"token_type":"Bearer"}"#)
         })
         router.post("/applications/purchases/tokens/verify", counted("verify") { request, fields in
+            await state.passUnlessHeld(fields["purchaseToken"])
             guard let token = fields["purchaseToken"], let entry = state.products.get()[token] else {
                 return json(200, #"{"responseCode":"8","responseMessage":"ERROR_INVALID_PAYMENTTOKEN"}"#)
             }

@@ -54,6 +54,9 @@ package final class FakeHuawei: Sendable {
         let continuations = LockedBox<[String: (startAt: Int64, endAt: Int64, type: Int, offset: Int)]>([:])
         /// Seconds of `Retry-After` on an injected 429 (none when nil).
         package let retryAfterSeconds = LockedBox<Int?>(nil)
+        /// Order-service requests for tokens starting with this are held until `releaseHeld()`:
+        /// a Huawei that takes the connection and does not answer yet.
+        package let heldTokenPrefix = LockedBox<String?>(nil)
     }
 
     /// A record of the cancelled list: when Huawei listed it, whether it is a subscription's, and
