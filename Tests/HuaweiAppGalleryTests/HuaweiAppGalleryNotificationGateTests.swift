@@ -132,6 +132,29 @@ import TestSupport
         await huawei.shutdown()
     }
 
+    @Test func theBoundsComeFromTheEnvironmentAndBadValuesNameTheirVariable() throws {
+        let set = try HuaweiAppGalleryConfiguration.fromEnvironment([
+            "RECEIPTGATE_HUAWEI_NOTIFICATION_READS_AT_ONCE": "3", "RECEIPTGATE_HUAWEI_NOTIFICATION_READS_PER_MINUTE": "120",
+            "RECEIPTGATE_HUAWEI_NOTIFICATION_READ_TIMEOUT_SECONDS": "2", "RECEIPTGATE_HUAWEI_NOTIFICATION_MEMORY_SECONDS": "60",
+            "RECEIPTGATE_HUAWEI_NOTIFICATION_UNSETTLED_MEMORY_SECONDS": "5", "RECEIPTGATE_HUAWEI_NOTIFICATION_MEMORY_ENTRIES": "500",
+            "RECEIPTGATE_HUAWEI_OAUTH_FAILURE_SECONDS": "10",
+        ])
+        let reads = set.notificationReads
+        #expect(reads.atOnce == 3 && reads.perAppPerMinute == 120 && reads.timeout == .seconds(2))
+        #expect(reads.outcomeLifetime == .seconds(60) && reads.unsettledLifetime == .seconds(5) && reads.maxRemembered == 500)
+        #expect(set.oauthFailureLifetime == 10)
+        for name in ["RECEIPTGATE_HUAWEI_NOTIFICATION_READS_AT_ONCE", "RECEIPTGATE_HUAWEI_NOTIFICATION_READS_PER_MINUTE",
+                     "RECEIPTGATE_HUAWEI_NOTIFICATION_READ_TIMEOUT_SECONDS", "RECEIPTGATE_HUAWEI_NOTIFICATION_MEMORY_SECONDS",
+                     "RECEIPTGATE_HUAWEI_NOTIFICATION_UNSETTLED_MEMORY_SECONDS", "RECEIPTGATE_HUAWEI_NOTIFICATION_MEMORY_ENTRIES",
+                     "RECEIPTGATE_HUAWEI_OAUTH_FAILURE_SECONDS"] {
+            for bad in ["0", "-1", "many", "99999999999"] {
+                #expect { _ = try HuaweiAppGalleryConfiguration.fromEnvironment([name: bad]) } throws: { error in
+                    (error as? ConfigurationInvalid)?.variable == name
+                }
+            }
+        }
+    }
+
     /// The gate on its own: re-reads past the cap are refused at once, a key being read is awaited.
     @Test func readsPastTheCapAreRefusedAndAKeyBeingReadIsAwaited() async throws {
         var limits = HuaweiAppGalleryConfiguration.NotificationReads()

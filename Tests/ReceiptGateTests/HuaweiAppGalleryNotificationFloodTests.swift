@@ -102,6 +102,15 @@ import TestSupport
         let reads = harness.huawei.hits("verify") - verifyCalls
         #expect(reads <= Self.budget + refill, "notifications asked Huawei \(reads) times; the budget is \(Self.budget) a minute")
 
+        // An app id no client registered: refused, nothing asked.
+        let hitsBefore = harness.huawei.hits("verify")
+        let stranger = try JSONSerialization.data(withJSONObject: [
+            "applicationId": "999000999", "orderNotification": ["notificationType": 2, "purchaseToken": "tok.stranger", "productId": "no.ads"],
+        ])
+        let refused = try await Self.post(harness, stranger)
+        #expect(refused.status == 401 && refused.text.contains("UNKNOWN_APPLICATION"), "\(refused.text)")
+        #expect(harness.huawei.hits("verify") == hitsBefore)
+
         // Nothing recorded but the genuine refund.
         #expect(try await harness.count("SELECT count(*) AS n FROM store_notifications WHERE store = 'huawei_appgallery'") == 1)
         // Verifies keep working with the notifications' budget spent.
