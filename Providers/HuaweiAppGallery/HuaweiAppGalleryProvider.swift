@@ -63,8 +63,8 @@ public struct HuaweiAppGalleryProvider: StoreProvider, NotificationReceiving, Pu
         return HTTPClient(configuration)
     }
 
-    /// This provider asking Huawei through the notifications' client: what `fetch` reads for a
-    /// notification goes there, whatever else reads the same way.
+    /// This provider with the notifications' client in place of its own: `fetch` on it reads and
+    /// checks exactly as a verify does, only on other threads and without retries.
     var readingForNotifications: HuaweiAppGalleryProvider {
         var reader = self
         reader.api = notificationAPI
