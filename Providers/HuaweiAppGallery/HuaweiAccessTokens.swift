@@ -4,7 +4,10 @@ package import HTTPClient
 
 /// App-level access tokens from Huawei's OAuth 2.0 endpoint (client credentials grant: the app
 /// id and app secret), cached per app until shortly before they expire. Concurrent requests for
-/// one app share one exchange: the first starts it, the others await the same task.
+/// one app share one exchange: the first starts it, the others await the same task. The endpoint
+/// refusing an app's id and secret is remembered for `failureLifetime` and answered from memory
+/// meanwhile: a flood of requests for a misconfigured app (notifications anyone may send) costs
+/// one exchange, not one each.
 package actor HuaweiAccessTokens {
     /// An app's credentials, as a client registered them.
     package struct App: Sendable, CustomStringConvertible {
@@ -30,16 +33,22 @@ package actor HuaweiAccessTokens {
     private let url: String
     private let http: HTTPClient
     private let margin: TimeInterval
+    private let failureLifetime: TimeInterval
     private let now: @Sendable () -> Date
     private var cached: [String: Token] = [:]
     private var exchanging: [String: Task<Token, any Error>] = [:]
+    /// Refusals by the OAuth endpoint, until they are forgotten (one per registered app and
+    /// secret at most: the key changes with the secret, so a corrected one is asked at once).
+    private var refused: [String: (error: HuaweiAPIError, until: Date)] = [:]
     /// How many exchanges were made (tests count them).
     package private(set) var exchanges = 0
 
-    package init(url: String, http: HTTPClient, margin: TimeInterval = 300, now: @escaping @Sendable () -> Date = { Date() }) {
+    package init(url: String, http: HTTPClient, margin: TimeInterval = 300, failureLifetime: TimeInterval = 30,
+                 now: @escaping @Sendable () -> Date = { Date() }) {
         self.url = url
         self.http = http
         self.margin = margin
+        self.failureLifetime = failureLifetime
         self.now = now
     }
 
@@ -47,13 +56,21 @@ package actor HuaweiAccessTokens {
     func token(for app: App) async throws -> String {
         let key = app.cacheKey
         if let token = cached[key], token.expires.addingTimeInterval(-margin) > now() { return token.value }
+        if let refusal = refused[key] {
+            if refusal.until > now() { throw refusal.error }
+            refused[key] = nil
+        }
         if let running = exchanging[key] { return try await running.value.value }
         exchanges += 1
         let url = url, http = http, now = now
         let task = Task { try await Self.exchange(app, url: url, http: http, now: now) }
         exchanging[key] = task
         defer { exchanging[key] = nil }
-        let token = try await task.value
+        let token: Token
+        do { token = try await task.value } catch let error as HuaweiAPIError where error.kind == .permission {
+            refused[key] = (error, now().addingTimeInterval(failureLifetime))
+            throw error
+        }
         cached[key] = token
         return token.value
     }

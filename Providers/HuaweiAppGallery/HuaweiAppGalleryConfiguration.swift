@@ -18,6 +18,37 @@ public struct HuaweiAppGalleryConfiguration: Sendable {
     /// ID site (they route between themselves), so one of them is enough; an AppTouch purchase is
     /// known only to the AppTouch site, which an operator adds where the app sells through carriers.
     package var cancelledPurchasesSites: [HuaweiSite] = [.china]
+    /// How notifications may make us read Huawei (an order notification is unsigned: anyone can
+    /// send one naming any token).
+    package var notificationReads = NotificationReads()
+    /// How long Huawei's OAuth endpoint refusing an app's id and secret is remembered: requests
+    /// meanwhile are refused from memory instead of each asking again.
+    package var oauthFailureLifetime: TimeInterval = 30
+
+    /// The bounds on re-reads of Huawei that notifications ask for. The defaults sit far above what
+    /// a busy game's genuine notifications need (Huawei sends one or two per purchase).
+    public struct NotificationReads: Sendable {
+        /// Re-reads running at once, across apps; also the transfer threads of their HTTP client.
+        /// A notification that would start another is answered 503 at once (Huawei sends it again).
+        package var atOnce = 8
+        /// Re-reads one app's notifications may start a minute (a bucket of this many, refilled
+        /// evenly); past it, 503.
+        package var perAppPerMinute = 600
+        /// One attempt, no retries, at most this long.
+        package var timeout: Duration = .seconds(5)
+        /// How long the outcome of a re-read that settles its notification is remembered (Huawei's
+        /// answer backs it, or shows nothing to record): the same notification sent again
+        /// meanwhile is answered from memory, without asking Huawei.
+        package var outcomeLifetime: Duration = .seconds(600)
+        /// How long a re-read whose outcome may soon change is remembered: one that failed for now
+        /// (Huawei unreachable), or whose answer does not back the notification yet (a refund
+        /// Huawei's order service does not show yet).
+        package var unsettledLifetime: Duration = .seconds(30)
+        /// Outcomes remembered at most; past it the ones nearest their end are forgotten first.
+        package var maxRemembered = 10_000
+
+        package init() {}
+    }
 
     package init() {}
 
@@ -45,7 +76,28 @@ public struct HuaweiAppGalleryConfiguration: Sendable {
             }
             configuration.cancelledPurchasesSites = sites
         }
+        var reads = configuration.notificationReads
+        reads.atOnce = try whole(settings, "RECEIPTGATE_HUAWEI_NOTIFICATION_READS_AT_ONCE", 1...256) ?? reads.atOnce
+        reads.perAppPerMinute = try whole(settings, "RECEIPTGATE_HUAWEI_NOTIFICATION_READS_PER_MINUTE", 1...1_000_000) ?? reads.perAppPerMinute
+        reads.timeout = try whole(settings, "RECEIPTGATE_HUAWEI_NOTIFICATION_READ_TIMEOUT_SECONDS", 1...60).map { .seconds($0) } ?? reads.timeout
+        reads.outcomeLifetime = try whole(settings, "RECEIPTGATE_HUAWEI_NOTIFICATION_MEMORY_SECONDS", 1...86_400).map { .seconds($0) }
+            ?? reads.outcomeLifetime
+        reads.unsettledLifetime = try whole(settings, "RECEIPTGATE_HUAWEI_NOTIFICATION_UNSETTLED_MEMORY_SECONDS", 1...3600).map { .seconds($0) }
+            ?? reads.unsettledLifetime
+        reads.maxRemembered = try whole(settings, "RECEIPTGATE_HUAWEI_NOTIFICATION_MEMORY_ENTRIES", 100...10_000_000) ?? reads.maxRemembered
+        configuration.notificationReads = reads
+        configuration.oauthFailureLifetime = try whole(settings, "RECEIPTGATE_HUAWEI_OAUTH_FAILURE_SECONDS", 1...3600).map(TimeInterval.init)
+            ?? configuration.oauthFailureLifetime
         return configuration
+    }
+
+    /// A whole number within `range`, or nil when unset; throws `ConfigurationInvalid` naming the variable.
+    private static func whole(_ settings: EnvironmentSettings, _ name: String, _ range: ClosedRange<Int>) throws -> Int? {
+        guard let raw = settings.value(name) else { return nil }
+        guard let value = Int(raw), range.contains(value) else {
+            throw ConfigurationInvalid(variable: name, problem: "must be a whole number from \(range.lowerBound) to \(range.upperBound), got \"\(raw)\"")
+        }
+        return value
     }
 
     /// The service roots a purchase is read from.

@@ -8,14 +8,17 @@ extension HuaweiAppGalleryProvider {
     /// checked with that client's IAP key before anything in it is read. Either way the
     /// notification is a hint: the purchase is read again from Huawei with the client's
     /// credentials, and the ledger changes only as that signed answer shows (an event the answer
-    /// does not back is kept as `<type>_UNCONFIRMED` and changes nothing).
+    /// does not back is kept as `<type>_UNCONFIRMED` and changes nothing). An order event is
+    /// unsigned, so anyone may send one: one naming a purchase Huawei does not know for this
+    /// client is recorded nowhere (`ignored`), and every re-read goes through
+    /// `notificationReads`, on a client of its own.
     public func receiveNotification(_ request: NotificationRequest, registered: RegisteredApps) async throws -> StoreNotification {
         guard let body = try? JSONDecoder().decode(HuaweiNotification.self, from: request.body), let applicationID = body.applicationId?.raw,
               !applicationID.isEmpty, body.orderNotification != nil || body.subNotification != nil else {
             throw NotificationRejection(.malformed, reason: "INVALID_FIELD",
                                         message: "body must be a Huawei IAP notification (v2): applicationId and orderNotification or subNotification")
         }
-        guard let owner = try await owner(of: applicationID, registered: registered, request: request) else {
+        guard let owner = try await request.ownerBySetting(Setting.appID, applicationID) else {
             // No key to check it with: nothing it says can be believed, or kept.
             throw NotificationRejection(.forged, reason: "UNKNOWN_APPLICATION", message: "no client registered Huawei app \(applicationID)")
         }
@@ -29,14 +32,6 @@ extension HuaweiAppGalleryProvider {
             return try await subscriptionEvent(sub, access: access, apps: apps, signedAt: HuaweiTime.millis(body.notifyTime))
         }
         return try await orderEvent(body.orderNotification ?? .init(), access: access, apps: apps, notifyTime: body.notifyTime)
-    }
-
-    /// The client whose `--huawei-app-id` is the notification's, among those owning a package.
-    private func owner(of applicationID: String, registered: RegisteredApps, request: NotificationRequest) async throws -> ClientWithStoreCredentials? {
-        for package in registered.appIdentifiers.sorted() {
-            if let owner = try await request.owner(package), owner.client.setting(Setting.appID) == applicationID { return owner }
-        }
-        return nil
     }
 
     private func subscriptionEvent(_ sub: HuaweiNotification.Subscription, access: Access, apps: Set<String>,
@@ -55,7 +50,9 @@ extension HuaweiAppGalleryProvider {
         var evidence = HuaweiEvidence(purchaseToken: token)
         evidence.subscriptionID = subscriptionID
         evidence.kind = 2
-        let purchase = try await reread(evidence, productID: nil, access: access, apps: apps)
+        // Signed, so only Huawei makes new ones; a genuine one sent again is answered from memory.
+        let key = "sub:\(access.app.id):" + (try SHA256.hex(Data(signed.utf8)))
+        let purchase = try await reread(evidence, productID: nil, access: access, apps: apps, key: key)
         let kind: StoreEvent.Kind
         if purchase == nil {
             kind = .other
@@ -74,6 +71,7 @@ extension HuaweiAppGalleryProvider {
         }
         // A cancel the answer does not show (no revocation, not expired) changes nothing.
         let confirmed = purchase != nil && !(status.notificationType == 1 && kind != .refunded && kind != .expired)
+        if confirmed { await notificationReads.settle(key) }
         // Unconfirmed news is kept under an id of its own: when Huawei's answer backs it later,
         // the same notification sent again is applied, not taken for the one already kept.
         let id = "sub:" + (try SHA256.hex(Data(signed.utf8))) + (confirmed ? "" : ":unconfirmed")
@@ -92,14 +90,24 @@ extension HuaweiAppGalleryProvider {
         }
         let type = order.notificationType == 1 ? "PAYMENT_SUCCESS" : order.notificationType == 2 ? "REFUND_SUCCESS"
             : "ORDER_\(order.notificationType.map(String.init) ?? "?")"
-        let purchase = try await reread(HuaweiEvidence(purchaseToken: token), productID: productID, access: access, apps: apps)
-        let kind: StoreEvent.Kind? = switch (order.notificationType, purchase?.revocationDate != nil) {
+        // Types Huawei does not document change nothing; they share one id per token, so made-up
+        // types for a genuine token keep one row, not one each.
+        let typeInID = order.notificationType.flatMap { [1, 2].contains($0) ? String($0) : nil } ?? "other"
+        let key = "order:\(access.app.id):\(typeInID):" + (try SHA256.hex(Data((token + "\u{0}" + productID).utf8)))
+        guard let purchase = try await reread(HuaweiEvidence(purchaseToken: token), productID: productID, access: access, apps: apps, key: key) else {
+            // Unsigned and naming nothing Huawei has for this client: recorded nowhere, so a
+            // sender of made-up tokens grows nothing, and answered 200 so a genuine sender stops.
+            await notificationReads.settle(key)
+            throw NotificationRejection(.ignored, reason: "PURCHASE_UNKNOWN",
+                                        message: "Huawei knows no purchase of this app for the notification's purchaseToken and productId")
+        }
+        let kind: StoreEvent.Kind? = switch (order.notificationType, purchase.revocationDate != nil) {
         case (2?, true): .refunded
-        case (1?, false) where purchase != nil: .oneTimeCharge
+        case (1?, false): .oneTimeCharge
         default: nil
         }
-        let id = "order:\(order.notificationType.map(String.init) ?? "?"):" + String(try SHA256.hex(Data(token.utf8)).prefix(40))
-            + (kind == nil ? ":unconfirmed" : "")
+        if kind != nil { await notificationReads.settle(key) }
+        let id = "order:\(typeInID):" + String(try SHA256.hex(Data(token.utf8)).prefix(40)) + (kind == nil ? ":unconfirmed" : "")
         let decoded = String(decoding: try JSONEncoder.sortedForStorage.encode(["notificationType": order.notificationType.map(String.init) ?? "",
                                                                                 "productId": productID]), as: UTF8.self)
         return try notification(id: id, type: kind == nil ? type + "_UNCONFIRMED" : type,
@@ -108,19 +116,32 @@ extension HuaweiAppGalleryProvider {
     }
 
     /// The purchase as Huawei has it now; nil if Huawei no longer knows it or refuses it. Huawei
-    /// being unreachable makes Huawei send the notification again (503).
-    private func reread(_ evidence: HuaweiEvidence, productID: String?, access: Access, apps: Set<String>) async throws -> VerifiedPurchase? {
+    /// being unreachable makes Huawei send the notification again (503). Asked through the
+    /// notifications' own client and gate: `key` names what is asked, so the same question asked
+    /// again lately is answered from memory.
+    private func reread(_ evidence: HuaweiEvidence, productID: String?, access: Access, apps: Set<String>,
+                        key: String) async throws(NotificationRejection) -> VerifiedPurchase? {
+        let reader = readingForNotifications
+        return try await notificationReads.purchase(key: key, app: access.app.id) {
+            await reader.readOutcome(evidence, productID: productID, access: access, apps: apps)
+        }
+    }
+
+    private func readOutcome(_ evidence: HuaweiEvidence, productID: String?, access: Access,
+                             apps: Set<String>) async -> HuaweiNotificationReadGate.Outcome {
         do {
-            return try await fetch(evidence, productID: productID, access: access, registered: apps, lenient: true, deadline: nil)
+            return .success(try await fetch(evidence, productID: productID, access: access, registered: apps, lenient: true, deadline: nil))
         } catch let error as HuaweiAPIError where error.kind == .notFound || error.kind == .rejected {
-            return nil
+            return .success(nil)
         } catch let error as HuaweiAPIError where error.kind == .badSignature {
-            throw NotificationRejection(.forged, reason: "INVALID_SIGNATURE", message: "Huawei's purchase data does not match the app's IAP key")
+            return .failure(NotificationRejection(.forged, reason: "INVALID_SIGNATURE", message: "Huawei's purchase data does not match the app's IAP key"))
         } catch let error as HuaweiAPIError {
             logger.warning("a Huawei notification's purchase could not be read", ["problem": error.message])
-            throw NotificationRejection(.retryable, reason: error.verificationError.reason, message: "the purchase could not be read from Huawei now")
+            return .failure(NotificationRejection(.retryable, reason: error.verificationError.reason, message: "the purchase could not be read from Huawei now"))
         } catch is StoreVerificationError {
-            return nil  // another package, another product: nothing of this client's to change
+            return .success(nil)  // another package, another product: nothing of this client's to change
+        } catch {
+            return .failure(NotificationRejection(.retryable, reason: "HUAWEI_UNAVAILABLE", message: "the purchase could not be read from Huawei now"))
         }
     }
 

@@ -17,8 +17,9 @@ extension HuaweiAppGalleryProvider {
       unsigned. Either way the purchase is read again from Huawei's order or subscription service
       with the client's credentials (its signed answer checked the same way), and the ledger changes
       only as that answer shows: an event it does not back is answered 200, kept as
-      `<type>_UNCONFIRMED` and changes nothing. Recorded once per signed status update (or per order
-      event and token).
+      `<type>_UNCONFIRMED` and changes nothing; an order event naming a token and product Huawei
+      does not know for the app is answered 200 `ignored` and recorded nowhere. Recorded once per
+      signed status update (or per order event and token).
     requestBody:
       required: true
       content:
@@ -61,7 +62,7 @@ extension HuaweiAppGalleryProvider {
       "429":
         $ref: "#/components/responses/RateLimited"
       "503":
-        description: "`VERIFIER_ERROR`: the purchase could not be read from Huawei now; Huawei will retry."
+        description: "`VERIFIER_ERROR`: the purchase could not be read from Huawei now, or too many notifications are being checked at once or for this app; Huawei will retry."
         content:
           application/json:
             schema:

@@ -16,7 +16,13 @@ public struct HuaweiAppGalleryProvider: StoreProvider, NotificationReceiving, Pu
     public let notificationPath = "/v1/notifications/huawei-appgallery"
     public let configuration: HuaweiAppGalleryConfiguration
     package let tokens: HuaweiAccessTokens
-    let api: HuaweiOrderClient
+    /// Huawei's services as verifies, the poll and read-backs ask them (retried with back-off).
+    private(set) var api: HuaweiOrderClient
+    /// The same services as notifications ask them: a client of their own (see
+    /// `notificationClient`), the access tokens shared.
+    let notificationAPI: HuaweiOrderClient
+    /// What notifications may make us ask Huawei, and how often.
+    let notificationReads: HuaweiNotificationReadGate
     let logger: Logger
     let now: @Sendable () -> Date
 
@@ -27,13 +33,42 @@ public struct HuaweiAppGalleryProvider: StoreProvider, NotificationReceiving, Pu
         public static let iapPublicKey = "huawei_appgallery.iap_public_key"
     }
 
-    package init(configuration: HuaweiAppGalleryConfiguration, http: HTTPClient = HTTPClient(), logger: Logger = Logger(),
-                now: @escaping @Sendable () -> Date = { Date() }) {
+    /// `http` asks Huawei for verifies, the poll and read-backs; notifications' re-reads go
+    /// through `notificationHTTP`, by default a `notificationClient` of its own. Separate clients
+    /// have separate transfer threads: anyone may post an order notification, and a flood of them
+    /// must not hold the threads a purchase's verification needs.
+    package init(configuration: HuaweiAppGalleryConfiguration, http: HTTPClient = HTTPClient(), notificationHTTP: HTTPClient? = nil,
+                logger: Logger = Logger(), now: @escaping @Sendable () -> Date = { Date() }) {
         self.configuration = configuration
         self.logger = logger
         self.now = now
-        tokens = HuaweiAccessTokens(url: configuration.oauthURL, http: http, margin: configuration.tokenRefreshMargin, now: now)
+        tokens = HuaweiAccessTokens(url: configuration.oauthURL, http: http, margin: configuration.tokenRefreshMargin,
+                                    failureLifetime: configuration.oauthFailureLifetime, now: now)
         api = HuaweiOrderClient(configuration: configuration, http: http, tokens: tokens)
+        notificationAPI = HuaweiOrderClient(configuration: configuration, http: notificationHTTP ?? Self.notificationClient(configuration.notificationReads),
+                                            tokens: tokens)
+        notificationReads = HuaweiNotificationReadGate(limits: configuration.notificationReads, now: now)
+    }
+
+    /// The client notifications' re-reads use: a transfer thread for each re-read that may run at
+    /// once (none waits for a thread), one attempt (Huawei sends a refused notification again), a
+    /// short timeout and an answer no bigger than a purchase's signed data needs.
+    package static func notificationClient(_ limits: HuaweiAppGalleryConfiguration.NotificationReads) -> HTTPClient {
+        var configuration = HTTPClient.Configuration()
+        configuration.threadCount = max(1, limits.atOnce)
+        configuration.retry = .none
+        configuration.timeout = limits.timeout
+        configuration.connectTimeout = min(.seconds(3), limits.timeout)
+        configuration.maxResponseBytes = 64 << 10
+        return HTTPClient(configuration)
+    }
+
+    /// This provider with the notifications' client in place of its own: `fetch` on it reads and
+    /// checks exactly as a verify does, only on other threads and without retries.
+    var readingForNotifications: HuaweiAppGalleryProvider {
+        var reader = self
+        reader.api = notificationAPI
+        return reader
     }
 
     /// From the environment; throws `ConfigurationInvalid`.

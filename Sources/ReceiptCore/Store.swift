@@ -104,9 +104,17 @@ public struct OperatorNotice: Sendable {
 }
 
 /// Why a notification was not accepted. `forged` changes nothing and is answered 401; a
-/// retryable failure is answered 503 so the store sends it again.
+/// retryable failure is answered 503 so the store sends it again; `ignored` is answered 200 and
+/// recorded nowhere.
 public struct NotificationRejection: Error, Sendable, CustomStringConvertible {
-    public enum Kind: Sendable { case malformed, forged, retryable }
+    public enum Kind: Sendable {
+        case malformed, forged, retryable
+        /// Nothing to record: the store's own record (read again) holds nothing the notification
+        /// could be about, e.g. a purchase token it does not know, named by an unsigned
+        /// notification anyone may send. Answered 200 so a store that sent it stops, and kept
+        /// nowhere, so a sender of made-up ones grows nothing.
+        case ignored
+    }
     public let kind: Kind
     public let reason: String
     public let message: String

@@ -18,13 +18,21 @@ public struct NotificationRequest: Sendable {
     /// The client that registered an app, with its secret settings for this store: a store whose
     /// notifications carry no purchase state fetches it with that client's credentials.
     public let owner: @Sendable (_ appIdentifier: String) async throws -> ClientWithStoreCredentials?
+    /// The client whose plain setting `name` (one of this store's own, `<store>.…`) has `value`
+    /// as its first value, among the enabled clients that registered an app of this store (the
+    /// oldest first), with its secret settings for this store. For a store whose notifications
+    /// name its own account id rather than an app identifier: the match is found without opening
+    /// any other client's secrets, and a value no client has costs one lookup.
+    public let ownerBySetting: @Sendable (_ name: String, _ value: String) async throws -> ClientWithStoreCredentials?
 
     package init(body: Data, headers: [String: String] = [:], query: [String: String] = [:],
-                owner: @escaping @Sendable (_ appIdentifier: String) async throws -> ClientWithStoreCredentials? = { _ in nil }) {
+                owner: @escaping @Sendable (_ appIdentifier: String) async throws -> ClientWithStoreCredentials? = { _ in nil },
+                ownerBySetting: @escaping @Sendable (_ name: String, _ value: String) async throws -> ClientWithStoreCredentials? = { _, _ in nil }) {
         self.body = body
         self.headers = headers
         self.query = query
         self.owner = owner
+        self.ownerBySetting = ownerBySetting
     }
 }
 

@@ -54,6 +54,7 @@ extension FakeHuawei {
             return json(200, #"{"access_token":"\#(token)","expires_in":\#(state.tokenLifetime.get()),"token_type":"Bearer"}"#)
         })
         router.post("/applications/purchases/tokens/verify", counted("verify") { request, fields in
+            await state.passUnlessHeld(fields["purchaseToken"])
             if let token = fields["purchaseToken"], state.subscriptions.get()[token] != nil {
                 // A subscription's token sent to the order service: Huawei's "critical error".
                 return json(200, #"{"responseCode":"6","responseMessage":"IAP_RESPONSE_RESULT_ERROR"}"#)

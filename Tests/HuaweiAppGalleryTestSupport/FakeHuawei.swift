@@ -59,6 +59,9 @@ package final class FakeHuawei: Sendable {
         package let cancelledPaging = LockedBox(CancelledPaging.honest)
         /// Seconds of `Retry-After` on an injected 429 (none when nil).
         package let retryAfterSeconds = LockedBox<Int?>(nil)
+        /// Order-service requests for tokens starting with this are held until `releaseHeld()`:
+        /// a Huawei that takes the connection and does not answer yet.
+        package let heldTokenPrefix = LockedBox<String?>(nil)
     }
 
     /// How the cancelled list hands out continuation tokens.

@@ -11,7 +11,8 @@ import TestSupport
 @Suite struct HuaweiAppGalleryNotifications {
     static func request(_ huawei: FakeHuawei, body: Data) throws -> NotificationRequest {
         let owner = ClientWithStoreCredentials(client: try HuaweiAppGalleryVerify.client(huawei), credentials: try huawei.clientSettings().credentials)
-        return NotificationRequest(body: body) { package in package == FakeHuawei.package ? owner : nil }
+        return NotificationRequest(body: body, owner: { package in package == FakeHuawei.package ? owner : nil },
+                                   ownerBySetting: { name, value in name == HuaweiAppGalleryProvider.Setting.appID && value == FakeHuawei.appID ? owner : nil })
     }
 
     static let registered = RegisteredApps(appIdentifiers: [FakeHuawei.package], environments: [.production, .sandbox])

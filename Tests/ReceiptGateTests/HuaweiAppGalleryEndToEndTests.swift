@@ -52,7 +52,8 @@ import TestSupport
     }
 
     @Test func aRefundHuaweiAnnouncesIsReadBackAndTheGameIsTold() async throws {
-        let harness = try await HuaweiAppGalleryHarness.start()
+        // An answer that does not back the notification is remembered briefly; here very briefly.
+        let harness = try await HuaweiAppGalleryHarness.start { $0.notificationReads.unsettledLifetime = .milliseconds(200) }
         defer { harness.stop() }
         try harness.huawei.addProduct(token: "tok.e2e.refund", productID: "no.ads", orderID: "order.e2e.refund", kind: 1)
         #expect(try await harness.verify("tok.e2e.refund", product: "no.ads").status == 200)
@@ -63,12 +64,18 @@ import TestSupport
         #expect(unbacked.status == 200, "\(unbacked.text)")
         #expect(try await harness.state("order.e2e.refund") == "active")
         try harness.huawei.addProduct(token: "tok.e2e.refund", productID: "no.ads", orderID: "order.e2e.refund", kind: 1, state: 2)
-        for _ in 0..<2 {
+        // Sent again once the unbacked answer is forgotten, it is applied; then once more.
+        let deadline = ContinuousClock.now + .seconds(20)
+        while try await harness.state("order.e2e.refund") != "refunded", ContinuousClock.now < deadline {
             let told = try await RawHTTP.request(port: harness.service.port, method: "POST", path: "/v1/notifications/huawei-appgallery",
                                                  headers: ["Content-Type": "application/json"], body: news)
             #expect(told.status == 200, "\(told.text)")
+            try await Task.sleep(for: .milliseconds(50))
         }
         #expect(try await harness.state("order.e2e.refund") == "refunded")
+        let toldAgain = try await RawHTTP.request(port: harness.service.port, method: "POST", path: "/v1/notifications/huawei-appgallery",
+                                                  headers: ["Content-Type": "application/json"], body: news)
+        #expect(toldAgain.status == 200, "\(toldAgain.text)")
         // Told twice, one refund: one event.
         try await WebhookDelivery.waitUntil { harness.receiver.received.get().contains { $0.body["type"] as? String == "transaction.refunded" } }
         #expect(try await harness.count("SELECT count(*) AS n FROM outbox WHERE event_type = 'transaction.refunded'") == 1)

@@ -3,7 +3,8 @@ import ReceiptCore
 
 /// `POST` endpoints where stores push server-to-server notifications. Each is proven genuine by
 /// its provider, recorded once (deduplicated on the store's notification id, with the raw body
-/// kept), and answered 200 fast; a forged one gets 401 and changes nothing. A caller address that
+/// kept), and answered 200 fast; a forged one gets 401 and changes nothing; one the store's own
+/// record shows nothing about is answered 200 `ignored` and kept nowhere. A caller address that
 /// sends more than its budget is answered 429 before anything is proven.
 struct NotificationRoutes: Sendable {
     let stores: [StoreRegistration]
@@ -34,6 +35,14 @@ struct NotificationRoutes: Sendable {
         enum CodingKeys: String, CodingKey { case status, duplicate, notificationID = "notification_id" }
     }
 
+    /// Nothing to record (the store's own record holds nothing the notification is about): 200,
+    /// so a store that sent it stops sending it, and no row.
+    struct Ignored: Encodable {
+        let status: String
+        let reason: String
+        let message: String
+    }
+
     private func receive(_ request: RouteRequest, context: RouteContext, store declaration: StoreDeclaration,
                          receiver: any NotificationReceiving) async -> RouteResponse {
         let store = declaration.store
@@ -44,15 +53,22 @@ struct NotificationRoutes: Sendable {
             let owner: @Sendable (String) async throws -> ClientWithStoreCredentials? = { app in
                 try await clients.owner(ofApp: app, store: declaration)
             }
+            let ownerBySetting: @Sendable (String, String) async throws -> ClientWithStoreCredentials? = { name, value in
+                try await clients.owner(withSetting: name, value: value, store: declaration)
+            }
             notification = try await receiver.receiveNotification(NotificationRequest(body: request.body, headers: request.headers, query: context.query,
-                                                                                      owner: owner),
+                                                                                      owner: owner, ownerBySetting: ownerBySetting),
                                                                   registered: registered)
         } catch let rejection as NotificationRejection {
+            if rejection.kind == .ignored {
+                context.logger.info("store notification ignored", ["store": store.rawValue, "reason": rejection.reason])
+                return .json(Ignored(status: "ignored", reason: rejection.reason, message: rejection.message))
+            }
             context.logger.warning("store notification refused", ["store": store.rawValue, "reason": rejection.reason])
             switch rejection.kind {
             case .malformed: return NativeAPI.error(.invalidField, rejection.message)
             case .forged: return NativeAPI.error(.unauthorized, "\(rejection.reason): \(rejection.message)")
-            case .retryable: return Self.unavailable(rejection.message)
+            case .retryable, .ignored: return Self.unavailable(rejection.message)
             }
         } catch {
             context.logger.error("store notification could not be checked", ["store": store.rawValue, "error": "\(error)"])

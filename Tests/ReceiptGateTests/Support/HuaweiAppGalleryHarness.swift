@@ -27,8 +27,10 @@ struct HuaweiAppGalleryHarness {
     let created: [String: Any]
     let log: ServerLogCapture
 
-    /// `extraFlags`: more of `client create`'s flags (another store's apps).
-    static func start(extraFlags: [String] = [], stores more: [StoreRegistration] = []) async throws -> HuaweiAppGalleryHarness {
+    /// `extraFlags`: more of `client create`'s flags (another store's apps); `configure` changes the
+    /// provider's configuration (pointed at the fake) before it is made.
+    static func start(extraFlags: [String] = [], stores more: [StoreRegistration] = [],
+                      configure: (inout HuaweiAppGalleryConfiguration) -> Void = { _ in }) async throws -> HuaweiAppGalleryHarness {
         let (huawei, receiver) = (try FakeHuawei(), try GooglePlayHarness.Receiver())
         let cli = try await Binary.databaseEnvironment()
         let hooks = "http://127.0.0.1:\(receiver.server.port)"
@@ -47,7 +49,9 @@ struct HuaweiAppGalleryHarness {
         configuration.outboundAllowPrivate = true  // the receiver listens on loopback
         let log = ServerLogCapture()
         let database = try Database.open(configuration, logger: log.logger)
-        let provider = HuaweiAppGalleryProvider(configuration: huawei.configuration(), http: FakeHuawei.http(), logger: log.logger)
+        var huaweiConfiguration = huawei.configuration()
+        configure(&huaweiConfiguration)
+        let provider = HuaweiAppGalleryProvider(configuration: huaweiConfiguration, http: FakeHuawei.http(), logger: log.logger)
         let service = try Service(configuration: configuration, logger: log.logger, database: database, stores: [provider.registration] + more,
                                   dialects: [AlogameGateway(), HiveAxyl(), AccountLink()])
         service.outboxConfiguration = VerifyHarness.fastOutbox()
