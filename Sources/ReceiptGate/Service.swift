@@ -24,6 +24,7 @@ public final class Service: Sendable {
         var outboxWorker: OutboxWorker?
         var upkeep: Task<Void, Never>?
         var entitlementSweep: Task<Void, Never>?
+        var catalogRefresh: Task<Void, Never>?
         var pollRunner: StorePollRunner?
         var clientCache: ClientCache?
         var routeTable: [(method: String, pattern: String)] = []
@@ -219,11 +220,24 @@ public final class Service: Sendable {
                 try? await Task.sleep(for: .seconds(configuration.entitlementSweepSeconds))
             }
         }
+        // Catalog changes whose refresh nobody finished (a request's deadline, an interrupted
+        // command, a process gone): any process takes each over once its lease passed.
+        let refresher = CatalogRefresher(pool: database.pool)
+        let catalogRefresh = Task { [logger, configuration] in
+            while !Task.isCancelled {
+                do {
+                    let refreshed = try await refresher.drainDue()
+                    if refreshed > 0 { logger.info("finished catalog refreshes left owed", ["products": String(refreshed)]) }
+                } catch { logger.warning("catalog refresh failed", ["error": "\(error)"]) }
+                try? await Task.sleep(for: .seconds(configuration.catalogRefreshSeconds))
+            }
+        }
         lifecycle.withLock { lifecycle in
             lifecycle.outboxWorker = worker
             lifecycle.pollRunner = polls
             lifecycle.upkeep = upkeep
             lifecycle.entitlementSweep = sweep
+            lifecycle.catalogRefresh = catalogRefresh
         }
     }
 
@@ -258,8 +272,10 @@ public final class Service: Sendable {
         await parts.pollRunner?.stop()
         parts.upkeep?.cancel()
         parts.entitlementSweep?.cancel()
+        parts.catalogRefresh?.cancel()
         await parts.upkeep?.value
         await parts.entitlementSweep?.value
+        await parts.catalogRefresh?.value
         parts.clientCache?.stop()
         database.close(logger: logger)
         logger.info("stopped")
