@@ -76,7 +76,7 @@ final class HeldSession: Sendable {
         // A report, a migration, an operator's psql: a transaction left open, unrelated to the catalog.
         let idle = HeldSession(pool: h.harness.pool, ["BEGIN", "SELECT txid_current()"], finally: "ROLLBACK")
         try await WebhookDelivery.waitUntil {
-            try await h.harness.count("pg_stat_activity WHERE datname = current_database() AND state = 'idle in transaction'") == 1
+            try await h.harness.count("pg_stat_activity WHERE datname = current_database() AND state = 'idle in transaction' AND query = 'SELECT txid_current()'") == 1
         }
         let started = ContinuousClock.now
         let answer = try await RawHTTP.request(port: h.harness.service.port, method: "PUT",
@@ -107,18 +107,20 @@ final class HeldSession: Sendable {
             BEGIN PERFORM pg_advisory_xact_lock_shared(4242); RETURN NEW; END $$
             """)
         try await h.harness.pool.execute("CREATE TRIGGER test_hold_claims BEFORE INSERT ON transactions FOR EACH ROW EXECUTE FUNCTION test_hold_claims()")
+        // Other tests' databases share the cluster (and its lock table): this database's only.
+        let gateLocks = "pg_locks WHERE locktype = 'advisory' AND objid = 4242 AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
         let gate = HeldSession(pool: h.harness.pool, ["SELECT pg_advisory_lock(4242)"], finally: "SELECT pg_advisory_unlock(4242)")
-        try await WebhookDelivery.waitUntil { try await h.harness.count("pg_locks WHERE locktype = 'advisory' AND objid = 4242 AND granted") == 1 }
+        try await WebhookDelivery.waitUntil { try await h.harness.count("\(gateLocks) AND granted") == 1 }
 
         let receipt = try h.harness.pki.sign(AppleTestPKI.transaction(Self.purchase(ordinaryPath ? "2000000000980201" : "2000000000980202")))
         let claim = Task { try await claimer.post("/v1/verify", json: ["store": "app_store", "receipt": receipt, "player_id": "racer"]) }
-        try await WebhookDelivery.waitUntil { try await h.harness.count("pg_locks WHERE locktype = 'advisory' AND objid = 4242 AND NOT granted") == 1 }
+        try await WebhookDelivery.waitUntil { try await h.harness.count("\(gateLocks) AND NOT granted") == 1 }
 
         let catalog = h.harness.service.repositories.catalog, clientID = h.client.clientID
         let change = Task { try await catalog.set(client: clientID, store: "app_store", product: "noads", entitlements: ["no_ads"], by: "test") }
         // The change is waiting for the claim, or (were it not to) has committed.
         try await WebhookDelivery.waitUntil {
-            let waiting = try await h.harness.count("pg_locks WHERE NOT granted AND locktype <> 'advisory'")
+            let waiting = try await h.harness.count("pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event <> 'advisory'")
             let mapped = try await h.harness.count("product_entitlements")
             return waiting > 0 || mapped > 0
         }

@@ -43,6 +43,9 @@ extension Schema {
                 WHERE expires_date IS NOT NULL;
             CREATE INDEX player_entitlements_product ON player_entitlements (client_id, store, product_id);
             """),
+    ]
+
+    static let catalogRefreshMigrations: [Migration] = [
         // The catalog refreshes owed: a catalog change (or a client's change of game or environments)
         // writes one in its own transaction, and it is deleted only once the refresh of the
         // product's holders committed; so a change whose refresh was cut off (a request deadline,
