@@ -25,6 +25,7 @@ public final class Service: Sendable {
         var upkeep: Task<Void, Never>?
         var entitlementSweep: Task<Void, Never>?
         var primaryWALPositions: PrimaryWALPositions?
+        var catalogRefresh: Task<Void, Never>?
         var pollRunner: StorePollRunner?
         var clientCache: ClientCache?
         var routeTable: [(method: String, pattern: String)] = []
@@ -225,11 +226,24 @@ public final class Service: Sendable {
                 try? await Task.sleep(for: .seconds(configuration.entitlementSweepSeconds))
             }
         }
+        // Catalog changes whose refresh nobody finished (a request's deadline, an interrupted
+        // command, a process gone): any process takes each over once its lease passed.
+        let refresher = CatalogRefresher(pool: database.pool)
+        let catalogRefresh = Task { [logger, configuration] in
+            while !Task.isCancelled {
+                do {
+                    let refreshed = try await refresher.drainDue()
+                    if refreshed > 0 { logger.info("finished catalog refreshes left owed", ["products": String(refreshed)]) }
+                } catch { logger.warning("catalog refresh failed", ["error": "\(error)"]) }
+                try? await Task.sleep(for: .seconds(configuration.catalogRefreshSeconds))
+            }
+        }
         lifecycle.withLock { lifecycle in
             lifecycle.outboxWorker = worker
             lifecycle.pollRunner = polls
             lifecycle.upkeep = upkeep
             lifecycle.entitlementSweep = sweep
+            lifecycle.catalogRefresh = catalogRefresh
         }
     }
 
@@ -264,9 +278,11 @@ public final class Service: Sendable {
         await parts.pollRunner?.stop()
         parts.upkeep?.cancel()
         parts.entitlementSweep?.cancel()
+        parts.catalogRefresh?.cancel()
         await parts.upkeep?.value
         await parts.entitlementSweep?.value
         await parts.primaryWALPositions?.stop()
+        await parts.catalogRefresh?.value
         parts.clientCache?.stop()
         database.close(logger: logger)
         logger.info("stopped")

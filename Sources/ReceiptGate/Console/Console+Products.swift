@@ -41,7 +41,8 @@ extension Console {
         let names = (form.text("entitlements") ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         guard stores.contains(where: { $0.store.rawValue == store }) else { return try await clientPage(clientID, session, error: "Choose a store.", status: 422) }
         do {
-            _ = try await catalog.set(client: clientID, store: store, product: product, entitlements: names, by: session.label)
+            _ = try await catalog.set(client: clientID, store: store, product: product, entitlements: names, by: session.label,
+                                      refreshWithin: ProductCatalogRepository.interactiveRefreshBudget)
         } catch let invalid as CatalogInputInvalid {
             return try await clientPage(clientID, session, error: invalid.description, status: 422)
         }
@@ -52,7 +53,8 @@ extension Console {
         guard try await clients.find(clientID) != nil else { return notFound(session, "No client \(clientID).") }
         let store = form.text("store") ?? "", product = form.text("product_id") ?? ""
         do {
-            let removed = try await catalog.remove(client: clientID, store: store, product: product, entitlement: nil, by: session.label)
+            let removed = try await catalog.remove(client: clientID, store: store, product: product, entitlement: nil, by: session.label,
+                                                   refreshWithin: ProductCatalogRepository.interactiveRefreshBudget)
             return try await clientPage(clientID, session, notice: removed ? "Product \(product) removed." : "Nothing to remove.")
         } catch let invalid as CatalogInputInvalid {
             return try await clientPage(clientID, session, error: invalid.description, status: 422)

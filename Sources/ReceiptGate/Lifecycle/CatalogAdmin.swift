@@ -23,13 +23,15 @@ struct CatalogAdmin: Sendable {
                     }
                     let store = try knownStore(context)
                     return .json(try await catalog.set(client: client, store: store, product: context.pathParameters["product_id"] ?? "",
-                                                       entitlements: body.entitlements, by: "admin-api"))
+                                                       entitlements: body.entitlements, by: "admin-api",
+                                                       refreshWithin: ProductCatalogRepository.interactiveRefreshBudget))
                 }
             },
             Route("DELETE", "/admin/clients/{client_id}/products/{store}/{product_id}", authentication: .admin) { _, context in
                 await withClient(context) { client in
                     let removed = try await catalog.remove(client: client, store: try knownStore(context), product: context.pathParameters["product_id"] ?? "",
-                                                           entitlement: nil, by: "admin-api")
+                                                           entitlement: nil, by: "admin-api",
+                                                           refreshWithin: ProductCatalogRepository.interactiveRefreshBudget)
                     return .json(["removed": removed])
                 }
             },

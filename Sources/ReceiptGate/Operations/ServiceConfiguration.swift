@@ -35,6 +35,8 @@ public struct ServiceConfiguration: Sendable {
     /// How often grants past their end are removed and told as `entitlement.expired`
     /// (`RECEIPTGATE_ENTITLEMENT_SWEEP_INTERVAL`); reads leave them out on time either way.
     public var entitlementSweepSeconds = 30
+    /// How often the catalog refreshes still owed (cut short, failed, or their caller gone) are looked for.
+    public var catalogRefreshSeconds = 5
     /// How reconciliation reads back subscriptions that went quiet (`RECEIPTGATE_RECONCILE_SUBSCRIPTIONS_*`).
     public var quietSubscriptions = QuietSubscriptionSettings()
     public var openAPIPath: String?

@@ -57,9 +57,20 @@ extension ClientRepository {
 
     /// Inside a recording transaction: whether the client is still enabled at `version`. A rotation
     /// or disable committed before this statement is seen; one still running overlaps the request.
+    /// The row stays held (`FOR KEY SHARE`, what the transaction's foreign keys take anyway) until
+    /// the commit: a catalog change (`ProductCatalogRepository.holdGame`) waits for this claim, so
+    /// the catalog the claim decided under is never older than one a refresh after the change reads.
     static func isCurrent(_ clientID: String, version: Int64, on connection: PostgresConnection) throws -> Bool {
         try !connection.query("""
-            SELECT 1 FROM clients WHERE id = \(clientID) AND version = \(version) AND disabled_at IS NULL
+            SELECT 1 FROM clients WHERE id = \(clientID) AND version = \(version) AND disabled_at IS NULL FOR KEY SHARE
             """).isEmpty
+    }
+
+    /// Inside a store event's transaction: holds the client's row as a claim does (`isCurrent`),
+    /// then reads the products its game's catalogs map, as of now.
+    static func heldGameCatalog(of clientID: String, on connection: PostgresConnection) throws -> Set<String> {
+        try connection.execute("SELECT 1 FROM clients WHERE id = \(clientID) FOR KEY SHARE")
+        return Set(try connection.query("SELECT \(unescaped: gameCatalogColumn) FROM clients WHERE id = \(clientID)").first?
+            .decode("game_catalog", as: [String].self) ?? [])
     }
 }

@@ -63,32 +63,42 @@ public struct ClientRepository: Sendable {
             """).first.map(Self.decode)
     }
 
-    public func update(_ clientID: String, _ settings: ClientSettings) async throws -> Client {
+    /// Changes what `settings` gives. A change of game or environments changes what players own
+    /// under the catalogs of the client and, for a game, of every client of the game it leaves and
+    /// the one it joins: their rows are held as a catalog change holds them, the refreshes owed are
+    /// written with the change, and carried out for up to `refreshWithin` before this returns (the
+    /// rest by a service's worker).
+    public func update(_ clientID: String, _ settings: ClientSettings,
+                       refreshWithin budget: Duration? = ProductCatalogRepository.interactiveRefreshBudget) async throws -> Client {
         if !settings.sealedSettings.isEmpty { try await updateSealed(clientID, settings.sealedSettings) }
-        // COALESCE keeps what was not given; the *_set flags let an explicit null clear a field.
-        let rows = try await pool.query("""
-            UPDATE clients SET
-                name = COALESCE(\(settings.name), name),
-                game_id = CASE WHEN \(settings.gameID != nil) THEN \(settings.gameID ?? nil)::bigint ELSE game_id END,
-                app_identifiers = jsonb_strip_nulls(app_identifiers || \(try Self.json(settings.appIdentifiers))::jsonb),
-                environments = COALESCE(\(settings.environments?.map(\.rawValue))::text[], environments),
-                refund_callback_url = CASE WHEN \(settings.refundCallbackURL != nil) THEN \(settings.refundCallbackURL ?? nil) ELSE refund_callback_url END,
-                refund_callback_format = COALESCE(\(settings.refundCallbackFormat), refund_callback_format),
-                webhook_url = CASE WHEN \(settings.webhookURL != nil) THEN \(settings.webhookURL ?? nil) ELSE webhook_url END,
-                delivery_url = CASE WHEN \(settings.deliveryURL != nil) THEN \(settings.deliveryURL ?? nil) ELSE delivery_url END,
-                settings = jsonb_strip_nulls(settings || \(try Self.json(settings.settings))::jsonb),
-                updated_at = now()
-            WHERE id = \(clientID)
-            RETURNING \(unescaped: Self.columns)
-            """)
-        guard let row = rows.first else { throw ClientStoreError.notFound(clientID) }
-        let client = try Self.decode(row)
-        if settings.gameID != nil || settings.environments != nil {
-            // Whose purchases the client sees, and in which environments, changed: so did what its
-            // players own under its catalog, and which claims the game's other clients must refresh.
-            try await pool.execute("UPDATE clients SET version = version WHERE game_id IS NOT NULL AND game_id = \(client.gameID) AND id <> \(clientID)")
-            try await EntitlementRepository(pool: pool).refreshCatalogs(client: clientID)
+        let changesGame = settings.gameID != nil, reshapes = settings.gameID != nil || settings.environments != nil
+        let (client, refreshes) = try await pool.withTransaction { connection -> (Client, [CatalogRefreshes.Request]) in
+            let held = reshapes
+                ? try ProductCatalogRepository.holdGame(of: clientID, alsoGames: (settings.gameID ?? nil).map { [$0] } ?? [], on: connection) : []
+            // COALESCE keeps what was not given; the *_set flags let an explicit null clear a field.
+            let rows = try connection.query("""
+                UPDATE clients SET
+                    name = COALESCE(\(settings.name), name),
+                    game_id = CASE WHEN \(settings.gameID != nil) THEN \(settings.gameID ?? nil)::bigint ELSE game_id END,
+                    app_identifiers = jsonb_strip_nulls(app_identifiers || \(try Self.json(settings.appIdentifiers))::jsonb),
+                    environments = COALESCE(\(settings.environments?.map(\.rawValue))::text[], environments),
+                    refund_callback_url = CASE WHEN \(settings.refundCallbackURL != nil) THEN \(settings.refundCallbackURL ?? nil) ELSE refund_callback_url END,
+                    refund_callback_format = COALESCE(\(settings.refundCallbackFormat), refund_callback_format),
+                    webhook_url = CASE WHEN \(settings.webhookURL != nil) THEN \(settings.webhookURL ?? nil) ELSE webhook_url END,
+                    delivery_url = CASE WHEN \(settings.deliveryURL != nil) THEN \(settings.deliveryURL ?? nil) ELSE delivery_url END,
+                    settings = jsonb_strip_nulls(settings || \(try Self.json(settings.settings))::jsonb),
+                    updated_at = now()
+                WHERE id = \(clientID)
+                RETURNING \(unescaped: Self.columns)
+                """)
+            guard let row = rows.first else { throw ClientStoreError.notFound(clientID) }
+            let client = try Self.decode(row)
+            guard reshapes else { return (client, []) }
+            // The other clients of both games: which claims change what a player owns changed for them too.
+            if changesGame { try ProductCatalogRepository.touch(held.filter { $0 != clientID }, on: connection) }
+            return (client, try CatalogRefreshes.requestAll(clients: changesGame ? held : [clientID], on: connection))
         }
+        await CatalogRefresher(pool: pool).refreshNow(refreshes, within: budget)
         return client
     }
 
@@ -197,7 +207,11 @@ public struct ClientRepository: Sendable {
     static let columns = """
         clients.id, name, game_id, app_identifiers::text AS app_identifiers, environments, refund_callback_url, refund_callback_format, webhook_url,
         delivery_url, settings::text AS settings, sealed_settings IS NOT NULL AS has_sealed, disabled_at IS NOT NULL AS disabled, created_at,
-        secret_rotated_at,
+        secret_rotated_at, \(gameCatalogColumn)
+        """
+
+    /// The products (`store/product_id`) some catalog of the client's game maps.
+    static let gameCatalogColumn = """
         ARRAY(SELECT DISTINCT pe.store || '/' || pe.product_id FROM product_entitlements pe JOIN clients g ON g.id = pe.client_id
               WHERE g.id = clients.id OR (g.game_id IS NOT NULL AND g.game_id = clients.game_id)) AS game_catalog
         """

@@ -32,7 +32,12 @@ struct ConsoleRepository: Sendable {
     }
 
     func audit(who: String, action: String, target: String) async throws {
-        _ = try await pool.execute("INSERT INTO console_audit (who, action, target) VALUES (\(who), \(action), \(String(target.prefix(500))))")
+        try await pool.withConnection { try Self.audit(who: who, action: action, target: target, on: $0) }
+    }
+
+    /// The audit row inside the caller's transaction: it commits with the change it tells of, or neither does.
+    static func audit(who: String, action: String, target: String, on connection: PostgresConnection) throws {
+        _ = try connection.execute("INSERT INTO console_audit (who, action, target) VALUES (\(who), \(action), \(String(target.prefix(500))))")
     }
 
     func auditLog(limit: Int = 200) async throws -> [AuditEntry] {

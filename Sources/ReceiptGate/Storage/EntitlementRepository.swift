@@ -4,6 +4,12 @@ import ReceiptCore
 
 /// Reading what players own (the index `EntitlementIndex` keeps), and the work that keeps it
 /// current outside a ledger write: the expiry sweep and a catalog change's refresh.
+///
+/// A catalog change needs no wait for claims in flight: a claim holds its client's row (`FOR KEY
+/// SHARE`, `ClientRepository.isCurrent`) from its version check to its commit, and a change holds
+/// every row of the game (`FOR UPDATE`, `ProductCatalogRepository.holdGame`). So a claim that read
+/// the old catalog committed before the change did, and a later one sees the new version and
+/// reloads; a refresh any time after the change's commit finds every holder.
 struct EntitlementRepository: Sendable {
     let pool: PostgresPool
     /// Where reads go (the read standby while it is fresh enough), in groups.
@@ -39,29 +45,6 @@ struct EntitlementRepository: Sendable {
         return due.count
     }
 
-    /// Waits (at most `bound`) until every transaction running now has ended. After a catalog
-    /// change commits, a claim that checked its client's version just before may still be writing
-    /// under the old catalog; once it ended, a refresh sees its row.
-    func waitForRunningTransactions(bound: Duration = .seconds(35)) async throws {
-        // By the sessions' own status (pg_stat_activity: no lock table scan, which would stall every
-        // session of the server while it runs), in this database only: each (pid, start) running now.
-        let running = try await pool.query("""
-            SELECT pid, xact_start::text AS started FROM pg_stat_activity
-            WHERE datname = current_database() AND xact_start IS NOT NULL AND pid <> pg_backend_pid()
-            """).map { (try $0.decode("pid", as: Int.self), try $0.decode("started", as: String.self)) }
-        guard !running.isEmpty else { return }
-        let pids: [String] = running.map { String($0.0) }, starts: [String] = running.map(\.1)
-        let deadline = ContinuousClock.now + bound
-        while ContinuousClock.now < deadline {
-            let left = try await pool.query("""
-                SELECT count(*)::int AS n FROM pg_stat_activity a
-                JOIN unnest(\(pids)::int[], \(starts)::text[]) AS r(pid, started) ON r.pid = a.pid AND r.started = a.xact_start::text
-                """)[0].decode("n", as: Int.self)
-            if left == 0 { return }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-    }
-
     /// Whether catalogs exist but nothing is indexed yet: a ledger from before the index (or one
     /// restored without it), to build once at start.
     func needsBuilding() async throws -> Bool {
@@ -87,9 +70,11 @@ struct EntitlementRepository: Sendable {
 
     /// After a change of the catalog of `clientID` for one product: refreshes every player who
     /// holds the product or an entitlement it granted, `chunk` players per transaction (so a large
-    /// game is not locked at once). Returns how many players were refreshed.
+    /// game is not locked at once). Returns how many players were refreshed. With `deadline`,
+    /// throws `RefreshCutShort` when it passes between two chunks (what committed stays).
     @discardableResult
-    func refreshProduct(client clientID: String, store: String, product: String, chunk: Int = 1000, announce: Bool = true) async throws -> Int {
+    func refreshProduct(client clientID: String, store: String, product: String, chunk: Int = 1000, announce: Bool = true,
+                        until deadline: ContinuousClock.Instant? = nil) async throws -> Int {
         guard let catalog = try await pool.query("SELECT id, game_id, environments FROM clients WHERE id = \(clientID)").first
             .map(EntitlementIndex.Catalog.init) else { return 0 }
         let visible = LedgerSQL.visible(owner: "t", callerClient: "\(catalog.clientID)", callerGame: "\(catalog.gameID)")
@@ -111,6 +96,7 @@ struct EntitlementRepository: Sendable {
             """).map { try $0.decode("player_id", as: String.self) }.sorted()
         var start = 0
         while start < players.count {
+            if let deadline, ContinuousClock.now >= deadline { throw RefreshCutShort() }
             let slice = Array(players[start..<min(start + chunk, players.count)])
             try await pool.withTransaction { try EntitlementIndex.refresh(slice, catalog: catalog, announce: announce, on: $0) }
             start += chunk
@@ -118,3 +104,6 @@ struct EntitlementRepository: Sendable {
         return players.count
     }
 }
+
+/// A refresh stopped at its deadline, between two of its transactions.
+struct RefreshCutShort: Error {}

@@ -274,5 +274,5 @@ public enum Schema {
             -- Empty: refund callbacks in the service's default format (its first dialect's).
             ALTER TABLE clients ALTER COLUMN refund_callback_format SET DEFAULT '';
             """),
-    ] + consoleMigrations + claimMigrations + entitlementMigrations + appIdentityMigrations
+    ] + consoleMigrations + claimMigrations + entitlementMigrations + appIdentityMigrations + catalogRefreshMigrations
 }

@@ -3,14 +3,20 @@ import Postgres
 import ReceiptCore
 
 /// A client's catalog: the entitlements (`vip`, `no_ads`) each of its products grants, per store.
-/// Every change is audited.
+/// A change commits with its audit row and its refresh request (`CatalogRefreshes`); the caller
+/// then refreshes the product's holders itself, and whatever it does not finish a service's
+/// worker does.
 public struct ProductCatalogRepository: Sendable {
     let pool: PostgresPool
-    let audit: ConsoleRepository
+    let refresher: CatalogRefresher
+
+    /// What an operator's request (the admin API, the console) spends refreshing before it answers;
+    /// the rest of a large game's refresh is the worker's, within seconds.
+    public static let interactiveRefreshBudget: Duration = .seconds(3)
 
     init(pool: PostgresPool) {
         self.pool = pool
-        audit = ConsoleRepository(pool: pool)
+        refresher = CatalogRefresher(pool: pool)
     }
 
     /// One product's mapping.
@@ -35,33 +41,50 @@ public struct ProductCatalogRepository: Sendable {
         guard !id.isEmpty else { throw CatalogInputInvalid(option: "product-id", problem: "must not be empty") }
     }
 
-    /// Every client of the game learns the catalog changed (their cached copies know which claims
-    /// change what a player owns): an update bumps each one's version and notifies the caches.
-    private static func touchGame(of client: String, on connection: PostgresConnection) throws {
-        try connection.execute("""
-            UPDATE clients SET version = version
-            WHERE id = \(client) OR (game_id IS NOT NULL AND game_id = (SELECT game_id FROM clients WHERE id = \(client)))
-            """)
+    /// Holds the row of every client of `client`'s game (and of the games in `alsoGames`) for the
+    /// rest of the transaction: `FOR UPDATE` waits for every claim or store event that checked one
+    /// of them (each holds its client's row, `FOR KEY SHARE`, from that check to its commit), and
+    /// any that checks later waits for this transaction, then sees the new version and reloads. So
+    /// no claim decides under a catalog older than the change and commits after it. Rows in id
+    /// order (two changes never deadlock), then again for any client that joined meanwhile. A lock
+    /// held longer than `lock_timeout` fails the change (safe to retry), never an operator's
+    /// request past its deadline. The ids held.
+    static func holdGame(of client: String, alsoGames games: [Int64] = [], on connection: PostgresConnection) throws -> [String] {
+        try connection.execute("SET LOCAL lock_timeout = '10s'")
+        var held: [String] = []
+        while true {
+            let newlyHeld = try connection.query("""
+                SELECT id FROM clients
+                WHERE (id = \(client) OR game_id = (SELECT game_id FROM clients WHERE id = \(client)) OR game_id = ANY(\(games.map(String.init))::bigint[]))
+                  AND NOT (id = ANY(\(held)::text[]))
+                ORDER BY id FOR UPDATE
+                """).map { try $0.decode("id", as: String.self) }
+            if newlyHeld.isEmpty { return held }
+            held += newlyHeld
+        }
     }
 
-    /// Brings what the product's holders own up to date, once every claim that may have checked
-    /// the old catalog has ended (a claim made after the change refreshes its player itself).
-    private func refreshHolders(client: String, store: String, product: String) async throws {
-        let entitlements = EntitlementRepository(pool: pool)
-        try await entitlements.waitForRunningTransactions()
-        try await entitlements.refreshProduct(client: client, store: store, product: product)
+    /// Every client of the game learns the catalog changed (their cached copies know which claims
+    /// change what a player owns): an update bumps each one's version and notifies the caches.
+    static func touch(_ clients: [String], on connection: PostgresConnection) throws {
+        try connection.execute("UPDATE clients SET version = version WHERE id = ANY(\(clients)::text[])")
     }
 
     /// Makes `product` of `store` grant exactly `entitlements` for the client, then brings what
-    /// its players own up to date (every player holding the product, in chunks).
-    public func set(client: String, store: String, product: String, entitlements: [String], by who: String) async throws -> Mapping {
+    /// its players own up to date (every player holding the product, in chunks) for at most
+    /// `budget` (nil: until done). The same mapping again changes nothing (no audit, no refresh).
+    public func set(client: String, store: String, product: String, entitlements: [String], by who: String,
+                    refreshWithin budget: Duration? = nil) async throws -> Mapping {
         try Self.checkProduct(product)
         guard !entitlements.isEmpty, entitlements.count <= 32 else {
             throw CatalogInputInvalid(option: "entitlement", problem: "give 1 to 32 entitlements")
         }
         for name in entitlements { try Self.checkEntitlement(name) }
         let names = Array(Set(entitlements)).sorted()
-        try await pool.withTransaction { connection in
+        let mapping = Mapping(store: store, productID: product, entitlements: names)
+        guard try await list(client: client).first(where: { $0.store == store && $0.productID == product })?.entitlements != names else { return mapping }
+        let request = try await pool.withTransaction { connection in
+            let game = try Self.holdGame(of: client, on: connection)
             try connection.execute("""
                 DELETE FROM product_entitlements WHERE client_id = \(client) AND store = \(store) AND product_id = \(product)
                   AND NOT (entitlement = ANY (\(names)::text[]))
@@ -72,31 +95,35 @@ public struct ProductCatalogRepository: Sendable {
                     ON CONFLICT DO NOTHING
                     """)
             }
-            try Self.touchGame(of: client, on: connection)
+            try Self.touch(game, on: connection)
+            try ConsoleRepository.audit(who: who, action: "product.set", target: "\(client) \(store) \(product) → \(names.joined(separator: ","))", on: connection)
+            return try CatalogRefreshes.request(client: client, store: store, product: product, on: connection)
         }
-        try await audit.audit(who: who, action: "product.set", target: "\(client) \(store) \(product) → \(names.joined(separator: ","))")
-        try await refreshHolders(client: client, store: store, product: product)
-        return Mapping(store: store, productID: product, entitlements: names)
+        await refresher.refreshNow([request], within: budget)
+        return mapping
     }
 
-    /// Removes the product's mapping (or only `entitlement`), then takes away what it granted;
-    /// true if something was removed.
-    public func remove(client: String, store: String, product: String, entitlement: String?, by who: String) async throws -> Bool {
+    /// Removes the product's mapping (or only `entitlement`), then takes away what it granted (for
+    /// at most `budget`, like `set`); true if something was removed.
+    public func remove(client: String, store: String, product: String, entitlement: String?, by who: String,
+                       refreshWithin budget: Duration? = nil) async throws -> Bool {
         try Self.checkProduct(product)
         if let entitlement { try Self.checkEntitlement(entitlement) }
-        let removed = try await pool.withTransaction { connection in
+        let request = try await pool.withTransaction { connection -> CatalogRefreshes.Request? in
+            let game = try Self.holdGame(of: client, on: connection)
             let removed = try connection.execute("""
                 DELETE FROM product_entitlements WHERE client_id = \(client) AND store = \(store) AND product_id = \(product)
                   AND (\(entitlement)::text IS NULL OR entitlement = \(entitlement))
                 """)
-            if removed > 0 { try Self.touchGame(of: client, on: connection) }
-            return removed
+            guard removed > 0 else { return nil }
+            try Self.touch(game, on: connection)
+            try ConsoleRepository.audit(who: who, action: "product.remove", target: "\(client) \(store) \(product)\(entitlement.map { " " + $0 } ?? "")",
+                                        on: connection)
+            return try CatalogRefreshes.request(client: client, store: store, product: product, on: connection)
         }
-        if removed > 0 {
-            try await audit.audit(who: who, action: "product.remove", target: "\(client) \(store) \(product)\(entitlement.map { " " + $0 } ?? "")")
-            try await refreshHolders(client: client, store: store, product: product)
-        }
-        return removed > 0
+        guard let request else { return false }
+        await refresher.refreshNow([request], within: budget)
+        return true
     }
 
     public func list(client: String) async throws -> [Mapping] {

@@ -220,7 +220,10 @@ final class RecordBatcher: Sendable {
     static let sqlInput = """
         ::jsonb) AS x(ord integer, \(TransactionColumns.recordDefinition), client_version bigint, request_id text, evidence_sha256 text)
         ), checked AS (
+            -- Held until the commit, as ClientRepository.isCurrent holds it (a catalog change waits
+            -- for the batch); in id order, so two batches and a change never deadlock.
             SELECT input.* FROM input JOIN clients c ON c.id = input.client_id AND c.version = input.client_version AND c.disabled_at IS NULL
+            ORDER BY c.id FOR KEY SHARE OF c
         )
         """
     private static let sqlTail = sqlInput + """

@@ -18,7 +18,10 @@ extension TransactionRepository {
                                 refundAnswerDelay: refundAnswerDelay, on: connection)
         switch event.kind {
         case .refunded, .revoked, .refundReversed, .renewed, .subscribed, .expired, .gracePeriodExpired, .billingIssue, .renewalStatusChanged:
-            // What a player owns follows the ledger in the same transaction (a refund, a renewal, auto-renew switched off).
+            // What a player owns follows the ledger in the same transaction (a refund, a renewal, auto-renew switched off),
+            // under the catalog as it is once the owner's row is held: a catalog change waits for this event, or it saw the change.
+            var owner = owner
+            owner.gameCatalog = try ClientRepository.heldGameCatalog(of: owner.clientID, on: connection)
             try EntitlementIndex.refreshOwners(store: purchase.store, environment: purchase.environment, original: original,
                                                transactionID: purchase.transactionID, client: owner, on: connection)
         case .consumptionRequest, .refundDeclined, .oneTimeCharge, .test, .other:

@@ -1,0 +1,182 @@
+import AppStoreTestSupport
+import Foundation
+import Postgres
+import ReceiptCore
+@testable import ReceiptGate
+import Synchronization
+import Testing
+import TestSupport
+
+/// A session of its own on the test's database: runs `statements`, then stays open (holding
+/// whatever they took: a transaction, an advisory lock) until `release()`, then runs `finally`.
+final class HeldSession: Sendable {
+    private final class Flag: Sendable { let raised = Mutex(false) }
+    private let released = Flag()
+    private let done: Task<Void, any Error>
+
+    init(pool: PostgresPool, _ statements: [String], finally: String) {
+        let released = released
+        done = Task {
+            try await pool.withConnection { connection in
+                for statement in statements { try connection.execute("\(unescaped: statement)") }
+                // A pool thread of the test's own; the flag is the condition, polled.
+                while !released.raised.withLock({ $0 }) { usleep(2_000) }
+                try connection.execute("\(unescaped: finally)")
+            }
+        }
+    }
+
+    func release() async throws {
+        released.raised.withLock { $0 = true }
+        try await done.value
+    }
+}
+
+/// What a catalog change owes the index reaches it whatever cuts the change's caller short, and a
+/// change neither waits for unrelated transactions nor misses a claim in flight.
+@Suite struct CatalogRefresh {
+    static let noads: [String: any Sendable] = ["productId": "noads", "type": "Non-Consumable"]
+
+    static func purchase(_ id: String) -> [String: any Sendable] {
+        noads.merging(["transactionId": id, "originalTransactionId": id]) { _, new in new }
+    }
+
+    @Test func aChangeWhoseRefreshWasCutOffIsFinishedByTheWorker() async throws {
+        let h = try await EntitlementHarness.start(configure: { $0.catalogRefreshSeconds = 1 })
+        defer { h.stop() }
+        try await h.claimApple(Self.purchase("2000000000980001"), for: "cut-short")
+        try await h.claimApple(Self.purchase("2000000000980002"), for: "caller-gone")
+        let catalog = h.harness.service.repositories.catalog
+
+        // The caller's refresh stopped at its budget (a deadline) before it began.
+        _ = try await catalog.set(client: h.client.clientID, store: "app_store", product: "noads", entitlements: ["no_ads"], by: "test",
+                                  refreshWithin: .zero)
+        try await WebhookDelivery.waitUntil { try await h.owned("cut-short").byName["no_ads"] != nil }
+        try await WebhookDelivery.waitUntil { try await h.harness.count("catalog_refreshes") == 0 }
+
+        // The change committed and its caller died before refreshing (an interrupted command, a
+        // crash): what it wrote in its transaction, and its lease gone by.
+        try await h.harness.pool.withTransaction { connection in
+            try connection.execute("""
+                INSERT INTO product_entitlements (client_id, store, product_id, entitlement) VALUES (\(h.client.clientID), 'app_store', 'noads', 'supporter')
+                """)
+            _ = try CatalogRefreshes.request(client: h.client.clientID, store: "app_store", product: "noads", on: connection)
+        }
+        try await h.harness.pool.execute("UPDATE catalog_refreshes SET not_before = clock_timestamp()")
+        #expect(try await h.owned("caller-gone").byName["supporter"] == nil)
+        try await WebhookDelivery.waitUntil { try await h.owned("caller-gone").byName["supporter"] != nil }
+        #expect(Set(try await h.owned("cut-short").byName.keys) == ["no_ads", "supporter"])
+        try await WebhookDelivery.waitUntil { try await h.harness.count("catalog_refreshes") == 0 }
+    }
+
+    @Test func anAdminChangeAnswersQuicklyWhileAnotherSessionHoldsALongTransaction() async throws {
+        let h = try await EntitlementHarness.start()
+        defer { h.stop() }
+        try await h.claimApple(Self.purchase("2000000000980101"), for: "patient")
+        // A report, a migration, an operator's psql: a transaction left open, unrelated to the catalog.
+        let idle = HeldSession(pool: h.harness.pool, ["BEGIN", "SELECT txid_current()"], finally: "ROLLBACK")
+        try await WebhookDelivery.waitUntil {
+            try await h.harness.count("pg_stat_activity WHERE datname = current_database() AND state = 'idle in transaction' AND query = 'SELECT txid_current()'") == 1
+        }
+        let started = ContinuousClock.now
+        let answer = try await RawHTTP.request(port: h.harness.service.port, method: "PUT",
+                                               path: "/admin/clients/\(h.client.clientID)/products/app_store/noads",
+                                               headers: ["Authorization": "Bearer \(EntitlementHarness.adminToken)", "Content-Type": "application/json"],
+                                               body: Data(#"{"entitlements":["no_ads"]}"#.utf8))
+        let took = ContinuousClock.now - started
+        #expect(answer.status == 200, "\(answer.text)")
+        #expect(took < .seconds(10), "answered in \(took), the request's deadline is 30 s")
+        #expect(try await h.owned("patient").byName["no_ads"] != nil, "refreshed before the answer")
+        try await idle.release()
+    }
+
+    /// A claim that checked its client before the change and commits after it: the change waits
+    /// for it (the client's row), so the refresh that follows sees the claim. Held inside the
+    /// claim's transaction, right after its version check, by a trigger waiting on a lock the
+    /// test holds. Through the ordinary path (a client with a webhook) and the group-commit batch.
+    @Test(arguments: [true, false]) func aClaimInFlightAcrossTheChangeIsNotMissed(ordinaryPath: Bool) async throws {
+        let h = try await EntitlementHarness.start()
+        defer { h.stop() }
+        var quiet = VerifyHarness.settings(name: "Quiet build", environments: [.production, .sandbox], gameID: 42)
+        quiet.webhookURL = nil
+        let created = try await h.harness.service.clients.create(quiet)
+        let claimer = ordinaryPath ? h.client : SignedClient(port: h.harness.service.port, clientID: created.client.clientID, secret: created.secret)
+        let batched = try await GroupCommitCounts.read(port: h.harness.service.port)
+        try await h.harness.pool.execute("""
+            CREATE FUNCTION test_hold_claims() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN PERFORM pg_advisory_xact_lock_shared(4242); RETURN NEW; END $$
+            """)
+        try await h.harness.pool.execute("CREATE TRIGGER test_hold_claims BEFORE INSERT ON transactions FOR EACH ROW EXECUTE FUNCTION test_hold_claims()")
+        // Other tests' databases share the cluster (and its lock table): this database's only.
+        let gateLocks = "pg_locks WHERE locktype = 'advisory' AND objid = 4242 AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+        let gate = HeldSession(pool: h.harness.pool, ["SELECT pg_advisory_lock(4242)"], finally: "SELECT pg_advisory_unlock(4242)")
+        try await WebhookDelivery.waitUntil { try await h.harness.count("\(gateLocks) AND granted") == 1 }
+
+        let receipt = try h.harness.pki.sign(AppleTestPKI.transaction(Self.purchase(ordinaryPath ? "2000000000980201" : "2000000000980202")))
+        let claim = Task { try await claimer.post("/v1/verify", json: ["store": "app_store", "receipt": receipt, "player_id": "racer"]) }
+        try await WebhookDelivery.waitUntil { try await h.harness.count("\(gateLocks) AND NOT granted") == 1 }
+
+        let catalog = h.harness.service.repositories.catalog, clientID = h.client.clientID
+        let change = Task { try await catalog.set(client: clientID, store: "app_store", product: "noads", entitlements: ["no_ads"], by: "test") }
+        // The change is waiting for the claim, or (were it not to) has committed.
+        try await WebhookDelivery.waitUntil {
+            let waiting = try await h.harness.count("pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event <> 'advisory'")
+            let mapped = try await h.harness.count("product_entitlements")
+            return waiting > 0 || mapped > 0
+        }
+        try await gate.release()
+        let answer = try await claim.value
+        #expect(answer.status == 200, "\(answer.text)")
+        _ = try await change.value
+        #expect(try await h.owned("racer").byName["no_ads"] != nil, "the refresh after the change saw the claim")
+        try await h.harness.pool.execute("DROP TRIGGER test_hold_claims ON transactions")
+        if !ordinaryPath {
+            #expect(try await GroupCommitCounts.read(port: h.harness.service.port).settled == batched.settled + 1, "answered by the batch")
+        }
+    }
+
+    @Test func aClientLeavingItsGameTakesAwayWhatItsPurchasesGrantedUnderTheOtherCatalogs() async throws {
+        let h = try await EntitlementHarness.start(gameID: 42)
+        defer { h.stop() }
+        let sibling = try await h.harness.service.clients.create(VerifyHarness.settings(name: "Same game", environments: [.production, .sandbox], gameID: 42))
+        let siblingClient = SignedClient(port: h.harness.service.port, clientID: sibling.client.clientID, secret: sibling.secret)
+        let catalog = h.harness.service.repositories.catalog
+        _ = try await catalog.set(client: h.client.clientID, store: "app_store", product: "noads", entitlements: ["no_ads"], by: "test")
+        _ = try await catalog.set(client: sibling.client.clientID, store: "app_store", product: "noads", entitlements: ["ad_free"], by: "test")
+        try await h.claimApple(Self.purchase("2000000000980301"), for: "mover")
+        #expect(try await h.owned("mover", as: siblingClient).byName["ad_free"] != nil)
+
+        var moved = ClientSettings()
+        moved.gameID = 77
+        _ = try await h.harness.service.clients.update(h.client.clientID, moved)
+        #expect(try await h.owned("mover", as: siblingClient).byName.isEmpty, "the game it left no longer holds its purchases")
+        #expect(try await h.harness.count("player_entitlements WHERE client_id = '\(sibling.client.clientID)'") == 0)
+        #expect(try await h.owned("mover").byName["no_ads"] != nil, "its own catalog still sees its purchase")
+        #expect(try await h.harness.count("catalog_refreshes") == 0, "every refresh owed was done")
+    }
+
+    @Test func theAuditRowCommitsWithTheChangeOrNeitherDoes() async throws {
+        let h = try await EntitlementHarness.start()
+        defer { h.stop() }
+        let version = { try await h.harness.pool.query("SELECT version FROM clients WHERE id = \(h.client.clientID)")[0].decode("version", as: Int64.self) }
+        let before = try await version()
+        try await h.harness.pool.execute("CREATE FUNCTION test_refuse_audit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'audit refused'; END $$")
+        try await h.harness.pool.execute("CREATE TRIGGER test_refuse_audit BEFORE INSERT ON console_audit FOR EACH ROW EXECUTE FUNCTION test_refuse_audit()")
+        let catalog = h.harness.service.repositories.catalog
+        await #expect(throws: (any Error).self) {
+            try await catalog.set(client: h.client.clientID, store: "app_store", product: "noads", entitlements: ["no_ads"], by: "test")
+        }
+        #expect(try await catalog.list(client: h.client.clientID).isEmpty, "no change without its audit row")
+        #expect(try await h.harness.count("catalog_refreshes") == 0)
+        #expect(try await version() == before)
+        try await h.harness.pool.execute("DROP TRIGGER test_refuse_audit ON console_audit")
+
+        // The same mapping set again changes nothing: no audit row, no version bump, no refresh.
+        _ = try await catalog.set(client: h.client.clientID, store: "app_store", product: "noads", entitlements: ["no_ads"], by: "test")
+        let (audited, changed) = (try await h.harness.count("console_audit"), try await version())
+        let again = try await catalog.set(client: h.client.clientID, store: "app_store", product: "noads", entitlements: ["no_ads", "no_ads"], by: "test")
+        #expect(again.entitlements == ["no_ads"])
+        #expect(try await h.harness.count("console_audit") == audited)
+        #expect(try await version() == changed, "the game's clients keep their cached copies")
+    }
+}
