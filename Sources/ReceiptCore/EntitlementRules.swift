@@ -9,7 +9,7 @@ public enum EntitlementRules {
     public static func mayGrant(_ kind: ProductKind?) -> Bool { kind != .consumable }
 
     /// The kind of a one-time purchase from a store that does not say whether its product is
-    /// consumable (Google Play: the app decides, by consuming the purchase or not). A purchase the
+    /// consumable (where the app decides, by consuming the purchase or not). A purchase the
     /// store reports consumed, or one we consume for the client, was a consumable; any other is of
     /// unknown kind and may grant, as the store itself keeps an unconsumed purchase owned (it
     /// cannot be bought again until it is consumed).
