@@ -8,7 +8,8 @@ import Synchronization
 /// transaction) cannot see WAL it has not received yet, and an asynchronous standby on a stalled
 /// link has received nothing for up to `wal_receiver_timeout`. The primary's position taken at or
 /// after `now - bound` covers every commit acknowledged before then; a standby that has replayed
-/// up to it serves a read stale by at most the bound.
+/// up to it serves a read stale by at most the bound. The flush position, not the write position:
+/// a standby is sent only flushed WAL, and an acknowledged commit is flushed.
 final class PrimaryWALPositions: Sendable {
     struct Sample: Sendable {
         /// Taken just before the position was asked: every commit acknowledged before it is at or
@@ -54,7 +55,7 @@ final class PrimaryWALPositions: Sendable {
         let task = Task { [self] in
             while !Task.isCancelled {
                 let at = ContinuousClock.now
-                if let position = try? await pool.query("SELECT pg_current_wal_lsn()::text AS position").first?.decode("position", as: String.self) {
+                if let position = try? await pool.query("SELECT pg_current_wal_flush_lsn()::text AS position").first?.decode("position", as: String.self) {
                     record(Sample(at: at, position: position))
                 }
                 try? await Task.sleep(until: at + interval)
