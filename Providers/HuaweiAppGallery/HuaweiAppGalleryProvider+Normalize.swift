@@ -2,14 +2,15 @@ import Crypto
 import Foundation
 import ReceiptCore
 
-/// Huawei's purchase data in store-neutral terms. `lenient` (notifications) keeps a canceled or
-/// unfinished purchase instead of refusing it: there it is news, not evidence.
+/// Huawei's purchase data in store-neutral terms. `lenient` (notifications, read-backs, the
+/// cancelled list) keeps a canceled purchase as news of its revocation instead of refusing it;
+/// an unfinished one is refused either way (`checkDeliverable`).
 extension HuaweiAppGalleryProvider {
-    /// A consumable or non-consumable. Refunded (`purchaseState` 2) is recorded as revoked, so
-    /// the game is told and never delivers; canceled (1), pending (3), initialized (-1) or no
-    /// state at all is no purchase.
+    /// A consumable or non-consumable. Refunded (`purchaseState` 2), and canceled (1) read as
+    /// news, are recorded as revoked, so the game is told and never delivers; canceled claimed,
+    /// pending (3), initialized (-1) or no state at all is no purchase.
     static func normalize(_ data: InAppPurchaseData, token: String, site: HuaweiSite, lenient: Bool, now: Date) throws -> VerifiedPurchase {
-        try checkDeliverable(data, lenient: lenient)
+        try checkDeliverable(data, subscription: false, lenient: lenient)
         var purchase = try base(data, orderID: data.orderId, token: token, site: site)
         purchase.kind = switch data.typedKind {
         case .consumable: .consumable
@@ -33,7 +34,7 @@ extension HuaweiAppGalleryProvider {
     /// its own original (nothing else stays the same across renewals).
     static func normalizeSubscription(_ data: InAppPurchaseData, token: String, site: HuaweiSite, lenient: Bool, now: Date,
                                       askedSubscriptionID: String? = nil) throws -> VerifiedPurchase {
-        try checkDeliverable(data, lenient: lenient)
+        try checkDeliverable(data, subscription: true, lenient: lenient)
         let subscriptionID = data.subscriptionId ?? askedSubscriptionID.flatMap { $0.isEmpty ? nil : $0 }
         var purchase = try base(data, orderID: data.orderId, token: token, site: site)
         purchase.originalTransactionID = subscriptionID ?? purchase.transactionID
@@ -69,20 +70,22 @@ extension HuaweiAppGalleryProvider {
     }
 
     /// The one rule for what Huawei's signed data must show before it is a purchase, for one-time
-    /// products and subscriptions alike. Strictly (a claim): purchased (0) or refunded (2, recorded
-    /// revoked); canceled (1) is no purchase, and pending (3), initialized (-1), an unknown or a
-    /// missing state is not finished. Always: a subscription without an expiry date cannot be
-    /// told active from ended, so it is refused rather than taken as active for ever, unless
-    /// (news, not a claim) Huawei shows it revoked.
-    static func checkDeliverable(_ data: InAppPurchaseData, lenient: Bool) throws(StoreVerificationError) {
-        if !lenient {
-            switch data.state {
-            case .purchased, .refunded: break
-            case .canceled: throw canceled
-            case .other: throw unfinished
-            }
+    /// products and subscriptions, claims and news alike: purchased (0) or refunded (2, recorded
+    /// revoked). Pending (3), initialized (-1), an unknown or a missing state is not finished and
+    /// nothing to deliver or record: a read-back or notification that finds one records no
+    /// payment, renewal or charge. Canceled (1) is no purchase to claim; as news (`lenient`:
+    /// notifications, read-backs, the cancelled list) it is recorded only where it means the
+    /// purchase was revoked: a one-time product's, or a subscription's Huawei dates (`cancelTime`).
+    /// A subscription without an expiry date cannot be told active from ended, so it is refused
+    /// rather than taken as active for ever, unless (news) Huawei shows it revoked.
+    static func checkDeliverable(_ data: InAppPurchaseData, subscription: Bool, lenient: Bool) throws(StoreVerificationError) {
+        switch data.state {
+        case .purchased, .refunded: break
+        case .canceled where lenient && (!subscription || data.cancelTime != nil): break
+        case .canceled: throw canceled
+        case .other: throw unfinished
         }
-        if data.typedKind == .subscription, data.expirationDate == nil,
+        if subscription, data.expirationDate == nil,
            !(lenient && (data.cancelTime != nil || data.state == .refunded || data.state == .canceled)) {
             throw noExpiry
         }

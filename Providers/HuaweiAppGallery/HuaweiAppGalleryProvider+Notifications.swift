@@ -99,7 +99,8 @@ extension HuaweiAppGalleryProvider {
             // sender of made-up tokens grows nothing, and answered 200 so a genuine sender stops.
             await notificationReads.settle(key)
             throw NotificationRejection(.ignored, reason: "PURCHASE_UNKNOWN",
-                                        message: "Huawei knows no purchase of this app for the notification's purchaseToken and productId")
+                                        message: "Huawei shows no purchase of this app to record for the notification's purchaseToken and productId "
+                                            + "(unknown, another app's, or not completed)")
         }
         let kind: StoreEvent.Kind? = switch (order.notificationType, purchase.revocationDate != nil) {
         case (2?, true): .refunded
@@ -139,7 +140,9 @@ extension HuaweiAppGalleryProvider {
             logger.warning("a Huawei notification's purchase could not be read", ["problem": error.message])
             return .failure(NotificationRejection(.retryable, reason: error.verificationError.reason, message: "the purchase could not be read from Huawei now"))
         } catch is StoreVerificationError {
-            return .success(nil)  // another package, another product: nothing of this client's to change
+            // Another package or product, or a purchase not finished (pending, initialized) or
+            // canceled without a revocation: nothing of this client's to record.
+            return .success(nil)
         } catch {
             return .failure(NotificationRejection(.retryable, reason: "HUAWEI_UNAVAILABLE", message: "the purchase could not be read from Huawei now"))
         }

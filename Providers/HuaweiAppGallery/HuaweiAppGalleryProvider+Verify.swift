@@ -44,7 +44,8 @@ extension HuaweiAppGalleryProvider {
 
     /// Reads the purchase from the site Huawei documents for it, checks the signature of the
     /// signed data before anything in it is read, then its token, package and product. `lenient`
-    /// (notifications) keeps a canceled or unfinished purchase instead of refusing it. `site` is
+    /// (notifications, read-backs, the cancelled list) keeps a canceled purchase as news of its
+    /// revocation instead of refusing it; an unfinished one is refused either way. `site` is
     /// where the purchase is already known to be (a read-back key, the site that listed it);
     /// `revokedAt` the time a revocation is dated when Huawei's data gives none (else now).
     /// Throws `HuaweiAPIError` or `StoreVerificationError`.

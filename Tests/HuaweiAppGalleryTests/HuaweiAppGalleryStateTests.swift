@@ -6,7 +6,7 @@ import Testing
 import TestSupport
 
 /// What Huawei's signed data must show before it is a purchase: one rule for one-time products
-/// and subscriptions, and Huawei's `responseCode` 6 taken for what it is (a token the service
+/// and subscriptions, claims and news (notifications, read-backs) alike, and Huawei's `responseCode` 6 taken for what it is (a token the service
 /// will not read), not a credentials failure.
 @Suite struct HuaweiAppGalleryStates {
     /// Pending (3), initialized (-1) and no state at all: nothing to deliver yet.
@@ -32,6 +32,65 @@ import TestSupport
                 evidence: "tok.state.s", context: HuaweiAppGalleryVerify.context(huawei, productID: "vip.monthly", fields: ["huawei_subscription_id": "sub.state"]))
         }
         #expect(refused?.code == .verificationFailed && refused?.reason == "PURCHASE_NOT_COMPLETED", "\(String(describing: refused))")
+        await huawei.shutdown()
+    }
+
+    /// Huawei's news of a payment Huawei's own answer shows unfinished: no one-time charge kept,
+    /// answered as ignored like any order event Huawei does not bear out.
+    @Test(arguments: unfinishedStates)
+    func aPaymentNotificationForAPurchaseNotFinishedRecordsNothing(state: Int?) async throws {
+        let huawei = try FakeHuawei()
+        try huawei.addProduct(token: "tok.state.pn", extra: ["purchaseState": state.map { $0 as Any } ?? NSNull()])
+        let rejected = await HuaweiAppGalleryNotifications.rejection {
+            let kept = try await HuaweiAppGalleryVerify.provider(huawei).receiveNotification(
+                try HuaweiAppGalleryNotifications.request(huawei, body: FakeHuawei.orderNotification(type: 1, token: "tok.state.pn")),
+                registered: HuaweiAppGalleryNotifications.registered)
+            Issue.record("a payment Huawei reads unfinished was kept as \(kept.type) (\(kept.event.kind))")
+        }
+        #expect(rejected?.kind == .ignored && rejected?.reason == "PURCHASE_UNKNOWN", "\(String(describing: rejected))")
+        #expect(huawei.hits("verify") == 1, "Huawei was asked")
+        await huawei.shutdown()
+    }
+
+    /// A subscription verified while purchased, then read by Huawei as unfinished: neither its
+    /// renewal news nor its read-back applies a period.
+    @Test(arguments: unfinishedStates)
+    func aSubscriptionReadAsNotFinishedIsNeitherRenewedByNewsNorReadBack(state: Int?) async throws {
+        let huawei = try FakeHuawei()
+        let provider = HuaweiAppGalleryVerify.provider(huawei)
+        try huawei.addSubscription(token: "tok.state.sn", subscriptionID: "sub.state.sn", orderID: "order.state.sn")
+        let quiet = try await HuaweiAppGalleryReadBack.quiet(huawei, provider: provider, token: "tok.state.sn", subscriptionID: "sub.state.sn")
+        try huawei.renewSubscription(token: "tok.state.sn", orderID: "order.state.sn.2", extra: ["purchaseState": state.map { $0 as Any } ?? NSNull()])
+        let body = try huawei.subscriptionNotification(["notificationType": 2, "subscriptionId": "sub.state.sn", "purchaseToken": "tok.state.sn"])
+        let news = try await provider.receiveNotification(try HuaweiAppGalleryNotifications.request(huawei, body: body),
+                                                          registered: HuaweiAppGalleryNotifications.registered)
+        #expect(news.type == "RENEWAL_UNCONFIRMED" && news.event.kind == .other && news.event.purchase == nil, "\(news.type) \(news.event.kind)")
+        let readBack = try await provider.readBack(quiet, owner: HuaweiAppGalleryCancelledPoll.owner(huawei))
+        #expect(readBack == nil, "read back as \(String(describing: readBack?.subtype))")
+        await huawei.shutdown()
+    }
+
+    /// Canceled as news: a one-time product's cancel is its revocation; a subscription's only when
+    /// Huawei dates it (`cancelTime`), otherwise it tells nothing to apply.
+    @Test func aCanceledSubscriptionIsRevokedOnlyWhenHuaweiDatesIt() async throws {
+        let huawei = try FakeHuawei()
+        let provider = HuaweiAppGalleryVerify.provider(huawei)
+        try huawei.addSubscription(token: "tok.state.c", subscriptionID: "sub.state.c", orderID: "order.state.c")
+        let quiet = try await HuaweiAppGalleryReadBack.quiet(huawei, provider: provider, token: "tok.state.c", subscriptionID: "sub.state.c")
+        let owner = try HuaweiAppGalleryCancelledPoll.owner(huawei)
+        try huawei.addSubscription(token: "tok.state.c", subscriptionID: "sub.state.c", orderID: "order.state.c", extra: ["purchaseState": 1])
+        let undated = try await provider.readBack(quiet, owner: owner)
+        #expect(undated == nil, "read back as \(String(describing: undated?.subtype))")
+        let canceledAt = Int64(Date().timeIntervalSince1970 * 1000) - 60_000
+        try huawei.addSubscription(token: "tok.state.c", subscriptionID: "sub.state.c", orderID: "order.state.c",
+                                   extra: ["purchaseState": 1, "cancelTime": canceledAt])
+        let dated = try #require(try await provider.readBack(quiet, owner: owner))
+        #expect(dated.subtype == "REVOKED" && dated.event.kind == .refunded)
+        try huawei.addProduct(token: "tok.state.c1", orderID: "order.state.c1", state: 1)
+        let order = try await provider.receiveNotification(
+            try HuaweiAppGalleryNotifications.request(huawei, body: FakeHuawei.orderNotification(type: 2, token: "tok.state.c1")),
+            registered: HuaweiAppGalleryNotifications.registered)
+        #expect(order.type == "REFUND_SUCCESS" && order.event.kind == .refunded && order.event.purchase?.revocationReason == "canceled")
         await huawei.shutdown()
     }
 

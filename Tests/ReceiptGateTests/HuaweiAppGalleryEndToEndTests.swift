@@ -40,7 +40,9 @@ import TestSupport
         harness.huawei.state.signing.set(.pss)
         try harness.huawei.addProduct(token: "tok.e2e.refunded", orderID: "order.e2e.refunded", state: 2)
         let refunded = try await harness.verify("tok.e2e.refunded")
-        #expect(try refunded.json()["status"] as? String != "verified", "\(refunded.text)")
+        #expect(refunded.status == 200, "\(refunded.text)")
+        #expect(try refunded.json()["status"] as? String == "refunded", "\(refunded.text)")
+        #expect(try await harness.state("order.e2e.refunded") == "refunded")
         try harness.huawei.addProduct(token: "tok.e2e.canceled", orderID: "order.e2e.canceled", state: 1)
         #expect(try await harness.verify("tok.e2e.canceled").status == 422)
         #expect(try await harness.state("order.e2e.forged") == nil)
@@ -156,8 +158,14 @@ import TestSupport
                                             "requestType": 1]
         let first = try await caller.verify(path, body, token: token, appID: appID)
         #expect(first.hiveCode == 100, "\(first.text)")
+        #expect(first.hiveData?["hiveAxylDuplicated"] as? Bool == false, "\(first.text)")
+        #expect(first.hiveData?["hiveAxylPurchaseCancelState"] as? Int == 0, "\(first.text)")
+        #expect(first.hiveData?["hiveAxylStoreTransactionId"] as? String == "order.e2e.hive", "\(first.text)")
+        // Verified before: answered again, marked a duplicate so the game server does not deliver twice.
         let again = try await caller.verify(path, body, token: token, appID: appID)
         #expect(again.hiveCode == 100, "a re-sent request is answered again: \(again.text)")
+        #expect(again.hiveData?["hiveAxylDuplicated"] as? Bool == true, "\(again.text)")
+        #expect(again.hiveData?["hiveAxylPurchaseCancelState"] as? Int == 0, "\(again.text)")
         #expect(try await harness.count("SELECT count(*) AS n FROM transactions WHERE store = 'huawei_appgallery'") == 1)
         // Refused by Huawei's signature check; a store not served is named as such.
         harness.huawei.state.signing.set(.forged)
@@ -183,6 +191,39 @@ import TestSupport
         #expect(try await caller.verify("/payment/v1/subscription/verify", unnamed, token: token, appID: appID).status == 400)
     }
 
+    /// Refunds through Hive Axyl: a token Huawei already reads refunded, and a purchase verified
+    /// then refunded (found in Huawei's cancelled list) and asked about again, both answer
+    /// `hiveAxylPurchaseCancelState: 1`, the seed's "stop product delivery".
+    @Test func hiveAxylReportsAHuaweiRefundAsCanceled() async throws {
+        let harness = try await HuaweiAppGalleryHarness.start()
+        defer { harness.stop() }
+        let caller = harness.hive()
+        let token = try await caller.token()
+        let path = "/payment/v1/purchase/verify", appID = HuaweiAppGalleryHarness.hiveAppID
+        func body(_ receipt: String, requestType: Int = 1) -> [String: any Sendable] {
+            ["providerId": "HUAWEI", "axylReceipt": receipt, "productId": "gems.100", "accountUuid": "acc-1", "requestType": requestType]
+        }
+        try harness.huawei.addProduct(token: "tok.e2e.hive.refunded", productID: "gems.100", orderID: "order.e2e.hive.refunded", state: 2)
+        let refunded = try await caller.verify(path, body("tok.e2e.hive.refunded"), token: token, appID: appID)
+        #expect(refunded.hiveCode == 100, "\(refunded.text)")
+        #expect(refunded.hiveData?["hiveAxylPurchaseCancelState"] as? Int == 1, "\(refunded.text)")
+        #expect(try await harness.state("order.e2e.hive.refunded") == "refunded")
+
+        try harness.huawei.addProduct(token: "tok.e2e.hive.later", productID: "gems.100", orderID: "order.e2e.hive.later", kind: 1)
+        let bought = try await caller.verify(path, body("tok.e2e.hive.later"), token: token, appID: appID)
+        #expect(bought.hiveData?["hiveAxylPurchaseCancelState"] as? Int == 0, "\(bought.text)")
+        try harness.huawei.addProduct(token: "tok.e2e.hive.later", productID: "gems.100", orderID: "order.e2e.hive.later", kind: 1, state: 2)
+        try harness.huawei.addCancelled(token: "tok.e2e.hive.later", productID: "gems.100", orderID: "order.e2e.hive.later")
+        let report = try await harness.service.reconcile(store: .huaweiAppGallery, since: Date().addingTimeInterval(-86_400))
+        let shown = String(decoding: try JSONEncoder().encode(report), as: UTF8.self)
+        #expect(!report.failed, "\(shown)")
+        #expect(try await harness.state("order.e2e.hive.later") == "refunded")
+        let restored = try await caller.verify(path, body("tok.e2e.hive.later", requestType: 2), token: token, appID: appID)
+        #expect(restored.hiveCode == 100, "\(restored.text)")
+        #expect(restored.hiveData?["hiveAxylPurchaseCancelState"] as? Int == 1, "\(restored.text)")
+        #expect(restored.hiveData?["hiveAxylDuplicated"] as? Bool == true, "\(restored.text)")
+    }
+
     @Test func theAccountLinkFlowTakesAHuaweiObject() async throws {
         let harness = try await HuaweiAppGalleryHarness.start()
         defer { harness.stop() }
@@ -199,8 +240,24 @@ import TestSupport
         let links = try await harness.pool.query("SELECT store, original_transaction_id FROM account_links")
         #expect(try links.map { try $0.decode("store", as: String.self) } == ["huawei_appgallery"])
         #expect(try links.first?.decode("original_transaction_id", as: String.self) == "order.e2e.iap")
+        // The same purchase again signs in to the account it is linked to: no second account.
         let again = try await iap(["package_id": FakeHuawei.package, "purchase_token": "tok.e2e.iap", "product_id": "no.ads"])
+        #expect(again.status == 200, "\(again.text)")
         #expect(try again.json()["auto_account_created"] as? Bool == false, "\(again.text)")
+        #expect(try again.json()["account_switched"] as? Bool == false, "\(again.text)")
+        func subject(_ answer: RawHTTP.Response) async throws -> String? {
+            let token = try #require(try answer.json()["access_token"] as? String)
+            return try await AccountLinkEndToEnd.userinfo(harness.service.port, token).json()["sub"] as? String
+        }
+        let account = try await subject(created), sameAccount = try await subject(again)
+        #expect(account != nil && sameAccount == account)
+        #expect(try await harness.count("SELECT count(*) AS n FROM account_links") == 1)
+        // Huawei reads it refunded: refused as the other stores' refunds are, nothing linked.
+        try harness.huawei.addProduct(token: "tok.e2e.iap.refunded", productID: "no.ads", orderID: "order.e2e.iap.refunded", kind: 1, state: 2)
+        let refunded = try await iap(["package_id": FakeHuawei.package, "purchase_token": "tok.e2e.iap.refunded", "product_id": "no.ads"])
+        #expect(refunded.status == 422, "\(refunded.text)")
+        #expect(try refunded.json()["error"] as? String == "PURCHASE_REFUNDED", "\(refunded.text)")
+        #expect(try await harness.count("SELECT count(*) AS n FROM account_links") == 1)
         // Another package, an unknown token, a wrong type: refused, nothing created.
         #expect(try await iap(["package_id": "com.other.game", "purchase_token": "tok.e2e.iap", "product_id": "no.ads"]).status == 404)
         #expect(try await iap(["package_id": FakeHuawei.package, "purchase_token": "tok.e2e.nobody", "product_id": "no.ads"]).status == 422)
