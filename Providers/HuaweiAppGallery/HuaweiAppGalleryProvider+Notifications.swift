@@ -132,7 +132,11 @@ extension HuaweiAppGalleryProvider {
                              apps: Set<String>) async -> HuaweiNotificationReadGate.Outcome {
         do {
             return .success(try await fetch(evidence, productID: productID, access: access, registered: apps, lenient: true, deadline: nil))
-        } catch let error as HuaweiAPIError where error.kind == .notFound || error.kind == .rejected {
+        } catch let error as HuaweiAPIError where error.kind == .notFound || (error.kind == .rejected && error.responseCode == "6") {
+            // A token Huawei does not know (or not as this app's): nothing to record. Any other
+            // refusal (an invalid parameter, an abnormal account, a code Huawei has not documented)
+            // may be this service's or the app's setup: answered 503 below, so a genuine
+            // notification is sent again rather than acknowledged and lost.
             return .success(nil)
         } catch let error as HuaweiAPIError where error.kind == .badSignature {
             return .failure(NotificationRejection(.forged, reason: "INVALID_SIGNATURE", message: "Huawei's purchase data does not match the app's IAP key"))

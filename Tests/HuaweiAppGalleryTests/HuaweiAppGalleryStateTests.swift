@@ -125,6 +125,24 @@ import TestSupport
         await huawei.shutdown()
     }
 
+    /// Another refusal (here 5, an invalid parameter) may be the app's or this service's setup, not
+    /// the notification's: answered for a retry, so a genuine notification is not acknowledged and lost.
+    @Test func anotherRefusalInAnOrderNotificationIsARetryNotIgnored() async throws {
+        let huawei = try FakeHuawei()
+        try huawei.addProduct(token: "tok.five.n", productID: "gems100", state: 2)
+        let provider = HuaweiAppGalleryVerify.provider(huawei)
+        do {
+            let order = try await provider.receiveNotification(
+                try HuaweiAppGalleryNotifications.request(huawei, body: FakeHuawei.orderNotification(type: 2, token: "tok.five.n", productID: "gems500")),
+                registered: HuaweiAppGalleryNotifications.registered)
+            Issue.record("a notification Huawei refused to read was kept as \(order.type)")
+        } catch let rejection as NotificationRejection {
+            #expect(rejection.kind == .retryable, "\(rejection)")
+        }
+        #expect(huawei.hits("verify") == 1)
+        await huawei.shutdown()
+    }
+
     @Test func code6InANotificationIsNothingToLearnNotARetry() async throws {
         let huawei = try FakeHuawei()
         try huawei.addSubscription(token: "tok.six.n", subscriptionID: "sub.six.n")
