@@ -66,12 +66,12 @@ import TestSupport
         let h = try await EntitlementHarness.start(gameID: 42)
         defer { h.stop() }
         try await h.harness.pool.execute("""
-            CREATE FUNCTION test_slow_claims() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.05); RETURN NEW; END $$
+            CREATE FUNCTION test_slow_claims() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.3); RETURN NEW; END $$
             """)
         try await h.harness.pool.execute("CREATE TRIGGER test_slow_claims BEFORE INSERT ON transactions FOR EACH ROW EXECUTE FUNCTION test_slow_claims()")
         let stop = Stop()
         let (client, pki) = (h.client, h.harness.pki)
-        let claimers = (0..<4).map { stream in
+        let claimers = (0..<6).map { stream in
             Task { () throws -> [Int] in
                 var statuses: [Int] = []
                 while !stop.raised.withLock({ $0 }) {
