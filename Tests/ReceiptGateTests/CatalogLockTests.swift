@@ -99,4 +99,23 @@ import TestSupport
         #expect(try await h.owned("p0").byName["no_ads"] != nil, "claims before the change were refreshed by it, later ones under it")
         try await h.harness.pool.execute("DROP TRIGGER test_slow_claims ON transactions")
     }
+
+    /// A change that cannot get its game within its lock timeout (a claim stuck in flight) gives
+    /// up: the admin API answers 503 with Retry-After, safe to retry, and nothing changed.
+    @Test func aChangeThatWaitedTooLongIsAnsweredSafeToRetry() async throws {
+        let h = try await EntitlementHarness.start(gameID: 42)
+        defer { h.stop() }
+        let scopeLocks = "pg_locks WHERE locktype = 'advisory' AND classid = \(CatalogScopeLock.lockClass) AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+        let stuck = HeldSession(pool: h.harness.pool, ["SELECT pg_advisory_lock_shared(\(CatalogScopeLock.lockClass), hashtext('game:42'))"],
+                                finally: "SELECT pg_advisory_unlock_all()")
+        try await WebhookDelivery.waitUntil { try await h.harness.count("\(scopeLocks) AND granted") == 1 }
+        let answer = try await RawHTTP.request(port: h.harness.service.port, method: "PUT",
+                                               path: "/admin/clients/\(h.client.clientID)/products/app_store/noads",
+                                               headers: ["Authorization": "Bearer \(EntitlementHarness.adminToken)", "Content-Type": "application/json"],
+                                               body: Data(#"{"entitlements":["no_ads"]}"#.utf8))
+        #expect(answer.status == 503, "\(answer.text)")
+        #expect(answer.headers["retry-after"] != nil)
+        #expect(try await h.harness.service.repositories.catalog.list(client: h.client.clientID).isEmpty)
+        try await stuck.release()
+    }
 }

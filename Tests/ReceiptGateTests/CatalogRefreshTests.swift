@@ -181,4 +181,21 @@ final class HeldSession: Sendable {
         #expect(try await h.harness.count("console_audit") == audited)
         #expect(try await version() == changed, "the game's clients keep their cached copies")
     }
+
+    /// A refresh that began before its product was requested again never deletes the newer
+    /// request, even when the row was deleted and written anew in between.
+    @Test func aSlowRefreshDoesNotCompleteARequestWrittenAfterIt() async throws {
+        let h = try await EntitlementHarness.start()
+        defer { h.stop() }
+        let queue = CatalogRefreshes(pool: h.harness.pool), clientID = h.client.clientID
+        let write = { try await h.harness.pool.withTransaction { try CatalogRefreshes.request(client: clientID, store: "app_store", product: "noads", on: $0) } }
+        let slow = try await write()
+        try await queue.complete(slow)  // another refresher finished it
+        let newer = try await write()
+        #expect(newer.generation != slow.generation)
+        try await queue.complete(slow)  // the slow refresher, late
+        #expect(try await queue.pending() == [newer])
+        try await queue.complete(newer)
+    }
 }
+
