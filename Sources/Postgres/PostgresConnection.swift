@@ -104,6 +104,15 @@ package final class PostgresConnection {
         }
     }
 
+    /// Drops the statement prepared under `name` (outside a transaction), so its next use prepares
+    /// it again: for a caller whose prepared statement failed inside its own transaction with
+    /// "cached plan must not change result type".
+    package func forgetPrepared(_ name: String) throws {
+        guard prepared[name] != nil else { return }
+        try execute("DEALLOCATE \(unescaped: Self.quotedIdentifier(name))")
+        prepared[name] = nil
+    }
+
     private func prepare(_ sql: String, as name: String, parameterCount: Int) throws {
         guard let handle else { throw PostgresError(.connectionFailed, "connection is closed") }
         if let text = prepared[name] {

@@ -124,7 +124,7 @@ struct NativeAPI: Sendable {
             return Self.error(error.code, "\(error.reason): \(error.message)")
         } catch {
             context.logger.error("verification failed", ["error": "\(error)"])
-            if DatabaseOutage.matches(error) { return DatabaseOutage.response(Self.error(.verifierError, DatabaseOutage.message)) }
+            if DatabaseOutage.answersRetry(error) { return DatabaseOutage.response(Self.error(.verifierError, DatabaseOutage.message)) }
             return Self.error(.verifierError, "the verification could not be completed; safe to retry")
         }
     }

@@ -51,7 +51,7 @@ struct RouteMounter: Sendable {
             return Self.refusalResponse(refusal, authentication: route.authentication, render: render)
         } catch {
             logger.error("authentication unavailable", ["request.id": request.requestID, "error": "\(error)"])
-            if DatabaseOutage.matches(error) { return DatabaseOutage.response(render(RouteRefusal(code: .verifierError, message: DatabaseOutage.message))) }
+            if DatabaseOutage.answersRetry(error) { return DatabaseOutage.response(render(RouteRefusal(code: .verifierError, message: DatabaseOutage.message))) }
             return render(RouteRefusal(code: .verifierError, message: "authentication is unavailable; safe to retry"))
         }
     }

@@ -57,7 +57,9 @@ struct CatalogAdmin: Sendable {
         } catch let invalid as CatalogInputInvalid {
             return NativeAPI.error(.invalidField, invalid.description)
         } catch {
-            return NativeAPI.error(.verifierError, "the catalog could not be read or changed; safe to retry")
+            let answer = NativeAPI.error(.verifierError, "the catalog could not be read or changed; safe to retry")
+            // A change that waited too long for the game's claims in flight, or a database away: 503, retry.
+            return DatabaseOutage.answersRetry(error) ? DatabaseOutage.response(answer) : answer
         }
     }
 }

@@ -60,7 +60,8 @@ struct RefundAdmin: Sendable {
             }
             return .json(PolicyView(client.refundPolicy))
         } catch {
-            return NativeAPI.error(.verifierError, "the client could not be read or changed; safe to retry")
+            let answer = NativeAPI.error(.verifierError, "the client could not be read or changed; safe to retry")
+            return DatabaseOutage.answersRetry(error) ? DatabaseOutage.response(answer) : answer
         }
     }
 

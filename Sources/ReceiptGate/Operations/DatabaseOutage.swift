@@ -20,6 +20,18 @@ enum DatabaseOutage {
             || error.sqlState == "57P01" || error.sqlState == "57P03" || error.sqlState == "25006"
     }
 
+    /// A statement that gave up on a lock: waited past its `lock_timeout` (55P03, a catalog change
+    /// behind claims in flight) or chosen to break a deadlock (40P01). Its transaction committed
+    /// nothing and the same request again normally goes through: answered as an outage is, 503
+    /// with `Retry-After`, never as a failure of the service.
+    static func isLockConflict(_ error: any Error) -> Bool {
+        guard let error = error as? PostgresError else { return false }
+        return error.sqlState == "55P03" || error.sqlState == "40P01"
+    }
+
+    /// What is answered 503 "safe to retry": an outage or a lock conflict.
+    static func answersRetry(_ error: any Error) -> Bool { matches(error) || isLockConflict(error) }
+
     /// `rendered` (the API's VERIFIER_ERROR body) as a 503 that says when to retry.
     static func response(_ rendered: RouteResponse) -> RouteResponse {
         var response = rendered

@@ -27,25 +27,32 @@ struct CatalogRefreshes: Sendable {
     /// Writes (or renews) the request for `product` inside the caller's transaction, leased to the
     /// caller; the request as written.
     static func request(client: String, store: String, product: String, on connection: PostgresConnection) throws -> Request {
-        let generation = try connection.query("""
+        try connection.query("""
             INSERT INTO catalog_refreshes (client_id, store, product_id, not_before)
             VALUES (\(client), \(store), \(product), clock_timestamp() + make_interval(secs => \(callerLease)))
-            ON CONFLICT (client_id, store, product_id) DO UPDATE SET
-                generation = catalog_refreshes.generation + 1, requested_at = clock_timestamp(),
-                not_before = EXCLUDED.not_before, attempts = 0, last_error = NULL
-            RETURNING generation
-            """)[0].decode("generation", as: Int64.self)
-        return Request(clientID: client, store: store, productID: product, generation: generation)
+            \(unescaped: renewal)
+            """).map(decode)[0]
     }
 
     /// A request for every product some catalog of `clients` maps (their catalogs' holders may have
     /// changed all at once: a client moved to another game, or accepts other environments).
     static func requestAll(clients: [String], on connection: PostgresConnection) throws -> [Request] {
-        let products = try connection.query("""
-            SELECT DISTINCT client_id, store, product_id FROM product_entitlements WHERE client_id = ANY(\(clients)::text[]) ORDER BY 1, 2, 3
-            """).map { (try $0.decode("client_id", as: String.self), try $0.decode("store", as: String.self), try $0.decode("product_id", as: String.self)) }
-        return try products.map { try request(client: $0.0, store: $0.1, product: $0.2, on: connection) }
+        try connection.query("""
+            INSERT INTO catalog_refreshes (client_id, store, product_id, not_before)
+            SELECT DISTINCT client_id, store, product_id, clock_timestamp() + make_interval(secs => \(callerLease))
+            FROM product_entitlements WHERE client_id = ANY(\(clients)::text[])
+            \(unescaped: renewal)
+            """).map(decode).sorted { ($0.clientID, $0.store, $0.productID) < ($1.clientID, $1.store, $1.productID) }
     }
+
+    /// A request written again is new: a new generation (from the sequence, never one used
+    /// before), leased to the caller again, its failures forgotten.
+    private static let renewal = """
+        ON CONFLICT (client_id, store, product_id) DO UPDATE SET
+            generation = nextval('catalog_refresh_generations'), requested_at = clock_timestamp(),
+            not_before = EXCLUDED.not_before, attempts = 0, last_error = NULL
+        RETURNING client_id, store, product_id, generation
+        """
 
     /// Up to `limit` requests due (never leased, or their lease or retry time passed), leased to
     /// this worker; several processes may ask at once, each gets others' than the rest.
@@ -69,10 +76,19 @@ struct CatalogRefreshes: Sendable {
 
     /// The refresh was cut short or failed: due again after `delaySeconds` (at once for 0), for any worker.
     func release(_ request: Request, delaySeconds: Int = 0, error: String? = nil) async throws {
+        try await release([request], delaySeconds: delaySeconds, error: error)
+    }
+
+    /// Several requests not started (a deadline passed, a shutdown), in one statement: due again
+    /// after `delaySeconds`, so another worker takes them at once for 0.
+    func release(_ requests: [Request], delaySeconds: Int = 0, error: String? = nil) async throws {
+        guard !requests.isEmpty else { return }
         _ = try await pool.execute("""
-            UPDATE catalog_refreshes SET not_before = clock_timestamp() + make_interval(secs => \(delaySeconds)),
-                last_error = COALESCE(\(error.map { String($0.prefix(500)) }), last_error)
-            WHERE client_id = \(request.clientID) AND store = \(request.store) AND product_id = \(request.productID) AND generation = \(request.generation)
+            UPDATE catalog_refreshes r SET not_before = clock_timestamp() + make_interval(secs => \(delaySeconds)),
+                last_error = COALESCE(\(error.map { String($0.prefix(500)) }), r.last_error)
+            FROM unnest(\(requests.map(\.clientID))::text[], \(requests.map(\.store))::text[], \(requests.map(\.productID))::text[],
+                        \(requests.map { String($0.generation) })::bigint[]) AS x(client_id, store, product_id, generation)
+            WHERE r.client_id = x.client_id AND r.store = x.store AND r.product_id = x.product_id AND r.generation = x.generation
             """)
     }
 

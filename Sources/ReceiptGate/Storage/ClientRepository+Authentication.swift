@@ -1,5 +1,6 @@
 import Foundation
 import Postgres
+import ReceiptCore
 
 /// An enabled client as one read found it, with what authenticating a request needs: the row,
 /// its opened secret and the version it had (see migration 12). What `ClientDirectory` answers.
@@ -57,19 +58,21 @@ extension ClientRepository {
 
     /// Inside a recording transaction: whether the client is still enabled at `version`. A rotation
     /// or disable committed before this statement is seen; one still running overlaps the request.
-    /// The row stays held (`FOR KEY SHARE`, what the transaction's foreign keys take anyway) until
-    /// the commit: a catalog change (`ProductCatalogRepository.holdGame`) waits for this claim, so
-    /// the catalog the claim decided under is never older than one a refresh after the change reads.
-    static func isCurrent(_ clientID: String, version: Int64, on connection: PostgresConnection) throws -> Bool {
-        try !connection.query("""
-            SELECT 1 FROM clients WHERE id = \(clientID) AND version = \(version) AND disabled_at IS NULL FOR KEY SHARE
+    /// First holds the client's catalog scope shared until the commit (`CatalogScopeLock`): a
+    /// catalog change waits for this claim, or committed before this check (a new version, so the
+    /// claim reloads); the catalog the claim decided under is never older than one a refresh after
+    /// the change reads. The scope is the cached client's: had it moved game, its version moved too.
+    static func isCurrent(_ client: ClientInfo, version: Int64, on connection: PostgresConnection) throws -> Bool {
+        try CatalogScopeLock.share(client.scope, on: connection)
+        return try !connection.query("""
+            SELECT 1 FROM clients WHERE id = \(client.clientID) AND version = \(version) AND disabled_at IS NULL
             """).isEmpty
     }
 
-    /// Inside a store event's transaction: holds the client's row as a claim does (`isCurrent`),
-    /// then reads the products its game's catalogs map, as of now.
+    /// Inside a store event's transaction: holds the client's catalog scope as a claim does
+    /// (`isCurrent`), then reads the products its game's catalogs map, as of now.
     static func heldGameCatalog(of clientID: String, on connection: PostgresConnection) throws -> Set<String> {
-        try connection.execute("SELECT 1 FROM clients WHERE id = \(clientID) FOR KEY SHARE")
+        try CatalogScopeLock.shareScope(of: clientID, on: connection)
         return Set(try connection.query("SELECT \(unescaped: gameCatalogColumn) FROM clients WHERE id = \(clientID)").first?
             .decode("game_catalog", as: [String].self) ?? [])
     }

@@ -65,16 +65,21 @@ public struct ClientRepository: Sendable {
 
     /// Changes what `settings` gives. A change of game or environments changes what players own
     /// under the catalogs of the client and, for a game, of every client of the game it leaves and
-    /// the one it joins: their rows are held as a catalog change holds them, the refreshes owed are
-    /// written with the change, and carried out for up to `refreshWithin` before this returns (the
-    /// rest by a service's worker).
+    /// the one it joins: both games are held as a catalog change holds its game
+    /// (`ProductCatalogRepository.holdGame`), the refreshes owed are written with the change, and
+    /// carried out for up to `refreshWithin` before this returns (the rest by a service's worker).
+    /// One transaction: the secret settings given commit with the rest, or nothing does.
     public func update(_ clientID: String, _ settings: ClientSettings,
                        refreshWithin budget: Duration? = ProductCatalogRepository.interactiveRefreshBudget) async throws -> Client {
-        if !settings.sealedSettings.isEmpty { try await updateSealed(clientID, settings.sealedSettings) }
         let changesGame = settings.gameID != nil, reshapes = settings.gameID != nil || settings.environments != nil
+        let secrets = secrets
         let (client, refreshes) = try await pool.withTransaction { connection -> (Client, [CatalogRefreshes.Request]) in
+            // First, holding nothing yet: claims in flight of the game finish before the change.
             let held = reshapes
-                ? try ProductCatalogRepository.holdGame(of: clientID, alsoGames: (settings.gameID ?? nil).map { [$0] } ?? [], on: connection) : []
+                ? try ProductCatalogRepository.holdGame(of: clientID, alsoScopes: changesGame ? [ClientInfo.scope(clientID: clientID, gameID: settings.gameID ?? nil)] : [],
+                                                        on: connection) : []
+            // With the rest of the change: all of it commits, or none.
+            if !settings.sealedSettings.isEmpty { try Self.updateSealed(clientID, settings.sealedSettings, secrets: secrets, on: connection) }
             // COALESCE keeps what was not given; the *_set flags let an explicit null clear a field.
             let rows = try connection.query("""
                 UPDATE clients SET
@@ -139,17 +144,15 @@ public struct ClientRepository: Sendable {
         return try Self.open(box, clientID: clientID, secrets: secrets).filter { $0.key.hasPrefix(prefix) }
     }
 
-    /// Read, merge and reseal under a row lock, so two updates do not lose each other's keys.
-    private func updateSealed(_ clientID: String, _ changes: [String: String?]) async throws {
-        let secrets = secrets
-        try await pool.withTransaction { connection in
-            let rows = try connection.query("SELECT sealed_settings FROM clients WHERE id = \(clientID) FOR UPDATE")
-            guard let row = rows.first else { throw ClientStoreError.notFound(clientID) }
-            var current = try row.decode("sealed_settings", as: Data?.self).map { try Self.open($0, clientID: clientID, secrets: secrets) } ?? [:]
-            for (name, value) in changes { current[name] = value }
-            let box = try Self.seal(current, clientID: clientID, secrets: secrets)
-            try connection.execute("UPDATE clients SET sealed_settings = \(box), updated_at = now() WHERE id = \(clientID)")
-        }
+    /// Read, merge and reseal under a row lock (in the caller's transaction), so two updates do not
+    /// lose each other's keys.
+    private static func updateSealed(_ clientID: String, _ changes: [String: String?], secrets: SecretBox, on connection: PostgresConnection) throws {
+        let rows = try connection.query("SELECT sealed_settings FROM clients WHERE id = \(clientID) FOR UPDATE")
+        guard let row = rows.first else { throw ClientStoreError.notFound(clientID) }
+        var current = try row.decode("sealed_settings", as: Data?.self).map { try Self.open($0, clientID: clientID, secrets: secrets) } ?? [:]
+        for (name, value) in changes { current[name] = value }
+        let box = try Self.seal(current, clientID: clientID, secrets: secrets)
+        try connection.execute("UPDATE clients SET sealed_settings = \(box), updated_at = now() WHERE id = \(clientID)")
     }
 
     /// Sealed settings are bound to `<client id>:settings`, so they cannot stand in for the client secret.

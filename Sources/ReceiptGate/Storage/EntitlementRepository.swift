@@ -5,11 +5,12 @@ import ReceiptCore
 /// Reading what players own (the index `EntitlementIndex` keeps), and the work that keeps it
 /// current outside a ledger write: the expiry sweep and a catalog change's refresh.
 ///
-/// A catalog change needs no wait for claims in flight: a claim holds its client's row (`FOR KEY
-/// SHARE`, `ClientRepository.isCurrent`) from its version check to its commit, and a change holds
-/// every row of the game (`FOR UPDATE`, `ProductCatalogRepository.holdGame`). So a claim that read
-/// the old catalog committed before the change did, and a later one sees the new version and
-/// reloads; a refresh any time after the change's commit finds every holder.
+/// A catalog change needs no wait for claims in flight: a claim holds its catalog scope (its game)
+/// shared from before its version check to its commit (`CatalogScopeLock`,
+/// `ClientRepository.isCurrent`), and a change holds it exclusive
+/// (`ProductCatalogRepository.holdGame`). So a claim that read the old catalog committed before the
+/// change did, and a later one sees the new version and reloads; a refresh any time after the
+/// change's commit finds every holder.
 struct EntitlementRepository: Sendable {
     let pool: PostgresPool
     /// Where reads go (the read standby while it is fresh enough), in groups.
@@ -70,11 +71,13 @@ struct EntitlementRepository: Sendable {
 
     /// After a change of the catalog of `clientID` for one product: refreshes every player who
     /// holds the product or an entitlement it granted, `chunk` players per transaction (so a large
-    /// game is not locked at once). Returns how many players were refreshed. With `deadline`,
-    /// throws `RefreshCutShort` when it passes between two chunks (what committed stays).
+    /// game is not locked at once). Returns how many players were refreshed. Throws
+    /// `RefreshCutShort` when `deadline` passes or the task is cancelled, checked before the
+    /// holders are looked for and between two chunks (what committed stays).
     @discardableResult
     func refreshProduct(client clientID: String, store: String, product: String, chunk: Int = 1000, announce: Bool = true,
                         until deadline: ContinuousClock.Instant? = nil) async throws -> Int {
+        if RefreshCutShort.due(deadline) { throw RefreshCutShort() }
         guard let catalog = try await pool.query("SELECT id, game_id, environments FROM clients WHERE id = \(clientID)").first
             .map(EntitlementIndex.Catalog.init) else { return 0 }
         let visible = LedgerSQL.visible(owner: "t", callerClient: "\(catalog.clientID)", callerGame: "\(catalog.gameID)")
@@ -96,7 +99,7 @@ struct EntitlementRepository: Sendable {
             """).map { try $0.decode("player_id", as: String.self) }.sorted()
         var start = 0
         while start < players.count {
-            if let deadline, ContinuousClock.now >= deadline { throw RefreshCutShort() }
+            if RefreshCutShort.due(deadline) { throw RefreshCutShort() }
             let slice = Array(players[start..<min(start + chunk, players.count)])
             try await pool.withTransaction { try EntitlementIndex.refresh(slice, catalog: catalog, announce: announce, on: $0) }
             start += chunk
@@ -105,5 +108,10 @@ struct EntitlementRepository: Sendable {
     }
 }
 
-/// A refresh stopped at its deadline, between two of its transactions.
-struct RefreshCutShort: Error {}
+/// A refresh stopped at its deadline or by its task's cancellation, between two of its transactions.
+struct RefreshCutShort: Error {
+    /// Whether work not yet begun should stop: `deadline` passed, or the task was cancelled (a shutdown).
+    static func due(_ deadline: ContinuousClock.Instant?) -> Bool {
+        Task.isCancelled || deadline.map { ContinuousClock.now >= $0 } == true
+    }
+}

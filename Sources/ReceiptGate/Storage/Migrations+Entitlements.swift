@@ -49,16 +49,18 @@ extension Schema {
         // The catalog refreshes owed: a catalog change (or a client's change of game or environments)
         // writes one in its own transaction, and it is deleted only once the refresh of the
         // product's holders committed; so a change whose refresh was cut off (a request deadline,
-        // an interrupted command, a crash) is finished by a service's worker. `generation` moves
-        // with every new request, so a refresh that began before it does not delete it;
-        // `not_before` is the lease of whoever refreshes (or the next retry).
+        // an interrupted command, a crash) is finished by a service's worker. `generation` is new
+        // with every request, from a sequence (never reused, even for a row deleted and written
+        // again), so a refresh that began before it does not delete it; `not_before` is the lease
+        // of whoever refreshes (or the next retry).
         Migration(version: 24, name: "catalog_refreshes", sql: """
+            CREATE SEQUENCE catalog_refresh_generations;
             CREATE TABLE catalog_refreshes (
                 client_id text NOT NULL,
                 store text NOT NULL,
                 product_id text NOT NULL,
                 requested_at timestamptz NOT NULL DEFAULT clock_timestamp(),
-                generation bigint NOT NULL DEFAULT 1,
+                generation bigint NOT NULL DEFAULT nextval('catalog_refresh_generations'),
                 not_before timestamptz NOT NULL DEFAULT clock_timestamp(),
                 attempts integer NOT NULL DEFAULT 0,
                 last_error text,

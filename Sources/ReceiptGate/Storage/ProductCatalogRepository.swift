@@ -41,27 +41,29 @@ public struct ProductCatalogRepository: Sendable {
         guard !id.isEmpty else { throw CatalogInputInvalid(option: "product-id", problem: "must not be empty") }
     }
 
-    /// Holds the row of every client of `client`'s game (and of the games in `alsoGames`) for the
-    /// rest of the transaction: `FOR UPDATE` waits for every claim or store event that checked one
-    /// of them (each holds its client's row, `FOR KEY SHARE`, from that check to its commit), and
-    /// any that checks later waits for this transaction, then sees the new version and reloads. So
-    /// no claim decides under a catalog older than the change and commits after it. Rows in id
-    /// order (two changes never deadlock), then again for any client that joined meanwhile. A lock
-    /// held longer than `lock_timeout` fails the change (safe to retry), never an operator's
-    /// request past its deadline. The ids held.
-    static func holdGame(of client: String, alsoGames games: [Int64] = [], on connection: PostgresConnection) throws -> [String] {
-        try connection.execute("SET LOCAL lock_timeout = '10s'")
-        var held: [String] = []
-        while true {
-            let newlyHeld = try connection.query("""
-                SELECT id FROM clients
-                WHERE (id = \(client) OR game_id = (SELECT game_id FROM clients WHERE id = \(client)) OR game_id = ANY(\(games.map(String.init))::bigint[]))
-                  AND NOT (id = ANY(\(held)::text[]))
-                ORDER BY id FOR UPDATE
-                """).map { try $0.decode("id", as: String.self) }
-            if newlyHeld.isEmpty { return held }
-            held += newlyHeld
+    /// Holds the catalog scope of `client` (its game, or itself without one) and `alsoScopes` (a
+    /// client moving game: the one it joins) exclusive for the rest of the transaction (`CatalogScopeLock.hold`): waits for
+    /// every claim or store event of those scopes in flight (each holds its scope shared from
+    /// before it checks its client's version to its commit), and any that comes later waits for
+    /// this transaction, then sees the new version and reloads. So no claim decides under a
+    /// catalog older than the change and commits after it. Waits at most
+    /// `CatalogScopeLock.changeTimeout` (then fails, safe to retry). The ids of every client of
+    /// the scopes held, `client` first.
+    static func holdGame(of client: String, alsoScopes: [String] = [], on connection: PostgresConnection) throws -> [String] {
+        guard let scope = try CatalogScopeLock.scope(of: client, on: connection) else { return [] }
+        var held = [scope] + alsoScopes
+        try CatalogScopeLock.hold(held, on: connection)
+        // The client may have moved game while this waited (a move holds both games, so it has
+        // committed once this holds the old one): the scope it has now is held too.
+        while let now = try CatalogScopeLock.scope(of: client, on: connection), !held.contains(now) {
+            try CatalogScopeLock.hold([now], on: connection)
+            held.append(now)
         }
+        let others = try connection.query("""
+            SELECT id FROM clients WHERE id <> \(client) AND (CASE WHEN game_id IS NULL THEN 'client:' || id ELSE 'game:' || game_id END) = ANY(\(held)::text[])
+            ORDER BY id
+            """).map { try $0.decode("id", as: String.self) }
+        return [client] + others
     }
 
     /// Every client of the game learns the catalog changed (their cached copies know which claims

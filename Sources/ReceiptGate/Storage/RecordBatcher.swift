@@ -29,6 +29,8 @@ final class RecordBatcher: Sendable {
 
     struct Item {
         let key: String
+        /// The client's catalog scope, held shared by the batch's transaction.
+        var scope: String { ClientInfo.scope(clientID: client.clientID, gameID: client.gameID) }
         let proven: ProvenPurchase
         /// Decided once: what the row is written with is what the answer says.
         let state: TransactionState
@@ -134,13 +136,26 @@ final class RecordBatcher: Sendable {
 
     /// False when the connection failed (and must not take the next batch).
     private func run(_ batch: [Item], on connection: PostgresConnection) -> Bool {
+        var batch = batch
         let rows: [PostgresRow]
         do {
+            // One transaction holding each claim's catalog scope shared (`CatalogScopeLock`), taken
+            // before the statement that checks the clients' versions, so that statement sees any
+            // change committed before. A scope a change holds or waits for is not waited for here:
+            // its claims go the ordinary way, and the batch (every tenant's claims) goes on.
+            try connection.execute("BEGIN")
+            let held = try CatalogScopeLock.tryShare(batch.map(\.scope), on: connection)
+            for item in batch where !held.contains(item.scope) { item.continuation.resume(returning: .contended) }
+            batch = batch.filter { held.contains($0.scope) }
             // Prepared once per connection: parsing and planning this statement cost Postgres more
             // than running it. The plan does not depend on the batch (one jsonb parameter) and reads
             // rows only by unique key; Postgres replans it when the tables' statistics change.
-            rows = try connection.query(Self.statement(batch), preparedAs: "receiptgate_record_batch")
+            rows = batch.isEmpty ? [] : try connection.query(Self.statement(batch), preparedAs: Self.preparedName)
+            try connection.execute("COMMIT")
         } catch let error as PostgresError where error.code == .queryFailed {
+            _ = try? connection.execute("ROLLBACK")
+            // Another process changed a table the statement returns: prepared again next time.
+            if error.sqlState == "0A000" { try? connection.forgetPrepared(Self.preparedName) }
             // Refused as a whole (one bad value fails them all): each goes the ordinary way alone.
             batch.forEach { $0.continuation.resume(returning: .contended) }
             return true
@@ -161,6 +176,8 @@ final class RecordBatcher: Sendable {
         }
         return seenBefore.isEmpty || settleSeenBefore(seenBefore, on: connection)
     }
+
+    static let preparedName = "receiptgate_record_batch"
 
     /// The statement's rows by the `batch_ord` each carries.
     static func byOrdinal(_ rows: [PostgresRow]) -> [Int: PostgresRow] {
@@ -220,10 +237,7 @@ final class RecordBatcher: Sendable {
     static let sqlInput = """
         ::jsonb) AS x(ord integer, \(TransactionColumns.recordDefinition), client_version bigint, request_id text, evidence_sha256 text)
         ), checked AS (
-            -- Held until the commit, as ClientRepository.isCurrent holds it (a catalog change waits
-            -- for the batch); in id order, so two batches and a change never deadlock.
             SELECT input.* FROM input JOIN clients c ON c.id = input.client_id AND c.version = input.client_version AND c.disabled_at IS NULL
-            ORDER BY c.id FOR KEY SHARE OF c
         )
         """
     private static let sqlTail = sqlInput + """

@@ -12,20 +12,24 @@ extension TransactionRepository {
                       refundCallbacks: [String: any RefundCallbackRenderer], refundAnswerDelay: Double = 3600,
                       on connection: PostgresConnection) throws -> Bool {
         guard let purchase = event.purchase else { return false }
-        guard let owner = try ClientRepository.owner(of: purchase, appIdentifier: appIdentifier, kind: kind, on: connection) else { return false }
+        guard var owner = try ClientRepository.owner(of: purchase, appIdentifier: appIdentifier, kind: kind, on: connection) else { return false }
         let original = purchase.originalTransactionID ?? purchase.transactionID
-        let changed = try apply(event, purchase: purchase, original: original, owner: owner, refundCallbacks: refundCallbacks,
-                                refundAnswerDelay: refundAnswerDelay, on: connection)
+        let movesEntitlements: Bool
         switch event.kind {
         case .refunded, .revoked, .refundReversed, .renewed, .subscribed, .expired, .gracePeriodExpired, .billingIssue, .renewalStatusChanged:
-            // What a player owns follows the ledger in the same transaction (a refund, a renewal, auto-renew switched off),
-            // under the catalog as it is once the owner's row is held: a catalog change waits for this event, or it saw the change.
-            var owner = owner
-            owner.gameCatalog = try ClientRepository.heldGameCatalog(of: owner.clientID, on: connection)
+            movesEntitlements = true
+        case .consumptionRequest, .refundDeclined, .oneTimeCharge, .test, .other:
+            movesEntitlements = false
+        }
+        // What a player owns follows the ledger in the same transaction (a refund, a renewal, auto-renew switched off),
+        // under the catalog as it is once the owner's catalog scope is held, before any write: a catalog change waits
+        // for this event, or committed before it read the catalog.
+        if movesEntitlements { owner.gameCatalog = try ClientRepository.heldGameCatalog(of: owner.clientID, on: connection) }
+        let changed = try apply(event, purchase: purchase, original: original, owner: owner, refundCallbacks: refundCallbacks,
+                                refundAnswerDelay: refundAnswerDelay, on: connection)
+        if movesEntitlements {
             try EntitlementIndex.refreshOwners(store: purchase.store, environment: purchase.environment, original: original,
                                                transactionID: purchase.transactionID, client: owner, on: connection)
-        case .consumptionRequest, .refundDeclined, .oneTimeCharge, .test, .other:
-            break
         }
         return changed
     }

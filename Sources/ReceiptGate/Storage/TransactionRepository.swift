@@ -31,7 +31,12 @@ public struct TransactionRepository: Sendable {
     func record<T: Sendable>(_ proven: ProvenPurchase, client: Client, expectedVersion: Int64? = nil,
                              effects: @escaping @Sendable (VerificationOutcome, any RecordScope) throws -> T) async throws -> (VerificationOutcome, T) {
         try await pool.withTransaction { connection in
-            if let expectedVersion, try !ClientRepository.isCurrent(client.clientID, version: expectedVersion, on: connection) { throw ClientChanged() }
+            if let expectedVersion {
+                guard try ClientRepository.isCurrent(client.info, version: expectedVersion, on: connection) else { throw ClientChanged() }
+            } else {
+                // Read fresh by the caller: only the catalog scope to hold (`ClientRepository.isCurrent`).
+                try CatalogScopeLock.share(client.info.scope, on: connection)
+            }
             let claimed = try Self.claim(proven, client: client, on: connection)
             let taken = claimed.proven
             var transaction = claimed.transaction
