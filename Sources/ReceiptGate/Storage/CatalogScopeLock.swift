@@ -40,10 +40,12 @@ enum CatalogScopeLock {
     /// Of `scopes`, those held shared now without waiting (the group-commit batch: a claim whose
     /// scope a change holds or waits for goes the ordinary way and waits alone, so the batch, and
     /// every tenant's claims in it, never waits for one game's change).
+    /// Prepared once per connection: it runs once per batch, and planning it would cost Postgres
+    /// more than running it.
     static func tryShare(_ scopes: [String], on connection: PostgresConnection) throws -> Set<String> {
         Set(try connection.query("""
             SELECT s FROM unnest(\(Array(Set(scopes)).sorted())::text[]) s WHERE pg_try_advisory_xact_lock_shared(\(lockClass), hashtext(s))
-            """).map { try $0.decode("s", as: String.self) })
+            """, preparedAs: "receiptgate_try_share_scopes").map { try $0.decode("s", as: String.self) })
     }
 
     /// Holds `scopes` exclusive until the transaction ends (a catalog change; a client moving
