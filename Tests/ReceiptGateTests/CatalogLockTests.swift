@@ -94,7 +94,9 @@ import TestSupport
         for claimer in claimers { statuses += try await claimer.value }
 
         if case .failure(let error) = changed { Issue.record("the change failed: \(error)") }
-        #expect(took < .seconds(4), "the change took \(took) beside the stream of claims")
+        // A starved change fails above (its lock wait gives up after 5 s); the bound here is for the
+        // rest of it, its refresh among the claims, on a machine loaded with a whole suite.
+        #expect(took < .seconds(15), "the change took \(took) beside the stream of claims")
         #expect(statuses.allSatisfy { $0 == 200 }, "\(statuses.filter { $0 != 200 })")
         #expect(try await h.owned("p0").byName["no_ads"] != nil, "claims before the change were refreshed by it, later ones under it")
         try await h.harness.pool.execute("DROP TRIGGER test_slow_claims ON transactions")
