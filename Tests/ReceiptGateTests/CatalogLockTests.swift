@@ -34,14 +34,8 @@ import TestSupport
 
         // The claim is held inside its transaction, after it checked its client, by a trigger
         // waiting on a lock the test holds.
-        try await h.harness.pool.execute("""
-            CREATE FUNCTION test_hold_claims() RETURNS trigger LANGUAGE plpgsql AS $$
-            BEGIN PERFORM pg_advisory_xact_lock_shared(4243); RETURN NEW; END $$
-            """)
-        try await h.harness.pool.execute("CREATE TRIGGER test_hold_claims BEFORE INSERT ON transactions FOR EACH ROW EXECUTE FUNCTION test_hold_claims()")
-        let gateLocks = "pg_locks WHERE locktype = 'advisory' AND objid = 4243 AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
-        let gate = HeldSession(pool: h.harness.pool, ["SELECT pg_advisory_lock(4243)"], finally: "SELECT pg_advisory_unlock(4243)")
-        try await WebhookDelivery.waitUntil { try await h.harness.count("\(gateLocks) AND granted") == 1 }
+        let parked = try await ParkedClaims.start(h, key: 4243)
+        let (gate, gateLocks) = (parked.gate, parked.gateLocks)
 
         let receipt = try h.harness.pki.sign(AppleTestPKI.transaction(CatalogRefresh.purchase("2000000000990001")))
         let claim = Task { try await b.post("/v1/verify", json: ["store": "app_store", "receipt": receipt, "player_id": "both"]) }

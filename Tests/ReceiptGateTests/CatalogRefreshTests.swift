@@ -103,15 +103,8 @@ final class HeldSession: Sendable {
         let created = try await h.harness.service.clients.create(quiet)
         let claimer = ordinaryPath ? h.client : SignedClient(port: h.harness.service.port, clientID: created.client.clientID, secret: created.secret)
         let batched = try await GroupCommitCounts.read(port: h.harness.service.port)
-        try await h.harness.pool.execute("""
-            CREATE FUNCTION test_hold_claims() RETURNS trigger LANGUAGE plpgsql AS $$
-            BEGIN PERFORM pg_advisory_xact_lock_shared(4242); RETURN NEW; END $$
-            """)
-        try await h.harness.pool.execute("CREATE TRIGGER test_hold_claims BEFORE INSERT ON transactions FOR EACH ROW EXECUTE FUNCTION test_hold_claims()")
-        // Other tests' databases share the cluster (and its lock table): this database's only.
-        let gateLocks = "pg_locks WHERE locktype = 'advisory' AND objid = 4242 AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
-        let gate = HeldSession(pool: h.harness.pool, ["SELECT pg_advisory_lock(4242)"], finally: "SELECT pg_advisory_unlock(4242)")
-        try await WebhookDelivery.waitUntil { try await h.harness.count("\(gateLocks) AND granted") == 1 }
+        let parked = try await ParkedClaims.start(h, key: 4242)
+        let (gate, gateLocks) = (parked.gate, parked.gateLocks)
 
         let receipt = try h.harness.pki.sign(AppleTestPKI.transaction(Self.purchase(ordinaryPath ? "2000000000980201" : "2000000000980202")))
         let claim = Task { try await claimer.post("/v1/verify", json: ["store": "app_store", "receipt": receipt, "player_id": "racer"]) }
@@ -199,3 +192,22 @@ final class HeldSession: Sendable {
     }
 }
 
+/// Claims parked inside their transaction (after they checked their client) by a trigger that waits
+/// on an advisory lock a held session owns, until `gate.release()`. `gateLocks` names that lock's
+/// rows in `pg_locks` of this database only (other tests' databases share the cluster's lock table).
+struct ParkedClaims {
+    let gate: HeldSession
+    let gateLocks: String
+
+    static func start(_ h: EntitlementHarness, key: Int) async throws -> ParkedClaims {
+        try await h.harness.pool.execute("""
+            CREATE FUNCTION test_hold_claims() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN PERFORM pg_advisory_xact_lock_shared(\(unescaped: String(key))); RETURN NEW; END $$
+            """)
+        try await h.harness.pool.execute("CREATE TRIGGER test_hold_claims BEFORE INSERT ON transactions FOR EACH ROW EXECUTE FUNCTION test_hold_claims()")
+        let gateLocks = "pg_locks WHERE locktype = 'advisory' AND objid = \(key) AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+        let gate = HeldSession(pool: h.harness.pool, ["SELECT pg_advisory_lock(\(key))"], finally: "SELECT pg_advisory_unlock(\(key))")
+        try await WebhookDelivery.waitUntil { try await h.harness.count("\(gateLocks) AND granted") == 1 }
+        return ParkedClaims(gate: gate, gateLocks: gateLocks)
+    }
+}
