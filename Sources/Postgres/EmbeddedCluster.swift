@@ -43,6 +43,17 @@ package struct EmbeddedCluster: Sendable {
         }
     }
 
+    /// Whether the cluster was made already (by initdb, here or where its pointer says), found
+    /// without creating anything: a command that only reads must not start a new, empty one.
+    package var exists: Bool {
+        var directory = requestedDirectory
+        if runsAsRoot, let recorded = try? String(contentsOf: requestedDirectory.deletingLastPathComponent().appendingPathComponent("cluster-location"),
+                                                   encoding: .utf8) {
+            directory = URL(fileURLWithPath: recorded.trimmingCharacters(in: .whitespacesAndNewlines))
+        }
+        return FileManager.default.fileExists(atPath: directory.appendingPathComponent("PG_VERSION").path)
+    }
+
     /// libpq connection string for the cluster's `receiptgate` database (over the Unix socket).
     package var connectionString: String {
         get throws { "host=\(Self.quote(try clusterDirectory.path)) user=postgres dbname=\(Self.databaseName)" }

@@ -42,14 +42,30 @@ public enum ClaimOutcome: Sendable, Equatable {
 }
 
 extension LedgerRules {
-    /// How a claim by `claimant` stands against the purchase's recorded first claim (nil: known only).
-    /// A conflict needs both player ids: a claim that names no player cannot contradict one.
-    public static func claim(of recorded: Claim?, by claimant: Claimant) -> ClaimOutcome {
-        guard let recorded else { return .first }
-        if let first = recorded.claimant.playerID, let now = claimant.playerID, first != now {
-            return .conflict(firstClaimedBy: recorded.claimant)
+    /// How a claim by `claimant` stands against the purchase's recorded first claim (nil: known only)
+    /// and, for one period of a subscription, against the subscription's `owner`: the first claim
+    /// naming a player of any of its periods. Every period belongs to that owner, so a period
+    /// claimed for another player is a conflict (never a first claim, never delivered to them),
+    /// and the owner's claim of a period someone else had claimed is a plain repeat. A conflict
+    /// needs both player ids: a claim that names no player cannot contradict one.
+    public static func claim(of recorded: Claim?, owner: Claim? = nil, by claimant: Claimant) -> ClaimOutcome {
+        if let decider = owner ?? recorded, let first = decider.claimant.playerID, let now = claimant.playerID,
+           !samePlayer(first, now) {
+            return .conflict(firstClaimedBy: decider.claimant)
         }
-        return .repeated
+        return recorded == nil ? .first : .repeated
+    }
+
+    /// Player ids are the game's bytes: equal when their UTF-8 is, as Postgres compares them. Swift's
+    /// `==` would call a precomposed "é" and "e" with a combining accent one player, while the
+    /// ledger's rows, its indexes and the entitlement index count two.
+    public static func samePlayer(_ one: String, _ other: String) -> Bool { one.utf8.elementsEqual(other.utf8) }
+
+    /// `players` once each by their bytes (`samePlayer`), in byte order.
+    public static func distinctPlayers(_ players: [String]) -> [String] {
+        var seen = Set<[UInt8]>()
+        return players.map { Array($0.utf8) }.filter { seen.insert($0).inserted }.sorted { $0.lexicographicallyPrecedes($1) }
+            .map { String(decoding: $0, as: UTF8.self) }
     }
 }
 

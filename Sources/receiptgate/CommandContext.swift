@@ -8,11 +8,14 @@ import HTTPServer
 struct CommandContext {
     let configuration: ServiceConfiguration
     let logger: Logger
+    /// Whether a missing data directory (embedded database, master key) is made (`serve`, `init`)
+    /// or refused: every other command works on the service's data and must find it.
+    var creating = false
 
     /// Opens the database (starting the embedded cluster if needed), migrates unless told not
     /// to, runs `body`, then closes everything it opened.
     func withDatabase<T>(migrating: Bool = true, _ body: (Database) async throws -> T) async throws -> T {
-        let database = try Database.open(configuration, logger: logger)
+        let database = try Database.open(configuration, logger: logger, creating: creating)
         defer { database.close(logger: logger) }
         if migrating { try await database.migrate() }
         return try await body(database)
@@ -24,7 +27,8 @@ struct CommandContext {
 
     func withRepositories<T>(_ body: (Repositories) async throws -> T) async throws -> T {
         try await withDatabase { database in
-            let master = try SecretBox.loadMasterKey(configured: configuration.masterKey, dataDirectory: configuration.dataDirectory)
+            let master = try SecretBox.loadMasterKey(configured: configuration.masterKey, dataDirectory: configuration.dataDirectory,
+                                                     creating: creating)
             if let path = master.generatedAt {
                 logger.warning("generated a new master key; back it up, and give every process sharing this database the same key", ["path": path])
             }

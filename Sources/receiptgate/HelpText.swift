@@ -6,6 +6,7 @@ enum HelpText {
 
         Commands:
           serve            Run the HTTP service (starts the embedded database if DATABASE_URL is unset)
+          init             Create the data directory (embedded database, master key) if missing, migrate, and exit
           migrate          Apply pending database migrations and exit
           version          Print the version
           openapi          Print the OpenAPI document this binary serves at /openapi.yaml (core and plugins)
@@ -18,7 +19,18 @@ enum HelpText {
           dev <tool>       Development helpers the stores offer, e.g. signing a test purchase (see dev --help)
 
         Configuration comes from environment variables (see docs/configuration.md). Run
-        `receiptgate <command> --help` for a command's options.
+        `receiptgate <command> --help` for a command's options. Only serve and init create the data
+        directory (RECEIPTGATE_DATA_DIR, default ./.receiptgate); every other command fails, naming
+        where it looked, when it is missing.
+        """
+
+    static let initialize = """
+        Usage: receiptgate init
+
+        Makes what the service keeps under RECEIPTGATE_DATA_DIR (default ./.receiptgate) where it is
+        missing: the embedded PostgreSQL cluster (unless DATABASE_URL is set) and the master key
+        (unless RECEIPTGATE_MASTER_KEY is set); applies the migrations, then prints
+        {"data_directory", "database", "master_key"}. Safe to run again: what exists is kept.
         """
 
     static let serve = """

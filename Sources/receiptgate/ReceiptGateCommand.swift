@@ -24,7 +24,11 @@ enum ReceiptGateCommand {
                 return 0
             case "serve":
                 _ = try Arguments(rest, options: [:], help: HelpText.serve).expectPositionals([])
-                return try await ServeCommand.run(context: try makeContext())
+                return try await ServeCommand.run(context: try makeContext(creating: true))
+            case "init":
+                _ = try Arguments(rest, options: [:], help: HelpText.initialize).expectPositionals([])
+                try await InitCommand.run(context: try makeContext(creating: true))
+                return 0
             case "migrate":
                 _ = try Arguments(rest, options: [:], help: HelpText.migrate).expectPositionals([])
                 let context = try makeContext()
@@ -57,7 +61,7 @@ enum ReceiptGateCommand {
                 try await ClientCommand.run(rest, context: LazyContext())
                 return 0
             default:
-                throw UsageError("unknown command \"\(command)\" (expected serve, migrate, version, openapi, client, products, webhooks, notifications, reconcile, keys or dev; see --help)")
+                throw UsageError("unknown command \"\(command)\" (expected serve, init, migrate, version, openapi, client, products, webhooks, notifications, reconcile, keys or dev; see --help)")
             }
         } catch let help as HelpRequested {
             print(help.text)
@@ -84,9 +88,9 @@ enum ReceiptGateCommand {
         return document
     }
 
-    static func makeContext() throws -> CommandContext {
+    static func makeContext(creating: Bool = false) throws -> CommandContext {
         let configuration = try ServiceConfiguration.fromEnvironment()
-        return CommandContext(configuration: configuration, logger: Logger(minimumLevel: configuration.logLevel))
+        return CommandContext(configuration: configuration, logger: Logger(minimumLevel: configuration.logLevel), creating: creating)
     }
 
     static func printError(_ message: String) {

@@ -148,6 +148,12 @@ import TestSupport
         let dataDirectory = TestDatabase.temporaryDirectory("first-run").appendingPathComponent("data")
         defer { try? FileManager.default.removeItem(at: dataDirectory.deletingLastPathComponent()) }
         let environment = ["RECEIPTGATE_DATA_DIR": dataDirectory.path]
+        let initialized = try await Binary.run(["init"], environment)
+        #expect(initialized.status == 0, "stderr: \(initialized.stderr)")
+        let made = try Binary.json(initialized.stdout)
+        #expect(made["master_key_created"] as? Bool == true && made["migrations_applied"] as? [Int] == Schema.migrations.map(\.version), "\(made)")
+        let again = try await Binary.run(["init"], environment)
+        #expect(try Binary.json(again.stdout)["master_key_created"] as? Bool == false, "init keeps what exists: \(again.stdout)")
         let created = try await Binary.run(["client", "create", "--name", "First"], environment)
         #expect(created.status == 0, "stderr: \(created.stderr)")
         let clientID = try #require(try Binary.json(created.stdout)["client_id"] as? String)
@@ -159,6 +165,31 @@ import TestSupport
         #expect(listed.status == 0, "stderr: \(listed.stderr)")
         #expect(listed.stdout.contains(clientID))
         #expect(listed.stderr.contains("starting embedded PostgreSQL"))
+    }
+
+    /// Run from a folder that is not the service's, a command that reads or changes state fails,
+    /// naming where it looked and the settings that point elsewhere, and makes nothing there.
+    @Test(arguments: [["client", "list"], ["webhooks", "list"], ["client", "create", "--name", "Stray"], ["migrate"]])
+    func commandsFailWhereThereIsNoDataDirectory(_ arguments: [String]) async throws {
+        let dataDirectory = TestDatabase.temporaryDirectory("no-data").appendingPathComponent("data")
+        defer { try? FileManager.default.removeItem(at: dataDirectory.deletingLastPathComponent()) }
+        let result = try await Binary.run(arguments, ["RECEIPTGATE_DATA_DIR": dataDirectory.path])
+        #expect(result.status == 78, "a configuration error, not an empty answer: \(result.stdout) \(result.stderr)")
+        #expect(result.stdout.isEmpty, "\(result.stdout)")
+        #expect(result.stderr.contains(dataDirectory.path) && result.stderr.contains("RECEIPTGATE_DATA_DIR")
+                && result.stderr.contains("DATABASE_URL") && result.stderr.contains("receiptgate init"), "\(result.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: dataDirectory.path), "no cluster, no master key made")
+    }
+
+    /// With a database but no master key, a command refuses rather than seal with a key of its own.
+    @Test func aCommandDoesNotMakeAMasterKey() async throws {
+        var environment = try await Binary.databaseEnvironment()
+        environment["RECEIPTGATE_MASTER_KEY"] = nil
+        let result = try await Binary.run(["client", "create", "--name", "Keyless"], environment)
+        #expect(result.status == 78, "\(result.stdout) \(result.stderr)")
+        #expect(result.stderr.contains("RECEIPTGATE_MASTER_KEY") && result.stderr.contains("master.key"), "\(result.stderr)")
+        let directory = try #require(environment["RECEIPTGATE_DATA_DIR"])
+        #expect(!FileManager.default.fileExists(atPath: directory + "/master.key"))
     }
 
     /// The refund policy set from the command line is what the client shows and answers with.

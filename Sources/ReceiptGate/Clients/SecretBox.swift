@@ -22,7 +22,10 @@ public struct SecretBox: Sendable {
 
     /// The master key from configuration, or the one kept in `<data dir>/master.key` (created
     /// with mode 0600 on first start).
-    package static func loadMasterKey(configured: Data?, dataDirectory: URL) throws -> (key: Data, generatedAt: String?) {
+    /// `creating`: generate the key when the data directory holds none (`serve`, `init`); otherwise
+    /// its absence is a configuration error: a key made by a command would seal what the service
+    /// can never open.
+    package static func loadMasterKey(configured: Data?, dataDirectory: URL, creating: Bool = true) throws -> (key: Data, generatedAt: String?) {
         if let configured { return (configured, nil) }
         let file = dataDirectory.appendingPathComponent("master.key")
         if let text = try? String(contentsOf: file, encoding: .utf8) {
@@ -31,6 +34,12 @@ public struct SecretBox: Sendable {
                                                    problem: "not set, and \(file.path) does not hold base64 of 32 bytes")
             }
             return (key, nil)
+        }
+        guard creating else {
+            throw ServiceConfiguration.Invalid(variable: "RECEIPTGATE_MASTER_KEY", problem: """
+                not set, and there is no master key at \(file.standardizedFileURL.path); set it, point RECEIPTGATE_DATA_DIR at the \
+                service's data directory, or create one with `receiptgate init`
+                """)
         }
         try FileManager.default.createDirectory(at: dataDirectory, withIntermediateDirectories: true)
         let key = SecureRandom.bytes(32)

@@ -64,6 +64,15 @@ public struct ServiceConfiguration: Sendable {
     /// A variable with a bad value; providers report theirs with the same type.
     public typealias Invalid = ConfigurationInvalid
 
+    /// No embedded database where the configuration points, for a command that may not create one.
+    static func missingDataDirectory(_ directory: URL) -> Invalid {
+        Invalid(variable: "RECEIPTGATE_DATA_DIR", problem: """
+            no ReceiptGate data directory at \(directory.standardizedFileURL.path) (its database would be in \
+            \(directory.appendingPathComponent("postgres").standardizedFileURL.path)); run the command where the service runs, point \
+            RECEIPTGATE_DATA_DIR at the service's data directory (or DATABASE_URL at its database), or create one with `receiptgate init`
+            """)
+    }
+
     public static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) throws -> ServiceConfiguration {
         var configuration = ServiceConfiguration()
         let settings = EnvironmentSettings(environment)

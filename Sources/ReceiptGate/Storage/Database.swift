@@ -13,13 +13,16 @@ public struct Database: Sendable {
     /// A standby that serves the ledger read API (DATABASE_READ_URL), when one is configured.
     package var readPool: PostgresPool?
 
-    package static func open(_ configuration: ServiceConfiguration, logger: Logger) throws -> Database {
-        var database = try openPrimary(configuration, logger: logger)
+    /// `creating`: with no DATABASE_URL, start a new embedded cluster when the data directory
+    /// holds none (`serve`, `init`); otherwise its absence is a configuration error naming where
+    /// it was looked for, so a command run from the wrong folder never answers from an empty ledger.
+    package static func open(_ configuration: ServiceConfiguration, logger: Logger, creating: Bool = true) throws -> Database {
+        var database = try openPrimary(configuration, logger: logger, creating: creating)
         database.readPool = configuration.databaseReadURL.map { PostgresPool(.init(connectionString: $0, size: configuration.databasePoolSize)) }
         return database
     }
 
-    private static func openPrimary(_ configuration: ServiceConfiguration, logger: Logger) throws -> Database {
+    private static func openPrimary(_ configuration: ServiceConfiguration, logger: Logger, creating: Bool) throws -> Database {
         if let url = configuration.databaseURL {
             let pool = PostgresPool(.init(connectionString: url, size: configuration.databasePoolSize))
             return Database(pool: pool, embeddedCluster: nil, description: "DATABASE_URL")
@@ -27,6 +30,7 @@ public struct Database: Sendable {
         let cluster = EmbeddedCluster(directory: configuration.dataDirectory.appendingPathComponent("postgres")) { message in
             logger.info(message)
         }
+        guard creating || cluster.exists else { throw ServiceConfiguration.missingDataDirectory(configuration.dataDirectory) }
         try cluster.start()
         let pool = PostgresPool(.init(connectionString: try cluster.connectionString, size: configuration.databasePoolSize))
         return Database(pool: pool, embeddedCluster: cluster, description: "embedded cluster at \(try cluster.clusterDirectory.path)")

@@ -62,7 +62,7 @@ enum EntitlementIndex {
     /// per change (when the catalog's client has a webhook). Returns the changes.
     @discardableResult
     static func refresh(_ players: [String], catalog: Catalog, announce: Bool = true, on connection: PostgresConnection) throws -> [Moved] {
-        let players = Array(Set(players)).sorted()
+        let players = LedgerRules.distinctPlayers(players)
         guard !players.isEmpty else { return [] }
         // Locks in one order (sorted keys), so two refreshes of overlapping players cannot deadlock;
         // the statement below runs after the lock, so it sees what a refresh before it committed.
@@ -142,12 +142,12 @@ enum EntitlementIndex {
                 FROM account_links l
                 CROSS JOIN LATERAL \(unescaped: Self.purchaseRows(store: "l.store", environment: nil, original: "l.original_transaction_id")) t
                 WHERE l.scope = \(catalog.scope) AND l.account_id = ANY(\(players)::text[]) AND \(visible) AND \(mayGrant)
-            ), claimants AS (  -- a purchase is its first claimant's: a later claim of one of its renewals does not take it
+            ), claimants AS (  -- a purchase is its first claimant's (`TransactionRepository.owner`, the claims' rule)
                 SELECT DISTINCT ON (u.store, u.environment, u.original) t.player_id, u.store, u.environment, u.original
                 FROM units u
                 CROSS JOIN LATERAL \(unescaped: Self.purchaseRows(store: "u.store", environment: "u.environment", original: "u.original")) t
-                WHERE t.claimed_at IS NOT NULL AND t.player_id IS NOT NULL AND \(visible)
-                ORDER BY u.store, u.environment, u.original, t.claimed_at, t.id
+                WHERE \(unescaped: LedgerSQL.ownerClaim("t")) AND \(visible)
+                ORDER BY u.store, u.environment, u.original, \(unescaped: LedgerSQL.ownerClaimOrder("t"))
             ), owned AS (
                 SELECT * FROM claimants WHERE player_id = ANY(\(players)::text[])
                 UNION SELECT * FROM linked

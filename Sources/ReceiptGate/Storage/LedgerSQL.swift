@@ -17,6 +17,14 @@ package enum LedgerSQL {
         visible(owner: owner, callerClient: "\(client.clientID)", callerGame: "\(client.gameID)")
     }
 
+    /// The rows of a purchase (its periods, when a subscription) that may make it someone's: claimed
+    /// for a player. The first of them in `ownerClaimOrder` is its owner, for the claims of its
+    /// later periods and for the entitlement index alike.
+    package static func ownerClaim(_ row: String) -> String { "(\(row).claimed_at IS NOT NULL AND \(row).player_id IS NOT NULL)" }
+
+    /// First claimed first; the row id breaks a tie within one clock tick.
+    package static func ownerClaimOrder(_ row: String) -> String { "\(row).claimed_at, \(row).id" }
+
     /// True where a claim for the player `callerPlayer` (an SQL expression) of the recorded row
     /// `owner` is a plain repeat: what `LedgerRules.claim(of:by:)` answers `.repeated` for
     /// (claimed before, and not for another player). Checked against it in `LedgerSQLMatchesTheRules`.

@@ -33,8 +33,15 @@ extension TransactionRepository {
 
     private static func claimOne(_ proven: ProvenPurchase, client: Client, on connection: PostgresConnection) throws -> ClaimedRow {
         let purchase = proven.purchase
+        let claimant = proven.claimant
+        // One period of a subscription is decided against the subscription's owner, not its own row:
+        // its periods are claimed one by one, and each must go to whoever claimed the first.
+        let owner = try subscriptionOwner(of: purchase, client: client, on: connection)
+        if let owner, case .conflict = LedgerRules.claim(of: nil, owner: owner, by: claimant) {
+            return try recordUnclaimed(proven, owner: owner, client: client, on: connection)
+        }
         let newRow = NewTransactionRow(purchase: purchase, state: LedgerRules.state(of: purchase), clientID: client.clientID, gameID: client.gameID,
-                                       claimant: proven.claimant)
+                                       claimant: claimant)
         if let row = try connection.query("""
             INSERT INTO transactions (\(unescaped: TransactionColumns.names)) VALUES (\(TransactionColumns.values(newRow)))
             ON CONFLICT (store, environment, transaction_id) DO NOTHING
@@ -43,7 +50,6 @@ extension TransactionRepository {
             return ClaimedRow(transaction: try TransactionRows.transaction(row), proven: proven, inserted: true, claim: .first)
         }
         // Known from the store and not claimed: the first claim takes it, for the claiming client.
-        let claimant = proven.claimant
         if let row = try connection.query("""
             UPDATE transactions SET claimed_at = now(), first_verified_at = now(), client_id = \(client.clientID), game_id = \(client.gameID),
                 player_id = \(claimant.playerID), character_id = \(claimant.characterID), server_id = \(claimant.serverID),
@@ -54,6 +60,30 @@ extension TransactionRepository {
             """).first {
             return ClaimedRow(transaction: try TransactionRows.transaction(row), proven: proven, inserted: false, claim: .first)
         }
+        let transaction = try existing(purchase, client: client, on: connection)
+        return ClaimedRow(transaction: transaction, proven: proven, inserted: false,
+                          claim: LedgerRules.claim(of: transaction.claim, owner: owner, by: claimant))
+    }
+
+    /// A period of another player's subscription: recorded as known when new (the store proved it),
+    /// claimed for nobody, so its owner's own claim of it is still their first; answered as a
+    /// conflict naming the owner.
+    private static func recordUnclaimed(_ proven: ProvenPurchase, owner: Claim, client: Client, on connection: PostgresConnection) throws -> ClaimedRow {
+        let purchase = proven.purchase
+        let known = NewTransactionRow(purchase: purchase, state: LedgerRules.state(of: purchase), clientID: client.clientID, gameID: client.gameID)
+        let conflict = ClaimOutcome.conflict(firstClaimedBy: owner.claimant)
+        if let row = try connection.query("""
+            INSERT INTO transactions (\(unescaped: TransactionColumns.names)) VALUES (\(TransactionColumns.values(known)))
+            ON CONFLICT (store, environment, transaction_id) DO NOTHING
+            RETURNING \(unescaped: TransactionRows.columns)
+            """).first {
+            return ClaimedRow(transaction: try TransactionRows.transaction(row), proven: proven, inserted: true, claim: conflict)
+        }
+        return ClaimedRow(transaction: try existing(purchase, client: client, on: connection), proven: proven, inserted: false, claim: conflict)
+    }
+
+    /// The stored row of `purchase`. Throws REDEEMED_BY_ANOTHER_GAME when the caller may not see it.
+    private static func existing(_ purchase: VerifiedPurchase, client: Client, on connection: PostgresConnection) throws -> TransactionRecord {
         guard let row = try connection.query("""
             SELECT \(unescaped: TransactionRows.columns) FROM transactions
             WHERE store = \(purchase.store.rawValue) AND environment = \(purchase.environment.rawValue) AND transaction_id = \(purchase.transactionID)
@@ -63,7 +93,33 @@ extension TransactionRepository {
             throw StoreVerificationError(code: .duplicateTransaction, reason: "REDEEMED_BY_ANOTHER_GAME",
                                          message: "this purchase was already verified for another game")
         }
-        return ClaimedRow(transaction: transaction, proven: proven, inserted: false, claim: LedgerRules.claim(of: transaction.claim, by: claimant))
+        return transaction
+    }
+
+    /// The advisory-lock class of subscription claims (the two-key form, apart from the catalog
+    /// scopes' and the entitlement index's).
+    static let subscriptionLockClass: Int32 = 0x5247_5355  // "RGSU"
+
+    /// The first claim naming a player of any period of `purchase`'s subscription that the client
+    /// may see (nil: none yet, or not a subscription period). Holds the subscription's lock until
+    /// the transaction ends first, so two periods claimed at once for two players cannot both be
+    /// first: the second waits and finds the first's owner.
+    static func subscriptionOwner(of purchase: VerifiedPurchase, client: Client, on connection: PostgresConnection) throws -> Claim? {
+        guard purchase.kind == .autoRenewableSubscription else { return nil }
+        let original = purchase.originalTransactionID ?? purchase.transactionID
+        let store = purchase.store.rawValue, environment = purchase.environment.rawValue
+        try connection.execute("""
+            SELECT pg_advisory_xact_lock(\(subscriptionLockClass), hashtext(\(store)::text || '/' || \(environment)::text || '/' || \(original)::text))
+            """)
+        return try connection.query("""
+            SELECT \(unescaped: TransactionRows.columns) FROM (
+                SELECT * FROM transactions WHERE store = \(store) AND environment = \(environment) AND original_transaction_id = \(original)
+                UNION ALL
+                SELECT * FROM transactions WHERE store = \(store) AND environment = \(environment) AND transaction_id = \(original)
+                  AND original_transaction_id IS DISTINCT FROM \(original)) transactions
+            WHERE \(unescaped: LedgerSQL.ownerClaim("transactions")) AND \(LedgerSQL.visible(to: client.info))
+            ORDER BY \(unescaped: LedgerSQL.ownerClaimOrder("transactions")) LIMIT 1
+            """).first.flatMap { try TransactionRows.transaction($0).claim }
     }
 
     /// The conflict webhook: the purchase was first claimed for another player of this game.

@@ -41,9 +41,11 @@ public struct TransactionRepository: Sendable {
             let taken = claimed.proven
             var transaction = claimed.transaction
             let owed = FirstClaimEffects.owed(by: taken, state: transaction.state, client: client, acknowledges: false)
-            if owed.contains(.subscriptionState), let original = taken.purchase.originalTransactionID, claimed.claim.isFirst,
-               try claimed.inserted || SubscriptionRepository.find(store: transaction.store, environment: transaction.environment,
-                                                                    original: original, on: connection) == nil {
+            // A period new to the ledger moves its subscription whoever presented it (a period of
+            // another player's subscription is its owner's news too).
+            if owed.contains(.subscriptionState), let original = taken.purchase.originalTransactionID,
+               try claimed.inserted || claimed.claim.isFirst && SubscriptionRepository.find(store: transaction.store, environment: transaction.environment,
+                                                                                              original: original, on: connection) == nil {
                 try SubscriptionRepository.upsert(taken.purchase, original: original, client: client, on: connection)
             } else if owed.contains(.subscriptionState), let original = taken.purchase.originalTransactionID, let key = taken.purchase.readBackKey {
                 // A subscription recorded before its read-back key was kept learns it here.
@@ -55,7 +57,7 @@ public struct TransactionRepository: Sendable {
                let written = try Self.write(updated, replacing: transaction.state, on: connection) {
                 transaction = written
             }
-            if owed.contains(.entitlements), claimed.claim.isFirst || transaction.state != claimed.transaction.state {
+            if owed.contains(.entitlements), claimed.claim.isFirst || claimed.inserted || transaction.state != claimed.transaction.state {
                 try EntitlementIndex.refreshOwners(store: transaction.store, environment: transaction.environment, original: transaction.originalOrSelf,
                                                    transactionID: transaction.transactionID, client: client, on: connection)
             }
