@@ -56,6 +56,22 @@ extension LedgerRules {
         return recorded == nil ? .first : .repeated
     }
 
+    /// Whether `purchase` is one period of a subscription, whose periods share its owner: a
+    /// subscription by kind, or any purchase that expires (a StoreKit 1 receipt's entries carry no
+    /// kind; Google's prepaid plans are topped up under linked tokens).
+    public static func isSubscriptionPeriod(_ purchase: VerifiedPurchase) -> Bool {
+        purchase.kind == .autoRenewableSubscription || purchase.kind == .nonRenewingSubscription || purchase.expiresDate != nil
+    }
+
+    /// Whether `claimant` may take a period of a subscription that `owner` claimed first: its owner
+    /// only (anyone while it has none). A claim that names no player cannot show it is the owner's,
+    /// so it takes nothing, and the owner's own claim of that period is still theirs.
+    public static func mayTakePeriod(ownedBy owner: Claim?, by claimant: Claimant) -> Bool {
+        guard let owner, let first = owner.claimant.playerID else { return true }
+        guard let now = claimant.playerID else { return false }
+        return samePlayer(first, now)
+    }
+
     /// Player ids are the game's bytes: equal when their UTF-8 is, as Postgres compares them. Swift's
     /// `==` would call a precomposed "é" and "e" with a combining accent one player, while the
     /// ledger's rows, its indexes and the entitlement index count two.

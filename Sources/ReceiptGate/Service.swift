@@ -55,7 +55,7 @@ public final class Service: Sendable {
 
     public init(configuration: ServiceConfiguration, logger: Logger, database: Database,
                 stores: [StoreRegistration] = [], dialects: [any DialectProvider] = [],
-                dialectSettings: [(plugin: String, settings: [ClientSettingDeclaration])] = []) throws {
+                dialectSettings: [(plugin: String, settings: [ClientSettingDeclaration])] = [], creatingMasterKey: Bool = true) throws {
         self.configuration = configuration
         self.stores = stores
         self.dialects = dialects
@@ -63,7 +63,8 @@ public final class Service: Sendable {
         self.logger = logger
         self.database = database
         verifications = VerificationTally(stores: stores.map(\.store.rawValue))
-        let master = try SecretBox.loadMasterKey(configured: configuration.masterKey, dataDirectory: configuration.dataDirectory)
+        let master = try SecretBox.loadMasterKey(configured: configuration.masterKey, dataDirectory: configuration.dataDirectory,
+                                                 creating: creatingMasterKey)
         if let generatedAt = master.generatedAt {
             logger.warning("generated a new master key; back it up, and give every process sharing this database the same key",
                            ["path": generatedAt])

@@ -23,6 +23,7 @@ enum InitCommand {
         let configuration = context.configuration
         let made = try await context.withDatabase(migrating: false) { database in
             let applied = try await database.migrate()
+            try await refuseANewKeyForSealedData(configuration, database: database)
             let master = try SecretBox.loadMasterKey(configured: configuration.masterKey, dataDirectory: configuration.dataDirectory, creating: true)
             let keyFile = configuration.dataDirectory.appendingPathComponent("master.key").standardizedFileURL.path
             return Made(dataDirectory: configuration.dataDirectory.standardizedFileURL.path, database: database.description,
@@ -30,5 +31,17 @@ enum InitCommand {
                         migrationsApplied: applied)
         }
         try context.printJSON(made)
+    }
+
+    /// A new key beside a database that already holds clients would seal new secrets the service
+    /// cannot open and open none of the old: the key that sealed them is wanted instead.
+    static func refuseANewKeyForSealedData(_ configuration: ServiceConfiguration, database: Database) async throws {
+        let keyFile = configuration.dataDirectory.appendingPathComponent("master.key")
+        guard configuration.masterKey == nil, !FileManager.default.fileExists(atPath: keyFile.path),
+              try await database.holdsClients() else { return }
+        throw ServiceConfiguration.Invalid(variable: "RECEIPTGATE_MASTER_KEY", problem: """
+            not set, and there is no master key at \(keyFile.standardizedFileURL.path), while the database (\(database.description)) \
+            already holds clients sealed under one; set it to that key (or restore its file) rather than make a new one
+            """)
     }
 }

@@ -23,7 +23,7 @@ enum ReconcileCommand {
         let context = try ReceiptGateCommand.makeContext()
         return try await context.withDatabase { database in
             let service = try Service(configuration: context.configuration, logger: context.logger, database: database, stores: providers,
-                                      dialects: try StartedPlugins.dialects())
+                                      dialects: try StartedPlugins.dialects(), creatingMasterKey: context.creating)
             let report = try await service.reconcile(store: StoreID(rawValue: store), since: since)
             try context.printJSON(report)
             return report.failed ? 1 : 0

@@ -93,9 +93,14 @@ package final class FakeVerifyReceipt: Sendable {
     package let production: HTTPServer, sandbox: HTTPServer
     package let calls = LockedBox<[String]>([])
     package let sandboxStatus = LockedBox<Int>(0)
+    /// The receipt's `in_app` array as the sandbox answers it (JSON).
+    package let inApp = LockedBox<String>("""
+        [{"quantity":"1","product_id":"gems.100","transaction_id":"2000000000000501","original_transaction_id":"2000000000000501",
+        "purchase_date_ms":"1760597486000"}]
+        """)
 
     package init() throws {
-        let calls = self.calls, sandboxStatus = self.sandboxStatus
+        let calls = self.calls, sandboxStatus = self.sandboxStatus, inApp = self.inApp
         func responder(_ name: String) -> Responder {
             var router = Router()
             router.post("/verifyReceipt") { request in
@@ -105,9 +110,7 @@ package final class FakeVerifyReceipt: Sendable {
                 if name == "production" { return .json(["status": 21007]) }
                 let status = sandboxStatus.get()
                 let json = """
-                    {"status":\(status),"environment":"Sandbox","receipt":{"bundle_id":"com.example.game","in_app":[{"quantity":"1",
-                    "product_id":"gems.100","transaction_id":"2000000000000501","original_transaction_id":"2000000000000501",
-                    "purchase_date_ms":"1760597486000"}]}}
+                    {"status":\(status),"environment":"Sandbox","receipt":{"bundle_id":"com.example.game","in_app":\(inApp.get())}}
                     """
                 return HTTPResponse(status: 200, headers: ["Content-Type": "application/json"], body: Data(json.utf8))
             }

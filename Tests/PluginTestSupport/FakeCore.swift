@@ -77,7 +77,15 @@ public final class FakeCore: DialectCore, @unchecked Sendable {
             let key = "\(purchase.store.rawValue)|\(purchase.environment.rawValue)|\(purchase.transactionID)"
             let existing = ledger[key]
             var record: TransactionRecord
-            let claim: ClaimOutcome
+            var claim: ClaimOutcome
+            // A subscription's period is decided against its owner, as the core's claim does: the
+            // first claim naming a player among the periods this client may see.
+            let owner = LedgerRules.isSubscriptionPeriod(purchase) ? ledger.values.filter { other in
+                other.store == purchase.store && other.environment == purchase.environment
+                    && other.originalOrSelf == (purchase.originalTransactionID ?? purchase.transactionID)
+                    && other.claim?.claimant.playerID != nil && LedgerRules.isVisible(other, to: client)
+            }.min { ($0.claim?.claimedAt ?? .distantFuture, $0.managementID) < ($1.claim?.claimedAt ?? .distantFuture, $1.managementID) }?.claim : nil
+            let takesNothing = owner.map { !LedgerRules.mayTakePeriod(ownedBy: $0, by: proven.claimant) } ?? false
             if let existing {
                 guard LedgerRules.isVisible(existing, to: client) else {
                     let error = StoreVerificationError(code: .duplicateTransaction, reason: "REDEEMED_BY_ANOTHER_GAME", message: "another game redeemed it")
@@ -86,7 +94,7 @@ public final class FakeCore: DialectCore, @unchecked Sendable {
                 }
                 // As the core does: the evidence may bring an active record news of its end.
                 record = existing.updated(byEvidence: purchase) ?? existing
-                claim = LedgerRules.claim(of: existing.claim, by: proven.claimant)
+                claim = LedgerRules.claim(of: existing.claim, owner: owner, by: proven.claimant)
                 if claim.isFirst {
                     // A purchase the store told of first: this claim is its first verification.
                     record.clientID = client.clientID
@@ -97,6 +105,7 @@ public final class FakeCore: DialectCore, @unchecked Sendable {
                                            clientID: client.clientID, gameID: client.gameID, firstVerifiedAt: Date())
                 claim = .first
             }
+            if let owner, takesNothing { claim = LedgerRules.claim(of: owner, owner: owner, by: proven.claimant) }
             if claim.isFirst { record.claim = Claim(claimant: proven.claimant, claimedAt: Date()) }
             var firstClaimedBy: Claimant?
             if case .conflict(let first) = claim { firstClaimedBy = first }

@@ -21,6 +21,31 @@ import Testing
         #expect(LedgerRules.claim(of: anonymous, by: Claimant(playerID: "bob")) == .repeated)
     }
 
+    /// A subscription's periods are its owner's: decided against the owner, not the period's own row.
+    @Test func aPeriodIsDecidedAgainstTheSubscriptionsOwner() {
+        let owner = Claim(claimant: Self.alice, claimedAt: Date())
+        let bob = Claimant(playerID: "bob")
+        #expect(LedgerRules.claim(of: nil, owner: owner, by: Claimant(playerID: "alice")) == .first, "the owner takes a period nobody claimed")
+        #expect(LedgerRules.claim(of: nil, owner: owner, by: bob) == .conflict(firstClaimedBy: Self.alice))
+        let bobsOldClaim = Claim(claimant: bob, claimedAt: Date())
+        #expect(LedgerRules.claim(of: bobsOldClaim, owner: owner, by: Claimant(playerID: "alice")) == .repeated, "the owner is never the conflict")
+        #expect(LedgerRules.mayTakePeriod(ownedBy: owner, by: Claimant(playerID: "alice")))
+        #expect(!LedgerRules.mayTakePeriod(ownedBy: owner, by: bob))
+        #expect(!LedgerRules.mayTakePeriod(ownedBy: owner, by: Claimant()), "a claim naming nobody takes nothing from an owner")
+        #expect(LedgerRules.mayTakePeriod(ownedBy: nil, by: bob))
+        #expect(LedgerRules.mayTakePeriod(ownedBy: Claim(claimant: Claimant(), claimedAt: Date()), by: bob))
+        #expect(!LedgerRules.mayTakePeriod(ownedBy: owner, by: Claimant(playerID: "alic\u{E9}")))
+    }
+
+    @Test func aPurchaseThatExpiresIsAPeriod() {
+        var purchase = PurchaseChoice.purchase("a", original: "a", product: "gems", daysAgo: 1)
+        purchase.kind = .consumable
+        #expect(!LedgerRules.isSubscriptionPeriod(purchase))
+        purchase.kind = nil
+        purchase.expiresDate = Date(timeIntervalSinceNow: 86_400)
+        #expect(LedgerRules.isSubscriptionPeriod(purchase), "a StoreKit 1 receipt's entry has no kind, only an expiry")
+    }
+
     @Test func severalPurchasesOfOneProductAreClaimedOldestFirst() {
         var purchases: [VerifiedPurchase] = []
         for (id, daysAgo) in [("b", 2.0), ("c", 1.0), ("a", 3.0)] {

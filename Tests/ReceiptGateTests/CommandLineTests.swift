@@ -169,7 +169,9 @@ import TestSupport
 
     /// Run from a folder that is not the service's, a command that reads or changes state fails,
     /// naming where it looked and the settings that point elsewhere, and makes nothing there.
-    @Test(arguments: [["client", "list"], ["webhooks", "list"], ["client", "create", "--name", "Stray"], ["migrate"]])
+    @Test(arguments: [["client", "list"], ["webhooks", "list"], ["client", "create", "--name", "Stray"], ["migrate"],
+                      ["products", "list", "--client", "rgc_stray"], ["notifications", "list"], ["reconcile", "--store", "app_store"],
+                      ["keys", "rotate"]])
     func commandsFailWhereThereIsNoDataDirectory(_ arguments: [String]) async throws {
         let dataDirectory = TestDatabase.temporaryDirectory("no-data").appendingPathComponent("data")
         defer { try? FileManager.default.removeItem(at: dataDirectory.deletingLastPathComponent()) }
@@ -188,6 +190,18 @@ import TestSupport
         let result = try await Binary.run(["client", "create", "--name", "Keyless"], environment)
         #expect(result.status == 78, "\(result.stdout) \(result.stderr)")
         #expect(result.stderr.contains("RECEIPTGATE_MASTER_KEY") && result.stderr.contains("master.key"), "\(result.stderr)")
+        let directory = try #require(environment["RECEIPTGATE_DATA_DIR"])
+        #expect(!FileManager.default.fileExists(atPath: directory + "/master.key"))
+    }
+
+    /// `init` beside a database that already holds clients, with no key: it will not make a new
+    /// key that opens none of their secrets.
+    @Test func initRefusesANewKeyForADatabaseThatHoldsClients() async throws {
+        var environment = try await Binary.databaseEnvironment()
+        #expect(try await Binary.run(["client", "create", "--name", "Sealed"], environment).status == 0)
+        environment["RECEIPTGATE_MASTER_KEY"] = nil
+        let result = try await Binary.run(["init"], environment)
+        #expect(result.status == 78 && result.stderr.contains("already holds clients"), "\(result.stdout) \(result.stderr)")
         let directory = try #require(environment["RECEIPTGATE_DATA_DIR"])
         #expect(!FileManager.default.fileExists(atPath: directory + "/master.key"))
     }

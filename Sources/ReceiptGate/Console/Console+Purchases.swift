@@ -110,14 +110,19 @@ extension Console {
     /// Who claimed the purchase first, and every later claim made for another player (a shared receipt).
     private static func claimSection(_ record: TransactionRecord, attempts: [OperatorQueries.Attempt]) -> HTML {
         guard let claim = record.claim else {
-            return "<p id=\"claim\">Not claimed: the store told us of this purchase, and no game has verified it yet.</p>"
+            // Verified yet unclaimed: a period of a subscription presented for another player than its owner.
+            let refused = LedgerRules.distinctPlayers(attempts.filter { $0.outcome == "verified" && $0.duplicate == true }.compactMap(\.playerID))
+            let presented: HTML = refused.isEmpty ? "" : """
+                 Presented for \(refused.joined(separator: ", ")): answered as a duplicate, since the subscription is another player's (claim conflict).
+                """
+            return "<p id=\"claim\">Not claimed: the store told us of this purchase, and no game has verified it for its owner yet.\(presented)</p>"
         }
-        let conflicts = attempts.filter { isConflict($0, claim: claim) }.compactMap(\.playerID)
+        let conflicts = LedgerRules.distinctPlayers(attempts.filter { isConflict($0, claim: claim) }.compactMap(\.playerID))
         let summary = ConsoleLayout.details(id: "claim", [
             ("First claimed by", claim.claimant.playerID ?? "(no player id)", "claim-player"), ("Character", claim.claimant.characterID ?? "", nil),
             ("Server", claim.claimant.serverID ?? "", nil), ("Game version", claim.claimant.gameVersion ?? "", nil),
             ("Claimed", ConsoleTime.show(claim.claimedAt), nil),
-            ("Claim conflicts", conflicts.isEmpty ? "none" : "claim conflict: also presented for \(Set(conflicts).sorted().joined(separator: ", "))",
+            ("Claim conflicts", conflicts.isEmpty ? "none" : "claim conflict: also presented for \(conflicts.joined(separator: ", "))",
              "claim-conflicts"),
         ])
         return summary

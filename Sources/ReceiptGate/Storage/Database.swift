@@ -42,6 +42,11 @@ public struct Database: Sendable {
         try await Migrator.migrate(pool, migrations: Schema.migrations)
     }
 
+    /// Whether any client is registered (its secrets sealed under some master key).
+    package func holdsClients() async throws -> Bool {
+        try await pool.query("SELECT EXISTS (SELECT 1 FROM clients) AS held")[0].decode("held", as: Bool.self)
+    }
+
     /// Whether the database answers a trivial query.
     package func ping() async throws {
         _ = try await pool.query("SELECT 1")

@@ -142,7 +142,7 @@ enum EntitlementIndex {
                 FROM account_links l
                 CROSS JOIN LATERAL \(unescaped: Self.purchaseRows(store: "l.store", environment: nil, original: "l.original_transaction_id")) t
                 WHERE l.scope = \(catalog.scope) AND l.account_id = ANY(\(players)::text[]) AND \(visible) AND \(mayGrant)
-            ), claimants AS (  -- a purchase is its first claimant's (`TransactionRepository.owner`, the claims' rule)
+            ), claimants AS (  -- a purchase is its first claimant's (`TransactionRepository.subscriptionOwner`, the claims' rule)
                 SELECT DISTINCT ON (u.store, u.environment, u.original) t.player_id, u.store, u.environment, u.original
                 FROM units u
                 CROSS JOIN LATERAL \(unescaped: Self.purchaseRows(store: "u.store", environment: "u.environment", original: "u.original")) t

@@ -37,7 +37,7 @@ extension TransactionRepository {
         // One period of a subscription is decided against the subscription's owner, not its own row:
         // its periods are claimed one by one, and each must go to whoever claimed the first.
         let owner = try subscriptionOwner(of: purchase, client: client, on: connection)
-        if let owner, case .conflict = LedgerRules.claim(of: nil, owner: owner, by: claimant) {
+        if let owner, !LedgerRules.mayTakePeriod(ownedBy: owner, by: claimant) {
             return try recordUnclaimed(proven, owner: owner, client: client, on: connection)
         }
         let newRow = NewTransactionRow(purchase: purchase, state: LedgerRules.state(of: purchase), clientID: client.clientID, gameID: client.gameID,
@@ -66,20 +66,21 @@ extension TransactionRepository {
     }
 
     /// A period of another player's subscription: recorded as known when new (the store proved it),
-    /// claimed for nobody, so its owner's own claim of it is still their first; answered as a
-    /// conflict naming the owner.
+    /// claimed for nobody, so its owner's own claim of it is still their first; answered as the
+    /// owner's claim answers it: a conflict naming the owner, or a plain duplicate for a claim that
+    /// names no player.
     private static func recordUnclaimed(_ proven: ProvenPurchase, owner: Claim, client: Client, on connection: PostgresConnection) throws -> ClaimedRow {
         let purchase = proven.purchase
         let known = NewTransactionRow(purchase: purchase, state: LedgerRules.state(of: purchase), clientID: client.clientID, gameID: client.gameID)
-        let conflict = ClaimOutcome.conflict(firstClaimedBy: owner.claimant)
+        let outcome = LedgerRules.claim(of: owner, owner: owner, by: proven.claimant)
         if let row = try connection.query("""
             INSERT INTO transactions (\(unescaped: TransactionColumns.names)) VALUES (\(TransactionColumns.values(known)))
             ON CONFLICT (store, environment, transaction_id) DO NOTHING
             RETURNING \(unescaped: TransactionRows.columns)
             """).first {
-            return ClaimedRow(transaction: try TransactionRows.transaction(row), proven: proven, inserted: true, claim: conflict)
+            return ClaimedRow(transaction: try TransactionRows.transaction(row), proven: proven, inserted: true, claim: outcome)
         }
-        return ClaimedRow(transaction: try existing(purchase, client: client, on: connection), proven: proven, inserted: false, claim: conflict)
+        return ClaimedRow(transaction: try existing(purchase, client: client, on: connection), proven: proven, inserted: false, claim: outcome)
     }
 
     /// The stored row of `purchase`. Throws REDEEMED_BY_ANOTHER_GAME when the caller may not see it.
@@ -105,7 +106,7 @@ extension TransactionRepository {
     /// the transaction ends first, so two periods claimed at once for two players cannot both be
     /// first: the second waits and finds the first's owner.
     static func subscriptionOwner(of purchase: VerifiedPurchase, client: Client, on connection: PostgresConnection) throws -> Claim? {
-        guard purchase.kind == .autoRenewableSubscription else { return nil }
+        guard LedgerRules.isSubscriptionPeriod(purchase) else { return nil }
         let original = purchase.originalTransactionID ?? purchase.transactionID
         let store = purchase.store.rawValue, environment = purchase.environment.rawValue
         try connection.execute("""

@@ -42,8 +42,9 @@ extension VerifyPipeline {
         // Refunded, revoked or expired evidence may have to bring an active row to the store's word,
         // and evidence holding several purchases claims one of them: the full path does both (rare,
         // and never the hot path).
+        // A subscription's period is decided against its owner (`TransactionRepository.subscriptionOwner`).
         let state = LedgerRules.state(of: proven.purchase)
-        guard state == .active, proven.claimOrder.isEmpty else { return false }
+        guard state == .active, proven.claimOrder.isEmpty, !LedgerRules.isSubscriptionPeriod(proven.purchase) else { return false }
         return FirstClaimEffects.owed(by: proven, state: state, client: client, acknowledges: acknowledgement(for: proven, client: client) != nil).isEmpty
     }
 

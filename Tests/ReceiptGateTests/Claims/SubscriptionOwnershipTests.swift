@@ -1,3 +1,4 @@
+import AppStore
 import AppStoreTestSupport
 import Foundation
 import ReceiptCore
@@ -66,6 +67,25 @@ import TestSupport
         await harness.service.shutdown()
     }
 
+    /// A claim that names no player cannot show it is the owner's: it takes nothing from them.
+    @Test func aClaimNamingNoPlayerTakesNoPeriodFromTheOwner() async throws {
+        let receiver = try GooglePlayHarness.Receiver()
+        let harness = try await ClaimSupport.appStore(receiver)
+        defer { harness.stop(); ClaimSupport.stop(receiver) }
+        let original = "2000000000860001", renewal = "2000000000860002"
+        _ = try await ClaimSupport.claim(harness.client, receipt: try Self.period(harness, original, of: original), for: Self.alice)
+        let nameless = try await ClaimSupport.claim(harness.client, receipt: try Self.period(harness, renewal, of: original), for: [:])
+        let namelessAnswer = try nameless.json()
+        #expect(namelessAnswer["duplicate"] as? Bool == true && namelessAnswer["first_claimed_by"] is NSNull, "\(nameless.text)")
+        let alices = try await ClaimSupport.claim(harness.client, receipt: try Self.period(harness, renewal, of: original), for: Self.alice)
+        #expect((try alices.json())["duplicate"] as? Bool == false, "still the owner's first claim of it: \(alices.text)")
+        try await OutboxDrain.wait(harness.pool)
+        let deliveries = ClaimSupport.received(receiver, "entitlement.delivery", about: renewal)
+        #expect(deliveries.map { $0["player_id"] as? String } == ["alice"], "\(deliveries)")
+        #expect(ClaimSupport.received(receiver, "transaction.claim_conflict", about: renewal).isEmpty, "naming nobody is no conflict")
+        await harness.service.shutdown()
+    }
+
     /// The attacker's order reversed: the first period is shown last, by someone else.
     @Test func anEarlierPeriodShownAfterTheOwnersClaimIsTheOwnersToo() async throws {
         let receiver = try GooglePlayHarness.Receiver()
@@ -112,6 +132,49 @@ import TestSupport
     }
 }
 
+/// The same rule for StoreKit 1 receipts confirmed with Apple's verifyReceipt, whose entries carry
+/// no product kind, only an expiry.
+@Suite struct ReceiptSubscriptionOwnership {
+    static func period(_ id: String, of original: String) -> String {
+        let expires = (Date().timeIntervalSince1970 + 30 * 86_400) * 1000
+        return """
+            [{"quantity":"1","product_id":"vip.monthly","transaction_id":"\(id)","original_transaction_id":"\(original)",
+            "purchase_date_ms":"1760597486000","expires_date_ms":"\(Int64(expires))","web_order_line_item_id":"\(id)"}]
+            """
+    }
+
+    @Test func aPeriodInAnotherPlayersReceiptIsTheOwners() async throws {
+        let fake = try FakeVerifyReceipt()
+        let receiver = try GooglePlayHarness.Receiver()
+        let receiptRoot = try TestReceipts.signingPKI().root
+        let hooks = "http://127.0.0.1:\(receiver.server.port)/hooks"
+        let harness = try await VerifyHarness.start(outbox: VerifyHarness.fastOutbox(), webhookURL: hooks, deliveryURL: hooks, appStore: { pki in
+            var configuration = AppStoreConfiguration(trustRoots: [pki.root])
+            configuration.receiptTrustRoots = [receiptRoot]
+            configuration.sharedSecret = "shh"
+            configuration.receiptMode = .verifyReceipt
+            configuration.verifyReceiptProductionURL = fake.productionURL
+            configuration.verifyReceiptSandboxURL = fake.sandboxURL
+            return configuration
+        })
+        defer { harness.stop(); ClaimSupport.stop(receiver); Task.detached { await fake.shutdown() } }
+        let receipt = try TestReceipts.sign(TestReceipts.payload(), streamed: false)
+        let original = "2000000000850001", renewal = "2000000000850002"
+        fake.inApp.set(Self.period(original, of: original))
+        let alices = try await ClaimSupport.claim(harness.client, receipt: receipt, for: SubscriptionOwnership.alice)
+        #expect(alices.status == 200 && (try? alices.json())?["duplicate"] as? Bool == false, "\(alices.text)")
+        fake.inApp.set(Self.period(renewal, of: original))
+        let bobs = try await ClaimSupport.claim(harness.client, receipt: receipt, for: SubscriptionOwnership.bob)
+        let answer = try bobs.json()
+        #expect(bobs.status == 200 && answer["duplicate"] as? Bool == true, "\(bobs.text)")
+        #expect(SubscriptionOwnership.claimedBy(answer) == "alice", "\(answer)")
+        try await OutboxDrain.wait(harness.pool)
+        #expect(ClaimSupport.received(receiver, "entitlement.delivery", about: renewal).isEmpty, "nothing delivered to Bob")
+        #expect(ClaimSupport.received(receiver, "transaction.claim_conflict", about: renewal).count == 1)
+        await harness.service.shutdown()
+    }
+}
+
 /// The same rule for Google Play: a re-subscription's new purchase token (linked to the old one)
 /// is a period of the same subscription.
 @Suite struct GoogleSubscriptionOwnership {
@@ -133,6 +196,8 @@ import TestSupport
         let alices = try await h.client.post("/v1/verify", json: ["store": "google_play", "receipt": "g-resubscribed", "player_id": "alice"])
         #expect((try alices.json())["duplicate"] as? Bool == false, "the owner's own claim: \(alices.text)")
         try await OutboxDrain.wait(h.harness.pool)
+        let conflicts = ClaimSupport.received(h.receiver, "transaction.claim_conflict", about: "GPA.3377-0000-0000-00002")
+        #expect(conflicts.count == 1 && ClaimConflicts.isClaimant(conflicts.first?["claimed_by"], ["player_id": "bob"]), "\(conflicts)")
         let deliveries = ClaimSupport.received(h.receiver, "entitlement.delivery", about: "GPA.3377-0000-0000-00002")
         #expect(deliveries.map { $0["player_id"] as? String } == ["alice"], "\(deliveries)")
         #expect(try await h.owned("bob").byName.isEmpty, "Bob owns nothing")
