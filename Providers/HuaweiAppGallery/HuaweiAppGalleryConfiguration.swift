@@ -25,24 +25,34 @@ public struct HuaweiAppGalleryConfiguration: Sendable {
     /// meanwhile are refused from memory instead of each asking again.
     package var oauthFailureLifetime: TimeInterval = 30
 
-    /// The bounds on re-reads of Huawei that notifications ask for. The defaults sit far above what
-    /// a busy game's genuine notifications need (Huawei sends one or two per purchase).
+    /// The bounds on re-reads of Huawei that notifications ask for. Unsigned order notifications
+    /// and signed subscription events each have their own: made-up order notifications never
+    /// spend what a signed one needs. The defaults sit above what a busy game's genuine
+    /// notifications need (Huawei sends one or two per purchase); a game that sells more than
+    /// about a hundred a minute raises `perAppPerMinute`.
     public struct NotificationReads: Sendable {
-        /// Re-reads running at once, across apps; also the transfer threads of their HTTP client.
-        /// A notification that would start another is answered 503 at once (Huawei sends it again).
-        package var atOnce = 8
-        /// Re-reads one app's notifications may start a minute (a bucket of this many, refilled
-        /// evenly); past it, 503.
-        package var perAppPerMinute = 600
+        /// Re-reads one app's notifications may have running at once, each lane apart; a
+        /// notification that would start another is answered 503 at once (Huawei sends it again).
+        package var atOnce = 4
+        /// Re-reads one app's order notifications may start a minute (a bucket of this many,
+        /// refilled evenly); past it, 503. Anyone may send an order notification, and one caller
+        /// address may post 600 a minute: this stays well below, so made-up tokens spend little of
+        /// the app's Huawei quota.
+        package var perAppPerMinute = 120
+        /// The same for one app's signed subscription events, a bucket of their own.
+        package var signedPerAppPerMinute = 600
+        /// Transfer threads of each lane's HTTP client, shared by the lane's apps. A re-read that
+        /// finds none free waits for one within `timeout`.
+        package var threads = 8
         /// One attempt, no retries, at most this long.
         package var timeout: Duration = .seconds(5)
         /// How long the outcome of a re-read that settles its notification is remembered (Huawei's
         /// answer backs it, or shows nothing to record): the same notification sent again
         /// meanwhile is answered from memory, without asking Huawei.
         package var outcomeLifetime: Duration = .seconds(600)
-        /// How long a re-read whose outcome may soon change is remembered: one that failed for now
-        /// (Huawei unreachable), or whose answer does not back the notification yet (a refund
-        /// Huawei's order service does not show yet).
+        /// How long a re-read that failed for now (Huawei unreachable) is answered from memory. An
+        /// answer that does not back its notification (a refund Huawei does not show yet) is never
+        /// reused: the next notification claiming it is read again.
         package var unsettledLifetime: Duration = .seconds(30)
         /// Outcomes remembered at most; past it the ones nearest their end are forgotten first.
         package var maxRemembered = 10_000
@@ -79,6 +89,9 @@ public struct HuaweiAppGalleryConfiguration: Sendable {
         var reads = configuration.notificationReads
         reads.atOnce = try whole(settings, "RECEIPTGATE_HUAWEI_NOTIFICATION_READS_AT_ONCE", 1...256) ?? reads.atOnce
         reads.perAppPerMinute = try whole(settings, "RECEIPTGATE_HUAWEI_NOTIFICATION_READS_PER_MINUTE", 1...1_000_000) ?? reads.perAppPerMinute
+        reads.signedPerAppPerMinute = try whole(settings, "RECEIPTGATE_HUAWEI_SIGNED_NOTIFICATION_READS_PER_MINUTE", 1...1_000_000)
+            ?? reads.signedPerAppPerMinute
+        reads.threads = try whole(settings, "RECEIPTGATE_HUAWEI_NOTIFICATION_READ_THREADS", 1...256) ?? reads.threads
         reads.timeout = try whole(settings, "RECEIPTGATE_HUAWEI_NOTIFICATION_READ_TIMEOUT_SECONDS", 1...60).map { .seconds($0) } ?? reads.timeout
         reads.outcomeLifetime = try whole(settings, "RECEIPTGATE_HUAWEI_NOTIFICATION_MEMORY_SECONDS", 1...86_400).map { .seconds($0) }
             ?? reads.outcomeLifetime

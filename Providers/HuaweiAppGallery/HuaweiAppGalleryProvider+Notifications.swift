@@ -7,11 +7,12 @@ extension HuaweiAppGalleryProvider {
     /// among the clients that registered a Huawei package; a subscription event's signature is
     /// checked with that client's IAP key before anything in it is read. Either way the
     /// notification is a hint: the purchase is read again from Huawei with the client's
-    /// credentials, and the ledger changes only as that signed answer shows (an event the answer
-    /// does not back is kept as `<type>_UNCONFIRMED` and changes nothing). An order event is
-    /// unsigned, so anyone may send one: one naming a purchase Huawei does not know for this
-    /// client is recorded nowhere (`ignored`), and every re-read goes through
-    /// `notificationReads`, on a client of its own.
+    /// credentials, and the ledger changes only as that signed answer shows. A refund or cancel
+    /// the answer does not show yet is answered for a retry, so Huawei sends it again once it
+    /// does; any other event the answer does not back is kept as `<type>_UNCONFIRMED` and changes
+    /// nothing. An order event is unsigned, so anyone may send one: one naming a purchase Huawei
+    /// does not know for this client is recorded nowhere (`ignored`), and its re-read goes through
+    /// `notificationReads`, apart from the signed events' `signedNotificationReads`.
     public func receiveNotification(_ request: NotificationRequest, registered: RegisteredApps) async throws -> StoreNotification {
         guard let body = try? JSONDecoder().decode(HuaweiNotification.self, from: request.body), let applicationID = body.applicationId?.raw,
               !applicationID.isEmpty, body.orderNotification != nil || body.subNotification != nil else {
@@ -50,9 +51,10 @@ extension HuaweiAppGalleryProvider {
         var evidence = HuaweiEvidence(purchaseToken: token)
         evidence.subscriptionID = subscriptionID
         evidence.kind = 2
-        // Signed, so only Huawei makes new ones; a genuine one sent again is answered from memory.
+        // Signed, so only Huawei makes new ones; a genuine one sent again is answered from memory
+        // once an answer settled it.
         let key = "sub:\(access.app.id):" + (try SHA256.hex(Data(signed.utf8)))
-        let purchase = try await reread(evidence, productID: nil, access: access, apps: apps, key: key)
+        let purchase = try await reread(evidence, productID: nil, access: access, apps: apps, key: key, signed: true)
         let kind: StoreEvent.Kind
         if purchase == nil {
             kind = .other
@@ -69,9 +71,13 @@ extension HuaweiAppGalleryProvider {
             default: .other
             }
         }
-        // A cancel the answer does not show (no revocation, not expired) changes nothing.
-        let confirmed = purchase != nil && !(status.notificationType == 1 && kind != .refunded && kind != .expired)
-        if confirmed { await notificationReads.settle(key) }
+        if purchase != nil, status.notificationType == 1, kind != .refunded, kind != .expired {
+            // A cancel the answer does not show (no revocation, not expired) may be one Huawei's
+            // subscription service does not show yet: sent again, it is read again.
+            throw NotificationRejection(.retryable, reason: "CANCEL_NOT_SHOWN", message: "Huawei does not show this subscription canceled yet")
+        }
+        let confirmed = purchase != nil
+        if confirmed { await signedNotificationReads.settle(key) }
         // Unconfirmed news is kept under an id of its own: when Huawei's answer backs it later,
         // the same notification sent again is applied, not taken for the one already kept.
         let id = "sub:" + (try SHA256.hex(Data(signed.utf8))) + (confirmed ? "" : ":unconfirmed")
@@ -93,8 +99,11 @@ extension HuaweiAppGalleryProvider {
         // Types Huawei does not document change nothing; they share one id per token, so made-up
         // types for a genuine token keep one row, not one each.
         let typeInID = order.notificationType.flatMap { [1, 2].contains($0) ? String($0) : nil } ?? "other"
+        // What the notification claims is part of the question: an answer read for one claim
+        // never answers another.
         let key = "order:\(access.app.id):\(typeInID):" + (try SHA256.hex(Data((token + "\u{0}" + productID).utf8)))
-        guard let purchase = try await reread(HuaweiEvidence(purchaseToken: token), productID: productID, access: access, apps: apps, key: key) else {
+        guard let purchase = try await reread(HuaweiEvidence(purchaseToken: token), productID: productID, access: access, apps: apps, key: key,
+                                              signed: false) else {
             // Unsigned and naming nothing Huawei has for this client: recorded nowhere, so a
             // sender of made-up tokens grows nothing, and answered 200 so a genuine sender stops.
             await notificationReads.settle(key)
@@ -105,6 +114,11 @@ extension HuaweiAppGalleryProvider {
         let kind: StoreEvent.Kind? = switch (order.notificationType, purchase.revocationDate != nil) {
         case (2?, true): .refunded
         case (1?, false): .oneTimeCharge
+        case (2?, false):
+            // Made up, or Huawei's order service does not show the refund yet: answered for a
+            // retry and kept nowhere, so Huawei's own push (sent again until it is backed) is
+            // what records it.
+            throw NotificationRejection(.retryable, reason: "REFUND_NOT_SHOWN", message: "Huawei does not show this purchase refunded yet")
         default: nil
         }
         if kind != nil { await notificationReads.settle(key) }
@@ -117,13 +131,14 @@ extension HuaweiAppGalleryProvider {
     }
 
     /// The purchase as Huawei has it now; nil if Huawei no longer knows it or refuses it. Huawei
-    /// being unreachable makes Huawei send the notification again (503). Asked through the
-    /// notifications' own client and gate: `key` names what is asked, so the same question asked
-    /// again lately is answered from memory.
+    /// being unreachable makes Huawei send the notification again (503). Asked through the client
+    /// and gate of the notification's lane (`signed` or not): `key` names what is asked, the
+    /// claim included, so the same question settled lately is answered from memory.
     private func reread(_ evidence: HuaweiEvidence, productID: String?, access: Access, apps: Set<String>,
-                        key: String) async throws(NotificationRejection) -> VerifiedPurchase? {
-        let reader = readingForNotifications
-        return try await notificationReads.purchase(key: key, app: access.app.id) {
+                        key: String, signed: Bool) async throws(NotificationRejection) -> VerifiedPurchase? {
+        let reader = reading(through: signed ? signedNotificationAPI : notificationAPI)
+        let gate = signed ? signedNotificationReads : notificationReads
+        return try await gate.purchase(key: key, app: access.app.id) {
             await reader.readOutcome(evidence, productID: productID, access: access, apps: apps)
         }
     }

@@ -16,10 +16,11 @@ extension HuaweiAppGalleryProvider {
       SHA256WithRSA as `signatureAlgorithm` says) before anything in it is read; an `ORDER` event is
       unsigned. Either way the purchase is read again from Huawei's order or subscription service
       with the client's credentials (its signed answer checked the same way), and the ledger changes
-      only as that answer shows: an event it does not back is answered 200, kept as
-      `<type>_UNCONFIRMED` and changes nothing; an order event naming a token and product Huawei
-      does not know for the app is answered 200 `ignored` and recorded nowhere. Recorded once per
-      signed status update (or per order event and token).
+      only as that answer shows: a refund (or a subscription's `CANCEL`) it does not show yet is
+      answered 503 and kept nowhere, so Huawei sends it again; any other event it does not back is
+      answered 200, kept as `<type>_UNCONFIRMED` and changes nothing; an order event naming a token
+      and product Huawei does not know for the app is answered 200 `ignored` and recorded nowhere.
+      Recorded once per signed status update (or per order event and token).
     requestBody:
       required: true
       content:
@@ -62,7 +63,7 @@ extension HuaweiAppGalleryProvider {
       "429":
         $ref: "#/components/responses/RateLimited"
       "503":
-        description: "`VERIFIER_ERROR`: the purchase could not be read from Huawei now, or too many notifications are being checked at once or for this app; Huawei will retry."
+        description: "`VERIFIER_ERROR`: the purchase could not be read from Huawei now, Huawei does not show the refund or cancel yet, or too many of this app's notifications are being checked at once or this minute; Huawei will retry."
         content:
           application/json:
             schema:

@@ -18,11 +18,15 @@ public struct HuaweiAppGalleryProvider: StoreProvider, NotificationReceiving, Pu
     package let tokens: HuaweiAccessTokens
     /// Huawei's services as verifies, the poll and read-backs ask them (retried with back-off).
     private(set) var api: HuaweiOrderClient
-    /// The same services as notifications ask them: a client of their own (see
+    /// The same services as order notifications ask them: a client of their own (see
     /// `notificationClient`), the access tokens shared.
     let notificationAPI: HuaweiOrderClient
-    /// What notifications may make us ask Huawei, and how often.
+    /// What order notifications (unsigned: anyone may send one) may make us ask Huawei, and how often.
     let notificationReads: HuaweiNotificationReadGate
+    /// The same for signed subscription events, on a client and gate of their own: made-up order
+    /// notifications never hold what they need.
+    let signedNotificationAPI: HuaweiOrderClient
+    let signedNotificationReads: HuaweiNotificationReadGate
     let logger: Logger
     let now: @Sendable () -> Date
 
@@ -34,28 +38,31 @@ public struct HuaweiAppGalleryProvider: StoreProvider, NotificationReceiving, Pu
     }
 
     /// `http` asks Huawei for verifies, the poll and read-backs; notifications' re-reads go
-    /// through `notificationHTTP`, by default a `notificationClient` of its own. Separate clients
-    /// have separate transfer threads: anyone may post an order notification, and a flood of them
-    /// must not hold the threads a purchase's verification needs.
-    package init(configuration: HuaweiAppGalleryConfiguration, http: HTTPClient = HTTPClient(), notificationHTTP: HTTPClient? = nil,
-                logger: Logger = Logger(), now: @escaping @Sendable () -> Date = { Date() }) {
+    /// through `notificationClient`s of their own, one for order notifications and one for signed
+    /// subscription events. Separate clients have separate transfer threads: anyone may post an
+    /// order notification, and a flood of them must not hold the threads a purchase's verification
+    /// or a signed notification needs.
+    package init(configuration: HuaweiAppGalleryConfiguration, http: HTTPClient = HTTPClient(),
+                 logger: Logger = Logger(), now: @escaping @Sendable () -> Date = { Date() }) {
         self.configuration = configuration
         self.logger = logger
         self.now = now
         tokens = HuaweiAccessTokens(url: configuration.oauthURL, http: http, margin: configuration.tokenRefreshMargin,
                                     failureLifetime: configuration.oauthFailureLifetime, now: now)
         api = HuaweiOrderClient(configuration: configuration, http: http, tokens: tokens)
-        notificationAPI = HuaweiOrderClient(configuration: configuration, http: notificationHTTP ?? Self.notificationClient(configuration.notificationReads),
-                                            tokens: tokens)
-        notificationReads = HuaweiNotificationReadGate(limits: configuration.notificationReads, now: now)
+        let reads = configuration.notificationReads
+        notificationAPI = HuaweiOrderClient(configuration: configuration, http: Self.notificationClient(reads), tokens: tokens)
+        notificationReads = HuaweiNotificationReadGate(limits: reads, lane: .unsigned, now: now)
+        signedNotificationAPI = HuaweiOrderClient(configuration: configuration, http: Self.notificationClient(reads), tokens: tokens)
+        signedNotificationReads = HuaweiNotificationReadGate(limits: reads, lane: .signed, now: now)
     }
 
-    /// The client notifications' re-reads use: a transfer thread for each re-read that may run at
-    /// once (none waits for a thread), one attempt (Huawei sends a refused notification again), a
-    /// short timeout and an answer no bigger than a purchase's signed data needs.
+    /// A client for notifications' re-reads: its own transfer threads, shared by apps (the gate
+    /// bounds each app's share), one attempt (Huawei sends a refused notification again), a short
+    /// timeout and an answer no bigger than a purchase's signed data needs.
     package static func notificationClient(_ limits: HuaweiAppGalleryConfiguration.NotificationReads) -> HTTPClient {
         var configuration = HTTPClient.Configuration()
-        configuration.threadCount = max(1, limits.atOnce)
+        configuration.threadCount = max(1, limits.threads)
         configuration.retry = .none
         configuration.timeout = limits.timeout
         configuration.connectTimeout = min(.seconds(3), limits.timeout)
@@ -63,11 +70,11 @@ public struct HuaweiAppGalleryProvider: StoreProvider, NotificationReceiving, Pu
         return HTTPClient(configuration)
     }
 
-    /// This provider with the notifications' client in place of its own: `fetch` on it reads and
+    /// This provider asking Huawei through `client` in place of its own: `fetch` on it reads and
     /// checks exactly as a verify does, only on other threads and without retries.
-    var readingForNotifications: HuaweiAppGalleryProvider {
+    func reading(through client: HuaweiOrderClient) -> HuaweiAppGalleryProvider {
         var reader = self
-        reader.api = notificationAPI
+        reader.api = client
         return reader
     }
 

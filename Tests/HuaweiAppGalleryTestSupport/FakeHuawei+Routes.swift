@@ -46,7 +46,7 @@ extension FakeHuawei {
             guard form["grant_type"] == "client_credentials" else {
                 return json(400, #"{"error":1102,"sub_error":20003,"error_description":"unsupported grant_type"}"#)
             }
-            guard form["client_id"] == appID, form["client_secret"] == appSecret else {
+            guard let id = form["client_id"], let secret = state.apps.get()[id], form["client_secret"] == secret else {
                 return json(401, #"{"error":1101,"sub_error":20001,"error_description":"invalid client"}"#)
             }
             let token = "CV7fake" + Hex.encode(SecureRandom.bytes(12))

@@ -62,6 +62,9 @@ package final class FakeHuawei: Sendable {
         /// Order-service requests for tokens starting with this are held until `releaseHeld()`:
         /// a Huawei that takes the connection and does not answer yet.
         package let heldTokenPrefix = LockedBox<String?>(nil)
+        /// The apps whose id and secret the token endpoint accepts (another tenant's app beside
+        /// `appID`), by app id.
+        package let apps = LockedBox<[String: String]>([FakeHuawei.appID: FakeHuawei.appSecret])
     }
 
     /// How the cancelled list hands out continuation tokens.
@@ -123,6 +126,9 @@ package final class FakeHuawei: Sendable {
 
     package func hits(_ route: String) -> Int { state.hits.get()[route] ?? 0 }
     package func failFirst(_ route: String, _ statuses: [Int]) { state.failuresFirst.update { $0[route] = statuses } }
+    /// Another app (another tenant's) whose id and secret the token endpoint accepts. Its
+    /// purchases are signed with the same IAP key: what tells tenants apart here is the app id.
+    package func addApp(id: String, secret: String) { state.apps.update { $0[id] = secret } }
     /// Makes every access token issued so far invalid (Huawei revoked them).
     package func revokeIssuedTokens() { state.issuedTokens.set([]) }
 
@@ -199,19 +205,20 @@ package final class FakeHuawei: Sendable {
     // MARK: - Notifications
 
     /// A v2 subscription notification, its status update signed as `signing` says.
-    package func subscriptionNotification(_ status: [String: Any], signing: Signing = .pss) throws -> Data {
+    package func subscriptionNotification(_ status: [String: Any], signing: Signing = .pss, applicationID: String = FakeHuawei.appID) throws -> Data {
         let text = try Self.text(status)
         let (signature, algorithm) = try Self.sign(text, signing: signing, askedForPSS: true, key: key, forger: try TestKeys.rsa(.unrelated))
         var sub: [String: Any] = ["version": "v2", "statusUpdateNotification": text, "notificationSignature": signature]
         if let algorithm { sub["signatureAlgorithm"] = algorithm }
         return try JSONSerialization.data(withJSONObject: ["version": "v2", "eventType": "SUBSCRIPTION", "notifyTime": 1_716_389_200_000,
-                                                           "applicationId": Self.appID, "subNotification": sub])
+                                                           "applicationId": applicationID, "subNotification": sub])
     }
 
     /// A v2 order notification (unsigned, as Huawei sends it): 1 paid, 2 refunded.
-    package static func orderNotification(type: Int, token: String, productID: String = "gems100") throws -> Data {
+    package static func orderNotification(type: Int, token: String, productID: String = "gems100",
+                                          applicationID: String = FakeHuawei.appID) throws -> Data {
         try JSONSerialization.data(withJSONObject: [
-            "version": "v2", "eventType": "ORDER", "notifyTime": 1_716_389_200_000, "applicationId": appID,
+            "version": "v2", "eventType": "ORDER", "notifyTime": 1_716_389_200_000, "applicationId": applicationID,
             "orderNotification": ["version": "v2", "notificationType": type, "purchaseToken": token, "productId": productID],
         ])
     }

@@ -7,7 +7,7 @@ import Testing
 import TestSupport
 
 /// What an unauthenticated sender of notifications can make us ask Huawei: order notifications
-/// are unsigned, so re-reads are remembered, capped at once, budgeted per app, and a made-up
+/// are unsigned, so re-reads are remembered, capped at once and budgeted per app, and a made-up
 /// token is recorded nowhere.
 @Suite struct HuaweiAppGalleryNotificationGate {
     static func provider(_ huawei: FakeHuawei, clock: LockedBox<Date>,
@@ -137,16 +137,19 @@ import TestSupport
             "RECEIPTGATE_HUAWEI_NOTIFICATION_READS_AT_ONCE": "3", "RECEIPTGATE_HUAWEI_NOTIFICATION_READS_PER_MINUTE": "120",
             "RECEIPTGATE_HUAWEI_NOTIFICATION_READ_TIMEOUT_SECONDS": "2", "RECEIPTGATE_HUAWEI_NOTIFICATION_MEMORY_SECONDS": "60",
             "RECEIPTGATE_HUAWEI_NOTIFICATION_UNSETTLED_MEMORY_SECONDS": "5", "RECEIPTGATE_HUAWEI_NOTIFICATION_MEMORY_ENTRIES": "500",
-            "RECEIPTGATE_HUAWEI_OAUTH_FAILURE_SECONDS": "10",
+            "RECEIPTGATE_HUAWEI_OAUTH_FAILURE_SECONDS": "10", "RECEIPTGATE_HUAWEI_SIGNED_NOTIFICATION_READS_PER_MINUTE": "900",
+            "RECEIPTGATE_HUAWEI_NOTIFICATION_READ_THREADS": "6",
         ])
         let reads = set.notificationReads
         #expect(reads.atOnce == 3 && reads.perAppPerMinute == 120 && reads.timeout == .seconds(2))
+        #expect(reads.signedPerAppPerMinute == 900 && reads.threads == 6)
         #expect(reads.outcomeLifetime == .seconds(60) && reads.unsettledLifetime == .seconds(5) && reads.maxRemembered == 500)
         #expect(set.oauthFailureLifetime == 10)
         for name in ["RECEIPTGATE_HUAWEI_NOTIFICATION_READS_AT_ONCE", "RECEIPTGATE_HUAWEI_NOTIFICATION_READS_PER_MINUTE",
                      "RECEIPTGATE_HUAWEI_NOTIFICATION_READ_TIMEOUT_SECONDS", "RECEIPTGATE_HUAWEI_NOTIFICATION_MEMORY_SECONDS",
                      "RECEIPTGATE_HUAWEI_NOTIFICATION_UNSETTLED_MEMORY_SECONDS", "RECEIPTGATE_HUAWEI_NOTIFICATION_MEMORY_ENTRIES",
-                     "RECEIPTGATE_HUAWEI_OAUTH_FAILURE_SECONDS"] {
+                     "RECEIPTGATE_HUAWEI_OAUTH_FAILURE_SECONDS", "RECEIPTGATE_HUAWEI_SIGNED_NOTIFICATION_READS_PER_MINUTE",
+                     "RECEIPTGATE_HUAWEI_NOTIFICATION_READ_THREADS"] {
             for bad in ["0", "-1", "many", "99999999999"] {
                 #expect { _ = try HuaweiAppGalleryConfiguration.fromEnvironment([name: bad]) } throws: { error in
                     (error as? ConfigurationInvalid)?.variable == name
@@ -155,7 +158,7 @@ import TestSupport
         }
     }
 
-    /// The gate on its own: re-reads past the cap are refused at once, a key being read is awaited.
+    /// The gate on its own: one app's re-reads past the cap are refused at once, a key being read is awaited.
     @Test func readsPastTheCapAreRefusedAndAKeyBeingReadIsAwaited() async throws {
         var limits = HuaweiAppGalleryConfiguration.NotificationReads()
         limits.atOnce = 2
@@ -174,6 +177,11 @@ import TestSupport
             (error as? NotificationRejection)?.kind == .retryable && (error as? NotificationRejection)?.reason == "HUAWEI_READS_BUSY"
         }
         let joined = Task { try await gate.purchase(key: "a", app: "1", read: read) }
+        // Released only once the second ask waits for the read running: an answer nobody settled
+        // answers no ask that comes after it.
+        let deadline = ContinuousClock.now + .seconds(90)
+        while await gate.joined < 1, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(2)) }
+        #expect(await gate.joined == 1)
         released.set(true)
         for task in [a, b, joined] { #expect(try await task.value == nil) }
         #expect(reads.get() == 2, "the second ask for a waited for the read running")

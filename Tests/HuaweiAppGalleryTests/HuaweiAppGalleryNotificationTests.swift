@@ -52,15 +52,21 @@ import TestSupport
         await huawei.shutdown()
     }
 
-    @Test func aCancelTheAnswerDoesNotShowChangesNothing() async throws {
+    /// A cancel the answer does not show yet changes nothing and is kept nowhere: answered for a
+    /// retry, so Huawei sends it again and it is read again, applied once the answer shows it.
+    @Test func aCancelTheAnswerDoesNotShowYetIsAskedForAgain() async throws {
         let huawei = try FakeHuawei()
         try huawei.addSubscription(token: "tok.sub.n3", subscriptionID: "sub.n3")  // active, not revoked
         let body = try huawei.subscriptionNotification(["notificationType": 1, "subscriptionId": "sub.n3", "purchaseToken": "tok.sub.n3"],
                                                        signing: .pkcs1)
-        let notification = try await HuaweiAppGalleryVerify.provider(huawei).receiveNotification(try Self.request(huawei, body: body),
-                                                                                                  registered: Self.registered)
-        #expect(notification.type == "CANCEL_UNCONFIRMED")
-        #expect(notification.event.kind == .other && notification.event.purchase == nil)
+        let provider = HuaweiAppGalleryVerify.provider(huawei)
+        let rejected = await Self.rejection { _ = try await provider.receiveNotification(try Self.request(huawei, body: body), registered: Self.registered) }
+        #expect(rejected?.kind == .retryable && rejected?.reason == "CANCEL_NOT_SHOWN", "\(String(describing: rejected))")
+        let canceledAt = Int64(Date().timeIntervalSince1970 * 1000) - 60_000
+        try huawei.addSubscription(token: "tok.sub.n3", subscriptionID: "sub.n3", extra: ["purchaseState": 1, "cancelTime": canceledAt])
+        let notification = try await provider.receiveNotification(try Self.request(huawei, body: body), registered: Self.registered)
+        #expect(notification.type == "CANCEL" && notification.event.kind == .refunded, "\(notification.type) \(notification.event.kind)")
+        #expect(huawei.hits("subscription") == 2)
         await huawei.shutdown()
     }
 
@@ -73,9 +79,12 @@ import TestSupport
                                                               registered: Self.registered)
         #expect(refunded.type == "REFUND_SUCCESS" && refunded.event.kind == .refunded)
         #expect(refunded.event.purchase?.transactionID == "order.refund.n1")
-        let claimed = try await provider.receiveNotification(try Self.request(huawei, body: FakeHuawei.orderNotification(type: 2, token: "tok.order.n2")),
-                                                             registered: Self.registered)
-        #expect(claimed.type == "REFUND_SUCCESS_UNCONFIRMED" && claimed.event.kind == .other && claimed.event.purchase == nil)
+        // A refund Huawei reads purchased: kept nowhere, answered for a retry.
+        let claimed = await Self.rejection {
+            _ = try await provider.receiveNotification(try Self.request(huawei, body: FakeHuawei.orderNotification(type: 2, token: "tok.order.n2")),
+                                                       registered: Self.registered)
+        }
+        #expect(claimed?.kind == .retryable && claimed?.reason == "REFUND_NOT_SHOWN", "\(String(describing: claimed))")
         await huawei.shutdown()
     }
 }

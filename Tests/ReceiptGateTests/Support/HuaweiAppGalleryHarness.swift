@@ -28,8 +28,9 @@ struct HuaweiAppGalleryHarness {
     let log: ServerLogCapture
 
     /// `extraFlags`: more of `client create`'s flags (another store's apps); `configure` changes the
-    /// provider's configuration (pointed at the fake) before it is made.
-    static func start(extraFlags: [String] = [], stores more: [StoreRegistration] = [],
+    /// provider's configuration (pointed at the fake) before it is made; `clock`, when given, is
+    /// the provider's time.
+    static func start(extraFlags: [String] = [], stores more: [StoreRegistration] = [], clock: LockedBox<Date>? = nil,
                       configure: (inout HuaweiAppGalleryConfiguration) -> Void = { _ in }) async throws -> HuaweiAppGalleryHarness {
         let (huawei, receiver) = (try FakeHuawei(), try GooglePlayHarness.Receiver())
         let cli = try await Binary.databaseEnvironment()
@@ -51,7 +52,8 @@ struct HuaweiAppGalleryHarness {
         let database = try Database.open(configuration, logger: log.logger)
         var huaweiConfiguration = huawei.configuration()
         configure(&huaweiConfiguration)
-        let provider = HuaweiAppGalleryProvider(configuration: huaweiConfiguration, http: FakeHuawei.http(), logger: log.logger)
+        let provider = HuaweiAppGalleryProvider(configuration: huaweiConfiguration, http: FakeHuawei.http(), logger: log.logger,
+                                                now: { clock?.get() ?? Date() })
         let service = try Service(configuration: configuration, logger: log.logger, database: database, stores: [provider.registration] + more,
                                   dialects: [AlogameGateway(), HiveAxyl(), AccountLink()])
         service.outboxConfiguration = VerifyHarness.fastOutbox()
@@ -70,6 +72,24 @@ struct HuaweiAppGalleryHarness {
             await huawei.shutdown()
             await receiver.server.shutdown()
         }
+    }
+
+    /// Another tenant: a client of its own game made with `client create`, with its own Huawei app
+    /// (which the fake then accepts) and package, its purchases signed with the fake's key.
+    func addTenant(name: String, gameID: Int, appID: String, secret: String, package: String) async throws -> SignedClient {
+        huawei.addApp(id: appID, secret: secret)
+        let made = try await Binary.run(["client", "create", "--name", name, "--game-id", String(gameID), "--environments", "production,sandbox",
+                                         "--huawei-package-name", package, "--huawei-app-id", appID, "--huawei-app-secret", secret,
+                                         "--huawei-iap-public-key", try huawei.publicKeyBase64], cli)
+        guard made.status == 0 else { throw RawHTTP.Failure(description: "client create failed: \(made.stderr)") }
+        let created = try Binary.json(made.stdout)
+        return SignedClient(port: service.port, clientID: created["client_id"] as? String ?? "", secret: created["client_secret"] as? String ?? "")
+    }
+
+    /// Posts a notification to the Huawei route, as Huawei (or anyone) does.
+    func notify(_ body: Data) async throws -> RawHTTP.Response {
+        try await RawHTTP.request(port: service.port, method: "POST", path: "/v1/notifications/huawei-appgallery",
+                                  headers: ["Content-Type": "application/json"], body: body)
     }
 
     func verify(_ receipt: String, product: String? = "gems100") async throws -> RawHTTP.Response {
