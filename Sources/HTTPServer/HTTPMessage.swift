@@ -55,7 +55,8 @@ package struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral {
 
 package struct HTTPRequest: Sendable {
     package var method: String
-    /// The path without the query string, percent-decoded by libmicrohttpd.
+    /// The path without the query string, percent-decoded by libmicrohttpd: for logs and
+    /// messages. Routing reads `target`, whose encoded slashes still separate nothing.
     package var path: String
     package var query: [String: String]
     /// The request target as sent (`/v1/players/p%2D1/transactions?limit=5`), undecoded: what a
@@ -69,11 +70,14 @@ package struct HTTPRequest: Sendable {
     /// The matched route pattern (`/v1/transactions/{store}/{id}`), for logs and metrics;
     /// "unmatched" for a 404.
     package internal(set) var route: String = "unmatched"
+    /// Each percent-decoded on its own, after the path was split (`Router.segments(ofTarget:)`).
     package internal(set) var pathParameters: [String: String] = [:]
     /// Set by the server when the route's `headerCheck` already passed before the body was read.
     var headerChecked = false
     /// Set by the server when `route` and `pathParameters` were found before the body was read.
     var routed = false
+    /// Set by the responder when the target's percent-encoding is broken: answered 400.
+    var malformedPath = false
 
     package init(method: String, path: String, query: [String: String] = [:], headers: HTTPHeaders = HTTPHeaders(),
                 body: Data = Data(), remoteAddress: String? = nil) {

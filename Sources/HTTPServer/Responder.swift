@@ -24,6 +24,7 @@ package struct Responder: Sendable {
         // The innermost step runs the matched handler (or answers 404/405) and converts errors,
         // so every middleware sees the final status.
         let dispatch: HTTPHandler = { request in
+            if request.malformedPath { return Self.malformedPath }
             guard let route = Self.serving(request.method, pattern: request.route, in: table) else {
                 return Self.routingFailure(method: request.method, path: request.path, pattern: request.route, routes: routes)
             }
@@ -54,11 +55,19 @@ package struct Responder: Sendable {
             // Not HTTP: refused before routing, middleware, logs or metrics see it.
             response = Self.badMethod
         } else {
-            if !request.routed, let (route, parameters) = match(method: request.method, path: request.path) {
-                // A path that exists under another method keeps its pattern as the route: the
-                // dispatch step finds no handler for this method and answers 405.
-                request.route = route.pattern
-                request.pathParameters = parameters
+            if !request.routed {
+                switch match(method: request.method, target: request.target) {
+                case .matched(let route, let parameters):
+                    // A path that exists under another method keeps its pattern as the route: the
+                    // dispatch step finds no handler for this method and answers 405.
+                    request.route = route.pattern
+                    request.pathParameters = parameters
+                case .unmatched:
+                    break
+                case .malformed:
+                    // Answered by the dispatch step, so the middleware logs and counts it.
+                    request.malformedPath = true
+                }
             }
             do {
                 response = try await chain(request)
@@ -85,7 +94,9 @@ package struct Responder: Sendable {
         guard HTTPMethod.isToken(request.method) else { return Self.badMethod }
         let head = request.head
         guard head.announcesBody else { return nil }
-        let matched = match(method: head.method, path: head.path)
+        let routing = match(method: head.method, target: request.target)
+        if case .malformed = routing { return Self.malformedPath }
+        let matched: (Router.Route, [String: String])? = if case .matched(let route, let parameters) = routing { (route, parameters) } else { nil }
         let pattern = matched?.0.pattern ?? "unmatched"
         guard let route = Self.serving(head.method, pattern: pattern, in: table) else {
             return Self.routingFailure(method: head.method, path: head.path, pattern: pattern, routes: routes)
@@ -98,17 +109,25 @@ package struct Responder: Sendable {
         return nil
     }
 
-    /// The route for `path`, preferring one that serves `method` (HEAD is served by GET).
-    private func match(method: String, path: String) -> (Router.Route, [String: String])? {
-        let segments = Router.split(path)
+    private enum Routing {
+        case matched(Router.Route, [String: String])
+        case unmatched
+        /// The path's percent-encoding is broken (see `Router.segments(ofTarget:)`).
+        case malformed
+    }
+
+    /// The route for the target's path, preferring one that serves `method` (HEAD is served by
+    /// GET). Matched on the encoded segments, each decoded after the split (`Router.segments`).
+    private func match(method: String, target: String) -> Routing {
+        guard let segments = Router.segments(ofTarget: target) else { return .malformed }
         var firstGET: Router.Route?, first: Router.Route?
         for route in routesBySegmentCount[segments.count] ?? [] where Self.matches(route: route, segments: segments) {
-            if route.method == method { return (route, Self.parameters(route: route, segments: segments)) }
+            if route.method == method { return .matched(route, Self.parameters(route: route, segments: segments)) }
             if first == nil { first = route }
             if firstGET == nil && route.method == "GET" { firstGET = route }
         }
-        guard let chosen = (method == "HEAD" ? firstGET : nil) ?? first else { return nil }
-        return (chosen, Self.parameters(route: chosen, segments: segments))
+        guard let chosen = (method == "HEAD" ? firstGET : nil) ?? first else { return .unmatched }
+        return .matched(chosen, Self.parameters(route: chosen, segments: segments))
     }
 
     private static func serving(_ method: String, pattern: String, in table: [String: [String: Router.Route]]) -> Router.Route? {
@@ -124,6 +143,11 @@ package struct Responder: Sendable {
         if allowed.contains("GET") { allowed.insert("HEAD") }
         return HTTPError(status: 405, code: "METHOD_NOT_ALLOWED", message: "\(method) is not allowed here",
                          headers: ["Allow": allowed.sorted().joined(separator: ", ")]).response
+    }
+
+    static var malformedPath: HTTPResponse {
+        HTTPError(status: 400, code: "INVALID_FIELD",
+                  message: "the request path is not well percent-encoded (each % must start two hex digits of UTF-8, not %00)").response
     }
 
     static var badMethod: HTTPResponse {

@@ -77,4 +77,44 @@ package struct Router {
     package static func split(_ path: String) -> [Substring] {
         path.unicodeScalars.split(separator: "/", omittingEmptySubsequences: true).map { Substring($0) }
     }
+
+    /// The segments routing reads: the request target's path (up to `?`), still encoded, split at
+    /// its slashes, then each segment percent-decoded on its own, so an encoded slash (`%2F`) in a
+    /// player id stays inside that id instead of splitting the path. Nil when an escape is not `%`
+    /// and two hex digits, encodes NUL, or the decoded bytes are not UTF-8.
+    package static func segments(ofTarget target: String) -> [Substring]? {
+        let path = target.utf8.firstIndex { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }.map { String(target[..<$0]) } ?? target
+        var segments: [Substring] = []
+        for raw in split(path) {
+            guard let segment = percentDecoded(raw) else { return nil }
+            segments.append(segment)
+        }
+        return segments
+    }
+
+    /// `%XX` escapes decoded (nothing else: `+` is a plus in a path).
+    package static func percentDecoded(_ segment: Substring) -> Substring? {
+        guard segment.utf8.contains(UInt8(ascii: "%")) else { return segment }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(segment.utf8.count)
+        var iterator = segment.utf8.makeIterator()
+        while let byte = iterator.next() {
+            guard byte == UInt8(ascii: "%") else {
+                bytes.append(byte)
+                continue
+            }
+            guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue), high | low != 0 else { return nil }
+            bytes.append(high << 4 | low)
+        }
+        return String(validating: bytes, as: UTF8.self).map { Substring($0) }
+    }
+
+    private static func hexValue(_ digit: UInt8) -> UInt8? {
+        switch digit {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): digit - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): digit - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): digit - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
 }

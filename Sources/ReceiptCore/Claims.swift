@@ -57,8 +57,8 @@ extension LedgerRules {
     }
 
     /// Whether `purchase` is one period of a subscription, whose periods share its owner: a
-    /// subscription by kind, or any purchase that expires (a StoreKit 1 receipt's entries carry no
-    /// kind; Google's prepaid plans are topped up under linked tokens).
+    /// subscription by kind, or any purchase that expires (some stores' receipts carry an expiry and
+    /// no kind; a prepaid plan is topped up under the subscription's original id).
     public static func isSubscriptionPeriod(_ purchase: VerifiedPurchase) -> Bool {
         purchase.kind == .autoRenewableSubscription || purchase.kind == .nonRenewingSubscription || purchase.expiresDate != nil
     }

@@ -43,6 +43,14 @@ import TestSupport
         try record("/v1/subscriptions/{store}/{original_transaction_id}", "get", try await harness.client.get("/v1/subscriptions/app_store/2000000000007001"))
         try record("/v1/players/{player_id}/transactions", "get", try await harness.client.get("/v1/players/p/transactions?limit=1"))
         try record("/v1/players/{player_id}/transactions", "get", try await harness.client.get("/v1/players/p/transactions?limit=x"))
+        let consumption = "/v1/transactions/app_store/2000000000007001/consumption", consumptionRoute = "/v1/transactions/{store}/{transaction_id}/consumption"
+        try record(consumptionRoute, "post", try await harness.client.post(consumption, json: ["delivered": true, "reported_at_ms": 1_700_000_060_000], version: "2"))
+        let supersededReport = try await harness.client.post(consumption, json: ["delivered": false, "reported_at_ms": 1_700_000_000_000], version: "2")
+        #expect(try supersededReport.json()["superseded"] as? Bool == true, "\(supersededReport.text)")
+        try record(consumptionRoute, "post", supersededReport)
+        try record(consumptionRoute, "post", try await harness.client.post(consumption, json: ["delivered": true], version: "1"))
+        try record(consumptionRoute, "post", try await harness.client.post(consumption, json: ["delivered": true, "reported_at_ms": -1], version: "2"))
+        try record(consumptionRoute, "post", try await harness.client.post("/v1/transactions/app_store/none/consumption", json: ["delivered": true], version: "2"))
         // The catalog through the admin API, then what the player owns under it.
         let auth = ["Authorization": "Bearer \(token)"]
         let products = "/admin/clients/\(harness.client.clientID)/products"

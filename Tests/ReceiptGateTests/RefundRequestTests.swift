@@ -84,7 +84,8 @@ import TestSupport
         try Self.appleKnows(fake, Self.gems())
         #expect(try await NotificationHistoryReconciliation.verify(harness, Self.gems()).status == 200)
         let reported = try await harness.client.post("/v1/transactions/app_store/\(Self.id)/consumption",
-                                                     json: ["delivered": true, "consumed_percent": 80, "usage_events": [["at_ms": 1_796_000_000_000, "description": "spent on a sword"]]])
+                                                     json: ["delivered": true, "consumed_percent": 80, "usage_events": [["at_ms": 1_796_000_000_000, "description": "spent on a sword"]]],
+                                                     version: "2")
         #expect(reported.status == 200, "\(reported.text)")
         #expect((try reported.json()["consumption"] as? [String: Any])?["consumed_percent"] as? Double == 80)
 
@@ -135,7 +136,7 @@ import TestSupport
         #expect(try await NotificationHistoryReconciliation.verify(harness, Self.gems()).status == 200)
         try await Self.pushRequest(harness, fake, Self.gems())
         // Within the delay the game says the gems never arrived.
-        let reported = try await harness.client.post("/v1/transactions/app_store/\(Self.id)/consumption", json: ["delivered": false])
+        let reported = try await harness.client.post("/v1/transactions/app_store/\(Self.id)/consumption", json: ["delivered": false], version: "2")
         #expect(reported.status == 200, "\(reported.text)")
         try await Self.answerDueNow(harness)
         try await WebhookDelivery.waitUntil { try await Self.request(harness)?.status == "answered" }
@@ -243,7 +244,8 @@ import TestSupport
 
         try Self.appleKnows(fake, Self.gems())
         #expect(try await NotificationHistoryReconciliation.verify(harness, Self.gems()).status == 200)
-        #expect(try await harness.client.post("/v1/transactions/app_store/\(Self.id)/consumption", json: ["delivered": true, "consumed_percent": 75]).status == 200)
+        #expect(try await harness.client.post("/v1/transactions/app_store/\(Self.id)/consumption", json: ["delivered": true, "consumed_percent": 75],
+                                                 version: "2").status == 200)
         try await Self.pushRequest(harness, fake, Self.gems())
         try await WebhookDelivery.waitUntil { try await Self.request(harness)?.status == "answered" }
         #expect(fake.state.consumptionAnswers.get().first?.body["refundPreference"] == "DECLINE", "75 % is past the client's 70 %")
@@ -301,10 +303,10 @@ import TestSupport
             (Data("not json".utf8), 400, "INVALID_FIELD"),
         ]
         for (body, status, code) in cases {
-            let answer = try await harness.client.post(path, body: body)
+            let answer = try await harness.client.post(path, body: body, version: "2")
             #expect(answer.status == status && answer.text.contains(code), "\(String(decoding: body.prefix(80), as: UTF8.self)): \(answer.status) \(answer.text)")
         }
-        let missing = try await harness.client.post("/v1/transactions/app_store/2000000000000000/consumption", json: ["delivered": true])
+        let missing = try await harness.client.post("/v1/transactions/app_store/2000000000000000/consumption", json: ["delivered": true], version: "2")
         #expect(missing.status == 404)
         await receiver.server.shutdown()
         await fake.shutdown()
@@ -320,7 +322,8 @@ import TestSupport
         let order = "GPA.3301-2345-6789-07777"
         try harness.google.addProduct(token: "tok-review", orderID: order)
         #expect(try await harness.client.post("/v1/verify", json: ["store": "google_play", "receipt": "tok-review", "product_id": "gems100"]).status == 200)
-        let reported = try await harness.client.post("/v1/transactions/google_play/\(order)/consumption", json: ["delivered": true, "consumed_percent": 45.2])
+        let reported = try await harness.client.post("/v1/transactions/google_play/\(order)/consumption", json: ["delivered": true, "consumed_percent": 45.2],
+                                                     version: "2")
         #expect(reported.status == 200, "\(reported.text)")
         harness.google.state.pendingRefundTokens.update { $0["refund-token-1"] = order }
         let review: [String: Any] = ["version": "1.0", "packageName": "com.example.game", "eventTimeMillis": "\(Int64(Date().timeIntervalSince1970 * 1000))",

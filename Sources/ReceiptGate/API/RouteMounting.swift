@@ -76,7 +76,7 @@ struct RouteMounter: Sendable {
     /// headers or with a stale timestamp, a bearer route without a bearer token.
     static func headerCheck(_ route: Route, render: @escaping @Sendable (RouteRefusal) -> RouteResponse) -> HTTPHeaderCheck? {
         let authentication = route.authentication
-        let requireVersion2 = readsOnly(route)
+        let requireVersion2 = requiresVersion2(route)
         switch authentication {
         case .signedClient:
             return { head in
@@ -94,8 +94,12 @@ struct RouteMounter: Sendable {
         }
     }
 
-    /// GET routes have no body to sign: their signature must cover the path and query (version 2).
-    static func readsOnly(_ route: Route) -> Bool { route.method == "GET" || route.method == "HEAD" }
+    /// Routes whose signature must cover method, path and query (version 2): a GET has no body to
+    /// sign, and a route with a parameter in its path acts on what the path names (a report signed
+    /// for one transaction must not be accepted for another). Version 1 covers the body alone.
+    static func requiresVersion2(_ route: Route) -> Bool {
+        route.method == "GET" || route.method == "HEAD" || route.path.contains("{")
+    }
 
     static func refusalResponse(_ refusal: RouteRefusal, authentication: RouteAuthentication,
                                 render: @Sendable (RouteRefusal) -> RouteResponse) -> RouteResponse {
@@ -118,7 +122,7 @@ struct RouteMounter: Sendable {
             do {
                 client = try await self.authentication.authenticate(header: { request.headers[$0] }, body: request.body,
                                                                     method: request.method, target: request.target,
-                                                                    requireVersion2: Self.readsOnly(route))
+                                                                    requireVersion2: Self.requiresVersion2(route))
             } catch let refused as AuthenticationRefused {
                 throw RouteRefusal(code: .unauthorized, message: refused.message)
             }

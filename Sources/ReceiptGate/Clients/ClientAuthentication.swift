@@ -8,7 +8,9 @@ import ReceiptCore
 /// the contract's scheme, which covers the body only. Version 2 (`X-Signature-Version: 2`) covers the
 /// method and the request target too: hex HMAC-SHA256(client_secret,
 /// "v2\n{client_id}\n{timestamp}\n{METHOD}\n{target}\n{sha256_hex(body)}"), so a signature made for one
-/// GET cannot be replayed against another path or query. GETs require it; every route accepts it.
+/// path or query cannot be replayed against another. `target` is the request target as sent, its
+/// percent-encoding untouched. GETs and routes with a parameter in their path require it
+/// (`RouteMounter.requiresVersion2`); every route accepts it.
 package struct ClientAuthentication: Sendable {
     package static let window: TimeInterval = 300
     let directory: any ClientDirectory

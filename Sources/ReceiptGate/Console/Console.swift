@@ -102,7 +102,9 @@ struct ConsoleCSRFGate: HTTPMiddleware {
 
     func handle(_ request: HTTPRequest, next: HTTPHandler) async throws -> HTTPResponse {
         guard request.normalizedMethod == "POST", Self.isUnderConsole(request.path) else { return try await next(request) }
-        let segments = Router.split(request.path)
+        // The sign-in form is told apart as the router tells it (an encoded slash splits nothing);
+        // a path the router refuses as malformed is held to the stricter check.
+        let segments = Router.segments(ofTarget: request.target) ?? []
         let signingIn = segments.count == 2 && segments[1] == "sign-in"
         guard sessions.isValidCSRF(ConsoleForm(request: request)?["csrf"], request: request, preSession: signingIn) else {
             return ConsoleLayout.page("Refused", session: nil, status: 403, """
@@ -113,9 +115,10 @@ struct ConsoleCSRFGate: HTTPMiddleware {
         return try await next(request)
     }
 
-    /// Whether the router reads the path's first segment as `console` (it skips empty segments, so
-    /// `//console/…` is under it too). Without building the segments: every request of the API
-    /// passes here when the console shares its listener.
+    /// Whether the decoded path's first segment is `console` (empty segments are skipped, so
+    /// `//console/…` is under it too): true for every path the router reads as under `/console`,
+    /// and for a few it does not (`/console%2Fx`, which no route serves). Without building the
+    /// segments: every request of the API passes here when the console shares its listener.
     static func isUnderConsole(_ path: String) -> Bool {
         let scalars = path.unicodeScalars.drop { $0 == "/" }
         guard scalars.starts(with: "console".unicodeScalars) else { return false }

@@ -144,17 +144,6 @@ public struct TransactionRepository: Sendable {
             """).first.map(TransactionRows.transaction)
     }
 
-    /// Keeps the game's report of what happened to a purchase, replacing an earlier one; its time.
-    func recordConsumption(_ report: ConsumptionReport, transactionRowID: Int64) async throws -> Date {
-        try await pool.query("""
-            INSERT INTO consumption_reports (transaction_row_id, delivered, consumed_milliunits, usage_events)
-            VALUES (\(transactionRowID), \(report.delivered), \(report.consumedMilliunits), \(try ConsumptionReports.json(report.usageEvents))::jsonb)
-            ON CONFLICT (transaction_row_id) DO UPDATE SET delivered = EXCLUDED.delivered, consumed_milliunits = EXCLUDED.consumed_milliunits,
-                usage_events = EXCLUDED.usage_events, reported_at = now()
-            RETURNING reported_at
-            """).first?.decode("reported_at", as: Date.self) ?? Date()
-    }
-
     /// A page of a player's transactions, oldest first, after management id `after`.
     func playerPage(playerID: String, client: ClientInfo, after: Int64, limit: Int) async throws -> (page: [TransactionRecord], more: Bool) {
         let rows = try await reads.query("""

@@ -49,13 +49,11 @@ def signed(kwargs, client_id, secret, admin_token):
     elif not path.startswith("v1/notifications/"):
         stamp = str(int(time.time()))
         method = kwargs.get("method", "GET").upper()
-        if method == "GET":
-            # Reads sign method and target too (signature version 2), exactly as the request line will carry it.
-            target = requests.Request(method, kwargs["url"], params=kwargs.get("params")).prepare().path_url
-            message = f"v2\n{client_id}\n{stamp}\n{method}\n{target}\n{hashlib.sha256(body).hexdigest()}".encode()
-            headers["X-Signature-Version"] = "2"
-        else:
-            message = f"{client_id}.{stamp}.{hashlib.sha256(body).hexdigest()}".encode()
+        # Signature version 2 (method and target signed, exactly as the request line will carry them):
+        # every signed route accepts it; reads and routes with a parameter in their path require it.
+        target = requests.Request(method, kwargs["url"], params=kwargs.get("params")).prepare().path_url
+        message = f"v2\n{client_id}\n{stamp}\n{method}\n{target}\n{hashlib.sha256(body).hexdigest()}".encode()
+        headers["X-Signature-Version"] = "2"
         headers.update({"X-Client-ID": client_id, "X-Timestamp": stamp,
                         "X-Signature": hmac.new(secret.encode(), message, hashlib.sha256).hexdigest()})
     kwargs["headers"] = headers

@@ -14,9 +14,10 @@ struct SignedClient {
     let clientID: String
     let secret: String
 
-    func post(_ path: String, json: [String: Any], timestamp: Int? = nil, secretOverride: String? = nil) async throws -> RawHTTP.Response {
+    func post(_ path: String, json: [String: Any], timestamp: Int? = nil, secretOverride: String? = nil, version: String = "1",
+              signedTarget: String? = nil) async throws -> RawHTTP.Response {
         let body = try JSONSerialization.data(withJSONObject: json)
-        return try await post(path, body: body, timestamp: timestamp, secretOverride: secretOverride)
+        return try await post(path, body: body, timestamp: timestamp, secretOverride: secretOverride, version: version, signedTarget: signedTarget)
     }
 
     /// Signed with version 2 (method, path and query covered), which GETs require. `signedTarget`
@@ -32,13 +33,18 @@ struct SignedClient {
         return try await RawHTTP.request(port: port, path: path, headers: headers)
     }
 
-    func post(_ path: String, body: Data, timestamp: Int? = nil, secretOverride: String? = nil) async throws -> RawHTTP.Response {
+    /// Version 1 (the body only) unless `version` is "2": then method and `signedTarget` (the path
+    /// sent, by default) are covered too, as routes with a parameter in their path require.
+    func post(_ path: String, body: Data, timestamp: Int? = nil, secretOverride: String? = nil, version: String = "1",
+              signedTarget: String? = nil) async throws -> RawHTTP.Response {
         let stamp = String(timestamp ?? Int(Date().timeIntervalSince1970))
-        let message = "\(clientID).\(stamp).\(try SHA256.hex(body))"
+        let message = try version == "2"
+            ? "v2\n\(clientID)\n\(stamp)\nPOST\n\(signedTarget ?? path)\n\(SHA256.hex(body))"
+            : "\(clientID).\(stamp).\(try SHA256.hex(body))"
         let signature = Hex.encode(try HMACSHA256.authenticationCode(key: Data((secretOverride ?? secret).utf8), message: Data(message.utf8)))
-        return try await RawHTTP.request(port: port, method: "POST", path: path,
-                                         headers: ["Content-Type": "application/json", "X-Client-ID": clientID, "X-Timestamp": stamp, "X-Signature": signature],
-                                         body: body)
+        var headers = ["Content-Type": "application/json", "X-Client-ID": clientID, "X-Timestamp": stamp, "X-Signature": signature]
+        if version == "2" { headers["X-Signature-Version"] = "2" }
+        return try await RawHTTP.request(port: port, method: "POST", path: path, headers: headers, body: body)
     }
 }
 
