@@ -10,6 +10,8 @@ extension Schema {
             ALTER TABLE consumption_reports ADD COLUMN as_of_ms bigint;
             UPDATE consumption_reports SET as_of_ms = floor(extract(epoch FROM reported_at) * 1000)::bigint;
             ALTER TABLE consumption_reports ALTER COLUMN as_of_ms SET NOT NULL;
+            -- A process of the version before, still running during a rolling upgrade, writes no time: now stands in.
+            ALTER TABLE consumption_reports ALTER COLUMN as_of_ms SET DEFAULT floor(extract(epoch FROM now()) * 1000)::bigint;
             """)
     ]
 }
