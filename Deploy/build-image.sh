@@ -42,9 +42,9 @@ trap cleanup EXIT
 # bundle); apt, documentation and caches are left out of the image. The merged-usr hook makes
 # /usr merged with symlinks, without the usrmerge package and the Perl it would bring (50 MB).
 include=$(grep -v '^#' Deploy/runtime-packages.txt | paste -sd, -)
-# Downloads from the Debian mirror fail now and then (a dropped connection, a mirror mid-sync):
-# up to three tries, each starting over.
-for attempt in 1 2 3; do
+# Downloads from the Debian mirror fail now and then (a dropped connection, a mirror mid-sync,
+# which can last minutes): up to five tries, each starting over, waiting longer each time.
+for attempt in 1 2 3 4 5; do
     rm -f "$work/rootfs.tar"
     if mmdebstrap --quiet --variant=essential --include="$include" --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr \
         --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-exclude=/usr/share/man/*' \
@@ -56,9 +56,9 @@ for attempt in 1 2 3; do
         bookworm "$work/rootfs.tar" >&2; then
         break
     fi
-    [ "$attempt" -lt 3 ] || { echo "build-image: mmdebstrap failed three times" >&2; exit 1; }
-    echo "build-image: mmdebstrap failed (attempt $attempt); trying again" >&2
-    sleep $((attempt * 5))
+    [ "$attempt" -lt 5 ] || { echo "build-image: mmdebstrap failed five times" >&2; exit 1; }
+    echo "build-image: mmdebstrap failed (attempt $attempt); trying again in $((attempt * attempt * 10)) s" >&2
+    sleep $((attempt * attempt * 10))
 done
 
 container=$(buildah from scratch)
