@@ -69,7 +69,12 @@ import TestSupport
         let renewal = try huawei.subscriptionNotification(["notificationType": 2, "subscriptionId": "sub.a", "purchaseToken": "tok.a.sub"])
         #expect(await tenants.outcome(renewal) == "recorded RENEWAL renewed")
         huawei.releaseHeld()
-        for task in held { #expect(await task.value == "ignored PURCHASE_UNKNOWN") }
+        for task in held {
+            // Released, a made-up token ends ignored; on a loaded machine its re-read may have been
+            // refused for now instead (Huawei would send it again). Never recorded either way.
+            let outcome = await task.value
+            #expect(outcome == "ignored PURCHASE_UNKNOWN" || outcome.hasPrefix("retryable "), "\(outcome)")
+        }
 
         // A's allowance for order notifications is spent (2 of 5 above; the clock stands still):
         // the next made-up token is refused without asking Huawei...
