@@ -14,7 +14,7 @@ import time
 import traceback
 
 from selenium import webdriver
-from selenium.common.exceptions import TimeoutException, WebDriverException
+from selenium.common.exceptions import StaleElementReferenceException, TimeoutException, WebDriverException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as EC
@@ -91,8 +91,19 @@ class Walk(SessionSteps, PageSteps, ClientSteps, PurchaseSteps):
 
     def until(self, condition, what):
         """Waits for `condition`; when it does not come, says what was expected and where the browser is."""
+        def looking_again_when_replaced(driver):
+            # The page replaced under the browser's own inspector while it read it (a redirect still
+            # arriving): not an answer yet, so the condition is asked again.
+            try:
+                return condition(driver)
+            except StaleElementReferenceException:
+                return False
+            except WebDriverException as error:
+                if "does not belong to the document" in str(error):
+                    return False
+                raise
         try:
-            return WebDriverWait(self.driver, BOUND).until(condition)
+            return WebDriverWait(self.driver, BOUND).until(looking_again_when_replaced)
         except TimeoutException:
             raise Failure(f"{what} did not happen within {BOUND} s; the browser is at {self.driver.current_url} "
                           f"showing h1 {self.h1s()} and title {self.driver.title!r}") from None
