@@ -21,25 +21,10 @@ private actor Barrier {
     }
 }
 
-/// Holds whoever waits until `open()`; opening first lets every later waiter through.
-private actor Gate {
-    private var isOpen = false
-    private var waiters: [CheckedContinuation<Void, Never>] = []
-    func wait() async {
-        if isOpen { return }
-        await withCheckedContinuation { waiters.append($0) }
-    }
-    func open() {
-        isOpen = true
-        waiters.forEach { $0.resume() }
-        waiters = []
-    }
-}
-
 /// Work in the middleware, outside the handler's deadline: it runs as long as the gate holds it.
 private struct HeldBeforeTheHandler: HTTPMiddleware {
     let entered: Barrier
-    let gate: Gate
+    let gate: Latch
     func handle(_ request: HTTPRequest, next: HTTPHandler) async throws -> HTTPResponse {
         await entered.arriveAndWait()
         await gate.wait()
@@ -182,7 +167,7 @@ private func makeServer(maxBody: Int = 1024, connectionTimeout: Int = 30, handle
     /// were no longer accepted since shutdown began).
     @Test func aRequestOutlivingTheGracePeriodIsAnsweredAndTheServerStopsAfterIt() async throws {
         let entered = Barrier(target: 2)
-        let gate = Gate()
+        let gate = Latch()
         let server = try makeServer(handlerTimeout: .seconds(2)) { router in
             router.use(HeldBeforeTheHandler(entered: entered, gate: gate))
             router.get("/held") { _ in .text("answered") }

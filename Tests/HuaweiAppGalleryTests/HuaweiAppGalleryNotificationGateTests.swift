@@ -163,10 +163,10 @@ import TestSupport
         var limits = HuaweiAppGalleryConfiguration.NotificationReads()
         limits.atOnce = 2
         let gate = HuaweiNotificationReadGate(limits: limits)
-        let released = LockedBox(false), reads = LockedBox(0)
+        let released = Latch(), reads = LockedBox(0)
         let read: @Sendable () async -> HuaweiNotificationReadGate.Outcome = {
             reads.update { $0 += 1 }
-            while !released.get() { try? await Task.sleep(for: .milliseconds(2)) }
+            await released.wait()
             return .success(nil)
         }
         let a = Task { try await gate.purchase(key: "a", app: "1", read: read) }
@@ -179,10 +179,8 @@ import TestSupport
         let joined = Task { try await gate.purchase(key: "a", app: "1", read: read) }
         // Released only once the second ask waits for the read running: an answer nobody settled
         // answers no ask that comes after it.
-        let deadline = ContinuousClock.now + .seconds(90)
-        while await gate.joined < 1, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(2)) }
-        #expect(await gate.joined == 1)
-        released.set(true)
+        #expect(await eventually(within: .seconds(90)) { await gate.joined == 1 })
+        await released.open()
         for task in [a, b, joined] { #expect(try await task.value == nil) }
         #expect(reads.get() == 2, "the second ask for a waited for the read running")
         #expect(try await gate.purchase(key: "c", app: "1", read: read) == nil)

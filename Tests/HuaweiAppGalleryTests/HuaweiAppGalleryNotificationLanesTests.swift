@@ -144,10 +144,10 @@ import TestSupport
         var limits = HuaweiAppGalleryConfiguration.NotificationReads()
         limits.atOnce = 1
         let gate = HuaweiNotificationReadGate(limits: limits)
-        let released = LockedBox(false), reads = LockedBox(0)
+        let released = Latch(), reads = LockedBox(0)
         let held: @Sendable () async -> HuaweiNotificationReadGate.Outcome = {
             reads.update { $0 += 1 }
-            while !released.get() { try? await Task.sleep(for: .milliseconds(2)) }
+            await released.wait()
             return .success(nil)
         }
         let quick: @Sendable () async -> HuaweiNotificationReadGate.Outcome = { .success(nil) }
@@ -157,7 +157,7 @@ import TestSupport
             (error as? NotificationRejection)?.reason == "HUAWEI_READS_BUSY"
         }
         #expect(try await gate.purchase(key: "b1", app: "B", read: quick) == nil)
-        released.set(true)
+        await released.open()
         #expect(try await a.value == nil)
         #expect(try await gate.purchase(key: "a2", app: "A", read: quick) == nil)
     }

@@ -36,3 +36,33 @@ package final class WeakBox: Sendable {
     package var isReleased: Bool { box.withLock { $0.object == nil } }
 }
 
+
+/// `eventually` for a condition read asynchronously (an actor's state).
+package func eventually(within bound: Duration = .seconds(10), _ condition: () async -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + bound
+    while await !condition() {
+        guard ContinuousClock.now < deadline else { return false }
+        try? await Task.sleep(for: .milliseconds(2))
+    }
+    return true
+}
+
+/// Holds whoever waits until `open()`; opening first lets every later waiter through. A fake's
+/// handler or a read the test releases when it chooses, with no polling.
+package actor Latch {
+    private var isOpen = false
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+
+    package init() {}
+
+    package func wait() async {
+        if isOpen { return }
+        await withCheckedContinuation { waiters.append($0) }
+    }
+
+    package func open() {
+        isOpen = true
+        waiters.forEach { $0.resume() }
+        waiters = []
+    }
+}
