@@ -125,6 +125,19 @@ package final class FakeVerifyReceipt: Sendable {
     package var productionURL: String { "http://127.0.0.1:\(production.port)/verifyReceipt" }
     package var sandboxURL: String { "http://127.0.0.1:\(sandbox.port)/verifyReceipt" }
 
+    /// A service's App Store settings confirming StoreKit 1 receipts with this fake (verifyReceipt
+    /// and its shared secret), trusting `pki` for signed transactions and `receiptRoot`
+    /// (`TestReceipts.signingPKI().root`) for receipts.
+    package func appStoreConfiguration(trusting pki: AppleTestPKI, receiptRoot: Certificate) -> AppStoreConfiguration {
+        var configuration = AppStoreConfiguration(trustRoots: [pki.root])
+        configuration.receiptTrustRoots = [receiptRoot]
+        configuration.sharedSecret = "shh"
+        configuration.receiptMode = .verifyReceipt
+        configuration.verifyReceiptProductionURL = productionURL
+        configuration.verifyReceiptSandboxURL = sandboxURL
+        return configuration
+    }
+
     package func validator(http: HTTPClient) throws -> AppReceiptValidator {
         AppReceiptValidator(mode: .verifyReceipt(sharedSecret: "shh", productionURL: productionURL, sandboxURL: sandboxURL, http: http),
                             verifier: AppStoreSignedDataVerifier(trustRoots: []), receiptTrustRoots: [try TestReceipts.signingPKI().root])

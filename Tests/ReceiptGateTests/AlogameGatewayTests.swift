@@ -143,15 +143,7 @@ import TestSupport
     @Test func storeKit1SuccessLeavesWhatSK1CannotSayNull() async throws {
         let fake = try FakeVerifyReceipt()
         let receiptRoot = try TestReceipts.signingPKI().root
-        let gateway = try await Gateway.start(environments: [.sandbox]) { pki in
-            var configuration = AppStoreConfiguration(trustRoots: [pki.root])
-            configuration.receiptTrustRoots = [receiptRoot]
-            configuration.sharedSecret = "shh"
-            configuration.receiptMode = .verifyReceipt
-            configuration.verifyReceiptProductionURL = fake.productionURL
-            configuration.verifyReceiptSandboxURL = fake.sandboxURL
-            return configuration
-        }
+        let gateway = try await Gateway.start(environments: [.sandbox]) { pki in fake.appStoreConfiguration(trusting: pki, receiptRoot: receiptRoot) }
         defer { gateway.harness.stop() }
         let receipt = try TestReceipts.sign(TestReceipts.payload(), streamed: false)
         let (status, json) = try await gateway.node(try gateway.json(["receipt": receipt, "product_id": "gems.100", "os_id": 2]))[0]

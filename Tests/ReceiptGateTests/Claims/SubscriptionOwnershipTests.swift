@@ -1,4 +1,3 @@
-import AppStore
 import AppStoreTestSupport
 import Foundation
 import ReceiptCore
@@ -148,15 +147,8 @@ import TestSupport
         let receiver = try GooglePlayHarness.Receiver()
         let receiptRoot = try TestReceipts.signingPKI().root
         let hooks = "http://127.0.0.1:\(receiver.server.port)/hooks"
-        let harness = try await VerifyHarness.start(outbox: VerifyHarness.fastOutbox(), webhookURL: hooks, deliveryURL: hooks, appStore: { pki in
-            var configuration = AppStoreConfiguration(trustRoots: [pki.root])
-            configuration.receiptTrustRoots = [receiptRoot]
-            configuration.sharedSecret = "shh"
-            configuration.receiptMode = .verifyReceipt
-            configuration.verifyReceiptProductionURL = fake.productionURL
-            configuration.verifyReceiptSandboxURL = fake.sandboxURL
-            return configuration
-        })
+        let harness = try await VerifyHarness.start(outbox: VerifyHarness.fastOutbox(), webhookURL: hooks, deliveryURL: hooks,
+                                                    appStore: { pki in fake.appStoreConfiguration(trusting: pki, receiptRoot: receiptRoot) })
         defer { harness.stop(); ClaimSupport.stop(receiver); Task.detached { await fake.shutdown() } }
         let receipt = try TestReceipts.sign(TestReceipts.payload(), streamed: false)
         let original = "2000000000850001", renewal = "2000000000850002"
