@@ -85,6 +85,28 @@ import TestSupport
         await harness.service.shutdown()
     }
 
+    /// Who comes first for a period another player showed: the store's push of it changes nothing
+    /// about whose it is. Bob's claim records it known, Apple's DID_RENEW arrives, and Alice's own
+    /// claim is still the first verification, delivered to her.
+    @Test func aPeriodAnotherPlayerShowedThenTheStorePushedIsStillTheOwnersToClaim() async throws {
+        let receiver = try GooglePlayHarness.Receiver()
+        let harness = try await ClaimSupport.appStore(receiver)
+        defer { harness.stop(); ClaimSupport.stop(receiver) }
+        let original = "2000000000870001", renewal = "2000000000870002"
+        _ = try await ClaimSupport.claim(harness.client, receipt: try Self.period(harness, original, of: original), for: Self.alice)
+        let bobs = try await ClaimSupport.claim(harness.client, receipt: try Self.period(harness, renewal, of: original), for: Self.bob)
+        #expect(Self.claimedBy(try bobs.json()) == "alice", "\(bobs.text)")
+        let pushed = try await NotificationsDriveTheLedger.notify(harness, type: "DID_RENEW",
+                                                                  transaction: ClaimSupport.subscription(renewal, original: original))
+        #expect(pushed.status == 200, "\(pushed.text)")
+        let alices = try await ClaimSupport.claim(harness.client, receipt: try Self.period(harness, renewal, of: original), for: Self.alice)
+        let answer = try alices.json()
+        #expect(answer["duplicate"] as? Bool == false && answer["first_claimed_by"] is NSNull, "\(alices.text)")
+        try await OutboxDrain.wait(harness.pool)
+        #expect(ClaimSupport.received(receiver, "entitlement.delivery", about: renewal).map { $0["player_id"] as? String } == ["alice"])
+        await harness.service.shutdown()
+    }
+
     /// The attacker's order reversed: the first period is shown last, by someone else.
     @Test func anEarlierPeriodShownAfterTheOwnersClaimIsTheOwnersToo() async throws {
         let receiver = try GooglePlayHarness.Receiver()
