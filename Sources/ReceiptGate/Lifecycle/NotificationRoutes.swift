@@ -1,4 +1,5 @@
 import Foundation
+import Postgres
 import ReceiptCore
 
 /// `POST` endpoints where stores push server-to-server notifications. Each is proven genuine by
@@ -43,6 +44,14 @@ struct NotificationRoutes: Sendable {
         let message: String
     }
 
+    /// A value the database cannot take (a NUL character, text that is not valid) came from the
+    /// sender: its mistake, answered as one, not as an outage the sender would retry for ever.
+    static func isUnstorable(_ error: PostgresError) -> Bool { error.code == .invalidParameter || error.sqlState?.hasPrefix("22") == true }
+
+    static var unstorable: RouteResponse {
+        NativeAPI.error(.invalidField, "the notification holds a value that cannot be kept or looked up (a NUL character or invalid text)")
+    }
+
     private func receive(_ request: RouteRequest, context: RouteContext, store declaration: StoreDeclaration,
                          receiver: any NotificationReceiving) async -> RouteResponse {
         let store = declaration.store
@@ -70,6 +79,9 @@ struct NotificationRoutes: Sendable {
             case .forged: return NativeAPI.error(.unauthorized, "\(rejection.reason): \(rejection.message)")
             case .retryable, .ignored: return Self.unavailable(rejection.message)
             }
+        } catch let error as PostgresError where Self.isUnstorable(error) {
+            context.logger.warning("store notification refused", ["store": store.rawValue, "reason": "UNSTORABLE_VALUE"])
+            return Self.unstorable
         } catch {
             context.logger.error("store notification could not be checked", ["store": store.rawValue, "error": "\(error)"])
             return Self.unavailable("the notification could not be processed now; send it again")
@@ -87,6 +99,9 @@ struct NotificationRoutes: Sendable {
                 context.logger.warning(notice.message, notice.fields.merging(fields) { _, core in core })
             }
             return .json(Accepted(status: "accepted", duplicate: duplicate, notificationID: notification.notificationID))
+        } catch let error as PostgresError where Self.isUnstorable(error) {
+            context.logger.warning("store notification refused", ["store": store.rawValue, "reason": "UNSTORABLE_VALUE"])
+            return Self.unstorable
         } catch {
             context.logger.error("store notification not recorded", ["store": store.rawValue, "error": "\(error)"])
             return Self.unavailable("the notification could not be recorded now; send it again")
