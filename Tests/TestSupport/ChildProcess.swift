@@ -84,8 +84,10 @@ package final class ChildProcess: @unchecked Sendable {
         return status
     }
 
-    /// Polls stderr until a line contains `text`; returns that line.
-    package func waitForStderrLine(containing text: String, timeout: Duration = .seconds(60)) async throws -> String {
+    /// Polls stderr until a line contains `text`; returns that line. The default bound is for a
+    /// process starting while the whole suite runs beside it on two cores, where a start (its
+    /// migrations committed one by one) has taken over a minute.
+    package func waitForStderrLine(containing text: String, timeout: Duration = .seconds(240)) async throws -> String {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if let line = stderr.split(separator: "\n").first(where: { $0.contains(text) }) { return String(line) }

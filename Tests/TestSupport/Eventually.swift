@@ -7,8 +7,9 @@ package final class Captured: Sendable {
 
 /// Waits (at most `bound`) until `condition` holds, polling; false if it never did. For a state
 /// another thread reaches on its own time (a worker letting go of a job, a fake seeing a
-/// request), so a test waits for that, not for a fixed time.
-package func eventually(within bound: Duration = .seconds(10), _ condition: () -> Bool) async -> Bool {
+/// request), so a test waits for that, not for a fixed time. The bound only ends a wait that will
+/// never succeed: it is generous, since a machine busy with other work may take long to get there.
+package func eventually(within bound: Duration = .seconds(60), _ condition: () -> Bool) async -> Bool {
     let deadline = ContinuousClock.now + bound
     while !condition() {
         guard ContinuousClock.now < deadline else { return false }
@@ -38,7 +39,7 @@ package final class WeakBox: Sendable {
 
 
 /// `eventually` for a condition read asynchronously (an actor's state).
-package func eventually(within bound: Duration = .seconds(10), _ condition: () async -> Bool) async -> Bool {
+package func eventually(within bound: Duration = .seconds(60), _ condition: () async -> Bool) async -> Bool {
     let deadline = ContinuousClock.now + bound
     while await !condition() {
         guard ContinuousClock.now < deadline else { return false }
