@@ -30,6 +30,10 @@ fi
 # The container image test packs the release binary; built here, before the tests hold the build folder.
 swift build -c release --product receiptgate --static-swift-stdlib
 swift build --build-tests
+# Swift Testing would otherwise start every test at once: hundreds of services, clusters and
+# child processes sharing two cores, where request deadlines and timeouts measure the crowd
+# instead of the code. Sixteen at a time keeps the machine busy and the suite faster than that.
+export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH="${SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH:-16}"
 if [ $# -gt 0 ]; then
     swift test --skip-build "$@"
 else
