@@ -156,7 +156,7 @@ public final class Service: Sendable {
         serverBox.server = server
         lifecycle.withLock { $0.server = server }
         if let adminRouter { try startAdminListener(adminRouter) }
-        startBackgroundWork()
+        startBackgroundWork(directory: directory)
         let shownHost = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
         logger.info("listening", ["url": "http://\(shownHost):\(server.port)", "database": database.description,
                                   "version": ReceiptGateVersion.current])
@@ -175,7 +175,7 @@ public final class Service: Sendable {
     }
 
     /// The outbox worker, the stores' pollers and the upkeep loop.
-    private func startBackgroundWork() {
+    private func startBackgroundWork(directory: any ClientDirectory) {
         let acknowledgers = Dictionary(stores.compactMap { registration in registration.acknowledgement.map { (registration.store, $0) } },
                                        uniquingKeysWith: { first, _ in first })
         var outboxConfiguration = self.outboxConfiguration
@@ -187,18 +187,34 @@ public final class Service: Sendable {
                                                                     metrics: metrics, logger: logger)
         let accountTokenSetters = Dictionary(stores.compactMap { registration in registration.accountTokenSetting.map { (registration.store, $0) } },
                                              uniquingKeysWith: { first, _ in first })
-        let worker = OutboxWorker(outbox: repositories.outbox, clients: repositories.clients, acknowledgers: acknowledgers,
+        // The worker's database work goes through connections of its own, and it reads a client's
+        // secret through the client directory (cached, invalidated on change) as requests do.
+        let secrets = repositories.outbox.secrets
+        let worker = OutboxWorker(outbox: OutboxRepository(pool: database.outboxPool, secrets: secrets),
+                                  clients: ClientRepository(pool: database.outboxPool, secrets: secrets), acknowledgers: acknowledgers,
                                   configuration: outboxConfiguration, logger: logger, mailer: configuration.smtp.map(Mailer.init),
-                                  refundAnswers: refundAnswers, accountTokenSetters: accountTokenSetters)
+                                  refundAnswers: refundAnswers, accountTokenSetters: accountTokenSetters,
+                                  signingSecret: { [directory] clientID in try await directory.entry(for: clientID).map { ($0.client, $0.secret) } })
         worker.start()
         let polls = StorePollRunner(polls: PollRepository(pool: database.pool), clients: repositories.clients,
                                     notifications: repositories.notifications, logger: logger, metrics: metrics)
         polls.start(StorePollRunner.polls(for: stores, quiet: configuration.quietSubscriptions,
                                           queries: QuietSubscriptionQueries(pool: database.pool)))
+        let retention = Retention(pool: database.pool, settings: Retention.Settings(
+            attemptsDays: configuration.retainAttemptsDays, outboxDays: configuration.retainOutboxDays,
+            notificationsDays: configuration.retainNotificationsDays))
         let upkeep = Task { [repositories, logger, metrics] in
             while !Task.isCancelled {
                 do {
                     try await repositories.removeExpired()
+                    // Messages a process of the version before wrote or moved, left without a head.
+                    try await repositories.outbox.healHeads()
+                    let removed = try await retention.sweep(now: Date())
+                    if removed != Retention.Removed() {
+                        logger.info("removed what is kept only for a while", ["attempts": String(removed.attempts),
+                                                                              "outbox": String(removed.outboxMessages),
+                                                                              "notification_bodies": String(removed.notificationBodies)])
+                    }
                     // A refund request whose deadline passed unanswered (every process down, the store refusing) is missed.
                     try await refundRequests.closeUndecided()
                     for store in try await refundRequests.closeMissed() {

@@ -30,8 +30,8 @@ import TestSupport
 
         // A box copied onto another row does not open there.
         try await harness.pool.execute("""
-            INSERT INTO outbox (event_id, client_id, event_type, aggregate_key, payload, target)
-            SELECT gen_random_uuid(), client_id, event_type, 'account:copy', payload, target FROM outbox WHERE target = 'email'
+            INSERT INTO outbox (event_id, client_id, event_type, aggregate_key, payload, target, is_head)
+            SELECT gen_random_uuid(), client_id, event_type, 'account:copy', payload, target, true FROM outbox WHERE target = 'email'
             """)
         // Claimed for sending: the mail as it must be sent, its link a live one-time token.
         let claimed = try await harness.service.repositories.outbox.claim(targets: [.email], limit: 10, lease: 60)

@@ -17,8 +17,8 @@ import TestSupport
         try await harness.pool.withTransaction { try OutboxRepository.enqueue(mail, sealingMailWith: outbox.secrets, on: $0) }
         // The sealed box copied onto another row: bound to its own event id, it does not open there.
         try await harness.pool.execute("""
-            INSERT INTO outbox (event_id, client_id, event_type, aggregate_key, payload, target)
-            SELECT gen_random_uuid(), client_id, event_type, 'mail:copy', payload, target FROM outbox WHERE target = 'email'
+            INSERT INTO outbox (event_id, client_id, event_type, aggregate_key, payload, target, is_head)
+            SELECT gen_random_uuid(), client_id, event_type, 'mail:copy', payload, target, true FROM outbox WHERE target = 'email'
             """)
         let claimed = try await outbox.claim(targets: [.email], limit: 10, lease: 60)
         #expect(claimed.count == 2)

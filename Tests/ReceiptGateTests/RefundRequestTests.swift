@@ -104,7 +104,7 @@ import TestSupport
 
         // The same request told again, and the outbox message re-run: one answer.
         try await Self.pushRequest(harness, fake, Self.gems(), uuid: uuid)
-        try await harness.pool.execute("UPDATE outbox SET status = 'pending', next_attempt_at = now() WHERE target = 'refund_answer'")
+        try await harness.pool.execute("UPDATE outbox SET status = 'pending', is_head = true, next_attempt_at = now() WHERE target = 'refund_answer'")
         try await WebhookDelivery.waitUntil { try await harness.count("outbox WHERE target = 'refund_answer' AND status = 'delivered' AND attempts = 2") == 1 }
         #expect(fake.state.consumptionAnswers.get().count == 1)
         #expect(receiver.acknowledged.filter { $0.type == "refund.requested" }.count == 1)

@@ -37,6 +37,11 @@ public struct ServiceConfiguration: Sendable {
     public var entitlementSweepSeconds = 30
     /// How often the catalog refreshes still owed (cut short, failed, or their caller gone) are looked for.
     public var catalogRefreshSeconds = 5
+    /// Days verification attempts, sent outbox messages and raw notification bodies are kept
+    /// (`RECEIPTGATE_RETAIN_ATTEMPTS_DAYS`, `…_OUTBOX_DAYS`, `…_NOTIFICATIONS_DAYS`; 0 keeps them).
+    public var retainAttemptsDays = 90
+    public var retainOutboxDays = 30
+    public var retainNotificationsDays = 90
     /// How reconciliation reads back subscriptions that went quiet (`RECEIPTGATE_RECONCILE_SUBSCRIPTIONS_*`).
     public var quietSubscriptions = QuietSubscriptionSettings()
     public var openAPIPath: String?
@@ -139,6 +144,9 @@ extension ServiceConfiguration {
         if let seconds = try integer("RECEIPTGATE_REFUND_REVIEW_DELAY", 0...86_400) { refundReviewDelaySeconds = seconds }
         if let milliseconds = try integer("RECEIPTGATE_READ_MAX_LAG_MS", 0...3_600_000) { readMaxLagMilliseconds = milliseconds }
         if let seconds = try integer("RECEIPTGATE_ENTITLEMENT_SWEEP_INTERVAL", 1...3600) { entitlementSweepSeconds = seconds }
+        if let days = try integer("RECEIPTGATE_RETAIN_ATTEMPTS_DAYS", 0...36_500) { retainAttemptsDays = days }
+        if let days = try integer("RECEIPTGATE_RETAIN_OUTBOX_DAYS", 0...36_500) { retainOutboxDays = days }
+        if let days = try integer("RECEIPTGATE_RETAIN_NOTIFICATIONS_DAYS", 0...36_500) { retainNotificationsDays = days }
         if let seconds = try integer("RECEIPTGATE_RECONCILE_SUBSCRIPTIONS_AFTER", 0...2_592_000) { quietSubscriptions.afterSeconds = seconds }
     }
 

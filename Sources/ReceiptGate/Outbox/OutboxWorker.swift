@@ -7,10 +7,24 @@ import Synchronization
 /// client's HMAC scheme, retried with exponential back-off and jitter for three days. Any number
 /// of processes may run it: an event is claimed with a lease (`FOR UPDATE SKIP LOCKED`), so two
 /// never send the same event at the same time, and a crashed sender's lease simply runs out.
+///
+/// Up to `maxInFlight` sends run at once, each slot refilled as soon as it frees (a slow receiver
+/// holds one slot, not a batch), about `perClient` of one client at most and clients served in
+/// turns, so one client's slow or dead receiver leaves slots to everyone else; a receiver that
+/// keeps failing is opened (`ReceiverCircuits`) so it holds no slots while it is down.
 public final class OutboxWorker: Sendable {
     public struct Configuration: Sendable {
         package var pollInterval: Duration = .milliseconds(500)
+        /// What one `deliverDue` claims.
         package var batchSize = 10
+        /// Sends under way at once in the running worker (each holds one transfer thread while it waits).
+        package var maxInFlight = 64
+        /// At most this many of one client's messages under way at once (a claim may add up to the
+        /// free slots): the rest are kept for other clients while one's receiver hangs.
+        package var perClient = 48
+        /// Failures in a row that open a receiver, and how often an open one is probed.
+        package var circuitThreshold = 5
+        package var probeInterval: Duration = .seconds(30)
         package var attemptTimeout: Duration = .seconds(10)
         package var lease: Duration = .seconds(60)
         package var baseDelay: Duration = .seconds(10)
@@ -34,11 +48,16 @@ public final class OutboxWorker: Sendable {
     let http: HTTPClient
     let configuration: Configuration
     let logger: Logger
+    let circuits: ReceiverCircuits
+    let delivered: DeliveredBatcher
+    /// The client and the secret its messages are signed with; nil for an unknown or disabled one.
+    let signingSecret: @Sendable (String) async throws -> (Client, String)?
     private let task = TaskBox()
 
     init(outbox: OutboxRepository, clients: ClientRepository, acknowledgers: [StoreID: any PurchaseAcknowledging] = [:],
          configuration: Configuration = Configuration(), logger: Logger, mailer: Mailer? = nil, refundAnswers: RefundAnswers? = nil,
-         accountTokenSetters: [StoreID: any AccountTokenSetting] = [:]) {
+         accountTokenSetters: [StoreID: any AccountTokenSetting] = [:], signingSecret: (@Sendable (String) async throws -> (Client, String)?)? = nil) {
+        self.signingSecret = signingSecret ?? { [clients] in try await clients.secret(for: $0) }
         self.mailer = mailer
         self.accountTokenSetters = accountTokenSetters
         self.refundAnswers = refundAnswers
@@ -47,20 +66,70 @@ public final class OutboxWorker: Sendable {
         self.acknowledgers = acknowledgers
         self.configuration = configuration
         self.logger = logger
+        delivered = DeliveredBatcher(outbox: outbox)
+        circuits = ReceiverCircuits(threshold: configuration.circuitThreshold, probeInterval: Self.seconds(configuration.probeInterval),
+                                    parkFor: Self.seconds(configuration.maxDelay))
         var http = HTTPClient.Configuration()
         http.retry = .none  // the outbox is the retry mechanism
         http.timeout = configuration.attemptTimeout
-        http.threadCount = 2
+        http.threadCount = max(1, configuration.maxInFlight)  // a blocking transfer per send under way
         self.http = HTTPClient(http)
     }
 
     package func start() {
-        task.set(Task { [self] in
+        task.set(Task { [self] in await run() })
+    }
+
+    /// Keeps up to `maxInFlight` sends under way: claims as many as slots are free, then waits for
+    /// a send to finish or the poll interval, whichever comes first.
+    private func run() async {
+        // A finished send reports its client; nil is the poll interval's tick.
+        await withTaskGroup(of: String?.self) { group in
+            var inFlight = 0, tickPending = false, ticked = false, byClient: [String: Int] = [:]
             while !Task.isCancelled {
-                let delivered = (try? await deliverDue()) ?? 0
-                if delivered == 0 { try? await Task.sleep(for: configuration.pollInterval) }
+                await askForProbes()
+                // Claims come in batches: a claim for every slot that frees would cost the database
+                // a statement a message. So one waits until a quarter of the slots are free (or none
+                // is in use, or the poll interval passed).
+                let free = configuration.maxInFlight - inFlight
+                let busy = byClient.filter { $0.value >= configuration.perClient }.map(\.key).sorted()
+                var claimed: [OutboxRepository.Claimed] = []
+                if free > 0, free >= max(1, configuration.maxInFlight / 4) || inFlight == 0 || ticked {
+                    claimed = (try? await outbox.claim(targets: targets, limit: free, lease: Int(configuration.lease.components.seconds),
+                                                       busy: busy)) ?? []
+                    ticked = false
+                }
+                for event in claimed {
+                    inFlight += 1
+                    byClient[event.clientID, default: 0] += 1
+                    // Not cancelled by `stop()`: a claimed message is sent and its outcome recorded,
+                    // so a stop does not send it twice.
+                    group.addTask { await Task { await self.deliver(event) }.value; return event.clientID }
+                }
+                if claimed.count == free, free > 0 { continue }  // as many as asked for: more may be due now
+                if !tickPending {
+                    tickPending = true
+                    let interval = configuration.pollInterval
+                    group.addTask { try? await Task.sleep(for: interval); return nil }
+                }
+                guard let finished = await group.next() else { continue }
+                guard let client = finished else {
+                    tickPending = false
+                    ticked = true
+                    continue
+                }
+                inFlight -= 1
+                byClient[client, default: 1] -= 1
+                if byClient[client] == 0 { byClient[client] = nil }
             }
-        })
+        }
+    }
+
+    /// An open receiver's probe is due: one of its parked messages is made due for the next claim.
+    private func askForProbes() async {
+        for receiver in circuits.probesDue() {
+            _ = try? await outbox.probe(clientID: receiver.clientID, target: receiver.target)
+        }
     }
 
     package func stop() async {
@@ -73,7 +142,8 @@ public final class OutboxWorker: Sendable {
             + (refundAnswers == nil ? [] : [.refundAnswer]) + (accountTokenSetters.isEmpty ? [] : [.storeAccountToken])
     }
 
-    /// Claims due messages (only the oldest pending one per aggregate, so order holds) and sends them.
+    /// Claims due messages (only the oldest pending one per aggregate, so order holds) and sends
+    /// them, once (tests, and a caller that wants the outbox sent now).
     @discardableResult
     package func deliverDue() async throws -> Int {
         let claimed = try await outbox.claim(targets: targets, limit: configuration.batchSize, lease: Int(configuration.lease.components.seconds))
@@ -88,6 +158,21 @@ public final class OutboxWorker: Sendable {
     }
 
     private func deliver(_ event: OutboxRepository.Claimed) async {
+        // A game server's receiver that keeps failing is not tried but for its probe.
+        let receiver: ReceiverCircuits.Receiver? = switch event.target {
+        case .webhook, .refundCallback, .delivery: ReceiverCircuits.Receiver(clientID: event.clientID, target: event.target.rawValue)
+        case .storeAcknowledgement, .email, .refundAnswer, .storeAccountToken: nil
+        }
+        if let receiver, case .park(let seconds) = circuits.decide(receiver) {
+            do {
+                try await outbox.park(event, until: seconds)
+                // Closed meanwhile (its probe answered while this was parked): due again now.
+                if !circuits.isOpen(receiver) { _ = try await outbox.releaseReceiver(clientID: receiver.clientID, target: event.target) }
+            } catch {
+                logger.error("could not park an outbox message", ["event.id": event.eventID, "error": "\(error)"])
+            }
+            return
+        }
         // `final`: the recipient refused it for good; it is kept as failed and not tried again.
         let (failure, final): (String?, Bool) = switch event.target {
         case .storeAcknowledgement: (await acknowledge(event), false)
@@ -96,17 +181,18 @@ public final class OutboxWorker: Sendable {
         case .storeAccountToken: await setAccountToken(event)
         case .webhook, .refundCallback, .delivery: (await post(event), false)
         }
+        if let receiver { await follow(circuits.record(receiver, succeeded: failure == nil, failedBefore: event.attempts > 0), for: receiver) }
         do {
             if let failure {
                 let attempts = event.attempts + 1
                 let giveUp = final || Date().timeIntervalSince(event.createdAt) >= Double(configuration.giveUpAfter.components.seconds)
                 let delay = Self.delay(afterAttempts: attempts, base: configuration.baseDelay, max: configuration.maxDelay)
-                try await outbox.markFailed(event.id, attempts: attempts, error: failure, dead: giveUp,
+                try await outbox.markFailed(event, attempts: attempts, error: failure, dead: giveUp,
                                             retryInSeconds: Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18)
                 logger.warning("outbox delivery failed", ["event.id": event.eventID, "client.id": event.clientID, "target": event.target.rawValue,
                                                           "attempts": String(attempts), "error": String(failure.prefix(200)), "dead": String(giveUp)])
             } else {
-                try await outbox.markDelivered(event.id)
+                try await delivered.delivered(event)
             }
         } catch {
             // The lease runs out and another attempt follows: at least once, never lost.
@@ -114,9 +200,32 @@ public final class OutboxWorker: Sendable {
         }
     }
 
+    /// Parks what waits for a receiver that just opened, or releases it once the receiver answers.
+    private func follow(_ action: ReceiverCircuits.Action?, for receiver: ReceiverCircuits.Receiver) async {
+        guard let action, let target = OutboxTarget(rawValue: receiver.target) else { return }
+        do {
+            switch action {
+            case .parkAll(let seconds):
+                let parked = try await outbox.parkReceiver(clientID: receiver.clientID, target: target, seconds: seconds)
+                logger.warning("receiver keeps failing; its messages wait for a probe to succeed",
+                               ["client.id": receiver.clientID, "target": receiver.target, "parked": String(parked)])
+            case .release:
+                let released = try await outbox.releaseReceiver(clientID: receiver.clientID, target: target)
+                logger.info("receiver answers again; what waited for it is due now",
+                            ["client.id": receiver.clientID, "target": receiver.target, "released": String(released)])
+            }
+        } catch {
+            logger.error("could not park or release a receiver's messages", ["client.id": receiver.clientID, "error": "\(error)"])
+        }
+    }
+
+    static func seconds(_ duration: Duration) -> TimeInterval {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+
     /// Posts to the client's URL for the target, signed like our API. Nil on success, else why not.
     private func post(_ event: OutboxRepository.Claimed) async -> String? {
-        guard let (client, secret) = try? await clients.secret(for: event.clientID), let url = Self.url(of: client, for: event.target) else {
+        guard let (client, secret) = try? await signingSecret(event.clientID), let url = Self.url(of: client, for: event.target) else {
             return "client has no \(event.target.rawValue) URL (or is disabled)"
         }
         guard url.lowercased().hasPrefix("https://") || client.allowsInsecureURLs else {

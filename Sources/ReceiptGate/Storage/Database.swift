@@ -12,6 +12,9 @@ public struct Database: Sendable {
     package let description: String
     /// A standby that serves the ledger read API (DATABASE_READ_URL), when one is configured.
     package var readPool: PostgresPool?
+    /// The outbox worker's own connections to the primary: deliveries are recorded as they happen
+    /// however busy verifications keep the main pool, so a backlog drains under full load.
+    package let outboxPool: PostgresPool
 
     /// `creating`: with no DATABASE_URL, start a new embedded cluster when the data directory
     /// holds none (`serve`, `init`); otherwise its absence is a configuration error naming where
@@ -25,7 +28,7 @@ public struct Database: Sendable {
     private static func openPrimary(_ configuration: ServiceConfiguration, logger: Logger, creating: Bool) throws -> Database {
         if let url = configuration.databaseURL {
             let pool = PostgresPool(.init(connectionString: url, size: configuration.databasePoolSize))
-            return Database(pool: pool, embeddedCluster: nil, description: "DATABASE_URL")
+            return Database(pool: pool, embeddedCluster: nil, description: "DATABASE_URL", outboxPool: Self.outboxPool(url))
         }
         let cluster = EmbeddedCluster(directory: configuration.dataDirectory.appendingPathComponent("postgres")) { message in
             logger.info(message)
@@ -33,7 +36,8 @@ public struct Database: Sendable {
         guard creating || cluster.exists else { throw ServiceConfiguration.missingDataDirectory(configuration.dataDirectory) }
         try cluster.start()
         let pool = PostgresPool(.init(connectionString: try cluster.connectionString, size: configuration.databasePoolSize))
-        return Database(pool: pool, embeddedCluster: cluster, description: "embedded cluster at \(try cluster.clusterDirectory.path)")
+        return Database(pool: pool, embeddedCluster: cluster, description: "embedded cluster at \(try cluster.clusterDirectory.path)",
+                        outboxPool: Self.outboxPool(try cluster.connectionString))
     }
 
     /// Applies pending migrations (under the advisory lock) and returns the versions applied.
@@ -54,9 +58,15 @@ public struct Database: Sendable {
 
     package var poolStatistics: PostgresPool.Statistics { pool.statistics }
 
-    /// Closes the pool and stops the embedded cluster unless another ReceiptGate process still uses it.
+    /// Two connections: the worker places, claims and records in short statements of its own.
+    private static func outboxPool(_ connectionString: String) -> PostgresPool {
+        PostgresPool(.init(connectionString: connectionString, size: 2))
+    }
+
+    /// Closes the pools and stops the embedded cluster unless another ReceiptGate process still uses it.
     package func close(logger: Logger) {
         pool.shutdown()
+        outboxPool.shutdown()
         readPool?.shutdown()
         if let embeddedCluster {
             do { try embeddedCluster.stopIfUnused() } catch { logger.error("could not stop the embedded database", ["error": "\(error)"]) }

@@ -275,5 +275,5 @@ public enum Schema {
             ALTER TABLE clients ALTER COLUMN refund_callback_format SET DEFAULT '';
             """),
     ] + consoleMigrations + claimMigrations + entitlementMigrations + appIdentityMigrations + catalogRefreshMigrations
-        + consumptionMigrations
+        + consumptionMigrations + outboxMigrations
 }

@@ -16,10 +16,31 @@ extension OperatorQueries {
 
     /// Queues every failed message of the client for another delivery now; how many.
     func redeliverFailed(clientID: String) async throws -> Int {
-        try await pool.execute("""
-            UPDATE outbox SET status = 'pending', next_attempt_at = now(), lease_until = NULL
-            WHERE client_id = \(clientID) AND \(unescaped: OutboxRepository.failedCondition)
-            """)
+        var total = 0
+        // A few hundred aggregates a transaction: each holds an advisory lock until its commit.
+        while true {
+            let moved = try await pool.withTransaction { connection -> Int in
+                let aggregates = try OutboxHeads.aggregates(try connection.query("""
+                    SELECT DISTINCT client_id, aggregate_key, target FROM outbox
+                    WHERE client_id = \(clientID) AND \(unescaped: OutboxRepository.failedCondition) AND (lease_until IS NULL OR lease_until < now())
+                      AND (status = 'dead' OR next_attempt_at > now())
+                    LIMIT 200
+                    """))
+                var count = 0
+                try OutboxHeads.moving(aggregates, on: connection) {
+                    // Under the locks: only these aggregates' failed messages, none being sent now.
+                    count = try connection.execute("""
+                        UPDATE outbox SET status = 'pending', next_attempt_at = now(), lease_until = NULL
+                        WHERE client_id = \(clientID) AND aggregate_key = ANY (\(aggregates.map(\.aggregateKey))::text[])
+                          AND \(unescaped: OutboxRepository.failedCondition) AND (lease_until IS NULL OR lease_until < now())
+                          AND (status = 'dead' OR next_attempt_at > now())
+                        """)
+                }
+                return count
+            }
+            total += moved
+            if moved == 0 { return total }
+        }
     }
 
     struct Backlog: Sendable {

@@ -22,13 +22,39 @@ public struct OutboxRepository: Sendable {
         enum CodingKeys: String, CodingKey { case eventID = "event_id", type, data }
     }
 
+    /// A message in our envelope with the event id it carries (the row's, too), not yet written.
+    struct Queued: Sendable {
+        let eventID: UUID
+        let message: OutboxMessage
+    }
+
+    /// An event in our envelope, ready for `insert`.
+    static func envelope(event type: String, payload: some Encodable, client: String, aggregateKey: String,
+                         target: OutboxTarget = .webhook) throws -> Queued {
+        let eventID = UUID()
+        let body = try JSONEncoder.receiptGateStorage.encode(Envelope(eventID: eventID.uuidString.lowercased(), type: type, data: payload))
+        return Queued(eventID: eventID, message: OutboxMessage(clientID: client, target: target, type: type, aggregateKey: aggregateKey, body: body))
+    }
+
     /// Queues an event in our envelope.
     static func enqueue(event type: String, payload: some Encodable, client: String, aggregateKey: String, target: OutboxTarget = .webhook,
                         on connection: PostgresConnection) throws {
-        let eventID = UUID()
-        let body = try JSONEncoder.receiptGateStorage.encode(Envelope(eventID: eventID.uuidString.lowercased(), type: type, data: payload))
-        try insert(eventID: eventID, message: OutboxMessage(clientID: client, target: target, type: type, aggregateKey: aggregateKey, body: body),
-                   on: connection)
+        try insert([envelope(event: type, payload: payload, client: client, aggregateKey: aggregateKey, target: target)], on: connection)
+    }
+
+    /// Writes enveloped messages, due now, unplaced, in one statement (a group commit's whole batch).
+    static func insert(_ messages: [Queued], on connection: PostgresConnection) throws {
+        guard !messages.isEmpty else { return }
+        let ids = messages.map { $0.eventID.uuidString.lowercased() }, clients = messages.map(\.message.clientID)
+        let types = messages.map(\.message.type), keys = messages.map(\.message.aggregateKey), targets = messages.map(\.message.target.rawValue)
+        let bodies = messages.map { String(decoding: $0.message.body, as: UTF8.self) }
+        try connection.execute("""
+            INSERT INTO outbox (event_id, client_id, event_type, aggregate_key, payload, target, next_attempt_at)
+            SELECT m.event_id, m.client_id, m.event_type, m.aggregate_key, m.payload::jsonb, m.target, now()
+            FROM unnest(\(ids)::uuid[], \(clients)::text[], \(types)::text[], \(keys)::text[], \(bodies)::text[], \(targets)::text[])
+                WITH ORDINALITY AS m(event_id, client_id, event_type, aggregate_key, payload, target, n)
+            ORDER BY m.n  -- ids in the order given: an aggregate's messages are sent in id order
+            """)
     }
 
     /// Queues a message whose body someone else rendered (a refund callback, an e-mail), sent as
@@ -62,6 +88,7 @@ public struct OutboxRepository: Sendable {
     static func mailOwner(_ eventID: String) -> String { "outbox.email:\(eventID)" }
 
     /// `notBefore`: the message waits until then (a refund answer waits for the game's report).
+    /// Written unplaced: the worker gives it its place in its aggregate (`OutboxHeads`).
     private static func insert(eventID: UUID, message: OutboxMessage, notBefore: Date? = nil, on connection: PostgresConnection) throws {
         try connection.execute("""
             INSERT INTO outbox (event_id, client_id, event_type, aggregate_key, payload, target, next_attempt_at)
@@ -71,26 +98,76 @@ public struct OutboxRepository: Sendable {
     }
 
     struct Claimed: Sendable {
-        let id: Int64, eventID: String, clientID: String, type: String, payload: String, attempts: Int, createdAt: Date, target: OutboxTarget
+        let id: Int64, eventID: String, clientID: String, aggregateKey: String, type: String, payload: String, attempts: Int, createdAt: Date
+        let target: OutboxTarget
+        /// The claim's lease end, as Postgres wrote it: what this claim writes back applies only
+        /// while the message is still under this lease (not taken over by another sender since).
+        let lease: String
+        var aggregate: OutboxHeads.Aggregate { OutboxHeads.Aggregate(clientID: clientID, aggregateKey: aggregateKey, target: target.rawValue) }
         /// Why a sealed e-mail did not open (then `payload` is empty and nothing may be sent).
         var unopened: String?
     }
 
-    /// Claims due messages for `targets` (only the oldest pending one per aggregate, so order
-    /// holds), each with a lease so no other worker sends it meanwhile.
-    func claim(targets: [OutboxTarget], limit: Int, lease: Int) async throws -> [Claimed] {
-        let rows = try await pool.query("""
-            UPDATE outbox SET lease_until = now() + make_interval(secs => \(lease))
-            WHERE id IN (
-                SELECT o.id FROM outbox o
-                WHERE o.status = 'pending' AND o.next_attempt_at <= now() AND (o.lease_until IS NULL OR o.lease_until < now())
-                  AND o.target = ANY (\(targets.map(\.rawValue))::text[])
-                  AND NOT EXISTS (SELECT 1 FROM outbox p WHERE p.client_id = o.client_id AND p.aggregate_key = o.aggregate_key AND p.target = o.target
-                                  AND p.status = 'pending' AND p.id < o.id)
-                ORDER BY o.id LIMIT \(limit)
-                FOR UPDATE SKIP LOCKED)
-            RETURNING id, event_id, client_id, event_type, payload::text AS payload, attempts, created_at, target
-            """)
+    /// A transaction of the worker's own bookkeeping (placing, leases, outcomes) that does not wait
+    /// for its commit to reach the disk: delivery is at least once, so what a crash might take back
+    /// (a lease, a delivered mark) only means a message is sent again, and the worker's commits
+    /// stop queueing behind every verification's.
+    private func bookkeeping<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {
+        try await pool.withTransaction { connection in
+            try connection.execute("SET LOCAL synchronous_commit = off")
+            return try body(connection)
+        }
+    }
+
+    /// Places the messages written since the last call (`OutboxHeads.place`); how many aggregates.
+    @discardableResult
+    func placeNew(limit: Int = 500) async throws -> Int {
+        try await bookkeeping { try OutboxHeads.place(limit: limit, on: $0) }
+    }
+
+    /// Reseats aggregates left without a head (`OutboxHeads.heal`); how many.
+    @discardableResult
+    func healHeads(limit: Int = 500) async throws -> Int {
+        try await pool.withTransaction { try OutboxHeads.heal(limit: limit, on: $0) }
+    }
+
+    /// Claims due heads for `targets` (only an aggregate's oldest pending message is sent, so order
+    /// holds), client by client, in turns: every client's longest due first, then every client's
+    /// second, and so on, so one client's backlog never crowds out another's messages; none of the
+    /// `busy` clients'. Each with a lease so no other worker sends it meanwhile (its next attempt
+    /// moves to the lease's end, when it is due again if its sender never says how it went). The
+    /// clients with pending heads are found by skipping through their index, one probe each, so a
+    /// claim costs the same whatever waits behind the heads.
+    func claim(targets: [OutboxTarget], limit: Int, lease: Int, busy: [String] = []) async throws -> [Claimed] {
+        let query: PostgresQuery = """
+            WITH RECURSIVE clients AS (
+                (SELECT client_id FROM outbox WHERE status = 'pending' AND is_head ORDER BY client_id LIMIT 1)
+                UNION ALL
+                SELECT (SELECT o.client_id FROM outbox o WHERE o.status = 'pending' AND o.is_head AND o.client_id > c.client_id
+                        ORDER BY o.client_id LIMIT 1)
+                FROM clients c WHERE c.client_id IS NOT NULL
+            ), picked AS (
+                SELECT due.id FROM clients c
+                CROSS JOIN LATERAL (
+                    SELECT o.id, o.next_attempt_at, row_number() OVER (ORDER BY o.next_attempt_at, o.id) AS turn FROM (
+                        SELECT o.id, o.next_attempt_at FROM outbox o
+                        WHERE o.client_id = c.client_id AND o.status = 'pending' AND o.is_head AND o.next_attempt_at <= now()
+                          AND o.target = ANY (\(targets.map(\.rawValue))::text[])
+                        ORDER BY o.next_attempt_at LIMIT \(limit)
+                        FOR UPDATE SKIP LOCKED) o) due
+                WHERE c.client_id IS NOT NULL AND c.client_id <> ALL (\(busy)::text[])
+                ORDER BY due.turn, due.next_attempt_at, due.id LIMIT \(limit)
+            )
+            UPDATE outbox o SET lease_until = now() + make_interval(secs => \(lease)), next_attempt_at = now() + make_interval(secs => \(lease))
+            FROM picked WHERE o.id = picked.id
+            RETURNING o.id, o.event_id, o.client_id, o.aggregate_key, o.event_type, o.payload::text AS payload, o.attempts, o.created_at, o.target,
+                      o.lease_until::text AS lease
+            """
+        // New messages placed first, in the same transaction: what was written just now is claimable now.
+        let rows = try await bookkeeping { connection in
+            _ = try OutboxHeads.place(limit: 500, on: connection)
+            return try connection.query(query)
+        }
         return try rows.map { row in
             let target = try TransactionRows.typed(row, "target", as: OutboxTarget.self)
             let eventID: String = try row.decode("event_id"), stored: String = try row.decode("payload")
@@ -103,25 +180,99 @@ public struct OutboxRepository: Sendable {
                     unopened = "the sealed e-mail did not open: \(error)"
                 }
             }
-            return Claimed(id: try row.decode("id"), eventID: eventID, clientID: try row.decode("client_id"),
+            return Claimed(id: try row.decode("id"), eventID: eventID, clientID: try row.decode("client_id"), aggregateKey: try row.decode("aggregate_key"),
                            type: try row.decode("event_type"), payload: payload, attempts: try row.decode("attempts"),
-                           createdAt: try row.decode("created_at"), target: target, unopened: unopened)
+                           createdAt: try row.decode("created_at"), target: target, lease: try row.decode("lease"), unopened: unopened)
         }
     }
 
-    func markDelivered(_ id: Int64) async throws {
-        try await pool.execute("""
-            UPDATE outbox SET status = 'delivered', delivered_at = now(), attempts = attempts + 1, lease_until = NULL, last_error = NULL
-            WHERE id = \(id)
-            """)
+    /// Whether the claimed message is still this claim's: pending, under the lease it was claimed
+    /// with. A sender whose lease ran out (another took the message over) changes nothing.
+    private static func stillClaimed(_ event: Claimed) -> PostgresQuery {
+        "id = \(event.id) AND status = 'pending' AND lease_until = \(event.lease)::timestamptz"
     }
 
-    func markFailed(_ id: Int64, attempts: Int, error: String, dead: Bool, retryInSeconds: Double) async throws {
-        try await pool.execute("""
-            UPDATE outbox SET attempts = \(attempts), last_error = \(String(error.prefix(500))), lease_until = NULL,
-                status = \(dead ? "dead" : "pending"), next_attempt_at = now() + make_interval(secs => \(retryInSeconds))
-            WHERE id = \(id)
-            """)
+    /// Sent: the next message of its aggregate becomes the head.
+    func markDelivered(_ event: Claimed) async throws { try await markDelivered([event]) }
+
+    /// Several sent, recorded in one transaction (one commit for all: the worker gathers them).
+    /// Each only while still under the lease it was claimed with.
+    func markDelivered(_ events: [Claimed]) async throws {
+        guard !events.isEmpty else { return }
+        let ids: [String] = events.map { String($0.id) }, leases: [String] = events.map(\.lease)
+        let aggregates: [OutboxHeads.Aggregate] = events.map(\.aggregate)
+        let update: PostgresQuery = """
+            UPDATE outbox o SET status = 'delivered', delivered_at = now(), attempts = o.attempts + 1, lease_until = NULL, last_error = NULL,
+                is_head = false
+            FROM unnest(\(ids)::bigint[], \(leases)::timestamptz[]) AS sent(id, lease)
+            WHERE o.id = sent.id AND o.status = 'pending' AND o.lease_until = sent.lease
+            """
+        try await bookkeeping { connection in
+            try OutboxHeads.moving(aggregates, on: connection) { _ = try connection.execute(update) }
+        }
+    }
+
+    /// Failed: tried again in `retryInSeconds`, still its aggregate's head; or, `dead`, given up
+    /// and the next message of its aggregate the head.
+    func markFailed(_ event: Claimed, attempts: Int, error: String, dead: Bool, retryInSeconds: Double) async throws {
+        guard dead else {
+            let update: PostgresQuery = """
+                UPDATE outbox SET attempts = \(attempts), last_error = \(String(error.prefix(500))), lease_until = NULL,
+                    next_attempt_at = now() + make_interval(secs => \(retryInSeconds))
+                WHERE \(Self.stillClaimed(event))
+                """
+            _ = try await bookkeeping { try $0.execute(update) }
+            return
+        }
+        try await bookkeeping { connection in
+            try OutboxHeads.moving([event.aggregate], on: connection) {
+                try connection.execute("""
+                    UPDATE outbox SET attempts = \(attempts), last_error = \(String(error.prefix(500))), lease_until = NULL, status = 'dead', is_head = false
+                    WHERE \(Self.stillClaimed(event))
+                    """)
+            }
+        }
+    }
+
+    /// A message claimed but not sent now (its receiver's circuit is open): due again in `seconds`,
+    /// its attempts unchanged.
+    func park(_ event: Claimed, until seconds: Double) async throws {
+        let statement: PostgresQuery = """
+            UPDATE outbox SET lease_until = NULL, next_attempt_at = now() + make_interval(secs => \(seconds)) WHERE \(Self.stillClaimed(event))
+            """
+        return try await bookkeeping { try $0.execute(statement) }
+    }
+
+    /// Every head of `clientID`'s `target` due before `seconds` from now waits that long (a
+    /// receiver that keeps failing is not tried again meanwhile, but for a probe).
+    func parkReceiver(clientID: String, target: OutboxTarget, seconds: Double) async throws -> Int {
+        let statement: PostgresQuery = """
+            UPDATE outbox SET next_attempt_at = now() + make_interval(secs => \(seconds))
+            WHERE client_id = \(clientID) AND target = \(target.rawValue) AND status = 'pending' AND is_head
+              AND next_attempt_at < now() + make_interval(secs => \(seconds)) AND (lease_until IS NULL OR lease_until < now())
+            """
+        return try await bookkeeping { try $0.execute(statement) }
+    }
+
+    /// The oldest head of `clientID`'s `target` is due now: the probe of its open receiver.
+    func probe(clientID: String, target: String) async throws -> Int {
+        let statement: PostgresQuery = """
+            UPDATE outbox SET next_attempt_at = now()
+            WHERE id = (SELECT id FROM outbox WHERE client_id = \(clientID) AND target = \(target) AND status = 'pending' AND is_head
+                        AND next_attempt_at > now() AND (lease_until IS NULL OR lease_until < now()) ORDER BY id LIMIT 1)
+            """
+        return try await bookkeeping { try $0.execute(statement) }
+    }
+
+    /// Every head of `clientID`'s `target` waiting (after a failure, or parked) is due now: its
+    /// receiver answered again. Heads under a lease are left to their senders.
+    func releaseReceiver(clientID: String, target: OutboxTarget) async throws -> Int {
+        let statement: PostgresQuery = """
+            UPDATE outbox SET next_attempt_at = now()
+            WHERE client_id = \(clientID) AND target = \(target.rawValue) AND status = 'pending' AND is_head AND next_attempt_at > now()
+              AND (lease_until IS NULL OR lease_until < now())
+            """
+        return try await bookkeeping { try $0.execute(statement) }
     }
 
     /// An outbox message as an operator sees it.
@@ -176,11 +327,20 @@ public struct OutboxRepository: Sendable {
     }
 
     /// Queues the event for another delivery now (dead, pending or even delivered). False if unknown.
+    /// It goes before its aggregate's later pending messages, as it did the first time. A message
+    /// being sent right now is left to its sender.
     public func redeliver(eventID: String) async throws -> Bool {
         guard let id = UUID(uuidString: eventID) else { return false }
-        return try await pool.execute("""
-            UPDATE outbox SET status = 'pending', next_attempt_at = now(), lease_until = NULL WHERE event_id = \(id)
-            """) == 1
+        return try await pool.withTransaction { connection in
+            guard let row = try connection.query("SELECT client_id, aggregate_key, target FROM outbox WHERE event_id = \(id)").first else { return false }
+            try OutboxHeads.moving(try OutboxHeads.aggregates([row]), on: connection) {
+                try connection.execute("""
+                    UPDATE outbox SET status = 'pending', next_attempt_at = now(), lease_until = NULL
+                    WHERE event_id = \(id) AND (lease_until IS NULL OR lease_until < now())
+                    """)
+            }
+            return true
+        }
     }
 }
 

@@ -90,20 +90,27 @@ public struct TransactionRepository: Sendable {
     /// The events a first claim owes the game server (`FirstClaimEffects`): `transaction.verified`
     /// to the webhook, and the delivery (server-authoritative) once per transaction.
     private static func announce(_ transaction: TransactionRecord, proven: ProvenPurchase, client: Client, on connection: PostgresConnection) throws {
+        try OutboxRepository.insert(try firstClaimMessages(transaction, proven: proven, client: client), on: connection)
+    }
+
+    /// What `announce` writes, rendered: the group commit writes the same messages for its batch.
+    static func firstClaimMessages(_ transaction: TransactionRecord, proven: ProvenPurchase, client: Client) throws -> [OutboxRepository.Queued] {
         let aggregate = "\(transaction.store.rawValue):\(transaction.originalOrSelf)"
         let view = NativeTransaction(transaction, accountMatch: proven.accountMatch)
         let owed = FirstClaimEffects.owed(by: proven, state: transaction.state, client: client, acknowledges: false)
+        var messages: [OutboxRepository.Queued] = []
         if owed.contains(.webhook) {
-            try OutboxRepository.enqueue(event: "transaction.verified", payload: ["transaction": view], client: client.clientID,
-                                         aggregateKey: aggregate, on: connection)
+            messages.append(try OutboxRepository.envelope(event: "transaction.verified", payload: ["transaction": view], client: client.clientID,
+                                                          aggregateKey: aggregate))
         }
         if owed.contains(.delivery) {
             let request = proven.request
-            try OutboxRepository.enqueue(event: "entitlement.delivery",
-                                         payload: Delivery(transaction: view, playerID: request.playerID, characterID: request.characterID,
-                                                           serverID: request.serverID, gameID: client.gameID),
-                                         client: client.clientID, aggregateKey: aggregate, target: .delivery, on: connection)
+            messages.append(try OutboxRepository.envelope(event: "entitlement.delivery",
+                                                          payload: Delivery(transaction: view, playerID: request.playerID, characterID: request.characterID,
+                                                                            serverID: request.serverID, gameID: client.gameID),
+                                                          client: client.clientID, aggregateKey: aggregate, target: .delivery))
         }
+        return messages
     }
 
     /// Writes the state and dates `LedgerRules` moved the row to, unless the row left the state

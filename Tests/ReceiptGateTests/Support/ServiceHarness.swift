@@ -81,7 +81,7 @@ struct VerifyHarness {
         let provider = AppStoreProvider(verifier: AppStoreSignedDataVerifier(trustRoots: [pki.root]), configuration: appStore(pki))
         let service = try Service(configuration: configuration, logger: logger, database: database, stores: [provider.registration] + otherStores,
                                   dialects: dialects)
-        if let outbox { service.outboxConfiguration = outbox }
+        service.outboxConfiguration = outbox ?? Self.fewSenders(OutboxWorker.Configuration())
         beforeStart(service)
         try await service.start()
         var clientSettings = settings(environments: environments, gameID: gameID)
@@ -136,7 +136,16 @@ struct VerifyHarness {
         configuration.pollInterval = .milliseconds(50)
         configuration.baseDelay = .milliseconds(50)
         configuration.maxDelay = .milliseconds(200)
+        configuration.probeInterval = .milliseconds(100)
         configuration.giveUpAfter = giveUpAfter
+        return fewSenders(configuration)
+    }
+
+    /// A handful of sends under way: each is a transfer thread, and the suite runs many services at once.
+    static func fewSenders(_ configuration: OutboxWorker.Configuration) -> OutboxWorker.Configuration {
+        var configuration = configuration
+        configuration.maxInFlight = 6
+        configuration.perClient = 4
         return configuration
     }
 

@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""The path a real game uses: `POST /v1/verify` for a client with a webhook URL, against the same
+build for a client without one, alternating, with a receiver on loopback that answers every webhook.
+
+    python3 Benchmarks/webhook_path.py [--binary .build/release/receiptgate] [--rounds 2] [--duration 15]
+                                       [--requests 100000] [--outage 0]
+
+Two stacks of the one build (bench_stack.py: a PostgreSQL cluster, `receiptgate serve`, a client
+each); the second's client has `--webhook-url` pointing at the receiver. Runs alternate A B B A.
+Each run prints requests a second, the service's and its Postgres's CPU ms a request (e2e_load.py),
+and, for the webhook stack, the webhooks the receiver got a second during the run, the messages
+still waiting when it ended and how long the rest took to drain. `--outage N`: the receiver answers
+503 for the first N seconds of every webhook run (a receiver down under steady sales), then 200.
+The receiver is an asyncio server speaking HTTP/1.1 keep-alive, on its own core-share like wrk.
+"""
+import argparse, asyncio, json, os, statistics, subprocess, sys, threading, time
+
+from bench_stack import Stack
+
+
+class Receiver:
+    """Answers every POST with 200 (or 503 while `down`), counting the 200s."""
+
+    def __init__(self):
+        self.count, self.down = 0, False
+        self.loop = asyncio.new_event_loop()
+        self.port = None
+        ready = threading.Event()
+        threading.Thread(target=self._serve, args=(ready,), daemon=True).start()
+        ready.wait()
+
+    def _serve(self, ready):
+        asyncio.set_event_loop(self.loop)
+        server = self.loop.run_until_complete(asyncio.start_server(self._client, "127.0.0.1", 0, backlog=1024))
+        self.port = server.sockets[0].getsockname()[1]
+        ready.set()
+        self.loop.run_forever()
+
+    async def _client(self, reader, writer):
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = 0
+                for line in head.split(b"\r\n"):
+                    if line.lower().startswith(b"content-length:"):
+                        length = int(line.split(b":", 1)[1])
+                if length:
+                    await reader.readexactly(length)
+                if self.down:
+                    writer.write(b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n")
+                else:
+                    self.count += 1
+                    writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError):
+            writer.close()
+
+    @property
+    def url(self):
+        return f"http://127.0.0.1:{self.port}/hooks"
+
+
+def pending(stack):
+    return int(stack.psql("SELECT count(*) FROM outbox WHERE status = 'pending'")[0][0])
+
+
+def one_run(stack, a, run_no, receiver=None):
+    results = os.path.join(stack.work, f"run-{run_no}.jsonl")
+    before = receiver.count if receiver else 0
+    if receiver and a.outage:
+        receiver.down = True
+        threading.Timer(a.outage, lambda: setattr(receiver, "down", False)).start()
+    started = time.time()
+    subprocess.run(stack.load_command(a.connections) + ["--duration", str(a.duration), "--requests", str(a.requests),
+                                                        "--label", stack.label, "--json-out", results],
+                   check=False, stdout=subprocess.DEVNULL)
+    took = time.time() - started
+    lines = [json.loads(line) for line in open(results)] if os.path.exists(results) else []
+    runs = [d for d in lines if not d.get("summary")]
+    if not runs:
+        sys.exit(f"e2e_load.py produced no result for {stack.label}; see {stack.work}")
+    r = runs[0]
+    if receiver:
+        r["webhooks_per_s"] = (receiver.count - before) / took
+        r["waiting_at_end"] = pending(stack)
+        drain_start = time.time()
+        while pending(stack) > 0 and time.time() - drain_start < 600:
+            time.sleep(0.5)
+        r["drain_s"] = time.time() - drain_start
+        r["still_waiting"] = pending(stack)
+    return r
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--binary", default=".build/release/receiptgate")
+    ap.add_argument("--rounds", type=int, default=2, help="rounds of A B B A")
+    ap.add_argument("--duration", type=int, default=15)
+    ap.add_argument("--requests", type=int, default=100000)
+    ap.add_argument("--connections", type=int, default=64)
+    ap.add_argument("--outage", type=int, default=0, help="seconds the receiver answers 503 at the start of each webhook run")
+    a = ap.parse_args()
+    if 2 * a.rounds >= 16:
+        sys.exit("at most 7 rounds: a build serving more than 16 runs' keys loses the fixed-key table")
+    receiver = Receiver()
+    stacks = {"A": Stack(a.binary, label="no-webhook"),
+              "B": Stack(a.binary, label="webhook", env={"RECEIPTGATE_OUTBOUND_ALLOW_PRIVATE": "on"},
+                         client_args=["--webhook-url", receiver.url, "--allow-insecure-url"])}
+    measured = {"A": [], "B": []}
+    try:
+        for stack in stacks.values():
+            stack.start().warm_up(a.connections)
+        if pending(stacks["B"]):
+            while pending(stacks["B"]) > 0:
+                time.sleep(0.5)
+        run_no = 0
+        for _ in range(a.rounds):
+            for name in "ABBA":
+                run_no += 1
+                r = one_run(stacks[name], a, run_no, receiver if name == "B" else None)
+                measured[name].append(r)
+                cpu = r["cpu_ms_per_req"]
+                extra = (f"  webhooks {r['webhooks_per_s']:.0f}/s, {r['waiting_at_end']} waiting at the end, drained in "
+                         f"{r['drain_s']:.1f} s ({r['still_waiting']} left)") if name == "B" else ""
+                print(f"{stacks[name].label:10} run {run_no:2}: {r['rps']:8.1f} req/s  p99 {r['p99_ms']:.2f} ms  non-2xx {r['non2xx']}  "
+                      f"service {cpu.get('serve')} ms  postgres {cpu.get('postmaster')} ms{extra}", flush=True)
+        rps = {name: statistics.median(r["rps"] for r in runs) for name, runs in measured.items()}
+        for name, runs in measured.items():
+            print(f"{stacks[name].label}: req/s median {rps[name]:.0f}; service CPU median "
+                  f"{statistics.median(r['cpu_ms_per_req']['serve'] for r in runs):.3f} ms, Postgres median "
+                  f"{statistics.median(r['cpu_ms_per_req']['postmaster'] for r in runs):.3f} ms")
+        b = measured["B"]
+        print(f"webhook path: {rps['B'] / rps['A']:.2f}x the throughput without a webhook; webhooks delivered median "
+              f"{statistics.median(r['webhooks_per_s'] for r in b):.0f}/s; waiting at the end median "
+              f"{statistics.median(r['waiting_at_end'] for r in b):.0f}, drained in median {statistics.median(r['drain_s'] for r in b):.1f} s")
+    finally:
+        for stack in stacks.values():
+            stack.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,87 @@
+import Postgres
+
+/// Order within an aggregate (the messages about one purchase, for one client and target): only
+/// its oldest pending message, its head, may be sent, and every head is marked (`is_head`), so a
+/// claim reads due heads from their own index instead of searching the backlog for them.
+///
+/// A message is written unplaced, with no lock taken in the writer's transaction (a verification
+/// holds other locks, and must not wait on the outbox's). The worker then *places* new messages:
+/// under the advisory lock of each (client, aggregate key), taken in one order (by its hash), it
+/// marks the oldest pending message of each of its targets the head and the rest not. Whatever
+/// takes a message out of the pending state, or brings one back, reseats its aggregate under the
+/// same lock. Each lock is taken by a statement of its own, so (READ COMMITTED) what follows sees
+/// everything the previous holder committed.
+enum OutboxHeads {
+    /// The lock class, the first key of the two-key form ("RGOB"), apart from every other lock.
+    static let lockClass: Int32 = 0x5247_4F42
+
+    struct Aggregate: Hashable, Sendable {
+        let clientID: String, aggregateKey: String, target: String
+    }
+
+    /// Holds the locks of `aggregates` (one per client and aggregate key) until the transaction
+    /// ends, in the order of their hashes, so two holders of overlapping sets never deadlock.
+    static func lock(_ aggregates: [Aggregate], on connection: PostgresConnection) throws {
+        guard !aggregates.isEmpty else { return }
+        try connection.execute("""
+            SELECT pg_advisory_xact_lock(\(lockClass), k) FROM (
+                SELECT DISTINCT hashtext(c || '/' || a) AS k FROM unnest(\(aggregates.map(\.clientID))::text[], \(aggregates.map(\.aggregateKey))::text[]) AS x(c, a)
+                ORDER BY 1) keys
+            """)
+    }
+
+    /// Marks the oldest pending message of each of `aggregates` its head and every other pending
+    /// one not, all of them placed. Call under `lock`.
+    static func reseat(_ aggregates: [Aggregate], on connection: PostgresConnection) throws {
+        guard !aggregates.isEmpty else { return }
+        try connection.execute("""
+            WITH wanted AS (
+                SELECT DISTINCT c, a FROM unnest(\(aggregates.map(\.clientID))::text[], \(aggregates.map(\.aggregateKey))::text[]) AS x(c, a)
+            ), first AS (
+                SELECT o.client_id, o.aggregate_key, o.target, min(o.id) AS id
+                FROM outbox o JOIN wanted w ON o.client_id = w.c AND o.aggregate_key = w.a
+                WHERE o.status = 'pending' GROUP BY 1, 2, 3
+            )
+            UPDATE outbox o SET is_head = (o.id = f.id), placed = true
+            FROM first f
+            WHERE o.client_id = f.client_id AND o.aggregate_key = f.aggregate_key AND o.target = f.target AND o.status = 'pending'
+              AND (NOT o.placed OR o.is_head IS DISTINCT FROM (o.id = f.id))
+            """)
+    }
+
+    /// Runs `change` (which moves messages of `aggregates` into or out of the pending state) under
+    /// their locks, then reseats them.
+    static func moving(_ aggregates: [Aggregate], on connection: PostgresConnection, _ change: () throws -> Void) throws {
+        try lock(aggregates, on: connection)
+        try change()
+        try reseat(aggregates, on: connection)
+    }
+
+    /// Places up to `limit` messages written since the last placing (and the rest of their
+    /// aggregates); how many aggregates it placed.
+    static func place(limit: Int, on connection: PostgresConnection) throws -> Int {
+        let aggregates = try aggregates(try connection.query("""
+            SELECT DISTINCT client_id, aggregate_key, target FROM (
+                SELECT client_id, aggregate_key, target FROM outbox WHERE status = 'pending' AND NOT placed ORDER BY id LIMIT \(limit)) fresh
+            """))
+        try moving(aggregates, on: connection) {}
+        return aggregates.count
+    }
+
+    /// Aggregates with messages pending and none of them the head, placed already (written by a
+    /// process of the version before this bookkeeping, during a rolling upgrade): reseated. A
+    /// safety net run by the upkeep; it reads every pending message, so not on the hot path.
+    static func heal(limit: Int, on connection: PostgresConnection) throws -> Int {
+        let aggregates = try aggregates(try connection.query("""
+            SELECT client_id, aggregate_key, target FROM outbox WHERE status = 'pending' AND placed
+            GROUP BY client_id, aggregate_key, target HAVING NOT bool_or(is_head) LIMIT \(limit)
+            """))
+        try moving(aggregates, on: connection) {}
+        return aggregates.count
+    }
+
+    /// The aggregates of `rows` (with `client_id`, `aggregate_key`, `target`).
+    static func aggregates(_ rows: [PostgresRow]) throws -> [Aggregate] {
+        try rows.map { Aggregate(clientID: try $0.decode("client_id"), aggregateKey: try $0.decode("aggregate_key"), target: try $0.decode("target")) }
+    }
+}

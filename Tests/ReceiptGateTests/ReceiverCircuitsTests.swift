@@ -1,0 +1,47 @@
+import Foundation
+@testable import ReceiptGate
+import Testing
+import TestSupport
+
+/// A receiver that keeps failing is opened: its messages are parked, one probe goes each interval
+/// (on the injected clock), and the first success closes it and releases what waited.
+@Suite struct ReceiverCircuitsRules {
+    static let receiver = ReceiverCircuits.Receiver(clientID: "rgc_a", target: "webhook")
+
+    @Test func failuresInARowOpenAReceiverAndOneProbeAnIntervalClosesIt() {
+        let clock = LockedBox(Date(timeIntervalSince1970: 1_800_000_000))
+        let circuits = ReceiverCircuits(threshold: 3, probeInterval: 30, parkFor: 3600, now: { clock.get() })
+        #expect(circuits.decide(Self.receiver) == .send)
+        #expect(circuits.record(Self.receiver, succeeded: false) == nil)
+        #expect(circuits.record(Self.receiver, succeeded: false) == nil)
+        #expect(circuits.record(Self.receiver, succeeded: false) == .parkAll(seconds: 3600), "the third failure in a row opens it")
+        #expect(circuits.decide(Self.receiver) == .park(seconds: 3600), "open: not sent")
+        #expect(circuits.probesDue().isEmpty, "no probe before its interval")
+
+        clock.update { $0 = $0.addingTimeInterval(30) }
+        #expect(circuits.probesDue() == [Self.receiver], "a parked message is made due for the probe")
+        #expect(circuits.probesDue().isEmpty, "asked for once an interval")
+        #expect(circuits.decide(Self.receiver) == .send, "the probe goes")
+        #expect(circuits.decide(Self.receiver) == .park(seconds: 3600), "one probe at a time")
+        #expect(circuits.record(Self.receiver, succeeded: false) == nil, "a failed probe keeps it open")
+        #expect(circuits.decide(Self.receiver) == .park(seconds: 3600))
+
+        clock.update { $0 = $0.addingTimeInterval(30) }
+        #expect(circuits.decide(Self.receiver) == .send)
+        #expect(circuits.record(Self.receiver, succeeded: true) == .release, "answered: what waited is due now")
+        #expect(circuits.decide(Self.receiver) == .send, "closed")
+        #expect(circuits.openReceivers == 0)
+    }
+
+    @Test func aSuccessBetweenFailuresKeepsItClosedAndOthersAreApart() {
+        let circuits = ReceiverCircuits(threshold: 2, probeInterval: 30, parkFor: 60)
+        let other = ReceiverCircuits.Receiver(clientID: "rgc_b", target: "webhook")
+        _ = circuits.record(Self.receiver, succeeded: false)
+        #expect(circuits.record(Self.receiver, succeeded: true) == .release, "a failure behind it: what waits for it is due now")
+        #expect(circuits.record(Self.receiver, succeeded: false) == nil, "the count starts again")
+        #expect(circuits.record(other, succeeded: false) == nil)
+        #expect(circuits.record(other, succeeded: false) == .parkAll(seconds: 60))
+        #expect(circuits.decide(Self.receiver) == .send, "another client's receiver is not this one")
+        #expect(circuits.record(Self.receiver, succeeded: true) == .release)
+    }
+}
