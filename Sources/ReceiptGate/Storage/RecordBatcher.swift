@@ -4,11 +4,11 @@ import Postgres
 import ReceiptCore
 import Synchronization
 
-/// Group commit for plain verifications (no webhook, delivery, subscription, acknowledgement or
-/// dialect effects): the verifications waiting at one moment are recorded by one statement, in
-/// one transaction, with one commit — the transaction rows (`ON CONFLICT DO NOTHING`, so the
-/// unique key still decides duplicates) and the attempt rows together, each client's version
-/// checked in the same statement. A lone request is sent at once: batches form only from what
+/// Group commit for plain verifications (no subscription, acknowledgement, entitlement or dialect
+/// effects): the verifications waiting at one moment are recorded by one statement, in one
+/// transaction, with one commit — the transaction rows (`ON CONFLICT DO NOTHING`, so the unique
+/// key still decides duplicates) and the attempt rows together, each client's version checked in
+/// the same statement, then the webhook and delivery messages the new purchases owe in a second. A lone request is sent at once: batches form only from what
 /// queues while earlier ones are in flight. `synchronous_commit` is untouched, so every answer
 /// still waits for its commit to be durable.
 ///
@@ -137,7 +137,7 @@ final class RecordBatcher: Sendable {
     /// False when the connection failed (and must not take the next batch).
     private func run(_ batch: [Item], on connection: PostgresConnection) -> Bool {
         var batch = batch
-        let rows: [PostgresRow]
+        let settled: [(item: Item, result: Swift.Result<Result, any Error>)]
         do {
             // One transaction holding each claim's catalog scope shared (`CatalogScopeLock`), taken
             // before the statement that checks the clients' versions, so that statement sees any
@@ -150,24 +150,27 @@ final class RecordBatcher: Sendable {
             // Prepared once per connection: parsing and planning this statement cost Postgres more
             // than running it. The plan does not depend on the batch (one jsonb parameter) and reads
             // rows only by unique key; Postgres replans it when the tables' statistics change.
-            rows = batch.isEmpty ? [] : try connection.query(Self.statement(batch), preparedAs: Self.preparedName)
+            let rows = batch.isEmpty ? [] : try connection.query(Self.statement(batch), preparedAs: Self.preparedName)
+            let byOrdinal = Self.byOrdinal(rows)
+            settled = batch.enumerated().map { ordinal, item in (item, Swift.Result { try Self.result(byOrdinal[ordinal], item: item) }) }
+            // What the new purchases owe their game servers commits with them, in one statement.
+            try OutboxRepository.insert(try Self.announcements(settled), on: connection)
             try connection.execute("COMMIT")
-        } catch let error as PostgresError where error.code == .queryFailed {
-            _ = try? connection.execute("ROLLBACK")
-            // Another process changed a table the statement returns: prepared again next time.
-            if error.sqlState == "0A000" { try? connection.forgetPrepared(Self.preparedName) }
-            // Refused as a whole (one bad value fails them all): each goes the ordinary way alone.
-            batch.forEach { $0.continuation.resume(returning: .contended) }
-            return true
-        } catch {
+        } catch let error as PostgresError where error.code != .queryFailed {
             // The connection failed: whether it committed is unknown, so say so rather than retry.
             batch.forEach { $0.continuation.resume(throwing: error) }
             return false
+        } catch {
+            _ = try? connection.execute("ROLLBACK")
+            // Another process changed a table the statement returns: prepared again next time.
+            if let error = error as? PostgresError, error.sqlState == "0A000" { try? connection.forgetPrepared(Self.preparedName) }
+            // Refused as a whole (one bad value fails them all, or a message did not render): each
+            // goes the ordinary way alone.
+            batch.forEach { $0.continuation.resume(returning: .contended) }
+            return true
         }
-        let byOrdinal = Self.byOrdinal(rows)
         var seenBefore: [(ordinal: Int, item: Item)] = []
-        for (ordinal, item) in batch.enumerated() {
-            let result = Swift.Result { try Self.result(byOrdinal[ordinal], item: item) }
+        for (ordinal, (item, result)) in settled.enumerated() {
             if case .success(.contended) = result {
                 seenBefore.append((ordinal, item))
             } else {
@@ -175,6 +178,14 @@ final class RecordBatcher: Sendable {
             }
         }
         return seenBefore.isEmpty || settleSeenBefore(seenBefore, on: connection)
+    }
+
+    /// The webhook and delivery messages of the purchases the batch recorded (their first claims).
+    private static func announcements(_ settled: [(item: Item, result: Swift.Result<Result, any Error>)]) throws -> [OutboxRepository.Queued] {
+        try settled.flatMap { item, result -> [OutboxRepository.Queued] in
+            guard case .success(.recorded(let outcome)) = result else { return [] }
+            return try TransactionRepository.firstClaimMessages(outcome.transaction, proven: item.proven, client: item.client)
+        }
     }
 
     static let preparedName = "receiptgate_record_batch"

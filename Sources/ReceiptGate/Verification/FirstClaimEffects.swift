@@ -1,8 +1,9 @@
 import ReceiptCore
 
 /// What a first claim owes beyond its transaction and attempt rows, decided in one place: the
-/// record writes exactly these, and the group commit (which writes rows only) takes a
-/// verification only when it owes none, so an effect added here reaches both paths.
+/// record writes exactly these, and the group commit (which writes rows and the game server's
+/// messages only) takes a verification only when it owes nothing else, so an effect added here
+/// reaches both paths.
 struct FirstClaimEffects: OptionSet, Sendable {
     let rawValue: Int
 

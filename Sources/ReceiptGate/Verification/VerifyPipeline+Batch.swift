@@ -5,11 +5,12 @@ import ReceiptCore
 struct ClientChanged: Error {}
 
 extension VerifyPipeline {
-    /// Records a purchase the caller adds no effects to. When nothing else must commit with it
-    /// (no webhook, delivery, subscription state or store acknowledgement), it goes through the
-    /// group-commit batcher: one statement, shared commits. Everything else takes `record`.
+    /// Records a purchase the caller adds no effects to. When nothing but its rows and the game
+    /// server's messages must commit with it (no subscription state, entitlements or store
+    /// acknowledgement), it goes through the group-commit batcher: shared statements and commits.
+    /// Everything else takes `record`.
     func recordWithoutEffects(_ proven: ProvenPurchase, client: Client, version: Int64) async throws -> VerificationOutcome {
-        guard let batcher, writesOnlyItsOwnRows(proven, client: client) else {
+        guard let batcher, fitsTheGroupCommit(proven, client: client) else {
             return try await record(proven, client: client, version: version) { _, _ in }.0
         }
         switch try await batcher.record(proven, client: client, version: version) {
@@ -37,15 +38,17 @@ extension VerifyPipeline {
         }
     }
 
-    /// Nothing but the transaction and attempt rows to write, were this the first claim.
-    private func writesOnlyItsOwnRows(_ proven: ProvenPurchase, client: Client) -> Bool {
+    /// Nothing but the transaction, attempt and outbox rows to write, were this the first claim.
+    private func fitsTheGroupCommit(_ proven: ProvenPurchase, client: Client) -> Bool {
         // Refunded, revoked or expired evidence may have to bring an active row to the store's word,
         // and evidence holding several purchases claims one of them: the full path does both (rare,
         // and never the hot path).
         // A subscription's period is decided against its owner (`TransactionRepository.subscriptionOwner`).
         let state = LedgerRules.state(of: proven.purchase)
         guard state == .active, proven.claimOrder.isEmpty, !LedgerRules.isSubscriptionPeriod(proven.purchase) else { return false }
-        return FirstClaimEffects.owed(by: proven, state: state, client: client, acknowledges: acknowledgement(for: proven, client: client) != nil).isEmpty
+        // Messages to the game server are rows the batch writes too (`RecordBatcher.announcements`).
+        return FirstClaimEffects.owed(by: proven, state: state, client: client, acknowledges: acknowledgement(for: proven, client: client) != nil)
+            .subtracting([.webhook, .delivery]).isEmpty
     }
 
     /// The client as it is now, after a version check failed: refused when it was disabled or its
