@@ -79,14 +79,13 @@ final class HeldSession: Sendable {
         try await WebhookDelivery.waitUntil {
             try await h.harness.count("pg_stat_activity WHERE datname = current_database() AND state = 'idle in transaction' AND query = 'SELECT txid_current()'") == 1
         }
-        let started = ContinuousClock.now
+        // Answered while that transaction is still open: a change that waited for it would wait
+        // until the request's deadline and answer 503.
         let answer = try await RawHTTP.request(port: h.harness.service.port, method: "PUT",
                                                path: "/admin/clients/\(h.client.clientID)/products/app_store/noads",
                                                headers: ["Authorization": "Bearer \(EntitlementHarness.adminToken)", "Content-Type": "application/json"],
                                                body: Data(#"{"entitlements":["no_ads"]}"#.utf8))
-        let took = ContinuousClock.now - started
         #expect(answer.status == 200, "\(answer.text)")
-        #expect(took < .seconds(10), "answered in \(took), the request's deadline is 30 s")
         #expect(try await h.owned("patient").byName["no_ads"] != nil, "refreshed before the answer")
         try await idle.release()
     }

@@ -310,9 +310,9 @@ struct EntitlementHarness {
     }
 }
 
-/// DATABASE_READ_URL with a real streaming standby held back by `recovery_min_apply_delay`: a
-/// read right after a claim, while the standby has not replayed it, is answered by the primary;
-/// once the standby caught up, it answers.
+/// DATABASE_READ_URL with a real streaming standby whose replay the test pauses: a read right
+/// after a claim, while the standby has not replayed it, is answered by the primary; once the
+/// standby caught up, it answers.
 @Suite struct EntitlementReadsFromAStandby {
     static func readsServed(_ h: EntitlementHarness) async throws -> (standby: Int, lagging: Int) {
         let metrics = try await RawHTTP.request(port: h.harness.service.port, path: "/metrics").text
@@ -326,7 +326,7 @@ struct EntitlementHarness {
     @Test(.timeLimit(.minutes(4)))
     func aLaggingStandbyIsSkippedForThePrimaryAndACaughtUpOneAnswers() async throws {
         let primary = try await TestDatabase.makePrivateCluster()
-        let standby = try await StreamingStandby.start(following: primary, applyDelay: "10s")
+        let standby = try await StreamingStandby.start(following: primary, applyDelay: "0")
         defer { standby.stop() }
         let h = try await EntitlementHarness.start { configuration in
             configuration.databaseURL = try? primary.connectionString
@@ -337,9 +337,17 @@ struct EntitlementHarness {
         try await h.mapCatalog()
         let onStandby = PostgresPool(.init(connectionString: standby.connectionString, size: 1))
         defer { onStandby.shutdown() }
-        // The standby replays the schema (and the catalog) first, 10 s after they were written.
         try await WebhookDelivery.waitUntil {
             try await onStandby.query("SELECT count(*) AS n FROM pg_tables WHERE tablename = 'player_entitlements'")[0].decode("n", as: Int.self) == 1
+        }
+        // The standby stops replaying (as one does behind a long query or a slow disk), the
+        // primary writes on, and reads go on until the service sees the standby behind it.
+        try await onStandby.execute("SELECT pg_wal_replay_pause()")
+        try await h.claimApple(["transactionId": "2000000000980002", "originalTransactionId": "2000000000980002", "productId": "noads",
+                                "type": "Non-Consumable"], for: "earlier")
+        try await WebhookDelivery.waitUntil {
+            _ = try await h.owned("earlier")
+            return try await Self.readsServed(h).lagging > 0
         }
 
         try await h.claimApple(["transactionId": "2000000000980001", "originalTransactionId": "2000000000980001", "productId": "noads",
@@ -352,6 +360,7 @@ struct EntitlementHarness {
         #expect(try await !standbyHasIt(), "the standby had not replayed the claim yet, so the primary answered")
         #expect(try await Self.readsServed(h).lagging > before.lagging)
 
+        try await onStandby.execute("SELECT pg_wal_replay_resume()")
         try await WebhookDelivery.waitUntil { try await standbyHasIt() }
         // Caught up (nothing left to replay): the standby answers.
         try await WebhookDelivery.waitUntil {

@@ -46,11 +46,15 @@ final class ThreadGate: Sendable {
         defer { workers.close() }
         let gate = ThreadGate()
         let ran = Mutex(0)
-        workers.submit { _ in gate.wait() }
+        let blocking = Mutex(false)
+        workers.submit { _ in
+            blocking.withLock { $0 = true }
+            gate.wait()
+        }
+        // The thread has taken the first job (a busy machine may start it late), so the next waits.
+        #expect(await eventually { blocking.withLock { $0 } })
         let queued = Task { try await workers.run { ran.withLock { $0 += 1 } } }
-        let deadline = ContinuousClock.now + .seconds(30)
-        while workers.waitingCount < 1 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(2)) }
-        #expect(workers.waitingCount == 1)
+        #expect(await eventually { workers.waitingCount == 1 })
         queued.cancel()
         await #expect(throws: CancellationError.self) { try await queued.value }  // while the thread is still blocked
         gate.open()
