@@ -95,7 +95,11 @@ package struct AndroidPublisherClient: Sendable {
             case 400:
                 throw GooglePlayAPIError(.rejected, status: 400, Self.googleMessage(response.body) ?? "invalid request")
             default:
-                throw GooglePlayAPIError(.unavailable, status: response.status, "\(method) \(Self.redacted(path)) answered HTTP \(response.status)")
+                // The HTTP client already waited and retried; a Retry-After longer than it waits is
+                // passed on, so a poll's next run comes no sooner than Google asked (a day at most).
+                let wait = response.header("Retry-After").flatMap { HTTPClient.parseRetryAfter($0, now: Date()) }.map { min($0, .seconds(86_400)) }
+                throw GooglePlayAPIError(.unavailable, status: response.status, "\(method) \(Self.redacted(path)) answered HTTP \(response.status)",
+                                         retryAfter: wait)
             }
         }
     }

@@ -21,11 +21,14 @@ package struct GooglePlayAPIError: Error, Sendable, CustomStringConvertible {
     package let kind: Kind
     package let status: Int?
     package let message: String
+    /// How long Google asked to be left alone (its `Retry-After`), when it said.
+    package var retryAfter: Duration?
 
-    package init(_ kind: Kind, status: Int? = nil, _ message: String) {
+    package init(_ kind: Kind, status: Int? = nil, _ message: String, retryAfter: Duration? = nil) {
         self.kind = kind
         self.status = status
         self.message = message
+        self.retryAfter = retryAfter
     }
 
     package var description: String { "\(kind)\(status.map { " (HTTP \($0))" } ?? ""): \(message)" }

@@ -9,76 +9,42 @@ package struct VoidedPurchasePoller: StorePolling {
     package let pollName = "google_play.voided_purchases"
     package let interval: Duration
     let provider: GooglePlayProvider
-    /// Pages per package per run, so one huge backlog cannot hold the lease forever.
-    static let maxPages = 50
-    /// Re-read a little of the previous window: Google may list a void late; duplicates are free.
-    static let overlapMillis: Int64 = 10 * 60 * 1000
 
     package init(provider: GooglePlayProvider, interval: Duration) {
         self.provider = provider
         self.interval = interval
     }
 
-    /// Where one package's poll stands: the window being read, and the page within it.
-    struct Cursor: Codable {
-        var since: Int64
-        var until: Int64?
-        var pageToken: String?
-    }
-
     package func poll(owners: [ClientWithStoreCredentials], run: any PollRun,
                      record: @Sendable ([StoreNotification]) async throws -> Void) async throws {
-        var seen: Set<String> = [], failures: [String] = []
-        for owner in owners {
-            for package in owner.client.appIdentifiers(GooglePlayProvider.packageNameKind) where seen.insert(package).inserted {
-                do {
-                    try await poll(package: package, owner: owner, run: run, record: record)
-                } catch let error as GooglePlayAPIError {
-                    // One package's trouble (a key without access) does not stop the others; the
-                    // run reports it at the end, and the next resumes from the saved cursor.
-                    provider.logger.warning("voided purchases could not be polled", ["package": package, "problem": error.message])
-                    failures.append("\(package): \(error.operatorHelp)")
-                }
-            }
+        var seen: Set<String> = []
+        let targets = owners.flatMap { owner in
+            owner.client.appIdentifiers(GooglePlayProvider.packageNameKind).filter { seen.insert($0).inserted }.map { (package: $0, owner: owner) }
         }
-        if !failures.isEmpty { throw VoidedPurchasesUnavailable(problems: failures) }
-    }
-
-    struct VoidedPurchasesUnavailable: Error, CustomStringConvertible {
-        let problems: [String]
-        var description: String { "voided purchases not read for " + problems.joined(separator: "; ") }
+        try await PollTargets.each(targets, subject: "voided purchases") { target in
+            try await poll(package: target.package, owner: target.owner, run: run, record: record)
+        } problem: { target, error in
+            guard let error = error as? GooglePlayAPIError else { return nil }
+            provider.logger.warning("voided purchases could not be polled", ["package": target.package, "problem": error.message])
+            return PollTargets.Problem("\(target.package): \(error.operatorHelp)", retryAfter: error.retryAfter)
+        }
     }
 
     func poll(package: String, owner: ClientWithStoreCredentials, run: any PollRun,
               record: @Sendable ([StoreNotification]) async throws -> Void) async throws {
         let key = try provider.serviceAccountKey(owner.credentials)
-        let cursorKey = "\(pollName):\(package)"
-        let nowMillis = Int64(provider.now().timeIntervalSince1970 * 1000)
-        let oldest = nowMillis - Int64(provider.configuration.voidedPurchasesLookback * 1000)
-        // A by-hand run starts where the operator said, with cursors of its own (empty at first).
-        let start = run.since.map { Int64($0.timeIntervalSince1970 * 1000) } ?? oldest
-        var cursor = try await run.cursor(cursorKey).flatMap { try? JSONDecoder().decode(Cursor.self, from: Data($0.utf8)) }
-            ?? Cursor(since: start)
-        cursor.since = max(cursor.since, oldest)  // Google refuses a start older than 30 days
-        let until = cursor.until ?? nowMillis
-        cursor.until = until
-        for _ in 0..<Self.maxPages {
+        let now = Int64(provider.now().timeIntervalSince1970 * 1000)
+        // Google refuses a start older than its lookback (30 days).
+        let window = WindowedPoll.Window(oldest: now - Int64(provider.configuration.voidedPurchasesLookback * 1000), now: now)
+        try await WindowedPoll.read("\(pollName):\(package)", window: window, run: run, page: { cursor, until in
             let page = try await provider.api.voidedPurchases(package: package, startMillis: cursor.since, endMillis: until,
                                                               pageToken: cursor.pageToken, key: key)
-            run.pageRead()
             var found: [StoreNotification] = []
             for voided in page.voidedPurchases ?? [] {
                 if let notification = try await notification(voided, package: package, owner: owner, key: key) { found.append(notification) }
             }
-            try await record(found)
-            if let next = page.tokenPagination?.nextPageToken, !next.isEmpty {
-                cursor.pageToken = next
-                try await run.setCursor(cursorKey, to: try Self.encode(cursor))
-            } else {
-                try await run.setCursor(cursorKey, to: try Self.encode(Cursor(since: max(until - Self.overlapMillis, oldest))))
-                return
-            }
-        }
+            return WindowedPoll.Page(notifications: found, listed: page.voidedPurchases?.count ?? 0, nextToken: page.tokenPagination?.nextPageToken)
+        }, refusesToken: { ($0 as? GooglePlayAPIError)?.kind == .rejected }, record: record)
     }
 
     private func notification(_ voided: VoidedPurchaseList.VoidedPurchase, package: String, owner: ClientWithStoreCredentials,
@@ -105,6 +71,4 @@ package struct VoidedPurchasePoller: StorePolling {
     }
 
     static let sources: [Int: String] = [0: "user", 1: "developer", 2: "google"]
-
-    static func encode(_ cursor: Cursor) throws -> String { String(decoding: try JSONEncoder().encode(cursor), as: UTF8.self) }
 }

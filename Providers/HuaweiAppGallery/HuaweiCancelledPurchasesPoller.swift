@@ -11,48 +11,34 @@ package struct HuaweiCancelledPurchasesPoller: StorePolling {
     package let pollName = "huawei_appgallery.cancelled_purchases"
     package let interval: Duration
     let provider: HuaweiAppGalleryProvider
-    /// Pages per app and site per run, so one huge backlog cannot hold the lease forever.
-    static let maxPages = 50
     /// Records per page: Huawei's maximum.
     static let maxRows = 1000
-    /// Re-read a little of the previous window: Huawei may list a refund late; duplicates are free.
-    static let overlapMillis: Int64 = 10 * 60 * 1000
 
     package init(provider: HuaweiAppGalleryProvider, interval: Duration) {
         self.provider = provider
         self.interval = interval
     }
 
-    /// Where one app's poll stands at one site: the window being read, and the page within it.
-    struct Cursor: Codable {
-        var since: Int64
-        var until: Int64?
-        var continuationToken: String?
-    }
-
     package func poll(owners: [ClientWithStoreCredentials], run: any PollRun,
                      record: @Sendable ([StoreNotification]) async throws -> Void) async throws {
-        var seen: Set<String> = [], failures: [String] = [], retryAfter: Duration?
+        var seen: Set<String> = [], known: [PollTargets.Problem] = []
+        var targets: [(owner: ClientWithStoreCredentials, access: HuaweiAppGalleryProvider.Access, site: HuaweiSite)] = []
         for owner in owners {
             let access: HuaweiAppGalleryProvider.Access
             do { access = try HuaweiAppGalleryProvider.access(client: owner.client, credentials: owner.credentials) } catch {
-                failures.append("client \(owner.client.clientID): \(error.message)")
+                known.append(PollTargets.Problem("client \(owner.client.clientID): \(error.message)"))
                 continue
             }
-            for site in sites() where seen.insert("\(access.app.id):\(site.rawValue)").inserted {
-                do {
-                    try await poll(owner: owner, access: access, site: site, run: run, record: record)
-                } catch let error as HuaweiAPIError {
-                    // One app's trouble (a refused secret, a rate limit) does not stop the others;
-                    // the run reports it at the end, and the next resumes from the saved cursor.
-                    provider.logger.warning("Huawei cancelled purchases could not be polled",
-                                            ["client.id": owner.client.clientID, "site": site.rawValue, "problem": error.message])
-                    failures.append("\(access.app) at the \(site.rawValue) site: \(Self.explain(error))")
-                    if let wait = error.retryAfter { retryAfter = max(retryAfter ?? wait, wait) }
-                }
-            }
+            targets += sites().filter { seen.insert("\(access.app.id):\($0.rawValue)").inserted }.map { (owner, access, $0) }
         }
-        if !failures.isEmpty { throw CancelledPurchasesUnavailable(problems: failures, retryAfter: retryAfter) }
+        try await PollTargets.each(targets, subject: "Huawei cancelled purchases", known: known) { target in
+            try await poll(owner: target.owner, access: target.access, site: target.site, run: run, record: record)
+        } problem: { target, error in
+            guard let error = error as? HuaweiAPIError else { return nil }
+            provider.logger.warning("Huawei cancelled purchases could not be polled",
+                                    ["client.id": target.owner.client.clientID, "site": target.site.rawValue, "problem": error.message])
+            return PollTargets.Problem("\(target.access.app) at the \(target.site.rawValue) site: \(Self.explain(error))", retryAfter: error.retryAfter)
+        }
     }
 
     /// The configured sites, each root once: with one base for every site, one site is read.
@@ -63,26 +49,12 @@ package struct HuaweiCancelledPurchasesPoller: StorePolling {
 
     func poll(owner: ClientWithStoreCredentials, access: HuaweiAppGalleryProvider.Access, site: HuaweiSite, run: any PollRun,
               record: @Sendable ([StoreNotification]) async throws -> Void) async throws {
-        let cursorKey = "\(pollName):\(owner.client.clientID):\(access.app.id):\(site.rawValue)"
-        let nowMillis = Int64(provider.now().timeIntervalSince1970 * 1000)
-        let oldest = nowMillis - Int64(provider.configuration.cancelledPurchasesLookback * 1000)
-        // A by-hand run starts where the operator said, with cursors of its own (empty at first).
-        let start = run.since.map { Int64($0.timeIntervalSince1970 * 1000) } ?? oldest
-        var cursor = try await run.cursor(cursorKey).flatMap { try? JSONDecoder().decode(Cursor.self, from: Data($0.utf8)) }
-            ?? Cursor(since: start)
-        if let saved = cursor.until, saved <= oldest {
-            // A window left unfinished so long ago that all of it is older than what Huawei keeps:
-            // its page token is worthless; read what Huawei still has, from the oldest it keeps.
-            cursor = Cursor(since: oldest)
-        }
-        cursor.since = max(cursor.since, oldest)  // older than Huawei's window: from the oldest it keeps
-        let until = cursor.until ?? nowMillis
-        guard until > cursor.since else { return }  // a start in the future: nothing to read yet
-        cursor.until = until
+        let now = Int64(provider.now().timeIntervalSince1970 * 1000)
+        let window = WindowedPoll.Window(oldest: now - Int64(provider.configuration.cancelledPurchasesLookback * 1000), now: now)
         let apps = Set(owner.client.appIdentifiers(HuaweiAppGalleryProvider.packageNameKind))
-        for _ in 0..<Self.maxPages {
-            let page = try await readPage(cursor: cursor, until: until, site: site, access: access, saving: cursorKey, in: run)
-            run.pageRead()
+        try await WindowedPoll.read("\(pollName):\(owner.client.clientID):\(access.app.id):\(site.rawValue)", window: window, run: run, page: { cursor, until in
+            let page = try await provider.api.cancelledList(startAt: cursor.since, endAt: until, maxRows: Self.maxRows, includeSubscriptions: true,
+                                                            continuationToken: cursor.pageToken, site: site, app: access.app)
             var found: [StoreNotification] = []
             for listed in page.purchases {
                 if let notification = try await provider.cancelledPurchase(listed, access: access, apps: apps,
@@ -90,37 +62,11 @@ package struct HuaweiCancelledPurchasesPoller: StorePolling {
                     found.append(notification)
                 }
             }
-            try await record(found)
-            if let next = page.continuationToken, next != cursor.continuationToken, !page.purchases.isEmpty {
-                cursor.continuationToken = next
-                try await run.setCursor(cursorKey, to: try Self.encode(cursor))
-            } else {
-                if page.continuationToken != nil {
-                    // The same token again, or a token with nothing on its page: following it would
-                    // read the same nothing until the page limit, run after run. The window is
-                    // taken as read.
-                    provider.logger.warning("Huawei's cancelled list gave a page token that leads nowhere; the window is taken as read",
-                                            ["client.id": owner.client.clientID, "site": site.rawValue,
-                                             "repeated": String(page.continuationToken == cursor.continuationToken)])
-                }
-                try await run.setCursor(cursorKey, to: try Self.encode(Cursor(since: max(until - Self.overlapMillis, oldest))))
-                return
-            }
-        }
-    }
-
-    /// One page of the window; a saved continuation token Huawei no longer takes (a refused
-    /// request, not the credentials) is dropped, so the next run reads the window again from its
-    /// first page (what repeats is deduplicated) instead of failing on that token for ever.
-    private func readPage(cursor: Cursor, until: Int64, site: HuaweiSite, access: HuaweiAppGalleryProvider.Access,
-                          saving cursorKey: String, in cursors: any PollCursorStore) async throws -> HuaweiCancelledPurchasePage {
-        do {
-            return try await provider.api.cancelledList(startAt: cursor.since, endAt: until, maxRows: Self.maxRows, includeSubscriptions: true,
-                                                        continuationToken: cursor.continuationToken, site: site, app: access.app)
-        } catch let error as HuaweiAPIError where cursor.continuationToken != nil && error.kind == .rejected {
-            try await cursors.setCursor(cursorKey, to: try Self.encode(Cursor(since: cursor.since)))
-            throw error
-        }
+            return WindowedPoll.Page(notifications: found, listed: page.purchases.count, nextToken: page.continuationToken)
+        }, refusesToken: { ($0 as? HuaweiAPIError)?.kind == .rejected }, record: record, deadToken: { dead in
+            provider.logger.warning("Huawei's cancelled list gave a page token that leads nowhere; the window is taken as read",
+                                    ["client.id": owner.client.clientID, "site": site.rawValue, "repeated": String(dead == .repeated)])
+        })
     }
 
     /// What an operator should do about a failure: refused credentials name their settings; a
@@ -135,12 +81,4 @@ package struct HuaweiCancelledPurchasesPoller: StorePolling {
             "\(error); the next run resumes where this one stopped"
         }
     }
-
-    struct CancelledPurchasesUnavailable: StoreAskedToWait, CustomStringConvertible {
-        let problems: [String]
-        let retryAfter: Duration?
-        var description: String { "Huawei cancelled purchases not read for " + problems.joined(separator: "; ") }
-    }
-
-    static func encode(_ cursor: Cursor) throws -> String { String(decoding: try JSONEncoder().encode(cursor), as: UTF8.self) }
 }

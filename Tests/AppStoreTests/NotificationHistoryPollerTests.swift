@@ -68,9 +68,9 @@ import TestSupport
 
         // The next run reads a new window, from a little before the last one ended.
         let saved = try #require(try await cursors.cursor("app_store.notification_history:Sandbox:\(FakeAppStoreServerAPI.bundleID)"))
-        let cursor = try JSONDecoder().decode(NotificationHistoryPoller.Cursor.self, from: Data(saved.utf8))
-        #expect(cursor.paginationToken == nil && cursor.until == nil)
-        #expect(cursor.since == first.endDate - NotificationHistoryPoller.overlapMillis)
+        let cursor = try JSONDecoder().decode(WindowedPoll.Cursor.self, from: Data(saved.utf8))
+        #expect(cursor.pageToken == nil && cursor.until == nil)
+        #expect(cursor.since == first.endDate - WindowedPoll.Window(oldest: 0, now: 0).overlap)
         await fake.shutdown()
     }
 
@@ -97,9 +97,10 @@ import TestSupport
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         let uuid = try Self.addTest(fake, at: now - 60_000)
         let cursors = MemoryPollRun()
-        try await cursors.setCursor(Self.cursorKey, to: try NotificationHistoryPoller.encode(.init(since: now - 3_600_000, until: now, paginationToken: "stale")))
+        // Saved as this poller saved its cursors before the shared engine: still read.
+        try await cursors.setCursor(Self.cursorKey, to: #"{"since":\#(now - 3_600_000),"until":\#(now),"paginationToken":"stale"}"#)
         let recorded = Mutex<[String]>([])
-        await #expect(throws: NotificationHistoryPoller.HistoryUnavailable.self) {
+        await #expect(throws: PollTargets.Failures.self) {
             try await Self.poller(fake).poll(owners: [Self.owner()], run: cursors) { _ in }
         }
         try await Self.poller(fake).poll(owners: [Self.owner()], run: cursors) { found in recorded.withLock { $0 += found.map(\.notificationID) } }
@@ -118,8 +119,7 @@ import TestSupport
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         let cursors = MemoryPollRun()
         let day: Int64 = 24 * 3_600_000
-        try await cursors.setCursor(Self.cursorKey, to: try NotificationHistoryPoller.encode(.init(since: now - 40 * day, until: now - 39 * day,
-                                                                                                   paginationToken: "page-2")))
+        try await cursors.setCursor(Self.cursorKey, to: #"{"since":\#(now - 40 * day),"until":\#(now - 39 * day),"pageToken":"page-2"}"#)
         try await Self.poller(fake).poll(owners: [Self.owner()], run: cursors) { _ in }
         let query = try #require(fake.state.historyQueries.get().first)
         #expect(query.paginationToken == nil)

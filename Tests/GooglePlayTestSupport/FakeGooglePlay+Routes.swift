@@ -17,7 +17,7 @@ extension FakeGooglePlay {
                     return first
                 }) {
                     return googleError(status, status == 429 ? "RESOURCE_EXHAUSTED" : status >= 500 ? "UNAVAILABLE" : "PERMISSION_DENIED",
-                                       "injected failure", headers: status == 429 ? ["Retry-After": "0"] : [:])
+                                       "injected failure", headers: status == 429 ? ["Retry-After": state.retryAfter.get()] : [:])
                 }
                 if authenticated {
                     guard let header = request.headers["Authorization"], header.hasPrefix("Bearer "),

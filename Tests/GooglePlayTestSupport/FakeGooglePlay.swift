@@ -32,6 +32,8 @@ package final class FakeGooglePlay: Sendable {
         /// Statuses to answer first, per route name ("token", "products", "productsv2", "subscriptionsv2",
         /// "acknowledge", "voided", "jwks").
         package let failuresFirst = LockedBox<[String: [Int]]>([:])
+        /// The `Retry-After` an injected 429 carries (seconds, or an HTTP date).
+        package let retryAfter = LockedBox("0")
         package let hits = LockedBox<[String: Int]>([:])
         package let issuedTokens = LockedBox<Set<String>>([])
         /// Every JWT assertion the token endpoint received, verbatim.

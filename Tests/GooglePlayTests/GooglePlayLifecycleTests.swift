@@ -89,6 +89,55 @@ import TestSupport
         await google.shutdown()
     }
 
+    /// Google asking to be left alone longer than the HTTP client waits (a 429 with `Retry-After`,
+    /// in either of its forms) makes the run's failure say so, so the next run waits that long.
+    @Test(arguments: ["120", "HTTP-date"])
+    func aRateLimitWithRetryAfterHoldsTheNextRun(form: String) async throws {
+        let google = try FakeGooglePlay()
+        let provider = try GooglePlayVerify.provider(google)
+        let poller = VoidedPurchasePoller(provider: provider, interval: .seconds(1))
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        google.state.retryAfter.set(form == "120" ? "120" : formatter.string(from: Date().addingTimeInterval(120)))
+        google.failFirst("voided", [429, 429, 429, 429])
+        let owner = ClientWithStoreCredentials(client: ClientInfo(clientID: "rgc_test", gameID: 1, appIdentifiers: [
+            GooglePlayProvider.packageNameKind.name: ["com.example.game"]]), credentials: [:])
+        do {
+            try await poller.poll(owners: [owner], run: MemoryPollRun()) { _ in }
+            Issue.record("a rate-limited run must fail")
+        } catch let asked as any StoreAskedToWait {
+            let wait = try #require(asked.retryAfter)
+            #expect(wait > .seconds(100) && wait <= .seconds(120), "waits as long as Google asked: \(wait)")
+        }
+        #expect(google.hits("voided") == 1, "a wait longer than the client's own is not waited out in the request")
+        await google.shutdown()
+    }
+
+    /// A saved page token Google refuses (400) is dropped: the next run reads the window again
+    /// from its first page instead of failing on that token for ever.
+    @Test func aPageTokenGoogleRefusesIsDropped() async throws {
+        let google = try FakeGooglePlay()
+        try google.addVoided(package: "com.example.game", token: "tok-r1", orderID: "GPA.0004-0000-0000-00004")
+        let provider = try GooglePlayVerify.provider(google)
+        let poller = VoidedPurchasePoller(provider: provider, interval: .seconds(1))
+        let run = MemoryPollRun()
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let key = "google_play.voided_purchases:com.example.game"
+        try await run.setCursor(key, to: #"{"since":\#(now - 86_400_000),"until":\#(now),"pageToken":"stale"}"#)
+        let owner = ClientWithStoreCredentials(client: ClientInfo(clientID: "rgc_test", gameID: 1, appIdentifiers: [
+            GooglePlayProvider.packageNameKind.name: ["com.example.game"]]), credentials: [:])
+        google.failFirst("voided", [400])
+        await #expect(throws: (any Error).self) { try await poller.poll(owners: [owner], run: run) { _ in } }
+        #expect(try await run.cursor(key)?.contains("stale") == false)
+        let found = LockedBox<[String]>([])
+        try await poller.poll(owners: [owner], run: run) { batch in found.update { $0 += batch.map(\.notificationID) } }
+        #expect(found.get() == ["voided:GPA.0004-0000-0000-00004"])
+        #expect(google.state.voidedQueries.get().last?["token"] == nil, "read from the window's first page")
+        await google.shutdown()
+    }
+
     /// PyJWT, an implementation we did not write, reads our assertion with the key's public half.
     @Test func theAssertionIsAValidJWTForAnIndependentImplementation() async throws {
         guard let python = ProcessInfo.processInfo.environment["RECEIPTGATE_ORACLE_PYTHON"] else {

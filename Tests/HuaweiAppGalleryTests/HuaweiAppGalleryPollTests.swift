@@ -106,7 +106,7 @@ import TestSupport
         }
         #expect(found.get() == ["cancelled:order.resume.1"])
         let saved = try #require(try await run.cursor(Self.cursorKey))
-        #expect(saved.contains("continuationToken"))
+        #expect(saved.contains("pageToken"))
         try await poller.poll(owners: [owner], run: run) { batch in found.update { $0 += batch.map(\.notificationID) } }
         #expect(found.get() == ["cancelled:order.resume.1", "cancelled:order.resume.2"])
         #expect(huawei.cancelledQueries.last?["continuationToken"] != nil, "the run resumed on the saved page")
@@ -124,7 +124,7 @@ import TestSupport
         #expect(Set(found.map(\.notificationID)) == ["cancelled:order.stuck.1"])
         #expect(huawei.hits("cancelled") <= 2, "stopped at the token that leads nowhere, not after 50 pages: \(huawei.hits("cancelled"))")
         let saved = try #require(try await run.cursor(Self.cursorKey))
-        #expect(!saved.contains("continuationToken"), "the window is closed, the next run starts a new one: \(saved)")
+        #expect(!saved.contains("pageToken"), "the window is closed, the next run starts a new one: \(saved)")
         await huawei.shutdown()
     }
 
