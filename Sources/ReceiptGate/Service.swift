@@ -21,12 +21,8 @@ public final class Service: Sendable {
     private struct Lifecycle {
         var server: HTTPServer?
         var adminServer: HTTPServer?
-        var outboxWorker: OutboxWorker?
-        var upkeep: Task<Void, Never>?
-        var entitlementSweep: Task<Void, Never>?
-        var primaryWALPositions: PrimaryWALPositions?
-        var catalogRefresh: Task<Void, Never>?
-        var pollRunner: StorePollRunner?
+        /// Started in this order; stopped in reverse.
+        var background: [any BackgroundPart] = []
         var clientCache: ClientCache?
         var routeTable: [(method: String, pattern: String)] = []
         var shutDown = false
@@ -135,7 +131,7 @@ public final class Service: Sendable {
                                       maxLagSeconds: Double(configuration.readMaxLagMilliseconds) / 1000)
         if let positions = ledgerReads.positions {
             positions.start()
-            lifecycle.withLock { $0.primaryWALPositions = positions }
+            lifecycle.withLock { $0.background.append(positions) }
         }
         let operational = OperationalRoutes(database: database, metrics: metrics,
                                             openAPIDocument: try openAPIDocument(),
@@ -203,65 +199,50 @@ public final class Service: Sendable {
         let retention = Retention(pool: database.pool, settings: Retention.Settings(
             attemptsDays: configuration.retainAttemptsDays, outboxDays: configuration.retainOutboxDays,
             notificationsDays: configuration.retainNotificationsDays))
-        let upkeep = Task { [repositories, logger, metrics] in
-            while !Task.isCancelled {
-                do {
-                    try await repositories.removeExpired()
-                    // Messages a process of the version before wrote or moved, left without a head.
-                    try await repositories.outbox.healHeads()
-                    let removed = try await retention.sweep(now: Date())
-                    if removed != Retention.Removed() {
-                        logger.info("removed what is kept only for a while", ["attempts": String(removed.attempts),
-                                                                              "outbox": String(removed.outboxMessages),
-                                                                              "notification_bodies": String(removed.notificationBodies)])
-                    }
-                    // A refund request whose deadline passed unanswered (every process down, the store refusing) is missed.
-                    try await refundRequests.closeUndecided()
-                    for store in try await refundRequests.closeMissed() {
-                        metrics.recordRefundDeadlineMissed(store: store)
-                        logger.warning("refund request deadline missed", ["store": store])
-                    }
-                } catch { logger.warning("upkeep failed", ["error": "\(error)"]) }
-                try? await Task.sleep(for: .seconds(60))
+        let upkeep = BackgroundLoop("upkeep", every: .seconds(60), logger: logger) { [repositories, logger, metrics] in
+            try await repositories.removeExpired()
+            // Messages a process of the version before wrote or moved, left without a head.
+            try await repositories.outbox.healHeads()
+            let removed = try await retention.sweep(now: Date())
+            if removed != Retention.Removed() {
+                logger.info("removed what is kept only for a while", ["attempts": String(removed.attempts),
+                                                                      "outbox": String(removed.outboxMessages),
+                                                                      "notification_bodies": String(removed.notificationBodies)])
             }
+            // A refund request whose deadline passed unanswered (every process down, the store refusing) is missed.
+            try await refundRequests.closeUndecided()
+            for store in try await refundRequests.closeMissed() {
+                metrics.recordRefundDeadlineMissed(store: store)
+                logger.warning("refund request deadline missed", ["store": store])
+            }
+            return .pause
         }
         let entitlements = EntitlementRepository(pool: database.pool)
-        let sweep = Task { [logger, configuration] in
+        // Catalogs and no index (a ledger from before it): built once, telling nothing. Then whole
+        // batches of expired grants back to back while any are due, then a pause.
+        let buildIndex: @Sendable () async -> Void = { [logger] in
             do {
-                // Catalogs and no index (a ledger from before it): built once, telling nothing.
                 if try await entitlements.needsBuilding() {
                     logger.info("building the entitlement index from the catalogs")
                     let players = try await entitlements.refreshCatalogs(announce: false)
                     logger.info("built the entitlement index", ["players": String(players)])
                 }
             } catch { logger.warning("building the entitlement index failed", ["error": "\(error)"]) }
-            while !Task.isCancelled {
-                do {
-                    // Whole batches back to back while grants are due, then a pause.
-                    while try await entitlements.sweepExpired() > 0, !Task.isCancelled {}
-                } catch { logger.warning("entitlement expiry sweep failed", ["error": "\(error)"]) }
-                try? await Task.sleep(for: .seconds(configuration.entitlementSweepSeconds))
-            }
+        }
+        let sweep = BackgroundLoop("entitlement expiry sweep", every: .seconds(configuration.entitlementSweepSeconds), logger: logger,
+                                   first: buildIndex) {
+            try await entitlements.sweepExpired() > 0 ? .again : .pause
         }
         // Catalog changes whose refresh nobody finished (a request's deadline, an interrupted
         // command, a process gone): any process takes each over once its lease passed.
         let refresher = CatalogRefresher(pool: database.pool)
-        let catalogRefresh = Task { [logger, configuration] in
-            while !Task.isCancelled {
-                do {
-                    let refreshed = try await refresher.drainDue()
-                    if refreshed > 0 { logger.info("finished catalog refreshes left owed", ["products": String(refreshed)]) }
-                } catch { logger.warning("catalog refresh failed", ["error": "\(error)"]) }
-                try? await Task.sleep(for: .seconds(configuration.catalogRefreshSeconds))
-            }
+        let catalogRefresh = BackgroundLoop("catalog refresh", every: .seconds(configuration.catalogRefreshSeconds), logger: logger) { [logger] in
+            let refreshed = try await refresher.drainDue()
+            if refreshed > 0 { logger.info("finished catalog refreshes left owed", ["products": String(refreshed)]) }
+            return .pause
         }
-        lifecycle.withLock { lifecycle in
-            lifecycle.outboxWorker = worker
-            lifecycle.pollRunner = polls
-            lifecycle.upkeep = upkeep
-            lifecycle.entitlementSweep = sweep
-            lifecycle.catalogRefresh = catalogRefresh
-        }
+        for loop in [upkeep, sweep, catalogRefresh] { loop.start() }
+        lifecycle.withLock { $0.background += [worker, polls, upkeep, sweep, catalogRefresh] }
     }
 
     /// Clients authenticated from memory, invalidated by LISTEN/NOTIFY; or, with the cache switched
@@ -291,15 +272,7 @@ public final class Service: Sendable {
         logger.info("shutting down; finishing in-flight requests")
         await parts.server?.shutdown(gracePeriod: .seconds(configuration.shutdownGraceSeconds))
         await parts.adminServer?.shutdown(gracePeriod: .seconds(1))
-        await parts.outboxWorker?.stop()
-        await parts.pollRunner?.stop()
-        parts.upkeep?.cancel()
-        parts.entitlementSweep?.cancel()
-        parts.catalogRefresh?.cancel()
-        await parts.upkeep?.value
-        await parts.entitlementSweep?.value
-        await parts.primaryWALPositions?.stop()
-        await parts.catalogRefresh?.value
+        for part in parts.background.reversed() { await part.stop() }
         parts.clientCache?.stop()
         database.close(logger: logger)
         logger.info("stopped")
