@@ -50,55 +50,22 @@ struct RVSClient: Sendable {
         return out
     }
 
-    /// GET with retries: a transient answer or a lost connection is tried again after back-off
-    /// (or the server's `Retry-After`), up to `maxAttempts`, and never when the wait would end
-    /// past the deadline. Errors name the status and attempts, never the URL.
+    /// GET with the HTTP client's retries (a transient answer or a lost connection tried again
+    /// after back-off or the server's `Retry-After`, in either form), bounded by the deadline.
+    /// Errors name the status and attempts, never the URL.
     private func send(_ url: String, deadline: ContinuousClock.Instant?) async throws(RVSError) -> (status: Int, body: Data, attempts: Int) {
-        var attempt = 0
-        while true {
-            attempt += 1
-            var request = HTTPClient.Request(url: url, headers: [("Accept", "application/json")])
-            request.retryable = false
-            if let deadline {
-                let left = deadline - ContinuousClock.now
-                guard left > .zero, !Task.isCancelled else {
-                    throw RVSError(.unavailable, "no time left for RVS (attempt \(attempt))")
-                }
-                request.timeout = min(left, http.configuration.timeout)
-            }
-            let wait: Duration
-            do {
-                let response = try await http.send(request)
-                guard Self.isTransient(response.status), attempt < retry.maxAttempts,
-                      let pause = delay(retryAfter: response.header("Retry-After"), attempt: attempt)
-                else { return (response.status, response.body, attempt) }
-                wait = pause
-            } catch let error as HTTPClientError {
-                // The code only: curl's own text may quote the URL.
-                guard error.isRetryable, attempt < retry.maxAttempts else {
-                    throw RVSError(.unavailable, "RVS could not be reached (\(error.code)) after \(attempt) attempts")
-                }
-                wait = backoff(attempt: attempt)
-            } catch {
-                throw RVSError(.unavailable, "the RVS call was cancelled")
-            }
-            if let deadline, ContinuousClock.now + wait >= deadline {
-                throw RVSError(.unavailable, "RVS kept failing and the request's deadline is near (after \(attempt) attempts)")
-            }
-            do { try await Task.sleep(for: wait) } catch { throw RVSError(.unavailable, "the RVS call was cancelled") }
+        var request = HTTPClient.Request(url: url, headers: [("Accept", "application/json")])
+        request.retry = HTTPClient.RetryPolicy(maxAttempts: retry.maxAttempts, baseDelay: retry.baseDelay, maxDelay: retry.maxDelay,
+                                               maxRetryAfter: retry.maxRetryAfter, alsoRetried: [410])
+        request.deadline = deadline
+        do {
+            let response = try await http.send(request)
+            return (response.status, response.body, response.attempts)
+        } catch let error as HTTPClientError {
+            // The code only: curl's own text may quote the URL.
+            throw RVSError(.unavailable, "RVS could not be reached (\(error.code))")
+        } catch {
+            throw RVSError(.unavailable, "the RVS call was cancelled")
         }
-    }
-
-    /// Exponential back-off, half fixed and half random so that many callers spread out.
-    func backoff(attempt: Int) -> Duration {
-        let step = min(retry.baseDelay * Int(1 << min(attempt - 1, 16)), retry.maxDelay)
-        return step / 2 + step / 2 * Double.random(in: 0...1)
-    }
-
-    /// `Retry-After` in seconds when it is short enough to wait for; nil (give up) when longer.
-    func delay(retryAfter header: String?, attempt: Int) -> Duration? {
-        guard let header, let seconds = Int(header.trimmingCharacters(in: .whitespaces)), seconds >= 0 else { return backoff(attempt: attempt) }
-        let wait = Duration.seconds(seconds)
-        return wait <= retry.maxRetryAfter ? wait : nil
     }
 }

@@ -13,12 +13,22 @@ public final class HTTPClient: Sendable {
         public var maxDelay: Duration = .seconds(5)
         /// A `Retry-After` longer than this is not waited for: the last response is returned.
         public var maxRetryAfter: Duration = .seconds(30)
+        /// Statuses retried besides 429 and 5xx (a store's own "try again": Amazon RVS's 410).
+        package var alsoRetried: Set<Int> = []
+        /// Under a deadline, a retry is made only if at least this much is left for it after its
+        /// wait: an attempt that could not finish is not worth starting.
+        package var minimumTimeForRetry: Duration = .seconds(2)
 
-        package init(maxAttempts: Int = 3, baseDelay: Duration = .milliseconds(200), maxDelay: Duration = .seconds(5)) {
+        package init(maxAttempts: Int = 3, baseDelay: Duration = .milliseconds(200), maxDelay: Duration = .seconds(5),
+                     maxRetryAfter: Duration = .seconds(30), alsoRetried: Set<Int> = []) {
             self.maxAttempts = maxAttempts
             self.baseDelay = baseDelay
             self.maxDelay = maxDelay
+            self.maxRetryAfter = maxRetryAfter
+            self.alsoRetried = alsoRetried
         }
+
+        func retries(_ status: Int) -> Bool { status == 429 || status >= 500 || alsoRetried.contains(status) }
 
         public static let none = RetryPolicy(maxAttempts: 1)
     }
@@ -47,6 +57,11 @@ public final class HTTPClient: Sendable {
         public var timeout: Duration?
         /// Set false for requests that must not be repeated (non-idempotent without a key).
         public var retryable: Bool = true
+        /// Overrides the configuration's retry policy for this request.
+        package var retry: RetryPolicy?
+        /// When the caller needs its answer by: every attempt's timeout ends by then, and no retry
+        /// starts that could not finish before it. Unset, the task's `OutboundDeadline` applies.
+        public var deadline: ContinuousClock.Instant?
         /// Which addresses the host may resolve to.
         package var destinations: DestinationPolicy = .any
 
@@ -81,17 +96,26 @@ public final class HTTPClient: Sendable {
 
     deinit { workers.close() }
 
-    /// Sends the request, retrying as the policy allows. After the last attempt, a 5xx/429
-    /// response is returned as is; a transport failure is thrown.
+    /// Sends the request, retrying as the policy allows. After the last attempt, a retried
+    /// status (5xx, 429) is returned as is; a transport failure is thrown. Under a deadline (the
+    /// request's, or the task's `OutboundDeadline`), each attempt's timeout ends by it and a retry
+    /// is made only with `minimumTimeForRetry` left after its wait; none is started past it.
     public func send(_ request: Request) async throws -> Response {
         let url = try resolve(request.url)
-        let policy = request.retryable ? configuration.retry : .none
+        let policy = request.retryable ? request.retry ?? configuration.retry : .none
+        let deadline = request.deadline ?? OutboundDeadline.current
         var attempt = 0
         while true {
             attempt += 1
+            var timeout = request.timeout ?? configuration.timeout
+            if let deadline {
+                let left = deadline - ContinuousClock.now
+                guard left > .milliseconds(1) else { throw HTTPClientError(.timeout, "the caller's deadline passed before attempt \(attempt)") }
+                timeout = min(timeout, left)
+            }
             let outcome: Result<Transfer.Outcome, HTTPClientError>
             do {
-                outcome = .success(try await perform(request, url: url))
+                outcome = .success(try await perform(request, url: url, timeout: timeout))
             } catch let error as HTTPClientError {
                 outcome = .failure(error)
             }
@@ -99,19 +123,24 @@ public final class HTTPClient: Sendable {
             switch outcome {
             case .success(let transfer):
                 let response = Response(status: transfer.status, headers: transfer.headers, body: transfer.body, attempts: attempt)
-                guard attempt < policy.maxAttempts, response.status == 429 || response.status >= 500 else { return response }
+                guard attempt < policy.maxAttempts, policy.retries(response.status) else { return response }
                 delay = Self.delay(for: response, attempt: attempt, policy: policy)
-                guard delay != nil else { return response }
+                guard let delay, Self.leavesTimeForRetry(after: delay, before: deadline, policy: policy) else { return response }
             case .failure(let error):
                 guard attempt < policy.maxAttempts, error.isRetryable else { throw error }
                 delay = Self.backoff(attempt: attempt, policy: policy)
+                guard let delay, Self.leavesTimeForRetry(after: delay, before: deadline, policy: policy) else { throw error }
             }
             if let delay { try await Task.sleep(for: delay) }
         }
     }
 
-    private func perform(_ request: Request, url: String) async throws -> Transfer.Outcome {
-        let timeout = request.timeout ?? configuration.timeout
+    static func leavesTimeForRetry(after delay: Duration, before deadline: ContinuousClock.Instant?, policy: RetryPolicy) -> Bool {
+        guard let deadline else { return true }
+        return deadline - (ContinuousClock.now + delay) >= policy.minimumTimeForRetry
+    }
+
+    private func perform(_ request: Request, url: String, timeout: Duration) async throws -> Transfer.Outcome {
         let queued = ContinuousClock.now
         let configuration = configuration
         let start = StartOrGiveUp()
@@ -178,4 +207,11 @@ public final class HTTPClient: Sendable {
         guard let date = formatter.date(from: trimmed) else { return nil }
         return .milliseconds(max(0, Int(date.timeIntervalSince(now) * 1000)))
     }
+}
+
+/// The deadline of the work the current task does for its caller (a verification's store calls,
+/// set once by the core around them): every `HTTPClient.send` made within it is bounded by it,
+/// whichever store client makes it.
+public enum OutboundDeadline {
+    @TaskLocal public static var current: ContinuousClock.Instant?
 }

@@ -19,6 +19,21 @@ import Testing
         await rvs.shutdown()
     }
 
+    /// With a second left of the request's deadline, a transient answer is not tried again.
+    @Test func aVerifyWithOneSecondLeftMakesNoSecondAttempt() async throws {
+        let rvs = try FakeRVS()
+        try rvs.addReceipt("r-1", userID: Verify.user)
+        rvs.state.failuresFirst.set([503])
+        var context = Verify.context(environments: [.production])
+        context.deadline = .now + .seconds(1)
+        let error = await Verify.refusal {
+            _ = try await Verify.provider(rvs).verify(receiptID: "r-1", userID: Verify.user, context: context)
+        }
+        #expect(error?.isRetryable == true && error?.reason == "AMAZON_UNAVAILABLE", "\(String(describing: error))")
+        #expect(rvs.hits.count == 1)
+        await rvs.shutdown()
+    }
+
     @Test(arguments: [410, 429, 502])
     func aPersistentlyTransientRVSIsARetryableVerifierErrorAfterThreeAttempts(status: Int) async throws {
         let rvs = try FakeRVS()

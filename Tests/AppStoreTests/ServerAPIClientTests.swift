@@ -1,6 +1,7 @@
 @testable import AppStore
 import Crypto
 import Foundation
+import HTTPClient
 import Testing
 import AppStoreTestSupport
 import TestSupport
@@ -81,6 +82,27 @@ import TestSupport
             #expect(error.isRetryable)
             #expect(error.status == 500)
         }
+        await fake.shutdown()
+    }
+
+    /// The caller's deadline (the core sets it around a verification's store calls) bounds the
+    /// retries: with a second left, a server error is not tried again.
+    @Test func aLookupWithOneSecondLeftMakesNoSecondAttempt() async throws {
+        let fake = try FakeAppStoreServerAPI()
+        try fake.add("2000000000000032", environment: "Production")
+        fake.state.failuresFirst.set(["/inApps/v1/transactions/{id}": [503]])
+        await #expect(throws: AppStoreAPIError.self) {
+            try await OutboundDeadline.$current.withValue(.now + .seconds(1)) {
+                _ = try await fake.client().transactionInfo("2000000000000032", environment: .production)
+            }
+        }
+        #expect(fake.hits("Production /inApps/v1/transactions/{id}") == 1)
+        // With time enough, the same failure is tried again and the lookup succeeds.
+        fake.state.failuresFirst.set(["/inApps/v1/transactions/{id}": [503]])
+        _ = try await OutboundDeadline.$current.withValue(.now + .seconds(30)) {
+            try await fake.client().transactionInfo("2000000000000032", environment: .production)
+        }
+        #expect(fake.hits("Production /inApps/v1/transactions/{id}") == 3)
         await fake.shutdown()
     }
 

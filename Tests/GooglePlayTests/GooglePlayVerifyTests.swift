@@ -43,6 +43,27 @@ import TestSupport
         await google.shutdown()
     }
 
+    /// The caller's deadline (the core sets it around a verification's store calls) bounds the
+    /// retries: with a second left, Google's server error is not tried again.
+    @Test func aVerifyWithOneSecondLeftMakesNoSecondAttempt() async throws {
+        let google = try FakeGooglePlay()
+        try google.addProduct(token: "tok-deadline-1")
+        google.failFirst("productsv2", [503])
+        let error = await Self.refusal {
+            _ = try await OutboundDeadline.$current.withValue(.now + .seconds(1)) {
+                try await Self.provider(google).verify(evidence: "tok-deadline-1", context: Self.context())
+            }
+        }
+        #expect(error?.isRetryable == true, "\(String(describing: error))")
+        #expect(google.hits("productsv2") == 1)
+        google.failFirst("productsv2", [503])
+        _ = try await OutboundDeadline.$current.withValue(.now + .seconds(30)) {
+            try await Self.provider(google).verify(evidence: "tok-deadline-1", context: Self.context())
+        }
+        #expect(google.hits("productsv2") == 3, "with time enough, tried again")
+        await google.shutdown()
+    }
+
     @Test func purchaseJSONAndUnityReceiptUseProductsGetWithTheirProductID() async throws {
         let google = try FakeGooglePlay()
         try google.addProduct(token: "tok-json-1", test: true)

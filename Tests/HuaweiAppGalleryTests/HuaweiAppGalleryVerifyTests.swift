@@ -53,6 +53,23 @@ import TestSupport
         await huawei.shutdown()
     }
 
+    /// The caller's deadline (the core sets it around a verification's store calls) bounds the
+    /// retries: with a second left, Huawei's server error is not tried again.
+    @Test func aVerifyWithOneSecondLeftMakesNoSecondAttempt() async throws {
+        let huawei = try FakeHuawei()
+        try huawei.addProduct(token: "tok.deadline.1")
+        let before = huawei.hits("verify")
+        huawei.failFirst("verify", [503])
+        let error = await Self.refusal {
+            _ = try await OutboundDeadline.$current.withValue(.now + .seconds(1)) {
+                try await Self.provider(huawei).verify(evidence: "tok.deadline.1", context: Self.context(huawei))
+            }
+        }
+        #expect(error?.isRetryable == true, "\(String(describing: error))")
+        #expect(huawei.hits("verify") == before + 1)
+        await huawei.shutdown()
+    }
+
     @Test func aPurchaseSignedWithPKCS1IsProven() async throws {
         let huawei = try FakeHuawei()
         huawei.state.signing.set(.pkcs1)

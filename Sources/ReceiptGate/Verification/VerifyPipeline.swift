@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import HTTPClient
 import HTTPServer
 import ReceiptCore
 
@@ -59,7 +60,10 @@ public struct VerifyPipeline: Sendable {
                 context.deadline = requestDeadline - timeLeftForRecording
             }
             context.evidenceFields = evidenceFields
-            let purchases = try await provider.verify(evidence: request.evidence, context: context)
+            // Every call the store's client makes for it ends by the deadline, retries included.
+            let purchases = try await OutboundDeadline.$current.withValue(context.deadline) {
+                try await provider.verify(evidence: request.evidence, context: context)
+            }
             return try VerificationChecks.proven(purchases, request: request, client: client.info, evidenceDigest: digest) { refusedTransaction = $0 }
         } catch let error as StoreVerificationError {
             await refused(error, request: request, clientID: client.clientID, digest: digest, transactionID: refusedTransaction)
