@@ -2,6 +2,7 @@ import CMicroHTTPD
 import CShims
 import Foundation
 import Synchronization
+import Workers
 
 /// An HTTP/1.1 server on GNU libmicrohttpd: epoll with a pool of threads, each request's body
 /// collected on the libmicrohttpd thread, then the connection suspended while the async Swift
@@ -125,7 +126,10 @@ package final class HTTPServer: Sendable {
             if let deadline, ContinuousClock.now >= deadline { return false }
             try? await Task.sleep(for: .milliseconds(10))
         }
-        MHD_stop_daemon(daemon.pointer)
+        // Joins the daemon's threads: a wait, on a thread of its own rather than the cooperative
+        // pool; in a task of its own, so a cancelled caller still stops the daemon (here, at worst).
+        let stopped = (try? await Task { try await SharedWorkers.waits.run { MHD_stop_daemon(daemon.pointer) } }.value) != nil
+        if !stopped { MHD_stop_daemon(daemon.pointer) }
         if listenSocket >= 0 { close(listenSocket) }
         Unmanaged.passUnretained(self).release()  // the daemon's hold, taken in start()
         return true

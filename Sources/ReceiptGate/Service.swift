@@ -274,7 +274,7 @@ public final class Service: Sendable {
         await parts.adminServer?.shutdown(gracePeriod: .seconds(1))
         for part in parts.background.reversed() { await part.stop() }
         parts.clientCache?.stop()
-        database.close(logger: logger)
+        await database.closed(logger: logger)
         logger.info("stopped")
     }
 }

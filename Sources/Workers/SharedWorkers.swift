@@ -6,4 +6,8 @@ import Foundation
 /// are bounded by the thread count, not by how many requests arrive at once.
 package enum SharedWorkers {
     package static let computations = BlockingWorkers<Void>(name: "compute", threads: ProcessInfo.processInfo.activeProcessorCount)
+    /// Rare waits that take seconds: starting or stopping an embedded cluster (`initdb`, `pg_ctl`),
+    /// stopping an HTTP daemon (`MHD_stop_daemon` joins its threads). Off the cooperative pool,
+    /// where one of them would hold a thread every task needs.
+    package static let waits = BlockingWorkers<Void>(name: "waits", threads: 2)
 }

@@ -15,10 +15,16 @@ struct CommandContext {
     /// Opens the database (starting the embedded cluster if needed), migrates unless told not
     /// to, runs `body`, then closes everything it opened.
     func withDatabase<T>(migrating: Bool = true, _ body: (Database) async throws -> T) async throws -> T {
-        let database = try Database.open(configuration, logger: logger, creating: creating)
-        defer { database.close(logger: logger) }
-        if migrating { try await database.migrate() }
-        return try await body(database)
+        let database = try await Database.opened(configuration, logger: logger, creating: creating)
+        do {
+            if migrating { try await database.migrate() }
+            let result = try await body(database)
+            await database.closed(logger: logger)
+            return result
+        } catch {
+            await database.closed(logger: logger)
+            throw error
+        }
     }
 
     func withClients<T>(_ body: (ClientRepository) async throws -> T) async throws -> T {

@@ -9,7 +9,7 @@ enum ServeCommand {
         let signals = TerminationSignals()  // installed first: a signal during start-up still shuts down cleanly
         let providers = try StartedPlugins.stores()
         let dialects = try StartedPlugins.dialects()
-        let database = try Database.open(context.configuration, logger: context.logger)
+        let database = try await Database.opened(context.configuration, logger: context.logger)
         let service: Service
         do {
             service = try Service(configuration: context.configuration, logger: context.logger, database: database,
@@ -17,7 +17,7 @@ enum ServeCommand {
                                   dialectSettings: Plugins.all.dialects.map { ($0.displayName, $0.settings) })
             try await service.start()
         } catch {
-            database.close(logger: context.logger)
+            await database.closed(logger: context.logger)
             throw error
         }
         let received = await signals.next()

@@ -59,12 +59,7 @@ package struct OperationalRoutes: Sendable {
     /// Refund requests in the ledger by store, status and the store's outcome: the cluster's, read
     /// at each scrape (bounded; left out if the database does not answer in time).
     static func refundRequestMetrics(_ database: Database) async -> String {
-        let rows = try? await withDeadline(.seconds(2)) {
-            try await database.pool.query("""
-                SELECT store, status, COALESCE(outcome, 'none') AS outcome, count(*)::int AS n FROM refund_requests GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
-                """).map { (try $0.decode("store", as: String.self), try $0.decode("status", as: String.self),
-                           try $0.decode("outcome", as: String.self), try $0.decode("n", as: Int.self)) }
-        }
+        let rows = try? await withDeadline(.seconds(2)) { try await RefundRequestRepository(pool: database.pool).counts() }
         guard let rows else { return "" }
         var text = "# HELP receiptgate_refund_requests Refund requests stores asked (every process), by status (pending, answered, missed) "
             + "and the store's outcome (refunded, declined, none yet).\n# TYPE receiptgate_refund_requests gauge\n"

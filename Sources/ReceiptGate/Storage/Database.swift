@@ -1,5 +1,6 @@
 import Foundation
 package import Postgres
+import Workers
 package import ReceiptCore
 
 /// Opens the database the configuration names, or the embedded cluster under the data folder.
@@ -19,6 +20,11 @@ public struct Database: Sendable {
     /// `creating`: with no DATABASE_URL, start a new embedded cluster when the data directory
     /// holds none (`serve`, `init`); otherwise its absence is a configuration error naming where
     /// it was looked for, so a command run from the wrong folder never answers from an empty ledger.
+    /// `open` on a thread of its own: an embedded cluster's `initdb` and `pg_ctl` wait for seconds.
+    package static func opened(_ configuration: ServiceConfiguration, logger: Logger, creating: Bool = true) async throws -> Database {
+        try await SharedWorkers.waits.run { try open(configuration, logger: logger, creating: creating) }
+    }
+
     package static func open(_ configuration: ServiceConfiguration, logger: Logger, creating: Bool = true) throws -> Database {
         var database = try openPrimary(configuration, logger: logger, creating: creating)
         database.readPool = configuration.databaseReadURL.map { PostgresPool(.init(connectionString: $0, size: configuration.databasePoolSize)) }
@@ -64,6 +70,14 @@ public struct Database: Sendable {
     }
 
     /// Closes the pools and stops the embedded cluster unless another ReceiptGate process still uses it.
+    /// `close` on a thread of its own (`pg_ctl stop` waits for the cluster to stop), in a task of
+    /// its own so a cancelled caller still closes (here, at worst).
+    package func closed(logger: Logger) async {
+        let database = self
+        let done = (try? await Task { try await SharedWorkers.waits.run { database.close(logger: logger) } }.value) != nil
+        if !done { close(logger: logger) }
+    }
+
     package func close(logger: Logger) {
         pool.shutdown()
         outboxPool.shutdown()

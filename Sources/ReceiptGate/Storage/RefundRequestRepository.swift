@@ -69,6 +69,14 @@ struct RefundRequestRepository: Sendable {
     }
 
     /// Pending requests whose deadline passed: missed, by store (for `/metrics`).
+    /// How many refund requests there are by store, status and the store's outcome (`none` yet).
+    func counts() async throws -> [(store: String, status: String, outcome: String, count: Int)] {
+        try await pool.query("""
+            SELECT store, status, COALESCE(outcome, 'none') AS outcome, count(*)::int AS n FROM refund_requests GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+            """).map { (try $0.decode("store", as: String.self), try $0.decode("status", as: String.self),
+                       try $0.decode("outcome", as: String.self), try $0.decode("n", as: Int.self)) }
+    }
+
     func closeMissed() async throws -> [String] {
         try await pool.query("""
             UPDATE refund_requests SET status = 'missed', answer_token = NULL WHERE status = 'pending' AND deadline < now() RETURNING store
