@@ -1,10 +1,10 @@
 package import Foundation
 package import HTTPClient
+import ReceiptCore
 
 /// OAuth 2.0 access tokens for service accounts (JWT bearer grant), cached per key until a
-/// minute before they expire. Concurrent requests for one key share one exchange: the first
-/// starts it, the others await the same task.
-public actor GoogleAccessTokens {
+/// minute before they expire (`ExpiringCache`: concurrent requests for one key share one exchange).
+public final class GoogleAccessTokens: Sendable {
     public static let scope = "https://www.googleapis.com/auth/androidpublisher"
     static let grantType = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 
@@ -15,34 +15,29 @@ public actor GoogleAccessTokens {
 
     private let http: HTTPClient
     private let now: @Sendable () -> Date
-    private var cached: [String: Token] = [:]
-    private var exchanging: [String: Task<Token, any Error>] = [:]
+    private let cache: ExpiringCache<String, String>
     /// How many exchanges were made (tests count them).
-    package private(set) var exchanges = 0
+    package var exchanges: Int { get async { await cache.fetches } }
 
     package init(http: HTTPClient, now: @escaping @Sendable () -> Date = { Date() }) {
         self.http = http
         self.now = now
+        cache = ExpiringCache(now: now)
     }
 
     /// A bearer token for `key`, from the cache or one shared exchange.
     func token(for key: ServiceAccountKey) async throws -> String {
-        if let token = cached[key.cacheKey], token.expires.addingTimeInterval(-60) > now() { return token.value }
-        if let running = exchanging[key.cacheKey] { return try await running.value.value }
-        exchanges += 1
         let http = http, now = now
-        let task = Task { try await Self.exchange(key, http: http, now: now) }
-        exchanging[key.cacheKey] = task
-        defer { exchanging[key.cacheKey] = nil }
-        let token = try await task.value
-        cached[key.cacheKey] = token
-        return token.value
+        return try await cache.value(for: key.cacheKey) {
+            let token = try await Self.exchange(key, http: http, now: now)
+            return (token.value, token.expires.addingTimeInterval(-60))
+        }
     }
 
     /// Forgets `token` (Google said 401): the next call exchanges again. A newer token another
     /// request already fetched is kept.
-    func invalidate(_ token: String, for key: ServiceAccountKey) {
-        if cached[key.cacheKey]?.value == token { cached[key.cacheKey] = nil }
+    func invalidate(_ token: String, for key: ServiceAccountKey) async {
+        await cache.invalidate(key.cacheKey) { $0 == token }
     }
 
     private static func exchange(_ key: ServiceAccountKey, http: HTTPClient, now: @Sendable () -> Date) async throws -> Token {

@@ -1,6 +1,7 @@
 import Crypto
 package import Foundation
 package import HTTPClient
+import ReceiptCore
 
 /// App-level access tokens from Huawei's OAuth 2.0 endpoint (client credentials grant: the app
 /// id and app secret), cached per app until shortly before they expire. Concurrent requests for
@@ -8,7 +9,7 @@ package import HTTPClient
 /// refusing an app's id and secret is remembered for `failureLifetime` and answered from memory
 /// meanwhile: a flood of requests for a misconfigured app (notifications anyone may send) costs
 /// one exchange, not one each.
-package actor HuaweiAccessTokens {
+package final class HuaweiAccessTokens: Sendable {
     /// An app's credentials, as a client registered them.
     package struct App: Sendable, CustomStringConvertible {
         package let id: String
@@ -33,52 +34,35 @@ package actor HuaweiAccessTokens {
     private let url: String
     private let http: HTTPClient
     private let margin: TimeInterval
-    private let failureLifetime: TimeInterval
     private let now: @Sendable () -> Date
-    private var cached: [String: Token] = [:]
-    private var exchanging: [String: Task<Token, any Error>] = [:]
-    /// Refusals by the OAuth endpoint, until they are forgotten (one per registered app and
-    /// secret at most: the key changes with the secret, so a corrected one is asked at once).
-    private var refused: [String: (error: HuaweiAPIError, until: Date)] = [:]
+    /// Refusals by the OAuth endpoint are remembered too (one per registered app and secret at
+    /// most: the key changes with the secret, so a corrected one is asked at once).
+    private let cache: ExpiringCache<String, String>
     /// How many exchanges were made (tests count them).
-    package private(set) var exchanges = 0
+    package var exchanges: Int { get async { await cache.fetches } }
 
     package init(url: String, http: HTTPClient, margin: TimeInterval = 300, failureLifetime: TimeInterval = 30,
                  now: @escaping @Sendable () -> Date = { Date() }) {
         self.url = url
         self.http = http
         self.margin = margin
-        self.failureLifetime = failureLifetime
         self.now = now
+        cache = ExpiringCache(now: now, failureLifetime: failureLifetime) { ($0 as? HuaweiAPIError)?.kind == .permission }
     }
 
     /// An access token for `app`, from the cache or one shared exchange.
     func token(for app: App) async throws -> String {
-        let key = app.cacheKey
-        if let token = cached[key], token.expires.addingTimeInterval(-margin) > now() { return token.value }
-        if let refusal = refused[key] {
-            if refusal.until > now() { throw refusal.error }
-            refused[key] = nil
+        let url = url, http = http, now = now, margin = margin
+        return try await cache.value(for: app.cacheKey) {
+            let token = try await Self.exchange(app, url: url, http: http, now: now)
+            return (token.value, token.expires.addingTimeInterval(-margin))
         }
-        if let running = exchanging[key] { return try await running.value.value }
-        exchanges += 1
-        let url = url, http = http, now = now
-        let task = Task { try await Self.exchange(app, url: url, http: http, now: now) }
-        exchanging[key] = task
-        defer { exchanging[key] = nil }
-        let token: Token
-        do { token = try await task.value } catch let error as HuaweiAPIError where error.kind == .permission {
-            refused[key] = (error, now().addingTimeInterval(failureLifetime))
-            throw error
-        }
-        cached[key] = token
-        return token.value
     }
 
     /// Forgets `token` (Huawei answered 401): the next call exchanges again. A newer token another
     /// request already fetched is kept.
-    func invalidate(_ token: String, for app: App) {
-        if cached[app.cacheKey]?.value == token { cached[app.cacheKey] = nil }
+    func invalidate(_ token: String, for app: App) async {
+        await cache.invalidate(app.cacheKey) { $0 == token }
     }
 
     private static func exchange(_ app: App, url: String, http: HTTPClient, now: @Sendable () -> Date) async throws -> Token {

@@ -1,0 +1,63 @@
+public import Foundation
+
+/// Values that expire, each fetched once however many callers ask for it at once: the first
+/// starts the fetch, the others await the same one (an access token, a signing certificate). A
+/// refusal the owner chooses (`remembersFailure`) is remembered for `failureLifetime` and answered
+/// from memory meanwhile, so a flood of requests for something misconfigured costs one fetch.
+/// Time comes from the injected clock; at most `maxEntries` values are kept (the soonest to
+/// expire make way).
+public actor ExpiringCache<Key: Hashable & Sendable, Value: Sendable> {
+    private struct Entry {
+        let value: Value
+        let usableUntil: Date
+    }
+
+    private let now: @Sendable () -> Date
+    private let failureLifetime: TimeInterval
+    private let remembersFailure: @Sendable (any Error) -> Bool
+    private let maxEntries: Int
+    private var entries: [Key: Entry] = [:]
+    private var failures: [Key: (error: any Error, until: Date)] = [:]
+    private var running: [Key: Task<Entry, any Error>] = [:]
+    /// How many fetches were started (tests count them).
+    public private(set) var fetches = 0
+
+    public init(now: @escaping @Sendable () -> Date = { Date() }, maxEntries: Int = 10_000, failureLifetime: TimeInterval = 0,
+                remembersFailure: @escaping @Sendable (any Error) -> Bool = { _ in false }) {
+        self.now = now
+        self.maxEntries = maxEntries
+        self.failureLifetime = failureLifetime
+        self.remembersFailure = remembersFailure
+    }
+
+    /// The value for `key`: remembered while usable, else fetched once for every caller waiting.
+    /// `fetch` returns the value and until when it may be used (its expiry less a margin).
+    public func value(for key: Key, fetch: @escaping @Sendable () async throws -> (Value, usableUntil: Date)) async throws -> Value {
+        if let entry = entries[key], entry.usableUntil > now() { return entry.value }
+        if let failure = failures[key] {
+            if failure.until > now() { throw failure.error }
+            failures[key] = nil
+        }
+        if let fetching = running[key] { return try await fetching.value.value }
+        fetches += 1
+        let task = Task { let (value, until) = try await fetch(); return Entry(value: value, usableUntil: until) }
+        running[key] = task
+        defer { running[key] = nil }
+        let entry: Entry
+        do { entry = try await task.value } catch {
+            if failureLifetime > 0, remembersFailure(error) { failures[key] = (error, now().addingTimeInterval(failureLifetime)) }
+            throw error
+        }
+        if entries.count >= maxEntries, entries[key] == nil, let soonest = entries.min(by: { $0.value.usableUntil < $1.value.usableUntil })?.key {
+            entries[soonest] = nil
+        }
+        entries[key] = entry
+        return entry.value
+    }
+
+    /// Forgets `key`'s value if `matches` says it is the one a caller found bad (a token the
+    /// server refused); a newer one another caller fetched meanwhile is kept.
+    public func invalidate(_ key: Key, if matches: @Sendable (Value) -> Bool) {
+        if let entry = entries[key], matches(entry.value) { entries[key] = nil }
+    }
+}
