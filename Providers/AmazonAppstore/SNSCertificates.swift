@@ -10,70 +10,39 @@ import ReceiptCore
 /// fetch; and at most `maxFetches` URLs are fetched at once: a message that would start another
 /// is refused at once as retryable (SNS sends it again) instead of queueing behind them. Only URLs
 /// that passed `SNSCertificateURLRule` get here.
-actor SNSCertificates {
+final class SNSCertificates: Sendable {
     private let http: HTTPClient
     private let lifetime: Duration
-    private let failureLifetime: Duration
-    private let maxFetches: Int
     private let now: @Sendable () -> Date
-    private var known: [String: (key: PublicKey, until: Date)] = [:]
-    private var failures: [String: (rejection: NotificationRejection, until: Date)] = [:]
-    private var fetching: [String: Task<Result<Fetched, NotificationRejection>, Never>] = [:]
     /// SNS uses a handful of certificates at a time; a bound keeps a flood of rotating URLs cheap.
-    private let maxKnown = 16
-    /// Failures kept at most; past it the ones nearest their end are forgotten first. Refused
-    /// fetches are already few (`maxFetches` at once), so this only caps memory.
-    private let maxFailures = 1024
+    private let cache: ExpiringCache<String, PublicKey>
 
     init(http: HTTPClient, lifetime: Duration, failureLifetime: Duration, maxFetches: Int, now: @escaping @Sendable () -> Date) {
         self.http = http
         self.lifetime = lifetime
-        self.failureLifetime = failureLifetime
-        self.maxFetches = max(1, maxFetches)
         self.now = now
+        // Refused fetches are already few (`maxFetches` at once): the failures' bound only caps memory.
+        cache = ExpiringCache(now: now, maxEntries: 16, failureLifetime: Self.seconds(failureLifetime), maxFailures: 1024, maxFetches: maxFetches,
+                              busy: { NotificationRejection(.retryable, reason: "SNS_CERTIFICATE_BUSY",
+                                                            message: "too many SNS signing certificates are being fetched now") },
+                              remembersFailure: { $0 is NotificationRejection })
     }
 
     /// The certificate's RSA key. Throws `NotificationRejection`: retryable when the certificate
     /// cannot be fetched now (or too many others are being fetched), forged when what the URL
     /// serves is no usable certificate.
     func key(at url: String) async throws(NotificationRejection) -> PublicKey {
-        let moment = now()
-        if let entry = known[url], entry.until > moment { return entry.key }
-        if let failure = failures[url], failure.until > moment { throw failure.rejection }
-        let fetch: Task<Result<Fetched, NotificationRejection>, Never>
-        if let running = fetching[url] {
-            fetch = running
-        } else {
-            guard fetching.count < maxFetches else {
-                throw NotificationRejection(.retryable, reason: "SNS_CERTIFICATE_BUSY",
-                                            message: "too many SNS signing certificates are being fetched now")
+        let http = http, now = now, lifetime = lifetime
+        do {
+            return try await cache.value(for: url) {
+                let moment = now()
+                let fetched = try await Self.fetch(url, http: http, now: moment).get()
+                return (fetched.key, min(moment.addingTimeInterval(Self.seconds(lifetime)), fetched.notAfter))
             }
-            // Not a child of the caller's task: a caller that gives up must not cancel the fetch
-            // others wait for. The client's timeout bounds it.
-            fetch = Task { [http] in
-                let outcome = await Self.fetch(url, http: http, now: moment)
-                await self.finish(url, outcome)
-                return outcome
-            }
-            fetching[url] = fetch
-        }
-        return try await fetch.value.get().key
-    }
-
-    /// Files the outcome of a fetch before anyone is given it.
-    private func finish(_ url: String, _ outcome: Result<Fetched, NotificationRejection>) {
-        fetching[url] = nil
-        let moment = now()
-        switch outcome {
-        case .success(let fetched):
-            if known.count >= maxKnown { known = known.filter { $0.value.until > moment } }
-            if known.count >= maxKnown { known.removeAll() }
-            known[url] = (fetched.key, min(moment.addingTimeInterval(Self.seconds(lifetime)), fetched.notAfter))
-        case .failure(let rejection):
-            if failures.count >= maxFailures { failures = failures.filter { $0.value.until > moment } }
-            // Still full: the one nearest its end makes room.
-            if failures.count >= maxFailures, let oldest = failures.min(by: { $0.value.until < $1.value.until })?.key { failures[oldest] = nil }
-            failures[url] = (rejection, moment.addingTimeInterval(Self.seconds(failureLifetime)))
+        } catch let rejection as NotificationRejection {
+            throw rejection
+        } catch {
+            throw NotificationRejection(.retryable, reason: "SNS_CERTIFICATE_UNAVAILABLE", message: "the SNS signing certificate could not be fetched")
         }
     }
 

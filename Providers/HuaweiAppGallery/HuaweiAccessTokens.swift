@@ -47,7 +47,7 @@ package final class HuaweiAccessTokens: Sendable {
         self.http = http
         self.margin = margin
         self.now = now
-        cache = ExpiringCache(now: now, failureLifetime: failureLifetime) { ($0 as? HuaweiAPIError)?.kind == .permission }
+        cache = ExpiringCache(now: now, failureLifetime: failureLifetime, remembersFailure: { ($0 as? HuaweiAPIError)?.kind == .permission })
     }
 
     /// An access token for `app`, from the cache or one shared exchange.

@@ -4,8 +4,9 @@ public import Foundation
 /// starts the fetch, the others await the same one (an access token, a signing certificate). A
 /// refusal the owner chooses (`remembersFailure`) is remembered for `failureLifetime` and answered
 /// from memory meanwhile, so a flood of requests for something misconfigured costs one fetch.
-/// Time comes from the injected clock; at most `maxEntries` values are kept (the soonest to
-/// expire make way).
+/// Time comes from the injected clock; at most `maxEntries` values (and `maxFailures` failures)
+/// are kept, the soonest to expire making way, and at most `maxFetches` run at once. A fetch is not
+/// the caller's child: a caller that gives up does not cancel what others wait for.
 public actor ExpiringCache<Key: Hashable & Sendable, Value: Sendable> {
     private struct Entry {
         let value: Value
@@ -16,6 +17,10 @@ public actor ExpiringCache<Key: Hashable & Sendable, Value: Sendable> {
     private let failureLifetime: TimeInterval
     private let remembersFailure: @Sendable (any Error) -> Bool
     private let maxEntries: Int
+    private let maxFailures: Int
+    /// At most this many fetches at once: a caller that would start another gets `busy()` at once.
+    private let maxFetches: Int
+    private let busy: @Sendable () -> any Error
     private var entries: [Key: Entry] = [:]
     private var failures: [Key: (error: any Error, until: Date)] = [:]
     private var running: [Key: Task<Entry, any Error>] = [:]
@@ -23,10 +28,14 @@ public actor ExpiringCache<Key: Hashable & Sendable, Value: Sendable> {
     public private(set) var fetches = 0
 
     public init(now: @escaping @Sendable () -> Date = { Date() }, maxEntries: Int = 10_000, failureLifetime: TimeInterval = 0,
+                maxFailures: Int? = nil, maxFetches: Int = .max, busy: @escaping @Sendable () -> any Error = { CancellationError() },
                 remembersFailure: @escaping @Sendable (any Error) -> Bool = { _ in false }) {
         self.now = now
         self.maxEntries = maxEntries
+        self.maxFailures = maxFailures ?? maxEntries
         self.failureLifetime = failureLifetime
+        self.maxFetches = max(1, maxFetches)
+        self.busy = busy
         self.remembersFailure = remembersFailure
     }
 
@@ -39,13 +48,20 @@ public actor ExpiringCache<Key: Hashable & Sendable, Value: Sendable> {
             failures[key] = nil
         }
         if let fetching = running[key] { return try await fetching.value.value }
+        guard running.count < maxFetches else { throw busy() }
         fetches += 1
         let task = Task { let (value, until) = try await fetch(); return Entry(value: value, usableUntil: until) }
         running[key] = task
         defer { running[key] = nil }
         let entry: Entry
         do { entry = try await task.value } catch {
-            if failureLifetime > 0, remembersFailure(error) { failures[key] = (error, now().addingTimeInterval(failureLifetime)) }
+            if failureLifetime > 0, remembersFailure(error) {
+                // Bounded like the values: the one nearest its end makes room.
+                if failures.count >= maxFailures, failures[key] == nil, let soonest = failures.min(by: { $0.value.until < $1.value.until })?.key {
+                    failures[soonest] = nil
+                }
+                failures[key] = (error, now().addingTimeInterval(failureLifetime))
+            }
             throw error
         }
         if entries.count >= maxEntries, entries[key] == nil, let soonest = entries.min(by: { $0.value.usableUntil < $1.value.usableUntil })?.key {

@@ -44,7 +44,7 @@ import TestSupport
 
     @Test func aChosenRefusalIsRememberedForItsLifetimeAndOthersAreNot() async throws {
         let clock = LockedBox(Date(timeIntervalSince1970: 1_000_000))
-        let cache = ExpiringCache<String, String>(now: { clock.get() }, failureLifetime: 30) { $0 is Refused }
+        let cache = ExpiringCache<String, String>(now: { clock.get() }, failureLifetime: 30, remembersFailure: { $0 is Refused })
         await #expect(throws: Refused.self) { try await cache.value(for: "bad") { throw Refused() } }
         await #expect(throws: Refused.self) { try await cache.value(for: "bad") { ("never asked", clock.get()) } }
         #expect(await cache.fetches == 1, "answered from memory")
