@@ -84,7 +84,7 @@ package struct VoidedPurchaseList: Codable, Sendable {
         package var voidedReason: Int?
         package var voidedQuantity: Int?
         /// 1 full refund, 2 quantity-based partial refund.
-        package var refundType: Int?
+        package var refundType: RefundType?
     }
     package var tokenPagination: Pagination?
     package var voidedPurchases: [VoidedPurchase]?

@@ -17,22 +17,21 @@ struct PubSubPush: Decodable {
 struct DeveloperNotification: Codable {
     struct Subscription: Codable {
         let version: String?
-        let notificationType: Int?
+        let notificationType: SubscriptionNotificationType?
         let purchaseToken: String?
         let subscriptionId: String?
     }
     struct OneTimeProduct: Codable {
         let version: String?
-        let notificationType: Int?
+        let notificationType: OneTimeNotificationType?
         let purchaseToken: String?
         let sku: String?
     }
     struct VoidedPurchase: Codable {
         let purchaseToken: String?
         let orderId: String?
-        /// 1 subscription, 2 one-time product.
-        let productType: Int?
-        let refundType: Int?
+        let productType: VoidedProductType?
+        let refundType: RefundType?
     }
     struct Test: Codable { let version: String? }
     /// A chargeback Google asks the developer to review (answered with `orders.reviewrefund`).
@@ -68,12 +67,4 @@ struct DeveloperNotification: Codable {
     }
 
     /// Google's subscription notification types by number.
-    static let subscriptionTypes: [Int: String] = [
-        1: "SUBSCRIPTION_RECOVERED", 2: "SUBSCRIPTION_RENEWED", 3: "SUBSCRIPTION_CANCELED", 4: "SUBSCRIPTION_PURCHASED",
-        5: "SUBSCRIPTION_ON_HOLD", 6: "SUBSCRIPTION_IN_GRACE_PERIOD", 7: "SUBSCRIPTION_RESTARTED", 8: "SUBSCRIPTION_PRICE_CHANGE_CONFIRMED",
-        9: "SUBSCRIPTION_DEFERRED", 10: "SUBSCRIPTION_PAUSED", 11: "SUBSCRIPTION_PAUSE_SCHEDULE_CHANGED", 12: "SUBSCRIPTION_REVOKED",
-        13: "SUBSCRIPTION_EXPIRED", 17: "SUBSCRIPTION_ITEMS_CHANGED", 18: "SUBSCRIPTION_CANCELLATION_SCHEDULED",
-        19: "SUBSCRIPTION_PRICE_CHANGE_UPDATED", 20: "SUBSCRIPTION_PENDING_PURCHASE_CANCELED", 22: "SUBSCRIPTION_PRICE_STEP_UP_CONSENT_UPDATED",
-    ]
-    static let oneTimeTypes: [Int: String] = [1: "ONE_TIME_PRODUCT_PURCHASED", 2: "ONE_TIME_PRODUCT_CANCELED"]
 }

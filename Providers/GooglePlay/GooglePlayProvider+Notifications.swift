@@ -41,18 +41,18 @@ extension GooglePlayProvider {
             return notification(id, type: "UNKNOWN_PACKAGE", event: StoreEvent(kind: .other), token: nil)
         }
         if let sub = rtdn.subscriptionNotification, let token = sub.purchaseToken {
-            let type = sub.notificationType.flatMap { DeveloperNotification.subscriptionTypes[$0] } ?? "SUBSCRIPTION_\(sub.notificationType ?? 0)"
+            let type = (sub.notificationType ?? SubscriptionNotificationType(rawValue: 0)).name
             let outcome = try await pushedSubscriptionChange(sub, type: type, token: token, package: package, eventTime: eventTime, request: request)
             return notification(outcome.id ?? id, type: outcome.type, subtype: outcome.subtype, event: outcome.event, token: token)
         }
         if let product = rtdn.oneTimeProductNotification, let token = product.purchaseToken {
-            let type = product.notificationType.flatMap { DeveloperNotification.oneTimeTypes[$0] } ?? "ONE_TIME_PRODUCT_\(product.notificationType ?? 0)"
+            let type = (product.notificationType ?? OneTimeNotificationType(rawValue: 0)).name
             var evidence = GooglePlayEvidence(purchaseToken: token)
             evidence.productID = product.sku
             let purchase = try await fetchForEvent(evidence, package: package, access: try await eventAccess(package: package, request: request))
             // Purchased: recorded when the game server verifies it. Canceled: a pending purchase
             // that was never paid, so never delivered; nothing to claw back.
-            return notification(id, type: type, event: StoreEvent(kind: product.notificationType == 1 ? .oneTimeCharge : .other, purchase: purchase),
+            return notification(id, type: type, event: StoreEvent(kind: product.notificationType == .purchased ? .oneTimeCharge : .other, purchase: purchase),
                                 token: token)
         }
         if let voided = rtdn.voidedPurchaseNotification, let token = voided.purchaseToken, let orderID = voided.orderId {
@@ -130,16 +130,21 @@ extension GooglePlayProvider {
         return purchase
     }
 
-    /// What a void says of its share: Google's refund type (1 full, 2 quantity-based partial;
-    /// another number kept as it came) and how many of the purchase's quantity were voided.
-    static func refund(type: Int?, voidedQuantity: Int?) -> RefundDetail {
+    /// What a void says of its share: Google's refund type (full, quantity-based partial; another
+    /// number kept as it came) and how many of the purchase's quantity were voided.
+    static func refund(type: RefundType?, voidedQuantity: Int?) -> RefundDetail {
         let name: String? = switch type {
-        case 1: "FULL_REFUND"
-        case 2: "QUANTITY_BASED_PARTIAL_REFUND"
-        case let other?: String(other)
+        case .full?: "FULL_REFUND"
+        case .quantityBasedPartial?: "QUANTITY_BASED_PARTIAL_REFUND"
+        case let other?: String(other.rawValue)
         case nil: nil
         }
-        return RefundDetail(storeType: name, storeSaysPartial: type == 2 ? true : type == 1 ? false : nil, quantity: voidedQuantity)
+        let partial: Bool? = switch type {
+        case .full?: false
+        case .quantityBasedPartial?: true
+        default: nil
+        }
+        return RefundDetail(storeType: name, storeSaysPartial: partial, quantity: voidedQuantity)
     }
 
     static let voidedReasons: [Int: String] = [0: "other", 1: "remorse", 2: "not_received", 3: "defective", 4: "accidental_purchase",

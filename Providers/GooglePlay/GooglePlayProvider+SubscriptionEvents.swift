@@ -35,13 +35,13 @@ extension GooglePlayProvider {
         let access = try await eventAccess(package: package, request: request)
         let purchase = try await fetchForEvent(evidence, package: package, access: access)
         let state = purchase?.storeAttributes["subscription_state"]
-        guard let purchase, let event = Self.subscriptionEvent(pushed.notificationType ?? 0, purchase: purchase) else {
+        guard let purchase, let event = Self.subscriptionEvent(pushed.notificationType ?? SubscriptionNotificationType(rawValue: 0), purchase: purchase) else {
             logger.warning("a pushed Google Play subscription change that Google's answer does not show was kept, not applied",
                            ["package": package, "notification.type": type, "google.state": state ?? "unknown token"])
             // The purchase stays on the row for support; `.other` changes nothing in the ledger.
             return (nil, "\(type)_UNCONFIRMED", state, StoreEvent(kind: .other, purchase: purchase))
         }
-        guard pushed.notificationType == 12, let orderID = purchase.orderID else { return (nil, type, state, event) }
+        guard pushed.notificationType == .revoked, let orderID = purchase.orderID else { return (nil, type, state, event) }
         // Google reads a revoked subscription as plainly expired: only its list of voided purchases
         // tells a revocation (a refund) from an expiry. Listed, it is the void itself, on the id the
         // voided-purchase push and the poll use, so the game server is owed one refund callback;
@@ -62,26 +62,26 @@ extension GooglePlayProvider {
     /// The ledger event a subscription notification of `type` may cause, given the subscription as
     /// Google reads it now; nil when Google's answer does not bear the notification out. Dates,
     /// order and auto-renewal always come from Google's answer, never from the push.
-    static func subscriptionEvent(_ type: Int, purchase: VerifiedPurchase) -> StoreEvent? {
+    static func subscriptionEvent(_ type: SubscriptionNotificationType, purchase: VerifiedPurchase) -> StoreEvent? {
         let state = SubscriptionStateView(purchase.storeAttributes["subscription_state"])
         let autoRenew = purchase.storeAttributes["auto_renew"].map { $0 == "true" }
         switch type {
-        case 1, 2, 4:  // recovered, renewed, purchased: a paid period, paid for as Google reads it now (canceled runs to its end)
+        case .recovered, .renewed, .purchased:  // a paid period, paid for as Google reads it now (canceled runs to its end)
             guard state == .active || state == .canceled else { return nil }
-            return StoreEvent(kind: type == 4 ? .subscribed : .renewed, purchase: purchase, autoRenew: autoRenew)
-        case 3, 7:  // canceled, restarted: auto-renewal off or on, if Google reads it so
-            guard let autoRenew, autoRenew == (type == 7) else { return nil }
+            return StoreEvent(kind: type == .purchased ? .subscribed : .renewed, purchase: purchase, autoRenew: autoRenew)
+        case .canceled, .restarted:  // auto-renewal off or on, if Google reads it so
+            guard let autoRenew, autoRenew == (type == .restarted) else { return nil }
             return StoreEvent(kind: .renewalStatusChanged, purchase: purchase, autoRenew: autoRenew)
-        case 5, 6:  // on hold (no access), in grace period (access until expiry), whichever Google reads
+        case .onHold, .inGracePeriod:  // no access, or access until expiry: whichever Google reads
             switch state {
             case .onHold: return StoreEvent(kind: .billingIssue, purchase: purchase, autoRenew: autoRenew)
             case .inGracePeriod: return StoreEvent(kind: .billingIssue, purchase: purchase, autoRenew: autoRenew, gracePeriodExpires: purchase.expiresDate)
             default: return nil
             }
-        case 10, 13:  // paused, expired: access has ended
+        case .paused, .expired:  // access has ended
             guard state == .paused || state == .expired else { return nil }
             return StoreEvent(kind: .expired, purchase: purchase, autoRenew: autoRenew)
-        case 12:  // revoked: Google reads a revoked subscription expired at once (a refund is for the caller to confirm)
+        case .revoked:  // Google reads a revoked subscription expired at once (a refund is for the caller to confirm)
             guard state == .expired else { return nil }
             return StoreEvent(kind: .expired, purchase: purchase, autoRenew: autoRenew)
         default:  // price changes, deferrals, pause schedules...: news, no ledger change

@@ -52,7 +52,7 @@ extension GooglePlayProvider {
     func pushedVoid(_ voided: DeveloperNotification.VoidedPurchase, token: String, orderID: String, package: String, eventTime: Date?,
                     request: NotificationRequest) async throws -> (id: String?, type: String, event: StoreEvent) {
         var evidence = GooglePlayEvidence(purchaseToken: token)
-        evidence.isSubscription = voided.productType == 1 ? true : nil
+        evidence.isSubscription = voided.productType == .subscription ? true : nil
         let access = try await eventAccess(package: package, request: request)
         let fetched = try await fetchForEvent(evidence, package: package, access: access)
         let confirmation: VoidConfirmation?
