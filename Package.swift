@@ -19,7 +19,7 @@ let allocator: [LinkerSetting] = ProcessInfo.processInfo.environment["RECEIPTGAT
 let package = Package(
     name: "ReceiptGate",
     products: [
-        .executable(name: "receiptgate", targets: ["receiptgate"]),
+        .executable(name: "receiptgate", targets: ["ReceiptGateCLI"]),
         .executable(name: "receiptgate-bench", targets: ["receiptgate-bench"]),
     ],
     targets: [
@@ -41,30 +41,30 @@ let package = Package(
         // The hand-written JSON reader and writer of the hot paths; no dependencies.
         .target(name: "JSON", swiftSettings: swiftSettings),
         .target(name: "ReceiptCore", dependencies: ["JSON", "Workers"], swiftSettings: swiftSettings),
-        .target(name: "Crypto", dependencies: ["COpenSSL", "CShims", "Workers"], swiftSettings: swiftSettings),
+        .target(name: "OpenSSLCrypto", dependencies: ["COpenSSL", "CShims", "Workers"], swiftSettings: swiftSettings),
         .target(name: "Postgres", dependencies: ["CLibPQ", "Workers"], swiftSettings: swiftSettings),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "CShims", "Workers"], swiftSettings: swiftSettings),
         .target(name: "HTTPClient", dependencies: ["CCurl", "CShims", "Workers"], swiftSettings: swiftSettings),
         .target(
             name: "ReceiptGate",
-            dependencies: ["JSON", "ReceiptCore", "Crypto", "Postgres", "HTTPServer", "HTTPClient"],
+            dependencies: ["JSON", "ReceiptCore", "OpenSSLCrypto", "Postgres", "HTTPServer", "HTTPClient"],
             resources: [],
             swiftSettings: swiftSettings
         ),
         // Store providers (see Providers/README.md).
-        .target(name: "AppStore", dependencies: ["JSON", "ReceiptCore", "Crypto", "HTTPClient"], path: "Providers/AppStore",
+        .target(name: "AppStore", dependencies: ["JSON", "ReceiptCore", "OpenSSLCrypto", "HTTPClient"], path: "Providers/AppStore",
                 swiftSettings: swiftSettings),
-        .target(name: "GooglePlay", dependencies: ["ReceiptCore", "Crypto", "HTTPClient"], path: "Providers/GooglePlay",
+        .target(name: "GooglePlay", dependencies: ["ReceiptCore", "OpenSSLCrypto", "HTTPClient"], path: "Providers/GooglePlay",
                 swiftSettings: swiftSettings),
-        .target(name: "AmazonAppstore", dependencies: ["ReceiptCore", "Crypto", "HTTPClient"], path: "Providers/AmazonAppstore",
+        .target(name: "AmazonAppstore", dependencies: ["ReceiptCore", "OpenSSLCrypto", "HTTPClient"], path: "Providers/AmazonAppstore",
                 swiftSettings: swiftSettings),
-        .target(name: "HuaweiAppGallery", dependencies: ["ReceiptCore", "Crypto", "HTTPClient"], path: "Providers/HuaweiAppGallery",
+        .target(name: "HuaweiAppGallery", dependencies: ["ReceiptCore", "OpenSSLCrypto", "HTTPClient"], path: "Providers/HuaweiAppGallery",
                 swiftSettings: swiftSettings),
         // Dialect providers.
         .target(name: "AlogameGateway", dependencies: ["ReceiptCore"], path: "Providers/AlogameGateway",
                 swiftSettings: swiftSettings),
         .target(name: "HiveAxyl", dependencies: ["ReceiptCore"], path: "Providers/HiveAxyl", swiftSettings: swiftSettings),
-        .target(name: "AccountLink", dependencies: ["ReceiptCore", "Crypto"], path: "Providers/AccountLink",
+        .target(name: "AccountLink", dependencies: ["ReceiptCore", "OpenSSLCrypto"], path: "Providers/AccountLink",
                 swiftSettings: swiftSettings),
 
         // The plugin registry: every store and dialect this binary serves, in one list.
@@ -72,66 +72,68 @@ let package = Package(
                                                 "AccountLink", "HuaweiAppGallery"],
                 swiftSettings: swiftSettings),
 
+        // The `receiptgate` command (the product keeps the name; the folder does not differ from
+        // Sources/ReceiptGate by case alone).
         .executableTarget(
-            name: "receiptgate",
+            name: "ReceiptGateCLI",
             dependencies: ["ReceiptGate", "ReceiptCore", "Postgres", "HTTPServer", "Plugins"],
             swiftSettings: swiftSettings,
             linkerSettings: allocator
         ),
 
-        .executableTarget(name: "receiptgate-bench", dependencies: ["AppStore", "Crypto", "HTTPClient"],
+        .executableTarget(name: "receiptgate-bench", dependencies: ["AppStore", "OpenSSLCrypto", "HTTPClient"],
                           swiftSettings: swiftSettings),
 
         // Test helpers: generic ones (databases, processes, raw HTTP), App Store ones (a test PKI,
         // a fake App Store Server API, receipts), and an in-process fake core for plugin tests.
-        .target(name: "TestSupport", dependencies: ["Postgres", "HTTPServer", "HTTPClient", "Crypto", "ReceiptCore"], path: "Tests/TestSupport",
+        .target(name: "TestSupport", dependencies: ["Postgres", "HTTPServer", "HTTPClient", "OpenSSLCrypto", "ReceiptCore"], path: "Tests/TestSupport",
                 swiftSettings: swiftSettings),
-        .target(name: "AppStoreTestSupport", dependencies: ["AppStore", "Crypto", "HTTPServer", "HTTPClient", "TestSupport"],
+        .target(name: "AppStoreTestSupport", dependencies: ["AppStore", "OpenSSLCrypto", "HTTPServer", "HTTPClient", "TestSupport"],
                 path: "Tests/AppStoreTestSupport", swiftSettings: swiftSettings),
-        .target(name: "GooglePlayTestSupport", dependencies: ["GooglePlay", "Crypto", "HTTPServer", "HTTPClient", "TestSupport"],
+        .target(name: "GooglePlayTestSupport", dependencies: ["GooglePlay", "OpenSSLCrypto", "HTTPServer", "HTTPClient", "TestSupport"],
                 path: "Tests/GooglePlayTestSupport", swiftSettings: swiftSettings),
-        .target(name: "AmazonAppstoreTestSupport", dependencies: ["AmazonAppstore", "Crypto", "HTTPServer", "HTTPClient", "TestSupport"],
+        .target(name: "AmazonAppstoreTestSupport", dependencies: ["AmazonAppstore", "OpenSSLCrypto", "HTTPServer", "HTTPClient", "TestSupport"],
                 path: "Tests/AmazonAppstoreTestSupport", swiftSettings: swiftSettings),
-        .target(name: "HuaweiAppGalleryTestSupport", dependencies: ["HuaweiAppGallery", "Crypto", "HTTPServer", "HTTPClient", "TestSupport"],
+        .target(name: "HuaweiAppGalleryTestSupport", dependencies: ["HuaweiAppGallery", "OpenSSLCrypto", "HTTPServer", "HTTPClient", "TestSupport"],
                 path: "Tests/HuaweiAppGalleryTestSupport", swiftSettings: swiftSettings),
-        // Asks TestKeys for one key and exits at once; CryptoTests runs it to show that no key is
+        // Asks TestKeys for one key and exits at once; OpenSSLCryptoTests runs it to show that no key is
         // being made when a process using TestKeys exits.
-        .executableTarget(name: "TestKeysExitProbe", dependencies: ["Crypto", "TestSupport"], path: "Tests/TestKeysExitProbe",
+        .executableTarget(name: "TestKeysExitProbe", dependencies: ["OpenSSLCrypto", "TestSupport"], path: "Tests/TestKeysExitProbe",
                           swiftSettings: swiftSettings),
-        .target(name: "PluginTestSupport", dependencies: ["ReceiptCore", "Crypto", "TestSupport", "AppStore", "GooglePlay"], path: "Tests/PluginTestSupport",
+        .target(name: "PluginTestSupport", dependencies: ["ReceiptCore", "OpenSSLCrypto", "TestSupport", "AppStore", "GooglePlay"], path: "Tests/PluginTestSupport",
                 swiftSettings: swiftSettings),
         .testTarget(name: "WorkersTests", dependencies: ["Workers", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "JSONTests", dependencies: ["JSON", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "ReceiptCoreTests", dependencies: ["ReceiptCore", "TestSupport"], swiftSettings: swiftSettings),
-        .testTarget(name: "CryptoTests", dependencies: ["Crypto", "COpenSSL", "TestSupport"],
+        .testTarget(name: "OpenSSLCryptoTests", dependencies: ["OpenSSLCrypto", "COpenSSL", "TestSupport"],
                     resources: [.copy("Fixtures")], swiftSettings: swiftSettings),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "HTTPClientTests", dependencies: ["HTTPClient", "HTTPServer", "TestSupport"], swiftSettings: swiftSettings),
-        .testTarget(name: "AppStoreTests", dependencies: ["AppStore", "Crypto", "ReceiptCore", "TestSupport", "AppStoreTestSupport",
+        .testTarget(name: "AppStoreTests", dependencies: ["AppStore", "OpenSSLCrypto", "ReceiptCore", "TestSupport", "AppStoreTestSupport",
                                                           "HTTPServer", "HTTPClient"],
                     resources: [.copy("Fixtures")], swiftSettings: swiftSettings),
         .testTarget(
             name: "ReceiptGateTests",
-            dependencies: ["ReceiptGate", "ReceiptCore", "Crypto", "Postgres", "HTTPServer", "TestSupport", "AppStoreTestSupport",
+            dependencies: ["ReceiptGate", "ReceiptCore", "OpenSSLCrypto", "Postgres", "HTTPServer", "TestSupport", "AppStoreTestSupport",
                            "PluginTestSupport", "AppStore", "AlogameGateway", "Plugins",
                            "HiveAxyl", "GooglePlay", "GooglePlayTestSupport", "AccountLink", "AmazonAppstore",
                            "AmazonAppstoreTestSupport", "HuaweiAppGallery", "HuaweiAppGalleryTestSupport"],
             swiftSettings: swiftSettings
         ),
-        .testTarget(name: "GooglePlayTests", dependencies: ["GooglePlay", "GooglePlayTestSupport", "ReceiptCore", "Crypto", "HTTPClient",
+        .testTarget(name: "GooglePlayTests", dependencies: ["GooglePlay", "GooglePlayTestSupport", "ReceiptCore", "OpenSSLCrypto", "HTTPClient",
                                                             "TestSupport"],
                     swiftSettings: swiftSettings),
-        .testTarget(name: "AmazonAppstoreTests", dependencies: ["AmazonAppstore", "AmazonAppstoreTestSupport", "ReceiptCore", "Crypto",
+        .testTarget(name: "AmazonAppstoreTests", dependencies: ["AmazonAppstore", "AmazonAppstoreTestSupport", "ReceiptCore", "OpenSSLCrypto",
                                                                 "HTTPClient", "TestSupport"],
                     swiftSettings: swiftSettings),
-        .testTarget(name: "HuaweiAppGalleryTests", dependencies: ["HuaweiAppGallery", "HuaweiAppGalleryTestSupport", "ReceiptCore", "Crypto",
+        .testTarget(name: "HuaweiAppGalleryTests", dependencies: ["HuaweiAppGallery", "HuaweiAppGalleryTestSupport", "ReceiptCore", "OpenSSLCrypto",
                                                                   "HTTPClient", "TestSupport"],
                     swiftSettings: swiftSettings),
         .testTarget(name: "AlogameGatewayTests", dependencies: ["AlogameGateway", "ReceiptCore", "PluginTestSupport", "AppStore", "GooglePlay"],
                     swiftSettings: swiftSettings),
         .testTarget(name: "HiveAxylTests", dependencies: ["HiveAxyl", "ReceiptCore", "PluginTestSupport", "AppStore", "GooglePlay"], swiftSettings: swiftSettings),
-        .testTarget(name: "AccountLinkTests", dependencies: ["AccountLink", "ReceiptCore", "Crypto", "PluginTestSupport", "AppStore", "GooglePlay"],
+        .testTarget(name: "AccountLinkTests", dependencies: ["AccountLink", "ReceiptCore", "OpenSSLCrypto", "PluginTestSupport", "AppStore", "GooglePlay"],
                     swiftSettings: swiftSettings),
     ]
 )
@@ -139,5 +141,5 @@ let package = Package(
 // For Fuzz/ only (libFuzzer harnesses in a package of their own, built by scripts/fuzz.sh): the
 // modules the harnesses drive. Nothing else depends on this product.
 package.products.append(.library(name: "ReceiptGateFuzzTargets",
-                                 targets: ["JSON", "ReceiptCore", "Crypto", "AppStore", "AlogameGateway", "ReceiptGate", "TestSupport",
+                                 targets: ["JSON", "ReceiptCore", "OpenSSLCrypto", "AppStore", "AlogameGateway", "ReceiptGate", "TestSupport",
                                            "AppStoreTestSupport", "PluginTestSupport"]))

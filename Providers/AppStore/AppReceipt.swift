@@ -1,4 +1,4 @@
-import Crypto
+import OpenSSLCrypto
 package import Foundation
 
 /// A StoreKit 1 app receipt, parsed locally from its base64 PKCS#7 container. Parsing proves

@@ -1,4 +1,4 @@
-public import Crypto
+public import OpenSSLCrypto
 import Foundation
 
 /// Proves a StoreKit 1 app receipt came from Apple, locally, before anything is asked of Apple:

@@ -1,4 +1,4 @@
-public import Crypto
+public import OpenSSLCrypto
 import Foundation
 public import ReceiptCore
 package import HTTPClient

@@ -1,4 +1,4 @@
-public import Crypto
+public import OpenSSLCrypto
 public import HTTPClient
 public import Foundation
 public import ReceiptCore

@@ -1,4 +1,4 @@
-public import Crypto
+public import OpenSSLCrypto
 public import Foundation
 import JSON
 import Synchronization

@@ -1,4 +1,4 @@
-public import Crypto
+public import OpenSSLCrypto
 import Foundation
 
 /// The trust roots for StoreKit 1 app receipts, which Apple signs (PKCS#7) under its 2006 RSA root,

@@ -1,4 +1,4 @@
-public import Crypto
+public import OpenSSLCrypto
 public import Foundation
 
 /// The trust roots for App Store signed data.

@@ -1,4 +1,4 @@
-package import Crypto
+package import OpenSSLCrypto
 package import Foundation
 
 /// A throwaway signing chain shaped like Apple's App Store chain: a self-signed root, an

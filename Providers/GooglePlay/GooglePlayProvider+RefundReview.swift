@@ -1,6 +1,6 @@
 public import Foundation
 public import ReceiptCore
-import Crypto
+import OpenSSLCrypto
 
 /// Google's chargeback reviews: a `pendingRefundReviewNotification` names the order and a token;
 /// the answer is `orders.reviewrefund` within 24 hours, and Google records only the first.

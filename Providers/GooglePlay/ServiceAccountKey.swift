@@ -1,4 +1,4 @@
-import Crypto
+import OpenSSLCrypto
 package import Foundation
 
 /// A Google service-account key: the JSON file Google Cloud hands out. Only what the token

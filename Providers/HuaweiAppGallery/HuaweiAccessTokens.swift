@@ -1,4 +1,4 @@
-import Crypto
+import OpenSSLCrypto
 package import Foundation
 package import HTTPClient
 import ReceiptCore

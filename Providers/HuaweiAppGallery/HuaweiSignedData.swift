@@ -1,4 +1,4 @@
-package import Crypto
+package import OpenSSLCrypto
 import Foundation
 
 /// The app's IAP public key (AppGallery Connect, In-App Purchases settings): base64 DER

@@ -1,5 +1,5 @@
 import AppStore
-import Crypto
+import OpenSSLCrypto
 import Foundation
 
 /// A throwaway Apple-shaped chain (root → WWDR-marked intermediate → App-Store-marked leaf) and

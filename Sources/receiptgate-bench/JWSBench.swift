@@ -1,5 +1,5 @@
 import AppStore
-import Crypto
+import OpenSSLCrypto
 import Foundation
 
 /// `receiptgate-bench jws [--root CERT] [--file TOKENS] [--seconds N] [--count N] [--write-corpus DIR] [--owned N]`:

@@ -1,6 +1,6 @@
 import AppStore
 import AccountLink
-import Crypto
+import OpenSSLCrypto
 import Foundation
 import PluginTestSupport
 import ReceiptCore

@@ -1,4 +1,4 @@
-import Crypto
+import OpenSSLCrypto
 import TestSupport
 
 /// A key that is not the fake SNS topic's, for an impostor publisher.

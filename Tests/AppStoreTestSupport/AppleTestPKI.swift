@@ -1,4 +1,4 @@
-package import Crypto
+package import OpenSSLCrypto
 import AppStore
 package import Foundation
 

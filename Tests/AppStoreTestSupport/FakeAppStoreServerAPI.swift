@@ -1,5 +1,5 @@
 package import AppStore
-package import Crypto
+package import OpenSSLCrypto
 import Foundation
 import HTTPClient
 package import TestSupport

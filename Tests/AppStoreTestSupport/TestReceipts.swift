@@ -1,5 +1,5 @@
 package import AppStore
-package import Crypto
+package import OpenSSLCrypto
 package import TestSupport
 public import Foundation
 package import HTTPClient

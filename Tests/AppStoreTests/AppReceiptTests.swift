@@ -1,5 +1,5 @@
 @testable import AppStore
-import Crypto
+import OpenSSLCrypto
 import Foundation
 import HTTPClient
 import HTTPServer

@@ -1,5 +1,5 @@
 @testable import AppStore
-@testable import Crypto
+@testable import OpenSSLCrypto
 import Foundation
 import Testing
 import AppStoreTestSupport

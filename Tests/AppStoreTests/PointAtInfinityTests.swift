@@ -1,6 +1,6 @@
 @testable import AppStore
 import AppStoreTestSupport
-import Crypto
+import OpenSSLCrypto
 import Foundation
 import Testing
 import TestSupport

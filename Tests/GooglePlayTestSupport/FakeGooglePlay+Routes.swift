@@ -1,4 +1,4 @@
-import Crypto
+import OpenSSLCrypto
 import Foundation
 import HTTPServer
 import TestSupport

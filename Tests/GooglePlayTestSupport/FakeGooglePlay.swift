@@ -1,4 +1,4 @@
-package import Crypto
+package import OpenSSLCrypto
 package import Foundation
 package import GooglePlay
 package import HTTPClient

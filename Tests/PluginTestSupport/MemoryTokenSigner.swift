@@ -1,4 +1,4 @@
-import Crypto
+import OpenSSLCrypto
 package import Foundation
 import ReceiptCore
 

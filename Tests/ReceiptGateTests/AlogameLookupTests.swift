@@ -2,7 +2,7 @@ import AlogameGateway
 import Postgres
 @testable import ReceiptGate
 import AppStore
-import Crypto
+import OpenSSLCrypto
 import Foundation
 import ReceiptCore
 import Testing

@@ -1,5 +1,5 @@
 import AmazonAppstoreTestSupport
-import Crypto
+import OpenSSLCrypto
 import Foundation
 import Testing
 import TestSupport

@@ -1,7 +1,7 @@
 import AmazonAppstore
 import GooglePlay
 import AppStore
-import Crypto
+import OpenSSLCrypto
 import Foundation
 import Postgres
 import ReceiptCore

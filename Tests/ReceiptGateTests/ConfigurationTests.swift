@@ -1,4 +1,4 @@
-import Crypto
+import OpenSSLCrypto
 import Foundation
 import ReceiptCore
 @testable import ReceiptGate

@@ -1,5 +1,5 @@
 import AlogameGateway
-import Crypto
+import OpenSSLCrypto
 import Foundation
 import GooglePlay
 import GooglePlayTestSupport

@@ -1,5 +1,5 @@
 import AppStore
-import Crypto
+import OpenSSLCrypto
 import Foundation
 import Postgres
 import ReceiptCore

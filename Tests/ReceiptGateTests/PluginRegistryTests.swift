@@ -21,7 +21,7 @@ import TestSupport
 
     @Test func theCoreNamesNoStoreOrDialect() throws {
         var found: [String] = []
-        for folder in ["Sources/ReceiptCore", "Sources/ReceiptGate", "Sources/receiptgate"] {
+        for folder in ["Sources/ReceiptCore", "Sources/ReceiptGate", "Sources/ReceiptGateCLI"] {
             let directory = Self.root.appendingPathComponent(folder)
             let files = try #require(FileManager.default.enumerator(atPath: directory.path)).compactMap { $0 as? String }
             // Migrations keep the history of what the schema once held.

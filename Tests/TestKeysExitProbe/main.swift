@@ -1,9 +1,9 @@
-import Crypto
+import OpenSSLCrypto
 import Foundation
 import TestSupport
 
 // A process that uses TestKeys as a test process does, then exits at once: one key asked for and
-// used, while the rest of a run's keys would still be wanted later. CryptoTests runs it and
+// used, while the rest of a run's keys would still be wanted later. OpenSSLCryptoTests runs it and
 // expects exit status 0 every time; a key being made when the process exits (OpenSSL's exit
 // handlers tearing down what the key generation uses) shows up as a crash.
 do {

@@ -1,4 +1,4 @@
-package import Crypto
+package import OpenSSLCrypto
 package import Foundation
 
 /// Keys and certificates no honest builder makes, for tests of the code that must refuse them.

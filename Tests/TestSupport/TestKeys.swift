@@ -1,4 +1,4 @@
-package import Crypto
+package import OpenSSLCrypto
 import Foundation
 
 /// RSA keys for tests, one per slot, each made the first time a test asks for it and kept for the

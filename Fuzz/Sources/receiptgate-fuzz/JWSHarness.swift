@@ -1,6 +1,6 @@
 @testable import AppStore
 import AppStoreTestSupport
-import Crypto
+import OpenSSLCrypto
 import Foundation
 
 /// The StoreKit 2 JWS verifier on arbitrary text: every entry point, against Apple's real root

@@ -1,5 +1,5 @@
 @testable import AppStore
-import Crypto
+import OpenSSLCrypto
 import Foundation
 
 /// StoreKit 1 receipts on arbitrary bytes: the PKCS#7 container parser, the signature verifier

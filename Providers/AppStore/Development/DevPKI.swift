@@ -1,4 +1,4 @@
-import Crypto
+import OpenSSLCrypto
 import Foundation
 
 /// A development PKI shaped like Apple's App Store signing chain: a self-signed root, an

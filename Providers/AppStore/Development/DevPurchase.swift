@@ -1,4 +1,4 @@
-import Crypto
+import OpenSSLCrypto
 import Foundation
 
 /// A StoreKit 2 transaction as a development signer issues it: the fields Apple's signed

@@ -1,4 +1,4 @@
-import Crypto
+import OpenSSLCrypto
 package import Foundation
 
 /// Encrypts secrets that must be used again (client HMAC secrets) under the master key with

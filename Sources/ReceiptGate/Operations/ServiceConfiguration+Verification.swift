@@ -1,4 +1,4 @@
-public import Crypto
+public import OpenSSLCrypto
 
 extension ServiceConfiguration {
     /// The ES256 verifier `RECEIPTGATE_ES256_FIXED_KEY` picks (the stores read the same variable).

@@ -1,6 +1,6 @@
 import AlogameGateway
 import AppStore
-import Crypto
+import OpenSSLCrypto
 import Foundation
 import HTTPClient
 import HTTPServer

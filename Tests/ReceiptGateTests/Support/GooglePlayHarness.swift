@@ -1,6 +1,6 @@
 import AppStore
 import AlogameGateway
-import Crypto
+import OpenSSLCrypto
 import Foundation
 import GooglePlay
 import GooglePlayTestSupport

@@ -1,6 +1,6 @@
 import GooglePlay
 import AppStore
-import Crypto
+import OpenSSLCrypto
 import Foundation
 import Postgres
 import ReceiptCore

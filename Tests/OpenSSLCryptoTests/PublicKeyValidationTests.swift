@@ -1,4 +1,4 @@
-@testable import Crypto
+@testable import OpenSSLCrypto
 import Foundation
 import Testing
 import TestSupport

@@ -10,7 +10,7 @@ public protocol ES256Verifier: Sendable {
 
 /// The default: a key in steady use (Apple's leaf) gets a fixed-base table after 1,000 genuine
 /// signatures, and is verified with it from then on, at about twice OpenSSL's rate
-/// (`P256FixedKeyVerifier`, held to NIST's vectors and to OpenSSL's verdicts by CryptoTests).
+/// (`P256FixedKeyVerifier`, held to NIST's vectors and to OpenSSL's verdicts by OpenSSLCryptoTests).
 public struct FixedKeyES256Verifier: ES256Verifier {
     public init() {}
 
