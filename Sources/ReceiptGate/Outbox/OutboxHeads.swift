@@ -31,21 +31,29 @@ enum OutboxHeads {
     }
 
     /// Marks the oldest pending message of each of `aggregates` its head and every other pending
-    /// one not, all of them placed. Call under `lock`.
+    /// one not, all of them placed. Call under `lock`. Each aggregate's pending messages are read
+    /// by its own index lookup and rows are updated by id: the plan does not depend on how many
+    /// messages the statistics say are pending (a count that swings from none to a backlog, and
+    /// with which a join planned for one pending row read the whole backlog once per row).
     static func reseat(_ aggregates: [Aggregate], on connection: PostgresConnection) throws {
         guard !aggregates.isEmpty else { return }
         try connection.execute("""
             WITH wanted AS (
                 SELECT DISTINCT c, a FROM unnest(\(aggregates.map(\.clientID))::text[], \(aggregates.map(\.aggregateKey))::text[]) AS x(c, a)
-            ), first AS (
-                SELECT o.client_id, o.aggregate_key, o.target, min(o.id) AS id
-                FROM outbox o JOIN wanted w ON o.client_id = w.c AND o.aggregate_key = w.a
-                WHERE o.status = 'pending' GROUP BY 1, 2, 3
+            ), pending AS MATERIALIZED (
+                SELECT p.id, p.target, p.is_head, p.placed, w.c, w.a
+                FROM wanted w CROSS JOIN LATERAL (
+                    SELECT o.id, o.target, o.is_head, o.placed FROM outbox o
+                    WHERE o.client_id = w.c AND o.aggregate_key = w.a AND o.status = 'pending') p
+            ), heads AS (
+                SELECT c, a, target, min(id) AS id FROM pending GROUP BY c, a, target
+            ), changed AS MATERIALIZED (
+                SELECT p.id, p.id = h.id AS head FROM pending p JOIN heads h ON h.c = p.c AND h.a = p.a AND h.target = p.target
+                WHERE NOT p.placed OR p.is_head IS DISTINCT FROM (p.id = h.id)
             )
-            UPDATE outbox o SET is_head = (o.id = f.id), placed = true
-            FROM first f
-            WHERE o.client_id = f.client_id AND o.aggregate_key = f.aggregate_key AND o.target = f.target AND o.status = 'pending'
-              AND (NOT o.placed OR o.is_head IS DISTINCT FROM (o.id = f.id))
+            UPDATE outbox o SET is_head = ch.head, placed = true
+            FROM changed ch
+            WHERE o.id = ch.id AND o.status = 'pending'
             """)
     }
 
