@@ -3,7 +3,7 @@
 and one on a filled one, alternating runs of fresh verifications for a client with a webhook URL.
 
     python3 Benchmarks/year_ledger.py [--binary .build/release/receiptgate] [--purchases 10000000]
-                                      [--rounds 2] [--duration 15] [--requests 100000]
+                                      [--rounds 2] [--duration 15] [--requests 100000] [--retention]
 
 The filled stack gets, straight into its database (generate_series, server-side), what a year of a
 big game leaves: `--purchases` transactions (claimed by 1 % as many players, over the past year),
@@ -100,10 +100,16 @@ def main():
     ap.add_argument("--requests", type=int, default=100000)
     ap.add_argument("--connections", type=int, default=64)
     ap.add_argument("--outage", type=int, default=0)
+    ap.add_argument("--retention", action="store_true",
+                    help="the default retention (its first sweep then removes most of the filled year while the runs are measured)")
     a = ap.parse_args()
     receiver = Receiver()
     client_args = ["--webhook-url", receiver.url, "--allow-insecure-url"]
     env = {"RECEIPTGATE_OUTBOUND_ALLOW_PRIVATE": "on"}
+    if not a.retention:
+        # The whole year stays (as a ledger without retention would keep it), and no first sweep
+        # deletes most of it while the runs are measured.
+        env.update({"RECEIPTGATE_RETAIN_ATTEMPTS_DAYS": "0", "RECEIPTGATE_RETAIN_OUTBOX_DAYS": "0", "RECEIPTGATE_RETAIN_NOTIFICATIONS_DAYS": "0"})
     stacks = {"A": Stack(a.binary, label="empty", env=env, client_args=client_args),
               "B": Stack(a.binary, label="year", env=env, client_args=client_args)}
     measured = {"A": [], "B": []}
