@@ -32,7 +32,8 @@ struct AccessTokens: Sendable {
     func access(account: AccountRecord, clientID: String, authTime: Int64) async throws -> (String, Int) {
         let now = Int64(Date().timeIntervalSince1970)
         let lifetime = Int64(core.signer.accessTokenLifetime.components.seconds)
-        let claims = Claims(iss: core.signer.issuer, sub: account.id, aud: clientID, exp: now + lifetime, iat: now, auth_time: authTime)
+        let claims = Claims(
+            iss: core.signer.issuer, sub: account.id, aud: clientID, exp: now + lifetime, iat: now, auth_time: authTime)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return (try await core.signer.sign(claims: try encoder.encode(claims)), Int(lifetime))
@@ -42,8 +43,10 @@ struct AccessTokens: Sendable {
     func issue(account: AccountRecord, clientID: String) async throws -> Pair {
         let authTime = Int64(Date().timeIntervalSince1970)
         let (access, expiresIn) = try await access(account: account, clientID: clientID, authTime: authTime)
-        let refresh = try await core.tokens.issue(TokenRequest(kind: AccountLink.Kind.refresh, clientID: clientID, accountID: account.id,
-                                                               lifetime: AccountLink.refreshTokenLifetime, payload: String(authTime)))
+        let refresh = try await core.tokens.issue(
+            TokenRequest(
+                kind: AccountLink.Kind.refresh, clientID: clientID, accountID: account.id,
+                lifetime: AccountLink.refreshTokenLifetime, payload: String(authTime)))
         return Pair(accessToken: access, refreshToken: refresh.token, expiresIn: expiresIn)
     }
 
@@ -52,11 +55,13 @@ struct AccessTokens: Sendable {
     func verify(authorization header: String?) async throws -> Bearer? {
         guard let token = Self.bearer(header) else { return nil }
         guard let payload = try await core.signer.verifiedClaims(token),
-              let claims = try? JSONDecoder().decode(Claims.self, from: payload) else { return nil }
+            let claims = try? JSONDecoder().decode(Claims.self, from: payload)
+        else { return nil }
         let now = Int64(Date().timeIntervalSince1970)
         guard claims.iss == core.signer.issuer, claims.exp > now, claims.iat <= now + 60,
-              let client = try await core.client(id: claims.aud),
-              let account = try await core.accounts.account(id: claims.sub), account.scope == client.scope else { return nil }
+            let client = try await core.client(id: claims.aud),
+            let account = try await core.accounts.account(id: claims.sub), account.scope == client.scope
+        else { return nil }
         return Bearer(account: account, client: client, claims: claims)
     }
 

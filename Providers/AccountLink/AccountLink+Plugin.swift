@@ -1,5 +1,7 @@
 public import ReceiptCore
 
 extension AccountLink {
-    public static let plugin = DialectPlugin(name: "account-link", displayName: "AccountLink (/iap)") { _ in AccountLink() }
+    public static let plugin = DialectPlugin(name: "account-link", displayName: "AccountLink (/iap)") { _ in
+        AccountLink()
+    }
 }

@@ -18,25 +18,34 @@ public struct AccountLink: DialectProvider {
 
     /// Defaults; each can be changed with `RECEIPTGATE_RATE_LIMITS` (`accountlink.iap.address=30/60s`).
     package enum Limits {
-        package static let iapPerAddress = RateLimitPolicy(name: "accountlink.iap.address", key: .callerAddress, limit: 30, window: .seconds(60), shared: true)
-        package static let iapPerPurchase = RateLimitPolicy(name: "accountlink.iap.purchase", key: .purchase, limit: 10, window: .seconds(60), shared: true)
-        package static let tokenPerAddress = RateLimitPolicy(name: "accountlink.token.address", key: .callerAddress, limit: 30, window: .seconds(60), shared: true)
+        package static let iapPerAddress = RateLimitPolicy(
+            name: "accountlink.iap.address", key: .callerAddress, limit: 30, window: .seconds(60), shared: true)
+        package static let iapPerPurchase = RateLimitPolicy(
+            name: "accountlink.iap.purchase", key: .purchase, limit: 10, window: .seconds(60), shared: true)
+        package static let tokenPerAddress = RateLimitPolicy(
+            name: "accountlink.token.address", key: .callerAddress, limit: 30, window: .seconds(60), shared: true)
         /// Per process: apps call it often, and an unauthenticated flood should cost no database work.
-        package static let userinfoPerAddress = RateLimitPolicy(name: "accountlink.userinfo.address", key: .callerAddress, limit: 120, window: .seconds(60),
-                                                               shared: false)
-        package static let accountPagesPerAddress = RateLimitPolicy(name: "accountlink.account.address", key: .callerAddress, limit: 30, window: .seconds(60),
-                                                                   shared: true)
+        package static let userinfoPerAddress = RateLimitPolicy(
+            name: "accountlink.userinfo.address", key: .callerAddress, limit: 120, window: .seconds(60),
+            shared: false)
+        package static let accountPagesPerAddress = RateLimitPolicy(
+            name: "accountlink.account.address", key: .callerAddress, limit: 30, window: .seconds(60),
+            shared: true)
         /// Failed password sign-ins per name tried (username or e-mail, existing or not), every address together.
-        package static let passwordFailuresPerName = RateLimitPolicy(name: "accountlink.password.name", key: .handler, limit: 10, window: .seconds(900),
-                                                                    shared: true)
+        package static let passwordFailuresPerName = RateLimitPolicy(
+            name: "accountlink.password.name", key: .handler, limit: 10, window: .seconds(900),
+            shared: true)
         /// Mails one account can cause, and mails one address can receive: a purchase cannot make
         /// the service mail without bound, nor flood one inbox.
-        package static let mailPerAccount = RateLimitPolicy(name: "accountlink.mail.account", key: .handler, limit: 3, window: .seconds(3600), shared: true)
+        package static let mailPerAccount = RateLimitPolicy(
+            name: "accountlink.mail.account", key: .handler, limit: 3, window: .seconds(3600), shared: true)
         /// Bare transaction ids an account may have looked up with Apple: each costs the service's
         /// App Store Server API quota before anything else can refuse it.
-        package static let lookupsPerAccount = RateLimitPolicy(name: "accountlink.lookup.account", key: .handler, limit: 20, window: .seconds(3600),
-                                                              shared: true)
-        package static let mailPerRecipient = RateLimitPolicy(name: "accountlink.mail.recipient", key: .handler, limit: 3, window: .seconds(3600), shared: true)
+        package static let lookupsPerAccount = RateLimitPolicy(
+            name: "accountlink.lookup.account", key: .handler, limit: 20, window: .seconds(3600),
+            shared: true)
+        package static let mailPerRecipient = RateLimitPolicy(
+            name: "accountlink.mail.recipient", key: .handler, limit: 3, window: .seconds(3600), shared: true)
     }
 
     package static let refreshTokenLifetime: Duration = .seconds(30 * 86_400)
@@ -50,25 +59,36 @@ public struct AccountLink: DialectProvider {
         let oauth = OpenIDRoutes(core: core, tokens: tokens)
         let pages = AccountPages(core: core)
         return [
-            Route("POST", "/iap", authentication: .appSDK, rateLimits: [Limits.iapPerAddress, Limits.iapPerPurchase]) { request, context in
+            Route("POST", "/iap", authentication: .appSDK, rateLimits: [Limits.iapPerAddress, Limits.iapPerPurchase]) {
+                request, context in
                 await iap.handle(request, context: context)
             },
-            Route("GET", "/.well-known/openid-configuration", authentication: .none) { _, _ in await oauth.discovery() },
-            Route("GET", "/.well-known/jwks.json", authentication: .none) { _, context in await oauth.jwks(context: context) },
-            Route("POST", "/oauth/token", authentication: .none, rateLimits: [Limits.tokenPerAddress]) { request, context in
+            Route("GET", "/.well-known/openid-configuration", authentication: .none) { _, _ in await oauth.discovery()
+            },
+            Route("GET", "/.well-known/jwks.json", authentication: .none) { _, context in
+                await oauth.jwks(context: context)
+            },
+            Route("POST", "/oauth/token", authentication: .none, rateLimits: [Limits.tokenPerAddress]) {
+                request, context in
                 await oauth.token(request, context: context)
             },
-            Route("GET", "/userinfo", authentication: .none, rateLimits: [Limits.userinfoPerAddress]) { request, context in await oauth.userinfo(request, context: context) },
-            Route("GET", "/account/confirm-email", authentication: .none, rateLimits: [Limits.accountPagesPerAddress]) { _, context in
+            Route("GET", "/userinfo", authentication: .none, rateLimits: [Limits.userinfoPerAddress]) {
+                request, context in await oauth.userinfo(request, context: context)
+            },
+            Route("GET", "/account/confirm-email", authentication: .none, rateLimits: [Limits.accountPagesPerAddress]) {
+                _, context in
                 pages.form(.confirmEmail, context: context)
             },
-            Route("POST", "/account/confirm-email", authentication: .none, rateLimits: [Limits.accountPagesPerAddress]) { request, context in
+            Route("POST", "/account/confirm-email", authentication: .none, rateLimits: [Limits.accountPagesPerAddress])
+            { request, context in
                 await pages.submit(.confirmEmail, request, context: context)
             },
-            Route("GET", "/account/reset-password", authentication: .none, rateLimits: [Limits.accountPagesPerAddress]) { _, context in
+            Route("GET", "/account/reset-password", authentication: .none, rateLimits: [Limits.accountPagesPerAddress])
+            { _, context in
                 pages.form(.resetPassword, context: context)
             },
-            Route("POST", "/account/reset-password", authentication: .none, rateLimits: [Limits.accountPagesPerAddress]) { request, context in
+            Route("POST", "/account/reset-password", authentication: .none, rateLimits: [Limits.accountPagesPerAddress])
+            { request, context in
                 await pages.submit(.resetPassword, request, context: context)
             },
         ]

@@ -21,17 +21,21 @@ extension AccountPages {
         case .confirmEmail:
             guard account.pendingEmail?.lowercased() == email else { return .invalid }
             let confirmed = account.emailVerified ? account.email?.lowercased() : nil
-            let confirmation = AccountChange(email: link.email, emailVerified: true, pendingEmail: .some(nil), pendingEmailApproved: false)
+            let confirmation = AccountChange(
+                email: link.email, emailVerified: true, pendingEmail: .some(nil), pendingEmailApproved: false)
             guard let confirmed, confirmed != email else {
                 return sentTo == email ? .apply(confirmation, "Your e-mail address is confirmed.") : .invalid
             }
             if sentTo == confirmed {
-                return .apply(AccountChange(pendingEmailApproved: true),
-                              "The change is approved. It takes effect once \(link.email) is confirmed from the mail sent there.")
+                return .apply(
+                    AccountChange(pendingEmailApproved: true),
+                    "The change is approved. It takes effect once \(link.email) is confirmed from the mail sent there.")
             }
             guard sentTo == email else { return .invalid }
             guard account.pendingEmailApproved else {
-                return .waiting("This change also needs the approval mailed to the account's current address; use this link again after that.")
+                return .waiting(
+                    "This change also needs the approval mailed to the account's current address; use this link again after that."
+                )
             }
             return .apply(confirmation, "Your e-mail address is confirmed.")
         case .resetPassword:

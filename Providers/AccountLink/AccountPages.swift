@@ -1,5 +1,5 @@
-import OpenSSLCrypto
 import Foundation
+import OpenSSLCrypto
 import ReceiptCore
 
 /// The pages an e-mail link opens: a minimal form on GET, and the POST (form or JSON) that
@@ -22,7 +22,8 @@ struct AccountPages: Sendable {
     func form(_ page: Page, context: RouteContext) -> RouteResponse {
         let token = Self.escape(context.query["token"] ?? "")
         let optional = page.passwordRequired ? "" : " (optional)"
-        return .html("""
+        return .html(
+            """
             <!doctype html>
             <html><head><meta charset="utf-8"><meta name="viewport" content="width=device-width"><title>\(page.title)</title></head>
             <body><h1>\(page.title)</h1>
@@ -38,15 +39,20 @@ struct AccountPages: Sendable {
         let wantsHTML = !(request.headers["content-type"]?.lowercased().hasPrefix("application/json") ?? false)
         func answer(_ status: Int, _ code: String, _ message: String, username: String? = nil) -> RouteResponse {
             if wantsHTML {
-                return .html("<!doctype html><html><head><meta charset=\"utf-8\"><title>\(page.title)</title></head><body><p>\(Self.escape(message))</p></body></html>",
-                             status: status)
+                return .html(
+                    "<!doctype html><html><head><meta charset=\"utf-8\"><title>\(page.title)</title></head><body><p>\(Self.escape(message))</p></body></html>",
+                    status: status)
             }
             var body = status == 200 ? ["status": code, "message": message] : ["error": code, "message": message]
             if let username { body["username"] = username }
             return .json(body, status: status, headers: [("Cache-Control", "no-store")])
         }
-        guard let parameters = FormBody.parameters(request) else { return answer(400, "INVALID_FIELD", "send a form or a JSON object of strings") }
-        guard let token = parameters["token"], !token.isEmpty, token.utf8.count <= 512 else { return answer(400, "MISSING_FIELDS", "the link's token is missing") }
+        guard let parameters = FormBody.parameters(request) else {
+            return answer(400, "INVALID_FIELD", "send a form or a JSON object of strings")
+        }
+        guard let token = parameters["token"], !token.isEmpty, token.utf8.count <= 512 else {
+            return answer(400, "MISSING_FIELDS", "the link's token is missing")
+        }
         let password = parameters["password"].flatMap { $0.isEmpty ? nil : $0 }
         if page.passwordRequired && password == nil { return answer(400, "MISSING_FIELDS", "a password is required") }
         if let password, password.count < 8 || password.utf8.count > 256 {
@@ -57,24 +63,32 @@ struct AccountPages: Sendable {
             var hash: String?
             if let password { hash = try await Scrypt.hashPasswordOffThePool(password) }
             // Read first, spent only once it will act: a link that waits for an approval stays usable.
-            guard let stored = try await core.tokens.resolve(token, kind: page.kind), let link = MailLink.decode(stored.payload),
-                  stored.accountID == link.account, let client = try await core.client(id: stored.clientID),
-                  let account = try await core.accounts.account(id: link.account), account.scope == client.scope else {
+            guard let stored = try await core.tokens.resolve(token, kind: page.kind),
+                let link = MailLink.decode(stored.payload),
+                stored.accountID == link.account, let client = try await core.client(id: stored.clientID),
+                let account = try await core.accounts.account(id: link.account), account.scope == client.scope
+            else {
                 return answer(400, "INVALID_LINK", "this link is unknown, expired or already used")
             }
             var change: AccountChange, done: String
             switch Self.use(page, link: link, account: account) {
             case .invalid:
-                return answer(400, "INVALID_LINK", "this link no longer fits the account (a newer request replaced it, or its address changed)")
+                return answer(
+                    400, "INVALID_LINK",
+                    "this link no longer fits the account (a newer request replaced it, or its address changed)")
             case .waiting(let message):
                 return answer(409, "APPROVAL_PENDING", message)
             case .apply(let applied, let message):
                 (change, done) = (applied, message)
             }
             if change.emailVerified == true, let address = change.email ?? account.email,
-               let holder = try await core.accounts.account(email: address, scope: client.scope), holder.emailVerified, holder.id != account.id {
+                let holder = try await core.accounts.account(email: address, scope: client.scope), holder.emailVerified,
+                holder.id != account.id
+            {
                 // Another account of this game already holds the address confirmed.
-                guard page == .resetPassword else { return answer(409, "EMAIL_TAKEN", "this address is confirmed for another account") }
+                guard page == .resetPassword else {
+                    return answer(409, "EMAIL_TAKEN", "this address is confirmed for another account")
+                }
                 change.emailVerified = nil
             }
             change.passwordHash = hash
@@ -86,7 +100,8 @@ struct AccountPages: Sendable {
                 return answer(400, "INVALID_LINK", "the account changed since this link was read; ask for a new one")
             }
             context.logger.info("account link used", ["account.id": updated.id, "kind": page.kind])
-            return answer(200, "ok", "\(done) Sign in as \(updated.email ?? updated.username).", username: updated.username)
+            return answer(
+                200, "ok", "\(done) Sign in as \(updated.email ?? updated.username).", username: updated.username)
         } catch {
             context.logger.error("account page failed", ["error": "\(error)"])
             return answer(503, "VERIFIER_ERROR", "please try again")
@@ -94,7 +109,8 @@ struct AccountPages: Sendable {
     }
 
     static func escape(_ text: String) -> String {
-        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;").replacingOccurrences(of: ">", with: "&gt;")
+        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
+            .replacingOccurrences(of: ">", with: "&gt;")
             .replacingOccurrences(of: "\"", with: "&quot;").replacingOccurrences(of: "'", with: "&#39;")
     }
 }

@@ -12,7 +12,8 @@ enum EmailAddress {
         guard !address.isEmpty, address.utf8.count <= maxLength else { return nil }
         let forbidden = Set("<>()[],;:\"\\@ ".utf8)
         let parts = address.utf8.split(separator: UInt8(ascii: "@"), omittingEmptySubsequences: false)
-        guard parts.count == 2, let local = parts.first, let domain = parts.last, !local.isEmpty, local.count <= 64 else { return nil }
+        guard parts.count == 2, let local = parts.first, let domain = parts.last, !local.isEmpty, local.count <= 64
+        else { return nil }
         for part in [local, domain] {
             guard part.allSatisfy({ (0x21...0x7e).contains($0) && !forbidden.contains($0) }) else { return nil }
         }

@@ -7,7 +7,9 @@ enum FormBody {
     static func parameters(_ request: RouteRequest) -> [String: String]? {
         let type = request.headers["content-type"]?.lowercased() ?? ""
         if type.hasPrefix("application/json") {
-            guard let object = (try? JSONSerialization.jsonObject(with: request.body)) as? [String: Any] else { return nil }
+            guard let object = (try? JSONSerialization.jsonObject(with: request.body)) as? [String: Any] else {
+                return nil
+            }
             var result: [String: String] = [:]
             for (name, value) in object {
                 guard let text = value as? String else { return nil }
@@ -16,7 +18,8 @@ enum FormBody {
             return result
         }
         guard type.isEmpty || type.hasPrefix("application/x-www-form-urlencoded"),
-              let text = String(data: request.body, encoding: .utf8) else { return nil }
+            let text = String(data: request.body, encoding: .utf8)
+        else { return nil }
         // A repeated or undecodable parameter is not a request to guess at.
         return try? FormEncoding.parameters(text)
     }

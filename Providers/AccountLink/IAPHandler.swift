@@ -1,5 +1,5 @@
-import OpenSSLCrypto
 import Foundation
+import OpenSSLCrypto
 import ReceiptCore
 
 /// `POST /iap`: prove the purchase, then — in the record's own database transaction — find the
@@ -49,9 +49,11 @@ struct IAPHandler: Sendable {
             if let retryAfter = refusal.retryAfter { response.headers.append(("Retry-After", String(retryAfter))) }
             return response
         } catch let refused as StoreVerificationError where refused.reason == Self.transactionLookupNotConfigured {
-            return Problem(.invalidField,
-                           "a bare 'transaction_id' needs the App Store Server API transaction lookup, which is not configured here; "
-                           + "send 'subscription_transaction_jws' or 'app_receipt_base64'").response
+            return Problem(
+                .invalidField,
+                "a bare 'transaction_id' needs the App Store Server API transaction lookup, which is not configured here; "
+                    + "send 'subscription_transaction_jws' or 'app_receipt_base64'"
+            ).response
         } catch let refused as StoreVerificationError {
             context.logger.info("iap refused", ["error.code": refused.code.rawValue, "error.reason": refused.reason])
             return Problem(refused.code, refused.message).response
@@ -73,8 +75,10 @@ struct IAPHandler: Sendable {
         let bareID = iap.evidenceKind == .transactionID
         if bareID {
             guard let bearer else {
-                throw Self.notOwner("a bare '\(iap.store.vendorCode.lowercased()).transaction_id' proves nothing about who is calling: send it with the access token of the account "
-                                    + "whose app_account_token the purchase carries, or send the signed transaction or the app receipt")
+                throw Self.notOwner(
+                    "a bare '\(iap.store.vendorCode.lowercased()).transaction_id' proves nothing about who is calling: send it with the access token of the account "
+                        + "whose app_account_token the purchase carries, or send the signed transaction or the app receipt"
+                )
             }
             try await core.checkRateLimit(AccountLink.Limits.lookupsPerAccount, key: bearer.account.id)
         }
@@ -87,12 +91,19 @@ struct IAPHandler: Sendable {
         verification.productID = iap.productID
         verification.evidenceFields = iap.evidenceFields
         let proven = try await core.prove(verification, client: client)
-        if bareID, let bearer, proven.purchase.accountToken?.lowercased() != bearer.account.appAccountToken.lowercased() {
-            throw Self.notOwner("the purchase was not made with this account's app_account_token; a bare transaction id links only such a purchase")
+        if bareID, let bearer, proven.purchase.accountToken?.lowercased() != bearer.account.appAccountToken.lowercased()
+        {
+            throw Self.notOwner(
+                "the purchase was not made with this account's app_account_token; a bare transaction id links only such a purchase"
+            )
         }
-        let key = PurchaseKey(store: proven.purchase.store, originalTransactionID: proven.purchase.originalTransactionID ?? proven.purchase.transactionID)
-        try await core.checkRateLimit(AccountLink.Limits.iapPerPurchase, key: "\(key.store.rawValue):\(key.originalTransactionID)")
-        let decision = try await link(proven, key: key, iap: iap, client: client, bearer: bearer?.account, context: context)
+        let key = PurchaseKey(
+            store: proven.purchase.store,
+            originalTransactionID: proven.purchase.originalTransactionID ?? proven.purchase.transactionID)
+        try await core.checkRateLimit(
+            AccountLink.Limits.iapPerPurchase, key: "\(key.store.rawValue):\(key.originalTransactionID)")
+        let decision = try await link(
+            proven, key: key, iap: iap, client: client, bearer: bearer?.account, context: context)
         return try await respond(decision, iap: iap, client: client, tokenAccount: bearer?.account)
     }
 
@@ -107,15 +118,25 @@ struct IAPHandler: Sendable {
 
     /// Recorded for fraud review: who called, from where, with what.
     private static func logCall(_ headers: IAPRequest.Headers, client: ClientInfo, context: RouteContext) {
-        context.logger.info("iap call", ["client.id": client.clientID, "caller.address": context.callerAddress ?? "unknown",
-                                         "forwarded.for": headers.forwardedFor ?? "", "device": headers.deviceModel, "os": "\(headers.os) \(headers.osVersion)",
-                                         "app.version": headers.appVersion, "sdk.version": headers.sdkVersion])
-        if headers.forwardedForIgnored { context.logger.info("iap x-forwarded-for ignored: not a list of IP addresses", ["client.id": client.clientID]) }
+        context.logger.info(
+            "iap call",
+            [
+                "client.id": client.clientID, "caller.address": context.callerAddress ?? "unknown",
+                "forwarded.for": headers.forwardedFor ?? "", "device": headers.deviceModel,
+                "os": "\(headers.os) \(headers.osVersion)",
+                "app.version": headers.appVersion, "sdk.version": headers.sdkVersion,
+            ])
+        if headers.forwardedForIgnored {
+            context.logger.info(
+                "iap x-forwarded-for ignored: not a list of IP addresses", ["client.id": client.clientID])
+        }
     }
 
     /// Records the purchase and links it to an account, in one database transaction.
-    private func link(_ proven: ProvenPurchase, key: PurchaseKey, iap: IAPRequest, client: ClientInfo, bearer: AccountRecord?,
-                      context: RouteContext) async throws -> Decision {
+    private func link(
+        _ proven: ProvenPurchase, key: PurchaseKey, iap: IAPRequest, client: ClientInfo, bearer: AccountRecord?,
+        context: RouteContext
+    ) async throws -> Decision {
         // Decided before the transaction (and re-checked in it): which account a mail would be
         // for, and so what it says and where it goes.
         let bareID = iap.evidenceKind == .transactionID
@@ -124,12 +145,17 @@ struct IAPHandler: Sendable {
             throw Self.notOwner("the purchase belongs to another account; only its receipt can sign in to it")
         }
         let newAccountID = "acc_" + Hex.encode(SecureRandom.bytes(12))
-        let mails = try await plannedMails(iap.email, for: linkedBefore ?? bearer, newAccountID: newAccountID, client: client, context: context)
+        let mails = try await plannedMails(
+            iap.email, for: linkedBefore ?? bearer, newAccountID: newAccountID, client: client, context: context)
         var generatedHash: String?
-        if linkedBefore == nil && bearer == nil { generatedHash = try await Scrypt.hashPasswordOffThePool(Base64.urlEncode(SecureRandom.bytes(24))) }
-        let decide = Self.decider(key: key, tokenAccount: bearer, bareID: bareID, mails: mails, client: client,
-                                  draft: AccountDraft(id: newAccountID, client: client, username: Self.generatedUsername(), email: iap.email,
-                                                      passwordHash: generatedHash, attribution: iap.attribution))
+        if linkedBefore == nil && bearer == nil {
+            generatedHash = try await Scrypt.hashPasswordOffThePool(Base64.urlEncode(SecureRandom.bytes(24)))
+        }
+        let decide = Self.decider(
+            key: key, tokenAccount: bearer, bareID: bareID, mails: mails, client: client,
+            draft: AccountDraft(
+                id: newAccountID, client: client, username: Self.generatedUsername(), email: iap.email,
+                passwordHash: generatedHash, attribution: iap.attribution))
         do {
             return try await core.record(proven, client: client, effects: decide).1
         } catch is LostTheRace {
@@ -138,17 +164,21 @@ struct IAPHandler: Sendable {
         }
     }
 
-    private func respond(_ decision: Decision, iap: IAPRequest, client: ClientInfo, tokenAccount: AccountRecord?) async throws -> RouteResponse {
+    private func respond(
+        _ decision: Decision, iap: IAPRequest, client: ClientInfo, tokenAccount: AccountRecord?
+    ) async throws -> RouteResponse {
         switch decision {
         case .refused(let state):
-            throw Problem(code: state == .refunded ? "PURCHASE_REFUNDED" : "PURCHASE_REVOKED",
-                          message: "the purchase was \(state.rawValue); it links no account", status: 422)
+            throw Problem(
+                code: state == .refunded ? "PURCHASE_REFUNDED" : "PURCHASE_REVOKED",
+                message: "the purchase was \(state.rawValue); it links no account", status: 422)
         case .linked(let account, let created, let mailed):
             let pair = try await tokens.issue(account: account, clientID: client.clientID)
-            let answer = Answer(access_token: pair.accessToken, refresh_token: pair.refreshToken,
-                                account_switched: tokenAccount.map { $0.id != account.id } ?? false,
-                                email_confirmation_required: mailed, auto_account_created: created && iap.email == nil,
-                                app_account_token: account.appAccountToken)
+            let answer = Answer(
+                access_token: pair.accessToken, refresh_token: pair.refreshToken,
+                account_switched: tokenAccount.map { $0.id != account.id } ?? false,
+                email_confirmation_required: mailed, auto_account_created: created && iap.email == nil,
+                app_account_token: account.appAccountToken)
             return .json(answer, headers: [("Cache-Control", "no-store")])
         }
     }
@@ -157,13 +187,17 @@ struct IAPHandler: Sendable {
     /// a silent new account (that would orphan the purchase): the app refreshes and calls again.
     private func caller(_ authorization: String?, client: ClientInfo) async throws -> AccessTokens.Bearer? {
         guard authorization != nil else { return nil }
-        guard let verified = try await tokens.verify(authorization: authorization), verified.client.scope == client.scope else {
+        guard let verified = try await tokens.verify(authorization: authorization),
+            verified.client.scope == client.scope
+        else {
             throw Problem(.unauthorized, "the access token is invalid, expired, or for another game")
         }
         return verified
     }
 
     static func generatedUsername() -> String {
-        "player_" + Base64.urlEncode(SecureRandom.bytes(9)).lowercased().replacingOccurrences(of: "-", with: "x").replacingOccurrences(of: "_", with: "y")
+        "player_"
+            + Base64.urlEncode(SecureRandom.bytes(9)).lowercased().replacingOccurrences(of: "-", with: "x")
+            .replacingOccurrences(of: "_", with: "y")
     }
 }

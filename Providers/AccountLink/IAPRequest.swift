@@ -43,7 +43,10 @@ struct IAPRequest: Sendable {
                 return .failure(Problem(.missingFields, "header \(name) is required"))
             }
             guard value.count <= maxHeaderLength, isPrintable(value) else {
-                return .failure(Problem(.invalidField, "header \(name) must be printable text of at most \(maxHeaderLength) characters"))
+                return .failure(
+                    Problem(
+                        .invalidField, "header \(name) must be printable text of at most \(maxHeaderLength) characters")
+                )
             }
             return .success(value)
         }
@@ -56,9 +59,13 @@ struct IAPRequest: Sendable {
             if let authorization = fields["authorization"], AccessTokens.bearer(authorization) == nil {
                 return .failure(Problem(.invalidField, "header authorization must be \"Bearer <access token>\""))
             }
-            return .success(Headers(appVersion: appVersion, deviceModel: deviceModel, os: os, osVersion: osVersion, sdkVersion: sdkVersion,
-                                    forwardedFor: forwardedFor(fields["x-forwarded-for"]),
-                                    forwardedForIgnored: fields["x-forwarded-for"] != nil && forwardedFor(fields["x-forwarded-for"]) == nil))
+            return .success(
+                Headers(
+                    appVersion: appVersion, deviceModel: deviceModel, os: os, osVersion: osVersion,
+                    sdkVersion: sdkVersion,
+                    forwardedFor: forwardedFor(fields["x-forwarded-for"]),
+                    forwardedForIgnored: fields["x-forwarded-for"] != nil
+                        && forwardedFor(fields["x-forwarded-for"]) == nil))
         } catch {
             return .failure(error)
         }
@@ -105,10 +112,12 @@ struct IAPRequest: Sendable {
             let store = try storeEvidence(in: data, stores: stores)
             let email = try emailAddress(body.customer_details?.email)
             let attribution = body.aflyr == nil ? nil : try attribution(in: data)
-            return .success(IAPRequest(headers: headers, store: store.store, appIdentifier: store.appIdentifier,
-                                       evidence: store.evidence, evidenceKind: store.evidenceKind, productID: store.productID,
-                                       evidenceFields: store.evidenceFields,
-                                       namedTransactionID: store.namedTransactionID, email: email, attribution: attribution))
+            return .success(
+                IAPRequest(
+                    headers: headers, store: store.store, appIdentifier: store.appIdentifier,
+                    evidence: store.evidence, evidenceKind: store.evidenceKind, productID: store.productID,
+                    evidenceFields: store.evidenceFields,
+                    namedTransactionID: store.namedTransactionID, email: email, attribution: attribution))
         } catch {
             return .failure(error)
         }
@@ -153,7 +162,9 @@ struct IAPRequest: Sendable {
             throw Problem(.missingFields, "exactly one of \(names) is required")
         }
         let key = objectKey(for: store)
-        guard let fields = object[key] as? [String: Any] else { throw Problem(.invalidField, "field '\(key)' must be an object") }
+        guard let fields = object[key] as? [String: Any] else {
+            throw Problem(.invalidField, "field '\(key)' must be an object")
+        }
         let reader = FieldReader(object: key, fields: fields)
         return takesSignedLayout(store)
             ? try signedEvidence(reader, store: store) : try tokenEvidence(reader, store: store)
@@ -161,39 +172,55 @@ struct IAPRequest: Sendable {
 
     /// A signed transaction or a receipt is the evidence; a bare transaction id only when neither is sent
     /// (beside one of them it names the transaction to link).
-    private static func signedEvidence(_ fields: FieldReader, store: StoreDeclaration) throws(Problem) -> StoreEvidence {
+    private static func signedEvidence(_ fields: FieldReader, store: StoreDeclaration) throws(Problem) -> StoreEvidence
+    {
         let appIdentifier = try fields.required("bundle_id")
         var namedTransactionID: String?
         if store.evidenceKinds.contains(.transactionID), let given = try fields.optional("transaction_id") {
             guard store.transactionIDIsWellFormed?(given) ?? (given.utf8.count <= 256) else {
-                throw Problem(.invalidField, "field '\(fields.object).transaction_id' is not a \(store.displayName) transaction id")
+                throw Problem(
+                    .invalidField,
+                    "field '\(fields.object).transaction_id' is not a \(store.displayName) transaction id")
             }
             namedTransactionID = given
         }
-        let jws = try fields.optional("subscription_transaction_jws"), receipt = try fields.optional("app_receipt_base64")
+        let jws = try fields.optional("subscription_transaction_jws"),
+            receipt = try fields.optional("app_receipt_base64")
         if let signed = jws ?? receipt {
-            return StoreEvidence(store: store, appIdentifier: appIdentifier, evidence: signed, namedTransactionID: namedTransactionID)
+            return StoreEvidence(
+                store: store, appIdentifier: appIdentifier, evidence: signed, namedTransactionID: namedTransactionID)
         }
         guard let transactionID = namedTransactionID else {
             let transaction = store.evidenceKinds.contains(.transactionID) ? " or transaction_id" : ""
-            throw Problem(.missingFields, "'\(fields.object)' needs one of subscription_transaction_jws, app_receipt_base64\(transaction)")
+            throw Problem(
+                .missingFields,
+                "'\(fields.object)' needs one of subscription_transaction_jws, app_receipt_base64\(transaction)")
         }
-        return StoreEvidence(store: store, appIdentifier: appIdentifier, evidence: transactionID, evidenceKind: .transactionID)
+        return StoreEvidence(
+            store: store, appIdentifier: appIdentifier, evidence: transactionID, evidenceKind: .transactionID)
     }
 
     private static func tokenEvidence(_ fields: FieldReader, store: StoreDeclaration) throws(Problem) -> StoreEvidence {
-        var evidence = StoreEvidence(store: store, appIdentifier: try fields.required("package_id"), evidence: try fields.required("purchase_token"))
+        var evidence = StoreEvidence(
+            store: store, appIdentifier: try fields.required("package_id"),
+            evidence: try fields.required("purchase_token"))
         if let productID = try fields.optional("product_id") {
-            if let problem = Identifier.problem(productID) { throw Problem(.invalidField, "field '\(fields.object).product_id' \(problem)") }
+            if let problem = Identifier.problem(productID) {
+                throw Problem(.invalidField, "field '\(fields.object).product_id' \(problem)")
+            }
             evidence.productID = productID
         }
         for field in store.evidenceFields {
             guard let value = try fields.optional(field.name) else {
-                if field.required { throw Problem(.missingFields, "field '\(fields.object).\(field.name)' is required: \(field.description)") }
+                if field.required {
+                    throw Problem(
+                        .missingFields, "field '\(fields.object).\(field.name)' is required: \(field.description)")
+                }
                 continue
             }
             guard value.utf8.count <= field.maxLength else {
-                throw Problem(.invalidField, "field '\(fields.object).\(field.name)' is longer than \(field.maxLength) bytes")
+                throw Problem(
+                    .invalidField, "field '\(fields.object).\(field.name)' is longer than \(field.maxLength) bytes")
             }
             evidence.evidenceFields[field.name] = value
         }
@@ -207,13 +234,19 @@ struct IAPRequest: Sendable {
 
         func optional(_ name: String) throws(Problem) -> String? {
             guard let value = fields[name], !(value is NSNull) else { return nil }
-            guard let text = value as? String else { throw Problem(.invalidField, "field '\(object).\(name)' has the wrong type (expected string)") }
+            guard let text = value as? String else {
+                throw Problem(.invalidField, "field '\(object).\(name)' has the wrong type (expected string)")
+            }
             return text.isEmpty ? nil : text
         }
 
         func required(_ name: String) throws(Problem) -> String {
-            guard fields[name] != nil, !(fields[name] is NSNull) else { throw Problem(.missingFields, "field '\(object).\(name)' is required") }
-            guard let text = try optional(name) else { throw Problem(.invalidField, "field '\(object).\(name)' must not be empty") }
+            guard fields[name] != nil, !(fields[name] is NSNull) else {
+                throw Problem(.missingFields, "field '\(object).\(name)' is required")
+            }
+            guard let text = try optional(name) else {
+                throw Problem(.invalidField, "field '\(object).\(name)' must not be empty")
+            }
             return text
         }
     }
@@ -228,13 +261,17 @@ struct IAPRequest: Sendable {
 
     /// The `aflyr` object kept as sent (apple_search_ads is the app's to shape), but only an object, and small.
     private static func attribution(in data: Data) throws(Problem) -> Data {
-        guard let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any], let aflyr = object["aflyr"] as? [String: Any] else {
+        guard let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any],
+            let aflyr = object["aflyr"] as? [String: Any]
+        else {
             throw Problem(.invalidField, "field 'aflyr' must be an object")
         }
         if let ads = aflyr["apple_search_ads"], !(ads is [String: Any]) {
             throw Problem(.invalidField, "field 'aflyr.apple_search_ads' has the wrong type (expected object)")
         }
-        guard let encoded = try? JSONSerialization.data(withJSONObject: aflyr, options: [.sortedKeys]), encoded.count <= 8_192 else {
+        guard let encoded = try? JSONSerialization.data(withJSONObject: aflyr, options: [.sortedKeys]),
+            encoded.count <= 8_192
+        else {
             throw Problem(.invalidField, "field 'aflyr' is larger than 8 KiB")
         }
         // Postgres's jsonb cannot hold a NUL character: refused here, as the caller's mistake.

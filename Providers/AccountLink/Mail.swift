@@ -48,26 +48,29 @@ struct Mail: Sendable {
     }
 
     var text: String {
-        let what = if kind == AccountLink.Kind.resetPassword {
-            "An account was created for your purchase. Choose its password here"
-        } else if approvesChange {
-            "Someone signed in with a purchase of your account and asked to change its e-mail address to \(link.email). "
-                + "Only if that was you, approve it (and set a new password if you like) here"
-        } else if needsApproval {
-            "Confirm this e-mail address for your account here. The change also needs the approval mailed to the account's "
-                + "current address; this link works once that is given"
-        } else {
-            "Confirm this e-mail address for your account (and set a new password if you like) here"
-        }
-        return "\(what):\n\n\(url)\n\nThe link works once, for 24 hours. If you did not ask for this, ignore this mail.\n"
+        let what =
+            if kind == AccountLink.Kind.resetPassword {
+                "An account was created for your purchase. Choose its password here"
+            } else if approvesChange {
+                "Someone signed in with a purchase of your account and asked to change its e-mail address to \(link.email). "
+                    + "Only if that was you, approve it (and set a new password if you like) here"
+            } else if needsApproval {
+                "Confirm this e-mail address for your account here. The change also needs the approval mailed to the account's "
+                    + "current address; this link works once that is given"
+            } else {
+                "Confirm this e-mail address for your account (and set a new password if you like) here"
+            }
+        return
+            "\(what):\n\n\(url)\n\nThe link works once, for 24 hours. If you did not ask for this, ignore this mail.\n"
     }
 
     func message(clientID: String) throws -> OutboxMessage {
         let body: [String: String] = ["to": to, "subject": subject, "text": text]
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return OutboxMessage(clientID: clientID, target: .email,
-                             type: kind == AccountLink.Kind.resetPassword ? "email.password_reset" : "email.confirm",
-                             aggregateKey: "account:\(link.account)", body: try encoder.encode(body))
+        return OutboxMessage(
+            clientID: clientID, target: .email,
+            type: kind == AccountLink.Kind.resetPassword ? "email.password_reset" : "email.confirm",
+            aggregateKey: "account:\(link.account)", body: try encoder.encode(body))
     }
 }

@@ -1,5 +1,5 @@
-import OpenSSLCrypto
 import Foundation
+import OpenSSLCrypto
 import ReceiptCore
 
 /// What an OpenID Connect relying party expects: discovery, the key set, the token endpoint
@@ -20,15 +20,19 @@ struct OpenIDRoutes: Sendable {
             "id_token_signing_alg_values_supported": .strings(["ES256"]),
             "grant_types_supported": .strings(["refresh_token", "password"]),
             "token_endpoint_auth_methods_supported": .strings(["none"]),
-            "claims_supported": .strings(["iss", "sub", "aud", "exp", "iat", "auth_time", "email", "email_verified", "preferred_username"]),
+            "claims_supported": .strings([
+                "iss", "sub", "aud", "exp", "iat", "auth_time", "email", "email_verified", "preferred_username",
+            ]),
         ]
         return .json(document, headers: [("Cache-Control", "public, max-age=300")])
     }
 
     func jwks(context: RouteContext) async -> RouteResponse {
         do {
-            return RouteResponse(status: 200, headers: [("Cache-Control", "public, max-age=300")], contentType: "application/jwk-set+json",
-                                 body: try await core.signer.jwks())
+            return RouteResponse(
+                status: 200, headers: [("Cache-Control", "public, max-age=300")],
+                contentType: "application/jwk-set+json",
+                body: try await core.signer.jwks())
         } catch {
             context.logger.error("jwks unavailable", ["error": "\(error)"])
             return Problem(.verifierError, "the key set is unavailable; retry").response
@@ -53,7 +57,8 @@ struct OpenIDRoutes: Sendable {
 
     func token(_ request: RouteRequest, context: RouteContext) async -> RouteResponse {
         guard let parameters = FormBody.parameters(request) else {
-            return Self.oauthError("invalid_request", "the body must be application/x-www-form-urlencoded (or a JSON object of strings)")
+            return Self.oauthError(
+                "invalid_request", "the body must be application/x-www-form-urlencoded (or a JSON object of strings)")
         }
         do {
             switch parameters["grant_type"] {
@@ -72,11 +77,14 @@ struct OpenIDRoutes: Sendable {
         guard let presented = parameters["refresh_token"], !presented.isEmpty, presented.utf8.count <= 512 else {
             return Self.oauthError("invalid_request", "refresh_token is required")
         }
-        switch try await core.tokens.rotate(presented, kind: AccountLink.Kind.refresh, lifetime: AccountLink.refreshTokenLifetime) {
+        switch try await core.tokens.rotate(
+            presented, kind: AccountLink.Kind.refresh, lifetime: AccountLink.refreshTokenLifetime)
+        {
         case .invalid:
             return Self.oauthError("invalid_grant", "the refresh token is unknown, expired or revoked")
         case .reused:
-            return Self.oauthError("invalid_grant", "the refresh token was already used; every token of its sign-in is now revoked")
+            return Self.oauthError(
+                "invalid_grant", "the refresh token was already used; every token of its sign-in is now revoked")
         case .rotated(let successor):
             let stored = successor.stored
             if let clientID = parameters["client_id"], clientID != stored.clientID {
@@ -84,14 +92,18 @@ struct OpenIDRoutes: Sendable {
                 return Self.oauthError("invalid_grant", "the refresh token was issued to another client")
             }
             guard let accountID = stored.accountID, let account = try await core.accounts.account(id: accountID),
-                  try await core.client(id: stored.clientID) != nil else {
+                try await core.client(id: stored.clientID) != nil
+            else {
                 return Self.oauthError("invalid_grant", "the account or client no longer exists")
             }
             let authTime = stored.payload.flatMap { Int64($0) } ?? Int64(Date().timeIntervalSince1970)
-            let (access, expiresIn) = try await tokens.access(account: account, clientID: stored.clientID, authTime: authTime)
-            return .json(TokenAnswer(access_token: access, expires_in: expiresIn, refresh_token: successor.token,
-                                     app_account_token: account.appAccountToken),
-                         headers: [("Cache-Control", "no-store"), ("Pragma", "no-cache")])
+            let (access, expiresIn) = try await tokens.access(
+                account: account, clientID: stored.clientID, authTime: authTime)
+            return .json(
+                TokenAnswer(
+                    access_token: access, expires_in: expiresIn, refresh_token: successor.token,
+                    app_account_token: account.appAccountToken),
+                headers: [("Cache-Control", "no-store"), ("Pragma", "no-cache")])
         }
     }
 
@@ -119,12 +131,17 @@ struct OpenIDRoutes: Sendable {
             }
             var entitlements: [Entitlement] = []
             for key in try await core.accounts.links(accountID: bearer.account.id) {
-                if let entitlement = try await entitlement(key, client: bearer.client) { entitlements.append(entitlement) }
+                if let entitlement = try await entitlement(key, client: bearer.client) {
+                    entitlements.append(entitlement)
+                }
             }
             let account = bearer.account
-            return .json(UserInfo(sub: account.id, email: account.email, email_verified: account.emailVerified && account.email != nil,
-                                  preferred_username: account.username, app_account_token: account.appAccountToken,
-                                  entitlements: entitlements), headers: [("Cache-Control", "no-store")])
+            return .json(
+                UserInfo(
+                    sub: account.id, email: account.email,
+                    email_verified: account.emailVerified && account.email != nil,
+                    preferred_username: account.username, app_account_token: account.appAccountToken,
+                    entitlements: entitlements), headers: [("Cache-Control", "no-store")])
         } catch {
             context.logger.error("userinfo failed", ["error": "\(error)"])
             return Problem(.verifierError, "try again").response
@@ -135,15 +152,24 @@ struct OpenIDRoutes: Sendable {
     /// revoked, expired) or the ledger does not know it.
     private func entitlement(_ key: PurchaseKey, client: ClientInfo) async throws -> Entitlement? {
         let formatter = ISO8601DateFormatter()
-        if let subscription = try await core.subscription(store: key.store, originalTransactionID: key.originalTransactionID, client: client) {
+        if let subscription = try await core.subscription(
+            store: key.store, originalTransactionID: key.originalTransactionID, client: client)
+        {
             guard subscription.status == .active || subscription.status == .gracePeriod else { return nil }
-            return Entitlement(store: key.store.rawValue, original_transaction_id: key.originalTransactionID, product_id: subscription.productID,
-                               state: subscription.status.rawValue, expires_date: subscription.expiresDate.map(formatter.string))
+            return Entitlement(
+                store: key.store.rawValue, original_transaction_id: key.originalTransactionID,
+                product_id: subscription.productID,
+                state: subscription.status.rawValue, expires_date: subscription.expiresDate.map(formatter.string))
         }
-        guard let transaction = try await core.transaction(store: key.store, transactionID: key.originalTransactionID, client: client),
-              transaction.state == .active else { return nil }
-        return Entitlement(store: key.store.rawValue, original_transaction_id: key.originalTransactionID, product_id: transaction.productID,
-                           state: transaction.state.rawValue, expires_date: transaction.expiresDate.map(formatter.string))
+        guard
+            let transaction = try await core.transaction(
+                store: key.store, transactionID: key.originalTransactionID, client: client),
+            transaction.state == .active
+        else { return nil }
+        return Entitlement(
+            store: key.store.rawValue, original_transaction_id: key.originalTransactionID,
+            product_id: transaction.productID,
+            state: transaction.state.rawValue, expires_date: transaction.expiresDate.map(formatter.string))
     }
 }
 

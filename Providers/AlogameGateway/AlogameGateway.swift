@@ -12,18 +12,22 @@ public struct AlogameGateway: DialectProvider {
     /// Both routes are idempotent, so a re-sent signed request (an HTTP retry) is answered like
     /// the first: verify says DUPLICATE_TRANSACTION, lookup gives the same answer. No replay refusal.
     public func routes(core: any DialectCore) -> [Route] {
-        [Route("POST", "/iap/gateway/verify", authentication: .signedClient(.allow)) { request, context in
-            await Self.verify(request, context: context, core: core)
-         },
-         Route("POST", "/iap/gateway/lookup-receipt", authentication: .signedClient(.allow)) { request, context in
-            await Self.lookUpReceipt(request, context: context, core: core)
-         }]
+        [
+            Route("POST", "/iap/gateway/verify", authentication: .signedClient(.allow)) { request, context in
+                await Self.verify(request, context: context, core: core)
+            },
+            Route("POST", "/iap/gateway/lookup-receipt", authentication: .signedClient(.allow)) { request, context in
+                await Self.lookUpReceipt(request, context: context, core: core)
+            },
+        ]
     }
 
     /// The core's refusals (401, 429...) in the contract's envelope.
     public func render(_ refusal: RouteRefusal) -> RouteResponse {
         let (status, code) = Self.errorTable(refusal.code)
-        return Self.failure(refusal.code == .rateLimited ? 429 : status, refusal.code == .rateLimited ? "RATE_LIMITED" : code, refusal.message)
+        return Self.failure(
+            refusal.code == .rateLimited ? 429 : status, refusal.code == .rateLimited ? "RATE_LIMITED" : code,
+            refusal.message)
     }
 
     public var refundCallbacks: (any RefundCallbackRenderer)? { RefundCallbacks() }
@@ -39,13 +43,17 @@ public struct AlogameGateway: DialectProvider {
 
     // MARK: - POST /iap/gateway/lookup-receipt (support tool)
 
-    static func lookUpReceipt(_ request: RouteRequest, context: RouteContext, core: any DialectCore) async -> RouteResponse {
+    static func lookUpReceipt(
+        _ request: RouteRequest, context: RouteContext, core: any DialectCore
+    ) async -> RouteResponse {
         guard let client = context.client else { return failure(401, "UNAUTHORIZED", "client authentication required") }
         struct Body: Decodable { let order_id: String }
         guard let body = try? JSONDecoder().decode(Body.self, from: request.body), !body.order_id.isEmpty else {
             return failure(400, "MISSING_FIELDS", "missing required field: order_id")
         }
-        guard body.order_id.count <= 64, body.order_id.unicodeScalars.allSatisfy({ $0.isASCII && CharacterSet.alphanumerics.contains($0) }) else {
+        guard body.order_id.count <= 64,
+            body.order_id.unicodeScalars.allSatisfy({ $0.isASCII && CharacterSet.alphanumerics.contains($0) })
+        else {
             return failure(400, "MISSING_FIELDS", "order_id must be the Apple order id (letters and digits)")
         }
         do {
@@ -53,7 +61,9 @@ public struct AlogameGateway: DialectProvider {
                 return failure(502, "VERIFIER_ERROR", "no store provider can look up orders")
             }
             let result = try await core.lookUpOrder(body.order_id, store: store, client: client)
-            return .json(LookupResponse(orderID: body.order_id, gameID: client.gameID, order: result.order, ledger: result.ledger))
+            return .json(
+                LookupResponse(
+                    orderID: body.order_id, gameID: client.gameID, order: result.order, ledger: result.ledger))
         } catch let error as StoreVerificationError {
             let (status, code) = errorTable(error.code)
             return failure(status, code, "\(error.reason): \(error.message)")
@@ -82,7 +92,8 @@ public struct AlogameGateway: DialectProvider {
             try container.encode(orderID, forKey: .orderID)
             try container.encode(gameID, forKey: .gameID)
             try container.encode(order.found, forKey: .found)
-            try container.encode(order.environment.map { $0 == .production ? "Production" : "Sandbox" }, forKey: .environment)
+            try container.encode(
+                order.environment.map { $0 == .production ? "Production" : "Sandbox" }, forKey: .environment)
             var list = container.nestedUnkeyedContainer(forKey: .transactions)
             for entry in order.entries {
                 var item = list.nestedContainer(keyedBy: EntryKeys.self)
@@ -99,7 +110,10 @@ public struct AlogameGateway: DialectProvider {
                 try gateway.encode(refusal.map { AlogameGateway.errorTable($0.code).1 }, forKey: .lastErrorCode)
                 try gateway.encode(refusal.map { "\($0.reason): \($0.message)" }, forKey: .lastErrorMessage)
                 try gateway.encode(presence?.recordedForThisGame ?? false, forKey: .recordedForThisGame)
-                if !found { try gateway.encode(entry.decodeFailed ? "DECODE_FAILED" : "NEVER_RECEIVED_BY_GATEWAY", forKey: .reason) }
+                if !found {
+                    try gateway.encode(
+                        entry.decodeFailed ? "DECODE_FAILED" : "NEVER_RECEIVED_BY_GATEWAY", forKey: .reason)
+                }
             }
         }
 
@@ -113,29 +127,30 @@ public struct AlogameGateway: DialectProvider {
     /// The contract's body: `transaction_id`, `product_id`, `revocation_date` (epoch ms), `revocation_reason`
     /// (Apple's code), `game_id`. Signing and delivery are the core's outbox.
     struct RefundCallbacks: RefundCallbackRenderer {
-      let format = "alogame"
+        let format = "alogame"
 
-      func refundCallbackBody(_ event: RefundEvent) throws -> Data {
-        struct Body: Encodable {
-            let event: RefundEvent
-            enum Keys: String, CodingKey {
-                case transactionID = "transaction_id", productID = "product_id", revocationDate = "revocation_date"
-                case revocationReason = "revocation_reason", gameID = "game_id", revocationPercentage = "revocation_percentage"
+        func refundCallbackBody(_ event: RefundEvent) throws -> Data {
+            struct Body: Encodable {
+                let event: RefundEvent
+                enum Keys: String, CodingKey {
+                    case transactionID = "transaction_id", productID = "product_id", revocationDate = "revocation_date"
+                    case revocationReason = "revocation_reason", gameID = "game_id", revocationPercentage =
+                        "revocation_percentage"
+                }
+                func encode(to encoder: any Encoder) throws {
+                    var container = encoder.container(keyedBy: Keys.self)
+                    try container.encode(event.transactionID, forKey: .transactionID)
+                    try container.encode(event.productID, forKey: .productID)
+                    try container.encode(event.revocationDate?.epochMilliseconds, forKey: .revocationDate)
+                    try container.encode(event.revocationReasonCode, forKey: .revocationReason)
+                    try container.encode(event.gameID, forKey: .gameID)
+                    // Beyond the contract's body, and only for a partial refund: a full one reads as it always did.
+                    try container.encodeIfPresent(event.partialPercentage, forKey: .revocationPercentage)
+                }
             }
-            func encode(to encoder: any Encoder) throws {
-                var container = encoder.container(keyedBy: Keys.self)
-                try container.encode(event.transactionID, forKey: .transactionID)
-                try container.encode(event.productID, forKey: .productID)
-                try container.encode(event.revocationDate?.epochMilliseconds, forKey: .revocationDate)
-                try container.encode(event.revocationReasonCode, forKey: .revocationReason)
-                try container.encode(event.gameID, forKey: .gameID)
-                // Beyond the contract's body, and only for a partial refund: a full one reads as it always did.
-                try container.encodeIfPresent(event.partialPercentage, forKey: .revocationPercentage)
-            }
+            // Throws instead of answering an error body, which would be queued and sent as the callback.
+            return try RouteResponse.encodedJSON(Body(event: event))
         }
-        // Throws instead of answering an error body, which would be queued and sent as the callback.
-        return try RouteResponse.encodedJSON(Body(event: event))
-      }
     }
 
     // MARK: - POST /iap/gateway/verify
@@ -164,10 +179,14 @@ public struct AlogameGateway: DialectProvider {
             let outcome = try await core.verify(verification, client: client)
             // Success means "deliver": never for a purchase that is refunded, revoked or over.
             guard outcome.transaction.state == .active else {
-                return failure(422, "VERIFICATION_FAILED", "transaction \(outcome.transaction.transactionID) is \(outcome.transaction.state.rawValue)")
+                return failure(
+                    422, "VERIFICATION_FAILED",
+                    "transaction \(outcome.transaction.transactionID) is \(outcome.transaction.state.rawValue)")
             }
             if outcome.duplicate {
-                return failure(409, "DUPLICATE_TRANSACTION", "transaction \(outcome.transaction.transactionID) was already verified")
+                return failure(
+                    409, "DUPLICATE_TRANSACTION",
+                    "transaction \(outcome.transaction.transactionID) was already verified")
             }
             return .json(Success(transaction: outcome.transaction, platform: system.rawValue))
         } catch let error as StoreVerificationError {
@@ -229,24 +248,33 @@ public struct AlogameGateway: DialectProvider {
                 return (value as? String)?.isEmpty == true
             }
             guard missing.isEmpty else {
-                return .failure(Refusal(code: "MISSING_FIELDS", message: "missing required field(s): \(missing.joined(separator: ", "))"))
+                return .failure(
+                    Refusal(
+                        code: "MISSING_FIELDS", message: "missing required field(s): \(missing.joined(separator: ", "))"
+                    ))
             }
             guard let receipt = object["receipt"] as? String, let productID = object["product_id"] as? String else {
                 return .failure(Refusal(code: "MISSING_FIELDS", message: "receipt and product_id must be strings"))
             }
-            if let problem = Identifier.problem(productID) { return .failure(Refusal(code: "MISSING_FIELDS", message: "product_id \(problem)")) }
+            if let problem = Identifier.problem(productID) {
+                return .failure(Refusal(code: "MISSING_FIELDS", message: "product_id \(problem)"))
+            }
             // Typed decoding, so a boolean, a string or a fraction is not taken for a number.
             guard let osID = (try? JSONDecoder().decode(OSIDProbe.self, from: data))?.osID, [1, 2].contains(osID) else {
                 return .failure(Refusal(code: "INVALID_OS_ID", message: "os_id must be 1 (Android) or 2 (iOS)"))
             }
             var body = VerifyBody(receipt: receipt, productID: productID, osID: osID)
-            for (key, path) in [("player_id", \VerifyBody.playerID), ("character_id", \.characterID), ("server_id", \.serverID),
-                                ("game_version", \.gameVersion)] {
+            for (key, path) in [
+                ("player_id", \VerifyBody.playerID), ("character_id", \.characterID), ("server_id", \.serverID),
+                ("game_version", \.gameVersion),
+            ] {
                 guard let value = object[key], !(value is NSNull) else { continue }
                 guard let text = value as? String else {
                     return .failure(Refusal(code: "MISSING_FIELDS", message: "\(key) must be a string"))
                 }
-                if let problem = Identifier.problem(text) { return .failure(Refusal(code: "MISSING_FIELDS", message: "\(key) \(problem)")) }
+                if let problem = Identifier.problem(text) {
+                    return .failure(Refusal(code: "MISSING_FIELDS", message: "\(key) \(problem)"))
+                }
                 body[keyPath: path] = text
             }
             return .success(body)
@@ -260,9 +288,12 @@ public struct AlogameGateway: DialectProvider {
         /// As the request's os_id said.
         let platform: String
 
-        enum Keys: String, CodingKey { case success, transactionID = "transaction_id", productID = "product_id", receiptInfo = "receipt_info" }
+        enum Keys: String, CodingKey {
+            case success, transactionID = "transaction_id", productID = "product_id", receiptInfo = "receipt_info"
+        }
         enum InfoKeys: String, CodingKey {
-            case platform, environment, quantity, purchaseDateMs = "purchase_date_ms", originalTransactionID = "original_transaction_id"
+            case platform, environment, quantity, purchaseDateMs = "purchase_date_ms", originalTransactionID =
+                "original_transaction_id"
             case type, storefront, price, currency, inAppOwnershipType = "in_app_ownership_type"
         }
 
@@ -281,7 +312,9 @@ public struct AlogameGateway: DialectProvider {
             try info.encode(transaction.storefront, forKey: .storefront)
             try info.encode(transaction.priceMilliunits, forKey: .price)
             try info.encode(transaction.currency, forKey: .currency)
-            try info.encode(transaction.ownership.map { $0 == .familyShared ? "FAMILY_SHARED" : "PURCHASED" }, forKey: .inAppOwnershipType)
+            try info.encode(
+                transaction.ownership.map { $0 == .familyShared ? "FAMILY_SHARED" : "PURCHASED" },
+                forKey: .inAppOwnershipType)
         }
 
         static func appleType(_ kind: ProductKind) -> String {

@@ -41,7 +41,8 @@ public struct AmazonAppstoreConfiguration: Sendable {
     /// nothing more. The label after `sns.` must be shaped like a region (`us-east-1`,
     /// `us-gov-west-1`, `cn-north-1`): `sns.s3.amazonaws.com` and its kin are S3 bucket hosts,
     /// where anyone who owns the bucket `sns` could serve a certificate.
-    package static let defaultSNSCertURLPattern = #"https://sns\.[a-z]{2}(-gov)?-[a-z]+-[0-9]+\.amazonaws\.com(\.cn)?/SimpleNotificationService-[0-9a-f]+\.pem"#
+    package static let defaultSNSCertURLPattern =
+        #"https://sns\.[a-z]{2}(-gov)?-[a-z]+-[0-9]+\.amazonaws\.com(\.cn)?/SimpleNotificationService-[0-9a-f]+\.pem"#
 
     package init() {}
 
@@ -57,7 +58,8 @@ public struct AmazonAppstoreConfiguration: Sendable {
         configuration.rvsURL = try settings.url("RECEIPTGATE_AMAZON_RVS_URL", default: configuration.rvsURL)
         if let pattern = settings.value("RECEIPTGATE_AMAZON_SNS_CERT_URL_PATTERN") {
             guard (try? SNSCertificateURLRule(pattern: pattern)) != nil else {
-                throw ConfigurationInvalid(variable: "RECEIPTGATE_AMAZON_SNS_CERT_URL_PATTERN", problem: "is not a valid regular expression")
+                throw ConfigurationInvalid(
+                    variable: "RECEIPTGATE_AMAZON_SNS_CERT_URL_PATTERN", problem: "is not a valid regular expression")
             }
             configuration.snsCertURLPattern = pattern
         }

@@ -6,20 +6,27 @@ extension AmazonAppstoreProvider {
     /// the package. A claim RVS does not bear out (a cancellation of a receipt RVS reads as not
     /// canceled, a receipt RVS does not know) is kept as `<type>_UNCONFIRMED` and changes nothing.
     /// RVS unreachable or the owner without a usable secret: retryable (503), SNS sends it again.
-    func purchaseNews(_ message: SNSMessage, request: NotificationRequest, registered: RegisteredApps) async throws -> StoreNotification {
+    func purchaseNews(
+        _ message: SNSMessage, request: NotificationRequest, registered: RegisteredApps
+    ) async throws -> StoreNotification {
         guard let news = try? JSONDecoder().decode(RealTimeNotification.self, from: Data(message.message.utf8)),
-              let package = news.appPackageName, let receiptID = news.receiptId, let userID = news.appUserId,
-              !package.isEmpty, !receiptID.isEmpty, !userID.isEmpty else {
-            throw NotificationRejection(.malformed, reason: "INVALID_FIELD",
-                                        message: "the notification's Message must name appPackageName, appUserId and receiptId")
+            let package = news.appPackageName, let receiptID = news.receiptId, let userID = news.appUserId,
+            !package.isEmpty, !receiptID.isEmpty, !userID.isEmpty
+        else {
+            throw NotificationRejection(
+                .malformed, reason: "INVALID_FIELD",
+                message: "the notification's Message must name appPackageName, appUserId and receiptId")
         }
         let type = String((news.notificationType ?? "UNKNOWN").prefix(80))
         let decoded = try Self.keptJSON(message, news: news)
         func notification(_ type: String, _ event: StoreEvent) -> StoreNotification {
-            var stored = StoreNotification(store: store, notificationID: message.messageID, type: type, subtype: event.purchase?.storeAttributes["cancel_reason"],
-                                           environment: event.purchase?.environment, appIdentifier: package, transactionID: event.purchase?.transactionID,
-                                           originalTransactionID: event.purchase?.originalTransactionID, productID: event.purchase?.productID,
-                                           signedAt: message.timestamp, decodedJSON: decoded)
+            var stored = StoreNotification(
+                store: store, notificationID: message.messageID, type: type,
+                subtype: event.purchase?.storeAttributes["cancel_reason"],
+                environment: event.purchase?.environment, appIdentifier: package,
+                transactionID: event.purchase?.transactionID,
+                originalTransactionID: event.purchase?.originalTransactionID, productID: event.purchase?.productID,
+                signedAt: message.timestamp, decodedJSON: decoded)
             stored.event = event
             return stored
         }
@@ -29,7 +36,9 @@ extension AmazonAppstoreProvider {
         }
         let purchase = try await reread(receiptID: receiptID, userID: userID, package: package, request: request)
         guard let purchase, let event = Self.event(claimed: type, purchase: purchase, now: now()) else {
-            logger.warning("an Amazon notification that RVS does not bear out was kept, not applied", ["package": package, "notification.type": type])
+            logger.warning(
+                "an Amazon notification that RVS does not bear out was kept, not applied",
+                ["package": package, "notification.type": type])
             return notification("\(type)_UNCONFIRMED", StoreEvent(kind: .other, purchase: purchase))
         }
         return notification(type, event)
@@ -37,18 +46,25 @@ extension AmazonAppstoreProvider {
 
     /// The receipt from RVS with the owning client's secret and environments; nil when RVS does
     /// not know it for that user.
-    func reread(receiptID: String, userID: String, package: String, request: NotificationRequest) async throws -> VerifiedPurchase? {
+    func reread(
+        receiptID: String, userID: String, package: String, request: NotificationRequest
+    ) async throws -> VerifiedPurchase? {
         let owner = try await request.owner(package)
         do {
             let secret = try Self.sharedSecret(owner?.credentials ?? [:])
             let environments = owner?.client.environments ?? [.production]
-            return try await lookUp(receiptID: receiptID, userID: userID, secret: secret, environments: environments, package: package,
-                                    deadline: .now + Self.notificationBudget)
-        } catch where error.kind == .unknownReceipt || error.kind == .wrongUser {
+            return try await lookUp(
+                receiptID: receiptID, userID: userID, secret: secret, environments: environments, package: package,
+                deadline: .now + Self.notificationBudget)
+        } catch  where error.kind == .unknownReceipt || error.kind == .wrongUser {
             return nil
         } catch {
-            logger.warning("an Amazon notification's receipt could not be read from RVS", ["package": package, "problem": error.message])
-            throw NotificationRejection(.retryable, reason: error.verificationError.reason, message: "the receipt could not be read from Amazon now")
+            logger.warning(
+                "an Amazon notification's receipt could not be read from RVS",
+                ["package": package, "problem": error.message])
+            throw NotificationRejection(
+                .retryable, reason: error.verificationError.reason,
+                message: "the receipt could not be read from Amazon now")
         }
     }
 
@@ -76,12 +92,15 @@ extension AmazonAppstoreProvider {
         }
         if type.contains("EXPIRED") || type.contains("REVOKED") || type.contains("REFUND") { return nil }
         switch type {
-        case "SUBSCRIPTION_PURCHASED" where subscription: return StoreEvent(kind: .subscribed, purchase: purchase, autoRenew: autoRenew)
-        case "SUBSCRIPTION_RENEWED" where subscription: return StoreEvent(kind: .renewed, purchase: purchase, autoRenew: autoRenew)
+        case "SUBSCRIPTION_PURCHASED" where subscription:
+            return StoreEvent(kind: .subscribed, purchase: purchase, autoRenew: autoRenew)
+        case "SUBSCRIPTION_RENEWED" where subscription:
+            return StoreEvent(kind: .renewed, purchase: purchase, autoRenew: autoRenew)
         case "SUBSCRIPTION_AUTO_RENEWAL_ON", "SUBSCRIPTION_AUTO_RENEWAL_OFF":
             guard let autoRenew, autoRenew == type.hasSuffix("_ON") else { return nil }
             return StoreEvent(kind: .renewalStatusChanged, purchase: purchase, autoRenew: autoRenew)
-        case "CONSUMABLE_PURCHASED", "ENTITLEMENT_PURCHASED": return StoreEvent(kind: .oneTimeCharge, purchase: purchase)
+        case "CONSUMABLE_PURCHASED", "ENTITLEMENT_PURCHASED":
+            return StoreEvent(kind: .oneTimeCharge, purchase: purchase)
         default: return StoreEvent(kind: .other, purchase: purchase, autoRenew: autoRenew)
         }
     }

@@ -23,33 +23,45 @@ extension AmazonAppstoreProvider: SubscriptionReading {
         }
     }
 
-    public func readBack(_ subscription: QuietSubscription, owner: ClientWithStoreCredentials) async throws -> StoreNotification? {
+    public func readBack(
+        _ subscription: QuietSubscription, owner: ClientWithStoreCredentials
+    ) async throws -> StoreNotification? {
         let packages = owner.client.appIdentifiers(Self.packageNameKind)
         guard let key = ReadBackKey(subscription.readBackKey),
-              let package = subscription.appIdentifier.flatMap({ packages.contains($0) ? $0 : nil }) ?? (packages.count == 1 ? packages.first : nil)
+            let package = subscription.appIdentifier.flatMap({ packages.contains($0) ? $0 : nil })
+                ?? (packages.count == 1 ? packages.first : nil)
         else { return nil }
         let purchase: VerifiedPurchase
         do {
             let secret = try Self.sharedSecret(owner.credentials)
-            purchase = try await lookUp(receiptID: key.receipt, userID: key.user, secret: secret, environments: [subscription.environment],
-                                        package: package, deadline: .now + Self.notificationBudget)
-        } catch where error.kind == .unknownReceipt || error.kind == .wrongUser {
+            purchase = try await lookUp(
+                receiptID: key.receipt, userID: key.user, secret: secret, environments: [subscription.environment],
+                package: package, deadline: .now + Self.notificationBudget)
+        } catch  where error.kind == .unknownReceipt || error.kind == .wrongUser {
             return nil
         } catch {
-            throw SubscriptionReadFailed("subscription \(subscription.originalTransactionID) not read back from RVS: \(error.verificationError.message)"
-                                         + (error.verificationError.isRetryable ? "; the next run asks again" : ""),
-                                         storeWide: error.kind == .unavailable)
+            throw SubscriptionReadFailed(
+                "subscription \(subscription.originalTransactionID) not read back from RVS: \(error.verificationError.message)"
+                    + (error.verificationError.isRetryable ? "; the next run asks again" : ""),
+                storeWide: error.kind == .unavailable)
         }
-        guard purchase.dateOutOfRange == nil, let event = Self.event(claimed: "SUBSCRIPTION_RENEWED", purchase: purchase, now: now()) else { return nil }
+        guard purchase.dateOutOfRange == nil,
+            let event = Self.event(claimed: "SUBSCRIPTION_RENEWED", purchase: purchase, now: now())
+        else { return nil }
         let state = "\(event.kind)"
         let expires = purchase.expiresDate.map { String(Int64($0.timeIntervalSince1970 * 1000)) } ?? "-"
         var stored = StoreNotification(
-            store: store, notificationID: "rvs-read-back:\(subscription.environment.rawValue):\(key.receipt):\(expires):\(state)",
+            store: store,
+            notificationID: "rvs-read-back:\(subscription.environment.rawValue):\(key.receipt):\(expires):\(state)",
             type: "RVS_READ_BACK", subtype: state, environment: purchase.environment, appIdentifier: package,
-            transactionID: purchase.transactionID, originalTransactionID: purchase.originalTransactionID, productID: purchase.productID,
-            signedAt: now(), decodedJSON: try JSONEncoder().encode(ReadBackFacts(receiptId: key.receipt, productId: purchase.productID,
-                                                                                 expiresMillis: purchase.expiresDate.map { Int64($0.timeIntervalSince1970 * 1000) },
-                                                                                 state: state)))
+            transactionID: purchase.transactionID, originalTransactionID: purchase.originalTransactionID,
+            productID: purchase.productID,
+            signedAt: now(),
+            decodedJSON: try JSONEncoder().encode(
+                ReadBackFacts(
+                    receiptId: key.receipt, productId: purchase.productID,
+                    expiresMillis: purchase.expiresDate.map { Int64($0.timeIntervalSince1970 * 1000) },
+                    state: state)))
         stored.event = event
         return stored
     }

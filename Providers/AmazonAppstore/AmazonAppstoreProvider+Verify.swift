@@ -7,8 +7,9 @@ extension AmazonAppstoreProvider {
     /// has already narrowed `context.appIdentifiers` to. Throws `StoreVerificationError`.
     public func verify(evidence: String, context: VerificationContext) async throws -> [VerifiedPurchase] {
         guard let userID = context.evidenceFields[Self.userIDField.name], !userID.isEmpty else {
-            throw StoreVerificationError(code: .missingFields, reason: "EVIDENCE_FIELD_MISSING",
-                                         message: "Amazon Appstore evidence needs \(Self.userIDField.name) beside the receipt id")
+            throw StoreVerificationError(
+                code: .missingFields, reason: "EVIDENCE_FIELD_MISSING",
+                message: "Amazon Appstore evidence needs \(Self.userIDField.name) beside the receipt id")
         }
         return try await verify(receiptID: evidence, userID: userID, context: context)
     }
@@ -18,44 +19,55 @@ extension AmazonAppstoreProvider {
     /// production only, the Cloud Sandbox only, or production and then the sandbox when
     /// production does not know the receipt. `packageName` is the app the caller names, if any.
     /// Throws `StoreVerificationError`.
-    public func verify(receiptID: String, userID: String, packageName: String? = nil,
-                       context: VerificationContext) async throws -> [VerifiedPurchase] {
-        for (name, value) in [("receipt", receiptID), ("amazon_user_id", userID)] where value.isEmpty || value.utf8.count > 2048 {
-            throw StoreVerificationError(code: .invalidField, reason: "INVALID_FIELD", message: "\(name) must be 1 to 2048 bytes")
+    public func verify(
+        receiptID: String, userID: String, packageName: String? = nil,
+        context: VerificationContext
+    ) async throws -> [VerifiedPurchase] {
+        for (name, value) in [("receipt", receiptID), ("amazon_user_id", userID)]
+        where value.isEmpty || value.utf8.count > 2048 {
+            throw StoreVerificationError(
+                code: .invalidField, reason: "INVALID_FIELD", message: "\(name) must be 1 to 2048 bytes")
         }
         let package = try Self.packageName(packageName, registered: context.appIdentifiers)
         let purchase: VerifiedPurchase
         do {
             let secret = try Self.sharedSecret(context.credentials)
-            purchase = try await lookUp(receiptID: receiptID, userID: userID, secret: secret, environments: context.environments,
-                                        package: package, deadline: context.deadline)
+            purchase = try await lookUp(
+                receiptID: receiptID, userID: userID, secret: secret, environments: context.environments,
+                package: package, deadline: context.deadline)
         } catch {
             if error.kind == .badSharedSecret || error.kind == .notConfigured {
-                logger.error("Amazon RVS cannot be asked for this client; the operator must set its shared secret",
-                             ["client.id": context.client?.clientID ?? "", "problem": error.message])
+                logger.error(
+                    "Amazon RVS cannot be asked for this client; the operator must set its shared secret",
+                    ["client.id": context.client?.clientID ?? "", "problem": error.message])
             }
             throw error.verificationError
         }
         guard context.environments.contains(purchase.environment) else {
-            throw StoreVerificationError(code: .environmentMismatch, reason: "ENVIRONMENT_MISMATCH",
-                                         message: "a \(purchase.environment.rawValue) purchase, and this client accepts only "
-                                            + context.environments.map(\.rawValue).sorted().joined(separator: ", "))
+            throw StoreVerificationError(
+                code: .environmentMismatch, reason: "ENVIRONMENT_MISMATCH",
+                message: "a \(purchase.environment.rawValue) purchase, and this client accepts only "
+                    + context.environments.map(\.rawValue).sorted().joined(separator: ", "))
         }
         return [purchase]
     }
 
     /// The receipt from RVS in the environments given, production first; the sandbox is asked
     /// only when production does not know the receipt (400), never after any other answer.
-    func lookUp(receiptID: String, userID: String, secret: String, environments: Set<StoreEnvironment>, package: String?,
-                deadline: ContinuousClock.Instant?) async throws(RVSError) -> VerifiedPurchase {
+    func lookUp(
+        receiptID: String, userID: String, secret: String, environments: Set<StoreEnvironment>, package: String?,
+        deadline: ContinuousClock.Instant?
+    ) async throws(RVSError) -> VerifiedPurchase {
         let order = [false, true].filter { environments.contains($0 ? .sandbox : .production) }
         guard !order.isEmpty else { throw RVSError(.notConfigured, "this client accepts no environment") }
         for (index, sandbox) in order.enumerated() {
             do {
-                let body = try await rvs.verify(receiptID: receiptID, userID: userID, secret: secret, sandbox: sandbox, deadline: deadline)
-                return try RVSReceipt.decode(body).normalized(requestedReceiptID: receiptID, userID: userID, sandboxAnswered: sandbox,
-                                                              package: package, now: now())
-            } catch where error.kind == .unknownReceipt && index + 1 < order.count {
+                let body = try await rvs.verify(
+                    receiptID: receiptID, userID: userID, secret: secret, sandbox: sandbox, deadline: deadline)
+                return try RVSReceipt.decode(body).normalized(
+                    requestedReceiptID: receiptID, userID: userID, sandboxAnswered: sandbox,
+                    package: package, now: now())
+            } catch  where error.kind == .unknownReceipt && index + 1 < order.count {
                 continue
             }
         }
@@ -70,7 +82,9 @@ extension AmazonAppstoreProvider {
     static func packageName(_ named: String?, registered: Set<String>) throws -> String? {
         if let named {
             guard registered.contains(named) else {
-                throw StoreVerificationError(code: .bundleMismatch, reason: "PACKAGE_MISMATCH", message: "\(named) is not an Amazon package of this client")
+                throw StoreVerificationError(
+                    code: .bundleMismatch, reason: "PACKAGE_MISMATCH",
+                    message: "\(named) is not an Amazon package of this client")
             }
             return named
         }

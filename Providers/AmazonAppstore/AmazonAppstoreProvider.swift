@@ -30,20 +30,24 @@ public struct AmazonAppstoreProvider: StoreProvider, NotificationReceiving {
     /// certificate URLs come from unauthenticated messages, and a flood of them must not hold the
     /// threads a purchase's verification needs.
     /// Throws `ConfigurationInvalid` when the certificate URL pattern is not a regular expression.
-    package init(configuration: AmazonAppstoreConfiguration, http: HTTPClient = HTTPClient(),
-                certificateHTTP: HTTPClient? = nil, logger: Logger = Logger(),
-                now: @escaping @Sendable () -> Date = { Date() }) throws {
+    package init(
+        configuration: AmazonAppstoreConfiguration, http: HTTPClient = HTTPClient(),
+        certificateHTTP: HTTPClient? = nil, logger: Logger = Logger(),
+        now: @escaping @Sendable () -> Date = { Date() }
+    ) throws {
         self.configuration = configuration
         self.logger = logger
         self.now = now
         rvs = RVSClient(baseURL: configuration.rvsURL, http: http, retry: configuration.rvsRetry)
         do { certificateRule = try SNSCertificateURLRule(pattern: configuration.snsCertURLPattern) } catch {
-            throw ConfigurationInvalid(variable: "RECEIPTGATE_AMAZON_SNS_CERT_URL_PATTERN", problem: "is not a valid regular expression")
+            throw ConfigurationInvalid(
+                variable: "RECEIPTGATE_AMAZON_SNS_CERT_URL_PATTERN", problem: "is not a valid regular expression")
         }
-        certificates = SNSCertificates(http: certificateHTTP ?? Self.certificateClient(threads: configuration.maxCertificateFetches),
-                                       lifetime: configuration.certificateCacheLifetime,
-                                       failureLifetime: configuration.certificateFailureLifetime,
-                                       maxFetches: configuration.maxCertificateFetches, now: now)
+        certificates = SNSCertificates(
+            http: certificateHTTP ?? Self.certificateClient(threads: configuration.maxCertificateFetches),
+            lifetime: configuration.certificateCacheLifetime,
+            failureLifetime: configuration.certificateFailureLifetime,
+            maxFetches: configuration.maxCertificateFetches, now: now)
     }
 
     /// The client for SNS signing certificates: a transfer thread for each fetch that may run at
@@ -60,7 +64,9 @@ public struct AmazonAppstoreProvider: StoreProvider, NotificationReceiving {
     }
 
     /// From the environment; throws `ConfigurationInvalid`.
-    public static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) throws -> AmazonAppstoreProvider {
+    public static func fromEnvironment(
+        _ environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws -> AmazonAppstoreProvider {
         try AmazonAppstoreProvider(configuration: try AmazonAppstoreConfiguration.fromEnvironment(environment))
     }
 

@@ -16,9 +16,12 @@ struct RVSClient: Sendable {
     }
 
     /// The receipt's JSON as RVS answers it, from the Cloud Sandbox when `sandbox`.
-    func verify(receiptID: String, userID: String, secret: String, sandbox: Bool,
-                deadline: ContinuousClock.Instant?) async throws(RVSError) -> Data {
-        let path = "/version/1.0/verifyReceiptId/developer/\(Self.segment(secret))/user/\(Self.segment(userID))/receiptId/\(Self.segment(receiptID))"
+    func verify(
+        receiptID: String, userID: String, secret: String, sandbox: Bool,
+        deadline: ContinuousClock.Instant?
+    ) async throws(RVSError) -> Data {
+        let path =
+            "/version/1.0/verifyReceiptId/developer/\(Self.segment(secret))/user/\(Self.segment(userID))/receiptId/\(Self.segment(receiptID))"
         let url = baseURL + (sandbox ? "/sandbox" : "") + path
         let response = try await send(url, deadline: deadline)
         switch response.status {
@@ -40,8 +43,9 @@ struct RVSClient: Sendable {
         var out = ""
         for byte in value.utf8 {
             switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-                 UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"),
+                UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
                 out.unicodeScalars.append(Unicode.Scalar(byte))
             default:
                 out += String(format: "%%%02X", byte)
@@ -53,10 +57,13 @@ struct RVSClient: Sendable {
     /// GET with the HTTP client's retries (a transient answer or a lost connection tried again
     /// after back-off or the server's `Retry-After`, in either form), bounded by the deadline.
     /// Errors name the status and attempts, never the URL.
-    private func send(_ url: String, deadline: ContinuousClock.Instant?) async throws(RVSError) -> (status: Int, body: Data, attempts: Int) {
+    private func send(
+        _ url: String, deadline: ContinuousClock.Instant?
+    ) async throws(RVSError) -> (status: Int, body: Data, attempts: Int) {
         var request = HTTPClient.Request(url: url, headers: [("Accept", "application/json")])
-        request.retry = HTTPClient.RetryPolicy(maxAttempts: retry.maxAttempts, baseDelay: retry.baseDelay, maxDelay: retry.maxDelay,
-                                               maxRetryAfter: retry.maxRetryAfter, alsoRetried: [410])
+        request.retry = HTTPClient.RetryPolicy(
+            maxAttempts: retry.maxAttempts, baseDelay: retry.baseDelay, maxDelay: retry.maxDelay,
+            maxRetryAfter: retry.maxRetryAfter, alsoRetried: [410])
         request.deadline = deadline
         do {
             let response = try await http.send(request)

@@ -32,7 +32,8 @@ package struct RVSError: Error, Sendable, CustomStringConvertible {
     package var description: String { "\(kind)\(status.map { " (HTTP \($0))" } ?? ""): \(message)" }
 
     /// Tells the operator where the secret goes, under both names they meet it by.
-    static let secretHelp = "set the client's Amazon shared secret (\(AmazonAppstoreProvider.Setting.sharedSecret), "
+    static let secretHelp =
+        "set the client's Amazon shared secret (\(AmazonAppstoreProvider.Setting.sharedSecret), "
         + "\(AmazonAppstoreProvider.Setting.sharedSecretFlag)) to the one on the Amazon Developer Console's Shared Key page"
 
     /// As the pipeline's shared codes: unknown receipt and wrong user are final refusals (422);
@@ -40,19 +41,27 @@ package struct RVSError: Error, Sendable, CustomStringConvertible {
     package var verificationError: StoreVerificationError {
         switch kind {
         case .unknownReceipt:
-            StoreVerificationError(code: .verificationFailed, reason: "RECEIPT_NOT_FOUND", message: "Amazon does not know this receipt")
+            StoreVerificationError(
+                code: .verificationFailed, reason: "RECEIPT_NOT_FOUND", message: "Amazon does not know this receipt")
         case .wrongUser:
-            StoreVerificationError(code: .verificationFailed, reason: "USER_MISMATCH", message: "the receipt belongs to another Amazon user")
+            StoreVerificationError(
+                code: .verificationFailed, reason: "USER_MISMATCH",
+                message: "the receipt belongs to another Amazon user")
         case .badSharedSecret:
-            StoreVerificationError(code: .verifierError, reason: "AMAZON_SHARED_SECRET_INVALID",
-                                   message: "Amazon refused the shared secret: " + Self.secretHelp)
+            StoreVerificationError(
+                code: .verifierError, reason: "AMAZON_SHARED_SECRET_INVALID",
+                message: "Amazon refused the shared secret: " + Self.secretHelp)
         case .notConfigured:
-            StoreVerificationError(code: .verifierError, reason: "AMAZON_NOT_CONFIGURED", message: "\(message): " + Self.secretHelp)
+            StoreVerificationError(
+                code: .verifierError, reason: "AMAZON_NOT_CONFIGURED", message: "\(message): " + Self.secretHelp)
         case .unavailable:
-            StoreVerificationError(code: .verifierError, reason: "AMAZON_UNAVAILABLE", message: "Amazon RVS did not answer: \(message); safe to retry",
-                                   isRetryable: true)
+            StoreVerificationError(
+                code: .verifierError, reason: "AMAZON_UNAVAILABLE",
+                message: "Amazon RVS did not answer: \(message); safe to retry",
+                isRetryable: true)
         case .invalidResponse:
-            StoreVerificationError(code: .verifierError, reason: "AMAZON_INVALID_RESPONSE", message: message, isRetryable: true)
+            StoreVerificationError(
+                code: .verifierError, reason: "AMAZON_INVALID_RESPONSE", message: message, isRetryable: true)
         }
     }
 }

@@ -57,10 +57,13 @@ extension RVSReceipt {
     /// customer canceled the order; Amazon ending it (payment lapsed, tier change) or not yet
     /// saying why is an expiry at `cancelDate`, since a refund would owe the game a claw-back that
     /// Amazon never announced. A `cancelDate` still ahead is when a paid-up subscription ends.
-    func normalized(requestedReceiptID: String, userID: String, sandboxAnswered: Bool, package: String?, now: Date) -> VerifiedPurchase {
+    func normalized(
+        requestedReceiptID: String, userID: String, sandboxAnswered: Bool, package: String?, now: Date
+    ) -> VerifiedPurchase {
         let test = testTransaction == true
         let id = receiptId.flatMap { $0.isEmpty ? nil : $0 } ?? requestedReceiptID
-        var purchase = VerifiedPurchase(store: .amazonAppstore, environment: sandboxAnswered || test ? .sandbox : .production, transactionID: id)
+        var purchase = VerifiedPurchase(
+            store: .amazonAppstore, environment: sandboxAnswered || test ? .sandbox : .production, transactionID: id)
         purchase.originalTransactionID = id
         purchase.appIdentifier = package
         purchase.productID = productId
@@ -68,12 +71,13 @@ extension RVSReceipt {
         purchase.purchaseDate = Self.millis(purchaseDate)
         purchase.storefront = countryCode
         purchase.ownership = .purchased
-        purchase.kind = switch type {
-        case .consumable: .consumable
-        case .entitled: .nonConsumable
-        case .subscription: .autoRenewableSubscription
-        case .other: nil
-        }
+        purchase.kind =
+            switch type {
+            case .consumable: .consumable
+            case .entitled: .nonConsumable
+            case .subscription: .autoRenewableSubscription
+            case .other: nil
+            }
         purchase.storeAttributes = attributes(userID: userID, sandboxAnswered: sandboxAnswered)
         let canceled = Self.millis(cancelDate)
         if type == .subscription {
@@ -97,8 +101,11 @@ extension RVSReceipt {
     }
 
     private func attributes(userID: String, sandboxAnswered: Bool) -> [String: String] {
-        var attributes = ["amazon_user_id": userID, "product_type": productType ?? "", "test_transaction": String(testTransaction == true),
-                          "beta_product": String(betaProduct == true), "rvs_environment": sandboxAnswered ? "sandbox" : "production"]
+        var attributes = [
+            "amazon_user_id": userID, "product_type": productType ?? "",
+            "test_transaction": String(testTransaction == true),
+            "beta_product": String(betaProduct == true), "rvs_environment": sandboxAnswered ? "sandbox" : "production",
+        ]
         if let termSku { attributes["term_sku"] = termSku }
         if let term { attributes["term"] = term }
         if let autoRenewing { attributes["auto_renew"] = String(autoRenewing) }
@@ -107,5 +114,7 @@ extension RVSReceipt {
         return attributes
     }
 
-    static let cancelReasons: [Int: String] = [0: "canceled", 1: "customer_canceled", 2: "amazon_canceled", 4: "replaced"]
+    static let cancelReasons: [Int: String] = [
+        0: "canceled", 1: "customer_canceled", 2: "amazon_canceled", 4: "replaced",
+    ]
 }

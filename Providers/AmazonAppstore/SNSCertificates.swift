@@ -1,6 +1,6 @@
-import OpenSSLCrypto
 import Foundation
 import HTTPClient
+import OpenSSLCrypto
 import ReceiptCore
 
 /// SNS signing certificates by URL. Anyone can post a message naming any URL the rule allows, so
@@ -17,15 +17,23 @@ final class SNSCertificates: Sendable {
     /// SNS uses a handful of certificates at a time; a bound keeps a flood of rotating URLs cheap.
     private let cache: ExpiringCache<String, PublicKey>
 
-    init(http: HTTPClient, lifetime: Duration, failureLifetime: Duration, maxFetches: Int, now: @escaping @Sendable () -> Date) {
+    init(
+        http: HTTPClient, lifetime: Duration, failureLifetime: Duration, maxFetches: Int,
+        now: @escaping @Sendable () -> Date
+    ) {
         self.http = http
         self.lifetime = lifetime
         self.now = now
         // Refused fetches are already few (`maxFetches` at once): the failures' bound only caps memory.
-        cache = ExpiringCache(now: now, maxEntries: 16, failureLifetime: Self.seconds(failureLifetime), maxFailures: 1024, maxFetches: maxFetches,
-                              busy: { NotificationRejection(.retryable, reason: "SNS_CERTIFICATE_BUSY",
-                                                            message: "too many SNS signing certificates are being fetched now") },
-                              remembersFailure: { $0 is NotificationRejection })
+        cache = ExpiringCache(
+            now: now, maxEntries: 16, failureLifetime: Self.seconds(failureLifetime), maxFailures: 1024,
+            maxFetches: maxFetches,
+            busy: {
+                NotificationRejection(
+                    .retryable, reason: "SNS_CERTIFICATE_BUSY",
+                    message: "too many SNS signing certificates are being fetched now")
+            },
+            remembersFailure: { $0 is NotificationRejection })
     }
 
     /// The certificate's RSA key. Throws `NotificationRejection`: retryable when the certificate
@@ -42,7 +50,9 @@ final class SNSCertificates: Sendable {
         } catch let rejection as NotificationRejection {
             throw rejection
         } catch {
-            throw NotificationRejection(.retryable, reason: "SNS_CERTIFICATE_UNAVAILABLE", message: "the SNS signing certificate could not be fetched")
+            throw NotificationRejection(
+                .retryable, reason: "SNS_CERTIFICATE_UNAVAILABLE",
+                message: "the SNS signing certificate could not be fetched")
         }
     }
 
@@ -52,23 +62,37 @@ final class SNSCertificates: Sendable {
     }
 
     /// One GET, its answer read as a current RSA certificate.
-    private static func fetch(_ url: String, http: HTTPClient, now moment: Date) async -> Result<Fetched, NotificationRejection> {
+    private static func fetch(
+        _ url: String, http: HTTPClient, now moment: Date
+    ) async -> Result<Fetched, NotificationRejection> {
         let response: HTTPClient.Response
         do { response = try await http.send(HTTPClient.Request(url: url)) } catch {
             let code = (error as? HTTPClientError)?.code.rawValue ?? "cancelled"
-            return .failure(NotificationRejection(.retryable, reason: "SNS_CERTIFICATE_UNAVAILABLE",
-                                                  message: "the SNS signing certificate could not be fetched (\(code))"))
+            return .failure(
+                NotificationRejection(
+                    .retryable, reason: "SNS_CERTIFICATE_UNAVAILABLE",
+                    message: "the SNS signing certificate could not be fetched (\(code))"))
         }
         guard response.status == 200 else {
-            return .failure(NotificationRejection(.retryable, reason: "SNS_CERTIFICATE_UNAVAILABLE",
-                                                  message: "the SNS signing certificate could not be fetched (HTTP \(response.status))"))
+            return .failure(
+                NotificationRejection(
+                    .retryable, reason: "SNS_CERTIFICATE_UNAVAILABLE",
+                    message: "the SNS signing certificate could not be fetched (HTTP \(response.status))"))
         }
         guard let certificate = try? Certificate.parsePEM(String(decoding: response.body, as: UTF8.self)).first else {
-            return .failure(NotificationRejection(.forged, reason: "SNS_CERTIFICATE_INVALID", message: "the signing certificate URL serves no PEM certificate"))
+            return .failure(
+                NotificationRejection(
+                    .forged, reason: "SNS_CERTIFICATE_INVALID",
+                    message: "the signing certificate URL serves no PEM certificate"))
         }
-        guard let key = try? certificate.publicKey, key.isRSA, let notAfter = certificate.notValidAfter, notAfter > moment,
-              certificate.notValidBefore.map({ $0 <= moment }) ?? false else {
-            return .failure(NotificationRejection(.forged, reason: "SNS_CERTIFICATE_INVALID", message: "the signing certificate is not a current RSA certificate"))
+        guard let key = try? certificate.publicKey, key.isRSA, let notAfter = certificate.notValidAfter,
+            notAfter > moment,
+            certificate.notValidBefore.map({ $0 <= moment }) ?? false
+        else {
+            return .failure(
+                NotificationRejection(
+                    .forged, reason: "SNS_CERTIFICATE_INVALID",
+                    message: "the signing certificate is not a current RSA certificate"))
         }
         return .success(Fetched(key: key, notAfter: notAfter))
     }

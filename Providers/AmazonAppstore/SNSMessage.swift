@@ -15,17 +15,22 @@ struct SNSMessage: Sendable {
 
     init(body: Data) throws {
         guard body.count <= Self.maxBodyBytes,
-              let object = (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] else {
-            throw NotificationRejection(.malformed, reason: "INVALID_FIELD", message: "the body must be an Amazon SNS message (a JSON object)")
+            let object = (try? JSONSerialization.jsonObject(with: body)) as? [String: Any]
+        else {
+            throw NotificationRejection(
+                .malformed, reason: "INVALID_FIELD", message: "the body must be an Amazon SNS message (a JSON object)")
         }
         var fields: [String: String] = [:]
         for (key, value) in object {
             if let text = value as? String { fields[key] = text }
         }
         self.fields = fields
-        for required in ["Type", "MessageId", "Message", "Timestamp", "TopicArn", "SignatureVersion", "Signature", "SigningCertURL"]
+        for required in [
+            "Type", "MessageId", "Message", "Timestamp", "TopicArn", "SignatureVersion", "Signature", "SigningCertURL",
+        ]
         where (fields[required] ?? "").isEmpty {
-            throw NotificationRejection(.malformed, reason: "INVALID_FIELD", message: "the SNS message has no \(required)")
+            throw NotificationRejection(
+                .malformed, reason: "INVALID_FIELD", message: "the SNS message has no \(required)")
         }
         guard messageID.utf8.count <= 200 else {
             throw NotificationRejection(.malformed, reason: "INVALID_FIELD", message: "the SNS MessageId is too long")
@@ -36,7 +41,8 @@ struct SNSMessage: Sendable {
     static func signedFields(of type: String) -> [String]? {
         switch type {
         case "Notification": ["Message", "MessageId", "Subject", "Timestamp", "TopicArn", "Type"]
-        case "SubscriptionConfirmation", "UnsubscribeConfirmation": ["Message", "MessageId", "SubscribeURL", "Timestamp", "Token", "TopicArn", "Type"]
+        case "SubscriptionConfirmation", "UnsubscribeConfirmation":
+            ["Message", "MessageId", "SubscribeURL", "Timestamp", "Token", "TopicArn", "Type"]
         default: nil
         }
     }

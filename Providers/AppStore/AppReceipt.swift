@@ -1,5 +1,5 @@
-import OpenSSLCrypto
 package import Foundation
+import OpenSSLCrypto
 
 /// A StoreKit 1 app receipt, parsed locally from its base64 PKCS#7 container. Parsing proves
 /// nothing: a receipt is genuine only once its signature verifies to a receipt root
@@ -46,8 +46,12 @@ public struct AppReceipt: Sendable, Equatable {
     }
 
     /// The container's DER bytes and their parse (nothing authenticated yet).
-    static func container(base64 text: String) throws(AppStoreVerificationError) -> (der: Data, container: PKCS7Container) {
-        guard text.utf8.count <= Self.maxBase64Length else { throw Self.malformed("receipt is larger than \(Self.maxBase64Length) characters") }
+    static func container(
+        base64 text: String
+    ) throws(AppStoreVerificationError) -> (der: Data, container: PKCS7Container) {
+        guard text.utf8.count <= Self.maxBase64Length else {
+            throw Self.malformed("receipt is larger than \(Self.maxBase64Length) characters")
+        }
         guard let der = Base64.decodeLenient(text) else { throw Self.malformed("receipt is not base64") }
         do {
             return (der, try PKCS7Container(der: der))
@@ -80,11 +84,13 @@ public struct AppReceipt: Sendable, Equatable {
     static func attributes(of payload: Data) throws(AppStoreVerificationError) -> [(Int64, Data)] {
         do {
             let set = try ASN1Element.single(in: payload)
-            guard set.tag == ASN1Element.setTag, set.isConstructed else { throw CryptoError(.invalidEncoding, "payload is not a SET") }
+            guard set.tag == ASN1Element.setTag, set.isConstructed else {
+                throw CryptoError(.invalidEncoding, "payload is not a SET")
+            }
             return try ASN1Element.sequence(in: set.contents).map { element in
                 let fields = try ASN1Element.sequence(in: element.contents)
                 guard element.tag == ASN1Element.sequenceTag, fields.count == 3, let type = fields[0].integerValue,
-                      fields[2].tag == ASN1Element.octetStringTag
+                    fields[2].tag == ASN1Element.octetStringTag
                 else { throw CryptoError(.invalidEncoding, "not a receipt attribute") }
                 return (type, fields[2].contents)
             }

@@ -1,5 +1,5 @@
-public import OpenSSLCrypto
 import Foundation
+public import OpenSSLCrypto
 
 /// Proves a StoreKit 1 app receipt came from Apple, locally, before anything is asked of Apple:
 /// its PKCS#7 signature covers the exact content, the signer chains through the intermediates the
@@ -28,18 +28,25 @@ public struct AppReceiptAuthenticator: Sendable {
         let claimed = try AppReceipt(payload: container.content)
         let verified: PKCS7SignatureVerifier.Verified
         do {
-            verified = try PKCS7SignatureVerifier(trustRoots: trustRoots).verify(der: der, at: claimed.creationDate ?? Date())
+            verified = try PKCS7SignatureVerifier(trustRoots: trustRoots).verify(
+                der: der, at: claimed.creationDate ?? Date())
         } catch let error as CryptoError where error.code == .chainInvalid {
-            throw AppStoreVerificationError(.chainNotTrusted, "receipt signer does not chain to a receipt root at the receipt's creation date: \(error.message)")
+            throw AppStoreVerificationError(
+                .chainNotTrusted,
+                "receipt signer does not chain to a receipt root at the receipt's creation date: \(error.message)")
         } catch {
             throw AppStoreVerificationError(.receiptSignatureInvalid, "receipt signature does not verify: \(error)")
         }
         // The date the chain was checked at must be the one the signature covers.
         guard verified.content == container.content else {
-            throw AppStoreVerificationError(.receiptSignatureInvalid, "the signed content is not the content that was read")
+            throw AppStoreVerificationError(
+                .receiptSignatureInvalid, "the signed content is not the content that was read")
         }
-        guard !verified.signers.isEmpty, verified.signers.allSatisfy({ $0.hasExtension(oid: Self.receiptSigningMarkerOID) }) else {
-            throw AppStoreVerificationError(.missingAppleExtension, "receipt signer is not Apple's receipt-signing certificate")
+        guard !verified.signers.isEmpty,
+            verified.signers.allSatisfy({ $0.hasExtension(oid: Self.receiptSigningMarkerOID) })
+        else {
+            throw AppStoreVerificationError(
+                .missingAppleExtension, "receipt signer is not Apple's receipt-signing certificate")
         }
         return try AppReceipt(payload: verified.content)
     }

@@ -8,7 +8,9 @@ extension AppReceiptValidator {
     /// product mismatch is still reported as one). A receipt may list thousands of entries;
     /// Apple is asked about a handful. A transaction the caller names (or the chain it started) is
     /// asked about instead, when the receipt holds it.
-    static func lookups(in receipt: AppReceipt, productID: String?, transactionID: String? = nil, limit: Int) -> [AppReceipt.InAppPurchase] {
+    static func lookups(
+        in receipt: AppReceipt, productID: String?, transactionID: String? = nil, limit: Int
+    ) -> [AppReceipt.InAppPurchase] {
         var seen = Set<String>()
         let unique = receipt.inApp.filter { purchase in
             guard let id = purchase.transactionID, !id.isEmpty else { return false }
@@ -21,7 +23,9 @@ extension AppReceiptValidator {
         }.map(\.element)
         if let transactionID {
             let exact = newestFirst.filter { $0.transactionID == transactionID }
-            let chain = newestFirst.filter { $0.transactionID != transactionID && $0.originalTransactionID == transactionID }
+            let chain = newestFirst.filter {
+                $0.transactionID != transactionID && $0.originalTransactionID == transactionID
+            }
             if !(exact + chain).isEmpty { return Array((exact + chain).prefix(max(limit, 0))) }
         }
         if let productID {
@@ -31,43 +35,52 @@ extension AppReceiptValidator {
         return Array(newestFirst.prefix(min(1, max(limit, 0))))
     }
 
-    func confirmWithServerAPI(_ receipt: AppReceipt, client: AppStoreServerAPIClient, expectations: AppStoreExpectations, productID: String?,
-                              transactionID: String? = nil,
-                              deadline: ContinuousClock.Instant?) async throws(AppStoreVerificationError) -> [ConfirmedReceiptTransaction] {
+    func confirmWithServerAPI(
+        _ receipt: AppReceipt, client: AppStoreServerAPIClient, expectations: AppStoreExpectations, productID: String?,
+        transactionID: String? = nil,
+        deadline: ContinuousClock.Instant?
+    ) async throws(AppStoreVerificationError) -> [ConfirmedReceiptTransaction] {
         let planned = Self.lookups(in: receipt, productID: productID, transactionID: transactionID, limit: maxLookups)
         var confirmed: [ConfirmedReceiptTransaction] = []
         for purchase in planned {
             guard let transactionID = purchase.transactionID else { continue }
-            try Self.checkTimeLeft(before: "App Store lookup \(confirmed.count + 1) of \(planned.count)", deadline: deadline)
+            try Self.checkTimeLeft(
+                before: "App Store lookup \(confirmed.count + 1) of \(planned.count)", deadline: deadline)
             let answer: (signedTransaction: String, environment: AppStoreEnvironment)
             do {
-                answer = try await client.transactionInfoInAnyEnvironment(transactionID, preferring: receipt.environment ?? .production)
+                answer = try await client.transactionInfoInAnyEnvironment(
+                    transactionID, preferring: receipt.environment ?? .production)
             } catch {
                 throw Self.classify(error, transactionID: transactionID)
             }
             let transaction = try verifier.verifyTransaction(answer.signedTransaction, expecting: expectations)
             guard transaction.transactionId == transactionID else {
-                throw AppStoreVerificationError(.receiptNotConfirmed, "Apple answered for another transaction than \(transactionID)")
+                throw AppStoreVerificationError(
+                    .receiptNotConfirmed, "Apple answered for another transaction than \(transactionID)")
             }
-            confirmed.append(ConfirmedReceiptTransaction(
-                environment: transaction.environment ?? answer.environment, transactionID: transactionID,
-                originalTransactionID: transaction.originalTransactionId ?? purchase.originalTransactionID,
-                productID: transaction.productId ?? purchase.productID, quantity: Int64(transaction.quantity ?? 1),
-                purchaseDate: transaction.purchaseDate?.date ?? purchase.purchaseDate, expiresDate: transaction.expiresDate?.date,
-                cancellationDate: transaction.revocationDate?.date ?? purchase.cancellationDate,
-                webOrderLineItemID: transaction.webOrderLineItemId ?? purchase.webOrderLineItemID.map(String.init),
-                signedTransaction: transaction))
+            confirmed.append(
+                ConfirmedReceiptTransaction(
+                    environment: transaction.environment ?? answer.environment, transactionID: transactionID,
+                    originalTransactionID: transaction.originalTransactionId ?? purchase.originalTransactionID,
+                    productID: transaction.productId ?? purchase.productID, quantity: Int64(transaction.quantity ?? 1),
+                    purchaseDate: transaction.purchaseDate?.date ?? purchase.purchaseDate,
+                    expiresDate: transaction.expiresDate?.date,
+                    cancellationDate: transaction.revocationDate?.date ?? purchase.cancellationDate,
+                    webOrderLineItemID: transaction.webOrderLineItemId ?? purchase.webOrderLineItemID.map(String.init),
+                    signedTransaction: transaction))
         }
         return confirmed
     }
 
     static func classify(_ error: AppStoreAPIError, transactionID: String) -> AppStoreVerificationError {
         if error.isTransactionNotFound {
-            return AppStoreVerificationError(.receiptNotConfirmed, "Apple knows no transaction \(transactionID) in either environment")
+            return AppStoreVerificationError(
+                .receiptNotConfirmed, "Apple knows no transaction \(transactionID) in either environment")
         }
         if error.isRetryable { return AppStoreVerificationError(.storeUnavailable, error.description) }
         if error.status == 401 || error.status == 403 {
-            return AppStoreVerificationError(.misconfigured, "the App Store Server API refused our key (\(error.status ?? 0))")
+            return AppStoreVerificationError(
+                .misconfigured, "the App Store Server API refused our key (\(error.status ?? 0))")
         }
         return AppStoreVerificationError(.receiptNotConfirmed, error.description)
     }

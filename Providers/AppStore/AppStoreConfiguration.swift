@@ -1,7 +1,7 @@
-public import OpenSSLCrypto
 import Foundation
-public import ReceiptCore
 package import HTTPClient
+public import OpenSSLCrypto
+public import ReceiptCore
 
 /// The App Store provider's settings, read once from the environment (docs/configuration.md).
 public struct AppStoreConfiguration: Sendable {
@@ -49,17 +49,24 @@ public struct AppStoreConfiguration: Sendable {
 
     public static func fromEnvironment(_ environment: [String: String]) throws -> AppStoreConfiguration {
         let settings = EnvironmentSettings(environment)
-        func url(_ name: String, default fallback: String) throws -> String { try settings.url(name, default: fallback) }
+        func url(_ name: String, default fallback: String) throws -> String {
+            try settings.url(name, default: fallback)
+        }
 
         var configuration = try AppStoreConfiguration(trustRootsFrom: environment)
         configuration.serverAPIKey = try serverAPIKey(settings)
-        configuration.serverAPIProductionURL = try url("RECEIPTGATE_APPSTORE_API_PRODUCTION_URL", default: configuration.serverAPIProductionURL)
-        configuration.serverAPISandboxURL = try url("RECEIPTGATE_APPSTORE_API_SANDBOX_URL", default: configuration.serverAPISandboxURL)
+        configuration.serverAPIProductionURL = try url(
+            "RECEIPTGATE_APPSTORE_API_PRODUCTION_URL", default: configuration.serverAPIProductionURL)
+        configuration.serverAPISandboxURL = try url(
+            "RECEIPTGATE_APPSTORE_API_SANDBOX_URL", default: configuration.serverAPISandboxURL)
         configuration.sharedSecret = settings.value("RECEIPTGATE_APPSTORE_SHARED_SECRET")
-        configuration.verifyReceiptProductionURL = try url("RECEIPTGATE_APPSTORE_VERIFY_RECEIPT_PRODUCTION_URL", default: configuration.verifyReceiptProductionURL)
-        configuration.verifyReceiptSandboxURL = try url("RECEIPTGATE_APPSTORE_VERIFY_RECEIPT_SANDBOX_URL", default: configuration.verifyReceiptSandboxURL)
-        configuration.receiptMode = try receiptMode(settings, hasServerAPIKey: configuration.serverAPIKey != nil,
-                                                    hasSharedSecret: configuration.sharedSecret != nil)
+        configuration.verifyReceiptProductionURL = try url(
+            "RECEIPTGATE_APPSTORE_VERIFY_RECEIPT_PRODUCTION_URL", default: configuration.verifyReceiptProductionURL)
+        configuration.verifyReceiptSandboxURL = try url(
+            "RECEIPTGATE_APPSTORE_VERIFY_RECEIPT_SANDBOX_URL", default: configuration.verifyReceiptSandboxURL)
+        configuration.receiptMode = try receiptMode(
+            settings, hasServerAPIKey: configuration.serverAPIKey != nil,
+            hasSharedSecret: configuration.sharedSecret != nil)
         configuration.onlineChecks = try onlineChecks(settings)
         configuration.reconcileInterval = try reconcileInterval(settings)
         return configuration
@@ -82,14 +89,22 @@ public struct AppStoreConfiguration: Sendable {
     /// The App Store Server API key: its three variables together or none of them.
     private static func serverAPIKey(_ settings: EnvironmentSettings) throws -> ServerAPIKey? {
         func value(_ name: String) -> String? { settings.value(name) }
-        let keyVariables = ["RECEIPTGATE_APPSTORE_API_KEY_ID", "RECEIPTGATE_APPSTORE_API_ISSUER_ID", "RECEIPTGATE_APPSTORE_API_KEY_PATH"]
+        let keyVariables = [
+            "RECEIPTGATE_APPSTORE_API_KEY_ID", "RECEIPTGATE_APPSTORE_API_ISSUER_ID",
+            "RECEIPTGATE_APPSTORE_API_KEY_PATH",
+        ]
         guard keyVariables.contains(where: { value($0) != nil }) else { return nil }
-        guard let keyID = value(keyVariables[0]), let issuerID = value(keyVariables[1]), let path = value(keyVariables[2]) else {
+        guard let keyID = value(keyVariables[0]), let issuerID = value(keyVariables[1]),
+            let path = value(keyVariables[2])
+        else {
             let missing = keyVariables.first { value($0) == nil } ?? keyVariables[0]
-            throw Invalid(variable: missing, problem: "the App Store Server API needs \(keyVariables.joined(separator: ", ")) together")
+            throw Invalid(
+                variable: missing,
+                problem: "the App Store Server API needs \(keyVariables.joined(separator: ", ")) together")
         }
         do {
-            let loaded = try AppStoreServerAPIClient.Configuration(keyID: keyID, issuerID: issuerID, bundleID: "", privateKeyPath: path)
+            let loaded = try AppStoreServerAPIClient.Configuration(
+                keyID: keyID, issuerID: issuerID, bundleID: "", privateKeyPath: path)
             return ServerAPIKey(keyID: keyID, issuerID: issuerID, privateKey: loaded.privateKey)
         } catch {
             throw Invalid(variable: "RECEIPTGATE_APPSTORE_API_KEY_PATH", problem: "\(error)")
@@ -98,18 +113,26 @@ public struct AppStoreConfiguration: Sendable {
 
     /// The mode asked for, when its credential is there; else the API when a key is set, else
     /// verifyReceipt when a shared secret is.
-    private static func receiptMode(_ settings: EnvironmentSettings, hasServerAPIKey: Bool, hasSharedSecret: Bool) throws -> ReceiptMode? {
+    private static func receiptMode(
+        _ settings: EnvironmentSettings, hasServerAPIKey: Bool, hasSharedSecret: Bool
+    ) throws -> ReceiptMode? {
         guard let mode = settings.value("RECEIPTGATE_APPSTORE_RECEIPT_MODE") else {
             return hasServerAPIKey ? .serverAPI : hasSharedSecret ? .verifyReceipt : nil
         }
         guard let parsed = ReceiptMode(rawValue: mode) else {
-            throw Invalid(variable: "RECEIPTGATE_APPSTORE_RECEIPT_MODE", problem: "must be server_api or verify_receipt, got \"\(mode)\"")
+            throw Invalid(
+                variable: "RECEIPTGATE_APPSTORE_RECEIPT_MODE",
+                problem: "must be server_api or verify_receipt, got \"\(mode)\"")
         }
         if parsed == .serverAPI && !hasServerAPIKey {
-            throw Invalid(variable: "RECEIPTGATE_APPSTORE_RECEIPT_MODE", problem: "server_api needs RECEIPTGATE_APPSTORE_API_KEY_ID, _ISSUER_ID and _KEY_PATH")
+            throw Invalid(
+                variable: "RECEIPTGATE_APPSTORE_RECEIPT_MODE",
+                problem: "server_api needs RECEIPTGATE_APPSTORE_API_KEY_ID, _ISSUER_ID and _KEY_PATH")
         }
         if parsed == .verifyReceipt && !hasSharedSecret {
-            throw Invalid(variable: "RECEIPTGATE_APPSTORE_RECEIPT_MODE", problem: "verify_receipt needs RECEIPTGATE_APPSTORE_SHARED_SECRET")
+            throw Invalid(
+                variable: "RECEIPTGATE_APPSTORE_RECEIPT_MODE",
+                problem: "verify_receipt needs RECEIPTGATE_APPSTORE_SHARED_SECRET")
         }
         return parsed
     }
@@ -118,7 +141,9 @@ public struct AppStoreConfiguration: Sendable {
     private static func reconcileInterval(_ settings: EnvironmentSettings) throws -> Duration? {
         guard let raw = settings.value("RECEIPTGATE_APPSTORE_RECONCILE_INTERVAL") else { return .seconds(900) }
         guard let seconds = Int(raw), seconds == 0 || seconds >= 5 else {
-            throw Invalid(variable: "RECEIPTGATE_APPSTORE_RECONCILE_INTERVAL", problem: "must be 0 (off) or a whole number of seconds from 5, got \"\(raw)\"")
+            throw Invalid(
+                variable: "RECEIPTGATE_APPSTORE_RECONCILE_INTERVAL",
+                problem: "must be 0 (off) or a whole number of seconds from 5, got \"\(raw)\"")
         }
         return seconds == 0 ? nil : .seconds(seconds)
     }
@@ -127,14 +152,16 @@ public struct AppStoreConfiguration: Sendable {
         switch settings.value("RECEIPTGATE_APPLE_ONLINE_CHECKS")?.lowercased() {
         case nil, "off", "false", "0": false
         case "on", "true", "1": true
-        case let other?: throw Invalid(variable: "RECEIPTGATE_APPLE_ONLINE_CHECKS", problem: "must be on or off, got \"\(other)\"")
+        case let other?:
+            throw Invalid(variable: "RECEIPTGATE_APPLE_ONLINE_CHECKS", problem: "must be on or off, got \"\(other)\"")
         }
     }
 
     /// An App Store Server API client for one app (the JWT names the bundle), or nil without a key.
     package func serverAPIClient(bundleID: String, http: HTTPClient) -> AppStoreServerAPIClient? {
         guard let key = serverAPIKey else { return nil }
-        var client = AppStoreServerAPIClient.Configuration(keyID: key.keyID, issuerID: key.issuerID, bundleID: bundleID, privateKey: key.privateKey)
+        var client = AppStoreServerAPIClient.Configuration(
+            keyID: key.keyID, issuerID: key.issuerID, bundleID: bundleID, privateKey: key.privateKey)
         client.productionBaseURL = serverAPIProductionURL
         client.sandboxBaseURL = serverAPISandboxURL
         return AppStoreServerAPIClient(configuration: client, http: http)

@@ -1,5 +1,5 @@
-import OpenSSLCrypto
 import Foundation
+import OpenSSLCrypto
 public import ReceiptCore
 
 extension StoreID {
@@ -9,7 +9,8 @@ extension StoreID {
 /// The App Store as the registry lists it: bundle ids, no per-client settings (its keys are the
 /// service's own, docs/configuration.md), the platforms dialects say, and the account token rule.
 extension AppStoreProvider {
-    package static let bundleIDKind = AppIdentifierKind(name: "bundle_id", flag: "bundle-id", help: "App Store bundle id; repeat for several")
+    package static let bundleIDKind = AppIdentifierKind(
+        name: "bundle_id", flag: "bundle-id", help: "App Store bundle id; repeat for several")
 
     public static let declaration = StoreDeclaration(
         store: .appStore, displayName: "App Store", identifiers: bundleIDKind,

@@ -9,26 +9,34 @@ extension AppStoreProvider: AccountTokenSetting {
     public func setAccountToken(_ assignment: AccountTokenAssignment, credentials: [String: String]) async throws {
         guard let configuration, configuration.serverAPIKey != nil else {
             // Kept for when the key is back: the outbox retries until it gives up.
-            throw StoreVerificationError(code: .verifierError, reason: "APP_STORE_NOT_CONFIGURED",
-                                         message: "setting app account tokens needs the App Store Server API key (RECEIPTGATE_APPSTORE_API_KEY_ID, _ISSUER_ID, _KEY_PATH)",
-                                         isRetryable: true)
+            throw StoreVerificationError(
+                code: .verifierError, reason: "APP_STORE_NOT_CONFIGURED",
+                message:
+                    "setting app account tokens needs the App Store Server API key (RECEIPTGATE_APPSTORE_API_KEY_ID, _ISSUER_ID, _KEY_PATH)",
+                isRetryable: true)
         }
-        guard let bundleID = assignment.appIdentifier, let api = configuration.serverAPIClient(bundleID: bundleID, http: http) else {
-            throw StoreVerificationError(code: .verifierError, reason: "APP_STORE_ACCOUNT_TOKEN_REFUSED",
-                                         message: "the purchase names no bundle id to sign the App Store Server API request for")
+        guard let bundleID = assignment.appIdentifier,
+            let api = configuration.serverAPIClient(bundleID: bundleID, http: http)
+        else {
+            throw StoreVerificationError(
+                code: .verifierError, reason: "APP_STORE_ACCOUNT_TOKEN_REFUSED",
+                message: "the purchase names no bundle id to sign the App Store Server API request for")
         }
         // Apple takes only a UUID (InvalidAppAccountTokenUUIDError, 4000183): anything else is not sent.
         guard let token = UUID(uuidString: assignment.accountToken) else {
-            throw StoreVerificationError(code: .verifierError, reason: "APP_STORE_ACCOUNT_TOKEN_REFUSED",
-                                         message: "the account token is not a UUID, which is all the App Store takes")
+            throw StoreVerificationError(
+                code: .verifierError, reason: "APP_STORE_ACCOUNT_TOKEN_REFUSED",
+                message: "the account token is not a UUID, which is all the App Store takes")
         }
         do {
-            try await api.setAppAccountToken(assignment.originalTransactionID, appAccountToken: token,
-                                             environment: Self.appStoreEnvironment(assignment.environment))
+            try await api.setAppAccountToken(
+                assignment.originalTransactionID, appAccountToken: token,
+                environment: Self.appStoreEnvironment(assignment.environment))
         } catch {
             // Apple's errorCode is in the description (4000185 family-shared, 4000187 not an original transaction id...).
-            throw StoreVerificationError(code: .verifierError, reason: "APP_STORE_ACCOUNT_TOKEN_REFUSED", message: "\(error)",
-                                         isRetryable: error.isRetryable)
+            throw StoreVerificationError(
+                code: .verifierError, reason: "APP_STORE_ACCOUNT_TOKEN_REFUSED", message: "\(error)",
+                isRetryable: error.isRetryable)
         }
     }
 }

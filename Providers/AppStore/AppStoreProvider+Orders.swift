@@ -6,8 +6,9 @@ extension AppStoreProvider: OrderLookingUp {
     /// client's bundle ids, and proves each returned transaction before reading it.
     public func lookUpOrder(_ orderID: String, appIdentifiers: Set<String>) async throws -> StoreOrder {
         guard let configuration, configuration.serverAPIKey != nil else {
-            throw StoreVerificationError(code: .verifierError, reason: "APP_STORE_MISCONFIGURED",
-                                         message: "order lookup needs the App Store Server API key (RECEIPTGATE_APPSTORE_API_*)")
+            throw StoreVerificationError(
+                code: .verifierError, reason: "APP_STORE_MISCONFIGURED",
+                message: "order lookup needs the App Store Server API key (RECEIPTGATE_APPSTORE_API_*)")
         }
         let expectations = AppStoreExpectations(bundleIDs: appIdentifiers, environments: [.production, .sandbox])
         for bundle in appIdentifiers.sorted() {
@@ -17,10 +18,17 @@ extension AppStoreProvider: OrderLookingUp {
                 do {
                     answer = try await client.lookUpOrder(orderID, environment: environment)
                 } catch {
-                    if error.isRetryable { throw StoreVerificationError(code: .verifierError, reason: "STORE_UNAVAILABLE", message: error.description, isRetryable: true) }
+                    if error.isRetryable {
+                        throw StoreVerificationError(
+                            code: .verifierError, reason: "STORE_UNAVAILABLE", message: error.description,
+                            isRetryable: true)
+                    }
                     // An answer that is not Apple's (garbage, a body that does not decode) says nothing
                     // about the order: reporting "not found" would be a guess.
-                    if error.status == nil { throw StoreVerificationError(code: .verifierError, reason: "STORE_INVALID_RESPONSE", message: error.description) }
+                    if error.status == nil {
+                        throw StoreVerificationError(
+                            code: .verifierError, reason: "STORE_INVALID_RESPONSE", message: error.description)
+                    }
                     continue  // Apple's own error: not known for this bundle or environment
                 }
                 guard answer.valid, !answer.signedTransactions.isEmpty else { continue }
@@ -28,7 +36,8 @@ extension AppStoreProvider: OrderLookingUp {
                     guard let transaction = try? verifier.verifyTransaction(signed, expecting: expectations) else {
                         return .init(transactionID: nil, productID: nil, decodeFailed: true)
                     }
-                    return .init(transactionID: transaction.transactionId, productID: transaction.productId, decodeFailed: false)
+                    return .init(
+                        transactionID: transaction.transactionId, productID: transaction.productId, decodeFailed: false)
                 }
                 return StoreOrder(found: true, environment: Self.storeEnvironment(environment), entries: entries)
             }

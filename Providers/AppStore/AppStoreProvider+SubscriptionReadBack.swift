@@ -5,19 +5,25 @@ public import ReceiptCore
 /// transaction and renewal info for it, each proven like any signed data before a field is read,
 /// then recorded as the notification a push would have been.
 extension AppStoreProvider: SubscriptionReading {
-    public func readBack(_ subscription: QuietSubscription, owner: ClientWithStoreCredentials) async throws -> StoreNotification? {
+    public func readBack(
+        _ subscription: QuietSubscription, owner: ClientWithStoreCredentials
+    ) async throws -> StoreNotification? {
         let bundles = owner.client.appIdentifiers(Self.bundleIDKind)
         // The app it was bought in, or the client's only one; the API token is per bundle id.
-        guard let bundleID = subscription.appIdentifier.flatMap({ bundles.contains($0) ? $0 : nil }) ?? (bundles.count == 1 ? bundles.first : nil),
-              let api = configuration?.serverAPIClient(bundleID: bundleID, http: http) else { return nil }
+        guard
+            let bundleID = subscription.appIdentifier.flatMap({ bundles.contains($0) ? $0 : nil })
+                ?? (bundles.count == 1 ? bundles.first : nil),
+            let api = configuration?.serverAPIClient(bundleID: bundleID, http: http)
+        else { return nil }
         let environment = Self.appStoreEnvironment(subscription.environment)
         let statuses: AppStoreServerAPIClient.SubscriptionStatuses
         do {
             statuses = try await api.subscriptionStatuses(subscription.originalTransactionID, environment: environment)
         } catch {
             if error.isRetryable || error.status == 401 || error.status == 403 {
-                throw SubscriptionReadFailed("subscription \(subscription.originalTransactionID) not read back: \(NotificationHistoryPoller.explain(error))",
-                                             retryAfter: error.retryAfter, storeWide: error.isRetryable)
+                throw SubscriptionReadFailed(
+                    "subscription \(subscription.originalTransactionID) not read back: \(NotificationHistoryPoller.explain(error))",
+                    retryAfter: error.retryAfter, storeWide: error.isRetryable)
             }
             return nil  // Apple does not know it (4040010), or refuses the id: nothing to learn
         }
@@ -30,25 +36,36 @@ extension AppStoreProvider: SubscriptionReading {
             transaction = try await verifyTransaction(signed, expecting: expectations)
             renewal = try latest.signedRenewalInfo.map { try verifier.verifyRenewalInfo($0, expecting: expectations) }
         } catch let error as AppStoreVerificationError where error.isRetryable {
-            throw SubscriptionReadFailed("subscription \(subscription.originalTransactionID) not read back: revocation check unavailable: \(error.message)",
-                                         storeWide: true)
+            throw SubscriptionReadFailed(
+                "subscription \(subscription.originalTransactionID) not read back: revocation check unavailable: \(error.message)",
+                storeWide: true)
         } catch {
             return nil  // not Apple's signature, or not this app's: nothing in it is believed
         }
-        guard transaction.originalTransactionId == subscription.originalTransactionID, let transactionID = transaction.transactionId,
-              let kind = Self.eventKind(status, ownership: transaction.inAppOwnershipType) else { return nil }
+        guard transaction.originalTransactionId == subscription.originalTransactionID,
+            let transactionID = transaction.transactionId,
+            let kind = Self.eventKind(status, ownership: transaction.inAppOwnershipType)
+        else { return nil }
         let purchase = try Self.purchase(from: transaction)
         guard purchase.dateOutOfRange == nil else { return nil }
         let name = Self.statusNames[status.rawValue] ?? String(status.rawValue)
         var stored = StoreNotification(
-            store: store, notificationID: "subscription-status:\(subscription.environment.rawValue):\(subscription.originalTransactionID):\(transactionID):\(name)",
+            store: store,
+            notificationID:
+                "subscription-status:\(subscription.environment.rawValue):\(subscription.originalTransactionID):\(transactionID):\(name)",
             type: "SUBSCRIPTION_STATUS", subtype: name, environment: subscription.environment, appIdentifier: bundleID,
-            transactionID: transactionID, originalTransactionID: subscription.originalTransactionID, productID: transaction.productId,
-            signedAt: Date(), decodedJSON: try JSONEncoder.sortedForStorage.encode(ReadBack(status: status.rawValue, transaction: transaction, renewalInfo: renewal)))
-        stored.rawBody = try? JSONEncoder.sortedForStorage.encode(SignedStatus(status: status.rawValue, originalTransactionId: subscription.originalTransactionID,
-                                                                                signedTransactionInfo: signed, signedRenewalInfo: latest.signedRenewalInfo))
-        stored.event = StoreEvent(kind: kind, purchase: purchase, autoRenew: renewal?.autoRenewStatus.map { $0 == .on },
-                                  gracePeriodExpires: renewal?.gracePeriodExpiresDate?.date)
+            transactionID: transactionID, originalTransactionID: subscription.originalTransactionID,
+            productID: transaction.productId,
+            signedAt: Date(),
+            decodedJSON: try JSONEncoder.sortedForStorage.encode(
+                ReadBack(status: status.rawValue, transaction: transaction, renewalInfo: renewal)))
+        stored.rawBody = try? JSONEncoder.sortedForStorage.encode(
+            SignedStatus(
+                status: status.rawValue, originalTransactionId: subscription.originalTransactionID,
+                signedTransactionInfo: signed, signedRenewalInfo: latest.signedRenewalInfo))
+        stored.event = StoreEvent(
+            kind: kind, purchase: purchase, autoRenew: renewal?.autoRenewStatus.map { $0 == .on },
+            gracePeriodExpires: renewal?.gracePeriodExpiresDate?.date)
         return stored
     }
 

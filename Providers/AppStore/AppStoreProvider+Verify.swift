@@ -6,8 +6,9 @@ extension AppStoreProvider: StoreProvider {
     /// StoreKit 1 receipt: its signature is verified locally first, then its bundle id and
     /// environment checked, and only then is Apple asked to confirm it.
     public func verify(evidence: String, context: VerificationContext) async throws -> [VerifiedPurchase] {
-        let expectations = AppStoreExpectations(bundleIDs: context.appIdentifiers,
-                                                environments: Set(context.environments.map(Self.appStoreEnvironment)))
+        let expectations = AppStoreExpectations(
+            bundleIDs: context.appIdentifiers,
+            environments: Set(context.environments.map(Self.appStoreEnvironment)))
         do {
             if context.evidenceKind == .transactionID {
                 return try await verifyTransactionID(evidence, context: context, expecting: expectations)
@@ -18,21 +19,32 @@ extension AppStoreProvider: StoreProvider {
             let receipt = try receiptAuthenticator.authenticate(base64: evidence)
             try AppReceiptValidator.checkIdentity(of: receipt, expecting: expectations)
             guard let validator = receiptValidator(bundleID: receipt.bundleID ?? "") else {
-                throw AppStoreVerificationError(.misconfigured, "StoreKit 1 receipts need an App Store Server API key or a shared secret")
+                throw AppStoreVerificationError(
+                    .misconfigured, "StoreKit 1 receipts need an App Store Server API key or a shared secret")
             }
-            return try await validator.confirm(receipt, base64Receipt: evidence, expecting: expectations, productID: context.productID,
-                                               transactionID: context.transactionID,
-                                               deadline: context.deadline).map(Self.purchase(from:))
-        } catch let error as AppStoreVerificationError where error.reason.rawValue == Self.transactionLookupNotConfigured {
+            return try await validator.confirm(
+                receipt, base64Receipt: evidence, expecting: expectations, productID: context.productID,
+                transactionID: context.transactionID,
+                deadline: context.deadline
+            ).map(Self.purchase(from:))
+        } catch let error as AppStoreVerificationError
+            where error.reason.rawValue == Self.transactionLookupNotConfigured
+        {
             throw StoreVerificationError(code: .invalidField, reason: error.reason.rawValue, message: error.message)
         } catch let error as AppStoreVerificationError {
-            throw StoreVerificationError(code: error.errorCode, reason: error.reason.rawValue, message: error.message, isRetryable: error.isRetryable)
+            throw StoreVerificationError(
+                code: error.errorCode, reason: error.reason.rawValue, message: error.message,
+                isRetryable: error.isRetryable)
         }
     }
 
-    static func purchase(from transaction: JWSTransactionDecodedPayload) throws(AppStoreVerificationError) -> VerifiedPurchase {
-        guard let id = transaction.transactionId, let environment = transaction.environment.flatMap(storeEnvironment) else {
-            throw AppStoreVerificationError(.payloadInvalid, "transaction has no id or no production/sandbox environment")
+    static func purchase(
+        from transaction: JWSTransactionDecodedPayload
+    ) throws(AppStoreVerificationError) -> VerifiedPurchase {
+        guard let id = transaction.transactionId, let environment = transaction.environment.flatMap(storeEnvironment)
+        else {
+            throw AppStoreVerificationError(
+                .payloadInvalid, "transaction has no id or no production/sandbox environment")
         }
         var purchase = VerifiedPurchase(store: .appStore, environment: environment, transactionID: id)
         purchase.appIdentifier = transaction.bundleId
@@ -49,23 +61,29 @@ extension AppStoreProvider: StoreProvider {
         purchase.revocationReason = transaction.revocationReason.map(revocationReason)
         purchase.revocationReasonCode = transaction.revocationReason?.rawValue
         if transaction.revocationDate != nil {
-            purchase.refund = RefundDetail(storeType: transaction.revocationType?.rawValue,
-                                           storeSaysPartial: transaction.revocationType.map { $0 == .refundProrated },
-                                           percentageMilliunits: transaction.revocationPercentage)
+            purchase.refund = RefundDetail(
+                storeType: transaction.revocationType?.rawValue,
+                storeSaysPartial: transaction.revocationType.map { $0 == .refundProrated },
+                percentageMilliunits: transaction.revocationPercentage)
         }
-        purchase.ownership = transaction.inAppOwnershipType == .familyShared ? .familyShared
+        purchase.ownership =
+            transaction.inAppOwnershipType == .familyShared
+            ? .familyShared
             : transaction.inAppOwnershipType == .purchased ? .purchased : nil
         purchase.accountToken = transaction.appAccountToken?.lowercased()
         purchase.appTransactionID = transaction.appTransactionId
         return purchase
     }
 
-    static func purchase(from confirmed: ConfirmedReceiptTransaction) throws(AppStoreVerificationError) -> VerifiedPurchase {
+    static func purchase(
+        from confirmed: ConfirmedReceiptTransaction
+    ) throws(AppStoreVerificationError) -> VerifiedPurchase {
         if let signed = confirmed.signedTransaction { return try purchase(from: signed) }
         guard let environment = storeEnvironment(confirmed.environment) else {
             throw AppStoreVerificationError(.payloadInvalid, "receipt environment is neither production nor sandbox")
         }
-        var purchase = VerifiedPurchase(store: .appStore, environment: environment, transactionID: confirmed.transactionID)
+        var purchase = VerifiedPurchase(
+            store: .appStore, environment: environment, transactionID: confirmed.transactionID)
         purchase.originalTransactionID = confirmed.originalTransactionID
         purchase.productID = confirmed.productID
         purchase.quantity = confirmed.quantity.map(Int.init)

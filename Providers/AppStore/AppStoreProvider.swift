@@ -1,6 +1,6 @@
-public import OpenSSLCrypto
-public import HTTPClient
 public import Foundation
+public import HTTPClient
+public import OpenSSLCrypto
 public import ReceiptCore
 
 /// The App Store as a store provider.
@@ -13,17 +13,24 @@ public struct AppStoreProvider: NotificationReceiving {
     public let revocation: AppleRevocationChecker?
     let http: HTTPClient
 
-    package init(verifier: AppStoreSignedDataVerifier, configuration: AppStoreConfiguration? = nil, http: HTTPClient = HTTPClient(),
-                revocation: AppleRevocationChecker? = nil) {
+    package init(
+        verifier: AppStoreSignedDataVerifier, configuration: AppStoreConfiguration? = nil,
+        http: HTTPClient = HTTPClient(),
+        revocation: AppleRevocationChecker? = nil
+    ) {
         self.verifier = verifier
         self.configuration = configuration
         self.http = http
-        self.revocation = revocation ?? (configuration?.onlineChecks == true
-            ? AppleRevocationChecker(http: http, trustRoots: configuration?.trustRoots ?? []) : nil)
+        self.revocation =
+            revocation
+            ?? (configuration?.onlineChecks == true
+                ? AppleRevocationChecker(http: http, trustRoots: configuration?.trustRoots ?? []) : nil)
     }
 
     /// Local verification, then (if on) the online revocation check of the token's chain.
-    public func verifyTransaction(_ token: String, expecting expectations: AppStoreExpectations) async throws(AppStoreVerificationError) -> JWSTransactionDecodedPayload {
+    public func verifyTransaction(
+        _ token: String, expecting expectations: AppStoreExpectations
+    ) async throws(AppStoreVerificationError) -> JWSTransactionDecodedPayload {
         let transaction = try verifier.verifyTransaction(token, expecting: expectations)
         try await checkRevocation(token)
         return transaction
@@ -42,27 +49,34 @@ public struct AppStoreProvider: NotificationReceiving {
     public var registration: StoreRegistration {
         let hasKey = configuration?.serverAPIKey != nil
         let reconciler = configuration.flatMap { configuration in
-            hasKey ? configuration.reconcileInterval.map { NotificationHistoryPoller(provider: self, interval: $0) } : nil
+            hasKey
+                ? configuration.reconcileInterval.map { NotificationHistoryPoller(provider: self, interval: $0) } : nil
         }
-        return StoreRegistration(Self.declaration, verifier: self, notifications: self, orderLookup: self, poller: reconciler,
-                                 subscriptionReader: hasKey ? self : nil, refundAnswering: hasKey ? self : nil,
-                                 accountTokenSetting: hasKey ? self : nil)
+        return StoreRegistration(
+            Self.declaration, verifier: self, notifications: self, orderLookup: self, poller: reconciler,
+            subscriptionReader: hasKey ? self : nil, refundAnswering: hasKey ? self : nil,
+            accountTokenSetting: hasKey ? self : nil)
     }
 
     /// From the environment (docs/configuration.md, App Store); throws `AppStoreConfiguration.Invalid`.
     /// `es256` is the service's choice of ES256 verifier (`RECEIPTGATE_ES256_FIXED_KEY`).
-    public static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment,
-                                       http: HTTPClient = HTTPClient(), es256: any ES256Verifier = FixedKeyES256Verifier()) throws -> AppStoreProvider {
+    public static func fromEnvironment(
+        _ environment: [String: String] = ProcessInfo.processInfo.environment,
+        http: HTTPClient = HTTPClient(), es256: any ES256Verifier = FixedKeyES256Verifier()
+    ) throws -> AppStoreProvider {
         let configuration = try AppStoreConfiguration.fromEnvironment(environment)
-        return AppStoreProvider(verifier: AppStoreSignedDataVerifier(trustRoots: configuration.trustRoots, es256: es256,
-                                                                            onlineChecks: configuration.onlineChecks),
-                                configuration: configuration, http: http)
+        return AppStoreProvider(
+            verifier: AppStoreSignedDataVerifier(
+                trustRoots: configuration.trustRoots, es256: es256,
+                onlineChecks: configuration.onlineChecks),
+            configuration: configuration, http: http)
     }
 
     /// How StoreKit 1 receipt signatures are authenticated: to the configured receipt roots, or
     /// Apple Root CA without a configuration.
     package var receiptAuthenticator: AppReceiptAuthenticator {
-        AppReceiptAuthenticator(trustRoots: configuration?.receiptTrustRoots ?? AppleRootCertificates.defaultReceiptRoots)
+        AppReceiptAuthenticator(
+            trustRoots: configuration?.receiptTrustRoots ?? AppleRootCertificates.defaultReceiptRoots)
     }
 
     /// How StoreKit 1 receipts of this app are confirmed, or nil if ReceiptGate has neither an
@@ -77,9 +91,11 @@ public struct AppStoreProvider: NotificationReceiving {
             }
         case .verifyReceipt?:
             return configuration.sharedSecret.map {
-                AppReceiptValidator(mode: .verifyReceipt(sharedSecret: $0, productionURL: configuration.verifyReceiptProductionURL,
-                                                         sandboxURL: configuration.verifyReceiptSandboxURL, http: http),
-                                    verifier: verifier, receiptTrustRoots: roots)
+                AppReceiptValidator(
+                    mode: .verifyReceipt(
+                        sharedSecret: $0, productionURL: configuration.verifyReceiptProductionURL,
+                        sandboxURL: configuration.verifyReceiptSandboxURL, http: http),
+                    verifier: verifier, receiptTrustRoots: roots)
             }
         case nil:
             return nil
@@ -87,23 +103,30 @@ public struct AppStoreProvider: NotificationReceiving {
     }
 
     /// App Store Server Notifications V2: `{"signedPayload": "<JWS>"}`.
-    public func receiveNotification(_ request: NotificationRequest, registered: RegisteredApps) async throws -> StoreNotification {
+    public func receiveNotification(
+        _ request: NotificationRequest, registered: RegisteredApps
+    ) async throws -> StoreNotification {
         struct Envelope: Decodable { let signedPayload: String }
         guard let envelope = try? JSONDecoder().decode(Envelope.self, from: request.body) else {
-            throw NotificationRejection(.malformed, reason: "INVALID_FIELD", message: "body must be a JSON object with a signedPayload string")
+            throw NotificationRejection(
+                .malformed, reason: "INVALID_FIELD", message: "body must be a JSON object with a signedPayload string")
         }
-        let expectations = AppStoreExpectations(bundleIDs: registered.appIdentifiers,
-                                                environments: Set(registered.environments.map(Self.appStoreEnvironment)))
+        let expectations = AppStoreExpectations(
+            bundleIDs: registered.appIdentifiers,
+            environments: Set(registered.environments.map(Self.appStoreEnvironment)))
         do {
             return try await notification(signedPayload: envelope.signedPayload, expecting: expectations)
         } catch let error as AppStoreVerificationError {
-            throw NotificationRejection(error.isRetryable ? .retryable : .forged, reason: error.reason.rawValue, message: error.message)
+            throw NotificationRejection(
+                error.isRetryable ? .retryable : .forged, reason: error.reason.rawValue, message: error.message)
         }
     }
 
     /// A notification's `signedPayload`, proven and decoded: the one path for a pushed notification
     /// and one read back from Apple's notification history.
-    func notification(signedPayload: String, expecting expectations: AppStoreExpectations) async throws -> StoreNotification {
+    func notification(
+        signedPayload: String, expecting expectations: AppStoreExpectations
+    ) async throws -> StoreNotification {
         let notification = try verifier.verifyNotification(signedPayload, expecting: expectations)
         try await checkRevocation(signedPayload)
         guard let id = notification.notificationUUID, let type = notification.notificationType else {
@@ -111,23 +134,31 @@ public struct AppStoreProvider: NotificationReceiving {
         }
         // Nested signed data is verified with the same rules before anything is read from it.
         var transaction: JWSTransactionDecodedPayload?
-        if let signed = notification.data?.signedTransactionInfo { transaction = try await verifyTransaction(signed, expecting: expectations) }
-        let renewal = try notification.data?.signedRenewalInfo.map { try verifier.verifyRenewalInfo($0, expecting: expectations) }
+        if let signed = notification.data?.signedTransactionInfo {
+            transaction = try await verifyTransaction(signed, expecting: expectations)
+        }
+        let renewal = try notification.data?.signedRenewalInfo.map {
+            try verifier.verifyRenewalInfo($0, expecting: expectations)
+        }
         let identity = notification.identity
         let decoded = DecodedNotification(notification: notification, transaction: transaction, renewalInfo: renewal)
         var stored = StoreNotification(
             store: store, notificationID: id, type: type.rawValue, subtype: notification.subtype?.rawValue,
             environment: identity.environment.flatMap(Self.storeEnvironment), appIdentifier: identity.bundleId,
-            transactionID: transaction?.transactionId, originalTransactionID: transaction?.originalTransactionId ?? renewal?.originalTransactionId,
+            transactionID: transaction?.transactionId,
+            originalTransactionID: transaction?.originalTransactionId ?? renewal?.originalTransactionId,
             productID: transaction?.productId ?? renewal?.productId, signedAt: notification.signedDate?.date,
             decodedJSON: try JSONEncoder.sortedForStorage.encode(decoded))
         let kind = Self.eventKind(type, subtype: notification.subtype)
-        stored.event = StoreEvent(kind: kind, purchase: try transaction.map { try Self.purchase(from: $0) },
-                                  autoRenew: renewal?.autoRenewStatus.map { $0 == .on },
-                                  gracePeriodExpires: renewal?.gracePeriodExpiresDate?.date,
-                                  refundRequest: kind == .consumptionRequest
-                                      ? Self.refundRequest(id: id, signedAt: notification.signedDate?.date, reason: notification.data?.consumptionRequestReason)
-                                      : nil)
+        stored.event = StoreEvent(
+            kind: kind, purchase: try transaction.map { try Self.purchase(from: $0) },
+            autoRenew: renewal?.autoRenewStatus.map { $0 == .on },
+            gracePeriodExpires: renewal?.gracePeriodExpiresDate?.date,
+            refundRequest: kind == .consumptionRequest
+                ? Self.refundRequest(
+                    id: id, signedAt: notification.signedDate?.date, reason: notification.data?.consumptionRequestReason
+                )
+                : nil)
         return stored
     }
 

@@ -1,6 +1,6 @@
-package import OpenSSLCrypto
 package import Foundation
 package import HTTPClient
+package import OpenSSLCrypto
 
 /// Apple's App Store Server API, authenticated with an ES256 JWT per request from the team's
 /// `.p8` key. Keys and tokens are never logged or put in an error message.
@@ -24,11 +24,17 @@ package struct AppStoreServerAPIClient: Sendable {
 
         /// Reads the `.p8` (PKCS#8 PEM) key from `path`.
         package init(keyID: String, issuerID: String, bundleID: String, privateKeyPath: String) throws {
-            guard let pem = FileManager.default.contents(atPath: privateKeyPath).flatMap({ String(data: $0, encoding: .utf8) }) else {
+            guard
+                let pem = FileManager.default.contents(atPath: privateKeyPath).flatMap({
+                    String(data: $0, encoding: .utf8)
+                })
+            else {
                 throw CryptoError(.invalidKey, "cannot read the App Store Server API key at \(privateKeyPath)")
             }
             let key = try PrivateKey(pem: pem)
-            guard key.isP256 else { throw CryptoError(.invalidKey, "the App Store Server API key must be a P-256 .p8 key") }
+            guard key.isP256 else {
+                throw CryptoError(.invalidKey, "the App Store Server API key must be a P-256 .p8 key")
+            }
             self.init(keyID: keyID, issuerID: issuerID, bundleID: bundleID, privateKey: key)
         }
     }
@@ -46,32 +52,44 @@ package struct AppStoreServerAPIClient: Sendable {
     // MARK: - Endpoints
 
     /// Get Transaction Info: the signed transaction for any transaction id.
-    package func transactionInfo(_ transactionID: String, environment: AppStoreEnvironment) async throws(AppStoreAPIError) -> String {
+    package func transactionInfo(
+        _ transactionID: String, environment: AppStoreEnvironment
+    ) async throws(AppStoreAPIError) -> String {
         struct Body: Decodable { let signedTransactionInfo: String? }
-        let body: Body = try await send("GET", "/inApps/v1/transactions/\(try Self.pathSegment(transactionID))", environment: environment)
-        guard let signed = body.signedTransactionInfo else { throw AppStoreAPIError.invalidResponse("no signedTransactionInfo") }
+        let body: Body = try await send(
+            "GET", "/inApps/v1/transactions/\(try Self.pathSegment(transactionID))", environment: environment)
+        guard let signed = body.signedTransactionInfo else {
+            throw AppStoreAPIError.invalidResponse("no signedTransactionInfo")
+        }
         return signed
     }
 
     /// Get Transaction Info, trying production first and then sandbox when Apple says the
     /// transaction does not exist (4040010): evidence rarely says where it came from.
-    package func transactionInfoInAnyEnvironment(_ transactionID: String, preferring first: AppStoreEnvironment = .production)
-        async throws(AppStoreAPIError) -> (signedTransaction: String, environment: AppStoreEnvironment) {
+    package func transactionInfoInAnyEnvironment(
+        _ transactionID: String, preferring first: AppStoreEnvironment = .production
+    )
+        async throws(AppStoreAPIError) -> (signedTransaction: String, environment: AppStoreEnvironment)
+    {
         let second: AppStoreEnvironment = first == .production ? .sandbox : .production
         do {
             return (try await transactionInfo(transactionID, environment: first), first)
-        } catch where error.isTransactionNotFound {
+        } catch  where error.isTransactionNotFound {
             return (try await transactionInfo(transactionID, environment: second), second)
         }
     }
 
     /// Get Transaction History (v2), every page.
-    package func transactionHistory(_ transactionID: String, environment: AppStoreEnvironment) async throws(AppStoreAPIError) -> [String] {
+    package func transactionHistory(
+        _ transactionID: String, environment: AppStoreEnvironment
+    ) async throws(AppStoreAPIError) -> [String] {
         try await allRevisions("/inApps/v2/history/\(try Self.pathSegment(transactionID))", environment: environment)
     }
 
     /// Follows Apple's `revision` / `hasMore` paging to the end and gathers `signedTransactions`.
-    private func allRevisions(_ path: String, environment: AppStoreEnvironment) async throws(AppStoreAPIError) -> [String] {
+    private func allRevisions(
+        _ path: String, environment: AppStoreEnvironment
+    ) async throws(AppStoreAPIError) -> [String] {
         struct Page: Decodable { let revision: String?; let hasMore: Bool?; let signedTransactions: [String]? }
         var signed: [String] = [], revision: String?
         for _ in 0..<Self.maxPages {
@@ -85,9 +103,12 @@ package struct AppStoreServerAPIClient: Sendable {
     }
 
     /// Look Up Order ID: the transactions of a customer's order id (from their receipt e-mail).
-    package func lookUpOrder(_ orderID: String, environment: AppStoreEnvironment) async throws(AppStoreAPIError) -> (valid: Bool, signedTransactions: [String]) {
+    package func lookUpOrder(
+        _ orderID: String, environment: AppStoreEnvironment
+    ) async throws(AppStoreAPIError) -> (valid: Bool, signedTransactions: [String]) {
         struct Body: Decodable { let status: Int?; let signedTransactions: [String]? }
-        let body: Body = try await send("GET", "/inApps/v1/lookup/\(try Self.pathSegment(orderID))", environment: environment)
+        let body: Body = try await send(
+            "GET", "/inApps/v1/lookup/\(try Self.pathSegment(orderID))", environment: environment)
         return (body.status == 0, body.signedTransactions ?? [])
     }
 
@@ -109,13 +130,19 @@ package struct AppStoreServerAPIClient: Sendable {
     }
 
     /// Get All Subscription Statuses.
-    package func subscriptionStatuses(_ transactionID: String, environment: AppStoreEnvironment) async throws(AppStoreAPIError) -> SubscriptionStatuses {
-        try await send("GET", "/inApps/v1/subscriptions/\(try Self.pathSegment(transactionID))", environment: environment)
+    package func subscriptionStatuses(
+        _ transactionID: String, environment: AppStoreEnvironment
+    ) async throws(AppStoreAPIError) -> SubscriptionStatuses {
+        try await send(
+            "GET", "/inApps/v1/subscriptions/\(try Self.pathSegment(transactionID))", environment: environment)
     }
 
     /// Get Refund History (v2), every page.
-    package func refundHistory(_ transactionID: String, environment: AppStoreEnvironment) async throws(AppStoreAPIError) -> [String] {
-        try await allRevisions("/inApps/v2/refund/lookup/\(try Self.pathSegment(transactionID))", environment: environment)
+    package func refundHistory(
+        _ transactionID: String, environment: AppStoreEnvironment
+    ) async throws(AppStoreAPIError) -> [String] {
+        try await allRevisions(
+            "/inApps/v2/refund/lookup/\(try Self.pathSegment(transactionID))", environment: environment)
     }
 
     package struct NotificationHistoryItem: Decodable, Sendable {
@@ -130,12 +157,15 @@ package struct AppStoreServerAPIClient: Sendable {
     }
 
     /// Get Notification History between two dates (every page).
-    package func notificationHistory(from start: Date, to end: Date, transactionID: String? = nil, onlyFailures: Bool = false,
-                                    environment: AppStoreEnvironment) async throws(AppStoreAPIError) -> [NotificationHistoryItem] {
+    package func notificationHistory(
+        from start: Date, to end: Date, transactionID: String? = nil, onlyFailures: Bool = false,
+        environment: AppStoreEnvironment
+    ) async throws(AppStoreAPIError) -> [NotificationHistoryItem] {
         var items: [NotificationHistoryItem] = [], token: String?
         for _ in 0..<Self.maxPages {
-            let page = try await notificationHistoryPage(from: start, to: end, transactionID: transactionID, onlyFailures: onlyFailures,
-                                                         paginationToken: token, environment: environment)
+            let page = try await notificationHistoryPage(
+                from: start, to: end, transactionID: transactionID, onlyFailures: onlyFailures,
+                paginationToken: token, environment: environment)
             items += page.notificationHistory ?? []
             guard page.hasMore == true, let next = page.paginationToken else { return items }
             token = next
@@ -145,34 +175,49 @@ package struct AppStoreServerAPIClient: Sendable {
 
     /// One page of Get Notification History: `POST /inApps/v1/notifications/history`, the window
     /// in epoch milliseconds in the body, the page's token (from the previous page) in the query.
-    package func notificationHistoryPage(from start: Date, to end: Date, transactionID: String? = nil, onlyFailures: Bool = false,
-                                        paginationToken: String?, environment: AppStoreEnvironment) async throws(AppStoreAPIError) -> NotificationHistoryPage {
-        struct Request: Encodable { let startDate: Int64; let endDate: Int64; let transactionId: String?; let onlyFailures: Bool? }
-        let request = Request(startDate: Int64(start.timeIntervalSince1970 * 1000), endDate: Int64(end.timeIntervalSince1970 * 1000),
-                              transactionId: transactionID, onlyFailures: onlyFailures ? true : nil)
-        guard let body = try? JSONEncoder().encode(request) else { throw AppStoreAPIError.invalidResponse("cannot encode request") }
+    package func notificationHistoryPage(
+        from start: Date, to end: Date, transactionID: String? = nil, onlyFailures: Bool = false,
+        paginationToken: String?, environment: AppStoreEnvironment
+    ) async throws(AppStoreAPIError) -> NotificationHistoryPage {
+        struct Request: Encodable {
+            let startDate: Int64; let endDate: Int64; let transactionId: String?; let onlyFailures: Bool?
+        }
+        let request = Request(
+            startDate: Int64(start.timeIntervalSince1970 * 1000), endDate: Int64(end.timeIntervalSince1970 * 1000),
+            transactionId: transactionID, onlyFailures: onlyFailures ? true : nil)
+        guard let body = try? JSONEncoder().encode(request) else {
+            throw AppStoreAPIError.invalidResponse("cannot encode request")
+        }
         let query = paginationToken.map { "?paginationToken=\(Self.queryValue($0))" } ?? ""
         return try await send("POST", "/inApps/v1/notifications/history\(query)", environment: environment, body: body)
     }
 
     /// Send Consumption Information (v2): `PUT /inApps/v2/transactions/consumption/{transactionId}`;
     /// Apple answers 202 with no body.
-    package func sendConsumptionInformation(_ transactionID: String, body: Data, environment: AppStoreEnvironment) async throws(AppStoreAPIError) {
-        let _: Empty = try await send("PUT", "/inApps/v2/transactions/consumption/\(try Self.pathSegment(transactionID))", environment: environment,
-                                      body: body, emptyAllowed: true)
+    package func sendConsumptionInformation(
+        _ transactionID: String, body: Data, environment: AppStoreEnvironment
+    ) async throws(AppStoreAPIError) {
+        let _: Empty = try await send(
+            "PUT", "/inApps/v2/transactions/consumption/\(try Self.pathSegment(transactionID))",
+            environment: environment,
+            body: body, emptyAllowed: true)
     }
 
     /// Set App Account Token: `PUT /inApps/v1/transactions/{originalTransactionId}/appAccountToken`
     /// with `{"appAccountToken": "<uuid>"}`; Apple answers 200 with no body. Only an original
     /// transaction id is taken (4000187 otherwise), never a family-shared purchase (4000185).
-    package func setAppAccountToken(_ originalTransactionID: String, appAccountToken: UUID,
-                                    environment: AppStoreEnvironment) async throws(AppStoreAPIError) {
+    package func setAppAccountToken(
+        _ originalTransactionID: String, appAccountToken: UUID,
+        environment: AppStoreEnvironment
+    ) async throws(AppStoreAPIError) {
         struct Request: Encodable { let appAccountToken: String }
-        guard let body = try? JSONEncoder().encode(Request(appAccountToken: appAccountToken.uuidString.lowercased())) else {
+        guard let body = try? JSONEncoder().encode(Request(appAccountToken: appAccountToken.uuidString.lowercased()))
+        else {
             throw AppStoreAPIError.invalidResponse("cannot encode request")
         }
-        let _: Empty = try await send("PUT", "/inApps/v1/transactions/\(try Self.pathSegment(originalTransactionID))/appAccountToken",
-                                      environment: environment, body: body, emptyAllowed: true)
+        let _: Empty = try await send(
+            "PUT", "/inApps/v1/transactions/\(try Self.pathSegment(originalTransactionID))/appAccountToken",
+            environment: environment, body: body, emptyAllowed: true)
     }
 
     private struct Empty: Decodable {}
@@ -183,10 +228,14 @@ package struct AppStoreServerAPIClient: Sendable {
 
     private struct AppleError: Decodable { let errorCode: Int?; let errorMessage: String? }
 
-    private func send<T: Decodable>(_ method: String, _ path: String, environment: AppStoreEnvironment, body: Data? = nil,
-                                    emptyAllowed: Bool = false) async throws(AppStoreAPIError) -> T {
+    private func send<T: Decodable>(
+        _ method: String, _ path: String, environment: AppStoreEnvironment, body: Data? = nil,
+        emptyAllowed: Bool = false
+    ) async throws(AppStoreAPIError) -> T {
         let base = environment == .production ? configuration.productionBaseURL : configuration.sandboxBaseURL
-        var headers: [(name: String, value: String)] = [("Authorization", "Bearer \(try bearerToken())"), ("Accept", "application/json")]
+        var headers: [(name: String, value: String)] = [
+            ("Authorization", "Bearer \(try bearerToken())"), ("Accept", "application/json"),
+        ]
         if body != nil { headers.append(("Content-Type", "application/json")) }
         var request = HTTPClient.Request(method: method, url: base + path, headers: headers, body: body)
         request.retryable = true  // reads, and a PUT that replaces: retrying is safe
@@ -200,12 +249,14 @@ package struct AppStoreServerAPIClient: Sendable {
         }
         guard (200..<300).contains(response.status) else {
             let apple = try? JSONDecoder().decode(AppleError.self, from: response.body)
-            throw AppStoreAPIError(status: response.status, errorCode: apple?.errorCode, errorMessage: apple?.errorMessage, transport: nil,
-                                   retryAfter: response.header("Retry-After").flatMap { HTTPClient.parseRetryAfter($0, now: Date()) }
-                                                                              .map { min($0, .seconds(86_400)) })
+            throw AppStoreAPIError(
+                status: response.status, errorCode: apple?.errorCode, errorMessage: apple?.errorMessage, transport: nil,
+                retryAfter: response.header("Retry-After").flatMap { HTTPClient.parseRetryAfter($0, now: Date()) }
+                    .map { min($0, .seconds(86_400)) })
         }
         do {
-            return try JSONDecoder().decode(T.self, from: emptyAllowed && response.body.isEmpty ? Data("{}".utf8) : response.body)
+            return try JSONDecoder().decode(
+                T.self, from: emptyAllowed && response.body.isEmpty ? Data("{}".utf8) : response.body)
         } catch {
             throw AppStoreAPIError.invalidResponse("unexpected response body: \(error)")
         }
@@ -215,10 +266,12 @@ package struct AppStoreServerAPIClient: Sendable {
     func bearerToken() throws(AppStoreAPIError) -> String {
         struct Claims: Encodable { let iss: String; let iat: Int64; let exp: Int64; let aud: String; let bid: String }
         let issuedAt = Int64(now().timeIntervalSince1970)
-        let claims = Claims(iss: configuration.issuerID, iat: issuedAt, exp: issuedAt + Int64(configuration.tokenLifetime),
-                            aud: "appstoreconnect-v1", bid: configuration.bundleID)
+        let claims = Claims(
+            iss: configuration.issuerID, iat: issuedAt, exp: issuedAt + Int64(configuration.tokenLifetime),
+            aud: "appstoreconnect-v1", bid: configuration.bundleID)
         do {
-            return try CompactJWS.sign(claims: claims, header: JWSHeader(kid: configuration.keyID, typ: "JWT"), key: configuration.privateKey)
+            return try CompactJWS.sign(
+                claims: claims, header: JWSHeader(kid: configuration.keyID, typ: "JWT"), key: configuration.privateKey)
         } catch {
             throw AppStoreAPIError.invalidResponse("cannot sign the API token")
         }
@@ -227,7 +280,9 @@ package struct AppStoreServerAPIClient: Sendable {
     /// Ids go into the URL path: only the characters Apple's ids use are allowed.
     static func pathSegment(_ value: String) throws(AppStoreAPIError) -> String {
         guard !value.isEmpty, value.count <= 128,
-              value.unicodeScalars.allSatisfy({ $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "-_".unicodeScalars.contains($0)) })
+            value.unicodeScalars.allSatisfy({
+                $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "-_".unicodeScalars.contains($0))
+            })
         else { throw AppStoreAPIError(status: 400, errorCode: nil, errorMessage: "invalid identifier", transport: nil) }
         return value
     }
@@ -247,7 +302,8 @@ package struct AppStoreAPIError: Error, Sendable, CustomStringConvertible {
     /// What a `429` said to wait (`Retry-After`, in seconds), where it said.
     package var retryAfter: Duration?
 
-    package init(status: Int?, errorCode: Int?, errorMessage: String?, transport: String?, retryAfter: Duration? = nil) {
+    package init(status: Int?, errorCode: Int?, errorMessage: String?, transport: String?, retryAfter: Duration? = nil)
+    {
         self.status = status
         self.errorCode = errorCode
         self.errorMessage = errorMessage
@@ -269,6 +325,7 @@ package struct AppStoreAPIError: Error, Sendable, CustomStringConvertible {
 
     package var description: String {
         if let transport { return "App Store Server API unreachable: \(transport)" }
-        return "App Store Server API error \(status.map(String.init) ?? "-") \(errorCode.map(String.init) ?? ""): \(errorMessage ?? "")"
+        return
+            "App Store Server API error \(status.map(String.init) ?? "-") \(errorCode.map(String.init) ?? ""): \(errorMessage ?? "")"
     }
 }

@@ -1,6 +1,6 @@
-public import OpenSSLCrypto
 public import Foundation
 import JSON
+public import OpenSSLCrypto
 import Synchronization
 
 /// What the caller accepts: its registered bundle ids, its environments and, when known, the
@@ -38,8 +38,10 @@ public final class AppStoreSignedDataVerifier: Sendable {
     /// the payload's `signedDate` (now when it has none), so a token signed in time still verifies.
     package let onlineChecks: Bool
 
-    public init(trustRoots: [Certificate], cacheCapacity: Int = 64, es256: any ES256Verifier = FixedKeyES256Verifier(),
-                onlineChecks: Bool = false, now: @escaping @Sendable () -> Date = { Date() }) {
+    public init(
+        trustRoots: [Certificate], cacheCapacity: Int = 64, es256: any ES256Verifier = FixedKeyES256Verifier(),
+        onlineChecks: Bool = false, now: @escaping @Sendable () -> Date = { Date() }
+    ) {
         self.onlineChecks = onlineChecks
         chainVerifier = CertificateChainVerifier(trustRoots: trustRoots, strict: true)
         cache = VerifiedChainCache(capacity: cacheCapacity)
@@ -49,22 +51,30 @@ public final class AppStoreSignedDataVerifier: Sendable {
 
     // MARK: - Typed entry points
 
-    public func verifyTransaction(_ jws: String, expecting expectations: AppStoreExpectations) throws(AppStoreVerificationError) -> JWSTransactionDecodedPayload {
-        let transaction = try verified(jws, as: JWSTransactionDecodedPayload.self, reading: JWSTransactionDecodedPayload.init(jsonPayload:))
+    public func verifyTransaction(
+        _ jws: String, expecting expectations: AppStoreExpectations
+    ) throws(AppStoreVerificationError) -> JWSTransactionDecodedPayload {
+        let transaction = try verified(
+            jws, as: JWSTransactionDecodedPayload.self, reading: JWSTransactionDecodedPayload.init(jsonPayload:))
         try check(bundleID: transaction.bundleId, environment: transaction.environment, against: expectations)
         return transaction
     }
 
     /// Renewal info carries no bundle id; only its environment is checked (as Apple does).
-    public func verifyRenewalInfo(_ jws: String, expecting expectations: AppStoreExpectations) throws(AppStoreVerificationError) -> JWSRenewalInfoDecodedPayload {
+    public func verifyRenewalInfo(
+        _ jws: String, expecting expectations: AppStoreExpectations
+    ) throws(AppStoreVerificationError) -> JWSRenewalInfoDecodedPayload {
         let renewal = try verified(jws, as: JWSRenewalInfoDecodedPayload.self)
         guard let environment = renewal.environment, expectations.environments.contains(environment) else {
-            throw AppStoreVerificationError(.environmentMismatch, "renewal info is for \(renewal.environment?.rawValue ?? "no environment")")
+            throw AppStoreVerificationError(
+                .environmentMismatch, "renewal info is for \(renewal.environment?.rawValue ?? "no environment")")
         }
         return renewal
     }
 
-    public func verifyNotification(_ signedPayload: String, expecting expectations: AppStoreExpectations) throws(AppStoreVerificationError) -> ResponseBodyV2DecodedPayload {
+    public func verifyNotification(
+        _ signedPayload: String, expecting expectations: AppStoreExpectations
+    ) throws(AppStoreVerificationError) -> ResponseBodyV2DecodedPayload {
         let notification = try verified(signedPayload, as: ResponseBodyV2DecodedPayload.self)
         let identity = notification.identity
         try checkAppAppleID(identity.appAppleId, environment: identity.environment, against: expectations)
@@ -72,7 +82,9 @@ public final class AppStoreSignedDataVerifier: Sendable {
         return notification
     }
 
-    public func verifyAppTransaction(_ jws: String, expecting expectations: AppStoreExpectations) throws(AppStoreVerificationError) -> AppTransaction {
+    public func verifyAppTransaction(
+        _ jws: String, expecting expectations: AppStoreExpectations
+    ) throws(AppStoreVerificationError) -> AppTransaction {
         let transaction = try verified(jws, as: AppTransaction.self)
         try checkAppAppleID(transaction.appAppleId, environment: transaction.receiptType, against: expectations)
         try check(bundleID: transaction.bundleId, environment: transaction.receiptType, against: expectations)
@@ -83,11 +95,15 @@ public final class AppStoreSignedDataVerifier: Sendable {
 
     /// The header bytes and the leaf and intermediate certificates of a token (for online
     /// revocation checks after local verification).
-    public func chainCertificates(of token: String) throws(AppStoreVerificationError) -> (header: Data, leaf: Certificate, intermediate: Certificate) {
+    public func chainCertificates(
+        of token: String
+    ) throws(AppStoreVerificationError) -> (header: Data, leaf: Certificate, intermediate: Certificate) {
         do {
             let parts = try CompactJWS.Parts(splitting: token)
             let header = try CompactJWS(parts: parts).header
-            guard let x5c = header.x5c, x5c.count == 3, let leaf = Base64.decode(x5c[0]), let intermediate = Base64.decode(x5c[1]) else {
+            guard let x5c = header.x5c, x5c.count == 3, let leaf = Base64.decode(x5c[0]),
+                let intermediate = Base64.decode(x5c[1])
+            else {
                 throw CryptoError(.invalidCertificate, "no x5c chain")
             }
             return (parts.headerSegment, try Certificate(derEncoded: leaf), try Certificate(derEncoded: intermediate))
@@ -105,18 +121,28 @@ public final class AppStoreSignedDataVerifier: Sendable {
 
     /// Parses, decodes the payload once (it names the signing date the chain is checked at),
     /// then proves chain and signature before anything decoded is returned.
-    private func verified<T: AppStoreSignedPayload & Decodable>(_ token: String, as type: T.Type) throws(AppStoreVerificationError) -> T {
-        try verifiedWithBytes(token) { payload throws(AppStoreVerificationError) in try Self.decode(type, from: payload) }.value
+    private func verified<T: AppStoreSignedPayload & Decodable>(
+        _ token: String, as type: T.Type
+    ) throws(AppStoreVerificationError) -> T {
+        try verifiedWithBytes(token) { payload throws(AppStoreVerificationError) in try Self.decode(type, from: payload)
+        }.value
     }
 
     /// The same for a payload read by hand (JSONReader), which has no other decoder.
-    private func verified<T: AppStoreSignedPayload>(_ token: String, as type: T.Type,
-                                                    reading read: PayloadReader<T>) throws(AppStoreVerificationError) -> T {
-        try verifiedWithBytes(token) { payload throws(AppStoreVerificationError) in try Self.decode(type, from: payload, reading: read) }.value
+    private func verified<T: AppStoreSignedPayload>(
+        _ token: String, as type: T.Type,
+        reading read: PayloadReader<T>
+    ) throws(AppStoreVerificationError) -> T {
+        try verifiedWithBytes(token) { payload throws(AppStoreVerificationError) in
+            try Self.decode(type, from: payload, reading: read)
+        }.value
     }
 
-    private func verifiedWithBytes<T: AppStoreSignedPayload>(_ token: String, decode: (Data) throws(AppStoreVerificationError) -> T)
-        throws(AppStoreVerificationError) -> (value: T, payload: Data) {
+    private func verifiedWithBytes<T: AppStoreSignedPayload>(
+        _ token: String, decode: (Data) throws(AppStoreVerificationError) -> T
+    )
+        throws(AppStoreVerificationError) -> (value: T, payload: Data)
+    {
         let parts: CompactJWS.Parts
         do {
             parts = try CompactJWS.Parts(splitting: token)
@@ -130,7 +156,8 @@ public final class AppStoreSignedDataVerifier: Sendable {
         let validityDate = onlineChecks ? now() : value.signingDate?.date ?? now()
         let leaf = try verifiedLeafKey(for: parts, at: validityDate)
         guard es256.isValid(signature: parts.signature, for: parts.signingInput, key: leaf.key) else {
-            throw AppStoreVerificationError(.signatureInvalid, "the signature does not verify with the leaf certificate's key")
+            throw AppStoreVerificationError(
+                .signatureInvalid, "the signature does not verify with the leaf certificate's key")
         }
         // Only a chain whose leaf has just signed something goes into the cache: a header nobody
         // could sign (junk fields around Apple's public certificates) never takes a place in it.
@@ -140,8 +167,11 @@ public final class AppStoreSignedDataVerifier: Sendable {
 
     /// The leaf key for this header: from the cache when the same chain was proven for a window
     /// containing `date`, else proven now (and returned with what to cache once the signature holds).
-    private func verifiedLeafKey(for parts: CompactJWS.Parts, at date: Date) throws(AppStoreVerificationError)
-        -> (key: PublicKey, toCache: VerifiedChainCache.Proven?) {
+    private func verifiedLeafKey(
+        for parts: CompactJWS.Parts, at date: Date
+    ) throws(AppStoreVerificationError)
+        -> (key: PublicKey, toCache: VerifiedChainCache.Proven?)
+    {
         if let cached = cache.lookup(header: parts.headerSegment, at: date) { return (cached, nil) }
         let header: JWSHeader
         do {
@@ -153,7 +183,8 @@ public final class AppStoreSignedDataVerifier: Sendable {
             throw AppStoreVerificationError(.unsupportedAlgorithm, "alg must be ES256, got \(header.alg ?? "none")")
         }
         guard let x5c = header.x5c, x5c.count == 3 else {
-            throw AppStoreVerificationError(.invalidChainLength, "x5c must hold exactly 3 certificates, got \(header.x5c?.count ?? 0)")
+            throw AppStoreVerificationError(
+                .invalidChainLength, "x5c must hold exactly 3 certificates, got \(header.x5c?.count ?? 0)")
         }
         // The chain's identity is its certificates, not the header's other bytes.
         guard let chainDigest = try? SHA256.hash(Data(x5c.joined(separator: ",").utf8)) else {
@@ -168,8 +199,11 @@ public final class AppStoreSignedDataVerifier: Sendable {
     }
 
     /// Proves leaf → intermediate → a configured root at `date`, with Apple's marker extensions.
-    private func verifiedChain(leaf: String, intermediate: String, at date: Date) throws(AppStoreVerificationError)
-        -> (PublicKey, CertificateChainVerifier.ValidityWindow) {
+    private func verifiedChain(
+        leaf: String, intermediate: String, at date: Date
+    ) throws(AppStoreVerificationError)
+        -> (PublicKey, CertificateChainVerifier.ValidityWindow)
+    {
         let leafCertificate: Certificate, intermediateCertificate: Certificate
         do {
             guard let leafDER = Base64.decode(leaf), let intermediateDER = Base64.decode(intermediate) else {
@@ -187,7 +221,8 @@ public final class AppStoreSignedDataVerifier: Sendable {
             throw AppStoreVerificationError(.chainNotTrusted, "\(error)")
         }
         guard window.length == 3 else {
-            throw AppStoreVerificationError(.chainNotTrusted, "the leaf must chain through the x5c intermediate to a root")
+            throw AppStoreVerificationError(
+                .chainNotTrusted, "the leaf must chain through the x5c intermediate to a root")
         }
         guard intermediateCertificate.hasExtension(oid: Self.intermediateMarkerOID) else {
             throw AppStoreVerificationError(.missingAppleExtension, "intermediate lacks \(Self.intermediateMarkerOID)")
@@ -209,11 +244,13 @@ public final class AppStoreSignedDataVerifier: Sendable {
     private typealias PayloadReader<T> = (Data) throws(JSONReaderError) -> T
 
     /// A UTF-16 or UTF-32 payload is transcoded first, as JSONDecoder transcodes one.
-    private static func decode<T>(_ type: T.Type, from payload: Data, reading read: PayloadReader<T>) throws(AppStoreVerificationError) -> T {
+    private static func decode<T>(
+        _ type: T.Type, from payload: Data, reading read: PayloadReader<T>
+    ) throws(AppStoreVerificationError) -> T {
         do throws(JSONReaderError) {
             do {
                 return try read(payload)
-            } catch where error.code == .unsupportedEncoding {
+            } catch  where error.code == .unsupportedEncoding {
                 guard let utf8 = JSONReader.transcodedToUTF8(payload) else { throw error }
                 return try read(utf8)
             }
@@ -222,7 +259,8 @@ public final class AppStoreSignedDataVerifier: Sendable {
         }
     }
 
-    private static func decode<T: Decodable>(_ type: T.Type, from payload: Data) throws(AppStoreVerificationError) -> T {
+    private static func decode<T: Decodable>(_ type: T.Type, from payload: Data) throws(AppStoreVerificationError) -> T
+    {
         do {
             return try JSONDecoder().decode(type, from: payload)
         } catch {
@@ -230,19 +268,27 @@ public final class AppStoreSignedDataVerifier: Sendable {
         }
     }
 
-    private func check(bundleID: String?, environment: AppStoreEnvironment?, against expectations: AppStoreExpectations) throws(AppStoreVerificationError) {
+    private func check(
+        bundleID: String?, environment: AppStoreEnvironment?, against expectations: AppStoreExpectations
+    ) throws(AppStoreVerificationError) {
         guard let bundleID, expectations.bundleIDs.contains(bundleID) else {
-            throw AppStoreVerificationError(.bundleMismatch, "bundle id \(bundleID ?? "(none)") is not registered for this client")
+            throw AppStoreVerificationError(
+                .bundleMismatch, "bundle id \(bundleID ?? "(none)") is not registered for this client")
         }
         guard let environment, expectations.environments.contains(environment) else {
-            throw AppStoreVerificationError(.environmentMismatch, "environment \(environment?.rawValue ?? "(none)") is not accepted for this client")
+            throw AppStoreVerificationError(
+                .environmentMismatch, "environment \(environment?.rawValue ?? "(none)") is not accepted for this client"
+            )
         }
     }
 
-    private func checkAppAppleID(_ appAppleID: Int64?, environment: AppStoreEnvironment?, against expectations: AppStoreExpectations) throws(AppStoreVerificationError) {
+    private func checkAppAppleID(
+        _ appAppleID: Int64?, environment: AppStoreEnvironment?, against expectations: AppStoreExpectations
+    ) throws(AppStoreVerificationError) {
         guard environment == .production, let expected = expectations.appAppleID else { return }
         guard appAppleID == expected else {
-            throw AppStoreVerificationError(.bundleMismatch, "appAppleId \(appAppleID.map(String.init) ?? "(none)") is not this app's")
+            throw AppStoreVerificationError(
+                .bundleMismatch, "appAppleId \(appAppleID.map(String.init) ?? "(none)") is not this app's")
         }
     }
 

@@ -16,7 +16,9 @@ extension AppStoreDate {
                 return
             }
             let double = try reader.double(token)
-            guard double.isFinite, abs(double) < 9e15 else { throw JSONReaderError(.notRepresentable, "timestamp out of range") }
+            guard double.isFinite, abs(double) < 9e15 else {
+                throw JSONReaderError(.notRepresentable, "timestamp out of range")
+            }
             self.init(milliseconds: Int64(double.rounded(.down)))
         default:
             throw .typeMismatch(expected: "number", found: value)

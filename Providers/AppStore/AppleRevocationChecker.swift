@@ -1,6 +1,6 @@
-public import OpenSSLCrypto
 public import Foundation
 package import HTTPClient
+public import OpenSSLCrypto
 import Synchronization
 
 /// Optional online revocation checks (OCSP) of App Store certificate chains, as Apple's library
@@ -19,7 +19,9 @@ public final class AppleRevocationChecker: Sendable {
         self.lifetime = lifetime
     }
 
-    public func check(chainKey: Data, leaf: Certificate, intermediate: Certificate) async throws(AppStoreVerificationError) {
+    public func check(
+        chainKey: Data, leaf: Certificate, intermediate: Certificate
+    ) async throws(AppStoreVerificationError) {
         if let until = remembered.withLock({ $0[chainKey] }), until > Date() { return }
         guard let root = trustRoots.first(where: { $0.isIssuer(of: intermediate) }) else {
             throw AppStoreVerificationError(.chainNotTrusted, "no configured root issued the intermediate")
@@ -40,18 +42,22 @@ public final class AppleRevocationChecker: Sendable {
             throw AppStoreVerificationError(.revocationCheckUnavailable, "cannot build an OCSP request: \(error)")
         }
         guard let url = query.responderURL else {
-            throw AppStoreVerificationError(.revocationCheckUnavailable, "\(certificate.subject) names no OCSP responder")
+            throw AppStoreVerificationError(
+                .revocationCheckUnavailable, "\(certificate.subject) names no OCSP responder")
         }
         let response: HTTPClient.Response
         do {
-            var request = HTTPClient.Request(method: "POST", url: url, headers: [("Content-Type", "application/ocsp-request")], body: query.requestDER)
+            var request = HTTPClient.Request(
+                method: "POST", url: url, headers: [("Content-Type", "application/ocsp-request")],
+                body: query.requestDER)
             request.timeout = .seconds(5)
             response = try await http.send(request)
         } catch {
             throw AppStoreVerificationError(.revocationCheckUnavailable, "OCSP responder unreachable: \(error)")
         }
         guard response.status == 200 else {
-            throw AppStoreVerificationError(.revocationCheckUnavailable, "OCSP responder answered HTTP \(response.status)")
+            throw AppStoreVerificationError(
+                .revocationCheckUnavailable, "OCSP responder answered HTTP \(response.status)")
         }
         let status: OCSPStatus
         do {
@@ -60,7 +66,9 @@ public final class AppleRevocationChecker: Sendable {
             throw AppStoreVerificationError(.revocationCheckUnavailable, "unusable OCSP answer: \(error)")
         }
         guard status == .good else {
-            throw AppStoreVerificationError(.certificateRevoked, "\(certificate.subject) is \(status == .revoked ? "revoked" : "not known") to its OCSP responder")
+            throw AppStoreVerificationError(
+                .certificateRevoked,
+                "\(certificate.subject) is \(status == .revoked ? "revoked" : "not known") to its OCSP responder")
         }
     }
 }

@@ -1,5 +1,5 @@
-public import OpenSSLCrypto
 import Foundation
+public import OpenSSLCrypto
 
 /// The trust roots for StoreKit 1 app receipts, which Apple signs (PKCS#7) under its 2006 RSA root,
 /// not under Apple Root CA - G3.
@@ -30,7 +30,9 @@ extension AppleRootCertificates {
 
     /// The embedded Apple Root CA (2006).
     public static func appleReceiptRoot() throws -> Certificate {
-        guard let der = Base64.decode(appleRootCA) else { throw CryptoError(.invalidCertificate, "embedded receipt root is not base64") }
+        guard let der = Base64.decode(appleRootCA) else {
+            throw CryptoError(.invalidCertificate, "embedded receipt root is not base64")
+        }
         return try Certificate(derEncoded: der)
     }
 
@@ -41,7 +43,11 @@ extension AppleRootCertificates {
     }
 
     /// `RECEIPTGATE_APPLE_RECEIPT_ROOT_CERTS` (comma-separated paths, DER or PEM) if set, else Apple Root CA.
-    package static func configuredReceiptRoots(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> [Certificate] {
-        try certificates(listedIn: "RECEIPTGATE_APPLE_RECEIPT_ROOT_CERTS", environment: environment) ?? [try appleReceiptRoot()]
+    package static func configuredReceiptRoots(
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws -> [Certificate] {
+        try certificates(listedIn: "RECEIPTGATE_APPLE_RECEIPT_ROOT_CERTS", environment: environment) ?? [
+            try appleReceiptRoot()
+        ]
     }
 }

@@ -1,5 +1,5 @@
-public import OpenSSLCrypto
 public import Foundation
+public import OpenSSLCrypto
 
 /// The trust roots for App Store signed data.
 public enum AppleRootCertificates {
@@ -19,12 +19,16 @@ public enum AppleRootCertificates {
 
     /// The embedded Apple Root CA - G3.
     public static func appleRoot() throws -> Certificate {
-        guard let der = Base64.decode(appleRootCAG3) else { throw CryptoError(.invalidCertificate, "embedded root is not base64") }
+        guard let der = Base64.decode(appleRootCAG3) else {
+            throw CryptoError(.invalidCertificate, "embedded root is not base64")
+        }
         return try Certificate(derEncoded: der)
     }
 
     /// `RECEIPTGATE_APPLE_ROOT_CERTS` (comma-separated paths, DER or PEM) if set, else Apple's root.
-    public static func configured(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> [Certificate] {
+    public static func configured(
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws -> [Certificate] {
         try certificates(listedIn: "RECEIPTGATE_APPLE_ROOT_CERTS", environment: environment) ?? [try appleRoot()]
     }
 

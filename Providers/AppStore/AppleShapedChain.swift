@@ -1,5 +1,5 @@
-package import OpenSSLCrypto
 package import Foundation
+package import OpenSSLCrypto
 
 /// A throwaway signing chain shaped like Apple's App Store chain: a self-signed root, an
 /// intermediate with the marker extension Apple's WWDR intermediate carries, and a leaf with the

@@ -9,9 +9,12 @@ extension JWSTransactionDecodedPayload {
     /// The stored properties, named as their keys.
     private enum Field: String, CaseIterable {
         case originalTransactionId, transactionId, webOrderLineItemId, bundleId, productId, subscriptionGroupIdentifier
-        case purchaseDate, originalPurchaseDate, expiresDate, quantity, type, appAccountToken, inAppOwnershipType, signedDate
-        case revocationReason, revocationDate, isUpgraded, offerType, offerIdentifier, environment, storefront, storefrontId
-        case transactionReason, currency, price, offerDiscountType, appTransactionId, offerPeriod, revocationType, revocationPercentage
+        case purchaseDate, originalPurchaseDate, expiresDate, quantity, type, appAccountToken, inAppOwnershipType,
+            signedDate
+        case revocationReason, revocationDate, isUpgraded, offerType, offerIdentifier, environment, storefront,
+            storefrontId
+        case transactionReason, currency, price, offerDiscountType, appTransactionId, offerPeriod, revocationType,
+            revocationPercentage
     }
 
     private static let fields = Field.allCases
@@ -22,12 +25,16 @@ extension JWSTransactionDecodedPayload {
         try JSONReader.withDocument(payload, grammar: .jsonDecoder) { reader throws(JSONReaderError) in
             var seen: UInt64 = 0
             let top = try reader.readDocument { member throws(JSONReaderError) in
-                guard let index = try Self.fieldNames.index(of: member.key, in: reader), seen & (1 << index) == 0 else { return }
+                guard let index = try Self.fieldNames.index(of: member.key, in: reader), seen & (1 << index) == 0 else {
+                    return
+                }
                 seen |= 1 << index
                 do throws(JSONReaderError) {
                     try decoded.read(Self.fields[index], member.value, in: reader)
                 } catch {
-                    throw JSONReaderError(error.code, "\(Self.fields[index].rawValue): \(error.message)", at: error.offset)  // names the field
+                    throw JSONReaderError(
+                        // names the field
+                        error.code, "\(Self.fields[index].rawValue): \(error.message)", at: error.offset)
                 }
             }
             guard case .object = top else { throw .typeMismatch(expected: "object", found: top) }
@@ -35,7 +42,8 @@ extension JWSTransactionDecodedPayload {
         self = decoded
     }
 
-    private mutating func read(_ field: Field, _ value: JSONReader.Value, in reader: JSONReader) throws(JSONReaderError) {
+    private mutating func read(_ field: Field, _ value: JSONReader.Value, in reader: JSONReader) throws(JSONReaderError)
+    {
         switch field {
         case .originalTransactionId: originalTransactionId = try reader.string(value)
         case .transactionId: transactionId = try reader.string(value)

@@ -26,55 +26,77 @@ package struct NotificationHistoryPoller: StorePolling {
         (environment == .production ? 180 : 30) * 24 * 3600 * 1000
     }
 
-    package func poll(owners: [ClientWithStoreCredentials], run: any PollRun,
-                     record: @Sendable ([StoreNotification]) async throws -> Void) async throws {
+    package func poll(
+        owners: [ClientWithStoreCredentials], run: any PollRun,
+        record: @Sendable ([StoreNotification]) async throws -> Void
+    ) async throws {
         var seen: Set<String> = []
         let targets = owners.flatMap { owner in
-            let environments = owner.client.environments.map(AppStoreProvider.appStoreEnvironment).sorted { $0.rawValue < $1.rawValue }
+            let environments = owner.client.environments.map(AppStoreProvider.appStoreEnvironment).sorted {
+                $0.rawValue < $1.rawValue
+            }
             return owner.client.appIdentifiers(AppStoreProvider.bundleIDKind).flatMap { bundleID in
-                environments.filter { seen.insert("\($0.rawValue):\(bundleID)").inserted }.map { (bundleID: bundleID, environment: $0) }
+                environments.filter { seen.insert("\($0.rawValue):\(bundleID)").inserted }.map {
+                    (bundleID: bundleID, environment: $0)
+                }
             }
         }
         try await PollTargets.each(targets, subject: "notification history") { target in
             try await poll(bundleID: target.bundleID, environment: target.environment, run: run, record: record)
         } problem: { target, error in
             guard let error = error as? AppStoreAPIError else { return nil }
-            return PollTargets.Problem("\(target.bundleID) (\(target.environment.rawValue)): \(Self.explain(error))", retryAfter: error.retryAfter)
+            return PollTargets.Problem(
+                "\(target.bundleID) (\(target.environment.rawValue)): \(Self.explain(error))",
+                retryAfter: error.retryAfter)
         }
     }
 
-    func poll(bundleID: String, environment: AppStoreEnvironment, run: any PollRun,
-              record: @Sendable ([StoreNotification]) async throws -> Void) async throws {
-        guard let configuration = provider.configuration, let api = configuration.serverAPIClient(bundleID: bundleID, http: provider.http) else { return }
+    func poll(
+        bundleID: String, environment: AppStoreEnvironment, run: any PollRun,
+        record: @Sendable ([StoreNotification]) async throws -> Void
+    ) async throws {
+        guard let configuration = provider.configuration,
+            let api = configuration.serverAPIClient(bundleID: bundleID, http: provider.http)
+        else { return }
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         // Apple refuses a start beyond its retention; an hour's margin covers clocks that disagree.
-        let window = WindowedPoll.Window(oldest: now - Self.retentionMillis(environment) + 3_600_000, now: now,
-                                         firstStart: now - Self.firstLookbackMillis)
+        let window = WindowedPoll.Window(
+            oldest: now - Self.retentionMillis(environment) + 3_600_000, now: now,
+            firstStart: now - Self.firstLookbackMillis)
         let expectations = AppStoreExpectations(bundleIDs: [bundleID], environments: [environment])
-        try await WindowedPoll.read("\(pollName):\(environment.rawValue):\(bundleID)", window: window, run: run, page: { cursor, until in
-            let page = try await api.notificationHistoryPage(from: Self.date(cursor.since), to: Self.date(until),
-                                                             paginationToken: cursor.pageToken, environment: environment)
-            var found: [StoreNotification] = []
-            for item in page.notificationHistory ?? [] {
-                guard let signed = item.signedPayload else { continue }
-                do {
-                    var notification = try await provider.notification(signedPayload: signed, expecting: expectations)
-                    notification.rawBody = try? JSONEncoder().encode(["signedPayload": signed])  // the push's own body
-                    if notification.event.purchase?.dateOutOfRange == nil { found.append(notification) }
-                } catch let error as AppStoreVerificationError where !error.isRetryable {
-                    continue  // not Apple's, or not for this app: what the push route refuses too
-                } catch let error as AppStoreVerificationError {
-                    // The revocation check could not be made now: this app waits for the next run.
-                    throw AppStoreAPIError(status: nil, errorCode: nil, errorMessage: nil, transport: "revocation check unavailable: \(error.message)")
+        try await WindowedPoll.read(
+            "\(pollName):\(environment.rawValue):\(bundleID)", window: window, run: run,
+            page: { cursor, until in
+                let page = try await api.notificationHistoryPage(
+                    from: Self.date(cursor.since), to: Self.date(until),
+                    paginationToken: cursor.pageToken, environment: environment)
+                var found: [StoreNotification] = []
+                for item in page.notificationHistory ?? [] {
+                    guard let signed = item.signedPayload else { continue }
+                    do {
+                        var notification = try await provider.notification(
+                            signedPayload: signed, expecting: expectations)
+                        // the push's own body
+                        notification.rawBody = try? JSONEncoder().encode(["signedPayload": signed])
+                        if notification.event.purchase?.dateOutOfRange == nil { found.append(notification) }
+                    } catch let error as AppStoreVerificationError where !error.isRetryable {
+                        continue  // not Apple's, or not for this app: what the push route refuses too
+                    } catch let error as AppStoreVerificationError {
+                        // The revocation check could not be made now: this app waits for the next run.
+                        throw AppStoreAPIError(
+                            status: nil, errorCode: nil, errorMessage: nil,
+                            transport: "revocation check unavailable: \(error.message)")
+                    }
                 }
-            }
-            return WindowedPoll.Page(notifications: found, listed: page.notificationHistory?.count ?? 0,
-                                     nextToken: page.hasMore == true ? page.paginationToken : nil)
-        }, refusesToken: { error in
-            // A refused request, not the key.
-            guard let error = error as? AppStoreAPIError else { return false }
-            return !error.isRetryable && error.status != 401 && error.status != 403
-        }, record: record)
+                return WindowedPoll.Page(
+                    notifications: found, listed: page.notificationHistory?.count ?? 0,
+                    nextToken: page.hasMore == true ? page.paginationToken : nil)
+            },
+            refusesToken: { error in
+                // A refused request, not the key.
+                guard let error = error as? AppStoreAPIError else { return false }
+                return !error.isRetryable && error.status != 401 && error.status != 403
+            }, record: record)
     }
 
     static func date(_ millis: Int64) -> Date { Date(timeIntervalSince1970: Double(millis) / 1000) }

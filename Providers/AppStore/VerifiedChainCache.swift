@@ -1,5 +1,5 @@
-import OpenSSLCrypto
 import Foundation
+import OpenSSLCrypto
 import Synchronization
 
 /// Proven certificate chains, keyed by a digest of their x5c certificates, each with the window
@@ -34,7 +34,9 @@ final class VerifiedChainCache: Sendable {
 
     func lookup(header: Data, at date: Date) -> PublicKey? {
         state.withLock { state in
-            guard let chain = state.headers[header], let entry = state.chains[chain], entry.window.contains(date) else { return nil }
+            guard let chain = state.headers[header], let entry = state.chains[chain], entry.window.contains(date) else {
+                return nil
+            }
             return entry.key
         }
     }

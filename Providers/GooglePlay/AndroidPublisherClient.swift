@@ -15,40 +15,61 @@ package struct AndroidPublisherClient: Sendable {
         self.tokens = tokens
     }
 
-    func productPurchase(package: String, productID: String, token: String, key: ServiceAccountKey) async throws -> ProductPurchase {
-        try decode(try await send("GET", "\(application(package))/purchases/products/\(segment(productID))/tokens/\(segment(token))", key: key))
+    func productPurchase(
+        package: String, productID: String, token: String, key: ServiceAccountKey
+    ) async throws -> ProductPurchase {
+        try decode(
+            try await send(
+                "GET", "\(application(package))/purchases/products/\(segment(productID))/tokens/\(segment(token))",
+                key: key))
     }
 
     func productPurchaseV2(package: String, token: String, key: ServiceAccountKey) async throws -> ProductPurchaseV2 {
-        try decode(try await send("GET", "\(application(package))/purchases/productsv2/tokens/\(segment(token))", key: key))
+        try decode(
+            try await send("GET", "\(application(package))/purchases/productsv2/tokens/\(segment(token))", key: key))
     }
 
-    func subscriptionPurchaseV2(package: String, token: String, key: ServiceAccountKey) async throws -> SubscriptionPurchaseV2 {
-        try decode(try await send("GET", "\(application(package))/purchases/subscriptionsv2/tokens/\(segment(token))", key: key))
+    func subscriptionPurchaseV2(
+        package: String, token: String, key: ServiceAccountKey
+    ) async throws -> SubscriptionPurchaseV2 {
+        try decode(
+            try await send(
+                "GET", "\(application(package))/purchases/subscriptionsv2/tokens/\(segment(token))", key: key))
     }
 
     func acknowledgeProduct(package: String, productID: String, token: String, key: ServiceAccountKey) async throws {
-        _ = try await send("POST", "\(application(package))/purchases/products/\(segment(productID))/tokens/\(segment(token)):acknowledge",
-                           key: key, body: Data("{}".utf8))
+        _ = try await send(
+            "POST",
+            "\(application(package))/purchases/products/\(segment(productID))/tokens/\(segment(token)):acknowledge",
+            key: key, body: Data("{}".utf8))
     }
 
     func consumeProduct(package: String, productID: String, token: String, key: ServiceAccountKey) async throws {
-        _ = try await send("POST", "\(application(package))/purchases/products/\(segment(productID))/tokens/\(segment(token)):consume", key: key)
+        _ = try await send(
+            "POST", "\(application(package))/purchases/products/\(segment(productID))/tokens/\(segment(token)):consume",
+            key: key)
     }
 
-    func acknowledgeSubscription(package: String, subscriptionID: String, token: String, key: ServiceAccountKey) async throws {
-        _ = try await send("POST", "\(application(package))/purchases/subscriptions/\(segment(subscriptionID))/tokens/\(segment(token)):acknowledge",
-                           key: key, body: Data("{}".utf8))
+    func acknowledgeSubscription(
+        package: String, subscriptionID: String, token: String, key: ServiceAccountKey
+    ) async throws {
+        _ = try await send(
+            "POST",
+            "\(application(package))/purchases/subscriptions/\(segment(subscriptionID))/tokens/\(segment(token)):acknowledge",
+            key: key, body: Data("{}".utf8))
     }
 
     /// Answers a chargeback review: `POST …/orders/{orderId}:reviewrefund` (an empty answer on success).
     func reviewRefund(package: String, orderID: String, body: Data, key: ServiceAccountKey) async throws {
-        _ = try await send("POST", "\(application(package))/orders/\(segment(orderID)):reviewrefund", key: key, body: body)
+        _ = try await send(
+            "POST", "\(application(package))/orders/\(segment(orderID)):reviewrefund", key: key, body: body)
     }
 
     /// One page of voided purchases (one-time products and subscriptions: `type=1`), voided in
     /// [start, end] (epoch ms).
-    func voidedPurchases(package: String, startMillis: Int64, endMillis: Int64, pageToken: String?, key: ServiceAccountKey) async throws -> VoidedPurchaseList {
+    func voidedPurchases(
+        package: String, startMillis: Int64, endMillis: Int64, pageToken: String?, key: ServiceAccountKey
+    ) async throws -> VoidedPurchaseList {
         var query = "type=1&maxResults=1000&startTime=\(startMillis)&endTime=\(endMillis)"
         if let pageToken { query += "&token=\(GoogleAccessTokens.formEncode(pageToken))" }
         return try decode(try await send("GET", "\(application(package))/purchases/voidedpurchases?\(query)", key: key))
@@ -66,19 +87,26 @@ package struct AndroidPublisherClient: Sendable {
 
     private func decode<T: Decodable>(_ body: Data) throws -> T {
         do { return try JSONDecoder().decode(T.self, from: body) } catch {
-            throw GooglePlayAPIError(.invalidResponse, status: 200, "Google answered with JSON we cannot read (\(T.self))")
+            throw GooglePlayAPIError(
+                .invalidResponse, status: 200, "Google answered with JSON we cannot read (\(T.self))")
         }
     }
 
-    private func send(_ method: String, _ path: String, key: ServiceAccountKey, body: Data? = nil) async throws -> Data {
+    private func send(_ method: String, _ path: String, key: ServiceAccountKey, body: Data? = nil) async throws -> Data
+    {
         var refreshed = false
         while true {
             try Task.checkCancellation()
             let token = try await tokens.token(for: key)
-            var headers: [(name: String, value: String)] = [("Authorization", "Bearer \(token)"), ("Accept", "application/json")]
+            var headers: [(name: String, value: String)] = [
+                ("Authorization", "Bearer \(token)"), ("Accept", "application/json"),
+            ]
             if body != nil { headers.append(("Content-Type", "application/json")) }
             let response: HTTPClient.Response
-            do { response = try await http.send(HTTPClient.Request(method: method, url: baseURL + path, headers: headers, body: body)) } catch {
+            do {
+                response = try await http.send(
+                    HTTPClient.Request(method: method, url: baseURL + path, headers: headers, body: body))
+            } catch {
                 throw GooglePlayAPIError(.unavailable, "\(method) \(Self.redacted(path)) failed: \(error)")
             }
             switch response.status {
@@ -89,24 +117,32 @@ package struct AndroidPublisherClient: Sendable {
                 await tokens.invalidate(token, for: key)
                 refreshed = true
             case 401, 403:
-                throw GooglePlayAPIError(.permission, status: response.status, Self.googleMessage(response.body) ?? "permission denied")
+                throw GooglePlayAPIError(
+                    .permission, status: response.status, Self.googleMessage(response.body) ?? "permission denied")
             case 404, 410:
-                throw GooglePlayAPIError(.notFound, status: response.status, Self.googleMessage(response.body) ?? "not found")
+                throw GooglePlayAPIError(
+                    .notFound, status: response.status, Self.googleMessage(response.body) ?? "not found")
             case 400:
                 throw GooglePlayAPIError(.rejected, status: 400, Self.googleMessage(response.body) ?? "invalid request")
             default:
                 // The HTTP client already waited and retried; a Retry-After longer than it waits is
                 // passed on, so a poll's next run comes no sooner than Google asked (a day at most).
-                let wait = response.header("Retry-After").flatMap { HTTPClient.parseRetryAfter($0, now: Date()) }.map { min($0, .seconds(86_400)) }
-                throw GooglePlayAPIError(.unavailable, status: response.status, "\(method) \(Self.redacted(path)) answered HTTP \(response.status)",
-                                         retryAfter: wait)
+                let wait = response.header("Retry-After").flatMap { HTTPClient.parseRetryAfter($0, now: Date()) }.map {
+                    min($0, .seconds(86_400))
+                }
+                throw GooglePlayAPIError(
+                    .unavailable, status: response.status,
+                    "\(method) \(Self.redacted(path)) answered HTTP \(response.status)",
+                    retryAfter: wait)
             }
         }
     }
 
     /// Google's `{"error": {"code", "message", "status"}}`, shortened.
     static func googleMessage(_ body: Data) -> String? {
-        struct Envelope: Decodable { struct Inner: Decodable { let message: String?; let status: String? }; let error: Inner? }
+        struct Envelope: Decodable {
+            struct Inner: Decodable { let message: String?; let status: String? }; let error: Inner?
+        }
         guard let inner = (try? JSONDecoder().decode(Envelope.self, from: body))?.error else { return nil }
         let text = [inner.status, inner.message].compactMap { $0 }.joined(separator: ": ")
         return text.isEmpty ? nil : String(text.prefix(300))

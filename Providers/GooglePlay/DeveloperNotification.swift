@@ -57,13 +57,15 @@ struct DeveloperNotification: Codable {
     /// review) is not shown; the raw push keeps it.
     var redacted: DeveloperNotification {
         guard let review = pendingRefundReviewNotification else { return self }
-        return DeveloperNotification(version: version, packageName: packageName, eventTimeMillis: eventTimeMillis,
-                                     subscriptionNotification: subscriptionNotification, oneTimeProductNotification: oneTimeProductNotification,
-                                     voidedPurchaseNotification: voidedPurchaseNotification, testNotification: testNotification,
-                                     pendingRefundReviewNotification: PendingRefundReview(
-                                        version: review.version, pendingRefundToken: review.pendingRefundToken.map { _ in "(kept until answered)" },
-                                        orderId: review.orderId, refundReason: review.refundReason,
-                                        obfuscatedAccountId: review.obfuscatedAccountId, obfuscatedProfileId: review.obfuscatedProfileId))
+        return DeveloperNotification(
+            version: version, packageName: packageName, eventTimeMillis: eventTimeMillis,
+            subscriptionNotification: subscriptionNotification, oneTimeProductNotification: oneTimeProductNotification,
+            voidedPurchaseNotification: voidedPurchaseNotification, testNotification: testNotification,
+            pendingRefundReviewNotification: PendingRefundReview(
+                version: review.version,
+                pendingRefundToken: review.pendingRefundToken.map { _ in "(kept until answered)" },
+                orderId: review.orderId, refundReason: review.refundReason,
+                obfuscatedAccountId: review.obfuscatedAccountId, obfuscatedProfileId: review.obfuscatedProfileId))
     }
 
     /// Google's subscription notification types by number.

@@ -40,35 +40,43 @@ public final class GoogleAccessTokens: Sendable {
         await cache.invalidate(key.cacheKey) { $0 == token }
     }
 
-    private static func exchange(_ key: ServiceAccountKey, http: HTTPClient, now: @Sendable () -> Date) async throws -> Token {
+    private static func exchange(
+        _ key: ServiceAccountKey, http: HTTPClient, now: @Sendable () -> Date
+    ) async throws -> Token {
         let issued = now()
         let assertion: String
         do { assertion = try key.assertion(scope: scope, now: issued) } catch {
             throw GooglePlayAPIError(.notConfigured, "cannot sign with \(key): \(error)")
         }
         let form = "grant_type=\(formEncode(grantType))&assertion=\(formEncode(assertion))"
-        var request = HTTPClient.Request(method: "POST", url: key.tokenURI, headers: [("Content-Type", "application/x-www-form-urlencoded")],
-                                         body: Data(form.utf8))
+        var request = HTTPClient.Request(
+            method: "POST", url: key.tokenURI, headers: [("Content-Type", "application/x-www-form-urlencoded")],
+            body: Data(form.utf8))
         request.timeout = .seconds(10)
         let response: HTTPClient.Response
         do { response = try await http.send(request) } catch {
             throw GooglePlayAPIError(.unavailable, "the token endpoint did not answer: \(error)")
         }
-        struct Answer: Decodable { let access_token: String?; let expires_in: Int?; let error: String?; let error_description: String? }
+        struct Answer: Decodable {
+            let access_token: String?; let expires_in: Int?; let error: String?; let error_description: String?
+        }
         let answer = try? JSONDecoder().decode(Answer.self, from: response.body)
         switch response.status {
         case 200:
             guard let value = answer?.access_token, !value.isEmpty else {
-                throw GooglePlayAPIError(.invalidResponse, status: 200, "the token endpoint answered without an access_token")
+                throw GooglePlayAPIError(
+                    .invalidResponse, status: 200, "the token endpoint answered without an access_token")
             }
             return Token(value: value, expires: issued.addingTimeInterval(TimeInterval(answer?.expires_in ?? 3600)))
         case 400, 401, 403:
             // invalid_grant, unauthorized_client...: a key problem, for the operator to fix.
             let detail = [answer?.error, answer?.error_description].compactMap { $0 }.joined(separator: ": ")
-            throw GooglePlayAPIError(.permission, status: response.status,
-                                     "the token endpoint refused \(key) (\(detail.isEmpty ? "no detail" : String(detail.prefix(200))))")
+            throw GooglePlayAPIError(
+                .permission, status: response.status,
+                "the token endpoint refused \(key) (\(detail.isEmpty ? "no detail" : String(detail.prefix(200))))")
         default:
-            throw GooglePlayAPIError(.unavailable, status: response.status, "the token endpoint answered HTTP \(response.status)")
+            throw GooglePlayAPIError(
+                .unavailable, status: response.status, "the token endpoint answered HTTP \(response.status)")
         }
     }
 

@@ -37,17 +37,25 @@ package struct GooglePlayAPIError: Error, Sendable, CustomStringConvertible {
     var verificationError: StoreVerificationError {
         switch kind {
         case .notFound:
-            StoreVerificationError(code: .verificationFailed, reason: "PURCHASE_NOT_FOUND",
-                                   message: "Google does not know this purchase token (unknown, or expired)")
+            StoreVerificationError(
+                code: .verificationFailed, reason: "PURCHASE_NOT_FOUND",
+                message: "Google does not know this purchase token (unknown, or expired)")
         case .rejected:
-            StoreVerificationError(code: .verificationFailed, reason: "PURCHASE_REJECTED", message: "Google refused the purchase: \(message)")
+            StoreVerificationError(
+                code: .verificationFailed, reason: "PURCHASE_REJECTED",
+                message: "Google refused the purchase: \(message)")
         case .permission:
-            StoreVerificationError(code: .verifierError, reason: "GOOGLE_PERMISSION_DENIED", message: Self.permissionHelp(status: status, message))
+            StoreVerificationError(
+                code: .verifierError, reason: "GOOGLE_PERMISSION_DENIED",
+                message: Self.permissionHelp(status: status, message))
         case .unavailable:
-            StoreVerificationError(code: .verifierError, reason: "GOOGLE_UNAVAILABLE", message: "Google Play did not answer: \(message); safe to retry",
-                                   isRetryable: true)
+            StoreVerificationError(
+                code: .verifierError, reason: "GOOGLE_UNAVAILABLE",
+                message: "Google Play did not answer: \(message); safe to retry",
+                isRetryable: true)
         case .invalidResponse:
-            StoreVerificationError(code: .verifierError, reason: "GOOGLE_INVALID_RESPONSE", message: message, isRetryable: true)
+            StoreVerificationError(
+                code: .verifierError, reason: "GOOGLE_INVALID_RESPONSE", message: message, isRetryable: true)
         case .notConfigured:
             StoreVerificationError(code: .verifierError, reason: "GOOGLE_NOT_CONFIGURED", message: message)
         }
@@ -57,8 +65,11 @@ package struct GooglePlayAPIError: Error, Sendable, CustomStringConvertible {
     /// settings; a rate limit or an outage waits for the next run, which resumes where this stopped.
     var operatorHelp: String {
         switch kind {
-        case .permission: Self.permissionHelp(status: status, message) + " (the key: the client's --google-service-account-key, or RECEIPTGATE_GOOGLE_SERVICE_ACCOUNT_KEY_PATH)"
-        case .notConfigured: "\(message) (set the client's --google-service-account-key, or RECEIPTGATE_GOOGLE_SERVICE_ACCOUNT_KEY_PATH)"
+        case .permission:
+            Self.permissionHelp(status: status, message)
+                + " (the key: the client's --google-service-account-key, or RECEIPTGATE_GOOGLE_SERVICE_ACCOUNT_KEY_PATH)"
+        case .notConfigured:
+            "\(message) (set the client's --google-service-account-key, or RECEIPTGATE_GOOGLE_SERVICE_ACCOUNT_KEY_PATH)"
         case .unavailable: "\(self); the next run resumes where this one stopped"
         default: "\(self)"
         }

@@ -25,7 +25,9 @@ public struct GooglePlayConfiguration: Sendable {
     public static func fromEnvironment(_ environment: [String: String]) throws -> GooglePlayConfiguration {
         let settings = EnvironmentSettings(environment)
         func value(_ name: String) -> String? { settings.value(name) }
-        func url(_ name: String, default fallback: String) throws -> String { try settings.url(name, default: fallback) }
+        func url(_ name: String, default fallback: String) throws -> String {
+            try settings.url(name, default: fallback)
+        }
         var configuration = GooglePlayConfiguration()
         if let path = value("RECEIPTGATE_GOOGLE_SERVICE_ACCOUNT_KEY_PATH") {
             do { configuration.serviceAccountKey = try ServiceAccountKey(contentsOfFile: path) } catch {
@@ -41,12 +43,18 @@ public struct GooglePlayConfiguration: Sendable {
             throw Invalid(variable: "RECEIPTGATE_GOOGLE_PUSH_TOKEN", problem: "must be at least 16 characters")
         }
         if (configuration.pushAudience == nil) != (configuration.pushServiceAccount == nil) {
-            throw Invalid(variable: configuration.pushAudience == nil ? "RECEIPTGATE_GOOGLE_PUSH_AUDIENCE" : "RECEIPTGATE_GOOGLE_PUSH_SERVICE_ACCOUNT",
-                          problem: "authenticated push needs RECEIPTGATE_GOOGLE_PUSH_AUDIENCE and RECEIPTGATE_GOOGLE_PUSH_SERVICE_ACCOUNT together")
+            throw Invalid(
+                variable: configuration.pushAudience == nil
+                    ? "RECEIPTGATE_GOOGLE_PUSH_AUDIENCE" : "RECEIPTGATE_GOOGLE_PUSH_SERVICE_ACCOUNT",
+                problem:
+                    "authenticated push needs RECEIPTGATE_GOOGLE_PUSH_AUDIENCE and RECEIPTGATE_GOOGLE_PUSH_SERVICE_ACCOUNT together"
+            )
         }
         if let raw = value("RECEIPTGATE_GOOGLE_VOIDED_POLL_SECONDS") {
             guard let seconds = Int(raw), seconds >= 0 else {
-                throw Invalid(variable: "RECEIPTGATE_GOOGLE_VOIDED_POLL_SECONDS", problem: "must be a whole number of seconds (0 turns it off), got \"\(raw)\"")
+                throw Invalid(
+                    variable: "RECEIPTGATE_GOOGLE_VOIDED_POLL_SECONDS",
+                    problem: "must be a whole number of seconds (0 turns it off), got \"\(raw)\"")
             }
             configuration.voidedPurchasesInterval = seconds == 0 ? nil : .seconds(seconds)
         }

@@ -35,7 +35,8 @@ package struct GooglePlayEvidence: Sendable, Equatable {
                 throw Invalid(message: "the Unity receipt is from \(store), not GooglePlay")
             }
             guard let inner = (try? JSONSerialization.jsonObject(with: Data(payload.utf8))) as? [String: Any],
-                  let json = inner["json"] as? String else {
+                let json = inner["json"] as? String
+            else {
                 throw Invalid(message: "the Unity receipt's Payload must hold the purchase json and signature")
             }
             return try purchaseJSON(Data(json.utf8), signature: inner["signature"] as? String)
@@ -60,13 +61,18 @@ package struct GooglePlayEvidence: Sendable, Equatable {
             }
             return try purchaseJSON(Data(text.utf8), signature: nil)
         }
-        throw Invalid(message: "the receipt is JSON but neither a Play purchase, nor {json, signature}, nor a Unity receipt")
+        throw Invalid(
+            message: "the receipt is JSON but neither a Play purchase, nor {json, signature}, nor a Unity receipt")
     }
 
     static func bareToken(_ text: String) throws -> GooglePlayEvidence {
         guard text.count <= maxTokenLength,
-              text.unicodeScalars.allSatisfy({ $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "._-".unicodeScalars.contains($0)) })
-        else { throw Invalid(message: "a purchase token is letters, digits, '.', '_' and '-' (at most \(maxTokenLength))") }
+            text.unicodeScalars.allSatisfy({
+                $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "._-".unicodeScalars.contains($0))
+            })
+        else {
+            throw Invalid(message: "a purchase token is letters, digits, '.', '_' and '-' (at most \(maxTokenLength))")
+        }
         return GooglePlayEvidence(purchaseToken: text)
     }
 
@@ -81,7 +87,9 @@ package struct GooglePlayEvidence: Sendable, Equatable {
     }
 
     private static func fields(_ object: [String: Any]) throws -> GooglePlayEvidence {
-        guard let token = object["purchaseToken"] as? String else { throw Invalid(message: "the purchase json has no purchaseToken") }
+        guard let token = object["purchaseToken"] as? String else {
+            throw Invalid(message: "the purchase json has no purchaseToken")
+        }
         var parsed = try bareToken(token)
         parsed.packageName = object["packageName"] as? String
         // Older purchases carry `productId`; Play Billing 5+ a `productIds` list.
@@ -97,7 +105,9 @@ extension GooglePlayEvidence {
     /// order id is Play's (`GPA.`). Only tells Play apart from other Android stores; proves nothing.
     @Sendable package static func isUnmistakablyPlays(_ evidence: String) -> Bool {
         let text = evidence.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard text.hasPrefix("{"), let object = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] else { return false }
+        guard text.hasPrefix("{"),
+            let object = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any]
+        else { return false }
         if object["Payload"] != nil { return object["Store"] as? String == "GooglePlay" }
         return (try? parse(text))?.orderID?.hasPrefix("GPA.") == true
     }

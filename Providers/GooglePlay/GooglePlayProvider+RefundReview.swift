@@ -1,6 +1,6 @@
 public import Foundation
-public import ReceiptCore
 import OpenSSLCrypto
+public import ReceiptCore
 
 /// Google's chargeback reviews: a `pendingRefundReviewNotification` names the order and a token;
 /// the answer is `orders.reviewrefund` within 24 hours, and Google records only the first.
@@ -10,20 +10,26 @@ extension GooglePlayProvider: RefundRequestAnswering {
     /// The request as the ledger keeps it: one per token (its digest names it; the token itself is
     /// kept only until the answer goes). The push is a hint: the answer is only ever the order's,
     /// to Google, which refuses a token it did not issue.
-    static func pendingRefundReview(_ review: DeveloperNotification.PendingRefundReview, token: String, orderID: String, package: String,
-                                    eventTime: Date) -> StoreEvent {
+    static func pendingRefundReview(
+        _ review: DeveloperNotification.PendingRefundReview, token: String, orderID: String, package: String,
+        eventTime: Date
+    ) -> StoreEvent {
         var purchase = VerifiedPurchase(store: .googlePlay, environment: .production, transactionID: orderID)
         purchase.orderID = orderID
         purchase.appIdentifier = package
         let digest = (try? SHA256.hex(Data(token.utf8))) ?? orderID
-        let news = RefundRequestNews(requestID: "pending-refund:\(digest.prefix(40))", answerToken: token, requestedAt: eventTime,
-                                     deadline: eventTime.addingTimeInterval(reviewAnswerWindow), reason: review.refundReason.map { reasons[$0] ?? String($0) })
+        let news = RefundRequestNews(
+            requestID: "pending-refund:\(digest.prefix(40))", answerToken: token, requestedAt: eventTime,
+            deadline: eventTime.addingTimeInterval(reviewAnswerWindow),
+            reason: review.refundReason.map { reasons[$0] ?? String($0) })
         return StoreEvent(kind: .consumptionRequest, purchase: purchase, refundRequest: news)
     }
 
     /// Google's refund reasons, as its voided-purchase reasons name them.
-    static let reasons = [0: "other", 1: "remorse", 2: "not_received", 3: "defective", 4: "accidental_purchase", 5: "fraud",
-                          6: "friendly_fraud", 7: "chargeback"]
+    static let reasons = [
+        0: "other", 1: "remorse", 2: "not_received", 3: "defective", 4: "accidental_purchase", 5: "fraud",
+        6: "friendly_fraud", 7: "chargeback",
+    ]
 
     /// The request body of `orders.reviewrefund`.
     struct ReviewRefundBody: Encodable, Equatable {
@@ -41,25 +47,38 @@ extension GooglePlayProvider: RefundRequestAnswering {
     /// The neutral answer in Google's words: grant is `APPROVE`; prorated, which Google does not
     /// offer, is `NEUTRAL`. Consumption goes only with the customer's consent, as for Apple.
     static func reviewBody(_ answer: RefundAnswer, token: String) -> ReviewRefundBody {
-        let preference = switch answer.preference {
-        case .grant: "APPROVE"
-        case .decline: "DECLINE"
-        case .prorated, .neutral: "NEUTRAL"
-        }
-        let usage = answer.customerConsented && !answer.usageEvents.isEmpty
-            ? answer.usageEvents.prefix(1000).map { ReviewRefundBody.Usage(consumptionTime: $0.at.map(Self.rfc3339), consumptionItemDescription: $0.description) }
+        let preference =
+            switch answer.preference {
+            case .grant: "APPROVE"
+            case .decline: "DECLINE"
+            case .prorated, .neutral: "NEUTRAL"
+            }
+        let usage =
+            answer.customerConsented && !answer.usageEvents.isEmpty
+            ? answer.usageEvents.prefix(1000).map {
+                ReviewRefundBody.Usage(
+                    consumptionTime: $0.at.map(Self.rfc3339), consumptionItemDescription: $0.description)
+            }
             : nil
-        return ReviewRefundBody(pendingRefundToken: token, sampleContentProvided: answer.sampleContentProvided, refundPreference: preference,
-                                consumptionPercentageMilliunits: answer.customerConsented ? answer.consumedMilliunits : nil, consumptionUsageEvents: usage)
+        return ReviewRefundBody(
+            pendingRefundToken: token, sampleContentProvided: answer.sampleContentProvided,
+            refundPreference: preference,
+            consumptionPercentageMilliunits: answer.customerConsented ? answer.consumedMilliunits : nil,
+            consumptionUsageEvents: usage)
     }
 
-    public func answer(_ request: RefundRequestTarget, with answer: RefundAnswer, credentials: [String: String]) async throws -> Data {
+    public func answer(
+        _ request: RefundRequestTarget, with answer: RefundAnswer, credentials: [String: String]
+    ) async throws -> Data {
         guard let token = request.answerToken, let package = request.appIdentifier else {
-            throw StoreVerificationError(code: .verifierError, reason: "GOOGLE_REVIEW_INCOMPLETE", message: "the review has no token or package to answer with")
+            throw StoreVerificationError(
+                code: .verifierError, reason: "GOOGLE_REVIEW_INCOMPLETE",
+                message: "the review has no token or package to answer with")
         }
         let body = try JSONEncoder.sortedForStorage.encode(Self.reviewBody(answer, token: token))
         do {
-            try await api.reviewRefund(package: package, orderID: request.transactionID, body: body, key: try serviceAccountKey(credentials))
+            try await api.reviewRefund(
+                package: package, orderID: request.transactionID, body: body, key: try serviceAccountKey(credentials))
         } catch let error as GooglePlayAPIError {
             throw error.verificationError
         }

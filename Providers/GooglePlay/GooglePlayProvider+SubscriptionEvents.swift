@@ -27,35 +27,49 @@ extension GooglePlayProvider {
     /// reads expired, a token it does not know) is kept as `<type>_UNCONFIRMED` and changes
     /// nothing: answered 200, Pub/Sub has nothing to retry. Google's state is kept as the subtype.
     /// Google unreachable: a retryable rejection (503), so Pub/Sub sends it again.
-    func pushedSubscriptionChange(_ pushed: DeveloperNotification.Subscription, type: String, token: String, package: String, eventTime: Date?,
-                                  request: NotificationRequest) async throws -> (id: String?, type: String, subtype: String?, event: StoreEvent) {
+    func pushedSubscriptionChange(
+        _ pushed: DeveloperNotification.Subscription, type: String, token: String, package: String, eventTime: Date?,
+        request: NotificationRequest
+    ) async throws -> (id: String?, type: String, subtype: String?, event: StoreEvent) {
         var evidence = GooglePlayEvidence(purchaseToken: token)
         evidence.productID = pushed.subscriptionId
         evidence.isSubscription = true
         let access = try await eventAccess(package: package, request: request)
         let purchase = try await fetchForEvent(evidence, package: package, access: access)
         let state = purchase?.storeAttributes["subscription_state"]
-        guard let purchase, let event = Self.subscriptionEvent(pushed.notificationType ?? SubscriptionNotificationType(rawValue: 0), purchase: purchase) else {
-            logger.warning("a pushed Google Play subscription change that Google's answer does not show was kept, not applied",
-                           ["package": package, "notification.type": type, "google.state": state ?? "unknown token"])
+        guard let purchase,
+            let event = Self.subscriptionEvent(
+                pushed.notificationType ?? SubscriptionNotificationType(rawValue: 0), purchase: purchase)
+        else {
+            logger.warning(
+                "a pushed Google Play subscription change that Google's answer does not show was kept, not applied",
+                ["package": package, "notification.type": type, "google.state": state ?? "unknown token"])
             // The purchase stays on the row for support; `.other` changes nothing in the ledger.
             return (nil, "\(type)_UNCONFIRMED", state, StoreEvent(kind: .other, purchase: purchase))
         }
-        guard pushed.notificationType == .revoked, let orderID = purchase.orderID else { return (nil, type, state, event) }
+        guard pushed.notificationType == .revoked, let orderID = purchase.orderID else {
+            return (nil, type, state, event)
+        }
         // Google reads a revoked subscription as plainly expired: only its list of voided purchases
         // tells a revocation (a refund) from an expiry. Listed, it is the void itself, on the id the
         // voided-purchase push and the poll use, so the game server is owed one refund callback;
         // not listed, the expiry Google reads is what is applied.
         let confirmation: VoidConfirmation?
         do {
-            confirmation = try await confirmVoid(token: token, orderID: orderID, fetched: purchase, package: package, hintedAt: eventTime, key: access.key)
+            confirmation = try await confirmVoid(
+                token: token, orderID: orderID, fetched: purchase, package: package, hintedAt: eventTime,
+                key: access.key)
         } catch let error as GooglePlayAPIError {
-            logger.warning("a pushed Google Play revocation could not be checked", ["package": package, "problem": error.message])
-            throw NotificationRejection(.retryable, reason: error.verificationError.reason, message: "the revocation could not be checked with Google now")
+            logger.warning(
+                "a pushed Google Play revocation could not be checked", ["package": package, "problem": error.message])
+            throw NotificationRejection(
+                .retryable, reason: error.verificationError.reason,
+                message: "the revocation could not be checked with Google now")
         }
         guard case .listed(let listed)? = confirmation else { return (nil, type, state, event) }
-        let refunded = try Self.voided(purchase, orderID: orderID, token: token, package: package,
-                                       at: GoogleTime.millis(listed.voidedTimeMillis) ?? eventTime ?? now(), reasonCode: listed.voidedReason)
+        let refunded = try Self.voided(
+            purchase, orderID: orderID, token: token, package: package,
+            at: GoogleTime.millis(listed.voidedTimeMillis) ?? eventTime ?? now(), reasonCode: listed.voidedReason)
         return ("voided:\(orderID)", type, state, StoreEvent(kind: .refunded, purchase: refunded))
     }
 
@@ -66,16 +80,21 @@ extension GooglePlayProvider {
         let state = SubscriptionStateView(purchase.storeAttributes["subscription_state"])
         let autoRenew = purchase.storeAttributes["auto_renew"].map { $0 == "true" }
         switch type {
-        case .recovered, .renewed, .purchased:  // a paid period, paid for as Google reads it now (canceled runs to its end)
+        case .recovered, .renewed, .purchased:
+            // a paid period, paid for as Google reads it now (canceled runs to its end)
             guard state == .active || state == .canceled else { return nil }
-            return StoreEvent(kind: type == .purchased ? .subscribed : .renewed, purchase: purchase, autoRenew: autoRenew)
+            return StoreEvent(
+                kind: type == .purchased ? .subscribed : .renewed, purchase: purchase, autoRenew: autoRenew)
         case .canceled, .restarted:  // auto-renewal off or on, if Google reads it so
             guard let autoRenew, autoRenew == (type == .restarted) else { return nil }
             return StoreEvent(kind: .renewalStatusChanged, purchase: purchase, autoRenew: autoRenew)
         case .onHold, .inGracePeriod:  // no access, or access until expiry: whichever Google reads
             switch state {
             case .onHold: return StoreEvent(kind: .billingIssue, purchase: purchase, autoRenew: autoRenew)
-            case .inGracePeriod: return StoreEvent(kind: .billingIssue, purchase: purchase, autoRenew: autoRenew, gracePeriodExpires: purchase.expiresDate)
+            case .inGracePeriod:
+                return StoreEvent(
+                    kind: .billingIssue, purchase: purchase, autoRenew: autoRenew,
+                    gracePeriodExpires: purchase.expiresDate)
             default: return nil
             }
         case .paused, .expired:  // access has ended

@@ -6,35 +6,45 @@ public import ReceiptCore
 /// period or hold, or an end. (A revocation reads as an end; the voided-purchase poll tells it a
 /// refund.)
 extension GooglePlayProvider: SubscriptionReading {
-    public func readBack(_ subscription: QuietSubscription, owner: ClientWithStoreCredentials) async throws -> StoreNotification? {
+    public func readBack(
+        _ subscription: QuietSubscription, owner: ClientWithStoreCredentials
+    ) async throws -> StoreNotification? {
         let packages = owner.client.appIdentifiers(Self.packageNameKind)
         guard let token = subscription.readBackKey,
-              let package = subscription.appIdentifier.flatMap({ packages.contains($0) ? $0 : nil }) ?? (packages.count == 1 ? packages.first : nil)
+            let package = subscription.appIdentifier.flatMap({ packages.contains($0) ? $0 : nil })
+                ?? (packages.count == 1 ? packages.first : nil)
         else { return nil }  // recorded before tokens were kept, or of an app the client no longer registers
         let purchase: VerifiedPurchase
         do {
             let key = try serviceAccountKey(owner.credentials)
             // One call: the row already knows its original order (the chain is not walked again).
-            var read = try await self.subscription(package: package, token: token, productID: subscription.productID, key: key, lenient: true,
-                                                   followLinks: false)
+            var read = try await self.subscription(
+                package: package, token: token, productID: subscription.productID, key: key, lenient: true,
+                followLinks: false)
             read.originalTransactionID = subscription.originalTransactionID
             purchase = read
         } catch let error as GooglePlayAPIError where error.kind == .notFound || error.kind == .rejected {
             return nil  // Google forgot the token (60 days after it ended) or refuses it: nothing to learn
         } catch let error as GooglePlayAPIError {
-            throw SubscriptionReadFailed("subscription \(subscription.originalTransactionID) not read back: \(error.operatorHelp)",
-                                         storeWide: error.kind == .unavailable)
+            throw SubscriptionReadFailed(
+                "subscription \(subscription.originalTransactionID) not read back: \(error.operatorHelp)",
+                storeWide: error.kind == .unavailable)
         }
         let stateName = purchase.storeAttributes["subscription_state"] ?? ""
         guard purchase.environment == subscription.environment, purchase.dateOutOfRange == nil,
-              let event = Self.readBackEvent(purchase) else { return nil }
-        let facts = ReadBack(subscriptionState: stateName, latestOrderId: purchase.orderID, productId: purchase.productID,
-                             expiryTimeMillis: purchase.expiresDate.map { Int64($0.timeIntervalSince1970 * 1000) },
-                             autoRenewEnabled: purchase.storeAttributes["auto_renew"].map { $0 == "true" })
+            let event = Self.readBackEvent(purchase)
+        else { return nil }
+        let facts = ReadBack(
+            subscriptionState: stateName, latestOrderId: purchase.orderID, productId: purchase.productID,
+            expiryTimeMillis: purchase.expiresDate.map { Int64($0.timeIntervalSince1970 * 1000) },
+            autoRenewEnabled: purchase.storeAttributes["auto_renew"].map { $0 == "true" })
         var stored = StoreNotification(
-            store: store, notificationID: "subscription-state:\(subscription.originalTransactionID):\(purchase.transactionID):\(stateName)",
+            store: store,
+            notificationID:
+                "subscription-state:\(subscription.originalTransactionID):\(purchase.transactionID):\(stateName)",
             type: "SUBSCRIPTION_STATE", subtype: stateName, environment: purchase.environment, appIdentifier: package,
-            transactionID: purchase.transactionID, originalTransactionID: purchase.originalTransactionID, productID: purchase.productID,
+            transactionID: purchase.transactionID, originalTransactionID: purchase.originalTransactionID,
+            productID: purchase.productID,
             signedAt: now(), decodedJSON: try JSONEncoder.sortedForStorage.encode(facts))
         stored.event = event
         return stored
@@ -47,7 +57,9 @@ extension GooglePlayProvider: SubscriptionReading {
         let autoRenew = purchase.storeAttributes["auto_renew"].map { $0 == "true" }
         switch SubscriptionStateView(purchase.storeAttributes["subscription_state"]) {
         case .active, .canceled: return StoreEvent(kind: .renewed, purchase: purchase, autoRenew: autoRenew)
-        case .inGracePeriod: return StoreEvent(kind: .billingIssue, purchase: purchase, autoRenew: autoRenew, gracePeriodExpires: purchase.expiresDate)
+        case .inGracePeriod:
+            return StoreEvent(
+                kind: .billingIssue, purchase: purchase, autoRenew: autoRenew, gracePeriodExpires: purchase.expiresDate)
         case .onHold: return StoreEvent(kind: .billingIssue, purchase: purchase, autoRenew: autoRenew)
         case .paused, .expired: return StoreEvent(kind: .expired, purchase: purchase, autoRenew: autoRenew)
         case .other: return nil

@@ -1,5 +1,5 @@
-import OpenSSLCrypto
 import Foundation
+import OpenSSLCrypto
 public import ReceiptCore
 
 extension GooglePlayProvider {
@@ -15,22 +15,28 @@ extension GooglePlayProvider {
         let purchase: VerifiedPurchase
         do {
             let key = try serviceAccountKey(context.credentials)
-            purchase = try await fetch(parsed, package: package, key: key, consume: context.client?.setting(Setting.consume) == "on")
+            purchase = try await fetch(
+                parsed, package: package, key: key, consume: context.client?.setting(Setting.consume) == "on")
         } catch let error as GooglePlayAPIError {
             if error.kind == .permission || error.kind == .notConfigured {
-                logger.error("Google Play refused or cannot be asked; the operator must fix the service account",
-                             ["client.id": context.client?.clientID ?? "", "package": package, "problem": error.message])
+                logger.error(
+                    "Google Play refused or cannot be asked; the operator must fix the service account",
+                    ["client.id": context.client?.clientID ?? "", "package": package, "problem": error.message])
             }
             throw error.verificationError
         }
         guard context.environments.contains(purchase.environment) else {
-            throw StoreVerificationError(code: .environmentMismatch, reason: "ENVIRONMENT_MISMATCH",
-                                         message: "a \(purchase.environment.rawValue) purchase, and this client accepts only "
-                                            + context.environments.map(\.rawValue).sorted().joined(separator: ", "))
+            throw StoreVerificationError(
+                code: .environmentMismatch, reason: "ENVIRONMENT_MISMATCH",
+                message: "a \(purchase.environment.rawValue) purchase, and this client accepts only "
+                    + context.environments.map(\.rawValue).sorted().joined(separator: ", "))
         }
-        if let claimed = parsed.orderID, purchase.storeAttributes["product_type"] == "product", let real = purchase.orderID, claimed != real {
-            throw StoreVerificationError(code: .verificationFailed, reason: "ORDER_MISMATCH",
-                                         message: "the purchase json names order \(claimed), Google says \(real)")
+        if let claimed = parsed.orderID, purchase.storeAttributes["product_type"] == "product",
+            let real = purchase.orderID, claimed != real
+        {
+            throw StoreVerificationError(
+                code: .verificationFailed, reason: "ORDER_MISMATCH",
+                message: "the purchase json names order \(claimed), Google says \(real)")
         }
         return [purchase]
     }
@@ -40,15 +46,17 @@ extension GooglePlayProvider {
     static func packageName(_ evidence: GooglePlayEvidence, registered: Set<String>) throws -> String {
         if let named = evidence.packageName {
             guard registered.contains(named) else {
-                throw StoreVerificationError(code: .bundleMismatch, reason: "PACKAGE_MISMATCH",
-                                             message: "the purchase is for \(named), not a package name of this client")
+                throw StoreVerificationError(
+                    code: .bundleMismatch, reason: "PACKAGE_MISMATCH",
+                    message: "the purchase is for \(named), not a package name of this client")
             }
             return named
         }
         guard registered.count == 1, let only = registered.first else {
-            throw StoreVerificationError(code: .missingFields, reason: "PACKAGE_NAME_REQUIRED",
-                                         message: "a bare purchase token does not name its app and this client has several package names; "
-                                            + "send package_name")
+            throw StoreVerificationError(
+                code: .missingFields, reason: "PACKAGE_NAME_REQUIRED",
+                message: "a bare purchase token does not name its app and this client has several package names; "
+                    + "send package_name")
         }
         return only
     }
@@ -56,28 +64,38 @@ extension GooglePlayProvider {
     /// With a purchase JSON, its signature and the client's Play licensing key, a forged JSON is
     /// refused here, without asking Google. Google's answer stays authoritative either way.
     func checkLicenseSignature(_ evidence: GooglePlayEvidence, client: ClientInfo?) throws {
-        guard let encoded = client?.setting(Setting.licenseKey), let signed = evidence.signedJSON, let signature = evidence.signature else { return }
-        guard let der = Base64.decodeLenient(encoded), let key = try? PublicKey(subjectPublicKeyInfo: der), key.isRSA else {
-            throw StoreVerificationError(code: .verifierError, reason: "LICENSE_KEY_INVALID",
-                                         message: "the client's Google Play licensing key is not a base64 RSA public key")
+        guard let encoded = client?.setting(Setting.licenseKey), let signed = evidence.signedJSON,
+            let signature = evidence.signature
+        else { return }
+        guard let der = Base64.decodeLenient(encoded), let key = try? PublicKey(subjectPublicKeyInfo: der), key.isRSA
+        else {
+            throw StoreVerificationError(
+                code: .verifierError, reason: "LICENSE_KEY_INVALID",
+                message: "the client's Google Play licensing key is not a base64 RSA public key")
         }
         guard let raw = Base64.decodeLenient(signature), key.isValidSHA1WithRSA(signature: raw, for: signed) else {
-            throw StoreVerificationError(code: .verificationFailed, reason: "INVALID_SIGNATURE",
-                                         message: "the purchase json's signature does not match the app's licensing key")
+            throw StoreVerificationError(
+                code: .verificationFailed, reason: "INVALID_SIGNATURE",
+                message: "the purchase json's signature does not match the app's licensing key")
         }
     }
 
     /// One-time product first (by product id when the evidence names it, else by token alone),
     /// then subscription; a subscription purchase JSON goes straight to subscriptions. Throws
     /// `GooglePlayAPIError`, or `StoreVerificationError` for a pending or canceled purchase.
-    func fetch(_ evidence: GooglePlayEvidence, package: String, key: ServiceAccountKey, consume: Bool,
-               lenient: Bool = false) async throws -> VerifiedPurchase {
+    func fetch(
+        _ evidence: GooglePlayEvidence, package: String, key: ServiceAccountKey, consume: Bool,
+        lenient: Bool = false
+    ) async throws -> VerifiedPurchase {
         let token = evidence.purchaseToken
         if evidence.isSubscription != true {
             do {
                 if let productID = evidence.productID {
-                    let product = try await api.productPurchase(package: package, productID: productID, token: token, key: key)
-                    return try Self.normalize(product, package: package, productID: productID, token: token, consume: consume, lenient: lenient)
+                    let product = try await api.productPurchase(
+                        package: package, productID: productID, token: token, key: key)
+                    return try Self.normalize(
+                        product, package: package, productID: productID, token: token, consume: consume,
+                        lenient: lenient)
                 }
                 let product = try await api.productPurchaseV2(package: package, token: token, key: key)
                 return try Self.normalize(product, package: package, token: token, consume: consume, lenient: lenient)
@@ -85,6 +103,7 @@ extension GooglePlayProvider {
                 // Not a one-time product of this app: perhaps a subscription.
             }
         }
-        return try await subscription(package: package, token: token, productID: evidence.productID, key: key, lenient: lenient)
+        return try await subscription(
+            package: package, token: token, productID: evidence.productID, key: key, lenient: lenient)
     }
 }

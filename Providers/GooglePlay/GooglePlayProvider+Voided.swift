@@ -16,10 +16,13 @@ extension GooglePlayProvider {
     /// First the purchase already fetched by its token (no extra call), then Google's list of
     /// voided purchases. A subscription's state cannot tell a refund from an ordinary expiry,
     /// so only the list confirms one. Throws `GooglePlayAPIError` when Google cannot be asked.
-    func confirmVoid(token: String, orderID: String, fetched: VerifiedPurchase?, package: String, hintedAt: Date?,
-                     key: ServiceAccountKey) async throws -> VoidConfirmation? {
+    func confirmVoid(
+        token: String, orderID: String, fetched: VerifiedPurchase?, package: String, hintedAt: Date?,
+        key: ServiceAccountKey
+    ) async throws -> VoidConfirmation? {
         if let fetched, fetched.orderID == orderID, fetched.storeAttributes["product_type"] == "product",
-           fetched.storeAttributes["purchase_state"] == "canceled" {
+            fetched.storeAttributes["purchase_state"] == "canceled"
+        {
             return .canceledPurchase
         }
         let nowMillis = Int64(now().timeIntervalSince1970 * 1000)
@@ -30,7 +33,8 @@ extension GooglePlayProvider {
         let start = min(max(hinted, oldest), nowMillis)
         var pageToken: String?
         for _ in 0..<Self.voidConfirmationPages {
-            let page = try await api.voidedPurchases(package: package, startMillis: start, endMillis: nowMillis, pageToken: pageToken, key: key)
+            let page = try await api.voidedPurchases(
+                package: package, startMillis: start, endMillis: nowMillis, pageToken: pageToken, key: key)
             if let listed = page.voidedPurchases?.first(where: { $0.orderId == orderID && $0.purchaseToken == token }) {
                 return .listed(listed)
             }
@@ -49,30 +53,42 @@ extension GooglePlayProvider {
     /// The pushed void as a refund, if Google confirms it; else the push kept with its outcome
     /// and no ledger change, under Pub/Sub's id so that the real void, when the poll or a later
     /// push learns it on `voided:<order id>`, is not taken for a duplicate.
-    func pushedVoid(_ voided: DeveloperNotification.VoidedPurchase, token: String, orderID: String, package: String, eventTime: Date?,
-                    request: NotificationRequest) async throws -> (id: String?, type: String, event: StoreEvent) {
+    func pushedVoid(
+        _ voided: DeveloperNotification.VoidedPurchase, token: String, orderID: String, package: String,
+        eventTime: Date?,
+        request: NotificationRequest
+    ) async throws -> (id: String?, type: String, event: StoreEvent) {
         var evidence = GooglePlayEvidence(purchaseToken: token)
         evidence.isSubscription = voided.productType == .subscription ? true : nil
         let access = try await eventAccess(package: package, request: request)
         let fetched = try await fetchForEvent(evidence, package: package, access: access)
         let confirmation: VoidConfirmation?
         do {
-            confirmation = try await confirmVoid(token: token, orderID: orderID, fetched: fetched, package: package, hintedAt: eventTime, key: access.key)
+            confirmation = try await confirmVoid(
+                token: token, orderID: orderID, fetched: fetched, package: package, hintedAt: eventTime, key: access.key
+            )
         } catch let error as GooglePlayAPIError {
-            logger.warning("a pushed Google Play void could not be checked", ["package": package, "problem": error.message])
-            throw NotificationRejection(.retryable, reason: error.verificationError.reason, message: "the void could not be checked with Google now")
+            logger.warning(
+                "a pushed Google Play void could not be checked", ["package": package, "problem": error.message])
+            throw NotificationRejection(
+                .retryable, reason: error.verificationError.reason,
+                message: "the void could not be checked with Google now")
         }
         let purchase: VerifiedPurchase
         switch confirmation {
         case .listed(let listed)?:
-            purchase = try Self.voided(fetched, orderID: orderID, token: token, package: package,
-                                   at: GoogleTime.millis(listed.voidedTimeMillis) ?? eventTime ?? now(), reasonCode: listed.voidedReason,
-                                   refund: Self.refund(type: listed.refundType ?? voided.refundType, voidedQuantity: listed.voidedQuantity))
+            purchase = try Self.voided(
+                fetched, orderID: orderID, token: token, package: package,
+                at: GoogleTime.millis(listed.voidedTimeMillis) ?? eventTime ?? now(), reasonCode: listed.voidedReason,
+                refund: Self.refund(type: listed.refundType ?? voided.refundType, voidedQuantity: listed.voidedQuantity)
+            )
         case .canceledPurchase?:
-            purchase = try Self.voided(fetched, orderID: orderID, token: token, package: package, at: eventTime ?? now(), reasonCode: nil,
-                                       refund: Self.refund(type: voided.refundType, voidedQuantity: nil))
+            purchase = try Self.voided(
+                fetched, orderID: orderID, token: token, package: package, at: eventTime ?? now(), reasonCode: nil,
+                refund: Self.refund(type: voided.refundType, voidedQuantity: nil))
         case nil:
-            logger.warning("a pushed Google Play void that Google does not confirm was kept, not applied", ["package": package])
+            logger.warning(
+                "a pushed Google Play void that Google does not confirm was kept, not applied", ["package": package])
             return (nil, "VOIDED_PURCHASE_UNCONFIRMED", StoreEvent(kind: .other))
         }
         return ("voided:\(orderID)", "VOIDED_PURCHASE", StoreEvent(kind: .refunded, purchase: purchase))

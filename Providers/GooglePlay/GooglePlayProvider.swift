@@ -22,40 +22,49 @@ public struct GooglePlayProvider: StoreProvider, NotificationReceiving, Purchase
         public static let consume = "google_play.consume"
     }
 
-    package init(configuration: GooglePlayConfiguration, http: HTTPClient = HTTPClient(), logger: Logger = Logger(),
-                now: @escaping @Sendable () -> Date = { Date() }) {
+    package init(
+        configuration: GooglePlayConfiguration, http: HTTPClient = HTTPClient(), logger: Logger = Logger(),
+        now: @escaping @Sendable () -> Date = { Date() }
+    ) {
         self.configuration = configuration
         self.logger = logger
         self.now = now
         tokens = GoogleAccessTokens(http: http, now: now)
         api = AndroidPublisherClient(baseURL: configuration.apiURL, http: http, tokens: tokens)
-        push = GooglePushAuthenticator(jwksURL: configuration.jwksURL, audience: configuration.pushAudience,
-                                       serviceAccount: configuration.pushServiceAccount, http: http, now: now)
+        push = GooglePushAuthenticator(
+            jwksURL: configuration.jwksURL, audience: configuration.pushAudience,
+            serviceAccount: configuration.pushServiceAccount, http: http, now: now)
     }
 
     /// From the environment (docs/configuration.md, Google Play); throws `GooglePlayConfiguration.Invalid`.
-    public static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) throws -> GooglePlayProvider {
+    public static func fromEnvironment(
+        _ environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws -> GooglePlayProvider {
         GooglePlayProvider(configuration: try GooglePlayConfiguration.fromEnvironment(environment))
     }
 
     /// Verify, notifications, acknowledgement, the voided-purchases poll when it is on, and
     /// reading a quiet subscription back.
     public var registration: StoreRegistration {
-        StoreRegistration(Self.declaration, verifier: self, notifications: self, acknowledgement: self,
-                          poller: configuration.voidedPurchasesInterval.map { VoidedPurchasePoller(provider: self, interval: $0) },
-                          subscriptionReader: self, refundAnswering: self)
+        StoreRegistration(
+            Self.declaration, verifier: self, notifications: self, acknowledgement: self,
+            poller: configuration.voidedPurchasesInterval.map { VoidedPurchasePoller(provider: self, interval: $0) },
+            subscriptionReader: self, refundAnswering: self)
     }
 
     /// The client's own key if it registered one, else the service's.
     func serviceAccountKey(_ credentials: [String: String]) throws(GooglePlayAPIError) -> ServiceAccountKey {
         if let json = credentials[Setting.serviceAccountKey] {
             do { return try ServiceAccountKey(json: Data(json.utf8)) } catch {
-                throw GooglePlayAPIError(.notConfigured, "the client's Google service-account key is unusable: \(error)")
+                throw GooglePlayAPIError(
+                    .notConfigured, "the client's Google service-account key is unusable: \(error)")
             }
         }
         guard let key = configuration.serviceAccountKey else {
-            throw GooglePlayAPIError(.notConfigured, "no Google service-account key: set RECEIPTGATE_GOOGLE_SERVICE_ACCOUNT_KEY_PATH "
-                                     + "or the client's --google-service-account-key")
+            throw GooglePlayAPIError(
+                .notConfigured,
+                "no Google service-account key: set RECEIPTGATE_GOOGLE_SERVICE_ACCOUNT_KEY_PATH "
+                    + "or the client's --google-service-account-key")
         }
         return key
     }

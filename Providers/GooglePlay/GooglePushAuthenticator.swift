@@ -1,6 +1,6 @@
-import OpenSSLCrypto
 import Foundation
 import HTTPClient
+import OpenSSLCrypto
 import ReceiptCore
 
 /// Checks the OIDC token Google's Pub/Sub puts on an authenticated push: RS256 by a key of
@@ -22,7 +22,10 @@ actor GooglePushAuthenticator {
     static let issuers: Set<String> = ["https://accounts.google.com", "accounts.google.com"]
     static let leeway: TimeInterval = 60
 
-    init(jwksURL: String, audience: String?, serviceAccount: String?, http: HTTPClient, now: @escaping @Sendable () -> Date) {
+    init(
+        jwksURL: String, audience: String?, serviceAccount: String?, http: HTTPClient,
+        now: @escaping @Sendable () -> Date
+    ) {
         self.jwksURL = jwksURL
         self.audience = audience
         self.serviceAccount = serviceAccount
@@ -35,13 +38,18 @@ actor GooglePushAuthenticator {
     /// Throws `NotificationRejection` (.forged for a bad token, .retryable if the JWKS cannot be had).
     func check(bearer token: String) async throws {
         guard let audience, let serviceAccount else {
-            throw NotificationRejection(.forged, reason: "PUSH_AUTH_NOT_CONFIGURED", message: "OIDC push authentication is not configured")
+            throw NotificationRejection(
+                .forged, reason: "PUSH_AUTH_NOT_CONFIGURED", message: "OIDC push authentication is not configured")
         }
         guard let jws = try? CompactJWS(parsing: token) else { throw Self.forged("the bearer token is not a JWT") }
         guard jws.header.alg == "RS256" else { throw Self.forged("the push token must be RS256") }
         guard let kid = jws.header.kid else { throw Self.forged("the push token names no key (kid)") }
-        guard let key = try await key(kid) else { throw Self.forged("the push token is signed by a key Google does not publish") }
-        guard jws.isValidSignature(using: key, allowedAlgorithms: ["RS256"]) else { throw Self.forged("the push token's signature is invalid") }
+        guard let key = try await key(kid) else {
+            throw Self.forged("the push token is signed by a key Google does not publish")
+        }
+        guard jws.isValidSignature(using: key, allowedAlgorithms: ["RS256"]) else {
+            throw Self.forged("the push token's signature is invalid")
+        }
         struct Claims: Decodable {
             let iss: String?
             let aud: String?
@@ -50,14 +58,20 @@ actor GooglePushAuthenticator {
             let exp: Double?
             let iat: Double?
         }
-        guard let claims = try? JSONDecoder().decode(Claims.self, from: jws.payload) else { throw Self.forged("the push token's claims are malformed") }
+        guard let claims = try? JSONDecoder().decode(Claims.self, from: jws.payload) else {
+            throw Self.forged("the push token's claims are malformed")
+        }
         let current = now().timeIntervalSince1970
-        guard let iss = claims.iss, Self.issuers.contains(iss) else { throw Self.forged("the push token is not issued by Google") }
+        guard let iss = claims.iss, Self.issuers.contains(iss) else {
+            throw Self.forged("the push token is not issued by Google")
+        }
         guard claims.aud == audience else { throw Self.forged("the push token is for another audience") }
         guard claims.email == serviceAccount else { throw Self.forged("the push token is for another service account") }
         guard claims.email_verified == true else { throw Self.forged("the push token's e-mail is not verified") }
         guard let exp = claims.exp, exp + Self.leeway > current else { throw Self.forged("the push token has expired") }
-        if let iat = claims.iat, iat - Self.leeway > current { throw Self.forged("the push token is issued in the future") }
+        if let iat = claims.iat, iat - Self.leeway > current {
+            throw Self.forged("the push token is issued in the future")
+        }
     }
 
     private func key(_ kid: String) async throws -> PublicKey? {
@@ -75,16 +89,25 @@ actor GooglePushAuthenticator {
         request.timeout = .seconds(10)
         let response: HTTPClient.Response
         do { response = try await http.send(request) } catch {
-            throw NotificationRejection(.retryable, reason: "JWKS_UNAVAILABLE", message: "Google's signing keys could not be fetched")
+            throw NotificationRejection(
+                .retryable, reason: "JWKS_UNAVAILABLE", message: "Google's signing keys could not be fetched")
         }
-        struct JWKS: Decodable { struct Key: Decodable { let kid: String?; let kty: String?; let n: String?; let e: String?; let alg: String? }; let keys: [Key] }
+        struct JWKS: Decodable {
+            struct Key: Decodable {
+                let kid: String?; let kty: String?; let n: String?; let e: String?; let alg: String?
+            }; let keys: [Key]
+        }
         guard response.status == 200, let set = try? JSONDecoder().decode(JWKS.self, from: response.body) else {
-            throw NotificationRejection(.retryable, reason: "JWKS_UNAVAILABLE", message: "Google's signing keys answered HTTP \(response.status)")
+            throw NotificationRejection(
+                .retryable, reason: "JWKS_UNAVAILABLE",
+                message: "Google's signing keys answered HTTP \(response.status)")
         }
         var fresh: [String: PublicKey] = [:]
         for entry in set.keys where entry.kty == "RSA" && (entry.alg == nil || entry.alg == "RS256") {
-            guard let kid = entry.kid, let n = entry.n.flatMap(Base64.urlDecode), let e = entry.e.flatMap(Base64.urlDecode),
-                  let key = try? PublicKey(rsaModulus: n, exponent: e) else { continue }
+            guard let kid = entry.kid, let n = entry.n.flatMap(Base64.urlDecode),
+                let e = entry.e.flatMap(Base64.urlDecode),
+                let key = try? PublicKey(rsaModulus: n, exponent: e)
+            else { continue }
             fresh[kid] = key
         }
         keys = fresh
@@ -97,7 +120,9 @@ actor GooglePushAuthenticator {
         var age: TimeInterval = 300
         for directive in header.lowercased().split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) {
             if directive == "no-store" || directive == "no-cache" { return 0 }
-            if directive.hasPrefix("max-age="), let seconds = Double(directive.dropFirst(8)), seconds >= 0 { age = min(seconds, 86_400) }
+            if directive.hasPrefix("max-age="), let seconds = Double(directive.dropFirst(8)), seconds >= 0 {
+                age = min(seconds, 86_400)
+            }
         }
         return age
     }

@@ -15,57 +15,77 @@ package struct VoidedPurchasePoller: StorePolling {
         self.interval = interval
     }
 
-    package func poll(owners: [ClientWithStoreCredentials], run: any PollRun,
-                     record: @Sendable ([StoreNotification]) async throws -> Void) async throws {
+    package func poll(
+        owners: [ClientWithStoreCredentials], run: any PollRun,
+        record: @Sendable ([StoreNotification]) async throws -> Void
+    ) async throws {
         var seen: Set<String> = []
         let targets = owners.flatMap { owner in
-            owner.client.appIdentifiers(GooglePlayProvider.packageNameKind).filter { seen.insert($0).inserted }.map { (package: $0, owner: owner) }
+            owner.client.appIdentifiers(GooglePlayProvider.packageNameKind).filter { seen.insert($0).inserted }.map {
+                (package: $0, owner: owner)
+            }
         }
         try await PollTargets.each(targets, subject: "voided purchases") { target in
             try await poll(package: target.package, owner: target.owner, run: run, record: record)
         } problem: { target, error in
             guard let error = error as? GooglePlayAPIError else { return nil }
-            provider.logger.warning("voided purchases could not be polled", ["package": target.package, "problem": error.message])
+            provider.logger.warning(
+                "voided purchases could not be polled", ["package": target.package, "problem": error.message])
             return PollTargets.Problem("\(target.package): \(error.operatorHelp)", retryAfter: error.retryAfter)
         }
     }
 
-    func poll(package: String, owner: ClientWithStoreCredentials, run: any PollRun,
-              record: @Sendable ([StoreNotification]) async throws -> Void) async throws {
+    func poll(
+        package: String, owner: ClientWithStoreCredentials, run: any PollRun,
+        record: @Sendable ([StoreNotification]) async throws -> Void
+    ) async throws {
         let key = try provider.serviceAccountKey(owner.credentials)
         let now = Int64(provider.now().timeIntervalSince1970 * 1000)
         // Google refuses a start older than its lookback (30 days).
-        let window = WindowedPoll.Window(oldest: now - Int64(provider.configuration.voidedPurchasesLookback * 1000), now: now)
-        try await WindowedPoll.read("\(pollName):\(package)", window: window, run: run, page: { cursor, until in
-            let page = try await provider.api.voidedPurchases(package: package, startMillis: cursor.since, endMillis: until,
-                                                              pageToken: cursor.pageToken, key: key)
-            var found: [StoreNotification] = []
-            for voided in page.voidedPurchases ?? [] {
-                if let notification = try await notification(voided, package: package, owner: owner, key: key) { found.append(notification) }
-            }
-            return WindowedPoll.Page(notifications: found, listed: page.voidedPurchases?.count ?? 0, nextToken: page.tokenPagination?.nextPageToken)
-        }, refusesToken: { ($0 as? GooglePlayAPIError)?.kind == .rejected }, record: record)
+        let window = WindowedPoll.Window(
+            oldest: now - Int64(provider.configuration.voidedPurchasesLookback * 1000), now: now)
+        try await WindowedPoll.read(
+            "\(pollName):\(package)", window: window, run: run,
+            page: { cursor, until in
+                let page = try await provider.api.voidedPurchases(
+                    package: package, startMillis: cursor.since, endMillis: until,
+                    pageToken: cursor.pageToken, key: key)
+                var found: [StoreNotification] = []
+                for voided in page.voidedPurchases ?? [] {
+                    if let notification = try await notification(voided, package: package, owner: owner, key: key) {
+                        found.append(notification)
+                    }
+                }
+                return WindowedPoll.Page(
+                    notifications: found, listed: page.voidedPurchases?.count ?? 0,
+                    nextToken: page.tokenPagination?.nextPageToken)
+            }, refusesToken: { ($0 as? GooglePlayAPIError)?.kind == .rejected }, record: record)
     }
 
-    private func notification(_ voided: VoidedPurchaseList.VoidedPurchase, package: String, owner: ClientWithStoreCredentials,
-                              key: ServiceAccountKey) async throws -> StoreNotification? {
+    private func notification(
+        _ voided: VoidedPurchaseList.VoidedPurchase, package: String, owner: ClientWithStoreCredentials,
+        key: ServiceAccountKey
+    ) async throws -> StoreNotification? {
         guard let token = voided.purchaseToken, let orderID = voided.orderId else { return nil }
         var fetched: VerifiedPurchase?
         do {
-            fetched = try await provider.fetch(GooglePlayEvidence(purchaseToken: token), package: package, key: key,
-                                               consume: owner.client.setting(GooglePlayProvider.Setting.consume) == "on", lenient: true)
+            fetched = try await provider.fetch(
+                GooglePlayEvidence(purchaseToken: token), package: package, key: key,
+                consume: owner.client.setting(GooglePlayProvider.Setting.consume) == "on", lenient: true)
         } catch let error as GooglePlayAPIError where error.kind == .notFound || error.kind == .rejected {
             fetched = nil  // Google no longer has the purchase: the void alone says enough.
         }
         let when = GoogleTime.millis(voided.voidedTimeMillis) ?? provider.now()
-        var purchase = try GooglePlayProvider.voided(fetched, orderID: orderID, token: token, package: package, at: when, reasonCode: voided.voidedReason,
-                                                     refund: GooglePlayProvider.refund(type: voided.refundType, voidedQuantity: voided.voidedQuantity))
+        var purchase = try GooglePlayProvider.voided(
+            fetched, orderID: orderID, token: token, package: package, at: when, reasonCode: voided.voidedReason,
+            refund: GooglePlayProvider.refund(type: voided.refundType, voidedQuantity: voided.voidedQuantity))
         if purchase.purchaseDate == nil { purchase.purchaseDate = GoogleTime.millis(voided.purchaseTimeMillis) }
         let decoded = try JSONEncoder.sortedForStorage.encode(voided)
-        var stored = StoreNotification(store: .googlePlay, notificationID: "voided:\(orderID)", type: "VOIDED_PURCHASE",
-                                       subtype: voided.voidedSource.flatMap { Self.sources[$0] }, environment: purchase.environment,
-                                       appIdentifier: package, transactionID: orderID, originalTransactionID: purchase.originalTransactionID,
-                                       productID: purchase.productID, signedAt: when, decodedJSON: decoded)
+        var stored = StoreNotification(
+            store: .googlePlay, notificationID: "voided:\(orderID)", type: "VOIDED_PURCHASE",
+            subtype: voided.voidedSource.flatMap { Self.sources[$0] }, environment: purchase.environment,
+            appIdentifier: package, transactionID: orderID, originalTransactionID: purchase.originalTransactionID,
+            productID: purchase.productID, signedAt: when, decodedJSON: decoded)
         stored.event = StoreEvent(kind: .refunded, purchase: purchase)
         return stored
     }

@@ -7,11 +7,16 @@ extension HiveAxyl {
     public static let plugin = DialectPlugin(
         name: "hive-axyl", displayName: "Hive Axyl",
         settings: [
-            ClientSettingDeclaration(flag: "app-id", key: appIDsSetting, valueName: "ID",
-                                     help: "app id accepted as X-App-Id; repeat for several (--app-id \"\" clears)",
-                                     repeatable: true, impliedEnvironments: [.production, .sandbox]) { id in
-                guard AppIdentifierKind.isWellFormed(id) else { throw SettingRejected("must be letters, digits, '.', '_' or '-'") }
+            ClientSettingDeclaration(
+                flag: "app-id", key: appIDsSetting, valueName: "ID",
+                help: "app id accepted as X-App-Id; repeat for several (--app-id \"\" clears)",
+                repeatable: true, impliedEnvironments: [.production, .sandbox]
+            ) { id in
+                guard AppIdentifierKind.isWellFormed(id) else {
+                    throw SettingRejected("must be letters, digits, '.', '_' or '-'")
+                }
                 return id
-            },
-        ]) { environment in try HiveAxyl.fromEnvironment(environment.variables) }
+            }
+        ]
+    ) { environment in try HiveAxyl.fromEnvironment(environment.variables) }
 }

@@ -14,9 +14,11 @@ public struct HiveAxyl: DialectProvider {
     package static let defaultTokenLifetime: Duration = .seconds(3600)
 
     /// Per client, per process: generous, it only stops a runaway caller.
-    package static let perClient = RateLimitPolicy(name: "hiveaxyl.client", key: .client, limit: 6000, window: .seconds(60), shared: false)
+    package static let perClient = RateLimitPolicy(
+        name: "hiveaxyl.client", key: .client, limit: 6000, window: .seconds(60), shared: false)
     /// Token requests per caller address: each one checks a secret against the database.
-    package static let tokenRequests = RateLimitPolicy(name: "hiveaxyl.token", key: .callerAddress, limit: 120, window: .seconds(60), shared: false)
+    package static let tokenRequests = RateLimitPolicy(
+        name: "hiveaxyl.token", key: .callerAddress, limit: 120, window: .seconds(60), shared: false)
 
     /// How long an access token lives (`expires_in`).
     public let tokenLifetime: Duration
@@ -29,10 +31,14 @@ public struct HiveAxyl: DialectProvider {
     public typealias Invalid = ConfigurationInvalid
 
     /// `RECEIPTGATE_HIVEAXYL_TOKEN_SECONDS`: 60 to 86400, default 3600.
-    public static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) throws -> HiveAxyl {
+    public static func fromEnvironment(
+        _ environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws -> HiveAxyl {
         guard let raw = environment[tokenLifetimeVariable], !raw.isEmpty else { return HiveAxyl() }
         guard let seconds = Int(raw), (60...86_400).contains(seconds) else {
-            throw Invalid(variable: tokenLifetimeVariable, problem: "must be a whole number of seconds from 60 to 86400, got \"\(raw.prefix(40))\"")
+            throw Invalid(
+                variable: tokenLifetimeVariable,
+                problem: "must be a whole number of seconds from 60 to 86400, got \"\(raw.prefix(40))\"")
         }
         return HiveAxyl(tokenLifetime: .seconds(seconds))
     }
@@ -45,10 +51,12 @@ public struct HiveAxyl: DialectProvider {
             Route("POST", "/auth/v1/token", authentication: .none) { request, context in
                 await HiveAxylTokenEndpoint(core: core, lifetime: lifetime).respond(to: request, context: context)
             },
-            Route("POST", "/payment/v1/purchase/verify", authentication: bearer, rateLimits: [Self.perClient]) { request, context in
+            Route("POST", "/payment/v1/purchase/verify", authentication: bearer, rateLimits: [Self.perClient]) {
+                request, context in
                 await HiveAxylVerifier(core: core, request: request, context: context).purchase()
             },
-            Route("POST", "/payment/v1/subscription/verify", authentication: bearer, rateLimits: [Self.perClient]) { request, context in
+            Route("POST", "/payment/v1/subscription/verify", authentication: bearer, rateLimits: [Self.perClient]) {
+                request, context in
                 await HiveAxylVerifier(core: core, request: request, context: context).subscription()
             },
         ]

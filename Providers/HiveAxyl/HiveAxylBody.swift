@@ -52,7 +52,9 @@ struct HiveAxylBody {
     }
 
     func requiredString(_ name: String, maxLength: Int) throws(HiveAxylResult) -> String {
-        guard let text = try string(name, maxLength: maxLength), !text.isEmpty else { throw .invalid("missing required field: \(name)") }
+        guard let text = try string(name, maxLength: maxLength), !text.isEmpty else {
+            throw .invalid("missing required field: \(name)")
+        }
         return text
     }
 
@@ -70,7 +72,8 @@ struct HiveAxylBody {
         let provider = try requiredString("providerId", maxLength: 32)
         guard let store = core.store(forVendorCode: provider) else {
             let served = core.stores.map(\.vendorCode).joined(separator: ", ")
-            throw .invalid("providerId \(provider.prefix(32).uppercased()) is not served here; this server serves \(served)")
+            throw .invalid(
+                "providerId \(provider.prefix(32).uppercased()) is not served here; this server serves \(served)")
         }
         return store
     }
@@ -93,6 +96,7 @@ struct HiveAxylBody {
 
     static func camelCase(_ snake: String) -> String {
         let parts = snake.split(separator: "_")
-        return (parts.first.map(String.init) ?? "") + parts.dropFirst().map { $0.prefix(1).uppercased() + $0.dropFirst() }.joined()
+        return (parts.first.map(String.init) ?? "")
+            + parts.dropFirst().map { $0.prefix(1).uppercased() + $0.dropFirst() }.joined()
     }
 }

@@ -22,8 +22,10 @@ struct HiveAxylPurchaseData: Encodable {
     let accountMatch: AccountMatch
 
     enum Keys: String, CodingKey {
-        case hiveAxylPurchaseCancelState, hiveAxylDuplicated, hiveAxylAccountUuidCompare, hiveAxylPurchaseTest, hiveAxylProductId
-        case hiveAxylQuantity, hiveAxylPrice, hiveAxylCurrency, hiveAxylStoreTransactionId, hiveAxylOriginalStoreTransactionId
+        case hiveAxylPurchaseCancelState, hiveAxylDuplicated, hiveAxylAccountUuidCompare, hiveAxylPurchaseTest,
+            hiveAxylProductId
+        case hiveAxylQuantity, hiveAxylPrice, hiveAxylCurrency, hiveAxylStoreTransactionId,
+            hiveAxylOriginalStoreTransactionId
         case hiveAxylPurchaseDate
     }
 
@@ -67,11 +69,14 @@ struct HiveAxylSubscriptionData: Encodable {
         var container = encoder.container(keyedBy: Keys.self)
         try container.encode(state.expiresDate?.epochMilliseconds, forKey: .hiveAxylExpiresDate)
         let reclaimed = state.status == .refunded || state.status == .revoked
-        try container.encode(reclaimed ? (state.revocationDate ?? transaction.revocationDate)?.epochMilliseconds : nil, forKey: .hiveAxylRefundDate)
+        try container.encode(
+            reclaimed ? (state.revocationDate ?? transaction.revocationDate)?.epochMilliseconds : nil,
+            forKey: .hiveAxylRefundDate)
         try container.encode(duplicate, forKey: .hiveAxylDuplicated)
         try container.encode(hiveAxylAccountCompare(accountMatch), forKey: .hiveAxylAccountUuidCompare)
         try container.encode(state.productID ?? transaction.productID, forKey: .hiveAxylProductId)
-        try container.encode(state.latestTransactionID ?? transaction.transactionID, forKey: .hiveAxylStoreTransactionId)
+        try container.encode(
+            state.latestTransactionID ?? transaction.transactionID, forKey: .hiveAxylStoreTransactionId)
         try container.encode(state.originalTransactionID, forKey: .hiveAxylOriginalStoreTransactionId)
         try container.encode(hiveAxylTestFlag(state.environment), forKey: .hiveAxylPurchaseTest)
         try container.encode(state.autoRenew, forKey: .hiveAxylAutoRenew)

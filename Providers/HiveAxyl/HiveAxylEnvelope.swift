@@ -11,9 +11,15 @@ package struct HiveAxylResult: Error, Sendable, Equatable {
 
     package static let success = HiveAxylResult(status: 200, code: 100, message: "SUCCESS")
 
-    package static func invalid(_ message: String) -> HiveAxylResult { HiveAxylResult(status: 400, code: 4000, message: message) }
-    package static func unauthorized(_ message: String) -> HiveAxylResult { HiveAxylResult(status: 401, code: 4010, message: message) }
-    package static func forbidden(_ message: String) -> HiveAxylResult { HiveAxylResult(status: 403, code: 4030, message: message) }
+    package static func invalid(_ message: String) -> HiveAxylResult {
+        HiveAxylResult(status: 400, code: 4000, message: message)
+    }
+    package static func unauthorized(_ message: String) -> HiveAxylResult {
+        HiveAxylResult(status: 401, code: 4010, message: message)
+    }
+    package static func forbidden(_ message: String) -> HiveAxylResult {
+        HiveAxylResult(status: 403, code: 4030, message: message)
+    }
 
     /// The shared error code → (HTTP status, this dialect's code). Written once, here.
     package static func code(for error: ErrorCode) -> (status: Int, code: Int) {
@@ -40,7 +46,8 @@ package struct HiveAxylResult: Error, Sendable, Equatable {
     /// store's credentials not configured) is a 502 too, but says what is wrong instead of inviting a retry.
     static func from(_ error: StoreVerificationError) -> HiveAxylResult {
         if error.isRetryable {
-            return HiveAxylResult(status: 502, code: 5020, message: "store unreachable (\(error.reason)); safe to retry")
+            return HiveAxylResult(
+                status: 502, code: 5020, message: "store unreachable (\(error.reason)); safe to retry")
         }
         if error.code == .verifierError {
             return HiveAxylResult(status: 502, code: 5020, message: "\(error.reason): \(error.message)")
@@ -48,7 +55,8 @@ package struct HiveAxylResult: Error, Sendable, Equatable {
         return from(error.code, message: "\(error.reason): \(error.message)")
     }
 
-    static let unavailable = HiveAxylResult(status: 502, code: 5020, message: "verification is unavailable right now; safe to retry")
+    static let unavailable = HiveAxylResult(
+        status: 502, code: 5020, message: "verification is unavailable right now; safe to retry")
 }
 
 /// Encodes the envelope with `data` always present (null on failure).

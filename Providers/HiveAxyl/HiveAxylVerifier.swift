@@ -16,10 +16,12 @@ struct HiveAxylVerifier {
 
     func purchase() async -> RouteResponse {
         await answer { client in
-            let body = try Self.body(request.body, required: ["providerId", "axylReceipt", "productId", "accountUuid", "requestType"])
+            let body = try Self.body(
+                request.body, required: ["providerId", "axylReceipt", "productId", "accountUuid", "requestType"])
             let store = try body.store(core: core)
-            var verification = VerificationRequest(store: store.store, evidence: try body.requiredString("axylReceipt", maxLength: Self.maxReceiptLength),
-                                                   requestID: context.requestID)
+            var verification = VerificationRequest(
+                store: store.store, evidence: try body.requiredString("axylReceipt", maxLength: Self.maxReceiptLength),
+                requestID: context.requestID)
             verification.evidenceFields = try body.evidenceFields(for: store)
             verification.productID = try body.requiredString("productId", maxLength: Self.maxIDLength)
             verification.accountToken = try body.requiredString("accountUuid", maxLength: Self.maxIDLength)
@@ -32,14 +34,19 @@ struct HiveAxylVerifier {
             let proven = try await core.prove(verification, client: client)
             // Checked before recording: a receipt sent to the wrong route leaves no trace in the ledger.
             guard !Self.isSubscription(proven.purchase) else {
-                throw HiveAxylResult.invalid("axylReceipt is an auto-renewable subscription; verify it with POST /payment/v1/subscription/verify")
+                throw HiveAxylResult.invalid(
+                    "axylReceipt is an auto-renewable subscription; verify it with POST /payment/v1/subscription/verify"
+                )
             }
             let outcome = try await core.record(proven, client: client)  // no effects: may share a commit
             let recorded = outcome.transaction
             // The ledger's word now: a refund learned from a store notification shows here.
-            let current = try await core.transaction(store: recorded.store, transactionID: recorded.transactionID, client: client)
+            let current =
+                try await core.transaction(store: recorded.store, transactionID: recorded.transactionID, client: client)
                 .flatMap { $0.environment == recorded.environment ? $0 : nil } ?? recorded
-            return HiveAxylResult.success(HiveAxylPurchaseData(transaction: current, duplicate: outcome.duplicate, accountMatch: outcome.accountMatch))
+            return HiveAxylResult.success(
+                HiveAxylPurchaseData(
+                    transaction: current, duplicate: outcome.duplicate, accountMatch: outcome.accountMatch))
         }
     }
 
@@ -50,42 +57,57 @@ struct HiveAxylVerifier {
             let (verification, storeTransactionID) = try subscriptionRequest()
             let proven = try await core.prove(verification, client: client)
             guard Self.isSubscription(proven.purchase) else {
-                throw HiveAxylResult.invalid("axylReceipt is not an auto-renewable subscription; verify it with POST /payment/v1/purchase/verify")
+                throw HiveAxylResult.invalid(
+                    "axylReceipt is not an auto-renewable subscription; verify it with POST /payment/v1/purchase/verify"
+                )
             }
             if let storeTransactionID, !storeTransactionID.isEmpty, !Self.names(proven.purchase, storeTransactionID) {
-                throw HiveAxylResult.invalid("storeTransactionId \(storeTransactionID) is not a transaction of this receipt")
+                throw HiveAxylResult.invalid(
+                    "storeTransactionId \(storeTransactionID) is not a transaction of this receipt")
             }
             let outcome = try await core.record(proven, client: client)  // no effects: may share a commit
             let recorded = outcome.transaction
             // The latest period the ledger knows (a renewal or refund from a store notification), not the JWS's.
-            let ledger = try await core.subscription(store: recorded.store, originalTransactionID: recorded.originalOrSelf, client: client)
-                .flatMap { $0.environment == recorded.environment ? $0 : nil }
+            let ledger = try await core.subscription(
+                store: recorded.store, originalTransactionID: recorded.originalOrSelf, client: client
+            )
+            .flatMap { $0.environment == recorded.environment ? $0 : nil }
             let state = ledger ?? outcome.subscription ?? Self.subscriptionState(of: recorded)
-            return HiveAxylResult.success(HiveAxylSubscriptionData(state: state, transaction: recorded, duplicate: outcome.duplicate,
-                                                                   accountMatch: outcome.accountMatch))
+            return HiveAxylResult.success(
+                HiveAxylSubscriptionData(
+                    state: state, transaction: recorded, duplicate: outcome.duplicate,
+                    accountMatch: outcome.accountMatch))
         }
     }
 
     /// The subscription body, checked field by field as the contract lists them, and the
     /// `storeTransactionId` the caller named.
     private func subscriptionRequest() throws -> (VerificationRequest, String?) {
-        let body = try Self.body(request.body, required: ["providerId", "axylReceipt", "accountUuid", "country", "language", "requestType"])
+        let body = try Self.body(
+            request.body, required: ["providerId", "axylReceipt", "accountUuid", "country", "language", "requestType"])
         let store = try body.store(core: core)
         let receipt = try body.requiredString("axylReceipt", maxLength: Self.maxReceiptLength)
         var verification = VerificationRequest(store: store.store, evidence: receipt, requestID: context.requestID)
         verification.evidenceFields = try body.evidenceFields(for: store)
         verification.accountToken = try body.requiredString("accountUuid", maxLength: Self.maxIDLength)
         let country = try body.requiredString("country", maxLength: 8)
-        guard ISOCodes.isCountry(country) else { throw HiveAxylResult.invalid("country must be an ISO 3166-1 alpha-2 code (e.g. KR, US), got \"\(country)\"") }
+        guard ISOCodes.isCountry(country) else {
+            throw HiveAxylResult.invalid("country must be an ISO 3166-1 alpha-2 code (e.g. KR, US), got \"\(country)\"")
+        }
         let language = try body.requiredString("language", maxLength: 8)
-        guard ISOCodes.isLanguage(language) else { throw HiveAxylResult.invalid("language must be an ISO 639-1 code (e.g. ko, en), got \"\(language)\"") }
+        guard ISOCodes.isLanguage(language) else {
+            throw HiveAxylResult.invalid("language must be an ISO 639-1 code (e.g. ko, en), got \"\(language)\"")
+        }
         _ = try body.requestType()
-        let storeTransactionID = try body.string("storeTransactionId", maxLength: Self.maxIDLength, numbersAllowed: true)
+        let storeTransactionID = try body.string(
+            "storeTransactionId", maxLength: Self.maxIDLength, numbersAllowed: true)
         // A bare purchase token stands for a whole subscription, not one of its orders; a signed
         // transaction or a purchase JSON names its order.
         if store.evidenceShapes.contains(.purchaseToken), storeTransactionID?.isEmpty ?? true,
-           EvidenceShape.forms(of: receipt).contains(.purchaseToken) {
-            throw HiveAxylResult.invalid("storeTransactionId is required with a bare \(store.displayName) purchase token")
+            EvidenceShape.forms(of: receipt).contains(.purchaseToken)
+        {
+            throw HiveAxylResult.invalid(
+                "storeTransactionId is required with a bare \(store.displayName) purchase token")
         }
         return (verification, storeTransactionID)
     }
@@ -96,7 +118,9 @@ struct HiveAxylVerifier {
     /// client's mistake or a forged receipt.
     private func answer(_ handle: (ClientInfo) async throws -> RouteResponse) async -> RouteResponse {
         do {
-            guard let client = context.client else { throw HiveAxylResult.unauthorized("a valid bearer access token is required") }
+            guard let client = context.client else {
+                throw HiveAxylResult.unauthorized("a valid bearer access token is required")
+            }
             try Self.checkAppID(request.headers["x-app-id"], client: client)
             return try await handle(client)
         } catch let result as HiveAxylResult {
@@ -104,7 +128,8 @@ struct HiveAxylVerifier {
         } catch let error as StoreVerificationError {
             return HiveAxylResult.from(error).response
         } catch {
-            context.logger.error("verification unavailable", ["request.id": context.requestID, "error": "\(type(of: error))"])
+            context.logger.error(
+                "verification unavailable", ["request.id": context.requestID, "error": "\(type(of: error))"])
             return HiveAxylResult.unavailable.response
         }
     }
@@ -136,13 +161,15 @@ struct HiveAxylVerifier {
     /// Whether the caller's `storeTransactionId` is this purchase: its transaction, its original
     /// transaction or its order, or the order a Google renewal (`GPA.x..N`) continues.
     static func names(_ purchase: VerifiedPurchase, _ id: String) -> Bool {
-        [purchase.transactionID, purchase.originalTransactionID, purchase.orderID].contains(id) || purchase.transactionID.hasPrefix(id + "..")
+        [purchase.transactionID, purchase.originalTransactionID, purchase.orderID].contains(id)
+            || purchase.transactionID.hasPrefix(id + "..")
     }
 
     /// A subscription as its one transaction describes it, when the ledger has no row for it.
     static func subscriptionState(of transaction: TransactionRecord) -> SubscriptionState {
-        var state = SubscriptionState(store: transaction.store, environment: transaction.environment,
-                                      originalTransactionID: transaction.originalOrSelf, status: SubscriptionStatus(transaction.state))
+        var state = SubscriptionState(
+            store: transaction.store, environment: transaction.environment,
+            originalTransactionID: transaction.originalOrSelf, status: SubscriptionStatus(transaction.state))
         state.productID = transaction.productID
         state.expiresDate = transaction.expiresDate
         state.revocationDate = transaction.revocationDate

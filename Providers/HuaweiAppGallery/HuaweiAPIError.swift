@@ -32,7 +32,9 @@ package struct HuaweiAPIError: Error, Sendable, CustomStringConvertible {
     /// What a `429` said to wait (`Retry-After`), where it said.
     package var retryAfter: Duration?
 
-    package init(_ kind: Kind, status: Int? = nil, responseCode: String? = nil, _ message: String, retryAfter: Duration? = nil) {
+    package init(
+        _ kind: Kind, status: Int? = nil, responseCode: String? = nil, _ message: String, retryAfter: Duration? = nil
+    ) {
         self.kind = kind
         self.status = status
         self.responseCode = responseCode
@@ -53,8 +55,10 @@ package struct HuaweiAPIError: Error, Sendable, CustomStringConvertible {
     static func response(code: String, message: String?) -> HuaweiAPIError {
         let detail = message.map { String($0.prefix(200)) } ?? "no message"
         return switch code {
-        case "-1", "1": HuaweiAPIError(.unavailable, status: 200, responseCode: code, "Huawei had an internal error (\(detail))")
-        case "6": HuaweiAPIError(.rejected, status: 200, responseCode: code, "Huawei refused this purchase token (\(detail))")
+        case "-1", "1":
+            HuaweiAPIError(.unavailable, status: 200, responseCode: code, "Huawei had an internal error (\(detail))")
+        case "6":
+            HuaweiAPIError(.rejected, status: 200, responseCode: code, "Huawei refused this purchase token (\(detail))")
         case "8", "9", "12": HuaweiAPIError(.notFound, status: 200, responseCode: code, detail)
         default: HuaweiAPIError(.rejected, status: 200, responseCode: code, detail)
         }
@@ -65,31 +69,43 @@ package struct HuaweiAPIError: Error, Sendable, CustomStringConvertible {
     var verificationError: StoreVerificationError {
         switch kind {
         case .badSignature:
-            StoreVerificationError(code: .verificationFailed, reason: "INVALID_SIGNATURE",
-                                   message: "the purchase data's signature does not match the app's IAP public key")
+            StoreVerificationError(
+                code: .verificationFailed, reason: "INVALID_SIGNATURE",
+                message: "the purchase data's signature does not match the app's IAP public key")
         case .notFound where responseCode == "12":
-            StoreVerificationError(code: .verificationFailed, reason: "PURCHASE_SUPERSEDED",
-                                   message: "Huawei verifies only the latest purchase of a product, and this token was delivered and the product "
-                                    + "bought again since: \(message)")
+            StoreVerificationError(
+                code: .verificationFailed, reason: "PURCHASE_SUPERSEDED",
+                message:
+                    "Huawei verifies only the latest purchase of a product, and this token was delivered and the product "
+                    + "bought again since: \(message)")
         case .notFound:
-            StoreVerificationError(code: .verificationFailed, reason: "PURCHASE_NOT_FOUND",
-                                   message: "Huawei does not know this purchase token as the latest unconfirmed one of its product: \(message)")
+            StoreVerificationError(
+                code: .verificationFailed, reason: "PURCHASE_NOT_FOUND",
+                message:
+                    "Huawei does not know this purchase token as the latest unconfirmed one of its product: \(message)")
         case .rejected where responseCode == "6":
-            StoreVerificationError(code: .verificationFailed, reason: "PURCHASE_TOKEN_REFUSED",
-                                   message: "\(message). The token is usually another app's, or a subscription's sent without its "
-                                    + "subscription id: for a subscription send the InAppPurchaseData JSON as the receipt, or "
-                                    + "huawei_subscription_id beside the token")
+            StoreVerificationError(
+                code: .verificationFailed, reason: "PURCHASE_TOKEN_REFUSED",
+                message: "\(message). The token is usually another app's, or a subscription's sent without its "
+                    + "subscription id: for a subscription send the InAppPurchaseData JSON as the receipt, or "
+                    + "huawei_subscription_id beside the token")
         case .rejected:
-            StoreVerificationError(code: .verificationFailed, reason: "PURCHASE_REJECTED", message: "Huawei refused the purchase: \(message)")
+            StoreVerificationError(
+                code: .verificationFailed, reason: "PURCHASE_REJECTED",
+                message: "Huawei refused the purchase: \(message)")
         case .permission:
-            StoreVerificationError(code: .verifierError, reason: "HUAWEI_PERMISSION_DENIED",
-                                   message: "\(message). Check the client's --huawei-app-id and --huawei-app-secret (AppGallery Connect, "
-                                    + "Project settings, App information) and that In-App Purchases is enabled for the app")
+            StoreVerificationError(
+                code: .verifierError, reason: "HUAWEI_PERMISSION_DENIED",
+                message: "\(message). Check the client's --huawei-app-id and --huawei-app-secret (AppGallery Connect, "
+                    + "Project settings, App information) and that In-App Purchases is enabled for the app")
         case .unavailable:
-            StoreVerificationError(code: .verifierError, reason: "HUAWEI_UNAVAILABLE", message: "Huawei IAP did not answer: \(message); safe to retry",
-                                   isRetryable: true)
+            StoreVerificationError(
+                code: .verifierError, reason: "HUAWEI_UNAVAILABLE",
+                message: "Huawei IAP did not answer: \(message); safe to retry",
+                isRetryable: true)
         case .invalidResponse:
-            StoreVerificationError(code: .verifierError, reason: "HUAWEI_INVALID_RESPONSE", message: message, isRetryable: true)
+            StoreVerificationError(
+                code: .verifierError, reason: "HUAWEI_INVALID_RESPONSE", message: message, isRetryable: true)
         case .notConfigured:
             StoreVerificationError(code: .verifierError, reason: "HUAWEI_NOT_CONFIGURED", message: message)
         }

@@ -1,6 +1,6 @@
-import OpenSSLCrypto
 package import Foundation
 package import HTTPClient
+import OpenSSLCrypto
 import ReceiptCore
 
 /// App-level access tokens from Huawei's OAuth 2.0 endpoint (client credentials grant: the app
@@ -41,13 +41,17 @@ package final class HuaweiAccessTokens: Sendable {
     /// How many exchanges were made (tests count them).
     package var exchanges: Int { get async { await cache.fetches } }
 
-    package init(url: String, http: HTTPClient, margin: TimeInterval = 300, failureLifetime: TimeInterval = 30,
-                 now: @escaping @Sendable () -> Date = { Date() }) {
+    package init(
+        url: String, http: HTTPClient, margin: TimeInterval = 300, failureLifetime: TimeInterval = 30,
+        now: @escaping @Sendable () -> Date = { Date() }
+    ) {
         self.url = url
         self.http = http
         self.margin = margin
         self.now = now
-        cache = ExpiringCache(now: now, failureLifetime: failureLifetime, remembersFailure: { ($0 as? HuaweiAPIError)?.kind == .permission })
+        cache = ExpiringCache(
+            now: now, failureLifetime: failureLifetime,
+            remembersFailure: { ($0 as? HuaweiAPIError)?.kind == .permission })
     }
 
     /// An access token for `app`, from the cache or one shared exchange.
@@ -65,11 +69,15 @@ package final class HuaweiAccessTokens: Sendable {
         await cache.invalidate(app.cacheKey) { $0 == token }
     }
 
-    private static func exchange(_ app: App, url: String, http: HTTPClient, now: @Sendable () -> Date) async throws -> Token {
+    private static func exchange(
+        _ app: App, url: String, http: HTTPClient, now: @Sendable () -> Date
+    ) async throws -> Token {
         let issued = now()
-        let form = "grant_type=client_credentials&client_id=\(formEncode(app.id))&client_secret=\(formEncode(app.secret))"
-        var request = HTTPClient.Request(method: "POST", url: url, headers: [("Content-Type", "application/x-www-form-urlencoded")],
-                                         body: Data(form.utf8))
+        let form =
+            "grant_type=client_credentials&client_id=\(formEncode(app.id))&client_secret=\(formEncode(app.secret))"
+        var request = HTTPClient.Request(
+            method: "POST", url: url, headers: [("Content-Type", "application/x-www-form-urlencoded")],
+            body: Data(form.utf8))
         request.timeout = .seconds(10)
         let response: HTTPClient.Response
         do { response = try await http.send(request) } catch {
@@ -79,18 +87,23 @@ package final class HuaweiAccessTokens: Sendable {
         switch response.status {
         case 200:
             guard let value = answer?["access_token"] as? String, !value.isEmpty else {
-                throw HuaweiAPIError(.invalidResponse, status: 200, "the OAuth endpoint answered without an access_token")
+                throw HuaweiAPIError(
+                    .invalidResponse, status: 200, "the OAuth endpoint answered without an access_token")
             }
             let lifetime = (answer?["expires_in"] as? NSNumber)?.doubleValue ?? 3600
             return Token(value: value, expires: issued.addingTimeInterval(lifetime))
         case 400, 401, 403:
             // Huawei's `{"error": 1101, "sub_error": 20001, "error_description": "..."}`: the app id or secret is wrong.
-            let detail = [answer?["error"], answer?["sub_error"], answer?["error_description"]].compactMap { $0.map { "\($0)" } }
-                .joined(separator: ": ")
-            throw HuaweiAPIError(.permission, status: response.status,
-                                 "the OAuth endpoint refused \(app) (\(detail.isEmpty ? "no detail" : String(detail.prefix(200))))")
+            let detail = [answer?["error"], answer?["sub_error"], answer?["error_description"]].compactMap {
+                $0.map { "\($0)" }
+            }
+            .joined(separator: ": ")
+            throw HuaweiAPIError(
+                .permission, status: response.status,
+                "the OAuth endpoint refused \(app) (\(detail.isEmpty ? "no detail" : String(detail.prefix(200))))")
         default:
-            throw HuaweiAPIError(.unavailable, status: response.status, "the OAuth endpoint answered HTTP \(response.status)")
+            throw HuaweiAPIError(
+                .unavailable, status: response.status, "the OAuth endpoint answered HTTP \(response.status)")
         }
     }
 

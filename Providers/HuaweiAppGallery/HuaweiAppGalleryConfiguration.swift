@@ -71,44 +71,64 @@ public struct HuaweiAppGalleryConfiguration: Sendable {
         }
         if let raw = settings.value("RECEIPTGATE_HUAWEI_CANCELLED_POLL_SECONDS") {
             guard let seconds = Int(raw), seconds >= 0 else {
-                throw ConfigurationInvalid(variable: "RECEIPTGATE_HUAWEI_CANCELLED_POLL_SECONDS",
-                                           problem: "must be a whole number of seconds (0 turns it off), got \"\(raw)\"")
+                throw ConfigurationInvalid(
+                    variable: "RECEIPTGATE_HUAWEI_CANCELLED_POLL_SECONDS",
+                    problem: "must be a whole number of seconds (0 turns it off), got \"\(raw)\"")
             }
             configuration.cancelledPurchasesInterval = seconds == 0 ? nil : .seconds(seconds)
         }
         if let raw = settings.value("RECEIPTGATE_HUAWEI_CANCELLED_POLL_SITES") {
-            let names = raw.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }.filter { !$0.isEmpty }
+            let names = raw.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }.filter {
+                !$0.isEmpty
+            }
             let sites = names.compactMap(HuaweiSite.init(rawValue:))
             guard !sites.isEmpty, sites.count == names.count else {
-                throw ConfigurationInvalid(variable: "RECEIPTGATE_HUAWEI_CANCELLED_POLL_SITES",
-                                           problem: "must be a comma-separated list of " + HuaweiSite.allCases.map(\.rawValue).joined(separator: ", ")
-                                            + ", got \"\(raw)\"")
+                throw ConfigurationInvalid(
+                    variable: "RECEIPTGATE_HUAWEI_CANCELLED_POLL_SITES",
+                    problem: "must be a comma-separated list of "
+                        + HuaweiSite.allCases.map(\.rawValue).joined(separator: ", ")
+                        + ", got \"\(raw)\"")
             }
             configuration.cancelledPurchasesSites = sites
         }
         var reads = configuration.notificationReads
         reads.atOnce = try whole(settings, "RECEIPTGATE_HUAWEI_NOTIFICATION_READS_AT_ONCE", 1...256) ?? reads.atOnce
-        reads.perAppPerMinute = try whole(settings, "RECEIPTGATE_HUAWEI_NOTIFICATION_READS_PER_MINUTE", 1...1_000_000) ?? reads.perAppPerMinute
-        reads.signedPerAppPerMinute = try whole(settings, "RECEIPTGATE_HUAWEI_SIGNED_NOTIFICATION_READS_PER_MINUTE", 1...1_000_000)
+        reads.perAppPerMinute =
+            try whole(settings, "RECEIPTGATE_HUAWEI_NOTIFICATION_READS_PER_MINUTE", 1...1_000_000)
+            ?? reads.perAppPerMinute
+        reads.signedPerAppPerMinute =
+            try whole(settings, "RECEIPTGATE_HUAWEI_SIGNED_NOTIFICATION_READS_PER_MINUTE", 1...1_000_000)
             ?? reads.signedPerAppPerMinute
         reads.threads = try whole(settings, "RECEIPTGATE_HUAWEI_NOTIFICATION_READ_THREADS", 1...256) ?? reads.threads
-        reads.timeout = try whole(settings, "RECEIPTGATE_HUAWEI_NOTIFICATION_READ_TIMEOUT_SECONDS", 1...60).map { .seconds($0) } ?? reads.timeout
-        reads.outcomeLifetime = try whole(settings, "RECEIPTGATE_HUAWEI_NOTIFICATION_MEMORY_SECONDS", 1...86_400).map { .seconds($0) }
+        reads.timeout =
+            try whole(settings, "RECEIPTGATE_HUAWEI_NOTIFICATION_READ_TIMEOUT_SECONDS", 1...60).map { .seconds($0) }
+            ?? reads.timeout
+        reads.outcomeLifetime =
+            try whole(settings, "RECEIPTGATE_HUAWEI_NOTIFICATION_MEMORY_SECONDS", 1...86_400).map { .seconds($0) }
             ?? reads.outcomeLifetime
-        reads.unsettledLifetime = try whole(settings, "RECEIPTGATE_HUAWEI_NOTIFICATION_UNSETTLED_MEMORY_SECONDS", 1...3600).map { .seconds($0) }
+        reads.unsettledLifetime =
+            try whole(settings, "RECEIPTGATE_HUAWEI_NOTIFICATION_UNSETTLED_MEMORY_SECONDS", 1...3600).map {
+                .seconds($0)
+            }
             ?? reads.unsettledLifetime
-        reads.maxRemembered = try whole(settings, "RECEIPTGATE_HUAWEI_NOTIFICATION_MEMORY_ENTRIES", 100...10_000_000) ?? reads.maxRemembered
+        reads.maxRemembered =
+            try whole(settings, "RECEIPTGATE_HUAWEI_NOTIFICATION_MEMORY_ENTRIES", 100...10_000_000)
+            ?? reads.maxRemembered
         configuration.notificationReads = reads
-        configuration.oauthFailureLifetime = try whole(settings, "RECEIPTGATE_HUAWEI_OAUTH_FAILURE_SECONDS", 1...3600).map(TimeInterval.init)
+        configuration.oauthFailureLifetime =
+            try whole(settings, "RECEIPTGATE_HUAWEI_OAUTH_FAILURE_SECONDS", 1...3600).map(TimeInterval.init)
             ?? configuration.oauthFailureLifetime
         return configuration
     }
 
     /// A whole number within `range`, or nil when unset; throws `ConfigurationInvalid` naming the variable.
-    private static func whole(_ settings: EnvironmentSettings, _ name: String, _ range: ClosedRange<Int>) throws -> Int? {
+    private static func whole(_ settings: EnvironmentSettings, _ name: String, _ range: ClosedRange<Int>) throws -> Int?
+    {
         guard let raw = settings.value(name) else { return nil }
         guard let value = Int(raw), range.contains(value) else {
-            throw ConfigurationInvalid(variable: name, problem: "must be a whole number from \(range.lowerBound) to \(range.upperBound), got \"\(raw)\"")
+            throw ConfigurationInvalid(
+                variable: name,
+                problem: "must be a whole number from \(range.lowerBound) to \(range.upperBound), got \"\(raw)\"")
         }
         return value
     }
@@ -158,8 +178,10 @@ package enum HuaweiSite: String, Sendable, CaseIterable {
     }
 
     static let europe: Set<String> = [
-        "AD", "AL", "AT", "BA", "BE", "BG", "BY", "CH", "CY", "CZ", "DE", "DK", "EE", "ES", "FI", "FO", "FR", "GB", "GI", "GR", "HR",
-        "HU", "IE", "IS", "IT", "LI", "LT", "LU", "LV", "MC", "MD", "ME", "MK", "MT", "NL", "NO", "PL", "PT", "RO", "RS", "SE", "SI",
+        "AD", "AL", "AT", "BA", "BE", "BG", "BY", "CH", "CY", "CZ", "DE", "DK", "EE", "ES", "FI", "FO", "FR", "GB",
+        "GI", "GR", "HR",
+        "HU", "IE", "IS", "IT", "LI", "LT", "LU", "LV", "MC", "MD", "ME", "MK", "MT", "NL", "NO", "PL", "PT", "RO",
+        "RS", "SE", "SI",
         "SK", "SM", "UA", "VA", "XK",
     ]
 }

@@ -11,8 +11,10 @@ extension HuaweiAppGalleryProvider {
     /// the record itself, since the list is Huawei's own answer to the app's authenticated
     /// request, not a hint anyone could send. Throws `HuaweiAPIError` when Huawei cannot be asked
     /// now, so the page is read again by the next run.
-    func cancelledPurchase(_ listed: HuaweiCancelledPurchase, access: Access, apps: Set<String>, environments: Set<StoreEnvironment>,
-                           site: HuaweiSite) async throws -> StoreNotification? {
+    func cancelledPurchase(
+        _ listed: HuaweiCancelledPurchase, access: Access, apps: Set<String>, environments: Set<StoreEnvironment>,
+        site: HuaweiSite
+    ) async throws -> StoreNotification? {
         guard let token = listed.purchaseToken, var evidence = try? HuaweiEvidence.bareToken(token) else { return nil }
         if let subscriptionID = listed.subscriptionId {
             evidence.subscriptionID = subscriptionID
@@ -22,14 +24,18 @@ extension HuaweiAppGalleryProvider {
         var purchase: VerifiedPurchase
         do {
             // At the site that listed it: an AppTouch purchase is known only there.
-            purchase = try await fetch(evidence, productID: listed.productId, access: access, registered: apps, lenient: true, deadline: nil,
-                                       site: site, revokedAt: listedAt)
+            purchase = try await fetch(
+                evidence, productID: listed.productId, access: access, registered: apps, lenient: true, deadline: nil,
+                site: site, revokedAt: listedAt)
         } catch let error as HuaweiAPIError where error.kind == .notFound {
             // Only a token Huawei refuses because it was delivered (9 consumed or confirmed, 12 no
             // longer the latest): one it does not know at all (8) stays unbacked.
             guard error.responseCode == "9" || error.responseCode == "12",
-                  let listedRefund = Self.listedRefund(listed, token: token, apps: apps, site: site, at: listedAt ?? now()) else {
-                logger.info("a Huawei cancelled purchase could not be read again; nothing changed", ["problem": error.message])
+                let listedRefund = Self.listedRefund(
+                    listed, token: token, apps: apps, site: site, at: listedAt ?? now())
+            else {
+                logger.info(
+                    "a Huawei cancelled purchase could not be read again; nothing changed", ["problem": error.message])
                 return nil
             }
             purchase = listedRefund
@@ -37,15 +43,20 @@ extension HuaweiAppGalleryProvider {
             // (Code 6) a subscription the order service will not read and the list gave no
             // subscription id for, or a token Huawei refuses: nothing backs the record. A refunded
             // subscription still reaches the ledger by its notification or its read-back.
-            logger.info("a Huawei cancelled purchase could not be read again; nothing changed", ["problem": error.message])
+            logger.info(
+                "a Huawei cancelled purchase could not be read again; nothing changed", ["problem": error.message])
             return nil
         } catch let error as HuaweiAPIError where error.kind == .badSignature {
-            logger.warning("a Huawei cancelled purchase's data does not match the app's IAP key; nothing changed", ["app": access.app.id])
+            logger.warning(
+                "a Huawei cancelled purchase's data does not match the app's IAP key; nothing changed",
+                ["app": access.app.id])
             return nil
         } catch is StoreVerificationError {
             return nil  // another package or product: nothing of this client's to change
         }
-        guard purchase.revocationDate != nil, environments.contains(purchase.environment), purchase.dateOutOfRange == nil else { return nil }
+        guard purchase.revocationDate != nil, environments.contains(purchase.environment),
+            purchase.dateOutOfRange == nil
+        else { return nil }
         if purchase.revocationReasonCode == nil, let reason = listed.cancelledReason {
             purchase.revocationReasonCode = reason
             purchase.revocationReason = HuaweiCancelledPurchase.reasons[reason] ?? purchase.revocationReason
@@ -53,8 +64,10 @@ extension HuaweiAppGalleryProvider {
         let orderID = listed.orderId ?? purchase.orderID ?? purchase.transactionID
         var stored = StoreNotification(
             store: store, notificationID: "cancelled:\(orderID)", type: "CANCELLED_PURCHASE",
-            subtype: listed.cancelledSource.flatMap { HuaweiCancelledPurchase.sources[$0] }, environment: purchase.environment,
-            appIdentifier: purchase.appIdentifier, transactionID: purchase.transactionID, originalTransactionID: purchase.originalTransactionID,
+            subtype: listed.cancelledSource.flatMap { HuaweiCancelledPurchase.sources[$0] },
+            environment: purchase.environment,
+            appIdentifier: purchase.appIdentifier, transactionID: purchase.transactionID,
+            originalTransactionID: purchase.originalTransactionID,
             productID: purchase.productID, signedAt: listedAt ?? purchase.revocationDate, decodedJSON: listed.kept)
         stored.event = StoreEvent(kind: .refunded, purchase: purchase)
         return stored
@@ -65,8 +78,12 @@ extension HuaweiAppGalleryProvider {
     /// The record carries no package or environment: the client's first Huawei package, and
     /// production (the list is of real purchases). Nil for a subscription's record (its
     /// subscription is re-read by id, or left to its notification) or a record without its order.
-    static func listedRefund(_ listed: HuaweiCancelledPurchase, token: String, apps: Set<String>, site: HuaweiSite, at revokedAt: Date) -> VerifiedPurchase? {
-        guard listed.subscriptionId == nil, let orderID = listed.orderId, let app = apps.sorted().first else { return nil }
+    static func listedRefund(
+        _ listed: HuaweiCancelledPurchase, token: String, apps: Set<String>, site: HuaweiSite, at revokedAt: Date
+    ) -> VerifiedPurchase? {
+        guard listed.subscriptionId == nil, let orderID = listed.orderId, let app = apps.sorted().first else {
+            return nil
+        }
         var purchase = VerifiedPurchase(store: .huaweiAppGallery, environment: .production, transactionID: orderID)
         purchase.orderID = orderID
         purchase.originalTransactionID = orderID

@@ -9,23 +9,32 @@ extension HuaweiAppGalleryProvider {
     public func acknowledgement(for purchase: VerifiedPurchase, client: ClientInfo) -> StoreAcknowledgement? {
         let attributes = purchase.storeAttributes
         guard purchase.store == store, purchase.kind == .consumable, purchase.revocationDate == nil,
-              let token = attributes["purchase_token"], let productID = purchase.productID, let appID = client.setting(Setting.appID),
-              attributes["confirmed"] != "true", attributes["consumed"] != "true" else { return nil }
-        return StoreAcknowledgement(store: store, clientID: client.clientID, parameters: [
-            "action": "confirm", "app_id": appID, "product_id": productID, "purchase_token": token,
-            "site": attributes["site"] ?? HuaweiSite.china.rawValue,
-        ])
+            let token = attributes["purchase_token"], let productID = purchase.productID,
+            let appID = client.setting(Setting.appID),
+            attributes["confirmed"] != "true", attributes["consumed"] != "true"
+        else { return nil }
+        return StoreAcknowledgement(
+            store: store, clientID: client.clientID,
+            parameters: [
+                "action": "confirm", "app_id": appID, "product_id": productID, "purchase_token": token,
+                "site": attributes["site"] ?? HuaweiSite.china.rawValue,
+            ])
     }
 
     /// Sends it with the client's app secret. Huawei answering "already confirmed" is success;
     /// any other error makes the outbox try again later.
     public func acknowledge(_ acknowledgement: StoreAcknowledgement, credentials: [String: String]) async throws {
         let parameters = acknowledgement.parameters
-        guard let appID = parameters["app_id"], let productID = parameters["product_id"], let token = parameters["purchase_token"] else {
-            throw StoreVerificationError(code: .invalidField, reason: "ACKNOWLEDGEMENT_INCOMPLETE", message: "the confirmation lacks its purchase")
+        guard let appID = parameters["app_id"], let productID = parameters["product_id"],
+            let token = parameters["purchase_token"]
+        else {
+            throw StoreVerificationError(
+                code: .invalidField, reason: "ACKNOWLEDGEMENT_INCOMPLETE",
+                message: "the confirmation lacks its purchase")
         }
         guard let secret = credentials[Setting.appSecret], !secret.isEmpty else {
-            throw HuaweiAPIError(.notConfigured, "this client has no Huawei app secret (--huawei-app-secret)").verificationError
+            throw HuaweiAPIError(.notConfigured, "this client has no Huawei app secret (--huawei-app-secret)")
+                .verificationError
         }
         let site = parameters["site"].flatMap(HuaweiSite.init(rawValue:)) ?? .china
         do {
@@ -34,8 +43,9 @@ extension HuaweiAppGalleryProvider {
             return  // confirmed or consumed already (the app's SDK may have done it)
         } catch let error as HuaweiAPIError {
             if error.kind == .permission || error.kind == .notConfigured {
-                logger.error("Huawei refused a confirmation; the operator must fix the client's app id or secret",
-                             ["client.id": acknowledgement.clientID, "problem": error.message])
+                logger.error(
+                    "Huawei refused a confirmation; the operator must fix the client's app id or secret",
+                    ["client.id": acknowledgement.clientID, "problem": error.message])
             }
             throw error.verificationError
         }

@@ -1,5 +1,5 @@
-import OpenSSLCrypto
 import Foundation
+import OpenSSLCrypto
 import ReceiptCore
 
 /// Huawei's purchase data in store-neutral terms. `lenient` (notifications, read-backs, the
@@ -9,15 +9,18 @@ extension HuaweiAppGalleryProvider {
     /// A consumable or non-consumable. Refunded (`purchaseState` 2), and canceled (1) read as
     /// news, are recorded as revoked, so the game is told and never delivers; canceled claimed,
     /// pending (3), initialized (-1) or no state at all is no purchase.
-    static func normalize(_ data: InAppPurchaseData, token: String, site: HuaweiSite, lenient: Bool, now: Date) throws -> VerifiedPurchase {
+    static func normalize(
+        _ data: InAppPurchaseData, token: String, site: HuaweiSite, lenient: Bool, now: Date
+    ) throws -> VerifiedPurchase {
         try checkDeliverable(data, subscription: false, lenient: lenient)
         var purchase = try base(data, orderID: data.orderId, token: token, site: site)
-        purchase.kind = switch data.typedKind {
-        case .consumable: .consumable
-        case .nonConsumable: .nonConsumable
-        case .subscription: .autoRenewableSubscription
-        case .other: nil
-        }
+        purchase.kind =
+            switch data.typedKind {
+            case .consumable: .consumable
+            case .nonConsumable: .nonConsumable
+            case .subscription: .autoRenewableSubscription
+            case .other: nil
+            }
         if data.state == .refunded || (lenient && data.state == .canceled) {
             purchase.revocationDate = HuaweiTime.millis(data.cancelTime) ?? now
             purchase.revocationReason = data.state == .refunded ? "refunded" : "canceled"
@@ -32,8 +35,10 @@ extension HuaweiAppGalleryProvider {
     /// subscriptions. `askedSubscriptionID` is the id Huawei's subscription service answered for,
     /// the original when the data leaves `subscriptionId` out; only without either is the order
     /// its own original (nothing else stays the same across renewals).
-    static func normalizeSubscription(_ data: InAppPurchaseData, token: String, site: HuaweiSite, lenient: Bool, now: Date,
-                                      askedSubscriptionID: String? = nil) throws -> VerifiedPurchase {
+    static func normalizeSubscription(
+        _ data: InAppPurchaseData, token: String, site: HuaweiSite, lenient: Bool, now: Date,
+        askedSubscriptionID: String? = nil
+    ) throws -> VerifiedPurchase {
         try checkDeliverable(data, subscription: true, lenient: lenient)
         let subscriptionID = data.subscriptionId ?? askedSubscriptionID.flatMap { $0.isEmpty ? nil : $0 }
         var purchase = try base(data, orderID: data.orderId, token: token, site: site)
@@ -78,7 +83,9 @@ extension HuaweiAppGalleryProvider {
     /// purchase was revoked: a one-time product's, or a subscription's Huawei dates (`cancelTime`).
     /// A subscription without an expiry date cannot be told active from ended, so it is refused
     /// rather than taken as active for ever, unless (news) Huawei shows it revoked.
-    static func checkDeliverable(_ data: InAppPurchaseData, subscription: Bool, lenient: Bool) throws(StoreVerificationError) {
+    static func checkDeliverable(
+        _ data: InAppPurchaseData, subscription: Bool, lenient: Bool
+    ) throws(StoreVerificationError) {
         switch data.state {
         case .purchased, .refunded: break
         case .canceled where lenient && (!subscription || data.cancelTime != nil): break
@@ -86,16 +93,20 @@ extension HuaweiAppGalleryProvider {
         case .other: throw unfinished
         }
         if subscription, data.expirationDate == nil,
-           !(lenient && (data.cancelTime != nil || data.state == .refunded || data.state == .canceled)) {
+            !(lenient && (data.cancelTime != nil || data.state == .refunded || data.state == .canceled))
+        {
             throw noExpiry
         }
     }
 
     /// What every Huawei purchase shares. A purchase without an order id is keyed by a digest of
     /// its token, never by the token itself.
-    static func base(_ data: InAppPurchaseData, orderID: String?, token: String, site: HuaweiSite) throws -> VerifiedPurchase {
+    static func base(
+        _ data: InAppPurchaseData, orderID: String?, token: String, site: HuaweiSite
+    ) throws -> VerifiedPurchase {
         let id = try orderID ?? "HWT." + String(SHA256.hex(Data(token.utf8)).prefix(40))
-        var purchase = VerifiedPurchase(store: .huaweiAppGallery, environment: data.purchaseType == 0 ? .sandbox : .production, transactionID: id)
+        var purchase = VerifiedPurchase(
+            store: .huaweiAppGallery, environment: data.purchaseType == 0 ? .sandbox : .production, transactionID: id)
         purchase.appIdentifier = data.packageName
         purchase.orderID = orderID
         purchase.originalTransactionID = id
@@ -105,11 +116,15 @@ extension HuaweiAppGalleryProvider {
         purchase.storefront = data.country
         purchase.currency = data.currency
         // Huawei's price is the amount times 100.
-        purchase.priceMilliunits = data.price.flatMap { $0.multipliedReportingOverflow(by: 10).overflow ? nil : $0 * 10 }
+        purchase.priceMilliunits = data.price.flatMap {
+            $0.multipliedReportingOverflow(by: 10).overflow ? nil : $0 * 10
+        }
         purchase.ownership = .purchased
-        var attributes = ["purchase_token": token, "package_name": data.packageName ?? "", "site": site.rawValue,
-                          "purchase_state": data.purchaseState.map { purchaseStates[$0] ?? String($0) } ?? "unknown",
-                          "product_type": data.kind.flatMap { productTypes[$0] } ?? data.kind.map(String.init) ?? "unknown"]
+        var attributes = [
+            "purchase_token": token, "package_name": data.packageName ?? "", "site": site.rawValue,
+            "purchase_state": data.purchaseState.map { purchaseStates[$0] ?? String($0) } ?? "unknown",
+            "product_type": data.kind.flatMap { productTypes[$0] } ?? data.kind.map(String.init) ?? "unknown",
+        ]
         if let confirmed = data.confirmed { attributes["confirmed"] = String(confirmed == 1) }
         if let consumed = data.consumptionState { attributes["consumed"] = String(consumed == 1) }
         if let accountFlag = data.accountFlag { attributes["account_flag"] = String(accountFlag) }
@@ -125,20 +140,27 @@ extension HuaweiAppGalleryProvider {
         let token: String
         let site: HuaweiSite
 
-        var encoded: String? { (try? JSONEncoder.sortedForStorage.encode(self)).map { String(decoding: $0, as: UTF8.self) } }
+        var encoded: String? {
+            (try? JSONEncoder.sortedForStorage.encode(self)).map { String(decoding: $0, as: UTF8.self) }
+        }
     }
 
-    static let purchaseStates: [Int: String] = [-1: "initialized", 0: "purchased", 1: "canceled", 2: "refunded", 3: "pending"]
+    static let purchaseStates: [Int: String] = [
+        -1: "initialized", 0: "purchased", 1: "canceled", 2: "refunded", 3: "pending",
+    ]
     static let productTypes: [Int: String] = [0: "consumable", 1: "non_consumable", 2: "subscription"]
     static let subscriptionCancelReasons: [Int: String] = [0: "other", 1: "app_problem", 2: "upgrade_or_crossgrade"]
 
-    static let canceled = StoreVerificationError(code: .verificationFailed, reason: "PURCHASE_CANCELED",
-                                                 message: "Huawei says the purchase was canceled and is not a purchase")
-    static let unfinished = StoreVerificationError(code: .verificationFailed, reason: "PURCHASE_NOT_COMPLETED",
-                                                   message: "Huawei says the purchase is not completed; deliver nothing until it is purchased")
-    static let noExpiry = StoreVerificationError(code: .verificationFailed, reason: "SUBSCRIPTION_EXPIRY_MISSING",
-                                                 message: "Huawei's subscription data has no expirationDate, so whether it is active cannot be told; "
-                                                    + "nothing is delivered")
+    static let canceled = StoreVerificationError(
+        code: .verificationFailed, reason: "PURCHASE_CANCELED",
+        message: "Huawei says the purchase was canceled and is not a purchase")
+    static let unfinished = StoreVerificationError(
+        code: .verificationFailed, reason: "PURCHASE_NOT_COMPLETED",
+        message: "Huawei says the purchase is not completed; deliver nothing until it is purchased")
+    static let noExpiry = StoreVerificationError(
+        code: .verificationFailed, reason: "SUBSCRIPTION_EXPIRY_MISSING",
+        message: "Huawei's subscription data has no expirationDate, so whether it is active cannot be told; "
+            + "nothing is delivered")
 }
 
 extension HuaweiSite: Codable {}

@@ -42,18 +42,23 @@ public struct HuaweiAppGalleryProvider: StoreProvider, NotificationReceiving, Pu
     /// subscription events. Separate clients have separate transfer threads: anyone may post an
     /// order notification, and a flood of them must not hold the threads a purchase's verification
     /// or a signed notification needs.
-    package init(configuration: HuaweiAppGalleryConfiguration, http: HTTPClient = HTTPClient(),
-                 logger: Logger = Logger(), now: @escaping @Sendable () -> Date = { Date() }) {
+    package init(
+        configuration: HuaweiAppGalleryConfiguration, http: HTTPClient = HTTPClient(),
+        logger: Logger = Logger(), now: @escaping @Sendable () -> Date = { Date() }
+    ) {
         self.configuration = configuration
         self.logger = logger
         self.now = now
-        tokens = HuaweiAccessTokens(url: configuration.oauthURL, http: http, margin: configuration.tokenRefreshMargin,
-                                    failureLifetime: configuration.oauthFailureLifetime, now: now)
+        tokens = HuaweiAccessTokens(
+            url: configuration.oauthURL, http: http, margin: configuration.tokenRefreshMargin,
+            failureLifetime: configuration.oauthFailureLifetime, now: now)
         api = HuaweiOrderClient(configuration: configuration, http: http, tokens: tokens)
         let reads = configuration.notificationReads
-        notificationAPI = HuaweiOrderClient(configuration: configuration, http: Self.notificationClient(reads), tokens: tokens)
+        notificationAPI = HuaweiOrderClient(
+            configuration: configuration, http: Self.notificationClient(reads), tokens: tokens)
         notificationReads = HuaweiNotificationReadGate(limits: reads, lane: .unsigned, now: now)
-        signedNotificationAPI = HuaweiOrderClient(configuration: configuration, http: Self.notificationClient(reads), tokens: tokens)
+        signedNotificationAPI = HuaweiOrderClient(
+            configuration: configuration, http: Self.notificationClient(reads), tokens: tokens)
         signedNotificationReads = HuaweiNotificationReadGate(limits: reads, lane: .signed, now: now)
     }
 
@@ -79,16 +84,21 @@ public struct HuaweiAppGalleryProvider: StoreProvider, NotificationReceiving, Pu
     }
 
     /// From the environment; throws `ConfigurationInvalid`.
-    public static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) throws -> HuaweiAppGalleryProvider {
+    public static func fromEnvironment(
+        _ environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws -> HuaweiAppGalleryProvider {
         HuaweiAppGalleryProvider(configuration: try HuaweiAppGalleryConfiguration.fromEnvironment(environment))
     }
 
     /// Verify, notifications, the confirmation of consumables, the cancelled-purchases poll when it
     /// is on, and reading a quiet subscription back.
     public var registration: StoreRegistration {
-        StoreRegistration(Self.declaration, verifier: self, notifications: self, acknowledgement: self,
-                          poller: configuration.cancelledPurchasesInterval.map { HuaweiCancelledPurchasesPoller(provider: self, interval: $0) },
-                          subscriptionReader: self)
+        StoreRegistration(
+            Self.declaration, verifier: self, notifications: self, acknowledgement: self,
+            poller: configuration.cancelledPurchasesInterval.map {
+                HuaweiCancelledPurchasesPoller(provider: self, interval: $0)
+            },
+            subscriptionReader: self)
     }
 
     /// What a client must have registered to ask Huawei: its app id and secret, and the IAP key

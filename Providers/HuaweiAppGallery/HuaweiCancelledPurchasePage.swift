@@ -13,19 +13,25 @@ struct HuaweiCancelledPurchasePage: Sendable {
         }
         var list: Any? = object["cancelledPurchaseList"]
         if let text = list as? String {
-            list = text.trimmingCharacters(in: .whitespaces).isEmpty ? [] : try? JSONSerialization.jsonObject(with: Data(text.utf8))
+            list =
+                text.trimmingCharacters(in: .whitespaces).isEmpty
+                ? [] : try? JSONSerialization.jsonObject(with: Data(text.utf8))
         }
         let entries: [Any]
         switch list {
         case nil, is NSNull: entries = []
         case let array as [Any]: entries = array
-        default: throw HuaweiAPIError(.invalidResponse, status: 200, "Huawei's cancelledPurchaseList is neither a list nor a JSON string of one")
+        default:
+            throw HuaweiAPIError(
+                .invalidResponse, status: 200,
+                "Huawei's cancelledPurchaseList is neither a list nor a JSON string of one")
         }
         var purchases: [HuaweiCancelledPurchase] = []
         for entry in entries {
             let record = (entry as? String).flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) } ?? entry
             guard let fields = record as? [String: Any] else {
-                throw HuaweiAPIError(.invalidResponse, status: 200, "a record of Huawei's cancelled list is not a JSON object")
+                throw HuaweiAPIError(
+                    .invalidResponse, status: 200, "a record of Huawei's cancelled list is not a JSON object")
             }
             purchases.append(HuaweiCancelledPurchase(fields))
         }
@@ -64,12 +70,15 @@ struct HuaweiCancelledPurchase: Sendable {
         subscriptionId = Self.text(fields["subscriptionId"])
         var rest = fields
         rest["purchaseToken"] = nil
-        kept = (try? JSONSerialization.data(withJSONObject: rest, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
+        kept =
+            (try? JSONSerialization.data(withJSONObject: rest, options: [.sortedKeys, .withoutEscapingSlashes]))
+            ?? Data("{}".utf8)
     }
 
     static let sources: [Int: String] = [0: "user", 1: "developer", 2: "huawei"]
     static let reasons: [Int: String] = [
-        0: "other", 1: "user_regret", 2: "product_not_provided", 3: "app_service_abnormal", 4: "accidental_purchase", 5: "fraud",
+        0: "other", 1: "user_regret", 2: "product_not_provided", 3: "app_service_abnormal", 4: "accidental_purchase",
+        5: "fraud",
         6: "chargeback", 7: "upgrade_or_downgrade", 8: "service_area_changed",
     ]
 

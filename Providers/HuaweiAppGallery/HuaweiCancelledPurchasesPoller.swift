@@ -19,54 +19,77 @@ package struct HuaweiCancelledPurchasesPoller: StorePolling {
         self.interval = interval
     }
 
-    package func poll(owners: [ClientWithStoreCredentials], run: any PollRun,
-                     record: @Sendable ([StoreNotification]) async throws -> Void) async throws {
+    package func poll(
+        owners: [ClientWithStoreCredentials], run: any PollRun,
+        record: @Sendable ([StoreNotification]) async throws -> Void
+    ) async throws {
         var seen: Set<String> = [], known: [PollTargets.Problem] = []
-        var targets: [(owner: ClientWithStoreCredentials, access: HuaweiAppGalleryProvider.Access, site: HuaweiSite)] = []
+        var targets: [(owner: ClientWithStoreCredentials, access: HuaweiAppGalleryProvider.Access, site: HuaweiSite)] =
+            []
         for owner in owners {
             let access: HuaweiAppGalleryProvider.Access
-            do { access = try HuaweiAppGalleryProvider.access(client: owner.client, credentials: owner.credentials) } catch {
+            do {
+                access = try HuaweiAppGalleryProvider.access(client: owner.client, credentials: owner.credentials)
+            } catch {
                 known.append(PollTargets.Problem("client \(owner.client.clientID): \(error.message)"))
                 continue
             }
-            targets += sites().filter { seen.insert("\(access.app.id):\($0.rawValue)").inserted }.map { (owner, access, $0) }
+            targets += sites().filter { seen.insert("\(access.app.id):\($0.rawValue)").inserted }.map {
+                (owner, access, $0)
+            }
         }
         try await PollTargets.each(targets, subject: "Huawei cancelled purchases", known: known) { target in
             try await poll(owner: target.owner, access: target.access, site: target.site, run: run, record: record)
         } problem: { target, error in
             guard let error = error as? HuaweiAPIError else { return nil }
-            provider.logger.warning("Huawei cancelled purchases could not be polled",
-                                    ["client.id": target.owner.client.clientID, "site": target.site.rawValue, "problem": error.message])
-            return PollTargets.Problem("\(target.access.app) at the \(target.site.rawValue) site: \(Self.explain(error))", retryAfter: error.retryAfter)
+            provider.logger.warning(
+                "Huawei cancelled purchases could not be polled",
+                ["client.id": target.owner.client.clientID, "site": target.site.rawValue, "problem": error.message])
+            return PollTargets.Problem(
+                "\(target.access.app) at the \(target.site.rawValue) site: \(Self.explain(error))",
+                retryAfter: error.retryAfter)
         }
     }
 
     /// The configured sites, each root once: with one base for every site, one site is read.
     func sites() -> [HuaweiSite] {
         var roots: Set<String> = []
-        return provider.configuration.cancelledPurchasesSites.filter { roots.insert(provider.configuration.roots(for: $0).orders).inserted }
+        return provider.configuration.cancelledPurchasesSites.filter {
+            roots.insert(provider.configuration.roots(for: $0).orders).inserted
+        }
     }
 
-    func poll(owner: ClientWithStoreCredentials, access: HuaweiAppGalleryProvider.Access, site: HuaweiSite, run: any PollRun,
-              record: @Sendable ([StoreNotification]) async throws -> Void) async throws {
+    func poll(
+        owner: ClientWithStoreCredentials, access: HuaweiAppGalleryProvider.Access, site: HuaweiSite, run: any PollRun,
+        record: @Sendable ([StoreNotification]) async throws -> Void
+    ) async throws {
         let now = Int64(provider.now().timeIntervalSince1970 * 1000)
-        let window = WindowedPoll.Window(oldest: now - Int64(provider.configuration.cancelledPurchasesLookback * 1000), now: now)
+        let window = WindowedPoll.Window(
+            oldest: now - Int64(provider.configuration.cancelledPurchasesLookback * 1000), now: now)
         let apps = Set(owner.client.appIdentifiers(HuaweiAppGalleryProvider.packageNameKind))
-        try await WindowedPoll.read("\(pollName):\(owner.client.clientID):\(access.app.id):\(site.rawValue)", window: window, run: run, page: { cursor, until in
-            let page = try await provider.api.cancelledList(startAt: cursor.since, endAt: until, maxRows: Self.maxRows, includeSubscriptions: true,
-                                                            continuationToken: cursor.pageToken, site: site, app: access.app)
-            var found: [StoreNotification] = []
-            for listed in page.purchases {
-                if let notification = try await provider.cancelledPurchase(listed, access: access, apps: apps,
-                                                                           environments: owner.client.environments, site: site) {
-                    found.append(notification)
+        try await WindowedPoll.read(
+            "\(pollName):\(owner.client.clientID):\(access.app.id):\(site.rawValue)", window: window, run: run,
+            page: { cursor, until in
+                let page = try await provider.api.cancelledList(
+                    startAt: cursor.since, endAt: until, maxRows: Self.maxRows, includeSubscriptions: true,
+                    continuationToken: cursor.pageToken, site: site, app: access.app)
+                var found: [StoreNotification] = []
+                for listed in page.purchases {
+                    if let notification = try await provider.cancelledPurchase(
+                        listed, access: access, apps: apps,
+                        environments: owner.client.environments, site: site)
+                    {
+                        found.append(notification)
+                    }
                 }
-            }
-            return WindowedPoll.Page(notifications: found, listed: page.purchases.count, nextToken: page.continuationToken)
-        }, refusesToken: { ($0 as? HuaweiAPIError)?.kind == .rejected }, record: record, deadToken: { dead in
-            provider.logger.warning("Huawei's cancelled list gave a page token that leads nowhere; the window is taken as read",
-                                    ["client.id": owner.client.clientID, "site": site.rawValue, "repeated": String(dead == .repeated)])
-        })
+                return WindowedPoll.Page(
+                    notifications: found, listed: page.purchases.count, nextToken: page.continuationToken)
+            }, refusesToken: { ($0 as? HuaweiAPIError)?.kind == .rejected }, record: record,
+            deadToken: { dead in
+                provider.logger.warning(
+                    "Huawei's cancelled list gave a page token that leads nowhere; the window is taken as read",
+                    ["client.id": owner.client.clientID, "site": site.rawValue, "repeated": String(dead == .repeated)])
+            })
     }
 
     /// What an operator should do about a failure: refused credentials name their settings; a

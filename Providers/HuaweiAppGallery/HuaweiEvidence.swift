@@ -42,7 +42,9 @@ package struct HuaweiEvidence: Sendable, Equatable {
             object = decoded
         }
         guard let token = object["purchaseToken"] as? String else {
-            throw Invalid(message: "the receipt is JSON but neither InAppPurchaseData nor {inAppPurchaseData, inAppDataSignature}")
+            throw Invalid(
+                message: "the receipt is JSON but neither InAppPurchaseData nor {inAppPurchaseData, inAppDataSignature}"
+            )
         }
         var parsed = try bareToken(token)
         parsed.productID = object["productId"] as? String
@@ -56,8 +58,12 @@ package struct HuaweiEvidence: Sendable, Equatable {
 
     static func bareToken(_ text: String) throws -> HuaweiEvidence {
         guard text.utf8.count <= maxTokenLength,
-              text.unicodeScalars.allSatisfy({ $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "._-".unicodeScalars.contains($0)) })
-        else { throw Invalid(message: "a purchase token is letters, digits, '.', '_' and '-' (at most \(maxTokenLength))") }
+            text.unicodeScalars.allSatisfy({
+                $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "._-".unicodeScalars.contains($0))
+            })
+        else {
+            throw Invalid(message: "a purchase token is letters, digits, '.', '_' and '-' (at most \(maxTokenLength))")
+        }
         return HuaweiEvidence(purchaseToken: text)
     }
 
@@ -74,8 +80,11 @@ extension HuaweiEvidence {
     /// stores; proves nothing.
     @Sendable package static func isUnmistakablyHuaweis(_ evidence: String) -> Bool {
         let text = evidence.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard text.hasPrefix("{"), let object = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] else { return false }
+        guard text.hasPrefix("{"),
+            let object = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any]
+        else { return false }
         if object["inAppPurchaseData"] != nil || object["InAppPurchaseData"] != nil { return true }
-        return object["purchaseToken"] != nil && (object["applicationId"] != nil || object["accountFlag"] != nil || object["payOrderId"] != nil)
+        return object["purchaseToken"] != nil
+            && (object["applicationId"] != nil || object["accountFlag"] != nil || object["payOrderId"] != nil)
     }
 }

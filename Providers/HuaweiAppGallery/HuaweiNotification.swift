@@ -31,7 +31,11 @@ struct HuaweiNotification: Decodable, Sendable {
         let raw: String
         init(from decoder: any Decoder) throws {
             let container = try decoder.singleValueContainer()
-            if let text = try? container.decode(String.self) { raw = text } else { raw = String(try container.decode(Int64.self)) }
+            if let text = try? container.decode(String.self) {
+                raw = text
+            } else {
+                raw = String(try container.decode(Int64.self))
+            }
         }
     }
 }
@@ -50,8 +54,10 @@ struct StatusUpdateNotification: Codable, Sendable {
     var expirationIntent: Int?
 
     static let types: [Int: String] = [
-        0: "INITIAL_BUY", 1: "CANCEL", 2: "RENEWAL", 3: "INTERACTIVE_RENEWAL", 4: "NEW_RENEWAL_PREF", 5: "RENEWAL_STOPPED",
-        6: "RENEWAL_RESTORED", 7: "RENEWAL_RECURRING", 8: "IN_GRACE_PERIOD", 9: "ON_HOLD", 10: "PAUSED", 11: "PAUSE_PLAN_CHANGED",
+        0: "INITIAL_BUY", 1: "CANCEL", 2: "RENEWAL", 3: "INTERACTIVE_RENEWAL", 4: "NEW_RENEWAL_PREF",
+        5: "RENEWAL_STOPPED",
+        6: "RENEWAL_RESTORED", 7: "RENEWAL_RECURRING", 8: "IN_GRACE_PERIOD", 9: "ON_HOLD", 10: "PAUSED",
+        11: "PAUSE_PLAN_CHANGED",
         12: "PRICE_CHANGE_CONFIRMED", 13: "DEFERRED",
     ]
 }

@@ -49,8 +49,10 @@ package actor HuaweiNotificationReadGate {
     package private(set) var started = 0
     package private(set) var joined = 0
 
-    package init(limits: HuaweiAppGalleryConfiguration.NotificationReads, lane: Lane = .unsigned,
-                 now: @escaping @Sendable () -> Date = { Date() }) {
+    package init(
+        limits: HuaweiAppGalleryConfiguration.NotificationReads, lane: Lane = .unsigned,
+        now: @escaping @Sendable () -> Date = { Date() }
+    ) {
         self.limits = limits
         perMinute = lane == .signed ? limits.signedPerAppPerMinute : limits.perAppPerMinute
         self.now = now
@@ -60,8 +62,10 @@ package actor HuaweiNotificationReadGate {
     /// same key was read lately and settled. `app` is the Huawei app id whose bounds a new re-read
     /// counts against. Throws `NotificationRejection`: what the re-read threw, or retryable when
     /// the app has too many running or its allowance is spent.
-    package func purchase(key: String, app: String,
-                          read: @escaping @Sendable () async -> Outcome) async throws(NotificationRejection) -> VerifiedPurchase? {
+    package func purchase(
+        key: String, app: String,
+        read: @escaping @Sendable () async -> Outcome
+    ) async throws(NotificationRejection) -> VerifiedPurchase? {
         let moment = now()
         if let entry = remembered[key] {
             if entry.until <= moment {
@@ -76,12 +80,14 @@ package actor HuaweiNotificationReadGate {
             task = inFlight
         } else {
             guard running[app, default: 0] < max(1, limits.atOnce) else {
-                throw NotificationRejection(.retryable, reason: "HUAWEI_READS_BUSY",
-                                            message: "too many of this app's notifications are being checked with Huawei now")
+                throw NotificationRejection(
+                    .retryable, reason: "HUAWEI_READS_BUSY",
+                    message: "too many of this app's notifications are being checked with Huawei now")
             }
             guard spend(app, at: moment) else {
-                throw NotificationRejection(.retryable, reason: "HUAWEI_READ_BUDGET_SPENT",
-                                            message: "this app's notifications have asked Huawei as often as they may for now")
+                throw NotificationRejection(
+                    .retryable, reason: "HUAWEI_READ_BUDGET_SPENT",
+                    message: "this app's notifications have asked Huawei as often as they may for now")
             }
             started += 1
             running[app, default: 0] += 1
@@ -114,19 +120,23 @@ package actor HuaweiNotificationReadGate {
         running[app, default: 1] -= 1
         if (running[app] ?? 0) <= 0 { running[app] = nil }
         let moment = now()
-        let lifetime: Duration = switch outcome {
-        case .failure(let rejection) where rejection.kind != .retryable: limits.outcomeLifetime
-        default: limits.unsettledLifetime
-        }
+        let lifetime: Duration =
+            switch outcome {
+            case .failure(let rejection) where rejection.kind != .retryable: limits.outcomeLifetime
+            default: limits.unsettledLifetime
+            }
         let bound = max(1, limits.maxRemembered)
         if remembered.count >= bound { remembered = remembered.filter { $0.value.until > moment } }
         // Still full: those nearest their end make room (a tenth at once, so a flood does not
         // pay a full scan per re-read).
         if remembered.count >= bound {
-            for stale in remembered.sorted(by: { $0.value.until < $1.value.until }).prefix(max(1, bound / 10)) { remembered[stale.key] = nil }
+            for stale in remembered.sorted(by: { $0.value.until < $1.value.until }).prefix(max(1, bound / 10)) {
+                remembered[stale.key] = nil
+            }
         }
         let answers = if case .failure = outcome { true } else { false }
-        remembered[key] = Remembered(outcome: outcome, until: moment.addingTimeInterval(Self.seconds(lifetime)), answers: answers)
+        remembered[key] = Remembered(
+            outcome: outcome, until: moment.addingTimeInterval(Self.seconds(lifetime)), answers: answers)
     }
 
     /// Takes one re-read from `app`'s bucket: `perMinute` at most, refilled evenly.

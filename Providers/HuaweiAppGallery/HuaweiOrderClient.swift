@@ -19,27 +19,35 @@ package struct HuaweiOrderClient: Sendable {
     }
 
     /// `POST {orders}/applications/purchases/tokens/verify`: a consumable or non-consumable.
-    func verifyToken(_ token: String, productID: String, site: HuaweiSite, app: HuaweiAccessTokens.App,
-                     deadline: ContinuousClock.Instant?) async throws -> Signed {
-        let body = try await send(configuration.roots(for: site).orders + "/applications/purchases/tokens/verify",
-                                  ["purchaseToken": token, "productId": productID], app: app, deadline: deadline)
+    func verifyToken(
+        _ token: String, productID: String, site: HuaweiSite, app: HuaweiAccessTokens.App,
+        deadline: ContinuousClock.Instant?
+    ) async throws -> Signed {
+        let body = try await send(
+            configuration.roots(for: site).orders + "/applications/purchases/tokens/verify",
+            ["purchaseToken": token, "productId": productID], app: app, deadline: deadline)
         let answer: OrderVerifyResponse = try decode(body)
         try Self.check(answer.responseCode, answer.responseMessage)
         guard let data = answer.purchaseTokenData, !data.isEmpty else {
-            throw HuaweiAPIError(.invalidResponse, status: 200, responseCode: "0", "Huawei answered without purchaseTokenData")
+            throw HuaweiAPIError(
+                .invalidResponse, status: 200, responseCode: "0", "Huawei answered without purchaseTokenData")
         }
         return Signed(data: data, signature: answer.dataSignature, algorithm: answer.signatureAlgorithm)
     }
 
     /// `POST {subscriptions}/sub/applications/v2/purchases/get`: a subscription's latest receipt.
-    func subscription(_ token: String, subscriptionID: String, site: HuaweiSite, app: HuaweiAccessTokens.App,
-                      deadline: ContinuousClock.Instant?) async throws -> Signed {
-        let body = try await send(configuration.roots(for: site).subscriptions + "/sub/applications/v2/purchases/get",
-                                  ["subscriptionId": subscriptionID, "purchaseToken": token], app: app, deadline: deadline)
+    func subscription(
+        _ token: String, subscriptionID: String, site: HuaweiSite, app: HuaweiAccessTokens.App,
+        deadline: ContinuousClock.Instant?
+    ) async throws -> Signed {
+        let body = try await send(
+            configuration.roots(for: site).subscriptions + "/sub/applications/v2/purchases/get",
+            ["subscriptionId": subscriptionID, "purchaseToken": token], app: app, deadline: deadline)
         let answer: SubscriptionGetResponse = try decode(body)
         try Self.check(answer.responseCode, answer.responseMessage)
         guard let data = answer.inappPurchaseData, !data.isEmpty else {
-            throw HuaweiAPIError(.invalidResponse, status: 200, responseCode: "0", "Huawei answered without inappPurchaseData")
+            throw HuaweiAPIError(
+                .invalidResponse, status: 200, responseCode: "0", "Huawei answered without inappPurchaseData")
         }
         return Signed(data: data, signature: answer.dataSignature, algorithm: answer.signatureAlgorithm)
     }
@@ -47,8 +55,9 @@ package struct HuaweiOrderClient: Sendable {
     /// `POST {orders}/applications/v2/purchases/confirm`: a consumable delivered (Huawei lets
     /// the product be bought again only after this).
     func confirm(_ token: String, productID: String, site: HuaweiSite, app: HuaweiAccessTokens.App) async throws {
-        let body = try await send(configuration.roots(for: site).orders + "/applications/v2/purchases/confirm",
-                                  ["purchaseToken": token, "productId": productID], app: app, deadline: nil)
+        let body = try await send(
+            configuration.roots(for: site).orders + "/applications/v2/purchases/confirm",
+            ["purchaseToken": token, "productId": productID], app: app, deadline: nil)
         let answer: ResponseEnvelope = try decode(body)
         try Self.check(answer.responseCode, answer.responseMessage)
     }
@@ -57,13 +66,19 @@ package struct HuaweiOrderClient: Sendable {
     /// refunded purchases in `[startAt, endAt)` (epoch milliseconds), or the page after
     /// `continuationToken` (Huawei then ignores the window). `includeSubscriptions` asks for
     /// `type` 1 (consumables, non-consumables and subscriptions) instead of 0 (one-time products).
-    func cancelledList(startAt: Int64, endAt: Int64, maxRows: Int, includeSubscriptions: Bool, continuationToken: String?, site: HuaweiSite,
-                       app: HuaweiAccessTokens.App) async throws -> HuaweiCancelledPurchasePage {
+    func cancelledList(
+        startAt: Int64, endAt: Int64, maxRows: Int, includeSubscriptions: Bool, continuationToken: String?,
+        site: HuaweiSite,
+        app: HuaweiAccessTokens.App
+    ) async throws -> HuaweiCancelledPurchasePage {
         // Numbers as numbers, as Huawei's own server demo sends them.
-        var fields: [String: Any] = ["startAt": startAt, "endAt": endAt, "maxRows": maxRows, "type": includeSubscriptions ? 1 : 0]
+        var fields: [String: Any] = [
+            "startAt": startAt, "endAt": endAt, "maxRows": maxRows, "type": includeSubscriptions ? 1 : 0,
+        ]
         if let continuationToken { fields["continuationToken"] = continuationToken }
-        let body = try await send(configuration.roots(for: site).orders + "/applications/v2/purchases/cancelledList",
-                                  body: try JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys]), app: app, deadline: nil)
+        let body = try await send(
+            configuration.roots(for: site).orders + "/applications/v2/purchases/cancelledList",
+            body: try JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys]), app: app, deadline: nil)
         let answer: ResponseEnvelope = try decode(body)
         try Self.check(answer.responseCode, answer.responseMessage)
         return try HuaweiCancelledPurchasePage.decode(body)
@@ -73,7 +88,9 @@ package struct HuaweiOrderClient: Sendable {
 
     /// `responseCode` "0" passes; anything else (or none) is Huawei's refusal.
     static func check(_ code: ResponseCode?, _ message: String?) throws(HuaweiAPIError) {
-        guard let code else { throw HuaweiAPIError(.invalidResponse, status: 200, "Huawei answered without a responseCode") }
+        guard let code else {
+            throw HuaweiAPIError(.invalidResponse, status: 200, "Huawei answered without a responseCode")
+        }
         guard code.raw != "0" else { return }
         throw HuaweiAPIError.response(code: code.raw, message: message)
     }
@@ -84,23 +101,33 @@ package struct HuaweiOrderClient: Sendable {
         }
     }
 
-    private func send(_ url: String, _ fields: [String: String], app: HuaweiAccessTokens.App, deadline: ContinuousClock.Instant?) async throws -> Data {
-        try await send(url, body: try JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys]), app: app, deadline: deadline)
+    private func send(
+        _ url: String, _ fields: [String: String], app: HuaweiAccessTokens.App, deadline: ContinuousClock.Instant?
+    ) async throws -> Data {
+        try await send(
+            url, body: try JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys]), app: app,
+            deadline: deadline)
     }
 
-    private func send(_ url: String, body: Data, app: HuaweiAccessTokens.App, deadline: ContinuousClock.Instant?) async throws -> Data {
+    private func send(
+        _ url: String, body: Data, app: HuaweiAccessTokens.App, deadline: ContinuousClock.Instant?
+    ) async throws -> Data {
         var refreshed = false
         while true {
             try Task.checkCancellation()
             let token = try await tokens.token(for: app)
-            var request = HTTPClient.Request(method: "POST", url: url, headers: [
-                ("Authorization", "Basic " + Data("APPAT:\(token)".utf8).base64EncodedString()),
-                ("Content-Type", "application/json; charset=UTF-8"), ("Accept", "application/json"),
-                ("HW-IAP-APPINFO", #"{"signatureAlgorithm":"SHA256WithRSA/PSS"}"#),
-            ], body: body)
+            var request = HTTPClient.Request(
+                method: "POST", url: url,
+                headers: [
+                    ("Authorization", "Basic " + Data("APPAT:\(token)".utf8).base64EncodedString()),
+                    ("Content-Type", "application/json; charset=UTF-8"), ("Accept", "application/json"),
+                    ("HW-IAP-APPINFO", #"{"signatureAlgorithm":"SHA256WithRSA/PSS"}"#),
+                ], body: body)
             if let deadline {
                 let left = deadline - ContinuousClock.now
-                guard left > .zero else { throw HuaweiAPIError(.unavailable, "the request's deadline passed before Huawei was asked") }
+                guard left > .zero else {
+                    throw HuaweiAPIError(.unavailable, "the request's deadline passed before Huawei was asked")
+                }
                 request.timeout = left
             }
             let response: HTTPClient.Response
@@ -118,13 +145,18 @@ package struct HuaweiOrderClient: Sendable {
                 throw HuaweiAPIError(.permission, status: response.status, "Huawei refused the app's access token")
             case 400, 404:
                 let envelope = try? JSONDecoder().decode(ResponseEnvelope.self, from: response.body)
-                throw HuaweiAPIError(.rejected, status: response.status, responseCode: envelope?.responseCode?.raw,
-                                     envelope?.responseMessage.map { String($0.prefix(200)) } ?? "HTTP \(response.status)")
+                throw HuaweiAPIError(
+                    .rejected, status: response.status, responseCode: envelope?.responseCode?.raw,
+                    envelope?.responseMessage.map { String($0.prefix(200)) } ?? "HTTP \(response.status)")
             default:
                 // The HTTP client already waited and retried; a Retry-After longer than it waits is
                 // passed on, so a poll's next run comes no sooner than Huawei asked (a day at most).
-                let wait = response.header("Retry-After").flatMap { HTTPClient.parseRetryAfter($0, now: Date()) }.map { min($0, .seconds(86_400)) }
-                throw HuaweiAPIError(.unavailable, status: response.status, "POST \(Self.path(url)) answered HTTP \(response.status)", retryAfter: wait)
+                let wait = response.header("Retry-After").flatMap { HTTPClient.parseRetryAfter($0, now: Date()) }.map {
+                    min($0, .seconds(86_400))
+                }
+                throw HuaweiAPIError(
+                    .unavailable, status: response.status, "POST \(Self.path(url)) answered HTTP \(response.status)",
+                    retryAfter: wait)
             }
         }
     }

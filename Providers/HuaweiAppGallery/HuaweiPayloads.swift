@@ -107,7 +107,11 @@ struct ResponseCode: Decodable, Sendable, Equatable {
 
     init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
-        if let text = try? container.decode(String.self) { raw = text.trimmingCharacters(in: .whitespaces) } else { raw = String(try container.decode(Int64.self)) }
+        if let text = try? container.decode(String.self) {
+            raw = text.trimmingCharacters(in: .whitespaces)
+        } else {
+            raw = String(try container.decode(Int64.self))
+        }
     }
 }
 

@@ -1,5 +1,5 @@
-package import OpenSSLCrypto
 import Foundation
+package import OpenSSLCrypto
 
 /// The app's IAP public key (AppGallery Connect, In-App Purchases settings): base64 DER
 /// SubjectPublicKeyInfo of an RSA key of at least 2048 bits. Every purchase Huawei returns and
@@ -27,8 +27,10 @@ package struct HuaweiIAPKey: Sendable {
     /// this only walks it to count n's bits.
     static func modulusBits(_ der: Data) -> Int? {
         var reader = DERReader(bytes: [UInt8](der))
-        guard var spki = reader.element(tag: 0x30), spki.element(tag: 0x30) != nil, var bitString = spki.element(tag: 0x03),
-              bitString.byte() == 0, var rsaKey = bitString.element(tag: 0x30), let modulus = rsaKey.element(tag: 0x02)?.rest
+        guard var spki = reader.element(tag: 0x30), spki.element(tag: 0x30) != nil,
+            var bitString = spki.element(tag: 0x03),
+            bitString.byte() == 0, var rsaKey = bitString.element(tag: 0x30),
+            let modulus = rsaKey.element(tag: 0x02)?.rest
         else { return nil }
         let significant = modulus.drop { $0 == 0 }
         guard let top = significant.first else { return nil }

@@ -36,14 +36,18 @@ enum Destination {
         let publicOnly = policy == .publicOnly
         let isAllowed = { (address: String) -> Bool in !publicOnly || PublicAddress.isPublic(address) }
         if PublicAddress.isLiteral(bareHost) {
-            guard isAllowed(bareHost) else { throw HTTPClientError(.destinationRefused, "the address \(bareHost) is not public") }
+            guard isAllowed(bareHost) else {
+                throw HTTPClientError(.destinationRefused, "the address \(bareHost) is not public")
+            }
             return nil
         }
         let port = components.port ?? (components.scheme?.lowercased() == "https" ? 443 : 80)
         let addresses = try resolve(bareHost)
         guard addresses.contains(where: isAllowed) else {
-            throw HTTPClientError(.destinationRefused,
-                                  "\(bareHost) resolves only to addresses that are not public (\(addresses.prefix(3).joined(separator: ", ")))")
+            throw HTTPClientError(
+                .destinationRefused,
+                "\(bareHost) resolves only to addresses that are not public (\(addresses.prefix(3).joined(separator: ", ")))"
+            )
         }
         guard addresses.allSatisfy(isAllowed) else {
             throw HTTPClientError(.destinationRefused, "\(bareHost) resolves to a non-public address among its answers")
@@ -71,7 +75,9 @@ enum Destination {
         while let entry = cursor {
             var buffer = [CChar](repeating: 0, count: Int(NI_MAXHOST))
             if let address = entry.pointee.ai_addr,
-               getnameinfo(address, entry.pointee.ai_addrlen, &buffer, socklen_t(buffer.count), nil, 0, NI_NUMERICHOST) == 0 {
+                getnameinfo(address, entry.pointee.ai_addrlen, &buffer, socklen_t(buffer.count), nil, 0, NI_NUMERICHOST)
+                    == 0
+            {
                 let text = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
                 if !addresses.contains(text) { addresses.append(text) }
             }
@@ -90,17 +96,20 @@ package enum PublicAddress {
         if inet_pton(AF_INET, address, &v4) == 1 { return isPublicIPv4(UInt32(bigEndian: v4.s_addr)) }
         guard let bytes = ipv6Bytes(address) else { return false }
         if let embedded = translatedIPv4(bytes) { return isPublicIPv4(embedded) }
-        if bytes.allSatisfy({ $0 == 0 }) { return false }                              // ::
-        if bytes[0..<15].allSatisfy({ $0 == 0 }) && bytes[15] == 1 { return false }    // ::1
-        if bytes[0] & 0xfe == 0xfc { return false }                                     // fc00::/7 unique local
-        if bytes[0] == 0xfe && bytes[1] & 0xc0 == 0x80 { return false }                 // fe80::/10 link-local
-        if bytes[0] == 0xff { return false }                                            // multicast
-        if bytes[0..<12].allSatisfy({ $0 == 0 }) { return false }                       // IPv4-compatible (deprecated)
-        if bytes[0] == 0x20 && bytes[1] == 0x01 && bytes[2] == 0x0d && bytes[3] == 0xb8 { return false }  // documentation
-        if bytes[0] == 0x00 && bytes[1] == 0x64 && bytes[2] == 0xff && bytes[3] == 0x9b { return false }  // the rest of 64:ff9b::/32 (local-use NAT64 64:ff9b:1::/48)
-        if bytes[0] == 0x20 && bytes[1] == 0x02 { return false }                                          // 6to4 2002::/16 (wraps IPv4)
-        if bytes[0] == 0x20 && bytes[1] == 0x01 && bytes[2] == 0x00 && bytes[3] == 0x00 { return false }  // Teredo 2001::/32
-        if bytes[0] == 0xfe && bytes[1] & 0xc0 == 0xc0 { return false }                                  // fec0::/10 site-local
+        if bytes.allSatisfy({ $0 == 0 }) { return false }  // ::
+        if bytes[0..<15].allSatisfy({ $0 == 0 }) && bytes[15] == 1 { return false }  // ::1
+        if bytes[0] & 0xfe == 0xfc { return false }  // fc00::/7 unique local
+        if bytes[0] == 0xfe && bytes[1] & 0xc0 == 0x80 { return false }  // fe80::/10 link-local
+        if bytes[0] == 0xff { return false }  // multicast
+        if bytes[0..<12].allSatisfy({ $0 == 0 }) { return false }  // IPv4-compatible (deprecated)
+        // documentation
+        if bytes[0] == 0x20 && bytes[1] == 0x01 && bytes[2] == 0x0d && bytes[3] == 0xb8 { return false }
+        // the rest of 64:ff9b::/32 (local-use NAT64 64:ff9b:1::/48)
+        if bytes[0] == 0x00 && bytes[1] == 0x64 && bytes[2] == 0xff && bytes[3] == 0x9b { return false }
+        if bytes[0] == 0x20 && bytes[1] == 0x02 { return false }  // 6to4 2002::/16 (wraps IPv4)
+        // Teredo 2001::/32
+        if bytes[0] == 0x20 && bytes[1] == 0x01 && bytes[2] == 0x00 && bytes[3] == 0x00 { return false }
+        if bytes[0] == 0xfe && bytes[1] & 0xc0 == 0xc0 { return false }  // fec0::/10 site-local
         return true
     }
 
@@ -112,7 +121,9 @@ package enum PublicAddress {
 
     private static func ipv6Bytes(_ address: String) -> [UInt8]? {
         var v6 = in6_addr()
-        guard inet_pton(AF_INET6, address.split(separator: "%").first.map(String.init) ?? address, &v6) == 1 else { return nil }
+        guard inet_pton(AF_INET6, address.split(separator: "%").first.map(String.init) ?? address, &v6) == 1 else {
+            return nil
+        }
         return withUnsafeBytes(of: v6) { Array($0) }
     }
 
@@ -130,10 +141,10 @@ package enum PublicAddress {
     static func isPublicIPv4(_ value: UInt32) -> Bool {
         func within(_ network: UInt32, _ bits: UInt32) -> Bool { value >> (32 - bits) == network >> (32 - bits) }
         let blocked: [(UInt32, UInt32)] = [
-            (0x0000_0000, 8),   // 0.0.0.0/8 "this network"
-            (0x0A00_0000, 8),   // 10/8
+            (0x0000_0000, 8),  // 0.0.0.0/8 "this network"
+            (0x0A00_0000, 8),  // 10/8
             (0x6440_0000, 10),  // 100.64/10 carrier-grade NAT
-            (0x7F00_0000, 8),   // 127/8 loopback
+            (0x7F00_0000, 8),  // 127/8 loopback
             (0xA9FE_0000, 16),  // 169.254/16 link-local, cloud metadata
             (0xAC10_0000, 12),  // 172.16/12
             (0xC000_0000, 24),  // 192.0.0/24 protocol assignments
@@ -143,8 +154,8 @@ package enum PublicAddress {
             (0xC612_0000, 15),  // 198.18/15 benchmarking
             (0xC633_6400, 24),  // 198.51.100/24 documentation
             (0xCB00_7100, 24),  // 203.0.113/24 documentation
-            (0xE000_0000, 4),   // multicast
-            (0xF000_0000, 4),   // reserved, broadcast
+            (0xE000_0000, 4),  // multicast
+            (0xF000_0000, 4),  // reserved, broadcast
         ]
         return !blocked.contains { within($0.0, $0.1) }
     }

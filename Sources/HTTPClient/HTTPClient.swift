@@ -19,8 +19,10 @@ public final class HTTPClient: Sendable {
         /// wait: an attempt that could not finish is not worth starting.
         package var minimumTimeForRetry: Duration = .seconds(2)
 
-        package init(maxAttempts: Int = 3, baseDelay: Duration = .milliseconds(200), maxDelay: Duration = .seconds(5),
-                     maxRetryAfter: Duration = .seconds(30), alsoRetried: Set<Int> = []) {
+        package init(
+            maxAttempts: Int = 3, baseDelay: Duration = .milliseconds(200), maxDelay: Duration = .seconds(5),
+            maxRetryAfter: Duration = .seconds(30), alsoRetried: Set<Int> = []
+        ) {
             self.maxAttempts = maxAttempts
             self.baseDelay = baseDelay
             self.maxDelay = maxDelay
@@ -65,7 +67,9 @@ public final class HTTPClient: Sendable {
         /// Which addresses the host may resolve to.
         package var destinations: DestinationPolicy = .any
 
-        public init(method: String = "GET", url: String, headers: [(name: String, value: String)] = [], body: Data? = nil) {
+        public init(
+            method: String = "GET", url: String, headers: [(name: String, value: String)] = [], body: Data? = nil
+        ) {
             self.method = method
             self.url = url
             self.headers = headers
@@ -110,7 +114,9 @@ public final class HTTPClient: Sendable {
             var timeout = request.timeout ?? configuration.timeout
             if let deadline {
                 let left = deadline - ContinuousClock.now
-                guard left > .milliseconds(1) else { throw HTTPClientError(.timeout, "the caller's deadline passed before attempt \(attempt)") }
+                guard left > .milliseconds(1) else {
+                    throw HTTPClientError(.timeout, "the caller's deadline passed before attempt \(attempt)")
+                }
                 timeout = min(timeout, left)
             }
             let outcome: Result<Transfer.Outcome, HTTPClientError>
@@ -122,20 +128,27 @@ public final class HTTPClient: Sendable {
             let delay: Duration?
             switch outcome {
             case .success(let transfer):
-                let response = Response(status: transfer.status, headers: transfer.headers, body: transfer.body, attempts: attempt)
+                let response = Response(
+                    status: transfer.status, headers: transfer.headers, body: transfer.body, attempts: attempt)
                 guard attempt < policy.maxAttempts, policy.retries(response.status) else { return response }
                 delay = Self.delay(for: response, attempt: attempt, policy: policy)
-                guard let delay, Self.leavesTimeForRetry(after: delay, before: deadline, policy: policy) else { return response }
+                guard let delay, Self.leavesTimeForRetry(after: delay, before: deadline, policy: policy) else {
+                    return response
+                }
             case .failure(let error):
                 guard attempt < policy.maxAttempts, error.isRetryable else { throw error }
                 delay = Self.backoff(attempt: attempt, policy: policy)
-                guard let delay, Self.leavesTimeForRetry(after: delay, before: deadline, policy: policy) else { throw error }
+                guard let delay, Self.leavesTimeForRetry(after: delay, before: deadline, policy: policy) else {
+                    throw error
+                }
             }
             if let delay { try await Task.sleep(for: delay) }
         }
     }
 
-    static func leavesTimeForRetry(after delay: Duration, before deadline: ContinuousClock.Instant?, policy: RetryPolicy) -> Bool {
+    static func leavesTimeForRetry(
+        after delay: Duration, before deadline: ContinuousClock.Instant?, policy: RetryPolicy
+    ) -> Bool {
         guard let deadline else { return true }
         return deadline - (ContinuousClock.now + delay) >= policy.minimumTimeForRetry
     }
@@ -154,15 +167,17 @@ public final class HTTPClient: Sendable {
                 start.onGiveUp(after: timeout) { reason in
                     continuation.resume(throwing: reason == .cancelled ? CancellationError() : late)
                 }
-                let accepted = workers.submit({ easy in
-                    let left = timeout - (ContinuousClock.now - queued)
-                    guard left > .milliseconds(1) else { return continuation.resume(throwing: late) }
-                    let transfer = Transfer(method: request.method.uppercased(), url: url, headers: request.headers, body: request.body,
-                                            timeout: left, connectTimeout: min(configuration.connectTimeout, left),
-                                            maxResponseBytes: configuration.maxResponseBytes, caBundlePath: configuration.caBundlePath,
-                                            destinations: request.destinations)
-                    continuation.resume(with: Result { try transfer.run(on: easy) })
-                }, unless: start)
+                let accepted = workers.submit(
+                    { easy in
+                        let left = timeout - (ContinuousClock.now - queued)
+                        guard left > .milliseconds(1) else { return continuation.resume(throwing: late) }
+                        let transfer = Transfer(
+                            method: request.method.uppercased(), url: url, headers: request.headers, body: request.body,
+                            timeout: left, connectTimeout: min(configuration.connectTimeout, left),
+                            maxResponseBytes: configuration.maxResponseBytes, caBundlePath: configuration.caBundlePath,
+                            destinations: request.destinations)
+                        continuation.resume(with: Result { try transfer.run(on: easy) })
+                    }, unless: start)
                 if !accepted, start.start() {
                     continuation.resume(throwing: HTTPClientError(.clientClosed, "the HTTP client is shut down"))
                 }

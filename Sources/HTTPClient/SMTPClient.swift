@@ -47,7 +47,9 @@ package final class SMTPClient: Sendable {
         }
     }
 
-    private static func transfer(on easy: EasyHandle, configuration: Configuration, from: String, to: [String], message: Data) throws {
+    private static func transfer(
+        on easy: EasyHandle, configuration: Configuration, from: String, to: [String], message: Data
+    ) throws {
         let handle = easy.pointer
         curl_easy_reset(handle)
         var recipients: UnsafeMutablePointer<curl_slist>?
@@ -63,14 +65,23 @@ package final class SMTPClient: Sendable {
                 set(rg_curl_setopt_string(handle, CURLOPT_URL, configuration.url))
                 set(rg_curl_setopt_string(handle, CURLOPT_PROTOCOLS_STR, "smtp,smtps"))
                 set(rg_curl_setopt_long(handle, CURLOPT_NOSIGNAL, 1))
-                set(rg_curl_setopt_long(handle, CURLOPT_TIMEOUT_MS, max(1, Int(configuration.timeout.components.seconds) * 1000)))
+                set(
+                    rg_curl_setopt_long(
+                        handle, CURLOPT_TIMEOUT_MS, max(1, Int(configuration.timeout.components.seconds) * 1000)))
                 set(rg_curl_setopt_long(handle, CURLOPT_CONNECTTIMEOUT_MS, 10_000))
                 // STARTTLS (or implicit TLS) is required; only an explicit insecure setting allows plain text.
-                if !implicitTLS { set(rg_curl_setopt_long(handle, CURLOPT_USE_SSL, Int(configuration.insecure ? CURLUSESSL_NONE.rawValue : CURLUSESSL_ALL.rawValue))) }
+                if !implicitTLS {
+                    set(
+                        rg_curl_setopt_long(
+                            handle, CURLOPT_USE_SSL,
+                            Int(configuration.insecure ? CURLUSESSL_NONE.rawValue : CURLUSESSL_ALL.rawValue)))
+                }
                 set(rg_curl_setopt_long(handle, CURLOPT_SSL_VERIFYPEER, 1))
                 set(rg_curl_setopt_long(handle, CURLOPT_SSL_VERIFYHOST, 2))
                 if let user = configuration.user { set(rg_curl_setopt_string(handle, CURLOPT_USERNAME, user)) }
-                if let password = configuration.password { set(rg_curl_setopt_string(handle, CURLOPT_PASSWORD, password)) }
+                if let password = configuration.password {
+                    set(rg_curl_setopt_string(handle, CURLOPT_PASSWORD, password))
+                }
                 set(rg_curl_setopt_string(handle, CURLOPT_MAIL_FROM, "<\(from)>"))
                 set(rg_curl_setopt_slist(handle, CURLOPT_MAIL_RCPT, recipients))
                 set(rg_curl_setopt_pointer(handle, CURLOPT_ERRORBUFFER, errorPointer.baseAddress))
@@ -86,8 +97,12 @@ package final class SMTPClient: Sendable {
         guard code == CURLE_OK else {
             let detail = String(decoding: errorBuffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
             let reason = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
-            throw HTTPClientError(code == CURLE_OPERATION_TIMEDOUT ? .timeout : code == CURLE_COULDNT_CONNECT ? .connectFailed
-                                  : code == CURLE_USE_SSL_FAILED ? .tlsFailure : .transport, "SMTP: \(reason)")
+            throw HTTPClientError(
+                code == CURLE_OPERATION_TIMEDOUT
+                    ? .timeout
+                    : code == CURLE_COULDNT_CONNECT
+                        ? .connectFailed
+                        : code == CURLE_USE_SSL_FAILED ? .tlsFailure : .transport, "SMTP: \(reason)")
         }
     }
 }
@@ -100,7 +115,8 @@ private final class MessageSource {
     init(_ data: Data) { bytes = Array(data) }
 }
 
-private let readMessage: @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int = { buffer, size, count, context in
+private let readMessage: @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int = {
+    buffer, size, count, context in
     guard let buffer, let context else { return 0 }
     let source = Unmanaged<MessageSource>.fromOpaque(context).takeUnretainedValue()
     let length = min(size * count, source.bytes.count - source.offset)

@@ -26,7 +26,9 @@ struct Transfer: Sendable {
         // Resolved and checked here, on the worker thread; curl then connects to the checked address.
         var resolveList: UnsafeMutablePointer<curl_slist>?
         defer { curl_slist_free_all(resolveList) }
-        if let pin = try Destination.pin(url: url, policy: destinations) { resolveList = curl_slist_append(resolveList, pin) }
+        if let pin = try Destination.pin(url: url, policy: destinations) {
+            resolveList = curl_slist_append(resolveList, pin)
+        }
         let headerList = requestHeaderList()
         defer { curl_slist_free_all(headerList) }
         let sink = ResponseSink(limit: maxResponseBytes)
@@ -35,7 +37,8 @@ struct Transfer: Sendable {
         let code: CURLcode = withExtendedLifetime(sink) {
             errorBuffer.withUnsafeMutableBufferPointer { errorPointer in
                 var options = EasyOptions(handle: handle)
-                setRequest(&options, errorBuffer: errorPointer.baseAddress, headerList: headerList, resolveList: resolveList)
+                setRequest(
+                    &options, errorBuffer: errorPointer.baseAddress, headerList: headerList, resolveList: resolveList)
                 setResponseCallbacks(&options, sink: Unmanaged.passUnretained(sink).toOpaque())
                 // An empty body has no address of its own; libcurl reads none of its zero bytes.
                 setMethodAndBody(&options, emptyBody: UnsafeMutableRawPointer(errorPointer.baseAddress!))
@@ -66,8 +69,10 @@ struct Transfer: Sendable {
 
     /// Where the request goes and how: the URL and its checked address, TLS, timeouts, headers.
     @inline(__always)
-    private func setRequest(_ options: inout EasyOptions, errorBuffer: UnsafeMutablePointer<CChar>?,
-                            headerList: UnsafeMutablePointer<curl_slist>?, resolveList: UnsafeMutablePointer<curl_slist>?) {
+    private func setRequest(
+        _ options: inout EasyOptions, errorBuffer: UnsafeMutablePointer<CChar>?,
+        headerList: UnsafeMutablePointer<curl_slist>?, resolveList: UnsafeMutablePointer<curl_slist>?
+    ) {
         let handle = options.handle
         options.set(rg_curl_setopt_string(handle, CURLOPT_URL, url))
         options.set(rg_curl_setopt_string(handle, CURLOPT_PROTOCOLS_STR, "http,https"))
@@ -111,8 +116,10 @@ struct Transfer: Sendable {
         options.set(rg_curl_setopt_off_t(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.count)))
         body.withUnsafeBytes { raw in
             // COPYPOSTFIELDS copies, so the bytes need not outlive this call.
-            options.set(rg_curl_setopt_pointer(handle, CURLOPT_COPYPOSTFIELDS,
-                                               raw.baseAddress.map { UnsafeMutableRawPointer(mutating: $0) } ?? emptyBody))
+            options.set(
+                rg_curl_setopt_pointer(
+                    handle, CURLOPT_COPYPOSTFIELDS,
+                    raw.baseAddress.map { UnsafeMutableRawPointer(mutating: $0) } ?? emptyBody))
         }
     }
 
@@ -125,7 +132,7 @@ struct Transfer: Sendable {
         case CURLE_COULDNT_CONNECT, CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY:
             return HTTPClientError(.connectFailed, reason)
         case CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CONNECT_ERROR, CURLE_SSL_CACERT_BADFILE, CURLE_SSL_CERTPROBLEM,
-             CURLE_SSL_CIPHER, CURLE_SSL_ENGINE_NOTFOUND, CURLE_SSL_ISSUER_ERROR, CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+            CURLE_SSL_CIPHER, CURLE_SSL_ENGINE_NOTFOUND, CURLE_SSL_ISSUER_ERROR, CURLE_SSL_PINNEDPUBKEYNOTMATCH:
             return HTTPClientError(.tlsFailure, reason)
         case CURLE_URL_MALFORMAT, CURLE_UNSUPPORTED_PROTOCOL:
             return HTTPClientError(.invalidURL, reason)
@@ -159,7 +166,8 @@ final class ResponseSink {
     init(limit: Int) { self.limit = limit }
 }
 
-private let writeBody: @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int = { data, size, count, context in
+private let writeBody: @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int = {
+    data, size, count, context in
     guard let data, let context else { return 0 }
     let sink = Unmanaged<ResponseSink>.fromOpaque(context).takeUnretainedValue()
     let length = size * count
@@ -171,7 +179,8 @@ private let writeBody: @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, U
     return length
 }
 
-private let writeHeader: @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int = { data, size, count, context in
+private let writeHeader: @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int = {
+    data, size, count, context in
     guard let data, let context else { return 0 }
     let sink = Unmanaged<ResponseSink>.fromOpaque(context).takeUnretainedValue()
     let length = size * count
@@ -180,7 +189,8 @@ private let writeHeader: @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int,
     if line.hasPrefix("HTTP/") {
         sink.headers = []  // a new response (after 100 Continue): keep only the final one's headers
     } else if let colon = line.firstIndex(of: ":") {
-        sink.headers.append((String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)))
+        sink.headers.append(
+            (String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)))
     }
     return length
 }

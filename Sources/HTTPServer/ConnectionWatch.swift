@@ -86,7 +86,8 @@ final class ConnectionWatch: Sendable {
 
     private static let requestTimeout: Data = {
         let body = #"{"error":"REQUEST_TIMEOUT","message":"the request did not arrive in time"}"#
-        let head = "HTTP/1.1 408 Request Timeout\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n"
+        let head =
+            "HTTP/1.1 408 Request Timeout\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n"
             + "Connection: close\r\n\r\n"
         return Data((head + body).utf8)
     }()

@@ -8,15 +8,18 @@ package struct DeadlineExceeded: Error {}
 /// response hostage.
 /// The body sees its deadline as `RequestDeadline.current`, so work inside it (a store call) can
 /// end in time instead of being cut off. The body runs on `executor` (nil: the global pool).
-package func withDeadline<T: Sendable>(_ timeout: Duration, on executor: (any TaskExecutor)? = nil,
-                                       _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+package func withDeadline<T: Sendable>(
+    _ timeout: Duration, on executor: (any TaskExecutor)? = nil,
+    _ body: @escaping @Sendable () async throws -> T
+) async throws -> T {
     let gate = FirstResult<T>()
     let deadline = ContinuousClock.now + timeout
     return try await withCheckedThrowingContinuation { continuation in
         gate.install(continuation)
         let work = Task(executorPreference: executor) {
             let result: Result<T, any Error>
-            do { result = .success(try await RequestDeadline.$current.withValue(deadline) { try await body() }) } catch { result = .failure(error) }
+            do { result = .success(try await RequestDeadline.$current.withValue(deadline) { try await body() }) } catch
+            { result = .failure(error) }
             gate.finish(result)
         }
         let watch = DeadlineWatcher.shared.add(deadline: deadline) {

@@ -49,7 +49,9 @@ package struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral {
     /// (and allocation) of `lowercased()`.
     package static func lowercasedName(_ name: String) -> String {
         guard name.utf8.contains(where: { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }) else { return name }
-        return String(decoding: name.utf8.map { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") ? $0 | 0x20 : $0 }, as: UTF8.self)
+        return String(
+            decoding: name.utf8.map { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") ? $0 | 0x20 : $0 },
+            as: UTF8.self)
     }
 }
 
@@ -79,8 +81,10 @@ package struct HTTPRequest: Sendable {
     /// Set by the responder when the target's percent-encoding is broken: answered 400.
     var malformedPath = false
 
-    package init(method: String, path: String, query: [String: String] = [:], headers: HTTPHeaders = HTTPHeaders(),
-                body: Data = Data(), remoteAddress: String? = nil) {
+    package init(
+        method: String, path: String, query: [String: String] = [:], headers: HTTPHeaders = HTTPHeaders(),
+        body: Data = Data(), remoteAddress: String? = nil
+    ) {
         self.method = method
         self.path = path
         self.target = path
@@ -110,7 +114,9 @@ package struct HTTPResponse: Sendable {
         self.body = body
     }
 
-    package static func text(_ text: String, status: Int = 200, contentType: String = "text/plain; charset=utf-8") -> HTTPResponse {
+    package static func text(
+        _ text: String, status: Int = 200, contentType: String = "text/plain; charset=utf-8"
+    ) -> HTTPResponse {
         HTTPResponse(status: status, headers: ["Content-Type": contentType], body: Data(text.utf8))
     }
 }

@@ -11,8 +11,10 @@ package struct HTTPRequestHead: Sendable {
     package var headers: HTTPHeaders
     package var remoteAddress: String?
 
-    package init(method: String, path: String, query: [String: String] = [:], headers: HTTPHeaders = HTTPHeaders(),
-                remoteAddress: String? = nil) {
+    package init(
+        method: String, path: String, query: [String: String] = [:], headers: HTTPHeaders = HTTPHeaders(),
+        remoteAddress: String? = nil
+    ) {
         self.method = method
         self.path = path
         self.query = query

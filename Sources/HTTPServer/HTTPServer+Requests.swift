@@ -34,8 +34,10 @@ extension HTTPServer {
         return Unmanaged.passRetained(state).toOpaque()  // released in requestCompleted
     }
 
-    func handle(connection: OpaquePointer, url: String, method: String, upload: UnsafePointer<CChar>?,
-                uploadSize: UnsafeMutablePointer<Int>, requestContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>) -> MHD_Result {
+    func handle(
+        connection: OpaquePointer, url: String, method: String, upload: UnsafePointer<CChar>?,
+        uploadSize: UnsafeMutablePointer<Int>, requestContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>
+    ) -> MHD_Result {
         if requestContext.pointee == nil {  // no request-line callback ran (it always should)
             requestContext.pointee = Unmanaged.passRetained(RequestState(watch: Self.watch(of: connection))).toOpaque()
         }
@@ -58,7 +60,8 @@ extension HTTPServer {
                     request.tooLarge = true
                     request.request.body = Data()
                 } else {
-                    request.request.body.append(UnsafeRawPointer(upload).assumingMemoryBound(to: UInt8.self), count: uploadSize.pointee)
+                    request.request.body.append(
+                        UnsafeRawPointer(upload).assumingMemoryBound(to: UInt8.self), count: uploadSize.pointee)
                 }
             }
             uploadSize.pointee = 0  // consumed (or discarded when too large)
@@ -95,10 +98,14 @@ extension HTTPServer {
     /// header check, a declared body over the cap): libmicrohttpd then closes the connection
     /// without reading a byte of the body.
     private func judgeHead(of request: RequestState, on connection: OpaquePointer) -> MHD_Result {
-        var answer = request.encodesNUL
-            ? HTTPError(status: 400, code: "INVALID_FIELD", message: "the request target contains an encoded NUL (%00)").response
+        var answer =
+            request.encodesNUL
+            ? HTTPError(status: 400, code: "INVALID_FIELD", message: "the request target contains an encoded NUL (%00)")
+                .response
             : responder.earlyResponse(to: &request.request)
-        if answer == nil, let declared = request.request.headers["Content-Length"].flatMap(Int.init), declared > configuration.maxBodyBytes {
+        if answer == nil, let declared = request.request.headers["Content-Length"].flatMap(Int.init),
+            declared > configuration.maxBodyBytes
+        {
             request.tooLarge = true
             answer = payloadTooLarge
         }
@@ -108,13 +115,18 @@ extension HTTPServer {
     }
 
     private var serverStopping: HTTPResponse {
-        var response = HTTPError(status: 503, code: "SHUTTING_DOWN", message: "this instance is shutting down; safe to retry").response
+        var response = HTTPError(
+            status: 503, code: "SHUTTING_DOWN", message: "this instance is shutting down; safe to retry"
+        ).response
         response.headers.replace("Retry-After", "1")
         return response
     }
 
     private var payloadTooLarge: HTTPResponse {
-        HTTPError(status: 413, code: "PAYLOAD_TOO_LARGE", message: "request body is larger than \(configuration.maxBodyBytes) bytes").response
+        HTTPError(
+            status: 413, code: "PAYLOAD_TOO_LARGE",
+            message: "request body is larger than \(configuration.maxBodyBytes) bytes"
+        ).response
     }
 
     /// A response given without reading the body: it carries a request id and closes the connection.
@@ -128,19 +140,22 @@ extension HTTPServer {
     private func queue(_ response: HTTPResponse, on connection: OpaquePointer, for method: String) -> MHD_Result {
         let created: OpaquePointer?
         if method == "HEAD", response.body.isEmpty,
-           let length = response.headers["Content-Length"].flatMap(UInt64.init), length > 0 {
+            let length = response.headers["Content-Length"].flatMap(UInt64.init), length > 0
+        {
             // The size GET's body would have, with no body: libmicrohttpd sends the header and,
             // for HEAD, never asks the reader for content.
             created = MHD_create_response_from_callback(length, 1024, noContent, nil, nil)
         } else {
             created = response.body.withUnsafeBytes { raw in
-                MHD_create_response_from_buffer(raw.count, UnsafeMutableRawPointer(mutating: raw.baseAddress), .RESPMEM_MUST_COPY)
+                MHD_create_response_from_buffer(
+                    raw.count, UnsafeMutableRawPointer(mutating: raw.baseAddress), .RESPMEM_MUST_COPY)
             }
         }
         guard let mhdResponse = created else { return MHD_Result.NO }
         defer { MHD_destroy_response(mhdResponse) }
         for field in response.headers where !HTTPHeaders.sameName(field.name, "Content-Length") {
-            _ = MHD_add_response_header(mhdResponse, field.name, field.value)  // libmicrohttpd sets Content-Length itself
+            // libmicrohttpd sets Content-Length itself
+            _ = MHD_add_response_header(mhdResponse, field.name, field.value)
         }
         if isDraining {
             _ = MHD_add_response_header(mhdResponse, "Connection", "close")
@@ -161,9 +176,11 @@ extension HTTPServer {
             _ = MHD_get_connection_values(connection, .GET_ARGUMENT_KIND, collectValue, context)
         }
         var addressBuffer = [CChar](repeating: 0, count: 64)
-        let remote = rg_mhd_client_address(connection, &addressBuffer, addressBuffer.count) == 0
+        let remote =
+            rg_mhd_client_address(connection, &addressBuffer, addressBuffer.count) == 0
             ? String(decoding: addressBuffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : nil
-        return HTTPRequest(method: method, path: url, query: collector.query, headers: collector.headers, remoteAddress: remote)
+        return HTTPRequest(
+            method: method, path: url, query: collector.query, headers: collector.headers, remoteAddress: remote)
     }
 
     /// libmicrohttpd is done with the request (response sent, or the connection failed):

@@ -94,8 +94,10 @@ package final class HTTPServer: Sendable {
         }
         guard let daemon else {
             Unmanaged.passUnretained(self).release()
-            throw HTTPError(status: 500, code: "BIND_FAILED",
-                            message: "cannot listen on \(configuration.host):\(configuration.port) (address in use or not available)")
+            throw HTTPError(
+                status: 500, code: "BIND_FAILED",
+                message:
+                    "cannot listen on \(configuration.host):\(configuration.port) (address in use or not available)")
         }
         return daemon
     }
@@ -121,14 +123,17 @@ package final class HTTPServer: Sendable {
 
     /// Stops the daemon once nothing is in flight, then closes the listening socket; false if
     /// `deadline` came first.
-    private func stopWhenIdle(_ daemon: Daemon, listenSocket: Int32, before deadline: ContinuousClock.Instant?) async -> Bool {
+    private func stopWhenIdle(
+        _ daemon: Daemon, listenSocket: Int32, before deadline: ContinuousClock.Instant?
+    ) async -> Bool {
         while !state.closeIfIdle() {
             if let deadline, ContinuousClock.now >= deadline { return false }
             try? await Task.sleep(for: .milliseconds(10))
         }
         // Joins the daemon's threads: a wait, on a thread of its own rather than the cooperative
         // pool; in a task of its own, so a cancelled caller still stops the daemon (here, at worst).
-        let stopped = (try? await Task { try await SharedWorkers.waits.run { MHD_stop_daemon(daemon.pointer) } }.value) != nil
+        let stopped =
+            (try? await Task { try await SharedWorkers.waits.run { MHD_stop_daemon(daemon.pointer) } }.value) != nil
         if !stopped { MHD_stop_daemon(daemon.pointer) }
         if listenSocket >= 0 { close(listenSocket) }
         Unmanaged.passUnretained(self).release()  // the daemon's hold, taken in start()

@@ -6,12 +6,14 @@ import Foundation
 // request's RequestState are retained when created (connectionStarted, requestLineArrived) and
 // released exactly once (connectionClosed, requestCompleted).
 
-let mhdAccessHandler: MHD_AccessHandlerCallback = { context, connection, url, method, _, upload, uploadSize, requestContext in
+let mhdAccessHandler: MHD_AccessHandlerCallback = {
+    context, connection, url, method, _, upload, uploadSize, requestContext in
     guard let context, let connection, let uploadSize, let requestContext else { return MHD_Result.NO }
     let server = Unmanaged<HTTPServer>.fromOpaque(context).takeUnretainedValue()
-    return server.handle(connection: connection, url: url.map { String(cString: $0) } ?? "/",
-                         method: method.map { String(cString: $0) } ?? "GET", upload: upload,
-                         uploadSize: uploadSize, requestContext: requestContext)
+    return server.handle(
+        connection: connection, url: url.map { String(cString: $0) } ?? "/",
+        method: method.map { String(cString: $0) } ?? "GET", upload: upload,
+        uploadSize: uploadSize, requestContext: requestContext)
 }
 
 let mhdRequestCompleted: MHD_RequestCompletedCallback = { context, _, requestContext, _ in
@@ -29,12 +31,13 @@ let mhdNotifyConnection: MHD_NotifyConnectionCallback = { context, connection, s
     }
 }
 
-let mhdRequestLineArrived: @convention(c) (UnsafeMutableRawPointer?, UnsafePointer<CChar>?, OpaquePointer?) -> UnsafeMutableRawPointer? = {
-    context, uri, connection in
-    guard let context, let connection else { return nil }
-    return Unmanaged<HTTPServer>.fromOpaque(context).takeUnretainedValue()
-        .requestLineArrived(on: connection, target: uri.map { String(cString: $0) })
-}
+let mhdRequestLineArrived:
+    @convention(c) (UnsafeMutableRawPointer?, UnsafePointer<CChar>?, OpaquePointer?) -> UnsafeMutableRawPointer? = {
+        context, uri, connection in
+        guard let context, let connection else { return nil }
+        return Unmanaged<HTTPServer>.fromOpaque(context).takeUnretainedValue()
+            .requestLineArrived(on: connection, target: uri.map { String(cString: $0) })
+    }
 
 let collectValue: MHD_KeyValueIterator = { context, _, key, value in
     guard let context, let key else { return MHD_Result.YES }

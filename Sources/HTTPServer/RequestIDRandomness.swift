@@ -23,7 +23,10 @@ final class RequestIDRandomness: Sendable {
             }
             defer { pool.used += 16 }
             return pool.buffer.withUnsafeBytes { raw in
-                (raw.loadUnaligned(fromByteOffset: pool.used, as: UInt64.self), raw.loadUnaligned(fromByteOffset: pool.used + 8, as: UInt64.self))
+                (
+                    raw.loadUnaligned(fromByteOffset: pool.used, as: UInt64.self),
+                    raw.loadUnaligned(fromByteOffset: pool.used + 8, as: UInt64.self)
+                )
             }
         }
     }

@@ -13,7 +13,10 @@ package struct Responder: Sendable {
     /// Where requests are handled; nil is Swift's global pool.
     package let handlerExecutor: (any TaskExecutor)?
 
-    init(routes: [Router.Route], middleware: [any HTTPMiddleware], handlerTimeout: Duration, handlerExecutor: (any TaskExecutor)?) {
+    init(
+        routes: [Router.Route], middleware: [any HTTPMiddleware], handlerTimeout: Duration,
+        handlerExecutor: (any TaskExecutor)?
+    ) {
         self.routes = routes
         self.handlerTimeout = handlerTimeout
         self.handlerExecutor = handlerExecutor
@@ -26,7 +29,8 @@ package struct Responder: Sendable {
         let dispatch: HTTPHandler = { request in
             if request.malformedPath { return Self.malformedPath }
             guard let route = Self.serving(request.method, pattern: request.route, in: table) else {
-                return Self.routingFailure(method: request.method, path: request.path, pattern: request.route, routes: routes)
+                return Self.routingFailure(
+                    method: request.method, path: request.path, pattern: request.route, routes: routes)
             }
             // Over a socket, a request with a body had its headers checked before the body was read.
             if !request.headerChecked, let check = route.headerCheck, let refusal = check(request.head) {
@@ -96,7 +100,8 @@ package struct Responder: Sendable {
         guard head.announcesBody else { return nil }
         let routing = match(method: head.method, target: request.target)
         if case .malformed = routing { return Self.malformedPath }
-        let matched: (Router.Route, [String: String])? = if case .matched(let route, let parameters) = routing { (route, parameters) } else { nil }
+        let matched: (Router.Route, [String: String])? =
+            if case .matched(let route, let parameters) = routing { (route, parameters) } else { nil }
         let pattern = matched?.0.pattern ?? "unmatched"
         guard let route = Self.serving(head.method, pattern: pattern, in: table) else {
             return Self.routingFailure(method: head.method, path: head.path, pattern: pattern, routes: routes)
@@ -130,24 +135,32 @@ package struct Responder: Sendable {
         return .matched(chosen, Self.parameters(route: chosen, segments: segments))
     }
 
-    private static func serving(_ method: String, pattern: String, in table: [String: [String: Router.Route]]) -> Router.Route? {
+    private static func serving(
+        _ method: String, pattern: String, in table: [String: [String: Router.Route]]
+    ) -> Router.Route? {
         guard let methods = table[pattern] else { return nil }
         return methods[method] ?? (method == "HEAD" ? methods["GET"] : nil)
     }
 
-    private static func routingFailure(method: String, path: String, pattern: String, routes: [Router.Route]) -> HTTPResponse {
+    private static func routingFailure(
+        method: String, path: String, pattern: String, routes: [Router.Route]
+    ) -> HTTPResponse {
         if pattern == "unmatched" {
             return HTTPError(status: 404, code: "NOT_FOUND", message: "no route for \(method) \(path)").response
         }
         var allowed = Set(routes.filter { $0.pattern == pattern }.map(\.method))
         if allowed.contains("GET") { allowed.insert("HEAD") }
-        return HTTPError(status: 405, code: "METHOD_NOT_ALLOWED", message: "\(method) is not allowed here",
-                         headers: ["Allow": allowed.sorted().joined(separator: ", ")]).response
+        return HTTPError(
+            status: 405, code: "METHOD_NOT_ALLOWED", message: "\(method) is not allowed here",
+            headers: ["Allow": allowed.sorted().joined(separator: ", ")]
+        ).response
     }
 
     static var malformedPath: HTTPResponse {
-        HTTPError(status: 400, code: "INVALID_FIELD",
-                  message: "the request path is not well percent-encoded (each % must start two hex digits of UTF-8, not %00)").response
+        HTTPError(
+            status: 400, code: "INVALID_FIELD",
+            message: "the request path is not well percent-encoded (each % must start two hex digits of UTF-8, not %00)"
+        ).response
     }
 
     static var badMethod: HTTPResponse {
@@ -157,7 +170,9 @@ package struct Responder: Sendable {
     static func errorResponse(for error: any Error) -> HTTPResponse {
         if let httpError = error as? HTTPError { return httpError.response }
         if error is DeadlineExceeded {
-            return HTTPError(status: 503, code: "DEADLINE_EXCEEDED", message: "the request took too long; it is safe to retry").response
+            return HTTPError(
+                status: 503, code: "DEADLINE_EXCEEDED", message: "the request took too long; it is safe to retry"
+            ).response
         }
         // Internals stay internal: the log has the detail (via middleware), the client a request id.
         return HTTPError(status: 500, code: "INTERNAL_ERROR", message: "internal error").response
@@ -183,7 +198,8 @@ package struct Responder: Sendable {
     /// Accepts a caller's request id only if it is short printable ASCII (it ends up in logs).
     static func requestID(from header: String?) -> String {
         if let header, !header.isEmpty, header.utf8.count <= 128,
-           header.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7f }) {
+            header.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7f })
+        {
             return header
         }
         return freshRequestID()

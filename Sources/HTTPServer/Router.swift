@@ -39,28 +39,37 @@ package struct Router {
     /// Serves `method` on `pattern`. A `GET` route also answers `HEAD` (same status and headers, no
     /// body) unless a `HEAD` route of its own exists. `headerCheck` runs once the headers are in,
     /// before any of the body is read; see `HTTPHeaderCheck`.
-    package mutating func add(_ method: String, _ pattern: String, headerCheck: HTTPHeaderCheck? = nil,
-                             _ handler: @escaping HTTPHandler) {
+    package mutating func add(
+        _ method: String, _ pattern: String, headerCheck: HTTPHeaderCheck? = nil,
+        _ handler: @escaping HTTPHandler
+    ) {
         let method = method.uppercased()
         precondition(HTTPMethod.isToken(method), "\(method) is not an HTTP method")
         let segments = Self.split(pattern).map { part -> Segment in
             if part.hasPrefix("{") && part.hasSuffix("}") { return .parameter(String(part.dropFirst().dropLast())) }
             return .literal(String(part))
         }
-        precondition(!routes.contains { $0.method == method && $0.segments == segments }, "duplicate route \(method) \(pattern)")
-        routes.append(Route(method: method, pattern: pattern, segments: segments, headerCheck: headerCheck, handler: handler))
+        precondition(
+            !routes.contains { $0.method == method && $0.segments == segments }, "duplicate route \(method) \(pattern)")
+        routes.append(
+            Route(method: method, pattern: pattern, segments: segments, headerCheck: headerCheck, handler: handler))
     }
 
-    package mutating func get(_ pattern: String, headerCheck: HTTPHeaderCheck? = nil, _ handler: @escaping HTTPHandler) {
+    package mutating func get(_ pattern: String, headerCheck: HTTPHeaderCheck? = nil, _ handler: @escaping HTTPHandler)
+    {
         add("GET", pattern, headerCheck: headerCheck, handler)
     }
-    package mutating func post(_ pattern: String, headerCheck: HTTPHeaderCheck? = nil, _ handler: @escaping HTTPHandler) {
+    package mutating func post(_ pattern: String, headerCheck: HTTPHeaderCheck? = nil, _ handler: @escaping HTTPHandler)
+    {
         add("POST", pattern, headerCheck: headerCheck, handler)
     }
-    package mutating func put(_ pattern: String, headerCheck: HTTPHeaderCheck? = nil, _ handler: @escaping HTTPHandler) {
+    package mutating func put(_ pattern: String, headerCheck: HTTPHeaderCheck? = nil, _ handler: @escaping HTTPHandler)
+    {
         add("PUT", pattern, headerCheck: headerCheck, handler)
     }
-    package mutating func delete(_ pattern: String, headerCheck: HTTPHeaderCheck? = nil, _ handler: @escaping HTTPHandler) {
+    package mutating func delete(
+        _ pattern: String, headerCheck: HTTPHeaderCheck? = nil, _ handler: @escaping HTTPHandler
+    ) {
         add("DELETE", pattern, headerCheck: headerCheck, handler)
     }
 
@@ -68,8 +77,10 @@ package struct Router {
 
     /// `handlerExecutor` runs the requests somewhere other than Swift's global pool: a test's fake
     /// store then answers like a remote one, whatever the test process's own tasks are doing.
-    package func build(handlerTimeout: Duration = .seconds(30), handlerExecutor: (any TaskExecutor)? = nil) -> Responder {
-        Responder(routes: routes, middleware: middleware, handlerTimeout: handlerTimeout, handlerExecutor: handlerExecutor)
+    package func build(handlerTimeout: Duration = .seconds(30), handlerExecutor: (any TaskExecutor)? = nil) -> Responder
+    {
+        Responder(
+            routes: routes, middleware: middleware, handlerTimeout: handlerTimeout, handlerExecutor: handlerExecutor)
     }
 
     /// By Unicode scalar, not by Character: a "/" followed by a combining mark or an emoji
@@ -83,7 +94,9 @@ package struct Router {
     /// player id stays inside that id instead of splitting the path. Nil when an escape is not `%`
     /// and two hex digits, encodes NUL, or the decoded bytes are not UTF-8.
     package static func segments(ofTarget target: String) -> [Substring]? {
-        let path = target.utf8.firstIndex { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }.map { String(target[..<$0]) } ?? target
+        let path =
+            target.utf8.firstIndex { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }.map { String(target[..<$0]) }
+            ?? target
         var segments: [Substring] = []
         for raw in split(path) {
             guard let segment = percentDecoded(raw) else { return nil }
@@ -103,7 +116,9 @@ package struct Router {
                 bytes.append(byte)
                 continue
             }
-            guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue), high | low != 0 else { return nil }
+            guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue),
+                high | low != 0
+            else { return nil }
             bytes.append(high << 4 | low)
         }
         return String(validating: bytes, as: UTF8.self).map { Substring($0) }

@@ -59,7 +59,8 @@ public struct JSONFieldNames: Sendable {
     /// From the length and the first, middle and last bytes: enough to tell field names apart.
     private static func slot<Bytes: Collection<UInt8>>(_ name: Bytes, mask: Int) -> Int where Bytes.Index == Int {
         guard !name.isEmpty else { return 0 }
-        let first = name[name.startIndex], middle = name[name.startIndex + name.count / 2], last = name[name.endIndex - 1]
+        let first = name[name.startIndex], middle = name[name.startIndex + name.count / 2],
+            last = name[name.endIndex - 1]
         let hash = name.count &* 0x9E37 ^ Int(first) &* 0x2F ^ Int(middle) &* 0x161 ^ Int(last) &* 0x1F3
         return (hash ^ (hash >> 7)) & mask
     }

@@ -8,7 +8,8 @@ extension JSONReader {
     /// for an encoding's mark (a NUL, a second byte order mark): JSON in none of these cases.
     public static func transcodedToUTF8(_ data: Data) -> Data? {
         guard let (encoding, markLength) = wideEncoding(first4: data),
-              let text = String(data: data.dropFirst(markLength), encoding: encoding) else { return nil }
+            let text = String(data: data.dropFirst(markLength), encoding: encoding)
+        else { return nil }
         let utf8 = Data(text.utf8)
         guard wideEncoding(first4: utf8) == nil, !utf8.starts(with: [0xEF, 0xBB, 0xBF]) else { return nil }
         return utf8
@@ -16,8 +17,9 @@ extension JSONReader {
 
     private static func wideEncoding(first4 data: Data) -> (String.Encoding, Int)? {
         let head = Array(data.prefix(4))
-        return wideEncoding(head.count > 0 ? head[0] : nil, head.count > 1 ? head[1] : nil,
-                            head.count > 2 ? head[2] : nil, head.count > 3 ? head[3] : nil)
+        return wideEncoding(
+            head.count > 0 ? head[0] : nil, head.count > 1 ? head[1] : nil,
+            head.count > 2 ? head[2] : nil, head.count > 3 ? head[3] : nil)
     }
 
     /// The encoding and byte order mark length that JSONDecoder's detection (RFC 4627 section 3,

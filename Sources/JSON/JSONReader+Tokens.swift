@@ -58,7 +58,7 @@ extension JSONReader {
             scan: while j < count {
                 switch bytes[j] {
                 case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "e"), UInt8(ascii: "E"),
-                     UInt8(ascii: "+"), UInt8(ascii: "-"):
+                    UInt8(ascii: "+"), UInt8(ascii: "-"):
                     j &+= 1
                 default:
                     break scan

@@ -33,7 +33,9 @@ extension JSONReader {
 
     public func int(_ value: Value) throws(JSONReaderError) -> Int? {
         guard let whole = try int64(value) else { return nil }
-        guard let int = Int(exactly: whole) else { throw JSONReaderError(.notRepresentable, "\(whole) does not fit an Int") }
+        guard let int = Int(exactly: whole) else {
+            throw JSONReaderError(.notRepresentable, "\(whole) does not fit an Int")
+        }
         return int
     }
 
@@ -44,7 +46,6 @@ extension JSONReader {
         default: throw .typeMismatch(expected: "number", found: value)
         }
     }
-
 
     // MARK: - Strings
 
@@ -88,18 +89,22 @@ extension JSONReader {
                 let scalar: Unicode.Scalar?
                 if UTF16.isLeadSurrogate(unit) {
                     guard j &+ 6 <= raw.count, raw[j] == UInt8(ascii: "\\"), raw[j &+ 1] == UInt8(ascii: "u") else {
-                        throw JSONReaderError(.invalidString, "a high surrogate without a low one", at: token.start &+ j)
+                        throw JSONReaderError(
+                            .invalidString, "a high surrogate without a low one", at: token.start &+ j)
                     }
                     let trail = try hexUnit(raw, at: j &+ 2, token)
                     guard UTF16.isTrailSurrogate(trail) else {
-                        throw JSONReaderError(.invalidString, "a high surrogate without a low one", at: token.start &+ j)
+                        throw JSONReaderError(
+                            .invalidString, "a high surrogate without a low one", at: token.start &+ j)
                     }
                     j &+= 6
                     scalar = Unicode.Scalar(0x10000 + ((UInt32(unit) - 0xD800) << 10) + (UInt32(trail) - 0xDC00))
                 } else {
                     scalar = Unicode.Scalar(unit)  // nil for a lone low surrogate
                 }
-                guard let scalar else { throw JSONReaderError(.invalidString, "a lone low surrogate", at: token.start &+ j) }
+                guard let scalar else {
+                    throw JSONReaderError(.invalidString, "a lone low surrogate", at: token.start &+ j)
+                }
                 output.append(contentsOf: scalar.utf8)
             default:
                 throw JSONReaderError(.invalidString, "an invalid escape", at: token.start &+ j &- 1)
@@ -109,8 +114,12 @@ extension JSONReader {
         return string
     }
 
-    private func hexUnit(_ raw: UnsafeRawBufferPointer, at offset: Int, _ token: StringToken) throws(JSONReaderError) -> UInt16 {
-        guard offset &+ 4 <= raw.count else { throw JSONReaderError(.invalidString, "\\u needs four hex digits", at: token.start &+ offset) }
+    private func hexUnit(
+        _ raw: UnsafeRawBufferPointer, at offset: Int, _ token: StringToken
+    ) throws(JSONReaderError) -> UInt16 {
+        guard offset &+ 4 <= raw.count else {
+            throw JSONReaderError(.invalidString, "\\u needs four hex digits", at: token.start &+ offset)
+        }
         var unit: UInt16 = 0
         for k in offset..<(offset &+ 4) {
             let byte = raw[k]
@@ -157,7 +166,9 @@ extension JSONReader {
                 break
             }
             let (shifted, overflowA) = value.multipliedReportingOverflow(by: 10)
-            let (next, overflowB) = negative ? shifted.subtractingReportingOverflow(Int64(digit)) : shifted.addingReportingOverflow(Int64(digit))
+            let (next, overflowB) =
+                negative
+                ? shifted.subtractingReportingOverflow(Int64(digit)) : shifted.addingReportingOverflow(Int64(digit))
             guard !overflowA, !overflowB else {
                 // Too many digits for the quick path: `1234567890123456789012e-10` is still an
                 // integer to JSONDecoder. (Digits alone that overflow are refused below.)
@@ -171,7 +182,9 @@ extension JSONReader {
         let text = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[token.start..<token.end]), as: UTF8.self)
         guard let double = Double(text), let integer = Int64(exactly: double) else { throw outOfRange(token, "Int64") }
         if double.magnitude < 0x1p53 { return integer }
-        guard let decoded = try? JSONDecoder().decode(Int64.self, from: Data(text.utf8)) else { throw outOfRange(token, "Int64") }
+        guard let decoded = try? JSONDecoder().decode(Int64.self, from: Data(text.utf8)) else {
+            throw outOfRange(token, "Int64")
+        }
         return decoded
     }
 

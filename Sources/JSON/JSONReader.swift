@@ -100,8 +100,10 @@ public struct JSONReader {
     /// Runs `body` with a reader over `data`. Under `.jsonDecoder`, a UTF-8 byte order mark is
     /// skipped and a document JSONDecoder would read as UTF-16 or UTF-32 is refused with
     /// `.unsupportedEncoding`, for the caller to read again after `transcodedToUTF8`.
-    public static func withDocument<R>(_ data: Data, grammar: Grammar = .rfc8259,
-                                       _ body: (JSONReader) throws(JSONReaderError) -> R) throws(JSONReaderError) -> R {
+    public static func withDocument<R>(
+        _ data: Data, grammar: Grammar = .rfc8259,
+        _ body: (JSONReader) throws(JSONReaderError) -> R
+    ) throws(JSONReaderError) -> R {
         let result = data.withUnsafeBytes { buffer -> Result<R, JSONReaderError> in
             var start = 0
             if grammar == .jsonDecoder {
@@ -131,7 +133,9 @@ public struct JSONReader {
     /// object, `field` sees each of its members in order as the scan passes them (and every key
     /// is checked, as JSONDecoder checks the keys of an object it decodes). Returns the value.
     @discardableResult
-    public func readDocument(_ field: (Field) throws(JSONReaderError) -> Void = { _ in }) throws(JSONReaderError) -> Value {
+    public func readDocument(
+        _ field: (Field) throws(JSONReaderError) -> Void = { _ in }
+    ) throws(JSONReaderError) -> Value {
         var i = 0
         skipWhitespace(&i)
         let value: Value
@@ -146,13 +150,17 @@ public struct JSONReader {
     }
 
     /// The members of a nested object (validated already when it was skipped), keys checked.
-    package func forEachField(of object: Container, _ field: (Field) throws(JSONReaderError) -> Void) throws(JSONReaderError) {
+    package func forEachField(
+        of object: Container, _ field: (Field) throws(JSONReaderError) -> Void
+    ) throws(JSONReaderError) {
         var i = object.start
         _ = try scanObject(&i, depth: 0, reporting: true, field: field)
     }
 
     /// The elements of a nested array (validated already when it was skipped).
-    package func forEachElement(of array: Container, _ element: (Value) throws(JSONReaderError) -> Void) throws(JSONReaderError) {
+    package func forEachElement(
+        of array: Container, _ element: (Value) throws(JSONReaderError) -> Void
+    ) throws(JSONReaderError) {
         var i = array.start
         _ = try scanArray(&i, depth: 0, reporting: true, element: element)
     }
@@ -186,10 +194,14 @@ public struct JSONReader {
 
     /// `depth` counts the containers around this one (0 for the top level); `field` is called
     /// when `reporting`, else the object is only validated and skipped.
-    private func scanObject(_ i: inout Int, depth: Int, reporting: Bool,
-                            field: (Field) throws(JSONReaderError) -> Void) throws(JSONReaderError) -> Value {
+    private func scanObject(
+        _ i: inout Int, depth: Int, reporting: Bool,
+        field: (Field) throws(JSONReaderError) -> Void
+    ) throws(JSONReaderError) -> Value {
         let start = i
-        guard depth < Self.maximumDepth else { throw JSONReaderError(.tooDeep, "more than \(Self.maximumDepth) nested objects and arrays", at: i) }
+        guard depth < Self.maximumDepth else {
+            throw JSONReaderError(.tooDeep, "more than \(Self.maximumDepth) nested objects and arrays", at: i)
+        }
         i &+= 1
         skipWhitespace(&i)
         if i < count, bytes[i] == UInt8(ascii: "}") {
@@ -208,14 +220,20 @@ public struct JSONReader {
             i &+= 1
             let value = try scanValue(&i, depth: depth &+ 1)
             if reporting { try field(Field(key: key, value: value)) }
-            if try closesAfterMember(&i, closing: UInt8(ascii: "}"), "in an object") { return .object(Container(start: start, end: i)) }
+            if try closesAfterMember(&i, closing: UInt8(ascii: "}"), "in an object") {
+                return .object(Container(start: start, end: i))
+            }
         }
     }
 
-    private func scanArray(_ i: inout Int, depth: Int, reporting: Bool,
-                           element: (Value) throws(JSONReaderError) -> Void) throws(JSONReaderError) -> Value {
+    private func scanArray(
+        _ i: inout Int, depth: Int, reporting: Bool,
+        element: (Value) throws(JSONReaderError) -> Void
+    ) throws(JSONReaderError) -> Value {
         let start = i
-        guard depth < Self.maximumDepth else { throw JSONReaderError(.tooDeep, "more than \(Self.maximumDepth) nested objects and arrays", at: i) }
+        guard depth < Self.maximumDepth else {
+            throw JSONReaderError(.tooDeep, "more than \(Self.maximumDepth) nested objects and arrays", at: i)
+        }
         i &+= 1
         skipWhitespace(&i)
         if i < count, bytes[i] == UInt8(ascii: "]") {
@@ -225,7 +243,9 @@ public struct JSONReader {
         while true {
             let value = try scanValue(&i, depth: depth &+ 1)
             if reporting { try element(value) }
-            if try closesAfterMember(&i, closing: UInt8(ascii: "]"), "in an array") { return .array(Container(start: start, end: i)) }
+            if try closesAfterMember(&i, closing: UInt8(ascii: "]"), "in an array") {
+                return .array(Container(start: start, end: i))
+            }
         }
     }
 
@@ -264,7 +284,8 @@ public struct JSONReader {
 
     func unexpected(at offset: Int, _ context: String) -> JSONReaderError {
         let byte = bytes[offset]
-        let shown = byte >= 0x20 && byte < 0x7F ? "'\(Character(Unicode.Scalar(byte)))'" : "byte 0x\(String(byte, radix: 16))"
+        let shown =
+            byte >= 0x20 && byte < 0x7F ? "'\(Character(Unicode.Scalar(byte)))'" : "byte 0x\(String(byte, radix: 16))"
         return JSONReaderError(.syntax, "unexpected \(shown) \(context)", at: offset)
     }
 

@@ -141,7 +141,9 @@ public struct JSONWriter: Sendable {
             while index < utf8.count {
                 // Eight bytes at a time while none needs an escape.
                 if index &+ 8 <= utf8.count,
-                   !UnsafeRawBufferPointer(utf8).loadUnaligned(fromByteOffset: index, as: UInt64.self).hasQuoteBackslashOrControlByte {
+                    !UnsafeRawBufferPointer(utf8).loadUnaligned(fromByteOffset: index, as: UInt64.self)
+                        .hasQuoteBackslashOrControlByte
+                {
                     index &+= 8
                     continue
                 }

@@ -13,30 +13,37 @@ package enum AESGCM {
     }
 
     /// Encrypts with a fresh random nonce and returns the combined box.
-    package static func seal(_ plaintext: some ContiguousBytes, key: some ContiguousBytes,
-                            authenticating additionalData: some ContiguousBytes = Data()) throws -> Data {
+    package static func seal(
+        _ plaintext: some ContiguousBytes, key: some ContiguousBytes,
+        authenticating additionalData: some ContiguousBytes = Data()
+    ) throws -> Data {
         let nonce = SecureRandom.bytes(nonceByteCount)
         let parts = try seal(plaintext, key: key, nonce: nonce, authenticating: additionalData)
         return nonce + parts.ciphertext + parts.tag
     }
 
     /// Opens a combined box made by `seal`; fails with `.authenticationFailed` if anything was altered.
-    package static func open(_ box: Data, key: some ContiguousBytes,
-                            authenticating additionalData: some ContiguousBytes = Data()) throws -> Data {
+    package static func open(
+        _ box: Data, key: some ContiguousBytes,
+        authenticating additionalData: some ContiguousBytes = Data()
+    ) throws -> Data {
         guard box.count >= nonceByteCount + tagByteCount else {
             throw CryptoError(.authenticationFailed, "sealed box is too short")
         }
         let nonce = box.prefix(nonceByteCount)
         let ciphertext = box.dropFirst(nonceByteCount).dropLast(tagByteCount)
         let tag = box.suffix(tagByteCount)
-        return try open(ciphertext: Data(ciphertext), tag: Data(tag), key: key, nonce: Data(nonce),
-                        authenticating: additionalData)
+        return try open(
+            ciphertext: Data(ciphertext), tag: Data(tag), key: key, nonce: Data(nonce),
+            authenticating: additionalData)
     }
 
     /// Encryption with a caller-chosen nonce. A nonce must never be reused with the same key;
     /// this entry point exists for published test vectors.
-    package static func seal(_ plaintext: some ContiguousBytes, key: some ContiguousBytes, nonce: Data,
-                            authenticating additionalData: some ContiguousBytes = Data()) throws -> SealedParts {
+    package static func seal(
+        _ plaintext: some ContiguousBytes, key: some ContiguousBytes, nonce: Data,
+        authenticating additionalData: some ContiguousBytes = Data()
+    ) throws -> SealedParts {
         let context = try CipherContext(key: key, nonce: nonce, encrypt: true)
         try context.addAuthenticatedData(additionalData)
         let ciphertext = try context.update(plaintext)
@@ -48,8 +55,10 @@ package enum AESGCM {
         return SealedParts(ciphertext: ciphertext, tag: Data(tag))
     }
 
-    package static func open(ciphertext: Data, tag: Data, key: some ContiguousBytes, nonce: Data,
-                            authenticating additionalData: some ContiguousBytes = Data()) throws -> Data {
+    package static func open(
+        ciphertext: Data, tag: Data, key: some ContiguousBytes, nonce: Data,
+        authenticating additionalData: some ContiguousBytes = Data()
+    ) throws -> Data {
         guard tag.count == tagByteCount else { throw CryptoError(.authenticationFailed, "tag must be 16 bytes") }
         let context = try CipherContext(key: key, nonce: nonce, encrypt: false)
         try context.addAuthenticatedData(additionalData)
@@ -85,13 +94,14 @@ private final class CipherContext {
         self.encrypt = encrypt
         let initialise = encrypt ? EVP_EncryptInit_ex : EVP_DecryptInit_ex
         guard initialise(context, EVP_aes_256_gcm(), nil, nil, nil) == 1,
-              EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_GCM_SET_IVLEN, Int32(nonce.count), nil) == 1
+            EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_GCM_SET_IVLEN, Int32(nonce.count), nil) == 1
         else { throw openSSLError("AES-256-GCM init") }
         let ok = key.withUnsafeBytes { keyRaw in
             nonce.withUnsafeBytes { nonceRaw in
-                initialise(context, nil, nil,
-                           keyRaw.baseAddress?.assumingMemoryBound(to: UInt8.self),
-                           nonceRaw.baseAddress?.assumingMemoryBound(to: UInt8.self))
+                initialise(
+                    context, nil, nil,
+                    keyRaw.baseAddress?.assumingMemoryBound(to: UInt8.self),
+                    nonceRaw.baseAddress?.assumingMemoryBound(to: UInt8.self))
             }
         }
         guard ok == 1 else { throw openSSLError("AES-256-GCM key setup") }
@@ -104,8 +114,9 @@ private final class CipherContext {
         guard count > 0 else { return }
         var outLength: Int32 = 0
         let ok = withNonNullBytes(data) { bytes, length in
-            encrypt ? EVP_EncryptUpdate(pointer, nil, &outLength, bytes, Int32(length))
-                    : EVP_DecryptUpdate(pointer, nil, &outLength, bytes, Int32(length))
+            encrypt
+                ? EVP_EncryptUpdate(pointer, nil, &outLength, bytes, Int32(length))
+                : EVP_DecryptUpdate(pointer, nil, &outLength, bytes, Int32(length))
         }
         guard ok == 1 else { throw openSSLError("AES-GCM additional data") }
     }
@@ -116,8 +127,9 @@ private final class CipherContext {
         var output = [UInt8](repeating: 0, count: count + 16)
         var outLength: Int32 = 0
         let ok = withNonNullBytes(data) { bytes, length in
-            encrypt ? EVP_EncryptUpdate(pointer, &output, &outLength, bytes, Int32(length))
-                    : EVP_DecryptUpdate(pointer, &output, &outLength, bytes, Int32(length))
+            encrypt
+                ? EVP_EncryptUpdate(pointer, &output, &outLength, bytes, Int32(length))
+                : EVP_DecryptUpdate(pointer, &output, &outLength, bytes, Int32(length))
         }
         guard ok == 1 else { throw openSSLError("AES-GCM update") }
         return Data(output.prefix(Int(outLength)))
@@ -126,8 +138,10 @@ private final class CipherContext {
     func finish() throws {
         var output = [UInt8](repeating: 0, count: 16)
         var outLength: Int32 = 0
-        let ok = encrypt ? EVP_EncryptFinal_ex(pointer, &output, &outLength)
-                         : EVP_DecryptFinal_ex(pointer, &output, &outLength)
+        let ok =
+            encrypt
+            ? EVP_EncryptFinal_ex(pointer, &output, &outLength)
+            : EVP_DecryptFinal_ex(pointer, &output, &outLength)
         guard ok == 1 else { throw openSSLError("AES-GCM final") }
     }
 }

@@ -26,7 +26,8 @@ public enum Base64 {
     /// in receipts pasted by hand.
     public static func decodeLenient(_ text: String) -> Data? {
         let compact = text.filter { !$0.isWhitespace }
-        let padded = compact.utf8.count % 4 == 0 ? compact : compact + String(repeating: "=", count: 4 - compact.utf8.count % 4)
+        let padded =
+            compact.utf8.count % 4 == 0 ? compact : compact + String(repeating: "=", count: 4 - compact.utf8.count % 4)
         return decode(padded)
     }
 
@@ -56,19 +57,19 @@ public enum Base64 {
         let valid = output.withUnsafeMutableBytes { raw -> Bool in
             guard let out = raw.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return count == 0 }
             return urlDecodingTable.withUnsafeBufferPointer { table in
-            var written = 0, accumulator: UInt32 = 0, bits = 0
-            for byte in bytes {
-                let value = table[Int(byte)]
-                guard value != 0xff else { return false }
-                accumulator = accumulator << 6 | UInt32(value)
-                bits += 6
-                if bits >= 8 {
-                    bits -= 8
-                    out[written] = UInt8(truncatingIfNeeded: accumulator >> UInt32(bits))
-                    written += 1
+                var written = 0, accumulator: UInt32 = 0, bits = 0
+                for byte in bytes {
+                    let value = table[Int(byte)]
+                    guard value != 0xff else { return false }
+                    accumulator = accumulator << 6 | UInt32(value)
+                    bits += 6
+                    if bits >= 8 {
+                        bits -= 8
+                        out[written] = UInt8(truncatingIfNeeded: accumulator >> UInt32(bits))
+                        written += 1
+                    }
                 }
-            }
-            return true
+                return true
             }
         }
         return valid ? output : nil

@@ -89,7 +89,7 @@ public final class Certificate: @unchecked Sendable, Equatable, Hashable {
         defer { ASN1_OBJECT_free(object) }
         let index = X509_get_ext_by_OBJ(pointer, object, -1)
         guard index >= 0, let ext = X509_get_ext(pointer, index), let value = X509_EXTENSION_get_data(ext),
-              let bytes = ASN1_STRING_get0_data(value)
+            let bytes = ASN1_STRING_get0_data(value)
         else { return nil }
         return Data(bytes: bytes, count: Int(ASN1_STRING_length(value)))
     }

@@ -31,10 +31,10 @@ public struct CertificateBuilder {
         defer { if owned { X509_free(certificate) } }
 
         guard X509_set_version(certificate, 2) == 1,
-              ASN1_INTEGER_set(X509_get_serialNumber(certificate), serialNumber) == 1,
-              ASN1_TIME_set(X509_getm_notBefore(certificate), time_t(notValidBefore.timeIntervalSince1970)) != nil,
-              ASN1_TIME_set(X509_getm_notAfter(certificate), time_t(notValidAfter.timeIntervalSince1970)) != nil,
-              X509_set_pubkey(certificate, subjectKey.key.pointer) == 1
+            ASN1_INTEGER_set(X509_get_serialNumber(certificate), serialNumber) == 1,
+            ASN1_TIME_set(X509_getm_notBefore(certificate), time_t(notValidBefore.timeIntervalSince1970)) != nil,
+            ASN1_TIME_set(X509_getm_notAfter(certificate), time_t(notValidAfter.timeIntervalSince1970)) != nil,
+            X509_set_pubkey(certificate, subjectKey.key.pointer) == 1
         else { throw openSSLError("X509 fields") }
 
         guard let name = X509_NAME_new() else { throw openSSLError("X509_NAME_new") }
@@ -46,22 +46,26 @@ public struct CertificateBuilder {
             }
         }
         guard X509_set_subject_name(certificate, name) == 1,
-              X509_set_issuer_name(certificate, issuer.map { X509_get_subject_name($0.pointer) } ?? name) == 1
+            X509_set_issuer_name(certificate, issuer.map { X509_get_subject_name($0.pointer) } ?? name) == 1
         else { throw openSSLError("X509 names") }
 
         // Key identifiers link each certificate to its issuer's key; strict verification needs them.
         var context = X509V3_CTX()
         X509V3_set_ctx(&context, issuer?.pointer ?? certificate, certificate, nil, nil, 0)
-        try addExtension(certificate, nid: NID_basic_constraints,
-                         value: isCertificateAuthority ? "critical,CA:TRUE" : "critical,CA:FALSE", context: &context)
-        try addExtension(certificate, nid: NID_key_usage,
-                         value: isCertificateAuthority ? "critical,keyCertSign,cRLSign" : "critical,digitalSignature", context: &context)
+        try addExtension(
+            certificate, nid: NID_basic_constraints,
+            value: isCertificateAuthority ? "critical,CA:TRUE" : "critical,CA:FALSE", context: &context)
+        try addExtension(
+            certificate, nid: NID_key_usage,
+            value: isCertificateAuthority ? "critical,keyCertSign,cRLSign" : "critical,digitalSignature",
+            context: &context)
         try addExtension(certificate, nid: NID_subject_key_identifier, value: "hash", context: &context)
         if issuer != nil {
             try addExtension(certificate, nid: NID_authority_key_identifier, value: "keyid:always", context: &context)
         }
         if let ocspResponderURL {
-            try addExtension(certificate, nid: NID_info_access, value: "OCSP;URI:\(ocspResponderURL)", context: &context)
+            try addExtension(
+                certificate, nid: NID_info_access, value: "OCSP;URI:\(ocspResponderURL)", context: &context)
         }
         for custom in customExtensions {
             try addCustomExtension(certificate, oid: custom.oid, value: custom.value, critical: custom.critical)
@@ -72,8 +76,11 @@ public struct CertificateBuilder {
         return try Certificate(taking: certificate)
     }
 
-    private func addExtension(_ certificate: OpaquePointer, nid: Int32, value: String, context: inout X509V3_CTX) throws {
-        guard let ext = X509V3_EXT_conf_nid(nil, &context, nid, value) else { throw openSSLError("X509V3_EXT_conf_nid") }
+    private func addExtension(_ certificate: OpaquePointer, nid: Int32, value: String, context: inout X509V3_CTX) throws
+    {
+        guard let ext = X509V3_EXT_conf_nid(nil, &context, nid, value) else {
+            throw openSSLError("X509V3_EXT_conf_nid")
+        }
         defer { X509_EXTENSION_free(ext) }
         guard X509_add_ext(certificate, ext, -1) == 1 else { throw openSSLError("X509_add_ext") }
     }
@@ -85,7 +92,7 @@ public struct CertificateBuilder {
         defer { ASN1_OCTET_STRING_free(octets) }
         let bytes = [UInt8](value)
         guard ASN1_OCTET_STRING_set(octets, bytes, Int32(bytes.count)) == 1,
-              let ext = X509_EXTENSION_create_by_OBJ(nil, object, critical ? 1 : 0, octets)
+            let ext = X509_EXTENSION_create_by_OBJ(nil, object, critical ? 1 : 0, octets)
         else { throw openSSLError("X509_EXTENSION_create_by_OBJ") }
         defer { X509_EXTENSION_free(ext) }
         guard X509_add_ext(certificate, ext, -1) == 1 else { throw openSSLError("X509_add_ext") }

@@ -70,7 +70,8 @@ package enum HMACSHA256 {
         guard let context = idle.take(orMake: makeContext) else { throw openSSLError("HMAC-SHA256 context") }
         let ok = withNonNullBytes(key) { keyPointer, keyCount in
             withNonNullBytes(message) { messagePointer, messageCount in
-                EVP_MAC_init(context, keyPointer, keyCount, nil) == 1 && EVP_MAC_update(context, messagePointer, messageCount) == 1
+                EVP_MAC_init(context, keyPointer, keyCount, nil) == 1
+                    && EVP_MAC_update(context, messagePointer, messageCount) == 1
                     && EVP_MAC_final(context, &mac, &length, mac.count) == 1
             }
         }
@@ -86,7 +87,10 @@ package enum HMACSHA256 {
         guard let algorithm, let context = EVP_MAC_CTX_new(algorithm) else { return nil }
         let set = "digest".withCString { name in
             "SHA256".withCString { digest in
-                var parameters = [OSSL_PARAM_construct_utf8_string(name, UnsafeMutablePointer(mutating: digest), 0), OSSL_PARAM_construct_end()]
+                var parameters = [
+                    OSSL_PARAM_construct_utf8_string(name, UnsafeMutablePointer(mutating: digest), 0),
+                    OSSL_PARAM_construct_end(),
+                ]
                 return EVP_MAC_CTX_set_params(context, &parameters)
             }
         }
@@ -99,7 +103,9 @@ package enum HMACSHA256 {
 
     /// Checks a MAC in constant time. Throws when OpenSSL cannot compute one (never a `false`
     /// standing in for a failure of ours).
-    package static func isValid(_ mac: some ContiguousBytes, key: some ContiguousBytes, message: some ContiguousBytes) throws -> Bool {
+    package static func isValid(
+        _ mac: some ContiguousBytes, key: some ContiguousBytes, message: some ContiguousBytes
+    ) throws -> Bool {
         ConstantTime.equals(try authenticationCode(key: key, message: message), mac)
     }
 }

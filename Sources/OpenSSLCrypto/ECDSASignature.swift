@@ -8,7 +8,8 @@ enum ECDSASignature {
     /// verified token, and going through OpenSSL's bignums cost more than the encoding.
     static func rawToDER(_ raw: Data, coordinateSize: Int) throws -> Data {
         guard raw.count == 2 * coordinateSize else {
-            throw CryptoError(.invalidSignature, "ECDSA signature must be \(2 * coordinateSize) bytes, got \(raw.count)")
+            throw CryptoError(
+                .invalidSignature, "ECDSA signature must be \(2 * coordinateSize) bytes, got \(raw.count)")
         }
         let bytes = [UInt8](raw)
         let r = derInteger(bytes[0..<coordinateSize]), s = derInteger(bytes[coordinateSize...])
@@ -40,7 +41,9 @@ enum ECDSASignature {
         guard let parsed else { throw openSSLError(.invalidSignature, "d2i_ECDSA_SIG") }
         defer { ECDSA_SIG_free(parsed) }
         var out = [UInt8](repeating: 0, count: 2 * coordinateSize)
-        let okR = out.withUnsafeMutableBufferPointer { BN_bn2binpad(ECDSA_SIG_get0_r(parsed), $0.baseAddress, Int32(coordinateSize)) }
+        let okR = out.withUnsafeMutableBufferPointer {
+            BN_bn2binpad(ECDSA_SIG_get0_r(parsed), $0.baseAddress, Int32(coordinateSize))
+        }
         let okS = out.withUnsafeMutableBufferPointer {
             BN_bn2binpad(ECDSA_SIG_get0_s(parsed), $0.baseAddress! + coordinateSize, Int32(coordinateSize))
         }

@@ -64,8 +64,9 @@ final class ECVerifyContexts: @unchecked Sendable {
         lastTableUse.store(tables.tick(), ordering: .relaxed)
         return digest.withUnsafeBytes { digest in
             raw.withUnsafeBytes { signature in
-                fixedKey.isValid(digest: digest, r: UnsafeRawBufferPointer(rebasing: signature[0..<32]),
-                                 s: UnsafeRawBufferPointer(rebasing: signature[32..<64]))
+                fixedKey.isValid(
+                    digest: digest, r: UnsafeRawBufferPointer(rebasing: signature[0..<32]),
+                    s: UnsafeRawBufferPointer(rebasing: signature[32..<64]))
             }
         }
     }
@@ -139,8 +140,9 @@ final class ECVerifyContexts: @unchecked Sendable {
         let valid = signature.withUnsafeBytes { sig in
             digest.withUnsafeBytes { hash in
                 guard let sigBase = sig.baseAddress, let hashBase = hash.baseAddress else { return false }
-                return EVP_PKEY_verify(context, sigBase.assumingMemoryBound(to: UInt8.self), sig.count,
-                                       hashBase.assumingMemoryBound(to: UInt8.self), hash.count) == 1
+                return EVP_PKEY_verify(
+                    context, sigBase.assumingMemoryBound(to: UInt8.self), sig.count,
+                    hashBase.assumingMemoryBound(to: UInt8.self), hash.count) == 1
             }
         }
         if !valid { _ = drainOpenSSLErrors() }

@@ -36,7 +36,7 @@ final class EVPKey: @unchecked Sendable {
         defer { EVP_PKEY_CTX_free(context) }
         var key: OpaquePointer?
         guard EVP_PKEY_keygen_init(context) == 1, configure(context) > 0,
-              EVP_PKEY_generate(context, &key) == 1, let key
+            EVP_PKEY_generate(context, &key) == 1, let key
         else { throw openSSLError("generate \(algorithm) key") }
         return EVPKey(taking: key)
     }
@@ -113,7 +113,9 @@ final class EVPKey: @unchecked Sendable {
     /// A signature over `message` with SHA-256 (DER for ECDSA, PKCS#1 v1.5 for RSA).
     func signSHA256(_ message: some ContiguousBytes) throws -> Data {
         // A NULL digest would mean "the key type's default", not SHA-256.
-        guard let digest = sha256Method else { throw CryptoError(.openSSLFailure, "SHA-256 is not available from OpenSSL") }
+        guard let digest = sha256Method else {
+            throw CryptoError(.openSSLFailure, "SHA-256 is not available from OpenSSL")
+        }
         guard let context = EVP_MD_CTX_new() else { throw openSSLError("EVP_MD_CTX_new") }
         defer { EVP_MD_CTX_free(context) }
         guard EVP_DigestSignInit(context, nil, digest, nil, pointer) == 1 else {
@@ -123,7 +125,9 @@ final class EVPKey: @unchecked Sendable {
             var length = 0
             guard EVP_DigestSign(context, nil, &length, bytes, count) == 1 else { throw openSSLError("EVP_DigestSign") }
             var signature = [UInt8](repeating: 0, count: length)
-            guard EVP_DigestSign(context, &signature, &length, bytes, count) == 1 else { throw openSSLError("EVP_DigestSign") }
+            guard EVP_DigestSign(context, &signature, &length, bytes, count) == 1 else {
+                throw openSSLError("EVP_DigestSign")
+            }
             return Data(signature.prefix(length))
         }
     }

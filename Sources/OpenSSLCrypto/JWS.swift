@@ -65,17 +65,20 @@ public struct CompactJWS: Sendable {
             (headerSegment, payload, signature, signingInput) = try token.withUTF8 { bytes in
                 // Work on the UTF-8 bytes: splitting a String by Character walks grapheme clusters.
                 guard let first = bytes.firstIndex(of: UInt8(ascii: ".")),
-                      let second = bytes[(first + 1)...].firstIndex(of: UInt8(ascii: ".")),
-                      bytes[(second + 1)...].firstIndex(of: UInt8(ascii: ".")) == nil
+                    let second = bytes[(first + 1)...].firstIndex(of: UInt8(ascii: ".")),
+                    bytes[(second + 1)...].firstIndex(of: UInt8(ascii: ".")) == nil
                 else { throw CryptoError(.malformedJWS, "a compact JWS has exactly three dot-separated segments") }
                 // The header's alphabet is checked where it is decoded (`CompactJWS(parts:)`); a
                 // caller that finds this exact segment in its cache of verified headers skips both.
                 let header = UnsafeBufferPointer(rebasing: bytes[0..<first])
                 guard !header.isEmpty else { throw CryptoError(.malformedJWS, "header is not base64url") }
-                guard let payload = Base64.urlDecode(bytes: UnsafeBufferPointer(rebasing: bytes[(first + 1)..<second])) else {
+                guard let payload = Base64.urlDecode(bytes: UnsafeBufferPointer(rebasing: bytes[(first + 1)..<second]))
+                else {
                     throw CryptoError(.malformedJWS, "payload is not base64url")
                 }
-                guard let signature = Base64.urlDecode(bytes: UnsafeBufferPointer(rebasing: bytes[(second + 1)...])), !signature.isEmpty else {
+                guard let signature = Base64.urlDecode(bytes: UnsafeBufferPointer(rebasing: bytes[(second + 1)...])),
+                    !signature.isEmpty
+                else {
                     throw CryptoError(.malformedJWS, "signature is not base64url")
                 }
                 return (Data(header), payload, signature, Data(UnsafeBufferPointer(rebasing: bytes[0..<second])))
@@ -103,12 +106,15 @@ public struct CompactJWS: Sendable {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let signingInput = Base64.urlEncode(try encoder.encode(header)) + "." + Base64.urlEncode(payload)
-        let signature = key.isP256 ? try key.signES256(Data(signingInput.utf8)) : try key.signRS256(Data(signingInput.utf8))
+        let signature =
+            key.isP256 ? try key.signES256(Data(signingInput.utf8)) : try key.signRS256(Data(signingInput.utf8))
         return signingInput + "." + Base64.urlEncode(signature)
     }
 
     /// Signs a JSON-encodable claims object (a JWT).
-    public static func sign(claims: some Encodable, header: JWSHeader = JWSHeader(typ: "JWT"), key: PrivateKey) throws -> String {
+    public static func sign(
+        claims: some Encodable, header: JWSHeader = JWSHeader(typ: "JWT"), key: PrivateKey
+    ) throws -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return try sign(payload: try encoder.encode(claims), header: header, key: key)

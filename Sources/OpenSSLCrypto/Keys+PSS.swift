@@ -13,7 +13,7 @@ extension PublicKey {
     /// and any key that is not an rsaEncryption RSA key.
     public func isValidPS256(signature: Data, for message: some ContiguousBytes) -> Bool {
         guard key.isRSA, EVP_PKEY_get_bits(key.pointer) >= 2048, signature.count == Int(EVP_PKEY_get_size(key.pointer)),
-              let digest = SHA256.digest(message)
+            let digest = SHA256.digest(message)
         else { return false }
         defer { _ = drainOpenSSLErrors() }
         guard let context = key.pss256Context(signing: false, saltLength: RSA_PSS_SALTLEN_AUTO) else { return false }
@@ -44,7 +44,9 @@ extension PrivateKey {
         return try digest.withUnsafeBytes { raw in
             let bytes = raw.bindMemory(to: UInt8.self)
             var length = 0
-            guard EVP_PKEY_sign(context, nil, &length, bytes.baseAddress, bytes.count) == 1 else { throw openSSLError("EVP_PKEY_sign") }
+            guard EVP_PKEY_sign(context, nil, &length, bytes.baseAddress, bytes.count) == 1 else {
+                throw openSSLError("EVP_PKEY_sign")
+            }
             var signature = [UInt8](repeating: 0, count: length)
             guard EVP_PKEY_sign(context, &signature, &length, bytes.baseAddress, bytes.count) == 1 else {
                 throw openSSLError("EVP_PKEY_sign")
@@ -61,10 +63,10 @@ extension EVPKey {
     func pss256Context(signing: Bool, saltLength: Int32) -> OpaquePointer? {
         guard let digest = sha256Method, let context = EVP_PKEY_CTX_new_from_pkey(nil, pointer, nil) else { return nil }
         guard (signing ? EVP_PKEY_sign_init(context) : EVP_PKEY_verify_init(context)) == 1,
-              EVP_PKEY_CTX_set_rsa_padding(context, RSA_PKCS1_PSS_PADDING) > 0,
-              EVP_PKEY_CTX_set_signature_md(context, digest) > 0,
-              EVP_PKEY_CTX_set_rsa_mgf1_md(context, digest) > 0,
-              EVP_PKEY_CTX_set_rsa_pss_saltlen(context, saltLength) > 0
+            EVP_PKEY_CTX_set_rsa_padding(context, RSA_PKCS1_PSS_PADDING) > 0,
+            EVP_PKEY_CTX_set_signature_md(context, digest) > 0,
+            EVP_PKEY_CTX_set_rsa_mgf1_md(context, digest) > 0,
+            EVP_PKEY_CTX_set_rsa_pss_saltlen(context, saltLength) > 0
         else {
             EVP_PKEY_CTX_free(context)
             return nil

@@ -10,7 +10,8 @@ extension PublicKey {
         }
         // SubjectPublicKeyInfo { rsaEncryption, NULL } BIT STRING { RSAPublicKey { n, e } }.
         let rsaPublicKey = DER.sequence(DER.integer(n) + DER.integer(e))
-        let algorithm = DER.sequence(Data([0x06, 0x09, 0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, 0x01, 0x05, 0x00]))
+        let algorithm = DER.sequence(
+            Data([0x06, 0x09, 0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, 0x01, 0x05, 0x00]))
         try self.init(subjectPublicKeyInfo: DER.sequence(algorithm + DER.element(0x03, Data([0]) + rsaPublicKey)))
         guard isRSA else { throw CryptoError(.invalidKey, "not an RSA key") }
     }
@@ -40,14 +41,20 @@ extension PrivateKey {
     /// RSASSA-PKCS1-v1_5 with SHA-1, for tests that stand in for Google Play's signing key.
     /// For test fixtures only (Google's legacy licence signatures).
     package func signSHA1WithRSA(_ message: some ContiguousBytes) throws -> Data {
-        guard key.isRSA, let context = EVP_MD_CTX_new() else { throw CryptoError(.invalidKey, "SHA1withRSA needs an RSA key") }
+        guard key.isRSA, let context = EVP_MD_CTX_new() else {
+            throw CryptoError(.invalidKey, "SHA1withRSA needs an RSA key")
+        }
         defer { EVP_MD_CTX_free(context) }
-        guard EVP_DigestSignInit(context, nil, EVP_sha1(), nil, key.pointer) == 1 else { throw openSSLError(.invalidKey, "EVP_DigestSignInit") }
+        guard EVP_DigestSignInit(context, nil, EVP_sha1(), nil, key.pointer) == 1 else {
+            throw openSSLError(.invalidKey, "EVP_DigestSignInit")
+        }
         return try withNonNullBytes(message) { bytes, count in
             var length = 0
             guard EVP_DigestSign(context, nil, &length, bytes, count) == 1 else { throw openSSLError("EVP_DigestSign") }
             var signature = [UInt8](repeating: 0, count: length)
-            guard EVP_DigestSign(context, &signature, &length, bytes, count) == 1 else { throw openSSLError("EVP_DigestSign") }
+            guard EVP_DigestSign(context, &signature, &length, bytes, count) == 1 else {
+                throw openSSLError("EVP_DigestSign")
+            }
             return Data(signature.prefix(length))
         }
     }
@@ -56,7 +63,9 @@ extension PrivateKey {
     package func rsaPublicComponents() throws -> (modulus: Data, exponent: Data) {
         guard key.isRSA else { throw CryptoError(.invalidKey, "not an RSA key") }
         var n: OpaquePointer?, e: OpaquePointer?
-        guard EVP_PKEY_get_bn_param(key.pointer, "n", &n) == 1, let n, EVP_PKEY_get_bn_param(key.pointer, "e", &e) == 1, let e else {
+        guard EVP_PKEY_get_bn_param(key.pointer, "n", &n) == 1, let n, EVP_PKEY_get_bn_param(key.pointer, "e", &e) == 1,
+            let e
+        else {
             throw openSSLError("EVP_PKEY_get_bn_param")
         }
         defer { BN_free(n); BN_free(e) }

@@ -17,11 +17,15 @@ public struct OCSPQuery: Sendable {
     private let certificateID: CertificateID
 
     public init(certificate: Certificate, issuer: Certificate) throws {
-        guard let id = OCSP_cert_to_id(EVP_sha1(), certificate.pointer, issuer.pointer) else { throw openSSLError("OCSP_cert_to_id") }
+        guard let id = OCSP_cert_to_id(EVP_sha1(), certificate.pointer, issuer.pointer) else {
+            throw openSSLError("OCSP_cert_to_id")
+        }
         certificateID = CertificateID(taking: id)
         guard let request = OCSP_REQUEST_new() else { throw openSSLError("OCSP_REQUEST_new") }
         defer { OCSP_REQUEST_free(request) }
-        guard let copy = OCSP_CERTID_dup(id), OCSP_request_add0_id(request, copy) != nil else { throw openSSLError("OCSP_request_add0_id") }
+        guard let copy = OCSP_CERTID_dup(id), OCSP_request_add0_id(request, copy) != nil else {
+            throw openSSLError("OCSP_request_add0_id")
+        }
         let length = i2d_OCSP_REQUEST(request, nil)
         guard length > 0 else { throw openSSLError("i2d_OCSP_REQUEST") }
         var bytes = [UInt8](repeating: 0, count: Int(length))
@@ -43,7 +47,9 @@ public struct OCSPQuery: Sendable {
         }
         guard let response else { throw openSSLError(.invalidEncoding, "not an OCSP response") }
         defer { OCSP_RESPONSE_free(response) }
-        guard OCSP_response_status(response) == OCSP_RESPONSE_STATUS_SUCCESSFUL, let basic = OCSP_response_get1_basic(response) else {
+        guard OCSP_response_status(response) == OCSP_RESPONSE_STATUS_SUCCESSFUL,
+            let basic = OCSP_response_get1_basic(response)
+        else {
             throw CryptoError(.invalidSignature, "OCSP responder did not answer successfully")
         }
         defer { OCSP_BASICRESP_free(basic) }
@@ -58,9 +64,13 @@ public struct OCSPQuery: Sendable {
         guard verified == 1 else { throw openSSLError(.invalidSignature, "OCSP response signature") }
 
         var status: Int32 = -1, reason: Int32 = -1
-        var revokedAt: UnsafeMutablePointer<ASN1_GENERALIZEDTIME>?, thisUpdate: UnsafeMutablePointer<ASN1_GENERALIZEDTIME>?
+        var revokedAt: UnsafeMutablePointer<ASN1_GENERALIZEDTIME>?,
+            thisUpdate: UnsafeMutablePointer<ASN1_GENERALIZEDTIME>?
         var nextUpdate: UnsafeMutablePointer<ASN1_GENERALIZEDTIME>?
-        guard OCSP_resp_find_status(basic, certificateID.pointer, &status, &reason, &revokedAt, &thisUpdate, &nextUpdate) == 1 else {
+        guard
+            OCSP_resp_find_status(basic, certificateID.pointer, &status, &reason, &revokedAt, &thisUpdate, &nextUpdate)
+                == 1
+        else {
             throw CryptoError(.invalidSignature, "OCSP response does not mention the certificate")
         }
         guard OCSP_check_validity(thisUpdate, nextUpdate, 300, -1) == 1 else {

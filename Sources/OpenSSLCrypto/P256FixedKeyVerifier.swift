@@ -38,7 +38,8 @@ final class P256FixedKeyVerifier: @unchecked Sendable {
             return nil
         }
         guard let order = EC_GROUP_get0_order(curve), let field = EC_GROUP_get0_field(curve),
-              let (orderMinusTwo, orderMontgomery) = Self.fermatExponent(order) else {
+            let (orderMinusTwo, orderMontgomery) = Self.fermatExponent(order)
+        else {
             EC_GROUP_free(keyCurve)
             EC_GROUP_free(curve)
             _ = drainOpenSSLErrors()
@@ -87,7 +88,9 @@ final class P256FixedKeyVerifier: @unchecked Sendable {
     static func publicPoint(of key: OpaquePointer) -> [UInt8]? {
         var encoded = [UInt8](repeating: 0, count: 65)
         var length = 0
-        guard EVP_PKEY_get_octet_string_param(key, "pub", &encoded, encoded.count, &length) == 1, length == 65 || length == 33 else {
+        guard EVP_PKEY_get_octet_string_param(key, "pub", &encoded, encoded.count, &length) == 1,
+            length == 65 || length == 33
+        else {
             _ = drainOpenSSLErrors()
             return nil
         }
@@ -102,12 +105,14 @@ final class P256FixedKeyVerifier: @unchecked Sendable {
         defer { EC_POINT_free(point) }
         // oct2point refuses a point off the curve; the point at infinity cannot generate anything.
         guard EC_POINT_oct2point(curve, point, encoded, encoded.count, context) == 1,
-              EC_POINT_is_at_infinity(curve, point) == 0,
-              let copy = EC_GROUP_dup(curve) else { return nil }
+            EC_POINT_is_at_infinity(curve, point) == 0,
+            let copy = EC_GROUP_dup(curve)
+        else { return nil }
         // OpenSSL uses a table only for the generator it was built from (it compares them on
         // every multiplication), so a table can never serve another point.
         guard EC_GROUP_set_generator(copy, point, EC_GROUP_get0_order(curve), EC_GROUP_get0_cofactor(curve)) == 1,
-              rg_ec_group_precompute_generator(copy, context) == 1 else {
+            rg_ec_group_precompute_generator(copy, context) == 1
+        else {
             EC_GROUP_free(copy)
             return nil
         }
@@ -115,7 +120,9 @@ final class P256FixedKeyVerifier: @unchecked Sendable {
     }
 
     /// Whether (r, s), each 32 big-endian bytes, is a valid signature of `digest` (32 bytes of SHA-256).
-    func isValid(digest: UnsafeRawBufferPointer, r rBytes: UnsafeRawBufferPointer, s sBytes: UnsafeRawBufferPointer) -> Bool {
+    func isValid(
+        digest: UnsafeRawBufferPointer, r rBytes: UnsafeRawBufferPointer, s sBytes: UnsafeRawBufferPointer
+    ) -> Bool {
         guard digest.count == 32, rBytes.count == 32, sBytes.count == 32, let scratch = take() else { return false }
         defer { giveBack(scratch) }
         let valid = verify(digest: digest, r: rBytes, s: sBytes, with: scratch)
@@ -123,12 +130,15 @@ final class P256FixedKeyVerifier: @unchecked Sendable {
         return valid
     }
 
-    private func verify(digest: UnsafeRawBufferPointer, r rBytes: UnsafeRawBufferPointer, s sBytes: UnsafeRawBufferPointer,
-                        with scratch: Scratch) -> Bool {
+    private func verify(
+        digest: UnsafeRawBufferPointer, r rBytes: UnsafeRawBufferPointer, s sBytes: UnsafeRawBufferPointer,
+        with scratch: Scratch
+    ) -> Bool {
         let (r, s, e, w, u1, u2) = (scratch.r, scratch.s, scratch.e, scratch.w, scratch.u1, scratch.u2)
         let context = scratch.context
         guard BN_bin2bn(rBytes.baseAddress, 32, r) != nil, BN_bin2bn(sBytes.baseAddress, 32, s) != nil,
-              BN_bin2bn(digest.baseAddress, 32, e) != nil else { return false }
+            BN_bin2bn(digest.baseAddress, 32, e) != nil
+        else { return false }
         // 1. r and s in [1, n-1].
         guard BN_is_zero(r) == 0, BN_is_zero(s) == 0, BN_ucmp(r, order) < 0, BN_ucmp(s, order) < 0 else { return false }
         // 2-3. e is the digest itself (SHA-256 is as long as n); w = s⁻¹ = s^(n−2) mod n.
@@ -137,9 +147,10 @@ final class P256FixedKeyVerifier: @unchecked Sendable {
         guard BN_mod_mul(u1, e, w, order, context) == 1, BN_mod_mul(u2, r, w, order, context) == 1 else { return false }
         // 5. R = u1·G + u2·Q, each from its table; the point at infinity fails.
         guard EC_POINT_mul(curve, scratch.uG, u1, nil, nil, context) == 1,
-              EC_POINT_mul(keyCurve, scratch.uQ, u2, nil, nil, context) == 1,
-              EC_POINT_add(curve, scratch.sum, scratch.uG, scratch.uQ, context) == 1,
-              EC_POINT_is_at_infinity(curve, scratch.sum) == 0 else { return false }
+            EC_POINT_mul(keyCurve, scratch.uQ, u2, nil, nil, context) == 1,
+            EC_POINT_add(curve, scratch.sum, scratch.uG, scratch.uQ, context) == 1,
+            EC_POINT_is_at_infinity(curve, scratch.sum) == 0
+        else { return false }
         // 6. Valid when x(R) mod n == r.
         return xCoordinate(of: scratch.sum, modOrderEquals: r, with: scratch)
     }
@@ -151,8 +162,9 @@ final class P256FixedKeyVerifier: @unchecked Sendable {
     private func xCoordinate(of point: OpaquePointer, modOrderEquals r: OpaquePointer, with scratch: Scratch) -> Bool {
         let context = scratch.context
         guard rg_ec_point_jacobian_coordinates(curve, point, scratch.x, scratch.y, scratch.z, context) == 1,
-              BN_mod_sqr(scratch.zSquared, scratch.z, field, context) == 1,
-              BN_is_zero(scratch.zSquared) == 0 else { return false }  // Z ≡ 0 is infinity, never an x
+            BN_mod_sqr(scratch.zSquared, scratch.z, field, context) == 1,
+            BN_is_zero(scratch.zSquared) == 0
+        else { return false }  // Z ≡ 0 is infinity, never an x
         func isX(_ candidate: OpaquePointer) -> Bool {
             let difference = scratch.difference
             return BN_mod_mul(difference, candidate, scratch.zSquared, field, context) == 1
@@ -188,7 +200,9 @@ final class P256FixedKeyVerifier: @unchecked Sendable {
             self.context = context
             self.numbers = numbers
             (r, s, e, w, u1, u2) = (numbers[0], numbers[1], numbers[2], numbers[3], numbers[4], numbers[5])
-            (x, y, z, zSquared, difference, rPlusN) = (numbers[6], numbers[7], numbers[8], numbers[9], numbers[10], numbers[11])
+            (x, y, z, zSquared, difference, rPlusN) = (
+                numbers[6], numbers[7], numbers[8], numbers[9], numbers[10], numbers[11]
+            )
             (uG, uQ, sum) = (points[0], points[1], points[2])
         }
 

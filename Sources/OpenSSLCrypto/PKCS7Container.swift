@@ -22,7 +22,7 @@ public struct PKCS7Container: Sendable {
             throw CryptoError(.invalidEncoding, "PKCS#7 container is not SignedData")
         }
         guard let inner = signed.pointee.contents, OBJ_obj2nid(inner.pointee.type) == NID_pkcs7_data,
-              let octets = inner.pointee.d.data, let bytes = ASN1_STRING_get0_data(octets)
+            let octets = inner.pointee.d.data, let bytes = ASN1_STRING_get0_data(octets)
         else { throw CryptoError(.invalidEncoding, "PKCS#7 SignedData carries no data content") }
         content = Data(bytes: bytes, count: Int(ASN1_STRING_length(octets)))
 
@@ -59,12 +59,15 @@ public struct ASN1Element: Sendable {
             while let current = cursor, current < end {
                 var length = 0, tag: Int32 = 0, tagClass: Int32 = 0
                 let flags = ASN1_get_object(&cursor, &length, &tag, &tagClass, end - current)
-                guard flags & 0x80 == 0, flags & 0x01 == 0, let start = cursor, length >= 0, start + length <= end else {
+                guard flags & 0x80 == 0, flags & 0x01 == 0, let start = cursor, length >= 0, start + length <= end
+                else {
                     _ = drainOpenSSLErrors()
                     throw CryptoError(.invalidEncoding, "malformed ASN.1 element")
                 }
-                elements.append(ASN1Element(tag: tag, tagClass: tagClass, isConstructed: flags & 0x20 != 0,
-                                            contents: Data(bytes: start, count: length)))
+                elements.append(
+                    ASN1Element(
+                        tag: tag, tagClass: tagClass, isConstructed: flags & 0x20 != 0,
+                        contents: Data(bytes: start, count: length)))
                 cursor = start + length
             }
             return elements
@@ -74,7 +77,9 @@ public struct ASN1Element: Sendable {
     /// The single element `data` holds.
     public static func single(in data: Data) throws -> ASN1Element {
         let elements = try sequence(in: data)
-        guard elements.count == 1 else { throw CryptoError(.invalidEncoding, "expected one ASN.1 element, found \(elements.count)") }
+        guard elements.count == 1 else {
+            throw CryptoError(.invalidEncoding, "expected one ASN.1 element, found \(elements.count)")
+        }
         return elements[0]
     }
 

@@ -81,7 +81,9 @@ public struct PKCS7SignatureVerifier: Sendable {
     }
 
     private static func signers(of container: UnsafeMutablePointer<PKCS7>) throws -> [Certificate] {
-        guard let stack = PKCS7_get0_signers(container, nil, 0) else { throw openSSLError(.invalidSignature, "PKCS7_get0_signers") }
+        guard let stack = PKCS7_get0_signers(container, nil, 0) else {
+            throw openSSLError(.invalidSignature, "PKCS7_get0_signers")
+        }
         let list = stack  // STACK_OF(X509), an OPENSSL_STACK underneath
         defer { OPENSSL_sk_free(list) }  // the stack does not own the certificates
         var signers: [Certificate] = []

@@ -1,4 +1,3 @@
-package import ReceiptCore
 import AccountLink
 import AlogameGateway
 import AmazonAppstore
@@ -6,13 +5,17 @@ import AppStore
 import GooglePlay
 import HiveAxyl
 import HuaweiAppGallery
+package import ReceiptCore
 
 /// The plugins this binary serves: the one place a store or a dialect is named. Registering one
 /// is a line here and its target in Package.swift (Providers/README.md). The executable and the
 /// tests read this same list.
 package enum Plugins {
     package static let all = registry(
-        stores: [AppStoreProvider.plugin, GooglePlayProvider.plugin, AmazonAppstoreProvider.plugin, HuaweiAppGalleryProvider.plugin],
+        stores: [
+            AppStoreProvider.plugin, GooglePlayProvider.plugin, AmazonAppstoreProvider.plugin,
+            HuaweiAppGalleryProvider.plugin,
+        ],
         dialects: [AlogameGateway.plugin, HiveAxyl.plugin, AccountLink.plugin])
 
     /// The list, or a stop at first use naming the clash: two stores with one vendor code or id

@@ -34,11 +34,16 @@ package struct EmbeddedCluster: Sendable {
                 return URL(fileURLWithPath: recorded.trimmingCharacters(in: .whitespacesAndNewlines))
             }
             if try postgresUserCanReach(requestedDirectory.deletingLastPathComponent()) { return requestedDirectory }
-            let key = String(requestedDirectory.path.utf8.reduce(UInt64(1469598103934665603)) { ($0 ^ UInt64($1)) &* 1099511628211 }, radix: 16)
+            let key = String(
+                requestedDirectory.path.utf8.reduce(UInt64(1469598103934665603)) { ($0 ^ UInt64($1)) &* 1099511628211 },
+                radix: 16)
             let relocated = URL(fileURLWithPath: "/var/lib/receiptgate/clusters/\(key)")
-            try FileManager.default.createDirectory(at: requestedDirectory.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                at: requestedDirectory.deletingLastPathComponent(), withIntermediateDirectories: true)
             try relocated.path.write(to: pointer, atomically: true, encoding: .utf8)
-            log("the postgres user cannot reach \(requestedDirectory.path); the embedded cluster lives at \(relocated.path)")
+            log(
+                "the postgres user cannot reach \(requestedDirectory.path); the embedded cluster lives at \(relocated.path)"
+            )
             return relocated
         }
     }
@@ -47,8 +52,11 @@ package struct EmbeddedCluster: Sendable {
     /// without creating anything: a command that only reads must not start a new, empty one.
     package var exists: Bool {
         var directory = requestedDirectory
-        if runsAsRoot, let recorded = try? String(contentsOf: requestedDirectory.deletingLastPathComponent().appendingPathComponent("cluster-location"),
-                                                   encoding: .utf8) {
+        if runsAsRoot,
+            let recorded = try? String(
+                contentsOf: requestedDirectory.deletingLastPathComponent().appendingPathComponent("cluster-location"),
+                encoding: .utf8)
+        {
             directory = URL(fileURLWithPath: recorded.trimmingCharacters(in: .whitespacesAndNewlines))
         }
         return FileManager.default.fileExists(atPath: directory.appendingPathComponent("PG_VERSION").path)
@@ -62,7 +70,9 @@ package struct EmbeddedCluster: Sendable {
     package var isRunning: Bool {
         get throws {
             let directory = try clusterDirectory
-            guard FileManager.default.fileExists(atPath: directory.appendingPathComponent("PG_VERSION").path) else { return false }
+            guard FileManager.default.fileExists(atPath: directory.appendingPathComponent("PG_VERSION").path) else {
+                return false
+            }
             return try run(tool: "pg_ctl", ["-D", directory.path, "status"], allowFailure: true) == 0
         }
     }
@@ -80,8 +90,12 @@ package struct EmbeddedCluster: Sendable {
         return try withStartLock {
             if try isRunning { return false }
             log("starting embedded PostgreSQL in \(directory.path)")
-            try run(tool: "pg_ctl", ["-D", directory.path, "-l", directory.appendingPathComponent("server.log").path,
-                                     "-w", "-t", "60", "start"])
+            try run(
+                tool: "pg_ctl",
+                [
+                    "-D", directory.path, "-l", directory.appendingPathComponent("server.log").path,
+                    "-w", "-t", "60", "start",
+                ])
             try createDatabaseIfMissing(directory)
             return true
         }
@@ -101,10 +115,12 @@ package struct EmbeddedCluster: Sendable {
         let directory = try clusterDirectory
         guard try isRunning else { return false }
         let others = try withStartLock { () -> Int in
-            let admin = try PostgresConnection(connectionString: "host=\(Self.quote(directory.path)) user=postgres dbname=postgres",
-                                               connectTimeoutSeconds: 10, statementTimeoutMilliseconds: 10_000)
+            let admin = try PostgresConnection(
+                connectionString: "host=\(Self.quote(directory.path)) user=postgres dbname=postgres",
+                connectTimeoutSeconds: 10, statementTimeoutMilliseconds: 10_000)
             let own = "receiptgate/\(getpid())"
-            let rows = try admin.query("""
+            let rows = try admin.query(
+                """
                 SELECT count(*) AS n FROM pg_stat_activity
                 WHERE application_name LIKE 'receiptgate/%' AND application_name <> \(own) AND pid <> pg_backend_pid()
                 """)
@@ -112,7 +128,9 @@ package struct EmbeddedCluster: Sendable {
             if count == 0 { try stop() }
             return count
         }
-        if others > 0 { log("leaving embedded PostgreSQL running: \(others) connection(s) from other ReceiptGate processes") }
+        if others > 0 {
+            log("leaving embedded PostgreSQL running: \(others) connection(s) from other ReceiptGate processes")
+        }
         return others == 0
     }
 
@@ -125,8 +143,12 @@ package struct EmbeddedCluster: Sendable {
     /// `pg_ctl restart` (tests use it to prove clients reconnect).
     package func restart() throws {
         let directory = try clusterDirectory
-        try run(tool: "pg_ctl", ["-D", directory.path, "-l", directory.appendingPathComponent("server.log").path,
-                                 "-m", "fast", "-w", "-t", "60", "restart"])
+        try run(
+            tool: "pg_ctl",
+            [
+                "-D", directory.path, "-l", directory.appendingPathComponent("server.log").path,
+                "-m", "fast", "-w", "-t", "60", "restart",
+            ])
     }
 
     // MARK: - Steps
@@ -134,8 +156,9 @@ package struct EmbeddedCluster: Sendable {
     private func initialize(_ directory: URL) throws {
         log("initializing embedded PostgreSQL cluster in \(directory.path)")
         let manager = FileManager.default
-        try manager.createDirectory(at: directory, withIntermediateDirectories: true,
-                                    attributes: [.posixPermissions: 0o700])
+        try manager.createDirectory(
+            at: directory, withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o700])
         if runsAsRoot {
             let parent = directory.deletingLastPathComponent()
             if parent.path.hasPrefix("/var/lib/receiptgate") {
@@ -144,7 +167,8 @@ package struct EmbeddedCluster: Sendable {
             }
             try run(executable: "/bin/chown", ["postgres:postgres", directory.path])
         }
-        try run(tool: "initdb", ["-D", directory.path, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C.UTF-8"])
+        try run(
+            tool: "initdb", ["-D", directory.path, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C.UTF-8"])
         // Unix socket in the cluster folder only; no TCP listener at all.
         let settings = """
 
@@ -162,8 +186,9 @@ package struct EmbeddedCluster: Sendable {
     }
 
     private func createDatabaseIfMissing(_ directory: URL) throws {
-        let admin = try PostgresConnection(connectionString: "host=\(Self.quote(directory.path)) user=postgres dbname=postgres",
-                                           connectTimeoutSeconds: 10, statementTimeoutMilliseconds: 60_000)
+        let admin = try PostgresConnection(
+            connectionString: "host=\(Self.quote(directory.path)) user=postgres dbname=postgres",
+            connectTimeoutSeconds: 10, statementTimeoutMilliseconds: 60_000)
         let exists = try admin.query("SELECT 1 FROM pg_database WHERE datname = \(Self.databaseName)")
         if exists.isEmpty {
             try admin.executeScript("CREATE DATABASE \(Self.databaseName)")
@@ -173,7 +198,8 @@ package struct EmbeddedCluster: Sendable {
     /// Serializes initdb/start decisions between processes sharing the data folder.
     private func withStartLock<T>(_ body: () throws -> T) throws -> T {
         let lockPath = requestedDirectory.deletingLastPathComponent().appendingPathComponent(".cluster.lock").path
-        try FileManager.default.createDirectory(at: requestedDirectory.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: requestedDirectory.deletingLastPathComponent(), withIntermediateDirectories: true)
         let descriptor = open(lockPath, O_CREAT | O_RDWR, 0o600)
         guard descriptor >= 0 else { throw PostgresError(.clusterFailed, "cannot open \(lockPath)") }
         defer { close(descriptor) }
@@ -185,8 +211,9 @@ package struct EmbeddedCluster: Sendable {
     private func postgresUserCanReach(_ directory: URL) throws -> Bool {
         var probe = directory
         while !FileManager.default.fileExists(atPath: probe.path) { probe.deleteLastPathComponent() }
-        return try run(executable: "/usr/sbin/runuser", ["-u", "postgres", "--", "test", "-x", probe.path],
-                       allowFailure: true) == 0
+        return try run(
+            executable: "/usr/sbin/runuser", ["-u", "postgres", "--", "test", "-x", probe.path],
+            allowFailure: true) == 0
     }
 
     // MARK: - Running the server programs
@@ -195,7 +222,8 @@ package struct EmbeddedCluster: Sendable {
     private func run(tool: String, _ arguments: [String], allowFailure: Bool = false) throws -> Int32 {
         let path = try Self.locate(tool)
         if runsAsRoot {
-            return try run(executable: "/usr/sbin/runuser", ["-u", "postgres", "--", path] + arguments, allowFailure: allowFailure)
+            return try run(
+                executable: "/usr/sbin/runuser", ["-u", "postgres", "--", path] + arguments, allowFailure: allowFailure)
         }
         return try run(executable: path, arguments, allowFailure: allowFailure)
     }
@@ -209,7 +237,10 @@ package struct EmbeddedCluster: Sendable {
         let outcome = try Subprocess.run(executable, arguments, environment: environment)
         if outcome.status != 0 && !allowFailure {
             let text = String(outcome.output.suffix(2000)).trimmingCharacters(in: .whitespacesAndNewlines)
-            throw PostgresError(.clusterFailed, "\(URL(fileURLWithPath: executable).lastPathComponent) \(arguments.first ?? "") failed (exit \(outcome.status)): \(text)")
+            throw PostgresError(
+                .clusterFailed,
+                "\(URL(fileURLWithPath: executable).lastPathComponent) \(arguments.first ?? "") failed (exit \(outcome.status)): \(text)"
+            )
         }
         return outcome.status
     }
@@ -224,7 +255,9 @@ package struct EmbeddedCluster: Sendable {
         let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
         candidates = path.split(separator: ":").map { "\($0)/\(tool)" } + candidates
         guard let found = candidates.first(where: { manager.isExecutableFile(atPath: $0) }) else {
-            throw PostgresError(.clusterFailed, "\(tool) not found on PATH or under /usr/lib/postgresql/*/bin; install the postgresql package")
+            throw PostgresError(
+                .clusterFailed,
+                "\(tool) not found on PATH or under /usr/lib/postgresql/*/bin; install the postgresql package")
         }
         return found
     }

@@ -25,24 +25,31 @@ package enum Migrator {
         return try await pool.withConnection { connection in
             try connection.execute("SELECT pg_advisory_lock(\(advisoryLockKey))")
             defer { _ = try? connection.execute("SELECT pg_advisory_unlock(\(advisoryLockKey))") }
-            try connection.executeScript("""
+            try connection.executeScript(
+                """
                 CREATE TABLE IF NOT EXISTS schema_migrations (
                     version integer PRIMARY KEY,
                     name text NOT NULL,
                     applied_at timestamptz NOT NULL DEFAULT now()
                 )
                 """)
-            let applied = Set(try connection.query("SELECT version FROM schema_migrations").map { try $0.decode("version", as: Int.self) })
+            let applied = Set(
+                try connection.query("SELECT version FROM schema_migrations").map {
+                    try $0.decode("version", as: Int.self)
+                })
             var appliedNow: [Int] = []
             for migration in ordered where !applied.contains(migration.version) {
                 try connection.execute("BEGIN")
                 do {
                     try connection.executeScript(migration.sql)
-                    try connection.execute("INSERT INTO schema_migrations (version, name) VALUES (\(migration.version), \(migration.name))")
+                    try connection.execute(
+                        "INSERT INTO schema_migrations (version, name) VALUES (\(migration.version), \(migration.name))"
+                    )
                     try connection.execute("COMMIT")
                 } catch {
                     _ = try? connection.execute("ROLLBACK")
-                    throw PostgresError(.queryFailed, "migration \(migration.version) (\(migration.name)) failed: \(error)")
+                    throw PostgresError(
+                        .queryFailed, "migration \(migration.version) (\(migration.name)) failed: \(error)")
                 }
                 appliedNow.append(migration.version)
             }

@@ -19,7 +19,10 @@ package final class PostgresConnection {
             ("client_encoding", "UTF8"),
             // No JIT: every statement here is short, and compiling a plan (seconds, for a large
             // one) costs far more than it could save.
-            ("options", "-c TimeZone=UTC -c DateStyle=ISO -c client_min_messages=warning -c jit=off -c statement_timeout=\(statementTimeoutMilliseconds)"),
+            (
+                "options",
+                "-c TimeZone=UTC -c DateStyle=ISO -c client_min_messages=warning -c jit=off -c statement_timeout=\(statementTimeoutMilliseconds)"
+            ),
             ("dbname", connectionString),
         ]
         let keywords = settings.map { strdup($0.0) }
@@ -116,7 +119,9 @@ package final class PostgresConnection {
     private func prepare(_ sql: String, as name: String, parameterCount: Int) throws {
         guard let handle else { throw PostgresError(.connectionFailed, "connection is closed") }
         if let text = prepared[name] {
-            guard text == sql else { throw PostgresError(.queryFailed, "statement \(name) was prepared from another text") }
+            guard text == sql else {
+                throw PostgresError(.queryFailed, "statement \(name) was prepared from another text")
+            }
             return
         }
         let result = PQprepare(handle, name, sql, Int32(parameterCount), nil)
@@ -136,8 +141,10 @@ package final class PostgresConnection {
     /// Text-format parameters as libpq takes them (count, C strings, NULL for SQL NULL), valid
     /// only inside `body`. A NUL would end the C string early and bind a shorter value than the
     /// caller checked (a name with a tail cut off), and Postgres text cannot hold one anyway.
-    private static func withParameters(_ bindings: [String?],
-                                       _ body: (Int32, UnsafePointer<UnsafePointer<CChar>?>?) -> OpaquePointer?) throws -> OpaquePointer? {
+    private static func withParameters(
+        _ bindings: [String?],
+        _ body: (Int32, UnsafePointer<UnsafePointer<CChar>?>?) -> OpaquePointer?
+    ) throws -> OpaquePointer? {
         if bindings.contains(where: { $0?.utf8.contains(0) == true }) {
             throw PostgresError(.invalidParameter, "a bound text parameter contains a NUL character")
         }
@@ -161,7 +168,9 @@ package final class PostgresConnection {
 
     private func run(_ query: PostgresQuery) throws -> (rows: [PostgresRow], affected: Int) {
         guard let handle else { throw PostgresError(.connectionFailed, "connection is closed") }
-        let result = try Self.withParameters(query.bindings) { PQexecParams(handle, query.sql, $0, nil, $1, nil, nil, 0) }
+        let result = try Self.withParameters(query.bindings) {
+            PQexecParams(handle, query.sql, $0, nil, $1, nil, nil, 0)
+        }
         defer { PQclear(result) }
         try check(result)
         return (Self.rows(of: result), Int(String(cString: PQcmdTuples(result))) ?? 0)
@@ -194,7 +203,8 @@ package final class PostgresConnection {
         }
         return (0..<rowCount).map { row in
             let values = (0..<columnCount).map { column -> String? in
-                PQgetisnull(result, Int32(row), Int32(column)) == 1 ? nil : String(cString: PQgetvalue(result, Int32(row), Int32(column)))
+                PQgetisnull(result, Int32(row), Int32(column)) == 1
+                    ? nil : String(cString: PQgetvalue(result, Int32(row), Int32(column)))
             }
             return PostgresRow(columnIndex: columnIndex, values: values)
         }

@@ -38,7 +38,8 @@ package struct PostgresError: Error, CustomStringConvertible, Sendable, Equatabl
 
     /// Worth retrying on a fresh connection.
     package var isRetryable: Bool {
-        code == .connectionFailed || code == .poolTimeout || sqlState == "40001" || sqlState == "40P01" || sqlState?.hasPrefix("08") == true
+        code == .connectionFailed || code == .poolTimeout || sqlState == "40001" || sqlState == "40P01"
+            || sqlState?.hasPrefix("08") == true
             || sqlState == "57P01" || sqlState == "25006"
     }
 

@@ -18,8 +18,10 @@ package final class PostgresListener: @unchecked Sendable {
         package var onLost: @Sendable () -> Void
         package var onNotification: @Sendable (String) -> Void
 
-        package init(onListening: @escaping @Sendable () -> Void, onLost: @escaping @Sendable () -> Void,
-                    onNotification: @escaping @Sendable (String) -> Void) {
+        package init(
+            onListening: @escaping @Sendable () -> Void, onLost: @escaping @Sendable () -> Void,
+            onNotification: @escaping @Sendable (String) -> Void
+        ) {
             self.onListening = onListening
             self.onLost = onLost
             self.onNotification = onNotification
@@ -35,9 +37,13 @@ package final class PostgresListener: @unchecked Sendable {
     private let worker = BlockingWorkers<Void>(name: "postgres-listen")
 
     /// `channel` is program text (an identifier), never input.
-    package init(connectionString: String, channel: String, heartbeatInterval: Duration = .seconds(2),
-                heartbeatTimeout: Duration = .seconds(3), callbacks: Callbacks) {
-        precondition(channel.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }, "channel must be an identifier")
+    package init(
+        connectionString: String, channel: String, heartbeatInterval: Duration = .seconds(2),
+        heartbeatTimeout: Duration = .seconds(3), callbacks: Callbacks
+    ) {
+        precondition(
+            channel.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") },
+            "channel must be an identifier")
         self.connectionString = connectionString
         self.channel = channel
         self.heartbeatInterval = heartbeatInterval
@@ -61,8 +67,9 @@ package final class PostgresListener: @unchecked Sendable {
         var delay = 0.05
         while !isStopped {
             do {
-                let connection = try PostgresConnection(connectionString: connectionString, connectTimeoutSeconds: 5,
-                                                        statementTimeoutMilliseconds: 10_000)
+                let connection = try PostgresConnection(
+                    connectionString: connectionString, connectTimeoutSeconds: 5,
+                    statementTimeoutMilliseconds: 10_000)
                 // Not the blocking executeScript: a server that accepts the connection and then
                 // stalls must not hold this thread.
                 deliver(try connection.roundTrip(listenStatement, timeout: heartbeatTimeout))
@@ -112,12 +119,16 @@ extension PostgresConnection {
     /// The payloads of the notifications that arrived within the timeout (possibly none).
     /// Throws when the connection is gone.
     func waitForNotifications(timeoutMilliseconds: Int32) throws -> [String] {
-        guard let handle = rawHandle, PQstatus(handle) == CONNECTION_OK else { throw PostgresError(.connectionFailed, "listener connection lost") }
+        guard let handle = rawHandle, PQstatus(handle) == CONNECTION_OK else {
+            throw PostgresError(.connectionFailed, "listener connection lost")
+        }
         let socket = PQsocket(handle)
         guard socket >= 0 else { throw PostgresError(.connectionFailed, "listener connection lost") }
         var descriptor = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
         let ready = poll(&descriptor, 1, timeoutMilliseconds)
-        if ready < 0 && errno != EINTR { throw PostgresError(.connectionFailed, "poll failed on the listener connection") }
+        if ready < 0 && errno != EINTR {
+            throw PostgresError(.connectionFailed, "poll failed on the listener connection")
+        }
         if ready > 0 {
             guard PQconsumeInput(handle) == 1, PQstatus(handle) == CONNECTION_OK else {
                 throw PostgresError(.connectionFailed, "listener connection lost")
@@ -138,7 +149,9 @@ extension PostgresConnection {
         let deadline = clock.now + timeout
         var failed = false
         while true {
-            guard PQconsumeInput(handle) == 1 else { throw PostgresError(.connectionFailed, "listener connection lost") }
+            guard PQconsumeInput(handle) == 1 else {
+                throw PostgresError(.connectionFailed, "listener connection lost")
+            }
             while PQisBusy(handle) == 0 {
                 guard let result = PQgetResult(handle) else {
                     // The whole answer is in.
@@ -150,7 +163,9 @@ extension PostgresConnection {
                 PQclear(result)
             }
             let left = deadline - clock.now
-            guard left > .zero else { throw PostgresError(.connectionFailed, "no answer on the listener connection within \(timeout)") }
+            guard left > .zero else {
+                throw PostgresError(.connectionFailed, "no answer on the listener connection within \(timeout)")
+            }
             var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
             if poll(&descriptor, 1, max(1, PostgresListener.milliseconds(left))) < 0 && errno != EINTR {
                 throw PostgresError(.connectionFailed, "poll failed on the listener connection")

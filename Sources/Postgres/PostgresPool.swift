@@ -41,8 +41,9 @@ package final class PostgresPool: Sendable {
     package init(_ configuration: Configuration) {
         precondition(configuration.size > 0, "a pool needs at least one connection")
         self.configuration = configuration
-        workers = BlockingWorkers(name: "postgres", threads: configuration.size, leaseTimeout: configuration.leaseTimeout,
-                                  local: { ConnectionSlot(configuration: configuration) })
+        workers = BlockingWorkers(
+            name: "postgres", threads: configuration.size, leaseTimeout: configuration.leaseTimeout,
+            local: { ConnectionSlot(configuration: configuration) })
     }
 
     /// What the pool connects with, for a connection of another kind (a `PostgresListener`).
@@ -58,10 +59,14 @@ package final class PostgresPool: Sendable {
     /// Runs `body` with a leased connection on a pool thread. The connection returns to the
     /// pool when `body` returns or throws. A caller cancelled while waiting for a connection
     /// (a request past its deadline) gets `CancellationError`, and `body` never runs.
-    package func withConnection<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {
+    package func withConnection<T: Sendable>(
+        _ body: @escaping @Sendable (PostgresConnection) throws -> T
+    ) async throws -> T {
         let timeout = configuration.leaseTimeout
-        return try await workers.perform(late: PostgresError(.poolTimeout, "no database connection was free within \(timeout)"),
-                                         closed: PostgresError(.poolClosed, "the database pool is shut down")) { slot in
+        return try await workers.perform(
+            late: PostgresError(.poolTimeout, "no database connection was free within \(timeout)"),
+            closed: PostgresError(.poolClosed, "the database pool is shut down")
+        ) { slot in
             var outcome: Result<T, any Error> = .failure(PostgresError(.poolClosed, "the database pool is shut down"))
             slot.run { connection in outcome = Result { try body(try connection.get()) } }
             return try outcome.get()
@@ -73,13 +78,17 @@ package final class PostgresPool: Sendable {
     /// False once the pool is shut down.
     package func submit(_ job: @escaping @Sendable (Result<PostgresConnection, any Error>) -> Void) -> Bool {
         let timeout = configuration.leaseTimeout
-        return workers.submit({ slot in slot.run(job) }, late: {
-            job(.failure(PostgresError(.poolTimeout, "no database connection was free within \(timeout)")))
-        })
+        return workers.submit(
+            { slot in slot.run(job) },
+            late: {
+                job(.failure(PostgresError(.poolTimeout, "no database connection was free within \(timeout)")))
+            })
     }
 
     /// Runs `body` inside BEGIN … COMMIT; any error thrown rolls back.
-    package func withTransaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {
+    package func withTransaction<T: Sendable>(
+        _ body: @escaping @Sendable (PostgresConnection) throws -> T
+    ) async throws -> T {
         try await withConnection { connection in
             try connection.execute("BEGIN")
             do {
@@ -120,9 +129,10 @@ struct ConnectionSlot {
         if let current = connection, !current.isHealthy { connection = nil }
         if connection == nil {
             do {
-                connection = try PostgresConnection(connectionString: configuration.connectionString,
-                                                    connectTimeoutSeconds: configuration.connectTimeoutSeconds,
-                                                    statementTimeoutMilliseconds: configuration.statementTimeoutMilliseconds)
+                connection = try PostgresConnection(
+                    connectionString: configuration.connectionString,
+                    connectTimeoutSeconds: configuration.connectTimeoutSeconds,
+                    statementTimeoutMilliseconds: configuration.statementTimeoutMilliseconds)
             } catch {
                 job(.failure(error))
                 return
@@ -132,6 +142,8 @@ struct ConnectionSlot {
         job(.success(current))
         // A job must leave the connection as it found it; one that did not (or broke it, or found
         // its server read-only) is replaced.
-        if !current.isHealthy || !current.isIdleOutsideTransaction || current.refusedWrites || current.retired { connection = nil }
+        if !current.isHealthy || !current.isIdleOutsideTransaction || current.refusedWrites || current.retired {
+            connection = nil
+        }
     }
 }

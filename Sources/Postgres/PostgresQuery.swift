@@ -107,7 +107,11 @@ extension Date: PostgresEncodable {
 extension Array: PostgresEncodable where Element == String {
     /// A text[] array literal: every element quoted, `"` and `\` escaped.
     package var postgresText: String? {
-        "{" + map { "\"" + $0.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\"" }
+        "{"
+            + map {
+                "\"" + $0.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+                    + "\""
+            }
             .joined(separator: ",") + "}"
     }
 }

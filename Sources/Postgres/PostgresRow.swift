@@ -122,7 +122,7 @@ extension Array: PostgresTextParsable where Element == String {
 enum PostgresTimestamp {
     /// Postgres's own limits (4713 BC to 294276 AD) are far inside Int64 microseconds; beyond
     /// year 100000 the value is sent as ±infinity instead of overflowing the conversion.
-    static let representable: ClosedRange<Double> = -62_135_596_800 ... 3_093_527_980_800
+    static let representable: ClosedRange<Double> = -62_135_596_800...3_093_527_980_800
 
     static func format(_ date: Date) -> String {
         let epoch = date.timeIntervalSince1970
@@ -173,7 +173,8 @@ enum PostgresTimestamp {
             return value
         }
         guard let year = number(0, 4), let month = number(5, 2), let day = number(8, 2),
-              let hour = number(11, 2), let minute = number(14, 2), let second = number(17, 2) else { return nil }
+            let hour = number(11, 2), let minute = number(14, 2), let second = number(17, 2)
+        else { return nil }
         var index = 19
         var fraction = 0.0
         if index < scalars.count, scalars[index] == UInt8(ascii: ".") {
@@ -190,7 +191,9 @@ enum PostgresTimestamp {
             let sign = scalars[index] == UInt8(ascii: "-") ? -1 : 1
             guard let hours = number(index + 1, 2) else { return nil }
             var minutes = 0
-            if index + 3 < scalars.count, scalars[index + 3] == UInt8(ascii: ":") { minutes = number(index + 4, 2) ?? 0 }
+            if index + 3 < scalars.count, scalars[index + 3] == UInt8(ascii: ":") {
+                minutes = number(index + 4, 2) ?? 0
+            }
             offsetSeconds = sign * (hours * 3600 + minutes * 60)
         }
         var parts = tm()

@@ -17,8 +17,11 @@ public struct AccountTokenAssignment: Codable, Sendable, Equatable {
     /// The account's token (a UUID, lower case).
     public var accountToken: String
 
-    public init(store: StoreID, environment: StoreEnvironment, clientID: String, appIdentifier: String?, originalTransactionID: String,
-                accountToken: String) {
+    public init(
+        store: StoreID, environment: StoreEnvironment, clientID: String, appIdentifier: String?,
+        originalTransactionID: String,
+        accountToken: String
+    ) {
         self.store = store
         self.environment = environment
         self.clientID = clientID
@@ -33,10 +36,12 @@ public struct AccountTokenAssignment: Codable, Sendable, Equatable {
     /// one (it is the family organizer's purchase, and stores refuse to set it). Whether the
     /// purchase's store can be told at all is the caller's to check. Nil when nothing is owed.
     public static func owed(for transaction: TransactionRecord, accountToken: String) -> AccountTokenAssignment? {
-        guard !accountToken.isEmpty, transaction.accountToken?.isEmpty ?? true, transaction.ownership != .familyShared else { return nil }
-        return AccountTokenAssignment(store: transaction.store, environment: transaction.environment, clientID: transaction.clientID,
-                                      appIdentifier: transaction.appIdentifier, originalTransactionID: transaction.originalOrSelf,
-                                      accountToken: accountToken)
+        guard !accountToken.isEmpty, transaction.accountToken?.isEmpty ?? true, transaction.ownership != .familyShared
+        else { return nil }
+        return AccountTokenAssignment(
+            store: transaction.store, environment: transaction.environment, clientID: transaction.clientID,
+            appIdentifier: transaction.appIdentifier, originalTransactionID: transaction.originalOrSelf,
+            accountToken: accountToken)
     }
 
     /// The outbox's key for it: one message per purchase, ever (the outbox refuses a second).

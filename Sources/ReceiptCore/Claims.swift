@@ -7,7 +7,9 @@ public struct Claimant: Sendable, Equatable {
     public var serverID: String?
     public var gameVersion: String?
 
-    public init(playerID: String? = nil, characterID: String? = nil, serverID: String? = nil, gameVersion: String? = nil) {
+    public init(
+        playerID: String? = nil, characterID: String? = nil, serverID: String? = nil, gameVersion: String? = nil
+    ) {
         self.playerID = playerID
         self.characterID = characterID
         self.serverID = serverID
@@ -50,7 +52,8 @@ extension LedgerRules {
     /// needs both player ids: a claim that names no player cannot contradict one.
     public static func claim(of recorded: Claim?, owner: Claim? = nil, by claimant: Claimant) -> ClaimOutcome {
         if let decider = owner ?? recorded, let first = decider.claimant.playerID, let now = claimant.playerID,
-           !samePlayer(first, now) {
+            !samePlayer(first, now)
+        {
             return .conflict(firstClaimedBy: decider.claimant)
         }
         return recorded == nil ? .first : .repeated
@@ -60,7 +63,8 @@ extension LedgerRules {
     /// subscription by kind, or any purchase that expires (some stores' receipts carry an expiry and
     /// no kind; a prepaid plan is topped up under the subscription's original id).
     public static func isSubscriptionPeriod(_ purchase: VerifiedPurchase) -> Bool {
-        purchase.kind == .autoRenewableSubscription || purchase.kind == .nonRenewingSubscription || purchase.expiresDate != nil
+        purchase.kind == .autoRenewableSubscription || purchase.kind == .nonRenewingSubscription
+            || purchase.expiresDate != nil
     }
 
     /// Whether `claimant` may take a period of a subscription that `owner` claimed first: its owner
@@ -80,8 +84,10 @@ extension LedgerRules {
     /// `players` once each by their bytes (`samePlayer`), in byte order.
     public static func distinctPlayers(_ players: [String]) -> [String] {
         var seen = Set<[UInt8]>()
-        return players.map { Array($0.utf8) }.filter { seen.insert($0).inserted }.sorted { $0.lexicographicallyPrecedes($1) }
-            .map { String(decoding: $0, as: UTF8.self) }
+        return players.map { Array($0.utf8) }.filter { seen.insert($0).inserted }.sorted {
+            $0.lexicographicallyPrecedes($1)
+        }
+        .map { String(decoding: $0, as: UTF8.self) }
     }
 }
 
@@ -97,7 +103,9 @@ public struct RefundDetail: Sendable, Equatable {
     /// How many of the purchased quantity were refunded, when the store says.
     public var quantity: Int?
 
-    public init(storeType: String? = nil, storeSaysPartial: Bool? = nil, percentageMilliunits: Int? = nil, quantity: Int? = nil) {
+    public init(
+        storeType: String? = nil, storeSaysPartial: Bool? = nil, percentageMilliunits: Int? = nil, quantity: Int? = nil
+    ) {
         self.storeType = storeType
         self.storeSaysPartial = storeSaysPartial
         self.percentageMilliunits = percentageMilliunits

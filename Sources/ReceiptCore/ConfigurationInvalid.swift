@@ -29,7 +29,9 @@ public struct EnvironmentSettings: Sendable {
     /// An http(s) URL with a host, without a trailing slash; `fallback` when unset.
     public func url(_ name: String, default fallback: String) throws -> String {
         guard let raw = value(name) else { return fallback }
-        guard let parsed = URL(string: raw), ["http", "https"].contains(parsed.scheme?.lowercased() ?? ""), parsed.host != nil else {
+        guard let parsed = URL(string: raw), ["http", "https"].contains(parsed.scheme?.lowercased() ?? ""),
+            parsed.host != nil
+        else {
             throw ConfigurationInvalid(variable: name, problem: "must be an http(s) URL, got \"\(raw)\"")
         }
         return raw.hasSuffix("/") ? String(raw.dropLast()) : raw

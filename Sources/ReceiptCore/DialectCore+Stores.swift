@@ -21,10 +21,15 @@ extension DialectCore {
     /// it as its own. A store needing evidence fields the dialect cannot carry is never a
     /// candidate; when the client has apps in none, the first by store id answers for all. Throws
     /// `StoreChoiceRefused` naming the stores when none, or still several, are left.
-    public func store(runningOn system: OperatingSystem, client: ClientInfo, evidence: String,
-                      carriesEvidenceFields: Bool = false) throws(StoreChoiceRefused) -> StoreDeclaration {
-        var candidates = StoreDeclaration.dialectCandidates(runningOn: system, among: stores, carriesEvidenceFields: carriesEvidenceFields)
-        guard !candidates.isEmpty else { throw StoreChoiceRefused(system: system, candidates: [], reason: "no store for \(system) apps is served") }
+    public func store(
+        runningOn system: OperatingSystem, client: ClientInfo, evidence: String,
+        carriesEvidenceFields: Bool = false
+    ) throws(StoreChoiceRefused) -> StoreDeclaration {
+        var candidates = StoreDeclaration.dialectCandidates(
+            runningOn: system, among: stores, carriesEvidenceFields: carriesEvidenceFields)
+        guard !candidates.isEmpty else {
+            throw StoreChoiceRefused(system: system, candidates: [], reason: "no store for \(system) apps is served")
+        }
         // Apps in none of them: any would refuse alike (the client registered no app there), so
         // one answers, as the only store of the system would.
         if candidates.count > 1, !candidates.contains(where: { !client.appIdentifiers($0.identifiers).isEmpty }) {
@@ -43,8 +48,9 @@ extension DialectCore {
             if !kept.isEmpty { candidates = kept }
         }
         guard candidates.count == 1, let chosen = candidates.first else {
-            throw StoreChoiceRefused(system: system, candidates: candidates.map(\.displayName),
-                                     reason: "the client's apps and the receipt do not tell them apart")
+            throw StoreChoiceRefused(
+                system: system, candidates: candidates.map(\.displayName),
+                reason: "the client's apps and the receipt do not tell them apart")
         }
         return chosen
     }
@@ -59,9 +65,14 @@ extension StoreDeclaration {
 
     /// The stores a dialect that names only a device's operating system can reach: those whose
     /// apps run on `system`, less those needing evidence fields the dialect cannot carry.
-    public static func dialectCandidates(runningOn system: OperatingSystem, among stores: [StoreDeclaration],
-                                         carriesEvidenceFields: Bool = false) -> [StoreDeclaration] {
-        stores.filter { $0.operatingSystems.contains(system) && (carriesEvidenceFields || !$0.evidenceFields.contains(where: \.required)) }
+    public static func dialectCandidates(
+        runningOn system: OperatingSystem, among stores: [StoreDeclaration],
+        carriesEvidenceFields: Bool = false
+    ) -> [StoreDeclaration] {
+        stores.filter {
+            $0.operatingSystems.contains(system)
+                && (carriesEvidenceFields || !$0.evidenceFields.contains(where: \.required))
+        }
     }
 }
 

@@ -80,16 +80,22 @@ public protocol DialectCore: Sendable {
     func prove(_ request: VerificationRequest, client: ClientInfo) async throws -> ProvenPurchase
     /// Records the proven purchase once, with `effects`, in one database transaction; the answer
     /// exists only after the commit. The closure sees the outcome and may add more effects.
-    func record<T: Sendable>(_ proven: ProvenPurchase, client: ClientInfo,
-                             effects: @escaping @Sendable (VerificationOutcome, any RecordScope) throws -> T) async throws -> (VerificationOutcome, T)
+    func record<T: Sendable>(
+        _ proven: ProvenPurchase, client: ClientInfo,
+        effects: @escaping @Sendable (VerificationOutcome, any RecordScope) throws -> T
+    ) async throws -> (VerificationOutcome, T)
     /// `record` with no effects of the caller's: the core may then share a commit with other
     /// verifications (group commit). Same guarantees, same answer.
     func record(_ proven: ProvenPurchase, client: ClientInfo) async throws -> VerificationOutcome
-    func lookUpOrder(_ orderID: String, store: StoreID, client: ClientInfo) async throws -> (order: StoreOrder, ledger: [String: LedgerPresence])
+    func lookUpOrder(
+        _ orderID: String, store: StoreID, client: ClientInfo
+    ) async throws -> (order: StoreOrder, ledger: [String: LedgerPresence])
     /// A transaction this client may see (its own or its game's), or nil.
     func transaction(store: StoreID, transactionID: String, client: ClientInfo) async throws -> TransactionRecord?
     /// A subscription this client may see, or nil.
-    func subscription(store: StoreID, originalTransactionID: String, client: ClientInfo) async throws -> SubscriptionState?
+    func subscription(
+        store: StoreID, originalTransactionID: String, client: ClientInfo
+    ) async throws -> SubscriptionState?
     /// Checks a client id and secret presented directly (an OAuth client-credentials grant), in
     /// constant time; nil for an unknown, disabled or wrong one. The answer carries the client's
     /// `version`, for whatever is issued on the strength of this check (`TokenRequest.clientVersion`).
@@ -124,7 +130,9 @@ extension DialectCore {
 
 extension DialectCore {
     /// Prove, then record with a fixed list of effects.
-    public func verify(_ request: VerificationRequest, client: ClientInfo, effects: [RecordEffect] = []) async throws -> VerificationOutcome {
+    public func verify(
+        _ request: VerificationRequest, client: ClientInfo, effects: [RecordEffect] = []
+    ) async throws -> VerificationOutcome {
         let proven = try await prove(request, client: client)
         if effects.isEmpty { return try await record(proven, client: client) }
         return try await record(proven, client: client) { _, scope in

@@ -16,8 +16,10 @@ public struct ClientInfo: Sendable, Equatable {
     /// The service's record of the client from the request's authentication (see the type).
     package var authenticatedRecord = AuthenticatedClientRecord()
 
-    public init(clientID: String, gameID: Int64?, appIdentifiers: [String: [String]] = [:],
-                environments: Set<StoreEnvironment> = [.production], settings: [String: [String]] = [:], version: Int64? = nil) {
+    public init(
+        clientID: String, gameID: Int64?, appIdentifiers: [String: [String]] = [:],
+        environments: Set<StoreEnvironment> = [.production], settings: [String: [String]] = [:], version: Int64? = nil
+    ) {
         self.clientID = clientID
         self.gameID = gameID
         self.appIdentifiers = appIdentifiers
@@ -36,7 +38,9 @@ public struct ClientInfo: Sendable, Equatable {
     /// is its own scope.
     public var scope: String { Self.scope(clientID: clientID, gameID: gameID) }
 
-    public static func scope(clientID: String, gameID: Int64?) -> String { gameID.map { "game:\($0)" } ?? "client:\(clientID)" }
+    public static func scope(clientID: String, gameID: Int64?) -> String {
+        gameID.map { "game:\($0)" } ?? "client:\(clientID)"
+    }
 }
 
 /// An HTTP contract existing integrations speak, translated to and from the core.
@@ -72,8 +76,10 @@ public struct RefundEvent: Sendable {
     /// the store said how much; nil for a full refund.
     public let partialPercentage: Double?
 
-    package init(transactionID: String, productID: String?, revocationDate: Date?, revocationReasonCode: Int?, gameID: Int64?,
-                 partialPercentage: Double? = nil) {
+    package init(
+        transactionID: String, productID: String?, revocationDate: Date?, revocationReasonCode: Int?, gameID: Int64?,
+        partialPercentage: Double? = nil
+    ) {
         self.transactionID = transactionID
         self.productID = productID
         self.revocationDate = revocationDate

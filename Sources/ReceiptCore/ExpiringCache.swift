@@ -27,9 +27,12 @@ public actor ExpiringCache<Key: Hashable & Sendable, Value: Sendable> {
     /// How many fetches were started (tests count them).
     public private(set) var fetches = 0
 
-    public init(now: @escaping @Sendable () -> Date = { Date() }, maxEntries: Int = 10_000, failureLifetime: TimeInterval = 0,
-                maxFailures: Int? = nil, maxFetches: Int = .max, busy: @escaping @Sendable () -> any Error = { CancellationError() },
-                remembersFailure: @escaping @Sendable (any Error) -> Bool = { _ in false }) {
+    public init(
+        now: @escaping @Sendable () -> Date = { Date() }, maxEntries: Int = 10_000, failureLifetime: TimeInterval = 0,
+        maxFailures: Int? = nil, maxFetches: Int = .max,
+        busy: @escaping @Sendable () -> any Error = { CancellationError() },
+        remembersFailure: @escaping @Sendable (any Error) -> Bool = { _ in false }
+    ) {
         self.now = now
         self.maxEntries = maxEntries
         self.maxFailures = maxFailures ?? maxEntries
@@ -41,7 +44,9 @@ public actor ExpiringCache<Key: Hashable & Sendable, Value: Sendable> {
 
     /// The value for `key`: remembered while usable, else fetched once for every caller waiting.
     /// `fetch` returns the value and until when it may be used (its expiry less a margin).
-    public func value(for key: Key, fetch: @escaping @Sendable () async throws -> (Value, usableUntil: Date)) async throws -> Value {
+    public func value(
+        for key: Key, fetch: @escaping @Sendable () async throws -> (Value, usableUntil: Date)
+    ) async throws -> Value {
         if let entry = entries[key], entry.usableUntil > now() { return entry.value }
         if let failure = failures[key] {
             if failure.until > now() { throw failure.error }
@@ -50,21 +55,27 @@ public actor ExpiringCache<Key: Hashable & Sendable, Value: Sendable> {
         if let fetching = running[key] { return try await fetching.value.value }
         guard running.count < maxFetches else { throw busy() }
         fetches += 1
-        let task = Task { let (value, until) = try await fetch(); return Entry(value: value, usableUntil: until) }
+        let task = Task {
+            let (value, until) = try await fetch(); return Entry(value: value, usableUntil: until)
+        }
         running[key] = task
         defer { running[key] = nil }
         let entry: Entry
         do { entry = try await task.value } catch {
             if failureLifetime > 0, remembersFailure(error) {
                 // Bounded like the values: the one nearest its end makes room.
-                if failures.count >= maxFailures, failures[key] == nil, let soonest = failures.min(by: { $0.value.until < $1.value.until })?.key {
+                if failures.count >= maxFailures, failures[key] == nil,
+                    let soonest = failures.min(by: { $0.value.until < $1.value.until })?.key
+                {
                     failures[soonest] = nil
                 }
                 failures[key] = (error, now().addingTimeInterval(failureLifetime))
             }
             throw error
         }
-        if entries.count >= maxEntries, entries[key] == nil, let soonest = entries.min(by: { $0.value.usableUntil < $1.value.usableUntil })?.key {
+        if entries.count >= maxEntries, entries[key] == nil,
+            let soonest = entries.min(by: { $0.value.usableUntil < $1.value.usableUntil })?.key
+        {
             entries[soonest] = nil
         }
         entries[key] = entry

@@ -11,9 +11,13 @@ public enum Identifier {
         if value.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7f }) { return nil }
         // Controls, and what can break or reorder a line in a log viewer: line and paragraph
         // separators and format characters (bidi overrides, zero-width joiners).
-        if value.unicodeScalars.contains(where: { refusedCategories.contains($0.properties.generalCategory) }) { return "contains a control or format character" }
+        if value.unicodeScalars.contains(where: { refusedCategories.contains($0.properties.generalCategory) }) {
+            return "contains a control or format character"
+        }
         return nil
     }
 
-    private static let refusedCategories: Set<Unicode.GeneralCategory> = [.control, .format, .lineSeparator, .paragraphSeparator]
+    private static let refusedCategories: Set<Unicode.GeneralCategory> = [
+        .control, .format, .lineSeparator, .paragraphSeparator,
+    ]
 }

@@ -14,8 +14,12 @@ extension JSONBody {
 
         /// A required string: absent is "missing field", null "must not be null".
         public func requiredString(_ key: some CodingKey) throws(Problem) -> String {
-            guard let value = try value(key) else { throw Problem(code: .missingFields, message: "missing field '\(key.stringValue)'") }
-            guard value != .null else { throw Problem(code: .missingFields, message: "field '\(key.stringValue)' must not be null") }
+            guard let value = try value(key) else {
+                throw Problem(code: .missingFields, message: "missing field '\(key.stringValue)'")
+            }
+            guard value != .null else {
+                throw Problem(code: .missingFields, message: "field '\(key.stringValue)' must not be null")
+            }
             return try read(key, expected: "string") { () throws(JSONReaderError) -> String in
                 guard case .string(let token) = value else { throw .typeMismatch(expected: "string", found: value) }
                 return try reader.string(token)
@@ -43,11 +47,15 @@ extension JSONBody {
 
         /// A wrong type names the field; a string JSONDecoder cannot turn into a String is its
         /// "not valid JSON" (it reports those for the whole document).
-        private func read<T>(_ key: some CodingKey, expected: String, _ body: () throws(JSONReaderError) -> T) throws(Problem) -> T {
+        private func read<T>(
+            _ key: some CodingKey, expected: String, _ body: () throws(JSONReaderError) -> T
+        ) throws(Problem) -> T {
             do {
                 return try body()
-            } catch where error.code == .typeMismatch {
-                throw Problem(code: .invalidField, message: "field '\(key.stringValue)' has the wrong type (expected \(expected))")
+            } catch  where error.code == .typeMismatch {
+                throw Problem(
+                    code: .invalidField, message: "field '\(key.stringValue)' has the wrong type (expected \(expected))"
+                )
             } catch {
                 throw Problem(code: .invalidField, message: "request body is not valid JSON")
             }
@@ -58,13 +66,20 @@ extension JSONBody {
     /// order a Decodable would declare them (JSONDecoder reports the first failing field in that
     /// order). The result, refusals and messages are those `decode(_:from:)` gives for such a
     /// Decodable; a UTF-16 or UTF-32 body is transcoded first, as JSONDecoder transcodes it.
-    public static func decode<T>(from body: Data, fields names: JSONFieldNames, _ read: (Fields) throws(Problem) -> T) -> Result<T, Problem> {
-        guard !body.isEmpty else { return .failure(Problem(code: .missingFields, message: "request body is empty; a JSON object is expected")) }
+    public static func decode<T>(
+        from body: Data, fields names: JSONFieldNames, _ read: (Fields) throws(Problem) -> T
+    ) -> Result<T, Problem> {
+        guard !body.isEmpty else {
+            return .failure(Problem(code: .missingFields, message: "request body is empty; a JSON object is expected"))
+        }
         do throws(JSONReaderError) {
-            return try JSONReader.withDocument(body, grammar: .jsonDecoder) { reader throws(JSONReaderError) -> Result<T, Problem> in
+            return try JSONReader.withDocument(body, grammar: .jsonDecoder) {
+                reader throws(JSONReaderError) -> Result<T, Problem> in
                 var values = [JSONReader.Value?](repeating: nil, count: names.count)
                 let top = try reader.readDocument { field throws(JSONReaderError) in
-                    if let index = try names.index(of: field.key, in: reader), values[index] == nil { values[index] = field.value }
+                    if let index = try names.index(of: field.key, in: reader), values[index] == nil {
+                        values[index] = field.value
+                    }
                 }
                 switch top {
                 case .object: break
@@ -78,7 +93,7 @@ extension JSONBody {
                     return .failure(error)
                 }
             }
-        } catch where error.code == .unsupportedEncoding {
+        } catch  where error.code == .unsupportedEncoding {
             guard let utf8 = JSONReader.transcodedToUTF8(body) else {
                 return .failure(Problem(code: .invalidField, message: "request body is not valid JSON"))
             }

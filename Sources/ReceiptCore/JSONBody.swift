@@ -15,7 +15,9 @@ public enum JSONBody {
     }
 
     public static func decode<T: Decodable>(_ type: T.Type, from body: Data) -> Result<T, Problem> {
-        guard !body.isEmpty else { return .failure(Problem(code: .missingFields, message: "request body is empty; a JSON object is expected")) }
+        guard !body.isEmpty else {
+            return .failure(Problem(code: .missingFields, message: "request body is empty; a JSON object is expected"))
+        }
         do {
             return .success(try JSONDecoder().decode(type, from: body))
         } catch let error as DecodingError {
@@ -38,8 +40,11 @@ public enum JSONBody {
             return Problem(code: .missingFields, message: "field '\(path(context.codingPath))' must not be null")
         case .typeMismatch(let expected, let context):
             let field = path(context.codingPath)
-            return Problem(code: .invalidField, message: field.isEmpty ? "request body must be a JSON object"
-                                                                       : "field '\(field)' has the wrong type (expected \(jsonTypeName(expected)))")
+            return Problem(
+                code: .invalidField,
+                message: field.isEmpty
+                    ? "request body must be a JSON object"
+                    : "field '\(field)' has the wrong type (expected \(jsonTypeName(expected)))")
         case .dataCorrupted(let context):
             let field = path(context.codingPath)
             if field.isEmpty { return Problem(code: .invalidField, message: "request body is not valid JSON") }

@@ -87,10 +87,15 @@ extension SubscriptionStatus {
 
 extension TransactionRecord {
     /// A new record of `purchase`, as the ledger writes it for the client `clientID` of game `gameID`.
-    package init(recording purchase: VerifiedPurchase, managementID: Int64, state: TransactionState, clientID: String, gameID: Int64?,
-                firstVerifiedAt: Date) {
-        self.init(managementID: managementID, store: purchase.store, environment: purchase.environment, transactionID: purchase.transactionID,
-                  state: state, clientID: clientID, firstVerifiedAt: firstVerifiedAt)
+    package init(
+        recording purchase: VerifiedPurchase, managementID: Int64, state: TransactionState, clientID: String,
+        gameID: Int64?,
+        firstVerifiedAt: Date
+    ) {
+        self.init(
+            managementID: managementID, store: purchase.store, environment: purchase.environment,
+            transactionID: purchase.transactionID,
+            state: state, clientID: clientID, firstVerifiedAt: firstVerifiedAt)
         originalTransactionID = purchase.originalTransactionID
         orderID = purchase.orderID
         productID = purchase.productID

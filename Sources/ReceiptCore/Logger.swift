@@ -30,38 +30,55 @@ public struct Logger: Sendable {
         return copy
     }
 
-    package func debug(_ message: @autoclosure () -> String, _ fields: [String: String] = [:]) { log(.debug, message(), fields) }
-    public func info(_ message: @autoclosure () -> String, _ fields: [String: String] = [:]) { log(.info, message(), fields) }
-    public func warning(_ message: @autoclosure () -> String, _ fields: [String: String] = [:]) { log(.warning, message(), fields) }
-    public func error(_ message: @autoclosure () -> String, _ fields: [String: String] = [:]) { log(.error, message(), fields) }
+    package func debug(_ message: @autoclosure () -> String, _ fields: [String: String] = [:]) {
+        log(.debug, message(), fields)
+    }
+    public func info(_ message: @autoclosure () -> String, _ fields: [String: String] = [:]) {
+        log(.info, message(), fields)
+    }
+    public func warning(_ message: @autoclosure () -> String, _ fields: [String: String] = [:]) {
+        log(.warning, message(), fields)
+    }
+    public func error(_ message: @autoclosure () -> String, _ fields: [String: String] = [:]) {
+        log(.error, message(), fields)
+    }
 
     package func log(_ level: Level, _ message: @autoclosure () -> String, _ fields: [String: String] = [:]) {
         guard level >= minimumLevel else { return }
-        sink.write(Self.line(time: Self.timestamp(), level: level.rawValue, message: message(), metadata: metadata, fields: fields))
+        sink.write(
+            Self.line(
+                time: Self.timestamp(), level: level.rawValue, message: message(), metadata: metadata, fields: fields))
     }
 
     /// The same line from fields given as pairs with distinct keys: a line written for every
     /// request builds no dictionary to hash its fields into and look them up again.
     package func log(_ level: Level, _ message: @autoclosure () -> String, pairs: [(String, String)]) {
         guard level >= minimumLevel else { return }
-        sink.write(Self.line(time: Self.timestamp(), level: level.rawValue, message: message(), metadata: metadata, pairs: pairs))
+        sink.write(
+            Self.line(
+                time: Self.timestamp(), level: level.rawValue, message: message(), metadata: metadata, pairs: pairs))
     }
 
     /// Sorted keys with time, level and message first, so lines read well by eye too.
     static func encodeLine(_ object: [String: String]) -> String {
         var rest = object
-        let time = rest.removeValue(forKey: "time"), level = rest.removeValue(forKey: "level"), message = rest.removeValue(forKey: "message")
+        let time = rest.removeValue(forKey: "time"), level = rest.removeValue(forKey: "level"),
+            message = rest.removeValue(forKey: "message")
         return line(time: time, level: level, message: message, metadata: [:], fields: rest)
     }
 
     /// One line straight into bytes: no merged dictionary, no intermediate strings. A field
     /// overrides metadata of the same name; `time`, `level` and `message` are the logger's own.
-    static func line(time: String?, level: String?, message: String?, metadata: [String: String], fields: [String: String]) -> String {
+    static func line(
+        time: String?, level: String?, message: String?, metadata: [String: String], fields: [String: String]
+    ) -> String {
         line(time: time, level: level, message: message, metadata: metadata, pairs: fields.map { ($0.key, $0.value) })
     }
 
     /// `pairs` has distinct keys; one of them overrides metadata of the same name.
-    static func line(time: String?, level: String?, message: String?, metadata: [String: String], pairs: [(String, String)]) -> String {
+    static func line(
+        time: String?, level: String?, message: String?, metadata: [String: String], pairs: [(String, String)]
+    ) -> String {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(256)
         bytes.append(UInt8(ascii: "{"))
@@ -88,11 +105,16 @@ public struct Logger: Sendable {
     static func appendJSONString(_ text: String, to bytes: inout [UInt8]) {
         bytes.append(UInt8(ascii: "\""))
         // Nearly every value (ids, paths, codes) needs no escape: copy it whole when no byte can.
-        let copiedWhole = text.utf8.withContiguousStorageIfAvailable { utf8 -> Bool in
-            guard !utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") || $0 == 0xE2 }) else { return false }
-            bytes.append(contentsOf: utf8)
-            return true
-        } ?? false
+        let copiedWhole =
+            text.utf8.withContiguousStorageIfAvailable { utf8 -> Bool in
+                guard
+                    !utf8.contains(where: {
+                        $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") || $0 == 0xE2
+                    })
+                else { return false }
+                bytes.append(contentsOf: utf8)
+                return true
+            } ?? false
         if copiedWhole {
             bytes.append(UInt8(ascii: "\""))
             return
@@ -126,7 +148,10 @@ public struct Logger: Sendable {
 
     /// Said when lines had to be dropped because stderr did not keep up.
     static func droppedLine(_ count: Int) -> String {
-        encodeLine(["time": timestamp(), "level": "warning", "message": "log lines dropped: stderr did not keep up", "count": String(count)]) + "\n"
+        encodeLine([
+            "time": timestamp(), "level": "warning", "message": "log lines dropped: stderr did not keep up",
+            "count": String(count),
+        ]) + "\n"
     }
 
     static func timestamp() -> String { UTCTimestamp.milliseconds(Date()) }

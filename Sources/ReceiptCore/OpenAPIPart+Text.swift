@@ -13,8 +13,13 @@ extension OpenAPIPart {
             case "\t": out += "\\t"
             case "\r": out += "\\r"
             default:
-                if scalar.value < 0x20 { out += "\\u" + String(repeating: "0", count: 4 - String(scalar.value, radix: 16).count) + String(scalar.value, radix: 16) }
-                else { out.unicodeScalars.append(scalar) }
+                if scalar.value < 0x20 {
+                    out +=
+                        "\\u" + String(repeating: "0", count: 4 - String(scalar.value, radix: 16).count)
+                        + String(scalar.value, radix: 16)
+                } else {
+                    out.unicodeScalars.append(scalar)
+                }
             }
         }
         return out + "\""
@@ -28,6 +33,7 @@ extension OpenAPIPart {
     /// `text` with every line but empty ones indented by `spaces`, for a block placed under a key.
     public static func indented(_ text: String, by spaces: Int) -> String {
         let indentation = String(repeating: " ", count: spaces)
-        return text.split(separator: "\n", omittingEmptySubsequences: false).map { $0.isEmpty ? "" : indentation + $0 }.joined(separator: "\n")
+        return text.split(separator: "\n", omittingEmptySubsequences: false).map { $0.isEmpty ? "" : indentation + $0 }
+            .joined(separator: "\n")
     }
 }

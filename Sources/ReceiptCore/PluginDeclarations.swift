@@ -30,9 +30,11 @@ public struct ClientSettingDeclaration: Sendable {
     /// The value to store (normalized), or throws `SettingRejected` saying what is wrong.
     public let check: @Sendable (String) throws -> String
 
-    public init(flag: String, key: String, valueName: String, help: String, input: Input = .text, repeatable: Bool = false,
-                sealed: Bool = false, impliedEnvironments: Set<StoreEnvironment>? = nil,
-                check: @escaping @Sendable (String) throws -> String = { $0 }) {
+    public init(
+        flag: String, key: String, valueName: String, help: String, input: Input = .text, repeatable: Bool = false,
+        sealed: Bool = false, impliedEnvironments: Set<StoreEnvironment>? = nil,
+        check: @escaping @Sendable (String) throws -> String = { $0 }
+    ) {
         self.flag = flag
         self.key = key
         self.valueName = valueName
@@ -69,7 +71,9 @@ public struct AppIdentifierKind: Sendable, Hashable {
     /// Letters, digits, `.`, `_`, `-`; 1 to 255 characters.
     public static func isWellFormed(_ value: String) -> Bool {
         !value.isEmpty && value.utf8.count <= 255
-            && value.unicodeScalars.allSatisfy { CharacterSet.alphanumerics.contains($0) && $0.isASCII || "._-".unicodeScalars.contains($0) }
+            && value.unicodeScalars.allSatisfy {
+                CharacterSet.alphanumerics.contains($0) && $0.isASCII || "._-".unicodeScalars.contains($0)
+            }
     }
 }
 
@@ -104,8 +108,10 @@ public struct OpenAPIPart: Sendable {
     /// takes there; the document adds it to the field's description under the store's name.
     public let sharedFieldNotes: [String: String]
 
-    public init(paths: String = "", components: [String: String] = [:], evidenceProperties: String = "",
-                sharedFieldNotes: [String: String] = [:]) {
+    public init(
+        paths: String = "", components: [String: String] = [:], evidenceProperties: String = "",
+        sharedFieldNotes: [String: String] = [:]
+    ) {
         self.paths = paths
         self.components = components
         self.evidenceProperties = evidenceProperties
@@ -156,13 +162,15 @@ public struct StoreDeclaration: Sendable {
     /// `receiptgate dev <name>` helpers this store offers.
     public let developmentTools: [DevelopmentTool]
 
-    public init(store: StoreID, displayName: String, identifiers: AppIdentifierKind, settings: [ClientSettingDeclaration] = [],
-                evidenceFields: [EvidenceField] = [], evidenceKinds: Set<EvidenceKind> = [.detected], vendorCode: String,
-                operatingSystems: [OperatingSystem], evidenceShapes: Set<EvidenceShape>,
-                recognizesEvidence: @escaping @Sendable (String) -> Bool = { _ in false },
-                accountTokenIsWellFormed: (@Sendable (String) -> Bool)? = nil,
-                transactionIDIsWellFormed: (@Sendable (String) -> Bool)? = nil, openAPI: OpenAPIPart = OpenAPIPart(),
-                developmentTools: [DevelopmentTool] = []) {
+    public init(
+        store: StoreID, displayName: String, identifiers: AppIdentifierKind, settings: [ClientSettingDeclaration] = [],
+        evidenceFields: [EvidenceField] = [], evidenceKinds: Set<EvidenceKind> = [.detected], vendorCode: String,
+        operatingSystems: [OperatingSystem], evidenceShapes: Set<EvidenceShape>,
+        recognizesEvidence: @escaping @Sendable (String) -> Bool = { _ in false },
+        accountTokenIsWellFormed: (@Sendable (String) -> Bool)? = nil,
+        transactionIDIsWellFormed: (@Sendable (String) -> Bool)? = nil, openAPI: OpenAPIPart = OpenAPIPart(),
+        developmentTools: [DevelopmentTool] = []
+    ) {
         self.store = store
         self.displayName = displayName
         self.identifiers = identifiers
@@ -186,7 +194,9 @@ public struct StorePlugin: Sendable {
     /// Throws `ConfigurationInvalid` naming the variable that is wrong.
     public let start: @Sendable (PluginEnvironment) throws -> StoreRegistration
 
-    public init(_ declaration: StoreDeclaration, start: @escaping @Sendable (PluginEnvironment) throws -> StoreRegistration) {
+    public init(
+        _ declaration: StoreDeclaration, start: @escaping @Sendable (PluginEnvironment) throws -> StoreRegistration
+    ) {
         self.declaration = declaration
         self.start = start
     }
@@ -200,8 +210,10 @@ public struct DialectPlugin: Sendable {
     /// Throws `ConfigurationInvalid` naming the variable that is wrong.
     public let start: @Sendable (PluginEnvironment) throws -> any DialectProvider
 
-    public init(name: String, displayName: String, settings: [ClientSettingDeclaration] = [],
-                start: @escaping @Sendable (PluginEnvironment) throws -> any DialectProvider) {
+    public init(
+        name: String, displayName: String, settings: [ClientSettingDeclaration] = [],
+        start: @escaping @Sendable (PluginEnvironment) throws -> any DialectProvider
+    ) {
         self.name = name
         self.displayName = displayName
         self.settings = settings
@@ -218,7 +230,8 @@ public struct PluginList: Sendable {
     /// could not tell which one a request means), or two dialects share a name.
     public init(stores: [StorePlugin], dialects: [DialectPlugin]) throws(PluginListInvalid) {
         let declarations = stores.map(\.declaration)
-        let clashes = Self.repeated(declarations.map(\.store.rawValue)).map { "store id \($0)" }
+        let clashes =
+            Self.repeated(declarations.map(\.store.rawValue)).map { "store id \($0)" }
             + Self.repeated(declarations.map(\.vendorCode)).map { "vendor code \($0)" }
             + Self.repeated(dialects.map(\.name)).map { "dialect name \($0)" }
         guard clashes.isEmpty else { throw PluginListInvalid(clashes: clashes) }
@@ -237,7 +250,8 @@ public struct PluginList: Sendable {
 
     /// Every plugin's client settings, stores' first, under each plugin's display name.
     package var clientSettings: [(plugin: String, settings: [ClientSettingDeclaration])] {
-        stores.map { ($0.declaration.displayName, $0.declaration.settings) } + dialects.map { ($0.displayName, $0.settings) }
+        stores.map { ($0.declaration.displayName, $0.declaration.settings) }
+            + dialects.map { ($0.displayName, $0.settings) }
     }
 }
 
@@ -260,10 +274,16 @@ public struct DevelopmentTool: Sendable {
     public let options: [String]
     /// Runs with the options given and the service's data directory. Returns what goes to stdout
     /// and the lines for stderr, as they are printed; throws `SettingRejected` for a bad option value.
-    public let run: @Sendable (_ options: [String: String], _ dataDirectory: URL) throws -> (output: String, notices: [String])
+    public let run:
+        @Sendable (_ options: [String: String], _ dataDirectory: URL) throws -> (output: String, notices: [String])
 
-    public init(name: String, summary: String, help: String, options: [String],
-                run: @escaping @Sendable (_ options: [String: String], _ dataDirectory: URL) throws -> (output: String, notices: [String])) {
+    public init(
+        name: String, summary: String, help: String, options: [String],
+        run:
+            @escaping @Sendable (_ options: [String: String], _ dataDirectory: URL) throws -> (
+                output: String, notices: [String]
+            )
+    ) {
         self.name = name
         self.summary = summary
         self.help = help

@@ -13,7 +13,8 @@ public struct RefundRequestNews: Sendable, Equatable {
     /// The customer's or store's reason, as the store names it.
     public var reason: String?
 
-    public init(requestID: String, answerToken: String? = nil, requestedAt: Date, deadline: Date, reason: String? = nil) {
+    public init(requestID: String, answerToken: String? = nil, requestedAt: Date, deadline: Date, reason: String? = nil)
+    {
         self.requestID = requestID
         self.answerToken = answerToken
         self.requestedAt = requestedAt
@@ -82,8 +83,11 @@ public struct RefundAnswer: Sendable, Equatable, Codable {
     /// No ledger row for the transaction: answered from the policy alone.
     public var policyOnly: Bool
 
-    public init(customerConsented: Bool, delivered: Bool?, consumedMilliunits: Int?, usageEvents: [ConsumptionReport.UsageEvent],
-                preference: RefundPreference, sampleContentProvided: Bool, policyOnly: Bool) {
+    public init(
+        customerConsented: Bool, delivered: Bool?, consumedMilliunits: Int?,
+        usageEvents: [ConsumptionReport.UsageEvent],
+        preference: RefundPreference, sampleContentProvided: Bool, policyOnly: Bool
+    ) {
         self.customerConsented = customerConsented
         self.delivered = delivered
         self.consumedMilliunits = consumedMilliunits
@@ -120,7 +124,9 @@ public enum RefundAnswerRule {
     /// delivered: grant. Delivered and consumed at least the policy's share: decline. Otherwise the
     /// policy's preference. Without consent, no consumption data goes out.
     public static func answer(_ known: Known, policy: RefundPolicy) -> RefundAnswer {
-        let delivered: Bool? = known.report?.delivered ?? (known.deliveryAcknowledged ? true : (known.held && !known.claimed ? false : nil))
+        let delivered: Bool? =
+            known.report?.delivered
+            ?? (known.deliveryAcknowledged ? true : (known.held && !known.claimed ? false : nil))
         let consumed = known.report?.consumedMilliunits
         let preference: RefundPreference
         if delivered == false {
@@ -131,9 +137,10 @@ public enum RefundAnswerRule {
             preference = policy.otherwise
         }
         let consent = policy.consumptionConsent
-        return RefundAnswer(customerConsented: consent, delivered: delivered, consumedMilliunits: consent ? consumed : nil,
-                            usageEvents: consent ? known.report?.usageEvents ?? [] : [], preference: preference,
-                            sampleContentProvided: policy.sampleContentProvided, policyOnly: !known.held)
+        return RefundAnswer(
+            customerConsented: consent, delivered: delivered, consumedMilliunits: consent ? consumed : nil,
+            usageEvents: consent ? known.report?.usageEvents ?? [] : [], preference: preference,
+            sampleContentProvided: policy.sampleContentProvided, policyOnly: !known.held)
     }
 }
 
@@ -146,7 +153,10 @@ public struct RefundRequestTarget: Sendable {
     public let appIdentifier: String?
     public let answerToken: String?
 
-    public init(store: StoreID, environment: StoreEnvironment, transactionID: String, appIdentifier: String?, answerToken: String?) {
+    public init(
+        store: StoreID, environment: StoreEnvironment, transactionID: String, appIdentifier: String?,
+        answerToken: String?
+    ) {
         self.store = store
         self.environment = environment
         self.transactionID = transactionID
@@ -167,5 +177,7 @@ public struct RefundAnswerNotTaken: Error, Sendable, CustomStringConvertible {
 public protocol RefundRequestAnswering: Sendable {
     /// Sends `answer` with the client's secret settings for this store; returns the body sent (kept
     /// with the request). Throws `StoreVerificationError`, retryable for the store's 5xx and 429.
-    func answer(_ request: RefundRequestTarget, with answer: RefundAnswer, credentials: [String: String]) async throws -> Data
+    func answer(
+        _ request: RefundRequestTarget, with answer: RefundAnswer, credentials: [String: String]
+    ) async throws -> Data
 }

@@ -107,8 +107,10 @@ public struct RouteContext: Sendable {
     /// The bearer token the request carried, for bearer-token routes.
     public let token: StoredToken?
 
-    package init(requestID: String, logger: Logger, callerAddress: String?, pathParameters: [String: String] = [:],
-                query: [String: String] = [:], client: ClientInfo? = nil, token: StoredToken? = nil) {
+    package init(
+        requestID: String, logger: Logger, callerAddress: String?, pathParameters: [String: String] = [:],
+        query: [String: String] = [:], client: ClientInfo? = nil, token: StoredToken? = nil
+    ) {
         self.requestID = requestID
         self.logger = logger
         self.callerAddress = callerAddress
@@ -130,7 +132,9 @@ public struct RouteResponse: Sendable {
     /// the 500 that stands in for an answer that could not be encoded.
     public var failure: String?
 
-    public init(status: Int, headers: [(name: String, value: String)] = [], contentType: String = "application/json", body: Data) {
+    public init(
+        status: Int, headers: [(name: String, value: String)] = [], contentType: String = "application/json", body: Data
+    ) {
         self.status = status
         self.headers = headers
         self.contentType = contentType
@@ -140,11 +144,15 @@ public struct RouteResponse: Sendable {
     /// JSON with sorted keys and unescaped slashes, the same bytes every time. An answer that
     /// cannot be encoded (a non-finite number, an Encodable that throws) is never sent as some
     /// other body: it becomes a 500 `INTERNAL_ERROR`, with the reason in `failure` for the log.
-    public static func json(_ value: some Encodable, status: Int = 200, headers: [(name: String, value: String)] = []) -> RouteResponse {
+    public static func json(
+        _ value: some Encodable, status: Int = 200, headers: [(name: String, value: String)] = []
+    ) -> RouteResponse {
         do {
             return RouteResponse(status: status, headers: headers, body: try encodedJSON(value))
         } catch {
-            var response = RouteResponse(status: 500, body: Data(#"{"error":"INTERNAL_ERROR","message":"the answer could not be encoded"}"#.utf8))
+            var response = RouteResponse(
+                status: 500, body: Data(#"{"error":"INTERNAL_ERROR","message":"the answer could not be encoded"}"#.utf8)
+            )
             response.failure = "the answer (\(type(of: value))) could not be encoded: \(error)"
             return response
         }
@@ -159,15 +167,21 @@ public struct RouteResponse: Sendable {
     }
 
     /// JSON already encoded (by `JSONWriter` on the hot paths).
-    public static func json(encoded body: Data, status: Int = 200, headers: [(name: String, value: String)] = []) -> RouteResponse {
+    public static func json(
+        encoded body: Data, status: Int = 200, headers: [(name: String, value: String)] = []
+    ) -> RouteResponse {
         RouteResponse(status: status, headers: headers, body: body)
     }
 
     public static func html(_ page: String, status: Int = 200) -> RouteResponse {
         // Pages may carry one-time tokens in their URL or form: not cached, not leaked as a referrer, not framed.
-        RouteResponse(status: status, headers: [("Cache-Control", "no-store"), ("Referrer-Policy", "no-referrer"),
-                                                ("Content-Security-Policy", "frame-ancestors 'none'"), ("X-Content-Type-Options", "nosniff")],
-                      contentType: "text/html; charset=utf-8", body: Data(page.utf8))
+        RouteResponse(
+            status: status,
+            headers: [
+                ("Cache-Control", "no-store"), ("Referrer-Policy", "no-referrer"),
+                ("Content-Security-Policy", "frame-ancestors 'none'"), ("X-Content-Type-Options", "nosniff"),
+            ],
+            contentType: "text/html; charset=utf-8", body: Data(page.utf8))
     }
 }
 
@@ -200,8 +214,10 @@ public struct Route: Sendable {
     public let rateLimits: [RateLimitPolicy]
     public let handler: RouteHandler
 
-    public init(_ method: String, _ path: String, authentication: RouteAuthentication, rateLimits: [RateLimitPolicy] = [],
-                handler: @escaping RouteHandler) {
+    public init(
+        _ method: String, _ path: String, authentication: RouteAuthentication, rateLimits: [RateLimitPolicy] = [],
+        handler: @escaping RouteHandler
+    ) {
         self.method = method
         self.path = path
         self.authentication = authentication

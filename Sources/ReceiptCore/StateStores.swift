@@ -15,7 +15,8 @@ public struct StoredToken: Sendable, Equatable {
     public var payload: String?
     package var expiresAt: Date
 
-    package init(kind: String, clientID: String, accountID: String?, family: String, payload: String?, expiresAt: Date) {
+    package init(kind: String, clientID: String, accountID: String?, family: String, payload: String?, expiresAt: Date)
+    {
         self.kind = kind
         self.clientID = clientID
         self.accountID = accountID
@@ -59,8 +60,10 @@ public struct TokenRequest: Sendable {
     /// the rotation and outlive it.
     public var clientVersion: Int64?
 
-    public init(kind: String, clientID: String, accountID: String? = nil, lifetime: Duration, payload: String? = nil,
-                clientVersion: Int64? = nil) {
+    public init(
+        kind: String, clientID: String, accountID: String? = nil, lifetime: Duration, payload: String? = nil,
+        clientVersion: Int64? = nil
+    ) {
         self.kind = kind
         self.clientID = clientID
         self.accountID = accountID
@@ -124,8 +127,12 @@ public struct AccountRecord: Sendable, Equatable {
     public var attribution: Data?
     package var createdAt: Date
 
-    package init(id: String, clientID: String, scope: String, username: String, appAccountToken: String, email: String?, emailVerified: Bool,
-                pendingEmail: String?, pendingEmailApproved: Bool = false, passwordHash: String?, attribution: Data?, createdAt: Date) {
+    package init(
+        id: String, clientID: String, scope: String, username: String, appAccountToken: String, email: String?,
+        emailVerified: Bool,
+        pendingEmail: String?, pendingEmailApproved: Bool = false, passwordHash: String?, attribution: Data?,
+        createdAt: Date
+    ) {
         self.id = id
         self.clientID = clientID
         self.scope = scope
@@ -151,7 +158,10 @@ public struct AccountDraft: Sendable {
     public var passwordHash: String?
     public var attribution: Data?
 
-    public init(id: String? = nil, client: ClientInfo, username: String, email: String? = nil, passwordHash: String? = nil, attribution: Data? = nil) {
+    public init(
+        id: String? = nil, client: ClientInfo, username: String, email: String? = nil, passwordHash: String? = nil,
+        attribution: Data? = nil
+    ) {
         self.id = id
         self.client = client
         self.username = username
@@ -174,8 +184,11 @@ public struct AccountChange: Sendable {
     /// written over a change made meanwhile.
     public var expected: AccountRecord?
 
-    public init(email: String? = nil, emailVerified: Bool? = nil, pendingEmail: String?? = nil, pendingEmailApproved: Bool? = nil,
-                passwordHash: String? = nil, expected: AccountRecord? = nil) {
+    public init(
+        email: String? = nil, emailVerified: Bool? = nil, pendingEmail: String?? = nil,
+        pendingEmailApproved: Bool? = nil,
+        passwordHash: String? = nil, expected: AccountRecord? = nil
+    ) {
         self.email = email
         self.emailVerified = emailVerified
         self.pendingEmail = pendingEmail

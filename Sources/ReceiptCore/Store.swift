@@ -39,8 +39,10 @@ public struct StoreEvent: Sendable {
     /// For `consumptionRequest`: the request to answer.
     public var refundRequest: RefundRequestNews?
 
-    public init(kind: Kind, purchase: VerifiedPurchase? = nil, autoRenew: Bool? = nil, gracePeriodExpires: Date? = nil,
-                refundRequest: RefundRequestNews? = nil) {
+    public init(
+        kind: Kind, purchase: VerifiedPurchase? = nil, autoRenew: Bool? = nil, gracePeriodExpires: Date? = nil,
+        refundRequest: RefundRequestNews? = nil
+    ) {
         self.kind = kind
         self.purchase = purchase
         self.autoRenew = autoRenew
@@ -74,9 +76,11 @@ public struct StoreNotification: Sendable {
     /// be confirmed): the core logs it at warning level, since nobody reads info lines for a task.
     public var operatorNotice: OperatorNotice?
 
-    public init(store: StoreID, notificationID: String, type: String, subtype: String?, environment: StoreEnvironment?,
-                appIdentifier: String?, transactionID: String?, originalTransactionID: String?, productID: String?,
-                signedAt: Date?, decodedJSON: Data) {
+    public init(
+        store: StoreID, notificationID: String, type: String, subtype: String?, environment: StoreEnvironment?,
+        appIdentifier: String?, transactionID: String?, originalTransactionID: String?, productID: String?,
+        signedAt: Date?, decodedJSON: Data
+    ) {
         self.store = store
         self.notificationID = notificationID
         self.type = type

@@ -33,7 +33,9 @@ public enum EvidenceShape: String, Sendable, Hashable, CaseIterable {
         if text.hasPrefix("{") { return [.purchaseData] }
         let segments = text.split(separator: ".", omittingEmptySubsequences: false)
         // A compact JWS: three base64url segments, the header a JSON object ("eyJ").
-        if segments.count == 3, text.hasPrefix("eyJ"), segments.allSatisfy({ !$0.isEmpty && $0.allSatisfy(isBase64URL) }) {
+        if segments.count == 3, text.hasPrefix("eyJ"),
+            segments.allSatisfy({ !$0.isEmpty && $0.allSatisfy(isBase64URL) })
+        {
             return [.signedDocument]
         }
         // A PKCS#7 app receipt in base64 starts with the DER SEQUENCE "MI".

@@ -32,8 +32,9 @@ public protocol StorePolling: Sendable {
     /// One run over `owners` (every enabled client with an app of this store, with its secret
     /// settings). Hands each page's notifications to `record` before moving its cursor, so a crash
     /// repeats a page (deduplicated) rather than losing it.
-    func poll(owners: [ClientWithStoreCredentials], run: any PollRun,
-              record: @Sendable ([StoreNotification]) async throws -> Void) async throws
+    func poll(
+        owners: [ClientWithStoreCredentials], run: any PollRun,
+        record: @Sendable ([StoreNotification]) async throws -> Void) async throws
 }
 
 /// A poll's failure that says when to ask the store again (a `429` with `Retry-After`): the next
@@ -57,8 +58,10 @@ public struct QuietSubscription: Sendable, Equatable {
     public let readBackKey: String?
     public let clientID: String
 
-    public init(store: StoreID, environment: StoreEnvironment, originalTransactionID: String, latestTransactionID: String?,
-                productID: String?, expiresDate: Date?, appIdentifier: String?, readBackKey: String?, clientID: String) {
+    public init(
+        store: StoreID, environment: StoreEnvironment, originalTransactionID: String, latestTransactionID: String?,
+        productID: String?, expiresDate: Date?, appIdentifier: String?, readBackKey: String?, clientID: String
+    ) {
         self.store = store
         self.environment = environment
         self.originalTransactionID = originalTransactionID
@@ -79,7 +82,9 @@ public protocol SubscriptionReading: Sendable {
     /// when the store cannot say (it does not know the purchase; the ledger lacks its read-back
     /// key). Throws `SubscriptionReadFailed` when asking failed: the run stops there, and the
     /// subscription is asked again by the next.
-    func readBack(_ subscription: QuietSubscription, owner: ClientWithStoreCredentials) async throws -> StoreNotification?
+    func readBack(
+        _ subscription: QuietSubscription, owner: ClientWithStoreCredentials
+    ) async throws -> StoreNotification?
 }
 
 /// Asking a store about a subscription failed: rate limited, the store's error, or a refused key.

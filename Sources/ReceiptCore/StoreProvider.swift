@@ -25,9 +25,14 @@ public struct NotificationRequest: Sendable {
     /// any other client's secrets, and a value no client has costs one lookup.
     public let ownerBySetting: @Sendable (_ name: String, _ value: String) async throws -> ClientWithStoreCredentials?
 
-    package init(body: Data, headers: [String: String] = [:], query: [String: String] = [:],
-                owner: @escaping @Sendable (_ appIdentifier: String) async throws -> ClientWithStoreCredentials? = { _ in nil },
-                ownerBySetting: @escaping @Sendable (_ name: String, _ value: String) async throws -> ClientWithStoreCredentials? = { _, _ in nil }) {
+    package init(
+        body: Data, headers: [String: String] = [:], query: [String: String] = [:],
+        owner: @escaping @Sendable (_ appIdentifier: String) async throws -> ClientWithStoreCredentials? = { _ in nil },
+        ownerBySetting:
+            @escaping @Sendable (_ name: String, _ value: String) async throws -> ClientWithStoreCredentials? = {
+                _, _ in nil
+            }
+    ) {
         self.body = body
         self.headers = headers
         self.query = query
@@ -53,7 +58,9 @@ public protocol NotificationReceiving: Sendable {
     /// Where the store posts, e.g. `/v1/notifications/app-store`.
     var notificationPath: String { get }
     /// Proves the request genuine and decodes it. Throws `NotificationRejection`.
-    func receiveNotification(_ request: NotificationRequest, registered: RegisteredApps) async throws -> StoreNotification
+    func receiveNotification(
+        _ request: NotificationRequest, registered: RegisteredApps
+    ) async throws -> StoreNotification
 }
 
 /// What a store says about a customer-visible order id (the id on the customer's invoice).
@@ -130,10 +137,12 @@ public struct StoreRegistration: Sendable {
     /// Tells the store which account a purchase linked after the sale belongs to.
     public let accountTokenSetting: (any AccountTokenSetting)?
 
-    public init(_ declaration: StoreDeclaration, verifier: any StoreProvider, notifications: (any NotificationReceiving)? = nil,
-                orderLookup: (any OrderLookingUp)? = nil, acknowledgement: (any PurchaseAcknowledging)? = nil,
-                poller: (any StorePolling)? = nil, subscriptionReader: (any SubscriptionReading)? = nil,
-                refundAnswering: (any RefundRequestAnswering)? = nil, accountTokenSetting: (any AccountTokenSetting)? = nil) {
+    public init(
+        _ declaration: StoreDeclaration, verifier: any StoreProvider, notifications: (any NotificationReceiving)? = nil,
+        orderLookup: (any OrderLookingUp)? = nil, acknowledgement: (any PurchaseAcknowledging)? = nil,
+        poller: (any StorePolling)? = nil, subscriptionReader: (any SubscriptionReading)? = nil,
+        refundAnswering: (any RefundRequestAnswering)? = nil, accountTokenSetting: (any AccountTokenSetting)? = nil
+    ) {
         precondition(declaration.store == verifier.store, "a registration's declaration and verifier name one store")
         self.store = verifier.store
         self.declaration = declaration

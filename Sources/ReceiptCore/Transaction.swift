@@ -46,7 +46,9 @@ public struct SubscriptionState: Sendable, Equatable {
     public var revocationDate: Date?
     public var latestTransactionID: String?
 
-    public init(store: StoreID, environment: StoreEnvironment, originalTransactionID: String, status: SubscriptionStatus) {
+    public init(
+        store: StoreID, environment: StoreEnvironment, originalTransactionID: String, status: SubscriptionStatus
+    ) {
         self.store = store
         self.environment = environment
         self.originalTransactionID = originalTransactionID
@@ -90,8 +92,11 @@ public struct TransactionRecord: Sendable, Equatable {
     public var gameID: Int64?
     package var firstVerifiedAt: Date
 
-    package init(managementID: Int64, store: StoreID, environment: StoreEnvironment, transactionID: String, state: TransactionState,
-                clientID: String, firstVerifiedAt: Date) {
+    package init(
+        managementID: Int64, store: StoreID, environment: StoreEnvironment, transactionID: String,
+        state: TransactionState,
+        clientID: String, firstVerifiedAt: Date
+    ) {
         self.managementID = managementID
         self.store = store
         self.environment = environment
@@ -116,8 +121,10 @@ public struct VerificationOutcome: Sendable {
     /// Set when the purchase was first claimed for another player of the game.
     public var firstClaimedBy: Claimant?
 
-    package init(transaction: TransactionRecord, duplicate: Bool, accountMatch: AccountMatch, subscription: SubscriptionState?,
-                 firstClaimedBy: Claimant? = nil) {
+    package init(
+        transaction: TransactionRecord, duplicate: Bool, accountMatch: AccountMatch, subscription: SubscriptionState?,
+        firstClaimedBy: Claimant? = nil
+    ) {
         self.transaction = transaction
         self.duplicate = duplicate
         self.accountMatch = accountMatch
@@ -178,7 +185,9 @@ public struct ProvenPurchase: Sendable {
     /// The claim takes the oldest not yet claimed. Empty when the evidence names one.
     package var claimOrder: [VerifiedPurchase] = []
 
-    package init(purchase: VerifiedPurchase, request: VerificationRequest, accountMatch: AccountMatch, evidenceDigest: String) {
+    package init(
+        purchase: VerifiedPurchase, request: VerificationRequest, accountMatch: AccountMatch, evidenceDigest: String
+    ) {
         self.purchase = purchase
         self.request = request
         self.accountMatch = accountMatch
@@ -187,13 +196,17 @@ public struct ProvenPurchase: Sendable {
 
     /// Who this request claims the purchase for.
     public var claimant: Claimant {
-        Claimant(playerID: request.playerID, characterID: request.characterID, serverID: request.serverID, gameVersion: request.gameVersion)
+        Claimant(
+            playerID: request.playerID, characterID: request.characterID, serverID: request.serverID,
+            gameVersion: request.gameVersion)
     }
 
     /// The same request about another purchase of its evidence.
     package func about(_ other: VerifiedPurchase) -> ProvenPurchase {
-        ProvenPurchase(purchase: other, request: request, accountMatch: AccountMatch.compare(requested: request.accountToken, evidence: other.accountToken),
-                       evidenceDigest: evidenceDigest)
+        ProvenPurchase(
+            purchase: other, request: request,
+            accountMatch: AccountMatch.compare(requested: request.accountToken, evidence: other.accountToken),
+            evidenceDigest: evidenceDigest)
     }
 }
 
@@ -208,8 +221,10 @@ public struct LedgerPresence: Sendable {
     /// A refusal made before the store named a transaction (a forged receipt) is on no transaction.
     public var lastRefusal: StoreVerificationError?
 
-    package init(found: Bool, managementID: Int64?, state: TransactionState?, recordedForThisGame: Bool,
-                lastRefusal: StoreVerificationError? = nil) {
+    package init(
+        found: Bool, managementID: Int64?, state: TransactionState?, recordedForThisGame: Bool,
+        lastRefusal: StoreVerificationError? = nil
+    ) {
         self.found = found
         self.managementID = managementID
         self.state = state

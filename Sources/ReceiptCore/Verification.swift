@@ -68,7 +68,9 @@ extension VerifiedPurchase {
 
     /// The first date field outside `plausibleDates`, by name, or nil.
     package var dateOutOfRange: String? {
-        for (name, date) in [("purchase date", purchaseDate), ("expiry date", expiresDate), ("revocation date", revocationDate)] {
+        for (name, date) in [
+            ("purchase date", purchaseDate), ("expiry date", expiresDate), ("revocation date", revocationDate),
+        ] {
             if let date, !Self.plausibleDates.contains(date) { return name }
         }
         return nil
@@ -100,9 +102,11 @@ public struct VerificationContext: Sendable {
     /// declares in `StoreDeclaration.evidenceKinds`).
     public var evidenceKind: EvidenceKind
 
-    package init(appIdentifiers: Set<String>, environments: Set<StoreEnvironment>, productID: String? = nil,
-                deadline: ContinuousClock.Instant? = nil, client: ClientInfo? = nil, credentials: [String: String] = [:],
-                evidenceKind: EvidenceKind = .detected) {
+    package init(
+        appIdentifiers: Set<String>, environments: Set<StoreEnvironment>, productID: String? = nil,
+        deadline: ContinuousClock.Instant? = nil, client: ClientInfo? = nil, credentials: [String: String] = [:],
+        evidenceKind: EvidenceKind = .detected
+    ) {
         self.appIdentifiers = appIdentifiers
         self.environments = environments
         self.productID = productID

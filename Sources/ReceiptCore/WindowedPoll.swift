@@ -26,7 +26,8 @@ public enum WindowedPoll {
             since = try container.decode(Int64.self, forKey: .since)
             until = try container.decodeIfPresent(Int64.self, forKey: .until)
             // The names some store pollers saved their tokens under before this engine.
-            pageToken = try container.decodeIfPresent(String.self, forKey: .pageToken)
+            pageToken =
+                try container.decodeIfPresent(String.self, forKey: .pageToken)
                 ?? container.decodeIfPresent(String.self, forKey: .paginationToken)
                 ?? container.decodeIfPresent(String.self, forKey: .continuationToken)
         }
@@ -95,11 +96,13 @@ public enum WindowedPoll {
     /// `overlap` before its end. A saved page token the store refuses (`refusesToken`) is dropped,
     /// so the next run reads the window again from its first page instead of failing on that token
     /// for ever; the failure is still thrown.
-    public static func read(_ key: String, window: Window, run: any PollRun,
-                            page read: (_ cursor: Cursor, _ until: Int64) async throws -> Page,
-                            refusesToken: (any Error) -> Bool,
-                            record: @Sendable ([StoreNotification]) async throws -> Void,
-                            deadToken: (DeadToken) -> Void = { _ in }) async throws {
+    public static func read(
+        _ key: String, window: Window, run: any PollRun,
+        page read: (_ cursor: Cursor, _ until: Int64) async throws -> Page,
+        refusesToken: (any Error) -> Bool,
+        record: @Sendable ([StoreNotification]) async throws -> Void,
+        deadToken: (DeadToken) -> Void = { _ in }
+    ) async throws {
         let start = run.since.map { Int64(($0.timeIntervalSince1970 * 1000).rounded()) } ?? window.firstStart
         var cursor = Cursor.saved(try await run.cursor(key)) ?? Cursor(since: start)
         if let until = cursor.until, until <= window.oldest {
@@ -111,14 +114,17 @@ public enum WindowedPoll {
             // part way keeps its start and token; a store that refuses them drops the token.)
             cursor.since = window.oldest
         }
-        if let until = cursor.until, until <= cursor.since { cursor = Cursor(since: cursor.since) }  // a window that makes no sense
+        // a window that makes no sense
+        if let until = cursor.until, until <= cursor.since { cursor = Cursor(since: cursor.since) }
         let until = cursor.until ?? window.now
         guard until > cursor.since else { return }  // a start still ahead: nothing to read yet
         cursor.until = until
         for _ in 0..<window.maxPages {
             let page: Page
             do { page = try await read(cursor, until) } catch {
-                if cursor.pageToken != nil, refusesToken(error) { try await run.setCursor(key, to: Cursor(since: cursor.since).stored) }
+                if cursor.pageToken != nil, refusesToken(error) {
+                    try await run.setCursor(key, to: Cursor(since: cursor.since).stored)
+                }
                 throw error
             }
             run.pageRead()
@@ -162,9 +168,11 @@ public enum PollTargets {
 
     /// Polls each target; `problem` says which failures are one target's (nil: the run stops, as
     /// when this process lost the poll's lease). `known` are problems found before any was read.
-    public static func each<Target>(_ targets: [Target], subject: String, known: [Problem] = [],
-                                    _ poll: (Target) async throws -> Void,
-                                    problem: (Target, any Error) -> Problem?) async throws {
+    public static func each<Target>(
+        _ targets: [Target], subject: String, known: [Problem] = [],
+        _ poll: (Target) async throws -> Void,
+        problem: (Target, any Error) -> Problem?
+    ) async throws {
         var problems = known
         for target in targets {
             do { try await poll(target) } catch {

@@ -1,6 +1,6 @@
-import OpenSSLCrypto
 import Foundation
 import HTTPServer
+import OpenSSLCrypto
 public import ReceiptCore
 import Synchronization
 
@@ -49,9 +49,11 @@ public final class Service: Sendable {
     /// The dialects' client settings under their display names (the stores' come with their declarations).
     let dialectSettings: [(plugin: String, settings: [ClientSettingDeclaration])]
 
-    public init(configuration: ServiceConfiguration, logger: Logger, database: Database,
-                stores: [StoreRegistration] = [], dialects: [any DialectProvider] = [],
-                dialectSettings: [(plugin: String, settings: [ClientSettingDeclaration])] = [], creatingMasterKey: Bool = true) throws {
+    public init(
+        configuration: ServiceConfiguration, logger: Logger, database: Database,
+        stores: [StoreRegistration] = [], dialects: [any DialectProvider] = [],
+        dialectSettings: [(plugin: String, settings: [ClientSettingDeclaration])] = [], creatingMasterKey: Bool = true
+    ) throws {
         self.configuration = configuration
         self.stores = stores
         self.dialects = dialects
@@ -59,39 +61,48 @@ public final class Service: Sendable {
         self.logger = logger
         self.database = database
         verifications = VerificationTally(stores: stores.map(\.store.rawValue))
-        let master = try SecretBox.loadMasterKey(configured: configuration.masterKey, dataDirectory: configuration.dataDirectory,
-                                                 creating: creatingMasterKey)
+        let master = try SecretBox.loadMasterKey(
+            configured: configuration.masterKey, dataDirectory: configuration.dataDirectory,
+            creating: creatingMasterKey)
         if let generatedAt = master.generatedAt {
-            logger.warning("generated a new master key; back it up, and give every process sharing this database the same key",
-                           ["path": generatedAt])
+            logger.warning(
+                "generated a new master key; back it up, and give every process sharing this database the same key",
+                ["path": generatedAt])
         }
-        repositories = Repositories(pool: database.pool, secrets: SecretBox(masterKey: master.key),
-                                    refundCallbacks: try Self.refundCallbackFormats(dialects),
-                                    refundAnswerDelay: Double(configuration.refundReviewDelaySeconds), readStandby: database.readPool)
+        repositories = Repositories(
+            pool: database.pool, secrets: SecretBox(masterKey: master.key),
+            refundCallbacks: try Self.refundCallbackFormats(dialects),
+            refundAnswerDelay: Double(configuration.refundReviewDelaySeconds), readStandby: database.readPool)
     }
 
     public var clients: ClientRepository { repositories.clients }
 
     /// How an operator's client settings are read and checked, for every plugin served.
     public var clientSettingsInput: ClientSettingsInput {
-        ClientSettingsInput(identifierKinds: stores.map(\.declaration.identifiers),
-                            pluginSettings: stores.map { ($0.declaration.displayName, $0.declaration.settings) } + dialectSettings,
-                            refundCallbackFormats: dialects.compactMap(\.refundCallbacks?.format).sorted())
+        ClientSettingsInput(
+            identifierKinds: stores.map(\.declaration.identifiers),
+            pluginSettings: stores.map { ($0.declaration.displayName, $0.declaration.settings) } + dialectSettings,
+            refundCallbackFormats: dialects.compactMap(\.refundCallbacks?.format).sorted())
     }
 
     /// The core's part of the OpenAPI document with each served plugin's part in place; throws
     /// `OpenAPIDocument.Unplaced` (start-up stops) when a plugin's part has no place in it.
     func openAPIDocument() throws -> Data? {
-        try OpenAPIDocument.served(configuredPath: configuration.openAPIPath, stores: stores.map(\.declaration),
-                                   dialects: dialects).map { Data($0.utf8) }
+        try OpenAPIDocument.served(
+            configuredPath: configuration.openAPIPath, stores: stores.map(\.declaration),
+            dialects: dialects
+        ).map { Data($0.utf8) }
     }
 
     /// Refund-callback renderers by the format name clients choose; two dialects may not claim one
     /// name. A client that chose none (an empty format) gets the first dialect's that has one.
-    static func refundCallbackFormats(_ dialects: [any DialectProvider]) throws -> [String: any RefundCallbackRenderer] {
+    static func refundCallbackFormats(_ dialects: [any DialectProvider]) throws -> [String: any RefundCallbackRenderer]
+    {
         var formats: [String: any RefundCallbackRenderer] = [:]
         for renderer in dialects.compactMap(\.refundCallbacks) {
-            guard formats[renderer.format] == nil else { throw ClientStoreError.invalid("two dialects render refund callbacks as \(renderer.format)") }
+            guard formats[renderer.format] == nil else {
+                throw ClientStoreError.invalid("two dialects render refund callbacks as \(renderer.format)")
+            }
             formats[renderer.format] = renderer
         }
         formats[""] = dialects.lazy.compactMap(\.refundCallbacks).first
@@ -105,40 +116,52 @@ public final class Service: Sendable {
 
     public func start() async throws {
         let applied = try await database.migrate()
-        if !applied.isEmpty { logger.info("applied migrations", ["versions": applied.map(String.init).joined(separator: ",")]) }
+        if !applied.isEmpty {
+            logger.info("applied migrations", ["versions": applied.map(String.init).joined(separator: ",")])
+        }
         _ = try await repositories.signingKeys.current()  // the token signing key exists from the first start on
 
-        let rateLimiter = RateLimiter(shared: repositories.rateLimits, overrides: configuration.rateLimits, logger: logger)
+        let rateLimiter = RateLimiter(
+            shared: repositories.rateLimits, overrides: configuration.rateLimits, logger: logger)
         let directory = startClientDirectory()
-        var pipeline = VerifyPipeline(stores: stores, transactions: repositories.transactions, clients: repositories.clients,
-                                      directory: directory, logger: logger)
+        var pipeline = VerifyPipeline(
+            stores: stores, transactions: repositories.transactions, clients: repositories.clients,
+            directory: directory, logger: logger)
         // Verifications without effects share commits.
         pipeline.batcher = RecordBatcher(pool: database.pool)
         pipeline.tally = verifications
-        pipeline.timeLeftForRecording = VerifyPipeline.timeLeftForRecording(requestTimeout: .seconds(configuration.requestTimeoutSeconds))
-        let core = ServiceDialectCore(pipeline: pipeline, clients: repositories.clients, directory: directory, transactions: repositories.transactions,
-                                      rateLimiter: rateLimiter, tokens: repositories.tokens, accounts: repositories.accounts,
-                                      replayGuard: repositories.replay,
-                                      signer: ServiceTokenSigner(keys: repositories.signingKeys,
-                                                                 issuer: { [weak self, configuration] in configuration.issuer(port: self?.port ?? 0) },
-                                                                 accessTokenLifetime: .seconds(configuration.accessTokenLifetimeSeconds)))
-        let mounter = RouteMounter(directory: directory, authentication: ClientAuthentication(directory: directory),
-                                   tokens: repositories.tokens, replayGuard: repositories.replay, rateLimiter: rateLimiter,
-                                   adminGate: try configuration.adminToken.map { try AdminTokenGate(token: $0) },
-                                   trustedProxies: configuration.trustedProxies, logger: logger)
+        pipeline.timeLeftForRecording = VerifyPipeline.timeLeftForRecording(
+            requestTimeout: .seconds(configuration.requestTimeoutSeconds))
+        let core = ServiceDialectCore(
+            pipeline: pipeline, clients: repositories.clients, directory: directory,
+            transactions: repositories.transactions,
+            rateLimiter: rateLimiter, tokens: repositories.tokens, accounts: repositories.accounts,
+            replayGuard: repositories.replay,
+            signer: ServiceTokenSigner(
+                keys: repositories.signingKeys,
+                issuer: { [weak self, configuration] in configuration.issuer(port: self?.port ?? 0) },
+                accessTokenLifetime: .seconds(configuration.accessTokenLifetimeSeconds)))
+        let mounter = RouteMounter(
+            directory: directory, authentication: ClientAuthentication(directory: directory),
+            tokens: repositories.tokens, replayGuard: repositories.replay, rateLimiter: rateLimiter,
+            adminGate: try configuration.adminToken.map { try AdminTokenGate(token: $0) },
+            trustedProxies: configuration.trustedProxies, logger: logger)
         let serverBox = ServerBox()
-        let ledgerReads = LedgerReads(primary: database.pool, standby: database.readPool,
-                                      maxLagSeconds: Double(configuration.readMaxLagMilliseconds) / 1000)
+        let ledgerReads = LedgerReads(
+            primary: database.pool, standby: database.readPool,
+            maxLagSeconds: Double(configuration.readMaxLagMilliseconds) / 1000)
         if let positions = ledgerReads.positions {
             positions.start()
             lifecycle.withLock { $0.background.append(positions) }
         }
-        let operational = OperationalRoutes(database: database, metrics: metrics,
-                                            openAPIDocument: try openAPIDocument(),
-                                            inFlight: { serverBox.server?.inFlightRequests ?? 0 }, groupCommit: pipeline.batcher,
-                                            clientCache: { [weak self] in self?.clientCache?.status }, verifications: verifications,
-                                            ledgerReads: ledgerReads)
-        let (router, adminRouter) = try routers(core: core, mounter: mounter, operational: operational, ledgerReads: ledgerReads)
+        let operational = OperationalRoutes(
+            database: database, metrics: metrics,
+            openAPIDocument: try openAPIDocument(),
+            inFlight: { serverBox.server?.inFlightRequests ?? 0 }, groupCommit: pipeline.batcher,
+            clientCache: { [weak self] in self?.clientCache?.status }, verifications: verifications,
+            ledgerReads: ledgerReads)
+        let (router, adminRouter) = try routers(
+            core: core, mounter: mounter, operational: operational, ledgerReads: ledgerReads)
         let responder = router.build(handlerTimeout: .seconds(configuration.requestTimeoutSeconds))
         lifecycle.withLock { $0.routeTable = responder.routeTable }
         var serverConfiguration = HTTPServer.Configuration(host: configuration.host, port: configuration.port)
@@ -154,8 +177,12 @@ public final class Service: Sendable {
         if let adminRouter { try startAdminListener(adminRouter) }
         startBackgroundWork(directory: directory)
         let shownHost = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
-        logger.info("listening", ["url": "http://\(shownHost):\(server.port)", "database": database.description,
-                                  "version": ReceiptGateVersion.current])
+        logger.info(
+            "listening",
+            [
+                "url": "http://\(shownHost):\(server.port)", "database": database.description,
+                "version": ReceiptGateVersion.current,
+            ])
     }
 
     /// `/metrics` and `/admin` on their own listener (an internal interface), nowhere else.
@@ -164,7 +191,9 @@ public final class Service: Sendable {
         var adminConfiguration = HTTPServer.Configuration(host: address.host, port: address.port)
         adminConfiguration.threadCount = 1
         adminConfiguration.maxBodyBytes = 64 << 10
-        let admin = HTTPServer(configuration: adminConfiguration, responder: adminRouter.build(handlerTimeout: .seconds(configuration.requestTimeoutSeconds)))
+        let admin = HTTPServer(
+            configuration: adminConfiguration,
+            responder: adminRouter.build(handlerTimeout: .seconds(configuration.requestTimeoutSeconds)))
         try admin.start()
         lifecycle.withLock { $0.adminServer = admin }
         logger.info("admin listening", ["url": "http://\(address.shown):\(admin.port)"])
@@ -172,42 +201,62 @@ public final class Service: Sendable {
 
     /// The outbox worker, the stores' pollers and the upkeep loop.
     private func startBackgroundWork(directory: any ClientDirectory) {
-        let acknowledgers = Dictionary(stores.compactMap { registration in registration.acknowledgement.map { (registration.store, $0) } },
-                                       uniquingKeysWith: { first, _ in first })
+        let acknowledgers = Dictionary(
+            stores.compactMap { registration in registration.acknowledgement.map { (registration.store, $0) } },
+            uniquingKeysWith: { first, _ in first })
         var outboxConfiguration = self.outboxConfiguration
-        outboxConfiguration.allowPrivateDestinations = outboxConfiguration.allowPrivateDestinations || configuration.outboundAllowPrivate
-        let answerers = Dictionary(stores.compactMap { registration in registration.refundAnswering.map { (registration.store, $0) } },
-                                   uniquingKeysWith: { first, _ in first })
+        outboxConfiguration.allowPrivateDestinations =
+            outboxConfiguration.allowPrivateDestinations || configuration.outboundAllowPrivate
+        let answerers = Dictionary(
+            stores.compactMap { registration in registration.refundAnswering.map { (registration.store, $0) } },
+            uniquingKeysWith: { first, _ in first })
         let refundRequests = RefundRequestRepository(pool: database.pool)
-        let refundAnswers = answerers.isEmpty ? nil : RefundAnswers(answerers: answerers, requests: refundRequests, clients: repositories.clients,
-                                                                    metrics: metrics, logger: logger)
-        let accountTokenSetters = Dictionary(stores.compactMap { registration in registration.accountTokenSetting.map { (registration.store, $0) } },
-                                             uniquingKeysWith: { first, _ in first })
+        let refundAnswers =
+            answerers.isEmpty
+            ? nil
+            : RefundAnswers(
+                answerers: answerers, requests: refundRequests, clients: repositories.clients,
+                metrics: metrics, logger: logger)
+        let accountTokenSetters = Dictionary(
+            stores.compactMap { registration in registration.accountTokenSetting.map { (registration.store, $0) } },
+            uniquingKeysWith: { first, _ in first })
         // The worker's database work goes through connections of its own, and it reads a client's
         // secret through the client directory (cached, invalidated on change) as requests do.
         let secrets = repositories.outbox.secrets
-        let worker = OutboxWorker(outbox: OutboxRepository(pool: database.outboxPool, secrets: secrets),
-                                  clients: ClientRepository(pool: database.outboxPool, secrets: secrets), acknowledgers: acknowledgers,
-                                  configuration: outboxConfiguration, logger: logger, mailer: configuration.smtp.map(Mailer.init),
-                                  refundAnswers: refundAnswers, accountTokenSetters: accountTokenSetters,
-                                  signingSecret: { [directory] clientID in try await directory.entry(for: clientID).map { ($0.client, $0.secret) } })
+        let worker = OutboxWorker(
+            outbox: OutboxRepository(pool: database.outboxPool, secrets: secrets),
+            clients: ClientRepository(pool: database.outboxPool, secrets: secrets), acknowledgers: acknowledgers,
+            configuration: outboxConfiguration, logger: logger, mailer: configuration.smtp.map(Mailer.init),
+            refundAnswers: refundAnswers, accountTokenSetters: accountTokenSetters,
+            signingSecret: { [directory] clientID in
+                try await directory.entry(for: clientID).map { ($0.client, $0.secret) }
+            })
         worker.start()
-        let polls = StorePollRunner(polls: PollRepository(pool: database.pool), clients: repositories.clients,
-                                    notifications: repositories.notifications, logger: logger, metrics: metrics)
-        polls.start(StorePollRunner.polls(for: stores, quiet: configuration.quietSubscriptions,
-                                          queries: QuietSubscriptionQueries(pool: database.pool)))
-        let retention = Retention(pool: database.pool, settings: Retention.Settings(
-            attemptsDays: configuration.retainAttemptsDays, outboxDays: configuration.retainOutboxDays,
-            notificationsDays: configuration.retainNotificationsDays))
+        let polls = StorePollRunner(
+            polls: PollRepository(pool: database.pool), clients: repositories.clients,
+            notifications: repositories.notifications, logger: logger, metrics: metrics)
+        polls.start(
+            StorePollRunner.polls(
+                for: stores, quiet: configuration.quietSubscriptions,
+                queries: QuietSubscriptionQueries(pool: database.pool)))
+        let retention = Retention(
+            pool: database.pool,
+            settings: Retention.Settings(
+                attemptsDays: configuration.retainAttemptsDays, outboxDays: configuration.retainOutboxDays,
+                notificationsDays: configuration.retainNotificationsDays))
         let upkeep = BackgroundLoop("upkeep", every: .seconds(60), logger: logger) { [repositories, logger, metrics] in
             try await repositories.removeExpired()
             // Messages a process of the version before wrote or moved, left without a head.
             try await repositories.outbox.healHeads()
             let removed = try await retention.sweep(now: Date())
             if removed != Retention.Removed() {
-                logger.info("removed what is kept only for a while", ["attempts": String(removed.attempts),
-                                                                      "outbox": String(removed.outboxMessages),
-                                                                      "notification_bodies": String(removed.notificationBodies)])
+                logger.info(
+                    "removed what is kept only for a while",
+                    [
+                        "attempts": String(removed.attempts),
+                        "outbox": String(removed.outboxMessages),
+                        "notification_bodies": String(removed.notificationBodies),
+                    ])
             }
             // A refund request whose deadline passed unanswered (every process down, the store refusing) is missed.
             try await refundRequests.closeUndecided()
@@ -229,14 +278,18 @@ public final class Service: Sendable {
                 }
             } catch { logger.warning("building the entitlement index failed", ["error": "\(error)"]) }
         }
-        let sweep = BackgroundLoop("entitlement expiry sweep", every: .seconds(configuration.entitlementSweepSeconds), logger: logger,
-                                   first: buildIndex) {
+        let sweep = BackgroundLoop(
+            "entitlement expiry sweep", every: .seconds(configuration.entitlementSweepSeconds), logger: logger,
+            first: buildIndex
+        ) {
             try await entitlements.sweepExpired() > 0 ? .again : .pause
         }
         // Catalog changes whose refresh nobody finished (a request's deadline, an interrupted
         // command, a process gone): any process takes each over once its lease passed.
         let refresher = CatalogRefresher(pool: database.pool)
-        let catalogRefresh = BackgroundLoop("catalog refresh", every: .seconds(configuration.catalogRefreshSeconds), logger: logger) { [logger] in
+        let catalogRefresh = BackgroundLoop(
+            "catalog refresh", every: .seconds(configuration.catalogRefreshSeconds), logger: logger
+        ) { [logger] in
             let refreshed = try await refresher.drainDue()
             if refreshed > 0 { logger.info("finished catalog refreshes left owed", ["products": String(refreshed)]) }
             return .pause
@@ -250,7 +303,8 @@ public final class Service: Sendable {
     private func startClientDirectory() -> any ClientDirectory {
         let directory: any ClientDirectory
         if configuration.clientCacheSeconds > 0 {
-            let cache = ClientCache(repository: repositories.clients, lifetime: .seconds(configuration.clientCacheSeconds), logger: logger)
+            let cache = ClientCache(
+                repository: repositories.clients, lifetime: .seconds(configuration.clientCacheSeconds), logger: logger)
             cache.start(connectionString: database.pool.connectionString)
             lifecycle.withLock { $0.clientCache = cache }
             directory = cache

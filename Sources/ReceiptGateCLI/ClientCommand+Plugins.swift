@@ -8,8 +8,10 @@ import ReceiptGate
 extension ClientCommand {
     static var input: ClientSettingsInput {
         get throws {
-            ClientSettingsInput(identifierKinds: Plugins.all.stores.map(\.declaration.identifiers), pluginSettings: Plugins.all.clientSettings,
-                                refundCallbackFormats: try StartedPlugins.dialects().compactMap(\.refundCallbacks?.format).sorted())
+            ClientSettingsInput(
+                identifierKinds: Plugins.all.stores.map(\.declaration.identifiers),
+                pluginSettings: Plugins.all.clientSettings,
+                refundCallbackFormats: try StartedPlugins.dialects().compactMap(\.refundCallbacks?.format).sorted())
         }
     }
 
@@ -35,8 +37,10 @@ extension ClientCommand {
 
     /// A setting read from a file is given as its path; the input takes its contents.
     private static func fileContents(option: String, _ value: String) throws -> String {
-        guard !value.isEmpty, let setting = Plugins.all.clientSettings.lazy.flatMap(\.settings).first(where: { $0.flag == option }),
-              case .file(let maxBytes) = setting.input else { return value }
+        guard !value.isEmpty,
+            let setting = Plugins.all.clientSettings.lazy.flatMap(\.settings).first(where: { $0.flag == option }),
+            case .file(let maxBytes) = setting.input
+        else { return value }
         guard let data = FileManager.default.contents(atPath: value), data.count <= maxBytes else {
             throw UsageError("--\(option): cannot read \(value) (or it is over \(maxBytes / 1024) KiB)")
         }
@@ -45,6 +49,8 @@ extension ClientCommand {
 
     static func checkSchemes(_ settings: ClientSettings, alreadyAllowsInsecure: Bool) throws {
         let input = try input
-        do { try input.checkSchemes(settings, alreadyAllowsInsecure: alreadyAllowsInsecure) } catch { throw UsageError(error.description) }
+        do { try input.checkSchemes(settings, alreadyAllowsInsecure: alreadyAllowsInsecure) } catch {
+            throw UsageError(error.description)
+        }
     }
 }

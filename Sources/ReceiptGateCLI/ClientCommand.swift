@@ -5,7 +5,8 @@ import ReceiptGate
 
 /// `receiptgate client ...`: administration of API clients, printing JSON on stdout.
 enum ClientCommand {
-    static let coreOptions = Dictionary(uniqueKeysWithValues: ClientSettingsInput.coreOptions.map { ($0, Arguments.Kind.single) })
+    static let coreOptions = Dictionary(
+        uniqueKeysWithValues: ClientSettingsInput.coreOptions.map { ($0, Arguments.Kind.single) })
 
     /// The core's options and every plugin's, as the registry declares them.
     static let settingOptions: [String: Arguments.Kind] = coreOptions.merging(pluginOptions) { core, _ in core }
@@ -16,14 +17,18 @@ enum ClientCommand {
             throw UsageError("missing action: create, list, show, update, rotate-secret or disable (see --help)")
         }
         // `--allow-insecure-url`, `--consumption-consent` and `--sample-content` alone mean on.
-        let rest = arguments.dropFirst().map { ["--allow-insecure-url", "--consumption-consent", "--sample-content"].contains($0) ? "\($0)=on" : $0 }
+        let rest = arguments.dropFirst().map {
+            ["--allow-insecure-url", "--consumption-consent", "--sample-content"].contains($0) ? "\($0)=on" : $0
+        }
         switch action {
         case "create":
             let parsed = try Arguments(rest, options: settingOptions, help: HelpText.clientCreate)
             _ = try parsed.expectPositionals([])
             var settings = try settings(from: parsed)
             guard settings.name != nil else { throw UsageError("--name is required") }
-            if settings.environments == nil, let implied = try input.impliedEnvironments(settings) { settings.environments = implied }
+            if settings.environments == nil, let implied = try input.impliedEnvironments(settings) {
+                settings.environments = implied
+            }
             try checkSchemes(settings, alreadyAllowsInsecure: false)
             try await context.withClients { store in
                 let created = try await store.create(settings)
@@ -61,7 +66,8 @@ enum ClientCommand {
         case "--help", "-h", "help":
             throw HelpRequested(text: HelpText.client)
         default:
-            throw UsageError("unknown client action \"\(action)\" (expected create, list, show, update, rotate-secret or disable)")
+            throw UsageError(
+                "unknown client action \"\(action)\" (expected create, list, show, update, rotate-secret or disable)")
         }
     }
 }
@@ -77,6 +83,7 @@ struct ClientWithSecret: Encodable {
         try client.encode(to: encoder)
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(secret, forKey: .secret)
-        try container.encode("client_secret is shown only now; store it securely, it cannot be retrieved again", forKey: .warning)
+        try container.encode(
+            "client_secret is shown only now; store it securely, it cannot be retrieved again", forKey: .warning)
     }
 }

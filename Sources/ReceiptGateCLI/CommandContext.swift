@@ -1,8 +1,8 @@
 import Foundation
+import HTTPServer
 import Postgres
 import ReceiptCore
 import ReceiptGate
-import HTTPServer
 
 /// What every command shares: configuration read once from the environment, and the logger.
 struct CommandContext {
@@ -33,10 +33,13 @@ struct CommandContext {
 
     func withRepositories<T>(_ body: (Repositories) async throws -> T) async throws -> T {
         try await withDatabase { database in
-            let master = try SecretBox.loadMasterKey(configured: configuration.masterKey, dataDirectory: configuration.dataDirectory,
-                                                     creating: creating)
+            let master = try SecretBox.loadMasterKey(
+                configured: configuration.masterKey, dataDirectory: configuration.dataDirectory,
+                creating: creating)
             if let path = master.generatedAt {
-                logger.warning("generated a new master key; back it up, and give every process sharing this database the same key", ["path": path])
+                logger.warning(
+                    "generated a new master key; back it up, and give every process sharing this database the same key",
+                    ["path": path])
             }
             return try await body(Repositories(database: database, secrets: SecretBox(masterKey: master.key)))
         }

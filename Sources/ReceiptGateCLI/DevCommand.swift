@@ -23,10 +23,12 @@ enum DevCommand {
         guard let tool = tools.first(where: { $0.name == name }) else {
             throw UsageError("unknown dev tool \"\(name)\" (expected \(tools.map(\.name).joined(separator: ", ")))")
         }
-        let parsed = try Arguments(Array(arguments.dropFirst()), options: Dictionary(uniqueKeysWithValues: tool.options.map { ($0, .single) }),
-                                   help: tool.help)
+        let parsed = try Arguments(
+            Array(arguments.dropFirst()), options: Dictionary(uniqueKeysWithValues: tool.options.map { ($0, .single) }),
+            help: tool.help)
         _ = try parsed.expectPositionals([])
-        let options = Dictionary(uniqueKeysWithValues: tool.options.compactMap { option in parsed.single(option).map { (option, $0) } })
+        let options = Dictionary(
+            uniqueKeysWithValues: tool.options.compactMap { option in parsed.single(option).map { (option, $0) } })
         let result: (output: String, notices: [String])
         do {
             result = try tool.run(options, try ServiceConfiguration.fromEnvironment().dataDirectory)

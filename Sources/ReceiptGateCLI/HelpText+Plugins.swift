@@ -25,7 +25,9 @@ extension HelpText {
     private static func help(_ setting: ClientSettingDeclaration) -> String {
         var help = setting.help
         if let implied = setting.impliedEnvironments {
-            help += "; on create, implies --environments " + StoreEnvironment.allCases.filter(implied.contains).map(\.rawValue).joined(separator: ",")
+            help +=
+                "; on create, implies --environments "
+                + StoreEnvironment.allCases.filter(implied.contains).map(\.rawValue).joined(separator: ",")
         }
         return help
     }

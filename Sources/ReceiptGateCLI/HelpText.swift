@@ -148,16 +148,20 @@ enum HelpText {
         Prints {"runs": [...]}, each with what it read, found and changed; exits 1 if one failed.
         """
 
-    static let clientCreate = "Usage: receiptgate client create --name NAME [--game-id N] [--environments production,sandbox]\n"
+    static let clientCreate =
+        "Usage: receiptgate client create --name NAME [--game-id N] [--environments production,sandbox]\n"
         + "       [--refund-callback-url URL] [--webhook-url URL] [plugin settings]\n\n"
         + "Registers a client and prints {\"client_id\", \"client_secret\", ...}. The secret is shown only this once.\n"
         + pluginSettingsHelp
-    static let clientUpdate = "Usage: receiptgate client update CLIENT_ID [--name NAME] [--game-id N] [--environments LIST]\n"
+    static let clientUpdate =
+        "Usage: receiptgate client update CLIENT_ID [--name NAME] [--game-id N] [--environments LIST]\n"
         + "       [--refund-callback-url URL] [--webhook-url URL] [plugin settings]\n\n"
         + "Changes only the settings given. Repeated options replace the whole list; an empty value clears a setting.\n"
         + pluginSettingsHelp
     static let clientList = "Usage: receiptgate client list\n\nPrints {\"clients\": [...]}, without secrets."
     static let clientShow = "Usage: receiptgate client show CLIENT_ID\n\nPrints one client, without its secret."
-    static let clientRotate = "Usage: receiptgate client rotate-secret CLIENT_ID\n\nIssues a new secret, shown once; the old one stops working at once."
-    static let clientDisable = "Usage: receiptgate client disable CLIENT_ID\n\nDisables the client: its requests are refused from now on."
+    static let clientRotate =
+        "Usage: receiptgate client rotate-secret CLIENT_ID\n\nIssues a new secret, shown once; the old one stops working at once."
+    static let clientDisable =
+        "Usage: receiptgate client disable CLIENT_ID\n\nDisables the client: its requests are refused from now on."
 }

@@ -14,7 +14,8 @@ enum InitCommand {
         let migrationsApplied: [Int]
 
         enum CodingKeys: String, CodingKey {
-            case dataDirectory = "data_directory", database, masterKey = "master_key", masterKeyCreated = "master_key_created"
+            case dataDirectory = "data_directory", database, masterKey = "master_key", masterKeyCreated =
+                "master_key_created"
             case migrationsApplied = "migrations_applied"
         }
     }
@@ -24,11 +25,14 @@ enum InitCommand {
         let made = try await context.withDatabase(migrating: false) { database in
             let applied = try await database.migrate()
             try await refuseANewKeyForSealedData(configuration, database: database)
-            let master = try SecretBox.loadMasterKey(configured: configuration.masterKey, dataDirectory: configuration.dataDirectory, creating: true)
+            let master = try SecretBox.loadMasterKey(
+                configured: configuration.masterKey, dataDirectory: configuration.dataDirectory, creating: true)
             let keyFile = configuration.dataDirectory.appendingPathComponent("master.key").standardizedFileURL.path
-            return Made(dataDirectory: configuration.dataDirectory.standardizedFileURL.path, database: database.description,
-                        masterKey: configuration.masterKey == nil ? keyFile : "RECEIPTGATE_MASTER_KEY", masterKeyCreated: master.generatedAt != nil,
-                        migrationsApplied: applied)
+            return Made(
+                dataDirectory: configuration.dataDirectory.standardizedFileURL.path, database: database.description,
+                masterKey: configuration.masterKey == nil ? keyFile : "RECEIPTGATE_MASTER_KEY",
+                masterKeyCreated: master.generatedAt != nil,
+                migrationsApplied: applied)
         }
         try context.printJSON(made)
     }
@@ -38,10 +42,13 @@ enum InitCommand {
     static func refuseANewKeyForSealedData(_ configuration: ServiceConfiguration, database: Database) async throws {
         let keyFile = configuration.dataDirectory.appendingPathComponent("master.key")
         guard configuration.masterKey == nil, !FileManager.default.fileExists(atPath: keyFile.path),
-              try await database.holdsClients() else { return }
-        throw ServiceConfiguration.Invalid(variable: "RECEIPTGATE_MASTER_KEY", problem: """
-            not set, and there is no master key at \(keyFile.standardizedFileURL.path), while the database (\(database.description)) \
-            already holds clients sealed under one; set it to that key (or restore its file) rather than make a new one
-            """)
+            try await database.holdsClients()
+        else { return }
+        throw ServiceConfiguration.Invalid(
+            variable: "RECEIPTGATE_MASTER_KEY",
+            problem: """
+                not set, and there is no master key at \(keyFile.standardizedFileURL.path), while the database (\(database.description)) \
+                already holds clients sealed under one; set it to that key (or restore its file) rather than make a new one
+                """)
     }
 }

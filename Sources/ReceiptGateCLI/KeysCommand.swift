@@ -6,7 +6,9 @@ import ReceiptGate
 /// in the JWKS until the tokens it signed have expired (RECEIPTGATE_ACCESS_TOKEN_SECONDS).
 enum KeysCommand {
     static func run(_ arguments: [String]) async throws {
-        guard let action = arguments.first else { throw UsageError("keys needs an action: rotate (see receiptgate keys --help)") }
+        guard let action = arguments.first else {
+            throw UsageError("keys needs an action: rotate (see receiptgate keys --help)")
+        }
         switch action {
         case "--help", "-h":
             throw HelpRequested(text: HelpText.keys)

@@ -6,16 +6,22 @@ import ReceiptGate
 enum NotificationsCommand {
     static func run(_ arguments: [String]) async throws {
         guard let action = arguments.first, !action.hasPrefix("-") else {
-            if arguments.contains("--help") || arguments.contains("-h") { throw HelpRequested(text: HelpText.notifications) }
+            if arguments.contains("--help") || arguments.contains("-h") {
+                throw HelpRequested(text: HelpText.notifications)
+            }
             throw UsageError("missing action: list (see --help)")
         }
         switch action {
         case "list":
-            let parsed = try Arguments(Array(arguments.dropFirst()), options: ["store": .single, "type": .single], help: HelpText.notifications)
+            let parsed = try Arguments(
+                Array(arguments.dropFirst()), options: ["store": .single, "type": .single], help: HelpText.notifications
+            )
             _ = try parsed.expectPositionals([])
             let store = parsed.single("store"), type = parsed.single("type")
             try await ReceiptGateCommand.makeContext().withRepositories { repositories in
-                try CommandContext.printJSON(["notifications": try await repositories.notifications.list(store: store, type: type)])
+                try CommandContext.printJSON([
+                    "notifications": try await repositories.notifications.list(store: store, type: type)
+                ])
             }
         case "help":
             throw HelpRequested(text: HelpText.notifications)

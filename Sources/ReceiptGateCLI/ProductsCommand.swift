@@ -12,27 +12,43 @@ enum ProductsCommand {
         let rest = Array(arguments.dropFirst())
         switch action {
         case "set":
-            let parsed = try Arguments(rest, options: ["client": .single, "store": .single, "product-id": .single, "entitlement": .repeated],
-                                       help: HelpText.products)
+            let parsed = try Arguments(
+                rest, options: ["client": .single, "store": .single, "product-id": .single, "entitlement": .repeated],
+                help: HelpText.products)
             _ = try parsed.expectPositionals([])
-            let (client, store, product) = (try required(parsed, "client"), try knownStore(try required(parsed, "store")), try required(parsed, "product-id"))
+            let (client, store, product) = (
+                try required(parsed, "client"), try knownStore(try required(parsed, "store")),
+                try required(parsed, "product-id")
+            )
             let entitlements = parsed.all("entitlement") ?? []
-            guard !entitlements.isEmpty else { throw UsageError("--entitlement is required (repeat it to grant several)") }
+            guard !entitlements.isEmpty else {
+                throw UsageError("--entitlement is required (repeat it to grant several)")
+            }
             try await withCatalog(client: client) { catalog in
-                try CommandContext.printJSON(try await catalog.set(client: client, store: store, product: product, entitlements: entitlements, by: "cli"))
+                try CommandContext.printJSON(
+                    try await catalog.set(
+                        client: client, store: store, product: product, entitlements: entitlements, by: "cli"))
             }
         case "list":
             let parsed = try Arguments(rest, options: ["client": .single], help: HelpText.products)
             _ = try parsed.expectPositionals([])
             let client = try required(parsed, "client")
-            try await withCatalog(client: client) { catalog in try CommandContext.printJSON(["products": try await catalog.list(client: client)]) }
-        case "remove":
-            let parsed = try Arguments(rest, options: ["client": .single, "store": .single, "product-id": .single, "entitlement": .single],
-                                       help: HelpText.products)
-            _ = try parsed.expectPositionals([])
-            let (client, store, product) = (try required(parsed, "client"), try knownStore(try required(parsed, "store")), try required(parsed, "product-id"))
             try await withCatalog(client: client) { catalog in
-                let removed = try await catalog.remove(client: client, store: store, product: product, entitlement: parsed.single("entitlement"), by: "cli")
+                try CommandContext.printJSON(["products": try await catalog.list(client: client)])
+            }
+        case "remove":
+            let parsed = try Arguments(
+                rest, options: ["client": .single, "store": .single, "product-id": .single, "entitlement": .single],
+                help: HelpText.products)
+            _ = try parsed.expectPositionals([])
+            let (client, store, product) = (
+                try required(parsed, "client"), try knownStore(try required(parsed, "store")),
+                try required(parsed, "product-id")
+            )
+            try await withCatalog(client: client) { catalog in
+                let removed = try await catalog.remove(
+                    client: client, store: store, product: product, entitlement: parsed.single("entitlement"), by: "cli"
+                )
                 try CommandContext.printJSON(["removed": removed])
             }
         case "help":
@@ -50,14 +66,18 @@ enum ProductsCommand {
     /// A store id the binary registers; anything else is refused before the database is touched.
     static func knownStore(_ store: String) throws -> String {
         let known = try StartedPlugins.stores().map(\.store.rawValue)
-        guard known.contains(store) else { throw UsageError("unknown store \"\(store)\" (expected one of \(known.joined(separator: ", ")))") }
+        guard known.contains(store) else {
+            throw UsageError("unknown store \"\(store)\" (expected one of \(known.joined(separator: ", ")))")
+        }
         return store
     }
 
     static func withCatalog(client: String, _ body: (ProductCatalogRepository) async throws -> Void) async throws {
         do {
             try await ReceiptGateCommand.makeContext().withRepositories { repositories in
-                guard try await repositories.clients.find(client) != nil else { throw ClientStoreError.notFound(client) }
+                guard try await repositories.clients.find(client) != nil else {
+                    throw ClientStoreError.notFound(client)
+                }
                 try await body(repositories.catalog)
             }
         } catch let invalid as CatalogInputInvalid {

@@ -61,7 +61,9 @@ enum ReceiptGateCommand {
                 try await ClientCommand.run(rest, context: LazyContext())
                 return 0
             default:
-                throw UsageError("unknown command \"\(command)\" (expected serve, init, migrate, version, openapi, client, products, webhooks, notifications, reconcile, keys or dev; see --help)")
+                throw UsageError(
+                    "unknown command \"\(command)\" (expected serve, init, migrate, version, openapi, client, products, webhooks, notifications, reconcile, keys or dev; see --help)"
+                )
             }
         } catch let help as HelpRequested {
             print(help.text)
@@ -81,8 +83,11 @@ enum ReceiptGateCommand {
     /// What the service serves at /openapi.yaml: the core's part with every plugin's.
     static func openAPIDocument() throws -> String {
         let configuration = try ServiceConfiguration.fromEnvironment()
-        guard let document = try OpenAPIDocument.served(configuredPath: configuration.openAPIPath, stores: try StartedPlugins.stores().map(\.declaration),
-                                                    dialects: try StartedPlugins.dialects()) else {
+        guard
+            let document = try OpenAPIDocument.served(
+                configuredPath: configuration.openAPIPath, stores: try StartedPlugins.stores().map(\.declaration),
+                dialects: try StartedPlugins.dialects())
+        else {
             throw UsageError("openapi.yaml was not found; set RECEIPTGATE_OPENAPI_PATH")
         }
         return document
@@ -90,7 +95,8 @@ enum ReceiptGateCommand {
 
     static func makeContext(creating: Bool = false) throws -> CommandContext {
         let configuration = try ServiceConfiguration.fromEnvironment()
-        return CommandContext(configuration: configuration, logger: Logger(minimumLevel: configuration.logLevel), creating: creating)
+        return CommandContext(
+            configuration: configuration, logger: Logger(minimumLevel: configuration.logLevel), creating: creating)
     }
 
     static func printError(_ message: String) {

@@ -8,7 +8,9 @@ enum ReconcileCommand {
     static func run(_ arguments: [String]) async throws -> Int32 {
         let parsed = try Arguments(arguments, options: ["store": .single, "since": .single], help: HelpText.reconcile)
         _ = try parsed.expectPositionals([])
-        guard let store = parsed.single("store"), !store.isEmpty else { throw UsageError("--store is required (a store id, as `receiptgate client create --help` lists them)") }
+        guard let store = parsed.single("store"), !store.isEmpty else {
+            throw UsageError("--store is required (a store id, as `receiptgate client create --help` lists them)")
+        }
         let since = try parsed.single("since").map { text -> Date in
             guard let date = ISO8601DateFormatter().date(from: text) else {
                 throw UsageError("--since must be an ISO 8601 time such as 2026-11-01T00:00:00Z, got \"\(text)\"")
@@ -18,12 +20,15 @@ enum ReconcileCommand {
         }
         let providers = try StartedPlugins.stores()
         guard providers.contains(where: { $0.store.rawValue == store }) else {
-            throw UsageError("unknown store \"\(store)\" (expected one of \(providers.map(\.store.rawValue).joined(separator: ", ")))")
+            throw UsageError(
+                "unknown store \"\(store)\" (expected one of \(providers.map(\.store.rawValue).joined(separator: ", ")))"
+            )
         }
         let context = try ReceiptGateCommand.makeContext()
         return try await context.withDatabase { database in
-            let service = try Service(configuration: context.configuration, logger: context.logger, database: database, stores: providers,
-                                      dialects: try StartedPlugins.dialects(), creatingMasterKey: context.creating)
+            let service = try Service(
+                configuration: context.configuration, logger: context.logger, database: database, stores: providers,
+                dialects: try StartedPlugins.dialects(), creatingMasterKey: context.creating)
             let report = try await service.reconcile(store: StoreID(rawValue: store), since: since)
             try context.printJSON(report)
             return report.failed ? 1 : 0

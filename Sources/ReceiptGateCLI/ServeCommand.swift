@@ -12,9 +12,10 @@ enum ServeCommand {
         let database = try await Database.opened(context.configuration, logger: context.logger)
         let service: Service
         do {
-            service = try Service(configuration: context.configuration, logger: context.logger, database: database,
-                                  stores: providers, dialects: dialects,
-                                  dialectSettings: Plugins.all.dialects.map { ($0.displayName, $0.settings) })
+            service = try Service(
+                configuration: context.configuration, logger: context.logger, database: database,
+                stores: providers, dialects: dialects,
+                dialectSettings: Plugins.all.dialects.map { ($0.displayName, $0.settings) })
             try await service.start()
         } catch {
             await database.closed(logger: context.logger)

@@ -11,10 +11,14 @@ enum WebhooksCommand {
         let rest = Array(arguments.dropFirst())
         switch action {
         case "list":
-            let parsed = try Arguments(rest.map { $0 == "--failed" ? "--failed=true" : $0 }, options: ["failed": .single], help: HelpText.webhooks)
+            let parsed = try Arguments(
+                rest.map { $0 == "--failed" ? "--failed=true" : $0 }, options: ["failed": .single],
+                help: HelpText.webhooks)
             _ = try parsed.expectPositionals([])
             try await ReceiptGateCommand.makeContext().withRepositories { repositories in
-                try CommandContext.printJSON(["events": try await repositories.outbox.list(failedOnly: parsed.has("failed"))])
+                try CommandContext.printJSON([
+                    "events": try await repositories.outbox.list(failedOnly: parsed.has("failed"))
+                ])
             }
         case "redeliver":
             let id = try Arguments(rest, options: [:], help: HelpText.webhooks).expectPositionals(["event_id"])[0]

@@ -38,11 +38,13 @@ package final class BlockingWorkers<Local>: @unchecked Sendable {
 
     /// Starts `threads` threads named `name-0`, `name-1`, … (just `name` for one; the kernel keeps
     /// 15 bytes of a name); each first makes its `Local` with `local`.
-    package init(name: String, threads: Int = 1, leaseTimeout: Duration? = nil, local: @escaping @Sendable () -> Local) {
+    package init(name: String, threads: Int = 1, leaseTimeout: Duration? = nil, local: @escaping @Sendable () -> Local)
+    {
         threadCount = max(1, threads)
         self.leaseTimeout = leaseTimeout
         for index in 0..<threadCount {
-            let threadName = String(decoding: (threadCount == 1 ? name : "\(name)-\(index)").utf8.prefix(15), as: UTF8.self)
+            let threadName = String(
+                decoding: (threadCount == 1 ? name : "\(name)-\(index)").utf8.prefix(15), as: UTF8.self)
             // The thread holds the workers until it ends, which `close()` decides. Named from
             // inside, in the kernel (what `top -H` and `perf` show): a new thread starts with its
             // creator's name, and Foundation's `Thread.name` does not reliably reach the kernel.
@@ -148,16 +150,19 @@ extension BlockingWorkers {
     /// Runs `body` with the thread's `Local` and hands its result back to async code. A caller
     /// cancelled while the job waits gets `CancellationError` and the job never runs; one still
     /// waiting at the lease timeout gets `late`; `closed` once the workers are closed.
-    package func perform<T: Sendable>(late: @autoclosure @escaping @Sendable () -> any Error,
-                                      closed: @autoclosure @escaping @Sendable () -> any Error,
-                                      _ body: @escaping @Sendable (inout Local) throws -> T) async throws -> T {
+    package func perform<T: Sendable>(
+        late: @autoclosure @escaping @Sendable () -> any Error,
+        closed: @autoclosure @escaping @Sendable () -> any Error,
+        _ body: @escaping @Sendable (inout Local) throws -> T
+    ) async throws -> T {
         let decision = StartOrGiveUp()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
                 decision.onGiveUp(after: leaseTimeout) { reason in
                     continuation.resume(throwing: reason == .cancelled ? CancellationError() : late())
                 }
-                let accepted = submit({ local in continuation.resume(with: Result { try body(&local) }) }, unless: decision)
+                let accepted = submit(
+                    { local in continuation.resume(with: Result { try body(&local) }) }, unless: decision)
                 if !accepted, decision.start() { continuation.resume(throwing: closed()) }
             }
         } onCancel: {

@@ -12,7 +12,8 @@ enum Bench {
             return
         }
         guard arguments.first == "jws" else {
-            print("""
+            print(
+                """
                 usage: receiptgate-bench jws [--root CERT] [--file TOKENS] [--seconds N] [--count N] [--write-corpus DIR] [--owned N]
                        receiptgate-bench verify --url URL --client-id ID --secret SECRET --file TOKENS [--concurrency N]
                 """)

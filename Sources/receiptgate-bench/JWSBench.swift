@@ -1,6 +1,6 @@
 import AppStore
-import OpenSSLCrypto
 import Foundation
+import OpenSSLCrypto
 
 /// `receiptgate-bench jws [--root CERT] [--file TOKENS] [--seconds N] [--count N] [--write-corpus DIR] [--owned N]`:
 /// verifies StoreKit 2 tokens on one thread, as the service does per request (chain proof from
@@ -39,19 +39,26 @@ enum JWSBench {
         let tokens: [String], roots: [Certificate]
         if let filePath = options.filePath {
             tokens = try Bench.readTokens(filePath)
-            roots = try options.rootPath.map { try Certificate.parseFile(contents: try Data(contentsOf: URL(fileURLWithPath: $0))) }
+            roots =
+                try options.rootPath.map {
+                    try Certificate.parseFile(contents: try Data(contentsOf: URL(fileURLWithPath: $0)))
+                }
                 ?? [try AppleRootCertificates.appleRoot()]
         } else {
             let pki = try BenchPKI()
-            tokens = try (0..<options.count).map { index in try pki.transaction(id: String(2_000_000_000_000_000 + index)) }
+            tokens = try (0..<options.count).map { index in
+                try pki.transaction(id: String(2_000_000_000_000_000 + index))
+            }
             roots = [pki.root]
             if let corpusDirectory = options.corpusDirectory {
                 try writeCorpus(tokens, root: pki.root, to: corpusDirectory)
                 if options.owned > 0 {
                     let owned = try (0..<options.owned).map { index in
-                        try pki.transaction(id: String(2_100_000_000_000_000 + index), product: "pass.season", type: "Non-Consumable")
+                        try pki.transaction(
+                            id: String(2_100_000_000_000_000 + index), product: "pass.season", type: "Non-Consumable")
                     }
-                    try owned.joined(separator: "\n").write(toFile: corpusDirectory + "/owned.txt", atomically: true, encoding: .utf8)
+                    try owned.joined(separator: "\n").write(
+                        toFile: corpusDirectory + "/owned.txt", atomically: true, encoding: .utf8)
                 }
                 // --seconds 0: the corpus is what was asked for (a load elsewhere will use it).
                 if options.seconds <= 0 { return }
@@ -61,8 +68,9 @@ enum JWSBench {
 
         let verifier = AppStoreSignedDataVerifier(trustRoots: roots)
         // Each token is checked against its own bundle and environment: this measures verification.
-        let anyApp = AppStoreExpectations(bundleIDs: Set(try tokens.map { try bundleID(of: $0) }),
-                                          environments: [.sandbox, .production])
+        let anyApp = AppStoreExpectations(
+            bundleIDs: Set(try tokens.map { try bundleID(of: $0) }),
+            environments: [.sandbox, .production])
         checkEveryTokenVerifies(tokens, verifier: verifier, expecting: anyApp)
         try measure(tokens, verifier: verifier, expecting: anyApp, seconds: options.seconds)
     }
@@ -76,7 +84,9 @@ enum JWSBench {
     }
 
     /// Every token must verify before it is timed: a benchmark of rejections measures nothing.
-    static func checkEveryTokenVerifies(_ tokens: [String], verifier: AppStoreSignedDataVerifier, expecting: AppStoreExpectations) {
+    static func checkEveryTokenVerifies(
+        _ tokens: [String], verifier: AppStoreSignedDataVerifier, expecting: AppStoreExpectations
+    ) {
         for token in tokens {
             do {
                 _ = try verifier.verifyTransaction(token, expecting: expecting)
@@ -87,8 +97,10 @@ enum JWSBench {
     }
 
     /// Rounds over all the tokens until `seconds` have passed (the last round finishes).
-    static func measure(_ tokens: [String], verifier: AppStoreSignedDataVerifier, expecting: AppStoreExpectations,
-                        seconds: Double) throws {
+    static func measure(
+        _ tokens: [String], verifier: AppStoreSignedDataVerifier, expecting: AppStoreExpectations,
+        seconds: Double
+    ) throws {
         let clock = ContinuousClock()
         let deadline = clock.now + .milliseconds(Int(seconds * 1000))
         let started = clock.now
@@ -107,7 +119,9 @@ enum JWSBench {
 
     static func bundleID(of token: String) throws -> String {
         let segment = token.split(separator: ".").dropFirst().first.map(String.init) ?? ""
-        let payload = Base64.urlDecode(segment).flatMap { try? JSONSerialization.jsonObject(with: $0) as? [String: Any] }
+        let payload = Base64.urlDecode(segment).flatMap {
+            try? JSONSerialization.jsonObject(with: $0) as? [String: Any]
+        }
         guard let bundle = payload?["bundleId"] as? String else { Bench.fail("a token has no bundleId") }
         return bundle
     }

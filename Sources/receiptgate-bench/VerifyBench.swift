@@ -1,6 +1,6 @@
-import OpenSSLCrypto
 import Foundation
 import HTTPClient
+import OpenSSLCrypto
 
 /// `receiptgate-bench verify`: signed POST /v1/verify requests against a running service, first
 /// with every token new (each one recorded), then again (each one a duplicate). Prints
@@ -14,7 +14,8 @@ enum VerifyBench {
             index += 2
         }
         guard let url = options["--url"], let clientID = options["--client-id"], let secret = options["--secret"],
-              let file = options["--file"] else { Bench.fail("verify needs --url, --client-id, --secret and --file") }
+            let file = options["--file"]
+        else { Bench.fail("verify needs --url, --client-id, --secret and --file") }
         let concurrency = Int(options["--concurrency"] ?? "32") ?? 32
         let tokens = try Bench.readTokens(file)
         guard !tokens.isEmpty else { Bench.fail("no tokens in \(file)") }
@@ -28,10 +29,13 @@ enum VerifyBench {
         Task.detached {
             for pass in ["new", "duplicate"] {
                 let started = ContinuousClock.now
-                let outcome = await send(tokens, client: client, clientID: clientID, secret: secret, concurrency: concurrency)
+                let outcome = await send(
+                    tokens, client: client, clientID: clientID, secret: secret, concurrency: concurrency)
                 let elapsed = ContinuousClock.now - started
                 let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-                results.append("verify_\(pass)_requests=\(tokens.count) ok=\(outcome.ok) failed=\(outcome.failed) seconds=\(String(format: "%.2f", seconds))")
+                results.append(
+                    "verify_\(pass)_requests=\(tokens.count) ok=\(outcome.ok) failed=\(outcome.failed) seconds=\(String(format: "%.2f", seconds))"
+                )
                 results.append("verify_\(pass)_per_sec=\(Int(Double(tokens.count) / seconds))")
             }
             semaphore.signal()
@@ -40,7 +44,9 @@ enum VerifyBench {
         results.lines.forEach { print($0) }
     }
 
-    static func send(_ tokens: [String], client: HTTPClient, clientID: String, secret: String, concurrency: Int) async -> (ok: Int, failed: Int) {
+    static func send(
+        _ tokens: [String], client: HTTPClient, clientID: String, secret: String, concurrency: Int
+    ) async -> (ok: Int, failed: Int) {
         await withTaskGroup(of: Bool.self) { group in
             var next = 0, ok = 0, failed = 0
             func submit() {
@@ -51,12 +57,16 @@ enum VerifyBench {
                     let body = Data(#"{"store":"app_store","receipt":"\#(token)"}"#.utf8)
                     let timestamp = String(Int(Date().timeIntervalSince1970))
                     guard let digest = try? SHA256.hex(body),
-                          let mac = try? HMACSHA256.authenticationCode(key: Data(secret.utf8), message: Data("\(clientID).\(timestamp).\(digest)".utf8))
+                        let mac = try? HMACSHA256.authenticationCode(
+                            key: Data(secret.utf8), message: Data("\(clientID).\(timestamp).\(digest)".utf8))
                     else { return false }  // counted as failed, never sent unsigned
                     let signature = Hex.encode(mac)
-                    let request = HTTPClient.Request(method: "POST", url: "/v1/verify", headers: [
-                        ("Content-Type", "application/json"), ("X-Client-ID", clientID), ("X-Timestamp", timestamp), ("X-Signature", signature),
-                    ], body: body)
+                    let request = HTTPClient.Request(
+                        method: "POST", url: "/v1/verify",
+                        headers: [
+                            ("Content-Type", "application/json"), ("X-Client-ID", clientID), ("X-Timestamp", timestamp),
+                            ("X-Signature", signature),
+                        ], body: body)
                     return (try? await client.send(request))?.status == 200
                 }
             }

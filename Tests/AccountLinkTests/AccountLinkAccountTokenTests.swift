@@ -1,5 +1,5 @@
-import AppStore
 import AccountLink
+import AppStore
 import Foundation
 import PluginTestSupport
 import ReceiptCore
@@ -9,7 +9,9 @@ import Testing
 /// the core queues (and when it queues nothing) is the one rule `AccountTokenAssignment.owed`.
 @Suite struct AccountLinkAccountTokenTests {
     static func queued(_ core: FakeCore) throws -> [AccountTokenAssignment] {
-        try core.outbox.filter { $0.target == .storeAccountToken }.map { try JSONDecoder().decode(AccountTokenAssignment.self, from: $0.body) }
+        try core.outbox.filter { $0.target == .storeAccountToken }.map {
+            try JSONDecoder().decode(AccountTokenAssignment.self, from: $0.body)
+        }
     }
 
     @Test func theAccountThePurchaseEndsLinkedToIsQueuedOnceForTheOriginalTransaction() async throws {
@@ -18,8 +20,12 @@ import Testing
         let first = try await AccountLinkFlowTests.iap(core, "jws-1001")
         #expect(first.status == 200)
         let token = try #require(first.object["app_account_token"] as? String)
-        #expect(try Self.queued(core) == [AccountTokenAssignment(store: .appStore, environment: .sandbox, clientID: "rgc_app", appIdentifier: nil,
-                                                                 originalTransactionID: "1001", accountToken: token)])
+        #expect(
+            try Self.queued(core) == [
+                AccountTokenAssignment(
+                    store: .appStore, environment: .sandbox, clientID: "rgc_app", appIdentifier: nil,
+                    originalTransactionID: "1001", accountToken: token)
+            ])
 
         // Signed in as someone else, the same purchase switches to its account: nothing more is queued.
         let other = try #require(try await AccountLinkFlowTests.iap(core, "jws-1002").object["access_token"] as? String)

@@ -13,8 +13,12 @@ import Testing
     static func bare(_ core: FakeCore, _ id: String, token: String? = nil) async throws -> RouteResponse {
         var headers = Flow.headers
         if let token { headers["authorization"] = "Bearer \(token)" }
-        let body: [String: Any] = ["apple": ["bundle_id": "com.example.game", "transaction_id": id], "customer_details": ["email": "me@evil.example"]]
-        return await core.call(AccountLink(), "POST", "/iap", body: try JSONSerialization.data(withJSONObject: body), headers: headers)
+        let body: [String: Any] = [
+            "apple": ["bundle_id": "com.example.game", "transaction_id": id],
+            "customer_details": ["email": "me@evil.example"],
+        ]
+        return await core.call(
+            AccountLink(), "POST", "/iap", body: try JSONSerialization.data(withJSONObject: body), headers: headers)
     }
 
     /// A purchase Apple would return for `id`, bought with `accountToken`.
@@ -40,9 +44,13 @@ import Testing
         var redeemed = Flow.purchase("3004")
         redeemed.accountToken = appAccountToken
         core.add(evidence: "jws-3004", proves: redeemed)
-        #expect(try await Flow.iap(core, "jws-3004", token: try #require(victim.object["access_token"] as? String)).status == 200)
+        #expect(
+            try await Flow.iap(core, "jws-3004", token: try #require(victim.object["access_token"] as? String)).status
+                == 200)
 
-        for (id, token) in [("3001", nil), ("3002", nil), ("3002", token), ("3003", token), ("3004", token)] as [(String, String?)] {
+        for (id, token) in [("3001", nil), ("3002", nil), ("3002", token), ("3003", token), ("3004", token)]
+            as [(String, String?)]
+        {
             let refused = try await Self.bare(core, id, token: token)
             #expect(refused.status == 422, "\(id)")
             #expect(refused.object["error"] as? String == "OWNERSHIP_NOT_PROVEN")
@@ -53,7 +61,10 @@ import Testing
         #expect(linked.status == 200)
         #expect(linked.object["account_switched"] as? Bool == false)
         let accountID = try await Flow.sub(core, token)
-        #expect(try await core.accounts.links(accountID: accountID).map(\.originalTransactionID).sorted() == ["1001", "3001"])
+        #expect(
+            try await core.accounts.links(accountID: accountID).map(\.originalTransactionID).sorted() == [
+                "1001", "3001",
+            ])
     }
 
     @Test func lookupsAreLimitedPerAccount() async throws {
@@ -68,15 +79,18 @@ import Testing
     @Test(arguments: ["ada%40example.com%00tail", "%C4%B0da%40example.com", "ada%20smith"])
     func aNameThatIsNotPrintableASCIIIsRefusedBeforeAnyLookup(username: String) async throws {
         let core = Flow.core()
-        let response = await core.call(AccountLink(), "POST", "/oauth/token",
-                                       body: Data("grant_type=password&client_id=rgc_app&username=\(username)&password=guess".utf8))
+        let response = await core.call(
+            AccountLink(), "POST", "/oauth/token",
+            body: Data("grant_type=password&client_id=rgc_app&username=\(username)&password=guess".utf8))
         #expect(response.status == 400)
         #expect(response.object["error"] as? String == "invalid_request")
     }
 
     @Test func attributionWithANULIsTheCallersMistake() async throws {
         let core = Flow.core()
-        let body = Data(#"{"apple":{"bundle_id":"com.example.game","subscription_transaction_jws":"jws-1001"},"aflyr":{"referrer_id":"a\u0000b"}}"#.utf8)
+        let body = Data(
+            #"{"apple":{"bundle_id":"com.example.game","subscription_transaction_jws":"jws-1001"},"aflyr":{"referrer_id":"a\u0000b"}}"#
+                .utf8)
         let response = await core.call(AccountLink(), "POST", "/iap", body: body, headers: Flow.headers)
         #expect(response.status == 400)
         #expect((response.object["message"] as? String)?.contains("aflyr") == true)

@@ -1,7 +1,7 @@
-import AppStore
 import AccountLink
-import OpenSSLCrypto
+import AppStore
 import Foundation
+import OpenSSLCrypto
 import PluginTestSupport
 import ReceiptCore
 import Testing
@@ -27,19 +27,27 @@ import Testing
         return (try #require(mail["to"]), String(try #require(line.split(separator: "=").last)))
     }
 
-    static func use(_ core: FakeCore, _ path: String, token: String, password: String? = nil) async throws -> RouteResponse {
+    static func use(
+        _ core: FakeCore, _ path: String, token: String, password: String? = nil
+    ) async throws -> RouteResponse {
         var body = ["token": token]
         if let password { body["password"] = password }
-        return await core.call(AccountLink(), "POST", path, body: try JSONSerialization.data(withJSONObject: body), headers: ["content-type": "application/json"])
+        return await core.call(
+            AccountLink(), "POST", path, body: try JSONSerialization.data(withJSONObject: body),
+            headers: ["content-type": "application/json"])
     }
 
     /// An account made by flow c, its address confirmed through the first-password mail.
-    static func confirmedAccount(_ core: FakeCore, evidence: String, email: String) async throws -> (token: String, accountID: String) {
+    static func confirmedAccount(
+        _ core: FakeCore, evidence: String, email: String
+    ) async throws -> (token: String, accountID: String) {
         let created = try await Flow.iap(core, evidence, email: email)
         #expect(created.status == 200)
         let reset = try lastMail(core, path: "/account/reset-password")
         #expect(reset.to == email)
-        #expect(try await use(core, "/account/reset-password", token: reset.token, password: "owner-password").status == 200)
+        #expect(
+            try await use(core, "/account/reset-password", token: reset.token, password: "owner-password").status == 200
+        )
         let token = try #require(created.object["access_token"] as? String)
         return (token, try await Flow.sub(core, token))
     }
@@ -47,8 +55,10 @@ import Testing
     /// The mail of the outbox sent to `recipient` most recently, with its link's token.
     static func mail(_ core: FakeCore, to recipient: String, path: String) throws -> String {
         for message in core.outbox.reversed() {
-            guard let mail = try JSONSerialization.jsonObject(with: message.body) as? [String: String], mail["to"] == recipient,
-                  let line = mail["text"]?.split(separator: "\n").first(where: { $0.contains("\(path)?token=") }) else { continue }
+            guard let mail = try JSONSerialization.jsonObject(with: message.body) as? [String: String],
+                mail["to"] == recipient,
+                let line = mail["text"]?.split(separator: "\n").first(where: { $0.contains("\(path)?token=") })
+            else { continue }
             return String(try #require(line.split(separator: "=").last))
         }
         throw LinkNotFound(recipient: recipient)
@@ -84,7 +94,8 @@ import Testing
     /// from the attacker's own mailbox is not enough; the victim's address is never confirmed.
     @Test func approvingFromOnesOwnAddressDoesNotConfirmSomeoneElses() async throws {
         let core = Self.core()
-        let (token, accountID) = try await Self.confirmedAccount(core, evidence: "jws-2010", email: "attacker@evil.example")
+        let (token, accountID) = try await Self.confirmedAccount(
+            core, evidence: "jws-2010", email: "attacker@evil.example")
         _ = try await Flow.iap(core, "jws-2011", email: "victim@example.com", token: token)
         let approval = try Self.mail(core, to: "attacker@evil.example", path: "/account/confirm-email")
         #expect(try await Self.use(core, "/account/confirm-email", token: approval).status == 200)
@@ -122,7 +133,9 @@ import Testing
         #expect(stale.status == 400)
         #expect(stale.object["error"] as? String == "INVALID_LINK")
         // The first address is confirmed through its own link; the pending link alone may no longer replace it.
-        #expect(try await Self.use(core, "/account/reset-password", token: reset.token, password: "first-password").status == 200)
+        #expect(
+            try await Self.use(core, "/account/reset-password", token: reset.token, password: "first-password").status
+                == 200)
         let replaced = try await Self.use(core, "/account/confirm-email", token: third.token)
         #expect(replaced.status == 409)
         let account = try #require(try await core.accounts.account(id: accountID))
@@ -142,14 +155,20 @@ import Testing
 
         // One inbox: new accounts from other purchases, all naming the same address.
         var toOneAddress: [Int] = []
-        for id in 2004...2007 { toOneAddress.append(try await Flow.iap(core, "jws-\(id)", email: "victim@example.com").status) }
+        for id in 2004...2007 {
+            toOneAddress.append(try await Flow.iap(core, "jws-\(id)", email: "victim@example.com").status)
+        }
         #expect(toOneAddress == [200, 200, 200, 200])
-        let recipients = core.outbox.compactMap { (try? JSONSerialization.jsonObject(with: $0.body) as? [String: String])?["to"] }
+        let recipients = core.outbox.compactMap {
+            (try? JSONSerialization.jsonObject(with: $0.body) as? [String: String])?["to"]
+        }
         #expect(recipients.filter { $0 == "victim@example.com" }.count == 3)
     }
 
-    @Test(arguments: ["ada@example.com\n", "ada@example.com\r\n", "ada@example.com\r\nBcc: x@evil.example", "a\u{0}da@example.com",
-                      "ada@exam ple.com", "ada@example", "@example.com", "ada@@example.com", "ada@example..com", "<ada@example.com>"])
+    @Test(arguments: [
+        "ada@example.com\n", "ada@example.com\r\n", "ada@example.com\r\nBcc: x@evil.example", "a\u{0}da@example.com",
+        "ada@exam ple.com", "ada@example", "@example.com", "ada@@example.com", "ada@example..com", "<ada@example.com>",
+    ])
     func onlyAWholePlainAddressIsTaken(email: String) async throws {
         let core = Self.core()
         let response = try await Flow.iap(core, "jws-2008", email: email)
@@ -161,14 +180,25 @@ import Testing
     @Test func aTransactionIDBesideAReceiptNamesTheOneToLink() async throws {
         let core = Self.core()
         func iap(_ transactionID: String) async throws -> RouteResponse {
-            let body: [String: Any] = ["apple": ["bundle_id": "com.example.game", "subscription_transaction_jws": "jws-2009", "transaction_id": transactionID]]
-            return await core.call(AccountLink(), "POST", "/iap", body: try JSONSerialization.data(withJSONObject: body), headers: Flow.headers)
+            let body: [String: Any] = [
+                "apple": [
+                    "bundle_id": "com.example.game", "subscription_transaction_jws": "jws-2009",
+                    "transaction_id": transactionID,
+                ]
+            ]
+            return await core.call(
+                AccountLink(), "POST", "/iap", body: try JSONSerialization.data(withJSONObject: body),
+                headers: Flow.headers)
         }
         let elsewhere = try await iap("2000000000000042")
         #expect(elsewhere.status == 422)
-        #expect(try await core.accounts.linkedAccount(PurchaseKey(store: .appStore, originalTransactionID: "2009"), scope: "game:7") == nil)
+        #expect(
+            try await core.accounts.linkedAccount(
+                PurchaseKey(store: .appStore, originalTransactionID: "2009"), scope: "game:7") == nil)
         // The receipt holds it (as the original of its chain): linked.
         #expect(try await iap("2009").status == 200)
-        #expect(try await core.accounts.linkedAccount(PurchaseKey(store: .appStore, originalTransactionID: "2009"), scope: "game:7") != nil)
+        #expect(
+            try await core.accounts.linkedAccount(
+                PurchaseKey(store: .appStore, originalTransactionID: "2009"), scope: "game:7") != nil)
     }
 }

@@ -18,14 +18,19 @@ import Testing
     static func accountWithPassword(_ core: FakeCore) async throws {
         #expect(try await Flow.iap(core, "jws-1001", email: "ada@example.com").status == 200)
         let reset = try AccountLinkMailRulesTests.lastMail(core, path: "/account/reset-password")
-        #expect(try await AccountLinkMailRulesTests.use(core, "/account/reset-password", token: reset.token, password: "right-password").status == 200)
+        #expect(
+            try await AccountLinkMailRulesTests.use(
+                core, "/account/reset-password", token: reset.token, password: "right-password"
+            ).status == 200)
     }
 
     @Test func tenFailuresForANameLockItWhetherOrNotItExists() async throws {
         let core = Flow.core()
         try await Self.accountWithPassword(core)
         for name in ["ada%40example.com", "nobody%40example.com"] {
-            for _ in 1...10 { #expect(await Self.signIn(core, name, "wrong-guess").object["error"] as? String == "invalid_grant") }
+            for _ in 1...10 {
+                #expect(await Self.signIn(core, name, "wrong-guess").object["error"] as? String == "invalid_grant")
+            }
             let locked = await Self.signIn(core, name, "wrong-guess")
             #expect(locked.status == 429)
             #expect(locked.headers.contains { $0.name == "Retry-After" && Int($0.value).map { $0 > 0 } == true })

@@ -1,5 +1,5 @@
-import AppStore
 import AlogameGateway
+import AppStore
 import Foundation
 import PluginTestSupport
 import ReceiptCore
@@ -23,7 +23,9 @@ import Testing
 
     static func verify(_ core: FakeCore, receipt: String) async throws -> RouteResponse {
         let body: [String: Any] = ["receipt": receipt, "product_id": "vip.monthly", "os_id": 2, "player_id": "p1"]
-        return await core.call(AlogameGateway(), "POST", "/iap/gateway/verify", body: try JSONSerialization.data(withJSONObject: body), signedAs: client)
+        return await core.call(
+            AlogameGateway(), "POST", "/iap/gateway/verify", body: try JSONSerialization.data(withJSONObject: body),
+            signedAs: client)
     }
 
     @Test func anExpiredSubscriptionIsRefusedAsExpired() async throws {
@@ -37,7 +39,8 @@ import Testing
         #expect(response.status == 422)
         #expect(response.object["error"] as? String == "VERIFICATION_FAILED")
         #expect(response.object["message"] as? String == "transaction 2000000000005001 is expired")
-        let recorded = try await core.transaction(store: .appStore, transactionID: "2000000000005001", client: Self.client)
+        let recorded = try await core.transaction(
+            store: .appStore, transactionID: "2000000000005001", client: Self.client)
         #expect(recorded?.state == .expired)
     }
 
@@ -56,7 +59,8 @@ import Testing
         let again = try await Self.verify(core, receipt: "jws-refunded")
         #expect(again.status == 422)
         #expect(again.object["message"] as? String == "transaction 2000000000005002 is refunded")
-        let recorded = try await core.transaction(store: .appStore, transactionID: "2000000000005002", client: Self.client)
+        let recorded = try await core.transaction(
+            store: .appStore, transactionID: "2000000000005002", client: Self.client)
         #expect(recorded?.state == .refunded)
         #expect(recorded?.revocationReason == "refunded_due_to_issue")
 
@@ -71,7 +75,8 @@ import Testing
         #expect(try await Self.verify(core, receipt: "jws-active").status == 200)
         core.setState(.refunded, transactionID: "2000000000005003")
         core.setState(.expired, transactionID: "2000000000005003")
-        let recorded = try await core.transaction(store: .appStore, transactionID: "2000000000005003", client: Self.client)
+        let recorded = try await core.transaction(
+            store: .appStore, transactionID: "2000000000005003", client: Self.client)
         #expect(recorded?.state == .refunded)
     }
 }

@@ -1,5 +1,5 @@
-import AppStore
 import AlogameGateway
+import AppStore
 import Foundation
 import PluginTestSupport
 import ReceiptCore
@@ -8,7 +8,9 @@ import Testing
 /// The Alogame gateway as a plugin: its wire format against an in-process fake core (no
 /// Postgres, no HTTP). The end-to-end suites in ReceiptGateTests drive it over HTTP.
 @Suite struct AlogameGatewayPlugin {
-    static let client = ClientInfo(clientID: "rgc_game", gameID: 42, appIdentifiers: [AppStoreProvider.bundleIDKind.name: ["com.example.game"]], environments: [.production, .sandbox])
+    static let client = ClientInfo(
+        clientID: "rgc_game", gameID: 42, appIdentifiers: [AppStoreProvider.bundleIDKind.name: ["com.example.game"]],
+        environments: [.production, .sandbox])
 
     static func core() -> FakeCore {
         let core = FakeCore()
@@ -28,7 +30,9 @@ import Testing
     }
 
     static func verify(_ core: FakeCore, _ body: [String: Any]) async throws -> RouteResponse {
-        await core.call(AlogameGateway(), "POST", "/iap/gateway/verify", body: try JSONSerialization.data(withJSONObject: body), signedAs: client)
+        await core.call(
+            AlogameGateway(), "POST", "/iap/gateway/verify", body: try JSONSerialization.data(withJSONObject: body),
+            signedAs: client)
     }
 
     @Test func successThenARetryOfTheSameRequestIsADuplicate() async throws {
@@ -52,14 +56,15 @@ import Testing
         #expect(retried.object["success"] as? Bool == false)
     }
 
-    @Test(arguments: [
-        ([:], 400, "MISSING_FIELDS"),
-        (["receipt": "jws-777", "product_id": "gems100"], 400, "MISSING_FIELDS"),
-        (["receipt": "jws-777", "product_id": "gems100", "os_id": 3], 400, "INVALID_OS_ID"),
-        (["receipt": "jws-777", "product_id": "gems100", "os_id": "2"], 400, "INVALID_OS_ID"),
-        (["receipt": "jws-777", "product_id": "gems500", "os_id": 2], 422, "PRODUCT_MISMATCH"),
-        (["receipt": "unknown", "product_id": "gems100", "os_id": 2], 422, "VERIFICATION_FAILED"),
-    ] as [([String: any Sendable], Int, String)])
+    @Test(
+        arguments: [
+            ([:], 400, "MISSING_FIELDS"),
+            (["receipt": "jws-777", "product_id": "gems100"], 400, "MISSING_FIELDS"),
+            (["receipt": "jws-777", "product_id": "gems100", "os_id": 3], 400, "INVALID_OS_ID"),
+            (["receipt": "jws-777", "product_id": "gems100", "os_id": "2"], 400, "INVALID_OS_ID"),
+            (["receipt": "jws-777", "product_id": "gems500", "os_id": 2], 422, "PRODUCT_MISMATCH"),
+            (["receipt": "unknown", "product_id": "gems100", "os_id": 2], 422, "VERIFICATION_FAILED"),
+        ] as [([String: any Sendable], Int, String)])
     func refusalsFollowTheSeedsTable(body: [String: any Sendable], status: Int, code: String) async throws {
         let response = try await Self.verify(Self.core(), body)
         #expect(response.status == status)
@@ -80,26 +85,33 @@ import Testing
     @Test func refundCallbacksAreTheAlogameFormat() throws {
         let renderer = try #require(AlogameGateway().refundCallbacks)
         #expect(renderer.format == "alogame")
-        let body = try renderer.refundCallbackBody(RefundEvent(transactionID: "2000000000000777", productID: "gems100",
-                                                           revocationDate: Date(timeIntervalSince1970: 1_780_000_000.5), revocationReasonCode: 1, gameID: 42))
+        let body = try renderer.refundCallbackBody(
+            RefundEvent(
+                transactionID: "2000000000000777", productID: "gems100",
+                revocationDate: Date(timeIntervalSince1970: 1_780_000_000.5), revocationReasonCode: 1, gameID: 42))
         let object = try #require(try JSONSerialization.jsonObject(with: body) as? [String: Any])
         #expect(object["transaction_id"] as? String == "2000000000000777")
         #expect(object["revocation_date"] as? Int == 1_780_000_000_500)
         #expect(object["revocation_reason"] as? Int == 1)
         #expect(object["game_id"] as? Int == 42)
-        #expect(Set(object.keys) == ["transaction_id", "product_id", "revocation_date", "revocation_reason", "game_id"])
+        #expect(
+            Set(object.keys) == ["transaction_id", "product_id", "revocation_date", "revocation_reason", "game_id"])
     }
 
     @Test func lookupIsIdempotentAndReportsTheLedger() async throws {
         let core = Self.core()
         _ = try await Self.verify(core, ["receipt": "jws-777", "product_id": "gems100", "os_id": 2])
-        core.orders["MQ1234XYZ"] = StoreOrder(found: true, environment: .production, entries: [
-            .init(transactionID: "2000000000000777", productID: "gems100", decodeFailed: false),
-            .init(transactionID: "2000000000000888", productID: "gems100", decodeFailed: false),
-        ])
+        core.orders["MQ1234XYZ"] = StoreOrder(
+            found: true, environment: .production,
+            entries: [
+                .init(transactionID: "2000000000000777", productID: "gems100", decodeFailed: false),
+                .init(transactionID: "2000000000000888", productID: "gems100", decodeFailed: false),
+            ])
         let body = try JSONSerialization.data(withJSONObject: ["order_id": "MQ1234XYZ"])
-        let first = await core.call(AlogameGateway(), "POST", "/iap/gateway/lookup-receipt", body: body, signedAs: Self.client)
-        let again = await core.call(AlogameGateway(), "POST", "/iap/gateway/lookup-receipt", body: body, signedAs: Self.client)
+        let first = await core.call(
+            AlogameGateway(), "POST", "/iap/gateway/lookup-receipt", body: body, signedAs: Self.client)
+        let again = await core.call(
+            AlogameGateway(), "POST", "/iap/gateway/lookup-receipt", body: body, signedAs: Self.client)
         #expect(first.status == 200)
         #expect(first.body == again.body)
         let entries = try #require(first.object["transactions"] as? [[String: Any]])
@@ -115,13 +127,18 @@ import Testing
         let core = Self.core()
         let wrongProduct = try await Self.verify(core, ["receipt": "jws-777", "product_id": "gems500", "os_id": 2])
         #expect(wrongProduct.status == 422)
-        core.orders["MQ1234XYZ"] = StoreOrder(found: true, environment: .production, entries: [
-            .init(transactionID: "2000000000000777", productID: "gems100", decodeFailed: false),
-            .init(transactionID: "2000000000000888", productID: "gems100", decodeFailed: false),
-        ])
+        core.orders["MQ1234XYZ"] = StoreOrder(
+            found: true, environment: .production,
+            entries: [
+                .init(transactionID: "2000000000000777", productID: "gems100", decodeFailed: false),
+                .init(transactionID: "2000000000000888", productID: "gems100", decodeFailed: false),
+            ])
         let body = try JSONSerialization.data(withJSONObject: ["order_id": "MQ1234XYZ"])
-        let lookup = await core.call(AlogameGateway(), "POST", "/iap/gateway/lookup-receipt", body: body, signedAs: Self.client)
-        let gateways = try #require(lookup.object["transactions"] as? [[String: Any]]).compactMap { $0["gateway"] as? [String: Any] }
+        let lookup = await core.call(
+            AlogameGateway(), "POST", "/iap/gateway/lookup-receipt", body: body, signedAs: Self.client)
+        let gateways = try #require(lookup.object["transactions"] as? [[String: Any]]).compactMap {
+            $0["gateway"] as? [String: Any]
+        }
         #expect(gateways.count == 2)
         #expect(gateways[0]["found"] as? Bool == false)
         #expect(gateways[0]["last_error_code"] as? String == "PRODUCT_MISMATCH")

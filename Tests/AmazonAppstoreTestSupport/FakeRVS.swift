@@ -32,7 +32,9 @@ package final class FakeRVS: Sendable {
     package init() throws {
         var router = Router()
         router.use(Handler(state: state))
-        server = HTTPServer(configuration: .init(host: "127.0.0.1", port: 0), responder: router.build(handlerExecutor: FakeServing.executor))
+        server = HTTPServer(
+            configuration: .init(host: "127.0.0.1", port: 0),
+            responder: router.build(handlerExecutor: FakeServing.executor))
         try server.start()
     }
 
@@ -40,19 +42,25 @@ package final class FakeRVS: Sendable {
     package var hits: [String] { state.hits.get() }
 
     /// A receipt as RVS answers it (dates in epoch ms, null where unset).
-    package func addReceipt(_ receiptID: String, userID: String, sandbox: Bool = false, productType: String = "CONSUMABLE",
-                           productID: String = "gems100", purchaseDate: Date = Date(timeIntervalSince1970: 1_716_389_123),
-                           cancelDate: Date? = nil, cancelReason: Int? = nil, renewalDate: Date? = nil, quantity: Int? = 1,
-                           termSku: String? = nil, test: Bool = false, beta: Bool = false, autoRenewing: Bool? = nil) throws {
+    package func addReceipt(
+        _ receiptID: String, userID: String, sandbox: Bool = false, productType: String = "CONSUMABLE",
+        productID: String = "gems100", purchaseDate: Date = Date(timeIntervalSince1970: 1_716_389_123),
+        cancelDate: Date? = nil, cancelReason: Int? = nil, renewalDate: Date? = nil, quantity: Int? = 1,
+        termSku: String? = nil, test: Bool = false, beta: Bool = false, autoRenewing: Bool? = nil
+    ) throws {
         func millis(_ date: Date?) -> Any { date.map { Int64($0.timeIntervalSince1970 * 1000) } ?? NSNull() }
         let object: [String: Any] = [
-            "autoRenewing": autoRenewing ?? false, "betaProduct": beta, "cancelDate": millis(cancelDate), "cancelReason": cancelReason ?? NSNull(),
-            "countryCode": "US", "deferredDate": NSNull(), "deferredSku": NSNull(), "freeTrialEndDate": NSNull(), "gracePeriodEndDate": NSNull(),
+            "autoRenewing": autoRenewing ?? false, "betaProduct": beta, "cancelDate": millis(cancelDate),
+            "cancelReason": cancelReason ?? NSNull(),
+            "countryCode": "US", "deferredDate": NSNull(), "deferredSku": NSNull(), "freeTrialEndDate": NSNull(),
+            "gracePeriodEndDate": NSNull(),
             "parentProductId": NSNull(), "productId": productID, "productType": productType, "promotions": NSNull(),
-            "purchaseDate": millis(purchaseDate), "quantity": quantity ?? NSNull(), "receiptId": receiptID, "renewalDate": millis(renewalDate),
+            "purchaseDate": millis(purchaseDate), "quantity": quantity ?? NSNull(), "receiptId": receiptID,
+            "renewalDate": millis(renewalDate),
             "term": termSku == nil ? NSNull() : "1 Month", "termSku": termSku ?? NSNull(), "testTransaction": test,
         ]
-        let json = String(decoding: try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]), as: UTF8.self)
+        let json = String(
+            decoding: try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]), as: UTF8.self)
         state.receipts.update { $0[receiptID] = (userID, sandbox, json) }
     }
 
@@ -79,23 +87,32 @@ package final class FakeRVS: Sendable {
         let state: State
 
         func handle(_ request: HTTPRequest, next: HTTPHandler) async throws -> HTTPResponse {
-            let raw = request.target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
+            let raw =
+                request.target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(
+                    String.init) ?? ""
             var parts = raw.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map(String.init)
             let sandbox = parts.first == "sandbox"
             if sandbox { parts.removeFirst() }
-            guard request.method == "GET", parts.count == 9, parts[0] == "version", parts[1] == "1.0", parts[2] == "verifyReceiptId",
-                  parts[3] == "developer", parts[5] == "user", parts[7] == "receiptId",
-                  let secret = parts[4].removingPercentEncoding, let user = parts[6].removingPercentEncoding,
-                  let receipt = parts[8].removingPercentEncoding
+            guard request.method == "GET", parts.count == 9, parts[0] == "version", parts[1] == "1.0",
+                parts[2] == "verifyReceiptId",
+                parts[3] == "developer", parts[5] == "user", parts[7] == "receiptId",
+                let secret = parts[4].removingPercentEncoding, let user = parts[6].removingPercentEncoding,
+                let receipt = parts[8].removingPercentEncoding
             else { return try await next(request) }
             state.hits.update { $0.append(sandbox ? "sandbox" : "production") }
             if let delay = state.answerDelay.get() { try? await Task.sleep(for: delay) }
-            if let status = state.failuresFirst.update({ queue -> Int? in queue.isEmpty ? nil : queue.removeFirst() }) ?? state.alwaysStatus.get() {
+            if let status = state.failuresFirst.update({ queue -> Int? in queue.isEmpty ? nil : queue.removeFirst() })
+                ?? state.alwaysStatus.get()
+            {
                 return Self.error(status, "injected failure", retryAfter: state.retryAfter.get())
             }
             // The Cloud Sandbox takes any non-empty secret; production only the developer's.
-            guard sandbox ? !secret.isEmpty : secret == FakeRVS.sharedSecret else { return Self.error(496, "Invalid developerSecret") }
-            guard let entry = state.receipts.get()[receipt], entry.sandbox == sandbox else { return Self.error(400, "Invalid transaction") }
+            guard sandbox ? !secret.isEmpty : secret == FakeRVS.sharedSecret else {
+                return Self.error(496, "Invalid developerSecret")
+            }
+            guard let entry = state.receipts.get()[receipt], entry.sandbox == sandbox else {
+                return Self.error(400, "Invalid transaction")
+            }
             guard entry.userID == user else { return Self.error(497, "Invalid User") }
             return HTTPResponse(status: 200, headers: ["Content-Type": "application/json"], body: Data(entry.json.utf8))
         }
@@ -103,7 +120,8 @@ package final class FakeRVS: Sendable {
         static func error(_ status: Int, _ message: String, retryAfter: String? = nil) -> HTTPResponse {
             var headers: HTTPHeaders = ["Content-Type": "application/json"]
             if let retryAfter { headers.add("Retry-After", retryAfter) }
-            return HTTPResponse(status: status, headers: headers, body: Data(#"{"message":"\#(message)","status":false}"#.utf8))
+            return HTTPResponse(
+                status: status, headers: headers, body: Data(#"{"message":"\#(message)","status":false}"#.utf8))
         }
     }
 }

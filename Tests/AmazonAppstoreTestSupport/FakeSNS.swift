@@ -1,6 +1,6 @@
-package import OpenSSLCrypto
 package import Foundation
 package import HTTPServer
+package import OpenSSLCrypto
 package import TestSupport
 
 /// A stand-in for an Amazon SNS topic: its own RSA key and self-signed certificate, the
@@ -30,11 +30,15 @@ package final class FakeSNS: Sendable {
         let key = try key ?? Self.ownKey.get()
         self.key = key
         let now = Date()
-        certificate = try CertificateBuilder(subjectCommonName: "sns.amazonaws.com", notValidBefore: now.addingTimeInterval(-3600),
-                                             notValidAfter: now.addingTimeInterval(86_400)).build(subjectKey: key, issuer: nil, issuerKey: key)
+        certificate = try CertificateBuilder(
+            subjectCommonName: "sns.amazonaws.com", notValidBefore: now.addingTimeInterval(-3600),
+            notValidAfter: now.addingTimeInterval(86_400)
+        ).build(subjectKey: key, issuer: nil, issuerKey: key)
         certificateFile = "SimpleNotificationService-" + Hex.encode(SecureRandom.bytes(16)) + ".pem"
         var router = Router()
-        let (file, pem, hits, requested, delay, hold) = (certificateFile, certificate.pemEncoded, certificateHits, requestedFiles, answerDelay, hold)
+        let (file, pem, hits, requested, delay, hold) = (
+            certificateFile, certificate.pemEncoded, certificateHits, requestedFiles, answerDelay, hold
+        )
         router.get("/{file}") { request in
             let asked = try request.parameter("file")
             requested.update { $0.append(asked) }
@@ -42,43 +46,66 @@ package final class FakeSNS: Sendable {
             await hold.pass()
             guard asked == file else { return HTTPResponse(status: 404) }
             hits.update { $0 += 1 }
-            return HTTPResponse(status: 200, headers: ["Content-Type": "application/x-x509-ca-cert"], body: Data(pem.utf8))
+            return HTTPResponse(
+                status: 200, headers: ["Content-Type": "application/x-x509-ca-cert"], body: Data(pem.utf8))
         }
-        server = HTTPServer(configuration: .init(host: "127.0.0.1", port: 0), responder: router.build(handlerExecutor: FakeServing.executor))
+        server = HTTPServer(
+            configuration: .init(host: "127.0.0.1", port: 0),
+            responder: router.build(handlerExecutor: FakeServing.executor))
         try server.start()
     }
 
     package var certificateURL: String { "http://127.0.0.1:\(server.port)/\(certificateFile)" }
     /// The whole-URL rule that admits this fake's certificate (and any other on this port under that name).
-    package var certificateURLPattern: String { #"http://127\.0\.0\.1:\#(server.port)/SimpleNotificationService-[0-9a-f]+\.pem"# }
+    package var certificateURLPattern: String {
+        #"http://127\.0\.0\.1:\#(server.port)/SimpleNotificationService-[0-9a-f]+\.pem"#
+    }
 
     /// A `Notification` carrying `message` (Amazon's RTN JSON) as SNS delivers it.
-    package func notification(_ message: [String: Any], messageID: String = UUID().uuidString.lowercased(), version: Int = 1,
-                             subject: String? = nil, certificateURL: String? = nil) throws -> Data {
-        let text = String(decoding: try JSONSerialization.data(withJSONObject: message, options: [.sortedKeys]), as: UTF8.self)
-        var fields = ["Type": "Notification", "MessageId": messageID, "TopicArn": Self.topicARN, "Message": text,
-                      "Timestamp": "2026-12-01T23:40:02.123Z"]
+    package func notification(
+        _ message: [String: Any], messageID: String = UUID().uuidString.lowercased(), version: Int = 1,
+        subject: String? = nil, certificateURL: String? = nil
+    ) throws -> Data {
+        let text = String(
+            decoding: try JSONSerialization.data(withJSONObject: message, options: [.sortedKeys]), as: UTF8.self)
+        var fields = [
+            "Type": "Notification", "MessageId": messageID, "TopicArn": Self.topicARN, "Message": text,
+            "Timestamp": "2026-12-01T23:40:02.123Z",
+        ]
         if let subject { fields["Subject"] = subject }
-        fields["UnsubscribeURL"] = "https://sns.us-east-1.amazonaws.com/?Action=Unsubscribe&SubscriptionArn=\(Self.topicARN):1"
-        return try signed(fields, order: ["Message", "MessageId", "Subject", "Timestamp", "TopicArn", "Type"], version: version,
-                          certificateURL: certificateURL)
+        fields["UnsubscribeURL"] =
+            "https://sns.us-east-1.amazonaws.com/?Action=Unsubscribe&SubscriptionArn=\(Self.topicARN):1"
+        return try signed(
+            fields, order: ["Message", "MessageId", "Subject", "Timestamp", "TopicArn", "Type"], version: version,
+            certificateURL: certificateURL)
     }
 
     /// A `SubscriptionConfirmation` for `token`, as SNS sends when the endpoint is subscribed.
-    package func subscriptionConfirmation(token: String, messageID: String = UUID().uuidString.lowercased(), version: Int = 1) throws -> Data {
-        let fields = ["Type": "SubscriptionConfirmation", "MessageId": messageID, "Token": token, "TopicArn": Self.topicARN,
-                      "Message": "You have chosen to subscribe to the topic \(Self.topicARN).\nTo confirm the subscription, visit the SubscribeURL included in this message.",
-                      "SubscribeURL": "https://sns.us-east-1.amazonaws.com/?Action=ConfirmSubscription&TopicArn=\(Self.topicARN)&Token=\(token)",
-                      "Timestamp": "2026-12-01T23:40:01.000Z"]
-        return try signed(fields, order: ["Message", "MessageId", "SubscribeURL", "Timestamp", "Token", "TopicArn", "Type"], version: version,
-                          certificateURL: nil)
+    package func subscriptionConfirmation(
+        token: String, messageID: String = UUID().uuidString.lowercased(), version: Int = 1
+    ) throws -> Data {
+        let fields = [
+            "Type": "SubscriptionConfirmation", "MessageId": messageID, "Token": token, "TopicArn": Self.topicARN,
+            "Message":
+                "You have chosen to subscribe to the topic \(Self.topicARN).\nTo confirm the subscription, visit the SubscribeURL included in this message.",
+            "SubscribeURL":
+                "https://sns.us-east-1.amazonaws.com/?Action=ConfirmSubscription&TopicArn=\(Self.topicARN)&Token=\(token)",
+            "Timestamp": "2026-12-01T23:40:01.000Z",
+        ]
+        return try signed(
+            fields, order: ["Message", "MessageId", "SubscribeURL", "Timestamp", "Token", "TopicArn", "Type"],
+            version: version,
+            certificateURL: nil)
     }
 
     /// Signs the canonical string (each present field of `order` as name and value lines) and
     /// returns the delivery body.
-    private func signed(_ fields: [String: String], order: [String], version: Int, certificateURL: String?) throws -> Data {
+    private func signed(
+        _ fields: [String: String], order: [String], version: Int, certificateURL: String?
+    ) throws -> Data {
         let canonical = order.compactMap { name in fields[name].map { "\(name)\n\($0)\n" } }.joined()
-        let signature = version == 1 ? try key.signSHA1WithRSA(Data(canonical.utf8)) : try key.signRS256(Data(canonical.utf8))
+        let signature =
+            version == 1 ? try key.signSHA1WithRSA(Data(canonical.utf8)) : try key.signRS256(Data(canonical.utf8))
         var body = fields
         body["SignatureVersion"] = String(version)
         body["Signature"] = signature.base64EncodedString()

@@ -13,7 +13,8 @@ import Testing
         let rvs = try FakeRVS()
         try rvs.addReceipt("r-1", userID: Verify.user)
         rvs.state.failuresFirst.set([status, status])
-        let purchase = try await Verify.provider(rvs).verify(receiptID: "r-1", userID: Verify.user, context: Verify.context(environments: [.production]))
+        let purchase = try await Verify.provider(rvs).verify(
+            receiptID: "r-1", userID: Verify.user, context: Verify.context(environments: [.production]))
         #expect(purchase.first?.transactionID == "r-1")
         #expect(rvs.hits.count == 3)
         await rvs.shutdown()
@@ -39,11 +40,14 @@ import Testing
         let rvs = try FakeRVS()
         rvs.state.alwaysStatus.set(status)
         let error = await Verify.refusal {
-            _ = try await Verify.provider(rvs).verify(receiptID: "r-1", userID: Verify.user, context: Verify.context(environments: [.production]))
+            _ = try await Verify.provider(rvs).verify(
+                receiptID: "r-1", userID: Verify.user, context: Verify.context(environments: [.production]))
         }
         #expect(error?.code == .verifierError && error?.isRetryable == true && error?.reason == "AMAZON_UNAVAILABLE")
         #expect(rvs.hits.count == 3)
-        #expect(error.map { !$0.description.contains(FakeRVS.sharedSecret) && !$0.description.contains("/developer/") } == true)
+        #expect(
+            error.map { !$0.description.contains(FakeRVS.sharedSecret) && !$0.description.contains("/developer/") }
+                == true)
         await rvs.shutdown()
     }
 
@@ -55,7 +59,9 @@ import Testing
         let started = ContinuousClock.now
         let deadline = started + .milliseconds(500)
         let error = await Verify.refusal {
-            _ = try await provider.verify(receiptID: "r-1", userID: Verify.user, context: Verify.context(environments: [.production], deadline: deadline))
+            _ = try await provider.verify(
+                receiptID: "r-1", userID: Verify.user,
+                context: Verify.context(environments: [.production], deadline: deadline))
         }
         #expect(error?.code == .verifierError && error?.isRetryable == true)
         // Without the deadline the policy makes its thousand attempts over about 25 s. Counted in
@@ -67,8 +73,9 @@ import Testing
         #expect(attempts >= 1 && attempts < 100)
         // A deadline already past makes no call at all.
         let late = await Verify.refusal {
-            _ = try await provider.verify(receiptID: "r-1", userID: Verify.user,
-                                          context: Verify.context(environments: [.production], deadline: .now - .seconds(1)))
+            _ = try await provider.verify(
+                receiptID: "r-1", userID: Verify.user,
+                context: Verify.context(environments: [.production], deadline: .now - .seconds(1)))
         }
         #expect(late?.isRetryable == true && rvs.hits.count == attempts)
         await rvs.shutdown()
@@ -79,7 +86,8 @@ import Testing
         rvs.state.alwaysStatus.set(429)
         rvs.state.retryAfter.set("3600")
         let error = await Verify.refusal {
-            _ = try await Verify.provider(rvs).verify(receiptID: "r-1", userID: Verify.user, context: Verify.context(environments: [.production]))
+            _ = try await Verify.provider(rvs).verify(
+                receiptID: "r-1", userID: Verify.user, context: Verify.context(environments: [.production]))
         }
         #expect(error?.isRetryable == true && rvs.hits.count == 1)
         await rvs.shutdown()

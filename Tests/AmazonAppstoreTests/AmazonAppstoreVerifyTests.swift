@@ -9,30 +9,47 @@ import Testing
     static let user = "l3HL7XppEMhrOGDnur9-ulvq/mrSg6qy+ODKmah76lJU="
 
     static func provider(_ rvs: FakeRVS, attempts: Int = 3) throws -> AmazonAppstoreProvider {
-        try AmazonAppstoreProvider(configuration: rvs.configuration(attempts: attempts), http: FakeRVS.http(), logger: Logger(minimumLevel: .error))
+        try AmazonAppstoreProvider(
+            configuration: rvs.configuration(attempts: attempts), http: FakeRVS.http(),
+            logger: Logger(minimumLevel: .error))
     }
 
-    static func context(environments: Set<StoreEnvironment> = [.production, .sandbox], secret: String? = FakeRVS.sharedSecret,
-                        packages: Set<String> = ["com.example.game"], deadline: ContinuousClock.Instant? = nil) -> VerificationContext {
-        var context = VerificationContext(appIdentifiers: packages, environments: environments, deadline: deadline,
-                                          client: ClientInfo(clientID: "rgc_amazon", gameID: 7, appIdentifiers: [AmazonAppstoreProvider.packageNameKind.name: Array(packages)], environments: environments),
-                                          credentials: secret.map { [AmazonAppstoreProvider.Setting.sharedSecret: $0] } ?? [:])
+    static func context(
+        environments: Set<StoreEnvironment> = [.production, .sandbox], secret: String? = FakeRVS.sharedSecret,
+        packages: Set<String> = ["com.example.game"], deadline: ContinuousClock.Instant? = nil
+    ) -> VerificationContext {
+        var context = VerificationContext(
+            appIdentifiers: packages, environments: environments, deadline: deadline,
+            client: ClientInfo(
+                clientID: "rgc_amazon", gameID: 7,
+                appIdentifiers: [AmazonAppstoreProvider.packageNameKind.name: Array(packages)],
+                environments: environments),
+            credentials: secret.map { [AmazonAppstoreProvider.Setting.sharedSecret: $0] } ?? [:])
         context.transactionID = nil
         return context
     }
 
     static func refusal(_ body: () async throws -> Void) async -> StoreVerificationError? {
-        do { try await body(); return nil } catch let error as StoreVerificationError { return error } catch { return nil }
+        do { try await body(); return nil } catch let error as StoreVerificationError { return error } catch {
+            return nil
+        }
     }
 
-    @Test(arguments: [("CONSUMABLE", ProductKind.consumable), ("ENTITLED", .nonConsumable), ("SUBSCRIPTION", .autoRenewableSubscription)])
+    @Test(arguments: [
+        ("CONSUMABLE", ProductKind.consumable), ("ENTITLED", .nonConsumable),
+        ("SUBSCRIPTION", .autoRenewableSubscription),
+    ])
     func eachProductTypeIsNormalized(type: String, kind: ProductKind) async throws {
         let rvs = try FakeRVS()
         let renewal = Date(timeIntervalSince1970: 1_900_000_000)
-        try rvs.addReceipt("q1YqVbJSyjH28:3:11+Sheet2!A1+", userID: Self.user, productType: type, productID: "item.\(type.lowercased())",
-                           renewalDate: type == "SUBSCRIPTION" ? renewal : nil, quantity: type == "CONSUMABLE" ? 3 : nil,
-                           termSku: type == "SUBSCRIPTION" ? "item.subscription_monthly" : nil, beta: true, autoRenewing: type == "SUBSCRIPTION")
-        let purchases = try await Self.provider(rvs).verify(receiptID: "q1YqVbJSyjH28:3:11+Sheet2!A1+", userID: Self.user, context: Self.context())
+        try rvs.addReceipt(
+            "q1YqVbJSyjH28:3:11+Sheet2!A1+", userID: Self.user, productType: type,
+            productID: "item.\(type.lowercased())",
+            renewalDate: type == "SUBSCRIPTION" ? renewal : nil, quantity: type == "CONSUMABLE" ? 3 : nil,
+            termSku: type == "SUBSCRIPTION" ? "item.subscription_monthly" : nil, beta: true,
+            autoRenewing: type == "SUBSCRIPTION")
+        let purchases = try await Self.provider(rvs).verify(
+            receiptID: "q1YqVbJSyjH28:3:11+Sheet2!A1+", userID: Self.user, context: Self.context())
         let purchase = try #require(purchases.first)
         #expect(purchase.store == .amazonAppstore && purchase.store.rawValue == "amazon_appstore")
         #expect(purchase.environment == .production)
@@ -56,7 +73,9 @@ import Testing
         let rvs = try FakeRVS()
         let canceled = Date(timeIntervalSince1970: 1_716_400_000)
         try rvs.addReceipt("r-canceled", userID: Self.user, productType: type, cancelDate: canceled, cancelReason: 1)
-        let purchase = try #require(try await Self.provider(rvs).verify(receiptID: "r-canceled", userID: Self.user, context: Self.context()).first)
+        let purchase = try #require(
+            try await Self.provider(rvs).verify(receiptID: "r-canceled", userID: Self.user, context: Self.context())
+                .first)
         #expect(purchase.revocationDate == canceled)
         #expect(LedgerRules.state(of: purchase) == .refunded)
         await rvs.shutdown()
@@ -65,14 +84,18 @@ import Testing
     @Test func aSubscriptionCanceledByTheCustomerIsRefundedOneAmazonEndedHasExpired() async throws {
         let rvs = try FakeRVS()
         let canceled = Date(timeIntervalSince1970: 1_716_400_000)
-        try rvs.addReceipt("sub-refunded", userID: Self.user, productType: "SUBSCRIPTION", cancelDate: canceled, cancelReason: 1,
-                           renewalDate: Date(timeIntervalSince1970: 1_718_000_000))
-        try rvs.addReceipt("sub-lapsed", userID: Self.user, productType: "SUBSCRIPTION", cancelDate: canceled, cancelReason: 2,
-                           renewalDate: Date(timeIntervalSince1970: 1_718_000_000))
+        try rvs.addReceipt(
+            "sub-refunded", userID: Self.user, productType: "SUBSCRIPTION", cancelDate: canceled, cancelReason: 1,
+            renewalDate: Date(timeIntervalSince1970: 1_718_000_000))
+        try rvs.addReceipt(
+            "sub-lapsed", userID: Self.user, productType: "SUBSCRIPTION", cancelDate: canceled, cancelReason: 2,
+            renewalDate: Date(timeIntervalSince1970: 1_718_000_000))
         let provider = try Self.provider(rvs)
-        let refunded = try #require(try await provider.verify(receiptID: "sub-refunded", userID: Self.user, context: Self.context()).first)
+        let refunded = try #require(
+            try await provider.verify(receiptID: "sub-refunded", userID: Self.user, context: Self.context()).first)
         #expect(LedgerRules.state(of: refunded) == .refunded)
-        let lapsed = try #require(try await provider.verify(receiptID: "sub-lapsed", userID: Self.user, context: Self.context()).first)
+        let lapsed = try #require(
+            try await provider.verify(receiptID: "sub-lapsed", userID: Self.user, context: Self.context()).first)
         #expect(LedgerRules.state(of: lapsed) == .expired)
         #expect(lapsed.revocationDate == nil && lapsed.expiresDate == canceled)
         await rvs.shutdown()
@@ -82,21 +105,27 @@ import Testing
         let rvs = try FakeRVS()
         try rvs.addReceipt("sandbox-only", userID: Self.user, sandbox: true, test: true)
         let provider = try Self.provider(rvs)
-        let purchase = try #require(try await provider.verify(receiptID: "sandbox-only", userID: Self.user, context: Self.context()).first)
+        let purchase = try #require(
+            try await provider.verify(receiptID: "sandbox-only", userID: Self.user, context: Self.context()).first)
         #expect(purchase.environment == .sandbox)
         #expect(purchase.storeAttributes["test_transaction"] == "true")
         #expect(rvs.hits == ["production", "sandbox"])
         // Production-only asks production alone; sandbox-only asks the sandbox alone.
         let productionOnly = await Self.refusal {
-            _ = try await provider.verify(receiptID: "sandbox-only", userID: Self.user, context: Self.context(environments: [.production]))
+            _ = try await provider.verify(
+                receiptID: "sandbox-only", userID: Self.user, context: Self.context(environments: [.production]))
         }
         #expect(productionOnly?.code == .verificationFailed && productionOnly?.reason == "RECEIPT_NOT_FOUND")
         #expect(rvs.hits == ["production", "sandbox", "production"])
-        _ = try await provider.verify(receiptID: "sandbox-only", userID: Self.user, context: Self.context(environments: [.sandbox], secret: "any"))
+        _ = try await provider.verify(
+            receiptID: "sandbox-only", userID: Self.user, context: Self.context(environments: [.sandbox], secret: "any")
+        )
         #expect(rvs.hits == ["production", "sandbox", "production", "sandbox"])
         // A wrong user in production is final: the sandbox is not asked.
         try rvs.addReceipt("prod-1", userID: "someone-else")
-        let wrongUser = await Self.refusal { _ = try await provider.verify(receiptID: "prod-1", userID: Self.user, context: Self.context()) }
+        let wrongUser = await Self.refusal {
+            _ = try await provider.verify(receiptID: "prod-1", userID: Self.user, context: Self.context())
+        }
         #expect(wrongUser?.code == .verificationFailed && wrongUser?.reason == "USER_MISMATCH")
         #expect(rvs.hits.suffix(1) == ["production"] && rvs.hits.count == 5)
         await rvs.shutdown()
@@ -106,9 +135,13 @@ import Testing
         let rvs = try FakeRVS()
         try rvs.addReceipt("r-1", userID: Self.user)
         let provider = try Self.provider(rvs)
-        let unknown = await Self.refusal { _ = try await provider.verify(receiptID: "r-404", userID: Self.user, context: Self.context()) }
+        let unknown = await Self.refusal {
+            _ = try await provider.verify(receiptID: "r-404", userID: Self.user, context: Self.context())
+        }
         #expect(unknown?.code == .verificationFailed && unknown?.isRetryable == false)
-        let wrongUser = await Self.refusal { _ = try await provider.verify(receiptID: "r-1", userID: "other/user=", context: Self.context()) }
+        let wrongUser = await Self.refusal {
+            _ = try await provider.verify(receiptID: "r-1", userID: "other/user=", context: Self.context())
+        }
         #expect(wrongUser?.code == .verificationFailed && wrongUser?.reason == "USER_MISMATCH")
         await rvs.shutdown()
     }
@@ -117,14 +150,22 @@ import Testing
         let rvs = try FakeRVS()
         try rvs.addReceipt("r-1", userID: Self.user)
         let logged = LockedLines()
-        let provider = try AmazonAppstoreProvider(configuration: rvs.configuration(), http: FakeRVS.http(),
-                                                  logger: Logger(minimumLevel: .debug, sink: LogSink { logged.append($0) }))
+        let provider = try AmazonAppstoreProvider(
+            configuration: rvs.configuration(), http: FakeRVS.http(),
+            logger: Logger(minimumLevel: .debug, sink: LogSink { logged.append($0) }))
         let wrong = "wrong-secret-7f3a9c"
-        let error = await Self.refusal { _ = try await provider.verify(receiptID: "r-1", userID: Self.user, context: Self.context(secret: wrong)) }
+        let error = await Self.refusal {
+            _ = try await provider.verify(receiptID: "r-1", userID: Self.user, context: Self.context(secret: wrong))
+        }
         let refusal = try #require(error)
-        #expect(refusal.code == .verifierError && refusal.reason == "AMAZON_SHARED_SECRET_INVALID" && !refusal.isRetryable)
-        #expect(refusal.message.contains("amazon_appstore.shared_secret") && refusal.message.contains("--amazon-shared-secret"))
-        let missing = await Self.refusal { _ = try await provider.verify(receiptID: "r-1", userID: Self.user, context: Self.context(secret: nil)) }
+        #expect(
+            refusal.code == .verifierError && refusal.reason == "AMAZON_SHARED_SECRET_INVALID" && !refusal.isRetryable)
+        #expect(
+            refusal.message.contains("amazon_appstore.shared_secret")
+                && refusal.message.contains("--amazon-shared-secret"))
+        let missing = await Self.refusal {
+            _ = try await provider.verify(receiptID: "r-1", userID: Self.user, context: Self.context(secret: nil))
+        }
         #expect(missing?.code == .verifierError && missing?.message.contains("--amazon-shared-secret") == true)
         #expect(logged.lines.count == 2)
         for text in logged.lines + [refusal.description, missing?.description ?? ""] {
@@ -138,12 +179,15 @@ import Testing
         try rvs.addReceipt("r-1", userID: Self.user)
         let provider = try Self.provider(rvs)
         let two: Set<String> = ["com.example.game", "com.example.other"]
-        let unnamed = try await provider.verify(receiptID: "r-1", userID: Self.user, context: Self.context(packages: two))
+        let unnamed = try await provider.verify(
+            receiptID: "r-1", userID: Self.user, context: Self.context(packages: two))
         #expect(unnamed.first?.appIdentifier == nil)
-        let named = try await provider.verify(receiptID: "r-1", userID: Self.user, packageName: "com.example.other", context: Self.context(packages: two))
+        let named = try await provider.verify(
+            receiptID: "r-1", userID: Self.user, packageName: "com.example.other", context: Self.context(packages: two))
         #expect(named.first?.appIdentifier == "com.example.other")
         let foreign = await Self.refusal {
-            _ = try await provider.verify(receiptID: "r-1", userID: Self.user, packageName: "com.evil.app", context: Self.context(packages: two))
+            _ = try await provider.verify(
+                receiptID: "r-1", userID: Self.user, packageName: "com.evil.app", context: Self.context(packages: two))
         }
         #expect(foreign?.code == .bundleMismatch)
         // Through the provider protocol: the receipt id is the evidence, the user id an evidence field.

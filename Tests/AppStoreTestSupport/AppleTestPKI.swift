@@ -1,6 +1,6 @@
-package import OpenSSLCrypto
 import AppStore
 package import Foundation
+package import OpenSSLCrypto
 
 /// A throwaway PKI shaped like Apple's (root → intermediate with 1.2.840.113635.100.6.2.1 →
 /// leaf with 1.2.840.113635.100.6.11.1), minted at test time, and a signer that produces
@@ -28,22 +28,28 @@ package struct AppleTestPKI: Sendable {
 
     package init(_ options: Options = Options()) throws {
         rootKey = try .generateP256()
-        var rootBuilder = CertificateBuilder(subjectCommonName: "Test Apple Root", notValidBefore: options.validFrom, notValidAfter: options.validUntil)
+        var rootBuilder = CertificateBuilder(
+            subjectCommonName: "Test Apple Root", notValidBefore: options.validFrom, notValidAfter: options.validUntil)
         rootBuilder.isCertificateAuthority = true
         root = try rootBuilder.build(subjectKey: rootKey, issuer: nil, issuerKey: rootKey)
 
         intermediateKey = try .generateP256()
-        var intermediateBuilder = CertificateBuilder(subjectCommonName: "Test WWDR Intermediate", notValidBefore: options.validFrom, notValidAfter: options.validUntil)
+        var intermediateBuilder = CertificateBuilder(
+            subjectCommonName: "Test WWDR Intermediate", notValidBefore: options.validFrom,
+            notValidAfter: options.validUntil)
         intermediateBuilder.isCertificateAuthority = true
         intermediateBuilder.serialNumber = 2
         intermediateBuilder.ocspResponderURL = options.intermediateOCSPURL
-        if options.intermediateMarker { intermediateBuilder.customExtensions = [(Self.intermediateOID, Data([0x05, 0x00]), false)] }
+        if options.intermediateMarker {
+            intermediateBuilder.customExtensions = [(Self.intermediateOID, Data([0x05, 0x00]), false)]
+        }
         intermediate = try intermediateBuilder.build(subjectKey: intermediateKey, issuer: root, issuerKey: rootKey)
 
         leafKey = try .generateP256()
-        var leafBuilder = CertificateBuilder(subjectCommonName: "Test App Store Signing",
-                                             notValidBefore: options.leafValidFrom ?? options.validFrom,
-                                             notValidAfter: options.leafValidUntil ?? options.validUntil)
+        var leafBuilder = CertificateBuilder(
+            subjectCommonName: "Test App Store Signing",
+            notValidBefore: options.leafValidFrom ?? options.validFrom,
+            notValidAfter: options.leafValidUntil ?? options.validUntil)
         leafBuilder.serialNumber = 3
         leafBuilder.ocspResponderURL = options.leafOCSPURL
         if options.leafMarker { leafBuilder.customExtensions = [(Self.leafOID, Data([0x05, 0x00]), false)] }

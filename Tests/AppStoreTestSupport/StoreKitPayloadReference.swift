@@ -31,7 +31,8 @@ public enum StoreKitPayloadReference {
             decoded.quantity = try int64(object["quantity"]).map(Int.init)
             decoded.type = try string(object["type"]).map(TransactionType.init(rawValue:))
             decoded.appAccountToken = try string(object["appAccountToken"])
-            decoded.inAppOwnershipType = try string(object["inAppOwnershipType"]).map(InAppOwnershipType.init(rawValue:))
+            decoded.inAppOwnershipType = try string(object["inAppOwnershipType"]).map(
+                InAppOwnershipType.init(rawValue:))
             decoded.signedDate = try date(object["signedDate"])
             decoded.revocationReason = try int64(object["revocationReason"]).map { RevocationReason(rawValue: Int($0)) }
             decoded.revocationDate = try date(object["revocationDate"])
@@ -55,14 +56,20 @@ public enum StoreKitPayloadReference {
 
     /// `signedDate` and `receiptCreationDate`, the dates a signed payload is judged at.
     public static func signingDates(_ payload: Data) -> Outcome<[AppStoreDate?]> {
-        decide(payload) { object throws(Verdict) in [try date(object["signedDate"]), try date(object["receiptCreationDate"])] }
+        decide(payload) { object throws(Verdict) in
+            [try date(object["signedDate"]), try date(object["receiptCreationDate"])]
+        }
     }
 
     enum Verdict: Error { case refused, undecided }
 
-    private static func decide<Value>(_ payload: Data, _ read: ([String: Any]) throws(Verdict) -> Value) -> Outcome<Value> {
+    private static func decide<Value>(
+        _ payload: Data, _ read: ([String: Any]) throws(Verdict) -> Value
+    ) -> Outcome<Value> {
         // A NUL byte is never valid UTF-8 JSON: such a payload is UTF-16 or UTF-32, which the split cannot read.
-        guard !payload.contains(0), let top = try? JSONSerialization.jsonObject(with: payload, options: [.fragmentsAllowed]) else { return .undecided }
+        guard !payload.contains(0),
+            let top = try? JSONSerialization.jsonObject(with: payload, options: [.fragmentsAllowed])
+        else { return .undecided }
         guard top is NSDictionary else { return .decided(nil) }
         guard let members = TopLevelMembers.split(Array(payload)) else { return .undecided }
         var object: [String: Any] = [:]
@@ -108,7 +115,7 @@ public enum StoreKitPayloadReference {
     private static func date(_ value: Any?) throws(Verdict) -> AppStoreDate? {
         do throws(Verdict) {
             return try int64(value).map(AppStoreDate.init(milliseconds:))
-        } catch where error == .refused {
+        } catch  where error == .refused {
             guard let number = value as? NSNumber, !isBoolean(number) else { throw .refused }
             let double = number.doubleValue
             guard double.isFinite, abs(double) < 9e15 else { throw .refused }

@@ -1,9 +1,9 @@
 package import AppStore
-package import OpenSSLCrypto
-package import TestSupport
 public import Foundation
 package import HTTPClient
 package import HTTPServer
+package import OpenSSLCrypto
+package import TestSupport
 
 /// Minimal DER writer for building receipt payloads in tests.
 public enum DER {
@@ -22,7 +22,8 @@ public enum DER {
 
     public static func integer(_ value: Int64) -> Data {
         var bytes = withUnsafeBytes(of: value.bigEndian) { Array($0) }
-        while bytes.count > 1 && ((bytes[0] == 0 && bytes[1] & 0x80 == 0) || (bytes[0] == 0xff && bytes[1] & 0x80 != 0)) { bytes.removeFirst() }
+        while bytes.count > 1 && ((bytes[0] == 0 && bytes[1] & 0x80 == 0) || (bytes[0] == 0xff && bytes[1] & 0x80 != 0))
+        { bytes.removeFirst() }
         return tlv(0x02, Data(bytes))
     }
 
@@ -46,44 +47,64 @@ package enum TestReceipts {
     /// The PKI `sign` uses unless told otherwise, one per test process.
     package static func signingPKI() throws -> AppleTestPKI { try shared.get() }
 
-    package static func payload(bundle: String = "com.example.game", type: String = "ProductionSandbox",
-                        purchases: [(id: String, product: String)] = [("2000000000000501", "gems.100")], created: Date = Date()) -> Data {
-        var attributes = [DER.attribute(0, DER.utf8(type)), DER.attribute(2, DER.utf8(bundle)), DER.attribute(3, DER.utf8("1.0")),
-                          DER.attribute(12, DER.ia5(ISO8601DateFormatter().string(from: created))), DER.attribute(19, DER.utf8("1.0"))]
+    package static func payload(
+        bundle: String = "com.example.game", type: String = "ProductionSandbox",
+        purchases: [(id: String, product: String)] = [("2000000000000501", "gems.100")], created: Date = Date()
+    ) -> Data {
+        var attributes = [
+            DER.attribute(0, DER.utf8(type)), DER.attribute(2, DER.utf8(bundle)), DER.attribute(3, DER.utf8("1.0")),
+            DER.attribute(12, DER.ia5(ISO8601DateFormatter().string(from: created))),
+            DER.attribute(19, DER.utf8("1.0")),
+        ]
         for purchase in purchases {
-            attributes.append(DER.attribute(17, DER.set([
-                DER.attribute(1701, DER.integer(2)), DER.attribute(1702, DER.utf8(purchase.product)),
-                DER.attribute(1703, DER.utf8(purchase.id)), DER.attribute(1705, DER.utf8(purchase.id)),
-                DER.attribute(1704, DER.ia5("2025-10-16T06:51:26Z")), DER.attribute(1708, DER.ia5("")),
-                DER.attribute(1711, DER.integer(220_000_072_586_770)),
-            ])))
+            attributes.append(
+                DER.attribute(
+                    17,
+                    DER.set([
+                        DER.attribute(1701, DER.integer(2)), DER.attribute(1702, DER.utf8(purchase.product)),
+                        DER.attribute(1703, DER.utf8(purchase.id)), DER.attribute(1705, DER.utf8(purchase.id)),
+                        DER.attribute(1704, DER.ia5("2025-10-16T06:51:26Z")), DER.attribute(1708, DER.ia5("")),
+                        DER.attribute(1711, DER.integer(220_000_072_586_770)),
+                    ])))
         }
         return DER.set(attributes)
     }
 
     package static func sign(_ payload: Data, streamed: Bool, pki given: AppleTestPKI? = nil) throws -> String {
         let pki = try given ?? signingPKI()
-        return try sign(payload, streamed: streamed, leaf: pki.leaf, key: pki.leafKey, carrying: [pki.intermediate, pki.root])
+        return try sign(
+            payload, streamed: streamed, leaf: pki.leaf, key: pki.leafKey, carrying: [pki.intermediate, pki.root])
     }
 
     /// Signed by `leaf`, the container carrying `carrying` besides it.
-    package static func sign(_ payload: Data, streamed: Bool, leaf: Certificate, key signingKey: PrivateKey, carrying: [Certificate]) throws -> String {
+    package static func sign(
+        _ payload: Data, streamed: Bool, leaf: Certificate, key signingKey: PrivateKey, carrying: [Certificate]
+    ) throws -> String {
         let directory = TestDatabase.temporaryDirectory("receipt")
         let key = directory.appendingPathComponent("key.pem"), cert = directory.appendingPathComponent("cert.pem")
         let chain = directory.appendingPathComponent("chain.pem")
-        let input = directory.appendingPathComponent("payload.der"), output = directory.appendingPathComponent("receipt.der")
+        let input = directory.appendingPathComponent("payload.der"),
+            output = directory.appendingPathComponent("receipt.der")
         func pem(_ certificate: Certificate) -> String {
-            "-----BEGIN CERTIFICATE-----\n" + certificate.derEncoded.base64EncodedString(options: .lineLength64Characters) + "\n-----END CERTIFICATE-----\n"
+            "-----BEGIN CERTIFICATE-----\n"
+                + certificate.derEncoded.base64EncodedString(options: .lineLength64Characters)
+                + "\n-----END CERTIFICATE-----\n"
         }
         try signingKey.pemRepresentation().write(to: key, atomically: true, encoding: .utf8)
         try pem(leaf).write(to: cert, atomically: true, encoding: .utf8)
         try carrying.map(pem).joined().write(to: chain, atomically: true, encoding: .utf8)
         try payload.write(to: input)
         // posix_spawn and waitpid: Foundation's Process was seen to hang in waitUntilExit here.
-        let signed = try ChildProcess.runBlocking("/usr/bin/openssl", ["cms", "-sign", "-binary", "-nodetach", "-outform", "DER", "-in", input.path,
-                                                                     "-signer", cert.path, "-inkey", key.path, "-out", output.path]
-                                                                    + (carrying.isEmpty ? [] : ["-certfile", chain.path]) + (streamed ? ["-stream"] : []))
-        guard signed.status == 0 else { throw CryptoError(.invalidEncoding, "openssl cms failed: \(signed.stderr.prefix(200))") }
+        let signed = try ChildProcess.runBlocking(
+            "/usr/bin/openssl",
+            [
+                "cms", "-sign", "-binary", "-nodetach", "-outform", "DER", "-in", input.path,
+                "-signer", cert.path, "-inkey", key.path, "-out", output.path,
+            ]
+                + (carrying.isEmpty ? [] : ["-certfile", chain.path]) + (streamed ? ["-stream"] : []))
+        guard signed.status == 0 else {
+            throw CryptoError(.invalidEncoding, "openssl cms failed: \(signed.stderr.prefix(200))")
+        }
         return try Data(contentsOf: output).base64EncodedString()
     }
 }
@@ -94,7 +115,8 @@ package final class FakeVerifyReceipt: Sendable {
     package let calls = LockedBox<[String]>([])
     package let sandboxStatus = LockedBox<Int>(0)
     /// The receipt's `in_app` array as the sandbox answers it (JSON).
-    package let inApp = LockedBox<String>("""
+    package let inApp = LockedBox<String>(
+        """
         [{"quantity":"1","product_id":"gems.100","transaction_id":"2000000000000501","original_transaction_id":"2000000000000501",
         "purchase_date_ms":"1760597486000"}]
         """)
@@ -139,8 +161,10 @@ package final class FakeVerifyReceipt: Sendable {
     }
 
     package func validator(http: HTTPClient) throws -> AppReceiptValidator {
-        AppReceiptValidator(mode: .verifyReceipt(sharedSecret: "shh", productionURL: productionURL, sandboxURL: sandboxURL, http: http),
-                            verifier: AppStoreSignedDataVerifier(trustRoots: []), receiptTrustRoots: [try TestReceipts.signingPKI().root])
+        AppReceiptValidator(
+            mode: .verifyReceipt(sharedSecret: "shh", productionURL: productionURL, sandboxURL: sandboxURL, http: http),
+            verifier: AppStoreSignedDataVerifier(trustRoots: []),
+            receiptTrustRoots: [try TestReceipts.signingPKI().root])
     }
 
     package func shutdown() async {
@@ -148,4 +172,3 @@ package final class FakeVerifyReceipt: Sendable {
         await sandbox.shutdown()
     }
 }
-

@@ -1,9 +1,10 @@
-@testable import AppStore
-import OpenSSLCrypto
-import Foundation
-import Testing
 import AppStoreTestSupport
+import Foundation
+import OpenSSLCrypto
 import TestSupport
+import Testing
+
+@testable import AppStore
 
 @Suite struct AppStoreSettings {
     static func p8() throws -> String {
@@ -22,9 +23,11 @@ import TestSupport
     }
 
     @Test func anAPIKeySelectsTheServerAPI() throws {
-        let environment = ["RECEIPTGATE_APPSTORE_API_KEY_ID": "K1", "RECEIPTGATE_APPSTORE_API_ISSUER_ID": "I1",
-                           "RECEIPTGATE_APPSTORE_API_KEY_PATH": try Self.p8(),
-                           "RECEIPTGATE_APPSTORE_API_SANDBOX_URL": "http://127.0.0.1:9/"]
+        let environment = [
+            "RECEIPTGATE_APPSTORE_API_KEY_ID": "K1", "RECEIPTGATE_APPSTORE_API_ISSUER_ID": "I1",
+            "RECEIPTGATE_APPSTORE_API_KEY_PATH": try Self.p8(),
+            "RECEIPTGATE_APPSTORE_API_SANDBOX_URL": "http://127.0.0.1:9/",
+        ]
         let configuration = try AppStoreConfiguration.fromEnvironment(environment)
         #expect(configuration.receiptMode == .serverAPI)
         #expect(configuration.serverAPISandboxURL == "http://127.0.0.1:9")
@@ -46,11 +49,19 @@ import TestSupport
     @Test func badSettingsNameTheirVariable() throws {
         let cases: [([String: String], String)] = [
             (["RECEIPTGATE_APPSTORE_API_KEY_ID": "K1"], "RECEIPTGATE_APPSTORE_API_ISSUER_ID"),
-            (["RECEIPTGATE_APPSTORE_API_KEY_ID": "K1", "RECEIPTGATE_APPSTORE_API_ISSUER_ID": "I", "RECEIPTGATE_APPSTORE_API_KEY_PATH": "/missing.p8"],
-             "RECEIPTGATE_APPSTORE_API_KEY_PATH"),
+            (
+                [
+                    "RECEIPTGATE_APPSTORE_API_KEY_ID": "K1", "RECEIPTGATE_APPSTORE_API_ISSUER_ID": "I",
+                    "RECEIPTGATE_APPSTORE_API_KEY_PATH": "/missing.p8",
+                ],
+                "RECEIPTGATE_APPSTORE_API_KEY_PATH"
+            ),
             (["RECEIPTGATE_APPSTORE_RECEIPT_MODE": "server_api"], "RECEIPTGATE_APPSTORE_RECEIPT_MODE"),
             (["RECEIPTGATE_APPSTORE_RECEIPT_MODE": "magic"], "RECEIPTGATE_APPSTORE_RECEIPT_MODE"),
-            (["RECEIPTGATE_APPSTORE_VERIFY_RECEIPT_SANDBOX_URL": "ftp://x"], "RECEIPTGATE_APPSTORE_VERIFY_RECEIPT_SANDBOX_URL"),
+            (
+                ["RECEIPTGATE_APPSTORE_VERIFY_RECEIPT_SANDBOX_URL": "ftp://x"],
+                "RECEIPTGATE_APPSTORE_VERIFY_RECEIPT_SANDBOX_URL"
+            ),
             (["RECEIPTGATE_APPLE_ONLINE_CHECKS": "maybe"], "RECEIPTGATE_APPLE_ONLINE_CHECKS"),
             (["RECEIPTGATE_APPLE_ROOT_CERTS": "/missing.der"], "RECEIPTGATE_APPLE_ROOT_CERTS"),
             (["RECEIPTGATE_APPLE_RECEIPT_ROOT_CERTS": "/missing.der"], "RECEIPTGATE_APPLE_RECEIPT_ROOT_CERTS"),

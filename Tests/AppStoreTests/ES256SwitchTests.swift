@@ -1,8 +1,9 @@
-@testable import AppStore
-@testable import OpenSSLCrypto
+import AppStoreTestSupport
 import Foundation
 import Testing
-import AppStoreTestSupport
+
+@testable import AppStore
+@testable import OpenSSLCrypto
 
 /// `RECEIPTGATE_ES256_FIXED_KEY=off` gives the signed-data verifier OpenSSL's ES256 verifier: the
 /// same tokens are accepted and refused, and the leaf key, however often it signs, is never
@@ -23,7 +24,8 @@ import AppStoreTestSupport
         var signature = try #require(Base64.urlDecode(parts[2]))
         signature[9] ^= 0x10
         expectRejection(.signatureInvalid) {
-            _ = try verifier.verifyTransaction("\(parts[0]).\(parts[1]).\(Base64.urlEncode(signature))", expecting: sandbox)
+            _ = try verifier.verifyTransaction(
+                "\(parts[0]).\(parts[1]).\(Base64.urlEncode(signature))", expecting: sandbox)
         }
         return try #require(verifier.cache.lookup(header: Data(parts[0].utf8), at: Date()))
     }
@@ -42,7 +44,9 @@ import AppStoreTestSupport
         let leaf = try Self.verifyInSteadyUse(verifier, pki: pki)
         #expect(leaf.key.es256VerificationsCounted == ECVerifyContexts.verificationsBeforeTable)
         let deadline = ContinuousClock.now + .seconds(20)
-        while !leaf.key.hasFixedKeyTable && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        while !leaf.key.hasFixedKeyTable && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
         #expect(leaf.key.hasFixedKeyTable)
         let token = try pki.sign(AppleTestPKI.transaction(["transactionId": "2000000222222222"]))
         #expect(try verifier.verifyTransaction(token, expecting: Self.sandbox).transactionId == "2000000222222222")

@@ -1,11 +1,12 @@
-@testable import AppStore
+import AppStoreTestSupport
 import Foundation
 import HTTPClient
 import ReceiptCore
 import Synchronization
-import Testing
-import AppStoreTestSupport
 import TestSupport
+import Testing
+
+@testable import AppStore
 
 /// Where the notification-history poll stands lives in its cursor: a process stopped half-way
 /// through a window (here: its recording failed) leaves the page it was on, and the next process
@@ -15,10 +16,12 @@ import TestSupport
 
     static func poller(_ fake: FakeAppStoreServerAPI) -> NotificationHistoryPoller {
         var configuration = AppStoreConfiguration(trustRoots: [fake.pki.root])
-        configuration.serverAPIKey = .init(keyID: FakeAppStoreServerAPI.keyID, issuerID: FakeAppStoreServerAPI.issuerID, privateKey: fake.teamKey)
+        configuration.serverAPIKey = .init(
+            keyID: FakeAppStoreServerAPI.keyID, issuerID: FakeAppStoreServerAPI.issuerID, privateKey: fake.teamKey)
         configuration.serverAPIProductionURL = "http://127.0.0.1:\(fake.production.port)"
         configuration.serverAPISandboxURL = "http://127.0.0.1:\(fake.sandbox.port)"
-        let provider = AppStoreProvider(verifier: AppStoreSignedDataVerifier(trustRoots: [fake.pki.root]), configuration: configuration)
+        let provider = AppStoreProvider(
+            verifier: AppStoreSignedDataVerifier(trustRoots: [fake.pki.root]), configuration: configuration)
         return NotificationHistoryPoller(provider: provider, interval: .seconds(900))
     }
 
@@ -30,16 +33,23 @@ import TestSupport
             let uuid = UUID().uuidString.lowercased()
             uuids.append(uuid)
             let data: [String: any Sendable] = ["environment": "Sandbox", "bundleId": FakeAppStoreServerAPI.bundleID]
-            let signed = try fake.pki.sign(["notificationType": "TEST", "notificationUUID": uuid, "version": "2.0",
-                                            "signedDate": now - 60_000 + Int64(index), "data": data])
+            let signed = try fake.pki.sign([
+                "notificationType": "TEST", "notificationUUID": uuid, "version": "2.0",
+                "signedDate": now - 60_000 + Int64(index), "data": data,
+            ])
             fake.addToHistory(signed, signedDate: now - 60_000 + Int64(index), environment: "Sandbox")
         }
         // A forged record in the history is passed over, as the push route refuses it.
-        fake.addToHistory(try AppleTestPKI().sign(["notificationType": "REFUND", "notificationUUID": "forged", "signedDate": now - 59_000]),
-                          signedDate: now - 59_000, environment: "Sandbox")
-        let owner = ClientWithStoreCredentials(client: ClientInfo(clientID: "rgc_1", gameID: 42,
-                                                                  appIdentifiers: [AppStoreProvider.bundleIDKind.name: [FakeAppStoreServerAPI.bundleID]],
-                                                                  environments: [.sandbox]), credentials: [:])
+        fake.addToHistory(
+            try AppleTestPKI().sign([
+                "notificationType": "REFUND", "notificationUUID": "forged", "signedDate": now - 59_000,
+            ]),
+            signedDate: now - 59_000, environment: "Sandbox")
+        let owner = ClientWithStoreCredentials(
+            client: ClientInfo(
+                clientID: "rgc_1", gameID: 42,
+                appIdentifiers: [AppStoreProvider.bundleIDKind.name: [FakeAppStoreServerAPI.bundleID]],
+                environments: [.sandbox]), credentials: [:])
         let cursors = MemoryPollRun()
         let recorded = Mutex<[String]>([])
         let pages = Mutex(0)
@@ -47,7 +57,9 @@ import TestSupport
         // The first process records the first page, then fails on the second.
         await #expect(throws: RecordingFailed.self) {
             try await Self.poller(fake).poll(owners: [owner], run: cursors) { found in
-                let page = pages.withLock { $0 += 1; return $0 }
+                let page = pages.withLock {
+                    $0 += 1; return $0
+                }
                 if page == 2 { throw RecordingFailed() }
                 recorded.withLock { $0 += found.map(\.notificationID) }
             }
@@ -64,10 +76,13 @@ import TestSupport
         let resumed = fake.state.historyQueries.get()[queriesBefore...]
         #expect(resumed.first?.paginationToken == "page-2")
         #expect(resumed.allSatisfy { $0.startDate == first.startDate && $0.endDate == first.endDate })
-        #expect(Set(recorded.withLock { $0 }) == Set(uuids), "every genuine notification was handed over, the forged one never")
+        #expect(
+            Set(recorded.withLock { $0 }) == Set(uuids),
+            "every genuine notification was handed over, the forged one never")
 
         // The next run reads a new window, from a little before the last one ended.
-        let saved = try #require(try await cursors.cursor("app_store.notification_history:Sandbox:\(FakeAppStoreServerAPI.bundleID)"))
+        let saved = try #require(
+            try await cursors.cursor("app_store.notification_history:Sandbox:\(FakeAppStoreServerAPI.bundleID)"))
         let cursor = try JSONDecoder().decode(WindowedPoll.Cursor.self, from: Data(saved.utf8))
         #expect(cursor.pageToken == nil && cursor.until == nil)
         #expect(cursor.since == first.endDate - WindowedPoll.Window(oldest: 0, now: 0).overlap)
@@ -75,9 +90,11 @@ import TestSupport
     }
 
     static func owner() -> ClientWithStoreCredentials {
-        ClientWithStoreCredentials(client: ClientInfo(clientID: "rgc_1", gameID: 42,
-                                                      appIdentifiers: [AppStoreProvider.bundleIDKind.name: [FakeAppStoreServerAPI.bundleID]],
-                                                      environments: [.sandbox]), credentials: [:])
+        ClientWithStoreCredentials(
+            client: ClientInfo(
+                clientID: "rgc_1", gameID: 42,
+                appIdentifiers: [AppStoreProvider.bundleIDKind.name: [FakeAppStoreServerAPI.bundleID]],
+                environments: [.sandbox]), credentials: [:])
     }
 
     static let cursorKey = "app_store.notification_history:Sandbox:\(FakeAppStoreServerAPI.bundleID)"
@@ -85,8 +102,12 @@ import TestSupport
     static func addTest(_ fake: FakeAppStoreServerAPI, at signedDate: Int64) throws -> String {
         let uuid = UUID().uuidString.lowercased()
         let data: [String: any Sendable] = ["environment": "Sandbox", "bundleId": FakeAppStoreServerAPI.bundleID]
-        fake.addToHistory(try fake.pki.sign(["notificationType": "TEST", "notificationUUID": uuid, "version": "2.0", "signedDate": signedDate, "data": data]),
-                          signedDate: signedDate, environment: "Sandbox")
+        fake.addToHistory(
+            try fake.pki.sign([
+                "notificationType": "TEST", "notificationUUID": uuid, "version": "2.0", "signedDate": signedDate,
+                "data": data,
+            ]),
+            signedDate: signedDate, environment: "Sandbox")
         return uuid
     }
 
@@ -98,12 +119,15 @@ import TestSupport
         let uuid = try Self.addTest(fake, at: now - 60_000)
         let cursors = MemoryPollRun()
         // Saved as this poller saved its cursors before the shared engine: still read.
-        try await cursors.setCursor(Self.cursorKey, to: #"{"since":\#(now - 3_600_000),"until":\#(now),"paginationToken":"stale"}"#)
+        try await cursors.setCursor(
+            Self.cursorKey, to: #"{"since":\#(now - 3_600_000),"until":\#(now),"paginationToken":"stale"}"#)
         let recorded = Mutex<[String]>([])
         await #expect(throws: PollTargets.Failures.self) {
             try await Self.poller(fake).poll(owners: [Self.owner()], run: cursors) { _ in }
         }
-        try await Self.poller(fake).poll(owners: [Self.owner()], run: cursors) { found in recorded.withLock { $0 += found.map(\.notificationID) } }
+        try await Self.poller(fake).poll(owners: [Self.owner()], run: cursors) { found in
+            recorded.withLock { $0 += found.map(\.notificationID) }
+        }
         #expect(recorded.withLock { $0 } == [uuid])
         let queries = fake.state.historyQueries.get()
         #expect(queries.map(\.paginationToken) == ["stale", nil])
@@ -119,7 +143,8 @@ import TestSupport
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         let cursors = MemoryPollRun()
         let day: Int64 = 24 * 3_600_000
-        try await cursors.setCursor(Self.cursorKey, to: #"{"since":\#(now - 40 * day),"until":\#(now - 39 * day),"pageToken":"page-2"}"#)
+        try await cursors.setCursor(
+            Self.cursorKey, to: #"{"since":\#(now - 40 * day),"until":\#(now - 39 * day),"pageToken":"page-2"}"#)
         try await Self.poller(fake).poll(owners: [Self.owner()], run: cursors) { _ in }
         let query = try #require(fake.state.historyQueries.get().first)
         #expect(query.paginationToken == nil)
@@ -134,23 +159,32 @@ import TestSupport
         let fake = try FakeAppStoreServerAPI()
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         let types: [(type: String, subtype: String?, kind: StoreEvent.Kind)] = [
-            ("ONE_TIME_CHARGE", nil, .oneTimeCharge), ("RESCIND_CONSENT", nil, .other), ("METADATA_UPDATE", nil, .other),
-            ("MIGRATION", nil, .other), ("PRICE_CHANGE", "ACCEPTED", .other), ("SOMETHING_APPLE_ADDS_IN_2027", "AND_A_SUBTYPE", .other),
+            ("ONE_TIME_CHARGE", nil, .oneTimeCharge), ("RESCIND_CONSENT", nil, .other),
+            ("METADATA_UPDATE", nil, .other),
+            ("MIGRATION", nil, .other), ("PRICE_CHANGE", "ACCEPTED", .other),
+            ("SOMETHING_APPLE_ADDS_IN_2027", "AND_A_SUBTYPE", .other),
         ]
         for (index, item) in types.enumerated() {
-            var payload: [String: any Sendable] = ["notificationType": item.type, "notificationUUID": "type-\(index)", "version": "2.0",
-                                                   "signedDate": now - 60_000,
-                                                   "data": ["environment": "Sandbox", "bundleId": FakeAppStoreServerAPI.bundleID] as [String: any Sendable]]
+            var payload: [String: any Sendable] = [
+                "notificationType": item.type, "notificationUUID": "type-\(index)", "version": "2.0",
+                "signedDate": now - 60_000,
+                "data": ["environment": "Sandbox", "bundleId": FakeAppStoreServerAPI.bundleID]
+                    as [String: any Sendable],
+            ]
             if let subtype = item.subtype { payload["subtype"] = subtype }
             fake.addToHistory(try fake.pki.sign(payload), signedDate: now - 60_000, environment: "Sandbox")
         }
         let found = Mutex<[StoreNotification]>([])
-        try await Self.poller(fake).poll(owners: [Self.owner()], run: MemoryPollRun()) { batch in found.withLock { $0 += batch } }
+        try await Self.poller(fake).poll(owners: [Self.owner()], run: MemoryPollRun()) { batch in
+            found.withLock { $0 += batch }
+        }
         let read = found.withLock { $0 }.sorted { $0.notificationID < $1.notificationID }
         #expect(read.map(\.type) == types.map(\.type))
         #expect(read.map(\.subtype) == types.map(\.subtype))
         #expect(read.map(\.event.kind) == types.map(\.kind))
-        #expect(read.allSatisfy { String(decoding: $0.decodedJSON, as: UTF8.self).contains($0.type) }, "the decoded record keeps the type as sent")
+        #expect(
+            read.allSatisfy { String(decoding: $0.decodedJSON, as: UTF8.self).contains($0.type) },
+            "the decoded record keeps the type as sent")
         await fake.shutdown()
     }
 }

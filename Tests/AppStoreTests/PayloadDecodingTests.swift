@@ -1,9 +1,10 @@
-@testable import AppStore
-import OpenSSLCrypto
-import Foundation
-import Testing
 import AppStoreTestSupport
+import Foundation
+import OpenSSLCrypto
 import TestSupport
+import Testing
+
+@testable import AppStore
 
 /// The StoreKit 2 transaction payload decoded by hand (JSONReader) against what
 /// `StoreKitPayloadReference` works out from JSONSerialization's parse of the same bytes, over
@@ -16,7 +17,8 @@ import TestSupport
 
     static let kinds: [String: JSONSamples.Kind] = [
         "purchaseDate": .integer, "originalPurchaseDate": .integer, "expiresDate": .integer, "signedDate": .integer,
-        "revocationDate": .integer, "quantity": .integer, "price": .integer, "revocationReason": .integer, "offerType": .integer, "revocationPercentage": .integer,
+        "revocationDate": .integer, "quantity": .integer, "price": .integer, "revocationReason": .integer,
+        "offerType": .integer, "revocationPercentage": .integer,
         "isUpgraded": .bool,
     ]
 
@@ -29,10 +31,15 @@ import TestSupport
         let reader = try? JWSTransactionDecodedPayload(jsonPayload: data)
         let expected = StoreKitPayloadReference.transaction(data)
         if case .decided(let reference) = expected {
-            #expect(reference == reader, "\(label): JSONSerialization \(reference.map { "\($0)" } ?? "refused"), reader \(reader.map { "\($0)" } ?? "refused") for \(String(decoding: bytes, as: UTF8.self).debugDescription)")
+            #expect(
+                reference == reader,
+                "\(label): JSONSerialization \(reference.map { "\($0)" } ?? "refused"), reader \(reader.map { "\($0)" } ?? "refused") for \(String(decoding: bytes, as: UTF8.self).debugDescription)"
+            )
         }
         if case .decided(let reference) = StoreKitPayloadReference.signingDates(data) {
-            let readerDates = (try? AppStoreSignedDataVerifier.SigningDates(jsonPayload: data)).map { [$0.signedDate, $0.receiptCreationDate] }
+            let readerDates = (try? AppStoreSignedDataVerifier.SigningDates(jsonPayload: data)).map {
+                [$0.signedDate, $0.receiptCreationDate]
+            }
             #expect(reference == readerDates, "\(label) (signing dates)")
         }
         return expected != .undecided
@@ -49,13 +56,16 @@ import TestSupport
             let count = JSONSamples.rounds(3000)
             var accepted = 0, compared = 0
             for index in 0..<count {
-                let document = samples.object(fields: Self.fields, unknownKeys: ["BundleId", "bundleID", "signedDate ", "data"])
+                let document = samples.object(
+                    fields: Self.fields, unknownKeys: ["BundleId", "bundleID", "signedDate ", "data"])
                 guard Self.compare(document, "payload \(index)") else { continue }
                 compared += 1
                 if (try? JWSTransactionDecodedPayload(jsonPayload: Data(document))) != nil { accepted += 1 }
             }
             // Both outcomes must be compared often, or the comparison proves little.
-            #expect(accepted > 40 && compared - accepted > 40, "accepted \(accepted) of \(compared) compared (\(count) generated)")
+            #expect(
+                accepted > 40 && compared - accepted > 40,
+                "accepted \(accepted) of \(compared) compared (\(count) generated)")
         }
     }
 
@@ -65,14 +75,18 @@ import TestSupport
             var samples = JSONSamples(seed: 0x5EED_0102)
             var random = SplitMix64(seed: 0x5EED_0103)
             let full = AppleTestPKI.transaction([
-                "webOrderLineItemId": "2000000000000001", "subscriptionGroupIdentifier": "21000000", "expiresDate": Int64(1_800_000_000_000),
-                "appAccountToken": "7e3fb20b-4cdb-47cc-936d-99d65f608138", "revocationReason": 1, "revocationDate": 1_750_000_000_000.5,
+                "webOrderLineItemId": "2000000000000001", "subscriptionGroupIdentifier": "21000000",
+                "expiresDate": Int64(1_800_000_000_000),
+                "appAccountToken": "7e3fb20b-4cdb-47cc-936d-99d65f608138", "revocationReason": 1,
+                "revocationDate": 1_750_000_000_000.5,
                 "isUpgraded": false, "offerType": 4, "offerIdentifier": "winback/é😀", "transactionReason": "RENEWAL",
                 "offerDiscountType": "PAY_AS_YOU_GO", "appTransactionId": "704000000000000001", "offerPeriod": "P1M",
             ])
             let base = try JSONSerialization.data(withJSONObject: full, options: [.sortedKeys])
             #expect(Self.compare(Array(base), "unmutated"))
-            #expect(try JWSTransactionDecodedPayload(jsonPayload: base).revocationDate == AppStoreDate(milliseconds: 1_750_000_000_000))
+            #expect(
+                try JWSTransactionDecodedPayload(jsonPayload: base).revocationDate
+                    == AppStoreDate(milliseconds: 1_750_000_000_000))
             for index in 0..<JSONSamples.rounds(3000) {
                 var document = Array(base)
                 for _ in 0..<Int.random(in: 1...3, using: &random) { document = samples.mutate(document) }
@@ -85,8 +99,10 @@ import TestSupport
         for document in [
             #"{"signedDate":1700000000000.9,"purchaseDate":-1.5,"expiresDate":9e15,"revocationDate":8999999999999999.5}"#,
             #"{"signedDate":"1700000000000"}"#, #"{"signedDate":null,"quantity":null,"type":null,"isUpgraded":null}"#,
-            #"{"type":"Future Type","offerType":42,"revocationReason":-1,"environment":"Xcode"}"#, #"{"offerType":"1"}"#,
-            #"{"quantity":1.0,"price":990e0}"#, #"{"quantity":1.5}"#, #"{"price":9223372036854775808}"#, #"{"isUpgraded":0}"#,
+            #"{"type":"Future Type","offerType":42,"revocationReason":-1,"environment":"Xcode"}"#,
+            #"{"offerType":"1"}"#,
+            #"{"quantity":1.0,"price":990e0}"#, #"{"quantity":1.5}"#, #"{"price":9223372036854775808}"#,
+            #"{"isUpgraded":0}"#,
             #"{"bundleId":"com.example.game","bundleId":"com.attacker"}"#, #"{"bundle\u0049d":"escaped key"}"#,
             #"[]"#, #"null"#,
         ] {
@@ -100,7 +116,8 @@ import TestSupport
     @Test func outsideWhatJSONSerializationSettles() {
         for (document, expected) in [
             (#"{"bundleId":"a","x":{"\ud800":[01,"\q"]}}"#, "a"), (#"{"bundleId":"a","signedDate":1e400}"#, "refused"),
-            (#"{"bundleId":"a","signedDate":-9007199254740993.5}"#, "a"), (#"{"bundleId":"a","price":9007199254740993.0}"#, "a"),
+            (#"{"bundleId":"a","signedDate":-9007199254740993.5}"#, "a"),
+            (#"{"bundleId":"a","price":9007199254740993.0}"#, "a"),
             ("\u{FEFF}{\"bundleId\":\"a\",}", "a"), (#"{"bundleId":"\ufeffa"}"#, "\u{FEFF}a"),
         ] {
             let reader = try? JWSTransactionDecodedPayload(jsonPayload: Data(document.utf8))
@@ -117,14 +134,19 @@ import TestSupport
     @Test func aRefusedPayloadNamesTheField() throws {
         let pki = try AppleTestPKI()
         let verifier = AppStoreSignedDataVerifier(trustRoots: [pki.root])
-        let payload = try JSONSerialization.data(withJSONObject: AppleTestPKI.transaction(["quantity": "1"]), options: [.sortedKeys])
-        let token = try AppleTestPKI.sign(payloadBytes: payload, header: ["alg": "ES256", "x5c": pki.x5c], key: pki.leafKey)
+        let payload = try JSONSerialization.data(
+            withJSONObject: AppleTestPKI.transaction(["quantity": "1"]), options: [.sortedKeys])
+        let token = try AppleTestPKI.sign(
+            payloadBytes: payload, header: ["alg": "ES256", "x5c": pki.x5c], key: pki.leafKey)
         do {
             _ = try verifier.verifyTransaction(token, expecting: expectations)
             Issue.record("accepted a quantity of type string")
         } catch {
             #expect(error.reason == .payloadInvalid)
-            #expect(error.message == "payload is not a JWSTransactionDecodedPayload: JSON_TYPE_MISMATCH: quantity: expected a number, found a string")
+            #expect(
+                error.message
+                    == "payload is not a JWSTransactionDecodedPayload: JSON_TYPE_MISMATCH: quantity: expected a number, found a string"
+            )
         }
     }
 
@@ -133,7 +155,8 @@ import TestSupport
         let verifier = AppStoreSignedDataVerifier(trustRoots: [pki.root])
         let utf8 = try JSONSerialization.data(withJSONObject: AppleTestPKI.transaction(), options: [.sortedKeys])
         let utf16 = Data(String(decoding: utf8, as: UTF8.self).utf16.flatMap { [UInt8($0 & 0xFF), UInt8($0 >> 8)] })
-        let token = try AppleTestPKI.sign(payloadBytes: utf16, header: ["alg": "ES256", "x5c": pki.x5c], key: pki.leafKey)
+        let token = try AppleTestPKI.sign(
+            payloadBytes: utf16, header: ["alg": "ES256", "x5c": pki.x5c], key: pki.leafKey)
         let transaction = try verifier.verifyTransaction(token, expecting: expectations)
         #expect(transaction == (try JWSTransactionDecodedPayload(jsonPayload: utf8)))
         #expect(transaction.bundleId == "com.example.game")
@@ -147,8 +170,16 @@ import TestSupport
         var generator = SeededRandom()
         var samples = ["", ".", "..", "a.b.c", ".a.b.", "no dots", "é.ü.€", String(repeating: "x", count: 5_000) + "."]
         for _ in 0..<1_000 {
-            samples.append(String((0..<Int.random(in: 0...300, using: &generator)).map { _ in Int.random(in: 0..<10, using: &generator) == 0 ? "." : "a" }))
+            samples.append(
+                String(
+                    (0..<Int.random(in: 0...300, using: &generator)).map { _ in
+                        Int.random(in: 0..<10, using: &generator) == 0 ? "." : "a"
+                    }))
         }
-        for sample in samples { #expect(AppStoreProvider.dotCount(sample) == sample.filter { $0 == "." }.count, "\(sample) (\(generator.replay))") }
+        for sample in samples {
+            #expect(
+                AppStoreProvider.dotCount(sample) == sample.filter { $0 == "." }.count,
+                "\(sample) (\(generator.replay))")
+        }
     }
 }

@@ -1,9 +1,10 @@
-@testable import AppStore
-import OpenSSLCrypto
-import Foundation
-import Testing
 import AppStoreTestSupport
+import Foundation
+import OpenSSLCrypto
 import TestSupport
+import Testing
+
+@testable import AppStore
 
 /// The real sandbox receipt and the ways an attacker would imitate one.
 enum ReceiptForgeries {
@@ -25,18 +26,24 @@ enum ReceiptForgeries {
     struct LookAlikePKI {
         let root: Certificate, intermediate: Certificate, leaf: Certificate, leafKey: PrivateKey
 
-        init(leafValidFrom: Date = Date(timeIntervalSince1970: 1_700_000_000),
-             leafValidUntil: Date = Date(timeIntervalSinceNow: 86_400 * 365)) throws {
+        init(
+            leafValidFrom: Date = Date(timeIntervalSince1970: 1_700_000_000),
+            leafValidUntil: Date = Date(timeIntervalSinceNow: 86_400 * 365)
+        ) throws {
             let rootKey = try TestKeys.rsa(.lookAlikeRoot), intermediateKey = try TestKeys.rsa(.lookAlikeIntermediate)
             leafKey = try TestKeys.rsa(.lookAlikeLeaf)
             let start = Date(timeIntervalSince1970: 1_145_000_000), end = Date(timeIntervalSince1970: 2_054_000_000)
-            var rootBuilder = CertificateBuilder(subjectCommonName: "Apple Root CA", notValidBefore: start, notValidAfter: end)
-            rootBuilder.subjectName = [("C", "US"), ("O", "Apple Inc."), ("OU", "Apple Certification Authority"), ("CN", "Apple Root CA")]
+            var rootBuilder = CertificateBuilder(
+                subjectCommonName: "Apple Root CA", notValidBefore: start, notValidAfter: end)
+            rootBuilder.subjectName = [
+                ("C", "US"), ("O", "Apple Inc."), ("OU", "Apple Certification Authority"), ("CN", "Apple Root CA"),
+            ]
             rootBuilder.isCertificateAuthority = true
             root = try rootBuilder.build(subjectKey: rootKey, issuer: nil, issuerKey: rootKey)
 
             let wwdr = "Apple Worldwide Developer Relations Certification Authority"
-            var intermediateBuilder = CertificateBuilder(subjectCommonName: wwdr, notValidBefore: start, notValidAfter: end)
+            var intermediateBuilder = CertificateBuilder(
+                subjectCommonName: wwdr, notValidBefore: start, notValidAfter: end)
             intermediateBuilder.subjectName = [("CN", wwdr), ("OU", "G5"), ("O", "Apple Inc."), ("C", "US")]
             intermediateBuilder.isCertificateAuthority = true
             intermediateBuilder.serialNumber = 2
@@ -44,10 +51,15 @@ enum ReceiptForgeries {
             intermediate = try intermediateBuilder.build(subjectKey: intermediateKey, issuer: root, issuerKey: rootKey)
 
             let signing = "Mac App Store and iTunes Store Receipt Signing"
-            var leafBuilder = CertificateBuilder(subjectCommonName: signing, notValidBefore: leafValidFrom, notValidAfter: leafValidUntil)
-            leafBuilder.subjectName = [("CN", signing), ("OU", "Apple Worldwide Developer Relations"), ("O", "Apple Inc."), ("C", "US")]
+            var leafBuilder = CertificateBuilder(
+                subjectCommonName: signing, notValidBefore: leafValidFrom, notValidAfter: leafValidUntil)
+            leafBuilder.subjectName = [
+                ("CN", signing), ("OU", "Apple Worldwide Developer Relations"), ("O", "Apple Inc."), ("C", "US"),
+            ]
             leafBuilder.serialNumber = 3
-            leafBuilder.customExtensions = [(AppReceiptAuthenticator.receiptSigningMarkerOID, Data([0x05, 0x00]), false)]
+            leafBuilder.customExtensions = [
+                (AppReceiptAuthenticator.receiptSigningMarkerOID, Data([0x05, 0x00]), false)
+            ]
             leaf = try leafBuilder.build(subjectKey: leafKey, issuer: intermediate, issuerKey: intermediateKey)
         }
 
@@ -81,12 +93,21 @@ enum ReceiptForgeries {
     /// independent reference for ours.
     static func opensslAccepts(_ base64: String, roots: [Certificate], at time: Date) throws -> Bool {
         let directory = TestDatabase.temporaryDirectory("cms-verify")
-        let input = directory.appendingPathComponent("receipt.der"), rootFile = directory.appendingPathComponent("roots.pem")
+        let input = directory.appendingPathComponent("receipt.der"),
+            rootFile = directory.appendingPathComponent("roots.pem")
         try #require(Base64.decodeLenient(base64)).write(to: input)
-        try roots.map { "-----BEGIN CERTIFICATE-----\n" + $0.derEncoded.base64EncodedString(options: .lineLength64Characters) + "\n-----END CERTIFICATE-----\n" }
-            .joined().write(to: rootFile, atomically: true, encoding: .utf8)
-        return try ChildProcess.runBlocking("/usr/bin/openssl", ["cms", "-verify", "-inform", "DER", "-in", input.path, "-CAfile", rootFile.path,
-                                                                 "-no-CApath", "-no-CAstore", "-binary", "-attime", String(Int64(time.timeIntervalSince1970)),
-                                                                 "-out", "/dev/null"]).status == 0
+        try roots.map {
+            "-----BEGIN CERTIFICATE-----\n" + $0.derEncoded.base64EncodedString(options: .lineLength64Characters)
+                + "\n-----END CERTIFICATE-----\n"
+        }
+        .joined().write(to: rootFile, atomically: true, encoding: .utf8)
+        return try ChildProcess.runBlocking(
+            "/usr/bin/openssl",
+            [
+                "cms", "-verify", "-inform", "DER", "-in", input.path, "-CAfile", rootFile.path,
+                "-no-CApath", "-no-CAstore", "-binary", "-attime", String(Int64(time.timeIntervalSince1970)),
+                "-out", "/dev/null",
+            ]
+        ).status == 0
     }
 }

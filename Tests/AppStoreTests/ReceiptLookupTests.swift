@@ -1,11 +1,12 @@
-@testable import AppStore
-import OpenSSLCrypto
+import AppStoreTestSupport
 import Foundation
 import HTTPClient
+import OpenSSLCrypto
 import ReceiptCore
-import Testing
-import AppStoreTestSupport
 import TestSupport
+import Testing
+
+@testable import AppStore
 
 /// StoreKit 1 through the provider, configured from the environment as in production, against
 /// the local fake of the App Store Server API, which counts every call.
@@ -24,7 +25,9 @@ import TestSupport
                 return path
             }
             func pem(_ certificate: Certificate) -> String {
-                "-----BEGIN CERTIFICATE-----\n" + certificate.derEncoded.base64EncodedString(options: .lineLength64Characters) + "\n-----END CERTIFICATE-----\n"
+                "-----BEGIN CERTIFICATE-----\n"
+                    + certificate.derEncoded.base64EncodedString(options: .lineLength64Characters)
+                    + "\n-----END CERTIFICATE-----\n"
             }
             var environment = [
                 "RECEIPTGATE_APPLE_ROOT_CERTS": try write("sk2-root.pem", pem(fake.pki.root)),
@@ -39,28 +42,35 @@ import TestSupport
                 let der = directory.appendingPathComponent("receipt-root.der")
                 try #require(receiptRoots.first).derEncoded.write(to: der)
                 let rest = try write("receipt-roots.pem", receiptRoots.dropFirst().map(pem).joined())
-                environment["RECEIPTGATE_APPLE_RECEIPT_ROOT_CERTS"] = receiptRoots.count > 1 ? "\(der.path), \(rest)" : der.path
+                environment["RECEIPTGATE_APPLE_RECEIPT_ROOT_CERTS"] =
+                    receiptRoots.count > 1 ? "\(der.path), \(rest)" : der.path
             }
             // The service's retry policy, with the patience of FakeAppStoreServerAPI.client: the fake's
             // handlers share the busy test pool, and a slow answer must not become a counted retry.
             var http = HTTPClient.Configuration()
             http.timeout = .seconds(60)
-            return Setup(fake: fake, provider: try AppStoreProvider.fromEnvironment(environment, http: HTTPClient(http)))
+            return Setup(
+                fake: fake, provider: try AppStoreProvider.fromEnvironment(environment, http: HTTPClient(http)))
         }
 
         var appleCalls: Int { fake.state.hits.get().values.reduce(0, +) }
 
-        func verify(_ receipt: String, productID: String? = nil, transactionID: String? = nil,
-                    deadline: ContinuousClock.Instant? = nil) async throws -> [VerifiedPurchase] {
-            var context = VerificationContext(appIdentifiers: ["com.example.game"], environments: [.sandbox, .production], productID: productID,
-                                              deadline: deadline)
+        func verify(
+            _ receipt: String, productID: String? = nil, transactionID: String? = nil,
+            deadline: ContinuousClock.Instant? = nil
+        ) async throws -> [VerifiedPurchase] {
+            var context = VerificationContext(
+                appIdentifiers: ["com.example.game"], environments: [.sandbox, .production], productID: productID,
+                deadline: deadline)
             context.transactionID = transactionID
             return try await provider.verify(evidence: receipt, context: context)
         }
     }
 
-    static func expectRefusal(_ code: ErrorCode, reason: AppStoreVerificationError.Reason? = nil, _ body: () async throws -> Void,
-                              sourceLocation: SourceLocation = #_sourceLocation) async {
+    static func expectRefusal(
+        _ code: ErrorCode, reason: AppStoreVerificationError.Reason? = nil, _ body: () async throws -> Void,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async {
         do {
             try await body()
             Issue.record("accepted; expected \(code)", sourceLocation: sourceLocation)
@@ -76,7 +86,8 @@ import TestSupport
         let pki = try TestReceipts.signingPKI()
         let setup = try await Setup.start(receiptRoots: [try AppleRootCertificates.appleReceiptRoot(), pki.root])
         try setup.fake.add("2000000000000501", environment: "Sandbox", ["productId": "gems.100"])
-        let purchases = try await setup.verify(try TestReceipts.sign(TestReceipts.payload(), streamed: true), productID: "gems.100")
+        let purchases = try await setup.verify(
+            try TestReceipts.sign(TestReceipts.payload(), streamed: true), productID: "gems.100")
         #expect(purchases.map(\.transactionID) == ["2000000000000501"])
         #expect(purchases.first?.priceMilliunits == 990)
         #expect(setup.appleCalls == 1)
@@ -87,12 +98,17 @@ import TestSupport
         let setup = try await Setup.start()
         // Apple's real content in a look-alike chain, for the bundle it names.
         let lookAlike = try ReceiptForgeries.LookAlikePKI().sign(try ReceiptForgeries.realContainer().content)
-        let forgeries = [lookAlike, try ReceiptForgeries.tamperedReceipt(), try ReceiptForgeries.unsignedReceipt(),
-                         try TestReceipts.sign(TestReceipts.payload(), streamed: false), "bm90IGEgcmVjZWlwdA=="]
+        let forgeries = [
+            lookAlike, try ReceiptForgeries.tamperedReceipt(), try ReceiptForgeries.unsignedReceipt(),
+            try TestReceipts.sign(TestReceipts.payload(), streamed: false), "bm90IGEgcmVjZWlwdA==",
+        ]
         for forged in forgeries {
             await Self.expectRefusal(.verificationFailed) {
-                _ = try await setup.provider.verify(evidence: forged, context: VerificationContext(
-                    appIdentifiers: ["com.example.game", "com.starlink.crushlive"], environments: [.sandbox, .production]))
+                _ = try await setup.provider.verify(
+                    evidence: forged,
+                    context: VerificationContext(
+                        appIdentifiers: ["com.example.game", "com.starlink.crushlive"],
+                        environments: [.sandbox, .production]))
             }
         }
         #expect(setup.appleCalls == 0)
@@ -103,11 +119,13 @@ import TestSupport
         let setup = try await Setup.start(receiptRoots: [try TestReceipts.signingPKI().root])
         try setup.fake.add("2000000000000501", environment: "Sandbox")
         await Self.expectRefusal(.bundleMismatch) {
-            _ = try await setup.verify(try TestReceipts.sign(TestReceipts.payload(bundle: "com.other.game"), streamed: false))
+            _ = try await setup.verify(
+                try TestReceipts.sign(TestReceipts.payload(bundle: "com.other.game"), streamed: false))
         }
         await Self.expectRefusal(.environmentMismatch) {
-            _ = try await setup.provider.verify(evidence: try TestReceipts.sign(TestReceipts.payload(), streamed: false),
-                                                context: VerificationContext(appIdentifiers: ["com.example.game"], environments: [.production]))
+            _ = try await setup.provider.verify(
+                evidence: try TestReceipts.sign(TestReceipts.payload(), streamed: false),
+                context: VerificationContext(appIdentifiers: ["com.example.game"], environments: [.production]))
         }
         #expect(setup.appleCalls == 0)
         await setup.fake.shutdown()
@@ -117,7 +135,8 @@ import TestSupport
         let setup = try await Setup.start(receiptRoots: [try TestReceipts.signingPKI().root])
         try setup.fake.add("2000000000000501", environment: "Sandbox", ["productId": "gems.100"])
         let repeated = Array(repeating: (id: "2000000000000501", product: "gems.100"), count: 500)
-        let purchases = try await setup.verify(try TestReceipts.sign(TestReceipts.payload(purchases: repeated), streamed: false), productID: "gems.100")
+        let purchases = try await setup.verify(
+            try TestReceipts.sign(TestReceipts.payload(purchases: repeated), streamed: false), productID: "gems.100")
         #expect(purchases.map(\.transactionID) == ["2000000000000501"])
         #expect(setup.appleCalls == 1)
         await setup.fake.shutdown()
@@ -151,13 +170,16 @@ import TestSupport
         let setup = try await Setup.start(receiptRoots: [try TestReceipts.signingPKI().root])
         let ids = (0..<30).map { String(2_000_000_000_002_000 + $0) }
         for id in ids { try setup.fake.add(id, environment: "Sandbox", ["productId": "gems.100"]) }
-        let receipt = try TestReceipts.sign(TestReceipts.payload(purchases: ids.map { (id: $0, product: "gems.100") }), streamed: false)
+        let receipt = try TestReceipts.sign(
+            TestReceipts.payload(purchases: ids.map { (id: $0, product: "gems.100") }), streamed: false)
         let named = try await setup.verify(receipt, transactionID: ids[3])
         #expect(named.map(\.transactionID) == [ids[3]])
         #expect(setup.appleCalls == 1)
         #expect(try VerifiedPurchase.choose(from: named, productID: nil, transactionID: ids[3]).transactionID == ids[3])
         let elsewhere = try await setup.verify(receipt, transactionID: "2000000000777777")
-        #expect(throws: StoreVerificationError.self) { try VerifiedPurchase.choose(from: elsewhere, productID: nil, transactionID: "2000000000777777") }
+        #expect(throws: StoreVerificationError.self) {
+            try VerifiedPurchase.choose(from: elsewhere, productID: nil, transactionID: "2000000000777777")
+        }
         await setup.fake.shutdown()
     }
 
@@ -188,22 +210,32 @@ import TestSupport
             "RECEIPTGATE_APPSTORE_VERIFY_RECEIPT_SANDBOX_URL": fake.sandboxURL,
         ])
         configuration.trustRoots = []
-        let provider = AppStoreProvider(verifier: AppStoreSignedDataVerifier(trustRoots: []), configuration: configuration, http: HTTPClientForTests.fast())
-        let context = VerificationContext(appIdentifiers: ["com.example.game", "com.starlink.crushlive"], environments: [.sandbox])
+        let provider = AppStoreProvider(
+            verifier: AppStoreSignedDataVerifier(trustRoots: []), configuration: configuration,
+            http: HTTPClientForTests.fast())
+        let context = VerificationContext(
+            appIdentifiers: ["com.example.game", "com.starlink.crushlive"], environments: [.sandbox])
         let lookAlike = try ReceiptForgeries.LookAlikePKI().sign(try ReceiptForgeries.realContainer().content)
         for forged in [lookAlike, try TestReceipts.sign(TestReceipts.payload(), streamed: false)] {
-            await Self.expectRefusal(.verificationFailed) { _ = try await provider.verify(evidence: forged, context: context) }
+            await Self.expectRefusal(.verificationFailed) {
+                _ = try await provider.verify(evidence: forged, context: context)
+            }
         }
         #expect(fake.calls.get().isEmpty)
         // Genuine under the test root, but the request's time is up: verifyReceipt is not called either.
         configuration.receiptTrustRoots = [try TestReceipts.signingPKI().root]
-        let trusting = AppStoreProvider(verifier: AppStoreSignedDataVerifier(trustRoots: []), configuration: configuration, http: HTTPClientForTests.fast())
+        let trusting = AppStoreProvider(
+            verifier: AppStoreSignedDataVerifier(trustRoots: []), configuration: configuration,
+            http: HTTPClientForTests.fast())
         let genuine = try TestReceipts.sign(TestReceipts.payload(), streamed: false)
         var late = context
         late.deadline = .now - .milliseconds(1)
-        await Self.expectRefusal(.verifierError, reason: .storeUnavailable) { _ = try await trusting.verify(evidence: genuine, context: late) }
+        await Self.expectRefusal(.verifierError, reason: .storeUnavailable) {
+            _ = try await trusting.verify(evidence: genuine, context: late)
+        }
         #expect(fake.calls.get().isEmpty)
-        #expect(try await trusting.verify(evidence: genuine, context: context).map(\.transactionID) == ["2000000000000501"])
+        #expect(
+            try await trusting.verify(evidence: genuine, context: context).map(\.transactionID) == ["2000000000000501"])
         #expect(fake.calls.get() == ["production:shh", "sandbox:shh"])
         await fake.shutdown()
     }

@@ -1,9 +1,10 @@
-@testable import AppStore
-import OpenSSLCrypto
-import Foundation
-import Testing
 import AppStoreTestSupport
+import Foundation
+import OpenSSLCrypto
 import TestSupport
+import Testing
+
+@testable import AppStore
 
 /// StoreKit 1 receipts are authenticated locally, to the configured receipt roots, at their
 /// creation date, before anything else happens to them.
@@ -31,11 +32,16 @@ import TestSupport
         // which is why the creation date is the one that counts.
         let der = try #require(Base64.decodeLenient(try ReceiptForgeries.realReceipt()))
         let verifier = PKCS7SignatureVerifier(trustRoots: AppleRootCertificates.defaultReceiptRoots)
-        let expired = #expect(throws: CryptoError.self) { try verifier.verify(der: der, at: Date(timeIntervalSince1970: 1_800_000_000)) }
+        let expired = #expect(throws: CryptoError.self) {
+            try verifier.verify(der: der, at: Date(timeIntervalSince1970: 1_800_000_000))
+        }
         #expect(expired?.code == .chainInvalid)
         #expect(expired?.message.contains("certificate has expired") == true, "\(String(describing: expired))")
         let verified = try verifier.verify(der: der, at: ReceiptForgeries.realCreationDate)
-        #expect(verified.signers.map(\.subject) == ["/CN=Mac App Store and iTunes Store Receipt Signing/OU=Apple Worldwide Developer Relations/O=Apple Inc./C=US"])
+        #expect(
+            verified.signers.map(\.subject) == [
+                "/CN=Mac App Store and iTunes Store Receipt Signing/OU=Apple Worldwide Developer Relations/O=Apple Inc./C=US"
+            ])
         #expect(verified.signers.first?.hasExtension(oid: AppReceiptAuthenticator.receiptSigningMarkerOID) == true)
         #expect(verified.content == (try ReceiptForgeries.realContainer().content))
     }
@@ -43,7 +49,9 @@ import TestSupport
     @Test func anotherRootIsNotTrusted() throws {
         // Apple Root CA - G3 signs StoreKit 2, not receipts; the root inside the container counts for nothing.
         let authenticator = AppReceiptAuthenticator(trustRoots: [try AppleRootCertificates.appleRoot()])
-        expectRejection(.chainNotTrusted) { _ = try authenticator.authenticate(base64: try ReceiptForgeries.realReceipt()) }
+        expectRejection(.chainNotTrusted) {
+            _ = try authenticator.authenticate(base64: try ReceiptForgeries.realReceipt())
+        }
     }
 
     @Test func aLookAlikeChainIsRefused() throws {
@@ -62,15 +70,21 @@ import TestSupport
         let authenticator = AppReceiptAuthenticator(trustRoots: AppleRootCertificates.defaultReceiptRoots)
         // The parser is happy with each of these; only the signature check refuses them.
         #expect(try AppReceipt(base64: try ReceiptForgeries.tamperedReceipt()).bundleID == "com.starlink.crushlivX")
-        expectRejection(.receiptSignatureInvalid) { _ = try authenticator.authenticate(base64: try ReceiptForgeries.tamperedReceipt()) }
+        expectRejection(.receiptSignatureInvalid) {
+            _ = try authenticator.authenticate(base64: try ReceiptForgeries.tamperedReceipt())
+        }
         #expect(try AppReceipt(base64: try ReceiptForgeries.unsignedReceipt()).bundleID == "com.starlink.crushlive")
-        expectRejection(.receiptSignatureInvalid) { _ = try authenticator.authenticate(base64: try ReceiptForgeries.unsignedReceipt()) }
+        expectRejection(.receiptSignatureInvalid) {
+            _ = try authenticator.authenticate(base64: try ReceiptForgeries.unsignedReceipt())
+        }
         for garbage in ["", "not a receipt", Data((0..<600).map { UInt8($0 % 256) }).base64EncodedString()] {
             expectRejection(.receiptMalformed) { _ = try authenticator.authenticate(base64: garbage) }
         }
         // Truncated: no longer a container.
         let der = try #require(Base64.decodeLenient(try ReceiptForgeries.realReceipt()))
-        expectRejection(.receiptMalformed) { _ = try authenticator.authenticate(base64: der.prefix(der.count - 40).base64EncodedString()) }
+        expectRejection(.receiptMalformed) {
+            _ = try authenticator.authenticate(base64: der.prefix(der.count - 40).base64EncodedString())
+        }
     }
 
     @Test func theSignerMustBeAReceiptSigningCertificate() throws {
@@ -78,7 +92,9 @@ import TestSupport
         options.leafMarker = false
         let pki = try AppleTestPKI(options)
         let receipt = try TestReceipts.sign(TestReceipts.payload(), streamed: false, pki: pki)
-        expectRejection(.missingAppleExtension) { _ = try AppReceiptAuthenticator(trustRoots: [pki.root]).authenticate(base64: receipt) }
+        expectRejection(.missingAppleExtension) {
+            _ = try AppReceiptAuthenticator(trustRoots: [pki.root]).authenticate(base64: receipt)
+        }
     }
 
     /// Apple's leaves expire every two years; a receipt signed while its leaf was valid stays genuine.
@@ -101,10 +117,14 @@ import TestSupport
         lateLeaf.leafValidFrom = Date(timeIntervalSinceNow: -10 * day)
         let young = try AppleTestPKI(lateLeaf)
         let backdated = try TestReceipts.sign(TestReceipts.payload(created: created), streamed: streamed, pki: young)
-        expectRejection(.chainNotTrusted) { _ = try AppReceiptAuthenticator(trustRoots: [young.root]).authenticate(base64: backdated) }
+        expectRejection(.chainNotTrusted) {
+            _ = try AppReceiptAuthenticator(trustRoots: [young.root]).authenticate(base64: backdated)
+        }
         // ...while the same certificate signing a receipt created now is fine.
         let fresh = try TestReceipts.sign(TestReceipts.payload(), streamed: streamed, pki: young)
-        #expect(try AppReceiptAuthenticator(trustRoots: [young.root]).authenticate(base64: fresh).bundleID == "com.example.game")
+        #expect(
+            try AppReceiptAuthenticator(trustRoots: [young.root]).authenticate(base64: fresh).bundleID
+                == "com.example.game")
     }
 
     /// `openssl cms -verify` reaches the same verdicts, at the same times, with the same roots.
@@ -113,8 +133,14 @@ import TestSupport
         let lookAlike = try ReceiptForgeries.LookAlikePKI()
         let cases: [(name: String, receipt: String, roots: [Certificate], at: Date, accepted: Bool)] = [
             ("real at creation", try ReceiptForgeries.realReceipt(), apple, ReceiptForgeries.realCreationDate, true),
-            ("real after its leaf expired", try ReceiptForgeries.realReceipt(), apple, Date(timeIntervalSince1970: 1_800_000_000), false),
-            ("look-alike", try lookAlike.sign(try ReceiptForgeries.realContainer().content), apple, ReceiptForgeries.realCreationDate, false),
+            (
+                "real after its leaf expired", try ReceiptForgeries.realReceipt(), apple,
+                Date(timeIntervalSince1970: 1_800_000_000), false
+            ),
+            (
+                "look-alike", try lookAlike.sign(try ReceiptForgeries.realContainer().content), apple,
+                ReceiptForgeries.realCreationDate, false
+            ),
             ("tampered", try ReceiptForgeries.tamperedReceipt(), apple, ReceiptForgeries.realCreationDate, false),
             ("unsigned", try ReceiptForgeries.unsignedReceipt(), apple, ReceiptForgeries.realCreationDate, false),
         ]
@@ -122,7 +148,9 @@ import TestSupport
             let der = try #require(Base64.decodeLenient(item.receipt))
             let ours = (try? PKCS7SignatureVerifier(trustRoots: item.roots).verify(der: der, at: item.at)) != nil
             #expect(ours == item.accepted, "\(item.name): ours \(ours)")
-            #expect(try ReceiptForgeries.opensslAccepts(item.receipt, roots: item.roots, at: item.at) == item.accepted, "\(item.name): openssl")
+            #expect(
+                try ReceiptForgeries.opensslAccepts(item.receipt, roots: item.roots, at: item.at) == item.accepted,
+                "\(item.name): openssl")
         }
     }
 }

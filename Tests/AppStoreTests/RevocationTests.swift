@@ -1,10 +1,11 @@
-@testable import AppStore
-import OpenSSLCrypto
+import AppStoreTestSupport
 import Foundation
 import HTTPClient
-import Testing
-import AppStoreTestSupport
+import OpenSSLCrypto
 import TestSupport
+import Testing
+
+@testable import AppStore
 
 /// Online revocation checks against real OCSP responders on loopback (`openssl ocsp`), one per
 /// issuing CA, as Apple runs them.
@@ -23,37 +24,54 @@ import TestSupport
             options.intermediateOCSPURL = "http://127.0.0.1:\(intermediatePort)"
             pki = try AppleTestPKI(options)
             directory = TestDatabase.temporaryDirectory("ocsp")
-            for (name, certificate, key) in [("root", pki.root, pki.rootKey), ("intermediate", pki.intermediate, pki.intermediateKey)] {
-                try pem(certificate).write(to: directory.appendingPathComponent("\(name).pem"), atomically: true, encoding: .utf8)
-                try key.pemRepresentation().write(to: directory.appendingPathComponent("\(name).key"), atomically: true, encoding: .utf8)
+            for (name, certificate, key) in [
+                ("root", pki.root, pki.rootKey), ("intermediate", pki.intermediate, pki.intermediateKey),
+            ] {
+                try pem(certificate).write(
+                    to: directory.appendingPathComponent("\(name).pem"), atomically: true, encoding: .utf8)
+                try key.pemRepresentation().write(
+                    to: directory.appendingPathComponent("\(name).key"), atomically: true, encoding: .utf8)
             }
         }
 
         func pem(_ certificate: Certificate) -> String {
-            "-----BEGIN CERTIFICATE-----\n" + certificate.derEncoded.base64EncodedString(options: .lineLength64Characters) + "\n-----END CERTIFICATE-----\n"
+            "-----BEGIN CERTIFICATE-----\n"
+                + certificate.derEncoded.base64EncodedString(options: .lineLength64Characters)
+                + "\n-----END CERTIFICATE-----\n"
         }
 
         /// Starts both responders; `leafRevoked` marks the leaf revoked in its CA's database.
         mutating func start(leafRevoked: Bool = false) async throws {
-            let leafLine = leafRevoked ? "R\t301231235959Z\t240101000000Z\t03\tunknown\t/CN=Test App Store Signing\n"
-                                       : "V\t301231235959Z\t\t03\tunknown\t/CN=Test App Store Signing\n"
-            try leafLine.write(to: directory.appendingPathComponent("leaf-index.txt"), atomically: true, encoding: .utf8)
+            let leafLine =
+                leafRevoked
+                ? "R\t301231235959Z\t240101000000Z\t03\tunknown\t/CN=Test App Store Signing\n"
+                : "V\t301231235959Z\t\t03\tunknown\t/CN=Test App Store Signing\n"
+            try leafLine.write(
+                to: directory.appendingPathComponent("leaf-index.txt"), atomically: true, encoding: .utf8)
             try "V\t301231235959Z\t\t02\tunknown\t/CN=Test WWDR Intermediate\n"
-                .write(to: directory.appendingPathComponent("intermediate-index.txt"), atomically: true, encoding: .utf8)
-            for (port, index, ca) in [(leafPort, "leaf-index.txt", "intermediate"), (intermediatePort, "intermediate-index.txt", "root")] {
-                let process = try ChildProcess.launch("/usr/bin/openssl", [
-                    "ocsp", "-index", directory.appendingPathComponent(index).path, "-port", "\(port)",
-                    "-rsigner", directory.appendingPathComponent("\(ca).pem").path, "-rkey", directory.appendingPathComponent("\(ca).key").path,
-                    "-CA", directory.appendingPathComponent("\(ca).pem").path, "-nmin", "5",
-                    // Named by key hash: Apple's library finds the signer only that way.
-                    "-resp_key_id",
-                ], environment: ["PATH": "/usr/bin:/bin"])
+                .write(
+                    to: directory.appendingPathComponent("intermediate-index.txt"), atomically: true, encoding: .utf8)
+            for (port, index, ca) in [
+                (leafPort, "leaf-index.txt", "intermediate"), (intermediatePort, "intermediate-index.txt", "root"),
+            ] {
+                let process = try ChildProcess.launch(
+                    "/usr/bin/openssl",
+                    [
+                        "ocsp", "-index", directory.appendingPathComponent(index).path, "-port", "\(port)",
+                        "-rsigner", directory.appendingPathComponent("\(ca).pem").path, "-rkey",
+                        directory.appendingPathComponent("\(ca).key").path,
+                        "-CA", directory.appendingPathComponent("\(ca).pem").path, "-nmin", "5",
+                        // Named by key hash: Apple's library finds the signer only that way.
+                        "-resp_key_id",
+                    ], environment: ["PATH": "/usr/bin:/bin"])
                 processes.append(process)
                 // Wait for its "ACCEPT" line rather than probing the port: `openssl ocsp` serves one
                 // connection at a time and stalls on a probe that sends nothing. A loaded CI machine
                 // can take seconds to start it; one that never starts fails here, saying why, rather
                 // than later as an "unreachable responder" the test would blame on the checker.
-                for _ in 0..<400 where !(process.stdout + process.stderr).contains("ACCEPT") { try await Task.sleep(for: .milliseconds(50)) }
+                for _ in 0..<400 where !(process.stdout + process.stderr).contains("ACCEPT") {
+                    try await Task.sleep(for: .milliseconds(50))
+                }
                 guard (process.stdout + process.stderr).contains("ACCEPT") else {
                     throw ResponderDidNotStart(port: port, output: process.stdout + process.stderr)
                 }
@@ -72,7 +90,9 @@ import TestSupport
 
         func provider() -> AppStoreProvider {
             let verifier = AppStoreSignedDataVerifier(trustRoots: [pki.root], onlineChecks: true)
-            return AppStoreProvider(verifier: verifier, revocation: AppleRevocationChecker(http: HTTPClientForTests.fast(), trustRoots: [pki.root]))
+            return AppStoreProvider(
+                verifier: verifier,
+                revocation: AppleRevocationChecker(http: HTTPClientForTests.fast(), trustRoots: [pki.root]))
         }
     }
 
@@ -82,11 +102,15 @@ import TestSupport
         var responders = try Responders()
         let token = try responders.pki.sign(AppleTestPKI.transaction())
         try await responders.start()
-        #expect(try await responders.provider().verifyTransaction(token, expecting: Self.sandbox).transactionId == "2000000111111111")
+        #expect(
+            try await responders.provider().verifyTransaction(token, expecting: Self.sandbox).transactionId
+                == "2000000111111111")
         try await responders.stop()
 
         try await responders.start(leafRevoked: true)
-        await expectAsyncRejection(.certificateRevoked) { _ = try await responders.provider().verifyTransaction(token, expecting: Self.sandbox) }
+        await expectAsyncRejection(.certificateRevoked) {
+            _ = try await responders.provider().verifyTransaction(token, expecting: Self.sandbox)
+        }
         try await responders.stop()
 
         // Nobody answers: not an acceptance, and not a final refusal either.
@@ -105,4 +129,3 @@ import TestSupport
         #expect(try AppStoreProvider.fromEnvironment(["RECEIPTGATE_APPLE_ONLINE_CHECKS": "on"]).revocation != nil)
     }
 }
-

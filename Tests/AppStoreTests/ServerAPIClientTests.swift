@@ -1,10 +1,11 @@
-@testable import AppStore
-import OpenSSLCrypto
+import AppStoreTestSupport
 import Foundation
 import HTTPClient
-import Testing
-import AppStoreTestSupport
+import OpenSSLCrypto
 import TestSupport
+import Testing
+
+@testable import AppStore
 
 @Suite struct AppStoreServerAPI {
     static let sandbox = AppStoreExpectations(bundleIDs: ["com.example.game"], environments: [.sandbox, .production])
@@ -39,14 +40,17 @@ import TestSupport
 
     @Test func historiesFollowEveryPage() async throws {
         let fake = try FakeAppStoreServerAPI()
-        for id in ["2000000000000011", "2000000000000012", "2000000000000013"] { try fake.add(id, environment: "Production") }
+        for id in ["2000000000000011", "2000000000000012", "2000000000000013"] {
+            try fake.add(id, environment: "Production")
+        }
         let history = try await fake.client().transactionHistory("2000000000000011", environment: .production)
         #expect(history.count == 3)
         #expect(fake.hits("Production /inApps/v2/history/{id}") == 3)
         let refunds = try await fake.client().refundHistory("2000000000000011", environment: .production)
         #expect(refunds.count == 2)
-        let notifications = try await fake.client().notificationHistory(from: Date(timeIntervalSince1970: 1_700_000_000), to: Date(timeIntervalSince1970: 1_700_086_400),
-                                                                        transactionID: "2000000000000011", environment: .production)
+        let notifications = try await fake.client().notificationHistory(
+            from: Date(timeIntervalSince1970: 1_700_000_000), to: Date(timeIntervalSince1970: 1_700_086_400),
+            transactionID: "2000000000000011", environment: .production)
         #expect(notifications.map(\.signedPayload) == ["first", "second:next+page/1"])
         let query = try #require(fake.state.lastNotificationQuery.get())
         #expect(query["startDate"] as? Int == 1_700_000_000_000)
@@ -121,14 +125,17 @@ import TestSupport
             #expect(!error.description.contains(try impostor.bearerToken()))
         }
         // Hostile ids never reach the URL.
-        await #expect(throws: AppStoreAPIError.self) { try await fake.client().transactionInfo("../../etc", environment: .production) }
+        await #expect(throws: AppStoreAPIError.self) {
+            try await fake.client().transactionInfo("../../etc", environment: .production)
+        }
         await fake.shutdown()
     }
 
     @Test func theBearerTokenCarriesApplesClaims() throws {
         let key = try PrivateKey.generateP256()
-        let client = AppStoreServerAPIClient(configuration: .init(keyID: "K1", issuerID: "I1", bundleID: "com.b", privateKey: key),
-                                             http: HTTPClientForTests.fast(), now: { Date(timeIntervalSince1970: 1_700_000_000) })
+        let client = AppStoreServerAPIClient(
+            configuration: .init(keyID: "K1", issuerID: "I1", bundleID: "com.b", privateKey: key),
+            http: HTTPClientForTests.fast(), now: { Date(timeIntervalSince1970: 1_700_000_000) })
         let jws = try CompactJWS(parsing: try client.bearerToken())
         #expect(jws.header.alg == "ES256")
         #expect(jws.header.kid == "K1")
@@ -145,13 +152,15 @@ import TestSupport
         let key = try PrivateKey.generateP256()
         let path = TestDatabase.temporaryDirectory("p8").appendingPathComponent("AuthKey_K1.p8").path
         try key.pemRepresentation().write(toFile: path, atomically: true, encoding: .utf8)
-        let configuration = try AppStoreServerAPIClient.Configuration(keyID: "K1", issuerID: "I", bundleID: "b", privateKeyPath: path)
+        let configuration = try AppStoreServerAPIClient.Configuration(
+            keyID: "K1", issuerID: "I", bundleID: "b", privateKeyPath: path)
         #expect(try configuration.privateKey.publicKey.subjectPublicKeyInfo() == key.publicKey.subjectPublicKeyInfo())
-        #expect(throws: CryptoError.self) { try AppStoreServerAPIClient.Configuration(keyID: "K", issuerID: "I", bundleID: "b", privateKeyPath: "/missing.p8") }
+        #expect(throws: CryptoError.self) {
+            try AppStoreServerAPIClient.Configuration(
+                keyID: "K", issuerID: "I", bundleID: "b", privateKeyPath: "/missing.p8")
+        }
     }
 }
-
-import HTTPClient
 
 enum HTTPClientForTests {
     static func fast() -> HTTPClient {

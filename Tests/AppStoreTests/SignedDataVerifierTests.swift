@@ -1,23 +1,30 @@
-@testable import AppStore
-import OpenSSLCrypto
-import Foundation
-import Testing
 import AppStoreTestSupport
+import Foundation
+import OpenSSLCrypto
 import TestSupport
+import Testing
+
+@testable import AppStore
 
 private let sandbox = AppStoreExpectations(bundleIDs: ["com.example.game"], environments: [.sandbox])
 
-private func verifier(_ pki: AppleTestPKI, now: @escaping @Sendable () -> Date = { Date() }) -> AppStoreSignedDataVerifier {
+private func verifier(
+    _ pki: AppleTestPKI, now: @escaping @Sendable () -> Date = { Date() }
+) -> AppStoreSignedDataVerifier {
     AppStoreSignedDataVerifier(trustRoots: [pki.root], now: now)
 }
 
-func expectRejection(_ reason: AppStoreVerificationError.Reason, _ body: () throws -> Void,
-                     sourceLocation: SourceLocation = #_sourceLocation) {
+func expectRejection(
+    _ reason: AppStoreVerificationError.Reason, _ body: () throws -> Void,
+    sourceLocation: SourceLocation = #_sourceLocation
+) {
     do {
         try body()
         Issue.record("accepted; expected \(reason)", sourceLocation: sourceLocation)
     } catch let error as AppStoreVerificationError {
-        #expect(error.reason == reason, "rejected as \(error.reason) (\(error.message)); expected \(reason)", sourceLocation: sourceLocation)
+        #expect(
+            error.reason == reason, "rejected as \(error.reason) (\(error.message)); expected \(reason)",
+            sourceLocation: sourceLocation)
     } catch {
         Issue.record("failed with \(error); expected \(reason)", sourceLocation: sourceLocation)
     }
@@ -26,8 +33,9 @@ func expectRejection(_ reason: AppStoreVerificationError.Reason, _ body: () thro
 @Suite struct AppleRoot {
     @Test func embeddedRootIsApplesG3() throws {
         let root = try AppleRootCertificates.appleRoot()
-        #expect(Hex.encode(try root.sha256Fingerprint).uppercased()
-            == "63343ABFB89A6A03EBB57E9B3F5FA7BE7C4F5C756F3017B3A8C488C3653E9179")
+        #expect(
+            Hex.encode(try root.sha256Fingerprint).uppercased()
+                == "63343ABFB89A6A03EBB57E9B3F5FA7BE7C4F5C756F3017B3A8C488C3653E9179")
         #expect(root.subject.contains("Apple Root CA - G3"))
     }
 
@@ -36,12 +44,17 @@ func expectRejection(_ reason: AppStoreVerificationError.Reason, _ body: () thro
         let directory = TestDatabase.temporaryDirectory("roots")
         let der = directory.appendingPathComponent("root.der"), pem = directory.appendingPathComponent("root.pem")
         try pki.root.derEncoded.write(to: der)
-        try ("-----BEGIN CERTIFICATE-----\n" + pki.root.derEncoded.base64EncodedString(options: .lineLength64Characters)
-             + "\n-----END CERTIFICATE-----\n").write(to: pem, atomically: true, encoding: .utf8)
-        let roots = try AppleRootCertificates.configured(environment: ["RECEIPTGATE_APPLE_ROOT_CERTS": "\(der.path), \(pem.path)"])
+        try
+            ("-----BEGIN CERTIFICATE-----\n" + pki.root.derEncoded.base64EncodedString(options: .lineLength64Characters)
+            + "\n-----END CERTIFICATE-----\n").write(to: pem, atomically: true, encoding: .utf8)
+        let roots = try AppleRootCertificates.configured(environment: [
+            "RECEIPTGATE_APPLE_ROOT_CERTS": "\(der.path), \(pem.path)"
+        ])
         #expect(roots == [pki.root, pki.root])
         #expect(try AppleRootCertificates.configured(environment: [:]) == [try AppleRootCertificates.appleRoot()])
-        #expect(throws: CryptoError.self) { try AppleRootCertificates.configured(environment: ["RECEIPTGATE_APPLE_ROOT_CERTS": "/nonexistent"]) }
+        #expect(throws: CryptoError.self) {
+            try AppleRootCertificates.configured(environment: ["RECEIPTGATE_APPLE_ROOT_CERTS": "/nonexistent"])
+        }
     }
 }
 
@@ -50,7 +63,8 @@ func expectRejection(_ reason: AppStoreVerificationError.Reason, _ body: () thro
 /// verifies only because validity is checked at the payload's signedDate, as Apple's library does.
 @Suite struct RealAppleSignedData {
     static func token() throws -> String {
-        let url = try #require(Bundle.module.url(forResource: "Fixtures/real-sandbox-transaction", withExtension: "jws"))
+        let url = try #require(
+            Bundle.module.url(forResource: "Fixtures/real-sandbox-transaction", withExtension: "jws"))
         return try String(contentsOf: url, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
@@ -71,10 +85,12 @@ func expectRejection(_ reason: AppStoreVerificationError.Reason, _ body: () thro
         let verifier = AppStoreSignedDataVerifier(trustRoots: [try AppleRootCertificates.appleRoot()])
         let token = try Self.token()
         expectRejection(.bundleMismatch) {
-            _ = try verifier.verifyTransaction(token, expecting: .init(bundleIDs: ["com.other"], environments: [.sandbox]))
+            _ = try verifier.verifyTransaction(
+                token, expecting: .init(bundleIDs: ["com.other"], environments: [.sandbox]))
         }
         expectRejection(.environmentMismatch) {
-            _ = try verifier.verifyTransaction(token, expecting: .init(bundleIDs: ["com.goodheartapp"], environments: [.production]))
+            _ = try verifier.verifyTransaction(
+                token, expecting: .init(bundleIDs: ["com.goodheartapp"], environments: [.production]))
         }
         // Trusting only a root of our own, Apple's genuine token is refused.
         let ownRoot = try AppleTestPKI().root
@@ -100,12 +116,16 @@ func expectRejection(_ reason: AppStoreVerificationError.Reason, _ body: () thro
         let pki = try AppleTestPKI()
         let token = try pki.sign(AppleTestPKI.transaction())
         let parts = token.split(separator: ".").map(String.init)
-        let richer = Base64.urlEncode(try JSONSerialization.data(withJSONObject: AppleTestPKI.transaction(["quantity": 100])))
-        expectRejection(.signatureInvalid) { _ = try verifier(pki).verifyTransaction("\(parts[0]).\(richer).\(parts[2])", expecting: sandbox) }
+        let richer = Base64.urlEncode(
+            try JSONSerialization.data(withJSONObject: AppleTestPKI.transaction(["quantity": 100])))
+        expectRejection(.signatureInvalid) {
+            _ = try verifier(pki).verifyTransaction("\(parts[0]).\(richer).\(parts[2])", expecting: sandbox)
+        }
         var signature = try #require(Base64.urlDecode(parts[2]))
         signature[5] ^= 0x40
         expectRejection(.signatureInvalid) {
-            _ = try verifier(pki).verifyTransaction("\(parts[0]).\(parts[1]).\(Base64.urlEncode(signature))", expecting: sandbox)
+            _ = try verifier(pki).verifyTransaction(
+                "\(parts[0]).\(parts[1]).\(Base64.urlEncode(signature))", expecting: sandbox)
         }
     }
 
@@ -113,34 +133,51 @@ func expectRejection(_ reason: AppStoreVerificationError.Reason, _ body: () thro
         let pki = try AppleTestPKI()
         let token = try pki.sign(AppleTestPKI.transaction())
         let parts = token.split(separator: ".").map(String.init)
-        expectRejection(.malformed) { _ = try verifier(pki).verifyTransaction("\(parts[0]).\(parts[1])", expecting: sandbox) }
-        expectRejection(.malformed) { _ = try verifier(pki).verifyTransaction("\(parts[0]).\(parts[1])!.\(parts[2])", expecting: sandbox) }
+        expectRejection(.malformed) {
+            _ = try verifier(pki).verifyTransaction("\(parts[0]).\(parts[1])", expecting: sandbox)
+        }
+        expectRejection(.malformed) {
+            _ = try verifier(pki).verifyTransaction("\(parts[0]).\(parts[1])!.\(parts[2])", expecting: sandbox)
+        }
         expectRejection(.malformed) { _ = try verifier(pki).verifyTransaction("not a token", expecting: sandbox) }
         // A header outside the base64url alphabet is refused, also by a verifier that holds the genuine header in its cache.
         let warmed = verifier(pki)
         _ = try warmed.verifyTransaction(token, expecting: sandbox)
-        for header in ["\(parts[0])!", "\(parts[0].dropLast())+", "=\(parts[0].dropFirst())", "\(parts[0].dropLast(4))===="] {
-            expectRejection(.malformed) { _ = try warmed.verifyTransaction("\(header).\(parts[1]).\(parts[2])", expecting: sandbox) }
+        for header in [
+            "\(parts[0])!", "\(parts[0].dropLast())+", "=\(parts[0].dropFirst())", "\(parts[0].dropLast(4))====",
+        ] {
+            expectRejection(.malformed) {
+                _ = try warmed.verifyTransaction("\(header).\(parts[1]).\(parts[2])", expecting: sandbox)
+            }
         }
         for alg in ["none", "HS256", "RS256", "ES384"] {
             let signed = try pki.sign(AppleTestPKI.transaction(), alg: alg)
-            expectRejection(.unsupportedAlgorithm) { _ = try verifier(pki).verifyTransaction(signed, expecting: sandbox) }
+            expectRejection(.unsupportedAlgorithm) {
+                _ = try verifier(pki).verifyTransaction(signed, expecting: sandbox)
+            }
         }
         let chainOfTwo = try pki.sign(AppleTestPKI.transaction(), x5c: Array(pki.x5c.prefix(2)))
         expectRejection(.invalidChainLength) { _ = try verifier(pki).verifyTransaction(chainOfTwo, expecting: sandbox) }
         let chainOfFour = try pki.sign(AppleTestPKI.transaction(), x5c: pki.x5c + [pki.x5c[2]])
-        expectRejection(.invalidChainLength) { _ = try verifier(pki).verifyTransaction(chainOfFour, expecting: sandbox) }
+        expectRejection(.invalidChainLength) {
+            _ = try verifier(pki).verifyTransaction(chainOfFour, expecting: sandbox)
+        }
         let garbageLeaf = try pki.sign(AppleTestPKI.transaction(), x5c: ["AAAA", pki.x5c[1], pki.x5c[2]])
-        expectRejection(.invalidCertificate) { _ = try verifier(pki).verifyTransaction(garbageLeaf, expecting: sandbox) }
+        expectRejection(.invalidCertificate) {
+            _ = try verifier(pki).verifyTransaction(garbageLeaf, expecting: sandbox)
+        }
     }
 
     @Test func onlyConfiguredRootsAreTrustedNeverTheThirdX5CEntry() throws {
         let genuine = try AppleTestPKI(), attacker = try AppleTestPKI()
         // The attacker's token carries the attacker's own root as the third entry.
         let selfRooted = try attacker.sign(AppleTestPKI.transaction())
-        expectRejection(.chainNotTrusted) { _ = try verifier(genuine).verifyTransaction(selfRooted, expecting: sandbox) }
+        expectRejection(.chainNotTrusted) {
+            _ = try verifier(genuine).verifyTransaction(selfRooted, expecting: sandbox)
+        }
         // ... or the genuine root as the third entry, which changes nothing.
-        let spoofed = try attacker.sign(AppleTestPKI.transaction(), x5c: [attacker.x5c[0], attacker.x5c[1], genuine.x5c[2]])
+        let spoofed = try attacker.sign(
+            AppleTestPKI.transaction(), x5c: [attacker.x5c[0], attacker.x5c[1], genuine.x5c[2]])
         expectRejection(.chainNotTrusted) { _ = try verifier(genuine).verifyTransaction(spoofed, expecting: sandbox) }
     }
 
@@ -149,7 +186,9 @@ func expectRejection(_ reason: AppStoreVerificationError.Reason, _ body: () thro
         noLeafMarker.leafMarker = false
         let withoutLeaf = try AppleTestPKI(noLeafMarker)
         let unmarkedLeaf = try withoutLeaf.sign(AppleTestPKI.transaction())
-        expectRejection(.missingAppleExtension) { _ = try verifier(withoutLeaf).verifyTransaction(unmarkedLeaf, expecting: sandbox) }
+        expectRejection(.missingAppleExtension) {
+            _ = try verifier(withoutLeaf).verifyTransaction(unmarkedLeaf, expecting: sandbox)
+        }
         var noIntermediateMarker = AppleTestPKI.Options()
         noIntermediateMarker.intermediateMarker = false
         let withoutIntermediate = try AppleTestPKI(noIntermediateMarker)
@@ -177,26 +216,34 @@ func expectRejection(_ reason: AppStoreVerificationError.Reason, _ body: () thro
         let undatedToken = try pki.sign(undated)
         expectRejection(.chainNotTrusted) { _ = try verifier.verifyTransaction(undatedToken, expecting: sandbox) }
         // An app transaction uses receiptCreationDate.
-        let app = try pki.sign(["receiptType": "Sandbox", "bundleId": "com.example.game", "appAppleId": 1,
-                                "receiptCreationDate": Int64(1_650_000_000_000), "appTransactionId": "704"])
+        let app = try pki.sign([
+            "receiptType": "Sandbox", "bundleId": "com.example.game", "appAppleId": 1,
+            "receiptCreationDate": Int64(1_650_000_000_000), "appTransactionId": "704",
+        ])
         #expect(try verifier.verifyAppTransaction(app, expecting: sandbox).appTransactionId == "704")
     }
 
     @Test func bundleAndEnvironmentAreTheCallersToChoose() throws {
         let pki = try AppleTestPKI()
-        let token = try pki.sign(AppleTestPKI.transaction(["bundleId": "com.example.other", "environment": "Production"]))
+        let token = try pki.sign(
+            AppleTestPKI.transaction(["bundleId": "com.example.other", "environment": "Production"]))
         expectRejection(.bundleMismatch) { _ = try verifier(pki).verifyTransaction(token, expecting: sandbox) }
         expectRejection(.environmentMismatch) {
-            _ = try verifier(pki).verifyTransaction(token, expecting: .init(bundleIDs: ["com.example.other"], environments: [.sandbox]))
+            _ = try verifier(pki).verifyTransaction(
+                token, expecting: .init(bundleIDs: ["com.example.other"], environments: [.sandbox]))
         }
-        let both = AppStoreExpectations(bundleIDs: ["com.example.game", "com.example.other"], environments: [.sandbox, .production])
+        let both = AppStoreExpectations(
+            bundleIDs: ["com.example.game", "com.example.other"], environments: [.sandbox, .production])
         #expect(try verifier(pki).verifyTransaction(token, expecting: both).environment == .production)
     }
 
     @Test func unknownValuesAndFractionalDatesDecode() throws {
         let pki = try AppleTestPKI()
-        let token = try pki.sign(AppleTestPKI.transaction(["type": "Brand New Kind", "purchaseDate": 1_700_000_000_123.75,
-                                                           "revocationReason": 7, "offerType": 9, "futureField": ["x": 1]]))
+        let token = try pki.sign(
+            AppleTestPKI.transaction([
+                "type": "Brand New Kind", "purchaseDate": 1_700_000_000_123.75,
+                "revocationReason": 7, "offerType": 9, "futureField": ["x": 1],
+            ]))
         let transaction = try verifier(pki).verifyTransaction(token, expecting: sandbox)
         #expect(transaction.type?.rawValue == "Brand New Kind")
         #expect(transaction.purchaseDate?.milliseconds == 1_700_000_000_123)
@@ -211,11 +258,13 @@ func expectRejection(_ reason: AppStoreVerificationError.Reason, _ body: () thro
         let token = try pki.sign(AppleTestPKI.transaction())
         let parts = token.split(separator: ".").map(String.init)
         let signature = try #require(Base64.urlDecode(parts[2]))
-        let twin = "\(parts[0]).\(parts[1]).\(Base64.urlEncode(signature.prefix(32) + P256Order.negate(Data(signature.suffix(32)))))"
+        let twin =
+            "\(parts[0]).\(parts[1]).\(Base64.urlEncode(signature.prefix(32) + P256Order.negate(Data(signature.suffix(32)))))"
         #expect(twin != token)
         let verifier = verifier(pki)
-        #expect(try verifier.verifyTransaction(token, expecting: sandbox).transactionId
-            == verifier.verifyTransaction(twin, expecting: sandbox).transactionId)
+        #expect(
+            try verifier.verifyTransaction(token, expecting: sandbox).transactionId
+                == verifier.verifyTransaction(twin, expecting: sandbox).transactionId)
     }
 
     @Test func notificationsAndTheirNestedDataVerify() throws {
@@ -224,32 +273,44 @@ func expectRejection(_ reason: AppStoreVerificationError.Reason, _ body: () thro
         let notification = try pki.sign([
             "notificationType": "REFUND", "notificationUUID": "002e14d5-51f5-4503-b5a8-c3a1af68eb20", "version": "2.0",
             "signedDate": Int64(Date().timeIntervalSince1970 * 1000),
-            "data": ["environment": "Sandbox", "bundleId": "com.example.game", "appAppleId": 41234, "signedTransactionInfo": signedTransaction] as [String: any Sendable],
+            "data": [
+                "environment": "Sandbox", "bundleId": "com.example.game", "appAppleId": 41234,
+                "signedTransactionInfo": signedTransaction,
+            ] as [String: any Sendable],
         ])
         let verifier = verifier(pki)
         let decoded = try verifier.verifyNotification(notification, expecting: sandbox)
         #expect(decoded.notificationType == .refund)
-        let nested = try verifier.verifyTransaction(try #require(decoded.data?.signedTransactionInfo), expecting: sandbox)
+        let nested = try verifier.verifyTransaction(
+            try #require(decoded.data?.signedTransactionInfo), expecting: sandbox)
         #expect(nested.transactionId == "2000000111111111")
-        expectRejection(.bundleMismatch) { _ = try verifier.verifyNotification(notification, expecting: .init(bundleIDs: ["x"], environments: [.sandbox])) }
+        expectRejection(.bundleMismatch) {
+            _ = try verifier.verifyNotification(
+                notification, expecting: .init(bundleIDs: ["x"], environments: [.sandbox]))
+        }
     }
 
     @Test func theCacheIsBoundedAndKeyedByCertificates() throws {
         let cache = VerifiedChainCache(capacity: 2)
         let key = try AppleTestPKI().leafKey.publicKey
-        let window = CertificateChainVerifier.ValidityWindow(notBefore: .distantPast, notAfter: .distantFuture, length: 3)
+        let window = CertificateChainVerifier.ValidityWindow(
+            notBefore: .distantPast, notAfter: .distantFuture, length: 3)
         for index in 0..<5 {
-            cache.store(.init(chain: Data("chain\(index)".utf8), key: key, window: window), header: Data("header\(index)".utf8))
+            cache.store(
+                .init(chain: Data("chain\(index)".utf8), key: key, window: window), header: Data("header\(index)".utf8))
         }
         #expect(cache.count == 2)
         #expect(cache.lookup(header: Data("header4".utf8), at: Date()) != nil)
         #expect(cache.lookup(chain: Data("chain4".utf8), at: Date()) != nil)
         #expect(cache.lookup(chain: Data("chain0".utf8), at: Date()) == nil)
         #expect(cache.lookup(header: Data("header0".utf8), at: Date()) == nil)
-        let narrow = CertificateChainVerifier.ValidityWindow(notBefore: Date(timeIntervalSince1970: 0), notAfter: Date(timeIntervalSince1970: 10), length: 3)
+        let narrow = CertificateChainVerifier.ValidityWindow(
+            notBefore: Date(timeIntervalSince1970: 0), notAfter: Date(timeIntervalSince1970: 10), length: 3)
         cache.store(.init(chain: Data("dated".utf8), key: key, window: narrow), header: Data("dated-header".utf8))
         #expect(cache.lookup(header: Data("dated-header".utf8), at: Date(timeIntervalSince1970: 5)) != nil)
-        #expect(cache.lookup(header: Data("dated-header".utf8), at: Date()) == nil, "a cached chain is only reused inside its validity window")
+        #expect(
+            cache.lookup(header: Data("dated-header".utf8), at: Date()) == nil,
+            "a cached chain is only reused inside its validity window")
     }
 
     /// Apple's certificates are public: anyone can wrap them in headers with junk fields. Such a
@@ -258,12 +319,16 @@ func expectRejection(_ reason: AppStoreVerificationError.Reason, _ body: () thro
         let pki = try AppleTestPKI()
         let verifier = verifier(pki)
         let payload = try JSONSerialization.data(withJSONObject: AppleTestPKI.transaction(), options: [.sortedKeys])
-        let genuine = try AppleTestPKI.sign(payloadBytes: payload, header: ["alg": "ES256", "x5c": pki.x5c, "junk": "a"], key: pki.leafKey)
+        let genuine = try AppleTestPKI.sign(
+            payloadBytes: payload, header: ["alg": "ES256", "x5c": pki.x5c, "junk": "a"], key: pki.leafKey)
         let forgedSignature = try pki.sign(AppleTestPKI.transaction(["transactionId": "1"])).split(separator: ".")[2]
         for index in 0..<20 {
-            let header = try AppleTestPKI.sign(payloadBytes: payload, header: ["alg": "ES256", "x5c": pki.x5c, "junk": "\(index)"], key: pki.leafKey)
+            let header = try AppleTestPKI.sign(
+                payloadBytes: payload, header: ["alg": "ES256", "x5c": pki.x5c, "junk": "\(index)"], key: pki.leafKey)
             let parts = header.split(separator: ".")
-            expectRejection(.signatureInvalid) { _ = try verifier.verifyTransaction("\(parts[0]).\(parts[1]).\(forgedSignature)", expecting: sandbox) }
+            expectRejection(.signatureInvalid) {
+                _ = try verifier.verifyTransaction("\(parts[0]).\(parts[1]).\(forgedSignature)", expecting: sandbox)
+            }
         }
         #expect(verifier.cache.count == 0)
         #expect(verifier.cache.headerCount == 0)

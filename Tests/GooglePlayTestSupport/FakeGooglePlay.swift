@@ -1,8 +1,8 @@
-package import OpenSSLCrypto
 package import Foundation
 package import GooglePlay
 package import HTTPClient
 package import HTTPServer
+package import OpenSSLCrypto
 package import TestSupport
 
 /// A local stand-in for Google on loopback: the OAuth token endpoint (checking the service
@@ -60,8 +60,9 @@ package final class FakeGooglePlay: Sendable {
         oidcKey = try TestKeys.rsa(.googleOIDC)
         state = State(accountKey: try accountKey.publicKey)
         let oidc = try oidcKey.rsaPublicComponents()
-        server = HTTPServer(configuration: .init(host: "127.0.0.1", port: 0),
-                            responder: Self.routes(state, oidcModulus: oidc.modulus, oidcExponent: oidc.exponent))
+        server = HTTPServer(
+            configuration: .init(host: "127.0.0.1", port: 0),
+            responder: Self.routes(state, oidcModulus: oidc.modulus, oidcExponent: oidc.exponent))
         try server.start()
         state.tokenURI.set("\(baseURL)/token")
     }
@@ -74,13 +75,17 @@ package final class FakeGooglePlay: Sendable {
     package func serviceAccountJSON(email: String = clientEmail, key: PrivateKey? = nil) throws -> String {
         let object: [String: String] = [
             "type": "service_account", "project_id": "test-project", "private_key_id": "0123456789abcdef",
-            "private_key": try (key ?? accountKey).pemRepresentation(), "client_email": email, "client_id": "1234567890",
+            "private_key": try (key ?? accountKey).pemRepresentation(), "client_email": email,
+            "client_id": "1234567890",
             "auth_uri": "https://accounts.google.com/o/oauth2/auth", "token_uri": tokenURI,
         ]
-        return String(decoding: try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]), as: UTF8.self)
+        return String(
+            decoding: try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]), as: UTF8.self)
     }
 
-    package func serviceAccountKey() throws -> ServiceAccountKey { try ServiceAccountKey(json: Data(try serviceAccountJSON().utf8)) }
+    package func serviceAccountKey() throws -> ServiceAccountKey {
+        try ServiceAccountKey(json: Data(try serviceAccountJSON().utf8))
+    }
 
     /// The provider's configuration for this fake (push authenticated by OIDC, poll off).
     package func configuration(pushToken: String? = nil) throws -> GooglePlayConfiguration {
@@ -114,21 +119,38 @@ package final class FakeGooglePlay: Sendable {
 
     /// A one-time product: `state` 0 purchased, 1 canceled, 2 pending; `test` for a license tester;
     /// `consumed` once the app consumed it.
-    package func addProduct(token: String, package: String = "com.example.game", productID: String = "gems100", orderID: String? = "GPA.3301-2345-6789-01234",
-                           state: Int = 0, test: Bool = false, acknowledged: Bool = false, consumed: Bool = false, accountID: String? = nil,
-                           quantity: Int = 1, purchaseTimeMillis: Int64 = 1_716_389_123_000) throws {
-        var v1: [String: Any] = ["kind": "androidpublisher#productPurchase", "purchaseTimeMillis": String(purchaseTimeMillis), "purchaseState": state,
-                                 "consumptionState": consumed ? 1 : 0, "developerPayload": "", "acknowledgementState": acknowledged ? 1 : 0,
-                                 "regionCode": "VN", "quantity": quantity, "productId": productID, "purchaseToken": token]
+    package func addProduct(
+        token: String, package: String = "com.example.game", productID: String = "gems100",
+        orderID: String? = "GPA.3301-2345-6789-01234",
+        state: Int = 0, test: Bool = false, acknowledged: Bool = false, consumed: Bool = false,
+        accountID: String? = nil,
+        quantity: Int = 1, purchaseTimeMillis: Int64 = 1_716_389_123_000
+    ) throws {
+        var v1: [String: Any] = [
+            "kind": "androidpublisher#productPurchase", "purchaseTimeMillis": String(purchaseTimeMillis),
+            "purchaseState": state,
+            "consumptionState": consumed ? 1 : 0, "developerPayload": "", "acknowledgementState": acknowledged ? 1 : 0,
+            "regionCode": "VN", "quantity": quantity, "productId": productID, "purchaseToken": token,
+        ]
         if let orderID { v1["orderId"] = orderID }
         if test { v1["purchaseType"] = 0 }
         if let accountID { v1["obfuscatedExternalAccountId"] = accountID }
         var v2: [String: Any] = [
             "kind": "androidpublisher#productPurchaseV2",
-            "productLineItem": [["productId": productID, "productOfferDetails": ["quantity": quantity, "consumptionState": consumed ? "CONSUMPTION_STATE_CONSUMED" : "CONSUMPTION_STATE_YET_TO_BE_CONSUMED"]]],
+            "productLineItem": [
+                [
+                    "productId": productID,
+                    "productOfferDetails": [
+                        "quantity": quantity,
+                        "consumptionState": consumed
+                            ? "CONSUMPTION_STATE_CONSUMED" : "CONSUMPTION_STATE_YET_TO_BE_CONSUMED",
+                    ],
+                ]
+            ],
             "purchaseStateContext": ["purchaseState": ["PURCHASED", "CANCELLED", "PENDING"][state]],
             "regionCode": "VN", "purchaseCompletionTime": Self.rfc3339(millis: purchaseTimeMillis),
-            "acknowledgementState": acknowledged ? "ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED" : "ACKNOWLEDGEMENT_STATE_PENDING",
+            "acknowledgementState": acknowledged
+                ? "ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED" : "ACKNOWLEDGEMENT_STATE_PENDING",
         ]
         if let orderID { v2["orderId"] = orderID }
         if test { v2["testPurchaseContext"] = ["fopType": "TEST"] }
@@ -137,16 +159,25 @@ package final class FakeGooglePlay: Sendable {
         self.state.products.update { $0[token] = entry }
     }
 
-    package func addSubscription(token: String, package: String = "com.example.game", productID: String = "vip.monthly",
-                                latestOrderID: String = "GPA.3399-1111-2222-33333", linkedToken: String? = nil,
-                                state: String = "SUBSCRIPTION_STATE_ACTIVE", expiry: Date = Date().addingTimeInterval(30 * 86_400),
-                                test: Bool = false, autoRenew: Bool = true, accountID: String? = nil) throws {
+    package func addSubscription(
+        token: String, package: String = "com.example.game", productID: String = "vip.monthly",
+        latestOrderID: String = "GPA.3399-1111-2222-33333", linkedToken: String? = nil,
+        state: String = "SUBSCRIPTION_STATE_ACTIVE", expiry: Date = Date().addingTimeInterval(30 * 86_400),
+        test: Bool = false, autoRenew: Bool = true, accountID: String? = nil
+    ) throws {
         var object: [String: Any] = [
-            "kind": "androidpublisher#subscriptionPurchaseV2", "regionCode": "VN", "startTime": "2024-05-22T14:05:23.123Z",
-            "subscriptionState": state, "latestOrderId": latestOrderID, "acknowledgementState": "ACKNOWLEDGEMENT_STATE_PENDING",
-            "lineItems": [["productId": productID, "expiryTime": Self.rfc3339(millis: Int64(expiry.timeIntervalSince1970 * 1000)),
-                           "autoRenewingPlan": ["autoRenewEnabled": autoRenew], "latestSuccessfulOrderId": latestOrderID,
-                           "offerDetails": ["basePlanId": "monthly"]]],
+            "kind": "androidpublisher#subscriptionPurchaseV2", "regionCode": "VN",
+            "startTime": "2024-05-22T14:05:23.123Z",
+            "subscriptionState": state, "latestOrderId": latestOrderID,
+            "acknowledgementState": "ACKNOWLEDGEMENT_STATE_PENDING",
+            "lineItems": [
+                [
+                    "productId": productID,
+                    "expiryTime": Self.rfc3339(millis: Int64(expiry.timeIntervalSince1970 * 1000)),
+                    "autoRenewingPlan": ["autoRenewEnabled": autoRenew], "latestSuccessfulOrderId": latestOrderID,
+                    "offerDetails": ["basePlanId": "monthly"],
+                ]
+            ],
         ]
         if let linkedToken { object["linkedPurchaseToken"] = linkedToken }
         if test { object["testPurchase"] = [String: Any]() }
@@ -157,8 +188,10 @@ package final class FakeGooglePlay: Sendable {
 
     /// A void as `voidedpurchases.list` returns it; `refundType` 1 full, 2 quantity-based partial
     /// (`voidedQuantity` of the purchase's quantity refunded).
-    package func addVoided(package: String = "com.example.game", token: String, orderID: String, reason: Int = 1, source: Int = 0,
-                          refundType: Int = 1, voidedQuantity: Int = 1, voidedAt: Date = Date()) throws {
+    package func addVoided(
+        package: String = "com.example.game", token: String, orderID: String, reason: Int = 1, source: Int = 0,
+        refundType: Int = 1, voidedQuantity: Int = 1, voidedAt: Date = Date()
+    ) throws {
         let millis = Int64(voidedAt.timeIntervalSince1970 * 1000)
         let object: [String: Any] = [
             "kind": "androidpublisher#voidedPurchase", "purchaseToken": token, "purchaseTimeMillis": "1716389123000",
@@ -172,24 +205,30 @@ package final class FakeGooglePlay: Sendable {
     // MARK: - Push tokens
 
     /// A Pub/Sub OIDC push token signed by the fake JWKS key.
-    package func oidcToken(audience: String = pushAudience, email: String = pushServiceAccount, emailVerified: Bool = true,
-                          expiresIn: TimeInterval = 3600, issuer: String = "https://accounts.google.com", key: PrivateKey? = nil,
-                          keyID: String = oidcKeyID) throws -> String {
+    package func oidcToken(
+        audience: String = pushAudience, email: String = pushServiceAccount, emailVerified: Bool = true,
+        expiresIn: TimeInterval = 3600, issuer: String = "https://accounts.google.com", key: PrivateKey? = nil,
+        keyID: String = oidcKeyID
+    ) throws -> String {
         struct Claims: Encodable {
             let iss: String, aud: String, email: String, email_verified: Bool, sub: String, iat: Int64, exp: Int64
         }
         let now = Int64(Date().timeIntervalSince1970)
-        return try CompactJWS.sign(claims: Claims(iss: issuer, aud: audience, email: email, email_verified: emailVerified, sub: "1234567890",
-                                                  iat: now, exp: now + Int64(expiresIn)),
-                                   header: JWSHeader(kid: keyID, typ: "JWT"), key: key ?? oidcKey)
+        return try CompactJWS.sign(
+            claims: Claims(
+                iss: issuer, aud: audience, email: email, email_verified: emailVerified, sub: "1234567890",
+                iat: now, exp: now + Int64(expiresIn)),
+            header: JWSHeader(kid: keyID, typ: "JWT"), key: key ?? oidcKey)
     }
 
     /// Pub/Sub's push body around a developer notification.
     package static func pushBody(_ notification: [String: Any], messageID: String) throws -> Data {
         let data = try JSONSerialization.data(withJSONObject: notification)
         return try JSONSerialization.data(withJSONObject: [
-            "message": ["data": data.base64EncodedString(), "messageId": messageID, "message_id": messageID,
-                        "publishTime": "2024-05-22T14:05:23.123Z", "attributes": [String: String]()],
+            "message": [
+                "data": data.base64EncodedString(), "messageId": messageID, "message_id": messageID,
+                "publishTime": "2024-05-22T14:05:23.123Z", "attributes": [String: String](),
+            ],
             "subscription": "projects/test-project/subscriptions/play-rtdn",
         ])
     }

@@ -1,10 +1,10 @@
-import OpenSSLCrypto
 import Foundation
 import GooglePlay
 import GooglePlayTestSupport
+import OpenSSLCrypto
 import ReceiptCore
-import Testing
 import TestSupport
+import Testing
 
 /// Acknowledgements, the voided-purchases poll, and the JWT assertion checked by PyJWT.
 @Suite struct GooglePlayLifecycle {
@@ -13,12 +13,19 @@ import TestSupport
         try google.addProduct(token: "tok-ack")
         try google.addSubscription(token: "sub-ack")
         let provider = try GooglePlayVerify.provider(google)
-        let product = try #require(try await provider.verify(evidence: "tok-ack", context: GooglePlayVerify.context()).first)
-        let subscription = try #require(try await provider.verify(evidence: "sub-ack", context: GooglePlayVerify.context()).first)
-        func client(_ settings: [String: [String]]) -> ClientInfo { ClientInfo(clientID: "rgc_test", gameID: 1, settings: settings) }
-        #expect(provider.acknowledgement(for: product, client: client([GooglePlayProvider.Setting.acknowledge: ["off"]])) == nil)
+        let product = try #require(
+            try await provider.verify(evidence: "tok-ack", context: GooglePlayVerify.context()).first)
+        let subscription = try #require(
+            try await provider.verify(evidence: "sub-ack", context: GooglePlayVerify.context()).first)
+        func client(_ settings: [String: [String]]) -> ClientInfo {
+            ClientInfo(clientID: "rgc_test", gameID: 1, settings: settings)
+        }
+        #expect(
+            provider.acknowledgement(for: product, client: client([GooglePlayProvider.Setting.acknowledge: ["off"]]))
+                == nil)
         let acknowledge = try #require(provider.acknowledgement(for: product, client: client([:])))
-        let consume = try #require(provider.acknowledgement(for: product, client: client([GooglePlayProvider.Setting.consume: ["on"]])))
+        let consume = try #require(
+            provider.acknowledgement(for: product, client: client([GooglePlayProvider.Setting.consume: ["on"]])))
         let subscribe = try #require(provider.acknowledgement(for: subscription, client: client([:])))
         #expect(acknowledge.parameters["action"] == "acknowledge" && consume.parameters["action"] == "consume")
         for message in [acknowledge, consume, subscribe] {
@@ -26,10 +33,15 @@ import TestSupport
             let stored = try JSONDecoder().decode(StoreAcknowledgement.self, from: try JSONEncoder().encode(message))
             try await provider.acknowledge(stored, credentials: [:])
         }
-        #expect(google.state.actions.get() == ["acknowledge products/gems100 tok-ack", "consume products/gems100 tok-ack",
-                                               "acknowledge subscriptions/vip.monthly sub-ack"])
+        #expect(
+            google.state.actions.get() == [
+                "acknowledge products/gems100 tok-ack", "consume products/gems100 tok-ack",
+                "acknowledge subscriptions/vip.monthly sub-ack",
+            ])
         google.failFirst("acknowledge", [500, 500, 500])
-        await #expect(throws: StoreVerificationError.self) { try await provider.acknowledge(acknowledge, credentials: [:]) }
+        await #expect(throws: StoreVerificationError.self) {
+            try await provider.acknowledge(acknowledge, credentials: [:])
+        }
         await google.shutdown()
     }
 
@@ -42,16 +54,21 @@ import TestSupport
         let poller = VoidedPurchasePoller(provider: provider, interval: .seconds(1))
         let cursors = MemoryPollRun()
         let found = LockedBox<[StoreNotification]>([])
-        let owner = ClientWithStoreCredentials(client: ClientInfo(clientID: "rgc_test", gameID: 1, appIdentifiers: [GooglePlayProvider.packageNameKind.name: ["com.example.game"]]),
-                                               credentials: [:])
+        let owner = ClientWithStoreCredentials(
+            client: ClientInfo(
+                clientID: "rgc_test", gameID: 1,
+                appIdentifiers: [GooglePlayProvider.packageNameKind.name: ["com.example.game"]]),
+            credentials: [:])
         try await poller.poll(owners: [owner], run: cursors) { batch in found.update { $0 += batch } }
         let refunds = found.get()
-        #expect(refunds.map(\.notificationID) == ["voided:GPA.0001-0000-0000-00001", "voided:GPA.0002-0000-0000-00002"])
+        #expect(
+            refunds.map(\.notificationID) == ["voided:GPA.0001-0000-0000-00001", "voided:GPA.0002-0000-0000-00002"])
         #expect(refunds.allSatisfy { $0.event.kind == .refunded })
         #expect(refunds[0].event.purchase?.productID == "gems100")
         #expect(refunds[0].event.purchase?.revocationReasonCode == 7)
         #expect(refunds[0].event.purchase?.revocationReason == "chargeback")
-        #expect(refunds[1].event.purchase?.transactionID == "GPA.0002-0000-0000-00002")  // Google forgot the token: the void alone
+        // Google forgot the token: the void alone
+        #expect(refunds[1].event.purchase?.transactionID == "GPA.0002-0000-0000-00002")
         #expect(google.hits("voided") == 2)  // one void per page
         let queries = google.state.voidedQueries.get()
         #expect(queries[1]["token"] == "page-1")
@@ -73,14 +90,22 @@ import TestSupport
         let poller = VoidedPurchasePoller(provider: provider, interval: .seconds(1))
         let run = MemoryPollRun()
         let found = LockedBox<[String]>([])
-        let owner = ClientWithStoreCredentials(client: ClientInfo(clientID: "rgc_test", gameID: 1, appIdentifiers: [
-            GooglePlayProvider.packageNameKind.name: ["com.example.game", "com.example.other"]]), credentials: [:])
+        let owner = ClientWithStoreCredentials(
+            client: ClientInfo(
+                clientID: "rgc_test", gameID: 1,
+                appIdentifiers: [
+                    GooglePlayProvider.packageNameKind.name: ["com.example.game", "com.example.other"]
+                ]), credentials: [:])
         google.failFirst("voided", [403])  // the first package read
         do {
-            try await poller.poll(owners: [owner], run: run) { batch in found.update { $0 += batch.map(\.notificationID) } }
+            try await poller.poll(owners: [owner], run: run) { batch in
+                found.update { $0 += batch.map(\.notificationID) }
+            }
             Issue.record("a refused package must fail the run")
         } catch {
-            #expect("\(error)".contains("com.example.game") && "\(error)".contains("RECEIPTGATE_GOOGLE_SERVICE_ACCOUNT_KEY_PATH"), "\(error)")
+            #expect(
+                "\(error)".contains("com.example.game")
+                    && "\(error)".contains("RECEIPTGATE_GOOGLE_SERVICE_ACCOUNT_KEY_PATH"), "\(error)")
             #expect(!"\(error)".contains("com.example.other"))
         }
         #expect(found.get() == ["voided:GPA.0003-0000-0000-00003"], "the other package was read")
@@ -102,8 +127,12 @@ import TestSupport
         formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
         google.state.retryAfter.set(form == "120" ? "120" : formatter.string(from: Date().addingTimeInterval(120)))
         google.failFirst("voided", [429, 429, 429, 429])
-        let owner = ClientWithStoreCredentials(client: ClientInfo(clientID: "rgc_test", gameID: 1, appIdentifiers: [
-            GooglePlayProvider.packageNameKind.name: ["com.example.game"]]), credentials: [:])
+        let owner = ClientWithStoreCredentials(
+            client: ClientInfo(
+                clientID: "rgc_test", gameID: 1,
+                appIdentifiers: [
+                    GooglePlayProvider.packageNameKind.name: ["com.example.game"]
+                ]), credentials: [:])
         do {
             try await poller.poll(owners: [owner], run: MemoryPollRun()) { _ in }
             Issue.record("a rate-limited run must fail")
@@ -126,8 +155,12 @@ import TestSupport
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         let key = "google_play.voided_purchases:com.example.game"
         try await run.setCursor(key, to: #"{"since":\#(now - 86_400_000),"until":\#(now),"pageToken":"stale"}"#)
-        let owner = ClientWithStoreCredentials(client: ClientInfo(clientID: "rgc_test", gameID: 1, appIdentifiers: [
-            GooglePlayProvider.packageNameKind.name: ["com.example.game"]]), credentials: [:])
+        let owner = ClientWithStoreCredentials(
+            client: ClientInfo(
+                clientID: "rgc_test", gameID: 1,
+                appIdentifiers: [
+                    GooglePlayProvider.packageNameKind.name: ["com.example.game"]
+                ]), credentials: [:])
         google.failFirst("voided", [400])
         await #expect(throws: (any Error).self) { try await poller.poll(owners: [owner], run: run) { _ in } }
         #expect(try await run.cursor(key)?.contains("stale") == false)
@@ -151,7 +184,10 @@ import TestSupport
         let directory = TestDatabase.temporaryDirectory("pyjwt")
         let keyPath = directory.appendingPathComponent("public.pem").path
         let spki = try google.accountKey.publicKey.subjectPublicKeyInfo()
-        let pem = "-----BEGIN PUBLIC KEY-----\n" + spki.base64EncodedString(options: [.lineLength64Characters, .endLineWithLineFeed]) + "\n-----END PUBLIC KEY-----\n"
+        let pem =
+            "-----BEGIN PUBLIC KEY-----\n"
+            + spki.base64EncodedString(options: [.lineLength64Characters, .endLineWithLineFeed])
+            + "\n-----END PUBLIC KEY-----\n"
         try Data(pem.utf8).write(to: URL(fileURLWithPath: keyPath))
         let script = """
             import json, sys, time, jwt
@@ -165,14 +201,19 @@ import TestSupport
             assert abs(claims["iat"] - time.time()) < 300, claims
             print(json.dumps({"ok": True, "kid": header.get("kid")}))
             """
-        let result = try await ChildProcess.run(python, ["-c", script, keyPath, assertion, google.tokenURI, FakeGooglePlay.clientEmail], environment: [:])
+        let result = try await ChildProcess.run(
+            python, ["-c", script, keyPath, assertion, google.tokenURI, FakeGooglePlay.clientEmail], environment: [:])
         #expect(result.status == 0, "PyJWT refused the assertion: \(result.stderr)")
         #expect(result.stdout.contains(#""kid": "0123456789abcdef""#))
         // And PyJWT refuses it with the wrong key: the check can fail.
         let other = try TestKeys.rsa(.unrelated).publicKey.subjectPublicKeyInfo()
-        try Data(("-----BEGIN PUBLIC KEY-----\n" + other.base64EncodedString(options: [.lineLength64Characters, .endLineWithLineFeed])
-                  + "\n-----END PUBLIC KEY-----\n").utf8).write(to: URL(fileURLWithPath: keyPath))
-        let wrong = try await ChildProcess.run(python, ["-c", script, keyPath, assertion, google.tokenURI, FakeGooglePlay.clientEmail], environment: [:])
+        try Data(
+            ("-----BEGIN PUBLIC KEY-----\n"
+                + other.base64EncodedString(options: [.lineLength64Characters, .endLineWithLineFeed])
+                + "\n-----END PUBLIC KEY-----\n").utf8
+        ).write(to: URL(fileURLWithPath: keyPath))
+        let wrong = try await ChildProcess.run(
+            python, ["-c", script, keyPath, assertion, google.tokenURI, FakeGooglePlay.clientEmail], environment: [:])
         #expect(wrong.status != 0)
         await google.shutdown()
     }

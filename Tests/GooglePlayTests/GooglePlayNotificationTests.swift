@@ -1,10 +1,10 @@
-import OpenSSLCrypto
 import Foundation
 import GooglePlay
 import GooglePlayTestSupport
+import OpenSSLCrypto
 import ReceiptCore
-import Testing
 import TestSupport
+import Testing
 
 /// Real-time developer notifications: OIDC push tokens against the fake JWKS, the shared-token
 /// alternative, and the fetched purchase becoming the ledger event.
@@ -16,21 +16,29 @@ import TestSupport
     }
 
     static func rejection(_ body: () async throws -> Void) async -> NotificationRejection? {
-        do { try await body(); return nil } catch let rejection as NotificationRejection { return rejection } catch { return nil }
+        do { try await body(); return nil } catch let rejection as NotificationRejection { return rejection } catch {
+            return nil
+        }
     }
 
     static func subscription(_ type: Int, token: String) throws -> Data {
-        try FakeGooglePlay.pushBody(["version": "1.0", "packageName": "com.example.game", "eventTimeMillis": "1716389123000",
-                                     "subscriptionNotification": ["version": "1.0", "notificationType": type, "purchaseToken": token,
-                                                                  "subscriptionId": "vip.monthly"]], messageID: "msg-\(type)-\(token)")
+        try FakeGooglePlay.pushBody(
+            [
+                "version": "1.0", "packageName": "com.example.game", "eventTimeMillis": "1716389123000",
+                "subscriptionNotification": [
+                    "version": "1.0", "notificationType": type, "purchaseToken": token,
+                    "subscriptionId": "vip.monthly",
+                ],
+            ], messageID: "msg-\(type)-\(token)")
     }
 
     @Test func anAuthenticatedPushIsCheckedAgainstGooglesKeysAndFetchesThePurchase() async throws {
         let google = try FakeGooglePlay()
         try google.addSubscription(token: "sub-1", latestOrderID: "GPA.1234-5678-9012-34567..1")
         let provider = try GooglePlayVerify.provider(google)
-        let renewed = try await provider.receiveNotification(Self.request(try Self.subscription(2, token: "sub-1"), bearer: try google.oidcToken()),
-                                                             registered: Self.registered)
+        let renewed = try await provider.receiveNotification(
+            Self.request(try Self.subscription(2, token: "sub-1"), bearer: try google.oidcToken()),
+            registered: Self.registered)
         #expect(renewed.notificationID == "msg-2-sub-1")
         #expect(renewed.type == "SUBSCRIPTION_RENEWED")
         #expect(renewed.event.kind == .renewed)
@@ -40,8 +48,9 @@ import TestSupport
         let fetchedForTheFirst = google.hits("jwks")
         #expect(fetchedForTheFirst >= 1)
         // Google still reads the subscription active: a revocation pushed for it changes nothing.
-        let revoked = try await provider.receiveNotification(Self.request(try Self.subscription(12, token: "sub-1"), bearer: try google.oidcToken()),
-                                                             registered: Self.registered)
+        let revoked = try await provider.receiveNotification(
+            Self.request(try Self.subscription(12, token: "sub-1"), bearer: try google.oidcToken()),
+            registered: Self.registered)
         #expect(revoked.type == "SUBSCRIPTION_REVOKED_UNCONFIRMED")
         #expect(revoked.event.kind == .other)
         #expect(revoked.event.purchase?.revocationDate == nil)
@@ -60,7 +69,10 @@ import TestSupport
             ("unknown kid", try google.oidcToken(keyID: "rotated-away")),
         ]
         for (name, token) in forgeries {
-            let rejection = await Self.rejection { _ = try await provider.receiveNotification(Self.request(body, bearer: token), registered: Self.registered) }
+            let rejection = await Self.rejection {
+                _ = try await provider.receiveNotification(
+                    Self.request(body, bearer: token), registered: Self.registered)
+            }
             #expect(rejection?.kind == .forged, "\(name)")
         }
         await google.shutdown()
@@ -71,19 +83,28 @@ import TestSupport
         var configuration = try google.configuration(pushToken: "shared-push-token-0123456789")
         configuration.pushAudience = nil
         configuration.pushServiceAccount = nil
-        let provider = GooglePlayProvider(configuration: configuration, http: FakeGooglePlay.http(), logger: Logger(minimumLevel: .error))
-        let test = try FakeGooglePlay.pushBody(["version": "1.0", "packageName": "com.example.game", "eventTimeMillis": "1716389123000",
-                                                "testNotification": ["version": "1.0"]], messageID: "msg-test")
-        let accepted = try await provider.receiveNotification(Self.request(test, query: ["token": "shared-push-token-0123456789"]), registered: Self.registered)
+        let provider = GooglePlayProvider(
+            configuration: configuration, http: FakeGooglePlay.http(), logger: Logger(minimumLevel: .error))
+        let test = try FakeGooglePlay.pushBody(
+            [
+                "version": "1.0", "packageName": "com.example.game", "eventTimeMillis": "1716389123000",
+                "testNotification": ["version": "1.0"],
+            ], messageID: "msg-test")
+        let accepted = try await provider.receiveNotification(
+            Self.request(test, query: ["token": "shared-push-token-0123456789"]), registered: Self.registered)
         #expect(accepted.event.kind == .test)
         #expect(accepted.event.purchase == nil)
         for query in [[:], ["token": "shared-push-token-012345678X"]] {
-            let rejection = await Self.rejection { _ = try await provider.receiveNotification(Self.request(test, query: query), registered: Self.registered) }
+            let rejection = await Self.rejection {
+                _ = try await provider.receiveNotification(
+                    Self.request(test, query: query), registered: Self.registered)
+            }
             #expect(rejection?.kind == .forged)
         }
         let malformed = await Self.rejection {
-            _ = try await provider.receiveNotification(Self.request(Data(#"{"message":{}}"#.utf8), query: ["token": "shared-push-token-0123456789"]),
-                                                       registered: Self.registered)
+            _ = try await provider.receiveNotification(
+                Self.request(Data(#"{"message":{}}"#.utf8), query: ["token": "shared-push-token-0123456789"]),
+                registered: Self.registered)
         }
         #expect(malformed?.kind == .malformed)
         await google.shutdown()
@@ -93,13 +114,22 @@ import TestSupport
         let google = try FakeGooglePlay()
         try google.addProduct(token: "tok-void", orderID: "GPA.7777-0000-0000-00001", state: 1)
         let provider = try GooglePlayVerify.provider(google)
-        let voided = try FakeGooglePlay.pushBody(["version": "1.0", "packageName": "com.example.game", "eventTimeMillis": "1716389999000",
-                                                  "voidedPurchaseNotification": ["purchaseToken": "tok-void", "orderId": "GPA.7777-0000-0000-00001",
-                                                                                 "productType": 2, "refundType": 1]], messageID: "msg-void")
+        let voided = try FakeGooglePlay.pushBody(
+            [
+                "version": "1.0", "packageName": "com.example.game", "eventTimeMillis": "1716389999000",
+                "voidedPurchaseNotification": [
+                    "purchaseToken": "tok-void", "orderId": "GPA.7777-0000-0000-00001",
+                    "productType": 2, "refundType": 1,
+                ],
+            ], messageID: "msg-void")
         google.failFirst("productsv2", [503, 503, 503])
-        let retry = await Self.rejection { _ = try await provider.receiveNotification(Self.request(voided, bearer: try google.oidcToken()), registered: Self.registered) }
+        let retry = await Self.rejection {
+            _ = try await provider.receiveNotification(
+                Self.request(voided, bearer: try google.oidcToken()), registered: Self.registered)
+        }
         #expect(retry?.kind == .retryable)
-        let notification = try await provider.receiveNotification(Self.request(voided, bearer: try google.oidcToken()), registered: Self.registered)
+        let notification = try await provider.receiveNotification(
+            Self.request(voided, bearer: try google.oidcToken()), registered: Self.registered)
         #expect(notification.notificationID == "voided:GPA.7777-0000-0000-00001")
         #expect(notification.event.kind == .refunded)
         #expect(notification.event.purchase?.productID == "gems100")
@@ -107,26 +137,42 @@ import TestSupport
         await google.shutdown()
     }
 
-    static func void(token: String, orderID: String, messageID: String, productType: Int = 2, at eventTime: Date) throws -> Data {
-        try FakeGooglePlay.pushBody(["version": "1.0", "packageName": "com.example.game", "eventTimeMillis": String(Int64(eventTime.timeIntervalSince1970 * 1000)),
-                                     "voidedPurchaseNotification": ["purchaseToken": token, "orderId": orderID, "productType": productType, "refundType": 1]],
-                                    messageID: messageID)
+    static func void(
+        token: String, orderID: String, messageID: String, productType: Int = 2, at eventTime: Date
+    ) throws -> Data {
+        try FakeGooglePlay.pushBody(
+            [
+                "version": "1.0", "packageName": "com.example.game",
+                "eventTimeMillis": String(Int64(eventTime.timeIntervalSince1970 * 1000)),
+                "voidedPurchaseNotification": [
+                    "purchaseToken": token, "orderId": orderID, "productType": productType, "refundType": 1,
+                ],
+            ],
+            messageID: messageID)
     }
 
     @Test func aPushedVoidIsAppliedOnlyWhenGoogleConfirmsThatOrderOfThatToken() async throws {
         let google = try FakeGooglePlay()
         try google.addProduct(token: "tok-paid", orderID: "GPA.1111-0000-0000-00001")
         try google.addProduct(token: "tok-canceled", orderID: "GPA.1111-0000-0000-00002", state: 1)
-        try google.addSubscription(token: "sub-ended", latestOrderID: "GPA.2222-0000-0000-00003", state: "SUBSCRIPTION_STATE_EXPIRED")
+        try google.addSubscription(
+            token: "sub-ended", latestOrderID: "GPA.2222-0000-0000-00003", state: "SUBSCRIPTION_STATE_EXPIRED")
         let provider = try GooglePlayVerify.provider(google)
         let voidedAt = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 - 7_200).rounded(.down))
-        func push(_ token: String, _ orderID: String, _ messageID: String, productType: Int = 2) async throws -> StoreNotification {
+        func push(
+            _ token: String, _ orderID: String, _ messageID: String, productType: Int = 2
+        ) async throws -> StoreNotification {
             try await provider.receiveNotification(
-                Self.request(try Self.void(token: token, orderID: orderID, messageID: messageID, productType: productType, at: voidedAt.addingTimeInterval(60)),
-                             bearer: try google.oidcToken()),
+                Self.request(
+                    try Self.void(
+                        token: token, orderID: orderID, messageID: messageID, productType: productType,
+                        at: voidedAt.addingTimeInterval(60)),
+                    bearer: try google.oidcToken()),
                 registered: Self.registered)
         }
-        func expectUnconfirmed(_ notification: StoreNotification, _ messageID: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        func expectUnconfirmed(
+            _ notification: StoreNotification, _ messageID: String, sourceLocation: SourceLocation = #_sourceLocation
+        ) {
             #expect(notification.event.kind == .other, sourceLocation: sourceLocation)
             #expect(notification.event.purchase == nil, sourceLocation: sourceLocation)
             #expect(notification.type == "VOIDED_PURCHASE_UNCONFIRMED", sourceLocation: sourceLocation)
@@ -146,7 +192,9 @@ import TestSupport
         try google.addVoided(token: "tok-paid", orderID: "GPA.1111-0000-0000-00001", reason: 5, voidedAt: voidedAt)
         try google.addVoided(token: "sub-ended", orderID: "GPA.2222-0000-0000-00003", reason: 7, voidedAt: voidedAt)
         expectUnconfirmed(try await push("tok-made-up", "GPA.1111-0000-0000-00001", "msg-made-up-2"), "msg-made-up-2")
-        for (token, orderID, productType, reason) in [("tok-paid", "GPA.1111-0000-0000-00001", 2, 5), ("sub-ended", "GPA.2222-0000-0000-00003", 1, 7)] {
+        for (token, orderID, productType, reason) in [
+            ("tok-paid", "GPA.1111-0000-0000-00001", 2, 5), ("sub-ended", "GPA.2222-0000-0000-00003", 1, 7),
+        ] {
             let applied = try await push(token, orderID, "msg-\(token)", productType: productType)
             #expect(applied.type == "VOIDED_PURCHASE")
             #expect(applied.notificationID == "voided:\(orderID)")
@@ -157,7 +205,9 @@ import TestSupport
         }
         // Each search started near the push's event time, not 30 days back.
         let starts = google.state.voidedQueries.get().compactMap { $0["startTime"].flatMap { Int64($0) } }
-        #expect(!starts.isEmpty && starts.allSatisfy { $0 >= Int64(voidedAt.timeIntervalSince1970 * 1000) - 2 * 86_400_000 })
+        #expect(
+            !starts.isEmpty && starts.allSatisfy { $0 >= Int64(voidedAt.timeIntervalSince1970 * 1000) - 2 * 86_400_000 }
+        )
         await google.shutdown()
     }
 
@@ -166,8 +216,12 @@ import TestSupport
         try google.addProduct(token: "tok-paid", orderID: "GPA.1111-0000-0000-00001")
         let provider = try GooglePlayVerify.provider(google)
         google.failFirst("voided", [503, 503, 503])
-        let body = try Self.void(token: "tok-paid", orderID: "GPA.1111-0000-0000-00001", messageID: "msg-down", at: Date())
-        let rejection = await Self.rejection { _ = try await provider.receiveNotification(Self.request(body, bearer: try google.oidcToken()), registered: Self.registered) }
+        let body = try Self.void(
+            token: "tok-paid", orderID: "GPA.1111-0000-0000-00001", messageID: "msg-down", at: Date())
+        let rejection = await Self.rejection {
+            _ = try await provider.receiveNotification(
+                Self.request(body, bearer: try google.oidcToken()), registered: Self.registered)
+        }
         #expect(rejection?.kind == .retryable)
         await google.shutdown()
     }

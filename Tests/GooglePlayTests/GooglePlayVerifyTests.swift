@@ -1,32 +1,43 @@
-import OpenSSLCrypto
 import Foundation
 import GooglePlay
 import GooglePlayTestSupport
 import HTTPClient
+import OpenSSLCrypto
 import ReceiptCore
-import Testing
 import TestSupport
+import Testing
 
 /// The provider against a fake Google on loopback: evidence forms, normalization, Google's errors.
 @Suite struct GooglePlayVerify {
     static func provider(_ google: FakeGooglePlay, retries: Int = 3) throws -> GooglePlayProvider {
-        GooglePlayProvider(configuration: try google.configuration(), http: FakeGooglePlay.http(retries: retries), logger: Logger(minimumLevel: .error))
+        GooglePlayProvider(
+            configuration: try google.configuration(), http: FakeGooglePlay.http(retries: retries),
+            logger: Logger(minimumLevel: .error))
     }
 
-    static func context(packages: Set<String> = ["com.example.game"], environments: Set<StoreEnvironment> = [.production, .sandbox],
-                        settings: [String: [String]] = [:], credentials: [String: String] = [:]) -> VerificationContext {
-        VerificationContext(appIdentifiers: packages, environments: environments,
-                            client: ClientInfo(clientID: "rgc_test", gameID: 42, appIdentifiers: [GooglePlayProvider.packageNameKind.name: Array(packages)], environments: environments, settings: settings),
-                            credentials: credentials)
+    static func context(
+        packages: Set<String> = ["com.example.game"], environments: Set<StoreEnvironment> = [.production, .sandbox],
+        settings: [String: [String]] = [:], credentials: [String: String] = [:]
+    ) -> VerificationContext {
+        VerificationContext(
+            appIdentifiers: packages, environments: environments,
+            client: ClientInfo(
+                clientID: "rgc_test", gameID: 42,
+                appIdentifiers: [GooglePlayProvider.packageNameKind.name: Array(packages)], environments: environments,
+                settings: settings),
+            credentials: credentials)
     }
 
     static func refusal(_ body: () async throws -> Void) async -> StoreVerificationError? {
-        do { try await body(); return nil } catch let error as StoreVerificationError { return error } catch { return nil }
+        do { try await body(); return nil } catch let error as StoreVerificationError { return error } catch {
+            return nil
+        }
     }
 
     @Test func aBareTokenIsProvenWithProductsV2AndNormalized() async throws {
         let google = try FakeGooglePlay()
-        try google.addProduct(token: "tok-bare-1", orderID: "GPA.3301-2345-6789-01234", accountID: "acct-7", quantity: 2)
+        try google.addProduct(
+            token: "tok-bare-1", orderID: "GPA.3301-2345-6789-01234", accountID: "acct-7", quantity: 2)
         let purchases = try await Self.provider(google).verify(evidence: "tok-bare-1", context: Self.context())
         let purchase = try #require(purchases.first)
         #expect(purchase.store == .googlePlay)
@@ -67,22 +78,31 @@ import TestSupport
     @Test func purchaseJSONAndUnityReceiptUseProductsGetWithTheirProductID() async throws {
         let google = try FakeGooglePlay()
         try google.addProduct(token: "tok-json-1", test: true)
-        let json = #"{"orderId":"GPA.3301-2345-6789-01234","packageName":"com.example.game","productId":"gems100","purchaseTime":1716389123000,"purchaseState":0,"purchaseToken":"tok-json-1","quantity":1,"acknowledged":false}"#
+        let json =
+            #"{"orderId":"GPA.3301-2345-6789-01234","packageName":"com.example.game","productId":"gems100","purchaseTime":1716389123000,"purchaseState":0,"purchaseToken":"tok-json-1","quantity":1,"acknowledged":false}"#
         let provider = try Self.provider(google)
         let fromJSON = try await provider.verify(evidence: json, context: Self.context())
         #expect(fromJSON.first?.environment == .sandbox)  // a license tester's purchase
-        let payload = String(decoding: try JSONSerialization.data(withJSONObject: ["json": json, "signature": ""]), as: UTF8.self)
-        let unity = String(decoding: try JSONSerialization.data(withJSONObject: ["Store": "GooglePlay", "TransactionID": "tok-json-1", "Payload": payload]),
-                           as: UTF8.self)
+        let payload = String(
+            decoding: try JSONSerialization.data(withJSONObject: ["json": json, "signature": ""]), as: UTF8.self)
+        let unity = String(
+            decoding: try JSONSerialization.data(withJSONObject: [
+                "Store": "GooglePlay", "TransactionID": "tok-json-1", "Payload": payload,
+            ]),
+            as: UTF8.self)
         let fromUnity = try await provider.verify(evidence: unity, context: Self.context())
         #expect(fromUnity.first?.transactionID == "GPA.3301-2345-6789-01234")
         #expect(google.hits("products") == 2 && google.hits("productsv2") == 0)
         // Only the sandbox accepted? A tester's purchase with a production-only client is 412.
-        let wrongEnvironment = await Self.refusal { _ = try await provider.verify(evidence: json, context: Self.context(environments: [.production])) }
+        let wrongEnvironment = await Self.refusal {
+            _ = try await provider.verify(evidence: json, context: Self.context(environments: [.production]))
+        }
         #expect(wrongEnvironment?.code == .environmentMismatch)
         // Another app's purchase JSON.
         let other = json.replacingOccurrences(of: "com.example.game", with: "com.other.game")
-        #expect(await Self.refusal { _ = try await provider.verify(evidence: other, context: Self.context()) }?.code == .bundleMismatch)
+        #expect(
+            await Self.refusal { _ = try await provider.verify(evidence: other, context: Self.context()) }?.code
+                == .bundleMismatch)
         await google.shutdown()
     }
 
@@ -91,8 +111,12 @@ import TestSupport
         let google = try FakeGooglePlay()
         try google.addProduct(token: "tok-state", state: state)
         let provider = try Self.provider(google)
-        for evidence in ["tok-state", #"{"packageName":"com.example.game","productId":"gems100","purchaseToken":"tok-state"}"#] {
-            let error = await Self.refusal { _ = try await provider.verify(evidence: evidence, context: Self.context()) }
+        for evidence in [
+            "tok-state", #"{"packageName":"com.example.game","productId":"gems100","purchaseToken":"tok-state"}"#,
+        ] {
+            let error = await Self.refusal {
+                _ = try await provider.verify(evidence: evidence, context: Self.context())
+            }
             #expect(error?.code == .verificationFailed)
             #expect(error?.reason == reason)
         }
@@ -104,7 +128,9 @@ import TestSupport
         try google.addProduct(token: "tok-err")
         let provider = try Self.provider(google)
         // Unknown token: 404 from products and subscriptions → 422.
-        let unknown = await Self.refusal { _ = try await provider.verify(evidence: "tok-unknown", context: Self.context()) }
+        let unknown = await Self.refusal {
+            _ = try await provider.verify(evidence: "tok-unknown", context: Self.context())
+        }
         #expect(unknown?.code == .verificationFailed)
         #expect(unknown?.reason == "PURCHASE_NOT_FOUND")
         // 403: the service account lacks access → 502 naming the permission problem.
@@ -123,7 +149,9 @@ import TestSupport
         #expect(down?.isRetryable == true)
         // Malformed evidence never reaches Google.
         let before = google.hits("productsv2")
-        #expect(await Self.refusal { _ = try await provider.verify(evidence: "not a token!", context: Self.context()) }?.code == .verificationFailed)
+        #expect(
+            await Self.refusal { _ = try await provider.verify(evidence: "not a token!", context: Self.context()) }?
+                .code == .verificationFailed)
         #expect(google.hits("productsv2") == before)
         await google.shutdown()
     }
@@ -134,7 +162,9 @@ import TestSupport
         google.state.tokenDelay.set(.milliseconds(200))
         let provider = try Self.provider(google)
         try await withThrowingTaskGroup(of: Void.self) { group in
-            for index in 0..<8 { group.addTask { _ = try await provider.verify(evidence: "tok-c\(index)", context: Self.context()) } }
+            for index in 0..<8 {
+                group.addTask { _ = try await provider.verify(evidence: "tok-c\(index)", context: Self.context()) }
+            }
             try await group.waitForAll()
         }
         #expect(google.hits("token") == 1)
@@ -152,24 +182,35 @@ import TestSupport
         try google.addProduct(token: "tok-own")
         var configuration = try google.configuration()
         configuration.serviceAccountKey = nil
-        let provider = GooglePlayProvider(configuration: configuration, http: FakeGooglePlay.http(), logger: Logger(minimumLevel: .error))
+        let provider = GooglePlayProvider(
+            configuration: configuration, http: FakeGooglePlay.http(), logger: Logger(minimumLevel: .error))
         let none = await Self.refusal { _ = try await provider.verify(evidence: "tok-own", context: Self.context()) }
         #expect(none?.reason == "GOOGLE_NOT_CONFIGURED")
-        let own = Self.context(credentials: [GooglePlayProvider.Setting.serviceAccountKey: try google.serviceAccountJSON()])
+        let own = Self.context(credentials: [
+            GooglePlayProvider.Setting.serviceAccountKey: try google.serviceAccountJSON()
+        ])
         #expect(try await provider.verify(evidence: "tok-own", context: own).count == 1)
         // A key Google does not know (another project's): the token endpoint refuses it → 502 naming it.
-        let stranger = Self.context(credentials: [GooglePlayProvider.Setting.serviceAccountKey:
-                                                    try google.serviceAccountJSON(key: try TestKeys.rsa(.unrelated))])
-        #expect(await Self.refusal { _ = try await provider.verify(evidence: "tok-own", context: stranger) }?.reason == "GOOGLE_PERMISSION_DENIED")
+        let stranger = Self.context(credentials: [
+            GooglePlayProvider.Setting.serviceAccountKey:
+                try google.serviceAccountJSON(key: try TestKeys.rsa(.unrelated))
+        ])
+        #expect(
+            await Self.refusal { _ = try await provider.verify(evidence: "tok-own", context: stranger) }?.reason
+                == "GOOGLE_PERMISSION_DENIED")
         await google.shutdown()
     }
 
     @Test func subscriptionsFollowTheirLinkedTokensToTheFirstOrder() async throws {
         let google = try FakeGooglePlay()
-        try google.addSubscription(token: "sub-old", latestOrderID: "GPA.1111-2222-3333-44444..5", state: "SUBSCRIPTION_STATE_EXPIRED")
-        try google.addSubscription(token: "sub-new", productID: "vip.yearly", latestOrderID: "GPA.5555-6666-7777-88888..1", linkedToken: "sub-old",
-                                   accountID: "acct-9")
-        let purchase = try #require(try await Self.provider(google).verify(evidence: "sub-new", context: Self.context()).first)
+        try google.addSubscription(
+            token: "sub-old", latestOrderID: "GPA.1111-2222-3333-44444..5", state: "SUBSCRIPTION_STATE_EXPIRED")
+        try google.addSubscription(
+            token: "sub-new", productID: "vip.yearly", latestOrderID: "GPA.5555-6666-7777-88888..1",
+            linkedToken: "sub-old",
+            accountID: "acct-9")
+        let purchase = try #require(
+            try await Self.provider(google).verify(evidence: "sub-new", context: Self.context()).first)
         #expect(purchase.transactionID == "GPA.5555-6666-7777-88888..1")
         #expect(purchase.originalTransactionID == "GPA.1111-2222-3333-44444")
         #expect(purchase.productID == "vip.yearly")
@@ -178,7 +219,10 @@ import TestSupport
         #expect((purchase.expiresDate ?? .distantPast) > Date())
         let pending = try FakeGooglePlay()
         try pending.addSubscription(token: "sub-pending", state: "SUBSCRIPTION_STATE_PENDING")
-        #expect(await Self.refusal { _ = try await Self.provider(pending).verify(evidence: "sub-pending", context: Self.context()) }?.reason
+        #expect(
+            await Self.refusal {
+                _ = try await Self.provider(pending).verify(evidence: "sub-pending", context: Self.context())
+            }?.reason
                 == "PURCHASE_PENDING")
         await google.shutdown()
         await pending.shutdown()
@@ -188,16 +232,26 @@ import TestSupport
         let google = try FakeGooglePlay()
         try google.addProduct(token: "tok-signed")
         let licenseKey = try TestKeys.rsa(.playLicense)
-        let settings = [GooglePlayProvider.Setting.licenseKey: [Base64.encode(try licenseKey.publicKey.subjectPublicKeyInfo())]]
-        let json = #"{"orderId":"GPA.3301-2345-6789-01234","packageName":"com.example.game","productId":"gems100","purchaseToken":"tok-signed"}"#
+        let settings = [
+            GooglePlayProvider.Setting.licenseKey: [Base64.encode(try licenseKey.publicKey.subjectPublicKeyInfo())]
+        ]
+        let json =
+            #"{"orderId":"GPA.3301-2345-6789-01234","packageName":"com.example.game","productId":"gems100","purchaseToken":"tok-signed"}"#
         let signature = Base64.encode(try licenseKey.signSHA1WithRSA(Data(json.utf8)))
         func wrapped(_ json: String, _ signature: String) throws -> String {
-            String(decoding: try JSONSerialization.data(withJSONObject: ["json": json, "signature": signature]), as: UTF8.self)
+            String(
+                decoding: try JSONSerialization.data(withJSONObject: ["json": json, "signature": signature]),
+                as: UTF8.self)
         }
         let provider = try Self.provider(google)
-        #expect(try await provider.verify(evidence: try wrapped(json, signature), context: Self.context(settings: settings)).count == 1)
+        #expect(
+            try await provider.verify(evidence: try wrapped(json, signature), context: Self.context(settings: settings))
+                .count == 1)
         let forged = json.replacingOccurrences(of: "gems100", with: "gems999")
-        let refused = await Self.refusal { _ = try await provider.verify(evidence: try wrapped(forged, signature), context: Self.context(settings: settings)) }
+        let refused = await Self.refusal {
+            _ = try await provider.verify(
+                evidence: try wrapped(forged, signature), context: Self.context(settings: settings))
+        }
         #expect(refused?.reason == "INVALID_SIGNATURE")
         #expect(google.hits("products") == 1)  // the forgery never reached Google
         await google.shutdown()
@@ -208,10 +262,14 @@ import TestSupport
         try google.addProduct(token: "tok-pkg", package: "com.example.second")
         let provider = try Self.provider(google)
         let two: Set<String> = ["com.example.game", "com.example.second"]
-        let ambiguous = await Self.refusal { _ = try await provider.verify(evidence: "tok-pkg", context: Self.context(packages: two)) }
+        let ambiguous = await Self.refusal {
+            _ = try await provider.verify(evidence: "tok-pkg", context: Self.context(packages: two))
+        }
         #expect(ambiguous?.code == .missingFields)
         // The pipeline narrows the identifiers to the request's package_name.
-        #expect(try await provider.verify(evidence: "tok-pkg", context: Self.context(packages: ["com.example.second"])).first?.appIdentifier
+        #expect(
+            try await provider.verify(evidence: "tok-pkg", context: Self.context(packages: ["com.example.second"]))
+                .first?.appIdentifier
                 == "com.example.second")
         await google.shutdown()
     }

@@ -1,8 +1,9 @@
 import Foundation
-@testable import HTTPClient
 import HTTPServer
-import Testing
 import TestSupport
+import Testing
+
+@testable import HTTPClient
 
 /// A local fake upstream on loopback, speaking real HTTP through our own server module.
 private final class FakeUpstream: @unchecked Sendable {
@@ -12,7 +13,9 @@ private final class FakeUpstream: @unchecked Sendable {
     init(_ configure: (inout Router, LockedBox<[String: Int]>) -> Void) throws {
         var router = Router()
         configure(&router, hits)
-        server = HTTPServer(configuration: .init(host: "127.0.0.1", port: 0), responder: router.build(handlerExecutor: FakeServing.executor))
+        server = HTTPServer(
+            configuration: .init(host: "127.0.0.1", port: 0),
+            responder: router.build(handlerExecutor: FakeServing.executor))
         try server.start()
     }
 
@@ -21,7 +24,9 @@ private final class FakeUpstream: @unchecked Sendable {
 }
 
 private func hit(_ hits: LockedBox<[String: Int]>, _ key: String) -> Int {
-    hits.update { $0[key, default: 0] += 1; return $0[key]! }
+    hits.update {
+        $0[key, default: 0] += 1; return $0[key]!
+    }
 }
 
 /// Generous by default: the fake upstreams' handlers share the test process's small, busy task
@@ -37,17 +42,27 @@ private func client(_ base: String, attempts: Int = 3, timeout: Duration = .seco
     @Test func postCarriesHeadersAndBodyAndReadsTheResponse() async throws {
         let upstream = try FakeUpstream { router, _ in
             router.post("/echo") { request in
-                var response = HTTPResponse.json(["auth": request.headers["Authorization"] ?? "", "body": String(decoding: request.body, as: UTF8.self)], status: 201)
+                var response = HTTPResponse.json(
+                    [
+                        "auth": request.headers["Authorization"] ?? "",
+                        "body": String(decoding: request.body, as: UTF8.self),
+                    ], status: 201)
                 response.headers.add("X-Upstream", "fake")
                 return response
             }
         }
         // A generous timeout: on a loaded machine a slow first answer must not turn into a retry here.
-        let response = try await client(upstream.baseURL, timeout: .seconds(60)).send(.init(method: "POST", url: "/echo",
-            headers: [("Authorization", "Bearer t"), ("Content-Type", "application/json")], body: Data(#"{"a":1}"#.utf8)))
+        let response = try await client(upstream.baseURL, timeout: .seconds(60)).send(
+            .init(
+                method: "POST", url: "/echo",
+                headers: [("Authorization", "Bearer t"), ("Content-Type", "application/json")],
+                body: Data(#"{"a":1}"#.utf8)))
         #expect(response.status == 201)
         #expect(response.header("x-upstream") == "fake")
-        #expect(try JSONDecoder().decode([String: String].self, from: response.body) == ["auth": "Bearer t", "body": #"{"a":1}"#])
+        #expect(
+            try JSONDecoder().decode([String: String].self, from: response.body) == [
+                "auth": "Bearer t", "body": #"{"a":1}"#,
+            ])
         #expect(response.attempts == 1)
         await upstream.server.shutdown()
     }
@@ -73,8 +88,12 @@ private func client(_ base: String, attempts: Int = 3, timeout: Duration = .seco
 
     @Test func afterTheLastAttemptTheErrorResponseIsReturned() async throws {
         let upstream = try FakeUpstream { router, hits in
-            router.get("/down") { _ in _ = hit(hits, "down"); return .text("nope", status: 500) }
-            router.get("/bad") { _ in _ = hit(hits, "bad"); return .text("bad request", status: 400) }
+            router.get("/down") { _ in
+                _ = hit(hits, "down"); return .text("nope", status: 500)
+            }
+            router.get("/bad") { _ in
+                _ = hit(hits, "bad"); return .text("bad request", status: 400)
+            }
         }
         let down = try await client(upstream.baseURL, attempts: 4).send(.init(url: "/down"))
         #expect(down.status == 500)
@@ -125,7 +144,9 @@ private func client(_ base: String, attempts: Int = 3, timeout: Duration = .seco
         for attempt in 1...8 {
             let step = min(Duration.milliseconds(100) * (1 << (attempt - 1)), .seconds(1))
             let delays = (0..<50).map { _ in HTTPClient.backoff(attempt: attempt, policy: policy) }
-            #expect(delays.allSatisfy { $0 >= step / 2 && $0 <= step }, "attempt \(attempt): \(delays) outside \(step / 2)...\(step)")
+            #expect(
+                delays.allSatisfy { $0 >= step / 2 && $0 <= step },
+                "attempt \(attempt): \(delays) outside \(step / 2)...\(step)")
             // Jitter: retries of many clients must not line up. Fifty draws of the random half
             // spread over most of it (a fixed delay, or a tiny jitter, spans nothing).
             let spread = (delays.max() ?? .zero) - (delays.min() ?? .zero)
@@ -138,7 +159,9 @@ private func client(_ base: String, attempts: Int = 3, timeout: Duration = .seco
 @Suite struct Failures {
     @Test func slowUpstreamTimesOut() async throws {
         let upstream = try FakeUpstream { router, _ in
-            router.get("/slow") { _ in try await Task.sleep(for: .seconds(3)); return .text("late") }
+            router.get("/slow") { _ in
+                try await Task.sleep(for: .seconds(3)); return .text("late")
+            }
         }
         await #expect(throws: HTTPClientError(.timeout, "")) {
             try await client(upstream.baseURL, attempts: 1, timeout: .milliseconds(300)).send(.init(url: "/slow"))
@@ -150,7 +173,9 @@ private func client(_ base: String, attempts: Int = 3, timeout: Duration = .seco
     /// timeout, not when a thread frees up.
     @Test func theTimeoutCoversTheWaitForATransferThread() async throws {
         let upstream = try FakeUpstream { router, hits in
-            router.get("/slow") { _ in _ = hit(hits, "slow"); try await Task.sleep(for: .seconds(4)); return .text("late") }
+            router.get("/slow") { _ in
+                _ = hit(hits, "slow"); try await Task.sleep(for: .seconds(4)); return .text("late")
+            }
             router.get("/fast") { _ in .text("ok") }
         }
         var configuration = HTTPClient.Configuration(baseURL: upstream.baseURL)
@@ -160,7 +185,9 @@ private func client(_ base: String, attempts: Int = 3, timeout: Duration = .seco
         let slow = Task { try? await shared.send(.init(url: "/slow")) }
         // The one thread is taken once the slow call reached the upstream.
         let deadline = ContinuousClock.now + .seconds(10)
-        while upstream.count("slow") == 0 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        while upstream.count("slow") == 0 && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
         var queued = HTTPClient.Request(url: "/fast")
         queued.timeout = .milliseconds(300)
         let started = ContinuousClock.now
@@ -174,8 +201,12 @@ private func client(_ base: String, attempts: Int = 3, timeout: Duration = .seco
     /// request is never sent.
     @Test func aRequestCancelledWhileWaitingForATransferThreadIsNeverSent() async throws {
         let upstream = try FakeUpstream { router, hits in
-            router.get("/slow") { _ in _ = hit(hits, "slow"); try await Task.sleep(for: .seconds(1)); return .text("late") }
-            router.get("/fast") { _ in _ = hit(hits, "fast"); return .text("ok") }
+            router.get("/slow") { _ in
+                _ = hit(hits, "slow"); try await Task.sleep(for: .seconds(1)); return .text("late")
+            }
+            router.get("/fast") { _ in
+                _ = hit(hits, "fast"); return .text("ok")
+            }
         }
         var configuration = HTTPClient.Configuration(baseURL: upstream.baseURL)
         configuration.retry = .none
@@ -183,7 +214,9 @@ private func client(_ base: String, attempts: Int = 3, timeout: Duration = .seco
         let shared = HTTPClient(configuration)
         let slow = Task { try? await shared.send(.init(url: "/slow")) }
         let deadline = ContinuousClock.now + .seconds(10)
-        while upstream.count("slow") == 0 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        while upstream.count("slow") == 0 && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+        }
         let cancelled = Task { try await shared.send(.init(url: "/fast")) }
         cancelled.cancel()
         await #expect(throws: CancellationError.self) { try await cancelled.value }
@@ -202,7 +235,9 @@ private func client(_ base: String, attempts: Int = 3, timeout: Duration = .seco
         do {
             let object = Captured()
             weak = WeakBox(object)
-            _ = try await workers.perform(late: HTTPClientError(.timeout, ""), closed: HTTPClientError(.clientClosed, "")) { _ in
+            _ = try await workers.perform(
+                late: HTTPClientError(.timeout, ""), closed: HTTPClientError(.clientClosed, "")
+            ) { _ in
                 _ = object
                 return 1
             }
@@ -229,7 +264,9 @@ private func client(_ base: String, attempts: Int = 3, timeout: Duration = .seco
         }
         var configuration = HTTPClient.Configuration(baseURL: upstream.baseURL)
         configuration.maxResponseBytes = 10_000
-        await #expect(throws: HTTPClientError(.responseTooLarge, "")) { try await HTTPClient(configuration).send(.init(url: "/big")) }
+        await #expect(throws: HTTPClientError(.responseTooLarge, "")) {
+            try await HTTPClient(configuration).send(.init(url: "/big"))
+        }
         await upstream.server.shutdown()
     }
 }
@@ -238,19 +275,28 @@ private func client(_ base: String, attempts: Int = 3, timeout: Duration = .seco
     @Test func selfSignedPeerIsRejectedUnlessItsCAIsConfigured() async throws {
         let directory = TestDatabase.temporaryDirectory("tls")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let cert = directory.appendingPathComponent("cert.pem").path, key = directory.appendingPathComponent("key.pem").path
-        #expect(try run("/usr/bin/openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-                                             "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
-                                             "-days", "1", "-keyout", key, "-out", cert]) == 0)
+        let cert = directory.appendingPathComponent("cert.pem").path,
+            key = directory.appendingPathComponent("key.pem").path
+        #expect(
+            try run(
+                "/usr/bin/openssl",
+                [
+                    "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                    "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
+                    "-days", "1", "-keyout", key, "-out", cert,
+                ]) == 0)
         let port = try RawHTTP.freePort()
-        let server = try ChildProcess.launch("/usr/bin/openssl",
-                                             ["s_server", "-accept", "127.0.0.1:\(port)", "-cert", cert, "-key", key, "-www", "-quiet"],
-                                             environment: ["PATH": "/usr/bin:/bin"])
+        let server = try ChildProcess.launch(
+            "/usr/bin/openssl",
+            ["s_server", "-accept", "127.0.0.1:\(port)", "-cert", cert, "-key", key, "-www", "-quiet"],
+            environment: ["PATH": "/usr/bin:/bin"])
         try await waitUntilListening(port)
 
         var configuration = HTTPClient.Configuration(baseURL: "https://127.0.0.1:\(port)")
         configuration.retry = .none
-        await #expect(throws: HTTPClientError(.tlsFailure, "")) { try await HTTPClient(configuration).send(.init(url: "/")) }
+        await #expect(throws: HTTPClientError(.tlsFailure, "")) {
+            try await HTTPClient(configuration).send(.init(url: "/"))
+        }
 
         configuration.caBundlePath = cert
         let response = try await HTTPClient(configuration).send(.init(url: "/"))
@@ -263,7 +309,6 @@ private func client(_ base: String, attempts: Int = 3, timeout: Duration = .seco
 private func run(_ executable: String, _ arguments: [String]) throws -> Int32 {
     try ChildProcess.runBlocking(executable, arguments).status
 }
-
 
 private func waitUntilListening(_ port: Int) async throws {
     for _ in 0..<100 {

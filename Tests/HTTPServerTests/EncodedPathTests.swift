@@ -1,7 +1,8 @@
 import Foundation
-@testable import HTTPServer
-import Testing
 import TestSupport
+import Testing
+
+@testable import HTTPServer
 
 /// Routing reads the path as sent: split at its real slashes, then each segment percent-decoded,
 /// so an id holding a `/` (sent as `%2F`) reaches its route whole.
@@ -22,25 +23,31 @@ import TestSupport
         try JSONDecoder().decode([String: String].self, from: response.body)
     }
 
-    @Test(arguments: [("guild%2F42", "guild/42"), ("guild%2f42", "guild/42"), ("a%252Fb", "a%2Fb"), ("p%20one", "p one"),
-                      ("%C4%B0da", "\u{130}da"), ("plain", "plain"), ("a+b", "a+b")])
+    @Test(arguments: [
+        ("guild%2F42", "guild/42"), ("guild%2f42", "guild/42"), ("a%252Fb", "a%2Fb"), ("p%20one", "p one"),
+        ("%C4%B0da", "\u{130}da"), ("plain", "plain"), ("a+b", "a+b"),
+    ])
     func anEncodedSlashStaysInsideItsParameter(_ sent: String, _ decoded: String) async throws {
-        let response = await Self.responder().respond(to: HTTPRequest(method: "GET", path: "/v1/players/\(sent)/entitlements"))
+        let response = await Self.responder().respond(
+            to: HTTPRequest(method: "GET", path: "/v1/players/\(sent)/entitlements"))
         #expect(response.status == 200)
         #expect(try Self.body(response) == ["player_id": decoded])
     }
 
     @Test func literalsMatchTheirEncodedForm() async throws {
-        let response = await Self.responder().respond(to: HTTPRequest(method: "GET", path: "/v1/%70layers/p%2F1/entitlements"))
+        let response = await Self.responder().respond(
+            to: HTTPRequest(method: "GET", path: "/v1/%70layers/p%2F1/entitlements"))
         #expect(try Self.body(response) == ["player_id": "p/1"])
         // An encoded slash where a literal is expected is not that literal.
-        let literal = await Self.responder().respond(to: HTTPRequest(method: "GET", path: "/v1%2Fplayers/p/entitlements"))
+        let literal = await Self.responder().respond(
+            to: HTTPRequest(method: "GET", path: "/v1%2Fplayers/p/entitlements"))
         #expect(literal.status == 404)
     }
 
     @Test(arguments: ["%zz", "%2", "%", "%G0", "%00", "%C3%28", "%FF", "a%2Fb%"])
     func aBadEscapeIs400NotAServerError(_ segment: String) async throws {
-        let response = await Self.responder().respond(to: HTTPRequest(method: "GET", path: "/v1/players/\(segment)/entitlements"))
+        let response = await Self.responder().respond(
+            to: HTTPRequest(method: "GET", path: "/v1/players/\(segment)/entitlements"))
         #expect(response.status == 400)
         #expect(try Self.body(response)["error"] == "INVALID_FIELD")
     }
@@ -57,15 +64,18 @@ import TestSupport
         #expect(found.text != "split")
         #expect(try JSONDecoder().decode([String: String].self, from: found.body) == ["player_id": "guild/42"])
         // With a body, the route is found from the head alone, before the body is read.
-        let posted = try await RawHTTP.request(port: server.port, method: "POST", path: "/v1/transactions/app_store/a%2Fb/consumption",
-                                               headers: ["Content-Type": "application/json"], body: Data("{}".utf8))
+        let posted = try await RawHTTP.request(
+            port: server.port, method: "POST", path: "/v1/transactions/app_store/a%2Fb/consumption",
+            headers: ["Content-Type": "application/json"], body: Data("{}".utf8))
         #expect(posted.status == 200, "\(posted.text)")
-        #expect(try JSONDecoder().decode([String: String].self, from: posted.body) == ["store": "app_store", "id": "a/b"])
+        #expect(
+            try JSONDecoder().decode([String: String].self, from: posted.body) == ["store": "app_store", "id": "a/b"])
         for bad in ["/v1/players/%zz/entitlements", "/v1/players/%C3%28/entitlements"] {
             let refused = try await RawHTTP.request(port: server.port, path: bad)
             #expect(refused.status == 400, "\(bad): \(refused.status) \(refused.text)")
-            let refusedWithBody = try await RawHTTP.request(port: server.port, method: "POST", path: bad,
-                                                            headers: ["Content-Type": "application/json"], body: Data("{}".utf8))
+            let refusedWithBody = try await RawHTTP.request(
+                port: server.port, method: "POST", path: bad,
+                headers: ["Content-Type": "application/json"], body: Data("{}".utf8))
             #expect(refusedWithBody.status == 400, "\(bad): \(refusedWithBody.status) \(refusedWithBody.text)")
         }
         await server.shutdown()

@@ -1,7 +1,7 @@
 import Foundation
 import HTTPServer
-import Testing
 import TestSupport
+import Testing
 
 /// Counts calls from handlers and header checks (which run on libmicrohttpd threads).
 private final class Counter: @unchecked Sendable {
@@ -13,12 +13,17 @@ private final class Counter: @unchecked Sendable {
 
 private func uploadRouter(checks: Counter, handled: Counter) -> Router {
     var router = Router()
-    router.post("/echo") { request in handled.increment(); return .text("\(request.body.count)") }
-    router.post("/upload", headerCheck: { head in
-        checks.increment()
-        return head.headers["Authorization"] == nil
-            ? HTTPError(status: 401, code: "UNAUTHORIZED", message: "credentials missing").response : nil
-    }) { request in
+    router.post("/echo") { request in
+        handled.increment(); return .text("\(request.body.count)")
+    }
+    router.post(
+        "/upload",
+        headerCheck: { head in
+            checks.increment()
+            return head.headers["Authorization"] == nil
+                ? HTTPError(status: 401, code: "UNAUTHORIZED", message: "credentials missing").response : nil
+        }
+    ) { request in
         handled.increment()
         return .text("stored \(request.body.count)")
     }
@@ -46,7 +51,9 @@ private func trickle(port: Int, head: String, body: Data, pause: Int32) async th
 
 @Suite struct ConnectionLimits {
     @Test func oneAddressCannotHoldMoreThanItsShareOfConnections() async throws {
-        let server = try startTestServer(uploadRouter(checks: Counter(), handled: Counter())) { $0.connectionLimitPerIP = 3 }
+        let server = try startTestServer(uploadRouter(checks: Counter(), handled: Counter())) {
+            $0.connectionLimitPerIP = 3
+        }
         let port = server.port
         // Three connections from 127.0.0.1, each with a request half sent: the limit is reached.
         var held = try await onOwnThread {
@@ -93,8 +100,9 @@ private func trickle(port: Int, head: String, body: Data, pause: Int32) async th
     @Test func aBodyTrickledPastTheDeadlineIsCutOff() async throws {
         let server = try Self.server()
         // 200 bytes, one every 300 ms: 60 s to finish, never idle for long.
-        let (response, sent) = try await trickle(port: server.port, head: "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 200\r\n\r\n",
-                                                 body: Data(repeating: 65, count: 200), pause: 300)
+        let (response, sent) = try await trickle(
+            port: server.port, head: "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 200\r\n\r\n",
+            body: Data(repeating: 65, count: 200), pause: 300)
         // Cut off on the way: the whole body would have taken a minute, the deadline is 2 s.
         // (A request that finishes in time is served: `aSlowRequestThatFinishesInTimeIsServed`.)
         #expect(sent < 200, "the slow request was not cut off at its 2 s deadline")
@@ -106,7 +114,8 @@ private func trickle(port: Int, head: String, body: Data, pause: Int32) async th
     @Test func aHeadTrickledPastTheDeadlineIsCutOff() async throws {
         let server = try Self.server()
         let slowHead = Data(String(repeating: "X-Slow: a\r\n", count: 20).utf8)
-        let (response, sent) = try await trickle(port: server.port, head: "POST /echo HTTP/1.1\r\n", body: slowHead, pause: 300)
+        let (response, sent) = try await trickle(
+            port: server.port, head: "POST /echo HTTP/1.1\r\n", body: slowHead, pause: 300)
         #expect(sent < slowHead.count, "the slow head was not cut off at its 2 s deadline")
         let status = (try? RawHTTP.parse(response))?.status
         #expect(status == 408 || response.isEmpty, "answered \(String(decoding: response, as: UTF8.self))")
@@ -115,8 +124,9 @@ private func trickle(port: Int, head: String, body: Data, pause: Int32) async th
 
     @Test func aSlowRequestThatFinishesInTimeIsServed() async throws {
         let server = try Self.server()
-        let (response, _) = try await trickle(port: server.port, head: "POST /echo HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 4\r\n\r\n",
-                                              body: Data("abcd".utf8), pause: 250)
+        let (response, _) = try await trickle(
+            port: server.port, head: "POST /echo HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 4\r\n\r\n",
+            body: Data("abcd".utf8), pause: 250)
         let parsed = try RawHTTP.parse(response)
         #expect(parsed.status == 200)
         #expect(parsed.text == "4")
@@ -128,7 +138,9 @@ private func trickle(port: Int, head: String, body: Data, pause: Int32) async th
     @Test func aHugeBodyForAnUnknownPathIs404WithoutBeingRead() async throws {
         let handled = Counter()
         // A body cap above the announced size: only routing can refuse this request early.
-        let server = try startTestServer(uploadRouter(checks: Counter(), handled: handled)) { $0.maxBodyBytes = 64 << 20 }
+        let server = try startTestServer(uploadRouter(checks: Counter(), handled: handled)) {
+            $0.maxBodyBytes = 64 << 20
+        }
         let started = ContinuousClock.now
         // 50 MB announced, 5 bytes sent: only an answer that does not wait for the body comes back.
         let head = Data("POST /nowhere HTTP/1.1\r\nHost: x\r\nContent-Length: 50000000\r\n\r\nhello".utf8)
@@ -146,17 +158,22 @@ private func trickle(port: Int, head: String, body: Data, pause: Int32) async th
         let handled = Counter()
         let server = try startTestServer(uploadRouter(checks: Counter(), handled: handled))
         let body = Data(count: 200_000)  // a body far larger than the connection's memory pool
-        let served = try await RawHTTP.request(port: server.port, method: "POST", path: "/echo",
-                                               headers: ["X-Long": String(repeating: "a", count: 8 * 1024)], body: body)
+        let served = try await RawHTTP.request(
+            port: server.port, method: "POST", path: "/echo",
+            headers: ["X-Long": String(repeating: "a", count: 8 * 1024)], body: body)
         #expect(served.status == 200)
         #expect(served.text == "200000")
         // A head beyond the pool is answered with an error, never served and never a crash.
-        let oversized = Data("POST /echo HTTP/1.1\r\nHost: x\r\nX-Long: \(String(repeating: "a", count: 40 * 1024))\r\nContent-Length: 2\r\n\r\nhi".utf8)
+        let oversized = Data(
+            "POST /echo HTTP/1.1\r\nHost: x\r\nX-Long: \(String(repeating: "a", count: 40 * 1024))\r\nContent-Length: 2\r\n\r\nhi"
+                .utf8)
         let refused = try await RawHTTP.exchange(port: server.port, pieces: [oversized], timeout: 10)
         #expect((400..<500).contains(refused.status))
         #expect(handled.value == 1)
         // The server still serves the next client.
-        #expect(try await RawHTTP.request(port: server.port, method: "POST", path: "/echo", body: Data("ok".utf8)).text == "2")
+        #expect(
+            try await RawHTTP.request(port: server.port, method: "POST", path: "/echo", body: Data("ok".utf8)).text
+                == "2")
         await server.shutdown()
     }
 
@@ -171,8 +188,9 @@ private func trickle(port: Int, head: String, body: Data, pause: Int32) async th
         #expect(handled.value == 0)
         #expect(checks.value == 1)
         // With credentials the body is read and the handler runs; the check ran once, not twice.
-        let accepted = try await RawHTTP.request(port: server.port, method: "POST", path: "/upload",
-                                                 headers: ["Authorization": "Bearer x"], body: Data(count: 300))
+        let accepted = try await RawHTTP.request(
+            port: server.port, method: "POST", path: "/upload",
+            headers: ["Authorization": "Bearer x"], body: Data(count: 300))
         #expect(accepted.status == 200)
         #expect(accepted.text == "stored 300")
         #expect(checks.value == 2)

@@ -1,7 +1,8 @@
 import Foundation
-@testable import HTTPServer
-import Testing
 import TestSupport
+import Testing
+
+@testable import HTTPServer
 
 /// Records what the middleware saw of each request, as the access log and metrics would.
 final class SeenRequests: HTTPMiddleware, @unchecked Sendable {
@@ -25,7 +26,9 @@ func methodTestRouter(_ seen: SeenRequests) -> Router {
     var router = Router()
     router.use(seen)
     router.get("/items/{id}") { request in
-        HTTPResponse(status: 200, headers: ["Content-Type": "text/plain", "X-Item": try request.parameter("id")], body: Data("item body".utf8))
+        HTTPResponse(
+            status: 200, headers: ["Content-Type": "text/plain", "X-Item": try request.parameter("id")],
+            body: Data("item body".utf8))
     }
     router.post("/items/{id}") { _ in .text("posted") }
     router.post("/upload") { _ in .text("uploaded") }
@@ -33,9 +36,11 @@ func methodTestRouter(_ seen: SeenRequests) -> Router {
 }
 
 @Suite struct Methods {
-    @Test(arguments: [("GET", "GET"), ("HEAD", "HEAD"), ("POST", "POST"), ("PUT", "PUT"), ("DELETE", "DELETE"),
-                      ("PATCH", "PATCH"), ("OPTIONS", "OPTIONS"), ("BREW", "OTHER"), ("PROPFIND", "OTHER"),
-                      ("get", "OTHER"), ("X-\(UUID().uuidString)", "OTHER")])
+    @Test(arguments: [
+        ("GET", "GET"), ("HEAD", "HEAD"), ("POST", "POST"), ("PUT", "PUT"), ("DELETE", "DELETE"),
+        ("PATCH", "PATCH"), ("OPTIONS", "OPTIONS"), ("BREW", "OTHER"), ("PROPFIND", "OTHER"),
+        ("get", "OTHER"), ("X-\(UUID().uuidString)", "OTHER"),
+    ])
     func observabilitySeesOnlyAFewMethodNames(method: String, expected: String) {
         #expect(HTTPRequest(method: method, path: "/").normalizedMethod == expected)
         #expect(HTTPRequestHead(method: method, path: "/").normalizedMethod == expected)
@@ -82,14 +87,20 @@ func methodTestRouter(_ seen: SeenRequests) -> Router {
 
     @Test func aHeaderCheckRefusesBeforeTheHandlerInProcessToo() async throws {
         var router = Router()
-        router.post("/upload", headerCheck: { head in
-            head.headers["Authorization"] == nil ? HTTPError(status: 401, code: "UNAUTHORIZED", message: "no credentials").response : nil
-        }) { request in .text("got \(request.body.count)") }
+        router.post(
+            "/upload",
+            headerCheck: { head in
+                head.headers["Authorization"] == nil
+                    ? HTTPError(status: 401, code: "UNAUTHORIZED", message: "no credentials").response : nil
+            }
+        ) { request in .text("got \(request.body.count)") }
         let responder = router.build()
         let refused = await responder.respond(to: HTTPRequest(method: "POST", path: "/upload", body: Data(count: 10)))
         #expect(refused.status == 401)
-        let accepted = await responder.respond(to: HTTPRequest(method: "POST", path: "/upload", headers: ["Authorization": "x"],
-                                                               body: Data(count: 10)))
+        let accepted = await responder.respond(
+            to: HTTPRequest(
+                method: "POST", path: "/upload", headers: ["Authorization": "x"],
+                body: Data(count: 10)))
         #expect(accepted.status == 200)
         #expect(String(decoding: accepted.body, as: UTF8.self) == "got 10")
     }
@@ -117,7 +128,8 @@ func methodTestRouter(_ seen: SeenRequests) -> Router {
     @Test func aNonTokenMethodIs400BeforeRouting() async throws {
         let seen = SeenRequests()
         let server = try startTestServer(methodTestRouter(seen))
-        let response = try await RawHTTP.exchange(port: server.port, pieces: [Data("GE(T /items/1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8)])
+        let response = try await RawHTTP.exchange(
+            port: server.port, pieces: [Data("GE(T /items/1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8)])
         #expect(response.status == 400)
         #expect(seen.all.isEmpty, "a request that is not HTTP was logged: \(seen.all)")
         await server.shutdown()
@@ -135,7 +147,9 @@ func methodTestRouter(_ seen: SeenRequests) -> Router {
 }
 
 /// A server on a free port with small limits a test can reach.
-func startTestServer(_ router: Router, configure: (inout HTTPServer.Configuration) -> Void = { _ in }) throws -> HTTPServer {
+func startTestServer(
+    _ router: Router, configure: (inout HTTPServer.Configuration) -> Void = { _ in }
+) throws -> HTTPServer {
     var configuration = HTTPServer.Configuration(host: "127.0.0.1", port: 0)
     configuration.threadCount = 2
     configure(&configuration)

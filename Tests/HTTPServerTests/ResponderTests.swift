@@ -1,7 +1,8 @@
 import Foundation
-@testable import HTTPServer
-import Testing
 import TestSupport
+import Testing
+
+@testable import HTTPServer
 
 // Generous by default: on a loaded machine a trivial handler may wait for a thread; the deadline test sets its own.
 private func responder(timeout: Duration = .seconds(60)) -> Responder {
@@ -28,13 +29,15 @@ private func body(_ response: HTTPResponse) throws -> [String: String] {
     /// Character, so splitting the path by Character missed the slash and answered 404.
     @Test(arguments: ["\u{1F3FB}", "\u{0301}x", "e\u{0301}", "\u{200D}"])
     func aSegmentStartingWithAnExtendingScalarIsStillASegment(_ id: String) async throws {
-        let response = await responder().respond(to: HTTPRequest(method: "GET", path: "/v1/transactions/app_store/\(id)"))
+        let response = await responder().respond(
+            to: HTTPRequest(method: "GET", path: "/v1/transactions/app_store/\(id)"))
         #expect(response.status == 200)
         #expect(try body(response) == ["store": "app_store", "id": id])
     }
 
     @Test func pathParametersAreExtracted() async throws {
-        let response = await responder().respond(to: HTTPRequest(method: "GET", path: "/v1/transactions/app_store/2000000123"))
+        let response = await responder().respond(
+            to: HTTPRequest(method: "GET", path: "/v1/transactions/app_store/2000000123"))
         #expect(response.status == 200)
         #expect(try body(response) == ["store": "app_store", "id": "2000000123"])
     }
@@ -54,7 +57,8 @@ private func body(_ response: HTTPResponse) throws -> [String: String] {
     }
 
     @Test func requestIDIsEchoedOrGenerated() async throws {
-        let given = await responder().respond(to: HTTPRequest(method: "GET", path: "/healthz", headers: ["X-Request-Id": "abc-123"]))
+        let given = await responder().respond(
+            to: HTTPRequest(method: "GET", path: "/healthz", headers: ["X-Request-Id": "abc-123"]))
         #expect(given.headers["X-Request-Id"] == "abc-123")
         let generated = await responder().respond(to: HTTPRequest(method: "GET", path: "/healthz"))
         let id = try #require(generated.headers["X-Request-Id"])
@@ -68,7 +72,8 @@ private func body(_ response: HTTPResponse) throws -> [String: String] {
         #expect(others.count == 1_000)
         #expect(others.allSatisfy { UUID(uuidString: $0)?.uuidString.lowercased() == $0 })
         // A hostile id (control characters, log injection) is replaced, not echoed.
-        let hostile = await responder().respond(to: HTTPRequest(method: "GET", path: "/healthz", headers: ["X-Request-Id": "a\nb"]))
+        let hostile = await responder().respond(
+            to: HTTPRequest(method: "GET", path: "/healthz", headers: ["X-Request-Id": "a\nb"]))
         #expect(hostile.headers["X-Request-Id"] != "a\nb")
     }
 
@@ -80,13 +85,13 @@ private func body(_ response: HTTPResponse) throws -> [String: String] {
 
     @Test func aHandlerPastItsDeadlineGets503() async throws {
         let started = ContinuousClock.now
-        let response = await responder(timeout: .milliseconds(200)).respond(to: HTTPRequest(method: "GET", path: "/slow"))
+        let response = await responder(timeout: .milliseconds(200)).respond(
+            to: HTTPRequest(method: "GET", path: "/slow"))
         #expect(response.status == 503)
         #expect(try body(response)["error"] == "DEADLINE_EXCEEDED")
         #expect(ContinuousClock.now - started < .seconds(20), "not the handler's 30 s sleep")
     }
 }
-
 
 @Suite struct HeaderNameCase {
     /// Header names lower-cased by hand agree with `lowercased()` for every token a client can send.
@@ -95,9 +100,15 @@ private func body(_ response: HTTPResponse) throws -> [String: String] {
         var generator = SeededRandom()
         var names = ["X-Client-ID", "x-forwarded-for", "Content-Type", "", "A", "z"]
         for _ in 0..<2_000 {
-            names.append(String((0..<Int.random(in: 1...24, using: &generator)).map { _ in tokenCharacters.randomElement(using: &generator)! }))
+            names.append(
+                String(
+                    (0..<Int.random(in: 1...24, using: &generator)).map { _ in
+                        tokenCharacters.randomElement(using: &generator)!
+                    }))
         }
-        for name in names { #expect(HTTPHeaders.lowercasedName(name) == name.lowercased(), "\(name) (\(generator.replay))") }
+        for name in names {
+            #expect(HTTPHeaders.lowercasedName(name) == name.lowercased(), "\(name) (\(generator.replay))")
+        }
     }
 
     /// The byte comparison of names agrees with comparing their lower-cased forms, for token
@@ -106,19 +117,27 @@ private func body(_ response: HTTPResponse) throws -> [String: String] {
     @Test func sameNameAgreesWithLowerCasedTokens() {
         let tokenCharacters = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789!#$%&'*+-.^_`|~@[")
         var generator = SeededRandom()
-        var pairs: [(String, String)] = [("Content-Length", "content-length"), ("X-Client-Id", "X-CLIENT-ID"), ("", ""),
-                                         ("@", "`"), ("[", "{"), ("É", "é"), ("aÉ", "AÉ"), ("Host", "Hosts")]
+        var pairs: [(String, String)] = [
+            ("Content-Length", "content-length"), ("X-Client-Id", "X-CLIENT-ID"), ("", ""),
+            ("@", "`"), ("[", "{"), ("É", "é"), ("aÉ", "AÉ"), ("Host", "Hosts"),
+        ]
         for _ in 0..<3_000 {
-            let name = String((0..<Int.random(in: 1...24, using: &generator)).map { _ in tokenCharacters.randomElement(using: &generator)! })
-            let flipped = String(name.map { Bool.random(using: &generator) ? Character($0.uppercased()) : Character($0.lowercased()) })
+            let name = String(
+                (0..<Int.random(in: 1...24, using: &generator)).map { _ in
+                    tokenCharacters.randomElement(using: &generator)!
+                })
+            let flipped = String(
+                name.map { Bool.random(using: &generator) ? Character($0.uppercased()) : Character($0.lowercased()) })
             var changed = Array(name.utf8)
-            changed[Int.random(in: 0..<changed.count, using: &generator)] ^= UInt8(1 << Int.random(in: 0...6, using: &generator))
+            changed[Int.random(in: 0..<changed.count, using: &generator)] ^= UInt8(
+                1 << Int.random(in: 0...6, using: &generator))
             pairs.append((name, flipped))
             pairs.append((name, String(decoding: changed, as: UTF8.self)))
         }
         func asciiLowered(_ text: String) -> [UInt8] { text.utf8.map { $0 >= 65 && $0 <= 90 ? $0 | 0x20 : $0 } }
         for (a, b) in pairs {
-            #expect(HTTPHeaders.sameName(a, b) == (asciiLowered(a) == asciiLowered(b)), "\(a) / \(b) (\(generator.replay))")
+            #expect(
+                HTTPHeaders.sameName(a, b) == (asciiLowered(a) == asciiLowered(b)), "\(a) / \(b) (\(generator.replay))")
         }
         // A bridged or otherwise non-contiguous string takes the iterator and answers the same.
         let bridged = NSString(string: "Content-Type") as String

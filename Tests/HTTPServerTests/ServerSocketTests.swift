@@ -1,7 +1,7 @@
 import Foundation
 import HTTPServer
-import Testing
 import TestSupport
+import Testing
 
 /// Counts arrivals and lets every waiter go once `target` have arrived, proving concurrency.
 private actor Barrier {
@@ -32,8 +32,10 @@ private struct HeldBeforeTheHandler: HTTPMiddleware {
     }
 }
 
-private func makeServer(maxBody: Int = 1024, connectionTimeout: Int = 30, handlerTimeout: Duration = .seconds(20),
-                        _ configure: (inout Router) -> Void) throws -> HTTPServer {
+private func makeServer(
+    maxBody: Int = 1024, connectionTimeout: Int = 30, handlerTimeout: Duration = .seconds(20),
+    _ configure: (inout Router) -> Void
+) throws -> HTTPServer {
     var router = Router()
     configure(&router)
     var configuration = HTTPServer.Configuration(host: "127.0.0.1", port: 0)
@@ -51,14 +53,20 @@ private func makeServer(maxBody: Int = 1024, connectionTimeout: Int = 30, handle
             router.post("/echo") { request in .text("\(request.body.count):\(SHA256Hex.of(request.body))") }
         }
         let payload = Data((0..<3000).map { UInt8($0 % 251) })
-        let head = Data("POST /echo HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: \(payload.count)\r\n\r\n".utf8)
-        let pieces = [head] + stride(from: 0, to: payload.count, by: 97).map { payload[$0..<min($0 + 97, payload.count)] }.map { Data($0) }
+        let head = Data(
+            "POST /echo HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: \(payload.count)\r\n\r\n".utf8)
+        let pieces =
+            [head]
+            + stride(from: 0, to: payload.count, by: 97).map { payload[$0..<min($0 + 97, payload.count)] }.map {
+                Data($0)
+            }
         let response = try await RawHTTP.exchange(port: server.port, pieces: pieces, pause: .milliseconds(2))
         #expect(response.status == 200)
         #expect(response.text == "3000:\(SHA256Hex.of(payload))")
 
         // Chunked transfer encoding arrives decoded.
-        let chunked = Data("POST /echo HTTP/1.1\r\nHost: x\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n".utf8)
+        let chunked = Data(
+            "POST /echo HTTP/1.1\r\nHost: x\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n".utf8)
         let chunks = [chunked, Data("5\r\nhello\r\n".utf8), Data("6\r\n world\r\n".utf8), Data("0\r\n\r\n".utf8)]
         let decoded = try await RawHTTP.exchange(port: server.port, pieces: chunks, pause: .milliseconds(5))
         #expect(decoded.text == "11:\(SHA256Hex.of(Data("hello world".utf8)))")
@@ -70,13 +78,16 @@ private func makeServer(maxBody: Int = 1024, connectionTimeout: Int = 30, handle
             router.post("/echo") { request in .text("\(request.body.count)") }
         }
         // Declared too large up front.
-        let declared = try await RawHTTP.request(port: server.port, method: "POST", path: "/echo", body: Data(count: 5000))
+        let declared = try await RawHTTP.request(
+            port: server.port, method: "POST", path: "/echo", body: Data(count: 5000))
         #expect(declared.status == 413)
         #expect(try declared.json()["error"] as? String == "PAYLOAD_TOO_LARGE")
         // Not declared (chunked): noticed while reading.
-        let head = Data("POST /echo HTTP/1.1\r\nHost: x\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n".utf8)
+        let head = Data(
+            "POST /echo HTTP/1.1\r\nHost: x\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n".utf8)
         let chunk = Data("400\r\n".utf8) + Data(repeating: 65, count: 1024) + Data("\r\n".utf8)
-        let streamed = try await RawHTTP.exchange(port: server.port, pieces: [head, chunk, chunk, Data("0\r\n\r\n".utf8)])
+        let streamed = try await RawHTTP.exchange(
+            port: server.port, pieces: [head, chunk, chunk, Data("0\r\n\r\n".utf8)])
         #expect(streamed.status == 413)
         // At the cap is fine.
         let fits = try await RawHTTP.request(port: server.port, method: "POST", path: "/echo", body: Data(count: 1000))
@@ -99,7 +110,8 @@ private func makeServer(maxBody: Int = 1024, connectionTimeout: Int = 30, handle
     @Test func stalledConnectionsAreClosedAfterTheTimeout() async throws {
         let server = try makeServer(connectionTimeout: 1) { router in router.get("/x") { _ in .text("x") } }
         // Half a request head, then silence: the server must hang up by itself.
-        let (result, elapsed) = await RawHTTP.timedExchange(port: server.port, pieces: [Data("GET /x HTTP/1.1\r\nHost".utf8)], timeout: 20)
+        let (result, elapsed) = await RawHTTP.timedExchange(
+            port: server.port, pieces: [Data("GET /x HTTP/1.1\r\nHost".utf8)], timeout: 20)
         #expect(throws: RawHTTP.Failure.self) { try result.get() }
         // Well before our own 20 s read timeout, with room for a loaded machine (timed on the
         // client's thread: the test task may wait long for a busy pool afterwards).
@@ -109,9 +121,11 @@ private func makeServer(maxBody: Int = 1024, connectionTimeout: Int = 30, handle
 
     @Test func routingErrorsAndRequestIDOverTheWire() async throws {
         let server = try makeServer { router in
-            router.get("/items/{id}") { request in .text(try request.parameter("id") + "?" + (request.query["q"] ?? "")) }
+            router.get("/items/{id}") { request in .text(try request.parameter("id") + "?" + (request.query["q"] ?? ""))
+            }
         }
-        let found = try await RawHTTP.request(port: server.port, path: "/items/42?q=x%20y", headers: ["X-Request-Id": "trace-7"])
+        let found = try await RawHTTP.request(
+            port: server.port, path: "/items/42?q=x%20y", headers: ["X-Request-Id": "trace-7"])
         #expect(found.status == 200)
         #expect(found.text == "42?x y")
         #expect(found.headers["x-request-id"] == "trace-7")

@@ -9,19 +9,26 @@ import ReceiptCore
 /// a consumable, a subscription and a few refusals the fake store knows.
 enum Fixture {
     static let secret = "rgs_test-secret"
-    static let client = ClientInfo(clientID: "rgc_hive", gameID: 42, appIdentifiers: [AppStoreProvider.bundleIDKind.name: ["com.example.game"],
-                                                                                      GooglePlayProvider.packageNameKind.name: ["com.example.game"]],
-                                   environments: [.production, .sandbox],
-                                   settings: [HiveAxyl.appIDsSetting: ["com.example.game.hive"]])
-    static let rival = ClientInfo(clientID: "rgc_rival", gameID: 7, appIdentifiers: [AppStoreProvider.bundleIDKind.name: ["com.example.game"]], environments: [.production, .sandbox],
-                                  settings: [HiveAxyl.appIDsSetting: ["rival.app"]])
+    static let client = ClientInfo(
+        clientID: "rgc_hive", gameID: 42,
+        appIdentifiers: [
+            AppStoreProvider.bundleIDKind.name: ["com.example.game"],
+            GooglePlayProvider.packageNameKind.name: ["com.example.game"],
+        ],
+        environments: [.production, .sandbox],
+        settings: [HiveAxyl.appIDsSetting: ["com.example.game.hive"]])
+    static let rival = ClientInfo(
+        clientID: "rgc_rival", gameID: 7, appIdentifiers: [AppStoreProvider.bundleIDKind.name: ["com.example.game"]],
+        environments: [.production, .sandbox],
+        settings: [HiveAxyl.appIDsSetting: ["rival.app"]])
     static let purchaseDate = Date(timeIntervalSince1970: 1_780_000_000)
 
     static func core() -> FakeCore {
         let core = FakeCore()
         core.clients = [client, rival]
         core.clientSecrets = [client.clientID: secret, rival.clientID: "rgs_rival"]
-        core.add(evidence: "jws-gems", proves: consumable("2000000000000001", token: "5f1d4c39-0000-4000-8000-000000000001"))
+        core.add(
+            evidence: "jws-gems", proves: consumable("2000000000000001", token: "5f1d4c39-0000-4000-8000-000000000001"))
         core.add(evidence: "jws-no-token", proves: consumable("2000000000000002", token: nil))
         var production = consumable("2000000000000003", token: nil)
         production.environment = .production
@@ -31,9 +38,15 @@ enum Fixture {
         refunded.revocationReason = "refunded_due_to_issue"
         core.add(evidence: "jws-refunded", proves: refunded)
         core.add(evidence: "jws-vip", proves: subscription("2000000000000101"))
-        core.add(evidence: "forged", refusedWith: StoreVerificationError(code: .verificationFailed, reason: "SIGNATURE_INVALID", message: "bad signature"))
-        core.add(evidence: "jws-down", refusedWith: StoreVerificationError(code: .verifierError, reason: "APPLE_UNREACHABLE", message: "timeout",
-                                                                        isRetryable: true))
+        core.add(
+            evidence: "forged",
+            refusedWith: StoreVerificationError(
+                code: .verificationFailed, reason: "SIGNATURE_INVALID", message: "bad signature"))
+        core.add(
+            evidence: "jws-down",
+            refusedWith: StoreVerificationError(
+                code: .verifierError, reason: "APPLE_UNREACHABLE", message: "timeout",
+                isRetryable: true))
         return core
     }
 
@@ -61,7 +74,9 @@ enum Fixture {
     }
 
     static func token(_ core: FakeCore, for client: ClientInfo = client) async throws -> String {
-        try await core.tokens.issue(TokenRequest(kind: HiveAxyl.tokenKind, clientID: client.clientID, lifetime: .seconds(3600))).token
+        try await core.tokens.issue(
+            TokenRequest(kind: HiveAxyl.tokenKind, clientID: client.clientID, lifetime: .seconds(3600))
+        ).token
     }
 
     static func headers(_ token: String, appID: String? = "com.example.game.hive") -> [String: String] {
@@ -70,20 +85,35 @@ enum Fixture {
         return headers
     }
 
-    static func purchaseBody(_ receipt: String = "jws-gems", productID: String = "gems100", account: String = "5F1D4C39-0000-4000-8000-000000000001",
-                             requestType: any Sendable = 1) -> [String: any Sendable] {
-        ["providerId": "APPLE", "axylReceipt": receipt, "productId": productID, "accountUuid": account, "requestType": requestType]
+    static func purchaseBody(
+        _ receipt: String = "jws-gems", productID: String = "gems100",
+        account: String = "5F1D4C39-0000-4000-8000-000000000001",
+        requestType: any Sendable = 1
+    ) -> [String: any Sendable] {
+        [
+            "providerId": "APPLE", "axylReceipt": receipt, "productId": productID, "accountUuid": account,
+            "requestType": requestType,
+        ]
     }
 
-    static func subscriptionBody(_ receipt: String = "jws-vip", country: String = "KR", language: String = "ko") -> [String: any Sendable] {
-        ["providerId": "APPLE", "axylReceipt": receipt, "accountUuid": "acc-1", "country": country, "language": language, "requestType": 1]
+    static func subscriptionBody(
+        _ receipt: String = "jws-vip", country: String = "KR", language: String = "ko"
+    ) -> [String: any Sendable] {
+        [
+            "providerId": "APPLE", "axylReceipt": receipt, "accountUuid": "acc-1", "country": country,
+            "language": language, "requestType": 1,
+        ]
     }
 }
 
 extension FakeCore {
-    func verify(_ path: String, _ body: [String: any Sendable], dialect: some DialectProvider = HiveAxyl(), token: String,
-                appID: String? = "com.example.game.hive") async throws -> RouteResponse {
-        await call(dialect, "POST", path, body: try JSONSerialization.data(withJSONObject: body), headers: Fixture.headers(token, appID: appID))
+    func verify(
+        _ path: String, _ body: [String: any Sendable], dialect: some DialectProvider = HiveAxyl(), token: String,
+        appID: String? = "com.example.game.hive"
+    ) async throws -> RouteResponse {
+        await call(
+            dialect, "POST", path, body: try JSONSerialization.data(withJSONObject: body),
+            headers: Fixture.headers(token, appID: appID))
     }
 }
 
@@ -104,26 +134,40 @@ final class SubscriptionLedgerCore: DialectCore, @unchecked Sendable {
 
     var stores: [StoreDeclaration] { base.stores }
     func declaration(of store: StoreID) -> StoreDeclaration? { base.declaration(of: store) }
-    func prove(_ request: VerificationRequest, client: ClientInfo) async throws -> ProvenPurchase { try await base.prove(request, client: client) }
-    func record<T: Sendable>(_ proven: ProvenPurchase, client: ClientInfo,
-                             effects: @escaping @Sendable (VerificationOutcome, any RecordScope) throws -> T) async throws -> (VerificationOutcome, T) {
+    func prove(_ request: VerificationRequest, client: ClientInfo) async throws -> ProvenPurchase {
+        try await base.prove(request, client: client)
+    }
+    func record<T: Sendable>(
+        _ proven: ProvenPurchase, client: ClientInfo,
+        effects: @escaping @Sendable (VerificationOutcome, any RecordScope) throws -> T
+    ) async throws -> (VerificationOutcome, T) {
         try await base.record(proven, client: client, effects: effects)
     }
-    func lookUpOrder(_ orderID: String, store: StoreID, client: ClientInfo) async throws -> (order: StoreOrder, ledger: [String: LedgerPresence]) {
+    func lookUpOrder(
+        _ orderID: String, store: StoreID, client: ClientInfo
+    ) async throws -> (order: StoreOrder, ledger: [String: LedgerPresence]) {
         try await base.lookUpOrder(orderID, store: store, client: client)
     }
     func transaction(store: StoreID, transactionID: String, client: ClientInfo) async throws -> TransactionRecord? {
         try await base.transaction(store: store, transactionID: transactionID, client: client)
     }
-    func subscription(store: StoreID, originalTransactionID: String, client: ClientInfo) async throws -> SubscriptionState? {
+    func subscription(
+        store: StoreID, originalTransactionID: String, client: ClientInfo
+    ) async throws -> SubscriptionState? {
         subscriptions[originalTransactionID]
     }
-    func authenticateClient(id: String, secret: String) async throws -> ClientInfo? { try await base.authenticateClient(id: id, secret: secret) }
+    func authenticateClient(id: String, secret: String) async throws -> ClientInfo? {
+        try await base.authenticateClient(id: id, secret: secret)
+    }
     func client(forAppIdentifier identifier: String, store: StoreID) async throws -> ClientInfo? {
         try await base.client(forAppIdentifier: identifier, store: store)
     }
-    func checkRateLimit(_ policy: RateLimitPolicy, key: String) async throws { try await base.checkRateLimit(policy, key: key) }
-    func forgiveRateLimitHit(_ policy: RateLimitPolicy, key: String) async throws { try await base.forgiveRateLimitHit(policy, key: key) }
+    func checkRateLimit(_ policy: RateLimitPolicy, key: String) async throws {
+        try await base.checkRateLimit(policy, key: key)
+    }
+    func forgiveRateLimitHit(_ policy: RateLimitPolicy, key: String) async throws {
+        try await base.forgiveRateLimitHit(policy, key: key)
+    }
     var tokens: any TokenStore { base.tokens }
     var accounts: any AccountStore { base.accounts }
     var replayGuard: any ReplayGuard { base.replayGuard }

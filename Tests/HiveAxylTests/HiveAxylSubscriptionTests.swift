@@ -1,6 +1,6 @@
-import GooglePlay
 import AppStore
 import Foundation
+import GooglePlay
 import HiveAxyl
 import PluginTestSupport
 import ReceiptCore
@@ -33,7 +33,8 @@ import Testing
         // A renewal then a refund the ledger learned of: the same receipt now answers with them.
         let expires = Date(timeIntervalSince1970: 1_790_000_000)
         let refunded = Date(timeIntervalSince1970: 1_785_000_000)
-        var state = SubscriptionState(store: .appStore, environment: .sandbox, originalTransactionID: "2000000000000101", status: .refunded)
+        var state = SubscriptionState(
+            store: .appStore, environment: .sandbox, originalTransactionID: "2000000000000101", status: .refunded)
         state.productID = "vip.monthly"
         state.latestTransactionID = "2000000000000102"
         state.expiresDate = expires
@@ -51,14 +52,18 @@ import Testing
         #expect(latest["hiveAxylDuplicated"] as? Bool == true)
     }
 
-    @Test(arguments: [
-        (Fixture.subscriptionBody(country: "XX"), "country"),
-        (Fixture.subscriptionBody(country: "KOR"), "country"),
-        (Fixture.subscriptionBody(language: "kor"), "language"),
-        (Fixture.subscriptionBody(language: "zz"), "language"),
-        (Fixture.subscriptionBody("jws-gems"), "axylReceipt"),
-        (["providerId": "APPLE", "axylReceipt": "jws-vip", "accountUuid": "a", "requestType": 1], "country, language"),
-    ] as [([String: any Sendable], String)])
+    @Test(
+        arguments: [
+            (Fixture.subscriptionBody(country: "XX"), "country"),
+            (Fixture.subscriptionBody(country: "KOR"), "country"),
+            (Fixture.subscriptionBody(language: "kor"), "language"),
+            (Fixture.subscriptionBody(language: "zz"), "language"),
+            (Fixture.subscriptionBody("jws-gems"), "axylReceipt"),
+            (
+                ["providerId": "APPLE", "axylReceipt": "jws-vip", "accountUuid": "a", "requestType": 1],
+                "country, language"
+            ),
+        ] as [([String: any Sendable], String)])
     func badRequestsAre400NamingTheField(body: [String: any Sendable], field: String) async throws {
         let core = Fixture.core()
         let answer = try await core.verify(Self.path, body, token: try await Fixture.token(core))
@@ -70,7 +75,8 @@ import Testing
 
     @Test func codesAreCaseInsensitive() async throws {
         let core = Fixture.core()
-        let answer = try await core.verify(Self.path, Fixture.subscriptionBody(country: "kr", language: "KO"), token: try await Fixture.token(core))
+        let answer = try await core.verify(
+            Self.path, Fixture.subscriptionBody(country: "kr", language: "KO"), token: try await Fixture.token(core))
         #expect(answer.code == 100)
     }
 
@@ -89,7 +95,8 @@ import Testing
     @Test func aBareGoogleTokenNeedsStoreTransactionId() async throws {
         let core = Fixture.core()
         core.stores.append(GooglePlayProvider.declaration)
-        var renewal = VerifiedPurchase(store: .googlePlay, environment: .production, transactionID: "GPA.3333-4444-5555-66666..1")
+        var renewal = VerifiedPurchase(
+            store: .googlePlay, environment: .production, transactionID: "GPA.3333-4444-5555-66666..1")
         renewal.originalTransactionID = "GPA.3333-4444-5555-66666"
         renewal.productID = "vip.monthly"
         renewal.kind = .autoRenewableSubscription

@@ -10,7 +10,9 @@ import Testing
 @Suite struct HiveAxylTokenAfterAChange {
     enum Change: String, CaseIterable, Sendable { case rotated, disabled }
 
-    @Test(arguments: Change.allCases) func aClientChangedAfterItsSecretWasCheckedGetsNoToken(change: Change) async throws {
+    @Test(arguments: Change.allCases) func aClientChangedAfterItsSecretWasCheckedGetsNoToken(
+        change: Change
+    ) async throws {
         let core = Fixture.core()
         core.afterAuthentication = { [weak core] clientID in
             switch change {
@@ -18,7 +20,8 @@ import Testing
             case .disabled: core?.disable(clientID)
             }
         }
-        let answer = await HiveAxylTokenEndpoint.request(core, body: "grant_type=client_credentials", basic: (Fixture.client.clientID, Fixture.secret))
+        let answer = await HiveAxylTokenEndpoint.request(
+            core, body: "grant_type=client_credentials", basic: (Fixture.client.clientID, Fixture.secret))
         // The same answer as a wrong secret, challenge included.
         #expect(answer.status == 401, "\(String(decoding: answer.body, as: UTF8.self))")
         #expect(answer.object["error"] as? String == "invalid_client")
@@ -31,7 +34,8 @@ import Testing
     @Test func anUnchangedClientStillGetsItsToken() async throws {
         let core = Fixture.core()
         core.afterAuthentication = { _ in }
-        let answer = await HiveAxylTokenEndpoint.request(core, body: "grant_type=client_credentials", basic: (Fixture.client.clientID, Fixture.secret))
+        let answer = await HiveAxylTokenEndpoint.request(
+            core, body: "grant_type=client_credentials", basic: (Fixture.client.clientID, Fixture.secret))
         #expect(answer.status == 200)
         #expect(core.memoryTokens.storedDigests.count == 1)
     }

@@ -1,6 +1,6 @@
 import AppStore
-import GooglePlay
 import Foundation
+import GooglePlay
 import HiveAxyl
 import PluginTestSupport
 import ReceiptCore
@@ -56,7 +56,9 @@ import Testing
         let refunded = try await core.verify(Self.path, Fixture.purchaseBody("jws-refunded"), token: token)
         #expect(refunded.data?["hiveAxylPurchaseCancelState"] as? Int == 1)
 
-        #expect(try await core.verify(Self.path, Fixture.purchaseBody(), token: token).data?["hiveAxylPurchaseCancelState"] as? Int == 0)
+        #expect(
+            try await core.verify(Self.path, Fixture.purchaseBody(), token: token).data?["hiveAxylPurchaseCancelState"]
+                as? Int == 0)
         // The ledger learns of a refund later (a store notification): the restore says so.
         core.setState(.refunded, transactionID: "2000000000000001")
         let later = try await core.verify(Self.path, Fixture.purchaseBody(requestType: 2), token: token)
@@ -81,18 +83,64 @@ import Testing
         #expect(core.recordedRequests.isEmpty)
     }
 
-    @Test(arguments: [
-        (["providerId": "APPLE"], "axylReceipt"),
-        (["providerId": "AMAZON", "axylReceipt": "jws-gems", "productId": "gems100", "accountUuid": "a", "requestType": 1], "providerId"),
-        (["providerId": "GOOGLE", "axylReceipt": "token", "productId": "gems100", "accountUuid": "a", "requestType": 1], "providerId GOOGLE"),
-        (["providerId": "APPLE", "axylReceipt": "jws-gems", "productId": "gems100", "accountUuid": "a", "requestType": 3], "requestType"),
-        (["providerId": "APPLE", "axylReceipt": "jws-gems", "productId": "gems100", "accountUuid": "a", "requestType": "1"], "requestType"),
-        (["providerId": "APPLE", "axylReceipt": "jws-gems", "productId": "gems100", "accountUuid": "a", "requestType": true], "requestType"),
-        (["providerId": "APPLE", "axylReceipt": 12, "productId": "gems100", "accountUuid": "a", "requestType": 1], "axylReceipt"),
-        (["providerId": "APPLE", "axylReceipt": "jws-gems", "productId": "", "accountUuid": "a", "requestType": 1], "productId"),
-        (["providerId": "APPLE", "axylReceipt": "jws-gems", "productId": "gems100", "accountUuid": "a", "requestType": 1, "playerId": ["x"]], "playerId"),
-        (["providerId": "APPLE", "axylReceipt": "jws-vip", "productId": "vip.monthly", "accountUuid": "a", "requestType": 1], "axylReceipt"),
-    ] as [([String: any Sendable], String)])
+    @Test(
+        arguments: [
+            (["providerId": "APPLE"], "axylReceipt"),
+            (
+                [
+                    "providerId": "AMAZON", "axylReceipt": "jws-gems", "productId": "gems100", "accountUuid": "a",
+                    "requestType": 1,
+                ], "providerId"
+            ),
+            (
+                [
+                    "providerId": "GOOGLE", "axylReceipt": "token", "productId": "gems100", "accountUuid": "a",
+                    "requestType": 1,
+                ], "providerId GOOGLE"
+            ),
+            (
+                [
+                    "providerId": "APPLE", "axylReceipt": "jws-gems", "productId": "gems100", "accountUuid": "a",
+                    "requestType": 3,
+                ], "requestType"
+            ),
+            (
+                [
+                    "providerId": "APPLE", "axylReceipt": "jws-gems", "productId": "gems100", "accountUuid": "a",
+                    "requestType": "1",
+                ], "requestType"
+            ),
+            (
+                [
+                    "providerId": "APPLE", "axylReceipt": "jws-gems", "productId": "gems100", "accountUuid": "a",
+                    "requestType": true,
+                ], "requestType"
+            ),
+            (
+                [
+                    "providerId": "APPLE", "axylReceipt": 12, "productId": "gems100", "accountUuid": "a",
+                    "requestType": 1,
+                ], "axylReceipt"
+            ),
+            (
+                [
+                    "providerId": "APPLE", "axylReceipt": "jws-gems", "productId": "", "accountUuid": "a",
+                    "requestType": 1,
+                ], "productId"
+            ),
+            (
+                [
+                    "providerId": "APPLE", "axylReceipt": "jws-gems", "productId": "gems100", "accountUuid": "a",
+                    "requestType": 1, "playerId": ["x"],
+                ], "playerId"
+            ),
+            (
+                [
+                    "providerId": "APPLE", "axylReceipt": "jws-vip", "productId": "vip.monthly", "accountUuid": "a",
+                    "requestType": 1,
+                ], "axylReceipt"
+            ),
+        ] as [([String: any Sendable], String)])
     func badRequestsAre400NamingTheField(body: [String: any Sendable], field: String) async throws {
         let core = Fixture.core()
         let answer = try await core.verify(Self.path, body, token: try await Fixture.token(core))
@@ -116,8 +164,12 @@ import Testing
 
     @Test func storeRefusalsInTheEnvelope() async throws {
         let core = Fixture.core()
-        core.clients = [ClientInfo(clientID: "rgc_hive", gameID: 42, appIdentifiers: [AppStoreProvider.bundleIDKind.name: ["com.example.game"]], environments: [.sandbox],
-                                   settings: [HiveAxyl.appIDsSetting: ["com.example.game.hive"]]), Fixture.rival]
+        core.clients = [
+            ClientInfo(
+                clientID: "rgc_hive", gameID: 42,
+                appIdentifiers: [AppStoreProvider.bundleIDKind.name: ["com.example.game"]], environments: [.sandbox],
+                settings: [HiveAxyl.appIDsSetting: ["com.example.game.hive"]]), Fixture.rival,
+        ]
         let token = try await Fixture.token(core)
         let cases: [([String: any Sendable], Int, Int)] = [
             (Fixture.purchaseBody("forged"), 422, 4220),
@@ -131,10 +183,14 @@ import Testing
             #expect(answer.code == code, "\(answer.message)")
             #expect(answer.object["data"] is NSNull)
         }
-        #expect(try await core.verify(Self.path, Fixture.purchaseBody("forged"), token: token).message.contains("SIGNATURE_INVALID"))
+        #expect(
+            try await core.verify(Self.path, Fixture.purchaseBody("forged"), token: token).message.contains(
+                "SIGNATURE_INVALID"))
         // Redeemed by this game; another game presenting it is refused.
         #expect(try await core.verify(Self.path, Fixture.purchaseBody(), token: token).code == 100)
-        let rival = try await core.verify(Self.path, Fixture.purchaseBody(), token: try await Fixture.token(core, for: Fixture.rival), appID: "rival.app")
+        let rival = try await core.verify(
+            Self.path, Fixture.purchaseBody(), token: try await Fixture.token(core, for: Fixture.rival),
+            appID: "rival.app")
         #expect(rival.status == 409)
         #expect(rival.code == 4090)
     }
@@ -152,7 +208,8 @@ import Testing
     @Test func googleWorksOnceAGooglePlayProviderIsRegistered() async throws {
         let core = Fixture.core()
         core.stores.append(GooglePlayProvider.declaration)
-        var purchase = VerifiedPurchase(store: .googlePlay, environment: .production, transactionID: "GPA.1234-5678-9012-34567")
+        var purchase = VerifiedPurchase(
+            store: .googlePlay, environment: .production, transactionID: "GPA.1234-5678-9012-34567")
         purchase.productID = "gems100"
         purchase.kind = .consumable
         purchase.accountToken = "acc-7"

@@ -1,8 +1,8 @@
-package import OpenSSLCrypto
 package import Foundation
 package import HTTPClient
 package import HTTPServer
 package import HuaweiAppGallery
+package import OpenSSLCrypto
 package import ReceiptCore
 package import TestSupport
 
@@ -92,7 +92,8 @@ package final class FakeHuawei: Sendable {
     package init() throws {
         key = try TestKeys.rsa(.huaweiIAP)
         let forger = try TestKeys.rsa(.unrelated)
-        server = HTTPServer(configuration: .init(host: "127.0.0.1", port: 0), responder: Self.routes(state, key: key, forger: forger))
+        server = HTTPServer(
+            configuration: .init(host: "127.0.0.1", port: 0), responder: Self.routes(state, key: key, forger: forger))
         try server.start()
     }
 
@@ -106,14 +107,21 @@ package final class FakeHuawei: Sendable {
 
     /// The provider's configuration for this fake: every site at its address.
     package func configuration() -> HuaweiAppGalleryConfiguration {
-        (try? HuaweiAppGalleryConfiguration.fromEnvironment(["RECEIPTGATE_HUAWEI_OAUTH_URL": oauthURL, "RECEIPTGATE_HUAWEI_ORDER_URL": baseURL]))
+        (try? HuaweiAppGalleryConfiguration.fromEnvironment([
+            "RECEIPTGATE_HUAWEI_OAUTH_URL": oauthURL, "RECEIPTGATE_HUAWEI_ORDER_URL": baseURL,
+        ]))
             ?? HuaweiAppGalleryConfiguration()
     }
 
     /// A client's settings and credentials for this fake's app.
     package func clientSettings() throws -> (settings: [String: [String]], credentials: [String: String]) {
-        ([HuaweiAppGalleryProvider.Setting.appID: [Self.appID], HuaweiAppGalleryProvider.Setting.iapPublicKey: [try publicKeyBase64]],
-         [HuaweiAppGalleryProvider.Setting.appSecret: Self.appSecret])
+        (
+            [
+                HuaweiAppGalleryProvider.Setting.appID: [Self.appID],
+                HuaweiAppGalleryProvider.Setting.iapPublicKey: [try publicKeyBase64],
+            ],
+            [HuaweiAppGalleryProvider.Setting.appSecret: Self.appSecret]
+        )
     }
 
     /// An HTTP client that retries quickly, as tests want.
@@ -136,13 +144,17 @@ package final class FakeHuawei: Sendable {
 
     /// A one-time product: `kind` 0 consumable, 1 non-consumable; `state` 0 purchased, 1 canceled,
     /// 2 refunded; `sandbox` sets `purchaseType` 0.
-    package func addProduct(token: String, productID: String = "gems100", orderID: String = "202405221405238a1b2c3d.107654321",
-                           kind: Int = 0, state: Int = 0, sandbox: Bool = false, package: String = FakeHuawei.package,
-                           price: Int64 = 499, purchaseTime: Int64 = 1_716_389_123_000, extra: [String: Any] = [:]) throws {
+    package func addProduct(
+        token: String, productID: String = "gems100", orderID: String = "202405221405238a1b2c3d.107654321",
+        kind: Int = 0, state: Int = 0, sandbox: Bool = false, package: String = FakeHuawei.package,
+        price: Int64 = 499, purchaseTime: Int64 = 1_716_389_123_000, extra: [String: Any] = [:]
+    ) throws {
         var object: [String: Any] = [
-            "applicationId": Int64(Self.appID) ?? 0, "autoRenewing": false, "orderId": orderID, "kind": kind, "packageName": package,
+            "applicationId": Int64(Self.appID) ?? 0, "autoRenewing": false, "orderId": orderID, "kind": kind,
+            "packageName": package,
             "productId": productID, "productName": "Gems", "purchaseTime": purchaseTime, "purchaseState": state,
-            "developerPayload": "", "purchaseToken": token, "consumptionState": 0, "confirmed": 0, "currency": "EUR", "price": price,
+            "developerPayload": "", "purchaseToken": token, "consumptionState": 0, "confirmed": 0, "currency": "EUR",
+            "price": price,
             "country": "DE", "payOrderId": "Ae0f1fbd9929f803", "payType": "4", "accountFlag": 0,
         ]
         if sandbox { object["purchaseType"] = 0 }
@@ -151,7 +163,8 @@ package final class FakeHuawei: Sendable {
         let confirmed = Set(self.state.confirmations.get())
         self.state.products.update { products in
             // The player bought the product again: its confirmed earlier tokens are history now.
-            for (earlier, entry) in products where earlier != token && entry.productID == productID && confirmed.contains("\(productID) \(earlier)") {
+            for (earlier, entry) in products
+            where earlier != token && entry.productID == productID && confirmed.contains("\(productID) \(earlier)") {
                 self.state.superseded.update { _ = $0.insert(earlier) }
             }
             products[token] = (productID, json)
@@ -161,16 +174,22 @@ package final class FakeHuawei: Sendable {
     /// A subscription's latest receipt, as Huawei writes it: `orderID` is this receipt's order
     /// (Huawei makes a new one for every fee deduction), `lastOrderID` the previous deduction's
     /// (the same order on the first period), and the subscription id and token never change.
-    package func addSubscription(token: String, subscriptionID: String = "1716389123000.sub.7", productID: String = "vip.monthly",
-                                orderID: String = "202405221405238a1b2c3d.sub.1", lastOrderID: String? = nil, periods: Int? = nil,
-                                expiry: Date = Date().addingTimeInterval(30 * 86_400), autoRenewing: Bool = true, sandbox: Bool = false,
-                                extra: [String: Any] = [:]) throws {
+    package func addSubscription(
+        token: String, subscriptionID: String = "1716389123000.sub.7", productID: String = "vip.monthly",
+        orderID: String = "202405221405238a1b2c3d.sub.1", lastOrderID: String? = nil, periods: Int? = nil,
+        expiry: Date = Date().addingTimeInterval(30 * 86_400), autoRenewing: Bool = true, sandbox: Bool = false,
+        extra: [String: Any] = [:]
+    ) throws {
         var object: [String: Any] = [
-            "applicationId": Int64(Self.appID) ?? 0, "autoRenewing": autoRenewing, "orderId": orderID, "lastOrderId": lastOrderID ?? orderID,
-            "kind": 2, "packageName": Self.package, "productId": productID, "purchaseTime": 1_716_389_123_000, "purchaseState": 0,
+            "applicationId": Int64(Self.appID) ?? 0, "autoRenewing": autoRenewing, "orderId": orderID,
+            "lastOrderId": lastOrderID ?? orderID,
+            "kind": 2, "packageName": Self.package, "productId": productID, "purchaseTime": 1_716_389_123_000,
+            "purchaseState": 0,
             "purchaseToken": token, "currency": "EUR", "price": 999, "country": "DE", "subscriptionId": subscriptionID,
-            "productGroup": "vip", "oriPurchaseTime": 1_716_389_123_000, "quantity": 1, "numOfPeriods": periods ?? (lastOrderID == nil ? 1 : 2),
-            "expirationDate": Int64(expiry.timeIntervalSince1970 * 1000), "subIsvalid": expiry > Date(), "renewStatus": autoRenewing ? 1 : 0,
+            "productGroup": "vip", "oriPurchaseTime": 1_716_389_123_000, "quantity": 1,
+            "numOfPeriods": periods ?? (lastOrderID == nil ? 1 : 2),
+            "expirationDate": Int64(expiry.timeIntervalSince1970 * 1000), "subIsvalid": expiry > Date(),
+            "renewStatus": autoRenewing ? 1 : 0,
         ]
         if sandbox { object["purchaseType"] = 0 }
         object.merge(extra) { $1 }
@@ -181,10 +200,13 @@ package final class FakeHuawei: Sendable {
     /// Huawei charging the subscription for its next period: a new receipt with a new `orderID`,
     /// the previous receipt's order as `lastOrderId`, one more period, the same subscription id
     /// and token. `extra` adds or replaces fields of the new receipt.
-    package func renewSubscription(token: String, orderID: String, expiry: Date = Date().addingTimeInterval(30 * 86_400),
-                                  extra: [String: Any] = [:]) throws {
+    package func renewSubscription(
+        token: String, orderID: String, expiry: Date = Date().addingTimeInterval(30 * 86_400),
+        extra: [String: Any] = [:]
+    ) throws {
         guard let (subscriptionID, json) = state.subscriptions.get()[token],
-              var object = try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any] else {
+            var object = try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any]
+        else {
             throw FakeMisuse(message: "no subscription with token \(token) to renew")
         }
         object["lastOrderId"] = object["orderId"]
@@ -205,21 +227,32 @@ package final class FakeHuawei: Sendable {
     // MARK: - Notifications
 
     /// A v2 subscription notification, its status update signed as `signing` says.
-    package func subscriptionNotification(_ status: [String: Any], signing: Signing = .pss, applicationID: String = FakeHuawei.appID) throws -> Data {
+    package func subscriptionNotification(
+        _ status: [String: Any], signing: Signing = .pss, applicationID: String = FakeHuawei.appID
+    ) throws -> Data {
         let text = try Self.text(status)
-        let (signature, algorithm) = try Self.sign(text, signing: signing, askedForPSS: true, key: key, forger: try TestKeys.rsa(.unrelated))
-        var sub: [String: Any] = ["version": "v2", "statusUpdateNotification": text, "notificationSignature": signature]
+        let (signature, algorithm) = try Self.sign(
+            text, signing: signing, askedForPSS: true, key: key, forger: try TestKeys.rsa(.unrelated))
+        var sub: [String: Any] = [
+            "version": "v2", "statusUpdateNotification": text, "notificationSignature": signature,
+        ]
         if let algorithm { sub["signatureAlgorithm"] = algorithm }
-        return try JSONSerialization.data(withJSONObject: ["version": "v2", "eventType": "SUBSCRIPTION", "notifyTime": 1_716_389_200_000,
-                                                           "applicationId": applicationID, "subNotification": sub])
+        return try JSONSerialization.data(withJSONObject: [
+            "version": "v2", "eventType": "SUBSCRIPTION", "notifyTime": 1_716_389_200_000,
+            "applicationId": applicationID, "subNotification": sub,
+        ])
     }
 
     /// A v2 order notification (unsigned, as Huawei sends it): 1 paid, 2 refunded.
-    package static func orderNotification(type: Int, token: String, productID: String = "gems100",
-                                          applicationID: String = FakeHuawei.appID) throws -> Data {
+    package static func orderNotification(
+        type: Int, token: String, productID: String = "gems100",
+        applicationID: String = FakeHuawei.appID
+    ) throws -> Data {
         try JSONSerialization.data(withJSONObject: [
             "version": "v2", "eventType": "ORDER", "notifyTime": 1_716_389_200_000, "applicationId": applicationID,
-            "orderNotification": ["version": "v2", "notificationType": type, "purchaseToken": token, "productId": productID],
+            "orderNotification": [
+                "version": "v2", "notificationType": type, "purchaseToken": token, "productId": productID,
+            ],
         ])
     }
 
@@ -230,10 +263,13 @@ package final class FakeHuawei: Sendable {
     }
 
     /// The base64 signature of `text`'s bytes and the `signatureAlgorithm` to answer beside it.
-    static func sign(_ text: String, signing: Signing, askedForPSS: Bool, key: PrivateKey, forger: PrivateKey) throws -> (String, String?) {
+    static func sign(
+        _ text: String, signing: Signing, askedForPSS: Bool, key: PrivateKey, forger: PrivateKey
+    ) throws -> (String, String?) {
         let bytes = Data(text.utf8)
         switch signing {
-        case .pss where askedForPSS: return (try key.signPS256(bytes, saltLength: 32).base64EncodedString(), "SHA256WithRSA/PSS")
+        case .pss where askedForPSS:
+            return (try key.signPS256(bytes, saltLength: 32).base64EncodedString(), "SHA256WithRSA/PSS")
         case .pss, .pkcs1: return (try key.signRS256(bytes).base64EncodedString(), nil)
         case .forged: return (try forger.signPS256(bytes, saltLength: 32).base64EncodedString(), "SHA256WithRSA/PSS")
         }

@@ -1,31 +1,39 @@
-import OpenSSLCrypto
 import Foundation
 import HuaweiAppGallery
 import HuaweiAppGalleryTestSupport
+import OpenSSLCrypto
 import ReceiptCore
-import Testing
 import TestSupport
+import Testing
 
 /// What an unauthenticated sender of notifications can make us ask Huawei: order notifications
 /// are unsigned, so re-reads are remembered, capped at once and budgeted per app, and a made-up
 /// token is recorded nowhere.
 @Suite struct HuaweiAppGalleryNotificationGate {
-    static func provider(_ huawei: FakeHuawei, clock: LockedBox<Date>,
-                         _ adjust: (inout HuaweiAppGalleryConfiguration.NotificationReads) -> Void = { _ in }) -> HuaweiAppGalleryProvider {
+    static func provider(
+        _ huawei: FakeHuawei, clock: LockedBox<Date>,
+        _ adjust: (inout HuaweiAppGalleryConfiguration.NotificationReads) -> Void = { _ in }
+    ) -> HuaweiAppGalleryProvider {
         var configuration = huawei.configuration()
         adjust(&configuration.notificationReads)
-        return HuaweiAppGalleryProvider(configuration: configuration, http: FakeHuawei.http(), logger: Logger(minimumLevel: .error),
-                                        now: { clock.get() })
+        return HuaweiAppGalleryProvider(
+            configuration: configuration, http: FakeHuawei.http(), logger: Logger(minimumLevel: .error),
+            now: { clock.get() })
     }
 
-    static func receive(_ provider: HuaweiAppGalleryProvider, _ huawei: FakeHuawei, _ body: Data) async throws -> StoreNotification {
-        try await provider.receiveNotification(try HuaweiAppGalleryNotifications.request(huawei, body: body),
-                                               registered: HuaweiAppGalleryNotifications.registered)
+    static func receive(
+        _ provider: HuaweiAppGalleryProvider, _ huawei: FakeHuawei, _ body: Data
+    ) async throws -> StoreNotification {
+        try await provider.receiveNotification(
+            try HuaweiAppGalleryNotifications.request(huawei, body: body),
+            registered: HuaweiAppGalleryNotifications.registered)
     }
 
     /// How a notification ended: its type when it was to be recorded, else the rejection's kind and reason.
     static func outcome(_ provider: HuaweiAppGalleryProvider, _ huawei: FakeHuawei, _ body: Data) async -> String {
-        do { return "recorded \(try await receive(provider, huawei, body).type)" } catch let rejection as NotificationRejection {
+        do { return "recorded \(try await receive(provider, huawei, body).type)" } catch let rejection
+            as NotificationRejection
+        {
             return "\(rejection.kind) \(rejection.reason)"
         } catch { return "error \(error)" }
     }
@@ -58,7 +66,8 @@ import TestSupport
         let first = try await Self.receive(provider, huawei, paid)
         let second = try await Self.receive(provider, huawei, paid)
         #expect(first.type == "PAYMENT_SUCCESS" && first.event.kind == .oneTimeCharge)
-        #expect(second.notificationID == first.notificationID && second.event.purchase?.transactionID == "order.gate.paid")
+        #expect(
+            second.notificationID == first.notificationID && second.event.purchase?.transactionID == "order.gate.paid")
         #expect(huawei.hits("verify") == 1)
         // A made-up token sent twice: one question too.
         let madeUp = try Self.madeUp()
@@ -67,7 +76,9 @@ import TestSupport
         #expect(huawei.hits("verify") == 2)
         // A signed subscription event replayed: one question.
         try huawei.addSubscription(token: "tok.gate.sub", subscriptionID: "sub.gate")
-        let renewal = try huawei.subscriptionNotification(["notificationType": 2, "subscriptionId": "sub.gate", "purchaseToken": "tok.gate.sub"])
+        let renewal = try huawei.subscriptionNotification([
+            "notificationType": 2, "subscriptionId": "sub.gate", "purchaseToken": "tok.gate.sub",
+        ])
         for _ in 0..<3 { #expect(try await Self.receive(provider, huawei, renewal).type == "RENEWAL") }
         #expect(huawei.hits("subscription") == 1)
         await huawei.shutdown()
@@ -95,11 +106,17 @@ import TestSupport
         let huawei = try FakeHuawei()
         let clock = LockedBox(Date())
         let provider = Self.provider(huawei, clock: clock)
-        let owner = ClientWithStoreCredentials(client: try HuaweiAppGalleryVerify.client(huawei),
-                                               credentials: [HuaweiAppGalleryProvider.Setting.appSecret: "a-wrong-secret"])
+        let owner = ClientWithStoreCredentials(
+            client: try HuaweiAppGalleryVerify.client(huawei),
+            credentials: [HuaweiAppGalleryProvider.Setting.appSecret: "a-wrong-secret"])
         func post(_ body: Data) async -> String {
-            let request = NotificationRequest(body: body, ownerBySetting: { _, value in value == FakeHuawei.appID ? owner : nil })
-            do { _ = try await provider.receiveNotification(request, registered: HuaweiAppGalleryNotifications.registered); return "recorded" } catch let rejection as NotificationRejection {
+            let request = NotificationRequest(
+                body: body, ownerBySetting: { _, value in value == FakeHuawei.appID ? owner : nil })
+            do {
+                _ = try await provider.receiveNotification(
+                    request, registered: HuaweiAppGalleryNotifications.registered);
+                return "recorded"
+            } catch let rejection as NotificationRejection {
                 return "\(rejection.kind) \(rejection.reason)"
             } catch { return "error \(error)" }
         }
@@ -116,12 +133,18 @@ import TestSupport
         let huawei = try FakeHuawei()
         let provider = Self.provider(huawei, clock: LockedBox(Date()))
         let byPackage = LockedBox(0), bySetting = LockedBox<[String]>([])
-        let request = NotificationRequest(body: try JSONSerialization.data(withJSONObject: [
-            "applicationId": "999000999", "orderNotification": ["notificationType": 1, "purchaseToken": "tok.x", "productId": "gems100"],
-        ]), owner: { _ in byPackage.update { $0 += 1 }; return nil }, ownerBySetting: { name, value in
-            bySetting.update { $0.append("\(name)=\(value)") }
-            return nil
-        })
+        let request = NotificationRequest(
+            body: try JSONSerialization.data(withJSONObject: [
+                "applicationId": "999000999",
+                "orderNotification": ["notificationType": 1, "purchaseToken": "tok.x", "productId": "gems100"],
+            ]),
+            owner: { _ in
+                byPackage.update { $0 += 1 }; return nil
+            },
+            ownerBySetting: { name, value in
+                bySetting.update { $0.append("\(name)=\(value)") }
+                return nil
+            })
         let rejection = await HuaweiAppGalleryNotifications.rejection {
             _ = try await provider.receiveNotification(request, registered: HuaweiAppGalleryNotifications.registered)
         }
@@ -134,22 +157,31 @@ import TestSupport
 
     @Test func theBoundsComeFromTheEnvironmentAndBadValuesNameTheirVariable() throws {
         let set = try HuaweiAppGalleryConfiguration.fromEnvironment([
-            "RECEIPTGATE_HUAWEI_NOTIFICATION_READS_AT_ONCE": "3", "RECEIPTGATE_HUAWEI_NOTIFICATION_READS_PER_MINUTE": "120",
-            "RECEIPTGATE_HUAWEI_NOTIFICATION_READ_TIMEOUT_SECONDS": "2", "RECEIPTGATE_HUAWEI_NOTIFICATION_MEMORY_SECONDS": "60",
-            "RECEIPTGATE_HUAWEI_NOTIFICATION_UNSETTLED_MEMORY_SECONDS": "5", "RECEIPTGATE_HUAWEI_NOTIFICATION_MEMORY_ENTRIES": "500",
-            "RECEIPTGATE_HUAWEI_OAUTH_FAILURE_SECONDS": "10", "RECEIPTGATE_HUAWEI_SIGNED_NOTIFICATION_READS_PER_MINUTE": "900",
+            "RECEIPTGATE_HUAWEI_NOTIFICATION_READS_AT_ONCE": "3",
+            "RECEIPTGATE_HUAWEI_NOTIFICATION_READS_PER_MINUTE": "120",
+            "RECEIPTGATE_HUAWEI_NOTIFICATION_READ_TIMEOUT_SECONDS": "2",
+            "RECEIPTGATE_HUAWEI_NOTIFICATION_MEMORY_SECONDS": "60",
+            "RECEIPTGATE_HUAWEI_NOTIFICATION_UNSETTLED_MEMORY_SECONDS": "5",
+            "RECEIPTGATE_HUAWEI_NOTIFICATION_MEMORY_ENTRIES": "500",
+            "RECEIPTGATE_HUAWEI_OAUTH_FAILURE_SECONDS": "10",
+            "RECEIPTGATE_HUAWEI_SIGNED_NOTIFICATION_READS_PER_MINUTE": "900",
             "RECEIPTGATE_HUAWEI_NOTIFICATION_READ_THREADS": "6",
         ])
         let reads = set.notificationReads
         #expect(reads.atOnce == 3 && reads.perAppPerMinute == 120 && reads.timeout == .seconds(2))
         #expect(reads.signedPerAppPerMinute == 900 && reads.threads == 6)
-        #expect(reads.outcomeLifetime == .seconds(60) && reads.unsettledLifetime == .seconds(5) && reads.maxRemembered == 500)
+        #expect(
+            reads.outcomeLifetime == .seconds(60) && reads.unsettledLifetime == .seconds(5)
+                && reads.maxRemembered == 500)
         #expect(set.oauthFailureLifetime == 10)
-        for name in ["RECEIPTGATE_HUAWEI_NOTIFICATION_READS_AT_ONCE", "RECEIPTGATE_HUAWEI_NOTIFICATION_READS_PER_MINUTE",
-                     "RECEIPTGATE_HUAWEI_NOTIFICATION_READ_TIMEOUT_SECONDS", "RECEIPTGATE_HUAWEI_NOTIFICATION_MEMORY_SECONDS",
-                     "RECEIPTGATE_HUAWEI_NOTIFICATION_UNSETTLED_MEMORY_SECONDS", "RECEIPTGATE_HUAWEI_NOTIFICATION_MEMORY_ENTRIES",
-                     "RECEIPTGATE_HUAWEI_OAUTH_FAILURE_SECONDS", "RECEIPTGATE_HUAWEI_SIGNED_NOTIFICATION_READS_PER_MINUTE",
-                     "RECEIPTGATE_HUAWEI_NOTIFICATION_READ_THREADS"] {
+        for name in [
+            "RECEIPTGATE_HUAWEI_NOTIFICATION_READS_AT_ONCE", "RECEIPTGATE_HUAWEI_NOTIFICATION_READS_PER_MINUTE",
+            "RECEIPTGATE_HUAWEI_NOTIFICATION_READ_TIMEOUT_SECONDS", "RECEIPTGATE_HUAWEI_NOTIFICATION_MEMORY_SECONDS",
+            "RECEIPTGATE_HUAWEI_NOTIFICATION_UNSETTLED_MEMORY_SECONDS",
+            "RECEIPTGATE_HUAWEI_NOTIFICATION_MEMORY_ENTRIES",
+            "RECEIPTGATE_HUAWEI_OAUTH_FAILURE_SECONDS", "RECEIPTGATE_HUAWEI_SIGNED_NOTIFICATION_READS_PER_MINUTE",
+            "RECEIPTGATE_HUAWEI_NOTIFICATION_READ_THREADS",
+        ] {
             for bad in ["0", "-1", "many", "99999999999"] {
                 #expect { _ = try HuaweiAppGalleryConfiguration.fromEnvironment([name: bad]) } throws: { error in
                     (error as? ConfigurationInvalid)?.variable == name
@@ -174,7 +206,8 @@ import TestSupport
         // Generous: beside a whole suite on two cores the two tasks may wait long for a thread.
         #expect(await eventually(within: .seconds(90)) { reads.get() == 2 })
         await #expect { try await gate.purchase(key: "c", app: "1", read: read) } throws: { error in
-            (error as? NotificationRejection)?.kind == .retryable && (error as? NotificationRejection)?.reason == "HUAWEI_READS_BUSY"
+            (error as? NotificationRejection)?.kind == .retryable
+                && (error as? NotificationRejection)?.reason == "HUAWEI_READS_BUSY"
         }
         let joined = Task { try await gate.purchase(key: "a", app: "1", read: read) }
         // Released only once the second ask waits for the read running: an answer nobody settled

@@ -2,8 +2,8 @@ import Foundation
 import HuaweiAppGallery
 import HuaweiAppGalleryTestSupport
 import ReceiptCore
-import Testing
 import TestSupport
+import Testing
 
 /// What made-up order notifications cannot take from genuine ones: another tenant's re-reads, the
 /// same app's signed events, or Huawei's own refund push that a forged one came before.
@@ -23,22 +23,31 @@ import TestSupport
         init(_ huawei: FakeHuawei, provider: HuaweiAppGalleryProvider) throws {
             huawei.addApp(id: Self.appB, secret: Self.secretB)
             self.provider = provider
-            a = ClientWithStoreCredentials(client: try HuaweiAppGalleryVerify.client(huawei), credentials: try huawei.clientSettings().credentials)
-            let settings = [HuaweiAppGalleryProvider.Setting.appID: [Self.appB], HuaweiAppGalleryProvider.Setting.iapPublicKey: [try huawei.publicKeyBase64]]
-            b = ClientWithStoreCredentials(client: ClientInfo(clientID: "rgc_tenant_b", gameID: 43,
-                                                              appIdentifiers: [HuaweiAppGalleryProvider.packageNameKind.name: [Self.packageB]],
-                                                              environments: [.production, .sandbox], settings: settings),
-                                           credentials: [HuaweiAppGalleryProvider.Setting.appSecret: Self.secretB])
+            a = ClientWithStoreCredentials(
+                client: try HuaweiAppGalleryVerify.client(huawei), credentials: try huawei.clientSettings().credentials)
+            let settings = [
+                HuaweiAppGalleryProvider.Setting.appID: [Self.appB],
+                HuaweiAppGalleryProvider.Setting.iapPublicKey: [try huawei.publicKeyBase64],
+            ]
+            b = ClientWithStoreCredentials(
+                client: ClientInfo(
+                    clientID: "rgc_tenant_b", gameID: 43,
+                    appIdentifiers: [HuaweiAppGalleryProvider.packageNameKind.name: [Self.packageB]],
+                    environments: [.production, .sandbox], settings: settings),
+                credentials: [HuaweiAppGalleryProvider.Setting.appSecret: Self.secretB])
         }
 
         /// "recorded <type> <event kind>", or the rejection's kind and reason.
         func outcome(_ body: Data) async -> String {
             let (a, b) = (a, b)
-            let request = NotificationRequest(body: body, ownerBySetting: { name, value in
-                guard name == HuaweiAppGalleryProvider.Setting.appID else { return nil }
-                return value == FakeHuawei.appID ? a : value == Self.appB ? b : nil
-            })
-            let registered = RegisteredApps(appIdentifiers: [FakeHuawei.package, Self.packageB], environments: [.production, .sandbox])
+            let request = NotificationRequest(
+                body: body,
+                ownerBySetting: { name, value in
+                    guard name == HuaweiAppGalleryProvider.Setting.appID else { return nil }
+                    return value == FakeHuawei.appID ? a : value == Self.appB ? b : nil
+                })
+            let registered = RegisteredApps(
+                appIdentifiers: [FakeHuawei.package, Self.packageB], environments: [.production, .sandbox])
             do {
                 let notification = try await provider.receiveNotification(request, registered: registered)
                 return "recorded \(notification.type) \(notification.event.kind)"
@@ -51,9 +60,13 @@ import TestSupport
     @Test func floodingOneAppLeavesAnotherAppAndItsOwnSignedNewsAnswered() async throws {
         let huawei = try FakeHuawei()
         // The held re-reads end when the test releases them, however loaded the machine, not at a timeout.
-        let provider = Gate.provider(huawei, clock: LockedBox(Date())) { $0.atOnce = 2; $0.perAppPerMinute = 5; $0.timeout = .seconds(120) }
+        let provider = Gate.provider(huawei, clock: LockedBox(Date())) {
+            $0.atOnce = 2; $0.perAppPerMinute = 5; $0.timeout = .seconds(120)
+        }
         let tenants = try Tenants(huawei, provider: provider)
-        try huawei.addProduct(token: "tok.b.refund", productID: "no.ads", orderID: "order.b.refund", kind: 1, state: 2, package: Tenants.packageB)
+        try huawei.addProduct(
+            token: "tok.b.refund", productID: "no.ads", orderID: "order.b.refund", kind: 1, state: 2,
+            package: Tenants.packageB)
         try huawei.addSubscription(token: "tok.a.sub", subscriptionID: "sub.a")
 
         // Tenant A's app id is flooded with made-up tokens that Huawei is slow to answer: A's
@@ -64,9 +77,12 @@ import TestSupport
         #expect(await eventually(within: .seconds(60)) { huawei.hits("verify") == 2 })
         #expect(await tenants.outcome(try Gate.madeUp()) == "retryable HUAWEI_READS_BUSY")
         // Meanwhile tenant B's genuine refund and A's own signed news are answered as ever.
-        let refundB = try FakeHuawei.orderNotification(type: 2, token: "tok.b.refund", productID: "no.ads", applicationID: Tenants.appB)
+        let refundB = try FakeHuawei.orderNotification(
+            type: 2, token: "tok.b.refund", productID: "no.ads", applicationID: Tenants.appB)
         #expect(await tenants.outcome(refundB) == "recorded REFUND_SUCCESS refunded")
-        let renewal = try huawei.subscriptionNotification(["notificationType": 2, "subscriptionId": "sub.a", "purchaseToken": "tok.a.sub"])
+        let renewal = try huawei.subscriptionNotification([
+            "notificationType": 2, "subscriptionId": "sub.a", "purchaseToken": "tok.a.sub",
+        ])
         #expect(await tenants.outcome(renewal) == "recorded RENEWAL renewed")
         huawei.releaseHeld()
         for task in held {
@@ -80,12 +96,16 @@ import TestSupport
         // the next made-up token is refused without asking Huawei...
         var spent: [String] = []
         for _ in 0..<4 { spent.append(await tenants.outcome(try Gate.madeUp())) }
-        #expect(spent == Array(repeating: "ignored PURCHASE_UNKNOWN", count: 3) + ["retryable HUAWEI_READ_BUDGET_SPENT"], "\(spent)")
+        #expect(
+            spent == Array(repeating: "ignored PURCHASE_UNKNOWN", count: 3) + ["retryable HUAWEI_READ_BUDGET_SPENT"],
+            "\(spent)")
         let asked = huawei.hits("verify")
         #expect(await tenants.outcome(try Gate.madeUp()) == "retryable HUAWEI_READ_BUDGET_SPENT")
         #expect(huawei.hits("verify") == asked)
         // ...while A's signed news, which only Huawei makes, and B's order news still are read.
-        let recurring = try huawei.subscriptionNotification(["notificationType": 7, "subscriptionId": "sub.a", "purchaseToken": "tok.a.sub"])
+        let recurring = try huawei.subscriptionNotification([
+            "notificationType": 7, "subscriptionId": "sub.a", "purchaseToken": "tok.a.sub",
+        ])
         #expect(await tenants.outcome(recurring) == "recorded RENEWAL_RECURRING renewed")
         try huawei.addProduct(token: "tok.b.paid", orderID: "order.b.paid", package: Tenants.packageB)
         let paidB = try FakeHuawei.orderNotification(type: 1, token: "tok.b.paid", applicationID: Tenants.appB)
@@ -111,10 +131,13 @@ import TestSupport
         #expect(await Gate.outcome(provider, huawei, refund) == "retryable REFUND_NOT_SHOWN")
         #expect(huawei.hits("verify") == 2)
         // Huawei refunds; its push arrives ten seconds later.
-        try huawei.addProduct(token: "tok.forged.refund", productID: "no.ads", orderID: "order.forged.refund", kind: 1, state: 2)
+        try huawei.addProduct(
+            token: "tok.forged.refund", productID: "no.ads", orderID: "order.forged.refund", kind: 1, state: 2)
         clock.update { $0 += 10 }
         let genuine = try await Gate.receive(provider, huawei, refund)
-        #expect(genuine.type == "REFUND_SUCCESS" && genuine.event.kind == .refunded, "\(genuine.type) \(genuine.event.kind)")
+        #expect(
+            genuine.type == "REFUND_SUCCESS" && genuine.event.kind == .refunded, "\(genuine.type) \(genuine.event.kind)"
+        )
         #expect(genuine.event.purchase?.transactionID == "order.forged.refund")
         #expect(huawei.hits("verify") == 3)
         // Backed now, so settled: sent again, it is answered from memory.

@@ -1,34 +1,43 @@
-import OpenSSLCrypto
 import Foundation
 import HuaweiAppGallery
 import HuaweiAppGalleryTestSupport
+import OpenSSLCrypto
 import ReceiptCore
-import Testing
 import TestSupport
+import Testing
 
 /// Notifications (v2): the signed status update checked with the owner's IAP key first, then the
 /// purchase read again from Huawei; the ledger changes only as that answer shows.
 @Suite struct HuaweiAppGalleryNotifications {
     static func request(_ huawei: FakeHuawei, body: Data) throws -> NotificationRequest {
-        let owner = ClientWithStoreCredentials(client: try HuaweiAppGalleryVerify.client(huawei), credentials: try huawei.clientSettings().credentials)
-        return NotificationRequest(body: body, owner: { package in package == FakeHuawei.package ? owner : nil },
-                                   ownerBySetting: { name, value in name == HuaweiAppGalleryProvider.Setting.appID && value == FakeHuawei.appID ? owner : nil })
+        let owner = ClientWithStoreCredentials(
+            client: try HuaweiAppGalleryVerify.client(huawei), credentials: try huawei.clientSettings().credentials)
+        return NotificationRequest(
+            body: body, owner: { package in package == FakeHuawei.package ? owner : nil },
+            ownerBySetting: { name, value in
+                name == HuaweiAppGalleryProvider.Setting.appID && value == FakeHuawei.appID ? owner : nil
+            })
     }
 
     static let registered = RegisteredApps(appIdentifiers: [FakeHuawei.package], environments: [.production, .sandbox])
 
     static func rejection(_ body: () async throws -> Void) async -> NotificationRejection? {
-        do { try await body(); return nil } catch let error as NotificationRejection { return error } catch { return nil }
+        do { try await body(); return nil } catch let error as NotificationRejection { return error } catch {
+            return nil
+        }
     }
 
     @Test func aSignedRenewalIsReadBackAndApplied() async throws {
         let huawei = try FakeHuawei()
         try huawei.addSubscription(token: "tok.sub.n1", subscriptionID: "sub.n1", orderID: "order.n1")
         try huawei.renewSubscription(token: "tok.sub.n1", orderID: "order.n1.2")
-        let body = try huawei.subscriptionNotification(["environment": "PROD", "notificationType": 2, "subscriptionId": "sub.n1",
-                                                        "purchaseToken": "tok.sub.n1", "orderId": "order.n1.2", "productId": "vip.monthly"])
-        let notification = try await HuaweiAppGalleryVerify.provider(huawei).receiveNotification(try Self.request(huawei, body: body),
-                                                                                                  registered: Self.registered)
+        let body = try huawei.subscriptionNotification([
+            "environment": "PROD", "notificationType": 2, "subscriptionId": "sub.n1",
+            "purchaseToken": "tok.sub.n1", "orderId": "order.n1.2", "productId": "vip.monthly",
+        ])
+        let notification = try await HuaweiAppGalleryVerify.provider(huawei).receiveNotification(
+            try Self.request(huawei, body: body),
+            registered: Self.registered)
         #expect(notification.type == "RENEWAL")
         #expect(notification.event.kind == .renewed)
         #expect(notification.event.purchase?.transactionID == "order.n1.2")
@@ -41,10 +50,12 @@ import TestSupport
     @Test func aForgedNotificationIsRefusedBeforeHuaweiIsAsked() async throws {
         let huawei = try FakeHuawei()
         try huawei.addSubscription(token: "tok.sub.n2", subscriptionID: "sub.n2")
-        let body = try huawei.subscriptionNotification(["notificationType": 1, "subscriptionId": "sub.n2", "purchaseToken": "tok.sub.n2"],
-                                                       signing: .forged)
+        let body = try huawei.subscriptionNotification(
+            ["notificationType": 1, "subscriptionId": "sub.n2", "purchaseToken": "tok.sub.n2"],
+            signing: .forged)
         let rejected = await Self.rejection {
-            _ = try await HuaweiAppGalleryVerify.provider(huawei).receiveNotification(try Self.request(huawei, body: body), registered: Self.registered)
+            _ = try await HuaweiAppGalleryVerify.provider(huawei).receiveNotification(
+                try Self.request(huawei, body: body), registered: Self.registered)
         }
         #expect(rejected?.kind == .forged)
         #expect(rejected?.reason == "INVALID_SIGNATURE")
@@ -57,15 +68,24 @@ import TestSupport
     @Test func aCancelTheAnswerDoesNotShowYetIsAskedForAgain() async throws {
         let huawei = try FakeHuawei()
         try huawei.addSubscription(token: "tok.sub.n3", subscriptionID: "sub.n3")  // active, not revoked
-        let body = try huawei.subscriptionNotification(["notificationType": 1, "subscriptionId": "sub.n3", "purchaseToken": "tok.sub.n3"],
-                                                       signing: .pkcs1)
+        let body = try huawei.subscriptionNotification(
+            ["notificationType": 1, "subscriptionId": "sub.n3", "purchaseToken": "tok.sub.n3"],
+            signing: .pkcs1)
         let provider = HuaweiAppGalleryVerify.provider(huawei)
-        let rejected = await Self.rejection { _ = try await provider.receiveNotification(try Self.request(huawei, body: body), registered: Self.registered) }
-        #expect(rejected?.kind == .retryable && rejected?.reason == "CANCEL_NOT_SHOWN", "\(String(describing: rejected))")
+        let rejected = await Self.rejection {
+            _ = try await provider.receiveNotification(
+                try Self.request(huawei, body: body), registered: Self.registered)
+        }
+        #expect(
+            rejected?.kind == .retryable && rejected?.reason == "CANCEL_NOT_SHOWN", "\(String(describing: rejected))")
         let canceledAt = Int64(Date().timeIntervalSince1970 * 1000) - 60_000
-        try huawei.addSubscription(token: "tok.sub.n3", subscriptionID: "sub.n3", extra: ["purchaseState": 1, "cancelTime": canceledAt])
-        let notification = try await provider.receiveNotification(try Self.request(huawei, body: body), registered: Self.registered)
-        #expect(notification.type == "CANCEL" && notification.event.kind == .refunded, "\(notification.type) \(notification.event.kind)")
+        try huawei.addSubscription(
+            token: "tok.sub.n3", subscriptionID: "sub.n3", extra: ["purchaseState": 1, "cancelTime": canceledAt])
+        let notification = try await provider.receiveNotification(
+            try Self.request(huawei, body: body), registered: Self.registered)
+        #expect(
+            notification.type == "CANCEL" && notification.event.kind == .refunded,
+            "\(notification.type) \(notification.event.kind)")
         #expect(huawei.hits("subscription") == 2)
         await huawei.shutdown()
     }
@@ -75,14 +95,16 @@ import TestSupport
         try huawei.addProduct(token: "tok.order.n1", orderID: "order.refund.n1", state: 2)
         try huawei.addProduct(token: "tok.order.n2", orderID: "order.kept.n2", state: 0)
         let provider = HuaweiAppGalleryVerify.provider(huawei)
-        let refunded = try await provider.receiveNotification(try Self.request(huawei, body: FakeHuawei.orderNotification(type: 2, token: "tok.order.n1")),
-                                                              registered: Self.registered)
+        let refunded = try await provider.receiveNotification(
+            try Self.request(huawei, body: FakeHuawei.orderNotification(type: 2, token: "tok.order.n1")),
+            registered: Self.registered)
         #expect(refunded.type == "REFUND_SUCCESS" && refunded.event.kind == .refunded)
         #expect(refunded.event.purchase?.transactionID == "order.refund.n1")
         // A refund Huawei reads purchased: kept nowhere, answered for a retry.
         let claimed = await Self.rejection {
-            _ = try await provider.receiveNotification(try Self.request(huawei, body: FakeHuawei.orderNotification(type: 2, token: "tok.order.n2")),
-                                                       registered: Self.registered)
+            _ = try await provider.receiveNotification(
+                try Self.request(huawei, body: FakeHuawei.orderNotification(type: 2, token: "tok.order.n2")),
+                registered: Self.registered)
         }
         #expect(claimed?.kind == .retryable && claimed?.reason == "REFUND_NOT_SHOWN", "\(String(describing: claimed))")
         await huawei.shutdown()
@@ -101,7 +123,8 @@ import TestSupport
     }
 
     @Test func theIAPKeyMustBeAnRSAKeyOf2048BitsOrMore() throws {
-        let setting = try #require(HuaweiAppGalleryProvider.declaration.settings.first { $0.flag == "huawei-iap-public-key" })
+        let setting = try #require(
+            HuaweiAppGalleryProvider.declaration.settings.first { $0.flag == "huawei-iap-public-key" })
         let good = try TestKeys.rsa(.huaweiIAP).publicKey.subjectPublicKeyInfo().base64EncodedString()
         #expect(try setting.check(good) == good)
         let short = try PrivateKey.generateRSA(bits: 1024).publicKey.subjectPublicKeyInfo().base64EncodedString()
@@ -109,7 +132,8 @@ import TestSupport
         let ec = try PrivateKey.generateP256().publicKey.subjectPublicKeyInfo().base64EncodedString()
         #expect(throws: SettingRejected.self) { _ = try setting.check(ec) }
         #expect(throws: SettingRejected.self) { _ = try setting.check("not base64!") }
-        let secret = try #require(HuaweiAppGalleryProvider.declaration.settings.first { $0.flag == "huawei-app-secret" })
+        let secret = try #require(
+            HuaweiAppGalleryProvider.declaration.settings.first { $0.flag == "huawei-app-secret" })
         #expect(secret.sealed && secret.key.hasPrefix(StoreID.huaweiAppGallery.rawValue + "."))
     }
 }

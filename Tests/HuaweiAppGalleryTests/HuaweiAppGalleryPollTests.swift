@@ -2,8 +2,8 @@ import Foundation
 import HuaweiAppGallery
 import HuaweiAppGalleryTestSupport
 import ReceiptCore
-import Testing
 import TestSupport
+import Testing
 
 /// The cancelled-purchases poll against the fake's list: each record read again from Huawei
 /// before it becomes a refund, pages followed by their token, the window remembered.
@@ -11,15 +11,20 @@ import TestSupport
     static let cursorKey = "huawei_appgallery.cancelled_purchases:rgc_huawei:\(FakeHuawei.appID):china"
 
     static func owner(_ huawei: FakeHuawei, credentials: [String: String]? = nil) throws -> ClientWithStoreCredentials {
-        ClientWithStoreCredentials(client: try HuaweiAppGalleryVerify.client(huawei), credentials: try credentials ?? huawei.clientSettings().credentials)
+        ClientWithStoreCredentials(
+            client: try HuaweiAppGalleryVerify.client(huawei),
+            credentials: try credentials ?? huawei.clientSettings().credentials)
     }
 
     static func poller(_ huawei: FakeHuawei, retries: Int = 3) -> HuaweiCancelledPurchasesPoller {
-        HuaweiCancelledPurchasesPoller(provider: HuaweiAppGalleryVerify.provider(huawei, retries: retries), interval: .seconds(1))
+        HuaweiCancelledPurchasesPoller(
+            provider: HuaweiAppGalleryVerify.provider(huawei, retries: retries), interval: .seconds(1))
     }
 
     /// One run's notifications, as the core would be handed them.
-    static func run(_ poller: HuaweiCancelledPurchasesPoller, _ huawei: FakeHuawei, run: MemoryPollRun) async throws -> [StoreNotification] {
+    static func run(
+        _ poller: HuaweiCancelledPurchasesPoller, _ huawei: FakeHuawei, run: MemoryPollRun
+    ) async throws -> [StoreNotification] {
         let found = LockedBox<[StoreNotification]>([])
         try await poller.poll(owners: [try owner(huawei)], run: run) { batch in found.update { $0 += batch } }
         return found.get()
@@ -29,7 +34,8 @@ import TestSupport
         let huawei = try FakeHuawei()
         let refundedAt = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 - 7200).rounded())
         try huawei.addProduct(token: "tok.refund.p1", orderID: "order.refund.p1", state: 2)
-        try huawei.addCancelled(token: "tok.refund.p1", orderID: "order.refund.p1", cancelledAt: refundedAt, source: 2, reason: 6)
+        try huawei.addCancelled(
+            token: "tok.refund.p1", orderID: "order.refund.p1", cancelledAt: refundedAt, source: 2, reason: 6)
         let poller = Self.poller(huawei)
         let found = try await Self.run(poller, huawei, run: MemoryPollRun())
         let refund = try #require(found.first)
@@ -39,7 +45,8 @@ import TestSupport
         #expect(refund.event.kind == .refunded)
         #expect(refund.event.purchase?.transactionID == "order.refund.p1")
         #expect(refund.event.purchase?.revocationDate == refundedAt)  // Huawei's data has no cancel time: the list's
-        #expect(refund.event.purchase?.revocationReasonCode == 6 && refund.event.purchase?.revocationReason == "chargeback")
+        #expect(
+            refund.event.purchase?.revocationReasonCode == 6 && refund.event.purchase?.revocationReason == "chargeback")
         #expect(huawei.hits("verify") == 1, "the listed purchase was read again from the order service")
         #expect(!String(decoding: refund.decodedJSON, as: UTF8.self).contains("tok.refund.p1"))
         // Found again by another run (a by-hand one, its own cursors): the same event id, so recorded once.
@@ -53,7 +60,9 @@ import TestSupport
         huawei.state.cancelledPageSize.set(2)
         for index in 1...5 {
             try huawei.addProduct(token: "tok.page.\(index)", orderID: "order.page.\(index)", state: 2)
-            try huawei.addCancelled(token: "tok.page.\(index)", orderID: "order.page.\(index)", cancelledAt: Date().addingTimeInterval(Double(-4000 + index)))
+            try huawei.addCancelled(
+                token: "tok.page.\(index)", orderID: "order.page.\(index)",
+                cancelledAt: Date().addingTimeInterval(Double(-4000 + index)))
         }
         let run = MemoryPollRun()
         let found = try await Self.run(Self.poller(huawei), huawei, run: run)
@@ -72,13 +81,15 @@ import TestSupport
         let poller = Self.poller(huawei)
         _ = try await Self.run(poller, huawei, run: run)
         let first = try #require(huawei.cancelledQueries.first)
-        let firstStart = try #require(Int64(first["startAt"] ?? "")), firstEnd = try #require(Int64(first["endAt"] ?? ""))
+        let firstStart = try #require(Int64(first["startAt"] ?? "")),
+            firstEnd = try #require(Int64(first["endAt"] ?? ""))
         #expect(firstEnd - firstStart >= 30 * 86_400_000 - 60_000, "a first run reads Huawei's month")
         #expect(try await run.cursor(Self.cursorKey) != nil)
         // Refunded after the first window closed: the next run finds it, from the saved cursor.
         try huawei.addProduct(token: "tok.later.1", orderID: "order.later.1", state: 2)
         // Listed a minute back: inside the overlap the next window re-reads.
-        try huawei.addCancelled(token: "tok.later.1", orderID: "order.later.1", cancelledAt: Date().addingTimeInterval(-60))
+        try huawei.addCancelled(
+            token: "tok.later.1", orderID: "order.later.1", cancelledAt: Date().addingTimeInterval(-60))
         let found = try await Self.run(poller, huawei, run: run)
         let second = try #require(huawei.cancelledQueries.last)
         #expect(Int64(second["startAt"] ?? "") == firstEnd - 10 * 60 * 1000)
@@ -91,7 +102,9 @@ import TestSupport
         huawei.state.cancelledPageSize.set(1)
         for index in 1...2 {
             try huawei.addProduct(token: "tok.resume.\(index)", orderID: "order.resume.\(index)", state: 2)
-            try huawei.addCancelled(token: "tok.resume.\(index)", orderID: "order.resume.\(index)", cancelledAt: Date().addingTimeInterval(Double(-4000 + index)))
+            try huawei.addCancelled(
+                token: "tok.resume.\(index)", orderID: "order.resume.\(index)",
+                cancelledAt: Date().addingTimeInterval(Double(-4000 + index)))
         }
         let run = MemoryPollRun()
         let poller = Self.poller(huawei, retries: 1)
@@ -122,7 +135,9 @@ import TestSupport
         let run = MemoryPollRun()
         let found = try await Self.run(Self.poller(huawei), huawei, run: run)
         #expect(Set(found.map(\.notificationID)) == ["cancelled:order.stuck.1"])
-        #expect(huawei.hits("cancelled") <= 2, "stopped at the token that leads nowhere, not after 50 pages: \(huawei.hits("cancelled"))")
+        #expect(
+            huawei.hits("cancelled") <= 2,
+            "stopped at the token that leads nowhere, not after 50 pages: \(huawei.hits("cancelled"))")
         let saved = try #require(try await run.cursor(Self.cursorKey))
         #expect(!saved.contains("pageToken"), "the window is closed, the next run starts a new one: \(saved)")
         await huawei.shutdown()
@@ -133,15 +148,19 @@ import TestSupport
         let run = MemoryPollRun()
         // A run stopped mid-window two months ago: all of its window is older than the lookback.
         let nowMillis = Int64(Date().timeIntervalSince1970 * 1000)
-        let stale = #"{"since":\#(nowMillis - 62 * 86_400_000),"until":\#(nowMillis - 60 * 86_400_000),"continuationToken":"cont.gone"}"#
+        let stale =
+            #"{"since":\#(nowMillis - 62 * 86_400_000),"until":\#(nowMillis - 60 * 86_400_000),"continuationToken":"cont.gone"}"#
         try await run.setCursor(Self.cursorKey, to: stale)
         try huawei.addProduct(token: "tok.stale.1", orderID: "order.stale.1", state: 2)
-        try huawei.addCancelled(token: "tok.stale.1", orderID: "order.stale.1", cancelledAt: Date().addingTimeInterval(-3600))
+        try huawei.addCancelled(
+            token: "tok.stale.1", orderID: "order.stale.1", cancelledAt: Date().addingTimeInterval(-3600))
         let found = try await Self.run(Self.poller(huawei), huawei, run: run)
         #expect(found.map(\.notificationID) == ["cancelled:order.stale.1"])
         let query = try #require(huawei.cancelledQueries.first)
         #expect(query["continuationToken"] == nil)
-        #expect((Int64(query["startAt"] ?? "") ?? 0) >= nowMillis - 30 * 86_400_000 - 60_000, "from the oldest Huawei keeps: \(query)")
+        #expect(
+            (Int64(query["startAt"] ?? "") ?? 0) >= nowMillis - 30 * 86_400_000 - 60_000,
+            "from the oldest Huawei keeps: \(query)")
         await huawei.shutdown()
     }
 
@@ -197,17 +216,22 @@ import TestSupport
         let refundedAt = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 - 1800).rounded())
         let provider = HuaweiAppGalleryVerify.provider(huawei)
         try huawei.addProduct(token: "tok.gone.1", orderID: "order.gone.1", kind: 0, purchaseTime: 1_716_389_123_000)
-        let first = try #require(try await provider.verify(evidence: "tok.gone.1", context: HuaweiAppGalleryVerify.context(huawei)).first)
-        try await provider.acknowledge(try #require(provider.acknowledgement(for: first, client: try HuaweiAppGalleryVerify.client(huawei))),
-                                       credentials: try huawei.clientSettings().credentials)
+        let first = try #require(
+            try await provider.verify(evidence: "tok.gone.1", context: HuaweiAppGalleryVerify.context(huawei)).first)
+        try await provider.acknowledge(
+            try #require(provider.acknowledgement(for: first, client: try HuaweiAppGalleryVerify.client(huawei))),
+            credentials: try huawei.clientSettings().credentials)
         try huawei.addProduct(token: "tok.gone.2", orderID: "order.gone.2", kind: 0)
-        try huawei.addCancelled(token: "tok.gone.1", orderID: "order.gone.1", cancelledAt: refundedAt, source: 2, reason: 6)
+        try huawei.addCancelled(
+            token: "tok.gone.1", orderID: "order.gone.1", cancelledAt: refundedAt, source: 2, reason: 6)
         let found = try await Self.run(Self.poller(huawei), huawei, run: MemoryPollRun())
         let refund = try #require(found.first)
         #expect(found.count == 1)
         #expect(refund.notificationID == "cancelled:order.gone.1" && refund.event.kind == .refunded)
         let purchase = try #require(refund.event.purchase)
-        #expect(purchase.transactionID == first.transactionID && purchase.environment == first.environment && purchase.productID == "gems100")
+        #expect(
+            purchase.transactionID == first.transactionID && purchase.environment == first.environment
+                && purchase.productID == "gems100")
         #expect(purchase.appIdentifier == FakeHuawei.package)
         #expect(purchase.revocationDate == refundedAt && purchase.revocationReason == "chargeback")
         #expect(purchase.storeAttributes["backed_by"] == "cancelled_list")
@@ -219,16 +243,22 @@ import TestSupport
         let huawei = try FakeHuawei()
         let revokedAt = Int64(Date().addingTimeInterval(-600).timeIntervalSince1970 * 1000)
         try huawei.addSubscription(token: "tok.sub.c1", subscriptionID: "sub.c1", orderID: "order.sub.c1")
-        try huawei.renewSubscription(token: "tok.sub.c1", orderID: "order.sub.c1.2", extra: ["cancelTime": revokedAt, "cancelReason": 0, "subIsvalid": false])
-        try huawei.addCancelled(token: "tok.sub.c1", productID: "vip.monthly", orderID: "order.sub.c1.2", subscription: true,
-                                extra: ["subscriptionId": "sub.c1"])
+        try huawei.renewSubscription(
+            token: "tok.sub.c1", orderID: "order.sub.c1.2",
+            extra: ["cancelTime": revokedAt, "cancelReason": 0, "subIsvalid": false])
+        try huawei.addCancelled(
+            token: "tok.sub.c1", productID: "vip.monthly", orderID: "order.sub.c1.2", subscription: true,
+            extra: ["subscriptionId": "sub.c1"])
         // Without its subscription id the order service refuses a subscription's token: nothing changes.
-        try huawei.addCancelled(token: "tok.sub.c2", productID: "vip.monthly", orderID: "order.sub.c2", subscription: true)
+        try huawei.addCancelled(
+            token: "tok.sub.c2", productID: "vip.monthly", orderID: "order.sub.c2", subscription: true)
         let found = try await Self.run(Self.poller(huawei), huawei, run: MemoryPollRun())
         let refund = try #require(found.first)
         #expect(found.count == 1)
         #expect(refund.notificationID == "cancelled:order.sub.c1.2" && refund.event.kind == .refunded)
-        #expect(refund.event.purchase?.transactionID == "order.sub.c1.2" && refund.event.purchase?.originalTransactionID == "sub.c1")
+        #expect(
+            refund.event.purchase?.transactionID == "order.sub.c1.2"
+                && refund.event.purchase?.originalTransactionID == "sub.c1")
         #expect(refund.event.purchase?.revocationDate == Date(timeIntervalSince1970: Double(revokedAt) / 1000))
         #expect(huawei.hits("subscription") == 1)
         await huawei.shutdown()
@@ -239,16 +269,25 @@ import TestSupport
         #expect(defaults.poller?.interval == .seconds(3600))
         #expect(defaults.poller?.pollName == "huawei_appgallery.cancelled_purchases")
         #expect(defaults.subscriptionReader != nil)
-        let off = try HuaweiAppGalleryProvider.fromEnvironment(["RECEIPTGATE_HUAWEI_CANCELLED_POLL_SECONDS": "0"]).registration
+        let off = try HuaweiAppGalleryProvider.fromEnvironment(["RECEIPTGATE_HUAWEI_CANCELLED_POLL_SECONDS": "0"])
+            .registration
         #expect(off.poller == nil)
-        let often = try HuaweiAppGalleryProvider.fromEnvironment(["RECEIPTGATE_HUAWEI_CANCELLED_POLL_SECONDS": "900"]).registration
+        let often = try HuaweiAppGalleryProvider.fromEnvironment(["RECEIPTGATE_HUAWEI_CANCELLED_POLL_SECONDS": "900"])
+            .registration
         #expect(often.poller?.interval == .seconds(900))
-        for (name, value) in [("RECEIPTGATE_HUAWEI_CANCELLED_POLL_SECONDS", "-1"), ("RECEIPTGATE_HUAWEI_CANCELLED_POLL_SECONDS", "hourly"),
-                              ("RECEIPTGATE_HUAWEI_CANCELLED_POLL_SITES", "china,mars")] {
+        for (name, value) in [
+            ("RECEIPTGATE_HUAWEI_CANCELLED_POLL_SECONDS", "-1"),
+            ("RECEIPTGATE_HUAWEI_CANCELLED_POLL_SECONDS", "hourly"),
+            ("RECEIPTGATE_HUAWEI_CANCELLED_POLL_SITES", "china,mars"),
+        ] {
             #expect { _ = try HuaweiAppGalleryConfiguration.fromEnvironment([name: value]) } throws: { error in
                 (error as? ConfigurationInvalid)?.variable == name
             }
         }
-        #expect(throws: Never.self) { _ = try HuaweiAppGalleryConfiguration.fromEnvironment(["RECEIPTGATE_HUAWEI_CANCELLED_POLL_SITES": "china, apptouch"]) }
+        #expect(throws: Never.self) {
+            _ = try HuaweiAppGalleryConfiguration.fromEnvironment([
+                "RECEIPTGATE_HUAWEI_CANCELLED_POLL_SITES": "china, apptouch"
+            ])
+        }
     }
 }

@@ -1,43 +1,55 @@
-import OpenSSLCrypto
 import Foundation
 import HTTPClient
 import HuaweiAppGallery
 import HuaweiAppGalleryTestSupport
+import OpenSSLCrypto
 import ReceiptCore
-import Testing
 import TestSupport
+import Testing
 
 /// The provider against a fake Huawei on loopback: signatures in both schemes, every refusal,
 /// normalization, subscriptions, access tokens and confirmations.
 @Suite struct HuaweiAppGalleryVerify {
     static func provider(_ huawei: FakeHuawei, retries: Int = 3) -> HuaweiAppGalleryProvider {
-        HuaweiAppGalleryProvider(configuration: huawei.configuration(), http: FakeHuawei.http(retries: retries), logger: Logger(minimumLevel: .error))
+        HuaweiAppGalleryProvider(
+            configuration: huawei.configuration(), http: FakeHuawei.http(retries: retries),
+            logger: Logger(minimumLevel: .error))
     }
 
-    static func client(_ huawei: FakeHuawei, packages: [String] = [FakeHuawei.package],
-                       environments: Set<StoreEnvironment> = [.production, .sandbox]) throws -> ClientInfo {
-        ClientInfo(clientID: "rgc_huawei", gameID: 42, appIdentifiers: [HuaweiAppGalleryProvider.packageNameKind.name: packages],
-                   environments: environments, settings: try huawei.clientSettings().settings)
+    static func client(
+        _ huawei: FakeHuawei, packages: [String] = [FakeHuawei.package],
+        environments: Set<StoreEnvironment> = [.production, .sandbox]
+    ) throws -> ClientInfo {
+        ClientInfo(
+            clientID: "rgc_huawei", gameID: 42,
+            appIdentifiers: [HuaweiAppGalleryProvider.packageNameKind.name: packages],
+            environments: environments, settings: try huawei.clientSettings().settings)
     }
 
-    static func context(_ huawei: FakeHuawei, productID: String? = "gems100", packages: Set<String> = [FakeHuawei.package],
-                        environments: Set<StoreEnvironment> = [.production, .sandbox], fields: [String: String] = [:]) throws -> VerificationContext {
-        var context = VerificationContext(appIdentifiers: packages, environments: environments, productID: productID,
-                                          client: try client(huawei, packages: Array(packages), environments: environments),
-                                          credentials: try huawei.clientSettings().credentials)
+    static func context(
+        _ huawei: FakeHuawei, productID: String? = "gems100", packages: Set<String> = [FakeHuawei.package],
+        environments: Set<StoreEnvironment> = [.production, .sandbox], fields: [String: String] = [:]
+    ) throws -> VerificationContext {
+        var context = VerificationContext(
+            appIdentifiers: packages, environments: environments, productID: productID,
+            client: try client(huawei, packages: Array(packages), environments: environments),
+            credentials: try huawei.clientSettings().credentials)
         context.evidenceFields = fields
         return context
     }
 
     static func refusal(_ body: () async throws -> Void) async -> StoreVerificationError? {
-        do { try await body(); return nil } catch let error as StoreVerificationError { return error } catch { return nil }
+        do { try await body(); return nil } catch let error as StoreVerificationError { return error } catch {
+            return nil
+        }
     }
 
     @Test func aPurchaseSignedWithPSSIsProvenAndNormalized() async throws {
         let huawei = try FakeHuawei()
         huawei.state.signing.set(.pss)
         try huawei.addProduct(token: "tok.pss.1", orderID: "202405221405238a1b2c3d.107654321", kind: 0, price: 499)
-        let purchase = try #require(try await Self.provider(huawei).verify(evidence: "tok.pss.1", context: Self.context(huawei)).first)
+        let purchase = try #require(
+            try await Self.provider(huawei).verify(evidence: "tok.pss.1", context: Self.context(huawei)).first)
         #expect(purchase.store == .huaweiAppGallery)
         #expect(purchase.environment == .production)
         #expect(purchase.transactionID == "202405221405238a1b2c3d.107654321")
@@ -49,7 +61,9 @@ import TestSupport
         #expect(purchase.purchaseDate == Date(timeIntervalSince1970: 1_716_389_123))
         #expect(purchase.revocationDate == nil)
         // The answer was PSS because the request asked for it.
-        #expect(huawei.state.appInfoHeaders.get().allSatisfy { $0.contains("SHA256WithRSA/PSS") } && !huawei.state.appInfoHeaders.get().isEmpty)
+        #expect(
+            huawei.state.appInfoHeaders.get().allSatisfy { $0.contains("SHA256WithRSA/PSS") }
+                && !huawei.state.appInfoHeaders.get().isEmpty)
         await huawei.shutdown()
     }
 
@@ -74,7 +88,10 @@ import TestSupport
         let huawei = try FakeHuawei()
         huawei.state.signing.set(.pkcs1)
         try huawei.addProduct(token: "tok.pkcs1.1", productID: "no.ads", kind: 1)
-        let purchase = try #require(try await Self.provider(huawei).verify(evidence: "tok.pkcs1.1", context: Self.context(huawei, productID: "no.ads")).first)
+        let purchase = try #require(
+            try await Self.provider(huawei).verify(
+                evidence: "tok.pkcs1.1", context: Self.context(huawei, productID: "no.ads")
+            ).first)
         #expect(purchase.kind == .nonConsumable)
         #expect(purchase.productID == "no.ads")
         await huawei.shutdown()
@@ -84,7 +101,9 @@ import TestSupport
         let huawei = try FakeHuawei()
         huawei.state.signing.set(.forged)
         try huawei.addProduct(token: "tok.forged.1")
-        let refused = await Self.refusal { _ = try await Self.provider(huawei).verify(evidence: "tok.forged.1", context: Self.context(huawei)) }
+        let refused = await Self.refusal {
+            _ = try await Self.provider(huawei).verify(evidence: "tok.forged.1", context: Self.context(huawei))
+        }
         #expect(refused?.code == .verificationFailed)
         #expect(refused?.reason == "INVALID_SIGNATURE")
         #expect(refused?.isRetryable == false)
@@ -94,7 +113,9 @@ import TestSupport
     @Test func aPurchaseOfAnotherPackageIsRefused() async throws {
         let huawei = try FakeHuawei()
         try huawei.addProduct(token: "tok.other.1", package: "com.someone.else")
-        let refused = await Self.refusal { _ = try await Self.provider(huawei).verify(evidence: "tok.other.1", context: Self.context(huawei)) }
+        let refused = await Self.refusal {
+            _ = try await Self.provider(huawei).verify(evidence: "tok.other.1", context: Self.context(huawei))
+        }
         #expect(refused?.code == .bundleMismatch)
         #expect(refused?.reason == "PACKAGE_MISMATCH")
         await huawei.shutdown()
@@ -105,12 +126,18 @@ import TestSupport
         huawei.state.checksProduct.set(false)  // Huawei answers; only our check stands
         try huawei.addProduct(token: "tok.product.1", productID: "gems500")
         let provider = Self.provider(huawei)
-        let refused = await Self.refusal { _ = try await provider.verify(evidence: "tok.product.1", context: Self.context(huawei, productID: "gems100")) }
+        let refused = await Self.refusal {
+            _ = try await provider.verify(
+                evidence: "tok.product.1", context: Self.context(huawei, productID: "gems100"))
+        }
         #expect(refused?.code == .productMismatch)
         // Purchase data naming another product than the request's is refused before Huawei is asked.
         let hits = huawei.hits("verify")
-        let json = #"{"purchaseToken":"tok.product.1","productId":"gems500","packageName":"com.example.game.huawei","kind":0}"#
-        let early = await Self.refusal { _ = try await provider.verify(evidence: json, context: Self.context(huawei, productID: "gems100")) }
+        let json =
+            #"{"purchaseToken":"tok.product.1","productId":"gems500","packageName":"com.example.game.huawei","kind":0}"#
+        let early = await Self.refusal {
+            _ = try await provider.verify(evidence: json, context: Self.context(huawei, productID: "gems100"))
+        }
         #expect(early?.code == .productMismatch)
         #expect(huawei.hits("verify") == hits)
         await huawei.shutdown()
@@ -121,10 +148,13 @@ import TestSupport
         try huawei.addProduct(token: "tok.refunded.1", orderID: "order.refunded", state: 2)
         try huawei.addProduct(token: "tok.canceled.1", orderID: "order.canceled", state: 1)
         let provider = Self.provider(huawei)
-        let refunded = try #require(try await provider.verify(evidence: "tok.refunded.1", context: Self.context(huawei)).first)
+        let refunded = try #require(
+            try await provider.verify(evidence: "tok.refunded.1", context: Self.context(huawei)).first)
         #expect(refunded.revocationDate != nil)
         #expect(refunded.revocationReason == "refunded")
-        let canceled = await Self.refusal { _ = try await provider.verify(evidence: "tok.canceled.1", context: Self.context(huawei)) }
+        let canceled = await Self.refusal {
+            _ = try await provider.verify(evidence: "tok.canceled.1", context: Self.context(huawei))
+        }
         #expect(canceled?.reason == "PURCHASE_CANCELED")
         #expect(canceled?.code == .verificationFailed)
         await huawei.shutdown()
@@ -135,10 +165,15 @@ import TestSupport
         try huawei.addProduct(token: "tok.sandbox.1", sandbox: true)
         try huawei.addProduct(token: "tok.production.1")
         let provider = Self.provider(huawei)
-        #expect(try await provider.verify(evidence: "tok.sandbox.1", context: Self.context(huawei)).first?.environment == .sandbox)
-        #expect(try await provider.verify(evidence: "tok.production.1", context: Self.context(huawei)).first?.environment == .production)
+        #expect(
+            try await provider.verify(evidence: "tok.sandbox.1", context: Self.context(huawei)).first?.environment
+                == .sandbox)
+        #expect(
+            try await provider.verify(evidence: "tok.production.1", context: Self.context(huawei)).first?.environment
+                == .production)
         let refused = await Self.refusal {
-            _ = try await provider.verify(evidence: "tok.sandbox.1", context: Self.context(huawei, environments: [.production]))
+            _ = try await provider.verify(
+                evidence: "tok.sandbox.1", context: Self.context(huawei, environments: [.production]))
         }
         #expect(refused?.code == .environmentMismatch)
         await huawei.shutdown()
@@ -147,32 +182,45 @@ import TestSupport
     @Test func aSubscriptionIsReadFromTheSubscriptionService() async throws {
         let huawei = try FakeHuawei()
         let expiry = Date(timeIntervalSince1970: 1_900_000_000)
-        try huawei.addSubscription(token: "tok.sub.1", subscriptionID: "sub.7", orderID: "order.first", expiry: Date().addingTimeInterval(86_400))
+        try huawei.addSubscription(
+            token: "tok.sub.1", subscriptionID: "sub.7", orderID: "order.first",
+            expiry: Date().addingTimeInterval(86_400))
         let provider = Self.provider(huawei)
-        let json = #"{"purchaseToken":"tok.sub.1","productId":"vip.monthly","subscriptionId":"sub.7","kind":2,"packageName":"com.example.game.huawei"}"#
-        let first = try #require(try await provider.verify(evidence: json, context: Self.context(huawei, productID: nil)).first)
+        let json =
+            #"{"purchaseToken":"tok.sub.1","productId":"vip.monthly","subscriptionId":"sub.7","kind":2,"packageName":"com.example.game.huawei"}"#
+        let first = try #require(
+            try await provider.verify(evidence: json, context: Self.context(huawei, productID: nil)).first)
         #expect(first.transactionID == "order.first" && first.originalTransactionID == "sub.7")
         #expect(first.storeAttributes["renewal"] == "false")
         // Huawei charged the next period: a new receipt (its own order), the same subscription.
         try huawei.renewSubscription(token: "tok.sub.1", orderID: "order.renewal.2", expiry: expiry)
-        let renewal = try #require(try await provider.verify(evidence: json, context: Self.context(huawei, productID: nil)).first)
+        let renewal = try #require(
+            try await provider.verify(evidence: json, context: Self.context(huawei, productID: nil)).first)
         #expect(renewal.kind == .autoRenewableSubscription)
         #expect(renewal.transactionID == "order.renewal.2")
         #expect(renewal.originalTransactionID == "sub.7", "every period is a transaction of the one subscription")
-        #expect(renewal.storeAttributes["renewal"] == "true" && renewal.storeAttributes["last_order_id"] == "order.first")
+        #expect(
+            renewal.storeAttributes["renewal"] == "true" && renewal.storeAttributes["last_order_id"] == "order.first")
         #expect(renewal.expiresDate == expiry)
         #expect(renewal.autoRenews == true)
         #expect(renewal.readBackKey != nil)
         #expect(huawei.hits("subscription") == 2 && huawei.hits("verify") == 0)
         // A bare token with the subscription id beside it: its order is the transaction, its subscription the original.
         try huawei.addSubscription(token: "tok.sub.2", subscriptionID: "sub.8", orderID: "order.new")
-        let new = try #require(try await provider.verify(evidence: "tok.sub.2",
-                                                         context: Self.context(huawei, productID: "vip.monthly", fields: ["huawei_subscription_id": "sub.8"])).first)
+        let new = try #require(
+            try await provider.verify(
+                evidence: "tok.sub.2",
+                context: Self.context(huawei, productID: "vip.monthly", fields: ["huawei_subscription_id": "sub.8"])
+            ).first)
         #expect(new.transactionID == "order.new" && new.originalTransactionID == "sub.8")
         // Data without its subscription id: the id Huawei's subscription service answered for is the original.
-        try huawei.addSubscription(token: "tok.sub.3", subscriptionID: "sub.9", orderID: "order.nine", extra: ["subscriptionId": NSNull()])
-        let unnamed = try #require(try await provider.verify(evidence: "tok.sub.3",
-                                                             context: Self.context(huawei, productID: "vip.monthly", fields: ["huawei_subscription_id": "sub.9"])).first)
+        try huawei.addSubscription(
+            token: "tok.sub.3", subscriptionID: "sub.9", orderID: "order.nine", extra: ["subscriptionId": NSNull()])
+        let unnamed = try #require(
+            try await provider.verify(
+                evidence: "tok.sub.3",
+                context: Self.context(huawei, productID: "vip.monthly", fields: ["huawei_subscription_id": "sub.9"])
+            ).first)
         #expect(unnamed.transactionID == "order.nine" && unnamed.originalTransactionID == "sub.9")
         await huawei.shutdown()
     }
@@ -180,13 +228,19 @@ import TestSupport
     @Test func huaweisRefusalsAndOutagesMapToTheCoresCodes() async throws {
         let huawei = try FakeHuawei()
         let provider = Self.provider(huawei, retries: 2)
-        let unknown = await Self.refusal { _ = try await provider.verify(evidence: "tok.unknown", context: Self.context(huawei)) }
+        let unknown = await Self.refusal {
+            _ = try await provider.verify(evidence: "tok.unknown", context: Self.context(huawei))
+        }
         #expect(unknown?.code == .verificationFailed && unknown?.reason == "PURCHASE_NOT_FOUND")
-        let noProduct = await Self.refusal { _ = try await provider.verify(evidence: "tok.unknown", context: Self.context(huawei, productID: nil)) }
+        let noProduct = await Self.refusal {
+            _ = try await provider.verify(evidence: "tok.unknown", context: Self.context(huawei, productID: nil))
+        }
         #expect(noProduct?.code == .missingFields)
         try huawei.addProduct(token: "tok.outage.1")
         huawei.failFirst("verify", [503, 503])
-        let outage = await Self.refusal { _ = try await provider.verify(evidence: "tok.outage.1", context: Self.context(huawei)) }
+        let outage = await Self.refusal {
+            _ = try await provider.verify(evidence: "tok.outage.1", context: Self.context(huawei))
+        }
         #expect(outage?.code == .verifierError && outage?.isRetryable == true)
         // A wrong app secret is the operator's to fix, not the player's.
         var context = try Self.context(huawei)
@@ -238,7 +292,8 @@ import TestSupport
         try huawei.addProduct(token: "tok.durable.1", productID: "no.ads", kind: 1)
         let provider = Self.provider(huawei)
         let client = try Self.client(huawei)
-        let consumable = try #require(try await provider.verify(evidence: "tok.confirm.1", context: Self.context(huawei)).first)
+        let consumable = try #require(
+            try await provider.verify(evidence: "tok.confirm.1", context: Self.context(huawei)).first)
         let owed = try #require(provider.acknowledgement(for: consumable, client: client))
         #expect(huawei.hits("confirm") == 0)  // nothing before the record commits
         try await provider.acknowledge(owed, credentials: try huawei.clientSettings().credentials)
@@ -246,7 +301,9 @@ import TestSupport
         // Sent again (an outbox retry after a lost answer): Huawei's "already confirmed" is success.
         try await provider.acknowledge(owed, credentials: try huawei.clientSettings().credentials)
         #expect(huawei.hits("confirm") == 2)
-        let durable = try #require(try await provider.verify(evidence: "tok.durable.1", context: Self.context(huawei, productID: "no.ads")).first)
+        let durable = try #require(
+            try await provider.verify(evidence: "tok.durable.1", context: Self.context(huawei, productID: "no.ads"))
+                .first)
         #expect(provider.acknowledgement(for: durable, client: client) == nil)
         await huawei.shutdown()
     }
@@ -257,17 +314,27 @@ import TestSupport
         let huawei = try FakeHuawei()
         try huawei.addProduct(token: "tok.first.1", orderID: "order.first.1", kind: 0)
         let provider = Self.provider(huawei)
-        let first = try #require(try await provider.verify(evidence: "tok.first.1", context: Self.context(huawei)).first)
-        try await provider.acknowledge(try #require(provider.acknowledgement(for: first, client: try Self.client(huawei))),
-                                       credentials: try huawei.clientSettings().credentials)
+        let first = try #require(
+            try await provider.verify(evidence: "tok.first.1", context: Self.context(huawei)).first)
+        try await provider.acknowledge(
+            try #require(provider.acknowledgement(for: first, client: try Self.client(huawei))),
+            credentials: try huawei.clientSettings().credentials)
         // Confirmed, not yet bought again: still the latest token, and Huawei says it is confirmed.
-        let confirmed = try #require(try await provider.verify(evidence: "tok.first.1", context: Self.context(huawei)).first)
+        let confirmed = try #require(
+            try await provider.verify(evidence: "tok.first.1", context: Self.context(huawei)).first)
         #expect(confirmed.storeAttributes["confirmed"] == "true" && confirmed.storeAttributes["consumed"] == "true")
-        #expect(provider.acknowledgement(for: confirmed, client: try Self.client(huawei)) == nil, "nothing left to confirm")
+        #expect(
+            provider.acknowledgement(for: confirmed, client: try Self.client(huawei)) == nil, "nothing left to confirm")
         try huawei.addProduct(token: "tok.second.1", orderID: "order.second.1", kind: 0)
-        let refused = await Self.refusal { _ = try await provider.verify(evidence: "tok.first.1", context: Self.context(huawei)) }
-        #expect(refused?.code == .verificationFailed && refused?.reason == "PURCHASE_SUPERSEDED", "\(String(describing: refused))")
-        #expect(try await provider.verify(evidence: "tok.second.1", context: Self.context(huawei)).first?.transactionID == "order.second.1")
+        let refused = await Self.refusal {
+            _ = try await provider.verify(evidence: "tok.first.1", context: Self.context(huawei))
+        }
+        #expect(
+            refused?.code == .verificationFailed && refused?.reason == "PURCHASE_SUPERSEDED",
+            "\(String(describing: refused))")
+        #expect(
+            try await provider.verify(evidence: "tok.second.1", context: Self.context(huawei)).first?.transactionID
+                == "order.second.1")
         await huawei.shutdown()
     }
 }

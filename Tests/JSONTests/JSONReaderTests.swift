@@ -29,10 +29,13 @@ import Testing
     static let cases: [Case] = [
         // Values and whitespace.
         Case("{}", rfc8259: true, jsonDecoder: true), Case("[]", rfc8259: true, jsonDecoder: true),
-        Case(" \t\r\n{\"a\" : [1, 2.5, -0, 1e400, \"x\", true, false, null]}\n", rfc8259: true, jsonDecoder: true, name: "every kind of value"),
+        Case(
+            " \t\r\n{\"a\" : [1, 2.5, -0, 1e400, \"x\", true, false, null]}\n", rfc8259: true, jsonDecoder: true,
+            name: "every kind of value"),
         Case("\"text\"", rfc8259: true, jsonDecoder: true), Case("0", rfc8259: true, jsonDecoder: true),
         Case("-0", rfc8259: true, jsonDecoder: true), Case("null", rfc8259: true, jsonDecoder: true),
-        Case("", rfc8259: false, jsonDecoder: false, name: "empty"), Case("  ", rfc8259: false, jsonDecoder: false, name: "only whitespace"),
+        Case("", rfc8259: false, jsonDecoder: false, name: "empty"),
+        Case("  ", rfc8259: false, jsonDecoder: false, name: "only whitespace"),
         Case("\u{0C}{}", rfc8259: false, jsonDecoder: false, name: "form feed is not whitespace"),
         Case("{\"a\":1}x", rfc8259: false, jsonDecoder: false), Case("{}{}", rfc8259: false, jsonDecoder: false),
         Case("{\"a\" 1}", rfc8259: false, jsonDecoder: false), Case("{\"a\":}", rfc8259: false, jsonDecoder: false),
@@ -54,33 +57,64 @@ import Testing
         Case("{'a':1}", rfc8259: false, jsonDecoder: false), Case("{a:1}", rfc8259: false, jsonDecoder: false),
         // Strings: a skipped string's content is not checked by JSONDecoder; a key always is.
         Case("[\"a\tb\"]", rfc8259: false, jsonDecoder: true, name: "raw tab in a string"),
-        Case(bytes: Array("[\"a".utf8) + [0] + Array("b\"]".utf8), rfc8259: false, jsonDecoder: true, name: "raw NUL in a string"),
+        Case(
+            bytes: Array("[\"a".utf8) + [0] + Array("b\"]".utf8), rfc8259: false, jsonDecoder: true,
+            name: "raw NUL in a string"),
         Case("{\"a\u{01}\":1}", rfc8259: false, jsonDecoder: false, name: "raw control character in a key"),
-        Case(#"["\ud83d\ude00"]"#, rfc8259: true, jsonDecoder: true), Case(#"["\u00e9\u00E9"]"#, rfc8259: true, jsonDecoder: true),
-        Case(#"["\ud800"]"#, rfc8259: false, jsonDecoder: true), Case(#"["\udc00"]"#, rfc8259: false, jsonDecoder: true),
-        Case(#"["\ud800\u0041"]"#, rfc8259: false, jsonDecoder: true), Case(#"{"\ud800":1}"#, rfc8259: false, jsonDecoder: false),
+        Case(#"["\ud83d\ude00"]"#, rfc8259: true, jsonDecoder: true),
+        Case(#"["\u00e9\u00E9"]"#, rfc8259: true, jsonDecoder: true),
+        Case(#"["\ud800"]"#, rfc8259: false, jsonDecoder: true),
+        Case(#"["\udc00"]"#, rfc8259: false, jsonDecoder: true),
+        Case(#"["\ud800\u0041"]"#, rfc8259: false, jsonDecoder: true),
+        Case(#"{"\ud800":1}"#, rfc8259: false, jsonDecoder: false),
         Case(#"["\x"]"#, rfc8259: false, jsonDecoder: true), Case(#"{"\x":1}"#, rfc8259: false, jsonDecoder: false),
-        Case(#"["\u12"]"#, rfc8259: false, jsonDecoder: false), Case(#"["\u12"+"]"#, rfc8259: false, jsonDecoder: false),
+        Case(#"["\u12"]"#, rfc8259: false, jsonDecoder: false),
+        Case(#"["\u12"+"]"#, rfc8259: false, jsonDecoder: false),
         Case(#"["\uzzzz"]"#, rfc8259: false, jsonDecoder: true), Case(#"["\u0000"]"#, rfc8259: true, jsonDecoder: true),
-        Case(bytes: Array("[\"".utf8) + [0xFF] + Array("\"]".utf8), rfc8259: false, jsonDecoder: true, name: "0xFF in a string"),
-        Case(bytes: Array("[\"".utf8) + [0xED, 0xA0, 0x80] + Array("\"]".utf8), rfc8259: false, jsonDecoder: true, name: "UTF-8 surrogate"),
-        Case(bytes: Array("{\"".utf8) + [0xC0, 0x80] + Array("\":1}".utf8), rfc8259: false, jsonDecoder: false, name: "overlong UTF-8 in a key"),
-        Case(bytes: [0xEF, 0xBB, 0xBF] + Array("{}".utf8), rfc8259: false, jsonDecoder: true, name: "UTF-8 byte order mark"),
-        Case(bytes: Array("[".utf8) + [0xC3, 0xA9] + Array("]".utf8), rfc8259: false, jsonDecoder: false, name: "UTF-8 outside a string"),
+        Case(
+            bytes: Array("[\"".utf8) + [0xFF] + Array("\"]".utf8), rfc8259: false, jsonDecoder: true,
+            name: "0xFF in a string"),
+        Case(
+            bytes: Array("[\"".utf8) + [0xED, 0xA0, 0x80] + Array("\"]".utf8), rfc8259: false, jsonDecoder: true,
+            name: "UTF-8 surrogate"),
+        Case(
+            bytes: Array("{\"".utf8) + [0xC0, 0x80] + Array("\":1}".utf8), rfc8259: false, jsonDecoder: false,
+            name: "overlong UTF-8 in a key"),
+        Case(
+            bytes: [0xEF, 0xBB, 0xBF] + Array("{}".utf8), rfc8259: false, jsonDecoder: true,
+            name: "UTF-8 byte order mark"),
+        Case(
+            bytes: Array("[".utf8) + [0xC3, 0xA9] + Array("]".utf8), rfc8259: false, jsonDecoder: false,
+            name: "UTF-8 outside a string"),
         // Nesting: 512 levels, not 513.
-        Case(String(repeating: "[", count: 512) + String(repeating: "]", count: 512), rfc8259: true, jsonDecoder: true, name: "512 nested arrays"),
-        Case(String(repeating: "[", count: 513) + String(repeating: "]", count: 513), rfc8259: false, jsonDecoder: false, name: "513 nested arrays"),
-        Case("{\"a\":" + String(repeating: "{\"a\":", count: 511) + "1" + String(repeating: "}", count: 512),
-             rfc8259: true, jsonDecoder: true, name: "512 nested objects"),
-        Case("{\"a\":" + String(repeating: "[", count: 512) + String(repeating: "]", count: 512) + "}", rfc8259: false, jsonDecoder: false,
-             name: "513 levels under a key"),
+        Case(
+            String(repeating: "[", count: 512) + String(repeating: "]", count: 512), rfc8259: true, jsonDecoder: true,
+            name: "512 nested arrays"),
+        Case(
+            String(repeating: "[", count: 513) + String(repeating: "]", count: 513), rfc8259: false, jsonDecoder: false,
+            name: "513 nested arrays"),
+        Case(
+            "{\"a\":" + String(repeating: "{\"a\":", count: 511) + "1" + String(repeating: "}", count: 512),
+            rfc8259: true, jsonDecoder: true, name: "512 nested objects"),
+        Case(
+            "{\"a\":" + String(repeating: "[", count: 512) + String(repeating: "]", count: 512) + "}", rfc8259: false,
+            jsonDecoder: false,
+            name: "513 levels under a key"),
     ]
 
     @Test(arguments: cases)
     func grammars(_ sample: Case) {
         let data = Data(sample.bytes)
-        let strict = Result { () throws(JSONReaderError) in try JSONReader.withDocument(data, grammar: .rfc8259) { reader throws(JSONReaderError) in try reader.readDocument() } }
-        let lenient = Result { () throws(JSONReaderError) in try JSONReader.withDocument(data, grammar: .jsonDecoder) { reader throws(JSONReaderError) in try reader.readDocument() } }
+        let strict = Result { () throws(JSONReaderError) in
+            try JSONReader.withDocument(data, grammar: .rfc8259) { reader throws(JSONReaderError) in
+                try reader.readDocument()
+            }
+        }
+        let lenient = Result { () throws(JSONReaderError) in
+            try JSONReader.withDocument(data, grammar: .jsonDecoder) { reader throws(JSONReaderError) in
+                try reader.readDocument()
+            }
+        }
         #expect(((try? strict.get()) != nil) == sample.rfc8259, "rfc8259: \(strict)")
         #expect(((try? lenient.get()) != nil) == sample.jsonDecoder, "jsonDecoder: \(lenient)")
         #expect(Self.foundationAccepts(data) == sample.jsonDecoder, "JSONDecoder disagrees with the table")
@@ -90,7 +124,9 @@ import Testing
     /// scanned and not read.
     static func foundationAccepts(_ data: Data) -> Bool {
         let isObject = data.first { ![0x20, 0x0A, 0x0D, 0x09, 0xEF, 0xBB, 0xBF].contains($0) } == UInt8(ascii: "{")
-        return isObject ? (try? JSONDecoder().decode(OneField.self, from: data)) != nil : (try? JSONDecoder().decode(Unread.self, from: data)) != nil
+        return isObject
+            ? (try? JSONDecoder().decode(OneField.self, from: data)) != nil
+            : (try? JSONDecoder().decode(Unread.self, from: data)) != nil
     }
 
     /// One field, so that the keyed container (which reads every key) is made.
@@ -100,9 +136,13 @@ import Testing
     /// The scan takes eight bytes at a time: a quote, backslash, control or non-ASCII byte at
     /// every offset of a long string must still be seen.
     @Test func specialBytesAtEveryOffset() throws {
-        for special: [UInt8] in [Array(#"\""#.utf8), Array(#"\\"#.utf8), Array(#"\u00e9"#.utf8), [0x01], [0x1F], [0xC3, 0xA9], [0xFF], [0x7F]] {
+        for special: [UInt8] in [
+            Array(#"\""#.utf8), Array(#"\\"#.utf8), Array(#"\u00e9"#.utf8), [0x01], [0x1F], [0xC3, 0xA9], [0xFF],
+            [0x7F],
+        ] {
             for offset in 0..<20 {
-                let bytes = Array("{\"s\":\"".utf8) + Array(repeating: UInt8(ascii: "a"), count: offset) + special
+                let bytes =
+                    Array("{\"s\":\"".utf8) + Array(repeating: UInt8(ascii: "a"), count: offset) + special
                     + Array(repeating: UInt8(ascii: "b"), count: 19 - offset) + Array("\"}".utf8)
                 JSONReaderAgainstJSONDecoder.compare(bytes, "\(special) at \(offset)")
             }
@@ -115,16 +155,21 @@ import Testing
         let utf32BE = Data(text.unicodeScalars.flatMap { [0, 0, 0, UInt8($0.value)] })
         for data in [utf16LE, utf32BE, Data([0xFF, 0xFE] + Array(utf16LE))] {
             #expect(throws: JSONReaderError(.unsupportedEncoding, "")) {
-                try JSONReader.withDocument(data, grammar: .jsonDecoder) { reader throws(JSONReaderError) in try reader.readDocument() }
+                try JSONReader.withDocument(data, grammar: .jsonDecoder) { reader throws(JSONReaderError) in
+                    try reader.readDocument()
+                }
             }
             #expect(try JSONDecoder().decode([String: String].self, from: data) == ["s": "hi"])
         }
         // Under RFC 8259, JSON is UTF-8: the zero bytes are simply not JSON.
-        #expect(throws: JSONReaderError(.syntax, "")) { try JSONReader.withDocument(utf16LE) { reader throws(JSONReaderError) in try reader.readDocument() } }
+        #expect(throws: JSONReaderError(.syntax, "")) {
+            try JSONReader.withDocument(utf16LE) { reader throws(JSONReaderError) in try reader.readDocument() }
+        }
     }
 
     @Test func fieldsArriveInOrderWithTheirValues() throws {
-        let data = Data(#"{"s":"a\"b\u00e9\ud83d\ude00","n":-12.5e1,"t":true,"z":null,"o":{"x":[1,{"y":2}]},"a":[]}"#.utf8)
+        let data = Data(
+            #"{"s":"a\"b\u00e9\ud83d\ude00","n":-12.5e1,"t":true,"z":null,"o":{"x":[1,{"y":2}]},"a":[]}"#.utf8)
         var seen: [String] = []
         _ = try JSONReader.withDocument(data) { reader throws(JSONReaderError) in
             try reader.readDocument { field throws(JSONReaderError) in
@@ -139,12 +184,18 @@ import Testing
                 case "t": #expect(try reader.bool(field.value) == true)
                 case "z": #expect(try reader.string(field.value) == nil)
                 case "o":
-                    guard case .object(let object) = field.value else { Issue.record("o is \(field.value.typeName)"); return }
+                    guard case .object(let object) = field.value else {
+                        Issue.record("o is \(field.value.typeName)"); return
+                    }
                     try reader.forEachField(of: object) { inner throws(JSONReaderError) in
                         #expect(try reader.string(inner.key) == "x")
-                        guard case .array(let array) = inner.value else { Issue.record("x is \(inner.value.typeName)"); return }
+                        guard case .array(let array) = inner.value else {
+                            Issue.record("x is \(inner.value.typeName)"); return
+                        }
                         var kinds: [String] = []
-                        try reader.forEachElement(of: array) { element throws(JSONReaderError) in kinds.append(element.typeName) }
+                        try reader.forEachElement(of: array) { element throws(JSONReaderError) in
+                            kinds.append(element.typeName)
+                        }
                         #expect(kinds == ["number", "object"])
                     }
                 case "a": #expect(field.value.typeName == "array")
@@ -171,15 +222,19 @@ import Testing
             enum CodingKeys: String, CodingKey { case cafe = "caf\u{E9}", kelvin = "K" }
         }
         let names = JSONFieldNames(["caf\u{E9}", "K"])
-        for (document, expected) in [(#"{"cafe\u0301":1,"\u212a":2}"#, Named(cafe: 1, kelvin: 2)),
-                                     (#"{"café":1,"cafe\u0301":3}"#, Named(cafe: 1, kelvin: nil)),
-                                     (#"{"K":2,"caf":1}"#, Named(cafe: nil, kelvin: 2))] {
+        for (document, expected) in [
+            (#"{"cafe\u0301":1,"\u212a":2}"#, Named(cafe: 1, kelvin: 2)),
+            (#"{"café":1,"cafe\u0301":3}"#, Named(cafe: 1, kelvin: nil)),
+            (#"{"K":2,"caf":1}"#, Named(cafe: nil, kelvin: 2)),
+        ] {
             let data = Data(document.utf8)
             #expect(try JSONDecoder().decode(Named.self, from: data) == expected, "\(document)")
             var found: [Int: Int] = [:]
             _ = try JSONReader.withDocument(data, grammar: .jsonDecoder) { reader throws(JSONReaderError) in
                 try reader.readDocument { field throws(JSONReaderError) in
-                    if let index = try names.index(of: field.key, in: reader), found[index] == nil { found[index] = try reader.int(field.value) }
+                    if let index = try names.index(of: field.key, in: reader), found[index] == nil {
+                        found[index] = try reader.int(field.value)
+                    }
                 }
             }
             #expect(Named(cafe: found[0], kelvin: found[1]) == expected, "\(document)")
@@ -206,22 +261,27 @@ import Testing
         }
 
         static func == (lhs: Self, rhs: Self) -> Bool {
-            lhs.s == rhs.s && lhs.i == rhs.i && lhs.l == rhs.l && lhs.d?.bitPattern == rhs.d?.bitPattern && lhs.b == rhs.b
+            lhs.s == rhs.s && lhs.i == rhs.i && lhs.l == rhs.l && lhs.d?.bitPattern == rhs.d?.bitPattern
+                && lhs.b == rhs.b
                 && lhs.o == rhs.o && lhs.a == rhs.a
         }
     }
 
     static let names = JSONFieldNames(["s", "i", "l", "d", "b", "o", "a"])
     static let innerNames = JSONFieldNames(["x", "y"])
-    static let fields: [(name: String, kind: JSONSamples.Kind)] = [("s", .string), ("i", .integer), ("l", .integer), ("d", .double),
-                                                                    ("b", .bool), ("o", .any), ("a", .any)]
+    static let fields: [(name: String, kind: JSONSamples.Kind)] = [
+        ("s", .string), ("i", .integer), ("l", .integer), ("d", .double),
+        ("b", .bool), ("o", .any), ("a", .any),
+    ]
 
     static func read(_ data: Data) throws(JSONReaderError) -> Record {
         var record = Record()
         try JSONReader.withDocument(data, grammar: .jsonDecoder) { reader throws(JSONReaderError) in
             var seen = Set<Int>()
             let top = try reader.readDocument { field throws(JSONReaderError) in
-                guard let index = try names.index(of: field.key, in: reader), seen.insert(index).inserted else { return }
+                guard let index = try names.index(of: field.key, in: reader), seen.insert(index).inserted else {
+                    return
+                }
                 switch index {
                 case 0: record.s = try reader.string(field.value)
                 case 1: record.i = try reader.int(field.value)
@@ -244,8 +304,14 @@ import Testing
             var inner = Record.Inner()
             var seen = Set<Int>()
             try reader.forEachField(of: object) { field throws(JSONReaderError) in
-                guard let index = try innerNames.index(of: field.key, in: reader), seen.insert(index).inserted else { return }
-                if index == 0 { inner.x = try reader.string(field.value) } else { inner.y = try reader.int(field.value) }
+                guard let index = try innerNames.index(of: field.key, in: reader), seen.insert(index).inserted else {
+                    return
+                }
+                if index == 0 {
+                    inner.x = try reader.string(field.value)
+                } else {
+                    inner.y = try reader.int(field.value)
+                }
             }
             return inner
         default: throw .typeMismatch(expected: "object", found: value)
@@ -259,7 +325,9 @@ import Testing
         case .array(let array):
             var elements: [Int64] = []
             try reader.forEachElement(of: array) { element throws(JSONReaderError) in
-                guard let number = try reader.int64(element) else { throw .typeMismatch(expected: "number", found: element) }
+                guard let number = try reader.int64(element) else {
+                    throw .typeMismatch(expected: "number", found: element)
+                }
                 elements.append(number)
             }
             return elements
@@ -273,12 +341,15 @@ import Testing
         let reader: Record?
         do throws(JSONReaderError) {
             reader = try read(data)
-        } catch where error.code == .unsupportedEncoding {
+        } catch  where error.code == .unsupportedEncoding {
             return  // UTF-16 or UTF-32 by JSONDecoder's detection: the callers hand those to JSONDecoder
         } catch {
             reader = nil
         }
-        #expect(foundation == reader, "\(label): JSONDecoder \(foundation.map { "\($0)" } ?? "refused"), reader \(reader.map { "\($0)" } ?? "refused") for \(String(decoding: bytes, as: UTF8.self).debugDescription) \(bytes)")
+        #expect(
+            foundation == reader,
+            "\(label): JSONDecoder \(foundation.map { "\($0)" } ?? "refused"), reader \(reader.map { "\($0)" } ?? "refused") for \(String(decoding: bytes, as: UTF8.self).debugDescription) \(bytes)"
+        )
     }
 
     @Test func generatedDocuments() async {
@@ -323,18 +394,24 @@ import Testing
     /// What Foundation does that RFC 8259 does not say, each checked against JSONDecoder too: if
     /// Foundation changes, this names what changed.
     @Test(arguments: [
-        (#"{"k":1,}"#, true, "trailing comma accepted"), (#"{"x":01,"y":"\q","z":[1,]}"#, true, "values never read are not checked"),
-        (#"{"s":"first","s":"second"}"#, true, "the first of duplicate keys counts"), (#"{"s":"first","s":2}"#, true, "a later duplicate is not read"),
-        (#"{"i":1e-400}"#, true, "Int: 1e-400 is 0"), (#"{"i":1.0000000000000001}"#, true, "Int: rounds through Double"),
+        (#"{"k":1,}"#, true, "trailing comma accepted"),
+        (#"{"x":01,"y":"\q","z":[1,]}"#, true, "values never read are not checked"),
+        (#"{"s":"first","s":"second"}"#, true, "the first of duplicate keys counts"),
+        (#"{"s":"first","s":2}"#, true, "a later duplicate is not read"),
+        (#"{"i":1e-400}"#, true, "Int: 1e-400 is 0"),
+        (#"{"i":1.0000000000000001}"#, true, "Int: rounds through Double"),
         (#"{"l":9007199254740993.5}"#, true, "Int64 beyond 2^53: Decimal truncates"),
         (#"{"l":123456789012345678901234567890e-20}"#, false, "Int64: Decimal overflows"),
-        (#"{"d":123456789012345678901234567890e-20}"#, true, "Double: fine"), (#"{"d":0e5}"#, false, "Double: 0e5 refused (the zero check)"),
+        (#"{"d":123456789012345678901234567890e-20}"#, true, "Double: fine"),
+        (#"{"d":0e5}"#, false, "Double: 0e5 refused (the zero check)"),
         (#"{"d":0e10}"#, true, "Double: 0e10 accepted"), (#"{"d":0.00e12}"#, false, "Double: 0.00e12 refused"),
         (#"{"d":1e-400}"#, false, "Double: underflow refused"), (#"{"d":1e-320}"#, true, "Double: subnormal accepted"),
         (#"{"s":"\u0000"}"#, true, "escaped NUL accepted"),
     ])
     func foundationQuirks(document: String, accepted: Bool, what: String) {
-        #expect(((try? JSONDecoder().decode(Record.self, from: Data(document.utf8))) != nil) == accepted, "JSONDecoder changed: \(what)")
+        #expect(
+            ((try? JSONDecoder().decode(Record.self, from: Data(document.utf8))) != nil) == accepted,
+            "JSONDecoder changed: \(what)")
         Self.compare(Array(document.utf8), what)
     }
 

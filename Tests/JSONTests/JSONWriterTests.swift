@@ -39,7 +39,9 @@ import Testing
             try container.encode(name, forKey: .slashKey)
         }
 
-        enum CodingKeys: String, CodingKey { case name, note, count, limit, flag, tags, child, slashKey = "a/\"key\u{1}é" }
+        enum CodingKeys: String, CodingKey {
+            case name, note, count, limit, flag, tags, child, slashKey = "a/\"key\u{1}é"
+        }
 
         /// The same keys in UTF-8 order: "a/\"key…", child, count, flag, limit, name, note, tags.
         func write(to writer: inout JSONWriter) {
@@ -68,17 +70,25 @@ import Testing
     }
 
     static func hostileString(_ random: inout SplitMix64) -> String {
-        let pieces = ["plain", "\"", "\\", "/", "</script>", "\u{0}", "\u{1}", "\u{8}", "\u{9}", "\u{a}", "\u{b}", "\u{c}", "\u{d}",
-                      "\u{1b}", "\u{1f}", "\u{7f}", "\u{80}", "\u{2028}", "\u{2029}", "\u{feff}", "é", "e\u{301}", "漢", "😀",
-                      "\u{10ffff}", "\u{fffd}", " ", "\\u0041", "{}[],:"]
+        let pieces = [
+            "plain", "\"", "\\", "/", "</script>", "\u{0}", "\u{1}", "\u{8}", "\u{9}", "\u{a}", "\u{b}", "\u{c}",
+            "\u{d}",
+            "\u{1b}", "\u{1f}", "\u{7f}", "\u{80}", "\u{2028}", "\u{2029}", "\u{feff}", "é", "e\u{301}", "漢", "😀",
+            "\u{10ffff}", "\u{fffd}", " ", "\\u0041", "{}[],:",
+        ]
         var text = ""
-        for _ in 0..<Int.random(in: 0...8, using: &random) { text += pieces[Int.random(in: 0..<pieces.count, using: &random)] }
+        for _ in 0..<Int.random(in: 0...8, using: &random) {
+            text += pieces[Int.random(in: 0..<pieces.count, using: &random)]
+        }
         return text
     }
 
     static func edgeInteger(_ random: inout SplitMix64) -> Int64 {
-        let edges: [Int64] = [0, 1, -1, 9, 10, -10, .max, .min, .max - 1, .min + 1, 1_700_000_000_000, 9_007_199_254_740_993]
-        return Bool.random(using: &random) ? edges[Int.random(in: 0..<edges.count, using: &random)] : Int64(bitPattern: random.next())
+        let edges: [Int64] = [
+            0, 1, -1, 9, 10, -10, .max, .min, .max - 1, .min + 1, 1_700_000_000_000, 9_007_199_254_740_993,
+        ]
+        return Bool.random(using: &random)
+            ? edges[Int.random(in: 0..<edges.count, using: &random)] : Int64(bitPattern: random.next())
     }
 
     @Test func bytesEqualJSONEncoders() async throws {
@@ -88,15 +98,23 @@ import Testing
             var random = SplitMix64(seed: 0x5EED_0010)
             for index in 0..<3000 {
                 let record = Record(
-                    name: Self.hostileString(&random), note: Bool.random(using: &random) ? Self.hostileString(&random) : nil,
-                    count: Self.edgeInteger(&random), limit: Bool.random(using: &random) ? Int(Self.edgeInteger(&random)) : nil,
-                    flag: Bool.random(using: &random), tags: (0..<Int.random(in: 0...3, using: &random)).map { _ in Self.hostileString(&random) },
+                    name: Self.hostileString(&random),
+                    note: Bool.random(using: &random) ? Self.hostileString(&random) : nil,
+                    count: Self.edgeInteger(&random),
+                    limit: Bool.random(using: &random) ? Int(Self.edgeInteger(&random)) : nil,
+                    flag: Bool.random(using: &random),
+                    tags: (0..<Int.random(in: 0...3, using: &random)).map { _ in Self.hostileString(&random) },
                     child: Bool.random(using: &random)
-                        ? Record.Child(id: Self.edgeInteger(&random), label: Bool.random(using: &random) ? Self.hostileString(&random) : nil) : nil)
+                        ? Record.Child(
+                            id: Self.edgeInteger(&random),
+                            label: Bool.random(using: &random) ? Self.hostileString(&random) : nil) : nil)
                 var writer = JSONWriter()
                 record.write(to: &writer)
                 let expected = try encoder.encode(record)
-                #expect(writer.data == expected, "record \(index): \(String(decoding: writer.data, as: UTF8.self)) vs \(String(decoding: expected, as: UTF8.self))")
+                #expect(
+                    writer.data == expected,
+                    "record \(index): \(String(decoding: writer.data, as: UTF8.self)) vs \(String(decoding: expected, as: UTF8.self))"
+                )
             }
         }
     }
@@ -136,7 +154,8 @@ import Testing
         writer.beginArray()
         writer.beginObject(); writer.endObject()
         writer.beginArray(); writer.endArray()
-        writer.beginObject(); writer.key("a"); writer.beginArray(); writer.null(); writer.bool(false); writer.endArray(); writer.endObject()
+        writer.beginObject(); writer.key("a"); writer.beginArray(); writer.null(); writer.bool(false);
+        writer.endArray(); writer.endObject()
         writer.number(-7)
         writer.endArray()
         #expect(String(decoding: writer.data, as: UTF8.self) == #"[{},[],{"a":[null,false]},-7]"#)

@@ -1,5 +1,5 @@
-import OpenSSLCrypto
 import Foundation
+import OpenSSLCrypto
 import Testing
 
 /// A throwaway three-level PKI, minted per test: nothing ages in the repository.
@@ -14,27 +14,33 @@ struct TestPKI {
 
     /// Every certificate is valid from `validFrom` to `validUntil`, unless `intermediateWindow` or
     /// `leafWindow` gives that one a window of its own.
-    init(validFrom: Date = Date(timeIntervalSinceNow: -86_400), validUntil: Date = Date(timeIntervalSinceNow: 86_400 * 365),
-         intermediateWindow: (from: Date, until: Date)? = nil, leafWindow: (from: Date, until: Date)? = nil) throws {
+    init(
+        validFrom: Date = Date(timeIntervalSinceNow: -86_400),
+        validUntil: Date = Date(timeIntervalSinceNow: 86_400 * 365),
+        intermediateWindow: (from: Date, until: Date)? = nil, leafWindow: (from: Date, until: Date)? = nil
+    ) throws {
         self.validFrom = validFrom
         self.validUntil = validUntil
         let intermediateWindow = intermediateWindow ?? (validFrom, validUntil)
         let leafWindow = leafWindow ?? (validFrom, validUntil)
         rootKey = try .generateP256()
-        var rootBuilder = CertificateBuilder(subjectCommonName: "Test Root", notValidBefore: validFrom, notValidAfter: validUntil)
+        var rootBuilder = CertificateBuilder(
+            subjectCommonName: "Test Root", notValidBefore: validFrom, notValidAfter: validUntil)
         rootBuilder.isCertificateAuthority = true
         root = try rootBuilder.build(subjectKey: rootKey, issuer: nil, issuerKey: rootKey)
 
         intermediateKey = try .generateP256()
-        var intermediateBuilder = CertificateBuilder(subjectCommonName: "Test Intermediate", notValidBefore: intermediateWindow.from,
-                                                     notValidAfter: intermediateWindow.until)
+        var intermediateBuilder = CertificateBuilder(
+            subjectCommonName: "Test Intermediate", notValidBefore: intermediateWindow.from,
+            notValidAfter: intermediateWindow.until)
         intermediateBuilder.isCertificateAuthority = true
         intermediateBuilder.serialNumber = 2
         intermediateBuilder.customExtensions = [(Self.intermediateMarker, Data([0x05, 0x00]), false)]
         intermediate = try intermediateBuilder.build(subjectKey: intermediateKey, issuer: root, issuerKey: rootKey)
 
         leafKey = try .generateP256()
-        var leafBuilder = CertificateBuilder(subjectCommonName: "Test Leaf", notValidBefore: leafWindow.from, notValidAfter: leafWindow.until)
+        var leafBuilder = CertificateBuilder(
+            subjectCommonName: "Test Leaf", notValidBefore: leafWindow.from, notValidAfter: leafWindow.until)
         leafBuilder.serialNumber = 3
         leafBuilder.customExtensions = [(Self.leafMarker, Data([0x05, 0x00]), false)]
         leaf = try leafBuilder.build(subjectKey: leafKey, issuer: intermediate, issuerKey: intermediateKey)
@@ -53,24 +59,33 @@ struct TestPKI {
 
     /// Two layouts, so that each of the four bounds (leaf and intermediate, start and end) is the
     /// one that decides at some edge: the chain is valid only where all three certificates are.
-    static let windowLayouts: [(name: String, intermediate: (from: Date, until: Date), leaf: (from: Date, until: Date))] = [
-        ("intermediate starts last, leaf ends first",
-         (Date(timeIntervalSince1970: 1_600_000_000), Date(timeIntervalSince1970: 1_700_000_000)),
-         (Date(timeIntervalSince1970: 1_550_000_000), Date(timeIntervalSince1970: 1_650_000_000))),
-        ("leaf starts last, intermediate ends first",
-         (Date(timeIntervalSince1970: 1_550_000_000), Date(timeIntervalSince1970: 1_650_000_000)),
-         (Date(timeIntervalSince1970: 1_600_000_000), Date(timeIntervalSince1970: 1_700_000_000))),
-    ]
+    static let windowLayouts:
+        [(name: String, intermediate: (from: Date, until: Date), leaf: (from: Date, until: Date))] = [
+            (
+                "intermediate starts last, leaf ends first",
+                (Date(timeIntervalSince1970: 1_600_000_000), Date(timeIntervalSince1970: 1_700_000_000)),
+                (Date(timeIntervalSince1970: 1_550_000_000), Date(timeIntervalSince1970: 1_650_000_000))
+            ),
+            (
+                "leaf starts last, intermediate ends first",
+                (Date(timeIntervalSince1970: 1_550_000_000), Date(timeIntervalSince1970: 1_650_000_000)),
+                (Date(timeIntervalSince1970: 1_600_000_000), Date(timeIntervalSince1970: 1_700_000_000))
+            ),
+        ]
 
     @Test(arguments: 0..<2)
     func chainIsRejectedJustOutsideTheLeafAndIntermediateWindows(layout index: Int) throws {
         let layout = Self.windowLayouts[index]
-        let pki = try TestPKI(validFrom: Date(timeIntervalSince1970: 1_500_000_000), validUntil: Date(timeIntervalSince1970: 1_800_000_000),
-                              intermediateWindow: layout.intermediate, leafWindow: layout.leaf)
+        let pki = try TestPKI(
+            validFrom: Date(timeIntervalSince1970: 1_500_000_000),
+            validUntil: Date(timeIntervalSince1970: 1_800_000_000),
+            intermediateWindow: layout.intermediate, leafWindow: layout.leaf)
         let verifier = CertificateChainVerifier(trustRoots: [pki.root])
         let opens = max(layout.intermediate.from, layout.leaf.from)
         let closes = min(layout.intermediate.until, layout.leaf.until)
-        func verify(at time: Date) throws { try verifier.verify(leaf: pki.leaf, intermediates: [pki.intermediate], at: time) }
+        func verify(at time: Date) throws {
+            try verifier.verify(leaf: pki.leaf, intermediates: [pki.intermediate], at: time)
+        }
 
         // Inside, at both edges and in the middle: accepted, and the window reported is the overlap.
         let window = try verifier.verify(leaf: pki.leaf, intermediates: [pki.intermediate], at: opens + 1)
@@ -79,8 +94,12 @@ struct TestPKI {
         try verify(at: Date(timeIntervalSince1970: (opens.timeIntervalSince1970 + closes.timeIntervalSince1970) / 2))
         try verify(at: closes - 1)
         // One second outside either edge: refused. Each edge belongs to a different certificate.
-        #expect(throws: CryptoError(.chainInvalid, ""), "\(layout.name): 1 s before notValidBefore") { try verify(at: opens - 1) }
-        #expect(throws: CryptoError(.chainInvalid, ""), "\(layout.name): 1 s after notValidAfter") { try verify(at: closes + 1) }
+        #expect(throws: CryptoError(.chainInvalid, ""), "\(layout.name): 1 s before notValidBefore") {
+            try verify(at: opens - 1)
+        }
+        #expect(throws: CryptoError(.chainInvalid, ""), "\(layout.name): 1 s after notValidAfter") {
+            try verify(at: closes + 1)
+        }
         // Inside the other certificate's window but outside this edge's owner: still refused.
         #expect(throws: CryptoError(.chainInvalid, "")) { try verify(at: opens - 86_400) }
         #expect(throws: CryptoError(.chainInvalid, "")) { try verify(at: closes + 86_400) }
@@ -89,17 +108,20 @@ struct TestPKI {
     @Test func anotherRootOrAMissingIntermediateIsRejected() throws {
         let pki = try TestPKI(), other = try TestPKI()
         #expect(throws: CryptoError(.chainInvalid, "")) {
-            try CertificateChainVerifier(trustRoots: [other.root]).verify(leaf: pki.leaf, intermediates: [pki.intermediate], at: Date())
+            try CertificateChainVerifier(trustRoots: [other.root]).verify(
+                leaf: pki.leaf, intermediates: [pki.intermediate], at: Date())
         }
         #expect(throws: CryptoError(.chainInvalid, "")) {
             try CertificateChainVerifier(trustRoots: [pki.root]).verify(leaf: pki.leaf, intermediates: [], at: Date())
         }
         // A look-alike intermediate (same name, other key) does not link the chain.
         #expect(throws: CryptoError(.chainInvalid, "")) {
-            try CertificateChainVerifier(trustRoots: [pki.root]).verify(leaf: pki.leaf, intermediates: [other.intermediate], at: Date())
+            try CertificateChainVerifier(trustRoots: [pki.root]).verify(
+                leaf: pki.leaf, intermediates: [other.intermediate], at: Date())
         }
         #expect(throws: CryptoError(.chainInvalid, "")) {
-            try CertificateChainVerifier(trustRoots: []).verify(leaf: pki.leaf, intermediates: [pki.intermediate], at: Date())
+            try CertificateChainVerifier(trustRoots: []).verify(
+                leaf: pki.leaf, intermediates: [pki.intermediate], at: Date())
         }
     }
 
@@ -146,7 +168,9 @@ struct TestPKI {
         for name in ["root", "int", "leaf", "other"] {
             _ = try runOpenSSL(["x509", "-inform", "DER", "-in", "\(name).der", "-out", "\(name).pem"], in: directory)
         }
-        #expect(try runOpenSSL(["verify", "-CAfile", "root.pem", "-untrusted", "int.pem", "leaf.pem"], in: directory) == 0)
-        #expect(try runOpenSSL(["verify", "-CAfile", "other.pem", "-untrusted", "int.pem", "leaf.pem"], in: directory) != 0)
+        #expect(
+            try runOpenSSL(["verify", "-CAfile", "root.pem", "-untrusted", "int.pem", "leaf.pem"], in: directory) == 0)
+        #expect(
+            try runOpenSSL(["verify", "-CAfile", "other.pem", "-untrusted", "int.pem", "leaf.pem"], in: directory) != 0)
     }
 }

@@ -1,7 +1,8 @@
-@testable import OpenSSLCrypto
 import Foundation
-import Testing
 import TestSupport
+import Testing
+
+@testable import OpenSSLCrypto
 
 /// JOSE's raw `r || s` is turned into DER by hand on every verification; OpenSSL's own DER
 /// (what `signECDSASHA256DER` returns) is the reference it must reproduce byte for byte.
@@ -27,7 +28,9 @@ import TestSupport
 
     @Test func edgeValuesEncodeMinimally() throws {
         let zero = Data(count: 64)
-        #expect(try ECDSASignature.rawToDER(zero, coordinateSize: 32) == Data([0x30, 0x06, 0x02, 0x01, 0x00, 0x02, 0x01, 0x00]))
+        #expect(
+            try ECDSASignature.rawToDER(zero, coordinateSize: 32)
+                == Data([0x30, 0x06, 0x02, 0x01, 0x00, 0x02, 0x01, 0x00]))
         let top = Data(repeating: 0xff, count: 64)
         let der = try ECDSASignature.rawToDER(top, coordinateSize: 32)
         #expect(der.count == 2 + 2 * 35 && der[3] == 33 && der[4] == 0x00)

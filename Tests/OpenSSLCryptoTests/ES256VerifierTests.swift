@@ -1,6 +1,7 @@
-@testable import OpenSSLCrypto
 import Foundation
 import Testing
+
+@testable import OpenSSLCrypto
 
 /// The two ES256 verifiers an operator chooses between (`RECEIPTGATE_ES256_FIXED_KEY`): the
 /// OpenSSL one never counts a key toward a fixed-base table, so with it every signature goes
@@ -12,7 +13,8 @@ import Testing
         let message = Data("switch".utf8)
         let raw = try privateKey.signES256(message)
         var refused = 0
-        for _ in 0..<ECVerifyContexts.verificationsBeforeTable + 1 where !OpenSSLES256Verifier().isValid(signature: raw, for: message, key: key) {
+        for _ in 0..<ECVerifyContexts.verificationsBeforeTable + 1
+        where !OpenSSLES256Verifier().isValid(signature: raw, for: message, key: key) {
             refused += 1
         }
         #expect(refused == 0)

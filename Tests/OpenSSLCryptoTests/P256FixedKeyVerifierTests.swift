@@ -1,8 +1,9 @@
-@testable import OpenSSLCrypto
 import COpenSSL
 import Foundation
-import Testing
 import TestSupport
+import Testing
+
+@testable import OpenSSLCrypto
 
 /// The fixed-key P-256 verifier writes out the steps of ECDSA verification over OpenSSL's
 /// arithmetic, so it is held to two references that owe nothing to it: NIST's CAVP vectors and
@@ -19,7 +20,9 @@ import TestSupport
         let digest = try SHA256.hash(message)
         return digest.withUnsafeBytes { digest in
             raw.withUnsafeBytes { raw in
-                verifier.isValid(digest: digest, r: UnsafeRawBufferPointer(rebasing: raw[0..<32]), s: UnsafeRawBufferPointer(rebasing: raw[32..<64]))
+                verifier.isValid(
+                    digest: digest, r: UnsafeRawBufferPointer(rebasing: raw[0..<32]),
+                    s: UnsafeRawBufferPointer(rebasing: raw[32..<64]))
             }
         }
     }
@@ -42,11 +45,13 @@ import TestSupport
             // NIST's files end lines with CR LF.
             for line in text.components(separatedBy: .newlines) + [""] {
                 if let equals = line.firstIndex(of: "="), !line.hasPrefix("#") {
-                    fields[line[..<equals].trimmingCharacters(in: .whitespaces)] = line[line.index(after: equals)...].trimmingCharacters(in: .whitespaces)
+                    fields[line[..<equals].trimmingCharacters(in: .whitespaces)] = line[line.index(after: equals)...]
+                        .trimmingCharacters(in: .whitespaces)
                     continue
                 }
                 guard let message = fields["Msg"].flatMap(Hex.decode), let qx = fields["Qx"], let qy = fields["Qy"],
-                      let r = fields["R"], let s = fields["S"], let result = fields["Result"] else { continue }
+                    let r = fields["R"], let s = fields["S"], let result = fields["Result"]
+                else { continue }
                 fields = [:]
                 let expected = result.hasPrefix("P")
                 let raw = try Self.padded(r) + Self.padded(s)
@@ -56,11 +61,19 @@ import TestSupport
                     checked += 1
                     continue
                 }
-                #expect(try Self.fixedVerdict(try Self.fixedVerifier(key), message: message, raw: raw) == expected, "vector \(checked): \(result)")
-                #expect(try Self.opensslVerdict(key, message: message, raw: raw) == expected, "vector \(checked) (OpenSSL): \(result)")
+                #expect(
+                    try Self.fixedVerdict(try Self.fixedVerifier(key), message: message, raw: raw) == expected,
+                    "vector \(checked): \(result)")
+                #expect(
+                    try Self.opensslVerdict(key, message: message, raw: raw) == expected,
+                    "vector \(checked) (OpenSSL): \(result)")
                 // Either choice of `RECEIPTGATE_ES256_FIXED_KEY` gives NIST's verdict.
-                #expect(FixedKeyES256Verifier().isValid(signature: raw, for: message, key: key) == expected, "vector \(checked) (switch on)")
-                #expect(OpenSSLES256Verifier().isValid(signature: raw, for: message, key: key) == expected, "vector \(checked) (switch off)")
+                #expect(
+                    FixedKeyES256Verifier().isValid(signature: raw, for: message, key: key) == expected,
+                    "vector \(checked) (switch on)")
+                #expect(
+                    OpenSSLES256Verifier().isValid(signature: raw, for: message, key: key) == expected,
+                    "vector \(checked) (switch off)")
                 checked += 1
                 if expected { valid += 1 }
             }
@@ -78,24 +91,34 @@ import TestSupport
                 let verifier = try Self.fixedVerifier(key)
                 let otherKey = try PrivateKey.generateP256()
                 for round in 0..<200 {
-                    let message = Data((0..<Int.random(in: 0...300, using: &generator)).map { _ in UInt8.random(in: 0...255, using: &generator) })
+                    let message = Data(
+                        (0..<Int.random(in: 0...300, using: &generator)).map { _ in
+                            UInt8.random(in: 0...255, using: &generator)
+                        })
                     var raw = try privateKey.signES256(message)
                     var signed = message
                     switch round % 8 {
                     case 0, 1: break  // genuine
-                    case 2: raw[Int.random(in: 0..<64, using: &generator)] ^= 1 << UInt8.random(in: 0...7, using: &generator)
+                    case 2:
+                        raw[Int.random(in: 0..<64, using: &generator)] ^=
+                            1 << UInt8.random(in: 0...7, using: &generator)
                     case 3: signed.append(0)
                     case 4: raw = try otherKey.signES256(message)
                     case 5:  // s replaced by n - s: the same signature in its other form, valid for ECDSA
                         raw = raw.prefix(32) + Self.subtract(Self.order, raw.suffix(32))
                     case 6:  // r or s out of range: 0, n, n + 1, n - 1, all ones
-                        let edges = [Data(count: 32), Self.order, Self.add(Self.order, 1), Self.add(Self.order, -1), Data(repeating: 0xff, count: 32)]
+                        let edges = [
+                            Data(count: 32), Self.order, Self.add(Self.order, 1), Self.add(Self.order, -1),
+                            Data(repeating: 0xff, count: 32),
+                        ]
                         let edge = edges[Int.random(in: 0..<edges.count, using: &generator)]
                         raw = Bool.random(using: &generator) ? edge + raw.suffix(32) : raw.prefix(32) + edge
                     default: raw = Data((0..<64).map { _ in UInt8.random(in: 0...255, using: &generator) })
                     }
                     let expected = try Self.opensslVerdict(key, message: signed, raw: raw)
-                    #expect(try Self.fixedVerdict(verifier, message: signed, raw: raw) == expected, "round \(round): \(Hex.encode(raw)) (\(generator.replay); keys are not seeded)")
+                    #expect(
+                        try Self.fixedVerdict(verifier, message: signed, raw: raw) == expected,
+                        "round \(round): \(Hex.encode(raw)) (\(generator.replay); keys are not seeded)")
                     if expected { validSeen += 1 } else { invalidSeen += 1 }
                 }
             }
@@ -111,9 +134,13 @@ import TestSupport
         let message = Data("steady".utf8)
         let raw = try privateKey.signES256(message)
         #expect(!key.key.hasFixedKeyTable)
-        for _ in 0..<ECVerifyContexts.verificationsBeforeTable { #expect(key.isValidES256(signature: raw, for: message)) }
+        for _ in 0..<ECVerifyContexts.verificationsBeforeTable {
+            #expect(key.isValidES256(signature: raw, for: message))
+        }
         let deadline = ContinuousClock.now + .seconds(20)
-        while !key.key.hasFixedKeyTable && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        while !key.key.hasFixedKeyTable && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
         #expect(key.key.hasFixedKeyTable)
         #expect(key.isValidES256(signature: raw, for: message))
         #expect(!key.isValidES256(signature: raw, for: Data("steadz".utf8)))
@@ -169,12 +196,24 @@ import TestSupport
         var order: OpaquePointer { EC_GROUP_get0_order(curve) }
         deinit { BN_CTX_free(context); EC_GROUP_free(curve) }
 
-        func number(_ bytes: Data) -> OpaquePointer { bytes.withUnsafeBytes { BN_bin2bn($0.baseAddress, Int32(bytes.count), nil)! } }
-        func random() -> OpaquePointer { let n = BN_new()!; repeat { BN_rand_range(n, order) } while BN_is_zero(n) == 1; return n }
-        func bytes(_ n: OpaquePointer) -> Data { var out = [UInt8](repeating: 0, count: 32); BN_bn2binpad(n, &out, 32); return Data(out) }
-        func mulMod(_ a: OpaquePointer, _ b: OpaquePointer) -> OpaquePointer { let r = BN_new()!; BN_mod_mul(r, a, b, order, context); return r }
-        func inverse(_ a: OpaquePointer) -> OpaquePointer { let r = BN_new()!; BN_mod_inverse(r, a, order, context); return r }
-        func negate(_ a: OpaquePointer) -> OpaquePointer { let r = BN_new()!; BN_mod_sub(r, order, a, order, context); return r }
+        func number(_ bytes: Data) -> OpaquePointer {
+            bytes.withUnsafeBytes { BN_bin2bn($0.baseAddress, Int32(bytes.count), nil)! }
+        }
+        func random() -> OpaquePointer {
+            let n = BN_new()!; repeat { BN_rand_range(n, order) } while BN_is_zero(n) == 1; return n
+        }
+        func bytes(_ n: OpaquePointer) -> Data {
+            var out = [UInt8](repeating: 0, count: 32); BN_bn2binpad(n, &out, 32); return Data(out)
+        }
+        func mulMod(_ a: OpaquePointer, _ b: OpaquePointer) -> OpaquePointer {
+            let r = BN_new()!; BN_mod_mul(r, a, b, order, context); return r
+        }
+        func inverse(_ a: OpaquePointer) -> OpaquePointer {
+            let r = BN_new()!; BN_mod_inverse(r, a, order, context); return r
+        }
+        func negate(_ a: OpaquePointer) -> OpaquePointer {
+            let r = BN_new()!; BN_mod_sub(r, order, a, order, context); return r
+        }
         /// g·G + q·Q (either may be nil).
         func point(g: OpaquePointer?, q: OpaquePointer? = nil, Q: OpaquePointer? = nil) -> OpaquePointer {
             let p = EC_POINT_new(curve)!; EC_POINT_mul(curve, p, g, Q, q, context); return p
@@ -198,8 +237,9 @@ import TestSupport
         #expect(EVP_PKEY_verify_init(context) == 1)
         return der.withUnsafeBytes { sig in
             digest.withUnsafeBytes { tbs in
-                EVP_PKEY_verify(context, sig.baseAddress!.assumingMemoryBound(to: UInt8.self), sig.count,
-                                tbs.baseAddress!.assumingMemoryBound(to: UInt8.self), tbs.count) == 1
+                EVP_PKEY_verify(
+                    context, sig.baseAddress!.assumingMemoryBound(to: UInt8.self), sig.count,
+                    tbs.baseAddress!.assumingMemoryBound(to: UInt8.self), tbs.count) == 1
             }
         }
     }
@@ -208,7 +248,9 @@ import TestSupport
         let verifier = try #require(P256FixedKeyVerifier(key: key.key.pointer))
         return digest.withUnsafeBytes { digest in
             raw.withUnsafeBytes { raw in
-                verifier.isValid(digest: digest, r: UnsafeRawBufferPointer(rebasing: raw[0..<32]), s: UnsafeRawBufferPointer(rebasing: raw[32..<64]))
+                verifier.isValid(
+                    digest: digest, r: UnsafeRawBufferPointer(rebasing: raw[0..<32]),
+                    s: UnsafeRawBufferPointer(rebasing: raw[32..<64]))
             }
         }
     }
@@ -238,7 +280,8 @@ import TestSupport
         for _ in 0..<5 {
             let r = math.random(), s = math.random()
             let e = math.negate(math.mulMod(r, d))
-            try Self.expectAgreement(key, digest: math.bytes(e), raw: math.bytes(r) + math.bytes(s), valid: false, "R at infinity")
+            try Self.expectAgreement(
+                key, digest: math.bytes(e), raw: math.bytes(r) + math.bytes(s), valid: false, "R at infinity")
         }
     }
 
@@ -261,7 +304,9 @@ import TestSupport
         let Q = EC_POINT_new(math.curve)!
         EC_POINT_mul(math.curve, Q, nil, sR, math.inverse(r), math.context)
         let key = try math.publicKey(Q)
-        try Self.expectAgreement(key, digest: math.bytes(e), raw: math.bytes(r) + math.bytes(s), valid: true, "r = x(R) − n")
-        try Self.expectAgreement(key, digest: math.bytes(e), raw: math.bytes(x) + math.bytes(s), valid: false, "r = x(R) ≥ n")
+        try Self.expectAgreement(
+            key, digest: math.bytes(e), raw: math.bytes(r) + math.bytes(s), valid: true, "r = x(R) − n")
+        try Self.expectAgreement(
+            key, digest: math.bytes(e), raw: math.bytes(x) + math.bytes(s), valid: false, "r = x(R) ≥ n")
     }
 }

@@ -1,7 +1,7 @@
-import OpenSSLCrypto
 import Foundation
-import Testing
+import OpenSSLCrypto
 import TestSupport
+import Testing
 
 /// One of Wycheproof's RSASSA-PSS verification files (`rsassa_pss_verify_schema_v1.json`), the
 /// fields these tests read.
@@ -69,8 +69,10 @@ private func maximumSalt(bits: Int) -> Int { (bits + 6) / 8 - 32 - 2 }
                         otherSalt += 1
                         #expect(salt != group.sLen && salt <= maximumSalt(bits: group.keySize), "\(label)")
                         #expect(verified, "\(label): a genuine signature with a \(salt)-byte salt must verify")
-                        #expect(try Self.opensslVerifies(key: group.publicKeyDer, message: message, signature: signature, saltLength: salt),
-                                "\(label) is not a genuine \(salt)-byte-salt signature")
+                        #expect(
+                            try Self.opensslVerifies(
+                                key: group.publicKeyDer, message: message, signature: signature, saltLength: salt),
+                            "\(label) is not a genuine \(salt)-byte-salt signature")
                     } else {
                         #expect(!verified, "\(label) must be refused")
                     }
@@ -121,11 +123,14 @@ private func maximumSalt(bits: Int) -> Int { (bits + 6) / 8 - 32 - 2 }
         try hex(key).write(to: directory.appendingPathComponent("key.der"))
         try SHA256.hash(message).write(to: directory.appendingPathComponent("digest"))
         try signature.write(to: directory.appendingPathComponent("sig"))
-        let status = try runOpenSSL([
-            "pkeyutl", "-verify", "-pubin", "-keyform", "DER", "-inkey", "key.der", "-in", "digest", "-sigfile", "sig",
-            "-pkeyopt", "digest:sha256", "-pkeyopt", "rsa_padding_mode:pss", "-pkeyopt", "rsa_pss_saltlen:\(saltLength)",
-            "-pkeyopt", "rsa_mgf1_md:sha256",
-        ], in: directory)
+        let status = try runOpenSSL(
+            [
+                "pkeyutl", "-verify", "-pubin", "-keyform", "DER", "-inkey", "key.der", "-in", "digest", "-sigfile",
+                "sig",
+                "-pkeyopt", "digest:sha256", "-pkeyopt", "rsa_padding_mode:pss", "-pkeyopt",
+                "rsa_pss_saltlen:\(saltLength)",
+                "-pkeyopt", "rsa_mgf1_md:sha256",
+            ], in: directory)
         return status == 0
     }
 }
@@ -147,7 +152,9 @@ private func maximumSalt(bits: Int) -> Int { (bits + 6) / 8 - 32 - 2 }
         #expect(!publicKey.isValidPS256(signature: tampered, for: Self.message))
         // Another key's signature of the same message.
         let other = try PrivateKey(pem: try fixture("rfc7515-a2-rsa-private.pem"))
-        #expect(!publicKey.isValidPS256(signature: try other.signPS256(Self.message, saltLength: saltLength), for: Self.message))
+        #expect(
+            !publicKey.isValidPS256(
+                signature: try other.signPS256(Self.message, saltLength: saltLength), for: Self.message))
     }
 
     /// A salt past the key's room, or one of OpenSSL's negative special values, is refused.
@@ -222,8 +229,10 @@ private func maximumSalt(bits: Int) -> Int { (bits + 6) / 8 - 32 - 2 }
     @Test func malformedInputIsRefusedWithoutACrash() throws {
         let publicKey = try TestKeys.rsa(.unrelated).publicKey
         let signature = try TestKeys.rsa(.unrelated).signPS256(Self.message)
-        for candidate in [Data(), Data([0]), Data(count: 255), Data(count: 256), Data(repeating: 0xff, count: 256), Data(count: 257),
-                          Data(repeating: 0xff, count: 4096), signature[1...]] {
+        for candidate in [
+            Data(), Data([0]), Data(count: 255), Data(count: 256), Data(repeating: 0xff, count: 256), Data(count: 257),
+            Data(repeating: 0xff, count: 4096), signature[1...],
+        ] {
             #expect(!publicKey.isValidPS256(signature: Data(candidate), for: Self.message))
             #expect(!publicKey.isValidPS256(signature: candidate, for: Data()))
         }

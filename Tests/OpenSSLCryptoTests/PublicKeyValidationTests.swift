@@ -1,7 +1,8 @@
-@testable import OpenSSLCrypto
 import Foundation
-import Testing
 import TestSupport
+import Testing
+
+@testable import OpenSSLCrypto
 
 /// A public key is checked when it is built, by every path that builds one: P-256's point at
 /// infinity (the byte 00, for which anyone can make a verifying signature) and points off the
@@ -20,13 +21,16 @@ import TestSupport
 
     @Test func thePointAtInfinityIsNoKeyWhetherDEROrPEM() throws {
         #expect(throws: Self.invalidKey) { try PublicKey(subjectPublicKeyInfo: CertificateSurgery.p256PointAtInfinity) }
-        let pem = "-----BEGIN PUBLIC KEY-----\n\(CertificateSurgery.p256PointAtInfinity.base64EncodedString())\n-----END PUBLIC KEY-----\n"
+        let pem =
+            "-----BEGIN PUBLIC KEY-----\n\(CertificateSurgery.p256PointAtInfinity.base64EncodedString())\n-----END PUBLIC KEY-----\n"
         #expect(throws: Self.invalidKey) { try PublicKey(pem: pem) }
     }
 
     @Test func aPointOffTheCurveIsNoKeyWhetherSPKIOrJWKCoordinates() throws {
         let (x, y, offCurveY) = try Self.coordinates()
-        #expect(throws: Self.invalidKey) { try PublicKey(subjectPublicKeyInfo: CertificateSurgery.p256SubjectPublicKeyInfo(x: x, y: offCurveY)) }
+        #expect(throws: Self.invalidKey) {
+            try PublicKey(subjectPublicKeyInfo: CertificateSurgery.p256SubjectPublicKeyInfo(x: x, y: offCurveY))
+        }
         #expect(throws: Self.invalidKey) { try PublicKey(p256X: x, y: offCurveY) }
         #expect(throws: Self.invalidKey) { try PublicKey(p256X: Data(count: 32), y: Data(count: 32)) }
         // The refusal is about the point: the same encoding of the real point is a key.
@@ -36,10 +40,12 @@ import TestSupport
 
     @Test func aCertificateCarryingThePointAtInfinityChainsButYieldsNoKey() throws {
         let pki = try TestPKI()
-        let forged = try CertificateSurgery.replacingKey(of: pki.leaf, with: CertificateSurgery.p256PointAtInfinity, issuerKey: pki.intermediateKey)
+        let forged = try CertificateSurgery.replacingKey(
+            of: pki.leaf, with: CertificateSurgery.p256PointAtInfinity, issuerKey: pki.intermediateKey)
         // Signed by the real intermediate, the certificate chains: the key is the only thing wrong
         // with it, so reading the key is where it must be refused.
-        try CertificateChainVerifier(trustRoots: [pki.root]).verify(leaf: forged, intermediates: [pki.intermediate], at: Date())
+        try CertificateChainVerifier(trustRoots: [pki.root]).verify(
+            leaf: forged, intermediates: [pki.intermediate], at: Date())
         #expect(throws: Self.invalidKey) { try forged.publicKey }
         #expect(try pki.leaf.publicKey.isP256)
     }

@@ -1,5 +1,5 @@
-import OpenSSLCrypto
 import Foundation
+import OpenSSLCrypto
 import Testing
 
 /// The password helpers the account dialect awaits (they run on shared worker threads) keep

@@ -1,7 +1,7 @@
-import OpenSSLCrypto
 import Foundation
-import Testing
+import OpenSSLCrypto
 import TestSupport
+import Testing
 
 func fixture(_ name: String) throws -> String {
     let url = try #require(Bundle.module.url(forResource: "Fixtures/\(name)", withExtension: nil))
@@ -9,12 +9,15 @@ func fixture(_ name: String) throws -> String {
 }
 
 enum RFC7515 {
-    static let signingInput = "eyJhbGciOiJFUzI1NiJ9.eyJpc3MiOiJqb2UiLA0KICJleHAiOjEzMDA4MTkzODAsDQogImh0dHA6Ly9leGFtcGxlLmNvbS9pc19yb290Ijp0cnVlfQ"
+    static let signingInput =
+        "eyJhbGciOiJFUzI1NiJ9.eyJpc3MiOiJqb2UiLA0KICJleHAiOjEzMDA4MTkzODAsDQogImh0dHA6Ly9leGFtcGxlLmNvbS9pc19yb290Ijp0cnVlfQ"
     static let es256Signature = "DtEhU3ljbEg8L38VWAfUAqOyKAM6-Xx-F4GawxaepmXFCgfTjDxw5djxLa8ISlSApmWQxfKTUJqPP3-Kg6NU1Q"
     static let x = "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU"
     static let y = "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"
-    static let rs256SigningInput = "eyJhbGciOiJSUzI1NiJ9.eyJpc3MiOiJqb2UiLA0KICJleHAiOjEzMDA4MTkzODAsDQogImh0dHA6Ly9leGFtcGxlLmNvbS9pc19yb290Ijp0cnVlfQ"
-    static let rs256Signature = "cC4hiUPoj9Eetdgtv3hF80EGrhuB__dzERat0XF9g2VtQgr9PJbu3XOiZj5RZmh7AAuHIm4Bh-0Qc_lF5YKt_O8W2Fp5jujGbds9uJdbF9CUAr7t1dnZcAcQjbKBYNX4BAynRFdiuB--f_nZLgrnbyTyWzO75vRK5h6xBArLIARNPvkSjtQBMHlb1L07Qe7K0GarZRmB_eSN9383LcOLn6_dO--xi12jzDwusC-eOkHWEsqtFZESc6BfI7noOPqvhJ1phCnvWh6IeYI2w9QOYEUipUTI8np6LbgGY9Fs98rqVt5AXLIhWkWywlVmtVrBp0igcN_IoypGlUPQGe77Rw"
+    static let rs256SigningInput =
+        "eyJhbGciOiJSUzI1NiJ9.eyJpc3MiOiJqb2UiLA0KICJleHAiOjEzMDA4MTkzODAsDQogImh0dHA6Ly9leGFtcGxlLmNvbS9pc19yb290Ijp0cnVlfQ"
+    static let rs256Signature =
+        "cC4hiUPoj9Eetdgtv3hF80EGrhuB__dzERat0XF9g2VtQgr9PJbu3XOiZj5RZmh7AAuHIm4Bh-0Qc_lF5YKt_O8W2Fp5jujGbds9uJdbF9CUAr7t1dnZcAcQjbKBYNX4BAynRFdiuB--f_nZLgrnbyTyWzO75vRK5h6xBArLIARNPvkSjtQBMHlb1L07Qe7K0GarZRmB_eSN9383LcOLn6_dO--xi12jzDwusC-eOkHWEsqtFZESc6BfI7noOPqvhJ1phCnvWh6IeYI2w9QOYEUipUTI8np6LbgGY9Fs98rqVt5AXLIhWkWywlVmtVrBp0igcN_IoypGlUPQGe77Rw"
 
     static func publicKey() throws -> PublicKey {
         try PublicKey(p256X: try #require(Base64.urlDecode(x)), y: try #require(Base64.urlDecode(y)))
@@ -67,9 +70,12 @@ enum RFC7515 {
         try parsed.signingInput.write(to: directory.appendingPathComponent("input"))
         try derSignature.write(to: directory.appendingPathComponent("sig.der"))
         let spki = try key.publicKey.subjectPublicKeyInfo()
-        let pem = "-----BEGIN PUBLIC KEY-----\n" + spki.base64EncodedString(options: .lineLength64Characters) + "\n-----END PUBLIC KEY-----\n"
+        let pem =
+            "-----BEGIN PUBLIC KEY-----\n" + spki.base64EncodedString(options: .lineLength64Characters)
+            + "\n-----END PUBLIC KEY-----\n"
         try pem.write(to: directory.appendingPathComponent("pub.pem"), atomically: true, encoding: .utf8)
-        let status = try runOpenSSL(["dgst", "-sha256", "-verify", "pub.pem", "-signature", "sig.der", "input"], in: directory)
+        let status = try runOpenSSL(
+            ["dgst", "-sha256", "-verify", "pub.pem", "-signature", "sig.der", "input"], in: directory)
         #expect(status == 0)
     }
 }
@@ -107,7 +113,8 @@ enum RFC7515 {
     @Test func signedClaimsRoundTrip() throws {
         struct Claims: Codable, Equatable { let iss: String; let exp: Int }
         let key = try PrivateKey.generateP256()
-        let token = try CompactJWS.sign(claims: Claims(iss: "joe", exp: 1), header: JWSHeader(kid: "K1", typ: "JWT"), key: key)
+        let token = try CompactJWS.sign(
+            claims: Claims(iss: "joe", exp: 1), header: JWSHeader(kid: "K1", typ: "JWT"), key: key)
         let jws = try CompactJWS(parsing: token)
         #expect(jws.header == JWSHeader(alg: "ES256", kid: "K1", typ: "JWT"))
         #expect(try JSONDecoder().decode(Claims.self, from: jws.payload) == Claims(iss: "joe", exp: 1))
@@ -118,5 +125,7 @@ enum RFC7515 {
 
 func runOpenSSL(_ arguments: [String], in directory: URL) throws -> Int32 {
     // posix_spawn and waitpid (Foundation's Process was seen to hang here), in `directory`.
-    try ChildProcess.runBlocking("/bin/sh", ["-c", "cd \"$0\" && exec /usr/bin/openssl \"$@\"", directory.path] + arguments).status
+    try ChildProcess.runBlocking(
+        "/bin/sh", ["-c", "cd \"$0\" && exec /usr/bin/openssl \"$@\"", directory.path] + arguments
+    ).status
 }

@@ -1,7 +1,8 @@
-@testable import OpenSSLCrypto
 import Foundation
-import Testing
 import TestSupport
+import Testing
+
+@testable import OpenSSLCrypto
 
 /// Fixed-base tables are counted while their keys live, and when every table is held the least
 /// recently used one gives way to a key in steady use (`ECVerifyContexts.verificationsBeforeTable`).
@@ -30,7 +31,9 @@ import TestSupport
                 let key = try privateKey.publicKey
                 let contexts = try #require(key.key.ecContexts)
                 let raw = try privateKey.signES256(message)
-                #expect(await Self.warm(contexts, raw: raw, message: message, times: ECVerifyContexts.verificationsBeforeTable)
+                #expect(
+                    await Self.warm(
+                        contexts, raw: raw, message: message, times: ECVerifyContexts.verificationsBeforeTable)
                         == ECVerifyContexts.verificationsBeforeTable)
                 #expect(try await Self.untilTabulated(contexts), "key \(index) earned no table")
                 #expect(ECVerifyContexts.tables.holds(contexts))
@@ -48,7 +51,8 @@ import TestSupport
         for _ in 0..<17 {
             let privateKey = try PrivateKey.generateP256()
             let key = try privateKey.publicKey
-            keys.append((key, ECVerifyContexts(key: key.key.pointer, tables: budget), try privateKey.signES256(message)))
+            keys.append(
+                (key, ECVerifyContexts(key: key.key.pointer, tables: budget), try privateKey.signES256(message)))
         }
         let threshold = ECVerifyContexts.verificationsBeforeTable
         for (_, contexts, raw) in keys.prefix(16) {

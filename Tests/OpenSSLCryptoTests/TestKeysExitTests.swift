@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 @Suite struct TestKeysAtExit {
     /// The probe (Tests/TestKeysExitProbe) asks TestKeys for one key and exits straight away, as a
@@ -11,7 +11,8 @@ import TestSupport
     @Test func processUsingTestKeysExitsCleanlyEveryTime() async throws {
         let probe = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
             .appendingPathComponent("TestKeysExitProbe").path
-        try #require(FileManager.default.isExecutableFile(atPath: probe), "\(probe) is not built (swift build builds it)")
+        try #require(
+            FileManager.default.isExecutableFile(atPath: probe), "\(probe) is not built (swift build builds it)")
         try await withThrowingTaskGroup(of: Void.self) { group in
             for lane in 0..<2 {
                 group.addTask {
@@ -19,9 +20,13 @@ import TestSupport
                         // No backtrace on a crash: it would take seconds, and the status says what happened.
                         // A run takes well under a second alone, but beside the whole suite on two cores
                         // one was seen past 20 s (killed: 137); a crash is a signal whatever the bound.
-                        let result = try await ChildProcess.run(probe, [], environment: ["PATH": "/usr/bin:/bin", "SWIFT_BACKTRACE": "enable=no"],
-                                                                timeout: .seconds(120))
-                        #expect(result.status == 0, "run \(run) of lane \(lane) exited with status \(result.status): \(result.stderr.suffix(1000))")
+                        let result = try await ChildProcess.run(
+                            probe, [], environment: ["PATH": "/usr/bin:/bin", "SWIFT_BACKTRACE": "enable=no"],
+                            timeout: .seconds(120))
+                        #expect(
+                            result.status == 0,
+                            "run \(run) of lane \(lane) exited with status \(result.status): \(result.stderr.suffix(1000))"
+                        )
                     }
                 }
             }

@@ -38,8 +38,12 @@ public final class FakeCore: DialectCore, @unchecked Sendable {
         memoryTokens = MemoryTokenStore(clientVersions: versions)
     }
 
-    public func add(evidence: String, proves purchase: VerifiedPurchase) { lock.withLock { self.evidence[evidence] = purchase } }
-    public func add(evidence: String, refusedWith error: StoreVerificationError) { lock.withLock { refusals[evidence] = error } }
+    public func add(evidence: String, proves purchase: VerifiedPurchase) {
+        lock.withLock { self.evidence[evidence] = purchase }
+    }
+    public func add(evidence: String, refusedWith error: StoreVerificationError) {
+        lock.withLock { refusals[evidence] = error }
+    }
 
     public var tokens: any TokenStore { memoryTokens }
     public var accounts: any AccountStore { memoryAccounts }
@@ -53,25 +57,36 @@ public final class FakeCore: DialectCore, @unchecked Sendable {
     public func prove(_ request: VerificationRequest, client: ClientInfo) async throws -> ProvenPurchase {
         // The core's own checks, before and after the fake store: only the proof is faked.
         guard let declaration = declaration(of: request.store) else {
-            throw StoreVerificationError(code: .invalidField, reason: "UNKNOWN_STORE", message: "the fake core does not serve \(request.store)")
+            throw StoreVerificationError(
+                code: .invalidField, reason: "UNKNOWN_STORE", message: "the fake core does not serve \(request.store)")
         }
         _ = try VerificationChecks.beforeTheStore(request, client: client, declaration: declaration)
         let (purchase, refusal) = lock.withLock { (evidence[request.evidence], refusals[request.evidence]) }
         if let refusal { throw refusal }
         guard let purchase else {
-            throw StoreVerificationError(code: .verificationFailed, reason: "UNKNOWN_EVIDENCE", message: "the fake store does not know this evidence")
+            throw StoreVerificationError(
+                code: .verificationFailed, reason: "UNKNOWN_EVIDENCE",
+                message: "the fake store does not know this evidence")
         }
         var refusedTransaction: String?
         do {
-            return try VerificationChecks.proven([purchase], request: request, client: client, evidenceDigest: "") { refusedTransaction = $0 }
+            return try VerificationChecks.proven([purchase], request: request, client: client, evidenceDigest: "") {
+                refusedTransaction = $0
+            }
         } catch let error as StoreVerificationError {
-            if let refusedTransaction { lock.withLock { refusedAttempts.append((client.clientID, "\(purchase.store.rawValue)|\(refusedTransaction)", error)) } }
+            if let refusedTransaction {
+                lock.withLock {
+                    refusedAttempts.append((client.clientID, "\(purchase.store.rawValue)|\(refusedTransaction)", error))
+                }
+            }
             throw error
         }
     }
 
-    public func record<T: Sendable>(_ proven: ProvenPurchase, client: ClientInfo,
-                                    effects: @escaping @Sendable (VerificationOutcome, any RecordScope) throws -> T) async throws -> (VerificationOutcome, T) {
+    public func record<T: Sendable>(
+        _ proven: ProvenPurchase, client: ClientInfo,
+        effects: @escaping @Sendable (VerificationOutcome, any RecordScope) throws -> T
+    ) async throws -> (VerificationOutcome, T) {
         try lock.withLock {
             let purchase = proven.purchase
             let key = "\(purchase.store.rawValue)|\(purchase.environment.rawValue)|\(purchase.transactionID)"
@@ -80,16 +95,25 @@ public final class FakeCore: DialectCore, @unchecked Sendable {
             var claim: ClaimOutcome
             // A subscription's period is decided against its owner, as the core's claim does: the
             // first claim naming a player among the periods this client may see.
-            let owner = LedgerRules.isSubscriptionPeriod(purchase) ? ledger.values.filter { other in
-                other.store == purchase.store && other.environment == purchase.environment
-                    && other.originalOrSelf == (purchase.originalTransactionID ?? purchase.transactionID)
-                    && other.claim?.claimant.playerID != nil && LedgerRules.isVisible(other, to: client)
-            }.min { ($0.claim?.claimedAt ?? .distantFuture, $0.managementID) < ($1.claim?.claimedAt ?? .distantFuture, $1.managementID) }?.claim : nil
+            let owner =
+                LedgerRules.isSubscriptionPeriod(purchase)
+                ? ledger.values.filter { other in
+                    other.store == purchase.store && other.environment == purchase.environment
+                        && other.originalOrSelf == (purchase.originalTransactionID ?? purchase.transactionID)
+                        && other.claim?.claimant.playerID != nil && LedgerRules.isVisible(other, to: client)
+                }.min {
+                    ($0.claim?.claimedAt ?? .distantFuture, $0.managementID) < (
+                        $1.claim?.claimedAt ?? .distantFuture, $1.managementID
+                    )
+                }?.claim : nil
             let takesNothing = owner.map { !LedgerRules.mayTakePeriod(ownedBy: $0, by: proven.claimant) } ?? false
             if let existing {
                 guard LedgerRules.isVisible(existing, to: client) else {
-                    let error = StoreVerificationError(code: .duplicateTransaction, reason: "REDEEMED_BY_ANOTHER_GAME", message: "another game redeemed it")
-                    refusedAttempts.append((client.clientID, "\(purchase.store.rawValue)|\(purchase.transactionID)", error))
+                    let error = StoreVerificationError(
+                        code: .duplicateTransaction, reason: "REDEEMED_BY_ANOTHER_GAME",
+                        message: "another game redeemed it")
+                    refusedAttempts.append(
+                        (client.clientID, "\(purchase.store.rawValue)|\(purchase.transactionID)", error))
                     throw error
                 }
                 // As the core does: the evidence may bring an active record news of its end.
@@ -101,19 +125,22 @@ public final class FakeCore: DialectCore, @unchecked Sendable {
                     record.gameID = client.gameID
                 }
             } else {
-                record = TransactionRecord(recording: purchase, managementID: nextID, state: LedgerRules.state(of: purchase),
-                                           clientID: client.clientID, gameID: client.gameID, firstVerifiedAt: Date())
+                record = TransactionRecord(
+                    recording: purchase, managementID: nextID, state: LedgerRules.state(of: purchase),
+                    clientID: client.clientID, gameID: client.gameID, firstVerifiedAt: Date())
                 claim = .first
             }
             if let owner, takesNothing { claim = LedgerRules.claim(of: owner, owner: owner, by: proven.claimant) }
             if claim.isFirst { record.claim = Claim(claimant: proven.claimant, claimedAt: Date()) }
             var firstClaimedBy: Claimant?
             if case .conflict(let first) = claim { firstClaimedBy = first }
-            let outcome = VerificationOutcome(transaction: record, duplicate: !claim.isFirst, accountMatch: proven.accountMatch, subscription: nil,
-                                              firstClaimedBy: firstClaimedBy)
+            let outcome = VerificationOutcome(
+                transaction: record, duplicate: !claim.isFirst, accountMatch: proven.accountMatch, subscription: nil,
+                firstClaimedBy: firstClaimedBy)
             // Effects go to a scratch scope and are kept only if the closure succeeds, like a commit.
-            let scope = MemoryRecordScope(client: client, accounts: memoryAccounts, storesTakingAccountTokens: storesTakingAccountTokens,
-                                          accountTokensQueued: Set(outbox.filter { $0.target == .storeAccountToken }.map(\.aggregateKey)))
+            let scope = MemoryRecordScope(
+                client: client, accounts: memoryAccounts, storesTakingAccountTokens: storesTakingAccountTokens,
+                accountTokensQueued: Set(outbox.filter { $0.target == .storeAccountToken }.map(\.aggregateKey)))
             let extra = try effects(outcome, scope)
             ledger[key] = record
             if existing == nil { nextID += 1 }
@@ -124,7 +151,9 @@ public final class FakeCore: DialectCore, @unchecked Sendable {
         }
     }
 
-    public func lookUpOrder(_ orderID: String, store: StoreID, client: ClientInfo) async throws -> (order: StoreOrder, ledger: [String: LedgerPresence]) {
+    public func lookUpOrder(
+        _ orderID: String, store: StoreID, client: ClientInfo
+    ) async throws -> (order: StoreOrder, ledger: [String: LedgerPresence]) {
         let order = lock.withLock { orders[orderID] } ?? StoreOrder(found: false, environment: nil, entries: [])
         var presence: [String: LedgerPresence] = [:]
         for id in order.entries.compactMap(\.transactionID) {
@@ -137,17 +166,27 @@ public final class FakeCore: DialectCore, @unchecked Sendable {
                         && LedgerRules.isVisible(ownerClientID: attempt.clientID, ownerGameID: attemptGame, to: client)
                 }?.error
             }
-            presence[id] = LedgerPresence(found: record != nil, managementID: mine ? record?.managementID : nil, state: mine ? record?.state : nil,
-                                          recordedForThisGame: mine, lastRefusal: refusal)
+            presence[id] = LedgerPresence(
+                found: record != nil, managementID: mine ? record?.managementID : nil,
+                state: mine ? record?.state : nil,
+                recordedForThisGame: mine, lastRefusal: refusal)
         }
         return (order, presence)
     }
 
-    public func transaction(store: StoreID, transactionID: String, client: ClientInfo) async throws -> TransactionRecord? {
-        lock.withLock { ledger.values.first { $0.store == store && $0.transactionID == transactionID && LedgerRules.isVisible($0, to: client) } }
+    public func transaction(
+        store: StoreID, transactionID: String, client: ClientInfo
+    ) async throws -> TransactionRecord? {
+        lock.withLock {
+            ledger.values.first {
+                $0.store == store && $0.transactionID == transactionID && LedgerRules.isVisible($0, to: client)
+            }
+        }
     }
 
-    public func subscription(store: StoreID, originalTransactionID: String, client: ClientInfo) async throws -> SubscriptionState? { nil }
+    public func subscription(
+        store: StoreID, originalTransactionID: String, client: ClientInfo
+    ) async throws -> SubscriptionState? { nil }
 
     /// Client secrets the fake accepts, by client id.
     package var clientSecrets: [String: String] = [:]
@@ -159,7 +198,8 @@ public final class FakeCore: DialectCore, @unchecked Sendable {
     public func authenticateClient(id: String, secret: String) async throws -> ClientInfo? {
         let found = lock.withLock { () -> (ClientInfo, (@Sendable (String) -> Void)?)? in
             guard clientSecrets[id] == secret, var info = clients.first(where: { $0.clientID == id }),
-                  let version = clientVersions.current(id) else { return nil }
+                let version = clientVersions.current(id)
+            else { return nil }
             info.version = version
             return (info, afterAuthentication)
         }
@@ -191,7 +231,10 @@ public final class FakeCore: DialectCore, @unchecked Sendable {
             rateHits["\(policy.name)|\(key)", default: 0] += 1
             return rateHits["\(policy.name)|\(key)", default: 0]
         }
-        if hits > policy.limit { throw RouteRefusal(code: .rateLimited, message: "rate limited", retryAfter: Int(policy.window.components.seconds)) }
+        if hits > policy.limit {
+            throw RouteRefusal(
+                code: .rateLimited, message: "rate limited", retryAfter: Int(policy.window.components.seconds))
+        }
     }
 
     public func forgiveRateLimitHit(_ policy: RateLimitPolicy, key: String) async throws {
@@ -204,8 +247,9 @@ public final class FakeCore: DialectCore, @unchecked Sendable {
         lock.withLock {
             let key = "\(purchase.store.rawValue)|\(purchase.environment.rawValue)|\(purchase.transactionID)"
             guard ledger[key] == nil else { return }
-            ledger[key] = TransactionRecord(recording: purchase, managementID: nextID, state: LedgerRules.state(of: purchase),
-                                            clientID: owner.clientID, gameID: owner.gameID, firstVerifiedAt: Date())
+            ledger[key] = TransactionRecord(
+                recording: purchase, managementID: nextID, state: LedgerRules.state(of: purchase),
+                clientID: owner.clientID, gameID: owner.gameID, firstVerifiedAt: Date())
             nextID += 1
         }
     }

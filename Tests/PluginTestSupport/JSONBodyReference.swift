@@ -34,7 +34,8 @@ public enum JSONBodyReference {
     public static func outcome(_ body: Data, fields: [(name: String, kind: Kind, required: Bool)]) -> Outcome {
         if body.isEmpty { return .refused(.missingFields, "request body is empty; a JSON object is expected") }
         // A NUL byte is never valid UTF-8 JSON: such a body is UTF-16 or UTF-32, which the split below cannot read.
-        guard !body.contains(0), let top = try? JSONSerialization.jsonObject(with: body, options: [.fragmentsAllowed]) else { return .undecided }
+        guard !body.contains(0), let top = try? JSONSerialization.jsonObject(with: body, options: [.fragmentsAllowed])
+        else { return .undecided }
         if top is NSNull { return .refused(.missingFields, "field '' must not be null") }
         guard top is NSDictionary else { return .refused(.invalidField, "request body must be a JSON object") }
         guard let members = TopLevelMembers.split(Array(body)) else { return .undecided }
@@ -44,12 +45,17 @@ public enum JSONBodyReference {
         for field in fields {
             switch object[field.name] {
             case nil where field.required: return .refused(.missingFields, "missing field '\(field.name)'")
-            case is NSNull where field.required: return .refused(.missingFields, "field '\(field.name)' must not be null")
+            case is NSNull where field.required:
+                return .refused(.missingFields, "field '\(field.name)' must not be null")
             case nil, is NSNull: values.append(nil)
             case let string as String where field.kind == .string: values.append(string)
-            case let number as NSNumber where field.kind == .bool && isBoolean(number): values.append(number.boolValue ? "true" : "false")
+            case let number as NSNumber where field.kind == .bool && isBoolean(number):
+                values.append(number.boolValue ? "true" : "false")
             default:
-                return .refused(.invalidField, "field '\(field.name)' has the wrong type (expected \(field.kind == .string ? "string" : "boolean"))")
+                return .refused(
+                    .invalidField,
+                    "field '\(field.name)' has the wrong type (expected \(field.kind == .string ? "string" : "boolean"))"
+                )
             }
         }
         return .decoded(values)

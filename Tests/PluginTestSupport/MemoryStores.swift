@@ -30,8 +30,9 @@ package final class MemoryTokenStore: TokenStore, @unchecked Sendable {
     private func issueLocked(_ request: TokenRequest, family: String) -> IssuedToken {
         counter += 1
         let token = "mem_\(counter)_\(UUID().uuidString)"
-        let stored = StoredToken(kind: request.kind, clientID: request.clientID, accountID: request.accountID, family: family,
-                                 payload: request.payload, expiresAt: Date().addingTimeInterval(Double(request.lifetime.components.seconds)))
+        let stored = StoredToken(
+            kind: request.kind, clientID: request.clientID, accountID: request.accountID, family: family,
+            payload: request.payload, expiresAt: Date().addingTimeInterval(Double(request.lifetime.components.seconds)))
         entries[Self.digest(token)] = Entry(stored: stored)
         return IssuedToken(token: token, stored: stored)
     }
@@ -48,13 +49,16 @@ package final class MemoryTokenStore: TokenStore, @unchecked Sendable {
             let key = Self.digest(token)
             guard let entry = entries[key], entry.stored.kind == kind else { return .invalid }
             if entry.spent {
-                for (other, value) in entries where value.stored.family == entry.stored.family { entries[other]?.revoked = true }
+                for (other, value) in entries where value.stored.family == entry.stored.family {
+                    entries[other]?.revoked = true
+                }
                 return .reused
             }
             guard Self.usable(entry, kind: kind) else { return .invalid }
             entries[key]?.spent = true
-            let request = TokenRequest(kind: kind, clientID: entry.stored.clientID, accountID: entry.stored.accountID, lifetime: lifetime,
-                                       payload: entry.stored.payload)
+            let request = TokenRequest(
+                kind: kind, clientID: entry.stored.clientID, accountID: entry.stored.accountID, lifetime: lifetime,
+                payload: entry.stored.payload)
             return .rotated(issueLocked(request, family: entry.stored.family))
         }
     }
@@ -69,7 +73,9 @@ package final class MemoryTokenStore: TokenStore, @unchecked Sendable {
     }
 
     package func revokeFamily(_ family: String) async throws {
-        lock.withLock { for (key, value) in entries where value.stored.family == family { entries[key]?.revoked = true } }
+        lock.withLock {
+            for (key, value) in entries where value.stored.family == family { entries[key]?.revoked = true }
+        }
     }
 
     private static func usable(_ entry: Entry, kind: String) -> Bool {
@@ -121,9 +127,12 @@ package final class MemoryAccountStore: AccountStore, @unchecked Sendable {
     }
 
     static func make(_ draft: AccountDraft) -> AccountRecord {
-        AccountRecord(id: draft.id ?? "acc_" + UUID().uuidString.lowercased(), clientID: draft.client.clientID, scope: draft.client.scope,
-                      username: draft.username, appAccountToken: UUID().uuidString.lowercased(), email: draft.email, emailVerified: false, pendingEmail: nil, passwordHash: draft.passwordHash, attribution: draft.attribution,
-                      createdAt: Date())
+        AccountRecord(
+            id: draft.id ?? "acc_" + UUID().uuidString.lowercased(), clientID: draft.client.clientID,
+            scope: draft.client.scope,
+            username: draft.username, appAccountToken: UUID().uuidString.lowercased(), email: draft.email,
+            emailVerified: false, pendingEmail: nil, passwordHash: draft.passwordHash, attribution: draft.attribution,
+            createdAt: Date())
     }
 
     package func account(id: String) async throws -> AccountRecord? { lock.withLock { accounts[id] } }
@@ -162,8 +171,10 @@ package final class MemoryAccountStore: AccountStore, @unchecked Sendable {
     package func update(_ accountID: String, _ change: AccountChange) async throws -> AccountRecord? {
         try lock.withLock {
             guard var account = accounts[accountID] else { return nil }
-            if let expected = change.expected, (account.email, account.emailVerified, account.pendingEmail, account.pendingEmailApproved)
-                != (expected.email, expected.emailVerified, expected.pendingEmail, expected.pendingEmailApproved) {
+            if let expected = change.expected,
+                (account.email, account.emailVerified, account.pendingEmail, account.pendingEmailApproved)
+                    != (expected.email, expected.emailVerified, expected.pendingEmail, expected.pendingEmailApproved)
+            {
                 return nil
             }
             if let email = change.email { account.email = email }
@@ -173,7 +184,11 @@ package final class MemoryAccountStore: AccountStore, @unchecked Sendable {
             if let hash = change.passwordHash { account.passwordHash = hash }
             // One account per game holds a confirmed address, as Postgres's unique index says.
             if account.emailVerified, let email = account.email?.lowercased(),
-               accounts.values.contains(where: { $0.id != accountID && $0.scope == account.scope && $0.emailVerified && $0.email?.lowercased() == email }) {
+                accounts.values.contains(where: {
+                    $0.id != accountID && $0.scope == account.scope && $0.emailVerified
+                        && $0.email?.lowercased() == email
+                })
+            {
                 throw ConfirmedAddressTaken()
             }
             accounts[accountID] = account
@@ -181,7 +196,9 @@ package final class MemoryAccountStore: AccountStore, @unchecked Sendable {
         }
     }
 
-    static func linkKey(_ key: PurchaseKey, scope: String) -> String { "\(scope)|\(key.store.rawValue)|\(key.originalTransactionID)" }
+    static func linkKey(_ key: PurchaseKey, scope: String) -> String {
+        "\(scope)|\(key.store.rawValue)|\(key.originalTransactionID)"
+    }
 
     /// Applies what a committed record scope did; the first link of a purchase wins.
     func commit(_ scope: MemoryRecordScope) {
@@ -211,7 +228,10 @@ final class MemoryRecordScope: RecordScope {
     /// The purchases whose store was ever queued an account token (the core's unique index).
     let accountTokensQueued: Set<String>
 
-    init(client: ClientInfo, accounts: MemoryAccountStore, storesTakingAccountTokens: Set<StoreID> = [], accountTokensQueued: Set<String> = []) {
+    init(
+        client: ClientInfo, accounts: MemoryAccountStore, storesTakingAccountTokens: Set<StoreID> = [],
+        accountTokensQueued: Set<String> = []
+    ) {
         self.client = client
         self.accounts = accounts
         self.storesTakingAccountTokens = storesTakingAccountTokens
@@ -221,9 +241,13 @@ final class MemoryRecordScope: RecordScope {
     func enqueue(_ message: OutboxMessage) throws { messages.append(message) }
 
     func linkPurchase(_ key: PurchaseKey, to accountID: String) throws -> String {
-        let scope = createdAccounts.first { $0.id == accountID }?.scope ?? accounts.peekAccount(accountID)?.scope ?? client.scope
+        let scope =
+            createdAccounts.first { $0.id == accountID }?.scope ?? accounts.peekAccount(accountID)?.scope
+            ?? client.scope
         let linkKey = MemoryAccountStore.linkKey(key, scope: scope)
-        if let existing = accounts.peekLink(linkKey) ?? newLinks.first(where: { $0.0 == linkKey })?.1 { return existing }
+        if let existing = accounts.peekLink(linkKey) ?? newLinks.first(where: { $0.0 == linkKey })?.1 {
+            return existing
+        }
         newLinks.append((linkKey, accountID))
         return accountID
     }
@@ -247,13 +271,19 @@ final class MemoryRecordScope: RecordScope {
     /// As the core: only a store that can be told, only what the one rule says is owed, once per purchase.
     func tellStore(accountToken: String, for transaction: TransactionRecord) throws -> Bool {
         guard storesTakingAccountTokens.contains(transaction.store),
-              let assignment = AccountTokenAssignment.owed(for: transaction, accountToken: accountToken) else { return false }
+            let assignment = AccountTokenAssignment.owed(for: transaction, accountToken: accountToken)
+        else { return false }
         let key = assignment.aggregateKey
-        guard !accountTokensQueued.contains(key), !messages.contains(where: { $0.target == .storeAccountToken && $0.aggregateKey == key }) else {
+        guard !accountTokensQueued.contains(key),
+            !messages.contains(where: { $0.target == .storeAccountToken && $0.aggregateKey == key })
+        else {
             return false
         }
-        messages.append(OutboxMessage(clientID: assignment.clientID, target: .storeAccountToken, type: "store.account_token", aggregateKey: key,
-                                      body: try JSONEncoder().encode(assignment)))
+        messages.append(
+            OutboxMessage(
+                clientID: assignment.clientID, target: .storeAccountToken, type: "store.account_token",
+                aggregateKey: key,
+                body: try JSONEncoder().encode(assignment)))
         return true
     }
 }

@@ -1,5 +1,5 @@
-import OpenSSLCrypto
 package import Foundation
+import OpenSSLCrypto
 import ReceiptCore
 
 /// `TokenSigner` in memory: one P-256 key made at init, `rotate()` adds another (the old one
@@ -31,7 +31,8 @@ package final class MemoryTokenSigner: TokenSigner, @unchecked Sendable {
 
     package func verifiedClaims(_ token: String) async throws -> Data? {
         guard let jws = try? CompactJWS(parsing: token), let kid = jws.header.kid,
-              let key = lock.withLock({ keys.first { $0.kid == kid }?.key }), let publicKey = try? key.publicKey else { return nil }
+            let key = lock.withLock({ keys.first { $0.kid == kid }?.key }), let publicKey = try? key.publicKey
+        else { return nil }
         return jws.isValidSignature(using: publicKey) ? jws.payload : nil
     }
 

@@ -1,14 +1,15 @@
 import Foundation
 import Postgres
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 /// The libpq pool lets go of a job once it has run (a statement's parameters, what its body
 /// captured), and skips the job of a caller cancelled while it waited for a connection.
 @Suite struct PoolJobRelease {
     @Test func whatAStatementsBodyCapturedIsFreedOnceItHasRun() async throws {
-        let pool = PostgresPool(PostgresPool.Configuration(connectionString: try await TestDatabase.makeDatabase(), size: 1))
+        let pool = PostgresPool(
+            PostgresPool.Configuration(connectionString: try await TestDatabase.makeDatabase(), size: 1))
         defer { pool.shutdown() }
         var weak: WeakBox?
         do {
@@ -24,7 +25,8 @@ import TestSupport
     }
 
     @Test func aCallerCancelledWhileWaitingForAConnectionRunsNothing() async throws {
-        let pool = PostgresPool(PostgresPool.Configuration(connectionString: try await TestDatabase.makeDatabase(), size: 1))
+        let pool = PostgresPool(
+            PostgresPool.Configuration(connectionString: try await TestDatabase.makeDatabase(), size: 1))
         defer { pool.shutdown() }
         try await pool.execute("CREATE TABLE marks (note text)")
         let holding = Flag(), release = Flag()
@@ -39,7 +41,8 @@ import TestSupport
         let cancelled = Task { try await pool.execute("INSERT INTO marks VALUES ('cancelled')") }
         while pool.waitingJobs < 1 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(2)) }
         cancelled.cancel()
-        await #expect(throws: CancellationError.self) { try await cancelled.value }  // the only connection is still held
+        // the only connection is still held
+        await #expect(throws: CancellationError.self) { try await cancelled.value }
         release.raise()
         try await busy.value
         // Jobs run in order: the cancelled one has been passed by the time this one runs.

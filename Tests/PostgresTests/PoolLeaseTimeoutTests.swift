@@ -1,8 +1,8 @@
 import Foundation
 import Postgres
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 /// A caller that cannot get a connection in time hears so, instead of its work running long after
 /// it gave up; the pool serves the next caller as usual.
@@ -45,9 +45,15 @@ import TestSupport
         }
         answered.raise()
         _ = try await busy.value
-        #expect(try await Self.untilServed { try await pool.query("SELECT count(*)::int AS n FROM marks")[0].decode("n", as: Int.self) } == 0)
+        #expect(
+            try await Self.untilServed {
+                try await pool.query("SELECT count(*)::int AS n FROM marks")[0].decode("n", as: Int.self)
+            } == 0)
         _ = try await Self.untilServed { try await pool.execute("INSERT INTO marks VALUES ('in time')") }
-        #expect(try await Self.untilServed { try await pool.query("SELECT count(*)::int AS n FROM marks")[0].decode("n", as: Int.self) } == 1)
+        #expect(
+            try await Self.untilServed {
+                try await pool.query("SELECT count(*)::int AS n FROM marks")[0].decode("n", as: Int.self)
+            } == 1)
     }
 
     /// The statements around the one under test retry a lease timeout: on a loaded machine even an

@@ -1,7 +1,7 @@
 import Foundation
 import Postgres
-import Testing
 import TestSupport
+import Testing
 
 @Suite struct QueriesAndParameters {
     @Test func aFragmentKeepsItsParametersInPlace() async throws {
@@ -11,7 +11,8 @@ import TestSupport
         #expect(query.bindings == ["1", "10", "ten", "12"])
         let pool = PostgresPool(.init(connectionString: try await TestDatabase.makeDatabase(), size: 1))
         defer { pool.shutdown() }
-        let rows = try await pool.query("""
+        let rows = try await pool.query(
+            """
             SELECT count(*)::int AS n FROM (VALUES (10, 'x', 12), (1, 'ten', 12), (1, 'x', 12)) AS t(a, b, c)
             WHERE \(PostgresQuery("(a = \(10) OR b = \("ten"))")) AND c = \(12)
             """)
@@ -21,13 +22,17 @@ import TestSupport
     @Test func boundParametersRoundTripNullUnicodeAndHostileText() async throws {
         let pool = PostgresPool(.init(connectionString: try await TestDatabase.makeDatabase(), size: 2))
         defer { pool.shutdown() }
-        try await pool.execute("CREATE TABLE notes (id serial PRIMARY KEY, body text, amount bigint, paid boolean, raw bytea, at timestamptz)")
+        try await pool.execute(
+            "CREATE TABLE notes (id serial PRIMARY KEY, body text, amount bigint, paid boolean, raw bytea, at timestamptz)"
+        )
 
         let hostile = "Robert'); DROP TABLE notes;-- 🎮 héllo 漢字"
         let raw = Data([0, 1, 2, 255])
         let at = Date(timeIntervalSince1970: 1_764_000_000.123456)
         let missing: String? = nil
-        try await pool.execute("INSERT INTO notes (body, amount, paid, raw, at) VALUES (\(hostile), \(Int64(9_007_199_254_740_993)), \(true), \(raw), \(at))")
+        try await pool.execute(
+            "INSERT INTO notes (body, amount, paid, raw, at) VALUES (\(hostile), \(Int64(9_007_199_254_740_993)), \(true), \(raw), \(at))"
+        )
         try await pool.execute("INSERT INTO notes (body, amount) VALUES (\(missing), \(-5))")
 
         let rows = try await pool.query("SELECT body, amount, paid, raw, at FROM notes ORDER BY id")
@@ -69,7 +74,10 @@ import TestSupport
     }
 
     /// Dates travel as ISO 8601 text written by hand; the C library's formatting is the reference.
-    @Test(arguments: [-62_135_596_800.0, -1.5, 0, 0.000_001, 951_782_400.25, 1_764_000_000.123456, 4_102_444_799.999_999, 253_402_300_800])
+    @Test(arguments: [
+        -62_135_596_800.0, -1.5, 0, 0.000_001, 951_782_400.25, 1_764_000_000.123456, 4_102_444_799.999_999,
+        253_402_300_800,
+    ])
     func datesAreWrittenAsISO8601WithMicroseconds(epoch: Double) throws {
         let text = try #require(Date(timeIntervalSince1970: epoch).postgresText)
         let micros = Int64((epoch * 1_000_000).rounded())
@@ -77,15 +85,18 @@ import TestSupport
         if fraction < 0 { fraction += 1_000_000; seconds -= 1 }
         var time = time_t(seconds), parts = tm()
         gmtime_r(&time, &parts)
-        let expected = String(format: "%04d-%02d-%02dT%02d:%02d:%02d.%06lldZ", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1,
-                              Int(parts.tm_mday), Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec), fraction)
+        let expected = String(
+            format: "%04d-%02d-%02dT%02d:%02d:%02d.%06lldZ", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1,
+            Int(parts.tm_mday), Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec), fraction)
         #expect(text == expected)
     }
 
     @Test func typedDecodingFailuresNameTheColumn() async throws {
         let pool = PostgresPool(.init(connectionString: try await TestDatabase.makeDatabase(), size: 1))
         defer { pool.shutdown() }
-        let row = try #require(try await pool.query("SELECT 'abc'::text AS word, NULL::int AS nothing, ARRAY['a','b,c','d\"e'] AS list").first)
+        let row = try #require(
+            try await pool.query("SELECT 'abc'::text AS word, NULL::int AS nothing, ARRAY['a','b,c','d\"e'] AS list")
+                .first)
         #expect(throws: PostgresError(.decodingFailed, "")) { try row.decode("word", as: Int.self) }
         #expect(throws: PostgresError(.decodingFailed, "")) { try row.decode("nothing", as: Int.self) }
         #expect(throws: PostgresError(.decodingFailed, "")) { try row.decode("absent", as: String.self) }
@@ -160,17 +171,26 @@ import TestSupport
         defer { pool.shutdown() }
         // Each query sleeps a little so callers overlap, and reports what the server sees while it
         // runs: how many backends this database has, and how many of them are busy right now.
-        // The database is the test's own, so every backend counted is one of the pool's.
+        // The database is the test's own, so every client backend counted is one of the pool's (an
+        // autovacuum worker visiting it is a backend too, and not counted).
         let samples = try await withThrowingTaskGroup(of: (n: Int, backends: Int, active: Int).self) { group in
             for index in 0..<120 {
                 group.addTask {
-                    let row = try #require(try await pool.query("""
-                        SELECT \(index)::int AS n,
-                               (SELECT count(*) FROM pg_stat_activity WHERE datname = current_database())::int AS backends,
-                               (SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND state = 'active')::int AS active
-                        FROM pg_sleep(0.02)
-                        """).first)
-                    return (try row.decode("n", as: Int.self), try row.decode("backends", as: Int.self), try row.decode("active", as: Int.self))
+                    let row = try #require(
+                        try await pool.query(
+                            """
+                            SELECT \(index)::int AS n,
+                                   (SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
+                                      AND backend_type = 'client backend')::int AS backends,
+                                   (SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
+                                      AND backend_type = 'client backend' AND state = 'active')::int AS active
+                            FROM pg_sleep(0.02)
+                            """
+                        ).first)
+                    return (
+                        try row.decode("n", as: Int.self), try row.decode("backends", as: Int.self),
+                        try row.decode("active", as: Int.self)
+                    )
                 }
             }
             return try await group.reduce(into: []) { $0.append($1) }
@@ -179,7 +199,9 @@ import TestSupport
         let mostBackends = samples.map(\.backends).max() ?? 0
         let mostActive = samples.map(\.active).max() ?? 0
         #expect(mostBackends <= poolSize, "the server saw \(mostBackends) connections from a pool of \(poolSize)")
-        #expect(mostActive >= 2, "queries never overlapped (at most \(mostActive) active at once), so the bound proves nothing")
+        #expect(
+            mostActive >= 2,
+            "queries never overlapped (at most \(mostActive) active at once), so the bound proves nothing")
     }
 }
 
@@ -212,10 +234,14 @@ import TestSupport
     @Test func aFailingMigrationIsNotRecorded() async throws {
         let pool = PostgresPool(.init(connectionString: try await TestDatabase.makeDatabase(), size: 1))
         defer { pool.shutdown() }
-        let broken = [Migration(version: 1, name: "ok", sql: "CREATE TABLE a (id int);"),
-                      Migration(version: 2, name: "broken", sql: "CREATE TABLE b (id int); CREATE TABLE a (id int);")]
+        let broken = [
+            Migration(version: 1, name: "ok", sql: "CREATE TABLE a (id int);"),
+            Migration(version: 2, name: "broken", sql: "CREATE TABLE b (id int); CREATE TABLE a (id int);"),
+        ]
         await #expect(throws: PostgresError.self) { try await Migrator.migrate(pool, migrations: broken) }
-        let versions = try await pool.query("SELECT version FROM schema_migrations").map { try $0.decode("version", as: Int.self) }
+        let versions = try await pool.query("SELECT version FROM schema_migrations").map {
+            try $0.decode("version", as: Int.self)
+        }
         #expect(versions == [1])
         // Migration 2 rolled back as a whole: table b does not exist.
         #expect(try await pool.query("SELECT to_regclass('b') IS NULL AS gone")[0].decode("gone", as: Bool.self))

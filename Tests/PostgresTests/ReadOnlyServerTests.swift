@@ -1,12 +1,13 @@
 import Foundation
 import Postgres
-import Testing
 import TestSupport
+import Testing
 
 /// After a failover, the server a connection holds can be a standby that refuses every write.
 @Suite struct ReadOnlyServer {
     @Test func aConnectionWhoseServerRefusesWritesIsReplaced() async throws {
-        let pool = PostgresPool(.init(connectionString: try await TestDatabase.makeDatabase(prefix: "readonly"), size: 1))
+        let pool = PostgresPool(
+            .init(connectionString: try await TestDatabase.makeDatabase(prefix: "readonly"), size: 1))
         defer { pool.shutdown() }
         // What a demoted primary looks like to a session: every transaction is read-only.
         try await pool.execute("SET SESSION default_transaction_read_only = on")

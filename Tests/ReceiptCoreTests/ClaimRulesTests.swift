@@ -15,7 +15,9 @@ import Testing
     @Test func aLaterClaimIsARepeatUnlessMadeForAnotherPlayer() {
         let recorded = Claim(claimant: Self.alice, claimedAt: Date())
         #expect(LedgerRules.claim(of: recorded, by: Claimant(playerID: "alice")) == .repeated)
-        #expect(LedgerRules.claim(of: recorded, by: Claimant()) == .repeated, "a claim naming no player cannot contradict one")
+        #expect(
+            LedgerRules.claim(of: recorded, by: Claimant()) == .repeated,
+            "a claim naming no player cannot contradict one")
         #expect(LedgerRules.claim(of: recorded, by: Claimant(playerID: "bob")) == .conflict(firstClaimedBy: Self.alice))
         let anonymous = Claim(claimant: Claimant(), claimedAt: Date())
         #expect(LedgerRules.claim(of: anonymous, by: Claimant(playerID: "bob")) == .repeated)
@@ -25,13 +27,19 @@ import Testing
     @Test func aPeriodIsDecidedAgainstTheSubscriptionsOwner() {
         let owner = Claim(claimant: Self.alice, claimedAt: Date())
         let bob = Claimant(playerID: "bob")
-        #expect(LedgerRules.claim(of: nil, owner: owner, by: Claimant(playerID: "alice")) == .first, "the owner takes a period nobody claimed")
+        #expect(
+            LedgerRules.claim(of: nil, owner: owner, by: Claimant(playerID: "alice")) == .first,
+            "the owner takes a period nobody claimed")
         #expect(LedgerRules.claim(of: nil, owner: owner, by: bob) == .conflict(firstClaimedBy: Self.alice))
         let bobsOldClaim = Claim(claimant: bob, claimedAt: Date())
-        #expect(LedgerRules.claim(of: bobsOldClaim, owner: owner, by: Claimant(playerID: "alice")) == .repeated, "the owner is never the conflict")
+        #expect(
+            LedgerRules.claim(of: bobsOldClaim, owner: owner, by: Claimant(playerID: "alice")) == .repeated,
+            "the owner is never the conflict")
         #expect(LedgerRules.mayTakePeriod(ownedBy: owner, by: Claimant(playerID: "alice")))
         #expect(!LedgerRules.mayTakePeriod(ownedBy: owner, by: bob))
-        #expect(!LedgerRules.mayTakePeriod(ownedBy: owner, by: Claimant()), "a claim naming nobody takes nothing from an owner")
+        #expect(
+            !LedgerRules.mayTakePeriod(ownedBy: owner, by: Claimant()),
+            "a claim naming nobody takes nothing from an owner")
         #expect(LedgerRules.mayTakePeriod(ownedBy: nil, by: bob))
         #expect(LedgerRules.mayTakePeriod(ownedBy: Claim(claimant: Claimant(), claimedAt: Date()), by: bob))
         #expect(!LedgerRules.mayTakePeriod(ownedBy: owner, by: Claimant(playerID: "alic\u{E9}")))
@@ -54,10 +62,16 @@ import Testing
             purchases.append(purchase)
         }
         purchases.append(PurchaseChoice.purchase("z", original: "z", product: "other", daysAgo: 5))
-        #expect(VerifiedPurchase.claimOrder(from: purchases, productID: "gems", transactionID: nil).map(\.transactionID) == ["a", "b", "c"])
-        #expect(VerifiedPurchase.claimOrder(from: purchases, productID: "gems", transactionID: "b").isEmpty, "a named transaction is the one")
+        #expect(
+            VerifiedPurchase.claimOrder(from: purchases, productID: "gems", transactionID: nil).map(\.transactionID)
+                == ["a", "b", "c"])
+        #expect(
+            VerifiedPurchase.claimOrder(from: purchases, productID: "gems", transactionID: "b").isEmpty,
+            "a named transaction is the one")
         #expect(VerifiedPurchase.claimOrder(from: purchases, productID: nil, transactionID: nil).isEmpty)
-        #expect(VerifiedPurchase.claimOrder(from: purchases, productID: "other", transactionID: nil).isEmpty, "one purchase needs no order")
+        #expect(
+            VerifiedPurchase.claimOrder(from: purchases, productID: "other", transactionID: nil).isEmpty,
+            "one purchase needs no order")
     }
 
     @Test func subscriptionPeriodsAreNotClaimedOneByOne() {

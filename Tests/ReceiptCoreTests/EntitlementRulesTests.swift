@@ -26,20 +26,40 @@ import Testing
         Row(name: "nothing owned, nothing owned", before: nil, after: nil, told: nil),
         Row(name: "a subscription bought", before: nil, after: grant(30 * day), told: "entitlement.granted"),
         Row(name: "a non-consumable bought", before: nil, after: grant(nil), told: "entitlement.granted"),
-        Row(name: "renewed to a later end", before: grant(10 * day), after: grant(40 * day), told: "entitlement.renewed"),
-        Row(name: "a lifetime purchase beside a subscription", before: grant(10 * day), after: grant(nil), told: "entitlement.renewed"),
-        Row(name: "renewed while in its grace period", before: grant(-60, grace: 10 * day), after: grant(30 * day), told: "entitlement.renewed"),
-        Row(name: "an earlier end (a downgrade, another purchase)", before: grant(40 * day), after: grant(10 * day), told: nil),
+        Row(
+            name: "renewed to a later end", before: grant(10 * day), after: grant(40 * day), told: "entitlement.renewed"
+        ),
+        Row(
+            name: "a lifetime purchase beside a subscription", before: grant(10 * day), after: grant(nil),
+            told: "entitlement.renewed"),
+        Row(
+            name: "renewed while in its grace period", before: grant(-60, grace: 10 * day), after: grant(30 * day),
+            told: "entitlement.renewed"),
+        Row(
+            name: "an earlier end (a downgrade, another purchase)", before: grant(40 * day), after: grant(10 * day),
+            told: nil),
         Row(name: "the same end (auto-renew switched off)", before: grant(10 * day), after: grant(10 * day), told: nil),
-        Row(name: "a lifetime grant now backed by a subscription too", before: grant(nil), after: grant(10 * day), told: nil),
-        Row(name: "a lifetime grant backed by another lifetime purchase", before: grant(nil), after: grant(nil), told: nil),
+        Row(
+            name: "a lifetime grant now backed by a subscription too", before: grant(nil), after: grant(10 * day),
+            told: nil),
+        Row(
+            name: "a lifetime grant backed by another lifetime purchase", before: grant(nil), after: grant(nil),
+            told: nil),
         Row(name: "refunded before its end", before: grant(10 * day), after: nil, told: "entitlement.revoked"),
         Row(name: "a non-consumable refunded", before: grant(nil), after: nil, told: "entitlement.revoked"),
-        Row(name: "taken away during its grace period", before: grant(-60, grace: 5 * day), after: nil, told: "entitlement.revoked"),
+        Row(
+            name: "taken away during its grace period", before: grant(-60, grace: 5 * day), after: nil,
+            told: "entitlement.revoked"),
         Row(name: "removed after its end (the sweep)", before: grant(-60), after: nil, told: "entitlement.expired"),
-        Row(name: "removed after its grace ended", before: grant(-2 * day, grace: -60), after: nil, told: "entitlement.expired"),
-        Row(name: "ended, not yet swept, bought again", before: grant(-60), after: grant(30 * day), told: "entitlement.granted"),
-        Row(name: "ended, not yet swept, a lifetime purchase", before: grant(-60), after: grant(nil), told: "entitlement.granted"),
+        Row(
+            name: "removed after its grace ended", before: grant(-2 * day, grace: -60), after: nil,
+            told: "entitlement.expired"),
+        Row(
+            name: "ended, not yet swept, bought again", before: grant(-60), after: grant(30 * day),
+            told: "entitlement.granted"),
+        Row(
+            name: "ended, not yet swept, a lifetime purchase", before: grant(-60), after: grant(nil),
+            told: "entitlement.granted"),
     ]
 
     @Test(arguments: rows)
@@ -58,15 +78,20 @@ import Testing
         #expect(EntitlementRules.holds(expires: nil, grace: nil, at: Self.now), "a lifetime grant never ends")
         #expect(EntitlementRules.holds(expires: at(60), grace: nil, at: Self.now))
         #expect(!EntitlementRules.holds(expires: at(-60), grace: nil, at: Self.now))
-        #expect(EntitlementRules.holds(expires: at(-60), grace: at(60), at: Self.now), "in its grace period: still owned")
+        #expect(
+            EntitlementRules.holds(expires: at(-60), grace: at(60), at: Self.now), "in its grace period: still owned")
         #expect(!EntitlementRules.holds(expires: at(-120), grace: at(-60), at: Self.now))
-        #expect(EntitlementRules.holds(expires: at(60), grace: at(-60), at: Self.now), "a grace end before the period's end does not shorten it")
+        #expect(
+            EntitlementRules.holds(expires: at(60), grace: at(-60), at: Self.now),
+            "a grace end before the period's end does not shorten it")
     }
 
     @Test func inGracePeriodOnlyOnceThePeriodEndedAndTheGraceHasNot() {
         let at = { (offset: TimeInterval) in Self.now.addingTimeInterval(offset) }
         #expect(EntitlementRules.inGracePeriod(expires: at(-60), grace: at(86_400), at: Self.now))
-        #expect(!EntitlementRules.inGracePeriod(expires: at(60), grace: at(86_400), at: Self.now), "paid up: not in grace yet")
+        #expect(
+            !EntitlementRules.inGracePeriod(expires: at(60), grace: at(86_400), at: Self.now),
+            "paid up: not in grace yet")
         #expect(!EntitlementRules.inGracePeriod(expires: at(-120), grace: at(-60), at: Self.now), "the grace is over")
         #expect(!EntitlementRules.inGracePeriod(expires: at(-60), grace: nil, at: Self.now))
         #expect(!EntitlementRules.inGracePeriod(expires: nil, grace: nil, at: Self.now))

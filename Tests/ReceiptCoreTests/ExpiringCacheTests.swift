@@ -1,7 +1,7 @@
 import Foundation
 import ReceiptCore
-import Testing
 import TestSupport
+import Testing
 
 /// The one expiring, single-flight cache the store clients keep their tokens and certificates in.
 @Suite struct ExpiringCacheRules {
@@ -33,7 +33,11 @@ import TestSupport
         let cache = ExpiringCache<String, Int>(now: { clock.get() })
         let fetched = LockedBox(0)
         let fetch: @Sendable () async throws -> (Int, usableUntil: Date) = {
-            (fetched.update { $0 += 1; return $0 }, clock.get().addingTimeInterval(60))
+            (
+                fetched.update {
+                    $0 += 1; return $0
+                }, clock.get().addingTimeInterval(60)
+            )
         }
         #expect(try await cache.value(for: "k", fetch: fetch) == 1)
         clock.update { $0 = $0.addingTimeInterval(59) }
@@ -44,7 +48,8 @@ import TestSupport
 
     @Test func aChosenRefusalIsRememberedForItsLifetimeAndOthersAreNot() async throws {
         let clock = LockedBox(Date(timeIntervalSince1970: 1_000_000))
-        let cache = ExpiringCache<String, String>(now: { clock.get() }, failureLifetime: 30, remembersFailure: { $0 is Refused })
+        let cache = ExpiringCache<String, String>(
+            now: { clock.get() }, failureLifetime: 30, remembersFailure: { $0 is Refused })
         await #expect(throws: Refused.self) { try await cache.value(for: "bad") { throw Refused() } }
         await #expect(throws: Refused.self) { try await cache.value(for: "bad") { ("never asked", clock.get()) } }
         #expect(await cache.fetches == 1, "answered from memory")
@@ -52,7 +57,9 @@ import TestSupport
         #expect(try await cache.value(for: "bad") { ("fixed", clock.get().addingTimeInterval(60)) } == "fixed")
 
         await #expect(throws: Unavailable.self) { try await cache.value(for: "down") { throw Unavailable() } }
-        #expect(try await cache.value(for: "down") { ("back", clock.get().addingTimeInterval(60)) } == "back", "not remembered")
+        #expect(
+            try await cache.value(for: "down") { ("back", clock.get().addingTimeInterval(60)) } == "back",
+            "not remembered")
     }
 
     @Test func invalidatingForgetsOnlyTheValueFoundBad() async throws {
@@ -72,6 +79,8 @@ import TestSupport
         _ = try await cache.value(for: 2) { (2, clock.get().addingTimeInterval(100)) }
         _ = try await cache.value(for: 3) { (3, clock.get().addingTimeInterval(100)) }
         #expect(try await cache.value(for: 2) { (-2, clock.get()) } == 2)
-        #expect(try await cache.value(for: 1) { (-1, clock.get().addingTimeInterval(100)) } == -1, "the soonest to expire was dropped")
+        #expect(
+            try await cache.value(for: 1) { (-1, clock.get().addingTimeInterval(100)) } == -1,
+            "the soonest to expire was dropped")
     }
 }

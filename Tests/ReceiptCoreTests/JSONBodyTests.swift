@@ -12,7 +12,9 @@ import Testing
     }
 
     @Test func validBodyDecodes() throws {
-        let order = try JSONBody.decode(Order.self, from: Data(#"{"store":"app_store","items":[{"sku":"gems","quantity":2}]}"#.utf8)).get()
+        let order = try JSONBody.decode(
+            Order.self, from: Data(#"{"store":"app_store","items":[{"sku":"gems","quantity":2}]}"#.utf8)
+        ).get()
         #expect(order.store == "app_store")
         #expect(order.items.first?.quantity == 2)
     }

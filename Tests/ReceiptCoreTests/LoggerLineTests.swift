@@ -1,7 +1,8 @@
 import Foundation
-@testable import ReceiptCore
-import Testing
 import TestSupport
+import Testing
+
+@testable import ReceiptCore
 
 /// A log line is one JSON object whichever bytes a caller's values hold: the fast path that copies
 /// a plain value whole and the escaping path must both give back exactly what went in.
@@ -17,19 +18,30 @@ import TestSupport
         let alphabet = Array("ab\"\\\n\u{7}€\u{2028}/ 9".unicodeScalars)
         for _ in 0..<500 {
             let length = Int.random(in: 0...24, using: &random)
-            values.append(String(String.UnicodeScalarView((0..<length).map { _ in alphabet[Int.random(in: 0..<alphabet.count, using: &random)] })))
+            values.append(
+                String(
+                    String.UnicodeScalarView(
+                        (0..<length).map { _ in alphabet[Int.random(in: 0..<alphabet.count, using: &random)] })))
         }
         let replay = random.replay
         for value in values {
-            let line = Logger.line(time: "t", level: "info", message: value, metadata: ["request.id": value], fields: ["path": value])
-            #expect(!line.contains("\n") && !line.contains("\u{2028}") && !line.contains("\u{2029}"), "one line: \(line) (\(replay))")
-            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: String], "\(line) (\(replay))")
-            #expect(object == ["time": "t", "level": "info", "message": value, "request.id": value, "path": value], "\(replay)")
+            let line = Logger.line(
+                time: "t", level: "info", message: value, metadata: ["request.id": value], fields: ["path": value])
+            #expect(
+                !line.contains("\n") && !line.contains("\u{2028}") && !line.contains("\u{2029}"),
+                "one line: \(line) (\(replay))")
+            let object = try #require(
+                try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: String], "\(line) (\(replay))")
+            #expect(
+                object == ["time": "t", "level": "info", "message": value, "request.id": value, "path": value],
+                "\(replay)")
         }
     }
 
     @Test func aPlainValueIsCopiedAsIs() {
-        #expect(Logger.line(time: nil, level: nil, message: "ok", metadata: [:], fields: ["a.b": "x-1/2"]) == #"{"message":"ok","a.b":"x-1/2"}"#)
+        #expect(
+            Logger.line(time: nil, level: nil, message: "ok", metadata: [:], fields: ["a.b": "x-1/2"])
+                == #"{"message":"ok","a.b":"x-1/2"}"#)
     }
 }
 
@@ -38,12 +50,19 @@ import TestSupport
     /// overriding metadata of its name, the logger's own time/level/message kept.
     @Test func pairsAndDictionaryWriteTheSameLine() {
         let metadata = ["service": "rg", "request.id": "from-metadata", "zone": "z"]
-        let pairs = [("request.id", "r-1"), ("http.status", "200"), ("duration_ms", "1.250"), ("message", "ignored"), ("a", "\"q\"")]
+        let pairs = [
+            ("request.id", "r-1"), ("http.status", "200"), ("duration_ms", "1.250"), ("message", "ignored"),
+            ("a", "\"q\""),
+        ]
         let fromPairs = Logger.line(time: "t", level: "info", message: "request", metadata: metadata, pairs: pairs)
-        let fromDictionary = Logger.line(time: "t", level: "info", message: "request", metadata: metadata,
-                                         fields: Dictionary(uniqueKeysWithValues: pairs))
+        let fromDictionary = Logger.line(
+            time: "t", level: "info", message: "request", metadata: metadata,
+            fields: Dictionary(uniqueKeysWithValues: pairs))
         #expect(fromPairs == fromDictionary)
-        #expect(fromPairs == #"{"time":"t","level":"info","message":"request","a":"\"q\"","duration_ms":"1.250","http.status":"200","request.id":"r-1","service":"rg","zone":"z"}"#)
+        #expect(
+            fromPairs
+                == #"{"time":"t","level":"info","message":"request","a":"\"q\"","duration_ms":"1.250","http.status":"200","request.id":"r-1","service":"rg","zone":"z"}"#
+        )
     }
 }
 
@@ -53,14 +72,20 @@ import TestSupport
 @Suite struct LoggerOutput {
     @Test func aLoggerWritesOneEscapedJSONObjectPerEntryAtOrAboveItsLevel() throws {
         let lines = LockedBox<[String]>([])
-        let logger = Logger(minimumLevel: .info, sink: LogSink { line in lines.update { $0.append(line) } }, metadata: ["a": "meta", "z": "kept"])
-            .with("request.id", "r-1")
+        let logger = Logger(
+            minimumLevel: .info, sink: LogSink { line in lines.update { $0.append(line) } },
+            metadata: ["a": "meta", "z": "kept"]
+        )
+        .with("request.id", "r-1")
         logger.debug("hidden")
         logger.info("one\u{2028}two é \"q\"\nnext", ["a": "field", "b": "\u{7}"])
         #expect(lines.get().count == 1, "a debug line passed an info logger: \(lines.get())")
         let line = try #require(lines.get().first)
         #expect(line.hasPrefix("{\"time\":\""))
-        #expect(line.contains(#""level":"info","message":"one\u2028two é \"q\"\nnext","a":"field","b":"\u0007","request.id":"r-1","z":"kept"}"#), "\(line)")
+        #expect(
+            line.contains(
+                #""level":"info","message":"one\u2028two é \"q\"\nnext","a":"field","b":"\u0007","request.id":"r-1","z":"kept"}"#
+            ), "\(line)")
         let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: String])
         #expect(object["message"] == "one\u{2028}two é \"q\"\nnext")
         #expect(object["time"]?.hasSuffix("Z") == true)

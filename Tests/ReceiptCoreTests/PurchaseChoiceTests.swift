@@ -12,22 +12,34 @@ import Testing
         return purchase
     }
 
-    static let receipt = [purchase("1", original: "1", product: "sub", daysAgo: 60), purchase("2", original: "1", product: "sub", daysAgo: 30),
-                          purchase("9", original: "9", product: "gems", daysAgo: 1)]
+    static let receipt = [
+        purchase("1", original: "1", product: "sub", daysAgo: 60),
+        purchase("2", original: "1", product: "sub", daysAgo: 30),
+        purchase("9", original: "9", product: "gems", daysAgo: 1),
+    ]
 
     @Test func theNamedTransactionWinsOverTheNewest() throws {
         #expect(try VerifiedPurchase.choose(from: Self.receipt, productID: nil).transactionID == "9")
-        #expect(try VerifiedPurchase.choose(from: Self.receipt, productID: nil, transactionID: "1").transactionID == "1")
-        #expect(try VerifiedPurchase.choose(from: Self.receipt, productID: nil, transactionID: "2").transactionID == "2")
-        #expect(try VerifiedPurchase.choose(from: Self.receipt.filter { $0.transactionID != "1" }, productID: nil, transactionID: "1").transactionID == "2",
-                "a renewal stands for the chain its original started")
+        #expect(
+            try VerifiedPurchase.choose(from: Self.receipt, productID: nil, transactionID: "1").transactionID == "1")
+        #expect(
+            try VerifiedPurchase.choose(from: Self.receipt, productID: nil, transactionID: "2").transactionID == "2")
+        #expect(
+            try VerifiedPurchase.choose(
+                from: Self.receipt.filter { $0.transactionID != "1" }, productID: nil, transactionID: "1"
+            ).transactionID == "2",
+            "a renewal stands for the chain its original started")
     }
 
     @Test func aNameTheEvidenceDoesNotHoldIsRefused() throws {
-        let error = #expect(throws: StoreVerificationError.self) { try VerifiedPurchase.choose(from: Self.receipt, productID: nil, transactionID: "5") }
+        let error = #expect(throws: StoreVerificationError.self) {
+            try VerifiedPurchase.choose(from: Self.receipt, productID: nil, transactionID: "5")
+        }
         #expect(error?.reason == "TRANSACTION_NOT_IN_EVIDENCE")
         #expect(error?.code == .verificationFailed)
-        let mismatch = #expect(throws: StoreVerificationError.self) { try VerifiedPurchase.choose(from: Self.receipt, productID: "gems", transactionID: "1") }
+        let mismatch = #expect(throws: StoreVerificationError.self) {
+            try VerifiedPurchase.choose(from: Self.receipt, productID: "gems", transactionID: "1")
+        }
         #expect(mismatch?.code == .productMismatch)
     }
 }

@@ -12,7 +12,9 @@ import Testing
 
     @Test(arguments: ["non-finite number", "throwing Encodable"])
     func anAnswerThatCannotBeEncodedIsA500WithAStableCode(_ kind: String) throws {
-        let response = kind == "throwing Encodable" ? RouteResponse.json(Refuses()) : RouteResponse.json(["ratio": Double.nan], status: 201)
+        let response =
+            kind == "throwing Encodable"
+            ? RouteResponse.json(Refuses()) : RouteResponse.json(["ratio": Double.nan], status: 201)
         #expect(response.status == 500)
         #expect(response.contentType == "application/json")
         let body = try #require(try JSONSerialization.jsonObject(with: response.body) as? [String: String])

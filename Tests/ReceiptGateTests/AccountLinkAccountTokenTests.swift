@@ -1,11 +1,11 @@
 import AccountLink
 import AppStore
+import AppStoreTestSupport
 import Foundation
 import Postgres
 import ReceiptCore
-import Testing
-import AppStoreTestSupport
 import TestSupport
+import Testing
 
 /// `POST /iap` linking a purchase that carried no `appAccountToken` (bought outside the app) has
 /// Apple told the account's UUID with Set App Account Token, through a local fake of the App Store
@@ -15,9 +15,12 @@ import TestSupport
     static let route = "/inApps/v1/transactions/{id}/appAccountToken"
 
     static func harness(_ fake: FakeAppStoreServerAPI) async throws -> VerifyHarness {
-        try await VerifyHarness.start(environments: [.sandbox], outbox: VerifyHarness.fastOutbox(), dialects: [AccountLink()], pki: fake.pki) { pki in
+        try await VerifyHarness.start(
+            environments: [.sandbox], outbox: VerifyHarness.fastOutbox(), dialects: [AccountLink()], pki: fake.pki
+        ) { pki in
             var appStore = AppStoreConfiguration(trustRoots: [pki.root])
-            appStore.serverAPIKey = .init(keyID: FakeAppStoreServerAPI.keyID, issuerID: FakeAppStoreServerAPI.issuerID, privateKey: fake.teamKey)
+            appStore.serverAPIKey = .init(
+                keyID: FakeAppStoreServerAPI.keyID, issuerID: FakeAppStoreServerAPI.issuerID, privateKey: fake.teamKey)
             appStore.serverAPIProductionURL = "http://127.0.0.1:\(fake.production.port)"
             appStore.serverAPISandboxURL = "http://127.0.0.1:\(fake.sandbox.port)"
             return appStore
@@ -25,17 +28,26 @@ import TestSupport
     }
 
     /// A subscription period as the app's StoreKit signs it and as Apple's API knows it.
-    static func purchase(_ fake: FakeAppStoreServerAPI, _ id: String, original: String? = nil,
-                         _ extra: [String: any Sendable] = [:]) throws -> String {
-        var fields: [String: any Sendable] = ["transactionId": id, "originalTransactionId": original ?? id, "productId": "premium.monthly",
-                                              "type": "Auto-Renewable Subscription", "expiresDate": Int64(Date().timeIntervalSince1970 * 1000) + 86_400_000]
+    static func purchase(
+        _ fake: FakeAppStoreServerAPI, _ id: String, original: String? = nil,
+        _ extra: [String: any Sendable] = [:]
+    ) throws -> String {
+        var fields: [String: any Sendable] = [
+            "transactionId": id, "originalTransactionId": original ?? id, "productId": "premium.monthly",
+            "type": "Auto-Renewable Subscription",
+            "expiresDate": Int64(Date().timeIntervalSince1970 * 1000) + 86_400_000,
+        ]
         fields.merge(extra) { _, new in new }
-        try fake.add(original ?? id, environment: "Sandbox", fields.merging(["originalTransactionId": original ?? id]) { _, new in new })
+        try fake.add(
+            original ?? id, environment: "Sandbox",
+            fields.merging(["originalTransactionId": original ?? id]) { _, new in new })
         return try fake.pki.sign(AppleTestPKI.transaction(fields))
     }
 
     static func outbox(_ harness: VerifyHarness) async throws -> [(status: String, attempts: Int, error: String?)] {
-        try await harness.pool.query("SELECT status, attempts, last_error FROM outbox WHERE target = 'store_account_token' ORDER BY id").map {
+        try await harness.pool.query(
+            "SELECT status, attempts, last_error FROM outbox WHERE target = 'store_account_token' ORDER BY id"
+        ).map {
             (try $0.decode("status"), try $0.decode("attempts"), try $0.decode("last_error"))
         }
     }
@@ -54,8 +66,12 @@ import TestSupport
         let access = try #require(try linked.json()["access_token"] as? String)
         try await WebhookDelivery.waitUntil { !fake.state.accountTokenRequests.get().isEmpty }
         try await OutboxDrain.wait(harness.pool)
-        #expect(fake.state.accountTokenRequests.get() == [AccountTokenRequest(environment: "Sandbox", originalTransactionID: "2000000000140001",
-                                                                              appAccountToken: token, contentType: "application/json")])
+        #expect(
+            fake.state.accountTokenRequests.get() == [
+                AccountTokenRequest(
+                    environment: "Sandbox", originalTransactionID: "2000000000140001",
+                    appAccountToken: token, contentType: "application/json")
+            ])
         #expect(try await Self.outbox(harness).map(\.status) == ["delivered"])
 
         // The same receipt again, and a later period of the purchase with the account's token: the
@@ -95,7 +111,8 @@ import TestSupport
     @Test func withoutTheServerAPIKeyNothingIsQueued() async throws {
         let harness = try await AccountLinkEndToEnd.start()
         defer { harness.stop() }
-        let answer = try await AccountLinkEndToEnd.iap(harness.service.port, try AccountLinkEndToEnd.subscription(harness, "2000000000160001"))
+        let answer = try await AccountLinkEndToEnd.iap(
+            harness.service.port, try AccountLinkEndToEnd.subscription(harness, "2000000000160001"))
         #expect(answer.status == 200, "\(answer.text)")
         #expect(try await harness.count("account_links") == 1)
         #expect(try await Self.outbox(harness).isEmpty)
@@ -107,7 +124,9 @@ import TestSupport
         let harness = try await Self.harness(fake)
         defer { harness.stop() }
         // Signed by the device, but unknown to Apple's API: 404 4040010.
-        let unknown = try fake.pki.sign(AppleTestPKI.transaction(["transactionId": "2000000000170001", "originalTransactionId": "2000000000170001"]))
+        let unknown = try fake.pki.sign(
+            AppleTestPKI.transaction(["transactionId": "2000000000170001", "originalTransactionId": "2000000000170001"])
+        )
         #expect(try await AccountLinkEndToEnd.iap(harness.service.port, unknown).status == 200)
         try await WebhookDelivery.waitUntil { try await Self.outbox(harness).first?.status == "dead" }
         try await OutboxDrain.wait(harness.pool)

@@ -2,19 +2,23 @@ import AccountLink
 import Foundation
 import GooglePlayTestSupport
 import ReceiptCore
-import Testing
 import TestSupport
+import Testing
 
 /// `POST /iap` with `google {package_id, purchase_token}` through the Google Play provider (a
 /// local fake of Google's token endpoint and Android Publisher API): flow d, keyed by Google's
 /// first order of the purchase-token chain, so renewals and upgrades reach the same account.
 @Suite struct AccountLinkGooglePlay {
-    static func iap(_ port: Int, token purchaseToken: String, bearer: String? = nil, package: String = "com.example.game") async throws -> RawHTTP.Response {
+    static func iap(
+        _ port: Int, token purchaseToken: String, bearer: String? = nil, package: String = "com.example.game"
+    ) async throws -> RawHTTP.Response {
         var headers = AccountLinkEndToEnd.headers
         headers["X-Client-OS"] = "android"
         if let bearer { headers["Authorization"] = "Bearer \(bearer)" }
         let body: [String: Any] = ["google": ["package_id": package, "purchase_token": purchaseToken]]
-        return try await RawHTTP.request(port: port, method: "POST", path: "/iap", headers: headers, body: try JSONSerialization.data(withJSONObject: body))
+        return try await RawHTTP.request(
+            port: port, method: "POST", path: "/iap", headers: headers,
+            body: try JSONSerialization.data(withJSONObject: body))
     }
 
     @Test func flowDWithAGooglePurchaseIsKeyedByTheFirstOrderOfTheChain() async throws {
@@ -42,7 +46,8 @@ import TestSupport
 
         // An upgrade on another device: a new purchase token linked to the first. Same chain, same
         // account: its credentials come back, nothing is created.
-        try harness.google.addSubscription(token: "sub-chain-2", latestOrderID: "GPA.3399-8888-7777-66666", linkedToken: "sub-chain-1")
+        try harness.google.addSubscription(
+            token: "sub-chain-2", latestOrderID: "GPA.3399-8888-7777-66666", linkedToken: "sub-chain-1")
         let restored = try await Self.iap(port, token: "sub-chain-2")
         #expect(restored.status == 200, "\(restored.text)")
         #expect(try restored.json()["auto_account_created"] as? Bool == false)

@@ -1,9 +1,10 @@
 import Foundation
 import Postgres
 import ReceiptCore
-@testable import ReceiptGate
-import Testing
 import TestSupport
+import Testing
+
+@testable import ReceiptGate
 
 /// The one-time links of AccountLink's mails are not readable at rest: the outbox row holds the
 /// mail sealed under the master key, bound to its event id, opened only when claimed for sending.
@@ -12,10 +13,12 @@ import TestSupport
         let harness = try await AccountLinkEndToEnd.start()  // no SMTP: the mail waits in the outbox
         defer { harness.stop() }
         let port = harness.client.port
-        let c = try await AccountLinkEndToEnd.iap(port, try AccountLinkEndToEnd.subscription(harness, "2000000000150001"), email: "ada@example.com")
+        let c = try await AccountLinkEndToEnd.iap(
+            port, try AccountLinkEndToEnd.subscription(harness, "2000000000150001"), email: "ada@example.com")
         #expect(c.status == 200, "\(c.text)")
 
-        let rows = try await harness.pool.query("SELECT event_id::text AS id, payload::text AS payload FROM outbox WHERE target = 'email'")
+        let rows = try await harness.pool.query(
+            "SELECT event_id::text AS id, payload::text AS payload FROM outbox WHERE target = 'email'")
         let row = try #require(rows.first)
         let stored = try row.decode("payload", as: String.self), eventID = try row.decode("id", as: String.self)
         #expect(!stored.contains("token="))
@@ -24,12 +27,15 @@ import TestSupport
         #expect(try Binary.json(stored).keys.sorted() == ["sealed"])
 
         // The operator's views show that a mail waits, never what it says.
-        let listed = String(decoding: try JSONEncoder().encode(try await harness.service.repositories.outbox.list(failedOnly: false)), as: UTF8.self)
+        let listed = String(
+            decoding: try JSONEncoder().encode(try await harness.service.repositories.outbox.list(failedOnly: false)),
+            as: UTF8.self)
         #expect(listed.contains("email.password_reset"))
         #expect(!listed.contains("token=") && !listed.contains("sealed"))
 
         // A box copied onto another row does not open there.
-        try await harness.pool.execute("""
+        try await harness.pool.execute(
+            """
             INSERT INTO outbox (event_id, client_id, event_type, aggregate_key, payload, target, is_head)
             SELECT gen_random_uuid(), client_id, event_type, 'account:copy', payload, target, true FROM outbox WHERE target = 'email'
             """)
@@ -42,9 +48,10 @@ import TestSupport
         let text = try #require(mail["text"] as? String)
         let start = try #require(text.range(of: "/account/reset-password?token="))
         let token = String(text[start.upperBound...].prefix { !$0.isWhitespace })
-        let set = try await RawHTTP.request(port: port, method: "POST", path: "/account/reset-password",
-                                            headers: ["Content-Type": "application/x-www-form-urlencoded"],
-                                            body: Data("token=\(token)&password=correct-horse".utf8))
+        let set = try await RawHTTP.request(
+            port: port, method: "POST", path: "/account/reset-password",
+            headers: ["Content-Type": "application/x-www-form-urlencoded"],
+            body: Data("token=\(token)&password=correct-horse".utf8))
         #expect(set.status == 200, "\(set.text)")
         #expect(!stored.contains(token))
         let copy = try #require(claimed.first { $0.eventID != eventID })

@@ -1,11 +1,11 @@
 import AccountLink
 import AlogameGateway
 import AppStore
+import AppStoreTestSupport
 import Foundation
 import ReceiptCore
-import Testing
-import AppStoreTestSupport
 import TestSupport
+import Testing
 
 /// `POST /iap` with a bare `apple.transaction_id`: it proves nothing about who calls, so it links
 /// only to the caller's own account, and only a purchase made with that account's
@@ -22,18 +22,25 @@ import TestSupport
         var headers = AccountLinkEndToEnd.headers
         if let token { headers["Authorization"] = "Bearer \(token)" }
         let body: [String: Any] = ["apple": ["bundle_id": "com.example.game", "transaction_id": transactionID]]
-        return try await RawHTTP.request(port: port, method: "POST", path: "/iap", headers: headers, body: try JSONSerialization.data(withJSONObject: body))
+        return try await RawHTTP.request(
+            port: port, method: "POST", path: "/iap", headers: headers,
+            body: try JSONSerialization.data(withJSONObject: body))
     }
 
     static func subscription(_ id: String) -> [String: any Sendable] {
-        ["originalTransactionId": id, "productId": "premium.monthly", "type": "Auto-Renewable Subscription",
-         "expiresDate": Int64(Date().timeIntervalSince1970 * 1000) + 86_400_000]
+        [
+            "originalTransactionId": id, "productId": "premium.monthly", "type": "Auto-Renewable Subscription",
+            "expiresDate": Int64(Date().timeIntervalSince1970 * 1000) + 86_400_000,
+        ]
     }
 
     static func harness(_ fake: FakeAppStoreServerAPI) async throws -> VerifyHarness {
-        try await VerifyHarness.start(environments: [.sandbox], dialects: [AccountLink(), AlogameGateway()], pki: fake.pki) { pki in
+        try await VerifyHarness.start(
+            environments: [.sandbox], dialects: [AccountLink(), AlogameGateway()], pki: fake.pki
+        ) { pki in
             var appStore = AppStoreConfiguration(trustRoots: [pki.root])
-            appStore.serverAPIKey = .init(keyID: FakeAppStoreServerAPI.keyID, issuerID: FakeAppStoreServerAPI.issuerID, privateKey: fake.teamKey)
+            appStore.serverAPIKey = .init(
+                keyID: FakeAppStoreServerAPI.keyID, issuerID: FakeAppStoreServerAPI.issuerID, privateKey: fake.teamKey)
             appStore.serverAPIProductionURL = "http://127.0.0.1:\(fake.production.port)"
             appStore.serverAPISandboxURL = "http://127.0.0.1:\(fake.sandbox.port)"
             return appStore
@@ -41,8 +48,12 @@ import TestSupport
     }
 
     /// Signs in with a receipt of the account's own: its access token and app_account_token.
-    static func signIn(_ harness: VerifyHarness, transactionID: String) async throws -> (token: String, appAccountToken: String) {
-        let answer = try await AccountLinkEndToEnd.iap(harness.service.port, try AccountLinkEndToEnd.subscription(harness, transactionID)).json()
+    static func signIn(
+        _ harness: VerifyHarness, transactionID: String
+    ) async throws -> (token: String, appAccountToken: String) {
+        let answer = try await AccountLinkEndToEnd.iap(
+            harness.service.port, try AccountLinkEndToEnd.subscription(harness, transactionID)
+        ).json()
         return (try #require(answer["access_token"] as? String), try #require(answer["app_account_token"] as? String))
     }
 
@@ -73,14 +84,21 @@ import TestSupport
         #expect(try linked.json()["account_switched"] as? Bool == false)
         #expect(try linked.json()["auto_account_created"] as? Bool == false)
         #expect(fake.hits("Sandbox /inApps/v1/transactions/{id}") == 1)
-        let entitlements = try #require(try await AccountLinkEndToEnd.userinfo(port, token).json()["entitlements"] as? [[String: Any]])
-        #expect(Set(entitlements.compactMap { $0["original_transaction_id"] as? String }) == ["2000000000130100", "2000000000130001"])
+        let entitlements = try #require(
+            try await AccountLinkEndToEnd.userinfo(port, token).json()["entitlements"] as? [[String: Any]])
+        #expect(
+            Set(entitlements.compactMap { $0["original_transaction_id"] as? String }) == [
+                "2000000000130100", "2000000000130001",
+            ])
         #expect(try await harness.count("accounts") == accounts)
 
         // Apple knows no such transaction: 422. What the API answers is verified like any JWS.
         #expect(try await Self.iap(port, transactionID: "2000000000139999", token: token).status == 422)
-        let foreign = try AppleTestPKI().sign(AppleTestPKI.transaction(["transactionId": "2000000000130009", "environment": "Sandbox",
-                                                                        "appAccountToken": appAccountToken]))
+        let foreign = try AppleTestPKI().sign(
+            AppleTestPKI.transaction([
+                "transactionId": "2000000000130009", "environment": "Sandbox",
+                "appAccountToken": appAccountToken,
+            ]))
         fake.state.known.update { $0["Sandbox", default: [:]]["2000000000130009"] = foreign }
         #expect(try await Self.iap(port, transactionID: "2000000000130009", token: token).status == 422)
         // Not an App Store id at all: 400 naming the field, Apple not asked.
@@ -91,9 +109,11 @@ import TestSupport
         #expect(Self.lookups(fake) == hits)
 
         // The native API and the Alogame gateway do not redeem a bare id: refused, Apple not asked.
-        let native = try await harness.client.post("/v1/verify", json: ["store": "app_store", "receipt": "2000000000130001"])
+        let native = try await harness.client.post(
+            "/v1/verify", json: ["store": "app_store", "receipt": "2000000000130001"])
         #expect(native.status == 422 || native.status == 400, "\(native.text)")
-        let gateway = try await harness.client.post("/iap/gateway/verify", json: ["receipt": "2000000000130001", "product_id": "premium.monthly", "os_id": 2])
+        let gateway = try await harness.client.post(
+            "/iap/gateway/verify", json: ["receipt": "2000000000130001", "product_id": "premium.monthly", "os_id": 2])
         #expect(gateway.status != 200, "\(gateway.text)")
         #expect(Self.lookups(fake) == hits)
         #expect(try await harness.count("accounts") == accounts)
@@ -121,9 +141,13 @@ import TestSupport
         for token in [nil, attacker] as [String?] {
             var headers = AccountLinkEndToEnd.headers
             if let token { headers["Authorization"] = "Bearer \(token)" }
-            let body: [String: Any] = ["apple": ["bundle_id": "com.example.game", "transaction_id": "2000000000131001"],
-                                       "customer_details": ["email": "me@evil.example"]]
-            let answer = try await RawHTTP.request(port: port, method: "POST", path: "/iap", headers: headers, body: try JSONSerialization.data(withJSONObject: body))
+            let body: [String: Any] = [
+                "apple": ["bundle_id": "com.example.game", "transaction_id": "2000000000131001"],
+                "customer_details": ["email": "me@evil.example"],
+            ]
+            let answer = try await RawHTTP.request(
+                port: port, method: "POST", path: "/iap", headers: headers,
+                body: try JSONSerialization.data(withJSONObject: body))
             #expect(answer.status == 422, "\(answer.text)")
             #expect(try answer.json()["error"] as? String == "OWNERSHIP_NOT_PROVEN")
             #expect(try answer.json()["access_token"] == nil)
@@ -135,10 +159,14 @@ import TestSupport
         // makes the victim an account of the victim's own.
         let claim = try await Self.iap(port, transactionID: "2000000000131002", token: attacker)
         #expect(claim.status == 422, "\(claim.text)")
-        let later = try await AccountLinkEndToEnd.iap(port, try AccountLinkEndToEnd.subscription(harness, "2000000000131002")).json()
+        let later = try await AccountLinkEndToEnd.iap(
+            port, try AccountLinkEndToEnd.subscription(harness, "2000000000131002")
+        ).json()
         #expect(later["auto_account_created"] as? Bool == true)
         let attackerInfo = try await AccountLinkEndToEnd.userinfo(port, attacker).json()
-        let claimed = (attackerInfo["entitlements"] as? [[String: Any]] ?? []).compactMap { $0["original_transaction_id"] as? String }
+        let claimed = (attackerInfo["entitlements"] as? [[String: Any]] ?? []).compactMap {
+            $0["original_transaction_id"] as? String
+        }
         #expect(claimed == ["2000000000131099"])
         let victimInfo = try await AccountLinkEndToEnd.userinfo(port, victim).json()
         #expect(victimInfo["email"] == nil || victimInfo["email"] is NSNull)
@@ -149,7 +177,10 @@ import TestSupport
     @Test func withoutTheServerAPIABareTransactionIDIs400NamingTheField() async throws {
         let harness = try await VerifyHarness.start(environments: [.sandbox], dialects: [AccountLink()])
         defer { harness.stop() }
-        let token = try #require(try await AccountLinkEndToEnd.iap(harness.service.port, try AccountLinkEndToEnd.subscription(harness, "2000000000130200"))
+        let token = try #require(
+            try await AccountLinkEndToEnd.iap(
+                harness.service.port, try AccountLinkEndToEnd.subscription(harness, "2000000000130200")
+            )
             .json()["access_token"] as? String)
         let accounts = try await harness.count("accounts")
         let response = try await Self.iap(harness.service.port, transactionID: "2000000000130001", token: token)

@@ -1,7 +1,7 @@
 import Foundation
 import ReceiptGate
-import Testing
 import TestSupport
+import Testing
 
 /// The admin token cannot be guessed at wire speed: the admin API holds back a caller after ten
 /// wrong tokens within a minute, by the rule the console's sign-in uses (an IPv6 caller per /64,
@@ -19,7 +19,10 @@ import TestSupport
     static func guesses(_ count: Int, port: Int, forwardedFor: (Int) -> String? = { _ in nil }) async throws -> [Int] {
         var statuses: [Int] = []
         for attempt in 1...count {
-            statuses.append(try await admin(port, token: "wrong-guess-\(attempt)-of-the-admin-token", forwardedFor: forwardedFor(attempt)).status)
+            statuses.append(
+                try await admin(
+                    port, token: "wrong-guess-\(attempt)-of-the-admin-token", forwardedFor: forwardedFor(attempt)
+                ).status)
         }
         return statuses
     }
@@ -36,7 +39,9 @@ import TestSupport
         let minutesStarted = Int((ContinuousClock.now - started).components.seconds / 60) + 1
         #expect(Array(statuses.prefix(11)) == Self.tenRefusedThenHeldBack)
         #expect(statuses.allSatisfy { $0 == 401 || $0 == 429 })
-        #expect(statuses.filter { $0 == 401 }.count <= 10 * minutesStarted, "at most ten wrong tokens are compared a minute")
+        #expect(
+            statuses.filter { $0 == 401 }.count <= 10 * minutesStarted, "at most ten wrong tokens are compared a minute"
+        )
 
         let held = try await Self.admin(port, token: "one-more-wrong-guess-of-the-admin-token")
         #expect(held.status == 429)
@@ -44,11 +49,15 @@ import TestSupport
         let retryAfter = try #require(held.headers["retry-after"].flatMap { Int($0) })
         #expect((1...60).contains(retryAfter))
 
-        #expect(try await Self.admin(port, token: Self.token).status == 200, "the right token passes from the held-back address")
+        #expect(
+            try await Self.admin(port, token: Self.token).status == 200,
+            "the right token passes from the held-back address")
         // The console's sign-in is held back by the same count, and the right token signs in there too.
         let guesser = ConsoleBrowserSession(port: port)
         _ = try await guesser.get("/console/sign-in")
-        #expect(try await guesser.post("/console/sign-in", [("token", "a-wrong-guess-at-the-console-sign-in")]).status == 429)
+        #expect(
+            try await guesser.post("/console/sign-in", [("token", "a-wrong-guess-at-the-console-sign-in")]).status
+                == 429)
         #expect(try await ConsoleBrowserSession(port: port).signIn(token: Self.token).status == 303)
     }
 
@@ -57,10 +66,16 @@ import TestSupport
         let harness = try await VerifyHarness.start(adminToken: Self.token, configure: { $0.trustedProxies = [proxy] })
         defer { harness.stop() }
         let port = harness.service.port
-        #expect(try await Self.guesses(11, port: port, forwardedFor: { _ in "198.51.100.7" }) == Self.tenRefusedThenHeldBack)
-        #expect(try await Self.admin(port, token: "wrong-guess-from-another-caller", forwardedFor: "198.51.100.8").status == 401,
-                "another caller behind the same proxy is not held back")
-        #expect(try await Self.admin(port, token: "wrong-guess-from-the-proxy-itself").status == 401, "nor is the proxy's own address")
+        #expect(
+            try await Self.guesses(11, port: port, forwardedFor: { _ in "198.51.100.7" }) == Self.tenRefusedThenHeldBack
+        )
+        #expect(
+            try await Self.admin(port, token: "wrong-guess-from-another-caller", forwardedFor: "198.51.100.8").status
+                == 401,
+            "another caller behind the same proxy is not held back")
+        #expect(
+            try await Self.admin(port, token: "wrong-guess-from-the-proxy-itself").status == 401,
+            "nor is the proxy's own address")
         #expect(try await Self.admin(port, token: Self.token, forwardedFor: "198.51.100.7").status == 200)
     }
 
@@ -70,9 +85,12 @@ import TestSupport
         defer { harness.stop() }
         let port = harness.service.port
         // Ten addresses of one /64, then an eleventh of it: the network, not the address, has guessed ten times.
-        let statuses = try await Self.guesses(11, port: port, forwardedFor: { "2001:db8:1:2:\(String($0, radix: 16))::1" })
+        let statuses = try await Self.guesses(
+            11, port: port, forwardedFor: { "2001:db8:1:2:\(String($0, radix: 16))::1" })
         #expect(statuses == Self.tenRefusedThenHeldBack)
-        #expect(try await Self.admin(port, token: "wrong-guess-from-the-next-network", forwardedFor: "2001:db8:1:3::1").status == 401)
+        #expect(
+            try await Self.admin(port, token: "wrong-guess-from-the-next-network", forwardedFor: "2001:db8:1:3::1")
+                .status == 401)
         #expect(try await Self.admin(port, token: Self.token, forwardedFor: "2001:db8:1:2::ffff").status == 200)
     }
 

@@ -1,13 +1,14 @@
 import AlogameGateway
-import Postgres
-@testable import ReceiptGate
 import AppStore
-import OpenSSLCrypto
-import Foundation
-import ReceiptCore
-import Testing
 import AppStoreTestSupport
+import Foundation
+import OpenSSLCrypto
+import Postgres
+import ReceiptCore
 import TestSupport
+import Testing
+
+@testable import ReceiptGate
 
 /// The Alogame gateway contract's support tool, asking a local fake of the App Store Server API.
 @Suite struct AlogameLookupReceipt {
@@ -15,9 +16,11 @@ import TestSupport
     static func start(_ fake: FakeAppStoreServerAPI) async throws -> VerifyHarness {
         try fake.add("2000000000009001", environment: "Production", ["productId": "gems100"])
         try fake.add("2000000000009002", environment: "Production", ["productId": "gems500"])
-        return try await VerifyHarness.start(environments: [.production], dialects: [AlogameGateway()], pki: fake.pki) { pki in
+        return try await VerifyHarness.start(environments: [.production], dialects: [AlogameGateway()], pki: fake.pki) {
+            pki in
             var appStore = AppStoreConfiguration(trustRoots: [pki.root])
-            appStore.serverAPIKey = .init(keyID: FakeAppStoreServerAPI.keyID, issuerID: FakeAppStoreServerAPI.issuerID, privateKey: fake.teamKey)
+            appStore.serverAPIKey = .init(
+                keyID: FakeAppStoreServerAPI.keyID, issuerID: FakeAppStoreServerAPI.issuerID, privateKey: fake.teamKey)
             appStore.serverAPIProductionURL = "http://127.0.0.1:\(fake.production.port)"
             appStore.serverAPISandboxURL = "http://127.0.0.1:\(fake.sandbox.port)"
             return appStore
@@ -32,7 +35,10 @@ import TestSupport
 
         // The gateway received one of the order's two transactions.
         let signed = try #require(fake.state.known.get()["Production"]?["2000000000009001"])
-        #expect(try await client.post("/iap/gateway/verify", json: ["receipt": signed, "product_id": "gems100", "os_id": 2]).status == 200)
+        #expect(
+            try await client.post(
+                "/iap/gateway/verify", json: ["receipt": signed, "product_id": "gems100", "os_id": 2]
+            ).status == 200)
 
         let lookupBody = try JSONSerialization.data(withJSONObject: ["order_id": "MQ5VLT9VXT"])
         let stamp = Int(Date().timeIntervalSince1970)
@@ -57,7 +63,8 @@ import TestSupport
         #expect(receivedGateway["current_state"] as? String == "gateway_verified")
         #expect(receivedGateway["recorded_for_this_game"] as? Bool == true)
         #expect(receivedGateway.keys.contains("last_error_code") && receivedGateway.keys.contains("last_error_message"))
-        let missed = try #require(transactions.first { $0["transaction_id"] as? String == "2000000000009002" }?["gateway"] as? [String: Any])
+        let missed = try #require(
+            transactions.first { $0["transaction_id"] as? String == "2000000000009002" }?["gateway"] as? [String: Any])
         #expect(missed["found"] as? Bool == false)
         #expect(missed["reason"] as? String == "NEVER_RECEIVED_BY_GATEWAY")
 
@@ -65,14 +72,22 @@ import TestSupport
         #expect(unknown["found"] as? Bool == false)
         #expect((unknown["transactions"] as? [Any])?.isEmpty == true)
         let broken = try await client.post("/iap/gateway/lookup-receipt", json: ["order_id": "BROKENDATA"]).json()
-        #expect(((broken["transactions"] as? [[String: Any]])?.first?["gateway"] as? [String: Any])?["reason"] as? String == "DECODE_FAILED")
+        #expect(
+            ((broken["transactions"] as? [[String: Any]])?.first?["gateway"] as? [String: Any])?["reason"] as? String
+                == "DECODE_FAILED")
         #expect(try await client.post("/iap/gateway/lookup-receipt", json: [:]).status == 400)
 
         // Another game's client sees that the gateway has it, never its record.
-        let rival = try await service.clients.create(VerifyHarness.settings(name: "Rival", environments: [.production], gameID: 7))
-        let rivalView = try await SignedClient(port: service.port, clientID: rival.client.clientID, secret: rival.secret)
-            .post("/iap/gateway/lookup-receipt", json: ["order_id": "MQ5VLT9VXT"]).json()
-        let rivalEntry = try #require((rivalView["transactions"] as? [[String: Any]])?.first { $0["transaction_id"] as? String == "2000000000009001" }?["gateway"] as? [String: Any])
+        let rival = try await service.clients.create(
+            VerifyHarness.settings(name: "Rival", environments: [.production], gameID: 7))
+        let rivalView = try await SignedClient(
+            port: service.port, clientID: rival.client.clientID, secret: rival.secret
+        )
+        .post("/iap/gateway/lookup-receipt", json: ["order_id": "MQ5VLT9VXT"]).json()
+        let rivalEntry = try #require(
+            (rivalView["transactions"] as? [[String: Any]])?.first {
+                $0["transaction_id"] as? String == "2000000000009001"
+            }?["gateway"] as? [String: Any])
         #expect(rivalEntry["recorded_for_this_game"] as? Bool == false)
         #expect(rivalEntry["tx_mgmt_id"] is NSNull)
         await service.shutdown()
@@ -90,28 +105,40 @@ import TestSupport
         let known = fake.state.known.get()["Production"] ?? [:]
         let first = try #require(known["2000000000009001"]), second = try #require(known["2000000000009002"])
         // The game verifies the first transaction, and sends the second with the first one's product id.
-        #expect(try await client.post("/iap/gateway/verify", json: ["receipt": first, "product_id": "gems100", "os_id": 2]).status == 200)
-        let wrongProduct = try await client.post("/iap/gateway/verify", json: ["receipt": second, "product_id": "gems100", "os_id": 2])
+        #expect(
+            try await client.post("/iap/gateway/verify", json: ["receipt": first, "product_id": "gems100", "os_id": 2])
+                .status == 200)
+        let wrongProduct = try await client.post(
+            "/iap/gateway/verify", json: ["receipt": second, "product_id": "gems100", "os_id": 2])
         #expect(wrongProduct.status == 422)
         #expect(try wrongProduct.json()["error"] as? String == "PRODUCT_MISMATCH")
         // Another game presents the first transaction: refused as that game's duplicate.
-        let rival = try await service.clients.create(VerifyHarness.settings(name: "Rival", environments: [.production], gameID: 7))
+        let rival = try await service.clients.create(
+            VerifyHarness.settings(name: "Rival", environments: [.production], gameID: 7))
         let rivalClient = SignedClient(port: service.port, clientID: rival.client.clientID, secret: rival.secret)
-        let taken = try await rivalClient.post("/iap/gateway/verify", json: ["receipt": first, "product_id": "gems100", "os_id": 2])
+        let taken = try await rivalClient.post(
+            "/iap/gateway/verify", json: ["receipt": first, "product_id": "gems100", "os_id": 2])
         #expect(taken.status == 409)
 
         func gateways(_ caller: SignedClient) async throws -> [String: [String: Any]] {
-            let entries = try #require(try await caller.post("/iap/gateway/lookup-receipt", json: ["order_id": "MQ5VLT9VXT"]).json()["transactions"] as? [[String: Any]])
-            return Dictionary(uniqueKeysWithValues: entries.compactMap { entry in
-                (entry["transaction_id"] as? String).flatMap { id in (entry["gateway"] as? [String: Any]).map { (id, $0) } }
-            })
+            let entries = try #require(
+                try await caller.post("/iap/gateway/lookup-receipt", json: ["order_id": "MQ5VLT9VXT"]).json()[
+                    "transactions"] as? [[String: Any]])
+            return Dictionary(
+                uniqueKeysWithValues: entries.compactMap { entry in
+                    (entry["transaction_id"] as? String).flatMap { id in
+                        (entry["gateway"] as? [String: Any]).map { (id, $0) }
+                    }
+                })
         }
         let mine = try await gateways(client)
         let refused = try #require(mine["2000000000009002"])
         #expect(refused["found"] as? Bool == false)
         #expect(refused["reason"] as? String == "NEVER_RECEIVED_BY_GATEWAY")
         #expect(refused["last_error_code"] as? String == "PRODUCT_MISMATCH")
-        #expect(refused["last_error_message"] as? String == (try wrongProduct.json()["message"] as? String), "the message the refused call got")
+        #expect(
+            refused["last_error_message"] as? String == (try wrongProduct.json()["message"] as? String),
+            "the message the refused call got")
         let recorded = try #require(mine["2000000000009001"])
         #expect(recorded["current_state"] as? String == "gateway_verified")
         #expect(recorded["last_error_code"] is NSNull, "the rival's refusal is not this game's")

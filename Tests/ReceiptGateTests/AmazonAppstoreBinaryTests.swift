@@ -1,7 +1,7 @@
 import AmazonAppstoreTestSupport
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// The built `receiptgate serve`, configured for Amazon only through its environment, as an
 /// operator runs it: RVS's refusal of the shared secret reaches the game server as a 502 naming
@@ -18,8 +18,12 @@ import TestSupport
         let server = try ChildProcess.launch(Binary.path, ["serve"], environment: Binary.environment(environment))
         let listening = try Binary.json(try await server.waitForStderrLine(containing: "\"listening\""))
         let port = try #require(Int((listening["url"] as? String)?.split(separator: ":").last ?? ""))
-        let client = SignedClient(port: port, clientID: created["client_id"] as? String ?? "", secret: created["client_secret"] as? String ?? "")
-        let body: [String: Any] = ["store": "amazon_appstore", "receipt": "r-served", "amazon_user_id": AmazonAppstoreEndToEnd.user]
+        let client = SignedClient(
+            port: port, clientID: created["client_id"] as? String ?? "",
+            secret: created["client_secret"] as? String ?? "")
+        let body: [String: Any] = [
+            "store": "amazon_appstore", "receipt": "r-served", "amazon_user_id": AmazonAppstoreEndToEnd.user,
+        ]
 
         try rvs.addReceipt("r-served", userID: AmazonAppstoreEndToEnd.user)
         let verified = try await client.post("/v1/verify", json: body)
@@ -28,11 +32,13 @@ import TestSupport
         rvs.state.alwaysStatus.set(496)
         let refused = try await client.post("/v1/verify", json: body)
         #expect(refused.status == 502, "\(refused.text)")
-        #expect((try refused.json()["message"] as? String)?.contains("--amazon-shared-secret") == true, "\(refused.text)")
+        #expect(
+            (try refused.json()["message"] as? String)?.contains("--amazon-shared-secret") == true, "\(refused.text)")
         // The SNS endpoint answers too: the binary mounted the provider's notification route.
-        let confirmation = try await RawHTTP.request(port: port, method: "POST", path: "/v1/notifications/amazon-appstore",
-                                                     headers: ["Content-Type": "text/plain; charset=UTF-8"],
-                                                     body: try sns.subscriptionConfirmation(token: "served-token-1"))
+        let confirmation = try await RawHTTP.request(
+            port: port, method: "POST", path: "/v1/notifications/amazon-appstore",
+            headers: ["Content-Type": "text/plain; charset=UTF-8"],
+            body: try sns.subscriptionConfirmation(token: "served-token-1"))
         #expect(confirmation.status == 200, "\(confirmation.text)")
 
         server.send(SIGTERM)

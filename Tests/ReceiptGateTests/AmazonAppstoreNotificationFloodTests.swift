@@ -1,8 +1,8 @@
 import AmazonAppstoreTestSupport
-import OpenSSLCrypto
 import Foundation
-import Testing
+import OpenSSLCrypto
 import TestSupport
+import Testing
 
 /// An attacker's flood of forged SNS messages, each naming a different certificate URL the rule
 /// allows, on a certificate host that takes connections and answers only when the test lets it: a
@@ -21,8 +21,12 @@ import TestSupport
     static let maxFetches = 4
 
     static func verify(_ client: SignedClient, receipt: String) async throws -> RawHTTP.Response {
-        try await client.post("/v1/verify", json: ["store": "amazon_appstore", "receipt": receipt, "product_id": "gems100",
-                                                            "amazon_user_id": AmazonAppstoreEndToEnd.user])
+        try await client.post(
+            "/v1/verify",
+            json: [
+                "store": "amazon_appstore", "receipt": receipt, "product_id": "gems100",
+                "amazon_user_id": AmazonAppstoreEndToEnd.user,
+            ])
     }
 
     @Test func aFloodOfForgedCertificateURLsLeavesVerificationAnsweredAndEveryMessageAnswered() async throws {
@@ -36,8 +40,10 @@ import TestSupport
         harness.sns.hold.close()
         let port = harness.sns.server.port
         let forged = try (0..<Self.forgedCount).map { index in
-            try harness.sns.notification(AmazonAppstoreHarness.news("CONSUMABLE_PURCHASED", receipt: "r-forged-\(index)"),
-                                         certificateURL: "http://127.0.0.1:\(port)/SimpleNotificationService-\(Hex.encode(SecureRandom.bytes(8))).pem")
+            try harness.sns.notification(
+                AmazonAppstoreHarness.news("CONSUMABLE_PURCHASED", receipt: "r-forged-\(index)"),
+                certificateURL:
+                    "http://127.0.0.1:\(port)/SimpleNotificationService-\(Hex.encode(SecureRandom.bytes(8))).pem")
         }
         let servicePort = harness.service.port
         let answered = LockedBox(0)
@@ -46,8 +52,10 @@ import TestSupport
                 var next = 0, statuses: [Int?] = []
                 func send(_ body: Data) {
                     group.addTask {
-                        try? await RawHTTP.request(port: servicePort, method: "POST", path: "/v1/notifications/amazon-appstore",
-                                                   headers: ["Content-Type": "text/plain; charset=UTF-8"], body: body).status
+                        try? await RawHTTP.request(
+                            port: servicePort, method: "POST", path: "/v1/notifications/amazon-appstore",
+                            headers: ["Content-Type": "text/plain; charset=UTF-8"], body: body
+                        ).status
                     }
                 }
                 while next < min(Self.concurrency, forged.count) { send(forged[next]); next += 1 }
@@ -62,18 +70,27 @@ import TestSupport
         // The verify is made once the flood holds as many fetches as may run at once (as many as
         // the RVS client has transfer threads, were they shared).
         #expect(await eventually { harness.sns.requestedFiles.get().count >= Self.maxFetches })
-        let during = await value(of: Task { try? await Self.verify(client, receipt: "r-during-flood") }, within: .seconds(300)) ?? nil
-        #expect(during?.status == 200, "a verify was not answered while certificate fetches were held: \(during?.text ?? "no answer")")
+        let during =
+            await value(of: Task { try? await Self.verify(client, receipt: "r-during-flood") }, within: .seconds(300))
+            ?? nil
+        #expect(
+            during?.status == 200,
+            "a verify was not answered while certificate fetches were held: \(during?.text ?? "no answer")")
         // Everything but the messages whose fetches are held is answered while they are held.
-        #expect(await eventually(within: .seconds(300)) { answered.get() >= Self.forgedCount - Self.maxFetches },
-                "answered while the fetches were held: \(answered.get()) of \(Self.forgedCount)")
-        #expect(harness.sns.requestedFiles.get().count == Self.maxFetches, "only as many fetches as may run at once were started")
+        #expect(
+            await eventually(within: .seconds(300)) { answered.get() >= Self.forgedCount - Self.maxFetches },
+            "answered while the fetches were held: \(answered.get()) of \(Self.forgedCount)")
+        #expect(
+            harness.sns.requestedFiles.get().count == Self.maxFetches,
+            "only as many fetches as may run at once were started")
 
         harness.sns.hold.release()
         let statuses = await value(of: flood, within: .seconds(300))
         #expect(statuses != nil, "the forged messages were not all answered")
         let all = statuses ?? []
         #expect(all.count == Self.forgedCount)
-        #expect(all.allSatisfy { $0 == 503 }, "\(Dictionary(grouping: all.map { $0.map(String.init) ?? "no answer" }, by: { $0 }).mapValues(\.count))")
+        #expect(
+            all.allSatisfy { $0 == 503 },
+            "\(Dictionary(grouping: all.map { $0.map(String.init) ?? "no answer" }, by: { $0 }).mapValues(\.count))")
     }
 }

@@ -1,7 +1,7 @@
 import AmazonAppstoreTestSupport
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// Amazon's Real-Time Notifications through the running service: a proven SNS notification moves
 /// the ledger as RVS reads the receipt and tells the game server (webhook, refund callback) once;
@@ -9,7 +9,9 @@ import TestSupport
 @Suite struct AmazonAppstoreEndToEndNotifications {
     static let user = AmazonAppstoreEndToEnd.user
 
-    static func waitUntil(_ condition: () async throws -> Bool, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+    static func waitUntil(
+        _ condition: () async throws -> Bool, sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws {
         try await WebhookDelivery.waitUntil(condition, sourceLocation: sourceLocation)
     }
 
@@ -17,28 +19,35 @@ import TestSupport
     static func refundedAfterVerifying(_ receipt: String, on harness: AmazonAppstoreHarness) async throws {
         try harness.rvs.addReceipt(receipt, userID: user)
         #expect(try await harness.verify(receipt).status == 200)
-        try harness.rvs.addReceipt(receipt, userID: user, cancelDate: Date(timeIntervalSince1970: 1_716_400_000), cancelReason: 1)
+        try harness.rvs.addReceipt(
+            receipt, userID: user, cancelDate: Date(timeIntervalSince1970: 1_716_400_000), cancelReason: 1)
     }
 
     @Test func aSignedRefundNotificationRefundsTellsTheGameServerOnceAndIsAppliedOnce() async throws {
         let harness = try await AmazonAppstoreHarness.start()
         defer { harness.stop() }
         try await Self.refundedAfterVerifying("r-refund", on: harness)
-        let body = try harness.sns.notification(AmazonAppstoreHarness.news("CONSUMABLE_CANCELLED", receipt: "r-refund"), messageID: "sns-refund-1")
+        let body = try harness.sns.notification(
+            AmazonAppstoreHarness.news("CONSUMABLE_CANCELLED", receipt: "r-refund"), messageID: "sns-refund-1")
         let answer = try await harness.deliver(body)
         #expect(answer.status == 200, "\(answer.text)")
         #expect(try answer.json()["duplicate"] as? Bool == false)
         #expect(try await harness.state("r-refund") == "refunded")
-        try await Self.waitUntil { harness.receiver.bodies("/hooks").contains { $0["type"] as? String == "transaction.refunded" } }
+        try await Self.waitUntil {
+            harness.receiver.bodies("/hooks").contains { $0["type"] as? String == "transaction.refunded" }
+        }
         try await Self.waitUntil { !harness.receiver.bodies("/refunds").isEmpty }
-        #expect(harness.receiver.bodies("/refunds").first?["transaction_id"] as? String == "r-refund", "\(harness.receiver.bodies("/refunds"))")
+        #expect(
+            harness.receiver.bodies("/refunds").first?["transaction_id"] as? String == "r-refund",
+            "\(harness.receiver.bodies("/refunds"))")
         #expect(harness.receiver.bodies("/refunds").first?["game_id"] as? Int == 42)
         // SNS delivers at least once: the same MessageId again is acknowledged and changes nothing.
         let redelivered = try await harness.deliver(body)
         #expect(redelivered.status == 200)
         #expect(try redelivered.json()["duplicate"] as? Bool == true)
         try await OutboxDrain.wait(harness.pool)
-        #expect(try await harness.count("SELECT count(*) AS n FROM outbox WHERE event_type = 'transaction.refunded'") == 1)
+        #expect(
+            try await harness.count("SELECT count(*) AS n FROM outbox WHERE event_type = 'transaction.refunded'") == 1)
         #expect(try await harness.count("SELECT count(*) AS n FROM outbox WHERE target = 'refund_callback'") == 1)
         #expect(harness.receiver.bodies("/refunds").count == 1)
         #expect(harness.receiver.bodies("/hooks").filter { $0["type"] as? String == "transaction.refunded" }.count == 1)
@@ -51,21 +60,26 @@ import TestSupport
         let harness = try await AmazonAppstoreHarness.start()
         defer { harness.stop() }
         try await Self.refundedAfterVerifying("r-kept", on: harness)
-        let genuine = try harness.sns.notification(AmazonAppstoreHarness.news("CONSUMABLE_CANCELLED", receipt: "r-other"), messageID: "sns-forged")
+        let genuine = try harness.sns.notification(
+            AmazonAppstoreHarness.news("CONSUMABLE_CANCELLED", receipt: "r-other"), messageID: "sns-forged")
         // Signed for another receipt, edited to name ours.
-        let news = String(decoding: try JSONSerialization.data(withJSONObject: AmazonAppstoreHarness.news("CONSUMABLE_CANCELLED", receipt: "r-kept"),
-                                                               options: [.sortedKeys]), as: UTF8.self)
+        let news = String(
+            decoding: try JSONSerialization.data(
+                withJSONObject: AmazonAppstoreHarness.news("CONSUMABLE_CANCELLED", receipt: "r-kept"),
+                options: [.sortedKeys]), as: UTF8.self)
         let tampered = try await harness.deliver(try FakeSNS.tampered(genuine, "Message", news))
         #expect((400..<500).contains(tampered.status), "\(tampered.text)")
         // Correctly signed, but by a certificate that is not at an allowed URL: never even fetched.
         let foreign = try FakeSNS()
         defer { Task.detached { await foreign.shutdown() } }
-        let impostor = try await harness.deliver(try foreign.notification(AmazonAppstoreHarness.news("CONSUMABLE_CANCELLED", receipt: "r-kept")))
+        let impostor = try await harness.deliver(
+            try foreign.notification(AmazonAppstoreHarness.news("CONSUMABLE_CANCELLED", receipt: "r-kept")))
         #expect((400..<500).contains(impostor.status), "\(impostor.text)")
         #expect(foreign.certificateHits.get() == 0)
         #expect(try await harness.state("r-kept") == "active")
         #expect(try await harness.count("SELECT count(*) AS n FROM store_notifications") == 0)
-        #expect(try await harness.count("SELECT count(*) AS n FROM outbox WHERE event_type = 'transaction.refunded'") == 0)
+        #expect(
+            try await harness.count("SELECT count(*) AS n FROM outbox WHERE event_type = 'transaction.refunded'") == 0)
         // The genuine message, untouched, is accepted: the refusals above were about the forgery.
         #expect(try await harness.deliver(genuine).status == 200)
     }
@@ -73,8 +87,11 @@ import TestSupport
     @Test func aSubscriptionConfirmationsTokenReachesTheOperator() async throws {
         let harness = try await AmazonAppstoreHarness.start()
         defer { harness.stop() }
-        let token = "2336412f37fb687f5d51e6e2425f004aed0e3a1a" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
-        let answer = try await harness.deliver(try harness.sns.subscriptionConfirmation(token: token, messageID: "sns-confirm"))
+        let token =
+            "2336412f37fb687f5d51e6e2425f004aed0e3a1a"
+            + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+        let answer = try await harness.deliver(
+            try harness.sns.subscriptionConfirmation(token: token, messageID: "sns-confirm"))
         #expect(answer.status == 200, "\(answer.text)")
         // In the log, at warning level, with what the Amazon console asks for.
         let line = try harness.log.captured.first { $0.contains(token) }.map(Binary.json)
@@ -98,6 +115,8 @@ import TestSupport
         let printed = try #require(try Binary.json(cli.stdout)["notifications"] as? [[String: Any]])
         #expect((printed.first?["decoded"] as? [String: Any])?["Token"] as? String == token)
         let otherStore = try await Binary.run(["notifications", "list", "--store", "google_play"], harness.cli)
-        #expect((try Binary.json(otherStore.stdout)["notifications"] as? [[String: Any]])?.isEmpty == true, "\(otherStore.stdout)")
+        #expect(
+            (try Binary.json(otherStore.stdout)["notifications"] as? [[String: Any]])?.isEmpty == true,
+            "\(otherStore.stdout)")
     }
 }

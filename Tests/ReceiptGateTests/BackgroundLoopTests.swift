@@ -1,7 +1,8 @@
 import Foundation
-@testable import ReceiptGate
-import Testing
 import TestSupport
+import Testing
+
+@testable import ReceiptGate
 
 /// The one loop type the service's repeated work runs on.
 @Suite struct BackgroundLoops {
@@ -13,8 +14,12 @@ import TestSupport
         let log = ServerLogCapture()
         let runs = LockedBox(0), firsts = LockedBox(0)
         // Three runs back to back (more due), then a failure.
-        let loop = BackgroundLoop("test sweep", every: .seconds(3600), logger: log.logger, first: { firsts.update { $0 += 1 } }) {
-            let run = runs.update { $0 += 1; return $0 }
+        let loop = BackgroundLoop(
+            "test sweep", every: .seconds(3600), logger: log.logger, first: { firsts.update { $0 += 1 } }
+        ) {
+            let run = runs.update {
+                $0 += 1; return $0
+            }
             if run <= 3 { return .again }
             if run == 4 { throw Broke() }
             return .pause

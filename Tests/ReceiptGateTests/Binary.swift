@@ -1,12 +1,13 @@
-import OpenSSLCrypto
-import Foundation
 import AppStoreTestSupport
+import Foundation
+import OpenSSLCrypto
 import TestSupport
 
 /// The built `receiptgate` executable, beside the test bundle in the build folder.
 enum Binary {
     static var path: String {
-        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("receiptgate").path
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("receiptgate")
+            .path
     }
 
     /// A minimal environment: what a user would have, plus the given variables.
@@ -16,7 +17,9 @@ enum Binary {
         return environment
     }
 
-    static func run(_ arguments: [String], _ extra: [String: String] = [:]) async throws -> (status: Int32, stdout: String, stderr: String) {
+    static func run(
+        _ arguments: [String], _ extra: [String: String] = [:]
+    ) async throws -> (status: Int32, stdout: String, stderr: String) {
         try await ChildProcess.run(path, arguments, environment: environment(extra))
     }
 
@@ -26,8 +29,10 @@ enum Binary {
 
     /// Environment for a database of its own and a fixed master key.
     static func databaseEnvironment() async throws -> [String: String] {
-        ["DATABASE_URL": try await TestDatabase.makeDatabase(prefix: "cli"),
-         "RECEIPTGATE_MASTER_KEY": SecureRandom.bytes(32).base64EncodedString(),
-         "RECEIPTGATE_DATA_DIR": TestDatabase.temporaryDirectory("cli-data").path]
+        [
+            "DATABASE_URL": try await TestDatabase.makeDatabase(prefix: "cli"),
+            "RECEIPTGATE_MASTER_KEY": SecureRandom.bytes(32).base64EncodedString(),
+            "RECEIPTGATE_DATA_DIR": TestDatabase.temporaryDirectory("cli-data").path,
+        ]
     }
 }

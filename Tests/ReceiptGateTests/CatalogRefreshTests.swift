@@ -2,10 +2,11 @@ import AppStoreTestSupport
 import Foundation
 import Postgres
 import ReceiptCore
-@testable import ReceiptGate
 import Synchronization
-import Testing
 import TestSupport
+import Testing
+
+@testable import ReceiptGate
 
 /// A session of its own on the test's database: runs `statements`, then stays open (holding
 /// whatever they took: a transaction, an advisory lock) until `release()`, then runs `finally`.
@@ -49,18 +50,21 @@ final class HeldSession: Sendable {
         let catalog = h.harness.service.repositories.catalog
 
         // The caller's refresh stopped at its budget (a deadline) before it began.
-        _ = try await catalog.set(client: h.client.clientID, store: "app_store", product: "noads", entitlements: ["no_ads"], by: "test",
-                                  refreshWithin: .zero)
+        _ = try await catalog.set(
+            client: h.client.clientID, store: "app_store", product: "noads", entitlements: ["no_ads"], by: "test",
+            refreshWithin: .zero)
         try await WebhookDelivery.waitUntil { try await h.owned("cut-short").byName["no_ads"] != nil }
         try await WebhookDelivery.waitUntil { try await h.harness.count("catalog_refreshes") == 0 }
 
         // The change committed and its caller died before refreshing (an interrupted command, a
         // crash): what it wrote in its transaction, and its lease gone by.
         try await h.harness.pool.withTransaction { connection in
-            try connection.execute("""
+            try connection.execute(
+                """
                 INSERT INTO product_entitlements (client_id, store, product_id, entitlement) VALUES (\(h.client.clientID), 'app_store', 'noads', 'supporter')
                 """)
-            _ = try CatalogRefreshes.request(client: h.client.clientID, store: "app_store", product: "noads", on: connection)
+            _ = try CatalogRefreshes.request(
+                client: h.client.clientID, store: "app_store", product: "noads", on: connection)
         }
         // Not yet refreshed while the caller's lease runs; then the lease gone by, for the worker.
         #expect(try await h.owned("caller-gone").byName["supporter"] == nil)
@@ -77,14 +81,17 @@ final class HeldSession: Sendable {
         // A report, a migration, an operator's psql: a transaction left open, unrelated to the catalog.
         let idle = HeldSession(pool: h.harness.pool, ["BEGIN", "SELECT txid_current()"], finally: "ROLLBACK")
         try await WebhookDelivery.waitUntil {
-            try await h.harness.count("pg_stat_activity WHERE datname = current_database() AND state = 'idle in transaction' AND query = 'SELECT txid_current()'") == 1
+            try await h.harness.count(
+                "pg_stat_activity WHERE datname = current_database() AND state = 'idle in transaction' AND query = 'SELECT txid_current()'"
+            ) == 1
         }
         // Answered while that transaction is still open: a change that waited for it would wait
         // until the request's deadline and answer 503.
-        let answer = try await RawHTTP.request(port: h.harness.service.port, method: "PUT",
-                                               path: "/admin/clients/\(h.client.clientID)/products/app_store/noads",
-                                               headers: ["Authorization": "Bearer \(EntitlementHarness.adminToken)", "Content-Type": "application/json"],
-                                               body: Data(#"{"entitlements":["no_ads"]}"#.utf8))
+        let answer = try await RawHTTP.request(
+            port: h.harness.service.port, method: "PUT",
+            path: "/admin/clients/\(h.client.clientID)/products/app_store/noads",
+            headers: ["Authorization": "Bearer \(EntitlementHarness.adminToken)", "Content-Type": "application/json"],
+            body: Data(#"{"entitlements":["no_ads"]}"#.utf8))
         #expect(answer.status == 200, "\(answer.text)")
         #expect(try await h.owned("patient").byName["no_ads"] != nil, "refreshed before the answer")
         try await idle.release()
@@ -100,20 +107,31 @@ final class HeldSession: Sendable {
         var quiet = VerifyHarness.settings(name: "Quiet build", environments: [.production, .sandbox], gameID: 42)
         quiet.webhookURL = nil
         let created = try await h.harness.service.clients.create(quiet)
-        let claimer = ordinaryPath ? h.client : SignedClient(port: h.harness.service.port, clientID: created.client.clientID, secret: created.secret)
+        let claimer =
+            ordinaryPath
+            ? h.client
+            : SignedClient(port: h.harness.service.port, clientID: created.client.clientID, secret: created.secret)
         let batched = try await GroupCommitCounts.read(port: h.harness.service.port)
         let parked = try await ParkedClaims.start(h, key: 4242)
         let (gate, gateLocks) = (parked.gate, parked.gateLocks)
 
-        let receipt = try h.harness.pki.sign(AppleTestPKI.transaction(Self.purchase(ordinaryPath ? "2000000000980201" : "2000000000980202")))
-        let claim = Task { try await claimer.post("/v1/verify", json: ["store": "app_store", "receipt": receipt, "player_id": "racer"]) }
+        let receipt = try h.harness.pki.sign(
+            AppleTestPKI.transaction(Self.purchase(ordinaryPath ? "2000000000980201" : "2000000000980202")))
+        let claim = Task {
+            try await claimer.post(
+                "/v1/verify", json: ["store": "app_store", "receipt": receipt, "player_id": "racer"])
+        }
         try await WebhookDelivery.waitUntil { try await h.harness.count("\(gateLocks) AND NOT granted") == 1 }
 
         let catalog = h.harness.service.repositories.catalog, clientID = h.client.clientID
-        let change = Task { try await catalog.set(client: clientID, store: "app_store", product: "noads", entitlements: ["no_ads"], by: "test") }
+        let change = Task {
+            try await catalog.set(
+                client: clientID, store: "app_store", product: "noads", entitlements: ["no_ads"], by: "test")
+        }
         // The change is waiting for the claim (beside the claim waiting for the gate), or (were it not to) has committed.
         try await WebhookDelivery.waitUntil {
-            let waiting = try await h.harness.count("pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'")
+            let waiting = try await h.harness.count(
+                "pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'")
             let mapped = try await h.harness.count("product_entitlements")
             return waiting >= 2 || mapped > 0
         }
@@ -124,18 +142,25 @@ final class HeldSession: Sendable {
         #expect(try await h.owned("racer").byName["no_ads"] != nil, "the refresh after the change saw the claim")
         try await h.harness.pool.execute("DROP TRIGGER test_hold_claims ON transactions")
         if !ordinaryPath {
-            #expect(try await GroupCommitCounts.read(port: h.harness.service.port).settled == batched.settled + 1, "answered by the batch")
+            #expect(
+                try await GroupCommitCounts.read(port: h.harness.service.port).settled == batched.settled + 1,
+                "answered by the batch")
         }
     }
 
     @Test func aClientLeavingItsGameTakesAwayWhatItsPurchasesGrantedUnderTheOtherCatalogs() async throws {
         let h = try await EntitlementHarness.start(gameID: 42)
         defer { h.stop() }
-        let sibling = try await h.harness.service.clients.create(VerifyHarness.settings(name: "Same game", environments: [.production, .sandbox], gameID: 42))
-        let siblingClient = SignedClient(port: h.harness.service.port, clientID: sibling.client.clientID, secret: sibling.secret)
+        let sibling = try await h.harness.service.clients.create(
+            VerifyHarness.settings(name: "Same game", environments: [.production, .sandbox], gameID: 42))
+        let siblingClient = SignedClient(
+            port: h.harness.service.port, clientID: sibling.client.clientID, secret: sibling.secret)
         let catalog = h.harness.service.repositories.catalog
-        _ = try await catalog.set(client: h.client.clientID, store: "app_store", product: "noads", entitlements: ["no_ads"], by: "test")
-        _ = try await catalog.set(client: sibling.client.clientID, store: "app_store", product: "noads", entitlements: ["ad_free"], by: "test")
+        _ = try await catalog.set(
+            client: h.client.clientID, store: "app_store", product: "noads", entitlements: ["no_ads"], by: "test")
+        _ = try await catalog.set(
+            client: sibling.client.clientID, store: "app_store", product: "noads", entitlements: ["ad_free"], by: "test"
+        )
         try await h.claimApple(Self.purchase("2000000000980301"), for: "mover")
         #expect(try await h.owned("mover", as: siblingClient).byName["ad_free"] != nil)
 
@@ -144,7 +169,9 @@ final class HeldSession: Sendable {
         _ = try await h.harness.service.clients.update(h.client.clientID, moved)
         // The update refreshes within its time budget, the worker finishes what it did not.
         try await WebhookDelivery.waitUntil { try await h.harness.count("catalog_refreshes") == 0 }
-        #expect(try await h.owned("mover", as: siblingClient).byName.isEmpty, "the game it left no longer holds its purchases")
+        #expect(
+            try await h.owned("mover", as: siblingClient).byName.isEmpty,
+            "the game it left no longer holds its purchases")
         #expect(try await h.harness.count("player_entitlements WHERE client_id = '\(sibling.client.clientID)'") == 0)
         #expect(try await h.owned("mover").byName["no_ads"] != nil, "its own catalog still sees its purchase")
     }
@@ -152,13 +179,21 @@ final class HeldSession: Sendable {
     @Test func theAuditRowCommitsWithTheChangeOrNeitherDoes() async throws {
         let h = try await EntitlementHarness.start()
         defer { h.stop() }
-        let version = { try await h.harness.pool.query("SELECT version FROM clients WHERE id = \(h.client.clientID)")[0].decode("version", as: Int64.self) }
+        let version = {
+            try await h.harness.pool.query("SELECT version FROM clients WHERE id = \(h.client.clientID)")[0].decode(
+                "version", as: Int64.self)
+        }
         let before = try await version()
-        try await h.harness.pool.execute("CREATE FUNCTION test_refuse_audit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'audit refused'; END $$")
-        try await h.harness.pool.execute("CREATE TRIGGER test_refuse_audit BEFORE INSERT ON console_audit FOR EACH ROW EXECUTE FUNCTION test_refuse_audit()")
+        try await h.harness.pool.execute(
+            "CREATE FUNCTION test_refuse_audit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'audit refused'; END $$"
+        )
+        try await h.harness.pool.execute(
+            "CREATE TRIGGER test_refuse_audit BEFORE INSERT ON console_audit FOR EACH ROW EXECUTE FUNCTION test_refuse_audit()"
+        )
         let catalog = h.harness.service.repositories.catalog
         await #expect(throws: (any Error).self) {
-            try await catalog.set(client: h.client.clientID, store: "app_store", product: "noads", entitlements: ["no_ads"], by: "test")
+            try await catalog.set(
+                client: h.client.clientID, store: "app_store", product: "noads", entitlements: ["no_ads"], by: "test")
         }
         #expect(try await catalog.list(client: h.client.clientID).isEmpty, "no change without its audit row")
         #expect(try await h.harness.count("catalog_refreshes") == 0)
@@ -166,9 +201,12 @@ final class HeldSession: Sendable {
         try await h.harness.pool.execute("DROP TRIGGER test_refuse_audit ON console_audit")
 
         // The same mapping set again changes nothing: no audit row, no version bump, no refresh.
-        _ = try await catalog.set(client: h.client.clientID, store: "app_store", product: "noads", entitlements: ["no_ads"], by: "test")
+        _ = try await catalog.set(
+            client: h.client.clientID, store: "app_store", product: "noads", entitlements: ["no_ads"], by: "test")
         let (audited, changed) = (try await h.harness.count("console_audit"), try await version())
-        let again = try await catalog.set(client: h.client.clientID, store: "app_store", product: "noads", entitlements: ["no_ads", "no_ads"], by: "test")
+        let again = try await catalog.set(
+            client: h.client.clientID, store: "app_store", product: "noads", entitlements: ["no_ads", "no_ads"],
+            by: "test")
         #expect(again.entitlements == ["no_ads"])
         #expect(try await h.harness.count("console_audit") == audited)
         #expect(try await version() == changed, "the game's clients keep their cached copies")
@@ -180,7 +218,11 @@ final class HeldSession: Sendable {
         let h = try await EntitlementHarness.start()
         defer { h.stop() }
         let queue = CatalogRefreshes(pool: h.harness.pool), clientID = h.client.clientID
-        let write = { try await h.harness.pool.withTransaction { try CatalogRefreshes.request(client: clientID, store: "app_store", product: "noads", on: $0) } }
+        let write = {
+            try await h.harness.pool.withTransaction {
+                try CatalogRefreshes.request(client: clientID, store: "app_store", product: "noads", on: $0)
+            }
+        }
         let slow = try await write()
         try await queue.complete(slow)  // another refresher finished it
         let newer = try await write()
@@ -199,13 +241,18 @@ struct ParkedClaims {
     let gateLocks: String
 
     static func start(_ h: EntitlementHarness, key: Int) async throws -> ParkedClaims {
-        try await h.harness.pool.execute("""
+        try await h.harness.pool.execute(
+            """
             CREATE FUNCTION test_hold_claims() RETURNS trigger LANGUAGE plpgsql AS $$
             BEGIN PERFORM pg_advisory_xact_lock_shared(\(unescaped: String(key))); RETURN NEW; END $$
             """)
-        try await h.harness.pool.execute("CREATE TRIGGER test_hold_claims BEFORE INSERT ON transactions FOR EACH ROW EXECUTE FUNCTION test_hold_claims()")
-        let gateLocks = "pg_locks WHERE locktype = 'advisory' AND objid = \(key) AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
-        let gate = HeldSession(pool: h.harness.pool, ["SELECT pg_advisory_lock(\(key))"], finally: "SELECT pg_advisory_unlock(\(key))")
+        try await h.harness.pool.execute(
+            "CREATE TRIGGER test_hold_claims BEFORE INSERT ON transactions FOR EACH ROW EXECUTE FUNCTION test_hold_claims()"
+        )
+        let gateLocks =
+            "pg_locks WHERE locktype = 'advisory' AND objid = \(key) AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+        let gate = HeldSession(
+            pool: h.harness.pool, ["SELECT pg_advisory_lock(\(key))"], finally: "SELECT pg_advisory_unlock(\(key))")
         try await WebhookDelivery.waitUntil { try await h.harness.count("\(gateLocks) AND granted") == 1 }
         return ParkedClaims(gate: gate, gateLocks: gateLocks)
     }

@@ -1,8 +1,8 @@
+import AppStoreTestSupport
 import Foundation
 import Postgres
-import Testing
-import AppStoreTestSupport
 import TestSupport
+import Testing
 
 /// What the client cache may not do when its notifications stop coming: keep a rotated secret or
 /// a disabled client working past its lifetime (`RECEIPTGATE_CLIENT_CACHE_SECONDS`), or go on
@@ -28,13 +28,17 @@ import TestSupport
 
     /// The backend of the service's `LISTEN` connection (the heartbeat re-runs the same statement).
     static func listenerBackends(_ pool: PostgresPool) async throws -> [pid_t] {
-        try await pool.query("""
+        try await pool.query(
+            """
             SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query = 'LISTEN receiptgate_clients'
-            """).map { pid_t(try $0.decode("pid", as: Int.self)) }
+            """
+        ).map { pid_t(try $0.decode("pid", as: Int.self)) }
     }
 
     /// Polls the read until it answers `expected` or `deadline` passes; the last status seen.
-    static func status(of client: SignedClient, becomes expected: Int, by deadline: ContinuousClock.Instant) async throws -> Int {
+    static func status(
+        of client: SignedClient, becomes expected: Int, by deadline: ContinuousClock.Instant
+    ) async throws -> Int {
         var status = try await client.get(path).status
         while status != expected && ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(50))
@@ -44,13 +48,16 @@ import TestSupport
     }
 
     static func rotate(_ fixture: Across.Fixture) async throws -> String {
-        let rotated = try Binary.json(try await Binary.run(["client", "rotate-secret", fixture.clientID], fixture.environment).stdout)
+        let rotated = try Binary.json(
+            try await Binary.run(["client", "rotate-secret", fixture.clientID], fixture.environment).stdout)
         return try #require(rotated["client_secret"] as? String)
     }
 
     /// Rotates the secret with the CLI and expects the old one refused within `bound`; the client
     /// with the new secret.
-    static func rotateAndExpectTheOldSecretRefused(_ fixture: Across.Fixture, old: SignedClient, within bound: Duration) async throws -> SignedClient {
+    static func rotateAndExpectTheOldSecretRefused(
+        _ fixture: Across.Fixture, old: SignedClient, within bound: Duration
+    ) async throws -> SignedClient {
         let rotating = ContinuousClock.now
         let fresh = SignedClient(port: old.port, clientID: fixture.clientID, secret: try await rotate(fixture))
         let refused = try await status(of: old, becomes: 401, by: rotating + bound)
@@ -67,13 +74,15 @@ import TestSupport
         #expect(kill(frozen, SIGSTOP) == 0)
         defer { kill(frozen, SIGCONT) }
 
-        let fresh = try await Self.rotateAndExpectTheOldSecretRefused(fixture, old: old, within: .seconds(5) + Self.margin)
+        let fresh = try await Self.rotateAndExpectTheOldSecretRefused(
+            fixture, old: old, within: .seconds(5) + Self.margin)
         #expect(try await fresh.get(Self.path).status == 200)
 
         let disabling = ContinuousClock.now
         _ = try await Binary.run(["client", "disable", fixture.clientID], fixture.environment)
         let disabled = try await Self.status(of: fresh, becomes: 401, by: disabling + .seconds(5) + Self.margin)
-        #expect(disabled == 401, "the disabled client still read \(ContinuousClock.now - disabling) after it was disabled")
+        #expect(
+            disabled == 401, "the disabled client still read \(ContinuousClock.now - disabling) after it was disabled")
     }
 
     /// With no notification at all (the trigger switched off) and a healthy listener, the lifetime
@@ -81,7 +90,8 @@ import TestSupport
     @Test func theLifetimeAloneBoundsAMissedNotification() async throws {
         let (fixture, server, old) = try await Self.start("cache-lifetime", lifetime: 2)
         defer { fixture.pool.shutdown(); server.send(SIGTERM) }
-        try await fixture.pool.execute("ALTER TABLE clients DISABLE TRIGGER clients_changed")  // this test's own database
+        // this test's own database
+        try await fixture.pool.execute("ALTER TABLE clients DISABLE TRIGGER clients_changed")
         let rotating = ContinuousClock.now
         _ = try await Self.rotate(fixture)
         let refused = try await Self.status(of: old, becomes: 401, by: rotating + .seconds(2) + Self.margin)
@@ -100,7 +110,9 @@ import TestSupport
 
         let fresh = try await Self.rotateAndExpectTheOldSecretRefused(fixture, old: old, within: .seconds(20))
         let replacing = ContinuousClock.now
-        while try await !Self.listenerBackends(fixture.pool).contains(where: { $0 != frozen }) && ContinuousClock.now < replacing + .seconds(20) {
+        while try await !Self.listenerBackends(fixture.pool).contains(where: { $0 != frozen })
+            && ContinuousClock.now < replacing + .seconds(20)
+        {
             try await Task.sleep(for: .milliseconds(50))
         }
         #expect(try await Self.listenerBackends(fixture.pool).contains { $0 != frozen }, "no new backend listens")
@@ -108,6 +120,8 @@ import TestSupport
         #expect(try await fresh.get(Self.path).status == 200)
         _ = try await Binary.run(["client", "disable", fixture.clientID], fixture.environment)
         let disabling = ContinuousClock.now
-        #expect(try await Self.status(of: fresh, becomes: 401, by: disabling + .seconds(3)) == 401, "the notification did not arrive")
+        #expect(
+            try await Self.status(of: fresh, becomes: 401, by: disabling + .seconds(3)) == 401,
+            "the notification did not arrive")
     }
 }

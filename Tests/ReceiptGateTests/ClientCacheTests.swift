@@ -1,8 +1,8 @@
+import AppStoreTestSupport
 import Foundation
 import Postgres
-import Testing
-import AppStoreTestSupport
 import TestSupport
+import Testing
 
 /// Clients are kept in memory and plain verifications share commits; these check that what a
 /// user relies on did not move: a rotated or disabled client is refused at once by every process,
@@ -24,11 +24,17 @@ import TestSupport
         var environment = try await Binary.databaseEnvironment()
         environment["RECEIPTGATE_APPLE_ROOT_CERTS"] = root.path
         environment["RECEIPTGATE_LOG_LEVEL"] = "warning"
-        let created = try Binary.json(try await Binary.run(["client", "create", "--name", "g", "--bundle-id", "com.example.game",
-                                                            "--environments", "sandbox"], environment).stdout)
-        return Fixture(pki: pki, environment: environment, clientID: try #require(created["client_id"] as? String),
-                       secret: try #require(created["client_secret"] as? String),
-                       pool: PostgresPool(.init(connectionString: try #require(environment["DATABASE_URL"]), size: 1)))
+        let created = try Binary.json(
+            try await Binary.run(
+                [
+                    "client", "create", "--name", "g", "--bundle-id", "com.example.game",
+                    "--environments", "sandbox",
+                ], environment
+            ).stdout)
+        return Fixture(
+            pki: pki, environment: environment, clientID: try #require(created["client_id"] as? String),
+            secret: try #require(created["client_secret"] as? String),
+            pool: PostgresPool(.init(connectionString: try #require(environment["DATABASE_URL"]), size: 1)))
     }
 
     static func serve(_ environment: [String: String]) async throws -> (ChildProcess, Int) {
@@ -57,12 +63,17 @@ import TestSupport
     /// `receiptgate_client_cache_changes_heard_total` of the process on `port`.
     static func changesHeard(port: Int) async throws -> Int {
         let metrics = try await RawHTTP.request(port: port, path: "/metrics").text
-        let line = metrics.split(separator: "\n").first { $0.hasPrefix("receiptgate_client_cache_changes_heard_total ") }
+        let line = metrics.split(separator: "\n").first {
+            $0.hasPrefix("receiptgate_client_cache_changes_heard_total ")
+        }
         return try #require(line.flatMap { Int($0.split(separator: " ").last ?? "") })
     }
 
     static func receipt(_ pki: AppleTestPKI, _ id: Int) throws -> [String: Any] {
-        ["store": "app_store", "receipt": try pki.sign(AppleTestPKI.transaction(["transactionId": "\(2_000_000_000_100_000 + id)"]))]
+        [
+            "store": "app_store",
+            "receipt": try pki.sign(AppleTestPKI.transaction(["transactionId": "\(2_000_000_000_100_000 + id)"])),
+        ]
     }
 
     /// The notification that tells other processes is switched off, so only the version check
@@ -80,14 +91,16 @@ import TestSupport
         #expect(try await old.post("/v1/verify", json: Self.receipt(fixture.pki, 1)).status == 200)  // cached now
 
         try await fixture.pool.execute("ALTER TABLE clients DISABLE TRIGGER clients_changed")
-        let rotated = try Binary.json(try await Binary.run(["client", "rotate-secret", fixture.clientID], fixture.environment).stdout)
+        let rotated = try Binary.json(
+            try await Binary.run(["client", "rotate-secret", fixture.clientID], fixture.environment).stdout)
         let newSecret = try #require(rotated["client_secret"] as? String)
         let refused = try await old.post("/v1/verify", json: Self.receipt(fixture.pki, 2))
         #expect(refused.status == 401, "\(refused.text)")
         // Caught by the batch statement's own version check, not by a lookup before it.
         let afterRotation = try await GroupCommitCounts.read(port: port)
         #expect(afterRotation == GroupCommitCounts(settled: 1, stale: 1), "\(afterRotation)")
-        #expect(try await fixture.pool.query("SELECT count(*) AS n FROM transactions")[0].decode("n", as: Int.self) == 1)
+        #expect(
+            try await fixture.pool.query("SELECT count(*) AS n FROM transactions")[0].decode("n", as: Int.self) == 1)
         let fresh = SignedClient(port: port, clientID: fixture.clientID, secret: newSecret)
         #expect(try await fresh.post("/v1/verify", json: Self.receipt(fixture.pki, 3)).status == 200)
 
@@ -111,8 +124,9 @@ import TestSupport
         let (second, secondPort) = try await Self.serve(environment)
         defer { first.send(SIGTERM); second.send(SIGTERM) }
         let old = SignedClient(port: secondPort, clientID: fixture.clientID, secret: fixture.secret)
-        #expect(try await SignedClient(port: firstPort, clientID: fixture.clientID, secret: fixture.secret)
-            .post("/v1/verify", json: Self.receipt(fixture.pki, 10)).status == 200)
+        #expect(
+            try await SignedClient(port: firstPort, clientID: fixture.clientID, secret: fixture.secret)
+                .post("/v1/verify", json: Self.receipt(fixture.pki, 10)).status == 200)
         #expect(try await old.get("/v1/transactions/app_store/2000000000100010").status == 200)  // cached in the second
 
         let heardBefore = try await Self.changesHeard(port: secondPort)
@@ -121,7 +135,9 @@ import TestSupport
         while try await Self.changesHeard(port: secondPort) == heardBefore, ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(10))
         }
-        #expect(try await Self.changesHeard(port: secondPort) > heardBefore, "the second process never heard of the rotation")
+        #expect(
+            try await Self.changesHeard(port: secondPort) > heardBefore,
+            "the second process never heard of the rotation")
         #expect(try await old.get("/v1/transactions/app_store/2000000000100010").status == 401)
         #expect(try await old.post("/v1/verify", json: Self.receipt(fixture.pki, 11)).status == 401)
     }
@@ -140,7 +156,9 @@ import TestSupport
         defer { servers.forEach { $0.0.send(SIGTERM) } }
         let same = try JSONSerialization.data(withJSONObject: Self.receipt(fixture.pki, 500))
         var distinct: [Data] = []
-        for index in 0..<150 { distinct.append(try JSONSerialization.data(withJSONObject: Self.receipt(fixture.pki, 1000 + index))) }
+        for index in 0..<150 {
+            distinct.append(try JSONSerialization.data(withJSONObject: Self.receipt(fixture.pki, 1000 + index)))
+        }
         let (clientID, secret) = (fixture.clientID, fixture.secret)
         let results = try await withThrowingTaskGroup(of: (Bool, Int, Bool?, Int?, String?).self) { group in
             for index in 0..<300 {
@@ -148,10 +166,14 @@ import TestSupport
                 let shared = index % 2 == 0
                 let body = shared ? same : distinct[index / 2]
                 group.addTask {
-                    let response = try await SignedClient(port: port, clientID: clientID, secret: secret).post("/v1/verify", body: body)
+                    let response = try await SignedClient(port: port, clientID: clientID, secret: secret).post(
+                        "/v1/verify", body: body)
                     let json = try? response.json()
-                    return (shared, response.status, json?["duplicate"] as? Bool, (json?["transaction"] as? [String: Any])?["id"] as? Int,
-                            json?["error"] as? String)
+                    return (
+                        shared, response.status, json?["duplicate"] as? Bool,
+                        (json?["transaction"] as? [String: Any])?["id"] as? Int,
+                        json?["error"] as? String
+                    )
                 }
             }
             return try await group.reduce(into: [(Bool, Int, Bool?, Int?, String?)]()) { $0.append($1) }
@@ -161,10 +183,15 @@ import TestSupport
         #expect(shared.filter { $0.2 == false }.count == 1)
         #expect(Set(shared.compactMap(\.3)).count == 1, "every answer for the shared purchase names the same record")
         #expect(results.filter { !$0.0 }.allSatisfy { $0.2 == false })
-        #expect(try await fixture.pool.query("SELECT count(*) AS n FROM transactions")[0].decode("n", as: Int.self) == 151)
-        #expect(try await fixture.pool.query("SELECT count(*) AS n FROM verification_attempts WHERE outcome = 'verified'")[0]
+        #expect(
+            try await fixture.pool.query("SELECT count(*) AS n FROM transactions")[0].decode("n", as: Int.self) == 151)
+        #expect(
+            try await fixture.pool.query("SELECT count(*) AS n FROM verification_attempts WHERE outcome = 'verified'")[
+                0
+            ]
             .decode("n", as: Int.self) == 300)
         let served = try await GroupCommitCounts.read(ports: servers.map(\.1))
-        #expect(served == GroupCommitCounts(settled: 300, stale: 0), "the group-commit batchers answered \(served) of 300")
+        #expect(
+            served == GroupCommitCounts(settled: 300, stale: 0), "the group-commit batchers answered \(served) of 300")
     }
 }

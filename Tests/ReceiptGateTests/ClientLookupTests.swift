@@ -1,9 +1,10 @@
+import AppStoreTestSupport
 import Foundation
 import ReceiptCore
-@testable import ReceiptGate
-import Testing
-import AppStoreTestSupport
 import TestSupport
+import Testing
+
+@testable import ReceiptGate
 
 /// A signed verification reads its client once, when the signature is checked: proving and
 /// recording use that read (the record's statement still checks its version). With the client
@@ -36,8 +37,9 @@ import TestSupport
 
     @Test(arguments: [0, 5]) func aSignedVerificationLooksItsClientUpOnce(cacheSeconds: Int) async throws {
         let counter = CountingDirectory()
-        let harness = try await VerifyHarness.start(configure: { $0.clientCacheSeconds = cacheSeconds },
-                                                    beforeStart: { $0.wrapClientDirectory = { counter.wrap($0) } })
+        let harness = try await VerifyHarness.start(
+            configure: { $0.clientCacheSeconds = cacheSeconds },
+            beforeStart: { $0.wrapClientDirectory = { counter.wrap($0) } })
         defer { harness.stop() }
 
         for (index, transactionID) in ["2000000111110001", "2000000111110002"].enumerated() {

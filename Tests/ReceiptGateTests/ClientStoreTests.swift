@@ -1,13 +1,14 @@
 import AmazonAppstore
-import GooglePlay
 import AppStore
-import OpenSSLCrypto
 import Foundation
+import GooglePlay
+import OpenSSLCrypto
 import Postgres
 import ReceiptCore
-@testable import ReceiptGate
-import Testing
 import TestSupport
+import Testing
+
+@testable import ReceiptGate
 
 private func makeStore() async throws -> (ClientRepository, PostgresPool) {
     let pool = PostgresPool(.init(connectionString: try await TestDatabase.makeDatabase(prefix: "clients"), size: 2))
@@ -28,7 +29,8 @@ private func makeStore() async throws -> (ClientRepository, PostgresPool) {
         #expect(created.client.environments == [.production])
 
         // No column of the row, in any text form, contains the plaintext.
-        let dump = try await pool.query("SELECT clients::text AS row, encode(secret_ciphertext, 'escape') AS raw FROM clients")
+        let dump = try await pool.query(
+            "SELECT clients::text AS row, encode(secret_ciphertext, 'escape') AS raw FROM clients")
         for row in dump {
             #expect(try !row.decode("row", as: String.self).contains(created.secret))
             #expect(try !row.decode("raw", as: String.self).contains(created.secret))
@@ -48,8 +50,12 @@ private func makeStore() async throws -> (ClientRepository, PostgresPool) {
         amazon.name = "Amazon game"
         amazon.appIdentifiers[AmazonAppstoreProvider.packageNameKind.name] = ["com.example.shared"]
         let first = try await store.create(google).client, second = try await store.create(amazon).client
-        #expect(try await store.find(appIdentifier: "com.example.shared", kind: AmazonAppstoreProvider.packageNameKind)?.clientID == second.clientID)
-        #expect(try await store.find(appIdentifier: "com.example.shared", kind: GooglePlayProvider.packageNameKind)?.clientID == first.clientID)
+        #expect(
+            try await store.find(appIdentifier: "com.example.shared", kind: AmazonAppstoreProvider.packageNameKind)?
+                .clientID == second.clientID)
+        #expect(
+            try await store.find(appIdentifier: "com.example.shared", kind: GooglePlayProvider.packageNameKind)?
+                .clientID == first.clientID)
         #expect(try await store.find(appIdentifier: "com.example.shared", kind: AppStoreProvider.bundleIDKind) == nil)
         let registered = try await store.registeredApps(AmazonAppstoreProvider.packageNameKind)
         #expect(registered.appIdentifiers == ["com.example.shared"])
@@ -72,9 +78,14 @@ private func makeStore() async throws -> (ClientRepository, PostgresPool) {
         change.sealedSettings = ["other.key": nil]
         let updated = try await store.update(created.clientID, change)
         #expect(updated.settings == ["hiveaxyl.app_ids": ["app-1", "app-2"], "google.consume": ["on"]])
-        #expect(try await store.sealedSettings(of: created.clientID, prefix: "google_play.") == ["google_play.service_account_key": "-----PRIVATE KEY-----abc"])
-        #expect(try await store.sealedSettings(of: created.clientID).keys.sorted() == ["google_play.service_account_key"])
-        let dump = try await pool.query("SELECT clients::text AS row, encode(sealed_settings, 'escape') AS raw FROM clients")
+        #expect(
+            try await store.sealedSettings(of: created.clientID, prefix: "google_play.") == [
+                "google_play.service_account_key": "-----PRIVATE KEY-----abc"
+            ])
+        #expect(
+            try await store.sealedSettings(of: created.clientID).keys.sorted() == ["google_play.service_account_key"])
+        let dump = try await pool.query(
+            "SELECT clients::text AS row, encode(sealed_settings, 'escape') AS raw FROM clients")
         #expect(try !dump[0].decode("row", as: String.self).contains("PRIVATE KEY"))
         #expect(try !dump[0].decode("raw", as: String.self).contains("PRIVATE KEY"))
     }

@@ -1,21 +1,28 @@
+import AppStoreTestSupport
 import Foundation
 import Postgres
 import ReceiptGate
-import Testing
-import AppStoreTestSupport
 import TestSupport
+import Testing
 
 @Suite struct CommandLineUsage {
     @Test(arguments: [
         ["client", "create"], ["client", "create", "--name"], ["client", "create", "--name", "x", "--bogus", "1"],
-        ["client", "create", "--name", "x", "--game-id", "abc"], ["client", "create", "--name", "x", "--environments", "staging"],
-        ["client", "create", "--name", "x", "--webhook-url", "ftp://x"], ["client", "create", "--name", "x", "--webhook-url", "http://game.example/hook"],
+        ["client", "create", "--name", "x", "--game-id", "abc"],
+        ["client", "create", "--name", "x", "--environments", "staging"],
+        ["client", "create", "--name", "x", "--webhook-url", "ftp://x"],
+        ["client", "create", "--name", "x", "--webhook-url", "http://game.example/hook"],
         ["client", "create", "--name", "x", "--webhook-url", "https://user:pw@game.example/hook"],
-        ["client", "create", "--name", "x", "--delivery-url", "https:///nohost"], ["client", "create", "--name", "x", "--webhook-url", "https://a b.example/"],
-        ["client", "create", "--name", "x", "--allow-insecure-url=maybe"], ["client", "show"], ["client", "frobnicate"],
-        ["client", "show", "a", "b"], ["launch"], ["serve", "extra"], ["webhooks"], ["webhooks", "redeliver", "not-a-uuid"],
-        ["webhooks", "list", "--bogus", "1"], ["notifications"], ["notifications", "list", "--bogus", "1"], ["notifications", "list", "extra"],
-        ["client", "create", "--name", "x", "--consumption-consent=maybe"], ["client", "create", "--name", "x", "--refund-decline-at", "101"],
+        ["client", "create", "--name", "x", "--delivery-url", "https:///nohost"],
+        ["client", "create", "--name", "x", "--webhook-url", "https://a b.example/"],
+        ["client", "create", "--name", "x", "--allow-insecure-url=maybe"], ["client", "show"],
+        ["client", "frobnicate"],
+        ["client", "show", "a", "b"], ["launch"], ["serve", "extra"], ["webhooks"],
+        ["webhooks", "redeliver", "not-a-uuid"],
+        ["webhooks", "list", "--bogus", "1"], ["notifications"], ["notifications", "list", "--bogus", "1"],
+        ["notifications", "list", "extra"],
+        ["client", "create", "--name", "x", "--consumption-consent=maybe"],
+        ["client", "create", "--name", "x", "--refund-decline-at", "101"],
         ["client", "create", "--name", "x", "--refund-otherwise", "always"],
     ])
     func badArgumentsAreOneLineAndExitTwo(_ arguments: [String]) async throws {
@@ -29,7 +36,8 @@ import TestSupport
 
     @Test func errorsNameTheProblem() async throws {
         #expect(try await Binary.run(["client", "create"]).stderr.contains("--name"))
-        #expect(try await Binary.run(["client", "create", "--name", "x", "--game-id", "abc"]).stderr.contains("--game-id"))
+        #expect(
+            try await Binary.run(["client", "create", "--name", "x", "--game-id", "abc"]).stderr.contains("--game-id"))
         #expect(try await Binary.run(["client", "show"]).stderr.contains("CLIENT_ID"))
     }
 
@@ -65,17 +73,23 @@ import TestSupport
 @Suite struct ClientAdministration {
     @Test func createShowListRotateDisable() async throws {
         let environment = try await Binary.databaseEnvironment()
-        let created = try await Binary.run(["client", "create", "--name", "Demo Game", "--game-id", "42",
-                                            "--bundle-id", "com.example.game", "--bundle-id", "com.example.game.lite",
-                                            "--environments", "production,sandbox",
-                                            "--refund-callback-url", "https://game.example/refund"], environment)
+        let created = try await Binary.run(
+            [
+                "client", "create", "--name", "Demo Game", "--game-id", "42",
+                "--bundle-id", "com.example.game", "--bundle-id", "com.example.game.lite",
+                "--environments", "production,sandbox",
+                "--refund-callback-url", "https://game.example/refund",
+            ], environment)
         #expect(created.status == 0, "stderr: \(created.stderr)")
         #expect(created.stdout.split(separator: "\n").count == 1, "one JSON object on one line")
         let object = try Binary.json(created.stdout)
         let clientID = try #require(object["client_id"] as? String)
         let secret = try #require(object["client_secret"] as? String)
         #expect(object["game_id"] as? Int == 42)
-        #expect((object["app_identifiers"] as? [String: Any])?["bundle_id"] as? [String] == ["com.example.game", "com.example.game.lite"])
+        #expect(
+            (object["app_identifiers"] as? [String: Any])?["bundle_id"] as? [String] == [
+                "com.example.game", "com.example.game.lite",
+            ])
         #expect(object["environments"] as? [String] == ["production", "sandbox"])
         #expect(!created.stderr.contains(secret), "the secret must never reach a log")
 
@@ -97,17 +111,20 @@ import TestSupport
         #expect(!listed.stdout.contains(secret))
         #expect((try Binary.json(listed.stdout)["clients"] as? [[String: Any]])?.count == 1)
 
-        let updated = try await Binary.run(["client", "update", clientID, "--environments", "production", "--refund-callback-url", ""], environment)
+        let updated = try await Binary.run(
+            ["client", "update", clientID, "--environments", "production", "--refund-callback-url", ""], environment)
         #expect(updated.status == 0)
         #expect(try Binary.json(updated.stdout)["environments"] as? [String] == ["production"])
         #expect(try Binary.json(updated.stdout)["refund_callback_url"] == nil)
 
-        let before = try await pool.query("SELECT secret_ciphertext FROM clients")[0].decode("secret_ciphertext", as: Data.self)
+        let before = try await pool.query("SELECT secret_ciphertext FROM clients")[0].decode(
+            "secret_ciphertext", as: Data.self)
         let rotated = try await Binary.run(["client", "rotate-secret", clientID], environment)
         #expect(rotated.status == 0)
         let newSecret = try #require(try Binary.json(rotated.stdout)["client_secret"] as? String)
         #expect(newSecret != secret)
-        let after = try await pool.query("SELECT secret_ciphertext FROM clients")[0].decode("secret_ciphertext", as: Data.self)
+        let after = try await pool.query("SELECT secret_ciphertext FROM clients")[0].decode(
+            "secret_ciphertext", as: Data.self)
         #expect(after != before, "rotation replaced the stored secret")
         // What the service will check signatures against is now the new secret, never the old one.
         let box = SecretBox(masterKey: try #require(Data(base64Encoded: environment["RECEIPTGATE_MASTER_KEY"]!)))
@@ -151,13 +168,18 @@ import TestSupport
         let initialized = try await Binary.run(["init"], environment)
         #expect(initialized.status == 0, "stderr: \(initialized.stderr)")
         let made = try Binary.json(initialized.stdout)
-        #expect(made["master_key_created"] as? Bool == true && made["migrations_applied"] as? [Int] == Schema.migrations.map(\.version), "\(made)")
+        #expect(
+            made["master_key_created"] as? Bool == true
+                && made["migrations_applied"] as? [Int] == Schema.migrations.map(\.version), "\(made)")
         let again = try await Binary.run(["init"], environment)
-        #expect(try Binary.json(again.stdout)["master_key_created"] as? Bool == false, "init keeps what exists: \(again.stdout)")
+        #expect(
+            try Binary.json(again.stdout)["master_key_created"] as? Bool == false,
+            "init keeps what exists: \(again.stdout)")
         let created = try await Binary.run(["client", "create", "--name", "First"], environment)
         #expect(created.status == 0, "stderr: \(created.stderr)")
         let clientID = try #require(try Binary.json(created.stdout)["client_id"] as? String)
-        let keyAttributes = try FileManager.default.attributesOfItem(atPath: dataDirectory.appendingPathComponent("master.key").path)
+        let keyAttributes = try FileManager.default.attributesOfItem(
+            atPath: dataDirectory.appendingPathComponent("master.key").path)
         #expect((keyAttributes[.posixPermissions] as? Int) == 0o600)
 
         // A second process finds the same cluster and data (the first stopped the server on exit).
@@ -169,17 +191,22 @@ import TestSupport
 
     /// Run from a folder that is not the service's, a command that reads or changes state fails,
     /// naming where it looked and the settings that point elsewhere, and makes nothing there.
-    @Test(arguments: [["client", "list"], ["webhooks", "list"], ["client", "create", "--name", "Stray"], ["migrate"],
-                      ["products", "list", "--client", "rgc_stray"], ["notifications", "list"], ["reconcile", "--store", "app_store"],
-                      ["keys", "rotate"]])
+    @Test(arguments: [
+        ["client", "list"], ["webhooks", "list"], ["client", "create", "--name", "Stray"], ["migrate"],
+        ["products", "list", "--client", "rgc_stray"], ["notifications", "list"],
+        ["reconcile", "--store", "app_store"],
+        ["keys", "rotate"],
+    ])
     func commandsFailWhereThereIsNoDataDirectory(_ arguments: [String]) async throws {
         let dataDirectory = TestDatabase.temporaryDirectory("no-data").appendingPathComponent("data")
         defer { try? FileManager.default.removeItem(at: dataDirectory.deletingLastPathComponent()) }
         let result = try await Binary.run(arguments, ["RECEIPTGATE_DATA_DIR": dataDirectory.path])
         #expect(result.status == 78, "a configuration error, not an empty answer: \(result.stdout) \(result.stderr)")
         #expect(result.stdout.isEmpty, "\(result.stdout)")
-        #expect(result.stderr.contains(dataDirectory.path) && result.stderr.contains("RECEIPTGATE_DATA_DIR")
-                && result.stderr.contains("DATABASE_URL") && result.stderr.contains("receiptgate init"), "\(result.stderr)")
+        #expect(
+            result.stderr.contains(dataDirectory.path) && result.stderr.contains("RECEIPTGATE_DATA_DIR")
+                && result.stderr.contains("DATABASE_URL") && result.stderr.contains("receiptgate init"),
+            "\(result.stderr)")
         #expect(!FileManager.default.fileExists(atPath: dataDirectory.path), "no cluster, no master key made")
     }
 
@@ -189,7 +216,9 @@ import TestSupport
         environment["RECEIPTGATE_MASTER_KEY"] = nil
         let result = try await Binary.run(["client", "create", "--name", "Keyless"], environment)
         #expect(result.status == 78, "\(result.stdout) \(result.stderr)")
-        #expect(result.stderr.contains("RECEIPTGATE_MASTER_KEY") && result.stderr.contains("master.key"), "\(result.stderr)")
+        #expect(
+            result.stderr.contains("RECEIPTGATE_MASTER_KEY") && result.stderr.contains("master.key"), "\(result.stderr)"
+        )
         let directory = try #require(environment["RECEIPTGATE_DATA_DIR"])
         #expect(!FileManager.default.fileExists(atPath: directory + "/master.key"))
     }
@@ -201,7 +230,8 @@ import TestSupport
         #expect(try await Binary.run(["client", "create", "--name", "Sealed"], environment).status == 0)
         environment["RECEIPTGATE_MASTER_KEY"] = nil
         let result = try await Binary.run(["init"], environment)
-        #expect(result.status == 78 && result.stderr.contains("already holds clients"), "\(result.stdout) \(result.stderr)")
+        #expect(
+            result.status == 78 && result.stderr.contains("already holds clients"), "\(result.stdout) \(result.stderr)")
         let directory = try #require(environment["RECEIPTGATE_DATA_DIR"])
         #expect(!FileManager.default.fileExists(atPath: directory + "/master.key"))
     }
@@ -209,15 +239,23 @@ import TestSupport
     /// The refund policy set from the command line is what the client shows and answers with.
     @Test func theRefundPolicyIsSetFromTheCommandLine() async throws {
         let environment = try await Binary.databaseEnvironment()
-        let made = try await Binary.run(["client", "create", "--name", "g", "--consumption-consent", "--refund-decline-at", "70",
-                                         "--refund-otherwise", "neutral", "--sample-content"], environment)
+        let made = try await Binary.run(
+            [
+                "client", "create", "--name", "g", "--consumption-consent", "--refund-decline-at", "70",
+                "--refund-otherwise", "neutral", "--sample-content",
+            ], environment)
         #expect(made.status == 0, "\(made.stderr)")
         let settings = try Binary.json(made.stdout)["settings"] as? [String: [String]] ?? [:]
-        #expect(settings["refunds.consumption_consent"] == ["on"] && settings["refunds.decline_at_percent"] == ["70"]
-                && settings["refunds.otherwise"] == ["neutral"] && settings["refunds.sample_content"] == ["on"], "\(made.stdout)")
+        #expect(
+            settings["refunds.consumption_consent"] == ["on"] && settings["refunds.decline_at_percent"] == ["70"]
+                && settings["refunds.otherwise"] == ["neutral"] && settings["refunds.sample_content"] == ["on"],
+            "\(made.stdout)")
         let id = try #require(Binary.json(made.stdout)["client_id"] as? String)
-        let updated = try await Binary.run(["client", "update", id, "--consumption-consent=off", "--refund-otherwise", ""], environment)
+        let updated = try await Binary.run(
+            ["client", "update", id, "--consumption-consent=off", "--refund-otherwise", ""], environment)
         let after = try Binary.json(updated.stdout)["settings"] as? [String: [String]] ?? [:]
-        #expect(after["refunds.consumption_consent"] == nil && after["refunds.otherwise"] == nil && after["refunds.decline_at_percent"] == ["70"], "\(updated.stdout)")
+        #expect(
+            after["refunds.consumption_consent"] == nil && after["refunds.otherwise"] == nil
+                && after["refunds.decline_at_percent"] == ["70"], "\(updated.stdout)")
     }
 }

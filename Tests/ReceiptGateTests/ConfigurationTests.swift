@@ -1,10 +1,11 @@
-import OpenSSLCrypto
-import Foundation
-import ReceiptCore
-@testable import ReceiptGate
-import Testing
 import AppStoreTestSupport
+import Foundation
+import OpenSSLCrypto
+import ReceiptCore
 import TestSupport
+import Testing
+
+@testable import ReceiptGate
 
 @Suite struct Configuration {
     @Test func defaultsNeedNothingConfigured() throws {
@@ -27,7 +28,8 @@ import TestSupport
             "RECEIPTGATE_HOST": "0.0.0.0", "RECEIPTGATE_PORT": "9090", "DATABASE_URL": "postgresql://db/rg",
             "RECEIPTGATE_DATA_DIR": "/var/lib/rg", "RECEIPTGATE_MASTER_KEY": key.base64EncodedString(),
             "RECEIPTGATE_LOG_LEVEL": "DEBUG", "RECEIPTGATE_DB_POOL_SIZE": "3", "RECEIPTGATE_CLIENT_CACHE_SECONDS": "0",
-            "DATABASE_READ_URL": "postgresql://standby/rg", "RECEIPTGATE_READ_MAX_LAG_MS": "250", "RECEIPTGATE_ENTITLEMENT_SWEEP_INTERVAL": "5",
+            "DATABASE_READ_URL": "postgresql://standby/rg", "RECEIPTGATE_READ_MAX_LAG_MS": "250",
+            "RECEIPTGATE_ENTITLEMENT_SWEEP_INTERVAL": "5",
         ])
         #expect(configuration.host == "0.0.0.0")
         #expect(configuration.port == 9090)
@@ -41,7 +43,8 @@ import TestSupport
         #expect(configuration.readMaxLagMilliseconds == 250)
         #expect(configuration.entitlementSweepSeconds == 5)
         // 0 is a bound too: only a standby with nothing left to replay answers.
-        #expect(try ServiceConfiguration.fromEnvironment(["RECEIPTGATE_READ_MAX_LAG_MS": "0"]).readMaxLagMilliseconds == 0)
+        #expect(
+            try ServiceConfiguration.fromEnvironment(["RECEIPTGATE_READ_MAX_LAG_MS": "0"]).readMaxLagMilliseconds == 0)
     }
 
     @Test(arguments: [
@@ -49,7 +52,8 @@ import TestSupport
         ("RECEIPTGATE_MASTER_KEY", "c2hvcnQ="), ("RECEIPTGATE_MASTER_KEY", "not base64!"),
         ("RECEIPTGATE_LOG_LEVEL", "loud"), ("RECEIPTGATE_DB_POOL_SIZE", "0"), ("RECEIPTGATE_MAX_BODY_BYTES", "12"),
         ("RECEIPTGATE_CLIENT_CACHE_SECONDS", "-1"), ("RECEIPTGATE_CLIENT_CACHE_SECONDS", "301"),
-        ("RECEIPTGATE_READ_MAX_LAG_MS", "1s"), ("RECEIPTGATE_READ_MAX_LAG_MS", "-1"), ("RECEIPTGATE_READ_MAX_LAG_MS", "3600001"),
+        ("RECEIPTGATE_READ_MAX_LAG_MS", "1s"), ("RECEIPTGATE_READ_MAX_LAG_MS", "-1"),
+        ("RECEIPTGATE_READ_MAX_LAG_MS", "3600001"),
         ("RECEIPTGATE_READ_MAX_LAG_MS", "2.5"), ("RECEIPTGATE_ENTITLEMENT_SWEEP_INTERVAL", "0"),
     ])
     func badValuesNameTheVariable(variable: String, value: String) {
@@ -72,7 +76,8 @@ import TestSupport
         let first = try SecretBox.loadMasterKey(configured: nil, dataDirectory: directory)
         #expect(first.key.count == 32)
         #expect(first.generatedAt != nil)
-        let attributes = try FileManager.default.attributesOfItem(atPath: directory.appendingPathComponent("master.key").path)
+        let attributes = try FileManager.default.attributesOfItem(
+            atPath: directory.appendingPathComponent("master.key").path)
         #expect((attributes[.posixPermissions] as? Int) == 0o600)
         let second = try SecretBox.loadMasterKey(configured: nil, dataDirectory: directory)
         #expect(second.key == first.key)
@@ -86,7 +91,9 @@ import TestSupport
         let directory = TestDatabase.temporaryDirectory("masterkey-bad")
         defer { try? FileManager.default.removeItem(at: directory) }
         try "short".write(to: directory.appendingPathComponent("master.key"), atomically: true, encoding: .utf8)
-        #expect(throws: ServiceConfiguration.Invalid.self) { try SecretBox.loadMasterKey(configured: nil, dataDirectory: directory) }
+        #expect(throws: ServiceConfiguration.Invalid.self) {
+            try SecretBox.loadMasterKey(configured: nil, dataDirectory: directory)
+        }
     }
 
     @Test func secretBoxesAreBoundToTheirOwnerAndKey() throws {
@@ -96,6 +103,8 @@ import TestSupport
         // Copied onto another client's row, or opened under another master key: refused as altered, never opened.
         let refused = CryptoError(.authenticationFailed, "")
         #expect(throws: refused) { try box.open(sealed, owner: "client-b") }
-        #expect(throws: refused) { try SecretBox(masterKey: Data(repeating: 4, count: 32)).open(sealed, owner: "client-a") }
+        #expect(throws: refused) {
+            try SecretBox(masterKey: Data(repeating: 4, count: 32)).open(sealed, owner: "client-a")
+        }
     }
 }

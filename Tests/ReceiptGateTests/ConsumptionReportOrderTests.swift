@@ -1,11 +1,12 @@
 import AppStore
+import AppStoreTestSupport
 import Foundation
 import Postgres
 import ReceiptCore
-@testable import ReceiptGate
-import Testing
-import AppStoreTestSupport
 import TestSupport
+import Testing
+
+@testable import ReceiptGate
 
 /// A consumption report is bound to the transaction its path names (signature version 2), and an
 /// older report never takes the place of a newer one, whether it is replayed, delayed or racing.
@@ -13,20 +14,28 @@ import TestSupport
     static func path(_ id: String) -> String { "/v1/transactions/app_store/\(id)/consumption" }
 
     static func verify(_ harness: VerifyHarness, _ id: String) async throws {
-        let receipt = try harness.pki.sign(AppleTestPKI.transaction(["transactionId": id, "originalTransactionId": id]))
-        let answer = try await harness.client.post("/v1/verify", json: ["store": "app_store", "receipt": receipt, "player_id": "p"])
+        let receipt = try harness.pki.sign(
+            AppleTestPKI.transaction(["transactionId": id, "originalTransactionId": id]))
+        let answer = try await harness.client.post(
+            "/v1/verify", json: ["store": "app_store", "receipt": receipt, "player_id": "p"])
         #expect(answer.status == 200, "\(answer.text)")
     }
 
     /// The stored report of `id`: (delivered, consumed milliunits, its own time in ms).
-    static func stored(_ harness: VerifyHarness, _ id: String) async throws -> (delivered: Bool, consumed: Int?, asOfMs: Int64)? {
-        try await harness.pool.query("""
+    static func stored(
+        _ harness: VerifyHarness, _ id: String
+    ) async throws -> (delivered: Bool, consumed: Int?, asOfMs: Int64)? {
+        try await harness.pool.query(
+            """
             SELECT c.delivered, c.consumed_milliunits, c.as_of_ms FROM consumption_reports c JOIN transactions t ON t.id = c.transaction_row_id
             WHERE t.transaction_id = \(id)
-            """).first.map { (try $0.decode("delivered"), try $0.decode("consumed_milliunits"), try $0.decode("as_of_ms")) }
+            """
+        ).first.map { (try $0.decode("delivered"), try $0.decode("consumed_milliunits"), try $0.decode("as_of_ms")) }
     }
 
-    static func body(_ json: [String: Any]) throws -> Data { try JSONSerialization.data(withJSONObject: json, options: .sortedKeys) }
+    static func body(_ json: [String: Any]) throws -> Data {
+        try JSONSerialization.data(withJSONObject: json, options: .sortedKeys)
+    }
 
     @Test func aVersion1SignedReportIsRefusedNamingVersion2() async throws {
         let harness = try await VerifyHarness.start()
@@ -35,7 +44,8 @@ import TestSupport
         let refused = try await harness.client.post(Self.path("2000000000009001"), json: ["delivered": true])
         #expect(refused.status == 401, "\(refused.text)")
         #expect(try refused.json()["error"] as? String == "UNAUTHORIZED")
-        #expect((try refused.json()["message"] as? String)?.contains("X-Signature-Version: 2") == true, "\(refused.text)")
+        #expect(
+            (try refused.json()["message"] as? String)?.contains("X-Signature-Version: 2") == true, "\(refused.text)")
         #expect(try await Self.stored(harness, "2000000000009001") == nil)
     }
 
@@ -51,7 +61,8 @@ import TestSupport
         let stamp = Int(Date().timeIntervalSince1970)
         #expect(try await harness.client.post(Self.path(x), body: report, timestamp: stamp, version: "2").status == 200)
 
-        let moved = try await harness.client.post(Self.path(y), body: report, timestamp: stamp, version: "2", signedTarget: Self.path(x))
+        let moved = try await harness.client.post(
+            Self.path(y), body: report, timestamp: stamp, version: "2", signedTarget: Self.path(x))
         #expect(moved.status == 401, "\(moved.text)")
         let bodyOnly = try await harness.client.post(Self.path(y), body: report, timestamp: stamp)
         #expect(bodyOnly.status == 401, "a version-1 signature covers no path: \(bodyOnly.text)")
@@ -82,15 +93,26 @@ import TestSupport
         #expect(replayed.status == 200, "\(replayed.text)")
         #expect(try replayed.json()["superseded"] as? Bool == true, "\(replayed.text)")
         let standing = try #require(try replayed.json()["consumption"] as? [String: Any])
-        #expect(standing["delivered"] as? Bool == false && standing["reported_at_ms"] as? Int64 == 1_700_000_060_000, "\(standing)")
-        #expect(try await Self.stored(harness, timed).map { [$0.delivered ? 1 : 0, Int($0.asOfMs)] } == [0, 1_700_000_060_000])
+        #expect(
+            standing["delivered"] as? Bool == false && standing["reported_at_ms"] as? Int64 == 1_700_000_060_000,
+            "\(standing)")
+        #expect(
+            try await Self.stored(harness, timed).map { [$0.delivered ? 1 : 0, Int($0.asOfMs)] } == [
+                0, 1_700_000_060_000,
+            ])
 
         // Without `reported_at_ms`: ordered by the signed X-Timestamp, which a replay must keep.
         let now = Int(Date().timeIntervalSince1970)
         let early = try Self.body(["delivered": true, "consumed_percent": 90])
-        #expect(try await harness.client.post(Self.path(untimed), body: early, timestamp: now - 20, version: "2").status == 200)
-        #expect(try await harness.client.post(Self.path(untimed), body: try Self.body(["delivered": false]), timestamp: now - 10, version: "2").status == 200)
-        let replayedEarly = try await harness.client.post(Self.path(untimed), body: early, timestamp: now - 20, version: "2")
+        #expect(
+            try await harness.client.post(Self.path(untimed), body: early, timestamp: now - 20, version: "2").status
+                == 200)
+        #expect(
+            try await harness.client.post(
+                Self.path(untimed), body: try Self.body(["delivered": false]), timestamp: now - 10, version: "2"
+            ).status == 200)
+        let replayedEarly = try await harness.client.post(
+            Self.path(untimed), body: early, timestamp: now - 20, version: "2")
         #expect(try replayedEarly.json()["superseded"] as? Bool == true, "\(replayedEarly.text)")
         #expect(try await Self.stored(harness, untimed)?.delivered == false)
 
@@ -100,18 +122,27 @@ import TestSupport
         try await withThrowingTaskGroup(of: Int.self) { group in
             for time in times {
                 group.addTask {
-                    try await client.post(Self.path(raced), body: try Self.body(["delivered": true, "consumed_percent": Double(time % 100_000) / 1000,
-                                                                                           "reported_at_ms": time]), version: "2").status
+                    try await client.post(
+                        Self.path(raced),
+                        body: try Self.body([
+                            "delivered": true, "consumed_percent": Double(time % 100_000) / 1000,
+                            "reported_at_ms": time,
+                        ]), version: "2"
+                    ).status
                 }
             }
             for try await status in group { #expect(status == 200) }
         }
         let latest = try #require(times.max())
-        #expect(try await Self.stored(harness, raced).map { [Int64($0.consumed ?? -1), $0.asOfMs] } == [latest % 100_000, latest])
+        #expect(
+            try await Self.stored(harness, raced).map { [Int64($0.consumed ?? -1), $0.asOfMs] } == [
+                latest % 100_000, latest,
+            ])
 
         // A time far past the signed one would hold off every later report: refused.
-        let ahead = try await harness.client.post(Self.path(raced), body: try Self.body(["delivered": true, "reported_at_ms": Int64(now + 3600) * 1000]),
-                                                  version: "2")
+        let ahead = try await harness.client.post(
+            Self.path(raced), body: try Self.body(["delivered": true, "reported_at_ms": Int64(now + 3600) * 1000]),
+            version: "2")
         #expect(ahead.status == 400 && ahead.text.contains("reported_at_ms"), "\(ahead.text)")
     }
 }
@@ -128,10 +159,15 @@ extension AppleConsumptionRequests {
         try Self.appleKnows(fake, Self.gems())
         #expect(try await NotificationHistoryReconciliation.verify(harness, Self.gems()).status == 200)
         let path = "/v1/transactions/app_store/\(Self.id)/consumption"
-        let older = try JSONSerialization.data(withJSONObject: ["delivered": true, "consumed_percent": 80, "reported_at_ms": 1_700_000_000_000], options: .sortedKeys)
+        let older = try JSONSerialization.data(
+            withJSONObject: ["delivered": true, "consumed_percent": 80, "reported_at_ms": 1_700_000_000_000],
+            options: .sortedKeys)
         let stamp = Int(Date().timeIntervalSince1970)
         #expect(try await harness.client.post(path, body: older, timestamp: stamp, version: "2").status == 200)
-        #expect(try await harness.client.post(path, json: ["delivered": false, "reported_at_ms": 1_700_000_060_000], version: "2").status == 200)
+        #expect(
+            try await harness.client.post(
+                path, json: ["delivered": false, "reported_at_ms": 1_700_000_060_000], version: "2"
+            ).status == 200)
         // The older report's request, captured and sent again within the signature window.
         let replayed = try await harness.client.post(path, body: older, timestamp: stamp, version: "2")
         #expect(replayed.status == 200, "\(replayed.text)")
@@ -140,8 +176,13 @@ extension AppleConsumptionRequests {
         try await Self.pushRequest(harness, fake, Self.gems())
         try await Self.answerDueNow(harness)
         try await WebhookDelivery.waitUntil { try await Self.request(harness)?.status == "answered" }
-        #expect(fake.state.consumptionAnswers.get().map(\.body) == [["customerConsented": "1", "sampleContentProvided": "0",
-                                                                     "deliveryStatus": "UNDELIVERED_OTHER", "refundPreference": "GRANT_FULL"]])
+        #expect(
+            fake.state.consumptionAnswers.get().map(\.body) == [
+                [
+                    "customerConsented": "1", "sampleContentProvided": "0",
+                    "deliveryStatus": "UNDELIVERED_OTHER", "refundPreference": "GRANT_FULL",
+                ]
+            ])
         await receiver.server.shutdown()
         await fake.shutdown()
     }
@@ -153,13 +194,17 @@ extension AppleConsumptionRequests {
     struct ItemNotes: DialectProvider {
         let name = "item-notes"
         func routes(core: any DialectCore) -> [Route] {
-            [Route("POST", "/test/items/{item_id}/notes", authentication: .signedClient(.allow)) { _, context in
-                .json(["item_id": context.pathParameters["item_id"] ?? ""])
-             },
-             Route("POST", "/test/notes", authentication: .signedClient(.allow)) { _, _ in .json(["noted": true]) }]
+            [
+                Route("POST", "/test/items/{item_id}/notes", authentication: .signedClient(.allow)) { _, context in
+                    .json(["item_id": context.pathParameters["item_id"] ?? ""])
+                },
+                Route("POST", "/test/notes", authentication: .signedClient(.allow)) { _, _ in .json(["noted": true]) },
+            ]
         }
         func render(_ refusal: RouteRefusal) -> RouteResponse {
-            .json(["refused": refusal.code.rawValue, "message": refusal.message], status: refusal.code == .unauthorized ? 401 : 400)
+            .json(
+                ["refused": refusal.code.rawValue, "message": refusal.message],
+                status: refusal.code == .unauthorized ? 401 : 400)
         }
     }
 
@@ -172,8 +217,11 @@ extension AppleConsumptionRequests {
         let bound = try await harness.client.post("/test/items/guild%2Fsword/notes", json: ["note": "x"], version: "2")
         #expect(bound.status == 200, "\(bound.text)")
         #expect(try bound.json()["item_id"] as? String == "guild/sword")
-        let moved = try await harness.client.post("/test/items/shield/notes", json: ["note": "x"], version: "2", signedTarget: "/test/items/sword/notes")
+        let moved = try await harness.client.post(
+            "/test/items/shield/notes", json: ["note": "x"], version: "2", signedTarget: "/test/items/sword/notes")
         #expect(moved.status == 401, "\(moved.text)")
-        #expect(try await harness.client.post("/test/notes", json: ["note": "x"]).status == 200, "a fixed path still takes version 1")
+        #expect(
+            try await harness.client.post("/test/notes", json: ["note": "x"]).status == 200,
+            "a fixed path still takes version 1")
     }
 }

@@ -1,13 +1,15 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// `receiptgate dev purchase`: a signed StoreKit 2 transaction that a service accepts only when
 /// it was started trusting the development root, and never with Apple's.
 @Suite struct DevPurchaseCommand {
     /// `receiptgate serve` as a child process on a free port; the port is read from its log.
     static func serve(_ environment: [String: String]) async throws -> (server: ChildProcess, port: Int) {
-        let server = try ChildProcess.launch(Binary.path, ["serve"], environment: Binary.environment(environment.merging(["RECEIPTGATE_PORT": "0"]) { $1 }))
+        let server = try ChildProcess.launch(
+            Binary.path, ["serve"],
+            environment: Binary.environment(environment.merging(["RECEIPTGATE_PORT": "0"]) { $1 }))
         let line = try await server.waitForStderrLine(containing: "\"listening\"")
         let port = try #require(Int((try Binary.json(line)["url"] as? String)?.split(separator: ":").last ?? ""))
         return (server, port)
@@ -25,23 +27,35 @@ import TestSupport
     @Test func onlyAServiceTrustingTheDevelopmentRootAcceptsIt() async throws {
         let environment = try await Binary.databaseEnvironment()
         let dataDirectory = try #require(environment["RECEIPTGATE_DATA_DIR"])
-        let created = try await Binary.run(["client", "create", "--name", "dev", "--bundle-id", "com.example.devgame",
-                                            "--environments", "sandbox,production"], environment)
+        let created = try await Binary.run(
+            [
+                "client", "create", "--name", "dev", "--bundle-id", "com.example.devgame",
+                "--environments", "sandbox,production",
+            ], environment)
         let client = try Binary.json(created.stdout)
-        let clientID = try #require(client["client_id"] as? String), secret = try #require(client["client_secret"] as? String)
+        let clientID = try #require(client["client_id"] as? String),
+            secret = try #require(client["client_secret"] as? String)
 
-        let purchase = try await Binary.run(["dev", "purchase", "--bundle-id", "com.example.devgame", "--product-id", "gems.100"], environment)
+        let purchase = try await Binary.run(
+            ["dev", "purchase", "--bundle-id", "com.example.devgame", "--product-id", "gems.100"], environment)
         #expect(purchase.status == 0, "stderr: \(purchase.stderr)")
         let root = dataDirectory + "/dev-pki/root.pem"
-        #expect(purchase.stderr.split(separator: "\n").contains { $0 == "RECEIPTGATE_APPLE_ROOT_CERTS=\(root)" }, "stderr: \(purchase.stderr)")
-        let keyMode = try #require(try FileManager.default.attributesOfItem(atPath: dataDirectory + "/dev-pki/leaf-key.pem")[.posixPermissions] as? Int)
+        #expect(
+            purchase.stderr.split(separator: "\n").contains { $0 == "RECEIPTGATE_APPLE_ROOT_CERTS=\(root)" },
+            "stderr: \(purchase.stderr)")
+        let keyMode = try #require(
+            try FileManager.default.attributesOfItem(atPath: dataDirectory + "/dev-pki/leaf-key.pem")[.posixPermissions]
+                as? Int)
         #expect(keyMode == 0o600)
         let transactionID = try #require(try Self.payload(ofJWS: purchase.stdout)["transactionId"] as? String)
         #expect(transactionID.count == 16 && transactionID.allSatisfy(\.isNumber))
 
-        let (trusting, trustingPort) = try await Self.serve(environment.merging(["RECEIPTGATE_APPLE_ROOT_CERTS": root]) { $1 })
+        let (trusting, trustingPort) = try await Self.serve(
+            environment.merging(["RECEIPTGATE_APPLE_ROOT_CERTS": root]) { $1 })
         let accepted = try await SignedClient(port: trustingPort, clientID: clientID, secret: secret)
-            .post("/v1/verify", json: ["store": "app_store", "receipt": purchase.stdout.trimmingCharacters(in: .newlines)])
+            .post(
+                "/v1/verify",
+                json: ["store": "app_store", "receipt": purchase.stdout.trimmingCharacters(in: .newlines)])
         #expect(accepted.status == 200, "\(accepted.text)")
         let transaction = try #require(try accepted.json()["transaction"] as? [String: Any])
         #expect(transaction["transaction_id"] as? String == transactionID)
@@ -52,11 +66,13 @@ import TestSupport
         #expect(try await trusting.wait(timeout: .seconds(30)) == 0)
 
         // A second purchase is a new one, signed by the same chain, and Apple's root refuses it.
-        let second = try await Binary.run(["dev", "purchase", "--bundle-id", "com.example.devgame", "--product-id", "gems.100"], environment)
+        let second = try await Binary.run(
+            ["dev", "purchase", "--bundle-id", "com.example.devgame", "--product-id", "gems.100"], environment)
         #expect(try Self.payload(ofJWS: second.stdout)["transactionId"] as? String != transactionID)
         let (apple, applePort) = try await Self.serve(environment)
         let refused = try await SignedClient(port: applePort, clientID: clientID, secret: secret)
-            .post("/v1/verify", json: ["store": "app_store", "receipt": second.stdout.trimmingCharacters(in: .newlines)])
+            .post(
+                "/v1/verify", json: ["store": "app_store", "receipt": second.stdout.trimmingCharacters(in: .newlines)])
         #expect(refused.status == 422, "\(refused.text)")
         #expect(try refused.json()["error"] as? String == "VERIFICATION_FAILED")
         apple.send(SIGTERM)
@@ -65,9 +81,12 @@ import TestSupport
 
     @Test func flagsShapeThePurchase() async throws {
         let environment = ["RECEIPTGATE_DATA_DIR": TestDatabase.temporaryDirectory("dev-flags").path]
-        let result = try await Binary.run(["dev", "purchase", "--bundle-id", "com.example.devgame", "--product-id", "vip.monthly",
-                                           "--transaction-id", "1234567890123456", "--type", "auto_renewable", "--environment", "production"],
-                                          environment)
+        let result = try await Binary.run(
+            [
+                "dev", "purchase", "--bundle-id", "com.example.devgame", "--product-id", "vip.monthly",
+                "--transaction-id", "1234567890123456", "--type", "auto_renewable", "--environment", "production",
+            ],
+            environment)
         #expect(result.status == 0, "stderr: \(result.stderr)")
         let payload = try Self.payload(ofJWS: result.stdout)
         #expect(payload["transactionId"] as? String == "1234567890123456")

@@ -1,5 +1,5 @@
-import OpenSSLCrypto
 import Foundation
+import OpenSSLCrypto
 import ReceiptGate
 import Testing
 
@@ -7,8 +7,12 @@ import Testing
 @Suite struct ES256SwitchConfiguration {
     @Test func onByDefaultOffFallsBackToOpenSSL() throws {
         #expect(try ServiceConfiguration.fromEnvironment([:]).es256Verifier is FixedKeyES256Verifier)
-        #expect(try ServiceConfiguration.fromEnvironment(["RECEIPTGATE_ES256_FIXED_KEY": "on"]).es256Verifier is FixedKeyES256Verifier)
-        #expect(try ServiceConfiguration.fromEnvironment(["RECEIPTGATE_ES256_FIXED_KEY": "off"]).es256Verifier is OpenSSLES256Verifier)
+        #expect(
+            try ServiceConfiguration.fromEnvironment(["RECEIPTGATE_ES256_FIXED_KEY": "on"]).es256Verifier
+                is FixedKeyES256Verifier)
+        #expect(
+            try ServiceConfiguration.fromEnvironment(["RECEIPTGATE_ES256_FIXED_KEY": "off"]).es256Verifier
+                is OpenSSLES256Verifier)
     }
 
     @Test(arguments: ["yes", "OFF", "1"])

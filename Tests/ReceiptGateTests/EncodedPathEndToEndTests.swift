@@ -1,8 +1,8 @@
+import AppStoreTestSupport
 import Foundation
 import ReceiptGate
-import Testing
-import AppStoreTestSupport
 import TestSupport
+import Testing
 
 /// An id with a `/` in it is sent percent-encoded (`guild%2F42`) and read back whole: the API and
 /// the console route on the path as sent, and a version-2 signature covers it as sent.
@@ -13,11 +13,16 @@ import TestSupport
     /// A running service holding one non-consumable that grants `no_ads`, claimed for `guild/42`.
     static func start() async throws -> VerifyHarness {
         let harness = try await VerifyHarness.start(adminToken: adminToken)
-        _ = try await harness.service.repositories.catalog.set(client: harness.client.clientID, store: "app_store", product: "noads",
-                                                               entitlements: ["no_ads"], by: "test")
-        let receipt = try harness.pki.sign(AppleTestPKI.transaction(["transactionId": "2000000000009101", "originalTransactionId": "2000000000009101",
-                                                                     "productId": "noads", "type": "Non-Consumable"]))
-        let verified = try await harness.client.post("/v1/verify", json: ["store": "app_store", "receipt": receipt, "player_id": player])
+        _ = try await harness.service.repositories.catalog.set(
+            client: harness.client.clientID, store: "app_store", product: "noads",
+            entitlements: ["no_ads"], by: "test")
+        let receipt = try harness.pki.sign(
+            AppleTestPKI.transaction([
+                "transactionId": "2000000000009101", "originalTransactionId": "2000000000009101",
+                "productId": "noads", "type": "Non-Consumable",
+            ]))
+        let verified = try await harness.client.post(
+            "/v1/verify", json: ["store": "app_store", "receipt": receipt, "player_id": player])
         #expect(verified.status == 200, "\(verified.text)")
         return harness
     }
@@ -37,8 +42,9 @@ import TestSupport
         #expect(transactions.map { $0["transaction_id"] as? String } == ["2000000000009101"], "\(listed.text)")
 
         // The signature covers the target as sent: one made over the decoded path does not match.
-        let decodedSigned = try await harness.client.get("/v1/players/\(Self.encoded)/entitlements",
-                                                         signedTarget: "/v1/players/\(Self.player)/entitlements")
+        let decodedSigned = try await harness.client.get(
+            "/v1/players/\(Self.encoded)/entitlements",
+            signedTarget: "/v1/players/\(Self.player)/entitlements")
         #expect(decodedSigned.status == 401, "\(decodedSigned.text)")
         // A broken escape is a 400, not a server error.
         let broken = try await harness.client.get("/v1/players/guild%2/entitlements")
@@ -52,7 +58,9 @@ import TestSupport
         _ = try await browser.signIn(token: Self.adminToken)
         // The purchases list links to the player's page with the id encoded, and that page is found.
         let purchases = try await browser.get("/console/purchases")
-        #expect(purchases.text.contains(#"<a href="/console/players/\#(Self.encoded)">\#(Self.player)</a>"#), "\(purchases.text)")
+        #expect(
+            purchases.text.contains(#"<a href="/console/players/\#(Self.encoded)">\#(Self.player)</a>"#),
+            "\(purchases.text)")
         let page = try await browser.get("/console/players/\(Self.encoded)")
         #expect(page.status == 200, "\(page.text)")
         #expect(page.text.contains("<h1>Player \(Self.player)</h1>"), "\(page.text)")

@@ -1,14 +1,14 @@
 import AlogameGateway
 import AppStore
+import AppStoreTestSupport
 import Foundation
 import GooglePlay
+import GooglePlayTestSupport
 import HiveAxyl
 import ReceiptCore
 import ReceiptGate
-import Testing
-import AppStoreTestSupport
-import GooglePlayTestSupport
 import TestSupport
+import Testing
 
 /// Answers the README and Deploy/openapi.yaml describe for the drop-in gateways, where a client
 /// written from the contracts alone is most likely to be surprised: Android through the Alogame
@@ -20,20 +20,24 @@ import TestSupport
     @Test func aGooglePurchaseWithoutAGoogleKeyIsAVerifierErrorNamingIt() async throws {
         var google = GooglePlayConfiguration()
         google.voidedPurchasesInterval = nil
-        let harness = try await VerifyHarness.start(dialects: [AlogameGateway(), HiveAxyl()],
-                                                    otherStores: [GooglePlayProvider(configuration: google).registration])
+        let harness = try await VerifyHarness.start(
+            dialects: [AlogameGateway(), HiveAxyl()],
+            otherStores: [GooglePlayProvider(configuration: google).registration])
         defer { harness.stop() }
         var settings = ClientSettings()
         settings.appIdentifiers[GooglePlayProvider.packageNameKind.name] = ["com.example.game"]
         settings.settings[HiveAxyl.appIDsSetting] = [HiveAxylCaller.appID]
         _ = try await harness.service.clients.update(harness.client.clientID, settings)
 
-        let alogame = try await harness.client.post("/iap/gateway/verify", json: ["receipt": "tok-android", "product_id": "gems100", "os_id": 1])
+        let alogame = try await harness.client.post(
+            "/iap/gateway/verify", json: ["receipt": "tok-android", "product_id": "gems100", "os_id": 1])
         #expect(alogame.status == 502, "\(alogame.text)")
         #expect(try alogame.json()["error"] as? String == "VERIFIER_ERROR")
-        #expect((try alogame.json()["message"] as? String)?.hasPrefix("GOOGLE_NOT_CONFIGURED") == true, "\(alogame.text)")
+        #expect(
+            (try alogame.json()["message"] as? String)?.hasPrefix("GOOGLE_NOT_CONFIGURED") == true, "\(alogame.text)")
 
-        let caller = HiveAxylCaller(port: harness.client.port, clientID: harness.client.clientID, secret: harness.client.secret)
+        let caller = HiveAxylCaller(
+            port: harness.client.port, clientID: harness.client.clientID, secret: harness.client.secret)
         var body = HiveAxylCaller.purchase("tok-android", product: "gems100")
         body["providerId"] = "GOOGLE"
         let hive = try await caller.verify("/payment/v1/purchase/verify", body, token: try await caller.token())
@@ -48,8 +52,10 @@ import TestSupport
     /// With the App Store Server API (`RECEIPTGATE_APPSTORE_RECEIPT_MODE=server_api`), a StoreKit 1
     /// receipt's transaction is read from Apple's signed answer, so `receipt_info` carries what
     /// SK2 carries; Android answers say `platform: "android"`. Both match the OpenAPI document.
-    @Test(.enabled(if: OpenAPIConformance.python != nil || ProcessInfo.processInfo.environment["CI"] != nil,
-                   "set RECEIPTGATE_ORACLE_PYTHON (scripts/test.sh does) to validate responses against the OpenAPI document"))
+    @Test(
+        .enabled(
+            if: OpenAPIConformance.python != nil || ProcessInfo.processInfo.environment["CI"] != nil,
+            "set RECEIPTGATE_ORACLE_PYTHON (scripts/test.sh does) to validate responses against the OpenAPI document"))
     func storeKit1InServerAPIModeAndAndroidAnswersMatchTheDocument() async throws {
         let python = try #require(OpenAPIConformance.python, "RECEIPTGATE_ORACLE_PYTHON must be set in CI")
         var records: [[String: Any]] = []
@@ -66,14 +72,17 @@ import TestSupport
             var appStore = AppStoreConfiguration(trustRoots: [pki.root])
             appStore.receiptTrustRoots = [receiptRoot]
             appStore.receiptMode = .serverAPI
-            appStore.serverAPIKey = .init(keyID: FakeAppStoreServerAPI.keyID, issuerID: FakeAppStoreServerAPI.issuerID, privateKey: apple.teamKey)
+            appStore.serverAPIKey = .init(
+                keyID: FakeAppStoreServerAPI.keyID, issuerID: FakeAppStoreServerAPI.issuerID, privateKey: apple.teamKey)
             appStore.serverAPIProductionURL = "http://127.0.0.1:\(apple.production.port)"
             appStore.serverAPISandboxURL = "http://127.0.0.1:\(apple.sandbox.port)"
             return appStore
         }
         defer { harness.stop() }
         let receipt = try TestReceipts.sign(TestReceipts.payload(), streamed: false)
-        let sk1 = try record(try await harness.client.post("/iap/gateway/verify", json: ["receipt": receipt, "product_id": "gems.100", "os_id": 2]))
+        let sk1 = try record(
+            try await harness.client.post(
+                "/iap/gateway/verify", json: ["receipt": receipt, "product_id": "gems.100", "os_id": 2]))
         let info = try #require(sk1["receipt_info"] as? [String: Any], "\(String(describing: sk1))")
         #expect(info["platform"] as? String == "ios")
         #expect(info["type"] as? String == "Consumable")
@@ -87,7 +96,9 @@ import TestSupport
         let android = try await GooglePlayHarness.start()
         defer { android.stop() }
         try android.google.addProduct(token: "tok-documented", orderID: "GPA.3301-2345-6789-88888", test: true)
-        let answer = try record(try await android.client.post("/iap/gateway/verify", json: ["receipt": "tok-documented", "product_id": "gems100", "os_id": 1]))
+        let answer = try record(
+            try await android.client.post(
+                "/iap/gateway/verify", json: ["receipt": "tok-documented", "product_id": "gems100", "os_id": 1]))
         #expect((answer["receipt_info"] as? [String: Any])?["platform"] as? String == "android", "\(answer)")
         try await OpenAPIConformance.validate(records, python: python, label: "gateway-documented")
     }

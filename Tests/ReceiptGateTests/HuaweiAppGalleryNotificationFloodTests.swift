@@ -1,9 +1,9 @@
-import OpenSSLCrypto
 import Foundation
 import HuaweiAppGallery
 import HuaweiAppGalleryTestSupport
-import Testing
+import OpenSSLCrypto
 import TestSupport
+import Testing
 
 /// Anyone may post an order notification (Huawei does not sign them) naming a real app id and a
 /// made-up token. Through the running service: nothing is recorded for such a token, Huawei is
@@ -18,8 +18,9 @@ import TestSupport
     static let readTimeout: Duration = .seconds(20)
 
     static func post(_ harness: HuaweiAppGalleryHarness, _ body: Data) async throws -> RawHTTP.Response {
-        try await RawHTTP.request(port: harness.service.port, method: "POST", path: "/v1/notifications/huawei-appgallery",
-                                  headers: ["Content-Type": "application/json"], body: body)
+        try await RawHTTP.request(
+            port: harness.service.port, method: "POST", path: "/v1/notifications/huawei-appgallery",
+            headers: ["Content-Type": "application/json"], body: body)
     }
 
     static func madeUp() throws -> Data {
@@ -31,7 +32,9 @@ import TestSupport
         response.status == 200 ? ((try? response.json()["status"] as? String) ?? "200 ?") : String(response.status)
     }
 
-    static func tally(_ outcomes: [String]) -> [String: Int] { Dictionary(grouping: outcomes, by: { $0 }).mapValues(\.count) }
+    static func tally(_ outcomes: [String]) -> [String: Int] {
+        Dictionary(grouping: outcomes, by: { $0 }).mapValues(\.count)
+    }
 
     @Test func aFloodOfMadeUpOrderTokensRecordsNothingAndAsksHuaweiOnlyWithinTheBounds() async throws {
         let harness = try await HuaweiAppGalleryHarness.start { configuration in
@@ -47,7 +50,8 @@ import TestSupport
         try harness.huawei.addProduct(token: "tok.genuine", productID: "no.ads", orderID: "order.genuine", kind: 1)
         #expect(try await harness.verify("tok.genuine", product: "no.ads").status == 200)
         verifyCalls += 1
-        try harness.huawei.addProduct(token: "tok.genuine", productID: "no.ads", orderID: "order.genuine", kind: 1, state: 2)
+        try harness.huawei.addProduct(
+            token: "tok.genuine", productID: "no.ads", orderID: "order.genuine", kind: 1, state: 2)
         let genuine = try FakeHuawei.orderNotification(type: 2, token: "tok.genuine", productID: "no.ads")
         let first = try await Self.post(harness, genuine)
         #expect(first.status == 200, "\(first.text)")
@@ -67,9 +71,11 @@ import TestSupport
             await withTaskGroup(of: String.self) { group in
                 for _ in 0..<40 {
                     group.addTask {
-                        guard let body = try? Self.madeUp(), let response = try? await RawHTTP.request(
-                            port: port, method: "POST", path: "/v1/notifications/huawei-appgallery",
-                            headers: ["Content-Type": "application/json"], body: body) else { return "no answer" }
+                        guard let body = try? Self.madeUp(),
+                            let response = try? await RawHTTP.request(
+                                port: port, method: "POST", path: "/v1/notifications/huawei-appgallery",
+                                headers: ["Content-Type": "application/json"], body: body)
+                        else { return "no answer" }
                         answered.update { $0 += 1 }
                         return Self.outcome(response)
                     }
@@ -95,24 +101,32 @@ import TestSupport
 
         // Past the app's budget: 503, and Huawei is not asked.
         var budgeted: [String] = []
-        for _ in 0..<(2 * Self.budget) { budgeted.append(Self.outcome(try await Self.post(harness, try Self.madeUp()))) }
+        for _ in 0..<(2 * Self.budget) {
+            budgeted.append(Self.outcome(try await Self.post(harness, try Self.madeUp())))
+        }
         #expect(Set(budgeted).isSubset(of: ["ignored", "503"]), "\(Self.tally(budgeted))")
         #expect(budgeted.last == "503", "\(Self.tally(budgeted))")
-        let refill = Int((Double((ContinuousClock.now - started).components.seconds) + 1) * Double(Self.budget) / 60) + 1
+        let refill =
+            Int((Double((ContinuousClock.now - started).components.seconds) + 1) * Double(Self.budget) / 60) + 1
         let reads = harness.huawei.hits("verify") - verifyCalls
-        #expect(reads <= Self.budget + refill, "notifications asked Huawei \(reads) times; the budget is \(Self.budget) a minute")
+        #expect(
+            reads <= Self.budget + refill,
+            "notifications asked Huawei \(reads) times; the budget is \(Self.budget) a minute")
 
         // An app id no client registered: refused, nothing asked.
         let hitsBefore = harness.huawei.hits("verify")
         let stranger = try JSONSerialization.data(withJSONObject: [
-            "applicationId": "999000999", "orderNotification": ["notificationType": 2, "purchaseToken": "tok.stranger", "productId": "no.ads"],
+            "applicationId": "999000999",
+            "orderNotification": ["notificationType": 2, "purchaseToken": "tok.stranger", "productId": "no.ads"],
         ])
         let refused = try await Self.post(harness, stranger)
         #expect(refused.status == 401 && refused.text.contains("UNKNOWN_APPLICATION"), "\(refused.text)")
         #expect(harness.huawei.hits("verify") == hitsBefore)
 
         // Nothing recorded but the genuine refund.
-        #expect(try await harness.count("SELECT count(*) AS n FROM store_notifications WHERE store = 'huawei_appgallery'") == 1)
+        #expect(
+            try await harness.count("SELECT count(*) AS n FROM store_notifications WHERE store = 'huawei_appgallery'")
+                == 1)
         // Verifies keep working with the notifications' budget spent.
         try harness.huawei.addProduct(token: "tok.verify.after", orderID: "order.verify.after")
         #expect(try await harness.verify("tok.verify.after").status == 200)

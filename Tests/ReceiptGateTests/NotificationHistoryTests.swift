@@ -1,9 +1,10 @@
 import AppStore
-import Foundation
-@testable import ReceiptGate
-import Testing
 import AppStoreTestSupport
+import Foundation
 import TestSupport
+import Testing
+
+@testable import ReceiptGate
 
 /// Notifications whose push never arrived, read back from Apple's notification history (a local
 /// fake of Get Notification History, paged as Apple pages it), reach the ledger and the game
@@ -11,47 +12,70 @@ import TestSupport
 @Suite struct NotificationHistoryReconciliation {
     static let adminToken = "history-admin-" + String(repeating: "t", count: 32)
 
-    static func start(_ fake: FakeAppStoreServerAPI, receiver: WebhookReceiver, databaseURL: String? = nil) async throws -> VerifyHarness {
-        try await VerifyHarness.start(environments: [.sandbox], outbox: VerifyHarness.fastOutbox(), adminToken: adminToken,
-                                      webhookURL: receiver.url, pki: fake.pki,
-                                      appStore: { pki in
-            var appStore = AppStoreConfiguration(trustRoots: [pki.root])
-            appStore.serverAPIKey = .init(keyID: FakeAppStoreServerAPI.keyID, issuerID: FakeAppStoreServerAPI.issuerID, privateKey: fake.teamKey)
-            appStore.serverAPIProductionURL = "http://127.0.0.1:\(fake.production.port)"
-            appStore.serverAPISandboxURL = "http://127.0.0.1:\(fake.sandbox.port)"
-            appStore.reconcileInterval = .milliseconds(300)
-            return appStore
-        }, configure: { configuration in
-            if let databaseURL { configuration.databaseURL = databaseURL }
-        })
+    static func start(
+        _ fake: FakeAppStoreServerAPI, receiver: WebhookReceiver, databaseURL: String? = nil
+    ) async throws -> VerifyHarness {
+        try await VerifyHarness.start(
+            environments: [.sandbox], outbox: VerifyHarness.fastOutbox(), adminToken: adminToken,
+            webhookURL: receiver.url, pki: fake.pki,
+            appStore: { pki in
+                var appStore = AppStoreConfiguration(trustRoots: [pki.root])
+                appStore.serverAPIKey = .init(
+                    keyID: FakeAppStoreServerAPI.keyID, issuerID: FakeAppStoreServerAPI.issuerID,
+                    privateKey: fake.teamKey)
+                appStore.serverAPIProductionURL = "http://127.0.0.1:\(fake.production.port)"
+                appStore.serverAPISandboxURL = "http://127.0.0.1:\(fake.sandbox.port)"
+                appStore.reconcileInterval = .milliseconds(300)
+                return appStore
+            },
+            configure: { configuration in
+                if let databaseURL { configuration.databaseURL = databaseURL }
+            })
     }
 
     /// A signed App Store Server Notification V2, as Apple pushes it and lists it in the history.
-    static func signed(_ pki: AppleTestPKI, type: String, transaction: [String: any Sendable], uuid: String, signedDate: Int64) throws -> String {
-        let data: [String: any Sendable] = ["environment": "Sandbox", "bundleId": "com.example.game",
-                                            "signedTransactionInfo": try pki.sign(AppleTestPKI.transaction(transaction))]
-        return try pki.sign(["notificationType": type, "notificationUUID": uuid, "version": "2.0", "signedDate": signedDate, "data": data])
+    static func signed(
+        _ pki: AppleTestPKI, type: String, transaction: [String: any Sendable], uuid: String, signedDate: Int64
+    ) throws -> String {
+        let data: [String: any Sendable] = [
+            "environment": "Sandbox", "bundleId": "com.example.game",
+            "signedTransactionInfo": try pki.sign(AppleTestPKI.transaction(transaction)),
+        ]
+        return try pki.sign([
+            "notificationType": type, "notificationUUID": uuid, "version": "2.0", "signedDate": signedDate,
+            "data": data,
+        ])
     }
 
     /// Puts a signed notification of `type` into the sandbox history, as sent at `signedDate`.
-    static func addToHistory(_ fake: FakeAppStoreServerAPI, type: String, transaction: [String: any Sendable], signedDate: Int64,
-                             uuid: String = UUID().uuidString.lowercased()) throws {
-        fake.addToHistory(try signed(fake.pki, type: type, transaction: transaction, uuid: uuid, signedDate: signedDate),
-                          signedDate: signedDate, environment: "Sandbox")
+    static func addToHistory(
+        _ fake: FakeAppStoreServerAPI, type: String, transaction: [String: any Sendable], signedDate: Int64,
+        uuid: String = UUID().uuidString.lowercased()
+    ) throws {
+        fake.addToHistory(
+            try signed(fake.pki, type: type, transaction: transaction, uuid: uuid, signedDate: signedDate),
+            signedDate: signedDate, environment: "Sandbox")
     }
 
     /// The first period of a monthly subscription, ending a minute after `now`, and its renewal.
-    static func subscription(_ original: String, renewal: String, now: Int64) -> (first: [String: any Sendable], renewed: [String: any Sendable]) {
-        let first: [String: any Sendable] = ["transactionId": original, "originalTransactionId": original, "environment": "Sandbox",
-                                             "type": "Auto-Renewable Subscription", "productId": "vip.monthly", "expiresDate": now + 60_000]
+    static func subscription(
+        _ original: String, renewal: String, now: Int64
+    ) -> (first: [String: any Sendable], renewed: [String: any Sendable]) {
+        let first: [String: any Sendable] = [
+            "transactionId": original, "originalTransactionId": original, "environment": "Sandbox",
+            "type": "Auto-Renewable Subscription", "productId": "vip.monthly", "expiresDate": now + 60_000,
+        ]
         var renewed = first
         renewed["transactionId"] = renewal
         renewed["expiresDate"] = now + 30 * 86_400_000
         return (first, renewed)
     }
 
-    static func verify(_ harness: VerifyHarness, _ transaction: [String: any Sendable]) async throws -> RawHTTP.Response {
-        try await harness.client.post("/v1/verify", json: ["store": "app_store", "receipt": try harness.pki.sign(AppleTestPKI.transaction(transaction))])
+    static func verify(_ harness: VerifyHarness, _ transaction: [String: any Sendable]) async throws -> RawHTTP.Response
+    {
+        try await harness.client.post(
+            "/v1/verify",
+            json: ["store": "app_store", "receipt": try harness.pki.sign(AppleTestPKI.transaction(transaction))])
     }
 
     static func state(_ harness: VerifyHarness, _ id: String) async throws -> String? {
@@ -71,7 +95,9 @@ import TestSupport
         defer { harness.stop() }
         receiver.secret.set(harness.client.secret)
         let id = "2000000000007001"
-        let transaction: [String: any Sendable] = ["transactionId": id, "originalTransactionId": id, "environment": "Sandbox"]
+        let transaction: [String: any Sendable] = [
+            "transactionId": id, "originalTransactionId": id, "environment": "Sandbox",
+        ]
         #expect(try await Self.verify(harness, transaction).status == 200)
 
         // Refunded a minute ago; the push never came. Five records, so the history has three pages.
@@ -84,20 +110,23 @@ import TestSupport
             let otherID = "200000000000710\(other)"
             try Self.addToHistory(fake, type: "TEST", transaction: ["transactionId": otherID], signedDate: now - 90_000)
         }
-        let refund = try Self.signed(fake.pki, type: "REFUND", transaction: refunded, uuid: refundUUID, signedDate: now - 60_000)
+        let refund = try Self.signed(
+            fake.pki, type: "REFUND", transaction: refunded, uuid: refundUUID, signedDate: now - 60_000)
         fake.addToHistory(refund, signedDate: now - 60_000, environment: "Sandbox")
         try await WebhookDelivery.waitUntil { try await Self.state(harness, id) == "refunded" }
         #expect(fake.state.historyQueries.get().contains { $0.paginationToken == "page-4" }, "the last page was read")
 
         // Its reversal, also only in the history: the next run reads it (and the refund again).
-        let reversal = try Self.signed(fake.pki, type: "REFUND_REVERSED", transaction: transaction, uuid: UUID().uuidString.lowercased(),
-                                       signedDate: now - 30_000)
+        let reversal = try Self.signed(
+            fake.pki, type: "REFUND_REVERSED", transaction: transaction, uuid: UUID().uuidString.lowercased(),
+            signedDate: now - 30_000)
         fake.addToHistory(reversal, signedDate: now - 30_000, environment: "Sandbox")
         try await WebhookDelivery.waitUntil { try await Self.state(harness, id) == "active" }
 
         // The refund pushed late as well: a duplicate, applied once.
-        let pushed = try await RawHTTP.request(port: harness.client.port, method: "POST", path: "/v1/notifications/app-store",
-                                               body: Data(#"{"signedPayload":"\#(refund)"}"#.utf8))
+        let pushed = try await RawHTTP.request(
+            port: harness.client.port, method: "POST", path: "/v1/notifications/app-store",
+            body: Data(#"{"signedPayload":"\#(refund)"}"#.utf8))
         #expect(pushed.status == 200)
         #expect(try pushed.json()["duplicate"] as? Bool == true)
         // Two more runs, each reading both again.
@@ -106,10 +135,14 @@ import TestSupport
         #expect(try await Self.state(harness, id) == "active")
         try await WebhookDelivery.waitUntil { receiver.acknowledged.filter { $0.transactionID == id }.count >= 3 }
         let types = receiver.acknowledged.filter { $0.transactionID == id }.map(\.type)
-        #expect(types.sorted() == ["transaction.refund_reversed", "transaction.refunded", "transaction.verified"], "\(types)")
+        #expect(
+            types.sorted() == ["transaction.refund_reversed", "transaction.refunded", "transaction.verified"],
+            "\(types)")
         #expect(receiver.acknowledged.allSatisfy { $0.signatureValid })
         // Every window starts before the previous one ended, within Apple's sandbox retention.
-        let windows = fake.state.historyQueries.get().filter { $0.environment == "Sandbox" && $0.paginationToken == nil }
+        let windows = fake.state.historyQueries.get().filter {
+            $0.environment == "Sandbox" && $0.paginationToken == nil
+        }
         for (earlier, later) in zip(windows, windows.dropFirst()) {
             #expect(later.startDate < earlier.endDate && later.startDate >= earlier.endDate - 10 * 60_000)
         }
@@ -127,29 +160,38 @@ import TestSupport
         let harness = try await Self.start(fake, receiver: receiver)
         defer { harness.stop() }
         let id = "2000000000007201"
-        let transaction: [String: any Sendable] = ["transactionId": id, "originalTransactionId": id, "environment": "Sandbox"]
+        let transaction: [String: any Sendable] = [
+            "transactionId": id, "originalTransactionId": id, "environment": "Sandbox",
+        ]
         #expect(try await Self.verify(harness, transaction).status == 200)
         var refunded = transaction
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         refunded["revocationDate"] = now - 5_000
         try Self.addToHistory(fake, type: "REFUND", transaction: refunded, signedDate: now - 5_000)
-        try await WebhookDelivery.waitUntil { harness.log.captured.contains { $0.contains("RECEIPTGATE_APPSTORE_API_KEY_ID") } }
+        try await WebhookDelivery.waitUntil {
+            harness.log.captured.contains { $0.contains("RECEIPTGATE_APPSTORE_API_KEY_ID") }
+        }
         try await WebhookDelivery.waitUntil { try await Self.state(harness, id) == "refunded" }
         // Recorded when the run ends, just after it recorded the refund.
         func runs() async throws -> [String?] {
-            try await harness.pool.query("SELECT error FROM store_poll_runs WHERE poll = 'app_store.notification_history' ORDER BY id")
-                .map { try $0.decode("error", as: String?.self) }
+            try await harness.pool.query(
+                "SELECT error FROM store_poll_runs WHERE poll = 'app_store.notification_history' ORDER BY id"
+            )
+            .map { try $0.decode("error", as: String?.self) }
         }
         // The run Apple refused is recorded with its reason, and a later one succeeds. Other runs
         // may come before it: one before the client was registered (nothing to ask), or one that
         // timed out on a loaded machine.
         func resumedAfterTheRefusal(_ runs: [String?]) -> Bool {
-            guard let refused = runs.firstIndex(where: { $0?.contains("RECEIPTGATE_APPSTORE_API_KEY_ID") == true }) else { return false }
+            guard let refused = runs.firstIndex(where: { $0?.contains("RECEIPTGATE_APPSTORE_API_KEY_ID") == true })
+            else { return false }
             return runs[(refused + 1)...].contains { $0 == nil }
         }
         try await WebhookDelivery.waitUntil { resumedAfterTheRefusal(try await runs()) }
         let recorded = try await runs()
-        #expect(resumedAfterTheRefusal(recorded), "the refused run is recorded with its reason, then the next succeeds: \(recorded)")
+        #expect(
+            resumedAfterTheRefusal(recorded),
+            "the refused run is recorded with its reason, then the next succeeds: \(recorded)")
         await receiver.server.shutdown()
         await fake.shutdown()
     }
@@ -166,7 +208,9 @@ import TestSupport
         let second = try await Self.start(fake, receiver: receiver, databaseURL: first.pool.connectionString)
         defer { second.stop() }
         try await WebhookDelivery.waitUntil { Self.runs(fake) >= 8 }
-        let windows = fake.state.historyQueries.get().filter { $0.environment == "Sandbox" && $0.paginationToken == nil }
+        let windows = fake.state.historyQueries.get().filter {
+            $0.environment == "Sandbox" && $0.paginationToken == nil
+        }
         #expect(Set(windows.map(\.startDate)).count == windows.count, "a window was read twice")
         for (earlier, later) in zip(windows, windows.dropFirst()) {
             #expect(later.startDate == earlier.endDate - 10 * 60_000, "each run follows the one before")
@@ -201,11 +245,21 @@ import TestSupport
 
         // An operator sees the runs: counted on /metrics, listed on the console with what they caught.
         let metrics = try await RawHTTP.request(port: harness.service.port, path: "/metrics").text
-        #expect(metrics.contains(#"receiptgate_store_poll_notifications_total{poll="app_store.notification_history",result="new"} 1"#), "\(metrics)")
-        #expect(metrics.contains(#"receiptgate_store_poll_runs_total{poll="app_store.notification_history",outcome="succeeded"}"#))
-        let errors = try await harness.pool.query("SELECT error FROM store_poll_runs WHERE error IS NOT NULL").map { try $0.decode("error", as: String.self) }
-        #expect(metrics.contains(#"receiptgate_store_poll_runs_total{poll="app_store.notification_history",outcome="failed"} \#(errors.count)"#),
-                "failed runs: \(errors)")
+        #expect(
+            metrics.contains(
+                #"receiptgate_store_poll_notifications_total{poll="app_store.notification_history",result="new"} 1"#),
+            "\(metrics)")
+        #expect(
+            metrics.contains(
+                #"receiptgate_store_poll_runs_total{poll="app_store.notification_history",outcome="succeeded"}"#))
+        let errors = try await harness.pool.query("SELECT error FROM store_poll_runs WHERE error IS NOT NULL").map {
+            try $0.decode("error", as: String.self)
+        }
+        #expect(
+            metrics.contains(
+                #"receiptgate_store_poll_runs_total{poll="app_store.notification_history",outcome="failed"} \#(errors.count)"#
+            ),
+            "failed runs: \(errors)")
         let browser = ConsoleBrowserSession(port: harness.service.port)
         _ = try await browser.signIn(token: Self.adminToken)
         let overview = try await browser.get("/console").text
@@ -229,9 +283,13 @@ import TestSupport
         let original = "2000000000007401"
         let (first, renewed) = Self.subscription(original, renewal: "2000000000007402", now: now)
         #expect(try await Self.verify(harness, first).status == 200)
-        let push = try Self.signed(fake.pki, type: "DID_RENEW", transaction: renewed, uuid: UUID().uuidString.lowercased(), signedDate: now)
-        #expect(try await RawHTTP.request(port: harness.client.port, method: "POST", path: "/v1/notifications/app-store",
-                                          body: Data(#"{"signedPayload":"\#(push)"}"#.utf8)).status == 200)
+        let push = try Self.signed(
+            fake.pki, type: "DID_RENEW", transaction: renewed, uuid: UUID().uuidString.lowercased(), signedDate: now)
+        #expect(
+            try await RawHTTP.request(
+                port: harness.client.port, method: "POST", path: "/v1/notifications/app-store",
+                body: Data(#"{"signedPayload":"\#(push)"}"#.utf8)
+            ).status == 200)
         try Self.addToHistory(fake, type: "EXPIRED", transaction: first, signedDate: now - 5_000)
         try await WebhookDelivery.waitUntil { try await harness.count("store_notifications") == 2 }
         let subscription = try await harness.client.get("/v1/subscriptions/app_store/\(original)").json()
@@ -242,7 +300,9 @@ import TestSupport
         try await WebhookDelivery.waitUntil { receiver.acknowledged.contains { $0.type == "subscription.renewed" } }
         #expect(!receiver.acknowledged.contains { $0.type == "subscription.expired" })
         // The stored row keeps Apple's signed envelope, as a pushed one does.
-        let raw = try await harness.pool.query("SELECT convert_from(raw_body, 'UTF8') AS body FROM store_notifications WHERE notification_type = 'EXPIRED'")
+        let raw = try await harness.pool.query(
+            "SELECT convert_from(raw_body, 'UTF8') AS body FROM store_notifications WHERE notification_type = 'EXPIRED'"
+        )
         #expect(try raw.first?.decode("body", as: String.self).hasPrefix(#"{"signedPayload":"ey"#) == true)
         await receiver.server.shutdown()
         await fake.shutdown()
@@ -263,13 +323,18 @@ import TestSupport
             let data: [String: any Sendable] = [
                 "environment": "Sandbox", "bundleId": "com.example.game",
                 "signedTransactionInfo": try fake.pki.sign(AppleTestPKI.transaction(transaction)),
-                "signedRenewalInfo": try fake.pki.sign(["originalTransactionId": original, "productId": "vip.monthly", "autoRenewStatus": autoRenew,
-                                                        "environment": "Sandbox", "signedDate": now]),
+                "signedRenewalInfo": try fake.pki.sign([
+                    "originalTransactionId": original, "productId": "vip.monthly", "autoRenewStatus": autoRenew,
+                    "environment": "Sandbox", "signedDate": now,
+                ]),
             ]
-            let signed = try fake.pki.sign(["notificationType": type, "notificationUUID": UUID().uuidString.lowercased(), "version": "2.0",
-                                            "signedDate": now, "data": data])
-            let answer = try await RawHTTP.request(port: harness.client.port, method: "POST", path: "/v1/notifications/app-store",
-                                                   body: Data(#"{"signedPayload":"\#(signed)"}"#.utf8))
+            let signed = try fake.pki.sign([
+                "notificationType": type, "notificationUUID": UUID().uuidString.lowercased(), "version": "2.0",
+                "signedDate": now, "data": data,
+            ])
+            let answer = try await RawHTTP.request(
+                port: harness.client.port, method: "POST", path: "/v1/notifications/app-store",
+                body: Data(#"{"signedPayload":"\#(signed)"}"#.utf8))
             #expect(answer.status == 200, "\(answer.text)")
         }
         func autoRenew() async throws -> Bool? {

@@ -1,12 +1,12 @@
 import AppStore
-import OpenSSLCrypto
+import AppStoreTestSupport
 import Foundation
+import OpenSSLCrypto
 import Postgres
 import ReceiptCore
 import ReceiptGate
-import Testing
-import AppStoreTestSupport
 import TestSupport
+import Testing
 
 /// App Store Server Notifications V2 end to end: signed by a test PKI the service is told to
 /// trust, posted over HTTP, recorded in Postgres.
@@ -22,20 +22,28 @@ import TestSupport
         }
 
         func post(_ body: String) async throws -> RawHTTP.Response {
-            try await RawHTTP.request(port: service.port, method: "POST", path: "/v1/notifications/app-store",
-                                      headers: ["Content-Type": "application/json"], body: Data(body.utf8))
+            try await RawHTTP.request(
+                port: service.port, method: "POST", path: "/v1/notifications/app-store",
+                headers: ["Content-Type": "application/json"], body: Data(body.utf8))
         }
 
         func rows() async throws -> Int { try await harness.count("store_notifications") }
     }
 
-    static func notification(_ pki: AppleTestPKI, uuid: String = UUID().uuidString.lowercased(), type: String = "REFUND",
-                             bundle: String = "com.example.game") throws -> String {
-        let transaction = try pki.sign(AppleTestPKI.transaction(["revocationDate": Int64(Date().timeIntervalSince1970 * 1000), "revocationReason": 1]))
+    static func notification(
+        _ pki: AppleTestPKI, uuid: String = UUID().uuidString.lowercased(), type: String = "REFUND",
+        bundle: String = "com.example.game"
+    ) throws -> String {
+        let transaction = try pki.sign(
+            AppleTestPKI.transaction([
+                "revocationDate": Int64(Date().timeIntervalSince1970 * 1000), "revocationReason": 1,
+            ]))
         let payload = try pki.sign([
             "notificationType": type, "notificationUUID": uuid, "version": "2.0",
             "signedDate": Int64(Date().timeIntervalSince1970 * 1000),
-            "data": ["environment": "Sandbox", "bundleId": bundle, "appAppleId": 99, "signedTransactionInfo": transaction] as [String: any Sendable],
+            "data": [
+                "environment": "Sandbox", "bundleId": bundle, "appAppleId": 99, "signedTransactionInfo": transaction,
+            ] as [String: any Sendable],
         ])
         return #"{"signedPayload":"\#(payload)"}"#
     }
@@ -54,10 +62,13 @@ import TestSupport
         #expect(try again.json()["duplicate"] as? Bool == true)
         #expect(try await harness.rows() == 1)
 
-        let row = try #require(try await harness.pool.query("""
-            SELECT notification_type, environment, app_identifier, transaction_id, raw_body, decoded->'transaction'->>'revocationReason' AS reason
-            FROM store_notifications
-            """).first)
+        let row = try #require(
+            try await harness.pool.query(
+                """
+                SELECT notification_type, environment, app_identifier, transaction_id, raw_body, decoded->'transaction'->>'revocationReason' AS reason
+                FROM store_notifications
+                """
+            ).first)
         #expect(try row.decode("notification_type", as: String.self) == "REFUND")
         #expect(try row.decode("environment", as: String.self) == "sandbox")
         #expect(try row.decode("app_identifier", as: String.self) == "com.example.game")
@@ -100,14 +111,18 @@ import TestSupport
         let rootPath = directory.appendingPathComponent("root.der")
         try pki.root.derEncoded.write(to: rootPath)
         var environment = try await Binary.databaseEnvironment()
-        let created = try await Binary.run(["client", "create", "--name", "g", "--bundle-id", "com.example.game",
-                                            "--environments", "sandbox"], environment)
+        let created = try await Binary.run(
+            [
+                "client", "create", "--name", "g", "--bundle-id", "com.example.game",
+                "--environments", "sandbox",
+            ], environment)
         #expect(created.status == 0)
 
         // Several times: the other stores' HTTP workers are new when start-up stops, and the exit
         // must not race them (it once crashed one start in twenty).
         for _ in 0..<20 {
-            let broken = try await Binary.run(["serve"], environment.merging(["RECEIPTGATE_APPLE_ROOT_CERTS": "/missing.der"]) { $1 })
+            let broken = try await Binary.run(
+                ["serve"], environment.merging(["RECEIPTGATE_APPLE_ROOT_CERTS": "/missing.der"]) { $1 })
             #expect(broken.status == 78)
             #expect(broken.stderr.contains("RECEIPTGATE_APPLE_ROOT_CERTS"))
             if broken.status != 78 { break }
@@ -119,7 +134,8 @@ import TestSupport
         let line = try await server.waitForStderrLine(containing: "\"listening\"")
         let port = try #require(Int((try Binary.json(line)["url"] as? String)?.split(separator: ":").last ?? ""))
         let body = try AppStoreNotifications.notification(pki)
-        let response = try await RawHTTP.request(port: port, method: "POST", path: "/v1/notifications/app-store", body: Data(body.utf8))
+        let response = try await RawHTTP.request(
+            port: port, method: "POST", path: "/v1/notifications/app-store", body: Data(body.utf8))
         #expect(response.status == 200, "\(response.text)")
         // Apple's real root is not trusted now: the configured one replaced it.
         server.send(SIGTERM)

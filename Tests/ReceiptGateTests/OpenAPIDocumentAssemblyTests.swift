@@ -22,20 +22,24 @@ import Testing
         """
 
     static func store(notes: [String: String] = [:], components: [String: String] = [:]) -> StoreDeclaration {
-        StoreDeclaration(store: StoreID(rawValue: "acme_store"), displayName: "Acme Store",
-                         identifiers: AppIdentifierKind(name: "acme_package", flag: "acme-package", help: "Acme package"),
-                         vendorCode: "ACME", operatingSystems: [.android], evidenceShapes: [.purchaseToken],
-                         openAPI: OpenAPIPart(components: components, sharedFieldNotes: notes))
+        StoreDeclaration(
+            store: StoreID(rawValue: "acme_store"), displayName: "Acme Store",
+            identifiers: AppIdentifierKind(name: "acme_package", flag: "acme-package", help: "Acme package"),
+            vendorCode: "ACME", operatingSystems: [.android], evidenceShapes: [.purchaseToken],
+            openAPI: OpenAPIPart(components: components, sharedFieldNotes: notes))
     }
 
     @Test func aNoteOnAMarkedFieldIsPlacedUnderTheStoresName() throws {
-        let document = try OpenAPIDocument.assemble(core: Self.core, stores: [Self.store(notes: ["receipt": "an Acme token."])], dialects: [])
+        let document = try OpenAPIDocument.assemble(
+            core: Self.core, stores: [Self.store(notes: ["receipt": "an Acme token."])], dialects: [])
         #expect(document.contains("\n        Acme Store: an Acme token.\n"))
     }
 
     @Test func aNoteOnAFieldWithNoMarkIsRefusedNamingIt() {
         #expect {
-            try OpenAPIDocument.assemble(core: Self.core, stores: [Self.store(notes: ["receipt": "a token.", "product_id": "required."])], dialects: [])
+            try OpenAPIDocument.assemble(
+                core: Self.core, stores: [Self.store(notes: ["receipt": "a token.", "product_id": "required."])],
+                dialects: [])
         } throws: { error in
             (error as? OpenAPIDocument.Unplaced)?.pieces == ["acme_store: a note on product_id"]
         }
@@ -43,7 +47,9 @@ import Testing
 
     @Test func aSectionWithNoMarkIsRefusedNamingIt() {
         #expect {
-            try OpenAPIDocument.assemble(core: Self.core, stores: [Self.store(components: ["schemas": "A: {}", "examples": "B: {}"])], dialects: [])
+            try OpenAPIDocument.assemble(
+                core: Self.core, stores: [Self.store(components: ["schemas": "A: {}", "examples": "B: {}"])],
+                dialects: [])
         } throws: { error in
             (error as? OpenAPIDocument.Unplaced)?.pieces == ["acme_store: examples"]
         }

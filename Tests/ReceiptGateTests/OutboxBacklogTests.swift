@@ -3,9 +3,10 @@ import AppStoreTestSupport
 import Foundation
 import HTTPServer
 import ReceiptCore
-@testable import ReceiptGate
-import Testing
 import TestSupport
+import Testing
+
+@testable import ReceiptGate
 
 /// A game server's receiver that hangs while it is down (every request held open until it comes
 /// back, then refused): the worst a dead receiver does to a sender. Only what arrives once it is
@@ -29,12 +30,19 @@ final class HangingReceiver: Sendable {
             }
             let json = (try? JSONSerialization.jsonObject(with: request.body)) as? [String: Any]
             let data = json?["data"] as? [String: Any]
-            let transaction = (data?["transaction"] as? [String: Any])?["transaction_id"] as? String ?? data?["transaction_id"] as? String ?? ""
-            acknowledged.update { $0.append((json?["event_id"] as? String ?? "", json?["type"] as? String ?? "", transaction)) }
+            let transaction =
+                (data?["transaction"] as? [String: Any])?["transaction_id"] as? String ?? data?["transaction_id"]
+                as? String ?? ""
+            acknowledged.update {
+                $0.append((json?["event_id"] as? String ?? "", json?["type"] as? String ?? "", transaction))
+            }
             return .json(["ok": true])
         }
-        server = HTTPServer(configuration: .init(host: "127.0.0.1", port: 0), responder: router.build(handlerTimeout: .seconds(120),
-                                                                                                        handlerExecutor: FakeServing.executor))
+        server = HTTPServer(
+            configuration: .init(host: "127.0.0.1", port: 0),
+            responder: router.build(
+                handlerTimeout: .seconds(120),
+                handlerExecutor: FakeServing.executor))
         try server.start()
     }
 
@@ -52,24 +60,37 @@ final class HangingReceiver: Sendable {
         outbox.attemptTimeout = .seconds(30)  // a hanging receiver holds its sender's slot this long
         outbox.circuitThreshold = 3
         let harness = try await VerifyHarness.start(outbox: outbox, webhookURL: dead.url)
-        defer { harness.stop(); dead.up.set(true); Task.detached { await dead.server.shutdown(); await healthy.server.shutdown() } }
+        defer {
+            harness.stop(); dead.up.set(true);
+            Task.detached {
+                await dead.server.shutdown(); await healthy.server.shutdown()
+            }
+        }
         var otherSettings = VerifyHarness.settings(name: "Other game", environments: [.sandbox], gameID: 7)
         otherSettings.appIdentifiers[AppStoreProvider.bundleIDKind.name] = ["com.example.other"]
         otherSettings.webhookURL = healthy.url
         let other = try await harness.service.clients.create(otherSettings)
-        let otherClient = SignedClient(port: harness.service.port, clientID: other.client.clientID, secret: other.secret)
+        let otherClient = SignedClient(
+            port: harness.service.port, clientID: other.client.clientID, secret: other.secret)
         healthy.secret.set(other.secret)
 
         // Sales for the game whose receiver is down, a refund of every third: each purchase's
         // refund must reach the game after its purchase.
         let deadIDs = (0..<40).map { String(2_000_000_000_870_000 + $0) }
         for id in deadIDs {
-            let receipt = try harness.pki.sign(AppleTestPKI.transaction(["transactionId": id, "originalTransactionId": id]))
-            #expect(try await harness.client.post("/v1/verify", json: ["store": "app_store", "receipt": receipt]).status == 200)
+            let receipt = try harness.pki.sign(
+                AppleTestPKI.transaction(["transactionId": id, "originalTransactionId": id]))
+            #expect(
+                try await harness.client.post("/v1/verify", json: ["store": "app_store", "receipt": receipt]).status
+                    == 200)
         }
         for id in deadIDs.enumerated().filter({ $0.offset % 3 == 0 }).map(\.element) {
-            let refund = try await NotificationsDriveTheLedger.notify(harness, type: "REFUND", transaction: [
-                "transactionId": id, "originalTransactionId": id, "revocationDate": Int64(Date().timeIntervalSince1970 * 1000)])
+            let refund = try await NotificationsDriveTheLedger.notify(
+                harness, type: "REFUND",
+                transaction: [
+                    "transactionId": id, "originalTransactionId": id,
+                    "revocationDate": Int64(Date().timeIntervalSince1970 * 1000),
+                ])
             #expect(refund.status == 200)
         }
         try await WebhookDelivery.waitUntil { dead.held.get() > 0 }
@@ -77,12 +98,21 @@ final class HangingReceiver: Sendable {
         // The other game sells while the first one's receiver hangs: its webhooks arrive.
         let otherIDs = (0..<12).map { String(2_000_000_000_880_000 + $0) }
         for id in otherIDs {
-            let receipt = try harness.pki.sign(AppleTestPKI.transaction(["transactionId": id, "originalTransactionId": id,
-                                                                         "bundleId": "com.example.other"]))
-            #expect(try await otherClient.post("/v1/verify", json: ["store": "app_store", "receipt": receipt]).status == 200)
+            let receipt = try harness.pki.sign(
+                AppleTestPKI.transaction([
+                    "transactionId": id, "originalTransactionId": id,
+                    "bundleId": "com.example.other",
+                ]))
+            #expect(
+                try await otherClient.post("/v1/verify", json: ["store": "app_store", "receipt": receipt]).status == 200
+            )
         }
-        try await WebhookDelivery.waitUntil { Set(healthy.acknowledged.compactMap(\.transactionID)).isSuperset(of: otherIDs) }
-        #expect(Set(healthy.acknowledged.compactMap(\.transactionID)).isSuperset(of: otherIDs), "delivered while the other receiver hangs")
+        try await WebhookDelivery.waitUntil {
+            Set(healthy.acknowledged.compactMap(\.transactionID)).isSuperset(of: otherIDs)
+        }
+        #expect(
+            Set(healthy.acknowledged.compactMap(\.transactionID)).isSuperset(of: otherIDs),
+            "delivered while the other receiver hangs")
         #expect(dead.acknowledged.get().isEmpty && !dead.up.get(), "and that receiver is still down")
 
         // Back: the backlog drains, each message once, each refund after its purchase.
@@ -96,7 +126,9 @@ final class HangingReceiver: Sendable {
         for id in deadIDs {
             let types = delivered.filter { $0.transactionID == id }.map(\.type)
             #expect(types.first == "transaction.verified", "\(id): \(types)")
-            if types.contains("transaction.refunded") { #expect(types.last == "transaction.refunded", "\(id): \(types)") }
+            if types.contains("transaction.refunded") {
+                #expect(types.last == "transaction.refunded", "\(id): \(types)")
+            }
         }
         #expect(try await harness.count("outbox WHERE status = 'delivered'") == expected + otherIDs.count)
         await harness.service.shutdown()
@@ -107,9 +139,11 @@ final class HangingReceiver: Sendable {
     static func queueTwo(_ harness: VerifyHarness, key: String) async throws {
         for type in ["first", "second"] {
             try await harness.pool.withTransaction { connection in
-                try OutboxRepository.enqueue(OutboxMessage(clientID: harness.client.clientID, target: .email, type: type, aggregateKey: key,
-                                                           body: Data("{}".utf8)), sealingMailWith: harness.service.repositories.outbox.secrets,
-                                          on: connection)
+                try OutboxRepository.enqueue(
+                    OutboxMessage(
+                        clientID: harness.client.clientID, target: .email, type: type, aggregateKey: key,
+                        body: Data("{}".utf8)), sealingMailWith: harness.service.repositories.outbox.secrets,
+                    on: connection)
             }
         }
     }
@@ -121,14 +155,21 @@ final class HangingReceiver: Sendable {
         defer { harness.stop() }
         let outbox = harness.service.repositories.outbox
         try await Self.queueTwo(harness, key: "app_store:lease")
-        let slow = try #require(try await outbox.claim(targets: [.email], limit: 10, lease: 0).first { $0.type == "first" })
-        let taken = try #require(try await outbox.claim(targets: [.email], limit: 10, lease: 600).first, "the lease ran out: claimed again")
+        let slow = try #require(
+            try await outbox.claim(targets: [.email], limit: 10, lease: 0).first { $0.type == "first" })
+        let taken = try #require(
+            try await outbox.claim(targets: [.email], limit: 10, lease: 600).first, "the lease ran out: claimed again")
         #expect(taken.id == slow.id && taken.lease != slow.lease)
         try await outbox.markDelivered(taken)
         try await outbox.markFailed(slow, attempts: 1, error: "timed out", dead: false, retryInSeconds: 0)
-        let rows = try await harness.pool.query("SELECT event_type, status, is_head FROM outbox WHERE aggregate_key = 'app_store:lease' ORDER BY id")
-        #expect(try rows.map { try $0.decode("status", as: String.self) } == ["delivered", "pending"], "the late failure put nothing back")
-        #expect(try rows.map { try $0.decode("is_head", as: Bool.self) } == [false, true], "the next message is first in line")
+        let rows = try await harness.pool.query(
+            "SELECT event_type, status, is_head FROM outbox WHERE aggregate_key = 'app_store:lease' ORDER BY id")
+        #expect(
+            try rows.map { try $0.decode("status", as: String.self) } == ["delivered", "pending"],
+            "the late failure put nothing back")
+        #expect(
+            try rows.map { try $0.decode("is_head", as: Bool.self) } == [false, true],
+            "the next message is first in line")
         let next = try await outbox.claim(targets: [.email], limit: 10, lease: 600)
         #expect(next.map(\.type) == ["second"])
     }
@@ -139,7 +180,8 @@ final class HangingReceiver: Sendable {
         let harness = try await VerifyHarness.start()
         defer { harness.stop() }
         let outbox = harness.service.repositories.outbox
-        try await harness.pool.execute("""
+        try await harness.pool.execute(
+            """
             INSERT INTO outbox (event_id, client_id, event_type, aggregate_key, payload, target, placed, is_head)
             VALUES (gen_random_uuid(), \(harness.client.clientID), 'old.process', 'app_store:old', '{}'::jsonb, 'email', true, false)
             """)

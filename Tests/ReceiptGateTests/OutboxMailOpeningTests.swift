@@ -1,9 +1,10 @@
 import Foundation
 import Postgres
 import ReceiptCore
-@testable import ReceiptGate
-import Testing
 import TestSupport
+import Testing
+
+@testable import ReceiptGate
 
 /// A sealed e-mail that does not open when claimed is sent as nothing, and the row says why:
 /// no stand-in body (once `{}`, which the mailer then called "not an e-mail message").
@@ -12,11 +13,15 @@ import TestSupport
         let harness = try await VerifyHarness.start()  // no SMTP: no worker claims mail meanwhile
         defer { harness.stop() }
         let outbox = harness.service.repositories.outbox, clientID = harness.client.clientID
-        let mail = OutboxMessage(clientID: clientID, target: .email, type: "email.test", aggregateKey: "mail:1",
-                                 body: Data(#"{"subject":"Hello","text":"Your code is 123456","to":"ada@example.com"}"#.utf8))
-        try await harness.pool.withTransaction { try OutboxRepository.enqueue(mail, sealingMailWith: outbox.secrets, on: $0) }
+        let mail = OutboxMessage(
+            clientID: clientID, target: .email, type: "email.test", aggregateKey: "mail:1",
+            body: Data(#"{"subject":"Hello","text":"Your code is 123456","to":"ada@example.com"}"#.utf8))
+        try await harness.pool.withTransaction {
+            try OutboxRepository.enqueue(mail, sealingMailWith: outbox.secrets, on: $0)
+        }
         // The sealed box copied onto another row: bound to its own event id, it does not open there.
-        try await harness.pool.execute("""
+        try await harness.pool.execute(
+            """
             INSERT INTO outbox (event_id, client_id, event_type, aggregate_key, payload, target, is_head)
             SELECT gen_random_uuid(), client_id, event_type, 'mail:copy', payload, target, true FROM outbox WHERE target = 'email'
             """)

@@ -2,20 +2,22 @@ import Foundation
 import Plugins
 import ReceiptCore
 import ReceiptGate
-import Testing
 import TestSupport
+import Testing
 
 /// What the registry promises an operator adding a store: the core names no store or dialect
 /// (everything about one lives in its folder and its one registration line), and what is written
 /// around a plugin (CLI settings, the OpenAPI document) comes from its declaration.
 @Suite struct PluginRegistry {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
 
     /// The registered plugins' names, and the stores' brand words a comment might slip in.
     static var forbiddenNames: [String] {
         let stores = Plugins.all.stores.map(\.declaration).flatMap { [$0.store.rawValue, $0.displayName] }
         let dialects = Plugins.all.dialects.flatMap { [$0.name, $0.displayName] }
-        return (stores + dialects + ["apple", "google", "amazon", "storekit", "alogame", "hive", "axyl", "accountlink"])
+        return
+            (stores + dialects + ["apple", "google", "amazon", "storekit", "alogame", "hive", "axyl", "accountlink"])
             .map { $0.lowercased() }
     }
 
@@ -23,13 +25,17 @@ import TestSupport
         var found: [String] = []
         for folder in ["Sources/ReceiptCore", "Sources/ReceiptGate", "Sources/ReceiptGateCLI"] {
             let directory = Self.root.appendingPathComponent(folder)
-            let files = try #require(FileManager.default.enumerator(atPath: directory.path)).compactMap { $0 as? String }
+            let files = try #require(FileManager.default.enumerator(atPath: directory.path)).compactMap {
+                $0 as? String
+            }
             // Migrations keep the history of what the schema once held.
             for file in files where file.hasSuffix(".swift") && !file.hasSuffix("Migrations.swift") {
                 let text = try String(contentsOf: directory.appendingPathComponent(file), encoding: .utf8)
                 for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
                     let lower = line.lowercased()
-                    if let name = Self.forbiddenNames.first(where: { lower.contains($0) }) { found.append("\(folder)/\(file):\(number + 1): \(name)") }
+                    if let name = Self.forbiddenNames.first(where: { lower.contains($0) }) {
+                        found.append("\(folder)/\(file):\(number + 1): \(name)")
+                    }
                 }
             }
         }
@@ -38,7 +44,8 @@ import TestSupport
 
     @Test func theCheckFindsANameSlippedIn() {
         // The rule above would catch a store's id or a dialect's name written into the core.
-        let line = "    guard let registration = pipeline.stores[StoreID(rawValue: \"google_play\")] else {".lowercased()
+        let line = "    guard let registration = pipeline.stores[StoreID(rawValue: \"google_play\")] else {"
+            .lowercased()
         #expect(Self.forbiddenNames.contains { line.contains($0) })
     }
 
@@ -54,7 +61,9 @@ import TestSupport
             }
         }
         for store in Plugins.all.stores.map(\.declaration) {
-            #expect(help.stdout.contains("--\(store.identifiers.flag) ID"), "\(store.displayName)'s identifier flag is missing")
+            #expect(
+                help.stdout.contains("--\(store.identifiers.flag) ID"),
+                "\(store.displayName)'s identifier flag is missing")
         }
     }
 
@@ -75,7 +84,10 @@ import TestSupport
         #expect(document.contains("enum: [\(ids)]"))
         #expect(!document.contains("# plugins:"), "every mark is replaced")
         for store in Plugins.all.stores.map(\.declaration) {
-            for field in store.evidenceFields { #expect(document.contains("\n                \(field.name):"), "\(field.name) is not in the verify body") }
+            for field in store.evidenceFields {
+                #expect(
+                    document.contains("\n                \(field.name):"), "\(field.name) is not in the verify body")
+            }
         }
     }
 }
@@ -84,16 +96,20 @@ import TestSupport
 /// dialect naming the store by that code could not tell which is meant.
 @Suite struct PluginRegistryClashes {
     static func store(_ id: String, vendorCode: String) -> StorePlugin {
-        let declaration = StoreDeclaration(store: StoreID(rawValue: id), displayName: id,
-                                           identifiers: AppIdentifierKind(name: "\(id)_app", flag: "\(id)-app", help: id),
-                                           vendorCode: vendorCode, operatingSystems: [.android], evidenceShapes: [.purchaseToken])
-        return StorePlugin(declaration) { _ in throw ConfigurationInvalid(variable: "UNUSED", problem: "never started") }
+        let declaration = StoreDeclaration(
+            store: StoreID(rawValue: id), displayName: id,
+            identifiers: AppIdentifierKind(name: "\(id)_app", flag: "\(id)-app", help: id),
+            vendorCode: vendorCode, operatingSystems: [.android], evidenceShapes: [.purchaseToken])
+        return StorePlugin(declaration) { _ in throw ConfigurationInvalid(variable: "UNUSED", problem: "never started")
+        }
     }
 
     @Test func aSecondStoreWithAVendorCodeInUseIsRefused() {
         #expect {
             // Codes are compared as declared, in capitals: "acme" and "ACME" are one code.
-            _ = try PluginList(stores: [Self.store("acme_store", vendorCode: "ACME"), Self.store("acme_two", vendorCode: "acme")], dialects: [])
+            _ = try PluginList(
+                stores: [Self.store("acme_store", vendorCode: "ACME"), Self.store("acme_two", vendorCode: "acme")],
+                dialects: [])
         } throws: { error in
             (error as? PluginListInvalid)?.clashes == ["vendor code ACME"]
         }
@@ -101,14 +117,18 @@ import TestSupport
 
     @Test func aSecondStoreWithAStoreIDInUseIsRefused() {
         #expect {
-            _ = try PluginList(stores: [Self.store("acme_store", vendorCode: "ACME"), Self.store("acme_store", vendorCode: "OTHER")], dialects: [])
+            _ = try PluginList(
+                stores: [Self.store("acme_store", vendorCode: "ACME"), Self.store("acme_store", vendorCode: "OTHER")],
+                dialects: [])
         } throws: { error in
             (error as? PluginListInvalid)?.clashes == ["store id acme_store"]
         }
     }
 
     @Test func distinctStoresAndTheShippedRegistryAreAccepted() throws {
-        let list = try PluginList(stores: [Self.store("acme_store", vendorCode: "ACME"), Self.store("other_store", vendorCode: "OTHER")], dialects: [])
+        let list = try PluginList(
+            stores: [Self.store("acme_store", vendorCode: "ACME"), Self.store("other_store", vendorCode: "OTHER")],
+            dialects: [])
         #expect(list.stores.count == 2)
         _ = try PluginList(stores: Plugins.all.stores, dialects: Plugins.all.dialects)
     }

@@ -1,7 +1,7 @@
 import Foundation
 import Postgres
-import Testing
 import TestSupport
+import Testing
 
 /// The read bound measured against the primary, not by the standby's own account: a standby that
 /// has not even received a claim (its WAL sender stopped: a stalled link, which the standby cannot
@@ -11,7 +11,8 @@ import TestSupport
     static func served(_ h: EntitlementHarness, _ label: String) async throws -> Int {
         let metrics = try await RawHTTP.request(port: h.harness.service.port, path: "/metrics").text
         let prefix = "receiptgate_ledger_reads_total" + label + " "
-        return metrics.split(separator: "\n").first { $0.hasPrefix(prefix) }.flatMap { $0.split(separator: " ").last }.flatMap { Int($0) } ?? -1
+        return metrics.split(separator: "\n").first { $0.hasPrefix(prefix) }.flatMap { $0.split(separator: " ").last }
+            .flatMap { Int($0) } ?? -1
     }
 
     static let onStandby = #"{served_by="standby"}"#
@@ -19,7 +20,9 @@ import TestSupport
     static let notStandby = #"{served_by="primary",reason="not_standby"}"#
 
     /// A harness reading from `standby`, once the standby has replayed the catalog and served a read.
-    static func start(primary: EmbeddedCluster, standby: StreamingStandby) async throws -> (EntitlementHarness, PostgresPool) {
+    static func start(
+        primary: EmbeddedCluster, standby: StreamingStandby
+    ) async throws -> (EntitlementHarness, PostgresPool) {
         let h = try await EntitlementHarness.start { configuration in
             configuration.databaseURL = try? primary.connectionString
             configuration.databaseReadURL = standby.connectionString
@@ -44,16 +47,21 @@ import TestSupport
         defer { h.stop(); onStandby.shutdown() }
         let onPrimary = PostgresPool(.init(connectionString: try primary.connectionString, size: 1))
         defer { onPrimary.shutdown() }
-        let sender = try #require(try await onPrimary.query("SELECT pid FROM pg_stat_replication").first?.decode("pid", as: Int32.self))
+        let sender = try #require(
+            try await onPrimary.query("SELECT pid FROM pg_stat_replication").first?.decode("pid", as: Int32.self))
         // The link stalls: the standby stays "streaming", with nothing new to replay.
         #expect(kill(sender, SIGSTOP) == 0)
         var resumed = false
         defer { if !resumed { kill(sender, SIGCONT) } }
 
-        try await h.claimApple(["transactionId": "2000000000981001", "originalTransactionId": "2000000000981001", "productId": "noads",
-                                "type": "Non-Consumable"], for: "stalled")
+        try await h.claimApple(
+            [
+                "transactionId": "2000000000981001", "originalTransactionId": "2000000000981001", "productId": "noads",
+                "type": "Non-Consumable",
+            ], for: "stalled")
         let standbyHasIt = {
-            try await onStandby.query("SELECT count(*) AS n FROM player_entitlements WHERE player_id = 'stalled'")[0].decode("n", as: Int.self) == 1
+            try await onStandby.query("SELECT count(*) AS n FROM player_entitlements WHERE player_id = 'stalled'")[0]
+                .decode("n", as: Int.self) == 1
         }
         // The bound is a time: a read more than RECEIPTGATE_READ_MAX_LAG_MS after the claim must show
         // it, however the standby sees itself (one sooner may rightly be served a moment stale).
@@ -88,11 +96,15 @@ import TestSupport
         }
 
         // Written on the primary after the split: only the primary can show it.
-        try await h.claimApple(["transactionId": "2000000000982001", "originalTransactionId": "2000000000982001", "productId": "noads",
-                                "type": "Non-Consumable"], for: "promoted")
+        try await h.claimApple(
+            [
+                "transactionId": "2000000000982001", "originalTransactionId": "2000000000982001", "productId": "noads",
+                "type": "Non-Consumable",
+            ], for: "promoted")
         let before = try await Self.served(h, Self.notStandby)
         let read = try await h.owned("promoted")
-        #expect(read.byName["no_ads"] != nil, "the read went to the primary, not to the promoted server: \(read.byName)")
+        #expect(
+            read.byName["no_ads"] != nil, "the read went to the primary, not to the promoted server: \(read.byName)")
         #expect(try await Self.served(h, Self.notStandby) > before)
     }
 }

@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// The README's walk-through, its shell blocks run as written (each marked
 /// `<!-- walkthrough:NAME -->`), so the README and the product cannot drift apart unnoticed.
@@ -10,10 +10,12 @@ import TestSupport
     @Test func theWalkthroughRunsAsWritten() async throws {
         let readme = try ReadmeBlocks()
         let directory = TestDatabase.temporaryDirectory("walkthrough")
-        var shell = WalkthroughShell(directory: directory, environment: Binary.environment([
-            "DATABASE_URL": try await TestDatabase.makeDatabase(prefix: "walkthrough"),
-            "RECEIPTGATE_PORT": "0",  // the service's port is read from its log, not assumed
-        ]))
+        var shell = WalkthroughShell(
+            directory: directory,
+            environment: Binary.environment([
+                "DATABASE_URL": try await TestDatabase.makeDatabase(prefix: "walkthrough"),
+                "RECEIPTGATE_PORT": "0",  // the service's port is read from its log, not assumed
+            ]))
         let binaries = URL(fileURLWithPath: Binary.path).deletingLastPathComponent().path
         shell.environment["PATH"] = binaries + ":" + (shell.environment["PATH"] ?? "/usr/bin:/bin")
 
@@ -23,7 +25,9 @@ import TestSupport
         try #require(client.status == 0, "client create: \(client.stderr)")
         let purchase = try await shell.run(try readme.block("purchase"))
         try #require(purchase.status == 0, "dev purchase: \(purchase.stderr)")
-        #expect(purchase.stderr.contains("RECEIPTGATE_APPLE_ROOT_CERTS=\(directory.path)/.receiptgate/dev-pki/root.pem"), "\(purchase.stderr)")
+        #expect(
+            purchase.stderr.contains("RECEIPTGATE_APPLE_ROOT_CERTS=\(directory.path)/.receiptgate/dev-pki/root.pem"),
+            "\(purchase.stderr)")
         let token = try String(contentsOf: directory.appendingPathComponent("purchase.jws"), encoding: .utf8)
         let transactionID = try #require(try DevPurchaseCommand.payload(ofJWS: token)["transactionId"] as? String)
 
@@ -36,7 +40,9 @@ import TestSupport
         #expect(verified["status"] as? String == "verified")
         #expect((verified["transaction"] as? [String: Any])?["transaction_id"] as? String == transactionID)
         // The receiver prints the event the outbox delivered for this purchase.
-        try await WebhookDelivery.waitUntil { receiver.stdout.contains("transaction.verified") && receiver.stdout.contains(transactionID) }
+        try await WebhookDelivery.waitUntil {
+            receiver.stdout.contains("transaction.verified") && receiver.stdout.contains(transactionID)
+        }
         let read = try await shell.json(credentials + "\n" + readme.block("read"))
         #expect((read["transactions"] as? [[String: Any]])?.first?["transaction_id"] as? String == transactionID)
 
@@ -67,12 +73,14 @@ struct ReadmeBlocks {
     let text: String
 
     init() throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
         text = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
     }
 
     func block(_ name: String) throws -> String {
-        let start = try #require(text.range(of: "<!-- walkthrough:\(name) -->\n```sh\n"), "README has no walkthrough:\(name) block")
+        let start = try #require(
+            text.range(of: "<!-- walkthrough:\(name) -->\n```sh\n"), "README has no walkthrough:\(name) block")
         let end = try #require(text.range(of: "\n```\n", range: start.upperBound..<text.endIndex))
         return String(text[start.upperBound..<end.lowerBound])
     }
@@ -92,21 +100,26 @@ struct WalkthroughShell {
 
     /// To completion, stopping at the first command that fails.
     func run(_ script: String) async throws -> (status: Int32, stdout: String, stderr: String) {
-        try await ChildProcess.run("/bin/bash", ["-c", #"cd "$1" && exec /bin/bash -euo pipefail -c "$2""#, "walkthrough", directory.path, script],
-                                   environment: environment)
+        try await ChildProcess.run(
+            "/bin/bash",
+            ["-c", #"cd "$1" && exec /bin/bash -euo pipefail -c "$2""#, "walkthrough", directory.path, script],
+            environment: environment)
     }
 
     /// A block whose one command keeps running (a server). Bash execs a lone command, so the
     /// child is the program itself and a signal sent to it reaches that program.
     func launch(_ script: String) throws -> ChildProcess {
-        try ChildProcess.launch("/bin/bash", ["-c", #"cd "$1" && exec /bin/bash -c "$2""#, "walkthrough", directory.path, script],
-                                environment: environment)
+        try ChildProcess.launch(
+            "/bin/bash", ["-c", #"cd "$1" && exec /bin/bash -c "$2""#, "walkthrough", directory.path, script],
+            environment: environment)
     }
 
     /// Runs a block whose output is one JSON object (a curl request).
     func json(_ script: String) async throws -> [String: Any] {
         let result = try await run(script)
         try #require(result.status == 0, "stderr: \(result.stderr)")
-        return try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any], "stdout: \(result.stdout)")
+        return try #require(
+            try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any],
+            "stdout: \(result.stdout)")
     }
 }

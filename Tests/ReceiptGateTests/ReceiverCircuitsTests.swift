@@ -1,7 +1,8 @@
 import Foundation
-@testable import ReceiptGate
-import Testing
 import TestSupport
+import Testing
+
+@testable import ReceiptGate
 
 /// A receiver that keeps failing is opened: its messages are parked, one probe goes each interval
 /// (on the injected clock), and the first success closes it and releases what waited.
@@ -14,7 +15,9 @@ import TestSupport
         #expect(circuits.decide(Self.receiver) == .send)
         #expect(circuits.record(Self.receiver, succeeded: false) == nil)
         #expect(circuits.record(Self.receiver, succeeded: false) == nil)
-        #expect(circuits.record(Self.receiver, succeeded: false) == .parkAll(seconds: 3600), "the third failure in a row opens it")
+        #expect(
+            circuits.record(Self.receiver, succeeded: false) == .parkAll(seconds: 3600),
+            "the third failure in a row opens it")
         #expect(circuits.decide(Self.receiver) == .park(seconds: 3600), "open: not sent")
         #expect(circuits.probesDue().isEmpty, "no probe before its interval")
 
@@ -37,7 +40,9 @@ import TestSupport
         let circuits = ReceiverCircuits(threshold: 2, probeInterval: 30, parkFor: 60)
         let other = ReceiverCircuits.Receiver(clientID: "rgc_b", target: "webhook")
         _ = circuits.record(Self.receiver, succeeded: false)
-        #expect(circuits.record(Self.receiver, succeeded: true) == .release, "a failure behind it: what waits for it is due now")
+        #expect(
+            circuits.record(Self.receiver, succeeded: true) == .release,
+            "a failure behind it: what waits for it is due now")
         #expect(circuits.record(Self.receiver, succeeded: false) == nil, "the count starts again")
         #expect(circuits.record(other, succeeded: false) == nil)
         #expect(circuits.record(other, succeeded: false) == .parkAll(seconds: 60))

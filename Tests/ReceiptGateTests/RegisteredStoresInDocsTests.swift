@@ -8,7 +8,8 @@ import Testing
 /// store, and any other page that names most of the stores (a list written by hand that nobody
 /// checks would go stale). Its note on the native body's `receipt` is in the served OpenAPI document.
 @Suite struct RegisteredStoresInDocs {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../..").standardized
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../..")
+        .standardized
 
     static func page(_ path: String) throws -> String {
         try String(contentsOf: root.appendingPathComponent(path), encoding: .utf8)
@@ -34,14 +35,16 @@ import Testing
 
     @Test func noOtherPageListsStoresByHand() throws {
         let docs = Self.root.appendingPathComponent("docs")
-        let files = try #require(FileManager.default.enumerator(atPath: docs.path)).compactMap { $0 as? String }
+        let files =
+            try #require(FileManager.default.enumerator(atPath: docs.path)).compactMap { $0 as? String }
             .filter { $0.hasSuffix(".md") }.map { "docs/" + $0 } + ["Providers/README.md"]
         for path in files where !Self.listingPages.contains(path) {
             let named = Self.storesNamed(in: try Self.page(path))
             // Naming most of the stores is a list; it must then name them all, and be one of the
             // pages above so this test holds it to every store.
-            #expect(named.count * 2 <= Self.stores.count || named.count == Self.stores.count,
-                    "\(path) names \(named.map(\.displayName)) of the registered stores: a list by hand, missing some")
+            #expect(
+                named.count * 2 <= Self.stores.count || named.count == Self.stores.count,
+                "\(path) names \(named.map(\.displayName)) of the registered stores: a list by hand, missing some")
         }
     }
 
@@ -51,7 +54,9 @@ import Testing
     }
 
     @Test func storesMdHasASectionForEachStore() throws {
-        let headings = try Self.page("docs/stores.md").split(separator: "\n").filter { $0.hasPrefix("## ") }.map { String($0.dropFirst(3)) }
+        let headings = try Self.page("docs/stores.md").split(separator: "\n").filter { $0.hasPrefix("## ") }.map {
+            String($0.dropFirst(3))
+        }
         for store in Self.stores {
             #expect(headings.contains(store.displayName), "docs/stores.md has no section \"## \(store.displayName)\"")
         }
@@ -61,7 +66,9 @@ import Testing
         let configuration = try Self.page("docs/configuration.md")
         for store in Self.stores {
             for flag in [store.identifiers.flag] + store.settings.map(\.flag) {
-                #expect(configuration.contains("`--\(flag) "), "docs/configuration.md does not list --\(flag) (\(store.displayName))")
+                #expect(
+                    configuration.contains("`--\(flag) "),
+                    "docs/configuration.md does not list --\(flag) (\(store.displayName))")
             }
         }
     }
@@ -74,7 +81,9 @@ import Testing
             let served = try AssembledOpenAPI.document().contains("\n  \(route):")
             #expect(!served || api.contains(route), "docs/api.md does not list \(route)")
             for field in store.evidenceFields {
-                #expect(api.contains("`\(field.name)`"), "docs/api.md does not list \(store.displayName)'s evidence field \(field.name)")
+                #expect(
+                    api.contains("`\(field.name)`"),
+                    "docs/api.md does not list \(store.displayName)'s evidence field \(field.name)")
             }
         }
     }
@@ -82,8 +91,11 @@ import Testing
     @Test func theOpenAPIDocumentSaysWhatEachStoreTakesAsReceipt() throws {
         let document = try AssembledOpenAPI.document()
         for store in Self.stores {
-            #expect(document.contains("\n                    \(store.displayName): "), "no note of \(store.displayName) on the verify body's receipt")
+            #expect(
+                document.contains("\n                    \(store.displayName): "),
+                "no note of \(store.displayName) on the verify body's receipt")
         }
-        #expect(document.contains("Huawei AppGallery: required with a bare purchase token"), "Huawei's use of product_id")
+        #expect(
+            document.contains("Huawei AppGallery: required with a bare purchase token"), "Huawei's use of product_id")
     }
 }

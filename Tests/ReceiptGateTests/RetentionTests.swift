@@ -1,8 +1,9 @@
 import Foundation
 import Postgres
-@testable import ReceiptGate
-import Testing
 import TestSupport
+import Testing
+
+@testable import ReceiptGate
 
 /// What is kept only for a while goes after its days, measured on an injected clock; the ledger,
 /// anything unsent, delivery records and store account tokens stay whatever their age.
@@ -16,7 +17,8 @@ import TestSupport
         defer { harness.stop() }
         let pool = harness.pool, client = harness.client.clientID
         for (index, age) in [100.0, 95, 89, 10].enumerated() {
-            try await pool.execute("""
+            try await pool.execute(
+                """
                 INSERT INTO verification_attempts (client_id, store, request_id, outcome, created_at)
                 VALUES (\(client), 'app_store', \("attempt-\(index)"), 'failed', \(Self.daysAgo(age)))
                 """)
@@ -24,38 +26,51 @@ import TestSupport
         // Outbox: old and sent, a webhook and a refund callback (go); old and pending, old and given
         // up on (stay: unsent); an old delivery's record and account token (stay); recent (stays).
         let outbox: [(status: String, target: String, age: Double)] = [
-            ("delivered", "webhook", 40), ("delivered", "refund_callback", 35), ("pending", "webhook", 50), ("dead", "webhook", 45), ("delivered", "delivery", 60),
+            ("delivered", "webhook", 40), ("delivered", "refund_callback", 35), ("pending", "webhook", 50),
+            ("dead", "webhook", 45), ("delivered", "delivery", 60),
             ("delivered", "store_account_token", 60), ("delivered", "webhook", 5),
         ]
         for (index, row) in outbox.enumerated() {
-            try await pool.execute("""
+            try await pool.execute(
+                """
                 INSERT INTO outbox (event_id, client_id, event_type, aggregate_key, payload, target, status, created_at, is_head)
                 VALUES (gen_random_uuid(), \(client), 'test', \("k\(index)"), '{}'::jsonb, \(row.target), \(row.status), \(Self.daysAgo(row.age)),
                         \(row.status == "pending"))
                 """)
         }
-        for (index, row) in [(age: 120.0, processed: true), (age: 120, processed: false), (age: 30, processed: true)].enumerated() {
-            try await pool.execute("""
+        for (index, row) in [(age: 120.0, processed: true), (age: 120, processed: false), (age: 30, processed: true)]
+            .enumerated()
+        {
+            try await pool.execute(
+                """
                 INSERT INTO store_notifications (store, notification_id, notification_type, raw_body, decoded, received_at, processed_at)
                 VALUES ('app_store', \("n\(index)"), 'TEST', '\\x0102030405'::bytea, '{"kept": true}'::jsonb, \(Self.daysAgo(row.age)),
                         \(row.processed ? Self.daysAgo(row.age) : nil))
                 """)
         }
-        let retention = Retention(pool: pool, settings: .init(attemptsDays: 90, outboxDays: 30, notificationsDays: 90), batchSize: 2)
+        let retention = Retention(
+            pool: pool, settings: .init(attemptsDays: 90, outboxDays: 30, notificationsDays: 90), batchSize: 2)
         let removed = try await retention.sweep(now: Self.now)
         #expect(removed == Retention.Removed(attempts: 2, outboxMessages: 2, notificationBodies: 1), "\(removed)")
 
-        let attempts = try await pool.query("SELECT request_id FROM verification_attempts WHERE request_id LIKE 'attempt-%' ORDER BY request_id")
+        let attempts = try await pool.query(
+            "SELECT request_id FROM verification_attempts WHERE request_id LIKE 'attempt-%' ORDER BY request_id")
         #expect(try attempts.map { try $0.decode("request_id", as: String.self) } == ["attempt-2", "attempt-3"])
-        let kept = try await pool.query("SELECT aggregate_key FROM outbox WHERE event_type = 'test' ORDER BY aggregate_key")
+        let kept = try await pool.query(
+            "SELECT aggregate_key FROM outbox WHERE event_type = 'test' ORDER BY aggregate_key")
         #expect(try kept.map { try $0.decode("aggregate_key", as: String.self) } == ["k2", "k3", "k4", "k5", "k6"])
-        let notifications = try await pool.query("""
+        let notifications = try await pool.query(
+            """
             SELECT notification_id, length(raw_body) AS body, decoded::text AS decoded, body_removed_at IS NOT NULL AS removed
             FROM store_notifications WHERE notification_type = 'TEST' ORDER BY notification_id
             """)
-        #expect(try notifications.map { try $0.decode("body", as: Int.self) } == [0, 5, 5], "only a processed, old body goes")
+        #expect(
+            try notifications.map { try $0.decode("body", as: Int.self) } == [0, 5, 5],
+            "only a processed, old body goes")
         #expect(try notifications.map { try $0.decode("removed", as: Bool.self) } == [true, false, false])
-        #expect(try notifications.allSatisfy { try $0.decode("decoded", as: String.self).contains("kept") }, "the row stays: it still deduplicates")
+        #expect(
+            try notifications.allSatisfy { try $0.decode("decoded", as: String.self).contains("kept") },
+            "the row stays: it still deduplicates")
 
         // The same clock again: nothing more; a day later, what has aged since goes.
         #expect(try await retention.sweep(now: Self.now) == Retention.Removed())
@@ -66,20 +81,28 @@ import TestSupport
     @Test func zeroDaysKeepsEverything() async throws {
         let harness = try await VerifyHarness.start()
         defer { harness.stop() }
-        try await harness.pool.execute("""
+        try await harness.pool.execute(
+            """
             INSERT INTO verification_attempts (client_id, store, request_id, outcome, created_at)
             VALUES (\(harness.client.clientID), 'app_store', 'ancient', 'failed', \(Self.daysAgo(3650)))
             """)
-        let retention = Retention(pool: harness.pool, settings: .init(attemptsDays: 0, outboxDays: 0, notificationsDays: 0))
+        let retention = Retention(
+            pool: harness.pool, settings: .init(attemptsDays: 0, outboxDays: 0, notificationsDays: 0))
         #expect(try await retention.sweep(now: Self.now) == Retention.Removed())
         #expect(try await harness.count("verification_attempts WHERE request_id = 'ancient'") == 1)
     }
 
     @Test func theSettingsAreReadFromTheEnvironment() throws {
-        let configuration = try ServiceConfiguration.fromEnvironment(["RECEIPTGATE_RETAIN_ATTEMPTS_DAYS": "7", "RECEIPTGATE_RETAIN_OUTBOX_DAYS": "0",
-                                                                       "RECEIPTGATE_RETAIN_NOTIFICATIONS_DAYS": "365"])
-        #expect(configuration.retainAttemptsDays == 7 && configuration.retainOutboxDays == 0 && configuration.retainNotificationsDays == 365)
+        let configuration = try ServiceConfiguration.fromEnvironment([
+            "RECEIPTGATE_RETAIN_ATTEMPTS_DAYS": "7", "RECEIPTGATE_RETAIN_OUTBOX_DAYS": "0",
+            "RECEIPTGATE_RETAIN_NOTIFICATIONS_DAYS": "365",
+        ])
+        #expect(
+            configuration.retainAttemptsDays == 7 && configuration.retainOutboxDays == 0
+                && configuration.retainNotificationsDays == 365)
         #expect(ServiceConfiguration().retainAttemptsDays == 90 && ServiceConfiguration().retainOutboxDays == 30)
-        #expect(throws: ServiceConfiguration.Invalid.self) { try ServiceConfiguration.fromEnvironment(["RECEIPTGATE_RETAIN_OUTBOX_DAYS": "-1"]) }
+        #expect(throws: ServiceConfiguration.Invalid.self) {
+            try ServiceConfiguration.fromEnvironment(["RECEIPTGATE_RETAIN_OUTBOX_DAYS": "-1"])
+        }
     }
 }

@@ -1,14 +1,14 @@
 import AccountLink
+import AppStore
+import AppStoreTestSupport
 import Foundation
 import GooglePlay
+import Plugins
 import Postgres
 import ReceiptCore
 import ReceiptGate
-import AppStore
-import Plugins
-import Testing
-import AppStoreTestSupport
 import TestSupport
+import Testing
 
 /// `receiptgate serve` as a user runs it, over real sockets.
 private func startServer(_ environment: [String: String]) async throws -> (ChildProcess, Int) {
@@ -50,7 +50,8 @@ func readiness(port: Int) async throws -> RawHTTP.Response {
         _ = try await RawHTTP.request(port: port, path: "/no-such-thing")
         let metrics = try await RawHTTP.request(port: port, path: "/metrics")
         #expect(metrics.status == 200)
-        #expect(metrics.text.contains(#"receiptgate_http_requests_total{method="GET",route="/healthz",status="200"} 1"#))
+        #expect(
+            metrics.text.contains(#"receiptgate_http_requests_total{method="GET",route="/healthz",status="200"} 1"#))
         #expect(metrics.text.contains(#"route="unmatched",status="404"} 1"#))
         #expect(metrics.text.contains("receiptgate_http_request_duration_seconds_bucket"))
         #expect(metrics.text.contains(#"receiptgate_db_pool_connections{state="idle"}"#))
@@ -96,7 +97,9 @@ func readiness(port: Int) async throws -> RawHTTP.Response {
         let down = try await RawHTTP.request(port: port, path: "/readyz")
         #expect(down.status == 503)
         #expect(try down.json()["database"] as? String == "unreachable")
-        #expect(try await RawHTTP.request(port: port, path: "/healthz").status == 200, "liveness does not depend on the database")
+        #expect(
+            try await RawHTTP.request(port: port, path: "/healthz").status == 200,
+            "liveness does not depend on the database")
         _ = try await onOwnThread { try cluster.start() }
         #expect(try await readiness(port: port).status == 200)
         server.send(SIGINT)
@@ -113,31 +116,44 @@ func readiness(port: Int) async throws -> RawHTTP.Response {
         configuration.dataDirectory = TestDatabase.temporaryDirectory("openapi")
         configuration.adminToken = String(repeating: "t", count: 24)
         let logger = Logger(minimumLevel: .error)
-        let service = try Service(configuration: configuration, logger: logger, database: try Database.open(configuration, logger: logger),
-                                  stores: try Plugins.all.stores.map { try $0.start(PluginEnvironment(variables: [:])) },
-                                  dialects: try Plugins.all.dialects.map { try $0.start(PluginEnvironment(variables: [:])) })
+        let service = try Service(
+            configuration: configuration, logger: logger, database: try Database.open(configuration, logger: logger),
+            stores: try Plugins.all.stores.map { try $0.start(PluginEnvironment(variables: [:])) },
+            dialects: try Plugins.all.dialects.map { try $0.start(PluginEnvironment(variables: [:])) })
         defer { Task.detached { await service.shutdown() } }
         try await service.start()
         let document = try await RawHTTP.request(port: service.port, path: "/openapi.yaml").text
         var documented = Set<String>()
         var currentPath: String?
         for line in document.split(separator: "\n", omittingEmptySubsequences: false) {
-            if line.hasPrefix("  /"), line.hasSuffix(":") { currentPath = String(line.dropFirst(2).dropLast()) }
-            else if !line.hasPrefix("  ") { currentPath = nil }
-            if let currentPath, let method = ["get", "post", "put", "delete", "patch"].first(where: { line == "    \($0):" }) {
+            if line.hasPrefix("  /"), line.hasSuffix(":") {
+                currentPath = String(line.dropFirst(2).dropLast())
+            } else if !line.hasPrefix("  ") {
+                currentPath = nil
+            }
+            if let currentPath,
+                let method = ["get", "post", "put", "delete", "patch"].first(where: { line == "    \($0):" })
+            {
                 documented.insert("\(method.uppercased()) \(currentPath)")
             }
         }
         // The console's pages are HTML for a browser (docs/console.md), not part of the API it documents.
-        let served = Set(service.routeTable.filter { !$0.pattern.hasPrefix("/console") }.map { "\($0.method) \($0.pattern)" })
+        let served = Set(
+            service.routeTable.filter { !$0.pattern.hasPrefix("/console") }.map { "\($0.method) \($0.pattern)" })
         #expect(!served.isEmpty)
-        #expect(service.routeTable.contains { $0.method == "GET" && $0.pattern == "/console" }, "an admin token serves the console")
+        #expect(
+            service.routeTable.contains { $0.method == "GET" && $0.pattern == "/console" },
+            "an admin token serves the console")
         #expect(documented == served)
         // Every documented unauthenticated GET answers 200 (readiness once the fresh pool has connected).
-        for route in documented where route.hasPrefix("GET ") && !route.contains("{") && !route.contains("/admin/") && !route.contains("/v1/")
-            && route != "GET /userinfo" {  // needs a bearer access token
+        for route in documented
+        where route.hasPrefix("GET ") && !route.contains("{") && !route.contains("/admin/") && !route.contains("/v1/")
+            && route != "GET /userinfo"
+        {  // needs a bearer access token
             let path = String(route.dropFirst(4))
-            let response = path == "/readyz" ? try await readiness(port: service.port) : try await RawHTTP.request(port: service.port, path: path)
+            let response =
+                path == "/readyz"
+                ? try await readiness(port: service.port) : try await RawHTTP.request(port: service.port, path: path)
             #expect(response.status == 200, "\(route) answered \(response.status)")
         }
         await service.shutdown()
@@ -153,7 +169,9 @@ func readiness(port: Int) async throws -> RawHTTP.Response {
         func launch() async throws -> (ChildProcess, Int) {
             let server = try ChildProcess.launch(Binary.path, ["serve"], environment: Binary.environment(environment))
             let line = try await server.waitForStderrLine(containing: "\"listening\"")
-            return (server, try #require(Int((try Binary.json(line)["url"] as? String)?.split(separator: ":").last ?? "")))
+            return (
+                server, try #require(Int((try Binary.json(line)["url"] as? String)?.split(separator: ":").last ?? ""))
+            )
         }
         let (first, _) = try await launch()
         let (second, secondPort) = try await launch()

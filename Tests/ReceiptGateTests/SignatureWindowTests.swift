@@ -1,7 +1,8 @@
 import Foundation
 import Postgres
-@testable import ReceiptGate
 import Testing
+
+@testable import ReceiptGate
 
 /// A signed request is good for 300 s either side of the server's clock, judged by the clock the
 /// authenticator is given: the edges are checked to the second, and no test waits on a real clock
@@ -34,11 +35,15 @@ import Testing
     /// `authenticate` judges by its own clock: a request stamped now is refused by an authenticator
     /// whose clock is ten minutes ahead, before any client is looked up (there is no database here).
     @Test func authenticationJudgesByItsClock() async {
-        let clients = ClientRepository(pool: PostgresPool(.init(connectionString: "host=/nonexistent", size: 1)),
-                                       secrets: SecretBox(masterKey: Data(repeating: 1, count: 32)))
-        let ahead = ClientAuthentication(directory: DatabaseClientDirectory(repository: clients), now: { Date().addingTimeInterval(600) })
+        let clients = ClientRepository(
+            pool: PostgresPool(.init(connectionString: "host=/nonexistent", size: 1)),
+            secrets: SecretBox(masterKey: Data(repeating: 1, count: 32)))
+        let ahead = ClientAuthentication(
+            directory: DatabaseClientDirectory(repository: clients), now: { Date().addingTimeInterval(600) })
         let fields = Self.headers(stampedAt: Int(Date().timeIntervalSince1970))
-        let refusal = await #expect(throws: AuthenticationRefused.self) { try await ahead.authenticate(header: { fields[$0] }, body: Data()) }
+        let refusal = await #expect(throws: AuthenticationRefused.self) {
+            try await ahead.authenticate(header: { fields[$0] }, body: Data())
+        }
         #expect(refusal?.message == Self.outside)
     }
 }

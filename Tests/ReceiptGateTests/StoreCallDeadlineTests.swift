@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// A verification's store calls end before the request's own deadline, so a slow store is
 /// answered as the store's trouble (retryable, with the store's error) instead of by the

@@ -2,9 +2,10 @@ import Foundation
 import HiveAxyl
 import Postgres
 import ReceiptCore
-@testable import ReceiptGate
-import Testing
 import TestSupport
+import Testing
+
+@testable import ReceiptGate
 
 /// A token is stored only while its client is still enabled at the version whose secret asked for
 /// it: a rotation or disable, committed or still committing, leaves no token behind that outlives it.
@@ -16,16 +17,21 @@ import TestSupport
     }
 
     static func version(_ harness: VerifyHarness) async throws -> Int64 {
-        try await harness.pool.query("SELECT version FROM clients WHERE id = \(harness.client.clientID)")[0].decode("version")
+        try await harness.pool.query("SELECT version FROM clients WHERE id = \(harness.client.clientID)")[0].decode(
+            "version")
     }
 
     @Test func aVersionOlderThanTheClientsOrADisabledClientStoresNothing() async throws {
         let harness = try await VerifyHarness.start()
         defer { harness.stop() }
-        let (clients, tokens, id) = (harness.service.clients, harness.service.repositories.tokens, harness.client.clientID)
+        let (clients, tokens, id) = (
+            harness.service.clients, harness.service.repositories.tokens, harness.client.clientID
+        )
         let before = try await Self.version(harness)
         _ = try await clients.rotateSecret(id)
-        await #expect(throws: ClientChangedSinceAuthentication.self) { try await tokens.issue(Self.request(id, version: before)) }
+        await #expect(throws: ClientChangedSinceAuthentication.self) {
+            try await tokens.issue(Self.request(id, version: before))
+        }
         #expect(try await harness.count("tokens") == 0)
 
         let current = try await Self.version(harness)
@@ -34,7 +40,9 @@ import TestSupport
 
         _ = try await clients.disable(id)
         let disabled = try await Self.version(harness)
-        await #expect(throws: ClientChangedSinceAuthentication.self) { try await tokens.issue(Self.request(id, version: disabled)) }
+        await #expect(throws: ClientChangedSinceAuthentication.self) {
+            try await tokens.issue(Self.request(id, version: disabled))
+        }
         #expect(try await harness.count("tokens") == 1)
     }
 
@@ -50,7 +58,9 @@ import TestSupport
         defer { rotation.release() }
         let outcome = LockedBox<Result<IssuedToken, any Error>?>(nil)
         let issuing = Task {
-            do { outcome.set(.success(try await tokens.issue(Self.request(id, version: version)))) } catch { outcome.set(.failure(error)) }
+            do { outcome.set(.success(try await tokens.issue(Self.request(id, version: version)))) } catch {
+                outcome.set(.failure(error))
+            }
         }
         try await HeldRotation.waitUntilBlockedOrDone(harness.pool) { outcome.get() != nil }
         try await rotation.commit()
@@ -91,14 +101,17 @@ final class HeldRotation: Sendable {
         let held = HeldRotation()
         let (updated, signal) = AsyncStream<Void>.makeStream()
         let gate = held.gate
-        held.transaction.set(Task {
-            try await pool.withTransaction { connection in
-                defer { signal.finish() }
-                try connection.execute("UPDATE clients SET secret_rotated_at = clock_timestamp(), updated_at = now() WHERE id = \(clientID)")
-                signal.yield()
-                gate.wait()  // on the pool's own thread, not Swift's cooperative pool
-            }
-        })
+        held.transaction.set(
+            Task {
+                try await pool.withTransaction { connection in
+                    defer { signal.finish() }
+                    try connection.execute(
+                        "UPDATE clients SET secret_rotated_at = clock_timestamp(), updated_at = now() WHERE id = \(clientID)"
+                    )
+                    signal.yield()
+                    gate.wait()  // on the pool's own thread, not Swift's cooperative pool
+                }
+            })
         for await _ in updated { return held }
         try await held.commit()  // the update failed: its error surfaces here
         throw RawHTTP.Failure(description: "the held rotation did not start")
@@ -118,7 +131,8 @@ final class HeldRotation: Sendable {
         let deadline = ContinuousClock.now + .seconds(10)
         while ContinuousClock.now < deadline {
             if done() { return }
-            let waiting = try await pool.query("""
+            let waiting = try await pool.query(
+                """
                 SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'
                 """)[0].decode("n", as: Int.self)
             if waiting > 0 { return }

@@ -1,8 +1,9 @@
 import Foundation
 import ReceiptCore
-@testable import ReceiptGate
-import Testing
 import TestSupport
+import Testing
+
+@testable import ReceiptGate
 
 /// Over a real socket: a handler whose answer cannot be encoded gives the client a 500 with a
 /// stable code, not a 200 with `{}`, and the operator a log line saying why.

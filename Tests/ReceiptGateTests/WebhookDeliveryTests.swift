@@ -1,13 +1,14 @@
-import OpenSSLCrypto
-import Foundation
 import AppStore
+import AppStoreTestSupport
+import Foundation
 import HTTPClient
 import HTTPServer
+import OpenSSLCrypto
 import ReceiptCore
-@testable import ReceiptGate
-import Testing
-import AppStoreTestSupport
 import TestSupport
+import Testing
+
+@testable import ReceiptGate
 
 /// A game server's webhook endpoint on loopback that can be down (503) for a while.
 final class WebhookReceiver: Sendable {
@@ -18,7 +19,8 @@ final class WebhookReceiver: Sendable {
 
         /// The `data.transaction` object of the body.
         var transaction: [String: Any]? {
-            (((try? JSONSerialization.jsonObject(with: body)) as? [String: Any])?["data"] as? [String: Any])?["transaction"] as? [String: Any]
+            (((try? JSONSerialization.jsonObject(with: body)) as? [String: Any])?["data"] as? [String: Any])?[
+                "transaction"] as? [String: Any]
         }
     }
 
@@ -36,18 +38,26 @@ final class WebhookReceiver: Sendable {
         router.post("/hooks/receiptgate") { request in
             // Checked the way the webhook contract tells game servers to check: HMAC over "{id}.{ts}.{sha256(body)}", 300 s window.
             let clientID = request.headers["X-Client-ID"] ?? "", timestamp = request.headers["X-Timestamp"] ?? ""
-            let expected = Hex.encode(try HMACSHA256.authenticationCode(key: Data(secret.get().utf8),
-                                                                        message: Data("\(clientID).\(timestamp).\(try SHA256.hex(request.body))".utf8)))
+            let expected = Hex.encode(
+                try HMACSHA256.authenticationCode(
+                    key: Data(secret.get().utf8),
+                    message: Data("\(clientID).\(timestamp).\(try SHA256.hex(request.body))".utf8)))
             let fresh = abs(Date().timeIntervalSince1970 - (Double(timestamp) ?? 0)) <= 300
             let json = (try? JSONSerialization.jsonObject(with: request.body)) as? [String: Any]
-            let transaction = ((json?["data"] as? [String: Any])?["transaction"] as? [String: Any])?["transaction_id"] as? String
+            let transaction =
+                ((json?["data"] as? [String: Any])?["transaction"] as? [String: Any])?["transaction_id"] as? String
             let isUp = up.get()
-            deliveries.update { $0.append(Delivery(eventID: json?["event_id"] as? String ?? "", type: json?["type"] as? String ?? "",
-                                                   transactionID: transaction, signatureValid: fresh && expected == request.headers["X-Signature"],
-                                                   acknowledged: isUp, body: request.body)) }
+            deliveries.update {
+                $0.append(
+                    Delivery(
+                        eventID: json?["event_id"] as? String ?? "", type: json?["type"] as? String ?? "",
+                        transactionID: transaction, signatureValid: fresh && expected == request.headers["X-Signature"],
+                        acknowledged: isUp, body: request.body))
+            }
             return isUp ? .json(["ok": true]) : HTTPResponse(status: 503)
         }
-        server = HTTPServer(configuration: .init(host: host, port: 0), responder: router.build(handlerExecutor: FakeServing.executor))
+        server = HTTPServer(
+            configuration: .init(host: host, port: 0), responder: router.build(handlerExecutor: FakeServing.executor))
         try server.start()
     }
 
@@ -57,7 +67,9 @@ final class WebhookReceiver: Sendable {
 
 @Suite struct WebhookDelivery {
     /// Waits up to 20 s for `condition`; not meeting it is a failure of its own.
-    static func waitUntil(_ condition: () async throws -> Bool, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+    static func waitUntil(
+        _ condition: () async throws -> Bool, sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws {
         for _ in 0..<400 {
             if try await condition() { return }
             try await Task.sleep(for: .milliseconds(50))
@@ -68,17 +80,27 @@ final class WebhookReceiver: Sendable {
     @Test func everyEventArrivesInOrderAfterAnOutageNoneLost() async throws {
         let receiver = try WebhookReceiver()
         let token = String(repeating: "a", count: 32)
-        let harness = try await VerifyHarness.start(outbox: VerifyHarness.fastOutbox(), adminToken: token, webhookURL: receiver.url)
+        let harness = try await VerifyHarness.start(
+            outbox: VerifyHarness.fastOutbox(), adminToken: token, webhookURL: receiver.url)
         defer { harness.stop() }
         receiver.secret.set(harness.client.secret)
 
         let ids = ["2000000000005001", "2000000000005002", "2000000000005003"]
         for id in ids {
-            let receipt = try harness.pki.sign(AppleTestPKI.transaction(["transactionId": id, "originalTransactionId": id]))
-            #expect(try await harness.client.post("/v1/verify", json: ["store": "app_store", "receipt": receipt]).status == 200)
+            let receipt = try harness.pki.sign(
+                AppleTestPKI.transaction(["transactionId": id, "originalTransactionId": id]))
+            #expect(
+                try await harness.client.post("/v1/verify", json: ["store": "app_store", "receipt": receipt]).status
+                    == 200)
         }
-        #expect(try await NotificationsDriveTheLedger.notify(harness, type: "REFUND",
-                    transaction: ["transactionId": ids[1], "originalTransactionId": ids[1], "revocationDate": Int64(Date().timeIntervalSince1970 * 1000)]).status == 200)
+        #expect(
+            try await NotificationsDriveTheLedger.notify(
+                harness, type: "REFUND",
+                transaction: [
+                    "transactionId": ids[1], "originalTransactionId": ids[1],
+                    "revocationDate": Int64(Date().timeIntervalSince1970 * 1000),
+                ]
+            ).status == 200)
 
         // Down: attempts pile up, nothing is acknowledged, the operator sees the failures.
         try await Self.waitUntil { receiver.deliveries.get().count >= 8 }
@@ -99,26 +121,32 @@ final class WebhookReceiver: Sendable {
         #expect(acknowledged.allSatisfy { $0.signatureValid })
         #expect(receiver.deliveries.get().allSatisfy { $0.signatureValid })
         // The same event id on every attempt of an event.
-        let outboxIDs = try await harness.pool.query("SELECT event_id::text AS id FROM outbox").map { try $0.decode("id", as: String.self) }
+        let outboxIDs = try await harness.pool.query("SELECT event_id::text AS id FROM outbox").map {
+            try $0.decode("id", as: String.self)
+        }
         #expect(Set(receiver.deliveries.get().map(\.eventID)) == Set(outboxIDs))
         // In order per transaction.
         let second = acknowledged.filter { $0.transactionID == ids[1] }.map(\.type)
         #expect(second == ["transaction.verified", "transaction.refunded"])
         // The receiver answers before the worker records the delivery: wait for the record.
         try await Self.waitUntil {
-            try await harness.pool.query("SELECT count(*) AS n FROM outbox WHERE status <> 'delivered'")[0].decode("n", as: Int.self) == 0
+            try await harness.pool.query("SELECT count(*) AS n FROM outbox WHERE status <> 'delivered'")[0].decode(
+                "n", as: Int.self) == 0
         }
 
         // An operator can send one again, through the admin API; it keeps its id.
         let again = try #require(acknowledged.first?.eventID)
-        let unauthorized = try await RawHTTP.request(port: harness.client.port, method: "POST", path: "/admin/webhooks/\(again)/redeliver")
+        let unauthorized = try await RawHTTP.request(
+            port: harness.client.port, method: "POST", path: "/admin/webhooks/\(again)/redeliver")
         #expect(unauthorized.status == 401)
-        let queued = try await RawHTTP.request(port: harness.client.port, method: "POST", path: "/admin/webhooks/\(again)/redeliver",
-                                               headers: ["Authorization": "Bearer \(token)"])
+        let queued = try await RawHTTP.request(
+            port: harness.client.port, method: "POST", path: "/admin/webhooks/\(again)/redeliver",
+            headers: ["Authorization": "Bearer \(token)"])
         #expect(queued.status == 200)
         try await Self.waitUntil { receiver.acknowledged.filter { $0.eventID == again }.count == 2 }
         #expect(receiver.acknowledged.filter { $0.eventID == again }.count == 2)
-        let listed = try await RawHTTP.request(port: harness.client.port, path: "/admin/webhooks", headers: ["Authorization": "Bearer \(token)"])
+        let listed = try await RawHTTP.request(
+            port: harness.client.port, path: "/admin/webhooks", headers: ["Authorization": "Bearer \(token)"])
         #expect((try listed.json()["events"] as? [[String: Any]])?.count == 4)
         await harness.service.shutdown()
         await receiver.server.shutdown()
@@ -126,11 +154,13 @@ final class WebhookReceiver: Sendable {
 
     @Test func eventsThatNeverGetThroughStayVisibleAsDeadAndCanBeRedelivered() async throws {
         let receiver = try WebhookReceiver()
-        let harness = try await VerifyHarness.start(outbox: VerifyHarness.fastOutbox(giveUpAfter: .seconds(1)), webhookURL: receiver.url)
+        let harness = try await VerifyHarness.start(
+            outbox: VerifyHarness.fastOutbox(giveUpAfter: .seconds(1)), webhookURL: receiver.url)
         defer { harness.stop() }
         receiver.secret.set(harness.client.secret)
         let receipt = try harness.pki.sign(AppleTestPKI.transaction())
-        #expect(try await harness.client.post("/v1/verify", json: ["store": "app_store", "receipt": receipt]).status == 200)
+        #expect(
+            try await harness.client.post("/v1/verify", json: ["store": "app_store", "receipt": receipt]).status == 200)
         try await Self.waitUntil {
             try await harness.pool.query("SELECT status FROM outbox")[0].decode("status", as: String.self) == "dead"
         }
@@ -138,7 +168,8 @@ final class WebhookReceiver: Sendable {
         #expect(dead.count == 1)
 
         receiver.up.set(true)
-        let eventID = try await harness.pool.query("SELECT event_id::text AS id FROM outbox")[0].decode("id", as: String.self)
+        let eventID = try await harness.pool.query("SELECT event_id::text AS id FROM outbox")[0].decode(
+            "id", as: String.self)
         #expect(try await harness.service.repositories.outbox.redeliver(eventID: eventID))
         try await Self.waitUntil { !receiver.acknowledged.isEmpty }
         #expect(receiver.acknowledged.map(\.eventID) == [eventID])
@@ -150,7 +181,9 @@ final class WebhookReceiver: Sendable {
     @Test func backoffGrowsWithJitterAndIsCapped() {
         for attempts in 1...12 {
             let step = min(Duration.seconds(10) * (1 << (attempts - 1)), .seconds(3600))
-            let delays = (0..<50).map { _ in OutboxWorker.delay(afterAttempts: attempts, base: .seconds(10), max: .seconds(3600)) }
+            let delays = (0..<50).map { _ in
+                OutboxWorker.delay(afterAttempts: attempts, base: .seconds(10), max: .seconds(3600))
+            }
             #expect(delays.allSatisfy { $0 >= step / 2 && $0 <= step })
             // Jitter: fifty draws spread over the upper half of the step (zero jitter would give one value).
             #expect(Set(delays).count > 40)
@@ -172,9 +205,12 @@ final class WebhookReceiver: Sendable {
         var configuration = harness.service.configuration
         configuration.port = 0
         configuration.outboundAllowPrivate = false
-        let strict = try Service(configuration: configuration, logger: Logger(minimumLevel: .error),
-                                 database: try Database.open(configuration, logger: Logger(minimumLevel: .error)),
-                                 stores: [AppStoreProvider(verifier: AppStoreSignedDataVerifier(trustRoots: [harness.pki.root])).registration])
+        let strict = try Service(
+            configuration: configuration, logger: Logger(minimumLevel: .error),
+            database: try Database.open(configuration, logger: Logger(minimumLevel: .error)),
+            stores: [
+                AppStoreProvider(verifier: AppStoreSignedDataVerifier(trustRoots: [harness.pki.root])).registration
+            ])
         strict.outboxConfiguration = VerifyHarness.fastOutbox()
         await harness.service.shutdown()  // only the strict service's worker delivers from now on
         try await strict.start()
@@ -184,7 +220,8 @@ final class WebhookReceiver: Sendable {
         #expect(try await client.post("/v1/verify", json: ["store": "app_store", "receipt": receipt]).status == 200)
         let pool = strict.database.pool
         try await WebhookDelivery.waitUntil {
-            try await pool.query("SELECT last_error FROM outbox").first?.decode("last_error", as: String?.self)?.contains("not public") == true
+            try await pool.query("SELECT last_error FROM outbox").first?.decode("last_error", as: String?.self)?
+                .contains("not public") == true
         }
         #expect(receiver.deliveries.get().isEmpty, "nothing reached the loopback receiver")
 
@@ -195,16 +232,20 @@ final class WebhookReceiver: Sendable {
         await strict.shutdown()
         var lenient = configuration
         lenient.outboundAllowPrivate = true
-        let second = try Service(configuration: lenient, logger: Logger(minimumLevel: .error),
-                                 database: try Database.open(lenient, logger: Logger(minimumLevel: .error)),
-                                 stores: [AppStoreProvider(verifier: AppStoreSignedDataVerifier(trustRoots: [harness.pki.root])).registration])
+        let second = try Service(
+            configuration: lenient, logger: Logger(minimumLevel: .error),
+            database: try Database.open(lenient, logger: Logger(minimumLevel: .error)),
+            stores: [
+                AppStoreProvider(verifier: AppStoreSignedDataVerifier(trustRoots: [harness.pki.root])).registration
+            ])
         second.outboxConfiguration = VerifyHarness.fastOutbox()
         try await second.start()
         defer { Task.detached { await second.shutdown() } }
         let secondPool = second.database.pool
         try await secondPool.execute("UPDATE outbox SET next_attempt_at = now(), last_error = NULL")
         try await WebhookDelivery.waitUntil {
-            try await secondPool.query("SELECT last_error FROM outbox").first?.decode("last_error", as: String?.self)?.contains("https") == true
+            try await secondPool.query("SELECT last_error FROM outbox").first?.decode("last_error", as: String?.self)?
+                .contains("https") == true
         }
         #expect(receiver.deliveries.get().isEmpty)
         await second.shutdown()
@@ -220,7 +261,8 @@ final class WebhookReceiver: Sendable {
         defer { harness.stop() }
         receiver.secret.set(harness.client.secret)
         let receipt = try harness.pki.sign(AppleTestPKI.transaction())
-        #expect(try await harness.client.post("/v1/verify", json: ["store": "app_store", "receipt": receipt]).status == 200)
+        #expect(
+            try await harness.client.post("/v1/verify", json: ["store": "app_store", "receipt": receipt]).status == 200)
         let pool = harness.pool
         try await WebhookDelivery.waitUntil {
             try await pool.query("SELECT status FROM outbox").first?.decode("status", as: String.self) == "delivered"
@@ -231,14 +273,21 @@ final class WebhookReceiver: Sendable {
         await receiver.server.shutdown()
     }
 
-    @Test(arguments: [("127.0.0.1", false), ("10.1.2.3", false), ("169.254.169.254", false), ("172.20.0.1", false), ("192.168.1.1", false),
-                      ("100.64.0.1", false), ("0.0.0.0", false), ("::1", false), ("fe80::1", false), ("fd00::1", false), ("::ffff:127.0.0.1", false),
-                      ("::ffff:10.0.0.1", false), ("2002:7f00:1::1", false), ("2001:0:4136:e378::1", false), ("fec0::1", false),
-                      ("192.88.99.1", false), ("8.8.8.8", true), ("2606:4700:4700::1111", true), ("::ffff:8.8.8.8", true), ("not-an-ip", false),
-                      // IPv6 that carries an IPv4 address for translation is judged as that address.
-                      ("::ffff:10.1.2.3", false), ("::ffff:192.168.0.1", false), ("::ffff:7f00:1", false), ("::ffff:0:127.0.0.1", false),
-                      ("::ffff:0:8.8.8.8", true), ("64:ff9b::8.8.8.8", true), ("64:ff9b::127.0.0.1", false), ("64:ff9b::a01:203", false),
-                      ("64:ff9b::192.168.0.1", false), ("64:ff9b:1::8.8.8.8", false)])
+    @Test(arguments: [
+        ("127.0.0.1", false), ("10.1.2.3", false), ("169.254.169.254", false), ("172.20.0.1", false),
+        ("192.168.1.1", false),
+        ("100.64.0.1", false), ("0.0.0.0", false), ("::1", false), ("fe80::1", false), ("fd00::1", false),
+        ("::ffff:127.0.0.1", false),
+        ("::ffff:10.0.0.1", false), ("2002:7f00:1::1", false), ("2001:0:4136:e378::1", false), ("fec0::1", false),
+        ("192.88.99.1", false), ("8.8.8.8", true), ("2606:4700:4700::1111", true), ("::ffff:8.8.8.8", true),
+        ("not-an-ip", false),
+        // IPv6 that carries an IPv4 address for translation is judged as that address.
+        ("::ffff:10.1.2.3", false), ("::ffff:192.168.0.1", false), ("::ffff:7f00:1", false),
+        ("::ffff:0:127.0.0.1", false),
+        ("::ffff:0:8.8.8.8", true), ("64:ff9b::8.8.8.8", true), ("64:ff9b::127.0.0.1", false),
+        ("64:ff9b::a01:203", false),
+        ("64:ff9b::192.168.0.1", false), ("64:ff9b:1::8.8.8.8", false),
+    ])
     func addressesAreClassified(address: String, isPublic: Bool) {
         #expect(PublicAddress.isPublic(address) == isPublic)
     }

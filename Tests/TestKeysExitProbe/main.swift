@@ -1,5 +1,5 @@
-import OpenSSLCrypto
 import Foundation
+import OpenSSLCrypto
 import TestSupport
 
 // A process that uses TestKeys as a test process does, then exits at once: one key asked for and

@@ -1,19 +1,23 @@
-package import OpenSSLCrypto
 package import Foundation
+package import OpenSSLCrypto
 
 /// Keys and certificates no honest builder makes, for tests of the code that must refuse them.
 package enum CertificateSurgery {
     /// A P-256 SubjectPublicKeyInfo whose point is the single byte 00, SEC 1's encoding of the
     /// point at infinity (for which anyone can make a signature that verifies).
     package static let p256PointAtInfinity = Data([
-        0x30, 0x19, 0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01, 0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d,
+        0x30, 0x19, 0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01, 0x06, 0x08, 0x2a, 0x86, 0x48,
+        0xce, 0x3d,
         0x03, 0x01, 0x07, 0x03, 0x02, 0x00, 0x00,
     ])
 
     /// A P-256 SubjectPublicKeyInfo of an uncompressed point (x, y) taken as given, on the curve or not.
     package static func p256SubjectPublicKeyInfo(x: Data, y: Data) -> Data {
-        Data([0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01, 0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d,
-              0x03, 0x01, 0x07, 0x03, 0x42, 0x00, 0x04]) + x + y
+        Data([
+            0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01, 0x06, 0x08, 0x2a, 0x86, 0x48,
+            0xce, 0x3d,
+            0x03, 0x01, 0x07, 0x03, 0x42, 0x00, 0x04,
+        ]) + x + y
     }
 
     /// A JOSE ES256 signature (r ‖ s) that verifies for the point at infinity Q over any message
@@ -36,7 +40,9 @@ package enum CertificateSurgery {
 
     /// `certificate` with its SubjectPublicKeyInfo replaced by `subjectPublicKeyInfo` and signed
     /// again (ECDSA with SHA-256) by `issuerKey`, so its chain still verifies and only the key is wrong.
-    package static func replacingKey(of certificate: Certificate, with subjectPublicKeyInfo: Data, issuerKey: PrivateKey) throws -> Certificate {
+    package static func replacingKey(
+        of certificate: Certificate, with subjectPublicKeyInfo: Data, issuerKey: PrivateKey
+    ) throws -> Certificate {
         let der = [UInt8](certificate.derEncoded)
         let outer = try Element(der, at: 0)
         let tbs = try Element(der, at: outer.contentStart)
@@ -53,7 +59,8 @@ package enum CertificateSurgery {
         fields[6] = subjectPublicKeyInfo
         let newTBS = wrap(0x30, fields.reduce(Data(), +))
         let signature = try issuerKey.signECDSASHA256DER(newTBS)
-        return try Certificate(derEncoded: wrap(0x30, newTBS + Data(der[tbs.end..<algorithm.end]) + wrap(0x03, Data([0]) + signature)))
+        return try Certificate(
+            derEncoded: wrap(0x30, newTBS + Data(der[tbs.end..<algorithm.end]) + wrap(0x03, Data([0]) + signature)))
     }
 
     struct Malformed: Error {}

@@ -8,7 +8,9 @@ package final class ChildProcess: @unchecked Sendable {
     private let stderrPath: String
     private let exitStatus = LockedBox<Int32?>(nil)
 
-    package static func launch(_ executable: String, _ arguments: [String], environment: [String: String]) throws -> ChildProcess {
+    package static func launch(
+        _ executable: String, _ arguments: [String], environment: [String: String]
+    ) throws -> ChildProcess {
         let base = NSTemporaryDirectory() + "rg-child-\(getpid())-\(UUID().uuidString.prefix(8))"
         let stdoutPath = base + ".out", stderrPath = base + ".err"
         var actions = posix_spawn_file_actions_t()
@@ -29,8 +31,10 @@ package final class ChildProcess: @unchecked Sendable {
     /// Runs to completion on the calling thread (for synchronous test helpers: a short program
     /// such as `openssl`), with posix_spawn and waitpid. Returns (exit status, stdout, stderr).
     @discardableResult
-    package static func runBlocking(_ executable: String, _ arguments: [String],
-                                   environment: [String: String] = ["PATH": "/usr/bin:/bin"]) throws -> (status: Int32, stdout: String, stderr: String) {
+    package static func runBlocking(
+        _ executable: String, _ arguments: [String],
+        environment: [String: String] = ["PATH": "/usr/bin:/bin"]
+    ) throws -> (status: Int32, stdout: String, stderr: String) {
         let child = try launch(executable, arguments, environment: environment)
         var raw: Int32 = 0
         while waitpid(child.pid, &raw, 0) < 0 && errno == EINTR {}
@@ -40,8 +44,10 @@ package final class ChildProcess: @unchecked Sendable {
     }
 
     /// Runs to completion and returns (exit status, stdout, stderr).
-    package static func run(_ executable: String, _ arguments: [String], environment: [String: String],
-                           timeout: Duration = .seconds(120)) async throws -> (status: Int32, stdout: String, stderr: String) {
+    package static func run(
+        _ executable: String, _ arguments: [String], environment: [String: String],
+        timeout: Duration = .seconds(120)
+    ) async throws -> (status: Int32, stdout: String, stderr: String) {
         let child = try launch(executable, arguments, environment: environment)
         let status = try await child.wait(timeout: timeout)
         return (status, child.stdout, child.stderr)
@@ -94,10 +100,12 @@ package final class ChildProcess: @unchecked Sendable {
             var raw: Int32 = 0
             if waitpid(pid, &raw, WNOHANG) == pid {
                 exitStatus.set((raw & 0x7f) == 0 ? (raw >> 8) & 0xff : 128 + (raw & 0x7f))
-                throw RawHTTP.Failure(description: "process exited before logging \"\(text)\"; stderr: \(stderr.suffix(2000))")
+                throw RawHTTP.Failure(
+                    description: "process exited before logging \"\(text)\"; stderr: \(stderr.suffix(2000))")
             }
             try await Task.sleep(for: .milliseconds(50))
         }
-        throw RawHTTP.Failure(description: "no stderr line containing \"\(text)\" within the timeout; stderr: \(stderr.suffix(2000))")
+        throw RawHTTP.Failure(
+            description: "no stderr line containing \"\(text)\" within the timeout; stderr: \(stderr.suffix(2000))")
     }
 }

@@ -22,7 +22,9 @@ package func eventually(within bound: Duration = .seconds(60), _ condition: () -
 package func value<T: Sendable>(of task: Task<T, Never>, within bound: Duration) async -> T? {
     await withTaskGroup(of: T?.self) { group in
         group.addTask { await task.value }
-        group.addTask { try? await Task.sleep(for: bound); return nil }
+        group.addTask {
+            try? await Task.sleep(for: bound); return nil
+        }
         let first = await group.next() ?? nil
         group.cancelAll()
         return first
@@ -36,7 +38,6 @@ package final class WeakBox: Sendable {
     package init(_ object: Captured) { box.withLock { $0.object = object } }
     package var isReleased: Bool { box.withLock { $0.object == nil } }
 }
-
 
 /// `eventually` for a condition read asynchronously (an actor's state).
 package func eventually(within bound: Duration = .seconds(60), _ condition: () async -> Bool) async -> Bool {

@@ -40,7 +40,9 @@ package struct JSONSamples {
                 let field = fields[int(0...(fields.count - 1))]
                 members.append(member(key: key(field.name), value: value(field.kind)))
             } else {
-                let name = unknownKeys.isEmpty || chance(0.5) ? randomKeyText() : key(unknownKeys[int(0...(unknownKeys.count - 1))])
+                let name =
+                    unknownKeys.isEmpty || chance(0.5)
+                    ? randomKeyText() : key(unknownKeys[int(0...(unknownKeys.count - 1))])
                 members.append(member(key: name, value: value(.any, depth: 1)))
             }
         }
@@ -112,10 +114,12 @@ package struct JSONSamples {
 
     /// An integer's text: mostly plain digits, edges of Int64 and 2^53 included.
     package mutating func integerText() -> [UInt8] {
-        let edges = ["0", "-0", "1", "-1", "9223372036854775807", "-9223372036854775808", "9223372036854775808",
-                     "-9223372036854775809", "9007199254740992", "9007199254740993", "-9007199254740993",
-                     "18446744073709551616", "1700000000000", "1700000000000.0", "1700000000000.5", "1.0", "1e2", "-0.0",
-                     "100e-2", "1e-400", "1e400", "12345678901234567890123"]
+        let edges = [
+            "0", "-0", "1", "-1", "9223372036854775807", "-9223372036854775808", "9223372036854775808",
+            "-9223372036854775809", "9007199254740992", "9007199254740993", "-9007199254740993",
+            "18446744073709551616", "1700000000000", "1700000000000.0", "1700000000000.5", "1.0", "1e2", "-0.0",
+            "100e-2", "1e-400", "1e400", "12345678901234567890123",
+        ]
         if chance(0.3) { return Array(edges[int(0...(edges.count - 1))].utf8) }
         var text = chance(0.2) ? "-" : ""
         text += String(random.next() % (chance(0.5) ? 1_000 : 10_000_000_000_000))
@@ -126,13 +130,17 @@ package struct JSONSamples {
     /// Double's range or below its smallest subnormal), and sometimes what JSONDecoder's scanner
     /// takes for a number but its parser refuses.
     package mutating func numberText() -> [UInt8] {
-        let edges = ["0", "-0", "0.0", "-0.0", "1.5", "-1.5", "0.1", "1e2", "1E+2", "1e-2", "0e0", "4.9e-324", "2.4e-324",
-                     "2.5e-324", "1e-320", "1.7976931348623157e308", "1.7976931348623159e308", "1e309", "1e-400",
-                     "0.0000000000000000000000000000001e-300", "9007199254740993.5", "-9223372036854775808.0",
-                     "123456789012345678901234567890e-20", "1.0000000000000001", "8999999999999999.5", "9e15", "-9e15",
-                     "1700000000000.999"]
-        let invalid = ["01", "-01", "00", "1.", ".5", "-", "--1", "1e", "1e+", "1.e5", "1.2.3", "1-2", "1+2", "+1", "1e5e5",
-                       "1e5.5", "0-", "-.5", "1..2", "1ee2", "1E-+2"]
+        let edges = [
+            "0", "-0", "0.0", "-0.0", "1.5", "-1.5", "0.1", "1e2", "1E+2", "1e-2", "0e0", "4.9e-324", "2.4e-324",
+            "2.5e-324", "1e-320", "1.7976931348623157e308", "1.7976931348623159e308", "1e309", "1e-400",
+            "0.0000000000000000000000000000001e-300", "9007199254740993.5", "-9223372036854775808.0",
+            "123456789012345678901234567890e-20", "1.0000000000000001", "8999999999999999.5", "9e15", "-9e15",
+            "1700000000000.999",
+        ]
+        let invalid = [
+            "01", "-01", "00", "1.", ".5", "-", "--1", "1e", "1e+", "1.e5", "1.2.3", "1-2", "1+2", "+1", "1e5e5",
+            "1e5.5", "0-", "-.5", "1..2", "1ee2", "1E-+2",
+        ]
         if chance(0.05) { return Array(invalid[int(0...(invalid.count - 1))].utf8) }
         if chance(0.3) { return Array(edges[int(0...(edges.count - 1))].utf8) }
         var text = chance(0.3) ? "-" : ""
@@ -203,7 +211,8 @@ package struct JSONSamples {
             Array("\u{7f}".utf8), Array("\u{feff}".utf8), Array("\u{10ffff}".utf8),
         ]
         let invalid: [[UInt8]] = [
-            [0x01], [0x1f], [0x0a], [0xff], [0xc0, 0x80], [0xed, 0xa0, 0x80], [0xe2, 0x82], [0xf4, 0x90, 0x80, 0x80], [0x80],
+            [0x01], [0x1f], [0x0a], [0xff], [0xc0, 0x80], [0xed, 0xa0, 0x80], [0xe2, 0x82], [0xf4, 0x90, 0x80, 0x80],
+            [0x80],
             Array(#"\ud800"#.utf8), Array(#"\udc00"#.utf8), Array(#"\ud800\u0041"#.utf8), Array(#"\ud800x"#.utf8),
             Array(#"\x"#.utf8), Array(#"\'"#.utf8), Array(#"\u12g4"#.utf8), Array(#"\U0041"#.utf8),
         ]
@@ -231,7 +240,9 @@ package struct JSONSamples {
 
     private mutating func int(_ range: ClosedRange<Int>) -> Int { Int.random(in: range, using: &random) }
 
-    private mutating func chance(_ probability: Double) -> Bool { Double.random(in: 0..<1, using: &random) < probability }
+    private mutating func chance(_ probability: Double) -> Bool {
+        Double.random(in: 0..<1, using: &random) < probability
+    }
 }
 
 /// A small seeded generator (SplitMix64): the same seed, the same samples.

@@ -17,7 +17,9 @@ package enum RawHTTP {
             package let value: String
         }
 
-        package func allHeaders(_ name: String) -> [String] { lines.filter { $0.name == name.lowercased() }.map(\.value) }
+        package func allHeaders(_ name: String) -> [String] {
+            lines.filter { $0.name == name.lowercased() }.map(\.value)
+        }
         package func json() throws -> [String: Any] {
             (try JSONSerialization.jsonObject(with: body)) as? [String: Any] ?? [:]
         }
@@ -32,10 +34,13 @@ package enum RawHTTP {
     /// until the server closes the connection. The default wait is longer than the service's own
     /// 30 s handler deadline: the whole suite runs at once on two cores, and a slow answer is the
     /// service's to give (as 503 if it must), not the test client's to cut short.
-    package static func exchange(port: Int, pieces: [Data], pause: Duration = .zero, timeout: TimeInterval = 45) async throws -> Response {
+    package static func exchange(
+        port: Int, pieces: [Data], pause: Duration = .zero, timeout: TimeInterval = 45
+    ) async throws -> Response {
         try await withCheckedThrowingContinuation { continuation in
             let thread = Thread {
-                continuation.resume(with: Result { try blockingExchange(port: port, pieces: pieces, pause: pause, timeout: timeout) })
+                continuation.resume(
+                    with: Result { try blockingExchange(port: port, pieces: pieces, pause: pause, timeout: timeout) })
             }
             thread.start()
         }
@@ -43,7 +48,9 @@ package enum RawHTTP {
 
     /// `exchange`, timed on the thread that does it: how long until the server answered or hung
     /// up, without the wait for the calling task to be scheduled again on a busy pool.
-    package static func timedExchange(port: Int, pieces: [Data], timeout: TimeInterval = 20) async -> (result: Result<Response, any Error>, elapsed: Duration) {
+    package static func timedExchange(
+        port: Int, pieces: [Data], timeout: TimeInterval = 20
+    ) async -> (result: Result<Response, any Error>, elapsed: Duration) {
         await withCheckedContinuation { continuation in
             let thread = Thread {
                 let started = ContinuousClock.now
@@ -55,8 +62,10 @@ package enum RawHTTP {
     }
 
     /// A complete request with `Connection: close`.
-    package static func request(port: Int, method: String = "GET", path: String, headers: [String: String] = [:],
-                               body: Data = Data()) async throws -> Response {
+    package static func request(
+        port: Int, method: String = "GET", path: String, headers: [String: String] = [:],
+        body: Data = Data()
+    ) async throws -> Response {
         var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n"
         for (name, value) in headers { head += "\(name): \(value)\r\n" }
         if !body.isEmpty || method == "POST" || method == "PUT" { head += "Content-Length: \(body.count)\r\n" }
@@ -89,7 +98,9 @@ package enum RawHTTP {
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0 }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0
+            }
         }
         guard bound else {
             close(descriptor)
@@ -111,7 +122,9 @@ package enum RawHTTP {
         address.sin_port = in_port_t(UInt16(port).bigEndian)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         } == 0
     }
 
@@ -131,7 +144,9 @@ package enum RawHTTP {
             }
             var offset = 0
             while offset < piece.count {
-                let sent = piece.withUnsafeBytes { send(descriptor, $0.baseAddress! + offset, piece.count - offset, Int32(MSG_NOSIGNAL)) }
+                let sent = piece.withUnsafeBytes {
+                    send(descriptor, $0.baseAddress! + offset, piece.count - offset, Int32(MSG_NOSIGNAL))
+                }
                 // The server may answer (413) and close before reading everything: stop sending, read the answer.
                 if sent <= 0 { break }
                 offset += sent
@@ -153,12 +168,15 @@ package enum RawHTTP {
         }
         let head = String(decoding: data[..<separator.lowerBound], as: UTF8.self).components(separatedBy: "\r\n")
         let statusParts = head[0].split(separator: " ")
-        guard statusParts.count >= 2, let status = Int(statusParts[1]) else { throw Failure(description: "bad status line \(head[0])") }
+        guard statusParts.count >= 2, let status = Int(statusParts[1]) else {
+            throw Failure(description: "bad status line \(head[0])")
+        }
         var headers: [String: String] = [:]
         var lines: [Response.HeaderLine] = []
         for line in head.dropFirst() {
             guard let colon = line.firstIndex(of: ":") else { continue }
-            let name = line[..<colon].lowercased(), value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            let name = line[..<colon].lowercased(),
+                value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
             headers[name] = value
             lines.append(Response.HeaderLine(name: name, value: value))
         }
@@ -172,7 +190,8 @@ package enum RawHTTP {
         var result = Data()
         var rest = data[...]
         while let lineEnd = rest.range(of: Data("\r\n".utf8)) {
-            guard let size = Int(String(decoding: rest[..<lineEnd.lowerBound], as: UTF8.self), radix: 16), size > 0 else { break }
+            guard let size = Int(String(decoding: rest[..<lineEnd.lowerBound], as: UTF8.self), radix: 16), size > 0
+            else { break }
             let start = lineEnd.upperBound
             result.append(rest[start..<min(start + size, rest.endIndex)])
             rest = rest[min(start + size + 2, rest.endIndex)...]

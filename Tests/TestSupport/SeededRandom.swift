@@ -9,7 +9,9 @@ package struct SeededRandom: RandomNumberGenerator, Sendable {
     private var generator: SplitMix64
 
     package init() {
-        self.init(seed: ProcessInfo.processInfo.environment[Self.variable].flatMap { UInt64($0) } ?? UInt64.random(in: 0...UInt64.max))
+        self.init(
+            seed: ProcessInfo.processInfo.environment[Self.variable].flatMap { UInt64($0) }
+                ?? UInt64.random(in: 0...UInt64.max))
     }
 
     package init(seed: UInt64) {

@@ -12,7 +12,8 @@ package enum TestDatabase {
         let cluster = try await holder.cluster()
         let name = "\(prefix)_\(UUID().uuidString.prefix(8).lowercased())"
         try await cluster.createDatabase(name)
-        return "host='\(cluster.cluster.requestedDirectory.path)' user=postgres dbname=\(name) \(SharedCluster.connectTimeout)"
+        return
+            "host='\(cluster.cluster.requestedDirectory.path)' user=postgres dbname=\(name) \(SharedCluster.connectTimeout)"
     }
 
     /// A fresh cluster that belongs to the caller alone (for restart tests), stopped at exit.
@@ -25,8 +26,9 @@ package enum TestDatabase {
 
     package static func temporaryDirectory(_ label: String) -> URL {
         let url = URL(fileURLWithPath: "/tmp/receiptgate-tests/\(label)-\(getpid())-\(UUID().uuidString.prefix(8))")
-        try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true,
-                                                 attributes: [.posixPermissions: 0o755])
+        try? FileManager.default.createDirectory(
+            at: url, withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o755])
         try? FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: "/tmp/receiptgate-tests")
         ClusterReaper.shared.removeAtExit(url)
         return url
@@ -62,7 +64,8 @@ private final class SharedCluster: Sendable {
     let cluster: EmbeddedCluster
 
     init() throws {
-        var cluster = EmbeddedCluster(directory: TestDatabase.temporaryDirectory("shared").appendingPathComponent("postgres"))
+        var cluster = EmbeddedCluster(
+            directory: TestDatabase.temporaryDirectory("shared").appendingPathComponent("postgres"))
         // Every suite runs at once against this one cluster, each service with its own pool (and
         // CLI runs with theirs): a run was seen needing more than 1600 at its peak.
         cluster.maxConnections = 3000
@@ -72,7 +75,11 @@ private final class SharedCluster: Sendable {
     }
 
     func createDatabase(_ name: String) async throws {
-        let pool = PostgresPool(.init(connectionString: "host='\(cluster.requestedDirectory.path)' user=postgres dbname=postgres \(Self.connectTimeout)", size: 1))
+        let pool = PostgresPool(
+            .init(
+                connectionString:
+                    "host='\(cluster.requestedDirectory.path)' user=postgres dbname=postgres \(Self.connectTimeout)",
+                size: 1))
         defer { pool.shutdown() }
         try await pool.execute(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"))
     }
@@ -120,5 +127,7 @@ package final class LockedBox<Value>: @unchecked Sendable {
     package init(_ value: Value) { self.value = value }
     package func get() -> Value { lock.lock(); defer { lock.unlock() }; return value }
     package func set(_ newValue: Value) { lock.lock(); value = newValue; lock.unlock() }
-    package func update<T>(_ body: (inout Value) -> T) -> T { lock.lock(); defer { lock.unlock() }; return body(&value) }
+    package func update<T>(_ body: (inout Value) -> T) -> T {
+        lock.lock(); defer { lock.unlock() }; return body(&value)
+    }
 }

@@ -1,5 +1,5 @@
-package import OpenSSLCrypto
 import Foundation
+package import OpenSSLCrypto
 
 /// RSA keys for tests, one per slot, each made the first time a test asks for it and kept for the
 /// rest of the process. Making a 2048-bit key takes a busy core tens to hundreds of milliseconds,
@@ -13,7 +13,8 @@ import Foundation
 /// every caller has returned (Tests/TestKeysExitProbe and `TestKeysAtExit` check this).
 package enum TestKeys {
     package enum RSASlot: Int, CaseIterable, Sendable {
-        case googleServiceAccount, googleOIDC, unrelated, playLicense, lookAlikeRoot, lookAlikeIntermediate, lookAlikeLeaf, huaweiIAP
+        case googleServiceAccount, googleOIDC, unrelated, playLicense, lookAlikeRoot, lookAlikeIntermediate,
+            lookAlikeLeaf, huaweiIAP
     }
 
     private static let maker = RSAKeyMaker()

@@ -1,7 +1,7 @@
 import Foundation
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 import Workers
 
 /// Blocks a worker thread until `open()` is called (or a minute passes, so a failing test ends).
@@ -21,7 +21,9 @@ final class ThreadGate: Sendable {
         do {
             let object = Captured()
             weak = WeakBox(object)
-            _ = try await workers.run { _ = object; return 1 }
+            _ = try await workers.run {
+                _ = object; return 1
+            }
         }
         let watched = try #require(weak)
         #expect(await eventually { watched.isReleased }, "the pool still holds a job it ran")
@@ -33,7 +35,9 @@ final class ThreadGate: Sendable {
         do {
             let object = Captured()
             weak = WeakBox(object)
-            _ = try await SharedWorkers.computations.run { _ = object; return 1 }
+            _ = try await SharedWorkers.computations.run {
+                _ = object; return 1
+            }
         }
         let watched = try #require(weak)
         #expect(await eventually { watched.isReleased }, "the compute pool still holds a job it ran")

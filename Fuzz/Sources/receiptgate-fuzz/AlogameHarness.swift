@@ -7,7 +7,9 @@ import ReceiptCore
 /// core authenticates the client, the dialect decodes and answers). Every answer must be the
 /// seed's JSON envelope with a status of its table — never a 500.
 enum AlogameHarness {
-    static let client = ClientInfo(clientID: "rgc_fuzz", gameID: 42, appIdentifiers: ["bundle_id": ["com.example.game"]], environments: [.production, .sandbox])
+    static let client = ClientInfo(
+        clientID: "rgc_fuzz", gameID: 42, appIdentifiers: ["bundle_id": ["com.example.game"]],
+        environments: [.production, .sandbox])
     static let core: FakeCore = {
         let core = FakeCore()
         core.clients = [client]
@@ -15,7 +17,9 @@ enum AlogameHarness {
         purchase.productID = "gems100"
         purchase.quantity = 1
         core.add(evidence: "jws-777", proves: purchase)
-        core.add(evidence: "jws-bad", refusedWith: StoreVerificationError(code: .verificationFailed, reason: "FORGED", message: "no"))
+        core.add(
+            evidence: "jws-bad",
+            refusedWith: StoreVerificationError(code: .verificationFailed, reason: "FORGED", message: "no"))
         return core
     }()
 
@@ -25,8 +29,10 @@ enum AlogameHarness {
             guard [200, 400, 401, 403, 409, 412, 422, 429, 502].contains(response.status) else {
                 fatalError("\(path) answered \(response.status)")
             }
-            guard let object = (try? JSONSerialization.jsonObject(with: response.body)) as? [String: Any], object["success"] is Bool
-                    || object["order_id"] != nil else {
+            guard let object = (try? JSONSerialization.jsonObject(with: response.body)) as? [String: Any],
+                object["success"] is Bool
+                    || object["order_id"] != nil
+            else {
                 fatalError("\(path) answered a body outside the envelope")
             }
         }

@@ -13,10 +13,14 @@ let harnesses: [String: @Sendable (Data) -> Void] = [
 nonisolated(unsafe) var selected: (@Sendable (Data) -> Void)?
 
 @_cdecl("LLVMFuzzerInitialize")
-public func initialize(_ argc: UnsafeMutablePointer<Int32>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>) -> Int32 {
+public func initialize(
+    _ argc: UnsafeMutablePointer<Int32>,
+    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>
+) -> Int32 {
     let name = ProcessInfo.processInfo.environment["FUZZ_HARNESS"] ?? ""
     guard let harness = harnesses[name] else {
-        FileHandle.standardError.write(Data("FUZZ_HARNESS must be one of \(harnesses.keys.sorted().joined(separator: ", "))\n".utf8))
+        FileHandle.standardError.write(
+            Data("FUZZ_HARNESS must be one of \(harnesses.keys.sorted().joined(separator: ", "))\n".utf8))
         exit(2)
     }
     selected = harness

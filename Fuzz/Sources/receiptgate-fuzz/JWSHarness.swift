@@ -1,7 +1,8 @@
-@testable import AppStore
 import AppStoreTestSupport
-import OpenSSLCrypto
 import Foundation
+import OpenSSLCrypto
+
+@testable import AppStore
 
 /// The StoreKit 2 JWS verifier on arbitrary text: every entry point, against Apple's real root
 /// (so nothing fuzzed can verify unless Apple signed it) and with a small cache, so cache
@@ -10,10 +11,13 @@ import Foundation
 /// wherever that settles it (`StoreKitPayloadReference`).
 enum JWSHarness {
     static let verifier: AppStoreSignedDataVerifier = {
-        guard let root = try? AppleRootCertificates.appleRoot() else { fatalError("the embedded Apple root does not parse") }
+        guard let root = try? AppleRootCertificates.appleRoot() else {
+            fatalError("the embedded Apple root does not parse")
+        }
         return AppStoreSignedDataVerifier(trustRoots: [root], cacheCapacity: 4)
     }()
-    static let expectations = AppStoreExpectations(bundleIDs: ["com.example.game"], environments: [.sandbox, .production])
+    static let expectations = AppStoreExpectations(
+        bundleIDs: ["com.example.game"], environments: [.sandbox, .production])
 
     static func run(_ data: Data) {
         let token = String(decoding: data, as: UTF8.self)
@@ -31,9 +35,12 @@ enum JWSHarness {
     static func comparePayloadDecoding(_ payload: Data) {
         let decoded = try? JWSTransactionDecodedPayload(jsonPayload: payload)
         if case .decided(let reference) = StoreKitPayloadReference.transaction(payload), decoded != reference {
-            fatalError("JSONReader decoded \(String(describing: decoded)), JSONSerialization \(String(describing: reference))")
+            fatalError(
+                "JSONReader decoded \(String(describing: decoded)), JSONSerialization \(String(describing: reference))")
         }
-        let dates = (try? AppStoreSignedDataVerifier.SigningDates(jsonPayload: payload)).map { [$0.signedDate, $0.receiptCreationDate] }
+        let dates = (try? AppStoreSignedDataVerifier.SigningDates(jsonPayload: payload)).map {
+            [$0.signedDate, $0.receiptCreationDate]
+        }
         if case .decided(let reference) = StoreKitPayloadReference.signingDates(payload), dates != reference {
             fatalError("JSONReader and JSONSerialization disagree on the signing dates")
         }

@@ -2,6 +2,7 @@ import Foundation
 import JSON
 import PluginTestSupport
 import ReceiptCore
+
 @testable import ReceiptGate
 
 /// The native API's request decoding on arbitrary bodies: /v1/verify's body read by hand
@@ -17,7 +18,9 @@ enum NativeHarness {
     }()
 
     static let referenceFields: [(name: String, kind: JSONBodyReference.Kind, required: Bool)] =
-        NativeAPI.VerifyBody.CodingKeys.allCases.map { ($0.stringValue, $0 == .restore ? .bool : .string, $0 == .store || $0 == .receipt) }
+        NativeAPI.VerifyBody.CodingKeys.allCases.map {
+            ($0.stringValue, $0 == .restore ? .bool : .string, $0 == .store || $0 == .receipt)
+        }
 
     static func run(_ data: Data) {
         let decoded = NativeAPI.VerifyBody.decode(data)
@@ -36,19 +39,24 @@ enum NativeHarness {
 
     static func check(_ problem: JSONBody.Problem) {
         guard [.missingFields, .invalidField].contains(problem.code), !problem.message.isEmpty,
-              NativeAPI.status(for: problem.code) == 400 else {
+            NativeAPI.status(for: problem.code) == 400
+        else {
             fatalError("a bad body was refused with \(problem.code)")
         }
     }
 
     static func strings(_ body: NativeAPI.VerifyBody) -> [String?] {
-        [body.store, body.receipt, body.productID, body.appAccountToken, body.playerID, body.characterID, body.serverID,
-         body.gameVersion, body.packageName]
+        [
+            body.store, body.receipt, body.productID, body.appAccountToken, body.playerID, body.characterID,
+            body.serverID,
+            body.gameVersion, body.packageName,
+        ]
     }
 
     static func outcome(_ result: Result<NativeAPI.VerifyBody, JSONBody.Problem>) -> JSONBodyReference.Outcome {
         switch result {
-        case .success(let body): .decoded([body.packageName] + strings(body).dropLast() + [body.restore.map { "\($0)" }])
+        case .success(let body):
+            .decoded([body.packageName] + strings(body).dropLast() + [body.restore.map { "\($0)" }])
         case .failure(let problem): .refused(problem.code, problem.message)
         }
     }

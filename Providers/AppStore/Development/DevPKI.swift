@@ -1,5 +1,5 @@
-import OpenSSLCrypto
 import Foundation
+import OpenSSLCrypto
 
 /// A development PKI shaped like Apple's App Store signing chain: a self-signed root, an
 /// intermediate with the marker extension Apple's WWDR intermediate carries, and a leaf with
@@ -27,12 +27,14 @@ struct DevPKI {
         let parent = directory.deletingLastPathComponent()
         try FileManager.default.createDirectory(at: parent, withIntermediateDirectories: true)
         let staging = parent.appendingPathComponent(".dev-pki-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: staging, withIntermediateDirectories: false,
-                                                attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(
+            at: staging, withIntermediateDirectories: false,
+            attributes: [.posixPermissions: 0o700])
         defer { try? FileManager.default.removeItem(at: staging) }
         try write(pki.root.pemEncoded, to: staging.appendingPathComponent(rootFile), mode: 0o644)
-        try write([pki.leaf, pki.intermediate, pki.root].map(\.pemEncoded).joined(),
-                  to: staging.appendingPathComponent(chainFile), mode: 0o644)
+        try write(
+            [pki.leaf, pki.intermediate, pki.root].map(\.pemEncoded).joined(),
+            to: staging.appendingPathComponent(chainFile), mode: 0o644)
         try write(try pki.leafKey.pemRepresentation(), to: staging.appendingPathComponent(leafKeyFile), mode: 0o600)
         guard rename(staging.path, directory.path) == 0 else {
             guard let winner = try load(from: directory) else { throw DevPKIError("cannot create \(directory.path)") }
@@ -43,9 +45,12 @@ struct DevPKI {
 
     /// A fresh chain valid from a day ago for five years.
     private init() throws {
-        let chain = try AppleShapedChain(names: ("ReceiptGate Development Root (not Apple)", "ReceiptGate Development Intermediate",
-                                                 "ReceiptGate Development App Store Signing"),
-                                         until: Date(timeIntervalSinceNow: 86_400 * 365 * 5))
+        let chain = try AppleShapedChain(
+            names: (
+                "ReceiptGate Development Root (not Apple)", "ReceiptGate Development Intermediate",
+                "ReceiptGate Development App Store Signing"
+            ),
+            until: Date(timeIntervalSinceNow: 86_400 * 365 * 5))
         self.init(root: chain.root, intermediate: chain.intermediate, leaf: chain.leaf, leafKey: chain.leafKey)
     }
 
@@ -60,16 +65,22 @@ struct DevPKI {
         let chainPath = directory.appendingPathComponent(chainFile).path
         guard let chainBytes = FileManager.default.contents(atPath: chainPath) else { return nil }
         let chain = try Certificate.parseFile(contents: chainBytes)
-        guard chain.count == 3, let keyBytes = FileManager.default.contents(atPath: directory.appendingPathComponent(leafKeyFile).path) else {
+        guard chain.count == 3,
+            let keyBytes = FileManager.default.contents(atPath: directory.appendingPathComponent(leafKeyFile).path)
+        else {
             throw DevPKIError("\(directory.path) is incomplete; remove it to start a new development PKI")
         }
-        return DevPKI(root: chain[2], intermediate: chain[1], leaf: chain[0], leafKey: try PrivateKey(pem: String(decoding: keyBytes, as: UTF8.self)))
+        return DevPKI(
+            root: chain[2], intermediate: chain[1], leaf: chain[0],
+            leafKey: try PrivateKey(pem: String(decoding: keyBytes, as: UTF8.self)))
     }
 
     /// Created with its mode from the start: a key file is never readable by others, even briefly.
     private static func write(_ text: String, to file: URL, mode: mode_t) throws {
         let descriptor = Foundation.open(file.path, O_WRONLY | O_CREAT | O_EXCL, mode)
-        guard descriptor >= 0 else { throw DevPKIError("cannot create \(file.path): \(String(cString: strerror(errno)))") }
+        guard descriptor >= 0 else {
+            throw DevPKIError("cannot create \(file.path): \(String(cString: strerror(errno)))")
+        }
         defer { close(descriptor) }
         let bytes = Array(text.utf8)
         let written = bytes.withUnsafeBytes { Foundation.write(descriptor, $0.baseAddress, $0.count) }

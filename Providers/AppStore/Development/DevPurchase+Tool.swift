@@ -6,23 +6,29 @@ extension DevPurchase {
     /// a laptop, signed by a development PKI that only a service told to trust it accepts.
     static let tool = DevelopmentTool(
         name: "purchase", summary: "Sign a test StoreKit 2 purchase (never accepted with Apple's root)", help: help,
-        options: ["bundle-id", "product-id", "transaction-id", "type", "environment"]) { options, dataDirectory in
-            // Options first: a mistake is reported before any file is written.
-            let purchase = try parse(options)
-            let directory = dataDirectory.appendingPathComponent("dev-pki")
-            let (pki, created) = try DevPKI.loadOrCreate(in: directory)
-            let token = try purchase.signed(with: pki)
-            // The variable line stands alone so that it can be pasted in front of `receiptgate serve`.
-            let root = directory.appendingPathComponent(DevPKI.rootFile).path
-            let notices = (created ? ["receiptgate: created a development PKI (a test root, not Apple's) in \(directory.path)"] : [])
-                + ["receiptgate: a service accepts this purchase only when started with:", "RECEIPTGATE_APPLE_ROOT_CERTS=\(root)"]
-            return (token, notices)
-        }
+        options: ["bundle-id", "product-id", "transaction-id", "type", "environment"]
+    ) { options, dataDirectory in
+        // Options first: a mistake is reported before any file is written.
+        let purchase = try parse(options)
+        let directory = dataDirectory.appendingPathComponent("dev-pki")
+        let (pki, created) = try DevPKI.loadOrCreate(in: directory)
+        let token = try purchase.signed(with: pki)
+        // The variable line stands alone so that it can be pasted in front of `receiptgate serve`.
+        let root = directory.appendingPathComponent(DevPKI.rootFile).path
+        let notices =
+            (created ? ["receiptgate: created a development PKI (a test root, not Apple's) in \(directory.path)"] : [])
+            + [
+                "receiptgate: a service accepts this purchase only when started with:",
+                "RECEIPTGATE_APPLE_ROOT_CERTS=\(root)",
+            ]
+        return (token, notices)
+    }
 
     static func parse(_ options: [String: String]) throws -> DevPurchase {
         guard let bundleID = options["bundle-id"] else { throw SettingRejected("--bundle-id is required") }
         guard let productID = options["product-id"] else { throw SettingRejected("--product-id is required") }
-        for (option, value) in [("--bundle-id", bundleID), ("--product-id", productID)] where !AppIdentifierKind.isWellFormed(value) {
+        for (option, value) in [("--bundle-id", bundleID), ("--product-id", productID)]
+        where !AppIdentifierKind.isWellFormed(value) {
             throw SettingRejected("\(option) must be letters, digits, '.', '_' or '-', got \"\(value)\"")
         }
         var purchase = DevPurchase(bundleID: bundleID, productID: productID, transactionID: randomTransactionID())

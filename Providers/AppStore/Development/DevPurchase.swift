@@ -1,5 +1,5 @@
-import OpenSSLCrypto
 import Foundation
+import OpenSSLCrypto
 
 /// A StoreKit 2 transaction as a development signer issues it: the fields Apple's signed
 /// transactions carry for a fresh purchase, signed by the development PKI's leaf.
@@ -31,19 +31,22 @@ struct DevPurchase {
     func signed(with pki: DevPKI, at now: Date = Date()) throws -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return try CompactJWS.sign(payload: try encoder.encode(payload(at: now)), header: JWSHeader(x5c: pki.x5c), key: pki.leafKey)
+        return try CompactJWS.sign(
+            payload: try encoder.encode(payload(at: now)), header: JWSHeader(x5c: pki.x5c), key: pki.leafKey)
     }
 
     /// Dates are epoch milliseconds; a subscription runs for a month from now.
     func payload(at now: Date) -> Payload {
         let millis = Int64(now.timeIntervalSince1970 * 1000)
         let subscription = kind == .autoRenewable
-        return Payload(transactionId: transactionID, originalTransactionId: transactionID, bundleId: bundleID, productId: productID,
-                       purchaseDate: millis, originalPurchaseDate: millis, signedDate: millis, type: kind.appStoreType.rawValue,
-                       environment: environment.rawValue,
-                       expiresDate: subscription ? millis + 30 * 86_400_000 : nil,
-                       subscriptionGroupIdentifier: subscription ? "20000000" : nil,
-                       webOrderLineItemId: subscription ? transactionID : nil)
+        return Payload(
+            transactionId: transactionID, originalTransactionId: transactionID, bundleId: bundleID,
+            productId: productID,
+            purchaseDate: millis, originalPurchaseDate: millis, signedDate: millis, type: kind.appStoreType.rawValue,
+            environment: environment.rawValue,
+            expiresDate: subscription ? millis + 30 * 86_400_000 : nil,
+            subscriptionGroupIdentifier: subscription ? "20000000" : nil,
+            webOrderLineItemId: subscription ? transactionID : nil)
     }
 
     struct Payload: Encodable {

@@ -13,19 +13,28 @@ extension NativeAPI.VerifyBody {
     /// What `JSONBody.decode(_:from:)` would give for a Decodable of these fields, refusals and
     /// messages included; the store's declared evidence fields are read in the same pass, their
     /// refusal kept for after the body's own checks.
-    static func decode(_ body: Data, evidence: NativeAPI.EvidenceFieldReading = withoutEvidenceFields) -> Result<Self, JSONBody.Problem> {
+    static func decode(
+        _ body: Data, evidence: NativeAPI.EvidenceFieldReading = withoutEvidenceFields
+    ) -> Result<Self, JSONBody.Problem> {
         JSONBody.decode(from: body, fields: evidence.names) { fields throws(JSONBody.Problem) in
             // Read in CodingKeys' order (package_name first), the order a synthesized init(from:)
             // reads them in, so the first field that fails is the one JSONDecoder would name.
             let packageName = try fields.string(CodingKeys.packageName)
-            let store = try fields.requiredString(CodingKeys.store), receipt = try fields.requiredString(CodingKeys.receipt)
-            let productID = try fields.string(CodingKeys.productID), appAccountToken = try fields.string(CodingKeys.appAccountToken)
-            let playerID = try fields.string(CodingKeys.playerID), characterID = try fields.string(CodingKeys.characterID)
-            let serverID = try fields.string(CodingKeys.serverID), gameVersion = try fields.string(CodingKeys.gameVersion)
+            let store = try fields.requiredString(CodingKeys.store),
+                receipt = try fields.requiredString(CodingKeys.receipt)
+            let productID = try fields.string(CodingKeys.productID),
+                appAccountToken = try fields.string(CodingKeys.appAccountToken)
+            let playerID = try fields.string(CodingKeys.playerID),
+                characterID = try fields.string(CodingKeys.characterID)
+            let serverID = try fields.string(CodingKeys.serverID),
+                gameVersion = try fields.string(CodingKeys.gameVersion)
             let restore = try fields.bool(CodingKeys.restore)
-            return Self(store: store, receipt: receipt, productID: productID, appAccountToken: appAccountToken, playerID: playerID,
-                        characterID: characterID, serverID: serverID, gameVersion: gameVersion, restore: restore, packageName: packageName,
-                        evidenceFields: evidence.read(fields, store: store))
+            return Self(
+                store: store, receipt: receipt, productID: productID, appAccountToken: appAccountToken,
+                playerID: playerID,
+                characterID: characterID, serverID: serverID, gameVersion: gameVersion, restore: restore,
+                packageName: packageName,
+                evidenceFields: evidence.read(fields, store: store))
         }
     }
 }

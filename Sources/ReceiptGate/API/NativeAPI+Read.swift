@@ -7,13 +7,19 @@ extension NativeAPI {
     var readRoutes: [Route] {
         let signed = RouteAuthentication.signedClient(.allow)
         return [
-            Route("GET", "/v1/transactions/{store}/{transaction_id}", authentication: signed, rateLimits: [Self.perClient]) { _, context in
+            Route(
+                "GET", "/v1/transactions/{store}/{transaction_id}", authentication: signed, rateLimits: [Self.perClient]
+            ) { _, context in
                 await transaction(context)
             },
-            Route("GET", "/v1/subscriptions/{store}/{original_transaction_id}", authentication: signed, rateLimits: [Self.perClient]) { _, context in
+            Route(
+                "GET", "/v1/subscriptions/{store}/{original_transaction_id}", authentication: signed,
+                rateLimits: [Self.perClient]
+            ) { _, context in
                 await subscription(context)
             },
-            Route("GET", "/v1/players/{player_id}/transactions", authentication: signed, rateLimits: [Self.perClient]) { _, context in
+            Route("GET", "/v1/players/{player_id}/transactions", authentication: signed, rateLimits: [Self.perClient]) {
+                _, context in
                 await playerPage(context)
             },
         ]
@@ -21,8 +27,10 @@ extension NativeAPI {
 
     private func transaction(_ context: RouteContext) async -> RouteResponse {
         await reading(context) { client in
-            guard let record = try await transactions.find(store: StoreID(rawValue: context.pathParameters["store"] ?? ""),
-                                                           transactionID: context.pathParameters["transaction_id"] ?? "", client: client)
+            guard
+                let record = try await transactions.find(
+                    store: StoreID(rawValue: context.pathParameters["store"] ?? ""),
+                    transactionID: context.pathParameters["transaction_id"] ?? "", client: client)
             else { return Self.notFound("transaction") }
             return .json(["transaction": NativeTransaction(record)])
         }
@@ -30,9 +38,11 @@ extension NativeAPI {
 
     private func subscription(_ context: RouteContext) async -> RouteResponse {
         await reading(context) { client in
-            guard let (state, latest) = try await transactions.subscription(store: StoreID(rawValue: context.pathParameters["store"] ?? ""),
-                                                                            original: context.pathParameters["original_transaction_id"] ?? "",
-                                                                            client: client)
+            guard
+                let (state, latest) = try await transactions.subscription(
+                    store: StoreID(rawValue: context.pathParameters["store"] ?? ""),
+                    original: context.pathParameters["original_transaction_id"] ?? "",
+                    client: client)
             else { return Self.notFound("subscription") }
             return .json(SubscriptionView(state: state, latest: latest.map { NativeTransaction($0) }))
         }
@@ -41,13 +51,20 @@ extension NativeAPI {
     private func playerPage(_ context: RouteContext) async -> RouteResponse {
         await reading(context) { client in
             let limit: Int, after: Int
-            switch (Self.integer(context.query["limit"], name: "limit", range: 1...200), Self.integer(context.query["after"], name: "after", range: 0...Int(Int64.max))) {
+            switch (
+                Self.integer(context.query["limit"], name: "limit", range: 1...200),
+                Self.integer(context.query["after"], name: "after", range: 0...Int(Int64.max))
+            ) {
             case (.success(let l), .success(let a)): (limit, after) = (l ?? 50, a ?? 0)
-            case (.failure(let problem), _), (_, .failure(let problem)): return Self.error(problem.code, problem.message)
+            case (.failure(let problem), _), (_, .failure(let problem)):
+                return Self.error(problem.code, problem.message)
             }
-            let (page, more) = try await transactions.playerPage(playerID: context.pathParameters["player_id"] ?? "", client: client,
-                                                                  after: Int64(after), limit: limit)
-            return .json(PlayerPage(transactions: page.map { NativeTransaction($0) }, nextAfter: more ? page.last?.managementID : nil))
+            let (page, more) = try await transactions.playerPage(
+                playerID: context.pathParameters["player_id"] ?? "", client: client,
+                after: Int64(after), limit: limit)
+            return .json(
+                PlayerPage(
+                    transactions: page.map { NativeTransaction($0) }, nextAfter: more ? page.last?.managementID : nil))
         }
     }
 
@@ -55,7 +72,9 @@ extension NativeAPI {
     func reading(_ context: RouteContext, _ body: (ClientInfo) async throws -> RouteResponse) async -> RouteResponse {
         guard let client = context.client else { return Self.error(.unauthorized, "client authentication required") }
         for (name, value) in context.pathParameters.sorted(by: { $0.key < $1.key }) {
-            if let problem = Identifier.problem(value) { return Self.error(.invalidField, "path parameter '\(name)' \(problem)") }
+            if let problem = Identifier.problem(value) {
+                return Self.error(.invalidField, "path parameter '\(name)' \(problem)")
+            }
         }
         do {
             return try await body(client)
@@ -71,7 +90,8 @@ extension NativeAPI {
 
         enum CodingKeys: String, CodingKey {
             case store, environment, originalTransactionID = "original_transaction_id", productID = "product_id", status
-            case expiresDateMs = "expires_date_ms", gracePeriodExpiresDateMs = "grace_period_expires_date_ms", autoRenew = "auto_renew"
+            case expiresDateMs = "expires_date_ms", gracePeriodExpiresDateMs = "grace_period_expires_date_ms",
+                autoRenew = "auto_renew"
             case revocationDateMs = "revocation_date_ms", latestTransaction = "latest_transaction"
         }
 
@@ -108,7 +128,8 @@ extension NativeAPI {
     static func integer(_ text: String?, name: String, range: ClosedRange<Int>) -> Result<Int?, JSONBody.Problem> {
         guard let text else { return .success(nil) }
         guard let value = Int(text), range.contains(value) else {
-            return .failure(.init(code: .invalidField, message: "query parameter '\(name)' must be an integer in \(range)"))
+            return .failure(
+                .init(code: .invalidField, message: "query parameter '\(name)' must be an integer in \(range)"))
         }
         return .success(value)
     }

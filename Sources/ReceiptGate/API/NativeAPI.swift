@@ -17,12 +17,16 @@ struct NativeAPI: Sendable {
     }
 
     /// Generous, and per process so it costs no database round trip.
-    static let perClient = RateLimitPolicy(name: "native.client", key: .client, limit: 10_000, window: .seconds(1), shared: false)
+    static let perClient = RateLimitPolicy(
+        name: "native.client", key: .client, limit: 10_000, window: .seconds(1), shared: false)
 
     var routes: [Route] {
-        [Route("POST", "/v1/verify", authentication: .signedClient(.allow), rateLimits: [Self.perClient]) { request, context in
-            await verify(request, context: context)
-        }, consumptionRoute, entitlementRoute] + readRoutes
+        [
+            Route("POST", "/v1/verify", authentication: .signedClient(.allow), rateLimits: [Self.perClient]) {
+                request, context in
+                await verify(request, context: context)
+            }, consumptionRoute, entitlementRoute,
+        ] + readRoutes
     }
 
     /// The one status table of the native API.
@@ -79,7 +83,10 @@ struct NativeAPI: Sendable {
         let transaction: NativeTransaction
         /// Set on a duplicate claimed first for another player of the game.
         let firstClaimedBy: Claimant?
-        enum CodingKeys: String, CodingKey { case status, duplicate, firstVerifiedAt = "first_verified_at", transaction, firstClaimedBy = "first_claimed_by" }
+        enum CodingKeys: String, CodingKey {
+            case status, duplicate, firstVerifiedAt = "first_verified_at", transaction, firstClaimedBy =
+                "first_claimed_by"
+        }
 
         func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
@@ -99,8 +106,11 @@ struct NativeAPI: Sendable {
         case .failure(let problem): return Self.error(problem.code, problem.message)
         }
         let declaration = core.declaration(of: StoreID(rawValue: body.store))
-        if let problem = Self.validate(body, declaration: declaration) { return Self.error(problem.code, problem.message) }
-        var verification = VerificationRequest(store: StoreID(rawValue: body.store), evidence: body.receipt, requestID: context.requestID)
+        if let problem = Self.validate(body, declaration: declaration) {
+            return Self.error(problem.code, problem.message)
+        }
+        var verification = VerificationRequest(
+            store: StoreID(rawValue: body.store), evidence: body.receipt, requestID: context.requestID)
         switch body.evidenceFields {
         case .success(let fields): verification.evidenceFields = fields
         case .failure(let problem): return Self.error(problem.code, problem.message)
@@ -115,16 +125,19 @@ struct NativeAPI: Sendable {
         do {
             let outcome = try await core.verify(verification, client: client)
             let state = outcome.transaction.state
-            let response = VerifyResponse(status: state == .active ? "verified" : state.rawValue, duplicate: outcome.duplicate,
-                                          firstVerifiedAt: Timestamps.iso8601(outcome.transaction.firstVerifiedAt),
-                                          transaction: NativeTransaction(outcome.transaction, accountMatch: outcome.accountMatch),
-                                          firstClaimedBy: outcome.firstClaimedBy)
+            let response = VerifyResponse(
+                status: state == .active ? "verified" : state.rawValue, duplicate: outcome.duplicate,
+                firstVerifiedAt: Timestamps.iso8601(outcome.transaction.firstVerifiedAt),
+                transaction: NativeTransaction(outcome.transaction, accountMatch: outcome.accountMatch),
+                firstClaimedBy: outcome.firstClaimedBy)
             return .json(encoded: response.encoded())
         } catch let error as StoreVerificationError {
             return Self.error(error.code, "\(error.reason): \(error.message)")
         } catch {
             context.logger.error("verification failed", ["error": "\(error)"])
-            if DatabaseOutage.answersRetry(error) { return DatabaseOutage.response(Self.error(.verifierError, DatabaseOutage.message)) }
+            if DatabaseOutage.answersRetry(error) {
+                return DatabaseOutage.response(Self.error(.verifierError, DatabaseOutage.message))
+            }
             return Self.error(.verifierError, "the verification could not be completed; safe to retry")
         }
     }
@@ -132,14 +145,24 @@ struct NativeAPI: Sendable {
     static func validate(_ body: VerifyBody, declaration: StoreDeclaration?) -> JSONBody.Problem? {
         guard !body.store.isEmpty else { return .init(code: .missingFields, message: "missing field 'store'") }
         guard !body.receipt.isEmpty else { return .init(code: .missingFields, message: "missing field 'receipt'") }
-        if let problem = Identifier.problem(body.store, maxBytes: 64) { return .init(code: .invalidField, message: "field 'store' \(problem)") }
-        for (name, value) in [("product_id", body.productID), ("app_account_token", body.appAccountToken), ("player_id", body.playerID),
-                              ("character_id", body.characterID), ("server_id", body.serverID), ("game_version", body.gameVersion),
-                              ("package_name", body.packageName)] {
-            if let value, let problem = Identifier.problem(value) { return .init(code: .invalidField, message: "field '\(name)' \(problem)") }
+        if let problem = Identifier.problem(body.store, maxBytes: 64) {
+            return .init(code: .invalidField, message: "field 'store' \(problem)")
         }
-        if let token = body.appAccountToken, let declaration, let wellFormed = declaration.accountTokenIsWellFormed, !wellFormed(token) {
-            return .init(code: .invalidField, message: "field 'app_account_token' is not a well-formed \(declaration.displayName) account token")
+        for (name, value) in [
+            ("product_id", body.productID), ("app_account_token", body.appAccountToken), ("player_id", body.playerID),
+            ("character_id", body.characterID), ("server_id", body.serverID), ("game_version", body.gameVersion),
+            ("package_name", body.packageName),
+        ] {
+            if let value, let problem = Identifier.problem(value) {
+                return .init(code: .invalidField, message: "field '\(name)' \(problem)")
+            }
+        }
+        if let token = body.appAccountToken, let declaration, let wellFormed = declaration.accountTokenIsWellFormed,
+            !wellFormed(token)
+        {
+            return .init(
+                code: .invalidField,
+                message: "field 'app_account_token' is not a well-formed \(declaration.displayName) account token")
         }
         return nil
     }

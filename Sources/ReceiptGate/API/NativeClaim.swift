@@ -9,7 +9,8 @@ struct NativeClaimant: Encodable, Sendable {
     var claimedAt: Date? = nil
 
     enum CodingKeys: String, CodingKey {
-        case playerID = "player_id", characterID = "character_id", serverID = "server_id", gameVersion = "game_version", claimedAtMs = "claimed_at_ms"
+        case playerID = "player_id", characterID = "character_id", serverID = "server_id", gameVersion = "game_version",
+            claimedAtMs = "claimed_at_ms"
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -69,12 +70,16 @@ struct ClaimConflict: Encodable {
     let firstClaimedBy: Claimant
     let claimedBy: Claimant
 
-    enum CodingKeys: String, CodingKey { case transaction, firstClaimedBy = "first_claimed_by", claimedBy = "claimed_by" }
+    enum CodingKeys: String, CodingKey {
+        case transaction, firstClaimedBy = "first_claimed_by", claimedBy = "claimed_by"
+    }
 
     func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(transaction, forKey: .transaction)
-        try container.encode(NativeClaimant(claimant: firstClaimedBy, claimedAt: transaction.record.claim?.claimedAt), forKey: .firstClaimedBy)
+        try container.encode(
+            NativeClaimant(claimant: firstClaimedBy, claimedAt: transaction.record.claim?.claimedAt),
+            forKey: .firstClaimedBy)
         try container.encode(NativeClaimant(claimant: claimedBy), forKey: .claimedBy)
     }
 }

@@ -14,8 +14,10 @@ struct NativeTransaction: Encodable, Sendable {
 
     enum CodingKeys: String, CodingKey {
         case id, store, environment, transactionID = "transaction_id", originalTransactionID = "original_transaction_id"
-        case orderID = "order_id", productID = "product_id", type, quantity, priceMilliunits = "price_milliunits", currency, storefront
-        case purchaseDateMs = "purchase_date_ms", expiresDateMs = "expires_date_ms", revocationDateMs = "revocation_date_ms"
+        case orderID = "order_id", productID = "product_id", type, quantity, priceMilliunits = "price_milliunits",
+            currency, storefront
+        case purchaseDateMs = "purchase_date_ms", expiresDateMs = "expires_date_ms", revocationDateMs =
+            "revocation_date_ms"
         case revocationReason = "revocation_reason", ownership, appAccountToken = "app_account_token"
         case appTransactionID = "app_transaction_id", accountMatch = "account_match", state
         case refund, claim
@@ -60,7 +62,8 @@ struct Delivery: Encodable {
     let playerID: String?, characterID: String?, serverID: String?, gameID: Int64?
 
     enum CodingKeys: String, CodingKey {
-        case transaction, playerID = "player_id", characterID = "character_id", serverID = "server_id", gameID = "game_id"
+        case transaction, playerID = "player_id", characterID = "character_id", serverID = "server_id", gameID =
+            "game_id"
         case transactionID = "transaction_id"
     }
 

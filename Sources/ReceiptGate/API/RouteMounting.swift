@@ -19,19 +19,24 @@ struct RouteMounter: Sendable {
     /// How long a refused-replay signature is remembered: the timestamp window both ways.
     static let replayWindow: Duration = .seconds(Int(ClientAuthentication.window) * 2)
 
-    func mount(_ routes: [Route], render: @escaping @Sendable (RouteRefusal) -> RouteResponse, on router: inout Router) {
+    func mount(_ routes: [Route], render: @escaping @Sendable (RouteRefusal) -> RouteResponse, on router: inout Router)
+    {
         for route in routes {
             // Admin routes exist only when an admin token is configured.
             if route.authentication == .admin && adminGate == nil { continue }
-            router.add(route.method, route.path, headerCheck: Self.headerCheck(route, render: render)) { [self] request in
+            router.add(route.method, route.path, headerCheck: Self.headerCheck(route, render: render)) {
+                [self] request in
                 await respond(to: request, route: route, render: render).http
             }
         }
     }
 
-    private func respond(to request: HTTPRequest, route: Route, render: @Sendable (RouteRefusal) -> RouteResponse) async -> RouteResponse {
+    private func respond(
+        to request: HTTPRequest, route: Route, render: @Sendable (RouteRefusal) -> RouteResponse
+    ) async -> RouteResponse {
         let (routeRequest, forwarded) = Self.routeRequest(request)
-        let caller = TrustedProxy.callerAddress(peer: request.remoteAddress, forwardedFor: forwarded, trusted: trustedProxies)
+        let caller = TrustedProxy.callerAddress(
+            peer: request.remoteAddress, forwardedFor: forwarded, trusted: trustedProxies)
         do {
             for policy in route.rateLimits where policy.key == .callerAddress {
                 try await rateLimiter.check(policy, key: caller ?? "unknown")
@@ -40,18 +45,25 @@ struct RouteMounter: Sendable {
             for policy in route.rateLimits where policy.key == .client {
                 if let client { try await rateLimiter.check(policy, key: client.clientID) }
             }
-            let context = RouteContext(requestID: request.requestID, logger: logger.with("request.id", request.requestID), callerAddress: caller,
-                                       pathParameters: request.pathParameters, query: request.query, client: client, token: token)
+            let context = RouteContext(
+                requestID: request.requestID, logger: logger.with("request.id", request.requestID),
+                callerAddress: caller,
+                pathParameters: request.pathParameters, query: request.query, client: client, token: token)
             let response = await route.handler(routeRequest, context)
             if let failure = response.failure {
-                context.logger.error("the handler's answer could not be sent", ["route": "\(route.method) \(route.path)", "error": failure])
+                context.logger.error(
+                    "the handler's answer could not be sent",
+                    ["route": "\(route.method) \(route.path)", "error": failure])
             }
             return response
         } catch let refusal as RouteRefusal {
             return Self.refusalResponse(refusal, authentication: route.authentication, render: render)
         } catch {
             logger.error("authentication unavailable", ["request.id": request.requestID, "error": "\(error)"])
-            if DatabaseOutage.answersRetry(error) { return DatabaseOutage.response(render(RouteRefusal(code: .verifierError, message: DatabaseOutage.message))) }
+            if DatabaseOutage.answersRetry(error) {
+                return DatabaseOutage.response(
+                    render(RouteRefusal(code: .verifierError, message: DatabaseOutage.message)))
+            }
             return render(RouteRefusal(code: .verifierError, message: "authentication is unavailable; safe to retry"))
         }
     }
@@ -68,26 +80,38 @@ struct RouteMounter: Sendable {
             if headers[name] == nil { headers[name] = field.value }
             if name == "x-forwarded-for" { forwarded.append(field.value) }
         }
-        let routeRequest = RouteRequest(method: request.method, path: request.path, target: request.target, headers: headers, body: request.body)
+        let routeRequest = RouteRequest(
+            method: request.method, path: request.path, target: request.target, headers: headers, body: request.body)
         return (routeRequest, forwarded.isEmpty ? nil : forwarded.joined(separator: ", "))
     }
 
     /// What the headers alone decide, before the body is read: a signed route without its three
     /// headers or with a stale timestamp, a bearer route without a bearer token.
-    static func headerCheck(_ route: Route, render: @escaping @Sendable (RouteRefusal) -> RouteResponse) -> HTTPHeaderCheck? {
+    static func headerCheck(
+        _ route: Route, render: @escaping @Sendable (RouteRefusal) -> RouteResponse
+    ) -> HTTPHeaderCheck? {
         let authentication = route.authentication
         let requireVersion2 = requiresVersion2(route)
         switch authentication {
         case .signedClient:
             return { head in
-                guard let problem = ClientAuthentication.headerProblem(header: { head.headers[$0] }, requireVersion2: requireVersion2) else { return nil }
-                return refusalResponse(RouteRefusal(code: .unauthorized, message: problem), authentication: authentication, render: render).http
+                guard
+                    let problem = ClientAuthentication.headerProblem(
+                        header: { head.headers[$0] }, requireVersion2: requireVersion2)
+                else { return nil }
+                return refusalResponse(
+                    RouteRefusal(code: .unauthorized, message: problem), authentication: authentication, render: render
+                ).http
             }
         case .bearerToken(_, let bareAccepted):
             return { head in
-                guard RouteAuthentication.presentedToken(head.headers["Authorization"], bareAccepted: bareAccepted) == nil else { return nil }
-                return refusalResponse(RouteRefusal(code: .unauthorized, message: "a valid bearer access token is required"),
-                                       authentication: authentication, render: render).http
+                guard
+                    RouteAuthentication.presentedToken(head.headers["Authorization"], bareAccepted: bareAccepted) == nil
+                else { return nil }
+                return refusalResponse(
+                    RouteRefusal(code: .unauthorized, message: "a valid bearer access token is required"),
+                    authentication: authentication, render: render
+                ).http
             }
         case .none, .appSDK, .admin:
             return nil
@@ -101,8 +125,10 @@ struct RouteMounter: Sendable {
         route.method == "GET" || route.method == "HEAD" || route.path.contains("{")
     }
 
-    static func refusalResponse(_ refusal: RouteRefusal, authentication: RouteAuthentication,
-                                render: @Sendable (RouteRefusal) -> RouteResponse) -> RouteResponse {
+    static func refusalResponse(
+        _ refusal: RouteRefusal, authentication: RouteAuthentication,
+        render: @Sendable (RouteRefusal) -> RouteResponse
+    ) -> RouteResponse {
         var response = render(refusal)
         if let retryAfter = refusal.retryAfter { response.headers.append(("Retry-After", String(retryAfter))) }
         if refusal.code == .unauthorized, case .bearerToken = authentication {
@@ -113,27 +139,36 @@ struct RouteMounter: Sendable {
 
     /// The client (and token) the route's authentication establishes. Throws `RouteRefusal`.
     /// The client carries the read that authenticated it, so `prove` and `record` need no other.
-    private func authenticate(_ route: Route, request: RouteRequest, caller: String) async throws -> (ClientInfo?, StoredToken?) {
+    private func authenticate(
+        _ route: Route, request: RouteRequest, caller: String
+    ) async throws -> (ClientInfo?, StoredToken?) {
         switch route.authentication {
         case .none, .appSDK:
             return (nil, nil)
         case .signedClient(let replay):
             let client: AuthenticatedClient
             do {
-                client = try await self.authentication.authenticate(header: { request.headers[$0] }, body: request.body,
-                                                                    method: request.method, target: request.target,
-                                                                    requireVersion2: Self.requiresVersion2(route))
+                client = try await self.authentication.authenticate(
+                    header: { request.headers[$0] }, body: request.body,
+                    method: request.method, target: request.target,
+                    requireVersion2: Self.requiresVersion2(route))
             } catch let refused as AuthenticationRefused {
                 throw RouteRefusal(code: .unauthorized, message: refused.message)
             }
             if replay == .refuse, let signature = request.headers["x-signature"],
-               try await !replayGuard.firstSeen("\(client.client.clientID):\(signature.lowercased())", window: Self.replayWindow) {
+                try await !replayGuard.firstSeen(
+                    "\(client.client.clientID):\(signature.lowercased())", window: Self.replayWindow)
+            {
                 throw RouteRefusal(code: .unauthorized, message: "this signed request was already received (replay)")
             }
             return (client.carriedInfo, nil)
         case .bearerToken(let kind, let bareAccepted):
-            guard let token = RouteAuthentication.presentedToken(request.headers["authorization"], bareAccepted: bareAccepted), let stored = try await tokens.resolve(token, kind: kind),
-                  let client = try await directory.entry(for: stored.clientID) else {
+            guard
+                let token = RouteAuthentication.presentedToken(
+                    request.headers["authorization"], bareAccepted: bareAccepted),
+                let stored = try await tokens.resolve(token, kind: kind),
+                let client = try await directory.entry(for: stored.clientID)
+            else {
                 throw RouteRefusal(code: .unauthorized, message: "a valid bearer access token is required")
             }
             return (client.carriedInfo, stored)
@@ -142,10 +177,14 @@ struct RouteMounter: Sendable {
             case .accepted:
                 return (nil, nil)
             case .throttled(let retryAfter):
-                throw RouteRefusal(code: .rateLimited, message: "too many wrong admin tokens from this address; retry after \(retryAfter) s",
-                                   retryAfter: retryAfter)
+                throw RouteRefusal(
+                    code: .rateLimited,
+                    message: "too many wrong admin tokens from this address; retry after \(retryAfter) s",
+                    retryAfter: retryAfter)
             case .refused(let firstFromCaller):
-                if firstFromCaller { logger.warning("admin API refused: wrong admin token", ["client.address": caller]) }
+                if firstFromCaller {
+                    logger.warning("admin API refused: wrong admin token", ["client.address": caller])
+                }
                 throw RouteRefusal(code: .unauthorized, message: "admin token required")
             case nil:
                 throw RouteRefusal(code: .unauthorized, message: "admin token required")

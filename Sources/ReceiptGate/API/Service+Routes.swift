@@ -4,24 +4,34 @@ import ReceiptCore
 extension Service {
     /// Every route, mounted through the core: the public router, and the admin router when
     /// `RECEIPTGATE_ADMIN_ADDR` puts `/metrics` and `/admin` on a listener of their own.
-    func routers(core: ServiceDialectCore, mounter: RouteMounter, operational: OperationalRoutes, ledgerReads: LedgerReads) throws -> (main: Router, admin: Router?) {
+    func routers(
+        core: ServiceDialectCore, mounter: RouteMounter, operational: OperationalRoutes, ledgerReads: LedgerReads
+    ) throws -> (main: Router, admin: Router?) {
         var router = Router()
         router.use(ObservabilityMiddleware(logger: logger, metrics: metrics))
         let separateAdmin = configuration.adminAddress != nil
         operational.register(on: &router, includeMetrics: !separateAdmin)
         // The ledger reads go to the read standby while it is fresh enough; verification always writes to the primary.
-        let native = NativeAPI(core: core, transactions: repositories.transactions.reading(via: ledgerReads),
-                               entitlements: EntitlementRepository(pool: database.pool, reads: ledgerReads))
+        let native = NativeAPI(
+            core: core, transactions: repositories.transactions.reading(via: ledgerReads),
+            entitlements: EntitlementRepository(pool: database.pool, reads: ledgerReads))
         mounter.mount(native.routes, render: NativeAPI.render, on: &router)
-        mounter.mount(NotificationRoutes(stores: stores, clients: repositories.clients, notifications: repositories.notifications).routes,
-                      render: NativeAPI.render, on: &router)
+        mounter.mount(
+            NotificationRoutes(stores: stores, clients: repositories.clients, notifications: repositories.notifications)
+                .routes,
+            render: NativeAPI.render, on: &router)
         for dialect in dialects {
             mounter.mount(dialect.routes(core: core), render: { dialect.render($0) }, on: &router)
         }
-        let adminRoutes = WebhookAdmin(outbox: repositories.outbox).routes
+        let adminRoutes =
+            WebhookAdmin(outbox: repositories.outbox).routes
             + NotificationAdmin(notifications: repositories.notifications).routes
-            + RefundAdmin(requests: RefundRequestRepository(pool: database.pool), clients: repositories.clients, input: clientSettingsInput).routes
-            + CatalogAdmin(catalog: repositories.catalog, clients: repositories.clients, stores: stores.map(\.store)).routes
+            + RefundAdmin(
+                requests: RefundRequestRepository(pool: database.pool), clients: repositories.clients,
+                input: clientSettingsInput
+            ).routes
+            + CatalogAdmin(catalog: repositories.catalog, clients: repositories.clients, stores: stores.map(\.store))
+            .routes
         guard separateAdmin else {
             mounter.mount(adminRoutes, render: NativeAPI.render, on: &router)
             try console(adminGate: mounter.adminGate)?.register(on: &router)
@@ -41,11 +51,14 @@ extension Service {
     private func console(adminGate: AdminTokenGate?) throws -> Console? {
         guard let adminToken = configuration.adminToken, let adminGate else { return nil }
         let host = configuration.adminAddress?.host ?? configuration.host
-        let sessions = try ConsoleSessions(repository: ConsoleRepository(pool: database.pool), adminToken: adminToken,
-                                           secureCookies: !Self.isLoopback(host), trustedProxies: configuration.trustedProxies)
-        return Console(sessions: sessions, adminGate: adminGate, audit: ConsoleRepository(pool: database.pool),
-                       queries: OperatorQueries(pool: database.pool), clients: repositories.clients, outbox: repositories.outbox,
-                       database: database, verifications: verifications, stores: stores, input: clientSettingsInput, logger: logger)
+        let sessions = try ConsoleSessions(
+            repository: ConsoleRepository(pool: database.pool), adminToken: adminToken,
+            secureCookies: !Self.isLoopback(host), trustedProxies: configuration.trustedProxies)
+        return Console(
+            sessions: sessions, adminGate: adminGate, audit: ConsoleRepository(pool: database.pool),
+            queries: OperatorQueries(pool: database.pool), clients: repositories.clients, outbox: repositories.outbox,
+            database: database, verifications: verifications, stores: stores, input: clientSettingsInput, logger: logger
+        )
     }
 
     static func isLoopback(_ host: String) -> Bool {

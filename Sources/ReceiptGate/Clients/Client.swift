@@ -30,7 +30,8 @@ public struct Client: Sendable, Codable, Equatable {
     enum CodingKeys: String, CodingKey {
         case clientID = "client_id", name, gameID = "game_id", appIdentifiers = "app_identifiers"
         case environments, refundCallbackURL = "refund_callback_url", refundCallbackFormat = "refund_callback_format"
-        case webhookURL = "webhook_url", deliveryURL = "delivery_url", settings, hasSealedSettings = "has_secret_settings", disabled
+        case webhookURL = "webhook_url", deliveryURL = "delivery_url", settings, hasSealedSettings =
+            "has_secret_settings", disabled
         case createdAt = "created_at", secretRotatedAt = "secret_rotated_at"
     }
 
@@ -56,8 +57,9 @@ public struct Client: Sendable, Codable, Equatable {
 
     /// The client as plugins see it.
     package var info: ClientInfo {
-        ClientInfo(clientID: clientID, gameID: gameID, appIdentifiers: appIdentifiers, environments: Set(environments),
-                   settings: settings)
+        ClientInfo(
+            clientID: clientID, gameID: gameID, appIdentifiers: appIdentifiers, environments: Set(environments),
+            settings: settings)
     }
 }
 

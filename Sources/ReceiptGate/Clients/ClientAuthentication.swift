@@ -1,5 +1,5 @@
-import OpenSSLCrypto
 package import Foundation
+import OpenSSLCrypto
 import ReceiptCore
 
 /// The HMAC request signature shared by the native API and the dialects that use it:
@@ -22,22 +22,30 @@ package struct ClientAuthentication: Sendable {
     }
 
     /// What is wrong with the signature headers before any secret is looked at, or nil.
-    static func headerProblem(header: (String) -> String?, requireVersion2: Bool = false, now: Date = Date()) -> String? {
-        guard case .failure(let refused) = SignatureHeaders.read(header, requireVersion2: requireVersion2, now: now) else { return nil }
+    static func headerProblem(header: (String) -> String?, requireVersion2: Bool = false, now: Date = Date()) -> String?
+    {
+        guard case .failure(let refused) = SignatureHeaders.read(header, requireVersion2: requireVersion2, now: now)
+        else { return nil }
         return refused.message
     }
 
     /// The authenticated client, or `AuthenticationRefused` that does not say which part failed.
     /// The headers are read (and their timestamp checked) again although the route's header check
     /// passed: it ran before the body arrived, and the timestamp must still be good now.
-    func authenticate(header: (String) -> String?, body: Data, method: String = "POST", target: String = "/",
-                      requireVersion2: Bool = false) async throws -> AuthenticatedClient {
+    func authenticate(
+        header: (String) -> String?, body: Data, method: String = "POST", target: String = "/",
+        requireVersion2: Bool = false
+    ) async throws -> AuthenticatedClient {
         let signed = try SignatureHeaders.read(header, requireVersion2: requireVersion2, now: now()).get()
-        guard let signatureBytes = Hex.decode(signed.signature), let entry = try await directory.entry(for: signed.clientID) else {
+        guard let signatureBytes = Hex.decode(signed.signature),
+            let entry = try await directory.entry(for: signed.clientID)
+        else {
             throw AuthenticationRefused("invalid credentials or signature")
         }
-        let message = try signed.coversTarget
-            ? Self.messageV2(clientID: signed.clientID, timestamp: signed.timestamp, method: method, target: target, body: body)
+        let message =
+            try signed.coversTarget
+            ? Self.messageV2(
+                clientID: signed.clientID, timestamp: signed.timestamp, method: method, target: target, body: body)
             : Self.message(clientID: signed.clientID, timestamp: signed.timestamp, body: body)
         guard try HMACSHA256.isValid(signatureBytes, key: Data(entry.secret.utf8), message: Data(message.utf8)) else {
             throw AuthenticationRefused("invalid credentials or signature")
@@ -45,7 +53,9 @@ package struct ClientAuthentication: Sendable {
         return entry
     }
 
-    package static func messageV2(clientID: String, timestamp: String, method: String, target: String, body: Data) throws -> String {
+    package static func messageV2(
+        clientID: String, timestamp: String, method: String, target: String, body: Data
+    ) throws -> String {
         "v2\n\(clientID)\n\(timestamp)\n\(method.uppercased())\n\(target)\n\(try SHA256.hex(body))"
     }
 
@@ -55,7 +65,10 @@ package struct ClientAuthentication: Sendable {
 
     /// Signs an outgoing request or webhook the same way.
     package static func signature(secret: String, clientID: String, timestamp: String, body: Data) throws -> String {
-        Hex.encode(try HMACSHA256.authenticationCode(key: Data(secret.utf8), message: Data(try message(clientID: clientID, timestamp: timestamp, body: body).utf8)))
+        Hex.encode(
+            try HMACSHA256.authenticationCode(
+                key: Data(secret.utf8),
+                message: Data(try message(clientID: clientID, timestamp: timestamp, body: body).utf8)))
     }
 }
 
@@ -69,10 +82,12 @@ struct SignatureHeaders {
     /// Version 2: the signature covers the method and the request target too.
     let coversTarget: Bool
 
-    static func read(_ header: (String) -> String?, requireVersion2: Bool, now: Date) -> Result<SignatureHeaders, AuthenticationRefused> {
+    static func read(
+        _ header: (String) -> String?, requireVersion2: Bool, now: Date
+    ) -> Result<SignatureHeaders, AuthenticationRefused> {
         guard let clientID = header("x-client-id"), !clientID.isEmpty, clientID.count <= 64,
-              let timestampText = header("x-timestamp"), let timestamp = Int64(timestampText),
-              let signature = header("x-signature"), Hex.isHex(signature, byteCount: 32)
+            let timestampText = header("x-timestamp"), let timestamp = Int64(timestampText),
+            let signature = header("x-signature"), Hex.isHex(signature, byteCount: 32)
         else { return .failure(AuthenticationRefused("missing or malformed X-Client-ID, X-Timestamp or X-Signature")) }
         guard abs(now.timeIntervalSince1970 - Double(timestamp)) <= ClientAuthentication.window else {
             return .failure(AuthenticationRefused("X-Timestamp is more than 300 seconds from the server's clock"))
@@ -80,12 +95,18 @@ struct SignatureHeaders {
         let coversTarget: Bool
         switch header("x-signature-version") {
         case nil, "1":
-            if requireVersion2 { return .failure(AuthenticationRefused("this route needs X-Signature-Version: 2 (the signature covers method, path and query)")) }
+            if requireVersion2 {
+                return .failure(
+                    AuthenticationRefused(
+                        "this route needs X-Signature-Version: 2 (the signature covers method, path and query)"))
+            }
             coversTarget = false
         case "2": coversTarget = true
         default: return .failure(AuthenticationRefused("X-Signature-Version must be 1 or 2"))
         }
-        return .success(SignatureHeaders(clientID: clientID, timestamp: timestampText, signature: signature, coversTarget: coversTarget))
+        return .success(
+            SignatureHeaders(
+                clientID: clientID, timestamp: timestampText, signature: signature, coversTarget: coversTarget))
     }
 }
 

@@ -57,10 +57,12 @@ final class ClientCache: ClientDirectory, Sendable {
     /// Starts listening; until the listener is connected every lookup reads the database.
     func start(connectionString: String) {
         guard lifetime > .zero else { return }
-        let listener = PostgresListener(connectionString: connectionString, channel: Self.channel, callbacks: .init(
-            onListening: { [weak self] in self?.reset(live: true) },
-            onLost: { [weak self] in self?.reset(live: false) },
-            onNotification: { [weak self] clientID in self?.heard(clientID) }))
+        let listener = PostgresListener(
+            connectionString: connectionString, channel: Self.channel,
+            callbacks: .init(
+                onListening: { [weak self] in self?.reset(live: true) },
+                onLost: { [weak self] in self?.reset(live: false) },
+                onNotification: { [weak self] clientID in self?.heard(clientID) }))
         state.withLock { $0.listener = listener }
         listener.start()
     }

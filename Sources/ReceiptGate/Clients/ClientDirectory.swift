@@ -49,7 +49,9 @@ extension AuthenticatedClient {
 extension ClientInfo {
     /// The client read when this request was authenticated, if the info carries it.
     var carriedClient: ClientAtVersion? {
-        guard let carried = authenticatedRecord.value as? ClientAtVersion, carried.client.clientID == clientID else { return nil }
+        guard let carried = authenticatedRecord.value as? ClientAtVersion, carried.client.clientID == clientID else {
+            return nil
+        }
         return carried
     }
 }

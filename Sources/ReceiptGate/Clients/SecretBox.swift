@@ -1,5 +1,5 @@
-import OpenSSLCrypto
 package import Foundation
+import OpenSSLCrypto
 
 /// Encrypts secrets that must be used again (client HMAC secrets) under the master key with
 /// AES-256-GCM. Each box is bound to its owner's id, so a box copied onto another row does not open.
@@ -25,21 +25,27 @@ public struct SecretBox: Sendable {
     /// `creating`: generate the key when the data directory holds none (`serve`, `init`); otherwise
     /// its absence is a configuration error: a key made by a command would seal what the service
     /// can never open.
-    package static func loadMasterKey(configured: Data?, dataDirectory: URL, creating: Bool = true) throws -> (key: Data, generatedAt: String?) {
+    package static func loadMasterKey(
+        configured: Data?, dataDirectory: URL, creating: Bool = true
+    ) throws -> (key: Data, generatedAt: String?) {
         if let configured { return (configured, nil) }
         let file = dataDirectory.appendingPathComponent("master.key")
         if let text = try? String(contentsOf: file, encoding: .utf8) {
-            guard let key = Data(base64Encoded: text.trimmingCharacters(in: .whitespacesAndNewlines)), key.count == 32 else {
-                throw ServiceConfiguration.Invalid(variable: "RECEIPTGATE_MASTER_KEY",
-                                                   problem: "not set, and \(file.path) does not hold base64 of 32 bytes")
+            guard let key = Data(base64Encoded: text.trimmingCharacters(in: .whitespacesAndNewlines)), key.count == 32
+            else {
+                throw ServiceConfiguration.Invalid(
+                    variable: "RECEIPTGATE_MASTER_KEY",
+                    problem: "not set, and \(file.path) does not hold base64 of 32 bytes")
             }
             return (key, nil)
         }
         guard creating else {
-            throw ServiceConfiguration.Invalid(variable: "RECEIPTGATE_MASTER_KEY", problem: """
-                not set, and there is no master key at \(file.standardizedFileURL.path); set it, point RECEIPTGATE_DATA_DIR at the \
-                service's data directory, or create one with `receiptgate init`
-                """)
+            throw ServiceConfiguration.Invalid(
+                variable: "RECEIPTGATE_MASTER_KEY",
+                problem: """
+                    not set, and there is no master key at \(file.standardizedFileURL.path); set it, point RECEIPTGATE_DATA_DIR at the \
+                    service's data directory, or create one with `receiptgate init`
+                    """)
         }
         try FileManager.default.createDirectory(at: dataDirectory, withIntermediateDirectories: true)
         let key = SecureRandom.bytes(32)

@@ -1,5 +1,5 @@
-import OpenSSLCrypto
 import Foundation
+import OpenSSLCrypto
 import ReceiptCore
 import Synchronization
 
@@ -26,11 +26,14 @@ struct ServiceTokenSigner: TokenSigner {
     }
 
     func verifiedClaims(_ token: String) async throws -> Data? {
-        guard token.utf8.count <= 4096, let jws = try? CompactJWS(parsing: token), let kid = jws.header.kid else { return nil }
+        guard token.utf8.count <= 4096, let jws = try? CompactJWS(parsing: token), let kid = jws.header.kid else {
+            return nil
+        }
         guard let stored = try await keys.published().first(where: { $0.kid == kid }),
-              let jwk = try? JSONDecoder().decode(PublicJWK.self, from: Data(stored.publicJWK.utf8)),
-              let x = Base64.urlDecode(jwk.x), let y = Base64.urlDecode(jwk.y),
-              let publicKey = try? PublicKey(p256X: x, y: y) else { return nil }
+            let jwk = try? JSONDecoder().decode(PublicJWK.self, from: Data(stored.publicJWK.utf8)),
+            let x = Base64.urlDecode(jwk.x), let y = Base64.urlDecode(jwk.y),
+            let publicKey = try? PublicKey(p256X: x, y: y)
+        else { return nil }
         return jws.isValidSignature(using: publicKey, allowedAlgorithms: ["ES256"]) ? jws.payload : nil
     }
 

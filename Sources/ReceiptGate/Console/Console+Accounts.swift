@@ -7,7 +7,9 @@ extension Console {
         try await accountsPage(request.query["account"]?.trimmingCharacters(in: .whitespaces), session)
     }
 
-    private func accountsPage(_ text: String?, _ session: ConsoleSession, notice: String? = nil) async throws -> HTTPResponse {
+    private func accountsPage(
+        _ text: String?, _ session: ConsoleSession, notice: String? = nil
+    ) async throws -> HTTPResponse {
         let query = text?.isEmpty == false ? text : nil
         var content: HTML = """
             <h1>Accounts</h1>
@@ -16,7 +18,9 @@ extension Console {
             """
         if let query {
             guard Identifier.problem(query) == nil else {
-                return ConsoleLayout.page("Accounts", session: session, section: "Accounts", error: "The search holds a character it may not.", status: 400, content)
+                return ConsoleLayout.page(
+                    "Accounts", session: session, section: "Accounts",
+                    error: "The search holds a character it may not.", status: 400, content)
             }
             let found = try await queries.accounts(matching: query)
             if found.isEmpty { content += "<p class=\"empty\" id=\"account-empty\">No account matches.</p>" }
@@ -29,8 +33,11 @@ extension Console {
         let links = try await queries.linkedPurchases(accountID: account.id)
         let families = try await queries.tokenFamilies(accountID: account.id)
         let linkRows = links.map { link -> HTML in
-            let transaction: HTML = link.purchase.map { "<a href=\"\(Self.purchasePath($0.record))\">\($0.record.transactionID)</a>" } ?? "not in the ledger"
-            return "<tr><td>\(link.store)</td><td>\(link.original)</td><td>\(transaction)</td><td>\(link.purchase?.record.state.rawValue)</td><td>\(ConsoleTime.show(link.linkedAt))</td></tr>"
+            let transaction: HTML =
+                link.purchase.map { "<a href=\"\(Self.purchasePath($0.record))\">\($0.record.transactionID)</a>" }
+                ?? "not in the ledger"
+            return
+                "<tr><td>\(link.store)</td><td>\(link.original)</td><td>\(transaction)</td><td>\(link.purchase?.record.state.rawValue)</td><td>\(ConsoleTime.show(link.linkedAt))</td></tr>"
         }
         let entitlements = links.compactMap(\.purchase).filter { $0.record.state == .active }.map { purchase -> HTML in
             "<tr><td>\(purchase.record.productID)</td><td>\(purchase.record.store.rawValue)</td><td>\(ConsoleTime.show(purchase.record.expiresDate))</td></tr>"
@@ -38,9 +45,12 @@ extension Console {
         let familyRows = families.map { family -> HTML in
             "<tr><td><code>\(family.family)</code></td><td>\(family.kinds)</td><td>\(family.issued)</td><td class=\"live\">\(family.live ? "live" : "ended")</td><td>\(ConsoleTime.show(family.lastExpiry))</td></tr>"
         }
-        let revoke = families.contains(where: \.live)
-            ? ConsoleLayout.form("/console/accounts/\(HTML.component(account.id))/revoke-sessions", session: session, button: "Revoke every session",
-                                 buttonID: "revoke-sessions")
+        let revoke =
+            families.contains(where: \.live)
+            ? ConsoleLayout.form(
+                "/console/accounts/\(HTML.component(account.id))/revoke-sessions", session: session,
+                button: "Revoke every session",
+                buttonID: "revoke-sessions")
             : HTML("<p>No live session.</p>")
         return """
             <h2>Account \(account.id)</h2>
@@ -58,18 +68,23 @@ extension Console {
             """
     }
 
-    func revokeSessions(_ request: HTTPRequest, _ form: ConsoleForm, _ session: ConsoleSession) async throws -> HTTPResponse {
+    func revokeSessions(
+        _ request: HTTPRequest, _ form: ConsoleForm, _ session: ConsoleSession
+    ) async throws -> HTTPResponse {
         let accountID = request.pathParameters["account_id"] ?? ""
         guard Identifier.problem(accountID) == nil, !(try await queries.accounts(matching: accountID)).isEmpty else {
             return notFound(session, "No account \(accountID).")
         }
         guard form.confirmed else {
-            return ConsoleLayout.confirmation("Confirm revoking sessions", question: "Revoke every session of account \(accountID)? Each device must sign in again.",
-                                              action: "/console/accounts/\(HTML.component(accountID))/revoke-sessions", session: session,
-                                              button: "Revoke every session", cancel: "/console/accounts?account=\(HTML.component(accountID))")
+            return ConsoleLayout.confirmation(
+                "Confirm revoking sessions",
+                question: "Revoke every session of account \(accountID)? Each device must sign in again.",
+                action: "/console/accounts/\(HTML.component(accountID))/revoke-sessions", session: session,
+                button: "Revoke every session", cancel: "/console/accounts?account=\(HTML.component(accountID))")
         }
         let revoked = try await queries.revokeSessions(accountID: accountID)
         try await recordAudit(session, "account.revoke-sessions", accountID)
-        return try await accountsPage(accountID, session, notice: "\(revoked) tokens revoked: every session of this account has ended.")
+        return try await accountsPage(
+            accountID, session, notice: "\(revoked) tokens revoked: every session of this account has ended.")
     }
 }

@@ -9,8 +9,14 @@ extension Console {
         ("name", "name", "Name", "What the operator calls this game or app."),
         ("game_id", "game-id", "Game id", "Clients of one game see each other's purchases. Optional."),
         ("webhook_url", "webhook-url", "Webhook URL", "Where purchase and refund events are posted (https://)."),
-        ("refund_callback_url", "refund-callback-url", "Refund callback URL", "Where refund callbacks go, in the dialect's format. Optional."),
-        ("delivery_url", "delivery-url", "Delivery URL", "Where entitlement deliveries go, if the game wants them. Optional."),
+        (
+            "refund_callback_url", "refund-callback-url", "Refund callback URL",
+            "Where refund callbacks go, in the dialect's format. Optional."
+        ),
+        (
+            "delivery_url", "delivery-url", "Delivery URL",
+            "Where entitlement deliveries go, if the game wants them. Optional."
+        ),
     ]
 
     /// `shown`: what the fields hold (a client being edited, or a refused form sent back as it was).
@@ -27,9 +33,11 @@ extension Console {
         let environments = client?.environments ?? []
         let boxes = StoreEnvironment.allCases.map { environment -> HTML in
             let checked = environments.contains(environment) ? " checked" : ""
-            return "<input type=\"checkbox\" name=\"environments\" value=\"\(environment.rawValue)\" id=\"environment-\(environment.rawValue)\"\(HTML(markup: checked))> <label class=\"inline\" for=\"environment-\(environment.rawValue)\">\(environment.rawValue)</label> "
+            return
+                "<input type=\"checkbox\" name=\"environments\" value=\"\(environment.rawValue)\" id=\"environment-\(environment.rawValue)\"\(HTML(markup: checked))> <label class=\"inline\" for=\"environment-\(environment.rawValue)\">\(environment.rawValue)</label> "
         }
-        fields += "<fieldset><legend>Environments</legend>\(boxes)<p class=\"hint\">Which store environments this client accepts. New clients default to production.</p></fieldset>"
+        fields +=
+            "<fieldset><legend>Environments</legend>\(boxes)<p class=\"hint\">Which store environments this client accepts. New clients default to production.</p></fieldset>"
         fields += choiceFields(client)
         // A fieldset per plugin: a store's with its apps first, then its settings; then each dialect's.
         let storeNames = Set(stores.map(\.declaration.displayName))
@@ -40,11 +48,14 @@ extension Console {
                 <div><label for="setting.\(kind.flag)">\(kind.name.replacingOccurrences(of: "_", with: " ")) (one per line)</label>
                 <textarea id="setting.\(kind.flag)" name="setting.\(kind.flag)">\(value)</textarea><p class="hint">\(kind.help)</p></div>
                 """
-            let settings = input.pluginSettings.filter { $0.plugin == store.declaration.displayName }.flatMap(\.settings)
-            fields += "<fieldset><legend>\(store.declaration.displayName)</legend>\(apps)\(settings.map { settingField($0, client: client) })</fieldset>"
+            let settings = input.pluginSettings.filter { $0.plugin == store.declaration.displayName }.flatMap(
+                \.settings)
+            fields +=
+                "<fieldset><legend>\(store.declaration.displayName)</legend>\(apps)\(settings.map { settingField($0, client: client) })</fieldset>"
         }
         for (plugin, settings) in input.pluginSettings where !settings.isEmpty && !storeNames.contains(plugin) {
-            fields += "<fieldset><legend>\(plugin)</legend>\(settings.map { settingField($0, client: client) })</fieldset>"
+            fields +=
+                "<fieldset><legend>\(plugin)</legend>\(settings.map { settingField($0, client: client) })</fieldset>"
         }
         return ConsoleLayout.form(action, session: session, button: button, buttonID: "save", style: "stacked", fields)
     }
@@ -68,14 +79,16 @@ extension Console {
             let options = ([""] + formats).map { format -> HTML in
                 "<option value=\"\(format)\"\(HTML(markup: format == current ? " selected" : ""))>\(format.isEmpty ? "default" : format)</option>"
             }
-            fields += "<div><label for=\"refund_callback_format\">Refund callback format</label><select id=\"refund_callback_format\" name=\"refund_callback_format\">\(options)</select></div>"
+            fields +=
+                "<div><label for=\"refund_callback_format\">Refund callback format</label><select id=\"refund_callback_format\" name=\"refund_callback_format\">\(options)</select></div>"
         }
         return fields
     }
 
     /// How the client answers stores' refund requests.
     private func refundPolicyFields(_ client: (any ClientFormValues)?) -> HTML {
-        let consent = client?.text("consumption_consent") == "on" ? " checked" : "", sample = client?.text("sample_content") == "on" ? " checked" : ""
+        let consent = client?.text("consumption_consent") == "on" ? " checked" : "",
+            sample = client?.text("sample_content") == "on" ? " checked" : ""
         let otherwise = client?.text("refund_otherwise") ?? "prorated"
         let preferences = RefundPreference.allCases.map { preference -> HTML in
             "<option value=\"\(preference.rawValue)\"\(HTML(markup: preference.rawValue == otherwise ? " selected" : ""))>\(preference.rawValue)</option>"
@@ -96,7 +109,8 @@ extension Console {
         let name = "setting.\(setting.flag)"
         let current = setting.sealed ? "" : (client?.values(of: setting) ?? []).joined(separator: "\n")
         let label = setting.flag.replacingOccurrences(of: "-", with: " ")
-        let hint: HTML = setting.sealed
+        let hint: HTML =
+            setting.sealed
             ? "\(setting.help) Secret: never shown again\(client?.hasSecrets == true ? "; leave blank to keep what is set" : "")."
             : "\(setting.help)"
         let control: HTML
@@ -107,13 +121,16 @@ extension Console {
             }
             control = "<select id=\"\(name)\" name=\"\(name)\">\(options)</select>"
         case .file:
-            control = "<textarea id=\"\(name)\" name=\"\(name)\" autocomplete=\"off\" spellcheck=\"false\">\(current)</textarea>"
+            control =
+                "<textarea id=\"\(name)\" name=\"\(name)\" autocomplete=\"off\" spellcheck=\"false\">\(current)</textarea>"
         case .text where setting.repeatable:
             control = "<textarea id=\"\(name)\" name=\"\(name)\">\(current)</textarea>"
         case .text:
-            control = "<input id=\"\(name)\" name=\"\(name)\" type=\"\(setting.sealed ? "password" : "text")\" value=\"\(current)\" autocomplete=\"off\">"
+            control =
+                "<input id=\"\(name)\" name=\"\(name)\" type=\"\(setting.sealed ? "password" : "text")\" value=\"\(current)\" autocomplete=\"off\">"
         }
-        let suffix = setting.repeatable ? " (one per line)" : (setting.input.isFile ? " (paste the file's contents)" : "")
+        let suffix =
+            setting.repeatable ? " (one per line)" : (setting.input.isFile ? " (paste the file's contents)" : "")
         return "<div><label for=\"\(name)\">\(label)\(suffix)</label>\(control)<p class=\"hint\">\(hint)</p></div>"
     }
 
@@ -122,14 +139,22 @@ extension Console {
     func settingValues(_ form: ConsoleForm, creating: Bool) -> [String: [String]] {
         var values: [String: [String]] = [:]
         for item in Self.coreTextFields {
-            guard let value = form[item.field]?.trimmingCharacters(in: .whitespacesAndNewlines), !(creating && value.isEmpty) else { continue }
+            guard let value = form[item.field]?.trimmingCharacters(in: .whitespacesAndNewlines),
+                !(creating && value.isEmpty)
+            else { continue }
             values[item.option] = [value]
         }
         let environments = form.all("environments")
         if !(creating && environments.isEmpty) { values["environments"] = environments.isEmpty ? [""] : environments }
-        if form["allow_insecure_url"] == "on" { values["allow-insecure-url"] = ["on"] } else if !creating { values["allow-insecure-url"] = ["off"] }
-        for (field, option) in [("account_mismatch", "account-mismatch"), ("refund_callback_format", "refund-callback-format"),
-                                ("refund_decline_at", "refund-decline-at"), ("refund_otherwise", "refund-otherwise")] {
+        if form["allow_insecure_url"] == "on" {
+            values["allow-insecure-url"] = ["on"]
+        } else if !creating {
+            values["allow-insecure-url"] = ["off"]
+        }
+        for (field, option) in [
+            ("account_mismatch", "account-mismatch"), ("refund_callback_format", "refund-callback-format"),
+            ("refund_decline_at", "refund-decline-at"), ("refund_otherwise", "refund-otherwise"),
+        ] {
             if let value = form.text(field) { values[option] = [value] }
         }
         for (field, option) in [("consumption_consent", "consumption-consent"), ("sample_content", "sample-content")] {
@@ -144,7 +169,8 @@ extension Console {
             guard let raw = form["setting.\(setting.flag)"] else { continue }
             let text = raw.trimmingCharacters(in: .whitespacesAndNewlines)
             if text.isEmpty && (creating || setting.sealed) { continue }
-            values[setting.flag] = setting.repeatable ? (text.isEmpty ? [""] : form.lines("setting.\(setting.flag)")) : [text]
+            values[setting.flag] =
+                setting.repeatable ? (text.isEmpty ? [""] : form.lines("setting.\(setting.flag)")) : [text]
         }
         return values
     }
@@ -192,6 +218,8 @@ extension ConsoleForm: ClientFormValues {
     var environments: [StoreEnvironment] { all("environments").compactMap(StoreEnvironment.init(rawValue:)) }
     var allowsInsecure: Bool { self["allow_insecure_url"] == "on" }
     func apps(_ kind: AppIdentifierKind) -> [String] { lines("setting.\(kind.flag)") }
-    func values(of setting: ClientSettingDeclaration) -> [String] { setting.sealed ? [] : [self["setting.\(setting.flag)"] ?? ""] }
+    func values(of setting: ClientSettingDeclaration) -> [String] {
+        setting.sealed ? [] : [self["setting.\(setting.flag)"] ?? ""]
+    }
     var hasSecrets: Bool { false }
 }

@@ -9,13 +9,19 @@ extension Console {
     func player(_ request: HTTPRequest, _ session: ConsoleSession) async throws -> HTTPResponse {
         let playerID = request.pathParameters["player_id"] ?? ""
         if let problem = Identifier.problem(playerID) {
-            return ConsoleLayout.page("Player", session: session, section: "Purchases", error: "The player id \(problem).", status: 400, "<h1>Player</h1>")
+            return ConsoleLayout.page(
+                "Player", session: session, section: "Purchases", error: "The player id \(problem).", status: 400,
+                "<h1>Player</h1>")
         }
         let now = Date()
         let rows = try await queries.entitlements(of: playerID).map { owned -> HTML in
             let grant = owned.grant
-            let state = !EntitlementRules.holds(expires: grant.expiresDate, grace: grant.gracePeriodExpiresDate, at: now) ? "ended (not yet swept)"
-                : EntitlementRules.inGracePeriod(expires: grant.expiresDate, grace: grant.gracePeriodExpiresDate, at: now) ? "in grace period" : "active"
+            let state =
+                !EntitlementRules.holds(expires: grant.expiresDate, grace: grant.gracePeriodExpiresDate, at: now)
+                ? "ended (not yet swept)"
+                : EntitlementRules.inGracePeriod(
+                    expires: grant.expiresDate, grace: grant.gracePeriodExpiresDate, at: now)
+                    ? "in grace period" : "active"
             return """
                 <tr><td class="client">\(owned.clientID)</td><td class="entitlement">\(grant.entitlement)</td><td class="store">\(grant.store.rawValue)</td>
                 <td class="product">\(grant.productID)</td>
@@ -24,7 +30,9 @@ extension Console {
                 <td class="state">\(state)</td><td class="ownership">\(grant.ownership?.rawValue ?? Ownership.purchased.rawValue)</td></tr>
                 """
         }
-        return ConsoleLayout.page("Player \(playerID)", session: session, section: "Purchases", """
+        return ConsoleLayout.page(
+            "Player \(playerID)", session: session, section: "Purchases",
+            """
             <h1>Player \(playerID)</h1>
             <p class="hint">What the player owns now under each client's product catalog, and the purchase granting each entitlement.
             <a href="/console/purchases?q=\(HTML.component(playerID))">The player's purchases</a>.</p>

@@ -19,11 +19,15 @@ extension Console {
     func productsSection(_ client: Client, session: ConsoleSession) async throws -> HTML {
         let base = "/console/clients/\(HTML.component(client.clientID))/products"
         let rows = try await catalog.list(client: client.clientID).map { mapping -> HTML in
-            let remove = ConsoleLayout.form(base + "/remove", session: session, button: "Remove",
-                                            hidden: [("store", mapping.store), ("product_id", mapping.productID)])
-            return "<tr><td class=\"store\">\(mapping.store)</td><td class=\"product\">\(mapping.productID)</td><td class=\"entitlements\">\(mapping.entitlements.joined(separator: ", "))</td><td>\(remove)</td></tr>"
+            let remove = ConsoleLayout.form(
+                base + "/remove", session: session, button: "Remove",
+                hidden: [("store", mapping.store), ("product_id", mapping.productID)])
+            return
+                "<tr><td class=\"store\">\(mapping.store)</td><td class=\"product\">\(mapping.productID)</td><td class=\"entitlements\">\(mapping.entitlements.joined(separator: ", "))</td><td>\(remove)</td></tr>"
         }
-        let storeOptions = stores.map { store -> HTML in "<option value=\"\(store.store.rawValue)\">\(store.declaration.displayName)</option>" }
+        let storeOptions = stores.map { store -> HTML in
+            "<option value=\"\(store.store.rawValue)\">\(store.declaration.displayName)</option>"
+        }
         return """
             \(ConsoleLayout.table(id: "products", caption: "What each product grants", headings: ["Store", "Product", "Entitlements", ""], rows: rows,
                                   empty: "No product is mapped to an entitlement yet."))
@@ -35,27 +39,38 @@ extension Console {
             """
     }
 
-    private func setProduct(_ clientID: String, _ form: ConsoleForm, _ session: ConsoleSession) async throws -> HTTPResponse {
+    private func setProduct(
+        _ clientID: String, _ form: ConsoleForm, _ session: ConsoleSession
+    ) async throws -> HTTPResponse {
         guard try await clients.find(clientID) != nil else { return notFound(session, "No client \(clientID).") }
         let store = form.text("store") ?? "", product = form.text("product_id") ?? ""
-        let names = (form.text("entitlements") ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-        guard stores.contains(where: { $0.store.rawValue == store }) else { return try await clientPage(clientID, session, error: "Choose a store.", status: 422) }
+        let names = (form.text("entitlements") ?? "").split(separator: ",").map {
+            $0.trimmingCharacters(in: .whitespaces)
+        }.filter { !$0.isEmpty }
+        guard stores.contains(where: { $0.store.rawValue == store }) else {
+            return try await clientPage(clientID, session, error: "Choose a store.", status: 422)
+        }
         do {
-            _ = try await catalog.set(client: clientID, store: store, product: product, entitlements: names, by: session.label,
-                                      refreshWithin: ProductCatalogRepository.interactiveRefreshBudget)
+            _ = try await catalog.set(
+                client: clientID, store: store, product: product, entitlements: names, by: session.label,
+                refreshWithin: ProductCatalogRepository.interactiveRefreshBudget)
         } catch let invalid as CatalogInputInvalid {
             return try await clientPage(clientID, session, error: invalid.description, status: 422)
         }
         return try await clientPage(clientID, session, notice: "Product \(product) set.")
     }
 
-    private func removeProduct(_ clientID: String, _ form: ConsoleForm, _ session: ConsoleSession) async throws -> HTTPResponse {
+    private func removeProduct(
+        _ clientID: String, _ form: ConsoleForm, _ session: ConsoleSession
+    ) async throws -> HTTPResponse {
         guard try await clients.find(clientID) != nil else { return notFound(session, "No client \(clientID).") }
         let store = form.text("store") ?? "", product = form.text("product_id") ?? ""
         do {
-            let removed = try await catalog.remove(client: clientID, store: store, product: product, entitlement: nil, by: session.label,
-                                                   refreshWithin: ProductCatalogRepository.interactiveRefreshBudget)
-            return try await clientPage(clientID, session, notice: removed ? "Product \(product) removed." : "Nothing to remove.")
+            let removed = try await catalog.remove(
+                client: clientID, store: store, product: product, entitlement: nil, by: session.label,
+                refreshWithin: ProductCatalogRepository.interactiveRefreshBudget)
+            return try await clientPage(
+                clientID, session, notice: removed ? "Product \(product) removed." : "Nothing to remove.")
         } catch let invalid as CatalogInputInvalid {
             return try await clientPage(clientID, session, error: invalid.description, status: 422)
         }

@@ -7,7 +7,9 @@ extension Console {
         let text = request.query["q"]?.trimmingCharacters(in: .whitespacesAndNewlines)
         let query = text?.isEmpty == false ? text : nil
         if let query, let problem = Identifier.problem(query) {
-            return ConsoleLayout.page("Purchases", session: session, section: "Purchases", error: "The search \(problem).", status: 400, "<h1>Purchases</h1>")
+            return ConsoleLayout.page(
+                "Purchases", session: session, section: "Purchases", error: "The search \(problem).", status: 400,
+                "<h1>Purchases</h1>")
         }
         var found = try await queries.purchases(matching: query, stores: stores.map(\.store.rawValue))
         var note: String?
@@ -21,7 +23,9 @@ extension Console {
                 """
         }
         let caption = query.map { "Purchases matching “\($0)”" } ?? "The latest purchases"
-        return ConsoleLayout.page("Purchases", session: session, section: "Purchases", notice: note, """
+        return ConsoleLayout.page(
+            "Purchases", session: session, section: "Purchases", notice: note,
+            """
             <h1>Purchases</h1>
             <p class="hint">Search by transaction id, original transaction id, order id, player id, account token or account id (the box at the top of every page).</p>
             \(ConsoleLayout.table(id: "purchases", caption: caption, headings: ["Transaction", "Store", "Product", "Player", "State", "Client", "First verified"],
@@ -47,10 +51,13 @@ extension Console {
                 do {
                     let order = try await lookup.lookUpOrder(orderID, appIdentifiers: apps)
                     guard order.found else { continue }
-                    let found = try await queries.purchases(store: registration.store, transactionIDs: order.entries.compactMap(\.transactionID))
+                    let found = try await queries.purchases(
+                        store: registration.store, transactionIDs: order.entries.compactMap(\.transactionID))
                     return (found, "Order \(orderID), found by \(registration.declaration.displayName)'s order lookup.")
                 } catch {
-                    logger.warning("console order lookup failed", ["store": registration.store.rawValue, "client.id": client.clientID, "error": "\(error)"])
+                    logger.warning(
+                        "console order lookup failed",
+                        ["store": registration.store.rawValue, "client.id": client.clientID, "error": "\(error)"])
                 }
             }
         }
@@ -58,15 +65,18 @@ extension Console {
     }
 
     func purchase(_ request: HTTPRequest, _ session: ConsoleSession) async throws -> HTTPResponse {
-        let store = request.pathParameters["store"] ?? "", transactionID = request.pathParameters["transaction_id"] ?? ""
+        let store = request.pathParameters["store"] ?? "",
+            transactionID = request.pathParameters["transaction_id"] ?? ""
         guard Identifier.problem(store) == nil, Identifier.problem(transactionID) == nil,
-              let purchase = try await queries.purchase(store: store, transactionID: transactionID)
+            let purchase = try await queries.purchase(store: store, transactionID: transactionID)
         else { return notFound(session, "No purchase \(transactionID) in \(store).") }
         let attempts = try await queries.attempts(of: purchase)
         let events = try await queries.events(of: purchase)
         let subscription = try await queries.subscription(of: purchase)
         let chain = subscription == nil ? [] : try await queries.chain(of: purchase)
-        return ConsoleLayout.page("Purchase \(transactionID)", session: session, section: "Purchases", notice: Self.redeliveryNotice(request), """
+        return ConsoleLayout.page(
+            "Purchase \(transactionID)", session: session, section: "Purchases", notice: Self.redeliveryNotice(request),
+            """
             <h1>Purchase \(transactionID)</h1>
             \(Self.record(purchase))
             <h2>Claim</h2>\(Self.claimSection(purchase.record, attempts: attempts))
@@ -83,27 +93,38 @@ extension Console {
     private static func record(_ purchase: OperatorQueries.Purchase) -> HTML {
         let record = purchase.record
         let price = record.priceMilliunits.map { "\(Double($0) / 1000) \(record.currency ?? "")" } ?? ""
-        return ConsoleLayout.details(id: "record", [
-            ("Store", record.store.rawValue, nil), ("Environment", record.environment.rawValue, nil),
-            ("Transaction id", record.transactionID, nil), ("Original transaction id", record.originalOrSelf, nil),
-            ("Order id", record.orderID ?? "", nil), ("Product", record.productID ?? "", nil), ("Kind", record.kind?.rawValue ?? "", nil),
-            ("Quantity", record.quantity.map(String.init) ?? "", nil), ("Price", price, nil), ("Storefront", record.storefront ?? "", nil),
-            ("State", record.state.rawValue, "record-state"), ("Purchased", ConsoleTime.show(record.purchaseDate), nil),
-            ("Expires", ConsoleTime.show(record.expiresDate), nil), ("Revoked", ConsoleTime.show(record.revocationDate), nil),
-            ("Revocation reason", record.revocationReason ?? "", nil), ("Refund", Self.refundText(record), "record-refund"),
-            ("Ownership", record.ownership?.rawValue ?? "", nil),
-            ("Account token", record.accountToken ?? "", nil), ("Player", purchase.playerID ?? "", "record-player"),
-            ("Client", record.clientID, "record-client"), ("Game id", record.gameID.map(String.init) ?? "", nil),
-            ("First verified", ConsoleTime.show(record.firstVerifiedAt), nil), ("Management id", String(record.managementID), nil),
-        ])
+        return ConsoleLayout.details(
+            id: "record",
+            [
+                ("Store", record.store.rawValue, nil), ("Environment", record.environment.rawValue, nil),
+                ("Transaction id", record.transactionID, nil), ("Original transaction id", record.originalOrSelf, nil),
+                ("Order id", record.orderID ?? "", nil), ("Product", record.productID ?? "", nil),
+                ("Kind", record.kind?.rawValue ?? "", nil),
+                ("Quantity", record.quantity.map(String.init) ?? "", nil), ("Price", price, nil),
+                ("Storefront", record.storefront ?? "", nil),
+                ("State", record.state.rawValue, "record-state"),
+                ("Purchased", ConsoleTime.show(record.purchaseDate), nil),
+                ("Expires", ConsoleTime.show(record.expiresDate), nil),
+                ("Revoked", ConsoleTime.show(record.revocationDate), nil),
+                ("Revocation reason", record.revocationReason ?? "", nil),
+                ("Refund", Self.refundText(record), "record-refund"),
+                ("Ownership", record.ownership?.rawValue ?? "", nil),
+                ("Account token", record.accountToken ?? "", nil), ("Player", purchase.playerID ?? "", "record-player"),
+                ("Client", record.clientID, "record-client"), ("Game id", record.gameID.map(String.init) ?? "", nil),
+                ("First verified", ConsoleTime.show(record.firstVerifiedAt), nil),
+                ("Management id", String(record.managementID), nil),
+            ])
     }
 
     /// Full or partial, with the share the store gave back; empty when nothing was refunded.
     private static func refundText(_ record: TransactionRecord) -> String {
         guard let refund = record.refund else { return "" }
         let kind = refund.isPartial(ofQuantity: record.quantity) ? "partial" : "full"
-        let share = [refund.percentageMilliunits.map { "\(Double($0) / 1000) %" }, refund.quantity.map { "\($0) of \(record.quantity.map(String.init) ?? "?")" },
-                     refund.storeType].compactMap { $0 }
+        let share = [
+            refund.percentageMilliunits.map { "\(Double($0) / 1000) %" },
+            refund.quantity.map { "\($0) of \(record.quantity.map(String.init) ?? "?")" },
+            refund.storeType,
+        ].compactMap { $0 }
         return share.isEmpty ? kind : "\(kind) (\(share.joined(separator: ", ")))"
     }
 
@@ -111,20 +132,33 @@ extension Console {
     private static func claimSection(_ record: TransactionRecord, attempts: [OperatorQueries.Attempt]) -> HTML {
         guard let claim = record.claim else {
             // Verified yet unclaimed: a period of a subscription presented for another player than its owner.
-            let refused = LedgerRules.distinctPlayers(attempts.filter { $0.outcome == "verified" && $0.duplicate == true }.compactMap(\.playerID))
-            let presented: HTML = refused.isEmpty ? "" : """
+            let refused = LedgerRules.distinctPlayers(
+                attempts.filter { $0.outcome == "verified" && $0.duplicate == true }.compactMap(\.playerID))
+            let presented: HTML =
+                refused.isEmpty
+                ? ""
+                : """
                  Presented for \(refused.joined(separator: ", ")): answered as a duplicate, since the subscription is another player's (claim conflict).
                 """
-            return "<p id=\"claim\">Not claimed: the store told us of this purchase, and no game has verified it for its owner yet.\(presented)</p>"
+            return
+                "<p id=\"claim\">Not claimed: the store told us of this purchase, and no game has verified it for its owner yet.\(presented)</p>"
         }
-        let conflicts = LedgerRules.distinctPlayers(attempts.filter { isConflict($0, claim: claim) }.compactMap(\.playerID))
-        let summary = ConsoleLayout.details(id: "claim", [
-            ("First claimed by", claim.claimant.playerID ?? "(no player id)", "claim-player"), ("Character", claim.claimant.characterID ?? "", nil),
-            ("Server", claim.claimant.serverID ?? "", nil), ("Game version", claim.claimant.gameVersion ?? "", nil),
-            ("Claimed", ConsoleTime.show(claim.claimedAt), nil),
-            ("Claim conflicts", conflicts.isEmpty ? "none" : "claim conflict: also presented for \(conflicts.joined(separator: ", "))",
-             "claim-conflicts"),
-        ])
+        let conflicts = LedgerRules.distinctPlayers(
+            attempts.filter { isConflict($0, claim: claim) }.compactMap(\.playerID))
+        let summary = ConsoleLayout.details(
+            id: "claim",
+            [
+                ("First claimed by", claim.claimant.playerID ?? "(no player id)", "claim-player"),
+                ("Character", claim.claimant.characterID ?? "", nil),
+                ("Server", claim.claimant.serverID ?? "", nil), ("Game version", claim.claimant.gameVersion ?? "", nil),
+                ("Claimed", ConsoleTime.show(claim.claimedAt), nil),
+                (
+                    "Claim conflicts",
+                    conflicts.isEmpty
+                        ? "none" : "claim conflict: also presented for \(conflicts.joined(separator: ", "))",
+                    "claim-conflicts"
+                ),
+            ])
         return summary
     }
 
@@ -137,25 +171,31 @@ extension Console {
 
     private static func attemptTable(_ attempts: [OperatorQueries.Attempt], claim: Claim?) -> HTML {
         let rows = attempts.map { attempt -> HTML in
-            let outcome = isConflict(attempt, claim: claim) ? "\(attempt.outcome) (duplicate, claim conflict)"
+            let outcome =
+                isConflict(attempt, claim: claim)
+                ? "\(attempt.outcome) (duplicate, claim conflict)"
                 : attempt.duplicate == true ? "\(attempt.outcome) (duplicate)" : attempt.outcome
             return """
                 <tr><td>\(ConsoleTime.show(attempt.at))</td><td>\(attempt.clientID)</td><td><code>\(attempt.requestID)</code></td>
                 <td class="player">\(attempt.playerID)</td><td class="outcome">\(outcome)</td><td class="reason">\(attempt.reason)</td><td>\(attempt.message)</td></tr>
                 """
         }
-        return ConsoleLayout.table(id: "attempts", caption: "Every verification attempt about this purchase, newest first",
-                                   headings: ["When", "Client", "Request id", "Player", "Outcome", "Reason", "Message"], rows: rows,
-                                   empty: "No attempts on record.")
+        return ConsoleLayout.table(
+            id: "attempts", caption: "Every verification attempt about this purchase, newest first",
+            headings: ["When", "Client", "Request id", "Player", "Outcome", "Reason", "Message"], rows: rows,
+            empty: "No attempts on record.")
     }
 
     /// Outbox messages, each failed one with its redeliver button, which brings the operator back to `back`.
     func eventTable(_ events: [OutboxRepository.Event], session: ConsoleSession, id: String, back: String) -> HTML {
         let rows = events.map { event -> HTML in
             let failed = event.hasFailed
-            let redeliver = failed || event.status == "delivered"
-                ? ConsoleLayout.form("/console/deliveries/\(HTML.component(event.eventID))/redeliver", session: session, button: "Redeliver",
-                                     hidden: [("back", back)])
+            let redeliver =
+                failed || event.status == "delivered"
+                ? ConsoleLayout.form(
+                    "/console/deliveries/\(HTML.component(event.eventID))/redeliver", session: session,
+                    button: "Redeliver",
+                    hidden: [("back", back)])
                 : HTML("")
             let status = event.status == "dead" ? "failed" : (failed ? "retrying" : event.status)
             return """
@@ -164,24 +204,32 @@ extension Console {
                 <td>\(ConsoleTime.show(event.createdAt))</td><td>\(redeliver)</td></tr>
                 """
         }
-        return ConsoleLayout.table(id: id, caption: "Webhooks, callbacks, acknowledgements and mail, newest first",
-                                   headings: ["Event", "Client", "Type", "Target", "Status", "Attempts", "Last error", "Created", ""], rows: rows,
-                                   empty: "No events.")
+        return ConsoleLayout.table(
+            id: id, caption: "Webhooks, callbacks, acknowledgements and mail, newest first",
+            headings: ["Event", "Client", "Type", "Target", "Status", "Attempts", "Last error", "Created", ""],
+            rows: rows,
+            empty: "No events.")
     }
 
     private static func subscriptionSection(_ state: SubscriptionState, chain: [OperatorQueries.Purchase]) -> HTML {
-        let summary = ConsoleLayout.details(id: "subscription-state", [
-            ("Status", state.status.rawValue, "subscription-status"), ("Product", state.productID ?? "", nil),
-            ("Expires", ConsoleTime.show(state.expiresDate), nil), ("Grace period until", ConsoleTime.show(state.gracePeriodExpiresDate), nil),
-            ("Auto-renew", state.autoRenew.map { $0 ? "on" : "off" } ?? "", nil), ("Revoked", ConsoleTime.show(state.revocationDate), nil),
-        ])
+        let summary = ConsoleLayout.details(
+            id: "subscription-state",
+            [
+                ("Status", state.status.rawValue, "subscription-status"), ("Product", state.productID ?? "", nil),
+                ("Expires", ConsoleTime.show(state.expiresDate), nil),
+                ("Grace period until", ConsoleTime.show(state.gracePeriodExpiresDate), nil),
+                ("Auto-renew", state.autoRenew.map { $0 ? "on" : "off" } ?? "", nil),
+                ("Revoked", ConsoleTime.show(state.revocationDate), nil),
+            ])
         let rows = chain.map { period -> HTML in
             """
             <tr><td><a href="\(purchasePath(period.record))">\(period.record.transactionID)</a></td><td>\(ConsoleTime.show(period.record.purchaseDate))</td>
             <td>\(ConsoleTime.show(period.record.expiresDate))</td><td>\(period.record.state.rawValue)</td></tr>
             """
         }
-        return "<h2>Subscription</h2>\(summary)" + ConsoleLayout.table(id: "subscription", caption: "Its periods, oldest first",
-                                                                       headings: ["Transaction", "Start", "End", "State"], rows: rows)
+        return "<h2>Subscription</h2>\(summary)"
+            + ConsoleLayout.table(
+                id: "subscription", caption: "Its periods, oldest first",
+                headings: ["Transaction", "Start", "End", "State"], rows: rows)
     }
 }

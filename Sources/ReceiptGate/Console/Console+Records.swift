@@ -16,7 +16,9 @@ extension Console {
                 <td>\(notice)</td></tr>
                 """
         }
-        return ConsoleLayout.page("Notifications", session: session, section: "Notifications", """
+        return ConsoleLayout.page(
+            "Notifications", session: session, section: "Notifications",
+            """
             <h1>Notifications</h1>
             <p class="hint">What the stores pushed, newest first. A notification is a hint: the ledger changes only on what the store's API confirms.</p>
             \(ConsoleLayout.table(id: "notifications", caption: "The 100 newest store notifications",
@@ -29,7 +31,9 @@ extension Console {
         let rows = try await audit.auditLog().map { entry -> HTML in
             "<tr><td class=\"when\">\(ConsoleTime.show(entry.at))</td><td class=\"who\">\(entry.who)</td><td class=\"action\">\(entry.action)</td><td class=\"target\">\(entry.target)</td></tr>"
         }
-        return ConsoleLayout.page("Audit log", session: session, section: "Audit log", """
+        return ConsoleLayout.page(
+            "Audit log", session: session, section: "Audit log",
+            """
             <h1>Audit log</h1>
             \(ConsoleLayout.table(id: "audit", caption: "Every console action, newest first (the 200 latest)", headings: ["When", "Who", "Action", "Target"],
                                   rows: rows, empty: "No action yet."))

@@ -16,10 +16,14 @@ extension Console {
                 """
         }
         let rates = try await repository.rates().map { rate -> HTML in
-            let share = rate.requests == 0 ? "" : String(format: "%.0f %%", Double(rate.refunded) * 100 / Double(rate.requests))
-            return "<tr><td class=\"client\">\(rate.clientID)</td><td class=\"product\">\(rate.productID)</td><td class=\"requests\">\(rate.requests)</td><td class=\"refunded\">\(rate.refunded)</td><td class=\"declined\">\(rate.declined)</td><td class=\"rate\">\(share)</td></tr>"
+            let share =
+                rate.requests == 0 ? "" : String(format: "%.0f %%", Double(rate.refunded) * 100 / Double(rate.requests))
+            return
+                "<tr><td class=\"client\">\(rate.clientID)</td><td class=\"product\">\(rate.productID)</td><td class=\"requests\">\(rate.requests)</td><td class=\"refunded\">\(rate.refunded)</td><td class=\"declined\">\(rate.declined)</td><td class=\"rate\">\(share)</td></tr>"
         }
-        return ConsoleLayout.page("Refund requests", session: session, section: "Refunds", """
+        return ConsoleLayout.page(
+            "Refund requests", session: session, section: "Refunds",
+            """
             <h1>Refund requests</h1>
             <p>Stores ask before they decide some refunds; each request is answered once, before its deadline, from the game's
             consumption report and the client's policy (<a href="/console/clients">Clients</a>).</p>
@@ -35,10 +39,14 @@ extension Console {
 
     /// The decided answer in a few words: the preference, delivery and consumption sent.
     static func summary(_ answer: String?) -> String {
-        guard let answer, let data = answer.data(using: .utf8), let decided = try? ConsumptionReports.decoder.decode(RefundAnswer.self, from: data) else { return "" }
+        guard let answer, let data = answer.data(using: .utf8),
+            let decided = try? ConsumptionReports.decoder.decode(RefundAnswer.self, from: data)
+        else { return "" }
         var parts = [decided.preference.rawValue]
         if let delivered = decided.delivered { parts.append(delivered ? "delivered" : "not delivered") }
-        if let consumed = decided.consumedMilliunits { parts.append(String(format: "%.1f %% consumed", Double(consumed) / 1000)) }
+        if let consumed = decided.consumedMilliunits {
+            parts.append(String(format: "%.1f %% consumed", Double(consumed) / 1000))
+        }
         if !decided.customerConsented { parts.append("no consumption data (no consent)") }
         if decided.policyOnly { parts.append("policy alone") }
         return parts.joined(separator: ", ")

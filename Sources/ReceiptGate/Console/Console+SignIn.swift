@@ -8,9 +8,11 @@ extension Console {
         action(&router, "/console/sign-out") { request, _, session in
             try await sessions.close(session)
             try await recordAudit(session, "sign-out", "")
-            return ConsoleLayout.redirect("/console/sign-in", headers: [
-                ("Set-Cookie", sessions.setCookie(ConsoleSessions.sessionCookie, "", maxAge: 0, for: request)),
-            ])
+            return ConsoleLayout.redirect(
+                "/console/sign-in",
+                headers: [
+                    ("Set-Cookie", sessions.setCookie(ConsoleSessions.sessionCookie, "", maxAge: 0, for: request))
+                ])
         }
     }
 
@@ -18,8 +20,12 @@ extension Console {
     private func signInPage(_ request: HTTPRequest, status: Int = 200, error: String? = nil) async -> HTTPResponse {
         if error == nil, (try? await sessions.current(request)) != nil { return ConsoleLayout.redirect("/console") }
         let cookie = ConsoleSessions.newCookieValue()
-        return ConsoleLayout.page("Sign in", session: nil, error: error, status: status,
-                                  headers: [("Set-Cookie", sessions.setCookie(ConsoleSessions.preSessionCookie, cookie, maxAge: 3600, for: request))], """
+        return ConsoleLayout.page(
+            "Sign in", session: nil, error: error, status: status,
+            headers: [
+                ("Set-Cookie", sessions.setCookie(ConsoleSessions.preSessionCookie, cookie, maxAge: 3600, for: request))
+            ],
+            """
             <h1>Sign in to the ReceiptGate console</h1>
             <form method="post" action="/console/sign-in" class="stacked">
             <input type="hidden" name="csrf" value="\(sessions.csrfToken(for: cookie))">
@@ -38,24 +44,35 @@ extension Console {
         case .accepted:
             break
         case .throttled(let retryAfter):
-            return ConsoleLayout.page("Sign in", session: nil, error: "Too many wrong tokens from this address; wait a minute.", status: 429,
-                                      headers: [("Retry-After", String(retryAfter))],
-                                      "<h1>Sign in to the ReceiptGate console</h1><p><a href=\"/console/sign-in\">Back</a></p>")
+            return ConsoleLayout.page(
+                "Sign in", session: nil, error: "Too many wrong tokens from this address; wait a minute.", status: 429,
+                headers: [("Retry-After", String(retryAfter))],
+                "<h1>Sign in to the ReceiptGate console</h1><p><a href=\"/console/sign-in\">Back</a></p>")
         case .refused(let firstFromCaller):
-            if firstFromCaller { logger.warning("console sign-in refused: wrong admin token", ["client.address": address]) }
+            if firstFromCaller {
+                logger.warning("console sign-in refused: wrong admin token", ["client.address": address])
+            }
             return await signInPage(request, status: 401, error: "That is not the admin token.")
         }
         do {
             let (cookie, label) = try await sessions.open()
             try await audit.audit(who: label, action: "sign-in", target: address)
             logger.info("console sign-in", ["console.session": label, "client.address": address])
-            return ConsoleLayout.redirect("/console", headers: [
-                ("Set-Cookie", sessions.setCookie(ConsoleSessions.sessionCookie, cookie, maxAge: ConsoleSessions.lifetimeSeconds, for: request)),
-                ("Set-Cookie", sessions.setCookie(ConsoleSessions.preSessionCookie, "", maxAge: 0, for: request)),
-            ])
+            return ConsoleLayout.redirect(
+                "/console",
+                headers: [
+                    (
+                        "Set-Cookie",
+                        sessions.setCookie(
+                            ConsoleSessions.sessionCookie, cookie, maxAge: ConsoleSessions.lifetimeSeconds, for: request
+                        )
+                    ),
+                    ("Set-Cookie", sessions.setCookie(ConsoleSessions.preSessionCookie, "", maxAge: 0, for: request)),
+                ])
         } catch {
             logger.error("console sign-in failed", ["error": "\(error)"])
-            return await signInPage(request, status: 503, error: "The database could not be reached; try again in a moment.")
+            return await signInPage(
+                request, status: 503, error: "The database could not be reached; try again in a moment.")
         }
     }
 }

@@ -33,13 +33,21 @@ struct Console: Sendable {
         page(&router, "/console") { request, session in try await overview(request, session) }
         registerClients(on: &router)
         page(&router, "/console/purchases") { request, session in try await purchases(request, session) }
-        page(&router, "/console/purchases/{store}/{transaction_id}") { request, session in try await purchase(request, session) }
+        page(&router, "/console/purchases/{store}/{transaction_id}") { request, session in
+            try await purchase(request, session)
+        }
         page(&router, "/console/players/{player_id}") { request, session in try await player(request, session) }
         page(&router, "/console/deliveries") { request, session in try await deliveries(request, session) }
-        action(&router, "/console/deliveries/redeliver-all") { request, form, session in try await redeliverAll(request, form, session) }
-        action(&router, "/console/deliveries/{event_id}/redeliver") { request, form, session in try await redeliver(request, form, session) }
+        action(&router, "/console/deliveries/redeliver-all") { request, form, session in
+            try await redeliverAll(request, form, session)
+        }
+        action(&router, "/console/deliveries/{event_id}/redeliver") { request, form, session in
+            try await redeliver(request, form, session)
+        }
         page(&router, "/console/accounts") { request, session in try await accounts(request, session) }
-        action(&router, "/console/accounts/{account_id}/revoke-sessions") { request, form, session in try await revokeSessions(request, form, session) }
+        action(&router, "/console/accounts/{account_id}/revoke-sessions") { request, form, session in
+            try await revokeSessions(request, form, session)
+        }
         page(&router, "/console/notifications") { request, session in try await notifications(request, session) }
         page(&router, "/console/refunds") { request, session in try await refunds(request, session) }
         page(&router, "/console/audit") { request, session in try await auditLog(request, session) }
@@ -58,22 +66,30 @@ struct Console: Sendable {
         router.post(path) { request in
             await signedIn(request) { session in
                 guard let form = ConsoleForm(request: request) else {
-                    return ConsoleLayout.page("Not a form", session: session, error: "The request was not a form this console sent.", status: 400,
-                                              "<h1>Not a form</h1>")
+                    return ConsoleLayout.page(
+                        "Not a form", session: session, error: "The request was not a form this console sent.",
+                        status: 400,
+                        "<h1>Not a form</h1>")
                 }
                 return try await body(request, form, session)
             }
         }
     }
 
-    private func signedIn(_ request: HTTPRequest, _ body: (ConsoleSession) async throws -> HTTPResponse) async -> HTTPResponse {
+    private func signedIn(
+        _ request: HTTPRequest, _ body: (ConsoleSession) async throws -> HTTPResponse
+    ) async -> HTTPResponse {
         do {
-            guard let session = try await sessions.current(request) else { return ConsoleLayout.redirect("/console/sign-in") }
+            guard let session = try await sessions.current(request) else {
+                return ConsoleLayout.redirect("/console/sign-in")
+            }
             return try await body(session)
         } catch {
             logger.error("console page failed", ["path": request.route, "error": "\(error)"])
-            return ConsoleLayout.page("Unavailable", session: nil, error: "The database could not be reached; try again in a moment.", status: 503,
-                                      "<h1>Unavailable</h1><p><a href=\"/console\">Back to the console</a></p>")
+            return ConsoleLayout.page(
+                "Unavailable", session: nil, error: "The database could not be reached; try again in a moment.",
+                status: 503,
+                "<h1>Unavailable</h1><p><a href=\"/console\">Back to the console</a></p>")
         }
     }
 
@@ -101,13 +117,18 @@ struct ConsoleCSRFGate: HTTPMiddleware {
     let sessions: ConsoleSessions
 
     func handle(_ request: HTTPRequest, next: HTTPHandler) async throws -> HTTPResponse {
-        guard request.normalizedMethod == "POST", Self.isUnderConsole(request.path) else { return try await next(request) }
+        guard request.normalizedMethod == "POST", Self.isUnderConsole(request.path) else {
+            return try await next(request)
+        }
         // The sign-in form is told apart as the router tells it (an encoded slash splits nothing);
         // a path the router refuses as malformed is held to the stricter check.
         let segments = Router.segments(ofTarget: request.target) ?? []
         let signingIn = segments.count == 2 && segments[1] == "sign-in"
-        guard sessions.isValidCSRF(ConsoleForm(request: request)?["csrf"], request: request, preSession: signingIn) else {
-            return ConsoleLayout.page("Refused", session: nil, status: 403, """
+        guard sessions.isValidCSRF(ConsoleForm(request: request)?["csrf"], request: request, preSession: signingIn)
+        else {
+            return ConsoleLayout.page(
+                "Refused", session: nil, status: 403,
+                """
                 <h1>Refused</h1><p class="error" role="alert">The form did not come from a console page of the signed-in browser (its CSRF token is missing or wrong).</p>
                 <p><a href="/console">Back to the console</a></p>
                 """)

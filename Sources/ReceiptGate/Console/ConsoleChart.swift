@@ -7,13 +7,19 @@ enum ConsoleChart {
     static let left = 44, right = 12, top = 12, bottom = 28
 
     /// `series`: name and one value per point, all the same length.
-    static func lines(id: String, title: String, series: [(name: String, values: [Int])], xLabels: (first: String, middle: String, last: String)) -> HTML {
+    static func lines(
+        id: String, title: String, series: [(name: String, values: [Int])],
+        xLabels: (first: String, middle: String, last: String)
+    ) -> HTML {
         let points = series.first?.values.count ?? 0
         let peak = max(1, series.flatMap(\.values).max() ?? 0)
         let plotWidth = Double(width - left - right), plotHeight = Double(height - top - bottom)
-        func x(_ index: Int) -> Double { Double(left) + (points > 1 ? plotWidth * Double(index) / Double(points - 1) : 0) }
+        func x(_ index: Int) -> Double {
+            Double(left) + (points > 1 ? plotWidth * Double(index) / Double(points - 1) : 0)
+        }
         func y(_ value: Int) -> Double { Double(top) + plotHeight * (1 - Double(value) / Double(peak)) }
-        var svg: HTML = "<svg viewBox=\"0 0 \(width) \(height)\" role=\"img\" aria-labelledby=\"\(id)-title\" xmlns=\"http://www.w3.org/2000/svg\"><title id=\"\(id)-title\">\(title)</title>"
+        var svg: HTML =
+            "<svg viewBox=\"0 0 \(width) \(height)\" role=\"img\" aria-labelledby=\"\(id)-title\" xmlns=\"http://www.w3.org/2000/svg\"><title id=\"\(id)-title\">\(title)</title>"
         for value in Set([0, peak / 2, peak]).sorted() {
             let level = format(y(value))
             svg += "<line class=\"grid\" x1=\"\(left)\" x2=\"\(width - right)\" y1=\"\(level)\" y2=\"\(level)\"/>"
@@ -22,11 +28,14 @@ enum ConsoleChart {
         svg += "<line class=\"axis\" x1=\"\(left)\" x2=\"\(left)\" y1=\"\(top)\" y2=\"\(height - bottom)\"/>"
         let baseline = height - bottom + 18
         svg += "<text x=\"\(left)\" y=\"\(baseline)\">\(xLabels.first)</text>"
-        svg += "<text x=\"\(format(Double(left) + plotWidth / 2))\" y=\"\(baseline)\" text-anchor=\"middle\">\(xLabels.middle)</text>"
+        svg +=
+            "<text x=\"\(format(Double(left) + plotWidth / 2))\" y=\"\(baseline)\" text-anchor=\"middle\">\(xLabels.middle)</text>"
         svg += "<text x=\"\(width - right)\" y=\"\(baseline)\" text-anchor=\"end\">\(xLabels.last)</text>"
         for (index, line) in series.enumerated() {
-            let path = line.values.enumerated().map { "\(format(x($0.offset))),\(format(y($0.element)))" }.joined(separator: " ")
-            svg += "<polyline class=\"series line-\(index % 8)\" points=\"\(path)\"><title>\(line.name)</title></polyline>"
+            let path = line.values.enumerated().map { "\(format(x($0.offset))),\(format(y($0.element)))" }.joined(
+                separator: " ")
+            svg +=
+                "<polyline class=\"series line-\(index % 8)\" points=\"\(path)\"><title>\(line.name)</title></polyline>"
         }
         svg += "</svg>"
         let legend = series.enumerated().map { index, line in

@@ -14,11 +14,13 @@ struct ConsoleForm: Sendable {
     /// Nil when the body is not a form: another content type, more fields than a form of ours has,
     /// or a field that is not valid percent-encoded UTF-8 or holds a NUL.
     init?(request: HTTPRequest) {
-        let type = request.headers["content-type"]?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased()
+        let type = request.headers["content-type"]?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces)
+            .lowercased()
         guard type == "application/x-www-form-urlencoded", let text = String(data: request.body, encoding: .utf8),
-              let fields = FormEncoding.fields(text), fields.count <= Self.maximumFields,
-              // A NUL is not text any form of ours sends (and the database would refuse it).
-              !fields.contains(where: { $0.name.contains("\u{0}") || $0.value.contains("\u{0}") }) else { return nil }
+            let fields = FormEncoding.fields(text), fields.count <= Self.maximumFields,
+            // A NUL is not text any form of ours sends (and the database would refuse it).
+            !fields.contains(where: { $0.name.contains("\u{0}") || $0.value.contains("\u{0}") })
+        else { return nil }
         self.fields = fields
     }
 
@@ -28,13 +30,17 @@ struct ConsoleForm: Sendable {
 
     /// Trimmed; nil when absent or blank.
     func text(_ name: String) -> String? {
-        guard let value = self[name]?.trimmingCharacters(in: .whitespacesAndNewlines), !value.isEmpty else { return nil }
+        guard let value = self[name]?.trimmingCharacters(in: .whitespacesAndNewlines), !value.isEmpty else {
+            return nil
+        }
         return value
     }
 
     /// The lines of a textarea, trimmed, blank ones dropped.
     func lines(_ name: String) -> [String] {
-        (self[name] ?? "").split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        (self[name] ?? "").split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter {
+            !$0.isEmpty
+        }
     }
 
     var confirmed: Bool { self["confirm"] == "yes" }

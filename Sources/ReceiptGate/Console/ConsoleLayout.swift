@@ -5,18 +5,22 @@ import HTTPServer
 /// navigation, and the headers that keep the page to itself (no inline script, nothing from
 /// another origin, not framed, not cached).
 enum ConsoleLayout {
-    static let contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+    static let contentSecurityPolicy =
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
         + "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 
     static let sections: [(title: String, path: String)] = [
         ("Overview", "/console"), ("Clients", "/console/clients"), ("Purchases", "/console/purchases"),
-        ("Deliveries", "/console/deliveries"), ("Accounts", "/console/accounts"), ("Notifications", "/console/notifications"),
+        ("Deliveries", "/console/deliveries"), ("Accounts", "/console/accounts"),
+        ("Notifications", "/console/notifications"),
         ("Refunds", "/console/refunds"), ("Audit log", "/console/audit"),
     ]
 
     /// A page for a signed-in operator (`session`), or the sign-in page (no session: no header).
-    static func page(_ title: String, session: ConsoleSession?, section: String? = nil, notice: String? = nil, error: String? = nil,
-                     status: Int = 200, headers extra: [(String, String)] = [], _ content: HTML) -> HTTPResponse {
+    static func page(
+        _ title: String, session: ConsoleSession?, section: String? = nil, notice: String? = nil, error: String? = nil,
+        status: Int = 200, headers extra: [(String, String)] = [], _ content: HTML
+    ) -> HTTPResponse {
         var body: HTML = """
             <!DOCTYPE html>
             <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
@@ -42,7 +46,9 @@ enum ConsoleLayout {
     ]
 
     static var notFound: HTTPResponse {
-        page("Not found", session: nil, status: 404, "<h1>Not found</h1><p><a href=\"/console\">Back to the console</a></p>")
+        page(
+            "Not found", session: nil, status: 404,
+            "<h1>Not found</h1><p><a href=\"/console\">Back to the console</a></p>")
     }
 
     static func redirect(_ location: String, headers extra: [(String, String)] = []) -> HTTPResponse {
@@ -54,7 +60,9 @@ enum ConsoleLayout {
 
     private static func header(session: ConsoleSession, section: String?) -> HTML {
         let links = sections.map { item -> HTML in
-            item.title == section ? "<li><a href=\"\(item.path)\" aria-current=\"page\">\(item.title)</a></li>" : "<li><a href=\"\(item.path)\">\(item.title)</a></li>"
+            item.title == section
+                ? "<li><a href=\"\(item.path)\" aria-current=\"page\">\(item.title)</a></li>"
+                : "<li><a href=\"\(item.path)\">\(item.title)</a></li>"
         }
         return """
             <header><div class="bar"><a class="brand" href="/console">ReceiptGate</a>
@@ -66,11 +74,16 @@ enum ConsoleLayout {
             """
     }
 
-    static func csrfField(_ session: ConsoleSession) -> HTML { "<input type=\"hidden\" name=\"csrf\" value=\"\(session.csrf)\">" }
+    static func csrfField(_ session: ConsoleSession) -> HTML {
+        "<input type=\"hidden\" name=\"csrf\" value=\"\(session.csrf)\">"
+    }
 
     /// A form posting to `action` with the CSRF token; `confirm` adds the server-side confirmation step's mark.
-    static func form(_ action: String, session: ConsoleSession, button: String, buttonID: String? = nil, hidden: [(String, String)] = [],
-                     confirmed: Bool = false, style: String = "inline", _ fields: HTML = "") -> HTML {
+    static func form(
+        _ action: String, session: ConsoleSession, button: String, buttonID: String? = nil,
+        hidden: [(String, String)] = [],
+        confirmed: Bool = false, style: String = "inline", _ fields: HTML = ""
+    ) -> HTML {
         let hiddenFields = hidden.map { HTML("<input type=\"hidden\" name=\"\($0.0)\" value=\"\($0.1)\">") }
         let id: HTML = buttonID.map { "id=\"\($0)\" " } ?? ""
         return """
@@ -79,9 +92,13 @@ enum ConsoleLayout {
     }
 
     /// The confirmation step of a destructive action: the same form again, marked confirmed.
-    static func confirmation(_ title: String, question: String, action: String, session: ConsoleSession, button: String,
-                             hidden: [(String, String)] = [], cancel: String) -> HTTPResponse {
-        page(title, session: session, """
+    static func confirmation(
+        _ title: String, question: String, action: String, session: ConsoleSession, button: String,
+        hidden: [(String, String)] = [], cancel: String
+    ) -> HTTPResponse {
+        page(
+            title, session: session,
+            """
             <h1>\(title)</h1><p>\(question)</p>
             \(form(action, session: session, button: button, buttonID: "confirm", hidden: hidden, confirmed: true))
             <p><a href="\(cancel)">Cancel</a></p>
@@ -89,10 +106,13 @@ enum ConsoleLayout {
     }
 
     /// A table; `rows` already hold their `<tr>`s. An empty table says so.
-    static func table(id: String, caption: String, headings: [String], rows: [HTML], empty: String = "Nothing to show.") -> HTML {
+    static func table(
+        id: String, caption: String, headings: [String], rows: [HTML], empty: String = "Nothing to show."
+    ) -> HTML {
         guard !rows.isEmpty else { return "<p class=\"empty\" id=\"\(id)-empty\">\(empty)</p>" }
         let head = headings.map { HTML("<th scope=\"col\">\($0)</th>") }
-        return "<div class=\"table-wrap\"><table id=\"\(id)\"><caption>\(caption)</caption><thead><tr>\(head)</tr></thead><tbody>\(rows)</tbody></table></div>"
+        return
+            "<div class=\"table-wrap\"><table id=\"\(id)\"><caption>\(caption)</caption><thead><tr>\(head)</tr></thead><tbody>\(rows)</tbody></table></div>"
     }
 
     /// A definition list; the `id`s let a reader (or a test) find one value.

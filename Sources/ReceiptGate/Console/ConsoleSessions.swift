@@ -1,6 +1,6 @@
-import OpenSSLCrypto
 import Foundation
 import HTTPServer
+import OpenSSLCrypto
 
 /// The session cookie that follows signing in (`AdminTokenGate` checks the token), and the CSRF
 /// token every console form carries.
@@ -25,12 +25,17 @@ struct ConsoleSessions: Sendable {
     /// Which admin token a session was opened with: changing the token ends every session.
     private let tokenMark: String
 
-    init(repository: ConsoleRepository, adminToken: String, secureCookies: Bool, trustedProxies: [TrustedProxy] = []) throws {
+    init(
+        repository: ConsoleRepository, adminToken: String, secureCookies: Bool, trustedProxies: [TrustedProxy] = []
+    ) throws {
         self.repository = repository
         self.secureCookies = secureCookies
         self.trustedProxies = trustedProxies
-        csrfKey = try HMACSHA256.authenticationCode(key: Data(adminToken.utf8), message: Data("receiptgate console csrf".utf8))
-        tokenMark = Hex.encode(try HMACSHA256.authenticationCode(key: Data(adminToken.utf8), message: Data("receiptgate console session".utf8)))
+        csrfKey = try HMACSHA256.authenticationCode(
+            key: Data(adminToken.utf8), message: Data("receiptgate console csrf".utf8))
+        tokenMark = Hex.encode(
+            try HMACSHA256.authenticationCode(
+                key: Data(adminToken.utf8), message: Data("receiptgate console session".utf8)))
     }
 
     /// A new session: its cookie value and its label (what the audit log calls it).
@@ -38,14 +43,17 @@ struct ConsoleSessions: Sendable {
         let cookie = Self.newCookieValue()
         let digest = try Self.digest(cookie)
         let label = "session " + digest.prefix(8)
-        try await repository.openSession(cookieDigest: digest, label: label, tokenMark: tokenMark, lifetime: Self.lifetimeSeconds)
+        try await repository.openSession(
+            cookieDigest: digest, label: label, tokenMark: tokenMark, lifetime: Self.lifetimeSeconds)
         return (cookie, label)
     }
 
     /// The signed-in session the request carries, if it is still open.
     func current(_ request: HTTPRequest) async throws -> ConsoleSession? {
-        guard let cookie = Cookies.parse(request.headers["cookie"])[Self.sessionCookie], Self.isWellFormed(cookie) else { return nil }
-        guard let label = try await repository.sessionLabel(cookieDigest: try Self.digest(cookie), tokenMark: tokenMark) else { return nil }
+        guard let cookie = Cookies.parse(request.headers["cookie"])[Self.sessionCookie], Self.isWellFormed(cookie)
+        else { return nil }
+        guard let label = try await repository.sessionLabel(cookieDigest: try Self.digest(cookie), tokenMark: tokenMark)
+        else { return nil }
         return ConsoleSession(label: label, csrf: csrfToken(for: cookie), cookie: cookie)
     }
 
@@ -54,7 +62,8 @@ struct ConsoleSessions: Sendable {
     }
 
     func csrfToken(for cookie: String) -> String {
-        (try? HMACSHA256.authenticationCode(key: csrfKey, message: Data(cookie.utf8))).map { Base64.urlEncode($0) } ?? ""
+        (try? HMACSHA256.authenticationCode(key: csrfKey, message: Data(cookie.utf8))).map { Base64.urlEncode($0) }
+            ?? ""
     }
 
     /// True when `token` was made for the request's session cookie; for the sign-in form (`preSession`),
@@ -64,7 +73,8 @@ struct ConsoleSessions: Sendable {
         guard let token, let given = Base64.urlDecode(token) else { return false }
         let name = preSession ? Self.preSessionCookie : Self.sessionCookie
         guard let cookie = Cookies.parse(request.headers["cookie"])[name], Self.isWellFormed(cookie),
-              let expected = try? HMACSHA256.authenticationCode(key: csrfKey, message: Data(cookie.utf8)) else { return false }
+            let expected = try? HMACSHA256.authenticationCode(key: csrfKey, message: Data(cookie.utf8))
+        else { return false }
         return ConstantTime.equals(given, expected)
     }
 
@@ -72,26 +82,36 @@ struct ConsoleSessions: Sendable {
     /// address, or a request a trusted proxy says came over HTTPS, gets it.
     func setCookie(_ name: String, _ value: String, maxAge: Int, for request: HTTPRequest) -> String {
         let secure = secureCookies || cameOverHTTPS(request)
-        return "\(name)=\(value); Path=/console; Max-Age=\(maxAge); HttpOnly; SameSite=Strict" + (secure ? "; Secure" : "")
+        return "\(name)=\(value); Path=/console; Max-Age=\(maxAge); HttpOnly; SameSite=Strict"
+            + (secure ? "; Secure" : "")
     }
 
     private func cameOverHTTPS(_ request: HTTPRequest) -> Bool {
-        guard let peer = request.remoteAddress, trustedProxies.contains(where: { $0.contains(peer) }) else { return false }
-        return request.headers["x-forwarded-proto"]?.split(separator: ",").first?.trimmingCharacters(in: .whitespaces).lowercased() == "https"
+        guard let peer = request.remoteAddress, trustedProxies.contains(where: { $0.contains(peer) }) else {
+            return false
+        }
+        return request.headers["x-forwarded-proto"]?.split(separator: ",").first?.trimmingCharacters(in: .whitespaces)
+            .lowercased() == "https"
     }
 
     /// The address that signs in: the peer, or what a trusted proxy says the caller is.
     func callerAddress(_ request: HTTPRequest) -> String {
-        let forwarded = request.headers.fields.filter { HTTPHeaders.lowercasedName($0.name) == "x-forwarded-for" }.map(\.value)
-        return TrustedProxy.callerAddress(peer: request.remoteAddress, forwardedFor: forwarded.isEmpty ? nil : forwarded.joined(separator: ", "),
-                                          trusted: trustedProxies) ?? "unknown"
+        let forwarded = request.headers.fields.filter { HTTPHeaders.lowercasedName($0.name) == "x-forwarded-for" }.map(
+            \.value)
+        return TrustedProxy.callerAddress(
+            peer: request.remoteAddress, forwardedFor: forwarded.isEmpty ? nil : forwarded.joined(separator: ", "),
+            trusted: trustedProxies) ?? "unknown"
     }
 
     static func newCookieValue() -> String { Base64.urlEncode(SecureRandom.bytes(32)) }
 
     /// 43 base64url characters: anything else is not a cookie of ours (and is not hashed or looked up).
     static func isWellFormed(_ cookie: String) -> Bool {
-        cookie.utf8.count == 43 && cookie.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) || $0 == 0x2D || $0 == 0x5F }
+        cookie.utf8.count == 43
+            && cookie.utf8.allSatisfy {
+                ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) || $0 == 0x2D
+                    || $0 == 0x5F
+            }
     }
 
     private static func digest(_ cookie: String) throws -> String { Hex.encode(try SHA256.hash(Data(cookie.utf8))) }

@@ -41,7 +41,11 @@ struct HTML: Sendable, ExpressibleByStringInterpolation, CustomStringConvertible
             case "'": out += "&#39;"
             default:
                 // Control characters other than tab and newline have no business on a page.
-                if scalar.value < 0x20 && scalar != "\t" && scalar != "\n" { out += "\u{FFFD}" } else { out.unicodeScalars.append(scalar) }
+                if scalar.value < 0x20 && scalar != "\t" && scalar != "\n" {
+                    out += "\u{FFFD}"
+                } else {
+                    out.unicodeScalars.append(scalar)
+                }
             }
         }
         return out
@@ -55,7 +59,8 @@ struct HTML: Sendable, ExpressibleByStringInterpolation, CustomStringConvertible
 
 extension CharacterSet {
     /// RFC 3986's unreserved characters: everything else in a URL component is percent-encoded.
-    static let urlUnreservedCharacters = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+    static let urlUnreservedCharacters = CharacterSet(
+        charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 }
 
 /// A date as the console shows it: UTC, to the second.

@@ -13,7 +13,8 @@ struct CatalogAdmin: Sendable {
             Route("GET", "/admin/clients/{client_id}/products", authentication: .admin) { _, context in
                 await withClient(context) { client in .json(["products": try await catalog.list(client: client)]) }
             },
-            Route("PUT", "/admin/clients/{client_id}/products/{store}/{product_id}", authentication: .admin) { request, context in
+            Route("PUT", "/admin/clients/{client_id}/products/{store}/{product_id}", authentication: .admin) {
+                request, context in
                 await withClient(context) { client in
                     struct Body: Decodable { let entitlements: [String] }
                     let body: Body
@@ -22,16 +23,21 @@ struct CatalogAdmin: Sendable {
                     case .failure(let problem): return NativeAPI.error(problem.code, problem.message)
                     }
                     let store = try knownStore(context)
-                    return .json(try await catalog.set(client: client, store: store, product: context.pathParameters["product_id"] ?? "",
-                                                       entitlements: body.entitlements, by: "admin-api",
-                                                       refreshWithin: ProductCatalogRepository.interactiveRefreshBudget))
+                    return .json(
+                        try await catalog.set(
+                            client: client, store: store, product: context.pathParameters["product_id"] ?? "",
+                            entitlements: body.entitlements, by: "admin-api",
+                            refreshWithin: ProductCatalogRepository.interactiveRefreshBudget))
                 }
             },
-            Route("DELETE", "/admin/clients/{client_id}/products/{store}/{product_id}", authentication: .admin) { _, context in
+            Route("DELETE", "/admin/clients/{client_id}/products/{store}/{product_id}", authentication: .admin) {
+                _, context in
                 await withClient(context) { client in
-                    let removed = try await catalog.remove(client: client, store: try knownStore(context), product: context.pathParameters["product_id"] ?? "",
-                                                           entitlement: nil, by: "admin-api",
-                                                           refreshWithin: ProductCatalogRepository.interactiveRefreshBudget)
+                    let removed = try await catalog.remove(
+                        client: client, store: try knownStore(context),
+                        product: context.pathParameters["product_id"] ?? "",
+                        entitlement: nil, by: "admin-api",
+                        refreshWithin: ProductCatalogRepository.interactiveRefreshBudget)
                     return .json(["removed": removed])
                 }
             },
@@ -41,14 +47,20 @@ struct CatalogAdmin: Sendable {
     private func knownStore(_ context: RouteContext) throws -> String {
         let store = context.pathParameters["store"] ?? ""
         guard stores.contains(StoreID(rawValue: store)) else {
-            throw CatalogInputInvalid(option: "store", problem: "must be one of \(stores.map(\.rawValue).joined(separator: ", ")), got \"\(store)\"")
+            throw CatalogInputInvalid(
+                option: "store",
+                problem: "must be one of \(stores.map(\.rawValue).joined(separator: ", ")), got \"\(store)\"")
         }
         return store
     }
 
-    private func withClient(_ context: RouteContext, _ body: (String) async throws -> RouteResponse) async -> RouteResponse {
+    private func withClient(
+        _ context: RouteContext, _ body: (String) async throws -> RouteResponse
+    ) async -> RouteResponse {
         for (name, value) in context.pathParameters.sorted(by: { $0.key < $1.key }) {
-            if let problem = Identifier.problem(value) { return NativeAPI.error(.invalidField, "path parameter '\(name)' \(problem)") }
+            if let problem = Identifier.problem(value) {
+                return NativeAPI.error(.invalidField, "path parameter '\(name)' \(problem)")
+            }
         }
         let id = context.pathParameters["client_id"] ?? ""
         do {

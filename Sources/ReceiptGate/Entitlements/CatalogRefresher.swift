@@ -39,12 +39,15 @@ struct CatalogRefresher: Sendable {
     /// cancelled, checked before each (a product's refresh also stops between its chunks); the
     /// one cut short and those not started are released together, due at once. A failed one is
     /// due again after `retryFailedAfter` seconds. The number refreshed.
-    private func refresh(_ requests: [CatalogRefreshes.Request], until deadline: ContinuousClock.Instant?, retryFailedAfter delay: Int) async -> Int {
+    private func refresh(
+        _ requests: [CatalogRefreshes.Request], until deadline: ContinuousClock.Instant?, retryFailedAfter delay: Int
+    ) async -> Int {
         var done = 0
         for (index, request) in requests.enumerated() {
             do {
                 if RefreshCutShort.due(deadline) { throw RefreshCutShort() }
-                try await entitlements.refreshProduct(client: request.clientID, store: request.store, product: request.productID, until: deadline)
+                try await entitlements.refreshProduct(
+                    client: request.clientID, store: request.store, product: request.productID, until: deadline)
                 try await queue.complete(request)
                 done += 1
             } catch is RefreshCutShort {

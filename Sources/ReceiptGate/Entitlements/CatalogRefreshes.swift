@@ -26,23 +26,29 @@ struct CatalogRefreshes: Sendable {
 
     /// Writes (or renews) the request for `product` inside the caller's transaction, leased to the
     /// caller; the request as written.
-    static func request(client: String, store: String, product: String, on connection: PostgresConnection) throws -> Request {
-        try connection.query("""
+    static func request(
+        client: String, store: String, product: String, on connection: PostgresConnection
+    ) throws -> Request {
+        try connection.query(
+            """
             INSERT INTO catalog_refreshes (client_id, store, product_id, not_before)
             VALUES (\(client), \(store), \(product), clock_timestamp() + make_interval(secs => \(callerLease)))
             \(unescaped: renewal)
-            """).map(decode)[0]
+            """
+        ).map(decode)[0]
     }
 
     /// A request for every product some catalog of `clients` maps (their catalogs' holders may have
     /// changed all at once: a client moved to another game, or accepts other environments).
     static func requestAll(clients: [String], on connection: PostgresConnection) throws -> [Request] {
-        try connection.query("""
+        try connection.query(
+            """
             INSERT INTO catalog_refreshes (client_id, store, product_id, not_before)
             SELECT DISTINCT client_id, store, product_id, clock_timestamp() + make_interval(secs => \(callerLease))
             FROM product_entitlements WHERE client_id = ANY(\(clients)::text[])
             \(unescaped: renewal)
-            """).map(decode).sorted { ($0.clientID, $0.store, $0.productID) < ($1.clientID, $1.store, $1.productID) }
+            """
+        ).map(decode).sorted { ($0.clientID, $0.store, $0.productID) < ($1.clientID, $1.store, $1.productID) }
     }
 
     /// A request written again is new: a new generation (from the sequence, never one used
@@ -57,18 +63,21 @@ struct CatalogRefreshes: Sendable {
     /// Up to `limit` requests due (never leased, or their lease or retry time passed), leased to
     /// this worker; several processes may ask at once, each gets others' than the rest.
     func claimDue(limit: Int = 20) async throws -> [Request] {
-        try await pool.query("""
+        try await pool.query(
+            """
             UPDATE catalog_refreshes r SET not_before = clock_timestamp() + make_interval(secs => \(Self.workerLease)), attempts = r.attempts + 1
             FROM (SELECT client_id, store, product_id FROM catalog_refreshes WHERE not_before <= clock_timestamp()
                   ORDER BY not_before LIMIT \(limit) FOR UPDATE SKIP LOCKED) due
             WHERE r.client_id = due.client_id AND r.store = due.store AND r.product_id = due.product_id
             RETURNING r.client_id, r.store, r.product_id, r.generation
-            """).map(Self.decode)
+            """
+        ).map(Self.decode)
     }
 
     /// The refresh of `request` committed: done, unless a newer request came meanwhile.
     func complete(_ request: Request) async throws {
-        _ = try await pool.execute("""
+        _ = try await pool.execute(
+            """
             DELETE FROM catalog_refreshes
             WHERE client_id = \(request.clientID) AND store = \(request.store) AND product_id = \(request.productID) AND generation = \(request.generation)
             """)
@@ -83,7 +92,8 @@ struct CatalogRefreshes: Sendable {
     /// after `delaySeconds`, so another worker takes them at once for 0.
     func release(_ requests: [Request], delaySeconds: Int = 0, error: String? = nil) async throws {
         guard !requests.isEmpty else { return }
-        _ = try await pool.execute("""
+        _ = try await pool.execute(
+            """
             UPDATE catalog_refreshes r SET not_before = clock_timestamp() + make_interval(secs => \(delaySeconds)),
                 last_error = COALESCE(\(error.map { String($0.prefix(500)) }), r.last_error)
             FROM unnest(\(requests.map(\.clientID))::text[], \(requests.map(\.store))::text[], \(requests.map(\.productID))::text[],
@@ -94,11 +104,14 @@ struct CatalogRefreshes: Sendable {
 
     /// Requests not yet done (for tests and the operator: a count that stays above zero means refreshes keep failing).
     func pending() async throws -> [Request] {
-        try await pool.query("SELECT client_id, store, product_id, generation FROM catalog_refreshes ORDER BY 1, 2, 3").map(Self.decode)
+        try await pool.query("SELECT client_id, store, product_id, generation FROM catalog_refreshes ORDER BY 1, 2, 3")
+            .map(Self.decode)
     }
 
     private static func decode(_ row: PostgresRow) throws -> Request {
-        Request(clientID: try row.decode("client_id"), store: try row.decode("store"), productID: try row.decode("product_id"),
-                generation: try row.decode("generation"))
+        Request(
+            clientID: try row.decode("client_id"), store: try row.decode("store"),
+            productID: try row.decode("product_id"),
+            generation: try row.decode("generation"))
     }
 }

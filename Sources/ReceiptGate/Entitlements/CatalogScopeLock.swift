@@ -43,9 +43,12 @@ enum CatalogScopeLock {
     /// Prepared once per connection: it runs once per batch, and planning it would cost Postgres
     /// more than running it.
     static func tryShare(_ scopes: [String], on connection: PostgresConnection) throws -> Set<String> {
-        Set(try connection.query("""
-            SELECT s FROM unnest(\(Array(Set(scopes)).sorted())::text[]) s WHERE pg_try_advisory_xact_lock_shared(\(lockClass), hashtext(s))
-            """, preparedAs: "receiptgate_try_share_scopes").map { try $0.decode("s", as: String.self) })
+        Set(
+            try connection.query(
+                """
+                SELECT s FROM unnest(\(Array(Set(scopes)).sorted())::text[]) s WHERE pg_try_advisory_xact_lock_shared(\(lockClass), hashtext(s))
+                """, preparedAs: "receiptgate_try_share_scopes"
+            ).map { try $0.decode("s", as: String.self) })
     }
 
     /// Holds `scopes` exclusive until the transaction ends (a catalog change; a client moving
@@ -55,15 +58,18 @@ enum CatalogScopeLock {
     /// Must be the change's first lock: it waits holding nothing a claim may need.
     static func hold(_ scopes: [String], on connection: PostgresConnection) throws {
         try connection.execute("SET LOCAL lock_timeout = '\(unescaped: changeTimeout)'")
-        try connection.execute("""
+        try connection.execute(
+            """
             SELECT pg_advisory_xact_lock(\(lockClass), k) FROM (SELECT DISTINCT hashtext(s) AS k FROM unnest(\(scopes)::text[]) s ORDER BY 1) keys
             """)
     }
 
     /// The scope of `clientID` as committed now (nil for an unknown client).
     static func scope(of clientID: String, on connection: PostgresConnection) throws -> String? {
-        try connection.query("""
+        try connection.query(
+            """
             SELECT CASE WHEN game_id IS NULL THEN 'client:' || id ELSE 'game:' || game_id END AS scope FROM clients WHERE id = \(clientID)
-            """).first.map { try $0.decode("scope", as: String.self) }
+            """
+        ).first.map { try $0.decode("scope", as: String.self) }
     }
 }

@@ -25,24 +25,30 @@ enum EntitlementIndex {
 
         /// From a row with `id`, `game_id` and `environments` (a clients row).
         init(_ row: PostgresRow) throws {
-            self.init(clientID: try row.decode("id"), gameID: try row.decode("game_id"), environments: try row.decode("environments"))
+            self.init(
+                clientID: try row.decode("id"), gameID: try row.decode("game_id"),
+                environments: try row.decode("environments"))
         }
     }
 
     /// After a change of the purchase (store, environment, original transaction id or the
     /// transaction's own id): refreshes whoever owns it, for every catalog of `client`'s game.
-    static func refreshOwners(store: StoreID, environment: StoreEnvironment, original: String, transactionID: String, client: Client,
-                              on connection: PostgresConnection) throws {
+    static func refreshOwners(
+        store: StoreID, environment: StoreEnvironment, original: String, transactionID: String, client: Client,
+        on connection: PostgresConnection
+    ) throws {
         guard !client.gameCatalog.isEmpty else { return }
         let scope = client.info.scope
-        let players = try connection.query("""
+        let players = try connection.query(
+            """
             SELECT DISTINCT player_id FROM transactions t
             WHERE t.store = \(store.rawValue) AND t.environment = \(environment.rawValue)
               AND (t.original_transaction_id = \(original) OR t.transaction_id = \(transactionID) OR t.transaction_id = \(original))
               AND t.claimed_at IS NOT NULL AND t.player_id IS NOT NULL
             UNION SELECT account_id FROM account_links
             WHERE scope = \(scope) AND store = \(store.rawValue) AND original_transaction_id IN (\(original), \(transactionID))
-            """).map { try $0.decode("player_id", as: String.self) }
+            """
+        ).map { try $0.decode("player_id", as: String.self) }
         guard !players.isEmpty else { return }
         for catalog in try catalogs(ofGameOf: client.clientID, on: connection) {
             try refresh(players, catalog: catalog, on: connection)
@@ -51,22 +57,27 @@ enum EntitlementIndex {
 
     /// Every client of `clientID`'s game (itself included) that has a catalog.
     static func catalogs(ofGameOf clientID: String, on connection: PostgresConnection) throws -> [Catalog] {
-        try connection.query("""
+        try connection.query(
+            """
             SELECT c.id, c.game_id, c.environments FROM clients me JOIN clients c ON c.id = me.id OR (me.game_id IS NOT NULL AND c.game_id = me.game_id)
             WHERE me.id = \(clientID) AND EXISTS (SELECT 1 FROM product_entitlements pe WHERE pe.client_id = c.id)
             ORDER BY c.id
-            """).map(Catalog.init)
+            """
+        ).map(Catalog.init)
     }
 
     /// Recomputes what `players` own under `catalog`, writes the difference and queues a webhook
     /// per change (when the catalog's client has a webhook). Returns the changes.
     @discardableResult
-    static func refresh(_ players: [String], catalog: Catalog, announce: Bool = true, on connection: PostgresConnection) throws -> [Moved] {
+    static func refresh(
+        _ players: [String], catalog: Catalog, announce: Bool = true, on connection: PostgresConnection
+    ) throws -> [Moved] {
         let players = LedgerRules.distinctPlayers(players)
         guard !players.isEmpty else { return [] }
         // Locks in one order (sorted keys), so two refreshes of overlapping players cannot deadlock;
         // the statement below runs after the lock, so it sees what a refresh before it committed.
-        try connection.execute("""
+        try connection.execute(
+            """
             SELECT pg_advisory_xact_lock(\(Self.lockSpace), k) FROM (
                 SELECT DISTINCT hashtext(\(catalog.clientID) || '/' || p) AS k FROM unnest(\(players)::text[]) p ORDER BY 1) keys
             """)
@@ -74,15 +85,19 @@ enum EntitlementIndex {
         var moved: [Moved] = []
         for row in rows {
             let grant = try EntitlementRows.grant(row)
-            let after: EntitlementRules.Grant? = try row.decode("side", as: String.self) == "written"
+            let after: EntitlementRules.Grant? =
+                try row.decode("side", as: String.self) == "written"
                 ? .init(expires: grant.expiresDate, grace: grant.gracePeriodExpiresDate) : nil
-            let before: EntitlementRules.Grant? = try row.decode("had_before", as: Bool.self)
+            let before: EntitlementRules.Grant? =
+                try row.decode("had_before", as: Bool.self)
                 ? .init(expires: try row.decode("before_expires"), grace: try row.decode("before_grace")) : nil
             guard let change = EntitlementRules.change(before: before, after: after) else { continue }
             moved.append(Moved(change: change, grant: grant))
             if announce, try row.decode("announce", as: Bool.self) {
-                try OutboxRepository.enqueue(event: "entitlement.\(change.rawValue)", payload: EntitlementNews(grant: grant), client: catalog.clientID,
-                                             aggregateKey: "entitlements:\(catalog.clientID):\(grant.playerID)", on: connection)
+                try OutboxRepository.enqueue(
+                    event: "entitlement.\(change.rawValue)", payload: EntitlementNews(grant: grant),
+                    client: catalog.clientID,
+                    aggregateKey: "entitlements:\(catalog.clientID):\(grant.playerID)", on: connection)
             }
         }
         return moved
@@ -99,7 +114,8 @@ enum EntitlementIndex {
     /// in a join condition makes Postgres compare every row of the store. `environment` nil: either
     /// environment (what an account link names does not say).
     static func purchaseRows(store: String, environment: String?, original: String) -> String {
-        let environments = environment ?? "ANY('{\(StoreEnvironment.allCases.map(\.rawValue).joined(separator: ","))}'::text[])"
+        let environments =
+            environment ?? "ANY('{\(StoreEnvironment.allCases.map(\.rawValue).joined(separator: ","))}'::text[])"
         let match = environment.map { "= \($0)" } ?? "= \(environments)"
         return """
             (SELECT x.* FROM transactions x WHERE x.store = \(store) AND x.original_transaction_id = \(original) AND x.environment \(match)
@@ -115,13 +131,16 @@ enum EntitlementIndex {
     private static let withdrawnStates = TransactionState.allCases.filter(\.isWithdrawn).map(\.rawValue)
     private static let accessStatuses = EntitlementRules.accessStatuses.map(\.rawValue)
     /// The kinds that never grant, a row of unknown kind as '' (the SQL filters compare `COALESCE(product_kind, '')`).
-    private static let nonGrantingKinds = ([nil] + ProductKind.allCases.map(Optional.some)).filter { !EntitlementRules.mayGrant($0) }
-        .map { $0?.rawValue ?? "" }
+    private static let nonGrantingKinds = ([nil] + ProductKind.allCases.map(Optional.some)).filter {
+        !EntitlementRules.mayGrant($0)
+    }
+    .map { $0?.rawValue ?? "" }
 
     /// Desired rows from the ledger, then the difference written: rows no longer owned deleted,
     /// new or changed ones upserted; each returned with what it was before (one snapshot: `before`).
     private static func statement(_ players: [String], catalog: Catalog) -> PostgresQuery {
-        let visible = LedgerSQL.visible(owner: "t", callerClient: "\(catalog.clientID)", callerGame: "\(catalog.gameID)")
+        let visible = LedgerSQL.visible(
+            owner: "t", callerClient: "\(catalog.clientID)", callerGame: "\(catalog.gameID)")
         // Only purchases that may grant something are looked at (most of a game's are consumables):
         // a subscription (its product may have changed since), or a product this catalog maps.
         let mayGrant: PostgresQuery = """

@@ -99,11 +99,17 @@ final class EntitlementReadBatcher: Sendable {
             case .success(let connection):
                 if run(batch, on: connection, failOnError: !fallback) { return }
             case .failure(let error):
-                guard fallback, DatabaseOutage.matches(error) else { return batch.forEach { $0.continuation.resume(throwing: error) } }
+                guard fallback, DatabaseOutage.matches(error) else {
+                    return batch.forEach { $0.continuation.resume(throwing: error) }
+                }
             }
             onStandbyWithoutPrimary(batch)
         }
-        if !accepted { batch.forEach { $0.continuation.resume(throwing: PostgresError(.poolClosed, "the database pool is shut down")) } }
+        if !accepted {
+            batch.forEach {
+                $0.continuation.resume(throwing: PostgresError(.poolClosed, "the database pool is shut down"))
+            }
+        }
     }
 
     private func onStandbyWithoutPrimary(_ batch: [Item]) {
@@ -116,7 +122,11 @@ final class EntitlementReadBatcher: Sendable {
             case .failure(let error): batch.forEach { $0.continuation.resume(throwing: error) }
             }
         }
-        if !accepted { batch.forEach { $0.continuation.resume(throwing: PostgresError(.poolClosed, "the database pool is shut down")) } }
+        if !accepted {
+            batch.forEach {
+                $0.continuation.resume(throwing: PostgresError(.poolClosed, "the database pool is shut down"))
+            }
+        }
     }
 
     private func strand(_ error: any Error) {

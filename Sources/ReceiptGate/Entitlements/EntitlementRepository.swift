@@ -26,7 +26,8 @@ struct EntitlementRepository: Sendable {
     func owned(by playerID: String, client: ClientInfo, at now: Date = Date()) async throws -> [EntitlementGrant] {
         let environments = client.environments
         return try await batcher.rows(client: client.clientID, player: playerID).filter {
-            environments.contains($0.environment) && EntitlementRules.holds(expires: $0.expiresDate, grace: $0.gracePeriodExpiresDate, at: now)
+            environments.contains($0.environment)
+                && EntitlementRules.holds(expires: $0.expiresDate, grace: $0.gracePeriodExpiresDate, at: now)
         }
     }
 
@@ -35,11 +36,13 @@ struct EntitlementRepository: Sendable {
     /// refresh's lock), at most `limit` per call; the number of players refreshed.
     @discardableResult
     func sweepExpired(limit: Int = 500) async throws -> Int {
-        let due = try await pool.query("""
+        let due = try await pool.query(
+            """
             SELECT DISTINCT c.id, c.game_id, c.environments, pe.player_id FROM player_entitlements pe JOIN clients c ON c.id = pe.client_id
             WHERE pe.expires_date IS NOT NULL AND GREATEST(pe.expires_date, pe.grace_period_expires_date) <= now()
             LIMIT \(limit)
-            """).map { (try EntitlementIndex.Catalog($0), try $0.decode("player_id", as: String.self)) }
+            """
+        ).map { (try EntitlementIndex.Catalog($0), try $0.decode("player_id", as: String.self)) }
         for (catalog, player) in due {
             try await pool.withTransaction { try EntitlementIndex.refresh([player], catalog: catalog, on: $0) }
         }
@@ -49,7 +52,8 @@ struct EntitlementRepository: Sendable {
     /// Whether catalogs exist but nothing is indexed yet: a ledger from before the index (or one
     /// restored without it), to build once at start.
     func needsBuilding() async throws -> Bool {
-        try await pool.query("""
+        try await pool.query(
+            """
             SELECT EXISTS (SELECT 1 FROM product_entitlements) AND NOT EXISTS (SELECT 1 FROM player_entitlements) AS needed
             """)[0].decode("needed", as: Bool.self)
     }
@@ -58,10 +62,17 @@ struct EntitlementRepository: Sendable {
     /// without webhooks when `announce` is off (building the index tells of nothing that changed).
     @discardableResult
     func refreshCatalogs(client clientID: String? = nil, announce: Bool = true) async throws -> Int {
-        let products = try await pool.query("""
+        let products = try await pool.query(
+            """
             SELECT DISTINCT client_id, store, product_id FROM product_entitlements WHERE \(clientID)::text IS NULL OR client_id = \(clientID)
             ORDER BY 1, 2, 3
-            """).map { (try $0.decode("client_id", as: String.self), try $0.decode("store", as: String.self), try $0.decode("product_id", as: String.self)) }
+            """
+        ).map {
+            (
+                try $0.decode("client_id", as: String.self), try $0.decode("store", as: String.self),
+                try $0.decode("product_id", as: String.self)
+            )
+        }
         var refreshed = 0
         for (client, store, product) in products {
             refreshed += try await refreshProduct(client: client, store: store, product: product, announce: announce)
@@ -75,13 +86,20 @@ struct EntitlementRepository: Sendable {
     /// `RefreshCutShort` when `deadline` passes or the task is cancelled, checked before the
     /// holders are looked for and between two chunks (what committed stays).
     @discardableResult
-    func refreshProduct(client clientID: String, store: String, product: String, chunk: Int = 1000, announce: Bool = true,
-                        until deadline: ContinuousClock.Instant? = nil) async throws -> Int {
+    func refreshProduct(
+        client clientID: String, store: String, product: String, chunk: Int = 1000, announce: Bool = true,
+        until deadline: ContinuousClock.Instant? = nil
+    ) async throws -> Int {
         if RefreshCutShort.due(deadline) { throw RefreshCutShort() }
-        guard let catalog = try await pool.query("SELECT id, game_id, environments FROM clients WHERE id = \(clientID)").first
-            .map(EntitlementIndex.Catalog.init) else { return 0 }
-        let visible = LedgerSQL.visible(owner: "t", callerClient: "\(catalog.clientID)", callerGame: "\(catalog.gameID)")
-        let players = try await pool.query("""
+        guard
+            let catalog = try await pool.query("SELECT id, game_id, environments FROM clients WHERE id = \(clientID)")
+                .first
+                .map(EntitlementIndex.Catalog.init)
+        else { return 0 }
+        let visible = LedgerSQL.visible(
+            owner: "t", callerClient: "\(catalog.clientID)", callerGame: "\(catalog.gameID)")
+        let players = try await pool.query(
+            """
             WITH game AS (
                 SELECT c.id FROM clients c WHERE c.id = \(catalog.clientID) OR (\(catalog.gameID)::bigint IS NOT NULL AND c.game_id = \(catalog.gameID))
             ), purchases AS (
@@ -96,12 +114,15 @@ struct EntitlementRepository: Sendable {
             UNION SELECT l.account_id FROM account_links l JOIN purchases p ON p.store = l.store AND p.original = l.original_transaction_id
             WHERE l.scope = \(catalog.scope)
             UNION SELECT player_id FROM player_entitlements WHERE client_id = \(catalog.clientID) AND store = \(store) AND product_id = \(product)
-            """).map { try $0.decode("player_id", as: String.self) }.sorted()
+            """
+        ).map { try $0.decode("player_id", as: String.self) }.sorted()
         var start = 0
         while start < players.count {
             if RefreshCutShort.due(deadline) { throw RefreshCutShort() }
             let slice = Array(players[start..<min(start + chunk, players.count)])
-            try await pool.withTransaction { try EntitlementIndex.refresh(slice, catalog: catalog, announce: announce, on: $0) }
+            try await pool.withTransaction {
+                try EntitlementIndex.refresh(slice, catalog: catalog, announce: announce, on: $0)
+            }
             start += chunk
         }
         return players.count

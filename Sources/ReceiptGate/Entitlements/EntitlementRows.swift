@@ -28,17 +28,21 @@ enum EntitlementRows {
         """
 
     static func columns(of alias: String) -> String {
-        written.split(separator: ",").map { "\(alias).\($0.trimmingCharacters(in: .whitespacesAndNewlines))" }.joined(separator: ", ")
+        written.split(separator: ",").map { "\(alias).\($0.trimmingCharacters(in: .whitespacesAndNewlines))" }.joined(
+            separator: ", ")
     }
 
     static func grant(_ row: PostgresRow) throws -> EntitlementGrant {
-        EntitlementGrant(playerID: try row.decode("player_id"), entitlement: try row.decode("entitlement"),
-                         store: StoreID(rawValue: try row.decode("store")),
-                         environment: try TransactionRows.typed(row, "environment", as: StoreEnvironment.self),
-                         productID: try row.decode("product_id"), transactionRowID: try row.decode("transaction_row_id"),
-                         transactionID: try row.decode("transaction_id"), originalTransactionID: try row.decode("original_transaction_id"),
-                         purchaseDate: try row.decode("purchase_date"), expiresDate: try row.decode("expires_date"),
-                         gracePeriodExpiresDate: try row.decode("grace_period_expires_date"), willRenew: try row.decode("will_renew"),
-                         ownership: try row.decode("ownership", as: String?.self).flatMap(Ownership.init(rawValue:)))
+        EntitlementGrant(
+            playerID: try row.decode("player_id"), entitlement: try row.decode("entitlement"),
+            store: StoreID(rawValue: try row.decode("store")),
+            environment: try TransactionRows.typed(row, "environment", as: StoreEnvironment.self),
+            productID: try row.decode("product_id"), transactionRowID: try row.decode("transaction_row_id"),
+            transactionID: try row.decode("transaction_id"),
+            originalTransactionID: try row.decode("original_transaction_id"),
+            purchaseDate: try row.decode("purchase_date"), expiresDate: try row.decode("expires_date"),
+            gracePeriodExpiresDate: try row.decode("grace_period_expires_date"),
+            willRenew: try row.decode("will_renew"),
+            ownership: try row.decode("ownership", as: String?.self).flatMap(Ownership.init(rawValue:)))
     }
 }

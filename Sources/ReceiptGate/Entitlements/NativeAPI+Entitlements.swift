@@ -5,7 +5,10 @@ import ReceiptCore
 /// the entitlement index (one index range, on the read standby while it is fresh enough).
 extension NativeAPI {
     var entitlementRoute: Route {
-        Route("GET", "/v1/players/{player_id}/entitlements", authentication: .signedClient(.allow), rateLimits: [Self.perClient]) { _, context in
+        Route(
+            "GET", "/v1/players/{player_id}/entitlements", authentication: .signedClient(.allow),
+            rateLimits: [Self.perClient]
+        ) { _, context in
             await playerEntitlements(context)
         }
     }
@@ -15,7 +18,10 @@ extension NativeAPI {
             let player = context.pathParameters["player_id"] ?? ""
             let now = Date()
             let owned = try await entitlements.owned(by: player, client: client, at: now)
-            return .json(encoded: PlayerEntitlements(playerID: player, entitlements: owned.map { NativeEntitlement($0, now: now) }).encoded())
+            return .json(
+                encoded: PlayerEntitlements(
+                    playerID: player, entitlements: owned.map { NativeEntitlement($0, now: now) }
+                ).encoded())
         }
     }
 }

@@ -14,11 +14,15 @@ struct NativeEntitlement: Encodable, Sendable {
         self.now = now
     }
 
-    var inGracePeriod: Bool { EntitlementRules.inGracePeriod(expires: grant.expiresDate, grace: grant.gracePeriodExpiresDate, at: now) }
+    var inGracePeriod: Bool {
+        EntitlementRules.inGracePeriod(expires: grant.expiresDate, grace: grant.gracePeriodExpiresDate, at: now)
+    }
 
     enum CodingKeys: String, CodingKey {
-        case entitlement, environment, expiresDateMs = "expires_date_ms", gracePeriodExpiresDateMs = "grace_period_expires_date_ms"
-        case inGracePeriod = "in_grace_period", originalTransactionID = "original_transaction_id", ownership, productID = "product_id"
+        case entitlement, environment, expiresDateMs = "expires_date_ms", gracePeriodExpiresDateMs =
+            "grace_period_expires_date_ms"
+        case inGracePeriod = "in_grace_period", originalTransactionID = "original_transaction_id", ownership,
+            productID = "product_id"
         case purchaseDateMs = "purchase_date_ms", store, transactionID = "transaction_id", willRenew = "will_renew"
     }
 

@@ -30,14 +30,24 @@ public struct ProductCatalogRepository: Sendable {
     /// An entitlement name: lower-case letters, digits, `_`, `.` or `-`, starting with a letter or
     /// digit, at most 64 characters.
     public static func checkEntitlement(_ name: String) throws(CatalogInputInvalid) {
-        let allowed = name.utf8.allSatisfy { (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || [0x5F, 0x2E, 0x2D].contains($0) }
-        guard (1...64).contains(name.utf8.count), allowed, let first = name.utf8.first, first != 0x5F, first != 0x2E, first != 0x2D else {
-            throw CatalogInputInvalid(option: "entitlement", problem: "must be 1–64 lower-case letters, digits, '_', '.' or '-', starting with a letter or digit, got \"\(name)\"")
+        let allowed = name.utf8.allSatisfy {
+            (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || [0x5F, 0x2E, 0x2D].contains($0)
+        }
+        guard (1...64).contains(name.utf8.count), allowed, let first = name.utf8.first, first != 0x5F, first != 0x2E,
+            first != 0x2D
+        else {
+            throw CatalogInputInvalid(
+                option: "entitlement",
+                problem:
+                    "must be 1–64 lower-case letters, digits, '_', '.' or '-', starting with a letter or digit, got \"\(name)\""
+            )
         }
     }
 
     public static func checkProduct(_ id: String) throws(CatalogInputInvalid) {
-        if let problem = Identifier.problem(id, maxBytes: 200) { throw CatalogInputInvalid(option: "product-id", problem: problem) }
+        if let problem = Identifier.problem(id, maxBytes: 200) {
+            throw CatalogInputInvalid(option: "product-id", problem: problem)
+        }
         guard !id.isEmpty else { throw CatalogInputInvalid(option: "product-id", problem: "must not be empty") }
     }
 
@@ -49,7 +59,9 @@ public struct ProductCatalogRepository: Sendable {
     /// catalog older than the change and commits after it. Waits at most
     /// `CatalogScopeLock.changeTimeout` (then fails, safe to retry). The ids of every client of
     /// the scopes held, `client` first.
-    static func holdGame(of client: String, alsoScopes: [String] = [], on connection: PostgresConnection) throws -> [String] {
+    static func holdGame(
+        of client: String, alsoScopes: [String] = [], on connection: PostgresConnection
+    ) throws -> [String] {
         guard let scope = try CatalogScopeLock.scope(of: client, on: connection) else { return [] }
         var held = [scope] + alsoScopes
         try CatalogScopeLock.hold(held, on: connection)
@@ -59,10 +71,12 @@ public struct ProductCatalogRepository: Sendable {
             try CatalogScopeLock.hold([now], on: connection)
             held.append(now)
         }
-        let others = try connection.query("""
+        let others = try connection.query(
+            """
             SELECT id FROM clients WHERE id <> \(client) AND (CASE WHEN game_id IS NULL THEN 'client:' || id ELSE 'game:' || game_id END) = ANY(\(held)::text[])
             ORDER BY id
-            """).map { try $0.decode("id", as: String.self) }
+            """
+        ).map { try $0.decode("id", as: String.self) }
         return [client] + others
     }
 
@@ -75,8 +89,10 @@ public struct ProductCatalogRepository: Sendable {
     /// Makes `product` of `store` grant exactly `entitlements` for the client, then brings what
     /// its players own up to date (every player holding the product, in chunks) for at most
     /// `budget` (nil: until done). The same mapping again changes nothing (no audit, no refresh).
-    public func set(client: String, store: String, product: String, entitlements: [String], by who: String,
-                    refreshWithin budget: Duration? = nil) async throws -> Mapping {
+    public func set(
+        client: String, store: String, product: String, entitlements: [String], by who: String,
+        refreshWithin budget: Duration? = nil
+    ) async throws -> Mapping {
         try Self.checkProduct(product)
         guard !entitlements.isEmpty, entitlements.count <= 32 else {
             throw CatalogInputInvalid(option: "entitlement", problem: "give 1 to 32 entitlements")
@@ -84,21 +100,28 @@ public struct ProductCatalogRepository: Sendable {
         for name in entitlements { try Self.checkEntitlement(name) }
         let names = Array(Set(entitlements)).sorted()
         let mapping = Mapping(store: store, productID: product, entitlements: names)
-        guard try await list(client: client).first(where: { $0.store == store && $0.productID == product })?.entitlements != names else { return mapping }
+        guard
+            try await list(client: client).first(where: { $0.store == store && $0.productID == product })?.entitlements
+                != names
+        else { return mapping }
         let request = try await pool.withTransaction { connection in
             let game = try Self.holdGame(of: client, on: connection)
-            try connection.execute("""
+            try connection.execute(
+                """
                 DELETE FROM product_entitlements WHERE client_id = \(client) AND store = \(store) AND product_id = \(product)
                   AND NOT (entitlement = ANY (\(names)::text[]))
                 """)
             for name in names {
-                try connection.execute("""
+                try connection.execute(
+                    """
                     INSERT INTO product_entitlements (client_id, store, product_id, entitlement) VALUES (\(client), \(store), \(product), \(name))
                     ON CONFLICT DO NOTHING
                     """)
             }
             try Self.touch(game, on: connection)
-            try ConsoleRepository.audit(who: who, action: "product.set", target: "\(client) \(store) \(product) → \(names.joined(separator: ","))", on: connection)
+            try ConsoleRepository.audit(
+                who: who, action: "product.set",
+                target: "\(client) \(store) \(product) → \(names.joined(separator: ","))", on: connection)
             return try CatalogRefreshes.request(client: client, store: store, product: product, on: connection)
         }
         await refresher.refreshNow([request], within: budget)
@@ -107,20 +130,25 @@ public struct ProductCatalogRepository: Sendable {
 
     /// Removes the product's mapping (or only `entitlement`), then takes away what it granted (for
     /// at most `budget`, like `set`); true if something was removed.
-    public func remove(client: String, store: String, product: String, entitlement: String?, by who: String,
-                       refreshWithin budget: Duration? = nil) async throws -> Bool {
+    public func remove(
+        client: String, store: String, product: String, entitlement: String?, by who: String,
+        refreshWithin budget: Duration? = nil
+    ) async throws -> Bool {
         try Self.checkProduct(product)
         if let entitlement { try Self.checkEntitlement(entitlement) }
         let request = try await pool.withTransaction { connection -> CatalogRefreshes.Request? in
             let game = try Self.holdGame(of: client, on: connection)
-            let removed = try connection.execute("""
+            let removed = try connection.execute(
+                """
                 DELETE FROM product_entitlements WHERE client_id = \(client) AND store = \(store) AND product_id = \(product)
                   AND (\(entitlement)::text IS NULL OR entitlement = \(entitlement))
                 """)
             guard removed > 0 else { return nil }
             try Self.touch(game, on: connection)
-            try ConsoleRepository.audit(who: who, action: "product.remove", target: "\(client) \(store) \(product)\(entitlement.map { " " + $0 } ?? "")",
-                                        on: connection)
+            try ConsoleRepository.audit(
+                who: who, action: "product.remove",
+                target: "\(client) \(store) \(product)\(entitlement.map { " " + $0 } ?? "")",
+                on: connection)
             return try CatalogRefreshes.request(client: client, store: store, product: product, on: connection)
         }
         guard let request else { return false }
@@ -129,11 +157,16 @@ public struct ProductCatalogRepository: Sendable {
     }
 
     public func list(client: String) async throws -> [Mapping] {
-        let rows = try await pool.query("""
+        let rows = try await pool.query(
+            """
             SELECT store, product_id, array_agg(entitlement ORDER BY entitlement) AS entitlements FROM product_entitlements
             WHERE client_id = \(client) GROUP BY store, product_id ORDER BY store, product_id
             """)
-        return try rows.map { Mapping(store: try $0.decode("store"), productID: try $0.decode("product_id"), entitlements: try $0.decode("entitlements")) }
+        return try rows.map {
+            Mapping(
+                store: try $0.decode("store"), productID: try $0.decode("product_id"),
+                entitlements: try $0.decode("entitlements"))
+        }
     }
 }
 

@@ -12,12 +12,13 @@ struct NotificationAdmin: Sendable {
         [
             Route("GET", "/admin/notifications", authentication: .admin) { _, context in
                 do {
-                    let listed = try await notifications.list(store: Self.filter(context.query["store"]), type: Self.filter(context.query["type"]))
+                    let listed = try await notifications.list(
+                        store: Self.filter(context.query["store"]), type: Self.filter(context.query["type"]))
                     return .json(["notifications": listed])
                 } catch {
                     return NativeAPI.error(.verifierError, "the notifications could not be read")
                 }
-            },
+            }
         ]
     }
 

@@ -23,12 +23,15 @@ package struct NotificationRepository: Sendable {
     func record(_ notification: StoreNotification, rawBody: Data, kind: AppIdentifierKind?) async throws -> Recorded {
         let decoded = String(decoding: notification.decodedJSON, as: UTF8.self)
         let notice = try notification.operatorNotice.map { notice in
-            String(decoding: try JSONSerialization.data(withJSONObject: ["message": notice.message, "fields": notice.fields], options: [.sortedKeys]),
-                   as: UTF8.self)
+            String(
+                decoding: try JSONSerialization.data(
+                    withJSONObject: ["message": notice.message, "fields": notice.fields], options: [.sortedKeys]),
+                as: UTF8.self)
         }
         let refundCallbacks = refundCallbacks, refundAnswerDelay = refundAnswerDelay
         return try await pool.withTransaction { connection in
-            let inserted = try connection.query("""
+            let inserted = try connection.query(
+                """
                 INSERT INTO store_notifications (store, notification_id, notification_type, subtype, environment, app_identifier,
                     transaction_id, original_transaction_id, product_id, signed_at, raw_body, decoded, operator_notice)
                 VALUES (\(notification.store.rawValue), \(notification.notificationID), \(notification.type), \(notification.subtype),
@@ -39,10 +42,13 @@ package struct NotificationRepository: Sendable {
                 RETURNING id
                 """)
             guard let row = inserted.first else { return Recorded(duplicate: true, changed: false) }
-            let changed = try TransactionRepository.apply(notification.event, store: notification.store, appIdentifier: notification.appIdentifier,
-                                                          kind: kind, refundCallbacks: refundCallbacks, refundAnswerDelay: refundAnswerDelay,
-                                                          on: connection)
-            try connection.execute("UPDATE store_notifications SET processed_at = now() WHERE id = \(try row.decode("id", as: Int64.self))")
+            let changed = try TransactionRepository.apply(
+                notification.event, store: notification.store, appIdentifier: notification.appIdentifier,
+                kind: kind, refundCallbacks: refundCallbacks, refundAnswerDelay: refundAnswerDelay,
+                on: connection)
+            try connection.execute(
+                "UPDATE store_notifications SET processed_at = now() WHERE id = \(try row.decode("id", as: Int64.self))"
+            )
             return Recorded(duplicate: false, changed: changed)
         }
     }

@@ -1,5 +1,5 @@
-import OpenSSLCrypto
 import Foundation
+import OpenSSLCrypto
 import Synchronization
 
 /// The one check of the admin token, for the admin API and the console's sign-in alike, and one
@@ -30,7 +30,9 @@ final class AdminTokenGate: Sendable {
     /// `given` is what the caller presented (nil: nothing); `callerAddress` is the caller as the
     /// trusted-proxy rule names it.
     func check(_ given: String?, callerAddress: String) -> Verdict {
-        if let given, let presented = try? SHA256.hash(Data(given.utf8)), ConstantTime.equals(presented, digest) { return .accepted }
+        if let given, let presented = try? SHA256.hash(Data(given.utf8)), ConstantTime.equals(presented, digest) {
+            return .accepted
+        }
         let network = RateLimiter.addressKey(callerAddress)
         if let retryAfter = throttle.secondsHeldBack(network) { return .throttled(retryAfter: retryAfter) }
         return .refused(firstFromCaller: throttle.failed(network))
@@ -55,7 +57,9 @@ final class AdminTokenThrottle: Sendable {
     func secondsHeldBack(_ network: String) -> Int? {
         let now = now()
         return failures.withLock { failures in
-            guard let entry = Self.current(failures[network], now: now), entry.count >= Self.failuresPerMinute else { return nil }
+            guard let entry = Self.current(failures[network], now: now), entry.count >= Self.failuresPerMinute else {
+                return nil
+            }
             return max(1, Int(entry.since.addingTimeInterval(60).timeIntervalSince(now).rounded(.up)))
         }
     }

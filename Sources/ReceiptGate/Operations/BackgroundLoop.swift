@@ -23,8 +23,10 @@ final class BackgroundLoop: BackgroundPart {
     private let task = Mutex<Task<Void, Never>?>(nil)
 
     /// `first` runs once before the first run of `body` (what must be done once per process).
-    init(_ name: String, every interval: Duration, logger: Logger, first: (@Sendable () async -> Void)? = nil,
-         _ body: @escaping @Sendable () async throws -> Pace) {
+    init(
+        _ name: String, every interval: Duration, logger: Logger, first: (@Sendable () async -> Void)? = nil,
+        _ body: @escaping @Sendable () async throws -> Pace
+    ) {
         self.name = name
         self.interval = interval
         self.logger = logger
@@ -51,7 +53,7 @@ final class BackgroundLoop: BackgroundPart {
         await first?()
         while !Task.isCancelled {
             var pace = Pace.pause
-            do { pace = try await body() } catch where !Task.isCancelled {
+            do { pace = try await body() } catch  where !Task.isCancelled {
                 logger.warning("\(name) failed", ["error": "\(error)"])
             } catch {}
             if pace == .pause { try? await Task.sleep(for: interval) }

@@ -17,7 +17,8 @@ package struct ObservabilityMiddleware: HTTPMiddleware {
         let response = try await next(request)
         let elapsed = ContinuousClock.now - started
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        metrics.record(method: request.normalizedMethod, route: request.route, status: response.status, seconds: seconds)
+        metrics.record(
+            method: request.normalizedMethod, route: request.route, status: response.status, seconds: seconds)
         var fields = [
             ("request.id", request.requestID), ("http.method", request.normalizedMethod), ("http.route", request.route),
             ("http.status", String(response.status)), ("duration_ms", Self.milliseconds(seconds)),

@@ -12,8 +12,12 @@ package struct OperationalRoutes: Sendable {
     let verifications: VerificationTally?
     let ledgerReads: LedgerReads?
 
-    init(database: Database, metrics: Metrics, openAPIDocument: Data?, inFlight: @escaping @Sendable () -> Int, groupCommit: RecordBatcher? = nil,
-         clientCache: @escaping @Sendable () -> ClientCache.Status? = { nil }, verifications: VerificationTally? = nil, ledgerReads: LedgerReads? = nil) {
+    init(
+        database: Database, metrics: Metrics, openAPIDocument: Data?, inFlight: @escaping @Sendable () -> Int,
+        groupCommit: RecordBatcher? = nil,
+        clientCache: @escaping @Sendable () -> ClientCache.Status? = { nil }, verifications: VerificationTally? = nil,
+        ledgerReads: LedgerReads? = nil
+    ) {
         self.ledgerReads = ledgerReads
         self.database = database
         self.metrics = metrics
@@ -35,7 +39,8 @@ package struct OperationalRoutes: Sendable {
         }
         router.get("/openapi.yaml") { [openAPIDocument] _ in
             guard let openAPIDocument else {
-                throw HTTPError(status: 404, code: "NOT_FOUND", message: "openapi.yaml was not found; set RECEIPTGATE_OPENAPI_PATH")
+                throw HTTPError(
+                    status: 404, code: "NOT_FOUND", message: "openapi.yaml was not found; set RECEIPTGATE_OPENAPI_PATH")
             }
             return HTTPResponse(status: 200, headers: ["Content-Type": "application/yaml"], body: openAPIDocument)
         }
@@ -47,10 +52,14 @@ package struct OperationalRoutes: Sendable {
     }
 
     package func registerMetrics(on router: inout Router) {
-        router.get("/metrics") { [metrics, database, inFlight, groupCommit, clientCache, verifications, ledgerReads] _ in
-            var text = metrics.render(pool: database.poolStatistics, inFlight: inFlight(), groupCommit: groupCommit?.served,
-                                      clientCache: clientCache(), verifications: verifications)
-            if database.readPool != nil { text += await Self.readStandbyMetrics(database) + (ledgerReads?.renderMetrics() ?? "") }
+        router.get("/metrics") {
+            [metrics, database, inFlight, groupCommit, clientCache, verifications, ledgerReads] _ in
+            var text = metrics.render(
+                pool: database.poolStatistics, inFlight: inFlight(), groupCommit: groupCommit?.served,
+                clientCache: clientCache(), verifications: verifications)
+            if database.readPool != nil {
+                text += await Self.readStandbyMetrics(database) + (ledgerReads?.renderMetrics() ?? "")
+            }
             text += metrics.renderRefunds() + (await Self.refundRequestMetrics(database))
             return .text(text, contentType: "text/plain; version=0.0.4; charset=utf-8")
         }
@@ -59,12 +68,16 @@ package struct OperationalRoutes: Sendable {
     /// Refund requests in the ledger by store, status and the store's outcome: the cluster's, read
     /// at each scrape (bounded; left out if the database does not answer in time).
     static func refundRequestMetrics(_ database: Database) async -> String {
-        let rows = try? await withDeadline(.seconds(2)) { try await RefundRequestRepository(pool: database.pool).counts() }
+        let rows = try? await withDeadline(.seconds(2)) {
+            try await RefundRequestRepository(pool: database.pool).counts()
+        }
         guard let rows else { return "" }
-        var text = "# HELP receiptgate_refund_requests Refund requests stores asked (every process), by status (pending, answered, missed) "
+        var text =
+            "# HELP receiptgate_refund_requests Refund requests stores asked (every process), by status (pending, answered, missed) "
             + "and the store's outcome (refunded, declined, none yet).\n# TYPE receiptgate_refund_requests gauge\n"
         for (store, status, outcome, count) in rows {
-            text += "receiptgate_refund_requests{store=\(Metrics.quote(store)),status=\(Metrics.quote(status)),outcome=\(Metrics.quote(outcome))} \(count)\n"
+            text +=
+                "receiptgate_refund_requests{store=\(Metrics.quote(store)),status=\(Metrics.quote(status)),outcome=\(Metrics.quote(outcome))} \(count)\n"
         }
         return text
     }
@@ -73,10 +86,12 @@ package struct OperationalRoutes: Sendable {
     /// on a standby that stopped answering).
     static func readStandbyMetrics(_ database: Database) async -> String {
         let lag = try? await withDeadline(.seconds(2)) { try await database.readStandbyLagSeconds() }
-        var text = "# HELP receiptgate_db_read_standby_up 1 if the DATABASE_READ_URL standby answered this scrape.\n"
+        var text =
+            "# HELP receiptgate_db_read_standby_up 1 if the DATABASE_READ_URL standby answered this scrape.\n"
             + "# TYPE receiptgate_db_read_standby_up gauge\nreceiptgate_db_read_standby_up \(lag == nil ? 0 : 1)\n"
         if let lag = lag ?? nil {
-            text += "# HELP receiptgate_db_read_standby_lag_seconds How far the read standby's replay is behind its primary.\n"
+            text +=
+                "# HELP receiptgate_db_read_standby_lag_seconds How far the read standby's replay is behind its primary.\n"
                 + "# TYPE receiptgate_db_read_standby_lag_seconds gauge\nreceiptgate_db_read_standby_lag_seconds \(lag.isFinite ? String(lag) : "+Inf")\n"
         }
         return text
@@ -86,8 +101,11 @@ package struct OperationalRoutes: Sendable {
     /// (a checkout's .build/…/receiptgate), the working directory, or /usr/share/receiptgate.
     package static func loadOpenAPIDocument(configuredPath: String?) -> Data? {
         if let configuredPath { return FileManager.default.contents(atPath: configuredPath) }
-        var candidates = [URL(fileURLWithPath: "Deploy/openapi.yaml"), URL(fileURLWithPath: "/usr/share/receiptgate/openapi.yaml")]
-        var directory = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+        var candidates = [
+            URL(fileURLWithPath: "Deploy/openapi.yaml"), URL(fileURLWithPath: "/usr/share/receiptgate/openapi.yaml"),
+        ]
+        var directory = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+            .deletingLastPathComponent()
         for _ in 0..<5 {
             candidates.insert(directory.appendingPathComponent("Deploy/openapi.yaml"), at: candidates.count - 1)
             directory.deleteLastPathComponent()

@@ -1,5 +1,5 @@
-import OpenSSLCrypto
 import Foundation
+import OpenSSLCrypto
 import ReceiptCore
 import Synchronization
 
@@ -14,8 +14,10 @@ final class RateLimiter: Sendable {
     /// limits count by the database's clock, the one every process agrees on.
     private let now: @Sendable () -> Date
 
-    init(shared: RateLimitRepository, overrides: [String: ServiceConfiguration.RateLimitOverride], logger: Logger,
-         now: @escaping @Sendable () -> Date = { Date() }) {
+    init(
+        shared: RateLimitRepository, overrides: [String: ServiceConfiguration.RateLimitOverride], logger: Logger,
+        now: @escaping @Sendable () -> Date = { Date() }
+    ) {
         self.shared = shared
         self.overrides = overrides
         self.logger = logger
@@ -39,7 +41,8 @@ final class RateLimiter: Sendable {
         let (hits, secondsLeft): (Int, Int)
         if policy.shared {
             do {
-                (hits, secondsLeft) = try await shared.hit(policy: policy.name, key: boundedKey, windowSeconds: windowSeconds)
+                (hits, secondsLeft) = try await shared.hit(
+                    policy: policy.name, key: boundedKey, windowSeconds: windowSeconds)
             } catch {
                 // A database outage fails the request elsewhere; the limiter does not add a second failure.
                 logger.warning("rate limit not counted", ["policy": policy.name, "error": "\(error)"])
@@ -49,8 +52,10 @@ final class RateLimiter: Sendable {
             (hits, secondsLeft) = local.hit("\(policy.name)|\(boundedKey)", windowSeconds: windowSeconds, now: now())
         }
         if hits > policy.limit {
-            throw RouteRefusal(code: .rateLimited, message: "too many requests (\(policy.limit) per \(windowSeconds) s); retry after \(secondsLeft) s",
-                               retryAfter: secondsLeft)
+            throw RouteRefusal(
+                code: .rateLimited,
+                message: "too many requests (\(policy.limit) per \(windowSeconds) s); retry after \(secondsLeft) s",
+                retryAfter: secondsLeft)
         }
     }
 
@@ -70,7 +75,9 @@ final class RateLimiter: Sendable {
         // An IPv6 caller owns at least a /64: counting by full address would give it endless budgets.
         let key = policy.key == .callerAddress ? addressKey(key) : key
         // Keys come from callers: hash long ones so neither memory nor rows grow with their length.
-        return (max(1, Int(policy.window.components.seconds)), key.utf8.count <= 64 ? key : try SHA256.hex(Data(key.utf8)))
+        return (
+            max(1, Int(policy.window.components.seconds)), key.utf8.count <= 64 ? key : try SHA256.hex(Data(key.utf8))
+        )
     }
 }
 
@@ -83,7 +90,8 @@ extension RateLimiter {
         if bytes[0..<10].allSatisfy({ $0 == 0 }) && bytes[10] == 0xff && bytes[11] == 0xff {
             return bytes[12..<16].map(String.init).joined(separator: ".")
         }
-        return stride(from: 0, to: 8, by: 2).map { String(format: "%02x%02x", bytes[$0], bytes[$0 + 1]) }.joined(separator: ":") + "::/64"
+        return stride(from: 0, to: 8, by: 2).map { String(format: "%02x%02x", bytes[$0], bytes[$0 + 1]) }.joined(
+            separator: ":") + "::/64"
     }
 }
 
@@ -114,7 +122,9 @@ final class LocalCounters: Sendable {
     func forgive(_ key: String, windowSeconds: Int, now: Date) {
         let window = Int(now.timeIntervalSince1970) / windowSeconds
         counters.withLock { counters in
-            if let counter = counters[key], counter.window == window, counter.hits > 0 { counters[key] = (window, counter.hits - 1) }
+            if let counter = counters[key], counter.window == window, counter.hits > 0 {
+                counters[key] = (window, counter.hits - 1)
+            }
         }
     }
 

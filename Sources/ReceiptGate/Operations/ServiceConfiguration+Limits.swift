@@ -18,7 +18,9 @@ extension ServiceConfiguration {
         for item in text.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !item.isEmpty {
             let parts = item.split(separator: "=", maxSplits: 1).map(String.init)
             guard parts.count == 2, !parts[0].isEmpty else {
-                throw Invalid(variable: variable, problem: "expected name=LIMIT/WINDOW (e.g. native.client=1000/1s), got \"\(item)\"")
+                throw Invalid(
+                    variable: variable,
+                    problem: "expected name=LIMIT/WINDOW (e.g. native.client=1000/1s), got \"\(item)\"")
             }
             if parts[1] == "off" {
                 overrides[parts[0]] = RateLimitOverride(limit: nil, window: .seconds(1))
@@ -26,9 +28,12 @@ extension ServiceConfiguration {
             }
             let spec = parts[1].split(separator: "/").map(String.init)
             guard spec.count == 2, let limit = Int(spec[0]), limit > 0, let unit = spec[1].last,
-                  let amount = Int(spec[1].dropLast()), amount > 0,
-                  let multiplier = ["s": 1, "m": 60, "h": 3600][String(unit)], amount * multiplier <= 86_400 else {
-                throw Invalid(variable: variable, problem: "\(parts[0]): expected LIMIT/WINDOW such as 20/1m (window up to 24h), got \"\(parts[1])\"")
+                let amount = Int(spec[1].dropLast()), amount > 0,
+                let multiplier = ["s": 1, "m": 60, "h": 3600][String(unit)], amount * multiplier <= 86_400
+            else {
+                throw Invalid(
+                    variable: variable,
+                    problem: "\(parts[0]): expected LIMIT/WINDOW such as 20/1m (window up to 24h), got \"\(parts[1])\"")
             }
             overrides[parts[0]] = RateLimitOverride(limit: limit, window: .seconds(amount * multiplier))
         }
@@ -37,9 +42,12 @@ extension ServiceConfiguration {
 
     /// Comma-separated IP addresses or IPv4 CIDR ranges of the proxies in front of us.
     static func parseTrustedProxies(_ text: String) throws -> [TrustedProxy] {
-        try text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }.map { item in
+        try text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }.map {
+            item in
             guard let proxy = TrustedProxy(item) else {
-                throw Invalid(variable: "RECEIPTGATE_TRUSTED_PROXIES", problem: "expected IP addresses or IPv4 CIDR ranges, got \"\(item)\"")
+                throw Invalid(
+                    variable: "RECEIPTGATE_TRUSTED_PROXIES",
+                    problem: "expected IP addresses or IPv4 CIDR ranges, got \"\(item)\"")
             }
             return proxy
         }
@@ -53,13 +61,17 @@ public struct TrustedProxy: Sendable, Equatable {
 
     public init?(_ text: String) {
         if let slash = text.firstIndex(of: "/") {
-            guard let network = Self.ipv4(String(text[..<slash])), let bits = Int(text[text.index(after: slash)...]), (0...32).contains(bits)
+            guard let network = Self.ipv4(String(text[..<slash])), let bits = Int(text[text.index(after: slash)...]),
+                (0...32).contains(bits)
             else { return nil }
             let mask: UInt32 = bits == 0 ? 0 : ~UInt32(0) << (32 - bits)
             address = text
             ipv4Range = (network & mask, mask)
         } else {
-            guard Self.ipv4(text) != nil || (text.contains(":") && text.allSatisfy({ $0.isHexDigit || $0 == ":" || $0 == "." })) else { return nil }
+            guard
+                Self.ipv4(text) != nil
+                    || (text.contains(":") && text.allSatisfy({ $0.isHexDigit || $0 == ":" || $0 == "." }))
+            else { return nil }
             address = text.lowercased()
             ipv4Range = nil
         }
@@ -90,7 +102,9 @@ public struct TrustedProxy: Sendable, Equatable {
     /// `X-Forwarded-For` entry that is not one of ours.
     public static func callerAddress(peer: String?, forwardedFor: String?, trusted: [TrustedProxy]) -> String? {
         guard let peer, let forwardedFor, trusted.contains(where: { $0.contains(peer) }) else { return peer }
-        let hops = forwardedFor.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        let hops = forwardedFor.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter {
+            !$0.isEmpty
+        }
         for hop in hops.reversed() where !trusted.contains(where: { $0.contains(hop) }) {
             // Only something shaped like an address: the header is the caller's to write.
             guard hop.count <= 45, hop.allSatisfy({ $0.isHexDigit || $0 == "." || $0 == ":" }) else { return peer }

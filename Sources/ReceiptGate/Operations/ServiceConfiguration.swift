@@ -71,44 +71,58 @@ public struct ServiceConfiguration: Sendable {
 
     /// No embedded database where the configuration points, for a command that may not create one.
     static func missingDataDirectory(_ directory: URL) -> Invalid {
-        Invalid(variable: "RECEIPTGATE_DATA_DIR", problem: """
-            no ReceiptGate data directory at \(directory.standardizedFileURL.path) (its database would be in \
-            \(directory.appendingPathComponent("postgres").standardizedFileURL.path)); run the command where the service runs, point \
-            RECEIPTGATE_DATA_DIR at the service's data directory (or DATABASE_URL at its database), or create one with `receiptgate init`
-            """)
+        Invalid(
+            variable: "RECEIPTGATE_DATA_DIR",
+            problem: """
+                no ReceiptGate data directory at \(directory.standardizedFileURL.path) (its database would be in \
+                \(directory.appendingPathComponent("postgres").standardizedFileURL.path)); run the command where the service runs, point \
+                RECEIPTGATE_DATA_DIR at the service's data directory (or DATABASE_URL at its database), or create one with `receiptgate init`
+                """)
     }
 
-    public static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) throws -> ServiceConfiguration {
+    public static func fromEnvironment(
+        _ environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws -> ServiceConfiguration {
         var configuration = ServiceConfiguration()
         let settings = EnvironmentSettings(environment)
         func value(_ name: String) -> String? { settings.value(name) }
         func integer(_ name: String, in range: ClosedRange<Int>) throws -> Int? {
             guard let raw = value(name) else { return nil }
             guard let number = Int(raw), range.contains(number) else {
-                throw Invalid(variable: name, problem: "must be a whole number from \(range.lowerBound) to \(range.upperBound), got \"\(raw)\"")
+                throw Invalid(
+                    variable: name,
+                    problem: "must be a whole number from \(range.lowerBound) to \(range.upperBound), got \"\(raw)\"")
             }
             return number
         }
 
         if let host = value("RECEIPTGATE_HOST") {
             guard host.range(of: #"^[0-9.]+$|^[0-9a-fA-F:]+$|^localhost$"#, options: .regularExpression) != nil else {
-                throw Invalid(variable: "RECEIPTGATE_HOST", problem: "must be an IPv4 or IPv6 address (e.g. 127.0.0.1 or 0.0.0.0), got \"\(host)\"")
+                throw Invalid(
+                    variable: "RECEIPTGATE_HOST",
+                    problem: "must be an IPv4 or IPv6 address (e.g. 127.0.0.1 or 0.0.0.0), got \"\(host)\"")
             }
             configuration.host = host
         }
         if let port = try integer("RECEIPTGATE_PORT", in: 0...65_535) { configuration.port = port }
         configuration.databaseURL = value("DATABASE_URL")
         configuration.databaseReadURL = value("DATABASE_READ_URL")
-        if let directory = value("RECEIPTGATE_DATA_DIR") { configuration.dataDirectory = URL(fileURLWithPath: directory) }
+        if let directory = value("RECEIPTGATE_DATA_DIR") {
+            configuration.dataDirectory = URL(fileURLWithPath: directory)
+        }
         if let key = value("RECEIPTGATE_MASTER_KEY") {
             guard let bytes = Data(base64Encoded: key), bytes.count == 32 else {
-                throw Invalid(variable: "RECEIPTGATE_MASTER_KEY", problem: "must be the base64 encoding of exactly 32 bytes (e.g. `openssl rand -base64 32`)")
+                throw Invalid(
+                    variable: "RECEIPTGATE_MASTER_KEY",
+                    problem: "must be the base64 encoding of exactly 32 bytes (e.g. `openssl rand -base64 32`)")
             }
             configuration.masterKey = bytes
         }
         if let level = value("RECEIPTGATE_LOG_LEVEL") {
             guard let parsed = Logger.Level(rawValue: level.lowercased()) else {
-                throw Invalid(variable: "RECEIPTGATE_LOG_LEVEL", problem: "must be one of debug, info, warning, error; got \"\(level)\"")
+                throw Invalid(
+                    variable: "RECEIPTGATE_LOG_LEVEL",
+                    problem: "must be one of debug, info, warning, error; got \"\(level)\"")
             }
             configuration.logLevel = parsed
         }
@@ -131,48 +145,71 @@ extension ServiceConfiguration {
         if let seconds = try integer("RECEIPTGATE_REQUEST_TIMEOUT_SECONDS", 1...600) { requestTimeoutSeconds = seconds }
         if let count = try integer("RECEIPTGATE_MAX_CONNECTIONS_PER_IP", 1...100_000) { maxConnectionsPerIP = count }
         if let count = try integer("RECEIPTGATE_MAX_CONNECTIONS", 1...100_000) { maxConnections = count }
-        if let seconds = try integer("RECEIPTGATE_REQUEST_RECEIVE_TIMEOUT_SECONDS", 1...600) { requestReceiveTimeoutSeconds = seconds }
+        if let seconds = try integer("RECEIPTGATE_REQUEST_RECEIVE_TIMEOUT_SECONDS", 1...600) {
+            requestReceiveTimeoutSeconds = seconds
+        }
         if let seconds = try integer("RECEIPTGATE_SHUTDOWN_GRACE_SECONDS", 0...600) { shutdownGraceSeconds = seconds }
         if let seconds = try integer("RECEIPTGATE_CLIENT_CACHE_SECONDS", 0...300) { clientCacheSeconds = seconds }
         if let seconds = try integer("RECEIPTGATE_RECONCILE_SUBSCRIPTIONS_INTERVAL", 0...604_800) {
             guard seconds == 0 || seconds >= 5 else {
-                throw Invalid(variable: "RECEIPTGATE_RECONCILE_SUBSCRIPTIONS_INTERVAL", problem: "must be 0 (off) or a whole number of seconds from 5, got \"\(seconds)\"")
+                throw Invalid(
+                    variable: "RECEIPTGATE_RECONCILE_SUBSCRIPTIONS_INTERVAL",
+                    problem: "must be 0 (off) or a whole number of seconds from 5, got \"\(seconds)\"")
             }
             quietSubscriptions.intervalSeconds = seconds
         }
-        if let count = try integer("RECEIPTGATE_RECONCILE_SUBSCRIPTIONS_BUDGET", 1...10_000) { quietSubscriptions.budget = count }
-        if let seconds = try integer("RECEIPTGATE_REFUND_REVIEW_DELAY", 0...86_400) { refundReviewDelaySeconds = seconds }
-        if let milliseconds = try integer("RECEIPTGATE_READ_MAX_LAG_MS", 0...3_600_000) { readMaxLagMilliseconds = milliseconds }
-        if let seconds = try integer("RECEIPTGATE_ENTITLEMENT_SWEEP_INTERVAL", 1...3600) { entitlementSweepSeconds = seconds }
+        if let count = try integer("RECEIPTGATE_RECONCILE_SUBSCRIPTIONS_BUDGET", 1...10_000) {
+            quietSubscriptions.budget = count
+        }
+        if let seconds = try integer("RECEIPTGATE_REFUND_REVIEW_DELAY", 0...86_400) {
+            refundReviewDelaySeconds = seconds
+        }
+        if let milliseconds = try integer("RECEIPTGATE_READ_MAX_LAG_MS", 0...3_600_000) {
+            readMaxLagMilliseconds = milliseconds
+        }
+        if let seconds = try integer("RECEIPTGATE_ENTITLEMENT_SWEEP_INTERVAL", 1...3600) {
+            entitlementSweepSeconds = seconds
+        }
         if let days = try integer("RECEIPTGATE_RETAIN_ATTEMPTS_DAYS", 0...36_500) { retainAttemptsDays = days }
         if let days = try integer("RECEIPTGATE_RETAIN_OUTBOX_DAYS", 0...36_500) { retainOutboxDays = days }
-        if let days = try integer("RECEIPTGATE_RETAIN_NOTIFICATIONS_DAYS", 0...36_500) { retainNotificationsDays = days }
-        if let seconds = try integer("RECEIPTGATE_RECONCILE_SUBSCRIPTIONS_AFTER", 0...2_592_000) { quietSubscriptions.afterSeconds = seconds }
+        if let days = try integer("RECEIPTGATE_RETAIN_NOTIFICATIONS_DAYS", 0...36_500) {
+            retainNotificationsDays = days
+        }
+        if let seconds = try integer("RECEIPTGATE_RECONCILE_SUBSCRIPTIONS_AFTER", 0...2_592_000) {
+            quietSubscriptions.afterSeconds = seconds
+        }
     }
 
     /// The admin token and listener, outbound reach, and the ES256 verifier choice.
     mutating func readOperatorSettings(value: (String) -> String?) throws {
         if let token = value("RECEIPTGATE_ADMIN_TOKEN") {
             guard token.count >= 24 else {
-                throw Invalid(variable: "RECEIPTGATE_ADMIN_TOKEN", problem: "must be at least 24 characters (e.g. `openssl rand -hex 24`)")
+                throw Invalid(
+                    variable: "RECEIPTGATE_ADMIN_TOKEN",
+                    problem: "must be at least 24 characters (e.g. `openssl rand -hex 24`)")
             }
             adminToken = token
         }
         if let address = value("RECEIPTGATE_ADMIN_ADDR") {
             guard let parsed = ListenAddress(address) else {
-                throw Invalid(variable: "RECEIPTGATE_ADMIN_ADDR", problem: "must be HOST:PORT with an IP address (e.g. 127.0.0.1:9090 or [::1]:9090), got \"\(address)\"")
+                throw Invalid(
+                    variable: "RECEIPTGATE_ADMIN_ADDR",
+                    problem:
+                        "must be HOST:PORT with an IP address (e.g. 127.0.0.1:9090 or [::1]:9090), got \"\(address)\"")
             }
             adminAddress = parsed
         }
         if let allow = value("RECEIPTGATE_OUTBOUND_ALLOW_PRIVATE") {
             guard ["on", "off"].contains(allow) else {
-                throw Invalid(variable: "RECEIPTGATE_OUTBOUND_ALLOW_PRIVATE", problem: "must be on or off, got \"\(allow)\"")
+                throw Invalid(
+                    variable: "RECEIPTGATE_OUTBOUND_ALLOW_PRIVATE", problem: "must be on or off, got \"\(allow)\"")
             }
             outboundAllowPrivate = allow == "on"
         }
         if let fixedKey = value("RECEIPTGATE_ES256_FIXED_KEY") {
             guard ["on", "off"].contains(fixedKey) else {
-                throw Invalid(variable: "RECEIPTGATE_ES256_FIXED_KEY", problem: "must be on or off, got \"\(fixedKey)\"")
+                throw Invalid(
+                    variable: "RECEIPTGATE_ES256_FIXED_KEY", problem: "must be on or off, got \"\(fixedKey)\"")
             }
             es256FixedKey = fixedKey == "on"
         }
@@ -196,7 +233,8 @@ public struct ListenAddress: Sendable, Equatable {
             portText = text[text.index(after: colon)...]
         }
         guard let port = Int(portText), (0...65_535).contains(port), !host.isEmpty,
-              host.allSatisfy({ $0.isHexDigit || $0 == "." || $0 == ":" }) else { return nil }
+            host.allSatisfy({ $0.isHexDigit || $0 == "." || $0 == ":" })
+        else { return nil }
         self.host = String(host)
         self.port = port
     }

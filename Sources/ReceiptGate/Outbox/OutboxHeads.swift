@@ -23,7 +23,8 @@ enum OutboxHeads {
     /// ends, in the order of their hashes, so two holders of overlapping sets never deadlock.
     static func lock(_ aggregates: [Aggregate], on connection: PostgresConnection) throws {
         guard !aggregates.isEmpty else { return }
-        try connection.execute("""
+        try connection.execute(
+            """
             SELECT pg_advisory_xact_lock(\(lockClass), k) FROM (
                 SELECT DISTINCT hashtext(c || '/' || a) AS k FROM unnest(\(aggregates.map(\.clientID))::text[], \(aggregates.map(\.aggregateKey))::text[]) AS x(c, a)
                 ORDER BY 1) keys
@@ -37,7 +38,8 @@ enum OutboxHeads {
     /// with which a join planned for one pending row read the whole backlog once per row).
     static func reseat(_ aggregates: [Aggregate], on connection: PostgresConnection) throws {
         guard !aggregates.isEmpty else { return }
-        try connection.execute("""
+        try connection.execute(
+            """
             WITH wanted AS (
                 SELECT DISTINCT c, a FROM unnest(\(aggregates.map(\.clientID))::text[], \(aggregates.map(\.aggregateKey))::text[]) AS x(c, a)
             ), pending AS MATERIALIZED (
@@ -59,7 +61,8 @@ enum OutboxHeads {
 
     /// Runs `change` (which moves messages of `aggregates` into or out of the pending state) under
     /// their locks, then reseats them.
-    static func moving(_ aggregates: [Aggregate], on connection: PostgresConnection, _ change: () throws -> Void) throws {
+    static func moving(_ aggregates: [Aggregate], on connection: PostgresConnection, _ change: () throws -> Void) throws
+    {
         try lock(aggregates, on: connection)
         try change()
         try reseat(aggregates, on: connection)
@@ -68,10 +71,12 @@ enum OutboxHeads {
     /// Places up to `limit` messages written since the last placing (and the rest of their
     /// aggregates); how many aggregates it placed.
     static func place(limit: Int, on connection: PostgresConnection) throws -> Int {
-        let aggregates = try aggregates(try connection.query("""
-            SELECT DISTINCT client_id, aggregate_key, target FROM (
-                SELECT client_id, aggregate_key, target FROM outbox WHERE status = 'pending' AND NOT placed ORDER BY id LIMIT \(limit)) fresh
-            """))
+        let aggregates = try aggregates(
+            try connection.query(
+                """
+                SELECT DISTINCT client_id, aggregate_key, target FROM (
+                    SELECT client_id, aggregate_key, target FROM outbox WHERE status = 'pending' AND NOT placed ORDER BY id LIMIT \(limit)) fresh
+                """))
         try moving(aggregates, on: connection) {}
         return aggregates.count
     }
@@ -80,16 +85,22 @@ enum OutboxHeads {
     /// process of the version before this bookkeeping, during a rolling upgrade): reseated. A
     /// safety net run by the upkeep; it reads every pending message, so not on the hot path.
     static func heal(limit: Int, on connection: PostgresConnection) throws -> Int {
-        let aggregates = try aggregates(try connection.query("""
-            SELECT client_id, aggregate_key, target FROM outbox WHERE status = 'pending' AND placed
-            GROUP BY client_id, aggregate_key, target HAVING NOT bool_or(is_head) LIMIT \(limit)
-            """))
+        let aggregates = try aggregates(
+            try connection.query(
+                """
+                SELECT client_id, aggregate_key, target FROM outbox WHERE status = 'pending' AND placed
+                GROUP BY client_id, aggregate_key, target HAVING NOT bool_or(is_head) LIMIT \(limit)
+                """))
         try moving(aggregates, on: connection) {}
         return aggregates.count
     }
 
     /// The aggregates of `rows` (with `client_id`, `aggregate_key`, `target`).
     static func aggregates(_ rows: [PostgresRow]) throws -> [Aggregate] {
-        try rows.map { Aggregate(clientID: try $0.decode("client_id"), aggregateKey: try $0.decode("aggregate_key"), target: try $0.decode("target")) }
+        try rows.map {
+            Aggregate(
+                clientID: try $0.decode("client_id"), aggregateKey: try $0.decode("aggregate_key"),
+                target: try $0.decode("target"))
+        }
     }
 }

@@ -8,7 +8,8 @@ extension OutboxRepository {
     /// (a re-sent request, two links at once), never a read first. True when it was queued now.
     static func enqueue(_ assignment: AccountTokenAssignment, on connection: PostgresConnection) throws -> Bool {
         let body = String(decoding: try JSONEncoder.receiptGateStorage.encode(assignment), as: UTF8.self)
-        return try connection.execute("""
+        return try connection.execute(
+            """
             INSERT INTO outbox (event_id, client_id, event_type, aggregate_key, payload, target)
             VALUES (\(UUID()), \(assignment.clientID), \("store.account_token"), \(assignment.aggregateKey), \(body)::jsonb,
                     \(OutboxTarget.storeAccountToken.rawValue))

@@ -29,26 +29,39 @@ public struct OutboxRepository: Sendable {
     }
 
     /// An event in our envelope, ready for `insert`.
-    static func envelope(event type: String, payload: some Encodable, client: String, aggregateKey: String,
-                         target: OutboxTarget = .webhook) throws -> Queued {
+    static func envelope(
+        event type: String, payload: some Encodable, client: String, aggregateKey: String,
+        target: OutboxTarget = .webhook
+    ) throws -> Queued {
         let eventID = UUID()
-        let body = try JSONEncoder.receiptGateStorage.encode(Envelope(eventID: eventID.uuidString.lowercased(), type: type, data: payload))
-        return Queued(eventID: eventID, message: OutboxMessage(clientID: client, target: target, type: type, aggregateKey: aggregateKey, body: body))
+        let body = try JSONEncoder.receiptGateStorage.encode(
+            Envelope(eventID: eventID.uuidString.lowercased(), type: type, data: payload))
+        return Queued(
+            eventID: eventID,
+            message: OutboxMessage(clientID: client, target: target, type: type, aggregateKey: aggregateKey, body: body)
+        )
     }
 
     /// Queues an event in our envelope.
-    static func enqueue(event type: String, payload: some Encodable, client: String, aggregateKey: String, target: OutboxTarget = .webhook,
-                        on connection: PostgresConnection) throws {
-        try insert([envelope(event: type, payload: payload, client: client, aggregateKey: aggregateKey, target: target)], on: connection)
+    static func enqueue(
+        event type: String, payload: some Encodable, client: String, aggregateKey: String,
+        target: OutboxTarget = .webhook,
+        on connection: PostgresConnection
+    ) throws {
+        try insert(
+            [envelope(event: type, payload: payload, client: client, aggregateKey: aggregateKey, target: target)],
+            on: connection)
     }
 
     /// Writes enveloped messages, due now, unplaced, in one statement (a group commit's whole batch).
     static func insert(_ messages: [Queued], on connection: PostgresConnection) throws {
         guard !messages.isEmpty else { return }
         let ids = messages.map { $0.eventID.uuidString.lowercased() }, clients = messages.map(\.message.clientID)
-        let types = messages.map(\.message.type), keys = messages.map(\.message.aggregateKey), targets = messages.map(\.message.target.rawValue)
+        let types = messages.map(\.message.type), keys = messages.map(\.message.aggregateKey),
+            targets = messages.map(\.message.target.rawValue)
         let bodies = messages.map { String(decoding: $0.message.body, as: UTF8.self) }
-        try connection.execute("""
+        try connection.execute(
+            """
             INSERT INTO outbox (event_id, client_id, event_type, aggregate_key, payload, target, next_attempt_at)
             SELECT m.event_id, m.client_id, m.event_type, m.aggregate_key, m.payload::jsonb, m.target, now()
             FROM unnest(\(ids)::uuid[], \(clients)::text[], \(types)::text[], \(keys)::text[], \(bodies)::text[], \(targets)::text[])
@@ -60,12 +73,16 @@ public struct OutboxRepository: Sendable {
     /// Queues a message whose body someone else rendered (a refund callback, an e-mail), sent as
     /// is. An e-mail is sealed under the master key (its one-time link must not sit readable in
     /// the database or its backups); `secrets` is required for one.
-    static func enqueue(_ message: OutboxMessage, sealingMailWith secrets: SecretBox? = nil, notBefore: Date? = nil,
-                        on connection: PostgresConnection) throws {
+    static func enqueue(
+        _ message: OutboxMessage, sealingMailWith secrets: SecretBox? = nil, notBefore: Date? = nil,
+        on connection: PostgresConnection
+    ) throws {
         let eventID = UUID()
         var stored = message
         if message.target == .email {
-            guard let secrets else { throw ClientStoreError.invalid("an e-mail is queued only sealed, and no master key was given") }
+            guard let secrets else {
+                throw ClientStoreError.invalid("an e-mail is queued only sealed, and no master key was given")
+            }
             stored.body = try sealedMail(message.body, eventID: eventID, secrets: secrets)
         }
         try insert(eventID: eventID, message: stored, notBefore: notBefore, on: connection)
@@ -73,7 +90,8 @@ public struct OutboxRepository: Sendable {
 
     /// `{"sealed": base64(AES-GCM)}`, bound to the row's event id so a box copied onto another row does not open.
     static func sealedMail(_ body: Data, eventID: UUID, secrets: SecretBox) throws -> Data {
-        let box = try secrets.seal(String(decoding: body, as: UTF8.self), owner: mailOwner(eventID.uuidString.lowercased()))
+        let box = try secrets.seal(
+            String(decoding: body, as: UTF8.self), owner: mailOwner(eventID.uuidString.lowercased()))
         return try JSONEncoder.receiptGateStorage.encode(["sealed": box.base64EncodedString()])
     }
 
@@ -81,7 +99,9 @@ public struct OutboxRepository: Sendable {
     func openedMail(_ payload: String, eventID: String) throws -> String {
         struct Sealed: Decodable { let sealed: String }
         guard let sealed = try? JSONDecoder().decode(Sealed.self, from: Data(payload.utf8)) else { return payload }
-        guard let box = Data(base64Encoded: sealed.sealed) else { throw ClientStoreError.invalid("a sealed e-mail is not base64") }
+        guard let box = Data(base64Encoded: sealed.sealed) else {
+            throw ClientStoreError.invalid("a sealed e-mail is not base64")
+        }
         return try secrets.open(box, owner: Self.mailOwner(eventID.lowercased()))
     }
 
@@ -89,8 +109,11 @@ public struct OutboxRepository: Sendable {
 
     /// `notBefore`: the message waits until then (a refund answer waits for the game's report).
     /// Written unplaced: the worker gives it its place in its aggregate (`OutboxHeads`).
-    private static func insert(eventID: UUID, message: OutboxMessage, notBefore: Date? = nil, on connection: PostgresConnection) throws {
-        try connection.execute("""
+    private static func insert(
+        eventID: UUID, message: OutboxMessage, notBefore: Date? = nil, on connection: PostgresConnection
+    ) throws {
+        try connection.execute(
+            """
             INSERT INTO outbox (event_id, client_id, event_type, aggregate_key, payload, target, next_attempt_at)
             VALUES (\(eventID), \(message.clientID), \(message.type), \(message.aggregateKey), \(String(decoding: message.body, as: UTF8.self))::jsonb,
                     \(message.target.rawValue), COALESCE(\(notBefore)::timestamptz, now()))
@@ -98,12 +121,15 @@ public struct OutboxRepository: Sendable {
     }
 
     struct Claimed: Sendable {
-        let id: Int64, eventID: String, clientID: String, aggregateKey: String, type: String, payload: String, attempts: Int, createdAt: Date
+        let id: Int64, eventID: String, clientID: String, aggregateKey: String, type: String, payload: String,
+            attempts: Int, createdAt: Date
         let target: OutboxTarget
         /// The claim's lease end, as Postgres wrote it: what this claim writes back applies only
         /// while the message is still under this lease (not taken over by another sender since).
         let lease: String
-        var aggregate: OutboxHeads.Aggregate { OutboxHeads.Aggregate(clientID: clientID, aggregateKey: aggregateKey, target: target.rawValue) }
+        var aggregate: OutboxHeads.Aggregate {
+            OutboxHeads.Aggregate(clientID: clientID, aggregateKey: aggregateKey, target: target.rawValue)
+        }
         /// Why a sealed e-mail did not open (then `payload` is empty and nothing may be sent).
         var unopened: String?
     }
@@ -112,7 +138,9 @@ public struct OutboxRepository: Sendable {
     /// for its commit to reach the disk: delivery is at least once, so what a crash might take back
     /// (a lease, a delivered mark) only means a message is sent again, and the worker's commits
     /// stop queueing behind every verification's.
-    private func bookkeeping<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {
+    private func bookkeeping<T: Sendable>(
+        _ body: @escaping @Sendable (PostgresConnection) throws -> T
+    ) async throws -> T {
         try await pool.withTransaction { connection in
             try connection.execute("SET LOCAL synchronous_commit = off")
             return try body(connection)
@@ -180,9 +208,12 @@ public struct OutboxRepository: Sendable {
                     unopened = "the sealed e-mail did not open: \(error)"
                 }
             }
-            return Claimed(id: try row.decode("id"), eventID: eventID, clientID: try row.decode("client_id"), aggregateKey: try row.decode("aggregate_key"),
-                           type: try row.decode("event_type"), payload: payload, attempts: try row.decode("attempts"),
-                           createdAt: try row.decode("created_at"), target: target, lease: try row.decode("lease"), unopened: unopened)
+            return Claimed(
+                id: try row.decode("id"), eventID: eventID, clientID: try row.decode("client_id"),
+                aggregateKey: try row.decode("aggregate_key"),
+                type: try row.decode("event_type"), payload: payload, attempts: try row.decode("attempts"),
+                createdAt: try row.decode("created_at"), target: target, lease: try row.decode("lease"),
+                unopened: unopened)
         }
     }
 
@@ -226,7 +257,8 @@ public struct OutboxRepository: Sendable {
         }
         try await bookkeeping { connection in
             try OutboxHeads.moving([event.aggregate], on: connection) {
-                try connection.execute("""
+                try connection.execute(
+                    """
                     UPDATE outbox SET attempts = \(attempts), last_error = \(String(error.prefix(500))), lease_until = NULL, status = 'dead', is_head = false
                     WHERE \(Self.stillClaimed(event))
                     """)
@@ -284,7 +316,8 @@ public struct OutboxRepository: Sendable {
         var hasFailed: Bool { status == "dead" || (status == "pending" && attempts > 0) }
 
         enum CodingKeys: String, CodingKey {
-            case eventID = "event_id", clientID = "client_id", type, target, status, attempts, nextAttemptAt = "next_attempt_at"
+            case eventID = "event_id", clientID = "client_id", type, target, status, attempts, nextAttemptAt =
+                "next_attempt_at"
             case lastError = "last_error", createdAt = "created_at", deliveredAt = "delivered_at"
         }
 
@@ -296,7 +329,8 @@ public struct OutboxRepository: Sendable {
             try container.encode(target, forKey: .target)
             try container.encode(status, forKey: .status)
             try container.encode(attempts, forKey: .attempts)
-            try container.encode(status == "pending" ? nextAttemptAt.map(Timestamps.iso8601) : nil, forKey: .nextAttemptAt)
+            try container.encode(
+                status == "pending" ? nextAttemptAt.map(Timestamps.iso8601) : nil, forKey: .nextAttemptAt)
             try container.encode(lastError, forKey: .lastError)
             try container.encode(Timestamps.iso8601(createdAt), forKey: .createdAt)
             try container.encode(deliveredAt.map(Timestamps.iso8601), forKey: .deliveredAt)
@@ -305,11 +339,13 @@ public struct OutboxRepository: Sendable {
 
     /// Newest first. `failedOnly`: dead events and pending ones that have failed at least once.
     public func list(failedOnly: Bool, limit: Int = 100) async throws -> [Event] {
-        try await pool.query("""
+        try await pool.query(
+            """
             SELECT \(unescaped: Self.eventColumns) FROM outbox
             WHERE NOT \(failedOnly) OR \(unescaped: Self.failedCondition)
             ORDER BY id DESC LIMIT \(limit)
-            """).map(Self.event)
+            """
+        ).map(Self.event)
     }
 
     /// A message that failed: given up (dead), or waiting to be tried again after a failure.
@@ -320,10 +356,12 @@ public struct OutboxRepository: Sendable {
         """
 
     static func event(_ row: PostgresRow) throws -> Event {
-        Event(eventID: try row.decode("event_id"), clientID: try row.decode("client_id"), type: try row.decode("event_type"),
-              target: try row.decode("target"), status: try row.decode("status"), attempts: try row.decode("attempts"),
-              nextAttemptAt: try row.decode("next_attempt_at"), lastError: try row.decode("last_error"),
-              createdAt: try row.decode("created_at"), deliveredAt: try row.decode("delivered_at"))
+        Event(
+            eventID: try row.decode("event_id"), clientID: try row.decode("client_id"),
+            type: try row.decode("event_type"),
+            target: try row.decode("target"), status: try row.decode("status"), attempts: try row.decode("attempts"),
+            nextAttemptAt: try row.decode("next_attempt_at"), lastError: try row.decode("last_error"),
+            createdAt: try row.decode("created_at"), deliveredAt: try row.decode("delivered_at"))
     }
 
     /// Queues the event for another delivery now (dead, pending or even delivered). False if unknown.
@@ -332,9 +370,14 @@ public struct OutboxRepository: Sendable {
     public func redeliver(eventID: String) async throws -> Bool {
         guard let id = UUID(uuidString: eventID) else { return false }
         return try await pool.withTransaction { connection in
-            guard let row = try connection.query("SELECT client_id, aggregate_key, target FROM outbox WHERE event_id = \(id)").first else { return false }
+            guard
+                let row = try connection.query(
+                    "SELECT client_id, aggregate_key, target FROM outbox WHERE event_id = \(id)"
+                ).first
+            else { return false }
             try OutboxHeads.moving(try OutboxHeads.aggregates([row]), on: connection) {
-                try connection.execute("""
+                try connection.execute(
+                    """
                     UPDATE outbox SET status = 'pending', next_attempt_at = now(), lease_until = NULL
                     WHERE event_id = \(id) AND (lease_until IS NULL OR lease_until < now())
                     """)

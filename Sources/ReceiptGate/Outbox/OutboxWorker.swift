@@ -54,9 +54,13 @@ public final class OutboxWorker: Sendable {
     let signingSecret: @Sendable (String) async throws -> (Client, String)?
     private let task = TaskBox()
 
-    init(outbox: OutboxRepository, clients: ClientRepository, acknowledgers: [StoreID: any PurchaseAcknowledging] = [:],
-         configuration: Configuration = Configuration(), logger: Logger, mailer: Mailer? = nil, refundAnswers: RefundAnswers? = nil,
-         accountTokenSetters: [StoreID: any AccountTokenSetting] = [:], signingSecret: (@Sendable (String) async throws -> (Client, String)?)? = nil) {
+    init(
+        outbox: OutboxRepository, clients: ClientRepository, acknowledgers: [StoreID: any PurchaseAcknowledging] = [:],
+        configuration: Configuration = Configuration(), logger: Logger, mailer: Mailer? = nil,
+        refundAnswers: RefundAnswers? = nil,
+        accountTokenSetters: [StoreID: any AccountTokenSetting] = [:],
+        signingSecret: (@Sendable (String) async throws -> (Client, String)?)? = nil
+    ) {
         self.signingSecret = signingSecret ?? { [clients] in try await clients.secret(for: $0) }
         self.mailer = mailer
         self.accountTokenSetters = accountTokenSetters
@@ -67,8 +71,9 @@ public final class OutboxWorker: Sendable {
         self.configuration = configuration
         self.logger = logger
         delivered = DeliveredBatcher(outbox: outbox)
-        circuits = ReceiverCircuits(threshold: configuration.circuitThreshold, probeInterval: Self.seconds(configuration.probeInterval),
-                                    parkFor: Self.seconds(configuration.maxDelay))
+        circuits = ReceiverCircuits(
+            threshold: configuration.circuitThreshold, probeInterval: Self.seconds(configuration.probeInterval),
+            parkFor: Self.seconds(configuration.maxDelay))
         var http = HTTPClient.Configuration()
         http.retry = .none  // the outbox is the retry mechanism
         http.timeout = configuration.attemptTimeout
@@ -95,8 +100,10 @@ public final class OutboxWorker: Sendable {
                 let busy = byClient.filter { $0.value >= configuration.perClient }.map(\.key).sorted()
                 var claimed: [OutboxRepository.Claimed] = []
                 if free > 0, free >= max(1, configuration.maxInFlight / 4) || inFlight == 0 || ticked {
-                    claimed = (try? await outbox.claim(targets: targets, limit: free, lease: Int(configuration.lease.components.seconds),
-                                                       busy: busy)) ?? []
+                    claimed =
+                        (try? await outbox.claim(
+                            targets: targets, limit: free, lease: Int(configuration.lease.components.seconds),
+                            busy: busy)) ?? []
                     ticked = false
                 }
                 for event in claimed {
@@ -104,13 +111,17 @@ public final class OutboxWorker: Sendable {
                     byClient[event.clientID, default: 0] += 1
                     // Not cancelled by `stop()`: a claimed message is sent and its outcome recorded,
                     // so a stop does not send it twice.
-                    group.addTask { await Task { await self.deliver(event) }.value; return event.clientID }
+                    group.addTask {
+                        await Task { await self.deliver(event) }.value; return event.clientID
+                    }
                 }
                 if claimed.count == free, free > 0 { continue }  // as many as asked for: more may be due now
                 if !tickPending {
                     tickPending = true
                     let interval = configuration.pollInterval
-                    group.addTask { try? await Task.sleep(for: interval); return nil }
+                    group.addTask {
+                        try? await Task.sleep(for: interval); return nil
+                    }
                 }
                 guard let finished = await group.next() else { continue }
                 guard let client = finished else {
@@ -138,7 +149,8 @@ public final class OutboxWorker: Sendable {
 
     /// What this worker can send. E-mail waits in the outbox until SMTP is configured.
     var targets: [OutboxTarget] {
-        [.webhook, .refundCallback, .delivery] + (acknowledgers.isEmpty ? [] : [.storeAcknowledgement]) + (mailer == nil ? [] : [.email])
+        [.webhook, .refundCallback, .delivery] + (acknowledgers.isEmpty ? [] : [.storeAcknowledgement])
+            + (mailer == nil ? [] : [.email])
             + (refundAnswers == nil ? [] : [.refundAnswer]) + (accountTokenSetters.isEmpty ? [] : [.storeAccountToken])
     }
 
@@ -146,7 +158,8 @@ public final class OutboxWorker: Sendable {
     /// them, once (tests, and a caller that wants the outbox sent now).
     @discardableResult
     package func deliverDue() async throws -> Int {
-        let claimed = try await outbox.claim(targets: targets, limit: configuration.batchSize, lease: Int(configuration.lease.components.seconds))
+        let claimed = try await outbox.claim(
+            targets: targets, limit: configuration.batchSize, lease: Int(configuration.lease.components.seconds))
         // Not cancelled by `stop()`: a claimed message is sent and its outcome recorded (a
         // cancelled caller's database work is skipped), so a stop does not send it twice.
         await Task {
@@ -159,38 +172,54 @@ public final class OutboxWorker: Sendable {
 
     private func deliver(_ event: OutboxRepository.Claimed) async {
         // A game server's receiver that keeps failing is not tried but for its probe.
-        let receiver: ReceiverCircuits.Receiver? = switch event.target {
-        case .webhook, .refundCallback, .delivery: ReceiverCircuits.Receiver(clientID: event.clientID, target: event.target.rawValue)
-        case .storeAcknowledgement, .email, .refundAnswer, .storeAccountToken: nil
-        }
+        let receiver: ReceiverCircuits.Receiver? =
+            switch event.target {
+            case .webhook, .refundCallback, .delivery:
+                ReceiverCircuits.Receiver(clientID: event.clientID, target: event.target.rawValue)
+            case .storeAcknowledgement, .email, .refundAnswer, .storeAccountToken: nil
+            }
         if let receiver, case .park(let seconds) = circuits.decide(receiver) {
             do {
                 try await outbox.park(event, until: seconds)
                 // Closed meanwhile (its probe answered while this was parked): due again now.
-                if !circuits.isOpen(receiver) { _ = try await outbox.releaseReceiver(clientID: receiver.clientID, target: event.target) }
+                if !circuits.isOpen(receiver) {
+                    _ = try await outbox.releaseReceiver(clientID: receiver.clientID, target: event.target)
+                }
             } catch {
                 logger.error("could not park an outbox message", ["event.id": event.eventID, "error": "\(error)"])
             }
             return
         }
         // `final`: the recipient refused it for good; it is kept as failed and not tried again.
-        let (failure, final): (String?, Bool) = switch event.target {
-        case .storeAcknowledgement: (await acknowledge(event), false)
-        case .email: (await sendMail(event), false)
-        case .refundAnswer: (await answerRefundRequest(event), false)
-        case .storeAccountToken: await setAccountToken(event)
-        case .webhook, .refundCallback, .delivery: (await post(event), false)
+        let (failure, final): (String?, Bool) =
+            switch event.target {
+            case .storeAcknowledgement: (await acknowledge(event), false)
+            case .email: (await sendMail(event), false)
+            case .refundAnswer: (await answerRefundRequest(event), false)
+            case .storeAccountToken: await setAccountToken(event)
+            case .webhook, .refundCallback, .delivery: (await post(event), false)
+            }
+        if let receiver {
+            await follow(
+                circuits.record(receiver, succeeded: failure == nil, failedBefore: event.attempts > 0), for: receiver)
         }
-        if let receiver { await follow(circuits.record(receiver, succeeded: failure == nil, failedBefore: event.attempts > 0), for: receiver) }
         do {
             if let failure {
                 let attempts = event.attempts + 1
-                let giveUp = final || Date().timeIntervalSince(event.createdAt) >= Double(configuration.giveUpAfter.components.seconds)
-                let delay = Self.delay(afterAttempts: attempts, base: configuration.baseDelay, max: configuration.maxDelay)
-                try await outbox.markFailed(event, attempts: attempts, error: failure, dead: giveUp,
-                                            retryInSeconds: Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18)
-                logger.warning("outbox delivery failed", ["event.id": event.eventID, "client.id": event.clientID, "target": event.target.rawValue,
-                                                          "attempts": String(attempts), "error": String(failure.prefix(200)), "dead": String(giveUp)])
+                let giveUp =
+                    final
+                    || Date().timeIntervalSince(event.createdAt) >= Double(configuration.giveUpAfter.components.seconds)
+                let delay = Self.delay(
+                    afterAttempts: attempts, base: configuration.baseDelay, max: configuration.maxDelay)
+                try await outbox.markFailed(
+                    event, attempts: attempts, error: failure, dead: giveUp,
+                    retryInSeconds: Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18)
+                logger.warning(
+                    "outbox delivery failed",
+                    [
+                        "event.id": event.eventID, "client.id": event.clientID, "target": event.target.rawValue,
+                        "attempts": String(attempts), "error": String(failure.prefix(200)), "dead": String(giveUp),
+                    ])
             } else {
                 try await delivered.delivered(event)
             }
@@ -206,16 +235,21 @@ public final class OutboxWorker: Sendable {
         do {
             switch action {
             case .parkAll(let seconds):
-                let parked = try await outbox.parkReceiver(clientID: receiver.clientID, target: target, seconds: seconds)
-                logger.warning("receiver keeps failing; its messages wait for a probe to succeed",
-                               ["client.id": receiver.clientID, "target": receiver.target, "parked": String(parked)])
+                let parked = try await outbox.parkReceiver(
+                    clientID: receiver.clientID, target: target, seconds: seconds)
+                logger.warning(
+                    "receiver keeps failing; its messages wait for a probe to succeed",
+                    ["client.id": receiver.clientID, "target": receiver.target, "parked": String(parked)])
             case .release:
                 let released = try await outbox.releaseReceiver(clientID: receiver.clientID, target: target)
-                logger.info("receiver answers again; what waited for it is due now",
-                            ["client.id": receiver.clientID, "target": receiver.target, "released": String(released)])
+                logger.info(
+                    "receiver answers again; what waited for it is due now",
+                    ["client.id": receiver.clientID, "target": receiver.target, "released": String(released)])
             }
         } catch {
-            logger.error("could not park or release a receiver's messages", ["client.id": receiver.clientID, "error": "\(error)"])
+            logger.error(
+                "could not park or release a receiver's messages",
+                ["client.id": receiver.clientID, "error": "\(error)"])
         }
     }
 
@@ -225,7 +259,9 @@ public final class OutboxWorker: Sendable {
 
     /// Posts to the client's URL for the target, signed like our API. Nil on success, else why not.
     private func post(_ event: OutboxRepository.Claimed) async -> String? {
-        guard let (client, secret) = try? await signingSecret(event.clientID), let url = Self.url(of: client, for: event.target) else {
+        guard let (client, secret) = try? await signingSecret(event.clientID),
+            let url = Self.url(of: client, for: event.target)
+        else {
             return "client has no \(event.target.rawValue) URL (or is disabled)"
         }
         guard url.lowercased().hasPrefix("https://") || client.allowsInsecureURLs else {
@@ -234,13 +270,18 @@ public final class OutboxWorker: Sendable {
         let body = Data(event.payload.utf8)
         let timestamp = String(Int(Date().timeIntervalSince1970))
         let signature: String
-        do { signature = try ClientAuthentication.signature(secret: secret, clientID: client.clientID, timestamp: timestamp, body: body) } catch {
+        do {
+            signature = try ClientAuthentication.signature(
+                secret: secret, clientID: client.clientID, timestamp: timestamp, body: body)
+        } catch {
             return "the message could not be signed: \(error)"  // kept on the row and retried; never sent unsigned
         }
-        var request = HTTPClient.Request(method: "POST", url: url, headers: [
-            ("Content-Type", "application/json"), ("X-Client-ID", client.clientID), ("X-Timestamp", timestamp),
-            ("X-Signature", signature), ("X-Event-Id", event.eventID), ("X-Event-Type", event.type),
-        ], body: body)
+        var request = HTTPClient.Request(
+            method: "POST", url: url,
+            headers: [
+                ("Content-Type", "application/json"), ("X-Client-ID", client.clientID), ("X-Timestamp", timestamp),
+                ("X-Signature", signature), ("X-Event-Id", event.eventID), ("X-Event-Type", event.type),
+            ], body: body)
         // Resolved, checked and pinned at delivery time: a game server's URL must not lead to our
         // own network (loopback, private ranges, cloud metadata) unless the operator allows it,
         // and then it still goes the same way.
@@ -262,13 +303,16 @@ public final class OutboxWorker: Sendable {
 
     /// Sends a store acknowledgement through its provider. Nil on success.
     private func acknowledge(_ event: OutboxRepository.Claimed) async -> String? {
-        guard let acknowledgement = try? JSONDecoder().decode(StoreAcknowledgement.self, from: Data(event.payload.utf8)),
-              let acknowledger = acknowledgers[acknowledgement.store] else {
+        guard
+            let acknowledgement = try? JSONDecoder().decode(StoreAcknowledgement.self, from: Data(event.payload.utf8)),
+            let acknowledger = acknowledgers[acknowledgement.store]
+        else {
             return "no store provider acknowledges this message"
         }
         do {
             // The client's own store credentials (a per-client store key), opened only for this send.
-            let credentials = try await clients.sealedSettings(of: acknowledgement.clientID, prefix: "\(acknowledgement.store.rawValue).")
+            let credentials = try await clients.sealedSettings(
+                of: acknowledgement.clientID, prefix: "\(acknowledgement.store.rawValue).")
             try await acknowledger.acknowledge(acknowledgement, credentials: credentials)
             return nil
         } catch {
@@ -285,11 +329,13 @@ public final class OutboxWorker: Sendable {
     /// than the store's 5xx or 429 is final, kept with the store's error code.
     private func setAccountToken(_ event: OutboxRepository.Claimed) async -> (failure: String?, final: Bool) {
         guard let assignment = try? JSONDecoder().decode(AccountTokenAssignment.self, from: Data(event.payload.utf8)),
-              let setter = accountTokenSetters[assignment.store] else {
+            let setter = accountTokenSetters[assignment.store]
+        else {
             return ("no store provider sets account tokens for this message", false)
         }
         do {
-            let credentials = try await clients.sealedSettings(of: assignment.clientID, prefix: "\(assignment.store.rawValue).")
+            let credentials = try await clients.sealedSettings(
+                of: assignment.clientID, prefix: "\(assignment.store.rawValue).")
             try await setter.setAccountToken(assignment, credentials: credentials)
             return (nil, false)
         } catch let refused as StoreVerificationError where !refused.isRetryable {

@@ -46,7 +46,10 @@ final class ReceiverCircuits: Sendable {
     /// failed before (maybe in another process): once a probe interval at most.
     private let released = Mutex<[Receiver: Date]>([:])
 
-    init(threshold: Int, probeInterval: TimeInterval, parkFor: TimeInterval, now: @escaping @Sendable () -> Date = { Date() }) {
+    init(
+        threshold: Int, probeInterval: TimeInterval, parkFor: TimeInterval,
+        now: @escaping @Sendable () -> Date = { Date() }
+    ) {
         self.threshold = max(1, threshold)
         self.probeInterval = probeInterval
         self.parkFor = max(parkFor, probeInterval)
@@ -90,9 +93,13 @@ final class ReceiverCircuits: Sendable {
         guard succeeded else { return action }
         return released.withLock { released in
             guard action == .release || failedBefore else { return nil }
-            if action != .release, let last = released[receiver], moment.timeIntervalSince(last) < probeInterval { return nil }
+            if action != .release, let last = released[receiver], moment.timeIntervalSince(last) < probeInterval {
+                return nil
+            }
             released[receiver] = moment
-            if released.count > 10_000 { released = released.filter { moment.timeIntervalSince($0.value) < probeInterval } }
+            if released.count > 10_000 {
+                released = released.filter { moment.timeIntervalSince($0.value) < probeInterval }
+            }
             return .release
         }
     }

@@ -19,7 +19,9 @@ struct WebhookAdmin: Sendable {
             Route("POST", "/admin/webhooks/{event_id}/redeliver", authentication: .admin) { _, context in
                 let eventID = context.pathParameters["event_id"] ?? ""
                 do {
-                    guard try await outbox.redeliver(eventID: eventID) else { return NativeAPI.error(.notFound, "no webhook event \(eventID)") }
+                    guard try await outbox.redeliver(eventID: eventID) else {
+                        return NativeAPI.error(.notFound, "no webhook event \(eventID)")
+                    }
                     return .json(["status": "queued", "event_id": eventID.lowercased()])
                 } catch {
                     return NativeAPI.error(.verifierError, "the outbox could not be updated")

@@ -10,7 +10,8 @@ struct PollRepository: Sendable {
     /// Takes the poll `name` for `seconds` unless another process holds it; true if this one does now.
     func acquire(_ name: String, owner: String, seconds: Double) async throws -> Bool {
         try await pool.execute("INSERT INTO store_polls (name) VALUES (\(name)) ON CONFLICT (name) DO NOTHING")
-        let taken = try await pool.execute("""
+        let taken = try await pool.execute(
+            """
             UPDATE store_polls SET lease_owner = \(owner), lease_until = clock_timestamp() + make_interval(secs => \(seconds)::float8)
             WHERE name = \(name) AND (lease_until IS NULL OR lease_until < clock_timestamp())
             """)
@@ -19,29 +20,32 @@ struct PollRepository: Sendable {
 
     /// Keeps the lease until `seconds` from now (the next run is due then), noting the run.
     func finish(_ name: String, owner: String, nextInSeconds seconds: Double) async throws {
-        try await pool.execute("""
+        try await pool.execute(
+            """
             UPDATE store_polls SET lease_until = clock_timestamp() + make_interval(secs => \(seconds)::float8), last_run_at = clock_timestamp()
             WHERE name = \(name) AND lease_owner = \(owner)
             """)
     }
 
     func cursor(_ key: String) async throws -> String? {
-        try await pool.query("SELECT value FROM store_poll_cursors WHERE key = \(key)").first?.decode("value", as: String.self)
+        try await pool.query("SELECT value FROM store_poll_cursors WHERE key = \(key)").first?.decode(
+            "value", as: String.self)
     }
 
     /// Saves a cursor only while `owner` still holds the lease of `name`, extending it.
     func setCursor(_ key: String, to value: String, name: String, owner: String, leaseSeconds: Double) async throws {
-        let held = try await pool.execute("""
+        let held = try await pool.execute(
+            """
             UPDATE store_polls SET lease_until = clock_timestamp() + make_interval(secs => \(leaseSeconds)::float8)
             WHERE name = \(name) AND lease_owner = \(owner) AND lease_until >= clock_timestamp()
             """)
         guard held == 1 else { throw PollLeaseLost(name: name) }
-        try await pool.execute("""
+        try await pool.execute(
+            """
             INSERT INTO store_poll_cursors (key, value) VALUES (\(key), \(value))
             ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = now()
             """)
     }
-
 
     /// One run, as the console and `receiptgate reconcile` show it.
     struct Run: Sendable, Encodable {
@@ -50,7 +54,9 @@ struct PollRepository: Sendable {
         var byHand: Bool
         var error: String?
 
-        enum CodingKeys: String, CodingKey { case poll, process, startedAt = "started_at", finishedAt = "finished_at", byHand = "by_hand", error }
+        enum CodingKeys: String, CodingKey {
+            case poll, process, startedAt = "started_at", finishedAt = "finished_at", byHand = "by_hand", error
+        }
 
         func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
@@ -68,13 +74,15 @@ struct PollRepository: Sendable {
     /// the last `kept` runs of each poll.
     func recordRun(_ run: Run, kept: Int = 200) async throws {
         let tally = run.tally
-        try await pool.execute("""
+        try await pool.execute(
+            """
             INSERT INTO store_poll_runs (poll, process, started_at, finished_at, found, new, pages, reread, changed, by_hand, error)
             VALUES (\(run.poll), \(run.process), to_timestamp(\(run.startedAt.timeIntervalSince1970)::float8),
                     to_timestamp(\(run.finishedAt.timeIntervalSince1970)::float8), \(tally.found), \(tally.new), \(tally.pages),
                     \(tally.reread), \(tally.changed), \(run.byHand), \(run.error))
             """)
-        try await pool.execute("""
+        try await pool.execute(
+            """
             DELETE FROM store_poll_runs WHERE poll = \(run.poll)
               AND id <= (SELECT id FROM store_poll_runs WHERE poll = \(run.poll) ORDER BY id DESC OFFSET \(kept) LIMIT 1)
             """)
@@ -82,17 +90,21 @@ struct PollRepository: Sendable {
 
     /// The latest runs of every poll, newest first.
     func recentRuns(limit: Int) async throws -> [Run] {
-        try await pool.query("""
+        try await pool.query(
+            """
             SELECT poll, process, extract(epoch FROM started_at)::float8 AS started, extract(epoch FROM finished_at)::float8 AS finished,
                    found, new, pages, reread, changed, by_hand, error
             FROM store_poll_runs ORDER BY id DESC LIMIT \(limit)
-            """).map { row in
-            Run(poll: try row.decode("poll", as: String.self), process: try row.decode("process", as: String.self),
+            """
+        ).map { row in
+            Run(
+                poll: try row.decode("poll", as: String.self), process: try row.decode("process", as: String.self),
                 startedAt: Date(timeIntervalSince1970: try row.decode("started", as: Double.self)),
                 finishedAt: Date(timeIntervalSince1970: try row.decode("finished", as: Double.self)),
-                tally: PollTally(found: try row.decode("found", as: Int.self), new: try row.decode("new", as: Int.self),
-                                 pages: try row.decode("pages", as: Int.self), reread: try row.decode("reread", as: Int.self),
-                                 changed: try row.decode("changed", as: Int.self)),
+                tally: PollTally(
+                    found: try row.decode("found", as: Int.self), new: try row.decode("new", as: Int.self),
+                    pages: try row.decode("pages", as: Int.self), reread: try row.decode("reread", as: Int.self),
+                    changed: try row.decode("changed", as: Int.self)),
                 byHand: try row.decode("by_hand", as: Bool.self), error: try row.decode("error", as: String?.self))
         }
     }

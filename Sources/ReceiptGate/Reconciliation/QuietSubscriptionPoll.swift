@@ -14,10 +14,13 @@ struct QuietSubscriptionPoll: StorePolling {
     var pollName: String { "\(store.rawValue).quiet_subscriptions" }
     var interval: Duration { .seconds(settings.intervalSeconds) }
 
-    func poll(owners: [ClientWithStoreCredentials], run: any PollRun,
-              record: @Sendable ([StoreNotification]) async throws -> Void) async throws {
-        let due = try await queries.due(store: store, after: Double(settings.afterSeconds), spacing: Double(settings.spacingSeconds),
-                                        limit: settings.budget)
+    func poll(
+        owners: [ClientWithStoreCredentials], run: any PollRun,
+        record: @Sendable ([StoreNotification]) async throws -> Void
+    ) async throws {
+        let due = try await queries.due(
+            store: store, after: Double(settings.afterSeconds), spacing: Double(settings.spacingSeconds),
+            limit: settings.budget)
         let owners = Dictionary(owners.map { ($0.client.clientID, $0) }, uniquingKeysWith: { first, _ in first })
         var failures: [String: String] = [:]
         for subscription in due where failures[subscription.clientID] == nil {

@@ -12,7 +12,8 @@ struct QuietSubscriptionQueries: Sendable {
     /// the last `spacing` seconds (doubled for each read-back in a row that told nothing, up to 64
     /// times): never read back first, oldest end first, then those read back longest ago.
     func due(store: StoreID, after: Double, spacing: Double, limit: Int) async throws -> [QuietSubscription] {
-        try await pool.query("""
+        try await pool.query(
+            """
             SELECT s.environment, s.original_transaction_id, s.latest_transaction_id, s.product_id, s.expires_date, s.read_back_key,
                    s.client_id, t.app_identifier
             FROM subscriptions s
@@ -24,22 +25,26 @@ struct QuietSubscriptionQueries: Sendable {
                    OR s.reread_at < now() - make_interval(secs => \(spacing)::float8 * power(2, least(s.reread_empty, 6))))
             ORDER BY s.reread_at NULLS FIRST, COALESCE(s.grace_period_expires_date, s.expires_date)
             LIMIT \(limit)
-            """).map { row in
-            QuietSubscription(store: store, environment: StoreEnvironment(rawValue: try row.decode("environment", as: String.self)) ?? .production,
-                              originalTransactionID: try row.decode("original_transaction_id", as: String.self),
-                              latestTransactionID: try row.decode("latest_transaction_id", as: String?.self),
-                              productID: try row.decode("product_id", as: String?.self),
-                              expiresDate: try row.decode("expires_date", as: Date?.self),
-                              appIdentifier: try row.decode("app_identifier", as: String?.self),
-                              readBackKey: try row.decode("read_back_key", as: String?.self),
-                              clientID: try row.decode("client_id", as: String.self))
+            """
+        ).map { row in
+            QuietSubscription(
+                store: store,
+                environment: StoreEnvironment(rawValue: try row.decode("environment", as: String.self)) ?? .production,
+                originalTransactionID: try row.decode("original_transaction_id", as: String.self),
+                latestTransactionID: try row.decode("latest_transaction_id", as: String?.self),
+                productID: try row.decode("product_id", as: String?.self),
+                expiresDate: try row.decode("expires_date", as: Date?.self),
+                appIdentifier: try row.decode("app_identifier", as: String?.self),
+                readBackKey: try row.decode("read_back_key", as: String?.self),
+                clientID: try row.decode("client_id", as: String.self))
         }
     }
 
     /// Notes that the store was asked, so the subscription waits its turn; `learned`: whether the
     /// store said anything of it (an empty answer makes the next wait longer).
     func markReread(_ subscription: QuietSubscription, learned: Bool) async throws {
-        try await pool.execute("""
+        try await pool.execute(
+            """
             UPDATE subscriptions SET reread_at = now(), reread_empty = CASE WHEN \(learned) THEN 0 ELSE reread_empty + 1 END
             WHERE store = \(subscription.store.rawValue) AND environment = \(subscription.environment.rawValue)
               AND original_transaction_id = \(subscription.originalTransactionID)

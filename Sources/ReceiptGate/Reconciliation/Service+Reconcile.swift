@@ -24,15 +24,21 @@ extension Service {
     /// `since` (or the schedule's last day), and the read-back of quiet subscriptions (even when
     /// its schedule is off). Recorded as by-hand runs; the schedule's cursors are not moved.
     public func reconcile(store: StoreID, since: Date?) async throws -> ReconciliationReport {
-        guard let registration = stores.first(where: { $0.store == store }) else { throw NothingToReconcile(store: store.rawValue) }
+        guard let registration = stores.first(where: { $0.store == store }) else {
+            throw NothingToReconcile(store: store.rawValue)
+        }
         var quiet = configuration.quietSubscriptions
         quiet.intervalSeconds = max(quiet.intervalSeconds, 1)
-        let polls = StorePollRunner.polls(for: [registration], quiet: quiet, queries: QuietSubscriptionQueries(pool: database.pool))
+        let polls = StorePollRunner.polls(
+            for: [registration], quiet: quiet, queries: QuietSubscriptionQueries(pool: database.pool))
         guard !polls.isEmpty else { throw NothingToReconcile(store: store.rawValue) }
-        let runner = StorePollRunner(polls: PollRepository(pool: database.pool), clients: repositories.clients,
-                                     notifications: repositories.notifications, logger: logger)
+        let runner = StorePollRunner(
+            polls: PollRepository(pool: database.pool), clients: repositories.clients,
+            notifications: repositories.notifications, logger: logger)
         var runs: [PollRepository.Run] = []
-        for poll in polls { runs.append(try await runner.runByHand(poll.poller, registration: poll.registration, since: since)) }
+        for poll in polls {
+            runs.append(try await runner.runByHand(poll.poller, registration: poll.registration, since: since))
+        }
         return ReconciliationReport(runs: runs)
     }
 }

@@ -16,7 +16,10 @@ final class StorePollRunner: Sendable {
     let owner = "\(ProcessInfo.processInfo.hostName):\(getpid()):\(UUID().uuidString.prefix(8))"
     private let tasks = LockedTasks()
 
-    init(polls: PollRepository, clients: ClientRepository, notifications: NotificationRepository, logger: Logger, metrics: Metrics? = nil) {
+    init(
+        polls: PollRepository, clients: ClientRepository, notifications: NotificationRepository, logger: Logger,
+        metrics: Metrics? = nil
+    ) {
         self.metrics = metrics
         self.polls = polls
         self.clients = clients
@@ -32,12 +35,15 @@ final class StorePollRunner: Sendable {
 
     /// Every poll the stores ask for: each store's own, and the read-back of its quiet
     /// subscriptions where the store can read one back and the setting has not turned it off.
-    static func polls(for registrations: [StoreRegistration], quiet: QuietSubscriptionSettings,
-                      queries: QuietSubscriptionQueries) -> [ScheduledPoll] {
+    static func polls(
+        for registrations: [StoreRegistration], quiet: QuietSubscriptionSettings,
+        queries: QuietSubscriptionQueries
+    ) -> [ScheduledPoll] {
         registrations.flatMap { registration -> [ScheduledPoll] in
             var polls = registration.poller.map { [ScheduledPoll(poller: $0, registration: registration)] } ?? []
             if let reader = registration.subscriptionReader, quiet.intervalSeconds > 0 {
-                let poll = QuietSubscriptionPoll(store: registration.store, reader: reader, queries: queries, settings: quiet)
+                let poll = QuietSubscriptionPoll(
+                    store: registration.store, reader: reader, queries: queries, settings: quiet)
                 polls.append(ScheduledPoll(poller: poll, registration: registration))
             }
             return polls
@@ -46,12 +52,13 @@ final class StorePollRunner: Sendable {
 
     func start(_ scheduled: [ScheduledPoll]) {
         for poll in scheduled {
-            tasks.add(Task { [self] in
-                while !Task.isCancelled {
-                    await runOnce(poll.poller, registration: poll.registration)
-                    try? await Task.sleep(for: min(poll.poller.interval, .seconds(5)))
-                }
-            })
+            tasks.add(
+                Task { [self] in
+                    while !Task.isCancelled {
+                        await runOnce(poll.poller, registration: poll.registration)
+                        try? await Task.sleep(for: min(poll.poller.interval, .seconds(5)))
+                    }
+                })
         }
     }
 
@@ -77,23 +84,30 @@ final class StorePollRunner: Sendable {
         let wait = max(interval, outcome.retryAfter.map(Self.seconds) ?? 0)
         try? await polls.finish(name, owner: owner, nextInSeconds: wait)
         metrics?.recordPollRun(poll: name, failed: outcome.failure != nil, tally: run.tally)
-        await record(PollRepository.Run(poll: name, process: owner, startedAt: started, finishedAt: Date(), tally: run.tally,
-                                        byHand: false, error: outcome.failure))
+        await record(
+            PollRepository.Run(
+                poll: name, process: owner, startedAt: started, finishedAt: Date(), tally: run.tally,
+                byHand: false, error: outcome.failure))
     }
 
     /// A run an operator asked for: from `since` (or where the schedule stands, for polls without
     /// a window), with cursors of its own, so the schedule's are not moved. Refused while another
     /// by-hand run of the same poll is under way; a scheduled run may overlap it (what both find
     /// is recorded once).
-    func runByHand(_ poller: any StorePolling, registration: StoreRegistration, since: Date?) async throws -> PollRepository.Run {
+    func runByHand(
+        _ poller: any StorePolling, registration: StoreRegistration, since: Date?
+    ) async throws -> PollRepository.Run {
         let name = poller.pollName + ".by_hand"
-        guard try await polls.acquire(name, owner: owner, seconds: 3600) else { throw ByHandRunUnderWay(poll: poller.pollName) }
+        guard try await polls.acquire(name, owner: owner, seconds: 3600) else {
+            throw ByHandRunUnderWay(poll: poller.pollName)
+        }
         let started = Date()
         let run = Run(since: since, cursors: .memory(Run.MemoryCursors()))
         let outcome = await perform(poller, registration: registration, run: run)
         try? await polls.finish(name, owner: owner, nextInSeconds: 0)
-        let record = PollRepository.Run(poll: poller.pollName, process: owner, startedAt: started, finishedAt: Date(), tally: run.tally,
-                                        byHand: true, error: outcome.cancelled ? "cancelled" : outcome.failure)
+        let record = PollRepository.Run(
+            poll: poller.pollName, process: owner, startedAt: started, finishedAt: Date(), tally: run.tally,
+            byHand: true, error: outcome.cancelled ? "cancelled" : outcome.failure)
         await self.record(record)
         return record
     }
@@ -108,11 +122,18 @@ final class StorePollRunner: Sendable {
             let notifications = notifications, logger = logger
             try await poller.poll(owners: owners, run: run) { found in
                 for notification in found {
-                    let recorded = try await notifications.record(notification, rawBody: notification.rawBody ?? notification.decodedJSON, kind: kind)
-                    run.count { $0.found += 1; if !recorded.duplicate { $0.new += 1 }; if recorded.changed { $0.changed += 1 } }
+                    let recorded = try await notifications.record(
+                        notification, rawBody: notification.rawBody ?? notification.decodedJSON, kind: kind)
+                    run.count {
+                        $0.found += 1; if !recorded.duplicate { $0.new += 1 }; if recorded.changed { $0.changed += 1 }
+                    }
                     if !recorded.duplicate {
-                        logger.info("store poll recorded an event", ["poll": name, "notification.id": notification.notificationID,
-                                                                     "notification.type": notification.type, "changed": String(recorded.changed)])
+                        logger.info(
+                            "store poll recorded an event",
+                            [
+                                "poll": name, "notification.id": notification.notificationID,
+                                "notification.type": notification.type, "changed": String(recorded.changed),
+                            ])
                     }
                 }
             }
@@ -123,7 +144,8 @@ final class StorePollRunner: Sendable {
             // The next run (here or elsewhere) resumes from the saved cursor, after the usual
             // interval or what the store asked: a rate limit or an outage is not asked again at once.
             logger.warning("store poll failed", ["poll": name, "error": "\(error)"])
-            return Outcome(failure: String("\(error)".prefix(2000)), retryAfter: (error as? any StoreAskedToWait)?.retryAfter)
+            return Outcome(
+                failure: String("\(error)".prefix(2000)), retryAfter: (error as? any StoreAskedToWait)?.retryAfter)
         }
     }
 

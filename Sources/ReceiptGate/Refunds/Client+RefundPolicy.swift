@@ -11,8 +11,12 @@ extension Client {
     package var refundPolicy: RefundPolicy {
         var policy = RefundPolicy()
         policy.consumptionConsent = settings[Self.consumptionConsentSetting] == ["on"]
-        if let percent = settings[Self.refundDeclineAtSetting]?.first.flatMap(Int.init), (0...100).contains(percent) { policy.declineAtPercent = percent }
-        if let otherwise = settings[Self.refundOtherwiseSetting]?.first.flatMap(RefundPreference.init(rawValue:)) { policy.otherwise = otherwise }
+        if let percent = settings[Self.refundDeclineAtSetting]?.first.flatMap(Int.init), (0...100).contains(percent) {
+            policy.declineAtPercent = percent
+        }
+        if let otherwise = settings[Self.refundOtherwiseSetting]?.first.flatMap(RefundPreference.init(rawValue:)) {
+            policy.otherwise = otherwise
+        }
         policy.sampleContentProvided = settings[Self.sampleContentSetting] == ["on"]
         return policy
     }

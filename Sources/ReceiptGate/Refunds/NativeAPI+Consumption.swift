@@ -12,8 +12,10 @@ import ReceiptCore
 /// transaction), so a report signed for one transaction cannot be sent to another.
 extension NativeAPI {
     var consumptionRoute: Route {
-        Route("POST", "/v1/transactions/{store}/{transaction_id}/consumption", authentication: .signedClient(.allow),
-              rateLimits: [Self.perClient]) { request, context in
+        Route(
+            "POST", "/v1/transactions/{store}/{transaction_id}/consumption", authentication: .signedClient(.allow),
+            rateLimits: [Self.perClient]
+        ) { request, context in
             await reportConsumption(request.body, signedTimestamp: request.headers["x-timestamp"], context: context)
         }
     }
@@ -38,7 +40,8 @@ extension NativeAPI {
         }
 
         enum CodingKeys: String, CodingKey {
-            case delivered, consumedPercent = "consumed_percent", usageEvents = "usage_events", reportedAtMs = "reported_at_ms"
+            case delivered, consumedPercent = "consumed_percent", usageEvents = "usage_events", reportedAtMs =
+                "reported_at_ms"
         }
     }
 
@@ -51,10 +54,13 @@ extension NativeAPI {
     func reportConsumption(_ body: Data, signedTimestamp: String?, context: RouteContext) async -> RouteResponse {
         guard let client = context.client else { return Self.error(.unauthorized, "client authentication required") }
         for (name, value) in context.pathParameters.sorted(by: { $0.key < $1.key }) {
-            if let problem = Identifier.problem(value) { return Self.error(.invalidField, "path parameter '\(name)' \(problem)") }
+            if let problem = Identifier.problem(value) {
+                return Self.error(.invalidField, "path parameter '\(name)' \(problem)")
+            }
         }
         // Authentication checked the signed timestamp; without it nothing could be ordered.
-        guard let signedSeconds = signedTimestamp.flatMap(Int64.init), case let (signedAtMs, false) = signedSeconds.multipliedReportingOverflow(by: 1000)
+        guard let signedSeconds = signedTimestamp.flatMap(Int64.init),
+            case let (signedAtMs, false) = signedSeconds.multipliedReportingOverflow(by: 1000)
         else { return Self.error(.unauthorized, "X-Timestamp is required") }
         let timed: TimedReport
         switch Self.consumptionReport(body, signedAtMs: signedAtMs) {
@@ -62,10 +68,13 @@ extension NativeAPI {
         case .failure(let problem): return Self.error(problem.code, problem.message)
         }
         do {
-            guard let record = try await transactions.find(store: StoreID(rawValue: context.pathParameters["store"] ?? ""),
-                                                           transactionID: context.pathParameters["transaction_id"] ?? "", client: client)
+            guard
+                let record = try await transactions.find(
+                    store: StoreID(rawValue: context.pathParameters["store"] ?? ""),
+                    transactionID: context.pathParameters["transaction_id"] ?? "", client: client)
             else { return Self.notFound("transaction") }
-            let stored = try await transactions.keepConsumption(timed.report, asOfMs: timed.asOfMs, transactionRowID: record.managementID)
+            let stored = try await transactions.keepConsumption(
+                timed.report, asOfMs: timed.asOfMs, transactionRowID: record.managementID)
             return .json(ConsumptionRecorded(transaction: NativeTransaction(record), stored: stored))
         } catch {
             context.logger.error("consumption report not recorded", ["error": "\(error)"])
@@ -89,22 +98,43 @@ extension NativeAPI {
         guard events.count <= maxUsageEvents else {
             return .failure(.init(code: .invalidField, message: "usage_events takes at most \(maxUsageEvents) events"))
         }
-        if let reportedAt = parsed.reportedAtMs, reportedAt < 0 || reportedAt > signedAtMs.addingReportingOverflow(maxReportLeadMs).partialValue {
-            return .failure(.init(code: .invalidField, message: "reported_at_ms must be a time in epoch milliseconds, at most \(maxReportLeadMs / 1000) s after X-Timestamp"))
+        if let reportedAt = parsed.reportedAtMs,
+            reportedAt < 0 || reportedAt > signedAtMs.addingReportingOverflow(maxReportLeadMs).partialValue
+        {
+            return .failure(
+                .init(
+                    code: .invalidField,
+                    message:
+                        "reported_at_ms must be a time in epoch milliseconds, at most \(maxReportLeadMs / 1000) s after X-Timestamp"
+                ))
         }
         var usage: [ConsumptionReport.UsageEvent] = []
         for (index, event) in events.enumerated() {
             if let description = event.description,
-               description.count > maxUsageDescription || description.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
-                return .failure(.init(code: .invalidField, message: "usage_events[\(index)].description must be at most \(maxUsageDescription) characters of text"))
+                description.count > maxUsageDescription
+                    || description.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F })
+            {
+                return .failure(
+                    .init(
+                        code: .invalidField,
+                        message:
+                            "usage_events[\(index)].description must be at most \(maxUsageDescription) characters of text"
+                    ))
             }
             if let at = event.atMs, !(0...4_102_444_800_000).contains(at) {
-                return .failure(.init(code: .invalidField, message: "usage_events[\(index)].at_ms must be a time in epoch milliseconds"))
+                return .failure(
+                    .init(
+                        code: .invalidField,
+                        message: "usage_events[\(index)].at_ms must be a time in epoch milliseconds"))
             }
-            usage.append(.init(at: event.atMs.map { Date(timeIntervalSince1970: Double($0) / 1000) }, description: event.description))
+            usage.append(
+                .init(
+                    at: event.atMs.map { Date(timeIntervalSince1970: Double($0) / 1000) },
+                    description: event.description))
         }
-        let report = ConsumptionReport(delivered: parsed.delivered, consumedMilliunits: parsed.consumedPercent.map { Int(($0 * 1000).rounded()) },
-                                       usageEvents: usage)
+        let report = ConsumptionReport(
+            delivered: parsed.delivered, consumedMilliunits: parsed.consumedPercent.map { Int(($0 * 1000).rounded()) },
+            usageEvents: usage)
         return .success(TimedReport(report: report, asOfMs: parsed.reportedAtMs ?? signedAtMs))
     }
 
@@ -116,7 +146,8 @@ extension NativeAPI {
 
         enum CodingKeys: String, CodingKey { case transaction, consumption, superseded }
         enum ReportKeys: String, CodingKey {
-            case delivered, consumedPercent = "consumed_percent", usageEvents = "usage_events", reportedAt = "reported_at_ms"
+            case delivered, consumedPercent = "consumed_percent", usageEvents = "usage_events", reportedAt =
+                "reported_at_ms"
             case receivedAt = "received_at_ms"
         }
 

@@ -33,13 +33,16 @@ struct RefundAdmin: Sendable {
         let otherwise: String?
         let sampleContent: Bool?
         enum CodingKeys: String, CodingKey {
-            case consumptionConsent = "consumption_consent", declineAtPercent = "decline_at_percent", otherwise, sampleContent = "sample_content"
+            case consumptionConsent = "consumption_consent", declineAtPercent = "decline_at_percent", otherwise,
+                sampleContent = "sample_content"
         }
     }
 
     private func policy(_ context: RouteContext, change body: Data?) async -> RouteResponse {
         let id = context.pathParameters["client_id"] ?? ""
-        if let problem = Identifier.problem(id) { return NativeAPI.error(.invalidField, "path parameter 'client_id' \(problem)") }
+        if let problem = Identifier.problem(id) {
+            return NativeAPI.error(.invalidField, "path parameter 'client_id' \(problem)")
+        }
         do {
             guard var client = try await clients.find(id) else { return NativeAPI.error(.notFound, "no such client") }
             if let body {
@@ -54,7 +57,9 @@ struct RefundAdmin: Sendable {
                 if let percent = change.declineAtPercent { values["refund-decline-at"] = [String(percent)] }
                 if let otherwise = change.otherwise { values["refund-otherwise"] = [otherwise] }
                 let settings: ClientSettings
-                do { settings = try input.settings(values) } catch { return NativeAPI.error(.invalidField, error.description) }
+                do { settings = try input.settings(values) } catch {
+                    return NativeAPI.error(.invalidField, error.description)
+                }
                 client = try await clients.update(id, settings)
                 context.logger.info("client refund policy changed", ["client.id": id])
             }
@@ -69,7 +74,8 @@ struct RefundAdmin: Sendable {
         let policy: RefundPolicy
         init(_ policy: RefundPolicy) { self.policy = policy }
         enum CodingKeys: String, CodingKey {
-            case consumptionConsent = "consumption_consent", declineAtPercent = "decline_at_percent", otherwise, sampleContent = "sample_content"
+            case consumptionConsent = "consumption_consent", declineAtPercent = "decline_at_percent", otherwise,
+                sampleContent = "sample_content"
         }
         func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
@@ -85,7 +91,8 @@ struct RefundAdmin: Sendable {
         init(_ item: RefundRequestRepository.Listed) { self.item = item }
         enum CodingKeys: String, CodingKey {
             case id, clientID = "client_id", store, transactionID = "transaction_id", productID = "product_id", reason
-            case requestedAt = "requested_at_ms", deadline = "deadline_ms", status, answer, answeredAt = "answered_at_ms", outcome
+            case requestedAt = "requested_at_ms", deadline = "deadline_ms", status, answer, answeredAt =
+                "answered_at_ms", outcome
         }
         func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
@@ -98,7 +105,9 @@ struct RefundAdmin: Sendable {
             try container.encode(item.requestedAt.epochMilliseconds, forKey: .requestedAt)
             try container.encode(item.deadline.epochMilliseconds, forKey: .deadline)
             try container.encode(item.status, forKey: .status)
-            let decided = item.answer.flatMap { try? ConsumptionReports.decoder.decode(RefundAnswer.self, from: Data($0.utf8)) }
+            let decided = item.answer.flatMap {
+                try? ConsumptionReports.decoder.decode(RefundAnswer.self, from: Data($0.utf8))
+            }
             try container.encode(decided, forKey: .answer)
             try container.encode(item.answeredAt?.epochMilliseconds, forKey: .answeredAt)
             try container.encode(item.outcome, forKey: .outcome)

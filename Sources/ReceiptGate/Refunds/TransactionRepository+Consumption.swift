@@ -19,32 +19,44 @@ extension TransactionRepository {
 
     /// Keeps `report`, whose own time is `asOfMs`, unless the stored report's time is the same or
     /// later. The same report sent again (same time, same content) counts as kept: a retry.
-    func keepConsumption(_ report: ConsumptionReport, asOfMs: Int64, transactionRowID: Int64) async throws -> StoredConsumption {
+    func keepConsumption(
+        _ report: ConsumptionReport, asOfMs: Int64, transactionRowID: Int64
+    ) async throws -> StoredConsumption {
         let events = try ConsumptionReports.json(report.usageEvents)
-        if let row = try await pool.query("""
+        if let row = try await pool.query(
+            """
             INSERT INTO consumption_reports (transaction_row_id, delivered, consumed_milliunits, usage_events, as_of_ms)
             VALUES (\(transactionRowID), \(report.delivered), \(report.consumedMilliunits), \(events)::jsonb, \(asOfMs))
             ON CONFLICT (transaction_row_id) DO UPDATE SET delivered = EXCLUDED.delivered, consumed_milliunits = EXCLUDED.consumed_milliunits,
                 usage_events = EXCLUDED.usage_events, as_of_ms = EXCLUDED.as_of_ms, reported_at = now()
             WHERE consumption_reports.as_of_ms < EXCLUDED.as_of_ms
             RETURNING reported_at
-            """).first {
-            return StoredConsumption(report: report, asOfMs: asOfMs, receivedAt: try row.decode("reported_at"), kept: true)
+            """
+        ).first {
+            return StoredConsumption(
+                report: report, asOfMs: asOfMs, receivedAt: try row.decode("reported_at"), kept: true)
         }
         // Not written: a report of the same time or later stands. A separate statement, so it sees
         // a report another transaction committed while the upsert waited for it.
-        guard let row = try await pool.query("""
-            SELECT delivered, consumed_milliunits, usage_events::text AS usage_events, as_of_ms, reported_at,
-                   (as_of_ms = \(asOfMs) AND delivered = \(report.delivered)
-                    AND consumed_milliunits IS NOT DISTINCT FROM \(report.consumedMilliunits)
-                    AND usage_events = \(events)::jsonb) AS same
-            FROM consumption_reports WHERE transaction_row_id = \(transactionRowID)
-            """).first else {
+        guard
+            let row = try await pool.query(
+                """
+                SELECT delivered, consumed_milliunits, usage_events::text AS usage_events, as_of_ms, reported_at,
+                       (as_of_ms = \(asOfMs) AND delivered = \(report.delivered)
+                        AND consumed_milliunits IS NOT DISTINCT FROM \(report.consumedMilliunits)
+                        AND usage_events = \(events)::jsonb) AS same
+                FROM consumption_reports WHERE transaction_row_id = \(transactionRowID)
+                """
+            ).first
+        else {
             throw ConsumptionReportVanished()
         }
-        let standing = ConsumptionReport(delivered: try row.decode("delivered"), consumedMilliunits: try row.decode("consumed_milliunits"),
-                                         usageEvents: try ConsumptionReports.usageEvents(from: try row.decode("usage_events", as: String?.self)))
-        return StoredConsumption(report: standing, asOfMs: try row.decode("as_of_ms"), receivedAt: try row.decode("reported_at"), kept: try row.decode("same"))
+        let standing = ConsumptionReport(
+            delivered: try row.decode("delivered"), consumedMilliunits: try row.decode("consumed_milliunits"),
+            usageEvents: try ConsumptionReports.usageEvents(from: try row.decode("usage_events", as: String?.self)))
+        return StoredConsumption(
+            report: standing, asOfMs: try row.decode("as_of_ms"), receivedAt: try row.decode("reported_at"),
+            kept: try row.decode("same"))
     }
 }
 

@@ -1,5 +1,5 @@
-import OpenSSLCrypto
 import Foundation
+import OpenSSLCrypto
 import Postgres
 import ReceiptCore
 
@@ -18,15 +18,19 @@ struct AccountRepository: AccountStore {
     }
 
     func account(username: String, scope: String) async throws -> AccountRecord? {
-        try await pool.query("SELECT \(unescaped: Self.columns) FROM accounts WHERE scope = \(scope) AND username = \(username)")
-            .first.map(Self.decode)
+        try await pool.query(
+            "SELECT \(unescaped: Self.columns) FROM accounts WHERE scope = \(scope) AND username = \(username)"
+        )
+        .first.map(Self.decode)
     }
 
     func account(email: String, scope: String) async throws -> AccountRecord? {
-        try await pool.query("""
+        try await pool.query(
+            """
             SELECT \(unescaped: Self.columns) FROM accounts WHERE scope = \(scope) AND lower(email) = lower(\(email))
             ORDER BY email_verified DESC, created_at LIMIT 1
-            """).first.map(Self.decode)
+            """
+        ).first.map(Self.decode)
     }
 
     func linkedAccount(_ key: PurchaseKey, scope: String) async throws -> AccountRecord? {
@@ -34,13 +38,20 @@ struct AccountRepository: AccountStore {
     }
 
     func links(accountID: String) async throws -> [PurchaseKey] {
-        try await pool.query("SELECT store, original_transaction_id FROM account_links WHERE account_id = \(accountID) ORDER BY created_at")
-            .map { PurchaseKey(store: StoreID(rawValue: try $0.decode("store")), originalTransactionID: try $0.decode("original_transaction_id")) }
+        try await pool.query(
+            "SELECT store, original_transaction_id FROM account_links WHERE account_id = \(accountID) ORDER BY created_at"
+        )
+        .map {
+            PurchaseKey(
+                store: StoreID(rawValue: try $0.decode("store")),
+                originalTransactionID: try $0.decode("original_transaction_id"))
+        }
     }
 
     func update(_ accountID: String, _ change: AccountChange) async throws -> AccountRecord? {
         let expected = change.expected
-        return try await pool.query("""
+        return try await pool.query(
+            """
             UPDATE accounts SET
                 email = COALESCE(\(change.email), email),
                 email_verified = COALESCE(\(change.emailVerified), email_verified),
@@ -52,7 +63,8 @@ struct AccountRepository: AccountStore {
               AND (NOT \(expected != nil) OR (email IS NOT DISTINCT FROM \(expected?.email) AND email_verified = \(expected?.emailVerified ?? false)
                    AND pending_email IS NOT DISTINCT FROM \(expected?.pendingEmail) AND pending_email_approved = \(expected?.pendingEmailApproved ?? false)))
             RETURNING \(unescaped: Self.columns)
-            """).first.map(Self.decode)
+            """
+        ).first.map(Self.decode)
     }
 
     // MARK: - Inside a caller's transaction
@@ -60,7 +72,8 @@ struct AccountRepository: AccountStore {
     static func create(_ draft: AccountDraft, on connection: PostgresConnection) throws -> AccountRecord {
         let id = draft.id ?? "acc_" + Hex.encode(SecureRandom.bytes(12))
         let attribution = draft.attribution.map { String(decoding: $0, as: UTF8.self) }
-        let rows = try connection.query("""
+        let rows = try connection.query(
+            """
             INSERT INTO accounts (id, client_id, scope, username, email, password_hash, attribution)
             VALUES (\(id), \(draft.client.clientID), \(draft.client.scope), \(draft.username), \(draft.email), \(draft.passwordHash),
                     \(attribution)::jsonb)
@@ -73,12 +86,14 @@ struct AccountRepository: AccountStore {
     /// Links unless linked; returns the account the purchase is linked to. Two statements on
     /// purpose: the second sees a link another transaction committed while the first waited.
     static func link(_ key: PurchaseKey, to accountID: String, on connection: PostgresConnection) throws -> String {
-        try connection.execute("""
+        try connection.execute(
+            """
             INSERT INTO account_links (scope, store, original_transaction_id, account_id)
             SELECT scope, \(key.store.rawValue), \(key.originalTransactionID), id FROM accounts WHERE id = \(accountID)
             ON CONFLICT (scope, store, original_transaction_id) DO NOTHING
             """)
-        let rows = try connection.query("""
+        let rows = try connection.query(
+            """
             SELECT l.account_id FROM account_links l JOIN accounts a ON a.scope = l.scope
             WHERE a.id = \(accountID) AND l.store = \(key.store.rawValue) AND l.original_transaction_id = \(key.originalTransactionID)
             """)
@@ -86,12 +101,16 @@ struct AccountRepository: AccountStore {
         return try row.decode("account_id")
     }
 
-    static func linkedAccount(_ key: PurchaseKey, scope: String, on connection: PostgresConnection) throws -> AccountRecord? {
-        try connection.query("""
+    static func linkedAccount(
+        _ key: PurchaseKey, scope: String, on connection: PostgresConnection
+    ) throws -> AccountRecord? {
+        try connection.query(
+            """
             SELECT \(unescaped: columns) FROM accounts
             WHERE id = (SELECT account_id FROM account_links WHERE scope = \(scope) AND store = \(key.store.rawValue)
                         AND original_transaction_id = \(key.originalTransactionID))
-            """).first.map(decode)
+            """
+        ).first.map(decode)
     }
 
     static let columns = """
@@ -100,10 +119,15 @@ struct AccountRepository: AccountStore {
         """
 
     static func decode(_ row: PostgresRow) throws -> AccountRecord {
-        AccountRecord(id: try row.decode("id"), clientID: try row.decode("client_id"), scope: try row.decode("scope"),
-                      username: try row.decode("username"), appAccountToken: try row.decode("app_account_token"), email: try row.decode("email"), emailVerified: try row.decode("email_verified"),
-                      pendingEmail: try row.decode("pending_email"), pendingEmailApproved: try row.decode("pending_email_approved"), passwordHash: try row.decode("password_hash"),
-                      attribution: try row.decode("attribution", as: String?.self).map { Data($0.utf8) }, createdAt: try row.decode("created_at"))
+        AccountRecord(
+            id: try row.decode("id"), clientID: try row.decode("client_id"), scope: try row.decode("scope"),
+            username: try row.decode("username"), appAccountToken: try row.decode("app_account_token"),
+            email: try row.decode("email"), emailVerified: try row.decode("email_verified"),
+            pendingEmail: try row.decode("pending_email"),
+            pendingEmailApproved: try row.decode("pending_email_approved"),
+            passwordHash: try row.decode("password_hash"),
+            attribution: try row.decode("attribution", as: String?.self).map { Data($0.utf8) },
+            createdAt: try row.decode("created_at"))
     }
 }
 
@@ -135,7 +159,8 @@ struct PostgresRecordScope: RecordScope {
     }
 
     func setPendingEmail(_ email: String?, accountID: String) throws {
-        try connection.execute("""
+        try connection.execute(
+            """
             UPDATE accounts SET pending_email = \(email), pending_email_approved = false, updated_at = now() WHERE id = \(accountID)
             """)
     }
@@ -143,7 +168,9 @@ struct PostgresRecordScope: RecordScope {
     /// Whether the store can be told at all is the pipeline's to know: it hands a dialect a scope
     /// that queues nothing for a store without the capability (`UntellableStoreScope`).
     func tellStore(accountToken: String, for transaction: TransactionRecord) throws -> Bool {
-        guard let assignment = AccountTokenAssignment.owed(for: transaction, accountToken: accountToken) else { return false }
+        guard let assignment = AccountTokenAssignment.owed(for: transaction, accountToken: accountToken) else {
+            return false
+        }
         return try OutboxRepository.enqueue(assignment, on: connection)
     }
 }

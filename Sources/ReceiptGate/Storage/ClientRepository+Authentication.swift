@@ -22,7 +22,8 @@ extension ClientRepository {
         // What a caller sends as an id may be anything (a NUL, a megabyte): only the form ids are
         // issued in can name a client, and anything else is unknown without asking Postgres.
         guard Self.isIssuedID(clientID) else { return nil }
-        let query: PostgresQuery = "SELECT \(unescaped: Self.columns), secret_ciphertext, version FROM clients WHERE id = \(clientID)"
+        let query: PostgresQuery =
+            "SELECT \(unescaped: Self.columns), secret_ciphertext, version FROM clients WHERE id = \(clientID)"
         let rows: [PostgresRow]
         var fromStandby = false
         do {
@@ -36,8 +37,10 @@ extension ClientRepository {
         guard let row = rows.first else { return nil }
         let client = try Self.decode(row)
         guard !client.disabled else { return nil }
-        return AuthenticatedClient(client: client, secret: try secrets.open(try row.decode("secret_ciphertext", as: Data.self), owner: clientID),
-                                   version: try row.decode("version"), fromStandby: fromStandby)
+        return AuthenticatedClient(
+            client: client,
+            secret: try secrets.open(try row.decode("secret_ciphertext", as: Data.self), owner: clientID),
+            version: try row.decode("version"), fromStandby: fromStandby)
     }
 
     static let idPrefix = "rgc_"
@@ -47,7 +50,9 @@ extension ClientRepository {
     static func isIssuedID(_ id: String) -> Bool {
         let utf8 = id.utf8
         guard utf8.count == idPrefix.utf8.count + 2 * idRandomBytes, id.hasPrefix(idPrefix) else { return false }
-        return utf8.dropFirst(idPrefix.utf8.count).allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0) }
+        return utf8.dropFirst(idPrefix.utf8.count).allSatisfy {
+            (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0)
+        }
     }
 
     /// The primary is down, restarting or read-only (a failover under way), as `DatabaseOutage`
@@ -64,16 +69,19 @@ extension ClientRepository {
     /// the change reads. The scope is the cached client's: had it moved game, its version moved too.
     static func isCurrent(_ client: ClientInfo, version: Int64, on connection: PostgresConnection) throws -> Bool {
         try CatalogScopeLock.share(client.scope, on: connection)
-        return try !connection.query("""
+        return try !connection.query(
+            """
             SELECT 1 FROM clients WHERE id = \(client.clientID) AND version = \(version) AND disabled_at IS NULL
-            """).isEmpty
+            """
+        ).isEmpty
     }
 
     /// Inside a store event's transaction: holds the client's catalog scope as a claim does
     /// (`isCurrent`), then reads the products its game's catalogs map, as of now.
     static func heldGameCatalog(of clientID: String, on connection: PostgresConnection) throws -> Set<String> {
         try CatalogScopeLock.shareScope(of: clientID, on: connection)
-        return Set(try connection.query("SELECT \(unescaped: gameCatalogColumn) FROM clients WHERE id = \(clientID)").first?
-            .decode("game_catalog", as: [String].self) ?? [])
+        return Set(
+            try connection.query("SELECT \(unescaped: gameCatalogColumn) FROM clients WHERE id = \(clientID)").first?
+                .decode("game_catalog", as: [String].self) ?? [])
     }
 }

@@ -7,23 +7,28 @@ extension ClientRepository {
     /// `store`: what a store provider needs to call the store about that app outside a request.
     package func owner(ofApp app: String, store: StoreDeclaration) async throws -> ClientWithStoreCredentials? {
         guard let client = try await find(appIdentifier: app, kind: store.identifiers) else { return nil }
-        return ClientWithStoreCredentials(client: client.info, credentials: try await credentials(of: client, store: store.store))
+        return ClientWithStoreCredentials(
+            client: client.info, credentials: try await credentials(of: client, store: store.store))
     }
 
     /// The oldest enabled client that registered an app of `store` and whose plain setting `name`
     /// (one of the store's own) has `value` first, with its secret settings for `store`. Only the
     /// match's secrets are opened; a value no client has costs this one query.
-    package func owner(withSetting name: String, value: String, store: StoreDeclaration) async throws -> ClientWithStoreCredentials? {
+    package func owner(
+        withSetting name: String, value: String, store: StoreDeclaration
+    ) async throws -> ClientWithStoreCredentials? {
         guard name.hasPrefix("\(store.store.rawValue).") else { return nil }
         let kind = store.identifiers.name
-        let rows = try await pool.query("""
+        let rows = try await pool.query(
+            """
             SELECT \(unescaped: Self.columns) FROM clients
             WHERE disabled_at IS NULL AND settings -> \(name) ->> 0 = \(value)
               AND app_identifiers -> \(kind) -> 0 IS NOT NULL
             ORDER BY created_at, id LIMIT 1
             """)
         guard let client = try rows.first.map(Self.decode) else { return nil }
-        return ClientWithStoreCredentials(client: client.info, credentials: try await credentials(of: client, store: store.store))
+        return ClientWithStoreCredentials(
+            client: client.info, credentials: try await credentials(of: client, store: store.store))
     }
 
     /// Every enabled client that registered an app of the store, with its secrets.

@@ -1,5 +1,5 @@
-import OpenSSLCrypto
 import Foundation
+import OpenSSLCrypto
 import Postgres
 public import ReceiptCore
 
@@ -32,8 +32,10 @@ public struct ClientRepository: Sendable {
         let refundURL: String? = settings.refundCallbackURL ?? nil
         let webhookURL: String? = settings.webhookURL ?? nil
         let deliveryURL: String? = settings.deliveryURL ?? nil
-        let sealed = try Self.seal(settings.sealedSettings.compactMapValues { $0 }, clientID: clientID, secrets: secrets)
-        let rows = try await pool.query("""
+        let sealed = try Self.seal(
+            settings.sealedSettings.compactMapValues { $0 }, clientID: clientID, secrets: secrets)
+        let rows = try await pool.query(
+            """
             INSERT INTO clients (id, name, game_id, app_identifiers, environments, refund_callback_url, refund_callback_format,
                                  webhook_url, delivery_url, secret_ciphertext, settings, sealed_settings)
             VALUES (\(clientID), \(name), \(gameID), jsonb_strip_nulls(\(try Self.json(settings.appIdentifiers))::jsonb), \(environments),
@@ -44,23 +46,25 @@ public struct ClientRepository: Sendable {
         return (try Self.decode(rows[0]), secret)
     }
 
-
     public func list() async throws -> [Client] {
         try await pool.query("SELECT \(unescaped: Self.columns) FROM clients ORDER BY created_at, id").map(Self.decode)
     }
 
     public func find(_ clientID: String) async throws -> Client? {
-        try await pool.query("SELECT \(unescaped: Self.columns) FROM clients WHERE id = \(clientID)").first.map(Self.decode)
+        try await pool.query("SELECT \(unescaped: Self.columns) FROM clients WHERE id = \(clientID)").first.map(
+            Self.decode)
     }
 
     /// The oldest enabled client that registered this app under this kind of identifier (one
     /// Android package may be one client's app in one store and another client's in another).
     public func find(appIdentifier: String, kind: AppIdentifierKind) async throws -> Client? {
-        try await pool.query("""
+        try await pool.query(
+            """
             SELECT \(unescaped: Self.columns) FROM clients
             WHERE disabled_at IS NULL AND app_identifiers -> \(kind.name) ? \(appIdentifier)
             ORDER BY created_at, id LIMIT 1
-            """).first.map(Self.decode)
+            """
+        ).first.map(Self.decode)
     }
 
     /// Changes what `settings` gives. A change of game or environments changes what players own
@@ -69,19 +73,28 @@ public struct ClientRepository: Sendable {
     /// (`ProductCatalogRepository.holdGame`), the refreshes owed are written with the change, and
     /// carried out for up to `refreshWithin` before this returns (the rest by a service's worker).
     /// One transaction: the secret settings given commit with the rest, or nothing does.
-    public func update(_ clientID: String, _ settings: ClientSettings,
-                       refreshWithin budget: Duration? = ProductCatalogRepository.interactiveRefreshBudget) async throws -> Client {
+    public func update(
+        _ clientID: String, _ settings: ClientSettings,
+        refreshWithin budget: Duration? = ProductCatalogRepository.interactiveRefreshBudget
+    ) async throws -> Client {
         let changesGame = settings.gameID != nil, reshapes = settings.gameID != nil || settings.environments != nil
         let secrets = secrets
         let (client, refreshes) = try await pool.withTransaction { connection -> (Client, [CatalogRefreshes.Request]) in
             // First, holding nothing yet: claims in flight of the game finish before the change.
-            let held = reshapes
-                ? try ProductCatalogRepository.holdGame(of: clientID, alsoScopes: changesGame ? [ClientInfo.scope(clientID: clientID, gameID: settings.gameID ?? nil)] : [],
-                                                        on: connection) : []
+            let held =
+                reshapes
+                ? try ProductCatalogRepository.holdGame(
+                    of: clientID,
+                    alsoScopes: changesGame
+                        ? [ClientInfo.scope(clientID: clientID, gameID: settings.gameID ?? nil)] : [],
+                    on: connection) : []
             // With the rest of the change: all of it commits, or none.
-            if !settings.sealedSettings.isEmpty { try Self.updateSealed(clientID, settings.sealedSettings, secrets: secrets, on: connection) }
+            if !settings.sealedSettings.isEmpty {
+                try Self.updateSealed(clientID, settings.sealedSettings, secrets: secrets, on: connection)
+            }
             // COALESCE keeps what was not given; the *_set flags let an explicit null clear a field.
-            let rows = try connection.query("""
+            let rows = try connection.query(
+                """
                 UPDATE clients SET
                     name = COALESCE(\(settings.name), name),
                     game_id = CASE WHEN \(settings.gameID != nil) THEN \(settings.gameID ?? nil)::bigint ELSE game_id END,
@@ -111,7 +124,8 @@ public struct ClientRepository: Sendable {
     public func rotateSecret(_ clientID: String) async throws -> String {
         let secret = Self.newSecret()
         let box = try secrets.seal(secret, owner: clientID)
-        let updated = try await pool.execute("""
+        let updated = try await pool.execute(
+            """
             UPDATE clients SET secret_ciphertext = \(box), secret_rotated_at = clock_timestamp(), updated_at = now() WHERE id = \(clientID)
             """)
         guard updated == 1 else { throw ClientStoreError.notFound(clientID) }
@@ -119,7 +133,8 @@ public struct ClientRepository: Sendable {
     }
 
     public func disable(_ clientID: String) async throws -> Client {
-        let rows = try await pool.query("""
+        let rows = try await pool.query(
+            """
             UPDATE clients SET disabled_at = COALESCE(disabled_at, now()), updated_at = now() WHERE id = \(clientID)
             RETURNING \(unescaped: Self.columns)
             """)
@@ -130,7 +145,8 @@ public struct ClientRepository: Sendable {
     /// The plaintext secret, to verify or produce an HMAC signature. Nil for an unknown or
     /// disabled client.
     public func secret(for clientID: String) async throws -> (client: Client, secret: String)? {
-        let rows = try await pool.query("SELECT \(unescaped: Self.columns), secret_ciphertext FROM clients WHERE id = \(clientID)")
+        let rows = try await pool.query(
+            "SELECT \(unescaped: Self.columns), secret_ciphertext FROM clients WHERE id = \(clientID)")
         guard let row = rows.first else { return nil }
         let client = try Self.decode(row)
         guard !client.disabled else { return nil }
@@ -146,10 +162,15 @@ public struct ClientRepository: Sendable {
 
     /// Read, merge and reseal under a row lock (in the caller's transaction), so two updates do not
     /// lose each other's keys.
-    private static func updateSealed(_ clientID: String, _ changes: [String: String?], secrets: SecretBox, on connection: PostgresConnection) throws {
+    private static func updateSealed(
+        _ clientID: String, _ changes: [String: String?], secrets: SecretBox, on connection: PostgresConnection
+    ) throws {
         let rows = try connection.query("SELECT sealed_settings FROM clients WHERE id = \(clientID) FOR UPDATE")
         guard let row = rows.first else { throw ClientStoreError.notFound(clientID) }
-        var current = try row.decode("sealed_settings", as: Data?.self).map { try Self.open($0, clientID: clientID, secrets: secrets) } ?? [:]
+        var current =
+            try row.decode("sealed_settings", as: Data?.self).map {
+                try Self.open($0, clientID: clientID, secrets: secrets)
+            } ?? [:]
         for (name, value) in changes { current[name] = value }
         let box = try Self.seal(current, clientID: clientID, secrets: secrets)
         try connection.execute("UPDATE clients SET sealed_settings = \(box), updated_at = now() WHERE id = \(clientID)")
@@ -158,11 +179,13 @@ public struct ClientRepository: Sendable {
     /// Sealed settings are bound to `<client id>:settings`, so they cannot stand in for the client secret.
     private static func seal(_ values: [String: String], clientID: String, secrets: SecretBox) throws -> Data? {
         guard !values.isEmpty else { return nil }
-        return try secrets.seal(String(decoding: try JSONEncoder().encode(values), as: UTF8.self), owner: "\(clientID):settings")
+        return try secrets.seal(
+            String(decoding: try JSONEncoder().encode(values), as: UTF8.self), owner: "\(clientID):settings")
     }
 
     private static func open(_ box: Data, clientID: String, secrets: SecretBox) throws -> [String: String] {
-        try JSONDecoder().decode([String: String].self, from: Data(try secrets.open(box, owner: "\(clientID):settings").utf8))
+        try JSONDecoder().decode(
+            [String: String].self, from: Data(try secrets.open(box, owner: "\(clientID):settings").utf8))
     }
 
     static func json(_ settings: [String: [String]?]) throws -> String {
@@ -171,7 +194,8 @@ public struct ClientRepository: Sendable {
 
     /// Every app of one kind and every environment some enabled client registered.
     func registeredApps(_ kind: AppIdentifierKind) async throws -> RegisteredApps {
-        let rows = try await pool.query("""
+        let rows = try await pool.query(
+            """
             SELECT ARRAY(SELECT jsonb_array_elements_text(CASE WHEN jsonb_typeof(app_identifiers -> \(kind.name)) = 'array'
                                                          THEN app_identifiers -> \(kind.name) ELSE '[]' END)) AS apps, environments
             FROM clients WHERE disabled_at IS NULL
@@ -179,7 +203,8 @@ public struct ClientRepository: Sendable {
         var apps = RegisteredApps()
         for row in rows {
             apps.appIdentifiers.formUnion(try row.decode("apps", as: [String].self))
-            apps.environments.formUnion(try row.decode("environments", as: [String].self).compactMap(StoreEnvironment.init(rawValue:)))
+            apps.environments.formUnion(
+                try row.decode("environments", as: [String].self).compactMap(StoreEnvironment.init(rawValue:)))
         }
         return apps
     }
@@ -187,9 +212,12 @@ public struct ClientRepository: Sendable {
     /// The client a store event belongs to: the one that recorded the transaction, else the
     /// oldest enabled client that registered the app; either way one that accepts the event's
     /// environment.
-    static func owner(of purchase: VerifiedPurchase, appIdentifier: String?, kind: AppIdentifierKind?,
-                      on connection: PostgresConnection) throws -> Client? {
-        let rows = try connection.query("""
+    static func owner(
+        of purchase: VerifiedPurchase, appIdentifier: String?, kind: AppIdentifierKind?,
+        on connection: PostgresConnection
+    ) throws -> Client? {
+        let rows = try connection.query(
+            """
             WITH recorder AS (SELECT client_id FROM transactions WHERE store = \(purchase.store.rawValue)
                               AND environment = \(purchase.environment.rawValue) AND transaction_id = \(purchase.transactionID))
             SELECT \(unescaped: columns) FROM clients
@@ -220,14 +248,20 @@ public struct ClientRepository: Sendable {
         """
 
     static func decode(_ row: PostgresRow) throws -> Client {
-        Client(clientID: try row.decode("id"), name: try row.decode("name"), gameID: try row.decode("game_id"),
-               appIdentifiers: try JSONDecoder().decode([String: [String]].self, from: Data(try row.decode("app_identifiers", as: String.self).utf8)),
-               environments: try row.decode("environments", as: [String].self).compactMap(StoreEnvironment.init(rawValue:)),
-               refundCallbackURL: try row.decode("refund_callback_url"), refundCallbackFormat: try row.decode("refund_callback_format"),
-               webhookURL: try row.decode("webhook_url"), deliveryURL: try row.decode("delivery_url"),
-               settings: try JSONDecoder().decode([String: [String]].self, from: Data(try row.decode("settings", as: String.self).utf8)),
-               hasSealedSettings: try row.decode("has_sealed"), disabled: try row.decode("disabled"), createdAt: try row.decode("created_at"),
-               secretRotatedAt: try row.decode("secret_rotated_at"),
-               gameCatalog: Set(try row.decode("game_catalog", as: [String].self)))
+        Client(
+            clientID: try row.decode("id"), name: try row.decode("name"), gameID: try row.decode("game_id"),
+            appIdentifiers: try JSONDecoder().decode(
+                [String: [String]].self, from: Data(try row.decode("app_identifiers", as: String.self).utf8)),
+            environments: try row.decode("environments", as: [String].self).compactMap(
+                StoreEnvironment.init(rawValue:)),
+            refundCallbackURL: try row.decode("refund_callback_url"),
+            refundCallbackFormat: try row.decode("refund_callback_format"),
+            webhookURL: try row.decode("webhook_url"), deliveryURL: try row.decode("delivery_url"),
+            settings: try JSONDecoder().decode(
+                [String: [String]].self, from: Data(try row.decode("settings", as: String.self).utf8)),
+            hasSealedSettings: try row.decode("has_sealed"), disabled: try row.decode("disabled"),
+            createdAt: try row.decode("created_at"),
+            secretRotatedAt: try row.decode("secret_rotated_at"),
+            gameCatalog: Set(try row.decode("game_catalog", as: [String].self)))
     }
 }

@@ -39,7 +39,9 @@ struct LedgerReads: Sendable {
         self.maxLagSeconds = maxLagSeconds
         counts = Counts()
         positions = standby.map { _ in
-            PrimaryWALPositions(primaryConnectionString: primary.connectionString, bound: .milliseconds(Int64((maxLagSeconds * 1000).rounded())))
+            PrimaryWALPositions(
+                primaryConnectionString: primary.connectionString,
+                bound: .milliseconds(Int64((maxLagSeconds * 1000).rounded())))
         }
     }
 
@@ -71,8 +73,10 @@ struct LedgerReads: Sendable {
             SELECT pg_is_in_recovery() AS in_recovery,
                    coalesce(pg_last_wal_replay_lsn() >= \(required)::pg_lsn, false) AS caught_up
             """
-        guard let row = try? connection.query(check).first, let inRecovery = try? row.decode("in_recovery", as: Bool.self),
-              let caughtUp = try? row.decode("caught_up", as: Bool.self) else { return .failed }
+        guard let row = try? connection.query(check).first,
+            let inRecovery = try? row.decode("in_recovery", as: Bool.self),
+            let caughtUp = try? row.decode("caught_up", as: Bool.self)
+        else { return .failed }
         guard inRecovery else {
             if ContinuousClock.now - connection.openedAt > Self.promotedConnectionLifetime { connection.retire() }
             return .notStandby
@@ -104,7 +108,7 @@ struct LedgerReads: Sendable {
         }
         do {
             return try await primary.query(query)
-        } catch where DatabaseOutage.matches(error) {
+        } catch  where DatabaseOutage.matches(error) {
             // No primary to read from (a failover under way): the standby's copy is the freshest there is.
             let rows = try await standby.query(query)
             counts.primaryUnavailable.add(1, ordering: .relaxed)
@@ -124,7 +128,8 @@ struct LedgerReads: Sendable {
     /// `/metrics` lines: where the reads went.
     func renderMetrics() -> String {
         guard standby != nil else { return "" }
-        return "# HELP receiptgate_ledger_reads_total Ledger reads by where they were answered: the standby, or the primary because "
+        return
+            "# HELP receiptgate_ledger_reads_total Ledger reads by where they were answered: the standby, or the primary because "
             + "the standby had not replayed what the primary wrote RECEIPTGATE_READ_MAX_LAG_MS ago (lagging), failed, or was no longer a standby "
             + "(not_standby: promoted by a failover); the standby, whatever its lag, when the primary could not be reached.\n# TYPE receiptgate_ledger_reads_total counter\n"
             + "receiptgate_ledger_reads_total{served_by=\"standby\"} \(counts.standby.load(ordering: .relaxed))\n"

@@ -1,7 +1,7 @@
 import Foundation
 package import Postgres
-import Workers
 package import ReceiptCore
+import Workers
 
 /// Opens the database the configuration names, or the embedded cluster under the data folder.
 public struct Database: Sendable {
@@ -21,29 +21,44 @@ public struct Database: Sendable {
     /// holds none (`serve`, `init`); otherwise its absence is a configuration error naming where
     /// it was looked for, so a command run from the wrong folder never answers from an empty ledger.
     /// `open` on a thread of its own: an embedded cluster's `initdb` and `pg_ctl` wait for seconds.
-    package static func opened(_ configuration: ServiceConfiguration, logger: Logger, creating: Bool = true) async throws -> Database {
+    package static func opened(
+        _ configuration: ServiceConfiguration, logger: Logger, creating: Bool = true
+    ) async throws -> Database {
         try await SharedWorkers.waits.run { try open(configuration, logger: logger, creating: creating) }
     }
 
-    package static func open(_ configuration: ServiceConfiguration, logger: Logger, creating: Bool = true) throws -> Database {
+    package static func open(
+        _ configuration: ServiceConfiguration, logger: Logger, creating: Bool = true
+    ) throws -> Database {
         var database = try openPrimary(configuration, logger: logger, creating: creating)
-        database.readPool = configuration.databaseReadURL.map { PostgresPool(.init(connectionString: $0, size: configuration.databasePoolSize)) }
+        database.readPool = configuration.databaseReadURL.map {
+            PostgresPool(.init(connectionString: $0, size: configuration.databasePoolSize))
+        }
         return database
     }
 
-    private static func openPrimary(_ configuration: ServiceConfiguration, logger: Logger, creating: Bool) throws -> Database {
+    private static func openPrimary(
+        _ configuration: ServiceConfiguration, logger: Logger, creating: Bool
+    ) throws -> Database {
         if let url = configuration.databaseURL {
             let pool = PostgresPool(.init(connectionString: url, size: configuration.databasePoolSize))
-            return Database(pool: pool, embeddedCluster: nil, description: "DATABASE_URL", outboxPool: Self.outboxPool(url))
+            return Database(
+                pool: pool, embeddedCluster: nil, description: "DATABASE_URL", outboxPool: Self.outboxPool(url))
         }
-        let cluster = EmbeddedCluster(directory: configuration.dataDirectory.appendingPathComponent("postgres")) { message in
+        let cluster = EmbeddedCluster(directory: configuration.dataDirectory.appendingPathComponent("postgres")) {
+            message in
             logger.info(message)
         }
-        guard creating || cluster.exists else { throw ServiceConfiguration.missingDataDirectory(configuration.dataDirectory) }
+        guard creating || cluster.exists else {
+            throw ServiceConfiguration.missingDataDirectory(configuration.dataDirectory)
+        }
         try cluster.start()
-        let pool = PostgresPool(.init(connectionString: try cluster.connectionString, size: configuration.databasePoolSize))
-        return Database(pool: pool, embeddedCluster: cluster, description: "embedded cluster at \(try cluster.clusterDirectory.path)",
-                        outboxPool: Self.outboxPool(try cluster.connectionString))
+        let pool = PostgresPool(
+            .init(connectionString: try cluster.connectionString, size: configuration.databasePoolSize))
+        return Database(
+            pool: pool, embeddedCluster: cluster,
+            description: "embedded cluster at \(try cluster.clusterDirectory.path)",
+            outboxPool: Self.outboxPool(try cluster.connectionString))
     }
 
     /// Applies pending migrations (under the advisory lock) and returns the versions applied.
@@ -74,7 +89,8 @@ public struct Database: Sendable {
     /// its own so a cancelled caller still closes (here, at worst).
     package func closed(logger: Logger) async {
         let database = self
-        let done = (try? await Task { try await SharedWorkers.waits.run { database.close(logger: logger) } }.value) != nil
+        let done =
+            (try? await Task { try await SharedWorkers.waits.run { database.close(logger: logger) } }.value) != nil
         if !done { close(logger: logger) }
     }
 
@@ -83,7 +99,9 @@ public struct Database: Sendable {
         outboxPool.shutdown()
         readPool?.shutdown()
         if let embeddedCluster {
-            do { try embeddedCluster.stopIfUnused() } catch { logger.error("could not stop the embedded database", ["error": "\(error)"]) }
+            do { try embeddedCluster.stopIfUnused() } catch {
+                logger.error("could not stop the embedded database", ["error": "\(error)"])
+            }
         }
     }
 }

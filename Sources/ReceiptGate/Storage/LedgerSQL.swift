@@ -8,7 +8,8 @@ package import ReceiptCore
 package enum LedgerSQL {
     /// True where the caller, whose client id and game id are the SQL expressions `callerClient`
     /// and `callerGame`, may see the row `owner` (a table alias holding `client_id` and `game_id`).
-    package static func visible(owner: String, callerClient: PostgresQuery, callerGame: PostgresQuery) -> PostgresQuery {
+    package static func visible(owner: String, callerClient: PostgresQuery, callerGame: PostgresQuery) -> PostgresQuery
+    {
         "(\(unescaped: owner).client_id = \(callerClient) OR (\(unescaped: owner).game_id IS NOT NULL AND \(unescaped: owner).game_id = \(callerGame)))"
     }
 
@@ -20,7 +21,9 @@ package enum LedgerSQL {
     /// The rows of a purchase (its periods, when a subscription) that may make it someone's: claimed
     /// for a player. The first of them in `ownerClaimOrder` is its owner, for the claims of its
     /// later periods and for the entitlement index alike.
-    package static func ownerClaim(_ row: String) -> String { "(\(row).claimed_at IS NOT NULL AND \(row).player_id IS NOT NULL)" }
+    package static func ownerClaim(_ row: String) -> String {
+        "(\(row).claimed_at IS NOT NULL AND \(row).player_id IS NOT NULL)"
+    }
 
     /// First claimed first; the row id breaks a tie within one clock tick.
     package static func ownerClaimOrder(_ row: String) -> String { "\(row).claimed_at, \(row).id" }
@@ -35,7 +38,9 @@ package enum LedgerSQL {
     /// The state a conflicting row of `transactions` takes on `news`: one branch per state the row
     /// may be in, each answered by `LedgerRules`, so the statement cannot decide differently.
     package static func state(after news: LedgerNews) -> PostgresQuery {
-        var cases = PostgresQuery.StringInterpolation(literalCapacity: 64 * TransactionState.allCases.count, interpolationCount: 2 * TransactionState.allCases.count)
+        var cases = PostgresQuery.StringInterpolation(
+            literalCapacity: 64 * TransactionState.allCases.count,
+            interpolationCount: 2 * TransactionState.allCases.count)
         cases.appendLiteral("CASE transactions.state")
         for recorded in TransactionState.allCases {
             cases.appendLiteral(" WHEN ")

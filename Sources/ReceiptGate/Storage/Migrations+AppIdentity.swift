@@ -8,9 +8,11 @@ extension Schema {
         //
         // A store is told a linked purchase's account token once, ever: a re-sent link or two
         // links at once queue nothing more (`OutboxRepository.enqueue(_: AccountTokenAssignment)`).
-        Migration(version: 23, name: "app_identity", sql: """
-            ALTER TABLE transactions ADD COLUMN app_transaction_id text;
-            CREATE UNIQUE INDEX outbox_store_account_token_once ON outbox (aggregate_key) WHERE target = 'store_account_token';
-            """),
+        Migration(
+            version: 23, name: "app_identity",
+            sql: """
+                ALTER TABLE transactions ADD COLUMN app_transaction_id text;
+                CREATE UNIQUE INDEX outbox_store_account_token_once ON outbox (aggregate_key) WHERE target = 'store_account_token';
+                """)
     ]
 }

@@ -20,10 +20,13 @@ struct OperatorQueries: Sendable {
     /// Each way of matching is its own branch, so that each uses its index.
     func purchases(matching text: String?, stores: [String], limit: Int = 50) async throws -> [Purchase] {
         guard let text else {
-            return try await pool.query("SELECT \(unescaped: Self.purchaseColumns) FROM transactions ORDER BY id DESC LIMIT \(limit)").map(Self.purchase)
+            return try await pool.query(
+                "SELECT \(unescaped: Self.purchaseColumns) FROM transactions ORDER BY id DESC LIMIT \(limit)"
+            ).map(Self.purchase)
         }
         let environments = StoreEnvironment.allCases.map(\.rawValue)
-        return try await pool.query("""
+        return try await pool.query(
+            """
             WITH hits AS (
                 SELECT id FROM transactions WHERE store = ANY(\(stores)::text[]) AND environment = ANY(\(environments)::text[]) AND transaction_id = \(text)
                 UNION SELECT id FROM transactions WHERE store = ANY(\(stores)::text[]) AND original_transaction_id = \(text)
@@ -36,71 +39,88 @@ struct OperatorQueries: Sendable {
                       AND t.transaction_id = l.original_transaction_id WHERE l.account_id = \(text)
             )
             SELECT \(unescaped: Self.purchaseColumns) FROM transactions WHERE id IN (SELECT id FROM hits) ORDER BY id DESC LIMIT \(limit)
-            """).map(Self.purchase)
+            """
+        ).map(Self.purchase)
     }
 
     /// Purchases with one of these transaction ids in a store (what an order lookup found).
     func purchases(store: StoreID, transactionIDs: [String]) async throws -> [Purchase] {
         guard !transactionIDs.isEmpty else { return [] }
-        return try await pool.query("""
+        return try await pool.query(
+            """
             SELECT \(unescaped: Self.purchaseColumns) FROM transactions
             WHERE store = \(store.rawValue) AND transaction_id = ANY(\(transactionIDs)::text[]) ORDER BY id DESC LIMIT 50
-            """).map(Self.purchase)
+            """
+        ).map(Self.purchase)
     }
 
     /// The production row first when a transaction id exists in both environments.
     func purchase(store: String, transactionID: String) async throws -> Purchase? {
-        try await pool.query("""
+        try await pool.query(
+            """
             SELECT \(unescaped: Self.purchaseColumns) FROM transactions WHERE store = \(store) AND transaction_id = \(transactionID)
             ORDER BY environment = 'production' DESC LIMIT 1
-            """).first.map(Self.purchase)
+            """
+        ).first.map(Self.purchase)
     }
 
     struct Attempt: Sendable {
-        let at: Date, clientID: String?, requestID: String?, outcome: String, reason: String?, message: String?, duplicate: Bool?
+        let at: Date, clientID: String?, requestID: String?, outcome: String, reason: String?, message: String?,
+            duplicate: Bool?
         let playerID: String?
     }
 
     /// Every verification attempt about the purchase: those recorded against its row, and the
     /// refused ones that named its transaction.
     func attempts(of purchase: Purchase) async throws -> [Attempt] {
-        try await pool.query("""
+        try await pool.query(
+            """
             SELECT created_at, client_id, request_id, outcome, error_reason, error_message, duplicate, player_id FROM verification_attempts
             WHERE id IN (SELECT id FROM verification_attempts WHERE transaction_row_id = \(purchase.record.managementID)
                          UNION SELECT id FROM verification_attempts WHERE store = \(purchase.record.store.rawValue)
                                AND transaction_id = \(purchase.record.transactionID) AND outcome = 'failed')
             ORDER BY id DESC LIMIT 200
-            """).map { row in
-            Attempt(at: try row.decode("created_at"), clientID: try row.decode("client_id"), requestID: try row.decode("request_id"),
-                    outcome: try row.decode("outcome"), reason: try row.decode("error_reason"), message: try row.decode("error_message"),
-                    duplicate: try row.decode("duplicate"), playerID: try row.decode("player_id"))
+            """
+        ).map { row in
+            Attempt(
+                at: try row.decode("created_at"), clientID: try row.decode("client_id"),
+                requestID: try row.decode("request_id"),
+                outcome: try row.decode("outcome"), reason: try row.decode("error_reason"),
+                message: try row.decode("error_message"),
+                duplicate: try row.decode("duplicate"), playerID: try row.decode("player_id"))
         }
     }
 
     /// The outbox messages about the purchase's chain (its original transaction), every client's.
     func events(of purchase: Purchase) async throws -> [OutboxRepository.Event] {
         let key = "\(purchase.record.store.rawValue):\(purchase.record.originalOrSelf)"
-        return try await pool.query("""
+        return try await pool.query(
+            """
             SELECT \(unescaped: OutboxRepository.eventColumns) FROM outbox WHERE aggregate_key = \(key) ORDER BY id DESC LIMIT 200
-            """).map(OutboxRepository.event)
+            """
+        ).map(OutboxRepository.event)
     }
 
     func subscription(of purchase: Purchase) async throws -> SubscriptionState? {
-        try await pool.query("""
+        try await pool.query(
+            """
             SELECT \(unescaped: TransactionRows.subscriptionColumns) FROM subscriptions
             WHERE store = \(purchase.record.store.rawValue) AND environment = \(purchase.record.environment.rawValue)
               AND original_transaction_id = \(purchase.record.originalOrSelf)
-            """).first.map(TransactionRows.subscription)
+            """
+        ).first.map(TransactionRows.subscription)
     }
 
     /// The chain's transactions (a subscription's periods), oldest first.
     func chain(of purchase: Purchase) async throws -> [Purchase] {
-        try await pool.query("""
+        try await pool.query(
+            """
             SELECT \(unescaped: Self.purchaseColumns) FROM transactions
             WHERE store = \(purchase.record.store.rawValue) AND environment = \(purchase.record.environment.rawValue)
               AND COALESCE(original_transaction_id, transaction_id) = \(purchase.record.originalOrSelf)
             ORDER BY purchase_date NULLS LAST, id LIMIT 200
-            """).map(Self.purchase)
+            """
+        ).map(Self.purchase)
     }
 
     static func purchase(_ row: PostgresRow) throws -> Purchase {

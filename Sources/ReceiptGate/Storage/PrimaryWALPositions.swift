@@ -55,7 +55,9 @@ final class PrimaryWALPositions: Sendable {
         let task = Task { [self] in
             while !Task.isCancelled {
                 let at = ContinuousClock.now
-                if let position = try? await pool.query("SELECT pg_current_wal_flush_lsn()::text AS position").first?.decode("position", as: String.self) {
+                if let position = try? await pool.query("SELECT pg_current_wal_flush_lsn()::text AS position").first?
+                    .decode("position", as: String.self)
+                {
                     record(Sample(at: at, position: position))
                 }
                 try? await Task.sleep(until: at + interval)

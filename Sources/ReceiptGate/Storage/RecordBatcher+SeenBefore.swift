@@ -17,7 +17,8 @@ extension RecordBatcher {
     func settleSeenBefore(_ items: [(ordinal: Int, item: Item)], on connection: PostgresConnection) -> Bool {
         let rows: [PostgresRow]
         do {
-            rows = try connection.query("\(unescaped: Self.sqlHead)\(Self.itemsJSON(items))\(unescaped: Self.sqlInput + Self.lookupTail)")
+            rows = try connection.query(
+                "\(unescaped: Self.sqlHead)\(Self.itemsJSON(items))\(unescaped: Self.sqlInput + Self.lookupTail)")
         } catch let error as PostgresError where error.code == .queryFailed {
             items.forEach { $0.item.continuation.resume(returning: .contended) }
             return true
@@ -39,8 +40,10 @@ extension RecordBatcher {
         case "stale": return .stale
         case "foreign": return .foreign
         case "duplicate":
-            return .recorded(VerificationOutcome(transaction: try TransactionRows.transaction(row), duplicate: true,
-                                                 accountMatch: item.proven.accountMatch, subscription: nil))
+            return .recorded(
+                VerificationOutcome(
+                    transaction: try TransactionRows.transaction(row), duplicate: true,
+                    accountMatch: item.proven.accountMatch, subscription: nil))
         default: return .contended  // inserted by a transaction not yet committed: the ordinary path waits for it
         }
     }

@@ -75,8 +75,9 @@ final class RecordBatcher: Sendable {
         let purchase = proven.purchase
         let key = "\(purchase.store.rawValue)\u{0}\(purchase.environment.rawValue)\u{0}\(purchase.transactionID)"
         let result: Result = try await withCheckedThrowingContinuation { continuation in
-            let item = Item(key: key, proven: proven, state: LedgerRules.state(of: purchase), client: client, version: version,
-                            continuation: continuation)
+            let item = Item(
+                key: key, proven: proven, state: LedgerRules.state(of: purchase), client: client, version: version,
+                continuation: continuation)
             let start = waiting.withLock { waiting -> Bool in
                 waiting.queue.append(item)
                 guard waiting.inFlight < maxInFlight else { return false }
@@ -112,7 +113,9 @@ final class RecordBatcher: Sendable {
                 defer { waiting.queue.removeAll(); waiting.inFlight = 0 }
                 return waiting.queue
             }
-            stranded.forEach { $0.continuation.resume(throwing: PostgresError(.poolClosed, "the database pool is shut down")) }
+            stranded.forEach {
+                $0.continuation.resume(throwing: PostgresError(.poolClosed, "the database pool is shut down"))
+            }
         }
     }
 
@@ -127,7 +130,11 @@ final class RecordBatcher: Sendable {
             }
             var batch: [Item] = [], keys = Set<String>(), rest: [Item] = []
             for item in waiting.queue {
-                if batch.count < maxBatch, keys.insert(item.key).inserted { batch.append(item) } else { rest.append(item) }
+                if batch.count < maxBatch, keys.insert(item.key).inserted {
+                    batch.append(item)
+                } else {
+                    rest.append(item)
+                }
             }
             waiting.queue = rest
             return batch
@@ -152,7 +159,9 @@ final class RecordBatcher: Sendable {
             // rows only by unique key; Postgres replans it when the tables' statistics change.
             let rows = batch.isEmpty ? [] : try connection.query(Self.statement(batch), preparedAs: Self.preparedName)
             let byOrdinal = Self.byOrdinal(rows)
-            settled = batch.enumerated().map { ordinal, item in (item, Swift.Result { try Self.result(byOrdinal[ordinal], item: item) }) }
+            settled = batch.enumerated().map { ordinal, item in
+                (item, Swift.Result { try Self.result(byOrdinal[ordinal], item: item) })
+            }
             // What the new purchases owe their game servers commits with them, in one statement.
             try OutboxRepository.insert(try Self.announcements(settled), on: connection)
             try connection.execute("COMMIT")
@@ -163,7 +172,9 @@ final class RecordBatcher: Sendable {
         } catch {
             _ = try? connection.execute("ROLLBACK")
             // Another process changed a table the statement returns: prepared again next time.
-            if let error = error as? PostgresError, error.sqlState == "0A000" { try? connection.forgetPrepared(Self.preparedName) }
+            if let error = error as? PostgresError, error.sqlState == "0A000" {
+                try? connection.forgetPrepared(Self.preparedName)
+            }
             // Refused as a whole (one bad value fails them all, or a message did not render): each
             // goes the ordinary way alone.
             batch.forEach { $0.continuation.resume(returning: .contended) }
@@ -181,10 +192,13 @@ final class RecordBatcher: Sendable {
     }
 
     /// The webhook and delivery messages of the purchases the batch recorded (their first claims).
-    private static func announcements(_ settled: [(item: Item, result: Swift.Result<Result, any Error>)]) throws -> [OutboxRepository.Queued] {
+    private static func announcements(
+        _ settled: [(item: Item, result: Swift.Result<Result, any Error>)]
+    ) throws -> [OutboxRepository.Queued] {
         try settled.flatMap { item, result -> [OutboxRepository.Queued] in
             guard case .success(.recorded(let outcome)) = result else { return [] }
-            return try TransactionRepository.firstClaimMessages(outcome.transaction, proven: item.proven, client: item.client)
+            return try TransactionRepository.firstClaimMessages(
+                outcome.transaction, proven: item.proven, client: item.client)
         }
     }
 
@@ -204,12 +218,15 @@ final class RecordBatcher: Sendable {
         case "recorded":
             // A new row holds exactly what the statement inserted: only what Postgres chose is read back.
             let purchase = item.proven.purchase
-            var transaction = TransactionRecord(recording: purchase, managementID: try row.decode("id"), state: item.state,
-                                                clientID: item.client.clientID, gameID: item.client.gameID,
-                                                firstVerifiedAt: try row.decode("first_verified_at"))
+            var transaction = TransactionRecord(
+                recording: purchase, managementID: try row.decode("id"), state: item.state,
+                clientID: item.client.clientID, gameID: item.client.gameID,
+                firstVerifiedAt: try row.decode("first_verified_at"))
             transaction.claim = Claim(claimant: item.proven.claimant, claimedAt: try row.decode("claimed_at"))
-            return .recorded(VerificationOutcome(transaction: transaction, duplicate: false,
-                                                 accountMatch: item.proven.accountMatch, subscription: nil))
+            return .recorded(
+                VerificationOutcome(
+                    transaction: transaction, duplicate: false,
+                    accountMatch: item.proven.accountMatch, subscription: nil))
         default: return .contended
         }
     }
@@ -225,8 +242,10 @@ final class RecordBatcher: Sendable {
         json.beginArray()
         for (ordinal, item) in items {
             let request = item.proven.request
-            let row = NewTransactionRow(purchase: item.proven.purchase, state: item.state, clientID: item.client.clientID, gameID: item.client.gameID,
-                                        claimant: item.proven.claimant)
+            let row = NewTransactionRow(
+                purchase: item.proven.purchase, state: item.state, clientID: item.client.clientID,
+                gameID: item.client.gameID,
+                claimant: item.proven.claimant)
             json.beginObject()
             json.key("ord"); json.number(ordinal)
             TransactionColumns.write(row, into: &json)
@@ -251,25 +270,26 @@ final class RecordBatcher: Sendable {
             SELECT input.* FROM input JOIN clients c ON c.id = input.client_id AND c.version = input.client_version AND c.disabled_at IS NULL
         )
         """
-    private static let sqlTail = sqlInput + """
-        , inserted AS (
-            INSERT INTO transactions (\(TransactionColumns.names))
-            SELECT \(TransactionColumns.names)
-            FROM checked ORDER BY store, environment, transaction_id  -- one order for every batch: no deadlock between two
-            ON CONFLICT (store, environment, transaction_id) DO NOTHING
-            RETURNING id, store, environment, transaction_id, first_verified_at, claimed_at
-        ), recorded AS (
-            SELECT ck.ord, ck.client_id AS caller_id, ck.request_id AS caller_request_id, ck.player_id AS caller_player_id,
-                   ck.evidence_sha256 AS caller_evidence, i.*
-            FROM checked ck
-                JOIN inserted i ON i.store = ck.store AND i.environment = ck.environment AND i.transaction_id = ck.transaction_id
-        ), attempts AS (
-            INSERT INTO verification_attempts (client_id, store, request_id, outcome, transaction_row_id, duplicate, player_id, evidence_sha256)
-            SELECT caller_id, store, caller_request_id, 'verified', id, false, caller_player_id, caller_evidence FROM recorded
-        )
-        SELECT input.ord AS batch_ord,
-               CASE WHEN ck.ord IS NULL THEN 'stale' WHEN r.ord IS NULL THEN 'contended' ELSE 'recorded' END AS batch_status,
-               r.id, r.first_verified_at, r.claimed_at
-        FROM input LEFT JOIN checked ck ON ck.ord = input.ord LEFT JOIN recorded r ON r.ord = input.ord
-        """
+    private static let sqlTail =
+        sqlInput + """
+            , inserted AS (
+                INSERT INTO transactions (\(TransactionColumns.names))
+                SELECT \(TransactionColumns.names)
+                FROM checked ORDER BY store, environment, transaction_id  -- one order for every batch: no deadlock between two
+                ON CONFLICT (store, environment, transaction_id) DO NOTHING
+                RETURNING id, store, environment, transaction_id, first_verified_at, claimed_at
+            ), recorded AS (
+                SELECT ck.ord, ck.client_id AS caller_id, ck.request_id AS caller_request_id, ck.player_id AS caller_player_id,
+                       ck.evidence_sha256 AS caller_evidence, i.*
+                FROM checked ck
+                    JOIN inserted i ON i.store = ck.store AND i.environment = ck.environment AND i.transaction_id = ck.transaction_id
+            ), attempts AS (
+                INSERT INTO verification_attempts (client_id, store, request_id, outcome, transaction_row_id, duplicate, player_id, evidence_sha256)
+                SELECT caller_id, store, caller_request_id, 'verified', id, false, caller_player_id, caller_evidence FROM recorded
+            )
+            SELECT input.ord AS batch_ord,
+                   CASE WHEN ck.ord IS NULL THEN 'stale' WHEN r.ord IS NULL THEN 'contended' ELSE 'recorded' END AS batch_status,
+                   r.id, r.first_verified_at, r.claimed_at
+            FROM input LEFT JOIN checked ck ON ck.ord = input.ord LEFT JOIN recorded r ON r.ord = input.ord
+            """
 }

@@ -10,7 +10,8 @@ struct ReplayRepository: ReplayGuard {
     /// still inside its window is refused.
     func firstSeen(_ key: String, window: Duration) async throws -> Bool {
         let seconds = Int(window.components.seconds)
-        let rows = try await pool.query("""
+        let rows = try await pool.query(
+            """
             INSERT INTO request_signatures (signature, expires_at) VALUES (\(key), now() + make_interval(secs => \(seconds)))
             ON CONFLICT (signature) DO UPDATE SET expires_at = EXCLUDED.expires_at WHERE request_signatures.expires_at < now()
             RETURNING signature
@@ -29,7 +30,8 @@ struct RateLimitRepository: Sendable {
 
     /// Counts one hit; returns the hits in the current window and the seconds left in it.
     func hit(policy: String, key: String, windowSeconds: Int) async throws -> (hits: Int, secondsLeft: Int) {
-        let rows = try await pool.query("""
+        let rows = try await pool.query(
+            """
             WITH slot AS (SELECT to_timestamp(floor(extract(epoch FROM now()) / \(windowSeconds)) * \(windowSeconds)) AS start)
             INSERT INTO rate_limit_counters (policy, key, window_start, hits)
             SELECT \(policy), \(key), start, 1 FROM slot
@@ -42,7 +44,8 @@ struct RateLimitRepository: Sendable {
 
     /// Takes back one hit of the current window (a limit that counts only failures, told of a success).
     func forgive(policy: String, key: String, windowSeconds: Int) async throws {
-        try await pool.execute("""
+        try await pool.execute(
+            """
             UPDATE rate_limit_counters SET hits = hits - 1
             WHERE policy = \(policy) AND key = \(key) AND hits > 0
               AND window_start = to_timestamp(floor(extract(epoch FROM now()) / \(windowSeconds)) * \(windowSeconds))

@@ -20,12 +20,16 @@ public struct Repositories: Sendable {
         self.init(pool: database.pool, secrets: secrets, refundCallbacks: [:])
     }
 
-    init(pool: PostgresPool, secrets: SecretBox, refundCallbacks: [String: any RefundCallbackRenderer], refundAnswerDelay: Double = 3600,
-         readStandby: PostgresPool? = nil) {
+    init(
+        pool: PostgresPool, secrets: SecretBox, refundCallbacks: [String: any RefundCallbackRenderer],
+        refundAnswerDelay: Double = 3600,
+        readStandby: PostgresPool? = nil
+    ) {
         clients = ClientRepository(pool: pool, secrets: secrets, standby: readStandby)
         transactions = TransactionRepository(pool: pool, secrets: secrets)
         outbox = OutboxRepository(pool: pool, secrets: secrets)
-        notifications = NotificationRepository(pool: pool, refundCallbacks: refundCallbacks, refundAnswerDelay: refundAnswerDelay)
+        notifications = NotificationRepository(
+            pool: pool, refundCallbacks: refundCallbacks, refundAnswerDelay: refundAnswerDelay)
         tokens = TokenRepository(pool: pool)
         accounts = AccountRepository(pool: pool)
         replay = ReplayRepository(pool: pool)

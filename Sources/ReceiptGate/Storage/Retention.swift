@@ -52,7 +52,9 @@ final class Retention: Sendable {
             RETURNING 1
             """
         }
-        removed.notificationBodies = try await walk("store_notifications", days: settings.notificationsDays, now: now, timeColumn: "received_at") { cutoff in
+        removed.notificationBodies = try await walk(
+            "store_notifications", days: settings.notificationsDays, now: now, timeColumn: "received_at"
+        ) { cutoff in
             """
             UPDATE store_notifications n SET raw_body = ''::bytea, body_removed_at = now() FROM batch b
             WHERE n.id = b.id AND b.at < \(cutoff) AND n.processed_at IS NOT NULL AND n.body_removed_at IS NULL RETURNING 1
@@ -65,14 +67,17 @@ final class Retention: Sendable {
     /// the CTE `batch(id, at)` given the cutoff, returning a row per row it changed), until a batch
     /// reaches rows newer than the cutoff or the table's end. The cursor moves past a batch only
     /// when all of it was older than the cutoff.
-    private func walk(_ table: String, days: Int, now: Date, timeColumn: String = "created_at",
-                      change: (Date) -> PostgresQuery) async throws -> Int {
+    private func walk(
+        _ table: String, days: Int, now: Date, timeColumn: String = "created_at",
+        change: (Date) -> PostgresQuery
+    ) async throws -> Int {
         guard days > 0 else { return 0 }
         let cutoff = now.addingTimeInterval(-Double(days) * 86_400)
         var total = 0
         while true {
             let after = cursors.withLock { $0.positions[table] ?? 0 }
-            let row = try await pool.query("""
+            let row = try await pool.query(
+                """
                 WITH batch AS MATERIALIZED (SELECT id, \(unescaped: timeColumn) AS at FROM \(unescaped: table) WHERE id > \(after) ORDER BY id LIMIT \(batchSize)),
                      changed AS (\(change(cutoff)))
                 SELECT (SELECT count(*) FROM changed) AS changed, (SELECT count(*) FROM batch) AS n, (SELECT max(id) FROM batch) AS last,
@@ -80,7 +85,9 @@ final class Retention: Sendable {
                 """)[0]
             total += Int(try row.decode("changed", as: Int64.self))
             let last = try row.decode("last", as: Int64?.self)
-            let reachedNewer = try row.decode("n", as: Int64.self) < Int64(batchSize) || (try row.decode("newer", as: Bool?.self) ?? false)
+            let reachedNewer =
+                try row.decode("n", as: Int64.self) < Int64(batchSize)
+                || (try row.decode("newer", as: Bool?.self) ?? false)
             if reachedNewer || last == nil { return total }
             if let last { cursors.withLock { $0.positions[table] = last } }
         }

@@ -10,8 +10,11 @@ enum SubscriptionRepository {
     /// the same transaction id, as some stores do). Callers hold the transaction row's lock, so two
     /// tellings of one renewal are read one after the other.
     @discardableResult
-    static func upsert(_ purchase: VerifiedPurchase, original: String, client: Client, on connection: PostgresConnection) throws -> Bool {
-        let moved = try connection.query("""
+    static func upsert(
+        _ purchase: VerifiedPurchase, original: String, client: Client, on connection: PostgresConnection
+    ) throws -> Bool {
+        let moved = try connection.query(
+            """
             WITH before AS (  -- the statement's snapshot: the row as it was (a locking read here would skip the row it updates)
                 SELECT expires_date FROM subscriptions
                 WHERE store = \(purchase.store.rawValue) AND environment = \(purchase.environment.rawValue) AND original_transaction_id = \(original)
@@ -35,28 +38,39 @@ enum SubscriptionRepository {
                 updated_at = now()
             WHERE subscriptions.expires_date IS NULL OR EXCLUDED.expires_date >= subscriptions.expires_date
             RETURNING (SELECT expires_date FROM before) AS before_expires, expires_date
-            """).first
+            """
+        ).first
         guard let moved, let before = try moved.decode("before_expires", as: Date?.self),
-              let after = try moved.decode("expires_date", as: Date?.self) else { return false }
+            let after = try moved.decode("expires_date", as: Date?.self)
+        else { return false }
         return after > before
     }
 
     /// Keeps what the store needs to read the subscription again, where it was not kept yet.
-    static func rememberReadBackKey(_ key: String, purchase: VerifiedPurchase, original: String, on connection: PostgresConnection) throws {
-        try connection.execute("""
+    static func rememberReadBackKey(
+        _ key: String, purchase: VerifiedPurchase, original: String, on connection: PostgresConnection
+    ) throws {
+        try connection.execute(
+            """
             UPDATE subscriptions SET read_back_key = \(key)
             WHERE store = \(purchase.store.rawValue) AND environment = \(purchase.environment.rawValue) AND original_transaction_id = \(original)
               AND read_back_key IS DISTINCT FROM \(key)
             """)
     }
 
-    static func status(of purchase: VerifiedPurchase) -> SubscriptionStatus { SubscriptionStatus(LedgerRules.state(of: purchase)) }
+    static func status(of purchase: VerifiedPurchase) -> SubscriptionStatus {
+        SubscriptionStatus(LedgerRules.state(of: purchase))
+    }
 
-    static func find(store: StoreID, environment: StoreEnvironment, original: String, on connection: PostgresConnection) throws -> SubscriptionState? {
-        try connection.query("""
+    static func find(
+        store: StoreID, environment: StoreEnvironment, original: String, on connection: PostgresConnection
+    ) throws -> SubscriptionState? {
+        try connection.query(
+            """
             SELECT \(unescaped: TransactionRows.subscriptionColumns) FROM subscriptions
             WHERE store = \(store.rawValue) AND environment = \(environment.rawValue) AND original_transaction_id = \(original)
-            """).first.map(TransactionRows.subscription)
+            """
+        ).first.map(TransactionRows.subscription)
     }
 
     /// Moves the subscription to `status` (creating the row if the store told us first), keeping a
@@ -66,14 +80,20 @@ enum SubscriptionRepository {
     /// applies, even with an earlier end (a subscription the store ended before its renewal date). True if it moved (or the row is new): the row
     /// is locked before it is read.
     @discardableResult
-    static func setStatus(_ status: SubscriptionStatus, purchase: VerifiedPurchase, original: String, owner: Client, graceUntil: Date? = nil,
-                          on connection: PostgresConnection) throws -> Bool {
-        let before = try connection.query("""
+    static func setStatus(
+        _ status: SubscriptionStatus, purchase: VerifiedPurchase, original: String, owner: Client,
+        graceUntil: Date? = nil,
+        on connection: PostgresConnection
+    ) throws -> Bool {
+        let before = try connection.query(
+            """
             SELECT status FROM subscriptions
             WHERE store = \(purchase.store.rawValue) AND environment = \(purchase.environment.rawValue) AND original_transaction_id = \(original)
             FOR UPDATE
-            """).first.map { try $0.decode("status", as: String.self) }
-        let changed = try connection.execute("""
+            """
+        ).first.map { try $0.decode("status", as: String.self) }
+        let changed = try connection.execute(
+            """
             INSERT INTO subscriptions (store, environment, original_transaction_id, product_id, status, expires_date,
                                        grace_period_expires_date, latest_transaction_id, client_id, read_back_key)
             VALUES (\(purchase.store.rawValue), \(purchase.environment.rawValue), \(original), \(purchase.productID), \(status.rawValue),
@@ -90,8 +110,11 @@ enum SubscriptionRepository {
     }
 
     /// A refund or revocation of the subscription's latest period.
-    static func markRevoked(_ status: SubscriptionStatus, purchase: VerifiedPurchase, original: String, on connection: PostgresConnection) throws {
-        try connection.execute("""
+    static func markRevoked(
+        _ status: SubscriptionStatus, purchase: VerifiedPurchase, original: String, on connection: PostgresConnection
+    ) throws {
+        try connection.execute(
+            """
             UPDATE subscriptions SET status = \(status.rawValue), revocation_date = \(purchase.revocationDate ?? Date()), updated_at = now()
             WHERE store = \(purchase.store.rawValue) AND environment = \(purchase.environment.rawValue) AND original_transaction_id = \(original)
               AND latest_transaction_id = \(purchase.transactionID)
@@ -100,7 +123,8 @@ enum SubscriptionRepository {
 
     /// A refund reversed: the subscription's latest period counts again (active, or expired if it is over).
     static func reinstate(_ purchase: VerifiedPurchase, original: String, on connection: PostgresConnection) throws {
-        try connection.execute("""
+        try connection.execute(
+            """
             UPDATE subscriptions SET revocation_date = NULL, updated_at = now(),
                 status = CASE WHEN expires_date IS NULL OR expires_date > now() THEN 'active' ELSE 'expired' END
             WHERE store = \(purchase.store.rawValue) AND environment = \(purchase.environment.rawValue) AND original_transaction_id = \(original)
@@ -108,8 +132,11 @@ enum SubscriptionRepository {
             """)
     }
 
-    static func setAutoRenew(_ autoRenew: Bool, purchase: VerifiedPurchase, original: String, on connection: PostgresConnection) throws {
-        try connection.execute("""
+    static func setAutoRenew(
+        _ autoRenew: Bool, purchase: VerifiedPurchase, original: String, on connection: PostgresConnection
+    ) throws {
+        try connection.execute(
+            """
             UPDATE subscriptions SET auto_renew = \(autoRenew), updated_at = now()
             WHERE store = \(purchase.store.rawValue) AND environment = \(purchase.environment.rawValue) AND original_transaction_id = \(original)
             """)
@@ -117,12 +144,16 @@ enum SubscriptionRepository {
 
     /// Whether `purchase` is of the subscription's current period (not an earlier one): its expiry
     /// is not before the subscription's, or either is unknown.
-    static func isCurrentPeriod(_ purchase: VerifiedPurchase, original: String, on connection: PostgresConnection) throws -> Bool {
+    static func isCurrentPeriod(
+        _ purchase: VerifiedPurchase, original: String, on connection: PostgresConnection
+    ) throws -> Bool {
         guard let expires = purchase.expiresDate else { return true }
-        let current = try connection.query("""
+        let current = try connection.query(
+            """
             SELECT expires_date FROM subscriptions
             WHERE store = \(purchase.store.rawValue) AND environment = \(purchase.environment.rawValue) AND original_transaction_id = \(original)
-            """).first.flatMap { try $0.decode("expires_date", as: Date?.self) }
+            """
+        ).first.flatMap { try $0.decode("expires_date", as: Date?.self) }
         return current.map { expires >= $0 } ?? true
     }
 }

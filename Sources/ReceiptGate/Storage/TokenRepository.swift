@@ -1,5 +1,5 @@
-import OpenSSLCrypto
 import Foundation
+import OpenSSLCrypto
 import Postgres
 import ReceiptCore
 
@@ -14,27 +14,33 @@ struct TokenRepository: TokenStore {
 
     func resolve(_ token: String, kind: String) async throws -> StoredToken? {
         let digest = try Self.digest(token)
-        return try await pool.query("""
+        return try await pool.query(
+            """
             SELECT \(unescaped: Self.columns) FROM tokens t JOIN clients c ON c.id = t.client_id
             WHERE t.token_sha256 = \(digest) AND \(Self.usable(kind: kind))
-            """).first.map(Self.decode)
+            """
+        ).first.map(Self.decode)
     }
 
     func rotate(_ token: String, kind: String, lifetime: Duration) async throws -> TokenRotation {
         let digest = try Self.digest(token)
         return try await pool.withTransaction { connection in
-            let spent = try connection.query("""
+            let spent = try connection.query(
+                """
                 UPDATE tokens t SET spent_at = clock_timestamp() FROM clients c
                 WHERE c.id = t.client_id AND t.token_sha256 = \(digest) AND \(Self.usable(kind: kind))
                 RETURNING \(unescaped: Self.columns)
                 """)
             if let row = spent.first {
                 let old = try Self.decode(row)
-                let request = TokenRequest(kind: kind, clientID: old.clientID, accountID: old.accountID, lifetime: lifetime, payload: old.payload)
+                let request = TokenRequest(
+                    kind: kind, clientID: old.clientID, accountID: old.accountID, lifetime: lifetime,
+                    payload: old.payload)
                 return .rotated(try Self.issue(request, family: old.family, on: connection))
             }
             // Presented again after it was spent: someone holds a copy. Revoke the whole family.
-            let reused = try connection.query("""
+            let reused = try connection.query(
+                """
                 UPDATE tokens SET revoked_at = COALESCE(revoked_at, clock_timestamp())
                 WHERE family = (SELECT family FROM tokens WHERE token_sha256 = \(digest) AND kind = \(kind) AND spent_at IS NOT NULL)
                 RETURNING family
@@ -45,15 +51,18 @@ struct TokenRepository: TokenStore {
 
     func consume(_ token: String, kind: String) async throws -> StoredToken? {
         let digest = try Self.digest(token)
-        return try await pool.query("""
+        return try await pool.query(
+            """
             UPDATE tokens t SET spent_at = clock_timestamp() FROM clients c
             WHERE c.id = t.client_id AND t.token_sha256 = \(digest) AND \(Self.usable(kind: kind))
             RETURNING \(unescaped: Self.columns)
-            """).first.map(Self.decode)
+            """
+        ).first.map(Self.decode)
     }
 
     func revokeFamily(_ family: String) async throws {
-        try await pool.execute("UPDATE tokens SET revoked_at = COALESCE(revoked_at, clock_timestamp()) WHERE family = \(family)")
+        try await pool.execute(
+            "UPDATE tokens SET revoked_at = COALESCE(revoked_at, clock_timestamp()) WHERE family = \(family)")
     }
 
     /// Forgets tokens that expired more than a day ago (kept a while so reuse is still detected).
@@ -63,9 +72,12 @@ struct TokenRepository: TokenStore {
 
     // MARK: -
 
-    private static func issue(_ request: TokenRequest, family: String, on connection: PostgresConnection) throws -> IssuedToken {
+    private static func issue(
+        _ request: TokenRequest, family: String, on connection: PostgresConnection
+    ) throws -> IssuedToken {
         let token = "rgt_" + Base64.urlEncode(SecureRandom.bytes(32))
-        let seconds = Double(request.lifetime.components.seconds) + Double(request.lifetime.components.attoseconds) / 1e18
+        let seconds =
+            Double(request.lifetime.components.seconds) + Double(request.lifetime.components.attoseconds) / 1e18
         let tokenDigest = try digest(token)
         let values: PostgresQuery = """
             \(tokenDigest), \(request.kind), \(request.clientID), \(request.accountID), \(family), \(request.payload),
@@ -77,7 +89,8 @@ struct TokenRepository: TokenStore {
             // authenticated. FOR SHARE waits for a rotation or disable still being committed and then
             // re-reads the row (so its new version excludes it); without the lock, the token would be
             // stored after the rotation's timestamp and stay valid past it.
-            rows = try connection.query("""
+            rows = try connection.query(
+                """
                 INSERT INTO tokens AS t (token_sha256, kind, client_id, account_id, family, payload, expires_at)
                 SELECT \(values) FROM clients c
                 WHERE c.id = \(request.clientID) AND c.version = \(version) AND c.disabled_at IS NULL
@@ -86,7 +99,8 @@ struct TokenRepository: TokenStore {
                 """)
             guard !rows.isEmpty else { throw ClientChangedSinceAuthentication(clientID: request.clientID) }
         } else {
-            rows = try connection.query("""
+            rows = try connection.query(
+                """
                 INSERT INTO tokens AS t (token_sha256, kind, client_id, account_id, family, payload, expires_at)
                 VALUES (\(values))
                 RETURNING \(unescaped: columns)
@@ -109,7 +123,10 @@ struct TokenRepository: TokenStore {
     static let columns = "t.kind, t.client_id, t.account_id, t.family, t.payload, t.expires_at"
 
     static func decode(_ row: PostgresRow) throws -> StoredToken {
-        StoredToken(kind: try row.decode("kind"), clientID: try row.decode("client_id"), accountID: try row.decode("account_id"),
-                    family: try row.decode("family"), payload: try row.decode("payload"), expiresAt: try row.decode("expires_at"))
+        StoredToken(
+            kind: try row.decode("kind"), clientID: try row.decode("client_id"),
+            accountID: try row.decode("account_id"),
+            family: try row.decode("family"), payload: try row.decode("payload"),
+            expiresAt: try row.decode("expires_at"))
     }
 }

@@ -51,7 +51,9 @@ enum TransactionColumns {
         Column(name: "game_id", type: "bigint") { $0.gameID?.postgresText },
         Column(name: "refund_store_type", type: "text") { $0.purchase.refund?.storeType },
         Column(name: "refund_partial", type: "boolean") { $0.purchase.refund?.storeSaysPartial?.postgresText },
-        Column(name: "refund_percentage_milliunits", type: "integer") { $0.purchase.refund?.percentageMilliunits?.postgresText },
+        Column(name: "refund_percentage_milliunits", type: "integer") {
+            $0.purchase.refund?.percentageMilliunits?.postgresText
+        },
         Column(name: "refunded_quantity", type: "integer") { $0.purchase.refund?.quantity?.postgresText },
         Column(name: "claimed_at", type: "timestamptz") { $0.claimant == nil ? nil : Date().postgresText },
         Column(name: "player_id", type: "text") { $0.claimant?.playerID },

@@ -14,10 +14,11 @@ enum TransactionRows {
         """
 
     static func transaction(_ row: PostgresRow) throws -> TransactionRecord {
-        var record = TransactionRecord(managementID: try row.decode("id"), store: StoreID(rawValue: try row.decode("store")),
-                                       environment: try typed(row, "environment", as: StoreEnvironment.self),
-                                       transactionID: try row.decode("transaction_id"), state: try typed(row, "state", as: TransactionState.self),
-                                       clientID: try row.decode("client_id"), firstVerifiedAt: try row.decode("first_verified_at"))
+        var record = TransactionRecord(
+            managementID: try row.decode("id"), store: StoreID(rawValue: try row.decode("store")),
+            environment: try typed(row, "environment", as: StoreEnvironment.self),
+            transactionID: try row.decode("transaction_id"), state: try typed(row, "state", as: TransactionState.self),
+            clientID: try row.decode("client_id"), firstVerifiedAt: try row.decode("first_verified_at"))
         record.originalTransactionID = try row.decode("original_transaction_id")
         record.orderID = try row.decode("order_id")
         record.productID = try row.decode("product_id")
@@ -37,9 +38,11 @@ enum TransactionRows {
         record.gameID = try row.decode("game_id")
         record.refund = try refund(row)
         if let claimedAt: Date = try row.decode("claimed_at") {
-            record.claim = Claim(claimant: Claimant(playerID: try row.decode("player_id"), characterID: try row.decode("character_id"),
-                                                    serverID: try row.decode("server_id"), gameVersion: try row.decode("game_version")),
-                                 claimedAt: claimedAt)
+            record.claim = Claim(
+                claimant: Claimant(
+                    playerID: try row.decode("player_id"), characterID: try row.decode("character_id"),
+                    serverID: try row.decode("server_id"), gameVersion: try row.decode("game_version")),
+                claimedAt: claimedAt)
         }
         return record
     }
@@ -47,8 +50,10 @@ enum TransactionRows {
     /// What the store said of a refund, once the row was refunded or revoked.
     private static func refund(_ row: PostgresRow) throws -> RefundDetail? {
         guard try row.decode("revocation_date", as: Date?.self) != nil else { return nil }
-        return RefundDetail(storeType: try row.decode("refund_store_type"), storeSaysPartial: try row.decode("refund_partial"),
-                            percentageMilliunits: try row.decode("refund_percentage_milliunits"), quantity: try row.decode("refunded_quantity"))
+        return RefundDetail(
+            storeType: try row.decode("refund_store_type"), storeSaysPartial: try row.decode("refund_partial"),
+            percentageMilliunits: try row.decode("refund_percentage_milliunits"),
+            quantity: try row.decode("refunded_quantity"))
     }
 
     static let subscriptionColumns = """
@@ -57,9 +62,11 @@ enum TransactionRows {
         """
 
     static func subscription(_ row: PostgresRow) throws -> SubscriptionState {
-        var state = SubscriptionState(store: StoreID(rawValue: try row.decode("store")), environment: try typed(row, "environment", as: StoreEnvironment.self),
-                                      originalTransactionID: try row.decode("original_transaction_id"),
-                                      status: try typed(row, "status", as: SubscriptionStatus.self))
+        var state = SubscriptionState(
+            store: StoreID(rawValue: try row.decode("store")),
+            environment: try typed(row, "environment", as: StoreEnvironment.self),
+            originalTransactionID: try row.decode("original_transaction_id"),
+            status: try typed(row, "status", as: SubscriptionStatus.self))
         state.productID = try row.decode("product_id")
         state.autoRenew = try row.decode("auto_renew")
         state.expiresDate = try row.decode("expires_date")
@@ -70,9 +77,12 @@ enum TransactionRows {
     }
 
     /// A text column holding one of our enums; anything else is a corrupt row, not a guess.
-    static func typed<T: RawRepresentable>(_ row: PostgresRow, _ column: String, as type: T.Type) throws -> T where T.RawValue == String {
+    static func typed<T: RawRepresentable>(_ row: PostgresRow, _ column: String, as type: T.Type) throws -> T
+    where T.RawValue == String {
         let text: String = try row.decode(column)
-        guard let value = T(rawValue: text) else { throw PostgresError(.decodingFailed, "column \(column) holds unknown value \(text)") }
+        guard let value = T(rawValue: text) else {
+            throw PostgresError(.decodingFailed, "column \(column) holds unknown value \(text)")
+        }
         return value
     }
 }

@@ -20,14 +20,18 @@ struct FirstClaimEffects: OptionSet, Sendable {
 
     /// What the first claim of `proven`, in `state`, owes for `client`: a delivery only for a
     /// purchase that is active and whose account does not contradict the caller's.
-    static func owed(by proven: ProvenPurchase, state: TransactionState, client: Client, acknowledges: Bool) -> FirstClaimEffects {
+    static func owed(
+        by proven: ProvenPurchase, state: TransactionState, client: Client, acknowledges: Bool
+    ) -> FirstClaimEffects {
         var owed: FirstClaimEffects = []
         if client.webhookURL != nil { owed.insert(.webhook) }
         if client.deliveryURL != nil, state == .active, proven.accountMatch != .mismatch { owed.insert(.delivery) }
         if proven.purchase.kind == .autoRenewableSubscription { owed.insert(.subscriptionState) }
         if acknowledges { owed.insert(.storeAcknowledgement) }
         let purchase = proven.purchase
-        if client.mayChangeEntitlements(store: purchase.store, product: purchase.productID, kind: purchase.kind) { owed.insert(.entitlements) }
+        if client.mayChangeEntitlements(store: purchase.store, product: purchase.productID, kind: purchase.kind) {
+            owed.insert(.entitlements)
+        }
         return owed
     }
 }

@@ -1,5 +1,5 @@
-import OpenSSLCrypto
 import Foundation
+import OpenSSLCrypto
 import ReceiptCore
 
 /// The `DialectCore` the service gives plugins and the native API: verification through the one
@@ -16,7 +16,9 @@ struct ServiceDialectCore: DialectCore {
     let signer: any TokenSigner
 
     /// Every store served, by store id.
-    var stores: [StoreDeclaration] { pipeline.stores.values.map(\.declaration).sorted { $0.store.rawValue < $1.store.rawValue } }
+    var stores: [StoreDeclaration] {
+        pipeline.stores.values.map(\.declaration).sorted { $0.store.rawValue < $1.store.rawValue }
+    }
 
     func declaration(of store: StoreID) -> StoreDeclaration? { pipeline.stores[store]?.declaration }
 
@@ -29,14 +31,17 @@ struct ServiceDialectCore: DialectCore {
         return entry.atVersion
     }
 
-    private static let disabled = StoreVerificationError(code: .unauthorized, reason: "CLIENT_DISABLED", message: "client is disabled")
+    private static let disabled = StoreVerificationError(
+        code: .unauthorized, reason: "CLIENT_DISABLED", message: "client is disabled")
 
     func prove(_ request: VerificationRequest, client info: ClientInfo) async throws -> ProvenPurchase {
         try await pipeline.prove(request, client: try await current(info).client)
     }
 
-    func record<T: Sendable>(_ proven: ProvenPurchase, client info: ClientInfo,
-                             effects: @escaping @Sendable (VerificationOutcome, any RecordScope) throws -> T) async throws -> (VerificationOutcome, T) {
+    func record<T: Sendable>(
+        _ proven: ProvenPurchase, client info: ClientInfo,
+        effects: @escaping @Sendable (VerificationOutcome, any RecordScope) throws -> T
+    ) async throws -> (VerificationOutcome, T) {
         let current = try await current(info)
         return try await pipeline.record(proven, client: current.client, version: current.version, effects: effects)
     }
@@ -46,14 +51,18 @@ struct ServiceDialectCore: DialectCore {
         return try await pipeline.recordWithoutEffects(proven, client: current.client, version: current.version)
     }
 
-    func lookUpOrder(_ orderID: String, store: StoreID, client info: ClientInfo) async throws -> (order: StoreOrder, ledger: [String: LedgerPresence]) {
+    func lookUpOrder(
+        _ orderID: String, store: StoreID, client info: ClientInfo
+    ) async throws -> (order: StoreOrder, ledger: [String: LedgerPresence]) {
         guard let registration = pipeline.stores[store], let lookup = registration.orderLookup else {
-            throw StoreVerificationError(code: .verifierError, reason: "NO_ORDER_LOOKUP", message: "\(store) cannot look up orders here")
+            throw StoreVerificationError(
+                code: .verifierError, reason: "NO_ORDER_LOOKUP", message: "\(store) cannot look up orders here")
         }
         let client = try await current(info).client
         let identifiers = Set(client.info.appIdentifiers(registration.declaration.identifiers))
         let order = try await lookup.lookUpOrder(orderID, appIdentifiers: identifiers)
-        let ledger = try await transactions.presence(store: registration.store, transactionIDs: order.entries.compactMap(\.transactionID), client: client.info)
+        let ledger = try await transactions.presence(
+            store: registration.store, transactionIDs: order.entries.compactMap(\.transactionID), client: client.info)
         return (order, ledger)
     }
 
@@ -61,7 +70,9 @@ struct ServiceDialectCore: DialectCore {
         try await transactions.find(store: store, transactionID: transactionID, client: client)
     }
 
-    func subscription(store: StoreID, originalTransactionID: String, client: ClientInfo) async throws -> SubscriptionState? {
+    func subscription(
+        store: StoreID, originalTransactionID: String, client: ClientInfo
+    ) async throws -> SubscriptionState? {
         try await transactions.subscription(store: store, original: originalTransactionID, client: client)?.0
     }
 
@@ -69,7 +80,9 @@ struct ServiceDialectCore: DialectCore {
         guard id.utf8.count <= 64, secret.utf8.count <= 256 else { return nil }
         // With the version the secret belonged to, so that what is issued on the strength of it
         // can be refused if the client is rotated or disabled in between (TokenRequest.clientVersion).
-        guard let found = try await directory.entry(for: id), ConstantTime.equals(Data(secret.utf8), Data(found.secret.utf8)) else { return nil }
+        guard let found = try await directory.entry(for: id),
+            ConstantTime.equals(Data(secret.utf8), Data(found.secret.utf8))
+        else { return nil }
         var info = found.client.info
         info.version = found.version
         return info

@@ -77,10 +77,12 @@ public final class VerificationTally: Sendable {
     }
 
     func renderPrometheus() -> String {
-        var out = "# HELP receiptgate_verifications_total Verifications by store and outcome (verified, duplicate, store_error, refused:<REASON>).\n"
+        var out =
+            "# HELP receiptgate_verifications_total Verifications by store and outcome (verified, duplicate, store_error, refused:<REASON>).\n"
         out += "# TYPE receiptgate_verifications_total counter\n"
         for (series, count) in sinceStart.sorted(by: { $0.key < $1.key }) {
-            out += "receiptgate_verifications_total{store=\(Metrics.quote(series.store)),outcome=\(Metrics.quote(series.outcome))} \(count)\n"
+            out +=
+                "receiptgate_verifications_total{store=\(Metrics.quote(series.store)),outcome=\(Metrics.quote(series.outcome))} \(count)\n"
         }
         return out
     }

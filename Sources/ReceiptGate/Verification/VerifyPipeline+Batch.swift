@@ -9,7 +9,9 @@ extension VerifyPipeline {
     /// server's messages must commit with it (no subscription state, entitlements or store
     /// acknowledgement), it goes through the group-commit batcher: shared statements and commits.
     /// Everything else takes `record`.
-    func recordWithoutEffects(_ proven: ProvenPurchase, client: Client, version: Int64) async throws -> VerificationOutcome {
+    func recordWithoutEffects(
+        _ proven: ProvenPurchase, client: Client, version: Int64
+    ) async throws -> VerificationOutcome {
         guard let batcher, fitsTheGroupCommit(proven, client: client) else {
             return try await record(proven, client: client, version: version) { _, _ in }.0
         }
@@ -20,18 +22,21 @@ extension VerifyPipeline {
         case .contended:
             return try await record(proven, client: client, version: version) { _, _ in }.0
         case .foreign:
-            let error = StoreVerificationError(code: .duplicateTransaction, reason: "REDEEMED_BY_ANOTHER_GAME",
-                                               message: "this purchase was already verified for another game")
-            await refused(error, request: proven.request, clientID: client.clientID, digest: proven.evidenceDigest,
-                          transactionID: proven.purchase.transactionID)
+            let error = StoreVerificationError(
+                code: .duplicateTransaction, reason: "REDEEMED_BY_ANOTHER_GAME",
+                message: "this purchase was already verified for another game")
+            await refused(
+                error, request: proven.request, clientID: client.clientID, digest: proven.evidenceDigest,
+                transactionID: proven.purchase.transactionID)
             throw error
         case .stale:
             let current: AuthenticatedClient
             do {
                 current = try await reloadChanged(client)
             } catch let error as StoreVerificationError {
-                await refused(error, request: proven.request, clientID: client.clientID, digest: proven.evidenceDigest,
-                              transactionID: proven.purchase.transactionID)
+                await refused(
+                    error, request: proven.request, clientID: client.clientID, digest: proven.evidenceDigest,
+                    transactionID: proven.purchase.transactionID)
                 throw error
             }
             return try await record(proven, client: current.client, version: current.version) { _, _ in }.0
@@ -45,10 +50,14 @@ extension VerifyPipeline {
         // and never the hot path).
         // A subscription's period is decided against its owner (`TransactionRepository.subscriptionOwner`).
         let state = LedgerRules.state(of: proven.purchase)
-        guard state == .active, proven.claimOrder.isEmpty, !LedgerRules.isSubscriptionPeriod(proven.purchase) else { return false }
+        guard state == .active, proven.claimOrder.isEmpty, !LedgerRules.isSubscriptionPeriod(proven.purchase) else {
+            return false
+        }
         // Messages to the game server are rows the batch writes too (`RecordBatcher.announcements`).
-        return FirstClaimEffects.owed(by: proven, state: state, client: client, acknowledges: acknowledgement(for: proven, client: client) != nil)
-            .subtracting([.webhook, .delivery]).isEmpty
+        return FirstClaimEffects.owed(
+            by: proven, state: state, client: client, acknowledges: acknowledgement(for: proven, client: client) != nil
+        )
+        .subtracting([.webhook, .delivery]).isEmpty
     }
 
     /// The client as it is now, after a version check failed: refused when it was disabled or its
@@ -60,14 +69,19 @@ extension VerifyPipeline {
             throw StoreVerificationError(code: .unauthorized, reason: "CLIENT_DISABLED", message: "client is disabled")
         }
         guard current.client.secretRotatedAt == client.secretRotatedAt else {
-            throw StoreVerificationError(code: .unauthorized, reason: "SECRET_ROTATED", message: "the client's secret was rotated; sign with the new one")
+            throw StoreVerificationError(
+                code: .unauthorized, reason: "SECRET_ROTATED",
+                message: "the client's secret was rotated; sign with the new one")
         }
         return current
     }
 
-    func withAcknowledgement<T: Sendable>(_ proven: ProvenPurchase, client: Client,
-                                          effects: @escaping @Sendable (VerificationOutcome, any RecordScope) throws -> T)
-        -> @Sendable (VerificationOutcome, any RecordScope) throws -> T {
+    func withAcknowledgement<T: Sendable>(
+        _ proven: ProvenPurchase, client: Client,
+        effects: @escaping @Sendable (VerificationOutcome, any RecordScope) throws -> T
+    )
+        -> @Sendable (VerificationOutcome, any RecordScope) throws -> T
+    {
         // A store that wants new purchases acknowledged gets it through the outbox, committed
         // with the record: durable, retried, never lost.
         let acknowledgement = acknowledgement(for: proven, client: client)
@@ -75,9 +89,11 @@ extension VerifyPipeline {
         let storeTakesAccountTokens = stores[proven.purchase.store]?.accountTokenSetting != nil
         return { outcome, scope in
             if let acknowledgement, !outcome.duplicate {
-                try scope.enqueue(OutboxMessage(clientID: client.clientID, target: .storeAcknowledgement, type: "store.acknowledge",
-                                                aggregateKey: "\(outcome.transaction.store.rawValue):\(outcome.transaction.originalOrSelf)",
-                                                body: try JSONEncoder().encode(acknowledgement)))
+                try scope.enqueue(
+                    OutboxMessage(
+                        clientID: client.clientID, target: .storeAcknowledgement, type: "store.acknowledge",
+                        aggregateKey: "\(outcome.transaction.store.rawValue):\(outcome.transaction.originalOrSelf)",
+                        body: try JSONEncoder().encode(acknowledgement)))
             }
             return try effects(outcome, storeTakesAccountTokens ? scope : UntellableStoreScope(base: scope))
         }
@@ -91,9 +107,13 @@ extension VerifyPipeline {
     func logVerified(_ outcome: VerificationOutcome, proven: ProvenPurchase, client: Client) {
         tally?.recordVerified(store: proven.purchase.store.rawValue, duplicate: outcome.duplicate)
         // Pairs, not a dictionary: a line for every verification (the same line either way; keys are sorted when written).
-        logger.log(.info, "verified", pairs: [("request.id", proven.request.requestID), ("client.id", client.clientID),
-                                              ("store", proven.purchase.store.rawValue), ("transaction.id", String(outcome.transaction.managementID)),
-                                              ("duplicate", String(outcome.duplicate)), ("state", outcome.transaction.state.rawValue),
-                                              ("account_match", outcome.accountMatch.rawValue)])
+        logger.log(
+            .info, "verified",
+            pairs: [
+                ("request.id", proven.request.requestID), ("client.id", client.clientID),
+                ("store", proven.purchase.store.rawValue), ("transaction.id", String(outcome.transaction.managementID)),
+                ("duplicate", String(outcome.duplicate)), ("state", outcome.transaction.state.rawValue),
+                ("account_match", outcome.accountMatch.rawValue),
+            ])
     }
 }

@@ -1,7 +1,7 @@
-import OpenSSLCrypto
 import Foundation
 import HTTPClient
 import HTTPServer
+import OpenSSLCrypto
 import ReceiptCore
 
 /// One verification, whatever API it came through, in two steps. *Prove*: pick the store
@@ -29,8 +29,11 @@ public struct VerifyPipeline: Sendable {
         max(requestTimeout * 0.2, min(.seconds(2), requestTimeout / 2))
     }
 
-    init(stores: [StoreRegistration], transactions: TransactionRepository, clients: ClientRepository, directory: any ClientDirectory,
-         logger: Logger) {
+    init(
+        stores: [StoreRegistration], transactions: TransactionRepository, clients: ClientRepository,
+        directory: any ClientDirectory,
+        logger: Logger
+    ) {
         self.stores = Dictionary(stores.map { ($0.store, $0) }, uniquingKeysWith: { first, _ in first })
         self.transactions = transactions
         self.clients = clients
@@ -47,14 +50,17 @@ public struct VerifyPipeline: Sendable {
         var refusedTransaction: String?
         do {
             guard let registration = stores[request.store] else {
-                throw StoreVerificationError(code: .invalidField, reason: "UNKNOWN_STORE",
-                                             message: "store must be one of \(storeNames.joined(separator: ", ")), got \"\(request.store)\"")
+                throw StoreVerificationError(
+                    code: .invalidField, reason: "UNKNOWN_STORE",
+                    message: "store must be one of \(storeNames.joined(separator: ", ")), got \"\(request.store)\"")
             }
             let provider = registration.verifier
-            let (apps, evidenceFields) = try VerificationChecks.beforeTheStore(request, client: client.info, declaration: registration.declaration)
-            var context = VerificationContext(appIdentifiers: apps, environments: Set(client.environments), productID: request.productID,
-                                              client: client.info, credentials: try await credentials(of: client, for: request.store),
-                                              evidenceKind: request.evidenceKind)
+            let (apps, evidenceFields) = try VerificationChecks.beforeTheStore(
+                request, client: client.info, declaration: registration.declaration)
+            var context = VerificationContext(
+                appIdentifiers: apps, environments: Set(client.environments), productID: request.productID,
+                client: client.info, credentials: try await credentials(of: client, for: request.store),
+                evidenceKind: request.evidenceKind)
             context.transactionID = request.transactionID
             if let timeLeftForRecording, let requestDeadline = RequestDeadline.current {
                 context.deadline = requestDeadline - timeLeftForRecording
@@ -64,9 +70,12 @@ public struct VerifyPipeline: Sendable {
             let purchases = try await OutboundDeadline.$current.withValue(context.deadline) {
                 try await provider.verify(evidence: request.evidence, context: context)
             }
-            return try VerificationChecks.proven(purchases, request: request, client: client.info, evidenceDigest: digest) { refusedTransaction = $0 }
+            return try VerificationChecks.proven(
+                purchases, request: request, client: client.info, evidenceDigest: digest
+            ) { refusedTransaction = $0 }
         } catch let error as StoreVerificationError {
-            await refused(error, request: request, clientID: client.clientID, digest: digest, transactionID: refusedTransaction)
+            await refused(
+                error, request: request, clientID: client.clientID, digest: digest, transactionID: refusedTransaction)
             throw error
         }
     }
@@ -79,36 +88,49 @@ public struct VerifyPipeline: Sendable {
 
     /// Records once with the caller's effects; logs the outcome line. `version` is the client's
     /// row version when it was read, checked in the transaction (the read may be from memory).
-    func record<T: Sendable>(_ proven: ProvenPurchase, client: Client, version: Int64,
-                             effects: @escaping @Sendable (VerificationOutcome, any RecordScope) throws -> T) async throws -> (VerificationOutcome, T) {
+    func record<T: Sendable>(
+        _ proven: ProvenPurchase, client: Client, version: Int64,
+        effects: @escaping @Sendable (VerificationOutcome, any RecordScope) throws -> T
+    ) async throws -> (VerificationOutcome, T) {
         do {
             var (client, version) = (client, version)
             let result: (VerificationOutcome, T)
             do {
-                result = try await transactions.record(proven, client: client, expectedVersion: version,
-                                                       effects: withAcknowledgement(proven, client: client, effects: effects))
+                result = try await transactions.record(
+                    proven, client: client, expectedVersion: version,
+                    effects: withAcknowledgement(proven, client: client, effects: effects))
             } catch is ClientChanged {
                 let current = try await reloadChanged(client)
                 (client, version) = (current.client, current.version)
-                result = try await transactions.record(proven, client: client, expectedVersion: version,
-                                                       effects: withAcknowledgement(proven, client: client, effects: effects))
+                result = try await transactions.record(
+                    proven, client: client, expectedVersion: version,
+                    effects: withAcknowledgement(proven, client: client, effects: effects))
             }
             logVerified(result.0, proven: proven, client: client)
             return result
         } catch let error as StoreVerificationError {
-            await refused(error, request: proven.request, clientID: client.clientID, digest: proven.evidenceDigest,
-                          transactionID: proven.purchase.transactionID)
+            await refused(
+                error, request: proven.request, clientID: client.clientID, digest: proven.evidenceDigest,
+                transactionID: proven.purchase.transactionID)
             throw error
         }
     }
 
-    func refused(_ error: StoreVerificationError, request: VerificationRequest, clientID: String, digest: String,
-                 transactionID: String? = nil) async {
-        logger.info("refused", ["request.id": request.requestID, "client.id": clientID, "store": request.store.rawValue,
-                                "error.code": error.code.rawValue, "error.reason": error.reason])
-        tally?.recordRefused(store: request.store.rawValue, storeError: error.code == .verifierError, reason: error.reason)
-        await transactions.recordFailure(clientID: clientID, store: request.store.rawValue, requestID: request.requestID, playerID: request.playerID,
-                                         evidenceDigest: digest, code: error.code.rawValue, reason: error.reason, message: error.message,
-                                         transactionID: transactionID)
+    func refused(
+        _ error: StoreVerificationError, request: VerificationRequest, clientID: String, digest: String,
+        transactionID: String? = nil
+    ) async {
+        logger.info(
+            "refused",
+            [
+                "request.id": request.requestID, "client.id": clientID, "store": request.store.rawValue,
+                "error.code": error.code.rawValue, "error.reason": error.reason,
+            ])
+        tally?.recordRefused(
+            store: request.store.rawValue, storeError: error.code == .verifierError, reason: error.reason)
+        await transactions.recordFailure(
+            clientID: clientID, store: request.store.rawValue, requestID: request.requestID, playerID: request.playerID,
+            evidenceDigest: digest, code: error.code.rawValue, reason: error.reason, message: error.message,
+            transactionID: transactionID)
     }
 }

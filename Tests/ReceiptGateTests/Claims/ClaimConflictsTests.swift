@@ -1,8 +1,8 @@
 import AppStoreTestSupport
 import Foundation
 import ReceiptGate
-import Testing
 import TestSupport
+import Testing
 
 /// One purchase claimed for two players of the same game: the second claim is a duplicate that
 /// names the first claimant, and the game server is told of the conflict once.
@@ -14,7 +14,8 @@ import TestSupport
 
     /// Alice claims it, Alice again, Bob, Alice once more: every answer, in that order.
     static func claimForAliceThenBob(_ harness: VerifyHarness) async throws -> [[String: Any]] {
-        let receipt = try harness.pki.sign(AppleTestPKI.transaction(["transactionId": id, "originalTransactionId": id]))
+        let receipt = try harness.pki.sign(
+            AppleTestPKI.transaction(["transactionId": id, "originalTransactionId": id]))
         var answers: [[String: Any]] = []
         for player in [alice, alice, bob, alice] {
             let answer = try await ClaimSupport.claim(harness.client, receipt: receipt, for: player)
@@ -38,13 +39,17 @@ import TestSupport
         #expect(answers.map { $0["duplicate"] as? Bool } == [false, true, true, true])
         #expect(answers[0]["first_claimed_by"] is NSNull, "the first claim conflicts with nothing: \(answers[0])")
         #expect(answers[1]["first_claimed_by"] is NSNull, "Alice again is a plain repeat: \(answers[1])")
-        #expect(Self.isClaimant(answers[2]["first_claimed_by"], Self.alice), "Bob is told Alice claimed it first: \(answers[2])")
+        #expect(
+            Self.isClaimant(answers[2]["first_claimed_by"], Self.alice),
+            "Bob is told Alice claimed it first: \(answers[2])")
         #expect(answers[3]["first_claimed_by"] is NSNull, "Alice after Bob is still her own purchase: \(answers[3])")
         let ids = Set(answers.compactMap { ($0["transaction"] as? [String: Any])?["id"] as? Int })
         #expect(ids.count == 1, "every answer names the same record")
 
         let record = try await ClaimSupport.record(harness.client, Self.id).transaction
-        #expect((record["claim"] as? [String: Any])?["player_id"] as? String == "alice", "the first claim stays on the record: \(record)")
+        #expect(
+            (record["claim"] as? [String: Any])?["player_id"] as? String == "alice",
+            "the first claim stays on the record: \(record)")
         try await OutboxDrain.wait(harness.pool)
         let conflicts = ClaimSupport.received(receiver, "transaction.claim_conflict", about: Self.id)
         #expect(conflicts.count == 1, "one conflict, Bob's; Alice's repeats are none: \(receiver.bodies("/hooks"))")
@@ -53,8 +58,12 @@ import TestSupport
         #expect(Self.isClaimant(conflict["first_claimed_by"], Self.alice), "\(conflict)")
         #expect(Self.isClaimant(conflict["claimed_by"], Self.bob), "\(conflict)")
         #expect(ClaimSupport.received(receiver, "transaction.verified", about: Self.id).count == 1)
-        #expect(ClaimSupport.received(receiver, "entitlement.delivery", about: Self.id).count == 1, "delivered to Alice only")
-        #expect(ClaimSupport.received(receiver, "entitlement.delivery", about: Self.id).first?["player_id"] as? String == "alice")
+        #expect(
+            ClaimSupport.received(receiver, "entitlement.delivery", about: Self.id).count == 1,
+            "delivered to Alice only")
+        #expect(
+            ClaimSupport.received(receiver, "entitlement.delivery", about: Self.id).first?["player_id"] as? String
+                == "alice")
         await harness.service.shutdown()
     }
 
@@ -71,7 +80,9 @@ import TestSupport
         let page = try await browser.get("/console/purchases/app_store/\(Self.id)")
         #expect(page.status == 200)
         let text = page.text.lowercased()
-        #expect(text.contains("first claimed by") || text.contains("claim conflict"), "the page says the purchase was claimed twice")
+        #expect(
+            text.contains("first claimed by") || text.contains("claim conflict"),
+            "the page says the purchase was claimed twice")
         #expect(text.contains("alice"), "the first claimant is shown")
         #expect(text.contains("bob"), "the conflicting claimant is shown")
         await harness.service.shutdown()

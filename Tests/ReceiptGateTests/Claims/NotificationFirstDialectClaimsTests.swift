@@ -6,8 +6,8 @@ import GooglePlayTestSupport
 import HiveAxyl
 import ReceiptCore
 import ReceiptGate
-import Testing
 import TestSupport
+import Testing
 
 /// A purchase the store told us of first, then claimed through a dialect: each dialect answers
 /// the first claim as its first verification, in its own terms, and a later one as a duplicate.
@@ -15,19 +15,26 @@ import TestSupport
     static let id = "2000000000750001"
 
     /// A service speaking `dialects`, that Apple already told of subscription `id` (SUBSCRIBED, INITIAL_BUY).
-    static func subscribedFirst(_ receiver: GooglePlayHarness.Receiver, dialects: [any DialectProvider]) async throws -> VerifyHarness {
+    static func subscribedFirst(
+        _ receiver: GooglePlayHarness.Receiver, dialects: [any DialectProvider]
+    ) async throws -> VerifyHarness {
         let harness = try await ClaimSupport.appStore(receiver, dialects: dialects)
-        let pushed = try await NotificationsDriveTheLedger.notify(harness, type: "SUBSCRIBED", subtype: "INITIAL_BUY",
-                                                                  transaction: ClaimSupport.subscription(id),
-                                                                  renewal: ["environment": "Sandbox", "originalTransactionId": id, "autoRenewStatus": 1,
-                                                                            "signedDate": ClaimSupport.now()])
+        let pushed = try await NotificationsDriveTheLedger.notify(
+            harness, type: "SUBSCRIBED", subtype: "INITIAL_BUY",
+            transaction: ClaimSupport.subscription(id),
+            renewal: [
+                "environment": "Sandbox", "originalTransactionId": id, "autoRenewStatus": 1,
+                "signedDate": ClaimSupport.now(),
+            ])
         #expect(pushed.status == 200, "\(pushed.text)")
         let known = try await ClaimSupport.record(harness.client, id)
         #expect(known.status == 200 && known.transaction["claim"] is NSNull, "known, not claimed: \(known)")
         return harness
     }
 
-    static func receipt(_ harness: VerifyHarness) throws -> String { try harness.pki.sign(AppleTestPKI.transaction(ClaimSupport.subscription(id))) }
+    static func receipt(_ harness: VerifyHarness) throws -> String {
+        try harness.pki.sign(AppleTestPKI.transaction(ClaimSupport.subscription(id)))
+    }
 
     @Test func theAlogameGatewayAnswersTheFirstClaim200AndTheNext409() async throws {
         let receiver = try GooglePlayHarness.Receiver()
@@ -45,7 +52,8 @@ import TestSupport
         #expect(again.status == 409, "\(again.text)")
         #expect(try again.json()["error"] as? String == "DUPLICATE_TRANSACTION")
 
-        ClaimSupport.expectClaim(try await ClaimSupport.record(harness.client, Self.id).transaction, madeWithin: before...after)
+        ClaimSupport.expectClaim(
+            try await ClaimSupport.record(harness.client, Self.id).transaction, madeWithin: before...after)
         try await OutboxDrain.wait(harness.pool)
         ClaimSupport.expectFirstVerificationDelivered(to: receiver, about: Self.id)
         await harness.service.shutdown()
@@ -65,10 +73,16 @@ import TestSupport
         let again = try await caller.verify(HiveAxylAgainstTheLedger.subscriptionPath, body, token: token)
         #expect(again.hiveData?["hiveAxylDuplicated"] as? Bool == true, "\(again.text)")
 
-        #expect(try await ClaimSupport.record(harness.client, Self.id).transaction["claim"] is [String: Any], "the claim is on the record")
+        #expect(
+            try await ClaimSupport.record(harness.client, Self.id).transaction["claim"] is [String: Any],
+            "the claim is on the record")
         try await OutboxDrain.wait(harness.pool)
-        #expect(ClaimSupport.received(receiver, "transaction.verified", about: Self.id).count == 1, "\(receiver.bodies("/hooks"))")
-        #expect(ClaimSupport.received(receiver, "entitlement.delivery", about: Self.id).count == 1, "\(receiver.bodies("/hooks"))")
+        #expect(
+            ClaimSupport.received(receiver, "transaction.verified", about: Self.id).count == 1,
+            "\(receiver.bodies("/hooks"))")
+        #expect(
+            ClaimSupport.received(receiver, "entitlement.delivery", about: Self.id).count == 1,
+            "\(receiver.bodies("/hooks"))")
         await harness.service.shutdown()
     }
 
@@ -82,16 +96,23 @@ import TestSupport
         #expect(first.status == 200, "\(first.text)")
         #expect(try first.json()["auto_account_created"] as? Bool == true, "linked as a new purchase: \(first.text)")
         let token = try #require(try first.json()["access_token"] as? String)
-        let entitlements = try await AccountLinkEndToEnd.userinfo(port, token).json()["entitlements"] as? [[String: Any]] ?? []
+        let entitlements =
+            try await AccountLinkEndToEnd.userinfo(port, token).json()["entitlements"] as? [[String: Any]] ?? []
         #expect(entitlements.contains { $0["original_transaction_id"] as? String == Self.id }, "\(entitlements)")
 
         let again = try await AccountLinkEndToEnd.iap(port, jws)
         #expect(again.status == 200, "\(again.text)")
-        #expect(try again.json()["auto_account_created"] as? Bool == false, "the account the first claim made: \(again.text)")
+        #expect(
+            try again.json()["auto_account_created"] as? Bool == false,
+            "the account the first claim made: \(again.text)")
         #expect(try await harness.count("accounts") == 1)
-        #expect(try await ClaimSupport.record(harness.client, Self.id).transaction["claim"] is [String: Any], "the claim is on the record")
+        #expect(
+            try await ClaimSupport.record(harness.client, Self.id).transaction["claim"] is [String: Any],
+            "the claim is on the record")
         try await OutboxDrain.wait(harness.pool)
-        #expect(ClaimSupport.received(receiver, "transaction.verified", about: Self.id).count == 1, "\(receiver.bodies("/hooks"))")
+        #expect(
+            ClaimSupport.received(receiver, "transaction.verified", about: Self.id).count == 1,
+            "\(receiver.bodies("/hooks"))")
         await harness.service.shutdown()
     }
 
@@ -115,7 +136,9 @@ import TestSupport
         #expect(again.status == 409, "\(again.text)")
         #expect(try again.json()["error"] as? String == "DUPLICATE_TRANSACTION")
 
-        ClaimSupport.expectClaim(try await ClaimSupport.record(harness.client, store: "google_play", news.orderID).transaction, madeWithin: before...after)
+        ClaimSupport.expectClaim(
+            try await ClaimSupport.record(harness.client, store: "google_play", news.orderID).transaction,
+            madeWithin: before...after)
         try await WebhookDelivery.waitUntil { harness.google.state.actions.get() == [news.acknowledgement] }
         try await OutboxDrain.wait(harness.pool)
         #expect(harness.google.state.actions.get() == [news.acknowledgement], "acknowledged once")

@@ -2,8 +2,8 @@ import AppStoreTestSupport
 import Foundation
 import ReceiptCore
 import ReceiptGate
-import Testing
 import TestSupport
+import Testing
 
 /// A subscription's periods belong to the player who claimed it first: a later period shown by
 /// another player (a shared or resold account, a leaked JWS) is a duplicate naming the owner, a
@@ -26,43 +26,63 @@ import TestSupport
         let receiver = try GooglePlayHarness.Receiver()
         let harness = try await ClaimSupport.appStore(receiver)
         defer { harness.stop(); ClaimSupport.stop(receiver) }
-        _ = try await harness.service.repositories.catalog.set(client: harness.client.clientID, store: "app_store", product: "vip.monthly",
-                                                                entitlements: ["vip"], by: "test")
+        _ = try await harness.service.repositories.catalog.set(
+            client: harness.client.clientID, store: "app_store", product: "vip.monthly",
+            entitlements: ["vip"], by: "test")
         let original = "2000000000810001", renewal = "2000000000810002"
 
-        let first = try await ClaimSupport.claim(harness.client, receipt: try Self.period(harness, original, of: original), for: Self.alice)
+        let first = try await ClaimSupport.claim(
+            harness.client, receipt: try Self.period(harness, original, of: original), for: Self.alice)
         let firstAnswer = try first.json()
         #expect(first.status == 200 && firstAnswer["duplicate"] as? Bool == false, "\(first.text)")
 
         // Bob shows the second period before Alice does.
-        let bobs = try await ClaimSupport.claim(harness.client, receipt: try Self.period(harness, renewal, of: original), for: Self.bob)
+        let bobs = try await ClaimSupport.claim(
+            harness.client, receipt: try Self.period(harness, renewal, of: original), for: Self.bob)
         #expect(bobs.status == 200, "\(bobs.text)")
         let bobsAnswer = try bobs.json()
-        #expect(bobsAnswer["duplicate"] as? Bool == true, "a period of Alice's subscription is not Bob's first verification: \(bobsAnswer)")
+        #expect(
+            bobsAnswer["duplicate"] as? Bool == true,
+            "a period of Alice's subscription is not Bob's first verification: \(bobsAnswer)")
         #expect(Self.claimedBy(bobsAnswer) == "alice", "Bob is told whose it is: \(bobsAnswer)")
 
         // Alice's own claim of it is hers: a first verification, delivered to her, no conflict.
-        let alices = try await ClaimSupport.claim(harness.client, receipt: try Self.period(harness, renewal, of: original), for: Self.alice)
+        let alices = try await ClaimSupport.claim(
+            harness.client, receipt: try Self.period(harness, renewal, of: original), for: Self.alice)
         let alicesAnswer = try alices.json()
-        #expect(alicesAnswer["duplicate"] as? Bool == false, "the owner's claim of the period is never a conflict: \(alicesAnswer)")
+        #expect(
+            alicesAnswer["duplicate"] as? Bool == false,
+            "the owner's claim of the period is never a conflict: \(alicesAnswer)")
         #expect(alicesAnswer["first_claimed_by"] is NSNull, "\(alicesAnswer)")
-        let again = try await ClaimSupport.claim(harness.client, receipt: try Self.period(harness, renewal, of: original), for: Self.alice)
+        let again = try await ClaimSupport.claim(
+            harness.client, receipt: try Self.period(harness, renewal, of: original), for: Self.alice)
         let againAnswer = try again.json()
-        #expect(againAnswer["duplicate"] as? Bool == true && Self.claimedBy(againAnswer) == nil, "then a plain repeat: \(again.text)")
+        #expect(
+            againAnswer["duplicate"] as? Bool == true && Self.claimedBy(againAnswer) == nil,
+            "then a plain repeat: \(again.text)")
 
         let record = try await ClaimSupport.record(harness.client, renewal).transaction
-        #expect((record["claim"] as? [String: Any])?["player_id"] as? String == "alice", "the period's claim is Alice's: \(record)")
+        #expect(
+            (record["claim"] as? [String: Any])?["player_id"] as? String == "alice",
+            "the period's claim is Alice's: \(record)")
 
         try await OutboxDrain.wait(harness.pool)
         let conflicts = ClaimSupport.received(receiver, "transaction.claim_conflict", about: renewal)
         #expect(conflicts.count == 1, "one conflict, Bob's: \(receiver.bodies("/hooks"))")
-        #expect(ClaimConflicts.isClaimant(conflicts.first?["claimed_by"], Self.bob), "the conflict names the newcomer: \(conflicts)")
-        #expect(ClaimConflicts.isClaimant(conflicts.first?["first_claimed_by"], Self.alice), "and the owner: \(conflicts)")
+        #expect(
+            ClaimConflicts.isClaimant(conflicts.first?["claimed_by"], Self.bob),
+            "the conflict names the newcomer: \(conflicts)")
+        #expect(
+            ClaimConflicts.isClaimant(conflicts.first?["first_claimed_by"], Self.alice), "and the owner: \(conflicts)")
         let deliveries = ClaimSupport.received(receiver, "entitlement.delivery", about: renewal)
-        #expect(deliveries.map { $0["player_id"] as? String } == ["alice"], "delivered to the owner only: \(deliveries)")
+        #expect(
+            deliveries.map { $0["player_id"] as? String } == ["alice"], "delivered to the owner only: \(deliveries)")
 
-        let owners = try await harness.pool.query("SELECT player_id FROM player_entitlements WHERE entitlement = 'vip' ORDER BY player_id")
-        #expect(try owners.map { try $0.decode("player_id", as: String.self) } == ["alice"], "the answers and the index agree")
+        let owners = try await harness.pool.query(
+            "SELECT player_id FROM player_entitlements WHERE entitlement = 'vip' ORDER BY player_id")
+        #expect(
+            try owners.map { try $0.decode("player_id", as: String.self) } == ["alice"],
+            "the answers and the index agree")
         await harness.service.shutdown()
     }
 
@@ -72,16 +92,24 @@ import TestSupport
         let harness = try await ClaimSupport.appStore(receiver)
         defer { harness.stop(); ClaimSupport.stop(receiver) }
         let original = "2000000000860001", renewal = "2000000000860002"
-        _ = try await ClaimSupport.claim(harness.client, receipt: try Self.period(harness, original, of: original), for: Self.alice)
-        let nameless = try await ClaimSupport.claim(harness.client, receipt: try Self.period(harness, renewal, of: original), for: [:])
+        _ = try await ClaimSupport.claim(
+            harness.client, receipt: try Self.period(harness, original, of: original), for: Self.alice)
+        let nameless = try await ClaimSupport.claim(
+            harness.client, receipt: try Self.period(harness, renewal, of: original), for: [:])
         let namelessAnswer = try nameless.json()
-        #expect(namelessAnswer["duplicate"] as? Bool == true && namelessAnswer["first_claimed_by"] is NSNull, "\(nameless.text)")
-        let alices = try await ClaimSupport.claim(harness.client, receipt: try Self.period(harness, renewal, of: original), for: Self.alice)
-        #expect((try alices.json())["duplicate"] as? Bool == false, "still the owner's first claim of it: \(alices.text)")
+        #expect(
+            namelessAnswer["duplicate"] as? Bool == true && namelessAnswer["first_claimed_by"] is NSNull,
+            "\(nameless.text)")
+        let alices = try await ClaimSupport.claim(
+            harness.client, receipt: try Self.period(harness, renewal, of: original), for: Self.alice)
+        #expect(
+            (try alices.json())["duplicate"] as? Bool == false, "still the owner's first claim of it: \(alices.text)")
         try await OutboxDrain.wait(harness.pool)
         let deliveries = ClaimSupport.received(receiver, "entitlement.delivery", about: renewal)
         #expect(deliveries.map { $0["player_id"] as? String } == ["alice"], "\(deliveries)")
-        #expect(ClaimSupport.received(receiver, "transaction.claim_conflict", about: renewal).isEmpty, "naming nobody is no conflict")
+        #expect(
+            ClaimSupport.received(receiver, "transaction.claim_conflict", about: renewal).isEmpty,
+            "naming nobody is no conflict")
         await harness.service.shutdown()
     }
 
@@ -93,17 +121,23 @@ import TestSupport
         let harness = try await ClaimSupport.appStore(receiver)
         defer { harness.stop(); ClaimSupport.stop(receiver) }
         let original = "2000000000870001", renewal = "2000000000870002"
-        _ = try await ClaimSupport.claim(harness.client, receipt: try Self.period(harness, original, of: original), for: Self.alice)
-        let bobs = try await ClaimSupport.claim(harness.client, receipt: try Self.period(harness, renewal, of: original), for: Self.bob)
+        _ = try await ClaimSupport.claim(
+            harness.client, receipt: try Self.period(harness, original, of: original), for: Self.alice)
+        let bobs = try await ClaimSupport.claim(
+            harness.client, receipt: try Self.period(harness, renewal, of: original), for: Self.bob)
         #expect(Self.claimedBy(try bobs.json()) == "alice", "\(bobs.text)")
-        let pushed = try await NotificationsDriveTheLedger.notify(harness, type: "DID_RENEW",
-                                                                  transaction: ClaimSupport.subscription(renewal, original: original))
+        let pushed = try await NotificationsDriveTheLedger.notify(
+            harness, type: "DID_RENEW",
+            transaction: ClaimSupport.subscription(renewal, original: original))
         #expect(pushed.status == 200, "\(pushed.text)")
-        let alices = try await ClaimSupport.claim(harness.client, receipt: try Self.period(harness, renewal, of: original), for: Self.alice)
+        let alices = try await ClaimSupport.claim(
+            harness.client, receipt: try Self.period(harness, renewal, of: original), for: Self.alice)
         let answer = try alices.json()
         #expect(answer["duplicate"] as? Bool == false && answer["first_claimed_by"] is NSNull, "\(alices.text)")
         try await OutboxDrain.wait(harness.pool)
-        #expect(ClaimSupport.received(receiver, "entitlement.delivery", about: renewal).map { $0["player_id"] as? String } == ["alice"])
+        #expect(
+            ClaimSupport.received(receiver, "entitlement.delivery", about: renewal).map { $0["player_id"] as? String }
+                == ["alice"])
         await harness.service.shutdown()
     }
 
@@ -113,13 +147,17 @@ import TestSupport
         let harness = try await ClaimSupport.appStore(receiver)
         defer { harness.stop(); ClaimSupport.stop(receiver) }
         let original = "2000000000820001", renewal = "2000000000820002"
-        let alices = try await ClaimSupport.claim(harness.client, receipt: try Self.period(harness, renewal, of: original), for: Self.alice)
+        let alices = try await ClaimSupport.claim(
+            harness.client, receipt: try Self.period(harness, renewal, of: original), for: Self.alice)
         #expect((try alices.json())["duplicate"] as? Bool == false, "\(alices.text)")
-        let bobs = try await ClaimSupport.claim(harness.client, receipt: try Self.period(harness, original, of: original), for: Self.bob)
+        let bobs = try await ClaimSupport.claim(
+            harness.client, receipt: try Self.period(harness, original, of: original), for: Self.bob)
         let bobsAnswer = try bobs.json()
         #expect(bobsAnswer["duplicate"] as? Bool == true && Self.claimedBy(bobsAnswer) == "alice", "\(bobs.text)")
         try await OutboxDrain.wait(harness.pool)
-        #expect(ClaimSupport.received(receiver, "entitlement.delivery", about: original).isEmpty, "nothing delivered to Bob")
+        #expect(
+            ClaimSupport.received(receiver, "entitlement.delivery", about: original).isEmpty, "nothing delivered to Bob"
+        )
         await harness.service.shutdown()
     }
 
@@ -133,7 +171,8 @@ import TestSupport
         try await withThrowingTaskGroup(of: Void.self) { group in
             for base in subscriptions {
                 let original = String(base), renewal = String(base + 1)
-                let first = try Self.period(harness, original, of: original), second = try Self.period(harness, renewal, of: original)
+                let first = try Self.period(harness, original, of: original),
+                    second = try Self.period(harness, renewal, of: original)
                 group.addTask { _ = try await ClaimSupport.claim(harness.client, receipt: first, for: Self.alice) }
                 group.addTask { _ = try await ClaimSupport.claim(harness.client, receipt: second, for: Self.bob) }
             }
@@ -142,12 +181,17 @@ import TestSupport
         try await OutboxDrain.wait(harness.pool)
         for base in subscriptions {
             let periods = [String(base), String(base + 1)]
-            let delivered = periods.flatMap { ClaimSupport.received(receiver, "entitlement.delivery", about: $0) }.compactMap { $0["player_id"] as? String }
+            let delivered = periods.flatMap { ClaimSupport.received(receiver, "entitlement.delivery", about: $0) }
+                .compactMap { $0["player_id"] as? String }
             #expect(delivered.count == 1, "one period delivered, to one player, for \(base): \(delivered)")
-            let claimants = try await harness.pool.query("""
+            let claimants = try await harness.pool.query(
+                """
                 SELECT DISTINCT player_id FROM transactions WHERE store = 'app_store' AND transaction_id = ANY(\(periods)::text[]) AND claimed_at IS NOT NULL
-                """).map { try $0.decode("player_id", as: String.self) }
-            #expect(claimants == delivered, "the ledger's claims are the delivered player's only, for \(base): \(claimants)")
+                """
+            ).map { try $0.decode("player_id", as: String.self) }
+            #expect(
+                claimants == delivered, "the ledger's claims are the delivered player's only, for \(base): \(claimants)"
+            )
         }
         await harness.service.shutdown()
     }
@@ -169,8 +213,9 @@ import TestSupport
         let receiver = try GooglePlayHarness.Receiver()
         let receiptRoot = try TestReceipts.signingPKI().root
         let hooks = "http://127.0.0.1:\(receiver.server.port)/hooks"
-        let harness = try await VerifyHarness.start(outbox: VerifyHarness.fastOutbox(), webhookURL: hooks, deliveryURL: hooks,
-                                                    appStore: { pki in fake.appStoreConfiguration(trusting: pki, receiptRoot: receiptRoot) })
+        let harness = try await VerifyHarness.start(
+            outbox: VerifyHarness.fastOutbox(), webhookURL: hooks, deliveryURL: hooks,
+            appStore: { pki in fake.appStoreConfiguration(trusting: pki, receiptRoot: receiptRoot) })
         defer { harness.stop(); ClaimSupport.stop(receiver); Task.detached { await fake.shutdown() } }
         let receipt = try TestReceipts.sign(TestReceipts.payload(), streamed: false)
         let original = "2000000000850001", renewal = "2000000000850002"
@@ -183,7 +228,8 @@ import TestSupport
         #expect(bobs.status == 200 && answer["duplicate"] as? Bool == true, "\(bobs.text)")
         #expect(SubscriptionOwnership.claimedBy(answer) == "alice", "\(answer)")
         try await OutboxDrain.wait(harness.pool)
-        #expect(ClaimSupport.received(receiver, "entitlement.delivery", about: renewal).isEmpty, "nothing delivered to Bob")
+        #expect(
+            ClaimSupport.received(receiver, "entitlement.delivery", about: renewal).isEmpty, "nothing delivered to Bob")
         #expect(ClaimSupport.received(receiver, "transaction.claim_conflict", about: renewal).count == 1)
         await harness.service.shutdown()
     }
@@ -199,19 +245,26 @@ import TestSupport
         settings.deliveryURL = "http://127.0.0.1:\(h.receiver.server.port)/hooks"
         _ = try await h.harness.service.clients.update(h.client.clientID, settings)
         try await h.mapCatalog()
-        try h.google.addSubscription(token: "g-first", productID: "vip_monthly", latestOrderID: "GPA.3377-0000-0000-00001..2")
-        try h.google.addSubscription(token: "g-resubscribed", productID: "vip_monthly", latestOrderID: "GPA.3377-0000-0000-00002",
-                                     linkedToken: "g-first")
+        try h.google.addSubscription(
+            token: "g-first", productID: "vip_monthly", latestOrderID: "GPA.3377-0000-0000-00001..2")
+        try h.google.addSubscription(
+            token: "g-resubscribed", productID: "vip_monthly", latestOrderID: "GPA.3377-0000-0000-00002",
+            linkedToken: "g-first")
         try await h.claimGoogle("g-first", for: "alice")
-        let bobs = try await h.client.post("/v1/verify", json: ["store": "google_play", "receipt": "g-resubscribed", "player_id": "bob"])
+        let bobs = try await h.client.post(
+            "/v1/verify", json: ["store": "google_play", "receipt": "g-resubscribed", "player_id": "bob"])
         let answer = try bobs.json()
         #expect(bobs.status == 200 && answer["duplicate"] as? Bool == true, "\(bobs.text)")
         #expect(SubscriptionOwnership.claimedBy(answer) == "alice", "\(answer)")
-        let alices = try await h.client.post("/v1/verify", json: ["store": "google_play", "receipt": "g-resubscribed", "player_id": "alice"])
+        let alices = try await h.client.post(
+            "/v1/verify", json: ["store": "google_play", "receipt": "g-resubscribed", "player_id": "alice"])
         #expect((try alices.json())["duplicate"] as? Bool == false, "the owner's own claim: \(alices.text)")
         try await OutboxDrain.wait(h.harness.pool)
-        let conflicts = ClaimSupport.received(h.receiver, "transaction.claim_conflict", about: "GPA.3377-0000-0000-00002")
-        #expect(conflicts.count == 1 && ClaimConflicts.isClaimant(conflicts.first?["claimed_by"], ["player_id": "bob"]), "\(conflicts)")
+        let conflicts = ClaimSupport.received(
+            h.receiver, "transaction.claim_conflict", about: "GPA.3377-0000-0000-00002")
+        #expect(
+            conflicts.count == 1 && ClaimConflicts.isClaimant(conflicts.first?["claimed_by"], ["player_id": "bob"]),
+            "\(conflicts)")
         let deliveries = ClaimSupport.received(h.receiver, "entitlement.delivery", about: "GPA.3377-0000-0000-00002")
         #expect(deliveries.map { $0["player_id"] as? String } == ["alice"], "\(deliveries)")
         #expect(try await h.owned("bob").byName.isEmpty, "Bob owns nothing")
@@ -227,27 +280,35 @@ import TestSupport
         let receiver = try GooglePlayHarness.Receiver()
         let harness = try await ClaimSupport.appStore(receiver)
         defer { harness.stop(); ClaimSupport.stop(receiver) }
-        _ = try await harness.service.repositories.catalog.set(client: harness.client.clientID, store: "app_store", product: "noads",
-                                                                entitlements: ["no_ads"], by: "test")
+        _ = try await harness.service.repositories.catalog.set(
+            client: harness.client.clientID, store: "app_store", product: "noads",
+            entitlements: ["no_ads"], by: "test")
         let precomposed = "Jos\u{E9}", combining = "Jose\u{301}"
         #expect(precomposed == combining, "Swift's == calls them equal; the ledger must not")
-        let receipt = try harness.pki.sign(AppleTestPKI.transaction(["transactionId": "2000000000840001", "productId": "noads",
-                                                                     "type": "Non-Consumable"]))
+        let receipt = try harness.pki.sign(
+            AppleTestPKI.transaction([
+                "transactionId": "2000000000840001", "productId": "noads",
+                "type": "Non-Consumable",
+            ]))
         _ = try await ClaimSupport.claim(harness.client, receipt: receipt, for: ["player_id": precomposed])
         let second = try await ClaimSupport.claim(harness.client, receipt: receipt, for: ["player_id": combining])
         let answer = try second.json()
         #expect(answer["duplicate"] as? Bool == true, "\(answer)")
-        let named = try #require((answer["first_claimed_by"] as? [String: Any])?["player_id"] as? String, "a conflict: \(answer)")
+        let named = try #require(
+            (answer["first_claimed_by"] as? [String: Any])?["player_id"] as? String, "a conflict: \(answer)")
         #expect(Array(named.utf8) == Array(precomposed.utf8), "naming the first claimant's own bytes")
         let owners = try await harness.pool.query("SELECT player_id FROM player_entitlements")
-        #expect(try owners.map { Array(try $0.decode("player_id", as: String.self).utf8) } == [Array(precomposed.utf8)], "one owner")
+        #expect(
+            try owners.map { Array(try $0.decode("player_id", as: String.self).utf8) } == [Array(precomposed.utf8)],
+            "one owner")
         try await OutboxDrain.wait(harness.pool)
         #expect(ClaimSupport.received(receiver, "transaction.claim_conflict", about: "2000000000840001").count == 1)
         await harness.service.shutdown()
     }
 
     @Test func refreshingLookAlikePlayersRefreshesBoth() {
-        #expect(LedgerRules.distinctPlayers(["Jos\u{E9}", "Jose\u{301}", "Jos\u{E9}"]).map { Array($0.utf8) }
+        #expect(
+            LedgerRules.distinctPlayers(["Jos\u{E9}", "Jose\u{301}", "Jos\u{E9}"]).map { Array($0.utf8) }
                 == [Array("Jose\u{301}".utf8), Array("Jos\u{E9}".utf8)])
         #expect(!LedgerRules.samePlayer("Jos\u{E9}", "Jose\u{301}"))
     }

@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// The operator console, driven by a person's browser: headless Chromium under Selenium
 /// (Python/console_browser.py and its console_*.py steps, written from the console's HTML
@@ -17,22 +17,31 @@ import TestSupport
     /// Looked up on disk, not by starting Python (see SchemaDriven.hasSchemathesis for why).
     static let hasSelenium: Bool = {
         guard let python else { return false }
-        let lib = URL(fileURLWithPath: python).deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("lib")
+        let lib = URL(fileURLWithPath: python).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("lib")
         let versions = (try? FileManager.default.contentsOfDirectory(atPath: lib.path)) ?? []
-        return versions.contains { FileManager.default.fileExists(atPath: lib.appendingPathComponent("\($0)/site-packages/selenium").path) }
+        return versions.contains {
+            FileManager.default.fileExists(atPath: lib.appendingPathComponent("\($0)/site-packages/selenium").path)
+        }
     }()
-    static let hasBrowser = FileManager.default.isExecutableFile(atPath: chromium) && FileManager.default.isExecutableFile(atPath: chromedriver)
+    static let hasBrowser =
+        FileManager.default.isExecutableFile(atPath: chromium)
+        && FileManager.default.isExecutableFile(atPath: chromedriver)
 
     static let repositoryRoot = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
-    @Test(.enabled(if: (hasSelenium && hasBrowser) || inCI,
-                   "needs selenium in RECEIPTGATE_ORACLE_PYTHON's venv (scripts/test.sh) and Debian's chromium and chromium-driver (scripts/setup.sh)"),
-          .timeLimit(.minutes(8)))
+    @Test(
+        .enabled(
+            if: (hasSelenium && hasBrowser) || inCI,
+            "needs selenium in RECEIPTGATE_ORACLE_PYTHON's venv (scripts/test.sh) and Debian's chromium and chromium-driver (scripts/setup.sh)"
+        ),
+        .timeLimit(.minutes(8)))
     func anOperatorWorksThroughTheConsoleInABrowser() async throws {
         let python = try #require(Self.python, "RECEIPTGATE_ORACLE_PYTHON must be set in CI")
         #expect(Self.hasSelenium, "selenium is not importable by \(python)")
-        try #require(Self.hasBrowser, "\(Self.chromium) and \(Self.chromedriver) must be installed in CI (scripts/setup.sh)")
+        try #require(
+            Self.hasBrowser, "\(Self.chromium) and \(Self.chromedriver) must be installed in CI (scripts/setup.sh)")
 
         let fixture = try await ConsoleFixture.start()
         defer { fixture.stop() }
@@ -43,19 +52,24 @@ import TestSupport
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("Python/console_browser.py").path
         // No __pycache__ written into the source tree by the script's imports of its own modules.
-        let result = try await ChildProcess.run(python, [script, plan.path],
-                                                environment: ["PATH": "/usr/bin:/bin", "HOME": "/tmp", "PYTHONDONTWRITEBYTECODE": "1"],
-                                                timeout: .seconds(360))
+        let result = try await ChildProcess.run(
+            python, [script, plan.path],
+            environment: ["PATH": "/usr/bin:/bin", "HOME": "/tmp", "PYTHONDONTWRITEBYTECODE": "1"],
+            timeout: .seconds(360))
         let lastLine = result.stdout.split(separator: "\n").last.map(String.init) ?? ""
-        let report = try #require(try? JSONSerialization.jsonObject(with: Data(lastLine.utf8)) as? [String: Any],
-                                  "the script printed no JSON report (exit \(result.status)); stderr: \(result.stderr.suffix(4000))")
+        let report = try #require(
+            try? JSONSerialization.jsonObject(with: Data(lastLine.utf8)) as? [String: Any],
+            "the script printed no JSON report (exit \(result.status)); stderr: \(result.stderr.suffix(4000))")
         let failures = report["failures"] as? [String] ?? []
         for failure in failures { Issue.record("console: \(failure)") }
-        #expect(result.status == 0 && report["ok"] as? Bool == true,
-                "the browser walk failed\(failures.isEmpty ? "; stderr: \(result.stderr.suffix(2000))" : " (each failure above)")")
+        #expect(
+            result.status == 0 && report["ok"] as? Bool == true,
+            "the browser walk failed\(failures.isEmpty ? "; stderr: \(result.stderr.suffix(2000))" : " (each failure above)")"
+        )
         // What the script did is what a user would notice outside the browser too.
-        #expect(fixture.receiver.acknowledged.map(\.eventID).contains(fixture.undeliveredEventID),
-                "the redelivered webhook event never reached the game server")
+        #expect(
+            fixture.receiver.acknowledged.map(\.eventID).contains(fixture.undeliveredEventID),
+            "the redelivered webhook event never reached the game server")
         #expect((report["skipped"] as? [String])?.isEmpty == true, "steps skipped: \(report["skipped"] ?? [])")
     }
 
@@ -64,7 +78,10 @@ import TestSupport
         let plan: [String: Any] = [
             "console": fixture.consoleURL, "api": fixture.apiURL, "admin_token": ConsoleFixture.adminToken,
             "receiver_control": fixture.receiverControl.url, "order_id": ConsoleFixture.orderID,
-            "purchases": ["ordered": fixture.ordered.json, "refunded": fixture.refunded.json, "undelivered": fixture.undelivered.json],
+            "purchases": [
+                "ordered": fixture.ordered.json, "refunded": fixture.refunded.json,
+                "undelivered": fixture.undelivered.json,
+            ],
             "undelivered_event_id": fixture.undeliveredEventID, "verifications": fixture.verificationsMade,
             "screenshots": screenshots.path, "chromium": chromium, "chromedriver": chromedriver,
         ]

@@ -1,6 +1,7 @@
 import Foundation
-@testable import ReceiptGate
 import Testing
+
+@testable import ReceiptGate
 
 /// The console's in-memory counters are bounded whatever callers send, and forget on time.
 @Suite struct ConsoleCounters {

@@ -1,10 +1,10 @@
 import AppStore
+import AppStoreTestSupport
 import Foundation
 import ReceiptCore
 import ReceiptGate
-import Testing
-import AppStoreTestSupport
 import TestSupport
+import Testing
 
 /// A running service with the console switched on (admin token, admin listener of its own), the
 /// App Store provider asking a local fake of Apple's Server API for orders, and a game server
@@ -47,12 +47,14 @@ struct ConsoleFixture {
         let receiver = try WebhookReceiver()
         // Deliveries are given up one second after the event: the receiver's refusals end as dead
         // events at once, which nothing retries unless an operator redelivers them.
-        let harness = try await VerifyHarness.start(outbox: VerifyHarness.fastOutbox(giveUpAfter: .seconds(1)), adminToken: adminToken,
-                                                    webhookURL: receiver.url, pki: apple.pki,
-                                                    appStore: { apple.appStoreConfiguration(trusting: $0) },
-                                                    configure: { $0.adminAddress = ListenAddress(host: "127.0.0.1", port: 0) })
+        let harness = try await VerifyHarness.start(
+            outbox: VerifyHarness.fastOutbox(giveUpAfter: .seconds(1)), adminToken: adminToken,
+            webhookURL: receiver.url, pki: apple.pki,
+            appStore: { apple.appStoreConfiguration(trusting: $0) },
+            configure: { $0.adminAddress = ListenAddress(host: "127.0.0.1", port: 0) })
         receiver.secret.set(harness.client.secret)
-        var fixture = ConsoleFixture(harness: harness, apple: apple, receiver: receiver, receiverControl: try WebhookReceiverControl(receiver))
+        var fixture = ConsoleFixture(
+            harness: harness, apple: apple, receiver: receiver, receiverControl: try WebhookReceiverControl(receiver))
         do {
             try await fixture.makePurchases()
         } catch {
@@ -79,9 +81,12 @@ struct ConsoleFixture {
         try await verify(orderedReceipt, for: ordered, duplicate: false)
 
         try await verify(try sign(refunded.transactionID), for: refunded, duplicate: false)
-        let refund = try await NotificationsDriveTheLedger.notify(harness, type: "REFUND", transaction: [
-            "transactionId": refunded.transactionID, "originalTransactionId": refunded.transactionID,
-            "revocationDate": Int64(Date().timeIntervalSince1970 * 1000), "revocationReason": 1])
+        let refund = try await NotificationsDriveTheLedger.notify(
+            harness, type: "REFUND",
+            transaction: [
+                "transactionId": refunded.transactionID, "originalTransactionId": refunded.transactionID,
+                "revocationDate": Int64(Date().timeIntervalSince1970 * 1000), "revocationReason": 1,
+            ])
         try #require(refund.status == 200, "Apple's REFUND notification: \(refund.text)")
         let refundedRecord = try await NotificationsDriveTheLedger.transaction(harness, refunded.transactionID)
         try #require(refundedRecord["state"] as? String == "refunded", "\(refundedRecord)")
@@ -89,25 +94,34 @@ struct ConsoleFixture {
         let undeliveredReceipt = try sign(undelivered.transactionID)
         try await verify(undeliveredReceipt, for: undelivered, duplicate: false)
         try await verify(undeliveredReceipt, for: undelivered, duplicate: true)
-        let foreign = try harness.pki.sign(AppleTestPKI.transaction(["transactionId": "2000000000008104", "bundleId": "com.example.other"]))
-        let refused = try await harness.client.post("/v1/verify", json: ["store": "app_store", "receipt": foreign, "player_id": "player-foreign"])
+        let foreign = try harness.pki.sign(
+            AppleTestPKI.transaction(["transactionId": "2000000000008104", "bundleId": "com.example.other"]))
+        let refused = try await harness.client.post(
+            "/v1/verify", json: ["store": "app_store", "receipt": foreign, "player_id": "player-foreign"])
         try #require(refused.status == 422, "another app's receipt: \(refused.text)")
 
         // Every event was tried and given up: nothing is left for the worker to send on its own.
         try await OutboxDrain.wait(harness.pool)
-        let refusedDelivery = receiver.deliveries.get().first { $0.transactionID == undelivered.transactionID && $0.type == "transaction.verified" }
-        undeliveredEventID = try #require(refusedDelivery, "the receiver was never offered the undelivered purchase's event").eventID
+        let refusedDelivery = receiver.deliveries.get().first {
+            $0.transactionID == undelivered.transactionID && $0.type == "transaction.verified"
+        }
+        undeliveredEventID = try #require(
+            refusedDelivery, "the receiver was never offered the undelivered purchase's event"
+        ).eventID
         try #require(receiver.acknowledged.isEmpty, "the receiver accepted a delivery while it was down")
     }
 
     private func sign(_ transactionID: String) throws -> String {
-        try harness.pki.sign(AppleTestPKI.transaction(["transactionId": transactionID, "originalTransactionId": transactionID]))
+        try harness.pki.sign(
+            AppleTestPKI.transaction(["transactionId": transactionID, "originalTransactionId": transactionID]))
     }
 
     private func verify(_ receipt: String, for purchase: Purchase, duplicate: Bool) async throws {
-        let answer = try await harness.client.post("/v1/verify", json: ["store": "app_store", "receipt": receipt, "player_id": purchase.playerID])
+        let answer = try await harness.client.post(
+            "/v1/verify", json: ["store": "app_store", "receipt": receipt, "player_id": purchase.playerID])
         try #require(answer.status == 200, "verify \(purchase.transactionID): \(answer.text)")
-        try #require(try answer.json()["duplicate"] as? Bool == duplicate, "verify \(purchase.transactionID): \(answer.text)")
+        try #require(
+            try answer.json()["duplicate"] as? Bool == duplicate, "verify \(purchase.transactionID): \(answer.text)")
     }
 }
 

@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// A browser's part, kept small: a cookie jar, the CSRF token of the last page, forms posted as a
 /// browser posts them. For the console's rules (cookies, CSRF, escaping); the browser test
@@ -22,13 +22,16 @@ final class ConsoleBrowserSession: @unchecked Sendable {
     }
 
     /// Posts `fields` (plus the CSRF token of the last page, unless `csrf` says otherwise).
-    func post(_ path: String, _ fields: [(String, String)], csrf given: String?? = .none) async throws -> RawHTTP.Response {
+    func post(
+        _ path: String, _ fields: [(String, String)], csrf given: String?? = .none
+    ) async throws -> RawHTTP.Response {
         var all = fields
         if let token = given ?? csrf { all.append(("csrf", token)) }
         let body = all.map { "\(Self.encode($0.0))=\(Self.encode($0.1))" }.joined(separator: "&")
         var headers = cookieHeader()
         headers["Content-Type"] = "application/x-www-form-urlencoded"
-        let response = try await RawHTTP.request(port: port, method: "POST", path: path, headers: headers, body: Data(body.utf8))
+        let response = try await RawHTTP.request(
+            port: port, method: "POST", path: path, headers: headers, body: Data(body.utf8))
         remember(response)
         return response
     }
@@ -43,7 +46,10 @@ final class ConsoleBrowserSession: @unchecked Sendable {
 
     private func cookieHeader() -> [String: String] {
         var headers = extraHeaders
-        if !cookies.isEmpty { headers["Cookie"] = cookies.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: "; ") }
+        if !cookies.isEmpty {
+            headers["Cookie"] = cookies.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(
+                separator: "; ")
+        }
         return headers
     }
 
@@ -60,6 +66,8 @@ final class ConsoleBrowserSession: @unchecked Sendable {
     }
 
     static func encode(_ text: String) -> String {
-        text.addingPercentEncoding(withAllowedCharacters: CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")) ?? ""
+        text.addingPercentEncoding(
+            withAllowedCharacters: CharacterSet(
+                charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")) ?? ""
     }
 }

@@ -17,7 +17,9 @@ final class WebhookReceiverControl: Sendable {
         router.get("/acknowledged") { _ in
             .json(["event_ids": receiver.acknowledged.map(\.eventID)])
         }
-        server = HTTPServer(configuration: .init(host: "127.0.0.1", port: 0), responder: router.build(handlerExecutor: FakeServing.executor))
+        server = HTTPServer(
+            configuration: .init(host: "127.0.0.1", port: 0),
+            responder: router.build(handlerExecutor: FakeServing.executor))
         try server.start()
     }
 

@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// Deploy/ha/drill.sh, the failover drill an operator runs, as a test: three PostgreSQL nodes
 /// under Patroni and etcd, ReceiptGate on a multi-host DATABASE_URL, 32 connections verifying
@@ -9,18 +9,23 @@ import TestSupport
 @Suite struct FailoverDrill {
     static let etcdInstalled = FileManager.default.isExecutableFile(atPath: "/usr/bin/etcd")
 
-    @Test(.enabled(if: etcdInstalled, "etcd-server is not installed (scripts/setup.sh installs it)"), .timeLimit(.minutes(10)))
+    @Test(
+        .enabled(if: etcdInstalled, "etcd-server is not installed (scripts/setup.sh installs it)"),
+        .timeLimit(.minutes(10)))
     func primaryLossLosesNoAcknowledgedVerification() async throws {
         let root = DeploymentArtifacts.deploy.deletingLastPathComponent()
         let directory = TestDatabase.temporaryDirectory("ha-drill").appendingPathComponent("cluster").path
         // Ports of their own, away from a drill an operator may be running on the default base.
         let portBase = 20_000 + Int(getpid() % 400) * 25
-        let drill = try await ChildProcess.run(root.appendingPathComponent("Deploy/ha/drill.sh").path, [directory], environment: [
-            "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin", "HOME": "/root",
-            "RECEIPTGATE_BIN_DIR": URL(fileURLWithPath: Binary.path).deletingLastPathComponent().path,
-            "RECEIPTGATE_HA_PORT_BASE": String(portBase), "RECEIPTGATE_DRILL_PURCHASES": "15000",
-        ], timeout: .seconds(540))
-        let last = try #require(drill.stdout.split(separator: "\n").last, "no figures; stderr: \(drill.stderr.suffix(3000))")
+        let drill = try await ChildProcess.run(
+            root.appendingPathComponent("Deploy/ha/drill.sh").path, [directory],
+            environment: [
+                "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin", "HOME": "/root",
+                "RECEIPTGATE_BIN_DIR": URL(fileURLWithPath: Binary.path).deletingLastPathComponent().path,
+                "RECEIPTGATE_HA_PORT_BASE": String(portBase), "RECEIPTGATE_DRILL_PURCHASES": "15000",
+            ], timeout: .seconds(540))
+        let last = try #require(
+            drill.stdout.split(separator: "\n").last, "no figures; stderr: \(drill.stderr.suffix(3000))")
         print("FailoverDrill: \(last)")
         let figures = try Binary.json(String(last))
         #expect(drill.status == 0, "\(figures["checks_failed"] ?? drill.stderr.suffix(3000))")
@@ -30,7 +35,8 @@ import TestSupport
         // A standby may promote once the dead leader's key has expired (ttl after its last renewal);
         // the service must be answering 200 again within moments of that.
         let recovery = try #require(figures["recovery_seconds"] as? Double)
-        let ttl = try #require(figures["patroni_ttl"] as? Double), loopWait = try #require(figures["patroni_loop_wait"] as? Double)
+        let ttl = try #require(figures["patroni_ttl"] as? Double),
+            loopWait = try #require(figures["patroni_loop_wait"] as? Double)
         #expect(recovery < ttl + loopWait + 3, "verifications succeeded again only after \(recovery) s (ttl \(ttl) s)")
         let answers = try #require(figures["answers"] as? [String: Int])
         #expect(Set(answers.keys).isSubset(of: ["200", "503"]), "\(answers)")
@@ -45,9 +51,12 @@ import TestSupport
         #expect(figures["ledger_read_from_standby"] as? Bool == true)
         #expect(figures["read_standby_lag_seconds"] is String)
         // Entitlement reads ran beside the load: served by the standby, answered through the failover.
-        #expect(Set((figures["entitlement_reads"] as? [String: Int] ?? [:]).keys).isSubset(of: ["200", "503"]), "\(figures["entitlement_reads"] ?? "none")")
+        #expect(
+            Set((figures["entitlement_reads"] as? [String: Int] ?? [:]).keys).isSubset(of: ["200", "503"]),
+            "\(figures["entitlement_reads"] ?? "none")")
         #expect((figures["entitlement_reads_from_standby"] as? Int ?? 0) > 0)
-        let during = try #require(figures["entitlement_reads_answered_during_failover"] as? String).split(separator: "/")
+        let during = try #require(figures["entitlement_reads_answered_during_failover"] as? String).split(
+            separator: "/")
         #expect(during.count == 2 && (Int(during[0]) ?? 0) > 0, "\(during)")
     }
 }

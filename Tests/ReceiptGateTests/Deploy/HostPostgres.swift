@@ -10,11 +10,15 @@ struct HostPostgres {
     private static let bin = "/usr/lib/postgresql/15/bin"
 
     /// As root, initdb and postgres run as `postgres` (they refuse root).
-    private static func asOwner(_ program: String, _ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
+    private static func asOwner(
+        _ program: String, _ arguments: [String]
+    ) throws -> (status: Int32, stdout: String, stderr: String) {
         let environment = ["PATH": "/usr/bin:/bin", "LC_ALL": "C"]
         if getuid() == 0 {
-            return try ChildProcess.runBlocking("/usr/bin/setpriv", ["--reuid", "postgres", "--regid", "postgres", "--init-groups", "--", program]
-                                                 + arguments, environment: environment)
+            return try ChildProcess.runBlocking(
+                "/usr/bin/setpriv",
+                ["--reuid", "postgres", "--regid", "postgres", "--init-groups", "--", program]
+                    + arguments, environment: environment)
         }
         return try ChildProcess.runBlocking(program, arguments, environment: environment)
     }
@@ -27,7 +31,8 @@ struct HostPostgres {
             let initdb = try asOwner(bin + "/initdb", ["-D", data, "-U", "postgres", "-A", "trust", "--no-sync"])
             guard initdb.status == 0 else { throw RawHTTP.Failure(description: "initdb: \(initdb.stderr)") }
             let options = "-p \(port) -h 127.0.0.1 -k \(folder) -c fsync=off"
-            let started = try asOwner(bin + "/pg_ctl", ["-D", data, "-o", options, "-l", folder + "/log", "-w", "start"])
+            let started = try asOwner(
+                bin + "/pg_ctl", ["-D", data, "-o", options, "-l", folder + "/log", "-w", "start"])
             guard started.status == 0 else { throw RawHTTP.Failure(description: "pg_ctl start: \(started.stderr)") }
             return HostPostgres(url: "postgresql://postgres@127.0.0.1:\(port)/postgres", dataDirectory: data)
         }

@@ -1,12 +1,13 @@
 import AppStore
-import OpenSSLCrypto
+import AppStoreTestSupport
 import Foundation
+import OpenSSLCrypto
 import Postgres
 import ReceiptCore
-@testable import ReceiptGate
-import Testing
-import AppStoreTestSupport
 import TestSupport
+import Testing
+
+@testable import ReceiptGate
 
 /// Postgres killed (`pg_ctl stop -m immediate`, a crash to its clients) and started again while 32
 /// game servers verify fresh purchases: while it is down the service answers 503 with
@@ -17,11 +18,15 @@ import TestSupport
         let cluster = try await TestDatabase.makePrivateCluster()
         let pki = try AppleTestPKI()
         let provider = AppStoreProvider(verifier: AppStoreSignedDataVerifier(trustRoots: [pki.root]))
-        let running = try await FaultService.start(databaseURL: try cluster.connectionString, provider: provider, environments: [.sandbox])
+        let running = try await FaultService.start(
+            databaseURL: try cluster.connectionString, provider: provider, environments: [.sandbox])
         defer { running.stop() }
         let service = running.service, database = running.database, client = running.client
 
-        struct Answer: Sendable { let status: Int; let transactionID: String; let retryAfter: String?; let error: String?; let at: ContinuousClock.Instant }
+        struct Answer: Sendable {
+            let status: Int; let transactionID: String; let retryAfter: String?; let error: String?;
+            let at: ContinuousClock.Instant
+        }
         let answers = LockedBox<[Answer]>([])
         let loading = LockedBox(true)
         let counter = LockedBox(0)
@@ -30,15 +35,33 @@ import TestSupport
                 for _ in 0..<32 {
                     group.addTask {
                         while loading.get() {
-                            let id = String(3_000_000_000_000_000 + counter.update { value -> Int in value += 1; return value })
-                            guard let receipt = try? pki.sign(AppleTestPKI.transaction(["transactionId": id, "originalTransactionId": id])),
-                                  let response = try? await client.post("/v1/verify", json: ["store": "app_store", "receipt": receipt]) else {
-                                answers.update { $0.append(Answer(status: 0, transactionID: id, retryAfter: nil, error: "no answer", at: .now)) }
+                            let id = String(
+                                3_000_000_000_000_000
+                                    + counter.update { value -> Int in
+                                        value += 1; return value
+                                    })
+                            guard
+                                let receipt = try? pki.sign(
+                                    AppleTestPKI.transaction(["transactionId": id, "originalTransactionId": id])),
+                                let response = try? await client.post(
+                                    "/v1/verify", json: ["store": "app_store", "receipt": receipt])
+                            else {
+                                answers.update {
+                                    $0.append(
+                                        Answer(
+                                            status: 0, transactionID: id, retryAfter: nil, error: "no answer", at: .now)
+                                    )
+                                }
                                 continue
                             }
                             let error = (try? response.json())?["error"] as? String
-                            answers.update { $0.append(Answer(status: response.status, transactionID: id, retryAfter: response.headers["retry-after"],
-                                                              error: error, at: .now)) }
+                            answers.update {
+                                $0.append(
+                                    Answer(
+                                        status: response.status, transactionID: id,
+                                        retryAfter: response.headers["retry-after"],
+                                        error: error, at: .now))
+                            }
                         }
                     }
                 }
@@ -48,7 +71,9 @@ import TestSupport
         /// Polls the answers until `condition` holds or 20 s pass (the assertions below then say what was missing).
         func waitFor(_ condition: ([Answer]) -> Bool) async throws {
             let deadline = ContinuousClock.now + .seconds(20)
-            while !condition(answers.get()) && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+            while !condition(answers.get()) && ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(50))
+            }
         }
         // The load is under way (a few purchases recorded), then the database goes away until the
         // service has answered 32 requests (one per game server on average) while it was gone.
@@ -78,14 +103,18 @@ import TestSupport
         let others = all.filter { ![200, 503].contains($0.status) }
         #expect(others.isEmpty, "statuses besides 200 and 503: \(Set(others.map { "\($0.status) \($0.error ?? "")" }))")
         let recoveredAt = try #require(recovered, "no verification succeeded within 40 s of the database's return")
-        #expect(recoveredAt - restarted < .seconds(30), "first success \(recoveredAt - restarted) after the database came back")
+        #expect(
+            recoveredAt - restarted < .seconds(30),
+            "first success \(recoveredAt - restarted) after the database came back")
 
         // Every 200 has its row.
         let verified = Set(all.filter { $0.status == 200 }.map(\.transactionID))
         let rows = try await database.pool.query("SELECT transaction_id FROM transactions")
         let recorded = Set(try rows.map { try $0.decode("transaction_id", as: String.self) })
         #expect(verified.count > 32)
-        #expect(verified.subtracting(recorded).isEmpty, "answered 200 but not recorded: \(verified.subtracting(recorded).prefix(5))")
+        #expect(
+            verified.subtracting(recorded).isEmpty,
+            "answered 200 but not recorded: \(verified.subtracting(recorded).prefix(5))")
         await service.shutdown()
         try await onOwnThread { try cluster.stop() }
     }

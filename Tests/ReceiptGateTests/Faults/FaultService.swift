@@ -13,8 +13,10 @@ struct FaultService {
     let database: Database
     let client: SignedClient
 
-    static func start(databaseURL: String, provider: AppStoreProvider, dialects: [any DialectProvider] = [],
-                      environments: [StoreEnvironment] = [.production, .sandbox]) async throws -> FaultService {
+    static func start(
+        databaseURL: String, provider: AppStoreProvider, dialects: [any DialectProvider] = [],
+        environments: [StoreEnvironment] = [.production, .sandbox]
+    ) async throws -> FaultService {
         var configuration = ServiceConfiguration()
         configuration.port = 0
         configuration.databaseURL = databaseURL
@@ -22,11 +24,14 @@ struct FaultService {
         configuration.dataDirectory = TestDatabase.temporaryDirectory("fault")
         let logger = Logger(minimumLevel: .error, sink: LogSink { _ in })
         let database = try Database.open(configuration, logger: logger)
-        let service = try Service(configuration: configuration, logger: logger, database: database, stores: [provider.registration], dialects: dialects)
+        let service = try Service(
+            configuration: configuration, logger: logger, database: database, stores: [provider.registration],
+            dialects: dialects)
         try await service.start()
         let created = try await service.clients.create(VerifyHarness.settings(environments: environments, gameID: 42))
-        return FaultService(service: service, database: database,
-                            client: SignedClient(port: service.port, clientID: created.client.clientID, secret: created.secret))
+        return FaultService(
+            service: service, database: database,
+            client: SignedClient(port: service.port, clientID: created.client.clientID, secret: created.secret))
     }
 
     func stop() {

@@ -29,12 +29,15 @@ struct AmazonAppstoreHarness {
     let created: [String: Any]
     let log: ServerLogCapture
 
-    static func start(environments: String = "production,sandbox", requestTimeoutSeconds: Int = 30,
-                      quiet: QuietSubscriptionSettings? = nil,
-                      certificateTimeout: Duration? = nil) async throws -> AmazonAppstoreHarness {
+    static func start(
+        environments: String = "production,sandbox", requestTimeoutSeconds: Int = 30,
+        quiet: QuietSubscriptionSettings? = nil,
+        certificateTimeout: Duration? = nil
+    ) async throws -> AmazonAppstoreHarness {
         let (rvs, sns, receiver) = (try FakeRVS(), try FakeSNS(), try GooglePlayHarness.Receiver())
         let cli = try await Binary.databaseEnvironment()
-        let created = try await createClient(cli, environments: environments, hooks: "http://127.0.0.1:\(receiver.server.port)")
+        let created = try await createClient(
+            cli, environments: environments, hooks: "http://127.0.0.1:\(receiver.server.port)")
         var configuration = ServiceConfiguration()
         configuration.port = 0
         configuration.databaseURL = cli["DATABASE_URL"]
@@ -50,24 +53,34 @@ struct AmazonAppstoreHarness {
         let certificateHTTP = certificateTimeout.map {
             AmazonAppstoreProvider.certificateClient(threads: providerConfiguration.maxCertificateFetches, timeout: $0)
         }
-        let provider = try AmazonAppstoreProvider(configuration: providerConfiguration, http: FakeRVS.http(),
-                                                  certificateHTTP: certificateHTTP, logger: log.logger)
-        let service = try Service(configuration: configuration, logger: log.logger, database: database, stores: [provider.registration],
-                                  dialects: [AlogameGateway(), HiveAxyl()])
+        let provider = try AmazonAppstoreProvider(
+            configuration: providerConfiguration, http: FakeRVS.http(),
+            certificateHTTP: certificateHTTP, logger: log.logger)
+        let service = try Service(
+            configuration: configuration, logger: log.logger, database: database, stores: [provider.registration],
+            dialects: [AlogameGateway(), HiveAxyl()])
         service.outboxConfiguration = VerifyHarness.fastOutbox()
         try await service.start()
-        let client = SignedClient(port: service.port, clientID: created["client_id"] as? String ?? "", secret: created["client_secret"] as? String ?? "")
-        return AmazonAppstoreHarness(service: service, pool: database.pool, rvs: rvs, sns: sns, receiver: receiver, client: client, cli: cli,
-                                     created: created, log: log)
+        let client = SignedClient(
+            port: service.port, clientID: created["client_id"] as? String ?? "",
+            secret: created["client_secret"] as? String ?? "")
+        return AmazonAppstoreHarness(
+            service: service, pool: database.pool, rvs: rvs, sns: sns, receiver: receiver, client: client, cli: cli,
+            created: created, log: log)
     }
 
     /// `receiptgate client create` with the Amazon flags, as an operator types it; what it printed.
-    static func createClient(_ cli: [String: String], environments: String = "production,sandbox",
-                             hooks: String = "http://127.0.0.1:9") async throws -> [String: Any] {
-        let made = try await Binary.run(["client", "create", "--name", "Amazon game", "--game-id", "42", "--environments", environments,
-                                         "--amazon-package-name", package, "--amazon-shared-secret", FakeRVS.sharedSecret,
-                                         "--app-id", hiveAppID, "--webhook-url", "\(hooks)/hooks", "--refund-callback-url", "\(hooks)/refunds",
-                                         "--allow-insecure-url"], cli)
+    static func createClient(
+        _ cli: [String: String], environments: String = "production,sandbox",
+        hooks: String = "http://127.0.0.1:9"
+    ) async throws -> [String: Any] {
+        let made = try await Binary.run(
+            [
+                "client", "create", "--name", "Amazon game", "--game-id", "42", "--environments", environments,
+                "--amazon-package-name", package, "--amazon-shared-secret", FakeRVS.sharedSecret,
+                "--app-id", hiveAppID, "--webhook-url", "\(hooks)/hooks", "--refund-callback-url", "\(hooks)/refunds",
+                "--allow-insecure-url",
+            ], cli)
         guard made.status == 0 else { throw RawHTTP.Failure(description: "client create failed: \(made.stderr)") }
         return try Binary.json(made.stdout)
     }
@@ -84,7 +97,9 @@ struct AmazonAppstoreHarness {
         }
     }
 
-    func verify(_ receipt: String, user: String? = "amzn1.account.user-1", product: String = "gems100") async throws -> RawHTTP.Response {
+    func verify(
+        _ receipt: String, user: String? = "amzn1.account.user-1", product: String = "gems100"
+    ) async throws -> RawHTTP.Response {
         var body: [String: Any] = ["store": "amazon_appstore", "receipt": receipt, "product_id": product]
         body["amazon_user_id"] = user
         return try await client.post("/v1/verify", json: body)
@@ -92,22 +107,29 @@ struct AmazonAppstoreHarness {
 
     /// An SNS delivery as Amazon sends it: JSON in a text/plain body.
     func deliver(_ body: Data) async throws -> RawHTTP.Response {
-        try await RawHTTP.request(port: service.port, method: "POST", path: "/v1/notifications/amazon-appstore",
-                                  headers: ["Content-Type": "text/plain; charset=UTF-8", "x-amz-sns-message-type": "Notification"], body: body)
+        try await RawHTTP.request(
+            port: service.port, method: "POST", path: "/v1/notifications/amazon-appstore",
+            headers: ["Content-Type": "text/plain; charset=UTF-8", "x-amz-sns-message-type": "Notification"], body: body
+        )
     }
 
     /// Amazon's Real-Time Notification for a receipt, as the SNS `Message`.
     static func news(_ type: String, receipt: String, user: String = "amzn1.account.user-1") -> [String: Any] {
-        ["appPackageName": package, "notificationType": type, "appUserId": user, "receiptId": receipt, "relatedReceipts": [String: String](),
-         "timestamp": 1_764_632_402_000, "betaProductTransaction": false]
+        [
+            "appPackageName": package, "notificationType": type, "appUserId": user, "receiptId": receipt,
+            "relatedReceipts": [String: String](),
+            "timestamp": 1_764_632_402_000, "betaProductTransaction": false,
+        ]
     }
 
     func admin(_ path: String) async throws -> RawHTTP.Response {
-        try await RawHTTP.request(port: service.port, path: path, headers: ["Authorization": "Bearer \(Self.adminToken)"])
+        try await RawHTTP.request(
+            port: service.port, path: path, headers: ["Authorization": "Bearer \(Self.adminToken)"])
     }
 
     func state(_ transactionID: String) async throws -> String? {
-        try await pool.query("SELECT state FROM transactions WHERE transaction_id = \(transactionID)").first?.decode("state", as: String.self)
+        try await pool.query("SELECT state FROM transactions WHERE transaction_id = \(transactionID)").first?.decode(
+            "state", as: String.self)
     }
 
     func count(_ sql: PostgresQuery) async throws -> Int {

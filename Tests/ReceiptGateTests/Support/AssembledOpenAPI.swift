@@ -10,10 +10,12 @@ import TestSupport
 enum AssembledOpenAPI {
     static func document() throws -> String {
         let here = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        let core = try String(contentsOf: here.appendingPathComponent("../../../Deploy/openapi.yaml").standardized, encoding: .utf8)
+        let core = try String(
+            contentsOf: here.appendingPathComponent("../../../Deploy/openapi.yaml").standardized, encoding: .utf8)
         let environment = PluginEnvironment(variables: [:])
-        return try OpenAPIDocument.assemble(core: core, stores: Plugins.all.stores.map(\.declaration),
-                                            dialects: try Plugins.all.dialects.map { try $0.start(environment) })
+        return try OpenAPIDocument.assemble(
+            core: core, stores: Plugins.all.stores.map(\.declaration),
+            dialects: try Plugins.all.dialects.map { try $0.start(environment) })
     }
 
     static func file(_ label: String) throws -> String {

@@ -1,10 +1,10 @@
-import AppStore
 import AlogameGateway
-import OpenSSLCrypto
+import AppStore
 import Foundation
 import GooglePlay
 import GooglePlayTestSupport
 import HTTPServer
+import OpenSSLCrypto
 import Postgres
 import ReceiptCore
 import ReceiptGate
@@ -35,15 +35,19 @@ struct GooglePlayHarness {
                     return .json(["ok": true])
                 }
             }
-            server = HTTPServer(configuration: .init(host: "127.0.0.1", port: 0), responder: router.build(handlerExecutor: FakeServing.executor))
+            server = HTTPServer(
+                configuration: .init(host: "127.0.0.1", port: 0),
+                responder: router.build(handlerExecutor: FakeServing.executor))
             try server.start()
         }
 
         func bodies(_ path: String) -> [[String: Any]] { received.get().filter { $0.path == path }.map(\.body) }
     }
 
-    static func start(pollEvery interval: Duration? = nil, settings: [String: [String]?] = [:],
-                      dialects: [any DialectProvider] = [AlogameGateway()], quiet: QuietSubscriptionSettings? = nil) async throws -> GooglePlayHarness {
+    static func start(
+        pollEvery interval: Duration? = nil, settings: [String: [String]?] = [:],
+        dialects: [any DialectProvider] = [AlogameGateway()], quiet: QuietSubscriptionSettings? = nil
+    ) async throws -> GooglePlayHarness {
         let google = try FakeGooglePlay()
         let receiver = try Receiver()
         var configuration = ServiceConfiguration()
@@ -59,8 +63,9 @@ struct GooglePlayHarness {
         settings_.serviceAccountKey = nil  // only the client's own key works
         settings_.voidedPurchasesInterval = interval
         let provider = GooglePlayProvider(configuration: settings_, http: FakeGooglePlay.http(), logger: logger)
-        let service = try Service(configuration: configuration, logger: logger, database: database, stores: [provider.registration],
-                                  dialects: dialects)
+        let service = try Service(
+            configuration: configuration, logger: logger, database: database, stores: [provider.registration],
+            dialects: dialects)
         service.outboxConfiguration = VerifyHarness.fastOutbox()
         try await service.start()
         var client = ClientSettings()
@@ -74,8 +79,10 @@ struct GooglePlayHarness {
         client.settings[Client.allowInsecureURLSetting] = ["on"]  // the receiver speaks plain http on loopback
         client.sealedSettings = [GooglePlayProvider.Setting.serviceAccountKey: try google.serviceAccountJSON()]
         let created = try await service.clients.create(client)
-        return GooglePlayHarness(service: service, pool: database.pool, google: google,
-                                 client: SignedClient(port: service.port, clientID: created.client.clientID, secret: created.secret), receiver: receiver)
+        return GooglePlayHarness(
+            service: service, pool: database.pool, google: google,
+            client: SignedClient(port: service.port, clientID: created.client.clientID, secret: created.secret),
+            receiver: receiver)
     }
 
     func stop() {
@@ -88,12 +95,15 @@ struct GooglePlayHarness {
     }
 
     func push(_ notification: [String: Any], messageID: String) async throws -> RawHTTP.Response {
-        try await RawHTTP.request(port: service.port, method: "POST", path: "/v1/notifications/google-play",
-                                  headers: ["Content-Type": "application/json", "Authorization": "Bearer \(try google.oidcToken())"],
-                                  body: try FakeGooglePlay.pushBody(notification, messageID: messageID))
+        try await RawHTTP.request(
+            port: service.port, method: "POST", path: "/v1/notifications/google-play",
+            headers: ["Content-Type": "application/json", "Authorization": "Bearer \(try google.oidcToken())"],
+            body: try FakeGooglePlay.pushBody(notification, messageID: messageID))
     }
 
     func transaction(_ id: String) async throws -> PostgresRow? {
-        try await pool.query("SELECT state, product_id, original_transaction_id, environment FROM transactions WHERE transaction_id = \(id)").first
+        try await pool.query(
+            "SELECT state, product_id, original_transaction_id, environment FROM transactions WHERE transaction_id = \(id)"
+        ).first
     }
 }

@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// What a running service's group-commit batcher decided, read from its `/metrics`. A test that
 /// claims to cover the group-commit path checks with it that the batcher really answered its
@@ -21,7 +21,8 @@ struct GroupCommitCounts: Equatable, CustomStringConvertible {
         let metrics = try await RawHTTP.request(port: port, path: "/metrics").text
         func value(_ result: String) throws -> Int {
             let prefix = "receiptgate_group_commit_verifications_total{result=\"\(result)\"} "
-            let line = try #require(metrics.split(separator: "\n").first { $0.hasPrefix(prefix) }, "no \(result) count in /metrics")
+            let line = try #require(
+                metrics.split(separator: "\n").first { $0.hasPrefix(prefix) }, "no \(result) count in /metrics")
             return try #require(Int(line.dropFirst(prefix.count)))
         }
         return GroupCommitCounts(settled: try value("settled"), stale: try value("stale"))

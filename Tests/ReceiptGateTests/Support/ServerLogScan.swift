@@ -1,7 +1,7 @@
 import Foundation
 import ReceiptCore
-import Testing
 import TestSupport
+import Testing
 
 /// What a service started by the end-to-end suites logs, kept so it can be searched for what
 /// must never be in a log: client secrets, bearer tokens, receipts and signed transactions,
@@ -11,7 +11,9 @@ final class ServerLogCapture: Sendable {
     private let lines = LockedBox<[String]>([])
 
     /// Debug level: the scan sees every line the service can write.
-    var logger: Logger { Logger(minimumLevel: .debug, sink: LogSink { [lines] line in lines.update { $0.append(line) } }) }
+    var logger: Logger {
+        Logger(minimumLevel: .debug, sink: LogSink { [lines] line in lines.update { $0.append(line) } })
+    }
 
     var captured: [String] { lines.get() }
 
@@ -42,7 +44,9 @@ enum ServerLogScan {
         for line in lines {
             let range = NSRange(line.startIndex..., in: line)
             for (kind, regex) in patterns {
-                guard let match = regex.firstMatch(in: line, range: range), let at = Range(match.range, in: line) else { continue }
+                guard let match = regex.firstMatch(in: line, range: range), let at = Range(match.range, in: line) else {
+                    continue
+                }
                 found.append("\(kind): \(line[..<at.lowerBound].suffix(100))\(line[at].prefix(8))…")
             }
         }

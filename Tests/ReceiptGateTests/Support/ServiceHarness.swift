@@ -1,11 +1,11 @@
-import GooglePlay
 import AppStore
-import OpenSSLCrypto
+import AppStoreTestSupport
 import Foundation
+import GooglePlay
+import OpenSSLCrypto
 import Postgres
 import ReceiptCore
 import ReceiptGate
-import AppStoreTestSupport
 import TestSupport
 
 /// A game server's view: requests signed exactly as the native API's HMAC scheme describes.
@@ -14,20 +14,27 @@ struct SignedClient {
     let clientID: String
     let secret: String
 
-    func post(_ path: String, json: [String: Any], timestamp: Int? = nil, secretOverride: String? = nil, version: String = "1",
-              signedTarget: String? = nil) async throws -> RawHTTP.Response {
+    func post(
+        _ path: String, json: [String: Any], timestamp: Int? = nil, secretOverride: String? = nil,
+        version: String = "1",
+        signedTarget: String? = nil
+    ) async throws -> RawHTTP.Response {
         let body = try JSONSerialization.data(withJSONObject: json)
-        return try await post(path, body: body, timestamp: timestamp, secretOverride: secretOverride, version: version, signedTarget: signedTarget)
+        return try await post(
+            path, body: body, timestamp: timestamp, secretOverride: secretOverride, version: version,
+            signedTarget: signedTarget)
     }
 
     /// Signed with version 2 (method, path and query covered), which GETs require. `signedTarget`
     /// lets a test sign one target and send another.
     func get(_ path: String, signedTarget: String? = nil, version: String = "2") async throws -> RawHTTP.Response {
         let stamp = String(Int(Date().timeIntervalSince1970))
-        let message = try version == "2"
+        let message =
+            try version == "2"
             ? "v2\n\(clientID)\n\(stamp)\nGET\n\(signedTarget ?? path)\n\(SHA256.hex(Data()))"
             : "\(clientID).\(stamp).\(SHA256.hex(Data()))"
-        let signature = Hex.encode(try HMACSHA256.authenticationCode(key: Data(secret.utf8), message: Data(message.utf8)))
+        let signature = Hex.encode(
+            try HMACSHA256.authenticationCode(key: Data(secret.utf8), message: Data(message.utf8)))
         var headers = ["X-Client-ID": clientID, "X-Timestamp": stamp, "X-Signature": signature]
         if version == "2" { headers["X-Signature-Version"] = "2" }
         return try await RawHTTP.request(port: port, path: path, headers: headers)
@@ -35,14 +42,20 @@ struct SignedClient {
 
     /// Version 1 (the body only) unless `version` is "2": then method and `signedTarget` (the path
     /// sent, by default) are covered too, as routes with a parameter in their path require.
-    func post(_ path: String, body: Data, timestamp: Int? = nil, secretOverride: String? = nil, version: String = "1",
-              signedTarget: String? = nil) async throws -> RawHTTP.Response {
+    func post(
+        _ path: String, body: Data, timestamp: Int? = nil, secretOverride: String? = nil, version: String = "1",
+        signedTarget: String? = nil
+    ) async throws -> RawHTTP.Response {
         let stamp = String(timestamp ?? Int(Date().timeIntervalSince1970))
-        let message = try version == "2"
+        let message =
+            try version == "2"
             ? "v2\n\(clientID)\n\(stamp)\nPOST\n\(signedTarget ?? path)\n\(SHA256.hex(body))"
             : "\(clientID).\(stamp).\(try SHA256.hex(body))"
-        let signature = Hex.encode(try HMACSHA256.authenticationCode(key: Data((secretOverride ?? secret).utf8), message: Data(message.utf8)))
-        var headers = ["Content-Type": "application/json", "X-Client-ID": clientID, "X-Timestamp": stamp, "X-Signature": signature]
+        let signature = Hex.encode(
+            try HMACSHA256.authenticationCode(key: Data((secretOverride ?? secret).utf8), message: Data(message.utf8)))
+        var headers = [
+            "Content-Type": "application/json", "X-Client-ID": clientID, "X-Timestamp": stamp, "X-Signature": signature,
+        ]
         if version == "2" { headers["X-Signature-Version"] = "2" }
         return try await RawHTTP.request(port: port, method: "POST", path: path, headers: headers, body: body)
     }
@@ -58,13 +71,15 @@ struct VerifyHarness {
 
     /// A running service on a fresh database, trusting `pki` (a new one by default), with one
     /// client for com.example.game; every knob a test needs, in one place.
-    static func start(environments: [StoreEnvironment] = [.production, .sandbox], gameID: Int64? = 42,
-                      outbox: OutboxWorker.Configuration? = nil, adminToken: String? = nil, webhookURL: String? = nil,
-                      deliveryURL: String? = nil, dialects: [any DialectProvider] = [], otherStores: [StoreRegistration] = [],
-                      pki given: AppleTestPKI? = nil, rateLimits: [String: ServiceConfiguration.RateLimitOverride] = [:],
-                      appStore: (AppleTestPKI) -> AppStoreConfiguration? = { _ in nil },
-                      configure: (inout ServiceConfiguration) -> Void = { _ in },
-                      beforeStart: (Service) -> Void = { _ in }) async throws -> VerifyHarness {
+    static func start(
+        environments: [StoreEnvironment] = [.production, .sandbox], gameID: Int64? = 42,
+        outbox: OutboxWorker.Configuration? = nil, adminToken: String? = nil, webhookURL: String? = nil,
+        deliveryURL: String? = nil, dialects: [any DialectProvider] = [], otherStores: [StoreRegistration] = [],
+        pki given: AppleTestPKI? = nil, rateLimits: [String: ServiceConfiguration.RateLimitOverride] = [:],
+        appStore: (AppleTestPKI) -> AppStoreConfiguration? = { _ in nil },
+        configure: (inout ServiceConfiguration) -> Void = { _ in },
+        beforeStart: (Service) -> Void = { _ in }
+    ) async throws -> VerifyHarness {
         let pki = try given ?? AppleTestPKI()
         var configuration = ServiceConfiguration()
         configuration.port = 0
@@ -78,9 +93,12 @@ struct VerifyHarness {
         let log = ServerLogCapture()
         let logger = log.logger
         let database = try Database.open(configuration, logger: logger)
-        let provider = AppStoreProvider(verifier: AppStoreSignedDataVerifier(trustRoots: [pki.root]), configuration: appStore(pki))
-        let service = try Service(configuration: configuration, logger: logger, database: database, stores: [provider.registration] + otherStores,
-                                  dialects: dialects)
+        let provider = AppStoreProvider(
+            verifier: AppStoreSignedDataVerifier(trustRoots: [pki.root]), configuration: appStore(pki))
+        let service = try Service(
+            configuration: configuration, logger: logger, database: database,
+            stores: [provider.registration] + otherStores,
+            dialects: dialects)
         service.outboxConfiguration = outbox ?? Self.fewSenders(OutboxWorker.Configuration())
         beforeStart(service)
         try await service.start()
@@ -88,8 +106,10 @@ struct VerifyHarness {
         clientSettings.webhookURL = webhookURL
         clientSettings.deliveryURL = deliveryURL
         let created = try await service.clients.create(clientSettings)
-        return VerifyHarness(service: service, pool: database.pool, pki: pki,
-                             client: SignedClient(port: service.port, clientID: created.client.clientID, secret: created.secret), log: log)
+        return VerifyHarness(
+            service: service, pool: database.pool, pki: pki,
+            client: SignedClient(port: service.port, clientID: created.client.clientID, secret: created.secret),
+            log: log)
     }
 
     /// For `defer` right after `start`: a test that fails half-way still stops its service.
