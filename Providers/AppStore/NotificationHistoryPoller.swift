@@ -66,10 +66,17 @@ package struct NotificationHistoryPoller: StorePolling {
         let expectations = AppStoreExpectations(bundleIDs: [bundleID], environments: [environment])
         try await WindowedPoll.read(
             "\(pollName):\(environment.rawValue):\(bundleID)", window: window, run: run,
-            page: { cursor, until in
-                let page = try await api.notificationHistoryPage(
+            list: { cursor, until in
+                try await api.notificationHistoryPage(
                     from: Self.date(cursor.since), to: Self.date(until),
                     paginationToken: cursor.pageToken, environment: environment)
+            },
+            refusesToken: { error in
+                // A refused request, not the key.
+                guard let error = error as? AppStoreAPIError else { return false }
+                return !error.isRetryable && error.status != 401 && error.status != 403
+            },
+            page: { page in
                 var found: [StoreNotification] = []
                 for item in page.notificationHistory ?? [] {
                     guard let signed = item.signedPayload else { continue }
@@ -91,11 +98,6 @@ package struct NotificationHistoryPoller: StorePolling {
                 return WindowedPoll.Page(
                     notifications: found, listed: page.notificationHistory?.count ?? 0,
                     nextToken: page.hasMore == true ? page.paginationToken : nil)
-            },
-            refusesToken: { error in
-                // A refused request, not the key.
-                guard let error = error as? AppStoreAPIError else { return false }
-                return !error.isRetryable && error.status != 401 && error.status != 403
             }, record: record)
     }
 

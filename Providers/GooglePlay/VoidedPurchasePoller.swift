@@ -46,10 +46,13 @@ package struct VoidedPurchasePoller: StorePolling {
             oldest: now - Int64(provider.configuration.voidedPurchasesLookback * 1000), now: now)
         try await WindowedPoll.read(
             "\(pollName):\(package)", window: window, run: run,
-            page: { cursor, until in
-                let page = try await provider.api.voidedPurchases(
+            list: { cursor, until in
+                try await provider.api.voidedPurchases(
                     package: package, startMillis: cursor.since, endMillis: until,
                     pageToken: cursor.pageToken, key: key)
+            },
+            refusesToken: { ($0 as? GooglePlayAPIError)?.kind == .rejected },
+            page: { page in
                 var found: [StoreNotification] = []
                 for voided in page.voidedPurchases ?? [] {
                     if let notification = try await notification(voided, package: package, owner: owner, key: key) {
@@ -59,7 +62,7 @@ package struct VoidedPurchasePoller: StorePolling {
                 return WindowedPoll.Page(
                     notifications: found, listed: page.voidedPurchases?.count ?? 0,
                     nextToken: page.tokenPagination?.nextPageToken)
-            }, refusesToken: { ($0 as? GooglePlayAPIError)?.kind == .rejected }, record: record)
+            }, record: record)
     }
 
     private func notification(

@@ -64,15 +64,20 @@ package struct HuaweiCancelledPurchasesPoller: StorePolling {
         record: @Sendable ([StoreNotification]) async throws -> Void
     ) async throws {
         let now = Int64(provider.now().timeIntervalSince1970 * 1000)
-        let window = WindowedPoll.Window(
+        var window = WindowedPoll.Window(
             oldest: now - Int64(provider.configuration.cancelledPurchasesLookback * 1000), now: now)
+        // Huawei has handed out tokens for empty pages: followed, they read the same nothing.
+        window.emptyPageEndsWindow = true
         let apps = Set(owner.client.appIdentifiers(HuaweiAppGalleryProvider.packageNameKind))
         try await WindowedPoll.read(
             "\(pollName):\(owner.client.clientID):\(access.app.id):\(site.rawValue)", window: window, run: run,
-            page: { cursor, until in
-                let page = try await provider.api.cancelledList(
+            list: { cursor, until in
+                try await provider.api.cancelledList(
                     startAt: cursor.since, endAt: until, maxRows: Self.maxRows, includeSubscriptions: true,
                     continuationToken: cursor.pageToken, site: site, app: access.app)
+            },
+            refusesToken: { ($0 as? HuaweiAPIError)?.kind == .rejected },
+            page: { page in
                 var found: [StoreNotification] = []
                 for listed in page.purchases {
                     if let notification = try await provider.cancelledPurchase(
@@ -84,7 +89,7 @@ package struct HuaweiCancelledPurchasesPoller: StorePolling {
                 }
                 return WindowedPoll.Page(
                     notifications: found, listed: page.purchases.count, nextToken: page.continuationToken)
-            }, refusesToken: { ($0 as? HuaweiAPIError)?.kind == .rejected }, record: record,
+            }, record: record,
             deadToken: { dead in
                 provider.logger.warning(
                     "Huawei's cancelled list gave a page token that leads nowhere; the window is taken as read",

@@ -55,31 +55,45 @@ public actor ExpiringCache<Key: Hashable & Sendable, Value: Sendable> {
         if let fetching = running[key] { return try await fetching.value.value }
         guard running.count < maxFetches else { throw busy() }
         fetches += 1
-        let task = Task {
-            let (value, until) = try await fetch(); return Entry(value: value, usableUntil: until)
+        // Detached: the fetch serves every caller waiting, so it carries none of the first one's
+        // task-locals (its deadline) and is not cancelled with it. Its outcome is filed before
+        // anyone is given it, so a caller that finds the value bad can always invalidate it.
+        let task = Task.detached { [self] () async throws -> Entry in
+            do {
+                let (value, until) = try await fetch()
+                let entry = Entry(value: value, usableUntil: until)
+                await file(key, .success(entry))
+                return entry
+            } catch {
+                await file(key, .failure(error))
+                throw error
+            }
         }
         running[key] = task
-        defer { running[key] = nil }
-        let entry: Entry
-        do { entry = try await task.value } catch {
-            if failureLifetime > 0, remembersFailure(error) {
-                // Bounded like the values: the one nearest its end makes room.
-                if failures.count >= maxFailures, failures[key] == nil,
-                    let soonest = failures.min(by: { $0.value.until < $1.value.until })?.key
-                {
-                    failures[soonest] = nil
-                }
-                failures[key] = (error, now().addingTimeInterval(failureLifetime))
+        return try await task.value.value
+    }
+
+    /// Files a fetch's outcome: its value kept (the soonest to expire making room), or a failure
+    /// the owner chose remembered for a while.
+    private func file(_ key: Key, _ outcome: Result<Entry, any Error>) {
+        running[key] = nil
+        switch outcome {
+        case .success(let entry):
+            if entries.count >= maxEntries, entries[key] == nil,
+                let soonest = entries.min(by: { $0.value.usableUntil < $1.value.usableUntil })?.key
+            {
+                entries[soonest] = nil
             }
-            throw error
+            entries[key] = entry
+        case .failure(let error):
+            guard failureLifetime > 0, remembersFailure(error) else { return }
+            if failures.count >= maxFailures, failures[key] == nil,
+                let soonest = failures.min(by: { $0.value.until < $1.value.until })?.key
+            {
+                failures[soonest] = nil
+            }
+            failures[key] = (error, now().addingTimeInterval(failureLifetime))
         }
-        if entries.count >= maxEntries, entries[key] == nil,
-            let soonest = entries.min(by: { $0.value.usableUntil < $1.value.usableUntil })?.key
-        {
-            entries[soonest] = nil
-        }
-        entries[key] = entry
-        return entry.value
     }
 
     /// Forgets `key`'s value if `matches` says it is the one a caller found bad (a token the

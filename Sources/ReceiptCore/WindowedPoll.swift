@@ -59,6 +59,9 @@ public enum WindowedPoll {
         public var overlap: Int64 = 10 * 60 * 1000
         /// Pages per run, so one huge backlog cannot hold the poll's lease forever.
         public var maxPages = 50
+        /// Whether a token after a page that listed nothing ends the window (a store known to hand
+        /// out such tokens for ever); otherwise only a token repeated does.
+        public var emptyPageEndsWindow = false
 
         public init(oldest: Int64, now: Int64, firstStart: Int64? = nil) {
             self.oldest = oldest
@@ -93,13 +96,15 @@ public enum WindowedPoll {
 
     /// Reads `key`'s list from where its cursor stands: up to `maxPages` pages, each recorded
     /// before the cursor moves past it. A window read to its end is followed by the next, from
-    /// `overlap` before its end. A saved page token the store refuses (`refusesToken`) is dropped,
-    /// so the next run reads the window again from its first page instead of failing on that token
-    /// for ever; the failure is still thrown.
-    public static func read(
+    /// `overlap` before its end. `list` asks the store for one page; `page` reads what it listed.
+    /// A saved page token the store refuses (`refusesToken`, asked only of `list`'s failures) is
+    /// dropped, so the next run reads the window again from its first page instead of failing on
+    /// that token for ever; the failure is still thrown.
+    public static func read<Listed>(
         _ key: String, window: Window, run: any PollRun,
-        page read: (_ cursor: Cursor, _ until: Int64) async throws -> Page,
+        list: (_ cursor: Cursor, _ until: Int64) async throws -> Listed,
         refusesToken: (any Error) -> Bool,
+        page: (Listed) async throws -> Page,
         record: @Sendable ([StoreNotification]) async throws -> Void,
         deadToken: (DeadToken) -> Void = { _ in }
     ) async throws {
@@ -109,33 +114,34 @@ public enum WindowedPoll {
             // A window all older than the store keeps (polling was off, a key failed for weeks):
             // its token leads nowhere; a new window from the oldest the store has.
             cursor = Cursor(since: window.oldest)
-        } else if cursor.since < window.oldest, cursor.pageToken == nil {
-            // Not started on a page yet: it starts where the store still keeps. (A window read
-            // part way keeps its start and token; a store that refuses them drops the token.)
-            cursor.since = window.oldest
         }
-        // a window that makes no sense
+        // No older than the store keeps (a store refuses an older start); a saved token is kept:
+        // were it refused with the new start, it is dropped and the window read from its start.
+        cursor.since = max(cursor.since, window.oldest)
+        // A window that makes no sense: a new one from its start.
         if let until = cursor.until, until <= cursor.since { cursor = Cursor(since: cursor.since) }
         let until = cursor.until ?? window.now
         guard until > cursor.since else { return }  // a start still ahead: nothing to read yet
         cursor.until = until
         for _ in 0..<window.maxPages {
-            let page: Page
-            do { page = try await read(cursor, until) } catch {
+            let listed: Listed
+            do { listed = try await list(cursor, until) } catch {
                 if cursor.pageToken != nil, refusesToken(error) {
                     try await run.setCursor(key, to: Cursor(since: cursor.since).stored)
                 }
                 throw error
             }
+            let read = try await page(listed)
             run.pageRead()
-            try await record(page.notifications)
-            if let next = page.nextToken, !next.isEmpty {
-                if next != cursor.pageToken, page.listed > 0 {
+            try await record(read.notifications)
+            if let next = read.nextToken, !next.isEmpty {
+                let repeated = next == cursor.pageToken, empty = window.emptyPageEndsWindow && read.listed == 0
+                if !repeated, !empty {
                     cursor.pageToken = next
                     try await run.setCursor(key, to: cursor.stored)
                     continue
                 }
-                deadToken(next == cursor.pageToken ? .repeated : .afterAnEmptyPage)
+                deadToken(repeated ? .repeated : .afterAnEmptyPage)
             }
             try await run.setCursor(key, to: Cursor(since: max(until - window.overlap, window.oldest)).stored)
             return

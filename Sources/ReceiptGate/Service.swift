@@ -326,6 +326,9 @@ public final class Service: Sendable {
         logger.info("shutting down; finishing in-flight requests")
         await parts.server?.shutdown(gracePeriod: .seconds(configuration.shutdownGraceSeconds))
         await parts.adminServer?.shutdown(gracePeriod: .seconds(1))
+        // Every part asked at once (none starts new work while another finishes), then each
+        // waited for, in the reverse of the order they started.
+        for part in parts.background.reversed() { part.cancel() }
         for part in parts.background.reversed() { await part.stop() }
         parts.clientCache?.stop()
         await database.closed(logger: logger)

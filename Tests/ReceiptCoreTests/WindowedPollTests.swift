@@ -59,13 +59,15 @@ import Testing
 
     static func read(
         _ list: FakeList, _ run: MemoryPollRun, now: Int64 = Self.now, maxPages: Int = 50,
+        emptyPageEndsWindow: Bool = false,
         recorded: LockedBox<[String]>, dead: LockedBox<[WindowedPoll.DeadToken]>? = nil
     ) async throws {
         var window = WindowedPoll.Window(oldest: now - 30 * day, now: now, firstStart: now - day)
         window.maxPages = maxPages
+        window.emptyPageEndsWindow = emptyPageEndsWindow
         try await WindowedPoll.read(
-            "test.list", window: window, run: run, page: { cursor, until in try list.page(cursor, until: until) },
-            refusesToken: { $0 is FakeList.Refused },
+            "test.list", window: window, run: run, list: { cursor, until in try list.page(cursor, until: until) },
+            refusesToken: { $0 is FakeList.Refused }, page: { $0 },
             record: { found in recorded.update { $0 += found.map(\.notificationID) } },
             deadToken: { reason in dead?.update { $0.append(reason) } })
     }
@@ -148,14 +150,43 @@ import Testing
         #expect(try await Self.saved(run)?.pageToken == "page-4")
     }
 
+    /// A store that hands out tokens for empty pages (an opt-in): the first ends the window.
     @Test func aTokenAfterAnEmptyPageEndsTheWindowInsteadOfSpinning() async throws {
         let list = FakeList(entries: [])
         list.deadTokenAfterEmpty.withLock { $0 = true }
         let run = MemoryPollRun(), recorded = LockedBox<[String]>([]), dead = LockedBox<[WindowedPoll.DeadToken]>([])
-        try await Self.read(list, run, recorded: recorded, dead: dead)
+        try await Self.read(list, run, emptyPageEndsWindow: true, recorded: recorded, dead: dead)
         #expect(list.asked.withLock { $0 }.count == 1)
         #expect(dead.get() == [.afterAnEmptyPage])
         #expect(try await Self.saved(run)?.pageToken == nil, "the window is taken as read")
+    }
+
+    /// Otherwise an empty page's token is followed (a store may list nothing on a page and more
+    /// after it); the same token again still ends the window.
+    @Test func anEmptyPagesTokenIsFollowedUnlessItRepeats() async throws {
+        let list = FakeList(entries: [])
+        list.deadTokenAfterEmpty.withLock { $0 = true }
+        let run = MemoryPollRun(), recorded = LockedBox<[String]>([]), dead = LockedBox<[WindowedPoll.DeadToken]>([])
+        try await Self.read(list, run, recorded: recorded, dead: dead)
+        #expect(list.asked.withLock { $0 }.map(\.token) == [nil, "page-9"])
+        #expect(dead.get() == [.repeated])
+    }
+
+    /// Only the store's refusal of the list request drops a token: a refusal while reading one of
+    /// the page's entries (a purchase read again) does not.
+    @Test func aRefusalReadingAnEntryKeepsTheToken() async throws {
+        let list = FakeList(entries: [Self.now - 3_000])
+        let run = MemoryPollRun()
+        try await run.setCursor(
+            "test.list", to: #"{"since":\#(Self.now - 60_000),"until":\#(Self.now),"pageToken":"page-0"}"#)
+        await #expect(throws: FakeList.Refused.self) {
+            try await WindowedPoll.read(
+                "test.list", window: WindowedPoll.Window(oldest: Self.now - 30 * Self.day, now: Self.now), run: run,
+                list: { cursor, until in try list.page(cursor, until: until) },
+                refusesToken: { $0 is FakeList.Refused },
+                page: { _ in throw FakeList.Refused() }, record: { _ in })
+        }
+        #expect(try await Self.saved(run)?.pageToken == "page-0")
     }
 
     @Test func aWindowOlderThanTheStoreKeepsStartsAgainFromTheOldestItHas() async throws {

@@ -5,7 +5,13 @@ import Synchronization
 /// pollers, the client cache's listener, the loops below. Started in one list; shutdown stops
 /// them in reverse, so what started later (and may use what started before) stops first.
 protocol BackgroundPart: Sendable {
+    /// Asks the part to stop without waiting (shutdown asks every part first, then waits for each).
+    func cancel()
     func stop() async
+}
+
+extension BackgroundPart {
+    func cancel() {}
 }
 
 /// Work repeated while the service runs: `body` runs, then the loop pauses for `interval` (or
@@ -40,6 +46,11 @@ final class BackgroundLoop: BackgroundPart {
             guard task == nil else { return }
             task = Task { [self] in await run() }
         }
+    }
+
+    /// Ends the pause, or the run at its next await: no new run starts.
+    func cancel() {
+        task.withLock { $0 }?.cancel()
     }
 
     /// Cancels the pause (a run under way finishes its statement) and waits for the loop to end.

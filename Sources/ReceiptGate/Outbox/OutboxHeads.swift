@@ -35,7 +35,10 @@ enum OutboxHeads {
     /// one not, all of them placed. Call under `lock`. Each aggregate's pending messages are read
     /// by its own index lookup and rows are updated by id: the plan does not depend on how many
     /// messages the statistics say are pending (a count that swings from none to a backlog, and
-    /// with which a join planned for one pending row read the whole backlog once per row).
+    /// with which a join planned for one pending row read the whole backlog once per row). The
+    /// update names rows by id alone: `status = 'pending'` there would let Postgres pick a
+    /// pending-only index it believes empty and scan the whole backlog for each row. They were
+    /// pending when read, and under the aggregate's lock nothing else takes them out of it.
     static func reseat(_ aggregates: [Aggregate], on connection: PostgresConnection) throws {
         guard !aggregates.isEmpty else { return }
         try connection.execute(
@@ -55,7 +58,7 @@ enum OutboxHeads {
             )
             UPDATE outbox o SET is_head = ch.head, placed = true
             FROM changed ch
-            WHERE o.id = ch.id AND o.status = 'pending'
+            WHERE o.id = ch.id
             """)
     }
 

@@ -220,7 +220,9 @@ public struct OutboxRepository: Sendable {
     /// Whether the claimed message is still this claim's: pending, under the lease it was claimed
     /// with. A sender whose lease ran out (another took the message over) changes nothing.
     private static func stillClaimed(_ event: Claimed) -> PostgresQuery {
-        "id = \(event.id) AND status = 'pending' AND lease_until = \(event.lease)::timestamptz"
+        // The lease implies the pending state (every other state clears it); `status = 'pending'`
+        // here would let Postgres choose a pending-only index over the id's.
+        "id = \(event.id) AND lease_until = \(event.lease)::timestamptz"
     }
 
     /// Sent: the next message of its aggregate becomes the head.
@@ -236,7 +238,7 @@ public struct OutboxRepository: Sendable {
             UPDATE outbox o SET status = 'delivered', delivered_at = now(), attempts = o.attempts + 1, lease_until = NULL, last_error = NULL,
                 is_head = false
             FROM unnest(\(ids)::bigint[], \(leases)::timestamptz[]) AS sent(id, lease)
-            WHERE o.id = sent.id AND o.status = 'pending' AND o.lease_until = sent.lease
+            WHERE o.id = sent.id AND o.lease_until = sent.lease
             """
         try await bookkeeping { connection in
             try OutboxHeads.moving(aggregates, on: connection) { _ = try connection.execute(update) }

@@ -165,20 +165,21 @@ final class RecordBatcher: Sendable {
             // What the new purchases owe their game servers commits with them, in one statement.
             try OutboxRepository.insert(try Self.announcements(settled), on: connection)
             try connection.execute("COMMIT")
-        } catch let error as PostgresError where error.code != .queryFailed {
+        } catch let error as PostgresError where error.code == .connectionFailed {
             // The connection failed: whether it committed is unknown, so say so rather than retry.
             batch.forEach { $0.continuation.resume(throwing: error) }
             return false
         } catch {
-            _ = try? connection.execute("ROLLBACK")
+            let rolledBack = (try? connection.execute("ROLLBACK")) != nil
             // Another process changed a table the statement returns: prepared again next time.
             if let error = error as? PostgresError, error.sqlState == "0A000" {
                 try? connection.forgetPrepared(Self.preparedName)
             }
-            // Refused as a whole (one bad value fails them all, or a message did not render): each
-            // goes the ordinary way alone.
+            // Refused as a whole (one bad value fails them all, a row that did not decode, a
+            // message that did not render): nothing was committed, and each goes the ordinary way
+            // alone. A connection that cannot even roll back takes no further batch.
             batch.forEach { $0.continuation.resume(returning: .contended) }
-            return true
+            return rolledBack
         }
         var seenBefore: [(ordinal: Int, item: Item)] = []
         for (ordinal, (item, result)) in settled.enumerated() {
@@ -192,11 +193,13 @@ final class RecordBatcher: Sendable {
     }
 
     /// The webhook and delivery messages of the purchases the batch recorded (their first claims).
+    /// A row that did not decode throws: its purchase would commit without them, and a retry,
+    /// then a duplicate, would never owe them again; the batch is rolled back instead.
     private static func announcements(
         _ settled: [(item: Item, result: Swift.Result<Result, any Error>)]
     ) throws -> [OutboxRepository.Queued] {
         try settled.flatMap { item, result -> [OutboxRepository.Queued] in
-            guard case .success(.recorded(let outcome)) = result else { return [] }
+            guard case .recorded(let outcome) = try result.get() else { return [] }
             return try TransactionRepository.firstClaimMessages(
                 outcome.transaction, proven: item.proven, client: item.client)
         }
