@@ -176,13 +176,33 @@ package struct EmbeddedCluster: Sendable {
             listen_addresses = ''
             unix_socket_directories = '\(directory.path.replacingOccurrences(of: "'", with: "''"))'
             max_connections = \(maxConnections)
-
+            \(Self.sizedFor(physicalMemory: ProcessInfo.processInfo.physicalMemory))
             """
         let configuration = directory.appendingPathComponent("postgresql.conf")
         let handle = try FileHandle(forWritingTo: configuration)
         defer { try? handle.close() }
         try handle.seekToEnd()
         try handle.write(contentsOf: Data(settings.utf8))
+    }
+
+    /// Settings for the machine the cluster is made on (docs/operations.md, "Sizing PostgreSQL"):
+    /// a ledger's indexes outgrow Postgres's default 128 MB of buffers within months, and every
+    /// first write to an index page after a checkpoint logs the whole page. So: an eighth of the
+    /// memory for buffers (128 MB to 2 GB: the rest is the file cache's, and other processes'),
+    /// what the planner may count on as cache, compressed full-page images, and checkpoints far
+    /// enough apart that each page is logged whole less often. Edit postgresql.conf to change them.
+    static func sizedFor(physicalMemory: UInt64) -> String {
+        let megabytes = physicalMemory / (1 << 20)
+        let buffers = min(max(megabytes / 8, 128), 2048)
+        let cache = max(megabytes / 2, buffers)
+        return """
+            shared_buffers = \(buffers)MB
+            effective_cache_size = \(cache)MB
+            wal_compression = on
+            max_wal_size = 4GB
+            checkpoint_timeout = 15min
+
+            """
     }
 
     private func createDatabaseIfMissing(_ directory: URL) throws {
