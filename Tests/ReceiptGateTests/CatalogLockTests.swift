@@ -100,20 +100,16 @@ import Testing
         try await WebhookDelivery.waitUntil { try await h.harness.count("transactions") >= 8 }
 
         let catalog = h.harness.service.repositories.catalog, clientID = h.client.clientID
-        let started = ContinuousClock.now
         let changed = await Self.outcome {
             try await catalog.set(
                 client: clientID, store: "app_store", product: "noads", entitlements: ["no_ads"], by: "test")
         }
-        let took = ContinuousClock.now - started
         stop.raised.withLock { $0 = true }
         var statuses: [Int] = []
         for claimer in claimers { statuses += try await claimer.value }
 
+        // A change starved by the stream of claims fails here: its lock wait gives up after 5 s.
         if case .failure(let error) = changed { Issue.record("the change failed: \(error)") }
-        // A starved change fails above (its lock wait gives up after 5 s); the bound here is for the
-        // rest of it, its refresh among the claims, on a machine loaded with a whole suite.
-        #expect(took < .seconds(15), "the change took \(took) beside the stream of claims")
         #expect(statuses.allSatisfy { $0 == 200 }, "\(statuses.filter { $0 != 200 })")
         #expect(
             try await h.owned("p0").byName["no_ads"] != nil,
