@@ -38,6 +38,16 @@ package enum VerificationChecks {
         return (apps, try EvidenceFieldCheck.checked(request.evidenceFields, declared: declaration))
     }
 
+    /// Refuses a purchase from an environment the client does not accept (checked again against
+    /// the client as it is now when it changed while the request was being proven).
+    package static func acceptsEnvironment(of purchase: VerifiedPurchase, client: ClientInfo) throws {
+        guard client.environments.contains(purchase.environment) else {
+            throw StoreVerificationError(
+                code: .environmentMismatch, reason: "ENVIRONMENT_NOT_ALLOWED",
+                message: "this client does not accept \(purchase.environment.rawValue) purchases")
+        }
+    }
+
     /// The purchase the request means among those the store proved, checked against the client:
     /// its environment accepted, its dates plausible, its account token compared (a mismatch
     /// refused when the client says so). `refusing` learns the transaction a refusal is about.
@@ -49,11 +59,7 @@ package enum VerificationChecks {
         let purchase = try VerifiedPurchase.choose(
             from: purchases, productID: request.productID, transactionID: request.transactionID)
         refusing(purchase.transactionID)
-        guard client.environments.contains(purchase.environment) else {
-            throw StoreVerificationError(
-                code: .environmentMismatch, reason: "ENVIRONMENT_NOT_ALLOWED",
-                message: "this client does not accept \(purchase.environment.rawValue) purchases")
-        }
+        try acceptsEnvironment(of: purchase, client: client)
         if let problem = purchase.dateOutOfRange {
             throw StoreVerificationError(
                 code: .verificationFailed, reason: "DATE_OUT_OF_RANGE",

@@ -32,7 +32,7 @@ extension VerifyPipeline {
         case .stale:
             let current: AuthenticatedClient
             do {
-                current = try await reloadChanged(client)
+                current = try await reloadChanged(client, proven: proven)
             } catch let error as StoreVerificationError {
                 await refused(
                     error, request: proven.request, clientID: client.clientID, digest: proven.evidenceDigest,
@@ -63,7 +63,7 @@ extension VerifyPipeline {
     /// The client as it is now, after a version check failed: refused when it was disabled or its
     /// secret rotated since the request was authenticated (the request's signature is then no
     /// longer good); otherwise the request goes on with the new settings.
-    func reloadChanged(_ client: Client) async throws -> AuthenticatedClient {
+    func reloadChanged(_ client: Client, proven: ProvenPurchase) async throws -> AuthenticatedClient {
         directory.invalidate(client.clientID)
         guard let current = try await directory.entry(for: client.clientID) else {
             throw StoreVerificationError(code: .unauthorized, reason: "CLIENT_DISABLED", message: "client is disabled")
@@ -73,6 +73,9 @@ extension VerifyPipeline {
                 code: .unauthorized, reason: "SECRET_ROTATED",
                 message: "the client's secret was rotated; sign with the new one")
         }
+        // Proven against the settings the request was authenticated with: what the change may
+        // have taken away (an environment) is checked again.
+        try VerificationChecks.acceptsEnvironment(of: proven.purchase, client: current.client.info)
         return current
     }
 

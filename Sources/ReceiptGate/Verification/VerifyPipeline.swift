@@ -100,7 +100,7 @@ public struct VerifyPipeline: Sendable {
                     proven, client: client, expectedVersion: version,
                     effects: withAcknowledgement(proven, client: client, effects: effects))
             } catch is ClientChanged {
-                let current = try await reloadChanged(client)
+                let current = try await reloadChanged(client, proven: proven)
                 (client, version) = (current.client, current.version)
                 result = try await transactions.record(
                     proven, client: client, expectedVersion: version,
