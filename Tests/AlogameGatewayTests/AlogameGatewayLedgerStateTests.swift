@@ -73,8 +73,8 @@ import Testing
         core.clients = [Self.client]
         core.add(evidence: "jws-active", proves: Self.purchase("2000000000005003"))
         #expect(try await Self.verify(core, receipt: "jws-active").status == 200)
-        core.setState(.refunded, transactionID: "2000000000005003")
-        core.setState(.expired, transactionID: "2000000000005003")
+        core.tell(.refunded, transactionID: "2000000000005003")
+        core.tell(.expired, transactionID: "2000000000005003")
         let recorded = try await core.transaction(
             store: .appStore, transactionID: "2000000000005003", client: Self.client)
         #expect(recorded?.state == .refunded)

@@ -60,7 +60,7 @@ import Testing
             try await core.verify(Self.path, Fixture.purchaseBody(), token: token).data?["hiveAxylPurchaseCancelState"]
                 as? Int == 0)
         // The ledger learns of a refund later (a store notification): the restore says so.
-        core.setState(.refunded, transactionID: "2000000000000001")
+        core.tell(.refunded, transactionID: "2000000000000001")
         let later = try await core.verify(Self.path, Fixture.purchaseBody(requestType: 2), token: token)
         #expect(later.data?["hiveAxylPurchaseCancelState"] as? Int == 1)
     }

@@ -1,5 +1,5 @@
 import AppStore
-import Foundation
+public import Foundation
 import GooglePlay
 public import ReceiptCore
 
@@ -15,6 +15,8 @@ public final class FakeCore: DialectCore, @unchecked Sendable {
     private var ledger: [String: TransactionRecord] = [:]
     private var nextID: Int64 = 1
     package private(set) var outbox: [OutboxMessage] = []
+    /// The webhook events store events owed the game, in order.
+    package private(set) var owedWebhooks: [String] = []
     package private(set) var recordedRequests: [VerificationRequest] = []
     public var clients: [ClientInfo] = []
     public var orders: [String: StoreOrder] = [:]
@@ -254,13 +256,50 @@ public final class FakeCore: DialectCore, @unchecked Sendable {
         }
     }
 
-    /// Moves a recorded transaction as a store notification saying `state` would (a refund stays
-    /// a refund when the period later expires).
-    package func setState(_ state: TransactionState, transactionID: String) {
-        lock.withLock {
-            for (key, record) in ledger where record.transactionID == transactionID {
-                ledger[key]?.state = LedgerRules.state(of: record.state, after: .storeEvent(state))
+    /// Applies a store event to the recorded transaction its purchase names, as the service does:
+    /// `LedgerTransition` decides the move and what the game is owed (kept in `owedWebhooks`).
+    @discardableResult
+    package func apply(_ event: StoreEvent, at now: Date = Date()) -> LedgerConsequence? {
+        guard let purchase = event.purchase else { return nil }
+        let transition = LedgerTransition(
+            event.kind, purchase: purchase, autoRenew: event.autoRenew, graceUntil: event.gracePeriodExpires, at: now)
+        return lock.withLock { () -> LedgerConsequence? in
+            let key = "\(purchase.store.rawValue)|\(purchase.environment.rawValue)|\(purchase.transactionID)"
+            guard let before = ledger[key] else { return nil }
+            var outcome = LedgerOutcome()
+            if let news = transition.transaction {
+                var after = before
+                after.state = LedgerRules.state(of: before.state, after: news)
+                if case .reversal = news {
+                    (after.revocationDate, after.revocationReason, after.refund) = (nil, nil, nil)
+                } else if after.state.isWithdrawn {
+                    after.revocationDate = purchase.revocationDate ?? before.revocationDate
+                    after.revocationReason = purchase.revocationReason ?? before.revocationReason
+                    after.refund = purchase.refund ?? before.refund ?? RefundDetail()
+                }
+                ledger[key] = after
+                outcome.transaction = TransactionChange(before: before, after: after)
             }
+            let consequence = transition.consequence(of: outcome)
+            if let webhook = consequence.webhook { owedWebhooks.append(webhook) }
+            return consequence
+        }
+    }
+
+    /// Moves a recorded transaction as a store notification of `kind` would (a refund stays a
+    /// refund when the period later expires).
+    package func tell(_ kind: StoreEvent.Kind, transactionID: String, at now: Date = Date()) {
+        let recorded = lock.withLock { ledger.values.filter { $0.transactionID == transactionID } }
+        for record in recorded {
+            var purchase = VerifiedPurchase(
+                store: record.store, environment: record.environment, transactionID: record.transactionID)
+            purchase.originalTransactionID = record.originalTransactionID
+            purchase.expiresDate = record.expiresDate
+            if kind == .refunded || kind == .revoked {
+                purchase.revocationDate = now
+                purchase.revocationReason = kind == .refunded ? "refunded" : nil
+            }
+            apply(StoreEvent(kind: kind, purchase: purchase), at: now)
         }
     }
 }

@@ -9,6 +9,8 @@ package struct NotificationRepository: Sendable {
     let refundCallbacks: [String: any RefundCallbackRenderer]
     /// How long a refund request's answer waits for the game's report (`RECEIPTGATE_REFUND_REVIEW_DELAY`).
     var refundAnswerDelay: Double = 3600
+    /// The service's clock: a billing issue is a grace period only while the store's grace lasts.
+    var now: @Sendable () -> Date = { Date() }
 
     /// What recording a notification did.
     struct Recorded {
@@ -28,7 +30,7 @@ package struct NotificationRepository: Sendable {
                     withJSONObject: ["message": notice.message, "fields": notice.fields], options: [.sortedKeys]),
                 as: UTF8.self)
         }
-        let refundCallbacks = refundCallbacks, refundAnswerDelay = refundAnswerDelay
+        let refundCallbacks = refundCallbacks, refundAnswerDelay = refundAnswerDelay, now = now()
         return try await pool.withTransaction { connection in
             let inserted = try connection.query(
                 """
@@ -45,7 +47,7 @@ package struct NotificationRepository: Sendable {
             let changed = try TransactionRepository.apply(
                 notification.event, store: notification.store, appIdentifier: notification.appIdentifier,
                 kind: kind, refundCallbacks: refundCallbacks, refundAnswerDelay: refundAnswerDelay,
-                on: connection)
+                at: now, on: connection)
             try connection.execute(
                 "UPDATE store_notifications SET processed_at = now() WHERE id = \(try row.decode("id", as: Int64.self))"
             )
