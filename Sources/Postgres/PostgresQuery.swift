@@ -105,13 +105,23 @@ extension Date: PostgresEncodable {
 }
 
 extension Array: PostgresEncodable where Element == String {
-    /// A text[] array literal: every element quoted, `"` and `\` escaped.
+    /// A text[] array literal: every element quoted, `"` and `\` escaped. Written byte by byte:
+    /// the group commit passes each batch's webhook bodies as arrays, so this runs over every
+    /// byte a webhook carries (Foundation's `replacingOccurrences` took a quarter of the
+    /// service's CPU there).
     package var postgresText: String? {
-        "{"
-            + map {
-                "\"" + $0.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
-                    + "\""
+        var out: [UInt8] = [UInt8(ascii: "{")]
+        out.reserveCapacity(2 + reduce(0) { $0 + $1.utf8.count + 3 })
+        for (index, element) in enumerated() {
+            if index > 0 { out.append(UInt8(ascii: ",")) }
+            out.append(UInt8(ascii: "\""))
+            for byte in element.utf8 {
+                if byte == UInt8(ascii: "\\") || byte == UInt8(ascii: "\"") { out.append(UInt8(ascii: "\\")) }
+                out.append(byte)
             }
-            .joined(separator: ",") + "}"
+            out.append(UInt8(ascii: "\""))
+        }
+        out.append(UInt8(ascii: "}"))
+        return String(decoding: out, as: UTF8.self)
     }
 }

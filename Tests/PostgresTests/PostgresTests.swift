@@ -50,6 +50,23 @@ import Testing
         #expect(try await pool.query("SELECT count(*) AS n FROM notes")[0].decode("n", as: Int.self) == 2)
     }
 
+    /// A text[] parameter (how a batch of webhook bodies is written in one statement) reaches the
+    /// server element for element, whatever the elements hold.
+    @Test func aTextArrayRoundTripsQuotesBackslashesAndUnicode() async throws {
+        let pool = PostgresPool(.init(connectionString: try await TestDatabase.makeDatabase(), size: 1))
+        defer { pool.shutdown() }
+        let elements = [
+            #"{"event":"transaction.verified","note":"say \"hi\" \\ bye"}"#, "", "NULL", "a,b", "{}", "\\", "\"",
+            "🎮 héllo 漢字", "line\nbreak\ttab",
+        ]
+        let rows = try await pool.query(
+            "SELECT element, ordinality::int AS n FROM unnest(\(elements)::text[]) WITH ORDINALITY AS t(element) ORDER BY n"
+        )
+        #expect(try rows.map { try $0.decode("element", as: String.self) } == elements)
+        #expect(
+            try await pool.query("SELECT cardinality(\([String]())::text[]) AS n")[0].decode("n", as: Int.self) == 0)
+    }
+
     /// A prepared statement keeps answering when another process migrates the table it returns
     /// (Postgres refuses the old plan: "cached plan must not change result type").
     @Test func aPreparedStatementFollowsATableChangedByAnotherSession() async throws {
