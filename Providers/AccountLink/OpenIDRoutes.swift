@@ -96,7 +96,7 @@ struct OpenIDRoutes: Sendable {
             else {
                 return Self.oauthError("invalid_grant", "the account or client no longer exists")
             }
-            let authTime = stored.payload.flatMap { Int64($0) } ?? Int64(Date().timeIntervalSince1970)
+            let authTime = stored.payload.flatMap { Int64($0) } ?? Int64(core.now().timeIntervalSince1970)
             let (access, expiresIn) = try await tokens.access(
                 account: account, clientID: stored.clientID, authTime: authTime)
             return .json(
