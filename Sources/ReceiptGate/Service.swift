@@ -151,7 +151,9 @@ public final class Service: Sendable {
         let mounter = RouteMounter(
             directory: directory, authentication: ClientAuthentication(directory: directory, now: now),
             tokens: repositories.tokens, replayGuard: repositories.replay, rateLimiter: rateLimiter,
-            adminGate: try configuration.adminToken.map { try AdminTokenGate(token: $0) },
+            adminGate: try configuration.adminToken.map {
+                try AdminTokenGate(token: $0, throttle: AdminTokenThrottle(now: now))
+            },
             trustedProxies: configuration.trustedProxies, logger: logger)
         let serverBox = ServerBox()
         let ledgerReads = LedgerReads(
@@ -233,7 +235,8 @@ public final class Service: Sendable {
         let worker = OutboxWorker(
             outbox: OutboxRepository(pool: database.outboxPool, secrets: secrets),
             clients: ClientRepository(pool: database.outboxPool, secrets: secrets), acknowledgers: acknowledgers,
-            configuration: outboxConfiguration, logger: logger, mailer: configuration.smtp.map(Mailer.init),
+            configuration: outboxConfiguration, logger: logger,
+            mailer: configuration.smtp.map { Mailer(settings: $0, now: now) },
             refundAnswers: refundAnswers, accountTokenSetters: accountTokenSetters,
             signingSecret: { [directory] clientID in
                 try await directory.entry(for: clientID).map { ($0.client, $0.secret) }
