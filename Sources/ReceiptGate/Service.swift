@@ -66,7 +66,7 @@ public final class Service: Sendable {
         self.dialectSettings = dialectSettings
         self.logger = logger
         self.database = database
-        verifications = VerificationTally(stores: stores.map(\.store.rawValue))
+        verifications = VerificationTally(stores: stores.map(\.store.rawValue), now: now)
         let master = try SecretBox.loadMasterKey(
             configured: configuration.masterKey, dataDirectory: configuration.dataDirectory,
             creating: creatingMasterKey)
@@ -128,7 +128,7 @@ public final class Service: Sendable {
         _ = try await repositories.signingKeys.current()  // the token signing key exists from the first start on
 
         let rateLimiter = RateLimiter(
-            shared: repositories.rateLimits, overrides: configuration.rateLimits, logger: logger)
+            shared: repositories.rateLimits, overrides: configuration.rateLimits, logger: logger, now: now)
         let directory = startClientDirectory()
         var pipeline = VerifyPipeline(
             stores: stores, transactions: repositories.transactions, clients: repositories.clients,
