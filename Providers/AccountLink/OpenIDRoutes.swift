@@ -7,6 +7,7 @@ import ReceiptCore
 struct OpenIDRoutes: Sendable {
     let core: any DialectCore
     let tokens: AccessTokens
+    let checkPassword: @Sendable (_ password: String, _ hash: String) async -> Bool
 
     func discovery() async -> RouteResponse {
         let issuer = core.signer.issuer
