@@ -30,7 +30,7 @@ struct AccessTokens: Sendable {
     }
 
     func access(account: AccountRecord, clientID: String, authTime: Int64) async throws -> (String, Int) {
-        let now = Int64(Date().timeIntervalSince1970)
+        let now = Int64(core.now().timeIntervalSince1970)
         let lifetime = Int64(core.signer.accessTokenLifetime.components.seconds)
         let claims = Claims(
             iss: core.signer.issuer, sub: account.id, aud: clientID, exp: now + lifetime, iat: now, auth_time: authTime)
@@ -41,7 +41,7 @@ struct AccessTokens: Sendable {
 
     /// A new access token and a new refresh-token family (a fresh sign-in).
     func issue(account: AccountRecord, clientID: String) async throws -> Pair {
-        let authTime = Int64(Date().timeIntervalSince1970)
+        let authTime = Int64(core.now().timeIntervalSince1970)
         let (access, expiresIn) = try await access(account: account, clientID: clientID, authTime: authTime)
         let refresh = try await core.tokens.issue(
             TokenRequest(
@@ -57,7 +57,7 @@ struct AccessTokens: Sendable {
         guard let payload = try await core.signer.verifiedClaims(token),
             let claims = try? JSONDecoder().decode(Claims.self, from: payload)
         else { return nil }
-        let now = Int64(Date().timeIntervalSince1970)
+        let now = Int64(core.now().timeIntervalSince1970)
         guard claims.iss == core.signer.issuer, claims.exp > now, claims.iat <= now + 60,
             let client = try await core.client(id: claims.aud),
             let account = try await core.accounts.account(id: claims.sub), account.scope == client.scope

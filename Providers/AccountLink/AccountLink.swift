@@ -1,4 +1,5 @@
 import Foundation
+import OpenSSLCrypto
 public import ReceiptCore
 
 /// The account-linking dialect: `POST /iap` turns a store receipt into an account (created,
@@ -51,12 +52,18 @@ public struct AccountLink: DialectProvider {
     package static let refreshTokenLifetime: Duration = .seconds(30 * 86_400)
     package static let emailLinkLifetime: Duration = .seconds(86_400)
 
+    /// How a sign-in's password is checked against a stored scrypt hash: scrypt off the pool; a
+    /// test watches which hash each sign-in checks.
+    package var checkPassword: @Sendable (_ password: String, _ hash: String) async -> Bool = {
+        await Scrypt.verifyPasswordOffThePool($0, hash: $1)
+    }
+
     package init() {}
 
     public func routes(core: any DialectCore) -> [Route] {
         let tokens = AccessTokens(core: core)
         let iap = IAPHandler(core: core, tokens: tokens)
-        let oauth = OpenIDRoutes(core: core, tokens: tokens)
+        let oauth = OpenIDRoutes(core: core, tokens: tokens, checkPassword: checkPassword)
         let pages = AccountPages(core: core)
         return [
             Route("POST", "/iap", authentication: .appSDK, rateLimits: [Limits.iapPerAddress, Limits.iapPerPurchase]) {

@@ -43,7 +43,7 @@ extension OpenIDRoutes {
         }
         // Every name costs one scrypt: a missing account or password checks against a dummy hash.
         let hash = account?.passwordHash ?? Self.dummyHash
-        let matches = await Scrypt.verifyPasswordOffThePool(password, hash: hash)
+        let matches = await checkPassword(password, hash)
         guard let account, account.passwordHash != nil, matches else {
             return Self.oauthError("invalid_grant", "wrong username or password")
         }

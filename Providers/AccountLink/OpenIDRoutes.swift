@@ -7,6 +7,7 @@ import ReceiptCore
 struct OpenIDRoutes: Sendable {
     let core: any DialectCore
     let tokens: AccessTokens
+    let checkPassword: @Sendable (_ password: String, _ hash: String) async -> Bool
 
     func discovery() async -> RouteResponse {
         let issuer = core.signer.issuer
@@ -96,7 +97,7 @@ struct OpenIDRoutes: Sendable {
             else {
                 return Self.oauthError("invalid_grant", "the account or client no longer exists")
             }
-            let authTime = stored.payload.flatMap { Int64($0) } ?? Int64(Date().timeIntervalSince1970)
+            let authTime = stored.payload.flatMap { Int64($0) } ?? Int64(core.now().timeIntervalSince1970)
             let (access, expiresIn) = try await tokens.access(
                 account: account, clientID: stored.clientID, authTime: authTime)
             return .json(

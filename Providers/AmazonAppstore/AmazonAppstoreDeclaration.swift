@@ -38,6 +38,6 @@ extension AmazonAppstoreProvider {
 
     /// Started from the service's environment (docs/configuration.md, Amazon Appstore).
     public static let plugin = StorePlugin(declaration) { environment in
-        try AmazonAppstoreProvider.fromEnvironment(environment.variables).registration
+        try AmazonAppstoreProvider.fromEnvironment(environment.variables, now: environment.now).registration
     }
 }

@@ -65,9 +65,11 @@ public struct AmazonAppstoreProvider: StoreProvider, NotificationReceiving {
 
     /// From the environment; throws `ConfigurationInvalid`.
     public static func fromEnvironment(
-        _ environment: [String: String] = ProcessInfo.processInfo.environment
+        _ environment: [String: String] = ProcessInfo.processInfo.environment,
+        now: @escaping @Sendable () -> Date = { Date() }
     ) throws -> AmazonAppstoreProvider {
-        try AmazonAppstoreProvider(configuration: try AmazonAppstoreConfiguration.fromEnvironment(environment))
+        try AmazonAppstoreProvider(
+            configuration: try AmazonAppstoreConfiguration.fromEnvironment(environment), now: now)
     }
 
     /// Verify, notifications, and reading a quiet subscription back from RVS; Amazon has no order

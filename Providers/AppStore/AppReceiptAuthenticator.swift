@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 public import OpenSSLCrypto
 
 /// Proves a StoreKit 1 app receipt came from Apple, locally, before anything is asked of Apple:
@@ -16,9 +16,12 @@ public struct AppReceiptAuthenticator: Sendable {
     package static let receiptSigningMarkerOID = "1.2.840.113635.100.6.11.1"
 
     public let trustRoots: [Certificate]
+    /// The service's clock, for a receipt without a creation date.
+    let now: @Sendable () -> Date
 
-    public init(trustRoots: [Certificate]) {
+    public init(trustRoots: [Certificate], now: @escaping @Sendable () -> Date = { Date() }) {
         self.trustRoots = trustRoots
+        self.now = now
     }
 
     /// The receipt read from the authenticated content. Throws `.receiptMalformed`,
@@ -29,7 +32,7 @@ public struct AppReceiptAuthenticator: Sendable {
         let verified: PKCS7SignatureVerifier.Verified
         do {
             verified = try PKCS7SignatureVerifier(trustRoots: trustRoots).verify(
-                der: der, at: claimed.creationDate ?? Date())
+                der: der, at: claimed.creationDate ?? now())
         } catch let error as CryptoError where error.code == .chainInvalid {
             throw AppStoreVerificationError(
                 .chainNotTrusted,

@@ -44,11 +44,12 @@ package struct AppReceiptValidator: Sendable {
     /// `receiptTrustRoots`: the roots receipt signatures must chain to (Apple Root CA by default).
     package init(
         mode: Mode, verifier: AppStoreSignedDataVerifier,
-        receiptTrustRoots: [Certificate] = AppleRootCertificates.defaultReceiptRoots
+        receiptTrustRoots: [Certificate] = AppleRootCertificates.defaultReceiptRoots,
+        now: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.mode = mode
         self.verifier = verifier
-        self.authenticator = AppReceiptAuthenticator(trustRoots: receiptTrustRoots)
+        self.authenticator = AppReceiptAuthenticator(trustRoots: receiptTrustRoots, now: now)
     }
 
     /// `productID`: the product the caller asks about, if any (only its transactions are looked

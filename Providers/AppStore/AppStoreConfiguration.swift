@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 package import HTTPClient
 public import OpenSSLCrypto
 public import ReceiptCore
@@ -158,12 +158,14 @@ public struct AppStoreConfiguration: Sendable {
     }
 
     /// An App Store Server API client for one app (the JWT names the bundle), or nil without a key.
-    package func serverAPIClient(bundleID: String, http: HTTPClient) -> AppStoreServerAPIClient? {
+    package func serverAPIClient(
+        bundleID: String, http: HTTPClient, now: @escaping @Sendable () -> Date
+    ) -> AppStoreServerAPIClient? {
         guard let key = serverAPIKey else { return nil }
         var client = AppStoreServerAPIClient.Configuration(
             keyID: key.keyID, issuerID: key.issuerID, bundleID: bundleID, privateKey: key.privateKey)
         client.productionBaseURL = serverAPIProductionURL
         client.sandboxBaseURL = serverAPISandboxURL
-        return AppStoreServerAPIClient(configuration: client, http: http)
+        return AppStoreServerAPIClient(configuration: client, http: http, now: now)
     }
 }

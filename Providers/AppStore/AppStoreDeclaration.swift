@@ -31,6 +31,7 @@ extension AppStoreProvider {
         guard let es256 = ES256VerifierSetting.verifier(for: environment.variables[variable]) else {
             throw AppStoreConfiguration.Invalid(variable: variable, problem: "must be on or off")
         }
-        return try AppStoreProvider.fromEnvironment(environment.variables, es256: es256).registration
+        return try AppStoreProvider.fromEnvironment(environment.variables, es256: es256, now: environment.now)
+            .registration
     }
 }

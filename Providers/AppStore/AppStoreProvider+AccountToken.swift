@@ -16,7 +16,7 @@ extension AppStoreProvider: AccountTokenSetting {
                 isRetryable: true)
         }
         guard let bundleID = assignment.appIdentifier,
-            let api = configuration.serverAPIClient(bundleID: bundleID, http: http)
+            let api = configuration.serverAPIClient(bundleID: bundleID, http: http, now: now)
         else {
             throw StoreVerificationError(
                 code: .verifierError, reason: "APP_STORE_ACCOUNT_TOKEN_REFUSED",

@@ -8,8 +8,8 @@ extension AppStoreProvider: RefundRequestAnswering {
     /// Apple's window for an answer, from the notification's `signedDate`.
     static let consumptionAnswerWindow: TimeInterval = 12 * 3600
 
-    static func refundRequest(id: String, signedAt: Date?, reason: String?) -> RefundRequestNews {
-        let requested = signedAt ?? Date()
+    static func refundRequest(id: String, signedAt: Date?, reason: String?, now: Date) -> RefundRequestNews {
+        let requested = signedAt ?? now
         return RefundRequestNews(
             requestID: id, requestedAt: requested, deadline: requested.addingTimeInterval(consumptionAnswerWindow),
             reason: reason)
@@ -46,7 +46,7 @@ extension AppStoreProvider: RefundRequestAnswering {
         _ request: RefundRequestTarget, with answer: RefundAnswer, credentials: [String: String]
     ) async throws -> Data {
         guard let configuration, let bundleID = request.appIdentifier,
-            let api = configuration.serverAPIClient(bundleID: bundleID, http: http)
+            let api = configuration.serverAPIClient(bundleID: bundleID, http: http, now: now)
         else {
             throw StoreVerificationError(
                 code: .verifierError, reason: "APP_STORE_NOT_CONFIGURED",

@@ -12,7 +12,7 @@ extension AppStoreProvider: OrderLookingUp {
         }
         let expectations = AppStoreExpectations(bundleIDs: appIdentifiers, environments: [.production, .sandbox])
         for bundle in appIdentifiers.sorted() {
-            guard let client = configuration.serverAPIClient(bundleID: bundle, http: http) else { continue }
+            guard let client = configuration.serverAPIClient(bundleID: bundle, http: http, now: now) else { continue }
             for environment in [AppStoreEnvironment.production, .sandbox] {
                 let answer: (valid: Bool, signedTransactions: [String])
                 do {

@@ -13,7 +13,7 @@ extension AppStoreProvider: SubscriptionReading {
         guard
             let bundleID = subscription.appIdentifier.flatMap({ bundles.contains($0) ? $0 : nil })
                 ?? (bundles.count == 1 ? bundles.first : nil),
-            let api = configuration?.serverAPIClient(bundleID: bundleID, http: http)
+            let api = configuration?.serverAPIClient(bundleID: bundleID, http: http, now: now)
         else { return nil }
         let environment = Self.appStoreEnvironment(subscription.environment)
         let statuses: AppStoreServerAPIClient.SubscriptionStatuses
@@ -56,7 +56,7 @@ extension AppStoreProvider: SubscriptionReading {
             type: "SUBSCRIPTION_STATUS", subtype: name, environment: subscription.environment, appIdentifier: bundleID,
             transactionID: transactionID, originalTransactionID: subscription.originalTransactionID,
             productID: transaction.productId,
-            signedAt: Date(),
+            signedAt: now(),
             decodedJSON: try JSONEncoder.sortedForStorage.encode(
                 ReadBack(status: status.rawValue, transaction: transaction, renewalInfo: renewal)))
         stored.rawBody = try? JSONEncoder.sortedForStorage.encode(

@@ -29,7 +29,7 @@ extension AppStoreProvider {
             )
         }
         for bundle in context.appIdentifiers.sorted() {
-            guard let client = configuration.serverAPIClient(bundleID: bundle, http: http) else { continue }
+            guard let client = configuration.serverAPIClient(bundleID: bundle, http: http, now: now) else { continue }
             try AppReceiptValidator.checkTimeLeft(
                 before: "asking Apple about transaction \(transactionID)", deadline: context.deadline)
             let answer: (signedTransaction: String, environment: AppStoreEnvironment)

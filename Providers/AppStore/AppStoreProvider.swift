@@ -12,6 +12,8 @@ public struct AppStoreProvider: NotificationReceiving {
     /// Set when online (OCSP) checks are on.
     public let revocation: AppleRevocationChecker?
     let http: HTTPClient
+    /// The service's clock, the one its verifier checks certificates against.
+    var now: @Sendable () -> Date { verifier.now }
 
     package init(
         verifier: AppStoreSignedDataVerifier, configuration: AppStoreConfiguration? = nil,
@@ -62,13 +64,14 @@ public struct AppStoreProvider: NotificationReceiving {
     /// `es256` is the service's choice of ES256 verifier (`RECEIPTGATE_ES256_FIXED_KEY`).
     public static func fromEnvironment(
         _ environment: [String: String] = ProcessInfo.processInfo.environment,
-        http: HTTPClient = HTTPClient(), es256: any ES256Verifier = FixedKeyES256Verifier()
+        http: HTTPClient = HTTPClient(), es256: any ES256Verifier = FixedKeyES256Verifier(),
+        now: @escaping @Sendable () -> Date = { Date() }
     ) throws -> AppStoreProvider {
         let configuration = try AppStoreConfiguration.fromEnvironment(environment)
         return AppStoreProvider(
             verifier: AppStoreSignedDataVerifier(
                 trustRoots: configuration.trustRoots, es256: es256,
-                onlineChecks: configuration.onlineChecks),
+                onlineChecks: configuration.onlineChecks, now: now),
             configuration: configuration, http: http)
     }
 
@@ -76,7 +79,7 @@ public struct AppStoreProvider: NotificationReceiving {
     /// Apple Root CA without a configuration.
     package var receiptAuthenticator: AppReceiptAuthenticator {
         AppReceiptAuthenticator(
-            trustRoots: configuration?.receiptTrustRoots ?? AppleRootCertificates.defaultReceiptRoots)
+            trustRoots: configuration?.receiptTrustRoots ?? AppleRootCertificates.defaultReceiptRoots, now: now)
     }
 
     /// How StoreKit 1 receipts of this app are confirmed, or nil if ReceiptGate has neither an
@@ -86,8 +89,8 @@ public struct AppStoreProvider: NotificationReceiving {
         let roots = configuration.receiptTrustRoots
         switch configuration.receiptMode {
         case .serverAPI?:
-            return configuration.serverAPIClient(bundleID: bundleID, http: http).map {
-                AppReceiptValidator(mode: .serverAPI($0), verifier: verifier, receiptTrustRoots: roots)
+            return configuration.serverAPIClient(bundleID: bundleID, http: http, now: now).map {
+                AppReceiptValidator(mode: .serverAPI($0), verifier: verifier, receiptTrustRoots: roots, now: now)
             }
         case .verifyReceipt?:
             return configuration.sharedSecret.map {
@@ -95,7 +98,7 @@ public struct AppStoreProvider: NotificationReceiving {
                     mode: .verifyReceipt(
                         sharedSecret: $0, productionURL: configuration.verifyReceiptProductionURL,
                         sandboxURL: configuration.verifyReceiptSandboxURL, http: http),
-                    verifier: verifier, receiptTrustRoots: roots)
+                    verifier: verifier, receiptTrustRoots: roots, now: now)
             }
         case nil:
             return nil
@@ -156,8 +159,9 @@ public struct AppStoreProvider: NotificationReceiving {
             gracePeriodExpires: renewal?.gracePeriodExpiresDate?.date,
             refundRequest: kind == .consumptionRequest
                 ? Self.refundRequest(
-                    id: id, signedAt: notification.signedDate?.date, reason: notification.data?.consumptionRequestReason
-                )
+                    id: id, signedAt: notification.signedDate?.date,
+                    reason: notification.data?.consumptionRequestReason,
+                    now: now())
                 : nil)
         return stored
     }

@@ -251,7 +251,7 @@ package struct AppStoreServerAPIClient: Sendable {
             let apple = try? JSONDecoder().decode(AppleError.self, from: response.body)
             throw AppStoreAPIError(
                 status: response.status, errorCode: apple?.errorCode, errorMessage: apple?.errorMessage, transport: nil,
-                retryAfter: response.header("Retry-After").flatMap { HTTPClient.parseRetryAfter($0, now: Date()) }
+                retryAfter: response.header("Retry-After").flatMap { HTTPClient.parseRetryAfter($0, now: now()) }
                     .map { min($0, .seconds(86_400)) })
         }
         do {

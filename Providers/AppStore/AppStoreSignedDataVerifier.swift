@@ -29,7 +29,8 @@ public final class AppStoreSignedDataVerifier: Sendable {
 
     private let chainVerifier: CertificateChainVerifier
     let cache: VerifiedChainCache
-    private let now: @Sendable () -> Date
+    /// The service's clock (`PluginEnvironment.now`); the provider reads the same one.
+    package let now: @Sendable () -> Date
     /// How the leaf's signature is checked (the deployment's `RECEIPTGATE_ES256_FIXED_KEY`).
     package let es256: any ES256Verifier
 

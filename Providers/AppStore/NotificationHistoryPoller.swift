@@ -56,9 +56,9 @@ package struct NotificationHistoryPoller: StorePolling {
         record: @Sendable ([StoreNotification]) async throws -> Void
     ) async throws {
         guard let configuration = provider.configuration,
-            let api = configuration.serverAPIClient(bundleID: bundleID, http: provider.http)
+            let api = configuration.serverAPIClient(bundleID: bundleID, http: provider.http, now: provider.now)
         else { return }
-        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let now = Int64(provider.now().timeIntervalSince1970 * 1000)
         // Apple refuses a start beyond its retention; an hour's margin covers clocks that disagree.
         let window = WindowedPoll.Window(
             oldest: now - Self.retentionMillis(environment) + 3_600_000, now: now,

@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 package import HTTPClient
 
 /// The Android Publisher API (v3), authenticated with a service account's bearer token. A 401
@@ -8,8 +8,11 @@ package struct AndroidPublisherClient: Sendable {
     let baseURL: String
     let http: HTTPClient
     let tokens: GoogleAccessTokens
+    /// The service's clock, against which a `Retry-After` date is read.
+    let now: @Sendable () -> Date
 
-    package init(baseURL: String, http: HTTPClient, tokens: GoogleAccessTokens) {
+    package init(baseURL: String, http: HTTPClient, tokens: GoogleAccessTokens, now: @escaping @Sendable () -> Date) {
+        self.now = now
         self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
         self.http = http
         self.tokens = tokens
@@ -127,7 +130,7 @@ package struct AndroidPublisherClient: Sendable {
             default:
                 // The HTTP client already waited and retried; a Retry-After longer than it waits is
                 // passed on, so a poll's next run comes no sooner than Google asked (a day at most).
-                let wait = response.header("Retry-After").flatMap { HTTPClient.parseRetryAfter($0, now: Date()) }.map {
+                let wait = response.header("Retry-After").flatMap { HTTPClient.parseRetryAfter($0, now: now()) }.map {
                     min($0, .seconds(86_400))
                 }
                 throw GooglePlayAPIError(

@@ -51,6 +51,6 @@ extension GooglePlayProvider {
 
     /// Started from the service's environment (docs/configuration.md, Google Play).
     public static let plugin = StorePlugin(declaration) { environment in
-        try GooglePlayProvider.fromEnvironment(environment.variables).registration
+        try GooglePlayProvider.fromEnvironment(environment.variables, now: environment.now).registration
     }
 }

@@ -30,7 +30,7 @@ public struct GooglePlayProvider: StoreProvider, NotificationReceiving, Purchase
         self.logger = logger
         self.now = now
         tokens = GoogleAccessTokens(http: http, now: now)
-        api = AndroidPublisherClient(baseURL: configuration.apiURL, http: http, tokens: tokens)
+        api = AndroidPublisherClient(baseURL: configuration.apiURL, http: http, tokens: tokens, now: now)
         push = GooglePushAuthenticator(
             jwksURL: configuration.jwksURL, audience: configuration.pushAudience,
             serviceAccount: configuration.pushServiceAccount, http: http, now: now)
@@ -38,9 +38,10 @@ public struct GooglePlayProvider: StoreProvider, NotificationReceiving, Purchase
 
     /// From the environment (docs/configuration.md, Google Play); throws `GooglePlayConfiguration.Invalid`.
     public static func fromEnvironment(
-        _ environment: [String: String] = ProcessInfo.processInfo.environment
+        _ environment: [String: String] = ProcessInfo.processInfo.environment,
+        now: @escaping @Sendable () -> Date = { Date() }
     ) throws -> GooglePlayProvider {
-        GooglePlayProvider(configuration: try GooglePlayConfiguration.fromEnvironment(environment))
+        GooglePlayProvider(configuration: try GooglePlayConfiguration.fromEnvironment(environment), now: now)
     }
 
     /// Verify, notifications, acknowledgement, the voided-purchases poll when it is on, and

@@ -63,6 +63,6 @@ extension HuaweiAppGalleryProvider {
     /// Started from the service's environment (RECEIPTGATE_HUAWEI_OAUTH_URL, RECEIPTGATE_HUAWEI_ORDER_URL,
     /// RECEIPTGATE_HUAWEI_CANCELLED_POLL_SECONDS, RECEIPTGATE_HUAWEI_CANCELLED_POLL_SITES).
     public static let plugin = StorePlugin(declaration) { environment in
-        try HuaweiAppGalleryProvider.fromEnvironment(environment.variables).registration
+        try HuaweiAppGalleryProvider.fromEnvironment(environment.variables, now: environment.now).registration
     }
 }

@@ -52,13 +52,13 @@ public struct HuaweiAppGalleryProvider: StoreProvider, NotificationReceiving, Pu
         tokens = HuaweiAccessTokens(
             url: configuration.oauthURL, http: http, margin: configuration.tokenRefreshMargin,
             failureLifetime: configuration.oauthFailureLifetime, now: now)
-        api = HuaweiOrderClient(configuration: configuration, http: http, tokens: tokens)
+        api = HuaweiOrderClient(configuration: configuration, http: http, tokens: tokens, now: now)
         let reads = configuration.notificationReads
         notificationAPI = HuaweiOrderClient(
-            configuration: configuration, http: Self.notificationClient(reads), tokens: tokens)
+            configuration: configuration, http: Self.notificationClient(reads), tokens: tokens, now: now)
         notificationReads = HuaweiNotificationReadGate(limits: reads, lane: .unsigned, now: now)
         signedNotificationAPI = HuaweiOrderClient(
-            configuration: configuration, http: Self.notificationClient(reads), tokens: tokens)
+            configuration: configuration, http: Self.notificationClient(reads), tokens: tokens, now: now)
         signedNotificationReads = HuaweiNotificationReadGate(limits: reads, lane: .signed, now: now)
     }
 
@@ -85,9 +85,11 @@ public struct HuaweiAppGalleryProvider: StoreProvider, NotificationReceiving, Pu
 
     /// From the environment; throws `ConfigurationInvalid`.
     public static func fromEnvironment(
-        _ environment: [String: String] = ProcessInfo.processInfo.environment
+        _ environment: [String: String] = ProcessInfo.processInfo.environment,
+        now: @escaping @Sendable () -> Date = { Date() }
     ) throws -> HuaweiAppGalleryProvider {
-        HuaweiAppGalleryProvider(configuration: try HuaweiAppGalleryConfiguration.fromEnvironment(environment))
+        HuaweiAppGalleryProvider(
+            configuration: try HuaweiAppGalleryConfiguration.fromEnvironment(environment), now: now)
     }
 
     /// Verify, notifications, the confirmation of consumables, the cancelled-purchases poll when it

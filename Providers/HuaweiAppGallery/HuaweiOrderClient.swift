@@ -10,6 +10,8 @@ package struct HuaweiOrderClient: Sendable {
     let configuration: HuaweiAppGalleryConfiguration
     let http: HTTPClient
     let tokens: HuaweiAccessTokens
+    /// The service's clock, against which a `Retry-After` date is read.
+    let now: @Sendable () -> Date
 
     /// The signed purchase data an answer carries, exactly as Huawei sent it.
     struct Signed: Sendable {
@@ -151,7 +153,7 @@ package struct HuaweiOrderClient: Sendable {
             default:
                 // The HTTP client already waited and retried; a Retry-After longer than it waits is
                 // passed on, so a poll's next run comes no sooner than Huawei asked (a day at most).
-                let wait = response.header("Retry-After").flatMap { HTTPClient.parseRetryAfter($0, now: Date()) }.map {
+                let wait = response.header("Retry-After").flatMap { HTTPClient.parseRetryAfter($0, now: now()) }.map {
                     min($0, .seconds(86_400))
                 }
                 throw HuaweiAPIError(

@@ -45,6 +45,10 @@ public final class HTTPClient: Sendable {
         package var caBundlePath: String?
         public var retry = RetryPolicy()
         package var threadCount: Int = 4
+        /// The clock a `Retry-After` date is read against.
+        package var now: @Sendable () -> Date = { Date() }
+        /// How the wait before a retry is spent; a test records the waits asked for instead.
+        package var sleep: @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
 
         public init(baseURL: String? = nil) { self.baseURL = baseURL }
     }
@@ -131,7 +135,7 @@ public final class HTTPClient: Sendable {
                 let response = Response(
                     status: transfer.status, headers: transfer.headers, body: transfer.body, attempts: attempt)
                 guard attempt < policy.maxAttempts, policy.retries(response.status) else { return response }
-                delay = Self.delay(for: response, attempt: attempt, policy: policy)
+                delay = Self.delay(for: response, attempt: attempt, policy: policy, now: configuration.now())
                 guard let delay, Self.leavesTimeForRetry(after: delay, before: deadline, policy: policy) else {
                     return response
                 }
@@ -142,7 +146,7 @@ public final class HTTPClient: Sendable {
                     throw error
                 }
             }
-            if let delay { try await Task.sleep(for: delay) }
+            if let delay { try await configuration.sleep(delay) }
         }
     }
 
@@ -205,9 +209,9 @@ public final class HTTPClient: Sendable {
 
     /// The wait before retrying this response: its `Retry-After` if present and acceptable,
     /// else back-off. nil means do not retry (the server asked for longer than we wait).
-    static func delay(for response: Response, attempt: Int, policy: RetryPolicy) -> Duration? {
+    static func delay(for response: Response, attempt: Int, policy: RetryPolicy, now: Date) -> Duration? {
         guard let header = response.header("Retry-After") else { return backoff(attempt: attempt, policy: policy) }
-        guard let wait = parseRetryAfter(header, now: Date()) else { return backoff(attempt: attempt, policy: policy) }
+        guard let wait = parseRetryAfter(header, now: now) else { return backoff(attempt: attempt, policy: policy) }
         return wait <= policy.maxRetryAfter ? wait : nil
     }
 

@@ -112,6 +112,10 @@ public protocol DialectCore: Sendable {
     var accounts: any AccountStore { get }
     var replayGuard: any ReplayGuard { get }
 
+    /// The service's clock: what a dialect dates (a token's issue and expiry) and checks against
+    /// the time reads this, never the machine's clock directly, so tests can move it.
+    var now: @Sendable () -> Date { get }
+
     // MARK: Signed tokens (OpenID Connect dialects)
     /// The service's JWT signer; cores without keys answer `UnavailableTokenSigner`.
     var signer: any TokenSigner { get }

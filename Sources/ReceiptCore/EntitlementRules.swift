@@ -23,7 +23,7 @@ public enum EntitlementRules {
 
     /// Whether a grant whose period ends at `expires` (nil: never) with a grace end `grace` still
     /// holds at `now`.
-    public static func holds(expires: Date?, grace: Date?, at now: Date = Date()) -> Bool {
+    public static func holds(expires: Date?, grace: Date?, at now: Date) -> Bool {
         guard let expires else { return true }
         return max(expires, grace ?? expires) > now
     }
@@ -34,7 +34,7 @@ public enum EntitlementRules {
     }
 
     /// In the grace period: the period is over, the grace end is not.
-    public static func inGracePeriod(expires: Date?, grace: Date?, at now: Date = Date()) -> Bool {
+    public static func inGracePeriod(expires: Date?, grace: Date?, at now: Date) -> Bool {
         guard let expires, let grace else { return false }
         return expires <= now && grace > now
     }
@@ -51,7 +51,7 @@ public enum EntitlementRules {
     /// How an entitlement moved, for its webhook; nil when nothing a game acts on changed (auto-renew
     /// switched, another purchase now backing the same end, or an earlier one while it is still owned:
     /// the game learns the new end when it reads, and the expiry when it comes).
-    public static func change(before: Grant?, after: Grant?, at now: Date = Date()) -> EntitlementChange? {
+    public static func change(before: Grant?, after: Grant?, at now: Date) -> EntitlementChange? {
         switch (before, after) {
         case (nil, nil): return nil
         case (nil, .some): return .granted

@@ -154,6 +154,8 @@ public struct Logger: Sendable {
         ]) + "\n"
     }
 
+    /// A log line says when it was written, by the machine's clock: the logger is infrastructure,
+    /// and a moved service clock must not make its lines lie about when they happened.
     static func timestamp() -> String { UTCTimestamp.milliseconds(Date()) }
 }
 

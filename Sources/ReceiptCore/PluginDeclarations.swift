@@ -119,12 +119,18 @@ public struct OpenAPIPart: Sendable {
     }
 }
 
-/// The service's settings (environment variables) as a plugin reads them at start-up.
+/// The service's settings (environment variables) as a plugin reads them at start-up, and the
+/// service's clock, which a plugin reads for every time it needs (tests move it).
 public struct PluginEnvironment: Sendable {
     public let variables: [String: String]
+    public let now: @Sendable () -> Date
 
-    package init(variables: [String: String] = ProcessInfo.processInfo.environment) {
+    package init(
+        variables: [String: String] = ProcessInfo.processInfo.environment,
+        now: @escaping @Sendable () -> Date = { Date() }
+    ) {
         self.variables = variables
+        self.now = now
     }
 }
 

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import HTTPServer
 import OpenSSLCrypto
 public import ReceiptCore
@@ -11,7 +11,10 @@ public final class Service: Sendable {
     public let logger: Logger
     public let database: Database
     public let repositories: Repositories
-    public let metrics = Metrics()
+    public let metrics: Metrics
+    /// The one clock the service's logic reads (deadlines, give-ups, sweeps, signatures); tests
+    /// move it. Wall-clock timeouts of infrastructure (sockets, the pool) keep real time.
+    public let now: @Sendable () -> Date
     /// Verifications by store and outcome, for `/metrics` and the console.
     public let verifications: VerificationTally
     public let stores: [StoreRegistration]
@@ -52,15 +55,18 @@ public final class Service: Sendable {
     public init(
         configuration: ServiceConfiguration, logger: Logger, database: Database,
         stores: [StoreRegistration] = [], dialects: [any DialectProvider] = [],
-        dialectSettings: [(plugin: String, settings: [ClientSettingDeclaration])] = [], creatingMasterKey: Bool = true
+        dialectSettings: [(plugin: String, settings: [ClientSettingDeclaration])] = [], creatingMasterKey: Bool = true,
+        now: @escaping @Sendable () -> Date = { Date() }
     ) throws {
+        self.now = now
+        metrics = Metrics(now: now)
         self.configuration = configuration
         self.stores = stores
         self.dialects = dialects
         self.dialectSettings = dialectSettings
         self.logger = logger
         self.database = database
-        verifications = VerificationTally(stores: stores.map(\.store.rawValue))
+        verifications = VerificationTally(stores: stores.map(\.store.rawValue), now: now)
         let master = try SecretBox.loadMasterKey(
             configured: configuration.masterKey, dataDirectory: configuration.dataDirectory,
             creating: creatingMasterKey)
@@ -122,7 +128,7 @@ public final class Service: Sendable {
         _ = try await repositories.signingKeys.current()  // the token signing key exists from the first start on
 
         let rateLimiter = RateLimiter(
-            shared: repositories.rateLimits, overrides: configuration.rateLimits, logger: logger)
+            shared: repositories.rateLimits, overrides: configuration.rateLimits, logger: logger, now: now)
         let directory = startClientDirectory()
         var pipeline = VerifyPipeline(
             stores: stores, transactions: repositories.transactions, clients: repositories.clients,
@@ -140,11 +146,14 @@ public final class Service: Sendable {
             signer: ServiceTokenSigner(
                 keys: repositories.signingKeys,
                 issuer: { [weak self, configuration] in configuration.issuer(port: self?.port ?? 0) },
-                accessTokenLifetime: .seconds(configuration.accessTokenLifetimeSeconds)))
+                accessTokenLifetime: .seconds(configuration.accessTokenLifetimeSeconds)),
+            now: now)
         let mounter = RouteMounter(
-            directory: directory, authentication: ClientAuthentication(directory: directory),
+            directory: directory, authentication: ClientAuthentication(directory: directory, now: now),
             tokens: repositories.tokens, replayGuard: repositories.replay, rateLimiter: rateLimiter,
-            adminGate: try configuration.adminToken.map { try AdminTokenGate(token: $0) },
+            adminGate: try configuration.adminToken.map {
+                try AdminTokenGate(token: $0, throttle: AdminTokenThrottle(now: now))
+            },
             trustedProxies: configuration.trustedProxies, logger: logger)
         let serverBox = ServerBox()
         let ledgerReads = LedgerReads(
@@ -216,7 +225,7 @@ public final class Service: Sendable {
             ? nil
             : RefundAnswers(
                 answerers: answerers, requests: refundRequests, clients: repositories.clients,
-                metrics: metrics, logger: logger)
+                metrics: metrics, logger: logger, now: now)
         let accountTokenSetters = Dictionary(
             stores.compactMap { registration in registration.accountTokenSetting.map { (registration.store, $0) } },
             uniquingKeysWith: { first, _ in first })
@@ -226,15 +235,16 @@ public final class Service: Sendable {
         let worker = OutboxWorker(
             outbox: OutboxRepository(pool: database.outboxPool, secrets: secrets),
             clients: ClientRepository(pool: database.outboxPool, secrets: secrets), acknowledgers: acknowledgers,
-            configuration: outboxConfiguration, logger: logger, mailer: configuration.smtp.map(Mailer.init),
+            configuration: outboxConfiguration, logger: logger,
+            mailer: configuration.smtp.map { Mailer(settings: $0, now: now) },
             refundAnswers: refundAnswers, accountTokenSetters: accountTokenSetters,
             signingSecret: { [directory] clientID in
                 try await directory.entry(for: clientID).map { ($0.client, $0.secret) }
-            })
+            }, now: now)
         worker.start()
         let polls = StorePollRunner(
             polls: PollRepository(pool: database.pool), clients: repositories.clients,
-            notifications: repositories.notifications, logger: logger, metrics: metrics)
+            notifications: repositories.notifications, logger: logger, metrics: metrics, now: now)
         polls.start(
             StorePollRunner.polls(
                 for: stores, quiet: configuration.quietSubscriptions,
@@ -244,11 +254,12 @@ public final class Service: Sendable {
             settings: Retention.Settings(
                 attemptsDays: configuration.retainAttemptsDays, outboxDays: configuration.retainOutboxDays,
                 notificationsDays: configuration.retainNotificationsDays))
-        let upkeep = BackgroundLoop("upkeep", every: .seconds(60), logger: logger) { [repositories, logger, metrics] in
+        let upkeep = BackgroundLoop("upkeep", every: .seconds(60), logger: logger) {
+            [repositories, logger, metrics, now] in
             try await repositories.removeExpired()
             // Messages a process of the version before wrote or moved, left without a head.
             try await repositories.outbox.healHeads()
-            let removed = try await retention.sweep(now: Date())
+            let removed = try await retention.sweep(now: now())
             if removed != Retention.Removed() {
                 logger.info(
                     "removed what is kept only for a while",
@@ -260,7 +271,7 @@ public final class Service: Sendable {
             }
             // A refund request whose deadline passed unanswered (every process down, the store refusing) is missed.
             try await refundRequests.closeUndecided()
-            for store in try await refundRequests.closeMissed() {
+            for store in try await refundRequests.closeMissed(now: now()) {
                 metrics.recordRefundDeadlineMissed(store: store)
                 logger.warning("refund request deadline missed", ["store": store])
             }

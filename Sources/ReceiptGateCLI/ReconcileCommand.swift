@@ -15,10 +15,11 @@ enum ReconcileCommand {
             guard let date = ISO8601DateFormatter().date(from: text) else {
                 throw UsageError("--since must be an ISO 8601 time such as 2026-11-01T00:00:00Z, got \"\(text)\"")
             }
-            guard date <= Date() else { throw UsageError("--since is in the future: \(text)") }
+            guard date <= StartedPlugins.clock() else { throw UsageError("--since is in the future: \(text)") }
             return date
         }
-        let providers = try StartedPlugins.stores()
+        let plugins = PluginEnvironment(now: StartedPlugins.clock)
+        let providers = try StartedPlugins.stores(plugins)
         guard providers.contains(where: { $0.store.rawValue == store }) else {
             throw UsageError(
                 "unknown store \"\(store)\" (expected one of \(providers.map(\.store.rawValue).joined(separator: ", ")))"
@@ -28,7 +29,7 @@ enum ReconcileCommand {
         return try await context.withDatabase { database in
             let service = try Service(
                 configuration: context.configuration, logger: context.logger, database: database, stores: providers,
-                dialects: try StartedPlugins.dialects(), creatingMasterKey: context.creating)
+                dialects: try StartedPlugins.dialects(plugins), creatingMasterKey: context.creating, now: plugins.now)
             let report = try await service.reconcile(store: StoreID(rawValue: store), since: since)
             try context.printJSON(report)
             return report.failed ? 1 : 0

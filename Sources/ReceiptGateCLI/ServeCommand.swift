@@ -7,15 +7,17 @@ import ReceiptGate
 enum ServeCommand {
     static func run(context: CommandContext) async throws -> Int32 {
         let signals = TerminationSignals()  // installed first: a signal during start-up still shuts down cleanly
-        let providers = try StartedPlugins.stores()
-        let dialects = try StartedPlugins.dialects()
+        // The process's one clock: the plugins and the service read the time from it.
+        let plugins = PluginEnvironment(now: StartedPlugins.clock)
+        let providers = try StartedPlugins.stores(plugins)
+        let dialects = try StartedPlugins.dialects(plugins)
         let database = try await Database.opened(context.configuration, logger: context.logger)
         let service: Service
         do {
             service = try Service(
                 configuration: context.configuration, logger: context.logger, database: database,
                 stores: providers, dialects: dialects,
-                dialectSettings: Plugins.all.dialects.map { ($0.displayName, $0.settings) })
+                dialectSettings: Plugins.all.dialects.map { ($0.displayName, $0.settings) }, now: plugins.now)
             try await service.start()
         } catch {
             await database.closed(logger: context.logger)

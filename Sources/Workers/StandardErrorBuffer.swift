@@ -54,6 +54,7 @@ package final class StandardErrorBuffer: @unchecked Sendable {
     package func flush() {
         condition.lock()
         defer { condition.unlock() }
+        // Real time on purpose: how long a process about to exit waits for stderr, not a rule's time.
         let deadline = Date().addingTimeInterval(5)
         condition.broadcast()  // the writer may be gathering: write now
         while started && (!pending.isEmpty || writing) && Date() < deadline {

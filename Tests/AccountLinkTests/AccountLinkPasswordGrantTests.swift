@@ -1,7 +1,9 @@
 import AccountLink
 import Foundation
+import OpenSSLCrypto
 import PluginTestSupport
 import ReceiptCore
+import Synchronization
 import Testing
 
 /// The password grant against guessing: failures are limited per name tried, whether or not an
@@ -9,9 +11,11 @@ import Testing
 @Suite struct AccountLinkPasswordGrantTests {
     typealias Flow = AccountLinkFlowTests
 
-    static func signIn(_ core: FakeCore, _ username: String, _ password: String) async -> RouteResponse {
+    static func signIn(
+        _ core: FakeCore, _ username: String, _ password: String, dialect: AccountLink = AccountLink()
+    ) async -> RouteResponse {
         let form = "grant_type=password&client_id=rgc_app&username=\(username)&password=\(password)"
-        return await core.call(AccountLink(), "POST", "/oauth/token", body: Data(form.utf8))
+        return await core.call(dialect, "POST", "/oauth/token", body: Data(form.utf8))
     }
 
     /// An account whose password is known: flow c, then its first-password link.
@@ -46,25 +50,39 @@ import Testing
         for _ in 1...12 { #expect(await Self.signIn(core, "ada%40example.com", "right-password").status == 200) }
     }
 
-    /// Timing must not tell which names exist: an unknown name runs a (dummy) scrypt too. Known and
-    /// unknown names are asked in turn, so a busy spell of the machine slows both alike, and their
-    /// medians compared with a wide margin: without the dummy hash an unknown name costs a database
-    /// lookup, a hundredth of a scrypt.
+    /// Timing must not tell which names exist: every sign-in checks the password once, against a
+    /// scrypt hash of the same cost, a known name against its account's and an unknown name
+    /// against a dummy one (without it an unknown name would cost a database lookup, a hundredth
+    /// of a scrypt).
     @Test func anUnknownNameCostsTheSameWorkAsAKnownOne() async throws {
         let core = Flow.core()
         try await Self.accountWithPassword(core)
-        _ = await Self.signIn(core, "warm-up%40example.com", "wrong-guess")  // the dummy hash is made on first use
-        func timed(_ name: String) async -> Duration {
-            let started = ContinuousClock.now
-            _ = await Self.signIn(core, name, "wrong-guess")
-            return ContinuousClock.now - started
+        let checked = CheckedHashes()
+        var dialect = AccountLink()
+        dialect.checkPassword = { password, hash in
+            checked.append(hash)
+            return await Scrypt.verifyPasswordOffThePool(password, hash: hash)
         }
-        var known: [Duration] = [], unknown: [Duration] = []
-        for n in 0..<7 {
-            known.append(await timed("ada%40example.com"))
-            unknown.append(await timed("ghost\(n)%40example.com"))
+        for name in ["ada%40example.com", "ghost%40example.com", "someone-unknown", "ada%40example.com"] {
+            #expect(
+                await Self.signIn(core, name, "wrong-guess", dialect: dialect).object["error"] as? String
+                    == "invalid_grant")
         }
-        let (knownMedian, unknownMedian) = (known.sorted()[3], unknown.sorted()[3])
-        #expect(unknownMedian * 10 > knownMedian, "unknown \(unknown), known \(known)")
+        let hashes = checked.all
+        #expect(hashes.count == 4, "one password check a sign-in, whether or not the name exists")
+        // scrypt$N$r$p$salt$hash: the cost is in N, r and p.
+        let costs = Set(hashes.map { $0.split(separator: "$").prefix(4).joined(separator: "$") })
+        #expect(
+            costs == [
+                "scrypt$\(Scrypt.Parameters.passwords.n)$\(Scrypt.Parameters.passwords.r)$\(Scrypt.Parameters.passwords.p)"
+            ])
+        #expect(hashes[0] == hashes[3] && hashes[1] == hashes[2] && hashes[0] != hashes[1])
     }
+}
+
+/// The hashes sign-ins checked passwords against, in order.
+private final class CheckedHashes: Sendable {
+    private let hashes = Mutex<[String]>([])
+    func append(_ hash: String) { hashes.withLock { $0.append(hash) } }
+    var all: [String] { hashes.withLock { $0 } }
 }

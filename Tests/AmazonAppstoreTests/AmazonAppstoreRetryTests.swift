@@ -56,19 +56,15 @@ import Testing
         rvs.state.alwaysStatus.set(503)
         // A thousand attempts allowed and back-off of 10 to 40 ms (about 25 s in all): only the deadline stops this early.
         let provider = try Verify.provider(rvs, attempts: 1_000)
-        let started = ContinuousClock.now
-        let deadline = started + .milliseconds(500)
+        let deadline = ContinuousClock.now + .milliseconds(500)
         let error = await Verify.refusal {
             _ = try await provider.verify(
                 receiptID: "r-1", userID: Verify.user,
                 context: Verify.context(environments: [.production], deadline: deadline))
         }
         #expect(error?.code == .verifierError && error?.isRetryable == true)
-        // Without the deadline the policy makes its thousand attempts over about 25 s. Counted in
-        // attempts (at most about 50 fit in 0.5 s of 10 ms back-offs; a stalled machine makes fewer,
-        // never more), and in time under the 25 s with room for a loaded machine, where the test
-        // process's own fake RVS shares two cores with the whole suite.
-        #expect(ContinuousClock.now - started < .seconds(20))
+        // Without the deadline the policy makes its thousand attempts. Counted in attempts: at most
+        // about 50 fit in 0.5 s of 10 ms back-offs (a stalled machine makes fewer, never more).
         let attempts = rvs.hits.count
         #expect(attempts >= 1 && attempts < 100)
         // A deadline already past makes no call at all.

@@ -9,10 +9,12 @@ import Testing
 
 /// The provider against a fake Google on loopback: evidence forms, normalization, Google's errors.
 @Suite struct GooglePlayVerify {
-    static func provider(_ google: FakeGooglePlay, retries: Int = 3) throws -> GooglePlayProvider {
+    static func provider(
+        _ google: FakeGooglePlay, retries: Int = 3, now: @escaping @Sendable () -> Date = { Date() }
+    ) throws -> GooglePlayProvider {
         GooglePlayProvider(
             configuration: try google.configuration(), http: FakeGooglePlay.http(retries: retries),
-            logger: Logger(minimumLevel: .error))
+            logger: Logger(minimumLevel: .error), now: now)
     }
 
     static func context(

@@ -31,11 +31,21 @@ private func hit(_ hits: LockedBox<[String: Int]>, _ key: String) -> Int {
 
 /// Generous by default: the fake upstreams' handlers share the test process's small, busy task
 /// pool, and a slow first answer must not turn into a retry the test counts. Timeout tests say theirs.
-private func client(_ base: String, attempts: Int = 3, timeout: Duration = .seconds(60)) -> HTTPClient {
+private func client(
+    _ base: String, attempts: Int = 3, timeout: Duration = .seconds(60), waits: WaitRecorder? = nil,
+    now: (@Sendable () -> Date)? = nil
+) -> HTTPClient {
     var configuration = HTTPClient.Configuration(baseURL: base)
     configuration.retry = .init(maxAttempts: attempts, baseDelay: .milliseconds(20), maxDelay: .milliseconds(100))
     configuration.timeout = timeout
+    if let waits { configuration.sleep = { wait in waits.waits.update { $0.append(wait) } } }
+    if let now { configuration.now = now }
     return HTTPClient(configuration)
+}
+
+/// The waits a client asked for between attempts, recorded in place of sleeping them.
+private final class WaitRecorder: Sendable {
+    let waits = LockedBox<[Duration]>([])
 }
 
 @Suite struct Requests {
@@ -120,14 +130,35 @@ private func client(_ base: String, attempts: Int = 3, timeout: Duration = .seco
             }
             router.get("/later") { _ in HTTPResponse(status: 503, headers: ["Retry-After": "3600"]) }
         }
-        let started = ContinuousClock.now
-        let response = try await client(upstream.baseURL).send(.init(url: "/limited"))
+        let recorder = WaitRecorder()
+        let response = try await client(upstream.baseURL, waits: recorder).send(.init(url: "/limited"))
         #expect(response.status == 200)
-        #expect(ContinuousClock.now - started >= .milliseconds(950), "the client waited less than Retry-After")
+        #expect(response.attempts == 2)
+        #expect(recorder.waits.get() == [.seconds(1)], "the one wait before the retry is the one Retry-After asked for")
         // Asked to come back in an hour: not waited for, the 503 is returned at once.
         let later = try await client(upstream.baseURL).send(.init(url: "/later"))
         #expect(later.status == 503)
         #expect(later.attempts == 1)
+        await upstream.server.shutdown()
+    }
+
+    /// A `Retry-After` date is read against the client's clock: the wait is the time from that
+    /// clock's now to the date.
+    @Test func aRetryAfterDateIsWaitedForByTheClientsClock() async throws {
+        let upstream = try FakeUpstream { router, hits in
+            router.get("/limited") { _ in
+                if hit(hits, "limited") == 1 {
+                    return HTTPResponse(status: 503, headers: ["Retry-After": "Mon, 12 Jan 1970 13:47:00 GMT"])
+                }
+                return .text("ok")
+            }
+        }
+        let recorder = WaitRecorder()
+        let stillClock: @Sendable () -> Date = { Date(timeIntervalSince1970: 1_000_000) }
+        let response = try await client(upstream.baseURL, waits: recorder, now: stillClock).send(
+            .init(url: "/limited"))
+        #expect(response.status == 200)
+        #expect(recorder.waits.get() == [.seconds(20)], "twenty seconds before the date by the client's clock")
         await upstream.server.shutdown()
     }
 

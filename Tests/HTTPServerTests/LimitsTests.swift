@@ -141,15 +141,13 @@ private func trickle(port: Int, head: String, body: Data, pause: Int32) async th
         let server = try startTestServer(uploadRouter(checks: Counter(), handled: handled)) {
             $0.maxBodyBytes = 64 << 20
         }
-        let started = ContinuousClock.now
-        // 50 MB announced, 5 bytes sent: only an answer that does not wait for the body comes back.
+        // 50 MB announced, 5 bytes sent: only an answer that does not wait for the body comes back
+        // (a server that waited for the body would have no 404 to give before its receive deadline).
         let head = Data("POST /nowhere HTTP/1.1\r\nHost: x\r\nContent-Length: 50000000\r\n\r\nhello".utf8)
         let response = try await RawHTTP.exchange(port: server.port, pieces: [head], timeout: 25)
         #expect(response.status == 404)
         #expect(try response.json()["error"] as? String == "NOT_FOUND")
         #expect(response.headers["x-request-id"] != nil)
-        // Well inside the 30 s receive deadline a server waiting for the body would need (slack for a loaded machine).
-        #expect(ContinuousClock.now - started < .seconds(20))
         #expect(handled.value == 0)
         await server.shutdown()
     }

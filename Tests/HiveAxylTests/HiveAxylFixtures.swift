@@ -133,6 +133,7 @@ final class SubscriptionLedgerCore: DialectCore, @unchecked Sendable {
     init(base: FakeCore) { self.base = base }
 
     var stores: [StoreDeclaration] { base.stores }
+    var now: @Sendable () -> Date { base.now }
     func declaration(of store: StoreID) -> StoreDeclaration? { base.declaration(of: store) }
     func prove(_ request: VerificationRequest, client: ClientInfo) async throws -> ProvenPurchase {
         try await base.prove(request, client: client)

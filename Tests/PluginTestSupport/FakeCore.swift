@@ -25,6 +25,8 @@ public final class FakeCore: DialectCore, @unchecked Sendable {
     /// The served stores whose providers can be told a linked purchase's account token (the
     /// `StoreRegistration.accountTokenSetting` a deployment has); none unless a test says.
     public var storesTakingAccountTokens: Set<StoreID> = []
+    /// The clock dialects read; a test may set it to move time.
+    public var now: @Sendable () -> Date = { Date() }
     package let clientVersions: MemoryClientVersions
     package let memoryTokens: MemoryTokenStore
     package let memoryAccounts = MemoryAccountStore()

@@ -17,7 +17,8 @@ import Testing
     static let adminToken = "refunds-admin-" + String(repeating: "r", count: 32)
 
     static func start(
-        _ fake: FakeAppStoreServerAPI, receiver: WebhookReceiver, delay: Int = 3600, deliveryURL: String? = nil
+        _ fake: FakeAppStoreServerAPI, receiver: WebhookReceiver, delay: Int = 3600, deliveryURL: String? = nil,
+        now: @escaping @Sendable () -> Date = { Date() }
     ) async throws -> VerifyHarness {
         let harness = try await VerifyHarness.start(
             environments: [.sandbox], outbox: VerifyHarness.fastOutbox(), adminToken: adminToken,
@@ -35,7 +36,7 @@ import Testing
             configure: { configuration in
                 configuration.refundReviewDelaySeconds = delay
                 configuration.quietSubscriptions.intervalSeconds = 0
-            })
+            }, now: now)
         receiver.secret.set(harness.client.secret)
         return harness
     }
@@ -246,6 +247,30 @@ import Testing
         try await WebhookDelivery.waitUntil { try await Self.request(harness)?.status == "missed" }
         #expect(fake.state.consumptionAnswers.get().isEmpty)
         // Counted by the process that closed it, just after its statement committed.
+        let port = harness.service.port
+        try await WebhookDelivery.waitUntil {
+            try await RawHTTP.request(port: port, path: "/metrics").text
+                .contains(#"receiptgate_refund_deadlines_missed_total{store="app_store"} 1"#)
+        }
+        await receiver.server.shutdown()
+        await fake.shutdown()
+    }
+
+    /// Whether a request's deadline has passed is the service's clock's to say: an answer that
+    /// comes due once that clock is past the deadline is not sent, and the request is missed.
+    @Test func anAnswerDueAfterTheDeadlineByTheServicesClockIsMissedAndNeverSent() async throws {
+        let fake = try FakeAppStoreServerAPI()
+        let receiver = try WebhookReceiver()
+        let clock = MovableClock()
+        let harness = try await Self.start(fake, receiver: receiver, now: clock.now)
+        defer { harness.stop() }
+        try Self.appleKnows(fake, Self.gems())
+        try await Self.pushRequest(harness, fake, Self.gems())  // signed now: Apple's 12 hours have just begun
+        #expect(try await Self.request(harness)?.status == "pending")
+        clock.move(by: 13 * 3600)
+        try await Self.answerDueNow(harness)
+        try await WebhookDelivery.waitUntil { try await Self.request(harness)?.status == "missed" }
+        #expect(fake.state.consumptionAnswers.get().isEmpty)
         let port = harness.service.port
         try await WebhookDelivery.waitUntil {
             try await RawHTTP.request(port: port, path: "/metrics").text

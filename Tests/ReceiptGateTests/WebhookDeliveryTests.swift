@@ -178,6 +178,33 @@ final class WebhookReceiver: Sendable {
         await receiver.server.shutdown()
     }
 
+    /// A message is given up on by the service's clock: failures are retried while it stands within
+    /// `giveUpAfter` of the event, and the first failure once it has moved past ends the event as dead.
+    @Test func aMessageIsGivenUpOnceTheServicesClockPassesGiveUpAfter() async throws {
+        let receiver = try WebhookReceiver()  // down: every delivery fails
+        let clock = MovableClock()
+        let harness = try await VerifyHarness.start(
+            outbox: VerifyHarness.fastOutbox(giveUpAfter: .seconds(3600)), webhookURL: receiver.url, now: clock.now)
+        defer { harness.stop() }
+        receiver.secret.set(harness.client.secret)
+        let receipt = try harness.pki.sign(AppleTestPKI.transaction())
+        #expect(
+            try await harness.client.post("/v1/verify", json: ["store": "app_store", "receipt": receipt]).status == 200)
+        let pool = harness.pool
+        @Sendable func outbox() async throws -> (status: String, attempts: Int) {
+            let row = try await pool.query("SELECT status, attempts FROM outbox")[0]
+            return (try row.decode("status", as: String.self), try row.decode("attempts", as: Int.self))
+        }
+        // Failed three times within the hour by the service's clock: still retried.
+        try await Self.waitUntil { try await outbox().attempts >= 3 }
+        #expect(try await outbox().status == "pending")
+        clock.move(by: 2 * 3600)
+        try await Self.waitUntil { try await outbox().status == "dead" }
+        #expect(receiver.deliveries.get().allSatisfy { !$0.acknowledged })
+        await harness.service.shutdown()
+        await receiver.server.shutdown()
+    }
+
     @Test func backoffGrowsWithJitterAndIsCapped() {
         for attempts in 1...12 {
             let step = min(Duration.seconds(10) * (1 << (attempts - 1)), .seconds(3600))

@@ -46,16 +46,25 @@ package enum RawHTTP {
         }
     }
 
-    /// `exchange`, timed on the thread that does it: how long until the server answered or hung
-    /// up, without the wait for the calling task to be scheduled again on a busy pool.
-    package static func timedExchange(
-        port: Int, pieces: [Data], timeout: TimeInterval = 20
-    ) async -> (result: Result<Response, any Error>, elapsed: Duration) {
-        await withCheckedContinuation { continuation in
+    /// How a connection ended: the server closed it (with what it sent first), or our own read
+    /// timeout gave up waiting while it stayed open.
+    package enum Ending: Sendable, Equatable {
+        case closedByServer(Data)
+        case stillOpenAtOurTimeout
+    }
+
+    /// Sends `pieces`, then reads until the connection ends, and says how it ended. `timeout` is
+    /// only where the test stops waiting for a server that never hangs up: generous, since a
+    /// machine busy with other work may take long to get there.
+    package static func ending(port: Int, pieces: [Data], timeout: TimeInterval = 60) async throws -> Ending {
+        try await withCheckedThrowingContinuation { continuation in
             let thread = Thread {
-                let started = ContinuousClock.now
-                let result = Result { try blockingExchange(port: port, pieces: pieces, pause: .zero, timeout: timeout) }
-                continuation.resume(returning: (result, ContinuousClock.now - started))
+                continuation.resume(
+                    with: Result {
+                        let (received, closed) = try blockingSendAndRead(
+                            port: port, pieces: pieces, pause: .zero, timeout: timeout)
+                        return closed ? .closedByServer(received) : .stillOpenAtOurTimeout
+                    })
             }
             thread.start()
         }
@@ -129,6 +138,14 @@ package enum RawHTTP {
     }
 
     static func blockingExchange(port: Int, pieces: [Data], pause: Duration, timeout: TimeInterval) throws -> Response {
+        try parse(blockingSendAndRead(port: port, pieces: pieces, pause: pause, timeout: timeout).received)
+    }
+
+    /// What came back until the connection ended, and whether it ended by the server closing it
+    /// (rather than by our read timeout or an error).
+    static func blockingSendAndRead(
+        port: Int, pieces: [Data], pause: Duration, timeout: TimeInterval
+    ) throws -> (received: Data, closedByServer: Bool) {
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard descriptor >= 0 else { throw Failure(description: "socket() failed") }
         defer { close(descriptor) }
@@ -156,10 +173,10 @@ package enum RawHTTP {
         var buffer = [UInt8](repeating: 0, count: 65_536)
         while true {
             let count = recv(descriptor, &buffer, buffer.count, 0)
-            if count <= 0 { break }
+            if count == 0 { return (received, true) }
+            if count < 0 { return (received, errno == ECONNRESET) }
             received.append(contentsOf: buffer[0..<count])
         }
-        return try parse(received)
     }
 
     package static func parse(_ data: Data) throws -> Response {

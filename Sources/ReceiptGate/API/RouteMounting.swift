@@ -24,7 +24,9 @@ struct RouteMounter: Sendable {
         for route in routes {
             // Admin routes exist only when an admin token is configured.
             if route.authentication == .admin && adminGate == nil { continue }
-            router.add(route.method, route.path, headerCheck: Self.headerCheck(route, render: render)) {
+            router.add(
+                route.method, route.path, headerCheck: Self.headerCheck(route, now: authentication.now, render: render)
+            ) {
                 [self] request in
                 await respond(to: request, route: route, render: render).http
             }
@@ -88,7 +90,7 @@ struct RouteMounter: Sendable {
     /// What the headers alone decide, before the body is read: a signed route without its three
     /// headers or with a stale timestamp, a bearer route without a bearer token.
     static func headerCheck(
-        _ route: Route, render: @escaping @Sendable (RouteRefusal) -> RouteResponse
+        _ route: Route, now: @escaping @Sendable () -> Date, render: @escaping @Sendable (RouteRefusal) -> RouteResponse
     ) -> HTTPHeaderCheck? {
         let authentication = route.authentication
         let requireVersion2 = requiresVersion2(route)
@@ -97,7 +99,7 @@ struct RouteMounter: Sendable {
             return { head in
                 guard
                     let problem = ClientAuthentication.headerProblem(
-                        header: { head.headers[$0] }, requireVersion2: requireVersion2)
+                        header: { head.headers[$0] }, requireVersion2: requireVersion2, now: now())
                 else { return nil }
                 return refusalResponse(
                     RouteRefusal(code: .unauthorized, message: problem), authentication: authentication, render: render

@@ -16,14 +16,13 @@ package struct ClientAuthentication: Sendable {
     let directory: any ClientDirectory
     let now: @Sendable () -> Date
 
-    init(directory: any ClientDirectory, now: @escaping @Sendable () -> Date = { Date() }) {
+    init(directory: any ClientDirectory, now: @escaping @Sendable () -> Date) {
         self.directory = directory
         self.now = now
     }
 
     /// What is wrong with the signature headers before any secret is looked at, or nil.
-    static func headerProblem(header: (String) -> String?, requireVersion2: Bool = false, now: Date = Date()) -> String?
-    {
+    static func headerProblem(header: (String) -> String?, requireVersion2: Bool = false, now: Date) -> String? {
         guard case .failure(let refused) = SignatureHeaders.read(header, requireVersion2: requireVersion2, now: now)
         else { return nil }
         return refused.message

@@ -13,7 +13,7 @@ extension Console {
                 "Player", session: session, section: "Purchases", error: "The player id \(problem).", status: 400,
                 "<h1>Player</h1>")
         }
-        let now = Date()
+        let now = self.now()
         let rows = try await queries.entitlements(of: playerID).map { owned -> HTML in
             let grant = owned.grant
             let state =

@@ -20,6 +20,8 @@ struct Console: Sendable {
     /// How client settings are read and checked: each plugin's as the registry declares them.
     let input: ClientSettingsInput
     let logger: Logger
+    /// The service's clock: whether a grant shown has ended yet.
+    let now: @Sendable () -> Date
 
     typealias Page = @Sendable (HTTPRequest, ConsoleSession) async throws -> HTTPResponse
     typealias Action = @Sendable (HTTPRequest, ConsoleForm, ConsoleSession) async throws -> HTTPResponse

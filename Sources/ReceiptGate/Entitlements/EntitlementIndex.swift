@@ -91,11 +91,13 @@ enum EntitlementIndex {
             let before: EntitlementRules.Grant? =
                 try row.decode("had_before", as: Bool.self)
                 ? .init(expires: try row.decode("before_expires"), grace: try row.decode("before_grace")) : nil
-            guard let change = EntitlementRules.change(before: before, after: after) else { continue }
+            // The database's time, the instant the statement chose what is owned by.
+            let checkedAt = try row.decode("checked_at", as: Date.self)
+            guard let change = EntitlementRules.change(before: before, after: after, at: checkedAt) else { continue }
             moved.append(Moved(change: change, grant: grant))
             if announce, try row.decode("announce", as: Bool.self) {
                 try OutboxRepository.enqueue(
-                    event: "entitlement.\(change.rawValue)", payload: EntitlementNews(grant: grant),
+                    event: "entitlement.\(change.rawValue)", payload: EntitlementNews(grant: grant, at: checkedAt),
                     client: catalog.clientID,
                     aggregateKey: "entitlements:\(catalog.clientID):\(grant.playerID)", on: connection)
             }
@@ -220,11 +222,12 @@ enum EntitlementIndex {
                 SELECT webhook_url IS NOT NULL AS announce FROM clients WHERE id = \(catalog.clientID)
             )
             SELECT 'removed' AS side, \(unescaped: EntitlementRows.columns(of: "r")), true AS had_before,
-                   r.expires_date AS before_expires, r.grace_period_expires_date AS before_grace, a.announce
+                   r.expires_date AS before_expires, r.grace_period_expires_date AS before_grace, a.announce,
+                   now() AS checked_at
             FROM removed r, announce a
             UNION ALL
             SELECT 'written', \(unescaped: EntitlementRows.columns(of: "w")), b.player_id IS NOT NULL,
-                   b.expires_date, b.grace_period_expires_date, a.announce
+                   b.expires_date, b.grace_period_expires_date, a.announce, now()
             FROM written w LEFT JOIN before b ON b.player_id = w.player_id AND b.entitlement = w.entitlement, announce a
             """
     }

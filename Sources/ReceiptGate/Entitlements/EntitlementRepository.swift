@@ -23,7 +23,7 @@ struct EntitlementRepository: Sendable {
 
     /// What the player owns now under the client's catalog, by entitlement name. One index range:
     /// rows past their end (the sweep not yet run) are left out here.
-    func owned(by playerID: String, client: ClientInfo, at now: Date = Date()) async throws -> [EntitlementGrant] {
+    func owned(by playerID: String, client: ClientInfo, at now: Date) async throws -> [EntitlementGrant] {
         let environments = client.environments
         return try await batcher.rows(client: client.clientID, player: playerID).filter {
             environments.contains($0.environment)

@@ -16,7 +16,7 @@ extension NativeAPI {
     private func playerEntitlements(_ context: RouteContext) async -> RouteResponse {
         await reading(context) { client in
             let player = context.pathParameters["player_id"] ?? ""
-            let now = Date()
+            let now = core.now()
             let owned = try await entitlements.owned(by: player, client: client, at: now)
             return .json(
                 encoded: PlayerEntitlements(

@@ -9,7 +9,7 @@ struct NativeEntitlement: Encodable, Sendable {
     /// When `in_grace_period` is judged.
     let now: Date
 
-    init(_ grant: EntitlementGrant, now: Date = Date()) {
+    init(_ grant: EntitlementGrant, now: Date) {
         self.grant = grant
         self.now = now
     }
@@ -85,10 +85,12 @@ struct PlayerEntitlements: Encodable, Sendable {
 /// revoked or expired).
 struct EntitlementNews: Encodable {
     let grant: EntitlementGrant
+    /// When the change was decided: whether the grant is in its grace period is as of then.
+    let at: Date
     enum CodingKeys: String, CodingKey { case entitlement, playerID = "player_id" }
     func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(grant.playerID, forKey: .playerID)
-        try container.encode(NativeEntitlement(grant), forKey: .entitlement)
+        try container.encode(NativeEntitlement(grant, now: at), forKey: .entitlement)
     }
 }

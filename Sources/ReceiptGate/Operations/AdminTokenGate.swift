@@ -22,7 +22,7 @@ final class AdminTokenGate: Sendable {
     private let digest: Data
     private let throttle: AdminTokenThrottle
 
-    init(token: String, throttle: AdminTokenThrottle = AdminTokenThrottle()) throws {
+    init(token: String, throttle: AdminTokenThrottle) throws {
         digest = try SHA256.hash(Data(token.utf8))
         self.throttle = throttle
     }
@@ -51,7 +51,7 @@ final class AdminTokenThrottle: Sendable {
     private let failures = Mutex<[String: (since: Date, count: Int)]>([:])
     private let now: @Sendable () -> Date
 
-    init(now: @escaping @Sendable () -> Date = Date.init) { self.now = now }
+    init(now: @escaping @Sendable () -> Date) { self.now = now }
 
     /// Nil when `network` may try again; else the whole seconds until its minute is over.
     func secondsHeldBack(_ network: String) -> Int? {

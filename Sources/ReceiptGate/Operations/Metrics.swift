@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import HTTPServer
 import Postgres
 import Synchronization
@@ -28,9 +28,13 @@ public final class Metrics: Sendable {
     }
 
     private let counts = Mutex(Counts())
-    private let started = Date()
+    private let now: @Sendable () -> Date
+    private let started: Date
 
-    public init() {}
+    public init(now: @escaping @Sendable () -> Date) {
+        self.now = now
+        started = now()
+    }
 
     public func record(method: String, route: String, status: Int, seconds: Double) {
         let key = RouteKey(method: method, route: route)
@@ -191,7 +195,7 @@ public final class Metrics: Sendable {
         }
         out += "# HELP receiptgate_uptime_seconds Seconds since the process started serving.\n"
         out += "# TYPE receiptgate_uptime_seconds gauge\n"
-        out += "receiptgate_uptime_seconds \(Int(Date().timeIntervalSince(started)))\n"
+        out += "receiptgate_uptime_seconds \(Int(now().timeIntervalSince(started)))\n"
         return out
     }
 

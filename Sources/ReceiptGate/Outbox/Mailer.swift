@@ -7,9 +7,12 @@ import OpenSSLCrypto
 struct Mailer: Sendable {
     let settings: SMTPSettings
     let client: SMTPClient
+    /// The service's clock, for the message's `Date:`.
+    let now: @Sendable () -> Date
 
-    init(settings: SMTPSettings) {
+    init(settings: SMTPSettings, now: @escaping @Sendable () -> Date) {
         self.settings = settings
+        self.now = now
         var configuration = SMTPClient.Configuration(
             url: settings.url, user: settings.user, password: settings.password, insecure: settings.insecure)
         configuration.timeout = .seconds(30)
@@ -32,7 +35,7 @@ struct Mailer: Sendable {
         do {
             try await client.send(
                 from: settings.from, to: [message.to],
-                message: Self.compose(message, from: settings.from, eventID: eventID))
+                message: Self.compose(message, from: settings.from, eventID: eventID, date: now()))
             return nil
         } catch {
             return "\(error)"
@@ -41,7 +44,7 @@ struct Mailer: Sendable {
 
     static func isSafeHeader(_ value: String) -> Bool { !value.contains("\r") && !value.contains("\n") }
 
-    static func compose(_ message: Message, from: String, eventID: String) -> Data {
+    static func compose(_ message: Message, from: String, eventID: String, date: Date) -> Data {
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss Z"
@@ -54,7 +57,7 @@ struct Mailer: Sendable {
             of: "\n", with: "\r\n")
         let lines = [
             "From: \(from)", "To: \(message.to)", "Subject: \(encodedSubject)",
-            "Date: \(formatter.string(from: Date()))",
+            "Date: \(formatter.string(from: date))",
             "Message-ID: <\(eventID)@\(domain)>", "MIME-Version: 1.0", "Content-Type: text/plain; charset=utf-8",
             "Content-Transfer-Encoding: 8bit", "", body,
         ]

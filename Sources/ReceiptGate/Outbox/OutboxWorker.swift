@@ -52,6 +52,8 @@ public final class OutboxWorker: Sendable {
     let delivered: DeliveredBatcher
     /// The client and the secret its messages are signed with; nil for an unknown or disabled one.
     let signingSecret: @Sendable (String) async throws -> (Client, String)?
+    /// The service's clock: when a message is given up on, and the timestamp it is signed with.
+    let now: @Sendable () -> Date
     private let task = TaskBox()
 
     init(
@@ -59,8 +61,10 @@ public final class OutboxWorker: Sendable {
         configuration: Configuration = Configuration(), logger: Logger, mailer: Mailer? = nil,
         refundAnswers: RefundAnswers? = nil,
         accountTokenSetters: [StoreID: any AccountTokenSetting] = [:],
-        signingSecret: (@Sendable (String) async throws -> (Client, String)?)? = nil
+        signingSecret: (@Sendable (String) async throws -> (Client, String)?)? = nil,
+        now: @escaping @Sendable () -> Date
     ) {
+        self.now = now
         self.signingSecret = signingSecret ?? { [clients] in try await clients.secret(for: $0) }
         self.mailer = mailer
         self.accountTokenSetters = accountTokenSetters
@@ -73,7 +77,7 @@ public final class OutboxWorker: Sendable {
         delivered = DeliveredBatcher(outbox: outbox)
         circuits = ReceiverCircuits(
             threshold: configuration.circuitThreshold, probeInterval: Self.seconds(configuration.probeInterval),
-            parkFor: Self.seconds(configuration.maxDelay))
+            parkFor: Self.seconds(configuration.maxDelay), now: now)
         var http = HTTPClient.Configuration()
         http.retry = .none  // the outbox is the retry mechanism
         http.timeout = configuration.attemptTimeout
@@ -208,7 +212,7 @@ public final class OutboxWorker: Sendable {
                 let attempts = event.attempts + 1
                 let giveUp =
                     final
-                    || Date().timeIntervalSince(event.createdAt) >= Double(configuration.giveUpAfter.components.seconds)
+                    || now().timeIntervalSince(event.createdAt) >= Double(configuration.giveUpAfter.components.seconds)
                 let delay = Self.delay(
                     afterAttempts: attempts, base: configuration.baseDelay, max: configuration.maxDelay)
                 try await outbox.markFailed(
@@ -268,7 +272,7 @@ public final class OutboxWorker: Sendable {
             return "\(event.target.rawValue) URL is not https and the client was not created with --allow-insecure-url"
         }
         let body = Data(event.payload.utf8)
-        let timestamp = String(Int(Date().timeIntervalSince1970))
+        let timestamp = String(Int(now().timeIntervalSince1970))
         let signature: String
         do {
             signature = try ClientAuthentication.signature(

@@ -34,7 +34,7 @@ extension Service {
         guard !polls.isEmpty else { throw NothingToReconcile(store: store.rawValue) }
         let runner = StorePollRunner(
             polls: PollRepository(pool: database.pool), clients: repositories.clients,
-            notifications: repositories.notifications, logger: logger)
+            notifications: repositories.notifications, logger: logger, now: now)
         var runs: [PollRepository.Run] = []
         for poll in polls {
             runs.append(try await runner.runByHand(poll.poller, registration: poll.registration, since: since))

@@ -12,14 +12,17 @@ final class StorePollRunner: Sendable {
     let notifications: NotificationRepository
     let logger: Logger
     let metrics: Metrics?
+    /// When a run started and finished, as recorded.
+    let now: @Sendable () -> Date
     /// This process, as lease owner.
     let owner = "\(ProcessInfo.processInfo.hostName):\(getpid()):\(UUID().uuidString.prefix(8))"
     private let tasks = LockedTasks()
 
     init(
         polls: PollRepository, clients: ClientRepository, notifications: NotificationRepository, logger: Logger,
-        metrics: Metrics? = nil
+        metrics: Metrics? = nil, now: @escaping @Sendable () -> Date
     ) {
+        self.now = now
         self.metrics = metrics
         self.polls = polls
         self.clients = clients
@@ -71,7 +74,7 @@ final class StorePollRunner: Sendable {
         let name = poller.pollName
         let interval = Self.seconds(poller.interval)
         let lease = max(interval, 300)
-        let started = Date()
+        let started = now()
         do {
             guard try await polls.acquire(name, owner: owner, seconds: lease) else { return }
         } catch {
@@ -86,7 +89,7 @@ final class StorePollRunner: Sendable {
         metrics?.recordPollRun(poll: name, failed: outcome.failure != nil, tally: run.tally)
         await record(
             PollRepository.Run(
-                poll: name, process: owner, startedAt: started, finishedAt: Date(), tally: run.tally,
+                poll: name, process: owner, startedAt: started, finishedAt: now(), tally: run.tally,
                 byHand: false, error: outcome.failure))
     }
 
@@ -101,12 +104,12 @@ final class StorePollRunner: Sendable {
         guard try await polls.acquire(name, owner: owner, seconds: 3600) else {
             throw ByHandRunUnderWay(poll: poller.pollName)
         }
-        let started = Date()
+        let started = now()
         let run = Run(since: since, cursors: .memory(Run.MemoryCursors()))
         let outcome = await perform(poller, registration: registration, run: run)
         try? await polls.finish(name, owner: owner, nextInSeconds: 0)
         let record = PollRepository.Run(
-            poll: poller.pollName, process: owner, startedAt: started, finishedAt: Date(), tally: run.tally,
+            poll: poller.pollName, process: owner, startedAt: started, finishedAt: now(), tally: run.tally,
             byHand: true, error: outcome.cancelled ? "cancelled" : outcome.failure)
         await self.record(record)
         return record

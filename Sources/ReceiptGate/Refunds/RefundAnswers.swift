@@ -11,6 +11,8 @@ struct RefundAnswers: Sendable {
     let clients: ClientRepository
     let metrics: Metrics?
     let logger: Logger
+    /// The service's clock, against which a request's deadline has passed or not.
+    let now: @Sendable () -> Date
 
     /// Nil when the message is done with (settled, or nothing more can be done); else why it
     /// must be tried again.
@@ -29,8 +31,10 @@ struct RefundAnswers: Sendable {
                 return nil
             }
             guard request.status == "pending" else { return nil }
-            guard request.deadline > Date() else {
-                for store in try await requests.closeMissed() { metrics?.recordRefundDeadlineMissed(store: store) }
+            guard request.deadline > now() else {
+                for store in try await requests.closeMissed(now: now()) {
+                    metrics?.recordRefundDeadlineMissed(store: store)
+                }
                 return nil
             }
             guard let answerer = answerers[request.target.store] else {

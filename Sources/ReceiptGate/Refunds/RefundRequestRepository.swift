@@ -94,10 +94,12 @@ struct RefundRequestRepository: Sendable {
         }
     }
 
-    func closeMissed() async throws -> [String] {
+    /// Pending requests whose deadline passed by `now` (the service's clock) become missed; the
+    /// store of each, to count.
+    func closeMissed(now: Date) async throws -> [String] {
         try await pool.query(
             """
-            UPDATE refund_requests SET status = 'missed', answer_token = NULL WHERE status = 'pending' AND deadline < now() RETURNING store
+            UPDATE refund_requests SET status = 'missed', answer_token = NULL WHERE status = 'pending' AND deadline < \(now) RETURNING store
             """
         ).map { try $0.decode("store", as: String.self) }
     }

@@ -109,13 +109,14 @@ enum SubscriptionRepository {
         return changed == 1 && before != status.rawValue
     }
 
-    /// A refund or revocation of the subscription's latest period.
+    /// A refund or revocation of the subscription's latest period; one the store did not date is
+    /// dated by the database's clock, as `updated_at` is.
     static func markRevoked(
         _ status: SubscriptionStatus, purchase: VerifiedPurchase, original: String, on connection: PostgresConnection
     ) throws {
         try connection.execute(
             """
-            UPDATE subscriptions SET status = \(status.rawValue), revocation_date = \(purchase.revocationDate ?? Date()), updated_at = now()
+            UPDATE subscriptions SET status = \(status.rawValue), revocation_date = COALESCE(\(purchase.revocationDate)::timestamptz, now()), updated_at = now()
             WHERE store = \(purchase.store.rawValue) AND environment = \(purchase.environment.rawValue) AND original_transaction_id = \(original)
               AND latest_transaction_id = \(purchase.transactionID)
             """)

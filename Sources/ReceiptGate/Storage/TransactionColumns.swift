@@ -55,7 +55,9 @@ enum TransactionColumns {
             $0.purchase.refund?.percentageMilliunits?.postgresText
         },
         Column(name: "refunded_quantity", type: "integer") { $0.purchase.refund?.quantity?.postgresText },
-        Column(name: "claimed_at", type: "timestamptz") { $0.claimant == nil ? nil : Date().postgresText },
+        // PostgreSQL reads the text `now` as its transaction's time: a claim is dated by the
+        // database's clock, as every other row's time is, in each statement built from this list.
+        Column(name: "claimed_at", type: "timestamptz") { $0.claimant == nil ? nil : "now" },
         Column(name: "player_id", type: "text") { $0.claimant?.playerID },
         Column(name: "character_id", type: "text") { $0.claimant?.characterID },
         Column(name: "server_id", type: "text") { $0.claimant?.serverID },

@@ -14,6 +14,7 @@ struct ServiceDialectCore: DialectCore {
     let accounts: any AccountStore
     let replayGuard: any ReplayGuard
     let signer: any TokenSigner
+    let now: @Sendable () -> Date
 
     /// Every store served, by store id.
     var stores: [StoreDeclaration] {

@@ -83,9 +83,8 @@ import Testing
         try await waitFor { $0.filter { $0.status == 503 && $0.at > stopped }.count >= 32 }
         _ = try await onOwnThread { try cluster.start() }
         let restarted = ContinuousClock.now
-        // Recovered: a 200 answered after the database came back, within 30 s (timed when the load's
-        // task sees the answer, which on a loaded machine waits on the test process's busy pool;
-        // seen at 18 s with every suite running on two cores).
+        // Recovered: a 200 answered after the database came back, waited for (the bound only ends a
+        // wait for a service that never recovers; how fast it does is the fault drill's to measure).
         var recovered: ContinuousClock.Instant?
         while recovered == nil, ContinuousClock.now - restarted < .seconds(40) {
             try await Task.sleep(for: .milliseconds(100))
@@ -102,10 +101,7 @@ import Testing
         #expect(outage.allSatisfy { $0.retryAfter == "1" && $0.error == "VERIFIER_ERROR" })
         let others = all.filter { ![200, 503].contains($0.status) }
         #expect(others.isEmpty, "statuses besides 200 and 503: \(Set(others.map { "\($0.status) \($0.error ?? "")" }))")
-        let recoveredAt = try #require(recovered, "no verification succeeded within 40 s of the database's return")
-        #expect(
-            recoveredAt - restarted < .seconds(30),
-            "first success \(recoveredAt - restarted) after the database came back")
+        _ = try #require(recovered, "no verification succeeded within 40 s of the database's return")
 
         // Every 200 has its row.
         let verified = Set(all.filter { $0.status == 200 }.map(\.transactionID))

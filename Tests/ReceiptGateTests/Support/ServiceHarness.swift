@@ -78,7 +78,7 @@ struct VerifyHarness {
         pki given: AppleTestPKI? = nil, rateLimits: [String: ServiceConfiguration.RateLimitOverride] = [:],
         appStore: (AppleTestPKI) -> AppStoreConfiguration? = { _ in nil },
         configure: (inout ServiceConfiguration) -> Void = { _ in },
-        beforeStart: (Service) -> Void = { _ in }
+        beforeStart: (Service) -> Void = { _ in }, now: @escaping @Sendable () -> Date = { Date() }
     ) async throws -> VerifyHarness {
         let pki = try given ?? AppleTestPKI()
         var configuration = ServiceConfiguration()
@@ -94,11 +94,11 @@ struct VerifyHarness {
         let logger = log.logger
         let database = try Database.open(configuration, logger: logger)
         let provider = AppStoreProvider(
-            verifier: AppStoreSignedDataVerifier(trustRoots: [pki.root]), configuration: appStore(pki))
+            verifier: AppStoreSignedDataVerifier(trustRoots: [pki.root], now: now), configuration: appStore(pki))
         let service = try Service(
             configuration: configuration, logger: logger, database: database,
             stores: [provider.registration] + otherStores,
-            dialects: dialects)
+            dialects: dialects, now: now)
         service.outboxConfiguration = outbox ?? Self.fewSenders(OutboxWorker.Configuration())
         beforeStart(service)
         try await service.start()
