@@ -78,7 +78,8 @@ public final class Service: Sendable {
         repositories = Repositories(
             pool: database.pool, secrets: SecretBox(masterKey: master.key),
             refundCallbacks: try Self.refundCallbackFormats(dialects),
-            refundAnswerDelay: Double(configuration.refundReviewDelaySeconds), readStandby: database.readPool)
+            refundAnswerDelay: Double(configuration.refundReviewDelaySeconds), readStandby: database.readPool,
+            now: now)
     }
 
     public var clients: ClientRepository { repositories.clients }

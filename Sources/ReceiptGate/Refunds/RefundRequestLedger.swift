@@ -9,7 +9,7 @@ enum RefundRequestLedger {
     /// `refund.requested` webhook and the answer, due after `answerDelay` seconds and always before
     /// the store's deadline. False if the store had asked this before.
     static func record(
-        _ news: RefundRequestNews, purchase: VerifiedPurchase, owner: Client, answerDelay: Double,
+        _ news: RefundRequestNews, purchase: VerifiedPurchase, owner: Client, answerDelay: Double, at now: Date,
         on connection: PostgresConnection
     ) throws -> Bool {
         let row = try connection.query(
@@ -27,7 +27,7 @@ enum RefundRequestLedger {
                 """
             ).first?.decode("n", as: Int.self) ?? 0
         }
-        let due = answerDue(now: Date(), deadline: news.deadline, delay: answerDelay)
+        let due = answerDue(now: now, deadline: news.deadline, delay: answerDelay)
         guard
             let id = try connection.query(
                 """

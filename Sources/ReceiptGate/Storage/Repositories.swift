@@ -23,13 +23,13 @@ public struct Repositories: Sendable {
     init(
         pool: PostgresPool, secrets: SecretBox, refundCallbacks: [String: any RefundCallbackRenderer],
         refundAnswerDelay: Double = 3600,
-        readStandby: PostgresPool? = nil
+        readStandby: PostgresPool? = nil, now: @escaping @Sendable () -> Date = { Date() }
     ) {
         clients = ClientRepository(pool: pool, secrets: secrets, standby: readStandby)
         transactions = TransactionRepository(pool: pool, secrets: secrets)
         outbox = OutboxRepository(pool: pool, secrets: secrets)
         notifications = NotificationRepository(
-            pool: pool, refundCallbacks: refundCallbacks, refundAnswerDelay: refundAnswerDelay)
+            pool: pool, refundCallbacks: refundCallbacks, refundAnswerDelay: refundAnswerDelay, now: now)
         tokens = TokenRepository(pool: pool)
         accounts = AccountRepository(pool: pool)
         replay = ReplayRepository(pool: pool)

@@ -30,7 +30,7 @@ extension TransactionRepository {
         }
         let outcome = try carryOut(
             transition, event: event, purchase: purchase, original: original, owner: owner,
-            refundAnswerDelay: refundAnswerDelay, on: connection)
+            refundAnswerDelay: refundAnswerDelay, at: now, on: connection)
         let consequence = transition.consequence(of: outcome.ledger)
         if let row = outcome.row {
             try queue(
@@ -48,7 +48,7 @@ extension TransactionRepository {
     /// The transition's writes, and what they did.
     private static func carryOut(
         _ transition: LedgerTransition, event: StoreEvent, purchase: VerifiedPurchase, original: String, owner: Client,
-        refundAnswerDelay: Double, on connection: PostgresConnection
+        refundAnswerDelay: Double, at now: Date, on connection: PostgresConnection
     ) throws -> (ledger: LedgerOutcome, row: TransactionRecord?) {
         var outcome = LedgerOutcome()
         var row: TransactionRecord?
@@ -92,7 +92,7 @@ extension TransactionRepository {
         }
         if transition.recordsRefundRequest, let news = event.refundRequest {
             outcome.refundRequestRecorded = try RefundRequestLedger.record(
-                news, purchase: purchase, owner: owner, answerDelay: refundAnswerDelay, on: connection)
+                news, purchase: purchase, owner: owner, answerDelay: refundAnswerDelay, at: now, on: connection)
         }
         return (outcome, row)
     }
