@@ -54,17 +54,17 @@ let package = Package(
         // Store providers (see Providers/README.md).
         .target(name: "AppStore", dependencies: ["JSON", "ReceiptCore", "OpenSSLCrypto", "HTTPClient"], path: "Providers/AppStore",
                 swiftSettings: swiftSettings),
-        .target(name: "GooglePlay", dependencies: ["ReceiptCore", "OpenSSLCrypto", "HTTPClient"], path: "Providers/GooglePlay",
+        .target(name: "GooglePlay", dependencies: ["JSON", "ReceiptCore", "OpenSSLCrypto", "HTTPClient"], path: "Providers/GooglePlay",
                 swiftSettings: swiftSettings),
-        .target(name: "AmazonAppstore", dependencies: ["ReceiptCore", "OpenSSLCrypto", "HTTPClient"], path: "Providers/AmazonAppstore",
+        .target(name: "AmazonAppstore", dependencies: ["JSON", "ReceiptCore", "OpenSSLCrypto", "HTTPClient"], path: "Providers/AmazonAppstore",
                 swiftSettings: swiftSettings),
-        .target(name: "HuaweiAppGallery", dependencies: ["ReceiptCore", "OpenSSLCrypto", "HTTPClient"], path: "Providers/HuaweiAppGallery",
+        .target(name: "HuaweiAppGallery", dependencies: ["JSON", "ReceiptCore", "OpenSSLCrypto", "HTTPClient"], path: "Providers/HuaweiAppGallery",
                 swiftSettings: swiftSettings),
         // Dialect providers.
-        .target(name: "AlogameGateway", dependencies: ["ReceiptCore"], path: "Providers/AlogameGateway",
+        .target(name: "AlogameGateway", dependencies: ["JSON", "ReceiptCore"], path: "Providers/AlogameGateway",
                 swiftSettings: swiftSettings),
-        .target(name: "HiveAxyl", dependencies: ["ReceiptCore"], path: "Providers/HiveAxyl", swiftSettings: swiftSettings),
-        .target(name: "AccountLink", dependencies: ["ReceiptCore", "OpenSSLCrypto"], path: "Providers/AccountLink",
+        .target(name: "HiveAxyl", dependencies: ["JSON", "ReceiptCore"], path: "Providers/HiveAxyl", swiftSettings: swiftSettings),
+        .target(name: "AccountLink", dependencies: ["JSON", "ReceiptCore", "OpenSSLCrypto"], path: "Providers/AccountLink",
                 swiftSettings: swiftSettings),
 
         // The plugin registry: every store and dialect this binary serves, in one list.

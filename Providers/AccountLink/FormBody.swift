@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 import ReceiptCore
 
 /// Parameters of a POST sent either as a form (`application/x-www-form-urlencoded`, what OAuth
@@ -7,12 +8,10 @@ enum FormBody {
     static func parameters(_ request: RouteRequest) -> [String: String]? {
         let type = request.headers["content-type"]?.lowercased() ?? ""
         if type.hasPrefix("application/json") {
-            guard let object = (try? JSONSerialization.jsonObject(with: request.body)) as? [String: Any] else {
-                return nil
-            }
+            guard let object = JSONValue(parsing: request.body)?.object else { return nil }
             var result: [String: String] = [:]
             for (name, value) in object {
-                guard let text = value as? String else { return nil }
+                guard let text = value.string else { return nil }
                 result[name] = text
             }
             return result

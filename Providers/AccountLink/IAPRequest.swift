@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 import ReceiptCore
 
 /// A `POST /iap` call, checked: the SDK's headers, exactly one store's evidence, the optional
@@ -109,9 +110,11 @@ struct IAPRequest: Sendable {
     static func parse(headers: Headers, body data: Data, stores: [StoreDeclaration]) -> Result<IAPRequest, Problem> {
         do throws(Problem) {
             let body = try decodedBody(data)
-            let store = try storeEvidence(in: data, stores: stores)
+            // The store object's fields and `aflyr` are read as sent, whatever their shape.
+            let object = JSONValue(parsing: data)?.object ?? [:]
+            let store = try storeEvidence(in: object, stores: stores)
             let email = try emailAddress(body.customer_details?.email)
-            let attribution = body.aflyr == nil ? nil : try attribution(in: data)
+            let attribution = body.aflyr == nil ? nil : try attribution(in: object)
             return .success(
                 IAPRequest(
                     headers: headers, store: store.store, appIdentifier: store.appIdentifier,
@@ -153,16 +156,17 @@ struct IAPRequest: Sendable {
     /// or `app_receipt_base64`, or a bare `transaction_id` where the store can look one up); a
     /// token store takes `package_id`, `purchase_token`, an optional `product_id`, and the
     /// evidence fields it declares, by their names.
-    private static func storeEvidence(in data: Data, stores: [StoreDeclaration]) throws(Problem) -> StoreEvidence {
-        let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? [:]
+    private static func storeEvidence(
+        in object: [String: JSONValue], stores: [StoreDeclaration]
+    ) throws(Problem) -> StoreEvidence {
         // A key sent as null is absent, as generated clients write unused objects.
-        let present = stores.filter { object[objectKey(for: $0)].map { !($0 is NSNull) } ?? false }
+        let present = stores.filter { object[objectKey(for: $0)].map { !$0.isNull } ?? false }
         guard present.count == 1, let store = present.first else {
             let names = stores.map { "'\(objectKey(for: $0))'" }.joined(separator: ", ")
             throw Problem(.missingFields, "exactly one of \(names) is required")
         }
         let key = objectKey(for: store)
-        guard let fields = object[key] as? [String: Any] else {
+        guard let fields = object[key]?.object else {
             throw Problem(.invalidField, "field '\(key)' must be an object")
         }
         let reader = FieldReader(object: key, fields: fields)
@@ -230,18 +234,18 @@ struct IAPRequest: Sendable {
     /// A store object's string fields; every problem names `object.field`.
     private struct FieldReader {
         let object: String
-        let fields: [String: Any]
+        let fields: [String: JSONValue]
 
         func optional(_ name: String) throws(Problem) -> String? {
-            guard let value = fields[name], !(value is NSNull) else { return nil }
-            guard let text = value as? String else {
+            guard let value = fields[name], !value.isNull else { return nil }
+            guard let text = value.string else {
                 throw Problem(.invalidField, "field '\(object).\(name)' has the wrong type (expected string)")
             }
             return text.isEmpty ? nil : text
         }
 
         func required(_ name: String) throws(Problem) -> String {
-            guard fields[name] != nil, !(fields[name] is NSNull) else {
+            guard let value = fields[name], !value.isNull else {
                 throw Problem(.missingFields, "field '\(object).\(name)' is required")
             }
             guard let text = try optional(name) else {
@@ -260,17 +264,16 @@ struct IAPRequest: Sendable {
     }
 
     /// The `aflyr` object kept as sent (apple_search_ads is the app's to shape), but only an object, and small.
-    private static func attribution(in data: Data) throws(Problem) -> Data {
-        guard let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any],
-            let aflyr = object["aflyr"] as? [String: Any]
-        else {
+    private static func attribution(in object: [String: JSONValue]) throws(Problem) -> Data {
+        guard let aflyr = object["aflyr"]?.object else {
             throw Problem(.invalidField, "field 'aflyr' must be an object")
         }
-        if let ads = aflyr["apple_search_ads"], !(ads is [String: Any]) {
+        if let ads = aflyr["apple_search_ads"], ads.object == nil {
             throw Problem(.invalidField, "field 'aflyr.apple_search_ads' has the wrong type (expected object)")
         }
-        guard let encoded = try? JSONSerialization.data(withJSONObject: aflyr, options: [.sortedKeys]),
-            encoded.count <= 8_192
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        guard let encoded = try? encoder.encode(aflyr), encoded.count <= 8_192
         else {
             throw Problem(.invalidField, "field 'aflyr' is larger than 8 KiB")
         }

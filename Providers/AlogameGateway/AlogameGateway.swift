@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 public import ReceiptCore
 
 /// The Alogame IAP Gateway contract, to the letter: a game server written from that
@@ -240,12 +241,12 @@ public struct AlogameGateway: DialectProvider {
         }
 
         static func parse(_ data: Data) -> Result<VerifyBody, Refusal> {
-            guard let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else {
+            guard let object = JSONValue(parsing: data)?.object else {
                 return .failure(Refusal(code: "MISSING_FIELDS", message: "the body must be a JSON object"))
             }
             let missing = ["receipt", "product_id", "os_id"].filter { key in
-                guard let value = object[key], !(value is NSNull) else { return true }
-                return (value as? String)?.isEmpty == true
+                guard let value = object[key], !value.isNull else { return true }
+                return value.string?.isEmpty == true
             }
             guard missing.isEmpty else {
                 return .failure(
@@ -253,7 +254,7 @@ public struct AlogameGateway: DialectProvider {
                         code: "MISSING_FIELDS", message: "missing required field(s): \(missing.joined(separator: ", "))"
                     ))
             }
-            guard let receipt = object["receipt"] as? String, let productID = object["product_id"] as? String else {
+            guard let receipt = object["receipt"]?.string, let productID = object["product_id"]?.string else {
                 return .failure(Refusal(code: "MISSING_FIELDS", message: "receipt and product_id must be strings"))
             }
             if let problem = Identifier.problem(productID) {
@@ -268,8 +269,8 @@ public struct AlogameGateway: DialectProvider {
                 ("player_id", \VerifyBody.playerID), ("character_id", \.characterID), ("server_id", \.serverID),
                 ("game_version", \.gameVersion),
             ] {
-                guard let value = object[key], !(value is NSNull) else { continue }
-                guard let text = value as? String else {
+                guard let value = object[key], !value.isNull else { continue }
+                guard let text = value.string else {
                     return .failure(Refusal(code: "MISSING_FIELDS", message: "\(key) must be a string"))
                 }
                 if let problem = Identifier.problem(text) {

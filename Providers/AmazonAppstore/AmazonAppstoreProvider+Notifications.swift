@@ -66,7 +66,7 @@ extension AmazonAppstoreProvider {
         for name in ["Type", "MessageId", "TopicArn", "Token", "SubscribeURL", "Timestamp", "Message"] {
             kept[name] = message.fields[name]
         }
-        let decoded = try JSONSerialization.data(withJSONObject: kept, options: [.sortedKeys, .withoutEscapingSlashes])
+        let decoded = try JSONEncoder.sortedForStorage.encode(kept)
         var notification = StoreNotification(
             store: store, notificationID: message.messageID, type: message.type, subtype: nil, environment: nil,
             appIdentifier: nil, transactionID: nil, originalTransactionID: nil, productID: nil,

@@ -107,8 +107,32 @@ extension AmazonAppstoreProvider {
 
     /// The envelope and the decoded news, kept for support (the signature is not kept).
     static func keptJSON(_ message: SNSMessage, news: RealTimeNotification) throws -> Data {
-        var kept: [String: Any] = ["Message": try JSONSerialization.jsonObject(with: JSONEncoder().encode(news))]
-        for name in ["Type", "MessageId", "TopicArn", "Timestamp"] { kept[name] = message.fields[name] }
-        return try JSONSerialization.data(withJSONObject: kept, options: [.sortedKeys, .withoutEscapingSlashes])
+        try JSONEncoder.sortedForStorage.encode(
+            KeptNews(
+                message: news, type: message.fields["Type"], messageID: message.fields["MessageId"],
+                topicARN: message.fields["TopicArn"], timestamp: message.fields["Timestamp"]))
+    }
+
+    /// What `keptJSON` keeps, under SNS's names; an envelope field SNS left out is left out.
+    private struct KeptNews: Encodable {
+        let message: RealTimeNotification
+        let type: String?
+        let messageID: String?
+        let topicARN: String?
+        let timestamp: String?
+
+        enum CodingKeys: String, CodingKey {
+            case message = "Message", type = "Type", messageID = "MessageId", topicARN = "TopicArn",
+                timestamp = "Timestamp"
+        }
+    }
+}
+
+extension JSONEncoder {
+    /// What is kept for the ledger: keys sorted, slashes as they are (URLs stay readable).
+    static var sortedForStorage: JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
     }
 }

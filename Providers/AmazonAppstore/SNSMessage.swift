@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 import ReceiptCore
 
 /// One Amazon SNS delivery over HTTP(S): a JSON object (sent as `text/plain`) whose fields are
@@ -15,14 +16,14 @@ struct SNSMessage: Sendable {
 
     init(body: Data) throws {
         guard body.count <= Self.maxBodyBytes,
-            let object = (try? JSONSerialization.jsonObject(with: body)) as? [String: Any]
+            let object = JSONValue(parsing: body)?.object
         else {
             throw NotificationRejection(
                 .malformed, reason: "INVALID_FIELD", message: "the body must be an Amazon SNS message (a JSON object)")
         }
         var fields: [String: String] = [:]
         for (key, value) in object {
-            if let text = value as? String { fields[key] = text }
+            if let text = value.string { fields[key] = text }
         }
         self.fields = fields
         for required in [

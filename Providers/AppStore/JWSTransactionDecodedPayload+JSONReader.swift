@@ -2,8 +2,8 @@ import Foundation
 import JSON
 
 /// The StoreKit 2 transaction is decoded on every verification: by hand, with `JSONReader`, by
-/// the rules JSONDecoder would follow for these optional fields (checked against
-/// JSONSerialization's parse by DifferentialPayloadTests): null as nil, a wrong type refused,
+/// the rules JSONDecoder would follow for these optional fields (DifferentialPayloadTests hold
+/// it to a reference decoding of the same bytes, made in the tests): null as nil, a wrong type refused,
 /// the first of duplicate keys kept, unknown keys and enum values taken as they come.
 extension JWSTransactionDecodedPayload {
     /// The stored properties, named as their keys.

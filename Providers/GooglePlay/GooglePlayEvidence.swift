@@ -1,4 +1,5 @@
 package import Foundation
+import JSON
 
 /// What a client may send as Google Play evidence, told apart automatically: a bare purchase
 /// token, the Play Billing purchase JSON (`Purchase.getOriginalJson()`, optionally with its
@@ -26,31 +27,29 @@ package struct GooglePlayEvidence: Sendable, Equatable {
         let text = evidence.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !text.isEmpty else { throw Invalid(message: "the receipt is empty") }
         guard text.hasPrefix("{") else { return try bareToken(text) }
-        guard let object = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] else {
+        guard let object = JSONValue(parsing: Data(text.utf8))?.object else {
             throw Invalid(message: "the receipt starts like JSON but is not a JSON object")
         }
-        if let payload = object["Payload"] as? String {
+        if let payload = object["Payload"]?.string {
             // Unity IAP: {"Store":"GooglePlay","TransactionID":...,"Payload":"{\"json\":\"...\",\"signature\":\"...\"}"}
-            if let store = object["Store"] as? String, store != "GooglePlay" {
+            if let store = object["Store"]?.string, store != "GooglePlay" {
                 throw Invalid(message: "the Unity receipt is from \(store), not GooglePlay")
             }
-            guard let inner = (try? JSONSerialization.jsonObject(with: Data(payload.utf8))) as? [String: Any],
-                let json = inner["json"] as? String
-            else {
+            guard let inner = JSONValue(parsing: Data(payload.utf8))?.object, let json = inner["json"]?.string else {
                 throw Invalid(message: "the Unity receipt's Payload must hold the purchase json and signature")
             }
-            return try purchaseJSON(Data(json.utf8), signature: inner["signature"] as? String)
+            return try purchaseJSON(Data(json.utf8), signature: inner["signature"]?.string)
         }
-        if let json = object["json"] as? String {
+        if let json = object["json"]?.string {
             // {"json": "<original json>", "signature": "..."} as many clients forward it.
-            return try purchaseJSON(Data(json.utf8), signature: object["signature"] as? String)
+            return try purchaseJSON(Data(json.utf8), signature: object["signature"]?.string)
         }
         if object["purchaseToken"] != nil {
             // The purchase JSON itself; a `signature` beside it is not part of what Google signed.
             if object["signature"] != nil {
                 var rest = object
-                let signature = rest.removeValue(forKey: "signature") as? String
-                guard let original = object["originalJson"] as? String else {
+                let signature = rest.removeValue(forKey: "signature")?.string
+                guard let original = object["originalJson"]?.string else {
                     // The signed bytes are gone once fields are mixed in: only the API can vouch.
                     var parsed = try fields(rest)
                     parsed.signature = signature
@@ -77,7 +76,7 @@ package struct GooglePlayEvidence: Sendable, Equatable {
     }
 
     static func purchaseJSON(_ data: Data, signature: String?) throws -> GooglePlayEvidence {
-        guard let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else {
+        guard let object = JSONValue(parsing: data)?.object else {
             throw Invalid(message: "the purchase json is not a JSON object")
         }
         var parsed = try fields(object)
@@ -86,17 +85,24 @@ package struct GooglePlayEvidence: Sendable, Equatable {
         return parsed
     }
 
-    private static func fields(_ object: [String: Any]) throws -> GooglePlayEvidence {
-        guard let token = object["purchaseToken"] as? String else {
+    private static func fields(_ object: [String: JSONValue]) throws -> GooglePlayEvidence {
+        guard let token = object["purchaseToken"]?.string else {
             throw Invalid(message: "the purchase json has no purchaseToken")
         }
         var parsed = try bareToken(token)
-        parsed.packageName = object["packageName"] as? String
-        // Older purchases carry `productId`; Play Billing 5+ a `productIds` list.
-        parsed.productID = object["productId"] as? String ?? (object["productIds"] as? [String])?.first
-        parsed.orderID = object["orderId"] as? String
+        parsed.packageName = object["packageName"]?.string
+        // Older purchases carry `productId`; Play Billing 5+ a `productIds` list (of strings only).
+        parsed.productID = object["productId"]?.string ?? strings(object["productIds"])?.first
+        parsed.orderID = object["orderId"]?.string
         parsed.isSubscription = object["autoRenewing"] != nil ? true : nil
         return parsed
+    }
+
+    /// An array whose elements are all strings; nil for anything else.
+    private static func strings(_ value: JSONValue?) -> [String]? {
+        guard let elements = value?.array else { return nil }
+        let strings = elements.compactMap(\.string)
+        return strings.count == elements.count ? strings : nil
     }
 }
 
@@ -106,9 +112,9 @@ extension GooglePlayEvidence {
     @Sendable package static func isUnmistakablyPlays(_ evidence: String) -> Bool {
         let text = evidence.trimmingCharacters(in: .whitespacesAndNewlines)
         guard text.hasPrefix("{"),
-            let object = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any]
+            let object = JSONValue(parsing: Data(text.utf8))?.object
         else { return false }
-        if object["Payload"] != nil { return object["Store"] as? String == "GooglePlay" }
+        if object["Payload"] != nil { return object["Store"]?.string == "GooglePlay" }
         return (try? parse(text))?.orderID?.hasPrefix("GPA.") == true
     }
 }

@@ -87,7 +87,9 @@ extension GooglePlayProvider {
                 id, type: "PENDING_REFUND_REVIEW", subtype: review.refundReason.map(String.init), event: event,
                 token: nil)
             // The raw push is kept without the token too: it is needed only until the answer goes.
-            stored.rawBody = try? JSONSerialization.data(withJSONObject: [
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys]
+            stored.rawBody = try? encoder.encode([
                 "message": ["messageId": id, "data": decoded.base64EncodedString()]
             ])
             return stored

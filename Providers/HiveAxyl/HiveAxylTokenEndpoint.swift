@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 import ReceiptCore
 
 /// `POST /auth/v1/token`: the OAuth 2.0 client-credentials grant (RFC 6749 §4.4). The client
@@ -118,13 +119,13 @@ struct HiveAxylTokenEndpoint {
     /// same parameters; a JSON body without `grant_type` asks for client credentials, the only
     /// grant there is (a form body keeps RFC 6749's rule: `grant_type` required).
     static func json(_ body: Data) throws -> [String: String] {
-        guard let object = (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] else {
+        guard let object = JSONValue(parsing: body)?.object else {
             throw Failure(status: 400, error: "invalid_request", description: "the body is not a JSON object")
         }
         var parameters: [String: String] = [:]
         for (key, value) in object {
             guard let name = jsonNames[key] else { continue }
-            guard let text = value as? String else {
+            guard let text = value.string else {
                 throw Failure(status: 400, error: "invalid_request", description: "\(key) must be a string")
             }
             guard parameters[name] == nil else {

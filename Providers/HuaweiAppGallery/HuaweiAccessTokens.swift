@@ -1,5 +1,6 @@
 package import Foundation
 package import HTTPClient
+import JSON
 import OpenSSLCrypto
 import ReceiptCore
 
@@ -83,21 +84,19 @@ package final class HuaweiAccessTokens: Sendable {
         do { response = try await http.send(request) } catch {
             throw HuaweiAPIError(.unavailable, "the OAuth endpoint did not answer: \(error)")
         }
-        let answer = (try? JSONSerialization.jsonObject(with: response.body)) as? [String: Any]
+        let answer = try? JSONDecoder().decode(OAuthAnswer.self, from: response.body)
         switch response.status {
         case 200:
-            guard let value = answer?["access_token"] as? String, !value.isEmpty else {
+            guard let value = answer?.accessToken?.string, !value.isEmpty else {
                 throw HuaweiAPIError(
                     .invalidResponse, status: 200, "the OAuth endpoint answered without an access_token")
             }
-            let lifetime = (answer?["expires_in"] as? NSNumber)?.doubleValue ?? 3600
+            let lifetime = answer?.expiresIn?.double ?? 3600
             return Token(value: value, expires: issued.addingTimeInterval(lifetime))
         case 400, 401, 403:
             // Huawei's `{"error": 1101, "sub_error": 20001, "error_description": "..."}`: the app id or secret is wrong.
-            let detail = [answer?["error"], answer?["sub_error"], answer?["error_description"]].compactMap {
-                $0.map { "\($0)" }
-            }
-            .joined(separator: ": ")
+            let detail = [answer?.error, answer?.subError, answer?.errorDescription].compactMap { $0?.detail }
+                .joined(separator: ": ")
             throw HuaweiAPIError(
                 .permission, status: response.status,
                 "the OAuth endpoint refused \(app) (\(detail.isEmpty ? "no detail" : String(detail.prefix(200))))")
@@ -107,9 +106,36 @@ package final class HuaweiAccessTokens: Sendable {
         }
     }
 
+    /// The token endpoint's answer. Each field is taken as whatever JSON came: a wrong type reads
+    /// as absent (or, for the refusal's detail, as its text), never as an unreadable answer.
+    private struct OAuthAnswer: Decodable {
+        var accessToken: JSONValue?
+        var expiresIn: JSONValue?
+        var error: JSONValue?
+        var subError: JSONValue?
+        var errorDescription: JSONValue?
+
+        enum CodingKeys: String, CodingKey {
+            case accessToken = "access_token", expiresIn = "expires_in", error, subError = "sub_error",
+                errorDescription = "error_description"
+        }
+    }
+
     static func formEncode(_ text: String) -> String {
         var allowed = CharacterSet.alphanumerics
         allowed.insert(charactersIn: "-._~")
         return text.addingPercentEncoding(withAllowedCharacters: allowed) ?? text
+    }
+}
+
+extension JSONValue {
+    /// A refusal's field as text for the operator: a string as it is, a number or boolean as its
+    /// value, anything else as its JSON; JSON null is nothing.
+    fileprivate var detail: String? {
+        switch self {
+        case .string(let text): text
+        case .null: nil
+        default: numberText ?? (try? JSONEncoder().encode(self)).map { String(decoding: $0, as: UTF8.self) }
+        }
     }
 }

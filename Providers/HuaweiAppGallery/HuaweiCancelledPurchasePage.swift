@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 
 /// One page of `cancelledList`: Huawei's cancelled or refunded purchases and the token of the page
 /// after. Huawei documents `cancelledPurchaseList` as a JSON string holding the records; an array
@@ -8,19 +9,17 @@ struct HuaweiCancelledPurchasePage: Sendable {
     var continuationToken: String?
 
     static func decode(_ body: Data) throws(HuaweiAPIError) -> HuaweiCancelledPurchasePage {
-        guard let object = (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] else {
+        guard let object = (try? JSONDecoder().decode(JSONValue.self, from: body))?.object else {
             throw HuaweiAPIError(.invalidResponse, status: 200, "Huawei's cancelled list is not a JSON object")
         }
-        var list: Any? = object["cancelledPurchaseList"]
-        if let text = list as? String {
-            list =
-                text.trimmingCharacters(in: .whitespaces).isEmpty
-                ? [] : try? JSONSerialization.jsonObject(with: Data(text.utf8))
+        var list = object["cancelledPurchaseList"]
+        if let text = list?.string {
+            list = text.trimmingCharacters(in: .whitespaces).isEmpty ? .array([]) : container(in: text)
         }
-        let entries: [Any]
+        let entries: [JSONValue]
         switch list {
-        case nil, is NSNull: entries = []
-        case let array as [Any]: entries = array
+        case nil, .null?: entries = []
+        case .array(let array)?: entries = array
         default:
             throw HuaweiAPIError(
                 .invalidResponse, status: 200,
@@ -28,15 +27,22 @@ struct HuaweiCancelledPurchasePage: Sendable {
         }
         var purchases: [HuaweiCancelledPurchase] = []
         for entry in entries {
-            let record = (entry as? String).flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) } ?? entry
-            guard let fields = record as? [String: Any] else {
+            let record = entry.string.flatMap(container(in:)) ?? entry
+            guard let fields = record.object else {
                 throw HuaweiAPIError(
                     .invalidResponse, status: 200, "a record of Huawei's cancelled list is not a JSON object")
             }
             purchases.append(HuaweiCancelledPurchase(fields))
         }
-        let token = (object["continuationToken"] as? String).flatMap { $0.isEmpty ? nil : $0 }
+        let token = object["continuationToken"]?.string.flatMap { $0.isEmpty ? nil : $0 }
         return HuaweiCancelledPurchasePage(purchases: purchases, continuationToken: token)
+    }
+
+    /// The object or array a string holds as JSON; nil for anything else (a list that is not
+    /// JSON reads as empty, and a record that is not an object is refused).
+    private static func container(in text: String) -> JSONValue? {
+        let value = try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8))
+        return value?.object != nil || value?.array != nil ? value : nil
     }
 }
 
@@ -59,7 +65,7 @@ struct HuaweiCancelledPurchase: Sendable {
     /// The record as sent, keys sorted, without the purchase token (a bearer secret of a kind).
     var kept: Data
 
-    init(_ fields: [String: Any]) {
+    init(_ fields: [String: JSONValue]) {
         orderId = Self.text(fields["orderId"])
         productId = Self.text(fields["productId"])
         purchaseToken = Self.text(fields["purchaseToken"])
@@ -70,9 +76,9 @@ struct HuaweiCancelledPurchase: Sendable {
         subscriptionId = Self.text(fields["subscriptionId"])
         var rest = fields
         rest["purchaseToken"] = nil
-        kept =
-            (try? JSONSerialization.data(withJSONObject: rest, options: [.sortedKeys, .withoutEscapingSlashes]))
-            ?? Data("{}".utf8)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        kept = (try? encoder.encode(rest)) ?? Data("{}".utf8)
     }
 
     static let sources: [Int: String] = [0: "user", 1: "developer", 2: "huawei"]
@@ -83,14 +89,13 @@ struct HuaweiCancelledPurchase: Sendable {
     ]
 
     /// Huawei sends numbers; a number sent as text is read as well.
-    private static func number(_ value: Any?) -> Int64? {
-        if let text = value as? String { return Int64(text.trimmingCharacters(in: .whitespaces)) }
-        return (value as? NSNumber)?.int64Value
+    private static func number(_ value: JSONValue?) -> Int64? {
+        if let text = value?.string { return Int64(text.trimmingCharacters(in: .whitespaces)) }
+        return value?.truncatedInteger
     }
 
-    private static func text(_ value: Any?) -> String? {
-        if let text = value as? String { return text.isEmpty ? nil : text }
-        if let number = value as? NSNumber { return number.stringValue }
-        return nil
+    private static func text(_ value: JSONValue?) -> String? {
+        if let text = value?.string { return text.isEmpty ? nil : text }
+        return value?.numberText
     }
 }

@@ -1,4 +1,5 @@
 package import Foundation
+import JSON
 
 /// What a client may send as Huawei evidence, told apart automatically: a bare purchase token,
 /// the `InAppPurchaseData` JSON the IAP SDK returned, or `{"inAppPurchaseData": "<json>",
@@ -32,27 +33,27 @@ package struct HuaweiEvidence: Sendable, Equatable {
         let text = evidence.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !text.isEmpty else { throw Invalid(message: "the receipt is empty") }
         guard text.hasPrefix("{") else { return try bareToken(text) }
-        guard var object = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] else {
+        guard var object = JSONValue(parsing: Data(text.utf8))?.object else {
             throw Invalid(message: "the receipt starts like JSON but is not a JSON object")
         }
-        if let inner = object["inAppPurchaseData"] as? String ?? object["InAppPurchaseData"] as? String {
-            guard let decoded = (try? JSONSerialization.jsonObject(with: Data(inner.utf8))) as? [String: Any] else {
+        if let inner = object["inAppPurchaseData"]?.string ?? object["InAppPurchaseData"]?.string {
+            guard let decoded = JSONValue(parsing: Data(inner.utf8))?.object else {
                 throw Invalid(message: "inAppPurchaseData is not a JSON object")
             }
             object = decoded
         }
-        guard let token = object["purchaseToken"] as? String else {
+        guard let token = object["purchaseToken"]?.string else {
             throw Invalid(
                 message: "the receipt is JSON but neither InAppPurchaseData nor {inAppPurchaseData, inAppDataSignature}"
             )
         }
         var parsed = try bareToken(token)
-        parsed.productID = object["productId"] as? String
-        parsed.subscriptionID = object["subscriptionId"] as? String
-        parsed.packageName = object["packageName"] as? String
+        parsed.productID = object["productId"]?.string
+        parsed.subscriptionID = object["subscriptionId"]?.string
+        parsed.packageName = object["packageName"]?.string
         parsed.kind = integer(object["kind"])
         parsed.accountFlag = integer(object["accountFlag"])
-        parsed.country = object["country"] as? String
+        parsed.country = object["country"]?.string
         return parsed
     }
 
@@ -67,10 +68,10 @@ package struct HuaweiEvidence: Sendable, Equatable {
         return HuaweiEvidence(purchaseToken: text)
     }
 
-    private static func integer(_ value: Any?) -> Int? {
-        if let number = value as? NSNumber { return number.intValue }
-        if let text = value as? String { return Int(text) }
-        return nil
+    /// A number (a fraction cut), or a number sent as text.
+    private static func integer(_ value: JSONValue?) -> Int? {
+        if let text = value?.string { return Int(text) }
+        return value?.truncatedInteger.map { Int($0) }
     }
 }
 
@@ -81,7 +82,7 @@ extension HuaweiEvidence {
     @Sendable package static func isUnmistakablyHuaweis(_ evidence: String) -> Bool {
         let text = evidence.trimmingCharacters(in: .whitespacesAndNewlines)
         guard text.hasPrefix("{"),
-            let object = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any]
+            let object = JSONValue(parsing: Data(text.utf8))?.object
         else { return false }
         if object["inAppPurchaseData"] != nil || object["InAppPurchaseData"] != nil { return true }
         return object["purchaseToken"] != nil

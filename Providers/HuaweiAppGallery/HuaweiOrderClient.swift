@@ -73,14 +73,12 @@ package struct HuaweiOrderClient: Sendable {
         site: HuaweiSite,
         app: HuaweiAccessTokens.App
     ) async throws -> HuaweiCancelledPurchasePage {
-        // Numbers as numbers, as Huawei's own server demo sends them.
-        var fields: [String: Any] = [
-            "startAt": startAt, "endAt": endAt, "maxRows": maxRows, "type": includeSubscriptions ? 1 : 0,
-        ]
-        if let continuationToken { fields["continuationToken"] = continuationToken }
+        let query = CancelledListQuery(
+            startAt: startAt, endAt: endAt, maxRows: maxRows, type: includeSubscriptions ? 1 : 0,
+            continuationToken: continuationToken)
         let body = try await send(
             configuration.roots(for: site).orders + "/applications/v2/purchases/cancelledList",
-            body: try JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys]), app: app, deadline: nil)
+            body: try Self.encoded(query), app: app, deadline: nil)
         let answer: ResponseEnvelope = try decode(body)
         try Self.check(answer.responseCode, answer.responseMessage)
         return try HuaweiCancelledPurchasePage.decode(body)
@@ -106,9 +104,24 @@ package struct HuaweiOrderClient: Sendable {
     private func send(
         _ url: String, _ fields: [String: String], app: HuaweiAccessTokens.App, deadline: ContinuousClock.Instant?
     ) async throws -> Data {
-        try await send(
-            url, body: try JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys]), app: app,
-            deadline: deadline)
+        try await send(url, body: try Self.encoded(fields), app: app, deadline: deadline)
+    }
+
+    /// `cancelledList`'s body. Numbers as numbers, as Huawei's own server demo sends them; no
+    /// `continuationToken` key on a first page.
+    private struct CancelledListQuery: Encodable {
+        let startAt: Int64
+        let endAt: Int64
+        let maxRows: Int
+        let type: Int
+        let continuationToken: String?
+    }
+
+    /// A request body: keys sorted, so the same call sends the same bytes.
+    private static func encoded(_ body: some Encodable) throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return try encoder.encode(body)
     }
 
     private func send(
