@@ -134,8 +134,12 @@ public final class Service: Sendable {
         var pipeline = VerifyPipeline(
             stores: stores, transactions: repositories.transactions, clients: repositories.clients,
             directory: directory, logger: logger)
-        // Verifications without effects share commits.
-        pipeline.batcher = RecordBatcher(pool: database.pool)
+        // Verifications without effects share commits; the messages they owe go straight to this
+        // process's outbox worker, written claimed.
+        let outboxLease = outboxConfiguration.lease.components.seconds
+        let handoff = OutboxHandoff(
+            capacity: 2 * outboxConfiguration.maxInFlight, leaseSeconds: Int(outboxLease))
+        pipeline.batcher = RecordBatcher(pool: database.pool, handoff: handoff)
         pipeline.tally = verifications
         pipeline.timeLeftForRecording = VerifyPipeline.timeLeftForRecording(
             requestTimeout: .seconds(configuration.requestTimeoutSeconds))
@@ -185,7 +189,7 @@ public final class Service: Sendable {
         serverBox.server = server
         lifecycle.withLock { $0.server = server }
         if let adminRouter { try startAdminListener(adminRouter) }
-        startBackgroundWork(directory: directory)
+        startBackgroundWork(directory: directory, handoff: handoff)
         let shownHost = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
         logger.info(
             "listening",
@@ -210,7 +214,7 @@ public final class Service: Sendable {
     }
 
     /// The outbox worker, the stores' pollers and the upkeep loop.
-    private func startBackgroundWork(directory: any ClientDirectory) {
+    private func startBackgroundWork(directory: any ClientDirectory, handoff: OutboxHandoff) {
         let acknowledgers = Dictionary(
             stores.compactMap { registration in registration.acknowledgement.map { (registration.store, $0) } },
             uniquingKeysWith: { first, _ in first })
@@ -241,7 +245,7 @@ public final class Service: Sendable {
             refundAnswers: refundAnswers, accountTokenSetters: accountTokenSetters,
             signingSecret: { [directory] clientID in
                 try await directory.entry(for: clientID).map { ($0.client, $0.secret) }
-            }, now: now)
+            }, handoff: handoff, now: now)
         worker.start()
         let polls = StorePollRunner(
             polls: PollRepository(pool: database.pool), clients: repositories.clients,

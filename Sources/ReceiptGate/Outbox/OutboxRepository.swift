@@ -109,6 +109,52 @@ public struct OutboxRepository: Sendable {
 
     /// `notBefore`: the message waits until then (a refund answer waits for the game's report).
     /// Written unplaced: the worker gives it its place in its aggregate (`OutboxHeads`).
+    /// Writes enveloped messages like `insert`, those marked in `claiming` already placed as their
+    /// aggregate's head and claimed for `lease` seconds by the writer's process, when nothing of
+    /// their aggregate is pending (a new purchase's first messages); those are returned, to be
+    /// sent by this process once the transaction commits (`OutboxHandoff`). Mark at most one
+    /// message of an aggregate and target: the rest are placed behind it as usual.
+    static func insert(
+        _ messages: [Queued], claiming: [Bool], lease: Int, on connection: PostgresConnection
+    ) throws -> [Claimed] {
+        guard !messages.isEmpty else { return [] }
+        let ids = messages.map { $0.eventID.uuidString.lowercased() }, clients = messages.map(\.message.clientID)
+        let types = messages.map(\.message.type), keys = messages.map(\.message.aggregateKey),
+            targets = messages.map(\.message.target.rawValue), claims = claiming.map { $0 ? "true" : "false" }
+        let bodies = messages.map { String(decoding: $0.message.body, as: UTF8.self) }
+        // The pending check reads the snapshot before this statement: its own rows are not seen,
+        // which is why only one message of an aggregate and target may be marked.
+        let rows = try connection.query(
+            """
+            INSERT INTO outbox (event_id, client_id, event_type, aggregate_key, payload, target, next_attempt_at, placed, is_head, lease_until)
+            SELECT m.event_id, m.client_id, m.event_type, m.aggregate_key, m.payload::jsonb, m.target,
+                   CASE WHEN f.claimed THEN now() + make_interval(secs => \(lease)) ELSE now() END, f.claimed, f.claimed,
+                   CASE WHEN f.claimed THEN now() + make_interval(secs => \(lease)) END
+            FROM unnest(\(ids)::uuid[], \(clients)::text[], \(types)::text[], \(keys)::text[], \(bodies)::text[], \(targets)::text[], \(claims)::boolean[])
+                WITH ORDINALITY AS m(event_id, client_id, event_type, aggregate_key, payload, target, claim, n)
+            CROSS JOIN LATERAL (
+                SELECT m.claim AND NOT EXISTS (
+                    SELECT 1 FROM outbox p
+                    WHERE p.client_id = m.client_id AND p.aggregate_key = m.aggregate_key AND p.target = m.target AND p.status = 'pending'
+                ) AS claimed) f
+            ORDER BY m.n  -- ids in the order given: an aggregate's messages are sent in id order
+            RETURNING id, event_id::text AS event_id, created_at, lease_until::text AS lease
+            """)
+        let byEventID = Dictionary(
+            messages.map { ($0.eventID.uuidString.lowercased(), $0) }, uniquingKeysWith: { a, _ in a })
+        return try rows.compactMap { row -> Claimed? in
+            guard let lease = try row.decode("lease", as: String?.self),
+                let queued = byEventID[try row.decode("event_id", as: String.self)]
+            else { return nil }
+            let message = queued.message
+            return Claimed(
+                id: try row.decode("id"), eventID: queued.eventID.uuidString.lowercased(), clientID: message.clientID,
+                aggregateKey: message.aggregateKey, type: message.type,
+                payload: String(decoding: message.body, as: UTF8.self), attempts: 0,
+                createdAt: try row.decode("created_at"), target: message.target, lease: lease)
+        }
+    }
+
     private static func insert(
         eventID: UUID, message: OutboxMessage, notBefore: Date? = nil, on connection: PostgresConnection
     ) throws {
@@ -275,6 +321,18 @@ public struct OutboxRepository: Sendable {
             UPDATE outbox SET lease_until = NULL, next_attempt_at = now() + make_interval(secs => \(seconds)) WHERE \(Self.stillClaimed(event))
             """
         return try await bookkeeping { try $0.execute(statement) }
+    }
+
+    /// Claimed messages not sent after all: due now, for any worker, their attempts unchanged.
+    func release(_ events: [Claimed]) async throws {
+        guard !events.isEmpty else { return }
+        let ids: [String] = events.map { String($0.id) }, leases: [String] = events.map(\.lease)
+        let statement: PostgresQuery = """
+            UPDATE outbox o SET lease_until = NULL, next_attempt_at = now()
+            FROM unnest(\(ids)::bigint[], \(leases)::timestamptz[]) AS held(id, lease)
+            WHERE o.id = held.id AND o.lease_until = held.lease
+            """
+        _ = try await bookkeeping { try $0.execute(statement) }
     }
 
     /// Every head of `clientID`'s `target` due before `seconds` from now waits that long (a

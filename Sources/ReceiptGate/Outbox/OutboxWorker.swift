@@ -50,6 +50,8 @@ public final class OutboxWorker: Sendable {
     let logger: Logger
     let circuits: ReceiverCircuits
     let delivered: DeliveredBatcher
+    /// What this process's verifications wrote already claimed, sent without a claim.
+    let handoff: OutboxHandoff?
     /// The client and the secret its messages are signed with; nil for an unknown or disabled one.
     let signingSecret: @Sendable (String) async throws -> (Client, String)?
     /// The service's clock: when a message is given up on, and the timestamp it is signed with.
@@ -62,9 +64,11 @@ public final class OutboxWorker: Sendable {
         refundAnswers: RefundAnswers? = nil,
         accountTokenSetters: [StoreID: any AccountTokenSetting] = [:],
         signingSecret: (@Sendable (String) async throws -> (Client, String)?)? = nil,
+        handoff: OutboxHandoff? = nil,
         now: @escaping @Sendable () -> Date
     ) {
         self.now = now
+        self.handoff = handoff
         self.signingSecret = signingSecret ?? { [clients] in try await clients.secret(for: $0) }
         self.mailer = mailer
         self.accountTokenSetters = accountTokenSetters
@@ -89,14 +93,47 @@ public final class OutboxWorker: Sendable {
         task.set(Task { [self] in await run() })
     }
 
-    /// Keeps up to `maxInFlight` sends under way: claims as many as slots are free, then waits for
-    /// a send to finish or the poll interval, whichever comes first.
+    /// What wakes the worker's loop.
+    private enum Wake: Sendable {
+        /// A send of this client's finished.
+        case sent(String)
+        /// The poll interval passed.
+        case tick
+        /// A verification handed over messages it wrote claimed.
+        case handed
+    }
+
+    /// Keeps up to `maxInFlight` sends under way: sends what verifications handed over, claims as
+    /// many as slots are free, then waits for a send to finish, a handover or the poll interval,
+    /// whichever comes first.
     private func run() async {
-        // A finished send reports its client; nil is the poll interval's tick.
-        await withTaskGroup(of: String?.self) { group in
-            var inFlight = 0, tickPending = false, ticked = false, byClient: [String: Int] = [:]
+        await withTaskGroup(of: Wake.self) { group in
+            var inFlight = 0, tickPending = false, ticked = false, watching = false, byClient: [String: Int] = [:]
+            func send(_ event: OutboxRepository.Claimed) {
+                inFlight += 1
+                byClient[event.clientID, default: 0] += 1
+                // Not cancelled by `stop()`: a claimed message is sent and its outcome recorded,
+                // so a stop does not send it twice.
+                group.addTask {
+                    await Task { await self.deliver(event) }.value; return .sent(event.clientID)
+                }
+            }
             while !Task.isCancelled {
                 await askForProbes()
+                // Handed-over messages are already this process's: no statement claims them. What
+                // finds no free slot, or a client at its share, goes back to the database, where
+                // claims serve clients in turns.
+                var unsent: [OutboxRepository.Claimed] = []
+                for event in handoff?.take(.max) ?? [] {
+                    if inFlight < configuration.maxInFlight,
+                        byClient[event.clientID, default: 0] < configuration.perClient
+                    {
+                        send(event)
+                    } else {
+                        unsent.append(event)
+                    }
+                }
+                if !unsent.isEmpty { await giveBack(unsent) }
                 // Claims come in batches: a claim for every slot that frees would cost the database
                 // a statement a message. So one waits until a quarter of the slots are free (or none
                 // is in use, or the poll interval passed).
@@ -110,33 +147,42 @@ public final class OutboxWorker: Sendable {
                             busy: busy)) ?? []
                     ticked = false
                 }
-                for event in claimed {
-                    inFlight += 1
-                    byClient[event.clientID, default: 0] += 1
-                    // Not cancelled by `stop()`: a claimed message is sent and its outcome recorded,
-                    // so a stop does not send it twice.
-                    group.addTask {
-                        await Task { await self.deliver(event) }.value; return event.clientID
-                    }
-                }
+                claimed.forEach(send)
                 if claimed.count == free, free > 0 { continue }  // as many as asked for: more may be due now
                 if !tickPending {
                     tickPending = true
                     let interval = configuration.pollInterval
                     group.addTask {
-                        try? await Task.sleep(for: interval); return nil
+                        try? await Task.sleep(for: interval); return .tick
                     }
                 }
-                guard let finished = await group.next() else { continue }
-                guard let client = finished else {
+                if let handoff, !watching {
+                    watching = true
+                    group.addTask {
+                        await handoff.handed(); return .handed
+                    }
+                }
+                guard let wake = await group.next() else { continue }
+                switch wake {
+                case .tick:
                     tickPending = false
                     ticked = true
-                    continue
+                case .handed:
+                    watching = false
+                case .sent(let client):
+                    inFlight -= 1
+                    byClient[client, default: 1] -= 1
+                    if byClient[client] == 0 { byClient[client] = nil }
                 }
-                inFlight -= 1
-                byClient[client, default: 1] -= 1
-                if byClient[client] == 0 { byClient[client] = nil }
             }
+        }
+    }
+
+    /// Handed-over messages this worker will not send now: claimable by any worker at once.
+    private func giveBack(_ events: [OutboxRepository.Claimed]) async {
+        do { try await outbox.release(events) } catch {
+            // Their leases run out: claimed again then.
+            logger.error("could not give back handed-over outbox messages", ["error": "\(error)"])
         }
     }
 

@@ -46,6 +46,9 @@ final class RecordBatcher: Sendable {
     /// halved the batches and cost Postgres 15-25 % more per verification, with a worse tail.
     let maxInFlight: Int
     let maxBatch: Int
+    /// This process's outbox worker, when it runs one: a new purchase's messages are written
+    /// claimed and handed to it once the batch commits.
+    let handoff: OutboxHandoff?
     private struct Waiting {
         var queue: [Item] = []
         var inFlight = 0
@@ -65,8 +68,9 @@ final class RecordBatcher: Sendable {
 
     var served: Counts { waiting.withLock { $0.counts } }
 
-    init(pool: PostgresPool, maxInFlight: Int = 1, maxBatch: Int = 64) {
+    init(pool: PostgresPool, maxInFlight: Int = 1, maxBatch: Int = 64, handoff: OutboxHandoff? = nil) {
         self.pool = pool
+        self.handoff = handoff
         self.maxInFlight = maxInFlight
         self.maxBatch = maxBatch
     }
@@ -145,6 +149,7 @@ final class RecordBatcher: Sendable {
     private func run(_ batch: [Item], on connection: PostgresConnection) -> Bool {
         var batch = batch
         let settled: [(item: Item, result: Swift.Result<Result, any Error>)]
+        var reserved = 0
         do {
             // One transaction holding each claim's catalog scope shared (`CatalogScopeLock`), taken
             // before the statement that checks the clients' versions, so that statement sees any
@@ -163,13 +168,32 @@ final class RecordBatcher: Sendable {
                 (item, Swift.Result { try Self.result(byOrdinal[ordinal], item: item) })
             }
             // What the new purchases owe their game servers commits with them, in one statement.
-            try OutboxRepository.insert(try Self.announcements(settled), on: connection)
-            try connection.execute("COMMIT")
+            let messages = try Self.announcements(settled)
+            if let handoff {
+                let claiming = Self.claimable(messages)
+                reserved = handoff.reserve(claiming.count { $0 })
+                var room = reserved
+                let claims = claiming.map { wanted in
+                    guard wanted, room > 0 else { return false }
+                    room -= 1
+                    return true
+                }
+                let claimed = try OutboxRepository.insert(
+                    messages, claiming: claims, lease: handoff.leaseSeconds, on: connection)
+                try connection.execute("COMMIT")
+                handoff.hand(claimed, reserved: reserved)
+                reserved = 0
+            } else {
+                try OutboxRepository.insert(messages, on: connection)
+                try connection.execute("COMMIT")
+            }
         } catch let error as PostgresError where error.code == .connectionFailed {
+            handoff?.hand([], reserved: reserved)
             // The connection failed: whether it committed is unknown, so say so rather than retry.
             batch.forEach { $0.continuation.resume(throwing: error) }
             return false
         } catch {
+            handoff?.hand([], reserved: reserved)
             let rolledBack = (try? connection.execute("ROLLBACK")) != nil
             // Another process changed a table the statement returns: prepared again next time.
             if let error = error as? PostgresError, error.sqlState == "0A000" {
@@ -202,6 +226,18 @@ final class RecordBatcher: Sendable {
             guard case .recorded(let outcome) = try result.get() else { return [] }
             return try TransactionRepository.firstClaimMessages(
                 outcome.transaction, proven: item.proven, client: item.client)
+        }
+    }
+
+    /// Which messages may be written claimed: the first of each aggregate and target in the batch
+    /// (the insert writes it claimed only when nothing of its aggregate is pending, and cannot see
+    /// the batch's own rows).
+    static func claimable(_ messages: [OutboxRepository.Queued]) -> [Bool] {
+        var seen = Set<String>()
+        return messages.map { queued in
+            let message = queued.message
+            return seen.insert("\(message.clientID)\u{0}\(message.aggregateKey)\u{0}\(message.target.rawValue)")
+                .inserted
         }
     }
 

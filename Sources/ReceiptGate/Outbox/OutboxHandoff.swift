@@ -1,0 +1,82 @@
+import Synchronization
+
+/// Messages a verification wrote already claimed, passed to this process's outbox worker in
+/// memory: a new purchase's webhook is written as its aggregate's head, under a lease, in the
+/// group commit that records the purchase, and sent as soon as that commits, with no statement to
+/// place it and none to claim it (two row versions a message instead of four). The database stays
+/// the truth: if this process stops before sending, the lease runs out and any worker claims the
+/// message as it would any other.
+///
+/// Bounded: a writer reserves room before it writes a message claimed, and what it cannot reserve
+/// is written the ordinary way, so a slow receiver never piles messages up in memory.
+final class OutboxHandoff: Sendable {
+    private struct State {
+        var handed: [OutboxRepository.Claimed] = []
+        /// Reserved by writers whose transactions have not ended yet.
+        var reserved = 0
+        var waiter: CheckedContinuation<Void, Never>?
+    }
+
+    let capacity: Int
+    /// How long a message written claimed is this process's before any worker may claim it.
+    let leaseSeconds: Int
+    private let state = Mutex(State())
+
+    init(capacity: Int, leaseSeconds: Int) {
+        self.capacity = capacity
+        self.leaseSeconds = leaseSeconds
+    }
+
+    /// Room for up to `count` messages; how many were granted.
+    func reserve(_ count: Int) -> Int {
+        state.withLock { state in
+            let granted = max(0, min(count, capacity - state.reserved - state.handed.count))
+            state.reserved += granted
+            return granted
+        }
+    }
+
+    /// Hands over what a committed transaction wrote claimed, and gives back the rest of its
+    /// reservation (`reserved`, what it was granted).
+    func hand(_ claimed: [OutboxRepository.Claimed], reserved: Int) {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            state.reserved -= reserved
+            state.handed += claimed
+            guard !state.handed.isEmpty else { return nil }
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume()
+    }
+
+    /// Up to `limit` handed messages, oldest first.
+    func take(_ limit: Int) -> [OutboxRepository.Claimed] {
+        state.withLock { state in
+            let taken = Array(state.handed.prefix(max(0, limit)))
+            state.handed.removeFirst(taken.count)
+            return taken
+        }
+    }
+
+    /// Returns once something was handed (at once when something waits). One waiter at a time:
+    /// the worker's loop.
+    func handed() async {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let ready = state.withLock { state -> Bool in
+                    // Cancelled before it could wait: the cancellation handler found no waiter to wake.
+                    if !state.handed.isEmpty || Task.isCancelled { return true }
+                    state.waiter?.resume()
+                    state.waiter = continuation
+                    return false
+                }
+                if ready { continuation.resume() }
+            }
+        } onCancel: {
+            state.withLock { state -> CheckedContinuation<Void, Never>? in
+                defer { state.waiter = nil }
+                return state.waiter
+            }?.resume()
+        }
+    }
+}

@@ -1,0 +1,95 @@
+import Foundation
+import Postgres
+import ReceiptCore
+import TestSupport
+import Testing
+
+@testable import ReceiptGate
+
+/// A new purchase's webhook is written claimed by the process that recorded it and sent from
+/// memory; the database stays the truth when that process never sends it.
+@Suite struct OutboxHandoffRules {
+    /// E-mail by default: the harness's own worker claims no mail (it has no SMTP), so what these
+    /// tests write stays as they left it.
+    static func message(_ key: String, target: OutboxTarget = .email, client: String) throws -> OutboxRepository.Queued
+    {
+        try OutboxRepository.envelope(
+            event: "transaction.verified", payload: ["transaction_id": key], client: client, aggregateKey: key,
+            target: target)
+    }
+
+    @Test func roomIsBoundedAndGivenBackWhenATransactionEnds() {
+        let handoff = OutboxHandoff(capacity: 3, leaseSeconds: 60)
+        #expect(handoff.reserve(2) == 2)
+        #expect(handoff.reserve(5) == 1, "only what is left")
+        #expect(handoff.reserve(1) == 0)
+        handoff.hand([], reserved: 2)  // a batch rolled back: nothing written claimed
+        #expect(handoff.reserve(4) == 2)
+    }
+
+    @Test func onlyTheFirstMessageOfAnAggregateAndTargetInABatchMayBeWrittenClaimed() throws {
+        let messages = [
+            try Self.message("app_store:1", target: .webhook, client: "a"),
+            try Self.message("app_store:1", target: .delivery, client: "a"),
+            try Self.message("app_store:1", target: .webhook, client: "a"),
+            try Self.message("app_store:1", target: .webhook, client: "b"),
+            try Self.message("app_store:2", target: .webhook, client: "a"),
+        ]
+        #expect(RecordBatcher.claimable(messages) == [true, true, false, true, true])
+    }
+
+    @Test func aMessageIsWrittenClaimedOnlyWhenNothingOfItsAggregateIsPending() async throws {
+        let harness = try await VerifyHarness.start()
+        defer { harness.stop() }
+        let clientID = harness.client.clientID
+        // An earlier message of aggregate 1 waits (its receiver was down, say).
+        try await harness.pool.withTransaction { connection in
+            try OutboxRepository.insert([try Self.message("app_store:1", client: clientID)], on: connection)
+        }
+        let claimed = try await harness.pool.withTransaction { connection in
+            try OutboxRepository.insert(
+                [try Self.message("app_store:1", client: clientID), try Self.message("app_store:2", client: clientID)],
+                claiming: [true, true], lease: 60, on: connection)
+        }
+        #expect(claimed.map(\.aggregateKey) == ["app_store:2"], "aggregate 1's new message waits behind the old one")
+        #expect(claimed.first?.attempts == 0 && claimed.first?.payload.contains("app_store:2") == true)
+        #expect(claimed.first?.target == .email)
+        let rows = try await harness.pool.query(
+            """
+            SELECT aggregate_key, placed, is_head, lease_until IS NOT NULL AS leased FROM outbox
+            WHERE client_id = \(clientID) ORDER BY id
+            """)
+        let seen = try rows.map {
+            "\(try $0.decode("aggregate_key", as: String.self)) placed=\(try $0.decode("placed", as: Bool.self)) head=\(try $0.decode("is_head", as: Bool.self)) leased=\(try $0.decode("leased", as: Bool.self))"
+        }
+        #expect(
+            seen == [
+                "app_store:1 placed=false head=false leased=false", "app_store:1 placed=false head=false leased=false",
+                "app_store:2 placed=true head=true leased=true",
+            ])
+    }
+
+    /// The process that wrote a message claimed stopped before sending it: once the lease runs
+    /// out, any worker's claim takes it, and it is delivered once.
+    @Test func aClaimedMessageNobodySentIsClaimedOnceItsLeaseRunsOut() async throws {
+        let harness = try await VerifyHarness.start()
+        defer { harness.stop() }
+        let outbox = harness.service.repositories.outbox, clientID = harness.client.clientID
+        let written = try await harness.pool.withTransaction { connection in
+            try OutboxRepository.insert(
+                [try Self.message("app_store:9", client: clientID)], claiming: [true], lease: 1, on: connection)
+        }
+        #expect(written.count == 1)
+        #expect(try await outbox.claim(targets: [.email], limit: 10, lease: 60).isEmpty, "still the writer's")
+        var reclaimed: [OutboxRepository.Claimed] = []
+        try await WebhookDelivery.waitUntil {
+            reclaimed = try await outbox.claim(targets: [.email], limit: 10, lease: 60)
+            return !reclaimed.isEmpty
+        }
+        #expect(reclaimed.map(\.eventID) == written.map(\.eventID))
+        try await outbox.markDelivered(reclaimed)
+        // The writer's late report changes nothing: the message is no longer under its lease.
+        try await outbox.markDelivered(written)
+        #expect(try await harness.count("outbox WHERE status = 'delivered' AND attempts = 1") == 1)
+    }
+}
