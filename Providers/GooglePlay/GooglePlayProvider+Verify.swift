@@ -17,8 +17,8 @@ extension GooglePlayProvider {
             let key = try serviceAccountKey(context.credentials)
             purchase = try await fetch(
                 parsed, package: package, key: key, consume: context.client?.setting(Setting.consume) == "on")
-        } catch let error as GooglePlayAPIError {
-            if error.kind == .permission || error.kind == .notConfigured {
+        } catch let error as StoreAPIError {
+            if error.kind == .credentialsRefused || error.kind == .notConfigured {
                 logger.error(
                     "Google Play refused or cannot be asked; the operator must fix the service account",
                     ["client.id": context.client?.clientID ?? "", "package": package, "problem": error.message])
@@ -82,7 +82,7 @@ extension GooglePlayProvider {
 
     /// One-time product first (by product id when the evidence names it, else by token alone),
     /// then subscription; a subscription purchase JSON goes straight to subscriptions. Throws
-    /// `GooglePlayAPIError`, or `StoreVerificationError` for a pending or canceled purchase.
+    /// `StoreAPIError`, or `StoreVerificationError` for a pending or canceled purchase.
     func fetch(
         _ evidence: GooglePlayEvidence, package: String, key: ServiceAccountKey, consume: Bool,
         lenient: Bool = false
@@ -99,7 +99,7 @@ extension GooglePlayProvider {
                 }
                 let product = try await api.productPurchaseV2(package: package, token: token, key: key)
                 return try Self.normalize(product, package: package, token: token, consume: consume, lenient: lenient)
-            } catch let error as GooglePlayAPIError where error.kind == .notFound || error.kind == .rejected {
+            } catch let error as StoreAPIError where error.kind == .notFound || error.kind == .refused {
                 // Not a one-time product of this app: perhaps a subscription.
             }
         }

@@ -1,4 +1,5 @@
 import Foundation
+import ReceiptCore
 
 /// One page of `cancelledList`: Huawei's cancelled or refunded purchases and the token of the page
 /// after. Huawei documents `cancelledPurchaseList` as a JSON string holding the records; an array
@@ -7,9 +8,9 @@ struct HuaweiCancelledPurchasePage: Sendable {
     var purchases: [HuaweiCancelledPurchase]
     var continuationToken: String?
 
-    static func decode(_ body: Data) throws(HuaweiAPIError) -> HuaweiCancelledPurchasePage {
+    static func decode(_ body: Data) throws(StoreAPIError) -> HuaweiCancelledPurchasePage {
         guard let object = (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] else {
-            throw HuaweiAPIError(.invalidResponse, status: 200, "Huawei's cancelled list is not a JSON object")
+            throw HuaweiAPIErrors.malformed("Huawei's cancelled list is not a JSON object")
         }
         var list: Any? = object["cancelledPurchaseList"]
         if let text = list as? String {
@@ -22,16 +23,14 @@ struct HuaweiCancelledPurchasePage: Sendable {
         case nil, is NSNull: entries = []
         case let array as [Any]: entries = array
         default:
-            throw HuaweiAPIError(
-                .invalidResponse, status: 200,
+            throw HuaweiAPIErrors.malformed(
                 "Huawei's cancelledPurchaseList is neither a list nor a JSON string of one")
         }
         var purchases: [HuaweiCancelledPurchase] = []
         for entry in entries {
             let record = (entry as? String).flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) } ?? entry
             guard let fields = record as? [String: Any] else {
-                throw HuaweiAPIError(
-                    .invalidResponse, status: 200, "a record of Huawei's cancelled list is not a JSON object")
+                throw HuaweiAPIErrors.malformed("a record of Huawei's cancelled list is not a JSON object")
             }
             purchases.append(HuaweiCancelledPurchase(fields))
         }
