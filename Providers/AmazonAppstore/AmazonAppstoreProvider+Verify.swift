@@ -43,12 +43,6 @@ extension AmazonAppstoreProvider {
             }
             throw error.verificationError
         }
-        guard context.environments.contains(purchase.environment) else {
-            throw StoreVerificationError(
-                code: .environmentMismatch, reason: "ENVIRONMENT_MISMATCH",
-                message: "a \(purchase.environment.rawValue) purchase, and this client accepts only "
-                    + context.environments.map(\.rawValue).sorted().joined(separator: ", "))
-        }
         return [purchase]
     }
 

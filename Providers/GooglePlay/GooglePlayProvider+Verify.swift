@@ -25,12 +25,6 @@ extension GooglePlayProvider {
             }
             throw error.verificationError
         }
-        guard context.environments.contains(purchase.environment) else {
-            throw StoreVerificationError(
-                code: .environmentMismatch, reason: "ENVIRONMENT_MISMATCH",
-                message: "a \(purchase.environment.rawValue) purchase, and this client accepts only "
-                    + context.environments.map(\.rawValue).sorted().joined(separator: ", "))
-        }
         if let claimed = parsed.orderID, purchase.storeAttributes["product_type"] == "product",
             let real = purchase.orderID, claimed != real
         {
