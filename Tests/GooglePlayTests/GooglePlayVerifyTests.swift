@@ -95,8 +95,14 @@ import Testing
         #expect(google.hits("products") == 2 && google.hits("productsv2") == 0)
         // A production-only client? The tester's purchase is proven as sandbox; the core's one
         // environment rule refuses it (412), as it does every store's.
-        let tester = try await provider.verify(evidence: json, context: Self.context(environments: [.production]))
-        #expect(tester.first?.environment == .sandbox)
+        let productionOnly = Self.context(environments: [.production])
+        let tester = try #require(try await provider.verify(evidence: json, context: productionOnly).first)
+        #expect(tester.environment == .sandbox)
+        let client = try #require(productionOnly.client)
+        let refusal = #expect(throws: StoreVerificationError.self) {
+            try VerificationChecks.acceptsEnvironment(of: tester, client: client)
+        }
+        #expect(refusal?.code == .environmentMismatch && refusal?.reason == "ENVIRONMENT_NOT_ALLOWED")
         // Another app's purchase JSON.
         let other = json.replacingOccurrences(of: "com.example.game", with: "com.other.game")
         #expect(

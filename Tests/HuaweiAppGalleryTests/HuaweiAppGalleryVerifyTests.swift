@@ -173,9 +173,14 @@ import Testing
                 == .production)
         // A production-only client: the sandbox purchase is proven as such; the core's one
         // environment rule refuses it (412), as it does every store's.
-        let sandbox = try await provider.verify(
-            evidence: "tok.sandbox.1", context: Self.context(huawei, environments: [.production]))
-        #expect(sandbox.first?.environment == .sandbox)
+        let productionOnly = try Self.context(huawei, environments: [.production])
+        let sandbox = try #require(try await provider.verify(evidence: "tok.sandbox.1", context: productionOnly).first)
+        #expect(sandbox.environment == .sandbox)
+        let client = try #require(productionOnly.client)
+        let refusal = #expect(throws: StoreVerificationError.self) {
+            try VerificationChecks.acceptsEnvironment(of: sandbox, client: client)
+        }
+        #expect(refusal?.code == .environmentMismatch && refusal?.reason == "ENVIRONMENT_NOT_ALLOWED")
         await huawei.shutdown()
     }
 
