@@ -1,5 +1,5 @@
 /// An HTTP status as stores answer it: the ones their tables name, by name, and any other kept as
-/// it came (a store's own statuses, such as Amazon's 496, are declared beside its table).
+/// it came (a store's own statuses, outside the standard ones, are declared beside its table).
 public struct HTTPStatus: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     public let rawValue: Int
     public init(rawValue: Int) { self.rawValue = rawValue }

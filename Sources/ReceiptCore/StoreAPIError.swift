@@ -24,7 +24,7 @@ public struct StoreAPIError: StoreAskedToWait, Sendable, CustomStringConvertible
     }
 
     public let kind: Kind
-    /// The store's name as an operator knows it ("Google", "Huawei"), for messages.
+    /// The store's name as an operator knows it, for messages.
     public let store: String
     /// The stable name the refusal is recorded and answered under ("PURCHASE_NOT_FOUND").
     public let reason: String
@@ -32,7 +32,7 @@ public struct StoreAPIError: StoreAskedToWait, Sendable, CustomStringConvertible
     public let message: String
     /// The HTTP status the store answered, when it answered.
     public let status: Int?
-    /// The store's own code for the failure (Apple's `errorCode`, Huawei's `responseCode`), kept
+    /// The store's own code for the failure (an error code in its answer's body), kept
     /// for logs and for the store's table.
     public let storeCode: String?
     /// How long the store asked to be left alone (its `Retry-After`), when it said.

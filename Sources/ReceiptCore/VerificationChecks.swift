@@ -46,7 +46,7 @@ package enum VerificationChecks {
 
     /// The one rule for environments, for every store: a purchase of an environment the client
     /// does not accept is refused, with one code and reason. Stores do not check it themselves; a
-    /// store that can tell the environment before it asks (an App Store receipt that names one)
+    /// store that can tell the environment before it asks (evidence that names it)
     /// asks this rule, so no call is made that could only be refused.
     package static func accepts(_ environment: StoreEnvironment, accepted: Set<StoreEnvironment>) throws {
         guard accepted.contains(environment) else {
