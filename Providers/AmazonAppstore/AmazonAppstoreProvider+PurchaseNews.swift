@@ -56,14 +56,14 @@ extension AmazonAppstoreProvider {
             return try await lookUp(
                 receiptID: receiptID, userID: userID, secret: secret, environments: environments, package: package,
                 deadline: .now + Self.notificationBudget)
-        } catch  where error.kind == .unknownReceipt || error.kind == .wrongUser {
+        } catch  where error.kind == .notFound || error.kind == .refused {
             return nil
         } catch {
             logger.warning(
                 "an Amazon notification's receipt could not be read from RVS",
                 ["package": package, "problem": error.message])
             throw NotificationRejection(
-                .retryable, reason: error.verificationError.reason,
+                .retryable, reason: error.reason,
                 message: "the receipt could not be read from Amazon now")
         }
     }

@@ -37,12 +37,12 @@ extension AmazonAppstoreProvider: SubscriptionReading {
             purchase = try await lookUp(
                 receiptID: key.receipt, userID: key.user, secret: secret, environments: [subscription.environment],
                 package: package, deadline: .now + Self.notificationBudget)
-        } catch  where error.kind == .unknownReceipt || error.kind == .wrongUser {
+        } catch  where error.kind == .notFound || error.kind == .refused {
             return nil
         } catch {
             throw SubscriptionReadFailed(
-                "subscription \(subscription.originalTransactionID) not read back from RVS: \(error.verificationError.message)"
-                    + (error.verificationError.isRetryable ? "; the next run asks again" : ""),
+                "subscription \(subscription.originalTransactionID) not read back from RVS: \(error.message)"
+                    + (error.isRetryable ? "; the next run asks again" : ""),
                 storeWide: error.kind == .unavailable)
         }
         guard purchase.dateOutOfRange == nil,

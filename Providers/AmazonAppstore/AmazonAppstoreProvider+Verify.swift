@@ -36,18 +36,12 @@ extension AmazonAppstoreProvider {
                 receiptID: receiptID, userID: userID, secret: secret, environments: context.environments,
                 package: package, deadline: context.deadline)
         } catch {
-            if error.kind == .badSharedSecret || error.kind == .notConfigured {
+            if error.kind == .credentialsRefused || error.kind == .notConfigured {
                 logger.error(
                     "Amazon RVS cannot be asked for this client; the operator must set its shared secret",
                     ["client.id": context.client?.clientID ?? "", "problem": error.message])
             }
             throw error.verificationError
-        }
-        guard context.environments.contains(purchase.environment) else {
-            throw StoreVerificationError(
-                code: .environmentMismatch, reason: "ENVIRONMENT_MISMATCH",
-                message: "a \(purchase.environment.rawValue) purchase, and this client accepts only "
-                    + context.environments.map(\.rawValue).sorted().joined(separator: ", "))
         }
         return [purchase]
     }
@@ -57,9 +51,9 @@ extension AmazonAppstoreProvider {
     func lookUp(
         receiptID: String, userID: String, secret: String, environments: Set<StoreEnvironment>, package: String?,
         deadline: ContinuousClock.Instant?
-    ) async throws(RVSError) -> VerifiedPurchase {
+    ) async throws(StoreAPIError) -> VerifiedPurchase {
         let order = [false, true].filter { environments.contains($0 ? .sandbox : .production) }
-        guard !order.isEmpty else { throw RVSError(.notConfigured, "this client accepts no environment") }
+        guard !order.isEmpty else { throw AmazonAPIErrors.notConfigured("this client accepts no environment") }
         for (index, sandbox) in order.enumerated() {
             do {
                 let body = try await rvs.verify(
@@ -67,11 +61,11 @@ extension AmazonAppstoreProvider {
                 return try RVSReceipt.decode(body).normalized(
                     requestedReceiptID: receiptID, userID: userID, sandboxAnswered: sandbox,
                     package: package, now: now())
-            } catch  where error.kind == .unknownReceipt && index + 1 < order.count {
+            } catch  where error.kind == .notFound && index + 1 < order.count {
                 continue
             }
         }
-        throw RVSError(.unknownReceipt, status: 400, "RVS does not know the receipt")
+        throw AmazonAPIErrors.unknownReceipt
     }
 
     /// RVS's answer (version 1.0) names no app: a shared secret is the developer account's, for

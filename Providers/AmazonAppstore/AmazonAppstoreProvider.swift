@@ -79,9 +79,9 @@ public struct AmazonAppstoreProvider: StoreProvider, NotificationReceiving {
     }
 
     /// The client's shared secret, or a verifier error that tells the operator how to set it.
-    static func sharedSecret(_ credentials: [String: String]) throws(RVSError) -> String {
+    static func sharedSecret(_ credentials: [String: String]) throws(StoreAPIError) -> String {
         guard let secret = credentials[Setting.sharedSecret], !secret.isEmpty else {
-            throw RVSError(.notConfigured, "this client has no Amazon shared secret")
+            throw AmazonAPIErrors.notConfigured("this client has no Amazon shared secret")
         }
         return secret
     }

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPClient
+import ReceiptCore
 
 /// Amazon's Receipt Verification Service (`verifyReceiptId`, version 1.0). Retries are done here,
 /// not by the HTTP client, because they must stop at the request's deadline and because RVS also
@@ -19,23 +20,16 @@ struct RVSClient: Sendable {
     func verify(
         receiptID: String, userID: String, secret: String, sandbox: Bool,
         deadline: ContinuousClock.Instant?
-    ) async throws(RVSError) -> Data {
+    ) async throws(StoreAPIError) -> Data {
         let path =
             "/version/1.0/verifyReceiptId/developer/\(Self.segment(secret))/user/\(Self.segment(userID))/receiptId/\(Self.segment(receiptID))"
         let url = baseURL + (sandbox ? "/sandbox" : "") + path
         let response = try await send(url, deadline: deadline)
-        switch response.status {
-        case 200: return response.body
-        case 400: throw RVSError(.unknownReceipt, status: 400, "RVS does not know the receipt")
-        case 496: throw RVSError(.badSharedSecret, status: 496, "RVS refused the shared secret")
-        case 497: throw RVSError(.wrongUser, status: 497, "RVS says the receipt is another user's")
-        case let status where Self.isTransient(status):
-            throw RVSError(.unavailable, status: status, "RVS answered HTTP \(status) \(response.attempts) times")
-        case let status: throw RVSError(.invalidResponse, status: status, "RVS answered HTTP \(status)")
+        guard response.status == 200 else {
+            throw AmazonAPIErrors.answered(HTTPStatus(response.status), attempts: response.attempts)
         }
+        return response.body
     }
-
-    static func isTransient(_ status: Int) -> Bool { status == 410 || status == 429 || (500...599).contains(status) }
 
     /// One path segment, every byte outside the unreserved set percent-encoded (receipt and user
     /// ids carry `=`, `/`, `+` and `:`).
@@ -59,7 +53,7 @@ struct RVSClient: Sendable {
     /// Errors name the status and attempts, never the URL.
     private func send(
         _ url: String, deadline: ContinuousClock.Instant?
-    ) async throws(RVSError) -> (status: Int, body: Data, attempts: Int) {
+    ) async throws(StoreAPIError) -> (status: Int, body: Data, attempts: Int) {
         var request = HTTPClient.Request(url: url, headers: [("Accept", "application/json")])
         request.retry = HTTPClient.RetryPolicy(
             maxAttempts: retry.maxAttempts, baseDelay: retry.baseDelay, maxDelay: retry.maxDelay,
@@ -70,9 +64,9 @@ struct RVSClient: Sendable {
             return (response.status, response.body, response.attempts)
         } catch let error as HTTPClientError {
             // The code only: curl's own text may quote the URL.
-            throw RVSError(.unavailable, "RVS could not be reached (\(error.code))")
+            throw AmazonAPIErrors.unavailable("RVS could not be reached (\(error.code))")
         } catch {
-            throw RVSError(.unavailable, "the RVS call was cancelled")
+            throw AmazonAPIErrors.unavailable("the RVS call was cancelled")
         }
     }
 }

@@ -44,9 +44,9 @@ struct RVSReceipt: Codable, Sendable {
 
     static func millis(_ value: Int64?) -> Date? { value.map { Date(timeIntervalSince1970: Double($0) / 1000) } }
 
-    static func decode(_ body: Data) throws(RVSError) -> RVSReceipt {
+    static func decode(_ body: Data) throws(StoreAPIError) -> RVSReceipt {
         do { return try JSONDecoder().decode(RVSReceipt.self, from: body) } catch {
-            throw RVSError(.invalidResponse, status: 200, "RVS answered with JSON we cannot read")
+            throw AmazonAPIErrors.malformed("RVS answered with JSON we cannot read", status: HTTPStatus(200))
         }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import ReceiptCore
 
 /// StoreKit 1 confirmed through the App Store Server API: one lookup per transaction that can
 /// answer the request, never more than `maxLookups`, none after the deadline or cancellation.
@@ -72,16 +73,21 @@ extension AppReceiptValidator {
         return confirmed
     }
 
-    static func classify(_ error: AppStoreAPIError, transactionID: String) -> AppStoreVerificationError {
+    /// A failed lookup as the refusal of the evidence. An answer that is not Apple's is answered
+    /// as not confirmed, as it always has been for the App Store (the other stores answer it as
+    /// their trouble).
+    static func classify(_ error: StoreAPIError, transactionID: String) -> AppStoreVerificationError {
         if error.isTransactionNotFound {
             return AppStoreVerificationError(
                 .receiptNotConfirmed, "Apple knows no transaction \(transactionID) in either environment")
         }
-        if error.isRetryable { return AppStoreVerificationError(.storeUnavailable, error.description) }
-        if error.status == 401 || error.status == 403 {
-            return AppStoreVerificationError(
+        return switch error.kind {
+        case .unavailable: AppStoreVerificationError(.storeUnavailable, error.message)
+        case .credentialsRefused, .notConfigured:
+            AppStoreVerificationError(
                 .misconfigured, "the App Store Server API refused our key (\(error.status ?? 0))")
+        case .notFound, .refused, .forged, .malformedAnswer:
+            AppStoreVerificationError(.receiptNotConfirmed, error.message)
         }
-        return AppStoreVerificationError(.receiptNotConfirmed, error.description)
     }
 }

@@ -35,8 +35,8 @@ extension AppStoreProvider: AccountTokenSetting {
         } catch {
             // Apple's errorCode is in the description (4000185 family-shared, 4000187 not an original transaction id...).
             throw StoreVerificationError(
-                code: .verifierError, reason: "APP_STORE_ACCOUNT_TOKEN_REFUSED", message: "\(error)",
-                isRetryable: error.isRetryable)
+                code: .verifierError, reason: "APP_STORE_ACCOUNT_TOKEN_REFUSED", message: error.message,
+                isRetryable: error.kind == .unavailable)
         }
     }
 }

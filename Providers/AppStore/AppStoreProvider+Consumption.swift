@@ -65,8 +65,8 @@ extension AppStoreProvider: RefundRequestAnswering {
                 request.transactionID, body: body, environment: Self.appStoreEnvironment(request.environment))
         } catch {
             throw StoreVerificationError(
-                code: .verifierError, reason: "APP_STORE_CONSUMPTION_REFUSED", message: "\(error)",
-                isRetryable: error.isRetryable)
+                code: .verifierError, reason: "APP_STORE_CONSUMPTION_REFUSED", message: error.message,
+                isRetryable: error.kind == .unavailable)
         }
         return body
     }

@@ -18,18 +18,19 @@ extension AppStoreProvider: OrderLookingUp {
                 do {
                     answer = try await client.lookUpOrder(orderID, environment: environment)
                 } catch {
-                    if error.isRetryable {
+                    switch error.kind {
+                    case .unavailable:
                         throw StoreVerificationError(
-                            code: .verifierError, reason: "STORE_UNAVAILABLE", message: error.description,
+                            code: .verifierError, reason: "STORE_UNAVAILABLE", message: error.message,
                             isRetryable: true)
-                    }
-                    // An answer that is not Apple's (garbage, a body that does not decode) says nothing
-                    // about the order: reporting "not found" would be a guess.
-                    if error.status == nil {
+                    case .malformedAnswer, .notConfigured:
+                        // An answer that is not Apple's (garbage, a body that does not decode) says
+                        // nothing about the order: reporting "not found" would be a guess.
                         throw StoreVerificationError(
-                            code: .verifierError, reason: "STORE_INVALID_RESPONSE", message: error.description)
+                            code: .verifierError, reason: "STORE_INVALID_RESPONSE", message: error.message)
+                    case .notFound, .refused, .forged, .credentialsRefused:
+                        continue  // Apple's own error: not known for this bundle or environment
                     }
-                    continue  // Apple's own error: not known for this bundle or environment
                 }
                 guard answer.valid, !answer.signedTransactions.isEmpty else { continue }
                 let entries = answer.signedTransactions.map { signed -> StoreOrder.Entry in

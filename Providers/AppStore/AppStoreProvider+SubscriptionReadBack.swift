@@ -19,12 +19,11 @@ extension AppStoreProvider: SubscriptionReading {
         let statuses: AppStoreServerAPIClient.SubscriptionStatuses
         do {
             statuses = try await api.subscriptionStatuses(subscription.originalTransactionID, environment: environment)
+        } catch  where error.kind == .unavailable || error.kind == .credentialsRefused {
+            throw SubscriptionReadFailed(
+                "subscription \(subscription.originalTransactionID) not read back: \(error.operatorHelp)",
+                retryAfter: error.retryAfter, storeWide: error.kind == .unavailable)
         } catch {
-            if error.isRetryable || error.status == 401 || error.status == 403 {
-                throw SubscriptionReadFailed(
-                    "subscription \(subscription.originalTransactionID) not read back: \(NotificationHistoryPoller.explain(error))",
-                    retryAfter: error.retryAfter, storeWide: error.isRetryable)
-            }
             return nil  // Apple does not know it (4040010), or refuses the id: nothing to learn
         }
         let latest = statuses.data?.lazy.compactMap { $0.lastTransactions }.joined()

@@ -5,10 +5,14 @@ extension AppStoreProvider: StoreProvider {
     /// A StoreKit 2 signed transaction (JWS) is verified locally; anything else is taken as a
     /// StoreKit 1 receipt: its signature is verified locally first, then its bundle id and
     /// environment checked, and only then is Apple asked to confirm it.
+    ///
+    /// Whether the client accepts the purchase's environment is the core's rule, applied to the
+    /// purchase proven: Apple's signed data is expected from any environment the core knows. A
+    /// receipt that names its environment is held to that rule before Apple is asked.
     public func verify(evidence: String, context: VerificationContext) async throws -> [VerifiedPurchase] {
         let expectations = AppStoreExpectations(
             bundleIDs: context.appIdentifiers,
-            environments: Set(context.environments.map(Self.appStoreEnvironment)))
+            environments: Set(StoreEnvironment.allCases.map(Self.appStoreEnvironment)))
         do {
             if context.evidenceKind == .transactionID {
                 return try await verifyTransactionID(evidence, context: context, expecting: expectations)
@@ -18,6 +22,9 @@ extension AppStoreProvider: StoreProvider {
             }
             let receipt = try receiptAuthenticator.authenticate(base64: evidence)
             try AppReceiptValidator.checkIdentity(of: receipt, expecting: expectations)
+            if let named = receipt.environment.flatMap(Self.storeEnvironment) {
+                try VerificationChecks.accepts(named, accepted: context.environments)
+            }
             guard let validator = receiptValidator(bundleID: receipt.bundleID ?? "") else {
                 throw AppStoreVerificationError(
                     .misconfigured, "StoreKit 1 receipts need an App Store Server API key or a shared secret")

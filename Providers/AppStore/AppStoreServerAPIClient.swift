@@ -1,6 +1,7 @@
 package import Foundation
 package import HTTPClient
 package import OpenSSLCrypto
+package import ReceiptCore
 
 /// Apple's App Store Server API, authenticated with an ES256 JWT per request from the team's
 /// `.p8` key. Keys and tokens are never logged or put in an error message.
@@ -54,12 +55,12 @@ package struct AppStoreServerAPIClient: Sendable {
     /// Get Transaction Info: the signed transaction for any transaction id.
     package func transactionInfo(
         _ transactionID: String, environment: AppStoreEnvironment
-    ) async throws(AppStoreAPIError) -> String {
+    ) async throws(StoreAPIError) -> String {
         struct Body: Decodable { let signedTransactionInfo: String? }
         let body: Body = try await send(
             "GET", "/inApps/v1/transactions/\(try Self.pathSegment(transactionID))", environment: environment)
         guard let signed = body.signedTransactionInfo else {
-            throw AppStoreAPIError.invalidResponse("no signedTransactionInfo")
+            throw AppleAPIErrors.malformed("no signedTransactionInfo")
         }
         return signed
     }
@@ -69,7 +70,7 @@ package struct AppStoreServerAPIClient: Sendable {
     package func transactionInfoInAnyEnvironment(
         _ transactionID: String, preferring first: AppStoreEnvironment = .production
     )
-        async throws(AppStoreAPIError) -> (signedTransaction: String, environment: AppStoreEnvironment)
+        async throws(StoreAPIError) -> (signedTransaction: String, environment: AppStoreEnvironment)
     {
         let second: AppStoreEnvironment = first == .production ? .sandbox : .production
         do {
@@ -82,14 +83,14 @@ package struct AppStoreServerAPIClient: Sendable {
     /// Get Transaction History (v2), every page.
     package func transactionHistory(
         _ transactionID: String, environment: AppStoreEnvironment
-    ) async throws(AppStoreAPIError) -> [String] {
+    ) async throws(StoreAPIError) -> [String] {
         try await allRevisions("/inApps/v2/history/\(try Self.pathSegment(transactionID))", environment: environment)
     }
 
     /// Follows Apple's `revision` / `hasMore` paging to the end and gathers `signedTransactions`.
     private func allRevisions(
         _ path: String, environment: AppStoreEnvironment
-    ) async throws(AppStoreAPIError) -> [String] {
+    ) async throws(StoreAPIError) -> [String] {
         struct Page: Decodable { let revision: String?; let hasMore: Bool?; let signedTransactions: [String]? }
         var signed: [String] = [], revision: String?
         for _ in 0..<Self.maxPages {
@@ -99,13 +100,13 @@ package struct AppStoreServerAPIClient: Sendable {
             guard page.hasMore == true, let next = page.revision else { return signed }
             revision = next
         }
-        throw AppStoreAPIError.invalidResponse("\(path) did not end after \(Self.maxPages) pages")
+        throw AppleAPIErrors.malformed("\(path) did not end after \(Self.maxPages) pages")
     }
 
     /// Look Up Order ID: the transactions of a customer's order id (from their receipt e-mail).
     package func lookUpOrder(
         _ orderID: String, environment: AppStoreEnvironment
-    ) async throws(AppStoreAPIError) -> (valid: Bool, signedTransactions: [String]) {
+    ) async throws(StoreAPIError) -> (valid: Bool, signedTransactions: [String]) {
         struct Body: Decodable { let status: Int?; let signedTransactions: [String]? }
         let body: Body = try await send(
             "GET", "/inApps/v1/lookup/\(try Self.pathSegment(orderID))", environment: environment)
@@ -132,7 +133,7 @@ package struct AppStoreServerAPIClient: Sendable {
     /// Get All Subscription Statuses.
     package func subscriptionStatuses(
         _ transactionID: String, environment: AppStoreEnvironment
-    ) async throws(AppStoreAPIError) -> SubscriptionStatuses {
+    ) async throws(StoreAPIError) -> SubscriptionStatuses {
         try await send(
             "GET", "/inApps/v1/subscriptions/\(try Self.pathSegment(transactionID))", environment: environment)
     }
@@ -140,7 +141,7 @@ package struct AppStoreServerAPIClient: Sendable {
     /// Get Refund History (v2), every page.
     package func refundHistory(
         _ transactionID: String, environment: AppStoreEnvironment
-    ) async throws(AppStoreAPIError) -> [String] {
+    ) async throws(StoreAPIError) -> [String] {
         try await allRevisions(
             "/inApps/v2/refund/lookup/\(try Self.pathSegment(transactionID))", environment: environment)
     }
@@ -160,7 +161,7 @@ package struct AppStoreServerAPIClient: Sendable {
     package func notificationHistory(
         from start: Date, to end: Date, transactionID: String? = nil, onlyFailures: Bool = false,
         environment: AppStoreEnvironment
-    ) async throws(AppStoreAPIError) -> [NotificationHistoryItem] {
+    ) async throws(StoreAPIError) -> [NotificationHistoryItem] {
         var items: [NotificationHistoryItem] = [], token: String?
         for _ in 0..<Self.maxPages {
             let page = try await notificationHistoryPage(
@@ -170,7 +171,7 @@ package struct AppStoreServerAPIClient: Sendable {
             guard page.hasMore == true, let next = page.paginationToken else { return items }
             token = next
         }
-        throw AppStoreAPIError.invalidResponse("notification history did not end after \(Self.maxPages) pages")
+        throw AppleAPIErrors.malformed("notification history did not end after \(Self.maxPages) pages")
     }
 
     /// One page of Get Notification History: `POST /inApps/v1/notifications/history`, the window
@@ -178,7 +179,7 @@ package struct AppStoreServerAPIClient: Sendable {
     package func notificationHistoryPage(
         from start: Date, to end: Date, transactionID: String? = nil, onlyFailures: Bool = false,
         paginationToken: String?, environment: AppStoreEnvironment
-    ) async throws(AppStoreAPIError) -> NotificationHistoryPage {
+    ) async throws(StoreAPIError) -> NotificationHistoryPage {
         struct Request: Encodable {
             let startDate: Int64; let endDate: Int64; let transactionId: String?; let onlyFailures: Bool?
         }
@@ -186,7 +187,7 @@ package struct AppStoreServerAPIClient: Sendable {
             startDate: Int64(start.timeIntervalSince1970 * 1000), endDate: Int64(end.timeIntervalSince1970 * 1000),
             transactionId: transactionID, onlyFailures: onlyFailures ? true : nil)
         guard let body = try? JSONEncoder().encode(request) else {
-            throw AppStoreAPIError.invalidResponse("cannot encode request")
+            throw AppleAPIErrors.malformed("cannot encode request")
         }
         let query = paginationToken.map { "?paginationToken=\(Self.queryValue($0))" } ?? ""
         return try await send("POST", "/inApps/v1/notifications/history\(query)", environment: environment, body: body)
@@ -196,7 +197,7 @@ package struct AppStoreServerAPIClient: Sendable {
     /// Apple answers 202 with no body.
     package func sendConsumptionInformation(
         _ transactionID: String, body: Data, environment: AppStoreEnvironment
-    ) async throws(AppStoreAPIError) {
+    ) async throws(StoreAPIError) {
         let _: Empty = try await send(
             "PUT", "/inApps/v2/transactions/consumption/\(try Self.pathSegment(transactionID))",
             environment: environment,
@@ -209,11 +210,11 @@ package struct AppStoreServerAPIClient: Sendable {
     package func setAppAccountToken(
         _ originalTransactionID: String, appAccountToken: UUID,
         environment: AppStoreEnvironment
-    ) async throws(AppStoreAPIError) {
+    ) async throws(StoreAPIError) {
         struct Request: Encodable { let appAccountToken: String }
         guard let body = try? JSONEncoder().encode(Request(appAccountToken: appAccountToken.uuidString.lowercased()))
         else {
-            throw AppStoreAPIError.invalidResponse("cannot encode request")
+            throw AppleAPIErrors.malformed("cannot encode request")
         }
         let _: Empty = try await send(
             "PUT", "/inApps/v1/transactions/\(try Self.pathSegment(originalTransactionID))/appAccountToken",
@@ -231,7 +232,7 @@ package struct AppStoreServerAPIClient: Sendable {
     private func send<T: Decodable>(
         _ method: String, _ path: String, environment: AppStoreEnvironment, body: Data? = nil,
         emptyAllowed: Bool = false
-    ) async throws(AppStoreAPIError) -> T {
+    ) async throws(StoreAPIError) -> T {
         let base = environment == .production ? configuration.productionBaseURL : configuration.sandboxBaseURL
         var headers: [(name: String, value: String)] = [
             ("Authorization", "Bearer \(try bearerToken())"), ("Accept", "application/json"),
@@ -243,27 +244,26 @@ package struct AppStoreServerAPIClient: Sendable {
         do {
             response = try await http.send(request)
         } catch let error as HTTPClientError {
-            throw AppStoreAPIError(status: nil, errorCode: nil, errorMessage: nil, transport: error.description)
+            throw AppleAPIErrors.unreachable(error.description)
         } catch {
-            throw AppStoreAPIError(status: nil, errorCode: nil, errorMessage: nil, transport: "\(error)")
+            throw AppleAPIErrors.unreachable("\(error)")
         }
-        guard (200..<300).contains(response.status) else {
+        guard HTTPStatus(response.status).isSuccess else {
             let apple = try? JSONDecoder().decode(AppleError.self, from: response.body)
-            throw AppStoreAPIError(
-                status: response.status, errorCode: apple?.errorCode, errorMessage: apple?.errorMessage, transport: nil,
-                retryAfter: response.header("Retry-After").flatMap { HTTPClient.parseRetryAfter($0, now: now()) }
-                    .map { min($0, .seconds(86_400)) })
+            throw AppleAPIErrors.answered(
+                HTTPStatus(response.status), errorCode: apple?.errorCode, errorMessage: apple?.errorMessage,
+                retryAfter: response.askedToWait(now: now()))
         }
         do {
             return try JSONDecoder().decode(
                 T.self, from: emptyAllowed && response.body.isEmpty ? Data("{}".utf8) : response.body)
         } catch {
-            throw AppStoreAPIError.invalidResponse("unexpected response body: \(error)")
+            throw AppleAPIErrors.malformed("unexpected response body: \(error)")
         }
     }
 
     /// A fresh ES256 JWT: `kid` header; `iss`, `iat`, `exp`, `aud` = appstoreconnect-v1, `bid` claims.
-    func bearerToken() throws(AppStoreAPIError) -> String {
+    func bearerToken() throws(StoreAPIError) -> String {
         struct Claims: Encodable { let iss: String; let iat: Int64; let exp: Int64; let aud: String; let bid: String }
         let issuedAt = Int64(now().timeIntervalSince1970)
         let claims = Claims(
@@ -273,59 +273,21 @@ package struct AppStoreServerAPIClient: Sendable {
             return try CompactJWS.sign(
                 claims: claims, header: JWSHeader(kid: configuration.keyID, typ: "JWT"), key: configuration.privateKey)
         } catch {
-            throw AppStoreAPIError.invalidResponse("cannot sign the API token")
+            throw AppleAPIErrors.keyUnusable("cannot sign the API token")
         }
     }
 
     /// Ids go into the URL path: only the characters Apple's ids use are allowed.
-    static func pathSegment(_ value: String) throws(AppStoreAPIError) -> String {
+    static func pathSegment(_ value: String) throws(StoreAPIError) -> String {
         guard !value.isEmpty, value.count <= 128,
             value.unicodeScalars.allSatisfy({
                 $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "-_".unicodeScalars.contains($0))
             })
-        else { throw AppStoreAPIError(status: 400, errorCode: nil, errorMessage: "invalid identifier", transport: nil) }
+        else { throw AppleAPIErrors.refused("invalid identifier", status: .badRequest) }
         return value
     }
 
     static func queryValue(_ value: String) -> String {
         value.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
-    }
-}
-
-/// A failed App Store Server API call: Apple's own error (`errorCode`, `errorMessage`) when it
-/// answered, or the transport failure.
-package struct AppStoreAPIError: Error, Sendable, CustomStringConvertible {
-    package let status: Int?
-    package let errorCode: Int?
-    package let errorMessage: String?
-    package let transport: String?
-    /// What a `429` said to wait (`Retry-After`, in seconds), where it said.
-    package var retryAfter: Duration?
-
-    package init(status: Int?, errorCode: Int?, errorMessage: String?, transport: String?, retryAfter: Duration? = nil)
-    {
-        self.status = status
-        self.errorCode = errorCode
-        self.errorMessage = errorMessage
-        self.transport = transport
-        self.retryAfter = retryAfter
-    }
-
-    static func invalidResponse(_ message: String) -> AppStoreAPIError {
-        AppStoreAPIError(status: nil, errorCode: nil, errorMessage: message, transport: nil)
-    }
-
-    /// 4040010: the transaction id is unknown in this environment.
-    package var isTransactionNotFound: Bool { errorCode == 4_040_010 }
-
-    /// Worth trying again later: rate limited, Apple's server errors, or no answer at all.
-    package var isRetryable: Bool {
-        transport != nil || status == 429 || (status ?? 0) >= 500
-    }
-
-    package var description: String {
-        if let transport { return "App Store Server API unreachable: \(transport)" }
-        return
-            "App Store Server API error \(status.map(String.init) ?? "-") \(errorCode.map(String.init) ?? ""): \(errorMessage ?? "")"
     }
 }

@@ -44,9 +44,9 @@ package struct NotificationHistoryPoller: StorePolling {
         try await PollTargets.each(targets, subject: "notification history") { target in
             try await poll(bundleID: target.bundleID, environment: target.environment, run: run, record: record)
         } problem: { target, error in
-            guard let error = error as? AppStoreAPIError else { return nil }
+            guard let error = error as? StoreAPIError else { return nil }
             return PollTargets.Problem(
-                "\(target.bundleID) (\(target.environment.rawValue)): \(Self.explain(error))",
+                "\(target.bundleID) (\(target.environment.rawValue)): \(error.operatorHelp)",
                 retryAfter: error.retryAfter)
         }
     }
@@ -72,9 +72,9 @@ package struct NotificationHistoryPoller: StorePolling {
                     paginationToken: cursor.pageToken, environment: environment)
             },
             refusesToken: { error in
-                // A refused request, not the key.
-                guard let error = error as? AppStoreAPIError else { return false }
-                return !error.isRetryable && error.status != 401 && error.status != 403
+                // A refused request (or an answer not Apple's), not the key and not Apple's trouble.
+                guard let error = error as? StoreAPIError else { return false }
+                return [.refused, .notFound, .malformedAnswer].contains(error.kind)
             },
             page: { page in
                 var found: [StoreNotification] = []
@@ -90,9 +90,7 @@ package struct NotificationHistoryPoller: StorePolling {
                         continue  // not Apple's, or not for this app: what the push route refuses too
                     } catch let error as AppStoreVerificationError {
                         // The revocation check could not be made now: this app waits for the next run.
-                        throw AppStoreAPIError(
-                            status: nil, errorCode: nil, errorMessage: nil,
-                            transport: "revocation check unavailable: \(error.message)")
+                        throw AppleAPIErrors.unreachable("revocation check unavailable: \(error.message)")
                     }
                 }
                 return WindowedPoll.Page(
@@ -102,17 +100,4 @@ package struct NotificationHistoryPoller: StorePolling {
     }
 
     static func date(_ millis: Int64) -> Date { Date(timeIntervalSince1970: Double(millis) / 1000) }
-
-    /// What an operator should do about an API failure: a refused key names its settings; a rate
-    /// limit or a server error waits for the next run, which resumes from the saved cursor.
-    static func explain(_ error: AppStoreAPIError) -> String {
-        switch error.status {
-        case 401?, 403?:
-            "the App Store Server API refused the key: check RECEIPTGATE_APPSTORE_API_KEY_ID, _ISSUER_ID and _KEY_PATH (\(error))"
-        case 429?:
-            "rate limited by Apple; the next run resumes where this one stopped (\(error))"
-        default:
-            "\(error); the next run resumes where this one stopped"
-        }
-    }
 }

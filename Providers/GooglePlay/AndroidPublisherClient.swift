@@ -1,5 +1,6 @@
 package import Foundation
 package import HTTPClient
+import ReceiptCore
 
 /// The Android Publisher API (v3), authenticated with a service account's bearer token. A 401
 /// refreshes the token once; 429/5xx are retried by the HTTP client with back-off (and
@@ -90,8 +91,8 @@ package struct AndroidPublisherClient: Sendable {
 
     private func decode<T: Decodable>(_ body: Data) throws -> T {
         do { return try JSONDecoder().decode(T.self, from: body) } catch {
-            throw GooglePlayAPIError(
-                .invalidResponse, status: 200, "Google answered with JSON we cannot read (\(T.self))")
+            throw GoogleAPIErrors.malformed(
+                "Google answered with JSON we cannot read (\(T.self))", status: HTTPStatus(200))
         }
     }
 
@@ -110,34 +111,19 @@ package struct AndroidPublisherClient: Sendable {
                 response = try await http.send(
                     HTTPClient.Request(method: method, url: baseURL + path, headers: headers, body: body))
             } catch {
-                throw GooglePlayAPIError(.unavailable, "\(method) \(Self.redacted(path)) failed: \(error)")
+                throw GoogleAPIErrors.unavailable("\(method) \(Self.redacted(path)) failed: \(error)")
             }
-            switch response.status {
-            case 200..<300:
-                return response.body
-            case 401 where !refreshed:
+            let status = HTTPStatus(response.status)
+            if status.isSuccess { return response.body }
+            if status == .unauthorized && !refreshed {
                 // Revoked or expired early: one fresh token, once.
                 await tokens.invalidate(token, for: key)
                 refreshed = true
-            case 401, 403:
-                throw GooglePlayAPIError(
-                    .permission, status: response.status, Self.googleMessage(response.body) ?? "permission denied")
-            case 404, 410:
-                throw GooglePlayAPIError(
-                    .notFound, status: response.status, Self.googleMessage(response.body) ?? "not found")
-            case 400:
-                throw GooglePlayAPIError(.rejected, status: 400, Self.googleMessage(response.body) ?? "invalid request")
-            default:
-                // The HTTP client already waited and retried; a Retry-After longer than it waits is
-                // passed on, so a poll's next run comes no sooner than Google asked (a day at most).
-                let wait = response.header("Retry-After").flatMap { HTTPClient.parseRetryAfter($0, now: now()) }.map {
-                    min($0, .seconds(86_400))
-                }
-                throw GooglePlayAPIError(
-                    .unavailable, status: response.status,
-                    "\(method) \(Self.redacted(path)) answered HTTP \(response.status)",
-                    retryAfter: wait)
+                continue
             }
+            throw GoogleAPIErrors.answered(
+                status, detail: Self.googleMessage(response.body), request: "\(method) \(Self.redacted(path))",
+                retryAfter: response.askedToWait(now: now()))
         }
     }
 

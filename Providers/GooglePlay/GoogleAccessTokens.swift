@@ -46,7 +46,7 @@ public final class GoogleAccessTokens: Sendable {
         let issued = now()
         let assertion: String
         do { assertion = try key.assertion(scope: scope, now: issued) } catch {
-            throw GooglePlayAPIError(.notConfigured, "cannot sign with \(key): \(error)")
+            throw GoogleAPIErrors.notConfigured("cannot sign with \(key): \(error)")
         }
         let form = "grant_type=\(formEncode(grantType))&assertion=\(formEncode(assertion))"
         var request = HTTPClient.Request(
@@ -55,7 +55,7 @@ public final class GoogleAccessTokens: Sendable {
         request.timeout = .seconds(10)
         let response: HTTPClient.Response
         do { response = try await http.send(request) } catch {
-            throw GooglePlayAPIError(.unavailable, "the token endpoint did not answer: \(error)")
+            throw GoogleAPIErrors.unavailable("the token endpoint did not answer: \(error)")
         }
         struct Answer: Decodable {
             let access_token: String?; let expires_in: Int?; let error: String?; let error_description: String?
@@ -64,19 +64,14 @@ public final class GoogleAccessTokens: Sendable {
         switch response.status {
         case 200:
             guard let value = answer?.access_token, !value.isEmpty else {
-                throw GooglePlayAPIError(
-                    .invalidResponse, status: 200, "the token endpoint answered without an access_token")
+                throw GoogleAPIErrors.malformed(
+                    "the token endpoint answered without an access_token", status: HTTPStatus(200))
             }
             return Token(value: value, expires: issued.addingTimeInterval(TimeInterval(answer?.expires_in ?? 3600)))
-        case 400, 401, 403:
-            // invalid_grant, unauthorized_client...: a key problem, for the operator to fix.
-            let detail = [answer?.error, answer?.error_description].compactMap { $0 }.joined(separator: ": ")
-            throw GooglePlayAPIError(
-                .permission, status: response.status,
-                "the token endpoint refused \(key) (\(detail.isEmpty ? "no detail" : String(detail.prefix(200))))")
         default:
-            throw GooglePlayAPIError(
-                .unavailable, status: response.status, "the token endpoint answered HTTP \(response.status)")
+            let detail = [answer?.error, answer?.error_description].compactMap { $0 }.joined(separator: ": ")
+            throw GoogleAPIErrors.tokenEndpointAnswered(
+                HTTPStatus(response.status), key: "\(key)", detail: String(detail.prefix(200)))
         }
     }
 

@@ -49,8 +49,8 @@ extension GooglePlayProvider {
             default:
                 try await api.acknowledgeProduct(package: package, productID: productID, token: token, key: key)
             }
-        } catch let error as GooglePlayAPIError {
-            if error.kind == .permission || error.kind == .notConfigured {
+        } catch let error as StoreAPIError {
+            if error.kind == .credentialsRefused || error.kind == .notConfigured {
                 logger.error(
                     "Google Play refused an acknowledgement; the operator must fix the service account",
                     ["client.id": acknowledgement.clientID, "package": package, "problem": error.message])

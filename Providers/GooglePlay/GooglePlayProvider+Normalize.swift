@@ -93,7 +93,7 @@ extension GooglePlayProvider {
                     original = Self.firstOrder(order)
                 }
                 linked = previous.linkedPurchaseToken
-            } catch let error as GooglePlayAPIError where error.kind == .notFound || error.kind == .rejected {
+            } catch let error as StoreAPIError where error.kind == .notFound || error.kind == .refused {
                 break  // Google forgets tokens 60 days after they expire: the chain ends there.
             }
         }

@@ -127,14 +127,14 @@ extension GooglePlayProvider {
     ) async throws -> (key: ServiceAccountKey, consume: Bool) {
         let owner = try await request.owner(package)
         let key: ServiceAccountKey
-        do throws(GooglePlayAPIError) {
+        do throws(StoreAPIError) {
             key = try serviceAccountKey(owner?.credentials ?? [:])
         } catch {
             logger.warning(
                 "a Google Play notification cannot be checked without a service-account key",
                 ["package": package, "problem": error.message])
             throw NotificationRejection(
-                .retryable, reason: error.verificationError.reason,
+                .retryable, reason: error.reason,
                 message: "the purchase could not be fetched from Google now")
         }
         return (key, owner?.client.setting(Setting.consume) == "on")
@@ -147,14 +147,14 @@ extension GooglePlayProvider {
     ) async throws -> VerifiedPurchase? {
         do {
             return try await fetch(evidence, package: package, key: access.key, consume: access.consume, lenient: true)
-        } catch let error as GooglePlayAPIError where error.kind == .notFound || error.kind == .rejected {
+        } catch let error as StoreAPIError where error.kind == .notFound || error.kind == .refused {
             return nil
-        } catch let error as GooglePlayAPIError {
+        } catch let error as StoreAPIError {
             logger.warning(
                 "a Google Play notification's purchase could not be fetched",
                 ["package": package, "problem": error.message])
             throw NotificationRejection(
-                .retryable, reason: error.verificationError.reason,
+                .retryable, reason: error.reason,
                 message: "the purchase could not be fetched from Google now")
         }
     }

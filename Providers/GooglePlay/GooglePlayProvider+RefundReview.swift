@@ -79,7 +79,7 @@ extension GooglePlayProvider: RefundRequestAnswering {
         do {
             try await api.reviewRefund(
                 package: package, orderID: request.transactionID, body: body, key: try serviceAccountKey(credentials))
-        } catch let error as GooglePlayAPIError {
+        } catch let error as StoreAPIError {
             throw error.verificationError
         }
         // What was sent, kept without the token.

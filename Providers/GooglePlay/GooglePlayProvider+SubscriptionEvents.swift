@@ -59,11 +59,11 @@ extension GooglePlayProvider {
             confirmation = try await confirmVoid(
                 token: token, orderID: orderID, fetched: purchase, package: package, hintedAt: eventTime,
                 key: access.key)
-        } catch let error as GooglePlayAPIError {
+        } catch let error as StoreAPIError {
             logger.warning(
                 "a pushed Google Play revocation could not be checked", ["package": package, "problem": error.message])
             throw NotificationRejection(
-                .retryable, reason: error.verificationError.reason,
+                .retryable, reason: error.reason,
                 message: "the revocation could not be checked with Google now")
         }
         guard case .listed(let listed)? = confirmation else { return (nil, type, state, event) }

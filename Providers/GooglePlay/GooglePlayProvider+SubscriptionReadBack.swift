@@ -23,9 +23,9 @@ extension GooglePlayProvider: SubscriptionReading {
                 followLinks: false)
             read.originalTransactionID = subscription.originalTransactionID
             purchase = read
-        } catch let error as GooglePlayAPIError where error.kind == .notFound || error.kind == .rejected {
+        } catch let error as StoreAPIError where error.kind == .notFound || error.kind == .refused {
             return nil  // Google forgot the token (60 days after it ended) or refuses it: nothing to learn
-        } catch let error as GooglePlayAPIError {
+        } catch let error as StoreAPIError {
             throw SubscriptionReadFailed(
                 "subscription \(subscription.originalTransactionID) not read back: \(error.operatorHelp)",
                 storeWide: error.kind == .unavailable)

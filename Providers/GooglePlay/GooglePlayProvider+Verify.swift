@@ -17,19 +17,13 @@ extension GooglePlayProvider {
             let key = try serviceAccountKey(context.credentials)
             purchase = try await fetch(
                 parsed, package: package, key: key, consume: context.client?.setting(Setting.consume) == "on")
-        } catch let error as GooglePlayAPIError {
-            if error.kind == .permission || error.kind == .notConfigured {
+        } catch let error as StoreAPIError {
+            if error.kind == .credentialsRefused || error.kind == .notConfigured {
                 logger.error(
                     "Google Play refused or cannot be asked; the operator must fix the service account",
                     ["client.id": context.client?.clientID ?? "", "package": package, "problem": error.message])
             }
             throw error.verificationError
-        }
-        guard context.environments.contains(purchase.environment) else {
-            throw StoreVerificationError(
-                code: .environmentMismatch, reason: "ENVIRONMENT_MISMATCH",
-                message: "a \(purchase.environment.rawValue) purchase, and this client accepts only "
-                    + context.environments.map(\.rawValue).sorted().joined(separator: ", "))
         }
         if let claimed = parsed.orderID, purchase.storeAttributes["product_type"] == "product",
             let real = purchase.orderID, claimed != real
@@ -82,7 +76,7 @@ extension GooglePlayProvider {
 
     /// One-time product first (by product id when the evidence names it, else by token alone),
     /// then subscription; a subscription purchase JSON goes straight to subscriptions. Throws
-    /// `GooglePlayAPIError`, or `StoreVerificationError` for a pending or canceled purchase.
+    /// `StoreAPIError`, or `StoreVerificationError` for a pending or canceled purchase.
     func fetch(
         _ evidence: GooglePlayEvidence, package: String, key: ServiceAccountKey, consume: Bool,
         lenient: Bool = false
@@ -99,7 +93,7 @@ extension GooglePlayProvider {
                 }
                 let product = try await api.productPurchaseV2(package: package, token: token, key: key)
                 return try Self.normalize(product, package: package, token: token, consume: consume, lenient: lenient)
-            } catch let error as GooglePlayAPIError where error.kind == .notFound || error.kind == .rejected {
+            } catch let error as StoreAPIError where error.kind == .notFound || error.kind == .refused {
                 // Not a one-time product of this app: perhaps a subscription.
             }
         }

@@ -15,7 +15,7 @@ extension GooglePlayProvider {
     /// changes nothing: it is applied when Google itself says that order of that token is void.
     /// First the purchase already fetched by its token (no extra call), then Google's list of
     /// voided purchases. A subscription's state cannot tell a refund from an ordinary expiry,
-    /// so only the list confirms one. Throws `GooglePlayAPIError` when Google cannot be asked.
+    /// so only the list confirms one. Throws `StoreAPIError` when Google cannot be asked.
     func confirmVoid(
         token: String, orderID: String, fetched: VerifiedPurchase?, package: String, hintedAt: Date?,
         key: ServiceAccountKey
@@ -67,11 +67,11 @@ extension GooglePlayProvider {
             confirmation = try await confirmVoid(
                 token: token, orderID: orderID, fetched: fetched, package: package, hintedAt: eventTime, key: access.key
             )
-        } catch let error as GooglePlayAPIError {
+        } catch let error as StoreAPIError {
             logger.warning(
                 "a pushed Google Play void could not be checked", ["package": package, "problem": error.message])
             throw NotificationRejection(
-                .retryable, reason: error.verificationError.reason,
+                .retryable, reason: error.reason,
                 message: "the void could not be checked with Google now")
         }
         let purchase: VerifiedPurchase

@@ -54,16 +54,14 @@ public struct GooglePlayProvider: StoreProvider, NotificationReceiving, Purchase
     }
 
     /// The client's own key if it registered one, else the service's.
-    func serviceAccountKey(_ credentials: [String: String]) throws(GooglePlayAPIError) -> ServiceAccountKey {
+    func serviceAccountKey(_ credentials: [String: String]) throws(StoreAPIError) -> ServiceAccountKey {
         if let json = credentials[Setting.serviceAccountKey] {
             do { return try ServiceAccountKey(json: Data(json.utf8)) } catch {
-                throw GooglePlayAPIError(
-                    .notConfigured, "the client's Google service-account key is unusable: \(error)")
+                throw GoogleAPIErrors.notConfigured("the client's Google service-account key is unusable: \(error)")
             }
         }
         guard let key = configuration.serviceAccountKey else {
-            throw GooglePlayAPIError(
-                .notConfigured,
+            throw GoogleAPIErrors.notConfigured(
                 "no Google service-account key: set RECEIPTGATE_GOOGLE_SERVICE_ACCOUNT_KEY_PATH "
                     + "or the client's --google-service-account-key")
         }

@@ -28,7 +28,7 @@ package struct VoidedPurchasePoller: StorePolling {
         try await PollTargets.each(targets, subject: "voided purchases") { target in
             try await poll(package: target.package, owner: target.owner, run: run, record: record)
         } problem: { target, error in
-            guard let error = error as? GooglePlayAPIError else { return nil }
+            guard let error = error as? StoreAPIError else { return nil }
             provider.logger.warning(
                 "voided purchases could not be polled", ["package": target.package, "problem": error.message])
             return PollTargets.Problem("\(target.package): \(error.operatorHelp)", retryAfter: error.retryAfter)
@@ -51,7 +51,7 @@ package struct VoidedPurchasePoller: StorePolling {
                     package: package, startMillis: cursor.since, endMillis: until,
                     pageToken: cursor.pageToken, key: key)
             },
-            refusesToken: { ($0 as? GooglePlayAPIError)?.kind == .rejected },
+            refusesToken: { ($0 as? StoreAPIError)?.kind == .refused },
             page: { page in
                 var found: [StoreNotification] = []
                 for voided in page.voidedPurchases ?? [] {
@@ -75,7 +75,7 @@ package struct VoidedPurchasePoller: StorePolling {
             fetched = try await provider.fetch(
                 GooglePlayEvidence(purchaseToken: token), package: package, key: key,
                 consume: owner.client.setting(GooglePlayProvider.Setting.consume) == "on", lenient: true)
-        } catch let error as GooglePlayAPIError where error.kind == .notFound || error.kind == .rejected {
+        } catch let error as StoreAPIError where error.kind == .notFound || error.kind == .refused {
             fetched = nil  // Google no longer has the purchase: the void alone says enough.
         }
         let when = GoogleTime.millis(voided.voidedTimeMillis) ?? provider.now()

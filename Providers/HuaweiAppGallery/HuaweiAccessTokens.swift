@@ -52,7 +52,7 @@ package final class HuaweiAccessTokens: Sendable {
         self.now = now
         cache = ExpiringCache(
             now: now, failureLifetime: failureLifetime,
-            remembersFailure: { ($0 as? HuaweiAPIError)?.kind == .permission })
+            remembersFailure: { ($0 as? StoreAPIError)?.kind == .credentialsRefused })
     }
 
     /// An access token for `app`, from the cache or one shared exchange.
@@ -82,27 +82,22 @@ package final class HuaweiAccessTokens: Sendable {
         request.timeout = .seconds(10)
         let response: HTTPClient.Response
         do { response = try await http.send(request) } catch {
-            throw HuaweiAPIError(.unavailable, "the OAuth endpoint did not answer: \(error)")
+            throw HuaweiAPIErrors.unavailable("the OAuth endpoint did not answer: \(error)")
         }
         let answer = try? JSONDecoder().decode(OAuthAnswer.self, from: response.body)
         switch response.status {
         case 200:
             guard let value = answer?.accessToken?.string, !value.isEmpty else {
-                throw HuaweiAPIError(
-                    .invalidResponse, status: 200, "the OAuth endpoint answered without an access_token")
+                throw HuaweiAPIErrors.malformed("the OAuth endpoint answered without an access_token")
             }
             let lifetime = answer?.expiresIn?.double ?? 3600
             return Token(value: value, expires: issued.addingTimeInterval(lifetime))
-        case 400, 401, 403:
+        default:
             // Huawei's `{"error": 1101, "sub_error": 20001, "error_description": "..."}`: the app id or secret is wrong.
             let detail = [answer?.error, answer?.subError, answer?.errorDescription].compactMap { $0?.detail }
                 .joined(separator: ": ")
-            throw HuaweiAPIError(
-                .permission, status: response.status,
-                "the OAuth endpoint refused \(app) (\(detail.isEmpty ? "no detail" : String(detail.prefix(200))))")
-        default:
-            throw HuaweiAPIError(
-                .unavailable, status: response.status, "the OAuth endpoint answered HTTP \(response.status)")
+            throw HuaweiAPIErrors.tokenEndpointAnswered(
+                HTTPStatus(response.status), app: "\(app)", detail: String(detail.prefix(200)))
         }
     }
 

@@ -9,7 +9,7 @@ extension HuaweiAppGalleryProvider {
     /// order service no longer reads (Huawei verifies only a product's latest token: one confirmed
     /// and bought again answers 12, "no such record"; 9 is "consumed or confirmed") is backed by
     /// the record itself, since the list is Huawei's own answer to the app's authenticated
-    /// request, not a hint anyone could send. Throws `HuaweiAPIError` when Huawei cannot be asked
+    /// request, not a hint anyone could send. Throws `StoreAPIError` when Huawei cannot be asked
     /// now, so the page is read again by the next run.
     func cancelledPurchase(
         _ listed: HuaweiCancelledPurchase, access: Access, apps: Set<String>, environments: Set<StoreEnvironment>,
@@ -27,10 +27,10 @@ extension HuaweiAppGalleryProvider {
             purchase = try await fetch(
                 evidence, productID: listed.productId, access: access, registered: apps, lenient: true, deadline: nil,
                 site: site, revokedAt: listedAt)
-        } catch let error as HuaweiAPIError where error.kind == .notFound {
+        } catch let error as StoreAPIError where error.kind == .notFound {
             // Only a token Huawei refuses because it was delivered (9 consumed or confirmed, 12 no
             // longer the latest): one it does not know at all (8) stays unbacked.
-            guard error.responseCode == "9" || error.responseCode == "12",
+            guard error.huaweiCode == .consumedOrConfirmed || error.huaweiCode == .noSuchRecord,
                 let listedRefund = Self.listedRefund(
                     listed, token: token, apps: apps, site: site, at: listedAt ?? now())
             else {
@@ -39,14 +39,14 @@ extension HuaweiAppGalleryProvider {
                 return nil
             }
             purchase = listedRefund
-        } catch let error as HuaweiAPIError where error.kind == .rejected {
+        } catch let error as StoreAPIError where error.kind == .refused {
             // (Code 6) a subscription the order service will not read and the list gave no
             // subscription id for, or a token Huawei refuses: nothing backs the record. A refunded
             // subscription still reaches the ledger by its notification or its read-back.
             logger.info(
                 "a Huawei cancelled purchase could not be read again; nothing changed", ["problem": error.message])
             return nil
-        } catch let error as HuaweiAPIError where error.kind == .badSignature {
+        } catch let error as StoreAPIError where error.kind == .forged {
             logger.warning(
                 "a Huawei cancelled purchase's data does not match the app's IAP key; nothing changed",
                 ["app": access.app.id])

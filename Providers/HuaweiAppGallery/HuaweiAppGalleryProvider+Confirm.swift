@@ -33,16 +33,16 @@ extension HuaweiAppGalleryProvider {
                 message: "the confirmation lacks its purchase")
         }
         guard let secret = credentials[Setting.appSecret], !secret.isEmpty else {
-            throw HuaweiAPIError(.notConfigured, "this client has no Huawei app secret (--huawei-app-secret)")
+            throw HuaweiAPIErrors.notConfigured("this client has no Huawei app secret (--huawei-app-secret)")
                 .verificationError
         }
         let site = parameters["site"].flatMap(HuaweiSite.init(rawValue:)) ?? .china
         do {
             try await api.confirm(token, productID: productID, site: site, app: .init(id: appID, secret: secret))
-        } catch let error as HuaweiAPIError where error.responseCode == "9" {
+        } catch let error as StoreAPIError where error.huaweiCode == .consumedOrConfirmed {
             return  // confirmed or consumed already (the app's SDK may have done it)
-        } catch let error as HuaweiAPIError {
-            if error.kind == .permission || error.kind == .notConfigured {
+        } catch let error as StoreAPIError {
+            if error.kind == .credentialsRefused || error.kind == .notConfigured {
                 logger.error(
                     "Huawei refused a confirmation; the operator must fix the client's app id or secret",
                     ["client.id": acknowledgement.clientID, "problem": error.message])

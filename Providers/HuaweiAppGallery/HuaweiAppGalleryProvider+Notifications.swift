@@ -37,7 +37,7 @@ extension HuaweiAppGalleryProvider {
                 "a Huawei notification cannot be checked for this client",
                 ["client.id": owner.client.clientID, "problem": error.message])
             throw NotificationRejection(
-                .retryable, reason: error.verificationError.reason, message: "the notification cannot be checked now")
+                .retryable, reason: error.reason, message: "the notification cannot be checked now")
         }
         let apps = Set(owner.client.appIdentifiers(Self.packageNameKind))
         if let sub = body.subNotification {
@@ -204,24 +204,24 @@ extension HuaweiAppGalleryProvider {
             return .success(
                 try await fetch(
                     evidence, productID: productID, access: access, registered: apps, lenient: true, deadline: nil))
-        } catch let error as HuaweiAPIError
-            where error.kind == .notFound || (error.kind == .rejected && error.responseCode == "6")
+        } catch let error as StoreAPIError
+            where error.kind == .notFound || (error.kind == .refused && error.huaweiCode == .criticalError)
         {
             // A token Huawei does not know (or not as this app's): nothing to record. Any other
             // refusal (an invalid parameter, an abnormal account, a code Huawei has not documented)
             // may be this service's or the app's setup: answered 503 below, so a genuine
             // notification is sent again rather than acknowledged and lost.
             return .success(nil)
-        } catch let error as HuaweiAPIError where error.kind == .badSignature {
+        } catch let error as StoreAPIError where error.kind == .forged {
             return .failure(
                 NotificationRejection(
                     .forged, reason: "INVALID_SIGNATURE",
                     message: "Huawei's purchase data does not match the app's IAP key"))
-        } catch let error as HuaweiAPIError {
+        } catch let error as StoreAPIError {
             logger.warning("a Huawei notification's purchase could not be read", ["problem": error.message])
             return .failure(
                 NotificationRejection(
-                    .retryable, reason: error.verificationError.reason,
+                    .retryable, reason: error.reason,
                     message: "the purchase could not be read from Huawei now"))
         } catch is StoreVerificationError {
             // Another package or product, or a purchase not finished (pending, initialized) or

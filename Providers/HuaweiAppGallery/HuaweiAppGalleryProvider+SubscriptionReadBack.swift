@@ -22,18 +22,18 @@ extension HuaweiAppGalleryProvider: SubscriptionReading {
                 evidence, productID: subscription.productID, access: access,
                 registered: Set(owner.client.appIdentifiers(Self.packageNameKind)), lenient: true, deadline: nil,
                 site: key.site)
-        } catch let error as HuaweiAPIError {
+        } catch let error as StoreAPIError {
             switch error.kind {
-            case .unavailable, .invalidResponse:
+            case .unavailable, .malformedAnswer:
                 throw SubscriptionReadFailed(
                     "subscription \(subscription.originalTransactionID) not read back: \(error); the next run asks again",
                     retryAfter: error.retryAfter, storeWide: true)
-            case .permission, .notConfigured:
+            case .credentialsRefused, .notConfigured:
                 // The client's app id or secret: its other subscriptions wait until the operator fixes it.
                 throw SubscriptionReadFailed(
-                    "subscription \(subscription.originalTransactionID) not read back: \(error.verificationError.message)",
+                    "subscription \(subscription.originalTransactionID) not read back: \(error.message)",
                     storeWide: false)
-            case .notFound, .rejected, .badSignature:
+            case .notFound, .refused, .forged:
                 // Huawei forgot or refuses this token (code 6 names the token, not the key), or its
                 // answer is not signed by the app's key: nothing to learn, nothing believed.
                 return nil

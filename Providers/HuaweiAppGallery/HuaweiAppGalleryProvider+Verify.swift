@@ -29,19 +29,13 @@ extension HuaweiAppGalleryProvider {
             purchase = try await fetch(
                 parsed, productID: context.productID ?? parsed.productID, access: access,
                 registered: context.appIdentifiers, lenient: false, deadline: context.deadline)
-        } catch let error as HuaweiAPIError {
-            if error.kind == .permission || error.kind == .notConfigured {
+        } catch let error as StoreAPIError {
+            if error.kind == .credentialsRefused || error.kind == .notConfigured {
                 logger.error(
                     "Huawei IAP cannot be asked for this client; the operator must fix its app id, secret or IAP key",
                     ["client.id": context.client?.clientID ?? "", "problem": error.message])
             }
             throw error.verificationError
-        }
-        guard context.environments.contains(purchase.environment) else {
-            throw StoreVerificationError(
-                code: .environmentMismatch, reason: "ENVIRONMENT_MISMATCH",
-                message: "a \(purchase.environment.rawValue) purchase, and this client accepts only "
-                    + context.environments.map(\.rawValue).sorted().joined(separator: ", "))
         }
         return [purchase]
     }
@@ -52,7 +46,7 @@ extension HuaweiAppGalleryProvider {
     /// revocation instead of refusing it; an unfinished one is refused either way. `site` is
     /// where the purchase is already known to be (a read-back key, the site that listed it);
     /// `revokedAt` the time a revocation is dated when Huawei's data gives none (else now).
-    /// Throws `HuaweiAPIError` or `StoreVerificationError`.
+    /// Throws `StoreAPIError` or `StoreVerificationError`.
     func fetch(
         _ evidence: HuaweiEvidence, productID: String?, access: Access, registered: Set<String>, lenient: Bool,
         deadline: ContinuousClock.Instant?, site known: HuaweiSite? = nil, revokedAt: Date? = nil
@@ -104,15 +98,12 @@ extension HuaweiAppGalleryProvider {
     /// The signed purchase data, decoded only once its signature matched the app's IAP key.
     static func proven(
         _ signed: HuaweiOrderClient.Signed, key: HuaweiIAPKey
-    ) throws(HuaweiAPIError) -> InAppPurchaseData {
+    ) throws(StoreAPIError) -> InAppPurchaseData {
         guard key.isValid(signature: signed.signature, for: signed.data, algorithm: signed.algorithm) else {
-            throw HuaweiAPIError(
-                .badSignature, status: 200,
-                "the purchase data's \(signed.algorithm ?? "SHA256WithRSA") signature does not match")
+            throw HuaweiAPIErrors.forged()
         }
         do { return try JSONDecoder().decode(InAppPurchaseData.self, from: Data(signed.data.utf8)) } catch {
-            throw HuaweiAPIError(
-                .invalidResponse, status: 200, "Huawei's signed purchase data is not InAppPurchaseData JSON")
+            throw HuaweiAPIErrors.malformed("Huawei's signed purchase data is not InAppPurchaseData JSON")
         }
     }
 

@@ -110,18 +110,18 @@ public struct HuaweiAppGalleryProvider: StoreProvider, NotificationReceiving, Pu
         let key: HuaweiIAPKey
     }
 
-    static func access(client: ClientInfo?, credentials: [String: String]) throws(HuaweiAPIError) -> Access {
+    static func access(client: ClientInfo?, credentials: [String: String]) throws(StoreAPIError) -> Access {
         guard let id = client?.setting(Setting.appID), !id.isEmpty else {
-            throw HuaweiAPIError(.notConfigured, "this client has no Huawei app id (--huawei-app-id)")
+            throw HuaweiAPIErrors.notConfigured("this client has no Huawei app id (--huawei-app-id)")
         }
         guard let secret = credentials[Setting.appSecret], !secret.isEmpty else {
-            throw HuaweiAPIError(.notConfigured, "this client has no Huawei app secret (--huawei-app-secret)")
+            throw HuaweiAPIErrors.notConfigured("this client has no Huawei app secret (--huawei-app-secret)")
         }
         guard let encoded = client?.setting(Setting.iapPublicKey) else {
-            throw HuaweiAPIError(.notConfigured, "this client has no Huawei IAP public key (--huawei-iap-public-key)")
+            throw HuaweiAPIErrors.notConfigured("this client has no Huawei IAP public key (--huawei-iap-public-key)")
         }
         do { return Access(app: .init(id: id, secret: secret), key: try HuaweiIAPKey(base64: encoded)) } catch {
-            throw HuaweiAPIError(.notConfigured, "the client's Huawei IAP public key \(error)")
+            throw HuaweiAPIErrors.notConfigured("the client's Huawei IAP public key \(error)")
         }
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import JSON
+import ReceiptCore
 
 /// One page of `cancelledList`: Huawei's cancelled or refunded purchases and the token of the page
 /// after. Huawei documents `cancelledPurchaseList` as a JSON string holding the records; an array
@@ -8,9 +9,9 @@ struct HuaweiCancelledPurchasePage: Sendable {
     var purchases: [HuaweiCancelledPurchase]
     var continuationToken: String?
 
-    static func decode(_ body: Data) throws(HuaweiAPIError) -> HuaweiCancelledPurchasePage {
+    static func decode(_ body: Data) throws(StoreAPIError) -> HuaweiCancelledPurchasePage {
         guard let object = (try? JSONDecoder().decode(JSONValue.self, from: body))?.object else {
-            throw HuaweiAPIError(.invalidResponse, status: 200, "Huawei's cancelled list is not a JSON object")
+            throw HuaweiAPIErrors.malformed("Huawei's cancelled list is not a JSON object")
         }
         var list = object["cancelledPurchaseList"]
         if let text = list?.string {
@@ -21,16 +22,14 @@ struct HuaweiCancelledPurchasePage: Sendable {
         case nil, .null?: entries = []
         case .array(let array)?: entries = array
         default:
-            throw HuaweiAPIError(
-                .invalidResponse, status: 200,
+            throw HuaweiAPIErrors.malformed(
                 "Huawei's cancelledPurchaseList is neither a list nor a JSON string of one")
         }
         var purchases: [HuaweiCancelledPurchase] = []
         for entry in entries {
             let record = entry.string.flatMap(container(in:)) ?? entry
             guard let fields = record.object else {
-                throw HuaweiAPIError(
-                    .invalidResponse, status: 200, "a record of Huawei's cancelled list is not a JSON object")
+                throw HuaweiAPIErrors.malformed("a record of Huawei's cancelled list is not a JSON object")
             }
             purchases.append(HuaweiCancelledPurchase(fields))
         }

@@ -41,12 +41,12 @@ package struct HuaweiCancelledPurchasesPoller: StorePolling {
         try await PollTargets.each(targets, subject: "Huawei cancelled purchases", known: known) { target in
             try await poll(owner: target.owner, access: target.access, site: target.site, run: run, record: record)
         } problem: { target, error in
-            guard let error = error as? HuaweiAPIError else { return nil }
+            guard let error = error as? StoreAPIError else { return nil }
             provider.logger.warning(
                 "Huawei cancelled purchases could not be polled",
                 ["client.id": target.owner.client.clientID, "site": target.site.rawValue, "problem": error.message])
             return PollTargets.Problem(
-                "\(target.access.app) at the \(target.site.rawValue) site: \(Self.explain(error))",
+                "\(target.access.app) at the \(target.site.rawValue) site: \(error.operatorHelp)",
                 retryAfter: error.retryAfter)
         }
     }
@@ -76,7 +76,7 @@ package struct HuaweiCancelledPurchasesPoller: StorePolling {
                     startAt: cursor.since, endAt: until, maxRows: Self.maxRows, includeSubscriptions: true,
                     continuationToken: cursor.pageToken, site: site, app: access.app)
             },
-            refusesToken: { ($0 as? HuaweiAPIError)?.kind == .rejected },
+            refusesToken: { ($0 as? StoreAPIError)?.kind == .refused },
             page: { page in
                 var found: [StoreNotification] = []
                 for listed in page.purchases {
@@ -95,18 +95,5 @@ package struct HuaweiCancelledPurchasesPoller: StorePolling {
                     "Huawei's cancelled list gave a page token that leads nowhere; the window is taken as read",
                     ["client.id": owner.client.clientID, "site": site.rawValue, "repeated": String(dead == .repeated)])
             })
-    }
-
-    /// What an operator should do about a failure: refused credentials name their settings; a
-    /// rate limit or an outage waits for the next run, which resumes where this one stopped.
-    static func explain(_ error: HuaweiAPIError) -> String {
-        switch error.kind {
-        case .permission, .notConfigured:
-            "Huawei refused the client's credentials: check its --huawei-app-id and --huawei-app-secret (\(error))"
-        case .unavailable where error.status == 429:
-            "rate limited by Huawei; the next run resumes where this one stopped (\(error))"
-        default:
-            "\(error); the next run resumes where this one stopped"
-        }
     }
 }

@@ -29,25 +29,19 @@ package actor HuaweiNotificationReadGate {
         case signed
     }
 
-    private struct Remembered {
-        let outcome: Outcome
-        var until: Date
-        /// Whether the outcome may answer a notification asking the same again.
-        var answers: Bool
-    }
-
     private let limits: HuaweiAppGalleryConfiguration.NotificationReads
     private let perMinute: Int
     private let now: @Sendable () -> Date
-    private var remembered: [String: Remembered] = [:]
-    private var reading: [String: Task<Outcome, Never>] = [:]
+    /// Outcomes by key, each read once for every ask waiting on it. An outcome is kept usable for
+    /// as long as it may answer (a refusal) or for no time at all (an answer, until `settle`).
+    private let outcomes: ExpiringCache<String, Outcome>
     /// Re-reads running, by app.
     private var running: [String: Int] = [:]
     private var budgets: [String: (tokens: Double, at: Date)] = [:]
     /// Re-reads started since the gate was made, and asks that waited for one already running
     /// (tests count them).
     package private(set) var started = 0
-    package private(set) var joined = 0
+    package var joined: Int { get async { await outcomes.joins } }
 
     package init(
         limits: HuaweiAppGalleryConfiguration.NotificationReads, lane: Lane = .unsigned,
@@ -56,6 +50,7 @@ package actor HuaweiNotificationReadGate {
         self.limits = limits
         perMinute = lane == .signed ? limits.signedPerAppPerMinute : limits.perAppPerMinute
         self.now = now
+        outcomes = ExpiringCache(now: now, maxEntries: max(1, limits.maxRemembered))
     }
 
     /// The purchase `read` finds (nil: Huawei knows nothing for this client), from memory when the
@@ -66,77 +61,62 @@ package actor HuaweiNotificationReadGate {
         key: String, app: String,
         read: @escaping @Sendable () async -> Outcome
     ) async throws(NotificationRejection) -> VerifiedPurchase? {
-        let moment = now()
-        if let entry = remembered[key] {
-            if entry.until <= moment {
-                remembered[key] = nil
-            } else if entry.answers {
-                return try entry.outcome.get()
-            }
-        }
-        let task: Task<Outcome, Never>
-        if let inFlight = reading[key] {
-            joined += 1
-            task = inFlight
-        } else {
-            guard running[app, default: 0] < max(1, limits.atOnce) else {
-                throw NotificationRejection(
-                    .retryable, reason: "HUAWEI_READS_BUSY",
-                    message: "too many of this app's notifications are being checked with Huawei now")
-            }
-            guard spend(app, at: moment) else {
-                throw NotificationRejection(
-                    .retryable, reason: "HUAWEI_READ_BUDGET_SPENT",
-                    message: "this app's notifications have asked Huawei as often as they may for now")
-            }
-            started += 1
-            running[app, default: 0] += 1
-            // Not a child of the caller's task: a caller that gives up must not cancel the re-read
-            // others wait for. The HTTP client's timeout bounds it.
-            task = Task {
+        let outcome: Outcome
+        do {
+            // The fetch is not a child of the caller's task: a caller that gives up does not cancel
+            // the re-read others wait for. The HTTP client's timeout bounds it.
+            outcome = try await outcomes.value(for: key) { [self] in
+                try await admit(app)
                 let outcome = await read()
-                self.finish(key, app: app, outcome)
-                return outcome
+                return (outcome, await finish(app: app, outcome))
             }
-            reading[key] = task
+        } catch let rejection as NotificationRejection {
+            throw rejection
+        } catch {
+            throw NotificationRejection(
+                .retryable, reason: "HUAWEI_UNAVAILABLE", message: "the purchase could not be read from Huawei now")
         }
-        return try await task.value.get()
+        return try outcome.get()
     }
 
     /// The answer remembered for `key` settles its notification (it backs the claim, or shows
     /// there is nothing to record): it answers the same question for `outcomeLifetime` from now.
-    package func settle(_ key: String) {
-        guard var entry = remembered[key], case .success = entry.outcome else { return }
-        entry.answers = true
-        entry.until = now().addingTimeInterval(Self.seconds(limits.outcomeLifetime))
-        remembered[key] = entry
+    package func settle(_ key: String) async {
+        await outcomes.keep(key, until: now().addingTimeInterval(Self.seconds(limits.outcomeLifetime))) { outcome in
+            if case .success = outcome { true } else { false }
+        }
     }
 
-    /// Files the outcome of a re-read before anyone is given it. A refusal answers from memory
-    /// (final ones long, failures for now briefly); an answer waits for `settle`, and until then
-    /// answers no one but those already waiting for it.
-    private func finish(_ key: String, app: String, _ outcome: Outcome) {
-        reading[key] = nil
+    /// Lets a re-read of `app` start, within its bounds: at most `atOnce` running, and its
+    /// allowance a minute. A refusal is not remembered: the next ask may find room.
+    private func admit(_ app: String) throws(NotificationRejection) {
+        guard running[app, default: 0] < max(1, limits.atOnce) else {
+            throw NotificationRejection(
+                .retryable, reason: "HUAWEI_READS_BUSY",
+                message: "too many of this app's notifications are being checked with Huawei now")
+        }
+        guard spend(app, at: now()) else {
+            throw NotificationRejection(
+                .retryable, reason: "HUAWEI_READ_BUDGET_SPENT",
+                message: "this app's notifications have asked Huawei as often as they may for now")
+        }
+        started += 1
+        running[app, default: 0] += 1
+    }
+
+    /// Ends a re-read of `app` and says until when its outcome answers: a final refusal for
+    /// `outcomeLifetime`, a failure for now (Huawei unreachable) for `unsettledLifetime`, an answer
+    /// not at all (it answers those already waiting, and later asks once `settle` vouches for it).
+    private func finish(app: String, _ outcome: Outcome) -> Date {
         running[app, default: 1] -= 1
         if (running[app] ?? 0) <= 0 { running[app] = nil }
         let moment = now()
-        let lifetime: Duration =
-            switch outcome {
-            case .failure(let rejection) where rejection.kind != .retryable: limits.outcomeLifetime
-            default: limits.unsettledLifetime
-            }
-        let bound = max(1, limits.maxRemembered)
-        if remembered.count >= bound { remembered = remembered.filter { $0.value.until > moment } }
-        // Still full: those nearest their end make room (a tenth at once, so a flood does not
-        // pay a full scan per re-read).
-        if remembered.count >= bound {
-            for stale in remembered.sorted(by: { $0.value.until < $1.value.until }).prefix(max(1, bound / 10)) {
-                remembered[stale.key] = nil
-            }
+        return switch outcome {
+        case .failure(let rejection) where rejection.kind != .retryable:
+            moment.addingTimeInterval(Self.seconds(limits.outcomeLifetime))
+        case .failure: moment.addingTimeInterval(Self.seconds(limits.unsettledLifetime))
+        case .success: moment
         }
-        let answers = if case .failure = outcome { true } else { false }
-        remembered[key] = Remembered(
-            outcome: outcome, until: moment.addingTimeInterval(Self.seconds(lifetime)), answers: answers)
     }
 
     /// Takes one re-read from `app`'s bucket: `perMinute` at most, refilled evenly.

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPClient
+import ReceiptCore
 
 /// Huawei's order and subscription services, authenticated with an app-level access token as
 /// `Authorization: Basic base64("APPAT:" + token)`. A 401 replaces the token once; 429/5xx are
@@ -31,8 +32,7 @@ package struct HuaweiOrderClient: Sendable {
         let answer: OrderVerifyResponse = try decode(body)
         try Self.check(answer.responseCode, answer.responseMessage)
         guard let data = answer.purchaseTokenData, !data.isEmpty else {
-            throw HuaweiAPIError(
-                .invalidResponse, status: 200, responseCode: "0", "Huawei answered without purchaseTokenData")
+            throw HuaweiAPIErrors.malformed("Huawei answered without purchaseTokenData", code: .success)
         }
         return Signed(data: data, signature: answer.dataSignature, algorithm: answer.signatureAlgorithm)
     }
@@ -48,8 +48,7 @@ package struct HuaweiOrderClient: Sendable {
         let answer: SubscriptionGetResponse = try decode(body)
         try Self.check(answer.responseCode, answer.responseMessage)
         guard let data = answer.inappPurchaseData, !data.isEmpty else {
-            throw HuaweiAPIError(
-                .invalidResponse, status: 200, responseCode: "0", "Huawei answered without inappPurchaseData")
+            throw HuaweiAPIErrors.malformed("Huawei answered without inappPurchaseData", code: .success)
         }
         return Signed(data: data, signature: answer.dataSignature, algorithm: answer.signatureAlgorithm)
     }
@@ -87,17 +86,15 @@ package struct HuaweiOrderClient: Sendable {
     // MARK: - Transport
 
     /// `responseCode` "0" passes; anything else (or none) is Huawei's refusal.
-    static func check(_ code: ResponseCode?, _ message: String?) throws(HuaweiAPIError) {
-        guard let code else {
-            throw HuaweiAPIError(.invalidResponse, status: 200, "Huawei answered without a responseCode")
-        }
-        guard code.raw != "0" else { return }
-        throw HuaweiAPIError.response(code: code.raw, message: message)
+    static func check(_ code: ResponseCode?, _ message: String?) throws(StoreAPIError) {
+        guard let code else { throw HuaweiAPIErrors.malformed("Huawei answered without a responseCode") }
+        guard code != .success else { return }
+        throw HuaweiAPIErrors.refused(code, message: message)
     }
 
     private func decode<T: Decodable>(_ body: Data) throws -> T {
         do { return try JSONDecoder().decode(T.self, from: body) } catch {
-            throw HuaweiAPIError(.invalidResponse, status: 200, "Huawei answered with JSON we cannot read (\(T.self))")
+            throw HuaweiAPIErrors.malformed("Huawei answered with JSON we cannot read (\(T.self))")
         }
     }
 
@@ -141,38 +138,26 @@ package struct HuaweiOrderClient: Sendable {
             if let deadline {
                 let left = deadline - ContinuousClock.now
                 guard left > .zero else {
-                    throw HuaweiAPIError(.unavailable, "the request's deadline passed before Huawei was asked")
+                    throw HuaweiAPIErrors.unavailable("the request's deadline passed before Huawei was asked")
                 }
                 request.timeout = left
             }
             let response: HTTPClient.Response
             do { response = try await http.send(request) } catch {
-                throw HuaweiAPIError(.unavailable, "POST \(Self.path(url)) failed: \(error)")
+                throw HuaweiAPIErrors.unavailable("POST \(Self.path(url)) failed: \(error)")
             }
-            switch response.status {
-            case 200..<300:
-                return response.body
-            case 401 where !refreshed:
+            let status = HTTPStatus(response.status)
+            if status.isSuccess { return response.body }
+            if status == .unauthorized && !refreshed {
                 // Expired early or revoked: one fresh token, once.
                 await tokens.invalidate(token, for: app)
                 refreshed = true
-            case 401, 403:
-                throw HuaweiAPIError(.permission, status: response.status, "Huawei refused the app's access token")
-            case 400, 404:
-                let envelope = try? JSONDecoder().decode(ResponseEnvelope.self, from: response.body)
-                throw HuaweiAPIError(
-                    .rejected, status: response.status, responseCode: envelope?.responseCode?.raw,
-                    envelope?.responseMessage.map { String($0.prefix(200)) } ?? "HTTP \(response.status)")
-            default:
-                // The HTTP client already waited and retried; a Retry-After longer than it waits is
-                // passed on, so a poll's next run comes no sooner than Huawei asked (a day at most).
-                let wait = response.header("Retry-After").flatMap { HTTPClient.parseRetryAfter($0, now: now()) }.map {
-                    min($0, .seconds(86_400))
-                }
-                throw HuaweiAPIError(
-                    .unavailable, status: response.status, "POST \(Self.path(url)) answered HTTP \(response.status)",
-                    retryAfter: wait)
+                continue
             }
+            let envelope = try? JSONDecoder().decode(ResponseEnvelope.self, from: response.body)
+            throw HuaweiAPIErrors.answered(
+                status, code: envelope?.responseCode, message: envelope?.responseMessage.map { String($0.prefix(200)) },
+                request: "POST \(Self.path(url))", retryAfter: response.askedToWait(now: now()))
         }
     }
 

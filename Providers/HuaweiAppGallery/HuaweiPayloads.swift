@@ -102,15 +102,17 @@ struct ResponseEnvelope: Decodable, Sendable {
 }
 
 /// `responseCode`: documented as a string ("0"), kept as text whether it comes as one or as a number.
-struct ResponseCode: Decodable, Sendable, Equatable {
-    let raw: String
+struct ResponseCode: RawRepresentable, Decodable, Sendable, Hashable {
+    let rawValue: String
+
+    init(rawValue: String) { self.rawValue = rawValue }
 
     init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         if let text = try? container.decode(String.self) {
-            raw = text.trimmingCharacters(in: .whitespaces)
+            rawValue = text.trimmingCharacters(in: .whitespaces)
         } else {
-            raw = String(try container.decode(Int64.self))
+            rawValue = String(try container.decode(Int64.self))
         }
     }
 }

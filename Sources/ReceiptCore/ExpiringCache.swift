@@ -24,8 +24,10 @@ public actor ExpiringCache<Key: Hashable & Sendable, Value: Sendable> {
     private var entries: [Key: Entry] = [:]
     private var failures: [Key: (error: any Error, until: Date)] = [:]
     private var running: [Key: Task<Entry, any Error>] = [:]
-    /// How many fetches were started (tests count them).
+    /// How many fetches were started, and how many callers awaited one already running (tests
+    /// count them).
     public private(set) var fetches = 0
+    public private(set) var joins = 0
 
     public init(
         now: @escaping @Sendable () -> Date = { Date() }, maxEntries: Int = 10_000, failureLifetime: TimeInterval = 0,
@@ -52,7 +54,10 @@ public actor ExpiringCache<Key: Hashable & Sendable, Value: Sendable> {
             if failure.until > now() { throw failure.error }
             failures[key] = nil
         }
-        if let fetching = running[key] { return try await fetching.value.value }
+        if let fetching = running[key] {
+            joins += 1
+            return try await fetching.value.value
+        }
         guard running.count < maxFetches else { throw busy() }
         fetches += 1
         // Detached: the fetch serves every caller waiting, so it carries none of the first one's
@@ -93,6 +98,15 @@ public actor ExpiringCache<Key: Hashable & Sendable, Value: Sendable> {
                 failures[soonest] = nil
             }
             failures[key] = (error, now().addingTimeInterval(failureLifetime))
+        }
+    }
+
+    /// Keeps `key`'s value until `until` if `matches` says it is one worth keeping that long: a
+    /// value fetched as usable for no time (one that may answer only those who waited for it)
+    /// answers later callers once its owner vouches for it.
+    public func keep(_ key: Key, until: Date, if matches: @Sendable (Value) -> Bool) {
+        if let entry = entries[key], matches(entry.value) {
+            entries[key] = Entry(value: entry.value, usableUntil: until)
         }
     }
 

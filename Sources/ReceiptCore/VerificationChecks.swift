@@ -41,10 +41,18 @@ package enum VerificationChecks {
     /// Refuses a purchase from an environment the client does not accept (checked again against
     /// the client as it is now when it changed while the request was being proven).
     package static func acceptsEnvironment(of purchase: VerifiedPurchase, client: ClientInfo) throws {
-        guard client.environments.contains(purchase.environment) else {
+        try accepts(purchase.environment, accepted: Set(client.environments))
+    }
+
+    /// The one rule for environments, for every store: a purchase of an environment the client
+    /// does not accept is refused, with one code and reason. Stores do not check it themselves; a
+    /// store that can tell the environment before it asks (evidence that names it)
+    /// asks this rule, so no call is made that could only be refused.
+    package static func accepts(_ environment: StoreEnvironment, accepted: Set<StoreEnvironment>) throws {
+        guard accepted.contains(environment) else {
             throw StoreVerificationError(
                 code: .environmentMismatch, reason: "ENVIRONMENT_NOT_ALLOWED",
-                message: "this client does not accept \(purchase.environment.rawValue) purchases")
+                message: "this client does not accept \(environment.rawValue) purchases")
         }
     }
 

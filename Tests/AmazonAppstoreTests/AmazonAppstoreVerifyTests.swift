@@ -128,6 +128,19 @@ import Testing
         }
         #expect(wrongUser?.code == .verificationFailed && wrongUser?.reason == "USER_MISMATCH")
         #expect(rvs.hits.suffix(1) == ["production"] && rvs.hits.count == 5)
+        // A test purchase production knows is a sandbox one: proven as such, and refused for a
+        // production-only client by the core's one environment rule, as every store's is.
+        try rvs.addReceipt("test-in-production", userID: Self.user, test: true)
+        let productionClient = Self.context(environments: [.production])
+        let tester = try #require(
+            try await provider.verify(receiptID: "test-in-production", userID: Self.user, context: productionClient)
+                .first)
+        #expect(tester.environment == .sandbox)
+        let client = try #require(productionClient.client)
+        let refusal = #expect(throws: StoreVerificationError.self) {
+            try VerificationChecks.acceptsEnvironment(of: tester, client: client)
+        }
+        #expect(refusal?.code == .environmentMismatch && refusal?.reason == "ENVIRONMENT_NOT_ALLOWED")
         await rvs.shutdown()
     }
 

@@ -122,7 +122,8 @@ import Testing
             _ = try await setup.verify(
                 try TestReceipts.sign(TestReceipts.payload(bundle: "com.other.game"), streamed: false))
         }
-        await Self.expectRefusal(.environmentMismatch) {
+        // A receipt that names its environment is held to the core's one rule before Apple is asked.
+        await Self.expectRefusal(.environmentMismatch, reason: .init(rawValue: "ENVIRONMENT_NOT_ALLOWED")) {
             _ = try await setup.provider.verify(
                 evidence: try TestReceipts.sign(TestReceipts.payload(), streamed: false),
                 context: VerificationContext(appIdentifiers: ["com.example.game"], environments: [.production]))

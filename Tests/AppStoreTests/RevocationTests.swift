@@ -124,6 +124,30 @@ import Testing
         }
     }
 
+    @Test func aGoodAnswerIsRememberedUntilItsLifetimeEndsByTheInjectedClock() async throws {
+        var responders = try Responders()
+        let token = try responders.pki.sign(AppleTestPKI.transaction())
+        let clock = LockedBox(Date(timeIntervalSince1970: 1_800_000_000))
+        let checker = AppleRevocationChecker(
+            http: HTTPClientForTests.fast(), trustRoots: [responders.pki.root], lifetime: 60, now: { clock.get() })
+        let provider = AppStoreProvider(
+            verifier: AppStoreSignedDataVerifier(trustRoots: [responders.pki.root], onlineChecks: true),
+            revocation: checker)
+        try await responders.start()
+        _ = try await provider.verifyTransaction(token, expecting: Self.sandbox)
+        try await responders.stop()
+        // The responders are gone: the chain's good answer still answers within its lifetime.
+        clock.set(clock.get().addingTimeInterval(59))
+        _ = try await provider.verifyTransaction(token, expecting: Self.sandbox)
+        #expect(await checker.checks == 1)
+        // Its lifetime over, the chain is asked about again, and nobody answers.
+        clock.set(clock.get().addingTimeInterval(2))
+        await expectAsyncRejection(.revocationCheckUnavailable) {
+            _ = try await provider.verifyTransaction(token, expecting: Self.sandbox)
+        }
+        #expect(await checker.checks == 2)
+    }
+
     @Test func offByDefault() throws {
         #expect(try AppStoreProvider.fromEnvironment([:]).revocation == nil)
         #expect(try AppStoreProvider.fromEnvironment(["RECEIPTGATE_APPLE_ONLINE_CHECKS": "on"]).revocation != nil)

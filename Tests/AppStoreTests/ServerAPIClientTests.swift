@@ -2,6 +2,7 @@ import AppStoreTestSupport
 import Foundation
 import HTTPClient
 import OpenSSLCrypto
+import ReceiptCore
 import TestSupport
 import Testing
 
@@ -32,7 +33,7 @@ import Testing
             // Apple's own error is kept.
             #expect(error.isTransactionNotFound)
             #expect(error.status == 404)
-            #expect(error.errorMessage == "Transaction id not found.")
+            #expect(error.message.hasSuffix(": Transaction id not found."))
             #expect(!error.isRetryable)
         }
         await fake.shutdown()
@@ -95,7 +96,7 @@ import Testing
         let fake = try FakeAppStoreServerAPI()
         try fake.add("2000000000000032", environment: "Production")
         fake.state.failuresFirst.set(["/inApps/v1/transactions/{id}": [503]])
-        await #expect(throws: AppStoreAPIError.self) {
+        await #expect(throws: StoreAPIError.self) {
             try await OutboundDeadline.$current.withValue(.now + .seconds(1)) {
                 _ = try await fake.client().transactionInfo("2000000000000032", environment: .production)
             }
@@ -125,7 +126,7 @@ import Testing
             #expect(!error.description.contains(try impostor.bearerToken()))
         }
         // Hostile ids never reach the URL.
-        await #expect(throws: AppStoreAPIError.self) {
+        await #expect(throws: StoreAPIError.self) {
             try await fake.client().transactionInfo("../../etc", environment: .production)
         }
         await fake.shutdown()

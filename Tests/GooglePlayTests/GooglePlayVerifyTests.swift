@@ -95,11 +95,16 @@ import Testing
         let fromUnity = try await provider.verify(evidence: unity, context: Self.context())
         #expect(fromUnity.first?.transactionID == "GPA.3301-2345-6789-01234")
         #expect(google.hits("products") == 2 && google.hits("productsv2") == 0)
-        // Only the sandbox accepted? A tester's purchase with a production-only client is 412.
-        let wrongEnvironment = await Self.refusal {
-            _ = try await provider.verify(evidence: json, context: Self.context(environments: [.production]))
+        // A production-only client? The tester's purchase is proven as sandbox; the core's one
+        // environment rule refuses it (412), as it does every store's.
+        let productionOnly = Self.context(environments: [.production])
+        let tester = try #require(try await provider.verify(evidence: json, context: productionOnly).first)
+        #expect(tester.environment == .sandbox)
+        let client = try #require(productionOnly.client)
+        let refusal = #expect(throws: StoreVerificationError.self) {
+            try VerificationChecks.acceptsEnvironment(of: tester, client: client)
         }
-        #expect(wrongEnvironment?.code == .environmentMismatch)
+        #expect(refusal?.code == .environmentMismatch && refusal?.reason == "ENVIRONMENT_NOT_ALLOWED")
         // Another app's purchase JSON.
         let other = json.replacingOccurrences(of: "com.example.game", with: "com.other.game")
         #expect(

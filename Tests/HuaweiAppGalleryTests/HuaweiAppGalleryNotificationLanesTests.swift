@@ -162,6 +162,42 @@ import Testing
         #expect(reads.get() == 2)
     }
 
+    /// The gate on its own: a remembered outcome answers until its lifetime ends by the gate's
+    /// clock, a final refusal for `outcomeLifetime`, a settled answer likewise; then Huawei is asked again.
+    @Test func aRememberedOutcomeExpiresByTheInjectedClock() async throws {
+        var limits = HuaweiAppGalleryConfiguration.NotificationReads()
+        limits.outcomeLifetime = .seconds(600)
+        let clock = LockedBox(Date(timeIntervalSince1970: 1_800_000_000))
+        let gate = HuaweiNotificationReadGate(limits: limits, now: { clock.get() })
+        let reads = LockedBox(0)
+        let forged: @Sendable () async -> HuaweiNotificationReadGate.Outcome = {
+            reads.update { $0 += 1 }
+            return .failure(NotificationRejection(.forged, reason: "INVALID_SIGNATURE", message: "not Huawei's"))
+        }
+        for _ in 0..<2 {
+            await #expect(throws: NotificationRejection.self) {
+                try await gate.purchase(key: "f", app: "1", read: forged)
+            }
+        }
+        #expect(reads.get() == 1, "a final refusal answers from memory")
+        clock.set(clock.get().addingTimeInterval(601))
+        await #expect(throws: NotificationRejection.self) { try await gate.purchase(key: "f", app: "1", read: forged) }
+        #expect(reads.get() == 2, "a refusal past its lifetime was still answered from memory")
+
+        let nothing: @Sendable () async -> HuaweiNotificationReadGate.Outcome = {
+            reads.update { $0 += 1 }
+            return .success(nil)
+        }
+        #expect(try await gate.purchase(key: "s", app: "1", read: nothing) == nil)
+        await gate.settle("s")
+        clock.set(clock.get().addingTimeInterval(599))
+        #expect(try await gate.purchase(key: "s", app: "1", read: nothing) == nil)
+        #expect(reads.get() == 3, "a settled answer answers within its lifetime")
+        clock.set(clock.get().addingTimeInterval(2))
+        #expect(try await gate.purchase(key: "s", app: "1", read: nothing) == nil)
+        #expect(reads.get() == 4, "a settled answer past its lifetime was still answered from memory")
+    }
+
     /// The gate on its own: one app's re-reads running do not count against another app's.
     @Test func oneAppsReadsRunningLeaveAnotherAppsShareFree() async throws {
         var limits = HuaweiAppGalleryConfiguration.NotificationReads()

@@ -171,11 +171,16 @@ import Testing
         #expect(
             try await provider.verify(evidence: "tok.production.1", context: Self.context(huawei)).first?.environment
                 == .production)
-        let refused = await Self.refusal {
-            _ = try await provider.verify(
-                evidence: "tok.sandbox.1", context: Self.context(huawei, environments: [.production]))
+        // A production-only client: the sandbox purchase is proven as such; the core's one
+        // environment rule refuses it (412), as it does every store's.
+        let productionOnly = try Self.context(huawei, environments: [.production])
+        let sandbox = try #require(try await provider.verify(evidence: "tok.sandbox.1", context: productionOnly).first)
+        #expect(sandbox.environment == .sandbox)
+        let client = try #require(productionOnly.client)
+        let refusal = #expect(throws: StoreVerificationError.self) {
+            try VerificationChecks.acceptsEnvironment(of: sandbox, client: client)
         }
-        #expect(refused?.code == .environmentMismatch)
+        #expect(refusal?.code == .environmentMismatch && refusal?.reason == "ENVIRONMENT_NOT_ALLOWED")
         await huawei.shutdown()
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import ReceiptCore
 import Testing
 
 @testable import HuaweiAppGallery
@@ -52,7 +53,8 @@ import Testing
 
     @Test func refusals() {
         for body in [Data("[]".utf8), Self.page(list: "5"), Self.page(list: #"[1]"#), Self.page(list: #"["[1]"]"#)] {
-            #expect(throws: HuaweiAPIError.self) { try HuaweiCancelledPurchasePage.decode(body) }
+            let refusal = #expect(throws: StoreAPIError.self) { try HuaweiCancelledPurchasePage.decode(body) }
+            #expect(refusal?.kind == .malformedAnswer)
         }
     }
 
