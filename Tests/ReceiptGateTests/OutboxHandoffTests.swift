@@ -27,6 +27,37 @@ import Testing
         #expect(handoff.reserve(4) == 2)
     }
 
+    /// Event ids grow with time (their unique index is appended to, not written all over), and are
+    /// still version-7 UUIDs a receiver can parse.
+    @Test func eventIDsAreTimeOrderedUUIDs() {
+        let earlier = UUID.timeOrdered(at: Date(timeIntervalSince1970: 1_780_000_000))
+        let later = UUID.timeOrdered(at: Date(timeIntervalSince1970: 1_780_000_000.002))
+        #expect(earlier.uuidString.lowercased() < later.uuidString.lowercased())
+        #expect(earlier.uuidString.lowercased().hasPrefix("019e"))
+        #expect(Array(earlier.uuidString)[14] == "7", "version 7")
+        #expect("89AB".contains(Array(earlier.uuidString)[19]), "the RFC's variant")
+        #expect(UUID.timeOrdered(at: Date(timeIntervalSince1970: 1_780_000_000)) != earlier, "random below the time")
+    }
+
+    @Test func aClientAtItsShareLeavesItsMessagesWaitingAndOthersGoAhead() throws {
+        let handoff = OutboxHandoff(capacity: 10, leaseSeconds: 60)
+        func claimed(_ id: Int64, client: String) -> OutboxRepository.Claimed {
+            OutboxRepository.Claimed(
+                id: id, eventID: "e\(id)", clientID: client, aggregateKey: "app_store:\(id)",
+                type: "transaction.verified",
+                payload: "{}", attempts: 0, createdAt: Date(), target: .webhook, lease: "2026-12-06 00:00:00+00")
+        }
+        #expect(handoff.reserve(4) == 4)
+        handoff.hand(
+            [claimed(1, client: "busy"), claimed(2, client: "other"), claimed(3, client: "busy")], reserved: 4)
+        #expect(handoff.reserve(10) == 7, "what waits in memory counts against the bound")
+        handoff.hand([], reserved: 7)
+        #expect(handoff.take { $0.clientID != "busy" }.map(\.id) == [2])
+        #expect(handoff.takeWaiting(longerThan: .seconds(3600)).isEmpty, "none waited that long")
+        #expect(handoff.takeWaiting(longerThan: .zero).map(\.id) == [1, 3], "given back once they waited too long")
+        #expect(handoff.take { _ in true }.isEmpty)
+    }
+
     @Test func onlyTheFirstMessageOfAnAggregateAndTargetInABatchMayBeWrittenClaimed() throws {
         let messages = [
             try Self.message("app_store:1", target: .webhook, client: "a"),

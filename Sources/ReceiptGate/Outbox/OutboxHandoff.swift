@@ -11,7 +11,7 @@ import Synchronization
 /// is written the ordinary way, so a slow receiver never piles messages up in memory.
 final class OutboxHandoff: Sendable {
     private struct State {
-        var handed: [OutboxRepository.Claimed] = []
+        var handed: [(event: OutboxRepository.Claimed, at: ContinuousClock.Instant)] = []
         /// Reserved by writers whose transactions have not ended yet.
         var reserved = 0
         var waiter: CheckedContinuation<Void, Never>?
@@ -41,7 +41,8 @@ final class OutboxHandoff: Sendable {
     func hand(_ claimed: [OutboxRepository.Claimed], reserved: Int) {
         let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
             state.reserved -= reserved
-            state.handed += claimed
+            let now = ContinuousClock.now
+            state.handed += claimed.map { ($0, now) }
             guard !state.handed.isEmpty else { return nil }
             defer { state.waiter = nil }
             return state.waiter
@@ -49,12 +50,33 @@ final class OutboxHandoff: Sendable {
         waiter?.resume()
     }
 
-    /// Up to `limit` handed messages, oldest first.
-    func take(_ limit: Int) -> [OutboxRepository.Claimed] {
+    /// The handed messages `fits` accepts, oldest first (it is asked in order, and counts what it
+    /// accepts); the rest wait for a slot of their client.
+    func take(where fits: (OutboxRepository.Claimed) -> Bool) -> [OutboxRepository.Claimed] {
         state.withLock { state in
-            let taken = Array(state.handed.prefix(max(0, limit)))
-            state.handed.removeFirst(taken.count)
+            var taken: [OutboxRepository.Claimed] = []
+            state.handed.removeAll { entry in
+                guard fits(entry.event) else { return false }
+                taken.append(entry.event)
+                return true
+            }
             return taken
+        }
+    }
+
+    /// Whether a handed message of `clientID` waits for a slot.
+    func holds(_ clientID: String) -> Bool {
+        state.withLock { state in state.handed.contains { $0.event.clientID == clientID } }
+    }
+
+    /// Handed messages that waited longer than `age` for a slot (a receiver that hangs holds its
+    /// client's): given back to the database before their lease runs out under them.
+    func takeWaiting(longerThan age: Duration) -> [OutboxRepository.Claimed] {
+        let cutoff = ContinuousClock.now - age
+        return state.withLock { state in
+            let stale = state.handed.filter { $0.at < cutoff }.map(\.event)
+            state.handed.removeAll { $0.at < cutoff }
+            return stale
         }
     }
 

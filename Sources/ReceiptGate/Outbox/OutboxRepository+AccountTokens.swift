@@ -11,7 +11,7 @@ extension OutboxRepository {
         return try connection.execute(
             """
             INSERT INTO outbox (event_id, client_id, event_type, aggregate_key, payload, target)
-            VALUES (\(UUID()), \(assignment.clientID), \("store.account_token"), \(assignment.aggregateKey), \(body)::jsonb,
+            VALUES (\(UUID.timeOrdered()), \(assignment.clientID), \("store.account_token"), \(assignment.aggregateKey), \(body)::jsonb,
                     \(OutboxTarget.storeAccountToken.rawValue))
             ON CONFLICT (aggregate_key) WHERE target = 'store_account_token' DO NOTHING
             """) == 1

@@ -33,7 +33,7 @@ public struct OutboxRepository: Sendable {
         event type: String, payload: some Encodable, client: String, aggregateKey: String,
         target: OutboxTarget = .webhook
     ) throws -> Queued {
-        let eventID = UUID()
+        let eventID = UUID.timeOrdered()
         let body = try JSONEncoder.receiptGateStorage.encode(
             Envelope(eventID: eventID.uuidString.lowercased(), type: type, data: payload))
         return Queued(
@@ -77,7 +77,7 @@ public struct OutboxRepository: Sendable {
         _ message: OutboxMessage, sealingMailWith secrets: SecretBox? = nil, notBefore: Date? = nil,
         on connection: PostgresConnection
     ) throws {
-        let eventID = UUID()
+        let eventID = UUID.timeOrdered()
         var stored = message
         if message.target == .email {
             guard let secrets else {

@@ -109,9 +109,13 @@ public final class OutboxWorker: Sendable {
     private func run() async {
         await withTaskGroup(of: Wake.self) { group in
             var inFlight = 0, tickPending = false, ticked = false, watching = false, byClient: [String: Int] = [:]
-            func send(_ event: OutboxRepository.Claimed) {
-                inFlight += 1
-                byClient[event.clientID, default: 0] += 1
+            // The last claim got all it asked for: more may be due at once.
+            var backlog = true
+            // Clients left out of the last claim, at their share: once one has a slot again and
+            // nothing handed over to fill it, what it has due in the database is claimed.
+            var heldBack = Set<String>()
+            // Sends a message already counted in `inFlight` and `byClient`.
+            func start(_ event: OutboxRepository.Claimed) {
                 // Not cancelled by `stop()`: a claimed message is sent and its outcome recorded,
                 // so a stop does not send it twice.
                 group.addTask {
@@ -120,34 +124,44 @@ public final class OutboxWorker: Sendable {
             }
             while !Task.isCancelled {
                 await askForProbes()
-                // Handed-over messages are already this process's: no statement claims them. What
-                // finds no free slot, or a client at its share, goes back to the database, where
-                // claims serve clients in turns.
-                var unsent: [OutboxRepository.Claimed] = []
-                for event in handoff?.take(.max) ?? [] {
-                    if inFlight < configuration.maxInFlight,
-                        byClient[event.clientID, default: 0] < configuration.perClient
-                    {
-                        send(event)
-                    } else {
-                        unsent.append(event)
-                    }
+                // Handed-over messages are already this process's: no statement claims them. Those
+                // of a client at its share wait for its slots; what waited half a lease goes back to
+                // the database, where claims serve clients in turns.
+                if let handoff {
+                    handoff.take { event in
+                        guard inFlight < configuration.maxInFlight,
+                            byClient[event.clientID, default: 0] < configuration.perClient
+                        else { return false }
+                        inFlight += 1
+                        byClient[event.clientID, default: 0] += 1
+                        return true
+                    }.forEach(start)
+                    let waited = handoff.takeWaiting(longerThan: configuration.lease / 2)
+                    if !waited.isEmpty { await giveBack(waited) }
                 }
-                if !unsent.isEmpty { await giveBack(unsent) }
                 // Claims come in batches: a claim for every slot that frees would cost the database
                 // a statement a message. So one waits until a quarter of the slots are free (or none
-                // is in use, or the poll interval passed).
+                // is in use, or the poll interval passed); and once a claim found fewer than it asked
+                // for of every client (no backlog: this process's new messages come handed over),
+                // until the poll interval passes.
                 let free = configuration.maxInFlight - inFlight
                 let busy = byClient.filter { $0.value >= configuration.perClient }.map(\.key).sorted()
                 var claimed: [OutboxRepository.Claimed] = []
-                if free > 0, free >= max(1, configuration.maxInFlight / 4) || inFlight == 0 || ticked {
+                if free > 0, ticked || backlog, free >= max(1, configuration.maxInFlight / 4) || inFlight == 0 || ticked
+                {
                     claimed =
                         (try? await outbox.claim(
                             targets: targets, limit: free, lease: Int(configuration.lease.components.seconds),
                             busy: busy)) ?? []
                     ticked = false
+                    backlog = claimed.count == free
+                    heldBack = Set(busy)
                 }
-                claimed.forEach(send)
+                for event in claimed {
+                    inFlight += 1
+                    byClient[event.clientID, default: 0] += 1
+                    start(event)
+                }
                 if claimed.count == free, free > 0 { continue }  // as many as asked for: more may be due now
                 if !tickPending {
                     tickPending = true
@@ -173,6 +187,10 @@ public final class OutboxWorker: Sendable {
                     inFlight -= 1
                     byClient[client, default: 1] -= 1
                     if byClient[client] == 0 { byClient[client] = nil }
+                    if heldBack.contains(client), handoff?.holds(client) != true {
+                        heldBack.remove(client)
+                        backlog = true
+                    }
                 }
             }
         }
