@@ -138,7 +138,7 @@ public final class Service: Sendable {
         // process's outbox worker, written claimed.
         let outboxLease = outboxConfiguration.lease.components.seconds
         let handoff = OutboxHandoff(
-            capacity: 2 * outboxConfiguration.maxInFlight, leaseSeconds: Int(outboxLease))
+            capacity: 2 * outboxConfiguration.maxInFlight, leaseSeconds: max(1, Int(outboxLease)))
         pipeline.batcher = RecordBatcher(pool: database.pool, handoff: handoff)
         pipeline.tally = verifications
         pipeline.timeLeftForRecording = VerifyPipeline.timeLeftForRecording(

@@ -100,6 +100,63 @@ import Testing
             ])
     }
 
+    /// An older message of the aggregate committed after the new purchase's message was written
+    /// claimed (its transaction began first): the message being sent stays the head, so the two
+    /// are never both under way; the older one follows it.
+    @Test func aMessageBeingSentStaysTheHeadWhenAnOlderOneCommitsLate() async throws {
+        let harness = try await VerifyHarness.start()
+        defer { harness.stop() }
+        let clientID = harness.client.clientID
+        let inserted = DispatchSemaphore(value: 0), claimedWritten = DispatchSemaphore(value: 0)
+        let older = Task {
+            try await harness.pool.withTransaction { connection in
+                try OutboxRepository.insert([try Self.message("app_store:5", client: clientID)], on: connection)
+                inserted.signal()
+                claimedWritten.wait()  // commits only after the claimed message was written
+            }
+        }
+        await Task.detached { inserted.wait() }.value
+        let claimed = try await harness.pool.withTransaction { connection in
+            let held = try OutboxHeads.tryLock(
+                [OutboxHeads.Aggregate(clientID: clientID, aggregateKey: "app_store:5", target: "email")],
+                on: connection)
+            #expect(held.count == 1)
+            return try OutboxRepository.insert(
+                [try Self.message("app_store:5", client: clientID)], claiming: [true], lease: 60, on: connection)
+        }
+        claimedWritten.signal()
+        try await older.value
+        #expect(claimed.count == 1, "the older message was not committed yet: nothing pending was seen")
+        _ = try await harness.service.repositories.outbox.placeNew()
+        let heads = try await harness.pool.query(
+            "SELECT id FROM outbox WHERE client_id = \(clientID) AND status = 'pending' AND is_head")
+        #expect(try heads.map { try $0.decode("id", as: Int64.self) } == claimed.map(\.id))
+    }
+
+    /// Two writers of one aggregate: the second cannot hold its lock while the first does, so it
+    /// writes its message the ordinary way instead of as a second head.
+    @Test func anAggregateWrittenClaimedIsHeldUntilItsTransactionEnds() async throws {
+        let harness = try await VerifyHarness.start()
+        defer { harness.stop() }
+        let aggregate = OutboxHeads.Aggregate(
+            clientID: harness.client.clientID, aggregateKey: "app_store:6", target: "email")
+        let locked = DispatchSemaphore(value: 0), checked = DispatchSemaphore(value: 0)
+        let first = Task {
+            try await harness.pool.withTransaction { connection -> Int in
+                let held = try OutboxHeads.tryLock([aggregate], on: connection)
+                locked.signal()
+                checked.wait()
+                return held.count
+            }
+        }
+        await Task.detached { locked.wait() }.value
+        let second = try await harness.pool.withTransaction { try OutboxHeads.tryLock([aggregate], on: $0) }
+        checked.signal()
+        #expect(try await first.value == 1)
+        #expect(second.isEmpty)
+        #expect(try await harness.pool.withTransaction { try OutboxHeads.tryLock([aggregate], on: $0) }.count == 1)
+    }
+
     /// The process that wrote a message claimed stopped before sending it: once the lease runs
     /// out, any worker's claim takes it, and it is delivered once.
     @Test func aClaimedMessageNobodySentIsClaimedOnceItsLeaseRunsOut() async throws {

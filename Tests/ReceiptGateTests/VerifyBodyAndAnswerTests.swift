@@ -228,6 +228,15 @@ import Testing
                 #expect(
                     response.encoded() == expected,
                     "answer \(index): \(String(decoding: response.encoded(), as: UTF8.self))")
+                // The webhook a new purchase owes, written the same way, is what JSONEncoder wrote.
+                let webhook = OutboxRepository.envelope(
+                    event: "transaction.verified", transaction: response.transaction, client: "rgc_a",
+                    aggregateKey: "app_store:1")
+                let encoded = try? JSONEncoder.receiptGateStorage.encode(
+                    OutboxRepository.Envelope(
+                        eventID: webhook.eventID.uuidString.lowercased(), type: "transaction.verified",
+                        data: ["transaction": response.transaction]))
+                #expect(webhook.message.body == encoded, "webhook \(index)")
             }
         }
     }

@@ -15,6 +15,11 @@ final class OutboxHandoff: Sendable {
         /// Reserved by writers whose transactions have not ended yet.
         var reserved = 0
         var waiter: CheckedContinuation<Void, Never>?
+        /// Something was handed since the worker last took: what wakes it (messages left waiting
+        /// for a slot do not, or its loop would spin until a slot frees).
+        var fresh = false
+        /// The worker stopped: no more room is granted.
+        var closed = false
     }
 
     let capacity: Int
@@ -30,20 +35,24 @@ final class OutboxHandoff: Sendable {
     /// Room for up to `count` messages; how many were granted.
     func reserve(_ count: Int) -> Int {
         state.withLock { state in
+            guard !state.closed else { return 0 }
             let granted = max(0, min(count, capacity - state.reserved - state.handed.count))
             state.reserved += granted
             return granted
         }
     }
 
-    /// Hands over what a committed transaction wrote claimed, and gives back the rest of its
-    /// reservation (`reserved`, what it was granted).
-    func hand(_ claimed: [OutboxRepository.Claimed], reserved: Int) {
+    /// Hands over what a committed transaction wrote claimed (its leases counted from `written`,
+    /// taken before the statement that wrote them), and gives back the rest of its reservation
+    /// (`reserved`, what it was granted).
+    func hand(
+        _ claimed: [OutboxRepository.Claimed], reserved: Int, written: ContinuousClock.Instant = .now
+    ) {
         let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
             state.reserved -= reserved
-            let now = ContinuousClock.now
-            state.handed += claimed.map { ($0, now) }
-            guard !state.handed.isEmpty else { return nil }
+            state.handed += claimed.map { ($0, written) }
+            guard !claimed.isEmpty else { return nil }
+            state.fresh = true
             defer { state.waiter = nil }
             return state.waiter
         }
@@ -54,6 +63,7 @@ final class OutboxHandoff: Sendable {
     /// accepts); the rest wait for a slot of their client.
     func take(where fits: (OutboxRepository.Claimed) -> Bool) -> [OutboxRepository.Claimed] {
         state.withLock { state in
+            state.fresh = false
             var taken: [OutboxRepository.Claimed] = []
             state.handed.removeAll { entry in
                 guard fits(entry.event) else { return false }
@@ -61,6 +71,15 @@ final class OutboxHandoff: Sendable {
                 return true
             }
             return taken
+        }
+    }
+
+    /// Everything still handed, and no room granted from now on (the worker stopped).
+    func close() -> [OutboxRepository.Claimed] {
+        state.withLock { state in
+            state.closed = true
+            defer { state.handed.removeAll() }
+            return state.handed.map(\.event)
         }
     }
 
@@ -74,20 +93,22 @@ final class OutboxHandoff: Sendable {
     func takeWaiting(longerThan age: Duration) -> [OutboxRepository.Claimed] {
         let cutoff = ContinuousClock.now - age
         return state.withLock { state in
+            // Handed in time order and taken out in it, so the oldest is first: most calls stop here.
+            guard let oldest = state.handed.first, oldest.at < cutoff else { return [] }
             let stale = state.handed.filter { $0.at < cutoff }.map(\.event)
             state.handed.removeAll { $0.at < cutoff }
             return stale
         }
     }
 
-    /// Returns once something was handed (at once when something waits). One waiter at a time:
-    /// the worker's loop.
+    /// Returns once something was handed since the last `take` (at once when it already was). One
+    /// waiter at a time: the worker's loop.
     func handed() async {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let ready = state.withLock { state -> Bool in
                     // Cancelled before it could wait: the cancellation handler found no waiter to wake.
-                    if !state.handed.isEmpty || Task.isCancelled { return true }
+                    if state.fresh || Task.isCancelled { return true }
                     state.waiter?.resume()
                     state.waiter = continuation
                     return false

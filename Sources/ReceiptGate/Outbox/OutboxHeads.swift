@@ -1,4 +1,5 @@
 import Postgres
+import ReceiptCore
 
 /// Order within an aggregate (the messages about one purchase, for one client and target): only
 /// its oldest pending message, its head, may be sent, and every head is marked (`is_head`), so a
@@ -31,6 +32,21 @@ enum OutboxHeads {
             """)
     }
 
+    /// Takes the locks of `aggregates` that are free, without waiting (a writer that must not wait
+    /// on the outbox's work); the aggregates whose locks it holds until the transaction ends. A
+    /// statement of its own, so what follows sees everything the previous holder committed.
+    static func tryLock(_ aggregates: [Aggregate], on connection: PostgresConnection) throws -> Set<Aggregate> {
+        guard !aggregates.isEmpty else { return [] }
+        let rows = try connection.query(
+            """
+            SELECT c, a FROM unnest(\(aggregates.map(\.clientID))::text[], \(aggregates.map(\.aggregateKey))::text[]) AS x(c, a)
+            WHERE pg_try_advisory_xact_lock(\(lockClass), hashtext(c || '/' || a))
+            """)
+        let granted = Set(
+            try rows.map { "\(try $0.decode("c", as: String.self))/\(try $0.decode("a", as: String.self))" })
+        return Set(aggregates.filter { granted.contains("\($0.clientID)/\($0.aggregateKey)") })
+    }
+
     /// Marks the oldest pending message of each of `aggregates` its head and every other pending
     /// one not, all of them placed. Call under `lock`. Each aggregate's pending messages are read
     /// by its own index lookup and rows are updated by id: the plan does not depend on how many
@@ -46,12 +62,13 @@ enum OutboxHeads {
             WITH wanted AS (
                 SELECT DISTINCT c, a FROM unnest(\(aggregates.map(\.clientID))::text[], \(aggregates.map(\.aggregateKey))::text[]) AS x(c, a)
             ), pending AS MATERIALIZED (
-                SELECT p.id, p.target, p.is_head, p.placed, w.c, w.a
+                SELECT p.id, p.target, p.is_head, p.placed, p.leased, w.c, w.a
                 FROM wanted w CROSS JOIN LATERAL (
-                    SELECT o.id, o.target, o.is_head, o.placed FROM outbox o
+                    SELECT o.id, o.target, o.is_head, o.placed, o.lease_until > now() AS leased FROM outbox o
                     WHERE o.client_id = w.c AND o.aggregate_key = w.a AND o.status = 'pending') p
             ), heads AS (
-                SELECT c, a, target, min(id) AS id FROM pending GROUP BY c, a, target
+                -- A message being sent stays the head (an older one committed late waits for it).
+                SELECT c, a, target, COALESCE(min(id) FILTER (WHERE leased), min(id)) AS id FROM pending GROUP BY c, a, target
             ), changed AS MATERIALIZED (
                 SELECT p.id, p.id = h.id AS head FROM pending p JOIN heads h ON h.c = p.c AND h.a = p.a AND h.target = p.target
                 WHERE NOT p.placed OR p.is_head IS DISTINCT FROM (p.id = h.id)
@@ -105,5 +122,12 @@ enum OutboxHeads {
                 clientID: try $0.decode("client_id"), aggregateKey: try $0.decode("aggregate_key"),
                 target: try $0.decode("target"))
         }
+    }
+}
+
+extension OutboxHeads.Aggregate {
+    /// The aggregate `message` is sent in.
+    init(_ message: OutboxMessage) {
+        self.init(clientID: message.clientID, aggregateKey: message.aggregateKey, target: message.target.rawValue)
     }
 }

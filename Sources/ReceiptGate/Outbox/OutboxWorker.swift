@@ -129,14 +129,16 @@ public final class OutboxWorker: Sendable {
                 // the database, where claims serve clients in turns.
                 if let handoff {
                     handoff.take { event in
-                        guard inFlight < configuration.maxInFlight,
+                        // A quarter of the slots stays for claims: what is due in the database (retries,
+                        // notifications' messages, other processes' expired leases) is never starved.
+                        guard inFlight < configuration.maxInFlight - max(1, configuration.maxInFlight / 4),
                             byClient[event.clientID, default: 0] < configuration.perClient
                         else { return false }
                         inFlight += 1
                         byClient[event.clientID, default: 0] += 1
                         return true
                     }.forEach(start)
-                    let waited = handoff.takeWaiting(longerThan: configuration.lease / 2)
+                    let waited = handoff.takeWaiting(longerThan: handedWait)
                     if !waited.isEmpty { await giveBack(waited) }
                 }
                 // Claims come in batches: a claim for every slot that frees would cost the database
@@ -196,6 +198,10 @@ public final class OutboxWorker: Sendable {
         }
     }
 
+    /// How long a handed message may wait for a slot: it must still be under its lease for its
+    /// whole attempt.
+    var handedWait: Duration { max(.zero, configuration.lease - configuration.attemptTimeout) / 2 }
+
     /// Handed-over messages this worker will not send now: claimable by any worker at once.
     private func giveBack(_ events: [OutboxRepository.Claimed]) async {
         do { try await outbox.release(events) } catch {
@@ -213,6 +219,11 @@ public final class OutboxWorker: Sendable {
 
     package func stop() async {
         await task.cancelAndWait()
+        // What was handed and not sent is claimable by any worker at once, not after its lease.
+        if let handoff {
+            let unsent = handoff.close()
+            if !unsent.isEmpty { await Task { await giveBack(unsent) }.value }
+        }
     }
 
     /// What this worker can send. E-mail waits in the outbox until SMTP is configured.

@@ -150,6 +150,8 @@ final class RecordBatcher: Sendable {
         var batch = batch
         let settled: [(item: Item, result: Swift.Result<Result, any Error>)]
         var reserved = 0
+        // Leases written in this transaction count from its start (`now()`): so does their wait.
+        let written = ContinuousClock.now
         do {
             // One transaction holding each claim's catalog scope shared (`CatalogScopeLock`), taken
             // before the statement that checks the clients' versions, so that statement sees any
@@ -170,18 +172,23 @@ final class RecordBatcher: Sendable {
             // What the new purchases owe their game servers commits with them, in one statement.
             let messages = try Self.announcements(settled)
             if let handoff {
-                let claiming = Self.claimable(messages)
+                var claiming = Self.claimable(messages)
                 reserved = handoff.reserve(claiming.count { $0 })
                 var room = reserved
-                let claims = claiming.map { wanted in
+                claiming = claiming.map { wanted in
                     guard wanted, room > 0 else { return false }
                     room -= 1
                     return true
                 }
+                // Each aggregate written claimed is held (never waited for) until the commit, so no
+                // other writer can make a second head meanwhile; one held elsewhere goes the ordinary way.
+                let wanted = zip(messages, claiming).filter(\.1).map { OutboxHeads.Aggregate($0.0.message) }
+                let held = try OutboxHeads.tryLock(wanted, on: connection)
+                let claims = zip(messages, claiming).map { $1 && held.contains(OutboxHeads.Aggregate($0.message)) }
                 let claimed = try OutboxRepository.insert(
                     messages, claiming: claims, lease: handoff.leaseSeconds, on: connection)
                 try connection.execute("COMMIT")
-                handoff.hand(claimed, reserved: reserved)
+                handoff.hand(claimed, reserved: reserved, written: written)
                 reserved = 0
             } else {
                 try OutboxRepository.insert(messages, on: connection)

@@ -128,9 +128,9 @@ public struct TransactionRepository: Sendable {
         var messages: [OutboxRepository.Queued] = []
         if owed.contains(.webhook) {
             messages.append(
-                try OutboxRepository.envelope(
-                    event: "transaction.verified", payload: ["transaction": view], client: client.clientID,
-                    aggregateKey: aggregate))
+                OutboxRepository.envelope(
+                    event: "transaction.verified", transaction: view, client: client.clientID, aggregateKey: aggregate)
+            )
         }
         if owed.contains(.delivery) {
             let request = proven.request
