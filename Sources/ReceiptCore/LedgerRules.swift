@@ -8,7 +8,7 @@ public enum LedgerRules {
     /// The state a proven purchase is in at `now`: revoked or refunded once the store revoked it
     /// (a refund when the store gave a reason; a revocation without one, such as Family Sharing
     /// withdrawn), expired once its period is over, otherwise active.
-    public static func state(of purchase: VerifiedPurchase, at now: Date = Date()) -> TransactionState {
+    public static func state(of purchase: VerifiedPurchase, at now: Date) -> TransactionState {
         if purchase.revocationDate != nil { return purchase.revocationReason == nil ? .revoked : .refunded }
         if let expires = purchase.expiresDate, expires < now { return .expired }
         return .active
@@ -16,7 +16,7 @@ public enum LedgerRules {
 
     /// The state a purchase is in once the store reversed its refund or revocation: whatever its
     /// dates alone say (active, or expired when its period is over).
-    package static func stateAfterReversal(of purchase: VerifiedPurchase, at now: Date = Date()) -> TransactionState {
+    package static func stateAfterReversal(of purchase: VerifiedPurchase, at now: Date) -> TransactionState {
         var reinstated = purchase
         reinstated.revocationDate = nil
         reinstated.revocationReason = nil
@@ -118,7 +118,7 @@ extension TransactionRecord {
 
     /// This record after a caller presented `purchase` again, or nil when the record stays as it
     /// is. Dates the evidence lacks are kept from the record.
-    public func updated(byEvidence purchase: VerifiedPurchase, at now: Date = Date()) -> TransactionRecord? {
+    public func updated(byEvidence purchase: VerifiedPurchase, at now: Date) -> TransactionRecord? {
         let next = LedgerRules.state(of: state, after: .evidence(LedgerRules.state(of: purchase, at: now)))
         guard next != state else { return nil }
         var updated = self

@@ -139,7 +139,7 @@ public final class Service: Sendable {
         let outboxLease = outboxConfiguration.lease.components.seconds
         let handoff = OutboxHandoff(
             capacity: 2 * outboxConfiguration.maxInFlight, leaseSeconds: max(1, Int(outboxLease)))
-        pipeline.batcher = RecordBatcher(pool: database.pool, handoff: handoff)
+        pipeline.batcher = RecordBatcher(pool: database.pool, handoff: handoff, now: now)
         pipeline.tally = verifications
         pipeline.timeLeftForRecording = VerifyPipeline.timeLeftForRecording(
             requestTimeout: .seconds(configuration.requestTimeoutSeconds))

@@ -58,7 +58,7 @@ import Testing
         #expect(notification.type == "CONSUMABLE_CANCELLED")
         #expect(notification.event.kind == .refunded)
         #expect(notification.transactionID == "r-refunded" && notification.appIdentifier == Self.package)
-        #expect(notification.event.purchase.map { LedgerRules.state(of: $0) } == .refunded)
+        #expect(notification.event.purchase.map { LedgerRules.state(of: $0, at: Date()) } == .refunded)
         #expect(rvs.hits == ["production"])
         await rvs.shutdown()
         await sns.shutdown()

@@ -63,7 +63,7 @@ import Testing
         #expect(purchase.storeAttributes["test_transaction"] == "false")
         #expect(purchase.expiresDate == (type == "SUBSCRIPTION" ? renewal : nil))
         #expect(purchase.storeAttributes["term_sku"] == (type == "SUBSCRIPTION" ? "item.subscription_monthly" : nil))
-        #expect(LedgerRules.state(of: purchase) == .active)
+        #expect(LedgerRules.state(of: purchase, at: Date()) == .active)
         #expect(rvs.hits == ["production"])
         await rvs.shutdown()
     }
@@ -77,7 +77,7 @@ import Testing
             try await Self.provider(rvs).verify(receiptID: "r-canceled", userID: Self.user, context: Self.context())
                 .first)
         #expect(purchase.revocationDate == canceled)
-        #expect(LedgerRules.state(of: purchase) == .refunded)
+        #expect(LedgerRules.state(of: purchase, at: Date()) == .refunded)
         await rvs.shutdown()
     }
 
@@ -93,10 +93,10 @@ import Testing
         let provider = try Self.provider(rvs)
         let refunded = try #require(
             try await provider.verify(receiptID: "sub-refunded", userID: Self.user, context: Self.context()).first)
-        #expect(LedgerRules.state(of: refunded) == .refunded)
+        #expect(LedgerRules.state(of: refunded, at: Date()) == .refunded)
         let lapsed = try #require(
             try await provider.verify(receiptID: "sub-lapsed", userID: Self.user, context: Self.context()).first)
-        #expect(LedgerRules.state(of: lapsed) == .expired)
+        #expect(LedgerRules.state(of: lapsed, at: Date()) == .expired)
         #expect(lapsed.revocationDate == nil && lapsed.expiresDate == canceled)
         await rvs.shutdown()
     }

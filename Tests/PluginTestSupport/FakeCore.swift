@@ -121,7 +121,7 @@ public final class FakeCore: DialectCore, @unchecked Sendable {
                     throw error
                 }
                 // As the core does: the evidence may bring an active record news of its end.
-                record = existing.updated(byEvidence: purchase) ?? existing
+                record = existing.updated(byEvidence: purchase, at: now()) ?? existing
                 claim = LedgerRules.claim(of: existing.claim, owner: owner, by: proven.claimant)
                 if claim.isFirst {
                     // A purchase the store told of first: this claim is its first verification.
@@ -130,7 +130,7 @@ public final class FakeCore: DialectCore, @unchecked Sendable {
                 }
             } else {
                 record = TransactionRecord(
-                    recording: purchase, managementID: nextID, state: LedgerRules.state(of: purchase),
+                    recording: purchase, managementID: nextID, state: LedgerRules.state(of: purchase, at: now()),
                     clientID: client.clientID, gameID: client.gameID, firstVerifiedAt: Date())
                 claim = .first
             }
@@ -252,7 +252,7 @@ public final class FakeCore: DialectCore, @unchecked Sendable {
             let key = "\(purchase.store.rawValue)|\(purchase.environment.rawValue)|\(purchase.transactionID)"
             guard ledger[key] == nil else { return }
             ledger[key] = TransactionRecord(
-                recording: purchase, managementID: nextID, state: LedgerRules.state(of: purchase),
+                recording: purchase, managementID: nextID, state: LedgerRules.state(of: purchase, at: now()),
                 clientID: owner.clientID, gameID: owner.gameID, firstVerifiedAt: Date())
             nextID += 1
         }
@@ -261,7 +261,8 @@ public final class FakeCore: DialectCore, @unchecked Sendable {
     /// Applies a store event to the recorded transaction its purchase names, as the service does:
     /// `LedgerTransition` decides the move and what the game is owed (kept in `owedWebhooks`).
     @discardableResult
-    package func apply(_ event: StoreEvent, at now: Date = Date()) -> LedgerConsequence? {
+    package func apply(_ event: StoreEvent, at now: Date? = nil) -> LedgerConsequence? {
+        let now = now ?? self.now()
         guard let purchase = event.purchase else { return nil }
         let transition = LedgerTransition(
             event.kind, purchase: purchase, autoRenew: event.autoRenew, graceUntil: event.gracePeriodExpires, at: now)
@@ -290,7 +291,8 @@ public final class FakeCore: DialectCore, @unchecked Sendable {
 
     /// Moves a recorded transaction as a store notification of `kind` would (a refund stays a
     /// refund when the period later expires).
-    package func tell(_ kind: StoreEvent.Kind, transactionID: String, at now: Date = Date()) {
+    package func tell(_ kind: StoreEvent.Kind, transactionID: String, at now: Date? = nil) {
+        let now = now ?? self.now()
         let recorded = lock.withLock { ledger.values.filter { $0.transactionID == transactionID } }
         for record in recorded {
             var purchase = VerifiedPurchase(

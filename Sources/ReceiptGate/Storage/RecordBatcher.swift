@@ -49,6 +49,8 @@ final class RecordBatcher: Sendable {
     /// This process's outbox worker, when it runs one: a new purchase's messages are written
     /// claimed and handed to it once the batch commits.
     let handoff: OutboxHandoff?
+    /// The service's clock: what state the evidence shows.
+    let now: @Sendable () -> Date
     private struct Waiting {
         var queue: [Item] = []
         var inFlight = 0
@@ -68,8 +70,12 @@ final class RecordBatcher: Sendable {
 
     var served: Counts { waiting.withLock { $0.counts } }
 
-    init(pool: PostgresPool, maxInFlight: Int = 1, maxBatch: Int = 64, handoff: OutboxHandoff? = nil) {
+    init(
+        pool: PostgresPool, maxInFlight: Int = 1, maxBatch: Int = 64, handoff: OutboxHandoff? = nil,
+        now: @escaping @Sendable () -> Date = { Date() }
+    ) {
         self.pool = pool
+        self.now = now
         self.handoff = handoff
         self.maxInFlight = maxInFlight
         self.maxBatch = maxBatch
@@ -80,7 +86,8 @@ final class RecordBatcher: Sendable {
         let key = "\(purchase.store.rawValue)\u{0}\(purchase.environment.rawValue)\u{0}\(purchase.transactionID)"
         let result: Result = try await withCheckedThrowingContinuation { continuation in
             let item = Item(
-                key: key, proven: proven, state: LedgerRules.state(of: purchase), client: client, version: version,
+                key: key, proven: proven, state: LedgerRules.state(of: purchase, at: now()), client: client,
+                version: version,
                 continuation: continuation)
             let start = waiting.withLock { waiting -> Bool in
                 waiting.queue.append(item)

@@ -26,7 +26,9 @@ public struct Repositories: Sendable {
         readStandby: PostgresPool? = nil, now: @escaping @Sendable () -> Date = { Date() }
     ) {
         clients = ClientRepository(pool: pool, secrets: secrets, standby: readStandby)
-        transactions = TransactionRepository(pool: pool, secrets: secrets)
+        var transactions = TransactionRepository(pool: pool, secrets: secrets)
+        transactions.now = now
+        self.transactions = transactions
         outbox = OutboxRepository(pool: pool, secrets: secrets)
         notifications = NotificationRepository(
             pool: pool, refundCallbacks: refundCallbacks, refundAnswerDelay: refundAnswerDelay, now: now)

@@ -11,7 +11,7 @@ enum SubscriptionRepository {
     /// tellings of one renewal are read one after the other.
     @discardableResult
     static func upsert(
-        _ purchase: VerifiedPurchase, original: String, client: Client, on connection: PostgresConnection
+        _ purchase: VerifiedPurchase, original: String, client: Client, at now: Date, on connection: PostgresConnection
     ) throws -> Bool {
         let moved = try connection.query(
             """
@@ -22,7 +22,7 @@ enum SubscriptionRepository {
             INSERT INTO subscriptions (store, environment, original_transaction_id, product_id, status, expires_date, revocation_date,
                                        latest_transaction_id, client_id, read_back_key, auto_renew)
             VALUES (\(purchase.store.rawValue), \(purchase.environment.rawValue), \(original), \(purchase.productID),
-                    \(status(of: purchase).rawValue), \(purchase.expiresDate), \(purchase.revocationDate), \(purchase.transactionID), \(client.clientID),
+                    \(status(of: purchase, at: now).rawValue), \(purchase.expiresDate), \(purchase.revocationDate), \(purchase.transactionID), \(client.clientID),
                     \(purchase.readBackKey), \(purchase.autoRenews))
             ON CONFLICT (store, environment, original_transaction_id) DO UPDATE SET
                 product_id = EXCLUDED.product_id,
@@ -58,8 +58,8 @@ enum SubscriptionRepository {
             """)
     }
 
-    static func status(of purchase: VerifiedPurchase) -> SubscriptionStatus {
-        SubscriptionStatus(LedgerRules.state(of: purchase))
+    static func status(of purchase: VerifiedPurchase, at now: Date) -> SubscriptionStatus {
+        SubscriptionStatus(LedgerRules.state(of: purchase, at: now))
     }
 
     static func find(

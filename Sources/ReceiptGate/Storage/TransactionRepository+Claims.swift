@@ -19,12 +19,13 @@ extension TransactionRepository {
     /// Claims the oldest purchase of `proven.claimOrder` not yet claimed (or `proven.purchase`
     /// when the evidence names one); when every one is claimed, answers the newest as a duplicate.
     /// Throws REDEEMED_BY_ANOTHER_GAME when the purchase is another game's.
-    static func claim(_ proven: ProvenPurchase, client: Client, on connection: PostgresConnection) throws -> ClaimedRow
-    {
+    static func claim(
+        _ proven: ProvenPurchase, client: Client, at now: Date, on connection: PostgresConnection
+    ) throws -> ClaimedRow {
         let candidates = proven.claimOrder.isEmpty ? [proven] : proven.claimOrder.map(proven.about)
         var repeated: ClaimedRow?
         for candidate in candidates {
-            let found = try claimOne(candidate, client: client, on: connection)
+            let found = try claimOne(candidate, client: client, at: now, on: connection)
             if found.claim.isFirst { return found }
             repeated = found
         }
@@ -33,7 +34,7 @@ extension TransactionRepository {
     }
 
     private static func claimOne(
-        _ proven: ProvenPurchase, client: Client, on connection: PostgresConnection
+        _ proven: ProvenPurchase, client: Client, at now: Date, on connection: PostgresConnection
     ) throws -> ClaimedRow {
         let purchase = proven.purchase
         let claimant = proven.claimant
@@ -41,10 +42,10 @@ extension TransactionRepository {
         // its periods are claimed one by one, and each must go to whoever claimed the first.
         let owner = try subscriptionOwner(of: purchase, client: client, on: connection)
         if let owner, !LedgerRules.mayTakePeriod(ownedBy: owner, by: claimant) {
-            return try recordUnclaimed(proven, owner: owner, client: client, on: connection)
+            return try recordUnclaimed(proven, owner: owner, client: client, at: now, on: connection)
         }
         let newRow = NewTransactionRow(
-            purchase: purchase, state: LedgerRules.state(of: purchase), clientID: client.clientID,
+            purchase: purchase, state: LedgerRules.state(of: purchase, at: now), clientID: client.clientID,
             gameID: client.gameID,
             claimant: claimant)
         if let row = try connection.query(
@@ -82,11 +83,12 @@ extension TransactionRepository {
     /// owner's claim answers it: a conflict naming the owner, or a plain duplicate for a claim that
     /// names no player.
     private static func recordUnclaimed(
-        _ proven: ProvenPurchase, owner: Claim, client: Client, on connection: PostgresConnection
+        _ proven: ProvenPurchase, owner: Claim, client: Client, at now: Date, on connection: PostgresConnection
     ) throws -> ClaimedRow {
         let purchase = proven.purchase
         let known = NewTransactionRow(
-            purchase: purchase, state: LedgerRules.state(of: purchase), clientID: client.clientID, gameID: client.gameID
+            purchase: purchase, state: LedgerRules.state(of: purchase, at: now), clientID: client.clientID,
+            gameID: client.gameID
         )
         let outcome = LedgerRules.claim(of: owner, owner: owner, by: proven.claimant)
         if let row = try connection.query(

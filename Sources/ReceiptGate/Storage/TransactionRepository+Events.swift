@@ -69,7 +69,7 @@ extension TransactionRepository {
         case .extend(let autoRenew):
             // A new period, or the same transaction's end moved later (a store that renews under one id).
             outcome.subscriptionMoved = try SubscriptionRepository.upsert(
-                purchase, original: original, client: owner, on: connection)
+                purchase, original: original, client: owner, at: now, on: connection)
             if let autoRenew {
                 try SubscriptionRepository.setAutoRenew(
                     autoRenew, purchase: purchase, original: original, on: connection)

@@ -12,6 +12,8 @@ public struct TransactionRepository: Sendable {
     let secrets: SecretBox
     /// Where the read API's queries go (the primary, or a fresh enough standby); writes always use `pool`.
     var reads: LedgerReads
+    /// The service's clock: what state the evidence shows (an expiry in the past is expired).
+    var now: @Sendable () -> Date = { Date() }
 
     init(pool: PostgresPool, secrets: SecretBox) {
         self.pool = pool
@@ -32,7 +34,8 @@ public struct TransactionRepository: Sendable {
         _ proven: ProvenPurchase, client: Client, expectedVersion: Int64? = nil,
         effects: @escaping @Sendable (VerificationOutcome, any RecordScope) throws -> T
     ) async throws -> (VerificationOutcome, T) {
-        try await pool.withTransaction { connection in
+        let now = now()
+        return try await pool.withTransaction { connection in
             if let expectedVersion {
                 guard try ClientRepository.isCurrent(client.info, version: expectedVersion, on: connection) else {
                     throw ClientChanged()
@@ -41,7 +44,7 @@ public struct TransactionRepository: Sendable {
                 // Read fresh by the caller: only the catalog scope to hold (`ClientRepository.isCurrent`).
                 try CatalogScopeLock.share(client.info.scope, on: connection)
             }
-            let claimed = try Self.claim(proven, client: client, on: connection)
+            let claimed = try Self.claim(proven, client: client, at: now, on: connection)
             let taken = claimed.proven
             var transaction = claimed.transaction
             let owed = FirstClaimEffects.owed(by: taken, state: transaction.state, client: client, acknowledges: false)
@@ -54,7 +57,8 @@ public struct TransactionRepository: Sendable {
                             store: transaction.store, environment: transaction.environment,
                             original: original, on: connection) == nil
             {
-                try SubscriptionRepository.upsert(taken.purchase, original: original, client: client, on: connection)
+                try SubscriptionRepository.upsert(
+                    taken.purchase, original: original, client: client, at: now, on: connection)
             } else if owed.contains(.subscriptionState), let original = taken.purchase.originalTransactionID,
                 let key = taken.purchase.readBackKey
             {
@@ -64,7 +68,7 @@ public struct TransactionRepository: Sendable {
             }
             // A purchase refunded, revoked or expired since it was recorded (a notification
             // missed) is answered, and kept, as what it is now.
-            if !claimed.inserted, let updated = transaction.updated(byEvidence: taken.purchase),
+            if !claimed.inserted, let updated = transaction.updated(byEvidence: taken.purchase, at: now),
                 let written = try Self.write(updated, replacing: transaction.state, on: connection)
             {
                 transaction = written

@@ -49,7 +49,7 @@ extension VerifyPipeline {
         // and evidence holding several purchases claims one of them: the full path does both (rare,
         // and never the hot path).
         // A subscription's period is decided against its owner (`TransactionRepository.subscriptionOwner`).
-        let state = LedgerRules.state(of: proven.purchase)
+        let state = LedgerRules.state(of: proven.purchase, at: transactions.now())
         guard state == .active, proven.claimOrder.isEmpty, !LedgerRules.isSubscriptionPeriod(proven.purchase) else {
             return false
         }
