@@ -125,8 +125,8 @@ public final class OutboxWorker: Sendable {
             while !Task.isCancelled {
                 await askForProbes()
                 // Handed-over messages are already this process's: no statement claims them. Those
-                // of a client at its share wait for its slots; what waited half a lease goes back to
-                // the database, where claims serve clients in turns.
+                // of a client at its share wait for its slots; what waited too long for one
+                // (`handedWait`) goes back to the database, where claims serve clients in turns.
                 if let handoff {
                     handoff.take { event in
                         // A quarter of the slots stays for claims: what is due in the database (retries,
