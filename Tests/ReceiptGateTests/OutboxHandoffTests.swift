@@ -85,19 +85,23 @@ import Testing
         #expect(claimed.map(\.aggregateKey) == ["app_store:2"], "aggregate 1's new message waits behind the old one")
         #expect(claimed.first?.attempts == 0 && claimed.first?.payload.contains("app_store:2") == true)
         #expect(claimed.first?.target == .email)
+        // The harness's own worker may place aggregate 1 meanwhile (placing takes every target);
+        // whatever it did, the newer message of aggregate 1 is neither its head nor leased.
         let rows = try await harness.pool.query(
             """
-            SELECT aggregate_key, placed, is_head, lease_until IS NOT NULL AS leased FROM outbox
+            SELECT aggregate_key, is_head, lease_until IS NOT NULL AS leased FROM outbox
             WHERE client_id = \(clientID) ORDER BY id
             """)
         let seen = try rows.map {
-            "\(try $0.decode("aggregate_key", as: String.self)) placed=\(try $0.decode("placed", as: Bool.self)) head=\(try $0.decode("is_head", as: Bool.self)) leased=\(try $0.decode("leased", as: Bool.self))"
+            "\(try $0.decode("aggregate_key", as: String.self)) head=\(try $0.decode("is_head", as: Bool.self)) leased=\(try $0.decode("leased", as: Bool.self))"
         }
-        #expect(
-            seen == [
-                "app_store:1 placed=false head=false leased=false", "app_store:1 placed=false head=false leased=false",
-                "app_store:2 placed=true head=true leased=true",
-            ])
+        #expect(seen.count == 3)
+        #expect(seen.dropFirst().first == "app_store:1 head=false leased=false")
+        #expect(seen.first?.hasSuffix("leased=false") == true)
+        #expect(seen.last == "app_store:2 head=true leased=true")
+        // Under its lease it is the writer's: no claim takes it.
+        let others = try await harness.service.repositories.outbox.claim(targets: [.email], limit: 10, lease: 60)
+        #expect(!others.contains { $0.aggregateKey == "app_store:2" })
     }
 
     /// An older message of the aggregate committed after the new purchase's message was written
@@ -168,7 +172,6 @@ import Testing
                 [try Self.message("app_store:9", client: clientID)], claiming: [true], lease: 1, on: connection)
         }
         #expect(written.count == 1)
-        #expect(try await outbox.claim(targets: [.email], limit: 10, lease: 60).isEmpty, "still the writer's")
         var reclaimed: [OutboxRepository.Claimed] = []
         try await WebhookDelivery.waitUntil {
             reclaimed = try await outbox.claim(targets: [.email], limit: 10, lease: 60)
