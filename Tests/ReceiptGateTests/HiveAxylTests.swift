@@ -181,6 +181,24 @@ extension RawHTTP.Response {
         await harness.service.shutdown()
     }
 
+    /// A change of the client's settings that this process has not heard of yet (its listener
+    /// is deaf here) leaves its secret good: the token is issued, not refused as if it had been rotated.
+    @Test func aSettingsChangeHeardLateStillIssuesTokens() async throws {
+        let harness = try await VerifyHarness.start(dialects: [HiveAxyl()])
+        defer { harness.stop() }
+        let caller = try await HiveAxylCaller.on(harness)
+        #expect(try await caller.tokenResponse().status == 200, "the client is in this process's memory now")
+        try await harness.pool.execute("ALTER TABLE clients DISABLE TRIGGER clients_changed")
+        var settings = ClientSettings()
+        settings.webhookURL = "https://game.example/hooks"
+        _ = try await harness.service.clients.update(caller.clientID, settings)
+        let after = try await caller.tokenResponse()
+        #expect(after.status == 200, "\(after.text)")
+        _ = try await harness.service.clients.rotateSecret(caller.clientID)
+        #expect(try await caller.tokenResponse().status == 401, "a rotation heard late still refuses the old secret")
+        await harness.service.shutdown()
+    }
+
     /// Whatever a caller sends as its id, one that no client could have (a NUL, which Postgres
     /// cannot hold; the real id in capitals; a thousand characters) is a failed authentication, not an outage.
     @Test func anIdNoClientCouldHaveIsRefusedAsInvalidClient() async throws {

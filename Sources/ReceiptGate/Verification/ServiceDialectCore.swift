@@ -81,7 +81,13 @@ struct ServiceDialectCore: DialectCore {
         guard id.utf8.count <= 64, secret.utf8.count <= 256 else { return nil }
         // With the version the secret belonged to, so that what is issued on the strength of it
         // can be refused if the client is rotated or disabled in between (TokenRequest.clientVersion).
-        guard let found = try await directory.entry(for: id),
+        guard let remembered = try await directory.entry(for: id),
+            ConstantTime.equals(Data(secret.utf8), Data(remembered.secret.utf8))
+        else { return nil }
+        // Memory may not have heard of a change yet, and what is issued checks the version it is
+        // given: a good secret takes its version from the row as it is now (a settings change heard
+        // late would otherwise refuse it). Only a secret that matched costs this read.
+        guard let found = try await clients.authenticationEntry(for: id),
             ConstantTime.equals(Data(secret.utf8), Data(found.secret.utf8))
         else { return nil }
         var info = found.client.info
