@@ -21,6 +21,9 @@ public struct LedgerTransition: Sendable, Equatable {
     /// Whether the owed events depend on the transaction being the subscription's latest period
     /// (an earlier period's expiry told late moves that period's row, not the subscription).
     public private(set) var asksCurrentPeriod: Bool
+    /// The game is owed news about the transaction's row as it stands, though the transition
+    /// leaves it as it is (a dispute opened without revoking): the row is read.
+    public private(set) var readsRow: Bool = false
     private var owes: Owed
 
     public enum SubscriptionMove: Sendable, Equatable {
@@ -52,6 +55,9 @@ public struct LedgerTransition: Sendable, Equatable {
         case currentChange(webhook: String)
         /// A refund request newly on record (its answer is the refund request ledger's business).
         case refundRequest
+        /// A dispute newly on record (the notification is the store's once): its webhook carries the
+        /// dispute, and a revocation it made owes the refund callback too.
+        case dispute(webhook: String)
     }
 }
 
@@ -113,6 +119,8 @@ public struct LedgerConsequence: Sendable, Equatable {
     public var webhookCarriesRefund: Bool
     /// The game's refund callback is owed too (in its client's format).
     public var refundCallback: Bool
+    /// The webhook carries the dispute beside the transaction.
+    public var webhookCarriesDispute: Bool = false
 
     static let nothing = LedgerConsequence(
         changed: false, webhook: nil, webhookCarriesRefund: false, refundCallback: false)
@@ -120,9 +128,11 @@ public struct LedgerConsequence: Sendable, Equatable {
 
 extension LedgerTransition {
     /// The transition `event` makes for `purchase` at `now` (a billing issue is a grace period only
-    /// while the store's grace lasts).
-    public init(_ event: StoreEvent.Kind, purchase: VerifiedPurchase, autoRenew: Bool?, graceUntil: Date?, at now: Date)
-    {
+    /// while the store's grace lasts; a dispute revokes at once only when `disputeRevokes`).
+    public init(
+        _ event: StoreEvent.Kind, purchase: VerifiedPurchase, autoRenew: Bool?, graceUntil: Date?,
+        disputeRevokes: Bool = false, at now: Date
+    ) {
         self.init(
             transaction: nil, subscription: nil, refundOutcome: nil, recordsRefundRequest: false,
             movesEntitlements: true, asksCurrentPeriod: false, owes: .nothing)
@@ -163,6 +173,15 @@ extension LedgerTransition {
         case .refundDeclined:
             refundOutcome = .declined
             movesEntitlements = false
+        case .disputed:
+            if disputeRevokes {
+                transaction = .storeEvent(.revoked)
+                subscription = .withdraw(.revoked)
+            } else {
+                movesEntitlements = false
+                readsRow = true
+            }
+            owes = .dispute(webhook: "transaction.disputed")
         case .oneTimeCharge, .test, .other:
             movesEntitlements = false
         }
@@ -183,6 +202,10 @@ extension LedgerTransition {
         case .refundNews(let name):
             guard change.refundChanged else { return .nothing }
             return LedgerConsequence(changed: true, webhook: name, webhookCarriesRefund: true, refundCallback: true)
+        case .dispute(let name):
+            return LedgerConsequence(
+                changed: true, webhook: name, webhookCarriesRefund: false, refundCallback: change.refundChanged,
+                webhookCarriesDispute: true)
         case .stateChange(let name):
             (moved, webhook) = (change.stateChanged, name)
         case .stateOrExtension(let name):

@@ -29,6 +29,9 @@ public struct StoreEvent: Sendable {
         case consumptionRequest
         /// The store decided a refund request against the customer.
         case refundDeclined
+        /// The buyer disputed the payment with their bank (`dispute` says which); the purchase is
+        /// revoked at once only when the dispute says so (the client's policy).
+        case disputed
     }
 
     public var kind: Kind
@@ -38,16 +41,50 @@ public struct StoreEvent: Sendable {
     public var gracePeriodExpires: Date?
     /// For `consumptionRequest`: the request to answer.
     public var refundRequest: RefundRequestNews?
+    /// The player the store's signed event names as the buyer (a web shop's purchase carries its
+    /// player): the event is that player's claim of `purchase`, for the notification's client,
+    /// and the core records it as a first verification would (or as a duplicate, or a conflict).
+    public var claimedBy: String?
+    /// For `disputed`: the dispute.
+    public var dispute: DisputeNews?
 
     public init(
         kind: Kind, purchase: VerifiedPurchase? = nil, autoRenew: Bool? = nil, gracePeriodExpires: Date? = nil,
-        refundRequest: RefundRequestNews? = nil
+        refundRequest: RefundRequestNews? = nil, claimedBy: String? = nil, dispute: DisputeNews? = nil
     ) {
         self.kind = kind
         self.purchase = purchase
         self.autoRenew = autoRenew
         self.gracePeriodExpires = gracePeriodExpires
         self.refundRequest = refundRequest
+        self.claimedBy = claimedBy
+        self.dispute = dispute
+    }
+}
+
+/// A payment the buyer disputed with their bank, as the store tells it.
+public struct DisputeNews: Sendable, Equatable, Codable {
+    /// The store's id for the dispute.
+    public var id: String
+    /// The store's reason, raw (`fraudulent`, `product_not_received`, ...).
+    public var reason: String?
+    /// The disputed amount in milliunits of `currency`.
+    public var amountMilliunits: Int64?
+    public var currency: String?
+    /// Revoke the purchase now, before the dispute is decided (the client's policy).
+    public var revokes: Bool
+
+    public init(id: String, reason: String?, amountMilliunits: Int64?, currency: String?, revokes: Bool) {
+        self.id = id
+        self.reason = reason
+        self.amountMilliunits = amountMilliunits
+        self.currency = currency
+        self.revokes = revokes
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case id, reason, currency, revokes
+        case amountMilliunits = "amount_milliunits"
     }
 }
 
@@ -75,6 +112,10 @@ public struct StoreNotification: Sendable {
     /// Set when the operator has to act on this notification (a store asking for its endpoint to
     /// be confirmed): the core logs it at warning level, since nobody reads info lines for a task.
     public var operatorNotice: OperatorNotice?
+    /// The client the notification belongs to, for a store whose endpoints and event lists are
+    /// per client (a web shop): a poll sets it to the owner it read for; a push to a route whose
+    /// path names a client gets that client. nil: the app's owners, as for every store.
+    public var clientID: String?
 
     public init(
         store: StoreID, notificationID: String, type: String, subtype: String?, environment: StoreEnvironment?,

@@ -24,6 +24,14 @@ public struct NotificationRequest: Sendable {
     /// name its own account id rather than an app identifier: the match is found without opening
     /// any other client's secrets, and a value no client has costs one lookup.
     public let ownerBySetting: @Sendable (_ name: String, _ value: String) async throws -> ClientWithStoreCredentials?
+    /// The client the route's path names (`{client_id}`), for a store whose endpoint belongs to
+    /// one client (its signing secret is that endpoint's): found by the core before the provider
+    /// is called (enabled, with an app of this store), with its secret settings for this store.
+    /// nil on a route whose path names no client.
+    public let pathClient: ClientWithStoreCredentials?
+    /// Whether the path's client knows the player: an account linked through it, or a purchase
+    /// claimed for it. False on a route whose path names no client.
+    public let knowsPlayer: @Sendable (_ playerID: String) async throws -> Bool
 
     package init(
         body: Data, headers: [String: String] = [:], query: [String: String] = [:],
@@ -31,13 +39,17 @@ public struct NotificationRequest: Sendable {
         ownerBySetting:
             @escaping @Sendable (_ name: String, _ value: String) async throws -> ClientWithStoreCredentials? = {
                 _, _ in nil
-            }
+            },
+        pathClient: ClientWithStoreCredentials? = nil,
+        knowsPlayer: @escaping @Sendable (_ playerID: String) async throws -> Bool = { _ in false }
     ) {
         self.body = body
         self.headers = headers
         self.query = query
         self.owner = owner
         self.ownerBySetting = ownerBySetting
+        self.pathClient = pathClient
+        self.knowsPlayer = knowsPlayer
     }
 }
 
@@ -55,12 +67,59 @@ public struct ClientWithStoreCredentials: Sendable {
 
 /// A store provider that receives server-to-server notifications.
 public protocol NotificationReceiving: Sendable {
-    /// Where the store posts, e.g. `/v1/notifications/app-store`.
+    /// Where the store posts, e.g. `/v1/notifications/app-store`. A path ending in
+    /// `/{client_id}` belongs to one client (`NotificationRequest.pathClient`): the core answers
+    /// 404 for an id naming no enabled client with an app of this store, before the provider is
+    /// called.
     var notificationPath: String { get }
     /// Proves the request genuine and decodes it. Throws `NotificationRejection`.
     func receiveNotification(
         _ request: NotificationRequest, registered: RegisteredApps
     ) async throws -> StoreNotification
+    /// Every notification one request carries (an order of several items: one per item, each
+    /// with an id of its own). By default the one `receiveNotification` returns.
+    func receiveNotifications(
+        _ request: NotificationRequest, registered: RegisteredApps
+    ) async throws -> [StoreNotification]
+    /// The store's own answer for an outcome, where its sender reads the answer (a status or a
+    /// body its retries depend on); nil answers in the core's JSON.
+    func answer(to outcome: NotificationOutcome) -> NotificationAnswer?
+}
+
+extension NotificationReceiving {
+    public func receiveNotifications(
+        _ request: NotificationRequest, registered: RegisteredApps
+    ) async throws -> [StoreNotification] {
+        [try await receiveNotification(request, registered: registered)]
+    }
+
+    public func answer(to outcome: NotificationOutcome) -> NotificationAnswer? { nil }
+}
+
+/// How the core ended a notification request, for a store that answers in its own terms.
+public enum NotificationOutcome: Sendable {
+    /// Recorded (every notification of the request was already on record: `duplicate`).
+    case accepted(duplicate: Bool)
+    /// The provider refused it, or found nothing to record (`NotificationRejection.Kind.ignored`).
+    case refused(NotificationRejection)
+    /// The path's client id names no enabled client with an app of this store.
+    case unknownClient
+    /// It could not be recorded now (the database): the store should send it again.
+    case unavailable
+}
+
+/// A store's own answer to a notification request.
+public struct NotificationAnswer: Sendable, Equatable {
+    public var status: Int
+    /// Empty for none.
+    public var body: Data
+    public var contentType: String?
+
+    public init(status: Int, body: Data = Data(), contentType: String? = nil) {
+        self.status = status
+        self.body = body
+        self.contentType = contentType
+    }
 }
 
 /// What a store says about a customer-visible order id (the id on the customer's invoice).
