@@ -1,3 +1,4 @@
+import AppStoreTestSupport
 import Foundation
 import HTTPServer
 import ReceiptCore
@@ -92,10 +93,13 @@ import Testing
 
     static let registration = StoreRegistration(declaration, verifier: AcmeWeb(), notifications: AcmeWeb())
 
+    static let adminToken = "web-store-console-token-0123456789"
+
     static func start(_ receiver: GooglePlayHarness.Receiver) async throws -> VerifyHarness {
         let hooks = "http://127.0.0.1:\(receiver.server.port)/hooks"
         let harness = try await VerifyHarness.start(
-            outbox: VerifyHarness.fastOutbox(), webhookURL: hooks, deliveryURL: hooks, otherStores: [registration])
+            outbox: VerifyHarness.fastOutbox(), adminToken: adminToken, webhookURL: hooks, deliveryURL: hooks,
+            otherStores: [registration])
         var settings = ClientSettings()
         settings.appIdentifiers = [accounts.name: ["acct_1"]]
         _ = try await harness.service.clients.update(harness.client.clientID, settings)
@@ -142,6 +146,27 @@ import Testing
         #expect(conflicts.count == 1, "\(receiver.bodies("/hooks"))")
         #expect((conflicts.first?["claimed_by"] as? [String: Any])?["player_id"] as? String == "player-9")
         #expect(ClaimSupport.received(receiver, "transaction.verified", about: "li_1").count == 1)
+        await harness.service.shutdown()
+    }
+
+    @Test func theConsoleShowsOneStoresPurchases() async throws {
+        let receiver = try GooglePlayHarness.Receiver()
+        let harness = try await Self.start(receiver)
+        defer { harness.stop(); ClaimSupport.stop(receiver) }
+        #expect(try await Self.push(harness, Self.paid).status == 204)
+        let receipt = try harness.pki.sign(AppleTestPKI.transaction(["transactionId": "2000000444444444"]))
+        let verified = try await ClaimSupport.claim(harness.client, receipt: receipt)
+        #expect(verified.status == 200, "\(verified.text)")
+        let browser = ConsoleBrowserSession(port: harness.service.port)
+        _ = try await browser.signIn(token: Self.adminToken)
+        let web = try await browser.get("/console/purchases?store=acme_web")
+        #expect(web.text.contains(#"href="/console/purchases/acme_web/li_1""#), "\(web.text)")
+        #expect(!web.text.contains("2000000444444444"))
+        #expect(web.text.contains("<strong>Acme Web</strong>"))
+        let apps = try await browser.get("/console/purchases?store=app_store")
+        #expect(apps.text.contains("2000000444444444") && !apps.text.contains("li_1"))
+        let all = try await browser.get("/console/purchases")
+        #expect(all.text.contains("2000000444444444") && all.text.contains("li_1"))
         await harness.service.shutdown()
     }
 
