@@ -205,11 +205,17 @@ extension FakeStripe {
     }
 
     /// The subscription ended (`canceled`, or `unpaid` when its retries ran out).
-    package func end(subscription: String, status: String = "canceled") {
+    package func end(subscription: String, status: String = "canceled", at ended: Int? = nil) {
         update(subscription) {
             $0["status"] = status
-            if status == "canceled" { $0["ended_at"] = unixNow }
+            if status == "canceled" { $0["ended_at"] = ended ?? unixNow }
         }
+    }
+
+    /// When an invoice's subscription period starts.
+    package func periodStart(of invoice: String) -> Int? {
+        let lines = (object(invoice)?["lines"] as? [String: Any])?["data"] as? [[String: Any]]
+        return (lines?.first?["period"] as? [String: Any])?["start"] as? Int
     }
 
     private func invoice(
