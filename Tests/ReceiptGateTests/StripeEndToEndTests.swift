@@ -1,3 +1,4 @@
+import AppStoreTestSupport
 import Foundation
 import HTTPClient
 import Postgres
@@ -156,6 +157,32 @@ import Testing
         #expect(try await shop.subscriptionStatus(subscribed.subscription) == "expired")
     }
 
+    @Test func aWebAndAnAppStorePurchaseOfOneEntitlementKeepItWhenOneIsRefunded() async throws {
+        let shop = try await StripeShop.start()
+        defer { shop.stop() }
+        for (store, product) in [("stripe", "prod_noads"), ("app_store", "noads.apple")] {
+            let mapped = try await RawHTTP.request(
+                port: shop.harness.service.port, method: "PUT",
+                path: "/admin/clients/\(shop.harness.client.clientID)/products/\(store)/\(product)",
+                headers: ["Authorization": "Bearer \(StripeShop.adminToken)", "Content-Type": "application/json"],
+                body: Data(#"{"entitlements":["no_ads"]}"#.utf8))
+            #expect(mapped.status == 200, "\(mapped.text)")
+        }
+        let sale = shop.fake.sale(player: "player-7", lines: [.init("prod_noads", unitAmount: 499)])
+        #expect(
+            try await shop.push(try shop.fake.webhook("checkout.session.completed", about: sale.session)).status == 200)
+        let receipt = try shop.harness.pki.sign(
+            AppleTestPKI.transaction([
+                "transactionId": "2000000555555555", "productId": "noads.apple", "type": "Non-Consumable",
+            ]))
+        #expect(try await ClaimSupport.claim(shop.harness.client, receipt: receipt).status == 200)
+        #expect(try await shop.owns("player-7", "no_ads"))
+        shop.fake.refund(charge: sale.charge)
+        #expect(try await shop.push(try shop.fake.webhook("charge.refunded", about: sale.charge)).status == 200)
+        #expect(try await shop.state(sale.lineItems[0]) == "refunded")
+        #expect(try await shop.owns("player-7", "no_ads"), "the App Store purchase still grants it")
+    }
+
     @Test func verifyingASessionIdIsAFirstClaimThenADuplicateThenAConflict() async throws {
         let shop = try await StripeShop.start()
         defer { shop.stop() }
@@ -183,6 +210,7 @@ struct StripeShop {
     let harness: VerifyHarness
     let fake: FakeStripe
     let receiver: GooglePlayHarness.Receiver
+    static let adminToken = String(repeating: "s", count: 40)
 
     static func start(reconciles: Bool = true) async throws -> StripeShop {
         let (fake, receiver) = (try FakeStripe(), try GooglePlayHarness.Receiver())
@@ -190,7 +218,7 @@ struct StripeShop {
             configuration: try fake.configuration(reconcileSeconds: reconciles ? 900 : 0), now: { fake.now })
         let hooks = "http://127.0.0.1:\(receiver.server.port)/hooks"
         let harness = try await VerifyHarness.start(
-            outbox: VerifyHarness.fastOutbox(), webhookURL: hooks, deliveryURL: hooks,
+            outbox: VerifyHarness.fastOutbox(), adminToken: adminToken, webhookURL: hooks, deliveryURL: hooks,
             otherStores: [provider.registration])
         var settings = ClientSettings()
         settings.appIdentifiers = [StripeProvider.accountKind.name: [FakeStripe.account]]
@@ -221,6 +249,13 @@ struct StripeShop {
         try await harness.pool.query(
             "SELECT state FROM transactions WHERE store = 'stripe' AND transaction_id = \(transactionID)"
         ).first?.decode("state", as: String.self)
+    }
+
+    /// Whether `player` owns `entitlement` now (`GET /v1/players/{player}/entitlements`).
+    func owns(_ player: String, _ entitlement: String) async throws -> Bool {
+        let response = try await harness.client.get("/v1/players/\(player)/entitlements")
+        let list = (try? response.json())?["entitlements"] as? [[String: Any]] ?? []
+        return list.contains { $0["entitlement"] as? String == entitlement }
     }
 
     func subscriptionStatus(_ original: String) async throws -> String? {
