@@ -52,8 +52,11 @@ extension StripeProvider {
             full || amount <= 0 ? 100_000 : Int((Double(refundedAmount) * 100_000 / Double(amount)).rounded(.down))
         return purchases.map { purchase in
             var refunded = purchase
-            refunded.revocationDate = latest?.date("created") ?? fallback
-            refunded.revocationReason = latest?.string("reason") ?? "refunded"
+            // A partial refund keeps the purchase: only a full one takes it back.
+            if full {
+                refunded.revocationDate = latest?.date("created") ?? fallback
+                refunded.revocationReason = latest?.string("reason") ?? "refunded"
+            }
             refunded.refund = RefundDetail(
                 storeType: full ? "full" : "partial", storeSaysPartial: !full, percentageMilliunits: share)
             return refunded

@@ -113,7 +113,7 @@ extension StripeProvider {
             refunded.map {
                 notification(
                     context, purchase: $0, perItem: $0.kind != .autoRenewableSubscription,
-                    event: StoreEvent(kind: .refunded, purchase: $0))
+                    event: StoreEvent(kind: $0.revocationDate == nil ? .partiallyRefunded : .refunded, purchase: $0))
             })
     }
 

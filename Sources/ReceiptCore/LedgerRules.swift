@@ -36,6 +36,9 @@ public enum LedgerRules {
             return recorded.isWithdrawn && !latest.isWithdrawn ? recorded : latest
         case .reversal(let reinstated):
             return reinstated
+        case .partialRefund:
+            // Part of the money back, the purchase kept: the row keeps whatever state it is in.
+            return recorded
         }
     }
 
@@ -58,11 +61,14 @@ public enum LedgerNews: Sendable, Equatable {
     case storeEvent(TransactionState)
     /// The store reversed a refund or revocation; the state the purchase is back in.
     case reversal(TransactionState)
+    /// The store returned part of the money and the purchase is kept (a web shop's partial
+    /// refund): the row keeps its state and records the refund; a new row takes `state`.
+    case partialRefund(TransactionState)
 
     /// The state the news itself carries: what a transaction not yet on record is written with.
     public var state: TransactionState {
         switch self {
-        case .evidence(let state), .storeEvent(let state), .reversal(let state): state
+        case .evidence(let state), .storeEvent(let state), .reversal(let state), .partialRefund(let state): state
         }
     }
 }

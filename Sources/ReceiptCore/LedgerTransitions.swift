@@ -88,7 +88,8 @@ public struct LedgerOutcome: Sendable, Equatable {
 public struct TransactionChange: Sendable, Equatable {
     /// The row is new, or its state moved.
     public var stateChanged: Bool
-    /// The row is newly withdrawn, or the store now says a different share was refunded.
+    /// The row is newly withdrawn, or the store now says a different share was refunded (of a
+    /// withdrawn row, or of one kept after a partial refund).
     public var refundChanged: Bool
 
     public init(stateChanged: Bool, refundChanged: Bool) {
@@ -99,13 +100,12 @@ public struct TransactionChange: Sendable, Equatable {
     /// The change from `before` (nil: the row is new) to `after`.
     public init(before: TransactionRecord?, after: TransactionRecord) {
         guard let before else {
-            self.init(stateChanged: true, refundChanged: after.state.isWithdrawn)
+            self.init(stateChanged: true, refundChanged: after.state.isWithdrawn || after.refund != nil)
             return
         }
         let newlyWithdrawn = after.state.isWithdrawn && !before.state.isWithdrawn
-        self.init(
-            stateChanged: before.state != after.state,
-            refundChanged: newlyWithdrawn || (after.state.isWithdrawn && before.refund != after.refund))
+        let toldAnotherShare = before.refund != after.refund && (after.state.isWithdrawn || after.refund != nil)
+        self.init(stateChanged: before.state != after.state, refundChanged: newlyWithdrawn || toldAnotherShare)
     }
 }
 
@@ -143,6 +143,10 @@ extension LedgerTransition {
             subscription = .withdraw(SubscriptionStatus(state))
             refundOutcome = event == .refunded ? .refunded : nil
             owes = .refundNews(webhook: event == .refunded ? "transaction.refunded" : "transaction.revoked")
+        case .partiallyRefunded:
+            transaction = .partialRefund(LedgerRules.stateAfterReversal(of: purchase, at: now))
+            refundOutcome = .refunded
+            owes = .refundNews(webhook: "transaction.refunded")
         case .refundReversed:
             transaction = .reversal(LedgerRules.stateAfterReversal(of: purchase, at: now))
             subscription = .reinstate

@@ -29,6 +29,9 @@ public struct StoreEvent: Sendable {
         case consumptionRequest
         /// The store decided a refund request against the customer.
         case refundDeclined
+        /// The store returned part of the money and the buyer keeps the purchase (a web shop's
+        /// partial refund): `purchase.refund` says how much; told as `transaction.refunded`.
+        case partiallyRefunded
         /// The buyer disputed the payment with their bank (`dispute` says which); the purchase is
         /// revoked at once only when the dispute says so (the client's policy).
         case disputed

@@ -276,6 +276,8 @@ public final class FakeCore: DialectCore, @unchecked Sendable {
                 after.state = LedgerRules.state(of: before.state, after: news)
                 if case .reversal = news {
                     (after.revocationDate, after.revocationReason, after.refund) = (nil, nil, nil)
+                } else if case .partialRefund = news {
+                    after.refund = purchase.refund ?? before.refund
                 } else if after.state.isWithdrawn {
                     after.revocationDate = purchase.revocationDate ?? before.revocationDate
                     after.revocationReason = purchase.revocationReason ?? before.revocationReason

@@ -65,6 +65,30 @@ import Testing
         #expect(revoked.webhook == "transaction.disputed" && revoked.webhookCarriesDispute && revoked.refundCallback)
     }
 
+    @Test func aPartialRefundKeepsThePurchaseAndIsToldWithItsShare() {
+        var purchase = Self.purchase()
+        purchase.refund = RefundDetail(storeSaysPartial: true, percentageMilliunits: 25_000)
+        let partial = Self.transition(.partiallyRefunded, purchase)
+        #expect(partial.transaction == .partialRefund(.active))
+        #expect(partial.subscription == nil, "the subscription is not withdrawn")
+        for recorded in TransactionState.allCases {
+            #expect(LedgerRules.state(of: recorded, after: partial.transaction!) == recorded, "kept \(recorded)")
+        }
+        let told = partial.consequence(
+            of: LedgerOutcome(transaction: TransactionChange(stateChanged: false, refundChanged: true)))
+        #expect(told.webhook == "transaction.refunded" && told.webhookCarriesRefund && told.refundCallback)
+        #expect(partial.consequence(of: LedgerOutcome(transaction: Self.still)).webhook == nil, "the same share again")
+
+        var before = TransactionRecord(
+            recording: Self.purchase(), managementID: 1, state: .active, clientID: "c", gameID: nil,
+            firstVerifiedAt: Self.now)
+        var after = before
+        after.refund = purchase.refund
+        #expect(TransactionChange(before: before, after: after) == .init(stateChanged: false, refundChanged: true))
+        before.refund = purchase.refund
+        #expect(TransactionChange(before: before, after: after) == Self.still)
+    }
+
     @Test func aRevocationIsNotARefund() {
         let revocation = Self.transition(.revoked)
         #expect(revocation.transaction == .storeEvent(.revoked))

@@ -116,6 +116,9 @@ import Testing
         #expect(
             (partial.transaction["refund"] as? [String: Any])?["kind"] as? String == "partial", "\(partial.transaction)"
         )
+        #expect(partial.transaction["state"] as? String == "active", "a partial refund keeps the purchase")
+        let told = ClaimSupport.received(shop.receiver, "transaction.refunded", about: sales[0].lineItems[0])
+        #expect(told.count == 1 && (told.first?["refund"] as? [String: Any])?["kind"] as? String == "partial")
         let full = try await ClaimSupport.record(shop.harness.client, store: "stripe", sales[1].lineItems[0])
         #expect(full.transaction["state"] as? String == "refunded")
         #expect((full.transaction["refund"] as? [String: Any])?["kind"] as? String == "full")

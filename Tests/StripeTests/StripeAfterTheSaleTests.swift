@@ -31,7 +31,8 @@ import Testing
         harness.fake.refund(charge: sale.charge, amount: 300)
         let notifications = try await harness.receive(try harness.fake.webhook("charge.refunded", about: sale.charge))
         let purchase = try #require(notifications.first?.event.purchase)
-        #expect(notifications.first?.event.kind == .refunded)
+        #expect(notifications.first?.event.kind == .partiallyRefunded, "the buyer keeps the purchase")
+        #expect(purchase.revocationDate == nil)
         #expect(purchase.refund?.storeSaysPartial == true)
         #expect(purchase.refund?.percentageMilliunits == 33_333)
     }

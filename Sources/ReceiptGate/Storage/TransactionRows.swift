@@ -61,13 +61,15 @@ enum TransactionRows {
         return record
     }
 
-    /// What the store said of a refund, once the row was refunded or revoked.
+    /// What the store said of a refund: once the row was refunded or revoked, or of a part
+    /// refunded with the purchase kept.
     private static func refund(_ row: PostgresRow) throws -> RefundDetail? {
-        guard try row.decode("revocation_date", as: Date?.self) != nil else { return nil }
-        return RefundDetail(
+        let detail = RefundDetail(
             storeType: try row.decode("refund_store_type"), storeSaysPartial: try row.decode("refund_partial"),
             percentageMilliunits: try row.decode("refund_percentage_milliunits"),
             quantity: try row.decode("refunded_quantity"))
+        guard try row.decode("revocation_date", as: Date?.self) != nil || detail != RefundDetail() else { return nil }
+        return detail
     }
 
     static let subscriptionColumns = """
