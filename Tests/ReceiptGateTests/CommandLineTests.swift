@@ -237,6 +237,26 @@ import Testing
     }
 
     /// The refund policy set from the command line is what the client shows and answers with.
+    /// A store whose endpoint is one client's (a web shop): `create` prints where it posts.
+    @Test func createPrintsTheClientsOwnNotificationRoutes() async throws {
+        let environment = try await Binary.databaseEnvironment()
+        let web = try await Binary.run(
+            [
+                "client", "create", "--name", "shop", "--stripe-account", "acct_1Shop",
+                "--stripe-api-key", "sk_test_123", "--stripe-webhook-secret", "whsec_abc",
+            ], environment)
+        #expect(web.status == 0, "\(web.stderr)")
+        let object = try Binary.json(web.stdout)
+        let id = try #require(object["client_id"] as? String)
+        #expect(
+            (object["notification_routes"] as? [String: String])?["stripe"] == "/v1/notifications/stripe/\(id)",
+            "\(web.stdout)")
+        #expect(!web.stdout.contains("sk_test_123") && !web.stdout.contains("whsec_abc"), "secrets are sealed")
+        let apps = try await Binary.run(
+            ["client", "create", "--name", "app", "--bundle-id", "com.example.g"], environment)
+        #expect(try Binary.json(apps.stdout)["notification_routes"] == nil, "an app's notifications have shared routes")
+    }
+
     @Test func theRefundPolicyIsSetFromTheCommandLine() async throws {
         let environment = try await Binary.databaseEnvironment()
         let made = try await Binary.run(
