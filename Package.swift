@@ -60,6 +60,8 @@ let package = Package(
                 swiftSettings: swiftSettings),
         .target(name: "HuaweiAppGallery", dependencies: ["JSON", "ReceiptCore", "OpenSSLCrypto", "HTTPClient"], path: "Providers/HuaweiAppGallery",
                 swiftSettings: swiftSettings),
+        .target(name: "Xsolla", dependencies: ["JSON", "ReceiptCore", "OpenSSLCrypto", "HTTPClient"], path: "Providers/Xsolla",
+                swiftSettings: swiftSettings),
         // Dialect providers.
         .target(name: "AlogameGateway", dependencies: ["JSON", "ReceiptCore"], path: "Providers/AlogameGateway",
                 swiftSettings: swiftSettings),
@@ -69,7 +71,7 @@ let package = Package(
 
         // The plugin registry: every store and dialect this binary serves, in one list.
         .target(name: "Plugins", dependencies: ["ReceiptCore", "AppStore", "GooglePlay", "AmazonAppstore", "AlogameGateway", "HiveAxyl",
-                                                "AccountLink", "HuaweiAppGallery"],
+                                                "AccountLink", "HuaweiAppGallery", "Xsolla"],
                 swiftSettings: swiftSettings),
 
         // The `receiptgate` command (the product keeps the name; the folder does not differ from
@@ -96,6 +98,8 @@ let package = Package(
                 path: "Tests/AmazonAppstoreTestSupport", swiftSettings: swiftSettings),
         .target(name: "HuaweiAppGalleryTestSupport", dependencies: ["HuaweiAppGallery", "OpenSSLCrypto", "HTTPServer", "HTTPClient", "TestSupport"],
                 path: "Tests/HuaweiAppGalleryTestSupport", swiftSettings: swiftSettings),
+        .target(name: "XsollaTestSupport", dependencies: ["Xsolla", "HTTPServer", "HTTPClient", "TestSupport"],
+                path: "Tests/XsollaTestSupport", swiftSettings: swiftSettings),
         // Asks TestKeys for one key and exits at once; OpenSSLCryptoTests runs it to show that no key is
         // being made when a process using TestKeys exits.
         .executableTarget(name: "TestKeysExitProbe", dependencies: ["OpenSSLCrypto", "TestSupport"], path: "Tests/TestKeysExitProbe",
@@ -118,7 +122,8 @@ let package = Package(
             dependencies: ["ReceiptGate", "ReceiptCore", "OpenSSLCrypto", "Postgres", "HTTPServer", "TestSupport", "AppStoreTestSupport",
                            "PluginTestSupport", "AppStore", "AlogameGateway", "Plugins",
                            "HiveAxyl", "GooglePlay", "GooglePlayTestSupport", "AccountLink", "AmazonAppstore",
-                           "AmazonAppstoreTestSupport", "HuaweiAppGallery", "HuaweiAppGalleryTestSupport"],
+                           "AmazonAppstoreTestSupport", "HuaweiAppGallery", "HuaweiAppGalleryTestSupport", "Xsolla",
+                           "XsollaTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "GooglePlayTests", dependencies: ["GooglePlay", "GooglePlayTestSupport", "ReceiptCore", "OpenSSLCrypto", "HTTPClient",
@@ -129,6 +134,8 @@ let package = Package(
                     swiftSettings: swiftSettings),
         .testTarget(name: "HuaweiAppGalleryTests", dependencies: ["HuaweiAppGallery", "HuaweiAppGalleryTestSupport", "ReceiptCore", "OpenSSLCrypto",
                                                                   "HTTPClient", "TestSupport"],
+                    swiftSettings: swiftSettings),
+        .testTarget(name: "XsollaTests", dependencies: ["Xsolla", "XsollaTestSupport", "ReceiptCore", "HTTPClient", "TestSupport"],
                     swiftSettings: swiftSettings),
         .testTarget(name: "AlogameGatewayTests", dependencies: ["AlogameGateway", "ReceiptCore", "PluginTestSupport", "AppStore", "GooglePlay"],
                     swiftSettings: swiftSettings),
