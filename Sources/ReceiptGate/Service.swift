@@ -174,8 +174,11 @@ public final class Service: Sendable {
             inFlight: { serverBox.server?.inFlightRequests ?? 0 }, groupCommit: pipeline.batcher,
             clientCache: { [weak self] in self?.clientCache?.status }, verifications: verifications,
             ledgerReads: ledgerReads)
+        // What stores tell, pushed or polled, taken one way: a buyer's signed purchase claimed through the pipeline.
+        let intake = StoreNewsIntake(
+            notifications: repositories.notifications, claims: StoreClaims(pipeline: pipeline, directory: directory))
         let (router, adminRouter) = try routers(
-            core: core, mounter: mounter, operational: operational, ledgerReads: ledgerReads)
+            core: core, mounter: mounter, operational: operational, ledgerReads: ledgerReads, intake: intake)
         let responder = router.build(handlerTimeout: .seconds(configuration.requestTimeoutSeconds))
         lifecycle.withLock { $0.routeTable = responder.routeTable }
         var serverConfiguration = HTTPServer.Configuration(host: configuration.host, port: configuration.port)
@@ -189,7 +192,7 @@ public final class Service: Sendable {
         serverBox.server = server
         lifecycle.withLock { $0.server = server }
         if let adminRouter { try startAdminListener(adminRouter) }
-        startBackgroundWork(directory: directory, handoff: handoff)
+        startBackgroundWork(directory: directory, handoff: handoff, intake: intake)
         let shownHost = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
         logger.info(
             "listening",
@@ -214,7 +217,7 @@ public final class Service: Sendable {
     }
 
     /// The outbox worker, the stores' pollers and the upkeep loop.
-    private func startBackgroundWork(directory: any ClientDirectory, handoff: OutboxHandoff) {
+    private func startBackgroundWork(directory: any ClientDirectory, handoff: OutboxHandoff, intake: StoreNewsIntake) {
         let acknowledgers = Dictionary(
             stores.compactMap { registration in registration.acknowledgement.map { (registration.store, $0) } },
             uniquingKeysWith: { first, _ in first })
@@ -248,8 +251,8 @@ public final class Service: Sendable {
             }, handoff: handoff, now: now)
         worker.start()
         let polls = StorePollRunner(
-            polls: PollRepository(pool: database.pool), clients: repositories.clients,
-            notifications: repositories.notifications, logger: logger, metrics: metrics, now: now)
+            polls: PollRepository(pool: database.pool), clients: repositories.clients, intake: intake, logger: logger,
+            metrics: metrics, now: now)
         polls.start(
             StorePollRunner.polls(
                 for: stores, quiet: configuration.quietSubscriptions,

@@ -32,7 +32,10 @@ enum ClientCommand {
             try checkSchemes(settings, alreadyAllowsInsecure: false)
             try await context.withClients { store in
                 let created = try await store.create(settings)
-                try context.printJSON(ClientWithSecret(client: created.client, secret: created.secret))
+                try context.printJSON(
+                    ClientWithSecret(
+                        client: created.client, secret: created.secret,
+                        notificationRoutes: notificationRoutes(of: created.client)))
             }
         case "list":
             let parsed = try Arguments(rest, options: [:], help: HelpText.clientList)
@@ -72,16 +75,38 @@ enum ClientCommand {
     }
 }
 
-/// What `create` and `rotate-secret` print: the client plus its secret, this once.
+extension ClientCommand {
+    /// The notification routes that belong to this client alone (a store whose signing secret is
+    /// one endpoint's), by store id, for the client's apps: what to give the store as its endpoint.
+    static func notificationRoutes(of client: Client) -> [String: String] {
+        // A store whose settings do not start here has no route to print; creating the client goes on.
+        let stores = (try? StartedPlugins.stores()) ?? []
+        var routes: [String: String] = [:]
+        for registration in stores {
+            guard let path = registration.notifications?.notificationPath, path.hasSuffix("/{client_id}"),
+                !client.info.appIdentifiers(registration.declaration.identifiers).isEmpty
+            else { continue }
+            routes[registration.store.rawValue] = path.replacingOccurrences(of: "{client_id}", with: client.clientID)
+        }
+        return routes
+    }
+}
+
+/// What `create` and `rotate-secret` print: the client plus its secret, this once, and on
+/// create the notification routes that are the client's own.
 struct ClientWithSecret: Encodable {
     let client: Client
     let secret: String
+    var notificationRoutes: [String: String] = [:]
 
-    enum CodingKeys: String, CodingKey { case secret = "client_secret", warning }
+    enum CodingKeys: String, CodingKey {
+        case secret = "client_secret", warning, notificationRoutes = "notification_routes"
+    }
 
     func encode(to encoder: any Encoder) throws {
         try client.encode(to: encoder)
         var container = encoder.container(keyedBy: CodingKeys.self)
+        if !notificationRoutes.isEmpty { try container.encode(notificationRoutes, forKey: .notificationRoutes) }
         try container.encode(secret, forKey: .secret)
         try container.encode(
             "client_secret is shown only now; store it securely, it cannot be retrieved again", forKey: .warning)

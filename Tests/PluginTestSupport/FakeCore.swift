@@ -265,7 +265,8 @@ public final class FakeCore: DialectCore, @unchecked Sendable {
         let now = now ?? self.now()
         guard let purchase = event.purchase else { return nil }
         let transition = LedgerTransition(
-            event.kind, purchase: purchase, autoRenew: event.autoRenew, graceUntil: event.gracePeriodExpires, at: now)
+            event.kind, purchase: purchase, autoRenew: event.autoRenew, graceUntil: event.gracePeriodExpires,
+            disputeRevokes: event.dispute?.revokes == true, at: now)
         return lock.withLock { () -> LedgerConsequence? in
             let key = "\(purchase.store.rawValue)|\(purchase.environment.rawValue)|\(purchase.transactionID)"
             guard let before = ledger[key] else { return nil }

@@ -45,6 +45,26 @@ import Testing
         #expect(!refund.consequence(of: LedgerOutcome(transaction: Self.still)).changed)
     }
 
+    @Test func aDisputeIsToldWithItsDetailAndRevokesOnlyWhenItSaysSo() {
+        let told = LedgerTransition(
+            .disputed, purchase: Self.purchase(), autoRenew: nil, graceUntil: nil, disputeRevokes: false, at: Self.now)
+        #expect(told.transaction == nil && told.subscription == nil)
+        #expect(told.readsRow, "the webhook is about the row as it stands")
+        #expect(!told.movesEntitlements)
+        let owed = told.consequence(of: LedgerOutcome())
+        #expect(owed.webhook == "transaction.disputed" && owed.webhookCarriesDispute)
+        #expect(!owed.refundCallback, "nothing was taken back")
+
+        let revoking = LedgerTransition(
+            .disputed, purchase: Self.purchase(), autoRenew: nil, graceUntil: nil, disputeRevokes: true, at: Self.now)
+        #expect(revoking.transaction == .storeEvent(.revoked))
+        #expect(revoking.subscription == .withdraw(.revoked))
+        #expect(revoking.movesEntitlements && !revoking.readsRow)
+        let revoked = revoking.consequence(
+            of: LedgerOutcome(transaction: TransactionChange(stateChanged: true, refundChanged: true)))
+        #expect(revoked.webhook == "transaction.disputed" && revoked.webhookCarriesDispute && revoked.refundCallback)
+    }
+
     @Test func aRevocationIsNotARefund() {
         let revocation = Self.transition(.revoked)
         #expect(revocation.transaction == .storeEvent(.revoked))

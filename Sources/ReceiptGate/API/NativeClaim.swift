@@ -99,3 +99,9 @@ struct RefundNews: Encodable {
         try container.encode(refund, forKey: .refund)
     }
 }
+
+/// `transaction.disputed`: the transaction as it stands, and the dispute the store told of.
+struct DisputeWebhook: Encodable {
+    let transaction: NativeTransaction
+    let dispute: DisputeNews
+}

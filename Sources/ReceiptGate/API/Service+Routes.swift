@@ -5,7 +5,8 @@ extension Service {
     /// Every route, mounted through the core: the public router, and the admin router when
     /// `RECEIPTGATE_ADMIN_ADDR` puts `/metrics` and `/admin` on a listener of their own.
     func routers(
-        core: ServiceDialectCore, mounter: RouteMounter, operational: OperationalRoutes, ledgerReads: LedgerReads
+        core: ServiceDialectCore, mounter: RouteMounter, operational: OperationalRoutes, ledgerReads: LedgerReads,
+        intake: StoreNewsIntake
     ) throws -> (main: Router, admin: Router?) {
         var router = Router()
         router.use(ObservabilityMiddleware(logger: logger, metrics: metrics))
@@ -17,8 +18,7 @@ extension Service {
             entitlements: EntitlementRepository(pool: database.pool, reads: ledgerReads))
         mounter.mount(native.routes, render: NativeAPI.render, on: &router)
         mounter.mount(
-            NotificationRoutes(stores: stores, clients: repositories.clients, notifications: repositories.notifications)
-                .routes,
+            NotificationRoutes(stores: stores, clients: repositories.clients, intake: intake).routes,
             render: NativeAPI.render, on: &router)
         for dialect in dialects {
             mounter.mount(dialect.routes(core: core), render: { dialect.render($0) }, on: &router)

@@ -11,9 +11,13 @@ extension Console {
                 "Purchases", session: session, section: "Purchases", error: "The search \(problem).", status: 400,
                 "<h1>Purchases</h1>")
         }
-        var found = try await queries.purchases(matching: query, stores: stores.map(\.store.rawValue))
+        // One store's purchases only (a web shop's beside the apps'); a name no served store has shows all.
+        let shown = stores.first { $0.store.rawValue == request.query["store"] }
+        let served = stores.map(\.store.rawValue)
+        var found = try await queries.purchases(
+            matching: query, stores: served, only: shown.map { [$0.store.rawValue] } ?? served)
         var note: String?
-        if let query, found.isEmpty { (found, note) = try await purchasesByOrder(query) }
+        if let query, found.isEmpty, shown == nil { (found, note) = try await purchasesByOrder(query) }
         let rows = found.map { purchase -> HTML in
             let record = purchase.record
             return """
@@ -22,15 +26,31 @@ extension Console {
                 <td class="client">\(record.clientID)</td><td>\(ConsoleTime.show(record.firstVerifiedAt))</td></tr>
                 """
         }
-        let caption = query.map { "Purchases matching “\($0)”" } ?? "The latest purchases"
+        let caption =
+            (query.map { "Purchases matching “\($0)”" } ?? "The latest purchases")
+            + (shown.map { " in \($0.declaration.displayName)" } ?? "")
         return ConsoleLayout.page(
             "Purchases", session: session, section: "Purchases", notice: note,
             """
             <h1>Purchases</h1>
             <p class="hint">Search by transaction id, original transaction id, order id, player id, account token or account id (the box at the top of every page).</p>
+            \(storeFilter(query: query, shown: shown?.store))
             \(ConsoleLayout.table(id: "purchases", caption: caption, headings: ["Transaction", "Store", "Product", "Player", "State", "Client", "First verified"],
                                   rows: rows, empty: query == nil ? "No purchases yet." : "No purchase matches."))
             """)
+    }
+
+    /// Links that show every store's purchases, or one store's, keeping the search.
+    private func storeFilter(query: String?, shown: StoreID?) -> HTML {
+        let search = query.map { "q=\(HTML.component($0))" }
+        func link(_ store: StoreID?, _ name: String) -> HTML {
+            let parameters = [search, store.map { "store=\(HTML.component($0.rawValue))" }].compactMap { $0 }
+            let href = "/console/purchases" + (parameters.isEmpty ? "" : "?" + parameters.joined(separator: "&"))
+            return store == shown ? "<strong>\(name)</strong>" : "<a href=\"\(href)\">\(name)</a>"
+        }
+        var links: [HTML] = [link(nil, "All stores")]
+        for store in stores { links += [" · ", link(store.store, store.declaration.displayName)] }
+        return "<p class=\"filters\" id=\"store-filter\">Store: \(links)</p>"
     }
 
     /// The player's id, linking to their page (what they own).

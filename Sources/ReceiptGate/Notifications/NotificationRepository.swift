@@ -46,7 +46,8 @@ package struct NotificationRepository: Sendable {
             guard let row = inserted.first else { return Recorded(duplicate: true, changed: false) }
             let changed = try TransactionRepository.apply(
                 notification.event, store: notification.store, appIdentifier: notification.appIdentifier,
-                kind: kind, refundCallbacks: refundCallbacks, refundAnswerDelay: refundAnswerDelay,
+                kind: kind, clientID: notification.clientID, refundCallbacks: refundCallbacks,
+                refundAnswerDelay: refundAnswerDelay,
                 at: now, on: connection)
             try connection.execute(
                 "UPDATE store_notifications SET processed_at = now() WHERE id = \(try row.decode("id", as: Int64.self))"

@@ -10,7 +10,10 @@ import ReceiptCore
 struct NotificationRoutes: Sendable {
     let stores: [StoreRegistration]
     let clients: ClientRepository
-    let notifications: NotificationRepository
+    let intake: StoreNewsIntake
+
+    /// The path parameter of a route that belongs to one client.
+    static let clientParameter = "client_id"
 
     var routes: [Route] {
         stores.compactMap { registration in
@@ -55,83 +58,128 @@ struct NotificationRoutes: Sendable {
         error.code == .invalidParameter || error.sqlState?.hasPrefix("22") == true
     }
 
-    static var unstorable: RouteResponse {
-        NativeAPI.error(
-            .invalidField,
-            "the notification holds a value that cannot be kept or looked up (a NUL character or invalid text)")
-    }
-
     private func receive(
         _ request: RouteRequest, context: RouteContext, store declaration: StoreDeclaration,
         receiver: any NotificationReceiving
     ) async -> RouteResponse {
+        let answer = { (outcome: NotificationOutcome, core: RouteResponse) -> RouteResponse in
+            receiver.answer(to: outcome).map(Self.response) ?? core
+        }
         let store = declaration.store
-        let notification: StoreNotification
+        let found: [StoreNotification]
+        var pathClient: ClientWithStoreCredentials?
         do {
-            let registered = try await clients.registeredApps(declaration.identifiers)
-            let clients = clients
-            let owner: @Sendable (String) async throws -> ClientWithStoreCredentials? = { app in
-                try await clients.owner(ofApp: app, store: declaration)
+            if receiver.notificationPath.hasSuffix("/{\(Self.clientParameter)}") {
+                let id = context.pathParameters[Self.clientParameter] ?? ""
+                guard let client = try await clients.owner(clientID: id, store: declaration) else {
+                    return answer(
+                        .unknownClient,
+                        NativeAPI.error(.notFound, "no client with an app of \(declaration.displayName) has this id"))
+                }
+                pathClient = client
             }
-            let ownerBySetting: @Sendable (String, String) async throws -> ClientWithStoreCredentials? = {
-                name, value in
-                try await clients.owner(withSetting: name, value: value, store: declaration)
-            }
-            notification = try await receiver.receiveNotification(
-                NotificationRequest(
-                    body: request.body, headers: request.headers, query: context.query,
-                    owner: owner, ownerBySetting: ownerBySetting),
-                registered: registered)
+            found = try await receiver.receiveNotifications(
+                notificationRequest(request, context: context, store: declaration, pathClient: pathClient),
+                registered: try await clients.registeredApps(declaration.identifiers))
         } catch let rejection as NotificationRejection {
             if rejection.kind == .ignored {
                 context.logger.info(
                     "store notification ignored", ["store": store.rawValue, "reason": rejection.reason])
-                return .json(Ignored(status: "ignored", reason: rejection.reason, message: rejection.message))
+                return answer(
+                    .refused(rejection),
+                    .json(Ignored(status: "ignored", reason: rejection.reason, message: rejection.message)))
             }
             context.logger.warning("store notification refused", ["store": store.rawValue, "reason": rejection.reason])
-            switch rejection.kind {
-            case .malformed: return NativeAPI.error(.invalidField, rejection.message)
-            case .forged: return NativeAPI.error(.unauthorized, "\(rejection.reason): \(rejection.message)")
-            case .retryable, .ignored: return Self.unavailable(rejection.message)
-            }
+            return answer(.refused(rejection), Self.refusal(rejection))
         } catch let error as PostgresError where Self.isUnstorable(error) {
-            context.logger.warning(
-                "store notification refused", ["store": store.rawValue, "reason": "UNSTORABLE_VALUE"])
-            return Self.unstorable
+            return answer(.refused(Self.unstorableRejection), Self.unstorable(store, context: context))
         } catch {
             context.logger.error(
                 "store notification could not be checked", ["store": store.rawValue, "error": "\(error)"])
-            return Self.unavailable("the notification could not be processed now; send it again")
+            return answer(.unavailable, Self.unavailable("the notification could not be processed now; send it again"))
         }
-        if let problem = notification.event.purchase?.dateOutOfRange {
-            context.logger.warning(
-                "store notification refused", ["store": store.rawValue, "reason": "DATE_OUT_OF_RANGE"])
-            return NativeAPI.error(.invalidField, "the notification's \(problem) is not a plausible date")
-        }
-        do {
-            let duplicate = try await notifications.record(
-                notification, rawBody: notification.rawBody ?? request.body, kind: declaration.identifiers
-            ).duplicate
-            context.logger.info(
-                "store notification recorded",
-                [
-                    "store": store.rawValue, "notification.id": notification.notificationID,
-                    "notification.type": notification.type, "duplicate": String(duplicate),
-                ])
-            if let notice = notification.operatorNotice {
-                let fields = ["store": store.rawValue, "notification.id": notification.notificationID]
-                context.logger.warning(notice.message, notice.fields.merging(fields) { _, core in core })
+        for notification in found {
+            if let problem = notification.event.purchase?.dateOutOfRange {
+                context.logger.warning(
+                    "store notification refused", ["store": store.rawValue, "reason": "DATE_OUT_OF_RANGE"])
+                let rejection = NotificationRejection(
+                    .malformed, reason: "DATE_OUT_OF_RANGE",
+                    message: "the notification's \(problem) is not a plausible date")
+                return answer(.refused(rejection), NativeAPI.error(.invalidField, rejection.message))
             }
-            return .json(
-                Accepted(status: "accepted", duplicate: duplicate, notificationID: notification.notificationID))
+        }
+        var ids: [String] = [], allDuplicates = true
+        do {
+            for var notification in found {
+                if let pathClient { notification.clientID = pathClient.client.clientID }
+                let duplicate = try await intake.take(
+                    notification, rawBody: notification.rawBody ?? request.body, kind: declaration.identifiers,
+                    requestID: context.requestID
+                ).duplicate
+                allDuplicates = allDuplicates && duplicate
+                ids.append(notification.notificationID)
+                context.logger.info(
+                    "store notification recorded",
+                    [
+                        "store": store.rawValue, "notification.id": notification.notificationID,
+                        "notification.type": notification.type, "duplicate": String(duplicate),
+                    ])
+                if let notice = notification.operatorNotice {
+                    let fields = ["store": store.rawValue, "notification.id": notification.notificationID]
+                    context.logger.warning(notice.message, notice.fields.merging(fields) { _, core in core })
+                }
+            }
+        } catch let rejection as NotificationRejection {
+            context.logger.warning("store notification refused", ["store": store.rawValue, "reason": rejection.reason])
+            return answer(.refused(rejection), Self.refusal(rejection))
         } catch let error as PostgresError where Self.isUnstorable(error) {
-            context.logger.warning(
-                "store notification refused", ["store": store.rawValue, "reason": "UNSTORABLE_VALUE"])
-            return Self.unstorable
+            return answer(.refused(Self.unstorableRejection), Self.unstorable(store, context: context))
         } catch {
             context.logger.error("store notification not recorded", ["store": store.rawValue, "error": "\(error)"])
-            return Self.unavailable("the notification could not be recorded now; send it again")
+            return answer(.unavailable, Self.unavailable("the notification could not be recorded now; send it again"))
         }
+        return answer(
+            .accepted(duplicate: allDuplicates),
+            .json(Accepted(status: "accepted", duplicate: allDuplicates, notificationID: ids.joined(separator: ","))))
+    }
+
+    private func notificationRequest(
+        _ request: RouteRequest, context: RouteContext, store declaration: StoreDeclaration,
+        pathClient: ClientWithStoreCredentials?
+    ) -> NotificationRequest {
+        let clients = clients
+        return NotificationRequest(
+            body: request.body, headers: request.headers, query: context.query,
+            owner: { app in try await clients.owner(ofApp: app, store: declaration) },
+            ownerBySetting: { name, value in
+                try await clients.owner(withSetting: name, value: value, store: declaration)
+            },
+            pathClient: pathClient,
+            knowsPlayer: { player in
+                guard let clientID = pathClient?.client.clientID else { return false }
+                return try await clients.knows(player: player, clientID: clientID)
+            })
+    }
+
+    static func refusal(_ rejection: NotificationRejection) -> RouteResponse {
+        switch rejection.kind {
+        case .malformed: NativeAPI.error(.invalidField, rejection.message)
+        case .forged: NativeAPI.error(.unauthorized, "\(rejection.reason): \(rejection.message)")
+        case .retryable, .ignored: Self.unavailable(rejection.message)
+        }
+    }
+
+    static let unstorableRejection = NotificationRejection(
+        .malformed, reason: "UNSTORABLE_VALUE",
+        message: "the notification holds a value that cannot be kept or looked up (a NUL character or invalid text)")
+
+    static func unstorable(_ store: StoreID, context: RouteContext) -> RouteResponse {
+        context.logger.warning("store notification refused", ["store": store.rawValue, "reason": "UNSTORABLE_VALUE"])
+        return NativeAPI.error(.invalidField, unstorableRejection.message)
+    }
+
+    static func response(_ answer: NotificationAnswer) -> RouteResponse {
+        RouteResponse(status: answer.status, contentType: answer.contentType ?? "application/json", body: answer.body)
     }
 
     /// 503 makes the store send it again later.

@@ -32,9 +32,17 @@ extension Service {
         let polls = StorePollRunner.polls(
             for: [registration], quiet: quiet, queries: QuietSubscriptionQueries(pool: database.pool))
         guard !polls.isEmpty else { throw NothingToReconcile(store: store.rawValue) }
+        // A store's event that names its buyer is claimed here as by the service (straight from the database).
+        let directory = DatabaseClientDirectory(repository: repositories.clients)
+        let pipeline = VerifyPipeline(
+            stores: stores, transactions: repositories.transactions, clients: repositories.clients,
+            directory: directory, logger: logger)
         let runner = StorePollRunner(
             polls: PollRepository(pool: database.pool), clients: repositories.clients,
-            notifications: repositories.notifications, logger: logger, now: now)
+            intake: StoreNewsIntake(
+                notifications: repositories.notifications,
+                claims: StoreClaims(pipeline: pipeline, directory: directory)),
+            logger: logger, now: now)
         var runs: [PollRepository.Run] = []
         for poll in polls {
             runs.append(try await runner.runByHand(poll.poller, registration: poll.registration, since: since))

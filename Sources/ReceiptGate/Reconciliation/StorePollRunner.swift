@@ -9,7 +9,7 @@ import Synchronization
 final class StorePollRunner: Sendable {
     let polls: PollRepository
     let clients: ClientRepository
-    let notifications: NotificationRepository
+    let intake: StoreNewsIntake
     let logger: Logger
     let metrics: Metrics?
     /// When a run started and finished, as recorded.
@@ -19,14 +19,14 @@ final class StorePollRunner: Sendable {
     private let tasks = LockedTasks()
 
     init(
-        polls: PollRepository, clients: ClientRepository, notifications: NotificationRepository, logger: Logger,
+        polls: PollRepository, clients: ClientRepository, intake: StoreNewsIntake, logger: Logger,
         metrics: Metrics? = nil, now: @escaping @Sendable () -> Date
     ) {
         self.now = now
         self.metrics = metrics
         self.polls = polls
         self.clients = clients
-        self.notifications = notifications
+        self.intake = intake
         self.logger = logger
     }
 
@@ -122,11 +122,12 @@ final class StorePollRunner: Sendable {
         do {
             let kind = registration.declaration.identifiers
             let owners = try await clients.owners(store: registration.store) { !$0.info.appIdentifiers(kind).isEmpty }
-            let notifications = notifications, logger = logger
+            let intake = intake, logger = logger
             try await poller.poll(owners: owners, run: run) { found in
                 for notification in found {
-                    let recorded = try await notifications.record(
-                        notification, rawBody: notification.rawBody ?? notification.decodedJSON, kind: kind)
+                    let recorded = try await intake.take(
+                        notification, rawBody: notification.rawBody ?? notification.decodedJSON, kind: kind,
+                        requestID: "poll:\(name)")
                     run.count {
                         $0.found += 1; if !recorded.duplicate { $0.new += 1 }; if recorded.changed { $0.changed += 1 }
                     }

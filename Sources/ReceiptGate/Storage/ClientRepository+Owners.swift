@@ -41,6 +41,31 @@ extension ClientRepository {
         return owners
     }
 
+    /// The enabled client `clientID` when it registered an app of `store`, with its secrets: the
+    /// client a notification route's path names.
+    package func owner(clientID: String, store: StoreDeclaration) async throws -> ClientWithStoreCredentials? {
+        guard Self.isIssuedID(clientID) else { return nil }
+        let rows = try await pool.query(
+            """
+            SELECT \(unescaped: Self.columns) FROM clients
+            WHERE id = \(clientID) AND disabled_at IS NULL
+              AND app_identifiers -> \(store.identifiers.name) -> 0 IS NOT NULL
+            """)
+        guard let client = try rows.first.map(Self.decode) else { return nil }
+        return ClientWithStoreCredentials(
+            client: client.info, credentials: try await credentials(of: client, store: store.store))
+    }
+
+    /// Whether `clientID` knows the player: a purchase claimed for it, or an account linked through it.
+    package func knows(player playerID: String, clientID: String) async throws -> Bool {
+        let rows = try await pool.query(
+            """
+            SELECT EXISTS (SELECT 1 FROM transactions WHERE client_id = \(clientID) AND player_id = \(playerID))
+                OR EXISTS (SELECT 1 FROM accounts WHERE client_id = \(clientID) AND id = \(playerID)) AS known
+            """)
+        return try rows.first?.decode("known", as: Bool.self) ?? false
+    }
+
     private func credentials(of client: Client, store: StoreID) async throws -> [String: String] {
         client.hasSealedSettings ? try await sealedSettings(of: client.clientID, prefix: "\(store.rawValue).") : [:]
     }

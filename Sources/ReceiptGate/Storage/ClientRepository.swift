@@ -213,20 +213,23 @@ public struct ClientRepository: Sendable {
     /// oldest enabled client that registered the app; either way one that accepts the event's
     /// environment.
     static func owner(
-        of purchase: VerifiedPurchase, appIdentifier: String?, kind: AppIdentifierKind?,
+        of purchase: VerifiedPurchase, appIdentifier: String?, kind: AppIdentifierKind?, clientID: String? = nil,
         on connection: PostgresConnection
     ) throws -> Client? {
+        // The client that recorded the transaction owns it; else the notification's own client (a
+        // store whose endpoints are per client); else the oldest client that registered the app.
         let rows = try connection.query(
             """
             WITH recorder AS (SELECT client_id FROM transactions WHERE store = \(purchase.store.rawValue)
                               AND environment = \(purchase.environment.rawValue) AND transaction_id = \(purchase.transactionID))
             SELECT \(unescaped: columns) FROM clients
             WHERE (id = (SELECT client_id FROM recorder)
-                   OR (disabled_at IS NULL AND app_identifiers -> \(kind?.name ?? "") ? \(appIdentifier ?? "")))
+                   OR (disabled_at IS NULL AND id = \(clientID ?? ""))
+                   OR (disabled_at IS NULL AND \(clientID == nil) AND app_identifiers -> \(kind?.name ?? "") ? \(appIdentifier ?? "")))
               -- A store event reaches only a client that accepts its environment: a sandbox refund
               -- never touches a production-only client.
               AND \(purchase.environment.rawValue) = ANY (environments)
-            ORDER BY id = (SELECT client_id FROM recorder) DESC NULLS LAST, created_at
+            ORDER BY id = (SELECT client_id FROM recorder) DESC NULLS LAST, id = \(clientID ?? "") DESC, created_at
             LIMIT 1
             """)
         return try rows.first.map(decode)

@@ -10,18 +10,19 @@ extension TransactionRepository {
     /// and what is owed is `LedgerTransition`'s rule; this carries it out in SQL.
     @discardableResult
     static func apply(
-        _ event: StoreEvent, store: StoreID, appIdentifier: String?, kind: AppIdentifierKind?,
+        _ event: StoreEvent, store: StoreID, appIdentifier: String?, kind: AppIdentifierKind?, clientID: String? = nil,
         refundCallbacks: [String: any RefundCallbackRenderer], refundAnswerDelay: Double = 3600, at now: Date,
         on connection: PostgresConnection
     ) throws -> Bool {
         guard let purchase = event.purchase else { return false }
         guard
             var owner = try ClientRepository.owner(
-                of: purchase, appIdentifier: appIdentifier, kind: kind, on: connection)
+                of: purchase, appIdentifier: appIdentifier, kind: kind, clientID: clientID, on: connection)
         else { return false }
         let original = purchase.originalTransactionID ?? purchase.transactionID
         let transition = LedgerTransition(
-            event.kind, purchase: purchase, autoRenew: event.autoRenew, graceUntil: event.gracePeriodExpires, at: now)
+            event.kind, purchase: purchase, autoRenew: event.autoRenew, graceUntil: event.gracePeriodExpires,
+            disputeRevokes: event.dispute?.revokes == true, at: now)
         // What a player owns follows the ledger in the same transaction (a refund, a renewal, auto-renew switched off),
         // under the catalog as it is once the owner's catalog scope is held, before any write: a catalog change waits
         // for this event, or committed before it read the catalog.
@@ -34,8 +35,8 @@ extension TransactionRepository {
         let consequence = transition.consequence(of: outcome.ledger)
         if let row = outcome.row {
             try queue(
-                consequence, row: row, purchase: purchase, owner: owner, refundCallbacks: refundCallbacks,
-                on: connection)
+                consequence, row: row, purchase: purchase, dispute: event.dispute, owner: owner,
+                refundCallbacks: refundCallbacks, on: connection)
         }
         if transition.movesEntitlements {
             try EntitlementIndex.refreshOwners(
@@ -56,6 +57,10 @@ extension TransactionRepository {
             let written = try upsert(purchase, news: news, owner: owner, on: connection)
             outcome.transaction = written.change
             row = written.row
+        } else if transition.readsRow {
+            row = try TransactionRows.find(
+                store: purchase.store, environment: purchase.environment, transactionID: purchase.transactionID,
+                clientID: owner.clientID, on: connection)
         }
         if transition.asksCurrentPeriod {
             outcome.isCurrentPeriod = try SubscriptionRepository.isCurrentPeriod(
@@ -99,11 +104,15 @@ extension TransactionRepository {
 
     /// Queues what the game is owed: the webhook, and the refund callback in the format its client chose.
     private static func queue(
-        _ consequence: LedgerConsequence, row: TransactionRecord, purchase: VerifiedPurchase, owner: Client,
-        refundCallbacks: [String: any RefundCallbackRenderer], on connection: PostgresConnection
+        _ consequence: LedgerConsequence, row: TransactionRecord, purchase: VerifiedPurchase, dispute: DisputeNews?,
+        owner: Client, refundCallbacks: [String: any RefundCallbackRenderer], on connection: PostgresConnection
     ) throws {
         if let webhook = consequence.webhook {
-            if consequence.webhookCarriesRefund {
+            if consequence.webhookCarriesDispute, let dispute {
+                try queue(
+                    webhook, payload: DisputeWebhook(transaction: NativeTransaction(row), dispute: dispute),
+                    transaction: row, owner: owner, on: connection)
+            } else if consequence.webhookCarriesRefund {
                 try queue(
                     webhook, payload: RefundNews(transaction: NativeTransaction(row)), transaction: row, owner: owner,
                     on: connection)

@@ -13,6 +13,20 @@ enum TransactionRows {
         claimed_at, player_id, character_id, server_id, game_version
         """
 
+    /// The client's row of one transaction, inside the caller's database transaction.
+    static func find(
+        store: StoreID, environment: StoreEnvironment, transactionID: String, clientID: String,
+        on connection: PostgresConnection
+    ) throws -> TransactionRecord? {
+        try connection.query(
+            """
+            SELECT \(unescaped: columns) FROM transactions
+            WHERE store = \(store.rawValue) AND environment = \(environment.rawValue)
+              AND transaction_id = \(transactionID) AND client_id = \(clientID)
+            """
+        ).first.map(transaction)
+    }
+
     static func transaction(_ row: PostgresRow) throws -> TransactionRecord {
         var record = TransactionRecord(
             managementID: try row.decode("id"), store: StoreID(rawValue: try row.decode("store")),
