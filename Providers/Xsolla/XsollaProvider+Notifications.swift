@@ -128,8 +128,8 @@ extension XsollaProvider {
         }
     }
 
-    /// `refund`, `partial_refund` and `order_canceled`: the purchases refunded, the partial one kept
-    /// with its share unknown (Xsolla's webhook does not say how much).
+    /// `refund`, `partial_refund` and `order_canceled`: the purchases refunded; a partial one is
+    /// marked partial with its share unknown (Xsolla's webhook does not say how much).
     private func refunded(_ webhook: XsollaWebhook) throws -> [StoreNotification] {
         let sale =
             webhook.type == "order_canceled" ? XsollaSale(order: webhook.body) : XsollaSale(payment: webhook.body)
