@@ -262,11 +262,14 @@ public final class Service: Sendable {
             settings: Retention.Settings(
                 attemptsDays: configuration.retainAttemptsDays, outboxDays: configuration.retainOutboxDays,
                 notificationsDays: configuration.retainNotificationsDays))
+        // Where the healing of heads stands: a page of pending messages a minute, however long the backlog.
+        let healed = Mutex<OutboxHeads.Position?>(nil)
         let upkeep = BackgroundLoop("upkeep", every: .seconds(60), logger: logger) {
             [repositories, logger, metrics, now] in
             try await repositories.removeExpired()
             // Messages a process of the version before wrote or moved, left without a head.
-            try await repositories.outbox.healHeads()
+            let next = try await repositories.outbox.healHeads(after: healed.withLock { $0 }).next
+            healed.withLock { $0 = next }
             let removed = try await retention.sweep(now: now())
             if removed != Retention.Removed() {
                 logger.info(

@@ -1,5 +1,6 @@
 import AppStoreTestSupport
 import Foundation
+import TestSupport
 import Testing
 
 @testable import AppStore
@@ -43,11 +44,7 @@ import Testing
         let verifier = AppStoreSignedDataVerifier(trustRoots: [pki.root])
         let leaf = try Self.verifyInSteadyUse(verifier, pki: pki)
         #expect(leaf.key.es256VerificationsCounted == ECVerifyContexts.verificationsBeforeTable)
-        let deadline = ContinuousClock.now + .seconds(20)
-        while !leaf.key.hasFixedKeyTable && ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        #expect(leaf.key.hasFixedKeyTable)
+        #expect(await eventually { leaf.key.hasFixedKeyTable })
         let token = try pki.sign(AppleTestPKI.transaction(["transactionId": "2000000222222222"]))
         #expect(try verifier.verifyTransaction(token, expecting: Self.sandbox).transactionId == "2000000222222222")
     }

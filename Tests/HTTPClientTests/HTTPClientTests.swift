@@ -219,10 +219,7 @@ private final class WaitRecorder: Sendable {
             slowAnswered.set(true)
         }
         // The one thread is taken once the slow call reached the upstream.
-        let deadline = ContinuousClock.now + .seconds(10)
-        while upstream.count("slow") == 0 && ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        #expect(await eventually { upstream.count("slow") == 1 }, "the slow call holds the one thread")
         var queued = HTTPClient.Request(url: "/fast")
         queued.timeout = .milliseconds(300)
         await #expect(throws: HTTPClientError(.timeout, "")) { try await shared.send(queued) }
@@ -251,10 +248,7 @@ private final class WaitRecorder: Sendable {
             _ = try? await shared.send(.init(url: "/slow"))
             slowAnswered.set(true)
         }
-        let deadline = ContinuousClock.now + .seconds(10)
-        while upstream.count("slow") == 0 && ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(5))
-        }
+        #expect(await eventually { upstream.count("slow") == 1 }, "the slow call holds the one thread")
         let cancelled = Task { try await shared.send(.init(url: "/fast")) }
         cancelled.cancel()
         await #expect(throws: CancellationError.self) { try await cancelled.value }

@@ -7,14 +7,9 @@ import Testing
 /// Fixed-base tables are counted while their keys live, and when every table is held the least
 /// recently used one gives way to a key in steady use (`ECVerifyContexts.verificationsBeforeTable`).
 @Suite struct TableBudgetRules {
-    /// Waits (bounded) until `contexts` has its table: it is built on a shared worker thread.
+    /// Waits until `contexts` has its table: it is built on a shared worker thread.
     static func untilTabulated(_ contexts: ECVerifyContexts) async throws -> Bool {
-        let deadline = ContinuousClock.now + .seconds(30)
-        while !contexts.hasFixedKeyTable {
-            guard ContinuousClock.now < deadline else { return false }
-            try await Task.sleep(for: .milliseconds(5))
-        }
-        return true
+        await eventually { contexts.hasFixedKeyTable }
     }
 
     /// Verifies a genuine signature `times` times; how many verified.
@@ -42,9 +37,7 @@ import Testing
             }
             // The worker thread that built the table lets go of its reference just after the table
             // is published: wait for that, without a time bound on the machine's speed.
-            let deadline = ContinuousClock.now + .seconds(60)
-            while freed != nil, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
-            #expect(freed == nil, "key \(index)'s contexts (and table) outlived the key")
+            #expect(await eventually { freed == nil }, "key \(index)'s contexts (and table) outlived the key")
         }
     }
 

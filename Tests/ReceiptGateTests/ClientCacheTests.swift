@@ -131,12 +131,8 @@ import Testing
 
         let heardBefore = try await Self.changesHeard(port: secondPort)
         _ = try await Binary.run(["client", "rotate-secret", fixture.clientID], fixture.environment)
-        let deadline = ContinuousClock.now + .seconds(20)
-        while try await Self.changesHeard(port: secondPort) == heardBefore, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(10))
-        }
         #expect(
-            try await Self.changesHeard(port: secondPort) > heardBefore,
+            await eventually { (try? await Self.changesHeard(port: secondPort)) ?? heardBefore > heardBefore },
             "the second process never heard of the rotation")
         #expect(try await old.get("/v1/transactions/app_store/2000000000100010").status == 401)
         #expect(try await old.post("/v1/verify", json: Self.receipt(fixture.pki, 11)).status == 401)

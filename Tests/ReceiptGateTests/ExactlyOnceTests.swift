@@ -301,10 +301,7 @@ import Testing
         let lockHeld =
             "SELECT count(*) AS n FROM pg_locks WHERE relation = 'transactions'::regclass AND mode = 'ShareLock' AND granted"
         let insertWaits = "SELECT count(*) AS n FROM pg_locks WHERE relation = 'transactions'::regclass AND NOT granted"
-        let deadline = ContinuousClock.now + .seconds(30)
-        while try await count(lockHeld) == 0, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        _ = await eventually { (try? await count(lockHeld)) == 1 }
         #expect(try await count(lockHeld) == 1, "psql never took the lock: \(locker.stderr)")
 
         let answered = LockedBox<Int?>(nil)
@@ -312,9 +309,7 @@ import Testing
             let status = (try? await client.post("/v1/verify", json: body).status) ?? -1
             answered.set(status)
         }
-        while try await count(insertWaits) == 0, answered.get() == nil, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        _ = await eventually { (try? await count(insertWaits)) ?? 0 > 0 || answered.get() != nil }
         #expect(try await count(insertWaits) >= 1, "the verification never reached its insert")
         #expect(
             answered.get() == nil, "answered \(answered.get() ?? 0) while its insert was still waiting for the lock")

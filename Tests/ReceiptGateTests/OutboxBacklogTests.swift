@@ -174,6 +174,30 @@ final class HangingReceiver: Sendable {
         #expect(next.map(\.type) == ["second"])
     }
 
+    /// A pass of healing reads the backlog a page at a time: each page's headless aggregates are
+    /// reseated, and the pass goes on from where the page ended until it reaches the end.
+    @Test func healingGoesThroughTheBacklogAPageAtATime() async throws {
+        let harness = try await VerifyHarness.start()
+        defer { harness.stop() }
+        let outbox = harness.service.repositories.outbox
+        // Five aggregates of two pending messages each, none with a head (as an older process left them).
+        try await harness.pool.execute(
+            """
+            INSERT INTO outbox (event_id, client_id, event_type, aggregate_key, payload, target, placed, is_head, next_attempt_at)
+            SELECT gen_random_uuid(), \(harness.client.clientID), 'old.paged', 'app_store:paged-' || a, '{}'::jsonb, 'email',
+                   true, false, now() + interval '1 hour'
+            FROM generate_series(1, 5) a, generate_series(1, 2) m
+            """)
+        var position: OutboxHeads.Position?
+        var pages = 0
+        repeat {
+            position = try await outbox.healHeads(after: position, pageSize: 4).next
+            pages += 1
+        } while position != nil && pages < 10
+        #expect(pages >= 3, "ten messages in pages of four")
+        #expect(try await harness.count("outbox WHERE event_type = 'old.paged' AND is_head") == 5, "one head each")
+    }
+
     /// Messages written or moved by a process of the version before the heads (a rolling upgrade)
     /// are given a head by the upkeep, never stranded.
     @Test func anAggregateLeftWithoutAHeadIsHealed() async throws {
@@ -186,7 +210,7 @@ final class HangingReceiver: Sendable {
             VALUES (gen_random_uuid(), \(harness.client.clientID), 'old.process', 'app_store:old', '{}'::jsonb, 'email', true, false)
             """)
         // The service's own upkeep may heal it first (it runs at start): either way it gets its head.
-        _ = try await outbox.healHeads()
+        _ = try await outbox.healHeads(after: nil)
         #expect(try await harness.count("outbox WHERE event_type = 'old.process' AND is_head") == 1)
         #expect(try await outbox.claim(targets: [.email], limit: 10, lease: 600).map(\.type) == ["old.process"])
     }

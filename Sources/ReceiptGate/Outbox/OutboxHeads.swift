@@ -101,18 +101,46 @@ enum OutboxHeads {
         return aggregates.count
     }
 
+    /// Where a healing pass stands: an aggregate, in the order of the pending messages' index.
+    struct Position: Sendable, Equatable {
+        let clientID: String
+        let aggregateKey: String
+        let target: String
+    }
+
     /// Aggregates with messages pending and none of them the head, placed already (written by a
     /// process of the version before this bookkeeping, during a rolling upgrade): reseated. A
-    /// safety net run by the upkeep; it reads every pending message, so not on the hot path.
-    static func heal(limit: Int, on connection: PostgresConnection) throws -> Int {
-        let aggregates = try aggregates(
-            try connection.query(
-                """
-                SELECT client_id, aggregate_key, target FROM outbox WHERE status = 'pending' AND placed
-                GROUP BY client_id, aggregate_key, target HAVING NOT bool_or(is_head) LIMIT \(limit)
-                """))
-        try moving(aggregates, on: connection) {}
-        return aggregates.count
+    /// safety net run by the upkeep, a page of `pageSize` pending messages at a time after `after`
+    /// in their index's order, so a run costs the same however long the backlog; returns where the
+    /// page ended, nil once a pass reached the end (the next starts over). An aggregate the page
+    /// cuts short is judged by its first messages: reseating one that had a head changes nothing.
+    static func heal(
+        after: Position?, pageSize: Int, on connection: PostgresConnection
+    ) throws -> (healed: Int, next: Position?) {
+        let from = after ?? Position(clientID: "", aggregateKey: "", target: "")
+        let rows = try connection.query(
+            """
+            SELECT client_id, aggregate_key, target, placed, is_head FROM outbox
+            WHERE status = 'pending' AND (client_id, aggregate_key, target) > (\(from.clientID), \(from.aggregateKey), \(from.target))
+            ORDER BY client_id, aggregate_key, target, id LIMIT \(pageSize)
+            """)
+        var headless: [Aggregate] = [], seen: Set<Aggregate> = [], headed: Set<Aggregate> = []
+        for row in rows where try row.decode("placed", as: Bool.self) {
+            let aggregate = Aggregate(
+                clientID: try row.decode("client_id"), aggregateKey: try row.decode("aggregate_key"),
+                target: try row.decode("target"))
+            if seen.insert(aggregate).inserted { headless.append(aggregate) }
+            if try row.decode("is_head", as: Bool.self) { headed.insert(aggregate) }
+        }
+        headless.removeAll { headed.contains($0) }
+        try moving(headless, on: connection) {}
+        guard rows.count == pageSize, let last = rows.last else { return (headless.count, nil) }
+        return (
+            headless.count,
+            Position(
+                clientID: try last.decode("client_id"), aggregateKey: try last.decode("aggregate_key"),
+                target: try last.decode("target"))
+        )
     }
 
     /// The aggregates of `rows` (with `client_id`, `aggregate_key`, `target`).

@@ -224,10 +224,12 @@ public struct OutboxRepository: Sendable {
         try await bookkeeping { try OutboxHeads.place(limit: limit, on: $0) }
     }
 
-    /// Reseats aggregates left without a head (`OutboxHeads.heal`); how many.
-    @discardableResult
-    func healHeads(limit: Int = 500) async throws -> Int {
-        try await pool.withTransaction { try OutboxHeads.heal(limit: limit, on: $0) }
+    /// Reseats aggregates left without a head among a page of pending messages after `after`
+    /// (`OutboxHeads.heal`): how many, and where the next page starts (nil: from the beginning).
+    func healHeads(
+        after: OutboxHeads.Position?, pageSize: Int = 5_000
+    ) async throws -> (healed: Int, next: OutboxHeads.Position?) {
+        try await pool.withTransaction { try OutboxHeads.heal(after: after, pageSize: pageSize, on: $0) }
     }
 
     /// Claims due heads for `targets` (only an aggregate's oldest pending message is sent, so order
