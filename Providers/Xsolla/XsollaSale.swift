@@ -61,7 +61,9 @@ struct XsollaSale: Sendable {
                 var purchase = base(XsollaTransactionID.make(transactionID, sku: several ? item.sku : nil))
                 purchase.productID = item.sku
                 purchase.quantity = item.quantity ?? 1
-                purchase.kind = .consumable
+                // Xsolla does not say whether a virtual good is used up (the game decides): only
+                // virtual currency is known to be; anything else may grant what the catalog maps.
+                purchase.kind = item.type == "virtual_currency" ? .consumable : nil
                 let line = item.amountMilliunits ?? (several ? nil : totalMilliunits)
                 let lineCurrency = item.amountMilliunits != nil ? item.currency : currency
                 if let line, let lineCurrency {
@@ -81,7 +83,7 @@ struct XsollaSale: Sendable {
             purchase.readBackKey = subscription.id
         } else {
             purchase.productID = packageName
-            purchase.kind = .consumable
+            purchase.kind = packageName == nil ? nil : .consumable  // a virtual currency package
         }
         purchase.quantity = 1
         if let totalMilliunits, let currency {

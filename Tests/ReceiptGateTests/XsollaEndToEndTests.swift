@@ -73,6 +73,13 @@ import XsollaTestSupport
     @Test func aWebShopOrderOfTwoSKUsIsTwoPurchasesForItsPlayer() async throws {
         let harness = try await XsollaHarness.start()
         defer { harness.stop() }
+        // The product catalog maps Xsolla SKUs as it maps any store's products.
+        let mapped = try await Binary.run(
+            [
+                "products", "set", "--client", harness.client.clientID, "--store", "xsolla", "--product-id", "sword",
+                "--entitlement", "weapon",
+            ], harness.cli)
+        #expect(mapped.status == 0, "\(mapped.stderr)")
         let order = try FakeXsolla.order(
             orderID: 77, transactionID: 600_003, player: "player-7",
             items: [("sword", 1, "4.99"), ("shield", 2, "6.00")])
@@ -82,6 +89,12 @@ import XsollaTestSupport
         #expect(try await harness.state("600003/shield") == "active")
         #expect(try await harness.player("600003/shield") == "player-7")
         #expect(try await harness.events("entitlement.delivery") == 2)
+        let owns = await eventually {
+            (try? await harness.count(
+                "SELECT count(*) AS n FROM player_entitlements WHERE player_id = 'player-7' AND entitlement = 'weapon'"))
+                == 1
+        }
+        #expect(owns, "the SKU's entitlement is the player's")
         #expect(try await harness.notify(order).status == 204)
         #expect(try await harness.events("transaction.verified") == 2)
     }

@@ -36,6 +36,7 @@ import XsollaTestSupport
         let shield = try #require(result.notifications.last?.event.purchase)
         #expect(shield.transactionID == "800002/shield" && shield.orderID == "55" && shield.productID == "shield")
         #expect(shield.quantity == 2 && shield.priceMilliunits == 3000 && shield.currency == "USD")
+        #expect(shield.kind == nil, "a virtual good may be kept: Xsolla does not say it is used up")
         #expect(result.notifications.first?.appIdentifier == FakeXsolla.projectID, "from billing.settings")
     }
 
