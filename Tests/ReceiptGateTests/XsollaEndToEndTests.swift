@@ -18,6 +18,9 @@ import XsollaTestSupport
     @Test func aPaymentIsDeliveredToItsPlayerOnceHoweverOftenItIsTold() async throws {
         let harness = try await XsollaHarness.start()
         defer { harness.stop() }
+        // `client create` printed the client's own webhook URL, to paste into Publisher Account.
+        let routes = harness.created["notification_routes"] as? [String: String]
+        #expect(routes?["xsolla"] == "/v1/notifications/xsolla/\(harness.client.clientID)", "\(harness.created)")
         let payment = try FakeXsolla.payment(transactionID: 600_001, player: "player-42", items: [("gems.100", 1)])
         let first = try await harness.notify(payment)
         #expect(first.status == 204, "\(first.text)")
@@ -155,6 +158,8 @@ struct XsollaHarness {
     let xsolla: FakeXsolla
     let client: SignedClient
     let cli: [String: String]
+    /// What `client create` printed.
+    let created: [String: Any]
     let log: ServerLogCapture
 
     static func start(extraFlags: [String] = []) async throws -> XsollaHarness {
@@ -188,7 +193,8 @@ struct XsollaHarness {
         let client = SignedClient(
             port: service.port, clientID: created["client_id"] as? String ?? "",
             secret: created["client_secret"] as? String ?? "")
-        return XsollaHarness(service: service, pool: database.pool, xsolla: xsolla, client: client, cli: cli, log: log)
+        return XsollaHarness(
+            service: service, pool: database.pool, xsolla: xsolla, client: client, cli: cli, created: created, log: log)
     }
 
     func stop() {
