@@ -60,6 +60,8 @@ let package = Package(
                 swiftSettings: swiftSettings),
         .target(name: "HuaweiAppGallery", dependencies: ["JSON", "ReceiptCore", "OpenSSLCrypto", "HTTPClient"], path: "Providers/HuaweiAppGallery",
                 swiftSettings: swiftSettings),
+        .target(name: "Stripe", dependencies: ["JSON", "ReceiptCore", "OpenSSLCrypto", "HTTPClient"], path: "Providers/Stripe",
+                swiftSettings: swiftSettings),
         .target(name: "Xsolla", dependencies: ["JSON", "ReceiptCore", "OpenSSLCrypto", "HTTPClient"], path: "Providers/Xsolla",
                 swiftSettings: swiftSettings),
         // Dialect providers.
@@ -71,7 +73,7 @@ let package = Package(
 
         // The plugin registry: every store and dialect this binary serves, in one list.
         .target(name: "Plugins", dependencies: ["ReceiptCore", "AppStore", "GooglePlay", "AmazonAppstore", "AlogameGateway", "HiveAxyl",
-                                                "AccountLink", "HuaweiAppGallery", "Xsolla"],
+                                                "AccountLink", "HuaweiAppGallery", "Stripe", "Xsolla"],
                 swiftSettings: swiftSettings),
 
         // The `receiptgate` command (the product keeps the name; the folder does not differ from
@@ -98,6 +100,8 @@ let package = Package(
                 path: "Tests/AmazonAppstoreTestSupport", swiftSettings: swiftSettings),
         .target(name: "HuaweiAppGalleryTestSupport", dependencies: ["HuaweiAppGallery", "OpenSSLCrypto", "HTTPServer", "HTTPClient", "TestSupport"],
                 path: "Tests/HuaweiAppGalleryTestSupport", swiftSettings: swiftSettings),
+        .target(name: "StripeTestSupport", dependencies: ["Stripe", "OpenSSLCrypto", "HTTPServer", "HTTPClient", "TestSupport"],
+                path: "Tests/StripeTestSupport", swiftSettings: swiftSettings),
         .target(name: "XsollaTestSupport", dependencies: ["Xsolla", "HTTPServer", "HTTPClient", "TestSupport"],
                 path: "Tests/XsollaTestSupport", swiftSettings: swiftSettings),
         // Asks TestKeys for one key and exits at once; OpenSSLCryptoTests runs it to show that no key is
@@ -122,8 +126,8 @@ let package = Package(
             dependencies: ["ReceiptGate", "ReceiptCore", "OpenSSLCrypto", "Postgres", "HTTPServer", "TestSupport", "AppStoreTestSupport",
                            "PluginTestSupport", "AppStore", "AlogameGateway", "Plugins",
                            "HiveAxyl", "GooglePlay", "GooglePlayTestSupport", "AccountLink", "AmazonAppstore",
-                           "AmazonAppstoreTestSupport", "HuaweiAppGallery", "HuaweiAppGalleryTestSupport", "Xsolla",
-                           "XsollaTestSupport"],
+                           "AmazonAppstoreTestSupport", "HuaweiAppGallery", "HuaweiAppGalleryTestSupport", "Stripe",
+                           "StripeTestSupport", "Xsolla", "XsollaTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "GooglePlayTests", dependencies: ["GooglePlay", "GooglePlayTestSupport", "ReceiptCore", "OpenSSLCrypto", "HTTPClient",
@@ -134,6 +138,9 @@ let package = Package(
                     swiftSettings: swiftSettings),
         .testTarget(name: "HuaweiAppGalleryTests", dependencies: ["HuaweiAppGallery", "HuaweiAppGalleryTestSupport", "ReceiptCore", "OpenSSLCrypto",
                                                                   "HTTPClient", "TestSupport"],
+                    swiftSettings: swiftSettings),
+        .testTarget(name: "StripeTests", dependencies: ["Stripe", "StripeTestSupport", "ReceiptCore", "OpenSSLCrypto", "HTTPClient",
+                                                        "TestSupport"],
                     swiftSettings: swiftSettings),
         .testTarget(name: "XsollaTests", dependencies: ["Xsolla", "XsollaTestSupport", "ReceiptCore", "HTTPClient", "TestSupport"],
                     swiftSettings: swiftSettings),

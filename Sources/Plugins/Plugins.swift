@@ -6,6 +6,7 @@ import GooglePlay
 import HiveAxyl
 import HuaweiAppGallery
 package import ReceiptCore
+import Stripe
 import Xsolla
 
 /// The plugins this binary serves: the one place a store or a dialect is named. Registering one
@@ -15,7 +16,7 @@ package enum Plugins {
     package static let all = registry(
         stores: [
             AppStoreProvider.plugin, GooglePlayProvider.plugin, AmazonAppstoreProvider.plugin,
-            HuaweiAppGalleryProvider.plugin, XsollaProvider.plugin,
+            HuaweiAppGalleryProvider.plugin, StripeProvider.plugin, XsollaProvider.plugin,
         ],
         dialects: [AlogameGateway.plugin, HiveAxyl.plugin, AccountLink.plugin])
 

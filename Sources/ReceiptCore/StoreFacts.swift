@@ -7,7 +7,7 @@ public struct OperatingSystem: RawRepresentable, Sendable, Hashable, CustomStrin
 
     public static let ios = OperatingSystem(rawValue: "ios")
     public static let android = OperatingSystem(rawValue: "android")
-    /// A web shop: bought in a browser, outside any app store.
+    /// A web shop: bought in a browser, outside the stores that sell inside apps.
     public static let web = OperatingSystem(rawValue: "web")
 
     public var description: String { rawValue }

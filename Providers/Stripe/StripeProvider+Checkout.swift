@@ -1,0 +1,101 @@
+import Foundation
+import ReceiptCore
+
+extension StripeProvider {
+    /// A Checkout Session read back, with what it bought: one purchase per line item in payment
+    /// mode, the subscription's first period in subscription mode. Nil purchases while the
+    /// session is not `paid` (an asynchronous payment still on its way, an abandoned session).
+    struct Checkout: Sendable {
+        let session: StripeObject
+        let purchases: [VerifiedPurchase]
+        /// The player the shop named: `client_reference_id`, else `metadata.player_id`.
+        var player: String? { StripeProvider.player(of: session) }
+        var isPaid: Bool { session.string("payment_status") == "paid" }
+    }
+
+    /// `GET /v1/checkout/sessions/{id}` and, once it is paid, what it bought. Throws `StoreAPIError`.
+    func checkout(_ id: String, caller: StripeAPI.Caller, account: String?) async throws -> Checkout {
+        let session = try await api.get("/v1/checkout/sessions/\(Self.pathSafe(id))", as: caller)
+        guard session.string("payment_status") == "paid", let environment = session.environment else {
+            return Checkout(session: session, purchases: [])
+        }
+        switch session.string("mode") {
+        case "payment":
+            let items = try await api.all("/v1/checkout/sessions/\(Self.pathSafe(id))/line_items", as: caller)
+            return Checkout(
+                session: session,
+                purchases: items.compactMap {
+                    Self.linePurchase($0, session: session, environment: environment, account: account)
+                })
+        case "subscription":
+            guard let subscriptionID = session.reference("subscription") else {
+                return Checkout(session: session, purchases: [])
+            }
+            let subscription = try await api.get(
+                "/v1/subscriptions/\(Self.pathSafe(subscriptionID))", [("expand[]", "latest_invoice")], as: caller)
+            guard let invoice = try await latestInvoice(of: subscription, caller: caller),
+                let purchase = Self.periodPurchase(
+                    invoice: invoice, subscription: subscription, environment: environment, account: account)
+            else { return Checkout(session: session, purchases: []) }
+            return Checkout(session: session, purchases: [purchase])
+        default:
+            // Setup mode moves no money.
+            return Checkout(session: session, purchases: [])
+        }
+    }
+
+    /// One line item of a paid session as the purchase of its product: its id (`li_…`) the
+    /// transaction, the payment intent the order, its price's unit amount the price.
+    static func linePurchase(
+        _ item: StripeObject, session: StripeObject, environment: StoreEnvironment, account: String?
+    ) -> VerifiedPurchase? {
+        guard let id = item.id else { return nil }
+        var purchase = VerifiedPurchase(store: .stripe, environment: environment, transactionID: id)
+        purchase.originalTransactionID = id
+        purchase.appIdentifier = account
+        purchase.orderID = session.reference("payment_intent") ?? session.id
+        let price = item.object("price")
+        purchase.productID = price?.reference("product")
+        let quantity = item.integer("quantity")
+        purchase.quantity = quantity.map { Int(clamping: $0) }
+        purchase.currency = StripeMoney.currency(item.string("currency") ?? price?.string("currency"))
+        if let currency = purchase.currency {
+            purchase.priceMilliunits = unitPrice(
+                decimal: price?.string("unit_amount_decimal"), amount: price?.integer("unit_amount"),
+                total: item.integer("amount_subtotal"), quantity: quantity, currency: currency)
+        }
+        purchase.purchaseDate = session.date("created")
+        purchase.ownership = .purchased
+        var attributes = ["checkout_session": session.id ?? ""]
+        if let customer = session.reference("customer") { attributes["customer"] = customer }
+        if let priceID = price?.id { attributes["price"] = priceID }
+        purchase.storeAttributes = attributes
+        return purchase
+    }
+
+    /// A unit price in milliunits: the price's decimal unit amount, else its unit amount, else the
+    /// line's amount shared by its quantity.
+    static func unitPrice(
+        decimal: String?, amount: Int64?, total: Int64?, quantity: Int64?, currency: String
+    ) -> Int64? {
+        if let decimal, let value = StripeMoney.milliunits(decimal: decimal, currency: currency) { return value }
+        if let amount { return StripeMoney.milliunits(amount, currency: currency) }
+        guard let total, let quantity, quantity > 0 else { return nil }
+        return StripeMoney.milliunits(total / quantity, currency: currency)
+    }
+
+    /// The player a session names: `client_reference_id`, else `metadata.player_id`.
+    static func player(of session: StripeObject) -> String? {
+        [session.string("client_reference_id"), session.metadata["player_id"]].compactMap { $0 }
+            .first { !$0.isEmpty }
+    }
+
+    /// An id as a path segment: Stripe's ids are letters, digits and `_`; anything else is
+    /// escaped, so a made-up id cannot reach another path.
+    static func pathSafe(_ id: String) -> String {
+        id.addingPercentEncoding(withAllowedCharacters: idCharacters) ?? ""
+    }
+
+    private static let idCharacters = CharacterSet(
+        charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+}

@@ -1,0 +1,270 @@
+package import Foundation
+
+/// What happens in a shop, as Stripe records it: sessions paid, subscriptions renewed, charges
+/// refunded and disputed, each with the event Stripe would send.
+extension FakeStripe {
+    /// One line of a Checkout Session: a product, its unit amount in the currency's minor unit,
+    /// and the quantity.
+    package struct Line: Sendable {
+        package let product: String
+        package let unitAmount: Int
+        package let quantity: Int
+
+        package init(_ product: String, unitAmount: Int, quantity: Int = 1) {
+            self.product = product
+            self.unitAmount = unitAmount
+            self.quantity = quantity
+        }
+    }
+
+    /// What a paid session made: its id, the payment intent, the charge and the line items.
+    package struct Sale: Sendable {
+        package let session: String
+        package let paymentIntent: String
+        package let charge: String
+        package let lineItems: [String]
+    }
+
+    /// A completed Checkout Session in payment mode, with its payment intent and charge.
+    @discardableResult
+    package func sale(
+        player: String?, lines: [Line], currency: String = "usd", livemode: Bool = false,
+        paymentStatus: String = "paid", metadataPlayer: String? = nil
+    ) -> Sale {
+        let session = newID("cs"), intent = newID("pi"), charge = newID("ch")
+        let created = unixNow
+        var itemIDs: [String] = []
+        var total = 0
+        for line in lines {
+            let id = newID("li")
+            itemIDs.append(id)
+            total += line.unitAmount * line.quantity
+            let price: [String: Any] = [
+                "id": newID("price"), "object": "price", "active": true, "currency": currency, "livemode": livemode,
+                "product": line.product, "type": "one_time", "unit_amount": line.unitAmount,
+                "unit_amount_decimal": String(line.unitAmount),
+            ]
+            put([
+                "id": id, "object": "item", "amount_discount": 0, "amount_subtotal": line.unitAmount * line.quantity,
+                "amount_tax": 0, "amount_total": line.unitAmount * line.quantity, "currency": currency,
+                "description": line.product, "price": price, "quantity": line.quantity,
+            ])
+        }
+        state.lineItems.update { $0[session] = itemIDs }
+        var object: [String: Any] = [
+            "id": session, "object": "checkout.session", "amount_subtotal": total, "amount_total": total,
+            "client_reference_id": player ?? NSNull(), "created": created, "currency": currency,
+            "customer": newID("cus"), "livemode": livemode, "metadata": [String: String](), "mode": "payment",
+            "payment_intent": intent, "payment_status": paymentStatus,
+            "status": paymentStatus == "paid" ? "complete" : "open", "subscription": NSNull(),
+        ]
+        if let metadataPlayer { object["metadata"] = ["player_id": metadataPlayer] }
+        put(object)
+        put(chargeObject(charge, intent: intent, amount: total, currency: currency, livemode: livemode))
+        return Sale(session: session, paymentIntent: intent, charge: charge, lineItems: itemIDs)
+    }
+
+    func chargeObject(_ id: String, intent: String, amount: Int, currency: String, livemode: Bool) -> [String: Any] {
+        [
+            "id": id, "object": "charge", "amount": amount, "amount_captured": amount, "amount_refunded": 0,
+            "captured": true, "created": unixNow, "currency": currency, "disputed": false, "livemode": livemode,
+            "paid": true, "payment_intent": intent, "refunded": false, "status": "succeeded",
+            "refunds": [
+                "object": "list", "data": [[String: Any]](), "has_more": false, "url": "/v1/charges/\(id)/refunds",
+            ],
+        ]
+    }
+
+    /// Refunds `amount` of a charge (all of it when nil).
+    package func refund(charge: String, amount: Int? = nil, reason: String = "requested_by_customer") {
+        update(charge) { charge in
+            let total = charge["amount"] as? Int ?? 0
+            let already = charge["amount_refunded"] as? Int ?? 0
+            let refunded = min(total, already + (amount ?? (total - already)))
+            charge["amount_refunded"] = refunded
+            charge["refunded"] = refunded >= total
+            var refunds = charge["refunds"] as? [String: Any] ?? [:]
+            var data = refunds["data"] as? [[String: Any]] ?? []
+            data.insert(
+                [
+                    "id": newID("re"), "object": "refund", "amount": refunded - already, "charge": charge["id"] ?? "",
+                    "created": unixNow, "currency": charge["currency"] ?? "usd", "reason": reason,
+                    "status": "succeeded",
+                ], at: 0)
+            refunds["data"] = data
+            charge["refunds"] = refunds
+        }
+    }
+
+    /// A dispute of a charge, in `status`.
+    @discardableResult
+    package func dispute(
+        charge: String, status: String = "needs_response", reason: String = "fraudulent", id: String? = nil
+    ) -> String {
+        let id = id ?? newID("du")
+        let charged = object(charge) ?? [:]
+        put([
+            "id": id, "object": "dispute", "amount": charged["amount"] ?? 0, "charge": charge, "created": unixNow,
+            "currency": charged["currency"] ?? "usd", "livemode": charged["livemode"] ?? false,
+            "payment_intent": charged["payment_intent"] ?? NSNull(), "reason": reason, "status": status,
+            "metadata": [String: String](),
+        ])
+        update(charge) { $0["disputed"] = true }
+        return id
+    }
+
+    /// What a subscription's Checkout Session made.
+    package struct Subscribed: Sendable {
+        package let session: String
+        package let subscription: String
+        package let firstInvoice: String
+        package let charge: String
+    }
+
+    /// A Checkout Session in subscription mode, paid: the subscription, its first invoice (paid)
+    /// and the charge that paid it, linked as Basil links them (the invoice's `parent`, an
+    /// invoice payment naming the payment intent).
+    @discardableResult
+    package func subscribe(
+        player: String?, product: String, unitAmount: Int, currency: String = "usd", period: TimeInterval = 30 * 86_400,
+        livemode: Bool = false
+    ) -> Subscribed {
+        let session = newID("cs"), subscription = newID("sub"), item = newID("si")
+        let start = unixNow, end = unixNow + Int(period)
+        put([
+            "id": subscription, "object": "subscription", "cancel_at": NSNull(), "cancel_at_period_end": false,
+            "created": start, "currency": currency, "customer": newID("cus"), "ended_at": NSNull(),
+            "livemode": livemode, "metadata": [String: String](), "status": "active",
+            "items": [
+                "object": "list", "has_more": false, "url": "/v1/subscription_items?subscription=\(subscription)",
+                "data": [
+                    [
+                        "id": item, "object": "subscription_item", "current_period_start": start,
+                        "current_period_end": end, "quantity": 1, "subscription": subscription,
+                        "price": [
+                            "id": newID("price"), "object": "price", "currency": currency, "product": product,
+                            "type": "recurring", "unit_amount": unitAmount, "unit_amount_decimal": String(unitAmount),
+                            "recurring": ["interval": "month", "interval_count": 1],
+                        ],
+                    ]
+                ],
+            ],
+        ])
+        let (invoice, charge) = invoice(
+            subscription: subscription, item: item, product: product, unitAmount: unitAmount, currency: currency,
+            reason: "subscription_create", start: start, end: end, paid: true, livemode: livemode)
+        update(subscription) { $0["latest_invoice"] = invoice }
+        put([
+            "id": session, "object": "checkout.session", "amount_total": unitAmount,
+            "client_reference_id": player ?? NSNull(), "created": start, "currency": currency, "livemode": livemode,
+            "metadata": [String: String](), "mode": "subscription", "payment_intent": NSNull(),
+            "payment_status": "paid",
+            "status": "complete", "subscription": subscription, "invoice": invoice,
+        ])
+        return Subscribed(session: session, subscription: subscription, firstInvoice: invoice, charge: charge ?? "")
+    }
+
+    /// The subscription's next period: a new invoice, paid or not, and the subscription's period
+    /// and status moved as Stripe moves them (past_due while an invoice is unpaid). Returns the
+    /// invoice id.
+    @discardableResult
+    package func nextPeriod(
+        of subscription: String, paid: Bool, period: TimeInterval = 30 * 86_400, nextAttempt: Int? = nil
+    ) -> String {
+        let current = object(subscription) ?? [:]
+        let items = ((current["items"] as? [String: Any])?["data"] as? [[String: Any]]) ?? []
+        let item = items.first ?? [:]
+        let price = item["price"] as? [String: Any] ?? [:]
+        let start = item["current_period_end"] as? Int ?? unixNow
+        let end = start + Int(period)
+        let (invoice, _) = invoice(
+            subscription: subscription, item: item["id"] as? String ?? "", product: price["product"] as? String ?? "",
+            unitAmount: price["unit_amount"] as? Int ?? 0, currency: price["currency"] as? String ?? "usd",
+            reason: "subscription_cycle", start: start, end: end, paid: paid,
+            livemode: current["livemode"] as? Bool ?? false, nextAttempt: nextAttempt)
+        update(subscription) { subscription in
+            subscription["latest_invoice"] = invoice
+            subscription["status"] = paid ? "active" : "past_due"
+            var moved = item
+            moved["current_period_start"] = start
+            moved["current_period_end"] = end
+            subscription["items"] = ["object": "list", "has_more": false, "data": [moved]]
+        }
+        return invoice
+    }
+
+    /// An invoice paid after it failed: the subscription active again.
+    package func pay(invoice: String, subscription: String) {
+        update(invoice) {
+            $0["status"] = "paid"
+            $0["amount_paid"] = $0["amount_due"] ?? 0
+            $0["status_transitions"] = ["paid_at": unixNow]
+            $0["next_payment_attempt"] = NSNull()
+        }
+        update(subscription) { $0["status"] = "active" }
+    }
+
+    /// The subscription ended (`canceled`, or `unpaid` when its retries ran out).
+    package func end(subscription: String, status: String = "canceled", at ended: Int? = nil) {
+        update(subscription) {
+            $0["status"] = status
+            if status == "canceled" { $0["ended_at"] = ended ?? unixNow }
+        }
+    }
+
+    /// When an invoice's subscription period starts.
+    package func periodStart(of invoice: String) -> Int? {
+        let lines = (object(invoice)?["lines"] as? [String: Any])?["data"] as? [[String: Any]]
+        return (lines?.first?["period"] as? [String: Any])?["start"] as? Int
+    }
+
+    private func invoice(
+        subscription: String, item: String, product: String, unitAmount: Int, currency: String, reason: String,
+        start: Int, end: Int, paid: Bool, livemode: Bool, nextAttempt: Int? = nil
+    ) -> (invoice: String, charge: String?) {
+        let id = newID("in"), intent = newID("pi")
+        let nothing: Any = NSNull()
+        let attempt: Any = (paid ? nil : nextAttempt) ?? nothing
+        let paidAt: Any = paid ? unixNow : nothing
+        let itemDetails: [String: Any] = [
+            "subscription": subscription, "subscription_item": item, "proration": false,
+        ]
+        let pricing: [String: Any] = [
+            "type": "price_details", "unit_amount_decimal": String(unitAmount),
+            "price_details": ["price": newID("price"), "product": product],
+        ]
+        let line: [String: Any] = [
+            "id": newID("il"), "object": "line_item", "amount": unitAmount, "currency": currency, "invoice": id,
+            "livemode": livemode, "quantity": 1, "subscription": subscription,
+            "period": ["start": start, "end": end],
+            "parent": ["type": "subscription_item_details", "subscription_item_details": itemDetails],
+            "pricing": pricing,
+        ]
+        let parent: [String: Any] = [
+            "type": "subscription_details", "quote_details": nothing,
+            "subscription_details": ["subscription": subscription, "metadata": [String: String]()],
+        ]
+        var invoice: [String: Any] = [
+            "id": id, "object": "invoice", "amount_due": unitAmount, "amount_paid": paid ? unitAmount : 0,
+            "billing_reason": reason, "created": unixNow, "currency": currency, "livemode": livemode,
+        ]
+        invoice["status"] = paid ? "paid" : "open"
+        invoice["next_payment_attempt"] = attempt
+        invoice["period_start"] = start
+        invoice["period_end"] = start
+        invoice["status_transitions"] = ["paid_at": paidAt]
+        invoice["parent"] = parent
+        invoice["lines"] = ["object": "list", "has_more": false, "url": "/v1/invoices/\(id)/lines", "data": [line]]
+        put(invoice)
+        guard paid else { return (id, nil) }
+        let charge = newID("ch")
+        put(chargeObject(charge, intent: intent, amount: unitAmount, currency: currency, livemode: livemode))
+        put([
+            "id": newID("inpay"), "object": "invoice_payment", "amount_paid": unitAmount,
+            "amount_requested": unitAmount,
+            "created": unixNow, "currency": currency, "invoice": id, "is_default": true, "livemode": livemode,
+            "payment": ["type": "payment_intent", "payment_intent": intent], "status": "paid",
+        ])
+        return (id, charge)
+    }
+}
