@@ -62,6 +62,8 @@ let package = Package(
                 swiftSettings: swiftSettings),
         .target(name: "Stripe", dependencies: ["JSON", "ReceiptCore", "OpenSSLCrypto", "HTTPClient"], path: "Providers/Stripe",
                 swiftSettings: swiftSettings),
+        .target(name: "Xsolla", dependencies: ["JSON", "ReceiptCore", "OpenSSLCrypto", "HTTPClient"], path: "Providers/Xsolla",
+                swiftSettings: swiftSettings),
         // Dialect providers.
         .target(name: "AlogameGateway", dependencies: ["JSON", "ReceiptCore"], path: "Providers/AlogameGateway",
                 swiftSettings: swiftSettings),
@@ -71,7 +73,7 @@ let package = Package(
 
         // The plugin registry: every store and dialect this binary serves, in one list.
         .target(name: "Plugins", dependencies: ["ReceiptCore", "AppStore", "GooglePlay", "AmazonAppstore", "AlogameGateway", "HiveAxyl",
-                                                "AccountLink", "HuaweiAppGallery", "Stripe"],
+                                                "AccountLink", "HuaweiAppGallery", "Stripe", "Xsolla"],
                 swiftSettings: swiftSettings),
 
         // The `receiptgate` command (the product keeps the name; the folder does not differ from
@@ -100,6 +102,8 @@ let package = Package(
                 path: "Tests/HuaweiAppGalleryTestSupport", swiftSettings: swiftSettings),
         .target(name: "StripeTestSupport", dependencies: ["Stripe", "OpenSSLCrypto", "HTTPServer", "HTTPClient", "TestSupport"],
                 path: "Tests/StripeTestSupport", swiftSettings: swiftSettings),
+        .target(name: "XsollaTestSupport", dependencies: ["Xsolla", "HTTPServer", "HTTPClient", "TestSupport"],
+                path: "Tests/XsollaTestSupport", swiftSettings: swiftSettings),
         // Asks TestKeys for one key and exits at once; OpenSSLCryptoTests runs it to show that no key is
         // being made when a process using TestKeys exits.
         .executableTarget(name: "TestKeysExitProbe", dependencies: ["OpenSSLCrypto", "TestSupport"], path: "Tests/TestKeysExitProbe",
@@ -123,7 +127,7 @@ let package = Package(
                            "PluginTestSupport", "AppStore", "AlogameGateway", "Plugins",
                            "HiveAxyl", "GooglePlay", "GooglePlayTestSupport", "AccountLink", "AmazonAppstore",
                            "AmazonAppstoreTestSupport", "HuaweiAppGallery", "HuaweiAppGalleryTestSupport", "Stripe",
-                           "StripeTestSupport"],
+                           "StripeTestSupport", "Xsolla", "XsollaTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "GooglePlayTests", dependencies: ["GooglePlay", "GooglePlayTestSupport", "ReceiptCore", "OpenSSLCrypto", "HTTPClient",
@@ -137,6 +141,8 @@ let package = Package(
                     swiftSettings: swiftSettings),
         .testTarget(name: "StripeTests", dependencies: ["Stripe", "StripeTestSupport", "ReceiptCore", "OpenSSLCrypto", "HTTPClient",
                                                         "TestSupport"],
+                    swiftSettings: swiftSettings),
+        .testTarget(name: "XsollaTests", dependencies: ["Xsolla", "XsollaTestSupport", "ReceiptCore", "HTTPClient", "TestSupport"],
                     swiftSettings: swiftSettings),
         .testTarget(name: "AlogameGatewayTests", dependencies: ["AlogameGateway", "ReceiptCore", "PluginTestSupport", "AppStore", "GooglePlay"],
                     swiftSettings: swiftSettings),

@@ -7,6 +7,7 @@ import HiveAxyl
 import HuaweiAppGallery
 package import ReceiptCore
 import Stripe
+import Xsolla
 
 /// The plugins this binary serves: the one place a store or a dialect is named. Registering one
 /// is a line here and its target in Package.swift (Providers/README.md). The executable and the
@@ -15,7 +16,7 @@ package enum Plugins {
     package static let all = registry(
         stores: [
             AppStoreProvider.plugin, GooglePlayProvider.plugin, AmazonAppstoreProvider.plugin,
-            HuaweiAppGalleryProvider.plugin, StripeProvider.plugin,
+            HuaweiAppGalleryProvider.plugin, StripeProvider.plugin, XsollaProvider.plugin,
         ],
         dialects: [AlogameGateway.plugin, HiveAxyl.plugin, AccountLink.plugin])
 

@@ -1,0 +1,51 @@
+import Foundation
+
+/// SHA-1 (FIPS 180-4), for the one place it is still a store's wire format: Xsolla signs its
+/// webhooks with SHA-1 over the body and the secret. The shared crypto module has no SHA-1 (it
+/// is not used for anything we sign), so this provider carries its own, checked against the
+/// standard's test vectors.
+enum SHA1Digest {
+    static func hash(_ message: Data) -> [UInt8] {
+        var h: (UInt32, UInt32, UInt32, UInt32, UInt32) = (
+            0x6745_2301, 0xEFCD_AB89, 0x98BA_DCFE, 0x1032_5476, 0xC3D2_E1F0
+        )
+        var padded = [UInt8](message)
+        let bitLength = UInt64(message.count) &* 8
+        padded.append(0x80)
+        while padded.count % 64 != 56 { padded.append(0) }
+        for shift in stride(from: 56, through: 0, by: -8) {
+            padded.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift)))
+        }
+        var w = [UInt32](repeating: 0, count: 80)
+        for chunk in stride(from: 0, to: padded.count, by: 64) {
+            for i in 0..<16 {
+                let at = chunk + i * 4
+                w[i] =
+                    UInt32(padded[at]) << 24 | UInt32(padded[at + 1]) << 16 | UInt32(padded[at + 2]) << 8
+                    | UInt32(padded[at + 3])
+            }
+            for i in 16..<80 { w[i] = rotate(w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16], 1) }
+            var (a, b, c, d, e) = h
+            for i in 0..<80 {
+                let (f, k): (UInt32, UInt32) =
+                    switch i {
+                    case 0..<20: ((b & c) | (~b & d), 0x5A82_7999)
+                    case 20..<40: (b ^ c ^ d, 0x6ED9_EBA1)
+                    case 40..<60: ((b & c) | (b & d) | (c & d), 0x8F1B_BCDC)
+                    default: (b ^ c ^ d, 0xCA62_C1D6)
+                    }
+                let temp = rotate(a, 5) &+ f &+ e &+ k &+ w[i]
+                (e, d, c, b, a) = (d, c, rotate(b, 30), a, temp)
+            }
+            h = (h.0 &+ a, h.1 &+ b, h.2 &+ c, h.3 &+ d, h.4 &+ e)
+        }
+        return [h.0, h.1, h.2, h.3, h.4].flatMap { word in
+            [
+                UInt8(word >> 24), UInt8(truncatingIfNeeded: word >> 16), UInt8(truncatingIfNeeded: word >> 8),
+                UInt8(truncatingIfNeeded: word),
+            ]
+        }
+    }
+
+    private static func rotate(_ value: UInt32, _ by: UInt32) -> UInt32 { value << by | value >> (32 - by) }
+}

@@ -1,0 +1,197 @@
+import Foundation
+import JSON
+import ReceiptCore
+
+/// One Xsolla transaction as a webhook or a report record tells it, in the terms the ledger
+/// needs: who paid, for what, how much, in which mode. Every field is optional; a webhook and a
+/// report record of the same transaction give the same purchases (`purchases(store:)`), so a
+/// payment found again by reconciliation lands on the same ledger rows.
+struct XsollaSale: Sendable {
+    struct Item: Sendable, Equatable {
+        var sku: String
+        var quantity: Int?
+        /// What the line cost in all (its quantity included), in milliunits of `currency`.
+        var amountMilliunits: Int64?
+        var currency: String?
+        var type: String?
+    }
+
+    struct Subscription: Sendable {
+        var id: String?
+        var planID: String?
+        var productID: String?
+        var created: Date?
+        var nextCharge: Date?
+        var ends: Date?
+    }
+
+    var transactionID: String?
+    var orderID: String?
+    var sandbox = false
+    /// The buyer as the game knows them.
+    var player: String?
+    var projectID: String?
+    var items: [Item] = []
+    var subscription: Subscription?
+    /// A purchase with no item list: a virtual currency package, by its name or SKU.
+    var packageName: String?
+    var totalMilliunits: Int64?
+    var currency: String?
+    var paidAt: Date?
+    /// A report record's status (`done`, `refunded`, `canceled`, ...).
+    var status: String?
+
+    /// The purchases the transaction holds: one per item when it bought several (`<id>/<sku>`),
+    /// else one under the transaction id.
+    func purchases(store: StoreID) -> [VerifiedPurchase] {
+        guard let transactionID else { return [] }
+        let environment: StoreEnvironment = sandbox ? .sandbox : .production
+        func base(_ id: String) -> VerifiedPurchase {
+            var purchase = VerifiedPurchase(store: store, environment: environment, transactionID: id)
+            purchase.appIdentifier = projectID
+            purchase.orderID = orderID ?? transactionID
+            purchase.purchaseDate = paidAt
+            purchase.storeAttributes["xsolla.transaction_id"] = transactionID
+            if let player { purchase.storeAttributes["xsolla.player"] = player }
+            return purchase
+        }
+        if items.count > 1 || (items.count == 1 && subscription == nil) {
+            let several = items.count > 1
+            return items.map { item in
+                var purchase = base(XsollaTransactionID.make(transactionID, sku: several ? item.sku : nil))
+                purchase.productID = item.sku
+                purchase.quantity = item.quantity ?? 1
+                // Xsolla does not say whether a virtual good is used up (the game decides): only
+                // virtual currency is known to be; anything else may grant what the catalog maps.
+                purchase.kind = item.type == "virtual_currency" ? .consumable : nil
+                let line = item.amountMilliunits ?? (several ? nil : totalMilliunits)
+                let lineCurrency = item.amountMilliunits != nil ? item.currency : currency
+                if let line, let lineCurrency {
+                    purchase.priceMilliunits = line / Int64(max(1, item.quantity ?? 1))
+                    purchase.currency = lineCurrency
+                }
+                if let type = item.type { purchase.storeAttributes["xsolla.item_type"] = type }
+                return purchase
+            }
+        }
+        var purchase = base(transactionID)
+        if let subscription {
+            purchase.productID = subscription.planID ?? subscription.productID
+            purchase.kind = .autoRenewableSubscription
+            purchase.originalTransactionID = subscription.id.map(XsollaSale.subscriptionKey)
+            purchase.expiresDate = subscription.nextCharge ?? subscription.ends
+            purchase.readBackKey = subscription.id
+        } else {
+            purchase.productID = packageName
+            purchase.kind = packageName == nil ? nil : .consumable  // a virtual currency package
+        }
+        purchase.quantity = 1
+        if let totalMilliunits, let currency {
+            purchase.priceMilliunits = totalMilliunits
+            purchase.currency = currency
+        }
+        return [purchase]
+    }
+
+    /// A subscription's ledger key: Xsolla's subscription id, apart from transaction ids.
+    static func subscriptionKey(_ id: String) -> String { "subscription-\(id)" }
+}
+
+extension XsollaSale {
+    /// A payment, refund or partial refund webhook, or the `billing` part of a Web Shop one.
+    init(payment body: [String: JSONValue]) {
+        let transaction = body["transaction"]
+        transactionID = XsollaValues.text(transaction?["id"])
+        sandbox = XsollaValues.flag(transaction?["dry_run"])
+        player = Self.player(body["user"])
+        projectID = XsollaValues.text(body["settings"]?["project_id"])
+        paidAt = XsollaValues.date(transaction?["payment_date"]) ?? XsollaValues.date(transaction?["date"])
+        orderID = XsollaValues.text(body["order"]?["id"])
+        let purchase = body["purchase"]
+        for entry in purchase?["virtual_items"]?["items"]?.array ?? [] {
+            guard let sku = XsollaValues.text(entry["sku"]) else { continue }
+            // In a payment webhook an item's `amount` is how many were bought.
+            items.append(
+                Item(sku: sku, quantity: XsollaValues.integer(entry["amount"]).map { Int(clamping: $0) }))
+        }
+        if let sub = purchase?["subscription"]?.object {
+            subscription = Self.subscription(sub)
+        }
+        packageName =
+            XsollaValues.text(purchase?["virtual_currency"]?["sku"])
+            ?? XsollaValues.text(purchase?["virtual_currency"]?["name"])
+        let paid = [purchase?["total"], purchase?["checkout"], body["payment_details"]?["payment"]].first {
+            XsollaValues.milliunits($0?["amount"]) != nil && XsollaValues.currency($0?["currency"]) != nil
+        }
+        totalMilliunits = XsollaValues.milliunits(paid??["amount"])
+        currency = XsollaValues.currency(paid??["currency"])
+    }
+
+    /// A Web Shop `order_paid` or `order_canceled`: its items, its order, and the payment or refund
+    /// it carries under `billing` (sent since 2025; older projects get it as a webhook of its own).
+    init(order body: [String: JSONValue]) {
+        self.init(payment: body["billing"]?.object ?? [:])
+        let order = body["order"]
+        orderID = XsollaValues.text(order?["id"]) ?? orderID
+        transactionID = transactionID ?? XsollaValues.text(order?["invoice_id"])
+        if XsollaValues.text(order?["mode"]) == "sandbox" { sandbox = true }
+        player = Self.player(body["user"]) ?? player
+        let real = XsollaValues.text(order?["currency_type"]) != "virtual"
+        let orderCurrency = real ? XsollaValues.currency(order?["currency"]) : nil
+        let ordered: [Item] = (body["items"]?.array ?? []).compactMap { entry in
+            guard let sku = XsollaValues.text(entry["sku"]) else { return nil }
+            return Item(
+                sku: sku, quantity: XsollaValues.integer(entry["quantity"]).map { Int(clamping: $0) },
+                amountMilliunits: orderCurrency == nil ? nil : XsollaValues.milliunits(entry["amount"]),
+                currency: orderCurrency, type: XsollaValues.text(entry["type"]))
+        }
+        if !ordered.isEmpty { items = ordered }
+        subscription = nil
+        packageName = nil
+        if orderCurrency != nil, let amount = XsollaValues.milliunits(order?["amount"]) {
+            totalMilliunits = amount
+            currency = orderCurrency
+        }
+    }
+
+    /// A record of the transactions report (`/reports/transactions/search.json`).
+    init(report record: [String: JSONValue]) {
+        let transaction = record["transaction"]
+        transactionID = XsollaValues.text(transaction?["id"])
+        sandbox = XsollaValues.flag(transaction?["dry_run"])
+        status = XsollaValues.text(transaction?["status"])
+        projectID = XsollaValues.text(transaction?["project"]?["id"])
+        paidAt = XsollaValues.date(transaction?["transfer_date"]) ?? XsollaValues.date(transaction?["create_date"])
+        player = XsollaValues.text(record["user"]?["id"])
+        let purchase = record["purchase"]
+        // Listed as the payment webhook lists them, or as a bare list.
+        let listed = purchase?["virtual_items"]?["items"]?.array ?? purchase?["virtual_items"]?.array ?? []
+        for entry in listed {
+            guard let sku = XsollaValues.text(entry["sku"]) else { continue }
+            let quantity = XsollaValues.integer(entry["quantity"]) ?? XsollaValues.integer(entry["amount"])
+            items.append(Item(sku: sku, quantity: quantity.map { Int(clamping: $0) }))
+        }
+        if let sub = purchase?["subscription"]?.object, sub.values.contains(where: { !$0.isNull }) {
+            subscription = Self.subscription(sub)
+            if subscription?.planID == nil { subscription?.planID = XsollaValues.text(sub["name"]) }
+        }
+        packageName = XsollaValues.text(purchase?["virtual_currency"]?["name"])
+        let paid = [purchase?["simple_checkout"], record["payment_details"]?["payment"]].first {
+            XsollaValues.milliunits($0?["amount"]) != nil && XsollaValues.currency($0?["currency"]) != nil
+        }
+        totalMilliunits = XsollaValues.milliunits(paid??["amount"])
+        currency = XsollaValues.currency(paid??["currency"])
+    }
+
+    /// The player: `external_id` where Xsolla sends it (Web Shop, Xsolla Login), else `id`.
+    static func player(_ user: JSONValue?) -> String? {
+        XsollaValues.text(user?["external_id"]) ?? XsollaValues.text(user?["id"])
+    }
+
+    static func subscription(_ fields: [String: JSONValue]) -> Subscription {
+        Subscription(
+            id: XsollaValues.text(fields["subscription_id"]), planID: XsollaValues.text(fields["plan_id"]),
+            productID: XsollaValues.text(fields["product_id"]), created: XsollaValues.date(fields["date_create"]),
+            nextCharge: XsollaValues.date(fields["date_next_charge"]), ends: XsollaValues.date(fields["date_end"]))
+    }
+}
