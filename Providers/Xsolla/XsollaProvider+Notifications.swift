@@ -128,8 +128,9 @@ extension XsollaProvider {
         }
     }
 
-    /// `refund`, `partial_refund` and `order_canceled`: the purchases refunded; a partial one is
-    /// marked partial with its share unknown (Xsolla's webhook does not say how much).
+    /// `refund`, `partial_refund` and `order_canceled`: the purchases refunded; after a partial
+    /// one the buyer keeps the purchase, marked partial with its share unknown (Xsolla's webhook
+    /// does not say how much).
     private func refunded(_ webhook: XsollaWebhook) throws -> [StoreNotification] {
         let sale =
             webhook.type == "order_canceled" ? XsollaSale(order: webhook.body) : XsollaSale(payment: webhook.body)
@@ -144,14 +145,16 @@ extension XsollaProvider {
         let suffix = partial ? ":" + String((try? SHA256.hex(webhook.raw))?.prefix(16) ?? "") : ""
         return sale.purchases(store: store).map { refund in
             var purchase = refund
-            purchase.revocationDate = now()
-            purchase.revocationReasonCode = code
-            purchase.revocationReason = code.map(XsollaRefundCode.reason) ?? "refund"
+            if !partial {
+                purchase.revocationDate = now()
+                purchase.revocationReasonCode = code
+                purchase.revocationReason = code.map(XsollaRefundCode.reason) ?? "refund"
+            }
             purchase.refund = RefundDetail(
                 storeType: code.map { "xsolla_refund_code_\($0)" }, storeSaysPartial: partial)
             return webhook.notification(
                 store: store, id: "\(webhook.type):\(purchase.transactionID)\(suffix)", purchase: purchase,
-                event: StoreEvent(kind: .refunded, purchase: purchase))
+                event: StoreEvent(kind: partial ? .partiallyRefunded : .refunded, purchase: purchase))
         }
     }
 

@@ -13,7 +13,9 @@ package enum XsollaSignature {
         let given = parts[1].trimmingCharacters(in: .whitespaces).lowercased()
         var signed = body
         signed.append(contentsOf: Array(secret.utf8))
-        let expected = Hex.encode(SHA1Digest.hash(signed))
+        // OpenSSL failing to hash is a refusal, never a pass.
+        guard let digest = try? SHA1.hash(signed) else { return false }
+        let expected = Hex.encode(digest)
         // Lengths differ only for a malformed header; equal ones are compared without a timing leak.
         return ConstantTime.equals(Data(expected.utf8), Data(given.utf8))
     }
@@ -22,6 +24,6 @@ package enum XsollaSignature {
     package static func header(body: Data, secret: String) -> String {
         var signed = body
         signed.append(contentsOf: Array(secret.utf8))
-        return "Signature " + Hex.encode(SHA1Digest.hash(signed))
+        return "Signature " + Hex.encode((try? SHA1.hash(signed)) ?? Data())
     }
 }

@@ -21,10 +21,19 @@ public enum SHA256 {
     }
 }
 
+/// SHA-1 through OpenSSL, for the one place it is still a store's wire format (Xsolla signs its
+/// webhooks with SHA-1 over the body and the secret). Nothing of ours is signed with it.
+public enum SHA1 {
+    public static func hash(_ data: some ContiguousBytes) throws -> Data {
+        Data(try DigestMethod.sha1.hash(data))
+    }
+}
+
 /// A digest algorithm fetched from OpenSSL by name, once; fetched algorithms may be shared
 /// between threads. A name OpenSSL does not know keeps its reason, thrown on every use.
 final class DigestMethod: @unchecked Sendable {
     static let sha256 = DigestMethod("SHA256")
+    static let sha1 = DigestMethod("SHA1")
 
     let name: String
     let method: OpaquePointer?

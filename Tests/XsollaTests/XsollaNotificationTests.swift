@@ -80,7 +80,8 @@ import XsollaTestSupport
             try FakeXsolla.payment(
                 transactionID: 800_001, player: "player-42", amount: 5.00, type: "partial_refund", refundCode: 1))
         let notification = try #require(first.notifications.first)
-        #expect(notification.event.kind == .refunded)
+        #expect(notification.event.kind == .partiallyRefunded, "the buyer keeps the purchase")
+        #expect(notification.event.purchase?.revocationDate == nil)
         #expect(notification.event.purchase?.refund?.storeSaysPartial == true)
         #expect(notification.event.purchase?.refund?.isPartial(ofQuantity: 1) == true)
         #expect(notification.notificationID.hasPrefix("partial_refund:800001:"))
