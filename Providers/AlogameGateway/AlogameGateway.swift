@@ -36,6 +36,16 @@ public struct AlogameGateway: DialectProvider {
     /// The contract's `os_id` values and the operating system each names.
     static let osIDs: [(Int, OperatingSystem)] = [(2, .ios), (1, .android)]
 
+    /// What the contract's devices cannot name, said in its error: the served stores whose
+    /// purchases are made in a browser (a web shop's reach the ledger by its notifications, or
+    /// through `POST /v1/verify`).
+    static func unreachable(among stores: [StoreDeclaration]) -> String {
+        let web = stores.filter { store in !osIDs.contains { store.operatingSystems.contains($0.1) } }
+        guard !web.isEmpty else { return "" }
+        return "; \(web.map(\.displayName).joined(separator: " and ")) purchases cannot be sent here"
+            + " (no os_id names them): they reach the ledger by the store's own notifications, or POST /v1/verify"
+    }
+
     /// The store `lookup-receipt` asks: the contract's lookup is for iOS purchases, so the order
     /// ids are those of the first served store of iOS apps.
     static func lookupStore(among stores: [StoreDeclaration]) -> StoreDeclaration? {
@@ -161,7 +171,9 @@ public struct AlogameGateway: DialectProvider {
         let body: VerifyBody
         switch VerifyBody.parse(request.body) {
         case .success(let parsed): body = parsed
-        case .failure(let refusal): return failure(400, refusal.code, refusal.message)
+        case .failure(let refusal):
+            let note = refusal.code == "INVALID_OS_ID" ? Self.unreachable(among: core.stores) : ""
+            return failure(400, refusal.code, refusal.message + note)
         }
         // os_id names a device, not a store: the stores of its system, narrowed by the client's
         // apps and the receipt's form (`DialectCore.store(runningOn:client:evidence:)`).

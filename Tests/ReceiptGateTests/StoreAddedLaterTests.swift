@@ -98,6 +98,25 @@ import Testing
         #expect(core.recordedRequests.map(\.store) == [Self.acme.store])
     }
 
+    /// A web store no device id names: the gateway, which names stores only by device, says so in
+    /// its error rather than leaving the caller to guess.
+    @Test func theAlogameGatewaySaysItCannotReachAWebStore() async throws {
+        let core = Self.core()
+        let web = StoreDeclaration(
+            store: StoreID(rawValue: "acme_web"), displayName: "Acme Web",
+            identifiers: AppIdentifierKind(name: "acme_web_account", flag: "acme-web-account", help: "Acme account"),
+            vendorCode: "ACMEWEB", operatingSystems: [.web], evidenceShapes: [.purchaseToken])
+        core.stores.append(web)
+        let body: [String: Any] = ["receipt": "cs_123", "product_id": "gems100", "os_id": 3]
+        let answer = await core.call(
+            AlogameGateway(), "POST", "/iap/gateway/verify", body: try JSONSerialization.data(withJSONObject: body),
+            signedAs: Self.client)
+        #expect(answer.status == 400, "\(answer.object)")
+        let message = answer.object["message"] as? String ?? ""
+        #expect(
+            message.contains("Acme Web purchases cannot be sent here") && !message.contains("Acme Store"), "\(message)")
+    }
+
     // MARK: - The served document
 
     /// The document a service serving the fifth store beside two shipped ones would serve: the
