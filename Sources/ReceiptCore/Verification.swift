@@ -53,6 +53,10 @@ public struct VerifiedPurchase: Sendable, Equatable {
     /// Whether the subscription renews at its end, when the evidence says (some stores tell it
     /// only in their notifications).
     public var autoRenews: Bool?
+    /// The player the store's own record names as the buyer (a web shop's order names its
+    /// player): the purchase is that player's, whoever presents it. A verification naming another
+    /// player claims it for the buyer first and is answered as the conflict it is.
+    public var buyer: String?
 
     public init(store: StoreID, environment: StoreEnvironment, transactionID: String) {
         self.store = store
