@@ -63,6 +63,21 @@ extension StripeProvider {
         }
     }
 
+    /// The charge that paid an invoice, with its refunds: its paid invoice payment's payment
+    /// intent (`GET /v1/invoice_payments?invoice=`, Basil's link) and that intent's latest charge.
+    /// Nil when nothing paid it through a payment intent (an invoice paid out of band, or free).
+    func charge(paying invoice: StripeObject, caller: StripeAPI.Caller) async throws -> StripeObject? {
+        guard let invoiceID = invoice.id else { return nil }
+        let payments = try await api.get("/v1/invoice_payments", [("invoice", invoiceID), ("limit", "10")], as: caller)
+        guard
+            let intentID = payments.data.first(where: { $0.string("status") == "paid" })?.object("payment")?
+                .reference("payment_intent")
+        else { return nil }
+        let intent = try await api.get(
+            "/v1/payment_intents/\(Self.pathSafe(intentID))", [("expand[]", "latest_charge.refunds")], as: caller)
+        return intent.object("latest_charge")
+    }
+
     /// What became of the payment `purchases` were made with, as its charge shows now: refunded
     /// (fully or in part, as `refunded(_:charge:at:)` reads it) or lost in a dispute (revoked as a
     /// chargeback). A session's `payment_status: paid` says only that the money once arrived, so a

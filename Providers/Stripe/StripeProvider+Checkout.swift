@@ -45,7 +45,10 @@ extension StripeProvider {
                     invoice: invoice, subscription: subscription, environment: environment, account: account)
             else { return Checkout(session: session, purchases: []) }
             purchase.buyer = Self.player(of: session)
-            return Checkout(session: session, purchases: [purchase])
+            return Checkout(
+                session: session,
+                purchases: try await afterSale(
+                    [purchase], charge: try await charge(paying: invoice, caller: caller), caller: caller, at: now()))
         default:
             // Setup mode moves no money.
             return Checkout(session: session, purchases: [])

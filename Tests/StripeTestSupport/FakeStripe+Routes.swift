@@ -105,6 +105,7 @@ extension FakeStripe {
         get("/v1/disputes/{id}", "dispute", kind: "dispute")
         get("/v1/invoices/{id}", "invoice", kind: "invoice")
         get("/v1/subscriptions/{id}", "subscription", kind: "subscription")
+        get("/v1/payment_intents/{id}", "payment_intent", kind: "payment_intent")
         router.get(
             "/v1/charges/{id}",
             served("charge") { request, query in
@@ -144,8 +145,10 @@ extension FakeStripe {
             "/v1/invoice_payments",
             served("invoice_payments") { _, query in
                 let intent = query.last { $0.0 == "payment[payment_intent]" }?.1
+                let invoice = query.last { $0.0 == "invoice" }?.1
                 let payments = all(state, kind: "invoice_payment").filter {
-                    (($0["payment"] as? [String: Any])?["payment_intent"] as? String) == intent
+                    (intent == nil || (($0["payment"] as? [String: Any])?["payment_intent"] as? String) == intent)
+                        && (invoice == nil || $0["invoice"] as? String == invoice)
                 }
                 return list(payments, url: "/v1/invoice_payments", query: query)
             })

@@ -275,6 +275,11 @@ extension FakeStripe {
         let charge = newID("ch")
         put(chargeObject(charge, intent: intent, amount: unitAmount, currency: currency, livemode: livemode))
         put([
+            "id": intent, "object": "payment_intent", "amount": unitAmount, "amount_received": unitAmount,
+            "currency": currency, "created": unixNow, "latest_charge": charge, "livemode": livemode,
+            "status": "succeeded",
+        ])
+        put([
             "id": newID("inpay"), "object": "invoice_payment", "amount_paid": unitAmount,
             "amount_requested": unitAmount,
             "created": unixNow, "currency": currency, "invoice": id, "is_default": true, "livemode": livemode,

@@ -59,6 +59,25 @@ import Testing
         #expect(asked?.query.contains { $0 == ("expand[]", "payment_intent.latest_charge.refunds") } == true)
     }
 
+    @Test func aSubscriptionsSessionIsReadWithItsFirstInvoicesCharge() async throws {
+        let harness = try StripeHarness()
+        let paid = harness.fake.subscribe(player: "p-sub", product: "prod_pass", unitAmount: 499)
+        let active = try #require(
+            try await harness.provider.verify(evidence: paid.session, context: harness.context()).first)
+        #expect(active.revocationDate == nil && active.refund == nil)
+        let refunded = harness.fake.subscribe(player: "p-sub", product: "prod_pass", unitAmount: 499)
+        harness.fake.refund(charge: refunded.charge)
+        let purchase = try #require(
+            try await harness.provider.verify(evidence: refunded.session, context: harness.context()).first)
+        #expect(purchase.transactionID == refunded.firstInvoice)
+        #expect(purchase.revocationDate != nil)
+        #expect(purchase.refund?.storeSaysPartial == false)
+        let event = try await harness.receive(
+            try harness.fake.webhook("checkout.session.completed", about: refunded.session))
+        #expect(event.first?.event.kind == .refunded)
+        #expect(event.first?.event.claimedBy == "p-sub")
+    }
+
     @Test func aPartlyRefundedSessionIsKeptWithItsShare() async throws {
         let harness = try StripeHarness()
         let sale = harness.fake.sale(player: "p", lines: [.init("prod_gems", unitAmount: 250, quantity: 4)])
