@@ -10,7 +10,7 @@ enum StripeAPIErrors {
     static let store = "Stripe"
     static let credentialsFix =
         "check the client's --stripe-api-key (a secret key, or a restricted key that may read "
-        + "Checkout Sessions, Charges, Disputes, Subscriptions, Invoices and Events)"
+        + "Checkout Sessions, Payment Intents, Charges, Disputes, Subscriptions, Invoices and Events)"
 
     /// Stripe answered `status` with `error` (its envelope, when it sent one).
     static func answered(

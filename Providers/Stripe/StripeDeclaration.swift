@@ -16,7 +16,7 @@ extension StripeProvider {
             ClientSettingDeclaration(
                 flag: "stripe-api-key", key: Setting.apiKey, valueName: "KEY",
                 help: "the account's secret key (sk_…) or a restricted key (rk_…) that may read Checkout Sessions, "
-                    + "Charges, Disputes, Subscriptions, Invoices and Events (stored sealed, never shown)",
+                    + "Payment Intents, Charges, Disputes, Subscriptions, Invoices and Events (stored sealed, never shown)",
                 sealed: true
             ) { key in
                 let trimmed = key.trimmingCharacters(in: .whitespacesAndNewlines)

@@ -63,6 +63,51 @@ extension StripeProvider {
         }
     }
 
+    /// The charge that paid an invoice, with its refunds: its paid invoice payment's payment
+    /// intent (`GET /v1/invoice_payments?invoice=`, Basil's link) and that intent's latest charge.
+    /// Nil when nothing paid it through a payment intent (an invoice paid out of band, or free).
+    func charge(paying invoice: StripeObject, caller: StripeAPI.Caller) async throws -> StripeObject? {
+        guard let invoiceID = invoice.id else { return nil }
+        let payments = try await api.get("/v1/invoice_payments", [("invoice", invoiceID), ("limit", "10")], as: caller)
+        guard
+            let intentID = payments.data.first(where: { $0.string("status") == "paid" })?.object("payment")?
+                .reference("payment_intent")
+        else { return nil }
+        let intent = try await api.get(
+            "/v1/payment_intents/\(Self.pathSafe(intentID))", [("expand[]", "latest_charge.refunds")], as: caller)
+        return intent.object("latest_charge")
+    }
+
+    /// What became of the payment `purchases` were made with, as its charge shows now: refunded
+    /// (fully or in part, as `refunded(_:charge:at:)` reads it) or lost in a dispute (revoked as a
+    /// chargeback). A session's `payment_status: paid` says only that the money once arrived, so a
+    /// session read after its refund is not delivered as paid. Without a charge, as they are.
+    func afterSale(
+        _ purchases: [VerifiedPurchase], charge: StripeObject?, caller: StripeAPI.Caller, at fallback: Date
+    ) async throws -> [VerifiedPurchase] {
+        guard let charge else { return purchases }
+        if charge.bool("disputed") == true, let chargeID = charge.id {
+            let disputes = try await api.get("/v1/disputes", [("charge", chargeID), ("limit", "100")], as: caller)
+            if disputes.data.contains(where: { $0.string("status") == "lost" }) {
+                return purchases.map { purchase in
+                    var revoked = purchase
+                    revoked.revocationDate = fallback
+                    revoked.revocationReason = "chargeback"
+                    return revoked
+                }
+            }
+        }
+        return Self.refunded(purchases, charge: charge, at: fallback) ?? purchases
+    }
+
+    /// The news a sale's event is, once its payment was read back: the sale itself, or what
+    /// became of it since (a refund, a partial refund, a lost dispute).
+    static func saleKind(of purchase: VerifiedPurchase) -> StoreEvent.Kind {
+        if purchase.revocationDate != nil { return purchase.revocationReason == "chargeback" ? .revoked : .refunded }
+        if purchase.refund != nil { return .partiallyRefunded }
+        return purchase.kind == .autoRenewableSubscription ? .subscribed : .oneTimeCharge
+    }
+
     /// A dispute as the ledger's news of one purchase: opened (`.disputed`, revoking at once when
     /// the client's policy says so), lost (revoked as a chargeback), won (reinstated when the
     /// policy had revoked it, else nothing changes), or still open.
@@ -76,7 +121,15 @@ extension StripeProvider {
                 dispute.integer("amount").flatMap { StripeMoney.milliunits($0, currency: c) }
             },
             currency: currency, revokes: revokesOnDispute)
-        if opened { return StoreEvent(kind: .disputed, purchase: purchase, dispute: news) }
+        if opened {
+            var disputed = purchase
+            if revokesOnDispute {
+                // Revoked at once by the client's policy: the refund callback carries when.
+                disputed.revocationDate = dispute.date("created") ?? fallback
+                disputed.revocationReason = "dispute"
+            }
+            return StoreEvent(kind: .disputed, purchase: disputed, dispute: news)
+        }
         switch dispute.string("status") {
         case "lost":
             var revoked = purchase

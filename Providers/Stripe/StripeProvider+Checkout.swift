@@ -13,20 +13,27 @@ extension StripeProvider {
         var isPaid: Bool { session.string("payment_status") == "paid" }
     }
 
-    /// `GET /v1/checkout/sessions/{id}` and, once it is paid, what it bought. Throws `StoreAPIError`.
+    /// `GET /v1/checkout/sessions/{id}` and, once it is paid, what it bought, as its payment stands
+    /// now: the payment intent's latest charge comes expanded with the session (with its refunds),
+    /// so a refunded or lost payment is read as such. Throws `StoreAPIError`.
     func checkout(_ id: String, caller: StripeAPI.Caller, account: String?) async throws -> Checkout {
-        let session = try await api.get("/v1/checkout/sessions/\(Self.pathSafe(id))", as: caller)
+        let session = try await api.get(
+            "/v1/checkout/sessions/\(Self.pathSafe(id))", [("expand[]", "payment_intent.latest_charge.refunds")],
+            as: caller)
         guard session.string("payment_status") == "paid", let environment = session.environment else {
             return Checkout(session: session, purchases: [])
         }
         switch session.string("mode") {
         case "payment":
             let items = try await api.all("/v1/checkout/sessions/\(Self.pathSafe(id))/line_items", as: caller)
+            let purchases = items.compactMap {
+                Self.linePurchase($0, session: session, environment: environment, account: account)
+            }
             return Checkout(
                 session: session,
-                purchases: items.compactMap {
-                    Self.linePurchase($0, session: session, environment: environment, account: account)
-                })
+                purchases: try await afterSale(
+                    purchases, charge: session.object("payment_intent")?.object("latest_charge"), caller: caller,
+                    at: now()))
         case "subscription":
             guard let subscriptionID = session.reference("subscription") else {
                 return Checkout(session: session, purchases: [])
@@ -34,10 +41,14 @@ extension StripeProvider {
             let subscription = try await api.get(
                 "/v1/subscriptions/\(Self.pathSafe(subscriptionID))", [("expand[]", "latest_invoice")], as: caller)
             guard let invoice = try await latestInvoice(of: subscription, caller: caller),
-                let purchase = Self.periodPurchase(
+                var purchase = Self.periodPurchase(
                     invoice: invoice, subscription: subscription, environment: environment, account: account)
             else { return Checkout(session: session, purchases: []) }
-            return Checkout(session: session, purchases: [purchase])
+            purchase.buyer = Self.player(of: session)
+            return Checkout(
+                session: session,
+                purchases: try await afterSale(
+                    [purchase], charge: try await charge(paying: invoice, caller: caller), caller: caller, at: now()))
         default:
             // Setup mode moves no money.
             return Checkout(session: session, purchases: [])
@@ -66,6 +77,7 @@ extension StripeProvider {
         }
         purchase.purchaseDate = session.date("created")
         purchase.ownership = .purchased
+        purchase.buyer = player(of: session)
         var attributes = ["checkout_session": session.id ?? ""]
         if let customer = session.reference("customer") { attributes["customer"] = customer }
         if let priceID = price?.id { attributes["price"] = priceID }

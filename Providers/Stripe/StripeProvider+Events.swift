@@ -89,11 +89,12 @@ extension StripeProvider {
         return .record(
             checkout.purchases.map { purchase in
                 let subscription = purchase.kind == .autoRenewableSubscription
+                // The payment as it stands now: a sale refunded or lost since is recorded so.
                 return notification(
                     context, purchase: purchase, perItem: !subscription,
                     event: StoreEvent(
-                        kind: subscription ? .subscribed : .oneTimeCharge, purchase: purchase,
-                        autoRenew: purchase.autoRenews, claimedBy: player))
+                        kind: Self.saleKind(of: purchase), purchase: purchase, autoRenew: purchase.autoRenews,
+                        claimedBy: player))
             })
     }
 
@@ -151,11 +152,12 @@ extension StripeProvider {
         }
         let subscription = try await api.get("/v1/subscriptions/\(Self.pathSafe(subscriptionID))", as: caller)
         guard
-            let purchase = Self.periodPurchase(
+            var purchase = Self.periodPurchase(
                 invoice: invoice, subscription: subscription, environment: environment, account: context.account)
         else { return .nothing(reason: "INVALID_FIELD", message: "the invoice has no id") }
         let first = invoice.string("billing_reason") == "subscription_create"
         let player = first ? try await subscriber(of: subscription, caller: caller) : nil
+        purchase.buyer = player
         return .record([
             notification(
                 context, purchase: purchase, perItem: false,
@@ -178,7 +180,10 @@ extension StripeProvider {
             return .nothing(reason: "NOTHING_BOUGHT", message: "the subscription has no paid period yet")
         }
         var event = news.event
-        if news.isFirstPeriod { event.claimedBy = try await subscriber(of: subscription, caller: caller) }
+        if news.isFirstPeriod {
+            event.claimedBy = try await subscriber(of: subscription, caller: caller)
+            event.purchase?.buyer = event.claimedBy
+        }
         return .record([notification(context, purchase: event.purchase, perItem: false, event: event)])
     }
 
@@ -198,11 +203,14 @@ extension StripeProvider {
             originalTransactionID: purchase?.originalTransactionID, productID: purchase?.productID,
             signedAt: context.created, decodedJSON: kept.encoded)
         stored.event = event
+        // Kept in place of the event's body, which names the buyer (e-mail, name, address).
+        stored.rawBody = kept.encoded
         return stored
     }
 
-    /// What is kept of an event for support: its identity and what it came to. The event's own
-    /// body carries the buyer's e-mail and address, which the ledger has no need of.
+    /// What is kept of an event for support, as its decoded form and its raw body alike: its
+    /// identity and what it came to. The event's own body carries the buyer's e-mail, name and
+    /// address, which the ledger has no need of.
     struct KeptEvent: Encodable {
         let id: String
         let type: String

@@ -205,6 +205,57 @@ import Testing
         let refused = try await ClaimSupport.claim(shop.harness.client, store: "stripe", receipt: unpaid.session)
         #expect(refused.status == 422 && refused.text.contains("PAYMENT_NOT_COMPLETE"), "\(refused.text)")
     }
+
+    @Test func aRefundedSessionIsVerifiedRefundedAndNotDelivered() async throws {
+        let shop = try await StripeShop.start(reconciles: false)
+        defer { shop.stop() }
+        let sale = shop.fake.sale(player: "player-7", lines: [.init("prod_gems", unitAmount: 199)])
+        shop.fake.refund(charge: sale.charge)
+        let verified = try await ClaimSupport.claim(shop.harness.client, store: "stripe", receipt: sale.session)
+        #expect(verified.status == 200, "\(verified.text)")
+        let transaction = try verified.json()["transaction"] as? [String: Any]
+        #expect(transaction?["state"] as? String == "refunded", "\(verified.text)")
+        try await OutboxDrain.wait(shop.harness.pool)
+        #expect(ClaimSupport.received(shop.receiver, "entitlement.delivery", about: sale.lineItems[0]).isEmpty)
+        #expect(try await shop.state(sale.lineItems[0]) == "refunded")
+    }
+
+    @Test func aCheckoutEventAppliedAfterItsRefundRecordsItRefunded() async throws {
+        let shop = try await StripeShop.start(reconciles: false)
+        defer { shop.stop() }
+        let sale = shop.fake.sale(player: "player-7", lines: [.init("prod_gems", unitAmount: 199)])
+        let late = try shop.fake.webhook("checkout.session.completed", about: sale.session)
+        shop.fake.refund(charge: sale.charge)
+        let answer = try await shop.push(late)
+        #expect(answer.status == 200, "\(answer.text)")
+        try await OutboxDrain.wait(shop.harness.pool)
+        #expect(try await shop.state(sale.lineItems[0]) == "refunded")
+        #expect(ClaimSupport.received(shop.receiver, "entitlement.delivery", about: sale.lineItems[0]).isEmpty)
+        let record = try await ClaimSupport.record(shop.harness.client, store: "stripe", sale.lineItems[0])
+        #expect((record.transaction["claim"] as? [String: Any])?["player_id"] as? String == "player-7")
+        #expect((record.transaction["refund"] as? [String: Any])?["kind"] as? String == "full", "\(record.transaction)")
+    }
+
+    @Test func theStoredRawBodyHoldsNoBuyersEmail() async throws {
+        let shop = try await StripeShop.start()
+        defer { shop.stop() }
+        let sale = shop.fake.sale(player: "player-7", lines: [.init("prod_gems", unitAmount: 199)])
+        let webhook = try shop.fake.webhook("checkout.session.completed", about: sale.session)
+        #expect(String(decoding: webhook.body, as: UTF8.self).contains(FakeStripe.buyerEmail))
+        #expect(try await shop.push(webhook).status == 200)
+        // The same sale found by reconciliation is kept the same way.
+        let polled = shop.fake.sale(player: "player-8", lines: [.init("prod_gems", unitAmount: 199)])
+        shop.fake.event("checkout.session.completed", about: polled.session)
+        _ = try await shop.harness.service.reconcile(store: .stripe, since: nil)
+        #expect(try await shop.count("SELECT count(*) AS n FROM store_notifications WHERE store = 'stripe'") == 2)
+        #expect(
+            try await shop.count(
+                """
+                SELECT count(*) AS n FROM store_notifications WHERE store = 'stripe'
+                AND (position(convert_to('jenny.rosen@example.com', 'UTF8') IN raw_body) > 0
+                     OR decoded::text LIKE '%jenny.rosen@example.com%')
+                """) == 0)
+    }
 }
 
 /// The service with the Stripe provider pointed at a fake Stripe, and one client with the fake's

@@ -55,16 +55,27 @@ extension FakeStripe {
         @Sendable func missing(_ kind: String, _ id: String) -> HTTPResponse {
             error(404, type: "invalid_request_error", code: "resource_missing", message: "No such \(kind): '\(id)'")
         }
-        @Sendable func expanded(_ object: [String: Any], _ query: [(String, String)]) -> [String: Any] {
-            var object = object
-            for (name, path) in query where name == "expand[]" {
-                if let id = object[path] as? String, let data = state.objects.get()[id],
-                    let inner = try? JSONSerialization.jsonObject(with: data)
-                {
-                    object[path] = inner
-                }
+        // `expand[]` as Stripe reads it: a dotted path expands every object on its way
+        // (`payment_intent.latest_charge.refunds`); a charge's refunds only when the path names them.
+        @Sendable func expand(_ object: [String: Any], _ path: ArraySlice<Substring>) -> [String: Any] {
+            guard let first = path.first else { return object }
+            let key = String(first), rest = path.dropFirst()
+            var inner = object[key] as? [String: Any]
+            if let id = object[key] as? String, let data = state.objects.get()[id],
+                var loaded = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+            {
+                if loaded["object"] as? String == "charge", rest.first != "refunds" { loaded["refunds"] = nil }
+                inner = loaded
             }
+            guard let inner else { return object }
+            var object = object
+            object[key] = expand(inner, rest)
             return object
+        }
+        @Sendable func expanded(_ object: [String: Any], _ query: [(String, String)]) -> [String: Any] {
+            query.filter { $0.0 == "expand[]" }.reduce(object) { object, pair in
+                expand(object, pair.1.split(separator: ".")[...])
+            }
         }
         @Sendable func list(_ items: [[String: Any]], url: String, query: [(String, String)]) -> HTTPResponse {
             let limit = query.last { $0.0 == "limit" }.flatMap { Int($0.1) } ?? 10
@@ -94,6 +105,7 @@ extension FakeStripe {
         get("/v1/disputes/{id}", "dispute", kind: "dispute")
         get("/v1/invoices/{id}", "invoice", kind: "invoice")
         get("/v1/subscriptions/{id}", "subscription", kind: "subscription")
+        get("/v1/payment_intents/{id}", "payment_intent", kind: "payment_intent")
         router.get(
             "/v1/charges/{id}",
             served("charge") { request, query in
@@ -123,11 +135,20 @@ extension FakeStripe {
                 return list(sessions, url: "/v1/checkout/sessions", query: query)
             })
         router.get(
+            "/v1/disputes",
+            served("disputes") { _, query in
+                let charge = query.last { $0.0 == "charge" }?.1
+                let disputes = all(state, kind: "dispute").filter { charge == nil || $0["charge"] as? String == charge }
+                return list(disputes, url: "/v1/disputes", query: query)
+            })
+        router.get(
             "/v1/invoice_payments",
             served("invoice_payments") { _, query in
                 let intent = query.last { $0.0 == "payment[payment_intent]" }?.1
+                let invoice = query.last { $0.0 == "invoice" }?.1
                 let payments = all(state, kind: "invoice_payment").filter {
-                    (($0["payment"] as? [String: Any])?["payment_intent"] as? String) == intent
+                    (intent == nil || (($0["payment"] as? [String: Any])?["payment_intent"] as? String) == intent)
+                        && (invoice == nil || $0["invoice"] as? String == invoice)
                 }
                 return list(payments, url: "/v1/invoice_payments", query: query)
             })

@@ -25,6 +25,9 @@ extension FakeStripe {
         package let lineItems: [String]
     }
 
+    /// The e-mail address every sale's buyer gives at checkout (`customer_details.email`).
+    package static let buyerEmail = "jenny.rosen@example.com"
+
     /// A completed Checkout Session in payment mode, with its payment intent and charge.
     @discardableResult
     package func sale(
@@ -57,10 +60,22 @@ extension FakeStripe {
             "customer": newID("cus"), "livemode": livemode, "metadata": [String: String](), "mode": "payment",
             "payment_intent": intent, "payment_status": paymentStatus,
             "status": paymentStatus == "paid" ? "complete" : "open", "subscription": NSNull(),
+            "customer_email": NSNull(),
+            "customer_details": [
+                "email": Self.buyerEmail, "name": "Jenny Rosen", "phone": NSNull(), "tax_exempt": "none",
+                "address": [
+                    "city": "Dublin", "country": "IE", "line1": "1 Main Street", "line2": NSNull(),
+                    "postal_code": "D01 AB12", "state": NSNull(),
+                ],
+            ],
         ]
         if let metadataPlayer { object["metadata"] = ["player_id": metadataPlayer] }
         put(object)
         put(chargeObject(charge, intent: intent, amount: total, currency: currency, livemode: livemode))
+        put([
+            "id": intent, "object": "payment_intent", "amount": total, "amount_received": total, "currency": currency,
+            "created": created, "latest_charge": charge, "livemode": livemode, "status": "succeeded",
+        ])
         return Sale(session: session, paymentIntent: intent, charge: charge, lineItems: itemIDs)
     }
 
@@ -259,6 +274,11 @@ extension FakeStripe {
         guard paid else { return (id, nil) }
         let charge = newID("ch")
         put(chargeObject(charge, intent: intent, amount: unitAmount, currency: currency, livemode: livemode))
+        put([
+            "id": intent, "object": "payment_intent", "amount": unitAmount, "amount_received": unitAmount,
+            "currency": currency, "created": unixNow, "latest_charge": charge, "livemode": livemode,
+            "status": "succeeded",
+        ])
         put([
             "id": newID("inpay"), "object": "invoice_payment", "amount_paid": unitAmount,
             "amount_requested": unitAmount,
