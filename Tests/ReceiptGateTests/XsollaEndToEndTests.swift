@@ -182,8 +182,13 @@ import XsollaTestSupport
             "/v1/verify", json: ["store": "xsolla", "receipt": "600006", "player_id": "p"])
         #expect(verified.status == 200, "\(verified.text)")
         let transaction = try #require(try verified.json()["transaction"] as? [String: Any])
-        #expect(transaction["transaction_id"] as? String == "600006")
+        #expect(transaction["transaction_id"] as? String == "600006/gems.100", "named as its webhook names it")
         #expect(transaction["product_id"] as? String == "gems.100")
+        // The report names the buyer: another player presenting the id does not make it theirs.
+        let other = try await harness.client.post(
+            "/v1/verify", json: ["store": "xsolla", "receipt": "600006", "player_id": "someone-else"])
+        #expect(other.status != 500, "\(other.text)")
+        #expect(try await harness.player("600006/gems.100") == "p")
         let unknown = try await harness.client.post("/v1/verify", json: ["store": "xsolla", "receipt": "600999"])
         #expect(unknown.status == 422, "\(unknown.text)")
     }
