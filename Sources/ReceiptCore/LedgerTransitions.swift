@@ -55,6 +55,8 @@ public struct LedgerTransition: Sendable, Equatable {
         case currentChange(webhook: String)
         /// A refund request newly on record (its answer is the refund request ledger's business).
         case refundRequest
+        /// A share refunded with the purchase kept, newly told: the webhook only.
+        case partialRefundNews(webhook: String)
         /// A dispute newly on record (the notification is the store's once): its webhook carries the
         /// dispute, and a revocation it made owes the refund callback too.
         case dispute(webhook: String)
@@ -146,7 +148,9 @@ extension LedgerTransition {
         case .partiallyRefunded:
             transaction = .partialRefund(LedgerRules.stateAfterReversal(of: purchase, at: now))
             refundOutcome = .refunded
-            owes = .refundNews(webhook: "transaction.refunded")
+            // The webhook tells the share; a refund callback would tell the game to take the
+            // purchase back, which the buyer keeps.
+            owes = .partialRefundNews(webhook: "transaction.refunded")
         case .refundReversed:
             transaction = .reversal(LedgerRules.stateAfterReversal(of: purchase, at: now))
             subscription = .reinstate
@@ -206,6 +210,9 @@ extension LedgerTransition {
         case .refundNews(let name):
             guard change.refundChanged else { return .nothing }
             return LedgerConsequence(changed: true, webhook: name, webhookCarriesRefund: true, refundCallback: true)
+        case .partialRefundNews(let name):
+            guard change.refundChanged else { return .nothing }
+            return LedgerConsequence(changed: true, webhook: name, webhookCarriesRefund: true, refundCallback: false)
         case .dispute(let name):
             return LedgerConsequence(
                 changed: true, webhook: name, webhookCarriesRefund: false, refundCallback: change.refundChanged,

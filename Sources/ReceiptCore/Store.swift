@@ -139,6 +139,21 @@ public struct StoreNotification: Sendable {
     }
 }
 
+extension StoreNotification {
+    /// The same notification under another deduplication key.
+    package func keyed(as notificationID: String) -> StoreNotification {
+        var keyed = StoreNotification(
+            store: store, notificationID: notificationID, type: type, subtype: subtype, environment: environment,
+            appIdentifier: appIdentifier, transactionID: transactionID, originalTransactionID: originalTransactionID,
+            productID: productID, signedAt: signedAt, decodedJSON: decodedJSON)
+        keyed.event = event
+        keyed.rawBody = rawBody
+        keyed.operatorNotice = operatorNotice
+        keyed.clientID = clientID
+        return keyed
+    }
+}
+
 /// A line for the operator about a notification: what to do, and the values needed to do it
 /// (they must be fit for a log: nothing that grants access on its own).
 public struct OperatorNotice: Sendable {

@@ -176,7 +176,8 @@ public final class Service: Sendable {
             ledgerReads: ledgerReads)
         // What stores tell, pushed or polled, taken one way: a buyer's signed purchase claimed through the pipeline.
         let intake = StoreNewsIntake(
-            notifications: repositories.notifications, claims: StoreClaims(pipeline: pipeline, directory: directory))
+            notifications: repositories.notifications,
+            claims: StoreClaims(pipeline: pipeline, directory: directory, logger: logger))
         let (router, adminRouter) = try routers(
             core: core, mounter: mounter, operational: operational, ledgerReads: ledgerReads, intake: intake)
         let responder = router.build(handlerTimeout: .seconds(configuration.requestTimeoutSeconds))

@@ -77,7 +77,9 @@ import Testing
                 admin, Self.examples, "--negative",
             ],
             environment: ["PATH": "/usr/bin:/bin", "HOME": "/tmp"],
-            timeout: .seconds(120 + 4 * (Int(Self.examples) ?? 25)))
+            // Only a guard against a hang: on two busy cores the run's 1,500 requests took over
+            // three minutes, and it ends as soon as they are answered.
+            timeout: .seconds(1_200))
         #expect(result.status == 0, "\(result.stdout.suffix(6000))\(result.stderr.suffix(2000))")
         #expect(
             result.stdout.contains("schemathesis: ") && result.stdout.contains(" 0 failures"),

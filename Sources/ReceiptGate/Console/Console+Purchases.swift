@@ -15,7 +15,7 @@ extension Console {
         let shown = stores.first { $0.store.rawValue == request.query["store"] }
         let served = stores.map(\.store.rawValue)
         var found = try await queries.purchases(
-            matching: query, stores: served, only: shown.map { [$0.store.rawValue] } ?? served)
+            matching: query, stores: served, only: shown.map { [$0.store.rawValue] })
         var note: String?
         if let query, found.isEmpty, shown == nil { (found, note) = try await purchasesByOrder(query) }
         let rows = found.map { purchase -> HTML in

@@ -20,6 +20,16 @@ package struct NotificationRepository: Sendable {
         let changed: Bool
     }
 
+    /// Whether the store's notification is on record already.
+    func isRecorded(_ notification: StoreNotification) async throws -> Bool {
+        try await !pool.query(
+            """
+            SELECT 1 FROM store_notifications
+            WHERE store = \(notification.store.rawValue) AND notification_id = \(notification.notificationID)
+            """
+        ).isEmpty
+    }
+
     /// Records the notification once and applies its event. `kind` is how the store names apps:
     /// the notification's app is looked up under it.
     func record(_ notification: StoreNotification, rawBody: Data, kind: AppIdentifierKind?) async throws -> Recorded {

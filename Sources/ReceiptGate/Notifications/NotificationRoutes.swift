@@ -78,9 +78,18 @@ struct NotificationRoutes: Sendable {
                 }
                 pathClient = client
             }
+            // A route that is one client's is about that client's apps only: no other client is read.
+            let registered: RegisteredApps
+            if let pathClient {
+                registered = RegisteredApps(
+                    appIdentifiers: Set(pathClient.client.appIdentifiers(declaration.identifiers)),
+                    environments: pathClient.client.environments)
+            } else {
+                registered = try await clients.registeredApps(declaration.identifiers)
+            }
             found = try await receiver.receiveNotifications(
                 notificationRequest(request, context: context, store: declaration, pathClient: pathClient),
-                registered: try await clients.registeredApps(declaration.identifiers))
+                registered: registered)
         } catch let rejection as NotificationRejection {
             if rejection.kind == .ignored {
                 context.logger.info(

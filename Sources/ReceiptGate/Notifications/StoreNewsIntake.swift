@@ -14,8 +14,19 @@ struct StoreNewsIntake: Sendable {
     let claims: StoreClaims?
 
     func take(
-        _ notification: StoreNotification, rawBody: Data, kind: AppIdentifierKind?, requestID: String
+        _ told: StoreNotification, rawBody: Data, kind: AppIdentifierKind?, requestID: String
     ) async throws -> NotificationRepository.Recorded {
+        var notification = told
+        // One client's notification is keyed by that client: an id its sender chose (an order
+        // number in a signed body) never stands in for, or ahead of, another client's.
+        if let clientID = told.clientID {
+            notification = told.keyed(as: "\(clientID)/\(told.notificationID)")
+        }
+        // A notification on record already (a store's retry, a poll's overlap, a replay) was
+        // claimed before it was recorded: nothing to claim again.
+        if try await notifications.isRecorded(notification) {
+            return NotificationRepository.Recorded(duplicate: true, changed: false)
+        }
         try await claims?.claim(notification, requestID: requestID)
         return try await notifications.record(notification, rawBody: rawBody, kind: kind)
     }
@@ -26,13 +37,20 @@ struct StoreClaims: Sendable {
     let pipeline: VerifyPipeline
     let directory: any ClientDirectory
 
-    /// Throws `NotificationRejection` (malformed) for a player id the API would refuse, before
-    /// anything is recorded.
+    let logger: Logger
+
+    /// A buyer's id the API would refuse leaves the purchase unclaimed (recorded, logged): the
+    /// money was taken, and refusing the notification would lose the purchase.
     func claim(_ notification: StoreNotification, requestID: String) async throws {
         guard let player = notification.event.claimedBy, let purchase = notification.event.purchase else { return }
         if let problem = Identifier.problem(player) {
-            throw NotificationRejection(
-                .malformed, reason: "INVALID_PLAYER_ID", message: "the buyer's player id \(problem)")
+            logger.warning(
+                "a store's purchase names a player id the API refuses; recorded unclaimed",
+                [
+                    "store": purchase.store.rawValue, "transaction.id": purchase.transactionID,
+                    "problem": "the player id \(problem)",
+                ])
+            return
         }
         // A claim is always some client's: a store whose events name their buyer names the client too.
         guard let clientID = notification.clientID, let entry = try await directory.entry(for: clientID),

@@ -41,7 +41,7 @@ extension Service {
             polls: PollRepository(pool: database.pool), clients: repositories.clients,
             intake: StoreNewsIntake(
                 notifications: repositories.notifications,
-                claims: StoreClaims(pipeline: pipeline, directory: directory)),
+                claims: StoreClaims(pipeline: pipeline, directory: directory, logger: logger)),
             logger: logger, now: now)
         var runs: [PollRepository.Run] = []
         for poll in polls {

@@ -216,20 +216,22 @@ public struct ClientRepository: Sendable {
         of purchase: VerifiedPurchase, appIdentifier: String?, kind: AppIdentifierKind?, clientID: String? = nil,
         on connection: PostgresConnection
     ) throws -> Client? {
-        // The client that recorded the transaction owns it; else the notification's own client (a
-        // store whose endpoints are per client); else the oldest client that registered the app.
+        // The client that recorded the transaction owns it, else the oldest client that registered
+        // the app. A notification that is one client's (a store whose endpoints are per client)
+        // moves only that client's rows: signed with its secret, it says nothing of another's.
         let rows = try connection.query(
             """
             WITH recorder AS (SELECT client_id FROM transactions WHERE store = \(purchase.store.rawValue)
                               AND environment = \(purchase.environment.rawValue) AND transaction_id = \(purchase.transactionID))
             SELECT \(unescaped: columns) FROM clients
-            WHERE (id = (SELECT client_id FROM recorder)
-                   OR (disabled_at IS NULL AND id = \(clientID ?? ""))
-                   OR (disabled_at IS NULL AND \(clientID == nil) AND app_identifiers -> \(kind?.name ?? "") ? \(appIdentifier ?? "")))
+            WHERE ((\(clientID != nil) AND disabled_at IS NULL AND id = \(clientID ?? "")
+                    AND COALESCE((SELECT client_id FROM recorder), id) = id)
+                OR (\(clientID == nil) AND (id = (SELECT client_id FROM recorder)
+                    OR (disabled_at IS NULL AND app_identifiers -> \(kind?.name ?? "") ? \(appIdentifier ?? "")))))
               -- A store event reaches only a client that accepts its environment: a sandbox refund
               -- never touches a production-only client.
               AND \(purchase.environment.rawValue) = ANY (environments)
-            ORDER BY id = (SELECT client_id FROM recorder) DESC NULLS LAST, id = \(clientID ?? "") DESC, created_at
+            ORDER BY id = (SELECT client_id FROM recorder) DESC NULLS LAST, created_at
             LIMIT 1
             """)
         return try rows.first.map(decode)

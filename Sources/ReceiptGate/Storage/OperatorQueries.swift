@@ -18,14 +18,16 @@ struct OperatorQueries: Sendable {
     /// Purchases whose transaction id, original transaction id, order id, player id or account
     /// token is `text`, or that are linked to the account `text`; the newest 50 when `text` is nil.
     /// Each way of matching is its own branch, so that each uses its index.
-    /// `stores` are the served ones (a transaction id is looked up in each); `only` the ones shown.
+    /// `stores` are the served ones (a transaction id is looked up in each); `only` the ones shown
+    /// (nil: every row, a store no longer served included).
     func purchases(
-        matching text: String?, stores: [String], only shown: [String], limit: Int = 50
+        matching text: String?, stores: [String], only shown: [String]? = nil, limit: Int = 50
     ) async throws -> [Purchase] {
         guard let text else {
             return try await pool.query(
                 """
-                SELECT \(unescaped: Self.purchaseColumns) FROM transactions WHERE store = ANY(\(shown)::text[])
+                SELECT \(unescaped: Self.purchaseColumns) FROM transactions
+                WHERE \(shown == nil) OR store = ANY(\(shown ?? [])::text[])
                 ORDER BY id DESC LIMIT \(limit)
                 """
             ).map(Self.purchase)
@@ -44,7 +46,8 @@ struct OperatorQueries: Sendable {
                 UNION SELECT t.id FROM account_links l JOIN transactions t ON t.store = l.store AND t.environment = ANY(\(environments)::text[])
                       AND t.transaction_id = l.original_transaction_id WHERE l.account_id = \(text)
             )
-            SELECT \(unescaped: Self.purchaseColumns) FROM transactions WHERE id IN (SELECT id FROM hits) AND store = ANY(\(shown)::text[])
+            SELECT \(unescaped: Self.purchaseColumns) FROM transactions WHERE id IN (SELECT id FROM hits)
+              AND (\(shown == nil) OR store = ANY(\(shown ?? [])::text[]))
             ORDER BY id DESC LIMIT \(limit)
             """
         ).map(Self.purchase)

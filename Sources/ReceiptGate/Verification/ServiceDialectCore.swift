@@ -44,11 +44,13 @@ struct ServiceDialectCore: DialectCore {
         effects: @escaping @Sendable (VerificationOutcome, any RecordScope) throws -> T
     ) async throws -> (VerificationOutcome, T) {
         let current = try await current(info)
+        try await pipeline.claimForTheBuyer(proven, client: current.client, version: current.version)
         return try await pipeline.record(proven, client: current.client, version: current.version, effects: effects)
     }
 
     func record(_ proven: ProvenPurchase, client info: ClientInfo) async throws -> VerificationOutcome {
         let current = try await current(info)
+        try await pipeline.claimForTheBuyer(proven, client: current.client, version: current.version)
         return try await pipeline.recordWithoutEffects(proven, client: current.client, version: current.version)
     }
 

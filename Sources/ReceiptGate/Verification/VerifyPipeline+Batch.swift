@@ -43,6 +43,24 @@ extension VerifyPipeline {
         }
     }
 
+    /// A purchase whose store names its buyer is the buyer's, whoever presents it: presented for
+    /// another player (or for none), the buyer's claim is recorded first, as the store's own
+    /// notification would record it, so the caller's is answered as what it is (a duplicate, and
+    /// a conflict for another player), never as a first claim for the newcomer.
+    func claimForTheBuyer(_ proven: ProvenPurchase, client: Client, version: Int64) async throws {
+        guard let buyer = proven.purchase.buyer, Identifier.problem(buyer) == nil,
+            proven.request.playerID.map({ !LedgerRules.samePlayer($0, buyer) }) ?? true
+        else { return }
+        var request = VerificationRequest(
+            store: proven.request.store, evidence: proven.request.evidence, requestID: proven.request.requestID)
+        request.playerID = buyer
+        request.productID = proven.request.productID
+        let forTheBuyer = ProvenPurchase(
+            purchase: proven.purchase, request: request, accountMatch: .notComparable,
+            evidenceDigest: proven.evidenceDigest)
+        _ = try await recordWithoutEffects(forTheBuyer, client: client, version: version)
+    }
+
     /// Nothing but the transaction, attempt and outbox rows to write, were this the first claim.
     private func fitsTheGroupCommit(_ proven: ProvenPurchase, client: Client) -> Bool {
         // Refunded, revoked or expired evidence may have to bring an active row to the store's word,

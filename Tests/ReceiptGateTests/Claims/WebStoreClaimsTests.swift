@@ -25,8 +25,20 @@ import Testing
         var store: StoreID { WebStoreClaims.store }
         var notificationPath: String { "/v1/notifications/acme-web/{client_id}" }
 
+        /// `order:<transaction id>:<buyer>`: an order the store says that player paid.
         func verify(evidence: String, context: VerificationContext) async throws -> [VerifiedPurchase] {
-            throw StoreVerificationError(code: .verificationFailed, reason: "NOT_HERE", message: "pushed only")
+            let parts = evidence.split(separator: ":").map(String.init)
+            guard parts.count == 3, parts[0] == "order" else {
+                throw StoreVerificationError(code: .verificationFailed, reason: "NOT_AN_ORDER", message: evidence)
+            }
+            var purchase = VerifiedPurchase(
+                store: WebStoreClaims.store, environment: .production, transactionID: parts[1])
+            purchase.productID = "gems"
+            purchase.kind = .nonConsumable
+            purchase.appIdentifier = context.appIdentifiers.first
+            purchase.purchaseDate = Date()
+            purchase.buyer = parts[2]
+            return [purchase]
         }
 
         func receiveNotification(
@@ -167,6 +179,82 @@ import Testing
         #expect(apps.text.contains("2000000444444444") && !apps.text.contains("li_1"))
         let all = try await browser.get("/console/purchases")
         #expect(all.text.contains("2000000444444444") && all.text.contains("li_1"))
+        await harness.service.shutdown()
+    }
+
+    /// The store names the buyer: a verification for another player, before the store's own
+    /// notification came, claims it for the buyer and answers the newcomer as the conflict.
+    @Test func aPurchaseTheStoreNamesItsBuyerForIsTheBuyersWhoeverPresentsIt() async throws {
+        let receiver = try GooglePlayHarness.Receiver()
+        let harness = try await Self.start(receiver)
+        defer { harness.stop(); ClaimSupport.stop(receiver) }
+        let stranger = try await ClaimSupport.claim(
+            harness.client, store: "acme_web", receipt: "order:li_77:player-7", for: ["player_id": "player-9"])
+        #expect(stranger.status == 200, "\(stranger.text)")
+        let answer = try stranger.json()
+        #expect(answer["duplicate"] as? Bool == true, "never a first claim for the newcomer: \(answer)")
+        #expect((answer["first_claimed_by"] as? [String: Any])?["player_id"] as? String == "player-7")
+        let buyer = try await ClaimSupport.claim(
+            harness.client, store: "acme_web", receipt: "order:li_77:player-7", for: ["player_id": "player-7"])
+        #expect(try buyer.json()["duplicate"] as? Bool == true, "the buyer's own claim is on record")
+        try await OutboxDrain.wait(harness.pool)
+        let deliveries = ClaimSupport.received(receiver, "entitlement.delivery", about: "li_77")
+        #expect(deliveries.count == 1 && deliveries.first?["player_id"] as? String == "player-7", "\(deliveries)")
+        let conflicts = ClaimSupport.received(receiver, "transaction.claim_conflict", about: "li_77")
+        #expect((conflicts.first?["claimed_by"] as? [String: Any])?["player_id"] as? String == "player-9")
+        await harness.service.shutdown()
+    }
+
+    /// A client's endpoint, signed with its own secret, says nothing of another client's
+    /// purchases, and the ids its bodies carry never stand in for another client's.
+    @Test func oneClientsNotificationsNeverMoveAnothersPurchases() async throws {
+        let receiver = try GooglePlayHarness.Receiver()
+        let harness = try await Self.start(receiver)
+        defer { harness.stop(); ClaimSupport.stop(receiver) }
+        var settings = ClientSettings()
+        settings.name = "another game"
+        settings.gameID = .some(43)
+        settings.appIdentifiers = [Self.accounts.name: ["acct_2"]]
+        let other = try await harness.service.clients.create(settings).client.clientID
+        // The other client sends first what will be the first client's ids.
+        let squatted = try await Self.push(
+            harness, ["event": "evt_1", "player": "player-x", "items": [["id": "li_other", "product": "gems"]]],
+            client: other)
+        #expect(squatted.status == 204)
+        #expect(try await Self.push(harness, Self.paid).status == 204)
+        #expect(try await ClaimSupport.record(harness.client, store: "acme_web", "li_1").status == 200, "recorded")
+        // A dispute the other client's endpoint tells of the first client's purchase changes nothing.
+        let foreign = try await Self.push(
+            harness,
+            ["event": "evt_5", "dispute": "dp_9", "revoke": true, "items": [["id": "li_1", "product": "gems"]]],
+            client: other)
+        #expect(foreign.status == 204)
+        try await OutboxDrain.wait(harness.pool)
+        let record = try await ClaimSupport.record(harness.client, store: "acme_web", "li_1")
+        #expect(record.transaction["state"] as? String == "active", "\(record.transaction)")
+        #expect(ClaimSupport.received(receiver, "transaction.disputed", about: "li_1").isEmpty)
+        await harness.service.shutdown()
+    }
+
+    /// A buyer id the API would refuse: the purchase is recorded, unclaimed, not refused (the
+    /// money was taken).
+    @Test func aBuyerIdTheAPIRefusesLeavesThePurchaseUnclaimed() async throws {
+        let receiver = try GooglePlayHarness.Receiver()
+        let harness = try await Self.start(receiver)
+        defer { harness.stop(); ClaimSupport.stop(receiver) }
+        let odd = try await Self.push(
+            harness,
+            [
+                "event": "evt_odd", "player": String(repeating: "p", count: 300),
+                "items": [["id": "li_odd", "product": "gems"]],
+            ])
+        #expect(odd.status == 204, "\(odd.text)")
+        #expect(
+            try await ClaimSupport.record(harness.client, store: "acme_web", "li_odd").status == 404,
+            "nothing claimed: a verification by its player can claim it later")
+        #expect(
+            try await harness.count("store_notifications WHERE notification_id LIKE '%evt_odd%'") == 1,
+            "the notification is kept")
         await harness.service.shutdown()
     }
 
