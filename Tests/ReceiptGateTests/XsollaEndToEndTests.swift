@@ -161,6 +161,22 @@ import XsollaTestSupport
         #expect(try await harness.events("transaction.verified") == 1)
     }
 
+    @Test func aPaymentWhosePlayerIdCannotBeHeldIsRecordedUnclaimed() async throws {
+        let harness = try await XsollaHarness.start()
+        defer { harness.stop() }
+        let player = String(repeating: "p", count: 300)
+        try harness.xsolla.list(FakeXsolla.record(transactionID: 600_009, player: player), at: Date())
+        let answer = try await harness.notify(try FakeXsolla.payment(transactionID: 600_009, player: player))
+        #expect(answer.status == 204, "Xsolla does not send a 400 again: \(answer.text)")
+        // The webhook is on record; the purchase is nobody's until the operator assigns it.
+        #expect(
+            try await harness.count(
+                "SELECT count(*) AS n FROM store_notifications WHERE notification_id LIKE '%payment:600009/gems.100'")
+                == 1)
+        #expect(try await harness.player("600009/gems.100") == nil)
+        #expect(try await harness.events("transaction.verified") == 0)
+    }
+
     @Test func aWebhookTheReportDoesNotKnowIsTakenAndRecordsNothing() async throws {
         let harness = try await XsollaHarness.start()
         defer { harness.stop() }
