@@ -46,6 +46,12 @@ enum XsollaAPIErrors {
         StoreAPIError(.notConfigured, store: store, reason: "XSOLLA_NOT_CONFIGURED", detail, fix: credentialsFix)
     }
 
+    /// The report's record lists no item, package or subscription (a Web Shop order's, which
+    /// its `order_paid` webhook records with its items).
+    static let namesNoProduct = StoreAPIError(
+        .notFound, store: store, reason: "PURCHASE_NOT_FOUND",
+        "Xsolla's report lists no item for this transaction; its order_paid webhook records it", status: 200)
+
     /// The transaction is Xsolla's but not paid (created, processing, under review, failed).
     static func notCompleted(_ status: String) -> StoreAPIError {
         StoreAPIError(

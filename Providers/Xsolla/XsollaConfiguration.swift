@@ -12,6 +12,10 @@ public struct XsollaConfiguration: Sendable {
     package var firstLookback: TimeInterval = 7 * 86_400
     /// The longest window the report searches in one request (Xsolla's registry allows 92 days).
     package var maxWindow: TimeInterval = 92 * 86_400
+    /// How far back each reconciliation looks for refunds: the report is searched by the date a
+    /// transaction was made, not refunded, so a refund of an older sale is found only by reading
+    /// the refunded transactions of this span again (the longest one search allows).
+    package var refundLookback: TimeInterval = 92 * 86_400
     /// Transactions per report page.
     package var pageSize = 100
 

@@ -54,9 +54,9 @@ extension XsollaProvider {
         case "user_validation":
             try await validateUser(body, owner: owner, knowsPlayer: request.knowsPlayer)
         case "payment", "order_paid":
-            return try paid(webhook)
+            return try await paid(webhook, owner: owner)
         case "refund", "partial_refund", "order_canceled":
-            return try refunded(webhook)
+            return try await refunded(webhook, owner: owner)
         case "create_subscription", "update_subscription", "cancel_subscription", "non_renewal_subscription":
             return [try subscriptionChanged(webhook)]
         default:
@@ -100,23 +100,43 @@ extension XsollaProvider {
         throw NotificationRejection(.ignored, reason: "USER_VALID", message: "the player may pay")
     }
 
-    /// `payment` and `order_paid`: each purchase claimed by the player the signed webhook names.
-    private func paid(_ webhook: XsollaWebhook) throws -> [StoreNotification] {
+    /// `payment` and `order_paid`: each purchase claimed by the player the signed webhook names,
+    /// once the report says the transaction is paid. A player id the core could not hold does not
+    /// refuse it (Xsolla does not send a 400 again, and the money is taken): it is recorded
+    /// unclaimed, for the operator to assign.
+    private func paid(_ webhook: XsollaWebhook, owner: ClientWithStoreCredentials) async throws -> [StoreNotification] {
         let sale = webhook.type == "order_paid" ? XsollaSale(order: webhook.body) : XsollaSale(payment: webhook.body)
-        guard sale.transactionID != nil else {
+        guard let transactionID = sale.transactionID else {
             throw NotificationRejection(
                 .malformed, reason: XsollaWebhookCode.invalidParameter, message: "the webhook names no transaction id")
         }
-        guard let player = sale.player, Identifier.problem(player) == nil else {
-            throw NotificationRejection(
-                .malformed, reason: XsollaWebhookCode.invalidUser, message: "the webhook names no well-formed user id")
-        }
-        if webhook.type == "payment", sale.items.isEmpty, sale.subscription == nil, sale.packageName == nil {
+        if webhook.type == "payment", !sale.namesAProduct {
             // A Web Shop order's payment half (projects made before 2025 get it apart): its items
             // come with the `order_paid` that follows, which records them.
             throw NotificationRejection(
                 .ignored, reason: "ITEMS_COME_WITH_THE_ORDER",
                 message: "the payment lists no item; the order_paid webhook records the purchase")
+        }
+        if let report = try await readBack(transactionID, owner: owner) {
+            if Self.isRevoked(report.status) {
+                throw NotificationRejection(
+                    .ignored, reason: "REFUNDED_SINCE",
+                    message:
+                        "Xsolla's report lists transaction \(transactionID) as \(report.status ?? ""): nothing to deliver"
+                )
+            }
+            guard report.status == nil || report.status == "done" else {
+                throw NotificationRejection(
+                    .retryable, reason: "NOT_PAID_IN_REPORT_YET",
+                    message:
+                        "Xsolla's report lists transaction \(transactionID) as \(report.status ?? ""), not paid yet")
+            }
+        }
+        let player = sale.player.flatMap { Identifier.problem($0) == nil ? $0 : nil }
+        if player == nil {
+            logger.warning(
+                "an Xsolla payment names no player id ReceiptGate can hold: recorded unclaimed",
+                ["transaction": transactionID, "type": webhook.type])
         }
         return sale.purchases(store: store).map { purchase in
             webhook.notification(
@@ -131,16 +151,26 @@ extension XsollaProvider {
     /// `refund`, `partial_refund` and `order_canceled`: the purchases refunded; after a partial
     /// one the buyer keeps the purchase, marked partial with its share unknown (Xsolla's webhook
     /// does not say how much).
-    private func refunded(_ webhook: XsollaWebhook) throws -> [StoreNotification] {
+    private func refunded(
+        _ webhook: XsollaWebhook, owner: ClientWithStoreCredentials
+    ) async throws -> [StoreNotification] {
         let sale =
             webhook.type == "order_canceled" ? XsollaSale(order: webhook.body) : XsollaSale(payment: webhook.body)
-        guard sale.transactionID != nil else {
+        guard let transactionID = sale.transactionID else {
             throw NotificationRejection(
                 .malformed, reason: XsollaWebhookCode.invalidParameter, message: "the webhook names no transaction id")
         }
+        let partial = webhook.type == "partial_refund"
+        // A full refund is believed once the report lists the money gone back; a partial one
+        // leaves the transaction paid, so the report knowing it is all it can confirm.
+        if let report = try await readBack(transactionID, owner: owner), !partial, !Self.isRevoked(report.status) {
+            throw NotificationRejection(
+                .retryable, reason: "NOT_REFUNDED_IN_REPORT_YET",
+                message:
+                    "Xsolla's report lists transaction \(transactionID) as \(report.status ?? "unknown"), not refunded")
+        }
         let details = webhook.body["refund_details"] ?? webhook.body["billing"]?["refund_details"]
         let code = XsollaValues.integer(details?["code"]).map { Int(clamping: $0) }
-        let partial = webhook.type == "partial_refund"
         // A partial refund may come more than once for one transaction: each is its own news.
         let suffix = partial ? ":" + String((try? SHA256.hex(webhook.raw))?.prefix(16) ?? "") : ""
         return sale.purchases(store: store).map { refund in

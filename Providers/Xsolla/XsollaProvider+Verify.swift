@@ -28,7 +28,7 @@ extension XsollaProvider {
             let sale = XsollaSale(report: record)
             var purchases = try settled(sale)
             if let sku = named.sku {
-                purchases = purchases.filter { $0.productID == sku }
+                purchases = purchases.filter { $0.transactionID == receipt }
                 guard !purchases.isEmpty else {
                     throw XsollaAPIErrors.answered(
                         .notFound, message: "transaction \(named.transaction) lists no item \(sku)", request: "search",
@@ -50,6 +50,7 @@ extension XsollaProvider {
     /// A report record's purchases as its status has them: paid, or revoked.
     func settled(_ sale: XsollaSale) throws(StoreAPIError) -> [VerifiedPurchase] {
         let status = sale.status ?? "done"
+        guard sale.namesAProduct else { throw XsollaAPIErrors.namesNoProduct }
         switch status {
         case "done":
             return sale.purchases(store: store)

@@ -8,8 +8,9 @@ extension StoreID {
 
 /// Xsolla as a store: a web shop's payment provider. Its webhooks (Pay Station payments, Web Shop
 /// orders, refunds, subscriptions, user validation) arrive signed with the project's secret key on
-/// a route that names the client, and are believed only once the signature holds; a paid one is
-/// the purchase's claim for the player it names. A transaction id sent to `/v1/verify` is read
+/// a route that names the client, and are believed only once the signature holds and, for a
+/// payment or refund, once the transactions report still says it (the signature carries no time);
+/// a paid one is the purchase's claim for the player it names. A transaction id sent to `/v1/verify` is read
 /// from Xsolla's transactions report (the merchant id and API key), and the same report, read by
 /// date, reconciles what webhooks missed.
 public struct XsollaProvider: StoreProvider, NotificationReceiving {

@@ -21,16 +21,19 @@ struct XsollaReportClient: Sendable {
         try await search(["transaction_id": transactionID, "show_dry_run": "1"], access: access, deadline: deadline)
     }
 
-    /// One page of the transactions made in `[from, to)` in `project`, test ones included.
+    /// One page of the transactions made in `[from, to)` in `project`, test ones included; only
+    /// those in `status` (`refunded`, `canceled`) when it is named.
     func page(
-        project: String, from: Date, to: Date, offset: Int, limit: Int, access: XsollaProvider.Access
+        project: String, from: Date, to: Date, offset: Int, limit: Int, status: String? = nil,
+        access: XsollaProvider.Access
     ) async throws -> [[String: JSONValue]] {
-        try await search(
-            [
-                "project_id": project, "datetime_from": XsollaValues.reportTime(from),
-                "datetime_to": XsollaValues.reportTime(to), "offset": String(offset), "limit": String(limit),
-                "show_dry_run": "1",
-            ], access: access, deadline: nil)
+        var query = [
+            "project_id": project, "datetime_from": XsollaValues.reportTime(from),
+            "datetime_to": XsollaValues.reportTime(to), "offset": String(offset), "limit": String(limit),
+            "show_dry_run": "1",
+        ]
+        if let status { query["status"] = status }
+        return try await search(query, access: access, deadline: nil)
     }
 
     private func search(

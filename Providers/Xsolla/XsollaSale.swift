@@ -41,8 +41,9 @@ struct XsollaSale: Sendable {
     /// A report record's status (`done`, `refunded`, `canceled`, ...).
     var status: String?
 
-    /// The purchases the transaction holds: one per item when it bought several (`<id>/<sku>`),
-    /// else one under the transaction id.
+    /// The purchases the transaction holds: one per listed item (`<id>/<sku>`, a single item too),
+    /// else one under the transaction id (a virtual currency package, a subscription's period).
+    /// A webhook and a report record of one sale name the same ids only under this one rule.
     func purchases(store: StoreID) -> [VerifiedPurchase] {
         guard let transactionID else { return [] }
         let environment: StoreEnvironment = sandbox ? .sandbox : .production
@@ -52,13 +53,17 @@ struct XsollaSale: Sendable {
             purchase.orderID = orderID ?? transactionID
             purchase.purchaseDate = paidAt
             purchase.storeAttributes["xsolla.transaction_id"] = transactionID
-            if let player { purchase.storeAttributes["xsolla.player"] = player }
+            if let player {
+                purchase.storeAttributes["xsolla.player"] = player
+                // The core makes the purchase this player's; an id it could not hold stays unclaimed.
+                if Identifier.problem(player) == nil { purchase.buyer = player }
+            }
             return purchase
         }
         if items.count > 1 || (items.count == 1 && subscription == nil) {
             let several = items.count > 1
             return items.map { item in
-                var purchase = base(XsollaTransactionID.make(transactionID, sku: several ? item.sku : nil))
+                var purchase = base(XsollaTransactionID.make(transactionID, sku: item.sku))
                 purchase.productID = item.sku
                 purchase.quantity = item.quantity ?? 1
                 // Xsolla does not say whether a virtual good is used up (the game decides): only
@@ -109,7 +114,7 @@ extension XsollaSale {
         orderID = XsollaValues.text(body["order"]?["id"])
         let purchase = body["purchase"]
         for entry in purchase?["virtual_items"]?["items"]?.array ?? [] {
-            guard let sku = XsollaValues.text(entry["sku"]) else { continue }
+            guard let sku = Self.productID(entry) else { continue }
             // In a payment webhook an item's `amount` is how many were bought.
             items.append(
                 Item(sku: sku, quantity: XsollaValues.integer(entry["amount"]).map { Int(clamping: $0) }))
@@ -117,9 +122,7 @@ extension XsollaSale {
         if let sub = purchase?["subscription"]?.object {
             subscription = Self.subscription(sub)
         }
-        packageName =
-            XsollaValues.text(purchase?["virtual_currency"]?["sku"])
-            ?? XsollaValues.text(purchase?["virtual_currency"]?["name"])
+        packageName = purchase?["virtual_currency"].flatMap(Self.productID)
         let paid = [purchase?["total"], purchase?["checkout"], body["payment_details"]?["payment"]].first {
             XsollaValues.milliunits($0?["amount"]) != nil && XsollaValues.currency($0?["currency"]) != nil
         }
@@ -139,7 +142,7 @@ extension XsollaSale {
         let real = XsollaValues.text(order?["currency_type"]) != "virtual"
         let orderCurrency = real ? XsollaValues.currency(order?["currency"]) : nil
         let ordered: [Item] = (body["items"]?.array ?? []).compactMap { entry in
-            guard let sku = XsollaValues.text(entry["sku"]) else { return nil }
+            guard let sku = Self.productID(entry) else { return nil }
             return Item(
                 sku: sku, quantity: XsollaValues.integer(entry["quantity"]).map { Int(clamping: $0) },
                 amountMilliunits: orderCurrency == nil ? nil : XsollaValues.milliunits(entry["amount"]),
@@ -162,12 +165,12 @@ extension XsollaSale {
         status = XsollaValues.text(transaction?["status"])
         projectID = XsollaValues.text(transaction?["project"]?["id"])
         paidAt = XsollaValues.date(transaction?["transfer_date"]) ?? XsollaValues.date(transaction?["create_date"])
-        player = XsollaValues.text(record["user"]?["id"])
+        player = Self.player(record["user"])
         let purchase = record["purchase"]
         // Listed as the payment webhook lists them, or as a bare list.
         let listed = purchase?["virtual_items"]?["items"]?.array ?? purchase?["virtual_items"]?.array ?? []
         for entry in listed {
-            guard let sku = XsollaValues.text(entry["sku"]) else { continue }
+            guard let sku = Self.productID(entry) else { continue }
             let quantity = XsollaValues.integer(entry["quantity"]) ?? XsollaValues.integer(entry["amount"])
             items.append(Item(sku: sku, quantity: quantity.map { Int(clamping: $0) }))
         }
@@ -175,7 +178,7 @@ extension XsollaSale {
             subscription = Self.subscription(sub)
             if subscription?.planID == nil { subscription?.planID = XsollaValues.text(sub["name"]) }
         }
-        packageName = XsollaValues.text(purchase?["virtual_currency"]?["name"])
+        packageName = purchase?["virtual_currency"].flatMap(Self.productID)
         let paid = [purchase?["simple_checkout"], record["payment_details"]?["payment"]].first {
             XsollaValues.milliunits($0?["amount"]) != nil && XsollaValues.currency($0?["currency"]) != nil
         }
@@ -187,6 +190,17 @@ extension XsollaSale {
     static func player(_ user: JSONValue?) -> String? {
         XsollaValues.text(user?["external_id"]) ?? XsollaValues.text(user?["id"])
     }
+
+    /// An item's or a package's product id, one rule for webhooks and report records: its SKU,
+    /// else its name.
+    static func productID(_ entry: JSONValue) -> String? {
+        XsollaValues.text(entry["sku"]) ?? XsollaValues.text(entry["name"])
+    }
+
+    /// Whether the sale names what was bought: items, a package, or a subscription. A Web Shop
+    /// order's payment half names none (its items come with `order_paid`), and so may its report
+    /// record: such a sale is not recorded apart, or it would stand beside the order's items.
+    var namesAProduct: Bool { !items.isEmpty || subscription != nil || packageName != nil }
 
     static func subscription(_ fields: [String: JSONValue]) -> Subscription {
         Subscription(

@@ -72,12 +72,45 @@ package struct XsollaTransactionsPoller: StorePolling {
                     notifications: found, listed: records.count,
                     nextToken: records.count < limit ? nil : String(offset + records.count))
             }, record: record)
+        try await lateRefunds(owner, access: access, project: project, run: run, record: record)
     }
 
-    /// What one report record tells the ledger: nothing for a transaction not settled yet.
+    /// The report's statuses of a transaction whose money went back.
+    static let refundedStatuses = ["refunded", "canceled"]
+
+    /// Refunds of sales made before the window: the report is searched by the date a transaction
+    /// was made, so each run reads the refunded ones of the last `refundLookback` again, page by
+    /// page. What is on record already is deduplicated on its notification id.
+    func lateRefunds(
+        _ owner: ClientWithStoreCredentials, access: XsollaProvider.Access, project: String, run: any PollRun,
+        record: @Sendable ([StoreNotification]) async throws -> Void
+    ) async throws {
+        let until = provider.now()
+        let from = max(run.since ?? .distantPast, until.addingTimeInterval(-provider.configuration.refundLookback))
+        let limit = provider.configuration.pageSize
+        for status in Self.refundedStatuses {
+            var offset = 0
+            while true {
+                let records = try await provider.reports.page(
+                    project: project, from: from, to: until, offset: offset, limit: limit, status: status,
+                    access: access)
+                run.pageRead()
+                try await record(
+                    records.filter { Self.refundedStatuses.contains(XsollaSale(report: $0).status ?? "") }.flatMap {
+                        notifications(for: $0, owner: owner)
+                    })
+                guard records.count == limit else { break }
+                offset += records.count
+            }
+        }
+    }
+
+    /// What one report record tells the ledger: nothing for a transaction not settled yet, nor
+    /// for one that names no product (a Web Shop order's payment: its `order_paid` webhook names
+    /// the items, under ids the record could not give).
     func notifications(for record: [String: JSONValue], owner: ClientWithStoreCredentials) -> [StoreNotification] {
         let sale = XsollaSale(report: record)
-        guard let purchases = try? provider.settled(sale) else { return [] }
+        guard sale.namesAProduct, let purchases = try? provider.settled(sale) else { return [] }
         let refunded = sale.status == "refunded" || sale.status == "canceled"
         let player = sale.player.flatMap { Identifier.problem($0) == nil ? $0 : nil }
         let webhook = XsollaWebhook(

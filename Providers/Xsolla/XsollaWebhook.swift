@@ -17,16 +17,22 @@ struct XsollaWebhook: Sendable {
             originalTransactionID: purchase.originalTransactionID, productID: purchase.productID,
             signedAt: purchase.purchaseDate, decodedJSON: kept)
         notification.event = event
+        // The stored raw body is the trimmed one too: no buyer's contact details reach it.
+        notification.rawBody = kept
         return notification
     }
 
     /// The body as Xsolla sent it, kept for support, less what names the buyer beyond their id
-    /// (e-mail, phone, IP address, name), here and under `billing`.
+    /// (e-mail, phone, IP address, name; a gift's receiver e-mail), here and under `billing`.
     var kept: Data {
         func trimmed(_ fields: [String: JSONValue]) -> [String: JSONValue] {
             var fields = fields
             if let user = fields["user"]?.object {
                 fields["user"] = .object(user.filter { ["id", "external_id", "country"].contains($0.key) })
+            }
+            if var purchase = fields["purchase"]?.object, let gift = purchase["gift"]?.object {
+                purchase["gift"] = .object(gift.filter { ["giver_id", "receiver_id"].contains($0.key) })
+                fields["purchase"] = .object(purchase)
             }
             if let billing = fields["billing"]?.object { fields["billing"] = .object(trimmed(billing)) }
             return fields

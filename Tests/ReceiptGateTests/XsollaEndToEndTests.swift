@@ -21,25 +21,37 @@ import XsollaTestSupport
         // `client create` printed the client's own webhook URL, to paste into Publisher Account.
         let routes = harness.created["notification_routes"] as? [String: String]
         #expect(routes?["xsolla"] == "/v1/notifications/xsolla/\(harness.client.clientID)", "\(harness.created)")
+        // The report lists the sale under Xsolla's user id, and the game's as external_id.
+        try harness.xsolla.list(
+            FakeXsolla.record(transactionID: 600_001, player: "xsolla-user", externalPlayer: "player-42"),
+            at: Date().addingTimeInterval(-600))
         let payment = try FakeXsolla.payment(transactionID: 600_001, player: "player-42", items: [("gems.100", 1)])
         let first = try await harness.notify(payment)
         #expect(first.status == 204, "\(first.text)")
         #expect(first.body.isEmpty, "Xsolla's success is an empty 204")
-        #expect(try await harness.state("600001") == "active")
-        #expect(try await harness.player("600001") == "player-42", "claimed by the player the webhook names")
+        #expect(
+            harness.xsolla.queries.contains { $0["transaction_id"] == "600001" }, "read back from the report first")
+        #expect(try await harness.state("600001/gems.100") == "active")
+        #expect(try await harness.player("600001/gems.100") == "player-42", "claimed by the player the webhook names")
+        let raw = try await harness.pool.query("SELECT raw_body FROM store_notifications")
+        #expect(!raw.isEmpty)
+        for row in raw {
+            let body = String(decoding: try row.decode("raw_body", as: Data.self), as: UTF8.self)
+            #expect(!body.contains("player@example.com") && !body.contains("18777976552"), "\(body)")
+        }
         #expect(try await harness.events("transaction.verified") == 1)
         #expect(try await harness.events("entitlement.delivery") == 1)
         // The same webhook again (Xsolla retries), then the same payment found by reconciliation.
         let again = try await harness.notify(payment)
         #expect(again.status == 204, "\(again.text)")
-        try harness.xsolla.list(
-            FakeXsolla.record(transactionID: 600_001, player: "player-42"), at: Date().addingTimeInterval(-600))
         let report = try await harness.service.reconcile(store: .xsolla, since: Date().addingTimeInterval(-86_400))
         let shown = String(decoding: try JSONEncoder().encode(report), as: UTF8.self)
         #expect(!report.failed, "\(shown)")
         #expect(try await harness.count("SELECT count(*) AS n FROM transactions WHERE store = 'xsolla'") == 1)
         #expect(try await harness.events("transaction.verified") == 1, "applied once")
         #expect(try await harness.events("entitlement.delivery") == 1, "delivered once")
+        #expect(try await harness.events("transaction.claim_conflict") == 0, "the same buyer, the same purchase")
+        #expect(try await harness.player("600001/gems.100") == "player-42")
         // The API key and the webhook secret are never shown or logged.
         let shownClient = try await Binary.run(["client", "show", harness.client.clientID], harness.cli)
         #expect(shownClient.status == 0)
@@ -86,6 +98,7 @@ import XsollaTestSupport
         let order = try FakeXsolla.order(
             orderID: 77, transactionID: 600_003, player: "player-7",
             items: [("sword", 1, "4.99"), ("shield", 2, "6.00")])
+        try harness.xsolla.list(FakeXsolla.record(transactionID: 600_003, player: "player-7", items: []), at: Date())
         let answer = try await harness.notify(order)
         #expect(answer.status == 204, "\(answer.text)")
         #expect(try await harness.state("600003/sword") == "active")
@@ -113,6 +126,7 @@ import XsollaTestSupport
         #expect(stranger.status == 400, "\(stranger.text)")
         #expect(XsollaHarness.errorCode(stranger) == "INVALID_USER")
         // Once the player has bought something, ReceiptGate knows them.
+        try strict.xsolla.list(FakeXsolla.record(transactionID: 600_004, player: "stranger"), at: Date())
         #expect(
             try await strict.notify(try FakeXsolla.payment(transactionID: 600_004, player: "stranger")).status == 204)
         let known = try await strict.notify(try FakeXsolla.userValidation(player: "stranger"))
@@ -126,13 +140,54 @@ import XsollaTestSupport
     @Test func aRefundRevokesThePurchaseAndTheGameIsTold() async throws {
         let harness = try await XsollaHarness.start()
         defer { harness.stop() }
-        #expect(try await harness.notify(try FakeXsolla.payment(transactionID: 600_005, player: "p")).status == 204)
+        try harness.xsolla.list(FakeXsolla.record(transactionID: 600_005, player: "p"), at: Date())
+        let payment = try FakeXsolla.payment(transactionID: 600_005, player: "p")
+        #expect(try await harness.notify(payment).status == 204)
         let refund = try FakeXsolla.payment(transactionID: 600_005, player: "p", type: "refund", refundCode: 1)
+        // Until the report lists the refund, Xsolla is asked to send it again (a 5xx).
+        let early = try await harness.notify(refund)
+        #expect(early.status == 500 && XsollaHarness.errorCode(early) == "SERVER_ERROR", "\(early.text)")
+        #expect(try await harness.state("600005/gems.100") == "active")
+        try harness.xsolla.relist(
+            FakeXsolla.record(transactionID: 600_005, player: "p", status: "refunded"), at: Date())
         let answer = try await harness.notify(refund)
         #expect(answer.status == 204, "\(answer.text)")
-        #expect(try await harness.state("600005") == "refunded")
+        #expect(try await harness.state("600005/gems.100") == "refunded")
         #expect(try await harness.notify(refund).status == 204)
         #expect(try await harness.events("transaction.refunded") == 1)
+        // The payment's webhook replayed after the refund grows nothing: the report says refunded.
+        #expect(try await harness.notify(payment).status == 204)
+        #expect(try await harness.state("600005/gems.100") == "refunded")
+        #expect(try await harness.events("transaction.verified") == 1)
+    }
+
+    @Test func aPaymentWhosePlayerIdCannotBeHeldIsRecordedUnclaimed() async throws {
+        let harness = try await XsollaHarness.start()
+        defer { harness.stop() }
+        let player = String(repeating: "p", count: 300)
+        try harness.xsolla.list(FakeXsolla.record(transactionID: 600_009, player: player), at: Date())
+        let answer = try await harness.notify(try FakeXsolla.payment(transactionID: 600_009, player: player))
+        #expect(answer.status == 204, "Xsolla does not send a 400 again: \(answer.text)")
+        // The webhook is on record; the purchase is nobody's until the operator assigns it.
+        #expect(
+            try await harness.count(
+                "SELECT count(*) AS n FROM store_notifications WHERE notification_id LIKE '%payment:600009/gems.100'")
+                == 1)
+        #expect(try await harness.player("600009/gems.100") == nil)
+        #expect(try await harness.events("transaction.verified") == 0)
+    }
+
+    @Test func aWebhookTheReportDoesNotKnowIsTakenAndRecordsNothing() async throws {
+        let harness = try await XsollaHarness.start()
+        defer { harness.stop() }
+        let unknown = try await harness.notify(try FakeXsolla.payment(transactionID: 600_007, player: "p"))
+        #expect(unknown.status == 204, "\(unknown.text)")
+        #expect(try await harness.count("SELECT count(*) AS n FROM transactions") == 0)
+        harness.xsolla.failFirst(Array(repeating: 500, count: 20))
+        try harness.xsolla.list(FakeXsolla.record(transactionID: 600_008, player: "p"), at: Date())
+        let unreadable = try await harness.notify(try FakeXsolla.payment(transactionID: 600_008, player: "p"))
+        #expect(unreadable.status == 500, "\(unreadable.text)")
+        #expect(try await harness.count("SELECT count(*) AS n FROM transactions") == 0)
     }
 
     @Test func aTransactionIdIsVerifiedFromTheReport() async throws {
@@ -143,8 +198,13 @@ import XsollaTestSupport
             "/v1/verify", json: ["store": "xsolla", "receipt": "600006", "player_id": "p"])
         #expect(verified.status == 200, "\(verified.text)")
         let transaction = try #require(try verified.json()["transaction"] as? [String: Any])
-        #expect(transaction["transaction_id"] as? String == "600006")
+        #expect(transaction["transaction_id"] as? String == "600006/gems.100", "named as its webhook names it")
         #expect(transaction["product_id"] as? String == "gems.100")
+        // The report names the buyer: another player presenting the id does not make it theirs.
+        let other = try await harness.client.post(
+            "/v1/verify", json: ["store": "xsolla", "receipt": "600006", "player_id": "someone-else"])
+        #expect(other.status != 500, "\(other.text)")
+        #expect(try await harness.player("600006/gems.100") == "p")
         let unknown = try await harness.client.post("/v1/verify", json: ["store": "xsolla", "receipt": "600999"])
         #expect(unknown.status == 422, "\(unknown.text)")
     }

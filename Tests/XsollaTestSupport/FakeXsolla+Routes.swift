@@ -31,6 +31,9 @@ extension FakeXsolla {
                 listed = listed.filter { entry in
                     entry.at >= from && entry.at < to && (project == nil || project == entry.project)
                 }
+                if let status = query["status"] {
+                    listed = listed.filter { Self.status(of: $0.json) == status }
+                }
             }
             listed.sort { $0.at < $1.at }
             let offset = query["offset"].flatMap { Int($0) } ?? 0
@@ -52,6 +55,11 @@ extension FakeXsolla {
     static func transactionID(of json: String) -> String? {
         let object = (try? JSONSerialization.jsonObject(with: Data(json.utf8))) as? [String: Any]
         return ((object?["transaction"] as? [String: Any])?["id"]).map { "\($0)" }
+    }
+
+    static func status(of json: String) -> String? {
+        let object = (try? JSONSerialization.jsonObject(with: Data(json.utf8))) as? [String: Any]
+        return (object?["transaction"] as? [String: Any])?["status"] as? String
     }
 
     /// Xsolla's API error body.

@@ -138,17 +138,21 @@ extension FakeXsolla {
     package static func record(
         transactionID: Int64, player: String, items: [(sku: String, quantity: Int)] = [("gems.100", 1)],
         status: String = "done", amount: Double = 9.99, currency: String = "USD", dryRun: Bool = false,
-        project: String = projectID
+        project: String = projectID, externalPlayer: String? = nil
     ) -> [String: Any] {
-        [
+        var user: [String: Any] = ["id": player, "email": "player@example.com", "country": "US"]
+        if let externalPlayer { user["external_id"] = externalPlayer }
+        return [
             "transaction": [
                 "id": transactionID, "dry_run": dryRun ? 1 : 0, "status": status, "create_date": "2026-12-01",
                 "external_id": "game-\(transactionID)", "project": ["id": Int(project) ?? 0, "name": "Example"],
                 "payment_method": ["id": 1, "name": "PayPal"], "is_refund_allowed": 1,
             ] as [String: Any],
-            "user": ["id": player, "email": "player@example.com", "country": "US"],
+            "user": user,
             "purchase": [
-                "virtual_items": ["items": items.map { ["sku": $0.sku, "amount": $0.quantity] }],
+                // A sale that lists no item (a Web Shop order's payment) has `virtual_items: null`.
+                "virtual_items": items.isEmpty
+                    ? NSNull() as Any : ["items": items.map { ["sku": $0.sku, "amount": $0.quantity] }] as Any,
                 "simple_checkout": ["amount": amount, "currency": currency],
             ] as [String: Any],
             "payment_details": ["payment": ["amount": amount, "currency": currency]],

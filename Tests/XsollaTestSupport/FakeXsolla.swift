@@ -79,6 +79,17 @@ package final class FakeXsolla: Sendable {
         state.transactions.update { $0.append(listed) }
     }
 
+    /// Lists a transaction in the report in place of what it listed under the same id (its
+    /// status moved: refunded, canceled).
+    package func relist(_ record: [String: Any], at: Date, project: String = FakeXsolla.projectID) throws {
+        let listed = Listed(at: at, project: project, json: try Self.text(record))
+        let id = Self.transactionID(of: listed.json)
+        state.transactions.update { all in
+            all.removeAll { Self.transactionID(of: $0.json) == id }
+            all.append(listed)
+        }
+    }
+
     package static func text(_ object: [String: Any]) throws -> String {
         String(decoding: try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]), as: UTF8.self)
     }

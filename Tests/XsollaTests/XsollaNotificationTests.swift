@@ -13,16 +13,21 @@ import XsollaTestSupport
             provider, try FakeXsolla.payment(transactionID: 800_001, player: "player-42", items: [("gems.500", 2)]))
         let notification = try #require(result.notifications.first)
         #expect(result.notifications.count == 1)
-        #expect(notification.notificationID == "payment:800001")
+        #expect(notification.notificationID == "payment:800001/gems.500", "one item is named by its SKU too")
         #expect(notification.type == "payment" && notification.environment == .production)
         #expect(notification.appIdentifier == FakeXsolla.projectID)
         #expect(notification.event.kind == .oneTimeCharge)
         #expect(notification.event.claimedBy == "player-42")
         let purchase = try #require(notification.event.purchase)
-        #expect(purchase.transactionID == "800001" && purchase.productID == "gems.500" && purchase.quantity == 2)
+        #expect(
+            purchase.transactionID == "800001/gems.500" && purchase.productID == "gems.500" && purchase.quantity == 2)
+        #expect(purchase.buyer == "player-42", "the store's own record names the buyer")
         #expect(purchase.priceMilliunits == 4995 && purchase.currency == "USD", "9.99 for two: 4.995 each")
         let kept = String(decoding: notification.decodedJSON, as: UTF8.self)
         #expect(!kept.contains("player@example.com") && !kept.contains("18777976552"), "contact details are not kept")
+        let raw = String(decoding: try #require(notification.rawBody), as: UTF8.self)
+        #expect(raw == kept, "the stored raw body is the trimmed one")
+        #expect(!raw.contains("player@example.com") && raw.contains("player-42"))
         #expect(result.answer == NotificationAnswer(status: 204))
     }
 
@@ -45,7 +50,8 @@ import XsollaTestSupport
             orderID: 56, transactionID: 800_003, player: "player-7", items: [("sword", 1, "4.99")], billing: false)
         let result = await XsollaFixtures.receive(provider, webhook)
         let purchase = try #require(result.notifications.first?.event.purchase)
-        #expect(purchase.transactionID == "800003" && purchase.productID == "sword")
+        #expect(purchase.transactionID == "800003/sword" && purchase.productID == "sword")
+        #expect(purchase.buyer == "player-7", "user.external_id")
         #expect(result.notifications.first?.appIdentifier == FakeXsolla.projectID, "the URL's client's project")
     }
 
@@ -61,10 +67,10 @@ import XsollaTestSupport
             provider,
             try FakeXsolla.payment(transactionID: 800_001, player: "player-42", type: "refund", refundCode: 2))
         let notification = try #require(result.notifications.first)
-        #expect(notification.notificationID == "refund:800001")
+        #expect(notification.notificationID == "refund:800001/gems.100")
         #expect(notification.event.kind == .refunded && notification.event.claimedBy == nil)
         let purchase = try #require(notification.event.purchase)
-        #expect(purchase.transactionID == "800001")
+        #expect(purchase.transactionID == "800001/gems.100", "the id the payment recorded")
         #expect(purchase.revocationDate == Date(timeIntervalSince1970: 1_796_000_000))
         #expect(purchase.revocationReason == "chargeback" && purchase.revocationReasonCode == 2)
         #expect(purchase.refund?.storeSaysPartial == false)
@@ -84,7 +90,7 @@ import XsollaTestSupport
         #expect(notification.event.purchase?.revocationDate == nil)
         #expect(notification.event.purchase?.refund?.storeSaysPartial == true)
         #expect(notification.event.purchase?.refund?.isPartial(ofQuantity: 1) == true)
-        #expect(notification.notificationID.hasPrefix("partial_refund:800001:"))
+        #expect(notification.notificationID.hasPrefix("partial_refund:800001/gems.100:"))
         #expect(second.notifications.first?.notificationID != notification.notificationID)
     }
 
@@ -213,9 +219,29 @@ import XsollaTestSupport
         let result = await XsollaFixtures.receive(provider, try FakeXsolla.signed(["hello": "world"]))
         #expect(result.refusal?.kind == .malformed)
         #expect(result.answer?.status == 400 && XsollaFixtures.code(result.answer) == "INVALID_PARAMETER")
-        let noUser = await XsollaFixtures.receive(
-            provider, try FakeXsolla.payment(transactionID: 800_011, player: ""))
-        #expect(XsollaFixtures.code(noUser.answer) == "INVALID_USER")
+    }
+
+    /// Xsolla does not send a 400 again and the money is taken: the purchase is recorded, for
+    /// nobody, whatever the player id; user validation still refuses such an id.
+    @Test func aPaymentWhosePlayerIdCannotBeHeldIsRecordedUnclaimed() async throws {
+        for player in ["", "bad\u{0}player", String(repeating: "p", count: 500)] {
+            let result = await XsollaFixtures.receive(
+                provider, try FakeXsolla.payment(transactionID: 800_011, player: player))
+            let notification = try #require(result.notifications.first, "\(player.count)")
+            #expect(result.refusal == nil && result.answer == NotificationAnswer(status: 204))
+            #expect(notification.event.kind == .oneTimeCharge && notification.event.claimedBy == nil)
+            #expect(notification.event.purchase?.buyer == nil)
+        }
+        let validation = await XsollaFixtures.receive(provider, try FakeXsolla.userValidation(player: "bad\u{0}player"))
+        #expect(XsollaFixtures.code(validation.answer) == "INVALID_USER")
+    }
+
+    /// The subscription webhooks carry no test flag (settings, user, subscription only): they are
+    /// the production ledger's unless the body says otherwise.
+    @Test func subscriptionWebhooksAreProductionUnlessTheyCarryATestFlag() async throws {
+        let plain = await XsollaFixtures.receive(
+            provider, try FakeXsolla.subscription("create_subscription", subscriptionID: "11", player: "p"))
+        #expect(plain.notifications.first?.environment == .production)
     }
 
     @Test func everyOutcomeIsAnsweredAsXsollaReadsIt() {

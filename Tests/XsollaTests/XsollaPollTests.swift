@@ -43,9 +43,16 @@ import XsollaTestSupport
             at: Self.now.addingTimeInterval(-1000))
         let found = try await Self.run(Self.poller(xsolla))
         #expect(
-            found.map(\.notificationID) == ["payment:900001", "payment:900002/a", "payment:900002/b", "refund:900003"])
+            found.map(\.notificationID) == [
+                "payment:900001/gems.100", "payment:900002/a", "payment:900002/b", "refund:900003/gems.100",
+                // Read again with the refunded ones of the look-back: the core applies it once.
+                "refund:900003/gems.100",
+            ])
         #expect(found.allSatisfy { $0.clientID == XsollaFixtures.clientID })
         #expect(found[0].event.claimedBy == "p1" && found[0].event.kind == .oneTimeCharge)
+        #expect(found[0].event.purchase?.buyer == "p1")
+        let raw = String(decoding: try #require(found[0].rawBody), as: UTF8.self)
+        #expect(!raw.contains("player@example.com") && raw.contains("900001"), "the stored raw body is trimmed")
         #expect(found[0].event.purchase?.priceMilliunits == 9990 && found[0].event.purchase?.currency == "USD")
         #expect(found[2].event.purchase?.quantity == 3)
         #expect(found[3].event.kind == .refunded && found[3].event.claimedBy == nil)
@@ -64,9 +71,9 @@ import XsollaTestSupport
         }
         let run = MemoryPollRun()
         let found = try await Self.run(Self.poller(xsolla, pageSize: 2), run: run)
-        #expect(found.map(\.notificationID) == (1...5).map { "payment:91000\($0)" })
-        #expect(run.pages == 3)
-        #expect(xsolla.queries.map { $0["offset"] } == ["0", "2", "4"])
+        #expect(found.map(\.notificationID) == (1...5).map { "payment:91000\($0)/gems.100" })
+        #expect(run.pages == 3 + 2, "then one page of each refunded status")
+        #expect(xsolla.queries.filter { $0["status"] == nil }.map { $0["offset"] } == ["0", "2", "4"])
         #expect(xsolla.queries.allSatisfy { $0["limit"] == "2" })
         let saved = try #require(try await run.cursor(Self.cursorKey))
         let cursor = try JSONDecoder().decode(WindowedPoll.Cursor.self, from: Data(saved.utf8))
@@ -80,7 +87,7 @@ import XsollaTestSupport
         let since = Self.now.addingTimeInterval(-30 * 86_400)
         try xsolla.list(FakeXsolla.record(transactionID: 920_001, player: "p"), at: since.addingTimeInterval(60))
         let found = try await Self.run(Self.poller(xsolla), run: MemoryPollRun(since: since))
-        #expect(found.map(\.notificationID) == ["payment:920001"])
+        #expect(found.map(\.notificationID) == ["payment:920001/gems.100"])
         await xsolla.shutdown()
     }
 
@@ -116,7 +123,73 @@ import XsollaTestSupport
             }
         }
         #expect(failure?.problems.first?.contains("rgc_keyless") == true)
-        #expect(found.get().map(\.notificationID) == ["payment:930001"])
+        #expect(found.get().map(\.notificationID) == ["payment:930001/gems.100"])
         await xsolla.shutdown()
+    }
+
+    /// The report is searched by the date a sale was made: a refund of one made weeks before the
+    /// window is found by reading the refunded transactions of the refund look-back.
+    @Test func aLateRefundOfAnOlderSaleIsFound() async throws {
+        let xsolla = try FakeXsolla()
+        try xsolla.list(
+            FakeXsolla.record(transactionID: 950_001, player: "p", status: "refunded"),
+            at: Self.now.addingTimeInterval(-40 * 86_400))
+        try xsolla.list(
+            FakeXsolla.record(transactionID: 950_002, player: "p", status: "canceled"),
+            at: Self.now.addingTimeInterval(-60 * 86_400))
+        try xsolla.list(
+            FakeXsolla.record(transactionID: 950_003, player: "p"), at: Self.now.addingTimeInterval(-50 * 86_400))
+        let found = try await Self.run(Self.poller(xsolla))
+        #expect(found.map(\.notificationID) == ["refund:950001/gems.100", "refund:950002/gems.100"])
+        #expect(found.allSatisfy { $0.event.kind == .refunded && $0.clientID == XsollaFixtures.clientID })
+        let refundQueries = xsolla.queries.filter { $0["status"] != nil }
+        #expect(refundQueries.map { $0["status"] } == ["refunded", "canceled"])
+        #expect(
+            refundQueries.first?["datetime_from"]
+                == XsollaValuesForTests.time(Self.now.addingTimeInterval(-92 * 86_400)))
+        await xsolla.shutdown()
+    }
+
+    /// One sale, pushed and found by reconciliation, names the same purchases the same way: the
+    /// ids, the products, the buyer (`external_id` where the user has one).
+    @Test func aPushAndTheReportDescribeASaleIdentically() async throws {
+        let provider = XsollaFixtures.provider(now: { Self.now })
+        let sales: [[(sku: String, quantity: Int)]] = [[("gems.100", 1)], [("sword", 1), ("shield", 2)]]
+        for items in sales {
+            let pushed = await XsollaFixtures.receive(
+                provider, try FakeXsolla.payment(transactionID: 960_001, player: "player-9", items: items))
+            let xsolla = try FakeXsolla()
+            try xsolla.list(
+                FakeXsolla.record(
+                    transactionID: 960_001, player: "xsolla-user-1", items: items, externalPlayer: "player-9"),
+                at: Self.now.addingTimeInterval(-600))
+            let polled = try await Self.run(Self.poller(xsolla))
+            let describe: (StoreNotification) -> [String?] = {
+                [$0.transactionID, $0.productID, $0.event.purchase?.buyer, $0.event.claimedBy]
+            }
+            #expect(pushed.notifications.map(describe) == polled.map(describe))
+            #expect(!polled.isEmpty)
+            await xsolla.shutdown()
+        }
+    }
+
+    /// A record that names no product (a Web Shop order's payment) is left to the order's
+    /// webhook, which names the items: recorded apart, it would stand beside them.
+    @Test func aRecordThatListsNoItemIsLeftToTheOrderWebhook() async throws {
+        let xsolla = try FakeXsolla()
+        try xsolla.list(
+            FakeXsolla.record(transactionID: 970_001, player: "p", items: []), at: Self.now.addingTimeInterval(-60))
+        #expect(try await Self.run(Self.poller(xsolla)).isEmpty)
+        await xsolla.shutdown()
+    }
+}
+
+/// The report's time format, as the fake parses it.
+enum XsollaValuesForTests {
+    static func time(_ date: Date) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withFullDate, .withTime, .withColonSeparatorInTime, .withDashSeparatorInDate]
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        return formatter.string(from: date)
     }
 }

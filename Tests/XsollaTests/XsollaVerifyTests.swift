@@ -30,6 +30,23 @@ import XsollaTestSupport
         let one = try await provider.verify(evidence: "940001/b", context: Self.context())
         #expect(one.map(\.productID) == ["b"] && one.first?.quantity == 2)
         #expect(xsolla.queries.first?["transaction_id"] == "940001")
+        #expect(all.allSatisfy { $0.buyer == "p" }, "the report's user names the buyer")
+        await xsolla.shutdown()
+    }
+
+    /// One rule with the webhooks: every listed item is `<id>/<sku>`, a single one too, and the
+    /// buyer is `user.external_id` where the report has it, else `user.id`.
+    @Test func aSingleItemIsNamedAsTheWebhookNamesIt() async throws {
+        let xsolla = try FakeXsolla()
+        try xsolla.list(
+            FakeXsolla.record(transactionID: 940_006, player: "xsolla-7", externalPlayer: "player-7"), at: Date())
+        try xsolla.list(FakeXsolla.record(transactionID: 940_007, player: "p", items: []), at: Date())
+        let provider = XsollaFixtures.provider(xsolla)
+        let found = try await provider.verify(evidence: "940006", context: Self.context())
+        #expect(found.map(\.transactionID) == ["940006/gems.100"] && found.first?.productID == "gems.100")
+        #expect(found.first?.buyer == "player-7")
+        let itemless = await Self.refusal { _ = try await provider.verify(evidence: "940007", context: Self.context()) }
+        #expect(itemless?.reason == "PURCHASE_NOT_FOUND", "its order_paid webhook names the items")
         await xsolla.shutdown()
     }
 
