@@ -10,8 +10,9 @@ extension XsollaProvider {
     /// read before the ledger moves: Xsolla's signature carries no time, so a genuine webhook
     /// sent again later (a replay) is believed only as far as the report still says it. nil when
     /// the client has no merchant id or API key (the webhook is then taken on its signature).
-    /// Refused as retryable when the report cannot be read now (Xsolla sends again after a 5xx),
-    /// and as ignored when it does not know the transaction (a Publisher Account test webhook).
+    /// Refused as retryable when the report cannot be read now, and when it does not list the
+    /// transaction yet (the report may lag behind a fresh payment, and a signed payment answered
+    /// as done would never come again): Xsolla sends again after a 5xx.
     func readBack(_ transactionID: String, owner: ClientWithStoreCredentials) async throws -> XsollaSale? {
         guard let access = try? Self.access(client: owner.client, credentials: owner.credentials) else { return nil }
         let records: [[String: JSONValue]]
@@ -29,8 +30,8 @@ extension XsollaProvider {
         guard let record = records.map(XsollaSale.init(report:)).first(where: { $0.transactionID == transactionID })
         else {
             throw NotificationRejection(
-                .ignored, reason: "TRANSACTION_NOT_IN_REPORT",
-                message: "Xsolla's transactions report does not know transaction \(transactionID)")
+                .retryable, reason: "TRANSACTION_NOT_IN_REPORT",
+                message: "Xsolla's transactions report does not list transaction \(transactionID) yet; send it again")
         }
         let projects = owner.client.appIdentifiers(Self.projectIDKind)
         if let project = record.projectID, !projects.contains(project) {

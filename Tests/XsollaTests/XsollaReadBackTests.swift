@@ -21,14 +21,16 @@ import XsollaTestSupport
         await xsolla.shutdown()
     }
 
-    @Test func aWebhookTheReportDoesNotKnowIsIgnored() async throws {
+    /// The report may lag behind a fresh payment: a signed webhook it does not list yet is sent
+    /// again by Xsolla, never answered as done and lost.
+    @Test func aWebhookTheReportDoesNotListYetIsAskedAgain() async throws {
         let xsolla = try FakeXsolla()
         let provider = XsollaFixtures.provider(xsolla)
         let payment = await XsollaFixtures.receive(
             provider, try FakeXsolla.payment(transactionID: 980_002, player: "p"), client: Self.client)
-        #expect(payment.notifications.isEmpty && payment.refusal?.kind == .ignored)
+        #expect(payment.notifications.isEmpty && payment.refusal?.kind == .retryable)
         #expect(payment.refusal?.reason == "TRANSACTION_NOT_IN_REPORT")
-        #expect(payment.answer == NotificationAnswer(status: 204))
+        #expect(payment.answer?.status == 500)
         let refund = await XsollaFixtures.receive(
             provider, try FakeXsolla.payment(transactionID: 980_002, player: "p", type: "refund", refundCode: 1),
             client: Self.client)
