@@ -22,12 +22,14 @@ struct StoreNewsIntake: Sendable {
         if let clientID = told.clientID {
             notification = told.keyed(as: "\(clientID)/\(told.notificationID)")
         }
-        // A notification on record already (a store's retry, a poll's overlap, a replay) was
-        // claimed before it was recorded: nothing to claim again.
-        if try await notifications.isRecorded(notification) {
-            return NotificationRepository.Recorded(duplicate: true, changed: false)
+        // Only a buyer's purchase is claimed, and one on record already (a store's retry, a poll's
+        // overlap, a replay) was claimed before it was recorded: nothing to ask or claim again.
+        if let claims, notification.event.claimedBy != nil {
+            if try await notifications.isRecorded(notification) {
+                return NotificationRepository.Recorded(duplicate: true, changed: false)
+            }
+            try await claims.claim(notification, requestID: requestID)
         }
-        try await claims?.claim(notification, requestID: requestID)
         return try await notifications.record(notification, rawBody: rawBody, kind: kind)
     }
 }
