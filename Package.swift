@@ -64,6 +64,8 @@ let package = Package(
                 swiftSettings: swiftSettings),
         .target(name: "Xsolla", dependencies: ["JSON", "ReceiptCore", "OpenSSLCrypto", "HTTPClient"], path: "Providers/Xsolla",
                 swiftSettings: swiftSettings),
+        .target(name: "Steam", dependencies: ["JSON", "ReceiptCore", "HTTPClient"], path: "Providers/Steam",
+                swiftSettings: swiftSettings),
         // Dialect providers.
         .target(name: "AlogameGateway", dependencies: ["JSON", "ReceiptCore"], path: "Providers/AlogameGateway",
                 swiftSettings: swiftSettings),
@@ -73,7 +75,7 @@ let package = Package(
 
         // The plugin registry: every store and dialect this binary serves, in one list.
         .target(name: "Plugins", dependencies: ["ReceiptCore", "AppStore", "GooglePlay", "AmazonAppstore", "AlogameGateway", "HiveAxyl",
-                                                "AccountLink", "HuaweiAppGallery", "Stripe", "Xsolla"],
+                                                "AccountLink", "HuaweiAppGallery", "Stripe", "Xsolla", "Steam"],
                 swiftSettings: swiftSettings),
 
         // The `receiptgate` command (the product keeps the name; the folder does not differ from
@@ -104,6 +106,8 @@ let package = Package(
                 path: "Tests/StripeTestSupport", swiftSettings: swiftSettings),
         .target(name: "XsollaTestSupport", dependencies: ["Xsolla", "HTTPServer", "HTTPClient", "TestSupport"],
                 path: "Tests/XsollaTestSupport", swiftSettings: swiftSettings),
+        .target(name: "SteamTestSupport", dependencies: ["Steam", "HTTPServer", "HTTPClient", "TestSupport"],
+                path: "Tests/SteamTestSupport", swiftSettings: swiftSettings),
         // Asks TestKeys for one key and exits at once; OpenSSLCryptoTests runs it to show that no key is
         // being made when a process using TestKeys exits.
         .executableTarget(name: "TestKeysExitProbe", dependencies: ["OpenSSLCrypto", "TestSupport"], path: "Tests/TestKeysExitProbe",
@@ -127,7 +131,7 @@ let package = Package(
                            "PluginTestSupport", "AppStore", "AlogameGateway", "Plugins",
                            "HiveAxyl", "GooglePlay", "GooglePlayTestSupport", "AccountLink", "AmazonAppstore",
                            "AmazonAppstoreTestSupport", "HuaweiAppGallery", "HuaweiAppGalleryTestSupport", "Stripe",
-                           "StripeTestSupport", "Xsolla", "XsollaTestSupport"],
+                           "StripeTestSupport", "Xsolla", "XsollaTestSupport", "Steam", "SteamTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "GooglePlayTests", dependencies: ["GooglePlay", "GooglePlayTestSupport", "ReceiptCore", "OpenSSLCrypto", "HTTPClient",

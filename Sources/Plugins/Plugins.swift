@@ -6,6 +6,7 @@ import GooglePlay
 import HiveAxyl
 import HuaweiAppGallery
 package import ReceiptCore
+import Steam
 import Stripe
 import Xsolla
 
@@ -17,6 +18,7 @@ package enum Plugins {
         stores: [
             AppStoreProvider.plugin, GooglePlayProvider.plugin, AmazonAppstoreProvider.plugin,
             HuaweiAppGalleryProvider.plugin, StripeProvider.plugin, XsollaProvider.plugin,
+            SteamProvider.plugin,
         ],
         dialects: [AlogameGateway.plugin, HiveAxyl.plugin, AccountLink.plugin])
 

@@ -165,6 +165,9 @@ public struct StoreDeclaration: Sendable {
     /// checked by dialects before anything is asked or counted; nil accepts any.
     public let transactionIDIsWellFormed: (@Sendable (String) -> Bool)?
     public let openAPI: OpenAPIPart
+    /// For a store whose orders the service starts (`OrderStarting`): the field of the
+    /// `POST /v1/orders` body that names the buyer's account at the store.
+    public let orderAccountField: EvidenceField?
     /// `receiptgate dev <name>` helpers this store offers.
     public let developmentTools: [DevelopmentTool]
 
@@ -175,7 +178,7 @@ public struct StoreDeclaration: Sendable {
         recognizesEvidence: @escaping @Sendable (String) -> Bool = { _ in false },
         accountTokenIsWellFormed: (@Sendable (String) -> Bool)? = nil,
         transactionIDIsWellFormed: (@Sendable (String) -> Bool)? = nil, openAPI: OpenAPIPart = OpenAPIPart(),
-        developmentTools: [DevelopmentTool] = []
+        developmentTools: [DevelopmentTool] = [], orderAccountField: EvidenceField? = nil
     ) {
         self.store = store
         self.displayName = displayName
@@ -191,6 +194,7 @@ public struct StoreDeclaration: Sendable {
         self.transactionIDIsWellFormed = transactionIDIsWellFormed
         self.openAPI = openAPI
         self.developmentTools = developmentTools
+        self.orderAccountField = orderAccountField
     }
 }
 

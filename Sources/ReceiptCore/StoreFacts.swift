@@ -9,6 +9,10 @@ public struct OperatingSystem: RawRepresentable, Sendable, Hashable, CustomStrin
     public static let android = OperatingSystem(rawValue: "android")
     /// A web shop: bought in a browser, outside the stores that sell inside apps.
     public static let web = OperatingSystem(rawValue: "web")
+    /// Desktop systems, where a PC store's games run.
+    public static let windows = OperatingSystem(rawValue: "windows")
+    public static let macos = OperatingSystem(rawValue: "macos")
+    public static let linux = OperatingSystem(rawValue: "linux")
 
     public var description: String { rawValue }
 }

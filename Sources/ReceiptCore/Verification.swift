@@ -105,6 +105,9 @@ public struct VerificationContext: Sendable {
     /// What the evidence is, as the caller said (the pipeline only passes a kind the provider
     /// declares in `StoreDeclaration.evidenceKinds`).
     public var evidenceKind: EvidenceKind
+    /// The order the evidence names, for a store whose orders the service starts
+    /// (`OrderStarting`): found by the service for the calling client before the store is asked.
+    public var order: OrderRecord?
 
     package init(
         appIdentifiers: Set<String>, environments: Set<StoreEnvironment>, productID: String? = nil,

@@ -141,6 +141,7 @@ public final class Service: Sendable {
             capacity: 2 * outboxConfiguration.maxInFlight, leaseSeconds: max(1, Int(outboxLease)))
         pipeline.batcher = RecordBatcher(pool: database.pool, handoff: handoff, now: now)
         pipeline.tally = verifications
+        pipeline.orders = OrderRepository(pool: database.pool)
         pipeline.timeLeftForRecording = VerifyPipeline.timeLeftForRecording(
             requestTimeout: .seconds(configuration.requestTimeoutSeconds))
         let core = ServiceDialectCore(

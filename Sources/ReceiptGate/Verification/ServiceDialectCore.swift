@@ -54,6 +54,17 @@ struct ServiceDialectCore: DialectCore {
         return try await pipeline.recordWithoutEffects(proven, client: current.client, version: current.version)
     }
 
+    /// Whether `store` has its orders started here (`POST /v1/orders`).
+    func startsOrders(_ store: StoreID) -> Bool { pipeline.stores[store]?.orderStarter != nil }
+
+    /// Starts an order for the client with the store: recorded first, under an id of the
+    /// service's, then opened with the store.
+    func startOrder(
+        _ request: OrderRequest, store: StoreID, client info: ClientInfo
+    ) async throws -> (orderID: String, started: StartedOrder) {
+        try await pipeline.startOrder(request, store: store, client: try await current(info).client)
+    }
+
     func lookUpOrder(
         _ orderID: String, store: StoreID, client info: ClientInfo
     ) async throws -> (order: StoreOrder, ledger: [String: LedgerPresence]) {

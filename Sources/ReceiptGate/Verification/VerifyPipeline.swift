@@ -23,6 +23,8 @@ public struct VerifyPipeline: Sendable {
     /// end that long before the request's own deadline, so a provider makes no call (or retry)
     /// whose answer would come too late.
     var timeLeftForRecording: Duration?
+    /// The orders the service started, for a store that starts them (`OrderStarting`).
+    var orders: OrderRepository?
 
     /// A fifth of the request's time: at least 2 s, but never more than half of a short request's.
     static func timeLeftForRecording(requestTimeout: Duration) -> Duration {
@@ -66,9 +68,23 @@ public struct VerifyPipeline: Sendable {
                 context.deadline = requestDeadline - timeLeftForRecording
             }
             context.evidenceFields = evidenceFields
+            if registration.orderStarter != nil {
+                context.order = try await order(named: request.evidence, store: request.store, client: client)
+            }
             // Every call the store's client makes for it ends by the deadline, retries included.
-            let purchases = try await OutboundDeadline.$current.withValue(context.deadline) {
-                try await provider.verify(evidence: request.evidence, context: context)
+            let purchases: [VerifiedPurchase]
+            do {
+                purchases = try await OutboundDeadline.$current.withValue(context.deadline) {
+                    try await provider.verify(evidence: request.evidence, context: context)
+                }
+            } catch let error as StoreVerificationError where error.reason == StoreVerificationError.orderClosedReason {
+                if let order = context.order {
+                    try await orders?.closed(store: request.store, orderID: order.orderID, reason: error.message)
+                }
+                throw error
+            }
+            if let order = context.order {
+                try await orders?.finished(store: request.store, orderID: order.orderID)
             }
             return try VerificationChecks.proven(
                 purchases, request: request, client: client.info, evidenceDigest: digest
@@ -80,8 +96,27 @@ public struct VerifyPipeline: Sendable {
         }
     }
 
+    /// The order a verification of a store that starts orders names: started by this client and
+    /// not closed. Counts the attempt, so a retry after a lost answer is known as one.
+    private func order(named evidence: String, store: StoreID, client: Client) async throws -> OrderRecord {
+        let orderID = evidence.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard let orders, !orderID.isEmpty, orderID.utf8.count <= 64,
+            let found = try await orders.beginFinishing(store: store, orderID: orderID, clientID: client.clientID)
+        else {
+            throw StoreVerificationError(
+                code: .verificationFailed, reason: "ORDER_NOT_FOUND",
+                message: "the receipt names no order this client started with \(store) (POST /v1/orders)")
+        }
+        switch found {
+        case .open(let record): return record
+        case .closed(let reason):
+            throw StoreVerificationError.orderClosed(
+                "the order can no longer be finished" + (reason.map { ": \($0)" } ?? ""))
+        }
+    }
+
     /// The client's secret settings for this store, opened only when it has some.
-    private func credentials(of client: Client, for store: StoreID) async throws -> [String: String] {
+    func credentials(of client: Client, for store: StoreID) async throws -> [String: String] {
         guard client.hasSealedSettings else { return [:] }
         return try await clients.sealedSettings(of: client.clientID, prefix: "\(store.rawValue).")
     }

@@ -1,0 +1,141 @@
+import Foundation
+import JSON
+import ReceiptCore
+
+/// `POST /v1/orders`: the game asks the service to start an order with a store whose purchases
+/// the service runs (a store declaring `OrderStarting`). The order is recorded as started, never
+/// as a purchase: its items are owned once a verification of its `order_id` finishes it.
+extension NativeAPI {
+    var orderRoute: Route {
+        Route("POST", "/v1/orders", authentication: .signedClient(.allow), rateLimits: [Self.perClient]) {
+            request, context in
+            await startOrder(request, context: context)
+        }
+    }
+
+    /// Lines per order, and the size of what a line may say.
+    static let maxOrderItems = 100
+    static let maxItemDescriptionBytes = 512
+
+    func startOrder(_ request: RouteRequest, context: RouteContext) async -> RouteResponse {
+        guard let client = context.client else { return Self.error(.unauthorized, "client authentication required") }
+        guard let body = JSONValue(parsing: request.body), let fields = body.object else {
+            return Self.error(.invalidField, "request body must be a JSON object")
+        }
+        let store = StoreID(rawValue: fields["store"]?.string ?? "")
+        guard !store.rawValue.isEmpty else { return Self.error(.missingFields, "missing field 'store'") }
+        guard let declaration = core.declaration(of: store) else {
+            return Self.error(.invalidField, "field 'store' names no store served here")
+        }
+        guard core.startsOrders(store), let accountField = declaration.orderAccountField else {
+            return Self.error(
+                .invalidField, "\(declaration.displayName) orders are not started here; verify its receipt")
+        }
+        let order: OrderRequest
+        switch Self.orderRequest(fields, accountField: accountField) {
+        case .success(let read): order = read
+        case .failure(let problem): return Self.error(problem.code, problem.message)
+        }
+        do {
+            let started = try await core.startOrder(order, store: store, client: client)
+            return .json(OrderAnswer(orderID: started.orderID, started: started.started))
+        } catch let error as StoreVerificationError {
+            return Self.error(error.code, "\(error.reason): \(error.message)")
+        } catch {
+            context.logger.error("an order could not be started", ["error": "\(error)"])
+            if DatabaseOutage.answersRetry(error) {
+                return DatabaseOutage.response(Self.error(.verifierError, DatabaseOutage.message))
+            }
+            return Self.error(.verifierError, "the order could not be started; safe to retry")
+        }
+    }
+
+    struct OrderAnswer: Encodable {
+        let orderID: String
+        let started: StartedOrder
+
+        enum CodingKeys: String, CodingKey {
+            case orderID = "order_id", storeTransactionID = "store_transaction_id", approvalURL = "approval_url"
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(orderID, forKey: .orderID)
+            try container.encode(started.storeTransactionID, forKey: .storeTransactionID)
+            try container.encode(started.approvalURL, forKey: .approvalURL)
+        }
+    }
+
+    /// The body as an order (its id still empty: the service picks it), every field checked.
+    static func orderRequest(
+        _ fields: [String: JSONValue], accountField: EvidenceField
+    ) -> Result<OrderRequest, JSONBody.Problem> {
+        func problem(_ code: ErrorCode, _ message: String) -> Result<OrderRequest, JSONBody.Problem> {
+            .failure(JSONBody.Problem(code: code, message: message))
+        }
+        func text(
+            _ name: String, required: Bool, maxBytes: Int = Identifier.maxBytes
+        ) -> Result<String?, JSONBody.Problem> {
+            guard let value = fields[name], !value.isNull else {
+                return required
+                    ? .failure(.init(code: .missingFields, message: "missing field '\(name)'")) : .success(nil)
+            }
+            guard let string = value.string else {
+                return .failure(.init(code: .invalidField, message: "field '\(name)' must be a string"))
+            }
+            if let found = Identifier.problem(string, maxBytes: maxBytes) {
+                return .failure(.init(code: .invalidField, message: "field '\(name)' \(found)"))
+            }
+            return .success(string)
+        }
+        let player: String?, account: String?, currency: String?, language: String?, session: String?, address: String?
+        do throws(JSONBody.Problem) {
+            player = try text("player_id", required: true).get()
+            account = try text(accountField.name, required: true, maxBytes: accountField.maxLength).get()
+            currency = try text("currency", required: true, maxBytes: 3).get()
+            language = try text("language", required: false, maxBytes: 16).get()
+            session = try text("usersession", required: false, maxBytes: 16).get()
+            address = try text("ip_address", required: false, maxBytes: 64).get()
+        } catch {
+            return .failure(error)
+        }
+        guard let player, let account, let currency else { return problem(.missingFields, "missing field") }
+        guard currency.utf8.count == 3, currency.unicodeScalars.allSatisfy({ ("A"..."Z").contains($0) }) else {
+            return problem(.invalidField, "field 'currency' must be an ISO 4217 code such as USD")
+        }
+        guard let lines = fields["items"]?.array else {
+            return problem(fields["items"] == nil ? .missingFields : .invalidField, "field 'items' must be a list")
+        }
+        guard (1...maxOrderItems).contains(lines.count) else {
+            return problem(.invalidField, "field 'items' must hold 1 to \(maxOrderItems) lines")
+        }
+        var items: [OrderItem] = []
+        for (index, line) in lines.enumerated() {
+            let name = "items[\(index)]"
+            guard let product = line["product_id"]?.string, Identifier.problem(product) == nil else {
+                return problem(.invalidField, "field '\(name).product_id' must be a product id")
+            }
+            guard let quantityText = line["quantity"]?.numberText, let quantity = Int(quantityText), quantity >= 1,
+                quantity <= 1_000_000
+            else { return problem(.invalidField, "field '\(name).quantity' must be a whole number from 1") }
+            guard let priceText = line["price_milliunits"]?.numberText, let price = Int64(priceText), price >= 0 else {
+                return problem(.invalidField, "field '\(name).price_milliunits' must be a whole number of milliunits")
+            }
+            guard let description = line["description"]?.string, !description.isEmpty,
+                description.utf8.count <= maxItemDescriptionBytes
+            else {
+                return problem(
+                    .invalidField, "field '\(name).description' must be a text of 1 to \(maxItemDescriptionBytes) bytes"
+                )
+            }
+            let item = OrderItem(
+                productID: product, quantity: quantity, unitPriceMilliunits: price, description: description)
+            guard item.totalMilliunits != nil else { return problem(.invalidField, "field '\(name)' totals too much") }
+            items.append(item)
+        }
+        return .success(
+            OrderRequest(
+                orderID: "", playerID: player, storeAccount: account, items: items, currency: currency,
+                language: language, session: session, ipAddress: address))
+    }
+}

@@ -1,0 +1,61 @@
+import Foundation
+import HTTPClient
+import HTTPServer
+import ReceiptCore
+
+extension VerifyPipeline {
+    /// Starts an order with a store that starts them: asked with what a verification of this
+    /// client would be asked with, recorded as started (under a fresh id of the service's) before
+    /// the store hears of it, so every order the store knows is on record. Throws
+    /// `StoreVerificationError` for a refusal.
+    func startOrder(
+        _ request: OrderRequest, store: StoreID, client: Client
+    ) async throws -> (orderID: String, started: StartedOrder) {
+        guard let registration = stores[store], let starter = registration.orderStarter, let orders else {
+            throw StoreVerificationError(
+                code: .invalidField, reason: "ORDERS_NOT_STARTED", message: "\(store) orders are not started here")
+        }
+        let apps = Set(client.info.appIdentifiers(registration.declaration.identifiers))
+        guard !apps.isEmpty else {
+            throw StoreVerificationError(
+                code: .bundleMismatch, reason: "NO_APP_REGISTERED",
+                message: "this client has no app registered for \(store)")
+        }
+        var context = VerificationContext(
+            appIdentifiers: apps, environments: Set(client.environments), client: client.info,
+            credentials: try await credentials(of: client, for: store))
+        if let timeLeftForRecording, let requestDeadline = RequestDeadline.current {
+            context.deadline = requestDeadline - timeLeftForRecording
+        }
+        var order = request
+        for _ in 0..<3 {
+            order.orderID = OrderRepository.newOrderID()
+            if try await orders.insert(order, store: store, clientID: client.clientID) { break }
+            order.orderID = ""
+        }
+        guard !order.orderID.isEmpty else {
+            throw StoreVerificationError(
+                code: .verifierError, reason: "ORDER_ID_TAKEN", message: "no free order id was found; safe to retry",
+                isRetryable: true)
+        }
+        let started: StartedOrder
+        do {
+            started = try await OutboundDeadline.$current.withValue(context.deadline) {
+                try await starter.startOrder(order, context: context)
+            }
+        } catch let error as StoreVerificationError {
+            try await orders.closed(store: store, orderID: order.orderID, reason: "\(error.reason): \(error.message)")
+            logger.info(
+                "order refused",
+                [
+                    "client.id": client.clientID, "store": store.rawValue, "order.id": order.orderID,
+                    "error.reason": error.reason,
+                ])
+            throw error
+        }
+        try await orders.opened(store: store, orderID: order.orderID, storeTransactionID: started.storeTransactionID)
+        logger.info(
+            "order started", ["client.id": client.clientID, "store": store.rawValue, "order.id": order.orderID])
+        return (order.orderID, started)
+    }
+}
