@@ -52,7 +52,7 @@ extension SteamProvider {
             _ = try await api.call(
                 "POST", access.microTxn, "FinalizeTxn", version: 2,
                 parameters: [("orderid", order.orderID), ("appid", access.appID)], key: access.key, deadline: deadline)
-        } catch let error as StoreAPIError {
+        } catch {
             switch error.storeCode {
             // Already committed: an earlier finalize reached Steam; what it holds now says the rest.
             case "6": break
