@@ -82,4 +82,10 @@ struct SteamAPI: Sendable {
 extension JSONValue {
     /// A Steam number: v2 and later methods send 64-bit ids as strings, counts as numbers.
     var steamText: String? { string ?? numberText }
+
+    /// A boolean, sent as `true`/`false` (or, by older methods, `1`/`0`).
+    var flag: Bool? {
+        if case .bool(let value) = self { return value }
+        return numberText.map { $0 != "0" }
+    }
 }

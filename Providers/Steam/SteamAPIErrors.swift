@@ -11,8 +11,16 @@ enum SteamAPIErrors {
         "check the client's --steam-publisher-key (a publisher Web API key with microtransaction permission) "
         + "and --steam-app-id"
 
-    /// What each documented code means for the caller.
+    /// What each documented code means for the caller. `ISteamUserAuth` numbers its own failures:
+    /// 101 is a ticket Steam does not take (invalid, expired, another app's); its other codes are
+    /// kept as they come.
     static func failure(code: Int?, description: String?, request: String) -> StoreAPIError {
+        if request == "AuthenticateUserTicket", code != 2, code != 4 {
+            return StoreAPIError(
+                .refused, store: store, reason: "STEAM_TICKET_REFUSED",
+                "Steam did not accept the ticket (\(request): \(description.map { String($0.prefix(200)) } ?? "no description"))",
+                status: 200, storeCode: code.map(String.init))
+        }
         let detail = description.map { String($0.prefix(200)) } ?? "no description"
         let storeCode = code.map(String.init)
         func make(_ kind: StoreAPIError.Kind, _ reason: String, _ message: String) -> StoreAPIError {

@@ -28,6 +28,17 @@ extension SteamProvider {
                 help: "start and finish Steam orders with ISteamMicroTxnSandbox (nothing is charged; purchases are "
                     + "recorded as sandbox)",
                 input: .onOff),
+            ClientSettingDeclaration(
+                flag: "steam-refuse-banned", key: Setting.refuseBanned, valueName: "on|off",
+                help: "refuse a Steam session ticket whose owner is VAC- or publisher-banned (default off: the game "
+                    + "is told and decides)",
+                input: .onOff),
+            ClientSettingDeclaration(
+                flag: "steam-require-ticket", key: Setting.requireTicket, valueName: "on|off",
+                help:
+                    "start a Steam order only for a Steam ID proven by a session ticket (POST /v1/steam/authenticate) "
+                    + "in the last hour (default off: the game's signed request vouches for it)",
+                input: .onOff),
         ],
         vendorCode: "STEAM", operatingSystems: [.windows, .macos, .linux], evidenceShapes: [.purchaseToken],
         recognizesEvidence: { _ in false },

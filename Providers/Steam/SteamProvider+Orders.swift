@@ -2,6 +2,9 @@ import Foundation
 public import ReceiptCore
 
 extension SteamProvider {
+    /// How recent a ticket's proof must be for `--steam-require-ticket`.
+    static let ticketFreshness: TimeInterval = 3600
+
     /// Item descriptions Steam shows the player: at most 128 characters (InitTxn).
     static let maxDescription = 128
 
@@ -15,6 +18,15 @@ extension SteamProvider {
             let access = try SteamAccess.of(
                 client: context.client, credentials: context.credentials, apps: context.appIdentifiers)
             try VerificationChecks.accepts(access.environment, accepted: context.environments)
+            if context.client?.setting(Setting.requireTicket) == "on" {
+                guard let proven = request.accountProvenAt, now().timeIntervalSince(proven) <= Self.ticketFreshness
+                else {
+                    throw StoreVerificationError(
+                        code: .forbidden, reason: "STEAM_TICKET_REQUIRED",
+                        message: "this client starts orders only for a Steam ID proven by a session ticket "
+                            + "(POST /v1/steam/authenticate) in the last hour")
+                }
+            }
             let params = try await api.call(
                 "POST", access.microTxn, "InitTxn", version: 3,
                 parameters: [("appid", access.appID)] + parameters, key: access.key, deadline: context.deadline)

@@ -13,7 +13,7 @@ extension StoreID {
 /// app and the player's Steam account). Refunds and chargebacks are read from the transaction
 /// report (`GetReport`). Every call carries the client's publisher key; nothing is shared
 /// between clients.
-public struct SteamProvider: StoreProvider, OrderStarting {
+public struct SteamProvider: StoreProvider, OrderStarting, AccountAuthenticating {
     public let store = StoreID.steam
     public let configuration: SteamConfiguration
     let api: SteamAPI
@@ -24,6 +24,8 @@ public struct SteamProvider: StoreProvider, OrderStarting {
     public enum Setting {
         public static let publisherKey = "steam.publisher_key"
         public static let sandbox = "steam.sandbox"
+        public static let refuseBanned = "steam.refuse_banned"
+        public static let requireTicket = "steam.require_ticket"
     }
 
     package init(
@@ -49,7 +51,7 @@ public struct SteamProvider: StoreProvider, OrderStarting {
         StoreRegistration(
             Self.declaration, verifier: self,
             poller: configuration.reportInterval.map { SteamReportPoller(provider: self, interval: $0) },
-            orderStarter: self)
+            orderStarter: self, accountAuthenticator: self)
     }
 }
 

@@ -44,6 +44,9 @@ public struct OrderRequest: Sendable {
     public var session: String?
     /// The buyer's address, which a store may require for a browser session.
     public var ipAddress: String?
+    /// When this client last saw the buyer's store account proven by a ticket
+    /// (`AccountAuthenticating`), if ever: a store may require a recent proof.
+    public var accountProvenAt: Date?
 
     public init(
         orderID: String, playerID: String, storeAccount: String, items: [OrderItem], currency: String,

@@ -197,13 +197,15 @@ public struct StoreRegistration: Sendable {
     public let accountTokenSetting: (any AccountTokenSetting)?
     /// Starts orders (`POST /v1/orders`), for a store whose purchases the service runs.
     public let orderStarter: (any OrderStarting)?
+    /// Proves players' store accounts from tickets (`POST /v1/{store}/authenticate`).
+    public let accountAuthenticator: (any AccountAuthenticating)?
 
     public init(
         _ declaration: StoreDeclaration, verifier: any StoreProvider, notifications: (any NotificationReceiving)? = nil,
         orderLookup: (any OrderLookingUp)? = nil, acknowledgement: (any PurchaseAcknowledging)? = nil,
         poller: (any StorePolling)? = nil, subscriptionReader: (any SubscriptionReading)? = nil,
         refundAnswering: (any RefundRequestAnswering)? = nil, accountTokenSetting: (any AccountTokenSetting)? = nil,
-        orderStarter: (any OrderStarting)? = nil
+        orderStarter: (any OrderStarting)? = nil, accountAuthenticator: (any AccountAuthenticating)? = nil
     ) {
         precondition(declaration.store == verifier.store, "a registration's declaration and verifier name one store")
         self.store = verifier.store
@@ -217,5 +219,6 @@ public struct StoreRegistration: Sendable {
         self.refundAnswering = refundAnswering
         self.accountTokenSetting = accountTokenSetting
         self.orderStarter = orderStarter
+        self.accountAuthenticator = accountAuthenticator
     }
 }

@@ -206,6 +206,44 @@ import Testing
         #expect(try await restarted.state("\(orders[0])-2001") == "active")
     }
 
+    @Test func aSessionTicketProvesThePlayerAndABannedOneIsRefusedWhenTheClientSaysSo() async throws {
+        let harness = try await SteamHarness.start(
+            extraFlags: ["--steam-refuse-banned", "on", "--steam-require-ticket", "on"])
+        defer { harness.stop() }
+        // No ticket yet: the client starts orders only for a proven Steam ID.
+        let unproven = try await harness.startOrder(player: "p", items: [("1001", 1, 990)])
+        #expect(unproven.status == 403, "\(unproven.text)")
+        #expect(harness.steam.calls("InitTxn").isEmpty)
+
+        let good = try await harness.authenticate(harness.steam.issueTicket())
+        #expect(good.status == 200, "\(good.text)")
+        let proven = try good.json()
+        #expect(proven["steamid"] as? String == FakeSteam.steamID)
+        #expect(proven["owner_steamid"] as? String == FakeSteam.steamID)
+        #expect(proven["vac_banned"] as? Bool == false && proven["publisher_banned"] as? Bool == false)
+        let started = try await harness.startOrder(player: "p", items: [("1001", 1, 990)])
+        #expect(started.status == 200, "now proven: \(started.text)")
+
+        let banned = try await harness.authenticate(
+            harness.steam.issueTicket(for: "76561197960287931", vacBanned: true))
+        #expect(banned.status == 403, "\(banned.text)")
+        #expect(SteamHarness.message(banned).contains("STEAM_ACCOUNT_BANNED"), "\(banned.text)")
+        let bannedOrder = try await harness.startOrder(
+            player: "q", items: [("1001", 1, 990)], steamID: "76561197960287931")
+        #expect(bannedOrder.status == 403, "a refused ticket proves nothing: \(bannedOrder.text)")
+
+        let forged = try await harness.authenticate("00AA")
+        #expect(forged.status == 422, "\(forged.text)")
+        #expect(SteamHarness.message(forged).contains("STEAM_TICKET_REFUSED"), "\(forged.text)")
+
+        // Without the flag a banned owner is answered, for the game to decide.
+        let open = try await SteamHarness.start()
+        defer { open.stop() }
+        let told = try await open.authenticate(open.steam.issueTicket(publisherBanned: true))
+        #expect(told.status == 200, "\(told.text)")
+        #expect(try told.json()["publisher_banned"] as? Bool == true)
+    }
+
     @Test func thePublisherKeyIsInNoLogLineOrAnswer() async throws {
         let harness = try await SteamHarness.start()
         defer { harness.stop() }
@@ -243,7 +281,7 @@ struct SteamHarness {
     let log: ServerLogCapture
     let reportPageSize: Int
 
-    static func start(reportPageSize: Int = 1000) async throws -> SteamHarness {
+    static func start(reportPageSize: Int = 1000, extraFlags: [String] = []) async throws -> SteamHarness {
         let steam = try FakeSteam()
         let cli = try await Binary.databaseEnvironment()
         let made = try await Binary.run(
@@ -252,7 +290,7 @@ struct SteamHarness {
                 "--steam-app-id", FakeSteam.appID, "--steam-publisher-key", FakeSteam.publisherKey,
                 "--webhook-url", "http://127.0.0.1:9/hooks", "--delivery-url", "http://127.0.0.1:9/deliver",
                 "--allow-insecure-url",
-            ], cli)
+            ] + extraFlags, cli)
         guard made.status == 0 else { throw RawHTTP.Failure(description: "client create failed: \(made.stderr)") }
         return try await launch(
             steam: steam, cli: cli, created: try Binary.json(made.stdout), reportPageSize: reportPageSize)
@@ -303,10 +341,10 @@ struct SteamHarness {
 
     func startOrder(
         player: String, items: [(String, Int, Int64)], currency: String = "USD", session: String? = nil,
-        ipAddress: String? = nil
+        ipAddress: String? = nil, steamID: String = FakeSteam.steamID
     ) async throws -> RawHTTP.Response {
         var body: [String: Any] = [
-            "store": "steam", "player_id": player, "steamid": FakeSteam.steamID, "currency": currency,
+            "store": "steam", "player_id": player, "steamid": steamID, "currency": currency,
             "language": "en",
             "items": items.map {
                 ["product_id": $0.0, "quantity": $0.1, "price_milliunits": $0.2, "description": "Item \($0.0)"]
@@ -315,6 +353,10 @@ struct SteamHarness {
         if let session { body["usersession"] = session }
         if let ipAddress { body["ip_address"] = ipAddress }
         return try await client.post("/v1/orders", json: body, version: "2")
+    }
+
+    func authenticate(_ ticket: String) async throws -> RawHTTP.Response {
+        try await client.post("/v1/steam/authenticate", json: ["ticket": ticket], version: "2")
     }
 
     func verify(_ orderID: String, player: String, product: String? = nil) async throws -> RawHTTP.Response {

@@ -20,7 +20,23 @@ extension FakeSteam {
                 call("GetReport", request, state) { report($0, state, sandbox: sandbox) }
             }
         }
+        router.get("/ISteamUserAuth/AuthenticateUserTicket/v1/") { request in
+            call("AuthenticateUserTicket", request, state) { authenticate($0, state) }
+        }
         return router.build(handlerExecutor: FakeServing.executor)
+    }
+
+    /// `ISteamUserAuth` answers inside `params` (`result` among them), a refusal as `error` alone.
+    static func authenticate(_ p: [String: String], _ state: State) -> HTTPResponse {
+        guard p["appid"] == FakeSteam.appID, let ticket = p["ticket"], let known = state.tickets.get()[ticket] else {
+            return envelope(["error": ["errorcode": 101, "errordesc": "Invalid ticket"]])
+        }
+        return envelope([
+            "params": [
+                "result": "OK", "steamid": known.steamID, "ownersteamid": known.steamID, "vacbanned": known.vacBanned,
+                "publisherbanned": known.publisherBanned,
+            ] as [String: Any]
+        ])
     }
 
     /// Reads the parameters (the form body of a POST, the query of a GET), checks the key, and

@@ -45,6 +45,8 @@ package final class FakeSteam: Sendable {
         package let loseNextFinalizeAnswer = LockedBox(false)
         package let clock = LockedBox(Date())
         package let nextTransID = LockedBox<Int64>(9_000_000_000)
+        /// Session tickets Steam would accept: the hex ticket, the Steam ID it proves, its bans.
+        package let tickets = LockedBox<[String: (steamID: String, vacBanned: Bool, publisherBanned: Bool)]>([:])
     }
 
     package let state = State()
@@ -79,6 +81,17 @@ package final class FakeSteam: Sendable {
         state.calls.get().filter { $0.name == name }.map(\.parameters)
     }
     package func order(_ orderID: String) -> Order? { state.orders.get()[orderID] }
+
+    /// A session ticket for `steamID`, as `GetAuthTicketForWebApi` would hand the game (hex).
+    package func issueTicket(
+        for steamID: String = FakeSteam.steamID, vacBanned: Bool = false, publisherBanned: Bool = false
+    )
+        -> String
+    {
+        let ticket = (0..<60).map { _ in String(format: "%02X", UInt8.random(in: 0...255)) }.joined()
+        state.tickets.update { $0[ticket] = (steamID, vacBanned, publisherBanned) }
+        return ticket
+    }
 
     /// The player approves the order in the overlay.
     package func approve(_ orderID: String) { move(orderID, to: "Approved") }

@@ -13,6 +13,52 @@ extension NativeAPI {
         }
     }
 
+    /// `POST /v1/{store}/authenticate`: a player's store account proven by a ticket the store
+    /// issued to the game (`{"ticket", "identity"?}`), answered in the store's words.
+    var authenticateRoute: Route {
+        Route(
+            "POST", "/v1/{store}/authenticate", authentication: .signedClient(.allow), rateLimits: [Self.perClient]
+        ) { request, context in
+            await authenticate(request, context: context)
+        }
+    }
+
+    /// A ticket's size at most, in hex digits.
+    static let maxTicketBytes = 8192
+
+    func authenticate(_ request: RouteRequest, context: RouteContext) async -> RouteResponse {
+        guard let client = context.client else { return Self.error(.unauthorized, "client authentication required") }
+        let store = StoreID(rawValue: context.pathParameters["store"] ?? "")
+        guard core.authenticatesAccounts(store) else {
+            return Self.error(.notFound, "no store here authenticates tickets at this path")
+        }
+        guard let body = JSONValue(parsing: request.body), body.object != nil else {
+            return Self.error(.invalidField, "request body must be a JSON object")
+        }
+        guard let ticket = body["ticket"]?.string, !ticket.isEmpty else {
+            return Self.error(.missingFields, "missing field 'ticket'")
+        }
+        guard ticket.utf8.count <= Self.maxTicketBytes, ticket.utf8.allSatisfy({ $0 < 0x80 && $0 > 0x20 }) else {
+            return Self.error(.invalidField, "field 'ticket' must be the ticket's hexadecimal text")
+        }
+        let identity = body["identity"]?.string
+        if let identity, let problem = Identifier.problem(identity, maxBytes: 128) {
+            return Self.error(.invalidField, "field 'identity' \(problem)")
+        }
+        do {
+            let proven = try await core.authenticate(ticket: ticket, identity: identity, store: store, client: client)
+            return .json(encoded: proven.answer)
+        } catch let error as StoreVerificationError {
+            return Self.error(error.code, "\(error.reason): \(error.message)")
+        } catch {
+            context.logger.error("a ticket could not be checked", ["error": "\(error)"])
+            if DatabaseOutage.answersRetry(error) {
+                return DatabaseOutage.response(Self.error(.verifierError, DatabaseOutage.message))
+            }
+            return Self.error(.verifierError, "the ticket could not be checked; safe to retry")
+        }
+    }
+
     /// Lines per order, and the size of what a line may say.
     static let maxOrderItems = 100
     static let maxItemDescriptionBytes = 512

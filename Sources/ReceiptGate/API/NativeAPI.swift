@@ -25,7 +25,7 @@ struct NativeAPI: Sendable {
             Route("POST", "/v1/verify", authentication: .signedClient(.allow), rateLimits: [Self.perClient]) {
                 request, context in
                 await verify(request, context: context)
-            }, orderRoute, consumptionRoute, entitlementRoute,
+            }, orderRoute, authenticateRoute, consumptionRoute, entitlementRoute,
         ] + readRoutes
     }
 

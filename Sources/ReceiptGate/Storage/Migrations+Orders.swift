@@ -28,6 +28,15 @@ extension Schema {
                     PRIMARY KEY (store, order_id)
                 );
                 CREATE INDEX orders_client ON orders (client_id, created_at DESC);
+                -- When each client last saw a player's store account proven by a store-issued ticket
+                -- (POST /v1/{store}/authenticate): a store may start orders only for recent proofs.
+                CREATE TABLE proven_store_accounts (
+                    client_id text NOT NULL REFERENCES clients (id),
+                    store text NOT NULL,
+                    account text NOT NULL,
+                    proven_at timestamptz NOT NULL,
+                    PRIMARY KEY (client_id, store, account)
+                );
                 """)
     ]
 }

@@ -82,4 +82,24 @@ struct OrderRepository: Sendable {
             WHERE store = \(store.rawValue) AND order_id = \(orderID) AND state = 'started'
             """)
     }
+
+    /// Notes that `clientID` saw `account` proven at `at`.
+    func proven(account: String, store: StoreID, clientID: String, at: Date) async throws {
+        try await pool.execute(
+            """
+            INSERT INTO proven_store_accounts (client_id, store, account, proven_at)
+            VALUES (\(clientID), \(store.rawValue), \(account), \(at))
+            ON CONFLICT (client_id, store, account) DO UPDATE SET proven_at = EXCLUDED.proven_at
+            """)
+    }
+
+    /// When `clientID` last saw `account` proven, if ever.
+    func provenAt(account: String, store: StoreID, clientID: String) async throws -> Date? {
+        try await pool.query(
+            """
+            SELECT proven_at FROM proven_store_accounts
+            WHERE client_id = \(clientID) AND store = \(store.rawValue) AND account = \(account)
+            """
+        ).first?.decode("proven_at", as: Date.self)
+    }
 }

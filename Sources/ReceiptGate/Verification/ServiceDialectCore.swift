@@ -65,6 +65,16 @@ struct ServiceDialectCore: DialectCore {
         try await pipeline.startOrder(request, store: store, client: try await current(info).client)
     }
 
+    /// Proves a player's store account from a store-issued ticket, for the client.
+    func authenticate(
+        ticket: String, identity: String?, store: StoreID, client info: ClientInfo
+    ) async throws -> AuthenticatedAccount {
+        try await pipeline.authenticate(
+            ticket: ticket, identity: identity, store: store, client: try await current(info).client, now: now())
+    }
+
+    func authenticatesAccounts(_ store: StoreID) -> Bool { pipeline.stores[store]?.accountAuthenticator != nil }
+
     func lookUpOrder(
         _ orderID: String, store: StoreID, client info: ClientInfo
     ) async throws -> (order: StoreOrder, ledger: [String: LedgerPresence]) {

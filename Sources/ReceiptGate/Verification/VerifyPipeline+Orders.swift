@@ -28,6 +28,10 @@ extension VerifyPipeline {
             context.deadline = requestDeadline - timeLeftForRecording
         }
         var order = request
+        if registration.accountAuthenticator != nil {
+            order.accountProvenAt = try await orders.provenAt(
+                account: request.storeAccount, store: store, clientID: client.clientID)
+        }
         for _ in 0..<3 {
             order.orderID = OrderRepository.newOrderID()
             if try await orders.insert(order, store: store, clientID: client.clientID) { break }
@@ -57,5 +61,34 @@ extension VerifyPipeline {
         logger.info(
             "order started", ["client.id": client.clientID, "store": store.rawValue, "order.id": order.orderID])
         return (order.orderID, started)
+    }
+
+    /// Proves a player's store account from a ticket the store issued, and notes for this client
+    /// when it was proven. Throws `StoreVerificationError` for a refusal.
+    func authenticate(
+        ticket: String, identity: String?, store: StoreID, client: Client, now: Date
+    ) async throws -> AuthenticatedAccount {
+        guard let registration = stores[store], let authenticator = registration.accountAuthenticator, let orders
+        else {
+            throw StoreVerificationError(
+                code: .invalidField, reason: "NO_ACCOUNT_TICKETS", message: "\(store) has no tickets to authenticate")
+        }
+        let apps = Set(client.info.appIdentifiers(registration.declaration.identifiers))
+        guard !apps.isEmpty else {
+            throw StoreVerificationError(
+                code: .bundleMismatch, reason: "NO_APP_REGISTERED",
+                message: "this client has no app registered for \(store)")
+        }
+        var context = VerificationContext(
+            appIdentifiers: apps, environments: Set(client.environments), client: client.info,
+            credentials: try await credentials(of: client, for: store))
+        if let timeLeftForRecording, let requestDeadline = RequestDeadline.current {
+            context.deadline = requestDeadline - timeLeftForRecording
+        }
+        let proven = try await OutboundDeadline.$current.withValue(context.deadline) {
+            try await authenticator.authenticate(ticket: ticket, identity: identity, context: context)
+        }
+        try await orders.proven(account: proven.account, store: store, clientID: client.clientID, at: now)
+        return proven
     }
 }
