@@ -51,7 +51,7 @@ public struct SteamProvider: StoreProvider, OrderStarting, AccountAuthenticating
         StoreRegistration(
             Self.declaration, verifier: self,
             poller: configuration.reportInterval.map { SteamReportPoller(provider: self, interval: $0) },
-            orderStarter: self, accountAuthenticator: self)
+            orderStarter: self, accountAuthenticator: self, orderRefunder: self)
     }
 }
 

@@ -199,13 +199,16 @@ public struct StoreRegistration: Sendable {
     public let orderStarter: (any OrderStarting)?
     /// Proves players' store accounts from tickets (`POST /v1/{store}/authenticate`).
     public let accountAuthenticator: (any AccountAuthenticating)?
+    /// Asks the store to refund an order, for the operator (the admin API, the console).
+    public let orderRefunder: (any OrderRefunding)?
 
     public init(
         _ declaration: StoreDeclaration, verifier: any StoreProvider, notifications: (any NotificationReceiving)? = nil,
         orderLookup: (any OrderLookingUp)? = nil, acknowledgement: (any PurchaseAcknowledging)? = nil,
         poller: (any StorePolling)? = nil, subscriptionReader: (any SubscriptionReading)? = nil,
         refundAnswering: (any RefundRequestAnswering)? = nil, accountTokenSetting: (any AccountTokenSetting)? = nil,
-        orderStarter: (any OrderStarting)? = nil, accountAuthenticator: (any AccountAuthenticating)? = nil
+        orderStarter: (any OrderStarting)? = nil, accountAuthenticator: (any AccountAuthenticating)? = nil,
+        orderRefunder: (any OrderRefunding)? = nil
     ) {
         precondition(declaration.store == verifier.store, "a registration's declaration and verifier name one store")
         self.store = verifier.store
@@ -220,5 +223,6 @@ public struct StoreRegistration: Sendable {
         self.accountTokenSetting = accountTokenSetting
         self.orderStarter = orderStarter
         self.accountAuthenticator = accountAuthenticator
+        self.orderRefunder = orderRefunder
     }
 }

@@ -244,6 +244,31 @@ import Testing
         #expect(try told.json()["publisher_banned"] as? Bool == true)
     }
 
+    @Test func anOperatorRefundIsAskedOfSteamAuditedAndAppliedWhenTheReportSaysSo() async throws {
+        let harness = try await SteamHarness.start(adminToken: SteamHarness.adminToken)
+        defer { harness.stop() }
+        let orderID = try #require(
+            try await harness.startOrder(player: "p", items: [("1001", 1, 990)]).json()["order_id"] as? String)
+        harness.steam.approve(orderID)
+        #expect(try await harness.verify(orderID, player: "p").status == 200)
+        let asked = try await RawHTTP.request(
+            port: harness.service.port, method: "POST", path: "/admin/transactions/steam/\(orderID)-1001/refund",
+            headers: ["Authorization": "Bearer \(SteamHarness.adminToken)"])
+        #expect(asked.status == 202, "\(asked.text)")
+        #expect(harness.steam.calls("RefundTxn").first?["orderid"] == orderID)
+        // Asked, not yet done: the ledger moves when Steam's report says so.
+        #expect(try await harness.state("\(orderID)-1001") == "active")
+        #expect(try await harness.count("SELECT count(*) AS n FROM console_audit WHERE action = 'store-refund'") == 1)
+        _ = try await harness.reconcile()
+        #expect(try await harness.state("\(orderID)-1001") == "refunded")
+        #expect(try await harness.events("transaction.refunded") == 1)
+        // Without the admin token: refused, nothing asked.
+        let anonymous = try await RawHTTP.request(
+            port: harness.service.port, method: "POST", path: "/admin/transactions/steam/\(orderID)-1001/refund")
+        #expect(anonymous.status == 401, "\(anonymous.text)")
+        #expect(harness.steam.calls("RefundTxn").count == 1)
+    }
+
     @Test func thePublisherKeyIsInNoLogLineOrAnswer() async throws {
         let harness = try await SteamHarness.start()
         defer { harness.stop() }
@@ -281,7 +306,11 @@ struct SteamHarness {
     let log: ServerLogCapture
     let reportPageSize: Int
 
-    static func start(reportPageSize: Int = 1000, extraFlags: [String] = []) async throws -> SteamHarness {
+    static let adminToken = "steam-admin-token-0123456789abcdef0123456789"
+
+    static func start(
+        reportPageSize: Int = 1000, extraFlags: [String] = [], adminToken: String? = nil
+    ) async throws -> SteamHarness {
         let steam = try FakeSteam()
         let cli = try await Binary.databaseEnvironment()
         let made = try await Binary.run(
@@ -293,13 +322,16 @@ struct SteamHarness {
             ] + extraFlags, cli)
         guard made.status == 0 else { throw RawHTTP.Failure(description: "client create failed: \(made.stderr)") }
         return try await launch(
-            steam: steam, cli: cli, created: try Binary.json(made.stdout), reportPageSize: reportPageSize)
+            steam: steam, cli: cli, created: try Binary.json(made.stdout), reportPageSize: reportPageSize,
+            adminToken: adminToken)
     }
 
     static func launch(
-        steam: FakeSteam, cli: [String: String], created: [String: Any], reportPageSize: Int
+        steam: FakeSteam, cli: [String: String], created: [String: Any], reportPageSize: Int,
+        adminToken: String? = nil
     ) async throws -> SteamHarness {
         var configuration = ServiceConfiguration()
+        configuration.adminToken = adminToken
         configuration.port = 0
         configuration.databaseURL = cli["DATABASE_URL"]
         configuration.masterKey = Data(base64Encoded: cli["RECEIPTGATE_MASTER_KEY"] ?? "")

@@ -16,6 +16,9 @@ extension FakeSteam {
             router.get("/\(interface)/QueryTxn/v3/") { request in
                 call("QueryTxn", request, state) { query($0, state) }
             }
+            router.post("/\(interface)/RefundTxn/v2/") { request in
+                call("RefundTxn", request, state) { refund($0, state) }
+            }
             router.get("/\(interface)/GetReport/v5/") { request in
                 call("GetReport", request, state) { report($0, state, sandbox: sandbox) }
             }
@@ -133,6 +136,26 @@ extension FakeSteam {
             }
             return ok(["orderid": orderID, "transid": state.orders.get()[orderID]?.transID ?? ""])
         }
+    }
+
+    /// The whole order refunded, as the report then lists it.
+    static func refund(_ p: [String: String], _ state: State) -> HTTPResponse {
+        guard let orderID = p["orderid"], let order = state.orders.get()[orderID], order.appID == p["appid"] else {
+            return failure(3, "Invalid parameter")
+        }
+        guard order.status == "Succeeded" || order.status == "PartialRefund" else {
+            return failure(2, "The operation failed")
+        }
+        let time = state.clock.update { clock -> Date in
+            clock = clock.addingTimeInterval(1)
+            return clock
+        }
+        state.orders.update { orders in
+            orders[orderID]?.status = "Refunded"
+            orders[orderID]?.time = time
+            for index in order.items.indices { orders[orderID]?.items[index].status = "Refunded" }
+        }
+        return ok(["orderid": orderID, "transid": order.transID])
     }
 
     static func query(_ p: [String: String], _ state: State) -> HTTPResponse {

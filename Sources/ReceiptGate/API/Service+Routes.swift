@@ -31,7 +31,7 @@ extension Service {
                 input: clientSettingsInput
             ).routes
             + CatalogAdmin(catalog: repositories.catalog, clients: repositories.clients, stores: stores.map(\.store))
-            .routes
+            .routes + orderRefunds.routes
         guard separateAdmin else {
             mounter.mount(adminRoutes, render: NativeAPI.render, on: &router)
             try console(adminGate: mounter.adminGate)?.register(on: &router)
@@ -54,12 +54,21 @@ extension Service {
         let sessions = try ConsoleSessions(
             repository: ConsoleRepository(pool: database.pool), adminToken: adminToken,
             secureCookies: !Self.isLoopback(host), trustedProxies: configuration.trustedProxies)
-        return Console(
+        var console = Console(
             sessions: sessions, adminGate: adminGate, audit: ConsoleRepository(pool: database.pool),
             queries: OperatorQueries(pool: database.pool), clients: repositories.clients, outbox: repositories.outbox,
             database: database, verifications: verifications, stores: stores, input: clientSettingsInput,
             logger: logger,
             now: now)
+        console.orderRefunds = orderRefunds
+        return console
+    }
+
+    /// The operator asking stores to refund orders (admin API and console).
+    var orderRefunds: OrderRefunds {
+        OrderRefunds(
+            stores: stores, clients: repositories.clients, queries: OperatorQueries(pool: database.pool),
+            audit: ConsoleRepository(pool: database.pool), logger: logger)
     }
 
     static func isLoopback(_ host: String) -> Bool {

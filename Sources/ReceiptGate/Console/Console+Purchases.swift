@@ -95,7 +95,8 @@ extension Console {
         let subscription = try await queries.subscription(of: purchase)
         let chain = subscription == nil ? [] : try await queries.chain(of: purchase)
         return ConsoleLayout.page(
-            "Purchase \(transactionID)", session: session, section: "Purchases", notice: Self.redeliveryNotice(request),
+            "Purchase \(transactionID)", session: session, section: "Purchases",
+            notice: Self.redeliveryNotice(request) ?? Self.storeRefundNotice(request),
             """
             <h1>Purchase \(transactionID)</h1>
             \(Self.record(purchase))
@@ -103,6 +104,7 @@ extension Console {
             <h2>Verification attempts</h2>\(Self.attemptTable(attempts, claim: purchase.record.claim))
             <h2>Events and deliveries</h2>\(eventTable(events, session: session, id: "events", back: Self.purchasePath(purchase.record)))
             \(subscription.map { Self.subscriptionSection($0, chain: chain) } ?? "")
+            \(storeRefundSection(purchase.record, session: session))
             """)
     }
 

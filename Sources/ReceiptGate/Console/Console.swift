@@ -22,6 +22,8 @@ struct Console: Sendable {
     let logger: Logger
     /// The service's clock: whether a grant shown has ended yet.
     let now: @Sendable () -> Date
+    /// Asks a store to refund an order, for a store that takes such requests.
+    var orderRefunds: OrderRefunds?
 
     typealias Page = @Sendable (HTTPRequest, ConsoleSession) async throws -> HTTPResponse
     typealias Action = @Sendable (HTTPRequest, ConsoleForm, ConsoleSession) async throws -> HTTPResponse
@@ -37,6 +39,9 @@ struct Console: Sendable {
         page(&router, "/console/purchases") { request, session in try await purchases(request, session) }
         page(&router, "/console/purchases/{store}/{transaction_id}") { request, session in
             try await purchase(request, session)
+        }
+        action(&router, "/console/purchases/{store}/{transaction_id}/refund") { request, form, session in
+            try await storeRefund(request, form, session)
         }
         page(&router, "/console/players/{player_id}") { request, session in try await player(request, session) }
         page(&router, "/console/deliveries") { request, session in try await deliveries(request, session) }
