@@ -146,6 +146,8 @@ let package = Package(
         .testTarget(name: "StripeTests", dependencies: ["Stripe", "StripeTestSupport", "ReceiptCore", "OpenSSLCrypto", "HTTPClient",
                                                         "TestSupport"],
                     swiftSettings: swiftSettings),
+        .testTarget(name: "SteamTests", dependencies: ["Steam", "SteamTestSupport", "ReceiptCore", "TestSupport"],
+                    swiftSettings: swiftSettings),
         .testTarget(name: "XsollaTests", dependencies: ["Xsolla", "XsollaTestSupport", "ReceiptCore", "HTTPClient", "TestSupport"],
                     swiftSettings: swiftSettings),
         .testTarget(name: "AlogameGatewayTests", dependencies: ["AlogameGateway", "ReceiptCore", "PluginTestSupport", "AppStore", "GooglePlay"],
