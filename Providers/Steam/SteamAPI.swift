@@ -46,8 +46,9 @@ struct SteamAPI: Sendable {
         }
         let response: HTTPClient.Response
         do { response = try await http.send(request) } catch {
-            // The error may quote the URL, which holds the key on a GET: only its kind is kept.
-            throw SteamAPIErrors.unavailable("\(name) failed before an answer (\(type(of: error)))")
+            // The error's message may quote the URL, which holds the key on a GET: only its code is kept.
+            let kind = (error as? HTTPClientError).map { "\($0.code)" } ?? "\(type(of: error))"
+            throw SteamAPIErrors.unavailable("\(name) failed before an answer (\(kind))")
         }
         guard response.status == 200 else {
             throw SteamAPIErrors.answered(response.status, request: name, retryAfter: response.askedToWait(now: now()))

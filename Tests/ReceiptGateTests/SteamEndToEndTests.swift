@@ -256,17 +256,35 @@ import Testing
             headers: ["Authorization": "Bearer \(SteamHarness.adminToken)"])
         #expect(asked.status == 202, "\(asked.text)")
         #expect(harness.steam.calls("RefundTxn").first?["orderid"] == orderID)
+        // The console lists the orders beside the purchases, and asks for a refund from a purchase's page.
+        let second = try #require(
+            try await harness.startOrder(player: "p", items: [("1002", 1, 990)]).json()["order_id"] as? String)
+        harness.steam.approve(second)
+        #expect(try await harness.verify(second, player: "p").status == 200)
+        let console = ConsoleBrowserSession(port: harness.service.port)
+        #expect(try await console.signIn(token: SteamHarness.adminToken).status == 303)
+        let purchases = try await console.get("/console/purchases?store=steam")
+        #expect(purchases.text.contains("id=\"orders\"") && purchases.text.contains(second), "\(purchases.text)")
+        let page = try await console.get("/console/purchases/steam/\(second)-1002")
+        #expect(page.text.contains("id=\"store-refund\""), "\(page.text)")
+        let confirm = try await console.post("/console/purchases/steam/\(second)-1002/refund", [])
+        #expect(confirm.status == 200 && harness.steam.calls("RefundTxn").count == 1, "confirmed first")
+        let done = try await console.post(
+            "/console/purchases/steam/\(second)-1002/refund", [("confirm", "yes")])
+        #expect(done.status == 303, "\(done.text)")
+        #expect(harness.steam.calls("RefundTxn").last?["orderid"] == second)
         // Asked, not yet done: the ledger moves when Steam's report says so.
         #expect(try await harness.state("\(orderID)-1001") == "active")
-        #expect(try await harness.count("SELECT count(*) AS n FROM console_audit WHERE action = 'store-refund'") == 1)
+        #expect(try await harness.count("SELECT count(*) AS n FROM console_audit WHERE action = 'store-refund'") == 2)
         _ = try await harness.reconcile()
         #expect(try await harness.state("\(orderID)-1001") == "refunded")
-        #expect(try await harness.events("transaction.refunded") == 1)
+        #expect(try await harness.state("\(second)-1002") == "refunded")
+        #expect(try await harness.events("transaction.refunded") == 2)
         // Without the admin token: refused, nothing asked.
         let anonymous = try await RawHTTP.request(
             port: harness.service.port, method: "POST", path: "/admin/transactions/steam/\(orderID)-1001/refund")
         #expect(anonymous.status == 401, "\(anonymous.text)")
-        #expect(harness.steam.calls("RefundTxn").count == 1)
+        #expect(harness.steam.calls("RefundTxn").count == 2)
     }
 
     @Test func thePublisherKeyIsInNoLogLineOrAnswer() async throws {

@@ -26,6 +26,7 @@ extension Console {
                 <td class="client">\(record.clientID)</td><td>\(ConsoleTime.show(record.firstVerifiedAt))</td></tr>
                 """
         }
+        let orders: HTML = query == nil ? try await ordersSection(store: shown?.store) : ""
         let caption =
             (query.map { "Purchases matching “\($0)”" } ?? "The latest purchases")
             + (shown.map { " in \($0.declaration.displayName)" } ?? "")
@@ -37,6 +38,7 @@ extension Console {
             \(storeFilter(query: query, shown: shown?.store))
             \(ConsoleLayout.table(id: "purchases", caption: caption, headings: ["Transaction", "Store", "Product", "Player", "State", "Client", "First verified"],
                                   rows: rows, empty: query == nil ? "No purchases yet." : "No purchase matches."))
+            \(orders)
             """)
     }
 

@@ -102,4 +102,35 @@ struct OrderRepository: Sendable {
             """
         ).first?.decode("proven_at", as: Date.self)
     }
+
+    /// An order as the console lists it.
+    struct Listed: Sendable {
+        var store: String, orderID: String, clientID: String, playerID: String, storeAccount: String
+        var state: String, storeTransactionID: String?, items: [OrderItem], currency: String, createdAt: Date
+        var closedReason: String?
+    }
+
+    /// The newest orders, of every store or of `store`.
+    func latest(store: String?, limit: Int = 50) async throws -> [Listed] {
+        try await pool.query(
+            """
+            SELECT store, order_id, client_id, player_id, store_account, state, store_transaction_id,
+                items::text AS items, currency, created_at, closed_reason
+            FROM orders WHERE \(store)::text IS NULL OR store = \(store)::text
+            ORDER BY created_at DESC LIMIT \(limit)
+            """
+        ).map { row in
+            Listed(
+                store: try row.decode("store"), orderID: try row.decode("order_id"),
+                clientID: try row.decode("client_id"),
+                playerID: try row.decode("player_id"), storeAccount: try row.decode("store_account"),
+                state: try row.decode("state"),
+                storeTransactionID: try row.decode("store_transaction_id", as: String?.self),
+                items: (try? JSONDecoder().decode(
+                    [OrderItem].self, from: Data(try row.decode("items", as: String.self).utf8)))
+                    ?? [],
+                currency: try row.decode("currency"), createdAt: try row.decode("created_at"),
+                closedReason: try row.decode("closed_reason", as: String?.self))
+        }
+    }
 }
