@@ -287,6 +287,28 @@ import Testing
         #expect(harness.steam.calls("RefundTxn").count == 2)
     }
 
+    @Test func hiveAxylFinishesASteamOrderByItsVendorCode() async throws {
+        let harness = try await SteamHarness.start(extraFlags: ["--app-id", "com.example.steam.hive"])
+        defer { harness.stop() }
+        let orderID = try #require(
+            try await harness.startOrder(player: "acc-1", items: [("1001", 1, 990)]).json()["order_id"] as? String)
+        harness.steam.approve(orderID)
+        let caller = HiveAxylCaller(
+            port: harness.service.port, clientID: harness.client.clientID, secret: harness.client.secret)
+        let token = try await caller.token()
+        let body: [String: any Sendable] = [
+            "providerId": "STEAM", "axylReceipt": orderID, "productId": "1001", "accountUuid": "acc-1",
+            "playerId": "acc-1",
+            "requestType": 1,
+        ]
+        let first = try await caller.verify(
+            "/payment/v1/purchase/verify", body, token: token, appID: "com.example.steam.hive")
+        #expect(first.hiveCode == 100, "\(first.text)")
+        #expect(first.hiveData?["hiveAxylDuplicated"] as? Bool == false, "\(first.text)")
+        #expect(harness.steam.charges == 1)
+        #expect(try await harness.state("\(orderID)-1001") == "active")
+    }
+
     @Test func thePublisherKeyIsInNoLogLineOrAnswer() async throws {
         let harness = try await SteamHarness.start()
         defer { harness.stop() }
@@ -301,13 +323,19 @@ import Testing
         #expect(
             !shown.stdout.contains(FakeSteam.publisherKey)
                 && !harness.created.description.contains(FakeSteam.publisherKey))
-        // Steam refusing the key (a rotated one) is reported without it.
+        // Steam refusing a key (a rotated one) is reported, naming the flag to fix, without the key.
         let made = try await Binary.run(
             [
                 "client", "create", "--name", "Another Steam game", "--steam-app-id", "481",
                 "--steam-publisher-key", "FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF",
             ], harness.cli)
         #expect(made.status == 0, "\(made.stderr)")
+        let refused = try await harness.reconcile()
+        let shownReport = String(decoding: try JSONEncoder().encode(refused), as: UTF8.self)
+        #expect(refused.failed && shownReport.contains("--steam-publisher-key"), "\(shownReport)")
+        #expect(
+            !shownReport.contains("FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF") && !shownReport.contains(FakeSteam.publisherKey))
+        #expect(!harness.log.captured.isEmpty)
         #expect(!harness.log.captured.contains { $0.contains(FakeSteam.publisherKey) })
         #expect(!harness.log.captured.contains { $0.contains("FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF") })
     }
