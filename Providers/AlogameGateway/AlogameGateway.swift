@@ -36,9 +36,9 @@ public struct AlogameGateway: DialectProvider {
     /// The contract's `os_id` values and the operating system each names.
     static let osIDs: [(Int, OperatingSystem)] = [(2, .ios), (1, .android)]
 
-    /// What the contract's devices cannot name, said in its error: the served stores whose
-    /// purchases are made in a browser (a web shop's reach the ledger by its notifications, or
-    /// through `POST /v1/verify`).
+    /// What the contract's devices cannot name, said in its error: the served stores of no
+    /// system an `os_id` names (a web shop's purchases reach the ledger by its notifications, a
+    /// desktop store's through `POST /v1/verify`).
     static func unreachable(among stores: [StoreDeclaration]) -> String {
         let web = stores.filter { store in !osIDs.contains { store.operatingSystems.contains($0.1) } }
         guard !web.isEmpty else { return "" }
