@@ -94,3 +94,28 @@ extension SteamProvider {
             && text.unicodeScalars.allSatisfy { $0.isASCII && ($0 == ":" || CharacterSet.alphanumerics.contains($0)) }
     }
 }
+
+extension SteamProvider {
+    /// The player's wallet currency from `GetUserInfo` v2
+    /// (partner.steamgames.com/doc/webapi/ISteamMicroTxn#GetUserInfo: `currency`, `country`,
+    /// `state`, `status`), for an order that names none. Throws `StoreVerificationError`.
+    public func buyerCurrency(account: String, context: VerificationContext) async throws -> String? {
+        guard UInt64(account) != nil else {
+            throw StoreVerificationError(
+                code: .invalidField, reason: "INVALID_ORDER", message: "field 'steamid' must be a 64-bit Steam ID")
+        }
+        do {
+            let access = try SteamAccess.of(
+                client: context.client, credentials: context.credentials, apps: context.appIdentifiers)
+            let params = try await api.call(
+                "GET", access.microTxn, "GetUserInfo", version: 2,
+                parameters: [("appid", access.appID), ("steamid", account)], key: access.key,
+                deadline: context.deadline)
+            return params["currency"]?.string
+        } catch let error as StoreAPIError {
+            throw error.kind == .refused
+                ? StoreVerificationError(code: .invalidField, reason: error.reason, message: error.message)
+                : error.verificationError
+        }
+    }
+}

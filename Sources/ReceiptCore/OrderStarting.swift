@@ -111,6 +111,13 @@ public protocol OrderStarting: Sendable {
     /// asked with (apps, environments, credentials, deadline). Throws `StoreVerificationError`:
     /// a refusal the caller can fix is `invalidField`, the store's trouble `verifierError`.
     func startOrder(_ request: OrderRequest, context: VerificationContext) async throws -> StartedOrder
+    /// The buyer's currency at the store, for an order that names none; nil when the store cannot
+    /// say. Throws `StoreVerificationError`.
+    func buyerCurrency(account: String, context: VerificationContext) async throws -> String?
+}
+
+extension OrderStarting {
+    public func buyerCurrency(account: String, context: VerificationContext) async throws -> String? { nil }
 }
 
 extension StoreVerificationError {

@@ -11,7 +11,7 @@ enum HelpText {
           version          Print the version
           openapi          Print the OpenAPI document this binary serves at /openapi.yaml (core and plugins)
           client <action>  Manage API clients: create, list, show, update, rotate-secret, disable
-          products <action>  A client's catalog of entitlements: set, list, remove (see products --help)
+          products <action>  A client's catalog of entitlements and prices: set, list, remove, price, prices
           webhooks <action>  See and redeliver webhook events: list [--failed], redeliver EVENT_ID
           notifications list  See what stores pushed, newest first: list [--store STORE] [--type TYPE]
           reconcile        Read back now what a store keeps (history, quiet subscriptions): --store STORE [--since TIME]
@@ -127,10 +127,15 @@ enum HelpText {
         Usage: receiptgate products set --client CLIENT_ID --store STORE --product-id ID --entitlement NAME [--entitlement NAME ...]
                receiptgate products list --client CLIENT_ID
                receiptgate products remove --client CLIENT_ID --store STORE --product-id ID [--entitlement NAME]
+               receiptgate products price --client CLIENT_ID --store STORE --product-id ID --currency CODE --price-milliunits N [--description TEXT]
+               receiptgate products prices --client CLIENT_ID
 
         set      makes the product grant exactly the entitlements given (repeat --entitlement for several)
         list     prints {"products": [{"store", "product_id", "entitlements"}]}
         remove   removes the product's mapping, or only one of its entitlements; prints {"removed": true|false}
+        price    sets the product's price of one in a currency (and the description the buyer is shown), for
+                 orders the service starts (POST /v1/orders): a line that leaves them out takes them from here
+        prices   prints {"prices": [{"store", "product_id", "currency", "price_milliunits", "description"}]}
 
         Entitlement names are 1–64 lower-case letters, digits, '_', '.' or '-' (vip, no_ads,
         season_pass_3). The same entitlement may come from products of several stores. Every change

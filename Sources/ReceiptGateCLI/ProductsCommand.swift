@@ -2,12 +2,13 @@ import Foundation
 import ReceiptCore
 import ReceiptGate
 
-/// `receiptgate products set|list|remove`: a client's catalog of entitlements, audited.
+/// `receiptgate products set|list|remove|price|prices`: a client's catalog of entitlements, and
+/// its prices for the orders the service starts, audited.
 enum ProductsCommand {
     static func run(_ arguments: [String]) async throws {
         guard let action = arguments.first, !action.hasPrefix("-") else {
             if arguments.contains("--help") || arguments.contains("-h") { throw HelpRequested(text: HelpText.products) }
-            throw UsageError("missing action: set, list or remove (see --help)")
+            throw UsageError("missing action: set, list, remove, price or prices (see --help)")
         }
         let rest = Array(arguments.dropFirst())
         switch action {
@@ -51,10 +52,38 @@ enum ProductsCommand {
                 )
                 try CommandContext.printJSON(["removed": removed])
             }
+        case "price":
+            let parsed = try Arguments(
+                rest,
+                options: [
+                    "client": .single, "store": .single, "product-id": .single, "currency": .single,
+                    "price-milliunits": .single, "description": .single,
+                ], help: HelpText.products)
+            _ = try parsed.expectPositionals([])
+            let (client, store, product) = (
+                try required(parsed, "client"), try knownStore(try required(parsed, "store")),
+                try required(parsed, "product-id")
+            )
+            guard let milliunits = Int64(try required(parsed, "price-milliunits")) else {
+                throw UsageError("--price-milliunits must be a whole number of milliunits")
+            }
+            try await withCatalog(client: client) { catalog in
+                try CommandContext.printJSON(
+                    try await catalog.setPrice(
+                        client: client, store: store, product: product, currency: try required(parsed, "currency"),
+                        milliunits: milliunits, description: parsed.single("description"), by: "cli"))
+            }
+        case "prices":
+            let parsed = try Arguments(rest, options: ["client": .single], help: HelpText.products)
+            _ = try parsed.expectPositionals([])
+            let client = try required(parsed, "client")
+            try await withCatalog(client: client) { catalog in
+                try CommandContext.printJSON(["prices": try await catalog.prices(client: client)])
+            }
         case "help":
             throw HelpRequested(text: HelpText.products)
         default:
-            throw UsageError("unknown products action \"\(action)\" (expected set, list or remove)")
+            throw UsageError("unknown products action \"\(action)\" (expected set, list, remove, price or prices)")
         }
     }
 

@@ -154,6 +154,36 @@ import Testing
         #expect(other.status == 400, "\(other.text)")
     }
 
+    @Test func aLineWithoutAPriceTakesTheCatalogsInThePlayersWalletCurrency() async throws {
+        let harness = try await SteamHarness.start()
+        defer { harness.stop() }
+        let priced = try await Binary.run(
+            [
+                "products", "price", "--client", harness.client.clientID, "--store", "steam", "--product-id", "1001",
+                "--currency", "EUR", "--price-milliunits", "4990", "--description", "500 gems",
+            ], harness.cli)
+        #expect(priced.status == 0, "\(priced.stderr)")
+        harness.steam.state.walletCurrencies.set([FakeSteam.steamID: "EUR"])
+        let body: [String: Any] = [
+            "store": "steam", "player_id": "p", "steamid": FakeSteam.steamID,
+            "items": [["product_id": "1001", "quantity": 2]],
+        ]
+        let started = try await harness.client.post("/v1/orders", json: body, version: "2")
+        #expect(started.status == 200, "\(started.text)")
+        let sent = try #require(harness.steam.calls("InitTxn").last)
+        #expect(sent["currency"] == "EUR", "the player's wallet currency, from GetUserInfo")
+        #expect(sent["amount[0]"] == "998", "two of the catalog's 4.99 EUR")
+        #expect(sent["description[0]"] == "500 gems")
+        // A product the catalog has no price of, in that currency: refused before InitTxn.
+        let unpriced: [String: Any] = [
+            "store": "steam", "player_id": "p", "steamid": FakeSteam.steamID, "currency": "USD",
+            "items": [["product_id": "1001", "quantity": 1]],
+        ]
+        let refused = try await harness.client.post("/v1/orders", json: unpriced, version: "2")
+        #expect(refused.status == 400 && SteamHarness.message(refused).contains("NO_CATALOG_PRICE"), "\(refused.text)")
+        #expect(harness.steam.calls("InitTxn").count == 1)
+    }
+
     @Test func refundsChargebacksAndFraudFromTheReportAreAppliedOnce() async throws {
         let harness = try await SteamHarness.start(reportPageSize: 2)
         defer { harness.stop() }

@@ -19,6 +19,18 @@ extension FakeSteam {
             router.post("/\(interface)/RefundTxn/v2/") { request in
                 call("RefundTxn", request, state) { refund($0, state) }
             }
+            router.get("/\(interface)/GetUserInfo/v2/") { request in
+                call("GetUserInfo", request, state) { p in
+                    guard p["appid"] == FakeSteam.appID, let steamID = p["steamid"] else {
+                        return failure(3, "Invalid parameter")
+                    }
+                    let currency = state.walletCurrencies.get()[steamID] ?? "USD"
+                    return ok([
+                        "state": "", "country": currency == "EUR" ? "DE" : "US", "currency": currency,
+                        "status": "Active",
+                    ])
+                }
+            }
             router.get("/\(interface)/GetReport/v5/") { request in
                 call("GetReport", request, state) { report($0, state, sandbox: sandbox) }
             }

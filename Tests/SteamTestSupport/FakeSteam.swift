@@ -46,6 +46,8 @@ package final class FakeSteam: Sendable {
         package let clock = LockedBox(Date())
         package let nextTransID = LockedBox<Int64>(9_000_000_000)
         /// Session tickets Steam would accept: the hex ticket, the Steam ID it proves, its bans.
+        /// Each Steam ID's wallet currency, as GetUserInfo answers it (USD when not set).
+        package let walletCurrencies = LockedBox<[String: String]>([:])
         package let tickets = LockedBox<[String: (steamID: String, vacBanned: Bool, publisherBanned: Bool)]>([:])
     }
 

@@ -77,7 +77,7 @@ extension NativeAPI {
             return Self.error(
                 .invalidField, "\(declaration.displayName) orders are not started here; verify its receipt")
         }
-        let order: OrderRequest
+        let order: OrderDraft
         switch Self.orderRequest(fields, accountField: accountField) {
         case .success(let read): order = read
         case .failure(let problem): return Self.error(problem.code, problem.message)
@@ -115,8 +115,8 @@ extension NativeAPI {
     /// The body as an order (its id still empty: the service picks it), every field checked.
     static func orderRequest(
         _ fields: [String: JSONValue], accountField: EvidenceField
-    ) -> Result<OrderRequest, JSONBody.Problem> {
-        func problem(_ code: ErrorCode, _ message: String) -> Result<OrderRequest, JSONBody.Problem> {
+    ) -> Result<OrderDraft, JSONBody.Problem> {
+        func problem(_ code: ErrorCode, _ message: String) -> Result<OrderDraft, JSONBody.Problem> {
             .failure(JSONBody.Problem(code: code, message: message))
         }
         func text(
@@ -138,24 +138,27 @@ extension NativeAPI {
         do throws(JSONBody.Problem) {
             player = try text("player_id", required: true).get()
             account = try text(accountField.name, required: true, maxBytes: accountField.maxLength).get()
-            currency = try text("currency", required: true, maxBytes: 3).get()
+            currency = try text("currency", required: false, maxBytes: 3).get()
             language = try text("language", required: false, maxBytes: 16).get()
             session = try text("usersession", required: false, maxBytes: 16).get()
             address = try text("ip_address", required: false, maxBytes: 64).get()
         } catch {
             return .failure(error)
         }
-        guard let player, let account, let currency else { return problem(.missingFields, "missing field") }
-        guard currency.utf8.count == 3, currency.unicodeScalars.allSatisfy({ ("A"..."Z").contains($0) }) else {
+        guard let player, let account else { return problem(.missingFields, "missing field") }
+        if let currency, !OrderDraft.isCurrencyCode(currency) {
             return problem(.invalidField, "field 'currency' must be an ISO 4217 code such as USD")
         }
+        var draft = OrderDraft(
+            request: OrderRequest(
+                orderID: "", playerID: player, storeAccount: account, items: [], currency: currency ?? "",
+                language: language, session: session, ipAddress: address))
         guard let lines = fields["items"]?.array else {
             return problem(fields["items"] == nil ? .missingFields : .invalidField, "field 'items' must be a list")
         }
         guard (1...maxOrderItems).contains(lines.count) else {
             return problem(.invalidField, "field 'items' must hold 1 to \(maxOrderItems) lines")
         }
-        var items: [OrderItem] = []
         for (index, line) in lines.enumerated() {
             let name = "items[\(index)]"
             guard let product = line["product_id"]?.string, Identifier.problem(product) == nil else {
@@ -164,24 +167,32 @@ extension NativeAPI {
             guard let quantityText = line["quantity"]?.numberText, let quantity = Int(quantityText), quantity >= 1,
                 quantity <= 1_000_000
             else { return problem(.invalidField, "field '\(name).quantity' must be a whole number from 1") }
-            guard let priceText = line["price_milliunits"]?.numberText, let price = Int64(priceText), price >= 0 else {
-                return problem(.invalidField, "field '\(name).price_milliunits' must be a whole number of milliunits")
+            var price: Int64 = 0
+            if let given = line["price_milliunits"], !given.isNull {
+                guard let text = given.numberText, let value = Int64(text), value >= 0 else {
+                    return problem(
+                        .invalidField, "field '\(name).price_milliunits' must be a whole number of milliunits")
+                }
+                price = value
+            } else {
+                draft.unpriced.insert(index)
             }
-            guard let description = line["description"]?.string, !description.isEmpty,
-                description.utf8.count <= maxItemDescriptionBytes
-            else {
-                return problem(
-                    .invalidField, "field '\(name).description' must be a text of 1 to \(maxItemDescriptionBytes) bytes"
-                )
+            var description = ""
+            if let given = line["description"], !given.isNull {
+                guard let text = given.string, !text.isEmpty, text.utf8.count <= maxItemDescriptionBytes else {
+                    return problem(
+                        .invalidField,
+                        "field '\(name).description' must be a text of 1 to \(maxItemDescriptionBytes) bytes")
+                }
+                description = text
+            } else {
+                draft.undescribed.insert(index)
             }
             let item = OrderItem(
                 productID: product, quantity: quantity, unitPriceMilliunits: price, description: description)
             guard item.totalMilliunits != nil else { return problem(.invalidField, "field '\(name)' totals too much") }
-            items.append(item)
+            draft.request.items.append(item)
         }
-        return .success(
-            OrderRequest(
-                orderID: "", playerID: player, storeAccount: account, items: items, currency: currency,
-                language: language, session: session, ipAddress: address))
+        return .success(draft)
     }
 }

@@ -28,6 +28,18 @@ extension Schema {
                     PRIMARY KEY (store, order_id)
                 );
                 CREATE INDEX orders_client ON orders (client_id, created_at DESC);
+                -- A client's prices of its products per currency, for orders the service starts: a line of
+                -- POST /v1/orders that leaves out its price (or description) takes it from here.
+                CREATE TABLE product_prices (
+                    client_id text NOT NULL REFERENCES clients (id),
+                    store text NOT NULL,
+                    product_id text NOT NULL,
+                    currency text NOT NULL,
+                    unit_price_milliunits bigint NOT NULL CHECK (unit_price_milliunits >= 0),
+                    description text,
+                    updated_at timestamptz NOT NULL DEFAULT now(),
+                    PRIMARY KEY (client_id, store, product_id, currency)
+                );
                 -- When each client last saw a player's store account proven by a store-issued ticket
                 -- (POST /v1/{store}/authenticate): a store may start orders only for recent proofs.
                 CREATE TABLE proven_store_accounts (

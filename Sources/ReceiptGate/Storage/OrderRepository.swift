@@ -103,6 +103,22 @@ struct OrderRepository: Sendable {
         ).first?.decode("proven_at", as: Date.self)
     }
 
+    /// The client's catalog price of one `product` in `currency` (`receiptgate products price`).
+    func catalogPrice(
+        clientID: String, store: StoreID, product: String, currency: String
+    ) async throws -> (milliunits: Int64, description: String?)? {
+        guard
+            let row = try await pool.query(
+                """
+                SELECT unit_price_milliunits, description FROM product_prices
+                WHERE client_id = \(clientID) AND store = \(store.rawValue) AND product_id = \(product)
+                  AND currency = \(currency)
+                """
+            ).first
+        else { return nil }
+        return (try row.decode("unit_price_milliunits"), try row.decode("description", as: String?.self))
+    }
+
     /// An order as the console lists it.
     struct Listed: Sendable {
         var store: String, orderID: String, clientID: String, playerID: String, storeAccount: String

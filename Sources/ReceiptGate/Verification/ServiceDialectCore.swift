@@ -60,7 +60,7 @@ struct ServiceDialectCore: DialectCore {
     /// Starts an order for the client with the store: recorded first, under an id of the
     /// service's, then opened with the store.
     func startOrder(
-        _ request: OrderRequest, store: StoreID, client info: ClientInfo
+        _ request: OrderDraft, store: StoreID, client info: ClientInfo
     ) async throws -> (orderID: String, started: StartedOrder) {
         try await pipeline.startOrder(request, store: store, client: try await current(info).client)
     }

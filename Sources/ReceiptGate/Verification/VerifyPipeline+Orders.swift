@@ -9,7 +9,7 @@ extension VerifyPipeline {
     /// the store hears of it, so every order the store knows is on record. Throws
     /// `StoreVerificationError` for a refusal.
     func startOrder(
-        _ request: OrderRequest, store: StoreID, client: Client
+        _ draft: OrderDraft, store: StoreID, client: Client
     ) async throws -> (orderID: String, started: StartedOrder) {
         guard let registration = stores[store], let starter = registration.orderStarter, let orders else {
             throw StoreVerificationError(
@@ -27,10 +27,10 @@ extension VerifyPipeline {
         if let timeLeftForRecording, let requestDeadline = RequestDeadline.current {
             context.deadline = requestDeadline - timeLeftForRecording
         }
-        var order = request
+        var order = try await completed(draft, store: store, starter: starter, context: context, orders: orders)
         if registration.accountAuthenticator != nil {
             order.accountProvenAt = try await orders.provenAt(
-                account: request.storeAccount, store: store, clientID: client.clientID)
+                account: order.storeAccount, store: store, clientID: client.clientID)
         }
         for _ in 0..<3 {
             order.orderID = OrderRepository.newOrderID()
@@ -61,6 +61,50 @@ extension VerifyPipeline {
         logger.info(
             "order started", ["client.id": client.clientID, "store": store.rawValue, "order.id": order.orderID])
         return (order.orderID, started)
+    }
+
+    /// The order with what the body left out filled in: the currency from the store (the buyer's
+    /// own, where the store can say), each line's price and description from the client's catalog
+    /// in that currency. What is still missing is refused before the store is asked.
+    private func completed(
+        _ draft: OrderDraft, store: StoreID, starter: any OrderStarting, context: VerificationContext,
+        orders: OrderRepository
+    ) async throws -> OrderRequest {
+        var order = draft.request
+        if order.currency.isEmpty {
+            let currency = try await OutboundDeadline.$current.withValue(context.deadline) {
+                try await starter.buyerCurrency(account: order.storeAccount, context: context)
+            }
+            guard let currency, OrderDraft.isCurrencyCode(currency) else {
+                throw StoreVerificationError(
+                    code: .missingFields, reason: "NO_CURRENCY",
+                    message: "missing field 'currency': \(store) does not say the buyer's currency")
+            }
+            order.currency = currency
+        }
+        for index in draft.unpriced.union(draft.undescribed).sorted() {
+            let line = order.items[index]
+            let price = try await orders.catalogPrice(
+                clientID: context.client?.clientID ?? "", store: store, product: line.productID,
+                currency: order.currency)
+            if draft.unpriced.contains(index) {
+                guard let price else {
+                    throw StoreVerificationError(
+                        code: .invalidField, reason: "NO_CATALOG_PRICE",
+                        message: "items[\(index)] gives no price_milliunits and the catalog has no price of "
+                            + "\(line.productID) in \(order.currency) (receiptgate products price)")
+                }
+                order.items[index].unitPriceMilliunits = price.milliunits
+            }
+            if draft.undescribed.contains(index) {
+                order.items[index].description = price?.description ?? line.productID
+            }
+            guard order.items[index].totalMilliunits != nil else {
+                throw StoreVerificationError(
+                    code: .invalidField, reason: "INVALID_ORDER", message: "items[\(index)] totals too much")
+            }
+        }
+        return order
     }
 
     /// Proves a player's store account from a ticket the store issued, and notes for this client
