@@ -100,11 +100,12 @@ public final class HTTPClient: Sendable {
     private let transfers: TransferLoop
     /// Where a checked destination's name is resolved (getaddrinfo blocks): not the loop's thread.
     private let resolvers: BlockingWorkers<Void>
+    private let resolvedNames = ResolvedNames()
 
     public init(_ configuration: Configuration = Configuration()) {
         self.configuration = configuration
         transfers = TransferLoop(limit: configuration.concurrentTransfers, name: "http-client")
-        resolvers = BlockingWorkers(name: "http-resolve", threads: 2)
+        resolvers = BlockingWorkers(name: "http-resolve", threads: 4)
     }
 
     deinit {
@@ -167,13 +168,7 @@ public final class HTTPClient: Sendable {
 
     private func perform(_ request: Request, url: String, timeout: Duration) async throws -> Transfer.Outcome {
         let queued = ContinuousClock.now
-        let pin =
-            Destination.resolvesHost(url: url, policy: request.destinations)
-            ? try await resolvers.perform(
-                late: HTTPClientError(.timeout, "the name was not resolved in time"),
-                closed: HTTPClientError(.clientClosed, "the HTTP client is shut down")
-            ) { _ in try Destination.pin(url: url, policy: request.destinations) }
-            : try Destination.pin(url: url, policy: request.destinations)
+        let pin = try await pin(url, request.destinations)
         let transfer = Transfer(
             method: request.method.uppercased(), url: url, headers: request.headers, body: request.body,
             connectTimeout: configuration.connectTimeout, maxResponseBytes: configuration.maxResponseBytes,
@@ -200,6 +195,21 @@ public final class HTTPClient: Sendable {
         } onCancel: {
             start.cancel()
         }
+    }
+
+    /// The checked addresses the transfer is pinned to (`Destination.pin`): remembered for a
+    /// while, and a name asked of DNS on a resolver thread, never on the loop's.
+    private func pin(_ url: String, _ policy: DestinationPolicy) async throws -> String? {
+        guard Destination.resolvesHost(url: url, policy: policy) else {
+            return try Destination.pin(url: url, policy: policy)
+        }
+        if let remembered = resolvedNames.pin(for: url, policy: policy) { return remembered }
+        let pin = try await resolvers.perform(
+            late: HTTPClientError(.timeout, "the name was not resolved in time"),
+            closed: HTTPClientError(.clientClosed, "the HTTP client is shut down")
+        ) { _ in try Destination.pin(url: url, policy: policy) }
+        resolvedNames.remember(pin, for: url, policy: policy)
+        return pin
     }
 
     private func resolve(_ url: String) throws -> String {
