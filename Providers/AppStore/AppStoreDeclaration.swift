@@ -22,7 +22,7 @@ extension AppStoreProvider {
         // Decimal, at most 20 digits: anything else is refused before a lookup is counted.
         transactionIDIsWellFormed: { AppStoreProvider.isTransactionID($0) },
         openAPI: openAPIPart,
-        developmentTools: [DevPurchase.tool])
+        developmentTools: [DevPurchase.tool, DevNotification.tool])
 
     /// Started from the service's environment (docs/configuration.md, App Store), with the ES256
     /// verifier `RECEIPTGATE_ES256_FIXED_KEY` picks.

@@ -6,7 +6,9 @@ public import ReceiptCore
 /// The App Store as a store provider.
 public struct AppStoreProvider: NotificationReceiving {
     public let store = StoreID.appStore
-    public let notificationPath = "/v1/notifications/app-store"
+    public let notificationPath = notificationRoute
+    /// Where the App Store posts its notifications.
+    static let notificationRoute = "/v1/notifications/app-store"
     public let verifier: AppStoreSignedDataVerifier
     public let configuration: AppStoreConfiguration?
     /// Set when online (OCSP) checks are on.

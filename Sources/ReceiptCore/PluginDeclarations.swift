@@ -272,6 +272,19 @@ public struct PluginListInvalid: Error, Sendable, CustomStringConvertible {
     public var description: String { "plugins share a name: \(clashes.joined(separator: ", "))" }
 }
 
+/// Where the service a development tool works with keeps its data and listens, from the same
+/// settings as `receiptgate serve`.
+public struct DevelopmentSettings: Sendable {
+    public let dataDirectory: URL
+    /// The service's base URL (`http://127.0.0.1:8080`): `RECEIPTGATE_URL` when set, else its host and port.
+    public let serviceURL: String
+
+    public init(dataDirectory: URL, serviceURL: String) {
+        self.dataDirectory = dataDirectory
+        self.serviceURL = serviceURL
+    }
+}
+
 /// A development helper a store offers as `receiptgate dev <name>` (e.g. signing a test purchase
 /// with a test root), for trying the service out without a device or a store account.
 public struct DevelopmentTool: Sendable {
@@ -282,15 +295,17 @@ public struct DevelopmentTool: Sendable {
     public let help: String
     /// Its options, each taking one value (`--option VALUE`), without the leading `--`.
     public let options: [String]
-    /// Runs with the options given and the service's data directory. Returns what goes to stdout
-    /// and the lines for stderr, as they are printed; throws `SettingRejected` for a bad option value.
+    /// Runs with the options given and where the service is. Returns what goes to stdout and the
+    /// lines for stderr, as they are printed; throws `SettingRejected` for a bad option value.
     public let run:
-        @Sendable (_ options: [String: String], _ dataDirectory: URL) throws -> (output: String, notices: [String])
+        @Sendable (_ options: [String: String], _ service: DevelopmentSettings) async throws -> (
+            output: String, notices: [String]
+        )
 
     public init(
         name: String, summary: String, help: String, options: [String],
         run:
-            @escaping @Sendable (_ options: [String: String], _ dataDirectory: URL) throws -> (
+            @escaping @Sendable (_ options: [String: String], _ service: DevelopmentSettings) async throws -> (
                 output: String, notices: [String]
             )
     ) {

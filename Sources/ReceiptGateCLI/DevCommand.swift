@@ -14,6 +14,18 @@ enum DevCommand {
             + "\nSee `receiptgate dev <tool> --help`."
     }
 
+    /// The service the tools work with, from the settings `receiptgate serve` reads.
+    static func settings() throws -> DevelopmentSettings {
+        let configuration = try ServiceConfiguration.fromEnvironment()
+        let environment = ProcessInfo.processInfo.environment
+        let host = ["0.0.0.0", "::"].contains(configuration.host) ? "127.0.0.1" : configuration.host
+        let hostInURL = host.contains(":") ? "[\(host)]" : host
+        let url =
+            environment["RECEIPTGATE_URL"].flatMap { $0.isEmpty ? nil : $0 }
+            ?? "http://\(hostInURL):\(configuration.port)"
+        return DevelopmentSettings(dataDirectory: configuration.dataDirectory, serviceURL: url)
+    }
+
     static func run(_ arguments: [String]) async throws {
         guard let name = arguments.first, !name.hasPrefix("-") else {
             if arguments.contains("--help") || arguments.contains("-h") { throw HelpRequested(text: help) }
@@ -31,7 +43,7 @@ enum DevCommand {
             uniqueKeysWithValues: tool.options.compactMap { option in parsed.single(option).map { (option, $0) } })
         let result: (output: String, notices: [String])
         do {
-            result = try tool.run(options, try ServiceConfiguration.fromEnvironment().dataDirectory)
+            result = try await tool.run(options, try settings())
         } catch let rejected as SettingRejected {
             throw UsageError(rejected.description)
         }

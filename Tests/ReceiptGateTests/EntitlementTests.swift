@@ -143,6 +143,10 @@ struct EntitlementHarness {
         #expect(granted["ownership"] as? String == "purchased")
         #expect(granted["in_grace_period"] as? Bool == false)
         #expect(abs((granted["expires_date_ms"] as? Int64 ?? 0) - EntitlementHarness.days(10)) < 120_000, "\(granted)")
+        // The store has not said yet whether it renews: unknown, not "no".
+        #expect(
+            granted["will_renew"] is NSNull,
+            "will_renew before any renewal news: \(String(describing: granted["will_renew"]))")
 
         // Renewed: the store tells of the next period, twice (a retry); one event, the end moved.
         let renewal: [String: any Sendable] = [
@@ -178,6 +182,17 @@ struct EntitlementHarness {
             ], for: "p1")
         owned = try await h.owned("p1")
         #expect(Set(owned.byName.keys) == ["vip", "no_ads"], "\(owned.byName.keys)")
+        // Mapping it again, the operator is told why it grants nothing; a non-consumable's mapping is not warned of.
+        let catalog = h.harness.service.repositories.catalog
+        let remapped = try await catalog.set(
+            client: h.client.clientID, store: "app_store", product: "gems.100", entitlements: ["gems_badge", "vip"],
+            by: "test")
+        #expect(
+            remapped.warning?.contains("gems.100 is a consumable") == true, "\(String(describing: remapped.warning))")
+        #expect(
+            try await catalog.set(
+                client: h.client.clientID, store: "app_store", product: "noads", entitlements: ["no_ads"], by: "test"
+            ).warning == nil)
         #expect(owned.byName["no_ads"]?["ownership"] as? String == "family_shared")
         #expect(owned.byName["no_ads"]?["expires_date_ms"] is NSNull, "a lifetime grant has no end")
 

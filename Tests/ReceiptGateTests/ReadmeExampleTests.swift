@@ -46,6 +46,15 @@ import Testing
         let read = try await shell.json(credentials + "\n" + readme.block("read"))
         #expect((read["transactions"] as? [[String: Any]])?.first?["transaction_id"] as? String == transactionID)
 
+        // The store's refund of it, sent by `dev notify`: the receiver checks its signature and prints it.
+        let notified = try await shell.run(try readme.block("notify"))
+        #expect(notified.status == 0, "dev notify: \(notified.stderr)")
+        #expect(notified.stdout.contains("accepted"), "\(notified.stdout)")
+        try await WebhookDelivery.waitUntil { receiver.stdout.contains("transaction.refunded") }
+        #expect(!receiver.stdout.contains("refused"), "the receiver refused a webhook: \(receiver.stdout)")
+        let after = try await shell.json(credentials + "\n" + readme.block("read"))
+        #expect((after["transactions"] as? [[String: Any]])?.first?["state"] as? String == "refunded", "\(after)")
+
         // The serve block is one command, so bash ran the service itself: SIGTERM stops it cleanly.
         server.send(SIGTERM)
         #expect(try await server.wait(timeout: .seconds(30)) == 0)

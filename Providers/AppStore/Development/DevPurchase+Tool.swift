@@ -7,12 +7,15 @@ extension DevPurchase {
     static let tool = DevelopmentTool(
         name: "purchase", summary: "Sign a test StoreKit 2 purchase (never accepted with Apple's root)", help: help,
         options: ["bundle-id", "product-id", "transaction-id", "type", "environment"]
-    ) { options, dataDirectory in
+    ) { options, service in
         // Options first: a mistake is reported before any file is written.
         let purchase = try parse(options)
-        let directory = dataDirectory.appendingPathComponent("dev-pki")
+        let directory = service.dataDirectory.appendingPathComponent("dev-pki")
         let (pki, created) = try DevPKI.loadOrCreate(in: directory)
-        let token = try purchase.signed(with: pki)
+        let now = Date()
+        let token = try purchase.signed(with: pki, at: now)
+        // Kept, so `dev notify --transaction ID` can tell the service of what became of it.
+        try DevPurchaseRecords(pkiDirectory: directory).keep(purchase.payload(at: now))
         // The variable line stands alone so that it can be pasted in front of `receiptgate serve`.
         let root = directory.appendingPathComponent(DevPKI.rootFile).path
         let notices =

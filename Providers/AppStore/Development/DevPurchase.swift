@@ -49,16 +49,38 @@ struct DevPurchase {
             webOrderLineItemId: subscription ? transactionID : nil)
     }
 
-    struct Payload: Encodable {
-        let transactionId: String, originalTransactionId: String, bundleId: String, productId: String
-        let purchaseDate: Int64, originalPurchaseDate: Int64, signedDate: Int64
-        let type: String, environment: String
-        let expiresDate: Int64?, subscriptionGroupIdentifier: String?, webOrderLineItemId: String?
+    /// A signed transaction's fields, as `dev purchase` signs them and `dev notify` signs them again
+    /// with what changed (a refund's revocation, a renewal's next period).
+    struct Payload: Codable {
+        var transactionId: String, originalTransactionId: String, bundleId: String, productId: String
+        var purchaseDate: Int64, originalPurchaseDate: Int64, signedDate: Int64
+        var type: String, environment: String
+        var expiresDate: Int64?, subscriptionGroupIdentifier: String?, webOrderLineItemId: String?
         var quantity = 1
         var inAppOwnershipType = "PURCHASED"
         var transactionReason = "PURCHASE"
         var storefront = "USA", storefrontId = "143441"
         /// $0.99 in milliunits, as Apple states prices.
         var price: Int64 = 990, currency = "USD"
+        var revocationDate: Int64?, revocationReason: Int?
+
+        init(
+            transactionId: String, originalTransactionId: String, bundleId: String, productId: String,
+            purchaseDate: Int64, originalPurchaseDate: Int64, signedDate: Int64, type: String, environment: String,
+            expiresDate: Int64?, subscriptionGroupIdentifier: String?, webOrderLineItemId: String?
+        ) {
+            self.transactionId = transactionId
+            self.originalTransactionId = originalTransactionId
+            self.bundleId = bundleId
+            self.productId = productId
+            self.purchaseDate = purchaseDate
+            self.originalPurchaseDate = originalPurchaseDate
+            self.signedDate = signedDate
+            self.type = type
+            self.environment = environment
+            self.expiresDate = expiresDate
+            self.subscriptionGroupIdentifier = subscriptionGroupIdentifier
+            self.webOrderLineItemId = webOrderLineItemId
+        }
     }
 }

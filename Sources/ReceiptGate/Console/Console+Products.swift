@@ -50,14 +50,16 @@ extension Console {
         guard stores.contains(where: { $0.store.rawValue == store }) else {
             return try await clientPage(clientID, session, error: "Choose a store.", status: 422)
         }
+        let mapping: ProductCatalogRepository.Mapping
         do {
-            _ = try await catalog.set(
+            mapping = try await catalog.set(
                 client: clientID, store: store, product: product, entitlements: names, by: session.label,
                 refreshWithin: ProductCatalogRepository.interactiveRefreshBudget)
         } catch let invalid as CatalogInputInvalid {
             return try await clientPage(clientID, session, error: invalid.description, status: 422)
         }
-        return try await clientPage(clientID, session, notice: "Product \(product) set.")
+        return try await clientPage(
+            clientID, session, notice: "Product \(product) set." + (mapping.warning.map { " Note: \($0)." } ?? ""))
     }
 
     private func removeProduct(

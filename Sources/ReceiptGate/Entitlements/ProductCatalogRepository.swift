@@ -24,7 +24,9 @@ public struct ProductCatalogRepository: Sendable {
         public let store: String
         public let productID: String
         public let entitlements: [String]
-        enum CodingKeys: String, CodingKey { case store, productID = "product_id", entitlements }
+        /// What the operator should know of the mapping just set (a consumable never grants).
+        public var warning: String?
+        enum CodingKeys: String, CodingKey { case store, productID = "product_id", entitlements, warning }
     }
 
     /// An entitlement name: lower-case letters, digits, `_`, `.` or `-`, starting with a letter or
@@ -99,7 +101,9 @@ public struct ProductCatalogRepository: Sendable {
         }
         for name in entitlements { try Self.checkEntitlement(name) }
         let names = Array(Set(entitlements)).sorted()
-        let mapping = Mapping(store: store, productID: product, entitlements: names)
+        let mapping = Mapping(
+            store: store, productID: product, entitlements: names,
+            warning: try await consumableWarning(client: client, store: store, product: product))
         guard
             try await list(client: client).first(where: { $0.store == store && $0.productID == product })?.entitlements
                 != names
@@ -126,6 +130,26 @@ public struct ProductCatalogRepository: Sendable {
         }
         await refresher.refreshNow([request], within: budget)
         return mapping
+    }
+
+    /// A consumable is used up when bought and never grants an entitlement (`EntitlementRules`):
+    /// a mapping of a product the ledger holds as one grants nothing, and the operator is told so.
+    /// Known only once such a purchase is recorded (a store's catalog is not read).
+    func consumableWarning(client: String, store: String, product: String) async throws -> String? {
+        let consumable =
+            try await pool.query(
+                """
+                SELECT EXISTS (
+                    SELECT 1 FROM transactions t
+                    WHERE t.client_id IN (SELECT c.id FROM clients c, clients me WHERE me.id = \(client)
+                                          AND (c.id = me.id OR (me.game_id IS NOT NULL AND c.game_id = me.game_id)))
+                      AND t.store = \(store) AND t.product_id = \(product) AND t.product_kind = \(ProductKind.consumable.rawValue)
+                ) AS consumable
+                """
+            ).first?.decode("consumable", as: Bool.self) ?? false
+        guard consumable else { return nil }
+        return "\(product) is a consumable in the ledger: a consumable is used up when bought and grants no"
+            + " entitlement, so this mapping grants nothing (map a non-consumable or a subscription)"
     }
 
     /// Removes the product's mapping (or only `entitlement`), then takes away what it granted (for
