@@ -112,7 +112,7 @@ extension SteamProvider {
                 parameters: [("appid", access.appID), ("steamid", account)], key: access.key,
                 deadline: context.deadline)
             return params["currency"]?.string
-        } catch let error as StoreAPIError {
+        } catch {
             throw error.kind == .refused
                 ? StoreVerificationError(code: .invalidField, reason: error.reason, message: error.message)
                 : error.verificationError
