@@ -2,8 +2,9 @@ public import Postgres
 
 /// The database schema, as numbered migrations. Append; never edit one that has shipped.
 public enum Schema {
+    /// In version order, whichever feature's file each is kept in (the order they are applied in).
     public static let migrations: [Migration] =
-        [
+        ([
             Migration(
                 version: 1, name: "clients",
                 sql: """
@@ -303,5 +304,5 @@ public enum Schema {
                     """),
         ] + consoleMigrations + claimMigrations + entitlementMigrations + appIdentityMigrations
         + catalogRefreshMigrations
-        + consumptionMigrations + outboxMigrations
+        + consumptionMigrations + outboxMigrations).sorted { $0.version < $1.version }
 }
