@@ -2,7 +2,7 @@ public import Postgres
 
 /// The database schema, as numbered migrations. Append; never edit one that has shipped.
 public enum Schema {
-    /// In the order they apply (their versions'), whichever feature's list holds each.
+    /// In version order, whichever feature's file each is kept in (the order they are applied in).
     public static let migrations: [Migration] =
         ([
             Migration(
