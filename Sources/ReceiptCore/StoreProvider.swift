@@ -195,12 +195,15 @@ public struct StoreRegistration: Sendable {
     public let refundAnswering: (any RefundRequestAnswering)?
     /// Tells the store which account a purchase linked after the sale belongs to.
     public let accountTokenSetting: (any AccountTokenSetting)?
+    /// Takes reports of purchases made outside the store's billing (tokens, sales, refunds).
+    public let externalPurchaseReporting: (any ExternalPurchaseReporting)?
 
     public init(
         _ declaration: StoreDeclaration, verifier: any StoreProvider, notifications: (any NotificationReceiving)? = nil,
         orderLookup: (any OrderLookingUp)? = nil, acknowledgement: (any PurchaseAcknowledging)? = nil,
         poller: (any StorePolling)? = nil, subscriptionReader: (any SubscriptionReading)? = nil,
-        refundAnswering: (any RefundRequestAnswering)? = nil, accountTokenSetting: (any AccountTokenSetting)? = nil
+        refundAnswering: (any RefundRequestAnswering)? = nil, accountTokenSetting: (any AccountTokenSetting)? = nil,
+        externalPurchaseReporting: (any ExternalPurchaseReporting)? = nil
     ) {
         precondition(declaration.store == verifier.store, "a registration's declaration and verifier name one store")
         self.store = verifier.store
@@ -213,5 +216,6 @@ public struct StoreRegistration: Sendable {
         self.subscriptionReader = subscriptionReader
         self.refundAnswering = refundAnswering
         self.accountTokenSetting = accountTokenSetting
+        self.externalPurchaseReporting = externalPurchaseReporting
     }
 }
