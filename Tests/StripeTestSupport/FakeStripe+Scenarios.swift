@@ -32,7 +32,7 @@ extension FakeStripe {
     @discardableResult
     package func sale(
         player: String?, lines: [Line], currency: String = "usd", livemode: Bool = false,
-        paymentStatus: String = "paid", metadataPlayer: String? = nil
+        paymentStatus: String = "paid", metadataPlayer: String? = nil, metadata: [String: String] = [:]
     ) -> Sale {
         let session = newID("cs"), intent = newID("pi"), charge = newID("ch")
         let created = unixNow
@@ -69,7 +69,9 @@ extension FakeStripe {
                 ],
             ],
         ]
-        if let metadataPlayer { object["metadata"] = ["player_id": metadataPlayer] }
+        var allMetadata = metadata
+        if let metadataPlayer { allMetadata["player_id"] = metadataPlayer }
+        object["metadata"] = allMetadata
         put(object)
         put(chargeObject(charge, intent: intent, amount: total, currency: currency, livemode: livemode))
         put([

@@ -1,0 +1,262 @@
+import AppStore
+import AppStoreTestSupport
+import Foundation
+import OpenSSLCrypto
+import Postgres
+import ReceiptCore
+import ReceiptGate
+import Stripe
+import StripeTestSupport
+import TestSupport
+import Testing
+
+/// Reports of web sales made through an App Store link-out, end to end: the service over HTTP
+/// with a real Postgres, Stripe's fake for the web sale, and a fake of Apple's External Purchase
+/// Server API that checks the JWT and the report as Apple documents them.
+@Suite struct ExternalPurchaseReportsEndToEnd {
+    @Test func aTokenTiedToAStripeSaleIsReportedOnceWithItsLines() async throws {
+        let shop = try await ReportingShop.start()
+        defer { shop.stop() }
+        let token = ReportingShop.appleToken()
+        let sale = shop.stripe.sale(
+            player: "player-7", lines: [.init("prod_gems", unitAmount: 199, quantity: 2)],
+            metadata: ["external_purchase_token": token.raw])
+        #expect(try await shop.push(try shop.stripe.webhook("checkout.session.completed", about: sale.session)) == 200)
+        try await shop.sweepAndSend()
+        // Found again by a later pass: still one report.
+        try await shop.sweepAndSend()
+        let reports = shop.apple.externalPurchaseReports(for: token.id)
+        try #require(reports.count == 1, "\(reports.map(\.status))")
+        #expect(reports[0].status == "LINE_ITEM")
+        let items = reports[0].lineItems
+        #expect(items.count == 1)
+        #expect(items.first?["eventType"] as? String == "BUY")
+        #expect(items.first?["amountTaxExclusive"] as? Int == 3980, "2 × 1.99 USD in milliunits")
+        #expect(items.first?["pricingCurrency"] as? String == "USD")
+        #expect(items.first?["taxCountry"] as? String == "IRL", "the buyer's address on the session, in alpha-3")
+        #expect(items.first?["productIdentifier"] as? String == "prod_gems")
+        #expect(try await shop.state(of: token.id) == "reported")
+    }
+
+    @Test func aTokenRegisteredWithItsOrderIsReportedWhenTheSaleArrives() async throws {
+        let shop = try await ReportingShop.start()
+        defer { shop.stop() }
+        let token = ReportingShop.appleToken()
+        let sale = shop.stripe.sale(player: "player-8", lines: [.init("prod_vip", unitAmount: 999)])
+        let registered = try await shop.register(token.raw, webStore: "stripe", orderID: sale.paymentIntent)
+        #expect(registered.status == 200, "\(registered.text)")
+        #expect(try await shop.state(of: token.id) == "waiting")
+        #expect(try await shop.push(try shop.stripe.webhook("checkout.session.completed", about: sale.session)) == 200)
+        try await shop.sweepAndSend()
+        let reports = shop.apple.externalPurchaseReports(for: token.id)
+        #expect(reports.map(\.status) == ["LINE_ITEM"])
+        #expect(reports.first?.lineItems.first?["amountTaxExclusive"] as? Int == 9990)
+    }
+
+    @Test func aTokenWithNoSaleIsReportedAsSuchAfterItsDeadline() async throws {
+        let shop = try await ReportingShop.start()
+        defer { shop.stop() }
+        let token = ReportingShop.appleToken()
+        #expect(try await shop.register(token.raw).status == 200)
+        try await shop.sweepAndSend()
+        #expect(shop.apple.externalPurchaseReports(for: token.id).isEmpty, "nothing is owed before the deadline")
+        // Ten days later (Apple's limit; the client set none shorter).
+        shop.clock.set(shop.clock.get().addingTimeInterval(10 * 86_400 + 60))
+        try await shop.sweepAndSend()
+        try await shop.sweepAndSend()
+        #expect(shop.apple.externalPurchaseReports(for: token.id).map(\.status) == ["NO_LINE_ITEM"])
+        #expect(try await shop.state(of: token.id) == "reported_no_sale")
+    }
+
+    @Test func aPartialAndThenAFullRefundAreReportedAgainstTheSaleLine() async throws {
+        let shop = try await ReportingShop.start()
+        defer { shop.stop() }
+        let token = ReportingShop.appleToken()
+        let sale = shop.stripe.sale(
+            player: "p", lines: [.init("prod_gems", unitAmount: 400, quantity: 1)],
+            metadata: ["external_purchase_token": token.raw])
+        #expect(try await shop.push(try shop.stripe.webhook("checkout.session.completed", about: sale.session)) == 200)
+        try await shop.sweepAndSend()
+        shop.stripe.refund(charge: sale.charge, amount: 100)
+        #expect(try await shop.push(try shop.stripe.webhook("charge.refunded", about: sale.charge)) == 200)
+        try await shop.sweepAndSend()
+        shop.stripe.refund(charge: sale.charge)
+        #expect(try await shop.push(try shop.stripe.webhook("charge.refunded", about: sale.charge)) == 200)
+        try await shop.sweepAndSend()
+        try await shop.sweepAndSend()
+        let reports = shop.apple.externalPurchaseReports(for: token.id)
+        try #require(reports.count == 3, "\(reports.map(\.status))")
+        let saleLine = try #require(reports[0].lineItems.first?["lineItemId"] as? String)
+        let partial = try #require(reports[1].lineItems.first)
+        let full = try #require(reports[2].lineItems.first)
+        #expect(partial["eventType"] as? String == "REFUND" && partial["referenceLineItemId"] as? String == saleLine)
+        #expect(partial["amountTaxExclusive"] as? Int == 1000, "a quarter of 4.00 USD")
+        #expect(partial["netAmountTaxExclusive"] as? Int == 3000)
+        #expect(full["referenceLineItemId"] as? String == saleLine && full["amountTaxExclusive"] as? Int == 3000)
+        #expect(full["netAmountTaxExclusive"] as? Int == 0)
+        #expect(Set(reports.map(\.requestIdentifier)).count == 3, "each report has its own request identifier")
+    }
+
+    @Test func aRetryAfterALostAnswerIsNotReportedTwice() async throws {
+        let shop = try await ReportingShop.start()
+        defer { shop.stop() }
+        let token = ReportingShop.appleToken()
+        // Apple takes the report and the answer is lost, twice: the client's own retry and the
+        // outbox's next attempt both send the same request identifier again.
+        shop.apple.state.loseExternalPurchaseAnswers.set(2)
+        let sale = shop.stripe.sale(
+            player: "p", lines: [.init("prod_gems", unitAmount: 199)], metadata: ["external_purchase_token": token.raw])
+        #expect(try await shop.push(try shop.stripe.webhook("checkout.session.completed", about: sale.session)) == 200)
+        try await shop.sweepAndSend()
+        #expect(shop.apple.externalPurchaseReports(for: token.id).count == 1)
+        #expect(try await shop.state(of: token.id) == "reported")
+        let answer =
+            try await shop.harness.pool.query(
+                "SELECT last_answer FROM external_purchase_tokens WHERE report_id = \(token.id)"
+            ).first?.decode("last_answer", as: String?.self) ?? nil
+        #expect(answer?.hasPrefix("already held by Apple") == true, "\(String(describing: answer))")
+    }
+
+    @Test func anUnreportedNotificationRaisesTheReportAtOnce() async throws {
+        let shop = try await ReportingShop.start()
+        defer { shop.stop() }
+        let known = ReportingShop.appleToken()
+        #expect(try await shop.register(known.raw).status == 200)
+        // No sweep runs: the notification alone makes the report due.
+        #expect(try await shop.pushUnreported(known.id) == 200)
+        let stranger = ReportingShop.appleToken()
+        #expect(try await shop.pushUnreported(stranger.id) == 200)
+        try await OutboxDrain.wait(shop.harness.pool)
+        #expect(shop.apple.externalPurchaseReports(for: known.id).map(\.status) == ["NO_LINE_ITEM"])
+        #expect(shop.apple.externalPurchaseReports(for: stranger.id).map(\.status) == ["UNRECOGNIZED_TOKEN"])
+    }
+
+    @Test func aTokenForAnotherAppOrEnvironmentOrMalformedIsRefusedAndNeverReported() async throws {
+        let shop = try await ReportingShop.start()
+        defer { shop.stop() }
+        let otherApp = ReportingShop.appleToken(bundleID: "com.other.game")
+        let otherAnswer = try await shop.register(otherApp.raw)
+        #expect(otherAnswer.status == 422, "\(otherAnswer.text)")
+        #expect(otherAnswer.text.contains("BUNDLE_MISMATCH"))
+        let production = ReportingShop.appleToken(sandbox: false)
+        #expect(try await shop.register(production.raw).status == 412, "a production token for a sandbox-only client")
+        #expect(try await shop.register("not-a-token").status == 400)
+        #expect(try await shop.register(String(repeating: "a", count: 5000)).status == 400)
+        // A web sale carrying another app's token: kept as refused, never reported.
+        let carried = ReportingShop.appleToken(bundleID: "com.other.game")
+        let sale = shop.stripe.sale(
+            player: "p", lines: [.init("prod_gems", unitAmount: 199)],
+            metadata: ["external_purchase_token": carried.raw])
+        #expect(try await shop.push(try shop.stripe.webhook("checkout.session.completed", about: sale.session)) == 200)
+        try await shop.sweepAndSend()
+        shop.clock.set(shop.clock.get().addingTimeInterval(11 * 86_400))
+        try await shop.sweepAndSend()
+        #expect(shop.apple.state.externalPurchaseReports.get().isEmpty)
+        let states = try await shop.harness.pool.query("SELECT state FROM external_purchase_tokens").map {
+            try $0.decode("state", as: String.self)
+        }
+        #expect(states == ["refused"], "only the carried token is kept, as refused")
+    }
+}
+
+/// The service with Stripe and the App Store (its Server API key pointed at the fake), one
+/// sandbox-only client for com.example.game with a Stripe account, and a clock the test moves.
+struct ReportingShop {
+    let harness: VerifyHarness
+    let stripe: FakeStripe
+    let apple: FakeAppStoreServerAPI
+    let clock: LockedBox<Date>
+
+    static func start() async throws -> ReportingShop {
+        let stripe = try FakeStripe(), apple = try FakeAppStoreServerAPI()
+        let clock = LockedBox(Date())
+        let provider = StripeProvider(configuration: try stripe.configuration(reconcileSeconds: 0), now: { stripe.now })
+        let harness = try await VerifyHarness.start(
+            environments: [.sandbox], outbox: VerifyHarness.fastOutbox(), otherStores: [provider.registration],
+            pki: apple.pki,
+            appStore: { pki in
+                var appStore = AppStoreConfiguration(trustRoots: [pki.root])
+                appStore.serverAPIKey = .init(
+                    keyID: FakeAppStoreServerAPI.keyID, issuerID: FakeAppStoreServerAPI.issuerID,
+                    privateKey: apple.teamKey)
+                appStore.serverAPIProductionURL = "http://127.0.0.1:\(apple.production.port)"
+                appStore.serverAPISandboxURL = "http://127.0.0.1:\(apple.sandbox.port)"
+                appStore.reconcileInterval = nil
+                return appStore
+            },
+            // The test runs each pass itself.
+            configure: { $0.externalPurchaseSweepInterval = .seconds(3600) }, now: { clock.get() })
+        var settings = ClientSettings()
+        settings.appIdentifiers = [
+            StripeProvider.accountKind.name: [FakeStripe.account],
+            AppStoreProvider.bundleIDKind.name: ["com.example.game"],
+        ]
+        settings.sealedSettings = [
+            StripeProvider.Setting.apiKey: FakeStripe.apiKey,
+            StripeProvider.Setting.webhookSecret: FakeStripe.webhookSecret,
+        ]
+        _ = try await harness.service.clients.update(harness.client.clientID, settings)
+        return ReportingShop(harness: harness, stripe: stripe, apple: apple, clock: clock)
+    }
+
+    func stop() {
+        harness.stop()
+        let (stripe, apple) = (stripe, apple)
+        Task.detached {
+            await stripe.server.shutdown()
+            await apple.shutdown()
+        }
+    }
+
+    /// An App Store external purchase token as StoreKit hands it: base64url JSON.
+    static func appleToken(bundleID: String = "com.example.game", sandbox: Bool = true) -> (raw: String, id: String) {
+        let id = (sandbox ? "SANDBOX_" : "") + UUID().uuidString.lowercased()
+        let json =
+            #"{"appAppleId":1234567890,"bundleId":"\#(bundleID)","tokenCreationDate":\#(Int64(Date().timeIntervalSince1970 * 1000)),"externalPurchaseId":"\#(id)","tokenType":"ACQUISITION"}"#
+        return (Base64.urlEncode(Data(json.utf8)), id)
+    }
+
+    func register(_ token: String, webStore: String? = nil, orderID: String? = nil) async throws -> RawHTTP.Response {
+        var body: [String: Any] = ["store": "app_store", "token": token, "player_id": "player-7"]
+        if let webStore { body["web_store"] = webStore }
+        if let orderID { body["order_id"] = orderID }
+        return try await harness.client.post("/v1/external-purchase-tokens", json: body, version: "2")
+    }
+
+    func push(_ webhook: FakeStripe.Webhook) async throws -> Int {
+        try await RawHTTP.request(
+            port: harness.client.port, method: "POST", path: "/v1/notifications/stripe/\(harness.client.clientID)",
+            headers: ["Content-Type": "application/json", "Stripe-Signature": webhook.signature], body: webhook.body
+        ).status
+    }
+
+    /// Apple's `EXTERNAL_PURCHASE_TOKEN` / `UNREPORTED` for a token, signed as Apple signs it.
+    func pushUnreported(_ externalPurchaseID: String) async throws -> Int {
+        let signed = try apple.pki.sign([
+            "notificationType": "EXTERNAL_PURCHASE_TOKEN", "subtype": "UNREPORTED",
+            "notificationUUID": UUID().uuidString.lowercased(), "version": "2.0",
+            "signedDate": Int64(Date().timeIntervalSince1970 * 1000),
+            "externalPurchaseToken": [
+                "externalPurchaseId": externalPurchaseID,
+                "tokenCreationDate": Int64(Date().timeIntervalSince1970 * 1000),
+                "appAppleId": 1_234_567_890, "bundleId": "com.example.game",
+            ] as [String: any Sendable],
+        ])
+        return try await RawHTTP.request(
+            port: harness.client.port, method: "POST", path: "/v1/notifications/app-store",
+            body: Data(#"{"signedPayload":"\#(signed)"}"#.utf8)
+        ).status
+    }
+
+    /// One pass of the sweep, then everything it queued sent.
+    func sweepAndSend() async throws {
+        try await harness.service.reportExternalPurchases()
+        try await OutboxDrain.wait(harness.pool)
+    }
+
+    func state(of reportID: String) async throws -> String? {
+        try await harness.pool.query(
+            "SELECT state FROM external_purchase_tokens WHERE report_id = \(reportID)"
+        ).first?.decode("state", as: String.self)
+    }
+}
