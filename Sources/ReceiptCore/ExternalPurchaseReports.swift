@@ -8,7 +8,7 @@ public struct ExternalPurchaseToken: Sendable, Equatable {
     public var environment: StoreEnvironment
     /// The app the token was issued to, in the store's kind of identifier.
     public var appIdentifier: String
-    /// What the store's reports name the token by (Apple's `externalPurchaseId`; Google's token).
+    /// What the store's reports name the token by (an id inside the token, or the token itself).
     public var reportID: String
     /// When the store issued it, where the token says.
     public var issuedAt: Date?

@@ -50,8 +50,8 @@ public struct StoreEvent: Sendable {
     public var claimedBy: String?
     /// For `disputed`: the dispute.
     public var dispute: DisputeNews?
-    /// The store says this token of a purchase made outside its billing is still unreported
-    /// (Apple's `EXTERNAL_PURCHASE_TOKEN` / `UNREPORTED`): its report is owed at once.
+    /// The store says this token of a purchase made outside its billing is still unreported: its
+    /// report is owed at once.
     public var unreportedExternalPurchase: ExternalPurchaseToken?
 
     public init(

@@ -1,6 +1,8 @@
 import AppStore
 import AppStoreTestSupport
 import Foundation
+import GooglePlay
+import GooglePlayTestSupport
 import OpenSSLCrypto
 import Postgres
 import ReceiptCore
@@ -167,12 +169,24 @@ struct ReportingShop {
     let apple: FakeAppStoreServerAPI
     let clock: LockedBox<Date>
 
-    static func start() async throws -> ReportingShop {
+    /// With `google`, Google Play too (its service-account key the client's own), and the client
+    /// accepts production as well (Google's tokens are production's).
+    static func start(google: FakeGooglePlay? = nil) async throws -> ReportingShop {
         let stripe = try FakeStripe(), apple = try FakeAppStoreServerAPI()
         let clock = LockedBox(Date())
         let provider = StripeProvider(configuration: try stripe.configuration(reconcileSeconds: 0), now: { stripe.now })
+        var stores = [provider.registration]
+        if let google {
+            var configuration = try google.configuration()
+            configuration.serviceAccountKey = nil
+            stores.append(
+                GooglePlayProvider(
+                    configuration: configuration, http: FakeGooglePlay.http(), logger: Logger(minimumLevel: .error)
+                ).registration)
+        }
         let harness = try await VerifyHarness.start(
-            environments: [.sandbox], outbox: VerifyHarness.fastOutbox(), otherStores: [provider.registration],
+            environments: google == nil ? [.sandbox] : [.sandbox, .production], outbox: VerifyHarness.fastOutbox(),
+            otherStores: stores,
             pki: apple.pki,
             appStore: { pki in
                 var appStore = AppStoreConfiguration(trustRoots: [pki.root])
@@ -184,8 +198,11 @@ struct ReportingShop {
                 appStore.reconcileInterval = nil
                 return appStore
             },
-            // The test runs each pass itself.
-            configure: { $0.externalPurchaseSweepInterval = .seconds(3600) }, now: { clock.get() })
+            configure: {
+                // The test runs each pass itself, and the client's settings changed below count at once.
+                $0.externalPurchaseSweepInterval = .seconds(3600)
+                $0.clientCacheSeconds = 0
+            }, now: { clock.get() })
         var settings = ClientSettings()
         settings.appIdentifiers = [
             StripeProvider.accountKind.name: [FakeStripe.account],
@@ -195,6 +212,10 @@ struct ReportingShop {
             StripeProvider.Setting.apiKey: FakeStripe.apiKey,
             StripeProvider.Setting.webhookSecret: FakeStripe.webhookSecret,
         ]
+        if let google {
+            settings.appIdentifiers[GooglePlayProvider.packageNameKind.name] = ["com.example.game"]
+            settings.sealedSettings[GooglePlayProvider.Setting.serviceAccountKey] = try google.serviceAccountJSON()
+        }
         _ = try await harness.service.clients.update(harness.client.clientID, settings)
         return ReportingShop(harness: harness, stripe: stripe, apple: apple, clock: clock)
     }
@@ -254,9 +275,70 @@ struct ReportingShop {
         try await OutboxDrain.wait(harness.pool)
     }
 
+    /// Every token's state and last error, for a failure's message.
+    func tokenRows() async throws -> [String] {
+        try await harness.pool.query(
+            "SELECT state || ' ' || COALESCE(last_error, '') || ' ' || COALESCE(last_answer, '') AS row FROM external_purchase_tokens ORDER BY id"
+        ).map { try $0.decode("row", as: String.self) }
+    }
+
     func state(of reportID: String) async throws -> String? {
         try await harness.pool.query(
             "SELECT state FROM external_purchase_tokens WHERE report_id = \(reportID)"
         ).first?.decode("state", as: String.self)
+    }
+}
+
+/// Google Play's external transactions from web sales, end to end, against a fake of the
+/// `externaltransactions` API behind Google's OAuth.
+@Suite struct GoogleExternalTransactionsEndToEnd {
+    @Test func aGoogleExternalTransactionAndItsRefundsAreCreatedOnceEach() async throws {
+        let google = try FakeGooglePlay()
+        let shop = try await ReportingShop.start(google: google)
+        defer {
+            shop.stop()
+            Task.detached { await google.shutdown() }
+        }
+        let token = "ext-txn-token-" + UUID().uuidString.lowercased()
+        let sale = shop.stripe.sale(player: "p", lines: [.init("prod_gems", unitAmount: 400)])
+        let registered = try await shop.harness.client.post(
+            "/v1/external-purchase-tokens",
+            json: [
+                "store": "google_play", "token": token, "package_name": "com.example.game", "player_id": "p",
+                "web_store": "stripe", "order_id": sale.paymentIntent,
+            ], version: "2")
+        #expect(registered.status == 200, "\(registered.text)")
+        // Google takes the create and its answer is lost once: the retry creates nothing twice.
+        google.state.loseExternalTransactionAnswers.set(1)
+        #expect(try await shop.push(try shop.stripe.webhook("checkout.session.completed", about: sale.session)) == 200)
+        try await shop.sweepAndSend()
+        var held = google.externalTransactions(package: "com.example.game")
+        let rows = try await shop.tokenRows()
+        try #require(held.count == 1, "\(rows)")
+        #expect(held[0].token == token && held[0].originalMicros == 4_000_000 && held[0].currency == "USD")
+        #expect(held[0].regionCode == "IE")
+        shop.stripe.refund(charge: sale.charge, amount: 100)
+        #expect(try await shop.push(try shop.stripe.webhook("charge.refunded", about: sale.charge)) == 200)
+        google.state.loseExternalTransactionAnswers.set(1)
+        try await shop.sweepAndSend()
+        shop.stripe.refund(charge: sale.charge)
+        #expect(try await shop.push(try shop.stripe.webhook("charge.refunded", about: sale.charge)) == 200)
+        try await shop.sweepAndSend()
+        try await shop.sweepAndSend()
+        held = google.externalTransactions(package: "com.example.game")
+        #expect(held.count == 1)
+        #expect(held.first?.currentMicros == 0)
+        #expect(held.first?.refunds.count == 2, "one partial refund and the rest: \(held.first?.refunds ?? [])")
+        #expect(try await shop.state(of: token) == "reported")
+        // A Google token with no sale is never reported as such.
+        let lonely = try await shop.harness.client.post(
+            "/v1/external-purchase-tokens",
+            json: ["store": "google_play", "token": "ext-lonely-token", "package_name": "com.example.game"],
+            version: "2")
+        #expect(lonely.status == 200)
+        shop.clock.set(shop.clock.get().addingTimeInterval(2 * 86_400))
+        try await shop.sweepAndSend()
+        #expect(google.externalTransactions(package: "com.example.game").count == 1)
+        #expect(try await shop.state(of: "ext-lonely-token") == "waiting")
     }
 }

@@ -2,8 +2,8 @@ import Foundation
 import ReceiptCore
 
 /// `POST /v1/external-purchase-tokens`: the game registers a store's token of a purchase made
-/// outside its billing (from StoreKit's external purchase APIs or Play Billing's external
-/// transaction token), optionally with the web store's order it paid for. The token is parsed
+/// outside its billing (the app got it from the store's SDK), optionally with the web store's
+/// order it paid for. The token is parsed
 /// and checked against the client's apps and environments before anything is kept; a sale already
 /// in the ledger is tied and its report queued at once.
 struct ExternalPurchaseTokenRoutes: Sendable {
@@ -21,7 +21,7 @@ struct ExternalPurchaseTokenRoutes: Sendable {
         ]
     }
 
-    /// Store tokens are short (Apple's is base64url JSON of a few hundred bytes).
+    /// Store tokens are short (a few hundred bytes).
     static let maxTokenBytes = 4096
 
     struct Body: Decodable {
