@@ -62,12 +62,21 @@ import Testing
         #expect(try await shop.register(token.raw).status == 200)
         try await shop.sweepAndSend()
         #expect(shop.apple.externalPurchaseReports(for: token.id).isEmpty, "nothing is owed before the deadline")
+        let console = ConsoleBrowserSession(port: shop.harness.client.port)
+        _ = try await console.signIn(token: ReportingShop.adminToken)
+        let waiting = try await console.get("/console/external-purchases")
+        #expect(waiting.status == 200)
+        #expect(
+            waiting.text.contains("waiting for a sale")
+                && (waiting.text.contains(">9 d 23 h<") || waiting.text.contains(">10 d 0 h<")),
+            "ten days left: \(waiting.text)")
         // Ten days later (Apple's limit; the client set none shorter).
         shop.clock.set(shop.clock.get().addingTimeInterval(10 * 86_400 + 60))
         try await shop.sweepAndSend()
         try await shop.sweepAndSend()
         #expect(shop.apple.externalPurchaseReports(for: token.id).map(\.status) == ["NO_LINE_ITEM"])
         #expect(try await shop.state(of: token.id) == "reported_no_sale")
+        #expect(try await console.get("/console/external-purchases").text.contains("reported as no sale"))
     }
 
     @Test func aPartialAndThenAFullRefundAreReportedAgainstTheSaleLine() async throws {
@@ -129,7 +138,8 @@ import Testing
         let stranger = ReportingShop.appleToken()
         #expect(try await shop.pushUnreported(stranger.id) == 200)
         try await OutboxDrain.wait(shop.harness.pool)
-        #expect(shop.apple.externalPurchaseReports(for: known.id).map(\.status) == ["NO_LINE_ITEM"])
+        let rows = try await shop.tokenRows()
+        #expect(shop.apple.externalPurchaseReports(for: known.id).map(\.status) == ["NO_LINE_ITEM"], "\(rows)")
         #expect(shop.apple.externalPurchaseReports(for: stranger.id).map(\.status) == ["UNRECOGNIZED_TOKEN"])
     }
 
@@ -168,6 +178,7 @@ struct ReportingShop {
     let stripe: FakeStripe
     let apple: FakeAppStoreServerAPI
     let clock: LockedBox<Date>
+    static let adminToken = "reports-admin-" + String(repeating: "e", count: 32)
 
     /// With `google`, Google Play too (its service-account key the client's own), and the client
     /// accepts production as well (Google's tokens are production's).
@@ -186,7 +197,7 @@ struct ReportingShop {
         }
         let harness = try await VerifyHarness.start(
             environments: google == nil ? [.sandbox] : [.sandbox, .production], outbox: VerifyHarness.fastOutbox(),
-            otherStores: stores,
+            adminToken: adminToken, otherStores: stores,
             pki: apple.pki,
             appStore: { pki in
                 var appStore = AppStoreConfiguration(trustRoots: [pki.root])

@@ -17,7 +17,7 @@ enum ExternalPurchaseLedger {
             let row = try connection.query(
                 """
                 SELECT id, client_id, store, environment, app_identifier, report_id, token, web_store, order_id, state,
-                       report_by, refunded_share, sale_rows::text[] AS sale_rows
+                       report_by <= \(now) AS due, refunded_share
                 FROM external_purchase_tokens WHERE id = \(id) FOR UPDATE
                 """
             ).first
@@ -42,7 +42,8 @@ enum ExternalPurchaseLedger {
                     """)
                 queued.append(.sale)
                 state = "sale_queued"
-            } else if try row.decode("report_by", as: Date.self) <= now, noSaleStores.contains(token.store) {
+            } else if try row.decode("due", as: Bool.self), noSaleStores.contains(token.store) {
+                // Compared by the database: the time as stored (to the microsecond) against the same.
                 try queue(token, .noSale, lines: [], on: connection)
                 try connection.execute(
                     "UPDATE external_purchase_tokens SET state = 'no_sale_queued', updated_at = now() WHERE id = \(id)")
