@@ -47,7 +47,7 @@ struct ExternalPurchaseReports: Sendable {
         }
         let now = now(), noSale = noSaleStores
         var queued = 0
-        for id in try await tokens.due(now: now) {
+        for id in try await tokens.due(now: now, noSaleStores: noSale) {
             queued += try await tokens.pool.withTransaction { connection in
                 try ExternalPurchaseLedger.advance(id, now: now, noSaleStores: noSale, on: connection).count
             }
@@ -69,12 +69,13 @@ struct ExternalPurchaseReports: Sendable {
                     problems.append(problem)
                     continue
                 }
-                _ = try await tokens.register(
+                let registered = try await tokens.register(
                     .init(
                         token: token, raw: carried.token, clientID: client.clientID, playerID: carried.playerID,
                         webStore: carried.store, orderID: carried.orderID,
                         reportBy: reporter.reportBy(token, client: client, registeredAt: now())))
-                return
+                if registered != nil { return }
+                problems.append("\(registration.store): another client registered this token")
             } catch let refused as ExternalPurchaseTokenRefused {
                 problems.append("\(registration.store): \(refused.reason)")
             }

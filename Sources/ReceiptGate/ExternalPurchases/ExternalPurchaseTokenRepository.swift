@@ -105,13 +105,15 @@ struct ExternalPurchaseTokenRepository: Sendable {
         ).first.map(Self.row)
     }
 
-    /// Tokens whose report may be owed now: waiting ones whose deadline came or whose sale is in the
-    /// ledger, and reported sales the ledger refunded more of since.
-    func due(now: Date, limit: Int = 200) async throws -> [Int64] {
+    /// Tokens whose report may be owed now: waiting ones whose deadline came (of a store in
+    /// `noSaleStores`, the ones that want a report of no sale) or whose sale is in the ledger, and
+    /// reported sales the ledger refunded more of since.
+    func due(now: Date, noSaleStores: Set<StoreID>, limit: Int = 200) async throws -> [Int64] {
         try await pool.query(
             """
             SELECT e.id FROM external_purchase_tokens e
-            WHERE e.state = 'waiting' AND (e.report_by <= \(now) OR EXISTS (
+            WHERE e.state = 'waiting' AND ((e.report_by <= \(now) AND e.store = ANY (\(noSaleStores.map(\.rawValue).sorted())::text[]))
+                OR EXISTS (
                 SELECT 1 FROM transactions t WHERE t.client_id = e.client_id
                 AND ((e.web_store IS NOT NULL AND t.store = e.web_store AND t.order_id = e.order_id)
                      OR t.external_purchase_token = e.token)))
@@ -163,7 +165,7 @@ struct ExternalPurchaseTokenRepository: Sendable {
             """
             INSERT INTO external_purchase_tokens (client_id, store, environment, app_identifier, report_id, token, player_id,
                 web_store, order_id, store_deadline, report_by, state, last_error)
-            VALUES (\(carried.clientID), '', '', '', \("refused:" + carried.token), \(carried.token), \(carried.playerID),
+            VALUES (\(carried.clientID), '', '', '', \("refused:\(carried.clientID):\(carried.token)"), \(carried.token), \(carried.playerID),
                     \(carried.store), \(carried.orderID), now(), now(), 'refused', \(String(why.prefix(300))))
             ON CONFLICT (store, environment, report_id) DO NOTHING
             """)
