@@ -26,9 +26,9 @@ public struct AmazonAppstoreProvider: StoreProvider, NotificationReceiving {
     }
 
     /// `http` calls RVS; SNS signing certificates are fetched by `certificateHTTP`, by default a
-    /// `certificateClient` of its own. Separate clients have separate transfer threads:
+    /// `certificateClient` of its own. Separate clients have separate transfer slots:
     /// certificate URLs come from unauthenticated messages, and a flood of them must not hold the
-    /// threads a purchase's verification needs.
+    /// slots a purchase's verification needs.
     /// Throws `ConfigurationInvalid` when the certificate URL pattern is not a regular expression.
     package init(
         configuration: AmazonAppstoreConfiguration, http: HTTPClient = HTTPClient(),
@@ -50,12 +50,12 @@ public struct AmazonAppstoreProvider: StoreProvider, NotificationReceiving {
             maxFetches: configuration.maxCertificateFetches, now: now)
     }
 
-    /// The client for SNS signing certificates: a transfer thread for each fetch that may run at
-    /// once (none waits for a thread), one attempt (SNS sends a refused message again), a short
+    /// The client for SNS signing certificates: a transfer slot for each fetch that may run at
+    /// once (none waits for a slot), one attempt (SNS sends a refused message again), a short
     /// timeout and a response no bigger than a certificate needs.
     package static func certificateClient(threads: Int, timeout: Duration = .seconds(5)) -> HTTPClient {
         var configuration = HTTPClient.Configuration()
-        configuration.threadCount = max(1, threads)
+        configuration.concurrentTransfers = max(1, threads)
         configuration.retry = .none
         configuration.timeout = timeout
         configuration.connectTimeout = .seconds(3)

@@ -41,8 +41,8 @@ public struct HuaweiAppGalleryConfiguration: Sendable {
         package var perAppPerMinute = 120
         /// The same for one app's signed subscription events, a bucket of their own.
         package var signedPerAppPerMinute = 600
-        /// Transfer threads of each lane's HTTP client, shared by the lane's apps. A re-read that
-        /// finds none free waits for one within `timeout`.
+        /// Transfers under way at once in each lane's HTTP client, shared by the lane's apps. A
+        /// re-read that finds none free waits for one within `timeout`.
         package var threads = 8
         /// One attempt, no retries, at most this long.
         package var timeout: Duration = .seconds(5)

@@ -39,8 +39,8 @@ public struct HuaweiAppGalleryProvider: StoreProvider, NotificationReceiving, Pu
 
     /// `http` asks Huawei for verifies, the poll and read-backs; notifications' re-reads go
     /// through `notificationClient`s of their own, one for order notifications and one for signed
-    /// subscription events. Separate clients have separate transfer threads: anyone may post an
-    /// order notification, and a flood of them must not hold the threads a purchase's verification
+    /// subscription events. Separate clients have separate transfer slots: anyone may post an
+    /// order notification, and a flood of them must not hold the slots a purchase's verification
     /// or a signed notification needs.
     package init(
         configuration: HuaweiAppGalleryConfiguration, http: HTTPClient = HTTPClient(),
@@ -62,12 +62,12 @@ public struct HuaweiAppGalleryProvider: StoreProvider, NotificationReceiving, Pu
         signedNotificationReads = HuaweiNotificationReadGate(limits: reads, lane: .signed, now: now)
     }
 
-    /// A client for notifications' re-reads: its own transfer threads, shared by apps (the gate
+    /// A client for notifications' re-reads: its own transfer slots, shared by apps (the gate
     /// bounds each app's share), one attempt (Huawei sends a refused notification again), a short
     /// timeout and an answer no bigger than a purchase's signed data needs.
     package static func notificationClient(_ limits: HuaweiAppGalleryConfiguration.NotificationReads) -> HTTPClient {
         var configuration = HTTPClient.Configuration()
-        configuration.threadCount = max(1, limits.threads)
+        configuration.concurrentTransfers = max(1, limits.threads)
         configuration.retry = .none
         configuration.timeout = limits.timeout
         configuration.connectTimeout = min(.seconds(3), limits.timeout)

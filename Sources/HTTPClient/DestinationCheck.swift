@@ -3,7 +3,7 @@ import CShims
 import Foundation
 
 /// Which resolved addresses a request may connect to. For the policies that check, the host is
-/// resolved on the transfer's own thread, every address is checked, and the connection is pinned
+/// resolved before the transfer is queued, every address is checked, and the connection is pinned
 /// to the checked ones (`CURLOPT_RESOLVE`), so a second DNS answer cannot swap in another (DNS
 /// rebinding).
 package enum DestinationPolicy: Sendable, Equatable {
@@ -21,6 +21,14 @@ package enum DestinationPolicy: Sendable, Equatable {
 }
 
 enum Destination {
+    /// Whether `pin` asks DNS (a checked policy, a name rather than an address literal): then it
+    /// blocks, and runs where blocking is allowed.
+    static func resolvesHost(url: String, policy: DestinationPolicy) -> Bool {
+        guard policy.checksHere, let host = URLComponents(string: url)?.host, !host.isEmpty else { return false }
+        let bareHost = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+        return !PublicAddress.isLiteral(bareHost)
+    }
+
     /// The `CURLOPT_RESOLVE` entry (`host:port:address,…`) that pins a checked name to its checked
     /// addresses, nil when there is nothing to pin, or a refusal.
     ///
@@ -60,7 +68,7 @@ enum Destination {
         return "\(bareHost):\(port):" + pinnable.map { $0.contains(":") ? "[\($0)]" : $0 }.joined(separator: ",")
     }
 
-    /// getaddrinfo, on the calling (worker) thread.
+    /// getaddrinfo, on the calling thread (one of the client's resolvers).
     static func resolve(_ host: String) throws -> [String] {
         var hints = addrinfo()
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)

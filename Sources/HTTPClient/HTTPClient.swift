@@ -1,8 +1,9 @@
 public import Foundation
 import Workers
 
-/// Outbound HTTP(S) on libcurl. Each transfer blocks, so it runs on one of the client's own
-/// threads (never Swift's cooperative pool); callers await the result. TLS peer and host
+/// Outbound HTTP(S) on libcurl. The client's transfers run on a thread of its own (never Swift's
+/// cooperative pool), all of them through one libcurl multi handle (`TransferLoop`); callers
+/// await the result. TLS peer and host
 /// verification are always on. Retries with exponential back-off and jitter on 5xx, 429 and
 /// transport failures, honouring `Retry-After`.
 public final class HTTPClient: Sendable {
@@ -44,7 +45,8 @@ public final class HTTPClient: Sendable {
         /// PEM bundle of trusted CAs; nil uses the system's (Debian's ca-certificates).
         package var caBundlePath: String?
         public var retry = RetryPolicy()
-        package var threadCount: Int = 4
+        /// Transfers under way at once; more wait for their turn, within their timeout.
+        package var concurrentTransfers: Int = 16
         /// The clock a `Retry-After` date is read against.
         package var now: @Sendable () -> Date = { Date() }
         /// How the wait before a retry is spent; a test records the waits asked for instead.
@@ -95,14 +97,21 @@ public final class HTTPClient: Sendable {
     }
 
     public let configuration: Configuration
-    private let workers: TransferWorkers
+    private let transfers: TransferLoop
+    /// Where a checked destination's name is resolved (getaddrinfo blocks): not the loop's thread.
+    private let resolvers: BlockingWorkers<Void>
+    private let resolvedNames = ResolvedNames()
 
     public init(_ configuration: Configuration = Configuration()) {
         self.configuration = configuration
-        workers = TransferWorkers(transfers: configuration.threadCount, name: "http-client")
+        transfers = TransferLoop(limit: configuration.concurrentTransfers, name: "http-client")
+        resolvers = BlockingWorkers(name: "http-resolve", threads: 4)
     }
 
-    deinit { workers.close() }
+    deinit {
+        transfers.close()
+        resolvers.close()
+    }
 
     /// Sends the request, retrying as the policy allows. After the last attempt, a retried
     /// status (5xx, 429) is returned as is; a transport failure is thrown. Under a deadline (the
@@ -159,29 +168,26 @@ public final class HTTPClient: Sendable {
 
     private func perform(_ request: Request, url: String, timeout: Duration) async throws -> Transfer.Outcome {
         let queued = ContinuousClock.now
-        let configuration = configuration
+        let pin = try await pin(url, request.destinations)
+        let transfer = Transfer(
+            method: request.method.uppercased(), url: url, headers: request.headers, body: request.body,
+            connectTimeout: configuration.connectTimeout, maxResponseBytes: configuration.maxResponseBytes,
+            caBundlePath: configuration.caBundlePath, destinations: request.destinations, pin: pin)
         let start = StartOrGiveUp()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                // The timeout covers the wait for a free transfer thread too: a request queued behind
-                // slow ones must not outlive its caller's deadline. Whichever comes first, a thread
-                // taking the job, the timeout running out or the caller being cancelled, decides;
+                // The timeout covers the wait for a transfer slot too: a request queued behind slow
+                // ones must not outlive its caller's deadline. Whichever comes first, the loop
+                // starting it, the timeout running out or the caller being cancelled, decides;
                 // the others do nothing.
-                let late = HTTPClientError(.timeout, "no transfer thread was free within the request's timeout")
-                start.onGiveUp(after: timeout) { reason in
+                let late = HTTPClientError(.timeout, "no transfer slot was free within the request's timeout")
+                start.onGiveUp(after: timeout - (ContinuousClock.now - queued)) { reason in
                     continuation.resume(throwing: reason == .cancelled ? CancellationError() : late)
                 }
-                let accepted = workers.submit(
-                    { easy in
-                        let left = timeout - (ContinuousClock.now - queued)
-                        guard left > .milliseconds(1) else { return continuation.resume(throwing: late) }
-                        let transfer = Transfer(
-                            method: request.method.uppercased(), url: url, headers: request.headers, body: request.body,
-                            timeout: left, connectTimeout: min(configuration.connectTimeout, left),
-                            maxResponseBytes: configuration.maxResponseBytes, caBundlePath: configuration.caBundlePath,
-                            destinations: request.destinations)
-                        continuation.resume(with: Result { try transfer.run(on: easy) })
-                    }, unless: start)
+                let accepted = transfers.submit(
+                    TransferLoop.Job(
+                        transfer: transfer, decision: start, queued: queued, timeout: timeout,
+                        finished: { continuation.resume(with: $0.mapError { $0 as any Error }) }))
                 if !accepted, start.start() {
                     continuation.resume(throwing: HTTPClientError(.clientClosed, "the HTTP client is shut down"))
                 }
@@ -189,6 +195,21 @@ public final class HTTPClient: Sendable {
         } onCancel: {
             start.cancel()
         }
+    }
+
+    /// The checked addresses the transfer is pinned to (`Destination.pin`): remembered for a
+    /// while, and a name asked of DNS on a resolver thread, never on the loop's.
+    private func pin(_ url: String, _ policy: DestinationPolicy) async throws -> String? {
+        guard Destination.resolvesHost(url: url, policy: policy) else {
+            return try Destination.pin(url: url, policy: policy)
+        }
+        if let remembered = resolvedNames.pin(for: url, policy: policy) { return remembered }
+        let pin = try await resolvers.perform(
+            late: HTTPClientError(.timeout, "the name was not resolved in time"),
+            closed: HTTPClientError(.clientClosed, "the HTTP client is shut down")
+        ) { _ in try Destination.pin(url: url, policy: policy) }
+        resolvedNames.remember(pin, for: url, policy: policy)
+        return pin
     }
 
     private func resolve(_ url: String) throws -> String {

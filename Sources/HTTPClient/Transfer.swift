@@ -2,7 +2,8 @@ import CCurl
 import CShims
 import Foundation
 
-/// One libcurl transfer, run synchronously on a worker thread with that thread's easy handle.
+/// One libcurl transfer: what to send, set on an easy handle when its turn comes (`prepare`), and
+/// run by the client's `TransferLoop`.
 struct Transfer: Sendable {
     struct Outcome: Sendable {
         let status: Int
@@ -14,47 +15,33 @@ struct Transfer: Sendable {
     let url: String
     let headers: [(name: String, value: String)]
     let body: Data?
-    let timeout: Duration
     let connectTimeout: Duration
     let maxResponseBytes: Int
     let caBundlePath: String?
     var destinations: DestinationPolicy = .any
+    /// The `CURLOPT_RESOLVE` entry that pins the host to its checked addresses (`Destination.pin`),
+    /// resolved before the transfer was queued: the loop's thread never waits for DNS.
+    var pin: String?
 
-    func run(on easy: EasyHandle) throws -> Outcome {
-        let handle = easy.pointer
-        curl_easy_reset(handle)  // clears options but keeps live connections for reuse
-        // Resolved and checked here, on the worker thread; curl then connects to the checked address.
-        var resolveList: UnsafeMutablePointer<curl_slist>?
-        defer { curl_slist_free_all(resolveList) }
-        if let pin = try Destination.pin(url: url, policy: destinations) {
-            resolveList = curl_slist_append(resolveList, pin)
-        }
-        let headerList = requestHeaderList()
-        defer { curl_slist_free_all(headerList) }
-        let sink = ResponseSink(limit: maxResponseBytes)
-        var errorBuffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
-
-        let code: CURLcode = withExtendedLifetime(sink) {
-            errorBuffer.withUnsafeMutableBufferPointer { errorPointer in
-                var options = EasyOptions(handle: handle)
-                setRequest(
-                    &options, errorBuffer: errorPointer.baseAddress, headerList: headerList, resolveList: resolveList)
-                setResponseCallbacks(&options, sink: Unmanaged.passUnretained(sink).toOpaque())
-                // An empty body has no address of its own; libcurl reads none of its zero bytes.
-                setMethodAndBody(&options, emptyBody: UnsafeMutableRawPointer(errorPointer.baseAddress!))
-                guard options.allAccepted else { return CURLE_FAILED_INIT }
-                return curl_easy_perform(handle)
-            }
-        }
-
-        guard code == CURLE_OK else {
-            let detail = String(decoding: errorBuffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            let reason = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
-            throw Self.error(for: code, reason: reason, sink: sink)
-        }
-        var status = 0
-        _ = rg_curl_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
-        return Outcome(status: status, headers: sink.headers, body: sink.body)
+    /// Sets the transfer's options on `easy` (cleared first; the multi keeps the connections); the
+    /// result is handed to `finished` when `ActiveTransfer.finish` runs.
+    func prepare(
+        on easy: EasyHandle, timeout: Duration,
+        finished: @escaping @Sendable (Result<Outcome, HTTPClientError>) -> Void
+    ) throws -> ActiveTransfer {
+        curl_easy_reset(easy.pointer)
+        let active = ActiveTransfer(easy: easy, maxResponseBytes: maxResponseBytes, finished: finished)
+        if let pin { active.resolveList = curl_slist_append(nil, pin) }
+        active.headerList = requestHeaderList()
+        var options = EasyOptions(handle: easy.pointer)
+        setRequest(
+            &options, timeout: timeout, errorBuffer: active.errorBuffer, headerList: active.headerList,
+            resolveList: active.resolveList)
+        setResponseCallbacks(&options, sink: Unmanaged.passUnretained(active.sink).toOpaque())
+        // An empty body has no address of its own; libcurl reads none of its zero bytes.
+        setMethodAndBody(&options, emptyBody: UnsafeMutableRawPointer(active.errorBuffer))
+        guard options.allAccepted else { throw HTTPClientError(.transport, "libcurl refused an option") }
+        return active
     }
 
     /// The caller's headers as libcurl's list; the caller frees it.
@@ -70,7 +57,7 @@ struct Transfer: Sendable {
     /// Where the request goes and how: the URL and its checked address, TLS, timeouts, headers.
     @inline(__always)
     private func setRequest(
-        _ options: inout EasyOptions, errorBuffer: UnsafeMutablePointer<CChar>?,
+        _ options: inout EasyOptions, timeout: Duration, errorBuffer: UnsafeMutablePointer<CChar>?,
         headerList: UnsafeMutablePointer<curl_slist>?, resolveList: UnsafeMutablePointer<curl_slist>?
     ) {
         let handle = options.handle
@@ -82,7 +69,8 @@ struct Transfer: Sendable {
         if let caBundlePath { options.set(rg_curl_setopt_string(handle, CURLOPT_CAINFO, caBundlePath)) }
         options.set(rg_curl_setopt_long(handle, CURLOPT_FOLLOWLOCATION, 0))
         options.set(rg_curl_setopt_long(handle, CURLOPT_TIMEOUT_MS, Self.milliseconds(timeout)))
-        options.set(rg_curl_setopt_long(handle, CURLOPT_CONNECTTIMEOUT_MS, Self.milliseconds(connectTimeout)))
+        options.set(
+            rg_curl_setopt_long(handle, CURLOPT_CONNECTTIMEOUT_MS, Self.milliseconds(min(connectTimeout, timeout))))
         options.set(rg_curl_setopt_string(handle, CURLOPT_ACCEPT_ENCODING, ""))
         options.set(rg_curl_setopt_pointer(handle, CURLOPT_ERRORBUFFER, errorBuffer))
         options.set(rg_curl_setopt_slist(handle, CURLOPT_HTTPHEADER, headerList))
@@ -123,7 +111,7 @@ struct Transfer: Sendable {
         }
     }
 
-    private static func error(for code: CURLcode, reason: String, sink: ResponseSink) -> HTTPClientError {
+    static func error(for code: CURLcode, reason: String, sink: ResponseSink) -> HTTPClientError {
         switch code {
         case CURLE_WRITE_ERROR where sink.exceededLimit:
             return HTTPClientError(.responseTooLarge, "response body exceeded \(sink.limit) bytes")
@@ -141,9 +129,49 @@ struct Transfer: Sendable {
         }
     }
 
-    private static func milliseconds(_ duration: Duration) -> Int {
+    static func milliseconds(_ duration: Duration) -> Int {
         let (seconds, attoseconds) = duration.components
         return max(1, Int(seconds) * 1000 + Int(attoseconds / 1_000_000_000_000_000))
+    }
+}
+
+/// A transfer under way: what libcurl reads and writes until it finishes (header lists, the error
+/// buffer, the response sink) lives here, and is freed with it.
+final class ActiveTransfer {
+    let easy: EasyHandle
+    let sink: ResponseSink
+    let errorBuffer: UnsafeMutablePointer<CChar>
+    var headerList: UnsafeMutablePointer<curl_slist>?
+    var resolveList: UnsafeMutablePointer<curl_slist>?
+    private let finished: @Sendable (Result<Transfer.Outcome, HTTPClientError>) -> Void
+
+    init(
+        easy: EasyHandle, maxResponseBytes: Int,
+        finished: @escaping @Sendable (Result<Transfer.Outcome, HTTPClientError>) -> Void
+    ) {
+        self.easy = easy
+        self.finished = finished
+        sink = ResponseSink(limit: maxResponseBytes)
+        errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
+        errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
+    }
+
+    deinit {
+        curl_slist_free_all(headerList)
+        curl_slist_free_all(resolveList)
+        errorBuffer.deallocate()
+    }
+
+    /// Hands the outcome of a transfer libcurl ended with `code` to its caller.
+    func finish(_ code: CURLcode) {
+        guard code == CURLE_OK else {
+            let detail = String(cString: errorBuffer)
+            let reason = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
+            return finished(.failure(Transfer.error(for: code, reason: reason, sink: sink)))
+        }
+        var status = 0
+        _ = rg_curl_getinfo_long(easy.pointer, CURLINFO_RESPONSE_CODE, &status)
+        finished(.success(Transfer.Outcome(status: status, headers: sink.headers, body: sink.body)))
     }
 }
 

@@ -145,11 +145,15 @@ package final class PostgresConnection {
         _ bindings: [String?],
         _ body: (Int32, UnsafePointer<UnsafePointer<CChar>?>?) -> OpaquePointer?
     ) throws -> OpaquePointer? {
-        if bindings.contains(where: { $0?.utf8.contains(0) == true }) {
-            throw PostgresError(.invalidParameter, "a bound text parameter contains a NUL character")
-        }
         let parameters = bindings.map { $0.map { strdup($0) } ?? nil }
         defer { parameters.forEach { free($0) } }
+        // strdup copies up to the first NUL: a copy shorter than its value means the value had one
+        // (checked with libc's strlen, not byte by byte: a batch binds every webhook body it carries).
+        for (binding, copy) in zip(bindings, parameters) {
+            if let binding, let copy, strlen(copy) != binding.utf8.count {
+                throw PostgresError(.invalidParameter, "a bound text parameter contains a NUL character")
+            }
+        }
         let parameterPointers = parameters.map { $0.map { UnsafePointer($0) } }
         return parameterPointers.withUnsafeBufferPointer { body(Int32($0.count), $0.baseAddress) }
     }

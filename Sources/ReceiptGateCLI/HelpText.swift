@@ -57,22 +57,15 @@ enum HelpText {
     static let version = """
         Usage: receiptgate version
 
-        Prints the version.
+        Prints the version as JSON: {"version": "0.1.0"}.
         """
 
-    static let client = clientActions + pluginSettingsHelp + "\nOutput is one JSON object on stdout.\n"
+    static let client =
+        clientActions + clientSettings + pluginSettingsHelp + "\nOutput is one JSON object on stdout.\n"
 
-    static let clientActions = """
-        Usage: receiptgate client <action> [options]
-
-        Actions:
-          create --name NAME [settings]     Register a client; prints its client_id and client_secret (shown once)
-          list                              Print every client (never secrets)
-          show CLIENT_ID                    Print one client (never its secret)
-          update CLIENT_ID [settings]       Change settings; an empty value clears a URL or the game id
-          rotate-secret CLIENT_ID           Issue a new secret (shown once); the old one stops working at once
-          disable CLIENT_ID                 Refuse every further request from this client
-
+    /// The settings every client has, whatever the stores and dialects: `client --help`, `client
+    /// create --help` and `client update --help` all list them.
+    static let clientSettings = """
         Settings:
           --name NAME
           --game-id N                       integer game id
@@ -91,6 +84,20 @@ enum HelpText {
           --refund-decline-at PERCENT       a delivered purchase consumed at least this much is answered "decline" (default 50)
           --refund-otherwise PREFERENCE     grant, decline, prorated or neutral when no rule decides (default prorated)
           --sample-content                  the game offers a free sample or trial before purchase (told to the store)
+
+        """
+
+    static let clientActions = """
+        Usage: receiptgate client <action> [options]
+
+        Actions:
+          create --name NAME [settings]     Register a client; prints its client_id and client_secret (shown once)
+          list                              Print every client (never secrets)
+          show CLIENT_ID                    Print one client (never its secret)
+          update CLIENT_ID [settings]       Change settings; an empty value clears a URL or the game id
+          rotate-secret CLIENT_ID           Issue a new secret (shown once); the old one stops working at once
+          disable CLIENT_ID                 Refuse every further request from this client
+
 
         """
 
@@ -151,13 +158,13 @@ enum HelpText {
     static let clientCreate =
         "Usage: receiptgate client create --name NAME [--game-id N] [--environments production,sandbox]\n"
         + "       [--refund-callback-url URL] [--webhook-url URL] [plugin settings]\n\n"
-        + "Registers a client and prints {\"client_id\", \"client_secret\", ...}. The secret is shown only this once.\n"
-        + pluginSettingsHelp
+        + "Registers a client and prints {\"client_id\", \"client_secret\", ...}. The secret is shown only this once.\n\n"
+        + clientSettings + pluginSettingsHelp
     static let clientUpdate =
         "Usage: receiptgate client update CLIENT_ID [--name NAME] [--game-id N] [--environments LIST]\n"
         + "       [--refund-callback-url URL] [--webhook-url URL] [plugin settings]\n\n"
-        + "Changes only the settings given. Repeated options replace the whole list; an empty value clears a setting.\n"
-        + pluginSettingsHelp
+        + "Changes only the settings given. Repeated options replace the whole list; an empty value clears a setting.\n\n"
+        + clientSettings + pluginSettingsHelp
     static let clientList = "Usage: receiptgate client list\n\nPrints {\"clients\": [...]}, without secrets."
     static let clientShow = "Usage: receiptgate client show CLIENT_ID\n\nPrints one client, without its secret."
     static let clientRotate =

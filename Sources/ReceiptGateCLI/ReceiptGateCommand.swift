@@ -20,7 +20,7 @@ enum ReceiptGateCommand {
                 throw HelpRequested(text: HelpText.main)
             case "version", "--version":
                 _ = try Arguments(rest, options: [:], help: HelpText.version).expectPositionals([])
-                print("receiptgate \(ReceiptGateVersion.current)")
+                try CommandContext.printJSON(["version": ReceiptGateVersion.current])
                 return 0
             case "serve":
                 _ = try Arguments(rest, options: [:], help: HelpText.serve).expectPositionals([])

@@ -25,7 +25,8 @@ enum WebhooksCommand {
             guard UUID(uuidString: id) != nil else { throw UsageError("EVENT_ID must be a UUID, got \"\(id)\"") }
             try await ReceiptGateCommand.makeContext().withRepositories { repositories in
                 guard try await repositories.outbox.redeliver(eventID: id) else {
-                    throw ClientStoreError.notFound("webhook event \(id)")
+                    throw ClientStoreError.invalid(
+                        "no webhook event \(id.lowercased()) (see receiptgate webhooks list)")
                 }
                 try CommandContext.printJSON(["status": "queued", "event_id": id.lowercased()])
             }

@@ -49,19 +49,11 @@ package final class BlockingWorkers<Local>: @unchecked Sendable {
             // inside, in the kernel (what `top -H` and `perf` show): a new thread starts with its
             // creator's name, and Foundation's `Thread.name` does not reliably reach the kernel.
             let thread = Thread { [self] in
-                Self.nameCurrentThread(threadName)
+                ThreadName.setForCurrentThread(threadName)
                 work(local: local)
             }
             thread.start()
         }
-    }
-
-    /// `pthread_setname_np` is not visible to Swift here; this is the file it writes.
-    private static func nameCurrentThread(_ name: String) {
-        let file = Glibc.open("/proc/thread-self/comm", O_WRONLY)
-        guard file >= 0 else { return }
-        _ = name.utf8CString.withUnsafeBufferPointer { Glibc.write(file, $0.baseAddress, $0.count - 1) }
-        _ = Glibc.close(file)
     }
 
     /// Jobs running now.

@@ -1,7 +1,7 @@
 import Foundation
 
 /// One thread of its own that fires expired deadlines, for every module: request deadlines, a
-/// connection's receive clock, an outbound request's wait for a transfer thread. A `Task.sleep`
+/// connection's receive clock, an outbound request's wait for a transfer slot. A `Task.sleep`
 /// per deadline would do the same, but a cancelled sleep keeps its timer allocated until the original deadline: at tens of
 /// thousands of requests a second with 30-second deadlines, that is hundreds of megabytes held
 /// for nothing.

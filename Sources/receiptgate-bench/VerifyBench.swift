@@ -21,7 +21,7 @@ enum VerifyBench {
         guard !tokens.isEmpty else { Bench.fail("no tokens in \(file)") }
 
         var configuration = HTTPClient.Configuration(baseURL: url)
-        configuration.threadCount = concurrency
+        configuration.concurrentTransfers = concurrency
         configuration.retry = .none
         let client = HTTPClient(configuration)
         let semaphore = DispatchSemaphore(value: 0)

@@ -200,9 +200,9 @@ private final class WaitRecorder: Sendable {
         await upstream.server.shutdown()
     }
 
-    /// A request waiting for a transfer thread (all busy with slow calls) gives up at its own
-    /// timeout, not when a thread frees up.
-    @Test func theTimeoutCoversTheWaitForATransferThread() async throws {
+    /// A request waiting for a transfer slot (all busy with slow calls) gives up at its own
+    /// timeout, not when a slot frees up.
+    @Test func theTimeoutCoversTheWaitForATransferSlot() async throws {
         let upstream = try FakeUpstream { router, hits in
             router.get("/slow") { _ in
                 _ = hit(hits, "slow"); try await Task.sleep(for: .seconds(10)); return .text("late")
@@ -211,26 +211,26 @@ private final class WaitRecorder: Sendable {
         }
         var configuration = HTTPClient.Configuration(baseURL: upstream.baseURL)
         configuration.retry = .init(maxAttempts: 1, baseDelay: .milliseconds(20), maxDelay: .milliseconds(100))
-        configuration.threadCount = 1
+        configuration.concurrentTransfers = 1
         let shared = HTTPClient(configuration)
         let slowAnswered = LockedBox(false)
         let slow = Task {
             _ = try? await shared.send(.init(url: "/slow"))
             slowAnswered.set(true)
         }
-        // The one thread is taken once the slow call reached the upstream.
-        #expect(await eventually { upstream.count("slow") == 1 }, "the slow call holds the one thread")
+        // The one slot is taken once the slow call reached the upstream.
+        #expect(await eventually { upstream.count("slow") == 1 }, "the slow call holds the one slot")
         var queued = HTTPClient.Request(url: "/fast")
         queued.timeout = .milliseconds(300)
         await #expect(throws: HTTPClientError(.timeout, "")) { try await shared.send(queued) }
-        #expect(!slowAnswered.get(), "it waited for the busy thread instead of its own timeout")
+        #expect(!slowAnswered.get(), "it waited for the busy slot instead of its own timeout")
         _ = await slow.value
         await upstream.server.shutdown()
     }
 
-    /// A caller cancelled while its request waits for a transfer thread hears so at once, and the
+    /// A caller cancelled while its request waits for a transfer slot hears so at once, and the
     /// request is never sent.
-    @Test func aRequestCancelledWhileWaitingForATransferThreadIsNeverSent() async throws {
+    @Test func aRequestCancelledWhileWaitingForATransferSlotIsNeverSent() async throws {
         let upstream = try FakeUpstream { router, hits in
             router.get("/slow") { _ in
                 _ = hit(hits, "slow"); try await Task.sleep(for: .seconds(1)); return .text("late")
@@ -241,14 +241,14 @@ private final class WaitRecorder: Sendable {
         }
         var configuration = HTTPClient.Configuration(baseURL: upstream.baseURL)
         configuration.retry = .none
-        configuration.threadCount = 1
+        configuration.concurrentTransfers = 1
         let shared = HTTPClient(configuration)
         let slowAnswered = LockedBox(false)
         let slow = Task {
             _ = try? await shared.send(.init(url: "/slow"))
             slowAnswered.set(true)
         }
-        #expect(await eventually { upstream.count("slow") == 1 }, "the slow call holds the one thread")
+        #expect(await eventually { upstream.count("slow") == 1 }, "the slow call holds the one slot")
         let cancelled = Task { try await shared.send(.init(url: "/fast")) }
         cancelled.cancel()
         await #expect(throws: CancellationError.self) { try await cancelled.value }

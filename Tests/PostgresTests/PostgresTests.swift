@@ -67,6 +67,25 @@ import Testing
             try await pool.query("SELECT cardinality(\([String]())::text[]) AS n")[0].decode("n", as: Int.self) == 0)
     }
 
+    /// A value with a NUL inside is refused, never bound cut short at the NUL (a name with its tail
+    /// lost): anywhere in a plain parameter or in one element of an array, and nothing is written.
+    @Test func aValueWithANULIsRefusedNotCutShort() async throws {
+        let pool = PostgresPool(.init(connectionString: try await TestDatabase.makeDatabase(), size: 1))
+        defer { pool.shutdown() }
+        try await pool.execute("CREATE TABLE names (name text)")
+        for value in ["player\u{0}admin", "\u{0}", "tail\u{0}"] {
+            await #expect(throws: PostgresError.self) {
+                try await pool.execute("INSERT INTO names VALUES (\(value))")
+            }
+            await #expect(throws: PostgresError.self) {
+                try await pool.execute("INSERT INTO names SELECT unnest(\(["fine", value])::text[])")
+            }
+        }
+        try await pool.execute("INSERT INTO names VALUES (\("player"))")
+        #expect(
+            try await pool.query("SELECT name FROM names").map { try $0.decode("name", as: String.self) } == ["player"])
+    }
+
     /// A prepared statement keeps answering when another process migrates the table it returns
     /// (Postgres refuses the old plan: "cached plan must not change result type").
     @Test func aPreparedStatementFollowsATableChangedByAnotherSession() async throws {

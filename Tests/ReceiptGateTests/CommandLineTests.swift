@@ -54,10 +54,22 @@ import Testing
         #expect(result.stdout.contains("Usage: receiptgate"))
     }
 
+    /// What a client can be given is listed where an operator looks: every core setting in the
+    /// help of `client create` and `client update` (the refund policy, the delivery URL, plain http).
+    @Test(arguments: [["client", "create", "--help"], ["client", "update", "--help"], ["client", "--help"]])
+    func theClientHelpListsEveryCoreSetting(_ arguments: [String]) async throws {
+        let help = try await Binary.run(arguments).stdout
+        for option in ClientSettingsInput.coreOptions {
+            #expect(
+                help.contains("--\(option) ") || help.contains("--\(option)\n"),
+                "\(arguments) does not list --\(option)")
+        }
+    }
+
     @Test func versionPrintsTheVersion() async throws {
         let result = try await Binary.run(["version"])
         #expect(result.status == 0)
-        #expect(result.stdout == "receiptgate 0.1.0\n")
+        #expect(try Binary.json(result.stdout)["version"] as? String == "0.1.0")
     }
 
     @Test func badConfigurationStopsStartUpNamingTheVariable() async throws {
@@ -146,9 +158,11 @@ import Testing
         let empty = try await Binary.run(["webhooks", "list", "--failed"], environment)
         #expect(empty.status == 0, "stderr: \(empty.stderr)")
         #expect(try Binary.json(empty.stdout)["events"] as? [Any] != nil)
-        let missing = try await Binary.run(["webhooks", "redeliver", UUID().uuidString], environment)
+        let id = UUID().uuidString
+        let missing = try await Binary.run(["webhooks", "redeliver", id], environment)
         #expect(missing.status == 1)
-        #expect(missing.stderr.contains("webhook event"))
+        #expect(missing.stderr.contains("no webhook event \(id.lowercased())"), "stderr: \(missing.stderr)")
+        #expect(!missing.stderr.contains("client"), "an unknown event is not said to be a client")
     }
 
     @Test func migrateAppliesOnceThenFindsNothing() async throws {

@@ -143,6 +143,10 @@ struct EntitlementHarness {
         #expect(granted["ownership"] as? String == "purchased")
         #expect(granted["in_grace_period"] as? Bool == false)
         #expect(abs((granted["expires_date_ms"] as? Int64 ?? 0) - EntitlementHarness.days(10)) < 120_000, "\(granted)")
+        // The store has not said yet whether it renews: unknown, not "no".
+        #expect(
+            granted["will_renew"] is NSNull,
+            "will_renew before any renewal news: \(String(describing: granted["will_renew"]))")
 
         // Renewed: the store tells of the next period, twice (a retry); one event, the end moved.
         let renewal: [String: any Sendable] = [

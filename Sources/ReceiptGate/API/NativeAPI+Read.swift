@@ -71,11 +71,7 @@ extension NativeAPI {
     /// Runs a read for the authenticated client; a database failure is a retryable 502, never a crash.
     func reading(_ context: RouteContext, _ body: (ClientInfo) async throws -> RouteResponse) async -> RouteResponse {
         guard let client = context.client else { return Self.error(.unauthorized, "client authentication required") }
-        for (name, value) in context.pathParameters.sorted(by: { $0.key < $1.key }) {
-            if let problem = Identifier.problem(value) {
-                return Self.error(.invalidField, "path parameter '\(name)' \(problem)")
-            }
-        }
+        if let refusal = refusal(ofPath: context.pathParameters) { return refusal }
         do {
             return try await body(client)
         } catch {
@@ -119,6 +115,21 @@ extension NativeAPI {
             try container.encode(transactions, forKey: .transactions)
             try container.encode(nextAfter, forKey: .nextAfter)
         }
+    }
+
+    /// A path the route cannot take: a parameter that is not an identifier, or a store this
+    /// service does not serve (a misspelt store is the caller's mistake, not a missing record).
+    func refusal(ofPath parameters: [String: String]) -> RouteResponse? {
+        for (name, value) in parameters.sorted(by: { $0.key < $1.key }) {
+            if let problem = Identifier.problem(value) {
+                return Self.error(.invalidField, "path parameter '\(name)' \(problem)")
+            }
+        }
+        if let store = parameters["store"], core.declaration(of: StoreID(rawValue: store)) == nil {
+            let served = core.stores.map(\.store.rawValue).joined(separator: ", ")
+            return Self.error(.invalidField, "UNKNOWN_STORE: store must be one of \(served), got \"\(store)\"")
+        }
+        return nil
     }
 
     static func notFound(_ what: String) -> RouteResponse {

@@ -39,7 +39,7 @@ extension Console {
             <form method="get" action="/console/deliveries" class="filters">
             <div><label for="status">Status</label> <select id="status" name="status">\(statuses)</select></div>
             <div><label for="client">Client</label> <select id="client" name="client">\(clientOptions)</select></div>
-            <div><label for="type">Event type</label> <input id="type" name="type" type="text" value="\(type)" placeholder="e.g. purchase.refunded"></div>
+            <div><label for="type">Event type</label> <input id="type" name="type" type="text" value="\(type)" placeholder="e.g. transaction.refunded"></div>
             <div><button type="submit">Filter</button></div></form>
             \(eventTable(events, session: session, id: "deliveries", back: back))
             <h2>Redeliver every failed delivery of a client</h2>

@@ -26,7 +26,7 @@ extension Console {
                 <tr><td class="client">\(owned.clientID)</td><td class="entitlement">\(grant.entitlement)</td><td class="store">\(grant.store.rawValue)</td>
                 <td class="product">\(grant.productID)</td>
                 <td><a href="/console/purchases/\(HTML.component(grant.store.rawValue))/\(HTML.component(grant.transactionID))">\(grant.transactionID)</a></td>
-                <td class="expires">\(grant.expiresDate.map(ConsoleTime.show) ?? "never")</td><td class="renews">\(grant.willRenew ? "yes" : "no")</td>
+                <td class="expires">\(grant.expiresDate.map(ConsoleTime.show) ?? "never")</td><td class="renews">\(grant.willRenew.map { $0 ? "yes" : "no" } ?? "not known yet")</td>
                 <td class="state">\(state)</td><td class="ownership">\(grant.ownership?.rawValue ?? Ownership.purchased.rawValue)</td></tr>
                 """
         }

@@ -175,7 +175,7 @@ enum EntitlementIndex {
             ), candidates AS (
                 SELECT o.player_id, pe.entitlement, s.store, s.environment, s.product_id, t.id AS transaction_row_id, t.transaction_id,
                        s.original_transaction_id, t.purchase_date, s.expires_date, s.grace_period_expires_date,
-                       COALESCE(s.auto_renew, false) AS will_renew, t.ownership
+                       s.auto_renew AS will_renew, t.ownership
                 FROM owned o
                 JOIN subscriptions s ON s.store = o.store AND s.environment = o.environment AND s.original_transaction_id = o.original
                 JOIN transactions t ON t.store = s.store AND t.environment = s.environment AND t.transaction_id = s.latest_transaction_id

@@ -15,7 +15,8 @@ struct EntitlementGrant: Sendable, Equatable {
     var purchaseDate: Date?
     var expiresDate: Date?
     var gracePeriodExpiresDate: Date?
-    var willRenew: Bool
+    /// Nil while the store has not said whether the subscription renews.
+    var willRenew: Bool?
     var ownership: Ownership?
 }
 

@@ -57,7 +57,8 @@ struct NativeEntitlement: Encodable, Sendable {
         writer.key("purchase_date_ms"); writer.number(grant.purchaseDate?.epochMilliseconds)
         writer.key("store"); writer.string(grant.store.rawValue)
         writer.key("transaction_id"); writer.string(grant.transactionID)
-        writer.key("will_renew"); writer.bool(grant.willRenew)
+        writer.key("will_renew")
+        if let willRenew = grant.willRenew { writer.bool(willRenew) } else { writer.null() }
         writer.endObject()
     }
 }

@@ -17,7 +17,7 @@ public final class OutboxWorker: Sendable {
         package var pollInterval: Duration = .milliseconds(500)
         /// What one `deliverDue` claims.
         package var batchSize = 10
-        /// Sends under way at once in the running worker (each holds one transfer thread while it waits).
+        /// Sends under way at once in the running worker (each a transfer in its HTTP client's multi handle).
         package var maxInFlight = 64
         /// At most this many of one client's messages under way at once (a claim may add up to the
         /// free slots): the rest are kept for other clients while one's receiver hangs.
@@ -89,7 +89,7 @@ public final class OutboxWorker: Sendable {
         var http = HTTPClient.Configuration()
         http.retry = .none  // the outbox is the retry mechanism
         http.timeout = configuration.attemptTimeout
-        http.threadCount = max(1, configuration.maxInFlight)  // a blocking transfer per send under way
+        http.concurrentTransfers = max(1, configuration.maxInFlight)
         self.http = HTTPClient(http)
     }
 

@@ -53,11 +53,7 @@ extension NativeAPI {
 
     func reportConsumption(_ body: Data, signedTimestamp: String?, context: RouteContext) async -> RouteResponse {
         guard let client = context.client else { return Self.error(.unauthorized, "client authentication required") }
-        for (name, value) in context.pathParameters.sorted(by: { $0.key < $1.key }) {
-            if let problem = Identifier.problem(value) {
-                return Self.error(.invalidField, "path parameter '\(name)' \(problem)")
-            }
-        }
+        if let refusal = refusal(ofPath: context.pathParameters) { return refusal }
         // Authentication checked the signed timestamp; without it nothing could be ordered.
         guard let signedSeconds = signedTimestamp.flatMap(Int64.init),
             case let (signedAtMs, false) = signedSeconds.multipliedReportingOverflow(by: 1000)

@@ -73,6 +73,17 @@ extension Schema {
                     PRIMARY KEY (client_id, store, product_id)
                 );
                 CREATE INDEX catalog_refreshes_due ON catalog_refreshes (not_before);
-                """)
+                """),
+        // Whether a subscription renews is unknown until its store says (null), not "no": a grant's
+        // `will_renew` carries that. Grants written before hold false for those; they say so now.
+        Migration(
+            version: 31, name: "grants_renewal_unknown",
+            sql: """
+                ALTER TABLE player_entitlements ALTER COLUMN will_renew DROP NOT NULL, ALTER COLUMN will_renew DROP DEFAULT;
+                UPDATE player_entitlements pe SET will_renew = NULL
+                FROM subscriptions s
+                WHERE s.store = pe.store AND s.environment = pe.environment
+                  AND s.original_transaction_id = pe.original_transaction_id AND s.auto_renew IS NULL;
+                """),
     ]
 }

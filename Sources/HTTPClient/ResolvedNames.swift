@@ -1,0 +1,51 @@
+import Foundation
+import Synchronization
+
+/// Checked destinations remembered for a short while: a webhook goes to the same game server's
+/// name thousands of times a minute, and each send asking DNS again would cost a lookup (and a
+/// resolver thread) per message. Only what was checked is remembered, so a connection still goes
+/// only to addresses that passed the check; a name's new answer is used once the entry expires.
+/// Refusals are not remembered: the next send asks again.
+final class ResolvedNames: Sendable {
+    private struct Entry {
+        let pin: String?
+        let until: ContinuousClock.Instant
+    }
+
+    private let lifetime: Duration
+    private let capacity: Int
+    private let entries = Mutex([String: Entry]())
+
+    init(lifetime: Duration = .seconds(30), capacity: Int = 256) {
+        self.lifetime = lifetime
+        self.capacity = capacity
+    }
+
+    /// The pin remembered for the URL's destination under `policy`; nil when none is (or it expired).
+    func pin(for url: String, policy: DestinationPolicy, now: ContinuousClock.Instant = .now) -> String?? {
+        guard let key = Self.key(url, policy) else { return nil }
+        return entries.withLock { entries -> String?? in
+            guard let entry = entries[key] else { return nil }
+            guard entry.until > now else {
+                entries[key] = nil
+                return nil
+            }
+            return .some(entry.pin)
+        }
+    }
+
+    func remember(_ pin: String?, for url: String, policy: DestinationPolicy, now: ContinuousClock.Instant = .now) {
+        guard let key = Self.key(url, policy) else { return }
+        entries.withLock { entries in
+            // Bounded: a client's handful of receivers fit; past the bound, start again.
+            if entries.count >= capacity && entries[key] == nil { entries.removeAll() }
+            entries[key] = Entry(pin: pin, until: now + lifetime)
+        }
+    }
+
+    /// What the pin depends on: the policy, and the URL's scheme, host and port.
+    private static func key(_ url: String, _ policy: DestinationPolicy) -> String? {
+        guard let components = URLComponents(string: url), let host = components.host?.lowercased() else { return nil }
+        return "\(policy)|\(components.scheme?.lowercased() ?? "")|\(host)|\(components.port.map(String.init) ?? "")"
+    }
+}
