@@ -32,13 +32,21 @@ extension GooglePlayProvider: ExternalPurchaseReporting {
         let currency: String
     }
 
+    /// `ExternalTransaction` as created: a one-time transaction, or the first payment of a
+    /// subscription (`recurringTransaction` with `externalSubscription.subscriptionType` `RECURRING`).
     struct CreateBody: Encodable, Equatable {
         struct OneTime: Encodable, Equatable { let externalTransactionToken: String }
+        struct Recurring: Encodable, Equatable {
+            struct Subscription: Encodable, Equatable { let subscriptionType: String }
+            let externalTransactionToken: String
+            let externalSubscription: Subscription
+        }
         struct TaxAddress: Encodable, Equatable { let regionCode: String }
         let originalPreTaxAmount: Price
         let originalTaxAmount: Price
         let transactionTime: String
-        let oneTimeTransaction: OneTime
+        let oneTimeTransaction: OneTime?
+        let recurringTransaction: Recurring?
         let userTaxAddress: TaxAddress?
     }
 
@@ -78,7 +86,11 @@ extension GooglePlayProvider: ExternalPurchaseReporting {
                         originalPreTaxAmount: Price(priceMicros: String(total * 1000), currency: currency),
                         originalTaxAmount: Price(priceMicros: "0", currency: currency),
                         transactionTime: Self.rfc3339(first.at),
-                        oneTimeTransaction: .init(externalTransactionToken: report.token),
+                        oneTimeTransaction: first.recurring ? nil : .init(externalTransactionToken: report.token),
+                        recurringTransaction: first.recurring
+                            ? .init(
+                                externalTransactionToken: report.token,
+                                externalSubscription: .init(subscriptionType: "RECURRING")) : nil,
                         userTaxAddress: first.taxCountry.map { .init(regionCode: $0) }))
                 do {
                     try await api.createExternalTransaction(package: package, id: id, body: body, key: key)

@@ -71,6 +71,8 @@ public struct ExternalPurchaseReport: Codable, Sendable, Equatable {
         public var fullRefund: Bool
         /// For a refund: its own id, unique per refund step (`rg-<id>-r<share>`).
         public var refundID: String?
+        /// The line is a subscription's period (the ledger's auto-renewable kind), not a one-time purchase.
+        public var recurring: Bool = false
 
         public init(
             lineID: String, productID: String?, quantity: Int, amountMilliunits: Int64, netMilliunits: Int64,

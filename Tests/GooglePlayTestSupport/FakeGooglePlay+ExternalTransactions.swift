@@ -14,6 +14,8 @@ extension FakeGooglePlay {
         package let originalMicros: Int64
         package var currentMicros: Int64
         package let regionCode: String?
+        /// Created as a subscription's first payment.
+        package let recurring: Bool
         /// Refunds taken: a partial refund's id, or "full".
         package var refunds: [String]
     }
@@ -61,7 +63,14 @@ extension FakeGooglePlay {
                     let currency = amount?["currency"] as? String, currency.count == 3,
                     (body["originalTaxAmount"] as? [String: Any])?["priceMicros"] is String,
                     isTimestamp(body["transactionTime"]),
-                    let token = (body["oneTimeTransaction"] as? [String: Any])?["externalTransactionToken"] as? String
+                    let token = ((body["oneTimeTransaction"] ?? body["recurringTransaction"]) as? [String: Any])?[
+                        "externalTransactionToken"] as? String,
+                    (body["oneTimeTransaction"] == nil) != (body["recurringTransaction"] == nil),
+                    body["recurringTransaction"].map({
+                        ["RECURRING", "PREPAID"].contains(
+                            (($0 as? [String: Any])?["externalSubscription"] as? [String: Any])?["subscriptionType"]
+                                as? String ?? "")
+                    }) ?? true
                 else {
                     return googleError(400, "INVALID_ARGUMENT", "Request contains an invalid argument.")
                 }
@@ -70,7 +79,8 @@ extension FakeGooglePlay {
                     guard all["\(package)/\(id)"] == nil else { return false }
                     all["\(package)/\(id)"] = ExternalTransactionRecord(
                         package: package, id: id, token: token, currency: currency, originalMicros: micros,
-                        currentMicros: micros, regionCode: region, refunds: [])
+                        currentMicros: micros, regionCode: region, recurring: body["recurringTransaction"] != nil,
+                        refunds: [])
                     return true
                 }
                 guard created else { return googleError(409, "ALREADY_EXISTS", "The transaction already exists.") }

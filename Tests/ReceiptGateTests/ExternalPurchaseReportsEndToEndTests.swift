@@ -327,7 +327,7 @@ struct ReportingShop {
         let rows = try await shop.tokenRows()
         try #require(held.count == 1, "\(rows)")
         #expect(held[0].token == token && held[0].originalMicros == 4_000_000 && held[0].currency == "USD")
-        #expect(held[0].regionCode == "IE")
+        #expect(held[0].regionCode == "IE" && !held[0].recurring, "a one-time purchase")
         shop.stripe.refund(charge: sale.charge, amount: 100)
         #expect(try await shop.push(try shop.stripe.webhook("charge.refunded", about: sale.charge)) == 200)
         google.state.loseExternalTransactionAnswers.set(1)
@@ -351,5 +351,26 @@ struct ReportingShop {
         try await shop.sweepAndSend()
         #expect(google.externalTransactions(package: "com.example.game").count == 1)
         #expect(try await shop.state(of: "ext-lonely-token") == "waiting")
+    }
+
+    @Test func aSubscriptionCarryingAPlayTokenIsCreatedAsARecurringTransaction() async throws {
+        let google = try FakeGooglePlay()
+        let shop = try await ReportingShop.start(google: google)
+        defer {
+            shop.stop()
+            Task.detached { await google.shutdown() }
+        }
+        // The token only in the checkout: its store is found from the token, its app the client's one package.
+        let token = "ext-sub-token-" + UUID().uuidString.lowercased()
+        let subscribed = shop.stripe.subscribe(
+            player: "p", product: "prod_pass", unitAmount: 500, metadata: ["external_purchase_token": token])
+        #expect(
+            try await shop.push(try shop.stripe.webhook("checkout.session.completed", about: subscribed.session))
+                == 200)
+        try await shop.sweepAndSend()
+        let held = google.externalTransactions(package: "com.example.game")
+        let rows = try await shop.tokenRows()
+        try #require(held.count == 1, "\(rows)")
+        #expect(held[0].recurring && held[0].token == token && held[0].originalMicros == 5_000_000)
     }
 }

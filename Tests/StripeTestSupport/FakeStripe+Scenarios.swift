@@ -144,7 +144,7 @@ extension FakeStripe {
     @discardableResult
     package func subscribe(
         player: String?, product: String, unitAmount: Int, currency: String = "usd", period: TimeInterval = 30 * 86_400,
-        livemode: Bool = false
+        livemode: Bool = false, metadata: [String: String] = [:]
     ) -> Subscribed {
         let session = newID("cs"), subscription = newID("sub"), item = newID("si")
         let start = unixNow, end = unixNow + Int(period)
@@ -174,7 +174,7 @@ extension FakeStripe {
         put([
             "id": session, "object": "checkout.session", "amount_total": unitAmount,
             "client_reference_id": player ?? NSNull(), "created": start, "currency": currency, "livemode": livemode,
-            "metadata": [String: String](), "mode": "subscription", "payment_intent": NSNull(),
+            "metadata": metadata, "mode": "subscription", "payment_intent": NSNull(),
             "payment_status": "paid",
             "status": "complete", "subscription": subscription, "invoice": invoice,
         ])

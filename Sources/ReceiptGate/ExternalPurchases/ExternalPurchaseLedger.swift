@@ -98,7 +98,8 @@ enum ExternalPurchaseLedger {
         try connection.query(
             """
             SELECT t.id, t.product_id, t.quantity, t.price_milliunits, t.currency, t.storefront,
-                   COALESCE(t.purchase_date, t.first_verified_at) AS at
+                   COALESCE(t.purchase_date, t.first_verified_at) AS at,
+                   t.product_kind IS NOT DISTINCT FROM 'auto_renewable_subscription' AS recurring
             FROM transactions t
             WHERE t.client_id = \(clientID) AND t.price_milliunits IS NOT NULL AND t.currency IS NOT NULL
               AND ((\(webStore)::text IS NOT NULL AND t.store = \(webStore) AND t.order_id = \(orderID))
@@ -111,13 +112,12 @@ enum ExternalPurchaseLedger {
             let amount = try row.decode("price_milliunits", as: Int64.self).multipliedReportingOverflow(
                 by: Int64(quantity)
             ).partialValue
-            return (
-                id,
-                ExternalPurchaseReport.Line(
-                    lineID: lineID(id), productID: try row.decode("product_id"), quantity: quantity,
-                    amountMilliunits: amount, netMilliunits: amount, currency: try row.decode("currency"),
-                    taxCountry: try row.decode("storefront"), at: try row.decode("at"))
-            )
+            var line = ExternalPurchaseReport.Line(
+                lineID: lineID(id), productID: try row.decode("product_id"), quantity: quantity,
+                amountMilliunits: amount, netMilliunits: amount, currency: try row.decode("currency"),
+                taxCountry: try row.decode("storefront"), at: try row.decode("at"))
+            line.recurring = try row.decode("recurring")
+            return (id, line)
         }
     }
 
