@@ -372,5 +372,17 @@ struct ReportingShop {
         let rows = try await shop.tokenRows()
         try #require(held.count == 1, "\(rows)")
         #expect(held[0].recurring && held[0].token == token && held[0].originalMicros == 5_000_000)
+        // Another app's App Store token is the App Store's, refused: never taken for a Play token.
+        let foreign = ReportingShop.appleToken(bundleID: "com.other.game")
+        let sale = shop.stripe.sale(
+            player: "p", lines: [.init("prod_gems", unitAmount: 199)],
+            metadata: ["external_purchase_token": foreign.raw])
+        #expect(try await shop.push(try shop.stripe.webhook("checkout.session.completed", about: sale.session)) == 200)
+        try await shop.sweepAndSend()
+        #expect(google.externalTransactions(package: "com.example.game").count == 1)
+        let refused = try await shop.harness.pool.query(
+            "SELECT store, state FROM external_purchase_tokens WHERE token = \(foreign.raw)"
+        ).map { "\(try $0.decode("store", as: String.self)) \(try $0.decode("state", as: String.self))" }
+        #expect(refused == [" refused"], "\(refused)")
     }
 }

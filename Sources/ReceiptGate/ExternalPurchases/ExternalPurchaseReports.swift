@@ -55,8 +55,8 @@ struct ExternalPurchaseReports: Sendable {
         return queued
     }
 
-    /// A token a web sale carried: taken by the first store whose token it is and whose app it names
-    /// is the client's; refused (kept, never reported) otherwise.
+    /// A token a web sale carried: taken by the first store (in the registry's order) that reads it
+    /// as its own, if the app it names is the client's; refused (kept, never reported) otherwise.
     func registerCarried(_ carried: ExternalPurchaseTokenRepository.CarriedToken) async throws {
         guard let client = try await clients.find(carried.clientID)?.info else { return }
         var problems: [String] = []
@@ -66,8 +66,9 @@ struct ExternalPurchaseReports: Sendable {
                 let token = try reporter.parseToken(
                     carried.token, packageName: apps.count == 1 ? apps[0] : nil, now: now())
                 if let problem = Self.problem(token, client: client, registration: registration) {
+                    // The token is this store's (it read it), for another app: no other store takes it.
                     problems.append(problem)
-                    continue
+                    break
                 }
                 let registered = try await tokens.register(
                     .init(
