@@ -6,14 +6,42 @@ extension StoreID {
     public static let appStore = StoreID(rawValue: "app_store")
 }
 
-/// The App Store as the registry lists it: bundle ids, no per-client settings (its keys are the
-/// service's own, docs/configuration.md), the platforms dialects say, and the account token rule.
+/// The App Store as the registry lists it: bundle ids, one per-client setting (when a token of a
+/// purchase made outside the App Store with no sale is reported; its keys are the service's own,
+/// docs/configuration.md), the platforms dialects say, and the account token rule.
 extension AppStoreProvider {
+    enum Setting {
+        /// Seconds after its registration that a token with no sale is reported as such.
+        static let externalPurchaseReportAfter = "app_store.external_purchase_report_after"
+    }
+
+    /// `72h`, `3d` or seconds: from an hour to Apple's ten days.
+    static func reportAfterSeconds(_ text: String) throws -> String {
+        let trimmed = text.trimmingCharacters(in: .whitespaces).lowercased()
+        let units: [Character: Int] = ["d": 86_400, "h": 3600, "s": 1]
+        let unit = trimmed.last.flatMap { units[$0] }
+        guard let count = Int(unit == nil ? trimmed : String(trimmed.dropLast())),
+            case let (seconds, false) = count.multipliedReportingOverflow(by: unit ?? 1),
+            (3600...Int(unreportedAfter)).contains(seconds)
+        else {
+            throw SettingRejected("must be a duration from 1h to 10d (Apple's limit), such as 72h or 3d")
+        }
+        return String(seconds)
+    }
+
     package static let bundleIDKind = AppIdentifierKind(
         name: "bundle_id", flag: "bundle-id", help: "App Store bundle id; repeat for several")
 
     public static let declaration = StoreDeclaration(
         store: .appStore, displayName: "App Store", identifiers: bundleIDKind,
+        settings: [
+            ClientSettingDeclaration(
+                flag: "external-purchase-report-after", key: Setting.externalPurchaseReportAfter,
+                valueName: "DURATION",
+                help:
+                    "report an external purchase token with no sale as such this long after it was registered (1h to 10d; default 10d, Apple's limit)",
+                check: reportAfterSeconds)
+        ],
         // A bare transaction id only where a caller means one (`EvidenceKind`).
         evidenceKinds: [.detected, .transactionID],
         vendorCode: "APPLE", operatingSystems: [.ios], evidenceShapes: [.signedDocument],

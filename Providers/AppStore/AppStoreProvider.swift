@@ -59,7 +59,7 @@ public struct AppStoreProvider: NotificationReceiving {
         return StoreRegistration(
             Self.declaration, verifier: self, notifications: self, orderLookup: self, poller: reconciler,
             subscriptionReader: hasKey ? self : nil, refundAnswering: hasKey ? self : nil,
-            accountTokenSetting: hasKey ? self : nil)
+            accountTokenSetting: hasKey ? self : nil, externalPurchaseReporting: hasKey ? self : nil)
     }
 
     /// From the environment (docs/configuration.md, App Store); throws `AppStoreConfiguration.Invalid`.
@@ -165,7 +165,18 @@ public struct AppStoreProvider: NotificationReceiving {
                     reason: notification.data?.consumptionRequestReason,
                     now: now())
                 : nil)
+        stored.event.unreportedExternalPurchase = Self.unreported(notification)
         return stored
+    }
+
+    /// The token an `EXTERNAL_PURCHASE_TOKEN` / `UNREPORTED` notification says is still unreported.
+    static func unreported(_ notification: ResponseBodyV2DecodedPayload) -> ExternalPurchaseToken? {
+        guard notification.notificationType == .externalPurchaseToken, notification.subtype == .unreported,
+            let token = notification.externalPurchaseToken, let id = token.externalPurchaseId, !id.isEmpty,
+            let bundleID = token.bundleId, let created = token.tokenCreationDate
+        else { return nil }
+        return self.token(
+            externalPurchaseID: id, bundleID: bundleID, createdMs: created.milliseconds, expiresMs: nil)
     }
 
     /// Apple's notification types, as ledger events.

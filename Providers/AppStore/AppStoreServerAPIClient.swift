@@ -221,7 +221,7 @@ package struct AppStoreServerAPIClient: Sendable {
             environment: environment, body: body, emptyAllowed: true)
     }
 
-    private struct Empty: Decodable {}
+    struct Empty: Decodable {}
 
     // MARK: - Transport
 
@@ -229,7 +229,7 @@ package struct AppStoreServerAPIClient: Sendable {
 
     private struct AppleError: Decodable { let errorCode: Int?; let errorMessage: String? }
 
-    private func send<T: Decodable>(
+    func send<T: Decodable>(
         _ method: String, _ path: String, environment: AppStoreEnvironment, body: Data? = nil,
         emptyAllowed: Bool = false
     ) async throws(StoreAPIError) -> T {

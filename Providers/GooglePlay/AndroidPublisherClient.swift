@@ -81,23 +81,22 @@ package struct AndroidPublisherClient: Sendable {
 
     // MARK: - Transport
 
-    private func application(_ package: String) -> String { "/androidpublisher/v3/applications/\(segment(package))" }
+    func application(_ package: String) -> String { "/androidpublisher/v3/applications/\(segment(package))" }
 
-    private func segment(_ value: String) -> String {
+    func segment(_ value: String) -> String {
         var allowed = CharacterSet.alphanumerics
         allowed.insert(charactersIn: "-._~")
         return value.addingPercentEncoding(withAllowedCharacters: allowed) ?? value
     }
 
-    private func decode<T: Decodable>(_ body: Data) throws -> T {
+    func decode<T: Decodable>(_ body: Data) throws -> T {
         do { return try JSONDecoder().decode(T.self, from: body) } catch {
             throw GoogleAPIErrors.malformed(
                 "Google answered with JSON we cannot read (\(T.self))", status: HTTPStatus(200))
         }
     }
 
-    private func send(_ method: String, _ path: String, key: ServiceAccountKey, body: Data? = nil) async throws -> Data
-    {
+    func send(_ method: String, _ path: String, key: ServiceAccountKey, body: Data? = nil) async throws -> Data {
         var refreshed = false
         while true {
             try Task.checkCancellation()

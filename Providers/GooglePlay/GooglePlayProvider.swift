@@ -50,7 +50,7 @@ public struct GooglePlayProvider: StoreProvider, NotificationReceiving, Purchase
         StoreRegistration(
             Self.declaration, verifier: self, notifications: self, acknowledgement: self,
             poller: configuration.voidedPurchasesInterval.map { VoidedPurchasePoller(provider: self, interval: $0) },
-            subscriptionReader: self, refundAnswering: self)
+            subscriptionReader: self, refundAnswering: self, externalPurchaseReporting: self)
     }
 
     /// The client's own key if it registered one, else the service's.

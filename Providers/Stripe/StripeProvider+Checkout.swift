@@ -29,10 +29,11 @@ extension StripeProvider {
             let purchases = items.compactMap {
                 Self.linePurchase($0, session: session, environment: environment, account: account)
             }
+            let charge = session.object("payment_intent")?.object("latest_charge")
             return Checkout(
                 session: session,
                 purchases: try await afterSale(
-                    purchases, charge: session.object("payment_intent")?.object("latest_charge"), caller: caller,
+                    Self.withOutsideFacts(purchases, session: session, charge: charge), charge: charge, caller: caller,
                     at: now()))
         case "subscription":
             guard let subscriptionID = session.reference("subscription") else {
@@ -45,10 +46,12 @@ extension StripeProvider {
                     invoice: invoice, subscription: subscription, environment: environment, account: account)
             else { return Checkout(session: session, purchases: []) }
             purchase.buyer = Self.player(of: session)
+            let charge = try await charge(paying: invoice, caller: caller)
             return Checkout(
                 session: session,
                 purchases: try await afterSale(
-                    [purchase], charge: try await charge(paying: invoice, caller: caller), caller: caller, at: now()))
+                    Self.withOutsideFacts([purchase], session: session, charge: charge), charge: charge, caller: caller,
+                    at: now()))
         default:
             // Setup mode moves no money.
             return Checkout(session: session, purchases: [])
@@ -94,6 +97,32 @@ extension StripeProvider {
         if let amount { return StripeMoney.milliunits(amount, currency: currency) }
         guard let total, let quantity, quantity > 0 else { return nil }
         return StripeMoney.milliunits(total / quantity, currency: currency)
+    }
+
+    /// What a sale made outside an app store's billing is reported with: the store's token the
+    /// session carries (`metadata.external_purchase_token`) and the buyer's tax country
+    /// (`TaxCountry`), as the ledger keeps it (the purchase's storefront).
+    static func withOutsideFacts(
+        _ purchases: [VerifiedPurchase], session: StripeObject, charge: StripeObject?
+    ) -> [VerifiedPurchase] {
+        let token = session.metadata["external_purchase_token"].flatMap { $0.isEmpty ? nil : $0 }
+        let country = taxCountry(session: session, charge: charge)
+        return purchases.map { purchase in
+            var purchase = purchase
+            purchase.externalPurchaseToken = token
+            purchase.storefront = purchase.storefront ?? country
+            return purchase
+        }
+    }
+
+    /// Where the buyer is taxed, two letters upper case: the session's customer address (Stripe
+    /// Tax fills it), else the charge's billing address, else the card's issuing country.
+    static func taxCountry(session: StripeObject, charge: StripeObject?) -> String? {
+        [
+            session.object("customer_details")?.object("address")?.string("country"),
+            charge?.object("billing_details")?.object("address")?.string("country"),
+            charge?.object("payment_method_details")?.object("card")?.string("country"),
+        ].lazy.compactMap { $0?.uppercased() }.first { $0.count == 2 && $0.allSatisfy(\.isLetter) }
     }
 
     /// The player a session names: `client_reference_id`, else `metadata.player_id`.

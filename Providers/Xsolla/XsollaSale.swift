@@ -40,6 +40,24 @@ struct XsollaSale: Sendable {
     var paidAt: Date?
     /// A report record's status (`done`, `refunded`, `canceled`, ...).
     var status: String?
+    /// An app store's token for a sale made outside its billing, from the custom parameter
+    /// `external_purchase_token` the game put in the payment token.
+    var externalPurchaseToken: String?
+    /// The buyer's country (`user.country`, two letters): where the sale is taxed.
+    var country: String?
+
+    /// What every kind of record may carry beside the payment: the custom parameter and the
+    /// buyer's country, as Xsolla names them in webhooks and report records alike.
+    mutating func readOutsideFacts(_ body: [String: JSONValue]) {
+        if let token = XsollaValues.text(body["custom_parameters"]?["external_purchase_token"]), !token.isEmpty {
+            externalPurchaseToken = token
+        }
+        if let code = XsollaValues.text(body["user"]?["country"])?.uppercased(), code.count == 2,
+            code.allSatisfy(\.isLetter)
+        {
+            country = code
+        }
+    }
 
     /// The purchases the transaction holds: one per listed item (`<id>/<sku>`, a single item too),
     /// else one under the transaction id (a virtual currency package, a subscription's period).
@@ -52,6 +70,8 @@ struct XsollaSale: Sendable {
             purchase.appIdentifier = projectID
             purchase.orderID = orderID ?? transactionID
             purchase.purchaseDate = paidAt
+            purchase.externalPurchaseToken = externalPurchaseToken
+            purchase.storefront = country
             purchase.storeAttributes["xsolla.transaction_id"] = transactionID
             if let player {
                 purchase.storeAttributes["xsolla.player"] = player
@@ -128,6 +148,7 @@ extension XsollaSale {
         }
         totalMilliunits = XsollaValues.milliunits(paid??["amount"])
         currency = XsollaValues.currency(paid??["currency"])
+        readOutsideFacts(body)
     }
 
     /// A Web Shop `order_paid` or `order_canceled`: its items, its order, and the payment or refund
@@ -139,6 +160,7 @@ extension XsollaSale {
         transactionID = transactionID ?? XsollaValues.text(order?["invoice_id"])
         if XsollaValues.text(order?["mode"]) == "sandbox" { sandbox = true }
         player = Self.player(body["user"]) ?? player
+        readOutsideFacts(body)
         let real = XsollaValues.text(order?["currency_type"]) != "virtual"
         let orderCurrency = real ? XsollaValues.currency(order?["currency"]) : nil
         let ordered: [Item] = (body["items"]?.array ?? []).compactMap { entry in
@@ -184,6 +206,7 @@ extension XsollaSale {
         }
         totalMilliunits = XsollaValues.milliunits(paid??["amount"])
         currency = XsollaValues.currency(paid??["currency"])
+        readOutsideFacts(record)
     }
 
     /// The player: `external_id` where Xsolla sends it (Web Shop, Xsolla Login), else `id`.

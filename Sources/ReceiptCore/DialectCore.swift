@@ -17,6 +17,9 @@ public enum OutboxTarget: String, Codable, Sendable, CaseIterable {
     /// An account's token for a purchase linked after the sale (`AccountTokenAssignment`), sent
     /// through the store provider; at most one per purchase.
     case storeAccountToken = "store_account_token"
+    /// A report of a purchase made outside a store's billing (`ExternalPurchaseReport`), sent
+    /// through the store provider.
+    case externalPurchaseReport = "external_purchase_report"
 }
 
 /// A durable message owed to someone, committed together with the change it announces.

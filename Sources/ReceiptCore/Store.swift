@@ -50,6 +50,9 @@ public struct StoreEvent: Sendable {
     public var claimedBy: String?
     /// For `disputed`: the dispute.
     public var dispute: DisputeNews?
+    /// The store says this token of a purchase made outside its billing is still unreported: its
+    /// report is owed at once.
+    public var unreportedExternalPurchase: ExternalPurchaseToken?
 
     public init(
         kind: Kind, purchase: VerifiedPurchase? = nil, autoRenew: Bool? = nil, gracePeriodExpires: Date? = nil,

@@ -201,6 +201,8 @@ public struct StoreRegistration: Sendable {
     public let accountAuthenticator: (any AccountAuthenticating)?
     /// Asks the store to refund an order, for the operator (the admin API, the console).
     public let orderRefunder: (any OrderRefunding)?
+    /// Takes reports of purchases made outside the store's billing (tokens, sales, refunds).
+    public let externalPurchaseReporting: (any ExternalPurchaseReporting)?
 
     public init(
         _ declaration: StoreDeclaration, verifier: any StoreProvider, notifications: (any NotificationReceiving)? = nil,
@@ -208,7 +210,8 @@ public struct StoreRegistration: Sendable {
         poller: (any StorePolling)? = nil, subscriptionReader: (any SubscriptionReading)? = nil,
         refundAnswering: (any RefundRequestAnswering)? = nil, accountTokenSetting: (any AccountTokenSetting)? = nil,
         orderStarter: (any OrderStarting)? = nil, accountAuthenticator: (any AccountAuthenticating)? = nil,
-        orderRefunder: (any OrderRefunding)? = nil
+        orderRefunder: (any OrderRefunding)? = nil,
+        externalPurchaseReporting: (any ExternalPurchaseReporting)? = nil
     ) {
         precondition(declaration.store == verifier.store, "a registration's declaration and verifier name one store")
         self.store = verifier.store
@@ -224,5 +227,6 @@ public struct StoreRegistration: Sendable {
         self.orderStarter = orderStarter
         self.accountAuthenticator = accountAuthenticator
         self.orderRefunder = orderRefunder
+        self.externalPurchaseReporting = externalPurchaseReporting
     }
 }

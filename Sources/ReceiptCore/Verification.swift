@@ -57,6 +57,9 @@ public struct VerifiedPurchase: Sendable, Equatable {
     /// player): the purchase is that player's, whoever presents it. A verification naming another
     /// player claims it for the buyer first and is answered as the conflict it is.
     public var buyer: String?
+    /// The token of a store whose billing the sale went around (a link out of an app to the web
+    /// shop), when the web store's record carries it: the sale is reported to that store.
+    public var externalPurchaseToken: String?
 
     public init(store: StoreID, environment: StoreEnvironment, transactionID: String) {
         self.store = store

@@ -239,6 +239,7 @@ public final class Service: Sendable {
         let accountTokenSetters = Dictionary(
             stores.compactMap { registration in registration.accountTokenSetting.map { (registration.store, $0) } },
             uniquingKeysWith: { first, _ in first })
+        let externalPurchaseReports = self.externalPurchaseReports
         // The worker's database work goes through connections of its own, and it reads a client's
         // secret through the client directory (cached, invalidated on change) as requests do.
         let secrets = repositories.outbox.secrets
@@ -248,6 +249,7 @@ public final class Service: Sendable {
             configuration: outboxConfiguration, logger: logger,
             mailer: configuration.smtp.map { Mailer(settings: $0, now: now) },
             refundAnswers: refundAnswers, accountTokenSetters: accountTokenSetters,
+            externalPurchaseReports: externalPurchaseReports.reporters.isEmpty ? nil : externalPurchaseReports,
             signingSecret: { [directory] clientID in
                 try await directory.entry(for: clientID).map { ($0.client, $0.secret) }
             }, handoff: handoff, now: now)
@@ -318,8 +320,16 @@ public final class Service: Sendable {
             if refreshed > 0 { logger.info("finished catalog refreshes left owed", ["products": String(refreshed)]) }
             return .pause
         }
-        for loop in [upkeep, sweep, catalogRefresh] { loop.start() }
-        lifecycle.withLock { $0.background += [worker, polls, upkeep, sweep, catalogRefresh] }
+        // Reports owed to stores for purchases made outside their billing: a sale arrived, a
+        // deadline passed, a refund. Idle where no store takes them.
+        let externalPurchases = BackgroundLoop(
+            "external purchase reports", every: configuration.externalPurchaseSweepInterval, logger: logger
+        ) {
+            guard !externalPurchaseReports.reporters.isEmpty else { return .pause }
+            return try await externalPurchaseReports.sweep() > 0 ? .again : .pause
+        }
+        for loop in [upkeep, sweep, catalogRefresh, externalPurchases] { loop.start() }
+        lifecycle.withLock { $0.background += [worker, polls, upkeep, sweep, catalogRefresh, externalPurchases] }
     }
 
     /// Clients authenticated from memory, invalidated by LISTEN/NOTIFY; or, with the cache switched

@@ -36,6 +36,10 @@ package final class FakeAppStoreServerAPI: Sendable {
         /// What Get All Subscription Statuses answers, by environment and original transaction id
         /// (the `lastTransactions` entry); a subscription not here is answered from `known`.
         package let statuses = LockedBox<[String: [String: SubscriptionStatusRecord]]>([:])
+        /// External purchase reports Apple took, by request identifier, in order (`externalPurchaseReports`).
+        package let externalPurchaseReports = LockedBox<[ExternalPurchaseReportReceived]>([])
+        /// How many reports to take and then answer 500, as if the answer was lost on the way.
+        package let loseExternalPurchaseAnswers = LockedBox(0)
 
         init(pki: AppleTestPKI, teamPublicKey: PublicKey) {
             self.pki = pki
@@ -352,6 +356,7 @@ package final class FakeAppStoreServerAPI: Sendable {
                     : #"{"notificationHistory":[{"signedPayload":"second:\#(token!)"}],"hasMore":false}"#
                 return HTTPResponse(status: 200, headers: ["Content-Type": "application/json"], body: Data(body.utf8))
             })
+        externalPurchaseRoutes(&router, state: state, environment: environment, guarded: guarded)
         return router.build(handlerExecutor: FakeServing.executor)
     }
 

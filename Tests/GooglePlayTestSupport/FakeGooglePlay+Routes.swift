@@ -164,6 +164,7 @@ extension FakeGooglePlay {
                     ],
                     body: Data(body.utf8))
             })
+        externalTransactionRoutes(&router, state: state, counted: counted)
         return router.build(handlerExecutor: FakeServing.executor)
     }
 

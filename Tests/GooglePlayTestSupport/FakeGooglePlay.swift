@@ -41,6 +41,10 @@ package final class FakeGooglePlay: Sendable {
         package let tokenDelay = LockedBox<Duration>(.zero)
         package let voidedQueries = LockedBox<[[String: String]]>([])
         package let jwksMaxAge = LockedBox(3600)
+        /// External transactions Google holds, by "package/id".
+        package let externalTransactions = LockedBox<[String: ExternalTransactionRecord]>([:])
+        /// How many creates or refunds to take and then answer 503, as if the answer was lost.
+        package let loseExternalTransactionAnswers = LockedBox(0)
         let accountKey: PublicKey
         let tokenURI: LockedBox<String>
 

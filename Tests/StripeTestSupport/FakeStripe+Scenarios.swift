@@ -32,7 +32,7 @@ extension FakeStripe {
     @discardableResult
     package func sale(
         player: String?, lines: [Line], currency: String = "usd", livemode: Bool = false,
-        paymentStatus: String = "paid", metadataPlayer: String? = nil
+        paymentStatus: String = "paid", metadataPlayer: String? = nil, metadata: [String: String] = [:]
     ) -> Sale {
         let session = newID("cs"), intent = newID("pi"), charge = newID("ch")
         let created = unixNow
@@ -69,7 +69,9 @@ extension FakeStripe {
                 ],
             ],
         ]
-        if let metadataPlayer { object["metadata"] = ["player_id": metadataPlayer] }
+        var allMetadata = metadata
+        if let metadataPlayer { allMetadata["player_id"] = metadataPlayer }
+        object["metadata"] = allMetadata
         put(object)
         put(chargeObject(charge, intent: intent, amount: total, currency: currency, livemode: livemode))
         put([
@@ -142,7 +144,7 @@ extension FakeStripe {
     @discardableResult
     package func subscribe(
         player: String?, product: String, unitAmount: Int, currency: String = "usd", period: TimeInterval = 30 * 86_400,
-        livemode: Bool = false
+        livemode: Bool = false, metadata: [String: String] = [:]
     ) -> Subscribed {
         let session = newID("cs"), subscription = newID("sub"), item = newID("si")
         let start = unixNow, end = unixNow + Int(period)
@@ -172,7 +174,7 @@ extension FakeStripe {
         put([
             "id": session, "object": "checkout.session", "amount_total": unitAmount,
             "client_reference_id": player ?? NSNull(), "created": start, "currency": currency, "livemode": livemode,
-            "metadata": [String: String](), "mode": "subscription", "payment_intent": NSNull(),
+            "metadata": metadata, "mode": "subscription", "payment_intent": NSNull(),
             "payment_status": "paid",
             "status": "complete", "subscription": subscription, "invoice": invoice,
         ])

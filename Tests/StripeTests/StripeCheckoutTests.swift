@@ -28,11 +28,24 @@ import Testing
         #expect(purchase.environment == .sandbox)
         #expect(purchase.appIdentifier == FakeStripe.account)
         #expect(notifications.allSatisfy { $0.clientID == "client-stripe" })
+        #expect(purchase.storefront == "IE", "the buyer's address on the session: where the sale is taxed")
+        #expect(purchase.externalPurchaseToken == nil)
         // Every call pinned the version and used the client's key.
         let requests = harness.fake.state.requests.get()
         #expect(requests.allSatisfy { $0.version == "2025-03-31.basil" })
         #expect(requests.allSatisfy { $0.authorization == "Bearer \(FakeStripe.apiKey)" })
         #expect(requests.allSatisfy { $0.account == nil })
+    }
+
+    @Test func anAppStoresTokenInTheMetadataTravelsWithEveryLine() async throws {
+        let harness = try StripeHarness()
+        let sale = harness.fake.sale(
+            player: "player-7", lines: [.init("prod_gems", unitAmount: 199), .init("prod_vip", unitAmount: 999)],
+            metadata: ["external_purchase_token": "eyJleHRlcm5hbCI6dHJ1ZX0"])
+        let notifications = try await harness.receive(
+            try harness.fake.webhook("checkout.session.completed", about: sale.session))
+        #expect(notifications.count == 2)
+        #expect(notifications.allSatisfy { $0.event.purchase?.externalPurchaseToken == "eyJleHRlcm5hbCI6dHJ1ZX0" })
     }
 
     @Test func thePlayerMayBeNamedInMetadata() async throws {

@@ -49,7 +49,8 @@ extension FakeXsolla {
     package static func payment(
         transactionID: Int64, player: String, items: [(sku: String, quantity: Int)] = [("gems.100", 1)],
         amount: Double = 9.99, currency: String = "USD", dryRun: Bool = false, project: String? = projectID,
-        subscription: [String: Any]? = nil, type: String = "payment", refundCode: Int? = nil
+        subscription: [String: Any]? = nil, type: String = "payment", refundCode: Int? = nil,
+        customParameters: [String: String] = ["parameter1": "value1"]
     ) throws -> Webhook {
         var transaction: [String: Any] = [
             "id": transactionID, "external_id": "game-\(transactionID)", "payment_date": "2026-12-01T10:00:00+00:00",
@@ -67,7 +68,7 @@ extension FakeXsolla {
             "notification_type": type, "purchase": purchase, "transaction": transaction,
             "user": ["id": player, "email": "player@example.com", "phone": "18777976552", "country": "US"],
             "payment_details": ["payment": ["currency": currency, "amount": amount]],
-            "custom_parameters": ["parameter1": "value1"],
+            "custom_parameters": customParameters,
         ]
         if let project { object["settings"] = settings(project) }
         if let refundCode {

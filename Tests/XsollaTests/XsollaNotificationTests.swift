@@ -29,6 +29,17 @@ import XsollaTestSupport
         #expect(raw == kept, "the stored raw body is the trimmed one")
         #expect(!raw.contains("player@example.com") && raw.contains("player-42"))
         #expect(result.answer == NotificationAnswer(status: 204))
+        #expect(purchase.externalPurchaseToken == nil && purchase.storefront == "US", "the buyer's country")
+    }
+
+    @Test func anAppStoresTokenInTheCustomParametersTravelsWithTheSale() async throws {
+        let result = await XsollaFixtures.receive(
+            provider,
+            try FakeXsolla.payment(
+                transactionID: 800_009, player: "player-42",
+                customParameters: ["external_purchase_token": "eyJleHRlcm5hbCI6dHJ1ZX0"]))
+        let purchase = try #require(result.notifications.first?.event.purchase)
+        #expect(purchase.externalPurchaseToken == "eyJleHRlcm5hbCI6dHJ1ZX0")
     }
 
     @Test func aWebShopOrderOfTwoSKUsIsTwoPurchases() async throws {

@@ -18,6 +18,9 @@ extension Service {
             entitlements: EntitlementRepository(pool: database.pool, reads: ledgerReads))
         mounter.mount(native.routes, render: NativeAPI.render, on: &router)
         mounter.mount(
+            ExternalPurchaseTokenRoutes(reports: externalPurchaseReports, stores: stores).routes,
+            render: NativeAPI.render, on: &router)
+        mounter.mount(
             NotificationRoutes(stores: stores, clients: repositories.clients, intake: intake).routes,
             render: NativeAPI.render, on: &router)
         for dialect in dialects {

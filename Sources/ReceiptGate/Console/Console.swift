@@ -57,6 +57,9 @@ struct Console: Sendable {
         }
         page(&router, "/console/notifications") { request, session in try await notifications(request, session) }
         page(&router, "/console/refunds") { request, session in try await refunds(request, session) }
+        page(&router, "/console/external-purchases") { request, session in
+            try await externalPurchases(request, session)
+        }
         page(&router, "/console/audit") { request, session in try await auditLog(request, session) }
         registerFallbacks(on: &router)
     }

@@ -13,7 +13,8 @@ enum ConsoleLayout {
         ("Overview", "/console"), ("Clients", "/console/clients"), ("Purchases", "/console/purchases"),
         ("Deliveries", "/console/deliveries"), ("Accounts", "/console/accounts"),
         ("Notifications", "/console/notifications"),
-        ("Refunds", "/console/refunds"), ("Audit log", "/console/audit"),
+        ("Refunds", "/console/refunds"), ("External purchases", "/console/external-purchases"),
+        ("Audit log", "/console/audit"),
     ]
 
     /// A page for a signed-in operator (`session`), or the sign-in page (no session: no header).

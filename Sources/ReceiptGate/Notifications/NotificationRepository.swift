@@ -59,6 +59,10 @@ package struct NotificationRepository: Sendable {
                 kind: kind, clientID: notification.clientID, refundCallbacks: refundCallbacks,
                 refundAnswerDelay: refundAnswerDelay,
                 at: now, on: connection)
+            if let unreported = notification.event.unreportedExternalPurchase {
+                // The store's deadline for the token's report passed: the report is owed now.
+                _ = try ExternalPurchaseReports.raise(unreported, kind: kind, now: now, on: connection)
+            }
             try connection.execute(
                 "UPDATE store_notifications SET processed_at = now() WHERE id = \(try row.decode("id", as: Int64.self))"
             )

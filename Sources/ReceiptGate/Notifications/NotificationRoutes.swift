@@ -133,6 +133,12 @@ struct NotificationRoutes: Sendable {
                         "store": store.rawValue, "notification.id": notification.notificationID,
                         "notification.type": notification.type, "duplicate": String(duplicate),
                     ])
+                if let token = notification.event.unreportedExternalPurchase, !duplicate {
+                    // An alert: a report the store required is late (docs/operations.md).
+                    context.logger.warning(
+                        "the store says an external purchase token is unreported; its report is sent now",
+                        ["store": store.rawValue, "app": token.appIdentifier, "token.report_id": token.reportID])
+                }
                 if let notice = notification.operatorNotice {
                     let fields = ["store": store.rawValue, "notification.id": notification.notificationID]
                     context.logger.warning(notice.message, notice.fields.merging(fields) { _, core in core })

@@ -25,10 +25,13 @@ public final class Metrics: Sendable {
         var refundAnswers: [String: Int] = [:]
         var refundDeadlinesMissed: [String: Int] = [:]
         var pollNotifications: [String: (new: Int, known: Int)] = [:]
+        /// Reports of purchases made outside a store's billing, by store, kind and outcome.
+        var externalPurchaseReports: [String: Int] = [:]
     }
 
     private let counts = Mutex(Counts())
-    private let now: @Sendable () -> Date
+    /// The service's clock.
+    let now: @Sendable () -> Date
     private let started: Date
 
     public init(now: @escaping @Sendable () -> Date) {
@@ -78,6 +81,26 @@ public final class Metrics: Sendable {
 
     func recordRefundDeadlineMissed(store: String) {
         counts.withLock { $0.refundDeadlinesMissed["store=\(Self.quote(store))", default: 0] += 1 }
+    }
+
+    /// A report of a purchase made outside a store's billing sent: `accepted`, `refused` (for
+    /// good) or `failed` (tried again later).
+    func recordExternalPurchaseReport(store: String, kind: String, outcome: String) {
+        counts.withLock {
+            $0.externalPurchaseReports[
+                "store=\(Self.quote(store)),kind=\(Self.quote(kind)),outcome=\(Self.quote(outcome))", default: 0] += 1
+        }
+    }
+
+    func renderExternalPurchaseReports() -> String {
+        let reports = counts.withLock { $0.externalPurchaseReports }
+        var out =
+            "# HELP receiptgate_external_purchase_reports_total Reports of purchases made outside a store's billing this process sent, by outcome.\n"
+        out += "# TYPE receiptgate_external_purchase_reports_total counter\n"
+        for (labels, count) in reports.sorted(by: { $0.key < $1.key }) {
+            out += "receiptgate_external_purchase_reports_total{\(labels)} \(count)\n"
+        }
+        return out
     }
 
     /// Store names come from registrations and preferences from a fixed set: few labels.

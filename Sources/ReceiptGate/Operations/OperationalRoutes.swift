@@ -61,6 +61,9 @@ package struct OperationalRoutes: Sendable {
                 text += await Self.readStandbyMetrics(database) + (ledgerReads?.renderMetrics() ?? "")
             }
             text += metrics.renderRefunds() + (await Self.refundRequestMetrics(database))
+            text +=
+                metrics.renderExternalPurchaseReports()
+                + (await Self.externalPurchaseTokenMetrics(database, now: metrics.now))
             return .text(text, contentType: "text/plain; version=0.0.4; charset=utf-8")
         }
     }
@@ -78,6 +81,30 @@ package struct OperationalRoutes: Sendable {
         for (store, status, outcome, count) in rows {
             text +=
                 "receiptgate_refund_requests{store=\(Metrics.quote(store)),status=\(Metrics.quote(status)),outcome=\(Metrics.quote(outcome))} \(count)\n"
+        }
+        return text
+    }
+
+    /// External purchase tokens by store and state, and those waiting with their deadline within a
+    /// day (the cluster's, read at each scrape; left out if the database does not answer in time).
+    static func externalPurchaseTokenMetrics(_ database: Database, now: @escaping @Sendable () -> Date) async -> String
+    {
+        let counts = try? await withDeadline(.seconds(2)) {
+            try await ExternalPurchaseTokenRepository(pool: database.pool).counts(now: now())
+        }
+        guard let counts else { return "" }
+        var text =
+            "# HELP receiptgate_external_purchase_tokens External purchase tokens (every process) by store and state.\n"
+            + "# TYPE receiptgate_external_purchase_tokens gauge\n"
+        for (store, state, count) in counts.states {
+            text +=
+                "receiptgate_external_purchase_tokens{store=\(Metrics.quote(store)),state=\(Metrics.quote(state))} \(count)\n"
+        }
+        text +=
+            "# HELP receiptgate_external_purchase_tokens_near_deadline Tokens with no report owed yet whose deadline is within a day.\n"
+            + "# TYPE receiptgate_external_purchase_tokens_near_deadline gauge\n"
+        for (store, count) in counts.nearDeadline {
+            text += "receiptgate_external_purchase_tokens_near_deadline{store=\(Metrics.quote(store))} \(count)\n"
         }
         return text
     }

@@ -35,6 +35,9 @@ public struct ServiceConfiguration: Sendable {
     /// How often grants past their end are removed and told as `entitlement.expired`
     /// (`RECEIPTGATE_ENTITLEMENT_SWEEP_INTERVAL`); reads leave them out on time either way.
     public var entitlementSweepSeconds = 30
+    /// How often reports owed for purchases made outside a store's billing are looked for (a
+    /// sale arrived, a deadline passed, a refund); a store's `UNREPORTED` notice is acted on at once.
+    public var externalPurchaseSweepInterval: Duration = .seconds(60)
     /// How often the catalog refreshes still owed (cut short, failed, or their caller gone) are looked for.
     public var catalogRefreshSeconds = 5
     /// Days verification attempts, sent outbox messages and raw notification bodies are kept

@@ -45,6 +45,8 @@ public final class OutboxWorker: Sendable {
     let refundAnswers: RefundAnswers?
     /// Stores told the account a purchase linked after the sale belongs to (`.storeAccountToken`).
     let accountTokenSetters: [StoreID: any AccountTokenSetting]
+    /// Sends reports of purchases made outside a store's billing (`.externalPurchaseReport`).
+    let externalPurchaseReports: ExternalPurchaseReports?
     let http: HTTPClient
     let configuration: Configuration
     let logger: Logger
@@ -63,6 +65,7 @@ public final class OutboxWorker: Sendable {
         configuration: Configuration = Configuration(), logger: Logger, mailer: Mailer? = nil,
         refundAnswers: RefundAnswers? = nil,
         accountTokenSetters: [StoreID: any AccountTokenSetting] = [:],
+        externalPurchaseReports: ExternalPurchaseReports? = nil,
         signingSecret: (@Sendable (String) async throws -> (Client, String)?)? = nil,
         handoff: OutboxHandoff? = nil,
         now: @escaping @Sendable () -> Date
@@ -72,6 +75,7 @@ public final class OutboxWorker: Sendable {
         self.signingSecret = signingSecret ?? { [clients] in try await clients.secret(for: $0) }
         self.mailer = mailer
         self.accountTokenSetters = accountTokenSetters
+        self.externalPurchaseReports = externalPurchaseReports
         self.refundAnswers = refundAnswers
         self.outbox = outbox
         self.clients = clients
@@ -231,6 +235,7 @@ public final class OutboxWorker: Sendable {
         [.webhook, .refundCallback, .delivery] + (acknowledgers.isEmpty ? [] : [.storeAcknowledgement])
             + (mailer == nil ? [] : [.email])
             + (refundAnswers == nil ? [] : [.refundAnswer]) + (accountTokenSetters.isEmpty ? [] : [.storeAccountToken])
+            + (externalPurchaseReports == nil ? [] : [.externalPurchaseReport])
     }
 
     /// Claims due messages (only the oldest pending one per aggregate, so order holds) and sends
@@ -255,7 +260,7 @@ public final class OutboxWorker: Sendable {
             switch event.target {
             case .webhook, .refundCallback, .delivery:
                 ReceiverCircuits.Receiver(clientID: event.clientID, target: event.target.rawValue)
-            case .storeAcknowledgement, .email, .refundAnswer, .storeAccountToken: nil
+            case .storeAcknowledgement, .email, .refundAnswer, .storeAccountToken, .externalPurchaseReport: nil
             }
         if let receiver, case .park(let seconds) = circuits.decide(receiver) {
             do {
@@ -276,6 +281,9 @@ public final class OutboxWorker: Sendable {
             case .email: (await sendMail(event), false)
             case .refundAnswer: (await answerRefundRequest(event), false)
             case .storeAccountToken: await setAccountToken(event)
+            case .externalPurchaseReport:
+                await externalPurchaseReports?.send(event.payload)
+                    ?? ("external purchase reports are not sent by this process", false)
             case .webhook, .refundCallback, .delivery: (await post(event), false)
             }
         if let receiver {
@@ -429,7 +437,7 @@ public final class OutboxWorker: Sendable {
         case .refundCallback: client.refundCallbackURL
         case .delivery: client.deliveryURL
         case .webhook: client.webhookURL
-        case .email, .storeAcknowledgement, .refundAnswer, .storeAccountToken: nil
+        case .email, .storeAcknowledgement, .refundAnswer, .storeAccountToken, .externalPurchaseReport: nil
         }
     }
 

@@ -304,5 +304,7 @@ public enum Schema {
                     """),
         ] + consoleMigrations + claimMigrations + entitlementMigrations + appIdentityMigrations
         + catalogRefreshMigrations
-        + consumptionMigrations + outboxMigrations + orderMigrations).sorted { $0.version < $1.version }
+        + consumptionMigrations + outboxMigrations + orderMigrations + externalPurchaseMigrations).sorted {
+            $0.version < $1.version
+        }
 }

@@ -46,6 +46,7 @@ enum TransactionColumns {
         Column(name: "ownership", type: "text") { $0.purchase.ownership?.rawValue },
         Column(name: "account_token", type: "text") { $0.purchase.accountToken },
         Column(name: "app_transaction_id", type: "text") { $0.purchase.appTransactionID },
+        Column(name: "external_purchase_token", type: "text") { $0.purchase.externalPurchaseToken },
         Column(name: "state", type: "text") { $0.state.rawValue },
         Column(name: "client_id", type: "text") { $0.clientID },
         Column(name: "game_id", type: "bigint") { $0.gameID?.postgresText },

@@ -1,0 +1,158 @@
+import Foundation
+import Postgres
+import ReceiptCore
+
+/// What a token's row owes its store now, decided under the row's lock and queued in the outbox
+/// in the same transaction: the sale's lines once its web sale is in the ledger, a no-sale report
+/// once its deadline passed with none, a refund's lines whenever the ledger refunded more of the
+/// sale than was reported. Every report is fixed when queued, with a request identifier of its
+/// own, so its retries send it unchanged.
+enum ExternalPurchaseLedger {
+    /// Moves token `id` as far as the ledger allows at `now`; returns the kinds of report queued.
+    /// `noSaleStores`: the stores that want a report of a token without a sale.
+    static func advance(
+        _ id: Int64, now: Date, noSaleStores: Set<StoreID>, on connection: PostgresConnection
+    ) throws -> [ExternalPurchaseReport.Kind] {
+        guard
+            let row = try connection.query(
+                """
+                SELECT id, client_id, store, environment, app_identifier, report_id, token, web_store, order_id, state,
+                       report_by <= \(now) AS due, refunded_share
+                FROM external_purchase_tokens WHERE id = \(id) FOR UPDATE
+                """
+            ).first
+        else { return [] }
+        let token = Token(
+            id: id, clientID: try row.decode("client_id"), store: StoreID(rawValue: try row.decode("store")),
+            environment: try TransactionRows.typed(row, "environment", as: StoreEnvironment.self),
+            appIdentifier: try row.decode("app_identifier"), reportID: try row.decode("report_id"),
+            token: try row.decode("token"))
+        var state: String = try row.decode("state")
+        var queued: [ExternalPurchaseReport.Kind] = []
+        if state == "waiting" {
+            let sale = try saleLines(
+                clientID: token.clientID, webStore: try row.decode("web_store"), orderID: try row.decode("order_id"),
+                token: token.token, on: connection)
+            if !sale.isEmpty {
+                try queue(token, .sale, lines: sale.map(\.line), on: connection)
+                try connection.execute(
+                    """
+                    UPDATE external_purchase_tokens SET state = 'sale_queued', sale_rows = \(sale.map { String($0.rowID) })::bigint[],
+                        updated_at = now() WHERE id = \(id)
+                    """)
+                queued.append(.sale)
+                state = "sale_queued"
+            } else if try row.decode("due", as: Bool.self), noSaleStores.contains(token.store) {
+                // Compared by the database: the time as stored (to the microsecond) against the same.
+                try queue(token, .noSale, lines: [], on: connection)
+                try connection.execute(
+                    "UPDATE external_purchase_tokens SET state = 'no_sale_queued', updated_at = now() WHERE id = \(id)")
+                queued.append(.noSale)
+            }
+        }
+        if state == "sale_queued" || state == "reported" {
+            let reported: Int = try row.decode("refunded_share")
+            // Read again: the sale may have been tied just above.
+            let rows =
+                try connection.query(
+                    "SELECT sale_rows::text[] AS sale_rows FROM external_purchase_tokens WHERE id = \(id)"
+                ).first?.decode("sale_rows", as: [String]?.self)?.compactMap { Int64($0) } ?? []
+            let refunds = try refundLines(rows: rows, reportedShare: reported, now: now, on: connection)
+            if let share = refunds.share {
+                try queue(token, .refund, lines: refunds.lines, on: connection)
+                try connection.execute(
+                    "UPDATE external_purchase_tokens SET refunded_share = \(share), updated_at = now() WHERE id = \(id)"
+                )
+                queued.append(.refund)
+            }
+        }
+        return queued
+    }
+
+    struct Token {
+        let id: Int64, clientID: String, store: StoreID, environment: StoreEnvironment, appIdentifier: String
+        let reportID: String, token: String
+    }
+
+    /// Queues one report of `token` (a fresh request identifier, kept in the message).
+    static func queue(
+        _ token: Token, _ kind: ExternalPurchaseReport.Kind, lines: [ExternalPurchaseReport.Line],
+        on connection: PostgresConnection
+    ) throws {
+        let report = ExternalPurchaseReport(
+            store: token.store, environment: token.environment, clientID: token.clientID,
+            appIdentifier: token.appIdentifier, tokenRowID: token.id, reportID: token.reportID, token: token.token,
+            kind: kind, requestIdentifier: UUID().uuidString.lowercased(), lines: lines)
+        try OutboxRepository.enqueue(
+            OutboxMessage(
+                clientID: token.clientID, target: .externalPurchaseReport, type: "external_purchase.report",
+                aggregateKey: report.aggregateKey, body: try JSONEncoder.receiptGateStorage.encode(report)),
+            on: connection)
+    }
+
+    /// The web sale a token names: the web store's order the game gave, or every ledger row that
+    /// carries the token; only rows with a price (a line of a sale, not a refund's record).
+    static func saleLines(
+        clientID: String, webStore: String?, orderID: String?, token: String, on connection: PostgresConnection
+    ) throws -> [(rowID: Int64, line: ExternalPurchaseReport.Line)] {
+        try connection.query(
+            """
+            SELECT t.id, t.product_id, t.quantity, t.price_milliunits, t.currency, t.storefront,
+                   COALESCE(t.purchase_date, t.first_verified_at) AS at,
+                   t.product_kind IS NOT DISTINCT FROM 'auto_renewable_subscription' AS recurring
+            FROM transactions t
+            WHERE t.client_id = \(clientID) AND t.price_milliunits IS NOT NULL AND t.currency IS NOT NULL
+              AND ((\(webStore)::text IS NOT NULL AND t.store = \(webStore) AND t.order_id = \(orderID))
+                   OR t.external_purchase_token = \(token))
+            ORDER BY t.id
+            """
+        ).map { row in
+            let id: Int64 = try row.decode("id")
+            let quantity = max(1, try row.decode("quantity", as: Int?.self) ?? 1)
+            let amount = try row.decode("price_milliunits", as: Int64.self).multipliedReportingOverflow(
+                by: Int64(quantity)
+            ).partialValue
+            var line = ExternalPurchaseReport.Line(
+                lineID: lineID(id), productID: try row.decode("product_id"), quantity: quantity,
+                amountMilliunits: amount, netMilliunits: amount, currency: try row.decode("currency"),
+                taxCountry: try row.decode("storefront"), at: try row.decode("at"))
+            line.recurring = try row.decode("recurring")
+            return (id, line)
+        }
+    }
+
+    /// The refund lines owed for `rows` beyond `reportedShare` (thousandths of a percent), and the
+    /// share they bring the token to; nil share when nothing more was refunded.
+    static func refundLines(
+        rows: [Int64], reportedShare: Int, now: Date, on connection: PostgresConnection
+    ) throws -> (lines: [ExternalPurchaseReport.Line], share: Int?) {
+        guard !rows.isEmpty else { return ([], nil) }
+        let found = try connection.query(
+            """
+            SELECT t.id, t.product_id, t.quantity, t.price_milliunits, t.currency, t.storefront,
+                   COALESCE(t.revocation_date, t.updated_at) AS at,
+                   \(unescaped: ExternalPurchaseTokenRepository.refundedShareSQL) AS share
+            FROM transactions t WHERE t.id = ANY (\(rows.map { String($0) })::bigint[]) ORDER BY t.id
+            """)
+        let share = try found.map { try $0.decode("share", as: Int.self) }.max() ?? 0
+        guard share > reportedShare else { return ([], nil) }
+        let lines = try found.map { row in
+            let id: Int64 = try row.decode("id")
+            let quantity = max(1, try row.decode("quantity", as: Int?.self) ?? 1)
+            let amount =
+                try row.decode("price_milliunits", as: Int64.self).multipliedReportingOverflow(by: Int64(quantity))
+                .partialValue
+            let refunded = amount * Int64(share - reportedShare) / 100_000
+            return ExternalPurchaseReport.Line(
+                lineID: lineID(id), productID: try row.decode("product_id"), quantity: quantity,
+                amountMilliunits: refunded, netMilliunits: amount - amount * Int64(share) / 100_000,
+                currency: try row.decode("currency"), taxCountry: try row.decode("storefront"),
+                at: try row.decode("at"), refundsLineID: lineID(id), fullRefund: share >= 100_000,
+                refundID: "\(lineID(id))-r\(share)")
+        }
+        return (lines, share)
+    }
+
+    /// A ledger row's line id in every report: stable, unique per app, and the id a refund refers to.
+    static func lineID(_ rowID: Int64) -> String { "rg-\(rowID)" }
+}

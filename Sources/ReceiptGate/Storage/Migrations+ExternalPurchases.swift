@@ -1,0 +1,51 @@
+import Postgres
+
+extension Schema {
+    static let externalPurchaseMigrations: [Migration] = [
+        // Tokens of purchases made outside a store's billing, and what was reported of each. A
+        // token is the store's (one row per store, environment and the id its reports name it by);
+        // its sale is a web store's order, found by the token the sale carries or by the order the
+        // game named. `report_by` is when a token with no sale is reported as such (the client's
+        // setting, never past the store's deadline); `refunded_share` is the share of the sale
+        // (thousandths of a percent) whose refund was reported, so each refund is reported once;
+        // `sale_rows` are the ledger rows its sale report named. States: waiting (no sale, nothing
+        // owed yet), sale_queued / no_sale_queued / unrecognized_queued (a report in the outbox),
+        // reported / reported_no_sale / reported_unrecognized (the store took it), refused.
+        Migration(
+            version: 28, name: "external_purchase_tokens",
+            sql: """
+                ALTER TABLE transactions ADD COLUMN external_purchase_token text;
+                CREATE INDEX transactions_external_purchase_token ON transactions (external_purchase_token)
+                    WHERE external_purchase_token IS NOT NULL;
+                CREATE INDEX transactions_order ON transactions (client_id, store, order_id) WHERE order_id IS NOT NULL;
+                CREATE TABLE external_purchase_tokens (
+                    id bigserial PRIMARY KEY,
+                    client_id text NOT NULL REFERENCES clients (id),
+                    store text NOT NULL,
+                    environment text NOT NULL,
+                    app_identifier text NOT NULL,
+                    report_id text NOT NULL,
+                    token text NOT NULL,
+                    player_id text,
+                    web_store text,
+                    order_id text,
+                    issued_at timestamptz,
+                    store_deadline timestamptz NOT NULL,
+                    report_by timestamptz NOT NULL,
+                    state text NOT NULL DEFAULT 'waiting',
+                    sale_rows bigint[],
+                    sale_reported_at timestamptz,
+                    refunded_share integer NOT NULL DEFAULT 0,
+                    reports_sent integer NOT NULL DEFAULT 0,
+                    last_answer text,
+                    last_error text,
+                    created_at timestamptz NOT NULL DEFAULT now(),
+                    updated_at timestamptz NOT NULL DEFAULT now(),
+                    UNIQUE (store, environment, report_id)
+                );
+                CREATE INDEX external_purchase_tokens_waiting ON external_purchase_tokens (report_by) WHERE state = 'waiting';
+                CREATE INDEX external_purchase_tokens_client ON external_purchase_tokens (client_id, id);
+                CREATE INDEX external_purchase_tokens_token ON external_purchase_tokens (client_id, token);
+                """)
+    ]
+}

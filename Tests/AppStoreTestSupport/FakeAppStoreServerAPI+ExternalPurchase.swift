@@ -1,0 +1,101 @@
+package import Foundation
+package import HTTPServer
+
+/// Apple's External Purchase Server API in the fake, on the App Store Server API's hosts and
+/// behind the same JWT check: Send External Purchase Report (`PUT /externalPurchase/v1/reports`)
+/// validated as Apple documents `ExternalPurchaseReport` and its line items, a repeated request
+/// identifier refused as a duplicate (400, DuplicateValueError), and Retrieve External Purchase
+/// Report (`GET /externalPurchase/v1/reports/{requestIdentifier}`) for reports it took.
+extension FakeAppStoreServerAPI {
+    /// One report Apple took.
+    package struct ExternalPurchaseReportReceived: Sendable {
+        package let environment: String
+        package let requestIdentifier: String
+        package let externalPurchaseId: String
+        package let status: String
+        /// The request body as sent.
+        package let body: Data
+
+        /// The report's line items, as sent.
+        package var lineItems: [[String: Any]] {
+            ((try? JSONSerialization.jsonObject(with: body)) as? [String: Any])?["lineItems"] as? [[String: Any]] ?? []
+        }
+    }
+
+    /// Every report Apple took for a token, in order.
+    package func externalPurchaseReports(for externalPurchaseId: String) -> [ExternalPurchaseReportReceived] {
+        state.externalPurchaseReports.get().filter { $0.externalPurchaseId == externalPurchaseId }
+    }
+
+    static func externalPurchaseRoutes(
+        _ router: inout Router, state: State, environment: String,
+        guarded: (String, @escaping @Sendable (HTTPRequest) throws -> HTTPResponse) -> HTTPHandler
+    ) {
+        router.put(
+            "/externalPurchase/v1/reports",
+            guarded("/externalPurchase/v1/reports") { request in
+                guard let body = (try? JSONSerialization.jsonObject(with: request.body)) as? [String: Any],
+                    let requestIdentifier = body["requestIdentifier"] as? String,
+                    UUID(uuidString: requestIdentifier) != nil,
+                    let externalPurchaseId = body["externalPurchaseId"] as? String, !externalPurchaseId.isEmpty,
+                    let status = body["status"] as? String, reportIsValid(body, status: status)
+                else {
+                    return appleError(400, 4_000_000, "Invalid request.")
+                }
+                let taken = state.externalPurchaseReports.update { reports -> Bool in
+                    guard !reports.contains(where: { $0.requestIdentifier == requestIdentifier }) else { return false }
+                    reports.append(
+                        ExternalPurchaseReportReceived(
+                            environment: environment, requestIdentifier: requestIdentifier,
+                            externalPurchaseId: externalPurchaseId, status: status, body: request.body))
+                    return true
+                }
+                guard taken else {
+                    return HTTPResponse(
+                        status: 400, headers: ["Content-Type": "application/json"],
+                        body: Data(
+                            #"{"errorMessage":"DuplicateValueError: the requestIdentifier was used before."}"#.utf8))
+                }
+                let lose = state.loseExternalPurchaseAnswers.update { count -> Bool in
+                    guard count > 0 else { return false }
+                    count -= 1
+                    return true
+                }
+                if lose { return HTTPResponse(status: 500) }
+                return .json(["requestIdentifier": requestIdentifier])
+            })
+        router.get(
+            "/externalPurchase/v1/reports/{requestIdentifier}",
+            guarded("/externalPurchase/v1/reports/{requestIdentifier}") { request in
+                let id = try request.parameter("requestIdentifier")
+                guard let report = state.externalPurchaseReports.get().first(where: { $0.requestIdentifier == id })
+                else {
+                    return appleError(400, 4_000_000, "NotFoundError")
+                }
+                return HTTPResponse(status: 200, headers: ["Content-Type": "application/json"], body: report.body)
+            })
+    }
+
+    /// `LINE_ITEM` carries line items with every field Apple requires; the other statuses carry none.
+    static func reportIsValid(_ body: [String: Any], status: String) -> Bool {
+        let items = body["lineItems"] as? [[String: Any]]
+        switch status {
+        case "NO_LINE_ITEM", "UNRECOGNIZED_TOKEN", "DUPLICATE_TOKEN":
+            return items == nil
+        case "LINE_ITEM":
+            guard let items, !items.isEmpty else { return false }
+            return items.allSatisfy { item in
+                let text = ["lineItemId", "eventType", "pricingCurrency", "reportingCurrency", "taxCountry"]
+                let numbers = [
+                    "creationDate", "amountTaxExclusive", "amountTaxInclusive", "netAmountTaxExclusive", "taxAmount",
+                ]
+                return text.allSatisfy { (item[$0] as? String)?.isEmpty == false }
+                    && numbers.allSatisfy { item[$0] is Int }
+                    && (item["taxCountry"] as? String)?.count == 3
+                    && (item["eventType"] as? String != "REFUND" || item["referenceLineItemId"] is String)
+            }
+        default:
+            return false
+        }
+    }
+}

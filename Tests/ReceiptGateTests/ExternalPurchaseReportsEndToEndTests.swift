@@ -1,0 +1,388 @@
+import AppStore
+import AppStoreTestSupport
+import Foundation
+import GooglePlay
+import GooglePlayTestSupport
+import OpenSSLCrypto
+import Postgres
+import ReceiptCore
+import ReceiptGate
+import Stripe
+import StripeTestSupport
+import TestSupport
+import Testing
+
+/// Reports of web sales made through an App Store link-out, end to end: the service over HTTP
+/// with a real Postgres, Stripe's fake for the web sale, and a fake of Apple's External Purchase
+/// Server API that checks the JWT and the report as Apple documents them.
+@Suite struct ExternalPurchaseReportsEndToEnd {
+    @Test func aTokenTiedToAStripeSaleIsReportedOnceWithItsLines() async throws {
+        let shop = try await ReportingShop.start()
+        defer { shop.stop() }
+        let token = ReportingShop.appleToken()
+        let sale = shop.stripe.sale(
+            player: "player-7", lines: [.init("prod_gems", unitAmount: 199, quantity: 2)],
+            metadata: ["external_purchase_token": token.raw])
+        #expect(try await shop.push(try shop.stripe.webhook("checkout.session.completed", about: sale.session)) == 200)
+        try await shop.sweepAndSend()
+        // Found again by a later pass: still one report.
+        try await shop.sweepAndSend()
+        let reports = shop.apple.externalPurchaseReports(for: token.id)
+        try #require(reports.count == 1, "\(reports.map(\.status))")
+        #expect(reports[0].status == "LINE_ITEM")
+        let items = reports[0].lineItems
+        #expect(items.count == 1)
+        #expect(items.first?["eventType"] as? String == "BUY")
+        #expect(items.first?["amountTaxExclusive"] as? Int == 3980, "2 × 1.99 USD in milliunits")
+        #expect(items.first?["pricingCurrency"] as? String == "USD")
+        #expect(items.first?["taxCountry"] as? String == "IRL", "the buyer's address on the session, in alpha-3")
+        #expect(items.first?["productIdentifier"] as? String == "prod_gems")
+        #expect(try await shop.state(of: token.id) == "reported")
+    }
+
+    @Test func aTokenRegisteredWithItsOrderIsReportedWhenTheSaleArrives() async throws {
+        let shop = try await ReportingShop.start()
+        defer { shop.stop() }
+        let token = ReportingShop.appleToken()
+        let sale = shop.stripe.sale(player: "player-8", lines: [.init("prod_vip", unitAmount: 999)])
+        let registered = try await shop.register(token.raw, webStore: "stripe", orderID: sale.paymentIntent)
+        #expect(registered.status == 200, "\(registered.text)")
+        #expect(try await shop.state(of: token.id) == "waiting")
+        #expect(try await shop.push(try shop.stripe.webhook("checkout.session.completed", about: sale.session)) == 200)
+        try await shop.sweepAndSend()
+        let reports = shop.apple.externalPurchaseReports(for: token.id)
+        #expect(reports.map(\.status) == ["LINE_ITEM"])
+        #expect(reports.first?.lineItems.first?["amountTaxExclusive"] as? Int == 9990)
+    }
+
+    @Test func aTokenWithNoSaleIsReportedAsSuchAfterItsDeadline() async throws {
+        let shop = try await ReportingShop.start()
+        defer { shop.stop() }
+        let token = ReportingShop.appleToken()
+        #expect(try await shop.register(token.raw).status == 200)
+        try await shop.sweepAndSend()
+        #expect(shop.apple.externalPurchaseReports(for: token.id).isEmpty, "nothing is owed before the deadline")
+        let console = ConsoleBrowserSession(port: shop.harness.client.port)
+        _ = try await console.signIn(token: ReportingShop.adminToken)
+        let waiting = try await console.get("/console/external-purchases")
+        #expect(waiting.status == 200)
+        #expect(
+            waiting.text.contains("waiting for a sale")
+                && (waiting.text.contains(">9 d 23 h<") || waiting.text.contains(">10 d 0 h<")),
+            "ten days left: \(waiting.text)")
+        // Ten days later (Apple's limit; the client set none shorter).
+        shop.clock.set(shop.clock.get().addingTimeInterval(10 * 86_400 + 60))
+        try await shop.sweepAndSend()
+        try await shop.sweepAndSend()
+        #expect(shop.apple.externalPurchaseReports(for: token.id).map(\.status) == ["NO_LINE_ITEM"])
+        #expect(try await shop.state(of: token.id) == "reported_no_sale")
+        #expect(try await console.get("/console/external-purchases").text.contains("reported as no sale"))
+    }
+
+    @Test func aPartialAndThenAFullRefundAreReportedAgainstTheSaleLine() async throws {
+        let shop = try await ReportingShop.start()
+        defer { shop.stop() }
+        let token = ReportingShop.appleToken()
+        let sale = shop.stripe.sale(
+            player: "p", lines: [.init("prod_gems", unitAmount: 400, quantity: 1)],
+            metadata: ["external_purchase_token": token.raw])
+        #expect(try await shop.push(try shop.stripe.webhook("checkout.session.completed", about: sale.session)) == 200)
+        try await shop.sweepAndSend()
+        shop.stripe.refund(charge: sale.charge, amount: 100)
+        #expect(try await shop.push(try shop.stripe.webhook("charge.refunded", about: sale.charge)) == 200)
+        try await shop.sweepAndSend()
+        shop.stripe.refund(charge: sale.charge)
+        #expect(try await shop.push(try shop.stripe.webhook("charge.refunded", about: sale.charge)) == 200)
+        try await shop.sweepAndSend()
+        try await shop.sweepAndSend()
+        let reports = shop.apple.externalPurchaseReports(for: token.id)
+        try #require(reports.count == 3, "\(reports.map(\.status))")
+        let saleLine = try #require(reports[0].lineItems.first?["lineItemId"] as? String)
+        let partial = try #require(reports[1].lineItems.first)
+        let full = try #require(reports[2].lineItems.first)
+        #expect(partial["eventType"] as? String == "REFUND" && partial["referenceLineItemId"] as? String == saleLine)
+        #expect(partial["amountTaxExclusive"] as? Int == 1000, "a quarter of 4.00 USD")
+        #expect(partial["netAmountTaxExclusive"] as? Int == 3000)
+        #expect(full["referenceLineItemId"] as? String == saleLine && full["amountTaxExclusive"] as? Int == 3000)
+        #expect(full["netAmountTaxExclusive"] as? Int == 0)
+        #expect(Set(reports.map(\.requestIdentifier)).count == 3, "each report has its own request identifier")
+    }
+
+    @Test func aRetryAfterALostAnswerIsNotReportedTwice() async throws {
+        let shop = try await ReportingShop.start()
+        defer { shop.stop() }
+        let token = ReportingShop.appleToken()
+        // Apple takes the report and the answer is lost, twice: the client's own retry and the
+        // outbox's next attempt both send the same request identifier again.
+        shop.apple.state.loseExternalPurchaseAnswers.set(2)
+        let sale = shop.stripe.sale(
+            player: "p", lines: [.init("prod_gems", unitAmount: 199)], metadata: ["external_purchase_token": token.raw])
+        #expect(try await shop.push(try shop.stripe.webhook("checkout.session.completed", about: sale.session)) == 200)
+        try await shop.sweepAndSend()
+        #expect(shop.apple.externalPurchaseReports(for: token.id).count == 1)
+        #expect(try await shop.state(of: token.id) == "reported")
+        let answer =
+            try await shop.harness.pool.query(
+                "SELECT last_answer FROM external_purchase_tokens WHERE report_id = \(token.id)"
+            ).first?.decode("last_answer", as: String?.self) ?? nil
+        #expect(answer?.hasPrefix("already held by Apple") == true, "\(String(describing: answer))")
+    }
+
+    @Test func anUnreportedNotificationRaisesTheReportAtOnce() async throws {
+        let shop = try await ReportingShop.start()
+        defer { shop.stop() }
+        let known = ReportingShop.appleToken()
+        #expect(try await shop.register(known.raw).status == 200)
+        // No sweep runs: the notification alone makes the report due.
+        #expect(try await shop.pushUnreported(known.id) == 200)
+        let stranger = ReportingShop.appleToken()
+        #expect(try await shop.pushUnreported(stranger.id) == 200)
+        try await OutboxDrain.wait(shop.harness.pool)
+        let rows = try await shop.tokenRows()
+        #expect(shop.apple.externalPurchaseReports(for: known.id).map(\.status) == ["NO_LINE_ITEM"], "\(rows)")
+        #expect(shop.apple.externalPurchaseReports(for: stranger.id).map(\.status) == ["UNRECOGNIZED_TOKEN"])
+    }
+
+    @Test func aTokenForAnotherAppOrEnvironmentOrMalformedIsRefusedAndNeverReported() async throws {
+        let shop = try await ReportingShop.start()
+        defer { shop.stop() }
+        let otherApp = ReportingShop.appleToken(bundleID: "com.other.game")
+        let otherAnswer = try await shop.register(otherApp.raw)
+        #expect(otherAnswer.status == 422, "\(otherAnswer.text)")
+        #expect(otherAnswer.text.contains("BUNDLE_MISMATCH"))
+        let production = ReportingShop.appleToken(sandbox: false)
+        #expect(try await shop.register(production.raw).status == 412, "a production token for a sandbox-only client")
+        #expect(try await shop.register("not-a-token").status == 400)
+        #expect(try await shop.register(String(repeating: "a", count: 5000)).status == 400)
+        // A web sale carrying another app's token: kept as refused, never reported.
+        let carried = ReportingShop.appleToken(bundleID: "com.other.game")
+        let sale = shop.stripe.sale(
+            player: "p", lines: [.init("prod_gems", unitAmount: 199)],
+            metadata: ["external_purchase_token": carried.raw])
+        #expect(try await shop.push(try shop.stripe.webhook("checkout.session.completed", about: sale.session)) == 200)
+        try await shop.sweepAndSend()
+        shop.clock.set(shop.clock.get().addingTimeInterval(11 * 86_400))
+        try await shop.sweepAndSend()
+        #expect(shop.apple.state.externalPurchaseReports.get().isEmpty)
+        let states = try await shop.harness.pool.query("SELECT state FROM external_purchase_tokens").map {
+            try $0.decode("state", as: String.self)
+        }
+        #expect(states == ["refused"], "only the carried token is kept, as refused")
+    }
+}
+
+/// The service with Stripe and the App Store (its Server API key pointed at the fake), one
+/// sandbox-only client for com.example.game with a Stripe account, and a clock the test moves.
+struct ReportingShop {
+    let harness: VerifyHarness
+    let stripe: FakeStripe
+    let apple: FakeAppStoreServerAPI
+    let clock: LockedBox<Date>
+    static let adminToken = "reports-admin-" + String(repeating: "e", count: 32)
+
+    /// With `google`, Google Play too (its service-account key the client's own), and the client
+    /// accepts production as well (Google's tokens are production's).
+    static func start(google: FakeGooglePlay? = nil) async throws -> ReportingShop {
+        let stripe = try FakeStripe(), apple = try FakeAppStoreServerAPI()
+        let clock = LockedBox(Date())
+        let provider = StripeProvider(configuration: try stripe.configuration(reconcileSeconds: 0), now: { stripe.now })
+        var stores = [provider.registration]
+        if let google {
+            var configuration = try google.configuration()
+            configuration.serviceAccountKey = nil
+            stores.append(
+                GooglePlayProvider(
+                    configuration: configuration, http: FakeGooglePlay.http(), logger: Logger(minimumLevel: .error)
+                ).registration)
+        }
+        let harness = try await VerifyHarness.start(
+            environments: google == nil ? [.sandbox] : [.sandbox, .production], outbox: VerifyHarness.fastOutbox(),
+            adminToken: adminToken, otherStores: stores,
+            pki: apple.pki,
+            appStore: { pki in
+                var appStore = AppStoreConfiguration(trustRoots: [pki.root])
+                appStore.serverAPIKey = .init(
+                    keyID: FakeAppStoreServerAPI.keyID, issuerID: FakeAppStoreServerAPI.issuerID,
+                    privateKey: apple.teamKey)
+                appStore.serverAPIProductionURL = "http://127.0.0.1:\(apple.production.port)"
+                appStore.serverAPISandboxURL = "http://127.0.0.1:\(apple.sandbox.port)"
+                appStore.reconcileInterval = nil
+                return appStore
+            },
+            configure: {
+                // The test runs each pass itself, and the client's settings changed below count at once.
+                $0.externalPurchaseSweepInterval = .seconds(3600)
+                $0.clientCacheSeconds = 0
+            }, now: { clock.get() })
+        var settings = ClientSettings()
+        settings.appIdentifiers = [
+            StripeProvider.accountKind.name: [FakeStripe.account],
+            AppStoreProvider.bundleIDKind.name: ["com.example.game"],
+        ]
+        settings.sealedSettings = [
+            StripeProvider.Setting.apiKey: FakeStripe.apiKey,
+            StripeProvider.Setting.webhookSecret: FakeStripe.webhookSecret,
+        ]
+        if let google {
+            settings.appIdentifiers[GooglePlayProvider.packageNameKind.name] = ["com.example.game"]
+            settings.sealedSettings[GooglePlayProvider.Setting.serviceAccountKey] = try google.serviceAccountJSON()
+        }
+        _ = try await harness.service.clients.update(harness.client.clientID, settings)
+        return ReportingShop(harness: harness, stripe: stripe, apple: apple, clock: clock)
+    }
+
+    func stop() {
+        harness.stop()
+        let (stripe, apple) = (stripe, apple)
+        Task.detached {
+            await stripe.server.shutdown()
+            await apple.shutdown()
+        }
+    }
+
+    /// An App Store external purchase token as StoreKit hands it: base64url JSON.
+    static func appleToken(bundleID: String = "com.example.game", sandbox: Bool = true) -> (raw: String, id: String) {
+        let id = (sandbox ? "SANDBOX_" : "") + UUID().uuidString.lowercased()
+        let json =
+            #"{"appAppleId":1234567890,"bundleId":"\#(bundleID)","tokenCreationDate":\#(Int64(Date().timeIntervalSince1970 * 1000)),"externalPurchaseId":"\#(id)","tokenType":"ACQUISITION"}"#
+        return (Base64.urlEncode(Data(json.utf8)), id)
+    }
+
+    func register(_ token: String, webStore: String? = nil, orderID: String? = nil) async throws -> RawHTTP.Response {
+        var body: [String: Any] = ["store": "app_store", "token": token, "player_id": "player-7"]
+        if let webStore { body["web_store"] = webStore }
+        if let orderID { body["order_id"] = orderID }
+        return try await harness.client.post("/v1/external-purchase-tokens", json: body, version: "2")
+    }
+
+    func push(_ webhook: FakeStripe.Webhook) async throws -> Int {
+        try await RawHTTP.request(
+            port: harness.client.port, method: "POST", path: "/v1/notifications/stripe/\(harness.client.clientID)",
+            headers: ["Content-Type": "application/json", "Stripe-Signature": webhook.signature], body: webhook.body
+        ).status
+    }
+
+    /// Apple's `EXTERNAL_PURCHASE_TOKEN` / `UNREPORTED` for a token, signed as Apple signs it.
+    func pushUnreported(_ externalPurchaseID: String) async throws -> Int {
+        let signed = try apple.pki.sign([
+            "notificationType": "EXTERNAL_PURCHASE_TOKEN", "subtype": "UNREPORTED",
+            "notificationUUID": UUID().uuidString.lowercased(), "version": "2.0",
+            "signedDate": Int64(Date().timeIntervalSince1970 * 1000),
+            "externalPurchaseToken": [
+                "externalPurchaseId": externalPurchaseID,
+                "tokenCreationDate": Int64(Date().timeIntervalSince1970 * 1000),
+                "appAppleId": 1_234_567_890, "bundleId": "com.example.game",
+            ] as [String: any Sendable],
+        ])
+        return try await RawHTTP.request(
+            port: harness.client.port, method: "POST", path: "/v1/notifications/app-store",
+            body: Data(#"{"signedPayload":"\#(signed)"}"#.utf8)
+        ).status
+    }
+
+    /// One pass of the sweep, then everything it queued sent.
+    func sweepAndSend() async throws {
+        try await harness.service.reportExternalPurchases()
+        try await OutboxDrain.wait(harness.pool)
+    }
+
+    /// Every token's state and last error, for a failure's message.
+    func tokenRows() async throws -> [String] {
+        try await harness.pool.query(
+            "SELECT state || ' ' || COALESCE(last_error, '') || ' ' || COALESCE(last_answer, '') AS row FROM external_purchase_tokens ORDER BY id"
+        ).map { try $0.decode("row", as: String.self) }
+    }
+
+    func state(of reportID: String) async throws -> String? {
+        try await harness.pool.query(
+            "SELECT state FROM external_purchase_tokens WHERE report_id = \(reportID)"
+        ).first?.decode("state", as: String.self)
+    }
+}
+
+/// Google Play's external transactions from web sales, end to end, against a fake of the
+/// `externaltransactions` API behind Google's OAuth.
+@Suite struct GoogleExternalTransactionsEndToEnd {
+    @Test func aGoogleExternalTransactionAndItsRefundsAreCreatedOnceEach() async throws {
+        let google = try FakeGooglePlay()
+        let shop = try await ReportingShop.start(google: google)
+        defer {
+            shop.stop()
+            Task.detached { await google.shutdown() }
+        }
+        let token = "ext-txn-token-" + UUID().uuidString.lowercased()
+        let sale = shop.stripe.sale(player: "p", lines: [.init("prod_gems", unitAmount: 400)])
+        let registered = try await shop.harness.client.post(
+            "/v1/external-purchase-tokens",
+            json: [
+                "store": "google_play", "token": token, "package_name": "com.example.game", "player_id": "p",
+                "web_store": "stripe", "order_id": sale.paymentIntent,
+            ], version: "2")
+        #expect(registered.status == 200, "\(registered.text)")
+        // Google takes the create and its answer is lost once: the retry creates nothing twice.
+        google.state.loseExternalTransactionAnswers.set(1)
+        #expect(try await shop.push(try shop.stripe.webhook("checkout.session.completed", about: sale.session)) == 200)
+        try await shop.sweepAndSend()
+        var held = google.externalTransactions(package: "com.example.game")
+        let rows = try await shop.tokenRows()
+        try #require(held.count == 1, "\(rows)")
+        #expect(held[0].token == token && held[0].originalMicros == 4_000_000 && held[0].currency == "USD")
+        #expect(held[0].regionCode == "IE" && !held[0].recurring, "a one-time purchase")
+        shop.stripe.refund(charge: sale.charge, amount: 100)
+        #expect(try await shop.push(try shop.stripe.webhook("charge.refunded", about: sale.charge)) == 200)
+        google.state.loseExternalTransactionAnswers.set(1)
+        try await shop.sweepAndSend()
+        shop.stripe.refund(charge: sale.charge)
+        #expect(try await shop.push(try shop.stripe.webhook("charge.refunded", about: sale.charge)) == 200)
+        try await shop.sweepAndSend()
+        try await shop.sweepAndSend()
+        held = google.externalTransactions(package: "com.example.game")
+        #expect(held.count == 1)
+        #expect(held.first?.currentMicros == 0)
+        #expect(held.first?.refunds.count == 2, "one partial refund and the rest: \(held.first?.refunds ?? [])")
+        #expect(try await shop.state(of: token) == "reported")
+        // A Google token with no sale is never reported as such.
+        let lonely = try await shop.harness.client.post(
+            "/v1/external-purchase-tokens",
+            json: ["store": "google_play", "token": "ext-lonely-token", "package_name": "com.example.game"],
+            version: "2")
+        #expect(lonely.status == 200)
+        shop.clock.set(shop.clock.get().addingTimeInterval(2 * 86_400))
+        try await shop.sweepAndSend()
+        #expect(google.externalTransactions(package: "com.example.game").count == 1)
+        #expect(try await shop.state(of: "ext-lonely-token") == "waiting")
+    }
+
+    @Test func aSubscriptionCarryingAPlayTokenIsCreatedAsARecurringTransaction() async throws {
+        let google = try FakeGooglePlay()
+        let shop = try await ReportingShop.start(google: google)
+        defer {
+            shop.stop()
+            Task.detached { await google.shutdown() }
+        }
+        // The token only in the checkout: its store is found from the token, its app the client's one package.
+        let token = "ext-sub-token-" + UUID().uuidString.lowercased()
+        let subscribed = shop.stripe.subscribe(
+            player: "p", product: "prod_pass", unitAmount: 500, metadata: ["external_purchase_token": token])
+        #expect(
+            try await shop.push(try shop.stripe.webhook("checkout.session.completed", about: subscribed.session))
+                == 200)
+        try await shop.sweepAndSend()
+        let held = google.externalTransactions(package: "com.example.game")
+        let rows = try await shop.tokenRows()
+        try #require(held.count == 1, "\(rows)")
+        #expect(held[0].recurring && held[0].token == token && held[0].originalMicros == 5_000_000)
+        // Another app's App Store token is the App Store's, refused: never taken for a Play token.
+        let foreign = ReportingShop.appleToken(bundleID: "com.other.game")
+        let sale = shop.stripe.sale(
+            player: "p", lines: [.init("prod_gems", unitAmount: 199)],
+            metadata: ["external_purchase_token": foreign.raw])
+        #expect(try await shop.push(try shop.stripe.webhook("checkout.session.completed", about: sale.session)) == 200)
+        try await shop.sweepAndSend()
+        #expect(google.externalTransactions(package: "com.example.game").count == 1)
+        let refused = try await shop.harness.pool.query(
+            "SELECT store, state FROM external_purchase_tokens WHERE token = \(foreign.raw)"
+        ).map { "\(try $0.decode("store", as: String.self)) \(try $0.decode("state", as: String.self))" }
+        #expect(refused == [" refused"], "\(refused)")
+    }
+}
