@@ -57,7 +57,7 @@ extension Service {
         return Console(
             sessions: sessions, adminGate: adminGate, audit: ConsoleRepository(pool: database.pool),
             queries: OperatorQueries(pool: database.pool), clients: repositories.clients, outbox: repositories.outbox,
-            database: database, verifications: verifications, stores: stores, input: clientSettingsInput,
+            database: database, stores: stores, input: clientSettingsInput,
             logger: logger,
             now: now)
     }

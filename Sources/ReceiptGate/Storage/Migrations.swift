@@ -303,5 +303,5 @@ public enum Schema {
                     """),
         ] + consoleMigrations + claimMigrations + entitlementMigrations + appIdentityMigrations
         + catalogRefreshMigrations
-        + consumptionMigrations + outboxMigrations
+        + consumptionMigrations + outboxMigrations + analyticsMigrations
 }
