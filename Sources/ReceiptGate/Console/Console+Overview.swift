@@ -10,13 +10,23 @@ extension Console {
         let thisMinute = Date(timeIntervalSince1970: (now.timeIntervalSince1970 / 60).rounded(.down) * 60)
         let minutes = (0..<60).map { thisMinute.addingTimeInterval(Double($0 - 59) * 60) }
         let labels = minutes.map { Self.minuteName($0) }
-        let hour = try await analytics.verifications(
+        let minuteRows = try await analytics.verifications(
             from: minutes[0], until: thisMinute.addingTimeInterval(60), clientID: nil, bucket: "minute")
         let day = try await analytics.verifications(
             from: now.addingTimeInterval(-86_400), until: thisMinute.addingTimeInterval(60), clientID: nil)
+        // A store no plugin serves (a name a caller made up) is `unknown`, as on /metrics.
+        let served = Set(stores.map(\.store.rawValue))
+        let hour = minuteRows.map { row in
+            (row.bucket, served.contains(row.store) ? row.store : "unknown", row.outcome, row.count)
+        }
+        .map { (bucket: $0.0, store: $0.1, outcome: $0.2, count: $0.3) }
         var lastHour: [Pair: Int] = [:], lastDay: [Pair: Int] = [:]
         for row in hour { lastHour[Pair(store: row.store, outcome: row.outcome), default: 0] += row.count }
-        for row in day { lastDay[Pair(store: row.store, outcome: row.outcome), default: 0] += row.count }
+        for row in day {
+            lastDay[
+                Pair(store: served.contains(row.store) ? row.store : "unknown", outcome: row.outcome), default: 0] +=
+                row.count
+        }
         let outcomes = Set(lastHour.keys.map(\.outcome)).sorted { Self.outcomeRank($0) < Self.outcomeRank($1) }
         let stores = Set(lastHour.keys.map(\.store)).sorted()
         func perMinute(_ matches: (String, String) -> Bool) -> [Int] {

@@ -56,7 +56,7 @@ enum ConsoleAssets {
         legend { font-weight: 700; padding: 0 0.25rem; }
         .hint { color: var(--muted); font-size: 0.9rem; margin: 0.15rem 0 0; }
         .notice { background: var(--ok-paper); color: var(--ok-ink); padding: 0.5rem 0.75rem; border-radius: 4px; }
-        .error { background: var(--bad-paper); color: var(--bad-ink); padding: 0.5rem 0.75rem; border-radius: 4px; }
+        p.error { background: var(--bad-paper); color: var(--bad-ink); padding: 0.5rem 0.75rem; border-radius: 4px; }
         .empty { color: var(--muted); }
         .table-wrap { overflow-x: auto; }
         table { border-collapse: collapse; width: 100%; margin: 0.5rem 0 1rem; }
@@ -64,6 +64,8 @@ enum ConsoleAssets {
         th, td { text-align: left; padding: 0.35rem 0.6rem; border-bottom: 1px solid var(--line); vertical-align: top; }
         th { background: var(--band); color: var(--ink); }
         td code, dd code { word-break: break-all; }
+        code.short { word-break: normal; white-space: nowrap; cursor: help; }
+        .client[title] { cursor: help; border-bottom: 1px dotted var(--muted); }
         dl { display: grid; grid-template-columns: max-content 1fr; gap: 0.25rem 1rem; }
         dt { font-weight: 600; }
         dd { margin: 0; word-break: break-word; }

@@ -8,7 +8,9 @@ import Testing
 /// kind, a dispute, another client's purchase, a sandbox purchase and one older than 30 days.
 /// And the figures the page must show, computed here in SQL of the test's own.
 enum AnalyticsLedger {
-    static func seed(_ pool: PostgresPool, client: String, other: String, now: Date) async throws {
+    /// `attempts`: also verification attempts (not where a test compares the attempts with /metrics).
+    static func seed(_ pool: PostgresPool, client: String, other: String, now: Date, attempts: Bool = true) async throws
+    {
         let day = { (days: Double) in now.addingTimeInterval(-days * 86_400) }
         // store, environment, id, original, product, kind, price, currency, purchased, claimed, client
         let purchases: [(String, String, String, String?, String, String, Int64, String, Date, Bool, String)] = [
@@ -57,11 +59,14 @@ enum AnalyticsLedger {
                 VALUES ('app_store', 'production', \(original), 'monthly', \(status), \(expires), \(grace), \(client))
                 """)
         }
-        for (outcome, duplicate, reason, at) in [
-            ("verified", false, nil as String?, day(1)), ("verified", false, nil, day(1)),
-            ("verified", true, nil, day(2)),
-            ("failed", false, "BUNDLE_ID_MISMATCH", day(2)), ("failed", false, "EXPIRED", day(0)),
-        ] {
+        for (outcome, duplicate, reason, at) in !attempts
+            ? []
+            : [
+                ("verified", false, nil as String?, day(1)), ("verified", false, nil, day(1)),
+                ("verified", true, nil, day(2)),
+                ("failed", false, "BUNDLE_ID_MISMATCH", day(2)), ("failed", false, "EXPIRED", day(0)),
+            ]
+        {
             try await pool.execute(
                 """
                 INSERT INTO verification_attempts (client_id, store, outcome, duplicate, error_code, error_reason, created_at)
@@ -74,6 +79,18 @@ enum AnalyticsLedger {
             INSERT INTO outbox (event_id, client_id, event_type, aggregate_key, payload, status, created_at, delivered_at)
             VALUES (gen_random_uuid(), \(client), 'transaction.disputed', 'stripe:st-1', '{}', 'delivered', \(day(0)), \(day(0)))
             """)
+    }
+
+    /// Rows of the last `days` days' export: the production purchases and refunds of every client.
+    static func exportRows(_ pool: PostgresPool, days: Int, now: Date) async throws -> Int {
+        let today = Calendar.utc.startOfDay(for: now)
+        let from = today.addingTimeInterval(-Double(days - 1) * 86_400), until = today.addingTimeInterval(86_400)
+        return try await pool.query(
+            """
+            SELECT (SELECT count(*) FROM transactions WHERE environment = 'production' AND purchase_date >= \(from) AND purchase_date < \(until))
+                 + (SELECT count(*) FROM transactions WHERE environment = 'production' AND state = 'refunded'
+                    AND revocation_date >= \(from) AND revocation_date < \(until)) AS rows
+            """)[0].decode("rows", as: Int.self)
     }
 
     /// The figures of the last `days` days (today included) as the page writes them, by SQL
