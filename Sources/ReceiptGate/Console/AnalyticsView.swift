@@ -166,8 +166,15 @@ struct AnalyticsView {
         guard !outcomes.isEmpty else {
             return "<p class=\"empty\" id=\"verifications-empty\">No verifications in the range.</p>"
         }
-        let series = zip(outcomes, Tone.outcomes(outcomes)).map { name, tone in
-            ConsoleChart.Series(name: name, values: perDay(report.verificationDays, series: name), tone: tone)
+        var lines = outcomes.map { (name: $0, values: perDay(report.verificationDays, series: $0)) }
+        // The warm family has four colours: the largest three refusals keep theirs, the rest add up.
+        let refusals = lines.filter { $0.name.hasPrefix("refused:") }
+        if refusals.count > Tone.warmColours.count {
+            lines = lines.filter { !$0.name.hasPrefix("refused:") }
+                + ConsoleChart.largest(refusals, kept: Tone.warmColours.count, other: "refused:other reasons")
+        }
+        let series = zip(lines, Tone.outcomes(lines.map(\.name))).map { line, tone in
+            ConsoleChart.Series(name: line.name, values: line.values, tone: tone)
         }
         return ConsoleChart.withTable(
             ConsoleChart.bars(

@@ -15,9 +15,9 @@ extension Schema {
         Migration(
             version: 30, name: "analytics",
             sql: """
-                CREATE INDEX transactions_sales ON transactions (environment, purchase_date)
+                CREATE INDEX IF NOT EXISTS transactions_sales ON transactions (environment, purchase_date)
                     INCLUDE (store, client_id, product_id, currency, price_milliunits);
-                CREATE INDEX transactions_revocations ON transactions (environment, revocation_date)
+                CREATE INDEX IF NOT EXISTS transactions_revocations ON transactions (environment, revocation_date)
                     WHERE revocation_date IS NOT NULL;
                 CREATE INDEX verification_attempts_time ON verification_attempts USING brin (created_at);
                 CREATE INDEX outbox_time ON outbox USING brin (created_at);
