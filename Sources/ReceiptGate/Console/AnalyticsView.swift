@@ -170,7 +170,8 @@ struct AnalyticsView {
         // The warm family has four colours: the largest three refusals keep theirs, the rest add up.
         let refusals = lines.filter { $0.name.hasPrefix("refused:") }
         if refusals.count > Tone.warmColours.count {
-            lines = lines.filter { !$0.name.hasPrefix("refused:") }
+            lines =
+                lines.filter { !$0.name.hasPrefix("refused:") }
                 + ConsoleChart.largest(refusals, kept: Tone.warmColours.count, other: "refused:other reasons")
         }
         let series = zip(lines, Tone.outcomes(lines.map(\.name))).map { line, tone in

@@ -67,7 +67,9 @@ import Testing
 
         let overview = try await fixture.browser.get("/console")
         let headline = Self.figures(overview.text)
-        #expect(headline["gross"] == month["gross"] && headline["active-subscriptions"] == "1")
+        let week = Self.figures(try await fixture.browser.get("/console/analytics?range=7").text)
+        #expect(week.allSatisfy { headline[$0.key] == $0.value }, "the overview's headline is the last 7 days'")
+        #expect(headline["gross"] == "19.97 USD · 13.97 EUR" && headline["active-subscriptions"] == "1", "\(headline)")
         #expect(overview.text.contains(#"<a href="/console/analytics" aria-current"#) == false)
         #expect(overview.text.contains(#"<li><a href="/console/analytics">Analytics</a></li>"#))
     }
