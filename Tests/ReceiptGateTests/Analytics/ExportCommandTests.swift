@@ -46,6 +46,22 @@ import Testing
             ["export", "transactions", "--since", "2026-11-01", "--until", "2026-12-01", "--environment", "sandbox"],
             environment)
         #expect(sandbox.stdout.contains(",sandbox-1,") && !sandbox.stdout.contains(",an-1,"))
+
+        // Rates loaded from a file replace those loaded before.
+        let file = TestDatabase.temporaryDirectory("rates").appendingPathComponent("rates.csv")
+        try Data("date,currency,rate\n2026-01-01,EUR,1.08\n2026-01-01,USD,1\n".utf8).write(to: file)
+        let loaded = try await Binary.run(["rates", "set", "--file", file.path, "--base", "usd"], environment)
+        #expect(
+            loaded.status == 0 && loaded.stdout.contains(#""rates":2"#) && loaded.stdout.contains(#""base":"USD""#),
+            "\(loaded)")
+        try Data("2026-06-01,GBP,1.27\n".utf8).write(to: file)
+        #expect(try await Binary.run(["rates", "set", "--file", file.path], environment).status == 0)
+        let kept = try await pool.query("SELECT string_agg(currency || ' ' || rate, ',') AS r FROM currency_rates")[0]
+            .decode("r", as: String.self)
+        #expect(kept == "GBP 1.27")
+        try Data("2026-06-01,GBP,cheap\n".utf8).write(to: file)
+        let wrong = try await Binary.run(["rates", "set", "--file", file.path], environment)
+        #expect(wrong.status == 2 && wrong.stderr.contains("line 1"), "\(wrong.stderr)")
     }
 
     @Test func badArgumentsAreUsageErrors() async throws {
