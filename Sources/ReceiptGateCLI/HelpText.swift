@@ -15,6 +15,8 @@ enum HelpText {
           webhooks <action>  See and redeliver webhook events: list [--failed], redeliver EVENT_ID
           notifications list  See what stores pushed, newest first: list [--store STORE] [--type TYPE]
           reconcile        Read back now what a store keeps (history, quiet subscriptions): --store STORE [--since TIME]
+          export transactions  The ledger's purchases and refunds as CSV: --since TIME --until TIME [--client ID]
+          rates set        Load exchange rates for the console's analytics: --file rates.csv [--base USD]
           keys rotate      Make a new OpenID token signing key (the old one stays published until its tokens expire)
           dev <tool>       Development helpers the stores offer, e.g. signing a test purchase (see dev --help)
 
@@ -52,6 +54,34 @@ enum HelpText {
 
         Prints the OpenAPI document the service serves at GET /openapi.yaml: the core's part
         (Deploy/openapi.yaml, or RECEIPTGATE_OPENAPI_PATH) with every registered plugin's part in place.
+        """
+
+    static let export = """
+        Usage: receiptgate export transactions --since TIME --until TIME [--client CLIENT_ID]
+                                               [--environment production|sandbox|all] > ledger.csv
+
+        Writes the ledger's purchases and refunds of a range as CSV (RFC 4180) on standard output,
+        read in batches from one snapshot, so any size streams without filling memory. TIME is an
+        RFC 3339 time (2026-11-01T00:00:00Z) or a date (2026-11-01, its midnight UTC); --since is
+        included, --until excluded. Default environment: production.
+
+        A header line, then one row per purchase made in the range and one per refund made in it
+        (a purchase refunded in the range gives two rows), oldest first. Columns: type (purchase or
+        refund), date, store, environment, client_id, client_name, transaction_id,
+        original_transaction_id, order_id, product_id, product_kind, quantity, player_id, amount
+        (a decimal in the currency; a refund's is negative, its share of the price when partial),
+        currency, storefront, state, purchase_date, refund_date. Times are RFC 3339 UTC. A text
+        field a spreadsheet would read as a formula (starting with =, +, - or @) gets a leading '.
+        """
+
+    static let rates = """
+        Usage: receiptgate rates set --file rates.csv [--base USD]
+
+        Loads the exchange rates the console's analytics page adds up money in several currencies
+        with, replacing every rate loaded before; nothing is fetched from outside. One rate a line:
+        DATE,CURRENCY,RATE (2026-11-30,EUR,1.0842: from that day on, until the currency's next
+        rate, one EUR is worth 1.0842 of the base currency, USD unless --base says). Blank lines,
+        # comments and a date,currency,rate header are skipped. Prints {"base", "rates"}.
         """
 
     static let version = """

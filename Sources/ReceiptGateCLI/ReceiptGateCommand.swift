@@ -50,6 +50,12 @@ enum ReceiptGateCommand {
                 return 0
             case "reconcile":
                 return try await ReconcileCommand.run(rest)
+            case "export":
+                try await ExportCommand.run(rest)
+                return 0
+            case "rates":
+                try await RatesCommand.run(rest)
+                return 0
             case "keys":
                 try await KeysCommand.run(rest)
                 return 0
@@ -62,7 +68,7 @@ enum ReceiptGateCommand {
                 return 0
             default:
                 throw UsageError(
-                    "unknown command \"\(command)\" (expected serve, init, migrate, version, openapi, client, products, webhooks, notifications, reconcile, keys or dev; see --help)"
+                    "unknown command \"\(command)\" (expected serve, init, migrate, version, openapi, client, products, webhooks, notifications, reconcile, export, rates, keys or dev; see --help)"
                 )
             }
         } catch let help as HelpRequested {

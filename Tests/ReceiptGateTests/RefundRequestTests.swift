@@ -167,6 +167,12 @@ import Testing
             page.contains(#"<td class="status">answered</td>"#) && page.contains("decline, delivered, 80.0 % consumed")
                 && page.contains(#"<td class="outcome">declined</td>"#), "\(page)")
         #expect(page.contains(#"<td class="declined">1</td>"#), "the refund rate counts the decision")
+        // The purchase's own page shows the request, its answer, and the game's consumption report.
+        let purchase = try await browser.get("/console/purchases/app_store/\(Self.id)").text
+        #expect(
+            purchase.contains(#"<table id="purchase-refund-requests">"#)
+                && purchase.contains("decline, delivered, 80.0 % consumed"), "\(purchase)")
+        #expect(purchase.contains(#"<dd id="consumption-consumed">80.0 %</dd>"#))
         await receiver.server.shutdown()
         await fake.shutdown()
     }

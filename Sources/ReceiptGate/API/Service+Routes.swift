@@ -60,7 +60,7 @@ extension Service {
         var console = Console(
             sessions: sessions, adminGate: adminGate, audit: ConsoleRepository(pool: database.pool),
             queries: OperatorQueries(pool: database.pool), clients: repositories.clients, outbox: repositories.outbox,
-            database: database, verifications: verifications, stores: stores, input: clientSettingsInput,
+            database: database, stores: stores, input: clientSettingsInput,
             logger: logger,
             now: now)
         console.orderRefunds = orderRefunds

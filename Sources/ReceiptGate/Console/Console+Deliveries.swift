@@ -18,7 +18,9 @@ extension Console {
         }
         let everyClient = try await clients.list()
         let events = try await queries.deliveries(status: status, clientID: clientID, type: type)
-        let statuses = [("failed", "Failed"), ("pending", "Waiting"), ("all", "All")].map { value, label -> HTML in
+        let statuses = [
+            ("failed", "Failed (dead, or pending after a failure)"), ("pending", "Pending"), ("all", "All"),
+        ].map { value, label -> HTML in
             "<option value=\"\(value)\"\(HTML(markup: value == status ? " selected" : ""))>\(label)</option>"
         }
         let clientOptions =
@@ -41,7 +43,7 @@ extension Console {
             <div><label for="client">Client</label> <select id="client" name="client">\(clientOptions)</select></div>
             <div><label for="type">Event type</label> <input id="type" name="type" type="text" value="\(type)" placeholder="e.g. transaction.refunded"></div>
             <div><button type="submit">Filter</button></div></form>
-            \(eventTable(events, session: session, id: "deliveries", back: back))
+            \(eventTable(events, session: session, id: "deliveries", back: back, names: ClientNames(everyClient)))
             <h2>Redeliver every failed delivery of a client</h2>
             \(ConsoleLayout.form("/console/deliveries/redeliver-all", session: session, button: "Redeliver all failed", buttonID: "redeliver-all", style: "filters",
                                  "<div><label for=\"redeliver-client\">Client</label> <select id=\"redeliver-client\" name=\"client\">\(redeliverOptions)</select></div>"))

@@ -14,6 +14,7 @@ extension Console {
                 "<h1>Player</h1>")
         }
         let now = self.now()
+        let names = ClientNames(try await clients.list())
         let rows = try await queries.entitlements(of: playerID).map { owned -> HTML in
             let grant = owned.grant
             let state =
@@ -23,7 +24,7 @@ extension Console {
                     expires: grant.expiresDate, grace: grant.gracePeriodExpiresDate, at: now)
                     ? "in grace period" : "active"
             return """
-                <tr><td class="client">\(owned.clientID)</td><td class="entitlement">\(grant.entitlement)</td><td class="store">\(grant.store.rawValue)</td>
+                <tr><td class="client">\(names.show(owned.clientID))</td><td class="entitlement">\(grant.entitlement)</td><td class="store">\(grant.store.rawValue)</td>
                 <td class="product">\(grant.productID)</td>
                 <td><a href="/console/purchases/\(HTML.component(grant.store.rawValue))/\(HTML.component(grant.transactionID))">\(grant.transactionID)</a></td>
                 <td class="expires">\(grant.expiresDate.map(ConsoleTime.show) ?? "never")</td><td class="renews">\(grant.willRenew.map { $0 ? "yes" : "no" } ?? "not known yet")</td>
@@ -38,7 +39,22 @@ extension Console {
             <a href="/console/purchases?q=\(HTML.component(playerID))">The player's purchases</a>.</p>
             \(ConsoleLayout.table(id: "entitlements", caption: "Entitlements",
                                   headings: ["Client", "Entitlement", "Store", "Product", "Transaction", "Expires", "Renews", "State", "Ownership"],
-                                  rows: rows, empty: "The player owns no entitlement (no catalog maps a product they hold)."))
+                                  rows: rows, empty: rows.isEmpty ? try await whyNothing(playerID) : ""))
             """)
+    }
+
+    /// Why a player owns nothing, in the terms an operator can act on.
+    private func whyNothing(_ playerID: String) async throws -> String {
+        let held = try await queries.holdings(of: playerID)
+        if held.purchases == 0 {
+            return
+                "The player owns nothing: no purchase is on record for the player id \(playerID) (ids are compared exactly, case included; a purchase counts once a game has verified it for the player)."
+        }
+        if held.mapped == 0 {
+            return
+                "The player owns nothing: none of their \(held.purchases) purchases is of a product a client's catalog maps to an entitlement (\(held.products.joined(separator: ", "))); map them with `receiptgate products set` or the client's Products page."
+        }
+        return
+            "The player owns nothing now: \(held.purchases) purchases are on record, \(held.inForce) still in force, and what their mapped products granted has ended (refunded, revoked or expired)."
     }
 }

@@ -18,12 +18,14 @@ extension Console {
             matching: query, stores: served, only: shown.map { [$0.store.rawValue] })
         var note: String?
         if let query, found.isEmpty, shown == nil { (found, note) = try await purchasesByOrder(query) }
+        let names = ClientNames(try await clients.list())
         let rows = found.map { purchase -> HTML in
             let record = purchase.record
             return """
-                <tr><td><a href="\(Self.purchasePath(record))">\(record.transactionID)</a></td><td class="store">\(record.store.rawValue)</td>
+                <tr><td><a href="\(Self.purchasePath(record))">\(ConsoleText.short(record.transactionID))</a></td><td class="store">\(record.store.rawValue)</td>
+                <td class="environment">\(record.environment.rawValue)</td>
                 <td class="product">\(record.productID)</td><td class="player">\(Self.playerLink(purchase.playerID))</td><td class="state">\(record.state.rawValue)</td>
-                <td class="client">\(record.clientID)</td><td>\(ConsoleTime.show(record.firstVerifiedAt))</td></tr>
+                <td class="client">\(names.show(record.clientID))</td><td>\(ConsoleTime.show(record.firstVerifiedAt))</td></tr>
                 """
         }
         let orders: HTML = query == nil ? try await ordersSection(store: shown?.store) : ""
@@ -36,7 +38,7 @@ extension Console {
             <h1>Purchases</h1>
             <p class="hint">Search by transaction id, original transaction id, order id, player id, account token or account id (the box at the top of every page).</p>
             \(storeFilter(query: query, shown: shown?.store))
-            \(ConsoleLayout.table(id: "purchases", caption: caption, headings: ["Transaction", "Store", "Product", "Player", "State", "Client", "First verified"],
+            \(ConsoleLayout.table(id: "purchases", caption: caption, headings: ["Transaction", "Store", "Environment", "Product", "Player", "State", "Client", "First verified"],
                                   rows: rows, empty: query == nil ? "No purchases yet." : "No purchase matches."))
             \(orders)
             """)
@@ -96,15 +98,18 @@ extension Console {
         let events = try await queries.events(of: purchase)
         let subscription = try await queries.subscription(of: purchase)
         let chain = subscription == nil ? [] : try await queries.chain(of: purchase)
+        let names = ClientNames(try await clients.list())
         return ConsoleLayout.page(
             "Purchase \(transactionID)", session: session, section: "Purchases",
             notice: Self.redeliveryNotice(request) ?? Self.storeRefundNotice(request),
             """
             <h1>Purchase \(transactionID)</h1>
-            \(Self.record(purchase))
+            \(Self.record(purchase, names: names))
+            \(Self.purchaseLinks(purchase, names: names))
             <h2>Claim</h2>\(Self.claimSection(purchase.record, attempts: attempts))
-            <h2>Verification attempts</h2>\(Self.attemptTable(attempts, claim: purchase.record.claim))
-            <h2>Events and deliveries</h2>\(eventTable(events, session: session, id: "events", back: Self.purchasePath(purchase.record)))
+            \(try await refundSections(purchase, names: names))
+            <h2>Verification attempts</h2>\(Self.attemptTable(attempts, claim: purchase.record.claim, names: names))
+            <h2>Events and deliveries</h2>\(eventTable(events, session: session, id: "events", back: Self.purchasePath(purchase.record), names: names))
             \(subscription.map { Self.subscriptionSection($0, chain: chain) } ?? "")
             \(storeRefundSection(purchase.record, session: session))
             """)
@@ -114,7 +119,7 @@ extension Console {
         "/console/purchases/\(HTML.component(record.store.rawValue))/\(HTML.component(record.transactionID))"
     }
 
-    private static func record(_ purchase: OperatorQueries.Purchase) -> HTML {
+    private static func record(_ purchase: OperatorQueries.Purchase, names: ClientNames) -> HTML {
         let record = purchase.record
         let price = record.priceMilliunits.map { "\(Double($0) / 1000) \(record.currency ?? "")" } ?? ""
         return ConsoleLayout.details(
@@ -134,7 +139,10 @@ extension Console {
                 ("Refund", Self.refundText(record), "record-refund"),
                 ("Ownership", record.ownership?.rawValue ?? "", nil),
                 ("Account token", record.accountToken ?? "", nil), ("Player", purchase.playerID ?? "", "record-player"),
-                ("Client", record.clientID, "record-client"), ("Game id", record.gameID.map(String.init) ?? "", nil),
+                (
+                    "Client", names.names[record.clientID].map { "\($0) (\(record.clientID))" } ?? record.clientID,
+                    "record-client"
+                ), ("Game id", record.gameID.map(String.init) ?? "", nil),
                 ("First verified", ConsoleTime.show(record.firstVerifiedAt), nil),
                 ("Management id", String(record.managementID), nil),
             ])
@@ -193,14 +201,14 @@ extension Console {
         return false
     }
 
-    private static func attemptTable(_ attempts: [OperatorQueries.Attempt], claim: Claim?) -> HTML {
+    private static func attemptTable(_ attempts: [OperatorQueries.Attempt], claim: Claim?, names: ClientNames) -> HTML {
         let rows = attempts.map { attempt -> HTML in
             let outcome =
                 isConflict(attempt, claim: claim)
                 ? "\(attempt.outcome) (duplicate, claim conflict)"
                 : attempt.duplicate == true ? "\(attempt.outcome) (duplicate)" : attempt.outcome
             return """
-                <tr><td>\(ConsoleTime.show(attempt.at))</td><td>\(attempt.clientID)</td><td><code>\(attempt.requestID)</code></td>
+                <tr><td>\(ConsoleTime.show(attempt.at))</td><td class="client">\(names.show(attempt.clientID))</td><td>\(ConsoleText.short(attempt.requestID))</td>
                 <td class="player">\(attempt.playerID)</td><td class="outcome">\(outcome)</td><td class="reason">\(attempt.reason)</td><td>\(attempt.message)</td></tr>
                 """
         }
@@ -211,7 +219,9 @@ extension Console {
     }
 
     /// Outbox messages, each failed one with its redeliver button, which brings the operator back to `back`.
-    func eventTable(_ events: [OutboxRepository.Event], session: ConsoleSession, id: String, back: String) -> HTML {
+    func eventTable(
+        _ events: [OutboxRepository.Event], session: ConsoleSession, id: String, back: String, names: ClientNames
+    ) -> HTML {
         let rows = events.map { event -> HTML in
             let failed = event.hasFailed
             let redeliver =
@@ -221,9 +231,10 @@ extension Console {
                     button: "Redeliver",
                     hidden: [("back", back)])
                 : HTML("")
-            let status = event.status == "dead" ? "failed" : (failed ? "retrying" : event.status)
+            // The API's words: `pending` (tried again later after a failure: its attempts say so), `delivered`, `dead`.
+            let status = event.status
             return """
-                <tr><td class="event-id"><code>\(event.eventID)</code></td><td class="client">\(event.clientID)</td><td class="type">\(event.type)</td>
+                <tr><td class="event-id">\(ConsoleText.short(event.eventID))</td><td class="client">\(names.show(event.clientID))</td><td class="type">\(event.type)</td>
                 <td>\(event.target)</td><td class="status">\(status)</td><td class="attempts">\(event.attempts)</td><td class="last-error">\(event.lastError)</td>
                 <td>\(ConsoleTime.show(event.createdAt))</td><td>\(redeliver)</td></tr>
                 """

@@ -7,10 +7,11 @@ import ReceiptCore
 extension Console {
     func refunds(_ request: HTTPRequest, _ session: ConsoleSession) async throws -> HTTPResponse {
         let repository = RefundRequestRepository(pool: queries.pool)
+        let names = ClientNames(try await clients.list())
         let rows = try await repository.recent(limit: 100).map { item -> HTML in
             return """
-                <tr><td class="request">\(Int(item.id))</td><td class="client">\(item.clientID)</td><td class="store">\(item.store)</td>\
-                <td class="transaction">\(item.transactionID)</td><td class="product">\(item.productID)</td><td class="reason">\(item.reason)</td>\
+                <tr><td class="request">\(Int(item.id))</td><td class="client">\(names.show(item.clientID))</td><td class="store">\(item.store)</td>\
+                <td class="transaction"><a href="/console/purchases/\(HTML.component(item.store))/\(HTML.component(item.transactionID))">\(ConsoleText.short(item.transactionID))</a></td><td class="product">\(item.productID)</td><td class="reason">\(item.reason)</td>\
                 <td class="requested">\(ConsoleTime.show(item.requestedAt))</td><td class="deadline">\(ConsoleTime.show(item.deadline))</td><td class="status">\(item.status)</td>\
                 <td class="answer">\(Self.summary(item.answer))</td><td class="outcome">\(item.outcome ?? "")</td></tr>
                 """
@@ -19,7 +20,7 @@ extension Console {
             let share =
                 rate.requests == 0 ? "" : String(format: "%.0f %%", Double(rate.refunded) * 100 / Double(rate.requests))
             return
-                "<tr><td class=\"client\">\(rate.clientID)</td><td class=\"product\">\(rate.productID)</td><td class=\"requests\">\(rate.requests)</td><td class=\"refunded\">\(rate.refunded)</td><td class=\"declined\">\(rate.declined)</td><td class=\"rate\">\(share)</td></tr>"
+                "<tr><td class=\"client\">\(names.show(rate.clientID))</td><td class=\"product\">\(rate.productID)</td><td class=\"requests\">\(rate.requests)</td><td class=\"refunded\">\(rate.refunded)</td><td class=\"declined\">\(rate.declined)</td><td class=\"rate\">\(share)</td></tr>"
         }
         return ConsoleLayout.page(
             "Refund requests", session: session, section: "Refunds",

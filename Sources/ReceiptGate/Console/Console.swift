@@ -15,7 +15,6 @@ struct Console: Sendable {
     let clients: ClientRepository
     let outbox: OutboxRepository
     let database: Database
-    let verifications: VerificationTally
     let stores: [StoreRegistration]
     /// How client settings are read and checked: each plugin's as the registry declares them.
     let input: ClientSettingsInput
@@ -35,6 +34,7 @@ struct Console: Sendable {
         }
         registerSignIn(on: &router)
         page(&router, "/console") { request, session in try await overview(request, session) }
+        registerAnalytics(on: &router)
         registerClients(on: &router)
         page(&router, "/console/purchases") { request, session in try await purchases(request, session) }
         page(&router, "/console/purchases/{store}/{transaction_id}") { request, session in

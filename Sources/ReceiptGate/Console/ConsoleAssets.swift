@@ -18,7 +18,9 @@ enum ConsoleAssets {
         return response
     }
 
-    static let stylesheet = """
+    static let stylesheet = rules + "\n" + Tone.stylesheet
+
+    private static let rules = """
         :root { --ink: #1b1f24; --muted: #4a5360; --paper: #ffffff; --line: #d0d6de; --band: #f0f2f5;
                 --brand: #1b2a41; --link: #0b57d0; --ok-ink: #0d5323; --ok-paper: #e6f4ea; --bad-ink: #8c1d18; --bad-paper: #fce8e6; }
         * { box-sizing: border-box; }
@@ -54,7 +56,7 @@ enum ConsoleAssets {
         legend { font-weight: 700; padding: 0 0.25rem; }
         .hint { color: var(--muted); font-size: 0.9rem; margin: 0.15rem 0 0; }
         .notice { background: var(--ok-paper); color: var(--ok-ink); padding: 0.5rem 0.75rem; border-radius: 4px; }
-        .error { background: var(--bad-paper); color: var(--bad-ink); padding: 0.5rem 0.75rem; border-radius: 4px; }
+        p.error { background: var(--bad-paper); color: var(--bad-ink); padding: 0.5rem 0.75rem; border-radius: 4px; }
         .empty { color: var(--muted); }
         .table-wrap { overflow-x: auto; }
         table { border-collapse: collapse; width: 100%; margin: 0.5rem 0 1rem; }
@@ -62,6 +64,8 @@ enum ConsoleAssets {
         th, td { text-align: left; padding: 0.35rem 0.6rem; border-bottom: 1px solid var(--line); vertical-align: top; }
         th { background: var(--band); color: var(--ink); }
         td code, dd code { word-break: break-all; }
+        code.short { word-break: normal; white-space: nowrap; cursor: help; }
+        .client[title] { cursor: help; border-bottom: 1px dotted var(--muted); }
         dl { display: grid; grid-template-columns: max-content 1fr; gap: 0.25rem 1rem; }
         dt { font-weight: 600; }
         dd { margin: 0; word-break: break-word; }
@@ -73,19 +77,24 @@ enum ConsoleAssets {
         figcaption { color: var(--muted); }
         .legend { display: flex; flex-wrap: wrap; gap: 0.25rem 1rem; list-style: none; padding: 0; }
         .swatch { display: inline-block; width: 0.8rem; height: 0.8rem; margin-right: 0.3rem; border-radius: 2px; vertical-align: -1px; }
-        .series-0 { background: #1a7f37; } .series-1 { background: #0b57d0; } .series-2 { background: #b3261e; } .series-3 { background: #8a4b00; }
-        .series-4 { background: #6f42c1; } .series-5 { background: #00696b; } .series-6 { background: #4a5360; } .series-7 { background: #a0336e; }
-        svg .line-0 { stroke: #1a7f37; } svg .line-1 { stroke: #0b57d0; } svg .line-2 { stroke: #b3261e; } svg .line-3 { stroke: #8a4b00; }
-        svg .line-4 { stroke: #6f42c1; } svg .line-5 { stroke: #00696b; } svg .line-6 { stroke: #4a5360; } svg .line-7 { stroke: #a0336e; }
         svg .series { fill: none; stroke-width: 2; }
         svg .axis { stroke: #4a5360; stroke-width: 1; }
         svg .grid { stroke: #d0d6de; stroke-width: 1; }
         svg text { fill: #1b1f24; font-size: 12px; }
+        .chart-pair { display: grid; grid-template-columns: minmax(0, 3fr) minmax(0, 2fr); gap: 1rem; align-items: start; }
+        .chart-table { max-height: 24rem; overflow-y: auto; }
+        .chart-table table { margin-top: 0; }
+        td.count, th.count, td.money { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+        .figures { display: grid; grid-template-columns: repeat(auto-fit, minmax(13rem, 1fr)); gap: 0.5rem 1rem; margin: 0 0 1rem; }
+        .figures div { border: 1px solid var(--line); border-radius: 4px; padding: 0.5rem 0.75rem; }
+        .figures dt { font-weight: 400; color: var(--muted); font-size: 0.9rem; }
+        .figures dd { font-size: 1.2rem; font-weight: 600; }
         @media (max-width: 40rem) {
             main { padding: 0.75rem; }
             dl { grid-template-columns: 1fr; }
             dd { margin-bottom: 0.5rem; }
             header .brand { width: 100%; }
+            .chart-pair { grid-template-columns: 1fr; }
         }
         """
 

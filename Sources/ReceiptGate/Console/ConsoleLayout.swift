@@ -10,7 +10,8 @@ enum ConsoleLayout {
         + "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 
     static let sections: [(title: String, path: String)] = [
-        ("Overview", "/console"), ("Clients", "/console/clients"), ("Purchases", "/console/purchases"),
+        ("Overview", "/console"), ("Analytics", "/console/analytics"), ("Clients", "/console/clients"),
+        ("Purchases", "/console/purchases"),
         ("Deliveries", "/console/deliveries"), ("Accounts", "/console/accounts"),
         ("Notifications", "/console/notifications"),
         ("Refunds", "/console/refunds"), ("External purchases", "/console/external-purchases"),

@@ -131,16 +131,28 @@ struct RefundRequestRepository: Sendable {
             SELECT id, client_id, store, transaction_id, product_id, reason, requested_at, deadline, status, answer::text AS answer, answered_at, outcome
             FROM refund_requests ORDER BY id DESC LIMIT \(limit)
             """
-        ).map { row in
-            Listed(
-                id: try row.decode("id"), clientID: try row.decode("client_id"), store: try row.decode("store"),
-                transactionID: try row.decode("transaction_id"), productID: try row.decode("product_id"),
-                reason: try row.decode("reason"),
-                requestedAt: try row.decode("requested_at"), deadline: try row.decode("deadline"),
-                status: try row.decode("status"),
-                answer: try row.decode("answer"), answeredAt: try row.decode("answered_at"),
-                outcome: try row.decode("outcome"))
-        }
+        ).map(Self.listed)
+    }
+
+    /// The requests a store made about one transaction, newest first.
+    func requests(store: String, transactionID: String) async throws -> [Listed] {
+        try await pool.query(
+            """
+            SELECT id, client_id, store, transaction_id, product_id, reason, requested_at, deadline, status, answer::text AS answer, answered_at, outcome
+            FROM refund_requests WHERE store = \(store) AND transaction_id = \(transactionID) ORDER BY id DESC LIMIT 20
+            """
+        ).map(Self.listed)
+    }
+
+    private static func listed(_ row: PostgresRow) throws -> Listed {
+        Listed(
+            id: try row.decode("id"), clientID: try row.decode("client_id"), store: try row.decode("store"),
+            transactionID: try row.decode("transaction_id"), productID: try row.decode("product_id"),
+            reason: try row.decode("reason"),
+            requestedAt: try row.decode("requested_at"), deadline: try row.decode("deadline"),
+            status: try row.decode("status"),
+            answer: try row.decode("answer"), answeredAt: try row.decode("answered_at"),
+            outcome: try row.decode("outcome"))
     }
 
     /// Refund requests and refunds per client and product over the last 90 days.

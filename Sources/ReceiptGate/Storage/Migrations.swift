@@ -304,7 +304,6 @@ public enum Schema {
                     """),
         ] + consoleMigrations + claimMigrations + entitlementMigrations + appIdentityMigrations
         + catalogRefreshMigrations
-        + consumptionMigrations + outboxMigrations + orderMigrations + externalPurchaseMigrations).sorted {
-            $0.version < $1.version
-        }
+        + consumptionMigrations + outboxMigrations + orderMigrations + externalPurchaseMigrations
+        + analyticsMigrations).sorted { $0.version < $1.version }
 }

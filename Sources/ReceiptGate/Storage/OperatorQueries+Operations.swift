@@ -166,3 +166,23 @@ extension OperatorQueries {
         }
     }
 }
+
+extension OperatorQueries {
+    /// The game's latest consumption report about the purchase, when it sent one.
+    func consumptionReport(of purchase: Purchase) async throws -> (report: ConsumptionReport, receivedAt: Date)? {
+        try await pool.query(
+            """
+            SELECT delivered, consumed_milliunits, usage_events::text AS usage_events, reported_at
+            FROM consumption_reports WHERE transaction_row_id = \(purchase.record.managementID)
+            """
+        ).first.map { row in
+            (
+                ConsumptionReport(
+                    delivered: try row.decode("delivered"), consumedMilliunits: try row.decode("consumed_milliunits"),
+                    usageEvents: try ConsumptionReports.usageEvents(
+                        from: try row.decode("usage_events", as: String?.self))),
+                try row.decode("reported_at")
+            )
+        }
+    }
+}

@@ -6,7 +6,8 @@ import Testing
 /// (Python/console_browser.py and its console_*.py steps, written from the console's HTML
 /// contract only) against the real service and a ledger made through the public API. The script
 /// signs in, walks every page (one h1, labelled fields, readable contrast, no request leaving the
-/// service, no inline script or style), creates and disables a client, finds purchases, redelivers
+/// service, no inline script or style), checks the analytics page's figures against SQL over a
+/// seeded ledger, creates and disables a client, finds purchases, redelivers
 /// a dead webhook, checks CSRF and sign-out, and screenshots each page (with the HTML as sent) to
 /// .build/console-screenshots/.
 @Suite struct ConsoleBrowser {
@@ -47,7 +48,18 @@ import Testing
         defer { fixture.stop() }
         let screenshots = Self.repositoryRoot.appendingPathComponent(".build/console-screenshots")
         try FileManager.default.createDirectory(at: screenshots, withIntermediateDirectories: true)
-        let plan = try Self.plan(fixture, screenshots: screenshots)
+        // The analytics page's ledger beside the purchases made through the API (attempts left
+        // out: the walk compares the overview's with /metrics).
+        let now = Date(), pool = fixture.harness.pool, client = fixture.harness.client.clientID
+        try await AnalyticsLedger.seed(pool, client: client, other: client, now: now, attempts: false)
+        let analytics: [String: any Sendable] = [
+            "30": try await AnalyticsLedger.expected(pool, days: 30, now: now),
+            "7": try await AnalyticsLedger.expected(pool, days: 7, now: now),
+            "sandbox-90": try await AnalyticsLedger.expected(pool, days: 90, now: now, environment: "sandbox"),
+            "export_rows": try await AnalyticsLedger.exportRows(pool, days: 30, now: now),
+        ]
+        let clientName = try #require(try await fixture.harness.service.clients.find(client)).name
+        let plan = try Self.plan(fixture, screenshots: screenshots, analytics: analytics, clientName: clientName)
 
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("Python/console_browser.py").path
@@ -74,7 +86,9 @@ import Testing
     }
 
     /// What the script needs (URLs, the admin token, the purchases and what was counted), as a JSON file.
-    static func plan(_ fixture: ConsoleFixture, screenshots: URL) throws -> URL {
+    static func plan(
+        _ fixture: ConsoleFixture, screenshots: URL, analytics: [String: any Sendable], clientName: String
+    ) throws -> URL {
         let plan: [String: Any] = [
             "console": fixture.consoleURL, "api": fixture.apiURL, "admin_token": ConsoleFixture.adminToken,
             "receiver_control": fixture.receiverControl.url, "order_id": ConsoleFixture.orderID,
@@ -84,6 +98,7 @@ import Testing
             ],
             "undelivered_event_id": fixture.undeliveredEventID, "verifications": fixture.verificationsMade,
             "screenshots": screenshots.path, "chromium": chromium, "chromedriver": chromedriver,
+            "analytics": analytics, "client_name": clientName,
         ]
         let file = TestDatabase.temporaryDirectory("console-browser").appendingPathComponent("plan.json")
         try JSONSerialization.data(withJSONObject: plan, options: [.prettyPrinted]).write(to: file)

@@ -202,7 +202,7 @@ import Testing
         let overview = try await browser.get("/console")
         #expect(
             overview.text.contains(
-                #"<td class="store">app_store</td><td class="outcome">verified</td><td class="count">1</td><td class="total">1</td>"#
+                #"<td class="store">app_store</td><td class="outcome">verified</td><td class="count">1</td><td class="day count">1</td>"#
             ))
         #expect(
             overview.text.contains(

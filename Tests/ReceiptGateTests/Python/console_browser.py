@@ -22,6 +22,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from console_http import BOUND, Failure, expect
 from console_page_checks import NetworkLog, PageChecks
+from console_steps_analytics import AnalyticsSteps
 from console_steps_clients import ClientSteps
 from console_steps_pages import PageSteps
 from console_steps_purchases import PurchaseSteps
@@ -44,7 +45,7 @@ def start_browser(plan):
     return webdriver.Chrome(service=Service(executable_path=plan["chromedriver"]), options=options)
 
 
-class Walk(SessionSteps, PageSteps, ClientSteps, PurchaseSteps):
+class Walk(SessionSteps, PageSteps, AnalyticsSteps, ClientSteps, PurchaseSteps):
     """The browser, what the walk found, and the helpers its steps (the mixins) share."""
 
     def __init__(self, plan):
@@ -151,6 +152,7 @@ class Walk(SessionSteps, PageSteps, ClientSteps, PurchaseSteps):
         signed_in = ["sign-in"]
         self.step("overview agrees with /metrics", self.overview_counts_what_metrics_count, signed_in)
         self.step("every page is readable", self.every_page_is_readable, signed_in)
+        self.step("analytics show the ledger", self.analytics_show_the_ledger, signed_in)
         self.step("security headers", self.security_headers_outside_the_browser, signed_in)
         self.step("create a client", self.create_client, signed_in)
         self.step("the client is listed", self.client_list_and_page_show_the_client, ["create a client"])

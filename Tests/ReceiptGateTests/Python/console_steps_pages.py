@@ -66,7 +66,7 @@ class PageSteps:
         if not self.driver.find_elements(By.CSS_SELECTOR, "header form[role=search][method=get][action='/console/purchases'] input#q[name=q]"):
             problems.append("no search form (role=search, input#q) in the header")
         links = {a.text.strip(): a.get_attribute("href") for a in self.driver.find_elements(By.CSS_SELECTOR, "nav[aria-label=Console] a")}
-        for text, path in [("Overview", "/console"), ("Clients", "/console/clients"), ("Purchases", "/console/purchases"),
+        for text, path in [("Overview", "/console"), ("Analytics", "/console/analytics"), ("Clients", "/console/clients"), ("Purchases", "/console/purchases"),
                            ("Deliveries", "/console/deliveries"), ("Accounts", "/console/accounts"),
                            ("Notifications", "/console/notifications"), ("Refunds", "/console/refunds"), ("Audit log", "/console/audit")]:
             if links.get(text) != self.console + path:

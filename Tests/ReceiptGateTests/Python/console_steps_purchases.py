@@ -57,9 +57,23 @@ class PurchaseSteps:
         attempts = self.rows("attempts")
         expect(len(attempts) >= 2, f"table#attempts lists {len(attempts)} attempts; the test verified it and sent it again")
         event = self.event_row()
-        status = event.find_elements(By.CSS_SELECTOR, "td")
-        expect(any(cell.text.strip() in ("failed", "dead") for cell in status), f"the given-up event's row says {event.text!r}, not failed or dead")
+        status = event.find_element(By.CSS_SELECTOR, "td.status").text.strip()
+        expect(status == "dead", f"the given-up event's td.status says {status!r}, not dead (the API's word)")
         problems = self.pages.check("purchase")
+        # The newcomer's links: the player's page and the client's, each by name.
+        player = self.plan["purchases"]["undelivered"]["player_id"]
+        links = {a.get_attribute("href") for a in self.driver.find_elements(By.CSS_SELECTOR, "p#record-links a")}
+        if self.console + f"/console/players/{player}" not in links:
+            problems.append(f"p#record-links does not link the player's page (it links {sorted(links)})")
+        client = self.driver.find_elements(By.CSS_SELECTOR, "p#record-links a span.client[title]")
+        if not client or client[0].text.strip() != self.plan["client_name"] or not client[0].get_attribute("title").startswith("rgc_"):
+            problems.append("p#record-links does not name the client with its id on hover")
+        for section in ["purchase-refund-requests-empty", "consumption-report-empty"]:
+            if not self.driver.find_elements(By.CSS_SELECTOR, f"#{section}"):
+                problems.append(f"the purchase page has no #{section} saying there is none")
+        clients = [cell.text.strip() for cell in self.driver.find_elements(By.CSS_SELECTOR, "table#attempts td.client")]
+        if not clients or any(name != self.plan["client_name"] for name in clients):
+            problems.append(f"table#attempts names the client {clients}, not {self.plan['client_name']!r}")
         refunded = self.plan["purchases"]["refunded"]["transaction_id"]
         self.open(f"/console/purchases/app_store/{refunded}", f"Purchase {refunded}")
         state = self.driver.find_element(By.CSS_SELECTOR, "dd#record-state").text.strip()
@@ -71,8 +85,9 @@ class PurchaseSteps:
 
     def event_row(self):
         event_id = self.plan["undelivered_event_id"]
+        # A long id is shortened on the page, its full value on hover (the title).
         for row in self.driver.find_elements(By.CSS_SELECTOR, "table#events tr"):
-            if event_id in row.text:
+            if event_id in row.text or row.find_elements(By.CSS_SELECTOR, f"td.event-id [title='{event_id}']"):
                 return row
         raise Failure(f"table#events does not list the undelivered event {event_id}")
 
