@@ -5,7 +5,8 @@ extension Schema {
         // Tokens of purchases made outside a store's billing, and what was reported of each. A
         // token is the store's (one row per store, environment and the id its reports name it by);
         // its sale is a web store's order, found by the token the sale carries or by the order the
-        // game named. `report_by` is when a token with no sale is reported as such (the client's
+        // game named (`transactions_order_id` finds an order: no other index on the purchases'
+        // table, which every purchase would pay for). `report_by` is when a token with no sale is reported as such (the client's
         // setting, never past the store's deadline); `refunded_share` is the share of the sale
         // (thousandths of a percent) whose refund was reported, so each refund is reported once;
         // `sale_rows` are the ledger rows its sale report named. States: waiting (no sale, nothing
@@ -17,7 +18,6 @@ extension Schema {
                 ALTER TABLE transactions ADD COLUMN external_purchase_token text;
                 CREATE INDEX transactions_external_purchase_token ON transactions (external_purchase_token)
                     WHERE external_purchase_token IS NOT NULL;
-                CREATE INDEX transactions_order ON transactions (client_id, store, order_id) WHERE order_id IS NOT NULL;
                 CREATE TABLE external_purchase_tokens (
                     id bigserial PRIMARY KEY,
                     client_id text NOT NULL REFERENCES clients (id),
