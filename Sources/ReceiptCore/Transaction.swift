@@ -184,6 +184,9 @@ public struct ProvenPurchase: Sendable {
     /// purchases of one product): all of them, oldest first, each cross-checked like `purchase`.
     /// The claim takes the oldest not yet claimed. Empty when the evidence names one.
     package var claimOrder: [VerifiedPurchase] = []
+    /// The other purchases of one order the store proved together with `purchase` (the other items
+    /// of an order the service started), each its buyer's: recorded as the buyer's claims with it.
+    package var boughtWith: [VerifiedPurchase] = []
 
     package init(
         purchase: VerifiedPurchase, request: VerificationRequest, accountMatch: AccountMatch, evidenceDigest: String

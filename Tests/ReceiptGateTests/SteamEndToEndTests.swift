@@ -184,6 +184,27 @@ import Testing
         #expect(harness.steam.calls("InitTxn").count == 1)
     }
 
+    /// An order is bought whole: its first verification records every line for the order's player,
+    /// each once with its webhook; asking about another line afterwards is a duplicate of it.
+    @Test func oneVerificationRecordsEveryLineOfAnOrder() async throws {
+        let harness = try await SteamHarness.start()
+        defer { harness.stop() }
+        let orderID = try #require(
+            try await harness.startOrder(player: "buyer", items: [("3001", 1, 990), ("3002", 2, 1_990)]).json()[
+                "order_id"] as? String)
+        harness.steam.approve(orderID)
+        let first = try await harness.verify(orderID, player: "buyer")
+        #expect(first.status == 200, "\(first.text)")
+        #expect(try await harness.state("\(orderID)-3001") == "active")
+        #expect(try await harness.state("\(orderID)-3002") == "active", "the second line was not recorded")
+        #expect(try await harness.events("transaction.verified") == 2)
+        let second = try await harness.verify(orderID, player: "buyer", product: "3002")
+        #expect(second.status == 200, "\(second.text)")
+        #expect(try second.json()["duplicate"] as? Bool == true, "\(second.text)")
+        #expect(try await harness.events("transaction.verified") == 2)
+        #expect(harness.steam.calls("FinalizeTxn").count == 1)
+    }
+
     @Test func refundsChargebacksAndFraudFromTheReportAreAppliedOnce() async throws {
         let harness = try await SteamHarness.start(reportPageSize: 2)
         defer { harness.stop() }

@@ -46,8 +46,20 @@ extension VerifyPipeline {
     /// A purchase whose store names its buyer is the buyer's, whoever presents it: presented for
     /// another player (or for none), the buyer's claim is recorded first, as the store's own
     /// notification would record it, so the caller's is answered as what it is (a duplicate, and
-    /// a conflict for another player), never as a first claim for the newcomer.
+    /// a conflict for another player), never as a first claim for the newcomer. The other items of
+    /// an order bought with it are recorded as their buyer's claims first, each with what a first
+    /// claim queues (a duplicate when they were already).
     func claimForTheBuyer(_ proven: ProvenPurchase, client: Client, version: Int64) async throws {
+        for item in proven.boughtWith {
+            guard let buyer = item.buyer, Identifier.problem(buyer) == nil else { continue }
+            var request = VerificationRequest(
+                store: proven.request.store, evidence: proven.request.evidence, requestID: proven.request.requestID)
+            request.playerID = buyer
+            request.productID = item.productID
+            let itsBuyers = ProvenPurchase(
+                purchase: item, request: request, accountMatch: .notComparable, evidenceDigest: proven.evidenceDigest)
+            _ = try await recordWithoutEffects(itsBuyers, client: client, version: version)
+        }
         guard let buyer = proven.purchase.buyer, Identifier.problem(buyer) == nil,
             proven.request.playerID.map({ !LedgerRules.samePlayer($0, buyer) }) ?? true
         else { return }

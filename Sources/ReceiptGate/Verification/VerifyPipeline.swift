@@ -86,9 +86,18 @@ public struct VerifyPipeline: Sendable {
             if let order = context.order {
                 try await orders?.finished(store: request.store, orderID: order.orderID)
             }
-            return try VerificationChecks.proven(
+            var proven = try VerificationChecks.proven(
                 purchases, request: request, client: client.info, evidenceDigest: digest
             ) { refusedTransaction = $0 }
+            // An order is bought whole: every item is its buyer's once the order is finished,
+            // whichever one this request asked about.
+            if context.order != nil {
+                proven.boughtWith = purchases.filter {
+                    $0.transactionID != proven.purchase.transactionID && $0.buyer != nil
+                        && client.info.environments.contains($0.environment)
+                }
+            }
+            return proven
         } catch let error as StoreVerificationError {
             await refused(
                 error, request: request, clientID: client.clientID, digest: digest, transactionID: refusedTransaction)
