@@ -15,18 +15,7 @@ extension VerifyPipeline {
             throw StoreVerificationError(
                 code: .invalidField, reason: "ORDERS_NOT_STARTED", message: "\(store) orders are not started here")
         }
-        let apps = Set(client.info.appIdentifiers(registration.declaration.identifiers))
-        guard !apps.isEmpty else {
-            throw StoreVerificationError(
-                code: .bundleMismatch, reason: "NO_APP_REGISTERED",
-                message: "this client has no app registered for \(store)")
-        }
-        var context = VerificationContext(
-            appIdentifiers: apps, environments: Set(client.environments), client: client.info,
-            credentials: try await credentials(of: client, for: store))
-        if let timeLeftForRecording, let requestDeadline = RequestDeadline.current {
-            context.deadline = requestDeadline - timeLeftForRecording
-        }
+        let context = try await storeCallContext(registration, store: store, client: client)
         var order = try await completed(draft, store: store, starter: starter, context: context, orders: orders)
         if registration.accountAuthenticator != nil {
             order.accountProvenAt = try await orders.provenAt(
@@ -117,6 +106,20 @@ extension VerifyPipeline {
             throw StoreVerificationError(
                 code: .invalidField, reason: "NO_ACCOUNT_TICKETS", message: "\(store) has no tickets to authenticate")
         }
+        let context = try await storeCallContext(registration, store: store, client: client)
+        let proven = try await OutboundDeadline.$current.withValue(context.deadline) {
+            try await authenticator.authenticate(ticket: ticket, identity: identity, context: context)
+        }
+        try await orders.proven(account: proven.account, store: store, clientID: client.clientID, at: now)
+        return proven
+    }
+
+    /// What a store's call made for the client (not a verification) is given: the client's apps of
+    /// that store (none registered is refused), its environments and credentials, and the deadline
+    /// that leaves time to record.
+    private func storeCallContext(
+        _ registration: StoreRegistration, store: StoreID, client: Client
+    ) async throws -> VerificationContext {
         let apps = Set(client.info.appIdentifiers(registration.declaration.identifiers))
         guard !apps.isEmpty else {
             throw StoreVerificationError(
@@ -129,10 +132,6 @@ extension VerifyPipeline {
         if let timeLeftForRecording, let requestDeadline = RequestDeadline.current {
             context.deadline = requestDeadline - timeLeftForRecording
         }
-        let proven = try await OutboundDeadline.$current.withValue(context.deadline) {
-            try await authenticator.authenticate(ticket: ticket, identity: identity, context: context)
-        }
-        try await orders.proven(account: proven.account, store: store, clientID: client.clientID, at: now)
-        return proven
+        return context
     }
 }
