@@ -23,13 +23,7 @@ package struct SteamReportPoller: StorePolling {
         owners: [ClientWithStoreCredentials], run: any PollRun,
         record: @Sendable ([StoreNotification]) async throws -> Void
     ) async throws {
-        var known: [PollTargets.Problem] = []
-        var targets: [(owner: ClientWithStoreCredentials, access: SteamAccess)] = []
-        for owner in owners {
-            do { targets.append((owner, try SteamAccess.of(owner))) } catch {
-                known.append(PollTargets.Problem("client \(owner.client.clientID): \(error.operatorHelp)"))
-            }
-        }
+        let (targets, known) = PollTargets.access(of: owners, SteamAccess.of)
         try await PollTargets.each(targets, subject: "Steam transaction reports", known: known) { target in
             try await poll(target.owner, access: target.access, run: run, record: record)
         } problem: { target, error in

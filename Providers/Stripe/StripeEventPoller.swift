@@ -20,12 +20,7 @@ package struct StripeEventPoller: StorePolling {
         owners: [ClientWithStoreCredentials], run: any PollRun,
         record: @Sendable ([StoreNotification]) async throws -> Void
     ) async throws {
-        var known: [PollTargets.Problem] = [], targets: [(owner: ClientWithStoreCredentials, access: StripeAccess)] = []
-        for owner in owners {
-            do { targets.append((owner, try StripeAccess.of(owner))) } catch {
-                known.append(PollTargets.Problem("client \(owner.client.clientID): \(error.operatorHelp)"))
-            }
-        }
+        let (targets, known) = PollTargets.access(of: owners, StripeAccess.of)
         try await PollTargets.each(targets, subject: "Stripe events", known: known) { target in
             try await poll(owner: target.owner, access: target.access, run: run, record: record)
         } problem: { target, error in

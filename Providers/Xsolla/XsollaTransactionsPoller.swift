@@ -21,15 +21,13 @@ package struct XsollaTransactionsPoller: StorePolling {
         owners: [ClientWithStoreCredentials], run: any PollRun,
         record: @Sendable ([StoreNotification]) async throws -> Void
     ) async throws {
-        var known: [PollTargets.Problem] = []
-        var targets: [(owner: ClientWithStoreCredentials, access: XsollaProvider.Access, project: String)] = []
-        for owner in owners {
-            let access: XsollaProvider.Access
-            do { access = try XsollaProvider.access(client: owner.client, credentials: owner.credentials) } catch {
-                known.append(PollTargets.Problem("client \(owner.client.clientID): \(error.operatorHelp)"))
-                continue
+        let (clients, known) = PollTargets.access(of: owners) { owner throws(StoreAPIError) in
+            try XsollaProvider.access(client: owner.client, credentials: owner.credentials)
+        }
+        let targets = clients.flatMap { owner, access in
+            owner.client.appIdentifiers(XsollaProvider.projectIDKind).map {
+                (owner: owner, access: access, project: $0)
             }
-            targets += owner.client.appIdentifiers(XsollaProvider.projectIDKind).map { (owner, access, $0) }
         }
         try await PollTargets.each(targets, subject: "Xsolla transactions", known: known) { target in
             try await poll(target.owner, access: target.access, project: target.project, run: run, record: record)

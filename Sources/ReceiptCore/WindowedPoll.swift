@@ -172,6 +172,21 @@ public enum PollTargets {
         public var description: String { "\(subject) not read for " + problems.joined(separator: "; ") }
     }
 
+    /// Each owner with what its sealed settings give access to; an owner whose settings do not (none
+    /// stored, one refused) is a problem known before any read, naming the settings to fix.
+    public static func access<Access>(
+        of owners: [ClientWithStoreCredentials],
+        _ read: (ClientWithStoreCredentials) throws(StoreAPIError) -> Access
+    ) -> (targets: [(owner: ClientWithStoreCredentials, access: Access)], known: [Problem]) {
+        var targets: [(owner: ClientWithStoreCredentials, access: Access)] = [], known: [Problem] = []
+        for owner in owners {
+            do { targets.append((owner, try read(owner))) } catch {
+                known.append(Problem("client \(owner.client.clientID): \(error.operatorHelp)"))
+            }
+        }
+        return (targets, known)
+    }
+
     /// Polls each target; `problem` says which failures are one target's (nil: the run stops, as
     /// when this process lost the poll's lease). `known` are problems found before any was read.
     public static func each<Target>(
