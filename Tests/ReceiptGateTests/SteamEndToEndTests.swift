@@ -205,6 +205,31 @@ import Testing
         #expect(harness.steam.calls("FinalizeTxn").count == 1)
     }
 
+    /// The game's two verifications of one approved order race (a retry sent before the first was
+    /// answered): the order is recorded and delivered once, and neither answer claims it twice.
+    @Test func twoVerificationsOfOneOrderAtOnceRecordItOnce() async throws {
+        let harness = try await SteamHarness.start()
+        defer { harness.stop() }
+        let orderID = try #require(
+            try await harness.startOrder(player: "racer", items: [("4001", 1, 990)]).json()["order_id"] as? String)
+        harness.steam.approve(orderID)
+        let client = harness.client
+        let body: [String: any Sendable] = ["store": "steam", "receipt": orderID, "player_id": "racer"]
+        async let first = client.post("/v1/verify", json: body, version: "2")
+        async let second = client.post("/v1/verify", json: body, version: "2")
+        let answers = try await [first, second]
+        let verified = answers.filter { $0.status == 200 }
+        #expect(!verified.isEmpty, "\(answers.map(\.text))")
+        #expect(verified.filter { (try? $0.json()["duplicate"] as? Bool) == false }.count <= 1)
+        // A refused one is the store's or a retryable answer, never the caller's mistake.
+        #expect(answers.allSatisfy { $0.status == 200 || $0.status >= 500 }, "\(answers.map(\.text))")
+        #expect(try await harness.count("SELECT count(*) AS n FROM transactions") == 1)
+        #expect(try await harness.events("transaction.verified") == 1)
+        let again = try await harness.verify(orderID, player: "racer")
+        #expect(again.status == 200, "\(again.text)")
+        #expect(try again.json()["duplicate"] as? Bool == true, "\(again.text)")
+    }
+
     @Test func refundsChargebacksAndFraudFromTheReportAreAppliedOnce() async throws {
         let harness = try await SteamHarness.start(reportPageSize: 2)
         defer { harness.stop() }
