@@ -33,9 +33,13 @@ extension AppStoreProvider: ExternalPurchaseReporting {
             let bundleID = object["bundleId"]?.string, !bundleID.isEmpty,
             let createdMs = object["tokenCreationDate"]?.truncatedInteger, createdMs > 0
         else { return nil }
-        return Self.token(
+        var token = Self.token(
             externalPurchaseID: id, bundleID: bundleID, createdMs: createdMs,
             expiresMs: object["tokenExpirationDate"]?.truncatedInteger)
+        // A custom link token of type `ACQUISITION` marks a customer's acquisition, once; Apple's
+        // `status` takes `DUPLICATE_TOKEN` for another one (External Purchase Server API 1.2).
+        token.oncePerPlayer = object["tokenType"]?.string == "ACQUISITION"
+        return token
     }
 
     static func token(
@@ -94,7 +98,8 @@ extension AppStoreProvider: ExternalPurchaseReporting {
     }
 
     /// `ExternalPurchaseReport`: `LINE_ITEM` with the sale's or the refund's lines,
-    /// `NO_LINE_ITEM` for a token no sale was tied to, `UNRECOGNIZED_TOKEN` for one nobody registered.
+    /// `NO_LINE_ITEM` for a token no sale was tied to, `UNRECOGNIZED_TOKEN` for one nobody registered,
+    /// `DUPLICATE_TOKEN` for a player's second acquisition token with no sale.
     struct ReportBody: Encodable, Equatable {
         let requestIdentifier: String
         let externalPurchaseId: String
@@ -102,10 +107,12 @@ extension AppStoreProvider: ExternalPurchaseReporting {
         let lineItems: [LineItem]?
     }
 
-    /// `OneTimeBuyLineItem` (eventType `BUY`) and `RefundLineItem` (eventType `REFUND`, with
-    /// `referenceLineItemId`). Amounts are milliunits of the pricing currency, reported in it. The
-    /// ledger holds the price the web store charged and no tax: it is reported tax-exclusive, with
-    /// a tax amount of zero.
+    /// `OneTimeBuyLineItem` (eventType `BUY`), `SubscriptionBuyLineItem` (eventType `BUY`,
+    /// productType `SUBSCRIPTION`, with `subscriptionEvent` `SUBSCRIPTION_START` for the first
+    /// period and `RENEWAL` for each later one, and `subscriptionDaysOfPaidService`: the paid days
+    /// before the period) and `RefundLineItem` (eventType `REFUND`, with `referenceLineItemId`).
+    /// Amounts are milliunits of the pricing currency, reported in it. The ledger holds the price
+    /// the web store charged and no tax: it is reported tax-exclusive, with a tax amount of zero.
     struct LineItem: Encodable, Equatable {
         let lineItemId: String
         let referenceLineItemId: String?
@@ -121,24 +128,31 @@ extension AppStoreProvider: ExternalPurchaseReporting {
         let netAmountTaxExclusive: Int64
         let taxAmount: Int64
         let taxCountry: String?
+        let subscriptionEvent: String?
+        let subscriptionDaysOfPaidService: Int?
     }
 
     static func reportBody(_ report: ExternalPurchaseReport) -> ReportBody {
         let status: String =
             switch report.kind {
-            case .sale, .refund: "LINE_ITEM"
+            case .sale, .refund, .renewal: "LINE_ITEM"
             case .noSale: "NO_LINE_ITEM"
             case .unrecognized: "UNRECOGNIZED_TOKEN"
+            case .duplicate: "DUPLICATE_TOKEN"
             }
         let lines = report.lines.map { line in
-            LineItem(
+            let buysAPeriod = line.recurring && line.refundsLineID == nil
+            return LineItem(
                 lineItemId: line.refundID ?? line.lineID, referenceLineItemId: line.refundsLineID,
                 creationDate: Int64((line.at.timeIntervalSince1970 * 1000).rounded(.down)),
-                eventType: line.refundsLineID == nil ? "BUY" : "REFUND", productType: "ONE_TIME_BUY",
+                eventType: line.refundsLineID == nil ? "BUY" : "REFUND",
+                productType: line.recurring ? "SUBSCRIPTION" : "ONE_TIME_BUY",
                 productIdentifier: line.productID, quantity: Int64(line.quantity), pricingCurrency: line.currency,
                 reportingCurrency: line.currency, amountTaxExclusive: line.amountMilliunits,
                 amountTaxInclusive: line.amountMilliunits, netAmountTaxExclusive: line.netMilliunits, taxAmount: 0,
-                taxCountry: line.taxCountry.flatMap(CountryCodes.alpha3(of:)))
+                taxCountry: line.taxCountry.flatMap(CountryCodes.alpha3(of:)),
+                subscriptionEvent: buysAPeriod ? (line.initialLineID == nil ? "SUBSCRIPTION_START" : "RENEWAL") : nil,
+                subscriptionDaysOfPaidService: buysAPeriod ? (line.paidDaysBefore ?? 0) : nil)
         }
         return ReportBody(
             requestIdentifier: report.requestIdentifier, externalPurchaseId: report.reportID, status: status,

@@ -32,13 +32,16 @@ extension GooglePlayProvider: ExternalPurchaseReporting {
         let currency: String
     }
 
-    /// `ExternalTransaction` as created: a one-time transaction, or the first payment of a
-    /// subscription (`recurringTransaction` with `externalSubscription.subscriptionType` `RECURRING`).
+    /// `ExternalTransaction` as created: a one-time transaction, or a payment of a subscription
+    /// (`recurringTransaction` with `externalSubscription.subscriptionType` `RECURRING`; a renewal
+    /// with `initialExternalTransactionId`, the first payment's id, and no token).
     struct CreateBody: Encodable, Equatable {
         struct OneTime: Encodable, Equatable { let externalTransactionToken: String }
+        /// The first payment carries the token; each later one names the first by its id instead.
         struct Recurring: Encodable, Equatable {
             struct Subscription: Encodable, Equatable { let subscriptionType: String }
-            let externalTransactionToken: String
+            let externalTransactionToken: String?
+            let initialExternalTransactionId: String?
             let externalSubscription: Subscription
         }
         struct TaxAddress: Encodable, Equatable { let regionCode: String }
@@ -69,7 +72,7 @@ extension GooglePlayProvider: ExternalPurchaseReporting {
     ) async throws
         -> ExternalPurchaseReportAnswer
     {
-        guard let first = report.lines.first, report.kind == .sale || report.kind == .refund else {
+        guard let first = report.lines.first, [.sale, .refund, .renewal].contains(report.kind) else {
             return ExternalPurchaseReportAnswer(sent: Data(), answer: "Google takes no report of this kind")
         }
         let id = first.lineID
@@ -80,7 +83,7 @@ extension GooglePlayProvider: ExternalPurchaseReporting {
         do {
             let key = try serviceAccountKey(credentials)
             switch report.kind {
-            case .sale:
+            case .sale, .renewal:
                 let body = try JSONEncoder.sortedKeys.encode(
                     CreateBody(
                         originalPreTaxAmount: Price(priceMicros: String(total * 1000), currency: currency),
@@ -89,7 +92,8 @@ extension GooglePlayProvider: ExternalPurchaseReporting {
                         oneTimeTransaction: first.recurring ? nil : .init(externalTransactionToken: report.token),
                         recurringTransaction: first.recurring
                             ? .init(
-                                externalTransactionToken: report.token,
+                                externalTransactionToken: first.initialLineID == nil ? report.token : nil,
+                                initialExternalTransactionId: first.initialLineID,
                                 externalSubscription: .init(subscriptionType: "RECURRING")) : nil,
                         userTaxAddress: first.taxCountry.map { .init(regionCode: $0) }))
                 do {

@@ -93,6 +93,8 @@ extension StripeProvider {
             ?? invoice.date("created")
         purchase.ownership = .purchased
         purchase.autoRenews = subscription.map(autoRenews)
+        // Where the buyer is taxed for this period: the customer's address the invoice was made with.
+        purchase.storefront = invoice.object("customer_address")?.string("country")?.uppercased().nilIfNotCountry
         var attributes = ["subscription": subscriptionID]
         if let customer = invoice.reference("customer") ?? subscription?.reference("customer") {
             attributes["customer"] = customer
@@ -131,4 +133,9 @@ extension StripeProvider {
         }
         return subscription.metadata["player_id"].flatMap { $0.isEmpty ? nil : $0 }
     }
+}
+
+extension String {
+    /// The value when it is a two-letter country code, else nil.
+    fileprivate var nilIfNotCountry: String? { count == 2 && allSatisfy(\.isLetter) ? self : nil }
 }

@@ -15,6 +15,9 @@ public struct ExternalPurchaseToken: Sendable, Equatable {
     /// The latest time the store allows for its report (ReceiptGate reports sooner where the
     /// client asks).
     public var storeDeadline: Date
+    /// The store issues a token of this kind once per customer: another one of the same player
+    /// with no sale tied to it is a duplicate, reported as such (a customer's acquisition token).
+    public var oncePerPlayer = false
 
     public init(
         store: StoreID, environment: StoreEnvironment, appIdentifier: String, reportID: String, issuedAt: Date?,
@@ -49,6 +52,11 @@ public struct ExternalPurchaseReport: Codable, Sendable, Equatable {
         case unrecognized
         /// A refund (full or partial) of lines reported before.
         case refund
+        /// A later paid period of a subscription whose first period was the token's sale.
+        case renewal
+        /// No sale was tied to the token, and the player held an earlier token of a kind the store
+        /// issues once per customer: this one is a duplicate.
+        case duplicate
     }
 
     /// One purchase of the web sale (one ledger row), with its amounts.
@@ -73,6 +81,11 @@ public struct ExternalPurchaseReport: Codable, Sendable, Equatable {
         public var refundID: String?
         /// The line is a subscription's period (the ledger's auto-renewable kind), not a one-time purchase.
         public var recurring: Bool = false
+        /// For a renewal: the line of the subscription's first period, reported with the token's sale.
+        public var initialLineID: String?
+        /// For a subscription's period: the days of paid service before it (zero at the first
+        /// period; each paid period's days added at its renewal; free periods count none).
+        public var paidDaysBefore: Int?
 
         public init(
             lineID: String, productID: String?, quantity: Int, amountMilliunits: Int64, netMilliunits: Int64,

@@ -93,9 +93,23 @@ extension FakeAppStoreServerAPI {
                     && numbers.allSatisfy { item[$0] is Int }
                     && (item["taxCountry"] as? String)?.count == 3
                     && (item["eventType"] as? String != "REFUND" || item["referenceLineItemId"] is String)
+                    && ["ONE_TIME_BUY", "SUBSCRIPTION"].contains(item["productType"] as? String ?? "")
+                    && subscriptionFieldsAreValid(item)
             }
         default:
             return false
         }
+    }
+
+    /// A `SubscriptionBuyLineItem` (a subscription's `BUY`) says which event of the subscription it
+    /// is and its days of paid service; no other line item carries either.
+    static func subscriptionFieldsAreValid(_ item: [String: Any]) -> Bool {
+        let buysAPeriod = item["productType"] as? String == "SUBSCRIPTION" && item["eventType"] as? String == "BUY"
+        guard buysAPeriod else {
+            return item["subscriptionEvent"] == nil && item["subscriptionDaysOfPaidService"] == nil
+        }
+        let events = ["SUBSCRIPTION_START", "RENEWAL", "SUBSCRIPTION_CHANGE", "SUBSCRIPTION_PAYMENT"]
+        return events.contains(item["subscriptionEvent"] as? String ?? "")
+            && (item["subscriptionDaysOfPaidService"] as? Int).map { $0 >= 0 } == true
     }
 }

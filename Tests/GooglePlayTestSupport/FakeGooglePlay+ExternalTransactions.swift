@@ -14,8 +14,10 @@ extension FakeGooglePlay {
         package let originalMicros: Int64
         package var currentMicros: Int64
         package let regionCode: String?
-        /// Created as a subscription's first payment.
+        /// Created as a subscription's payment.
         package let recurring: Bool
+        /// A subscription's later payment: the first payment's id (it carries no token).
+        package let initialID: String?
         /// Refunds taken: a partial refund's id, or "full".
         package var refunds: [String]
     }
@@ -63,8 +65,6 @@ extension FakeGooglePlay {
                     let currency = amount?["currency"] as? String, currency.count == 3,
                     (body["originalTaxAmount"] as? [String: Any])?["priceMicros"] is String,
                     isTimestamp(body["transactionTime"]),
-                    let token = ((body["oneTimeTransaction"] ?? body["recurringTransaction"]) as? [String: Any])?[
-                        "externalTransactionToken"] as? String,
                     (body["oneTimeTransaction"] == nil) != (body["recurringTransaction"] == nil),
                     body["recurringTransaction"].map({
                         ["RECURRING", "PREPAID"].contains(
@@ -74,13 +74,23 @@ extension FakeGooglePlay {
                 else {
                     return googleError(400, "INVALID_ARGUMENT", "Request contains an invalid argument.")
                 }
+                // The first payment carries the token; a later one names a held first payment instead.
+                let kind = (body["oneTimeTransaction"] ?? body["recurringTransaction"]) as? [String: Any] ?? [:]
+                let token = kind["externalTransactionToken"] as? String
+                let initialID = kind["initialExternalTransactionId"] as? String
+                guard (token == nil) != (initialID == nil),
+                    initialID.map({ state.externalTransactions.get()["\(package)/\($0)"]?.recurring == true }) ?? true,
+                    initialID == nil || body["recurringTransaction"] != nil
+                else {
+                    return googleError(400, "INVALID_ARGUMENT", "Request contains an invalid argument.")
+                }
                 let region = (body["userTaxAddress"] as? [String: Any])?["regionCode"] as? String
                 let created = state.externalTransactions.update { all -> Bool in
                     guard all["\(package)/\(id)"] == nil else { return false }
                     all["\(package)/\(id)"] = ExternalTransactionRecord(
-                        package: package, id: id, token: token, currency: currency, originalMicros: micros,
+                        package: package, id: id, token: token ?? "", currency: currency, originalMicros: micros,
                         currentMicros: micros, regionCode: region, recurring: body["recurringTransaction"] != nil,
-                        refunds: [])
+                        initialID: initialID, refunds: [])
                     return true
                 }
                 guard created else { return googleError(409, "ALREADY_EXISTS", "The transaction already exists.") }

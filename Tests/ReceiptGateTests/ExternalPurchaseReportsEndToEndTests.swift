@@ -79,6 +79,25 @@ import Testing
         #expect(try await console.get("/console/external-purchases").text.contains("reported as no sale"))
     }
 
+    @Test func aPlayersSecondAcquisitionTokenWithNoSaleIsReportedAsADuplicate() async throws {
+        let shop = try await ReportingShop.start()
+        defer { shop.stop() }
+        let first = ReportingShop.appleToken(), second = ReportingShop.appleToken()
+        let services = ReportingShop.appleToken(type: "SERVICES")
+        for token in [first, second, services] {
+            #expect(try await shop.register(token.raw).status == 200)
+        }
+        shop.clock.set(shop.clock.get().addingTimeInterval(10 * 86_400 + 60))
+        try await shop.sweepAndSend()
+        try await shop.sweepAndSend()
+        #expect(shop.apple.externalPurchaseReports(for: first.id).map(\.status) == ["NO_LINE_ITEM"])
+        #expect(shop.apple.externalPurchaseReports(for: second.id).map(\.status) == ["DUPLICATE_TOKEN"])
+        #expect(
+            shop.apple.externalPurchaseReports(for: services.id).map(\.status) == ["NO_LINE_ITEM"],
+            "a services token is not issued once per customer")
+        #expect(try await shop.state(of: second.id) == "reported_duplicate")
+    }
+
     @Test func aPartialAndThenAFullRefundAreReportedAgainstTheSaleLine() async throws {
         let shop = try await ReportingShop.start()
         defer { shop.stop() }
@@ -141,6 +160,60 @@ import Testing
         let rows = try await shop.tokenRows()
         #expect(shop.apple.externalPurchaseReports(for: known.id).map(\.status) == ["NO_LINE_ITEM"], "\(rows)")
         #expect(shop.apple.externalPurchaseReports(for: stranger.id).map(\.status) == ["UNRECOGNIZED_TOKEN"])
+        // The operators' alert: Apple's notices of late reports, counted across the cluster.
+        let metrics = try await RawHTTP.request(port: shop.harness.client.port, path: "/metrics").text
+        #expect(
+            metrics.split(separator: "\n").contains(
+                #"receiptgate_external_purchase_unreported_notices_total{store="app_store"} 2"#), "\(metrics)")
+    }
+
+    @Test func aSubscriptionSoldThroughATokenIsReportedWithEachRenewalAndItsRefund() async throws {
+        let shop = try await ReportingShop.start()
+        defer { shop.stop() }
+        let token = ReportingShop.appleToken()
+        let subscribed = shop.stripe.subscribe(
+            player: "player-7", product: "prod_pass", unitAmount: 500, metadata: ["external_purchase_token": token.raw])
+        #expect(
+            try await shop.push(try shop.stripe.webhook("checkout.session.completed", about: subscribed.session))
+                == 200)
+        try await shop.sweepAndSend()
+        var reports = shop.apple.externalPurchaseReports(for: token.id)
+        let rows = try await shop.tokenRows()
+        try #require(reports.count == 1, "\(rows)")
+        let start = try #require(reports[0].lineItems.first)
+        #expect(start["productType"] as? String == "SUBSCRIPTION")
+        #expect(start["subscriptionEvent"] as? String == "SUBSCRIPTION_START")
+        #expect(start["subscriptionDaysOfPaidService"] as? Int == 0)
+        #expect(start["amountTaxExclusive"] as? Int == 5000)
+
+        // A month later the subscription renews on the web store: reported under the same token.
+        let renewal = shop.stripe.nextPeriod(of: subscribed.subscription, paid: true)
+        #expect(try await shop.push(try shop.stripe.webhook("invoice.paid", about: renewal)) == 200)
+        try await shop.sweepAndSend()
+        try await shop.sweepAndSend()
+        reports = shop.apple.externalPurchaseReports(for: token.id)
+        let afterRenewal = try await shop.tokenRows()
+        try #require(reports.count == 2, "\(afterRenewal)")
+        #expect(reports[1].status == "LINE_ITEM")
+        let renewed = try #require(reports[1].lineItems.first)
+        #expect(renewed["subscriptionEvent"] as? String == "RENEWAL")
+        #expect(renewed["subscriptionDaysOfPaidService"] as? Int == 30, "the first period's 30 paid days")
+        #expect(renewed["lineItemId"] as? String != start["lineItemId"] as? String)
+        #expect(Set(reports.map(\.requestIdentifier)).count == 2)
+
+        // The renewal's payment is refunded: a refund of that period's line, not of the first.
+        let charge = try #require(shop.stripe.charge(paying: renewal))
+        shop.stripe.refund(charge: charge)
+        #expect(try await shop.push(try shop.stripe.webhook("charge.refunded", about: charge)) == 200)
+        try await shop.sweepAndSend()
+        try await shop.sweepAndSend()
+        reports = shop.apple.externalPurchaseReports(for: token.id)
+        let afterRefund = try await shop.tokenRows()
+        try #require(reports.count == 3, "\(afterRefund)")
+        let refund = try #require(reports[2].lineItems.first)
+        #expect(refund["eventType"] as? String == "REFUND")
+        #expect(refund["referenceLineItemId"] as? String == renewed["lineItemId"] as? String)
+        #expect(refund["amountTaxExclusive"] as? Int == 5000)
     }
 
     @Test func aTokenForAnotherAppOrEnvironmentOrMalformedIsRefusedAndNeverReported() async throws {
@@ -241,10 +314,12 @@ struct ReportingShop {
     }
 
     /// An App Store external purchase token as StoreKit hands it: base64url JSON.
-    static func appleToken(bundleID: String = "com.example.game", sandbox: Bool = true) -> (raw: String, id: String) {
+    static func appleToken(
+        bundleID: String = "com.example.game", sandbox: Bool = true, type: String = "ACQUISITION"
+    ) -> (raw: String, id: String) {
         let id = (sandbox ? "SANDBOX_" : "") + UUID().uuidString.lowercased()
         let json =
-            #"{"appAppleId":1234567890,"bundleId":"\#(bundleID)","tokenCreationDate":\#(Int64(Date().timeIntervalSince1970 * 1000)),"externalPurchaseId":"\#(id)","tokenType":"ACQUISITION"}"#
+            #"{"appAppleId":1234567890,"bundleId":"\#(bundleID)","tokenCreationDate":\#(Int64(Date().timeIntervalSince1970 * 1000)),"externalPurchaseId":"\#(id)","tokenType":"\#(type)"}"#
         return (Base64.urlEncode(Data(json.utf8)), id)
     }
 
@@ -372,6 +447,16 @@ struct ReportingShop {
         let rows = try await shop.tokenRows()
         try #require(held.count == 1, "\(rows)")
         #expect(held[0].recurring && held[0].token == token && held[0].originalMicros == 5_000_000)
+        // Its renewal is a transaction of its own naming the first, without the token.
+        let renewal = shop.stripe.nextPeriod(of: subscribed.subscription, paid: true)
+        #expect(try await shop.push(try shop.stripe.webhook("invoice.paid", about: renewal)) == 200)
+        try await shop.sweepAndSend()
+        try await shop.sweepAndSend()
+        let renewals = google.externalTransactions(package: "com.example.game").filter { $0.initialID != nil }
+        let afterRenewal = try await shop.tokenRows()
+        try #require(renewals.count == 1, "\(afterRenewal)")
+        #expect(renewals[0].initialID == held[0].id && renewals[0].recurring && renewals[0].token.isEmpty)
+        #expect(renewals[0].originalMicros == 5_000_000)
         // Another app's App Store token is the App Store's, refused: never taken for a Play token.
         let foreign = ReportingShop.appleToken(bundleID: "com.other.game")
         let sale = shop.stripe.sale(
@@ -379,7 +464,7 @@ struct ReportingShop {
             metadata: ["external_purchase_token": foreign.raw])
         #expect(try await shop.push(try shop.stripe.webhook("checkout.session.completed", about: sale.session)) == 200)
         try await shop.sweepAndSend()
-        #expect(google.externalTransactions(package: "com.example.game").count == 1)
+        #expect(google.externalTransactions(package: "com.example.game").count == 2)
         let refused = try await shop.harness.pool.query(
             "SELECT store, state FROM external_purchase_tokens WHERE token = \(foreign.raw)"
         ).map { "\(try $0.decode("store", as: String.self)) \(try $0.decode("state", as: String.self))" }

@@ -265,6 +265,10 @@ extension FakeStripe {
             "id": id, "object": "invoice", "amount_due": unitAmount, "amount_paid": paid ? unitAmount : 0,
             "billing_reason": reason, "created": unixNow, "currency": currency, "livemode": livemode,
         ]
+        invoice["customer_address"] = [
+            "city": "Dublin", "country": "IE", "line1": "1 Main Street", "line2": nothing, "postal_code": "D01 AB12",
+            "state": nothing,
+        ]
         invoice["status"] = paid ? "paid" : "open"
         invoice["next_payment_attempt"] = attempt
         invoice["period_start"] = start
@@ -288,5 +292,14 @@ extension FakeStripe {
             "payment": ["type": "payment_intent", "payment_intent": intent], "status": "paid",
         ])
         return (id, charge)
+    }
+}
+
+extension FakeStripe {
+    /// The charge that paid an invoice: its invoice payment's payment intent's latest charge.
+    package func charge(paying invoice: String) -> String? {
+        let payment = Self.all(state, kind: "invoice_payment").first { $0["invoice"] as? String == invoice }
+        let intent = (payment?["payment"] as? [String: Any])?["payment_intent"] as? String
+        return intent.flatMap { object($0)?["latest_charge"] as? String }
     }
 }

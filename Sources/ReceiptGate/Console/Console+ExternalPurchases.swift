@@ -36,10 +36,11 @@ extension Console {
     static func stateName(_ state: String) -> String {
         switch state {
         case "waiting": "waiting for a sale"
-        case "sale_queued", "no_sale_queued", "unrecognized_queued": "report on its way"
+        case "sale_queued", "no_sale_queued", "unrecognized_queued", "duplicate_queued": "report on its way"
         case "reported": "reported"
         case "reported_no_sale": "reported as no sale"
         case "reported_unrecognized": "reported as unrecognized"
+        case "reported_duplicate": "reported as a duplicate"
         case "refused": "refused"
         default: state
         }

@@ -44,10 +44,14 @@ enum ExternalPurchaseLedger {
                 state = "sale_queued"
             } else if try row.decode("due", as: Bool.self), noSaleStores.contains(token.store) {
                 // Compared by the database: the time as stored (to the microsecond) against the same.
-                try queue(token, .noSale, lines: [], on: connection)
+                let kind: ExternalPurchaseReport.Kind = try isDuplicate(id, on: connection) ? .duplicate : .noSale
+                try queue(token, kind, lines: [], on: connection)
                 try connection.execute(
-                    "UPDATE external_purchase_tokens SET state = 'no_sale_queued', updated_at = now() WHERE id = \(id)")
-                queued.append(.noSale)
+                    """
+                    UPDATE external_purchase_tokens SET state = \(kind == .duplicate ? "duplicate_queued" : "no_sale_queued"),
+                        updated_at = now() WHERE id = \(id)
+                    """)
+                queued.append(kind)
             }
         }
         if state == "sale_queued" || state == "reported" {
@@ -65,8 +69,24 @@ enum ExternalPurchaseLedger {
                 )
                 queued.append(.refund)
             }
+            queued += try advanceRenewals(token, now: now, on: connection)
         }
         return queued
+    }
+
+    /// A token its store issues once per customer, whose player registered another such token of
+    /// the same app before it.
+    static func isDuplicate(_ id: Int64, on connection: PostgresConnection) throws -> Bool {
+        try connection.query(
+            """
+            SELECT EXISTS (
+                SELECT 1 FROM external_purchase_tokens o
+                WHERE o.client_id = e.client_id AND o.store = e.store AND o.environment = e.environment
+                  AND o.app_identifier = e.app_identifier AND o.player_id = e.player_id AND o.once_per_player
+                  AND o.id < e.id) AS duplicate
+            FROM external_purchase_tokens e WHERE e.id = \(id) AND e.once_per_player AND e.player_id IS NOT NULL
+            """
+        ).first?.decode("duplicate", as: Bool.self) ?? false
     }
 
     struct Token {
@@ -117,6 +137,8 @@ enum ExternalPurchaseLedger {
                 amountMilliunits: amount, netMilliunits: amount, currency: try row.decode("currency"),
                 taxCountry: try row.decode("storefront"), at: try row.decode("at"))
             line.recurring = try row.decode("recurring")
+            // A subscription's first period: no paid service before it.
+            line.paidDaysBefore = line.recurring ? 0 : nil
             return (id, line)
         }
     }
@@ -131,6 +153,7 @@ enum ExternalPurchaseLedger {
             """
             SELECT t.id, t.product_id, t.quantity, t.price_milliunits, t.currency, t.storefront,
                    COALESCE(t.revocation_date, t.updated_at) AS at,
+                   t.product_kind IS NOT DISTINCT FROM 'auto_renewable_subscription' AS recurring,
                    \(unescaped: ExternalPurchaseTokenRepository.refundedShareSQL) AS share
             FROM transactions t WHERE t.id = ANY (\(rows.map { String($0) })::bigint[]) ORDER BY t.id
             """)
@@ -143,12 +166,14 @@ enum ExternalPurchaseLedger {
                 try row.decode("price_milliunits", as: Int64.self).multipliedReportingOverflow(by: Int64(quantity))
                 .partialValue
             let refunded = amount * Int64(share - reportedShare) / 100_000
-            return ExternalPurchaseReport.Line(
+            var line = ExternalPurchaseReport.Line(
                 lineID: lineID(id), productID: try row.decode("product_id"), quantity: quantity,
                 amountMilliunits: refunded, netMilliunits: amount - amount * Int64(share) / 100_000,
                 currency: try row.decode("currency"), taxCountry: try row.decode("storefront"),
                 at: try row.decode("at"), refundsLineID: lineID(id), fullRefund: share >= 100_000,
                 refundID: "\(lineID(id))-r\(share)")
+            line.recurring = try row.decode("recurring")
+            return line
         }
         return (lines, share)
     }

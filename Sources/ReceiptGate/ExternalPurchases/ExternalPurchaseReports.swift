@@ -151,6 +151,8 @@ struct ExternalPurchaseReports: Sendable {
         if let row = try ExternalPurchaseTokenRepository.find(
             store: token.store, environment: token.environment, reportID: token.reportID, on: connection)
         {
+            try connection.execute(
+                "UPDATE external_purchase_tokens SET unreported_notices = unreported_notices + 1 WHERE id = \(row.id)")
             guard row.state == "waiting" else { return "already \(row.state)" }
             try connection.execute(
                 "UPDATE external_purchase_tokens SET report_by = LEAST(report_by, \(now)) WHERE id = \(row.id)")
@@ -167,6 +169,8 @@ struct ExternalPurchaseReports: Sendable {
             ).first?.decode("id", as: String.self),
             let id = try ExternalPurchaseTokenRepository.registerUnrecognized(token, clientID: owner, on: connection)
         else { return "no client holds the app" }
+        try connection.execute(
+            "UPDATE external_purchase_tokens SET unreported_notices = unreported_notices + 1 WHERE id = \(id)")
         try ExternalPurchaseLedger.queue(
             .init(
                 id: id, clientID: owner, store: token.store, environment: token.environment,

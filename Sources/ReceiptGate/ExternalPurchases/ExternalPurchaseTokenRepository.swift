@@ -59,10 +59,10 @@ struct ExternalPurchaseTokenRepository: Sendable {
         let inserted = try connection.query(
             """
             INSERT INTO external_purchase_tokens (client_id, store, environment, app_identifier, report_id, token, player_id,
-                web_store, order_id, issued_at, store_deadline, report_by)
+                web_store, order_id, issued_at, store_deadline, report_by, once_per_player)
             VALUES (\(registration.clientID), \(token.store.rawValue), \(token.environment.rawValue), \(token.appIdentifier),
                     \(token.reportID), \(registration.raw), \(registration.playerID), \(registration.webStore), \(registration.orderID),
-                    \(token.issuedAt), \(token.storeDeadline), \(registration.reportBy))
+                    \(token.issuedAt), \(token.storeDeadline), \(registration.reportBy), \(token.oncePerPlayer))
             ON CONFLICT (store, environment, report_id) DO UPDATE SET
                 player_id = COALESCE(external_purchase_tokens.player_id, excluded.player_id),
                 web_store = COALESCE(external_purchase_tokens.web_store, excluded.web_store),
@@ -106,8 +106,9 @@ struct ExternalPurchaseTokenRepository: Sendable {
     }
 
     /// Tokens whose report may be owed now: waiting ones whose deadline came (of a store in
-    /// `noSaleStores`, the ones that want a report of no sale) or whose sale is in the ledger, and
-    /// reported sales the ledger refunded more of since.
+    /// `noSaleStores`, the ones that want a report of no sale) or whose sale is in the ledger,
+    /// reported sales the ledger refunded more of since, and sold subscriptions with a period not
+    /// reported yet or refunded more of since.
     func due(now: Date, noSaleStores: Set<StoreID>, limit: Int = 200) async throws -> [Int64] {
         try await pool.query(
             """
@@ -122,6 +123,18 @@ struct ExternalPurchaseTokenRepository: Sendable {
             WHERE e.state IN ('sale_queued', 'reported') AND EXISTS (
                 SELECT 1 FROM transactions t WHERE t.id = ANY (e.sale_rows)
                 AND \(unescaped: Self.refundedShareSQL) > e.refunded_share)
+            UNION
+            SELECT e.id FROM external_purchase_tokens e
+            WHERE e.state IN ('sale_queued', 'reported') AND EXISTS (
+                SELECT 1 FROM transactions s
+                JOIN transactions r ON r.store = s.store AND r.original_transaction_id = s.original_transaction_id
+                    AND r.client_id = s.client_id
+                WHERE s.id = ANY (e.sale_rows) AND s.product_kind = 'auto_renewable_subscription'
+                  AND r.price_milliunits IS NOT NULL AND r.currency IS NOT NULL
+                  AND ((r.id <> ALL (e.sale_rows) AND r.id <> ALL (e.renewal_rows))
+                       OR (r.id = ANY (e.renewal_rows)
+                           AND \(unescaped: Self.refundedShareSQL.replacingOccurrences(of: "t.", with: "r."))
+                               > COALESCE((e.renewal_refunded ->> r.id::text)::int, 0))))
             ORDER BY 1 LIMIT \(limit)
             """
         ).map { try $0.decode("id", as: Int64.self) }
@@ -183,8 +196,13 @@ struct ExternalPurchaseTokenRepository: Sendable {
         ).map(Self.row)
     }
 
-    /// Tokens by store and state, and waiting ones due within a day (the cluster's, for `/metrics`).
-    func counts(now: Date) async throws -> (states: [(String, String, Int)], nearDeadline: [(String, Int)]) {
+    /// Tokens by store and state, waiting ones due within a day, and the store's notices of late
+    /// reports (the cluster's, for `/metrics`).
+    func counts(
+        now: Date
+    ) async throws -> (
+        states: [(String, String, Int)], nearDeadline: [(String, Int)], unreportedNotices: [(String, Int)]
+    ) {
         let states = try await pool.query(
             "SELECT store, state, count(*) AS n FROM external_purchase_tokens GROUP BY store, state ORDER BY store, state"
         ).map {
@@ -199,7 +217,13 @@ struct ExternalPurchaseTokenRepository: Sendable {
             WHERE state = 'waiting' AND report_by <= \(now.addingTimeInterval(86_400)) GROUP BY store ORDER BY store
             """
         ).map { (try $0.decode("store", as: String.self), try $0.decode("n", as: Int.self)) }
-        return (states, near)
+        let notices = try await pool.query(
+            """
+            SELECT store, sum(unreported_notices)::bigint AS n FROM external_purchase_tokens
+            WHERE unreported_notices > 0 GROUP BY store ORDER BY store
+            """
+        ).map { (try $0.decode("store", as: String.self), try $0.decode("n", as: Int.self)) }
+        return (states, near, notices)
     }
 
     /// The store took a report: the token's state after it, and the store's answer.
@@ -209,7 +233,8 @@ struct ExternalPurchaseTokenRepository: Sendable {
             case .sale: "reported"
             case .noSale: "reported_no_sale"
             case .unrecognized: "reported_unrecognized"
-            case .refund: nil
+            case .duplicate: "reported_duplicate"
+            case .refund, .renewal: nil
             }
         try await pool.execute(
             """

@@ -106,6 +106,12 @@ package struct OperationalRoutes: Sendable {
         for (store, count) in counts.nearDeadline {
             text += "receiptgate_external_purchase_tokens_near_deadline{store=\(Metrics.quote(store))} \(count)\n"
         }
+        text +=
+            "# HELP receiptgate_external_purchase_unreported_notices_total Notices from a store that a token's report was late.\n"
+            + "# TYPE receiptgate_external_purchase_unreported_notices_total counter\n"
+        for (store, count) in counts.unreportedNotices {
+            text += "receiptgate_external_purchase_unreported_notices_total{store=\(Metrics.quote(store))} \(count)\n"
+        }
         return text
     }
 

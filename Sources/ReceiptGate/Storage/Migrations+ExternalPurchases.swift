@@ -46,6 +46,22 @@ extension Schema {
                 CREATE INDEX external_purchase_tokens_waiting ON external_purchase_tokens (report_by) WHERE state = 'waiting';
                 CREATE INDEX external_purchase_tokens_client ON external_purchase_tokens (client_id, id);
                 CREATE INDEX external_purchase_tokens_token ON external_purchase_tokens (client_id, token);
-                """)
+                """),
+        // A subscription sold through a token renews: each later paid period of the sale's
+        // subscription is reported too, once (`renewal_rows`, the ledger rows reported as renewals),
+        // and each one's refunds on their own (`renewal_refunded`: row id → the share reported, as
+        // `refunded_share` is for the sale). `unreported_notices` counts the store's notices that
+        // the token's report was late (an alert, on `/metrics`). `once_per_player`: the store issues
+        // such a token once per customer (an acquisition token), so a player's later one with
+        // no sale is reported as a duplicate (states duplicate_queued, reported_duplicate).
+        Migration(
+            version: 36, name: "external_purchase_renewals",
+            sql: """
+                ALTER TABLE external_purchase_tokens
+                    ADD COLUMN renewal_rows bigint[] NOT NULL DEFAULT '{}',
+                    ADD COLUMN renewal_refunded jsonb NOT NULL DEFAULT '{}',
+                    ADD COLUMN unreported_notices integer NOT NULL DEFAULT 0,
+                    ADD COLUMN once_per_player boolean NOT NULL DEFAULT false;
+                """),
     ]
 }
