@@ -111,6 +111,16 @@ struct ExternalPurchaseReports: Sendable {
             return ("no store provider takes this external purchase report", false)
         }
         let labels = (store: report.store.rawValue, kind: report.kind.rawValue)
+        if report.lines.contains(where: { $0.taxCountry == nil }) {
+            // The web store did not say where the buyer is taxed: the store's rule for a line
+            // without a country applies (Google takes it; Apple refuses it, and the refusal shows).
+            logger.warning(
+                "an external purchase report has a line without the buyer's tax country; it is sent without one",
+                [
+                    "store": labels.store, "client.id": report.clientID, "kind": labels.kind,
+                    "token.row": String(report.tokenRowID),
+                ])
+        }
         do {
             let credentials = try await clients.sealedSettings(
                 of: report.clientID, prefix: "\(report.store.rawValue).")
