@@ -113,7 +113,7 @@ struct ExternalPurchaseReports: Sendable {
         let labels = (store: report.store.rawValue, kind: report.kind.rawValue)
         if report.lines.contains(where: { $0.taxCountry == nil }) {
             // The web store did not say where the buyer is taxed: the store's rule for a line
-            // without a country applies (Google takes it; Apple refuses it, and the refusal shows).
+            // without a country applies (one store takes it, another refuses it, and the refusal shows).
             logger.warning(
                 "an external purchase report has a line without the buyer's tax country; it is sent without one",
                 [
