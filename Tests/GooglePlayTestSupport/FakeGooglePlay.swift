@@ -251,17 +251,18 @@ package final class FakeGooglePlay: Sendable {
     }
 
     /// A void as `voidedpurchases.list` returns it; `refundType` 1 full, 2 quantity-based partial
-    /// (`voidedQuantity` of the purchase's quantity refunded).
+    /// (`voidedQuantity` of the purchase's quantity refunded), nil when the void does not say.
     package func addVoided(
         package: String = "com.example.game", token: String, orderID: String, reason: Int = 1, source: Int = 0,
-        refundType: Int = 1, voidedQuantity: Int = 1, voidedAt: Date = Date()
+        refundType: Int? = 1, voidedQuantity: Int = 1, voidedAt: Date = Date()
     ) throws {
         let millis = Int64(voidedAt.timeIntervalSince1970 * 1000)
-        let object: [String: Any] = [
+        var object: [String: Any] = [
             "kind": "androidpublisher#voidedPurchase", "purchaseToken": token, "purchaseTimeMillis": "1716389123000",
             "voidedTimeMillis": String(millis), "orderId": orderID, "voidedSource": source,
-            "voidedReason": reason, "voidedQuantity": voidedQuantity, "refundType": refundType,
+            "voidedReason": reason, "voidedQuantity": voidedQuantity,
         ]
+        if let refundType { object["refundType"] = refundType }
         let json = try Self.text(object)
         state.voided.update { $0[package, default: []].append((json, millis)) }
     }

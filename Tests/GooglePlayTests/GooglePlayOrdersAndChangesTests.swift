@@ -118,4 +118,27 @@ import Testing
         #expect(google.state.deprecatedCalls.get().isEmpty)
         await google.shutdown()
     }
+
+    @Test func theVoidedPollReadsEachPagesOrdersToTellAPartialRefund() async throws {
+        let google = try FakeGooglePlay()
+        try google.addProduct(token: "tok-part", orderID: "GPA.7400-0000-0000-00001", quantity: 3)
+        try google.addProduct(token: "tok-all", orderID: "GPA.7400-0000-0000-00002")
+        // Voids that do not say their refund type; Google's orders do.
+        try google.addVoided(token: "tok-part", orderID: "GPA.7400-0000-0000-00001", refundType: nil)
+        try google.addVoided(token: "tok-all", orderID: "GPA.7400-0000-0000-00002", refundType: nil)
+        try google.setOrder("GPA.7400-0000-0000-00001", token: "tok-part", state: "PARTIALLY_REFUNDED")
+        try google.setOrder("GPA.7400-0000-0000-00002", token: "tok-all", state: "REFUNDED")
+        google.state.voidedPageSize.set(10)
+        let poller = VoidedPurchasePoller(provider: try GooglePlayVerify.provider(google), interval: .seconds(1))
+        let found = LockedBox<[StoreNotification]>([])
+        try await poller.poll(owners: [Self.owner], run: MemoryPollRun()) { batch in found.update { $0 += batch } }
+        let refunds = Dictionary(uniqueKeysWithValues: found.get().map { ($0.notificationID, $0) })
+        let partial = try #require(refunds["voided:GPA.7400-0000-0000-00001"]?.event.purchase?.refund)
+        #expect(partial.storeSaysPartial == true && partial.storeType == "QUANTITY_BASED_PARTIAL_REFUND")
+        let full = try #require(refunds["voided:GPA.7400-0000-0000-00002"]?.event.purchase?.refund)
+        #expect(full.storeSaysPartial == false && full.storeType == "FULL_REFUND")
+        #expect(google.hits("orders") == 1, "one orders.batchGet for the page")
+        #expect(google.state.deprecatedCalls.get().isEmpty)
+        await google.shutdown()
+    }
 }
