@@ -68,6 +68,11 @@ import Testing
         #expect((try later.json()["transaction"] as? [String: Any])?["state"] as? String == "expired")
         let owned = try await Self.verify(harness, "tok-own", player: "owner", at: clock)
         #expect((try owned.json()["transaction"] as? [String: Any])?["state"] as? String == "active")
+        // The ended rental no longer grants its entitlement (read back on the machine's time, which
+        // the request signatures use).
+        clock.move(by: -2 * 86_400)
+        #expect(try await Self.entitlements(harness, "renter") == [])
+        #expect(try await Self.entitlements(harness, "owner") == ["movie_owned"])
         #expect(harness.google.state.deprecatedCalls.get().isEmpty)
     }
 
