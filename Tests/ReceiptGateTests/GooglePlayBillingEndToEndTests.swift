@@ -167,6 +167,10 @@ import Testing
             try await Self.count(
                 harness, "SELECT count(*) AS n FROM console_audit WHERE action = 'subscription-revoke'")
                 == 1)
+        // The purchase token (what Google takes to act on the subscription) is in no answer or audit row.
+        #expect(!deferred.text.contains("sub-op") && !revoked.text.contains("sub-op"))
+        #expect(
+            try await Self.count(harness, "SELECT count(*) AS n FROM console_audit WHERE target LIKE '%sub-op%'") == 0)
 
         // The console asks too, after a confirmation, and audits who asked.
         try harness.google.addSubscription(token: "sub-console", latestOrderID: "GPA.8300-0000-0000-00002", expiry: end)
