@@ -19,15 +19,6 @@ package struct AndroidPublisherClient: Sendable {
         self.tokens = tokens
     }
 
-    func productPurchase(
-        package: String, productID: String, token: String, key: ServiceAccountKey
-    ) async throws -> ProductPurchase {
-        try decode(
-            try await send(
-                "GET", "\(application(package))/purchases/products/\(segment(productID))/tokens/\(segment(token))",
-                key: key))
-    }
-
     func productPurchaseV2(package: String, token: String, key: ServiceAccountKey) async throws -> ProductPurchaseV2 {
         try decode(
             try await send("GET", "\(application(package))/purchases/productsv2/tokens/\(segment(token))", key: key))
@@ -61,6 +52,49 @@ package struct AndroidPublisherClient: Sendable {
             "POST",
             "\(application(package))/purchases/subscriptions/\(segment(subscriptionID))/tokens/\(segment(token)):acknowledge",
             key: key, body: Data("{}".utf8))
+    }
+
+    /// `monetization.onetimeproducts.get`: the product's purchase options (a rental's period).
+    func oneTimeProduct(package: String, productID: String, key: ServiceAccountKey) async throws -> OneTimeProduct {
+        try decode(try await send("GET", "\(application(package))/oneTimeProducts/\(segment(productID))", key: key))
+    }
+
+    /// `orders.batchGet`: the orders of `orderIDs` (1 to 1000, distinct). Google fails the whole
+    /// request when one of them is unknown or of another package.
+    func orders(
+        package: String, orderIDs: [String], key: ServiceAccountKey
+    ) async throws -> [BatchGetOrdersResponse.Order] {
+        let query = orderIDs.map { "orderIds=\(GoogleAccessTokens.formEncode($0))" }.joined(separator: "&")
+        let answer: BatchGetOrdersResponse = try decode(
+            try await send("GET", "\(application(package))/orders:batchGet?\(query)", key: key))
+        return answer.orders ?? []
+    }
+
+    /// `purchases.subscriptionsv2.revoke`: access ends now, with a full or prorated refund.
+    func revokeSubscription(
+        package: String, token: String, refund: SubscriptionRevocationBody.Refund, key: ServiceAccountKey
+    ) async throws {
+        _ = try await send(
+            "POST", "\(application(package))/purchases/subscriptionsv2/tokens/\(segment(token)):revoke", key: key,
+            body: try JSONEncoder().encode(SubscriptionRevocationBody(refund)))
+    }
+
+    /// `purchases.subscriptionsv2.cancel`: auto-renewal stops, access runs to the period's end.
+    func cancelSubscription(package: String, token: String, key: ServiceAccountKey) async throws {
+        _ = try await send(
+            "POST", "\(application(package))/purchases/subscriptionsv2/tokens/\(segment(token)):cancel", key: key,
+            body: try JSONEncoder().encode(SubscriptionCancellationBody()))
+    }
+
+    /// `purchases.subscriptionsv2.defer`: the next renewal moves `seconds` later; `etag` is the
+    /// subscription's as last read (Google refuses a deferral of a subscription changed since).
+    func deferSubscription(
+        package: String, token: String, seconds: Int64, etag: String, key: ServiceAccountKey
+    ) async throws -> SubscriptionDeferralAnswer {
+        try decode(
+            try await send(
+                "POST", "\(application(package))/purchases/subscriptionsv2/tokens/\(segment(token)):defer", key: key,
+                body: try JSONEncoder().encode(SubscriptionDeferralBody(seconds: seconds, etag: etag))))
     }
 
     /// Answers a chargeback review: `POST …/orders/{orderId}:reviewrefund` (an empty answer on success).

@@ -19,7 +19,8 @@ struct DeveloperNotification: Codable {
         let version: String?
         let notificationType: SubscriptionNotificationType?
         let purchaseToken: String?
-        let subscriptionId: String?
+        // `subscriptionId` is deprecated in the notification and is not read: the subscription's
+        // products come from `subscriptionsv2.get`.
     }
     struct OneTimeProduct: Codable {
         let version: String?

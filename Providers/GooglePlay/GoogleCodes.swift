@@ -13,6 +13,7 @@ struct SubscriptionNotificationType: RawRepresentable, Codable, Hashable, Sendab
     static let onHold = Self(rawValue: 5)
     static let inGracePeriod = Self(rawValue: 6)
     static let restarted = Self(rawValue: 7)
+    static let deferred = Self(rawValue: 9)
     static let paused = Self(rawValue: 10)
     static let revoked = Self(rawValue: 12)
     static let expired = Self(rawValue: 13)

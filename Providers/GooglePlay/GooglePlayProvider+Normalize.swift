@@ -1,40 +1,18 @@
-import Foundation
+package import Foundation
 import OpenSSLCrypto
 import ReceiptCore
 
 /// Google's answers in store-neutral terms. `lenient` (notifications, voided purchases) keeps a
 /// canceled or pending purchase instead of refusing it: there it is news, not evidence.
 extension GooglePlayProvider {
+    /// One line item of a `productsv2` purchase: the one the evidence names, else the first (a
+    /// purchase of several products is verified once per product it names). Its purchase option
+    /// and offer are kept on the transaction; a rental ends `rentalPeriod` after the purchase's
+    /// completion (`rentalPeriod` is the purchase option's, from the catalog); a pre-order is
+    /// pending until Google fulfils it, so it is refused like any pending purchase.
     static func normalize(
-        _ product: ProductPurchase, package: String, productID: String, token: String, consume: Bool,
-        lenient: Bool
-    ) throws -> VerifiedPurchase {
-        if !lenient {
-            switch product.purchaseState {
-            case 1?: throw Self.canceled
-            case 2?: throw Self.pending
-            default: break
-            }
-        }
-        var purchase = try base(
-            orderID: product.orderId, token: token, package: package, test: product.purchaseType == 0)
-        purchase.productID = product.productId ?? productID
-        purchase.kind = EntitlementRules.oneTimeKind(
-            consumed: product.consumptionState == 1, consumedForClient: consume)
-        purchase.quantity = product.quantity ?? 1
-        purchase.purchaseDate = GoogleTime.millis(product.purchaseTimeMillis)
-        purchase.storefront = product.regionCode
-        purchase.accountToken = product.obfuscatedExternalAccountId
-        purchase.storeAttributes["product_type"] = "product"
-        purchase.storeAttributes["acknowledged"] = String(product.acknowledgementState == 1)
-        purchase.storeAttributes["consumed"] = String(product.consumptionState == 1)
-        purchase.storeAttributes["purchase_state"] =
-            [0: "purchased", 1: "canceled", 2: "pending"][product.purchaseState ?? 0] ?? "unknown"
-        return purchase
-    }
-
-    static func normalize(
-        _ product: ProductPurchaseV2, package: String, token: String, consume: Bool, lenient: Bool
+        _ product: ProductPurchaseV2, package: String, token: String, productID: String?, consume: Bool,
+        lenient: Bool, rentalPeriod: String? = nil
     ) throws -> VerifiedPurchase {
         if !lenient {
             switch product.purchaseStateContext?.purchaseState {
@@ -43,20 +21,38 @@ extension GooglePlayProvider {
             default: break
             }
         }
-        let item = product.productLineItem?.first
+        let item = lineItem(product, productID: productID)
+        let offer = item?.productOfferDetails
         var purchase = try base(
             orderID: product.orderId, token: token, package: package, test: product.testPurchaseContext != nil)
         purchase.productID = item?.productId
-        let consumed = item?.productOfferDetails?.consumptionState == "CONSUMPTION_STATE_CONSUMED"
+        let consumed = offer?.consumptionState == "CONSUMPTION_STATE_CONSUMED"
         purchase.kind = EntitlementRules.oneTimeKind(consumed: consumed, consumedForClient: consume)
-        purchase.quantity = item?.productOfferDetails?.quantity ?? 1
+        purchase.quantity = offer?.quantity ?? 1
         purchase.purchaseDate = GoogleTime.rfc3339(product.purchaseCompletionTime)
+        purchase.purchaseOptionID = offer?.purchaseOptionId
+        purchase.offerID = offer?.offerId
+        if offer?.rentOfferDetails != nil {
+            // A pending rental (read for a notification) has no completion yet: no period started.
+            if let start = purchase.purchaseDate {
+                guard let rentalPeriod, let end = GoogleTime.adding(isoDuration: rentalPeriod, to: start) else {
+                    throw GoogleAPIErrors.malformed(
+                        "the rental's purchase option \(offer?.purchaseOptionId ?? "?") has no usable rental period "
+                            + "(\(rentalPeriod ?? "none"))")
+                }
+                purchase.expiresDate = end
+                purchase.storeAttributes["rental_period"] = rentalPeriod
+            } else if !lenient {
+                throw GoogleAPIErrors.malformed("a rental without its purchase completion time")
+            }
+        }
         purchase.storefront = product.regionCode
         purchase.accountToken = product.obfuscatedExternalAccountId
         purchase.storeAttributes["product_type"] = "product"
         purchase.storeAttributes["acknowledged"] = String(
             product.acknowledgementState == "ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED")
         purchase.storeAttributes["consumed"] = String(consumed)
+        if offer?.preorderOfferDetails != nil { purchase.storeAttributes["preorder"] = "true" }
         purchase.storeAttributes["purchase_state"] =
             switch product.purchaseStateContext?.purchaseState {
             case "PURCHASED"?, nil: "purchased"
@@ -65,6 +61,12 @@ extension GooglePlayProvider {
             default: "unknown"
             }
         return purchase
+    }
+
+    /// The line item for `productID`, else the first.
+    static func lineItem(_ product: ProductPurchaseV2, productID: String?) -> ProductPurchaseV2.LineItem? {
+        let items = product.productLineItem ?? []
+        return items.first { productID != nil && $0.productId == productID } ?? items.first
     }
 
     /// A subscription, its original order found by following `linkedPurchaseToken` (upgrades,
@@ -82,14 +84,14 @@ extension GooglePlayProvider {
             default: break
             }
         }
-        let latestOrder = subscription.latestOrderId ?? subscription.lineItems?.first?.latestSuccessfulOrderId
+        let latestOrder = Self.latestOrder(subscription, productID: productID)
         var original = latestOrder.map(Self.firstOrder)
         var linked = followLinks ? subscription.linkedPurchaseToken : nil
         for _ in 0..<Self.maxChain {
             guard let older = linked else { break }
             do {
                 let previous = try await api.subscriptionPurchaseV2(package: package, token: older, key: key)
-                if let order = previous.latestOrderId ?? previous.lineItems?.first?.latestSuccessfulOrderId {
+                if let order = Self.latestOrder(previous, productID: nil) {
                     original = Self.firstOrder(order)
                 }
                 linked = previous.linkedPurchaseToken
@@ -116,11 +118,20 @@ extension GooglePlayProvider {
             subscription.acknowledgementState == "ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED")
         purchase.storeAttributes["subscription_state"] = subscription.subscriptionState ?? ""
         purchase.readBackKey = token  // what subscriptionsv2.get needs to read it again
+        if let etag = subscription.etag { purchase.storeAttributes["etag"] = etag }
         if let autoRenew = item?.autoRenewingPlan?.autoRenewEnabled {
             purchase.storeAttributes["auto_renew"] = String(autoRenew)
         }
         purchase.autoRenews = item?.autoRenewingPlan?.autoRenewEnabled
         return purchase
+    }
+
+    /// The subscription's latest order: its line item's `latestSuccessfulOrderId` (the
+    /// subscription-wide `latestOrderId` is deprecated).
+    static func latestOrder(_ subscription: SubscriptionPurchaseV2, productID: String?) -> String? {
+        let items = subscription.lineItems ?? []
+        let item = items.first { productID != nil && $0.productId == productID } ?? items.first
+        return item?.latestSuccessfulOrderId ?? items.lazy.compactMap(\.latestSuccessfulOrderId).first
     }
 
     /// What every Google purchase shares. A purchase without an order id (some test and promo
@@ -151,4 +162,11 @@ extension GooglePlayProvider {
     static let canceled = StoreVerificationError(
         code: .verificationFailed, reason: "PURCHASE_CANCELED",
         message: "the purchase was canceled and is not a purchase")
+}
+
+extension GooglePlayProvider {
+    /// When a rental of `period` (ISO 8601) started at `start` ends; nil for no usable period.
+    package static func rentalEnd(_ period: String, from start: Date) -> Date? {
+        GoogleTime.adding(isoDuration: period, to: start)
+    }
 }

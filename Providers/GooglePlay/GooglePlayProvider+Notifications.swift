@@ -124,7 +124,7 @@ extension GooglePlayProvider {
     /// The owning client's key (else the service's) and its consume setting, for Google calls a notification makes.
     func eventAccess(
         package: String, request: NotificationRequest
-    ) async throws -> (key: ServiceAccountKey, consume: Bool) {
+    ) async throws -> EventAccess {
         let owner = try await request.owner(package)
         let key: ServiceAccountKey
         do throws(StoreAPIError) {
@@ -137,16 +137,26 @@ extension GooglePlayProvider {
                 .retryable, reason: error.reason,
                 message: "the purchase could not be fetched from Google now")
         }
-        return (key, owner?.client.setting(Setting.consume) == "on")
+        return EventAccess(
+            key: key, consume: owner?.client.setting(Setting.consume) == "on", client: owner?.client.clientID)
+    }
+
+    /// What Google calls made for a notification use: the owner's key, its consume setting, its id.
+    struct EventAccess: Sendable {
+        let key: ServiceAccountKey
+        let consume: Bool
+        let client: String?
     }
 
     /// The purchase as Google has it now; nil if Google no longer knows it. Google being
     /// unreachable makes Pub/Sub send the notification again (503).
     func fetchForEvent(
-        _ evidence: GooglePlayEvidence, package: String, access: (key: ServiceAccountKey, consume: Bool)
+        _ evidence: GooglePlayEvidence, package: String, access: EventAccess
     ) async throws -> VerifiedPurchase? {
         do {
-            return try await fetch(evidence, package: package, key: access.key, consume: access.consume, lenient: true)
+            return try await fetch(
+                evidence, package: package, key: access.key, consume: access.consume, client: access.client,
+                lenient: true)
         } catch let error as StoreAPIError where error.kind == .notFound || error.kind == .refused {
             return nil
         } catch let error as StoreAPIError {

@@ -32,7 +32,6 @@ extension GooglePlayProvider {
         request: NotificationRequest
     ) async throws -> (id: String?, type: String, subtype: String?, event: StoreEvent) {
         var evidence = GooglePlayEvidence(purchaseToken: token)
-        evidence.productID = pushed.subscriptionId
         evidence.isSubscription = true
         let access = try await eventAccess(package: package, request: request)
         let purchase = try await fetchForEvent(evidence, package: package, access: access)
@@ -50,8 +49,8 @@ extension GooglePlayProvider {
         guard pushed.notificationType == .revoked, let orderID = purchase.orderID else {
             return (nil, type, state, event)
         }
-        // Google reads a revoked subscription as plainly expired: only its list of voided purchases
-        // tells a revocation (a refund) from an expiry. Listed, it is the void itself, on the id the
+        // Google reads a revoked subscription as plainly expired: only the order (`orders.batchGet`)
+        // or the list of voided purchases tells a revocation (a refund) from an expiry. Listed, it is the void itself, on the id the
         // voided-purchase push and the poll use, so the game server is owed one refund callback;
         // not listed, the expiry Google reads is what is applied.
         let confirmation: VoidConfirmation?
@@ -66,10 +65,19 @@ extension GooglePlayProvider {
                 .retryable, reason: error.reason,
                 message: "the revocation could not be checked with Google now")
         }
-        guard case .listed(let listed)? = confirmation else { return (nil, type, state, event) }
-        let refunded = try Self.voided(
-            purchase, orderID: orderID, token: token, package: package,
-            at: GoogleTime.millis(listed.voidedTimeMillis) ?? eventTime ?? now(), reasonCode: listed.voidedReason)
+        let refunded: VerifiedPurchase
+        switch confirmation {
+        case .listed(let listed)?:
+            refunded = try Self.voided(
+                purchase, orderID: orderID, token: token, package: package,
+                at: GoogleTime.millis(listed.voidedTimeMillis) ?? eventTime ?? now(), reasonCode: listed.voidedReason)
+        case .order(let order)? where OrderState(order.state).isVoid:
+            refunded = try Self.voided(
+                purchase, orderID: orderID, token: token, package: package,
+                at: Self.voidTime(of: order) ?? eventTime ?? now(), reasonCode: nil)
+        default:
+            return (nil, type, state, event)
+        }
         return ("voided:\(orderID)", type, state, StoreEvent(kind: .refunded, purchase: refunded))
     }
 
@@ -80,8 +88,9 @@ extension GooglePlayProvider {
         let state = SubscriptionStateView(purchase.storeAttributes["subscription_state"])
         let autoRenew = purchase.storeAttributes["auto_renew"].map { $0 == "true" }
         switch type {
-        case .recovered, .renewed, .purchased:
-            // a paid period, paid for as Google reads it now (canceled runs to its end)
+        case .recovered, .renewed, .purchased, .deferred:
+            // a paid period, paid for as Google reads it now (canceled runs to its end); a deferral
+            // moves its end later at no charge, which the ledger takes as it takes a renewal
             guard state == .active || state == .canceled else { return nil }
             return StoreEvent(
                 kind: type == .purchased ? .subscribed : .renewed, purchase: purchase, autoRenew: autoRenew)
@@ -103,7 +112,7 @@ extension GooglePlayProvider {
         case .revoked:  // Google reads a revoked subscription expired at once (a refund is for the caller to confirm)
             guard state == .expired else { return nil }
             return StoreEvent(kind: .expired, purchase: purchase, autoRenew: autoRenew)
-        default:  // price changes, deferrals, pause schedules...: news, no ledger change
+        default:  // price changes, pause schedules...: news, no ledger change
             return StoreEvent(kind: .other, purchase: purchase, autoRenew: autoRenew)
         }
     }

@@ -16,7 +16,8 @@ extension GooglePlayProvider {
         do {
             let key = try serviceAccountKey(context.credentials)
             purchase = try await fetch(
-                parsed, package: package, key: key, consume: context.client?.setting(Setting.consume) == "on")
+                parsed, package: package, key: key, consume: context.client?.setting(Setting.consume) == "on",
+                client: context.client?.clientID)
         } catch let error as StoreAPIError {
             if error.kind == .credentialsRefused || error.kind == .notConfigured {
                 logger.error(
@@ -74,30 +75,48 @@ extension GooglePlayProvider {
         }
     }
 
-    /// One-time product first (by product id when the evidence names it, else by token alone),
-    /// then subscription; a subscription purchase JSON goes straight to subscriptions. Throws
+    /// One-time product first (`purchases.productsv2`, the line item the evidence names), then
+    /// subscription; a subscription purchase JSON goes straight to subscriptions. Throws
     /// `StoreAPIError`, or `StoreVerificationError` for a pending or canceled purchase.
     func fetch(
-        _ evidence: GooglePlayEvidence, package: String, key: ServiceAccountKey, consume: Bool,
+        _ evidence: GooglePlayEvidence, package: String, key: ServiceAccountKey, consume: Bool, client: String?,
         lenient: Bool = false
     ) async throws -> VerifiedPurchase {
         let token = evidence.purchaseToken
         if evidence.isSubscription != true {
             do {
-                if let productID = evidence.productID {
-                    let product = try await api.productPurchase(
-                        package: package, productID: productID, token: token, key: key)
-                    return try Self.normalize(
-                        product, package: package, productID: productID, token: token, consume: consume,
-                        lenient: lenient)
-                }
                 let product = try await api.productPurchaseV2(package: package, token: token, key: key)
-                return try Self.normalize(product, package: package, token: token, consume: consume, lenient: lenient)
+                return try await oneTimePurchase(
+                    product, package: package, token: token, productID: evidence.productID, key: key, consume: consume,
+                    client: client, lenient: lenient)
             } catch let error as StoreAPIError where error.kind == .notFound || error.kind == .refused {
                 // Not a one-time product of this app: perhaps a subscription.
             }
         }
         return try await subscription(
             package: package, token: token, productID: evidence.productID, key: key, lenient: lenient)
+    }
+
+    /// A `productsv2` purchase normalized, a rental's period read from the catalog first.
+    func oneTimePurchase(
+        _ product: ProductPurchaseV2, package: String, token: String, productID: String?, key: ServiceAccountKey,
+        consume: Bool, client: String?, lenient: Bool
+    ) async throws -> VerifiedPurchase {
+        var rentalPeriod: String?
+        if let item = Self.lineItem(product, productID: productID), item.productOfferDetails?.rentOfferDetails != nil,
+            let option = item.productOfferDetails?.purchaseOptionId, let rented = item.productId
+        {
+            do {
+                rentalPeriod = try await rentals.period(
+                    of: option, productID: rented, package: package, client: client, key: key)
+            } catch let error as StoreAPIError where error.kind == .notFound || error.kind == .refused {
+                // The product is gone from the catalog: the rental's end cannot be known, which
+                // `normalize` refuses (never a rental without an end, never "not a product").
+                rentalPeriod = nil
+            }
+        }
+        return try Self.normalize(
+            product, package: package, token: token, productID: productID, consume: consume, lenient: lenient,
+            rentalPeriod: rentalPeriod)
     }
 }

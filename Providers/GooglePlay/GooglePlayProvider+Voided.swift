@@ -8,14 +8,17 @@ extension GooglePlayProvider {
         case listed(VoidedPurchaseList.VoidedPurchase)
         /// The one-time purchase fetched by the token is this order, and Google now reads it canceled.
         case canceledPurchase
+        /// `orders.batchGet` returns this order of this token refunded (all or part) or canceled.
+        case order(BatchGetOrdersResponse.Order)
     }
 
     /// A voided-purchase RTDN names a token and an order, and anyone who can reach the push
     /// endpoint (a leaked `?token=`, a misrouted topic) could name any order, so the push alone
     /// changes nothing: it is applied when Google itself says that order of that token is void.
-    /// First the purchase already fetched by its token (no extra call), then Google's list of
-    /// voided purchases. A subscription's state cannot tell a refund from an ordinary expiry,
-    /// so only the list confirms one. Throws `StoreAPIError` when Google cannot be asked.
+    /// First the purchase already fetched by its token (no extra call), then the order itself by
+    /// its id (`orders.batchGet`), then Google's list of voided purchases. A subscription's state
+    /// cannot tell a refund from an ordinary expiry, so only the order or the list confirms one.
+    /// Throws `StoreAPIError` when Google cannot be asked.
     func confirmVoid(
         token: String, orderID: String, fetched: VerifiedPurchase?, package: String, hintedAt: Date?,
         key: ServiceAccountKey
@@ -24,6 +27,10 @@ extension GooglePlayProvider {
             fetched.storeAttributes["purchase_state"] == "canceled"
         {
             return .canceledPurchase
+        }
+        if let order = try await orders([orderID], package: package, key: key)[orderID], order.purchaseToken == token {
+            let state = OrderState(order.state)
+            if state.isVoid || state == .partiallyRefunded { return .order(order) }
         }
         let nowMillis = Int64(now().timeIntervalSince1970 * 1000)
         let oldest = nowMillis - Int64(configuration.voidedPurchasesLookback * 1000)
@@ -82,6 +89,13 @@ extension GooglePlayProvider {
                 at: GoogleTime.millis(listed.voidedTimeMillis) ?? eventTime ?? now(), reasonCode: listed.voidedReason,
                 refund: Self.refund(type: listed.refundType ?? voided.refundType, voidedQuantity: listed.voidedQuantity)
             )
+        case .order(let order)?:
+            let partial = OrderState(order.state) == .partiallyRefunded
+            purchase = try Self.voided(
+                fetched, orderID: orderID, token: token, package: package,
+                at: Self.voidTime(of: order) ?? eventTime ?? now(), reasonCode: nil,
+                refund: Self.refund(
+                    type: voided.refundType ?? (partial ? .quantityBasedPartial : .full), voidedQuantity: nil))
         case .canceledPurchase?:
             purchase = try Self.voided(
                 fetched, orderID: orderID, token: token, package: package, at: eventTime ?? now(), reasonCode: nil,

@@ -11,6 +11,7 @@ public struct GooglePlayProvider: StoreProvider, NotificationReceiving, Purchase
     public let tokens: GoogleAccessTokens
     let api: AndroidPublisherClient
     let push: GooglePushAuthenticator
+    let rentals: RentalPeriods
     let logger: Logger
     let now: @Sendable () -> Date
 
@@ -31,6 +32,7 @@ public struct GooglePlayProvider: StoreProvider, NotificationReceiving, Purchase
         self.now = now
         tokens = GoogleAccessTokens(http: http, now: now)
         api = AndroidPublisherClient(baseURL: configuration.apiURL, http: http, tokens: tokens, now: now)
+        rentals = RentalPeriods(api: api, now: now)
         push = GooglePushAuthenticator(
             jwksURL: configuration.jwksURL, audience: configuration.pushAudience,
             serviceAccount: configuration.pushServiceAccount, http: http, now: now)
@@ -50,7 +52,8 @@ public struct GooglePlayProvider: StoreProvider, NotificationReceiving, Purchase
         StoreRegistration(
             Self.declaration, verifier: self, notifications: self, acknowledgement: self,
             poller: configuration.voidedPurchasesInterval.map { VoidedPurchasePoller(provider: self, interval: $0) },
-            subscriptionReader: self, refundAnswering: self, externalPurchaseReporting: self)
+            subscriptionReader: self, refundAnswering: self, externalPurchaseReporting: self,
+            subscriptionManager: self)
     }
 
     /// The client's own key if it registered one, else the service's.

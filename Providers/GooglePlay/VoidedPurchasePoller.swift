@@ -54,8 +54,13 @@ package struct VoidedPurchasePoller: StorePolling {
             refusesToken: { ($0 as? StoreAPIError)?.kind == .refused },
             page: { page in
                 var found: [StoreNotification] = []
+                // Each void's order as Google keeps it, in one call for the page: how much went back.
+                let orders = try await provider.orders(
+                    (page.voidedPurchases ?? []).compactMap(\.orderId), package: package, key: key)
                 for voided in page.voidedPurchases ?? [] {
-                    if let notification = try await notification(voided, package: package, owner: owner, key: key) {
+                    if let notification = try await notification(
+                        voided, order: voided.orderId.flatMap { orders[$0] }, package: package, owner: owner, key: key)
+                    {
                         found.append(notification)
                     }
                 }
@@ -65,23 +70,33 @@ package struct VoidedPurchasePoller: StorePolling {
             }, record: record)
     }
 
+    /// One void as a refund. Its order (`orders.batchGet`), when Google returns it for the void's
+    /// token, says what the void's own fields leave out: a partial refund, and when it happened.
     private func notification(
-        _ voided: VoidedPurchaseList.VoidedPurchase, package: String, owner: ClientWithStoreCredentials,
-        key: ServiceAccountKey
+        _ voided: VoidedPurchaseList.VoidedPurchase, order: BatchGetOrdersResponse.Order?, package: String,
+        owner: ClientWithStoreCredentials, key: ServiceAccountKey
     ) async throws -> StoreNotification? {
         guard let token = voided.purchaseToken, let orderID = voided.orderId else { return nil }
         var fetched: VerifiedPurchase?
         do {
             fetched = try await provider.fetch(
                 GooglePlayEvidence(purchaseToken: token), package: package, key: key,
-                consume: owner.client.setting(GooglePlayProvider.Setting.consume) == "on", lenient: true)
+                consume: owner.client.setting(GooglePlayProvider.Setting.consume) == "on",
+                client: owner.client.clientID, lenient: true)
         } catch let error as StoreAPIError where error.kind == .notFound || error.kind == .refused {
             fetched = nil  // Google no longer has the purchase: the void alone says enough.
         }
-        let when = GoogleTime.millis(voided.voidedTimeMillis) ?? provider.now()
+        let confirmed = order.flatMap { $0.purchaseToken == token ? $0 : nil }
+        let orderState = confirmed.map { GooglePlayProvider.OrderState($0.state) }
+        let when =
+            GoogleTime.millis(voided.voidedTimeMillis) ?? confirmed.flatMap(GooglePlayProvider.voidTime(of:))
+            ?? provider.now()
+        let refundType =
+            voided.refundType
+            ?? (orderState == .partiallyRefunded ? .quantityBasedPartial : orderState?.isVoid == true ? .full : nil)
         var purchase = try GooglePlayProvider.voided(
             fetched, orderID: orderID, token: token, package: package, at: when, reasonCode: voided.voidedReason,
-            refund: GooglePlayProvider.refund(type: voided.refundType, voidedQuantity: voided.voidedQuantity))
+            refund: GooglePlayProvider.refund(type: refundType, voidedQuantity: voided.voidedQuantity))
         if purchase.purchaseDate == nil { purchase.purchaseDate = GoogleTime.millis(voided.purchaseTimeMillis) }
         let decoded = try JSONEncoder.sortedForStorage.encode(voided)
         var stored = StoreNotification(

@@ -17,6 +17,35 @@ public enum EntitlementRules {
         consumed || consumedForClient ? .consumable : nil
     }
 
+    /// A catalog entry names a product (`gamepass`) or a product with one of its purchase options
+    /// (`gamepass:rent-7d`, where the store sells one product several ways: to buy, to rent, to
+    /// pre-order): a purchase is granted by either entry.
+    public struct CatalogEntry: Sendable, Equatable {
+        public let productID: String
+        public let purchaseOptionID: String?
+
+        public init(_ entry: String) {
+            if let colon = entry.firstIndex(of: ":") {
+                productID = String(entry[..<colon])
+                purchaseOptionID = String(entry[entry.index(after: colon)...])
+            } else {
+                productID = entry
+                purchaseOptionID = nil
+            }
+        }
+    }
+
+    /// The product a catalog entry (a column) names, with or without its purchase option.
+    package static func catalogProductSQL(entry: String) -> String {
+        "split_part(\(entry), ':', 1)"
+    }
+
+    /// Whether catalog entry `entry` (a column) maps a purchase of `product` under `option`
+    /// (columns), as an SQL predicate.
+    package static func catalogMatchSQL(entry: String, product: String, option: String) -> String {
+        "\(entry) IN (\(product), \(product) || ':' || \(option))"
+    }
+
     /// The subscription states in which the subscriber has access (a billing retry without a grace
     /// period does not; a grace period does, until its end).
     public static let accessStatuses: [SubscriptionStatus] = [.active, .gracePeriod]

@@ -106,6 +106,8 @@ extension TransactionRecord {
         orderID = purchase.orderID
         productID = purchase.productID
         kind = purchase.kind
+        purchaseOptionID = purchase.purchaseOptionID
+        offerID = purchase.offerID
         quantity = purchase.quantity
         priceMilliunits = purchase.priceMilliunits
         currency = purchase.currency

@@ -167,7 +167,8 @@ enum HelpText {
                receiptgate products price --client CLIENT_ID --store STORE --product-id ID --currency CODE --price-milliunits N [--description TEXT]
                receiptgate products prices --client CLIENT_ID
 
-        set      makes the product grant exactly the entitlements given (repeat --entitlement for several)
+        set      makes the product grant exactly the entitlements given (repeat --entitlement for several);
+                 --product-id ID:OPTION maps only the purchases of one purchase option of the product
         list     prints {"products": [{"store", "product_id", "entitlements"}]}
         remove   removes the product's mapping, or only one of its entitlements; prints {"removed": true|false}
         price    sets the product's price of one in a currency (and the description the buyer is shown), for

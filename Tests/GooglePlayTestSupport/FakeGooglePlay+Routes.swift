@@ -57,19 +57,18 @@ extension FakeGooglePlay {
             })
 
         let app = "/androidpublisher/v3/applications/{package}/purchases"
+        // Deprecated or removed from the discovery document: refused as Google refuses a removed
+        // method, and remembered, so a test fails if ReceiptGate calls one.
         router.get(
             "\(app)/products/{product}/tokens/{token}",
-            counted("products") { request in
-                guard let entry = state.products.get()[try request.parameter("token")],
-                    entry.package == (try request.parameter("package"))
-                else {
-                    return notFound()
-                }
-                guard entry.productID == (try request.parameter("product")) else {
-                    return googleError(400, "INVALID_ARGUMENT", "The product purchase is not owned by the user.")
-                }
-                return json(200, entry.v1)
-            })
+            counted("products") { _ in deprecated("GET purchases/products") })
+        router.get(
+            "\(app)/subscriptions/{product}/tokens/{token}",
+            counted("subscriptions") { _ in deprecated("GET purchases/subscriptions") })
+        @Sendable func deprecated(_ call: String) -> HTTPResponse {
+            state.deprecatedCalls.update { $0.append(call) }
+            return googleError(410, "NOT_FOUND", "This method is deprecated and no longer available.")
+        }
         router.get(
             "\(app)/productsv2/tokens/{token}",
             counted("productsv2") { request in
@@ -98,7 +97,43 @@ extension FakeGooglePlay {
         router.post(
             "\(app)/subscriptions/{product}/tokens/{action}",
             counted("acknowledge") { request in
-                try act(request, kind: "subscriptions", known: { state.subscriptions.get()[$0]?.package })
+                // acknowledge stays (it has no successor); cancel, refund, revoke and defer are deprecated.
+                let verb = try request.parameter("action").split(separator: ":").last.map(String.init) ?? ""
+                if ["cancel", "refund", "revoke", "defer"].contains(verb) {
+                    return deprecated("POST purchases/subscriptions:\(verb)")
+                }
+                return try act(request, kind: "subscriptions", known: { state.subscriptions.get()[$0]?.package })
+            })
+        router.post(
+            "\(app)/subscriptionsv2/tokens/{action}",
+            counted("subscriptionsv2.change") { request in try changeSubscription(request, state: state) })
+        router.get(
+            "/androidpublisher/v3/applications/{package}/oneTimeProducts/{product}",
+            counted("onetimeproducts") { request in
+                let key = "\(try request.parameter("package"))/\(try request.parameter("product"))"
+                guard let product = state.oneTimeProducts.get()[key] else {
+                    return googleError(404, "NOT_FOUND", "Requested entity was not found.")
+                }
+                return json(200, product)
+            })
+        router.get(
+            "/androidpublisher/v3/applications/{package}/orders:batchGet",
+            counted("orders") { request in
+                // orderIds repeated in the query (1 to 1000, distinct); one unknown fails them all.
+                let ids = queryValues(request.target, "orderIds")
+                let package = try request.parameter("package")
+                guard (1...1000).contains(ids.count), Set(ids).count == ids.count else {
+                    return googleError(400, "INVALID_ARGUMENT", "Request contains an invalid argument.")
+                }
+                let known = state.orders.get()
+                var found: [String] = []
+                for id in ids {
+                    guard let order = known[id], order.package == package else {
+                        return googleError(404, "NOT_FOUND", "Order not found.")
+                    }
+                    found.append(order.json)
+                }
+                return json(200, #"{"orders":[\#(found.joined(separator: ","))]}"#)
             })
         @Sendable func act(_ request: HTTPRequest, kind: String, known: (String) -> String?) throws -> HTTPResponse {
             let parts = try request.parameter("action").split(separator: ":", maxSplits: 1).map(String.init)

@@ -16,8 +16,16 @@ package final class FakeGooglePlay: Sendable {
     package static let oidcKeyID = "fake-oidc-key-1"
 
     package final class State: Sendable {
-        /// Purchases by token: the package they belong to and Google's JSON for each API.
-        package let products = LockedBox<[String: (package: String, productID: String, v1: String, v2: String)]>([:])
+        /// One-time purchases by token: the package they belong to and Google's `productsv2` JSON.
+        package let products = LockedBox<[String: (package: String, productID: String, v2: String)]>([:])
+        /// One-time products' catalog entries (`monetization.onetimeproducts.get`), by "package/product".
+        package let oneTimeProducts = LockedBox<[String: String]>([:])
+        /// Orders (`orders.batchGet`) by order id: the package and Google's JSON.
+        package let orders = LockedBox<[String: (package: String, json: String)]>([:])
+        /// Calls to paths Google deprecated or removed ("GET purchases/products", "POST subscriptions:revoke"...).
+        package let deprecatedCalls = LockedBox<[String]>([])
+        /// Every subscriptionsv2 revoke, cancel and defer taken: "revoke <token> <body>".
+        package let subscriptionChanges = LockedBox<[String]>([])
         package let subscriptions = LockedBox<[String: (package: String, json: String)]>([:])
         /// Voided purchases by package (JSON objects and their void time, epoch ms), served
         /// `voidedPageSize` per page.
@@ -121,46 +129,97 @@ package final class FakeGooglePlay: Sendable {
 
     // MARK: - Purchases
 
-    /// A one-time product: `state` 0 purchased, 1 canceled, 2 pending; `test` for a license tester;
-    /// `consumed` once the app consumed it.
+    /// A one-time product as `purchases.productsv2` returns it: `state` 0 purchased, 1 canceled, 2
+    /// pending (a pre-order before its release is pending); `test` for a license tester; `consumed`
+    /// once the app consumed it; bought under `purchaseOption` (with `offer`), rented when `rent`,
+    /// pre-ordered when `preorder`. Its order is added as processed.
     package func addProduct(
         token: String, package: String = "com.example.game", productID: String = "gems100",
         orderID: String? = "GPA.3301-2345-6789-01234",
         state: Int = 0, test: Bool = false, acknowledged: Bool = false, consumed: Bool = false,
         accountID: String? = nil,
-        quantity: Int = 1, purchaseTimeMillis: Int64 = 1_716_389_123_000
+        quantity: Int = 1, purchaseTimeMillis: Int64 = 1_716_389_123_000, purchaseOption: String? = nil,
+        offer: String? = nil, rent: Bool = false, preorder: Bool = false
     ) throws {
-        var v1: [String: Any] = [
-            "kind": "androidpublisher#productPurchase", "purchaseTimeMillis": String(purchaseTimeMillis),
-            "purchaseState": state,
-            "consumptionState": consumed ? 1 : 0, "developerPayload": "", "acknowledgementState": acknowledged ? 1 : 0,
-            "regionCode": "VN", "quantity": quantity, "productId": productID, "purchaseToken": token,
+        var details: [String: Any] = [
+            "quantity": quantity, "refundableQuantity": quantity,
+            "consumptionState": consumed ? "CONSUMPTION_STATE_CONSUMED" : "CONSUMPTION_STATE_YET_TO_BE_CONSUMED",
         ]
-        if let orderID { v1["orderId"] = orderID }
-        if test { v1["purchaseType"] = 0 }
-        if let accountID { v1["obfuscatedExternalAccountId"] = accountID }
+        if let purchaseOption { details["purchaseOptionId"] = purchaseOption }
+        if let offer { details["offerId"] = offer }
+        if rent { details["rentOfferDetails"] = [String: Any]() }
+        if preorder { details["preorderOfferDetails"] = ["preorderReleaseTime": "2026-12-24T00:00:00Z"] }
         var v2: [String: Any] = [
             "kind": "androidpublisher#productPurchaseV2",
-            "productLineItem": [
-                [
-                    "productId": productID,
-                    "productOfferDetails": [
-                        "quantity": quantity,
-                        "consumptionState": consumed
-                            ? "CONSUMPTION_STATE_CONSUMED" : "CONSUMPTION_STATE_YET_TO_BE_CONSUMED",
-                    ],
-                ]
-            ],
+            "productLineItem": [["productId": productID, "productOfferDetails": details]],
             "purchaseStateContext": ["purchaseState": ["PURCHASED", "CANCELLED", "PENDING"][state]],
-            "regionCode": "VN", "purchaseCompletionTime": Self.rfc3339(millis: purchaseTimeMillis),
+            "regionCode": "VN",
             "acknowledgementState": acknowledged
                 ? "ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED" : "ACKNOWLEDGEMENT_STATE_PENDING",
         ]
+        // A pending purchase (an unreleased pre-order) has not completed.
+        if state != 2 { v2["purchaseCompletionTime"] = Self.rfc3339(millis: purchaseTimeMillis) }
         if let orderID { v2["orderId"] = orderID }
         if test { v2["testPurchaseContext"] = ["fopType": "TEST"] }
         if let accountID { v2["obfuscatedExternalAccountId"] = accountID }
-        let entry = (package: package, productID: productID, v1: try Self.text(v1), v2: try Self.text(v2))
+        let entry = (package: package, productID: productID, v2: try Self.text(v2))
         self.state.products.update { $0[token] = entry }
+        if let orderID {
+            try setOrder(orderID, package: package, token: token, state: state == 2 ? "PENDING" : "PROCESSED")
+        }
+    }
+
+    /// Google fulfils a pre-order (or a pending payment completes): the purchase reads purchased,
+    /// completed at `purchaseTimeMillis`.
+    package func fulfil(token: String, purchaseTimeMillis: Int64) throws {
+        guard let entry = state.products.get()[token],
+            var object = try JSONSerialization.jsonObject(with: Data(entry.v2.utf8)) as? [String: Any]
+        else { return }
+        object["purchaseStateContext"] = ["purchaseState": "PURCHASED"]
+        object["purchaseCompletionTime"] = Self.rfc3339(millis: purchaseTimeMillis)
+        let fulfilled = (entry.package, entry.productID, try Self.text(object))
+        state.products.update { $0[token] = fulfilled }
+    }
+
+    /// A one-time product in the catalog, with its purchase options: `rentals` maps a rent option's
+    /// id to its rental period (ISO 8601), `buys` lists the buy options.
+    package func addOneTimeProduct(
+        package: String = "com.example.game", productID: String, rentals: [String: String] = [:], buys: [String] = []
+    ) throws {
+        let options: [[String: Any]] =
+            buys.map { ["purchaseOptionId": $0, "state": "ACTIVE", "buyOption": ["legacyCompatible": true]] }
+            + rentals.sorted { $0.key < $1.key }.map {
+                ["purchaseOptionId": $0.key, "state": "ACTIVE", "rentOption": ["rentalPeriod": $0.value]]
+            }
+        let object: [String: Any] = [
+            "packageName": package, "productId": productID, "purchaseOptions": options,
+            "listings": [["languageCode": "en-US", "title": productID]],
+        ]
+        let json = try Self.text(object)
+        state.oneTimeProducts.update { $0["\(package)/\(productID)"] = json }
+    }
+
+    /// An order as `orders.batchGet` returns it: `state` PENDING, PROCESSED, CANCELED,
+    /// PENDING_REFUND, PARTIALLY_REFUNDED or REFUNDED; a refunded one carries its refund event at `at`.
+    package func setOrder(
+        _ orderID: String, package: String = "com.example.game", token: String, state orderState: String,
+        at: Date = Date(timeIntervalSince1970: 1_716_389_123)
+    ) throws {
+        let time = Self.rfc3339(millis: Int64(at.timeIntervalSince1970 * 1000))
+        var history: [String: Any] = ["processedEvent": ["eventTime": time]]
+        switch orderState {
+        case "REFUNDED": history["refundEvent"] = ["eventTime": time, "refundReason": "OTHER"]
+        case "CANCELED": history["cancellationEvent"] = ["eventTime": time]
+        case "PARTIALLY_REFUNDED": history["partialRefundEvents"] = [["eventTime": time]]
+        default: break
+        }
+        let object: [String: Any] = [
+            "orderId": orderID, "purchaseToken": token, "state": orderState, "createTime": time,
+            "lastEventTime": time, "orderHistory": history,
+            "lineItems": [["productId": "item", "productTitle": "item"]],
+        ]
+        let json = try Self.text(object)
+        state.orders.update { $0[orderID] = (package, json) }
     }
 
     package func addSubscription(
@@ -172,7 +231,7 @@ package final class FakeGooglePlay: Sendable {
         var object: [String: Any] = [
             "kind": "androidpublisher#subscriptionPurchaseV2", "regionCode": "VN",
             "startTime": "2024-05-22T14:05:23.123Z",
-            "subscriptionState": state, "latestOrderId": latestOrderID,
+            "subscriptionState": state, "etag": "etag-1",
             "acknowledgementState": "ACKNOWLEDGEMENT_STATE_PENDING",
             "lineItems": [
                 [
@@ -188,20 +247,22 @@ package final class FakeGooglePlay: Sendable {
         if let accountID { object["externalAccountIdentifiers"] = ["obfuscatedExternalAccountId": accountID] }
         let json = try Self.text(object)
         self.state.subscriptions.update { $0[token] = (package, json) }
+        try setOrder(latestOrderID, package: package, token: token, state: "PROCESSED")
     }
 
     /// A void as `voidedpurchases.list` returns it; `refundType` 1 full, 2 quantity-based partial
-    /// (`voidedQuantity` of the purchase's quantity refunded).
+    /// (`voidedQuantity` of the purchase's quantity refunded), nil when the void does not say.
     package func addVoided(
         package: String = "com.example.game", token: String, orderID: String, reason: Int = 1, source: Int = 0,
-        refundType: Int = 1, voidedQuantity: Int = 1, voidedAt: Date = Date()
+        refundType: Int? = 1, voidedQuantity: Int = 1, voidedAt: Date = Date()
     ) throws {
         let millis = Int64(voidedAt.timeIntervalSince1970 * 1000)
-        let object: [String: Any] = [
+        var object: [String: Any] = [
             "kind": "androidpublisher#voidedPurchase", "purchaseToken": token, "purchaseTimeMillis": "1716389123000",
             "voidedTimeMillis": String(millis), "orderId": orderID, "voidedSource": source,
-            "voidedReason": reason, "voidedQuantity": voidedQuantity, "refundType": refundType,
+            "voidedReason": reason, "voidedQuantity": voidedQuantity,
         ]
+        if let refundType { object["refundType"] = refundType }
         let json = try Self.text(object)
         state.voided.update { $0[package, default: []].append((json, millis)) }
     }

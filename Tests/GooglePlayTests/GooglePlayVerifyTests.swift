@@ -19,12 +19,12 @@ import Testing
 
     static func context(
         packages: Set<String> = ["com.example.game"], environments: Set<StoreEnvironment> = [.production, .sandbox],
-        settings: [String: [String]] = [:], credentials: [String: String] = [:]
+        settings: [String: [String]] = [:], credentials: [String: String] = [:], clientID: String = "rgc_test"
     ) -> VerificationContext {
         VerificationContext(
             appIdentifiers: packages, environments: environments,
             client: ClientInfo(
-                clientID: "rgc_test", gameID: 42,
+                clientID: clientID, gameID: 42,
                 appIdentifiers: [GooglePlayProvider.packageNameKind.name: Array(packages)], environments: environments,
                 settings: settings),
             credentials: credentials)
@@ -77,7 +77,7 @@ import Testing
         await google.shutdown()
     }
 
-    @Test func purchaseJSONAndUnityReceiptUseProductsGetWithTheirProductID() async throws {
+    @Test func purchaseJSONAndUnityReceiptAreReadWithProductsV2() async throws {
         let google = try FakeGooglePlay()
         try google.addProduct(token: "tok-json-1", test: true)
         let json =
@@ -94,7 +94,7 @@ import Testing
             as: UTF8.self)
         let fromUnity = try await provider.verify(evidence: unity, context: Self.context())
         #expect(fromUnity.first?.transactionID == "GPA.3301-2345-6789-01234")
-        #expect(google.hits("products") == 2 && google.hits("productsv2") == 0)
+        #expect(google.hits("productsv2") == 2 && google.state.deprecatedCalls.get().isEmpty)
         // A production-only client? The tester's purchase is proven as sandbox; the core's one
         // environment rule refuses it (412), as it does every store's.
         let productionOnly = Self.context(environments: [.production])
@@ -260,7 +260,7 @@ import Testing
                 evidence: try wrapped(forged, signature), context: Self.context(settings: settings))
         }
         #expect(refused?.reason == "INVALID_SIGNATURE")
-        #expect(google.hits("products") == 1)  // the forgery never reached Google
+        #expect(google.hits("productsv2") == 1)  // the forgery never reached Google
         await google.shutdown()
     }
 

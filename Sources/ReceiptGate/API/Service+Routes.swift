@@ -34,7 +34,7 @@ extension Service {
                 input: clientSettingsInput
             ).routes
             + CatalogAdmin(catalog: repositories.catalog, clients: repositories.clients, stores: stores.map(\.store))
-            .routes + orderRefunds.routes
+            .routes + orderRefunds.routes + subscriptionChanges.routes
         guard separateAdmin else {
             mounter.mount(adminRoutes, render: NativeAPI.render, on: &router)
             try console(adminGate: mounter.adminGate)?.register(on: &router)
@@ -64,12 +64,20 @@ extension Service {
             logger: logger,
             now: now)
         console.orderRefunds = orderRefunds
+        console.subscriptionChanges = subscriptionChanges
         return console
     }
 
     /// The operator asking stores to refund orders (admin API and console).
     var orderRefunds: OrderRefunds {
         OrderRefunds(
+            stores: stores, clients: repositories.clients, queries: OperatorQueries(pool: database.pool),
+            audit: ConsoleRepository(pool: database.pool), logger: logger)
+    }
+
+    /// The operator revoking, canceling or deferring subscriptions (admin API and console).
+    var subscriptionChanges: SubscriptionChanges {
+        SubscriptionChanges(
             stores: stores, clients: repositories.clients, queries: OperatorQueries(pool: database.pool),
             audit: ConsoleRepository(pool: database.pool), logger: logger)
     }

@@ -101,7 +101,8 @@ extension Console {
         let names = ClientNames(try await clients.list())
         return ConsoleLayout.page(
             "Purchase \(transactionID)", session: session, section: "Purchases",
-            notice: Self.redeliveryNotice(request) ?? Self.storeRefundNotice(request),
+            notice: Self.redeliveryNotice(request) ?? Self.storeRefundNotice(request)
+                ?? Self.subscriptionChangeNotice(request),
             """
             <h1>Purchase \(transactionID)</h1>
             \(Self.record(purchase, names: names))
@@ -112,6 +113,7 @@ extension Console {
             <h2>Events and deliveries</h2>\(eventTable(events, session: session, id: "events", back: Self.purchasePath(purchase.record), names: names))
             \(subscription.map { Self.subscriptionSection($0, chain: chain) } ?? "")
             \(storeRefundSection(purchase.record, session: session))
+            \(subscriptionChangeSection(purchase.record, session: session))
             """)
     }
 
@@ -129,6 +131,8 @@ extension Console {
                 ("Transaction id", record.transactionID, nil), ("Original transaction id", record.originalOrSelf, nil),
                 ("Order id", record.orderID ?? "", nil), ("Product", record.productID ?? "", nil),
                 ("Kind", record.kind?.rawValue ?? "", nil),
+                ("Purchase option", record.purchaseOptionID ?? "", "record-purchase-option"),
+                ("Offer", record.offerID ?? "", "record-offer"),
                 ("Quantity", record.quantity.map(String.init) ?? "", nil), ("Price", price, nil),
                 ("Storefront", record.storefront ?? "", nil),
                 ("State", record.state.rawValue, "record-state"),

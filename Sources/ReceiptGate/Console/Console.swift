@@ -23,6 +23,8 @@ struct Console: Sendable {
     let now: @Sendable () -> Date
     /// Asks a store to refund an order, for a store that takes such requests.
     var orderRefunds: OrderRefunds?
+    /// Asks a store to revoke, cancel or defer a subscription, for a store that takes such requests.
+    var subscriptionChanges: SubscriptionChanges?
 
     typealias Page = @Sendable (HTTPRequest, ConsoleSession) async throws -> HTTPResponse
     typealias Action = @Sendable (HTTPRequest, ConsoleForm, ConsoleSession) async throws -> HTTPResponse
@@ -42,6 +44,9 @@ struct Console: Sendable {
         }
         action(&router, "/console/purchases/{store}/{transaction_id}/refund") { request, form, session in
             try await storeRefund(request, form, session)
+        }
+        action(&router, "/console/purchases/{store}/{transaction_id}/subscription/{action}") { request, form, session in
+            try await subscriptionChange(request, form, session)
         }
         page(&router, "/console/players/{player_id}") { request, session in try await player(request, session) }
         page(&router, "/console/deliveries") { request, session in try await deliveries(request, session) }

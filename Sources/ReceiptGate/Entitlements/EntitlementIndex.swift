@@ -148,7 +148,8 @@ enum EntitlementIndex {
         let mayGrant: PostgresQuery = """
             t.environment = ANY(\(catalog.environments)::text[]) AND NOT (COALESCE(t.product_kind, '') = ANY(\(nonGrantingKinds)::text[]))
             AND (t.product_kind = \(ProductKind.autoRenewableSubscription.rawValue) OR EXISTS (
-                SELECT 1 FROM product_entitlements m WHERE m.client_id = \(catalog.clientID) AND m.store = t.store AND m.product_id = t.product_id))
+                SELECT 1 FROM product_entitlements m WHERE m.client_id = \(catalog.clientID) AND m.store = t.store
+                  AND \(unescaped: EntitlementRules.catalogMatchSQL(entry: "m.product_id", product: "t.product_id", option: "t.purchase_option_id"))))
             """
         return """
             WITH game AS (
@@ -187,7 +188,8 @@ enum EntitlementIndex {
                        t.purchase_date, t.expires_date, NULL, false, t.ownership
                 FROM owned o
                 CROSS JOIN LATERAL \(unescaped: Self.purchaseRows(store: "o.store", environment: "o.environment", original: "o.original")) t
-                JOIN product_entitlements pe ON pe.client_id = \(catalog.clientID) AND pe.store = t.store AND pe.product_id = t.product_id
+                JOIN product_entitlements pe ON pe.client_id = \(catalog.clientID) AND pe.store = t.store
+                  AND \(unescaped: EntitlementRules.catalogMatchSQL(entry: "pe.product_id", product: "t.product_id", option: "t.purchase_option_id"))
                 WHERE NOT EXISTS (SELECT 1 FROM subscriptions s
                                   WHERE s.store = o.store AND s.environment = o.environment AND s.original_transaction_id = o.original)
                   AND t.state = \(TransactionState.active.rawValue) AND NOT (COALESCE(t.product_kind, '') = ANY(\(nonGrantingKinds)::text[]))

@@ -98,13 +98,17 @@ struct EntitlementRepository: Sendable {
         else { return 0 }
         let visible = LedgerSQL.visible(
             owner: "t", callerClient: "\(catalog.clientID)", callerGame: "\(catalog.gameID)")
+        // An entry of one purchase option is held by the purchases of that option of its product.
+        let entry = EntitlementRules.CatalogEntry(product)
+        let option = entry.purchaseOptionID
         let players = try await pool.query(
             """
             WITH game AS (
                 SELECT c.id FROM clients c WHERE c.id = \(catalog.clientID) OR (\(catalog.gameID)::bigint IS NOT NULL AND c.game_id = \(catalog.gameID))
             ), purchases AS (
                 SELECT t.store, t.environment, COALESCE(t.original_transaction_id, t.transaction_id) AS original FROM transactions t
-                WHERE t.client_id IN (SELECT id FROM game) AND t.store = \(store) AND t.product_id = \(product) AND \(visible)
+                WHERE t.client_id IN (SELECT id FROM game) AND t.store = \(store) AND t.product_id = \(entry.productID)
+                  AND (\(option)::text IS NULL OR t.purchase_option_id = \(option)) AND \(visible)
                 UNION SELECT s.store, s.environment, s.original_transaction_id FROM subscriptions s
                 WHERE s.client_id IN (SELECT id FROM game) AND s.store = \(store) AND s.product_id = \(product)
             )
@@ -113,7 +117,7 @@ struct EntitlementRepository: Sendable {
             WHERE t.claimed_at IS NOT NULL AND t.player_id IS NOT NULL AND \(visible)
             UNION SELECT l.account_id FROM account_links l JOIN purchases p ON p.store = l.store AND p.original = l.original_transaction_id
             WHERE l.scope = \(catalog.scope)
-            UNION SELECT player_id FROM player_entitlements WHERE client_id = \(catalog.clientID) AND store = \(store) AND product_id = \(product)
+            UNION SELECT player_id FROM player_entitlements WHERE client_id = \(catalog.clientID) AND store = \(store) AND product_id = \(entry.productID)
             """
         ).map { try $0.decode("player_id", as: String.self) }.sorted()
         var start = 0

@@ -46,6 +46,7 @@ public struct ProductCatalogRepository: Sendable {
         }
     }
 
+    /// A product id, or a product id and one of its purchase options (`product:option`).
     public static func checkProduct(_ id: String) throws(CatalogInputInvalid) {
         if let problem = Identifier.problem(id, maxBytes: 200) {
             throw CatalogInputInvalid(option: "product-id", problem: problem)

@@ -246,9 +246,10 @@ public struct ClientRepository: Sendable {
         secret_rotated_at, \(gameCatalogColumn)
         """
 
-    /// The products (`store/product_id`) some catalog of the client's game maps.
+    /// The products (`store/product_id`) some catalog of the client's game maps (all of a product
+    /// or one of its purchase options).
     static let gameCatalogColumn = """
-        ARRAY(SELECT DISTINCT pe.store || '/' || pe.product_id FROM product_entitlements pe JOIN clients g ON g.id = pe.client_id
+        ARRAY(SELECT DISTINCT pe.store || '/' || \(EntitlementRules.catalogProductSQL(entry: "pe.product_id")) FROM product_entitlements pe JOIN clients g ON g.id = pe.client_id
               WHERE g.id = clients.id OR (g.game_id IS NOT NULL AND g.game_id = clients.game_id)) AS game_catalog
         """
 

@@ -46,7 +46,8 @@ struct GooglePlayHarness {
 
     static func start(
         pollEvery interval: Duration? = nil, settings: [String: [String]?] = [:],
-        dialects: [any DialectProvider] = [AlogameGateway()], quiet: QuietSubscriptionSettings? = nil
+        dialects: [any DialectProvider] = [AlogameGateway()], quiet: QuietSubscriptionSettings? = nil,
+        adminToken: String? = nil, now: @escaping @Sendable () -> Date = { Date() }
     ) async throws -> GooglePlayHarness {
         let google = try FakeGooglePlay()
         let receiver = try Receiver()
@@ -57,15 +58,17 @@ struct GooglePlayHarness {
         configuration.dataDirectory = TestDatabase.temporaryDirectory("google")
         configuration.outboundAllowPrivate = true
         if let quiet { configuration.quietSubscriptions = quiet }
+        configuration.adminToken = adminToken
         let logger = Logger(minimumLevel: .error)
         let database = try Database.open(configuration, logger: logger)
         var settings_ = try google.configuration()
         settings_.serviceAccountKey = nil  // only the client's own key works
         settings_.voidedPurchasesInterval = interval
-        let provider = GooglePlayProvider(configuration: settings_, http: FakeGooglePlay.http(), logger: logger)
+        let provider = GooglePlayProvider(
+            configuration: settings_, http: FakeGooglePlay.http(), logger: logger, now: now)
         let service = try Service(
             configuration: configuration, logger: logger, database: database, stores: [provider.registration],
-            dialects: dialects)
+            dialects: dialects, now: now)
         service.outboxConfiguration = VerifyHarness.fastOutbox()
         try await service.start()
         var client = ClientSettings()
