@@ -20,7 +20,7 @@ struct NativeTransaction: Encodable, Sendable {
             "revocation_date_ms"
         case revocationReason = "revocation_reason", ownership, appAccountToken = "app_account_token"
         case appTransactionID = "app_transaction_id", accountMatch = "account_match", state
-        case refund, claim
+        case refund, claim, offer, items, commitment
     }
 
     /// How much the store gave back; nil unless refunded or revoked.
@@ -53,6 +53,9 @@ struct NativeTransaction: Encodable, Sendable {
         try container.encode(record.state.rawValue, forKey: .state)
         try container.encode(refund, forKey: .refund)
         try container.encode(claim, forKey: .claim)
+        try container.encode(record.offer, forKey: .offer)
+        try container.encode(record.items, forKey: .items)
+        try container.encode(record.commitment, forKey: .commitment)
     }
 }
 
