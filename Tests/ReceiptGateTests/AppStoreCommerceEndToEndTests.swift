@@ -11,6 +11,7 @@ import Testing
 @Suite struct AppStoreCommerceEndToEnd {
     static let now = ClaimSupport.now()
     static let day: Int64 = 86_400_000
+    static let adminToken = "commerce-admin-token-0123456789abcdef"
 
     /// A consumable bought with an offer code outside the app: no account token.
     static func offerCodeGems(_ id: String) -> [String: any Sendable] {
@@ -31,7 +32,7 @@ import Testing
 
     @Test func anOfferCodeRedeemedOutsideTheAppIsRecordedKnownThenClaimedWithItsOffer() async throws {
         let receiver = try GooglePlayHarness.Receiver()
-        let harness = try await ClaimSupport.appStore(receiver)
+        let harness = try await ClaimSupport.appStore(receiver, adminToken: Self.adminToken)
         defer { harness.stop(); ClaimSupport.stop(receiver) }
         let id = "2000000000910001"
         let told = try await NotificationsDriveTheLedger.notify(
@@ -64,6 +65,14 @@ import Testing
         let verified = ClaimSupport.received(receiver, "transaction.verified", about: id)
         let webhookOffer = (verified.first?["transaction"] as? [String: Any])?["offer"] as? [String: Any]
         #expect(webhookOffer?["identifier"] as? String == "SPRING-GEMS", "the webhook tells the offer: \(verified)")
+
+        let browser = ConsoleBrowserSession(port: harness.service.port)
+        _ = try await browser.signIn(token: Self.adminToken)
+        let page = try await browser.get("/console/purchases/app_store/\(id)")
+        #expect(page.status == 200)
+        #expect(
+            page.text.contains(#"<dd id="record-offer">offer_code, “SPRING-GEMS”, ONE_TIME</dd>"#),
+            "the purchase page shows the offer: \(page.text)")
 
         // The same notification again (Apple retries) records nothing more.
         let retried = try await NotificationsDriveTheLedger.notify(
@@ -101,20 +110,25 @@ import Testing
 
     @Test func aRefundOfSomeAdvancedCommerceItemsWithdrawsOnlyTheirGrants() async throws {
         let receiver = try GooglePlayHarness.Receiver()
-        let harness = try await ClaimSupport.appStore(receiver)
+        let harness = try await ClaimSupport.appStore(receiver, adminToken: Self.adminToken)
         defer { harness.stop(); ClaimSupport.stop(receiver) }
-        for (sku, entitlement) in [("sword.fire", "fire_sword"), ("sword.ice", "ice_sword")] {
-            _ = try await harness.service.repositories.catalog.set(
-                client: harness.client.clientID, store: "app_store", product: sku, entitlements: [entitlement],
-                by: "test")
-        }
+        _ = try await harness.service.repositories.catalog.set(
+            client: harness.client.clientID, store: "app_store", product: "sword.fire", entitlements: ["fire_sword"],
+            by: "test")
         let id = "2000000000920001"
         let claimed = try await ClaimSupport.claim(
             harness.client, receipt: try harness.pki.sign(AppleTestPKI.transaction(Self.swords(refunded: false))))
         #expect(claimed.status == 200, "\(claimed.text)")
         let items = ((try claimed.json()["transaction"] as? [String: Any])?["items"] as? [[String: Any]]) ?? []
         #expect(items.map { $0["sku"] as? String } == ["sword.fire", "sword.ice"], "\(claimed.text)")
-        #expect(try await Self.entitlements(harness).keys.sorted() == ["fire_sword", "ice_sword"])
+        #expect(try await Self.entitlements(harness).keys.sorted() == ["fire_sword"])
+        // A SKU mapped after the sale reaches the player who holds the item.
+        _ = try await harness.service.repositories.catalog.set(
+            client: harness.client.clientID, store: "app_store", product: "sword.ice", entitlements: ["ice_sword"],
+            by: "test")
+        #expect(
+            await eventually { (try? await Self.entitlements(harness).keys.sorted()) == ["fire_sword", "ice_sword"] },
+            "the catalog's refresh finds the item's holder")
         #expect(try await Self.entitlements(harness)["fire_sword"]?["product_id"] as? String == "sword.fire")
 
         let refund = try await NotificationsDriveTheLedger.notify(
@@ -137,6 +151,10 @@ import Testing
         #expect(
             ((told.first?["refunded_items"] as? [[String: Any]]) ?? []).map { $0["sku"] as? String } == ["sword.fire"])
         #expect(ClaimSupport.received(receiver, "transaction.refunded", about: id).isEmpty, "nor a full refund")
+        let browser = ConsoleBrowserSession(port: harness.service.port)
+        _ = try await browser.signIn(token: Self.adminToken)
+        let page = try await browser.get("/console/purchases/app_store/\(id)").text
+        #expect(page.contains(#"<td class="sku">sword.fire</td>"#) && page.contains("UNINTENDED_PURCHASE"), "\(page)")
 
         // Apple telling the same refund again changes nothing and tells nothing more.
         _ = try await NotificationsDriveTheLedger.notify(
