@@ -164,6 +164,41 @@ import Testing
         await harness.service.shutdown()
     }
 
+    static func pack(_ id: String, original: String, skus: [String], days: Int64) -> [String: any Sendable] {
+        [
+            "transactionId": id, "originalTransactionId": original, "type": "Auto-Renewable Subscription",
+            "productId": "com.example.game.ac.pack", "expiresDate": now + days * day,
+            "advancedCommerceInfo": [
+                "period": "P1M",
+                "items": skus.map { ["SKU": $0, "price": 990] as [String: any Sendable] } as [any Sendable],
+            ] as [String: any Sendable],
+        ]
+    }
+
+    @Test func anAdvancedCommerceSubscriptionGrantsWhatItsLatestPeriodsItemsMap() async throws {
+        let receiver = try GooglePlayHarness.Receiver()
+        let harness = try await ClaimSupport.appStore(receiver)
+        defer { harness.stop(); ClaimSupport.stop(receiver) }
+        _ = try await harness.service.repositories.catalog.set(
+            client: harness.client.clientID, store: "app_store", product: "pack.gold", entitlements: ["gold"],
+            by: "test")
+        let original = "2000000000950001"
+        let first = Self.pack(original, original: original, skus: ["pack.gold", "pack.silver"], days: 10)
+        let claimed = try await ClaimSupport.claim(
+            harness.client, receipt: try harness.pki.sign(AppleTestPKI.transaction(first)))
+        #expect(claimed.status == 200, "\(claimed.text)")
+        #expect(try await Self.entitlements(harness)["gold"]?["product_id"] as? String == "pack.gold")
+
+        // The next period sells silver only: gold is no longer the player's.
+        let renewal = Self.pack("2000000000950002", original: original, skus: ["pack.silver"], days: 40)
+        let renewed = try await NotificationsDriveTheLedger.notify(harness, type: "DID_RENEW", transaction: renewal)
+        #expect(renewed.status == 200, "\(renewed.text)")
+        #expect(
+            await eventually { (try? await Self.entitlements(harness)["gold"]) == nil },
+            "what the latest period sells is what the subscription grants")
+        await harness.service.shutdown()
+    }
+
     static func yearlyPass(_ id: String, commitment: Bool) -> [String: any Sendable] {
         var period: [String: any Sendable] = [
             "transactionId": id, "originalTransactionId": id, "type": "Auto-Renewable Subscription",

@@ -176,14 +176,18 @@ enum EntitlementIndex {
                 SELECT * FROM claimants WHERE player_id = ANY(\(players)::text[])
                 UNION SELECT * FROM linked
             ), candidates AS (
-                SELECT o.player_id, pe.entitlement, s.store, s.environment, s.product_id, t.id AS transaction_row_id, t.transaction_id,
+                SELECT o.player_id, pe.entitlement, s.store, s.environment, g.product_id, t.id AS transaction_row_id, t.transaction_id,
                        s.original_transaction_id, t.purchase_date, s.expires_date, s.grace_period_expires_date,
                        \(unescaped: EntitlementRules.willRenewSQL(autoRenew: "s.auto_renew", commitment: "t.commitment", expires: "s.expires_date")) AS will_renew,
                        t.ownership
                 FROM owned o
                 JOIN subscriptions s ON s.store = o.store AND s.environment = o.environment AND s.original_transaction_id = o.original
                 JOIN transactions t ON t.store = s.store AND t.environment = s.environment AND t.transaction_id = s.latest_transaction_id
-                JOIN product_entitlements pe ON pe.client_id = \(catalog.clientID) AND pe.store = s.store AND pe.product_id = s.product_id
+                CROSS JOIN LATERAL (  -- the subscription's product, and the SKUs of the items its latest period still sells
+                    SELECT s.product_id
+                    UNION SELECT i.item ->> 'sku' FROM jsonb_array_elements(COALESCE(t.commerce_items, '[]'::jsonb)) AS i(item)
+                    WHERE \(unescaped: PurchaseItemSQL.stands("i.item"))) AS g(product_id)
+                JOIN product_entitlements pe ON pe.client_id = \(catalog.clientID) AND pe.store = s.store AND pe.product_id = g.product_id
                 WHERE s.status = ANY(\(accessStatuses)::text[]) AND NOT (t.state = ANY(\(withdrawnStates)::text[]))
                   AND \(unescaped: EntitlementRules.holdsSQL(expires: "s.expires_date", grace: "s.grace_period_expires_date"))
                 UNION ALL
