@@ -47,6 +47,9 @@ public struct JWSTransactionDecodedPayload: Encodable, Hashable, Sendable {
     package var offerDiscountType: OfferDiscountType?
     package var appTransactionId: String?
     package var offerPeriod: String?
+    package var advancedCommerceInfo: AdvancedCommerceTransactionInfo?
+    package var billingPlanType: BillingPlanType?
+    package var commitmentInfo: TransactionCommitmentInfo?
 
     public init() {}
 }
@@ -74,6 +77,10 @@ public struct JWSRenewalInfoDecodedPayload: Codable, Hashable, Sendable {
     public var appAccountToken: String?
     package var appTransactionId: String?
     package var offerPeriod: String?
+    package var advancedCommerceInfo: AdvancedCommerceRenewalInfo?
+    /// How the subscription is billed from its next renewal.
+    package var renewalBillingPlanType: BillingPlanType?
+    package var commitmentInfo: RenewalCommitmentInfo?
 
     package init() {}
 }

@@ -79,6 +79,9 @@ extension AppStoreProvider: StoreProvider {
             : transaction.inAppOwnershipType == .purchased ? .purchased : nil
         purchase.accountToken = transaction.appAccountToken?.lowercased()
         purchase.appTransactionID = transaction.appTransactionId
+        purchase.offer = offer(of: transaction)
+        purchase.items = items(of: transaction)
+        purchase.commitment = commitment(of: transaction)
         return purchase
     }
 

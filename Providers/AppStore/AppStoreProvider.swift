@@ -154,9 +154,10 @@ public struct AppStoreProvider: NotificationReceiving {
             originalTransactionID: transaction?.originalTransactionId ?? renewal?.originalTransactionId,
             productID: transaction?.productId ?? renewal?.productId, signedAt: notification.signedDate?.date,
             decodedJSON: try JSONEncoder.sortedForStorage.encode(decoded))
-        let kind = Self.eventKind(type, subtype: notification.subtype)
+        let purchase = try transaction.map { try Self.purchase(from: $0) }
+        let kind = Self.eventKind(type, subtype: notification.subtype, purchase: purchase)
         stored.event = StoreEvent(
-            kind: kind, purchase: try transaction.map { try Self.purchase(from: $0) },
+            kind: kind, purchase: purchase,
             autoRenew: renewal?.autoRenewStatus.map { $0 == .on },
             gracePeriodExpires: renewal?.gracePeriodExpiresDate?.date,
             refundRequest: kind == .consumptionRequest
@@ -179,6 +180,18 @@ public struct AppStoreProvider: NotificationReceiving {
             externalPurchaseID: id, bundleID: bundleID, createdMs: created.milliseconds, expiresMs: nil)
     }
 
+    /// Apple's notification types, as ledger events: a refund of an Advanced Commerce transaction
+    /// that is not itself revoked refunds only the items that carry refunds or a revocation date.
+    static func eventKind(
+        _ type: NotificationType, subtype: NotificationSubtype?, purchase: VerifiedPurchase?
+    ) -> StoreEvent.Kind {
+        let kind = eventKind(type, subtype: subtype)
+        guard kind == .refunded || kind == .revoked, let purchase, purchase.revocationDate == nil,
+            purchase.items.contains(where: \.isRefunded)
+        else { return kind }
+        return .itemsRefunded
+    }
+
     /// Apple's notification types, as ledger events.
     static func eventKind(_ type: NotificationType, subtype: NotificationSubtype?) -> StoreEvent.Kind {
         switch type {
@@ -193,7 +206,9 @@ public struct AppStoreProvider: NotificationReceiving {
         case .gracePeriodExpired: .gracePeriodExpired
         case .didChangeRenewalStatus: .renewalStatusChanged
         case .consumptionRequest: .consumptionRequest
-        case .oneTimeCharge: .oneTimeCharge
+        // A one-time purchase (a consumable, a non-consumable, a non-renewing subscription;
+        // Notifications 2.18), an offer code's redemption among them: recorded before its claim.
+        case .oneTimeCharge: .purchased
         case .test: .test
         default: .other
         }

@@ -15,6 +15,7 @@ extension JWSTransactionDecodedPayload {
             storefrontId
         case transactionReason, currency, price, offerDiscountType, appTransactionId, offerPeriod, revocationType,
             revocationPercentage
+        case advancedCommerceInfo, billingPlanType, commitmentInfo
     }
 
     private static let fields = Field.allCases
@@ -75,6 +76,9 @@ extension JWSTransactionDecodedPayload {
         case .offerPeriod: offerPeriod = try reader.string(value)
         case .revocationType: revocationType = try RevocationType(json: value, in: reader)
         case .revocationPercentage: revocationPercentage = try reader.int(value)
+        case .advancedCommerceInfo: advancedCommerceInfo = try AdvancedCommerceTransactionInfo(json: value, in: reader)
+        case .billingPlanType: billingPlanType = try BillingPlanType(json: value, in: reader)
+        case .commitmentInfo: commitmentInfo = try TransactionCommitmentInfo(json: value, in: reader)
         }
     }
 }

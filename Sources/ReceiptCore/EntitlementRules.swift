@@ -62,6 +62,21 @@ public enum EntitlementRules {
         "(\(expires) IS NULL OR GREATEST(\(expires), \(grace)) > now())"
     }
 
+    /// Whether a subscription renews at the end of its period ending `periodEnd`: a commitment with
+    /// payments left after it renews whatever auto-renew says meanwhile (the customer owes those
+    /// payments; their auto-renew choice counts from the commitment's end); otherwise the store's
+    /// word, nil while it has not said.
+    public static func willRenew(autoRenew: Bool?, commitment: BillingCommitment?, periodEnd: Date?) -> Bool? {
+        commitment?.renews(after: periodEnd) == true ? true : autoRenew
+    }
+
+    /// `willRenew` as an SQL expression over a subscription's `auto_renew` and period end
+    /// `expires`, and its latest period's `commitment` column (`BillingCommitment`'s JSON).
+    package static func willRenewSQL(autoRenew: String, commitment: String, expires: String) -> String {
+        "(CASE WHEN (\(commitment) ->> 'expires_date_ms')::bigint > (extract(epoch FROM \(expires)) * 1000)::bigint"
+            + " THEN true ELSE \(autoRenew) END)"
+    }
+
     /// In the grace period: the period is over, the grace end is not.
     public static func inGracePeriod(expires: Date?, grace: Date?, at now: Date) -> Bool {
         guard let expires, let grace else { return false }

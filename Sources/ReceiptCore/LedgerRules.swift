@@ -120,6 +120,9 @@ extension TransactionRecord {
         accountToken = purchase.accountToken
         appTransactionID = purchase.appTransactionID
         appIdentifier = purchase.appIdentifier
+        offer = purchase.offer
+        items = purchase.items
+        commitment = purchase.commitment
         refund = purchase.revocationDate == nil ? nil : purchase.refund ?? RefundDetail()
         self.gameID = gameID
     }

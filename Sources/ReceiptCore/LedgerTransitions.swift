@@ -57,6 +57,8 @@ public struct LedgerTransition: Sendable, Equatable {
         case refundRequest
         /// A share refunded with the purchase kept, newly told: the webhook only.
         case partialRefundNews(webhook: String)
+        /// Items of the purchase newly refunded, the purchase itself kept: the webhook only.
+        case itemsRefundNews(webhook: String)
         /// A dispute newly on record (the notification is the store's once): its webhook carries the
         /// dispute, and a revocation it made owes the refund callback too.
         case dispute(webhook: String)
@@ -93,21 +95,29 @@ public struct TransactionChange: Sendable, Equatable {
     /// The row is newly withdrawn, or the store now says a different share was refunded (of a
     /// withdrawn row, or of one kept after a partial refund).
     public var refundChanged: Bool
+    /// The store now says other items of the purchase were refunded or taken back.
+    public var itemsRefundedChanged: Bool
 
-    public init(stateChanged: Bool, refundChanged: Bool) {
+    public init(stateChanged: Bool, refundChanged: Bool, itemsRefundedChanged: Bool = false) {
         self.stateChanged = stateChanged
         self.refundChanged = refundChanged
+        self.itemsRefundedChanged = itemsRefundedChanged
     }
 
     /// The change from `before` (nil: the row is new) to `after`.
     public init(before: TransactionRecord?, after: TransactionRecord) {
+        let refundedItems = after.items.filter(\.isRefunded)
         guard let before else {
-            self.init(stateChanged: true, refundChanged: after.state.isWithdrawn || after.refund != nil)
+            self.init(
+                stateChanged: true, refundChanged: after.state.isWithdrawn || after.refund != nil,
+                itemsRefundedChanged: !refundedItems.isEmpty)
             return
         }
         let newlyWithdrawn = after.state.isWithdrawn && !before.state.isWithdrawn
         let toldAnotherShare = before.refund != after.refund && (after.state.isWithdrawn || after.refund != nil)
-        self.init(stateChanged: before.state != after.state, refundChanged: newlyWithdrawn || toldAnotherShare)
+        self.init(
+            stateChanged: before.state != after.state, refundChanged: newlyWithdrawn || toldAnotherShare,
+            itemsRefundedChanged: before.items.filter(\.isRefunded) != refundedItems)
     }
 }
 
@@ -123,6 +133,8 @@ public struct LedgerConsequence: Sendable, Equatable {
     public var refundCallback: Bool
     /// The webhook carries the dispute beside the transaction.
     public var webhookCarriesDispute: Bool = false
+    /// The webhook carries the refunded items beside the transaction.
+    public var webhookCarriesItems: Bool = false
 
     static let nothing = LedgerConsequence(
         changed: false, webhook: nil, webhookCarriesRefund: false, refundCallback: false)
@@ -190,6 +202,14 @@ extension LedgerTransition {
                 readsRow = true
             }
             owes = .dispute(webhook: "transaction.disputed")
+        case .itemsRefunded:
+            // The purchase stands; its items' refunds are written with it, and the entitlement
+            // index withdraws what those items granted.
+            transaction = .storeEvent(LedgerRules.state(of: purchase, at: now))
+            owes = .itemsRefundNews(webhook: "transaction.items_refunded")
+        case .purchased:
+            // Written as the store says it stands; the claim owes the game its news, not the store's word.
+            transaction = .storeEvent(LedgerRules.state(of: purchase, at: now))
         case .oneTimeCharge, .test, .other:
             movesEntitlements = false
         }
@@ -210,6 +230,11 @@ extension LedgerTransition {
         case .refundNews(let name):
             guard change.refundChanged else { return .nothing }
             return LedgerConsequence(changed: true, webhook: name, webhookCarriesRefund: true, refundCallback: true)
+        case .itemsRefundNews(let name):
+            guard change.itemsRefundedChanged else { return .nothing }
+            return LedgerConsequence(
+                changed: true, webhook: name, webhookCarriesRefund: false, refundCallback: false,
+                webhookCarriesItems: true)
         case .partialRefundNews(let name):
             guard change.refundChanged else { return .nothing }
             return LedgerConsequence(changed: true, webhook: name, webhookCarriesRefund: true, refundCallback: false)

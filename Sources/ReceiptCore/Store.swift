@@ -35,6 +35,13 @@ public struct StoreEvent: Sendable {
         /// The buyer disputed the payment with their bank (`dispute` says which); the purchase is
         /// revoked at once only when the dispute says so (the client's policy).
         case disputed
+        /// A one-time purchase the store tells of, which no game may have claimed yet (an offer
+        /// code redeemed outside the app, with no account token): recorded, known and not
+        /// claimed, so a game's first claim of it is its first verification.
+        case purchased
+        /// Some items of a purchase that sold several were refunded or taken back, the purchase
+        /// itself kept (`purchase.items` say which): only those items' grants are withdrawn.
+        case itemsRefunded
     }
 
     public var kind: Kind

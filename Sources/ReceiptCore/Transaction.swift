@@ -87,6 +87,10 @@ public struct TransactionRecord: Sendable, Equatable {
     public var appIdentifier: String?
     /// How much was refunded, once the store revoked it and said.
     public var refund: RefundDetail?
+    /// The offer it was bought under, the items it sold, its billing commitment (`VerifiedPurchase`'s).
+    public var offer: PurchaseOffer?
+    public var items: [PurchaseItem] = []
+    public var commitment: BillingCommitment?
     /// The first claim by a game; nil while the purchase is only known from the store.
     public var claim: Claim?
     public var state: TransactionState

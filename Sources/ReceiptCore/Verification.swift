@@ -65,6 +65,12 @@ public struct VerifiedPurchase: Sendable, Equatable {
     /// The token of a store whose billing the sale went around (a link out of an app to the web
     /// shop), when the web store's record carries it: the sale is reported to that store.
     public var externalPurchaseToken: String?
+    /// The offer the purchase was bought under (an offer code, a promotional offer), when the store says.
+    public var offer: PurchaseOffer?
+    /// The items of a purchase that sold several under one transaction, each refunded on its own.
+    public var items: [PurchaseItem] = []
+    /// The billing plan and commitment of a subscription paid in instalments, when the store says.
+    public var commitment: BillingCommitment?
 
     public init(store: StoreID, environment: StoreEnvironment, transactionID: String) {
         self.store = store
@@ -80,9 +86,15 @@ extension VerifiedPurchase {
 
     /// The first date field outside `plausibleDates`, by name, or nil.
     package var dateOutOfRange: String? {
-        for (name, date) in [
+        var dates: [(name: String, date: Date?)] = [
             ("purchase date", purchaseDate), ("expiry date", expiresDate), ("revocation date", revocationDate),
-        ] {
+            ("commitment end", commitment?.expiresDate),
+        ]
+        for item in items {
+            dates.append(("item revocation date", item.revocationDate))
+            dates += item.refunds.map { ("item refund date", $0.date) }
+        }
+        for (name, date) in dates {
             if let date, !Self.plausibleDates.contains(date) { return name }
         }
         return nil

@@ -175,6 +175,8 @@ enum HelpText {
                  orders the service starts (POST /v1/orders): a line that leaves them out takes them from here
         prices   prints {"prices": [{"store", "product_id", "currency", "price_milliunits", "description"}]}
 
+        --product-id is the store's product id, or the SKU of an item of a purchase that sold several
+        under one transaction: each such item grants its SKU's entitlements until it is refunded.
         Entitlement names are 1–64 lower-case letters, digits, '_', '.' or '-' (vip, no_ads,
         season_pass_3). The same entitlement may come from products of several stores. Every change
         is recorded in the audit log.

@@ -50,6 +50,10 @@ public enum StoreKitPayloadReference {
             decoded.offerPeriod = try string(object["offerPeriod"])
             decoded.revocationType = try string(object["revocationType"]).map(RevocationType.init(rawValue:))
             decoded.revocationPercentage = try int64(object["revocationPercentage"]).map(Int.init)
+            decoded.advancedCommerceInfo = try nested(
+                object["advancedCommerceInfo"], as: AdvancedCommerceTransactionInfo.self)
+            decoded.billingPlanType = try string(object["billingPlanType"]).map(BillingPlanType.init(rawValue:))
+            decoded.commitmentInfo = try nested(object["commitmentInfo"], as: TransactionCommitmentInfo.self)
             return decoded
         }
     }
@@ -79,6 +83,30 @@ public enum StoreKitPayloadReference {
         } catch {
             return error == .refused ? .decided(nil) : .undecided
         }
+    }
+
+    /// A nested object as JSONDecoder decodes it from JSONSerialization's own writing of it; an
+    /// integer beyond 2^53 inside is not settled (its digits were rounded when parsed).
+    private static func nested<Value: Decodable>(_ value: Any?, as type: Value.Type) throws(Verdict) -> Value? {
+        guard let value, !(value is NSNull) else { return nil }
+        guard let object = value as? [String: Any] else { throw .refused }
+        if containsLargeDouble(object) { throw .undecided }
+        do {
+            let data = try JSONSerialization.data(withJSONObject: object)
+            return try JSONDecoder().decode(type, from: data)
+        } catch {
+            throw .refused
+        }
+    }
+
+    private static func containsLargeDouble(_ value: Any) -> Bool {
+        if let number = value as? NSNumber, !isBoolean(number) {
+            let code = String(cString: number.objCType)
+            return (code == "d" || code == "f") && abs(number.doubleValue) >= 0x1p53
+        }
+        if let object = value as? [String: Any] { return object.values.contains(where: containsLargeDouble) }
+        if let array = value as? [Any] { return array.contains(where: containsLargeDouble) }
+        return false
     }
 
     private static func string(_ value: Any?) throws(Verdict) -> String? {

@@ -159,7 +159,7 @@ import Testing
         let fake = try FakeAppStoreServerAPI()
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         let types: [(type: String, subtype: String?, kind: StoreEvent.Kind)] = [
-            ("ONE_TIME_CHARGE", nil, .oneTimeCharge), ("RESCIND_CONSENT", nil, .other),
+            ("ONE_TIME_CHARGE", nil, .purchased), ("RESCIND_CONSENT", nil, .other),
             ("METADATA_UPDATE", nil, .other),
             ("MIGRATION", nil, .other), ("PRICE_CHANGE", "ACCEPTED", .other),
             ("SOMETHING_APPLE_ADDS_IN_2027", "AND_A_SUBTYPE", .other),

@@ -19,7 +19,7 @@ import Testing
         "purchaseDate": .integer, "originalPurchaseDate": .integer, "expiresDate": .integer, "signedDate": .integer,
         "revocationDate": .integer, "quantity": .integer, "price": .integer, "revocationReason": .integer,
         "offerType": .integer, "revocationPercentage": .integer,
-        "isUpgraded": .bool,
+        "isUpgraded": .bool, "advancedCommerceInfo": .any, "commitmentInfo": .any,
     ]
 
     static var fields: [(name: String, kind: JSONSamples.Kind)] { fieldNames.map { ($0, kinds[$0] ?? .string) } }
@@ -46,7 +46,7 @@ import Testing
     }
 
     @Test func everyPropertyIsCovered() {
-        #expect(Self.fieldNames.count == 30)
+        #expect(Self.fieldNames.count == 33)
         #expect(Set(Self.kinds.keys).isSubset(of: Set(Self.fieldNames)))
     }
 
@@ -81,6 +81,11 @@ import Testing
                 "revocationDate": 1_750_000_000_000.5,
                 "isUpgraded": false, "offerType": 4, "offerIdentifier": "winback/é😀", "transactionReason": "RENEWAL",
                 "offerDiscountType": "PAY_AS_YOU_GO", "appTransactionId": "704000000000000001", "offerPeriod": "P1M",
+                "billingPlanType": "MONTHLY",
+                "commitmentInfo": [
+                    "billingPeriodNumber": 2, "totalBillingPeriods": 12, "commitmentExpiresDate": 1_820_000_000_000,
+                    "commitmentPrice": 119_880,
+                ] as [String: any Sendable],
             ])
             let base = try JSONSerialization.data(withJSONObject: full, options: [.sortedKeys])
             #expect(Self.compare(Array(base), "unmutated"))

@@ -64,10 +64,18 @@ extension NativeTransaction {
         writer.key("app_transaction_id"); writer.string(record.appTransactionID)
         writer.key("claim")
         if let claim { claim.write(to: &writer) } else { writer.null() }
+        writer.key("commitment")
+        if let commitment = record.commitment { commitment.write(to: &writer) } else { writer.null() }
         writer.key("currency"); writer.string(record.currency)
         writer.key("environment"); writer.string(record.environment.rawValue)
         writer.key("expires_date_ms"); writer.number(record.expiresDate?.epochMilliseconds)
         writer.key("id"); writer.number(record.managementID)
+        writer.key("items")
+        writer.beginArray()
+        for item in record.items { item.write(to: &writer) }
+        writer.endArray()
+        writer.key("offer")
+        if let offer = record.offer { offer.write(to: &writer) } else { writer.null() }
         writer.key("offer_id"); writer.string(record.offerID)
         writer.key("order_id"); writer.string(record.orderID)
         writer.key("original_transaction_id"); writer.string(record.originalTransactionID)

@@ -89,7 +89,11 @@ extension NativeAPI {
             case expiresDateMs = "expires_date_ms", gracePeriodExpiresDateMs = "grace_period_expires_date_ms",
                 autoRenew = "auto_renew"
             case revocationDateMs = "revocation_date_ms", latestTransaction = "latest_transaction"
+            case willRenew = "will_renew", commitment
         }
+
+        /// The commitment of the latest period, when it is one of a commitment plan.
+        var commitment: BillingCommitment? { latest?.record.commitment }
 
         func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
@@ -103,6 +107,11 @@ extension NativeAPI {
             try container.encode(state.autoRenew, forKey: .autoRenew)
             try container.encode(state.revocationDate?.epochMilliseconds, forKey: .revocationDateMs)
             try container.encode(latest, forKey: .latestTransaction)
+            try container.encode(
+                EntitlementRules.willRenew(
+                    autoRenew: state.autoRenew, commitment: commitment, periodEnd: state.expiresDate),
+                forKey: .willRenew)
+            try container.encode(commitment, forKey: .commitment)
         }
     }
 

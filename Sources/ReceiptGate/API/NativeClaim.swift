@@ -105,3 +105,18 @@ struct DisputeWebhook: Encodable {
     let transaction: NativeTransaction
     let dispute: DisputeNews
 }
+
+/// `transaction.items_refunded`: the purchase stands, and these of its items were refunded or
+/// taken back (every such item, so a game that missed an earlier one learns it too).
+struct ItemsRefundWebhook: Encodable {
+    let transaction: NativeTransaction
+    var refundedItems: [PurchaseItem] { transaction.record.items.filter(\.isRefunded) }
+
+    enum CodingKeys: String, CodingKey { case transaction, refundedItems = "refunded_items" }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(transaction, forKey: .transaction)
+        try container.encode(refundedItems, forKey: .refundedItems)
+    }
+}

@@ -20,7 +20,7 @@ struct NativeTransaction: Encodable, Sendable {
             "revocation_date_ms"
         case revocationReason = "revocation_reason", ownership, appAccountToken = "app_account_token"
         case appTransactionID = "app_transaction_id", accountMatch = "account_match", state
-        case refund, claim, purchaseOptionID = "purchase_option_id", offerID = "offer_id"
+        case refund, claim, offer, items, commitment, purchaseOptionID = "purchase_option_id", offerID = "offer_id"
     }
 
     /// How much the store gave back; nil unless refunded or revoked.
@@ -55,6 +55,9 @@ struct NativeTransaction: Encodable, Sendable {
         try container.encode(record.state.rawValue, forKey: .state)
         try container.encode(refund, forKey: .refund)
         try container.encode(claim, forKey: .claim)
+        try container.encode(record.offer, forKey: .offer)
+        try container.encode(record.items, forKey: .items)
+        try container.encode(record.commitment, forKey: .commitment)
     }
 }
 

@@ -48,11 +48,13 @@ public struct Client: Sendable, Codable, Equatable {
     /// The contract's `allow_sandbox`: one concept with the accepted environments.
     package var allowsSandbox: Bool { environments.contains(.sandbox) }
 
-    /// Whether a purchase of `product` in `store` may change what a player owns, for some catalog of
-    /// the game. A subscription may move to another product of its group, so any catalog counts for one.
-    func mayChangeEntitlements(store: StoreID, product: String?, kind: ProductKind?) -> Bool {
+    /// Whether a purchase of `product` in `store` (and of the items `skus`, for a purchase that sold
+    /// several) may change what a player owns, for some catalog of the game. A subscription may move
+    /// to another product of its group, so any catalog counts for one.
+    func mayChangeEntitlements(store: StoreID, product: String?, kind: ProductKind?, skus: [String] = []) -> Bool {
         guard !gameCatalog.isEmpty, EntitlementRules.mayGrant(kind) else { return false }
-        return kind == .autoRenewableSubscription || gameCatalog.contains("\(store.rawValue)/\(product ?? "")")
+        return kind == .autoRenewableSubscription
+            || ([product ?? ""] + skus).contains { gameCatalog.contains("\(store.rawValue)/\($0)") }
     }
 
     /// The client as plugins see it.

@@ -107,6 +107,7 @@ extension Console {
             <h1>Purchase \(transactionID)</h1>
             \(Self.record(purchase, names: names))
             \(Self.purchaseLinks(purchase, names: names))
+            \(Self.itemsSection(purchase.record))
             <h2>Claim</h2>\(Self.claimSection(purchase.record, attempts: attempts))
             \(try await refundSections(purchase, names: names))
             <h2>Verification attempts</h2>\(Self.attemptTable(attempts, claim: purchase.record.claim, names: names))
@@ -141,6 +142,8 @@ extension Console {
                 ("Revoked", ConsoleTime.show(record.revocationDate), nil),
                 ("Revocation reason", record.revocationReason ?? "", nil),
                 ("Refund", Self.refundText(record), "record-refund"),
+                ("Offer", Self.offerText(record.offer), "record-offer"),
+                ("Billing plan", Self.commitmentText(record.commitment), "record-commitment"),
                 ("Ownership", record.ownership?.rawValue ?? "", nil),
                 ("Account token", record.accountToken ?? "", nil), ("Player", purchase.playerID ?? "", "record-player"),
                 (

@@ -149,7 +149,10 @@ enum EntitlementIndex {
             t.environment = ANY(\(catalog.environments)::text[]) AND NOT (COALESCE(t.product_kind, '') = ANY(\(nonGrantingKinds)::text[]))
             AND (t.product_kind = \(ProductKind.autoRenewableSubscription.rawValue) OR EXISTS (
                 SELECT 1 FROM product_entitlements m WHERE m.client_id = \(catalog.clientID) AND m.store = t.store
-                  AND \(unescaped: EntitlementRules.catalogMatchSQL(entry: "m.product_id", product: "t.product_id", option: "t.purchase_option_id"))))
+                  AND \(unescaped: EntitlementRules.catalogMatchSQL(entry: "m.product_id", product: "t.product_id", option: "t.purchase_option_id")))
+              OR (t.commerce_items IS NOT NULL AND EXISTS (
+                SELECT 1 FROM product_entitlements m, jsonb_array_elements(t.commerce_items) AS i(item)
+                WHERE m.client_id = \(catalog.clientID) AND m.store = t.store AND m.product_id = i.item ->> 'sku')))
             """
         return """
             WITH game AS (
@@ -174,13 +177,18 @@ enum EntitlementIndex {
                 SELECT * FROM claimants WHERE player_id = ANY(\(players)::text[])
                 UNION SELECT * FROM linked
             ), candidates AS (
-                SELECT o.player_id, pe.entitlement, s.store, s.environment, s.product_id, t.id AS transaction_row_id, t.transaction_id,
+                SELECT o.player_id, pe.entitlement, s.store, s.environment, g.product_id, t.id AS transaction_row_id, t.transaction_id,
                        s.original_transaction_id, t.purchase_date, s.expires_date, s.grace_period_expires_date,
-                       s.auto_renew AS will_renew, t.ownership
+                       \(unescaped: EntitlementRules.willRenewSQL(autoRenew: "s.auto_renew", commitment: "t.commitment", expires: "s.expires_date")) AS will_renew,
+                       t.ownership
                 FROM owned o
                 JOIN subscriptions s ON s.store = o.store AND s.environment = o.environment AND s.original_transaction_id = o.original
                 JOIN transactions t ON t.store = s.store AND t.environment = s.environment AND t.transaction_id = s.latest_transaction_id
-                JOIN product_entitlements pe ON pe.client_id = \(catalog.clientID) AND pe.store = s.store AND pe.product_id = s.product_id
+                CROSS JOIN LATERAL (  -- the subscription's product, and the SKUs of the items its latest period still sells
+                    SELECT s.product_id
+                    UNION SELECT i.item ->> 'sku' FROM jsonb_array_elements(COALESCE(t.commerce_items, '[]'::jsonb)) AS i(item)
+                    WHERE \(unescaped: PurchaseItemSQL.stands("i.item"))) AS g(product_id)
+                JOIN product_entitlements pe ON pe.client_id = \(catalog.clientID) AND pe.store = s.store AND pe.product_id = g.product_id
                 WHERE s.status = ANY(\(accessStatuses)::text[]) AND NOT (t.state = ANY(\(withdrawnStates)::text[]))
                   AND \(unescaped: EntitlementRules.holdsSQL(expires: "s.expires_date", grace: "s.grace_period_expires_date"))
                 UNION ALL
@@ -193,6 +201,18 @@ enum EntitlementIndex {
                 WHERE NOT EXISTS (SELECT 1 FROM subscriptions s
                                   WHERE s.store = o.store AND s.environment = o.environment AND s.original_transaction_id = o.original)
                   AND t.state = \(TransactionState.active.rawValue) AND NOT (COALESCE(t.product_kind, '') = ANY(\(nonGrantingKinds)::text[]))
+                  AND \(unescaped: EntitlementRules.holdsSQL(expires: "t.expires_date", grace: "NULL")) AND \(visible)
+                UNION ALL  -- the items of a one-time purchase that sold several, each by its SKU, until refunded or taken back
+                SELECT o.player_id, pe.entitlement, t.store, t.environment, i.item ->> 'sku', t.id, t.transaction_id,
+                       t.original_transaction_id, t.purchase_date, t.expires_date, NULL, false, t.ownership
+                FROM owned o
+                CROSS JOIN LATERAL \(unescaped: Self.purchaseRows(store: "o.store", environment: "o.environment", original: "o.original")) t
+                CROSS JOIN LATERAL jsonb_array_elements(t.commerce_items) AS i(item)
+                JOIN product_entitlements pe ON pe.client_id = \(catalog.clientID) AND pe.store = t.store AND pe.product_id = i.item ->> 'sku'
+                WHERE NOT EXISTS (SELECT 1 FROM subscriptions s
+                                  WHERE s.store = o.store AND s.environment = o.environment AND s.original_transaction_id = o.original)
+                  AND t.state = \(TransactionState.active.rawValue) AND NOT (COALESCE(t.product_kind, '') = ANY(\(nonGrantingKinds)::text[]))
+                  AND \(unescaped: PurchaseItemSQL.stands("i.item"))
                   AND \(unescaped: EntitlementRules.holdsSQL(expires: "t.expires_date", grace: "NULL")) AND \(visible)
             ), desired AS (
                 SELECT DISTINCT ON (player_id, entitlement) * FROM candidates

@@ -109,6 +109,10 @@ struct EntitlementRepository: Sendable {
                 SELECT t.store, t.environment, COALESCE(t.original_transaction_id, t.transaction_id) AS original FROM transactions t
                 WHERE t.client_id IN (SELECT id FROM game) AND t.store = \(store) AND t.product_id = \(entry.productID)
                   AND (\(option)::text IS NULL OR t.purchase_option_id = \(option)) AND \(visible)
+                UNION SELECT t.store, t.environment, COALESCE(t.original_transaction_id, t.transaction_id) FROM transactions t
+                WHERE t.client_id IN (SELECT id FROM game) AND t.store = \(store) AND t.commerce_items IS NOT NULL
+                  AND t.commerce_items @> jsonb_build_array(jsonb_build_object('sku', \(product)::text))
+                  AND \(visible)
                 UNION SELECT s.store, s.environment, s.original_transaction_id FROM subscriptions s
                 WHERE s.client_id IN (SELECT id FROM game) AND s.store = \(store) AND s.product_id = \(product)
             )

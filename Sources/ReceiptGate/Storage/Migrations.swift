@@ -305,5 +305,5 @@ public enum Schema {
         ] + consoleMigrations + claimMigrations + entitlementMigrations + appIdentityMigrations
         + catalogRefreshMigrations
         + consumptionMigrations + outboxMigrations + orderMigrations + externalPurchaseMigrations
-        + analyticsMigrations + purchaseOptionMigrations).sorted { $0.version < $1.version }
+        + analyticsMigrations + purchaseOptionMigrations + commerceMigrations).sorted { $0.version < $1.version }
 }

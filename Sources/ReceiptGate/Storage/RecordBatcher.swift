@@ -327,7 +327,7 @@ final class RecordBatcher: Sendable {
         sqlInput + """
             , inserted AS (
                 INSERT INTO transactions (\(TransactionColumns.names))
-                SELECT \(TransactionColumns.names)
+                SELECT \(TransactionColumns.selectList)
                 FROM checked ORDER BY store, environment, transaction_id  -- one order for every batch: no deadlock between two
                 ON CONFLICT (store, environment, transaction_id) DO NOTHING
                 RETURNING id, store, environment, transaction_id, first_verified_at, claimed_at

@@ -49,6 +49,9 @@ enum TransactionColumns {
         Column(name: "account_token", type: "text") { $0.purchase.accountToken },
         Column(name: "app_transaction_id", type: "text") { $0.purchase.appTransactionID },
         Column(name: "external_purchase_token", type: "text") { $0.purchase.externalPurchaseToken },
+        Column(name: "offer", type: "jsonb") { PurchaseTermsColumns.text($0.purchase.offer) },
+        Column(name: "commerce_items", type: "jsonb") { PurchaseTermsColumns.text($0.purchase.items) },
+        Column(name: "commitment", type: "jsonb") { PurchaseTermsColumns.text($0.purchase.commitment) },
         Column(name: "state", type: "text") { $0.state.rawValue },
         Column(name: "client_id", type: "text") { $0.clientID },
         Column(name: "game_id", type: "bigint") { $0.gameID?.postgresText },
@@ -70,8 +73,13 @@ enum TransactionColumns {
     /// `store, environment, ...`: the insert's column list (and the batch's select list).
     static let names = all.map(\.name).joined(separator: ", ")
 
-    /// `store text, environment text, ...`: the batch's record definition.
-    static let recordDefinition = all.map { "\($0.name) \($0.type)" }.joined(separator: ", ")
+    /// `store text, environment text, ...`: the batch's record definition. A JSON column comes in
+    /// as its text (`jsonb_to_recordset` would keep a JSON string a string) and is cast in `selectList`.
+    static let recordDefinition = all.map { "\($0.name) \($0.type == "jsonb" ? "text" : $0.type)" }.joined(
+        separator: ", ")
+
+    /// `store, environment, ..., offer::jsonb, ...`: the batch's select list from its records.
+    static let selectList = all.map { $0.type == "jsonb" ? "\($0.name)::jsonb" : $0.name }.joined(separator: ", ")
 
     /// The row's values as bound parameters, in the order of `names`.
     static func values(_ row: NewTransactionRow) -> PostgresQuery {

@@ -112,6 +112,10 @@ extension TransactionRepository {
                 try queue(
                     webhook, payload: DisputeWebhook(transaction: NativeTransaction(row), dispute: dispute),
                     transaction: row, owner: owner, on: connection)
+            } else if consequence.webhookCarriesItems {
+                try queue(
+                    webhook, payload: ItemsRefundWebhook(transaction: NativeTransaction(row)), transaction: row,
+                    owner: owner, on: connection)
             } else if consequence.webhookCarriesRefund {
                 try queue(
                     webhook, payload: RefundNews(transaction: NativeTransaction(row)), transaction: row, owner: owner,
@@ -191,6 +195,9 @@ extension TransactionRepository {
                 state = \(LedgerSQL.state(after: news)),
                 expires_date = COALESCE(\(purchase.expiresDate)::timestamptz, expires_date),
                 app_transaction_id = COALESCE(app_transaction_id, \(purchase.appTransactionID)::text),
+                offer = COALESCE(\(PurchaseTermsColumns.text(purchase.offer))::jsonb, offer),
+                commerce_items = COALESCE(\(PurchaseTermsColumns.text(purchase.items))::jsonb, commerce_items),
+                commitment = COALESCE(\(PurchaseTermsColumns.text(purchase.commitment))::jsonb, commitment),
                 revocation_date = CASE WHEN \(clear) THEN NULL ELSE COALESCE(\(purchase.revocationDate)::timestamptz, revocation_date) END,
                 revocation_reason = CASE WHEN \(clear) THEN NULL ELSE COALESCE(\(purchase.revocationReason)::text, revocation_reason) END,
                 refund_store_type = CASE WHEN \(clear) THEN NULL ELSE COALESCE(\(refund?.storeType)::text, refund_store_type) END,

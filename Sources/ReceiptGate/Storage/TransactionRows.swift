@@ -10,7 +10,7 @@ enum TransactionRows {
         price_milliunits, currency, storefront, purchase_date, expires_date, revocation_date,
         revocation_reason, ownership, account_token, app_transaction_id, app_identifier, state, client_id, game_id, first_verified_at,
         refund_store_type, refund_partial, refund_percentage_milliunits, refunded_quantity,
-        claimed_at, player_id, character_id, server_id, game_version, purchase_option_id, offer_id
+        claimed_at, player_id, character_id, server_id, game_version, purchase_option_id, offer_id, offer, commerce_items, commitment
         """
 
     /// The client's row of one transaction, inside the caller's database transaction.
@@ -53,6 +53,7 @@ enum TransactionRows {
         record.appIdentifier = try row.decode("app_identifier")
         record.gameID = try row.decode("game_id")
         record.refund = try refund(row)
+        try PurchaseTermsColumns.read(row, into: &record)
         if let claimedAt: Date = try row.decode("claimed_at") {
             record.claim = Claim(
                 claimant: Claimant(

@@ -29,7 +29,9 @@ struct FirstClaimEffects: OptionSet, Sendable {
         if proven.purchase.kind == .autoRenewableSubscription { owed.insert(.subscriptionState) }
         if acknowledges { owed.insert(.storeAcknowledgement) }
         let purchase = proven.purchase
-        if client.mayChangeEntitlements(store: purchase.store, product: purchase.productID, kind: purchase.kind) {
+        if client.mayChangeEntitlements(
+            store: purchase.store, product: purchase.productID, kind: purchase.kind, skus: purchase.items.map(\.sku))
+        {
             owed.insert(.entitlements)
         }
         return owed
