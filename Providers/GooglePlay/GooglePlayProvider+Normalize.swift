@@ -31,7 +31,7 @@ extension GooglePlayProvider {
         purchase.quantity = offer?.quantity ?? 1
         purchase.purchaseDate = GoogleTime.rfc3339(product.purchaseCompletionTime)
         purchase.purchaseOptionID = offer?.purchaseOptionId
-        purchase.offerID = offer?.offerId
+        purchase.offer = offer?.offerId.map { PurchaseOffer(identifier: $0) }
         if offer?.rentOfferDetails != nil {
             // A pending rental (read for a notification) has no completion yet: no period started.
             if let start = purchase.purchaseDate {

@@ -107,7 +107,6 @@ extension TransactionRecord {
         productID = purchase.productID
         kind = purchase.kind
         purchaseOptionID = purchase.purchaseOptionID
-        offerID = purchase.offerID
         quantity = purchase.quantity
         priceMilliunits = purchase.priceMilliunits
         currency = purchase.currency

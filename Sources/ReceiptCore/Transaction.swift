@@ -67,9 +67,8 @@ public struct TransactionRecord: Sendable, Equatable {
     public var orderID: String?
     public var productID: String?
     public var kind: ProductKind?
-    /// The purchase option and offer the product was bought under, where the store has them.
+    /// The purchase option the product was bought under, where the store has them.
     public var purchaseOptionID: String?
-    public var offerID: String?
     public var quantity: Int?
     public var priceMilliunits: Int64?
     public var currency: String?

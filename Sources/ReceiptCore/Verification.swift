@@ -28,8 +28,6 @@ public struct VerifiedPurchase: Sendable, Equatable {
     /// The store's purchase option the product was bought under (one product sold several ways:
     /// to buy, to rent, to pre-order), when the store has them.
     public var purchaseOptionID: String?
-    /// The store's offer the purchase used (a discount or pre-order offer of that option).
-    public var offerID: String?
     public var quantity: Int?
     public var priceMilliunits: Int64?
     public var currency: String?

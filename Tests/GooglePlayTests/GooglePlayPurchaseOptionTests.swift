@@ -27,7 +27,9 @@ import Testing
         let rental = try #require(
             try await provider.verify(evidence: "tok-rent-1", context: GooglePlayVerify.context()).first)
         let start = Date(timeIntervalSince1970: Double(Self.completed) / 1000)
-        #expect(rental.productID == "movie" && rental.purchaseOptionID == "rent-2d" && rental.offerID == "launch-50")
+        #expect(
+            rental.productID == "movie" && rental.purchaseOptionID == "rent-2d"
+                && rental.offer?.identifier == "launch-50")
         #expect(rental.purchaseDate == start)
         #expect(rental.expiresDate == start.addingTimeInterval(2 * 86_400))
         let shorter = try #require(
@@ -83,7 +85,7 @@ import Testing
         let delivered = try #require(
             try await provider.verify(evidence: "tok-pre", context: GooglePlayVerify.context()).first)
         #expect(delivered.transactionID == "GPA.5000-0000-0000-00009")
-        #expect(delivered.purchaseOptionID == "preorder" && delivered.offerID == "early-bird")
+        #expect(delivered.purchaseOptionID == "preorder" && delivered.offer?.identifier == "early-bird")
         #expect(delivered.expiresDate == nil)
         #expect(google.state.deprecatedCalls.get().isEmpty)
         await google.shutdown()

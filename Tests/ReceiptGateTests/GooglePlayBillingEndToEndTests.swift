@@ -53,7 +53,7 @@ import Testing
         #expect(rented.status == 200, "\(rented.text)")
         let transaction = try #require(try rented.json()["transaction"] as? [String: Any])
         #expect(transaction["purchase_option_id"] as? String == "rent-1d")
-        #expect(transaction["offer_id"] as? String == "intro")
+        #expect((transaction["offer"] as? [String: Any])?["identifier"] as? String == "intro")
         #expect(transaction["expires_date_ms"] as? Int == Int(completed + 86_400_000))
         #expect(transaction["state"] as? String == "active")
         #expect(try await Self.entitlements(harness, "renter") == ["movie_rental"], "the rent option's mapping only")
@@ -104,7 +104,7 @@ import Testing
         #expect(try delivered.json()["duplicate"] as? Bool == false)
         let transaction = try #require(try delivered.json()["transaction"] as? [String: Any])
         #expect(transaction["purchase_option_id"] as? String == "preorder")
-        #expect(transaction["offer_id"] as? String == "early-bird")
+        #expect((transaction["offer"] as? [String: Any])?["identifier"] as? String == "early-bird")
         let again = try await Self.verify(harness, "tok-preorder", player: "fan")
         #expect(try again.json()["duplicate"] as? Bool == true)
         try await WebhookDelivery.waitUntil {

@@ -76,7 +76,6 @@ extension NativeTransaction {
         writer.endArray()
         writer.key("offer")
         if let offer = record.offer { offer.write(to: &writer) } else { writer.null() }
-        writer.key("offer_id"); writer.string(record.offerID)
         writer.key("order_id"); writer.string(record.orderID)
         writer.key("original_transaction_id"); writer.string(record.originalTransactionID)
         writer.key("ownership"); writer.string(record.ownership?.rawValue)

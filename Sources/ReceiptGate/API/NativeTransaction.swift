@@ -20,7 +20,7 @@ struct NativeTransaction: Encodable, Sendable {
             "revocation_date_ms"
         case revocationReason = "revocation_reason", ownership, appAccountToken = "app_account_token"
         case appTransactionID = "app_transaction_id", accountMatch = "account_match", state
-        case refund, claim, offer, items, commitment, purchaseOptionID = "purchase_option_id", offerID = "offer_id"
+        case refund, claim, offer, items, commitment, purchaseOptionID = "purchase_option_id"
     }
 
     /// How much the store gave back; nil unless refunded or revoked.
@@ -39,7 +39,6 @@ struct NativeTransaction: Encodable, Sendable {
         try container.encode(record.productID, forKey: .productID)
         try container.encode(record.kind?.rawValue, forKey: .type)
         try container.encode(record.purchaseOptionID, forKey: .purchaseOptionID)
-        try container.encode(record.offerID, forKey: .offerID)
         try container.encode(record.quantity, forKey: .quantity)
         try container.encode(record.priceMilliunits, forKey: .priceMilliunits)
         try container.encode(record.currency, forKey: .currency)

@@ -133,7 +133,6 @@ extension Console {
                 ("Order id", record.orderID ?? "", nil), ("Product", record.productID ?? "", nil),
                 ("Kind", record.kind?.rawValue ?? "", nil),
                 ("Purchase option", record.purchaseOptionID ?? "", "record-purchase-option"),
-                ("Offer", record.offerID ?? "", "record-offer"),
                 ("Quantity", record.quantity.map(String.init) ?? "", nil), ("Price", price, nil),
                 ("Storefront", record.storefront ?? "", nil),
                 ("State", record.state.rawValue, "record-state"),

@@ -35,7 +35,6 @@ enum TransactionColumns {
         Column(name: "product_id", type: "text") { $0.purchase.productID },
         Column(name: "product_kind", type: "text") { $0.purchase.kind?.rawValue },
         Column(name: "purchase_option_id", type: "text") { $0.purchase.purchaseOptionID },
-        Column(name: "offer_id", type: "text") { $0.purchase.offerID },
         Column(name: "quantity", type: "integer") { $0.purchase.quantity?.postgresText },
         Column(name: "price_milliunits", type: "bigint") { $0.purchase.priceMilliunits?.postgresText },
         Column(name: "currency", type: "text") { $0.purchase.currency },

@@ -10,7 +10,7 @@ enum TransactionRows {
         price_milliunits, currency, storefront, purchase_date, expires_date, revocation_date,
         revocation_reason, ownership, account_token, app_transaction_id, app_identifier, state, client_id, game_id, first_verified_at,
         refund_store_type, refund_partial, refund_percentage_milliunits, refunded_quantity,
-        claimed_at, player_id, character_id, server_id, game_version, purchase_option_id, offer_id, offer, commerce_items, commitment
+        claimed_at, player_id, character_id, server_id, game_version, purchase_option_id, offer, commerce_items, commitment
         """
 
     /// The client's row of one transaction, inside the caller's database transaction.
@@ -38,7 +38,6 @@ enum TransactionRows {
         record.productID = try row.decode("product_id")
         record.kind = try row.decode("product_kind", as: String?.self).flatMap(ProductKind.init(rawValue:))
         record.purchaseOptionID = try row.decode("purchase_option_id")
-        record.offerID = try row.decode("offer_id")
         record.quantity = try row.decode("quantity")
         record.priceMilliunits = try row.decode("price_milliunits")
         record.currency = try row.decode("currency")
