@@ -203,6 +203,8 @@ public struct StoreRegistration: Sendable {
     public let orderRefunder: (any OrderRefunding)?
     /// Takes reports of purchases made outside the store's billing (tokens, sales, refunds).
     public let externalPurchaseReporting: (any ExternalPurchaseReporting)?
+    /// Proves that a buyer owns the app itself (`POST /v1/verify`, `GET /v1/app-transactions/…`).
+    public let appOwnership: (any AppOwnershipProving)?
 
     public init(
         _ declaration: StoreDeclaration, verifier: any StoreProvider, notifications: (any NotificationReceiving)? = nil,
@@ -211,7 +213,8 @@ public struct StoreRegistration: Sendable {
         refundAnswering: (any RefundRequestAnswering)? = nil, accountTokenSetting: (any AccountTokenSetting)? = nil,
         orderStarter: (any OrderStarting)? = nil, accountAuthenticator: (any AccountAuthenticating)? = nil,
         orderRefunder: (any OrderRefunding)? = nil,
-        externalPurchaseReporting: (any ExternalPurchaseReporting)? = nil
+        externalPurchaseReporting: (any ExternalPurchaseReporting)? = nil,
+        appOwnership: (any AppOwnershipProving)? = nil
     ) {
         precondition(declaration.store == verifier.store, "a registration's declaration and verifier name one store")
         self.store = verifier.store
@@ -228,5 +231,6 @@ public struct StoreRegistration: Sendable {
         self.accountAuthenticator = accountAuthenticator
         self.orderRefunder = orderRefunder
         self.externalPurchaseReporting = externalPurchaseReporting
+        self.appOwnership = appOwnership
     }
 }
