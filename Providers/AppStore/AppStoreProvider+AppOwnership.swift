@@ -1,5 +1,4 @@
 import Foundation
-import JSON
 import OpenSSLCrypto
 public import ReceiptCore
 
@@ -9,16 +8,19 @@ public import ReceiptCore
 /// anything in it is read (the fields as Apple's `AppTransaction` reference and the library's
 /// `AppTransaction.py` name them).
 extension AppStoreProvider: AppOwnershipProving {
-    /// A JWS whose payload has the app transaction's `receiptType` and no `transactionId`: the
-    /// form StoreKit's `AppTransaction.shared` hands the app. Only the payload is looked at.
+    /// A JWS whose payload names the app transaction's `receiptType` and no `transactionId`: the
+    /// form StoreKit's `AppTransaction.shared` hands the app. Every signed transaction verified
+    /// passes here first, so the payload's bytes are searched, not parsed; a wrong guess is only
+    /// refused by the proof that follows, never accepted.
     public func isAppOwnershipEvidence(_ evidence: String) -> Bool {
         guard evidence.utf8.count <= Self.maxEvidenceBytes, Self.dotCount(evidence) == 2 else { return false }
         let parts = evidence.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, let payload = Base64.urlDecode(String(parts[1])),
-            let object = JSONValue(parsing: payload)?.object
-        else { return false }
-        return object["receiptType"] != nil && object["transactionId"] == nil
+        guard parts.count == 3, let payload = Base64.urlDecode(String(parts[1])) else { return false }
+        return payload.range(of: Self.receiptTypeKey) != nil && payload.range(of: Self.transactionIDKey) == nil
     }
+
+    private static let receiptTypeKey = Data(#""receiptType""#.utf8)
+    private static let transactionIDKey = Data(#""transactionId""#.utf8)
 
     /// Larger than any token Apple signs; the quick look reads no more.
     static let maxEvidenceBytes = 64 * 1024
