@@ -196,13 +196,14 @@ public struct AppStoreProvider: NotificationReceiving {
             externalPurchaseID: id, bundleID: bundleID, createdMs: created.milliseconds, expiresMs: nil)
     }
 
-    /// `RESCIND_CONSENT`: the consent of the account the app transaction is withdrawn. Without
-    /// an app transaction id nobody can be named; the notification is still kept raw.
+    /// `RESCIND_CONSENT`: the consent of the account the app transaction names is withdrawn.
+    /// Without an app transaction id nobody can be named; the revocation is still listed.
     static func consentRevocation(
         _ type: NotificationType, appTransaction: AppTransaction?
     ) -> ConsentRevocationNews? {
-        guard type == .rescindConsent, let id = appTransaction?.appTransactionId, !id.isEmpty else { return nil }
-        return ConsentRevocationNews(appTransactionID: id)
+        guard type == .rescindConsent else { return nil }
+        return ConsentRevocationNews(
+            appTransactionID: appTransaction?.appTransactionId.flatMap { $0.isEmpty ? nil : $0 })
     }
 
     /// Apple's notification types, as ledger events.

@@ -4,10 +4,11 @@
 /// buyer's account is.
 public struct ConsentRevocationNews: Sendable, Equatable {
     /// The store's id for the buyer's account in the app: the one purchases carry as
-    /// `VerifiedPurchase.appTransactionID`, and app ownership lookups keep with a player.
-    public var appTransactionID: String
+    /// `VerifiedPurchase.appTransactionID`, and app ownership lookups keep with a player. nil
+    /// when the store's word names none: then nobody can be told, and the revocation is still listed.
+    public var appTransactionID: String?
 
-    public init(appTransactionID: String) {
+    public init(appTransactionID: String?) {
         self.appTransactionID = appTransactionID
     }
 }

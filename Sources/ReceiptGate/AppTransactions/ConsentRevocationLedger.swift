@@ -37,23 +37,25 @@ enum ConsentRevocationLedger {
             return
         }
         for owner in owners {
-            let players = try Self.players(
-                known: news.appTransactionID, store: notification.store, client: owner.clientID, on: connection)
+            let players =
+                try news.appTransactionID.map {
+                    try Self.players(known: $0, store: notification.store, client: owner.clientID, on: connection)
+                } ?? []
             let queues = !players.isEmpty && owner.webhookURL != nil
             guard
                 try insert(
                     news, told: notification, clientID: owner.clientID, players: players, queued: queues,
                     on: connection)
             else { continue }
-            if queues {
+            if queues, let appTransactionID = news.appTransactionID {
                 let webhook = Webhook(
                     store: notification.store.rawValue, environment: notification.environment?.rawValue,
-                    appIdentifier: notification.appIdentifier, appTransactionID: news.appTransactionID,
+                    appIdentifier: notification.appIdentifier, appTransactionID: appTransactionID,
                     playerIDs: players, notificationID: notification.notificationID,
                     revokedAtMs: notification.signedAt.map { Int64(($0.timeIntervalSince1970 * 1000).rounded()) })
                 try OutboxRepository.enqueue(
                     event: webhookType, payload: webhook, client: owner.clientID,
-                    aggregateKey: "\(notification.store.rawValue):consent:\(news.appTransactionID)", on: connection)
+                    aggregateKey: "\(notification.store.rawValue):consent:\(appTransactionID)", on: connection)
             }
         }
     }

@@ -7,7 +7,7 @@ struct ConsentRevocationQueries: Sendable {
 
     struct Row: Sendable {
         let store: String, notificationID: String, environment: String?, appIdentifier: String?
-        let clientID: String?, appTransactionID: String, playerIDs: [String], webhookQueued: Bool
+        let clientID: String?, appTransactionID: String?, playerIDs: [String], webhookQueued: Bool
         let revokedAt: Date?, receivedAt: Date
     }
 

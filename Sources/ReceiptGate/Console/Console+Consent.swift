@@ -19,7 +19,7 @@ extension Console {
                 <tr><td class="received">\(ConsoleTime.show(row.receivedAt))</td><td class="revoked">\(ConsoleTime.show(row.revokedAt))</td>\
                 <td class="client">\(row.clientID ?? "no client")</td><td class="store">\(row.store)</td>\
                 <td class="environment">\(row.environment)</td><td class="app">\(row.appIdentifier)</td>\
-                <td class="app-transaction">\(row.appTransactionID)</td><td class="players">\(players)</td>\
+                <td class="app-transaction">\(row.appTransactionID ?? "not named")</td><td class="players">\(players)</td>\
                 <td class="told">\(told)</td><td class="notification">\(row.notificationID)</td></tr>
                 """
         }

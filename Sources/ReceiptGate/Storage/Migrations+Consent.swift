@@ -30,7 +30,7 @@ extension Schema {
                     environment text,
                     app_identifier text,
                     client_id text REFERENCES clients (id),
-                    app_transaction_id text NOT NULL,
+                    app_transaction_id text,
                     player_ids text[] NOT NULL DEFAULT '{}',
                     webhook_queued boolean NOT NULL DEFAULT false,
                     revoked_at timestamptz,

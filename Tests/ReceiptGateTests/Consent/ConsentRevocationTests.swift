@@ -16,7 +16,7 @@ import Testing
     static func appDataNotification(
         _ harness: VerifyHarness, type: String = "RESCIND_CONSENT", appTransactionID: String = buyer,
         bundleID: String = "com.example.game", uuid: String = UUID().uuidString.lowercased(),
-        signer: AppleTestPKI? = nil
+        signer: AppleTestPKI? = nil, withAppTransaction: Bool = true
     ) async throws -> RawHTTP.Response {
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         let appTransaction = try (signer ?? harness.pki).sign([
@@ -24,12 +24,11 @@ import Testing
             "receiptCreationDate": now, "originalPurchaseDate": now - 86_400_000, "originalApplicationVersion": "1",
             "appTransactionId": appTransactionID, "originalPlatform": "iOS",
         ])
+        var appData: [String: any Sendable] = ["appAppleId": 1234, "bundleId": bundleID, "environment": "Sandbox"]
+        if withAppTransaction { appData["signedAppTransactionInfo"] = appTransaction }
         let payload: [String: any Sendable] = [
             "notificationType": type, "notificationUUID": uuid, "version": "2.0", "signedDate": now,
-            "appData": [
-                "appAppleId": 1234, "bundleId": bundleID, "environment": "Sandbox",
-                "signedAppTransactionInfo": appTransaction,
-            ] as [String: any Sendable],
+            "appData": appData,
         ]
         let body = #"{"signedPayload":"\#(try harness.pki.sign(payload))"}"#
         return try await RawHTTP.request(
@@ -123,6 +122,12 @@ import Testing
         let page = try await console.get("/console/consent")
         #expect(page.text.contains("222222222222") && page.text.contains("no player known"))
         #expect(!page.text.contains("p-dave"))
+
+        // One that names no app transaction at all is listed too.
+        let unnamed = try await Self.appDataNotification(harness, withAppTransaction: false)
+        #expect(unnamed.status == 200, "\(unnamed.text)")
+        #expect(try await console.get("/console/consent").text.contains("not named"))
+        #expect(try await Self.queued(harness) == 0)
         await harness.service.shutdown()
     }
 
