@@ -24,6 +24,18 @@ enum ConsentRevocationLedger {
             case appIdentifier = "app_identifier", appTransactionID = "app_transaction_id", playerIDs = "player_ids"
             case notificationID = "notification_id", revokedAtMs = "revoked_at_ms"
         }
+
+        /// Every key present, null when unknown, as in every webhook.
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(store, forKey: .store)
+            try container.encode(environment, forKey: .environment)
+            try container.encode(appIdentifier, forKey: .appIdentifier)
+            try container.encode(appTransactionID, forKey: .appTransactionID)
+            try container.encode(playerIDs, forKey: .playerIDs)
+            try container.encode(notificationID, forKey: .notificationID)
+            try container.encode(revokedAtMs, forKey: .revokedAtMs)
+        }
     }
 
     /// `kind`: how the store names apps, to find the clients the notification's app is registered to.

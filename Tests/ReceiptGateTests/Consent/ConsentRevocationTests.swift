@@ -83,6 +83,7 @@ import Testing
         #expect(data["app_identifier"] as? String == "com.example.game")
         #expect(data["environment"] as? String == "sandbox")
         #expect(data["notification_id"] as? String == uuid)
+        #expect(data["revoked_at_ms"] as? Int != nil)
 
         // Apple's retry is a duplicate: recorded once, told once.
         let again = try await Self.appDataNotification(harness, uuid: uuid)

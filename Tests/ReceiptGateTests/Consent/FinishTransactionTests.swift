@@ -37,11 +37,14 @@ import Testing
         let sword = try Self.consumable(apple, "2000000000010002", type: "Non-Consumable")
         #expect(
             try await harness.client.post("/v1/verify", json: ["store": "app_store", "receipt": sword]).status == 200)
-        try await WebhookDelivery.waitUntil { apple.finishedTransactions() == ["2000000000010001"] }
-        // The outbox row is done, and nothing else was queued for Apple.
-        let rows = try await harness.pool.query(
-            "SELECT status FROM outbox WHERE target = 'store_acknowledgement' ORDER BY id")
-        #expect(try rows.map { try $0.decode("status", as: String.self) } == ["delivered"])
+        // Apple took it and the outbox row is done; nothing else was queued for Apple.
+        let statuses = {
+            try await harness.pool.query(
+                "SELECT status FROM outbox WHERE target = 'store_acknowledgement' ORDER BY id"
+            ).map { try $0.decode("status", as: String.self) }
+        }
+        try await WebhookDelivery.waitUntil { try await statuses() == ["delivered"] }
+        #expect(try await statuses() == ["delivered"])
         #expect(apple.finishedTransactions() == ["2000000000010001"])
         await harness.service.shutdown()
         await apple.shutdown()
