@@ -6,13 +6,15 @@ extension StoreID {
     public static let appStore = StoreID(rawValue: "app_store")
 }
 
-/// The App Store as the registry lists it: bundle ids, one per-client setting (when a token of a
-/// purchase made outside the App Store with no sale is reported; its keys are the service's own,
-/// docs/configuration.md), the platforms dialects say, and the account token rule.
+/// The App Store as the registry lists it: bundle ids, per-client settings (when a token of a
+/// purchase made outside the App Store with no sale is reported; whether consumables are finished
+/// from the server; the keys are the service's own, docs/configuration.md), the platforms dialects say, and the account token rule.
 extension AppStoreProvider {
     enum Setting {
         /// Seconds after its registration that a token with no sale is reported as such.
         static let externalPurchaseReportAfter = "app_store.external_purchase_report_after"
+        /// `on`: consumables are finished from the server after their first claim (Finish Transaction).
+        static let finishTransactions = "app_store.finish_transactions"
     }
 
     /// `72h`, `3d` or seconds: from an hour to Apple's ten days.
@@ -40,7 +42,12 @@ extension AppStoreProvider {
                 valueName: "DURATION",
                 help:
                     "report an external purchase token with no sale as such this long after it was registered (1h to 10d; default 10d, Apple's limit)",
-                check: reportAfterSeconds)
+                check: reportAfterSeconds),
+            ClientSettingDeclaration(
+                flag: "appstore-finish-transactions", key: Setting.finishTransactions, valueName: "on|off",
+                help:
+                    "finish consumables from the server after their first claim, so the app is not offered them again (needs the App Store Server API key; default off)",
+                input: .onOff),
         ],
         // A bare transaction id only where a caller means one (`EvidenceKind`).
         evidenceKinds: [.detected, .transactionID],

@@ -130,6 +130,8 @@ public struct ResponseBodyV2DecodedPayload: Codable, Hashable, Sendable {
     public var signedDate: AppStoreDate?
     public var summary: Summary?
     package var externalPurchaseToken: ExternalPurchaseToken?
+    /// In place of `data` where a notification is about the buyer's account in the app.
+    package var appData: AppData?
 
     package init() {}
 
@@ -141,6 +143,7 @@ public struct ResponseBodyV2DecodedPayload: Codable, Hashable, Sendable {
             let sandbox = token.externalPurchaseId?.hasPrefix("SANDBOX") == true
             return (token.bundleId, token.appAppleId, sandbox ? .sandbox : .production)
         }
+        if let appData { return (appData.bundleId, appData.appAppleId, appData.environment) }
         return (nil, nil, nil)
     }
 }

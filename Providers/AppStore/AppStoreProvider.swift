@@ -31,6 +31,15 @@ public struct AppStoreProvider: NotificationReceiving {
                 ? AppleRevocationChecker(http: http, trustRoots: configuration?.trustRoots ?? []) : nil)
     }
 
+    /// A signed app transaction, proven as a signed transaction is: locally, then (if on) online.
+    public func verifyAppTransaction(
+        _ token: String, expecting expectations: AppStoreExpectations
+    ) async throws(AppStoreVerificationError) -> AppTransaction {
+        let appTransaction = try verifier.verifyAppTransaction(token, expecting: expectations)
+        try await checkRevocation(token)
+        return appTransaction
+    }
+
     /// Local verification, then (if on) the online revocation check of the token's chain.
     public func verifyTransaction(
         _ token: String, expecting expectations: AppStoreExpectations
@@ -49,7 +58,7 @@ public struct AppStoreProvider: NotificationReceiving {
     /// What the App Store can do for the service: verify, receive notifications, look up orders,
     /// and, with a Server API key, read back the notification history pushes may have missed and
     /// the subscriptions that went quiet, answer consumption requests and set the app account
-    /// token of a purchase linked to an account after the sale.
+    /// token of a purchase linked to an account after the sale; and prove who owns the app.
     public var registration: StoreRegistration {
         let hasKey = configuration?.serverAPIKey != nil
         let reconciler = configuration.flatMap { configuration in
@@ -57,9 +66,11 @@ public struct AppStoreProvider: NotificationReceiving {
                 ? configuration.reconcileInterval.map { NotificationHistoryPoller(provider: self, interval: $0) } : nil
         }
         return StoreRegistration(
-            Self.declaration, verifier: self, notifications: self, orderLookup: self, poller: reconciler,
+            Self.declaration, verifier: self, notifications: self, orderLookup: self,
+            acknowledgement: hasKey ? self : nil, poller: reconciler,
             subscriptionReader: hasKey ? self : nil, refundAnswering: hasKey ? self : nil,
-            accountTokenSetting: hasKey ? self : nil, externalPurchaseReporting: hasKey ? self : nil)
+            accountTokenSetting: hasKey ? self : nil, externalPurchaseReporting: hasKey ? self : nil,
+            appOwnership: self)
     }
 
     /// From the environment (docs/configuration.md, App Store); throws `AppStoreConfiguration.Invalid`.
@@ -145,8 +156,13 @@ public struct AppStoreProvider: NotificationReceiving {
         let renewal = try notification.data?.signedRenewalInfo.map {
             try verifier.verifyRenewalInfo($0, expecting: expectations)
         }
+        var appTransaction: AppTransaction?
+        if let signed = notification.appData?.signedAppTransactionInfo {
+            appTransaction = try await verifyAppTransaction(signed, expecting: expectations)
+        }
         let identity = notification.identity
-        let decoded = DecodedNotification(notification: notification, transaction: transaction, renewalInfo: renewal)
+        let decoded = DecodedNotification(
+            notification: notification, transaction: transaction, renewalInfo: renewal, appTransaction: appTransaction)
         var stored = StoreNotification(
             store: store, notificationID: id, type: type.rawValue, subtype: notification.subtype?.rawValue,
             environment: identity.environment.flatMap(Self.storeEnvironment), appIdentifier: identity.bundleId,
@@ -167,6 +183,7 @@ public struct AppStoreProvider: NotificationReceiving {
                     now: now())
                 : nil)
         stored.event.unreportedExternalPurchase = Self.unreported(notification)
+        stored.event.consentRevocation = Self.consentRevocation(type, appTransaction: appTransaction)
         return stored
     }
 
@@ -190,6 +207,16 @@ public struct AppStoreProvider: NotificationReceiving {
             purchase.items.contains(where: \.isRefunded)
         else { return kind }
         return .itemsRefunded
+    }
+
+    /// `RESCIND_CONSENT`: the consent of the account the app transaction names is withdrawn.
+    /// Without an app transaction id nobody can be named; the revocation is still listed.
+    static func consentRevocation(
+        _ type: NotificationType, appTransaction: AppTransaction?
+    ) -> ConsentRevocationNews? {
+        guard type == .rescindConsent else { return nil }
+        return ConsentRevocationNews(
+            appTransactionID: appTransaction?.appTransactionId.flatMap { $0.isEmpty ? nil : $0 })
     }
 
     /// Apple's notification types, as ledger events.
@@ -230,6 +257,8 @@ public struct AppStoreProvider: NotificationReceiving {
         let notification: ResponseBodyV2DecodedPayload
         let transaction: JWSTransactionDecodedPayload?
         let renewalInfo: JWSRenewalInfoDecodedPayload?
+        /// From `appData` (a notification about the buyer's account rather than a purchase).
+        let appTransaction: AppTransaction?
     }
 }
 

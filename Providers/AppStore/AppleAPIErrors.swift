@@ -7,12 +7,19 @@ struct AppleAPIErrorCode: RawRepresentable, Hashable, Sendable {
 
     /// TransactionIdNotFoundError: the transaction id is unknown in this environment.
     static let transactionIDNotFound = Self(rawValue: 4_040_010)
+    /// AppTransactionDoesNotExistError: no app transaction for the customer the id names.
+    static let appTransactionNotFound = Self(rawValue: 4_040_019)
 }
 
 extension StoreAPIError {
     /// Apple does not know the transaction in the environment asked (another may).
     package var isTransactionNotFound: Bool {
         storeCode == String(AppleAPIErrorCode.transactionIDNotFound.rawValue)
+    }
+
+    /// Apple knows no app transaction for the customer in the environment asked.
+    package var isAppTransactionNotFound: Bool {
+        storeCode == String(AppleAPIErrorCode.appTransactionNotFound.rawValue)
     }
 }
 

@@ -60,6 +60,8 @@ public struct StoreEvent: Sendable {
     /// The store says this token of a purchase made outside its billing is still unreported: its
     /// report is owed at once.
     public var unreportedExternalPurchase: ExternalPurchaseToken?
+    /// The buyer's consent to the app was withdrawn: every player known under its account is told.
+    public var consentRevocation: ConsentRevocationNews?
 
     public init(
         kind: Kind, purchase: VerifiedPurchase? = nil, autoRenew: Bool? = nil, gracePeriodExpires: Date? = nil,

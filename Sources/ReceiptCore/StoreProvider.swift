@@ -205,6 +205,8 @@ public struct StoreRegistration: Sendable {
     public let externalPurchaseReporting: (any ExternalPurchaseReporting)?
     /// Revokes, cancels or defers subscriptions, for the operator (the admin API, the console).
     public let subscriptionManager: (any SubscriptionManaging)?
+    /// Proves that a buyer owns the app itself (`POST /v1/verify`, `GET /v1/app-transactions/…`).
+    public let appOwnership: (any AppOwnershipProving)?
 
     public init(
         _ declaration: StoreDeclaration, verifier: any StoreProvider, notifications: (any NotificationReceiving)? = nil,
@@ -214,7 +216,8 @@ public struct StoreRegistration: Sendable {
         orderStarter: (any OrderStarting)? = nil, accountAuthenticator: (any AccountAuthenticating)? = nil,
         orderRefunder: (any OrderRefunding)? = nil,
         externalPurchaseReporting: (any ExternalPurchaseReporting)? = nil,
-        subscriptionManager: (any SubscriptionManaging)? = nil
+        subscriptionManager: (any SubscriptionManaging)? = nil,
+        appOwnership: (any AppOwnershipProving)? = nil
     ) {
         precondition(declaration.store == verifier.store, "a registration's declaration and verifier name one store")
         self.store = verifier.store
@@ -232,5 +235,6 @@ public struct StoreRegistration: Sendable {
         self.orderRefunder = orderRefunder
         self.externalPurchaseReporting = externalPurchaseReporting
         self.subscriptionManager = subscriptionManager
+        self.appOwnership = appOwnership
     }
 }

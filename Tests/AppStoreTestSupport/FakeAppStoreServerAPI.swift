@@ -40,6 +40,10 @@ package final class FakeAppStoreServerAPI: Sendable {
         package let externalPurchaseReports = LockedBox<[ExternalPurchaseReportReceived]>([])
         /// How many reports to take and then answer 500, as if the answer was lost on the way.
         package let loseExternalPurchaseAnswers = LockedBox(0)
+        /// Signed app transactions by environment and any transaction id of their buyer (`addAppTransaction`).
+        package let appTransactions = LockedBox<[String: [String: String]]>([:])
+        /// Every transaction finished (Finish Transaction), as "<environment> <id>", in order.
+        package let finished = LockedBox<[String]>([])
 
         init(pki: AppleTestPKI, teamPublicKey: PublicKey) {
             self.pki = pki
@@ -357,6 +361,7 @@ package final class FakeAppStoreServerAPI: Sendable {
                 return HTTPResponse(status: 200, headers: ["Content-Type": "application/json"], body: Data(body.utf8))
             })
         externalPurchaseRoutes(&router, state: state, environment: environment, guarded: guarded)
+        appTransactionRoutes(&router, state: state, environment: environment, guarded: guarded)
         return router.build(handlerExecutor: FakeServing.executor)
     }
 

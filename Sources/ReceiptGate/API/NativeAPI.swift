@@ -25,7 +25,7 @@ struct NativeAPI: Sendable {
             Route("POST", "/v1/verify", authentication: .signedClient(.allow), rateLimits: [Self.perClient]) {
                 request, context in
                 await verify(request, context: context)
-            }, orderRoute, authenticateRoute, consumptionRoute, entitlementRoute,
+            }, orderRoute, authenticateRoute, consumptionRoute, entitlementRoute, appOwnershipRoute,
         ] + readRoutes
     }
 
@@ -109,6 +109,7 @@ struct NativeAPI: Sendable {
         if let problem = Self.validate(body, declaration: declaration) {
             return Self.error(problem.code, problem.message)
         }
+        if let ownership = await verifyAppOwnership(body, context: context, client: client) { return ownership }
         var verification = VerificationRequest(
             store: StoreID(rawValue: body.store), evidence: body.receipt, requestID: context.requestID)
         switch body.evidenceFields {

@@ -61,6 +61,7 @@ struct Console: Sendable {
             try await revokeSessions(request, form, session)
         }
         page(&router, "/console/notifications") { request, session in try await notifications(request, session) }
+        page(&router, "/console/consent") { request, session in try await consentRevocations(request, session) }
         page(&router, "/console/refunds") { request, session in try await refunds(request, session) }
         page(&router, "/console/external-purchases") { request, session in
             try await externalPurchases(request, session)

@@ -13,7 +13,7 @@ enum ConsoleLayout {
         ("Overview", "/console"), ("Analytics", "/console/analytics"), ("Clients", "/console/clients"),
         ("Purchases", "/console/purchases"),
         ("Deliveries", "/console/deliveries"), ("Accounts", "/console/accounts"),
-        ("Notifications", "/console/notifications"),
+        ("Notifications", "/console/notifications"), ("Consent", "/console/consent"),
         ("Refunds", "/console/refunds"), ("External purchases", "/console/external-purchases"),
         ("Audit log", "/console/audit"),
     ]

@@ -63,6 +63,9 @@ package struct NotificationRepository: Sendable {
                 // The store's deadline for the token's report passed: the report is owed now.
                 _ = try ExternalPurchaseReports.raise(unreported, kind: kind, now: now, on: connection)
             }
+            if let revocation = notification.event.consentRevocation {
+                try ConsentRevocationLedger.record(revocation, told: notification, kind: kind, on: connection)
+            }
             try connection.execute(
                 "UPDATE store_notifications SET processed_at = now() WHERE id = \(try row.decode("id", as: Int64.self))"
             )

@@ -305,5 +305,7 @@ public enum Schema {
         ] + consoleMigrations + claimMigrations + entitlementMigrations + appIdentityMigrations
         + catalogRefreshMigrations
         + consumptionMigrations + outboxMigrations + orderMigrations + externalPurchaseMigrations
-        + analyticsMigrations + purchaseOptionMigrations + commerceMigrations).sorted { $0.version < $1.version }
+        + analyticsMigrations + consentMigrations + purchaseOptionMigrations + commerceMigrations).sorted {
+            $0.version < $1.version
+        }
 }

@@ -26,7 +26,7 @@ struct ServiceDialectCore: DialectCore {
     /// The client with the version a write checks in its transaction: as the route's
     /// authentication read it when the info carries that read, else looked up. A client disabled
     /// or rotated since that read is refused by the write's version check.
-    private func current(_ info: ClientInfo) async throws -> ClientAtVersion {
+    func current(_ info: ClientInfo) async throws -> ClientAtVersion {
         if let carried = info.carriedClient { return carried }
         guard let entry = try await directory.entry(for: info.clientID) else { throw Self.disabled }
         return entry.atVersion

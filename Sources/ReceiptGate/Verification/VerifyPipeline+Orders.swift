@@ -117,7 +117,7 @@ extension VerifyPipeline {
     /// What a store's call made for the client (not a verification) is given: the client's apps of
     /// that store (none registered is refused), its environments and credentials, and the deadline
     /// that leaves time to record.
-    private func storeCallContext(
+    func storeCallContext(
         _ registration: StoreRegistration, store: StoreID, client: Client
     ) async throws -> VerificationContext {
         let apps = Set(client.info.appIdentifiers(registration.declaration.identifiers))
