@@ -305,5 +305,5 @@ public enum Schema {
         ] + consoleMigrations + claimMigrations + entitlementMigrations + appIdentityMigrations
         + catalogRefreshMigrations
         + consumptionMigrations + outboxMigrations + orderMigrations + externalPurchaseMigrations
-        + analyticsMigrations).sorted { $0.version < $1.version }
+        + analyticsMigrations + dailyRollupMigrations).sorted { $0.version < $1.version }
 }
