@@ -12,11 +12,14 @@ extension Schema {
     // page counts (a poll's bookkeeping) writes nothing. Upserts add (`x = x + EXCLUDED.x`): two
     // writers never read and write back. Each connection adds to its own of eight `shard` rows of
     // a cell, so concurrent verifications of one product do not queue on one row lock; the page
-    // sums the shards. Rows are upserted in key order, so two statements never lock two rows in
-    // opposite orders. Existing rows are filled here, in the migration's transaction: the
-    // triggers' table locks hold writers back until it commits (38 s for 10 million
-    // transactions and 20 million attempts, docs/benchmarks.md). Disputes stay counted from the outbox, through a partial
-    // index of its few `transaction.disputed` rows.
+    // sums the shards. A statement upserts its rows in key order, so two batches never lock the
+    // same rows in opposite orders; two transactions of several statements sharing a shard could
+    // still deadlock, rarely, and a verification Postgres picks to break it is answered 503 with
+    // `Retry-After` as any lock conflict (`DatabaseOutage.isLockConflict`). Existing rows
+    // are filled here, in the migration's transaction: the triggers' table locks hold writers back
+    // until it commits (38 s for 10 million transactions and 20 million attempts,
+    // docs/benchmarks.md). Disputes stay counted from the outbox, through a partial index of its
+    // few `transaction.disputed` rows.
     static let dailyRollupMigrations: [Migration] = [
         Migration(
             version: 35, name: "daily_rollup",
