@@ -10,16 +10,16 @@ extension Schema {
     // purchases is one upsert per day, client, store, product and currency. An update adds its
     // rows' new contribution and takes away their old one, so an update that changes nothing the
     // page counts (a poll's bookkeeping) writes nothing. Upserts add (`x = x + EXCLUDED.x`): two
-    // writers never read and write back. Each connection adds to its own of eight `shard` rows of
-    // a cell, so concurrent verifications of one product do not queue on one row lock; the page
-    // sums the shards. A statement upserts its rows in key order, so two batches never lock the
-    // same rows in opposite orders; two transactions of several statements sharing a shard could
-    // still deadlock, rarely, and a verification Postgres picks to break it is answered 503 with
-    // `Retry-After` as any lock conflict (`DatabaseOutage.isLockConflict`). Existing rows
-    // are filled here, in the migration's transaction: the triggers' table locks hold writers back
-    // until it commits (38 s for 10 million transactions and 20 million attempts,
-    // docs/benchmarks.md). Disputes stay counted from the outbox, through a partial index of its
-    // few `transaction.disputed` rows.
+    // writers never read and write back. Each connection adds to a row of its own per cell (its
+    // backend's process id is the `shard`), so concurrent verifications of one product never wait
+    // on one another's row lock until commit, and no two transactions can deadlock on the
+    // roll-up; the page sums a cell's rows (as many as connections that wrote it that day). Half of
+    // each page is left free, so the many updates of today's rows stay on their page (HOT).
+    // Existing rows are filled here, in the migration's transaction: the triggers' table locks
+    // hold writers back until it commits (38 s for 10 million transactions and 20 million
+    // attempts, docs/benchmarks.md). Disputes stay counted from the outbox, through a partial index
+    // of its few `transaction.disputed` rows; the overview's refunds of the last 24 hours through
+    // one of the refunded transactions (it read every transaction).
     static let dailyRollupMigrations: [Migration] = [
         Migration(
             version: 35, name: "daily_rollup",
@@ -31,20 +31,21 @@ extension Schema {
                     store text NOT NULL,
                     product_id text NOT NULL,
                     currency text NOT NULL,
-                    shard smallint NOT NULL,
+                    shard integer NOT NULL,
                     \(DailyRollupSQL.ledgerCounters.map { "\($0) bigint NOT NULL DEFAULT 0," }.joined(separator: "\n    "))
                     PRIMARY KEY (environment, day, client_id, store, product_id, currency, shard)
-                );
+                ) WITH (fillfactor = 50);
                 CREATE TABLE attempt_days (
                     day date NOT NULL,
                     client_id text NOT NULL,
                     store text NOT NULL,
                     outcome text NOT NULL,
-                    shard smallint NOT NULL,
+                    shard integer NOT NULL,
                     attempts bigint NOT NULL DEFAULT 0,
                     PRIMARY KEY (day, client_id, store, outcome, shard)
-                );
+                ) WITH (fillfactor = 50);
                 CREATE INDEX outbox_disputes ON outbox (created_at) WHERE event_type = 'transaction.disputed';
+                CREATE INDEX transactions_refunded_recently ON transactions (updated_at) WHERE state = 'refunded';
                 \(DailyRollupSQL.triggers)
                 \(DailyRollupSQL.backfill)
                 """)
@@ -126,7 +127,7 @@ enum DailyRollupSQL {
             """
     }
 
-    private static let connectionShard = "(pg_backend_pid() % 8)::smallint"
+    private static let connectionShard = "pg_backend_pid()"
 
     /// For each ledger table: one function and one statement trigger per event, with the rows the
     /// statement inserted (`added`), deleted (`removed`) or both.
@@ -164,9 +165,9 @@ enum DailyRollupSQL {
         """
         \(upsert(into: "ledger_days", key: ledgerKey, counters: ledgerCounters,
                  cells: transactionCells("transactions", sign: "1") + "\nUNION ALL\n" + subscriptionCells("subscriptions", sign: "1"),
-                 shard: "0::smallint"));
+                 shard: "0"));
         \(upsert(into: "attempt_days", key: attemptKey, counters: ["attempts"],
-                 cells: attemptCells("verification_attempts", sign: "1"), shard: "0::smallint"));
+                 cells: attemptCells("verification_attempts", sign: "1"), shard: "0"));
         """
     }
 }
