@@ -2,6 +2,7 @@
 """Two builds of receiptgate under the same load, interleaved, for a before/after line.
 
     python3 Benchmarks/paired_runs.py --a OLD/receiptgate --b NEW/receiptgate [--rounds 4] [--duration 10] [--requests 100000]
+        [--a-sql "ALTER TABLE ..."]
 
 This machine's speed drifts by 10-15 % within an hour, more than most single changes are worth, so
 one run of each build tells nothing. Each build gets a stack of its own (PostgreSQL cluster,
@@ -13,6 +14,10 @@ median of the service's and its Postgres's CPU milliseconds a request, and the d
 
 Each e2e_load.py invocation signs with a new leaf certificate, so each run is a new key to the
 service; fewer than 16 runs a build keep every run on the fixed-key ES256 table (docs/benchmarks.md).
+
+`--a-sql` runs SQL on A's database once it has started: with the same build as A and B, it times
+a database-side change alone (e.g. `ALTER TABLE transactions DISABLE TRIGGER ledger_days_transactions_insert`,
+the verify path without the analytics roll-up).
 """
 import argparse, json, os, statistics, subprocess, sys
 
@@ -39,14 +44,18 @@ def main():
     ap.add_argument("--duration", type=int, default=10)
     ap.add_argument("--requests", type=int, default=100000)
     ap.add_argument("--connections", type=int, default=64)
+    ap.add_argument("--a-sql", default="", help="SQL run on A's database after it started")
     a = ap.parse_args()
     if 2 * a.rounds >= 16:
         sys.exit("at most 7 rounds: a build serving more than 16 runs' keys loses the fixed-key table")
     stacks = {"A": Stack(a.a, label="A"), "B": Stack(a.b, label="B")}
     measured = {"A": [], "B": []}
     try:
-        for stack in stacks.values():
-            stack.start().warm_up(a.connections)
+        for name, stack in stacks.items():
+            stack.start()
+            if name == "A" and a.a_sql:
+                stack.psql(a.a_sql)
+            stack.warm_up(a.connections)
         run_no = 0
         for _ in range(a.rounds):
             for name in "ABBA":

@@ -107,6 +107,8 @@ package struct HTTPResponse: Sendable {
     package var status: Int
     package var headers: HTTPHeaders
     package var body: Data
+    /// A body written while it is sent, in place of `body` (which is then empty).
+    package var stream: HTTPBodyStream?
 
     package init(status: Int = 200, headers: HTTPHeaders = HTTPHeaders(), body: Data = Data()) {
         self.status = status

@@ -145,6 +145,13 @@ extension HTTPServer {
             // The size GET's body would have, with no body: libmicrohttpd sends the header and,
             // for HEAD, never asks the reader for content.
             created = MHD_create_response_from_callback(length, 1024, noContent, nil, nil)
+        } else if let stream = response.stream {
+            // Chunked, of unknown length (MHD_SIZE_UNKNOWN); the response holds the stream
+            // until libmicrohttpd frees it (`streamedBodyReleased`).
+            stream.attach(to: connection)
+            created = MHD_create_response_from_callback(
+                UInt64.max, 64 * 1024, streamedBodyReader, Unmanaged.passRetained(stream).toOpaque(),
+                streamedBodyReleased)
         } else {
             created = response.body.withUnsafeBytes { raw in
                 MHD_create_response_from_buffer(

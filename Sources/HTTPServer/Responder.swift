@@ -80,9 +80,11 @@ package struct Responder: Sendable {
             }
         }
         if request.method == "HEAD" {
-            // The headers GET would send, Content-Length included; libmicrohttpd sends no body.
-            response.headers.replace("Content-Length", String(response.body.count))
+            // The headers GET would send, Content-Length included (unknown for a streamed body,
+            // which is never started); libmicrohttpd sends no body.
+            if response.stream == nil { response.headers.replace("Content-Length", String(response.body.count)) }
             response.body = Data()
+            response.stream = nil
         }
         response.headers.replace("X-Request-Id", request.requestID)
         return response

@@ -2,8 +2,9 @@ import Foundation
 import Postgres
 import ReceiptCore
 
-/// The analytics page's figures, read from the ledger: sums over ranges of dates, each from an
-/// index (`Migrations+Analytics.swift`). Reads only, every client's unless a filter names one.
+/// The analytics page's figures: sums over ranges of days of the daily roll-up the ledger's
+/// triggers keep (`Migrations+DailyRollup.swift`), so a 90-day page reads a few thousand rows
+/// whatever the ledger's size. Reads only, every client's unless a filter names one.
 struct AnalyticsQueries: Sendable {
     let pool: PostgresPool
 
@@ -13,7 +14,7 @@ struct AnalyticsQueries: Sendable {
         async let claims = claims(filter)
         async let subscriptionDays = subscriptionDays(filter)
         async let current = currentSubscriptions(filter, now: now)
-        async let verifications = verifications(from: filter.from, until: filter.until, clientID: filter.clientID)
+        async let verifications = verificationDays(filter)
         async let extra = disputesAndBacklog(filter)
         async let rates = CurrencyRates(pool: pool).summary()
         let (disputes, pending, oldest) = try await extra
@@ -23,9 +24,7 @@ struct AnalyticsQueries: Sendable {
             filter: filter, sales: try await sales, refunds: try await refunds, disputes: disputes,
             delivered: delivered, neverClaimed: neverClaimed, subscriptionDays: try await subscriptionDays,
             activeSubscriptions: active, inGrace: grace,
-            verificationDays: try await verifications.map {
-                .init(day: $0.bucket, series: $0.outcome, count: $0.count)
-            },
+            verificationDays: try await verifications,
             pendingDeliveries: pending, oldestPending: oldest, rates: try await rates)
     }
 
@@ -35,12 +34,10 @@ struct AnalyticsQueries: Sendable {
         try await pool.query(
             """
             WITH cells AS (
-                SELECT (purchase_date AT TIME ZONE 'UTC')::date AS day, store, COALESCE(product_id, '') AS product,
-                       COALESCE(currency, '') AS currency, count(*) AS purchases, COALESCE(sum(price_milliunits), 0) AS milliunits
-                FROM transactions
-                WHERE environment = \(filter.environment.rawValue) AND purchase_date >= \(filter.from) AND purchase_date < \(filter.until)
-                  AND (\(filter.clientID)::text IS NULL OR client_id = \(filter.clientID))
-                GROUP BY 1, 2, 3, 4
+                SELECT day, store, product_id AS product, currency, sum(purchases)::bigint AS purchases,
+                       sum(gross_milliunits)::bigint AS milliunits
+                FROM ledger_days WHERE \(Self.cellsOf(filter))
+                GROUP BY 1, 2, 3, 4 HAVING sum(purchases) <> 0
             )
             SELECT to_char(c.day, 'YYYY-MM-DD') AS day, c.store, c.product, c.currency, c.purchases, c.milliunits,
                    round(c.milliunits * r.rate)::bigint AS converted
@@ -57,19 +54,16 @@ struct AnalyticsQueries: Sendable {
     }
 
     /// Refunds dated in the range (whenever the purchase was), per currency: a partial refund
-    /// counts its share of the price.
+    /// counts its share of the price. A day's refunds of a currency are converted at that day's rate.
     func refunds(_ filter: AnalyticsReport.Filter) async throws -> [AnalyticsReport.Refunds] {
         try await pool.query(
             """
             WITH refunded AS (
-                SELECT (revocation_date AT TIME ZONE 'UTC')::date AS day, COALESCE(currency, '') AS currency,
-                       COALESCE(price_milliunits * COALESCE(refund_percentage_milliunits, 100000) / 100000, 0) AS milliunits
-                FROM transactions
-                WHERE environment = \(filter.environment.rawValue) AND revocation_date >= \(filter.from)
-                  AND revocation_date < \(filter.until) AND revocation_date IS NOT NULL AND state = 'refunded'
-                  AND (\(filter.clientID)::text IS NULL OR client_id = \(filter.clientID))
+                SELECT day, currency, sum(refunds) AS count, sum(refund_milliunits) AS milliunits
+                FROM ledger_days WHERE \(Self.cellsOf(filter))
+                GROUP BY 1, 2 HAVING sum(refunds) <> 0
             )
-            SELECT f.currency, count(*) AS count, sum(f.milliunits)::bigint AS milliunits,
+            SELECT f.currency, sum(f.count)::bigint AS count, sum(f.milliunits)::bigint AS milliunits,
                    sum(round(f.milliunits * r.rate))::bigint AS converted, bool_and(r.rate IS NOT NULL) AS all_rated
             FROM refunded f LEFT JOIN LATERAL (
                 SELECT rate FROM currency_rates WHERE currency = f.currency AND day <= f.day ORDER BY day DESC LIMIT 1) r ON true
@@ -87,10 +81,8 @@ struct AnalyticsQueries: Sendable {
     func claims(_ filter: AnalyticsReport.Filter) async throws -> (delivered: Int, neverClaimed: Int) {
         let row = try await pool.query(
             """
-            SELECT count(*) FILTER (WHERE claimed_at IS NOT NULL) AS delivered, count(*) FILTER (WHERE claimed_at IS NULL) AS unclaimed
-            FROM transactions
-            WHERE environment = \(filter.environment.rawValue) AND purchase_date >= \(filter.from) AND purchase_date < \(filter.until)
-              AND (\(filter.clientID)::text IS NULL OR client_id = \(filter.clientID))
+            SELECT COALESCE(sum(delivered), 0)::bigint AS delivered, COALESCE(sum(never_claimed), 0)::bigint AS unclaimed
+            FROM ledger_days WHERE \(Self.cellsOf(filter))
             """)[0]
         return (try row.decode("delivered"), try row.decode("unclaimed"))
     }
@@ -98,32 +90,30 @@ struct AnalyticsQueries: Sendable {
     /// Per day: subscriptions bought (`new`), periods renewed, subscriptions whose paid time ended
     /// without renewal (`lapsed`, by their end), and periods refunded (by the refund's date).
     func subscriptionDays(_ filter: AnalyticsReport.Filter) async throws -> [AnalyticsReport.DayCount] {
-        let environment = filter.environment.rawValue, kind = ProductKind.autoRenewableSubscription.rawValue
-        return try await pool.query(
+        try await pool.query(
             """
-            SELECT to_char(day, 'YYYY-MM-DD') AS day, series, count(*) AS count FROM (
-                SELECT (purchase_date AT TIME ZONE 'UTC')::date AS day,
-                       CASE WHEN original_transaction_id IS NULL OR original_transaction_id = transaction_id THEN 'new' ELSE 'renewed' END AS series
-                FROM transactions
-                WHERE environment = \(environment) AND purchase_date >= \(filter.from) AND purchase_date < \(filter.until)
-                  AND product_kind = \(kind) AND (\(filter.clientID)::text IS NULL OR client_id = \(filter.clientID))
-                UNION ALL
-                SELECT (revocation_date AT TIME ZONE 'UTC')::date, 'refunded' FROM transactions
-                WHERE environment = \(environment) AND revocation_date >= \(filter.from) AND revocation_date < \(filter.until)
-                  AND revocation_date IS NOT NULL AND state = 'refunded' AND product_kind = \(kind)
-                  AND (\(filter.clientID)::text IS NULL OR client_id = \(filter.clientID))
-                UNION ALL
-                SELECT (COALESCE(grace_period_expires_date, expires_date) AT TIME ZONE 'UTC')::date, 'lapsed' FROM subscriptions
-                WHERE environment = \(environment) AND status = 'expired'
-                  AND COALESCE(grace_period_expires_date, expires_date) >= \(filter.from)
-                  AND COALESCE(grace_period_expires_date, expires_date) < \(filter.until)
-                  AND (\(filter.clientID)::text IS NULL OR client_id = \(filter.clientID))
-            ) movements GROUP BY 1, 2 ORDER BY 1, 2
+            SELECT to_char(d.day, 'YYYY-MM-DD') AS day, s.series, s.count FROM (
+                SELECT day, sum(subscriptions_new)::bigint AS new, sum(subscriptions_renewed)::bigint AS renewed,
+                       sum(subscriptions_refunded)::bigint AS refunded, sum(subscriptions_lapsed)::bigint AS lapsed
+                FROM ledger_days WHERE \(Self.cellsOf(filter)) GROUP BY day
+            ) d CROSS JOIN LATERAL (VALUES ('lapsed', d.lapsed), ('new', d.new), ('refunded', d.refunded), ('renewed', d.renewed))
+                AS s(series, count)
+            WHERE s.count <> 0 ORDER BY 1, 2
             """
         ).map { row in
             AnalyticsReport.DayCount(
                 day: try row.decode("day"), series: try row.decode("series"), count: try row.decode("count"))
         }
+    }
+
+    /// The roll-up's cells of the filter's days, environment and client. Days are whole UTC days,
+    /// as a filter's bounds are midnights.
+    private static func cellsOf(_ filter: AnalyticsReport.Filter) -> PostgresQuery {
+        """
+        environment = \(filter.environment.rawValue) AND day >= (\(filter.from)::timestamptz AT TIME ZONE 'UTC')::date
+          AND day < (\(filter.until)::timestamptz AT TIME ZONE 'UTC')::date
+          AND (\(filter.clientID)::text IS NULL OR client_id = \(filter.clientID))
+        """
     }
 
     /// Subscriptions in a paid period now, and those in a grace period or billing retry.
@@ -140,7 +130,8 @@ struct AnalyticsQueries: Sendable {
     }
 
     /// Verification attempts by outcome (as `/metrics` names outcomes) and store, per `bucket`
-    /// (`day` or `minute`, UTC). Attempts carry no environment: both are counted.
+    /// (`day` or `minute`, UTC), between any two times: read from the attempts themselves, for
+    /// the overview's last hour and day. Attempts carry no environment: both are counted.
     func verifications(
         from: Date, until: Date, clientID: String?, bucket: String = "day"
     ) async throws -> [(bucket: String, store: String, outcome: String, count: Int)] {
@@ -148,16 +139,29 @@ struct AnalyticsQueries: Sendable {
         return try await pool.query(
             """
             SELECT to_char(date_trunc(\(bucket), created_at AT TIME ZONE 'UTC'), \(format)) AS bucket, COALESCE(store, 'unknown') AS store,
-                   CASE WHEN outcome = 'verified' AND duplicate THEN 'duplicate' WHEN outcome = 'verified' THEN 'verified'
-                        WHEN error_code = \(ErrorCode.verifierError.rawValue) THEN 'store_error'
-                        ELSE 'refused:' || COALESCE(error_reason, error_code, 'OTHER') END AS outcome,
-                   count(*) AS count
+                   \(unescaped: DailyRollupSQL.attemptOutcome) AS outcome, count(*) AS count
             FROM verification_attempts
             WHERE created_at >= \(from) AND created_at < \(until) AND (\(clientID)::text IS NULL OR client_id = \(clientID))
             GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
             """
         ).map { row in
             (try row.decode("bucket"), try row.decode("store"), try row.decode("outcome"), try row.decode("count"))
+        }
+    }
+
+    /// The same per whole UTC day of a filter's range, from the daily roll-up.
+    func verificationDays(_ filter: AnalyticsReport.Filter) async throws -> [AnalyticsReport.DayCount] {
+        try await pool.query(
+            """
+            SELECT to_char(day, 'YYYY-MM-DD') AS day, store, outcome, sum(attempts)::bigint AS count
+            FROM attempt_days
+            WHERE day >= (\(filter.from)::timestamptz AT TIME ZONE 'UTC')::date AND day < (\(filter.until)::timestamptz AT TIME ZONE 'UTC')::date
+              AND (\(filter.clientID)::text IS NULL OR client_id = \(filter.clientID))
+            GROUP BY 1, 2, 3 HAVING sum(attempts) <> 0 ORDER BY 1, 2, 3
+            """
+        ).map { row in
+            AnalyticsReport.DayCount(
+                day: try row.decode("day"), series: try row.decode("outcome"), count: try row.decode("count"))
         }
     }
 

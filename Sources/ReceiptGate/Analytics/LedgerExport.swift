@@ -34,11 +34,9 @@ package struct LedgerExport: Sendable {
     /// `YYYY-MM-DD` as that day's UTC midnight; nil when it is not a date.
     package static func day(_ text: String) -> Date? { AnalyticsDays.parse(text) }
 
-    /// Hands `write` the CSV text batch by batch (the header first) on a database thread; stops
-    /// with `ExportTooLarge` past `limit` rows. How many rows were written.
-    package func write(
-        _ range: Range, limit: Int? = nil, to write: @escaping @Sendable (String) throws -> Void
-    ) async throws -> Int {
+    /// Hands `write` the CSV text batch by batch (the header first) on a database thread, which
+    /// it may block (a download waiting for its client). How many rows were written.
+    package func write(_ range: Range, to write: @escaping @Sendable (String) throws -> Void) async throws -> Int {
         let environment = range.environment?.rawValue
         return try await pool.withTransaction { connection in
             try connection.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
@@ -70,16 +68,10 @@ package struct LedgerExport: Sendable {
                 let rows = try connection.query("FETCH \(unescaped: String(Self.batchSize)) FROM ledger_export")
                 if rows.isEmpty { break }
                 written += rows.count
-                if let limit, written > limit { throw ExportTooLarge(limit: limit) }
                 try write(try rows.map { try CSV.line(Self.fields($0)) }.joined())
             }
             return written
         }
-    }
-
-    package struct ExportTooLarge: Error, CustomStringConvertible {
-        package let limit: Int
-        package var description: String { "more than \(limit) rows" }
     }
 
     private static let columns =

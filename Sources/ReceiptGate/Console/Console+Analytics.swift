@@ -1,7 +1,6 @@
 import Foundation
 import HTTPServer
 import ReceiptCore
-import Synchronization
 
 /// The analytics page: what the ledger says about a range of days (sales, refunds, subscriptions,
 /// verifications, the delivery backlog), from Postgres, so every process shows the same figures.
@@ -10,9 +9,6 @@ extension Console {
     static let analyticsRanges: [(value: String, label: String, days: Int)] = [
         ("today", "Today", 1), ("7", "Last 7 days", 7), ("30", "Last 30 days", 30), ("90", "Last 90 days", 90),
     ]
-
-    /// The most rows the page's download gives; the CLI's `export` has no limit.
-    static let downloadLimit = 200_000
 
     func registerAnalytics(on router: inout Router) {
         page(&router, "/console/analytics") { request, session in try await analytics(request, session) }
@@ -114,7 +110,8 @@ extension Console {
             """
     }
 
-    /// The range's purchases and refunds as CSV (`receiptgate export transactions` for more rows).
+    /// The range's purchases and refunds as CSV, streamed as the export's cursor reads them (the
+    /// same export as `receiptgate export transactions`): any number of rows, a buffer's worth in memory.
     func analyticsExport(_ request: HTTPRequest, _ session: ConsoleSession) async throws -> HTTPResponse {
         guard let choice = try? AnalyticsChoice(request) else {
             return ConsoleLayout.page(
@@ -123,33 +120,17 @@ extension Console {
                 status: 400, "<h1>Analytics</h1>")
         }
         let filter = choice.filter(now: now())
-        let text = CSVBuffer()
-        do {
-            _ = try await LedgerExport(pool: queries.pool).write(
-                .init(
-                    since: filter.from, until: filter.until, clientID: filter.clientID, environment: filter.environment),
-                limit: Self.downloadLimit
-            ) { text.append($0) }
-        } catch is LedgerExport.ExportTooLarge {
-            return ConsoleLayout.page(
-                "Analytics", session: session, section: "Analytics",
-                error:
-                    "The range holds more than \(Self.downloadLimit) rows: export it with `receiptgate export transactions`, which streams any number.",
-                status: 413, "<h1>Analytics</h1><p><a href=\"/console/analytics?\(choice.query)\">Back</a></p>")
-        }
+        let export = LedgerExport(pool: queries.pool)
+        let range = LedgerExport.Range(
+            since: filter.from, until: filter.until, clientID: filter.clientID, environment: filter.environment)
         let name = "receiptgate-\(filter.environment.rawValue)-\(AnalyticsDays.name(filter.from))-\(choice.days)d.csv"
-        var response = HTTPResponse(status: 200, body: Data(text.value.utf8))
+        var response = HTTPResponse(status: 200)
+        response.stream = HTTPBodyStream { stream in
+            _ = try await export.write(range) { text in try stream.write(text) }
+        }
         response.headers.add("Content-Type", "text/csv; charset=utf-8")
         response.headers.add("Content-Disposition", "attachment; filename=\"\(name)\"")
         for (header, value) in ConsoleLayout.securityHeaders { response.headers.add(header, value) }
         return response
     }
-}
-
-/// The download's text, gathered from the export's batches (written on a database thread).
-final class CSVBuffer: Sendable {
-    private let text = Mutex("")
-
-    func append(_ part: String) { text.withLock { $0 += part } }
-    var value: String { text.withLock { $0 } }
 }

@@ -305,7 +305,6 @@ public enum Schema {
         ] + consoleMigrations + claimMigrations + entitlementMigrations + appIdentityMigrations
         + catalogRefreshMigrations
         + consumptionMigrations + outboxMigrations + orderMigrations + externalPurchaseMigrations
-        + analyticsMigrations + consentMigrations + purchaseOptionMigrations + commerceMigrations).sorted {
-            $0.version < $1.version
-        }
+        + analyticsMigrations + consentMigrations + commerceMigrations + purchaseOptionMigrations
+        + dailyRollupMigrations).sorted { $0.version < $1.version }
 }
