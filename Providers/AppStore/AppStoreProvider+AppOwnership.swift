@@ -13,10 +13,23 @@ extension AppStoreProvider: AppOwnershipProving {
     /// passes here first, so the payload's bytes are searched, not parsed; a wrong guess is only
     /// refused by the proof that follows, never accepted.
     public func isAppOwnershipEvidence(_ evidence: String) -> Bool {
-        guard evidence.utf8.count <= Self.maxEvidenceBytes, Self.dotCount(evidence) == 2 else { return false }
-        let parts = evidence.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, let payload = Base64.urlDecode(String(parts[1])) else { return false }
-        return payload.range(of: Self.receiptTypeKey) != nil && payload.range(of: Self.transactionIDKey) == nil
+        // Every signed transaction passes here on its way to the verify path: the look is at bytes
+        // (the header alone, with its certificate chain, is kilobytes), and only the payload is decoded.
+        guard evidence.utf8.count <= Self.maxEvidenceBytes,
+            let payload = evidence.utf8.withContiguousStorageIfAvailable(Self.payloadSegment) ?? nil,
+            let decoded = Base64.urlDecode(payload)
+        else { return false }
+        return decoded.range(of: Self.receiptTypeKey) != nil && decoded.range(of: Self.transactionIDKey) == nil
+    }
+
+    /// The middle of a compact JWS (`header.payload.signature`): nil unless there are exactly two dots.
+    static func payloadSegment(_ bytes: UnsafeBufferPointer<UInt8>) -> String? {
+        let dot = UInt8(ascii: ".")
+        guard let first = bytes.firstIndex(of: dot),
+            let second = bytes[(first + 1)...].firstIndex(of: dot),
+            !bytes[(second + 1)...].contains(dot)
+        else { return nil }
+        return String(decoding: UnsafeBufferPointer(rebasing: bytes[(first + 1)..<second]), as: UTF8.self)
     }
 
     private static let receiptTypeKey = Data(#""receiptType""#.utf8)
