@@ -63,7 +63,7 @@ extension ExternalPurchaseLedger {
         let rows = try connection.query(
             """
             SELECT r.id, r.product_id, r.quantity, r.price_milliunits, r.currency, COALESCE(r.storefront, s.storefront) AS storefront,
-                   COALESCE(r.purchase_date, r.first_verified_at) AS at, r.id = ANY (\(saleRows.map { String($0) })::bigint[]) AS sold,
+                   COALESCE(r.purchase_date, r.first_verified_at) AS at, true AS recurring, r.id = ANY (\(saleRows.map { String($0) })::bigint[]) AS sold,
                    CASE WHEN r.price_milliunits > 0 AND r.expires_date > r.purchase_date
                         THEN round(extract(epoch FROM r.expires_date - r.purchase_date) / 86400)::int ELSE 0 END AS paid_days
             FROM transactions s
@@ -79,15 +79,7 @@ extension ExternalPurchaseLedger {
             let id: Int64 = try row.decode("id")
             defer { paidDays += (try? row.decode("paid_days", as: Int.self)) ?? 0 }
             guard try !row.decode("sold", as: Bool.self) else { continue }
-            let quantity = max(1, try row.decode("quantity", as: Int?.self) ?? 1)
-            let amount = try row.decode("price_milliunits", as: Int64.self).multipliedReportingOverflow(
-                by: Int64(quantity)
-            ).partialValue
-            var line = ExternalPurchaseReport.Line(
-                lineID: lineID(id), productID: try row.decode("product_id"), quantity: quantity,
-                amountMilliunits: amount, netMilliunits: amount, currency: try row.decode("currency"),
-                taxCountry: try row.decode("storefront"), at: try row.decode("at"))
-            line.recurring = true
+            var line = try saleLine(row)
             line.paidDaysBefore = paidDays
             periods.append((id, line))
         }

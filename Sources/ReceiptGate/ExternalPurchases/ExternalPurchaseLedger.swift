@@ -127,19 +127,10 @@ enum ExternalPurchaseLedger {
             ORDER BY t.id
             """
         ).map { row in
-            let id: Int64 = try row.decode("id")
-            let quantity = max(1, try row.decode("quantity", as: Int?.self) ?? 1)
-            let amount = try row.decode("price_milliunits", as: Int64.self).multipliedReportingOverflow(
-                by: Int64(quantity)
-            ).partialValue
-            var line = ExternalPurchaseReport.Line(
-                lineID: lineID(id), productID: try row.decode("product_id"), quantity: quantity,
-                amountMilliunits: amount, netMilliunits: amount, currency: try row.decode("currency"),
-                taxCountry: try row.decode("storefront"), at: try row.decode("at"))
-            line.recurring = try row.decode("recurring")
+            var line = try saleLine(row)
             // A subscription's first period: no paid service before it.
             line.paidDaysBefore = line.recurring ? 0 : nil
-            return (id, line)
+            return (try row.decode("id", as: Int64.self), line)
         }
     }
 
@@ -161,10 +152,7 @@ enum ExternalPurchaseLedger {
         guard share > reportedShare else { return ([], nil) }
         let lines = try found.map { row in
             let id: Int64 = try row.decode("id")
-            let quantity = max(1, try row.decode("quantity", as: Int?.self) ?? 1)
-            let amount =
-                try row.decode("price_milliunits", as: Int64.self).multipliedReportingOverflow(by: Int64(quantity))
-                .partialValue
+            let (quantity, amount) = try charged(row)
             let refunded = amount * Int64(share - reportedShare) / 100_000
             var line = ExternalPurchaseReport.Line(
                 lineID: lineID(id), productID: try row.decode("product_id"), quantity: quantity,
@@ -176,6 +164,25 @@ enum ExternalPurchaseLedger {
             return line
         }
         return (lines, share)
+    }
+
+    /// A ledger row's line of a sale: all it charged (`id`, `product_id`, `quantity`,
+    /// `price_milliunits`, `currency`, `storefront`, `at`, `recurring` selected).
+    static func saleLine(_ row: PostgresRow) throws -> ExternalPurchaseReport.Line {
+        let (quantity, amount) = try charged(row)
+        var line = ExternalPurchaseReport.Line(
+            lineID: lineID(try row.decode("id")), productID: try row.decode("product_id"), quantity: quantity,
+            amountMilliunits: amount, netMilliunits: amount, currency: try row.decode("currency"),
+            taxCountry: try row.decode("storefront"), at: try row.decode("at"))
+        line.recurring = try row.decode("recurring")
+        return line
+    }
+
+    /// A row's quantity (at least one) and what it charged for all of them, in milliunits.
+    static func charged(_ row: PostgresRow) throws -> (quantity: Int, amount: Int64) {
+        let quantity = max(1, try row.decode("quantity", as: Int?.self) ?? 1)
+        let price = try row.decode("price_milliunits", as: Int64.self)
+        return (quantity, price.multipliedReportingOverflow(by: Int64(quantity)).partialValue)
     }
 
     /// A ledger row's line id in every report: stable, unique per app, and the id a refund refers to.
