@@ -79,6 +79,36 @@ import Testing
         #expect(try await console.get("/console/external-purchases").text.contains("reported as no sale"))
     }
 
+    @Test func aRenewalRefundedBeforeAnySweepIsReportedThenRefundedInThatOrder() async throws {
+        let shop = try await ReportingShop.start()
+        defer { shop.stop() }
+        let token = ReportingShop.appleToken()
+        let subscribed = shop.stripe.subscribe(
+            player: "player-7", product: "prod_pass", unitAmount: 500, metadata: ["external_purchase_token": token.raw])
+        #expect(
+            try await shop.push(try shop.stripe.webhook("checkout.session.completed", about: subscribed.session))
+                == 200)
+        // The renewal and its refund both reach the ledger before the sweep looks.
+        let renewal = shop.stripe.nextPeriod(of: subscribed.subscription, paid: true)
+        #expect(try await shop.push(try shop.stripe.webhook("invoice.paid", about: renewal)) == 200)
+        let charge = try #require(shop.stripe.charge(paying: renewal))
+        shop.stripe.refund(charge: charge)
+        #expect(try await shop.push(try shop.stripe.webhook("charge.refunded", about: charge)) == 200)
+        try await shop.sweepAndSend()
+        try await shop.sweepAndSend()
+        try await shop.sweepAndSend()
+        let reports = shop.apple.externalPurchaseReports(for: token.id)
+        let rows = try await shop.tokenRows()
+        try #require(reports.count == 3, "\(rows)")
+        let events = reports.compactMap { $0.lineItems.first }.map {
+            ($0["subscriptionEvent"] as? String) ?? ($0["eventType"] as? String ?? "")
+        }
+        #expect(events == ["SUBSCRIPTION_START", "RENEWAL", "REFUND"], "each once, the refund after what it refunds")
+        #expect(
+            reports[2].lineItems.first?["referenceLineItemId"] as? String == reports[1].lineItems.first?["lineItemId"]
+                as? String)
+    }
+
     @Test func aPlayersSecondAcquisitionTokenWithNoSaleIsReportedAsADuplicate() async throws {
         let shop = try await ReportingShop.start()
         defer { shop.stop() }
