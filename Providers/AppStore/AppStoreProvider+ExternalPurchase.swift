@@ -111,8 +111,10 @@ extension AppStoreProvider: ExternalPurchaseReporting {
     /// productType `SUBSCRIPTION`, with `subscriptionEvent` `SUBSCRIPTION_START` for the first
     /// period and `RENEWAL` for each later one, and `subscriptionDaysOfPaidService`: the paid days
     /// before the period) and `RefundLineItem` (eventType `REFUND`, with `referenceLineItemId`).
-    /// Amounts are milliunits of the pricing currency, reported in it. The ledger holds the price
-    /// the web store charged and no tax: it is reported tax-exclusive, with a tax amount of zero.
+    /// Amounts are milliunits of the pricing currency, reported in it: what the buyer paid, the
+    /// tax within it (`amountTaxExclusive` is `amountTaxInclusive` less `taxAmount`, as Apple
+    /// requires), and `netAmountTaxExclusive` what stays charged before tax after every refund.
+    /// A web store that did not say the tax is reported with none.
     struct LineItem: Encodable, Equatable {
         let lineItemId: String
         let referenceLineItemId: String?
@@ -142,14 +144,16 @@ extension AppStoreProvider: ExternalPurchaseReporting {
             }
         let lines = report.lines.map { line in
             let buysAPeriod = line.recurring && line.refundsLineID == nil
+            let tax = line.taxMilliunits ?? 0
             return LineItem(
                 lineItemId: line.refundID ?? line.lineID, referenceLineItemId: line.refundsLineID,
                 creationDate: Int64((line.at.timeIntervalSince1970 * 1000).rounded(.down)),
                 eventType: line.refundsLineID == nil ? "BUY" : "REFUND",
                 productType: line.recurring ? "SUBSCRIPTION" : "ONE_TIME_BUY",
                 productIdentifier: line.productID, quantity: Int64(line.quantity), pricingCurrency: line.currency,
-                reportingCurrency: line.currency, amountTaxExclusive: line.amountMilliunits,
-                amountTaxInclusive: line.amountMilliunits, netAmountTaxExclusive: line.netMilliunits, taxAmount: 0,
+                reportingCurrency: line.currency, amountTaxExclusive: line.amountMilliunits - tax,
+                amountTaxInclusive: line.amountMilliunits,
+                netAmountTaxExclusive: line.netMilliunits - (line.netTaxMilliunits ?? 0), taxAmount: tax,
                 taxCountry: line.taxCountry.flatMap(CountryCodes.alpha3(of:)),
                 subscriptionEvent: buysAPeriod ? (line.initialLineID == nil ? "SUBSCRIPTION_START" : "RENEWAL") : nil,
                 subscriptionDaysOfPaidService: buysAPeriod ? (line.paidDaysBefore ?? 0) : nil)

@@ -64,9 +64,9 @@ extension GooglePlayProvider: ExternalPurchaseReporting {
         let fullRefund: Full?
     }
 
-    /// A web sale is one external transaction: its lines' amounts together, the ledger id of its
-    /// first line as the transaction id (so a retry creates nothing twice), the ledger's price as
-    /// the pre-tax amount (the ledger holds no tax).
+    /// A web sale is one external transaction: its lines' amounts together, before tax and the
+    /// tax (none when the web store did not say), the ledger id of its first line as the
+    /// transaction id (so a retry creates nothing twice).
     public func send(
         _ report: ExternalPurchaseReport, credentials: [String: String]
     ) async throws
@@ -77,8 +77,9 @@ extension GooglePlayProvider: ExternalPurchaseReporting {
         }
         let id = first.lineID
         let currency = first.currency
-        let total = report.lines.reduce(Int64(0)) { $0 + $1.amountMilliunits }
-        let net = report.lines.reduce(Int64(0)) { $0 + $1.netMilliunits }
+        let tax = report.lines.reduce(Int64(0)) { $0 + ($1.taxMilliunits ?? 0) }
+        let preTax = report.lines.reduce(Int64(0)) { $0 + $1.amountMilliunits } - tax
+        let netPreTax = report.lines.reduce(Int64(0)) { $0 + $1.netMilliunits - ($1.netTaxMilliunits ?? 0) }
         let package = report.appIdentifier
         do {
             let key = try serviceAccountKey(credentials)
@@ -86,8 +87,8 @@ extension GooglePlayProvider: ExternalPurchaseReporting {
             case .sale, .renewal:
                 let body = try JSONEncoder.sortedKeys.encode(
                     CreateBody(
-                        originalPreTaxAmount: Price(priceMicros: String(total * 1000), currency: currency),
-                        originalTaxAmount: Price(priceMicros: "0", currency: currency),
+                        originalPreTaxAmount: Price(priceMicros: String(preTax * 1000), currency: currency),
+                        originalTaxAmount: Price(priceMicros: String(tax * 1000), currency: currency),
                         transactionTime: Self.rfc3339(first.at),
                         oneTimeTransaction: first.recurring ? nil : .init(externalTransactionToken: report.token),
                         recurringTransaction: first.recurring
@@ -115,7 +116,7 @@ extension GooglePlayProvider: ExternalPurchaseReporting {
                             ? nil
                             : .init(
                                 refundId: first.refundID ?? "\(id)-r",
-                                refundPreTaxAmount: Price(priceMicros: String(total * 1000), currency: currency)),
+                                refundPreTaxAmount: Price(priceMicros: String(preTax * 1000), currency: currency)),
                         fullRefund: full ? .init() : nil))
                 do {
                     try await api.refundExternalTransaction(package: package, id: id, body: body, key: key)
@@ -123,7 +124,7 @@ extension GooglePlayProvider: ExternalPurchaseReporting {
                 } catch let error as StoreAPIError where error.kind != .credentialsRefused {
                     // A refund repeated after its answer was lost: Google's current amount shows it.
                     guard let held = try await api.externalTransaction(package: package, id: id, key: key),
-                        let current = Self.currentPreTaxMicros(held), current <= net * 1000
+                        let current = Self.currentPreTaxMicros(held), current <= netPreTax * 1000
                     else { throw error }
                     return ExternalPurchaseReportAnswer(sent: body, answer: "already refunded at Google (\(id))")
                 }

@@ -77,6 +77,14 @@ extension StripeProvider {
             purchase.priceMilliunits = unitPrice(
                 decimal: price?.string("unit_amount_decimal"), amount: price?.integer("unit_amount"),
                 total: item.integer("amount_subtotal"), quantity: quantity, currency: currency)
+            // The line's total after discounts with its tax, and the tax (`amount_total`,
+            // `amount_tax`: the tax is within the total whether the price included it or not).
+            purchase.paidMilliunits = item.integer("amount_total").flatMap {
+                StripeMoney.milliunits($0, currency: currency)
+            }
+            purchase.taxMilliunits = item.integer("amount_tax").flatMap {
+                StripeMoney.milliunits($0, currency: currency)
+            }
         }
         purchase.purchaseDate = session.date("created")
         purchase.ownership = .purchased

@@ -86,6 +86,10 @@ extension StripeProvider {
                 decimal: line?.object("pricing")?.string("unit_amount_decimal"),
                 amount: item?.object("price")?.integer("unit_amount"), total: line?.integer("amount"),
                 quantity: quantity, currency: currency)
+            purchase.paidMilliunits = invoice.integer("total").flatMap {
+                StripeMoney.milliunits($0, currency: currency)
+            }
+            purchase.taxMilliunits = invoiceTax(invoice).flatMap { StripeMoney.milliunits($0, currency: currency) }
         }
         purchase.expiresDate = line?.object("period")?.date("end") ?? item?.date("current_period_end")
         purchase.purchaseDate =
@@ -101,6 +105,15 @@ extension StripeProvider {
         }
         purchase.storeAttributes = attributes
         return purchase
+    }
+
+    /// The tax an invoice charged, in minor units: its `total_taxes` added up (API versions since
+    /// 2025-03-31), else its `tax` (before them); nil when it says neither.
+    static func invoiceTax(_ invoice: StripeObject) -> Int64? {
+        if let taxes = invoice.json["total_taxes"]?.array {
+            return taxes.reduce(Int64(0)) { $0 + (StripeObject($1)?.integer("amount") ?? 0) }
+        }
+        return invoice.integer("tax")
     }
 
     /// The invoice's line for the subscription's item (a proration line is not the period).

@@ -37,6 +37,10 @@ struct XsollaSale: Sendable {
     var packageName: String?
     var totalMilliunits: Int64?
     var currency: String?
+    /// The tax within what the user paid (`payment_details.vat`, EU, and `.sales_tax`, the US and
+    /// Canada, added up), in milliunits of `taxCurrency`.
+    var taxMilliunits: Int64?
+    var taxCurrency: String?
     var paidAt: Date?
     /// A report record's status (`done`, `refunded`, `canceled`, ...).
     var status: String?
@@ -57,6 +61,29 @@ struct XsollaSale: Sendable {
         {
             country = code
         }
+    }
+
+    /// The tax in `payment_details`, when it says any in one currency.
+    mutating func readTax(_ details: JSONValue?) {
+        let parts = [details?["vat"], details?["sales_tax"]].compactMap { part -> (Int64, String)? in
+            guard let amount = XsollaValues.milliunits(part?["amount"]),
+                let currency = XsollaValues.currency(part?["currency"])
+            else { return nil }
+            return (amount, currency)
+        }
+        guard let first = parts.first, parts.allSatisfy({ $0.1 == first.1 }) else { return }
+        taxMilliunits = parts.reduce(Int64(0)) { $0 + $1.0 }
+        taxCurrency = first.1
+    }
+
+    /// The tax within `amount`, a part of the whole sale (`totalMilliunits`) in `lineCurrency`:
+    /// its share of the sale's tax; nil when the tax was not said in that currency.
+    func tax(of amount: Int64, in lineCurrency: String) -> Int64? {
+        guard let taxMilliunits, taxCurrency == lineCurrency, currency == lineCurrency, let totalMilliunits,
+            totalMilliunits > 0
+        else { return nil }
+        let (share, overflow) = taxMilliunits.multipliedReportingOverflow(by: amount)
+        return overflow ? nil : max(0, min(amount, share / totalMilliunits))
     }
 
     /// The purchases the transaction holds: one per listed item (`<id>/<sku>`, a single item too),
@@ -94,6 +121,8 @@ struct XsollaSale: Sendable {
                 if let line, let lineCurrency {
                     purchase.priceMilliunits = line / Int64(max(1, item.quantity ?? 1))
                     purchase.currency = lineCurrency
+                    purchase.paidMilliunits = line
+                    purchase.taxMilliunits = tax(of: line, in: lineCurrency)
                 }
                 if let type = item.type { purchase.storeAttributes["xsolla.item_type"] = type }
                 return purchase
@@ -114,6 +143,8 @@ struct XsollaSale: Sendable {
         if let totalMilliunits, let currency {
             purchase.priceMilliunits = totalMilliunits
             purchase.currency = currency
+            purchase.paidMilliunits = totalMilliunits
+            purchase.taxMilliunits = tax(of: totalMilliunits, in: currency)
         }
         return [purchase]
     }
@@ -148,6 +179,7 @@ extension XsollaSale {
         }
         totalMilliunits = XsollaValues.milliunits(paid??["amount"])
         currency = XsollaValues.currency(paid??["currency"])
+        readTax(body["payment_details"])
         readOutsideFacts(body)
     }
 
@@ -206,6 +238,7 @@ extension XsollaSale {
         }
         totalMilliunits = XsollaValues.milliunits(paid??["amount"])
         currency = XsollaValues.currency(paid??["currency"])
+        readTax(record["payment_details"])
         readOutsideFacts(record)
     }
 

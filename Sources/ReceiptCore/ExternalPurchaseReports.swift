@@ -66,10 +66,14 @@ public struct ExternalPurchaseReport: Codable, Sendable, Equatable {
         public var lineID: String
         public var productID: String?
         public var quantity: Int
-        /// What this line moves: the sale's amount, or the amount refunded now.
+        /// What this line moves, tax included: the sale's amount, or the amount refunded now.
         public var amountMilliunits: Int64
-        /// What stays charged after this report (the sale's amount less every refund so far).
+        /// What stays charged after this report, tax included (the sale's amount less every refund so far).
         public var netMilliunits: Int64
+        /// The tax within `amountMilliunits` and within `netMilliunits`; nil when the web store did
+        /// not say (reported as no tax: the whole amount is then the amount before tax).
+        public var taxMilliunits: Int64?
+        public var netTaxMilliunits: Int64?
         public var currency: String
         /// ISO 3166-1 alpha-2 of where the buyer is taxed; nil when the web store did not say.
         public var taxCountry: String?

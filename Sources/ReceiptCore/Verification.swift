@@ -31,6 +31,11 @@ public struct VerifiedPurchase: Sendable, Equatable {
     public var quantity: Int?
     public var priceMilliunits: Int64?
     public var currency: String?
+    /// What the buyer paid for this purchase in all (its quantity, discounts and tax counted) and
+    /// the tax within it, in milliunits of `currency`, when a web store says: what a report of a
+    /// sale made outside a store's billing declares. Nil when the store does not say.
+    public var paidMilliunits: Int64?
+    public var taxMilliunits: Int64?
     public var storefront: String?
     public var purchaseDate: Date?
     public var expiresDate: Date?

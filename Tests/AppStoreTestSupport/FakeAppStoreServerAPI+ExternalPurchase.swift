@@ -76,7 +76,8 @@ extension FakeAppStoreServerAPI {
             })
     }
 
-    /// `LINE_ITEM` carries line items with every field Apple requires; the other statuses carry none.
+    /// `LINE_ITEM` carries line items with every field Apple requires, `amountTaxExclusive` being
+    /// `amountTaxInclusive` less `taxAmount` as Apple requires; the other statuses carry none.
     static func reportIsValid(_ body: [String: Any], status: String) -> Bool {
         let items = body["lineItems"] as? [[String: Any]]
         switch status {
@@ -91,6 +92,8 @@ extension FakeAppStoreServerAPI {
                 ]
                 return text.allSatisfy { (item[$0] as? String)?.isEmpty == false }
                     && numbers.allSatisfy { item[$0] is Int }
+                    && item["amountTaxInclusive"] as? Int
+                        == (item["amountTaxExclusive"] as? Int ?? 0) + (item["taxAmount"] as? Int ?? 0)
                     && (item["taxCountry"] as? String)?.count == 3
                     && (item["eventType"] as? String != "REFUND" || item["referenceLineItemId"] is String)
                     && ["ONE_TIME_BUY", "SUBSCRIPTION"].contains(item["productType"] as? String ?? "")

@@ -13,6 +13,8 @@ extension FakeGooglePlay {
         package let currency: String
         package let originalMicros: Int64
         package var currentMicros: Int64
+        /// The tax the transaction was created with (`originalTaxAmount`).
+        package let originalTaxMicros: Int64
         package let regionCode: String?
         /// Created as a subscription's payment.
         package let recurring: Bool
@@ -50,7 +52,7 @@ extension FakeGooglePlay {
         @Sendable func record(_ record: ExternalTransactionRecord) -> HTTPResponse {
             json(
                 200,
-                #"{"externalTransactionId":"\#(record.id)","packageName":"\#(record.package)","currentPreTaxAmount":{"priceMicros":"\#(record.currentMicros)","currency":"\#(record.currency)"},"originalPreTaxAmount":{"priceMicros":"\#(record.originalMicros)","currency":"\#(record.currency)"},"transactionState":"\#(record.currentMicros == 0 ? "TRANSACTION_CANCELED" : "TRANSACTION_REPORTED")"}"#
+                #"{"externalTransactionId":"\#(record.id)","packageName":"\#(record.package)","currentPreTaxAmount":{"priceMicros":"\#(record.currentMicros)","currency":"\#(record.currency)"},"originalPreTaxAmount":{"priceMicros":"\#(record.originalMicros)","currency":"\#(record.currency)"},"originalTaxAmount":{"priceMicros":"\#(record.originalTaxMicros)","currency":"\#(record.currency)"},"transactionState":"\#(record.currentMicros == 0 ? "TRANSACTION_CANCELED" : "TRANSACTION_REPORTED")"}"#
             )
         }
         router.post(
@@ -63,7 +65,8 @@ extension FakeGooglePlay {
                     id.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-") }),
                     let micros = (amount?["priceMicros"] as? String).flatMap({ Int64($0) }), micros > 0,
                     let currency = amount?["currency"] as? String, currency.count == 3,
-                    (body["originalTaxAmount"] as? [String: Any])?["priceMicros"] is String,
+                    let taxMicros = ((body["originalTaxAmount"] as? [String: Any])?["priceMicros"] as? String)
+                        .flatMap({ Int64($0) }), taxMicros >= 0,
                     isTimestamp(body["transactionTime"]),
                     (body["oneTimeTransaction"] == nil) != (body["recurringTransaction"] == nil),
                     body["recurringTransaction"].map({
@@ -89,7 +92,8 @@ extension FakeGooglePlay {
                     guard all["\(package)/\(id)"] == nil else { return false }
                     all["\(package)/\(id)"] = ExternalTransactionRecord(
                         package: package, id: id, token: token ?? "", currency: currency, originalMicros: micros,
-                        currentMicros: micros, regionCode: region, recurring: body["recurringTransaction"] != nil,
+                        currentMicros: micros, originalTaxMicros: taxMicros, regionCode: region,
+                        recurring: body["recurringTransaction"] != nil,
                         initialID: initialID, refunds: [])
                     return true
                 }

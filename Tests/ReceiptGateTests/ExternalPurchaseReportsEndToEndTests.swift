@@ -201,8 +201,10 @@ import Testing
         let shop = try await ReportingShop.start()
         defer { shop.stop() }
         let token = ReportingShop.appleToken()
+        // 5.00 USD a month and a 20 % tax rate on each invoice.
         let subscribed = shop.stripe.subscribe(
-            player: "player-7", product: "prod_pass", unitAmount: 500, metadata: ["external_purchase_token": token.raw])
+            player: "player-7", product: "prod_pass", unitAmount: 500, metadata: ["external_purchase_token": token.raw],
+            taxPercent: 20)
         #expect(
             try await shop.push(try shop.stripe.webhook("checkout.session.completed", about: subscribed.session))
                 == 200)
@@ -215,6 +217,7 @@ import Testing
         #expect(start["subscriptionEvent"] as? String == "SUBSCRIPTION_START")
         #expect(start["subscriptionDaysOfPaidService"] as? Int == 0)
         #expect(start["amountTaxExclusive"] as? Int == 5000)
+        #expect(start["taxAmount"] as? Int == 1000 && start["amountTaxInclusive"] as? Int == 6000, "the invoice's tax")
 
         // A month later the subscription renews on the web store: reported under the same token.
         let renewal = shop.stripe.nextPeriod(of: subscribed.subscription, paid: true)
@@ -229,6 +232,7 @@ import Testing
         #expect(renewed["subscriptionEvent"] as? String == "RENEWAL")
         #expect(renewed["subscriptionDaysOfPaidService"] as? Int == 30, "the first period's 30 paid days")
         #expect(renewed["lineItemId"] as? String != start["lineItemId"] as? String)
+        #expect(renewed["taxAmount"] as? Int == 1000, "the renewal invoice's own tax")
         #expect(Set(reports.map(\.requestIdentifier)).count == 2)
 
         // The renewal's payment is refunded: a refund of that period's line, not of the first.
@@ -244,6 +248,35 @@ import Testing
         #expect(refund["eventType"] as? String == "REFUND")
         #expect(refund["referenceLineItemId"] as? String == renewed["lineItemId"] as? String)
         #expect(refund["amountTaxExclusive"] as? Int == 5000)
+        #expect(refund["taxAmount"] as? Int == 1000 && refund["netAmountTaxExclusive"] as? Int == 0)
+    }
+
+    @Test func aTaxedSaleIsReportedWithItsTaxAndARefundTakesItsShareOfIt() async throws {
+        let shop = try await ReportingShop.start()
+        defer { shop.stop() }
+        let token = ReportingShop.appleToken()
+        // 10.00 EUR with 23 % Irish VAT on top, as Stripe Tax adds it: the buyer paid 12.30.
+        let sale = shop.stripe.sale(
+            player: "p", lines: [.init("prod_gems", unitAmount: 1000, tax: 230)], currency: "eur",
+            metadata: ["external_purchase_token": token.raw])
+        #expect(try await shop.push(try shop.stripe.webhook("checkout.session.completed", about: sale.session)) == 200)
+        try await shop.sweepAndSend()
+        shop.stripe.refund(charge: sale.charge, amount: 615)
+        #expect(try await shop.push(try shop.stripe.webhook("charge.refunded", about: sale.charge)) == 200)
+        try await shop.sweepAndSend()
+        try await shop.sweepAndSend()
+        let reports = shop.apple.externalPurchaseReports(for: token.id)
+        try #require(reports.count == 2, "\(reports.map(\.status))")
+        let sold = try #require(reports[0].lineItems.first)
+        #expect(sold["pricingCurrency"] as? String == "EUR")
+        #expect(sold["amountTaxInclusive"] as? Int == 12300, "what the buyer paid")
+        #expect(sold["taxAmount"] as? Int == 2300)
+        #expect(sold["amountTaxExclusive"] as? Int == 10000 && sold["netAmountTaxExclusive"] as? Int == 10000)
+        let refunded = try #require(reports[1].lineItems.first)
+        #expect(refunded["eventType"] as? String == "REFUND")
+        #expect(refunded["amountTaxInclusive"] as? Int == 6150, "half of what was paid")
+        #expect(refunded["taxAmount"] as? Int == 1150, "and half of its tax")
+        #expect(refunded["amountTaxExclusive"] as? Int == 5000 && refunded["netAmountTaxExclusive"] as? Int == 5000)
     }
 
     @Test func aTokenForAnotherAppOrEnvironmentOrMalformedIsRefusedAndNeverReported() async throws {
@@ -456,6 +489,38 @@ struct ReportingShop {
         try await shop.sweepAndSend()
         #expect(google.externalTransactions(package: "com.example.game").count == 1)
         #expect(try await shop.state(of: "ext-lonely-token") == "waiting")
+    }
+
+    @Test func aTaxedSaleIsCreatedWithItsTaxAndAPartialRefundBeforeTax() async throws {
+        let google = try FakeGooglePlay()
+        let shop = try await ReportingShop.start(google: google)
+        defer {
+            shop.stop()
+            Task.detached { await google.shutdown() }
+        }
+        let token = "ext-taxed-token-" + UUID().uuidString.lowercased()
+        // 10.00 EUR with 23 % VAT on top.
+        let sale = shop.stripe.sale(
+            player: "p", lines: [.init("prod_gems", unitAmount: 1000, tax: 230)], currency: "eur",
+            metadata: ["external_purchase_token": token])
+        let registered = try await shop.harness.client.post(
+            "/v1/external-purchase-tokens",
+            json: ["store": "google_play", "token": token, "package_name": "com.example.game", "player_id": "p"],
+            version: "2")
+        #expect(registered.status == 200, "\(registered.text)")
+        #expect(try await shop.push(try shop.stripe.webhook("checkout.session.completed", about: sale.session)) == 200)
+        try await shop.sweepAndSend()
+        var held = google.externalTransactions(package: "com.example.game")
+        try #require(held.count == 1)
+        #expect(held[0].originalMicros == 10_000_000, "before tax")
+        #expect(held[0].originalTaxMicros == 2_300_000 && held[0].currency == "EUR")
+        shop.stripe.refund(charge: sale.charge, amount: 615)
+        #expect(try await shop.push(try shop.stripe.webhook("charge.refunded", about: sale.charge)) == 200)
+        try await shop.sweepAndSend()
+        try await shop.sweepAndSend()
+        held = google.externalTransactions(package: "com.example.game")
+        #expect(held.first?.currentMicros == 5_000_000, "half refunded, counted before tax")
+        #expect(held.first?.refunds.count == 1)
     }
 
     @Test func aSubscriptionCarryingAPlayTokenIsCreatedAsARecurringTransaction() async throws {

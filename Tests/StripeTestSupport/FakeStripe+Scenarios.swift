@@ -4,16 +4,18 @@ package import Foundation
 /// refunded and disputed, each with the event Stripe would send.
 extension FakeStripe {
     /// One line of a Checkout Session: a product, its unit amount in the currency's minor unit,
-    /// and the quantity.
+    /// the quantity, and the tax Stripe Tax added on top of the line (`tax_behavior` exclusive).
     package struct Line: Sendable {
         package let product: String
         package let unitAmount: Int
         package let quantity: Int
+        package let tax: Int
 
-        package init(_ product: String, unitAmount: Int, quantity: Int = 1) {
+        package init(_ product: String, unitAmount: Int, quantity: Int = 1, tax: Int = 0) {
             self.product = product
             self.unitAmount = unitAmount
             self.quantity = quantity
+            self.tax = tax
         }
     }
 
@@ -41,21 +43,23 @@ extension FakeStripe {
         for line in lines {
             let id = newID("li")
             itemIDs.append(id)
-            total += line.unitAmount * line.quantity
+            total += line.unitAmount * line.quantity + line.tax
             let price: [String: Any] = [
                 "id": newID("price"), "object": "price", "active": true, "currency": currency, "livemode": livemode,
                 "product": line.product, "type": "one_time", "unit_amount": line.unitAmount,
-                "unit_amount_decimal": String(line.unitAmount),
+                "unit_amount_decimal": String(line.unitAmount), "tax_behavior": "exclusive",
             ]
             put([
                 "id": id, "object": "item", "amount_discount": 0, "amount_subtotal": line.unitAmount * line.quantity,
-                "amount_tax": 0, "amount_total": line.unitAmount * line.quantity, "currency": currency,
-                "description": line.product, "price": price, "quantity": line.quantity,
+                "amount_tax": line.tax, "amount_total": line.unitAmount * line.quantity + line.tax,
+                "currency": currency, "description": line.product, "price": price, "quantity": line.quantity,
             ])
         }
         state.lineItems.update { $0[session] = itemIDs }
         var object: [String: Any] = [
-            "id": session, "object": "checkout.session", "amount_subtotal": total, "amount_total": total,
+            "id": session, "object": "checkout.session", "amount_subtotal": total - lines.reduce(0) { $0 + $1.tax },
+            "amount_total": total,
+            "total_details": ["amount_discount": 0, "amount_tax": lines.reduce(0) { $0 + $1.tax }],
             "client_reference_id": player ?? NSNull(), "created": created, "currency": currency,
             "customer": newID("cus"), "livemode": livemode, "metadata": [String: String](), "mode": "payment",
             "payment_intent": intent, "payment_status": paymentStatus,
@@ -144,7 +148,7 @@ extension FakeStripe {
     @discardableResult
     package func subscribe(
         player: String?, product: String, unitAmount: Int, currency: String = "usd", period: TimeInterval = 30 * 86_400,
-        livemode: Bool = false, metadata: [String: String] = [:]
+        livemode: Bool = false, metadata: [String: String] = [:], taxPercent: Int? = nil
     ) -> Subscribed {
         let session = newID("cs"), subscription = newID("sub"), item = newID("si")
         let start = unixNow, end = unixNow + Int(period)
@@ -152,6 +156,9 @@ extension FakeStripe {
             "id": subscription, "object": "subscription", "cancel_at": NSNull(), "cancel_at_period_end": false,
             "created": start, "currency": currency, "customer": newID("cus"), "ended_at": NSNull(),
             "livemode": livemode, "metadata": [String: String](), "status": "active",
+            "default_tax_rates": taxPercent.map { percent -> [[String: Any]] in
+                [["id": newID("txr"), "object": "tax_rate", "inclusive": false, "percentage": percent]]
+            } ?? [],
             "items": [
                 "object": "list", "has_more": false, "url": "/v1/subscription_items?subscription=\(subscription)",
                 "data": [
@@ -169,10 +176,11 @@ extension FakeStripe {
         ])
         let (invoice, charge) = invoice(
             subscription: subscription, item: item, product: product, unitAmount: unitAmount, currency: currency,
-            reason: "subscription_create", start: start, end: end, paid: true, livemode: livemode)
+            reason: "subscription_create", start: start, end: end, paid: true, livemode: livemode,
+            taxPercent: taxPercent)
         update(subscription) { $0["latest_invoice"] = invoice }
         put([
-            "id": session, "object": "checkout.session", "amount_total": unitAmount,
+            "id": session, "object": "checkout.session", "amount_total": unitAmount + tax(unitAmount, taxPercent),
             "client_reference_id": player ?? NSNull(), "created": start, "currency": currency, "livemode": livemode,
             "metadata": metadata, "mode": "subscription", "payment_intent": NSNull(),
             "payment_status": "paid",
@@ -198,7 +206,8 @@ extension FakeStripe {
             subscription: subscription, item: item["id"] as? String ?? "", product: price["product"] as? String ?? "",
             unitAmount: price["unit_amount"] as? Int ?? 0, currency: price["currency"] as? String ?? "usd",
             reason: "subscription_cycle", start: start, end: end, paid: paid,
-            livemode: current["livemode"] as? Bool ?? false, nextAttempt: nextAttempt)
+            livemode: current["livemode"] as? Bool ?? false, nextAttempt: nextAttempt,
+            taxPercent: ((current["default_tax_rates"] as? [[String: Any]])?.first?["percentage"] as? Int))
         update(subscription) { subscription in
             subscription["latest_invoice"] = invoice
             subscription["status"] = paid ? "active" : "past_due"
@@ -229,6 +238,9 @@ extension FakeStripe {
         }
     }
 
+    /// The tax a rate of `percent` adds to `amount` (minor units, rounded half up as Stripe does).
+    func tax(_ amount: Int, _ percent: Int?) -> Int { ((amount * (percent ?? 0)) + 50) / 100 }
+
     /// When an invoice's subscription period starts.
     package func periodStart(of invoice: String) -> Int? {
         let lines = (object(invoice)?["lines"] as? [String: Any])?["data"] as? [[String: Any]]
@@ -237,9 +249,10 @@ extension FakeStripe {
 
     private func invoice(
         subscription: String, item: String, product: String, unitAmount: Int, currency: String, reason: String,
-        start: Int, end: Int, paid: Bool, livemode: Bool, nextAttempt: Int? = nil
+        start: Int, end: Int, paid: Bool, livemode: Bool, nextAttempt: Int? = nil, taxPercent: Int? = nil
     ) -> (invoice: String, charge: String?) {
         let id = newID("in"), intent = newID("pi")
+        let tax = tax(unitAmount, taxPercent), total = unitAmount + tax
         let nothing: Any = NSNull()
         let attempt: Any = (paid ? nil : nextAttempt) ?? nothing
         let paidAt: Any = paid ? unixNow : nothing
@@ -262,9 +275,20 @@ extension FakeStripe {
             "subscription_details": ["subscription": subscription, "metadata": [String: String]()],
         ]
         var invoice: [String: Any] = [
-            "id": id, "object": "invoice", "amount_due": unitAmount, "amount_paid": paid ? unitAmount : 0,
+            "id": id, "object": "invoice", "amount_due": total, "amount_paid": paid ? total : 0,
             "billing_reason": reason, "created": unixNow, "currency": currency, "livemode": livemode,
+            "subtotal": unitAmount, "total": total, "total_excluding_tax": unitAmount,
         ]
+        // Basil's list of the invoice's taxes (it replaced the invoice's `tax`).
+        invoice["total_taxes"] =
+            taxPercent == nil
+            ? [[String: Any]]()
+            : [
+                [
+                    "amount": tax, "tax_behavior": "exclusive", "taxability_reason": "standard_rated",
+                    "type": "tax_rate_details",
+                ]
+            ]
         invoice["customer_address"] = [
             "city": "Dublin", "country": "IE", "line1": "1 Main Street", "line2": nothing, "postal_code": "D01 AB12",
             "state": nothing,
@@ -279,15 +303,15 @@ extension FakeStripe {
         put(invoice)
         guard paid else { return (id, nil) }
         let charge = newID("ch")
-        put(chargeObject(charge, intent: intent, amount: unitAmount, currency: currency, livemode: livemode))
+        put(chargeObject(charge, intent: intent, amount: total, currency: currency, livemode: livemode))
         put([
-            "id": intent, "object": "payment_intent", "amount": unitAmount, "amount_received": unitAmount,
+            "id": intent, "object": "payment_intent", "amount": total, "amount_received": total,
             "currency": currency, "created": unixNow, "latest_charge": charge, "livemode": livemode,
             "status": "succeeded",
         ])
         put([
-            "id": newID("inpay"), "object": "invoice_payment", "amount_paid": unitAmount,
-            "amount_requested": unitAmount,
+            "id": newID("inpay"), "object": "invoice_payment", "amount_paid": total,
+            "amount_requested": total,
             "created": unixNow, "currency": currency, "invoice": id, "is_default": true, "livemode": livemode,
             "payment": ["type": "payment_intent", "payment_intent": intent], "status": "paid",
         ])

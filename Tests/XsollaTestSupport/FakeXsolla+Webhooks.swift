@@ -50,7 +50,7 @@ extension FakeXsolla {
         transactionID: Int64, player: String, items: [(sku: String, quantity: Int)] = [("gems.100", 1)],
         amount: Double = 9.99, currency: String = "USD", dryRun: Bool = false, project: String? = projectID,
         subscription: [String: Any]? = nil, type: String = "payment", refundCode: Int? = nil,
-        customParameters: [String: String] = ["parameter1": "value1"]
+        customParameters: [String: String] = ["parameter1": "value1"], vat: (amount: Double, percent: Int)? = nil
     ) throws -> Webhook {
         var transaction: [String: Any] = [
             "id": transactionID, "external_id": "game-\(transactionID)", "payment_date": "2026-12-01T10:00:00+00:00",
@@ -70,6 +70,14 @@ extension FakeXsolla {
             "payment_details": ["payment": ["currency": currency, "amount": amount]],
             "custom_parameters": customParameters,
         ]
+        if let vat {
+            // The VAT within what the user paid (EU buyers), beside the payment.
+            object["payment_details"] = [
+                "payment": ["currency": currency, "amount": amount],
+                "vat": ["currency": currency, "amount": vat.amount, "percent": vat.percent],
+                "sales_tax": ["currency": currency, "amount": 0, "percent": 0],
+            ]
+        }
         if let project { object["settings"] = settings(project) }
         if let refundCode {
             object["refund_details"] = ["code": refundCode, "reason": "Cancellation by the user request"]

@@ -42,6 +42,19 @@ import XsollaTestSupport
         #expect(purchase.externalPurchaseToken == "eyJleHRlcm5hbCI6dHJ1ZX0")
     }
 
+    @Test func aPaymentKeepsWhatTheBuyerPaidAndTheVATWithinIt() async throws {
+        let result = await XsollaFixtures.receive(
+            provider,
+            try FakeXsolla.payment(
+                transactionID: 800_010, player: "player-42", amount: 12.30, currency: "EUR", vat: (2.30, 23)))
+        let purchase = try #require(result.notifications.first?.event.purchase)
+        #expect(purchase.paidMilliunits == 12_300 && purchase.currency == "EUR")
+        #expect(purchase.taxMilliunits == 2_300, "the VAT, and no sales tax")
+        let untaxed = await XsollaFixtures.receive(
+            provider, try FakeXsolla.payment(transactionID: 800_011, player: "player-42"))
+        #expect(untaxed.notifications.first?.event.purchase?.taxMilliunits == nil, "no tax said, none assumed")
+    }
+
     @Test func aWebShopOrderOfTwoSKUsIsTwoPurchases() async throws {
         let webhook = try FakeXsolla.order(
             orderID: 55, transactionID: 800_002, player: "player-7",

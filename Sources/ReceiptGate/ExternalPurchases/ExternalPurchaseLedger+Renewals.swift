@@ -62,7 +62,7 @@ extension ExternalPurchaseLedger {
     ) throws -> [(rowID: Int64, line: ExternalPurchaseReport.Line)] {
         let rows = try connection.query(
             """
-            SELECT r.id, r.product_id, r.quantity, r.price_milliunits, r.currency, COALESCE(r.storefront, s.storefront) AS storefront,
+            SELECT r.id, r.product_id, r.quantity, r.price_milliunits, r.paid_milliunits, r.tax_milliunits, r.currency, COALESCE(r.storefront, s.storefront) AS storefront,
                    COALESCE(r.purchase_date, r.first_verified_at) AS at, true AS recurring, r.id = ANY (\(saleRows.map { String($0) })::bigint[]) AS sold,
                    CASE WHEN r.price_milliunits > 0 AND r.expires_date > r.purchase_date
                         THEN round(extract(epoch FROM r.expires_date - r.purchase_date) / 86400)::int ELSE 0 END AS paid_days

@@ -117,7 +117,7 @@ enum ExternalPurchaseLedger {
     ) throws -> [(rowID: Int64, line: ExternalPurchaseReport.Line)] {
         try connection.query(
             """
-            SELECT t.id, t.product_id, t.quantity, t.price_milliunits, t.currency, t.storefront,
+            SELECT t.id, t.product_id, t.quantity, t.price_milliunits, t.paid_milliunits, t.tax_milliunits, t.currency, t.storefront,
                    COALESCE(t.purchase_date, t.first_verified_at) AS at,
                    t.product_kind IS NOT DISTINCT FROM 'auto_renewable_subscription' AS recurring
             FROM transactions t
@@ -142,7 +142,7 @@ enum ExternalPurchaseLedger {
         guard !rows.isEmpty else { return ([], nil) }
         let found = try connection.query(
             """
-            SELECT t.id, t.product_id, t.quantity, t.price_milliunits, t.currency, t.storefront,
+            SELECT t.id, t.product_id, t.quantity, t.price_milliunits, t.paid_milliunits, t.tax_milliunits, t.currency, t.storefront,
                    COALESCE(t.revocation_date, t.updated_at) AS at,
                    t.product_kind IS NOT DISTINCT FROM 'auto_renewable_subscription' AS recurring,
                    \(unescaped: ExternalPurchaseTokenRepository.refundedShareSQL) AS share
@@ -152,14 +152,19 @@ enum ExternalPurchaseLedger {
         guard share > reportedShare else { return ([], nil) }
         let lines = try found.map { row in
             let id: Int64 = try row.decode("id")
-            let (quantity, amount) = try charged(row)
-            let refunded = amount * Int64(share - reportedShare) / 100_000
+            let (quantity, amount, tax) = try charged(row)
+            // The refund takes its share of the tax with it; a share of an amount is rounded down,
+            // and what stays charged is the rest, so the reports add up to the sale.
+            func refunded(_ value: Int64) -> Int64 { value * Int64(share - reportedShare) / 100_000 }
+            func left(_ value: Int64) -> Int64 { value - value * Int64(share) / 100_000 }
             var line = ExternalPurchaseReport.Line(
                 lineID: lineID(id), productID: try row.decode("product_id"), quantity: quantity,
-                amountMilliunits: refunded, netMilliunits: amount - amount * Int64(share) / 100_000,
+                amountMilliunits: refunded(amount), netMilliunits: left(amount),
                 currency: try row.decode("currency"), taxCountry: try row.decode("storefront"),
                 at: try row.decode("at"), refundsLineID: lineID(id), fullRefund: share >= 100_000,
                 refundID: "\(lineID(id))-r\(share)")
+            line.taxMilliunits = tax.map(refunded)
+            line.netTaxMilliunits = tax.map(left)
             line.recurring = try row.decode("recurring")
             return line
         }
@@ -167,22 +172,31 @@ enum ExternalPurchaseLedger {
     }
 
     /// A ledger row's line of a sale: all it charged (`id`, `product_id`, `quantity`,
-    /// `price_milliunits`, `currency`, `storefront`, `at`, `recurring` selected).
+    /// `price_milliunits`, `paid_milliunits`, `tax_milliunits`, `currency`, `storefront`, `at`,
+    /// `recurring` selected).
     static func saleLine(_ row: PostgresRow) throws -> ExternalPurchaseReport.Line {
-        let (quantity, amount) = try charged(row)
+        let (quantity, amount, tax) = try charged(row)
         var line = ExternalPurchaseReport.Line(
             lineID: lineID(try row.decode("id")), productID: try row.decode("product_id"), quantity: quantity,
             amountMilliunits: amount, netMilliunits: amount, currency: try row.decode("currency"),
             taxCountry: try row.decode("storefront"), at: try row.decode("at"))
+        line.taxMilliunits = tax
+        line.netTaxMilliunits = tax
         line.recurring = try row.decode("recurring")
         return line
     }
 
-    /// A row's quantity (at least one) and what it charged for all of them, in milliunits.
-    static func charged(_ row: PostgresRow) throws -> (quantity: Int, amount: Int64) {
+    /// A row's quantity (at least one), what it charged for all of them and the tax within that,
+    /// in milliunits: what the buyer paid when the web store said, else the price times the
+    /// quantity; the tax when the web store said (never more than the amount), else nil.
+    static func charged(_ row: PostgresRow) throws -> (quantity: Int, amount: Int64, tax: Int64?) {
         let quantity = max(1, try row.decode("quantity", as: Int?.self) ?? 1)
         let price = try row.decode("price_milliunits", as: Int64.self)
-        return (quantity, price.multipliedReportingOverflow(by: Int64(quantity)).partialValue)
+        let amount =
+            try row.decode("paid_milliunits", as: Int64?.self)
+            ?? price.multipliedReportingOverflow(by: Int64(quantity)).partialValue
+        let tax = try row.decode("tax_milliunits", as: Int64?.self).map { min(max(0, $0), max(0, amount)) }
+        return (quantity, amount, tax)
     }
 
     /// A ledger row's line id in every report: stable, unique per app, and the id a refund refers to.

@@ -63,5 +63,13 @@ extension Schema {
                     ADD COLUMN unreported_notices integer NOT NULL DEFAULT 0,
                     ADD COLUMN once_per_player boolean NOT NULL DEFAULT false;
                 """),
+        // What a web sale's buyer paid in all and the tax within it, as the web store says: the
+        // reports of sales made outside a store's billing declare both. Null where a store does
+        // not say (every mobile store's purchase).
+        Migration(
+            version: 37, name: "transaction_paid_and_tax",
+            sql: """
+                ALTER TABLE transactions ADD COLUMN paid_milliunits bigint, ADD COLUMN tax_milliunits bigint;
+                """),
     ]
 }

@@ -38,6 +38,8 @@ enum TransactionColumns {
         Column(name: "quantity", type: "integer") { $0.purchase.quantity?.postgresText },
         Column(name: "price_milliunits", type: "bigint") { $0.purchase.priceMilliunits?.postgresText },
         Column(name: "currency", type: "text") { $0.purchase.currency },
+        Column(name: "paid_milliunits", type: "bigint") { $0.purchase.paidMilliunits?.postgresText },
+        Column(name: "tax_milliunits", type: "bigint") { $0.purchase.taxMilliunits?.postgresText },
         Column(name: "storefront", type: "text") { $0.purchase.storefront },
         Column(name: "app_identifier", type: "text") { $0.purchase.appIdentifier },
         Column(name: "purchase_date", type: "timestamptz") { $0.purchase.purchaseDate?.postgresText },
@@ -91,11 +93,13 @@ enum TransactionColumns {
     }
 
     /// The row's values as members of the JSON object the batch reads with `jsonb_to_recordset`
-    /// (which takes every type from its text form).
+    /// (which takes every type from its text form). A column with no value is left out: the
+    /// record reads a missing member as NULL, and most of a purchase's columns have none.
     static func write(_ row: NewTransactionRow, into json: inout JSONWriter) {
         for column in all {
+            guard let value = column.value(row) else { continue }
             json.key(column.name)
-            json.string(column.value(row))
+            json.string(value)
         }
     }
 }
