@@ -110,7 +110,9 @@ extension AppStoreProvider: ExternalPurchaseReporting {
     /// `OneTimeBuyLineItem` (eventType `BUY`), `SubscriptionBuyLineItem` (eventType `BUY`,
     /// productType `SUBSCRIPTION`, with `subscriptionEvent` `SUBSCRIPTION_START` for the first
     /// period and `RENEWAL` for each later one, and `subscriptionDaysOfPaidService`: the paid days
-    /// before the period) and `RefundLineItem` (eventType `REFUND`, with `referenceLineItemId`).
+    /// before the period; a later period names the first by `referenceLineItemId`, as Apple's
+    /// `ReferenceInvalidSubscriptionEventError` requires) and `RefundLineItem` (eventType `REFUND`,
+    /// with `referenceLineItemId`).
     /// Amounts are milliunits of the pricing currency, reported in it: what the buyer paid, the
     /// tax within it (`amountTaxExclusive` is `amountTaxInclusive` less `taxAmount`, as Apple
     /// requires), and `netAmountTaxExclusive` what stays charged before tax after every refund.
@@ -134,6 +136,13 @@ extension AppStoreProvider: ExternalPurchaseReporting {
         let subscriptionDaysOfPaidService: Int?
     }
 
+    /// `SUBSCRIPTION_START` for the first period, `SUBSCRIPTION_CHANGE` for a period of another
+    /// product than the one before it (an upgrade or downgrade), else `RENEWAL`.
+    static func subscriptionEvent(_ line: ExternalPurchaseReport.Line) -> String {
+        guard line.initialLineID != nil else { return "SUBSCRIPTION_START" }
+        return line.changesProduct == true ? "SUBSCRIPTION_CHANGE" : "RENEWAL"
+    }
+
     static func reportBody(_ report: ExternalPurchaseReport) -> ReportBody {
         let status: String =
             switch report.kind {
@@ -146,7 +155,9 @@ extension AppStoreProvider: ExternalPurchaseReporting {
             let buysAPeriod = line.recurring && line.refundsLineID == nil
             let tax = line.taxMilliunits ?? 0
             return LineItem(
-                lineItemId: line.refundID ?? line.lineID, referenceLineItemId: line.refundsLineID,
+                // A refund names the line it refunds; a subscription's later period its first.
+                lineItemId: line.refundID ?? line.lineID,
+                referenceLineItemId: line.refundsLineID ?? (buysAPeriod ? line.initialLineID : nil),
                 creationDate: Int64((line.at.timeIntervalSince1970 * 1000).rounded(.down)),
                 eventType: line.refundsLineID == nil ? "BUY" : "REFUND",
                 productType: line.recurring ? "SUBSCRIPTION" : "ONE_TIME_BUY",
@@ -155,7 +166,7 @@ extension AppStoreProvider: ExternalPurchaseReporting {
                 amountTaxInclusive: line.amountMilliunits,
                 netAmountTaxExclusive: line.netMilliunits - (line.netTaxMilliunits ?? 0), taxAmount: tax,
                 taxCountry: line.taxCountry.flatMap(CountryCodes.alpha3(of:)),
-                subscriptionEvent: buysAPeriod ? (line.initialLineID == nil ? "SUBSCRIPTION_START" : "RENEWAL") : nil,
+                subscriptionEvent: buysAPeriod ? subscriptionEvent(line) : nil,
                 subscriptionDaysOfPaidService: buysAPeriod ? (line.paidDaysBefore ?? 0) : nil)
         }
         return ReportBody(

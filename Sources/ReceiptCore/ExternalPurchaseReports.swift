@@ -90,6 +90,9 @@ public struct ExternalPurchaseReport: Codable, Sendable, Equatable {
         /// For a subscription's period: the days of paid service before it (zero at the first
         /// period; each paid period's days added at its renewal; free periods count none).
         public var paidDaysBefore: Int?
+        /// For a renewal: the period is of another product than the one before it (the buyer
+        /// changed plans).
+        public var changesProduct: Bool?
 
         public init(
             lineID: String, productID: String?, quantity: Int, amountMilliunits: Int64, netMilliunits: Int64,

@@ -42,6 +42,13 @@ extension FakeAppStoreServerAPI {
                 else {
                     return appleError(400, 4_000_000, "Invalid request.")
                 }
+                let items = body["lineItems"] as? [[String: Any]] ?? []
+                let referenced =
+                    state.externalPurchaseReports.get().filter { $0.externalPurchaseId == externalPurchaseId }
+                    .flatMap(\.lineItems) + items
+                guard referencesAreValid(items, among: referenced) else {
+                    return appleError(400, 4_000_000, "ReferenceInvalidSubscriptionEventError")
+                }
                 let taken = state.externalPurchaseReports.update { reports -> Bool in
                     guard !reports.contains(where: { $0.requestIdentifier == requestIdentifier }) else { return false }
                     reports.append(
@@ -101,6 +108,22 @@ extension FakeAppStoreServerAPI {
             }
         default:
             return false
+        }
+    }
+
+    /// A line item's `referenceLineItemId` names a line of this report or of one the token's
+    /// reports Apple took before: a refund the line it refunds, a subscription's later event its
+    /// `SUBSCRIPTION_START` line.
+    static func referencesAreValid(_ items: [[String: Any]], among known: [[String: Any]]) -> Bool {
+        items.allSatisfy { item in
+            let event = item["subscriptionEvent"] as? String
+            let needsReference =
+                item["eventType"] as? String == "REFUND" || (event != nil && event != "SUBSCRIPTION_START")
+            guard needsReference else { return true }
+            guard let reference = item["referenceLineItemId"] as? String,
+                let target = known.first(where: { $0["lineItemId"] as? String == reference })
+            else { return false }
+            return event == nil || target["subscriptionEvent"] as? String == "SUBSCRIPTION_START"
         }
     }
 

@@ -233,6 +233,7 @@ import Testing
         #expect(renewed["subscriptionDaysOfPaidService"] as? Int == 30, "the first period's 30 paid days")
         #expect(renewed["lineItemId"] as? String != start["lineItemId"] as? String)
         #expect(renewed["taxAmount"] as? Int == 1000, "the renewal invoice's own tax")
+        #expect(renewed["referenceLineItemId"] as? String == start["lineItemId"] as? String, "the first period's line")
         #expect(Set(reports.map(\.requestIdentifier)).count == 2)
 
         // The renewal's payment is refunded: a refund of that period's line, not of the first.
@@ -249,6 +250,48 @@ import Testing
         #expect(refund["referenceLineItemId"] as? String == renewed["lineItemId"] as? String)
         #expect(refund["amountTaxExclusive"] as? Int == 5000)
         #expect(refund["taxAmount"] as? Int == 1000 && refund["netAmountTaxExclusive"] as? Int == 0)
+    }
+
+    @Test func aChangeOfPlanOnTheWebStoreIsReportedAsASubscriptionChange() async throws {
+        let shop = try await ReportingShop.start()
+        defer { shop.stop() }
+        let token = ReportingShop.appleToken()
+        let subscribed = shop.stripe.subscribe(
+            player: "player-9", product: "prod_pass", unitAmount: 500, metadata: ["external_purchase_token": token.raw])
+        #expect(
+            try await shop.push(try shop.stripe.webhook("checkout.session.completed", about: subscribed.session))
+                == 200)
+        try await shop.sweepAndSend()
+        // The buyer moves up to the yearly pass at its renewal, then renews it as it is; each
+        // invoice is paid when its period starts.
+        func wait(days: Double) {
+            shop.stripe.clock.set(shop.stripe.now.addingTimeInterval(days * 86_400))
+            shop.clock.set(shop.clock.get().addingTimeInterval(days * 86_400))
+        }
+        wait(days: 30)
+        let upgraded = shop.stripe.nextPeriod(
+            of: subscribed.subscription, paid: true, period: 365 * 86_400, product: "prod_pass_yearly",
+            unitAmount: 5000)
+        #expect(try await shop.push(try shop.stripe.webhook("invoice.paid", about: upgraded)) == 200)
+        try await shop.sweepAndSend()
+        wait(days: 365)
+        let renewed = shop.stripe.nextPeriod(of: subscribed.subscription, paid: true, period: 365 * 86_400)
+        #expect(try await shop.push(try shop.stripe.webhook("invoice.paid", about: renewed)) == 200)
+        try await shop.sweepAndSend()
+        try await shop.sweepAndSend()
+        let reports = shop.apple.externalPurchaseReports(for: token.id)
+        let rows = try await shop.tokenRows()
+        try #require(reports.count == 3, "\(rows)")
+        let lines = reports.compactMap(\.lineItems.first)
+        #expect(
+            lines.map { $0["subscriptionEvent"] as? String } == [
+                "SUBSCRIPTION_START", "SUBSCRIPTION_CHANGE", "RENEWAL",
+            ])
+        #expect(lines[1]["productIdentifier"] as? String == "prod_pass_yearly")
+        #expect(lines[1]["amountTaxInclusive"] as? Int == 50_000)
+        #expect(lines[2]["subscriptionDaysOfPaidService"] as? Int == 395, "30 days, then a year")
+        #expect(
+            lines.dropFirst().allSatisfy { $0["referenceLineItemId"] as? String == lines[0]["lineItemId"] as? String })
     }
 
     @Test func aTaxedSaleIsReportedWithItsTaxAndARefundTakesItsShareOfIt() async throws {

@@ -190,16 +190,26 @@ extension FakeStripe {
     }
 
     /// The subscription's next period: a new invoice, paid or not, and the subscription's period
-    /// and status moved as Stripe moves them (past_due while an invoice is unpaid). Returns the
-    /// invoice id.
+    /// and status moved as Stripe moves them (past_due while an invoice is unpaid); of `product`
+    /// at `unitAmount` when the buyer changed plans. Returns the invoice id.
     @discardableResult
     package func nextPeriod(
-        of subscription: String, paid: Bool, period: TimeInterval = 30 * 86_400, nextAttempt: Int? = nil
+        of subscription: String, paid: Bool, period: TimeInterval = 30 * 86_400, nextAttempt: Int? = nil,
+        product: String? = nil, unitAmount: Int? = nil
     ) -> String {
         let current = object(subscription) ?? [:]
         let items = ((current["items"] as? [String: Any])?["data"] as? [[String: Any]]) ?? []
-        let item = items.first ?? [:]
-        let price = item["price"] as? [String: Any] ?? [:]
+        var item = items.first ?? [:]
+        var price = item["price"] as? [String: Any] ?? [:]
+        if let product {
+            price["id"] = newID("price")
+            price["product"] = product
+        }
+        if let unitAmount {
+            price["unit_amount"] = unitAmount
+            price["unit_amount_decimal"] = String(unitAmount)
+        }
+        item["price"] = price
         let start = item["current_period_end"] as? Int ?? unixNow
         let end = start + Int(period)
         let (invoice, _) = invoice(

@@ -74,13 +74,17 @@ extension ExternalPurchaseLedger {
             ORDER BY at, r.id
             """)
         var paidDays = 0
+        var product: String?
         var periods: [(rowID: Int64, line: ExternalPurchaseReport.Line)] = []
         for row in rows {
             let id: Int64 = try row.decode("id")
+            let before = product
+            product = try row.decode("product_id")
             defer { paidDays += (try? row.decode("paid_days", as: Int.self)) ?? 0 }
             guard try !row.decode("sold", as: Bool.self) else { continue }
             var line = try saleLine(row)
             line.paidDaysBefore = paidDays
+            line.changesProduct = before != nil && product != nil && before != product
             periods.append((id, line))
         }
         return periods
