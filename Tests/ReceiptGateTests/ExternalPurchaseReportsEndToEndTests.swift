@@ -79,6 +79,27 @@ import Testing
         #expect(try await console.get("/console/external-purchases").text.contains("reported as no sale"))
     }
 
+    @Test func aSaleThatCameAfterItsTokenWasReportedWithoutOneIsReportedThen() async throws {
+        let shop = try await ReportingShop.start()
+        defer { shop.stop() }
+        let token = ReportingShop.appleToken()
+        #expect(try await shop.register(token.raw).status == 200)
+        shop.clock.set(shop.clock.get().addingTimeInterval(10 * 86_400 + 60))
+        shop.stripe.clock.set(shop.clock.get())
+        try await shop.sweepAndSend()
+        #expect(shop.apple.externalPurchaseReports(for: token.id).map(\.status) == ["NO_LINE_ITEM"])
+        // The web shop's sale carrying the token reaches the ledger only now.
+        let sale = shop.stripe.sale(
+            player: "p", lines: [.init("prod_gems", unitAmount: 300)], metadata: ["external_purchase_token": token.raw])
+        #expect(try await shop.push(try shop.stripe.webhook("checkout.session.completed", about: sale.session)) == 200)
+        try await shop.sweepAndSend()
+        try await shop.sweepAndSend()
+        let reports = shop.apple.externalPurchaseReports(for: token.id)
+        #expect(reports.map(\.status) == ["NO_LINE_ITEM", "LINE_ITEM"], "the token's transactions, once")
+        #expect(reports.last?.lineItems.first?["amountTaxInclusive"] as? Int == 3000)
+        #expect(try await shop.state(of: token.id) == "reported")
+    }
+
     @Test func aRenewalRefundedBeforeAnySweepIsReportedThenRefundedInThatOrder() async throws {
         let shop = try await ReportingShop.start()
         defer { shop.stop() }

@@ -29,7 +29,10 @@ enum ExternalPurchaseLedger {
             token: try row.decode("token"))
         var state: String = try row.decode("state")
         var queued: [ExternalPurchaseReport.Kind] = []
-        if state == "waiting" {
+        // A waiting token's sale is reported once it reaches the ledger. So is the sale of a token
+        // reported without one, when the sale came after (a web store's webhook late, a sale after
+        // the deadline): a report of the token's transactions corrects the one that said none.
+        if state == "waiting" || withoutSaleStates.contains(state) {
             let sale = try saleLines(
                 clientID: token.clientID, webStore: try row.decode("web_store"), orderID: try row.decode("order_id"),
                 token: token.token, on: connection)
@@ -42,7 +45,7 @@ enum ExternalPurchaseLedger {
                     """)
                 queued.append(.sale)
                 state = "sale_queued"
-            } else if try row.decode("due", as: Bool.self), noSaleStores.contains(token.store) {
+            } else if state == "waiting", try row.decode("due", as: Bool.self), noSaleStores.contains(token.store) {
                 // Compared by the database: the time as stored (to the microsecond) against the same.
                 let kind: ExternalPurchaseReport.Kind = try isDuplicate(id, on: connection) ? .duplicate : .noSale
                 try queue(token, kind, lines: [], on: connection)
@@ -73,6 +76,11 @@ enum ExternalPurchaseLedger {
         }
         return queued
     }
+
+    /// The states of a token reported, or on its way to be, as having no sale of its own.
+    static let withoutSaleStates: Set<String> = [
+        "no_sale_queued", "reported_no_sale", "duplicate_queued", "reported_duplicate",
+    ]
 
     /// A token its store issues once per customer, whose player registered another such token of
     /// the same app before it.

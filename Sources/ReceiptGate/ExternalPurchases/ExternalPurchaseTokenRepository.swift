@@ -106,15 +106,16 @@ struct ExternalPurchaseTokenRepository: Sendable {
     }
 
     /// Tokens whose report may be owed now: waiting ones whose deadline came (of a store in
-    /// `noSaleStores`, the ones that want a report of no sale) or whose sale is in the ledger,
+    /// `noSaleStores`, the ones that want a report of no sale) or whose sale is in the ledger
+    /// (also when the token was reported without a sale before it came),
     /// reported sales the ledger refunded more of since, and sold subscriptions with a period not
     /// reported yet or refunded more of since.
     func due(now: Date, noSaleStores: Set<StoreID>, limit: Int = 200) async throws -> [Int64] {
         try await pool.query(
             """
             SELECT e.id FROM external_purchase_tokens e
-            WHERE e.state = 'waiting' AND ((e.report_by <= \(now) AND e.store = ANY (\(noSaleStores.map(\.rawValue).sorted())::text[]))
-                OR EXISTS (
+            WHERE (e.state = 'waiting' AND e.report_by <= \(now) AND e.store = ANY (\(noSaleStores.map(\.rawValue).sorted())::text[]))
+                OR (e.state = ANY (\(ExternalPurchaseLedger.withoutSaleStates.sorted() + ["waiting"])::text[]) AND EXISTS (
                 SELECT 1 FROM transactions t WHERE t.client_id = e.client_id
                 AND ((e.web_store IS NOT NULL AND t.store = e.web_store AND t.order_id = e.order_id)
                      OR t.external_purchase_token = e.token)))
@@ -228,17 +229,20 @@ struct ExternalPurchaseTokenRepository: Sendable {
 
     /// The store took a report: the token's state after it, and the store's answer.
     func settle(_ report: ExternalPurchaseReport, answer: String) async throws {
-        let state: String? =
+        // Each report moves the token only from the state that queued it: a no-sale report
+        // taken after the token's late sale was queued leaves the sale's state as it is.
+        let (queued, state): (String?, String?) =
             switch report.kind {
-            case .sale: "reported"
-            case .noSale: "reported_no_sale"
-            case .unrecognized: "reported_unrecognized"
-            case .duplicate: "reported_duplicate"
-            case .refund, .renewal: nil
+            case .sale: ("sale_queued", "reported")
+            case .noSale: ("no_sale_queued", "reported_no_sale")
+            case .unrecognized: ("unrecognized_queued", "reported_unrecognized")
+            case .duplicate: ("duplicate_queued", "reported_duplicate")
+            case .refund, .renewal: (nil, nil)
             }
         try await pool.execute(
             """
-            UPDATE external_purchase_tokens SET state = COALESCE(\(state), state), reports_sent = reports_sent + 1,
+            UPDATE external_purchase_tokens
+            SET state = CASE WHEN state = \(queued) THEN \(state) ELSE state END, reports_sent = reports_sent + 1,
                 sale_reported_at = CASE WHEN \(report.kind.rawValue) = 'sale' THEN now() ELSE sale_reported_at END,
                 last_answer = \(String(answer.prefix(500))), last_error = NULL, updated_at = now()
             WHERE id = \(report.tokenRowID)
