@@ -13,7 +13,7 @@ enum HelpText {
           client <action>  Manage API clients: create, list, show, update, rotate-secret, disable
           products <action>  A client's catalog of entitlements and prices: set, list, remove, price, prices
           webhooks <action>  See and redeliver webhook events: list [--failed], redeliver EVENT_ID
-          notifications list  See what stores pushed, newest first: list [--store STORE] [--type TYPE]
+          notifications list  See what stores pushed, newest first: list [--store STORE] [--type TYPE]; raw ID
           reconcile        Read back now what a store keeps (history, quiet subscriptions): --store STORE [--since TIME]
           export transactions  The ledger's purchases and refunds as CSV: --since TIME --until TIME [--client ID]
           rates set        Load exchange rates for the console's analytics: --file rates.csv [--base USD]
@@ -152,9 +152,12 @@ enum HelpText {
 
     static let notifications = """
         Usage: receiptgate notifications list [--store STORE] [--type TYPE]
+               receiptgate notifications raw ID
 
         list        Prints {"notifications": [...]}, the 100 newest store notifications received, each with
                     what its store's provider decoded (--store: one store id; --type: one notification type)
+        raw         Writes one notification's body as its store sent it, byte for byte (empty once
+                    RECEIPTGATE_RETAIN_NOTIFICATIONS_DAYS removed it)
 
         A store that asks for its endpoint to be confirmed shows up here with what its console asks
         for (a token, a URL) in "decoded"; --type with the store's name for that message finds it.

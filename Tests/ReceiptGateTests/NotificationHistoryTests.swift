@@ -300,10 +300,10 @@ import Testing
         try await WebhookDelivery.waitUntil { receiver.acknowledged.contains { $0.type == "subscription.renewed" } }
         #expect(!receiver.acknowledged.contains { $0.type == "subscription.expired" })
         // The stored row keeps Apple's signed envelope, as a pushed one does.
-        let raw = try await harness.pool.query(
-            "SELECT convert_from(raw_body, 'UTF8') AS body FROM store_notifications WHERE notification_type = 'EXPIRED'"
-        )
-        #expect(try raw.first?.decode("body", as: String.self).hasPrefix(#"{"signedPayload":"ey"#) == true)
+        let id = try await harness.pool.query("SELECT id FROM store_notifications WHERE notification_type = 'EXPIRED'")
+            .first?.decode("id", as: Int64.self)
+        let raw = try await harness.service.repositories.notifications.rawBody(id: try #require(id))
+        #expect(raw.map { String(decoding: $0, as: UTF8.self) }?.hasPrefix(#"{"signedPayload":"ey"#) == true)
         await receiver.server.shutdown()
         await fake.shutdown()
     }

@@ -48,6 +48,33 @@ import Testing
         return #"{"signedPayload":"\#(payload)"}"#
     }
 
+    @Test func signedBodiesKeepTheirCertificateChainOnceAndComeBackByteForByte() async throws {
+        let harness = try await Harness.start()
+        defer { harness.harness.stop() }
+        var sent: [String: String] = [:]
+        for _ in 0..<3 {
+            let uuid = UUID().uuidString.lowercased()
+            sent[uuid] = try Self.notification(harness.pki, uuid: uuid)
+            #expect(try await harness.post(sent[uuid]!).status == 200)
+        }
+        let rows = try await harness.pool.query(
+            "SELECT id, notification_id, length(raw_body) AS size, raw_format FROM store_notifications")
+        #expect(rows.count == 3)
+        var stored = 0
+        for row in rows {
+            let id: Int64 = try row.decode("id")
+            let original = try #require(sent[try row.decode("notification_id", as: String.self)])
+            #expect(try row.decode("raw_format", as: Int.self) == 1)
+            #expect(try await harness.service.repositories.notifications.rawBody(id: id) == Data(original.utf8))
+            stored += try row.decode("size", as: Int.self)
+        }
+        let originals = sent.values.reduce(0) { $0 + $1.utf8.count }
+        // The notification's and its transaction's headers carry the same chain: one piece for all.
+        #expect(try await harness.harness.count("raw_body_pieces") == 1)
+        #expect(stored * 3 < originals, "\(stored) bytes kept for \(originals) sent")
+        await harness.service.shutdown()
+    }
+
     @Test func aGenuineNotificationIsRecordedOnce() async throws {
         let harness = try await Harness.start()
         defer { harness.harness.stop() }
@@ -65,7 +92,7 @@ import Testing
         let row = try #require(
             try await harness.pool.query(
                 """
-                SELECT notification_type, environment, app_identifier, transaction_id, raw_body, decoded->'transaction'->>'revocationReason' AS reason
+                SELECT id, notification_type, environment, app_identifier, transaction_id, decoded->'transaction'->>'revocationReason' AS reason
                 FROM store_notifications
                 """
             ).first)
@@ -73,7 +100,8 @@ import Testing
         #expect(try row.decode("environment", as: String.self) == "sandbox")
         #expect(try row.decode("app_identifier", as: String.self) == "com.example.game")
         #expect(try row.decode("transaction_id", as: String.self) == "2000000111111111")
-        #expect(try row.decode("raw_body", as: Data.self) == Data(body.utf8))
+        let kept = try await harness.service.repositories.notifications.rawBody(id: try row.decode("id"))
+        #expect(kept == Data(body.utf8), "the body as Apple sent it, byte for byte")
         #expect(try row.decode("reason", as: String.self) == "1")
         await harness.service.shutdown()
     }

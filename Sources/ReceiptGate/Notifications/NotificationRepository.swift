@@ -41,19 +41,25 @@ package struct NotificationRepository: Sendable {
                 as: UTF8.self)
         }
         let refundCallbacks = refundCallbacks, refundAnswerDelay = refundAnswerDelay, now = now()
+        let body = RawBodyCompaction.compact(rawBody)
         return try await pool.withTransaction { connection in
             let inserted = try connection.query(
                 """
                 INSERT INTO store_notifications (store, notification_id, notification_type, subtype, environment, app_identifier,
-                    transaction_id, original_transaction_id, product_id, signed_at, raw_body, decoded, operator_notice)
+                    transaction_id, original_transaction_id, product_id, signed_at, raw_body, raw_format, decoded, operator_notice)
                 VALUES (\(notification.store.rawValue), \(notification.notificationID), \(notification.type), \(notification.subtype),
                         \(notification.environment?.rawValue), \(notification.appIdentifier), \(notification.transactionID),
-                        \(notification.originalTransactionID), \(notification.productID), \(notification.signedAt), \(rawBody), \(decoded)::jsonb,
-                        \(notice)::jsonb)
+                        \(notification.originalTransactionID), \(notification.productID), \(notification.signedAt), \(body.stored),
+                        \(Int(body.format)), \(decoded)::jsonb, \(notice)::jsonb)
                 ON CONFLICT (store, notification_id) DO NOTHING
                 RETURNING id
                 """)
             guard let row = inserted.first else { return Recorded(duplicate: true, changed: false) }
+            for (digest, piece) in body.pieces.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }) {
+                try connection.execute(
+                    "INSERT INTO raw_body_pieces (digest, piece) VALUES (\(digest), \(piece)) ON CONFLICT (digest) DO NOTHING"
+                )
+            }
             let changed = try TransactionRepository.apply(
                 notification.event, store: notification.store, appIdentifier: notification.appIdentifier,
                 kind: kind, clientID: notification.clientID, refundCallbacks: refundCallbacks,

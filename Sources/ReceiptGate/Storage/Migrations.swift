@@ -306,5 +306,5 @@ public enum Schema {
         + catalogRefreshMigrations
         + consumptionMigrations + outboxMigrations + orderMigrations + externalPurchaseMigrations
         + analyticsMigrations + consentMigrations + commerceMigrations + purchaseOptionMigrations
-        + dailyRollupMigrations).sorted { $0.version < $1.version }
+        + dailyRollupMigrations + rawBodyMigrations).sorted { $0.version < $1.version }
 }

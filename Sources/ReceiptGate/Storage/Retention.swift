@@ -56,7 +56,7 @@ final class Retention: Sendable {
             "store_notifications", days: settings.notificationsDays, now: now, timeColumn: "received_at"
         ) { cutoff in
             """
-            UPDATE store_notifications n SET raw_body = ''::bytea, body_removed_at = now() FROM batch b
+            UPDATE store_notifications n SET raw_body = ''::bytea, raw_format = 0, body_removed_at = now() FROM batch b
             WHERE n.id = b.id AND b.at < \(cutoff) AND n.processed_at IS NOT NULL AND n.body_removed_at IS NULL RETURNING 1
             """
         }
