@@ -43,6 +43,14 @@ import Testing
         }
     }
 
+    @Test func onlyACertificateChainIsKeptApart() throws {
+        // A long header with no chain (a key id and claims) is as likely to be one body's own.
+        let header = Base64.urlEncode(Data(#"{"alg":"ES256","kid":"\#(String(repeating: "k", count: 300))"}"#.utf8))
+        let body = Data(#"{"signedPayload":"\#(header).e30.c2ln"}"#.utf8)
+        let compacted = RawBodyCompaction.compact(body)
+        #expect(compacted.pieces.isEmpty && compacted.format == RawBodyCompaction.verbatim)
+    }
+
     @Test func aPayloadThatWouldNotEncodeBackTheSameStaysAsItCame() throws {
         // "e30" decodes to "{}"; "e31" has stray low bits and decodes to the same bytes, so it is
         // left as it came while the header is still kept once.

@@ -16,7 +16,7 @@ enum RawBodyCompaction {
     /// `store_notifications.raw_format`: 0, the body as it came; 1, parts.
     static let verbatim: Int16 = 0
     static let parts: Int16 = 1
-    /// Headers shorter than this stay in the body: only a certificate chain is worth a piece.
+    /// Headers shorter than this, or without a certificate chain, stay in the body.
     static let minimumPiece = 256
     /// How deep a JWS inside a payload is looked for: a notification's transaction, not further.
     static let maximumDepth = 2
@@ -93,7 +93,9 @@ enum RawBodyCompaction {
             let run = text[index..<end]
             let segments = run.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
             if segments.count == 3, segments.allSatisfy({ !$0.isEmpty }), segments[0].starts(with: "eyJ".utf8) {
-                if segments[0].count >= minimumPiece, let header = try? SHA256.hash(Array(segments[0])) {
+                if segments[0].count >= minimumPiece, carriesChain(segments[0]),
+                    let header = try? SHA256.hash(Array(segments[0]))
+                {
                     flush(&literal, into: &result)
                     pieces[header] = Data(segments[0])
                     result.append(.piece(digest: header))
@@ -116,6 +118,13 @@ enum RawBodyCompaction {
         }
         flush(&literal, into: &result)
         return result
+    }
+
+    /// Whether a JWS header names a certificate chain (`x5c`): what a store signs every
+    /// notification with, the same until it rotates, so the pieces stay few (never one per body).
+    private static func carriesChain(_ header: ArraySlice<UInt8>) -> Bool {
+        guard let decoded = Base64.urlDecode(bytes: Data(header)) else { return false }
+        return JSONValue(parsing: decoded)?["x5c"]?.array?.isEmpty == false
     }
 
     /// A payload's decoded bytes, when they are UTF-8 text and encode back to the same segment.
