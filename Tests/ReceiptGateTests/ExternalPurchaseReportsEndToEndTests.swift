@@ -100,6 +100,24 @@ import Testing
         #expect(try await shop.state(of: token.id) == "reported")
     }
 
+    @Test func aSaleMoreThanAWeekAfterItsTokensNoSaleReportIsNoLongerLookedFor() async throws {
+        let shop = try await ReportingShop.start()
+        defer { shop.stop() }
+        let stale = ReportingShop.appleToken()
+        #expect(try await shop.register(stale.raw).status == 200)
+        shop.clock.set(shop.clock.get().addingTimeInterval(10 * 86_400 + 60))
+        shop.stripe.clock.set(shop.clock.get())
+        try await shop.sweepAndSend()
+        #expect(try await shop.state(of: stale.id) == "reported_no_sale")
+        shop.clock.set(shop.clock.get().addingTimeInterval(8 * 86_400))
+        shop.stripe.clock.set(shop.clock.get())
+        let late = shop.stripe.sale(
+            player: "p", lines: [.init("prod_gems", unitAmount: 300)], metadata: ["external_purchase_token": stale.raw])
+        #expect(try await shop.push(try shop.stripe.webhook("checkout.session.completed", about: late.session)) == 200)
+        try await shop.sweepAndSend()
+        #expect(shop.apple.externalPurchaseReports(for: stale.id).map(\.status) == ["NO_LINE_ITEM"])
+    }
+
     @Test func aRenewalRefundedBeforeAnySweepIsReportedThenRefundedInThatOrder() async throws {
         let shop = try await ReportingShop.start()
         defer { shop.stop() }

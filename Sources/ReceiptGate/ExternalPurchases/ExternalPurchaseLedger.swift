@@ -77,10 +77,14 @@ enum ExternalPurchaseLedger {
         return queued
     }
 
-    /// The states of a token reported, or on its way to be, as having no sale of its own.
+    /// The states of a token reported, or on its way to be, as having no sale of its own (the
+    /// sweep's statement and `external_purchase_tokens_without_sale` name the same).
     static let withoutSaleStates: Set<String> = [
         "no_sale_queued", "reported_no_sale", "duplicate_queued", "reported_duplicate",
     ]
+    /// How long after a token's no-sale deadline (`report_by`) a sale of it is still looked for:
+    /// a web store's late webhook or a sale after the deadline, not every token ever reported so.
+    static let lateSaleWindow: TimeInterval = 7 * 86_400
 
     /// A token its store issues once per customer, whose player registered another such token of
     /// the same app before it.

@@ -107,7 +107,7 @@ struct ExternalPurchaseTokenRepository: Sendable {
 
     /// Tokens whose report may be owed now: waiting ones whose deadline came (of a store in
     /// `noSaleStores`, the ones that want a report of no sale) or whose sale is in the ledger
-    /// (also when the token was reported without a sale before it came),
+    /// (also a token reported without a sale in the last `ExternalPurchaseLedger.lateSaleWindow`),
     /// reported sales the ledger refunded more of since, and sold subscriptions with a period not
     /// reported yet or refunded more of since.
     func due(now: Date, noSaleStores: Set<StoreID>, limit: Int = 200) async throws -> [Int64] {
@@ -115,7 +115,10 @@ struct ExternalPurchaseTokenRepository: Sendable {
             """
             SELECT e.id FROM external_purchase_tokens e
             WHERE (e.state = 'waiting' AND e.report_by <= \(now) AND e.store = ANY (\(noSaleStores.map(\.rawValue).sorted())::text[]))
-                OR (e.state = ANY (\(ExternalPurchaseLedger.withoutSaleStates.sorted() + ["waiting"])::text[]) AND EXISTS (
+                OR ((e.state = 'waiting'
+                     OR (e.state IN ('no_sale_queued', 'reported_no_sale', 'duplicate_queued', 'reported_duplicate')
+                         AND e.report_by > \(now.addingTimeInterval(-ExternalPurchaseLedger.lateSaleWindow))))
+                AND EXISTS (
                 SELECT 1 FROM transactions t WHERE t.client_id = e.client_id
                 AND ((e.web_store IS NOT NULL AND t.store = e.web_store AND t.order_id = e.order_id)
                      OR t.external_purchase_token = e.token)))

@@ -71,5 +71,14 @@ extension Schema {
             sql: """
                 ALTER TABLE transactions ADD COLUMN paid_milliunits bigint, ADD COLUMN tax_milliunits bigint;
                 """),
+        // A token reported without a sale is still looked for in the ledger for a while after its
+        // deadline (its sale may come late): the sweep finds those due recently without reading
+        // every one.
+        Migration(
+            version: 39, name: "external_purchase_late_sales",
+            sql: """
+                CREATE INDEX external_purchase_tokens_without_sale ON external_purchase_tokens (report_by)
+                    WHERE state IN ('no_sale_queued', 'reported_no_sale', 'duplicate_queued', 'reported_duplicate');
+                """),
     ]
 }
