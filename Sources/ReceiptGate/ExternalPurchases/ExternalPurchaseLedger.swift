@@ -83,7 +83,7 @@ enum ExternalPurchaseLedger {
         "no_sale_queued", "reported_no_sale", "duplicate_queued", "reported_duplicate",
     ]
     /// How long after a token's no-sale deadline (`report_by`) a sale of it is still looked for:
-    /// a web store's late webhook or a sale after the deadline, not every token ever reported so.
+    /// a web store's late webhook or a sale after the deadline, not every token that never sold.
     static let lateSaleWindow: TimeInterval = 7 * 86_400
 
     /// A token its store issues once per customer, whose player registered another such token of

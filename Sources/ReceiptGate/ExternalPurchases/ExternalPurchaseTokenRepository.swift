@@ -107,21 +107,24 @@ struct ExternalPurchaseTokenRepository: Sendable {
 
     /// Tokens whose report may be owed now: waiting ones whose deadline came (of a store in
     /// `noSaleStores`, the ones that want a report of no sale) or whose sale is in the ledger
-    /// (also a token reported without a sale in the last `ExternalPurchaseLedger.lateSaleWindow`),
+    /// (until `ExternalPurchaseLedger.lateSaleWindow` after the token's deadline, whether it was
+    /// reported without a sale by then or its store wants no such report),
     /// reported sales the ledger refunded more of since, and sold subscriptions with a period not
     /// reported yet or refunded more of since.
     func due(now: Date, noSaleStores: Set<StoreID>, limit: Int = 200) async throws -> [Int64] {
-        try await pool.query(
+        // Each branch on its own so each reads its partial index (waiting, without a sale).
+        let since = now.addingTimeInterval(-ExternalPurchaseLedger.lateSaleWindow)
+        return try await pool.query(
             """
             SELECT e.id FROM external_purchase_tokens e
-            WHERE (e.state = 'waiting' AND e.report_by <= \(now) AND e.store = ANY (\(noSaleStores.map(\.rawValue).sorted())::text[]))
-                OR ((e.state = 'waiting'
-                     OR (e.state IN ('no_sale_queued', 'reported_no_sale', 'duplicate_queued', 'reported_duplicate')
-                         AND e.report_by > \(now.addingTimeInterval(-ExternalPurchaseLedger.lateSaleWindow))))
-                AND EXISTS (
-                SELECT 1 FROM transactions t WHERE t.client_id = e.client_id
-                AND ((e.web_store IS NOT NULL AND t.store = e.web_store AND t.order_id = e.order_id)
-                     OR t.external_purchase_token = e.token)))
+            WHERE e.state = 'waiting' AND e.report_by <= \(now) AND e.store = ANY (\(noSaleStores.map(\.rawValue).sorted())::text[])
+            UNION
+            SELECT e.id FROM external_purchase_tokens e
+            WHERE e.state = 'waiting' AND e.report_by > \(since) AND \(unescaped: Self.saleInLedgerSQL)
+            UNION
+            SELECT e.id FROM external_purchase_tokens e
+            WHERE e.state IN ('no_sale_queued', 'reported_no_sale', 'duplicate_queued', 'reported_duplicate')
+              AND e.report_by > \(since) AND \(unescaped: Self.saleInLedgerSQL)
             UNION
             SELECT e.id FROM external_purchase_tokens e
             WHERE e.state IN ('sale_queued', 'reported') AND EXISTS (
@@ -143,6 +146,14 @@ struct ExternalPurchaseTokenRepository: Sendable {
             """
         ).map { try $0.decode("id", as: Int64.self) }
     }
+
+    /// Token `e`'s sale is in the ledger: the web store's order the game named, or a sale carrying the token.
+    static let saleInLedgerSQL = """
+        EXISTS (
+            SELECT 1 FROM transactions t WHERE t.client_id = e.client_id
+            AND ((e.web_store IS NOT NULL AND t.store = e.web_store AND t.order_id = e.order_id)
+                 OR t.external_purchase_token = e.token))
+        """
 
     /// The share of a ledger row refunded, in thousandths of a percent: all of it once the
     /// purchase was taken back, else what a partial refund said.
