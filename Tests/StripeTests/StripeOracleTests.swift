@@ -103,10 +103,10 @@ struct StripeOracleTests {
 
     @Test func stripesLibraryReadsTheFakesObjectsAsStripesOwn() async throws {
         let fake = try FakeStripe()
-        let sale = fake.sale(player: "p", lines: [.init("prod_gems", unitAmount: 199, quantity: 2)])
+        let sale = fake.sale(player: "p", lines: [.init("prod_gems", unitAmount: 199, quantity: 2, tax: 92)])
         fake.refund(charge: sale.charge, amount: 100)
         let dispute = fake.dispute(charge: sale.charge)
-        let subscribed = fake.subscribe(player: "p", product: "prod_pass", unitAmount: 499)
+        let subscribed = fake.subscribe(player: "p", product: "prod_pass", unitAmount: 499, taxPercent: 20)
         let event = fake.event("invoice.paid", about: subscribed.firstInvoice)
         let invoicePayment = try #require(
             fake.state.objects.get().values.compactMap { try? JSONSerialization.jsonObject(with: $0) as? [String: Any] }
@@ -123,7 +123,10 @@ struct StripeOracleTests {
                 "session", try #require(fake.object(sale.session)), "Session",
                 ["payment_status", "mode", "client_reference_id", "payment_intent"]
             ),
-            ("line_items", lineItems, "ListObject", ["data.0.price.product", "data.0.quantity", "data.0.id"]),
+            (
+                "line_items", lineItems, "ListObject",
+                ["data.0.price.product", "data.0.quantity", "data.0.id", "data.0.amount_total", "data.0.amount_tax"]
+            ),
             (
                 "charge", try #require(fake.object(sale.charge)), "Charge",
                 ["amount_refunded", "refunded", "payment_intent", "refunds.data.0.amount"]
@@ -137,7 +140,7 @@ struct StripeOracleTests {
                 "invoice", try #require(fake.object(subscribed.firstInvoice)), "Invoice",
                 [
                     "parent.subscription_details.subscription", "lines.data.0.period.end",
-                    "lines.data.0.pricing.price_details.product", "billing_reason",
+                    "lines.data.0.pricing.price_details.product", "billing_reason", "total", "total_taxes.0.amount",
                 ]
             ),
             ("invoice_payment", invoicePayment, "InvoicePayment", ["invoice", "payment.payment_intent"]),
