@@ -80,6 +80,8 @@ extension GooglePlayProvider: ExternalPurchaseReporting {
         let tax = report.lines.reduce(Int64(0)) { $0 + ($1.taxMilliunits ?? 0) }
         let preTax = report.lines.reduce(Int64(0)) { $0 + $1.amountMilliunits } - tax
         let netPreTax = report.lines.reduce(Int64(0)) { $0 + $1.netMilliunits - ($1.netTaxMilliunits ?? 0) }
+        let preTaxMicros = try Self.micros(preTax), taxMicros = try Self.micros(tax)
+        let netMicros = try Self.micros(netPreTax)
         let package = report.appIdentifier
         do {
             let key = try serviceAccountKey(credentials)
@@ -87,14 +89,16 @@ extension GooglePlayProvider: ExternalPurchaseReporting {
             case .sale, .renewal:
                 let body = try JSONEncoder.sortedKeys.encode(
                     CreateBody(
-                        originalPreTaxAmount: Price(priceMicros: String(preTax * 1000), currency: currency),
-                        originalTaxAmount: Price(priceMicros: String(tax * 1000), currency: currency),
+                        originalPreTaxAmount: Price(priceMicros: preTaxMicros, currency: currency),
+                        originalTaxAmount: Price(priceMicros: taxMicros, currency: currency),
                         transactionTime: Self.rfc3339(first.at),
                         oneTimeTransaction: first.recurring ? nil : .init(externalTransactionToken: report.token),
                         recurringTransaction: first.recurring
                             ? .init(
+                                // A renewal names the transaction its sale was created as.
                                 externalTransactionToken: first.initialLineID == nil ? report.token : nil,
-                                initialExternalTransactionId: first.initialLineID,
+                                initialExternalTransactionId: first.initialLineID == nil
+                                    ? nil : first.saleLineID ?? first.initialLineID,
                                 externalSubscription: .init(subscriptionType: "RECURRING")) : nil,
                         userTaxAddress: first.taxCountry.map { .init(regionCode: $0) }))
                 do {
@@ -116,7 +120,7 @@ extension GooglePlayProvider: ExternalPurchaseReporting {
                             ? nil
                             : .init(
                                 refundId: first.refundID ?? "\(id)-r",
-                                refundPreTaxAmount: Price(priceMicros: String(preTax * 1000), currency: currency)),
+                                refundPreTaxAmount: Price(priceMicros: preTaxMicros, currency: currency)),
                         fullRefund: full ? .init() : nil))
                 do {
                     try await api.refundExternalTransaction(package: package, id: id, body: body, key: key)
@@ -124,7 +128,7 @@ extension GooglePlayProvider: ExternalPurchaseReporting {
                 } catch let error as StoreAPIError where error.kind != .credentialsRefused {
                     // A refund repeated after its answer was lost: Google's current amount shows it.
                     guard let held = try await api.externalTransaction(package: package, id: id, key: key),
-                        let current = Self.currentPreTaxMicros(held), current <= netPreTax * 1000
+                        let current = Self.currentPreTaxMicros(held), let net = Int64(netMicros), current <= net
                     else { throw error }
                     return ExternalPurchaseReportAnswer(sent: body, answer: "already refunded at Google (\(id))")
                 }
@@ -132,6 +136,18 @@ extension GooglePlayProvider: ExternalPurchaseReporting {
         } catch let error as StoreAPIError {
             throw error.verificationError
         }
+    }
+
+    /// Milliunits as Google's micros (a string); an amount too large for them is refused, never
+    /// sent wrapped.
+    static func micros(_ milliunits: Int64) throws -> String {
+        let (micros, overflow) = milliunits.multipliedReportingOverflow(by: 1000)
+        guard !overflow else {
+            throw StoreVerificationError(
+                code: .verifierError, reason: "AMOUNT_OUT_OF_RANGE",
+                message: "\(milliunits) milliunits do not fit Google's micros", isRetryable: false)
+        }
+        return String(micros)
     }
 
     /// `currentPreTaxAmount.priceMicros` of an `ExternalTransaction`.

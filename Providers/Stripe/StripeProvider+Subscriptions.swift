@@ -86,10 +86,10 @@ extension StripeProvider {
                 decimal: line?.object("pricing")?.string("unit_amount_decimal"),
                 amount: item?.object("price")?.integer("unit_amount"), total: line?.integer("amount"),
                 quantity: quantity, currency: currency)
-            purchase.paidMilliunits = invoice.integer("total").flatMap {
-                StripeMoney.milliunits($0, currency: currency)
+            if let line, let charge = lineCharge(line) {
+                purchase.paidMilliunits = StripeMoney.milliunits(charge.paid, currency: currency)
+                purchase.taxMilliunits = charge.tax.flatMap { StripeMoney.milliunits($0, currency: currency) }
             }
-            purchase.taxMilliunits = invoiceTax(invoice).flatMap { StripeMoney.milliunits($0, currency: currency) }
         }
         purchase.expiresDate = line?.object("period")?.date("end") ?? item?.date("current_period_end")
         purchase.purchaseDate =
@@ -107,13 +107,28 @@ extension StripeProvider {
         return purchase
     }
 
-    /// The tax an invoice charged, in minor units: its `total_taxes` added up (API versions since
-    /// 2025-03-31), else its `tax` (before them); nil when it says neither.
-    static func invoiceTax(_ invoice: StripeObject) -> Int64? {
-        if let taxes = invoice.json["total_taxes"]?.array {
-            return taxes.reduce(Int64(0)) { $0 + (StripeObject($1)?.integer("amount") ?? 0) }
+    /// What the subscription's line of an invoice charged and the tax within it, in minor units:
+    /// its `amount` less its `discount_amounts`, with its taxes (`taxes`, API versions since
+    /// 2025-03-31; `tax_amounts` before) added where they were on top of the price (`exclusive`)
+    /// and within it otherwise. The line's, not the invoice's: an invoice's total also holds
+    /// prorations, other items and credits. Nil tax when the line lists none; nil when it has
+    /// no amount, or a tax without one.
+    static func lineCharge(_ line: StripeObject) -> (paid: Int64, tax: Int64?)? {
+        guard let amount = line.integer("amount") else { return nil }
+        let discounts = (line.json["discount_amounts"]?.array ?? []).reduce(Int64(0)) {
+            $0 + (StripeObject($1)?.integer("amount") ?? 0)
         }
-        return invoice.integer("tax")
+        guard let taxes = (line.json["taxes"] ?? line.json["tax_amounts"])?.array else {
+            return (amount - discounts, nil)
+        }
+        var tax: Int64 = 0, onTop: Int64 = 0
+        for entry in taxes.compactMap(StripeObject.init) {
+            guard let value = entry.integer("amount") else { return nil }
+            tax += value
+            let inclusive = entry.string("tax_behavior").map { $0 == "inclusive" } ?? entry.bool("inclusive") ?? false
+            if !inclusive { onTop += value }
+        }
+        return (amount - discounts + onTop, taxes.isEmpty ? nil : tax)
     }
 
     /// The invoice's line for the subscription's item (a proration line is not the period).

@@ -85,8 +85,11 @@ public struct ExternalPurchaseReport: Codable, Sendable, Equatable {
         public var refundID: String?
         /// The line is a subscription's period (the ledger's auto-renewable kind), not a one-time purchase.
         public var recurring: Bool = false
-        /// For a renewal: the line of the subscription's first period, reported with the token's sale.
+        /// For a renewal: the line of the subscription's first period, reported with the token's
+        /// sale, and the first line of that sale (what a store that takes a sale as one
+        /// transaction knows it by).
         public var initialLineID: String?
+        public var saleLineID: String?
         /// For a subscription's period: the days of paid service before it (zero at the first
         /// period; each paid period's days added at its renewal; free periods count none).
         public var paidDaysBefore: Int?

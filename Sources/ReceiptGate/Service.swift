@@ -282,6 +282,7 @@ public final class Service: Sendable {
                         "attempts": String(removed.attempts),
                         "outbox": String(removed.outboxMessages),
                         "notification_bodies": String(removed.notificationBodies),
+                        "body_pieces": String(removed.bodyPieces),
                     ])
             }
             // A refund request whose deadline passed unanswered (every process down, the store refusing) is missed.

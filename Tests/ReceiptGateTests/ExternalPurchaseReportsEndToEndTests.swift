@@ -196,6 +196,32 @@ import Testing
         #expect(Set(reports.map(\.requestIdentifier)).count == 3, "each report has its own request identifier")
     }
 
+    @Test func refundsInStepsAddUpToTheSale() async throws {
+        let shop = try await ReportingShop.start()
+        defer { shop.stop() }
+        let token = ReportingShop.appleToken()
+        // 9.99 USD with 2.00 of tax; 3.00 refunded, then the rest: shares that do not divide evenly.
+        let sale = shop.stripe.sale(
+            player: "p", lines: [.init("prod_gems", unitAmount: 799, tax: 200)],
+            metadata: ["external_purchase_token": token.raw])
+        #expect(try await shop.push(try shop.stripe.webhook("checkout.session.completed", about: sale.session)) == 200)
+        try await shop.sweepAndSend()
+        shop.stripe.refund(charge: sale.charge, amount: 300)
+        #expect(try await shop.push(try shop.stripe.webhook("charge.refunded", about: sale.charge)) == 200)
+        try await shop.sweepAndSend()
+        shop.stripe.refund(charge: sale.charge)
+        #expect(try await shop.push(try shop.stripe.webhook("charge.refunded", about: sale.charge)) == 200)
+        try await shop.sweepAndSend()
+        try await shop.sweepAndSend()
+        let reports = shop.apple.externalPurchaseReports(for: token.id)
+        try #require(reports.count == 3, "\(reports.map(\.status))")
+        let refunds = reports.dropFirst().compactMap(\.lineItems.first)
+        func sum(_ field: String) -> Int { refunds.reduce(0) { $0 + ($1[field] as? Int ?? 0) } }
+        #expect(sum("amountTaxInclusive") == 9990, "every milliunit paid, refunded once")
+        #expect(sum("taxAmount") == 2000 && sum("amountTaxExclusive") == 7990)
+        #expect(refunds.last?["netAmountTaxExclusive"] as? Int == 0)
+    }
+
     @Test func aRetryAfterALostAnswerIsNotReportedTwice() async throws {
         let shop = try await ReportingShop.start()
         defer { shop.stop() }

@@ -51,6 +51,16 @@ import Testing
         #expect(compacted.pieces.isEmpty && compacted.format == RawBodyCompaction.verbatim)
     }
 
+    @Test func aHeaderWithMoreThanASignersFieldsStaysInTheBody() throws {
+        // A buyer's own text shaped like a signed header (a chain and a claim of its own).
+        let header = Base64.urlEncode(
+            Data(#"{"alg":"ES256","x5c":["\#(String(repeating: "MIIB", count: 100))"],"sub":"mine"}"#.utf8))
+        let dots = String(repeating: ".", count: 10_000)
+        let body = Data(#"{"name":"\#(header).e30.c2ln","note":"a\#(dots)b"}"#.utf8)
+        let compacted = RawBodyCompaction.compact(body)
+        #expect(compacted.pieces.isEmpty && compacted.stored == body)
+    }
+
     @Test func aPayloadThatWouldNotEncodeBackTheSameStaysAsItCame() throws {
         // "e30" decodes to "{}"; "e31" has stray low bits and decodes to the same bytes, so it is
         // left as it came while the header is still kept once.

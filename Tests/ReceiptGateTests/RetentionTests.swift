@@ -12,6 +12,33 @@ import Testing
 
     static func daysAgo(_ days: Double) -> Date { now.addingTimeInterval(-days * 86_400) }
 
+    @Test func aChainNoKeptBodyNamesGoesOnceUnusedLongerThanBodiesAreKept() async throws {
+        let harness = try await VerifyHarness.start()
+        defer { harness.stop() }
+        let pool = harness.pool
+        // Two old chains, one a kept body still names; one chain used yesterday.
+        let named = Data(repeating: 1, count: 32), unnamed = Data(repeating: 2, count: 32)
+        let recent = Data(repeating: 3, count: 32)
+        for (digest, age) in [(named, 100.0), (unnamed, 100), (recent, 1)] {
+            try await pool.execute(
+                """
+                INSERT INTO raw_body_pieces (digest, piece, first_seen_at, last_used_at)
+                VALUES (\(digest), 'eyJ'::bytea, \(Self.daysAgo(age)), \(Self.daysAgo(age)))
+                """)
+        }
+        let parts = #"["{\"signedPayload\":\"",{"piece":"\#(String(repeating: "01", count: 32))"},".e30.c2ln\"}"]"#
+        try await pool.execute(
+            """
+            INSERT INTO store_notifications (store, notification_id, notification_type, raw_body, raw_format, decoded, received_at)
+            VALUES ('app_store', 'unprocessed', 'TEST', \(Data(parts.utf8)), 1, '{}'::jsonb, \(Self.daysAgo(100)))
+            """)
+        let retention = Retention(
+            pool: pool, settings: .init(attemptsDays: 90, outboxDays: 30, notificationsDays: 90), batchSize: 100)
+        #expect(try await retention.sweep(now: Self.now).bodyPieces == 1)
+        let left = try await pool.query("SELECT digest FROM raw_body_pieces ORDER BY digest")
+        #expect(try left.map { try $0.decode("digest", as: Data.self) } == [named, recent])
+    }
+
     @Test func eachKindGoesAfterItsOwnDaysAndNothingElseDoes() async throws {
         let harness = try await VerifyHarness.start()
         defer { harness.stop() }

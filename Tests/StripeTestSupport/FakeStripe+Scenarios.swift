@@ -275,6 +275,15 @@ extension FakeStripe {
         ]
         let line: [String: Any] = [
             "id": newID("il"), "object": "line_item", "amount": unitAmount, "currency": currency, "invoice": id,
+            "discount_amounts": [[String: Any]](),
+            "taxes": taxPercent == nil
+                ? [[String: Any]]()
+                : [
+                    [
+                        "amount": tax, "tax_behavior": "exclusive", "taxability_reason": "standard_rated",
+                        "type": "tax_rate_details",
+                    ]
+                ],
             "livemode": livemode, "quantity": 1, "subscription": subscription,
             "period": ["start": start, "end": end],
             "parent": ["type": "subscription_item_details", "subscription_item_details": itemDetails],

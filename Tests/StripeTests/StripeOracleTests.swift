@@ -140,7 +140,8 @@ struct StripeOracleTests {
                 "invoice", try #require(fake.object(subscribed.firstInvoice)), "Invoice",
                 [
                     "parent.subscription_details.subscription", "lines.data.0.period.end",
-                    "lines.data.0.pricing.price_details.product", "billing_reason", "total", "total_taxes.0.amount",
+                    "lines.data.0.pricing.price_details.product", "billing_reason", "lines.data.0.amount",
+                    "lines.data.0.taxes.0.amount", "lines.data.0.taxes.0.tax_behavior",
                 ]
             ),
             ("invoice_payment", invoicePayment, "InvoicePayment", ["invoice", "payment.payment_intent"]),

@@ -24,11 +24,11 @@ extension ExternalPurchaseLedger {
         else { return [] }
         let saleRows = try ids(row.decode("sale_rows", as: [String]?.self))
         var reported = Set(try ids(row.decode("renewal_rows", as: [String]?.self)))
-        guard let initial = saleRows.min() else { return [] }
+        guard let first = saleRows.min() else { return [] }
         var queued: [ExternalPurchaseReport.Kind] = []
         for period in try periods(after: saleRows, on: connection) where !reported.contains(period.rowID) {
             var line = period.line
-            line.initialLineID = lineID(initial)
+            line.saleLineID = lineID(first)
             try queue(token, .renewal, lines: [line], on: connection)
             try connection.execute(
                 """
@@ -55,8 +55,10 @@ extension ExternalPurchaseLedger {
     }
 
     /// Every paid period of the subscriptions among `saleRows`, after the sale's own, in the order
-    /// they were bought; each with the days of paid service before it (free periods count none),
-    /// and taxed where the sale was when the web store did not say otherwise.
+    /// they were bought; each naming its own subscription's first period (the sale's row of it),
+    /// with the days of paid service before it in that subscription (free periods count none) and
+    /// whether its product is another than the period's before it, and taxed where the sale was
+    /// when the web store did not say otherwise.
     static func periods(
         after saleRows: [Int64], on connection: PostgresConnection
     ) throws -> [(rowID: Int64, line: ExternalPurchaseReport.Line)] {
@@ -64,6 +66,7 @@ extension ExternalPurchaseLedger {
             """
             SELECT r.id, r.product_id, r.quantity, r.price_milliunits, r.paid_milliunits, r.tax_milliunits, r.currency, COALESCE(r.storefront, s.storefront) AS storefront,
                    COALESCE(r.purchase_date, r.first_verified_at) AS at, true AS recurring, r.id = ANY (\(saleRows.map { String($0) })::bigint[]) AS sold,
+                   s.id AS start_id,
                    CASE WHEN r.price_milliunits > 0 AND r.expires_date > r.purchase_date
                         THEN round(extract(epoch FROM r.expires_date - r.purchase_date) / 86400)::int ELSE 0 END AS paid_days
             FROM transactions s
@@ -73,17 +76,20 @@ extension ExternalPurchaseLedger {
               AND r.price_milliunits IS NOT NULL AND r.currency IS NOT NULL
             ORDER BY at, r.id
             """)
-        var paidDays = 0
-        var product: String?
+        // Per subscription (its first period's row): the paid days so far and the last product.
+        var paidDays: [Int64: Int] = [:]
+        var products: [Int64: String] = [:]
         var periods: [(rowID: Int64, line: ExternalPurchaseReport.Line)] = []
         for row in rows {
-            let id: Int64 = try row.decode("id")
-            let before = product
-            product = try row.decode("product_id")
-            defer { paidDays += (try? row.decode("paid_days", as: Int.self)) ?? 0 }
+            let id: Int64 = try row.decode("id"), start: Int64 = try row.decode("start_id")
+            let before = products[start], product: String? = try row.decode("product_id")
+            let daysBefore = paidDays[start, default: 0]
+            products[start] = product ?? before
+            paidDays[start] = daysBefore + ((try? row.decode("paid_days", as: Int.self)) ?? 0)
             guard try !row.decode("sold", as: Bool.self) else { continue }
             var line = try saleLine(row)
-            line.paidDaysBefore = paidDays
+            line.paidDaysBefore = daysBefore
+            line.initialLineID = lineID(start)
             line.changesProduct = before != nil && product != nil && before != product
             periods.append((id, line))
         }

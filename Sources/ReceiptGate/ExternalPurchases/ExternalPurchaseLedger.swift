@@ -17,7 +17,8 @@ enum ExternalPurchaseLedger {
             let row = try connection.query(
                 """
                 SELECT id, client_id, store, environment, app_identifier, report_id, token, web_store, order_id, state,
-                       report_by <= \(now) AS due, refunded_share
+                       report_by <= \(now) AS due, report_by > \(now.addingTimeInterval(-lateSaleWindow)) AS sale_looked_for,
+                       refunded_share
                 FROM external_purchase_tokens WHERE id = \(id) FOR UPDATE
                 """
             ).first
@@ -32,7 +33,8 @@ enum ExternalPurchaseLedger {
         // A waiting token's sale is reported once it reaches the ledger. So is the sale of a token
         // reported without one, when the sale came after (a web store's webhook late, a sale after
         // the deadline): a report of the token's transactions corrects the one that said none.
-        if state == "waiting" || withoutSaleStates.contains(state) {
+        let saleLookedFor: Bool = try row.decode("sale_looked_for")
+        if state == "waiting" || (withoutSaleStates.contains(state) && saleLookedFor) {
             let sale = try saleLines(
                 clientID: token.clientID, webStore: try row.decode("web_store"), orderID: try row.decode("order_id"),
                 token: token.token, on: connection)
@@ -133,7 +135,7 @@ enum ExternalPurchaseLedger {
                    COALESCE(t.purchase_date, t.first_verified_at) AS at,
                    t.product_kind IS NOT DISTINCT FROM 'auto_renewable_subscription' AS recurring
             FROM transactions t
-            WHERE t.client_id = \(clientID) AND t.price_milliunits IS NOT NULL AND t.currency IS NOT NULL
+            WHERE t.client_id = \(clientID) AND \(unescaped: ExternalPurchaseTokenRepository.pricedSQL)
               AND ((\(webStore)::text IS NOT NULL AND t.store = \(webStore) AND t.order_id = \(orderID))
                    OR t.external_purchase_token = \(token))
             ORDER BY t.id
@@ -160,15 +162,16 @@ enum ExternalPurchaseLedger {
                    \(unescaped: ExternalPurchaseTokenRepository.refundedShareSQL) AS share
             FROM transactions t WHERE t.id = ANY (\(rows.map { String($0) })::bigint[]) ORDER BY t.id
             """)
-        let share = try found.map { try $0.decode("share", as: Int.self) }.max() ?? 0
+        let share = min(100_000, try found.map { try $0.decode("share", as: Int.self) }.max() ?? 0)
         guard share > reportedShare else { return ([], nil) }
         let lines = try found.map { row in
             let id: Int64 = try row.decode("id")
             let (quantity, amount, tax) = try charged(row)
-            // The refund takes its share of the tax with it; a share of an amount is rounded down,
-            // and what stays charged is the rest, so the reports add up to the sale.
-            func refunded(_ value: Int64) -> Int64 { value * Int64(share - reportedShare) / 100_000 }
-            func left(_ value: Int64) -> Int64 { value - value * Int64(share) / 100_000 }
+            // The refund takes its share of the tax with it. Each report refunds what the share
+            // now refunded adds to what was reported, and what stays charged is the rest: the
+            // refunds add up to the sale once all of it is refunded, whatever the rounding.
+            func refunded(_ value: Int64) -> Int64 { portion(value, share) - portion(value, reportedShare) }
+            func left(_ value: Int64) -> Int64 { value - portion(value, share) }
             var line = ExternalPurchaseReport.Line(
                 lineID: lineID(id), productID: try row.decode("product_id"), quantity: quantity,
                 amountMilliunits: refunded(amount), netMilliunits: left(amount),
@@ -209,6 +212,13 @@ enum ExternalPurchaseLedger {
             ?? price.multipliedReportingOverflow(by: Int64(quantity)).partialValue
         let tax = try row.decode("tax_milliunits", as: Int64?.self).map { min(max(0, $0), max(0, amount)) }
         return (quantity, amount, tax)
+    }
+
+    /// `share` (thousandths of a percent, at most all) of `value`, rounded toward zero; in full
+    /// width, so no amount overflows on the way.
+    static func portion(_ value: Int64, _ share: Int) -> Int64 {
+        let share = Int64(min(max(0, share), 100_000))
+        return Int64(100_000).dividingFullWidth(value.multipliedFullWidth(by: share)).quotient
     }
 
     /// A ledger row's line id in every report: stable, unique per app, and the id a refund refers to.

@@ -147,10 +147,14 @@ struct ExternalPurchaseTokenRepository: Sendable {
         ).map { try $0.decode("id", as: Int64.self) }
     }
 
-    /// Token `e`'s sale is in the ledger: the web store's order the game named, or a sale carrying the token.
+    /// A ledger row `t` that is a line of a sale (it has a price), not a refund's record.
+    static let pricedSQL = "t.price_milliunits IS NOT NULL AND t.currency IS NOT NULL"
+
+    /// Token `e`'s sale is in the ledger: the web store's order the game named, or a sale carrying
+    /// the token; the rows `ExternalPurchaseLedger.saleLines` reports.
     static let saleInLedgerSQL = """
         EXISTS (
-            SELECT 1 FROM transactions t WHERE t.client_id = e.client_id
+            SELECT 1 FROM transactions t WHERE t.client_id = e.client_id AND \(pricedSQL)
             AND ((e.web_store IS NOT NULL AND t.store = e.web_store AND t.order_id = e.order_id)
                  OR t.external_purchase_token = e.token))
         """
@@ -245,13 +249,14 @@ struct ExternalPurchaseTokenRepository: Sendable {
     func settle(_ report: ExternalPurchaseReport, answer: String) async throws {
         // Each report moves the token only from the state that queued it: a no-sale report
         // taken after the token's late sale was queued leaves the sale's state as it is.
-        let (queued, state): (String?, String?) =
+        let queued = Self.queuedState(report.kind)
+        let state: String? =
             switch report.kind {
-            case .sale: ("sale_queued", "reported")
-            case .noSale: ("no_sale_queued", "reported_no_sale")
-            case .unrecognized: ("unrecognized_queued", "reported_unrecognized")
-            case .duplicate: ("duplicate_queued", "reported_duplicate")
-            case .refund, .renewal: (nil, nil)
+            case .sale: "reported"
+            case .noSale: "reported_no_sale"
+            case .unrecognized: "reported_unrecognized"
+            case .duplicate: "reported_duplicate"
+            case .refund, .renewal: nil
             }
         try await pool.execute(
             """
@@ -263,13 +268,29 @@ struct ExternalPurchaseTokenRepository: Sendable {
             """)
     }
 
-    /// The store refused a report for good: kept with its words, never sent again.
+    /// The store refused a report for good: kept with its words, never sent again. A report of
+    /// no sale refused after the token's late sale was queued leaves the sale's state as it is.
     func refuse(_ report: ExternalPurchaseReport, why: String) async throws {
+        let queued = Self.queuedState(report.kind)
         try await pool.execute(
             """
-            UPDATE external_purchase_tokens SET state = 'refused', last_error = \(String(why.prefix(500))), updated_at = now()
+            UPDATE external_purchase_tokens
+            SET state = CASE WHEN \(queued)::text IS NULL OR state = \(queued) THEN 'refused' ELSE state END,
+                last_error = \(String(why.prefix(500))), updated_at = now()
             WHERE id = \(report.tokenRowID)
             """)
+    }
+
+    /// The state a token is in while a report of `kind` is on its way (nil: refunds and renewals
+    /// leave it as it is).
+    static func queuedState(_ kind: ExternalPurchaseReport.Kind) -> String? {
+        switch kind {
+        case .sale: "sale_queued"
+        case .noSale: "no_sale_queued"
+        case .unrecognized: "unrecognized_queued"
+        case .duplicate: "duplicate_queued"
+        case .refund, .renewal: nil
+        }
     }
 
     /// A try that failed and will be tried again: kept for the console.

@@ -57,8 +57,11 @@ package struct NotificationRepository: Sendable {
             guard let row = inserted.first else { return Recorded(duplicate: true, changed: false) }
             for (digest, piece) in body.pieces.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }) {
                 try connection.execute(
-                    "INSERT INTO raw_body_pieces (digest, piece) VALUES (\(digest), \(piece)) ON CONFLICT (digest) DO NOTHING"
-                )
+                    """
+                    INSERT INTO raw_body_pieces (digest, piece, first_seen_at, last_used_at) VALUES (\(digest), \(piece), \(now), \(now))
+                    ON CONFLICT (digest) DO UPDATE SET last_used_at = \(now)
+                    WHERE raw_body_pieces.last_used_at < \(now.addingTimeInterval(-86_400))
+                    """)
             }
             let changed = try TransactionRepository.apply(
                 notification.event, store: notification.store, appIdentifier: notification.appIdentifier,

@@ -91,7 +91,8 @@ enum RawBodyCompaction {
             var end = index
             while end < text.endIndex, isSegmentByte(text[end]) || text[end] == UInt8(ascii: ".") { end += 1 }
             let run = text[index..<end]
-            let segments = run.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
+            // At most four parts: a run of many dots is not a JWS, and is not split into a slice each.
+            let segments = run.split(separator: UInt8(ascii: "."), maxSplits: 3, omittingEmptySubsequences: false)
             if segments.count == 3, segments.allSatisfy({ !$0.isEmpty }), segments[0].starts(with: "eyJ".utf8) {
                 if segments[0].count >= minimumPiece, carriesChain(segments[0]),
                     let header = try? SHA256.hash(Array(segments[0]))
@@ -120,11 +121,21 @@ enum RawBodyCompaction {
         return result
     }
 
-    /// Whether a JWS header names a certificate chain (`x5c`): what a store signs every
-    /// notification with, the same until it rotates, so the pieces stay few (never one per body).
+    /// Whether a JWS header is a signer's and nothing else: an algorithm, a type, a key id and a
+    /// certificate chain (`x5c`, base64 certificates), what a store signs every notification
+    /// with, the same until it rotates. Anything else in a body (a buyer's own text that looks
+    /// like a JWS) stays in the body, so the pieces stay few.
     private static func carriesChain(_ header: ArraySlice<UInt8>) -> Bool {
-        guard let decoded = Base64.urlDecode(bytes: Data(header)) else { return false }
-        return JSONValue(parsing: decoded)?["x5c"]?.array?.isEmpty == false
+        guard let decoded = Base64.urlDecode(bytes: Data(header)), let object = JSONValue(parsing: decoded)?.object,
+            let chain = object["x5c"]?.array, !chain.isEmpty,
+            Set(object.keys).isSubset(of: ["alg", "typ", "kid", "x5c"])
+        else { return false }
+        return chain.allSatisfy { entry in
+            guard let text = entry.string, !text.isEmpty else { return false }
+            return text.utf8.allSatisfy {
+                isSegmentByte($0) || $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "=")
+            }
+        }
     }
 
     /// A payload's decoded bytes, when they are UTF-8 text and encode back to the same segment.

@@ -19,7 +19,7 @@ final class Retention: Sendable {
     }
 
     struct Removed: Sendable, Equatable {
-        var attempts = 0, outboxMessages = 0, notificationBodies = 0
+        var attempts = 0, outboxMessages = 0, notificationBodies = 0, bodyPieces = 0
     }
 
     let pool: PostgresPool
@@ -60,7 +60,26 @@ final class Retention: Sendable {
             WHERE n.id = b.id AND b.at < \(cutoff) AND n.processed_at IS NOT NULL AND n.body_removed_at IS NULL RETURNING 1
             """
         }
+        removed.bodyPieces = try await removeUnusedPieces(now: now)
         return removed
+    }
+
+    /// The pieces of raw bodies (`RawBodyCompaction`) no body used for two days longer than bodies
+    /// are kept, and that no kept body names: a certificate chain its store stopped signing with.
+    /// A few at a time; normally there are none.
+    private func removeUnusedPieces(now: Date) async throws -> Int {
+        guard settings.notificationsDays > 0 else { return 0 }
+        let cutoff = now.addingTimeInterval(-Double(settings.notificationsDays + 2) * 86_400)
+        return try await pool.query(
+            """
+            DELETE FROM raw_body_pieces p
+            WHERE p.digest IN (SELECT digest FROM raw_body_pieces WHERE last_used_at < \(cutoff) LIMIT 20)
+              AND NOT EXISTS (
+                SELECT 1 FROM store_notifications n
+                WHERE n.raw_format = 1 AND position(convert_to(encode(p.digest, 'hex'), 'UTF8') IN n.raw_body) > 0)
+            RETURNING 1
+            """
+        ).count
     }
 
     /// Batches of `table` in id order from its cursor, each changed by `change` (a statement over
