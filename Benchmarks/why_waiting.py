@@ -12,11 +12,11 @@ WAITING = """
            round(extract(epoch FROM o.lease_until - now())::numeric, 1) AS lease_left,
            round(extract(epoch FROM o.next_attempt_at - now())::numeric, 1) AS due_in,
            round(extract(epoch FROM now() - o.created_at)::numeric, 1) AS age,
-           COALESCE(left(o.last_error, 80), '') AS last_error,
-           EXISTS (SELECT 1 FROM outbox h WHERE h.client_id = o.client_id AND h.aggregate_key = o.aggregate_key
-                   AND h.target = o.target AND h.status = 'pending' AND h.is_head AND h.id <> o.id) AS behind_head
+           COALESCE(left(o.last_error, 80), '') AS last_error, o.client_id || '/' || o.aggregate_key || '/' || o.target AS aggregate
     FROM outbox o WHERE o.status = 'pending' ORDER BY o.id
 """
+# No subquery per row: on a backlog that grew within seconds the planner has no statistics for
+# it, and a correlated lookup planned for a few rows read the whole backlog once per row.
 
 
 class WhyWaiting:
@@ -28,12 +28,15 @@ class WhyWaiting:
     def at_end(self):
         """Called as the load ends: the rows left, and the monotonic instant counted from."""
         self.ended = time.monotonic()
+        # Which had arrived at the end, before the query: the receiver goes on meanwhile.
+        arrived = set(dict(self.receiver.received)) if self.receiver else set()
         self.rows = self.stack.psql(WAITING)
         self.last_id = self.stack.psql("SELECT COALESCE(max(id), 0) FROM outbox")[0][0]
         print(f"  why waiting: {len(self.rows)} pending as the run ended", flush=True)
         kinds = {}
-        for _, event_id, kind, attempts, head, placed, lease_left, due_in, age, error, behind in self.rows:
-            got = self.receiver.received.get(event_id, []) if self.receiver else []
+        headed = {row[-1] for row in self.rows if row[4] == "t"}
+        for _, event_id, kind, attempts, head, placed, lease_left, due_in, age, error, aggregate in self.rows:
+            got, behind = event_id in arrived, "t" if head != "t" and aggregate in headed else "f"
             state = ("leased" if lease_left else "backed off" if attempts != "0" and float(due_in or 0) > 0
                      else "parked" if float(due_in or 0) > 0 else "due") + (" head" if head == "t" else " behind" if behind == "t" else " unplaced" if placed == "f" else " headless")
             key = (kind + " " + state, attempts, error, "received" if got else "not received")
