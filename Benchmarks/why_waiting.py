@@ -16,7 +16,7 @@ WAITING = """
     FROM outbox o WHERE o.status = 'pending' ORDER BY o.id
 """
 # No subquery per row: on a backlog that grew within seconds the planner has no statistics for
-# it, and a correlated lookup planned for a few rows read the whole backlog once per row.
+# it, and a correlated lookup planned for a few rows reads the whole backlog once per row.
 
 
 class WhyWaiting:
