@@ -3,19 +3,24 @@
 build for a client without one, alternating, with a receiver on loopback that answers every webhook.
 
     python3 Benchmarks/webhook_path.py [--binary .build/release/receiptgate] [--rounds 2] [--duration 15]
-                                       [--requests 100000] [--outage 0]
+                                       [--requests 100000] [--outage 0] [--why-waiting]
 
 Two stacks of the one build (bench_stack.py: a PostgreSQL cluster, `receiptgate serve`, a client
 each); the second's client has `--webhook-url` pointing at the receiver. Runs alternate A B B A.
 Each run prints requests a second, the service's and its Postgres's CPU ms a request (e2e_load.py),
-and, for the webhook stack, the webhooks the receiver got a second during the run, the messages
-still waiting when it ended and how long the rest took to drain. `--outage N`: the receiver answers
-503 for the first N seconds of every webhook run (a receiver down under steady sales), then 200.
+and, for the webhook stack, the webhooks the receiver got a second during the run, the run's
+messages still waiting when it ended and how long they took to drain (messages queued after the
+run's end are not its backlog), the deliveries that failed (from the service's log, by error) and
+what other work queued during the run (messages other than the purchases' webhooks, by type).
+`--why-waiting` prints each waiting message's state and timeline (why_waiting.py). `--outage N`: the
+receiver answers 503 for the first N seconds of every webhook run (a receiver down under steady
+sales), then 200.
 The receiver is an asyncio server speaking HTTP/1.1 keep-alive, on its own core-share like wrk.
 """
-import argparse, asyncio, json, os, statistics, subprocess, sys, threading, time
+import argparse, asyncio, collections, json, os, statistics, subprocess, sys, threading, time
 
 from bench_stack import Stack
+from why_waiting import WhyWaiting
 
 
 class Receiver:
@@ -23,6 +28,9 @@ class Receiver:
 
     def __init__(self):
         self.count, self.down = 0, False
+        # When each event id arrived (monotonic seconds): tells a message sent but not recorded
+        # delivered from one never sent.
+        self.received = collections.defaultdict(list)
         self.loop = asyncio.new_event_loop()
         self.port = None
         ready = threading.Event()
@@ -40,10 +48,14 @@ class Receiver:
         try:
             while True:
                 head = await reader.readuntil(b"\r\n\r\n")
-                length = 0
+                length, event_id = 0, None
                 for line in head.split(b"\r\n"):
                     if line.lower().startswith(b"content-length:"):
                         length = int(line.split(b":", 1)[1])
+                    elif line.lower().startswith(b"x-event-id:"):
+                        event_id = line.split(b":", 1)[1].strip().decode()
+                if event_id:
+                    self.received[event_id].append(time.monotonic())
                 if length:
                     await reader.readexactly(length)
                 if self.down:
@@ -60,8 +72,52 @@ class Receiver:
         return f"http://127.0.0.1:{self.port}/hooks"
 
 
-def pending(stack):
-    return int(stack.psql("SELECT count(*) FROM outbox WHERE status = 'pending'")[0][0])
+def pending(stack, up_to=None):
+    """Messages waiting; `up_to`: only those written up to that outbox id (a run's own, not what
+    other work writes after it)."""
+    below = f" AND id <= {up_to}" if up_to is not None else ""
+    return int(stack.psql(f"SELECT count(*) FROM outbox WHERE status = 'pending'{below}")[0][0])
+
+
+def last_id(stack):
+    return int(stack.psql("SELECT COALESCE(max(id), 0) FROM outbox")[0][0])
+
+
+def log_size(stack):
+    path = os.path.join(stack.work, "serve.log")
+    return os.path.getsize(path) if os.path.exists(path) else 0
+
+
+def failed_deliveries(stack, since):
+    """The service's "outbox delivery failed" lines after byte `since` of its log, counted by error."""
+    counted = collections.Counter()
+    with open(os.path.join(stack.work, "serve.log"), errors="replace") as f:
+        f.seek(since)
+        for raw in f:
+            if "outbox delivery failed" not in raw:
+                continue
+            try:
+                counted[(json.loads(raw).get("error") or "")[:80]] += 1
+            except ValueError:
+                pass
+    return counted
+
+
+def other_work(stack, after, up_to):
+    """Messages other than the purchases' own webhooks written between two outbox ids, by type."""
+    return {kind: int(n) for kind, n in stack.psql(f"""
+        SELECT event_type || '/' || target, count(*) FROM outbox
+        WHERE id > {after} AND id <= {up_to} AND event_type <> 'transaction.verified' GROUP BY 1 ORDER BY 2 DESC""")}
+
+
+def describe(r):
+    """The webhook half of a run's line: delivered, waiting, drained, failed, other work."""
+    failed = sum(r["failed"].values())
+    why = "; ".join(f"{n} {error}" for error, n in r["failed"].most_common(3))
+    other = ", ".join(f"{n} {kind}" for kind, n in r["other_work"].items())
+    return (f"webhooks {r['webhooks_per_s']:.0f}/s, {r['waiting_at_end']} waiting at the end, drained in {r['drain_s']:.1f} s "
+            f"({r['still_waiting']} left); {failed} deliveries failed{' (' + why + ')' if why else ''}"
+            f"{'; other work queued ' + other if other else ''}")
 
 
 def one_run(stack, a, run_no, receiver=None):
@@ -70,6 +126,8 @@ def one_run(stack, a, run_no, receiver=None):
     if receiver and a.outage:
         receiver.down = True
         threading.Timer(a.outage, lambda: setattr(receiver, "down", False)).start()
+    why = WhyWaiting(stack, receiver) if receiver and getattr(a, "why_waiting", False) else None
+    first, log_from = last_id(stack), log_size(stack)
     started = time.time()
     subprocess.run(stack.load_command(a.connections) + ["--duration", str(a.duration), "--requests", str(a.requests),
                                                         "--label", stack.label, "--json-out", results],
@@ -82,12 +140,21 @@ def one_run(stack, a, run_no, receiver=None):
     r = runs[0]
     if receiver:
         r["webhooks_per_s"] = (receiver.count - before) / took
-        r["waiting_at_end"] = pending(stack)
+        # The run's messages: those written by its end. What other work (an expiry sweep, say)
+        # queues afterwards is not the run's backlog, and is reported as other work instead.
+        end = last_id(stack)
+        r["waiting_at_end"] = pending(stack, end)
         drain_start = time.time()
-        while pending(stack) > 0 and time.time() - drain_start < 600:
+        if why:
+            why.at_end()
+        while pending(stack, end) > 0 and time.time() - drain_start < 600:
             time.sleep(0.5)
         r["drain_s"] = time.time() - drain_start
-        r["still_waiting"] = pending(stack)
+        r["still_waiting"] = pending(stack, end)
+        r["failed"] = failed_deliveries(stack, log_from)
+        r["other_work"] = other_work(stack, first, end)
+        if why:
+            why.after_drain()
     return r
 
 
@@ -99,6 +166,8 @@ def main():
     ap.add_argument("--requests", type=int, default=100000)
     ap.add_argument("--connections", type=int, default=64)
     ap.add_argument("--outage", type=int, default=0, help="seconds the receiver answers 503 at the start of each webhook run")
+    ap.add_argument("--why-waiting", action="store_true",
+                    help="print the messages left at each run's end, their timelines and the outbox's log lines (why_waiting.py)")
     a = ap.parse_args()
     if 2 * a.rounds >= 16:
         sys.exit("at most 7 rounds: a build serving more than 16 runs' keys loses the fixed-key table")
@@ -120,8 +189,7 @@ def main():
                 r = one_run(stacks[name], a, run_no, receiver if name == "B" else None)
                 measured[name].append(r)
                 cpu = r["cpu_ms_per_req"]
-                extra = (f"  webhooks {r['webhooks_per_s']:.0f}/s, {r['waiting_at_end']} waiting at the end, drained in "
-                         f"{r['drain_s']:.1f} s ({r['still_waiting']} left)") if name == "B" else ""
+                extra = "  " + describe(r) if name == "B" else ""
                 print(f"{stacks[name].label:10} run {run_no:2}: {r['rps']:8.1f} req/s  p99 {r['p99_ms']:.2f} ms  non-2xx {r['non2xx']}  "
                       f"service {cpu.get('serve')} ms  postgres {cpu.get('postmaster')} ms{extra}", flush=True)
         rps = {name: statistics.median(r["rps"] for r in runs) for name, runs in measured.items()}

@@ -4,22 +4,24 @@ and one on a filled one, alternating runs of fresh verifications for a client wi
 
     python3 Benchmarks/year_ledger.py [--binary .build/release/receiptgate] [--purchases 10000000]
                                       [--rounds 2] [--duration 15] [--requests 100000] [--retention]
+                                      [--expired-grants] [--why-waiting]
 
 The filled stack gets, straight into its database (generate_series, server-side), what a year of a
 big game leaves: `--purchases` transactions (claimed by 1 % as many players, over the past year),
 twice as many verification attempts, one delivered webhook each, a raw notification for one in 50
-(about 15 KB each, like the App Store's with its certificate chain) and an entitlement row for one
-in 10; then VACUUM ANALYZE. Each run prints requests a second, p99, CPU ms a request (service and
-Postgres) and the WAL Postgres wrote a purchase; the end, each stack's medians and the ratios.
+(about 15 KB each, like the App Store's with its certificate chain) and a current entitlement row
+for one in 10; then VACUUM ANALYZE. Each run prints requests a second, p99, CPU ms a request (service and
+Postgres), the WAL Postgres wrote a purchase and the webhooks' line (webhook_path.py's `describe`);
+the end, each stack's medians and the ratios.
 The receiver answering the webhooks is webhook_path.py's.
 """
 import argparse, os, statistics, subprocess, sys, time
 
 from bench_stack import Stack
-from webhook_path import Receiver, one_run as webhook_run
+from webhook_path import Receiver, describe, one_run as webhook_run
 
 
-def fill(stack, purchases):
+def fill(stack, purchases, expired_grants=False):
     client = stack.client["client_id"]
     players = max(1, purchases // 100)
     started = time.time()
@@ -68,11 +70,15 @@ def fill(stack, purchases):
         stack.psql(sql)
         print(f"filled {table} in {time.time() - t0:.0f} s", flush=True)
     t0 = time.time()
+    # Every grant still current, as the expiry sweep (every 30 s) leaves a ledger. Grants filled
+    # already expired (most of a year's, `--expired-grants`) keep it busy for minutes during the
+    # measured runs: a transaction and an entitlement.expired webhook a player.
+    expires = "purchase_date + interval '30 days'" if expired_grants else "now() + (1 + (id / 5) % 30) * interval '1 day'"
     stack.psql(f"""
         INSERT INTO player_entitlements (client_id, player_id, entitlement, store, environment, product_id, transaction_row_id,
             transaction_id, original_transaction_id, purchase_date, expires_date, will_renew, ownership)
         SELECT client_id, player_id, 'e' || ((id / 5) % 20), store, environment, product_id, id, transaction_id, original_transaction_id, purchase_date,
-               purchase_date + interval '30 days', true, ownership
+               {expires}, true, ownership
         FROM transactions WHERE id % 5 = 0
         ON CONFLICT DO NOTHING
         """)
@@ -103,6 +109,11 @@ def main():
     ap.add_argument("--tuned", action="store_true",
                     help="both clusters with the settings docs/operations.md recommends for a year's ledger "
                          "(what the embedded cluster picks on a machine with 16 GB or more)")
+    ap.add_argument("--expired-grants", action="store_true",
+                    help="entitlements expiring a month after their purchase, so most are expired when the runs start: the "
+                         "expiry sweep works through them (an entitlement.expired webhook each) during the runs")
+    ap.add_argument("--why-waiting", action="store_true",
+                    help="print the messages left at each run's end, their timelines and the outbox's log lines (why_waiting.py)")
     ap.add_argument("--retention", action="store_true",
                     help="the default retention (its first sweep then removes most of the filled year while the runs are measured)")
     a = ap.parse_args()
@@ -121,7 +132,7 @@ def main():
     try:
         for stack in stacks.values():
             stack.start()
-        fill(stacks["B"], a.purchases)
+        fill(stacks["B"], a.purchases, a.expired_grants)
         for stack in stacks.values():
             stack.warm_up(a.connections)
         run_no = 0
@@ -136,8 +147,8 @@ def main():
                 measured[name].append(r)
                 cpu = r["cpu_ms_per_req"]
                 print(f"{stack.label:6} run {run_no:2}: {r['rps']:8.1f} req/s  p99 {r['p99_ms']:.2f} ms  service {cpu.get('serve')} ms  "
-                      f"postgres {cpu.get('postmaster')} ms  WAL {r['wal_kb_per_purchase']:.1f} KB a purchase  webhooks "
-                      f"{r['webhooks_per_s']:.0f}/s, {r['waiting_at_end']} waiting, drained in {r['drain_s']:.1f} s", flush=True)
+                      f"postgres {cpu.get('postmaster')} ms  WAL {r['wal_kb_per_purchase']:.1f} KB a purchase  {describe(r)}",
+                      flush=True)
         med = {name: {key: statistics.median(r[key] if key in r else r["cpu_ms_per_req"][key] for r in runs)
                       for key in ("rps", "p99_ms", "serve", "postmaster", "wal_kb_per_purchase", "webhooks_per_s")}
                for name, runs in measured.items()}
