@@ -23,7 +23,7 @@ import Testing
         let sale = shop.stripe.sale(
             player: "player-7", lines: [.init("prod_gems", unitAmount: 199, quantity: 2)],
             metadata: ["external_purchase_token": token.raw])
-        #expect(try await shop.push(try shop.stripe.webhook("checkout.session.completed", about: sale.session)) == 200)
+        try await shop.paid(sale.session)
         try await shop.sweepAndSend()
         // Found again by a later pass: still one report.
         try await shop.sweepAndSend()
@@ -48,7 +48,7 @@ import Testing
         let registered = try await shop.register(token.raw, webStore: "stripe", orderID: sale.paymentIntent)
         #expect(registered.status == 200, "\(registered.text)")
         #expect(try await shop.state(of: token.id) == "waiting")
-        #expect(try await shop.push(try shop.stripe.webhook("checkout.session.completed", about: sale.session)) == 200)
+        try await shop.paid(sale.session)
         try await shop.sweepAndSend()
         let reports = shop.apple.externalPurchaseReports(for: token.id)
         #expect(reports.map(\.status) == ["LINE_ITEM"])
@@ -91,7 +91,7 @@ import Testing
         // The web shop's sale carrying the token reaches the ledger only now.
         let sale = shop.stripe.sale(
             player: "p", lines: [.init("prod_gems", unitAmount: 300)], metadata: ["external_purchase_token": token.raw])
-        #expect(try await shop.push(try shop.stripe.webhook("checkout.session.completed", about: sale.session)) == 200)
+        try await shop.paid(sale.session)
         try await shop.sweepAndSend()
         try await shop.sweepAndSend()
         let reports = shop.apple.externalPurchaseReports(for: token.id)
@@ -113,7 +113,7 @@ import Testing
         shop.stripe.clock.set(shop.clock.get())
         let late = shop.stripe.sale(
             player: "p", lines: [.init("prod_gems", unitAmount: 300)], metadata: ["external_purchase_token": stale.raw])
-        #expect(try await shop.push(try shop.stripe.webhook("checkout.session.completed", about: late.session)) == 200)
+        try await shop.paid(late.session)
         try await shop.sweepAndSend()
         #expect(shop.apple.externalPurchaseReports(for: stale.id).map(\.status) == ["NO_LINE_ITEM"])
     }
@@ -124,15 +124,12 @@ import Testing
         let token = ReportingShop.appleToken()
         let subscribed = shop.stripe.subscribe(
             player: "player-7", product: "prod_pass", unitAmount: 500, metadata: ["external_purchase_token": token.raw])
-        #expect(
-            try await shop.push(try shop.stripe.webhook("checkout.session.completed", about: subscribed.session))
-                == 200)
+        try await shop.paid(subscribed.session)
         // The renewal and its refund both reach the ledger before the sweep looks.
         let renewal = shop.stripe.nextPeriod(of: subscribed.subscription, paid: true)
         #expect(try await shop.push(try shop.stripe.webhook("invoice.paid", about: renewal)) == 200)
         let charge = try #require(shop.stripe.charge(paying: renewal))
-        shop.stripe.refund(charge: charge)
-        #expect(try await shop.push(try shop.stripe.webhook("charge.refunded", about: charge)) == 200)
+        try await shop.refund(charge)
         try await shop.sweepAndSend()
         try await shop.sweepAndSend()
         try await shop.sweepAndSend()
@@ -174,13 +171,11 @@ import Testing
         let sale = shop.stripe.sale(
             player: "p", lines: [.init("prod_gems", unitAmount: 400, quantity: 1)],
             metadata: ["external_purchase_token": token.raw])
-        #expect(try await shop.push(try shop.stripe.webhook("checkout.session.completed", about: sale.session)) == 200)
+        try await shop.paid(sale.session)
         try await shop.sweepAndSend()
-        shop.stripe.refund(charge: sale.charge, amount: 100)
-        #expect(try await shop.push(try shop.stripe.webhook("charge.refunded", about: sale.charge)) == 200)
+        try await shop.refund(sale.charge, amount: 100)
         try await shop.sweepAndSend()
-        shop.stripe.refund(charge: sale.charge)
-        #expect(try await shop.push(try shop.stripe.webhook("charge.refunded", about: sale.charge)) == 200)
+        try await shop.refund(sale.charge)
         try await shop.sweepAndSend()
         try await shop.sweepAndSend()
         let reports = shop.apple.externalPurchaseReports(for: token.id)
@@ -204,13 +199,11 @@ import Testing
         let sale = shop.stripe.sale(
             player: "p", lines: [.init("prod_gems", unitAmount: 799, tax: 200)],
             metadata: ["external_purchase_token": token.raw])
-        #expect(try await shop.push(try shop.stripe.webhook("checkout.session.completed", about: sale.session)) == 200)
+        try await shop.paid(sale.session)
         try await shop.sweepAndSend()
-        shop.stripe.refund(charge: sale.charge, amount: 300)
-        #expect(try await shop.push(try shop.stripe.webhook("charge.refunded", about: sale.charge)) == 200)
+        try await shop.refund(sale.charge, amount: 300)
         try await shop.sweepAndSend()
-        shop.stripe.refund(charge: sale.charge)
-        #expect(try await shop.push(try shop.stripe.webhook("charge.refunded", about: sale.charge)) == 200)
+        try await shop.refund(sale.charge)
         try await shop.sweepAndSend()
         try await shop.sweepAndSend()
         let reports = shop.apple.externalPurchaseReports(for: token.id)
@@ -231,7 +224,7 @@ import Testing
         shop.apple.state.loseExternalPurchaseAnswers.set(2)
         let sale = shop.stripe.sale(
             player: "p", lines: [.init("prod_gems", unitAmount: 199)], metadata: ["external_purchase_token": token.raw])
-        #expect(try await shop.push(try shop.stripe.webhook("checkout.session.completed", about: sale.session)) == 200)
+        try await shop.paid(sale.session)
         try await shop.sweepAndSend()
         #expect(shop.apple.externalPurchaseReports(for: token.id).count == 1)
         #expect(try await shop.state(of: token.id) == "reported")
@@ -270,9 +263,7 @@ import Testing
         let subscribed = shop.stripe.subscribe(
             player: "player-7", product: "prod_pass", unitAmount: 500, metadata: ["external_purchase_token": token.raw],
             taxPercent: 20)
-        #expect(
-            try await shop.push(try shop.stripe.webhook("checkout.session.completed", about: subscribed.session))
-                == 200)
+        try await shop.paid(subscribed.session)
         try await shop.sweepAndSend()
         var reports = shop.apple.externalPurchaseReports(for: token.id)
         let rows = try await shop.tokenRows()
@@ -303,8 +294,7 @@ import Testing
 
         // The renewal's payment is refunded: a refund of that period's line, not of the first.
         let charge = try #require(shop.stripe.charge(paying: renewal))
-        shop.stripe.refund(charge: charge)
-        #expect(try await shop.push(try shop.stripe.webhook("charge.refunded", about: charge)) == 200)
+        try await shop.refund(charge)
         try await shop.sweepAndSend()
         try await shop.sweepAndSend()
         reports = shop.apple.externalPurchaseReports(for: token.id)
@@ -323,9 +313,7 @@ import Testing
         let token = ReportingShop.appleToken()
         let subscribed = shop.stripe.subscribe(
             player: "player-9", product: "prod_pass", unitAmount: 500, metadata: ["external_purchase_token": token.raw])
-        #expect(
-            try await shop.push(try shop.stripe.webhook("checkout.session.completed", about: subscribed.session))
-                == 200)
+        try await shop.paid(subscribed.session)
         try await shop.sweepAndSend()
         // The buyer moves up to the yearly pass at its renewal, then renews it as it is; each
         // invoice is paid when its period starts.
@@ -367,10 +355,9 @@ import Testing
         let sale = shop.stripe.sale(
             player: "p", lines: [.init("prod_gems", unitAmount: 1000, tax: 230)], currency: "eur",
             metadata: ["external_purchase_token": token.raw])
-        #expect(try await shop.push(try shop.stripe.webhook("checkout.session.completed", about: sale.session)) == 200)
+        try await shop.paid(sale.session)
         try await shop.sweepAndSend()
-        shop.stripe.refund(charge: sale.charge, amount: 615)
-        #expect(try await shop.push(try shop.stripe.webhook("charge.refunded", about: sale.charge)) == 200)
+        try await shop.refund(sale.charge, amount: 615)
         try await shop.sweepAndSend()
         try await shop.sweepAndSend()
         let reports = shop.apple.externalPurchaseReports(for: token.id)
@@ -403,7 +390,7 @@ import Testing
         let sale = shop.stripe.sale(
             player: "p", lines: [.init("prod_gems", unitAmount: 199)],
             metadata: ["external_purchase_token": carried.raw])
-        #expect(try await shop.push(try shop.stripe.webhook("checkout.session.completed", about: sale.session)) == 200)
+        try await shop.paid(sale.session)
         try await shop.sweepAndSend()
         shop.clock.set(shop.clock.get().addingTimeInterval(11 * 86_400))
         try await shop.sweepAndSend()
@@ -501,6 +488,17 @@ struct ReportingShop {
         return try await harness.client.post("/v1/external-purchase-tokens", json: body, version: "2")
     }
 
+    /// Stripe's webhook that `session` was paid, taken by the service.
+    func paid(_ session: String) async throws {
+        #expect(try await push(try stripe.webhook("checkout.session.completed", about: session)) == 200)
+    }
+
+    /// Refunds `amount` of `charge` (all that is left when nil) and tells the service, as Stripe would.
+    func refund(_ charge: String, amount: Int? = nil) async throws {
+        stripe.refund(charge: charge, amount: amount)
+        #expect(try await push(try stripe.webhook("charge.refunded", about: charge)) == 200)
+    }
+
     func push(_ webhook: FakeStripe.Webhook) async throws -> Int {
         try await RawHTTP.request(
             port: harness.client.port, method: "POST", path: "/v1/notifications/stripe/\(harness.client.clientID)",
@@ -567,19 +565,17 @@ struct ReportingShop {
         #expect(registered.status == 200, "\(registered.text)")
         // Google takes the create and its answer is lost once: the retry creates nothing twice.
         google.state.loseExternalTransactionAnswers.set(1)
-        #expect(try await shop.push(try shop.stripe.webhook("checkout.session.completed", about: sale.session)) == 200)
+        try await shop.paid(sale.session)
         try await shop.sweepAndSend()
         var held = google.externalTransactions(package: "com.example.game")
         let rows = try await shop.tokenRows()
         try #require(held.count == 1, "\(rows)")
         #expect(held[0].token == token && held[0].originalMicros == 4_000_000 && held[0].currency == "USD")
         #expect(held[0].regionCode == "IE" && !held[0].recurring, "a one-time purchase")
-        shop.stripe.refund(charge: sale.charge, amount: 100)
-        #expect(try await shop.push(try shop.stripe.webhook("charge.refunded", about: sale.charge)) == 200)
+        try await shop.refund(sale.charge, amount: 100)
         google.state.loseExternalTransactionAnswers.set(1)
         try await shop.sweepAndSend()
-        shop.stripe.refund(charge: sale.charge)
-        #expect(try await shop.push(try shop.stripe.webhook("charge.refunded", about: sale.charge)) == 200)
+        try await shop.refund(sale.charge)
         try await shop.sweepAndSend()
         try await shop.sweepAndSend()
         held = google.externalTransactions(package: "com.example.game")
@@ -616,14 +612,13 @@ struct ReportingShop {
             json: ["store": "google_play", "token": token, "package_name": "com.example.game", "player_id": "p"],
             version: "2")
         #expect(registered.status == 200, "\(registered.text)")
-        #expect(try await shop.push(try shop.stripe.webhook("checkout.session.completed", about: sale.session)) == 200)
+        try await shop.paid(sale.session)
         try await shop.sweepAndSend()
         var held = google.externalTransactions(package: "com.example.game")
         try #require(held.count == 1)
         #expect(held[0].originalMicros == 10_000_000, "before tax")
         #expect(held[0].originalTaxMicros == 2_300_000 && held[0].currency == "EUR")
-        shop.stripe.refund(charge: sale.charge, amount: 615)
-        #expect(try await shop.push(try shop.stripe.webhook("charge.refunded", about: sale.charge)) == 200)
+        try await shop.refund(sale.charge, amount: 615)
         try await shop.sweepAndSend()
         try await shop.sweepAndSend()
         held = google.externalTransactions(package: "com.example.game")
@@ -642,9 +637,7 @@ struct ReportingShop {
         let token = "ext-sub-token-" + UUID().uuidString.lowercased()
         let subscribed = shop.stripe.subscribe(
             player: "p", product: "prod_pass", unitAmount: 500, metadata: ["external_purchase_token": token])
-        #expect(
-            try await shop.push(try shop.stripe.webhook("checkout.session.completed", about: subscribed.session))
-                == 200)
+        try await shop.paid(subscribed.session)
         try await shop.sweepAndSend()
         let held = google.externalTransactions(package: "com.example.game")
         let rows = try await shop.tokenRows()
@@ -665,7 +658,7 @@ struct ReportingShop {
         let sale = shop.stripe.sale(
             player: "p", lines: [.init("prod_gems", unitAmount: 199)],
             metadata: ["external_purchase_token": foreign.raw])
-        #expect(try await shop.push(try shop.stripe.webhook("checkout.session.completed", about: sale.session)) == 200)
+        try await shop.paid(sale.session)
         try await shop.sweepAndSend()
         #expect(google.externalTransactions(package: "com.example.game").count == 2)
         let refused = try await shop.harness.pool.query(

@@ -14,8 +14,7 @@ struct QuietSubscriptionQueries: Sendable {
     func due(store: StoreID, after: Double, spacing: Double, limit: Int) async throws -> [QuietSubscription] {
         try await pool.query(
             """
-            SELECT s.environment, s.original_transaction_id, s.latest_transaction_id, s.product_id, s.expires_date, s.read_back_key,
-                   s.client_id, t.app_identifier
+            SELECT \(unescaped: Self.columns)
             FROM subscriptions s
             JOIN clients c ON c.id = s.client_id AND c.disabled_at IS NULL
             LEFT JOIN transactions t ON t.store = s.store AND t.environment = s.environment AND t.transaction_id = s.latest_transaction_id
@@ -26,18 +25,27 @@ struct QuietSubscriptionQueries: Sendable {
             ORDER BY s.reread_at NULLS FIRST, COALESCE(s.grace_period_expires_date, s.expires_date)
             LIMIT \(limit)
             """
-        ).map { row in
-            QuietSubscription(
-                store: store,
-                environment: StoreEnvironment(rawValue: try row.decode("environment", as: String.self)) ?? .production,
-                originalTransactionID: try row.decode("original_transaction_id", as: String.self),
-                latestTransactionID: try row.decode("latest_transaction_id", as: String?.self),
-                productID: try row.decode("product_id", as: String?.self),
-                expiresDate: try row.decode("expires_date", as: Date?.self),
-                appIdentifier: try row.decode("app_identifier", as: String?.self),
-                readBackKey: try row.decode("read_back_key", as: String?.self),
-                clientID: try row.decode("client_id", as: String.self))
-        }
+        ).map { try Self.subscription($0, store: store) }
+    }
+
+    /// What a subscription is read back by: its row (`s`) with its latest period's app (`t`).
+    static let columns = """
+        s.environment, s.original_transaction_id, s.latest_transaction_id, s.product_id, s.expires_date, s.read_back_key,
+        s.client_id, t.app_identifier
+        """
+
+    /// A row selected with `columns` as the subscription to read back.
+    static func subscription(_ row: PostgresRow, store: StoreID) throws -> QuietSubscription {
+        QuietSubscription(
+            store: store,
+            environment: StoreEnvironment(rawValue: try row.decode("environment", as: String.self)) ?? .production,
+            originalTransactionID: try row.decode("original_transaction_id", as: String.self),
+            latestTransactionID: try row.decode("latest_transaction_id", as: String?.self),
+            productID: try row.decode("product_id", as: String?.self),
+            expiresDate: try row.decode("expires_date", as: Date?.self),
+            appIdentifier: try row.decode("app_identifier", as: String?.self),
+            readBackKey: try row.decode("read_back_key", as: String?.self),
+            clientID: try row.decode("client_id", as: String.self))
     }
 
     /// Notes that the store was asked, so the subscription waits its turn; `learned`: whether the
