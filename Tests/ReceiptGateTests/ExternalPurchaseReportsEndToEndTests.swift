@@ -100,6 +100,25 @@ import Testing
         #expect(try await shop.state(of: token.id) == "reported")
     }
 
+    @Test func aGameNamingTheOrderOfATokenReportedWithoutASaleHasTheSaleReported() async throws {
+        let shop = try await ReportingShop.start()
+        defer { shop.stop() }
+        let token = ReportingShop.appleToken()
+        #expect(try await shop.register(token.raw).status == 200)
+        shop.clock.set(shop.clock.get().addingTimeInterval(10 * 86_400 + 60))
+        shop.stripe.clock.set(shop.clock.get())
+        // The web sale was made without the token in its checkout; the game names its order later.
+        let sale = shop.stripe.sale(player: "p", lines: [.init("prod_gems", unitAmount: 300)])
+        try await shop.paid(sale.session)
+        try await shop.sweepAndSend()
+        #expect(shop.apple.externalPurchaseReports(for: token.id).map(\.status) == ["NO_LINE_ITEM"])
+        let named = try await shop.register(token.raw, webStore: "stripe", orderID: sale.paymentIntent)
+        #expect(named.status == 200, "\(named.text)")
+        try await shop.sweepAndSend()
+        #expect(shop.apple.externalPurchaseReports(for: token.id).map(\.status) == ["NO_LINE_ITEM", "LINE_ITEM"])
+        #expect(try await shop.state(of: token.id) == "reported")
+    }
+
     @Test func aSaleMoreThanAWeekAfterItsTokensNoSaleReportIsNoLongerLookedFor() async throws {
         let shop = try await ReportingShop.start()
         defer { shop.stop() }
@@ -485,7 +504,9 @@ struct ReportingShop {
         var body: [String: Any] = ["store": "app_store", "token": token, "player_id": "player-7"]
         if let webStore { body["web_store"] = webStore }
         if let orderID { body["order_id"] = orderID }
-        return try await harness.client.post("/v1/external-purchase-tokens", json: body, version: "2")
+        // Signed at the service's time, as the game's server clock would be.
+        return try await harness.client.post(
+            "/v1/external-purchase-tokens", json: body, timestamp: Int(clock.get().timeIntervalSince1970), version: "2")
     }
 
     /// Stripe's webhook that `session` was paid, taken by the service.
