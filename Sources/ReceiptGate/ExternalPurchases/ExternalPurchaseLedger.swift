@@ -79,11 +79,11 @@ enum ExternalPurchaseLedger {
         return queued
     }
 
-    /// The states of a token reported, or on its way to be, as having no sale of its own (the
-    /// sweep's statement and `external_purchase_tokens_without_sale` name the same).
-    static let withoutSaleStates: Set<String> = [
-        "no_sale_queued", "reported_no_sale", "duplicate_queued", "reported_duplicate",
-    ]
+    /// The states of a token reported, or on its way to be, as having no sale of its own, in the
+    /// order `external_purchase_tokens_without_sale`'s predicate lists them (the sweep's statement
+    /// names them so, as the index's list, for Postgres to read that index).
+    static let withoutSaleStates = ["no_sale_queued", "reported_no_sale", "duplicate_queued", "reported_duplicate"]
+    static let withoutSaleStatesSQL = withoutSaleStates.map { "'\($0)'" }.joined(separator: ", ")
     /// How long after a token's no-sale deadline (`report_by`) a sale of it is still looked for:
     /// a web store's late webhook or a sale after the deadline, not every token that never sold.
     static let lateSaleWindow: TimeInterval = 7 * 86_400

@@ -123,7 +123,7 @@ struct ExternalPurchaseTokenRepository: Sendable {
             WHERE e.state = 'waiting' AND e.report_by > \(since) AND \(unescaped: Self.saleInLedgerSQL)
             UNION
             SELECT e.id FROM external_purchase_tokens e
-            WHERE e.state IN ('no_sale_queued', 'reported_no_sale', 'duplicate_queued', 'reported_duplicate')
+            WHERE e.state IN (\(unescaped: ExternalPurchaseLedger.withoutSaleStatesSQL))
               AND e.report_by > \(since) AND \(unescaped: Self.saleInLedgerSQL)
             UNION
             SELECT e.id FROM external_purchase_tokens e
