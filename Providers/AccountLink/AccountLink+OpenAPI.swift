@@ -257,9 +257,9 @@ extension AccountLink {
             responses:
               "429":
                 $ref: "#/components/responses/RateLimited"
-              "200": {description: "Confirmed, or the change approved (JSON status, message and username; an HTML page for a form).", content: {application/json: {schema: {type: object}}}}
-              "400": {$ref: "#/components/responses/Error"}
-              "409": {description: "`APPROVAL_PENDING` (the link stays usable) or `EMAIL_TAKEN`.", content: {application/json: {schema: {$ref: "#/components/schemas/Error"}}}}
+              "200": {description: "Confirmed, or the change approved (JSON status, message and username to a JSON request; an HTML page to any other).", content: {application/json: {schema: {type: object}}, text/html: {schema: {type: string}}}}
+              "400": {description: "The link or a field refused (the error JSON to a JSON request; an HTML page saying why to any other).", content: {application/json: {schema: {$ref: "#/components/schemas/Error"}}, text/html: {schema: {type: string}}}}
+              "409": {description: "`APPROVAL_PENDING` (the link stays usable) or `EMAIL_TAKEN`.", content: {application/json: {schema: {$ref: "#/components/schemas/Error"}}, text/html: {schema: {type: string}}}}
         /account/reset-password:
           get:
             summary: The form a first-password / reset link opens (HTML).
@@ -282,8 +282,8 @@ extension AccountLink {
             responses:
               "429":
                 $ref: "#/components/responses/RateLimited"
-              "200": {description: "Password set (JSON status, message and username; an HTML page for a form).", content: {application/json: {schema: {type: object}}}}
-              "400": {$ref: "#/components/responses/Error"}
+              "200": {description: "Password set (JSON status, message and username to a JSON request; an HTML page to any other).", content: {application/json: {schema: {type: object}}, text/html: {schema: {type: string}}}}
+              "400": {description: "The link or a field refused (the error JSON to a JSON request; an HTML page saying why to any other).", content: {application/json: {schema: {$ref: "#/components/schemas/Error"}}, text/html: {schema: {type: string}}}}
         # ---- end AccountLink ----
         """#
     }
