@@ -15,6 +15,9 @@ median of the service's and its Postgres's CPU milliseconds a request, and the d
 Each e2e_load.py invocation signs with a new leaf certificate, so each run is a new key to the
 service; fewer than 16 runs a build keep every run on the fixed-key ES256 table (docs/benchmarks.md).
 
+`--webhook` gives both clients a webhook URL (a receiver on loopback answering every one,
+webhook_path.py's): the path a real game uses, for a change to the outbox or its delivery.
+
 `--a-sql` runs SQL on A's database once it has started: with the same build as A and B, it times
 a database-side change alone (e.g. `ALTER TABLE transactions DISABLE TRIGGER ledger_days_transactions_insert`,
 the verify path without the analytics roll-up).
@@ -45,10 +48,16 @@ def main():
     ap.add_argument("--requests", type=int, default=100000)
     ap.add_argument("--connections", type=int, default=64)
     ap.add_argument("--a-sql", default="", help="SQL run on A's database after it started")
+    ap.add_argument("--webhook", action="store_true", help="both clients with a webhook URL to an answering receiver")
     a = ap.parse_args()
     if 2 * a.rounds >= 16:
         sys.exit("at most 7 rounds: a build serving more than 16 runs' keys loses the fixed-key table")
-    stacks = {"A": Stack(a.a, label="A"), "B": Stack(a.b, label="B")}
+    hooks = {}
+    if a.webhook:
+        from webhook_path import Receiver
+        hooks = {"env": {"RECEIPTGATE_OUTBOUND_ALLOW_PRIVATE": "on"},
+                 "client_args": ["--webhook-url", Receiver().url, "--allow-insecure-url"]}
+    stacks = {"A": Stack(a.a, label="A", **hooks), "B": Stack(a.b, label="B", **hooks)}
     measured = {"A": [], "B": []}
     try:
         for name, stack in stacks.items():

@@ -137,8 +137,10 @@ public final class Service: Sendable {
         // Verifications without effects share commits; the messages they owe go straight to this
         // process's outbox worker, written claimed.
         let outboxLease = outboxConfiguration.lease.components.seconds
+        // Room for a burst: what does not fit is written for the placer and a claim, which cost
+        // Postgres about as much again as the message itself.
         let handoff = OutboxHandoff(
-            capacity: 2 * outboxConfiguration.maxInFlight, leaseSeconds: max(1, Int(outboxLease)))
+            capacity: 8 * outboxConfiguration.maxInFlight, leaseSeconds: max(1, Int(outboxLease)))
         pipeline.batcher = RecordBatcher(pool: database.pool, handoff: handoff, now: now)
         pipeline.tally = verifications
         pipeline.orders = OrderRepository(pool: database.pool)

@@ -82,6 +82,65 @@ private final class WaitRecorder: Sendable {
     }
 }
 
+/// Kept-alive connections outlive a lull: a burst's connections are still open, and reused, after
+/// requests sent one at a time (an outbox that delivers in bursts would otherwise reconnect, a
+/// TLS handshake on both ends, every dozen webhooks).
+@Suite struct Connections {
+    /// Client-side sockets in this network namespace connected to `port` and established.
+    static func established(to port: Int) -> Int {
+        // Read to its end: the kernel writes the table a page at a time, and its file has no size.
+        guard let file = FileHandle(forReadingAtPath: "/proc/net/tcp"), let bytes = try? file.readToEnd() else {
+            return -1
+        }
+        try? file.close()
+        let table = String(decoding: bytes, as: UTF8.self)
+        let hex = String(port, radix: 16, uppercase: true)
+        let remote = ":" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex
+        return table.split(separator: "\n").dropFirst().filter { line in
+            let fields = line.split(separator: " ")
+            return fields.count > 3 && fields[2].hasSuffix(remote) && fields[3] == "01"
+        }.count
+    }
+
+    @Test func aBurstsConnectionsStayOpenThroughALullAndAreReused() async throws {
+        let burst = 12
+        let arrived = LockedBox(0)
+        let upstream = try FakeUpstream { router, hits in
+            router.post("/hook") { _ in
+                _ = hit(hits, "hook")
+                arrived.update { $0 += 1 }
+                // The burst's requests are answered once all of them are under way: one connection each.
+                _ = await eventually { arrived.get() >= burst }
+                return .text("ok")
+            }
+        }
+        var configuration = HTTPClient.Configuration(baseURL: upstream.baseURL)
+        configuration.retry = .none
+        configuration.timeout = .seconds(60)
+        configuration.concurrentTransfers = 32
+        let shared = HTTPClient(configuration)
+        func post() async throws -> Int {
+            try await shared.send(.init(method: "POST", url: "/hook", body: Data("{}".utf8))).status
+        }
+        try await withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<burst { group.addTask { try await post() } }
+            for try await status in group { #expect(status == 200) }
+        }
+        #expect(
+            await eventually { Self.established(to: upstream.server.port) == burst },
+            "one connection a request of the burst")
+        for _ in 0..<burst { #expect(try await post() == 200) }  // a lull: one at a time
+        #expect(Self.established(to: upstream.server.port) == burst, "the lull closed none of them")
+        try await withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<burst { group.addTask { try await post() } }
+            for try await status in group { #expect(status == 200) }
+        }
+        #expect(Self.established(to: upstream.server.port) == burst, "the next burst opened none")
+        #expect(upstream.count("hook") == 3 * burst)
+        await upstream.server.shutdown()
+    }
+}
+
 @Suite struct Retries {
     @Test func serverErrorsAreRetriedUntilSuccess() async throws {
         let upstream = try FakeUpstream { router, hits in

@@ -52,10 +52,38 @@ import Testing
             [claimed(1, client: "busy"), claimed(2, client: "other"), claimed(3, client: "busy")], reserved: 4)
         #expect(handoff.reserve(10) == 7, "what waits in memory counts against the bound")
         handoff.hand([], reserved: 7)
-        #expect(handoff.take { $0.clientID != "busy" }.map(\.id) == [2])
+        #expect(handoff.take(limit: 10) { $0 != "busy" }.map(\.id) == [2])
         #expect(handoff.takeWaiting(longerThan: .seconds(3600)).isEmpty, "none waited that long")
         #expect(handoff.takeWaiting(longerThan: .zero).map(\.id) == [1, 3], "given back once they waited too long")
-        #expect(handoff.take { _ in true }.isEmpty)
+        #expect(handoff.take(limit: 10) { _ in true }.isEmpty)
+    }
+
+    /// The worker takes after every send while many may wait: a take hands out no more than its
+    /// free slots, the clients with room in turns, each one's oldest first.
+    @Test func aTakeStopsAtTheFreeSlotsServingClientsInTurnsEachInOrder() throws {
+        let handoff = OutboxHandoff(capacity: 10, leaseSeconds: 60)
+        func claimed(_ id: Int64, client: String) -> OutboxRepository.Claimed {
+            OutboxRepository.Claimed(
+                id: id, eventID: "e\(id)", clientID: client, aggregateKey: "app_store:\(id)",
+                type: "transaction.verified",
+                payload: "{}", attempts: 0, createdAt: Date(), target: .webhook, lease: "2026-12-06 00:00:00+00")
+        }
+        #expect(handoff.reserve(7) == 7)
+        let clients = ["a", "full", "a", "b", "full", "a", "a"]
+        handoff.hand(clients.enumerated().map { claimed(Int64($0.offset + 1), client: $0.element) }, reserved: 7)
+        var asked: [String] = []
+        let first = handoff.take(limit: 3) { client in
+            asked.append(client)
+            return client != "full"
+        }
+        #expect(first.map(\.id) == [1, 4, 3], "three slots: a turn each for the clients with room, then a's next")
+        #expect(asked == ["a", "full", "b", "a"], "a refused client is asked once, and nothing after the last slot")
+        #expect(handoff.take(limit: 0) { _ in true }.isEmpty, "no free slot: nothing handed out")
+        #expect(handoff.holds("full") && !handoff.holds("b"))
+        let rest = handoff.take(limit: 10) { _ in true }.map(\.id)
+        #expect(rest.filter { [6, 7].contains($0) } == [6, 7] && rest.filter { [2, 5].contains($0) } == [2, 5])
+        #expect(rest.count == 4 && !handoff.holds("a") && !handoff.holds("full"))
+        #expect(handoff.reserve(10) == 10, "what was taken no longer counts against the bound")
     }
 
     @Test func onlyTheFirstMessageOfAnAggregateAndTargetInABatchMayBeWrittenClaimed() throws {

@@ -21,6 +21,7 @@ CURLcode rg_curl_setopt_slist(CURL *handle, CURLoption option, struct curl_slist
 CURLcode rg_curl_setopt_write_function(CURL *handle, CURLoption option,
     size_t (*callback)(char *data, size_t size, size_t count, void *context));
 CURLcode rg_curl_getinfo_long(CURL *handle, CURLINFO info, long *value);
+CURLMcode rg_curl_multi_setopt_long(CURLM *multi, CURLMoption option, long value);
 
 // ---- libmicrohttpd: MHD_start_daemon is variadic ----
 struct rg_mhd_settings {

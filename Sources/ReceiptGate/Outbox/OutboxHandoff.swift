@@ -11,7 +11,11 @@ import Synchronization
 /// is written the ordinary way, so a slow receiver never piles messages up in memory.
 final class OutboxHandoff: Sendable {
     private struct State {
-        var handed: [(event: OutboxRepository.Claimed, at: ContinuousClock.Instant)] = []
+        /// What waits for a slot, by client; `clients` names each client with something waiting
+        /// once, in the order they are served.
+        var handed: [String: HandedQueue] = [:]
+        var clients: [String] = []
+        var count = 0
         /// Reserved by writers whose transactions have not ended yet.
         var reserved = 0
         var waiter: CheckedContinuation<Void, Never>?
@@ -20,6 +24,17 @@ final class OutboxHandoff: Sendable {
         var fresh = false
         /// The worker stopped: no more room is granted.
         var closed = false
+
+        /// `removed` messages left: clients with nothing waiting leave the turns.
+        mutating func removed(_ removed: Int) {
+            guard removed > 0 else { return }
+            count -= removed
+            clients.removeAll { client in
+                guard handed[client]?.isEmpty != false else { return false }
+                handed[client] = nil
+                return true
+            }
+        }
     }
 
     let capacity: Int
@@ -36,7 +51,7 @@ final class OutboxHandoff: Sendable {
     func reserve(_ count: Int) -> Int {
         state.withLock { state in
             guard !state.closed else { return 0 }
-            let granted = max(0, min(count, capacity - state.reserved - state.handed.count))
+            let granted = max(0, min(count, capacity - state.reserved - state.count))
             state.reserved += granted
             return granted
         }
@@ -50,7 +65,11 @@ final class OutboxHandoff: Sendable {
     ) {
         let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
             state.reserved -= reserved
-            state.handed += claimed.map { ($0, written) }
+            for event in claimed {
+                if state.handed[event.clientID] == nil { state.clients.append(event.clientID) }
+                state.handed[event.clientID, default: HandedQueue()].append(.init(event: event, at: written))
+            }
+            state.count += claimed.count
             guard !claimed.isEmpty else { return nil }
             state.fresh = true
             defer { state.waiter = nil }
@@ -59,17 +78,26 @@ final class OutboxHandoff: Sendable {
         waiter?.resume()
     }
 
-    /// The handed messages `fits` accepts, oldest first (it is asked in order, and counts what it
-    /// accepts); the rest wait for a slot of their client.
-    func take(where fits: (OutboxRepository.Claimed) -> Bool) -> [OutboxRepository.Claimed] {
+    /// Up to `limit` handed messages of clients `admits` lets send one more (it is asked before
+    /// each, and counts what it admits), the clients in turns and each one's oldest first; the rest
+    /// wait for a slot of their client. The worker takes after every send while up to `capacity`
+    /// messages may wait, so a take costs what it hands out and the clients it asks, not what waits.
+    func take(limit: Int, admits: (String) -> Bool) -> [OutboxRepository.Claimed] {
         state.withLock { state in
             state.fresh = false
             var taken: [OutboxRepository.Claimed] = []
-            state.handed.removeAll { entry in
-                guard fits(entry.event) else { return false }
-                taken.append(entry.event)
-                return true
+            var asking = state.clients
+            while taken.count < limit, !asking.isEmpty {
+                // One each a turn; a client refused, or with nothing left, is not asked again.
+                asking.removeAll { client in
+                    guard taken.count < limit, admits(client), let entry = state.handed[client]?.popOldest() else {
+                        return true
+                    }
+                    taken.append(entry.event)
+                    return state.handed[client]?.isEmpty != false
+                }
             }
+            state.removed(taken.count)
             return taken
         }
     }
@@ -78,14 +106,15 @@ final class OutboxHandoff: Sendable {
     func close() -> [OutboxRepository.Claimed] {
         state.withLock { state in
             state.closed = true
-            defer { state.handed.removeAll() }
-            return state.handed.map(\.event)
+            let all = state.clients.flatMap { state.handed[$0]?.removeAll() ?? [] }.map(\.event)
+            state.removed(all.count)
+            return all
         }
     }
 
     /// Whether a handed message of `clientID` waits for a slot.
     func holds(_ clientID: String) -> Bool {
-        state.withLock { state in state.handed.contains { $0.event.clientID == clientID } }
+        state.withLock { state in state.handed[clientID]?.isEmpty == false }
     }
 
     /// Handed messages that waited longer than `age` for a slot (a receiver that hangs holds its
@@ -93,10 +122,15 @@ final class OutboxHandoff: Sendable {
     func takeWaiting(longerThan age: Duration) -> [OutboxRepository.Claimed] {
         let cutoff = ContinuousClock.now - age
         return state.withLock { state in
-            // Handed in time order and taken out in it, so the oldest is first: most calls stop here.
-            guard let oldest = state.handed.first, oldest.at < cutoff else { return [] }
-            let stale = state.handed.filter { $0.at < cutoff }.map(\.event)
-            state.handed.removeAll { $0.at < cutoff }
+            var stale: [OutboxRepository.Claimed] = []
+            // Each client's are handed in time order and taken out in it: a look at each one's oldest.
+            for client in state.clients {
+                while let oldest = state.handed[client]?.oldest, oldest.at < cutoff {
+                    stale.append(oldest.event)
+                    _ = state.handed[client]?.popOldest()
+                }
+            }
+            state.removed(stale.count)
             return stale
         }
     }

@@ -132,14 +132,13 @@ public final class OutboxWorker: Sendable {
                 // of a client at its share wait for its slots; what waited too long for one
                 // (`handedWait`) goes back to the database, where claims serve clients in turns.
                 if let handoff {
-                    handoff.take { event in
-                        // A quarter of the slots stays for claims: what is due in the database (retries,
-                        // notifications' messages, other processes' expired leases) is never starved.
-                        guard inFlight < configuration.maxInFlight - max(1, configuration.maxInFlight / 4),
-                            byClient[event.clientID, default: 0] < configuration.perClient
-                        else { return false }
+                    // A quarter of the slots stays for claims: what is due in the database (retries,
+                    // notifications' messages, other processes' expired leases) is never starved.
+                    let handedSlots = configuration.maxInFlight - max(1, configuration.maxInFlight / 4)
+                    handoff.take(limit: handedSlots - inFlight) { client in
+                        guard byClient[client, default: 0] < configuration.perClient else { return false }
                         inFlight += 1
-                        byClient[event.clientID, default: 0] += 1
+                        byClient[client, default: 0] += 1
                         return true
                     }.forEach(start)
                     let waited = handoff.takeWaiting(longerThan: handedWait)
