@@ -97,6 +97,46 @@ import Testing
         #expect(RecordBatcher.claimable(messages) == [true, true, false, true, true])
     }
 
+    /// The statements every purchase and delivery run are prepared: their plan is made once for
+    /// any batch and backlog. Even a generic plan made while Postgres believes nothing is pending
+    /// looks each message's aggregate up by its index (an unfenced one hashed every pending entry,
+    /// the delivered messages' dead ones too, for every batch), and evaluates that lookup once.
+    @Test func preparedOutboxStatementsLookEachAggregateUpWhateverTheirPlanWasMadeFor() async throws {
+        let harness = try await VerifyHarness.start()
+        defer { harness.stop() }
+        let clientID = harness.client.clientID
+        let message = try Self.message("app_store:plan", client: clientID)
+        let plans = try await harness.pool.withConnection { connection -> [String] in
+            try connection.execute("SET plan_cache_mode = force_generic_plan")
+            defer { _ = try? connection.execute("RESET plan_cache_mode") }
+            // Prepared by their own callers, then nothing written.
+            try connection.execute("BEGIN")
+            _ = try OutboxRepository.insert([message], claiming: [true], lease: 60, on: connection)
+            try OutboxHeads.reseat([OutboxHeads.Aggregate(message.message)], on: connection)
+            try connection.execute("ROLLBACK")
+            // EXPLAIN takes no parameters: the client's id as a literal.
+            let client = "'" + clientID.replacingOccurrences(of: "'", with: "''") + "'"
+            let insert: PostgresQuery = """
+                EXPLAIN EXECUTE receiptgate_outbox_insert_claiming(60, 60, ARRAY[gen_random_uuid()], ARRAY[\(unescaped: client)],
+                    ARRAY['transaction.verified'], ARRAY['app_store:plan'], ARRAY['{}'], ARRAY['email'], ARRAY[true])
+                """
+            let reseat: PostgresQuery =
+                "EXPLAIN EXECUTE receiptgate_outbox_reseat(ARRAY[\(unescaped: client)], ARRAY['app_store:plan'])"
+            return try [insert, reseat].map { statement in
+                try connection.query(statement).map { try $0.decode("QUERY PLAN", as: String.self) }
+                    .joined(separator: "\n")
+            }
+        }
+        for plan in plans {
+            for wholeScan in ["Seq Scan on outbox", "Bitmap Heap Scan on outbox", "hashed SubPlan"] {
+                #expect(!plan.contains(wholeScan), "\(plan)")
+            }
+            #expect(plan.contains("Index Cond: ((client_id = "), "each aggregate by its index: \(plan)")
+        }
+        #expect(
+            plans[0].components(separatedBy: "using outbox_aggregate").count == 2, "one lookup a message: \(plans[0])")
+    }
+
     @Test func aMessageIsWrittenClaimedOnlyWhenNothingOfItsAggregateIsPending() async throws {
         let harness = try await VerifyHarness.start()
         defer { harness.stop() }

@@ -132,6 +132,9 @@ public struct OutboxRepository: Sendable {
 
     static func mailOwner(_ eventID: String) -> String { "outbox.email:\(eventID)" }
 
+    /// The name `insert(_:claiming:lease:on:)` prepares its statement under.
+    static let claimingInsertName = "receiptgate_outbox_insert_claiming"
+
     /// `notBefore`: the message waits until then (a refund answer waits for the game's report).
     /// Written unplaced: the worker gives it its place in its aggregate (`OutboxHeads`).
     /// Writes enveloped messages like `insert`, those marked in `claiming` already placed as their
@@ -148,7 +151,11 @@ public struct OutboxRepository: Sendable {
             targets = messages.map(\.message.target.rawValue), claims = claiming.map { $0 ? "true" : "false" }
         let bodies = messages.map { String(decoding: $0.message.body, as: UTF8.self) }
         // The pending check reads the snapshot before this statement: its own rows are not seen,
-        // which is why only one message of an aggregate and target may be marked.
+        // which is why only one message of an aggregate and target may be marked. Prepared once
+        // per connection, as the group commit's statement is: planning it cost more than running it.
+        // Its plan is made once for any batch and any backlog, so the fences (`OFFSET 0`) keep it
+        // to one index lookup a message, evaluated once: unfenced, a plan made while little was
+        // pending read every pending entry (the dead ones of delivered messages too) for each batch.
         let rows = try connection.query(
             """
             INSERT INTO outbox (event_id, client_id, event_type, aggregate_key, payload, target, next_attempt_at, placed, is_head, lease_until)
@@ -161,10 +168,11 @@ public struct OutboxRepository: Sendable {
                 SELECT m.claim AND NOT EXISTS (
                     SELECT 1 FROM outbox p
                     WHERE p.client_id = m.client_id AND p.aggregate_key = m.aggregate_key AND p.target = m.target AND p.status = 'pending'
-                ) AS claimed) f
+                    OFFSET 0
+                ) AS claimed OFFSET 0) f
             ORDER BY m.n  -- ids in the order given: an aggregate's messages are sent in id order
             RETURNING id, event_id::text AS event_id, created_at, lease_until::text AS lease
-            """)
+            """, preparedAs: Self.claimingInsertName)
         let byEventID = Dictionary(
             messages.map { ($0.eventID.uuidString.lowercased(), $0) }, uniquingKeysWith: { a, _ in a })
         return try rows.compactMap { row -> Claimed? in
@@ -314,7 +322,9 @@ public struct OutboxRepository: Sendable {
             WHERE o.id = sent.id AND o.lease_until = sent.lease
             """
         try await bookkeeping { connection in
-            try OutboxHeads.moving(aggregates, on: connection) { _ = try connection.execute(update) }
+            try OutboxHeads.moving(aggregates, on: connection) {
+                _ = try connection.query(update, preparedAs: "receiptgate_outbox_delivered")
+            }
         }
     }
 
