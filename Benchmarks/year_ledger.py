@@ -44,12 +44,12 @@ def fill(stack, purchases, expired_grants=False):
             FROM generate_series(1, {2 * purchases}) g
             """),
         ("outbox", f"""
-            INSERT INTO outbox (event_id, client_id, event_type, aggregate_key, payload, status, attempts, next_attempt_at, created_at,
+            INSERT INTO outbox (event_id, client_id, event_type, aggregate_key, body, status, attempts, next_attempt_at, created_at,
                 delivered_at, target)
             SELECT gen_random_uuid(), '{client}', 'transaction.verified', 'app_store:' || (4000000000000000 + g),
                    jsonb_build_object('event_id', md5(g::text), 'type', 'transaction.verified', 'data',
                                       jsonb_build_object('transaction', jsonb_build_object('transaction_id', (4000000000000000 + g)::text,
-                                                         'product_id', 'gems.100', 'price_milliunits', 990, 'currency', 'USD', 'state', 'active'))),
+                                                         'product_id', 'gems.100', 'price_milliunits', 990, 'currency', 'USD', 'state', 'active')))::text,
                    'delivered', 1, t, t, t, 'webhook'
             FROM generate_series(1, {purchases}) g, LATERAL (SELECT now() - interval '365 days' + g * (interval '365 days' / {purchases})) AS x(t)
             """),

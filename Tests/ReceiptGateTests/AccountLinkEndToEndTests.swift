@@ -269,7 +269,9 @@ import Testing
                 .status == 200)
         let reset = try link(in: try await mail(1), path: "/account/reset-password")
         // The mail that arrived holds the link; the outbox row it was sent from never did (sealed).
-        let stored = try await harness.pool.query("SELECT payload::text AS p FROM outbox WHERE target = 'email'").map {
+        let stored = try await harness.pool.query(
+            "SELECT COALESCE(body, payload::text) AS p FROM outbox WHERE target = 'email'"
+        ).map {
             try $0.decode("p", as: String.self)
         }
         #expect(stored.count == 1 && !stored.contains { $0.contains(reset) })

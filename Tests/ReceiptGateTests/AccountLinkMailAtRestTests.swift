@@ -18,7 +18,7 @@ import Testing
         #expect(c.status == 200, "\(c.text)")
 
         let rows = try await harness.pool.query(
-            "SELECT event_id::text AS id, payload::text AS payload FROM outbox WHERE target = 'email'")
+            "SELECT event_id::text AS id, COALESCE(body, payload::text) AS payload FROM outbox WHERE target = 'email'")
         let row = try #require(rows.first)
         let stored = try row.decode("payload", as: String.self), eventID = try row.decode("id", as: String.self)
         #expect(!stored.contains("token="))
@@ -36,8 +36,8 @@ import Testing
         // A box copied onto another row does not open there.
         try await harness.pool.execute(
             """
-            INSERT INTO outbox (event_id, client_id, event_type, aggregate_key, payload, target, is_head)
-            SELECT gen_random_uuid(), client_id, event_type, 'account:copy', payload, target, true FROM outbox WHERE target = 'email'
+            INSERT INTO outbox (event_id, client_id, event_type, aggregate_key, body, payload, target, is_head)
+            SELECT gen_random_uuid(), client_id, event_type, 'account:copy', body, payload, target, true FROM outbox WHERE target = 'email'
             """)
         // Claimed for sending: the mail as it must be sent, its link a live one-time token.
         let claimed = try await harness.service.repositories.outbox.claim(targets: [.email], limit: 10, lease: 60)

@@ -19,8 +19,9 @@ import Testing
     }
 
     static func events(_ harness: VerifyHarness, _ type: String) async throws -> [[String: Any]] {
-        try await harness.pool.query("SELECT payload::text AS p FROM outbox WHERE event_type = \(type) ORDER BY id").map
-        {
+        try await harness.pool.query(
+            "SELECT COALESCE(body, payload::text) AS p FROM outbox WHERE event_type = \(type) ORDER BY id"
+        ).map {
             try #require(
                 try JSONSerialization.jsonObject(with: Data(try $0.decode("p", as: String.self).utf8)) as? [String: Any]
             )

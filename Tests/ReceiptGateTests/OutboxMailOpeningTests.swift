@@ -22,8 +22,8 @@ import Testing
         // The sealed box copied onto another row: bound to its own event id, it does not open there.
         try await harness.pool.execute(
             """
-            INSERT INTO outbox (event_id, client_id, event_type, aggregate_key, payload, target, is_head)
-            SELECT gen_random_uuid(), client_id, event_type, 'mail:copy', payload, target, true FROM outbox WHERE target = 'email'
+            INSERT INTO outbox (event_id, client_id, event_type, aggregate_key, body, payload, target, is_head)
+            SELECT gen_random_uuid(), client_id, event_type, 'mail:copy', body, payload, target, true FROM outbox WHERE target = 'email'
             """)
         let claimed = try await outbox.claim(targets: [.email], limit: 10, lease: 60)
         #expect(claimed.count == 2)

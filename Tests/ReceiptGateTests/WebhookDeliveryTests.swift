@@ -77,6 +77,28 @@ final class WebhookReceiver: Sendable {
         Issue.record("the condition did not hold within 20 s", sourceLocation: sourceLocation)
     }
 
+    /// A webhook tried again carries the bytes its first attempt carried (the body is kept as the
+    /// text that was signed and sent, not as Postgres's rewriting of it), each attempt signed.
+    @Test func aRetriedWebhookCarriesTheBytesOfItsFirstAttempt() async throws {
+        let receiver = try WebhookReceiver()
+        let harness = try await VerifyHarness.start(outbox: VerifyHarness.fastOutbox(), webhookURL: receiver.url)
+        defer { harness.stop() }
+        receiver.secret.set(harness.client.secret)
+        let receipt = try harness.pki.sign(
+            AppleTestPKI.transaction(["transactionId": "2000000000005101", "originalTransactionId": "2000000000005101"])
+        )
+        #expect(
+            try await harness.client.post("/v1/verify", json: ["store": "app_store", "receipt": receipt]).status == 200)
+        try await Self.waitUntil { !receiver.deliveries.get().isEmpty }
+        receiver.up.set(true)  // the first attempt was refused; the next is taken
+        try await Self.waitUntil { !receiver.acknowledged.isEmpty }
+        let attempts = receiver.deliveries.get().filter { $0.type == "transaction.verified" }
+        #expect(attempts.count >= 2 && attempts.allSatisfy(\.signatureValid))
+        #expect(Set(attempts.map(\.body)).count == 1, "every attempt the same bytes")
+        // As written: compact, where Postgres's jsonb text puts a space after every colon and comma.
+        #expect(!String(decoding: attempts[0].body, as: UTF8.self).contains(#"": "#))
+    }
+
     @Test func everyEventArrivesInOrderAfterAnOutageNoneLost() async throws {
         let receiver = try WebhookReceiver()
         let token = String(repeating: "a", count: 32)

@@ -87,10 +87,10 @@ public struct OutboxRepository: Sendable {
         let bodies = messages.map { String(decoding: $0.message.body, as: UTF8.self) }
         try connection.execute(
             """
-            INSERT INTO outbox (event_id, client_id, event_type, aggregate_key, payload, target, next_attempt_at)
-            SELECT m.event_id, m.client_id, m.event_type, m.aggregate_key, m.payload::jsonb, m.target, now()
+            INSERT INTO outbox (event_id, client_id, event_type, aggregate_key, body, target, next_attempt_at)
+            SELECT m.event_id, m.client_id, m.event_type, m.aggregate_key, m.body, m.target, now()
             FROM unnest(\(ids)::uuid[], \(clients)::text[], \(types)::text[], \(keys)::text[], \(bodies)::text[], \(targets)::text[])
-                WITH ORDINALITY AS m(event_id, client_id, event_type, aggregate_key, payload, target, n)
+                WITH ORDINALITY AS m(event_id, client_id, event_type, aggregate_key, body, target, n)
             ORDER BY m.n  -- ids in the order given: an aggregate's messages are sent in id order
             """)
     }
@@ -158,12 +158,12 @@ public struct OutboxRepository: Sendable {
         // pending read every pending entry (the dead ones of delivered messages too) for each batch.
         let rows = try connection.query(
             """
-            INSERT INTO outbox (event_id, client_id, event_type, aggregate_key, payload, target, next_attempt_at, placed, is_head, lease_until)
-            SELECT m.event_id, m.client_id, m.event_type, m.aggregate_key, m.payload::jsonb, m.target,
+            INSERT INTO outbox (event_id, client_id, event_type, aggregate_key, body, target, next_attempt_at, placed, is_head, lease_until)
+            SELECT m.event_id, m.client_id, m.event_type, m.aggregate_key, m.body, m.target,
                    CASE WHEN f.claimed THEN now() + make_interval(secs => \(lease)) ELSE now() END, f.claimed, f.claimed,
                    CASE WHEN f.claimed THEN now() + make_interval(secs => \(lease)) END
             FROM unnest(\(ids)::uuid[], \(clients)::text[], \(types)::text[], \(keys)::text[], \(bodies)::text[], \(targets)::text[], \(claims)::boolean[])
-                WITH ORDINALITY AS m(event_id, client_id, event_type, aggregate_key, payload, target, claim, n)
+                WITH ORDINALITY AS m(event_id, client_id, event_type, aggregate_key, body, target, claim, n)
             CROSS JOIN LATERAL (
                 SELECT m.claim AND NOT EXISTS (
                     SELECT 1 FROM outbox p
@@ -193,8 +193,8 @@ public struct OutboxRepository: Sendable {
     ) throws {
         try connection.execute(
             """
-            INSERT INTO outbox (event_id, client_id, event_type, aggregate_key, payload, target, next_attempt_at)
-            VALUES (\(eventID), \(message.clientID), \(message.type), \(message.aggregateKey), \(String(decoding: message.body, as: UTF8.self))::jsonb,
+            INSERT INTO outbox (event_id, client_id, event_type, aggregate_key, body, target, next_attempt_at)
+            VALUES (\(eventID), \(message.clientID), \(message.type), \(message.aggregateKey), \(String(decoding: message.body, as: UTF8.self)),
                     \(message.target.rawValue), COALESCE(\(notBefore)::timestamptz, now()))
             """)
     }
@@ -269,7 +269,7 @@ public struct OutboxRepository: Sendable {
             )
             UPDATE outbox o SET lease_until = now() + make_interval(secs => \(lease)), next_attempt_at = now() + make_interval(secs => \(lease))
             FROM picked WHERE o.id = picked.id
-            RETURNING o.id, o.event_id, o.client_id, o.aggregate_key, o.event_type, o.payload::text AS payload, o.attempts, o.created_at, o.target,
+            RETURNING o.id, o.event_id, o.client_id, o.aggregate_key, o.event_type, \(unescaped: Self.bodyColumn) AS payload, o.attempts, o.created_at, o.target,
                       o.lease_until::text AS lease
             """
         // New messages placed first, in the same transaction: what was written just now is claimable now.
@@ -447,6 +447,10 @@ public struct OutboxRepository: Sendable {
 
     /// A message that failed: given up (dead), or waiting to be tried again after a failure.
     static let failedCondition = "(status = 'dead' OR (status = 'pending' AND attempts > 0))"
+
+    /// A message's body as it is sent: the text written, or (a row written before bodies were
+    /// kept as text) its jsonb.
+    static let bodyColumn = "COALESCE(o.body, o.payload::text)"
 
     static let eventColumns = """
         event_id::text AS event_id, client_id, event_type, target, status, attempts, next_attempt_at, last_error, created_at, delivered_at

@@ -68,7 +68,7 @@ enum ClaimSupport {
     {
         let rows = try await pool.query(
             """
-            SELECT payload::text AS p FROM outbox
+            SELECT COALESCE(body, payload::text) AS p FROM outbox
             WHERE (\(type)::text IS NULL OR event_type = \(type)) AND (\(target)::text IS NULL OR target = \(target))
             ORDER BY id
             """)
