@@ -99,6 +99,67 @@ final class WebhookReceiver: Sendable {
         #expect(!String(decoding: attempts[0].body, as: UTF8.self).contains(#"": "#))
     }
 
+    /// A receiver's answer frees its sender's slot; the delivered mark follows in the next group
+    /// commit. A mark that waits on the database (here, on a lock of its row) holds no slot, so a
+    /// client's deliveries keep pace with its purchases instead of with the commits.
+    @Test func aDeliveredMarkWaitingOnTheDatabaseLeavesItsClientsSlotFree() async throws {
+        // Answers 200 to every webhook, the first once the test opens the gate.
+        let gate = Latch(), answered = LockedBox<[String]>([])
+        var router = Router()
+        router.post("/hooks") { request in
+            let json = (try? JSONSerialization.jsonObject(with: request.body)) as? [String: Any]
+            let id = ((json?["data"] as? [String: Any])?["transaction"] as? [String: Any])?["transaction_id"] as? String
+            if answered.get().isEmpty { await gate.wait() }
+            answered.update { $0.append(id ?? "") }
+            return .json(["ok": true])
+        }
+        let receiver = HTTPServer(
+            configuration: .init(host: "127.0.0.1", port: 0),
+            responder: router.build(handlerExecutor: FakeServing.executor))
+        try receiver.start()
+        var outbox = VerifyHarness.fastOutbox()
+        outbox.maxInFlight = 2
+        outbox.perClient = 1  // one message of the client under way at a time
+        let harness = try await VerifyHarness.start(
+            outbox: outbox, webhookURL: "http://127.0.0.1:\(receiver.port)/hooks")
+        defer { harness.stop() }
+        func buy(_ id: String) async throws {
+            let receipt = try harness.pki.sign(
+                AppleTestPKI.transaction(["transactionId": id, "originalTransactionId": id]))
+            #expect(
+                try await harness.client.post("/v1/verify", json: ["store": "app_store", "receipt": receipt]).status
+                    == 200)
+        }
+        let first = "2000000000005201", second = "2000000000005202"
+        try await buy(first)
+        // While the receiver holds the first webhook, its row is locked: its mark will wait.
+        let locked = LockedBox(false), release = DispatchSemaphore(value: 0)
+        let holder = Task {
+            try await harness.pool.withTransaction { connection in
+                _ = try connection.query(
+                    "SELECT id FROM outbox WHERE aggregate_key = \("app_store:\(first)") AND target = 'webhook' FOR UPDATE"
+                )
+                locked.set(true)
+                release.wait()  // a thread of the pool's own, not the cooperative pool's
+            }
+        }
+        defer { release.signal() }
+        #expect(await eventually { locked.get() })
+        await gate.open()
+        try await Self.waitUntil { answered.get() == [first] }
+        try await buy(second)
+        try await Self.waitUntil { answered.get() == [first, second] }
+        let marked = try await harness.pool.query(
+            "SELECT count(*) AS n FROM outbox WHERE status = 'delivered' AND aggregate_key = \("app_store:\(first)")")
+        #expect(try marked[0].decode("n", as: Int.self) == 0, "the first one's mark still waits for its row")
+        release.signal()
+        try await holder.value
+        try await Self.waitUntil {
+            (try? await harness.count("outbox WHERE status = 'delivered' AND event_type = 'transaction.verified'")) == 2
+        }
+        await receiver.shutdown()
+    }
+
     @Test func everyEventArrivesInOrderAfterAnOutageNoneLost() async throws {
         let receiver = try WebhookReceiver()
         let token = String(repeating: "a", count: 32)

@@ -121,9 +121,14 @@ public final class OutboxWorker: Sendable {
             // Sends a message already counted in `inFlight` and `byClient`.
             func start(_ event: OutboxRepository.Claimed) {
                 // Not cancelled by `stop()`: a claimed message is sent and its outcome recorded,
-                // so a stop does not send it twice.
+                // so a stop does not send it twice. The slot frees once the receiver has answered
+                // a success: its delivered mark is recorded in the next group commit meanwhile,
+                // under its lease (so no claim takes it again), and `stop()` waits for those.
                 group.addTask {
-                    await Task { await self.deliver(event) }.value; return .sent(event.clientID)
+                    await withCheckedContinuation { (answered: CheckedContinuation<Void, Never>) in
+                        Task { await self.deliver(event) { answered.resume() } }
+                    }
+                    return .sent(event.clientID)
                 }
             }
             while !Task.isCancelled {
@@ -222,6 +227,7 @@ public final class OutboxWorker: Sendable {
 
     package func stop() async {
         await task.cancelAndWait()
+        await delivered.settled()
         // What was handed and not sent is claimable by any worker at once, not after its lease.
         if let handoff {
             let unsent = handoff.close()
@@ -253,7 +259,11 @@ public final class OutboxWorker: Sendable {
         return claimed.count
     }
 
-    private func deliver(_ event: OutboxRepository.Claimed) async {
+    /// Sends `event` and records the outcome; `answered` is called once, when its slot may go to
+    /// another message: after a success was answered (before it is recorded), else at the end.
+    private func deliver(_ event: OutboxRepository.Claimed, answered: @Sendable () -> Void = {}) async {
+        var slotFreed = false
+        defer { if !slotFreed { answered() } }
         // A game server's receiver that keeps failing is not tried but for its probe.
         let receiver: ReceiverCircuits.Receiver? =
             switch event.target {
@@ -307,6 +317,8 @@ public final class OutboxWorker: Sendable {
                         "attempts": String(attempts), "error": String(failure.prefix(200)), "dead": String(giveUp),
                     ])
             } else {
+                slotFreed = true
+                answered()
                 try await delivered.delivered(event)
             }
         } catch {
