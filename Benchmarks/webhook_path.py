@@ -23,8 +23,23 @@ from bench_stack import Stack
 from why_waiting import WhyWaiting
 
 
+def header(head, name):
+    """A header's value in a request head (`name` in lower case), or None."""
+    at = head.lower().find(b"\r\n" + name + b":")
+    if at < 0:
+        return None
+    stop = head.find(b"\r\n", at + 2)
+    return head[at + len(name) + 3:stop if stop >= 0 else len(head)].strip()
+
+
 class Receiver:
-    """Answers every POST with 200 (or 503 while `down`), counting the 200s."""
+    """Answers every POST with 200 (or 503 while `down`), counting the 200s. A game's receiver runs
+    on its own machine; this one shares the two cores with what is measured, so it is written to
+    cost little: an asyncio protocol reading requests from its buffer, 0.03 ms of CPU a webhook
+    where asyncio's streams took 0.05."""
+
+    OK = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
+    DOWN = b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n"
 
     def __init__(self):
         self.count, self.down = 0, False
@@ -39,33 +54,36 @@ class Receiver:
 
     def _serve(self, ready):
         asyncio.set_event_loop(self.loop)
-        server = self.loop.run_until_complete(asyncio.start_server(self._client, "127.0.0.1", 0, backlog=1024))
+        receiver = self
+
+        class Connection(asyncio.Protocol):
+            def connection_made(self, transport):
+                self.transport, self.buffer = transport, b""
+
+            def data_received(self, data):
+                self.buffer += data
+                while True:
+                    end = self.buffer.find(b"\r\n\r\n")
+                    if end < 0:
+                        return
+                    head = self.buffer[:end]
+                    length = int(header(head, b"content-length") or 0)
+                    if len(self.buffer) < end + 4 + length:
+                        return
+                    event_id = header(head, b"x-event-id")
+                    if event_id:
+                        receiver.received[event_id.decode()].append(time.monotonic())
+                    self.buffer = self.buffer[end + 4 + length:]
+                    if receiver.down:
+                        self.transport.write(Receiver.DOWN)
+                    else:
+                        receiver.count += 1
+                        self.transport.write(Receiver.OK)
+
+        server = self.loop.run_until_complete(self.loop.create_server(Connection, "127.0.0.1", 0, backlog=1024))
         self.port = server.sockets[0].getsockname()[1]
         ready.set()
         self.loop.run_forever()
-
-    async def _client(self, reader, writer):
-        try:
-            while True:
-                head = await reader.readuntil(b"\r\n\r\n")
-                length, event_id = 0, None
-                for line in head.split(b"\r\n"):
-                    if line.lower().startswith(b"content-length:"):
-                        length = int(line.split(b":", 1)[1])
-                    elif line.lower().startswith(b"x-event-id:"):
-                        event_id = line.split(b":", 1)[1].strip().decode()
-                if event_id:
-                    self.received[event_id].append(time.monotonic())
-                if length:
-                    await reader.readexactly(length)
-                if self.down:
-                    writer.write(b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n")
-                else:
-                    self.count += 1
-                    writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
-                await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError):
-            writer.close()
 
     @property
     def url(self):
