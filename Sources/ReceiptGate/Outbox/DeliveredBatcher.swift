@@ -20,8 +20,9 @@ final class DeliveredBatcher: Sendable {
 
     init(outbox: OutboxRepository) { self.outbox = outbox }
 
-    /// Returns once `event` is recorded delivered (or throws what recording it threw).
-    func delivered(_ event: OutboxRepository.Claimed) async throws {
+    /// Returns once `event` is recorded delivered (or throws what recording it threw). `queued`
+    /// runs once it is queued: from then on `settled()` waits for it.
+    func delivered(_ event: OutboxRepository.Claimed, queued: () -> Void = {}) async throws {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             let start = waiting.withLock { waiting -> Bool in
                 waiting.queue.append((event, continuation))
@@ -29,6 +30,7 @@ final class DeliveredBatcher: Sendable {
                 waiting.running = true
                 return true
             }
+            queued()
             if start { Task { await self.drain() } }
         }
     }

@@ -85,7 +85,7 @@ final class OutboxHandoff: Sendable {
     func take(limit: Int, admits: (String) -> Bool) -> [OutboxRepository.Claimed] {
         state.withLock { state in
             state.fresh = false
-            var taken: [OutboxRepository.Claimed] = []
+            var taken: [OutboxRepository.Claimed] = [], served: Set<String> = []
             var asking = state.clients
             while taken.count < limit, !asking.isEmpty {
                 // One each a turn; a client refused, or with nothing left, is not asked again.
@@ -94,8 +94,13 @@ final class OutboxHandoff: Sendable {
                         return true
                     }
                     taken.append(entry.event)
+                    served.insert(client)
                     return state.handed[client]?.isEmpty != false
                 }
+            }
+            // Those served go to the back: the next take, with few slots, starts with the others.
+            if !served.isEmpty {
+                state.clients = state.clients.filter { !served.contains($0) } + state.clients.filter(served.contains)
             }
             state.removed(taken.count)
             return taken

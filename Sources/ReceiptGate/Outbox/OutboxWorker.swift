@@ -317,9 +317,11 @@ public final class OutboxWorker: Sendable {
                         "attempts": String(attempts), "error": String(failure.prefix(200)), "dead": String(giveUp),
                     ])
             } else {
-                slotFreed = true
-                answered()
-                try await delivered.delivered(event)
+                // Queued before the slot frees, so a stopping worker's `settled()` waits for it.
+                try await delivered.delivered(event) {
+                    slotFreed = true
+                    answered()
+                }
             }
         } catch {
             // The lease runs out and another attempt follows: at least once, never lost.
