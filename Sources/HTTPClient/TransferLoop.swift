@@ -38,11 +38,12 @@ final class TransferLoop: @unchecked Sendable {
         guard let multi = curl_multi_init() else { fatalError("curl_multi_init failed: out of memory") }
         self.multi = multi
         self.limit = max(1, limit)
-        // Keep a connection open for every transfer that may run at once. By default libcurl sizes
-        // its cache by the handles added at the moment, and each transfer's handle leaves when it
-        // ends, so a lull closed kept-alive connections a busy moment then opened again (one new
-        // connection every dozen webhooks, each a handshake on both ends).
-        _ = rg_curl_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, self.limit)
+        // Keep four connections open for every transfer that may run at once (libcurl's own ratio,
+        // with many receivers' hosts in turns). By default libcurl sizes its cache by the handles
+        // added at the moment, and each transfer's handle leaves when it ends, so a lull closed
+        // kept-alive connections a busy moment then opened again (one new connection every dozen
+        // webhooks, each a handshake on both ends).
+        _ = rg_curl_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, 4 * self.limit)
         let threadName = String(decoding: name.utf8.prefix(15), as: UTF8.self)
         // The thread holds the loop until `close()` lets it end.
         Thread { [self] in

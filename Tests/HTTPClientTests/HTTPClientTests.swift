@@ -86,20 +86,22 @@ private final class WaitRecorder: Sendable {
 /// requests sent one at a time (an outbox that delivers in bursts would otherwise reconnect, a
 /// TLS handshake on both ends, every dozen webhooks).
 @Suite struct Connections {
-    /// Client-side sockets in this network namespace connected to `port` and established.
-    static func established(to port: Int) -> Int {
+    /// The local ports of this network namespace's established connections to `port` (the
+    /// client's ends): the same ports later are the same connections, kept open and reused.
+    static func established(to port: Int) -> Set<String> {
         // Read to its end: the kernel writes the table a page at a time, and its file has no size.
         guard let file = FileHandle(forReadingAtPath: "/proc/net/tcp"), let bytes = try? file.readToEnd() else {
-            return -1
+            return []
         }
         try? file.close()
-        let table = String(decoding: bytes, as: UTF8.self)
         let hex = String(port, radix: 16, uppercase: true)
         let remote = ":" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex
-        return table.split(separator: "\n").dropFirst().filter { line in
-            let fields = line.split(separator: " ")
-            return fields.count > 3 && fields[2].hasSuffix(remote) && fields[3] == "01"
-        }.count
+        return Set(
+            String(decoding: bytes, as: UTF8.self).split(separator: "\n").dropFirst().compactMap { line in
+                let fields = line.split(separator: " ")
+                guard fields.count > 3, fields[2].hasSuffix(remote), fields[3] == "01" else { return nil }
+                return String(fields[1])
+            })
     }
 
     @Test func aBurstsConnectionsStayOpenThroughALullAndAreReused() async throws {
@@ -126,16 +128,15 @@ private final class WaitRecorder: Sendable {
             for _ in 0..<burst { group.addTask { try await post() } }
             for try await status in group { #expect(status == 200) }
         }
-        #expect(
-            await eventually { Self.established(to: upstream.server.port) == burst },
-            "one connection a request of the burst")
+        #expect(await eventually { Self.established(to: upstream.server.port).count == burst }, "a connection each")
+        let opened = Self.established(to: upstream.server.port)
         for _ in 0..<burst { #expect(try await post() == 200) }  // a lull: one at a time
-        #expect(Self.established(to: upstream.server.port) == burst, "the lull closed none of them")
+        #expect(Self.established(to: upstream.server.port) == opened, "the lull closed none of them")
         try await withThrowingTaskGroup(of: Int.self) { group in
             for _ in 0..<burst { group.addTask { try await post() } }
             for try await status in group { #expect(status == 200) }
         }
-        #expect(Self.established(to: upstream.server.port) == burst, "the next burst opened none")
+        #expect(Self.established(to: upstream.server.port) == opened, "the next burst reused them and opened none")
         #expect(upstream.count("hook") == 3 * burst)
         await upstream.server.shutdown()
     }

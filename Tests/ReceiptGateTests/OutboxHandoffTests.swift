@@ -138,6 +138,52 @@ import Testing
             plans[0].components(separatedBy: "using outbox_aggregate").count == 2, "one lookup a message: \(plans[0])")
     }
 
+    /// A stopping worker waits for the delivered marks of what its receivers answered: `settled()`
+    /// returns only once a mark waiting on the database (here, on a lock of its row) is recorded.
+    @Test func marksStillToBeRecordedAreWaitedForBySettled() async throws {
+        let harness = try await VerifyHarness.start()
+        defer { harness.stop() }
+        let message = try Self.message("app_store:settle", client: harness.client.clientID)
+        let claimed = try await harness.pool.withTransaction { connection in
+            try OutboxRepository.insert([message], claiming: [true], lease: 600, on: connection)
+        }
+        let batcher = DeliveredBatcher(outbox: harness.service.repositories.outbox)
+        let locked = LockedBox(false), release = DispatchSemaphore(value: 0)
+        let holder = Task {
+            try await harness.pool.withTransaction { connection in
+                _ = try connection.query("SELECT id FROM outbox WHERE aggregate_key = 'app_store:settle' FOR UPDATE")
+                locked.set(true)
+                release.wait()  // a thread of the pool's own, not the cooperative pool's
+            }
+        }
+        defer { release.signal() }
+        #expect(await eventually { locked.get() })
+        let queued = LockedBox(false)
+        let marking = Task { try await batcher.delivered(try #require(claimed.first)) { queued.set(true) } }
+        #expect(await eventually { queued.get() })
+        func markWaitsForItsRow() async -> Bool {
+            let waiting = try? await harness.pool.query(
+                """
+                SELECT count(*) AS n FROM pg_stat_activity
+                WHERE wait_event_type = 'Lock' AND query LIKE 'UPDATE outbox o SET status = ''delivered''%'
+                """)
+            return (try? waiting?.first?.decode("n", as: Int.self)) ?? 0 > 0
+        }
+        #expect(await eventually { await markWaitsForItsRow() })
+        let settled = LockedBox(false)
+        let settling = Task {
+            await batcher.settled()
+            settled.set(true)
+        }
+        #expect(await markWaitsForItsRow() && !settled.get(), "the mark waits, and so does settled()")
+        release.signal()
+        try await holder.value
+        try await marking.value
+        await settling.value
+        #expect(
+            try await harness.count("outbox WHERE aggregate_key = 'app_store:settle' AND status = 'delivered'") == 1)
+    }
+
     @Test func aMessageIsWrittenClaimedOnlyWhenNothingOfItsAggregateIsPending() async throws {
         let harness = try await VerifyHarness.start()
         defer { harness.stop() }

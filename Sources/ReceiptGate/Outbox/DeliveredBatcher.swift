@@ -11,26 +11,37 @@ final class DeliveredBatcher: Sendable {
     private struct Waiting {
         var queue: [Waiter] = []
         var running = false
+        /// In the batch being recorded now.
+        var recording = 0
         /// Waiting for everything queued to be recorded (a stopping worker).
         var settling: [CheckedContinuation<Void, Never>] = []
     }
 
     let outbox: OutboxRepository
+    /// At most this many answered messages wait for their mark with their slots freed; past it (a
+    /// mark that waits on the database) a sender keeps its slot until its mark is recorded, so a
+    /// stalled commit stops the sending instead of piling up answers whose leases run out.
+    let freedAtMost: Int
     private let waiting = Mutex(Waiting())
 
-    init(outbox: OutboxRepository) { self.outbox = outbox }
+    init(outbox: OutboxRepository, freedAtMost: Int = 64) {
+        self.outbox = outbox
+        self.freedAtMost = freedAtMost
+    }
 
     /// Returns once `event` is recorded delivered (or throws what recording it threw). `queued`
-    /// runs once it is queued: from then on `settled()` waits for it.
+    /// runs once it is queued (from then on `settled()` waits for it), unless `freedAtMost` wait
+    /// already: then nothing runs it, and its sender's slot stays held until this returns.
     func delivered(_ event: OutboxRepository.Claimed, queued: () -> Void = {}) async throws {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            let start = waiting.withLock { waiting -> Bool in
+            let (start, free) = waiting.withLock { waiting -> (Bool, Bool) in
+                let free = waiting.queue.count + waiting.recording < freedAtMost
                 waiting.queue.append((event, continuation))
-                guard !waiting.running else { return false }
+                guard !waiting.running else { return (false, free) }
                 waiting.running = true
-                return true
+                return (true, free)
             }
-            queued()
+            if free { queued() }
             if start { Task { await self.drain() } }
         }
     }
@@ -52,10 +63,12 @@ final class DeliveredBatcher: Sendable {
             let (batch, settled) = waiting.withLock { waiting -> ([Waiter], [CheckedContinuation<Void, Never>]) in
                 guard !waiting.queue.isEmpty else {
                     waiting.running = false
+                    waiting.recording = 0
                     defer { waiting.settling = [] }
                     return ([], waiting.settling)
                 }
                 defer { waiting.queue.removeAll(keepingCapacity: true) }
+                waiting.recording = waiting.queue.count
                 return (waiting.queue, [])
             }
             settled.forEach { $0.resume() }

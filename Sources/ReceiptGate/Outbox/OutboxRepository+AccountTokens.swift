@@ -10,8 +10,8 @@ extension OutboxRepository {
         let body = String(decoding: try JSONEncoder.receiptGateStorage.encode(assignment), as: UTF8.self)
         return try connection.execute(
             """
-            INSERT INTO outbox (event_id, client_id, event_type, aggregate_key, body, target)
-            VALUES (\(UUID.timeOrdered()), \(assignment.clientID), \("store.account_token"), \(assignment.aggregateKey), \(body),
+            INSERT INTO outbox (event_id, client_id, event_type, aggregate_key, payload, target)
+            VALUES (\(UUID.timeOrdered()), \(assignment.clientID), \("store.account_token"), \(assignment.aggregateKey), \(body)::jsonb,
                     \(OutboxTarget.storeAccountToken.rawValue))
             ON CONFLICT (aggregate_key) WHERE target = 'store_account_token' DO NOTHING
             """) == 1

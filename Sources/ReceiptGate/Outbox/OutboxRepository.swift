@@ -87,10 +87,10 @@ public struct OutboxRepository: Sendable {
         let bodies = messages.map { String(decoding: $0.message.body, as: UTF8.self) }
         try connection.execute(
             """
-            INSERT INTO outbox (event_id, client_id, event_type, aggregate_key, body, target, next_attempt_at)
-            SELECT m.event_id, m.client_id, m.event_type, m.aggregate_key, m.body, m.target, now()
+            INSERT INTO outbox (event_id, client_id, event_type, aggregate_key, payload, target, next_attempt_at)
+            SELECT m.event_id, m.client_id, m.event_type, m.aggregate_key, m.payload::jsonb, m.target, now()
             FROM unnest(\(ids)::uuid[], \(clients)::text[], \(types)::text[], \(keys)::text[], \(bodies)::text[], \(targets)::text[])
-                WITH ORDINALITY AS m(event_id, client_id, event_type, aggregate_key, body, target, n)
+                WITH ORDINALITY AS m(event_id, client_id, event_type, aggregate_key, payload, target, n)
             ORDER BY m.n  -- ids in the order given: an aggregate's messages are sent in id order
             """)
     }
@@ -156,10 +156,14 @@ public struct OutboxRepository: Sendable {
         // Its plan is made once for any batch and any backlog, so the fences (`OFFSET 0`) keep it
         // to one index lookup a message, evaluated once: unfenced, a plan made while little was
         // pending read every pending entry (the dead ones of delivered messages too) for each batch.
+        // A message written claimed keeps its body as text (`body`): parsing it into jsonb cost more
+        // than the rest of its row, and its retries send the bytes its first attempt signed. The rest
+        // keep jsonb (`payload`), which a process of the version before can still claim and read.
         let rows = try connection.query(
             """
-            INSERT INTO outbox (event_id, client_id, event_type, aggregate_key, body, target, next_attempt_at, placed, is_head, lease_until)
-            SELECT m.event_id, m.client_id, m.event_type, m.aggregate_key, m.body, m.target,
+            INSERT INTO outbox (event_id, client_id, event_type, aggregate_key, body, payload, target, next_attempt_at, placed, is_head, lease_until)
+            SELECT m.event_id, m.client_id, m.event_type, m.aggregate_key,
+                   CASE WHEN f.claimed THEN m.body END, CASE WHEN NOT f.claimed THEN m.body::jsonb END, m.target,
                    CASE WHEN f.claimed THEN now() + make_interval(secs => \(lease)) ELSE now() END, f.claimed, f.claimed,
                    CASE WHEN f.claimed THEN now() + make_interval(secs => \(lease)) END
             FROM unnest(\(ids)::uuid[], \(clients)::text[], \(types)::text[], \(keys)::text[], \(bodies)::text[], \(targets)::text[], \(claims)::boolean[])
@@ -193,8 +197,8 @@ public struct OutboxRepository: Sendable {
     ) throws {
         try connection.execute(
             """
-            INSERT INTO outbox (event_id, client_id, event_type, aggregate_key, body, target, next_attempt_at)
-            VALUES (\(eventID), \(message.clientID), \(message.type), \(message.aggregateKey), \(String(decoding: message.body, as: UTF8.self)),
+            INSERT INTO outbox (event_id, client_id, event_type, aggregate_key, payload, target, next_attempt_at)
+            VALUES (\(eventID), \(message.clientID), \(message.type), \(message.aggregateKey), \(String(decoding: message.body, as: UTF8.self))::jsonb,
                     \(message.target.rawValue), COALESCE(\(notBefore)::timestamptz, now()))
             """)
     }

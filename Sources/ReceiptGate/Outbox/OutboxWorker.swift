@@ -82,7 +82,7 @@ public final class OutboxWorker: Sendable {
         self.acknowledgers = acknowledgers
         self.configuration = configuration
         self.logger = logger
-        delivered = DeliveredBatcher(outbox: outbox)
+        delivered = DeliveredBatcher(outbox: outbox, freedAtMost: max(1, configuration.maxInFlight))
         circuits = ReceiverCircuits(
             threshold: configuration.circuitThreshold, probeInterval: Self.seconds(configuration.probeInterval),
             parkFor: Self.seconds(configuration.maxDelay), now: now)
@@ -317,7 +317,8 @@ public final class OutboxWorker: Sendable {
                         "attempts": String(attempts), "error": String(failure.prefix(200)), "dead": String(giveUp),
                     ])
             } else {
-                // Queued before the slot frees, so a stopping worker's `settled()` waits for it.
+                // Queued before the slot frees, so a stopping worker's `settled()` waits for it; held
+                // until recorded when too many answered messages wait for their marks already.
                 try await delivered.delivered(event) {
                     slotFreed = true
                     answered()

@@ -39,10 +39,15 @@ extension Schema {
                 ALTER TABLE outbox DROP CONSTRAINT outbox_client_id_fkey;
                 ALTER TABLE player_entitlements DROP CONSTRAINT player_entitlements_client_id_fkey;
                 """),
-        // A message's body is kept as the text that is sent, not as jsonb: parsing every webhook
-        // into jsonb cost Postgres about 19 µs of each purchase with a webhook, and a retry sent
-        // jsonb's rewriting of it (keys reordered, spaces dropped) rather than the bytes the first
-        // attempt signed. Rows written before keep their `payload`, read where `body` is null.
+        // A message written claimed (a new purchase's webhook, handed to its writer's worker) keeps
+        // its body as the text that is sent, not as jsonb: parsing every webhook into jsonb cost
+        // Postgres about 19 µs of each purchase with a webhook, and a retry sent jsonb's rewriting
+        // of it (keys reordered, spaces added) rather than the bytes the first attempt signed.
+        // Every other message keeps jsonb in `payload`, which a process of the version before,
+        // still running in a rolling upgrade, claims and reads as it did. It cannot read a `body`:
+        // a claim of its that takes one (only once the writer stopped and the lease ran out) fails,
+        // and what that claim leased waits out the lease for another worker (docs/operations.md
+        // says what a rollback must do).
         // Adding a nullable column and dropping a NOT NULL rewrite nothing; the check is enforced
         // from now on without reading the table.
         Migration(
