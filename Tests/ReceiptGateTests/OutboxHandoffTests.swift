@@ -58,6 +58,26 @@ import Testing
         #expect(handoff.take(limit: 10) { _ in true }.isEmpty)
     }
 
+    /// A client whose messages fill three quarters of the room (its receiver hangs) is crowded:
+    /// its new messages are written the ordinary way, and the rest of the room serves the others.
+    @Test func aClientHoldingThreeQuartersOfTheRoomIsCrowdedOthersAreNot() throws {
+        let handoff = OutboxHandoff(capacity: 8, leaseSeconds: 60)
+        func claimed(_ id: Int64, client: String) -> OutboxRepository.Claimed {
+            OutboxRepository.Claimed(
+                id: id, eventID: "e\(id)", clientID: client, aggregateKey: "app_store:\(id)",
+                type: "transaction.verified",
+                payload: "{}", attempts: 0, createdAt: Date(), target: .webhook, lease: "2026-12-06 00:00:00+00")
+        }
+        #expect(handoff.reserve(6) == 6)
+        handoff.hand((1...5).map { claimed($0, client: "hung") } + [claimed(6, client: "other")], reserved: 6)
+        #expect(handoff.crowdedClients().isEmpty, "five of eight is not three quarters")
+        #expect(handoff.reserve(1) == 1)
+        handoff.hand([claimed(7, client: "hung")], reserved: 1)
+        #expect(handoff.crowdedClients() == ["hung"])
+        _ = handoff.take(limit: 1) { $0 == "hung" }
+        #expect(handoff.crowdedClients().isEmpty, "below its share again once one was sent")
+    }
+
     /// The worker takes after every send while many may wait: a take hands out no more than its
     /// free slots, the clients with room in turns, each one's oldest first.
     @Test func aTakeStopsAtTheFreeSlotsServingClientsInTurnsEachInOrder() throws {

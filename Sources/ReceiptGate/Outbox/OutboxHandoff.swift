@@ -57,6 +57,15 @@ final class OutboxHandoff: Sendable {
         }
     }
 
+    /// Clients with three quarters of the room or more waiting (their receiver is slow or hangs):
+    /// their new messages are not written claimed, so the room left serves the other clients.
+    func crowdedClients() -> Set<String> {
+        state.withLock { state in
+            let share = max(1, capacity * 3 / 4)
+            return Set(state.clients.filter { (state.handed[$0]?.count ?? 0) >= share })
+        }
+    }
+
     /// Hands over what a committed transaction wrote claimed (its leases counted from `written`,
     /// taken before the statement that wrote them), and gives back the rest of its reservation
     /// (`reserved`, what it was granted).

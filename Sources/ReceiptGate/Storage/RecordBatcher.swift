@@ -179,7 +179,12 @@ final class RecordBatcher: Sendable {
             // What the new purchases owe their game servers commits with them, in one statement.
             let messages = try Self.announcements(settled)
             if let handoff {
-                var claiming = Self.claimable(messages)
+                // A client whose receiver holds three quarters of the room already (one that hangs)
+                // has its new messages written the ordinary way: the rest is left to the others.
+                let crowded = handoff.crowdedClients()
+                var claiming = zip(Self.claimable(messages), messages).map {
+                    $0 && !crowded.contains($1.message.clientID)
+                }
                 reserved = handoff.reserve(claiming.count { $0 })
                 var room = reserved
                 claiming = claiming.map { wanted in
