@@ -18,6 +18,13 @@ import Testing
             target: target)
     }
 
+    /// A message as a verification hands it over, of `client`.
+    static func claimed(_ id: Int64, client: String) -> OutboxRepository.Claimed {
+        OutboxRepository.Claimed(
+            id: id, eventID: "e\(id)", clientID: client, aggregateKey: "app_store:\(id)", type: "transaction.verified",
+            payload: "{}", attempts: 0, createdAt: Date(), target: .webhook, lease: "2026-12-06 00:00:00+00")
+    }
+
     @Test func roomIsBoundedAndGivenBackWhenATransactionEnds() {
         let handoff = OutboxHandoff(capacity: 3, leaseSeconds: 60)
         #expect(handoff.reserve(2) == 2)
@@ -41,15 +48,10 @@ import Testing
 
     @Test func aClientAtItsShareLeavesItsMessagesWaitingAndOthersGoAhead() throws {
         let handoff = OutboxHandoff(capacity: 10, leaseSeconds: 60)
-        func claimed(_ id: Int64, client: String) -> OutboxRepository.Claimed {
-            OutboxRepository.Claimed(
-                id: id, eventID: "e\(id)", clientID: client, aggregateKey: "app_store:\(id)",
-                type: "transaction.verified",
-                payload: "{}", attempts: 0, createdAt: Date(), target: .webhook, lease: "2026-12-06 00:00:00+00")
-        }
         #expect(handoff.reserve(4) == 4)
         handoff.hand(
-            [claimed(1, client: "busy"), claimed(2, client: "other"), claimed(3, client: "busy")], reserved: 4)
+            [Self.claimed(1, client: "busy"), Self.claimed(2, client: "other"), Self.claimed(3, client: "busy")],
+            reserved: 4)
         #expect(handoff.reserve(10) == 7, "what waits in memory counts against the bound")
         handoff.hand([], reserved: 7)
         #expect(handoff.take(limit: 10) { $0 != "busy" }.map(\.id) == [2])
@@ -62,17 +64,11 @@ import Testing
     /// its new messages are written the ordinary way, and the rest of the room serves the others.
     @Test func aClientHoldingThreeQuartersOfTheRoomIsCrowdedOthersAreNot() throws {
         let handoff = OutboxHandoff(capacity: 8, leaseSeconds: 60)
-        func claimed(_ id: Int64, client: String) -> OutboxRepository.Claimed {
-            OutboxRepository.Claimed(
-                id: id, eventID: "e\(id)", clientID: client, aggregateKey: "app_store:\(id)",
-                type: "transaction.verified",
-                payload: "{}", attempts: 0, createdAt: Date(), target: .webhook, lease: "2026-12-06 00:00:00+00")
-        }
         #expect(handoff.reserve(6) == 6)
-        handoff.hand((1...5).map { claimed($0, client: "hung") } + [claimed(6, client: "other")], reserved: 6)
+        handoff.hand((1...5).map { Self.claimed($0, client: "hung") } + [Self.claimed(6, client: "other")], reserved: 6)
         #expect(handoff.crowdedClients().isEmpty, "five of eight is not three quarters")
         #expect(handoff.reserve(1) == 1)
-        handoff.hand([claimed(7, client: "hung")], reserved: 1)
+        handoff.hand([Self.claimed(7, client: "hung")], reserved: 1)
         #expect(handoff.crowdedClients() == ["hung"])
         _ = handoff.take(limit: 1) { $0 == "hung" }
         #expect(handoff.crowdedClients().isEmpty, "below its share again once one was sent")
@@ -82,15 +78,9 @@ import Testing
     /// free slots, the clients with room in turns, each one's oldest first.
     @Test func aTakeStopsAtTheFreeSlotsServingClientsInTurnsEachInOrder() throws {
         let handoff = OutboxHandoff(capacity: 10, leaseSeconds: 60)
-        func claimed(_ id: Int64, client: String) -> OutboxRepository.Claimed {
-            OutboxRepository.Claimed(
-                id: id, eventID: "e\(id)", clientID: client, aggregateKey: "app_store:\(id)",
-                type: "transaction.verified",
-                payload: "{}", attempts: 0, createdAt: Date(), target: .webhook, lease: "2026-12-06 00:00:00+00")
-        }
         #expect(handoff.reserve(7) == 7)
         let clients = ["a", "full", "a", "b", "full", "a", "a"]
-        handoff.hand(clients.enumerated().map { claimed(Int64($0.offset + 1), client: $0.element) }, reserved: 7)
+        handoff.hand(clients.enumerated().map { Self.claimed(Int64($0.offset + 1), client: $0.element) }, reserved: 7)
         var asked: [String] = []
         let first = handoff.take(limit: 3) { client in
             asked.append(client)
