@@ -84,8 +84,7 @@ import Testing
         defer { shop.stop() }
         let token = ReportingShop.appleToken()
         #expect(try await shop.register(token.raw).status == 200)
-        shop.clock.set(shop.clock.get().addingTimeInterval(10 * 86_400 + 60))
-        shop.stripe.clock.set(shop.clock.get())
+        shop.passTheReportDeadline()
         try await shop.sweepAndSend()
         #expect(shop.apple.externalPurchaseReports(for: token.id).map(\.status) == ["NO_LINE_ITEM"])
         // The web shop's sale carrying the token reaches the ledger only now.
@@ -105,8 +104,7 @@ import Testing
         defer { shop.stop() }
         let token = ReportingShop.appleToken()
         #expect(try await shop.register(token.raw).status == 200)
-        shop.clock.set(shop.clock.get().addingTimeInterval(10 * 86_400 + 60))
-        shop.stripe.clock.set(shop.clock.get())
+        shop.passTheReportDeadline()
         // The web sale was made without the token in its checkout; the game names its order later.
         let sale = shop.stripe.sale(player: "p", lines: [.init("prod_gems", unitAmount: 300)])
         try await shop.paid(sale.session)
@@ -124,8 +122,7 @@ import Testing
         defer { shop.stop() }
         let stale = ReportingShop.appleToken()
         #expect(try await shop.register(stale.raw).status == 200)
-        shop.clock.set(shop.clock.get().addingTimeInterval(10 * 86_400 + 60))
-        shop.stripe.clock.set(shop.clock.get())
+        shop.passTheReportDeadline()
         try await shop.sweepAndSend()
         #expect(try await shop.state(of: stale.id) == "reported_no_sale")
         shop.clock.set(shop.clock.get().addingTimeInterval(8 * 86_400))
@@ -543,6 +540,13 @@ struct ReportingShop {
             port: harness.client.port, method: "POST", path: "/v1/notifications/app-store",
             body: Data(#"{"signedPayload":"\#(signed)"}"#.utf8)
         ).status
+    }
+
+    /// A minute past a new token's report deadline (ten days, Apple's limit; the client set none
+    /// shorter), on the web store's clock too.
+    func passTheReportDeadline() {
+        clock.set(clock.get().addingTimeInterval(10 * 86_400 + 60))
+        stripe.clock.set(clock.get())
     }
 
     /// One pass of the sweep, then everything it queued sent.
