@@ -149,7 +149,10 @@ import Testing
             processes, receipt: try pki.sign(AppleTestPKI.transaction(fields)),
             alongside: notificationFirst ? nil : notify)
         #expect(results.count == 200)
-        #expect(results.allSatisfy { $0.status == 200 }, "statuses: \(Set(results.map(\.status)))")
+        #expect(
+            results.allSatisfy { $0.status == 200 },
+            "statuses: \(Set(results.map(\.status))) \(processes.servers.map { $0.process.stderr.split(separator: "\n").filter { $0.contains("\"error\"") }.prefix(3) })"
+        )
         #expect(results.filter { $0.duplicate == false }.count == 1)
         #expect(results.filter { $0.duplicate == true }.count == 199)
         #expect(Set(results.compactMap(\.id)).count == 1, "every answer names the same record")

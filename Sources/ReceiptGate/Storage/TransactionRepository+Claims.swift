@@ -38,6 +38,14 @@ extension TransactionRepository {
     ) throws -> ClaimedRow {
         let purchase = proven.purchase
         let claimant = proven.claimant
+        // A period claimed already can be claimed first by nobody, so its repeats need not queue
+        // behind the subscription's lock (a game that verifies on every launch, a retry storm).
+        if let claimed = try claimedPeriod(purchase, client: client, on: connection) {
+            let owner = try subscriptionOwner(of: purchase, client: client, locking: false, on: connection)
+            return ClaimedRow(
+                transaction: claimed, proven: proven, inserted: false,
+                claim: LedgerRules.claim(of: claimed.claim, owner: owner, by: claimant))
+        }
         // One period of a subscription is decided against the subscription's owner, not its own row:
         // its periods are claimed one by one, and each must go to whoever claimed the first.
         let owner = try subscriptionOwner(of: purchase, client: client, on: connection)
@@ -106,6 +114,24 @@ extension TransactionRepository {
             claim: outcome)
     }
 
+    /// The stored row of `purchase` when it is a subscription's period the caller may see, claimed
+    /// already; nil for anything else, which takes the claim's ordinary course. Its owner needs no
+    /// lock then: one that has committed stays the owner (another player's claim takes no period,
+    /// `LedgerRules.mayTakePeriod`), and where none has yet, the answer is the one this claim gets
+    /// had it come before a claim still in flight.
+    private static func claimedPeriod(
+        _ purchase: VerifiedPurchase, client: Client, on connection: PostgresConnection
+    ) throws -> TransactionRecord? {
+        guard LedgerRules.isSubscriptionPeriod(purchase) else { return nil }
+        return try connection.query(
+            """
+            SELECT \(unescaped: TransactionRows.columns) FROM transactions
+            WHERE store = \(purchase.store.rawValue) AND environment = \(purchase.environment.rawValue) AND transaction_id = \(purchase.transactionID)
+              AND claimed_at IS NOT NULL AND \(LedgerSQL.visible(to: client.info))
+            """
+        ).first.map(TransactionRows.transaction)
+    }
+
     /// The stored row of `purchase`. Throws REDEEMED_BY_ANOTHER_GAME when the caller may not see it.
     private static func existing(
         _ purchase: VerifiedPurchase, client: Client, on connection: PostgresConnection
@@ -134,17 +160,20 @@ extension TransactionRepository {
     /// The first claim naming a player of any period of `purchase`'s subscription that the client
     /// may see (nil: none yet, or not a subscription period). Holds the subscription's lock until
     /// the transaction ends first, so two periods claimed at once for two players cannot both be
-    /// first: the second waits and finds the first's owner.
+    /// first: the second waits and finds the first's owner. Without `locking`, for a claim that
+    /// cannot be first (`claimedPeriod`).
     static func subscriptionOwner(
-        of purchase: VerifiedPurchase, client: Client, on connection: PostgresConnection
+        of purchase: VerifiedPurchase, client: Client, locking: Bool = true, on connection: PostgresConnection
     ) throws -> Claim? {
         guard LedgerRules.isSubscriptionPeriod(purchase) else { return nil }
         let original = purchase.originalTransactionID ?? purchase.transactionID
         let store = purchase.store.rawValue, environment = purchase.environment.rawValue
-        try connection.execute(
-            """
-            SELECT pg_advisory_xact_lock(\(subscriptionLockClass), hashtext(\(store)::text || '/' || \(environment)::text || '/' || \(original)::text))
-            """)
+        if locking {
+            try connection.execute(
+                """
+                SELECT pg_advisory_xact_lock(\(subscriptionLockClass), hashtext(\(store)::text || '/' || \(environment)::text || '/' || \(original)::text))
+                """)
+        }
         return try connection.query(
             """
             SELECT \(unescaped: TransactionRows.columns) FROM (

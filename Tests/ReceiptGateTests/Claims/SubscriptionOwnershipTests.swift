@@ -1,9 +1,10 @@
 import AppStoreTestSupport
 import Foundation
 import ReceiptCore
-import ReceiptGate
 import TestSupport
 import Testing
+
+@testable import ReceiptGate
 
 /// A subscription's periods belong to the player who claimed it first: a later period shown by
 /// another player (a shared or resold account, a leaked JWS) is a duplicate naming the owner, a
@@ -83,6 +84,46 @@ import Testing
         #expect(
             try owners.map { try $0.decode("player_id", as: String.self) } == ["alice"],
             "the answers and the index agree")
+        await harness.service.shutdown()
+    }
+
+    /// A period claimed already has its answer settled: its repeats, the owner's and another
+    /// player's, are answered while a claim of the subscription holds its lock (so a storm of
+    /// them never queues behind it), the owner's as a plain repeat, the other's as a conflict.
+    @Test func repeatsOfAClaimedPeriodDoNotWaitForTheSubscriptionsLock() async throws {
+        let receiver = try GooglePlayHarness.Receiver()
+        let harness = try await ClaimSupport.appStore(receiver)
+        defer { harness.stop(); ClaimSupport.stop(receiver) }
+        let original = "2000000000880001"
+        let receipt = try Self.period(harness, original, of: original)
+        let first = try await ClaimSupport.claim(harness.client, receipt: receipt, for: Self.alice)
+        let firstAnswer = try first.json()
+        #expect(first.status == 200 && firstAnswer["duplicate"] as? Bool == false, "\(first.text)")
+
+        let held = HeldSession(
+            pool: harness.pool,
+            [
+                """
+                SELECT pg_advisory_lock(\(TransactionRepository.subscriptionLockClass),
+                    hashtext(store || '/' || environment || '/' || original_transaction_id))
+                FROM transactions WHERE transaction_id = '\(original)'
+                """
+            ], finally: "SELECT pg_advisory_unlock_all()")
+        try await WebhookDelivery.waitUntil {
+            try await harness.pool.query(
+                """
+                SELECT count(*) AS n FROM pg_locks WHERE locktype = 'advisory' AND granted
+                  AND classid = \(TransactionRepository.subscriptionLockClass)
+                """)[0].decode("n", as: Int.self) == 1
+        }
+        let again = try await ClaimSupport.claim(harness.client, receipt: receipt, for: Self.alice)
+        let bobs = try await ClaimSupport.claim(harness.client, receipt: receipt, for: Self.bob)
+        try await held.release()
+        let againAnswer = try again.json(), bobsAnswer = try bobs.json()
+        #expect(again.status == 200 && againAnswer["duplicate"] as? Bool == true, "\(again.text)")
+        #expect(Self.claimedBy(againAnswer) == nil, "the owner's repeat is plain: \(again.text)")
+        #expect(bobs.status == 200 && bobsAnswer["duplicate"] as? Bool == true, "\(bobs.text)")
+        #expect(Self.claimedBy(bobsAnswer) == "alice", "Bob is told whose it is: \(bobs.text)")
         await harness.service.shutdown()
     }
 
