@@ -178,7 +178,7 @@ struct IAPRequest: Sendable {
     /// (beside one of them it names the transaction to link).
     private static func signedEvidence(_ fields: FieldReader, store: StoreDeclaration) throws(Problem) -> StoreEvidence
     {
-        let appIdentifier = try fields.required("bundle_id")
+        let appIdentifier = try fields.identifier("bundle_id")
         var namedTransactionID: String?
         if store.evidenceKinds.contains(.transactionID), let given = try fields.optional("transaction_id") {
             guard store.transactionIDIsWellFormed?(given) ?? (given.utf8.count <= 256) else {
@@ -206,7 +206,7 @@ struct IAPRequest: Sendable {
 
     private static func tokenEvidence(_ fields: FieldReader, store: StoreDeclaration) throws(Problem) -> StoreEvidence {
         var evidence = StoreEvidence(
-            store: store, appIdentifier: try fields.required("package_id"),
+            store: store, appIdentifier: try fields.identifier("package_id"),
             evidence: try fields.required("purchase_token"))
         if let productID = try fields.optional("product_id") {
             if let problem = Identifier.problem(productID) {
@@ -242,6 +242,15 @@ struct IAPRequest: Sendable {
                 throw Problem(.invalidField, "field '\(object).\(name)' has the wrong type (expected string)")
             }
             return text.isEmpty ? nil : text
+        }
+
+        /// A required field that names something (an app): no control characters, bounded.
+        func identifier(_ name: String) throws(Problem) -> String {
+            let text = try required(name)
+            if let problem = Identifier.problem(text) {
+                throw Problem(.invalidField, "field '\(object).\(name)' \(problem)")
+            }
+            return text
         }
 
         func required(_ name: String) throws(Problem) -> String {

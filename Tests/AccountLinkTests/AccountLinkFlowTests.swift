@@ -177,6 +177,19 @@ import Testing
         if status == 400 { #expect((response.object["message"] as? String)?.contains(name) == true) }
     }
 
+    /// An app's name that no client could register (a NUL, a control character, too long) is the
+    /// caller's mistake, named; never a failure of the service.
+    @Test(arguments: ["com.example\u{0}.game", "com.example.game\u{202E}", String(repeating: "a", count: 257)])
+    func aBundleIDThatNamesNoAppIsRefusedNamingTheField(bundleID: String) async throws {
+        let body = try JSONSerialization.data(withJSONObject: [
+            "apple": ["bundle_id": bundleID, "subscription_transaction_jws": "jws-1001"]
+        ])
+        let response = await Self.core().call(AccountLink(), "POST", "/iap", body: body, headers: Self.headers)
+        #expect(response.status == 400)
+        #expect(response.object["error"] as? String == "INVALID_FIELD")
+        #expect((response.object["message"] as? String)?.contains("apple.bundle_id") == true, "\(response.object)")
+    }
+
     @Test func refundedAndForgedPurchasesCreateNothing() async throws {
         let core = Self.core()
         let refunded = try await Self.iap(core, "jws-1005")

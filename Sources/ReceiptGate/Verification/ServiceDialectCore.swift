@@ -119,7 +119,10 @@ struct ServiceDialectCore: DialectCore {
     }
 
     func client(forAppIdentifier identifier: String, store: StoreID) async throws -> ClientInfo? {
-        guard let kind = pipeline.stores[store]?.declaration.identifiers else { return nil }
+        // No client registers what is no identifier (a NUL could not even be bound to the query).
+        guard let kind = pipeline.stores[store]?.declaration.identifiers, Identifier.problem(identifier) == nil else {
+            return nil
+        }
         return try await clients.find(appIdentifier: identifier, kind: kind)?.info
     }
 
