@@ -212,13 +212,10 @@ private let writeHeader: @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int,
     guard let data, let context else { return 0 }
     let sink = Unmanaged<ResponseSink>.fromOpaque(context).takeUnretainedValue()
     let length = size * count
-    let line = String(decoding: UnsafeRawBufferPointer(start: data, count: length), as: UTF8.self)
-        .trimmingCharacters(in: .whitespacesAndNewlines)
-    if line.hasPrefix("HTTP/") {
-        sink.headers = []  // a new response (after 100 Continue): keep only the final one's headers
-    } else if let colon = line.firstIndex(of: ":") {
-        sink.headers.append(
-            (String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)))
+    switch ResponseHeaderLine(UnsafeRawBufferPointer(start: data, count: length)) {
+    case .status: sink.headers = []  // a new response (after 100 Continue): keep only the final one's headers
+    case .field(let name, let value): sink.headers.append((name, value))
+    case .other: break
     }
     return length
 }
