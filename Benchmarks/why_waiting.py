@@ -29,7 +29,7 @@ class WhyWaiting:
         """Called as the load ends: the rows left, and the monotonic instant counted from."""
         self.ended = time.monotonic()
         # Which had arrived at the end, before the query: the receiver goes on meanwhile.
-        arrived = set(dict(self.receiver.received)) if self.receiver else set()
+        arrived = set(self.receiver.received) if self.receiver else set()
         self.rows = self.stack.psql(WAITING)
         self.last_id = self.stack.psql("SELECT COALESCE(max(id), 0) FROM outbox")[0][0]
         print(f"  why waiting: {len(self.rows)} pending as the run ended", flush=True)
@@ -55,12 +55,13 @@ class WhyWaiting:
         went = {event_id: (float(at) if at else None, attempts) for event_id, at, attempts in self.stack.psql(f"""
             SELECT event_id, extract(epoch FROM delivered_at - now()), attempts FROM outbox WHERE id BETWEEN {low} AND {high}""")}
         since_end = time.monotonic() - self.ended
+        arrived = self.receiver.received if self.receiver else {}
         lines = []
         for row in self.rows:
             event_id = row[1]
             at, attempts = went.get(event_id, (None, "?"))
             delivered = f"delivered at +{since_end + at:.0f} s" if at is not None else "not delivered"
-            got = [f"{t - self.ended:+.0f}" for t in (self.receiver.received.get(event_id, []) if self.receiver else [])]
+            got = [f"{t - self.ended:+.0f}" for t in arrived.get(event_id, [])]
             lines.append(f"{delivered}, attempts {attempts}, received at [{', '.join(got)}] s")
         for kind, status, n in self.stack.psql(f"""
                 SELECT event_type || '/' || target, status, count(*) FROM outbox WHERE id > {self.last_id} GROUP BY 1, 2"""):
