@@ -22,11 +22,9 @@ enum ResponseHeaderLine: Equatable {
         }
     }
 
-    private static func trimmed(
-        _ bytes: Slice<UnsafeRawBufferPointer>, of blanks: [UInt8]
-    ) -> Slice<
-        UnsafeRawBufferPointer
-    > {
+    private typealias Bytes = Slice<UnsafeRawBufferPointer>
+
+    private static func trimmed(_ bytes: Bytes, of blanks: [UInt8]) -> Bytes {
         guard let first = bytes.firstIndex(where: { !blanks.contains($0) }),
             let last = bytes.lastIndex(where: { !blanks.contains($0) })
         else { return bytes[bytes.endIndex...] }

@@ -68,10 +68,8 @@ public struct TransactionRepository: Sendable {
             }
             // A purchase refunded, revoked or expired since it was recorded (a notification
             // missed) is answered, and kept, as what it is now.
-            if !claimed.inserted, let updated = transaction.updated(byEvidence: taken.purchase, at: now),
-                let written = try Self.write(updated, replacing: transaction.state, on: connection)
-            {
-                transaction = written
+            if !claimed.inserted {
+                transaction = try Self.brought(transaction, to: taken.purchase, at: now, on: connection)
             }
             if owed.contains(.entitlements),
                 claimed.claim.isFirst || claimed.inserted || transaction.state != claimed.transaction.state
@@ -151,6 +149,27 @@ public struct TransactionRepository: Sendable {
 
     /// Writes the state and dates `LedgerRules` moved the row to, unless the row left the state
     /// `recorded` meanwhile (a notification applied concurrently wins); nil when it did.
+    /// `transaction` as `evidence` shows it now, written when that says more than the row (a
+    /// refund, a revocation, an expiry). A row another writer changed since it was read (a
+    /// notification, a repeat of the same claim with the same news) is read again and the evidence
+    /// applied to what that writer left, so the answer is never older than the row.
+    private static func brought(
+        _ transaction: TransactionRecord, to evidence: VerifiedPurchase, at now: Date, on connection: PostgresConnection
+    ) throws -> TransactionRecord {
+        var current = transaction
+        for _ in 0..<3 {
+            guard let updated = current.updated(byEvidence: evidence, at: now) else { return current }
+            if let written = try write(updated, replacing: current.state, on: connection) { return written }
+            guard
+                let row = try connection.query(
+                    "SELECT \(unescaped: TransactionRows.columns) FROM transactions WHERE id = \(current.managementID)"
+                ).first
+            else { return current }
+            current = try TransactionRows.transaction(row)
+        }
+        return current
+    }
+
     private static func write(
         _ updated: TransactionRecord, replacing recorded: TransactionState,
         on connection: PostgresConnection

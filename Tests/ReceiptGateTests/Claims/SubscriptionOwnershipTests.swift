@@ -109,22 +109,82 @@ import Testing
                 FROM transactions WHERE transaction_id = '\(original)'
                 """
             ], finally: "SELECT pg_advisory_unlock_all()")
-        try await WebhookDelivery.waitUntil {
-            try await harness.pool.query(
-                """
-                SELECT count(*) AS n FROM pg_locks WHERE locktype = 'advisory' AND granted
-                  AND classid = \(TransactionRepository.subscriptionLockClass)
-                """)[0].decode("n", as: Int.self) == 1
+        let (again, bobs) = try await Self.releasing(held) {
+            try await WebhookDelivery.waitUntil {
+                try await harness.pool.query(
+                    """
+                    SELECT count(*) AS n FROM pg_locks WHERE locktype = 'advisory' AND granted
+                      AND classid = \(TransactionRepository.subscriptionLockClass)
+                      AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                    """)[0].decode("n", as: Int.self) == 1
+            }
+            return (
+                try await ClaimSupport.claim(harness.client, receipt: receipt, for: Self.alice),
+                try await ClaimSupport.claim(harness.client, receipt: receipt, for: Self.bob)
+            )
         }
-        let again = try await ClaimSupport.claim(harness.client, receipt: receipt, for: Self.alice)
-        let bobs = try await ClaimSupport.claim(harness.client, receipt: receipt, for: Self.bob)
-        try await held.release()
         let againAnswer = try again.json(), bobsAnswer = try bobs.json()
         #expect(again.status == 200 && againAnswer["duplicate"] as? Bool == true, "\(again.text)")
         #expect(Self.claimedBy(againAnswer) == nil, "the owner's repeat is plain: \(again.text)")
         #expect(bobs.status == 200 && bobsAnswer["duplicate"] as? Bool == true, "\(bobs.text)")
         #expect(Self.claimedBy(bobsAnswer) == "alice", "Bob is told whose it is: \(bobs.text)")
         await harness.service.shutdown()
+    }
+
+    /// A repeat bringing a refund whose row another writer is refunding at that moment (a second
+    /// launch's retry, Apple's notification) waits for it, then answers what the row now is: never
+    /// the state it read before the other commit.
+    @Test func aRepeatRacingAnotherWritersRefundAnswersTheRefund() async throws {
+        let receiver = try GooglePlayHarness.Receiver()
+        let harness = try await ClaimSupport.appStore(receiver)
+        defer { harness.stop(); ClaimSupport.stop(receiver) }
+        let original = "2000000000890001"
+        let first = try await ClaimSupport.claim(
+            harness.client, receipt: try Self.period(harness, original, of: original), for: Self.alice)
+        #expect(first.status == 200, "\(first.text)")
+        var refunded = ClaimSupport.subscription(original)
+        refunded["revocationDate"] = ClaimSupport.now()
+        refunded["revocationReason"] = 0
+        let refundedReceipt = try harness.pki.sign(AppleTestPKI.transaction(refunded))
+
+        let here = "datname = current_database()"
+        let other = HeldSession(
+            pool: harness.pool,
+            ["BEGIN", "UPDATE transactions SET state = 'refunded' WHERE transaction_id = '\(original)'"],
+            finally: "COMMIT")
+        let repeated = try await Self.releasing(other) {
+            try await WebhookDelivery.waitUntil {
+                try await harness.pool.query(
+                    "SELECT count(*) AS n FROM pg_stat_activity WHERE \(unescaped: here) AND state = 'idle in transaction'"
+                )[0].decode("n", as: Int.self) == 1
+            }
+            let claim = Task {
+                try await ClaimSupport.claim(harness.client, receipt: refundedReceipt, for: Self.alice)
+            }
+            // The repeat read the row as active and waits for the other writer's row lock.
+            try await WebhookDelivery.waitUntil {
+                try await harness.pool.query(
+                    "SELECT count(*) AS n FROM pg_stat_activity WHERE \(unescaped: here) AND wait_event_type = 'Lock'"
+                )[0].decode("n", as: Int.self) == 1
+            }
+            return claim
+        }
+        let answer = try await repeated.value
+        #expect(answer.status == 200, "\(answer.text)")
+        #expect(try answer.json()["status"] as? String == "refunded", "\(answer.text)")
+        await harness.service.shutdown()
+    }
+
+    /// `body`'s result, `held` released after it whether it threw or not.
+    static func releasing<T: Sendable>(_ held: HeldSession, _ body: () async throws -> T) async throws -> T {
+        do {
+            let result = try await body()
+            try await held.release()
+            return result
+        } catch {
+            try? await held.release()
+            throw error
+        }
     }
 
     /// A claim that names no player cannot show it is the owner's: it takes nothing from them.
