@@ -200,14 +200,19 @@ public final class HTTPClient: Sendable {
     /// The checked addresses the transfer is pinned to (`Destination.pin`): remembered for a
     /// while, and a name asked of DNS on a resolver thread, never on the loop's.
     private func pin(_ url: String, _ policy: DestinationPolicy) async throws -> String? {
-        guard Destination.resolvesHost(url: url, policy: policy) else {
-            return try Destination.pin(url: url, policy: policy)
-        }
+        guard policy.checksHere else { return nil }
+        // Looked up before the URL is parsed: a webhook's destination is checked once a while,
+        // not parsed twice a message.
         if let remembered = resolvedNames.pin(for: url, policy: policy) { return remembered }
-        let pin = try await resolvers.perform(
-            late: HTTPClientError(.timeout, "the name was not resolved in time"),
-            closed: HTTPClientError(.clientClosed, "the HTTP client is shut down")
-        ) { _ in try Destination.pin(url: url, policy: policy) }
+        let pin: String?
+        if Destination.resolvesHost(url: url, policy: policy) {
+            pin = try await resolvers.perform(
+                late: HTTPClientError(.timeout, "the name was not resolved in time"),
+                closed: HTTPClientError(.clientClosed, "the HTTP client is shut down")
+            ) { _ in try Destination.pin(url: url, policy: policy) }
+        } else {
+            pin = try Destination.pin(url: url, policy: policy)
+        }
         resolvedNames.remember(pin, for: url, policy: policy)
         return pin
     }

@@ -5,7 +5,8 @@ import Synchronization
 /// name thousands of times a minute, and each send asking DNS again would cost a lookup (and a
 /// resolver thread) per message. Only what was checked is remembered, so a connection still goes
 /// only to addresses that passed the check; a name's new answer is used once the entry expires.
-/// Refusals are not remembered: the next send asks again.
+/// Refusals are not remembered: the next send asks again. An address literal's check is remembered
+/// the same way (its answer never changes; remembering it saves parsing the URL each send).
 final class ResolvedNames: Sendable {
     private struct Entry {
         let pin: String?
@@ -43,9 +44,13 @@ final class ResolvedNames: Sendable {
         }
     }
 
-    /// What the pin depends on: the policy, and the URL's scheme, host and port.
+    /// What the pin depends on: the policy, and the URL's scheme and authority (its host and
+    /// port), read as text up to the path: the same text is the same host and port to the parser
+    /// that checked it, and reading it costs a scan where parsing cost a `URLComponents`.
     private static func key(_ url: String, _ policy: DestinationPolicy) -> String? {
-        guard let components = URLComponents(string: url), let host = components.host?.lowercased() else { return nil }
-        return "\(policy)|\(components.scheme?.lowercased() ?? "")|\(host)|\(components.port.map(String.init) ?? "")"
+        guard let separator = url.range(of: "://") else { return nil }
+        let authority = url[separator.upperBound...].prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+        guard !authority.isEmpty else { return nil }
+        return "\(policy)|\(url[..<separator.lowerBound].lowercased())|\(authority.lowercased())"
     }
 }

@@ -31,6 +31,19 @@ import Testing
         #expect(names.pin(for: "https://hooks.example.com/b", policy: .anyAddressPinned, now: start) == .some(pin))
     }
 
+    @Test func theAuthorityDecidesWhateverFollowsIt() {
+        let names = ResolvedNames()
+        names.remember(pin, for: "https://hooks.example.com/a", policy: .publicOnly, now: start)
+        for same in ["https://hooks.example.com", "https://hooks.example.com?x=1", "HTTPS://hooks.example.com#f"] {
+            #expect(names.pin(for: same, policy: .publicOnly, now: start) == .some(pin), "\(same)")
+        }
+        for other in [
+            "https://hooks.example.com.evil.test/a", "https://evil.test/hooks.example.com", "hooks.example.com",
+        ] {
+            #expect(names.pin(for: other, policy: .publicOnly, now: start) == nil, "\(other)")
+        }
+    }
+
     @Test func itHoldsNoMoreThanItsCapacity() {
         let names = ResolvedNames(capacity: 2)
         for index in 0..<3 {
