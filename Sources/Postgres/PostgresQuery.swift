@@ -105,19 +105,25 @@ extension Date: PostgresEncodable {
 }
 
 extension Array: PostgresEncodable where Element == String {
-    /// A text[] array literal: every element quoted, `"` and `\` escaped. Written byte by byte:
-    /// the group commit passes each batch's webhook bodies as arrays, so this runs over every
-    /// byte a webhook carries (Foundation's `replacingOccurrences` took a quarter of the
-    /// service's CPU there).
+    /// A text[] array literal: every element quoted, `"` and `\` escaped. The group commit passes
+    /// each batch's webhook bodies as arrays, so this runs over every byte a webhook carries
+    /// (Foundation's `replacingOccurrences` took a quarter of the service's CPU there): the runs
+    /// between escapes are copied whole.
     package var postgresText: String? {
         var out: [UInt8] = [UInt8(ascii: "{")]
         out.reserveCapacity(2 + reduce(0) { $0 + $1.utf8.count + 3 })
         for (index, element) in enumerated() {
             if index > 0 { out.append(UInt8(ascii: ",")) }
             out.append(UInt8(ascii: "\""))
-            for byte in element.utf8 {
-                if byte == UInt8(ascii: "\\") || byte == UInt8(ascii: "\"") { out.append(UInt8(ascii: "\\")) }
-                out.append(byte)
+            var element = element
+            element.withUTF8 { bytes in
+                var run = 0
+                for (at, byte) in bytes.enumerated() where byte == UInt8(ascii: "\\") || byte == UInt8(ascii: "\"") {
+                    out.append(contentsOf: bytes[run..<at])
+                    out.append(UInt8(ascii: "\\"))
+                    run = at
+                }
+                out.append(contentsOf: bytes[run...])
             }
             out.append(UInt8(ascii: "\""))
         }
