@@ -19,7 +19,7 @@ The receiver (webhook_receiver.c) speaks HTTP/1.1 keep-alive, on its own core-sh
 """
 import argparse, atexit, collections, json, os, statistics, subprocess, sys, tempfile, threading, time
 
-from bench_stack import Stack
+from bench_stack import TUNED_PG_OPTIONS, Stack
 from why_waiting import WhyWaiting
 
 
@@ -183,13 +183,16 @@ def main():
     ap.add_argument("--outage", type=int, default=0, help="seconds the receiver answers 503 at the start of each webhook run")
     ap.add_argument("--why-waiting", action="store_true",
                     help="print the messages left at each run's end, their timelines and the outbox's log lines (why_waiting.py)")
+    ap.add_argument("--tuned", action="store_true",
+                    help="both clusters with the settings docs/operations.md recommends (bench_stack.TUNED_PG_OPTIONS)")
     a = ap.parse_args()
     if 2 * a.rounds >= 16:
         sys.exit("at most 7 rounds: a build serving more than 16 runs' keys loses the fixed-key table")
     receiver = Receiver()
-    stacks = {"A": Stack(a.binary, label="no-webhook"),
+    pg_options = TUNED_PG_OPTIONS if a.tuned else ""
+    stacks = {"A": Stack(a.binary, label="no-webhook", pg_options=pg_options),
               "B": Stack(a.binary, label="webhook", env={"RECEIPTGATE_OUTBOUND_ALLOW_PRIVATE": "on"},
-                         client_args=["--webhook-url", receiver.url, "--allow-insecure-url"])}
+                         client_args=["--webhook-url", receiver.url, "--allow-insecure-url"], pg_options=pg_options)}
     measured = {"A": [], "B": []}
     try:
         for stack in stacks.values():

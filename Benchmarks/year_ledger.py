@@ -17,7 +17,7 @@ The receiver answering the webhooks is webhook_path.py's.
 """
 import argparse, os, statistics, subprocess, sys, time
 
-from bench_stack import Stack
+from bench_stack import TUNED_PG_OPTIONS, Stack
 from webhook_path import Receiver, describe, one_run as webhook_run
 
 
@@ -124,8 +124,7 @@ def main():
         # The whole year stays (as a ledger without retention would keep it), and no first sweep
         # deletes most of it while the runs are measured.
         env.update({"RECEIPTGATE_RETAIN_ATTEMPTS_DAYS": "0", "RECEIPTGATE_RETAIN_OUTBOX_DAYS": "0", "RECEIPTGATE_RETAIN_NOTIFICATIONS_DAYS": "0"})
-    pg_options = ("-c shared_buffers=2GB -c effective_cache_size=8GB -c wal_compression=on -c max_wal_size=4GB "
-                  "-c checkpoint_timeout=15min") if a.tuned else ""
+    pg_options = TUNED_PG_OPTIONS if a.tuned else ""
     stacks = {"A": Stack(a.binary, label="empty", env=env, client_args=client_args, pg_options=pg_options),
               "B": Stack(a.binary, label="year", env=env, client_args=client_args, pg_options=pg_options)}
     measured = {"A": [], "B": []}
