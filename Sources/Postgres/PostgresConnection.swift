@@ -7,6 +7,9 @@ package final class PostgresConnection {
     private var handle: OpaquePointer?
     /// Statements this connection has prepared, by name, with the text each was prepared from.
     private var prepared: [String: String] = [:]
+    /// Prepared statements refused inside a transaction with "cached plan must not change result
+    /// type": prepared again at their next use, once that transaction is over.
+    private var stale: Set<String> = []
 
     /// Connects with a libpq connection string (URI or key=value). The session is pinned to UTC
     /// and ISO dates so timestamps decode one way.
@@ -96,28 +99,24 @@ package final class PostgresConnection {
         try prepare(query.sql, as: name, parameterCount: query.bindings.count)
         do {
             return try runPrepared(name, bindings: query.bindings)
-        } catch let error as PostgresError where error.sqlState == "0A000" && isIdleOutsideTransaction {
+        } catch let error as PostgresError where error.sqlState == "0A000" {
             // "cached plan must not change result type": another process migrated a table this
-            // statement returns. Prepare it again, once, against the new shape. (Inside a
-            // transaction the failure has aborted it: the caller's error stands.)
-            try execute("DEALLOCATE \(unescaped: Self.quotedIdentifier(name))")
-            prepared[name] = nil
+            // statement returns. Prepared again against the new shape: at once outside a
+            // transaction; inside one the failure has aborted it, so the caller's error stands and
+            // the statement is prepared again at its next use.
+            stale.insert(name)
+            guard isIdleOutsideTransaction else { throw error }
             try prepare(query.sql, as: name, parameterCount: query.bindings.count)
             return try runPrepared(name, bindings: query.bindings)
         }
     }
 
-    /// Drops the statement prepared under `name` (outside a transaction), so its next use prepares
-    /// it again: for a caller whose prepared statement failed inside its own transaction with
-    /// "cached plan must not change result type".
-    package func forgetPrepared(_ name: String) throws {
-        guard prepared[name] != nil else { return }
-        try execute("DEALLOCATE \(unescaped: Self.quotedIdentifier(name))")
-        prepared[name] = nil
-    }
-
     private func prepare(_ sql: String, as name: String, parameterCount: Int) throws {
         guard let handle else { throw PostgresError(.connectionFailed, "connection is closed") }
+        if stale.remove(name) != nil, prepared[name] != nil {
+            try execute("DEALLOCATE \(unescaped: Self.quotedIdentifier(name))")
+            prepared[name] = nil
+        }
         if let text = prepared[name] {
             guard text == sql else {
                 throw PostgresError(.queryFailed, "statement \(name) was prepared from another text")

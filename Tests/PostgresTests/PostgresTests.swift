@@ -109,6 +109,25 @@ import Testing
         }
     }
 
+    /// Inside a transaction the refused plan fails that transaction, and the statement is prepared
+    /// again at its next use, in the next transaction.
+    @Test func aPreparedStatementRefusedInATransactionIsPreparedAgainForTheNext() async throws {
+        let url = try await TestDatabase.makeDatabase()
+        let pool = PostgresPool(.init(connectionString: url, size: 1))
+        let other = PostgresPool(.init(connectionString: url, size: 1))
+        defer { pool.shutdown(); other.shutdown() }
+        try await pool.execute("CREATE TABLE items (id int PRIMARY KEY, name text)")
+        try await pool.execute("INSERT INTO items VALUES (1, 'one')")
+        let select: PostgresQuery = "SELECT * FROM items WHERE id = \(1)"
+        _ = try await pool.withTransaction { try $0.query(select, preparedAs: "items_in_transaction") }
+        try await other.execute("ALTER TABLE items ADD COLUMN added text NOT NULL DEFAULT 'new'")
+        await #expect(throws: PostgresError.self) {
+            try await pool.withTransaction { try $0.query(select, preparedAs: "items_in_transaction") }
+        }
+        let after = try await pool.withTransaction { try $0.query(select, preparedAs: "items_in_transaction") }
+        #expect(try after.first?.decode("added", as: String.self) == "new")
+    }
+
     /// Dates travel as ISO 8601 text written by hand; the C library's formatting is the reference.
     @Test(arguments: [
         -62_135_596_800.0, -1.5, 0, 0.000_001, 951_782_400.25, 1_764_000_000.123456, 4_102_444_799.999_999,

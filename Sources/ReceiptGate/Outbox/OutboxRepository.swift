@@ -132,9 +132,6 @@ public struct OutboxRepository: Sendable {
 
     static func mailOwner(_ eventID: String) -> String { "outbox.email:\(eventID)" }
 
-    /// The name `insert(_:claiming:lease:on:)` prepares its statement under.
-    static let claimingInsertName = "receiptgate_outbox_insert_claiming"
-
     /// `notBefore`: the message waits until then (a refund answer waits for the game's report).
     /// Written unplaced: the worker gives it its place in its aggregate (`OutboxHeads`).
     /// Writes enveloped messages like `insert`, those marked in `claiming` already placed as their
@@ -176,7 +173,7 @@ public struct OutboxRepository: Sendable {
                 ) AS claimed OFFSET 0) f
             ORDER BY m.n  -- ids in the order given: an aggregate's messages are sent in id order
             RETURNING id, event_id::text AS event_id, created_at, lease_until::text AS lease
-            """, preparedAs: Self.claimingInsertName)
+            """, preparedAs: "receiptgate_outbox_insert_claiming")
         let byEventID = Dictionary(
             messages.map { ($0.eventID.uuidString.lowercased(), $0) }, uniquingKeysWith: { a, _ in a })
         return try rows.compactMap { row -> Claimed? in

@@ -214,11 +214,6 @@ final class RecordBatcher: Sendable {
         } catch {
             handoff?.hand([], reserved: reserved)
             let rolledBack = (try? connection.execute("ROLLBACK")) != nil
-            // Another process changed a table the statement returns: prepared again next time.
-            if let error = error as? PostgresError, error.sqlState == "0A000" {
-                try? connection.forgetPrepared(Self.preparedName)
-                try? connection.forgetPrepared(OutboxRepository.claimingInsertName)
-            }
             // Refused as a whole (one bad value fails them all, a row that did not decode, a
             // message that did not render): nothing was committed, and each goes the ordinary way
             // alone. A connection that cannot even roll back takes no further batch.
