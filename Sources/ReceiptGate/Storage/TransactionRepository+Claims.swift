@@ -122,12 +122,22 @@ extension TransactionRepository {
     private static func claimedPeriod(
         _ purchase: VerifiedPurchase, client: Client, on connection: PostgresConnection
     ) throws -> TransactionRecord? {
-        guard LedgerRules.isSubscriptionPeriod(purchase) else { return nil }
-        return try connection.query(
+        guard LedgerRules.isSubscriptionPeriod(purchase), let transaction = try stored(purchase, on: connection),
+            transaction.claim != nil, LedgerRules.isVisible(transaction, to: client.info)
+        else { return nil }
+        return transaction
+    }
+
+    /// The row of `purchase`, if the ledger holds one.
+    private static func stored(
+        _ purchase: VerifiedPurchase, on connection: PostgresConnection
+    ) throws
+        -> TransactionRecord?
+    {
+        try connection.query(
             """
             SELECT \(unescaped: TransactionRows.columns) FROM transactions
             WHERE store = \(purchase.store.rawValue) AND environment = \(purchase.environment.rawValue) AND transaction_id = \(purchase.transactionID)
-              AND claimed_at IS NOT NULL AND \(LedgerSQL.visible(to: client.info))
             """
         ).first.map(TransactionRows.transaction)
     }
@@ -136,15 +146,9 @@ extension TransactionRepository {
     private static func existing(
         _ purchase: VerifiedPurchase, client: Client, on connection: PostgresConnection
     ) throws -> TransactionRecord {
-        guard
-            let row = try connection.query(
-                """
-                SELECT \(unescaped: TransactionRows.columns) FROM transactions
-                WHERE store = \(purchase.store.rawValue) AND environment = \(purchase.environment.rawValue) AND transaction_id = \(purchase.transactionID)
-                """
-            ).first
-        else { throw PostgresError(.queryFailed, "conflicting transaction row vanished") }
-        let transaction = try TransactionRows.transaction(row)
+        guard let transaction = try stored(purchase, on: connection) else {
+            throw PostgresError(.queryFailed, "conflicting transaction row vanished")
+        }
         guard LedgerRules.isVisible(transaction, to: client.info) else {
             throw StoreVerificationError(
                 code: .duplicateTransaction, reason: "REDEEMED_BY_ANOTHER_GAME",
