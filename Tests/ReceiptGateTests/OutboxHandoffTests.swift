@@ -194,6 +194,69 @@ import Testing
             try await harness.count("outbox WHERE aggregate_key = 'app_store:settle' AND status = 'delivered'") == 1)
     }
 
+    /// A delivered mark whose commit failed (a connection lost, a failover) is recorded by a later
+    /// try: a mark never recorded would have its message sent again once its lease ran out.
+    @Test func aMarkWhoseCommitFailedIsRecordedByTheNextTry() async throws {
+        let harness = try await VerifyHarness.start()
+        defer { harness.stop() }
+        let message = try Self.message("app_store:retried-mark", client: harness.client.clientID)
+        let claimed = try await harness.pool.withTransaction { connection in
+            try OutboxRepository.insert([message], claiming: [true], lease: 600, on: connection)
+        }
+        let outbox = harness.service.repositories.outbox, tries = LockedBox(0)
+        let batcher = DeliveredBatcher(outbox: outbox, retryPauses: [.milliseconds(10), .milliseconds(10)]) { events in
+            guard
+                tries.update({ tries -> Int in
+                    tries += 1
+                    return tries
+                }) > 1
+            else { throw PostgresError(.connectionFailed, "server closed the connection unexpectedly") }
+            try await outbox.markDelivered(events)
+        }
+        try await batcher.delivered(try #require(claimed.first))
+        #expect(tries.get() == 2)
+        let row = try #require(
+            try await harness.pool.query(
+                "SELECT status, lease_until IS NULL AS released FROM outbox WHERE aggregate_key = 'app_store:retried-mark'"
+            ).first)
+        #expect(try row.decode("status", as: String.self) == "delivered")
+        #expect(try row.decode("released", as: Bool.self))
+    }
+
+    /// A mark that keeps failing is given up after its tries, and its sender told: the message
+    /// stays pending under its lease, to be sent again when that runs out (at least once).
+    @Test func aMarkThatKeepsFailingIsGivenUpAndItsMessageStaysPending() async throws {
+        let harness = try await VerifyHarness.start()
+        defer { harness.stop() }
+        let message = try Self.message("app_store:unrecorded-mark", client: harness.client.clientID)
+        let claimed = try await harness.pool.withTransaction { connection in
+            try OutboxRepository.insert([message], claiming: [true], lease: 600, on: connection)
+        }
+        let tries = LockedBox(0)
+        let batcher = DeliveredBatcher(
+            outbox: harness.service.repositories.outbox, retryPauses: [.milliseconds(10), .milliseconds(10)]
+        ) { _ in
+            tries.update { $0 += 1 }
+            throw PostgresError(.connectionFailed, "server closed the connection unexpectedly")
+        }
+        await #expect(throws: PostgresError.self) { try await batcher.delivered(try #require(claimed.first)) }
+        #expect(tries.get() == 3, "the first try and one after each pause")
+        #expect(
+            try await harness.count(
+                "outbox WHERE aggregate_key = 'app_store:unrecorded-mark' AND status = 'pending' AND lease_until > now()"
+            )
+                == 1)
+        // A statement the server refused is no better a second time: given up at once.
+        let refusing = DeliveredBatcher(
+            outbox: harness.service.repositories.outbox, retryPauses: [.milliseconds(10), .milliseconds(10)]
+        ) { _ in
+            tries.update { $0 += 1 }
+            throw PostgresError(.queryFailed, "syntax error", sqlState: "42601")
+        }
+        await #expect(throws: PostgresError.self) { try await refusing.delivered(try #require(claimed.first)) }
+        #expect(tries.get() == 4)
+    }
+
     @Test func aMessageIsWrittenClaimedOnlyWhenNothingOfItsAggregateIsPending() async throws {
         let harness = try await VerifyHarness.start()
         defer { harness.stop() }

@@ -1,3 +1,4 @@
+import Postgres
 import Synchronization
 
 /// Group commit for the worker's successes: what finished sending while the last batch was being
@@ -17,16 +18,25 @@ final class DeliveredBatcher: Sendable {
         var settling: [CheckedContinuation<Void, Never>] = []
     }
 
-    let outbox: OutboxRepository
+    /// Records a batch delivered (`OutboxRepository.markDelivered`).
+    let record: @Sendable ([OutboxRepository.Claimed]) async throws -> Void
     /// At most this many answered messages wait for their mark with their slots freed; past it (a
     /// mark that waits on the database) a sender keeps its slot until its mark is recorded, so a
     /// stalled commit stops the sending instead of piling up answers whose leases run out.
     let freedAtMost: Int
+    /// The pauses before each new try of a batch whose recording failed (a connection lost, a
+    /// failover): a mark never recorded means its message is sent again once its lease runs out.
+    let retryPauses: [Duration]
     private let waiting = Mutex(Waiting())
 
-    init(outbox: OutboxRepository, freedAtMost: Int = 64) {
-        self.outbox = outbox
+    init(
+        outbox: OutboxRepository, freedAtMost: Int = 64,
+        retryPauses: [Duration] = [.milliseconds(100), .milliseconds(400), .milliseconds(1600), .seconds(5)],
+        record: (@Sendable ([OutboxRepository.Claimed]) async throws -> Void)? = nil
+    ) {
+        self.record = record ?? { try await outbox.markDelivered($0) }
         self.freedAtMost = freedAtMost
+        self.retryPauses = retryPauses
     }
 
     /// Returns once `event` is recorded delivered (or throws what recording it threw). `queued`
@@ -74,10 +84,25 @@ final class DeliveredBatcher: Sendable {
             settled.forEach { $0.resume() }
             guard !batch.isEmpty else { return }
             do {
-                try await outbox.markDelivered(batch.map(\.event))
+                try await recordTryingAgain(batch.map(\.event))
                 batch.forEach { $0.continuation.resume() }
             } catch {
                 batch.forEach { $0.continuation.resume(throwing: error) }
+            }
+        }
+    }
+
+    /// Records `events`, trying again after each of `retryPauses` while it fails in a way worth
+    /// another try (`PostgresError.isRetryable`). A mark applies only under the lease its message
+    /// was sent with, so a late try changes nothing another sender did since; meanwhile the
+    /// senders still waiting keep their slots (`freedAtMost`).
+    private func recordTryingAgain(_ events: [OutboxRepository.Claimed]) async throws {
+        var pauses = retryPauses[...]
+        while true {
+            do {
+                return try await record(events)
+            } catch let error as PostgresError where error.isRetryable && !pauses.isEmpty {
+                try? await Task.sleep(for: pauses.removeFirst())
             }
         }
     }
