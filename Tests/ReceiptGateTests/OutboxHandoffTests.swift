@@ -44,6 +44,9 @@ import Testing
         #expect(Array(earlier.uuidString)[14] == "7", "version 7")
         #expect("89AB".contains(Array(earlier.uuidString)[19]), "the RFC's variant")
         #expect(UUID.timeOrdered(at: Date(timeIntervalSince1970: 1_780_000_000)) != earlier, "random below the time")
+        for id in (0..<200).map({ _ in UUID() }) + [earlier, later] {
+            #expect(id.lowercasedText == id.uuidString.lowercased())
+        }
     }
 
     @Test func aClientAtItsShareLeavesItsMessagesWaitingAndOthersGoAhead() throws {

@@ -36,7 +36,7 @@ public struct OutboxRepository: Sendable {
     ) throws -> Queued {
         let eventID = UUID.timeOrdered()
         let body = try JSONEncoder.receiptGateStorage.encode(
-            Envelope(eventID: eventID.uuidString.lowercased(), type: type, data: payload))
+            Envelope(eventID: eventID.lowercasedText, type: type, data: payload))
         return Queued(
             eventID: eventID,
             message: OutboxMessage(clientID: client, target: target, type: type, aggregateKey: aggregateKey, body: body)
@@ -57,7 +57,7 @@ public struct OutboxRepository: Sendable {
         transaction.write(to: &writer)
         writer.endObject()
         writer.key("event_id")
-        writer.string(eventID.uuidString.lowercased())
+        writer.string(eventID.lowercasedText)
         writer.key("type")
         writer.string(type)
         writer.endObject()
@@ -81,7 +81,7 @@ public struct OutboxRepository: Sendable {
     /// Writes enveloped messages, due now, unplaced, in one statement (a group commit's whole batch).
     static func insert(_ messages: [Queued], on connection: PostgresConnection) throws {
         guard !messages.isEmpty else { return }
-        let ids = messages.map { $0.eventID.uuidString.lowercased() }, clients = messages.map(\.message.clientID)
+        let ids = messages.map { $0.eventID.lowercasedText }, clients = messages.map(\.message.clientID)
         let types = messages.map(\.message.type), keys = messages.map(\.message.aggregateKey),
             targets = messages.map(\.message.target.rawValue)
         let bodies = messages.map { String(decoding: $0.message.body, as: UTF8.self) }
@@ -116,7 +116,7 @@ public struct OutboxRepository: Sendable {
     /// `{"sealed": base64(AES-GCM)}`, bound to the row's event id so a box copied onto another row does not open.
     static func sealedMail(_ body: Data, eventID: UUID, secrets: SecretBox) throws -> Data {
         let box = try secrets.seal(
-            String(decoding: body, as: UTF8.self), owner: mailOwner(eventID.uuidString.lowercased()))
+            String(decoding: body, as: UTF8.self), owner: mailOwner(eventID.lowercasedText))
         return try JSONEncoder.receiptGateStorage.encode(["sealed": box.base64EncodedString()])
     }
 
@@ -143,7 +143,7 @@ public struct OutboxRepository: Sendable {
         _ messages: [Queued], claiming: [Bool], lease: Int, on connection: PostgresConnection
     ) throws -> [Claimed] {
         guard !messages.isEmpty else { return [] }
-        let ids = messages.map { $0.eventID.uuidString.lowercased() }, clients = messages.map(\.message.clientID)
+        let ids = messages.map { $0.eventID.lowercasedText }, clients = messages.map(\.message.clientID)
         let types = messages.map(\.message.type), keys = messages.map(\.message.aggregateKey),
             targets = messages.map(\.message.target.rawValue), claims = claiming.map { $0 ? "true" : "false" }
         let bodies = messages.map { String(decoding: $0.message.body, as: UTF8.self) }
@@ -175,14 +175,14 @@ public struct OutboxRepository: Sendable {
             RETURNING id, event_id::text AS event_id, created_at, lease_until::text AS lease
             """, preparedAs: "receiptgate_outbox_insert_claiming")
         let byEventID = Dictionary(
-            messages.map { ($0.eventID.uuidString.lowercased(), $0) }, uniquingKeysWith: { a, _ in a })
+            messages.map { ($0.eventID.lowercasedText, $0) }, uniquingKeysWith: { a, _ in a })
         return try rows.compactMap { row -> Claimed? in
             guard let lease = try row.decode("lease", as: String?.self),
                 let queued = byEventID[try row.decode("event_id", as: String.self)]
             else { return nil }
             let message = queued.message
             return Claimed(
-                id: try row.decode("id"), eventID: queued.eventID.uuidString.lowercased(), clientID: message.clientID,
+                id: try row.decode("id"), eventID: queued.eventID.lowercasedText, clientID: message.clientID,
                 aggregateKey: message.aggregateKey, type: message.type,
                 payload: String(decoding: message.body, as: UTF8.self), attempts: 0,
                 createdAt: try row.decode("created_at"), target: message.target, lease: lease)
