@@ -132,19 +132,33 @@ def describe(r):
             f"{'; other work queued ' + other if other else ''}")
 
 
+def outage_under_load(receiver, load, seconds):
+    """The receiver answers 503 for `seconds` from when the load starts: e2e_load.py first writes
+    its fresh requests (several seconds for 100,000), and an outage timed from its start was over
+    before the first purchase."""
+    while load.poll() is None and subprocess.run(["pgrep", "-x", "-P", str(load.pid), "wrk"],
+                                                 stdout=subprocess.DEVNULL).returncode != 0:
+        time.sleep(0.05)
+    if load.poll() is not None:
+        return
+    receiver.down = True
+    time.sleep(seconds)
+    receiver.down = False
+
+
 def one_run(stack, a, run_no, receiver=None):
     results = os.path.join(stack.work, f"run-{run_no}.jsonl")
     before = receiver.count if receiver else 0
     receiver_cpu = receiver.cpu_seconds if receiver else 0
-    if receiver and a.outage:
-        receiver.down = True
-        threading.Timer(a.outage, lambda: setattr(receiver, "down", False)).start()
     why = WhyWaiting(stack, receiver) if receiver and getattr(a, "why_waiting", False) else None
     first, log_from = last_id(stack), log_size(stack)
     started = time.time()
-    subprocess.run(stack.load_command(a.connections) + ["--duration", str(a.duration), "--requests", str(a.requests),
-                                                        "--label", stack.label, "--json-out", results],
-                   check=False, stdout=subprocess.DEVNULL)
+    load = subprocess.Popen(stack.load_command(a.connections) + ["--duration", str(a.duration), "--requests", str(a.requests),
+                                                                 "--label", stack.label, "--json-out", results],
+                            stdout=subprocess.DEVNULL)
+    if receiver and a.outage:
+        threading.Thread(target=outage_under_load, args=(receiver, load, a.outage), daemon=True).start()
+    load.wait()
     took = time.time() - started
     lines = [json.loads(line) for line in open(results)] if os.path.exists(results) else []
     runs = [d for d in lines if not d.get("summary")]

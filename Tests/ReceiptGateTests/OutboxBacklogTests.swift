@@ -134,6 +134,61 @@ final class HangingReceiver: Sendable {
         await harness.service.shutdown()
     }
 
+    /// While a receiver that fails fast is held open, the sales that go on write their messages
+    /// parked (not handed over only to be parked one by one, a statement each); its probe's success
+    /// releases them, and every one is delivered once.
+    @Test func anOpenReceiversNewMessagesAreWrittenParkedUntilItsProbeAnswers() async throws {
+        let receiver = try WebhookReceiver()  // down: answers 503 at once
+        let offset = LockedBox(0.0)
+        var outbox = VerifyHarness.fastOutbox()
+        outbox.circuitThreshold = 3
+        outbox.probeInterval = .seconds(120)  // no probe until the test's clock says so
+        outbox.maxDelay = .seconds(120)
+        let harness = try await VerifyHarness.start(
+            outbox: outbox, webhookURL: receiver.url, now: { Date().addingTimeInterval(offset.get()) })
+        defer {
+            harness.stop()
+            Task.detached { await receiver.server.shutdown() }
+        }
+        receiver.secret.set(harness.client.secret)
+        func sell(_ ids: [String]) async throws {
+            for id in ids {
+                let receipt = try harness.pki.sign(
+                    AppleTestPKI.transaction(["transactionId": id, "originalTransactionId": id]))
+                #expect(
+                    try await harness.client.post("/v1/verify", json: ["store": "app_store", "receipt": receipt]).status
+                        == 200)
+            }
+        }
+        let first = (0..<3).map { String(2_000_000_000_890_000 + $0) }
+        try await sell(first)
+        // Three failures open it: what is due for it then is parked until a probe answers.
+        try await WebhookDelivery.waitUntil {
+            try await harness.count("outbox WHERE next_attempt_at > now() + interval '60 seconds'") > 0
+        }
+
+        let later = (0..<20).map { String(2_000_000_000_891_000 + $0) }
+        try await sell(later)
+        let keys = later.map { "'app_store:\($0)'" }.joined(separator: ", ")
+        // Written parked, as heads, by the statement that wrote them (a later park would have moved
+        // `next_attempt_at` from a later `now()`; a handed message would carry a lease).
+        #expect(
+            try await harness.count(
+                """
+                outbox WHERE aggregate_key IN (\(keys)) AND status = 'pending' AND attempts = 0 AND is_head AND placed
+                  AND lease_until IS NULL AND next_attempt_at = created_at + interval '120 seconds'
+                """) == later.count, "written parked")
+        #expect(
+            receiver.deliveries.get().filter { later.contains($0.transactionID ?? "") }.isEmpty, "and none was tried")
+
+        // Back, and its probe is due: the probe answers, and everything waiting is released.
+        receiver.up.set(true)
+        offset.set(121)
+        try await WebhookDelivery.waitUntil { try await harness.count("outbox WHERE status = 'pending'") == 0 }
+        let acknowledged = receiver.acknowledged.compactMap(\.transactionID)
+        #expect(acknowledged.sorted() == (first + later).sorted(), "every purchase's webhook once")
+    }
+
     /// Two messages about one purchase, queued directly as e-mails: with no SMTP server configured
     /// the service's own worker never claims one, so the test's claims are the only ones.
     static func queueTwo(_ harness: VerifyHarness, key: String) async throws {

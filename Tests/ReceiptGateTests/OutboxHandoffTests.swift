@@ -131,8 +131,8 @@ import Testing
             // EXPLAIN takes no parameters: the client's id as a literal.
             let client = "'" + clientID.replacingOccurrences(of: "'", with: "''") + "'"
             let insert: PostgresQuery = """
-                EXPLAIN EXECUTE receiptgate_outbox_insert_claiming(60, 60, ARRAY[gen_random_uuid()], ARRAY[\(unescaped: client)],
-                    ARRAY['transaction.verified'], ARRAY['app_store:plan'], ARRAY['{}'], ARRAY['email'], ARRAY[true])
+                EXPLAIN EXECUTE receiptgate_outbox_insert_heads(60, 60, ARRAY[gen_random_uuid()], ARRAY[\(unescaped: client)],
+                    ARRAY['transaction.verified'], ARRAY['app_store:plan'], ARRAY['{}'], ARRAY['email'], ARRAY[true], ARRAY[0::float8])
                 """
             let reseat: PostgresQuery =
                 "EXPLAIN EXECUTE receiptgate_outbox_reseat(ARRAY[\(unescaped: client)], ARRAY['app_store:plan'])"

@@ -24,6 +24,9 @@ final class OutboxHandoff: Sendable {
         var fresh = false
         /// The worker stopped: no more room is granted.
         var closed = false
+        /// Receivers the worker's circuits hold open (`ReceiverCircuits`), with how long what is
+        /// due for them is parked.
+        var openReceivers: [ReceiverCircuits.Receiver: Double] = [:]
 
         /// `removed` messages left: clients with nothing waiting leave the turns.
         mutating func removed(_ removed: Int) {
@@ -64,6 +67,18 @@ final class OutboxHandoff: Sendable {
             let share = max(1, capacity * 3 / 4)
             return Set(state.clients.filter { (state.handed[$0]?.count ?? 0) >= share })
         }
+    }
+
+    /// Receivers the worker holds open after failures in a row, with how long what is due for
+    /// them is parked: a new message for one is written parked, as its aggregate's head, instead
+    /// of handed over only to be parked by a statement of its own (one a purchase while sales go
+    /// on); the probe's success makes it due with the rest.
+    func openReceivers() -> [ReceiverCircuits.Receiver: Double] { state.withLock { $0.openReceivers } }
+
+    /// The worker's circuit for `receiver` opened (what is due for it parked for `seconds`) or,
+    /// nil, closed.
+    func receiver(_ receiver: ReceiverCircuits.Receiver, openFor seconds: Double?) {
+        state.withLock { $0.openReceivers[receiver] = seconds }
     }
 
     /// Hands over what a committed transaction wrote claimed (its leases counted from `written`,

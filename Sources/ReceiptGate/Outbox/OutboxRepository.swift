@@ -138,14 +138,17 @@ public struct OutboxRepository: Sendable {
     /// aggregate's head and claimed for `lease` seconds by the writer's process, when nothing of
     /// their aggregate is pending (a new purchase's first messages); those are returned, to be
     /// sent by this process once the transaction commits (`OutboxHandoff`). Mark at most one
-    /// message of an aggregate and target: the rest are placed behind it as usual.
+    /// message of an aggregate and target: the rest are placed behind it as usual. A marked message
+    /// with seconds in `parkedFor` (its receiver is held open) is written its aggregate's head
+    /// the same way but parked that long instead of leased, and is not returned.
     static func insert(
-        _ messages: [Queued], claiming: [Bool], lease: Int, on connection: PostgresConnection
+        _ messages: [Queued], claiming: [Bool], parkedFor: [Double] = [], lease: Int, on connection: PostgresConnection
     ) throws -> [Claimed] {
         guard !messages.isEmpty else { return [] }
         let ids = messages.map { $0.eventID.lowercasedText }, clients = messages.map(\.message.clientID)
         let types = messages.map(\.message.type), keys = messages.map(\.message.aggregateKey),
             targets = messages.map(\.message.target.rawValue), claims = claiming.map { $0 ? "true" : "false" }
+        let parks = messages.indices.map { String(parkedFor.indices.contains($0) ? max(0, parkedFor[$0]) : 0) }
         let bodies = messages.map { String(decoding: $0.message.body, as: UTF8.self) }
         // The pending check reads the snapshot before this statement: its own rows are not seen,
         // which is why only one message of an aggregate and target may be marked. Prepared once
@@ -153,27 +156,29 @@ public struct OutboxRepository: Sendable {
         // Its plan is made once for any batch and any backlog, so the fences (`OFFSET 0`) keep it
         // to one index lookup a message, evaluated once: unfenced, a plan made while little was
         // pending read every pending entry (the dead ones of delivered messages too) for each batch.
-        // A message written claimed keeps its body as text (`body`): parsing it into jsonb cost more
-        // than the rest of its row, and its retries send the bytes its first attempt signed. The rest
-        // keep jsonb (`payload`), which a process of the version before can still claim and read.
+        // A message written claimed and leased keeps its body as text (`body`): parsing it into jsonb
+        // cost more than the rest of its row, and its retries send the bytes its first attempt signed.
+        // The rest keep jsonb (`payload`), which a process of the version before can still claim and read.
         let rows = try connection.query(
             """
             INSERT INTO outbox (event_id, client_id, event_type, aggregate_key, body, payload, target, next_attempt_at, placed, is_head, lease_until)
             SELECT m.event_id, m.client_id, m.event_type, m.aggregate_key,
-                   CASE WHEN f.claimed THEN m.body END, CASE WHEN NOT f.claimed THEN m.body::jsonb END, m.target,
-                   CASE WHEN f.claimed THEN now() + make_interval(secs => \(lease)) ELSE now() END, f.claimed, f.claimed,
-                   CASE WHEN f.claimed THEN now() + make_interval(secs => \(lease)) END
-            FROM unnest(\(ids)::uuid[], \(clients)::text[], \(types)::text[], \(keys)::text[], \(bodies)::text[], \(targets)::text[], \(claims)::boolean[])
-                WITH ORDINALITY AS m(event_id, client_id, event_type, aggregate_key, body, target, claim, n)
+                   CASE WHEN f.leased THEN m.body END, CASE WHEN NOT f.leased THEN m.body::jsonb END, m.target,
+                   CASE WHEN f.claimed THEN now() + make_interval(secs => CASE WHEN f.leased THEN \(lease) ELSE m.park END)
+                        ELSE now() END, f.claimed, f.claimed,
+                   CASE WHEN f.leased THEN now() + make_interval(secs => \(lease)) END
+            FROM unnest(\(ids)::uuid[], \(clients)::text[], \(types)::text[], \(keys)::text[], \(bodies)::text[], \(targets)::text[], \(claims)::boolean[], \(parks)::float8[])
+                WITH ORDINALITY AS m(event_id, client_id, event_type, aggregate_key, body, target, claim, park, n)
             CROSS JOIN LATERAL (
                 SELECT m.claim AND NOT EXISTS (
                     SELECT 1 FROM outbox p
                     WHERE p.client_id = m.client_id AND p.aggregate_key = m.aggregate_key AND p.target = m.target AND p.status = 'pending'
                     OFFSET 0
-                ) AS claimed OFFSET 0) f
+                ) AS claimed OFFSET 0) f0
+            CROSS JOIN LATERAL (SELECT f0.claimed, f0.claimed AND m.park = 0 AS leased) f
             ORDER BY m.n  -- ids in the order given: an aggregate's messages are sent in id order
             RETURNING id, event_id::text AS event_id, created_at, lease_until::text AS lease
-            """, preparedAs: "receiptgate_outbox_insert_claiming")
+            """, preparedAs: "receiptgate_outbox_insert_heads")
         let byEventID = Dictionary(
             messages.map { ($0.eventID.lowercasedText, $0) }, uniquingKeysWith: { a, _ in a })
         return try rows.compactMap { row -> Claimed? in

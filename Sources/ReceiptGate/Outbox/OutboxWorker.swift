@@ -11,7 +11,8 @@ import Synchronization
 /// Up to `maxInFlight` sends run at once, each slot refilled as soon as it frees (a slow receiver
 /// holds one slot, not a batch), about `perClient` of one client at most and clients served in
 /// turns, so one client's slow or dead receiver leaves slots to everyone else; a receiver that
-/// keeps failing is opened (`ReceiverCircuits`) so it holds no slots while it is down.
+/// keeps failing is opened (`ReceiverCircuits`) so it holds no slots while it is down, and new
+/// messages for it are written parked (`OutboxHandoff.openReceivers`) until its probe answers.
 public final class OutboxWorker: Sendable {
     public struct Configuration: Sendable {
         package var pollInterval: Duration = .milliseconds(500)
@@ -333,6 +334,10 @@ public final class OutboxWorker: Sendable {
     /// Parks what waits for a receiver that just opened, or releases it once the receiver answers.
     private func follow(_ action: ReceiverCircuits.Action?, for receiver: ReceiverCircuits.Receiver) async {
         guard let action, let target = OutboxTarget(rawValue: receiver.target) else { return }
+        switch action {
+        case .parkAll(let seconds): handoff?.receiver(receiver, openFor: seconds)
+        case .release: handoff?.receiver(receiver, openFor: nil)
+        }
         do {
             switch action {
             case .parkAll(let seconds):

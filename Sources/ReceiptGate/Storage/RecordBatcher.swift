@@ -180,10 +180,17 @@ final class RecordBatcher: Sendable {
             let messages = try Self.announcements(settled)
             if let handoff {
                 // A client whose receiver holds three quarters of the room already (one that hangs)
-                // has its new messages written the ordinary way: the rest is left to the others.
-                let crowded = handoff.crowdedClients()
-                var claiming = zip(Self.claimable(messages), messages).map {
-                    $0 && !crowded.contains($1.message.clientID)
+                // has its new messages written the ordinary way: the rest is left to the others. A
+                // first message for a receiver held open is written parked, as its aggregate's head.
+                let crowded = handoff.crowdedClients(), open = handoff.openReceivers()
+                let firsts = Self.claimable(messages)
+                let parks = zip(firsts, messages).map { first, queued -> Double in
+                    let message = queued.message
+                    guard first else { return 0 }
+                    return open[.init(clientID: message.clientID, target: message.target.rawValue)] ?? 0
+                }
+                var claiming = zip(zip(firsts, parks), messages).map { firstAndPark, queued in
+                    firstAndPark.0 && firstAndPark.1 == 0 && !crowded.contains(queued.message.clientID)
                 }
                 reserved = handoff.reserve(claiming.count { $0 })
                 var room = reserved
@@ -192,13 +199,14 @@ final class RecordBatcher: Sendable {
                     room -= 1
                     return true
                 }
-                // Each aggregate written claimed is held (never waited for) until the commit, so no
+                // Each aggregate written as a head is held (never waited for) until the commit, so no
                 // other writer can make a second head meanwhile; one held elsewhere goes the ordinary way.
-                let wanted = zip(messages, claiming).filter(\.1).map { OutboxHeads.Aggregate($0.0.message) }
+                let heads = zip(claiming, parks).map { $0 || $1 > 0 }
+                let wanted = zip(messages, heads).filter(\.1).map { OutboxHeads.Aggregate($0.0.message) }
                 let held = try OutboxHeads.tryLock(wanted, on: connection)
-                let claims = zip(messages, claiming).map { $1 && held.contains(OutboxHeads.Aggregate($0.message)) }
+                let claims = zip(messages, heads).map { $1 && held.contains(OutboxHeads.Aggregate($0.message)) }
                 let claimed = try OutboxRepository.insert(
-                    messages, claiming: claims, lease: handoff.leaseSeconds, on: connection)
+                    messages, claiming: claims, parkedFor: parks, lease: handoff.leaseSeconds, on: connection)
                 try connection.execute("COMMIT")
                 handoff.hand(claimed, reserved: reserved, written: written)
                 reserved = 0
