@@ -77,13 +77,7 @@ final class HangingReceiver: Sendable {
         // Sales for the game whose receiver is down, a refund of every third: each purchase's
         // refund must reach the game after its purchase.
         let deadIDs = (0..<40).map { String(2_000_000_000_870_000 + $0) }
-        for id in deadIDs {
-            let receipt = try harness.pki.sign(
-                AppleTestPKI.transaction(["transactionId": id, "originalTransactionId": id]))
-            #expect(
-                try await harness.client.post("/v1/verify", json: ["store": "app_store", "receipt": receipt]).status
-                    == 200)
-        }
+        #expect(try await harness.verifyPurchases(deadIDs).allSatisfy { $0 == 200 })
         for id in deadIDs.enumerated().filter({ $0.offset % 3 == 0 }).map(\.element) {
             let refund = try await NotificationsDriveTheLedger.notify(
                 harness, type: "REFUND",
@@ -151,24 +145,15 @@ final class HangingReceiver: Sendable {
             Task.detached { await receiver.server.shutdown() }
         }
         receiver.secret.set(harness.client.secret)
-        func sell(_ ids: [String]) async throws {
-            for id in ids {
-                let receipt = try harness.pki.sign(
-                    AppleTestPKI.transaction(["transactionId": id, "originalTransactionId": id]))
-                #expect(
-                    try await harness.client.post("/v1/verify", json: ["store": "app_store", "receipt": receipt]).status
-                        == 200)
-            }
-        }
         let first = (0..<3).map { String(2_000_000_000_890_000 + $0) }
-        try await sell(first)
+        #expect(try await harness.verifyPurchases(first).allSatisfy { $0 == 200 })
         // Three failures open it: what is due for it then is parked until a probe answers.
         try await WebhookDelivery.waitUntil {
             try await harness.count("outbox WHERE next_attempt_at > now() + interval '60 seconds'") > 0
         }
 
         let later = (0..<20).map { String(2_000_000_000_891_000 + $0) }
-        try await sell(later)
+        #expect(try await harness.verifyPurchases(later).allSatisfy { $0 == 200 })
         let keys = later.map { "'app_store:\($0)'" }.joined(separator: ", ")
         // Written parked, as heads, by the statement that wrote them (a later park would have moved
         // `next_attempt_at` from a later `now()`; a handed message would carry a lease).

@@ -169,13 +169,7 @@ final class WebhookReceiver: Sendable {
         receiver.secret.set(harness.client.secret)
 
         let ids = ["2000000000005001", "2000000000005002", "2000000000005003"]
-        for id in ids {
-            let receipt = try harness.pki.sign(
-                AppleTestPKI.transaction(["transactionId": id, "originalTransactionId": id]))
-            #expect(
-                try await harness.client.post("/v1/verify", json: ["store": "app_store", "receipt": receipt]).status
-                    == 200)
-        }
+        #expect(try await harness.verifyPurchases(ids) == [200, 200, 200])
         #expect(
             try await NotificationsDriveTheLedger.notify(
                 harness, type: "REFUND",

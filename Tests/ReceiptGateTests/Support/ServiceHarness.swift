@@ -182,4 +182,16 @@ struct VerifyHarness {
     func count(_ table: String) async throws -> Int {
         try await pool.query("SELECT count(*) AS n FROM \(unescaped: table)")[0].decode("n", as: Int.self)
     }
+
+    /// Verifies, as the game's client, a new App Store purchase for each id (its own original
+    /// transaction); the answers' statuses, in order.
+    func verifyPurchases(_ transactionIDs: [String]) async throws -> [Int] {
+        var statuses: [Int] = []
+        for id in transactionIDs {
+            let receipt = try pki.sign(AppleTestPKI.transaction(["transactionId": id, "originalTransactionId": id]))
+            statuses.append(
+                try await client.post("/v1/verify", json: ["store": "app_store", "receipt": receipt]).status)
+        }
+        return statuses
+    }
 }
