@@ -86,15 +86,22 @@ import Testing
             try await pool.query("SELECT name FROM names").map { try $0.decode("name", as: String.self) } == ["player"])
     }
 
-    /// A prepared statement keeps answering when another process migrates the table it returns
-    /// (Postgres refuses the old plan: "cached plan must not change result type").
-    @Test func aPreparedStatementFollowsATableChangedByAnotherSession() async throws {
+    /// Two pools of one connection each over one database holding `items` (1, 'one'): one session
+    /// prepares, the other migrates.
+    static func twoSessionsOverItems() async throws -> (PostgresPool, PostgresPool) {
         let url = try await TestDatabase.makeDatabase()
         let pool = PostgresPool(.init(connectionString: url, size: 1))
         let other = PostgresPool(.init(connectionString: url, size: 1))
-        defer { pool.shutdown(); other.shutdown() }
         try await pool.execute("CREATE TABLE items (id int PRIMARY KEY, name text)")
         try await pool.execute("INSERT INTO items VALUES (1, 'one')")
+        return (pool, other)
+    }
+
+    /// A prepared statement keeps answering when another process migrates the table it returns
+    /// (Postgres refuses the old plan: "cached plan must not change result type").
+    @Test func aPreparedStatementFollowsATableChangedByAnotherSession() async throws {
+        let (pool, other) = try await Self.twoSessionsOverItems()
+        defer { pool.shutdown(); other.shutdown() }
         let select: PostgresQuery = "SELECT * FROM items WHERE id = \(1)"
         let before = try await pool.withConnection { try $0.query(select, preparedAs: "items_by_id") }
         #expect(try before.first?.decode("name", as: String.self) == "one")
@@ -112,12 +119,8 @@ import Testing
     /// Inside a transaction the refused plan fails that transaction, and the statement is prepared
     /// again at its next use, in the next transaction.
     @Test func aPreparedStatementRefusedInATransactionIsPreparedAgainForTheNext() async throws {
-        let url = try await TestDatabase.makeDatabase()
-        let pool = PostgresPool(.init(connectionString: url, size: 1))
-        let other = PostgresPool(.init(connectionString: url, size: 1))
+        let (pool, other) = try await Self.twoSessionsOverItems()
         defer { pool.shutdown(); other.shutdown() }
-        try await pool.execute("CREATE TABLE items (id int PRIMARY KEY, name text)")
-        try await pool.execute("INSERT INTO items VALUES (1, 'one')")
         let select: PostgresQuery = "SELECT * FROM items WHERE id = \(1)"
         _ = try await pool.withTransaction { try $0.query(select, preparedAs: "items_in_transaction") }
         try await other.execute("ALTER TABLE items ADD COLUMN added text NOT NULL DEFAULT 'new'")

@@ -189,8 +189,8 @@ final class RecordBatcher: Sendable {
                     guard first else { return 0 }
                     return open[.init(clientID: message.clientID, target: message.target.rawValue)] ?? 0
                 }
-                var claiming = zip(zip(firsts, parks), messages).map { firstAndPark, queued in
-                    firstAndPark.0 && firstAndPark.1 == 0 && !crowded.contains(queued.message.clientID)
+                var claiming = messages.indices.map {
+                    firsts[$0] && parks[$0] == 0 && !crowded.contains(messages[$0].message.clientID)
                 }
                 reserved = handoff.reserve(claiming.count { $0 })
                 var room = reserved
