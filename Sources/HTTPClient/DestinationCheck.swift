@@ -6,7 +6,7 @@ import Foundation
 /// resolved before the transfer is queued, every address is checked, and the connection is pinned
 /// to the checked ones (`CURLOPT_RESOLVE`), so a second DNS answer cannot swap in another (DNS
 /// rebinding).
-package enum DestinationPolicy: Sendable, Equatable {
+package enum DestinationPolicy: Sendable, Hashable {
     /// Whatever libcurl resolves the host to (the default; configured upstreams such as Apple and Google).
     case any
     /// Resolved here and pinned, every address allowed: game servers' URLs where the operator

@@ -15,7 +15,7 @@ final class ResolvedNames: Sendable {
 
     private let lifetime: Duration
     private let capacity: Int
-    private let entries = Mutex([String: Entry]())
+    private let entries = Mutex([Key: Entry]())
 
     init(lifetime: Duration = .seconds(30), capacity: Int = 256) {
         self.lifetime = lifetime
@@ -46,11 +46,34 @@ final class ResolvedNames: Sendable {
 
     /// What the pin depends on: the policy, and the URL's scheme and authority (its host and
     /// port), read as text up to the path: the same text is the same host and port to the parser
-    /// that checked it, and reading it costs a scan where parsing cost a `URLComponents`.
-    private static func key(_ url: String, _ policy: DestinationPolicy) -> String? {
-        guard let separator = url.range(of: "://") else { return nil }
-        let authority = url[separator.upperBound...].prefix { $0 != "/" && $0 != "?" && $0 != "#" }
-        guard !authority.isEmpty else { return nil }
-        return "\(policy)|\(url[..<separator.lowerBound].lowercased())|\(authority.lowercased())"
+    /// that checked it, and reading it costs a scan where parsing cost a `URLComponents`. Letters
+    /// are folded as ASCII only: two spellings that differ past ASCII are two entries, each checked.
+    private struct Key: Hashable {
+        let policy: DestinationPolicy
+        let origin: String
+    }
+
+    private static func key(_ url: String, _ policy: DestinationPolicy) -> Key? {
+        let bytes = url.utf8
+        var origin: [UInt8] = []
+        origin.reserveCapacity(64)
+        var index = bytes.startIndex
+        func take(while wanted: (UInt8) -> Bool) -> Int {
+            var taken = 0
+            while index != bytes.endIndex, wanted(bytes[index]) {
+                let byte = bytes[index]
+                origin.append(byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte)
+                index = bytes.index(after: index)
+                taken += 1
+            }
+            return taken
+        }
+        _ = take { $0 != UInt8(ascii: ":") }
+        guard take(while: { $0 == UInt8(ascii: ":") || $0 == UInt8(ascii: "/") }) == 3,
+            origin.suffix(3).elementsEqual("://".utf8)
+        else { return nil }
+        guard take(while: { $0 != UInt8(ascii: "/") && $0 != UInt8(ascii: "?") && $0 != UInt8(ascii: "#") }) > 0
+        else { return nil }
+        return Key(policy: policy, origin: String(decoding: origin, as: UTF8.self))
     }
 }

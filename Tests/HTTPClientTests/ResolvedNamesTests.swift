@@ -39,6 +39,7 @@ import Testing
         }
         for other in [
             "https://hooks.example.com.evil.test/a", "https://evil.test/hooks.example.com", "hooks.example.com",
+            "https:///hooks.example.com", "https:/hooks.example.com", "https://", "https://@hooks.example.com",
         ] {
             #expect(names.pin(for: other, policy: .publicOnly, now: start) == nil, "\(other)")
         }
