@@ -26,6 +26,11 @@ final class TransferLoop: @unchecked Sendable {
     private struct Queue {
         var jobs = JobRing<Job>()
         var closed = false
+        /// The loop is waiting in `curl_multi_poll` (or about to), and whether a wake-up was sent
+        /// since: a burst of submits (a group commit hands over its webhooks together) wakes it
+        /// once, not once a job, each a write on libcurl's wake-up socket and a turn of the loop.
+        var polling = false
+        var wakeSent = false
     }
 
     let limit: Int
@@ -54,12 +59,14 @@ final class TransferLoop: @unchecked Sendable {
 
     /// Queues `job`; false (and nothing queued) once closed.
     func submit(_ job: Job) -> Bool {
-        let accepted = queue.withLock { queue -> Bool in
-            guard !queue.closed else { return false }
+        let (accepted, wake) = queue.withLock { queue -> (Bool, Bool) in
+            guard !queue.closed else { return (false, false) }
             queue.jobs.append(job)
-            return true
+            let wake = queue.polling && !queue.wakeSent
+            if wake { queue.wakeSent = true }
+            return (true, wake)
         }
-        if accepted { curl_multi_wakeup(multi) }
+        if wake { curl_multi_wakeup(multi) }
         return accepted
     }
 
@@ -82,8 +89,17 @@ final class TransferLoop: @unchecked Sendable {
             var stillRunning: Int32 = 0
             _ = curl_multi_perform(multi, &stillRunning)
             collectFinished(running: &running, spare: &spare)
-            // libcurl shortens the wait to its own next timeout; a submit or close wakes it at once.
+            // libcurl shortens the wait to its own next timeout; a submit or close wakes it at once
+            // (a job queued before `polling` was set is taken without waiting).
+            let idle = queue.withLock { queue -> Bool in
+                guard queue.jobs.isEmpty || running.count >= limit else { return false }
+                queue.polling = true
+                queue.wakeSent = false
+                return true
+            }
+            guard idle else { continue }
             _ = curl_multi_poll(multi, nil, 0, 1000, nil)
+            queue.withLock { $0.polling = false }
         }
         spare.removeAll()
         curl_multi_cleanup(multi)
