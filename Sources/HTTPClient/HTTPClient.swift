@@ -47,6 +47,9 @@ public final class HTTPClient: Sendable {
         public var retry = RetryPolicy()
         /// Transfers under way at once; more wait for their turn, within their timeout.
         package var concurrentTransfers: Int = 16
+        /// The longest the transfer loop waits for its sockets between turns when nothing wakes it
+        /// (libcurl shortens it to its own next timeout); a new request wakes it at once.
+        package var idleWait: Duration = .seconds(1)
         /// The clock a `Retry-After` date is read against.
         package var now: @Sendable () -> Date = { Date() }
         /// How the wait before a retry is spent; a test records the waits asked for instead.
@@ -104,7 +107,8 @@ public final class HTTPClient: Sendable {
 
     public init(_ configuration: Configuration = Configuration()) {
         self.configuration = configuration
-        transfers = TransferLoop(limit: configuration.concurrentTransfers, name: "http-client")
+        transfers = TransferLoop(
+            limit: configuration.concurrentTransfers, name: "http-client", idleWait: configuration.idleWait)
         resolvers = BlockingWorkers(name: "http-resolve", threads: 4)
     }
 

@@ -34,15 +34,19 @@ final class TransferLoop: @unchecked Sendable {
     }
 
     let limit: Int
+    /// Milliseconds `curl_multi_poll` may wait when nothing wakes it.
+    private let idleWaitMilliseconds: Int32
     /// Touched by the loop thread only, besides `curl_multi_wakeup`, which libcurl lets any thread call.
     private let multi: UnsafeMutableRawPointer
     private let queue = Mutex(Queue())
 
-    init(limit: Int, name: String) {
+    init(limit: Int, name: String, idleWait: Duration = .seconds(1)) {
         EasyHandle.initializeGlobalState
         guard let multi = curl_multi_init() else { fatalError("curl_multi_init failed: out of memory") }
         self.multi = multi
         self.limit = max(1, limit)
+        let (seconds, attoseconds) = idleWait.components
+        idleWaitMilliseconds = Int32(clamping: max(1, seconds * 1000 + attoseconds / 1_000_000_000_000_000))
         // Keep four connections open for every transfer that may run at once (libcurl's own ratio,
         // with many receivers' hosts in turns). By default libcurl sizes its cache by the handles
         // added at the moment, and each transfer's handle leaves when it ends, so a lull closed
@@ -98,7 +102,7 @@ final class TransferLoop: @unchecked Sendable {
                 return true
             }
             guard idle else { continue }
-            _ = curl_multi_poll(multi, nil, 0, 1000, nil)
+            _ = curl_multi_poll(multi, nil, 0, idleWaitMilliseconds, nil)
             queue.withLock { $0.polling = false }
         }
         spare.removeAll()

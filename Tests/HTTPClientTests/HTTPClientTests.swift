@@ -49,6 +49,40 @@ private final class WaitRecorder: Sendable {
 }
 
 @Suite struct Requests {
+    /// The transfer loop sleeps in its poll until a request wakes it; a burst of requests wakes it
+    /// once. Every request, alone or in a burst, must still be started: with the loop's own wait
+    /// an hour long, a request whose wake-up was lost would wait that hour, past this test's limit.
+    @Test(.timeLimit(.minutes(2))) func aRequestNeverWaitsForTheLoopsIdleWait() async throws {
+        let upstream = try FakeUpstream { router, hits in
+            router.post("/one") { _ in
+                _ = hit(hits, "one")
+                return HTTPResponse.json(["ok": true])
+            }
+        }
+        var configuration = HTTPClient.Configuration(baseURL: upstream.baseURL)
+        configuration.retry = .none
+        configuration.timeout = .seconds(3600)
+        configuration.idleWait = .seconds(3600)
+        configuration.concurrentTransfers = 8
+        let http = HTTPClient(configuration)
+        for _ in 0..<20 {
+            #expect(try await http.send(.init(method: "POST", url: "/one", body: Data("{}".utf8))).status == 200)
+        }
+        for _ in 0..<5 {
+            let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+                for _ in 0..<20 {
+                    group.addTask {
+                        try await http.send(.init(method: "POST", url: "/one", body: Data("{}".utf8))).status
+                    }
+                }
+                return try await group.reduce(into: [Int]()) { $0.append($1) }
+            }
+            #expect(statuses == Array(repeating: 200, count: 20))
+        }
+        #expect(upstream.count("one") == 120)
+        await upstream.server.shutdown()
+    }
+
     @Test func postCarriesHeadersAndBodyAndReadsTheResponse() async throws {
         let upstream = try FakeUpstream { router, _ in
             router.post("/echo") { request in
