@@ -50,7 +50,8 @@ final class ResolvedNames: Sendable {
     /// are folded as ASCII only: two spellings that differ past ASCII are two entries, each checked.
     private struct Key: Hashable {
         let policy: DestinationPolicy
-        let origin: String
+        /// Bytes, not a `String`: a `String` compares canonically equivalent spellings equal.
+        let origin: [UInt8]
     }
 
     private static func key(_ url: String, _ policy: DestinationPolicy) -> Key? {
@@ -74,6 +75,6 @@ final class ResolvedNames: Sendable {
         else { return nil }
         guard take(while: { $0 != UInt8(ascii: "/") && $0 != UInt8(ascii: "?") && $0 != UInt8(ascii: "#") }) > 0
         else { return nil }
-        return Key(policy: policy, origin: String(decoding: origin, as: UTF8.self))
+        return Key(policy: policy, origin: origin)
     }
 }

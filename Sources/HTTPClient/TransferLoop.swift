@@ -75,8 +75,12 @@ final class TransferLoop: @unchecked Sendable {
     }
 
     func close() {
-        queue.withLock { $0.closed = true }
-        curl_multi_wakeup(multi)
+        // Woken under the lock: the loop reads `closed` under it, so once it may see it (and end,
+        // and clean the multi up) this call is done with the multi.
+        queue.withLock { queue in
+            queue.closed = true
+            curl_multi_wakeup(multi)
+        }
     }
 
     private func run() {

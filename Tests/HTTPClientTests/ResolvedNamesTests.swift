@@ -40,9 +40,19 @@ import Testing
         for other in [
             "https://hooks.example.com.evil.test/a", "https://evil.test/hooks.example.com", "hooks.example.com",
             "https:///hooks.example.com", "https:/hooks.example.com", "https://", "https://@hooks.example.com",
+            "https://hooks.example.com@evil.test/a",
         ] {
             #expect(names.pin(for: other, policy: .publicOnly, now: start) == nil, "\(other)")
         }
+    }
+
+    @Test func spellingsThatDifferPastASCIIAreCheckedApart() {
+        let names = ResolvedNames()
+        names.remember(pin, for: "https://x\u{E5}.example/a", policy: .publicOnly, now: start)
+        #expect(names.pin(for: "https://x\u{E5}.example/b", policy: .publicOnly, now: start) == .some(pin))
+        #expect(
+            names.pin(for: "https://xa\u{30A}.example/a", policy: .publicOnly, now: start) == nil,
+            "a canonically equivalent spelling is other bytes, checked on its own")
     }
 
     @Test func itHoldsNoMoreThanItsCapacity() {
