@@ -334,19 +334,19 @@ public final class OutboxWorker: Sendable {
     /// Parks what waits for a receiver that just opened, or releases it once the receiver answers.
     private func follow(_ action: ReceiverCircuits.Action?, for receiver: ReceiverCircuits.Receiver) async {
         guard let action, let target = OutboxTarget(rawValue: receiver.target) else { return }
-        switch action {
-        case .parkAll(let seconds): handoff?.receiver(receiver, openFor: seconds)
-        case .release: handoff?.receiver(receiver, openFor: nil)
-        }
         do {
+            // The handoff learns first: from now on new messages for the receiver are written as
+            // the database is about to hold them (parked, or due).
             switch action {
             case .parkAll(let seconds):
+                handoff?.receiver(receiver, openFor: seconds)
                 let parked = try await outbox.parkReceiver(
                     clientID: receiver.clientID, target: target, seconds: seconds)
                 logger.warning(
                     "receiver keeps failing; its messages wait for a probe to succeed",
                     ["client.id": receiver.clientID, "target": receiver.target, "parked": String(parked)])
             case .release:
+                handoff?.receiver(receiver, openFor: nil)
                 let released = try await outbox.releaseReceiver(clientID: receiver.clientID, target: target)
                 logger.info(
                     "receiver answers again; what waited for it is due now",
