@@ -3,7 +3,7 @@
 build for a client without one, alternating, with a receiver on loopback that answers every webhook.
 
     python3 Benchmarks/webhook_path.py [--binary .build/release/receiptgate] [--rounds 2] [--duration 15]
-                                       [--requests 100000] [--outage 0] [--why-waiting]
+                                       [--requests 100000] [--outage 0] [--why-waiting] [--webhook-batch 1]
 
 Two stacks of the one build (bench_stack.py: a PostgreSQL cluster, `receiptgate serve`, a client
 each); the second's client has `--webhook-url` pointing at the receiver. Runs alternate A B B A.
@@ -14,7 +14,8 @@ run's end are not its backlog), the deliveries that failed (from the service's l
 what other work queued during the run (messages other than the purchases' webhooks, by type).
 `--why-waiting` prints each waiting message's state and timeline (why_waiting.py). `--outage N`: the
 receiver answers 503 for the first N seconds of every webhook run (a receiver down under steady
-sales), then 200.
+sales), then 200. `--webhook-batch N` gives the webhook client `--webhook-batch N` (up to N events a
+POST); the webhooks a second count events, and each run says how many a POST carried.
 The receiver (webhook_receiver.c) speaks HTTP/1.1 keep-alive, on its own core-share like wrk.
 """
 import argparse, atexit, collections, json, os, statistics, subprocess, sys, tempfile, threading, time
@@ -50,7 +51,13 @@ class Receiver:
 
     @property
     def count(self):
+        """Events acknowledged (a batched POST counts each of its events)."""
         return int(self._ask("count", answered=True))
+
+    @property
+    def posts(self):
+        """POSTs acknowledged."""
+        return int(self._ask("posts", answered=True))
 
     @property
     def down(self):
@@ -127,7 +134,7 @@ def describe(r):
     failed = sum(r["failed"].values())
     why = "; ".join(f"{n} {error}" for error, n in r["failed"].most_common(3))
     other = ", ".join(f"{n} {kind}" for kind, n in r["other_work"].items())
-    return (f"webhooks {r['webhooks_per_s']:.0f}/s (receiver CPU {r['receiver_cpu_ms']:.3f} ms each), {r['waiting_at_end']} waiting at the end, drained in {r['drain_s']:.1f} s "
+    return (f"webhooks {r['webhooks_per_s']:.0f}/s ({r['events_per_post']:.1f} a POST; receiver CPU {r['receiver_cpu_ms']:.3f} ms each), {r['waiting_at_end']} waiting at the end, drained in {r['drain_s']:.1f} s "
             f"({r['still_waiting']} left); {failed} deliveries failed{' (' + why + ')' if why else ''}"
             f"{'; other work queued ' + other if other else ''}")
 
@@ -149,6 +156,7 @@ def outage_under_load(receiver, load, seconds):
 def one_run(stack, a, run_no, receiver=None):
     results = os.path.join(stack.work, f"run-{run_no}.jsonl")
     before = receiver.count if receiver else 0
+    posts_before = receiver.posts if receiver else 0
     receiver_cpu = receiver.cpu_seconds if receiver else 0
     why = WhyWaiting(stack, receiver) if receiver and getattr(a, "why_waiting", False) else None
     first, log_from = last_id(stack), log_size(stack)
@@ -168,6 +176,7 @@ def one_run(stack, a, run_no, receiver=None):
     if receiver:
         delivered = receiver.count - before
         r["webhooks_per_s"] = delivered / took
+        r["events_per_post"] = delivered / max(1, receiver.posts - posts_before)
         r["receiver_cpu_ms"] = 1000 * (receiver.cpu_seconds - receiver_cpu) / max(1, delivered)
         # The run's messages: those written by its end. What other work (an expiry sweep, say)
         # queues afterwards is not the run's backlog, and is reported as other work instead.
@@ -197,6 +206,8 @@ def main():
     ap.add_argument("--outage", type=int, default=0, help="seconds the receiver answers 503 at the start of each webhook run")
     ap.add_argument("--why-waiting", action="store_true",
                     help="print the messages left at each run's end, their timelines and the outbox's log lines (why_waiting.py)")
+    ap.add_argument("--webhook-batch", type=int, default=1,
+                    help="the webhook client's --webhook-batch: up to N events a POST (default 1: each alone)")
     ap.add_argument("--tuned", action="store_true",
                     help="both clusters with the settings docs/operations.md recommends (bench_stack.TUNED_PG_OPTIONS)")
     a = ap.parse_args()
@@ -206,7 +217,8 @@ def main():
     pg_options = TUNED_PG_OPTIONS if a.tuned else ""
     stacks = {"A": Stack(a.binary, label="no-webhook", pg_options=pg_options),
               "B": Stack(a.binary, label="webhook", env={"RECEIPTGATE_OUTBOUND_ALLOW_PRIVATE": "on"},
-                         client_args=["--webhook-url", receiver.url, "--allow-insecure-url"], pg_options=pg_options)}
+                         client_args=["--webhook-url", receiver.url, "--allow-insecure-url",
+                                      "--webhook-batch", str(a.webhook_batch)], pg_options=pg_options)}
     measured = {"A": [], "B": []}
     try:
         for stack in stacks.values():

@@ -105,6 +105,8 @@ enum HelpText {
           --refund-callback-format NAME     shape of refund callbacks (a dialect's name for it; default: the first
                                             dialect's that has one)
           --webhook-url URL                 http(s) URL that receives webhook events
+          --webhook-batch N                 a webhook POST carries up to N events, {"events": [...]} (1 to 100;
+                                            default 1: each event alone, as its own body)
           --allow-insecure-url              outbound URLs may be plain http:// (default: https only)
           --account-mismatch flag|reject    a purchase made for another account token: recorded and reported
                                             but never delivered (flag, default), or refused 422 (reject)

@@ -45,6 +45,18 @@ public struct Client: Sendable, Codable, Equatable {
     /// Whether plain-http outbound URLs are allowed for this client.
     package var allowsInsecureURLs: Bool { settings[Self.allowInsecureURLSetting] == ["on"] }
 
+    /// `--webhook-batch N`: a webhook POST may carry up to N events (`{"events": [...]}`); unset,
+    /// one event a POST, the envelope itself as the body.
+    package static let webhookBatchSetting = "webhook.batch"
+    /// The most events one batched webhook POST carries.
+    package static let webhookBatchLimit = 100
+
+    /// How many events one webhook POST may carry; 1 (the default) sends each alone, unbatched.
+    package var webhookBatch: Int {
+        guard let value = settings[Self.webhookBatchSetting]?.first.flatMap(Int.init) else { return 1 }
+        return min(max(value, 1), Self.webhookBatchLimit)
+    }
+
     /// The contract's `allow_sandbox`: one concept with the accepted environments.
     package var allowsSandbox: Bool { environments.contains(.sandbox) }
 

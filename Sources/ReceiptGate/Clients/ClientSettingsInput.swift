@@ -9,7 +9,8 @@ public struct ClientSettingsInput: Sendable {
     /// The core's options; each plugin adds its kind of app identifier and its settings.
     public static let coreOptions = [
         "name", "game-id", "environments", "refund-callback-url", "refund-callback-format", "webhook-url",
-        "delivery-url", "account-mismatch", "allow-insecure-url", "consumption-consent", "refund-decline-at",
+        "webhook-batch", "delivery-url", "account-mismatch", "allow-insecure-url", "consumption-consent",
+        "refund-decline-at",
         "refund-otherwise", "sample-content",
     ]
 
@@ -190,6 +191,15 @@ public struct ClientSettingsInput: Sendable {
         }
         if let url = values["delivery-url"]?.last {
             settings.deliveryURL = .some(try Self.httpURL(url, option: "delivery-url"))
+        }
+        if let size = values["webhook-batch"]?.last {
+            // 1 is the default, one event a POST: stored as no setting, as an empty value is.
+            guard size.isEmpty || Int(size).map({ (1...Client.webhookBatchLimit).contains($0) }) == true else {
+                throw InvalidClientSetting(
+                    option: "webhook-batch",
+                    problem: "must be a whole number of events from 1 to \(Client.webhookBatchLimit), got \"\(size)\"")
+            }
+            settings.settings[Client.webhookBatchSetting] = .some(size.isEmpty || size == "1" ? nil : [size])
         }
     }
 

@@ -10,6 +10,10 @@ extension Console {
         ("game_id", "game-id", "Game id", "Clients of one game see each other's purchases. Optional."),
         ("webhook_url", "webhook-url", "Webhook URL", "Where purchase and refund events are posted (https://)."),
         (
+            "webhook_batch", "webhook-batch", "Webhook batch",
+            "Events one webhook POST may carry (2 to 100), as {\"events\": [...]}. Empty: one event a POST."
+        ),
+        (
             "refund_callback_url", "refund-callback-url", "Refund callback URL",
             "Where refund callbacks go, in the dialect's format. Optional."
         ),
@@ -196,6 +200,7 @@ extension Client: ClientFormValues {
         case "name": name
         case "game_id": gameID.map(String.init)
         case "webhook_url": webhookURL
+        case "webhook_batch": webhookBatch > 1 ? String(webhookBatch) : nil
         case "refund_callback_url": refundCallbackURL
         case "delivery_url": deliveryURL
         case "account_mismatch": settings[Client.accountMismatchSetting]?.first

@@ -8,9 +8,12 @@ import Synchronization
 /// again meanwhile; its sender's slot is free already (a slot held through the commit capped one
 /// client's deliveries below its purchases).
 final class DeliveredBatcher: Sendable {
-    private typealias Waiter = (event: OutboxRepository.Claimed, continuation: CheckedContinuation<Void, any Error>)
+    /// Messages answered together (one POST of a batch), recorded in the same batch.
+    private typealias Waiter = (events: [OutboxRepository.Claimed], continuation: CheckedContinuation<Void, any Error>)
     private struct Waiting {
         var queue: [Waiter] = []
+        /// The messages in `queue`.
+        var queued = 0
         var running = false
         /// In the batch being recorded now.
         var recording = 0
@@ -43,10 +46,16 @@ final class DeliveredBatcher: Sendable {
     /// runs once it is queued (from then on `settled()` waits for it), unless `freedAtMost` wait
     /// already: then nothing runs it, and its sender's slot stays held until this returns.
     func delivered(_ event: OutboxRepository.Claimed, queued: () -> Void = {}) async throws {
+        try await delivered([event], queued: queued)
+    }
+
+    /// `delivered` for messages one answer acknowledged together (a batched webhook POST).
+    func delivered(_ events: [OutboxRepository.Claimed], queued: () -> Void = {}) async throws {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             let (start, free) = waiting.withLock { waiting -> (Bool, Bool) in
-                let free = waiting.queue.count + waiting.recording < freedAtMost
-                waiting.queue.append((event, continuation))
+                let free = waiting.queued + waiting.recording < freedAtMost
+                waiting.queue.append((events, continuation))
+                waiting.queued += events.count
                 guard !waiting.running else { return (false, free) }
                 waiting.running = true
                 return (true, free)
@@ -77,14 +86,17 @@ final class DeliveredBatcher: Sendable {
                     defer { waiting.settling = [] }
                     return ([], waiting.settling)
                 }
-                defer { waiting.queue.removeAll(keepingCapacity: true) }
-                waiting.recording = waiting.queue.count
+                defer {
+                    waiting.queue.removeAll(keepingCapacity: true)
+                    waiting.queued = 0
+                }
+                waiting.recording = waiting.queued
                 return (waiting.queue, [])
             }
             settled.forEach { $0.resume() }
             guard !batch.isEmpty else { return }
             do {
-                try await recordTryingAgain(batch.map(\.event))
+                try await recordTryingAgain(batch.flatMap(\.events))
                 batch.forEach { $0.continuation.resume() }
             } catch {
                 batch.forEach { $0.continuation.resume(throwing: error) }

@@ -13,6 +13,8 @@ import Synchronization
 /// turns, so one client's slow or dead receiver leaves slots to everyone else; a receiver that
 /// keeps failing is opened (`ReceiverCircuits`) so it holds no slots while it is down, and new
 /// messages for it are written parked (`OutboxHandoff.openReceivers`) until its probe answers.
+/// A client with `--webhook-batch` gets the webhooks started together several to a POST
+/// (`OutboxSends`); slots still count messages.
 public final class OutboxWorker: Sendable {
     public struct Configuration: Sendable {
         package var pollInterval: Duration = .milliseconds(500)
@@ -100,8 +102,8 @@ public final class OutboxWorker: Sendable {
 
     /// What wakes the worker's loop.
     private enum Wake: Sendable {
-        /// A send of this client's finished.
-        case sent(String)
+        /// A send of this client's finished, of this many messages.
+        case sent(String, Int)
         /// The poll interval passed.
         case tick
         /// A verification handed over messages it wrote claimed.
@@ -119,17 +121,23 @@ public final class OutboxWorker: Sendable {
             // Clients left out of the last claim, at their share: once one has a slot again and
             // nothing handed over to fill it, what it has due in the database is claimed.
             var heldBack = Set<String>()
-            // Sends a message already counted in `inFlight` and `byClient`.
-            func start(_ event: OutboxRepository.Claimed) {
+            // Sends a POST's messages, already counted in `inFlight` and `byClient`.
+            func start(_ send: OutboxSends.Send) {
                 // Not cancelled by `stop()`: a claimed message is sent and its outcome recorded,
-                // so a stop does not send it twice. The slot frees once the receiver has answered
+                // so a stop does not send it twice. The slots free once the receiver has answered
                 // a success: its delivered mark is recorded in the next group commit meanwhile,
                 // under its lease (so no claim takes it again), and `stop()` waits for those.
                 group.addTask {
                     await withCheckedContinuation { (answered: CheckedContinuation<Void, Never>) in
-                        Task { await self.deliver(event) { answered.resume() } }
+                        Task {
+                            if send.batched {
+                                await self.deliverBatch(send.events) { answered.resume() }
+                            } else {
+                                await self.deliver(send.events[0]) { answered.resume() }
+                            }
+                        }
                     }
-                    return .sent(event.clientID)
+                    return .sent(send.events[0].clientID, send.events.count)
                 }
             }
             while !Task.isCancelled {
@@ -141,12 +149,13 @@ public final class OutboxWorker: Sendable {
                     // A quarter of the slots stays for claims: what is due in the database (retries,
                     // notifications' messages, other processes' expired leases) is never starved.
                     let handedSlots = configuration.maxInFlight - max(1, configuration.maxInFlight / 4)
-                    handoff.take(limit: handedSlots - inFlight) { client in
+                    let handed = handoff.take(limit: handedSlots - inFlight) { client in
                         guard byClient[client, default: 0] < configuration.perClient else { return false }
                         inFlight += 1
                         byClient[client, default: 0] += 1
                         return true
-                    }.forEach(start)
+                    }
+                    OutboxSends(handed, batches: await webhookBatches(of: handed)).all.forEach(start)
                     let waited = handoff.takeWaiting(longerThan: handedWait)
                     if !waited.isEmpty { await giveBack(waited) }
                 }
@@ -171,8 +180,8 @@ public final class OutboxWorker: Sendable {
                 for event in claimed {
                     inFlight += 1
                     byClient[event.clientID, default: 0] += 1
-                    start(event)
                 }
+                OutboxSends(claimed, batches: await webhookBatches(of: claimed)).all.forEach(start)
                 if claimed.count == free, free > 0 { continue }  // as many as asked for: more may be due now
                 if !tickPending {
                     tickPending = true
@@ -194,9 +203,9 @@ public final class OutboxWorker: Sendable {
                     ticked = true
                 case .handed:
                     watching = false
-                case .sent(let client):
-                    inFlight -= 1
-                    byClient[client, default: 1] -= 1
+                case .sent(let client, let messages):
+                    inFlight -= messages
+                    byClient[client, default: messages] -= messages
                     if byClient[client] == 0 { byClient[client] = nil }
                     if heldBack.contains(client), handoff?.holds(client) != true {
                         heldBack.remove(client)
@@ -273,15 +282,7 @@ public final class OutboxWorker: Sendable {
             case .storeAcknowledgement, .email, .refundAnswer, .storeAccountToken, .externalPurchaseReport: nil
             }
         if let receiver, case .park(let seconds) = circuits.decide(receiver) {
-            do {
-                try await outbox.park(event, until: seconds)
-                // Closed meanwhile (its probe answered while this was parked): due again now.
-                if !circuits.isOpen(receiver) {
-                    _ = try await outbox.releaseReceiver(clientID: receiver.clientID, target: event.target)
-                }
-            } catch {
-                logger.error("could not park an outbox message", ["event.id": event.eventID, "error": "\(error)"])
-            }
+            await park([event], for: seconds, receiver: receiver)
             return
         }
         // `final`: the recipient refused it for good; it is kept as failed and not tried again.
@@ -302,21 +303,7 @@ public final class OutboxWorker: Sendable {
         }
         do {
             if let failure {
-                let attempts = event.attempts + 1
-                let giveUp =
-                    final
-                    || now().timeIntervalSince(event.createdAt) >= Double(configuration.giveUpAfter.components.seconds)
-                let delay = Self.delay(
-                    afterAttempts: attempts, base: configuration.baseDelay, max: configuration.maxDelay)
-                try await outbox.markFailed(
-                    event, attempts: attempts, error: failure, dead: giveUp,
-                    retryInSeconds: Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18)
-                logger.warning(
-                    "outbox delivery failed",
-                    [
-                        "event.id": event.eventID, "client.id": event.clientID, "target": event.target.rawValue,
-                        "attempts": String(attempts), "error": String(failure.prefix(200)), "dead": String(giveUp),
-                    ])
+                try await recordFailure(event, failure, final: final)
             } else {
                 // Queued before the slot frees, so a stopping worker's `settled()` waits for it; held
                 // until recorded when too many answered messages wait for their marks already.
@@ -331,8 +318,39 @@ public final class OutboxWorker: Sendable {
         }
     }
 
+    /// Records a failed attempt: tried again after a back-off, or, `final` or past `giveUpAfter`, dead.
+    func recordFailure(_ event: OutboxRepository.Claimed, _ failure: String, final: Bool) async throws {
+        let attempts = event.attempts + 1
+        let giveUp =
+            final || now().timeIntervalSince(event.createdAt) >= Double(configuration.giveUpAfter.components.seconds)
+        let delay = Self.delay(afterAttempts: attempts, base: configuration.baseDelay, max: configuration.maxDelay)
+        try await outbox.markFailed(
+            event, attempts: attempts, error: failure, dead: giveUp,
+            retryInSeconds: Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18)
+        logger.warning(
+            "outbox delivery failed",
+            [
+                "event.id": event.eventID, "client.id": event.clientID, "target": event.target.rawValue,
+                "attempts": String(attempts), "error": String(failure.prefix(200)), "dead": String(giveUp),
+            ])
+    }
+
+    /// Messages for a receiver held open: due again in `seconds`, their attempts unchanged.
+    func park(_ events: [OutboxRepository.Claimed], for seconds: Double, receiver: ReceiverCircuits.Receiver) async {
+        do {
+            for event in events { try await outbox.park(event, until: seconds) }
+            // Closed meanwhile (its probe answered while these were parked): due again now.
+            if !circuits.isOpen(receiver), let target = OutboxTarget(rawValue: receiver.target) {
+                _ = try await outbox.releaseReceiver(clientID: receiver.clientID, target: target)
+            }
+        } catch {
+            logger.error(
+                "could not park an outbox message", ["event.id": events.first?.eventID ?? "", "error": "\(error)"])
+        }
+    }
+
     /// Parks what waits for a receiver that just opened, or releases it once the receiver answers.
-    private func follow(_ action: ReceiverCircuits.Action?, for receiver: ReceiverCircuits.Receiver) async {
+    func follow(_ action: ReceiverCircuits.Action?, for receiver: ReceiverCircuits.Receiver) async {
         guard let action, let target = OutboxTarget(rawValue: receiver.target) else { return }
         do {
             // The handoff learns first: from now on new messages for the receiver are written as
@@ -365,15 +383,29 @@ public final class OutboxWorker: Sendable {
 
     /// Posts to the client's URL for the target, signed like our API. Nil on success, else why not.
     private func post(_ event: OutboxRepository.Claimed) async -> String? {
-        guard let (client, secret) = try? await signingSecret(event.clientID),
-            let url = Self.url(of: client, for: event.target)
-        else {
+        guard let (client, secret) = try? await signingSecret(event.clientID) else {
             return "client has no \(event.target.rawValue) URL (or is disabled)"
         }
-        guard url.lowercased().hasPrefix("https://") || client.allowsInsecureURLs else {
-            return "\(event.target.rawValue) URL is not https and the client was not created with --allow-insecure-url"
+        // A client that batches gets every webhook in the batched format, one alone too.
+        if event.target == .webhook, client.webhookBatch > 1 {
+            return await postBatch([event], client: client, secret: secret)
         }
-        let body = Data(event.payload.utf8)
+        return await post(
+            Data(event.payload.utf8), for: event.target, to: client, secret: secret,
+            headers: [("X-Event-Id", event.eventID), ("X-Event-Type", event.type)])
+    }
+
+    /// Posts `body` to `client`'s URL for `target`, signed like our API (`X-Client-ID`,
+    /// `X-Timestamp`, `X-Signature` over the body), with `headers` besides. Nil on success, else why not.
+    func post(
+        _ body: Data, for target: OutboxTarget, to client: Client, secret: String, headers: [(String, String)]
+    ) async -> String? {
+        guard let url = Self.url(of: client, for: target) else {
+            return "client has no \(target.rawValue) URL (or is disabled)"
+        }
+        guard url.lowercased().hasPrefix("https://") || client.allowsInsecureURLs else {
+            return "\(target.rawValue) URL is not https and the client was not created with --allow-insecure-url"
+        }
         let timestamp = String(Int(now().timeIntervalSince1970))
         let signature: String
         do {
@@ -386,8 +418,8 @@ public final class OutboxWorker: Sendable {
             method: "POST", url: url,
             headers: [
                 ("Content-Type", "application/json"), ("X-Client-ID", client.clientID), ("X-Timestamp", timestamp),
-                ("X-Signature", signature), ("X-Event-Id", event.eventID), ("X-Event-Type", event.type),
-            ], body: body)
+                ("X-Signature", signature),
+            ] + headers, body: body)
         // Resolved, checked and pinned at delivery time: a game server's URL must not lead to our
         // own network (loopback, private ranges, cloud metadata) unless the operator allows it,
         // and then it still goes the same way.
