@@ -11,7 +11,7 @@ extension Console {
         ("webhook_url", "webhook-url", "Webhook URL", "Where purchase and refund events are posted (https://)."),
         (
             "webhook_batch", "webhook-batch", "Webhook batch",
-            "Events one webhook POST may carry (2 to 100), as {\"events\": [...]}. Empty: one event a POST."
+            "Events one webhook POST may carry (up to 100), as {\"events\": [...]}. Empty or 1: one event a POST."
         ),
         (
             "refund_callback_url", "refund-callback-url", "Refund callback URL",

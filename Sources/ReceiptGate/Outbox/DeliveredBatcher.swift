@@ -53,7 +53,7 @@ final class DeliveredBatcher: Sendable {
     func delivered(_ events: [OutboxRepository.Claimed], queued: () -> Void = {}) async throws {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             let (start, free) = waiting.withLock { waiting -> (Bool, Bool) in
-                let free = waiting.queued + waiting.recording < freedAtMost
+                let free = waiting.queued + waiting.recording + events.count <= freedAtMost
                 waiting.queue.append((events, continuation))
                 waiting.queued += events.count
                 guard !waiting.running else { return (false, free) }

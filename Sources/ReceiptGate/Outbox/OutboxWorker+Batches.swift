@@ -1,5 +1,6 @@
 import Foundation
 import ReceiptCore
+import Synchronization
 
 /// What one turn of the worker's loop starts, as sends: the webhooks of a client that batches
 /// (`--webhook-batch`) share a POST, up to its batch size; every other message is a send of its
@@ -46,59 +47,69 @@ extension OutboxWorker {
         return batches
     }
 
-    /// Sends one client's webhooks batched, in as few POSTs as its setting allows when sent (one,
-    /// unless it was lowered since they were grouped; set back to 1, each goes alone in the single
-    /// format), and records each message's outcome. `answered` as in `deliver`: once every POST
-    /// was answered a success, before the marks are recorded, else at the end.
-    func deliverBatch(_ events: [OutboxRepository.Claimed], answered: @Sendable () -> Void) async {
-        var slotFreed = false
-        defer { if !slotFreed { answered() } }
+    /// Sends one client's webhooks batched and records each message's outcome. `answered` as in
+    /// `deliver`: once the receiver acknowledged them, before the marks are recorded, else at the
+    /// end. The client's setting is read again: lowered since they were grouped, they go in POSTs
+    /// of the new size at once (messages of different aggregates, so in no order among
+    /// themselves); set back to 1, each goes alone in the single format.
+    func deliverBatch(_ events: [OutboxRepository.Claimed], answered: @escaping @Sendable () -> Void) async {
+        let once = AnsweredOnce(answered)
+        defer { once.call() }
         guard let clientID = events.first?.clientID else { return }
         let receiver = ReceiverCircuits.Receiver(clientID: clientID, target: OutboxTarget.webhook.rawValue)
         if case .park(let seconds) = circuits.decide(receiver) {
             await park(events, for: seconds, receiver: receiver)
             return
         }
-        let signer = try? await signingSecret(clientID)
-        let size = max(1, signer?.0.webhookBatch ?? events.count)
-        var sent: [OutboxRepository.Claimed] = []
-        for start in stride(from: 0, to: events.count, by: size) {
-            let part = Array(events[start..<min(start + size, events.count)])
-            let failure: String? =
-                if let (client, secret) = signer {
-                    size > 1
-                        ? await postBatch(part, client: client, secret: secret)
-                        : await post(
-                            Data(part[0].payload.utf8), for: .webhook, to: client, secret: secret,
-                            headers: [("X-Event-Id", part[0].eventID), ("X-Event-Type", part[0].type)])
-                } else {
-                    "client has no webhook URL (or is disabled)"
-                }
-            await follow(
-                circuits.record(receiver, succeeded: failure == nil, failedBefore: part.contains { $0.attempts > 0 }),
-                for: receiver)
-            guard let failure else {
-                sent += part
-                continue
+        guard let (client, secret) = try? await signingSecret(clientID) else {
+            await recordFailure(events, "client has no webhook URL (or is disabled)", receiver: receiver)
+            return
+        }
+        let size = client.webhookBatch
+        guard size > 1 else {
+            await withTaskGroup(of: Void.self) { group in
+                for event in events { group.addTask { await self.deliver(event) } }
             }
-            for event in part {
-                do { try await recordFailure(event, failure, final: false) } catch {
-                    // The lease runs out and another attempt follows: at least once, never lost.
-                    logger.error(
-                        "could not record an outbox outcome", ["event.id": event.eventID, "error": "\(error)"])
+            return
+        }
+        let parts = stride(from: 0, to: events.count, by: size).map { Array(events[$0..<min($0 + size, events.count)]) }
+        await withTaskGroup(of: Void.self) { group in
+            for part in parts {
+                group.addTask {
+                    let failure = await self.postBatch(part, client: client, secret: secret)
+                    guard failure == nil else {
+                        return await self.recordFailure(part, failure ?? "", receiver: receiver)
+                    }
+                    await self.follow(
+                        self.circuits.record(
+                            receiver, succeeded: true, failedBefore: part.contains { $0.attempts > 0 }),
+                        for: receiver)
+                    do {
+                        // One POST: its slots free as soon as its marks are queued.
+                        try await self.delivered.delivered(part) { if parts.count == 1 { once.call() } }
+                    } catch {
+                        // The leases run out and other attempts follow: at least once, never lost.
+                        self.logger.error(
+                            "could not record an outbox outcome",
+                            ["event.id": part[0].eventID, "events": String(part.count), "error": "\(error)"])
+                    }
                 }
             }
         }
-        guard !sent.isEmpty else { return }
-        do {
-            try await delivered.delivered(sent) {
-                slotFreed = true
-                answered()
+    }
+
+    /// A POST of `events` failed: the receiver's circuit told, and each message's attempt recorded.
+    private func recordFailure(
+        _ events: [OutboxRepository.Claimed], _ failure: String, receiver: ReceiverCircuits.Receiver
+    ) async {
+        await follow(
+            circuits.record(receiver, succeeded: false, failedBefore: events.contains { $0.attempts > 0 }),
+            for: receiver)
+        for event in events {
+            do { try await recordFailure(event, failure, final: false) } catch {
+                // The lease runs out and another attempt follows: at least once, never lost.
+                logger.error("could not record an outbox outcome", ["event.id": event.eventID, "error": "\(error)"])
             }
-        } catch {
-            logger.error(
-                "could not record an outbox outcome",
-                ["event.id": sent[0].eventID, "events": String(sent.count), "error": "\(error)"])
         }
     }
 
@@ -117,4 +128,13 @@ extension OutboxWorker {
         return await post(
             body, for: .webhook, to: client, secret: secret, headers: [("X-Event-Count", String(events.count))])
     }
+}
+
+/// A callback run at most once, from whichever task gets there first.
+private final class AnsweredOnce: Sendable {
+    private let callback: Mutex<(@Sendable () -> Void)?>
+
+    init(_ callback: @escaping @Sendable () -> Void) { self.callback = Mutex(callback) }
+
+    func call() { callback.withLock { $0.take() }?() }
 }

@@ -271,7 +271,7 @@ public final class OutboxWorker: Sendable {
 
     /// Sends `event` and records the outcome; `answered` is called once, when its slot may go to
     /// another message: after a success was answered (before it is recorded), else at the end.
-    private func deliver(_ event: OutboxRepository.Claimed, answered: @Sendable () -> Void = {}) async {
+    func deliver(_ event: OutboxRepository.Claimed, answered: @Sendable () -> Void = {}) async {
         var slotFreed = false
         defer { if !slotFreed { answered() } }
         // A game server's receiver that keeps failing is not tried but for its probe.
