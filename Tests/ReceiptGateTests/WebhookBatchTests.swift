@@ -193,6 +193,7 @@ final class BatchReceiver: Sendable {
             #expect(throws: InvalidClientSetting.self) { _ = try input.settings(["webhook-batch": [bad]]) }
         }
         #expect(try input.settings(["webhook-batch": ["25"]]).settings[Client.webhookBatchSetting] == .some(["25"]))
+        #expect(try input.settings(["webhook-batch": ["+025"]]).settings[Client.webhookBatchSetting] == .some(["25"]))
         for cleared in ["1", ""] {
             #expect(try input.settings(["webhook-batch": [cleared]]).settings[Client.webhookBatchSetting] == .some(nil))
         }

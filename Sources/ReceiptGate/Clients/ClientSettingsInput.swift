@@ -194,12 +194,13 @@ public struct ClientSettingsInput: Sendable {
         }
         if let size = values["webhook-batch"]?.last {
             // 1 is the default, one event a POST: stored as no setting, as an empty value is.
-            guard size.isEmpty || Int(size).map({ (1...Client.webhookBatchLimit).contains($0) }) == true else {
+            let number = Int(size)
+            guard size.isEmpty || number.map({ (1...Client.webhookBatchLimit).contains($0) }) == true else {
                 throw InvalidClientSetting(
                     option: "webhook-batch",
                     problem: "must be a whole number of events from 1 to \(Client.webhookBatchLimit), got \"\(size)\"")
             }
-            settings.settings[Client.webhookBatchSetting] = .some(size.isEmpty || size == "1" ? nil : [size])
+            settings.settings[Client.webhookBatchSetting] = .some(number.flatMap { $0 > 1 ? [String($0)] : nil })
         }
     }
 
