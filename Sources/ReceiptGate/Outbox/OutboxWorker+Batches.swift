@@ -1,6 +1,5 @@
 import Foundation
 import ReceiptCore
-import Synchronization
 
 /// What one turn of the worker's loop starts, as sends: the webhooks of a client that batches
 /// (`--webhook-batch`) share a POST, up to its batch size; every other message is a send of its
@@ -34,82 +33,63 @@ struct OutboxSends {
 }
 
 extension OutboxWorker {
-    /// The webhook batch (`Client.webhookBatch`) of each client with two webhooks or more among
-    /// `events`: only those can share a POST. Read through the client directory, as each send
-    /// reads its client's secret.
-    func webhookBatches(of events: [OutboxRepository.Claimed]) async -> [String: Int] {
+    /// A client, and the secret its messages are signed with.
+    typealias Signer = (client: Client, secret: String)
+
+    /// The client and secret of each client with two webhooks or more among `events` that batches
+    /// them (`Client.webhookBatch` over 1): only those share a POST. Read through the client
+    /// directory once a turn, as a single send reads its client's; a POST is signed as its turn
+    /// read the client, so a changed setting applies from the next turn on.
+    func batchingSigners(of events: [OutboxRepository.Claimed]) async -> [String: Signer] {
         var webhooks: [String: Int] = [:]
         for event in events where event.target == .webhook { webhooks[event.clientID, default: 0] += 1 }
-        var batches: [String: Int] = [:]
+        var signers: [String: Signer] = [:]
         for (clientID, count) in webhooks where count > 1 {
-            batches[clientID] = (try? await signingSecret(clientID))?.0.webhookBatch ?? 1
+            if let signer = try? await signingSecret(clientID), signer.0.webhookBatch > 1 {
+                signers[clientID] = (signer.0, signer.1)
+            }
         }
-        return batches
+        return signers
     }
 
-    /// Sends one client's webhooks batched and records each message's outcome. `answered` as in
-    /// `deliver`: once the receiver acknowledged them, before the marks are recorded, else at the
-    /// end. The client's setting is read again: lowered since they were grouped, they go in POSTs
-    /// of the new size at once (messages of different aggregates, so in no order among
-    /// themselves); set back to 1, each goes alone in the single format.
-    func deliverBatch(_ events: [OutboxRepository.Claimed], answered: @escaping @Sendable () -> Void) async {
-        let once = AnsweredOnce(answered)
-        defer { once.call() }
-        guard let clientID = events.first?.clientID else { return }
-        let receiver = ReceiverCircuits.Receiver(clientID: clientID, target: OutboxTarget.webhook.rawValue)
+    /// Sends one client's webhooks in one batched POST and records each message's outcome.
+    /// `answered` as in `deliver`: after a success was answered (before it is recorded), else at
+    /// the end.
+    func deliverBatch(
+        _ events: [OutboxRepository.Claimed], signer: Signer, answered: @Sendable () -> Void
+    ) async {
+        var slotFreed = false
+        defer { if !slotFreed { answered() } }
+        guard let first = events.first else { return }
+        let receiver = ReceiverCircuits.Receiver(clientID: first.clientID, target: OutboxTarget.webhook.rawValue)
         if case .park(let seconds) = circuits.decide(receiver) {
             await park(events, for: seconds, receiver: receiver)
             return
         }
-        guard let (client, secret) = try? await signingSecret(clientID) else {
-            await recordFailure(events, "client has no webhook URL (or is disabled)", receiver: receiver)
-            return
-        }
-        let size = client.webhookBatch
-        guard size > 1 else {
-            await withTaskGroup(of: Void.self) { group in
-                for event in events { group.addTask { await self.deliver(event) } }
-            }
-            return
-        }
-        let parts = stride(from: 0, to: events.count, by: size).map { Array(events[$0..<min($0 + size, events.count)]) }
-        await withTaskGroup(of: Void.self) { group in
-            for part in parts {
-                group.addTask {
-                    let failure = await self.postBatch(part, client: client, secret: secret)
-                    guard failure == nil else {
-                        return await self.recordFailure(part, failure ?? "", receiver: receiver)
-                    }
-                    await self.follow(
-                        self.circuits.record(
-                            receiver, succeeded: true, failedBefore: part.contains { $0.attempts > 0 }),
-                        for: receiver)
-                    do {
-                        // One POST: its slots free as soon as its marks are queued.
-                        try await self.delivered.delivered(part) { if parts.count == 1 { once.call() } }
-                    } catch {
-                        // The leases run out and other attempts follow: at least once, never lost.
-                        self.logger.error(
-                            "could not record an outbox outcome",
-                            ["event.id": part[0].eventID, "events": String(part.count), "error": "\(error)"])
-                    }
+        let failure = await postBatch(events, client: signer.client, secret: signer.secret)
+        await follow(
+            circuits.record(receiver, succeeded: failure == nil, failedBefore: events.contains { $0.attempts > 0 }),
+            for: receiver)
+        if let failure {
+            for event in events {
+                do { try await recordFailure(event, failure, final: false) } catch {
+                    // The lease runs out and another attempt follows: at least once, never lost.
+                    logger.error(
+                        "could not record an outbox outcome", ["event.id": event.eventID, "error": "\(error)"])
                 }
             }
+            return
         }
-    }
-
-    /// A POST of `events` failed: the receiver's circuit told, and each message's attempt recorded.
-    private func recordFailure(
-        _ events: [OutboxRepository.Claimed], _ failure: String, receiver: ReceiverCircuits.Receiver
-    ) async {
-        await follow(
-            circuits.record(receiver, succeeded: false, failedBefore: events.contains { $0.attempts > 0 }),
-            for: receiver)
-        for event in events {
-            do { try await recordFailure(event, failure, final: false) } catch {
-                // The lease runs out and another attempt follows: at least once, never lost.
-                logger.error("could not record an outbox outcome", ["event.id": event.eventID, "error": "\(error)"])
+        do {
+            try await delivered.delivered(events) {
+                slotFreed = true
+                answered()
             }
+        } catch {
+            // The leases run out and other attempts follow: at least once, never lost.
+            logger.error(
+                "could not record an outbox outcome",
+                ["event.id": first.eventID, "events": String(events.count), "error": "\(error)"])
         }
     }
 
@@ -128,13 +108,4 @@ extension OutboxWorker {
         return await post(
             body, for: .webhook, to: client, secret: secret, headers: [("X-Event-Count", String(events.count))])
     }
-}
-
-/// A callback run at most once, from whichever task gets there first.
-private final class AnsweredOnce: Sendable {
-    private let callback: Mutex<(@Sendable () -> Void)?>
-
-    init(_ callback: @escaping @Sendable () -> Void) { self.callback = Mutex(callback) }
-
-    func call() { callback.withLock { $0.take() }?() }
 }

@@ -121,8 +121,9 @@ public final class OutboxWorker: Sendable {
             // Clients left out of the last claim, at their share: once one has a slot again and
             // nothing handed over to fill it, what it has due in the database is claimed.
             var heldBack = Set<String>()
-            // Sends a POST's messages, already counted in `inFlight` and `byClient`.
-            func start(_ send: OutboxSends.Send) {
+            // Sends a POST's messages, already counted in `inFlight` and `byClient`; a batched one
+            // signed as `signers` has its client.
+            func start(_ send: OutboxSends.Send, signers: [String: Signer]) {
                 // Not cancelled by `stop()`: a claimed message is sent and its outcome recorded,
                 // so a stop does not send it twice. The slots free once the receiver has answered
                 // a success: its delivered mark is recorded in the next group commit meanwhile,
@@ -130,8 +131,8 @@ public final class OutboxWorker: Sendable {
                 group.addTask {
                     await withCheckedContinuation { (answered: CheckedContinuation<Void, Never>) in
                         Task {
-                            if send.batched {
-                                await self.deliverBatch(send.events) { answered.resume() }
+                            if send.batched, let signer = signers[send.events[0].clientID] {
+                                await self.deliverBatch(send.events, signer: signer) { answered.resume() }
                             } else {
                                 await self.deliver(send.events[0]) { answered.resume() }
                             }
@@ -155,7 +156,10 @@ public final class OutboxWorker: Sendable {
                         byClient[client, default: 0] += 1
                         return true
                     }
-                    OutboxSends(handed, batches: await webhookBatches(of: handed)).all.forEach(start)
+                    let signers = await batchingSigners(of: handed)
+                    OutboxSends(handed, batches: signers.mapValues(\.client.webhookBatch)).all.forEach {
+                        start($0, signers: signers)
+                    }
                     let waited = handoff.takeWaiting(longerThan: handedWait)
                     if !waited.isEmpty { await giveBack(waited) }
                 }
@@ -181,7 +185,10 @@ public final class OutboxWorker: Sendable {
                     inFlight += 1
                     byClient[event.clientID, default: 0] += 1
                 }
-                OutboxSends(claimed, batches: await webhookBatches(of: claimed)).all.forEach(start)
+                let signers = await batchingSigners(of: claimed)
+                OutboxSends(claimed, batches: signers.mapValues(\.client.webhookBatch)).all.forEach {
+                    start($0, signers: signers)
+                }
                 if claimed.count == free, free > 0 { continue }  // as many as asked for: more may be due now
                 if !tickPending {
                     tickPending = true
@@ -271,7 +278,7 @@ public final class OutboxWorker: Sendable {
 
     /// Sends `event` and records the outcome; `answered` is called once, when its slot may go to
     /// another message: after a success was answered (before it is recorded), else at the end.
-    func deliver(_ event: OutboxRepository.Claimed, answered: @Sendable () -> Void = {}) async {
+    private func deliver(_ event: OutboxRepository.Claimed, answered: @Sendable () -> Void = {}) async {
         var slotFreed = false
         defer { if !slotFreed { answered() } }
         // A game server's receiver that keeps failing is not tried but for its probe.
