@@ -44,14 +44,19 @@ def fill(stack, purchases, expired_grants=False):
             FROM generate_series(1, {2 * purchases}) g
             """),
         ("outbox", f"""
-            INSERT INTO outbox (event_id, client_id, event_type, aggregate_key, body, status, attempts, next_attempt_at, created_at,
+            INSERT INTO outbox (event_id, client_id, event_type, aggregate_key, status, attempts, next_attempt_at, created_at,
                 delivered_at, target)
             SELECT gen_random_uuid(), '{client}', 'transaction.verified', 'app_store:' || (4000000000000000 + g),
-                   jsonb_build_object('event_id', md5(g::text), 'type', 'transaction.verified', 'data',
-                                      jsonb_build_object('transaction', jsonb_build_object('transaction_id', (4000000000000000 + g)::text,
-                                                         'product_id', 'gems.100', 'price_milliunits', 990, 'currency', 'USD', 'state', 'active')))::text,
                    'delivered', 1, t, t, t, 'webhook'
             FROM generate_series(1, {purchases}) g, LATERAL (SELECT now() - interval '365 days' + g * (interval '365 days' / {purchases})) AS x(t)
+            """),
+        # A webhook's body is kept apart from its row, as the service writes it.
+        ("outbox_bodies", """
+            INSERT INTO outbox_bodies (id, body)
+            SELECT id, jsonb_build_object('event_id', event_id, 'type', 'transaction.verified', 'data',
+                                          jsonb_build_object('transaction', jsonb_build_object('transaction_id', substr(aggregate_key, 11),
+                                                             'product_id', 'gems.100', 'price_milliunits', 990, 'currency', 'USD', 'state', 'active')))::text
+            FROM outbox
             """),
         ("store_notifications", f"""
             INSERT INTO store_notifications (store, notification_id, notification_type, environment, app_identifier, transaction_id,

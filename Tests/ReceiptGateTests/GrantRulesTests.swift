@@ -20,7 +20,10 @@ import Testing
 
     static func events(_ harness: VerifyHarness, _ type: String) async throws -> [[String: Any]] {
         try await harness.pool.query(
-            "SELECT COALESCE(body, payload::text) AS p FROM outbox WHERE event_type = \(type) ORDER BY id"
+            """
+            SELECT \(unescaped: OutboxRepository.bodyColumn) AS p FROM outbox o
+            WHERE event_type = \(type) ORDER BY o.id
+            """
         ).map {
             try #require(
                 try JSONSerialization.jsonObject(with: Data(try $0.decode("p", as: String.self).utf8)) as? [String: Any]

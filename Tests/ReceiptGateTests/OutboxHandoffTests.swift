@@ -131,8 +131,8 @@ import Testing
             // EXPLAIN takes no parameters: the client's id as a literal.
             let client = "'" + clientID.replacingOccurrences(of: "'", with: "''") + "'"
             let insert: PostgresQuery = """
-                EXPLAIN EXECUTE receiptgate_outbox_insert_heads(60, 60, ARRAY[gen_random_uuid()], ARRAY[\(unescaped: client)],
-                    ARRAY['transaction.verified'], ARRAY['app_store:plan'], ARRAY['{}'], ARRAY['email'], ARRAY[true], ARRAY[0::float8])
+                EXPLAIN EXECUTE receiptgate_outbox_insert_heads(ARRAY[gen_random_uuid()], ARRAY[\(unescaped: client)],
+                    ARRAY['transaction.verified'], ARRAY['app_store:plan'], ARRAY['{}'], ARRAY['email'], ARRAY[true], ARRAY[0::float8], 60, 60)
                 """
             let reseat: PostgresQuery =
                 "EXPLAIN EXECUTE receiptgate_outbox_reseat(ARRAY[\(unescaped: client)], ARRAY['app_store:plan'])"
@@ -149,6 +149,30 @@ import Testing
         }
         #expect(
             plans[0].components(separatedBy: "using outbox_aggregate").count == 2, "one lookup a message: \(plans[0])")
+    }
+
+    /// The delivered mark's plan, made once per connection in the worker's own transaction while
+    /// the outbox is nearly empty (a fresh install), still finds the rows it marks by their ids:
+    /// a plan that scanned the small table would go on scanning it, for every mark, as it grows.
+    @Test func theDeliveredMarkFindsItsRowsByIdWhateverTheTableWasLikeWhenItsPlanWasMade() async throws {
+        let harness = try await VerifyHarness.start()
+        defer { harness.stop() }
+        let message = try Self.message("app_store:mark-plan", client: harness.client.clientID)
+        let plan = try await harness.pool.withConnection { connection -> String in
+            try connection.execute("SET plan_cache_mode = force_generic_plan")
+            defer { _ = try? connection.execute("RESET plan_cache_mode") }
+            try connection.execute("BEGIN")
+            try connection.execute(OutboxRepository.bookkeepingSettings)
+            let claimed = try OutboxRepository.insert([message], claiming: [true], lease: 60, on: connection)
+            try OutboxRepository.markDelivered(claimed, on: connection)
+            try connection.execute("ROLLBACK")
+            // The plan the connection keeps, shown after its transaction ended.
+            return try connection.query(
+                "EXPLAIN EXECUTE receiptgate_outbox_delivered(ARRAY[1]::bigint[], ARRAY[now()]::timestamptz[])"
+            ).map { try $0.decode("QUERY PLAN", as: String.self) }.joined(separator: "\n")
+        }
+        #expect(!plan.contains("Seq Scan on outbox"), "\(plan)")
+        #expect(plan.contains("using outbox_pkey"), "\(plan)")
     }
 
     /// A stopping worker waits for the delivered marks of what its receivers answered: `settled()`

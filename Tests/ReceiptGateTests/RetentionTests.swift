@@ -57,12 +57,16 @@ import Testing
             ("dead", "webhook", 45), ("delivered", "delivery", 60),
             ("delivered", "store_account_token", 60), ("delivered", "webhook", 5),
         ]
+        // Each with its body kept apart, as a message written claimed keeps it.
         for (index, row) in outbox.enumerated() {
             try await pool.execute(
                 """
-                INSERT INTO outbox (event_id, client_id, event_type, aggregate_key, payload, target, status, created_at, is_head)
-                VALUES (gen_random_uuid(), \(client), 'test', \("k\(index)"), '{}'::jsonb, \(row.target), \(row.status), \(Self.daysAgo(row.age)),
-                        \(row.status == "pending"))
+                WITH message AS (
+                    INSERT INTO outbox (event_id, client_id, event_type, aggregate_key, target, status, created_at, is_head)
+                    VALUES (gen_random_uuid(), \(client), 'test', \("k\(index)"), \(row.target), \(row.status), \(Self.daysAgo(row.age)),
+                            \(row.status == "pending"))
+                    RETURNING id)
+                INSERT INTO outbox_bodies (id, body) SELECT id, \("{\"k\":\(index)}") FROM message
                 """)
         }
         for (index, row) in [(age: 120.0, processed: true), (age: 120, processed: false), (age: 30, processed: true)]
@@ -86,6 +90,14 @@ import Testing
         let kept = try await pool.query(
             "SELECT aggregate_key FROM outbox WHERE event_type = 'test' ORDER BY aggregate_key")
         #expect(try kept.map { try $0.decode("aggregate_key", as: String.self) } == ["k2", "k3", "k4", "k5", "k6"])
+        let bodies = try await pool.query(
+            "SELECT b.body, EXISTS (SELECT 1 FROM outbox o WHERE o.id = b.id) AS owned FROM outbox_bodies b ORDER BY b.body"
+        )
+        #expect(
+            try bodies.map { try $0.decode("body", as: String.self) }
+                == ["{\"k\":2}", "{\"k\":3}", "{\"k\":4}", "{\"k\":5}", "{\"k\":6}"],
+            "a removed message's body goes with it")
+        #expect(try bodies.allSatisfy { try $0.decode("owned", as: Bool.self) })
         let notifications = try await pool.query(
             """
             SELECT notification_id, length(raw_body) AS body, decoded::text AS decoded, body_removed_at IS NOT NULL AS removed

@@ -156,27 +156,35 @@ public struct OutboxRepository: Sendable {
         // Its plan is made once for any batch and any backlog, so the fences (`OFFSET 0`) keep it
         // to one index lookup a message, evaluated once: unfenced, a plan made while little was
         // pending read every pending entry (the dead ones of delivered messages too) for each batch.
-        // A message written claimed and leased keeps its body as text (`body`): parsing it into jsonb
-        // cost more than the rest of its row, and its retries send the bytes its first attempt signed.
-        // The rest keep jsonb (`payload`), which a process of the version before can still claim and read.
+        // A message written claimed and leased keeps its body as text, in a table of its own
+        // (`outbox_bodies`, under the id the statement draws for it): parsing it into jsonb cost more
+        // than the rest of its row, its retries send the bytes its first attempt signed, and the
+        // outbox row its delivered mark rewrites stays narrow. The rest keep jsonb (`payload`),
+        // which a process of the version before can still claim and read.
         let rows = try connection.query(
             """
-            INSERT INTO outbox (event_id, client_id, event_type, aggregate_key, body, payload, target, next_attempt_at, placed, is_head, lease_until)
-            SELECT m.event_id, m.client_id, m.event_type, m.aggregate_key,
-                   CASE WHEN f.leased THEN m.body END, CASE WHEN NOT f.leased THEN m.body::jsonb END, m.target,
-                   CASE WHEN f.claimed THEN now() + make_interval(secs => CASE WHEN f.leased THEN \(lease) ELSE m.park END)
-                        ELSE now() END, f.claimed, f.claimed,
-                   CASE WHEN f.leased THEN now() + make_interval(secs => \(lease)) END
-            FROM unnest(\(ids)::uuid[], \(clients)::text[], \(types)::text[], \(keys)::text[], \(bodies)::text[], \(targets)::text[], \(claims)::boolean[], \(parks)::float8[])
-                WITH ORDINALITY AS m(event_id, client_id, event_type, aggregate_key, body, target, claim, park, n)
-            CROSS JOIN LATERAL (
-                SELECT m.claim AND NOT EXISTS (
-                    SELECT 1 FROM outbox p
-                    WHERE p.client_id = m.client_id AND p.aggregate_key = m.aggregate_key AND p.target = m.target AND p.status = 'pending'
-                    OFFSET 0
-                ) AS claimed OFFSET 0) f0
-            CROSS JOIN LATERAL (SELECT f0.claimed, f0.claimed AND m.park = 0 AS leased) f
-            ORDER BY m.n  -- ids in the order given: an aggregate's messages are sent in id order
+            WITH m AS MATERIALIZED (
+                SELECT nextval('outbox_id_seq') AS id, m.event_id, m.client_id, m.event_type, m.aggregate_key, m.body, m.target, m.park,
+                       f.claimed, f.leased
+                FROM unnest(\(ids)::uuid[], \(clients)::text[], \(types)::text[], \(keys)::text[], \(bodies)::text[], \(targets)::text[], \(claims)::boolean[], \(parks)::float8[])
+                    WITH ORDINALITY AS m(event_id, client_id, event_type, aggregate_key, body, target, claim, park, n)
+                CROSS JOIN LATERAL (
+                    SELECT m.claim AND NOT EXISTS (
+                        SELECT 1 FROM outbox p
+                        WHERE p.client_id = m.client_id AND p.aggregate_key = m.aggregate_key AND p.target = m.target AND p.status = 'pending'
+                        OFFSET 0
+                    ) AS claimed OFFSET 0) f0
+                CROSS JOIN LATERAL (SELECT f0.claimed, f0.claimed AND m.park = 0 AS leased) f
+                ORDER BY m.n  -- ids in the order given: an aggregate's messages are sent in id order
+            ), bodies AS (
+                INSERT INTO outbox_bodies (id, body) SELECT id, body FROM m WHERE leased
+            )
+            INSERT INTO outbox (id, event_id, client_id, event_type, aggregate_key, payload, target, next_attempt_at, placed, is_head, lease_until)
+            SELECT m.id, m.event_id, m.client_id, m.event_type, m.aggregate_key, CASE WHEN NOT m.leased THEN m.body::jsonb END, m.target,
+                   CASE WHEN m.claimed THEN now() + make_interval(secs => CASE WHEN m.leased THEN \(lease) ELSE m.park END)
+                        ELSE now() END, m.claimed, m.claimed,
+                   CASE WHEN m.leased THEN now() + make_interval(secs => \(lease)) END
+            FROM m ORDER BY m.id
             RETURNING id, event_id::text AS event_id, created_at, lease_until::text AS lease
             """, preparedAs: "receiptgate_outbox_insert_heads")
         let byEventID = Dictionary(
@@ -223,14 +231,24 @@ public struct OutboxRepository: Sendable {
     /// for its commit to reach the disk: delivery is at least once, so what a crash might take back
     /// (a lease, a delivered mark) only means a message is sent again, and the worker's commits
     /// stop queueing behind every verification's.
+    ///
+    /// Its statements find rows by id, key or queue index, never by reading the table whole, and
+    /// say so to the planner: a statement prepared once per connection keeps the plan made when it
+    /// was first run, and one made while the outbox was still small (a fresh install, until
+    /// autovacuum next analyzes it) chose to scan it, and went on scanning it as it grew, for every
+    /// delivery marked.
     private func bookkeeping<T: Sendable>(
         _ body: @escaping @Sendable (PostgresConnection) throws -> T
     ) async throws -> T {
         try await pool.withTransaction { connection in
-            try connection.execute("SET LOCAL synchronous_commit = off")
+            try connection.execute(Self.bookkeepingSettings)
             return try body(connection)
         }
     }
+
+    /// What `bookkeeping` sets for its transaction, in one statement.
+    static let bookkeepingSettings: PostgresQuery =
+        "SELECT set_config('synchronous_commit', 'off', true), set_config('enable_seqscan', 'off', true)"
 
     /// Places the messages written since the last call (`OutboxHeads.place`); how many aggregates.
     @discardableResult
@@ -319,18 +337,20 @@ public struct OutboxRepository: Sendable {
     /// Each only while still under the lease it was claimed with.
     func markDelivered(_ events: [Claimed]) async throws {
         guard !events.isEmpty else { return }
+        try await bookkeeping { try Self.markDelivered(events, on: $0) }
+    }
+
+    /// `markDelivered`, in the caller's transaction (one of `bookkeeping`'s).
+    static func markDelivered(_ events: [Claimed], on connection: PostgresConnection) throws {
         let ids: [String] = events.map { String($0.id) }, leases: [String] = events.map(\.lease)
-        let aggregates: [OutboxHeads.Aggregate] = events.map(\.aggregate)
         let update: PostgresQuery = """
             UPDATE outbox o SET status = 'delivered', delivered_at = now(), attempts = o.attempts + 1, lease_until = NULL, last_error = NULL,
                 is_head = false
             FROM unnest(\(ids)::bigint[], \(leases)::timestamptz[]) AS sent(id, lease)
             WHERE o.id = sent.id AND o.lease_until = sent.lease
             """
-        try await bookkeeping { connection in
-            try OutboxHeads.moving(aggregates, on: connection) {
-                _ = try connection.query(update, preparedAs: "receiptgate_outbox_delivered")
-            }
+        try OutboxHeads.moving(events.map(\.aggregate), on: connection) {
+            _ = try connection.query(update, preparedAs: "receiptgate_outbox_delivered")
         }
     }
 
@@ -454,9 +474,10 @@ public struct OutboxRepository: Sendable {
     /// A message that failed: given up (dead), or waiting to be tried again after a failure.
     static let failedCondition = "(status = 'dead' OR (status = 'pending' AND attempts > 0))"
 
-    /// A message's body as it is sent: the text written, or (a row written before bodies were
-    /// kept as text) its jsonb.
-    static let bodyColumn = "COALESCE(o.body, o.payload::text)"
+    /// A message's body as it is sent, of the row `o`: the text written, in `outbox_bodies` or
+    /// (before bodies were kept apart) in the row, or (a message not written claimed) its jsonb.
+    /// Looked up row by row: a join could be planned as a scan of every body kept.
+    static let bodyColumn = "COALESCE((SELECT b.body FROM outbox_bodies b WHERE b.id = o.id), o.body, o.payload::text)"
 
     static let eventColumns = """
         event_id::text AS event_id, client_id, event_type, target, status, attempts, next_attempt_at, last_error, created_at, delivered_at

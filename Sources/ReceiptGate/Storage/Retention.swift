@@ -45,11 +45,14 @@ final class Retention: Sendable {
         removed.attempts = try await walk("verification_attempts", days: settings.attemptsDays, now: now) { cutoff in
             "DELETE FROM verification_attempts a USING batch b WHERE a.id = b.id AND b.at < \(cutoff) RETURNING 1"
         }
-        removed.outboxMessages = try await walk("outbox", days: settings.outboxDays, now: now) { cutoff in
+        removed.outboxMessages = try await walk(
+            "outbox", days: settings.outboxDays, now: now,
+            alongside: "DELETE FROM outbox_bodies x USING changed r WHERE x.id = r.id"
+        ) { cutoff in
             """
             DELETE FROM outbox o USING batch b
             WHERE o.id = b.id AND b.at < \(cutoff) AND o.status = 'delivered' AND o.target NOT IN ('delivery', 'store_account_token')
-            RETURNING 1
+            RETURNING o.id
             """
         }
         removed.notificationBodies = try await walk(
@@ -85,9 +88,10 @@ final class Retention: Sendable {
     /// Batches of `table` in id order from its cursor, each changed by `change` (a statement over
     /// the CTE `batch(id, at)` given the cutoff, returning a row per row it changed), until a batch
     /// reaches rows newer than the cutoff or the table's end. The cursor moves past a batch only
-    /// when all of it was older than the cutoff.
+    /// when all of it was older than the cutoff. `alongside`: a statement over `changed` run with
+    /// each batch (what other tables keep of the rows removed).
     private func walk(
-        _ table: String, days: Int, now: Date, timeColumn: String = "created_at",
+        _ table: String, days: Int, now: Date, timeColumn: String = "created_at", alongside: String? = nil,
         change: (Date) -> PostgresQuery
     ) async throws -> Int {
         guard days > 0 else { return 0 }
@@ -98,7 +102,7 @@ final class Retention: Sendable {
             let row = try await pool.query(
                 """
                 WITH batch AS MATERIALIZED (SELECT id, \(unescaped: timeColumn) AS at FROM \(unescaped: table) WHERE id > \(after) ORDER BY id LIMIT \(batchSize)),
-                     changed AS (\(change(cutoff)))
+                     changed AS (\(change(cutoff)))\(unescaped: alongside.map { ", alongside AS (\($0))" } ?? "")
                 SELECT (SELECT count(*) FROM changed) AS changed, (SELECT count(*) FROM batch) AS n, (SELECT max(id) FROM batch) AS last,
                        (SELECT bool_or(at >= \(cutoff)) FROM batch) AS newer
                 """)[0]

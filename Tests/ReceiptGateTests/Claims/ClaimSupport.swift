@@ -2,9 +2,10 @@ import AppStoreTestSupport
 import Foundation
 import Postgres
 import ReceiptCore
-import ReceiptGate
 import TestSupport
 import Testing
+
+@testable import ReceiptGate
 
 /// What the claim tests share: a game's claim as the native API takes it, the ledger's record of
 /// it, and what the game server was sent (through a receiver, or as queued in the outbox).
@@ -68,9 +69,9 @@ enum ClaimSupport {
     {
         let rows = try await pool.query(
             """
-            SELECT COALESCE(body, payload::text) AS p FROM outbox
+            SELECT \(unescaped: OutboxRepository.bodyColumn) AS p FROM outbox o
             WHERE (\(type)::text IS NULL OR event_type = \(type)) AND (\(target)::text IS NULL OR target = \(target))
-            ORDER BY id
+            ORDER BY o.id
             """)
         return try rows.map { row in
             let text = try row.decode("p", as: String.self)
