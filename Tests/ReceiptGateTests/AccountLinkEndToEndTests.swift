@@ -270,7 +270,7 @@ import Testing
         let reset = try link(in: try await mail(1), path: "/account/reset-password")
         // The mail that arrived holds the link; the outbox row it was sent from never did (sealed).
         let stored = try await harness.pool.query(
-            "SELECT COALESCE(body, payload::text) AS p FROM outbox WHERE target = 'email'"
+            "SELECT \(unescaped: OutboxRepository.bodyColumn) AS p FROM outbox o WHERE target = 'email'"
         ).map {
             try $0.decode("p", as: String.self)
         }

@@ -18,7 +18,9 @@ import Testing
         #expect(c.status == 200, "\(c.text)")
 
         let rows = try await harness.pool.query(
-            "SELECT event_id::text AS id, COALESCE(body, payload::text) AS payload FROM outbox WHERE target = 'email'")
+            """
+            SELECT event_id::text AS id, \(unescaped: OutboxRepository.bodyColumn) AS payload FROM outbox o WHERE target = 'email'
+            """)
         let row = try #require(rows.first)
         let stored = try row.decode("payload", as: String.self), eventID = try row.decode("id", as: String.self)
         #expect(!stored.contains("token="))

@@ -165,8 +165,8 @@ import Testing
             try connection.execute(OutboxRepository.bookkeepingSettings)
             let claimed = try OutboxRepository.insert([message], claiming: [true], lease: 60, on: connection)
             try OutboxRepository.markDelivered(claimed, on: connection)
-            try connection.execute("ROLLBACK")
-            // The plan the connection keeps, shown after its transaction ended.
+            defer { _ = try? connection.execute("ROLLBACK") }
+            // The plan the connection keeps for the statement.
             return try connection.query(
                 "EXPLAIN EXECUTE receiptgate_outbox_delivered(ARRAY[1]::bigint[], ARRAY[now()]::timestamptz[])"
             ).map { try $0.decode("QUERY PLAN", as: String.self) }.joined(separator: "\n")

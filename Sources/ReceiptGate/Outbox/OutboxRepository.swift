@@ -157,7 +157,8 @@ public struct OutboxRepository: Sendable {
         // to one index lookup a message, evaluated once: unfenced, a plan made while little was
         // pending read every pending entry (the dead ones of delivered messages too) for each batch.
         // A message written claimed and leased keeps its body as text, in a table of its own
-        // (`outbox_bodies`, under the id the statement draws for it): parsing it into jsonb cost more
+        // (`outbox_bodies`, under the id the statement draws for it, written once and kept as long
+        // as its message): parsing it into jsonb cost more
         // than the rest of its row, its retries send the bytes its first attempt signed, and the
         // outbox row its delivered mark rewrites stays narrow. The rest keep jsonb (`payload`),
         // which a process of the version before can still claim and read.
@@ -234,9 +235,10 @@ public struct OutboxRepository: Sendable {
     ///
     /// Its statements find rows by id, key or queue index, never by reading the table whole, and
     /// say so to the planner: a statement prepared once per connection keeps the plan made when it
-    /// was first run, and one made while the outbox was still small (a fresh install, until
-    /// autovacuum next analyzes it) chose to scan it, and went on scanning it as it grew, for every
-    /// delivery marked.
+    /// was first run (until an analyze of the table), and the delivered mark's, made while a fresh
+    /// outbox was still small, chose to scan it, and went on scanning it as it grew, for every
+    /// delivery marked. (The statements also prepared outside it, the aggregate lock and reseat,
+    /// are fenced to index lookups whatever their plan.)
     private func bookkeeping<T: Sendable>(
         _ body: @escaping @Sendable (PostgresConnection) throws -> T
     ) async throws -> T {
@@ -303,11 +305,11 @@ public struct OutboxRepository: Sendable {
         }
         return try rows.map { row in
             let target = try TransactionRows.typed(row, "target", as: OutboxTarget.self)
-            let eventID: String = try row.decode("event_id"), stored: String = try row.decode("payload")
-            // Opened only here, just before sending; a box that does not open is sent as nothing: the
-            // worker records why on the row and retries it.
-            var payload = stored, unopened: String?
-            if target == .email {
+            let eventID: String = try row.decode("event_id"), stored: String? = try row.decode("payload")
+            // Opened only here, just before sending; a box that does not open, or a body not found,
+            // is sent as nothing: the worker records why on the row and retries it.
+            var payload = stored ?? "", unopened: String? = stored == nil ? "the message's body was not found" : nil
+            if target == .email, let stored {
                 do { payload = try openedMail(stored, eventID: eventID) } catch {
                     payload = ""
                     unopened = "the sealed e-mail did not open: \(error)"
@@ -475,7 +477,8 @@ public struct OutboxRepository: Sendable {
     static let failedCondition = "(status = 'dead' OR (status = 'pending' AND attempts > 0))"
 
     /// A message's body as it is sent, of the row `o`: the text written, in `outbox_bodies` or
-    /// (before bodies were kept apart) in the row, or (a message not written claimed) its jsonb.
+    /// (before bodies were kept apart) in the row, or (a message not written claimed and leased)
+    /// its jsonb.
     /// Looked up row by row: a join could be planned as a scan of every body kept.
     static let bodyColumn = "COALESCE((SELECT b.body FROM outbox_bodies b WHERE b.id = o.id), o.body, o.payload::text)"
 

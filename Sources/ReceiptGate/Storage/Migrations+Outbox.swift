@@ -57,16 +57,17 @@ extension Schema {
                 ALTER TABLE outbox ALTER COLUMN payload DROP NOT NULL;
                 ALTER TABLE outbox ADD CONSTRAINT outbox_has_a_body CHECK (body IS NOT NULL OR payload IS NOT NULL) NOT VALID;
                 """),
-        // A message's body apart from its delivery state. Marking a webhook delivered wrote a new
-        // version of its whole row, the 1.2 KB body included (Postgres copies a row on update, and
-        // the pending state the mark changes is in the queue indexes' predicates, so the copy is
-        // never a cheap in-place HOT one): the mark cost each purchase with a webhook more than its
-        // message's insert. A message written claimed now keeps its body here, written once and
-        // never updated, and the outbox row the mark rewrites is about a tenth of the size.
-        // Bodies written into `outbox.body` before stay there and are read from there; a process of
-        // the version before (in a rolling upgrade) cannot read a body kept here, as it could not
-        // read `body` before it (docs/operations.md says what a rollback must do).
-        // A new table and a dropped check: nothing is rewritten or read.
+        // A message's body apart from its delivery state. Postgres writes a new version of a whole
+        // row on update, and the delivered mark can never be an in-place HOT update (the pending
+        // state it changes is in the queue indexes' predicates): with the 1.3 KB body in the row,
+        // every mark copied it. A message written claimed and leased keeps its body here, written
+        // once and never updated, so the row the mark rewrites is under 200 bytes. Bodies already
+        // in `outbox.body` stay there and are read from there. A process of the version before (in
+        // a rolling upgrade) cannot read a body kept here (docs/operations.md says what a rollback
+        // must do). The check that a row holds a body cannot hold now; the claim refuses to send a
+        // message whose body it cannot find instead.
+        // Nothing is rewritten or read, but dropping the check waits for the table's exclusive lock
+        // (behind any long transaction on it, holding the outbox's writes meanwhile).
         Migration(
             version: 41, name: "outbox_bodies_apart",
             sql: """

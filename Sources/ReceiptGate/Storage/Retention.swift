@@ -91,18 +91,19 @@ final class Retention: Sendable {
     /// when all of it was older than the cutoff. `alongside`: a statement over `changed` run with
     /// each batch (what other tables keep of the rows removed).
     private func walk(
-        _ table: String, days: Int, now: Date, timeColumn: String = "created_at", alongside: String? = nil,
+        _ table: String, days: Int, now: Date, timeColumn: String = "created_at", alongside: PostgresQuery? = nil,
         change: (Date) -> PostgresQuery
     ) async throws -> Int {
         guard days > 0 else { return 0 }
         let cutoff = now.addingTimeInterval(-Double(days) * 86_400)
+        let also: PostgresQuery = alongside.map { ", alongside AS (\($0))" } ?? ""
         var total = 0
         while true {
             let after = cursors.withLock { $0.positions[table] ?? 0 }
             let row = try await pool.query(
                 """
                 WITH batch AS MATERIALIZED (SELECT id, \(unescaped: timeColumn) AS at FROM \(unescaped: table) WHERE id > \(after) ORDER BY id LIMIT \(batchSize)),
-                     changed AS (\(change(cutoff)))\(unescaped: alongside.map { ", alongside AS (\($0))" } ?? "")
+                     changed AS (\(change(cutoff)))\(also)
                 SELECT (SELECT count(*) FROM changed) AS changed, (SELECT count(*) FROM batch) AS n, (SELECT max(id) FROM batch) AS last,
                        (SELECT bool_or(at >= \(cutoff)) FROM batch) AS newer
                 """)[0]
