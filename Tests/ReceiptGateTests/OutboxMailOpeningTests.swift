@@ -13,13 +13,8 @@ import Testing
     @Test func aMailThatDoesNotOpenCarriesItsReasonAndNoBody() async throws {
         let harness = try await VerifyHarness.start()  // no SMTP: no worker claims mail meanwhile
         defer { harness.stop() }
-        let outbox = harness.service.repositories.outbox, clientID = harness.client.clientID
-        let mail = OutboxMessage(
-            clientID: clientID, target: .email, type: "email.test", aggregateKey: "mail:1",
-            body: Data(#"{"subject":"Hello","text":"Your code is 123456","to":"ada@example.com"}"#.utf8))
-        try await harness.pool.withTransaction {
-            try OutboxRepository.enqueue(mail, sealingMailWith: outbox.secrets, on: $0)
-        }
+        let outbox = try await Self.queueMail(
+            #"{"subject":"Hello","text":"Your code is 123456","to":"ada@example.com"}"#, as: "mail:1", harness)
         // The sealed box copied onto another row: bound to its own event id, it does not open there.
         try await harness.pool.execute(
             """
@@ -40,13 +35,9 @@ import Testing
     @Test func aMessageWithNoBodyIsClaimedWithItsReasonBesideTheRest() async throws {
         let harness = try await VerifyHarness.start()  // no SMTP: no worker claims mail meanwhile
         defer { harness.stop() }
-        let outbox = harness.service.repositories.outbox, clientID = harness.client.clientID
-        let mail = OutboxMessage(
-            clientID: clientID, target: .email, type: "email.test", aggregateKey: "mail:kept",
-            body: Data(#"{"subject":"Hello","text":"Hi","to":"ada@example.com"}"#.utf8))
-        try await harness.pool.withTransaction {
-            try OutboxRepository.enqueue(mail, sealingMailWith: outbox.secrets, on: $0)
-        }
+        let outbox = try await Self.queueMail(
+            #"{"subject":"Hello","text":"Hi","to":"ada@example.com"}"#, as: "mail:kept", harness)
+        let clientID = harness.client.clientID
         try await harness.pool.execute(
             """
             INSERT INTO outbox (event_id, client_id, event_type, aggregate_key, target, is_head)
@@ -59,5 +50,17 @@ import Testing
         let bodiless = try #require(claimed.first { $0.aggregateKey == "mail:bodiless" })
         #expect(bodiless.payload.isEmpty)
         #expect(bodiless.unopened == "the message's body was not found")
+    }
+
+    /// Queues `body` as an e-mail, sealed as the service seals one; the harness's outbox.
+    static func queueMail(_ body: String, as key: String, _ harness: VerifyHarness) async throws -> OutboxRepository {
+        let outbox = harness.service.repositories.outbox
+        let mail = OutboxMessage(
+            clientID: harness.client.clientID, target: .email, type: "email.test", aggregateKey: key,
+            body: Data(body.utf8))
+        try await harness.pool.withTransaction {
+            try OutboxRepository.enqueue(mail, sealingMailWith: outbox.secrets, on: $0)
+        }
+        return outbox
     }
 }

@@ -158,10 +158,10 @@ public struct OutboxRepository: Sendable {
         // pending read every pending entry (the dead ones of delivered messages too) for each batch.
         // A message written claimed and leased keeps its body as text, in a table of its own
         // (`outbox_bodies`, under the id the statement draws for it, written once and kept as long
-        // as its message): parsing it into jsonb cost more
-        // than the rest of its row, its retries send the bytes its first attempt signed, and the
-        // outbox row its delivered mark rewrites stays narrow. The rest keep jsonb (`payload`),
-        // which a process of the version before can still claim and read.
+        // as its message): parsing it into jsonb cost more than the rest of its row, its retries
+        // send the bytes its first attempt signed, and the outbox row its delivered mark rewrites
+        // stays narrow. The rest keep jsonb (`payload`), which a process of the version before can
+        // still claim and read.
         let rows = try connection.query(
             """
             WITH m AS MATERIALIZED (
@@ -478,8 +478,7 @@ public struct OutboxRepository: Sendable {
 
     /// A message's body as it is sent, of the row `o`: the text written, in `outbox_bodies` or
     /// (before bodies were kept apart) in the row, or (a message not written claimed and leased)
-    /// its jsonb.
-    /// Looked up row by row: a join could be planned as a scan of every body kept.
+    /// its jsonb. Looked up row by row: a join could be planned as a scan of every body kept.
     static let bodyColumn = "COALESCE((SELECT b.body FROM outbox_bodies b WHERE b.id = o.id), o.body, o.payload::text)"
 
     static let eventColumns = """

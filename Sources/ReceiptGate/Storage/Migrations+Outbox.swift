@@ -59,13 +59,13 @@ extension Schema {
                 """),
         // A message's body apart from its delivery state. Postgres writes a new version of a whole
         // row on update, and the delivered mark can never be an in-place HOT update (the pending
-        // state it changes is in the queue indexes' predicates): with the 1.3 KB body in the row,
-        // every mark copied it. A message written claimed and leased keeps its body here, written
-        // once and never updated, so the row the mark rewrites is under 200 bytes. Bodies already
-        // in `outbox.body` stay there and are read from there. A process of the version before (in
-        // a rolling upgrade) cannot read a body kept here (docs/operations.md says what a rollback
-        // must do). The check that a row holds a body cannot hold now; the claim refuses to send a
-        // message whose body it cannot find instead.
+        // state it changes is in the queue indexes' predicates): with a webhook's 1.2 KB body in
+        // the row, every mark copied it. A message written claimed and leased keeps its body here,
+        // written once and never updated, so the row the mark rewrites is under 200 bytes. Bodies
+        // already in `outbox.body` stay there and are read from there. A process of the version
+        // before (in a rolling upgrade) cannot read a body kept here (docs/operations.md says what
+        // a rollback must do). The check that a row holds a body cannot hold now; the claim refuses
+        // to send a message whose body it cannot find instead.
         // Nothing is rewritten or read, but dropping the check waits for the table's exclusive lock
         // (behind any long transaction on it, holding the outbox's writes meanwhile).
         Migration(
