@@ -379,13 +379,17 @@ public struct OutboxRepository: Sendable {
         }
     }
 
-    /// A message claimed but not sent now (its receiver's circuit is open): due again in `seconds`,
-    /// its attempts unchanged.
-    func park(_ event: Claimed, until seconds: Double) async throws {
+    /// Messages claimed but not sent now (their receiver's circuit is open): due again in
+    /// `seconds`, their attempts unchanged. Each only while still under the lease it was claimed with.
+    func park(_ events: [Claimed], until seconds: Double) async throws {
+        guard !events.isEmpty else { return }
+        let ids: [String] = events.map { String($0.id) }, leases: [String] = events.map(\.lease)
         let statement: PostgresQuery = """
-            UPDATE outbox SET lease_until = NULL, next_attempt_at = now() + make_interval(secs => \(seconds)) WHERE \(Self.stillClaimed(event))
+            UPDATE outbox o SET lease_until = NULL, next_attempt_at = now() + make_interval(secs => \(seconds))
+            FROM unnest(\(ids)::bigint[], \(leases)::timestamptz[]) AS held(id, lease)
+            WHERE o.id = held.id AND o.lease_until = held.lease
             """
-        return try await bookkeeping { try $0.execute(statement) }
+        _ = try await bookkeeping { try $0.execute(statement) }
     }
 
     /// Claimed messages not sent after all: due now, for any worker, their attempts unchanged.

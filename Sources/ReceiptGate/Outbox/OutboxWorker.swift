@@ -121,24 +121,27 @@ public final class OutboxWorker: Sendable {
             // Clients left out of the last claim, at their share: once one has a slot again and
             // nothing handed over to fill it, what it has due in the database is claimed.
             var heldBack = Set<String>()
-            // Sends a POST's messages, already counted in `inFlight` and `byClient`; a batched one
-            // signed as `signers` has its client.
-            func start(_ send: OutboxSends.Send, signers: [String: Signer]) {
-                // Not cancelled by `stop()`: a claimed message is sent and its outcome recorded,
-                // so a stop does not send it twice. The slots free once the receiver has answered
-                // a success: its delivered mark is recorded in the next group commit meanwhile,
-                // under its lease (so no claim takes it again), and `stop()` waits for those.
-                group.addTask {
-                    await withCheckedContinuation { (answered: CheckedContinuation<Void, Never>) in
-                        Task {
-                            if send.batched, let signer = signers[send.events[0].clientID] {
-                                await self.deliverBatch(send.events, signer: signer) { answered.resume() }
-                            } else {
-                                await self.deliver(send.events[0]) { answered.resume() }
+            // Sends messages already counted in `inFlight` and `byClient`: a batching client's
+            // webhooks several to a POST (`OutboxSends`), signed as this turn read its client.
+            func start(_ events: [OutboxRepository.Claimed]) async {
+                let signers = await batchingSigners(of: events)
+                for send in OutboxSends(events, batches: signers.mapValues(\.client.webhookBatch)).all {
+                    // Not cancelled by `stop()`: a claimed message is sent and its outcome recorded,
+                    // so a stop does not send it twice. The slots free once the receiver has answered
+                    // a success: its delivered mark is recorded in the next group commit meanwhile,
+                    // under its lease (so no claim takes it again), and `stop()` waits for those.
+                    group.addTask {
+                        await withCheckedContinuation { (answered: CheckedContinuation<Void, Never>) in
+                            Task {
+                                if send.batched, let signer = signers[send.events[0].clientID] {
+                                    await self.deliverBatch(send.events, signer: signer) { answered.resume() }
+                                } else {
+                                    await self.deliver(send.events[0]) { answered.resume() }
+                                }
                             }
                         }
+                        return .sent(send.events[0].clientID, send.events.count)
                     }
-                    return .sent(send.events[0].clientID, send.events.count)
                 }
             }
             while !Task.isCancelled {
@@ -156,10 +159,7 @@ public final class OutboxWorker: Sendable {
                         byClient[client, default: 0] += 1
                         return true
                     }
-                    let signers = await batchingSigners(of: handed)
-                    OutboxSends(handed, batches: signers.mapValues(\.client.webhookBatch)).all.forEach {
-                        start($0, signers: signers)
-                    }
+                    await start(handed)
                     let waited = handoff.takeWaiting(longerThan: handedWait)
                     if !waited.isEmpty { await giveBack(waited) }
                 }
@@ -185,10 +185,7 @@ public final class OutboxWorker: Sendable {
                     inFlight += 1
                     byClient[event.clientID, default: 0] += 1
                 }
-                let signers = await batchingSigners(of: claimed)
-                OutboxSends(claimed, batches: signers.mapValues(\.client.webhookBatch)).all.forEach {
-                    start($0, signers: signers)
-                }
+                await start(claimed)
                 if claimed.count == free, free > 0 { continue }  // as many as asked for: more may be due now
                 if !tickPending {
                     tickPending = true
@@ -345,7 +342,7 @@ public final class OutboxWorker: Sendable {
     /// Messages for a receiver held open: due again in `seconds`, their attempts unchanged.
     func park(_ events: [OutboxRepository.Claimed], for seconds: Double, receiver: ReceiverCircuits.Receiver) async {
         do {
-            for event in events { try await outbox.park(event, until: seconds) }
+            try await outbox.park(events, until: seconds)
             // Closed meanwhile (its probe answered while these were parked): due again now.
             if !circuits.isOpen(receiver), let target = OutboxTarget(rawValue: receiver.target) {
                 _ = try await outbox.releaseReceiver(clientID: receiver.clientID, target: target)
