@@ -137,10 +137,13 @@ public final class Service: Sendable {
         // Verifications without effects share commits; the messages they owe go straight to this
         // process's outbox worker, written claimed.
         let outboxLease = outboxConfiguration.lease.components.seconds
+        // Which game servers' receivers are held open: one answer for the worker and for the
+        // writers that hand it messages.
+        let circuits = ReceiverCircuits(outboxConfiguration, now: now)
         // Room for a burst: what does not fit is written for the placer and a claim, which cost
         // Postgres about as much again as the message itself.
         let handoff = OutboxHandoff(
-            capacity: 8 * outboxConfiguration.maxInFlight, leaseSeconds: max(1, Int(outboxLease)))
+            capacity: 8 * outboxConfiguration.maxInFlight, leaseSeconds: max(1, Int(outboxLease)), circuits: circuits)
         pipeline.batcher = RecordBatcher(pool: database.pool, handoff: handoff, now: now)
         pipeline.tally = verifications
         pipeline.orders = OrderRepository(pool: database.pool)
@@ -254,7 +257,7 @@ public final class Service: Sendable {
             externalPurchaseReports: externalPurchaseReports.reporters.isEmpty ? nil : externalPurchaseReports,
             signingSecret: { [directory] clientID in
                 try await directory.entry(for: clientID).map { ($0.client, $0.secret) }
-            }, handoff: handoff, now: now)
+            }, handoff: handoff, circuits: handoff.circuits, now: now)
         worker.start()
         let polls = StorePollRunner(
             polls: PollRepository(pool: database.pool), clients: repositories.clients, intake: intake, logger: logger,

@@ -49,4 +49,26 @@ import Testing
         #expect(circuits.decide(Self.receiver) == .send, "another client's receiver is not this one")
         #expect(circuits.record(Self.receiver, succeeded: true) == .release)
     }
+
+    /// What the worker must bring in line in the database is named as the circuit stands when it
+    /// asks, whatever order the changes came in: a receiver that opened and closed again before
+    /// the worker got to it is released, not parked; and what the writers see open is the same.
+    @Test func whatIsSettledIsTheCircuitAsItStandsNow() {
+        let circuits = ReceiverCircuits(threshold: 2, probeInterval: 30, parkFor: 60)
+        #expect(circuits.takeUnsettled().isEmpty)
+        circuits.record(Self.receiver, succeeded: false)
+        circuits.record(Self.receiver, succeeded: false)
+        #expect(circuits.parked() == [Self.receiver: 60], "open: new messages are written parked")
+        #expect(circuits.record(Self.receiver, succeeded: true) == .release, "a send begun before it opened answers")
+        #expect(circuits.parked().isEmpty)
+        let settled = circuits.takeUnsettled()
+        #expect(settled.count == 1 && settled[0].receiver == Self.receiver && settled[0].parkFor == nil, "released")
+        #expect(circuits.takeUnsettled().isEmpty, "named once")
+
+        circuits.record(Self.receiver, succeeded: false)
+        circuits.record(Self.receiver, succeeded: false)
+        circuits.markUnsettled(Self.receiver)  // bringing it in line failed: named again
+        let parked = circuits.takeUnsettled()
+        #expect(parked.count == 1 && parked[0].parkFor == 60, "parked")
+    }
 }

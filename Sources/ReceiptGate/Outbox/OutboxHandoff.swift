@@ -24,9 +24,6 @@ final class OutboxHandoff: Sendable {
         var fresh = false
         /// The worker stopped: no more room is granted.
         var closed = false
-        /// Receivers the worker's circuits hold open (`ReceiverCircuits`), with how long what is
-        /// due for them is parked.
-        var openReceivers: [ReceiverCircuits.Receiver: Double] = [:]
 
         /// `removed` messages left: clients with nothing waiting leave the turns.
         mutating func removed(_ removed: Int) {
@@ -43,11 +40,14 @@ final class OutboxHandoff: Sendable {
     let capacity: Int
     /// How long a message written claimed is this process's before any worker may claim it.
     let leaseSeconds: Int
+    /// The worker's circuits: which receivers are open now.
+    let circuits: ReceiverCircuits?
     private let state = Mutex(State())
 
-    init(capacity: Int, leaseSeconds: Int) {
+    init(capacity: Int, leaseSeconds: Int, circuits: ReceiverCircuits? = nil) {
         self.capacity = capacity
         self.leaseSeconds = leaseSeconds
+        self.circuits = circuits
     }
 
     /// Room for up to `count` messages; how many were granted.
@@ -72,14 +72,9 @@ final class OutboxHandoff: Sendable {
     /// Receivers the worker holds open after failures in a row, with how long what is due for
     /// them is parked: a new message for one is written parked, as its aggregate's head, instead
     /// of handed over only to be parked by a statement of its own (one a purchase while sales go
-    /// on); the probe's success makes it due with the rest.
-    func openReceivers() -> [ReceiverCircuits.Receiver: Double] { state.withLock { $0.openReceivers } }
-
-    /// The worker's circuit for `receiver` opened (what is due for it parked for `seconds`) or,
-    /// nil, closed.
-    func receiver(_ receiver: ReceiverCircuits.Receiver, openFor seconds: Double?) {
-        state.withLock { $0.openReceivers[receiver] = seconds }
-    }
+    /// on); the probe's success makes it due with the rest. Read from the circuits themselves, so
+    /// a writer never sees a receiver open that has closed.
+    func openReceivers() -> [ReceiverCircuits.Receiver: Double] { circuits?.parked() ?? [:] }
 
     /// Hands over what a committed transaction wrote claimed (its leases counted from `written`,
     /// taken before the statement that wrote them), and gives back the rest of its reservation

@@ -67,9 +67,7 @@ extension OutboxWorker {
             return
         }
         let failure = await postBatch(events, client: signer.client, secret: signer.secret)
-        await follow(
-            circuits.record(receiver, succeeded: failure == nil, failedBefore: events.contains { $0.attempts > 0 }),
-            for: receiver)
+        circuits.record(receiver, succeeded: failure == nil, failedBefore: events.contains { $0.attempts > 0 })
         if let failure {
             for event in events {
                 do { try await recordFailure(event, failure, final: false) } catch {

@@ -12,7 +12,8 @@ import Synchronization
 /// holds one slot, not a batch), about `perClient` of one client at most and clients served in
 /// turns, so one client's slow or dead receiver leaves slots to everyone else; a receiver that
 /// keeps failing is opened (`ReceiverCircuits`) so it holds no slots while it is down, and new
-/// messages for it are written parked (`OutboxHandoff.openReceivers`) until its probe answers.
+/// messages for it are written parked (`OutboxHandoff.openReceivers`) until its probe answers;
+/// the loop parks and releases what the database holds for it (`settleReceivers`).
 /// A client with `--webhook-batch` gets the webhooks started together several to a POST
 /// (`OutboxSends`); slots still count messages.
 public final class OutboxWorker: Sendable {
@@ -70,7 +71,7 @@ public final class OutboxWorker: Sendable {
         accountTokenSetters: [StoreID: any AccountTokenSetting] = [:],
         externalPurchaseReports: ExternalPurchaseReports? = nil,
         signingSecret: (@Sendable (String) async throws -> (Client, String)?)? = nil,
-        handoff: OutboxHandoff? = nil,
+        handoff: OutboxHandoff? = nil, circuits: ReceiverCircuits? = nil,
         now: @escaping @Sendable () -> Date
     ) {
         self.now = now
@@ -86,9 +87,7 @@ public final class OutboxWorker: Sendable {
         self.configuration = configuration
         self.logger = logger
         delivered = DeliveredBatcher(outbox: outbox, freedAtMost: max(1, configuration.maxInFlight))
-        circuits = ReceiverCircuits(
-            threshold: configuration.circuitThreshold, probeInterval: Self.seconds(configuration.probeInterval),
-            parkFor: Self.seconds(configuration.maxDelay), now: now)
+        self.circuits = circuits ?? ReceiverCircuits(configuration, now: now)
         var http = HTTPClient.Configuration()
         http.retry = .none  // the outbox is the retry mechanism
         http.timeout = configuration.attemptTimeout
@@ -146,6 +145,7 @@ public final class OutboxWorker: Sendable {
             }
             while !Task.isCancelled {
                 await askForProbes()
+                await settleReceivers()
                 // Handed-over messages are already this process's: no statement claims them. Those
                 // of a client at its share wait for its slots; what waited too long for one
                 // (`handedWait`) goes back to the database, where claims serve clients in turns.
@@ -269,6 +269,7 @@ public final class OutboxWorker: Sendable {
             await withTaskGroup(of: Void.self) { group in
                 for event in claimed { group.addTask { await self.deliver(event) } }
             }
+            await settleReceivers()
         }.value
         return claimed.count
     }
@@ -290,20 +291,23 @@ public final class OutboxWorker: Sendable {
             return
         }
         // `final`: the recipient refused it for good; it is kept as failed and not tried again.
-        let (failure, final): (String?, Bool) =
-            switch event.target {
-            case .storeAcknowledgement: (await acknowledge(event), false)
-            case .email: (await sendMail(event), false)
-            case .refundAnswer: (await answerRefundRequest(event), false)
-            case .storeAccountToken: await setAccountToken(event)
-            case .externalPurchaseReport:
+        let (failure, final): (String?, Bool)
+        switch event.target {
+        case .storeAcknowledgement: (failure, final) = (await acknowledge(event), false)
+        case .email: (failure, final) = (await sendMail(event), false)
+        case .refundAnswer: (failure, final) = (await answerRefundRequest(event), false)
+        case .storeAccountToken: (failure, final) = await setAccountToken(event)
+        case .externalPurchaseReport:
+            (failure, final) =
                 await externalPurchaseReports?.send(event.payload)
-                    ?? ("external purchase reports are not sent by this process", false)
-            case .webhook, .refundCallback, .delivery: (await post(event), false)
+                ?? ("external purchase reports are not sent by this process", false)
+        case .webhook, .refundCallback, .delivery:
+            let posted = await post(event)
+            (failure, final) = (posted.failure, false)
+            // Only what the receiver answered (or did not) says whether it is down.
+            if let receiver, posted.reachedReceiver {
+                circuits.record(receiver, succeeded: failure == nil, failedBefore: event.attempts > 0)
             }
-        if let receiver {
-            await follow(
-                circuits.record(receiver, succeeded: failure == nil, failedBefore: event.attempts > 0), for: receiver)
         }
         do {
             if let failure {
@@ -343,41 +347,42 @@ public final class OutboxWorker: Sendable {
     func park(_ events: [OutboxRepository.Claimed], for seconds: Double, receiver: ReceiverCircuits.Receiver) async {
         do {
             try await outbox.park(events, until: seconds)
-            // Closed meanwhile (its probe answered while these were parked): due again now.
-            if !circuits.isOpen(receiver), let target = OutboxTarget(rawValue: receiver.target) {
-                _ = try await outbox.releaseReceiver(clientID: receiver.clientID, target: target)
-            }
         } catch {
             logger.error(
                 "could not park an outbox message", ["event.id": events.first?.eventID ?? "", "error": "\(error)"])
         }
+        // Closed meanwhile (its probe answered while these were parked): they are released with
+        // the rest of what waits for it.
+        if !circuits.isOpen(receiver) { circuits.markUnsettled(receiver) }
     }
 
-    /// Parks what waits for a receiver that just opened, or releases it once the receiver answers.
-    func follow(_ action: ReceiverCircuits.Action?, for receiver: ReceiverCircuits.Receiver) async {
-        guard let action, let target = OutboxTarget(rawValue: receiver.target) else { return }
-        do {
-            // The handoff learns first: from now on new messages for the receiver are written as
-            // the database is about to hold them (parked, or due).
-            switch action {
-            case .parkAll(let seconds):
-                handoff?.receiver(receiver, openFor: seconds)
-                let parked = try await outbox.parkReceiver(
-                    clientID: receiver.clientID, target: target, seconds: seconds)
-                logger.warning(
-                    "receiver keeps failing; its messages wait for a probe to succeed",
-                    ["client.id": receiver.clientID, "target": receiver.target, "parked": String(parked)])
-            case .release:
-                handoff?.receiver(receiver, openFor: nil)
-                let released = try await outbox.releaseReceiver(clientID: receiver.clientID, target: target)
-                logger.info(
-                    "receiver answers again; what waited for it is due now",
-                    ["client.id": receiver.clientID, "target": receiver.target, "released": String(released)])
+    /// Parks what the database holds for each receiver that opened, and makes due what waits for
+    /// each one that closed, as its circuit stands now (`ReceiverCircuits.takeUnsettled`). One at a
+    /// time, from the worker's loop: the last statement for a receiver follows its last change. A
+    /// statement that fails (the database away) is tried again on the next turn: a closed
+    /// receiver's messages are never left parked for want of their release.
+    func settleReceivers() async {
+        for (receiver, parkFor) in circuits.takeUnsettled() {
+            guard let target = OutboxTarget(rawValue: receiver.target) else { continue }
+            do {
+                if let parkFor {
+                    let parked = try await outbox.parkReceiver(
+                        clientID: receiver.clientID, target: target, seconds: parkFor)
+                    logger.warning(
+                        "receiver keeps failing; its messages wait for a probe to succeed",
+                        ["client.id": receiver.clientID, "target": receiver.target, "parked": String(parked)])
+                } else {
+                    let released = try await outbox.releaseReceiver(clientID: receiver.clientID, target: target)
+                    logger.info(
+                        "receiver answers again; what waited for it is due now",
+                        ["client.id": receiver.clientID, "target": receiver.target, "released": String(released)])
+                }
+            } catch {
+                circuits.markUnsettled(receiver)
+                logger.error(
+                    "could not park or release a receiver's messages; tried again on the next turn",
+                    ["client.id": receiver.clientID, "target": receiver.target, "error": "\(error)"])
             }
-        } catch {
-            logger.error(
-                "could not park or release a receiver's messages",
-                ["client.id": receiver.clientID, "error": "\(error)"])
         }
     }
 
@@ -385,18 +390,25 @@ public final class OutboxWorker: Sendable {
         Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 
-    /// Posts to the client's URL for the target, signed like our API. Nil on success, else why not.
-    private func post(_ event: OutboxRepository.Claimed) async -> String? {
-        guard let (client, secret) = try? await signingSecret(event.clientID) else {
-            return "client has no \(event.target.rawValue) URL (or is disabled)"
+    /// Posts to the client's URL for the target, signed like our API: nil on success, else why
+    /// not; and whether it got as far as the receiver. A client directory that cannot be read
+    /// (the database away) says nothing about the game server's receiver, so it opens no circuit.
+    private func post(_ event: OutboxRepository.Claimed) async -> (failure: String?, reachedReceiver: Bool) {
+        let signer: (Client, String)?
+        do { signer = try await signingSecret(event.clientID) } catch {
+            return ("the client could not be read: \(error)", false)
+        }
+        guard let (client, secret) = signer else {
+            return ("client has no \(event.target.rawValue) URL (or is disabled)", true)
         }
         // A client that batches gets every webhook in the batched format, one alone too.
         if event.target == .webhook, client.webhookBatch > 1 {
-            return await postBatch([event], client: client, secret: secret)
+            return (await postBatch([event], client: client, secret: secret), true)
         }
-        return await post(
+        let failure = await post(
             Data(event.payload.utf8), for: event.target, to: client, secret: secret,
             headers: [("X-Event-Id", event.eventID), ("X-Event-Type", event.type)])
+        return (failure, true)
     }
 
     /// Posts `body` to `client`'s URL for `target`, signed like our API (`X-Client-ID`,

@@ -6,7 +6,9 @@ import Synchronization
 /// attempt spent, no sender's slot held for a timeout), and one message at a time probes it every
 /// `probeInterval`. The first success closes it and releases what waited, so a backlog drains as
 /// soon as the receiver answers again instead of at each message's own back-off. A pure rule over
-/// an injected clock; the worker carries out the actions it returns.
+/// an injected clock, and the one place that says whether a receiver is open: the worker parks
+/// and releases what the database holds for a receiver as its circuit stands (`takeUnsettled`),
+/// and the handoff writes a new message for an open one parked (`parked`).
 final class ReceiverCircuits: Sendable {
     struct Receiver: Hashable, Sendable {
         let clientID: String, target: String
@@ -42,6 +44,9 @@ final class ReceiverCircuits: Sendable {
     let parkFor: TimeInterval
     private let now: @Sendable () -> Date
     private let states = Mutex<[Receiver: State]>([:])
+    /// Receivers whose messages in the database are not yet parked or released as their circuit
+    /// now stands: it opened or closed since, or bringing them in line failed.
+    private let unsettled = Mutex<Set<Receiver>>([])
     /// When each receiver's waiting messages were last released for a success of a message that had
     /// failed before (maybe in another process): once a probe interval at most.
     private let released = Mutex<[Receiver: Date]>([:])
@@ -56,6 +61,13 @@ final class ReceiverCircuits: Sendable {
         self.now = now
     }
 
+    /// The circuits of an outbox worker configured so.
+    convenience init(_ configuration: OutboxWorker.Configuration, now: @escaping @Sendable () -> Date) {
+        self.init(
+            threshold: configuration.circuitThreshold, probeInterval: OutboxWorker.seconds(configuration.probeInterval),
+            parkFor: OutboxWorker.seconds(configuration.maxDelay), now: now)
+    }
+
     /// Whether a message claimed for `receiver` is sent.
     func decide(_ receiver: Receiver) -> Decision {
         let moment = now()
@@ -68,10 +80,17 @@ final class ReceiverCircuits: Sendable {
         }
     }
 
-    /// What a send to `receiver` came to; what the worker must do about the receiver's other
-    /// messages. `failedBefore`: the message had failed before, here or in another process, whose
-    /// parked or backed-off messages a success here releases too.
+    /// What a send to `receiver` came to; what must be done about the receiver's other messages,
+    /// which `takeUnsettled` names from now on. `failedBefore`: the message had failed before, here
+    /// or in another process, whose parked or backed-off messages a success here releases too.
+    @discardableResult
     func record(_ receiver: Receiver, succeeded: Bool, failedBefore: Bool = false) -> Action? {
+        let action = transition(receiver, succeeded: succeeded, failedBefore: failedBefore)
+        if action != nil { markUnsettled(receiver) }
+        return action
+    }
+
+    private func transition(_ receiver: Receiver, succeeded: Bool, failedBefore: Bool) -> Action? {
         let moment = now()
         let action: Action? = states.withLock { states in
             var state = states[receiver] ?? State()
@@ -106,6 +125,36 @@ final class ReceiverCircuits: Sendable {
 
     /// Whether `receiver` is open now (its messages are parked, not sent).
     func isOpen(_ receiver: Receiver) -> Bool { states.withLock { $0[receiver]?.nextProbe != nil } }
+
+    /// Open receivers, each with how long what is due for it is parked.
+    func parked() -> [Receiver: Double] {
+        states.withLock { states in
+            var open: [Receiver: Double] = [:]
+            for (receiver, state) in states where state.nextProbe != nil { open[receiver] = parkFor }
+            return open
+        }
+    }
+
+    /// `receiver`'s messages in the database must be brought in line with its circuit again.
+    func markUnsettled(_ receiver: Receiver) {
+        _ = unsettled.withLock { $0.insert(receiver) }
+    }
+
+    /// Receivers to bring in line, each as its circuit stands now: parked for this many seconds
+    /// (open), or nil (closed: what waits is due now). Each is named once for everything that
+    /// happened to it before the call; a change after it names it again, so whoever applies these
+    /// one call at a time leaves the database as the circuit last stood, whatever order the
+    /// changes raced in.
+    func takeUnsettled() -> [(receiver: Receiver, parkFor: Double?)] {
+        let taken = unsettled.withLock { unsettled in
+            defer { unsettled.removeAll() }
+            return unsettled
+        }
+        guard !taken.isEmpty else { return [] }
+        return states.withLock { states in
+            taken.map { ($0, states[$0]?.nextProbe != nil ? parkFor : nil) }
+        }
+    }
 
     /// Open receivers whose probe is due and none is under way nor asked for within a probe
     /// interval: each needs one parked message made due, which the next claim brings as its probe.

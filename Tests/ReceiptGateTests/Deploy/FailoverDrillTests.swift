@@ -44,7 +44,9 @@ import Testing
         #expect(figures["client_cache_listening_again"] as? Bool == true)
         // The outbox workers carried on on the new primary: every webhook owed after the kill came.
         let webhooks = try #require(figures["webhooks_after_failover_delivered"] as? String).split(separator: "/")
-        #expect(webhooks.count == 2 && webhooks[0] == webhooks[1] && webhooks[0] != "0", "\(webhooks)")
+        #expect(
+            webhooks.count == 2 && webhooks[0] == webhooks[1] && webhooks[0] != "0",
+            "\(webhooks); the service's outbox log: \(Self.outboxLog(in: directory))")
         #expect(figures["old_leader_rejoined_seconds"] as? Double != nil)
         // DATABASE_READ_URL: the ledger read API answered from a standby, and /metrics shows its lag.
         #expect(figures["ledger_read_status"] as? Int == 200)
@@ -58,5 +60,13 @@ import Testing
         let during = try #require(figures["entitlement_reads_answered_during_failover"] as? String).split(
             separator: "/")
         #expect(during.count == 2 && (Int(during[0]) ?? 0) > 0, "\(during)")
+    }
+
+    /// What the service logged about its outbox and receivers (drill.sh keeps its log): the last
+    /// lines, for a drill whose webhooks did not all come.
+    static func outboxLog(in directory: String) -> String {
+        let log = (try? String(contentsOfFile: directory + "/service.log", encoding: .utf8)) ?? ""
+        let lines = log.split(separator: "\n").filter { $0.contains("outbox") || $0.contains("receiver") }
+        return lines.suffix(20).joined(separator: "\n")
     }
 }

@@ -1,0 +1,111 @@
+import Foundation
+import OpenSSLCrypto
+import Postgres
+import ReceiptCore
+import TestSupport
+import Testing
+
+@testable import ReceiptGate
+
+/// A receiver's circuit against the database going away: what cannot be read or written while it
+/// is away neither opens a receiver that answers nor leaves a closed one's messages parked.
+@Suite struct ReceiverOutage {
+    /// A client directory that cannot be read (the database failing over) is no failure of the
+    /// game server's receiver: the messages are tried again later, and the receiver stays closed.
+    @Test func aClientDirectoryThatCannotBeReadOpensNoReceiver() async throws {
+        let pool = PostgresPool(.init(connectionString: try await TestDatabase.makeDatabase(prefix: "outage"), size: 2))
+        defer { pool.shutdown() }
+        try await Migrator.migrate(pool, migrations: Schema.migrations)
+        let secrets = SecretBox(masterKey: SecureRandom.bytes(32))
+        let clients = ClientRepository(pool: pool, secrets: secrets)
+        var settings = VerifyHarness.settings(environments: [.sandbox], gameID: 42)
+        settings.webhookURL = "http://127.0.0.1:9/hooks"
+        let client = try await clients.create(settings).client.clientID
+        try await pool.withTransaction { connection in
+            for key in ["a", "b", "c", "d"] {
+                try OutboxRepository.enqueue(
+                    OutboxMessage(
+                        clientID: client, target: .webhook, type: "transaction.verified", aggregateKey: key,
+                        body: Data("{}".utf8)), on: connection)
+            }
+        }
+        var configuration = VerifyHarness.fastOutbox()
+        configuration.circuitThreshold = 2
+        configuration.batchSize = 10
+        let worker = OutboxWorker(
+            outbox: OutboxRepository(pool: pool, secrets: secrets), clients: clients, configuration: configuration,
+            logger: Logger(minimumLevel: .error),
+            signingSecret: { _ in throw PostgresError(.connectionFailed, "the primary is gone") }, now: { Date() })
+
+        #expect(try await worker.deliverDue() == 4)
+        let receiver = ReceiverCircuits.Receiver(clientID: client, target: OutboxTarget.webhook.rawValue)
+        #expect(!worker.circuits.isOpen(receiver), "four failures, none of them the receiver's")
+        let rows = try await pool.query(
+            "SELECT attempts, last_error, next_attempt_at < now() + interval '60 seconds' AS soon FROM outbox")
+        #expect(rows.count == 4)
+        for row in rows {
+            #expect(try row.decode("attempts", as: Int.self) == 1, "tried again after a back-off")
+            #expect(try row.decode("last_error", as: String?.self)?.contains("the client could not be read") == true)
+            #expect(try row.decode("soon", as: Bool.self), "not parked for an open receiver")
+        }
+    }
+
+    /// The database refuses the statement that releases what waited for a receiver once its probe
+    /// answered: the worker tries it again, and what waited is delivered then, not an hour later.
+    @Test func aReleaseTheDatabaseRefusedIsTriedAgain() async throws {
+        let receiver = try WebhookReceiver()  // down: answers 503 at once
+        let offset = LockedBox(0.0)
+        var outbox = VerifyHarness.fastOutbox()
+        outbox.circuitThreshold = 3
+        outbox.probeInterval = .seconds(120)  // no probe until the test's clock says so
+        outbox.maxDelay = .seconds(900)  // what is parked waits this long when nothing releases it
+        let harness = try await VerifyHarness.start(
+            outbox: outbox, webhookURL: receiver.url, now: { Date().addingTimeInterval(offset.get()) })
+        defer {
+            harness.stop()
+            Task.detached { await receiver.server.shutdown() }
+        }
+        receiver.secret.set(harness.client.secret)
+        let first = (0..<3).map { String(2_000_000_000_893_000 + $0) }
+        #expect(try await harness.verifyPurchases(first).allSatisfy { $0 == 200 })
+        try await WebhookDelivery.waitUntil {
+            try await harness.count("outbox WHERE next_attempt_at > now() + interval '600 seconds'") == first.count
+        }
+        let later = (0..<10).map { String(2_000_000_000_894_000 + $0) }
+        #expect(try await harness.verifyPurchases(later).allSatisfy { $0 == 200 })
+        #expect(
+            try await harness.count("outbox WHERE next_attempt_at > now() + interval '600 seconds'")
+                == first.count + later.count, "everything waits for the probe")
+
+        // The first statement that makes several of them due at once (the release; the probe makes
+        // one due) fails, as it would with the database away.
+        try await harness.pool.execute("CREATE SEQUENCE refused_releases")
+        try await harness.pool.execute(
+            """
+            CREATE FUNCTION refuse_first_release() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+              IF (SELECT count(*) FROM released WHERE status = 'pending' AND next_attempt_at <= now()) > 1 THEN
+                IF nextval('refused_releases') = 1 THEN
+                  RAISE EXCEPTION 'the database is away';
+                END IF;
+              END IF;
+              RETURN NULL;
+            END $$
+            """)
+        try await harness.pool.execute(
+            """
+            CREATE TRIGGER refuse_first_release AFTER UPDATE ON outbox REFERENCING NEW TABLE AS released
+              FOR EACH STATEMENT EXECUTE FUNCTION refuse_first_release()
+            """)
+
+        receiver.up.set(true)
+        offset.set(121)
+        try await WebhookDelivery.waitUntil { try await harness.count("outbox WHERE status = 'pending'") == 0 }
+        #expect(
+            try await harness.pool.query("SELECT last_value FROM refused_releases")[0].decode(
+                "last_value", as: Int.self)
+                >= 2, "the release was refused once, then done")
+        let acknowledged = receiver.acknowledged.compactMap(\.transactionID)
+        #expect(acknowledged.sorted() == (first + later).sorted(), "every purchase's webhook once")
+    }
+}
