@@ -58,6 +58,9 @@ public final class OutboxWorker: Sendable {
     let delivered: DeliveredBatcher
     /// What this process's verifications wrote already claimed, sent without a claim.
     let handoff: OutboxHandoff?
+    /// After a statement of `settleReceivers` failed, not before this: the database is not asked
+    /// again on every turn of the loop while it is away.
+    private let settleAgainAt = Mutex<Date?>(nil)
     /// The client and the secret its messages are signed with; nil for an unknown or disabled one.
     let signingSecret: @Sendable (String) async throws -> (Client, String)?
     /// The service's clock: when a message is given up on, and the timestamp it is signed with.
@@ -359,9 +362,15 @@ public final class OutboxWorker: Sendable {
     /// Parks what the database holds for each receiver that opened, and makes due what waits for
     /// each one that closed, as its circuit stands now (`ReceiverCircuits.takeUnsettled`). One at a
     /// time, from the worker's loop: the last statement for a receiver follows its last change. A
-    /// statement that fails (the database away) is tried again on the next turn: a closed
-    /// receiver's messages are never left parked for want of their release.
+    /// statement that fails (the database away) is tried again once the poll interval has passed:
+    /// a closed receiver's messages are never left parked for want of their release.
     func settleReceivers() async {
+        if let retryAt = settleAgainAt.withLock({ $0 }), now() < retryAt { return }
+        var failed = false
+        defer {
+            let retryAt = failed ? now().addingTimeInterval(Self.seconds(configuration.pollInterval)) : nil
+            settleAgainAt.withLock { $0 = retryAt }
+        }
         for (receiver, parkFor) in circuits.takeUnsettled() {
             guard let target = OutboxTarget(rawValue: receiver.target) else { continue }
             do {
@@ -379,8 +388,9 @@ public final class OutboxWorker: Sendable {
                 }
             } catch {
                 circuits.markUnsettled(receiver)
+                failed = true
                 logger.error(
-                    "could not park or release a receiver's messages; tried again on the next turn",
+                    "could not park or release a receiver's messages; tried again shortly",
                     ["client.id": receiver.clientID, "target": receiver.target, "error": "\(error)"])
             }
         }
