@@ -257,7 +257,7 @@ public final class Service: Sendable {
             externalPurchaseReports: externalPurchaseReports.reporters.isEmpty ? nil : externalPurchaseReports,
             signingSecret: { [directory] clientID in
                 try await directory.entry(for: clientID).map { ($0.client, $0.secret) }
-            }, handoff: handoff, circuits: handoff.circuits, now: now)
+            }, handoff: handoff, now: now)
         worker.start()
         let polls = StorePollRunner(
             polls: PollRepository(pool: database.pool), clients: repositories.clients, intake: intake, logger: logger,

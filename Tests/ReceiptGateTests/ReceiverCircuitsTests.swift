@@ -67,8 +67,45 @@ import Testing
 
         circuits.record(Self.receiver, succeeded: false)
         circuits.record(Self.receiver, succeeded: false)
-        circuits.markUnsettled(Self.receiver)  // bringing it in line failed: named again
         let parked = circuits.takeUnsettled()
         #expect(parked.count == 1 && parked[0].parkFor == 60, "parked")
+        circuits.markUnsettled(Self.receiver)  // parking it failed: named again, as it stands
+        circuits.record(Self.receiver, succeeded: true)
+        let released = circuits.takeUnsettled()
+        #expect(released.count == 1 && released[0].parkFor == nil, "closed meanwhile: released")
+    }
+
+    /// A probe that never reached its receiver (its client could not be read) counts for nothing,
+    /// and another probe goes an interval later: the receiver is not left open with no probe.
+    @Test func aProbeThatNeverReachedItsReceiverIsFollowedByAnother() {
+        let clock = LockedBox(Date(timeIntervalSince1970: 1_800_000_000))
+        let circuits = ReceiverCircuits(threshold: 1, probeInterval: 30, parkFor: 3600, now: { clock.get() })
+        circuits.record(Self.receiver, succeeded: false)
+        clock.update { $0 += 31 }
+        #expect(circuits.probesDue() == [Self.receiver])
+        #expect(circuits.decide(Self.receiver) == .send, "the probe goes")
+        circuits.unanswered(Self.receiver)
+        #expect(circuits.isOpen(Self.receiver), "nothing learned: still open")
+        #expect(circuits.decide(Self.receiver) == .park(seconds: 3600), "no probe before the next interval")
+        clock.update { $0 += 31 }
+        #expect(circuits.probesDue() == [Self.receiver], "asked for again")
+        #expect(circuits.decide(Self.receiver) == .send, "and it goes")
+    }
+
+    /// A writer that wrote messages parked for a receiver that closed before its commit has the
+    /// receiver's release run again: the release of the close may have missed those rows.
+    @Test func messagesWrittenParkedAfterACloseAreReleasedAgain() {
+        let circuits = ReceiverCircuits(threshold: 1, probeInterval: 30, parkFor: 60)
+        let handoff = OutboxHandoff(capacity: 4, leaseSeconds: 60, circuits: circuits)
+        circuits.record(Self.receiver, succeeded: false)
+        #expect(handoff.openReceivers() == [Self.receiver: 60], "a writer sees it open")
+        _ = circuits.takeUnsettled()
+        handoff.wroteParked(for: [Self.receiver])
+        #expect(circuits.takeUnsettled().isEmpty, "still open: nothing to release")
+        circuits.record(Self.receiver, succeeded: true)
+        _ = circuits.takeUnsettled()  // the close's release ran, before the writer committed
+        handoff.wroteParked(for: [Self.receiver])
+        let again = circuits.takeUnsettled()
+        #expect(again.count == 1 && again[0].parkFor == nil, "released again")
     }
 }

@@ -32,6 +32,7 @@ import Testing
         var configuration = VerifyHarness.fastOutbox()
         configuration.circuitThreshold = 2
         configuration.batchSize = 10
+        configuration.maxDelay = .seconds(3600)  // an open receiver's messages would be parked this long
         let worker = OutboxWorker(
             outbox: OutboxRepository(pool: pool, secrets: secrets), clients: clients, configuration: configuration,
             logger: Logger(minimumLevel: .error),
@@ -77,14 +78,15 @@ import Testing
             try await harness.count("outbox WHERE next_attempt_at > now() + interval '600 seconds'")
                 == first.count + later.count, "everything waits for the probe")
 
-        // The first statement that makes several of them due at once (the release; the probe makes
-        // one due) fails, as it would with the database away.
+        // The first statement that makes several parked messages due at once (the release; the
+        // probe makes one due) fails, as it would with the database away.
         try await harness.pool.execute("CREATE SEQUENCE refused_releases")
         try await harness.pool.execute(
             """
             CREATE FUNCTION refuse_first_release() RETURNS trigger LANGUAGE plpgsql AS $$
             BEGIN
-              IF (SELECT count(*) FROM released WHERE status = 'pending' AND next_attempt_at <= now()) > 1 THEN
+              IF (SELECT count(*) FROM parked p JOIN released r USING (id)
+                  WHERE p.next_attempt_at > now() + interval '600 seconds' AND r.next_attempt_at <= now()) > 1 THEN
                 IF nextval('refused_releases') = 1 THEN
                   RAISE EXCEPTION 'the database is away';
                 END IF;
@@ -94,7 +96,7 @@ import Testing
             """)
         try await harness.pool.execute(
             """
-            CREATE TRIGGER refuse_first_release AFTER UPDATE ON outbox REFERENCING NEW TABLE AS released
+            CREATE TRIGGER refuse_first_release AFTER UPDATE ON outbox REFERENCING OLD TABLE AS parked NEW TABLE AS released
               FOR EACH STATEMENT EXECUTE FUNCTION refuse_first_release()
             """)
 

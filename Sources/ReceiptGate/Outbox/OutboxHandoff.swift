@@ -76,6 +76,14 @@ final class OutboxHandoff: Sendable {
     /// a writer never sees a receiver open that has closed.
     func openReceivers() -> [ReceiverCircuits.Receiver: Double] { circuits?.parked() ?? [:] }
 
+    /// A writer's transaction that wrote messages parked for `receivers` ended (committed, or its
+    /// outcome is unknown): each that closed since it read them open has its release run again,
+    /// since the one its close ran may have come before those rows were committed.
+    func wroteParked(for receivers: Set<ReceiverCircuits.Receiver>) {
+        guard let circuits else { return }
+        for receiver in receivers where !circuits.isOpen(receiver) { circuits.markUnsettled(receiver) }
+    }
+
     /// Hands over what a committed transaction wrote claimed (its leases counted from `written`,
     /// taken before the statement that wrote them), and gives back the rest of its reservation
     /// (`reserved`, what it was granted).

@@ -240,13 +240,17 @@ public struct OutboxRepository: Sendable {
     /// delivery marked. (The statements also prepared outside it, the aggregate lock and reseat,
     /// are fenced to index lookups whatever their plan.)
     private func bookkeeping<T: Sendable>(
-        _ body: @escaping @Sendable (PostgresConnection) throws -> T
+        durable: Bool = false, _ body: @escaping @Sendable (PostgresConnection) throws -> T
     ) async throws -> T {
         try await pool.withTransaction { connection in
-            try connection.execute(Self.bookkeepingSettings)
+            try connection.execute(durable ? Self.durableBookkeepingSettings : Self.bookkeepingSettings)
             return try body(connection)
         }
     }
+
+    /// `bookkeepingSettings` for a transaction whose loss in a crash nothing would repair: a
+    /// receiver's messages parked or released (rare, one a change of its circuit) wait for their commit.
+    static let durableBookkeepingSettings: PostgresQuery = "SELECT set_config('enable_seqscan', 'off', true)"
 
     /// What `bookkeeping` sets for its transaction, in one statement.
     static let bookkeepingSettings: PostgresQuery =
@@ -412,7 +416,7 @@ public struct OutboxRepository: Sendable {
             WHERE client_id = \(clientID) AND target = \(target.rawValue) AND status = 'pending' AND is_head
               AND next_attempt_at < now() + make_interval(secs => \(seconds)) AND (lease_until IS NULL OR lease_until < now())
             """
-        return try await bookkeeping { try $0.execute(statement) }
+        return try await bookkeeping(durable: true) { try $0.execute(statement) }
     }
 
     /// The oldest head of `clientID`'s `target` is due now: the probe of its open receiver.
@@ -433,7 +437,7 @@ public struct OutboxRepository: Sendable {
             WHERE client_id = \(clientID) AND target = \(target.rawValue) AND status = 'pending' AND is_head AND next_attempt_at > now()
               AND (lease_until IS NULL OR lease_until < now())
             """
-        return try await bookkeeping { try $0.execute(statement) }
+        return try await bookkeeping(durable: true) { try $0.execute(statement) }
     }
 
     /// An outbox message as an operator sees it.

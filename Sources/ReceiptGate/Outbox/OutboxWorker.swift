@@ -58,9 +58,9 @@ public final class OutboxWorker: Sendable {
     let delivered: DeliveredBatcher
     /// What this process's verifications wrote already claimed, sent without a claim.
     let handoff: OutboxHandoff?
-    /// After a statement of `settleReceivers` failed, not before this: the database is not asked
-    /// again on every turn of the loop while it is away.
-    private let settleAgainAt = Mutex<Date?>(nil)
+    /// When `settleReceivers` may try again after its statements failed, and how many times in a
+    /// row they have: the database is not asked on every turn of the loop while it is away.
+    private let settleRetry = Mutex<(at: Date?, failures: Int)>((nil, 0))
     /// The client and the secret its messages are signed with; nil for an unknown or disabled one.
     let signingSecret: @Sendable (String) async throws -> (Client, String)?
     /// The service's clock: when a message is given up on, and the timestamp it is signed with.
@@ -74,7 +74,7 @@ public final class OutboxWorker: Sendable {
         accountTokenSetters: [StoreID: any AccountTokenSetting] = [:],
         externalPurchaseReports: ExternalPurchaseReports? = nil,
         signingSecret: (@Sendable (String) async throws -> (Client, String)?)? = nil,
-        handoff: OutboxHandoff? = nil, circuits: ReceiverCircuits? = nil,
+        handoff: OutboxHandoff? = nil,
         now: @escaping @Sendable () -> Date
     ) {
         self.now = now
@@ -90,7 +90,8 @@ public final class OutboxWorker: Sendable {
         self.configuration = configuration
         self.logger = logger
         delivered = DeliveredBatcher(outbox: outbox, freedAtMost: max(1, configuration.maxInFlight))
-        self.circuits = circuits ?? ReceiverCircuits(configuration, now: now)
+        // The handoff's circuits when it has them: the writers and the worker see one answer.
+        circuits = handoff?.circuits ?? ReceiverCircuits(configuration, now: now)
         var http = HTTPClient.Configuration()
         http.retry = .none  // the outbox is the retry mechanism
         http.timeout = configuration.attemptTimeout
@@ -147,8 +148,9 @@ public final class OutboxWorker: Sendable {
                 }
             }
             while !Task.isCancelled {
-                await askForProbes()
+                // Parks first: a park tried again must not take back the probe asked for next.
                 await settleReceivers()
+                await askForProbes()
                 // Handed-over messages are already this process's: no statement claims them. Those
                 // of a client at its share wait for its slots; what waited too long for one
                 // (`handedWait`) goes back to the database, where claims serve clients in turns.
@@ -245,6 +247,9 @@ public final class OutboxWorker: Sendable {
     package func stop() async {
         await task.cancelAndWait()
         await delivered.settled()
+        // What the last sends changed about their receivers is carried out before the loop's
+        // last turn is forgotten: a closed receiver's messages would otherwise wait out `maxDelay`.
+        await Task { await settleReceivers(waiting: false) }.value
         // What was handed and not sent is claimable by any worker at once, not after its lease.
         if let handoff {
             let unsent = handoff.close()
@@ -308,8 +313,12 @@ public final class OutboxWorker: Sendable {
             let posted = await post(event)
             (failure, final) = (posted.failure, false)
             // Only what the receiver answered (or did not) says whether it is down.
-            if let receiver, posted.reachedReceiver {
-                circuits.record(receiver, succeeded: failure == nil, failedBefore: event.attempts > 0)
+            if let receiver {
+                if posted.reachedReceiver {
+                    circuits.record(receiver, succeeded: failure == nil, failedBefore: event.attempts > 0)
+                } else {
+                    circuits.unanswered(receiver)
+                }
             }
         }
         do {
@@ -362,16 +371,14 @@ public final class OutboxWorker: Sendable {
     /// Parks what the database holds for each receiver that opened, and makes due what waits for
     /// each one that closed, as its circuit stands now (`ReceiverCircuits.takeUnsettled`). One at a
     /// time, from the worker's loop: the last statement for a receiver follows its last change. A
-    /// statement that fails (the database away) is tried again once the poll interval has passed:
-    /// a closed receiver's messages are never left parked for want of their release.
-    func settleReceivers() async {
-        if let retryAt = settleAgainAt.withLock({ $0 }), now() < retryAt { return }
-        var failed = false
-        defer {
-            let retryAt = failed ? now().addingTimeInterval(Self.seconds(configuration.pollInterval)) : nil
-            settleAgainAt.withLock { $0 = retryAt }
-        }
-        for (receiver, parkFor) in circuits.takeUnsettled() {
+    /// statement that fails (the database away) is tried again after a pause that doubles with
+    /// each failure in a row, up to the probe interval (none when `waiting` is false: a stopping
+    /// worker's last try), so a closed receiver's messages are not left parked for want of their
+    /// release, and an outage costs a log line, not one a turn.
+    func settleReceivers(waiting: Bool = true) async {
+        if waiting, let retryAt = settleRetry.withLock({ $0.at }), now() < retryAt { return }
+        var unsettled = circuits.takeUnsettled()[...]
+        while let (receiver, parkFor) = unsettled.popFirst() {
             guard let target = OutboxTarget(rawValue: receiver.target) else { continue }
             do {
                 if let parkFor {
@@ -387,12 +394,31 @@ public final class OutboxWorker: Sendable {
                         ["client.id": receiver.clientID, "target": receiver.target, "released": String(released)])
                 }
             } catch {
+                // The database is away: the rest are not tried now either.
                 circuits.markUnsettled(receiver)
-                failed = true
-                logger.error(
-                    "could not park or release a receiver's messages; tried again shortly",
-                    ["client.id": receiver.clientID, "target": receiver.target, "error": "\(error)"])
+                for (rest, _) in unsettled { circuits.markUnsettled(rest) }
+                let poll = Self.seconds(configuration.pollInterval)
+                let failures = settleRetry.withLock { retry in
+                    retry.failures += 1
+                    let pause = min(
+                        poll * pow(2, Double(min(retry.failures - 1, 20))), max(poll, circuits.probeInterval))
+                    retry.at = now().addingTimeInterval(pause)
+                    return retry.failures
+                }
+                if failures == 1 {
+                    logger.error(
+                        "could not park or release a receiver's messages; tried again until it can",
+                        ["client.id": receiver.clientID, "target": receiver.target, "error": "\(error)"])
+                }
+                return
             }
+        }
+        let failed = settleRetry.withLock { retry in
+            defer { retry = (nil, 0) }
+            return retry.failures
+        }
+        if failed > 0 {
+            logger.warning("receivers' messages parked and released again", ["failures": String(failed)])
         }
     }
 

@@ -123,6 +123,18 @@ final class ReceiverCircuits: Sendable {
         }
     }
 
+    /// A send to `receiver` never reached it (its client could not be read): says nothing about
+    /// the receiver, but if it was the probe, another goes a probe interval later.
+    func unanswered(_ receiver: Receiver) {
+        let moment = now()
+        states.withLock { states in
+            guard var state = states[receiver], state.probing else { return }
+            state.probing = false
+            state.nextProbe = moment.addingTimeInterval(probeInterval)
+            states[receiver] = state
+        }
+    }
+
     /// Whether `receiver` is open now (its messages are parked, not sent).
     func isOpen(_ receiver: Receiver) -> Bool { states.withLock { $0[receiver]?.nextProbe != nil } }
 

@@ -159,6 +159,8 @@ final class RecordBatcher: Sendable {
         var reserved = 0
         // Leases written in this transaction count from its start (`now()`): so does their wait.
         let written = ContinuousClock.now
+        // Receivers this transaction writes messages parked for (they were open when it looked).
+        var parkedFor: Set<ReceiverCircuits.Receiver> = []
         do {
             // One transaction holding each claim's catalog scope shared (`CatalogScopeLock`), taken
             // before the statement that checks the clients' versions, so that statement sees any
@@ -205,9 +207,14 @@ final class RecordBatcher: Sendable {
                 let wanted = zip(messages, heads).filter(\.1).map { OutboxHeads.Aggregate($0.0.message) }
                 let held = try OutboxHeads.tryLock(wanted, on: connection)
                 let claims = zip(messages, heads).map { $1 && held.contains(OutboxHeads.Aggregate($0.message)) }
+                parkedFor = Set(
+                    zip(messages, parks).filter { $1 > 0 }.map {
+                        ReceiverCircuits.Receiver(clientID: $0.0.message.clientID, target: $0.0.message.target.rawValue)
+                    })
                 let claimed = try OutboxRepository.insert(
                     messages, claiming: claims, parkedFor: parks, lease: handoff.leaseSeconds, on: connection)
                 try connection.execute("COMMIT")
+                handoff.wroteParked(for: parkedFor)
                 handoff.hand(claimed, reserved: reserved, written: written)
                 reserved = 0
             } else {
@@ -216,6 +223,7 @@ final class RecordBatcher: Sendable {
             }
         } catch let error as PostgresError where error.code == .connectionFailed {
             handoff?.hand([], reserved: reserved)
+            handoff?.wroteParked(for: parkedFor)
             // The connection failed: whether it committed is unknown, so say so rather than retry.
             batch.forEach { $0.continuation.resume(throwing: error) }
             return false
