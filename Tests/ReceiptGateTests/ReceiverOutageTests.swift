@@ -10,45 +10,94 @@ import Testing
 /// A receiver's circuit against the database going away: what cannot be read or written while it
 /// is away neither opens a receiver that answers nor leaves a closed one's messages parked.
 @Suite struct ReceiverOutage {
+    /// A worker of its own (not started) on a fresh database, whose client directory always
+    /// fails as while the database fails over, and four webhooks due for its client.
+    struct Bare {
+        let pool: PostgresPool
+        let worker: OutboxWorker
+        let receiver: ReceiverCircuits.Receiver
+        let clock = LockedBox(Date())
+
+        init() async throws {
+            pool = PostgresPool(.init(connectionString: try await TestDatabase.makeDatabase(prefix: "outage"), size: 2))
+            try await Migrator.migrate(pool, migrations: Schema.migrations)
+            let secrets = SecretBox(masterKey: SecureRandom.bytes(32))
+            let clients = ClientRepository(pool: pool, secrets: secrets)
+            var settings = VerifyHarness.settings(environments: [.sandbox], gameID: 42)
+            settings.webhookURL = "http://127.0.0.1:9/hooks"
+            let client = try await clients.create(settings).client.clientID
+            try await pool.withTransaction { connection in
+                for key in ["a", "b", "c", "d"] {
+                    try OutboxRepository.enqueue(
+                        OutboxMessage(
+                            clientID: client, target: .webhook, type: "transaction.verified", aggregateKey: key,
+                            body: Data("{}".utf8)), on: connection)
+                }
+            }
+            var configuration = VerifyHarness.fastOutbox()
+            configuration.circuitThreshold = 2
+            configuration.batchSize = 10
+            configuration.probeInterval = .seconds(30)
+            configuration.maxDelay = .seconds(3600)  // an open receiver's messages would be parked this long
+            let clock = clock
+            worker = OutboxWorker(
+                outbox: OutboxRepository(pool: pool, secrets: secrets), clients: clients, configuration: configuration,
+                logger: Logger(minimumLevel: .error),
+                signingSecret: { _ in throw PostgresError(.connectionFailed, "the primary is gone") },
+                now: { clock.get() })
+            receiver = ReceiverCircuits.Receiver(clientID: client, target: OutboxTarget.webhook.rawValue)
+        }
+
+        /// Messages parked for an open receiver (due in more than a minute).
+        func parked() async throws -> Int {
+            try await pool.query(
+                "SELECT count(*)::int AS n FROM outbox WHERE next_attempt_at > now() + interval '60 seconds'")[0]
+                .decode("n", as: Int.self)
+        }
+    }
+
     /// A client directory that cannot be read (the database failing over) is no failure of the
     /// game server's receiver: the messages are tried again later, and the receiver stays closed.
     @Test func aClientDirectoryThatCannotBeReadOpensNoReceiver() async throws {
-        let pool = PostgresPool(.init(connectionString: try await TestDatabase.makeDatabase(prefix: "outage"), size: 2))
-        defer { pool.shutdown() }
-        try await Migrator.migrate(pool, migrations: Schema.migrations)
-        let secrets = SecretBox(masterKey: SecureRandom.bytes(32))
-        let clients = ClientRepository(pool: pool, secrets: secrets)
-        var settings = VerifyHarness.settings(environments: [.sandbox], gameID: 42)
-        settings.webhookURL = "http://127.0.0.1:9/hooks"
-        let client = try await clients.create(settings).client.clientID
-        try await pool.withTransaction { connection in
-            for key in ["a", "b", "c", "d"] {
-                try OutboxRepository.enqueue(
-                    OutboxMessage(
-                        clientID: client, target: .webhook, type: "transaction.verified", aggregateKey: key,
-                        body: Data("{}".utf8)), on: connection)
-            }
-        }
-        var configuration = VerifyHarness.fastOutbox()
-        configuration.circuitThreshold = 2
-        configuration.batchSize = 10
-        configuration.maxDelay = .seconds(3600)  // an open receiver's messages would be parked this long
-        let worker = OutboxWorker(
-            outbox: OutboxRepository(pool: pool, secrets: secrets), clients: clients, configuration: configuration,
-            logger: Logger(minimumLevel: .error),
-            signingSecret: { _ in throw PostgresError(.connectionFailed, "the primary is gone") }, now: { Date() })
-
-        #expect(try await worker.deliverDue() == 4)
-        let receiver = ReceiverCircuits.Receiver(clientID: client, target: OutboxTarget.webhook.rawValue)
-        #expect(!worker.circuits.isOpen(receiver), "four failures, none of them the receiver's")
-        let rows = try await pool.query(
-            "SELECT attempts, last_error, next_attempt_at < now() + interval '60 seconds' AS soon FROM outbox")
+        let bare = try await Bare()
+        defer { bare.pool.shutdown() }
+        #expect(try await bare.worker.deliverDue() == 4)
+        #expect(!bare.worker.circuits.isOpen(bare.receiver), "four failures, none of them the receiver's")
+        let rows = try await bare.pool.query("SELECT attempts, last_error FROM outbox")
         #expect(rows.count == 4)
         for row in rows {
             #expect(try row.decode("attempts", as: Int.self) == 1, "tried again after a back-off")
             #expect(try row.decode("last_error", as: String?.self)?.contains("the client could not be read") == true)
-            #expect(try row.decode("soon", as: Bool.self), "not parked for an open receiver")
         }
+        #expect(try await bare.parked() == 0, "not parked for an open receiver")
+    }
+
+    /// An open receiver's probe whose client cannot be read learns nothing: another probe is asked
+    /// for an interval later, instead of the receiver staying open with no probe ever again.
+    @Test func aProbeWhoseClientCannotBeReadIsFollowedByAnother() async throws {
+        let bare = try await Bare()
+        defer { bare.pool.shutdown() }
+        bare.worker.circuits.record(bare.receiver, succeeded: false)
+        bare.worker.circuits.record(bare.receiver, succeeded: false)
+        bare.clock.update { $0 += 31 }
+        #expect(bare.worker.circuits.probesDue() == [bare.receiver])
+        #expect(try await bare.worker.deliverDue() == 4, "one goes as the probe, the others are parked")
+        #expect(try await bare.parked() == 4, "all of them parked for the open receiver")
+        bare.clock.update { $0 += 31 }
+        #expect(bare.worker.circuits.probesDue() == [bare.receiver], "the next probe is asked for")
+    }
+
+    /// A receiver that opened just before the worker stopped has its messages parked by the stop
+    /// itself: the loop that would have parked them is gone.
+    @Test func aStoppingWorkerCarriesOutWhatItsCircuitsChanged() async throws {
+        let bare = try await Bare()
+        defer { bare.pool.shutdown() }
+        try await bare.worker.outbox.placeNew()  // each its aggregate's head, as the loop would have made it
+        bare.worker.circuits.record(bare.receiver, succeeded: false)
+        bare.worker.circuits.record(bare.receiver, succeeded: false)
+        #expect(try await bare.parked() == 0)
+        await bare.worker.stop()
+        #expect(try await bare.parked() == 4)
     }
 
     /// The database refuses the statement that releases what waited for a receiver once its probe

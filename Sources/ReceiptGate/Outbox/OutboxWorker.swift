@@ -1,5 +1,6 @@
 import Foundation
 import HTTPClient
+import Postgres
 import ReceiptCore
 import Synchronization
 
@@ -371,13 +372,16 @@ public final class OutboxWorker: Sendable {
     /// Parks what the database holds for each receiver that opened, and makes due what waits for
     /// each one that closed, as its circuit stands now (`ReceiverCircuits.takeUnsettled`). One at a
     /// time, from the worker's loop: the last statement for a receiver follows its last change. A
-    /// statement that fails (the database away) is tried again after a pause that doubles with
-    /// each failure in a row, up to the probe interval (none when `waiting` is false: a stopping
-    /// worker's last try), so a closed receiver's messages are not left parked for want of their
-    /// release, and an outage costs a log line, not one a turn.
+    /// statement that fails is tried again after a pause that doubles with each pass in a row
+    /// that had a failure, from the poll interval up to the probe interval (none when `waiting` is
+    /// false: a stopping worker's last try), so a closed receiver's messages are not left parked
+    /// for want of their release, and an outage costs a log line, not one a turn. A pass stops at
+    /// a failure that says the database is away (`PostgresError.isRetryable`); any other (one
+    /// receiver's statement timing out) leaves the rest of the pass to go on.
     func settleReceivers(waiting: Bool = true) async {
         if waiting, let retryAt = settleRetry.withLock({ $0.at }), now() < retryAt { return }
         var unsettled = circuits.takeUnsettled()[...]
+        var firstFailure: (receiver: ReceiverCircuits.Receiver, error: any Error)?
         while let (receiver, parkFor) = unsettled.popFirst() {
             guard let target = OutboxTarget(rawValue: receiver.target) else { continue }
             do {
@@ -394,24 +398,29 @@ public final class OutboxWorker: Sendable {
                         ["client.id": receiver.clientID, "target": receiver.target, "released": String(released)])
                 }
             } catch {
-                // The database is away: the rest are not tried now either.
                 circuits.markUnsettled(receiver)
-                for (rest, _) in unsettled { circuits.markUnsettled(rest) }
-                let poll = Self.seconds(configuration.pollInterval)
-                let failures = settleRetry.withLock { retry in
-                    retry.failures += 1
-                    let pause = min(
-                        poll * pow(2, Double(min(retry.failures - 1, 20))), max(poll, circuits.probeInterval))
-                    retry.at = now().addingTimeInterval(pause)
-                    return retry.failures
+                if firstFailure == nil { firstFailure = (receiver, error) }
+                // The database is away: the rest are not tried now either.
+                if (error as? PostgresError)?.isRetryable == true {
+                    for (rest, _) in unsettled { circuits.markUnsettled(rest) }
+                    break
                 }
-                if failures == 1 {
-                    logger.error(
-                        "could not park or release a receiver's messages; tried again until it can",
-                        ["client.id": receiver.clientID, "target": receiver.target, "error": "\(error)"])
-                }
-                return
             }
+        }
+        if let (receiver, error) = firstFailure {
+            let poll = Self.seconds(configuration.pollInterval)
+            let failures = settleRetry.withLock { retry in
+                retry.failures += 1
+                let pause = min(poll * pow(2, Double(min(retry.failures - 1, 20))), max(poll, circuits.probeInterval))
+                retry.at = now().addingTimeInterval(pause)
+                return retry.failures
+            }
+            if failures == 1 {
+                logger.error(
+                    "could not park or release a receiver's messages; tried again until it can",
+                    ["client.id": receiver.clientID, "target": receiver.target, "error": "\(error)"])
+            }
+            return
         }
         let failed = settleRetry.withLock { retry in
             defer { retry = (nil, 0) }

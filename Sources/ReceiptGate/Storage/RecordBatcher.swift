@@ -208,8 +208,9 @@ final class RecordBatcher: Sendable {
                 let held = try OutboxHeads.tryLock(wanted, on: connection)
                 let claims = zip(messages, heads).map { $1 && held.contains(OutboxHeads.Aggregate($0.message)) }
                 parkedFor = Set(
-                    zip(messages, parks).filter { $1 > 0 }.map {
-                        ReceiverCircuits.Receiver(clientID: $0.0.message.clientID, target: $0.0.message.target.rawValue)
+                    messages.indices.filter { parks[$0] > 0 && claims[$0] }.map {
+                        let message = messages[$0].message
+                        return ReceiverCircuits.Receiver(clientID: message.clientID, target: message.target.rawValue)
                     })
                 let claimed = try OutboxRepository.insert(
                     messages, claiming: claims, parkedFor: parks, lease: handoff.leaseSeconds, on: connection)
