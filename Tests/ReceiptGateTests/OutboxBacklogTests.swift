@@ -49,6 +49,34 @@ final class HangingReceiver: Sendable {
     var url: String { "http://127.0.0.1:\(server.port)/hooks" }
 }
 
+/// A service whose client's receiver answers 503 until a test brings it up, with three failures
+/// opening it and no probe until the test moves the service's clock (`offset`) two minutes on.
+struct ReceiverDownAtFirst {
+    let harness: VerifyHarness
+    let receiver: WebhookReceiver
+    let offset: LockedBox<Double>
+
+    /// `maxDelay`: how long what is parked waits when nothing releases it.
+    static func start(maxDelay: Duration) async throws -> ReceiverDownAtFirst {
+        let receiver = try WebhookReceiver()  // down: answers 503 at once
+        let offset = LockedBox(0.0)
+        var outbox = VerifyHarness.fastOutbox()
+        outbox.circuitThreshold = 3
+        outbox.probeInterval = .seconds(120)  // no probe until the test's clock says so
+        outbox.maxDelay = maxDelay
+        let harness = try await VerifyHarness.start(
+            outbox: outbox, webhookURL: receiver.url, now: { Date().addingTimeInterval(offset.get()) })
+        receiver.secret.set(harness.client.secret)
+        return ReceiverDownAtFirst(harness: harness, receiver: receiver, offset: offset)
+    }
+
+    func stop() {
+        harness.stop()
+        let receiver = receiver
+        Task.detached { await receiver.server.shutdown() }
+    }
+}
+
 /// A receiver down under steady sales, then back: every message is delivered once, in order per
 /// purchase, and the backlog drains; meanwhile another client's deliveries go on.
 @Suite struct OutboxBacklog {
@@ -132,19 +160,9 @@ final class HangingReceiver: Sendable {
     /// parked (not handed over only to be parked one by one, a statement each); its probe's success
     /// releases them, and every one is delivered once.
     @Test func anOpenReceiversNewMessagesAreWrittenParkedUntilItsProbeAnswers() async throws {
-        let receiver = try WebhookReceiver()  // down: answers 503 at once
-        let offset = LockedBox(0.0)
-        var outbox = VerifyHarness.fastOutbox()
-        outbox.circuitThreshold = 3
-        outbox.probeInterval = .seconds(120)  // no probe until the test's clock says so
-        outbox.maxDelay = .seconds(120)
-        let harness = try await VerifyHarness.start(
-            outbox: outbox, webhookURL: receiver.url, now: { Date().addingTimeInterval(offset.get()) })
-        defer {
-            harness.stop()
-            Task.detached { await receiver.server.shutdown() }
-        }
-        receiver.secret.set(harness.client.secret)
+        let held = try await ReceiverDownAtFirst.start(maxDelay: .seconds(120))
+        defer { held.stop() }
+        let (harness, receiver, offset) = (held.harness, held.receiver, held.offset)
         let first = (0..<3).map { String(2_000_000_000_890_000 + $0) }
         #expect(try await harness.verifyPurchases(first).allSatisfy { $0 == 200 })
         // Three failures open it: what is due for it then is parked until a probe answers.

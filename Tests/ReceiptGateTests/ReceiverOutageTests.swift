@@ -103,19 +103,9 @@ import Testing
     /// The database refuses the statement that releases what waited for a receiver once its probe
     /// answered: the worker tries it again, and what waited is delivered then, not an hour later.
     @Test func aReleaseTheDatabaseRefusedIsTriedAgain() async throws {
-        let receiver = try WebhookReceiver()  // down: answers 503 at once
-        let offset = LockedBox(0.0)
-        var outbox = VerifyHarness.fastOutbox()
-        outbox.circuitThreshold = 3
-        outbox.probeInterval = .seconds(120)  // no probe until the test's clock says so
-        outbox.maxDelay = .seconds(900)  // what is parked waits this long when nothing releases it
-        let harness = try await VerifyHarness.start(
-            outbox: outbox, webhookURL: receiver.url, now: { Date().addingTimeInterval(offset.get()) })
-        defer {
-            harness.stop()
-            Task.detached { await receiver.server.shutdown() }
-        }
-        receiver.secret.set(harness.client.secret)
+        let held = try await ReceiverDownAtFirst.start(maxDelay: .seconds(900))
+        defer { held.stop() }
+        let (harness, receiver, offset) = (held.harness, held.receiver, held.offset)
         let first = (0..<3).map { String(2_000_000_000_893_000 + $0) }
         #expect(try await harness.verifyPurchases(first).allSatisfy { $0 == 200 })
         try await WebhookDelivery.waitUntil {
