@@ -95,7 +95,13 @@ def pending(stack, up_to=None):
     """Messages waiting; `up_to`: only those written up to that outbox id (a run's own, not what
     other work writes after it)."""
     below = f" AND id <= {up_to}" if up_to is not None else ""
-    return int(stack.psql(f"SELECT count(*) FROM outbox WHERE status = 'pending'{below}")[0][0])
+    waiting = int(stack.psql(f"SELECT count(*) FROM outbox WHERE status = 'pending'{below}")[0][0])
+    # Handed messages in flight (written delivered, not yet settled by their sender) wait too.
+    if stack.psql("SELECT to_regclass('outbox_handed') IS NOT NULL")[0][0] == "t":
+        waiting += int(stack.psql(
+            "SELECT count(*) FROM outbox_handed b JOIN outbox o ON o.id BETWEEN b.first_id AND b.last_id"
+            f" AND o.handed_in = b.first_id WHERE o.status = 'delivered'{below.replace('id', 'o.id')}")[0][0])
+    return waiting
 
 
 def last_id(stack):

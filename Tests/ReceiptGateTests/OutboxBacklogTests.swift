@@ -152,7 +152,7 @@ struct ReceiverDownAtFirst {
                 #expect(types.last == "transaction.refunded", "\(id): \(types)")
             }
         }
-        #expect(try await harness.count("outbox WHERE status = 'delivered'") == expected + otherIDs.count)
+        #expect(try await harness.count("outbox WHERE \(VerifyHarness.sentCondition)") == expected + otherIDs.count)
         await harness.service.shutdown()
     }
 

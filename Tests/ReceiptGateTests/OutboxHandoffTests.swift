@@ -18,6 +18,17 @@ import Testing
             target: target)
     }
 
+    /// A message written the ordinary way and claimed from the database (not handed): its
+    /// success is recorded by a delivered mark. E-mail: the harness's own worker sends none.
+    static func claimedFromTheDatabase(
+        _ key: String, _ harness: VerifyHarness, lease: Int = 600
+    ) async throws -> OutboxRepository.Claimed {
+        let message = try Self.message(key, client: harness.client.clientID)
+        try await harness.pool.withTransaction { try OutboxRepository.insert([message], on: $0) }
+        let claimed = try await harness.service.repositories.outbox.claim(targets: [.email], limit: 10, lease: lease)
+        return try #require(claimed.first { $0.aggregateKey == key })
+    }
+
     /// A message as a verification hands it over, of `client`.
     static func claimed(_ id: Int64, client: String) -> OutboxRepository.Claimed {
         OutboxRepository.Claimed(
@@ -131,11 +142,11 @@ import Testing
             // EXPLAIN takes no parameters: the client's id as a literal.
             let client = "'" + clientID.replacingOccurrences(of: "'", with: "''") + "'"
             let insert: PostgresQuery = """
-                EXPLAIN EXECUTE receiptgate_outbox_insert_heads(ARRAY[gen_random_uuid()], ARRAY[\(unescaped: client)],
+                EXPLAIN EXECUTE receiptgate_outbox_insert_handed(ARRAY[gen_random_uuid()], ARRAY[\(unescaped: client)],
                     ARRAY['transaction.verified'], ARRAY['app_store:plan'], ARRAY['{}'], ARRAY['email'], ARRAY[true], ARRAY[0::float8], 60, 60)
                 """
             let reseat: PostgresQuery =
-                "EXPLAIN EXECUTE receiptgate_outbox_reseat(ARRAY[\(unescaped: client)], ARRAY['app_store:plan'])"
+                "EXPLAIN EXECUTE receiptgate_outbox_reseat_behind(ARRAY[\(unescaped: client)], ARRAY['app_store:plan'])"
             return try [insert, reseat].map { statement in
                 try connection.query(statement).map { try $0.decode("QUERY PLAN", as: String.self) }
                     .joined(separator: "\n")
@@ -147,8 +158,10 @@ import Testing
             }
             #expect(plan.contains("Index Cond: ((client_id = "), "each aggregate by its index: \(plan)")
         }
-        #expect(
-            plans[0].components(separatedBy: "using outbox_aggregate").count == 2, "one lookup a message: \(plans[0])")
+        // One lookup a message for what is pending of its aggregate, one for what is in flight.
+        for index in ["outbox_aggregate on", "outbox_aggregate_key on"] {
+            #expect(plans[0].components(separatedBy: "using \(index)").count == 2, "\(index): \(plans[0])")
+        }
     }
 
     /// The delivered mark's plan, made once per connection in the worker's own transaction while
@@ -180,10 +193,7 @@ import Testing
     @Test func marksStillToBeRecordedAreWaitedForBySettled() async throws {
         let harness = try await VerifyHarness.start()
         defer { harness.stop() }
-        let message = try Self.message("app_store:settle", client: harness.client.clientID)
-        let claimed = try await harness.pool.withTransaction { connection in
-            try OutboxRepository.insert([message], claiming: [true], lease: 600, on: connection)
-        }
+        let claimed = [try await Self.claimedFromTheDatabase("app_store:settle", harness)]
         let batcher = DeliveredBatcher(outbox: harness.service.repositories.outbox)
         let locked = LockedBox(false), release = DispatchSemaphore(value: 0)
         let holder = Task {
@@ -226,10 +236,7 @@ import Testing
     @Test func aMarkWhoseCommitFailedIsRecordedByTheNextTry() async throws {
         let harness = try await VerifyHarness.start()
         defer { harness.stop() }
-        let message = try Self.message("app_store:retried-mark", client: harness.client.clientID)
-        let claimed = try await harness.pool.withTransaction { connection in
-            try OutboxRepository.insert([message], claiming: [true], lease: 600, on: connection)
-        }
+        let claimed = [try await Self.claimedFromTheDatabase("app_store:retried-mark", harness)]
         let outbox = harness.service.repositories.outbox, tries = LockedBox(0)
         let batcher = DeliveredBatcher(outbox: outbox, retryPauses: [.milliseconds(10), .milliseconds(10)]) { events in
             guard
@@ -255,10 +262,7 @@ import Testing
     @Test func aMarkThatKeepsFailingIsGivenUpAndItsMessageStaysPending() async throws {
         let harness = try await VerifyHarness.start()
         defer { harness.stop() }
-        let message = try Self.message("app_store:unrecorded-mark", client: harness.client.clientID)
-        let claimed = try await harness.pool.withTransaction { connection in
-            try OutboxRepository.insert([message], claiming: [true], lease: 600, on: connection)
-        }
+        let claimed = [try await Self.claimedFromTheDatabase("app_store:unrecorded-mark", harness)]
         let tries = LockedBox(0)
         let batcher = DeliveredBatcher(
             outbox: harness.service.repositories.outbox, retryPauses: [.milliseconds(10), .milliseconds(10)]
@@ -284,7 +288,9 @@ import Testing
         #expect(tries.get() == 4)
     }
 
-    @Test func aMessageIsWrittenClaimedOnlyWhenNothingOfItsAggregateIsPending() async throws {
+    /// A message is handed (written delivered, in flight, sent from memory) only when nothing of
+    /// its aggregate is pending or in flight; the rest wait behind.
+    @Test func aMessageIsHandedOnlyWhenNothingOfItsAggregateIsPendingOrInFlight() async throws {
         let harness = try await VerifyHarness.start()
         defer { harness.stop() }
         let clientID = harness.client.clientID
@@ -313,10 +319,32 @@ import Testing
         #expect(seen.count == 3)
         #expect(seen.dropFirst().first == "app_store:1 head=false leased=false")
         #expect(seen.first?.hasSuffix("leased=false") == true)
-        #expect(seen.last == "app_store:2 head=true leased=true")
-        // Under its lease it is the writer's: no claim takes it.
-        let others = try await harness.service.repositories.outbox.claim(targets: [.email], limit: 10, lease: 60)
+        #expect(seen.last == "app_store:2 head=false leased=true")
+        #expect(
+            try await harness.count("outbox WHERE aggregate_key = 'app_store:2' AND \(OutboxRepository.inFlight)") == 1,
+            "written delivered, in flight")
+        // In flight it is the writer's: no claim takes it.
+        let outbox = harness.service.repositories.outbox
+        let others = try await outbox.claim(targets: [.email], limit: 10, lease: 60)
         #expect(!others.contains { $0.aggregateKey == "app_store:2" })
+        // A later message of aggregate 2 is not handed while the first is in flight, and is not
+        // placed (no head, nothing claimable) until its writer settles it.
+        let later = try await harness.pool.withTransaction { connection in
+            try OutboxRepository.insert(
+                [try Self.message("app_store:2", client: clientID)], claiming: [true], lease: 60, on: connection)
+        }
+        #expect(later.isEmpty)
+        _ = try await outbox.placeNew()
+        #expect(
+            try await outbox.claim(targets: [.email], limit: 10, lease: 60).allSatisfy {
+                $0.aggregateKey != "app_store:2"
+            })
+        #expect(
+            try await harness.count("outbox WHERE aggregate_key = 'app_store:2' AND status = 'pending' AND NOT placed")
+                == 1)
+        try await outbox.vouch(forBatches: [try #require(claimed.first?.handedIn)])
+        let next = try await outbox.claim(targets: [.email], limit: 10, lease: 60)
+        #expect(next.map(\.aggregateKey) == ["app_store:2"], "settled: the later one is placed and claimed")
     }
 
     /// An older message of the aggregate committed after the new purchase's message was written
@@ -346,10 +374,21 @@ import Testing
         claimedWritten.signal()
         try await older.value
         #expect(claimed.count == 1, "the older message was not committed yet: nothing pending was seen")
-        _ = try await harness.service.repositories.outbox.placeNew()
-        let heads = try await harness.pool.query(
-            "SELECT id FROM outbox WHERE client_id = \(clientID) AND status = 'pending' AND is_head")
-        #expect(try heads.map { try $0.decode("id", as: Int64.self) } == claimed.map(\.id))
+        let outbox = harness.service.repositories.outbox
+        _ = try await outbox.placeNew()
+        func heads() async throws -> [Int64] {
+            try await harness.pool.query(
+                "SELECT id FROM outbox WHERE client_id = \(clientID) AND status = 'pending' AND is_head"
+            ).map { try $0.decode("id", as: Int64.self) }
+        }
+        #expect(try await heads().isEmpty, "the older one waits, unplaced, while the newer is in flight")
+        try await outbox.vouch(forBatches: [try #require(claimed.first?.handedIn)])
+        _ = try await outbox.placeNew()
+        let waiting = try await harness.pool.query(
+            "SELECT id FROM outbox WHERE client_id = \(clientID) AND status = 'pending'"
+        ).map { try $0.decode("id", as: Int64.self) }
+        #expect(waiting.count == 1 && waiting.first != claimed.first?.id)
+        #expect(try await heads() == waiting, "settled: the older one follows it")
     }
 
     /// Two writers of one aggregate: the second cannot hold its lock while the first does, so it
@@ -376,8 +415,9 @@ import Testing
         #expect(try await harness.pool.withTransaction { try OutboxHeads.tryLock([aggregate], on: $0) }.count == 1)
     }
 
-    /// The process that wrote a message claimed stopped before sending it: once the lease runs
-    /// out, any worker's claim takes it, and it is delivered once.
+    /// The process that handed a message stopped before settling it: once the lease runs out, any
+    /// worker puts it back in the pending state (`recoverHanded`), a claim takes it, and it is
+    /// delivered once.
     @Test func aClaimedMessageNobodySentIsClaimedOnceItsLeaseRunsOut() async throws {
         let harness = try await VerifyHarness.start()
         defer { harness.stop() }

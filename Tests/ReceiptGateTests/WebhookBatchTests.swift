@@ -79,8 +79,7 @@ final class BatchReceiver: Sendable {
     }
 
     static func delivered(_ harness: VerifyHarness) async throws -> Int {
-        try await harness.pool.query("SELECT count(*) AS n FROM outbox WHERE status = 'delivered'")[0].decode(
-            "n", as: Int.self)
+        try await harness.count("outbox WHERE \(VerifyHarness.sentCondition)")
     }
 
     /// A receiver down for a while, then back: what waited for it is due at once and goes in as

@@ -109,13 +109,20 @@ final class WebhookReceiver: Sendable {
     /// commit. A mark that waits on the database (here, on a lock of its row) holds no slot, so a
     /// client's deliveries keep pace with its purchases instead of with the commits.
     @Test func aDeliveredMarkWaitingOnTheDatabaseLeavesItsClientsSlotFree() async throws {
-        // Answers 200 to every webhook, the first once the test opens the gate.
-        let gate = Latch(), answered = LockedBox<[String]>([])
+        // Refuses each purchase's first attempt: the retry is claimed from the database, and a
+        // claimed message's success is recorded by a delivered mark (a handed one needs none).
+        // Then answers 200, the first once the test opens the gate.
+        let gate = Latch(), answered = LockedBox<[String]>([]), refused = LockedBox<Set<String>>([])
+        let atGate = LockedBox(false)
         var router = Router()
         router.post("/hooks") { request in
             let json = (try? JSONSerialization.jsonObject(with: request.body)) as? [String: Any]
             let id = ((json?["data"] as? [String: Any])?["transaction"] as? [String: Any])?["transaction_id"] as? String
-            if answered.get().isEmpty { await gate.wait() }
+            if refused.update({ $0.insert(id ?? "").inserted }) { return HTTPResponse(status: 503) }
+            if answered.get().isEmpty {
+                atGate.set(true)
+                await gate.wait()
+            }
             answered.update { $0.append(id ?? "") }
             return .json(["ok": true])
         }
@@ -138,7 +145,8 @@ final class WebhookReceiver: Sendable {
         }
         let first = "2000000000005201", second = "2000000000005202"
         try await buy(first)
-        // While the receiver holds the first webhook, its row is locked: its mark will wait.
+        // While the receiver holds the first webhook's retry, its row is locked: its mark will wait.
+        #expect(await eventually { atGate.get() })
         let locked = LockedBox(false), release = DispatchSemaphore(value: 0)
         let holder = Task {
             try await harness.pool.withTransaction { connection in
@@ -156,12 +164,15 @@ final class WebhookReceiver: Sendable {
         try await buy(second)
         try await Self.waitUntil { answered.get() == [first, second] }
         let marked = try await harness.pool.query(
-            "SELECT count(*) AS n FROM outbox WHERE status = 'delivered' AND aggregate_key = \("app_store:\(first)")")
+            "SELECT count(*) AS n FROM outbox WHERE status = 'delivered' AND aggregate_key = \("app_store:\(first)") AND target = 'webhook'"
+        )
         #expect(try marked[0].decode("n", as: Int.self) == 0, "the first one's mark still waits for its row")
         release.signal()
         try await holder.value
         try await Self.waitUntil {
-            (try? await harness.count("outbox WHERE status = 'delivered' AND event_type = 'transaction.verified'")) == 2
+            (try? await harness.count(
+                "outbox WHERE \(VerifyHarness.sentCondition) AND event_type = 'transaction.verified' AND target = 'webhook'"
+            )) == 2
         }
         await receiver.shutdown()
     }
@@ -224,8 +235,7 @@ final class WebhookReceiver: Sendable {
         #expect(second == ["transaction.verified", "transaction.refunded"])
         // The receiver answers before the worker records the delivery: wait for the record.
         try await Self.waitUntil {
-            try await harness.pool.query("SELECT count(*) AS n FROM outbox WHERE status <> 'delivered'")[0].decode(
-                "n", as: Int.self) == 0
+            try await harness.count("outbox WHERE NOT \(VerifyHarness.sentCondition)") == 0
         }
 
         // An operator can send one again, through the admin API; it keeps its id.
@@ -384,9 +394,8 @@ final class WebhookReceiver: Sendable {
         let receipt = try harness.pki.sign(AppleTestPKI.transaction())
         #expect(
             try await harness.client.post("/v1/verify", json: ["store": "app_store", "receipt": receipt]).status == 200)
-        let pool = harness.pool
         try await WebhookDelivery.waitUntil {
-            try await pool.query("SELECT status FROM outbox").first?.decode("status", as: String.self) == "delivered"
+            try await harness.count("outbox WHERE \(VerifyHarness.sentCondition)") == 1
         }
         #expect(receiver.acknowledged.map(\.type) == ["transaction.verified"])
         #expect(receiver.acknowledged.allSatisfy { $0.signatureValid })

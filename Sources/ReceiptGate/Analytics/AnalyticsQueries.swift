@@ -173,8 +173,12 @@ struct AnalyticsQueries: Sendable {
             SELECT (SELECT count(DISTINCT aggregate_key) FROM outbox
                     WHERE event_type = 'transaction.disputed' AND created_at >= \(filter.from) AND created_at < \(filter.until)
                       AND (\(filter.clientID)::text IS NULL OR client_id = \(filter.clientID))) AS disputes,
-                   (SELECT count(*) FROM outbox WHERE status = 'pending' AND (\(filter.clientID)::text IS NULL OR client_id = \(filter.clientID))) AS pending,
-                   (SELECT min(created_at) FROM outbox WHERE status = 'pending' AND (\(filter.clientID)::text IS NULL OR client_id = \(filter.clientID))) AS oldest
+                   (SELECT count(*) FROM outbox WHERE status = 'pending' AND (\(filter.clientID)::text IS NULL OR client_id = \(filter.clientID)))
+                       + (SELECT count(*) FROM \(unescaped: OutboxRepository.inFlightRows)
+                          WHERE \(filter.clientID)::text IS NULL OR o.client_id = \(filter.clientID)) AS pending,
+                   LEAST((SELECT min(created_at) FROM outbox WHERE status = 'pending' AND (\(filter.clientID)::text IS NULL OR client_id = \(filter.clientID))),
+                         (SELECT min(o.created_at) FROM \(unescaped: OutboxRepository.inFlightRows)
+                          WHERE \(filter.clientID)::text IS NULL OR o.client_id = \(filter.clientID))) AS oldest
             """)[0]
         return (try row.decode("disputes"), try row.decode("pending"), try row.decode("oldest"))
     }

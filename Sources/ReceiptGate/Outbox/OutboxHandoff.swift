@@ -1,11 +1,14 @@
 import Synchronization
 
-/// Messages a verification wrote already claimed, passed to this process's outbox worker in
-/// memory: a new purchase's webhook is written as its aggregate's head, under a lease, in the
-/// group commit that records the purchase, and sent as soon as that commits, with no statement to
-/// place it and none to claim it (two row versions a message instead of four). The database stays
-/// the truth: if this process stops before sending, the lease runs out and any worker claims the
-/// message as it would any other.
+/// Messages a verification wrote *handed*, passed to this process's outbox worker in memory: a
+/// new purchase's webhook is written in the group commit that records the purchase, already in
+/// the delivered state a success leaves it in, and sent as soon as that commits, with no statement
+/// to place it, none to claim it and none to mark it delivered (one row version a message). Until
+/// it is settled it is in flight, under its commit's lease (`outbox_handed`): a failure or a park
+/// puts it back in the pending state, and once every message of a commit is settled the worker
+/// deletes the commit's row (`takeVouchable`). The database stays the truth: if this process
+/// stops before settling them, the lease runs out and any worker puts what is still in flight
+/// back in the pending state, to be sent again (`OutboxRepository.recoverHanded`).
 ///
 /// Bounded: a writer reserves room before it writes a message claimed, and what it cannot reserve
 /// is written the ordinary way, so a slow receiver never piles messages up in memory.
@@ -24,6 +27,10 @@ final class OutboxHandoff: Sendable {
         var fresh = false
         /// The worker stopped: no more room is granted.
         var closed = false
+        /// Handed batches (by their first id) with messages not settled yet, and when written.
+        var batches: [Int64: (unsettled: Int, written: ContinuousClock.Instant)] = [:]
+        /// Handed batches whose every message is settled: their rows may go.
+        var vouchable: [Int64] = []
 
         /// `removed` messages left: clients with nothing waiting leave the turns.
         mutating func removed(_ removed: Int) {
@@ -93,6 +100,7 @@ final class OutboxHandoff: Sendable {
         let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
             state.reserved -= reserved
             for event in claimed {
+                if let batch = event.handedIn { state.batches[batch, default: (0, written)].unsettled += 1 }
                 if state.handed[event.clientID] == nil { state.clients.append(event.clientID) }
                 state.handed[event.clientID, default: HandedQueue()].append(.init(event: event, at: written))
             }
@@ -133,6 +141,44 @@ final class OutboxHandoff: Sendable {
             return taken
         }
     }
+
+    /// Handed messages settled: delivered, or back in the pending state (that statement committed).
+    /// A batch whose every message is settled becomes vouchable. Messages not handed are ignored.
+    func settled(_ events: [OutboxRepository.Claimed]) {
+        state.withLock { state in
+            for event in events {
+                guard let batch = event.handedIn, var entry = state.batches[batch] else { continue }
+                entry.unsettled -= 1
+                if entry.unsettled > 0 {
+                    state.batches[batch] = entry
+                } else {
+                    state.batches[batch] = nil
+                    state.vouchable.append(batch)
+                }
+            }
+        }
+    }
+
+    /// The handed batches whose every message is settled, to be vouched for (their rows deleted);
+    /// `vouchLater` gives back those whose statement failed. A batch written longer than its lease
+    /// ago with messages still unsettled (what settled them did not commit) is forgotten: its
+    /// lease ran out, and any worker puts what it holds in flight back in the pending state.
+    func takeVouchable(now: ContinuousClock.Instant = .now) -> [Int64] {
+        let lease = Duration.seconds(leaseSeconds)
+        return state.withLock { state in
+            state.batches = state.batches.filter { now - $0.value.written < lease }
+            defer { state.vouchable = [] }
+            return state.vouchable
+        }
+    }
+
+    /// Vouchable batches whose rows could not be deleted: tried with the next ones.
+    func vouchLater(_ batches: [Int64]) {
+        state.withLock { $0.vouchable.append(contentsOf: batches) }
+    }
+
+    /// How many batches wait to be vouched for.
+    var vouchableCount: Int { state.withLock { $0.vouchable.count } }
 
     /// Everything still handed, and no room granted from now on (the worker stopped).
     func close() -> [OutboxRepository.Claimed] {

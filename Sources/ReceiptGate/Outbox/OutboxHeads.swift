@@ -53,35 +53,45 @@ enum OutboxHeads {
     }
 
     /// Marks the oldest pending message of each of `aggregates` its head and every other pending
-    /// one not, all of them placed. Call under `lock`. Each aggregate's pending messages are read
-    /// by its own index lookup and rows are updated by id: the plan does not depend on how many
-    /// messages the statistics say are pending (a count that swings from none to a backlog, and
-    /// with which a join planned for one pending row read the whole backlog once per row). The
-    /// update names rows by id alone: `status = 'pending'` there would let Postgres pick a
-    /// pending-only index it believes empty and scan the whole backlog for each row. They were
-    /// pending when read, and under the aggregate's lock nothing else takes them out of it.
+    /// one not, all of them placed; or, while a message of the aggregate (and target) is in flight
+    /// from a handed batch (`OutboxRepository.inFlight`), leaves its pending messages unplaced and
+    /// none the head: they wait for it to be settled, and a later placing (each claim's) finds
+    /// them. Call under `lock`. Each aggregate's pending messages are read by its own index lookup
+    /// and rows are updated by id: the plan does not depend on how many messages the statistics
+    /// say are pending (a count that swings from none to a backlog, and with which a join planned
+    /// for one pending row read the whole backlog once per row). The update names rows by id
+    /// alone: `status = 'pending'` there would let Postgres pick a pending-only index it believes
+    /// empty and scan the whole backlog for each row. They were pending when read, and under the
+    /// aggregate's lock nothing else takes them out of it.
     static func reseat(_ aggregates: [Aggregate], on connection: PostgresConnection) throws {
         guard !aggregates.isEmpty else { return }
         try connection.query(
             """
             WITH wanted AS (
                 SELECT DISTINCT c, a FROM unnest(\(aggregates.map(\.clientID))::text[], \(aggregates.map(\.aggregateKey))::text[]) AS x(c, a)
+            ), in_flight AS MATERIALIZED (
+                SELECT DISTINCT w.c, w.a, h.target FROM wanted w CROSS JOIN LATERAL (
+                    SELECT o.target FROM outbox o JOIN outbox_handed b ON b.first_id = o.handed_in
+                    WHERE o.aggregate_key = w.a AND o.client_id = w.c AND o.status = 'delivered' OFFSET 0) h
             ), pending AS MATERIALIZED (
-                SELECT p.id, p.target, p.is_head, p.placed, p.leased, w.c, w.a
+                SELECT p.id, p.target, p.is_head, p.placed, p.leased, w.c, w.a,
+                       EXISTS (SELECT 1 FROM in_flight f WHERE f.c = w.c AND f.a = w.a AND f.target = p.target) AS behind
                 FROM wanted w CROSS JOIN LATERAL (
                     SELECT o.id, o.target, o.is_head, o.placed, o.lease_until > now() AS leased FROM outbox o
                     WHERE o.client_id = w.c AND o.aggregate_key = w.a AND o.status = 'pending' OFFSET 0) p
             ), heads AS (
                 -- A message being sent stays the head (an older one committed late waits for it).
-                SELECT c, a, target, COALESCE(min(id) FILTER (WHERE leased), min(id)) AS id FROM pending GROUP BY c, a, target
+                SELECT c, a, target, bool_or(behind) AS behind, COALESCE(min(id) FILTER (WHERE leased), min(id)) AS id
+                FROM pending GROUP BY c, a, target
             ), changed AS MATERIALIZED (
-                SELECT p.id, p.id = h.id AS head FROM pending p JOIN heads h ON h.c = p.c AND h.a = p.a AND h.target = p.target
-                WHERE NOT p.placed OR p.is_head IS DISTINCT FROM (p.id = h.id)
+                SELECT p.id, NOT h.behind AND p.id = h.id AS head, NOT h.behind AS placed
+                FROM pending p JOIN heads h ON h.c = p.c AND h.a = p.a AND h.target = p.target
+                WHERE p.placed IS DISTINCT FROM NOT h.behind OR p.is_head IS DISTINCT FROM (NOT h.behind AND p.id = h.id)
             )
-            UPDATE outbox o SET is_head = ch.head, placed = true
+            UPDATE outbox o SET is_head = ch.head, placed = ch.placed
             FROM changed ch
             WHERE o.id = ch.id
-            """, preparedAs: "receiptgate_outbox_reseat")
+            """, preparedAs: "receiptgate_outbox_reseat_behind")
     }
 
     /// Runs `change` (which moves messages of `aggregates` into or out of the pending state) under

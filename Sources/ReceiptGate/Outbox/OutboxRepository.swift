@@ -134,13 +134,14 @@ public struct OutboxRepository: Sendable {
 
     /// `notBefore`: the message waits until then (a refund answer waits for the game's report).
     /// Written unplaced: the worker gives it its place in its aggregate (`OutboxHeads`).
-    /// Writes enveloped messages like `insert`, those marked in `claiming` already placed as their
-    /// aggregate's head and claimed for `lease` seconds by the writer's process, when nothing of
-    /// their aggregate is pending (a new purchase's first messages); those are returned, to be
-    /// sent by this process once the transaction commits (`OutboxHandoff`). Mark at most one
-    /// message of an aggregate and target: the rest are placed behind it as usual. A marked message
-    /// with seconds in `parkedFor` (its receiver is held open) is written its aggregate's head
-    /// the same way but parked that long instead of leased, and is not returned.
+    /// Writes enveloped messages like `insert`, those marked in `claiming` *handed*, when nothing
+    /// of their aggregate is pending or in flight (a new purchase's first messages): written
+    /// delivered, in flight under `lease` seconds (`outbox_handed`, one row for the statement's
+    /// handed messages, named by the first of their ids), and returned, to be sent by this process
+    /// once the transaction commits (`OutboxHandoff`); a success writes nothing more. Mark at most
+    /// one message of an aggregate and target: the rest are placed behind it as usual. A marked
+    /// message with seconds in `parkedFor` (its receiver is held open) is written its aggregate's
+    /// head instead, parked that long, and is not returned.
     static func insert(
         _ messages: [Queued], claiming: [Bool], parkedFor: [Double] = [], lease: Int, on connection: PostgresConnection
     ) throws -> [Claimed] {
@@ -150,23 +151,23 @@ public struct OutboxRepository: Sendable {
             targets = messages.map(\.message.target.rawValue), claims = claiming.map { $0 ? "true" : "false" }
         let parks = messages.indices.map { String(parkedFor.indices.contains($0) ? max(0, parkedFor[$0]) : 0) }
         let bodies = messages.map { String(decoding: $0.message.body, as: UTF8.self) }
-        // The pending check reads the snapshot before this statement: its own rows are not seen,
-        // which is why only one message of an aggregate and target may be marked. Prepared once
-        // per connection, as the group commit's statement is: planning it cost more than running it.
-        // Its plan is made once for any batch and any backlog, so the fences (`OFFSET 0`) keep it
-        // to one index lookup a message, evaluated once: unfenced, a plan made while little was
-        // pending read every pending entry (the dead ones of delivered messages too) for each batch.
-        // A message written claimed and leased keeps its body as text, in a table of its own
-        // (`outbox_bodies`, under the id the statement draws for it, written once and kept as long
-        // as its message): parsing it into jsonb cost more than the rest of its row, its retries
-        // send the bytes its first attempt signed, and the outbox row its delivered mark rewrites
-        // stays narrow. The rest keep jsonb (`payload`), which a process of the version before can
-        // still claim and read.
+        // The pending and in-flight checks read the snapshot before this statement: its own rows
+        // are not seen, which is why only one message of an aggregate and target may be marked.
+        // Prepared once per connection, as the group commit's statement is: planning it cost more
+        // than running it. Its plan is made once for any batch and any backlog, so the fences
+        // (`OFFSET 0`) keep it to index lookups a message, evaluated once: unfenced, a plan made
+        // while little was pending read every pending entry (the dead ones of delivered messages
+        // too) for each batch.
+        // A handed message keeps its body as text, in a table of its own (`outbox_bodies`, under
+        // the id the statement draws for it, written once and kept as long as its message):
+        // parsing it into jsonb cost more than the rest of its row, and its retries send the bytes
+        // its first attempt signed. The rest keep jsonb (`payload`), which a process of the
+        // version before can still claim and read.
         let rows = try connection.query(
             """
             WITH m AS MATERIALIZED (
                 SELECT nextval('outbox_id_seq') AS id, m.event_id, m.client_id, m.event_type, m.aggregate_key, m.body, m.target, m.park,
-                       f.claimed, f.leased
+                       f.claimed, f.handed
                 FROM unnest(\(ids)::uuid[], \(clients)::text[], \(types)::text[], \(keys)::text[], \(bodies)::text[], \(targets)::text[], \(claims)::boolean[], \(parks)::float8[])
                     WITH ORDINALITY AS m(event_id, client_id, event_type, aggregate_key, body, target, claim, park, n)
                 CROSS JOIN LATERAL (
@@ -174,24 +175,36 @@ public struct OutboxRepository: Sendable {
                         SELECT 1 FROM outbox p
                         WHERE p.client_id = m.client_id AND p.aggregate_key = m.aggregate_key AND p.target = m.target AND p.status = 'pending'
                         OFFSET 0
+                    ) AND NOT EXISTS (
+                        SELECT 1 FROM outbox h JOIN outbox_handed b ON b.first_id = h.handed_in
+                        WHERE h.aggregate_key = m.aggregate_key AND h.client_id = m.client_id AND h.target = m.target AND h.status = 'delivered'
+                        OFFSET 0
                     ) AS claimed OFFSET 0) f0
-                CROSS JOIN LATERAL (SELECT f0.claimed, f0.claimed AND m.park = 0 AS leased) f
+                CROSS JOIN LATERAL (SELECT f0.claimed, f0.claimed AND m.park = 0 AS handed) f
                 ORDER BY m.n  -- ids in the order given: an aggregate's messages are sent in id order
+            ), batch AS MATERIALIZED (
+                SELECT min(id) AS first_id, max(id) AS last_id FROM m WHERE handed HAVING count(*) > 0
+            ), in_flight AS (
+                INSERT INTO outbox_handed (first_id, last_id, lease_until)
+                SELECT first_id, last_id, now() + make_interval(secs => \(lease)) FROM batch
             ), bodies AS (
-                INSERT INTO outbox_bodies (id, body) SELECT id, body FROM m WHERE leased
+                INSERT INTO outbox_bodies (id, body) SELECT id, body FROM m WHERE handed
             )
-            INSERT INTO outbox (id, event_id, client_id, event_type, aggregate_key, payload, target, next_attempt_at, placed, is_head, lease_until)
-            SELECT m.id, m.event_id, m.client_id, m.event_type, m.aggregate_key, CASE WHEN NOT m.leased THEN m.body::jsonb END, m.target,
-                   CASE WHEN m.claimed THEN now() + make_interval(secs => CASE WHEN m.leased THEN \(lease) ELSE m.park END)
-                        ELSE now() END, m.claimed, m.claimed,
-                   CASE WHEN m.leased THEN now() + make_interval(secs => \(lease)) END
+            INSERT INTO outbox (id, event_id, client_id, event_type, aggregate_key, payload, target, next_attempt_at, placed, is_head, lease_until,
+                                status, delivered_at, attempts, handed_in)
+            SELECT m.id, m.event_id, m.client_id, m.event_type, m.aggregate_key, CASE WHEN NOT m.handed THEN m.body::jsonb END, m.target,
+                   CASE WHEN m.claimed AND NOT m.handed THEN now() + make_interval(secs => m.park) ELSE now() END, m.claimed,
+                   m.claimed AND NOT m.handed, CASE WHEN m.handed THEN now() + make_interval(secs => \(lease)) END,
+                   CASE WHEN m.handed THEN 'delivered' ELSE 'pending' END, CASE WHEN m.handed THEN now() END, CASE WHEN m.handed THEN 1 ELSE 0 END,
+                   CASE WHEN m.handed THEN (SELECT first_id FROM batch) END
             FROM m ORDER BY m.id
-            RETURNING id, event_id::text AS event_id, created_at, lease_until::text AS lease
-            """, preparedAs: "receiptgate_outbox_insert_heads")
+            RETURNING id, event_id::text AS event_id, created_at, lease_until::text AS lease, handed_in
+            """, preparedAs: "receiptgate_outbox_insert_handed")
         let byEventID = Dictionary(
             messages.map { ($0.eventID.lowercasedText, $0) }, uniquingKeysWith: { a, _ in a })
         return try rows.compactMap { row -> Claimed? in
             guard let lease = try row.decode("lease", as: String?.self),
+                let handedIn = try row.decode("handed_in", as: Int64?.self),
                 let queued = byEventID[try row.decode("event_id", as: String.self)]
             else { return nil }
             let message = queued.message
@@ -199,7 +212,7 @@ public struct OutboxRepository: Sendable {
                 id: try row.decode("id"), eventID: queued.eventID.lowercasedText, clientID: message.clientID,
                 aggregateKey: message.aggregateKey, type: message.type,
                 payload: String(decoding: message.body, as: UTF8.self), attempts: 0,
-                createdAt: try row.decode("created_at"), target: message.target, lease: lease)
+                createdAt: try row.decode("created_at"), target: message.target, lease: lease, handedIn: handedIn)
         }
     }
 
@@ -226,6 +239,9 @@ public struct OutboxRepository: Sendable {
         }
         /// Why a sealed e-mail did not open (then `payload` is empty and nothing may be sent).
         var unopened: String?
+        /// The handed batch it was written delivered in (`insert`): a success writes nothing, and
+        /// what settles it otherwise puts it back in the pending state. Nil for a claimed message.
+        var handedIn: Int64?
     }
 
     /// A transaction of the worker's own bookkeeping (placing, leases, outcomes) that does not wait
@@ -328,11 +344,22 @@ public struct OutboxRepository: Sendable {
         }
     }
 
+    /// What a claimed message not sent after all is set to: pending, its aggregate's head. A
+    /// claimed one is already; a handed one (written delivered, in flight) becomes it: it was
+    /// written only when nothing of its aggregate was pending or in flight, and whatever of it was
+    /// written since waits unplaced behind it (`OutboxHeads.reseat`).
+    static let backToPending = "status = 'pending', is_head = true, placed = true, delivered_at = NULL"
+
+    /// The attempts of a claimed message not sent after all, as they were: a handed one was
+    /// written with the attempt it was handed for, which was not made.
+    static let attemptsNotMade = "CASE WHEN o.status = 'delivered' THEN 0 ELSE o.attempts END"
+
     /// Whether the claimed message is still this claim's: pending, under the lease it was claimed
     /// with. A sender whose lease ran out (another took the message over) changes nothing.
     private static func stillClaimed(_ event: Claimed) -> PostgresQuery {
-        // The lease implies the pending state (every other state clears it); `status = 'pending'`
-        // here would let Postgres choose a pending-only index over the id's.
+        // The lease implies its sender has not settled it (every outcome recorded clears it; a
+        // handed message's success records nothing, and nothing comes after it). `status =
+        // 'pending'` here would let Postgres choose a pending-only index over the id's.
         "id = \(event.id) AND lease_until = \(event.lease)::timestamptz"
     }
 
@@ -360,13 +387,14 @@ public struct OutboxRepository: Sendable {
         }
     }
 
-    /// Failed: tried again in `retryInSeconds`, still its aggregate's head; or, `dead`, given up
-    /// and the next message of its aggregate the head.
+    /// Failed: tried again in `retryInSeconds`, still its aggregate's head (a handed message, in
+    /// flight until now, becomes it: `Self.backToPending`); or, `dead`, given up and the next
+    /// message of its aggregate the head.
     func markFailed(_ event: Claimed, attempts: Int, error: String, dead: Bool, retryInSeconds: Double) async throws {
         guard dead else {
             let update: PostgresQuery = """
                 UPDATE outbox SET attempts = \(attempts), last_error = \(String(error.prefix(500))), lease_until = NULL,
-                    next_attempt_at = now() + make_interval(secs => \(retryInSeconds))
+                    next_attempt_at = now() + make_interval(secs => \(retryInSeconds)), \(unescaped: Self.backToPending)
                 WHERE \(Self.stillClaimed(event))
                 """
             _ = try await bookkeeping { try $0.execute(update) }
@@ -376,7 +404,8 @@ public struct OutboxRepository: Sendable {
             try OutboxHeads.moving([event.aggregate], on: connection) {
                 try connection.execute(
                     """
-                    UPDATE outbox SET attempts = \(attempts), last_error = \(String(error.prefix(500))), lease_until = NULL, status = 'dead', is_head = false
+                    UPDATE outbox SET attempts = \(attempts), last_error = \(String(error.prefix(500))), lease_until = NULL, status = 'dead', is_head = false,
+                        delivered_at = NULL
                     WHERE \(Self.stillClaimed(event))
                     """)
             }
@@ -389,7 +418,8 @@ public struct OutboxRepository: Sendable {
         guard !events.isEmpty else { return }
         let ids: [String] = events.map { String($0.id) }, leases: [String] = events.map(\.lease)
         let statement: PostgresQuery = """
-            UPDATE outbox o SET lease_until = NULL, next_attempt_at = now() + make_interval(secs => \(seconds))
+            UPDATE outbox o SET lease_until = NULL, next_attempt_at = now() + make_interval(secs => \(seconds)), \(unescaped: Self.backToPending),
+                attempts = \(unescaped: Self.attemptsNotMade)
             FROM unnest(\(ids)::bigint[], \(leases)::timestamptz[]) AS held(id, lease)
             WHERE o.id = held.id AND o.lease_until = held.lease
             """
@@ -401,11 +431,41 @@ public struct OutboxRepository: Sendable {
         guard !events.isEmpty else { return }
         let ids: [String] = events.map { String($0.id) }, leases: [String] = events.map(\.lease)
         let statement: PostgresQuery = """
-            UPDATE outbox o SET lease_until = NULL, next_attempt_at = now()
+            UPDATE outbox o SET lease_until = NULL, next_attempt_at = now(), \(unescaped: Self.backToPending),
+                attempts = \(unescaped: Self.attemptsNotMade)
             FROM unnest(\(ids)::bigint[], \(leases)::timestamptz[]) AS held(id, lease)
             WHERE o.id = held.id AND o.lease_until = held.lease
             """
         _ = try await bookkeeping { try $0.execute(statement) }
+    }
+
+    /// Settled by their sender (`OutboxHandoff.settled`): every message of these handed batches
+    /// was delivered, or put back in the pending state. Their rows go, and with them the last
+    /// sign that their delivered messages were in flight.
+    func vouch(forBatches firstIDs: [Int64]) async throws {
+        guard !firstIDs.isEmpty else { return }
+        let ids = firstIDs.map(String.init)
+        _ = try await bookkeeping {
+            try $0.execute("DELETE FROM outbox_handed WHERE first_id = ANY (\(ids)::bigint[])")
+        }
+    }
+
+    /// Handed batches whose lease ran out, their sender stopped without settling them: what they
+    /// hold still in flight goes back to the pending state, unplaced (placed in id order with what
+    /// waited behind it), and is sent again, at least once. Up to `limit` batches; another worker
+    /// skips those one is taking. How many messages.
+    @discardableResult
+    func recoverHanded(limit: Int = 100) async throws -> Int {
+        let statement: PostgresQuery = """
+            WITH expired AS (
+                DELETE FROM outbox_handed WHERE first_id IN (
+                    SELECT first_id FROM outbox_handed WHERE lease_until < now() ORDER BY first_id LIMIT \(limit) FOR UPDATE SKIP LOCKED)
+                RETURNING first_id, last_id)
+            UPDATE outbox o SET status = 'pending', placed = false, is_head = false, delivered_at = NULL, lease_until = NULL, attempts = 0,
+                next_attempt_at = now()
+            FROM expired e WHERE o.id BETWEEN e.first_id AND e.last_id AND o.handed_in = e.first_id AND o.status = 'delivered'
+            """
+        return try await bookkeeping(durable: true) { try $0.execute(statement) }
     }
 
     /// Every head of `clientID`'s `target` due before `seconds` from now waits that long (a
@@ -484,13 +544,24 @@ public struct OutboxRepository: Sendable {
     /// A message that failed: given up (dead), or waiting to be tried again after a failure.
     static let failedCondition = "(status = 'dead' OR (status = 'pending' AND attempts > 0))"
 
+    /// Of a row of `outbox` (its columns unqualified): a handed message still in flight, written
+    /// delivered but not yet settled by its sender. Shown, counted and treated as pending.
+    package static let inFlight =
+        "(status = 'delivered' AND handed_in IS NOT NULL AND EXISTS (SELECT 1 FROM outbox_handed h WHERE h.first_id = handed_in))"
+
+    /// The messages in flight, as `o`, found through their batches (a handful of rows) rather
+    /// than by reading the outbox: a `FROM` clause.
+    static let inFlightRows =
+        "outbox_handed b JOIN outbox o ON o.id BETWEEN b.first_id AND b.last_id AND o.handed_in = b.first_id AND o.status = 'delivered'"
+
     /// A message's body as it is sent, of the row `o`: the text written, in `outbox_bodies` or
     /// (before bodies were kept apart) in the row, or (a message not written claimed and leased)
     /// its jsonb. Looked up row by row: a join could be planned as a scan of every body kept.
     static let bodyColumn = "COALESCE((SELECT b.body FROM outbox_bodies b WHERE b.id = o.id), o.body, o.payload::text)"
 
     static let eventColumns = """
-        event_id::text AS event_id, client_id, event_type, target, status, attempts, next_attempt_at, last_error, created_at, delivered_at
+        event_id::text AS event_id, client_id, event_type, target, CASE WHEN \(inFlight) THEN 'pending' ELSE status END AS status,
+        attempts, next_attempt_at, last_error, created_at, CASE WHEN \(inFlight) THEN NULL ELSE delivered_at END AS delivered_at
         """
 
     static func event(_ row: PostgresRow) throws -> Event {
@@ -504,7 +575,7 @@ public struct OutboxRepository: Sendable {
 
     /// Queues the event for another delivery now (dead, pending or even delivered). False if unknown.
     /// It goes before its aggregate's later pending messages, as it did the first time. A message
-    /// being sent right now is left to its sender.
+    /// being sent right now (claimed, or handed and in flight) is left to its sender.
     public func redeliver(eventID: String) async throws -> Bool {
         guard let id = UUID(uuidString: eventID) else { return false }
         return try await pool.withTransaction { connection in
@@ -517,7 +588,7 @@ public struct OutboxRepository: Sendable {
                 try connection.execute(
                     """
                     UPDATE outbox SET status = 'pending', next_attempt_at = now(), lease_until = NULL
-                    WHERE event_id = \(id) AND (lease_until IS NULL OR lease_until < now())
+                    WHERE event_id = \(id) AND (lease_until IS NULL OR lease_until < now() OR (status = 'delivered' AND NOT \(unescaped: Self.inFlight)))
                     """)
             }
             return true

@@ -78,8 +78,12 @@ extension OutboxWorker {
             }
             return
         }
+        // Handed messages were written delivered: nothing to record for them.
+        handoff?.settled(events)
+        let claimed = events.filter { $0.handedIn == nil }
+        guard !claimed.isEmpty else { return }
         do {
-            try await delivered.delivered(events) {
+            try await delivered.delivered(claimed) {
                 slotFreed = true
                 answered()
             }

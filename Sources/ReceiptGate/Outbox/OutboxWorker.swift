@@ -211,9 +211,13 @@ public final class OutboxWorker: Sendable {
                 case .tick:
                     tickPending = false
                     ticked = true
+                    await vouchHanded()
+                    await recoverHanded()
                 case .handed:
                     watching = false
                 case .sent(let client, let messages):
+                    // Settled batches go a poll interval at the latest, or as soon as a few wait.
+                    if handoff?.vouchableCount ?? 0 >= 16 { await vouchHanded() }
                     inFlight -= messages
                     byClient[client, default: messages] -= messages
                     if byClient[client] == 0 { byClient[client] = nil }
@@ -232,9 +236,40 @@ public final class OutboxWorker: Sendable {
 
     /// Handed-over messages this worker will not send now: claimable by any worker at once.
     private func giveBack(_ events: [OutboxRepository.Claimed]) async {
-        do { try await outbox.release(events) } catch {
-            // Their leases run out: claimed again then.
+        do {
+            try await outbox.release(events)
+            handoff?.settled(events)
+        } catch {
+            // Their leases run out: claimed again then (handed ones put back pending first).
             logger.error("could not give back handed-over outbox messages", ["error": "\(error)"])
+        }
+    }
+
+    /// Deletes the rows of the handed batches this process settled whole: what they held in
+    /// flight is delivered or pending again. What fails is tried with the next ones (meanwhile
+    /// later messages of their aggregates wait; past the lease, any worker sends what they held
+    /// again).
+    func vouchHanded() async {
+        guard let handoff else { return }
+        let batches = handoff.takeVouchable()
+        guard !batches.isEmpty else { return }
+        do { try await outbox.vouch(forBatches: batches) } catch {
+            handoff.vouchLater(batches)
+            logger.error("could not record handed outbox messages settled", ["error": "\(error)"])
+        }
+    }
+
+    /// Handed batches whose sender stopped without settling them (their lease ran out): what
+    /// they held in flight is pending again, for any worker.
+    private func recoverHanded() async {
+        do {
+            let recovered = try await outbox.recoverHanded()
+            if recovered > 0 {
+                logger.warning(
+                    "handed outbox messages whose sender stopped are sent again", ["messages": String(recovered)])
+            }
+        } catch {
+            logger.error("could not take back handed outbox messages", ["error": "\(error)"])
         }
     }
 
@@ -255,6 +290,7 @@ public final class OutboxWorker: Sendable {
         if let handoff {
             let unsent = handoff.close()
             if !unsent.isEmpty { await Task { await giveBack(unsent) }.value }
+            await Task { await vouchHanded() }.value
         }
     }
 
@@ -325,6 +361,9 @@ public final class OutboxWorker: Sendable {
         do {
             if let failure {
                 try await recordFailure(event, failure, final: final)
+            } else if event.handedIn != nil {
+                // Written delivered: nothing to record, and its slot is free at once.
+                handoff?.settled([event])
             } else {
                 // Queued before the slot frees, so a stopping worker's `settled()` waits for it; held
                 // until recorded when too many answered messages wait for their marks already.
@@ -348,6 +387,7 @@ public final class OutboxWorker: Sendable {
         try await outbox.markFailed(
             event, attempts: attempts, error: failure, dead: giveUp,
             retryInSeconds: Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18)
+        handoff?.settled([event])
         logger.warning(
             "outbox delivery failed",
             [
@@ -360,6 +400,7 @@ public final class OutboxWorker: Sendable {
     func park(_ events: [OutboxRepository.Claimed], for seconds: Double, receiver: ReceiverCircuits.Receiver) async {
         do {
             try await outbox.park(events, until: seconds)
+            handoff?.settled(events)
         } catch {
             logger.error(
                 "could not park an outbox message", ["event.id": events.first?.eventID ?? "", "error": "\(error)"])

@@ -26,7 +26,7 @@ struct RefundRequestRepository: Sendable {
                                AND COALESCE(o.original_transaction_id, o.transaction_id) = COALESCE(t.original_transaction_id, t.transaction_id)
                                AND o.claimed_at IS NOT NULL) AS claimed,
                        c.delivered, c.consumed_milliunits, c.usage_events::text AS usage_events,
-                       EXISTS (SELECT 1 FROM outbox o WHERE o.client_id = r.client_id AND o.target = 'delivery' AND o.status = 'delivered'
+                       EXISTS (SELECT 1 FROM outbox o WHERE o.client_id = r.client_id AND o.target = 'delivery' AND o.status = 'delivered' AND NOT \(unescaped: OutboxRepository.inFlight)
                                AND o.aggregate_key = t.store || ':' || COALESCE(t.original_transaction_id, t.transaction_id)) AS delivery_acknowledged
                 FROM refund_requests r
                 LEFT JOIN transactions t ON t.id = r.transaction_row_id

@@ -74,5 +74,23 @@ extension Schema {
                 CREATE TABLE outbox_bodies (id bigint PRIMARY KEY, body text NOT NULL);
                 ALTER TABLE outbox DROP CONSTRAINT outbox_has_a_body;
                 """),
+        // A message a verification hands to its process's worker is written already delivered, in
+        // the final state a success leaves it in, so a success writes nothing: the delivered mark,
+        // a new version of the row and its index entries (which could never be a HOT update), was
+        // what kept a game's verifications with a webhook below 0.8× of those without. Until its
+        // sender settles it, the message is *in flight*: its group commit's row in `outbox_handed`
+        // (the ids the commit wrote handed, under the commit's lease) says so. A failure or a park
+        // puts the message back in the pending state; once every message of a commit is settled,
+        // the sender deletes its row (it vouches for them). A row whose lease ran out belongs to a
+        // sender that stopped without settling: any worker puts its messages that still say
+        // delivered back in the pending state, to be sent again (at least once). Later messages of
+        // an aggregate wait, unplaced, while one of it is in flight. Adding a nullable column and
+        // a table rewrites nothing.
+        Migration(
+            version: 42, name: "outbox_handed_delivered",
+            sql: """
+                ALTER TABLE outbox ADD COLUMN handed_in bigint;
+                CREATE TABLE outbox_handed (first_id bigint PRIMARY KEY, last_id bigint NOT NULL, lease_until timestamptz NOT NULL);
+                """),
     ]
 }

@@ -10,7 +10,7 @@ extension OperatorQueries {
         try await pool.query(
             """
             SELECT \(unescaped: OutboxRepository.eventColumns) FROM outbox
-            WHERE (\(status) = 'all' OR (\(status) = 'pending' AND status = 'pending')
+            WHERE (\(status) = 'all' OR (\(status) = 'pending' AND (status = 'pending' OR \(unescaped: OutboxRepository.inFlight)))
                    OR (\(status) = 'failed' AND \(unescaped: OutboxRepository.failedCondition)))
               AND (\(clientID)::text IS NULL OR client_id = \(clientID)) AND (\(type)::text IS NULL OR event_type = \(type))
             ORDER BY id DESC LIMIT \(limit)
@@ -57,9 +57,11 @@ extension OperatorQueries {
     func backlog() async throws -> Backlog {
         let row = try await pool.query(
             """
-            SELECT (SELECT count(*) FROM outbox WHERE status = 'pending') AS pending,
+            SELECT (SELECT count(*) FROM outbox WHERE status = 'pending')
+                       + (SELECT count(*) FROM \(unescaped: OutboxRepository.inFlightRows)) AS pending,
                    (SELECT count(*) FROM outbox WHERE \(unescaped: OutboxRepository.failedCondition)) AS failed,
-                   (SELECT min(created_at) FROM outbox WHERE status = 'pending') AS oldest,
+                   LEAST((SELECT min(created_at) FROM outbox WHERE status = 'pending'),
+                         (SELECT min(o.created_at) FROM \(unescaped: OutboxRepository.inFlightRows))) AS oldest,
                    (SELECT count(*) FROM transactions WHERE state = 'refunded' AND updated_at > now() - interval '24 hours') AS refunds
             """)[0]
         return Backlog(

@@ -52,6 +52,7 @@ final class Retention: Sendable {
             """
             DELETE FROM outbox o USING batch b
             WHERE o.id = b.id AND b.at < \(cutoff) AND o.status = 'delivered' AND o.target NOT IN ('delivery', 'store_account_token')
+              AND NOT \(unescaped: OutboxRepository.inFlight)
             RETURNING o.id
             """
         }

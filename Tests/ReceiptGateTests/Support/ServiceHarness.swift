@@ -150,6 +150,10 @@ struct VerifyHarness {
         return retryAfter >= left && retryAfter <= left + 120
     }
 
+    /// Of a row of `outbox`: sent and answered. A handed message (a new purchase's webhook) is
+    /// written delivered before it is sent, and is in flight until its sender settles it.
+    static let sentCondition = "(status = 'delivered' AND NOT \(OutboxRepository.inFlight))"
+
     /// Outbox pacing for tests: polls and retries in tens of milliseconds.
     static func fastOutbox(giveUpAfter: Duration = .seconds(3600)) -> OutboxWorker.Configuration {
         var configuration = OutboxWorker.Configuration()

@@ -1,0 +1,110 @@
+import AppStoreTestSupport
+import Foundation
+import Postgres
+import Testing
+
+@testable import ReceiptGate
+
+/// A new purchase's webhook is *handed*: written in the group commit already delivered, sent from
+/// memory, and in flight until its sender settles it. A success writes nothing more; anything
+/// else puts it back in the pending state, and a sender that stopped has it taken back.
+@Suite("HandedDelivery", .serialized)
+struct HandedDelivery {
+    static func message(_ key: String, client: String) throws -> OutboxRepository.Queued {
+        try OutboxHandoffRules.message(key, client: client)
+    }
+
+    /// The row a purchase's webhook is written as is the only version of it: delivered, nothing
+    /// rewrote it (its `xmin` is still that of the commit that wrote its body beside it), and the
+    /// batch that held it in flight is gone once the receiver answered.
+    @Test func aHandedWebhooksSuccessWritesNothingMore() async throws {
+        let receiver = try WebhookReceiver()
+        receiver.up.set(true)
+        let harness = try await VerifyHarness.start(outbox: VerifyHarness.fastOutbox(), webhookURL: receiver.url)
+        defer { harness.stop() }
+        receiver.secret.set(harness.client.secret)
+        let receipt = try harness.pki.sign(AppleTestPKI.transaction())
+        #expect(
+            try await harness.client.post("/v1/verify", json: ["store": "app_store", "receipt": receipt]).status == 200)
+        try await WebhookDelivery.waitUntil {
+            try await harness.count("outbox WHERE \(VerifyHarness.sentCondition)") == 1
+        }
+        #expect(receiver.acknowledged.map(\.type) == ["transaction.verified"])
+        #expect(try await harness.count("outbox_handed") == 0)
+        #expect(
+            try await harness.count(
+                "outbox o JOIN outbox_bodies b ON b.id = o.id WHERE o.xmin = b.xmin AND o.status = 'delivered' AND o.attempts = 1"
+            ) == 1, "one row version, written delivered")
+        await harness.service.shutdown()
+        await receiver.server.shutdown()
+    }
+
+    /// Until its sender settles it, a handed message is what an operator sees as pending: in the
+    /// list, in the backlog's count and age. Settled, it is delivered.
+    @Test func aHandedMessageInFlightIsShownAndCountedAsPending() async throws {
+        let harness = try await VerifyHarness.start()
+        defer { harness.stop() }
+        let outbox = harness.service.repositories.outbox, queries = OperatorQueries(pool: harness.pool)
+        let handed = try await harness.pool.withTransaction { connection in
+            try OutboxRepository.insert(
+                [try Self.message("app_store:shown", client: harness.client.clientID)], claiming: [true], lease: 600,
+                on: connection)
+        }
+        let batch = try #require(handed.first?.handedIn)
+        var listed = try #require(try await outbox.list(failedOnly: false).first)
+        #expect(listed.status == "pending" && listed.deliveredAt == nil)
+        var backlog = try await queries.backlog()
+        #expect(backlog.pending == 1 && backlog.oldestPending != nil)
+        #expect(try await queries.deliveries(status: "pending", clientID: nil, type: nil).count == 1)
+        try await outbox.vouch(forBatches: [batch])
+        listed = try #require(try await outbox.list(failedOnly: false).first)
+        #expect(listed.status == "delivered" && listed.deliveredAt != nil)
+        backlog = try await queries.backlog()
+        #expect(backlog.pending == 0 && backlog.oldestPending == nil)
+    }
+
+    /// A handed message given back unsent (its receiver held open, or it waited too long for a
+    /// slot) is pending again as if never attempted: its aggregate's head, due, attempts 0.
+    @Test func aHandedMessageGivenBackIsPendingAsIfNeverTried() async throws {
+        let harness = try await VerifyHarness.start()
+        defer { harness.stop() }
+        let outbox = harness.service.repositories.outbox
+        let handed = try await harness.pool.withTransaction { connection in
+            try OutboxRepository.insert(
+                [try Self.message("app_store:given-back", client: harness.client.clientID)], claiming: [true],
+                lease: 600, on: connection)
+        }
+        try await outbox.release(handed)
+        let claimed = try await outbox.claim(targets: [.email], limit: 10, lease: 60)
+        #expect(claimed.map(\.eventID) == handed.map(\.eventID))
+        #expect(claimed.first?.attempts == 0 && claimed.first?.handedIn == nil)
+    }
+
+    /// The sender stopped with a message in flight and a later one of its aggregate written
+    /// behind it: once the lease runs out, the worker takes the first back, and it is sent
+    /// before the later one, which waits for it.
+    @Test func whatAStoppedSenderHeldInFlightIsSentAgainBeforeWhatFollowsIt() async throws {
+        let harness = try await VerifyHarness.start()
+        defer { harness.stop() }
+        let outbox = harness.service.repositories.outbox, clientID = harness.client.clientID
+        let handed = try await harness.pool.withTransaction { connection in
+            try OutboxRepository.insert(
+                [try Self.message("app_store:stopped", client: clientID)], claiming: [true], lease: 1, on: connection)
+        }
+        try await harness.pool.withTransaction { connection in
+            try OutboxRepository.insert([try Self.message("app_store:stopped", client: clientID)], on: connection)
+        }
+        // Nothing settles it: the harness's worker takes it back once its lease has run out.
+        var first: [OutboxRepository.Claimed] = []
+        try await WebhookDelivery.waitUntil {
+            first = try await outbox.claim(targets: [.email], limit: 10, lease: 60)
+            return !first.isEmpty
+        }
+        #expect(first.map(\.eventID) == handed.map(\.eventID), "the one in flight first")
+        #expect(try await harness.count("outbox_handed") == 0)
+        #expect(try await outbox.claim(targets: [.email], limit: 10, lease: 60).isEmpty, "the later one waits")
+        try await outbox.markDelivered(first)
+        let second = try await outbox.claim(targets: [.email], limit: 10, lease: 60)
+        #expect(second.count == 1 && second.first?.eventID != handed.first?.eventID)
+    }
+}
