@@ -135,7 +135,7 @@ public final class Service: Sendable {
             stores: stores, transactions: repositories.transactions, clients: repositories.clients,
             directory: directory, logger: logger)
         // Verifications without effects share commits; the messages they owe go straight to this
-        // process's outbox worker, written claimed.
+        // process's outbox worker, written handed (delivered, in flight until it settles them).
         let outboxLease = outboxConfiguration.lease.components.seconds
         // Which game servers' receivers are held open: one answer for the worker and for the
         // writers that hand it messages.

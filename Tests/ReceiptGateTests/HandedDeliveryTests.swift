@@ -30,7 +30,6 @@ struct HandedDelivery {
             try await harness.count("outbox WHERE \(VerifyHarness.sentCondition)") == 1
         }
         #expect(receiver.acknowledged.map(\.type) == ["transaction.verified"])
-        #expect(try await harness.count("outbox_handed") == 0)
         #expect(
             try await harness.count(
                 "outbox o JOIN outbox_bodies b ON b.id = o.id WHERE o.xmin = b.xmin AND o.status = 'delivered' AND o.attempts = 1"
@@ -52,10 +51,18 @@ struct HandedDelivery {
         }
         let batch = try #require(handed.first?.handedIn)
         var listed = try #require(try await outbox.list(failedOnly: false).first)
-        #expect(listed.status == "pending" && listed.deliveredAt == nil)
+        #expect(listed.status == "pending" && listed.deliveredAt == nil && listed.attempts == 0 && !listed.hasFailed)
         var backlog = try await queries.backlog()
-        #expect(backlog.pending == 1 && backlog.oldestPending != nil)
+        #expect(backlog.pending == 1 && backlog.oldestPending != nil && backlog.failed == 0)
         #expect(try await queries.deliveries(status: "pending", clientID: nil, type: nil).count == 1)
+        #expect(try await queries.deliveries(status: "failed", clientID: nil, type: nil).isEmpty)
+        // Being sent: an operator's redelivery leaves it to its sender, and retention keeps it.
+        #expect(try await outbox.redeliver(eventID: try #require(handed.first?.eventID)))
+        #expect(try await harness.count("outbox WHERE \(OutboxRepository.inFlight)") == 1)
+        let retention = Retention(
+            pool: harness.pool, settings: Retention.Settings(attemptsDays: 1, outboxDays: 1, notificationsDays: 1))
+        _ = try await retention.sweep(now: Date().addingTimeInterval(10 * 86_400))
+        #expect(try await harness.count("outbox WHERE \(OutboxRepository.inFlight)") == 1)
         try await outbox.vouch(forBatches: [batch])
         listed = try #require(try await outbox.list(failedOnly: false).first)
         #expect(listed.status == "delivered" && listed.deliveredAt != nil)
@@ -75,9 +82,73 @@ struct HandedDelivery {
                 lease: 600, on: connection)
         }
         try await outbox.release(handed)
+        #expect(
+            try await harness.count(
+                "outbox WHERE status = 'pending' AND is_head AND placed AND attempts = 0 AND delivered_at IS NULL AND handed_in IS NULL AND lease_until IS NULL"
+            ) == 1)
         let claimed = try await outbox.claim(targets: [.email], limit: 10, lease: 60)
         #expect(claimed.map(\.eventID) == handed.map(\.eventID))
-        #expect(claimed.first?.attempts == 0 && claimed.first?.handedIn == nil)
+        #expect(claimed.first?.attempts == 0)
+    }
+
+    /// A handed message that failed is its aggregate's head, pending, with its attempt counted;
+    /// a later message of its aggregate, written while it was in flight, follows it.
+    @Test func aHandedMessageThatFailedIsSentBeforeWhatWasWrittenBehindIt() async throws {
+        let harness = try await VerifyHarness.start()
+        defer { harness.stop() }
+        let outbox = harness.service.repositories.outbox, clientID = harness.client.clientID
+        let handed = try await harness.pool.withTransaction { connection in
+            try OutboxRepository.insert(
+                [try Self.message("app_store:failed", client: clientID)], claiming: [true], lease: 600, on: connection)
+        }
+        try await harness.pool.withTransaction { connection in
+            try OutboxRepository.insert([try Self.message("app_store:failed", client: clientID)], on: connection)
+        }
+        _ = try await outbox.placeNew()
+        #expect(try await outbox.claim(targets: [.email], limit: 10, lease: 60).isEmpty, "the later one waits")
+        try await outbox.markFailed(
+            try #require(handed.first), attempts: 1, error: "503", dead: false, retryInSeconds: 0)
+        #expect(
+            try await harness.count(
+                "outbox WHERE status = 'pending' AND is_head AND attempts = 1 AND delivered_at IS NULL AND handed_in IS NULL"
+            ) == 1)
+        let first = try await outbox.claim(targets: [.email], limit: 10, lease: 60)
+        #expect(first.map(\.eventID) == handed.map(\.eventID) && first.first?.attempts == 1)
+        try await outbox.markDelivered(first)
+        let second = try await outbox.claim(targets: [.email], limit: 10, lease: 60)
+        #expect(second.count == 1 && second.first?.eventID != handed.first?.eventID)
+    }
+
+    /// The worker's count of what is settled: a batch is vouched for once every message of it
+    /// is settled, given back when its statement failed, and forgotten once its lease ran out.
+    @Test func aBatchIsVouchableOnceEveryMessageOfItIsSettled() {
+        let handoff = OutboxHandoff(capacity: 8, leaseSeconds: 60)
+        func handed(_ id: Int64, batch: Int64) -> OutboxRepository.Claimed {
+            var event = OutboxHandoffRules.claimed(id, client: "a")
+            event.handedIn = batch
+            return event
+        }
+        let written = ContinuousClock.now
+        handoff.hand([handed(1, batch: 1), handed(2, batch: 1), handed(3, batch: 3)], reserved: 0, written: written)
+        handoff.settled([handed(1, batch: 1)])
+        #expect(handoff.takeVouchable(now: written).isEmpty, "one of batch 1 is still unsettled")
+        handoff.settled([handed(2, batch: 1), OutboxHandoffRules.claimed(9, client: "a")])
+        #expect(handoff.takeVouchable(now: written) == [1])
+        handoff.vouchLater([1])
+        #expect(handoff.takeVouchable(now: written) == [1], "given back when its statement failed")
+        // Batch 3 was never settled: once its lease has run out, any worker takes it back.
+        #expect(handoff.takeVouchable(now: written + .seconds(61)).isEmpty)
+        handoff.settled([handed(3, batch: 3)])
+        #expect(handoff.takeVouchable(now: written + .seconds(61)).isEmpty, "forgotten, never vouched for")
+    }
+
+    /// What a verification hands after the worker stopped is returned, to be given back.
+    @Test func whatIsHandedAfterTheWorkerStoppedIsReturned() {
+        let handoff = OutboxHandoff(capacity: 8, leaseSeconds: 60)
+        _ = handoff.close()
+        let late = OutboxHandoffRules.claimed(1, client: "a")
+        #expect(handoff.hand([late], reserved: 0).map(\.id) == [1])
+        #expect(!handoff.holds("a"))
     }
 
     /// The sender stopped with a message in flight and a later one of its aggregate written

@@ -433,9 +433,17 @@ import Testing
             return !reclaimed.isEmpty
         }
         #expect(reclaimed.map(\.eventID) == written.map(\.eventID))
+        #expect(reclaimed.first?.attempts == 0, "the attempt it was handed for was never made")
+        // The writer's late reports change nothing: the message is no longer under its lease.
+        let late = try #require(written.first)
+        try await outbox.release([late])
+        try await outbox.park([late], until: 3600)
+        try await outbox.markFailed(late, attempts: 1, error: "late", dead: false, retryInSeconds: 3600)
+        #expect(
+            try await harness.count(
+                "outbox WHERE aggregate_key = 'app_store:9' AND status = 'pending' AND is_head AND lease_until > now() AND last_error IS NULL"
+            ) == 1, "still the reclaiming sender's")
         try await outbox.markDelivered(reclaimed)
-        // The writer's late report changes nothing: the message is no longer under its lease.
-        try await outbox.markDelivered(written)
         #expect(try await harness.count("outbox WHERE status = 'delivered' AND attempts = 1") == 1)
     }
 }

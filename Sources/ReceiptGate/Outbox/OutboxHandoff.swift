@@ -10,7 +10,7 @@ import Synchronization
 /// stops before settling them, the lease runs out and any worker puts what is still in flight
 /// back in the pending state, to be sent again (`OutboxRepository.recoverHanded`).
 ///
-/// Bounded: a writer reserves room before it writes a message claimed, and what it cannot reserve
+/// Bounded: a writer reserves room before it writes a message handed, and what it cannot reserve
 /// is written the ordinary way, so a slow receiver never piles messages up in memory.
 final class OutboxHandoff: Sendable {
     private struct State {
@@ -45,7 +45,7 @@ final class OutboxHandoff: Sendable {
     }
 
     let capacity: Int
-    /// How long a message written claimed is this process's before any worker may claim it.
+    /// How long a handed message is this process's before any worker may take it back.
     let leaseSeconds: Int
     /// The worker's circuits: which receivers are open now.
     let circuits: ReceiverCircuits?
@@ -68,7 +68,7 @@ final class OutboxHandoff: Sendable {
     }
 
     /// Clients with three quarters of the room or more waiting (their receiver is slow or hangs):
-    /// their new messages are not written claimed, so the room left serves the other clients.
+    /// their new messages are not handed, so the room left serves the other clients.
     func crowdedClients() -> Set<String> {
         state.withLock { state in
             let share = max(1, capacity * 3 / 4)
@@ -91,26 +91,31 @@ final class OutboxHandoff: Sendable {
         for receiver in receivers where !circuits.isOpen(receiver) { circuits.markUnsettled(receiver) }
     }
 
-    /// Hands over what a committed transaction wrote claimed (its leases counted from `written`,
+    /// Hands over what a committed transaction wrote handed (its leases counted from `written`,
     /// taken before the statement that wrote them), and gives back the rest of its reservation
-    /// (`reserved`, what it was granted).
+    /// (`reserved`, what it was granted). What the worker, stopped meanwhile, will not send is
+    /// returned, for the writer to give back to the database.
+    @discardableResult
     func hand(
         _ claimed: [OutboxRepository.Claimed], reserved: Int, written: ContinuousClock.Instant = .now
-    ) {
-        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+    ) -> [OutboxRepository.Claimed] {
+        let (waiter, refused) = state.withLock {
+            state -> (CheckedContinuation<Void, Never>?, [OutboxRepository.Claimed]) in
             state.reserved -= reserved
+            guard !state.closed else { return (nil, claimed) }
             for event in claimed {
                 if let batch = event.handedIn { state.batches[batch, default: (0, written)].unsettled += 1 }
                 if state.handed[event.clientID] == nil { state.clients.append(event.clientID) }
                 state.handed[event.clientID, default: HandedQueue()].append(.init(event: event, at: written))
             }
             state.count += claimed.count
-            guard !claimed.isEmpty else { return nil }
+            guard !claimed.isEmpty else { return (nil, []) }
             state.fresh = true
             defer { state.waiter = nil }
-            return state.waiter
+            return (state.waiter, [])
         }
         waiter?.resume()
+        return refused
     }
 
     /// Up to `limit` handed messages of clients `admits` lets send one more (it is asked before

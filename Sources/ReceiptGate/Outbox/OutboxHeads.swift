@@ -104,13 +104,19 @@ enum OutboxHeads {
     }
 
     /// Places up to `limit` messages written since the last placing (and the rest of their
-    /// aggregates); how many aggregates it placed.
+    /// aggregates); how many aggregates it placed. Those behind a message in flight are passed
+    /// over (looked at, not locked), so however many wait for one, the rest are placed.
     static func place(limit: Int, on connection: PostgresConnection) throws -> Int {
         let aggregates = try aggregates(
             try connection.query(
                 """
                 SELECT DISTINCT client_id, aggregate_key, target FROM (
-                    SELECT client_id, aggregate_key, target FROM outbox WHERE status = 'pending' AND NOT placed ORDER BY id LIMIT \(limit)) fresh
+                    SELECT u.client_id, u.aggregate_key, u.target FROM outbox u
+                    WHERE u.status = 'pending' AND NOT u.placed AND NOT EXISTS (
+                        SELECT 1 FROM outbox h JOIN outbox_handed b ON b.first_id = h.handed_in
+                        WHERE h.aggregate_key = u.aggregate_key AND h.client_id = u.client_id AND h.target = u.target
+                          AND h.status = 'delivered' OFFSET 0)
+                    ORDER BY u.id LIMIT \(limit)) fresh
                 """))
         try moving(aggregates, on: connection) {}
         return aggregates.count

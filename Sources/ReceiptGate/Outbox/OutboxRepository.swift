@@ -204,9 +204,12 @@ public struct OutboxRepository: Sendable {
             messages.map { ($0.eventID.lowercasedText, $0) }, uniquingKeysWith: { a, _ in a })
         return try rows.compactMap { row -> Claimed? in
             guard let lease = try row.decode("lease", as: String?.self),
-                let handedIn = try row.decode("handed_in", as: Int64?.self),
-                let queued = byEventID[try row.decode("event_id", as: String.self)]
+                let handedIn = try row.decode("handed_in", as: Int64?.self)
             else { return nil }
+            // A handed message not returned would be counted settled with its batch unsent.
+            guard let queued = byEventID[try row.decode("event_id", as: String.self)] else {
+                throw PostgresError(.queryFailed, "a handed outbox message came back under an event id not written")
+            }
             let message = queued.message
             return Claimed(
                 id: try row.decode("id"), eventID: queued.eventID.lowercasedText, clientID: message.clientID,
@@ -344,15 +347,20 @@ public struct OutboxRepository: Sendable {
         }
     }
 
-    /// What a claimed message not sent after all is set to: pending, its aggregate's head. A
-    /// claimed one is already; a handed one (written delivered, in flight) becomes it: it was
-    /// written only when nothing of its aggregate was pending or in flight, and whatever of it was
-    /// written since waits unplaced behind it (`OutboxHeads.reseat`).
-    static let backToPending = "status = 'pending', is_head = true, placed = true, delivered_at = NULL"
+    /// What a claimed message not sent after all is set to: pending. A claimed one is already,
+    /// and keeps its place; a handed one (written delivered, in flight) becomes its aggregate's
+    /// head, placed: it was written only when nothing of its aggregate was pending or in flight,
+    /// and whatever of it was written since waits unplaced behind it (`OutboxHeads.reseat`), to
+    /// be placed in id order once it is pending. It no longer names its batch, so nothing takes
+    /// it for in flight again. Its columns unqualified (`status` the value before the update).
+    static let backToPending = """
+        status = 'pending', is_head = (is_head OR status = 'delivered'), placed = (placed OR status = 'delivered'),
+        delivered_at = NULL, handed_in = NULL
+        """
 
     /// The attempts of a claimed message not sent after all, as they were: a handed one was
     /// written with the attempt it was handed for, which was not made.
-    static let attemptsNotMade = "CASE WHEN o.status = 'delivered' THEN 0 ELSE o.attempts END"
+    static let attemptsNotMade = "CASE WHEN status = 'delivered' THEN 0 ELSE attempts END"
 
     /// Whether the claimed message is still this claim's: pending, under the lease it was claimed
     /// with. A sender whose lease ran out (another took the message over) changes nothing.
@@ -429,6 +437,11 @@ public struct OutboxRepository: Sendable {
     /// Claimed messages not sent after all: due now, for any worker, their attempts unchanged.
     func release(_ events: [Claimed]) async throws {
         guard !events.isEmpty else { return }
+        _ = try await bookkeeping { try Self.release(events, on: $0) }
+    }
+
+    /// `release`, on `connection` (in its transaction, or committed on its own).
+    static func release(_ events: [Claimed], on connection: PostgresConnection) throws {
         let ids: [String] = events.map { String($0.id) }, leases: [String] = events.map(\.lease)
         let statement: PostgresQuery = """
             UPDATE outbox o SET lease_until = NULL, next_attempt_at = now(), \(unescaped: Self.backToPending),
@@ -436,7 +449,7 @@ public struct OutboxRepository: Sendable {
             FROM unnest(\(ids)::bigint[], \(leases)::timestamptz[]) AS held(id, lease)
             WHERE o.id = held.id AND o.lease_until = held.lease
             """
-        _ = try await bookkeeping { try $0.execute(statement) }
+        try connection.execute(statement)
     }
 
     /// Settled by their sender (`OutboxHandoff.settled`): every message of these handed batches
@@ -462,7 +475,7 @@ public struct OutboxRepository: Sendable {
                     SELECT first_id FROM outbox_handed WHERE lease_until < now() ORDER BY first_id LIMIT \(limit) FOR UPDATE SKIP LOCKED)
                 RETURNING first_id, last_id)
             UPDATE outbox o SET status = 'pending', placed = false, is_head = false, delivered_at = NULL, lease_until = NULL, attempts = 0,
-                next_attempt_at = now()
+                next_attempt_at = now(), handed_in = NULL
             FROM expired e WHERE o.id BETWEEN e.first_id AND e.last_id AND o.handed_in = e.first_id AND o.status = 'delivered'
             """
         return try await bookkeeping(durable: true) { try $0.execute(statement) }
@@ -555,13 +568,13 @@ public struct OutboxRepository: Sendable {
         "outbox_handed b JOIN outbox o ON o.id BETWEEN b.first_id AND b.last_id AND o.handed_in = b.first_id AND o.status = 'delivered'"
 
     /// A message's body as it is sent, of the row `o`: the text written, in `outbox_bodies` or
-    /// (before bodies were kept apart) in the row, or (a message not written claimed and leased)
+    /// (before bodies were kept apart) in the row, or (a message not handed)
     /// its jsonb. Looked up row by row: a join could be planned as a scan of every body kept.
     static let bodyColumn = "COALESCE((SELECT b.body FROM outbox_bodies b WHERE b.id = o.id), o.body, o.payload::text)"
 
     static let eventColumns = """
         event_id::text AS event_id, client_id, event_type, target, CASE WHEN \(inFlight) THEN 'pending' ELSE status END AS status,
-        attempts, next_attempt_at, last_error, created_at, CASE WHEN \(inFlight) THEN NULL ELSE delivered_at END AS delivered_at
+        CASE WHEN \(inFlight) THEN 0 ELSE attempts END AS attempts, next_attempt_at, last_error, created_at, CASE WHEN \(inFlight) THEN NULL ELSE delivered_at END AS delivered_at
         """
 
     static func event(_ row: PostgresRow) throws -> Event {
@@ -587,7 +600,7 @@ public struct OutboxRepository: Sendable {
             try OutboxHeads.moving(try OutboxHeads.aggregates([row]), on: connection) {
                 try connection.execute(
                     """
-                    UPDATE outbox SET status = 'pending', next_attempt_at = now(), lease_until = NULL
+                    UPDATE outbox SET status = 'pending', next_attempt_at = now(), lease_until = NULL, handed_in = NULL
                     WHERE event_id = \(id) AND (lease_until IS NULL OR lease_until < now() OR (status = 'delivered' AND NOT \(unescaped: Self.inFlight)))
                     """)
             }

@@ -62,6 +62,8 @@ public final class OutboxWorker: Sendable {
     /// When `settleReceivers` may try again after its statements failed, and how many times in a
     /// row they have: the database is not asked on every turn of the loop while it is away.
     private let settleRetry = Mutex<(at: Date?, failures: Int)>((nil, 0))
+    /// When `vouchHanded` may try again after its statement failed.
+    private let vouchRetry = Mutex<Date?>(nil)
     /// The client and the secret its messages are signed with; nil for an unknown or disabled one.
     let signingSecret: @Sendable (String) async throws -> (Client, String)?
     /// The service's clock: when a message is given up on, and the timestamp it is signed with.
@@ -110,7 +112,7 @@ public final class OutboxWorker: Sendable {
         case sent(String, Int)
         /// The poll interval passed.
         case tick
-        /// A verification handed over messages it wrote claimed.
+        /// A verification handed over messages it wrote handed.
         case handed
     }
 
@@ -249,13 +251,23 @@ public final class OutboxWorker: Sendable {
     /// flight is delivered or pending again. What fails is tried with the next ones (meanwhile
     /// later messages of their aggregates wait; past the lease, any worker sends what they held
     /// again).
-    func vouchHanded() async {
+    /// After a failure, not before four poll intervals (none when `waiting` is false: a stopping
+    /// worker's last try).
+    func vouchHanded(waiting: Bool = true) async {
         guard let handoff else { return }
+        if waiting, let retryAt = vouchRetry.withLock({ $0 }), now() < retryAt { return }
         let batches = handoff.takeVouchable()
         guard !batches.isEmpty else { return }
-        do { try await outbox.vouch(forBatches: batches) } catch {
+        do {
+            try await outbox.vouch(forBatches: batches)
+            vouchRetry.withLock { $0 = nil }
+        } catch {
             handoff.vouchLater(batches)
-            logger.error("could not record handed outbox messages settled", ["error": "\(error)"])
+            let first = vouchRetry.withLock { retry -> Bool in
+                defer { retry = now().addingTimeInterval(4 * Self.seconds(configuration.pollInterval)) }
+                return retry == nil
+            }
+            if first { logger.error("could not record handed outbox messages settled", ["error": "\(error)"]) }
         }
     }
 
@@ -290,7 +302,7 @@ public final class OutboxWorker: Sendable {
         if let handoff {
             let unsent = handoff.close()
             if !unsent.isEmpty { await Task { await giveBack(unsent) }.value }
-            await Task { await vouchHanded() }.value
+            await Task { await vouchHanded(waiting: false) }.value
         }
     }
 

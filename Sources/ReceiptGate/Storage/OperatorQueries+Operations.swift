@@ -7,12 +7,19 @@ extension OperatorQueries {
     func deliveries(
         status: String, clientID: String?, type: String?, limit: Int = 200
     ) async throws -> [OutboxRepository.Event] {
+        // What is in flight is found through its batches, not by a filter no index serves.
         try await pool.query(
             """
-            SELECT \(unescaped: OutboxRepository.eventColumns) FROM outbox
-            WHERE (\(status) = 'all' OR (\(status) = 'pending' AND (status = 'pending' OR \(unescaped: OutboxRepository.inFlight)))
-                   OR (\(status) = 'failed' AND \(unescaped: OutboxRepository.failedCondition)))
-              AND (\(clientID)::text IS NULL OR client_id = \(clientID)) AND (\(type)::text IS NULL OR event_type = \(type))
+            SELECT * FROM (
+                SELECT id, \(unescaped: OutboxRepository.eventColumns) FROM outbox
+                WHERE (\(status) = 'all' OR (\(status) = 'pending' AND status = 'pending')
+                       OR (\(status) = 'failed' AND \(unescaped: OutboxRepository.failedCondition)))
+                  AND (\(clientID)::text IS NULL OR client_id = \(clientID)) AND (\(type)::text IS NULL OR event_type = \(type))
+                UNION ALL
+                SELECT o.id, \(unescaped: OutboxRepository.eventColumns) FROM \(unescaped: OutboxRepository.inFlightRows)
+                WHERE \(status) = 'pending'
+                  AND (\(clientID)::text IS NULL OR client_id = \(clientID)) AND (\(type)::text IS NULL OR event_type = \(type))
+            ) listed
             ORDER BY id DESC LIMIT \(limit)
             """
         ).map(OutboxRepository.event)

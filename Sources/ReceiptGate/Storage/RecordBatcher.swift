@@ -47,7 +47,7 @@ final class RecordBatcher: Sendable {
     let maxInFlight: Int
     let maxBatch: Int
     /// This process's outbox worker, when it runs one: a new purchase's messages are written
-    /// claimed and handed to it once the batch commits.
+    /// handed (delivered, in flight) and passed to it once the batch commits.
     let handoff: OutboxHandoff?
     /// The service's clock: what state the evidence shows.
     let now: @Sendable () -> Date
@@ -216,8 +216,11 @@ final class RecordBatcher: Sendable {
                     messages, claiming: claims, parkedFor: parks, lease: handoff.leaseSeconds, on: connection)
                 try connection.execute("COMMIT")
                 handoff.wroteParked(for: parkedFor)
-                handoff.hand(claimed, reserved: reserved, written: written)
+                let refused = handoff.hand(claimed, reserved: reserved, written: written)
                 reserved = 0
+                // The worker stopped after this batch reserved its room: due now for any worker
+                // (if this fails too, their lease runs out and any worker takes them back).
+                if !refused.isEmpty { _ = try? OutboxRepository.release(refused, on: connection) }
             } else {
                 try OutboxRepository.insert(messages, on: connection)
                 try connection.execute("COMMIT")
@@ -261,8 +264,8 @@ final class RecordBatcher: Sendable {
         }
     }
 
-    /// Which messages may be written claimed: the first of each aggregate and target in the batch
-    /// (the insert writes it claimed only when nothing of its aggregate is pending, and cannot see
+    /// Which messages may be handed: the first of each aggregate and target in the batch (the
+    /// insert hands it only when nothing of its aggregate is pending or in flight, and cannot see
     /// the batch's own rows).
     static func claimable(_ messages: [OutboxRepository.Queued]) -> [Bool] {
         var seen = Set<String>()
