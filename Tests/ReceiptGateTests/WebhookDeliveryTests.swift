@@ -386,18 +386,9 @@ final class WebhookReceiver: Sendable {
     /// the way every game server's URL is, and delivered to.
     @Test func aWebhookToAnIPv6LiteralIsDelivered() async throws {
         let receiver = try WebhookReceiver(host: "::1")
-        receiver.up.set(true)
         #expect(receiver.url.hasPrefix("http://[::1]:"))
-        let harness = try await VerifyHarness.start(outbox: VerifyHarness.fastOutbox(), webhookURL: receiver.url)
+        let harness = try await WebhookDelivery.onePurchaseDelivered(to: receiver)
         defer { harness.stop() }
-        receiver.secret.set(harness.client.secret)
-        let receipt = try harness.pki.sign(AppleTestPKI.transaction())
-        #expect(
-            try await harness.client.post("/v1/verify", json: ["store": "app_store", "receipt": receipt]).status == 200)
-        try await WebhookDelivery.waitUntil {
-            try await harness.count("outbox WHERE \(VerifyHarness.sentCondition)") == 1
-        }
-        #expect(receiver.acknowledged.map(\.type) == ["transaction.verified"])
         #expect(receiver.acknowledged.allSatisfy { $0.signatureValid })
         await harness.service.shutdown()
         await receiver.server.shutdown()
@@ -420,5 +411,27 @@ final class WebhookReceiver: Sendable {
     ])
     func addressesAreClassified(address: String, isPublic: Bool) {
         #expect(PublicAddress.isPublic(address) == isPublic)
+    }
+}
+
+extension WebhookDelivery {
+    /// One purchase verified for a client whose webhook goes to `receiver` (answering), returned
+    /// once its webhook was acknowledged and settled; the caller stops the harness.
+    static func onePurchaseDelivered(to receiver: WebhookReceiver) async throws -> VerifyHarness {
+        receiver.up.set(true)
+        let harness = try await VerifyHarness.start(outbox: VerifyHarness.fastOutbox(), webhookURL: receiver.url)
+        do {
+            receiver.secret.set(harness.client.secret)
+            let receipt = try harness.pki.sign(AppleTestPKI.transaction())
+            #expect(
+                try await harness.client.post("/v1/verify", json: ["store": "app_store", "receipt": receipt]).status
+                    == 200)
+            try await waitUntil { try await harness.count("outbox WHERE \(VerifyHarness.sentCondition)") == 1 }
+            #expect(receiver.acknowledged.map(\.type) == ["transaction.verified"])
+            return harness
+        } catch {
+            harness.stop()
+            throw error
+        }
     }
 }
