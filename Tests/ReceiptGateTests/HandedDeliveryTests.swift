@@ -109,6 +109,45 @@ struct HandedDelivery {
         #expect(second.count == 1 && second.first?.eventID != handed.first?.eventID)
     }
 
+    /// An operator redelivers an older message of an aggregate while a newer one is in flight:
+    /// it waits, unplaced, until the one in flight is settled, so the two are never under way at
+    /// once.
+    @Test func aMessageRedeliveredBehindOneInFlightWaitsForIt() async throws {
+        let harness = try await VerifyHarness.start()
+        defer { harness.stop() }
+        let outbox = harness.service.repositories.outbox, clientID = harness.client.clientID
+        try await harness.pool.withTransaction { connection in
+            try OutboxRepository.insert([try Self.message("app_store:again", client: clientID)], on: connection)
+        }
+        let older = try await outbox.claim(targets: [.email], limit: 10, lease: 60)
+        try await outbox.markDelivered(older)
+        let handed = try await harness.pool.withTransaction { connection in
+            try OutboxRepository.insert(
+                [try Self.message("app_store:again", client: clientID)], claiming: [true], lease: 600, on: connection)
+        }
+        #expect(handed.count == 1, "nothing of its aggregate pending: handed")
+        #expect(try await outbox.redeliver(eventID: try #require(older.first?.eventID)))
+        #expect(try await outbox.claim(targets: [.email], limit: 10, lease: 60).isEmpty, "it waits")
+        try await outbox.vouch(forBatches: [try #require(handed.first?.handedIn)])
+        #expect(try await outbox.claim(targets: [.email], limit: 10, lease: 60).map(\.eventID) == older.map(\.eventID))
+    }
+
+    /// One batch a client: what one client's receiver keeps in flight holds none of another's.
+    @Test func eachClientsHandedMessagesAreABatchOfTheirOwn() async throws {
+        let harness = try await VerifyHarness.start()
+        defer { harness.stop() }
+        let handed = try await harness.pool.withTransaction { connection in
+            try OutboxRepository.insert(
+                [
+                    try Self.message("app_store:a1", client: "a"), try Self.message("app_store:b1", client: "b"),
+                    try Self.message("app_store:a2", client: "a"),
+                ], claiming: [true, true, true], lease: 600, on: connection)
+        }
+        let batches = Dictionary(grouping: handed, by: \.clientID).mapValues { Set($0.map(\.handedIn)) }
+        #expect(batches["a"]?.count == 1 && batches["b"]?.count == 1 && batches["a"] != batches["b"])
+        #expect(try await harness.count("outbox_handed") == 2)
+    }
+
     /// The worker's count of what is settled: a batch is vouched for once every message of it
     /// is settled, given back when its statement failed, and forgotten once its lease ran out.
     @Test func aBatchIsVouchableOnceEveryMessageOfItIsSettled() {

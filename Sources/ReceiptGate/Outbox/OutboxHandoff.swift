@@ -6,7 +6,7 @@ import Synchronization
 /// to place it, none to claim it and none to mark it delivered (one row version a message). Until
 /// it is settled it is in flight, under its commit's lease (`outbox_handed`): a failure or a park
 /// puts it back in the pending state, and once every message of a commit is settled the worker
-/// deletes the commit's row (`takeVouchable`). The database stays the truth: if this process
+/// deletes the commit's row (`OutboxWorker.vouchHanded`). The database stays the truth: if this process
 /// stops before settling them, the lease runs out and any worker puts what is still in flight
 /// back in the pending state, to be sent again (`OutboxRepository.recoverHanded`).
 ///

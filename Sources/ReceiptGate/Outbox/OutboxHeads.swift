@@ -10,7 +10,9 @@ import ReceiptCore
 /// under the advisory lock of each (client, aggregate key), taken in one order (by its hash), it
 /// marks the oldest pending message of each of its targets the head and the rest not. Whatever
 /// takes a message out of the pending state, or brings one back, reseats its aggregate under the
-/// same lock. Each lock is taken by a statement of its own, so (READ COMMITTED) what follows sees
+/// same lock, but a handed message going back to pending (`OutboxRepository.backToPending`) or
+/// taken back from a stopped sender: nothing of its aggregate was placed while it was in flight.
+/// Each lock is taken by a statement of its own, so (READ COMMITTED) what follows sees
 /// everything the previous holder committed.
 ///
 /// The statements every delivery runs (lock, try-lock, reseat) are prepared once per connection:

@@ -136,10 +136,10 @@ public struct OutboxRepository: Sendable {
     /// Written unplaced: the worker gives it its place in its aggregate (`OutboxHeads`).
     /// Writes enveloped messages like `insert`, those marked in `claiming` *handed*, when nothing
     /// of their aggregate is pending or in flight (a new purchase's first messages): written
-    /// delivered, in flight under `lease` seconds (`outbox_handed`, one row for the statement's
-    /// handed messages, named by the first of their ids), and returned, to be sent by this process
+    /// delivered, in flight under `lease` seconds (`outbox_handed`, one row for each client's
+    /// handed messages of the statement, named by the first of their ids), and returned, to be sent by this process
     /// once the transaction commits (`OutboxHandoff`); a success writes nothing more. Mark at most
-    /// one message of an aggregate and target: the rest are placed behind it as usual. A marked
+    /// one message of an aggregate and target: the rest wait behind it, as later ones do. A marked
     /// message with seconds in `parkedFor` (its receiver is held open) is written its aggregate's
     /// head instead, parked that long, and is not returned.
     static func insert(
@@ -183,7 +183,8 @@ public struct OutboxRepository: Sendable {
                 CROSS JOIN LATERAL (SELECT f0.claimed, f0.claimed AND m.park = 0 AS handed) f
                 ORDER BY m.n  -- ids in the order given: an aggregate's messages are sent in id order
             ), batch AS MATERIALIZED (
-                SELECT min(id) AS first_id, max(id) AS last_id FROM m WHERE handed HAVING count(*) > 0
+                -- One a client: one client's slow receiver keeps no other client's messages in flight.
+                SELECT client_id, min(id) AS first_id, max(id) AS last_id FROM m WHERE handed GROUP BY client_id
             ), in_flight AS (
                 INSERT INTO outbox_handed (first_id, last_id, lease_until)
                 SELECT first_id, last_id, now() + make_interval(secs => \(lease)) FROM batch
@@ -196,7 +197,7 @@ public struct OutboxRepository: Sendable {
                    CASE WHEN m.claimed AND NOT m.handed THEN now() + make_interval(secs => m.park) ELSE now() END, m.claimed,
                    m.claimed AND NOT m.handed, CASE WHEN m.handed THEN now() + make_interval(secs => \(lease)) END,
                    CASE WHEN m.handed THEN 'delivered' ELSE 'pending' END, CASE WHEN m.handed THEN now() END, CASE WHEN m.handed THEN 1 ELSE 0 END,
-                   CASE WHEN m.handed THEN (SELECT first_id FROM batch) END
+                   CASE WHEN m.handed THEN (SELECT b.first_id FROM batch b WHERE b.client_id = m.client_id) END
             FROM m ORDER BY m.id
             RETURNING id, event_id::text AS event_id, created_at, lease_until::text AS lease, handed_in
             """, preparedAs: "receiptgate_outbox_insert_handed")
@@ -362,8 +363,9 @@ public struct OutboxRepository: Sendable {
     /// written with the attempt it was handed for, which was not made.
     static let attemptsNotMade = "CASE WHEN status = 'delivered' THEN 0 ELSE attempts END"
 
-    /// Whether the claimed message is still this claim's: pending, under the lease it was claimed
-    /// with. A sender whose lease ran out (another took the message over) changes nothing.
+    /// Whether the claimed message is still this claim's: pending or in flight, under the lease it
+    /// was claimed or handed with. A sender whose lease ran out (another took the message over)
+    /// changes nothing.
     private static func stillClaimed(_ event: Claimed) -> PostgresQuery {
         // The lease implies its sender has not settled it (every outcome recorded clears it; a
         // handed message's success records nothing, and nothing comes after it). `status =
@@ -413,15 +415,16 @@ public struct OutboxRepository: Sendable {
                 try connection.execute(
                     """
                     UPDATE outbox SET attempts = \(attempts), last_error = \(String(error.prefix(500))), lease_until = NULL, status = 'dead', is_head = false,
-                        delivered_at = NULL
+                        delivered_at = NULL, handed_in = NULL
                     WHERE \(Self.stillClaimed(event))
                     """)
             }
         }
     }
 
-    /// Messages claimed but not sent now (their receiver's circuit is open): due again in
-    /// `seconds`, their attempts unchanged. Each only while still under the lease it was claimed with.
+    /// Messages claimed or handed but not sent now (their receiver's circuit is open): due again
+    /// in `seconds`, pending, their attempts unchanged (a handed one's as never attempted). Each
+    /// only while still under the lease it was claimed or handed with.
     func park(_ events: [Claimed], until seconds: Double) async throws {
         guard !events.isEmpty else { return }
         let ids: [String] = events.map { String($0.id) }, leases: [String] = events.map(\.lease)
@@ -434,7 +437,8 @@ public struct OutboxRepository: Sendable {
         _ = try await bookkeeping { try $0.execute(statement) }
     }
 
-    /// Claimed messages not sent after all: due now, for any worker, their attempts unchanged.
+    /// Claimed or handed messages not sent after all: pending and due now, for any worker, their
+    /// attempts unchanged (a handed one's as never attempted).
     func release(_ events: [Claimed]) async throws {
         guard !events.isEmpty else { return }
         _ = try await bookkeeping { try Self.release(events, on: $0) }
@@ -600,7 +604,9 @@ public struct OutboxRepository: Sendable {
             try OutboxHeads.moving(try OutboxHeads.aggregates([row]), on: connection) {
                 try connection.execute(
                     """
-                    UPDATE outbox SET status = 'pending', next_attempt_at = now(), lease_until = NULL, handed_in = NULL
+                    UPDATE outbox SET status = 'pending', next_attempt_at = now(), lease_until = NULL, handed_in = NULL,
+                        attempts = CASE WHEN \(unescaped: Self.inFlight) THEN 0 ELSE attempts END,
+                        delivered_at = CASE WHEN \(unescaped: Self.inFlight) THEN NULL ELSE delivered_at END
                     WHERE event_id = \(id) AND (lease_until IS NULL OR lease_until < now() OR (status = 'delivered' AND NOT \(unescaped: Self.inFlight)))
                     """)
             }

@@ -57,7 +57,7 @@ public final class OutboxWorker: Sendable {
     let logger: Logger
     let circuits: ReceiverCircuits
     let delivered: DeliveredBatcher
-    /// What this process's verifications wrote already claimed, sent without a claim.
+    /// What this process's verifications wrote handed, sent without a claim.
     let handoff: OutboxHandoff?
     /// When `settleReceivers` may try again after its statements failed, and how many times in a
     /// row they have: the database is not asked on every turn of the loop while it is away.
@@ -134,8 +134,9 @@ public final class OutboxWorker: Sendable {
                 for send in OutboxSends(events, batches: signers.mapValues(\.client.webhookBatch)).all {
                     // Not cancelled by `stop()`: a claimed message is sent and its outcome recorded,
                     // so a stop does not send it twice. The slots free once the receiver has answered
-                    // a success: its delivered mark is recorded in the next group commit meanwhile,
-                    // under its lease (so no claim takes it again), and `stop()` waits for those.
+                    // a success: a claimed message's delivered mark is recorded in the next group
+                    // commit meanwhile, under its lease (so no claim takes it again), and `stop()`
+                    // waits for those; a handed message's success records nothing.
                     group.addTask {
                         await withCheckedContinuation { (answered: CheckedContinuation<Void, Never>) in
                             Task {

@@ -79,7 +79,7 @@ extension Schema {
         // a new version of the row and its index entries (which could never be a HOT update), was
         // what kept a game's verifications with a webhook below 0.8× of those without. Until its
         // sender settles it, the message is *in flight*: its group commit's row in `outbox_handed`
-        // (the ids the commit wrote handed, under the commit's lease) says so. A failure or a park
+        // (one for each client's messages the commit wrote handed, under the commit's lease) says so. A failure or a park
         // puts the message back in the pending state; once every message of a commit is settled,
         // the sender deletes its row (it vouches for them). A row whose lease ran out belongs to a
         // sender that stopped without settling: any worker puts its messages that still say

@@ -44,7 +44,7 @@ extension OperatorQueries {
                     // Under the locks: only these aggregates' failed messages, none being sent now.
                     count = try connection.execute(
                         """
-                        UPDATE outbox SET status = 'pending', next_attempt_at = now(), lease_until = NULL
+                        UPDATE outbox SET status = 'pending', next_attempt_at = now(), lease_until = NULL, handed_in = NULL
                         WHERE client_id = \(clientID) AND aggregate_key = ANY (\(aggregates.map(\.aggregateKey))::text[])
                           AND \(unescaped: OutboxRepository.failedCondition) AND (lease_until IS NULL OR lease_until < now())
                           AND (status = 'dead' OR next_attempt_at > now())

@@ -161,6 +161,8 @@ final class RecordBatcher: Sendable {
         let written = ContinuousClock.now
         // Receivers this transaction writes messages parked for (they were open when it looked).
         var parkedFor: Set<ReceiverCircuits.Receiver> = []
+        // Lost after the commit (giving back what a stopped worker refused): no further batch on it.
+        var connectionLost = false
         do {
             // One transaction holding each claim's catalog scope shared (`CatalogScopeLock`), taken
             // before the statement that checks the clients' versions, so that statement sees any
@@ -201,7 +203,7 @@ final class RecordBatcher: Sendable {
                     room -= 1
                     return true
                 }
-                // Each aggregate written as a head is held (never waited for) until the commit, so no
+                // Each aggregate written handed or parked is held (never waited for) until the commit, so no
                 // other writer can make a second head meanwhile; one held elsewhere goes the ordinary way.
                 let heads = zip(claiming, parks).map { $0 || $1 > 0 }
                 let wanted = zip(messages, heads).filter(\.1).map { OutboxHeads.Aggregate($0.0.message) }
@@ -220,7 +222,13 @@ final class RecordBatcher: Sendable {
                 reserved = 0
                 // The worker stopped after this batch reserved its room: due now for any worker
                 // (if this fails too, their lease runs out and any worker takes them back).
-                if !refused.isEmpty { _ = try? OutboxRepository.release(refused, on: connection) }
+                if !refused.isEmpty {
+                    do { try OutboxRepository.release(refused, on: connection) } catch let error as PostgresError
+                        where error.code == .connectionFailed
+                    {
+                        connectionLost = true
+                    } catch {}
+                }
             } else {
                 try OutboxRepository.insert(messages, on: connection)
                 try connection.execute("COMMIT")
@@ -247,6 +255,10 @@ final class RecordBatcher: Sendable {
             } else {
                 item.continuation.resume(with: result)
             }
+        }
+        guard !connectionLost else {
+            seenBefore.forEach { $0.item.continuation.resume(returning: .contended) }
+            return false
         }
         return seenBefore.isEmpty || settleSeenBefore(seenBefore, on: connection)
     }
