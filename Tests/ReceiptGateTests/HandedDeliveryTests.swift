@@ -13,6 +13,22 @@ struct HandedDelivery {
         try OutboxHandoffRules.message(key, client: client)
     }
 
+    /// `key`'s message written handed, as a verification's group commit writes a new purchase's.
+    static func handed(
+        _ key: String, _ harness: VerifyHarness, lease: Int = 600
+    ) async throws -> [OutboxRepository.Claimed] {
+        let message = try Self.message(key, client: harness.client.clientID)
+        return try await harness.pool.withTransaction { connection in
+            try OutboxRepository.insert([message], claiming: [true], lease: lease, on: connection)
+        }
+    }
+
+    /// `key`'s message written the ordinary way, as a store's notification or a refund writes one.
+    static func written(_ key: String, _ harness: VerifyHarness) async throws {
+        let message = try Self.message(key, client: harness.client.clientID)
+        try await harness.pool.withTransaction { try OutboxRepository.insert([message], on: $0) }
+    }
+
     /// The row a purchase's webhook is written as is the only version of it: delivered, nothing
     /// rewrote it (its `xmin` is still that of the commit that wrote its body beside it), though
     /// the receiver answered and the worker vouched for it (no longer in flight).
@@ -34,11 +50,7 @@ struct HandedDelivery {
         let harness = try await VerifyHarness.start()
         defer { harness.stop() }
         let outbox = harness.service.repositories.outbox, queries = OperatorQueries(pool: harness.pool)
-        let handed = try await harness.pool.withTransaction { connection in
-            try OutboxRepository.insert(
-                [try Self.message("app_store:shown", client: harness.client.clientID)], claiming: [true], lease: 600,
-                on: connection)
-        }
+        let handed = try await Self.handed("app_store:shown", harness)
         let batch = try #require(handed.first?.handedIn)
         var listed = try #require(try await outbox.list(failedOnly: false).first)
         #expect(listed.status == "pending" && listed.deliveredAt == nil && listed.attempts == 0 && !listed.hasFailed)
@@ -66,11 +78,7 @@ struct HandedDelivery {
         let harness = try await VerifyHarness.start()
         defer { harness.stop() }
         let outbox = harness.service.repositories.outbox
-        let handed = try await harness.pool.withTransaction { connection in
-            try OutboxRepository.insert(
-                [try Self.message("app_store:given-back", client: harness.client.clientID)], claiming: [true],
-                lease: 600, on: connection)
-        }
+        let handed = try await Self.handed("app_store:given-back", harness)
         try await outbox.release(handed)
         #expect(
             try await harness.count(
@@ -86,14 +94,9 @@ struct HandedDelivery {
     @Test func aHandedMessageThatFailedIsSentBeforeWhatWasWrittenBehindIt() async throws {
         let harness = try await VerifyHarness.start()
         defer { harness.stop() }
-        let outbox = harness.service.repositories.outbox, clientID = harness.client.clientID
-        let handed = try await harness.pool.withTransaction { connection in
-            try OutboxRepository.insert(
-                [try Self.message("app_store:failed", client: clientID)], claiming: [true], lease: 600, on: connection)
-        }
-        try await harness.pool.withTransaction { connection in
-            try OutboxRepository.insert([try Self.message("app_store:failed", client: clientID)], on: connection)
-        }
+        let outbox = harness.service.repositories.outbox
+        let handed = try await Self.handed("app_store:failed", harness)
+        try await Self.written("app_store:failed", harness)
         _ = try await outbox.placeNew()
         #expect(try await outbox.claim(targets: [.email], limit: 10, lease: 60).isEmpty, "the later one waits")
         try await outbox.markFailed(
@@ -115,16 +118,11 @@ struct HandedDelivery {
     @Test func aMessageRedeliveredBehindOneInFlightWaitsForIt() async throws {
         let harness = try await VerifyHarness.start()
         defer { harness.stop() }
-        let outbox = harness.service.repositories.outbox, clientID = harness.client.clientID
-        try await harness.pool.withTransaction { connection in
-            try OutboxRepository.insert([try Self.message("app_store:again", client: clientID)], on: connection)
-        }
+        let outbox = harness.service.repositories.outbox
+        try await Self.written("app_store:again", harness)
         let older = try await outbox.claim(targets: [.email], limit: 10, lease: 60)
         try await outbox.markDelivered(older)
-        let handed = try await harness.pool.withTransaction { connection in
-            try OutboxRepository.insert(
-                [try Self.message("app_store:again", client: clientID)], claiming: [true], lease: 600, on: connection)
-        }
+        let handed = try await Self.handed("app_store:again", harness)
         #expect(handed.count == 1, "nothing of its aggregate pending: handed")
         #expect(try await outbox.redeliver(eventID: try #require(older.first?.eventID)))
         #expect(try await outbox.claim(targets: [.email], limit: 10, lease: 60).isEmpty, "it waits")
@@ -186,14 +184,9 @@ struct HandedDelivery {
     @Test func whatAStoppedSenderHeldInFlightIsSentAgainBeforeWhatFollowsIt() async throws {
         let harness = try await VerifyHarness.start()
         defer { harness.stop() }
-        let outbox = harness.service.repositories.outbox, clientID = harness.client.clientID
-        let handed = try await harness.pool.withTransaction { connection in
-            try OutboxRepository.insert(
-                [try Self.message("app_store:stopped", client: clientID)], claiming: [true], lease: 1, on: connection)
-        }
-        try await harness.pool.withTransaction { connection in
-            try OutboxRepository.insert([try Self.message("app_store:stopped", client: clientID)], on: connection)
-        }
+        let outbox = harness.service.repositories.outbox
+        let handed = try await Self.handed("app_store:stopped", harness, lease: 1)
+        try await Self.written("app_store:stopped", harness)
         // Nothing settles it: the harness's worker takes it back once its lease has run out.
         var first: [OutboxRepository.Claimed] = []
         try await WebhookDelivery.waitUntil {

@@ -114,10 +114,7 @@ enum OutboxHeads {
                 """
                 SELECT DISTINCT client_id, aggregate_key, target FROM (
                     SELECT u.client_id, u.aggregate_key, u.target FROM outbox u
-                    WHERE u.status = 'pending' AND NOT u.placed AND NOT EXISTS (
-                        SELECT 1 FROM outbox h JOIN outbox_handed b ON b.first_id = h.handed_in
-                        WHERE h.aggregate_key = u.aggregate_key AND h.client_id = u.client_id AND h.target = u.target
-                          AND h.status = 'delivered' OFFSET 0)
+                    WHERE u.status = 'pending' AND NOT u.placed AND NOT \(unescaped: OutboxRepository.inFlightInAggregate(of: "u"))
                     ORDER BY u.id LIMIT \(limit)) fresh
                 """))
         try moving(aggregates, on: connection) {}

@@ -175,11 +175,7 @@ public struct OutboxRepository: Sendable {
                         SELECT 1 FROM outbox p
                         WHERE p.client_id = m.client_id AND p.aggregate_key = m.aggregate_key AND p.target = m.target AND p.status = 'pending'
                         OFFSET 0
-                    ) AND NOT EXISTS (
-                        SELECT 1 FROM outbox h JOIN outbox_handed b ON b.first_id = h.handed_in
-                        WHERE h.aggregate_key = m.aggregate_key AND h.client_id = m.client_id AND h.target = m.target AND h.status = 'delivered'
-                        OFFSET 0
-                    ) AS claimed OFFSET 0) f0
+                    ) AND NOT \(unescaped: Self.inFlightInAggregate(of: "m")) AS claimed OFFSET 0) f0
                 CROSS JOIN LATERAL (SELECT f0.claimed, f0.claimed AND m.park = 0 AS handed) f
                 ORDER BY m.n  -- ids in the order given: an aggregate's messages are sent in id order
             ), batch AS MATERIALIZED (
@@ -565,6 +561,16 @@ public struct OutboxRepository: Sendable {
     /// delivered but not yet settled by its sender. Shown, counted and treated as pending.
     package static let inFlight =
         "(status = 'delivered' AND handed_in IS NOT NULL AND EXISTS (SELECT 1 FROM outbox_handed h WHERE h.first_id = handed_in))"
+
+    /// Whether a message of the aggregate (client, key and target) of the row `alias` is in
+    /// flight: one index lookup, fenced so any plan keeps it one.
+    static func inFlightInAggregate(of alias: String) -> String {
+        """
+        EXISTS (SELECT 1 FROM outbox h JOIN outbox_handed b ON b.first_id = h.handed_in
+                WHERE h.aggregate_key = \(alias).aggregate_key AND h.client_id = \(alias).client_id AND h.target = \(alias).target
+                  AND h.status = 'delivered' OFFSET 0)
+        """
+    }
 
     /// The messages in flight, as `o`, found through their batches (a handful of rows) rather
     /// than by reading the outbox: a `FROM` clause.
